@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: a normal build
+# (CUDA compiled and linked when nvcc is present), an ASan+UBSan build, and a
+# short run of each libFuzzer harness. Ends with ctest's summary lines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=$(nproc)
+
+./tools/deps.sh
+
+build() { # build DIR CMAKE_ARGS...
+  local dir=$1; shift
+  cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+# Fuzzing first (short), so the final lines are ctest's summaries.
+if command -v clang >/dev/null; then
+  build build/fuzz -DCMAKE_C_COMPILER=clang -DO1_FUZZ=ON -DO1_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF
+  for f in build/fuzz/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=$(basename "$f")
+    corpus=$(mktemp -d)
+    cp -r "tests/fuzz/corpus/${name#fuzz_}/." "$corpus/" 2>/dev/null || true
+    echo "fuzz: $name for ${O1_FUZZ_SECONDS:-20}s"
+    "$f" -max_total_time="${O1_FUZZ_SECONDS:-20}" -rss_limit_mb=2048 \
+      -print_final_stats=0 "$corpus" 2>build/fuzz/$name.log ||
+      { tail -50 build/fuzz/$name.log; exit 1; }
+    rm -rf "$corpus"
+  done
+fi
+
+build build/asan -DO1_SANITIZE=ON -DO1_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+echo "== ctest: ASan+UBSan build =="
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+build build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== ctest: release build =="
+ctest --test-dir build/release --output-on-failure -j "$jobs"
