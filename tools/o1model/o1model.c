@@ -1,0 +1,37 @@
+/* o1model: model-file tool. One subcommand per file (cmd_*.c); this file
+ * only dispatches through the table below. */
+#include <stdio.h>
+#include <string.h>
+
+#include "o1model.h"
+
+static const struct o1model_cmd o1model_cmds[] = {
+#define O1MODEL_CMD(name, fn, help) {name, fn, help},
+#include "commands.def"
+#undef O1MODEL_CMD
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: o1model COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(o1model_cmds) / sizeof(o1model_cmds[0]);
+	     i++)
+		fprintf(f, "  %-12s %s\n", o1model_cmds[i].name,
+			o1model_cmds[i].help);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "--help") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof(o1model_cmds) / sizeof(o1model_cmds[0]);
+	     i++)
+		if (strcmp(argv[1], o1model_cmds[i].name) == 0)
+			return o1model_cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "o1model: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
