@@ -28,7 +28,7 @@ static const char *const o1_role_names[] = {
 	[O1_T_BK] = "attn_k.bias",	    [O1_T_BV] = "attn_v.bias",
 	[O1_T_WO] = "attn_output",	    [O1_T_FFN_NORM] = "ffn_norm",
 	[O1_T_W_GATE] = "ffn_gate",	    [O1_T_W_UP] = "ffn_up",
-	[O1_T_W_DOWN] = "ffn_down",
+	[O1_T_W_DOWN] = "ffn_down",	    [O1_T_ROPE_FREQS] = "rope_freqs",
 };
 _Static_assert(sizeof(o1_role_names) / sizeof(o1_role_names[0]) ==
 		       O1_T_ROLE_COUNT,

@@ -88,6 +88,9 @@ enum o1_tensor_role {
 	O1_T_W_GATE,	  /* [ffn, dim] */
 	O1_T_W_UP,	  /* [ffn, dim] */
 	O1_T_W_DOWN,	  /* [dim, ffn] */
+	O1_T_ROPE_FREQS,  /* optional [rope.dim/2]: GGUF's rope_freqs.weight,
+			   * per-pair divisors of the inverse frequencies
+			   * (llama3 scaling as llama.cpp stores it) */
 	O1_T_ROLE_COUNT,
 };
 

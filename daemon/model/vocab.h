@@ -60,4 +60,16 @@ void o1_vocab_destroy(struct o1_vocab *v);
  * (freed by o1_vocab_destroy once stored there); NULL when out of memory. */
 char *o1_vocab_strdup(struct o1_vocab *v, const char *s, uint64_t len);
 
+/* Loaders, one per file format (each logs what is wrong on failure):
+ * - GGUF tokenizer.ggml.* metadata of a model or vocab-only file
+ *   (daemon/model/model_gguf.c);
+ * - HF tokenizer.json, plus tokenizer_config.json beside it when present
+ *   for special-token flags and the chat template
+ *   (daemon/model/tokenizer_json.c). */
+int o1_vocab_load_gguf(const char *path, struct o1_vocab **out);
+int o1_vocab_load_tokenizer_json(const char *path, struct o1_vocab **out);
+/* Writes V as an HF tokenizer.json (and tokenizer_config.json holding the
+ * chat template and BOS/EOS flags) into folder DIR. */
+int o1_vocab_write_tokenizer_json(const struct o1_vocab *v, const char *dir);
+
 #endif
