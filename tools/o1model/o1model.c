@@ -5,10 +5,13 @@
 
 #include "o1model.h"
 
+static int cmd_help(int argc, char **argv);
+
 static const struct o1model_cmd o1model_cmds[] = {
 #define O1MODEL_CMD(name, fn, help) {name, fn, help},
 #include "commands.def"
 #undef O1MODEL_CMD
+	{"help", cmd_help, "show this list"},
 };
 
 static void usage(FILE *f)
@@ -18,6 +21,14 @@ static void usage(FILE *f)
 	     i++)
 		fprintf(f, "  %-12s %s\n", o1model_cmds[i].name,
 			o1model_cmds[i].help);
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	usage(stdout);
+	return 0;
 }
 
 int main(int argc, char **argv)
