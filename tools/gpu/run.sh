@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (no apt, no network): unpacks the .deb files that
+# tools/gpu/fetch-debs.sh downloaded into .debs/ under a private prefix,
+# configures and builds with CUDA, runs every test (GPU tests included) and
+# the GPU benchmarks, and writes logs and results to OUT (default $OUT or
+# ./gpu-out).
+#   tools/gpu/run.sh [build|test|bench|all] [ctest -R pattern]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+what=${1:-all}
+pattern=${2:-}
+prefix=/tmp/o1-debs
+
+unpack() {
+  [ -d .debs ] || { echo "run.sh: no .debs/ (run tools/gpu/fetch-debs.sh here, carry .debs)"; exit 1; }
+  mkdir -p "$prefix"
+  for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
+  local lib=$prefix/usr/lib/x86_64-linux-gnu
+  # Some -dev packages' .so links are absolute: repoint them into the prefix.
+  for l in "$lib"/*.so; do
+    t=$(readlink "$l" || true)
+    case "$t" in /*) ln -sf "$prefix$t" "$l" ;; esac
+  done
+  export PKG_CONFIG_SYSROOT_DIR=$prefix
+  export PKG_CONFIG_PATH=$lib/pkgconfig:$prefix/usr/share/pkgconfig
+  export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export CMAKE_PREFIX_PATH=$prefix/usr
+  command -v pkg-config >/dev/null || export PATH=$prefix/usr/bin:$PATH
+}
+
+build() {
+  cmake -S "$root" -B build/gpu -G Ninja -DO1_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
+    -DCMAKE_INCLUDE_PATH="$prefix/usr/include" >"$out/configure.log" 2>&1 ||
+    { tail -40 "$out/configure.log"; exit 1; }
+  cmake --build build/gpu -j "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E 'error|Error' "$out/build.log" | head -40; exit 1; }
+  echo "build ok"
+}
+
+run_tests() {
+  ctest --test-dir build/gpu --output-on-failure -j 8 ${pattern:+-R "$pattern"} \
+    >"$out/ctest.log" 2>&1
+  local rc=$?
+  tail -15 "$out/ctest.log"
+  return $rc
+}
+
+run_bench() {
+  [ -x tools/gpu/bench.sh ] && tools/gpu/bench.sh "$out"
+}
+
+unpack
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$out/gpu.txt" 2>&1
+case "$what" in
+  build) build ;;
+  test) build && run_tests ;;
+  bench) build && run_bench ;;
+  all) build && { run_tests; rc=$?; run_bench; exit $rc; } ;;
+  *) echo "usage: $0 [build|test|bench|all] [pattern]"; exit 2 ;;
+esac
