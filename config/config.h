@@ -1,0 +1,140 @@
+/* o1d configuration: one struct o1_config filled from built-in defaults, an
+ * INI file (config/o1d.ini documents every key) and --set overrides.
+ *
+ * Invariants:
+ * - A struct o1_config that any function here returned 0 for is fully
+ *   valid: every field is within the range its key allows, lists hold at
+ *   most O1_CONFIG_LIST_MAX entries, strings are NUL-terminated.
+ * - A failed load or set leaves the struct exactly as it was.
+ * - Nothing is heap-allocated: the struct may be copied and needs no fini.
+ * - Keys and their types, ranges and defaults live in one table in
+ *   config.c, which drives parsing, validation, defaults and the dump.
+ */
+#ifndef O1_CONFIG_H
+#define O1_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log.h"
+
+#define O1_CONFIG_LIST_MAX 64
+#define O1_CONFIG_PATH_MAX 4096
+#define O1_CONFIG_NAME_MAX 128
+#define O1_CONFIG_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+
+struct o1_config_list {
+	uint32_t n;
+	uint32_t v[O1_CONFIG_LIST_MAX];
+};
+
+enum o1_device_kind {
+	O1_DEVICE_AUTO, /* the first CUDA device when there is one, else cpu */
+	O1_DEVICE_CPU,
+	O1_DEVICE_CUDA,
+};
+
+struct o1_config_device {
+	enum o1_device_kind kind;
+	uint32_t index; /* CUDA ordinal; 0 for cpu */
+};
+
+enum o1_config_dtype {
+	O1_CONFIG_DTYPE_AUTO,
+	O1_CONFIG_DTYPE_F32,
+	O1_CONFIG_DTYPE_F16,
+	O1_CONFIG_DTYPE_BF16,
+};
+
+struct o1_config {
+	struct {
+		uint32_t drain_timeout_ms;
+	} daemon;
+	struct {
+		char path[O1_CONFIG_PATH_MAX]; /* "" = none given */
+		char name[O1_CONFIG_NAME_MAX]; /* "" = from the model file */
+		uint32_t max_context_tokens;   /* 0 = the model's own */
+		enum o1_config_dtype dtype;    /* working weight type */
+	} model;
+	struct {
+		struct o1_config_device device;
+		uint32_t threads; /* 0 = online CPUs */
+	} backend;
+	struct {
+		uint32_t page_tokens;
+		uint32_t pages; /* 0 = derive from memory_fraction */
+		double memory_fraction;
+	} kv;
+	struct {
+		uint32_t max_batch_tokens;
+		uint32_t max_running;
+		uint32_t prefill_chunk_tokens;
+	} scheduler;
+	struct {
+		bool enabled;
+		struct o1_config_list buckets; /* batch sizes, ascending */
+	} graphs;
+	struct {
+		char socket[O1_CONFIG_SOCKET_MAX];
+		uint32_t socket_mode; /* permission bits, e.g. 0660 */
+		struct o1_config_list allowed_uids;
+		struct o1_config_list allowed_gids;
+		struct o1_config_list admin_uids;
+		uint32_t spin_us;
+		uint32_t max_clients;
+		uint32_t ring_entries;
+		uint32_t max_inflight;
+		uint64_t arena_bytes;
+		uint32_t max_prompt_tokens;
+	} ipc;
+	struct {
+		bool enabled;
+		char bpf_dir[O1_CONFIG_PATH_MAX];
+	} metrics;
+	struct {
+		enum o1_log_level level;
+	} log;
+	struct {
+		char listen[O1_CONFIG_NAME_MAX]; /* host:port */
+		char daemon_socket[O1_CONFIG_SOCKET_MAX];
+		uint32_t max_body_bytes;
+	} sidecar;
+};
+
+/* Fills C with the built-in defaults (those config/o1d.ini shows). */
+int o1_config_init_defaults(struct o1_config *c);
+
+/* Applies the INI file PATH over C. On error returns -errno (cannot read)
+ * or -O1_E_CONFIG, writes "PATH:LINE: what is wrong; allowed: ..." into
+ * ERR (ERR_LEN bytes, may be 0), logs it, and leaves C unchanged. */
+int o1_config_load_file(struct o1_config *c, const char *path, char *err,
+			size_t err_len);
+
+/* Same, for INI text held in memory; NAME stands for the file in messages. */
+int o1_config_load_string(struct o1_config *c, const char *text,
+			  const char *name, char *err, size_t err_len);
+
+/* Applies one "section.key=value" assignment over C. */
+int o1_config_set(struct o1_config *c, const char *assignment, char *err,
+		  size_t err_len);
+
+/* Handles the options every o1d binary shares: "-c FILE" (or --config
+ * FILE, --config=FILE) once, and repeatable "--set section.key=value"
+ * (or --set=...). The file is applied first, then the overrides in order,
+ * wherever they stand on the command line. The options are removed from
+ * ARGV (argv[0] and everything else keep their order; "--" ends the scan)
+ * and *ARGC is updated. C should hold the defaults on entry. */
+int o1_config_parse_args(struct o1_config *c, int *argc, char **argv,
+			 char *err, size_t err_len);
+
+/* Writes the effective configuration as INI text that loads back into an
+ * identical struct. */
+void o1_config_dump(const struct o1_config *c, FILE *f);
+
+/* Names used in dumps and messages. */
+const char *o1_config_device_name(const struct o1_config_device *d, char *buf,
+				  size_t len);
+
+#endif
