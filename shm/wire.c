@@ -1,0 +1,221 @@
+/* Wire decoders. Every check runs on a private copy of the slot; each
+ * failure names its field through *why so the caller can log it once. */
+#include "wire.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "error.h"
+
+/* Records the offending field and returns the negated code. */
+static int fail(int code, const char *field, const char **why)
+{
+	if (why)
+		*why = field;
+	return -code;
+}
+
+static int all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+/* True when [off, off + len) lies inside an arena of arena_bytes. */
+static int in_arena(uint64_t off, uint64_t len, uint32_t arena_bytes)
+{
+	return off <= arena_bytes && len <= arena_bytes - off;
+}
+
+static int check_range(float v, float lo, float hi)
+{
+	return isfinite(v) && v >= lo && v <= hi;
+}
+
+static int check_sampling(const struct o1_wire_submit *s, const char **why)
+{
+	if (!check_range(s->temperature, 0.0f, 100.0f))
+		return fail(O1_E_FORMAT, "temperature", why);
+	if (!check_range(s->top_p, 0.0f, 1.0f) || s->top_p == 0.0f)
+		return fail(O1_E_FORMAT, "top_p", why);
+	if (!check_range(s->min_p, 0.0f, 1.0f) || s->min_p == 1.0f)
+		return fail(O1_E_FORMAT, "min_p", why);
+	if (!check_range(s->repeat_penalty, 0.0f, 100.0f) ||
+	    s->repeat_penalty == 0.0f)
+		return fail(O1_E_FORMAT, "repeat_penalty", why);
+	if (!check_range(s->presence_penalty, -2.0f, 2.0f))
+		return fail(O1_E_FORMAT, "presence_penalty", why);
+	if (!check_range(s->frequency_penalty, -2.0f, 2.0f))
+		return fail(O1_E_FORMAT, "frequency_penalty", why);
+	if (s->n_logprobs > O1_WIRE_LOGPROBS_MAX)
+		return fail(O1_E_BOUNDS, "n_logprobs", why);
+	return 0;
+}
+
+static int check_prompt(const struct o1_wire_submit *s,
+			const struct o1_wire_limits *lim, const char **why)
+{
+	uint64_t bytes = s->prompt_len;
+
+	if (s->prompt_kind == O1_PROMPT_IDS) {
+		if (s->prompt_len > lim->max_prompt_tokens)
+			return fail(O1_E_QUOTA, "prompt_len", why);
+		if (s->prompt_off % 4)
+			return fail(O1_E_BOUNDS, "prompt_off", why);
+		bytes *= 4;
+	} else if (s->prompt_kind != O1_PROMPT_TEXT) {
+		return fail(O1_E_FORMAT, "prompt_kind", why);
+	} else if (s->prompt_len > lim->max_prompt_bytes) {
+		return fail(O1_E_QUOTA, "prompt_len", why);
+	}
+	if (s->prompt_len == 0)
+		return fail(O1_E_BOUNDS, "prompt_len", why);
+	if (!in_arena(s->prompt_off, bytes, lim->arena_bytes))
+		return fail(O1_E_BOUNDS, "prompt_off", why);
+	return 0;
+}
+
+static int check_stops(const struct o1_wire_submit *s,
+		       const struct o1_wire_limits *lim, const char **why)
+{
+	if (s->n_stop_ids > lim->max_stop_ids)
+		return fail(O1_E_BOUNDS, "n_stop_ids", why);
+	if (s->n_stop_ids && (s->stop_ids_off % 4 ||
+			      !in_arena(s->stop_ids_off,
+					(uint64_t)s->n_stop_ids * 4,
+					lim->arena_bytes)))
+		return fail(O1_E_BOUNDS, "stop_ids_off", why);
+	if (s->stop_str_len > lim->max_stop_bytes)
+		return fail(O1_E_BOUNDS, "stop_str_len", why);
+	if (s->stop_str_len &&
+	    !in_arena(s->stop_str_off, s->stop_str_len, lim->arena_bytes))
+		return fail(O1_E_BOUNDS, "stop_str_off", why);
+	return 0;
+}
+
+static int decode_submit(const struct o1_wire_submit *s,
+			 const struct o1_wire_limits *lim, const char **why)
+{
+	int ret;
+
+	if (!all_zero(s->pad, sizeof(s->pad)))
+		return fail(O1_E_PROTOCOL, "pad", why);
+	if (s->flags & ~O1_SUBMIT_FLAGS_ALL)
+		return fail(O1_E_PROTOCOL, "flags", why);
+	if (s->max_tokens == 0 || s->max_tokens > lim->max_tokens)
+		return fail(O1_E_BOUNDS, "max_tokens", why);
+	if (lim->vocab_size && s->top_k > lim->vocab_size)
+		return fail(O1_E_BOUNDS, "top_k", why);
+	ret = check_prompt(s, lim, why);
+	if (!ret)
+		ret = check_stops(s, lim, why);
+	if (!ret)
+		ret = check_sampling(s, why);
+	return ret;
+}
+
+int o1_wire_decode_sub(const void *slot, const struct o1_wire_limits *lim,
+		       union o1_wire_entry *out, const char **why)
+{
+	memcpy(out, slot, sizeof(*out));
+	switch (out->op) {
+	case O1_OP_PING:
+		if (!all_zero(out->ping.pad0, sizeof(out->ping.pad0)) ||
+		    out->ping.daemon_ns ||
+		    !all_zero(out->ping.pad, sizeof(out->ping.pad)))
+			return fail(O1_E_PROTOCOL, "pad", why);
+		return 0;
+	case O1_OP_CANCEL:
+		if (!all_zero(out->cancel.pad0, sizeof(out->cancel.pad0)) ||
+		    !all_zero(out->cancel.pad, sizeof(out->cancel.pad)))
+			return fail(O1_E_PROTOCOL, "pad", why);
+		return 0;
+	case O1_OP_SUBMIT:
+		return decode_submit(&out->submit, lim, why);
+	default:
+		return fail(O1_E_PROTOCOL, "op", why);
+	}
+}
+
+static int decode_token(const struct o1_wire_token *t, const char **why)
+{
+	if (t->n_ids > O1_WIRE_IDS_MAX)
+		return fail(O1_E_BOUNDS, "n_ids", why);
+	if (t->text_len > O1_WIRE_TEXT_MAX)
+		return fail(O1_E_BOUNDS, "text_len", why);
+	if (t->has_logprobs > 1)
+		return fail(O1_E_FORMAT, "has_logprobs", why);
+	for (unsigned i = 0; t->has_logprobs && i < t->n_ids; i++)
+		if (isnan(t->logprobs[i]) || t->logprobs[i] > 0.0f)
+			return fail(O1_E_FORMAT, "logprobs", why);
+	return 0;
+}
+
+int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
+		      const char **why)
+{
+	memcpy(out, slot, sizeof(*out));
+	switch (out->op) {
+	case O1_EV_PONG:
+		return 0;
+	case O1_EV_TOKEN:
+		return decode_token(&out->token, why);
+	case O1_EV_FINAL:
+		if (out->final.reason >= O1_FINISH_COUNT)
+			return fail(O1_E_FORMAT, "reason", why);
+		if ((out->final.reason == O1_FINISH_ERROR) !=
+		    (out->final.error != 0))
+			return fail(O1_E_FORMAT, "error", why);
+		return 0;
+	case O1_EV_ERROR:
+		if (out->error.msg_len > O1_WIRE_MSG_MAX)
+			return fail(O1_E_BOUNDS, "msg_len", why);
+		if (out->error.error >= 0)
+			return fail(O1_E_FORMAT, "error", why);
+		return 0;
+	default:
+		return fail(O1_E_PROTOCOL, "op", why);
+	}
+}
+
+int o1_wire_stop_strings_check(const uint8_t *buf, uint32_t len,
+			       uint32_t max_count)
+{
+	uint32_t pos = 0;
+	int count = 0;
+
+	while (pos < len) {
+		if (buf[pos] == 0 || buf[pos] > len - pos - 1)
+			return -O1_E_FORMAT;
+		pos += 1 + buf[pos];
+		if ((uint32_t)++count > max_count)
+			return -O1_E_FORMAT;
+	}
+	return count;
+}
+
+const char *o1_wire_op_name(unsigned op)
+{
+	switch (op) {
+	case O1_OP_PING:
+		return "PING";
+	case O1_OP_SUBMIT:
+		return "SUBMIT";
+	case O1_OP_CANCEL:
+		return "CANCEL";
+	case O1_EV_PONG:
+		return "PONG";
+	case O1_EV_TOKEN:
+		return "TOKEN";
+	case O1_EV_FINAL:
+		return "FINAL";
+	case O1_EV_ERROR:
+		return "ERROR";
+	default:
+		return "unknown";
+	}
+}

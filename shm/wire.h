@@ -1,0 +1,196 @@
+/* Wire entries: the fixed 128-byte records carried by the submission ring
+ * (client to daemon: PING, SUBMIT, CANCEL) and the completion ring (daemon
+ * to client: PONG, TOKEN, FINAL, ERROR), and the decoders that turn a slot
+ * in shared memory into a validated private copy.
+ *
+ * Layout rules: fixed-width little-endian fields, explicit padding that a
+ * sender must zero (so it can carry fields in a later version), no
+ * pointers; variable data (prompts, stop lists) lives in the client arena
+ * and is named by (offset, length) relative to the arena start. Streamed
+ * text travels inline in TOKEN events (up to O1_WIRE_TEXT_MAX bytes each):
+ * the daemon never writes into memory the client can also allocate from.
+ *
+ * The decoders copy the slot first and validate only the copy: the peer
+ * may rewrite the slot at any time, and nothing is read from it twice. */
+#ifndef O1_WIRE_H
+#define O1_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define O1_WIRE_VERSION 1
+#define O1_WIRE_ENTRY_BYTES 128
+#define O1_WIRE_IDS_MAX 8        /* token ids per TOKEN event */
+#define O1_WIRE_TEXT_MAX 48      /* inline text bytes per TOKEN event */
+#define O1_WIRE_MSG_MAX 96       /* inline message bytes per ERROR event */
+#define O1_WIRE_LOGPROBS_MAX 20  /* n_logprobs upper bound */
+#define O1_WIRE_STOP_STR_MAX 255 /* bytes per stop string */
+
+enum o1_wire_op {
+	O1_OP_NONE = 0,
+	/* submission ring */
+	O1_OP_PING = 1,
+	O1_OP_SUBMIT = 2,
+	O1_OP_CANCEL = 3,
+	/* completion ring */
+	O1_EV_PONG = 0x81,
+	O1_EV_TOKEN = 0x82,
+	O1_EV_FINAL = 0x83,
+	O1_EV_ERROR = 0x84,
+};
+
+enum o1_prompt_kind {
+	O1_PROMPT_TEXT = 0, /* UTF-8 bytes; prompt_len in bytes */
+	O1_PROMPT_IDS = 1,  /* uint32 token ids; prompt_len in tokens */
+};
+
+enum o1_submit_flags {
+	O1_SUBMIT_ADD_BOS = 1u << 0,    /* prepend the model's BOS token */
+	O1_SUBMIT_IGNORE_EOS = 1u << 1, /* keep generating past EOS */
+	O1_SUBMIT_NO_TEXT = 1u << 2,    /* stream ids only, no detokenizing */
+	O1_SUBMIT_CHAT = 1u << 3,       /* apply the model's chat template */
+	O1_SUBMIT_FLAGS_ALL = 0xf,
+};
+
+enum o1_finish_reason {
+	O1_FINISH_STOP = 0,      /* a stop id or string matched */
+	O1_FINISH_LENGTH = 1,    /* max_tokens or the context limit */
+	O1_FINISH_EOS = 2,       /* the model emitted end of sequence */
+	O1_FINISH_CANCELLED = 3, /* CANCEL, client death or drain deadline */
+	O1_FINISH_ERROR = 4,     /* see error: a -errno or -O1_E_* */
+	O1_FINISH_COUNT,
+};
+
+/* Sent by the client. Arena offsets are bytes from the arena start. */
+struct o1_wire_submit {
+	uint8_t op;           /* O1_OP_SUBMIT */
+	uint8_t prompt_kind;  /* enum o1_prompt_kind */
+	uint16_t flags;       /* enum o1_submit_flags */
+	uint32_t max_tokens;  /* >= 1 */
+	uint64_t req_id;      /* chosen by the client, echoed in events */
+	uint32_t prompt_off;  /* arena bytes; 4-aligned for ids */
+	uint32_t prompt_len;  /* bytes (text) or tokens (ids), >= 1 */
+	uint32_t stop_ids_off; /* arena bytes, 4-aligned */
+	uint32_t n_stop_ids;
+	uint32_t stop_str_off; /* arena bytes: repeated (u8 len, len bytes) */
+	uint32_t stop_str_len; /* bytes */
+	float temperature;     /* >= 0; 0 = greedy */
+	float top_p;           /* (0, 1] */
+	float min_p;           /* [0, 1) */
+	float repeat_penalty;  /* > 0; 1 = off */
+	float presence_penalty;  /* [-2, 2] */
+	float frequency_penalty; /* [-2, 2] */
+	uint64_t seed;
+	uint32_t top_k;        /* 0 = off */
+	uint32_t n_logprobs;   /* 0..O1_WIRE_LOGPROBS_MAX */
+	uint32_t repeat_last_n; /* tokens the penalties look back over */
+	uint8_t pad[44];
+};
+
+struct o1_wire_cancel {
+	uint8_t op; /* O1_OP_CANCEL */
+	uint8_t pad0[7];
+	uint64_t req_id;
+	uint8_t pad[112];
+};
+
+struct o1_wire_ping {
+	uint8_t op; /* O1_OP_PING or O1_EV_PONG */
+	uint8_t pad0[7];
+	uint64_t cookie;    /* echoed */
+	uint64_t client_ns; /* echoed */
+	uint64_t daemon_ns; /* PONG: daemon CLOCK_MONOTONIC at the reply */
+	uint8_t pad[96];
+};
+
+struct o1_wire_token {
+	uint8_t op;       /* O1_EV_TOKEN */
+	uint8_t n_ids;    /* 0..O1_WIRE_IDS_MAX */
+	uint8_t text_len; /* 0..O1_WIRE_TEXT_MAX */
+	uint8_t has_logprobs;
+	uint32_t pad0;
+	uint64_t req_id;
+	uint32_t ids[O1_WIRE_IDS_MAX];
+	float logprobs[O1_WIRE_IDS_MAX]; /* of each id, when has_logprobs */
+	char text[O1_WIRE_TEXT_MAX];     /* UTF-8, may split a code point */
+};
+
+struct o1_wire_final {
+	uint8_t op;     /* O1_EV_FINAL */
+	uint8_t reason; /* enum o1_finish_reason */
+	uint16_t pad0;
+	int32_t error;  /* 0, or -errno / -O1_E_* when reason is ERROR */
+	uint64_t req_id;
+	uint32_t prompt_tokens;
+	uint32_t generated_tokens;
+	uint8_t pad[104];
+};
+
+/* A connection-level error (req_id 0) or a request refused before it ran. */
+struct o1_wire_error {
+	uint8_t op; /* O1_EV_ERROR */
+	uint8_t msg_len; /* 0..O1_WIRE_MSG_MAX */
+	uint16_t pad0;
+	int32_t error;
+	uint64_t req_id;
+	uint8_t pad[16];
+	char msg[O1_WIRE_MSG_MAX];
+};
+
+union o1_wire_entry {
+	uint8_t op;
+	struct o1_wire_submit submit;
+	struct o1_wire_cancel cancel;
+	struct o1_wire_ping ping;
+	struct o1_wire_token token;
+	struct o1_wire_final final;
+	struct o1_wire_error error;
+	uint8_t raw[O1_WIRE_ENTRY_BYTES];
+};
+
+_Static_assert(sizeof(struct o1_wire_submit) == O1_WIRE_ENTRY_BYTES, "submit");
+_Static_assert(offsetof(struct o1_wire_submit, req_id) == 8, "submit id");
+_Static_assert(offsetof(struct o1_wire_submit, temperature) == 40, "temp");
+_Static_assert(offsetof(struct o1_wire_submit, seed) == 64, "seed");
+_Static_assert(offsetof(struct o1_wire_submit, pad) == 84, "submit pad");
+_Static_assert(sizeof(struct o1_wire_cancel) == O1_WIRE_ENTRY_BYTES, "cancel");
+_Static_assert(sizeof(struct o1_wire_ping) == O1_WIRE_ENTRY_BYTES, "ping");
+_Static_assert(offsetof(struct o1_wire_ping, daemon_ns) == 24, "ping ns");
+_Static_assert(sizeof(struct o1_wire_token) == O1_WIRE_ENTRY_BYTES, "token");
+_Static_assert(offsetof(struct o1_wire_token, ids) == 16, "token ids");
+_Static_assert(offsetof(struct o1_wire_token, text) == 80, "token text");
+_Static_assert(sizeof(struct o1_wire_final) == O1_WIRE_ENTRY_BYTES, "final");
+_Static_assert(offsetof(struct o1_wire_final, prompt_tokens) == 16, "usage");
+_Static_assert(sizeof(struct o1_wire_error) == O1_WIRE_ENTRY_BYTES, "error");
+_Static_assert(offsetof(struct o1_wire_error, msg) == 32, "error msg");
+_Static_assert(sizeof(union o1_wire_entry) == O1_WIRE_ENTRY_BYTES, "entry");
+
+/* Limits the daemon enforces on submissions (its config and quotas). */
+struct o1_wire_limits {
+	uint32_t arena_bytes;    /* size of the client arena */
+	uint32_t max_prompt_bytes;
+	uint32_t max_prompt_tokens;
+	uint32_t max_tokens;     /* per request */
+	uint32_t max_stop_ids;
+	uint32_t max_stop_bytes;
+	uint32_t vocab_size;     /* ids must be below it; 0 = unchecked */
+};
+
+/* Copies one submission-ring slot into *out and validates the copy against
+ * lim. Returns 0, or -O1_E_PROTOCOL (unknown op, non-zero padding or
+ * flags), -O1_E_BOUNDS (an offset, length or count out of range) or
+ * -O1_E_FORMAT (a bad enum or float); *why (if not NULL) then names the
+ * offending field. Arena data is not read here. */
+int o1_wire_decode_sub(const void *slot, const struct o1_wire_limits *lim,
+		       union o1_wire_entry *out, const char **why);
+/* The same for a completion-ring slot (client side). */
+int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
+		      const char **why);
+/* Validates a stop-string list copied out of the arena: a sequence of
+ * (u8 len >= 1, len bytes), exactly filling len bytes, at most max_count
+ * strings. Returns the count or -O1_E_FORMAT. */
+int o1_wire_stop_strings_check(const uint8_t *buf, uint32_t len,
+			       uint32_t max_count);
+const char *o1_wire_op_name(unsigned op);
+
+#endif

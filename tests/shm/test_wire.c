@@ -1,0 +1,264 @@
+/* Entry decoder tests: a valid entry of each kind decodes; every malformed
+ * field is rejected with its typed error and named; the decoder reads the
+ * slot once (a copy), so later changes to the slot do not leak through. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "wire.h"
+
+static const struct o1_wire_limits lim = {
+	.arena_bytes = 4096,
+	.max_prompt_bytes = 2048,
+	.max_prompt_tokens = 512,
+	.max_tokens = 1000,
+	.max_stop_ids = 8,
+	.max_stop_bytes = 256,
+	.vocab_size = 32000,
+};
+
+static union o1_wire_entry valid_submit(void)
+{
+	union o1_wire_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.submit = (struct o1_wire_submit){
+		.op = O1_OP_SUBMIT,
+		.prompt_kind = O1_PROMPT_TEXT,
+		.flags = O1_SUBMIT_ADD_BOS,
+		.max_tokens = 16,
+		.req_id = 42,
+		.prompt_off = 100,
+		.prompt_len = 50,
+		.stop_ids_off = 200,
+		.n_stop_ids = 2,
+		.stop_str_off = 300,
+		.stop_str_len = 10,
+		.temperature = 0.7f,
+		.top_p = 0.9f,
+		.min_p = 0.05f,
+		.repeat_penalty = 1.1f,
+		.presence_penalty = 0.5f,
+		.frequency_penalty = -0.5f,
+		.seed = 7,
+		.top_k = 40,
+		.n_logprobs = 3,
+	};
+	return e;
+}
+
+struct bad_case {
+	const char *name;
+	void (*mutate)(struct o1_wire_submit *s);
+	int err;
+	const char *field;
+};
+
+#define M(fn, stmt)                                   \
+	static void fn(struct o1_wire_submit *s)      \
+	{                                             \
+		stmt;                                 \
+	}
+M(m_op, s->op = 0x7f)
+M(m_pad, s->pad[43] = 1)
+M(m_flags, s->flags = 0x100)
+M(m_max0, s->max_tokens = 0)
+M(m_maxbig, s->max_tokens = 1001)
+M(m_topk, s->top_k = 32001)
+M(m_kind, s->prompt_kind = 2)
+M(m_len0, s->prompt_len = 0)
+M(m_lenbig, s->prompt_len = 2049)
+M(m_off, s->prompt_off = 4090)
+M(m_offwrap, s->prompt_off = UINT32_MAX - 10)
+M(m_ids_align, (s->prompt_kind = O1_PROMPT_IDS, s->prompt_off = 102))
+M(m_ids_big, (s->prompt_kind = O1_PROMPT_IDS, s->prompt_len = 513))
+M(m_ids_off, (s->prompt_kind = O1_PROMPT_IDS, s->prompt_off = 3000,
+	      s->prompt_len = 400))
+M(m_nstop, s->n_stop_ids = 9)
+M(m_stop_align, s->stop_ids_off = 201)
+M(m_stop_off, s->stop_ids_off = 4092)
+M(m_stopstr_len, s->stop_str_len = 257)
+M(m_stopstr_off, s->stop_str_off = 4090)
+M(m_temp_nan, s->temperature = NAN)
+M(m_temp_neg, s->temperature = -0.1f)
+M(m_temp_inf, s->temperature = INFINITY)
+M(m_topp0, s->top_p = 0.0f)
+M(m_topp_big, s->top_p = 1.5f)
+M(m_minp1, s->min_p = 1.0f)
+M(m_rep0, s->repeat_penalty = 0.0f)
+M(m_rep_nan, s->repeat_penalty = NAN)
+M(m_pres, s->presence_penalty = 2.5f)
+M(m_freq, s->frequency_penalty = -INFINITY)
+M(m_logprobs, s->n_logprobs = 21)
+
+static const struct bad_case cases[] = {
+	{"op", m_op, O1_E_PROTOCOL, "op"},
+	{"pad", m_pad, O1_E_PROTOCOL, "pad"},
+	{"flags", m_flags, O1_E_PROTOCOL, "flags"},
+	{"max_tokens 0", m_max0, O1_E_BOUNDS, "max_tokens"},
+	{"max_tokens big", m_maxbig, O1_E_BOUNDS, "max_tokens"},
+	{"top_k", m_topk, O1_E_BOUNDS, "top_k"},
+	{"prompt_kind", m_kind, O1_E_FORMAT, "prompt_kind"},
+	{"prompt_len 0", m_len0, O1_E_BOUNDS, "prompt_len"},
+	{"prompt_len quota", m_lenbig, O1_E_QUOTA, "prompt_len"},
+	{"prompt_off", m_off, O1_E_BOUNDS, "prompt_off"},
+	{"prompt_off wrap", m_offwrap, O1_E_BOUNDS, "prompt_off"},
+	{"ids align", m_ids_align, O1_E_BOUNDS, "prompt_off"},
+	{"ids quota", m_ids_big, O1_E_QUOTA, "prompt_len"},
+	{"ids off", m_ids_off, O1_E_BOUNDS, "prompt_off"},
+	{"n_stop_ids", m_nstop, O1_E_BOUNDS, "n_stop_ids"},
+	{"stop ids align", m_stop_align, O1_E_BOUNDS, "stop_ids_off"},
+	{"stop ids off", m_stop_off, O1_E_BOUNDS, "stop_ids_off"},
+	{"stop str len", m_stopstr_len, O1_E_BOUNDS, "stop_str_len"},
+	{"stop str off", m_stopstr_off, O1_E_BOUNDS, "stop_str_off"},
+	{"temperature nan", m_temp_nan, O1_E_FORMAT, "temperature"},
+	{"temperature neg", m_temp_neg, O1_E_FORMAT, "temperature"},
+	{"temperature inf", m_temp_inf, O1_E_FORMAT, "temperature"},
+	{"top_p 0", m_topp0, O1_E_FORMAT, "top_p"},
+	{"top_p big", m_topp_big, O1_E_FORMAT, "top_p"},
+	{"min_p 1", m_minp1, O1_E_FORMAT, "min_p"},
+	{"repeat 0", m_rep0, O1_E_FORMAT, "repeat_penalty"},
+	{"repeat nan", m_rep_nan, O1_E_FORMAT, "repeat_penalty"},
+	{"presence", m_pres, O1_E_FORMAT, "presence_penalty"},
+	{"frequency", m_freq, O1_E_FORMAT, "frequency_penalty"},
+	{"n_logprobs", m_logprobs, O1_E_BOUNDS, "n_logprobs"},
+};
+
+static void test_valid(void **state)
+{
+	union o1_wire_entry in = valid_submit(), out;
+	const char *why = NULL;
+
+	(void)state;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	assert_null(why);
+	assert_memory_equal(&in, &out, sizeof(in));
+	in.submit.prompt_kind = O1_PROMPT_IDS;
+	in.submit.prompt_len = 512;
+	in.submit.prompt_off = 2048;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	/* Exactly filling the arena is fine. */
+	in = valid_submit();
+	in.submit.prompt_off = 4096 - 50;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	memset(&in, 0, sizeof(in));
+	in.ping.op = O1_OP_PING;
+	in.ping.cookie = 9;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	assert_int_equal(out.ping.cookie, 9);
+	memset(&in, 0, sizeof(in));
+	in.cancel.op = O1_OP_CANCEL;
+	in.cancel.req_id = 3;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+}
+
+static void test_every_malformed(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		union o1_wire_entry in = valid_submit(), out;
+		const char *why = NULL;
+		int ret;
+
+		cases[i].mutate(&in.submit);
+		ret = o1_wire_decode_sub(&in, &lim, &out, &why);
+		if (ret != -cases[i].err || !why ||
+		    strcmp(why, cases[i].field))
+			fail_msg("case %s: ret %d why %s", cases[i].name, ret,
+				 why ? why : "(null)");
+	}
+}
+
+static void test_small_ops(void **state)
+{
+	union o1_wire_entry in, out;
+	const char *why;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	in.ping.op = O1_OP_PING;
+	in.ping.daemon_ns = 1; /* only the daemon fills it */
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
+			 -O1_E_PROTOCOL);
+	memset(&in, 0, sizeof(in));
+	in.cancel.op = O1_OP_CANCEL;
+	in.cancel.pad[5] = 1;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
+			 -O1_E_PROTOCOL);
+	memset(&in, 0, sizeof(in));
+	in.op = O1_EV_TOKEN; /* an event on the submission ring */
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
+			 -O1_E_PROTOCOL);
+	assert_string_equal(why, "op");
+}
+
+static void test_events(void **state)
+{
+	union o1_wire_entry in, out;
+	const char *why;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	in.token.op = O1_EV_TOKEN;
+	in.token.n_ids = 8;
+	in.token.text_len = 48;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
+	in.token.n_ids = 9;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
+	in.token.n_ids = 1;
+	in.token.text_len = 49;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
+	in.token.text_len = 1;
+	in.token.has_logprobs = 1;
+	in.token.logprobs[0] = NAN;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	memset(&in, 0, sizeof(in));
+	in.final.op = O1_EV_FINAL;
+	in.final.reason = O1_FINISH_COUNT;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	in.final.reason = O1_FINISH_ERROR;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	in.final.error = -O1_E_QUOTA;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
+	memset(&in, 0, sizeof(in));
+	in.error.op = O1_EV_ERROR;
+	in.error.error = -O1_E_PROTOCOL;
+	in.error.msg_len = 97;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
+	in.op = O1_OP_SUBMIT;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_PROTOCOL);
+}
+
+static void test_stop_strings(void **state)
+{
+	const uint8_t ok[] = {2, 'a', 'b', 1, 'c'};
+	const uint8_t zero[] = {0, 'a'};
+	const uint8_t over[] = {3, 'a', 'b'};
+
+	(void)state;
+	assert_int_equal(o1_wire_stop_strings_check(ok, sizeof(ok), 4), 2);
+	assert_int_equal(o1_wire_stop_strings_check(ok, sizeof(ok), 1),
+			 -O1_E_FORMAT);
+	assert_int_equal(o1_wire_stop_strings_check(zero, 2, 4), -O1_E_FORMAT);
+	assert_int_equal(o1_wire_stop_strings_check(over, 3, 4), -O1_E_FORMAT);
+	assert_int_equal(o1_wire_stop_strings_check(ok, 0, 4), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_every_malformed),
+		cmocka_unit_test(test_small_ops),
+		cmocka_unit_test(test_events),
+		cmocka_unit_test(test_stop_strings),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
