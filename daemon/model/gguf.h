@@ -6,6 +6,15 @@
  * before use, so that accessors never touch memory outside the mapping.
  * Strings point into the mapping (borrowed until o1_gguf_close) and are
  * not NUL-terminated: they carry a length.
+ *
+ * Errors from open: -O1_E_FORMAT (bad magic, truncation, a count larger
+ * than the file could hold, bad alignment, a misaligned tensor offset,
+ * bad n_dims, a duplicate key or tensor name, nesting deeper than
+ * O1_GGUF_MAX_DEPTH), -O1_E_VERSION (not v2/v3, or big-endian),
+ * -O1_E_UNSUPPORTED (a tensor type o1_dtype_supported() rejects),
+ * -O1_E_SHAPE (a zero dimension, ne[0] not a whole number of blocks),
+ * -EOVERFLOW (element count or byte size overflows), -O1_E_BOUNDS (tensor
+ * data outside the file). Each logs one line with the offending values.
  */
 #ifndef O1_GGUF_H
 #define O1_GGUF_H
@@ -33,6 +42,10 @@ enum o1_gguf_type {
 	O1_GGUF_TYPE_COUNT,
 };
 
+#define O1_GGUF_MAX_DEPTH	  4  /* nesting levels of arrays in arrays */
+#define O1_GGUF_MAX_NAME	  63 /* tensor name bytes, as ggml's limit */
+#define O1_GGUF_DEFAULT_ALIGNMENT 32
+
 struct o1_gguf_str {
 	const char *ptr; /* borrowed, not NUL-terminated */
 	uint64_t len;
@@ -43,11 +56,11 @@ struct o1_gguf;
 struct o1_gguf_tensor_info {
 	struct o1_gguf_str name;
 	uint32_t n_dims;
-	uint64_t ne[4];	     /* ne[0] is the fastest-varying dimension */
+	uint64_t ne[4]; /* ne[0] is the fastest-varying dimension */
 	enum o1_dtype type;
-	uint64_t offset;     /* from the start of the data section */
+	uint64_t offset; /* from the start of the data section */
 	uint64_t n_bytes;
-	const void *data;    /* borrowed, inside the mapping */
+	const void *data; /* borrowed, inside the mapping */
 };
 
 /* Opens and validates PATH. *out is owned by the caller. */
@@ -73,6 +86,8 @@ int o1_gguf_get_f32(const struct o1_gguf *g, const char *key, float *out);
 int o1_gguf_get_bool(const struct o1_gguf *g, const char *key, bool *out);
 int o1_gguf_get_str(const struct o1_gguf *g, const char *key,
 		    struct o1_gguf_str *out);
+/* FLOAT32 or FLOAT64 as a double. */
+int o1_gguf_get_f64(const struct o1_gguf *g, const char *key, double *out);
 
 /* Arrays: element type and count of the array under KEY. */
 int o1_gguf_get_arr(const struct o1_gguf *g, const char *key,
@@ -103,6 +118,10 @@ int o1_gguf_writer_set_f32(struct o1_gguf_writer *w, const char *key, float v);
 int o1_gguf_writer_set_bool(struct o1_gguf_writer *w, const char *key, bool v);
 int o1_gguf_writer_set_str(struct o1_gguf_writer *w, const char *key,
 			   const char *v);
+/* Any scalar TYPE (not STRING/ARRAY); V points to the value in its C type
+ * (uint8_t ... double, bool for BOOL). Setting a key again replaces it. */
+int o1_gguf_writer_set_val(struct o1_gguf_writer *w, const char *key,
+			   enum o1_gguf_type type, const void *v);
 /* Arrays: copies COUNT elements (strings: COUNT NUL-terminated pointers). */
 int o1_gguf_writer_set_arr(struct o1_gguf_writer *w, const char *key,
 			   enum o1_gguf_type elem_type, const void *elems,
@@ -112,6 +131,8 @@ int o1_gguf_writer_add_tensor(struct o1_gguf_writer *w, const char *name,
 			      enum o1_dtype type, uint32_t n_dims,
 			      const uint64_t ne[4], const void *data,
 			      uint64_t n_bytes);
+/* Writes a GGUF v3 file (alignment from general.alignment if set as a
+ * UINT32, else 32); removes PATH again on failure. */
 int o1_gguf_writer_write(struct o1_gguf_writer *w, const char *path);
 
 #endif
