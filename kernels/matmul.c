@@ -1,0 +1,120 @@
+/* Deterministic f32 GEMM, y = x . w^T + b (see matmul.h for the exact
+ * arithmetic every element follows). Work is split over blocks of output
+ * columns (rows of w); within a block, tiles of up to 4 x-rows by 4 w-rows
+ * share their loads. Each element's operation sequence is the same in every
+ * tile shape, which is what makes results independent of M.
+ */
+#include "matmul.h"
+
+#include <errno.h>
+#include <stddef.h>
+
+#include "log.h"
+
+#define NB 16 /* w rows per task */
+#define LANES 16
+
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v16fu __attribute__((vector_size(64), aligned(4), may_alias));
+
+struct matmul_args {
+	float *y;
+	const float *x, *w, *bias;
+	uint32_t m, n, k;
+};
+
+static inline v16f load16(const float *p)
+{
+	return *(const v16fu *)p;
+}
+
+/* The fixed reduction of matmul.h, the K tail, then the bias. */
+static inline float finish(const v16f *s, const float *x, const float *w,
+			   uint32_t k16, uint32_t k, const float *bias)
+{
+	float t[8], u[4], v[2], r;
+
+	for (int l = 0; l < 8; l++)
+		t[l] = (*s)[l] + (*s)[l + 8];
+	for (int l = 0; l < 4; l++)
+		u[l] = t[l] + t[l + 4];
+	for (int l = 0; l < 2; l++)
+		v[l] = u[l] + u[l + 2];
+	r = v[0] + v[1];
+	for (uint32_t i = k16; i < k; i++)
+		r = r + x[i] * w[i];
+	return bias ? r + *bias : r;
+}
+
+/* One MR x NR tile starting at x row M0 and w row N0. */
+static inline __attribute__((always_inline)) void
+tile(const struct matmul_args *a, uint32_t m0, uint32_t n0, const int mr,
+     const int nr)
+{
+	uint32_t k = a->k, k16 = k / LANES * LANES;
+	const float *xr[4], *wr[4];
+	v16f acc[4][4] = {{{0}}};
+
+	for (int i = 0; i < mr; i++)
+		xr[i] = a->x + (size_t)(m0 + i) * k;
+	for (int j = 0; j < nr; j++)
+		wr[j] = a->w + (size_t)(n0 + j) * k;
+	for (uint32_t p = 0; p < k16; p += LANES) {
+		v16f wv[4], xv;
+
+#pragma GCC unroll 4
+		for (int j = 0; j < nr; j++)
+			wv[j] = load16(wr[j] + p);
+#pragma GCC unroll 4
+		for (int i = 0; i < mr; i++) {
+			xv = load16(xr[i] + p);
+#pragma GCC unroll 4
+			for (int j = 0; j < nr; j++)
+				acc[i][j] = acc[i][j] + xv * wv[j];
+		}
+	}
+	for (int i = 0; i < mr; i++)
+		for (int j = 0; j < nr; j++)
+			a->y[(size_t)(m0 + i) * a->n + n0 + j] =
+				finish(&acc[i][j], xr[i], wr[j], k16, k,
+				       a->bias ? a->bias + n0 + j : NULL);
+}
+
+/* All x rows against w rows [N0, N0+NR). */
+static inline __attribute__((always_inline)) void
+column_group(const struct matmul_args *a, uint32_t n0, const int nr)
+{
+	uint32_t m = 0;
+
+	for (; m + 4 <= a->m; m += 4)
+		tile(a, m, n0, 4, nr);
+	for (; m < a->m; m++)
+		tile(a, m, n0, 1, nr);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+matmul_task(void *arg, uint32_t task, uint32_t worker)
+{
+	const struct matmul_args *a = arg;
+	uint32_t n0 = task * NB, n1 = n0 + NB < a->n ? n0 + NB : a->n;
+
+	(void)worker;
+	for (; n0 + 4 <= n1; n0 += 4)
+		column_group(a, n0, 4);
+	for (; n0 < n1; n0++)
+		column_group(a, n0, 1);
+}
+
+int o1_matmul_cpu(struct o1_threads *tp, float *y, const float *x,
+		  const float *w, const float *bias, uint32_t m, uint32_t n,
+		  uint32_t k)
+{
+	struct matmul_args a = {y, x, w, bias, m, n, k};
+
+	if (!y || !x || !w || !m || !n || !k) {
+		o1_err("matmul: bad operands m %u n %u k %u", m, n, k);
+		return -EINVAL;
+	}
+	o1_threads_run(tp, (n + NB - 1) / NB, matmul_task, &a);
+	return 0;
+}
