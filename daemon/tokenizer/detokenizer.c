@@ -1,0 +1,226 @@
+/* Incremental detokenizer and the UTF-8 rules shared by the tokenizer.
+ *
+ * Each token's decoded bytes (built at create time) are fed through a
+ * UTF-8 assembler: a character is written only once all its bytes are
+ * there, so a stream never shows half a character; bytes that cannot be
+ * part of a valid character (stray continuation bytes, overlong forms,
+ * surrogates, > U+10FFFF, a lead byte cut short) each end as one U+FFFD.
+ * Every write is checked against the caller's room first and the state is
+ * only updated once the whole piece fits.
+ */
+#include "tokenizer_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+
+/* Expected length of a character starting with byte B, 0 if B cannot
+ * start one. */
+static size_t lead_len(uint8_t b)
+{
+	if (b < 0x80)
+		return 1;
+	if (b >= 0xc2 && b <= 0xdf)
+		return 2;
+	if (b >= 0xe0 && b <= 0xef)
+		return 3;
+	if (b >= 0xf0 && b <= 0xf4)
+		return 4;
+	return 0;
+}
+
+/* Is B valid as byte I (>= 1) of a character starting with LEAD? */
+static bool cont_ok(uint8_t lead, size_t i, uint8_t b)
+{
+	if (i == 1) {
+		if (lead == 0xe0)
+			return b >= 0xa0 && b <= 0xbf;
+		if (lead == 0xed)
+			return b >= 0x80 && b <= 0x9f;
+		if (lead == 0xf0)
+			return b >= 0x90 && b <= 0xbf;
+		if (lead == 0xf4)
+			return b >= 0x80 && b <= 0x8f;
+	}
+	return b >= 0x80 && b <= 0xbf;
+}
+
+size_t tok_utf8_valid(const uint8_t *s, size_t len)
+{
+	size_t n = len ? lead_len(s[0]) : 0;
+
+	if (!n || n > len)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!cont_ok(s[0], i, s[i]))
+			return 0;
+	return n;
+}
+
+size_t tok_utf8_encode(uint32_t cp, char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | cp >> 6);
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | cp >> 12);
+		out[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | cp >> 18);
+	out[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	out[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+uint32_t tok_utf8_decode(const uint8_t *s, size_t len, size_t *used)
+{
+	size_t n = tok_utf8_valid(s, len);
+	uint32_t cp;
+
+	*used = n;
+	if (!n)
+		return 0;
+	cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
+	for (size_t i = 1; i < n; i++)
+		cp = cp << 6 | (s[i] & 0x3f);
+	return cp;
+}
+
+struct detok_out {
+	char *buf;
+	size_t cap, n;
+	bool full;
+};
+
+static void put(struct detok_out *o, const void *s, size_t n)
+{
+	if (o->n + n > o->cap) {
+		o->full = true;
+		return;
+	}
+	memcpy(o->buf + o->n, s, n);
+	o->n += n;
+}
+
+/* Feeds one byte through the assembler state D. */
+static void feed(struct o1_detok *d, uint8_t b, struct detok_out *o)
+{
+	if (d->n_pend && !cont_ok(d->pend[0], d->n_pend, b)) {
+		put(o, replacement, 3);
+		d->n_pend = 0;
+	}
+	if (!d->n_pend) {
+		size_t n = lead_len(b);
+
+		if (n == 1)
+			put(o, &b, 1);
+		else if (!n)
+			put(o, replacement, 3);
+		else
+			d->pend[d->n_pend++] = b;
+		return;
+	}
+	d->pend[d->n_pend++] = b;
+	if (d->n_pend == lead_len(d->pend[0])) {
+		put(o, d->pend, d->n_pend);
+		d->n_pend = 0;
+	}
+}
+
+void o1_tokenizer_decode_init(struct o1_detok *d, unsigned flags)
+{
+	memset(d, 0, sizeof(*d));
+	d->flags = flags;
+	d->strip = !!(flags & O1_DECODE_STRIP_PREFIX);
+}
+
+int o1_tokenizer_decode_step(const struct o1_tokenizer *t,
+			     struct o1_detok *d, int32_t id, char *out,
+			     size_t cap)
+{
+	struct detok_out o = {out, out ? cap : 0, 0, false};
+	struct o1_detok next = *d;
+	const uint8_t *p;
+	uint32_t len;
+
+	if (id < 0 || (uint32_t)id >= t->n_tokens)
+		return -O1_E_BOUNDS;
+	if ((d->flags & O1_DECODE_SKIP_SPECIAL) &&
+	    t->types[id] == O1_TOKEN_CONTROL)
+		return 0;
+	p = (const uint8_t *)t->piece + t->piece_off[id];
+	len = tok_len(t->piece_off, id);
+	if (next.strip && len) {
+		if (t->kind == O1_VOCAB_SPM && t->add_space_prefix &&
+		    p[0] == ' ' && t->types[id] != O1_TOKEN_CONTROL) {
+			p++;
+			len--;
+		}
+		next.strip = t->types[id] == O1_TOKEN_CONTROL;
+	}
+	for (uint32_t i = 0; i < len; i++)
+		feed(&next, p[i], &o);
+	if (o.full)
+		return -ENOSPC;
+	*d = next;
+	return (int)o.n;
+}
+
+int o1_tokenizer_decode_flush(struct o1_detok *d, char *out, size_t cap)
+{
+	if (!d->n_pend)
+		return 0;
+	if (!out || cap < 3)
+		return -ENOSPC;
+	memcpy(out, replacement, 3);
+	d->n_pend = 0;
+	return 3;
+}
+
+static void append(char *out, size_t cap, size_t at, const char *s, size_t n)
+{
+	if (at < cap)
+		memcpy(out + at, s, at + n <= cap ? n : cap - at);
+}
+
+int o1_tokenizer_decode(const struct o1_tokenizer *t, const int32_t *ids,
+			size_t n, unsigned flags, char *out, size_t cap)
+{
+	size_t total = 0, room = out ? cap : 0;
+	size_t tmp_size = 4 * (t->max_piece + 4);
+	char *tmp = malloc(tmp_size);
+	struct o1_detok d;
+	int ret = 0;
+
+	if (!tmp)
+		return -ENOMEM;
+	o1_tokenizer_decode_init(&d, flags);
+	for (size_t i = 0; i <= n; i++) {
+		ret = i < n ? o1_tokenizer_decode_step(t, &d, ids[i], tmp,
+						       tmp_size)
+			    : o1_tokenizer_decode_flush(&d, tmp, tmp_size);
+		if (ret < 0)
+			goto out_free;
+		append(out, room, total, tmp, (size_t)ret);
+		total += (size_t)ret;
+	}
+	if (room)
+		out[total < room ? total : room - 1] = 0;
+	ret = total > INT32_MAX ? -O1_E_BOUNDS : (int)total;
+out_free:
+	free(tmp);
+	return ret;
+}

@@ -1,0 +1,288 @@
+/* SentencePiece BPE (Llama 2, Mistral), as llama.cpp runs it.
+ *
+ * Spaces become U+2581, with one more in front when the caller asks for the
+ * dummy prefix. The text starts as one symbol per character; a max-heap
+ * keyed (score of the merged token, then leftmost) merges adjacent symbols
+ * whose concatenation is a token. Heap entries record the merged size and
+ * are dropped when popped if either symbol has changed since. Symbols that
+ * end up not being tokens (single characters) fall back to <0xNN> byte
+ * tokens, or unk when the vocabulary has none.
+ */
+#include "tokenizer_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "log.h"
+
+static const char spm_space[] = "\xe2\x96\x81"; /* U+2581 */
+static const char spm_unk[] = "\xe2\x96\x85";	/* U+2585, llama.cpp */
+
+static int parse_byte_token(const char *s, uint32_t len)
+{
+	unsigned v;
+	char tail;
+
+	if (len != 6 || sscanf(s, "<0x%2x%c", &v, &tail) != 2 || tail != '>')
+		return -1;
+	return (int)v;
+}
+
+/* Decoded bytes of token ID into OUT (room for its text length + 3). */
+static uint32_t spm_piece(const struct o1_tokenizer *t, int32_t id,
+			  char *out)
+{
+	const char *s = t->text + t->text_off[id];
+	uint32_t len = tok_len(t->text_off, id), n = 0;
+	int b;
+
+	switch (t->types[id]) {
+	case O1_TOKEN_BYTE:
+		b = parse_byte_token(s, len);
+		if (b < 0)
+			break;
+		out[0] = (char)b;
+		return 1;
+	case O1_TOKEN_UNKNOWN:
+		memcpy(out, spm_unk, 3);
+		return 3;
+	case O1_TOKEN_UNUSED:
+		return 0;
+	case O1_TOKEN_CONTROL:
+	case O1_TOKEN_USER_DEFINED:
+		break;
+	default:
+		for (uint32_t i = 0; i < len; i++) {
+			if (i + 3 <= len && memcmp(s + i, spm_space, 3) == 0) {
+				out[n++] = ' ';
+				i += 2;
+				continue;
+			}
+			out[n++] = s[i];
+		}
+		return n;
+	}
+	memcpy(out, s, len);
+	return len;
+}
+
+int tok_spm_init(struct o1_tokenizer *t)
+{
+	size_t total = t->text_off[t->n_tokens] + 3 * (size_t)t->n_tokens;
+
+	t->piece = malloc(total ? total : 1);
+	t->piece_off = malloc((t->n_tokens + 1) * sizeof(*t->piece_off));
+	if (!t->piece || !t->piece_off)
+		return -ENOMEM;
+	total = 0;
+	for (uint32_t id = 0; id < t->n_tokens; id++) {
+		uint32_t n = spm_piece(t, (int32_t)id, t->piece + total);
+
+		t->piece_off[id] = (uint32_t)total;
+		t->piece[total + n] = 0;
+		total += n + 1;
+		if (n > t->max_piece)
+			t->max_piece = n;
+	}
+	t->piece_off[t->n_tokens] = (uint32_t)total;
+	for (int b = 0; b < 256; b++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "<0x%02X>", b);
+		t->byte_id[b] = tok_strmap_get(&t->by_text, name, 6);
+	}
+	return 0;
+}
+
+struct spm_sym {
+	uint32_t start, n; /* bytes of the escaped text; n == 0: merged away */
+	int32_t prev, next;
+};
+
+struct spm_ent {
+	float score;
+	uint32_t left, right, size;
+};
+
+struct spm_heap {
+	struct spm_ent *e;
+	uint32_t n;
+};
+
+/* True when A pops before B: higher score, then leftmost. */
+static bool ent_first(const struct spm_ent *a, const struct spm_ent *b)
+{
+	return a->score > b->score ||
+	       (a->score == b->score && a->left < b->left);
+}
+
+static void heap_push(struct spm_heap *h, struct spm_ent x)
+{
+	uint32_t i = h->n++;
+
+	while (i && ent_first(&x, &h->e[(i - 1) / 2])) {
+		h->e[i] = h->e[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->e[i] = x;
+}
+
+static struct spm_ent heap_pop(struct spm_heap *h)
+{
+	struct spm_ent top = h->e[0], x = h->e[--h->n];
+	uint32_t i = 0;
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && ent_first(&h->e[c + 1], &h->e[c]))
+			c++;
+		if (!ent_first(&h->e[c], &x))
+			break;
+		h->e[i] = h->e[c];
+		i = c;
+	}
+	if (h->n)
+		h->e[i] = x;
+	return top;
+}
+
+struct spm_work {
+	const char *text; /* escaped */
+	struct spm_sym *sym;
+	struct spm_heap heap;
+};
+
+static void try_bigram(const struct o1_tokenizer *t, struct spm_work *w,
+		       int32_t left, int32_t right)
+{
+	struct spm_sym *l, *r;
+	int32_t id;
+
+	if (left < 0 || right < 0)
+		return;
+	l = &w->sym[left];
+	r = &w->sym[right];
+	id = tok_strmap_get(&t->by_text, w->text + l->start, l->n + r->n);
+	if (id < 0)
+		return;
+	heap_push(&w->heap, (struct spm_ent){t->scores[id], (uint32_t)left,
+					     (uint32_t)right, l->n + r->n});
+}
+
+static void merge_loop(const struct o1_tokenizer *t, struct spm_work *w)
+{
+	while (w->heap.n) {
+		struct spm_ent e = heap_pop(&w->heap);
+		struct spm_sym *l = &w->sym[e.left], *r = &w->sym[e.right];
+
+		if (!l->n || !r->n || l->n + r->n != e.size)
+			continue;
+		l->n += r->n;
+		r->n = 0;
+		l->next = r->next;
+		if (r->next >= 0)
+			w->sym[r->next].prev = (int32_t)e.left;
+		try_bigram(t, w, l->prev, (int32_t)e.left);
+		try_bigram(t, w, (int32_t)e.left, l->next);
+	}
+}
+
+static int emit_symbol(const struct o1_tokenizer *t, const char *s,
+		       uint32_t n, struct tok_sink *out)
+{
+	int32_t id = tok_strmap_get(&t->by_text, s, n);
+
+	if (id >= 0) {
+		tok_push(out, id);
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		id = t->byte_id[(uint8_t)s[i]];
+		if (id < 0)
+			id = t->unk_id;
+		if (id < 0) {
+			o1_warn("tokenizer: byte 0x%02x has no token and "
+				"there is no unk",
+				(uint8_t)s[i]);
+			return -O1_E_TOKENIZER;
+		}
+		tok_push(out, id);
+		if (id == t->unk_id && t->byte_id[(uint8_t)s[i]] < 0)
+			break; /* one unk per character */
+	}
+	return 0;
+}
+
+/* Copies TEXT into BUF with each space replaced by U+2581. */
+static size_t escape(const char *text, size_t len, bool prefix, char *buf)
+{
+	size_t n = 0;
+
+	if (prefix) {
+		memcpy(buf, spm_space, 3);
+		n = 3;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == ' ') {
+			memcpy(buf + n, spm_space, 3);
+			n += 3;
+		} else {
+			buf[n++] = text[i];
+		}
+	}
+	return n;
+}
+
+static uint32_t split_chars(struct spm_work *w, size_t n)
+{
+	uint32_t count = 0;
+
+	for (size_t i = 0; i < n;) {
+		size_t c = tok_utf8_valid((const uint8_t *)w->text + i, n - i);
+
+		if (!c)
+			c = 1;
+		w->sym[count] = (struct spm_sym){(uint32_t)i, (uint32_t)c,
+						 (int32_t)count - 1,
+						 (int32_t)count + 1};
+		count++;
+		i += c;
+	}
+	if (count)
+		w->sym[count - 1].next = -1;
+	return count;
+}
+
+int tok_spm_encode(const struct o1_tokenizer *t, const char *text,
+		   size_t len, bool prefix, struct tok_scratch *scratch,
+		   struct tok_sink *out)
+{
+	size_t cap = 3 * len + 3, tlen = (cap + 7) & ~(size_t)7;
+	size_t nsym = len + 1;
+	struct spm_work w;
+	char *mem;
+	uint32_t count;
+	int ret = 0;
+
+	mem = tok_scratch_get(scratch, tlen + nsym * sizeof(*w.sym) +
+					       3 * nsym * sizeof(*w.heap.e));
+	if (!mem)
+		return -ENOMEM;
+	w.text = mem;
+	w.sym = (struct spm_sym *)(mem + tlen);
+	w.heap.e = (struct spm_ent *)(w.sym + nsym);
+	w.heap.n = 0;
+	count = split_chars(&w, escape(text, len, prefix, mem));
+	for (uint32_t i = 1; i < count; i++)
+		try_bigram(t, &w, (int32_t)i - 1, (int32_t)i);
+	merge_loop(t, &w);
+	for (int32_t i = count ? 0 : -1; i >= 0 && !ret; i = w.sym[i].next)
+		ret = emit_symbol(t, w.text + w.sym[i].start, w.sym[i].n, out);
+	return ret;
+}
