@@ -1,0 +1,115 @@
+/* o1model convert: reads any model o1_model_open takes and writes it as
+ * GGUF or as a safetensors folder, keeping the tokenizer. The output dtype
+ * is --dtype, else the source's float type (F16 for quantized sources).
+ * Exit 0 ok, 1 failure, 2 bad arguments. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "error.h"
+#include "log.h"
+#include "o1model.h"
+
+struct convert_args {
+	const char *in, *out;
+	enum o1model_format format;
+	bool format_given;
+	enum o1_dtype dtype;
+	bool dtype_given;
+};
+
+static void convert_usage(FILE *f)
+{
+	fprintf(f, "usage: o1model convert IN OUT [--format gguf|safetensors] "
+		   "[--dtype f32|f16|bf16]\n"
+		   "IN: a .gguf file or a Hugging Face folder. OUT: a .gguf "
+		   "file or a folder\n(--format defaults from OUT's name). "
+		   "--dtype defaults to the source's float\ntype, f16 for "
+		   "quantized sources.\n");
+}
+
+static int convert_parse(int argc, char **argv, struct convert_args *a)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"dtype", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int opt, err = 0;
+
+	optind = 0;
+	while (!err && (opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			convert_usage(stdout);
+			exit(0);
+		} else if (opt == 'f') {
+			a->format_given = true;
+			err = o1model_parse_format("convert", optarg, &a->format);
+		} else if (opt == 'd') {
+			a->dtype_given = true;
+			err = o1model_parse_dtype("convert", optarg, &a->dtype);
+		} else {
+			err = -EINVAL;
+		}
+	}
+	if (err)
+		return err;
+	if (argc - optind != 2) {
+		fprintf(stderr, "o1model convert: expected IN and OUT\n");
+		return -EINVAL;
+	}
+	a->in = argv[optind];
+	a->out = argv[optind + 1];
+	if (!a->format_given)
+		a->format = o1model_format_for_path(a->out);
+	return 0;
+}
+
+/* The source's float type: that of its token embedding (quantized: F16). */
+static enum o1_dtype source_dtype(const struct o1_model *m)
+{
+	const struct o1_tensor *t = o1_model_tensor(m, O1_T_TOKEN_EMBD, -1);
+	enum o1_dtype d = t ? t->dtype : O1_DTYPE_F32;
+
+	if (d == O1_DTYPE_F32 || d == O1_DTYPE_F16 || d == O1_DTYPE_BF16)
+		return d;
+	o1_info("%s: token embedding is %s; writing f16 (use --dtype to "
+		"choose)", m->path, o1_dtype_name(d));
+	return O1_DTYPE_F16;
+}
+
+int o1model_cmd_convert(int argc, char **argv)
+{
+	struct convert_args a = {0};
+	struct o1_model *m;
+	int err;
+
+	if (convert_parse(argc, argv, &a)) {
+		convert_usage(stderr);
+		return 2;
+	}
+	if (strcmp(a.in, a.out) == 0) {
+		fprintf(stderr, "o1model convert: IN and OUT are the same\n");
+		return 2;
+	}
+	err = o1_model_open(a.in, &m);
+	if (err) {
+		fprintf(stderr, "o1model convert: %s: %s\n", a.in,
+			o1_strerror(err));
+		return 1;
+	}
+	if (!a.dtype_given)
+		a.dtype = source_dtype(m);
+	err = o1model_write(m, a.format, a.dtype, a.out);
+	o1_model_close(m);
+	if (err) {
+		fprintf(stderr, "o1model convert: %s: %s\n", a.out,
+			o1_strerror(err));
+		return 1;
+	}
+	return 0;
+}
