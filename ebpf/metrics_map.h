@@ -1,0 +1,84 @@
+/* Where the metric regions live: creating, pinning and mapping the four BPF
+ * array maps (with BTF, BPF_F_MMAPABLE), or the shared-memory fallback file
+ * with the same regions. Used by the writer (o1d) and the readers.
+ *
+ * Invariants: a struct o1_metrics_maps owns its mappings and fds; base[i]
+ * points at a region of o1_metrics_region_size(i) bytes, writable only when
+ * created by o1_metrics_maps_create*. */
+#ifndef O1_METRICS_MAP_H
+#define O1_METRICS_MAP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "metrics.h"
+
+#define O1_METRICS_DEFAULT_BPF_DIR "/sys/fs/bpf/o1d"
+#define O1_METRICS_DEFAULT_SHM_PATH "/dev/shm/o1d-metrics-v1"
+#define O1_METRICS_PIN_SUBDIR "v1"
+#define O1_METRICS_DEFAULT_MODE 0640
+
+enum o1_metrics_region {
+	O1_METRICS_R_INFO,
+	O1_METRICS_R_COUNTERS,
+	O1_METRICS_R_HISTS,
+	O1_METRICS_R_GRAPHS,
+	O1_METRICS_R__COUNT,
+};
+
+struct o1_metrics_maps {
+	enum o1_metrics_backend backend;
+	void *base[O1_METRICS_R__COUNT]; /* one mapping per region */
+	size_t len[O1_METRICS_R__COUNT]; /* bytes mapped (bpf backend) */
+	int fd[O1_METRICS_R__COUNT];     /* map fds (bpf backend), or -1 */
+	void *file_base;                 /* whole-file mapping (shm) */
+	size_t file_len;
+	char path[PATH_MAX]; /* pin directory (with v1) or the file */
+};
+
+/* Permissions given to what the writer creates. */
+struct o1_metrics_perm {
+	long gid;      /* group owning pins, dirs and file; -1 keeps ours */
+	unsigned mode; /* pins and file, e.g. 0640; dirs get r/x to match */
+};
+
+/* Map name (<= 15 chars) and value size of region r. */
+const char *o1_metrics_region_name(enum o1_metrics_region r);
+size_t o1_metrics_region_size(enum o1_metrics_region r);
+/* Offset of region r in the fallback file, and the file's size. */
+size_t o1_metrics_region_offset(enum o1_metrics_region r);
+size_t o1_metrics_file_size(void);
+
+/* Builds the BTF that describes the four values (in userspace, no kernel).
+ * On success *out is owned by the caller (btf__free), key_id is the u32 key
+ * type and value_ids[r] the struct type of region r. */
+struct btf;
+int o1_metrics_btf_build(struct btf **out, uint32_t *key_id,
+			 uint32_t value_ids[O1_METRICS_R__COUNT]);
+
+/* Writer: creates the maps, maps them read-write, and pins them under
+ * bpf_dir/v1/ replacing stale pins. Fails (logged) when bpf_dir is not on
+ * a bpf filesystem or the caller lacks the capability. */
+int o1_metrics_maps_create_bpf(struct o1_metrics_maps *m, const char *bpf_dir,
+			       const struct o1_metrics_perm *perm);
+/* Writer: creates the fallback file at path (atomically replacing any old
+ * one) and maps it read-write. */
+int o1_metrics_maps_create_shm(struct o1_metrics_maps *m, const char *path,
+			       const struct o1_metrics_perm *perm);
+/* Writer: private anonymous memory (metrics kept but not published). */
+int o1_metrics_maps_create_anon(struct o1_metrics_maps *m);
+/* Writer: stamps info (magic last, with release). */
+void o1_metrics_maps_publish(struct o1_metrics_maps *m);
+
+/* Reader: opens the pins under bpf_dir/v1/ read-only. */
+int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir);
+/* Reader: opens the fallback file read-only. */
+int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path);
+
+/* Unmaps and closes; with unlink, also removes the pins or the file. */
+void o1_metrics_maps_close(struct o1_metrics_maps *m, bool unlink_them);
+
+#endif
