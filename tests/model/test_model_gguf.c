@@ -1,0 +1,855 @@
+/* model_gguf.c: synthetic models written with o1_model_write_gguf and
+ * loaded back (Q/K permutation for llama, none for qwen2, dtypes, rope
+ * scaling, vocabulary), loader errors, and the shared test files (the
+ * llama-2 tiny random model and two vocab-only files). Without
+ * /work/shared the file-based tests are skipped and the program exits 77
+ * after the synthetic ones pass. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "gguf.h"
+#include "model.h"
+
+#define TINY	   O1_SHARED_DIR "/testdata/models/llama-2-tiny-random.gguf"
+#define VOCAB_GPT2 O1_SHARED_DIR "/testdata/vocab/ggml-vocab-gpt-2.gguf"
+#define VOCAB_SPM  O1_SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf"
+
+/* A model whose tensors own float32 buffers (freed by synth_free). */
+struct synth {
+	struct o1_model *m;
+	float *bufs[64];
+	int n_bufs;
+};
+
+static float rnd(void)
+{
+	return (float)rand() / RAND_MAX * 2 - 1;
+}
+
+static void add(struct synth *s, enum o1_tensor_role role, int layer,
+		uint64_t rows, uint64_t cols)
+{
+	struct o1_tensor *t = &s->m->tensors[s->m->n_tensors++];
+	uint64_t n = rows ? rows * cols : cols;
+	float *f = malloc(n * sizeof(float));
+
+	assert_non_null(f);
+	for (uint64_t i = 0; i < n; i++)
+		f[i] = rnd();
+	s->bufs[s->n_bufs++] = f;
+	t->role = role;
+	t->layer = layer;
+	t->dtype = O1_DTYPE_F32;
+	t->n_dims = rows ? 2 : 1;
+	t->shape[0] = rows ? rows : cols;
+	t->shape[1] = rows ? cols : 0;
+	t->data = f;
+	t->n_bytes = n * sizeof(float);
+}
+
+static void synth_desc(struct o1_model_desc *d, enum o1_arch arch)
+{
+	d->arch = arch;
+	snprintf(d->name, sizeof(d->name), "synthetic %s", o1_arch_name(arch));
+	d->n_layers = 2;
+	d->dim = 16;
+	d->n_heads = 4;
+	d->n_kv_heads = 2;
+	d->head_dim = 8;
+	d->ffn_dim = 24;
+	d->vocab_size = 11;
+	d->max_context_tokens = 512;
+	d->norm_eps = 1e-6f;
+	d->tied_embeddings = arch == O1_ARCH_QWEN2;
+	d->qkv_bias = arch == O1_ARCH_QWEN2;
+	d->rope.theta = 1e6f;
+	d->rope.dim = 8;
+	d->bos_id = d->eos_id = -1;
+}
+
+static void synth_make(struct synth *s, enum o1_arch arch)
+{
+	struct o1_model_desc *d;
+	uint64_t q, kv;
+
+	memset(s, 0, sizeof(*s));
+	s->m = calloc(1, sizeof(*s->m));
+	s->m->tensors = calloc(64, sizeof(struct o1_tensor));
+	assert_non_null(s->m->tensors);
+	d = &s->m->desc;
+	synth_desc(d, arch);
+	q = (uint64_t)d->n_heads * d->head_dim;
+	kv = (uint64_t)d->n_kv_heads * d->head_dim;
+	add(s, O1_T_TOKEN_EMBD, -1, d->vocab_size, d->dim);
+	add(s, O1_T_OUTPUT_NORM, -1, 0, d->dim);
+	if (!d->tied_embeddings)
+		add(s, O1_T_OUTPUT, -1, d->vocab_size, d->dim);
+	for (int l = 0; l < (int)d->n_layers; l++) {
+		add(s, O1_T_ATTN_NORM, l, 0, d->dim);
+		add(s, O1_T_WQ, l, q, d->dim);
+		add(s, O1_T_WK, l, kv, d->dim);
+		add(s, O1_T_WV, l, kv, d->dim);
+		if (d->qkv_bias) {
+			add(s, O1_T_BQ, l, 0, q);
+			add(s, O1_T_BK, l, 0, kv);
+			add(s, O1_T_BV, l, 0, kv);
+		}
+		add(s, O1_T_WO, l, d->dim, q);
+		add(s, O1_T_FFN_NORM, l, 0, d->dim);
+		add(s, O1_T_W_GATE, l, d->ffn_dim, d->dim);
+		add(s, O1_T_W_UP, l, d->ffn_dim, d->dim);
+		add(s, O1_T_W_DOWN, l, d->dim, d->ffn_dim);
+	}
+	assert_int_equal(o1_model_validate(s->m), 0);
+}
+
+static void synth_free(struct synth *s)
+{
+	for (int i = 0; i < s->n_bufs; i++)
+		free(s->bufs[i]);
+	o1_model_close(s->m);
+}
+
+static void temp_path(char *path, size_t size)
+{
+	int fd;
+
+	snprintf(path, size, "/tmp/o1_test_model_XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static float *read_all(const struct o1_model *m, const struct o1_tensor *t)
+{
+	float *f = malloc(o1_tensor_elements(t) * sizeof(float));
+
+	assert_non_null(f);
+	assert_int_equal(o1_tensor_read_f32(m, t, f), 0);
+	return f;
+}
+
+static void assert_desc_equal(const struct o1_model_desc *a,
+			      const struct o1_model_desc *b)
+{
+	assert_string_equal(a->name, b->name);
+	assert_int_equal(a->n_layers, b->n_layers);
+	assert_int_equal(a->dim, b->dim);
+	assert_int_equal(a->n_heads, b->n_heads);
+	assert_int_equal(a->n_kv_heads, b->n_kv_heads);
+	assert_int_equal(a->head_dim, b->head_dim);
+	assert_int_equal(a->ffn_dim, b->ffn_dim);
+	assert_int_equal(a->vocab_size, b->vocab_size);
+	assert_int_equal(a->max_context_tokens, b->max_context_tokens);
+	assert_true(a->norm_eps == b->norm_eps);
+	assert_int_equal(a->tied_embeddings, b->tied_embeddings);
+	assert_int_equal(a->qkv_bias, b->qkv_bias);
+	assert_true(a->rope.theta == b->rope.theta);
+	assert_int_equal(a->rope.dim, b->rope.dim);
+	assert_int_equal(a->rope.scaling, b->rope.scaling);
+}
+
+/* Every tensor of S reads back from the file exactly (F32 storage). */
+static void assert_tensors_equal(const struct synth *s,
+				 const struct o1_model *m)
+{
+	for (uint32_t i = 0; i < s->m->n_tensors; i++) {
+		const struct o1_tensor *a = &s->m->tensors[i];
+		const struct o1_tensor *b =
+		    o1_model_tensor(m, a->role, a->layer);
+		float *f;
+
+		assert_non_null(b);
+		assert_int_equal(b->n_dims, a->n_dims);
+		assert_memory_equal(b->shape, a->shape,
+				    a->n_dims * sizeof(uint64_t));
+		f = read_all(m, b);
+		assert_memory_equal(f, a->data, a->n_bytes);
+		free(f);
+	}
+}
+
+/* Stored row of canonical row R, per llama.cpp's permute:
+ * reshape(heads, 2, D/2).swapaxes(1, 2). */
+static uint64_t gguf_row(uint64_t r, uint64_t d)
+{
+	return r / d * d + (r % d) % (d / 2) * 2 + (r % d) / (d / 2);
+}
+
+static void assert_stored_order(const struct synth *s, const struct o1_model *m,
+				enum o1_tensor_role role, bool permuted)
+{
+	const struct o1_tensor *a = o1_model_tensor(s->m, role, 1);
+	const struct o1_tensor *b = o1_model_tensor(m, role, 1);
+	uint64_t cols = a->n_dims == 2 ? a->shape[1] : 1;
+	uint64_t rows = a->shape[0];
+	const float *src = a->data, *raw = b->data;
+
+	assert_int_equal(b->qk_interleaved, permuted);
+	assert_int_equal(b->dtype, O1_DTYPE_F32);
+	for (uint64_t r = 0; r < rows; r++) {
+		uint64_t to = permuted ? gguf_row(r, m->desc.head_dim) : r;
+
+		assert_memory_equal(raw + to * cols, src + r * cols,
+				    cols * sizeof(float));
+	}
+	if (permuted) /* the permutation is not the identity */
+		assert_int_not_equal(gguf_row(1, m->desc.head_dim), 1);
+}
+
+static void round_trip(enum o1_arch arch)
+{
+	struct synth s;
+	struct o1_model *m;
+	struct o1_gguf *g;
+	struct o1_gguf_str str;
+	char path[64];
+	bool perm = arch != O1_ARCH_QWEN2;
+
+	srand(arch + 1);
+	synth_make(&s, arch);
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
+	assert_int_equal(o1_model_open(path, &m), 0);
+	assert_desc_equal(&m->desc, &s.m->desc);
+	assert_int_equal(m->desc.arch,
+			 arch == O1_ARCH_MISTRAL ? O1_ARCH_LLAMA : arch);
+	assert_int_equal(m->n_tensors, s.m->n_tensors);
+	assert_null(m->vocab);
+	assert_tensors_equal(&s, m);
+	assert_stored_order(&s, m, O1_T_WQ, perm);
+	assert_stored_order(&s, m, O1_T_WK, perm);
+	assert_stored_order(&s, m, O1_T_WV, false);
+	if (arch == O1_ARCH_QWEN2) {
+		assert_stored_order(&s, m, O1_T_BQ, false);
+		assert_stored_order(&s, m, O1_T_BK, false);
+	}
+	assert_int_equal(o1_gguf_open(path, &g), 0);
+	assert_int_equal(o1_gguf_get_str(g, "general.architecture", &str), 0);
+	assert_int_equal(str.len, 5);
+	assert_memory_equal(str.ptr, perm ? "llama" : "qwen2", 5);
+	assert_int_equal(o1_gguf_find_tensor(g, "blk.1.attn_q.weight")->ne[0],
+			 16);
+	assert_int_equal(o1_gguf_find_tensor(g, "blk.1.attn_k.weight")->ne[1],
+			 16);
+	assert_int_equal(o1_gguf_find_tensor(g, "output.weight") != NULL, perm);
+	o1_gguf_close(g);
+	o1_model_close(m);
+	synth_free(&s);
+	unlink(path);
+}
+
+static void test_llama_round_trip(void **state)
+{
+	(void)state;
+	round_trip(O1_ARCH_LLAMA);
+}
+
+static void test_qwen2_round_trip(void **state)
+{
+	(void)state;
+	round_trip(O1_ARCH_QWEN2);
+}
+
+static void test_mistral_round_trip(void **state)
+{
+	(void)state;
+	round_trip(O1_ARCH_MISTRAL);
+}
+
+/* A qwen2-style model (with biases) under the llama architecture: the
+ * biases are permuted like their rows. */
+static void test_llama_bias_permuted(void **state)
+{
+	struct synth s;
+	struct o1_model *m;
+	char path[64];
+
+	(void)state;
+	srand(5);
+	synth_make(&s, O1_ARCH_QWEN2);
+	s.m->desc.arch = O1_ARCH_LLAMA;
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
+	assert_int_equal(o1_model_open(path, &m), 0);
+	assert_true(m->desc.qkv_bias);
+	assert_true(m->desc.tied_embeddings);
+	assert_tensors_equal(&s, m);
+	assert_stored_order(&s, m, O1_T_BQ, true);
+	assert_stored_order(&s, m, O1_T_BK, true);
+	o1_model_close(m);
+	synth_free(&s);
+	unlink(path);
+}
+
+static void half_round_trip(enum o1_dtype dtype)
+{
+	struct synth s;
+	struct o1_model *m;
+	char path[64];
+
+	srand(11);
+	synth_make(&s, O1_ARCH_LLAMA);
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_model_write_gguf(s.m, dtype, path), 0);
+	assert_int_equal(o1_model_open(path, &m), 0);
+	for (uint32_t i = 0; i < s.m->n_tensors; i++) {
+		const struct o1_tensor *a = &s.m->tensors[i];
+		const struct o1_tensor *b =
+		    o1_model_tensor(m, a->role, a->layer);
+		const float *src = a->data;
+		uint64_t n = o1_tensor_elements(a);
+		float *f = read_all(m, b);
+
+		assert_int_equal(b->dtype,
+				 a->n_dims == 1 ? O1_DTYPE_F32 : dtype);
+		for (uint64_t k = 0; k < n; k++) {
+			float want =
+			    a->n_dims == 1 ? src[k]
+			    : dtype == O1_DTYPE_F16
+				? o1_f16_to_f32(o1_f32_to_f16(src[k]))
+				: o1_bf16_to_f32(o1_f32_to_bf16(src[k]));
+
+			assert_true(f[k] == want);
+		}
+		free(f);
+	}
+	o1_model_close(m);
+	synth_free(&s);
+	unlink(path);
+}
+
+static void test_f16_bf16(void **state)
+{
+	struct synth s;
+	char path[64];
+
+	(void)state;
+	half_round_trip(O1_DTYPE_F16);
+	half_round_trip(O1_DTYPE_BF16);
+	synth_make(&s, O1_ARCH_LLAMA);
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_Q8_0, path),
+			 -EINVAL);
+	synth_free(&s);
+	unlink(path);
+}
+
+static struct o1_model *write_load(const struct synth *s, char *path,
+				   size_t size)
+{
+	struct o1_model *m;
+
+	temp_path(path, size);
+	assert_int_equal(o1_model_write_gguf(s->m, O1_DTYPE_F32, path), 0);
+	assert_int_equal(o1_model_open(path, &m), 0);
+	unlink(path);
+	return m;
+}
+
+static void test_rope_linear_yarn(void **state)
+{
+	struct synth s;
+	struct o1_model *m;
+	struct o1_rope *r;
+	char path[64];
+
+	(void)state;
+	synth_make(&s, O1_ARCH_QWEN2);
+	r = &s.m->desc.rope;
+	r->scaling = O1_ROPE_SCALING_LINEAR;
+	r->factor = 4;
+	m = write_load(&s, path, sizeof(path));
+	assert_int_equal(m->desc.rope.scaling, O1_ROPE_SCALING_LINEAR);
+	assert_true(m->desc.rope.factor == 4);
+	o1_model_close(m);
+	r->scaling = O1_ROPE_SCALING_YARN;
+	r->factor = 8;
+	r->original_max_positions = 4096;
+	r->beta_fast = 16;
+	r->beta_slow = 2;
+	r->attn_factor = 0.75f;
+	m = write_load(&s, path, sizeof(path));
+	assert_int_equal(m->desc.rope.scaling, O1_ROPE_SCALING_YARN);
+	assert_true(m->desc.rope.factor == 8);
+	assert_int_equal(m->desc.rope.original_max_positions, 4096);
+	assert_true(m->desc.rope.beta_fast == 16);
+	assert_true(m->desc.rope.beta_slow == 2);
+	assert_true(m->desc.rope.attn_factor == 0.75f);
+	o1_model_close(m);
+	synth_free(&s);
+}
+
+/* transformers' _compute_llama3_parameters, written as there: the new
+ * inverse frequency per pair; the divisor is old / new. */
+static double llama3_divisor(const struct o1_rope *r, uint32_t i)
+{
+	double inv = 1.0 / pow(r->theta, (double)(2 * i) / r->dim);
+	double low_wave = r->original_max_positions / r->low_freq_factor;
+	double high_wave = r->original_max_positions / r->high_freq_factor;
+	double wave = 2 * M_PI / inv;
+	double scaled = wave > low_wave ? inv / r->factor : inv;
+	double smooth =
+	    (r->original_max_positions / wave - r->low_freq_factor) /
+	    (r->high_freq_factor - r->low_freq_factor);
+	double smoothed = (1 - smooth) * scaled / r->factor + smooth * scaled;
+	bool medium = !(wave < high_wave) && !(wave > low_wave);
+
+	return inv / (medium ? smoothed : scaled);
+}
+
+static void test_rope_llama3(void **state)
+{
+	struct synth s;
+	struct o1_model *m;
+	const struct o1_tensor *t;
+	struct o1_rope *r;
+	char path[64];
+	float *f;
+	int ones = 0, eights = 0, mid = 0;
+
+	(void)state;
+	synth_make(&s, O1_ARCH_LLAMA);
+	s.m->desc.head_dim = 128;
+	s.m->desc.n_heads = 1;
+	s.m->desc.n_kv_heads = 1;
+	s.m->n_tensors = 0;
+	for (int i = 0; i < s.n_bufs; i++)
+		free(s.bufs[i]);
+	s.n_bufs = 0;
+	add(&s, O1_T_TOKEN_EMBD, -1, 11, 16);
+	add(&s, O1_T_OUTPUT_NORM, -1, 0, 16);
+	add(&s, O1_T_OUTPUT, -1, 11, 16);
+	s.m->desc.n_layers = 0;
+	r = &s.m->desc.rope;
+	*r = (struct o1_rope){.theta = 500000,
+			      .dim = 128,
+			      .scaling = O1_ROPE_SCALING_LLAMA3,
+			      .factor = 8,
+			      .low_freq_factor = 1,
+			      .high_freq_factor = 4,
+			      .original_max_positions = 8192};
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
+	/* n_layers 0 fails validation: load through the loader directly */
+	m = calloc(1, sizeof(*m));
+	strcpy(m->path, path);
+	assert_int_equal(o1_model_load_gguf(m), 0);
+	t = o1_model_tensor(m, O1_T_ROPE_FREQS, -1);
+	assert_non_null(t);
+	assert_int_equal(t->n_dims, 1);
+	assert_int_equal(t->shape[0], 64);
+	f = read_all(m, t);
+	for (uint32_t i = 0; i < 64; i++) {
+		double want = llama3_divisor(r, i);
+
+		assert_float_equal(f[i], want, 1e-6 * want);
+		ones += f[i] == 1.0f;
+		eights += f[i] == 8.0f;
+		mid += f[i] > 1.0f && f[i] < 8.0f;
+	}
+	assert_true(ones > 0 && eights > 0 && mid > 0);
+	free(f);
+	o1_model_close(m);
+	synth_free(&s);
+	unlink(path);
+}
+
+static void make_vocab(struct o1_vocab **out, enum o1_vocab_kind kind)
+{
+	static const char *const toks[5] = {"<unk>", "<s>", "</s>",
+					    "\xe2\x96\x81hi", "x y"};
+	struct o1_vocab *v;
+
+	assert_int_equal(o1_vocab_create(5, kind == O1_VOCAB_BPE ? 2 : 0, &v),
+			 0);
+	v->kind = kind;
+	for (int i = 0; i < 5; i++) {
+		v->tokens[i] = o1_vocab_strdup(v, toks[i], strlen(toks[i]));
+		v->scores[i] = -(float)i * 0.5f;
+		v->types[i] = i < 3 ? O1_TOKEN_CONTROL : O1_TOKEN_NORMAL;
+	}
+	if (kind == O1_VOCAB_BPE) {
+		v->merges[0] = o1_vocab_strdup(v, "x y", 3);
+		v->merges[1] = o1_vocab_strdup(v, "h i", 3);
+		strcpy(v->pre, "llama-bpe");
+	}
+	v->bos_id = 1;
+	v->eos_id = 2;
+	v->unk_id = 0;
+	v->pad_id = kind == O1_VOCAB_BPE ? 4 : -1;
+	v->add_bos = kind == O1_VOCAB_BPE;
+	v->add_eos = true;
+	v->add_space_prefix = kind == O1_VOCAB_SPM;
+	v->chat_template = kind == O1_VOCAB_SPM ? strdup("{{ x }}") : NULL;
+	*out = v;
+}
+
+static void assert_vocab_equal(const struct o1_vocab *a,
+			       const struct o1_vocab *b)
+{
+	assert_int_equal(a->kind, b->kind);
+	assert_string_equal(a->pre, b->pre);
+	assert_int_equal(a->n_tokens, b->n_tokens);
+	assert_int_equal(a->n_merges, b->n_merges);
+	for (uint32_t i = 0; i < a->n_tokens; i++) {
+		assert_string_equal(a->tokens[i], b->tokens[i]);
+		assert_true(a->scores[i] == b->scores[i]);
+		assert_int_equal(a->types[i], b->types[i]);
+	}
+	for (uint32_t i = 0; i < a->n_merges; i++)
+		assert_string_equal(a->merges[i], b->merges[i]);
+	assert_int_equal(a->bos_id, b->bos_id);
+	assert_int_equal(a->eos_id, b->eos_id);
+	assert_int_equal(a->unk_id, b->unk_id);
+	assert_int_equal(a->pad_id, b->pad_id);
+	assert_int_equal(a->add_bos, b->add_bos);
+	assert_int_equal(a->add_eos, b->add_eos);
+	assert_int_equal(a->add_space_prefix, b->add_space_prefix);
+	assert_int_equal(a->ignore_merges, b->ignore_merges);
+	if (a->chat_template || b->chat_template)
+		assert_string_equal(a->chat_template, b->chat_template);
+}
+
+static void test_vocab_round_trip(void **state)
+{
+	struct synth s;
+	struct o1_model *m;
+	struct o1_vocab *v;
+	char path[64];
+
+	(void)state;
+	for (int kind = O1_VOCAB_BPE; kind <= O1_VOCAB_SPM; kind++) {
+		synth_make(&s, O1_ARCH_QWEN2);
+		s.m->desc.vocab_size = 11;
+		make_vocab(&s.m->vocab, kind);
+		s.m->vocab->ignore_merges = kind == O1_VOCAB_BPE;
+		m = write_load(&s, path, sizeof(path));
+		assert_non_null(m->vocab);
+		assert_vocab_equal(m->vocab, s.m->vocab);
+		assert_int_equal(m->desc.bos_id, 1);
+		assert_int_equal(m->desc.eos_id, 2);
+		o1_model_close(m);
+		temp_path(path, sizeof(path));
+		assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F16, path),
+				 0);
+		assert_int_equal(o1_vocab_load_gguf(path, &v), 0);
+		assert_vocab_equal(v, s.m->vocab);
+		o1_vocab_destroy(v);
+		unlink(path);
+		synth_free(&s);
+	}
+}
+
+/* Writes a GGUF with the model keys of a 1-layer llama, then lets EDIT
+ * change it before writing; returns o1_model_open's result. */
+static int open_edited(void (*edit)(struct o1_gguf_writer *w))
+{
+	struct o1_model *m = NULL;
+	struct o1_gguf_writer *w;
+	char path[64];
+	static const float zero[16];
+	const uint64_t ne[4] = {16};
+	int err;
+
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_gguf_writer_create(&w), 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "general.architecture", "llama"), 0);
+	assert_int_equal(o1_gguf_writer_set_u32(w, "llama.context_length", 64),
+			 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_u32(w, "llama.embedding_length", 16), 0);
+	assert_int_equal(o1_gguf_writer_set_u32(w, "llama.block_count", 1), 0);
+	assert_int_equal(o1_gguf_writer_set_u32(w, "llama.vocab_size", 11), 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_u32(w, "llama.feed_forward_length", 8), 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_u32(w, "llama.attention.head_count", 2), 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon",
+				   1e-5f),
+	    0);
+	assert_int_equal(o1_gguf_writer_add_tensor(w, "output_norm.weight",
+						   O1_DTYPE_F32, 1, ne, zero,
+						   64),
+			 0);
+	edit(w);
+	assert_int_equal(o1_gguf_writer_write(w, path), 0);
+	o1_gguf_writer_destroy(w);
+	err = o1_model_open(path, &m);
+	o1_model_close(m);
+	unlink(path);
+	return err;
+}
+
+static void edit_none(struct o1_gguf_writer *w)
+{
+	(void)w;
+}
+
+static void edit_arch(struct o1_gguf_writer *w)
+{
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "general.architecture", "gpt2"), 0);
+}
+
+static void edit_arch_type(struct o1_gguf_writer *w)
+{
+	assert_int_equal(o1_gguf_writer_set_u32(w, "general.architecture", 1),
+			 0);
+}
+
+static void edit_dim_type(struct o1_gguf_writer *w)
+{
+	assert_int_equal(o1_gguf_writer_set_u32(w, "llama.embedding_len", 16),
+			 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "llama.embedding_length", "16"), 0);
+}
+
+static void edit_layer(struct o1_gguf_writer *w)
+{
+	static const float zero[16];
+	const uint64_t ne[4] = {16};
+
+	assert_int_equal(o1_gguf_writer_add_tensor(w, "blk.1.attn_norm.weight",
+						   O1_DTYPE_F32, 1, ne, zero,
+						   64),
+			 0);
+}
+
+static void edit_scaling(struct o1_gguf_writer *w)
+{
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "llama.rope.scaling.type", "ntk"), 0);
+}
+
+static void edit_vocab(struct o1_gguf_writer *w)
+{
+	static const char *const toks[2] = {"a", "b"};
+
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2"), 0);
+	assert_int_equal(o1_gguf_writer_set_arr(w, "tokenizer.ggml.tokens",
+						O1_GGUF_STRING, toks, 2),
+			 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2), 0);
+}
+
+static void edit_scores(struct o1_gguf_writer *w)
+{
+	static const char *const toks[2] = {"a", "b"};
+	static const float scores[3] = {0, 1, 2};
+
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama"), 0);
+	assert_int_equal(o1_gguf_writer_set_arr(w, "tokenizer.ggml.tokens",
+						O1_GGUF_STRING, toks, 2),
+			 0);
+	assert_int_equal(o1_gguf_writer_set_arr(w, "tokenizer.ggml.scores",
+						O1_GGUF_FLOAT32, scores, 3),
+			 0);
+}
+
+static void edit_tok_model(struct o1_gguf_writer *w)
+{
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "tokenizer.ggml.model", "bert"), 0);
+}
+
+static void test_load_errors(void **state)
+{
+	(void)state;
+	/* the base file has no layer tensors: validation reports them */
+	assert_int_equal(open_edited(edit_none), -O1_E_MISSING);
+	assert_int_equal(open_edited(edit_arch), -O1_E_UNSUPPORTED);
+	assert_int_equal(open_edited(edit_arch_type), -O1_E_FORMAT);
+	assert_int_equal(open_edited(edit_dim_type), -O1_E_FORMAT);
+	assert_int_equal(open_edited(edit_layer), -O1_E_FORMAT);
+	assert_int_equal(open_edited(edit_scaling), -O1_E_UNSUPPORTED);
+	assert_int_equal(open_edited(edit_vocab), -O1_E_FORMAT);
+	assert_int_equal(open_edited(edit_scores), -O1_E_FORMAT);
+	assert_int_equal(open_edited(edit_tok_model), -O1_E_UNSUPPORTED);
+}
+
+/* A quantized Q matrix (Q8_0, 32 columns) under llama: dequantized and
+ * un-permuted on read. */
+static void test_quantized_q(void **state)
+{
+	struct o1_model m = {0};
+	struct o1_tensor t = {0};
+	uint8_t q8[8 * 34];
+	float out[8 * 32];
+
+	(void)state;
+	m.desc.head_dim = 4;
+	for (int r = 0; r < 8; r++) {
+		q8[r * 34] = 0x00;
+		q8[r * 34 + 1] = 0x3c; /* d = 1 */
+		for (int c = 0; c < 32; c++)
+			q8[r * 34 + 2 + c] = (uint8_t)(r * 10 + c % 4);
+	}
+	t.role = O1_T_WQ;
+	t.dtype = O1_DTYPE_Q8_0;
+	t.n_dims = 2;
+	t.shape[0] = 8;
+	t.shape[1] = 32;
+	t.data = q8;
+	t.n_bytes = sizeof(q8);
+	t.qk_interleaved = true;
+	assert_int_equal(o1_tensor_read_f32(&m, &t, out), 0);
+	for (int r = 0; r < 8; r++)
+		assert_true(out[r * 32 + 1] == gguf_row(r, 4) * 10 + 1);
+}
+
+static bool have_shared(void)
+{
+	return access(TINY, R_OK) == 0 && access(VOCAB_GPT2, R_OK) == 0 &&
+	       access(VOCAB_SPM, R_OK) == 0;
+}
+
+static void check_tiny_desc(const struct o1_model *m)
+{
+	const struct o1_model_desc *d = &m->desc;
+
+	assert_int_equal(d->arch, O1_ARCH_LLAMA);
+	assert_int_equal(d->dim, 8);
+	assert_int_equal(d->n_layers, 1);
+	assert_int_equal(d->ffn_dim, 32);
+	assert_int_equal(d->n_heads, 2);
+	assert_int_equal(d->n_kv_heads, 2);
+	assert_int_equal(d->head_dim, 4);
+	assert_int_equal(d->rope.dim, 4);
+	assert_true(d->rope.theta == 10000.0f);
+	assert_int_equal(d->rope.scaling, O1_ROPE_SCALING_NONE);
+	assert_true(d->norm_eps == 1e-5f);
+	assert_int_equal(d->vocab_size, 32000);
+	assert_int_equal(d->max_context_tokens, 4096);
+	assert_false(d->tied_embeddings);
+	assert_false(d->qkv_bias);
+	assert_int_equal(d->bos_id, 1);
+	assert_int_equal(d->eos_id, 2);
+	assert_int_equal(o1_model_tensor(m, O1_T_TOKEN_EMBD, -1)->dtype,
+			 O1_DTYPE_F16);
+	assert_int_equal(o1_model_tensor(m, O1_T_ATTN_NORM, 0)->dtype,
+			 O1_DTYPE_F32);
+	assert_true(o1_model_tensor(m, O1_T_WK, 0)->qk_interleaved);
+	assert_false(o1_model_tensor(m, O1_T_WV, 0)->qk_interleaved);
+	assert_int_equal(m->vocab->kind, O1_VOCAB_SPM);
+	assert_int_equal(m->vocab->n_tokens, 32000);
+	assert_int_equal(m->vocab->bos_id, 1);
+	assert_int_equal(m->vocab->eos_id, 2);
+	assert_int_equal(m->vocab->unk_id, 0);
+	assert_string_equal(m->vocab->tokens[1], "<s>");
+}
+
+/* The tiny model loads as its metadata says; written back as F16 and
+ * reloaded, every tensor and the vocabulary are unchanged. */
+static void test_tiny_random(void **state)
+{
+	struct o1_model *m, *m2;
+	char path[64];
+
+	(void)state;
+	if (!have_shared())
+		skip();
+	assert_int_equal(o1_model_open(TINY, &m), 0);
+	check_tiny_desc(m);
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_model_write_gguf(m, O1_DTYPE_F16, path), 0);
+	assert_int_equal(o1_model_open(path, &m2), 0);
+	check_tiny_desc(m2);
+	assert_string_equal(m2->desc.name, m->desc.name);
+	assert_vocab_equal(m2->vocab, m->vocab);
+	for (uint32_t i = 0; i < m->n_tensors; i++) {
+		const struct o1_tensor *a = &m->tensors[i];
+		const struct o1_tensor *b =
+		    o1_model_tensor(m2, a->role, a->layer);
+		float *fa = read_all(m, a), *fb = read_all(m2, b);
+
+		assert_int_equal(a->dtype, b->dtype);
+		assert_int_equal(a->n_bytes, b->n_bytes);
+		assert_memory_equal(a->data, b->data, a->n_bytes);
+		assert_memory_equal(fa, fb,
+				    o1_tensor_elements(a) * sizeof(float));
+		free(fa);
+		free(fb);
+	}
+	o1_model_close(m2);
+	o1_model_close(m);
+	unlink(path);
+}
+
+static void test_vocab_files(void **state)
+{
+	struct o1_vocab *v;
+	struct o1_model *m;
+
+	(void)state;
+	if (!have_shared())
+		skip();
+	assert_int_equal(o1_vocab_load_gguf(VOCAB_GPT2, &v), 0);
+	assert_int_equal(v->kind, O1_VOCAB_BPE);
+	assert_int_equal(v->n_tokens, 50257);
+	assert_int_equal(v->n_merges, 50000);
+	assert_int_equal(v->bos_id, 50256);
+	assert_int_equal(v->eos_id, 50256);
+	assert_string_equal(v->pre, "gpt-2");
+	assert_string_equal(v->tokens[0], "!");
+	assert_string_equal(v->tokens[50256], "<|endoftext|>");
+	assert_string_equal(v->merges[0], "\xc4\xa0 t");
+	assert_false(v->add_space_prefix);
+	assert_false(v->ignore_merges);
+	o1_vocab_destroy(v);
+	assert_int_equal(o1_vocab_load_gguf(VOCAB_SPM, &v), 0);
+	assert_int_equal(v->kind, O1_VOCAB_SPM);
+	assert_int_equal(v->n_tokens, 32000);
+	assert_int_equal(v->n_merges, 0);
+	assert_int_equal(v->bos_id, 1);
+	assert_int_equal(v->eos_id, 2);
+	assert_int_equal(v->unk_id, 0);
+	assert_true(v->add_bos);
+	assert_false(v->add_eos);
+	assert_string_equal(v->tokens[259], "\xe2\x96\x81\xe2\x96\x81");
+	assert_int_equal(v->types[3], O1_TOKEN_BYTE);
+	assert_int_equal(v->types[1], O1_TOKEN_CONTROL);
+	o1_vocab_destroy(v);
+	/* vocab-only files are no models */
+	assert_int_equal(o1_model_open(VOCAB_GPT2, &m), -O1_E_UNSUPPORTED);
+	assert_int_equal(o1_model_open(VOCAB_SPM, &m), -O1_E_MISSING);
+	assert_int_equal(o1_vocab_load_gguf("/nonexistent.gguf", &v), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_llama_round_trip),
+	    cmocka_unit_test(test_qwen2_round_trip),
+	    cmocka_unit_test(test_mistral_round_trip),
+	    cmocka_unit_test(test_llama_bias_permuted),
+	    cmocka_unit_test(test_f16_bf16),
+	    cmocka_unit_test(test_rope_linear_yarn),
+	    cmocka_unit_test(test_rope_llama3),
+	    cmocka_unit_test(test_vocab_round_trip),
+	    cmocka_unit_test(test_load_errors),
+	    cmocka_unit_test(test_quantized_q),
+	    cmocka_unit_test(test_tiny_random),
+	    cmocka_unit_test(test_vocab_files),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+	return rc == 0 && !have_shared() ? 77 : rc;
+}
