@@ -1,0 +1,198 @@
+/* Backend dispatch: the ops table, configuration defaults and the checks
+ * every step passes before a backend sees it. */
+#include "backend.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "log.h"
+
+#ifdef O1_WITH_CUDA_BACKEND
+extern const struct o1_backend_ops o1_cuda_backend_ops;
+#endif
+
+static const struct o1_backend_ops *const o1_backend_table[] = {
+	[O1_BACKEND_CPU] = &o1_cpu_backend_ops,
+#ifdef O1_WITH_CUDA_BACKEND
+	[O1_BACKEND_CUDA] = &o1_cuda_backend_ops,
+#else
+	[O1_BACKEND_CUDA] = NULL,
+#endif
+};
+_Static_assert(sizeof(o1_backend_table) / sizeof(o1_backend_table[0]) ==
+		       O1_BACKEND_COUNT,
+	       "one entry per backend kind");
+
+static const char *const o1_backend_names[] = {
+	[O1_BACKEND_CPU] = "cpu",
+	[O1_BACKEND_CUDA] = "cuda",
+};
+_Static_assert(sizeof(o1_backend_names) / sizeof(o1_backend_names[0]) ==
+		       O1_BACKEND_COUNT,
+	       "one name per backend kind");
+
+struct o1_backend {
+	const struct o1_backend_ops *ops;
+	void *state;
+	struct o1_backend_config cfg;
+	struct o1_kv_layout layout;
+	uint32_t vocab;
+};
+
+int o1_backend_parse(const char *name, enum o1_backend_kind *out)
+{
+	for (int k = 0; k < O1_BACKEND_COUNT; k++)
+		if (strcmp(name, o1_backend_names[k]) == 0) {
+			*out = k;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *o1_backend_name(enum o1_backend_kind kind)
+{
+	return (unsigned)kind < O1_BACKEND_COUNT ? o1_backend_names[kind] : "?";
+}
+
+static int resolve_config(const struct o1_model_desc *d,
+			  const struct o1_backend_config *in,
+			  struct o1_backend_config *c)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	*c = *in;
+	if (!c->n_threads)
+		c->n_threads = cpus > 0 ? (uint32_t)cpus : 1;
+	if (!c->page_tokens)
+		c->page_tokens = O1_KV_PAGE_TOKENS_DEFAULT;
+	if (!c->max_context_tokens)
+		c->max_context_tokens = d->max_context_tokens;
+	if (!c->max_batch_tokens || !c->max_seqs || !c->n_pages ||
+	    !c->max_context_tokens || c->max_seqs > c->max_batch_tokens ||
+	    c->n_threads > 256) {
+		o1_err("backend: bad config: batch tokens %u seqs %u pages %u "
+		       "context %u threads %u",
+		       c->max_batch_tokens, c->max_seqs, c->n_pages,
+		       c->max_context_tokens, c->n_threads);
+		return -O1_E_CONFIG;
+	}
+	return 0;
+}
+
+int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *m,
+		      const struct o1_backend_config *cfg,
+		      struct o1_backend **out)
+{
+	struct o1_backend *b;
+	uint64_t elems;
+	int err;
+
+	if ((unsigned)kind >= O1_BACKEND_COUNT || !o1_backend_table[kind]) {
+		o1_err("%s backend not built/available",
+		       kind == O1_BACKEND_CUDA ? "CUDA" : "requested");
+		return -O1_E_UNSUPPORTED;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->ops = o1_backend_table[kind];
+	err = resolve_config(&m->desc, cfg, &b->cfg);
+	b->layout = (struct o1_kv_layout){b->cfg.n_pages, m->desc.n_layers,
+					  m->desc.n_kv_heads,
+					  b->cfg.page_tokens, m->desc.head_dim};
+	b->vocab = m->desc.vocab_size;
+	if (!err)
+		err = o1_kv_layout_check(&b->layout, &elems);
+	if (!err)
+		err = b->ops->create(m, &b->cfg, &b->state);
+	if (err) {
+		free(b);
+		return err;
+	}
+	*out = b;
+	return 0;
+}
+
+void o1_backend_destroy(struct o1_backend *b)
+{
+	if (!b)
+		return;
+	b->ops->destroy(b->state);
+	free(b);
+}
+
+static int check_seq(const struct o1_backend *b, const struct o1_step_seq *s,
+		     uint32_t i)
+{
+	const struct o1_backend_config *c = &b->cfg;
+	uint64_t end = (uint64_t)s->start_pos + s->n_tokens;
+
+	if (!s->n_tokens || !s->tokens || end > c->max_context_tokens ||
+	    end > (uint64_t)s->n_pages * c->page_tokens) {
+		o1_err("backend step: sequence %u: %u tokens at position %u, "
+		       "context limit %u, block table %u pages of %u",
+		       i, s->n_tokens, s->start_pos, c->max_context_tokens,
+		       s->n_pages, c->page_tokens);
+		return -O1_E_CONTEXT;
+	}
+	for (uint32_t p = 0; p < s->n_pages; p++)
+		if (s->pages[p] >= c->n_pages) {
+			o1_err("backend step: sequence %u: page %u at %u is "
+			       "outside the pool of %u",
+			       i, s->pages[p], p, c->n_pages);
+			return -O1_E_BOUNDS;
+		}
+	return 0;
+}
+
+static int check_step(const struct o1_backend *b, const struct o1_step *st)
+{
+	uint64_t tokens = 0, rows = 0;
+	int err;
+
+	if (!st->n_seqs || st->n_seqs > b->cfg.max_seqs || !st->logits) {
+		o1_err("backend step: %u sequences (limit %u)", st->n_seqs,
+		       b->cfg.max_seqs);
+		return -O1_E_CONFIG;
+	}
+	for (uint32_t i = 0; i < st->n_seqs; i++) {
+		err = check_seq(b, &st->seqs[i], i);
+		if (err)
+			return err;
+		tokens += st->seqs[i].n_tokens;
+		rows += st->seqs[i].all_logits ? st->seqs[i].n_tokens : 1;
+	}
+	if (tokens > b->cfg.max_batch_tokens || rows > st->logits_rows) {
+		o1_err("backend step: %llu tokens (limit %u), %llu logits "
+		       "rows (room for %u)",
+		       (unsigned long long)tokens, b->cfg.max_batch_tokens,
+		       (unsigned long long)rows, st->logits_rows);
+		return -O1_E_CONFIG;
+	}
+	return 0;
+}
+
+int o1_backend_step(struct o1_backend *b, const struct o1_step *st)
+{
+	int err = check_step(b, st);
+
+	return err ? err : b->ops->step(b->state, st);
+}
+
+const struct o1_kv_layout *o1_backend_kv_layout(const struct o1_backend *b)
+{
+	return &b->layout;
+}
+
+const struct o1_backend_config *o1_backend_config(const struct o1_backend *b)
+{
+	return &b->cfg;
+}
+
+uint32_t o1_backend_vocab_size(const struct o1_backend *b)
+{
+	return b->vocab;
+}

@@ -1,0 +1,98 @@
+/* The backend interface: one model forward over a batch of sequences and
+ * the paged KV cache, behind an ops table indexed by enum o1_backend_kind.
+ *
+ * A step runs N sequences together. Sequence s brings n_tokens >= 1 new
+ * tokens (a prefill chunk, or one decode token) starting at position
+ * start_pos; the KV of its positions [0, start_pos) is already in the
+ * pages of its block table (written by earlier steps), and the table must
+ * cover [0, start_pos + n_tokens): the step writes the new tokens' K/V
+ * there (kv_pool.h gives the layout) and attends causally over the
+ * sequence's own pages only. Pages and block tables are the caller's (the
+ * scheduler owns a struct o1_kv_pool with o1_backend_kv_layout()); the
+ * backend owns the memory behind them.
+ *
+ * Logits come back for the last new token of each sequence, or for every
+ * new token of a sequence with all_logits, as rows of vocab floats in
+ * sequence order.
+ *
+ * Determinism (CPU backend): with the same thread count, a sequence's
+ * logits are bitwise identical whatever the page size, the page ids, the
+ * other sequences in the step and how its prompt was split into chunks
+ * (every kernel computes each row, or each row and head, on its own with a
+ * fixed operation order: see kernels/matmul.h and kernels/attention.h). In
+ * fact they do not depend on the thread count either.
+ */
+#ifndef O1_BACKEND_H
+#define O1_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kv_pool.h"
+#include "model.h"
+
+enum o1_backend_kind {
+	O1_BACKEND_CPU,
+	O1_BACKEND_CUDA,
+	O1_BACKEND_COUNT,
+};
+
+struct o1_backend_config {
+	uint32_t n_threads;	     /* CPU workers; 0 = online CPUs */
+	uint32_t max_batch_tokens;   /* new tokens per step (sum) */
+	uint32_t max_seqs;	     /* sequences per step */
+	uint32_t max_context_tokens; /* per sequence; 0 = the model's */
+	uint32_t n_pages;	     /* KV pool pages */
+	uint32_t page_tokens;	     /* 0 = O1_KV_PAGE_TOKENS_DEFAULT */
+};
+
+struct o1_step_seq {
+	const int32_t *tokens;	/* borrowed for the call: n_tokens ids */
+	uint32_t n_tokens;	/* >= 1 */
+	uint32_t start_pos;	/* position of tokens[0] */
+	const uint32_t *pages;	/* borrowed: block table, n_pages ids */
+	uint32_t n_pages;
+	bool all_logits;	/* logits for every new token */
+};
+
+struct o1_step {
+	const struct o1_step_seq *seqs; /* borrowed for the call */
+	uint32_t n_seqs;
+	float *logits;		/* out: logits_rows x vocab floats */
+	uint32_t logits_rows;	/* capacity, in rows */
+};
+
+/* What a backend implements. STATE is the backend's own. */
+struct o1_backend_ops {
+	const char *name;
+	/* MODEL is borrowed for the call only (weights are copied/converted).
+	 * CFG is complete (defaults resolved) when this is called. */
+	int (*create)(const struct o1_model *model,
+		      const struct o1_backend_config *cfg, void **state);
+	void (*destroy)(void *state);
+	int (*step)(void *state, const struct o1_step *step);
+};
+
+extern const struct o1_backend_ops o1_cpu_backend_ops;
+
+struct o1_backend;
+
+/* "cpu" or "cuda"; -EINVAL otherwise. */
+int o1_backend_parse(const char *name, enum o1_backend_kind *out);
+const char *o1_backend_name(enum o1_backend_kind kind);
+/* -O1_E_UNSUPPORTED (logged "CUDA backend not built/available") for a
+ * backend this build lacks; -O1_E_CONFIG for a bad CFG. */
+int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *model,
+		      const struct o1_backend_config *cfg,
+		      struct o1_backend **out);
+void o1_backend_destroy(struct o1_backend *b);
+/* Returns 0; -O1_E_CONFIG / -O1_E_CONTEXT / -O1_E_BOUNDS (logged) for a
+ * step that breaks the limits or refers to pages or ids out of range;
+ * nothing is written to the KV cache then. */
+int o1_backend_step(struct o1_backend *b, const struct o1_step *step);
+/* The KV layout the backend allocated: create the page pool with it. */
+const struct o1_kv_layout *o1_backend_kv_layout(const struct o1_backend *b);
+const struct o1_backend_config *o1_backend_config(const struct o1_backend *b);
+uint32_t o1_backend_vocab_size(const struct o1_backend *b);
+
+#endif

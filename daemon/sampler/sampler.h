@@ -1,0 +1,100 @@
+/* Token sampling for one request: logits processing, a reproducible draw,
+ * logprobs, entropy and the stop conditions.
+ *
+ * Order of processing (each step off at its neutral value):
+ *   1. penalties, as vLLM applies them, on a copy of the logits:
+ *      repetition (HF and vLLM definition: every token seen in the prompt
+ *      or generated so far: l > 0 ? l / r : l * r), then frequency
+ *      (l -= f * count of the token among generated tokens), then presence
+ *      (l -= p if the token was generated at least once). Frequency and
+ *      presence count generated tokens only (vLLM, OpenAI);
+ *   2. temperature 0 (or top_k 1): greedy, the highest logit, the lowest
+ *      id among ties; otherwise l / T;
+ *   3. top-k: the k highest (ties broken by lower id);
+ *   4. top-p: in descending order, keep tokens while the mass before them
+ *      is < top_p (so the token that crosses top_p stays; at least one);
+ *   5. min-p: keep tokens with p >= min_p * p_max;
+ *   6. draw one token with probability proportional to exp(l - l_max)
+ *      among those kept, with the request's own PRNG (xoshiro256**
+ *      seeded through splitmix64 from the seed): same seed, same logits,
+ *      same tokens.
+ * This is transformers' warper order (temperature, top-k, top-p, min-p).
+ *
+ * Logprobs and entropy describe the model's own distribution, the
+ * log-softmax of the raw logits (before penalties and temperature), like
+ * vLLM's default and the OpenAI API: the sampled token's logprob, the
+ * entropy in nats, and the n_logprobs most likely tokens. They come from
+ * the same passes over the logits as the draw.
+ *
+ * Stops: EOS (unless ignore_eos), any of stop_ids, or max_tokens generated
+ * (the token that triggers the stop is returned with the finish reason).
+ * The sampler allocates at create only; it is used by one thread.
+ */
+#ifndef O1_SAMPLER_H
+#define O1_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define O1_SAMPLER_MAX_LOGPROBS 20
+#define O1_SAMPLER_MAX_STOP_IDS 16
+
+struct o1_sampler_params {
+	float temperature;	  /* 0 = greedy */
+	uint32_t top_k;		  /* 0 = off */
+	float top_p;		  /* 1 (or 0) = off */
+	float min_p;		  /* 0 = off */
+	float repetition_penalty; /* 1 (or 0) = off */
+	float presence_penalty;	  /* 0 = off */
+	float frequency_penalty;  /* 0 = off */
+	uint64_t seed;
+	uint32_t n_logprobs;	  /* alternatives, <= O1_SAMPLER_MAX_LOGPROBS */
+	uint32_t max_tokens;	  /* 0 = no limit */
+	int32_t eos_id;		  /* -1 = none */
+	bool ignore_eos;
+	uint32_t n_stop_ids;
+	int32_t stop_ids[O1_SAMPLER_MAX_STOP_IDS];
+};
+
+enum o1_finish {
+	O1_FINISH_NONE,
+	O1_FINISH_EOS,
+	O1_FINISH_STOP,
+	O1_FINISH_LENGTH,
+};
+
+struct o1_token_logprob {
+	int32_t id;
+	float logprob;
+};
+
+struct o1_sample {
+	int32_t id;
+	float logprob;	/* of id, raw distribution */
+	float entropy;	/* nats, raw distribution */
+	uint32_t n_top; /* = n_logprobs */
+	struct o1_token_logprob top[O1_SAMPLER_MAX_LOGPROBS]; /* best first */
+	enum o1_finish finish;
+};
+
+struct o1_sampler;
+
+/* Fills P with the neutral values (greedy, no penalties, eos -1). */
+void o1_sampler_params_init(struct o1_sampler_params *p);
+/* -O1_E_CONFIG (logged) for out-of-range parameters: temperature < 0,
+ * top_p or min_p outside [0, 1], repetition_penalty < 0, n_logprobs or
+ * n_stop_ids too large, vocab 0. */
+int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab_size,
+		      struct o1_sampler **out);
+void o1_sampler_destroy(struct o1_sampler *s);
+/* Records prompt tokens for the repetition penalty; -O1_E_BOUNDS for an id
+ * outside the vocabulary. */
+int o1_sampler_add_prompt(struct o1_sampler *s, const int32_t *ids,
+			  uint32_t n);
+/* Picks the next token from LOGITS (vocab_size floats, not modified),
+ * records it as generated and says whether the request is finished. */
+int o1_sampler_sample(struct o1_sampler *s, const float *logits,
+		      struct o1_sample *out);
+uint32_t o1_sampler_generated(const struct o1_sampler *s);
+
+#endif
