@@ -1,0 +1,395 @@
+/* CPU backend end to end against transformers (the reference files in
+ * ../shared/testdata/hf, see its README): logits at every prompt position
+ * within 1e-3 x max|ref|, and the 24 greedy tokens exactly, from the HF
+ * folder and from the same model written as GGUF (Q/K permuted on disk).
+ * Paging and batching are invisible: bitwise equal logits for page sizes
+ * 1, 16 and 64, for chunked prefill, and for a sequence batched with
+ * others. Bad steps are refused before anything is written.
+ * Skipped (77) when ../shared is absent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+#include <math.h>
+
+#include "backend.h"
+#include "error.h"
+#include "kv_pool.h"
+#include "model.h"
+
+#define MAX_IDS 64
+
+struct reference {
+	int32_t prompt[MAX_IDS], greedy_prompt[MAX_IDS], greedy_new[MAX_IDS];
+	int n_prompt, n_greedy_prompt, n_greedy_new;
+	float *logits; /* n_prompt x vocab */
+	uint32_t vocab;
+};
+
+struct seq {
+	struct o1_block_table table;
+	uint32_t pages[512];
+	uint32_t len;
+};
+
+struct engine {
+	struct o1_backend *b;
+	struct o1_kv_pool *pool;
+	uint32_t vocab;
+};
+
+static char *slurp(const char *path, long *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*len = ftell(f);
+	rewind(f);
+	buf = malloc(*len + 1);
+	assert_int_equal(fread(buf, 1, *len, f), (size_t)*len);
+	buf[*len] = 0;
+	fclose(f);
+	return buf;
+}
+
+static int read_ids(const cJSON *root, const char *key, int32_t *ids)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, key), *e;
+	int n = 0;
+
+	assert_non_null(a);
+	cJSON_ArrayForEach(e, a)
+	{
+		assert_true(n < MAX_IDS);
+		ids[n++] = (int32_t)e->valuedouble;
+	}
+	return n;
+}
+
+static void load_reference(const char *dir, struct reference *r)
+{
+	char path[512];
+	long len;
+	char *text;
+	cJSON *root;
+
+	snprintf(path, sizeof(path), "%s/reference.json", dir);
+	text = slurp(path, &len);
+	root = cJSON_Parse(text);
+	assert_non_null(root);
+	r->n_prompt = read_ids(root, "prompt_ids", r->prompt);
+	r->n_greedy_prompt = read_ids(root, "greedy_prompt_ids", r->greedy_prompt);
+	r->n_greedy_new = read_ids(root, "greedy_new_ids", r->greedy_new);
+	r->vocab = (uint32_t)cJSON_GetObjectItem(root, "vocab_size")->valuedouble;
+	cJSON_Delete(root);
+	free(text);
+	snprintf(path, sizeof(path), "%s/logits.f32", dir);
+	r->logits = (float *)slurp(path, &len);
+	assert_int_equal(len, (long)r->n_prompt * r->vocab * 4);
+}
+
+static void engine_open(const struct o1_model *m, uint32_t page_tokens,
+			struct engine *e)
+{
+	struct o1_backend_config cfg = {.n_threads = 2,
+					.max_batch_tokens = 128,
+					.max_seqs = 4,
+					.max_context_tokens = 256,
+					.n_pages = 300,
+					.page_tokens = page_tokens};
+
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, m, &cfg, &e->b), 0);
+	assert_int_equal(o1_kv_pool_create(o1_backend_kv_layout(e->b), &e->pool),
+			 0);
+	e->vocab = o1_backend_vocab_size(e->b);
+}
+
+static void engine_close(struct engine *e)
+{
+	assert_int_equal(o1_kv_pool_free_pages(e->pool),
+			 o1_backend_kv_layout(e->b)->n_pages);
+	o1_kv_pool_destroy(e->pool);
+	o1_backend_destroy(e->b);
+}
+
+static void seq_init(struct seq *s)
+{
+	o1_kv_table_init(&s->table, s->pages, 512);
+	s->len = 0;
+}
+
+/* One step over N sequences, sequence i taking n[i] tokens of ids[i]
+ * (from its current length on). All logits rows when ALL. */
+static void step(struct engine *e, struct seq **seqs, const int32_t **ids,
+		 const uint32_t *n, uint32_t count, bool all, float *logits)
+{
+	struct o1_step_seq ss[4];
+	struct o1_step st = {ss, count, logits, 128};
+
+	for (uint32_t i = 0; i < count; i++) {
+		assert_int_equal(o1_kv_table_reserve(e->pool, &seqs[i]->table,
+						     seqs[i]->len + n[i]),
+				 0);
+		ss[i] = (struct o1_step_seq){ids[i] + seqs[i]->len, n[i],
+					     seqs[i]->len, seqs[i]->pages,
+					     seqs[i]->table.n_pages, all};
+	}
+	assert_int_equal(o1_backend_step(e->b, &st), 0);
+	for (uint32_t i = 0; i < count; i++)
+		seqs[i]->len += n[i];
+}
+
+/* Prefill of IDS in chunks of CHUNK tokens, every row's logits to OUT. */
+static void prefill(struct engine *e, struct seq *s, const int32_t *ids,
+		    uint32_t n, uint32_t chunk, float *out)
+{
+	struct seq *list[1] = {s};
+	const int32_t *idl[1] = {ids};
+
+	while (s->len < n) {
+		uint32_t c = n - s->len < chunk ? n - s->len : chunk;
+		float *dst = out + (size_t)s->len * e->vocab;
+
+		step(e, list, idl, &c, 1, true, dst);
+	}
+}
+
+static void check_logits(const struct reference *r, const float *got)
+{
+	double mx = 0, worst = 0;
+
+	for (size_t i = 0; i < (size_t)r->n_prompt * r->vocab; i++)
+		mx = fmax(mx, fabs(r->logits[i]));
+	for (size_t i = 0; i < (size_t)r->n_prompt * r->vocab; i++)
+		worst = fmax(worst, fabs(got[i] - r->logits[i]));
+	print_message("max |ref| %.4f, worst error %.3g (%.2g of max)\n", mx,
+		      worst, worst / mx);
+	assert_true(worst <= 1e-3 * mx);
+}
+
+static uint32_t argmax(const float *l, uint32_t n)
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = 1; i < n; i++)
+		if (l[i] > l[best])
+			best = i;
+	return best;
+}
+
+static void check_greedy(struct engine *e, const struct reference *r)
+{
+	float *logits = malloc((size_t)MAX_IDS * e->vocab * sizeof(float));
+	int32_t ids[2 * MAX_IDS];
+	struct seq s, *list[1] = {&s};
+	const int32_t *idl[1] = {ids};
+	uint32_t one = 1, n = r->n_greedy_prompt;
+
+	seq_init(&s);
+	memcpy(ids, r->greedy_prompt, n * sizeof(int32_t));
+	prefill(e, &s, ids, n, n, logits);
+	for (int i = 0; i < r->n_greedy_new; i++) {
+		ids[n + i] = (int32_t)argmax(logits + (size_t)(s.len - 1) *
+							       e->vocab,
+					     e->vocab);
+		assert_int_equal(ids[n + i], r->greedy_new[i]);
+		step(e, list, idl, &one, 1, false,
+		     logits + (size_t)(s.len) * e->vocab);
+	}
+	o1_kv_table_fini(e->pool, &s.table);
+	free(logits);
+}
+
+static void check_model(const char *path, const char *refdir)
+{
+	struct reference r;
+	struct o1_model *m;
+	struct engine e;
+	float *logits;
+	struct seq s;
+
+	load_reference(refdir, &r);
+	assert_int_equal(o1_model_open(path, &m), 0);
+	engine_open(m, 16, &e);
+	o1_model_close(m); /* the backend holds its own copy */
+	assert_int_equal(e.vocab, r.vocab);
+	logits = malloc((size_t)r.n_prompt * r.vocab * sizeof(float));
+	seq_init(&s);
+	prefill(&e, &s, r.prompt, r.n_prompt, r.n_prompt, logits);
+	o1_kv_table_fini(e.pool, &s.table);
+	check_logits(&r, logits);
+	check_greedy(&e, &r);
+	engine_close(&e);
+	free(logits);
+	free(r.logits);
+}
+
+static int have_shared(void)
+{
+	return access(O1_SHARED_DIR "/testdata/hf", R_OK) == 0;
+}
+
+static void test_hf(void **state)
+{
+	static const char *const names[] = {"llama-tiny", "qwen2-tiny"};
+	char dir[512];
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		snprintf(dir, sizeof(dir), O1_SHARED_DIR "/testdata/hf/%s",
+			 names[i]);
+		check_model(dir, dir);
+	}
+}
+
+static void test_gguf(void **state)
+{
+	static const char *const names[] = {"llama-tiny", "qwen2-tiny"};
+	char dir[512], path[] = "/tmp/o1-test-engine-XXXXXX";
+	struct o1_model *m;
+	int fd;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		snprintf(dir, sizeof(dir), O1_SHARED_DIR "/testdata/hf/%s",
+			 names[i]);
+		strcpy(path, "/tmp/o1-test-engine-XXXXXX");
+		fd = mkstemp(path);
+		assert_true(fd >= 0);
+		close(fd);
+		assert_int_equal(o1_model_open(dir, &m), 0);
+		assert_int_equal(o1_model_write_gguf(m, O1_DTYPE_F32, path), 0);
+		o1_model_close(m);
+		check_model(path, dir);
+		unlink(path);
+	}
+}
+
+/* Logits of the llama-tiny prompt with page size P, prefilled in chunks
+ * of CHUNK, alone or batched step by step beside a second sequence. */
+static float *paged_logits(const struct reference *r, uint32_t p,
+			   uint32_t chunk, bool batched)
+{
+	size_t rows = r->n_prompt, v = r->vocab;
+	float *out = malloc(rows * v * sizeof(float));
+	float *tmp = malloc(128 * v * sizeof(float));
+	struct o1_model *m;
+	struct engine e;
+	struct seq a, b, *list[2] = {&b, &a};
+	const int32_t *ids[2] = {r->greedy_prompt, r->prompt};
+
+	assert_int_equal(o1_model_open(O1_SHARED_DIR "/testdata/hf/llama-tiny",
+				       &m),
+			 0);
+	engine_open(m, p, &e);
+	o1_model_close(m);
+	seq_init(&a), seq_init(&b);
+	if (!batched) {
+		prefill(&e, &a, r->prompt, r->n_prompt, chunk, out);
+	} else {
+		/* b (12 tokens, then decodes of its own ids) runs first in
+		 * every step; a's rows follow b's rows in the output */
+		while (a.len < rows) {
+			uint32_t n[2] = {b.len < 12 ? 12 : 1,
+					 rows - a.len < chunk ? rows - a.len
+							      : chunk};
+			uint32_t start = a.len;
+
+			if (b.len + n[0] > (uint32_t)r->n_greedy_prompt)
+				ids[0] = r->prompt;
+			step(&e, list, ids, n, 2, true, tmp);
+			memcpy(out + start * v, tmp + n[0] * v, n[1] * v * 4);
+		}
+	}
+	o1_kv_table_fini(e.pool, &a.table);
+	o1_kv_table_fini(e.pool, &b.table);
+	engine_close(&e);
+	free(tmp);
+	return out;
+}
+
+static void test_paging_invisible(void **state)
+{
+	struct reference r;
+	size_t bytes;
+	float *ref, *got;
+	static const struct {
+		uint32_t p, chunk;
+		bool batched;
+	} cases[] = {{1, 40, false}, {64, 40, false}, {16, 7, false},
+		     {1, 1, false},  {16, 5, true},   {64, 13, true}};
+
+	(void)state;
+	load_reference(O1_SHARED_DIR "/testdata/hf/llama-tiny", &r);
+	bytes = (size_t)r.n_prompt * r.vocab * sizeof(float);
+	ref = paged_logits(&r, 16, 40, false);
+	check_logits(&r, ref);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		got = paged_logits(&r, cases[i].p, cases[i].chunk,
+				   cases[i].batched);
+		assert_memory_equal(got, ref, bytes);
+		free(got);
+	}
+	free(ref);
+	free(r.logits);
+}
+
+static void test_bad_steps(void **state)
+{
+	struct o1_model *m;
+	struct engine e;
+	float logits[640 * 4];
+	int32_t ids[3] = {1, 2, 640};
+	uint32_t pages[2] = {0, 300};
+	struct o1_step_seq ss = {ids, 2, 0, pages, 1, false};
+	struct o1_step st = {&ss, 1, logits, 4};
+	struct o1_backend_config cfg;
+
+	(void)state;
+	assert_int_equal(o1_model_open(O1_SHARED_DIR "/testdata/hf/llama-tiny",
+				       &m),
+			 0);
+	engine_open(m, 1, &e);
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONTEXT);
+	ss.n_pages = 2;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_BOUNDS);
+	ss.n_tokens = 3, ss.n_pages = 3;
+	ss.pages = (uint32_t[3]){0, 1, 2};
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_BOUNDS); /* id 640 */
+	ss.n_tokens = 2, st.n_seqs = 5;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	st.n_seqs = 1, ss.all_logits = true, st.logits_rows = 1;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	ss.start_pos = 255;
+	st.logits_rows = 4;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONTEXT);
+	cfg = *o1_backend_config(e.b);
+	o1_backend_destroy(e.b);
+	o1_kv_pool_destroy(e.pool);
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, &cfg, &e.b),
+			 -O1_E_UNSUPPORTED);
+	o1_model_close(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hf),
+		cmocka_unit_test(test_gguf),
+		cmocka_unit_test(test_paging_invisible),
+		cmocka_unit_test(test_bad_steps),
+	};
+
+	if (!have_shared())
+		return 77;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
