@@ -13,14 +13,14 @@
 #include "log.h"
 
 static const char *const family_names[O1_CHAT_N] = {
-	[O1_CHAT_CHATML] = "chatml",
-	[O1_CHAT_LLAMA3] = "llama3",
-	[O1_CHAT_LLAMA2] = "llama2",
-	[O1_CHAT_MISTRAL] = "mistral",
+    [O1_CHAT_CHATML] = "chatml",
+    [O1_CHAT_LLAMA3] = "llama3",
+    [O1_CHAT_LLAMA2] = "llama2",
+    [O1_CHAT_MISTRAL] = "mistral",
 };
 
 static const char qwen25_system[] =
-	"You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 static const char qwen2_system[] = "You are a helpful assistant.";
 
 const char *o1_chat_template_family_name(enum o1_chat_family f)
@@ -154,8 +154,8 @@ static void render_chatml(const struct o1_chat_template *ct,
 		put(w, "<|im_start|>assistant\n");
 }
 
-static void render_llama3(const struct o1_chat_message *m, size_t n,
-			  bool gen, struct writer *w)
+static void render_llama3(const struct o1_chat_message *m, size_t n, bool gen,
+			  struct writer *w)
 {
 	for (size_t i = 0; i < n; i++) {
 		put(w, "<|start_header_id|>");
@@ -254,8 +254,8 @@ int o1_chat_template_render(const struct o1_chat_template *ct,
 	struct writer w = {out, out && cap ? cap - 1 : 0, 0};
 	int ret = check_messages(msgs, n);
 
-	if (!ret && (ct->family == O1_CHAT_LLAMA2 ||
-		     ct->family == O1_CHAT_MISTRAL))
+	if (!ret &&
+	    (ct->family == O1_CHAT_LLAMA2 || ct->family == O1_CHAT_MISTRAL))
 		ret = check_inst_roles(ct->family, msgs, n);
 	if (ret)
 		return ret;

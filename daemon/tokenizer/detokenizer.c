@@ -147,9 +147,8 @@ void o1_tokenizer_decode_init(struct o1_detok *d, unsigned flags)
 	d->strip = !!(flags & O1_DECODE_STRIP_PREFIX);
 }
 
-int o1_tokenizer_decode_step(const struct o1_tokenizer *t,
-			     struct o1_detok *d, int32_t id, char *out,
-			     size_t cap)
+int o1_tokenizer_decode_step(const struct o1_tokenizer *t, struct o1_detok *d,
+			     int32_t id, char *out, size_t cap)
 {
 	struct detok_out o = {out, out ? cap : 0, 0, false};
 	struct o1_detok next = *d;

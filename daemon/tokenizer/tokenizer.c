@@ -33,8 +33,8 @@ static bool want_all(const struct o1_tokenizer *t, int32_t id)
 
 /* Later ids win over earlier ones with the same key, as in llama.cpp. */
 int tok_strmap_init(struct tok_strmap *m, uint32_t n, const char *blob,
-		    const uint32_t *off, bool (*want)(const struct o1_tokenizer *,
-						      int32_t),
+		    const uint32_t *off,
+		    bool (*want)(const struct o1_tokenizer *, int32_t),
 		    const struct o1_tokenizer *t)
 {
 	uint32_t size = 16;
@@ -202,8 +202,8 @@ static int collect_specials(struct o1_tokenizer *t)
 {
 	uint32_t n = 0, b = 0;
 
-	t->specials = malloc((t->n_tokens ? t->n_tokens : 1) *
-			     sizeof(*t->specials));
+	t->specials =
+	    malloc((t->n_tokens ? t->n_tokens : 1) * sizeof(*t->specials));
 	if (!t->specials)
 		return -ENOMEM;
 	for (uint32_t id = 0; id < t->n_tokens; id++)
@@ -212,9 +212,8 @@ static int collect_specials(struct o1_tokenizer *t)
 	t->n_specials = n;
 	sort_specials(t);
 	for (uint32_t i = 0; i <= n; i++) {
-		uint32_t first = i < n ? (uint8_t)t->text[t->text_off[
-						 t->specials[i]]]
-				       : 256;
+		uint32_t first =
+		    i < n ? (uint8_t)t->text[t->text_off[t->specials[i]]] : 256;
 
 		while (b <= first)
 			t->special_first[b++] = i;

@@ -79,7 +79,7 @@ enum o1_decode_flags {
 struct o1_detok {
 	uint8_t pend[4];
 	uint8_t n_pend;
-	uint8_t strip;	/* a leading space is still to be dropped */
+	uint8_t strip; /* a leading space is still to be dropped */
 	unsigned flags;
 };
 
@@ -88,9 +88,8 @@ void o1_tokenizer_decode_init(struct o1_detok *d, unsigned flags);
  * (invalid bytes become U+FFFD). Returns the number of bytes written, or
  * -ENOSPC (state unchanged) when CAP is too small: CAP >= 4 * (length of
  * the token's piece + 4) always suffices; -O1_E_BOUNDS for a bad id. */
-int o1_tokenizer_decode_step(const struct o1_tokenizer *t,
-			     struct o1_detok *d, int32_t id, char *out,
-			     size_t cap);
+int o1_tokenizer_decode_step(const struct o1_tokenizer *t, struct o1_detok *d,
+			     int32_t id, char *out, size_t cap);
 /* Ends the sequence: an incomplete character still pending comes out as
  * U+FFFD. Returns bytes written (at most 3) or -ENOSPC. */
 int o1_tokenizer_decode_flush(struct o1_detok *d, char *out, size_t cap);

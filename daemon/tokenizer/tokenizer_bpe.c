@@ -18,26 +18,26 @@
 
 /* Pre-tokenizer regexes of HF tokenizers / llama.cpp, by family. */
 static const char re_gpt2[] =
-	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+"
-	"|\\s+(?!\\S)|\\s+";
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+"
+    "|\\s+(?!\\S)|\\s+";
 static const char re_llama3[] =
-	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
-	"|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
-	"|\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
+    "|\\s+(?!\\S)|\\s+";
 static const char re_qwen2[] =
-	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
-	"|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
-	"|\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+    "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
+    "|\\s+(?!\\S)|\\s+";
 
 static const struct {
 	const char *name;
 	const char *re;
 } pre_table[] = {
-	{"gpt2", re_gpt2},	    {"gpt-2", re_gpt2},
-	{"default", re_gpt2},	    {"llama-bpe", re_llama3},
-	{"llama3", re_llama3},	    {"llama-v3", re_llama3},
-	{"smaug-bpe", re_llama3},   {"dbrx", re_llama3},
-	{"qwen2", re_qwen2},	    {"deepseek-r1-qwen", re_qwen2},
+    {"gpt2", re_gpt2},	      {"gpt-2", re_gpt2},
+    {"default", re_gpt2},     {"llama-bpe", re_llama3},
+    {"llama3", re_llama3},    {"llama-v3", re_llama3},
+    {"smaug-bpe", re_llama3}, {"dbrx", re_llama3},
+    {"qwen2", re_qwen2},      {"deepseek-r1-qwen", re_qwen2},
 };
 
 const char *o1_tokenizer_pre_names(void)
@@ -85,8 +85,8 @@ static int unmap_text(const char *s, size_t len, char *out)
 
 	for (size_t i = 0; i < len;) {
 		size_t used;
-		uint32_t cp = tok_utf8_decode((const uint8_t *)s + i, len - i,
-					      &used);
+		uint32_t cp =
+		    tok_utf8_decode((const uint8_t *)s + i, len - i, &used);
 		int b = used ? tok_cp_to_byte(cp) : -1;
 
 		if (b < 0)
@@ -143,8 +143,8 @@ static int build_pieces(struct o1_tokenizer *t)
 		return -ENOMEM;
 	total = 0;
 	for (uint32_t id = 0; id < t->n_tokens; id++) {
-		uint32_t n = bpe_piece(t, (int32_t)id, t->piece + total,
-				       &mapped);
+		uint32_t n =
+		    bpe_piece(t, (int32_t)id, t->piece + total, &mapped);
 
 		t->piece_off[id] = (uint32_t)total;
 		t->piece[total + n] = 0;
@@ -414,9 +414,8 @@ static int byte_token(const struct o1_tokenizer *t, uint8_t b, int32_t *id)
 	return -O1_E_TOKENIZER;
 }
 
-static int bpe_word(const struct o1_tokenizer *t, const uint8_t *w,
-		    size_t len, struct tok_scratch *scratch,
-		    struct tok_sink *out)
+static int bpe_word(const struct o1_tokenizer *t, const uint8_t *w, size_t len,
+		    struct tok_scratch *scratch, struct tok_sink *out)
 {
 	struct bpe_sym *s;
 	struct bpe_heap h;
@@ -471,8 +470,8 @@ static int split(const struct o1_tokenizer *t, const char *text, size_t len,
 	int ret = 0;
 
 	while (pos < len && !ret) {
-		int rc = pcre2_match(t->re, u, len, pos, PCRE2_NO_UTF_CHECK,
-				     md, NULL);
+		int rc = pcre2_match(t->re, u, len, pos, PCRE2_NO_UTF_CHECK, md,
+				     NULL);
 		PCRE2_SIZE *ov;
 
 		if (rc == PCRE2_ERROR_NOMATCH)
@@ -485,19 +484,18 @@ static int split(const struct o1_tokenizer *t, const char *text, size_t len,
 		if (ov[1] == ov[0]) /* empty match: take one character */
 			ov[1] += tok_utf8_valid(u + ov[0], len - ov[0]);
 		if (!ret)
-			ret = bpe_word(t, u + ov[0], ov[1] - ov[0], scratch,
-				       out);
+			ret =
+			    bpe_word(t, u + ov[0], ov[1] - ov[0], scratch, out);
 		pos = ov[1];
 	}
 	return ret;
 }
 
-int tok_bpe_encode(const struct o1_tokenizer *t, const char *text,
-		   size_t len, struct tok_scratch *scratch,
-		   struct tok_sink *out)
+int tok_bpe_encode(const struct o1_tokenizer *t, const char *text, size_t len,
+		   struct tok_scratch *scratch, struct tok_sink *out)
 {
-	pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re,
-								     NULL);
+	pcre2_match_data *md =
+	    pcre2_match_data_create_from_pattern(t->re, NULL);
 	int ret;
 
 	if (!md)

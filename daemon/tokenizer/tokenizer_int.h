@@ -15,18 +15,18 @@
 /* String -> id, open addressing over ids whose keys live in a blob. */
 struct tok_strmap {
 	uint32_t mask;
-	int32_t *ids;	   /* [mask + 1], -1 when empty */
-	uint32_t *hashes;  /* [mask + 1] */
-	const char *blob;  /* borrowed from the tokenizer */
+	int32_t *ids;	  /* [mask + 1], -1 when empty */
+	uint32_t *hashes; /* [mask + 1] */
+	const char *blob; /* borrowed from the tokenizer */
 	const uint32_t *off;
 };
 
 /* (left id, right id) -> merge rank and merged id. */
 struct tok_pairmap {
 	uint32_t mask;
-	uint64_t *keys;	  /* [mask + 1], UINT64_MAX when empty */
-	uint32_t *ranks;  /* [mask + 1] */
-	int32_t *merged;  /* [mask + 1] */
+	uint64_t *keys;	 /* [mask + 1], UINT64_MAX when empty */
+	uint32_t *ranks; /* [mask + 1] */
+	int32_t *merged; /* [mask + 1] */
 };
 
 /* Output sink: counts every id, stores the first CAP. */
@@ -45,13 +45,13 @@ struct tok_scratch {
 struct o1_tokenizer {
 	enum o1_vocab_kind kind;
 	uint32_t n_tokens;
-	char *text;	    /* token texts, model encoding */
-	uint32_t *text_off; /* [n_tokens + 1] */
-	char *piece;	    /* decoded bytes of each token */
+	char *text;	     /* token texts, model encoding */
+	uint32_t *text_off;  /* [n_tokens + 1] */
+	char *piece;	     /* decoded bytes of each token */
 	uint32_t *piece_off; /* [n_tokens + 1] */
 	size_t max_piece;
-	float *scores;	    /* [n_tokens] */
-	int32_t *types;	    /* [n_tokens] enum o1_token_type */
+	float *scores;	/* [n_tokens] */
+	int32_t *types; /* [n_tokens] enum o1_token_type */
 	struct tok_strmap by_text;
 	struct tok_strmap by_piece; /* BPE: raw bytes of normal tokens */
 	struct tok_pairmap merges;
@@ -72,8 +72,8 @@ static inline uint32_t tok_len(const uint32_t *off, int32_t id)
 
 uint32_t tok_hash(const char *s, size_t len);
 int tok_strmap_init(struct tok_strmap *m, uint32_t n, const char *blob,
-		    const uint32_t *off, bool (*want)(const struct o1_tokenizer *,
-						      int32_t),
+		    const uint32_t *off,
+		    bool (*want)(const struct o1_tokenizer *, int32_t),
 		    const struct o1_tokenizer *t);
 void tok_strmap_fini(struct tok_strmap *m);
 int32_t tok_strmap_get(const struct tok_strmap *m, const char *s, size_t len);
@@ -90,9 +90,8 @@ void *tok_scratch_get(struct tok_scratch *s, size_t size);
 /* Byte-level BPE (tokenizer_bpe.c). */
 int tok_bpe_init(struct o1_tokenizer *t, const struct o1_vocab *v);
 void tok_bpe_fini(struct o1_tokenizer *t);
-int tok_bpe_encode(const struct o1_tokenizer *t, const char *text,
-		   size_t len, struct tok_scratch *scratch,
-		   struct tok_sink *out);
+int tok_bpe_encode(const struct o1_tokenizer *t, const char *text, size_t len,
+		   struct tok_scratch *scratch, struct tok_sink *out);
 /* The GPT-2 byte-to-unicode mapping: code point of byte B, and the byte of
  * code point CP (-1 when CP is no byte's image). */
 uint32_t tok_byte_to_cp(uint8_t b);
@@ -100,8 +99,8 @@ int tok_cp_to_byte(uint32_t cp);
 
 /* SentencePiece BPE (tokenizer_spm.c). */
 int tok_spm_init(struct o1_tokenizer *t);
-int tok_spm_encode(const struct o1_tokenizer *t, const char *text,
-		   size_t len, bool prefix, struct tok_scratch *scratch,
+int tok_spm_encode(const struct o1_tokenizer *t, const char *text, size_t len,
+		   bool prefix, struct tok_scratch *scratch,
 		   struct tok_sink *out);
 
 /* UTF-8 helpers (detokenizer.c). Length of the valid character at S (1-4),

@@ -32,8 +32,7 @@ static int parse_byte_token(const char *s, uint32_t len)
 }
 
 /* Decoded bytes of token ID into OUT (room for its text length + 3). */
-static uint32_t spm_piece(const struct o1_tokenizer *t, int32_t id,
-			  char *out)
+static uint32_t spm_piece(const struct o1_tokenizer *t, int32_t id, char *out)
 {
 	const char *s = t->text + t->text_off[id];
 	uint32_t len = tok_len(t->text_off, id), n = 0;
@@ -193,8 +192,8 @@ static void merge_loop(const struct o1_tokenizer *t, struct spm_work *w)
 	}
 }
 
-static int emit_symbol(const struct o1_tokenizer *t, const char *s,
-		       uint32_t n, struct tok_sink *out)
+static int emit_symbol(const struct o1_tokenizer *t, const char *s, uint32_t n,
+		       struct tok_sink *out)
 {
 	int32_t id = tok_strmap_get(&t->by_text, s, n);
 
@@ -248,9 +247,9 @@ static uint32_t split_chars(struct spm_work *w, size_t n)
 
 		if (!c)
 			c = 1;
-		w->sym[count] = (struct spm_sym){(uint32_t)i, (uint32_t)c,
-						 (int32_t)count - 1,
-						 (int32_t)count + 1};
+		w->sym[count] =
+		    (struct spm_sym){(uint32_t)i, (uint32_t)c,
+				     (int32_t)count - 1, (int32_t)count + 1};
 		count++;
 		i += c;
 	}
@@ -259,8 +258,8 @@ static uint32_t split_chars(struct spm_work *w, size_t n)
 	return count;
 }
 
-int tok_spm_encode(const struct o1_tokenizer *t, const char *text,
-		   size_t len, bool prefix, struct tok_scratch *scratch,
+int tok_spm_encode(const struct o1_tokenizer *t, const char *text, size_t len,
+		   bool prefix, struct tok_scratch *scratch,
 		   struct tok_sink *out)
 {
 	size_t cap = 3 * len + 3, tlen = (cap + 7) & ~(size_t)7;
@@ -271,7 +270,7 @@ int tok_spm_encode(const struct o1_tokenizer *t, const char *text,
 	int ret = 0;
 
 	mem = tok_scratch_get(scratch, tlen + nsym * sizeof(*w.sym) +
-					       3 * nsym * sizeof(*w.heap.e));
+					   3 * nsym * sizeof(*w.heap.e));
 	if (!mem)
 		return -ENOMEM;
 	w.text = mem;

@@ -91,8 +91,8 @@ static int fill_tokens(const char *path, const cJSON *map, struct o1_vocab *v)
 			       id, v->tokens[id], e->string);
 			return -O1_E_FORMAT;
 		}
-		v->tokens[id] = o1_vocab_strdup(v, e->string,
-						strlen(e->string));
+		v->tokens[id] =
+		    o1_vocab_strdup(v, e->string, strlen(e->string));
 		if (!v->tokens[id])
 			return -ENOMEM;
 	}
@@ -108,8 +108,7 @@ static int fill_tokens(const char *path, const cJSON *map, struct o1_vocab *v)
 	return 0;
 }
 
-static int load_map(const char *path, struct o1_vocab **out,
-		    uint32_t n_merges)
+static int load_map(const char *path, struct o1_vocab **out, uint32_t n_merges)
 {
 	cJSON *map = NULL;
 	char *buf;
@@ -142,8 +141,7 @@ out_free:
 }
 
 /* Splits BUF into lines in place; counts the merges; stores them when V. */
-static uint32_t scan_merges(char *buf, size_t len, struct o1_vocab *v,
-			    int *err)
+static uint32_t scan_merges(char *buf, size_t len, struct o1_vocab *v, int *err)
 {
 	uint32_t n = 0;
 	char *p = buf, *end = buf + len;
