@@ -1138,7 +1138,8 @@ int o1_gguf_writer_set_arr(struct o1_gguf_writer *w, const char *key,
 	kv->elems = malloc(count ? count * scalar_sizes[elem_type] : 1);
 	if (!kv->elems)
 		return -ENOMEM;
-	memcpy(kv->elems, elems, count * scalar_sizes[elem_type]);
+	if (count)
+		memcpy(kv->elems, elems, count * scalar_sizes[elem_type]);
 	kv->count = count;
 	return 0;
 }
