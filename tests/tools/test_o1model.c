@@ -1,0 +1,629 @@
+/* o1model end to end: runs the real binary (argv[1]) in a scratch folder
+ * and opens what it wrote with the model loaders.
+ *
+ * Checks: make then info for every arch and format (and a real preset's
+ * shapes with one layer); the same random model written as GGUF and as
+ * safetensors reads back to the same floats (the Q/K permutation undone);
+ * safetensors -> GGUF -> safetensors gives bit-identical tensors, config
+ * and vocabulary for llama and qwen2 in f32, f16 and bf16, and for the
+ * shared HF test folders; make is deterministic in its seed; vocabulary
+ * padding; bad arguments exit 2 with a message. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+
+static const char *o1model_bin;
+static char work[64];
+static char out_text[1 << 16]; /* stdout of the last run */
+static char err_text[1 << 14]; /* stderr of the last run */
+
+static void read_back(int fd, char *buf, size_t len)
+{
+	ssize_t n;
+
+	lseek(fd, 0, SEEK_SET);
+	n = read(fd, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+}
+
+/* Runs o1model with ARGS (NULL-terminated) in the work folder; returns its
+ * exit code and keeps its stdout and stderr in out_text / err_text. */
+static int run_argv(const char *const *args)
+{
+	const char *argv[32] = {o1model_bin};
+	char out_path[] = "/tmp/o1-test-out-XXXXXX";
+	char err_path[] = "/tmp/o1-test-err-XXXXXX";
+	int n = 1, status, ofd = mkstemp(out_path), efd = mkstemp(err_path);
+	pid_t pid;
+
+	while (n < 31 && args[n - 1]) {
+		argv[n] = args[n - 1];
+		n++;
+	}
+	argv[n] = NULL;
+	assert_true(ofd >= 0 && efd >= 0);
+	unlink(out_path);
+	unlink(err_path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(ofd, 1);
+		dup2(efd, 2);
+		if (chdir(work) != 0)
+			_exit(126);
+		execv(o1model_bin, (char **)argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	read_back(ofd, out_text, sizeof(out_text));
+	read_back(efd, err_text, sizeof(err_text));
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
+#define RUN_OK(...)                                                         \
+	do {                                                                \
+		int ret_ = RUN(__VA_ARGS__);                                \
+		if (ret_ != 0)                                              \
+			fail_msg("o1model exit %d: %s", ret_, err_text);    \
+	} while (0)
+
+static struct o1_model *open_model(const char *name)
+{
+	char path[256];
+	struct o1_model *m = NULL;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", work, name);
+	err = o1_model_open(path, &m);
+	if (err)
+		fail_msg("open %s: %d", path, err);
+	return m;
+}
+
+static void assert_same_desc(const struct o1_model_desc *a,
+			     const struct o1_model_desc *b)
+{
+	assert_int_equal(a->arch, b->arch);
+	assert_int_equal(a->n_layers, b->n_layers);
+	assert_int_equal(a->dim, b->dim);
+	assert_int_equal(a->n_heads, b->n_heads);
+	assert_int_equal(a->n_kv_heads, b->n_kv_heads);
+	assert_int_equal(a->head_dim, b->head_dim);
+	assert_int_equal(a->ffn_dim, b->ffn_dim);
+	assert_int_equal(a->vocab_size, b->vocab_size);
+	assert_int_equal(a->max_context_tokens, b->max_context_tokens);
+	assert_true(a->norm_eps == b->norm_eps);
+	assert_int_equal(a->tied_embeddings, b->tied_embeddings);
+	assert_int_equal(a->qkv_bias, b->qkv_bias);
+	assert_true(a->rope.theta == b->rope.theta);
+	assert_int_equal(a->rope.dim, b->rope.dim);
+	assert_int_equal(a->rope.scaling, b->rope.scaling);
+}
+
+static void assert_same_ids(const struct o1_model_desc *a,
+			    const struct o1_model_desc *b)
+{
+	assert_int_equal(a->bos_id, b->bos_id);
+	assert_int_equal(a->eos_id, b->eos_id);
+}
+
+static void assert_same_vocab(const struct o1_vocab *a,
+			      const struct o1_vocab *b)
+{
+	if (!a || !b) {
+		assert_true(a == b);
+		return;
+	}
+	assert_int_equal(a->kind, b->kind);
+	assert_string_equal(a->pre, b->pre);
+	assert_int_equal(a->n_tokens, b->n_tokens);
+	assert_int_equal(a->n_merges, b->n_merges);
+	for (uint32_t i = 0; i < a->n_tokens; i++)
+		assert_string_equal(a->tokens[i], b->tokens[i]);
+	for (uint32_t i = 0; i < a->n_merges; i++)
+		assert_string_equal(a->merges[i], b->merges[i]);
+	assert_int_equal(a->bos_id, b->bos_id);
+	assert_int_equal(a->eos_id, b->eos_id);
+	assert_int_equal(a->add_bos, b->add_bos);
+	assert_true((a->chat_template == NULL) == (b->chat_template == NULL));
+	if (a->chat_template)
+		assert_string_equal(a->chat_template, b->chat_template);
+}
+
+/* Every tensor of A is in B with the same dtype, shape and bytes. */
+static void assert_same_bytes(const struct o1_model *a,
+			      const struct o1_model *b)
+{
+	assert_int_equal(a->n_tensors, b->n_tensors);
+	for (uint32_t i = 0; i < a->n_tensors; i++) {
+		const struct o1_tensor *x = &a->tensors[i];
+		const struct o1_tensor *y = o1_model_tensor(b, x->role, x->layer);
+
+		if (!y)
+			fail_msg("tensor %s layer %d missing",
+				 o1_tensor_role_name(x->role), x->layer);
+		assert_int_equal(x->dtype, y->dtype);
+		assert_int_equal(x->n_dims, y->n_dims);
+		assert_memory_equal(x->shape, y->shape, sizeof(x->shape));
+		assert_int_equal(x->n_bytes, y->n_bytes);
+		assert_false(x->qk_interleaved || y->qk_interleaved);
+		if (memcmp(x->data, y->data, x->n_bytes) != 0)
+			fail_msg("tensor %s layer %d differs",
+				 o1_tensor_role_name(x->role), x->layer);
+	}
+}
+
+/* Every tensor of A reads as the same floats from B. */
+static void assert_same_floats(const struct o1_model *a,
+			       const struct o1_model *b)
+{
+	assert_int_equal(a->n_tensors, b->n_tensors);
+	for (uint32_t i = 0; i < a->n_tensors; i++) {
+		const struct o1_tensor *x = &a->tensors[i];
+		const struct o1_tensor *y = o1_model_tensor(b, x->role, x->layer);
+		uint64_t n = o1_tensor_elements(x);
+		float *fx = malloc(n * sizeof(float));
+		float *fy = malloc(n * sizeof(float));
+
+		assert_non_null(y);
+		assert_int_equal(o1_tensor_elements(y), n);
+		assert_int_equal(o1_tensor_read_f32(a, x, fx), 0);
+		assert_int_equal(o1_tensor_read_f32(b, y, fy), 0);
+		if (memcmp(fx, fy, n * sizeof(float)) != 0)
+			fail_msg("tensor %s layer %d reads differently",
+				 o1_tensor_role_name(x->role), x->layer);
+		free(fx);
+		free(fy);
+	}
+}
+
+static cJSON *info_json(const char *path)
+{
+	cJSON *j;
+
+	RUN_OK("info", "--json", path);
+	j = cJSON_Parse(out_text);
+	if (!j)
+		fail_msg("info --json %s: not JSON: %s", path, out_text);
+	return j;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsNumber(v))
+		fail_msg("no number '%s'", key);
+	return v->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsString(v))
+		fail_msg("no string '%s'", key);
+	return v->valuestring;
+}
+
+static bool flag(const cJSON *o, const char *key)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+static const cJSON *obj(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsObject(v))
+		fail_msg("no object '%s'", key);
+	return v;
+}
+
+static const char *const archs[] = {"llama", "qwen2", "mistral"};
+static const char *const dtypes[] = {"f32", "f16", "bf16"};
+
+static void test_make_then_info(void **state)
+{
+	char out[64];
+
+	(void)state;
+	for (int a = 0; a < 3; a++)
+		for (int gguf = 0; gguf < 2; gguf++) {
+			bool qwen = a == 1;
+			cJSON *j;
+
+			snprintf(out, sizeof(out), "info-%s%s", archs[a],
+				 gguf ? ".gguf" : "");
+			RUN_OK("make", "--arch", archs[a], "--preset", "tiny",
+			       "--seed", "3", "--dtype", "f16", "--out", out);
+			j = info_json(out);
+			/* llama.cpp writes mistral models as "llama" */
+			assert_string_equal(str(j, "arch"), gguf && a == 2
+								    ? "llama"
+								    : archs[a]);
+			assert_int_equal(num(j, "n_layers"), 2);
+			assert_int_equal(num(j, "dim"), 64);
+			assert_int_equal(num(j, "n_heads"), 4);
+			assert_int_equal(num(j, "n_kv_heads"), 2);
+			assert_int_equal(num(j, "head_dim"), 16);
+			assert_int_equal(num(j, "ffn_dim"), 128);
+			assert_int_equal(flag(j, "qkv_bias"), qwen);
+			assert_int_equal(flag(j, "tied_embeddings"), qwen);
+			assert_int_equal(num(obj(j, "tensors"), "count"),
+					 2 + 2 * (9 + 3 * qwen) + !qwen);
+			assert_int_equal(num(obj(j, "vocab"), "n_tokens"),
+					 num(j, "vocab_size"));
+			assert_string_equal(str(obj(j, "vocab"), "pre"), "gpt2");
+			assert_string_equal(str(obj(j, "vocab"), "chat_template"),
+					    "chatml");
+			assert_string_equal(str(obj(j, "vocab"), "eos"),
+					    "<|im_end|>");
+			cJSON_Delete(j);
+			RUN_OK("info", out);
+			assert_non_null(strstr(out_text, "chat:       chatml"));
+		}
+}
+
+/* The same random model as GGUF and as safetensors reads back the same. */
+static void test_gguf_matches_safetensors(void **state)
+{
+	(void)state;
+	for (int a = 0; a < 2; a++) {
+		char g[64], h[64];
+		struct o1_model *mg, *mh;
+
+		snprintf(g, sizeof(g), "same-%s.gguf", archs[a]);
+		snprintf(h, sizeof(h), "same-%s", archs[a]);
+		RUN_OK("make", "--arch", archs[a], "--preset", "tiny", "--seed",
+		       "5", "--dtype", "bf16", "--out", g);
+		RUN_OK("make", "--arch", archs[a], "--preset", "tiny", "--seed",
+		       "5", "--dtype", "bf16", "--out", h);
+		mg = open_model(g);
+		mh = open_model(h);
+		assert_same_desc(&mg->desc, &mh->desc);
+		assert_same_ids(&mg->desc, &mh->desc);
+		assert_same_floats(mh, mg);
+		assert_same_vocab(mh->vocab, mg->vocab);
+		o1_model_close(mg);
+		o1_model_close(mh);
+	}
+}
+
+/* Raw bytes of WQ layer 0 in the GGUF differ from the HF ones exactly when
+ * llama.cpp's Q/K permutation applies (llama), so it is exercised. */
+static void check_qk_storage(const struct o1_model *hf,
+			     const struct o1_model *gg, bool permuted)
+{
+	const struct o1_tensor *a = o1_model_tensor(hf, O1_T_WQ, 0);
+	const struct o1_tensor *b = o1_model_tensor(gg, O1_T_WQ, 0);
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->dtype, b->dtype);
+	assert_int_equal(b->qk_interleaved, permuted);
+	assert_int_equal(memcmp(a->data, b->data, a->n_bytes) != 0, permuted);
+}
+
+static void round_trip(const char *arch, const char *dtype)
+{
+	char src[64], mid[64], back[64];
+	struct o1_model *ms, *mm, *mb;
+
+	snprintf(src, sizeof(src), "rt-%s-%s", arch, dtype);
+	snprintf(mid, sizeof(mid), "rt-%s-%s.gguf", arch, dtype);
+	snprintf(back, sizeof(back), "rt-%s-%s-back", arch, dtype);
+	RUN_OK("make", "--arch", arch, "--preset", "tiny", "--seed", "11",
+	       "--dtype", dtype, "--format", "safetensors", "--out", src);
+	RUN_OK("convert", src, mid, "--format", "gguf");
+	RUN_OK("convert", mid, back);
+	ms = open_model(src);
+	mm = open_model(mid);
+	mb = open_model(back);
+	check_qk_storage(ms, mm, strcmp(arch, "qwen2") != 0);
+	assert_same_desc(&ms->desc, &mm->desc);
+	assert_same_desc(&ms->desc, &mb->desc);
+	assert_same_ids(&ms->desc, &mb->desc);
+	assert_same_bytes(ms, mb);
+	assert_same_vocab(ms->vocab, mb->vocab);
+	o1_model_close(ms);
+	o1_model_close(mm);
+	o1_model_close(mb);
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	for (int a = 0; a < 2; a++)
+		for (int d = 0; d < 3; d++)
+			round_trip(archs[a], dtypes[d]);
+}
+
+static void test_convert_dtype(void **state)
+{
+	struct o1_model *m;
+
+	(void)state;
+	RUN_OK("make", "--preset", "tiny", "--seed", "2", "--out", "cd.gguf");
+	RUN_OK("convert", "cd.gguf", "cd-bf16", "--dtype", "bf16");
+	m = open_model("cd-bf16");
+	assert_int_equal(o1_model_tensor(m, O1_T_WQ, 1)->dtype, O1_DTYPE_BF16);
+	o1_model_close(m);
+}
+
+static bool files_equal(const char *a, const char *b)
+{
+	char pa[256], pb[256], *da, *db;
+	FILE *fa, *fb;
+	size_t na, nb;
+	bool same;
+
+	snprintf(pa, sizeof(pa), "%s/%s", work, a);
+	snprintf(pb, sizeof(pb), "%s/%s", work, b);
+	fa = fopen(pa, "rb");
+	fb = fopen(pb, "rb");
+	assert_non_null(fa);
+	assert_non_null(fb);
+	da = malloc(1 << 22);
+	db = malloc(1 << 22);
+	na = fread(da, 1, 1 << 22, fa);
+	nb = fread(db, 1, 1 << 22, fb);
+	same = na == nb && memcmp(da, db, na) == 0;
+	free(da);
+	free(db);
+	fclose(fa);
+	fclose(fb);
+	return same;
+}
+
+static void test_determinism(void **state)
+{
+	(void)state;
+	RUN_OK("make", "--preset", "tiny", "--seed", "7", "--out", "d1.gguf");
+	RUN_OK("make", "--preset", "tiny", "--seed", "7", "--out", "d2.gguf");
+	RUN_OK("make", "--preset", "tiny", "--seed", "8", "--out", "d3.gguf");
+	assert_true(files_equal("d1.gguf", "d2.gguf"));
+	assert_false(files_equal("d1.gguf", "d3.gguf"));
+	RUN_OK("make", "--arch", "qwen2", "--preset", "tiny", "--seed", "7",
+	       "--dtype", "bf16", "--out", "h1");
+	RUN_OK("make", "--arch", "qwen2", "--preset", "tiny", "--seed", "7",
+	       "--dtype", "bf16", "--out", "h2");
+	RUN_OK("make", "--arch", "qwen2", "--preset", "tiny", "--seed", "9",
+	       "--dtype", "bf16", "--out", "h3");
+	assert_true(files_equal("h1/model.safetensors", "h2/model.safetensors"));
+	assert_true(files_equal("h1/tokenizer.json", "h2/tokenizer.json"));
+	assert_false(files_equal("h1/model.safetensors", "h3/model.safetensors"));
+}
+
+static void test_vocab_padding(void **state)
+{
+	struct o1_model *m;
+	char last[32];
+	cJSON *j;
+	uint32_t n;
+
+	(void)state;
+	RUN_OK("make", "--preset", "tiny", "--vocab", "600", "--seed", "1",
+	       "--out", "pad.gguf");
+	j = info_json("pad.gguf");
+	assert_int_equal(num(j, "vocab_size"), 600);
+	assert_int_equal(num(obj(j, "vocab"), "n_tokens"), 600);
+	n = 600 - (uint32_t)num(obj(j, "vocab"), "n_unused");
+	cJSON_Delete(j);
+	m = open_model("pad.gguf");
+	snprintf(last, sizeof(last), "<|unused_%u|>", 599 - n);
+	assert_string_equal(m->vocab->tokens[n], "<|unused_0|>");
+	assert_string_equal(m->vocab->tokens[599], last);
+	assert_int_equal(m->vocab->types[599], O1_TOKEN_UNUSED);
+	assert_int_equal(m->vocab->types[n - 1], O1_TOKEN_CONTROL);
+	o1_model_close(m);
+}
+
+/* A real preset's shapes, with one layer and a small vocabulary. */
+static void test_presets(void **state)
+{
+	cJSON *j;
+
+	(void)state;
+	RUN_OK("make", "--preset", "qwen2.5-0.5b", "--layers", "1", "--vocab",
+	       "1000", "--dtype", "bf16", "--out", "q05.gguf");
+	j = info_json("q05.gguf");
+	assert_string_equal(str(j, "arch"), "qwen2");
+	assert_int_equal(num(j, "dim"), 896);
+	assert_int_equal(num(j, "n_heads"), 14);
+	assert_int_equal(num(j, "n_kv_heads"), 2);
+	assert_int_equal(num(j, "head_dim"), 64);
+	assert_int_equal(num(j, "ffn_dim"), 4864);
+	assert_int_equal(num(j, "max_context_tokens"), 32768);
+	assert_true(num(j, "norm_eps") == 1e-6);
+	assert_true(num(obj(j, "rope"), "theta") == 1e6);
+	assert_true(flag(j, "tied_embeddings"));
+	assert_true(flag(j, "qkv_bias"));
+	cJSON_Delete(j);
+	RUN_OK("make", "--preset", "llama3.2-1b", "--layers", "1", "--vocab",
+	       "600", "--ctx", "4096", "--dtype", "bf16", "--out", "l1b");
+	j = info_json("l1b");
+	assert_int_equal(num(j, "dim"), 2048);
+	assert_int_equal(num(j, "n_heads"), 32);
+	assert_int_equal(num(j, "n_kv_heads"), 8);
+	assert_int_equal(num(j, "ffn_dim"), 8192);
+	assert_int_equal(num(j, "max_context_tokens"), 4096);
+	assert_true(num(obj(j, "rope"), "theta") == 5e5);
+	assert_string_equal(str(obj(j, "rope"), "scaling"), "llama3");
+	assert_true(num(obj(j, "rope"), "factor") == 32);
+	assert_true(num(obj(j, "rope"), "high_freq_factor") == 4);
+	assert_int_equal(num(obj(j, "rope"), "original_max_positions"), 8192);
+	assert_true(flag(j, "tied_embeddings"));
+	assert_false(flag(j, "qkv_bias"));
+	cJSON_Delete(j);
+}
+
+struct bad_args {
+	const char *args[12];
+	int code;
+	const char *expect;
+};
+
+static const struct bad_args bad[] = {
+	{{"make", "--out", "x.gguf"}, 2, "--preset and --out are required"},
+	{{"make", "--preset", "tiny"}, 2, "--preset and --out are required"},
+	{{"make", "--preset", "huge", "--out", "x.gguf"}, 2, "unknown preset"},
+	{{"make", "--preset", "tiny", "--dtype", "q8_0", "--out", "x.gguf"},
+	 2, "expected f32|f16|bf16"},
+	{{"make", "--preset", "tiny", "--layers", "0", "--out", "x.gguf"}, 2,
+	 "--layers '0'"},
+	{{"make", "--preset", "tiny", "--seed", "-1", "--out", "x.gguf"}, 2,
+	 "--seed '-1'"},
+	{{"make", "--preset", "tiny", "--layers", "2x", "--out", "x.gguf"}, 2,
+	 "expected a whole number"},
+	{{"make", "--preset", "tiny", "--arch", "gpt2", "--out", "x.gguf"}, 2,
+	 "--arch 'gpt2'"},
+	{{"make", "--preset", "tiny", "--format", "onnx", "--out", "x"}, 2,
+	 "expected gguf|safetensors"},
+	{{"make", "--preset", "tiny", "--vocab", "10", "--out", "x.gguf"}, 2,
+	 "smaller than the tokenizer"},
+	{{"make", "--preset", "tiny", "--bogus", "--out", "x.gguf"}, 2,
+	 "usage: o1model make"},
+	{{"make", "--preset", "tiny", "--out", "x.gguf", "extra"}, 2,
+	 "unexpected argument"},
+	{{"make", "--preset", "tiny", "--out", "no/such/dir/x.gguf"}, 1,
+	 "no/such/dir"},
+	{{"convert", "only-one"}, 2, "expected IN and OUT"},
+	{{"convert", "a.gguf", "b", "--dtype", "q4_0"}, 2, "--dtype 'q4_0'"},
+	{{"convert", "missing.gguf", "b"}, 1, "missing.gguf"},
+	{{"info"}, 2, "expected one PATH"},
+	{{"info", "--yaml", "x"}, 2, "usage: o1model info"},
+	{{"info", "missing.gguf"}, 1, "missing.gguf"},
+};
+
+static void test_bad_arguments(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int ret = run_argv(bad[i].args);
+
+		if (ret != bad[i].code || !strstr(err_text, bad[i].expect))
+			fail_msg("case %zu (%s %s): exit %d, stderr '%s'", i,
+				 bad[i].args[0], bad[i].args[1], ret, err_text);
+	}
+}
+
+/* The shared HF test folders go to GGUF and back bit for bit. */
+static void test_shared_hf_round_trip(void **state)
+{
+	static const char *const names[] = {"llama-tiny", "qwen2-tiny"};
+	char src[512], mid[64], back[64];
+	struct o1_model *ms, *mb;
+
+	(void)state;
+	snprintf(src, sizeof(src), "%s/testdata/hf/llama-tiny/config.json",
+		 O1_SHARED_DIR);
+	if (access(src, R_OK) != 0)
+		skip();
+	for (int i = 0; i < 2; i++) {
+		snprintf(src, sizeof(src), "%s/testdata/hf/%s", O1_SHARED_DIR,
+			 names[i]);
+		snprintf(mid, sizeof(mid), "shared-%s.gguf", names[i]);
+		snprintf(back, sizeof(back), "shared-%s-back", names[i]);
+		RUN_OK("convert", src, mid);
+		RUN_OK("convert", mid, back);
+		assert_int_equal(o1_model_open(src, &ms), 0);
+		mb = open_model(back);
+		/* no tokenizer here, so GGUF keeps no BOS/EOS ids */
+		assert_same_desc(&ms->desc, &mb->desc);
+		assert_same_bytes(ms, mb);
+		o1_model_close(ms);
+		o1_model_close(mb);
+	}
+}
+
+/* --tokenizer copies a vocabulary from a GGUF file or a tokenizer.json. */
+static void test_tokenizer_option(void **state)
+{
+	char gguf[512], json[512];
+	cJSON *j;
+
+	(void)state;
+	snprintf(gguf, sizeof(gguf),
+		 "%s/testdata/models/llama-2-tiny-random.gguf", O1_SHARED_DIR);
+	snprintf(json, sizeof(json), "%s/testdata/vocab/gpt-2/tokenizer.json",
+		 O1_SHARED_DIR);
+	if (access(gguf, R_OK) != 0 || access(json, R_OK) != 0)
+		skip();
+	RUN_OK("make", "--preset", "tiny", "--tokenizer", gguf, "--out",
+	       "tok-spm.gguf");
+	j = info_json("tok-spm.gguf");
+	assert_string_equal(str(obj(j, "vocab"), "kind"), "spm");
+	assert_int_equal(num(obj(j, "vocab"), "n_tokens"), 32000);
+	assert_int_equal(num(j, "vocab_size"), 32000);
+	assert_string_equal(str(obj(j, "vocab"), "bos"), "<s>");
+	cJSON_Delete(j);
+	RUN_OK("make", "--preset", "tiny", "--tokenizer", json, "--out",
+	       "tok-gpt2");
+	j = info_json("tok-gpt2");
+	assert_string_equal(str(obj(j, "vocab"), "kind"), "bpe");
+	assert_int_equal(num(j, "vocab_size"), 50257);
+	assert_int_equal(num(obj(j, "vocab"), "n_merges"), 50000);
+	cJSON_Delete(j);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (!getenv("O1_KEEP_TEST_FILES"))
+		nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_make_then_info),
+		cmocka_unit_test(test_gguf_matches_safetensors),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_convert_dtype),
+		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_vocab_padding),
+		cmocka_unit_test(test_presets),
+		cmocka_unit_test(test_bad_arguments),
+		cmocka_unit_test(test_shared_hf_round_trip),
+		cmocka_unit_test(test_tokenizer_option),
+	};
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s PATH-TO-o1model\n", argv[0]);
+		return 2;
+	}
+	o1model_bin = argv[1];
+	strcpy(work, "/tmp/o1-test-o1model-XXXXXX");
+	if (!mkdtemp(work)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}
