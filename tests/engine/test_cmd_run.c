@@ -1,0 +1,148 @@
+/* o1model run end to end (the binary is argv[1]): for each reference model
+ * in ../shared/testdata/hf, --ids-only greedy output equals greedy_new_ids,
+ * and --dump-logits --max-tokens 0 writes [n_prompt, vocab] float32 logits
+ * within 1e-3 x max|ref| of logits.f32; bad arguments exit 2. Skipped (77)
+ * when ../shared is absent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+#include <math.h>
+
+static const char *o1model;
+
+static char *slurp(const char *path, long *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*len = ftell(f);
+	rewind(f);
+	buf = malloc(*len + 1);
+	assert_int_equal(fread(buf, 1, *len, f), (size_t)*len);
+	buf[*len] = 0;
+	fclose(f);
+	return buf;
+}
+
+/* The ids of KEY as "a b c" into OUT. */
+static void ids_text(const cJSON *root, const char *key, char *out, size_t cap)
+{
+	const cJSON *e;
+	size_t at = 0;
+
+	out[0] = 0;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, key))
+		at += snprintf(out + at, cap - at, "%s%d", at ? " " : "",
+			       (int)e->valuedouble);
+}
+
+static void check_model(const char *dir)
+{
+	char path[600], cmd[2048], prompt[1024], want[1024], got[1024] = "";
+	char dump[] = "/tmp/o1-test-run-XXXXXX";
+	long len, dlen;
+	char *text = NULL;
+	cJSON *root;
+	float *ref, *logits;
+	double mx = 0, worst = 0;
+	FILE *p;
+	int fd = mkstemp(dump);
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/reference.json", dir);
+	text = slurp(path, &len);
+	root = cJSON_Parse(text);
+	ids_text(root, "greedy_prompt_ids", prompt, sizeof(prompt));
+	ids_text(root, "greedy_new_ids", want, sizeof(want));
+	snprintf(cmd, sizeof(cmd), "%s run %s --ids '%s' --max-tokens 24 "
+		 "--ids-only --page-tokens 3", o1model, dir, prompt);
+	p = popen(cmd, "r");
+	assert_non_null(fgets(got, sizeof(got), p));
+	assert_int_equal(pclose(p), 0);
+	got[strcspn(got, "\n")] = 0;
+	assert_string_equal(got, want);
+	ids_text(root, "prompt_ids", prompt, sizeof(prompt));
+	snprintf(cmd, sizeof(cmd), "%s run %s --ids '%s' --max-tokens 0 "
+		 "--dump-logits %s >/dev/null", o1model, dir, prompt, dump);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/logits.f32", dir);
+	ref = (float *)slurp(path, &len);
+	logits = (float *)slurp(dump, &dlen);
+	assert_int_equal(len, dlen);
+	for (long i = 0; i < len / 4; i++) {
+		mx = fmax(mx, fabs(ref[i]));
+		worst = fmax(worst, fabs(ref[i] - logits[i]));
+	}
+	assert_true(worst <= 1e-3 * mx);
+	unlink(dump);
+	free(ref), free(logits), free(text);
+	cJSON_Delete(root);
+}
+
+static void test_reference_models(void **state)
+{
+	(void)state;
+	check_model(O1_SHARED_DIR "/testdata/hf/llama-tiny");
+	check_model(O1_SHARED_DIR "/testdata/hf/qwen2-tiny");
+}
+
+static int run_status(const char *args)
+{
+	char cmd[1024];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s run %s 2>/dev/null >/dev/null", o1model,
+		 args);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_bad_arguments(void **state)
+{
+	const char *m = O1_SHARED_DIR "/testdata/hf/llama-tiny";
+	char args[600];
+
+	(void)state;
+	assert_int_equal(run_status(m), 2); /* neither --ids nor --prompt */
+	snprintf(args, sizeof(args), "%s --ids '1 x'", m);
+	assert_int_equal(run_status(args), 2);
+	snprintf(args, sizeof(args), "%s --ids 1 --top-p 2", m);
+	assert_int_equal(run_status(args), 2);
+	snprintf(args, sizeof(args), "%s --ids 1 --backend tpu", m);
+	assert_int_equal(run_status(args), 2);
+	snprintf(args, sizeof(args), "%s --ids 1 --backend cuda", m);
+	assert_int_equal(run_status(args), 1);
+	snprintf(args, sizeof(args), "%s --ids 640", m); /* vocab is 640 */
+	assert_int_equal(run_status(args), 1);
+	snprintf(args, sizeof(args), "%s --ids 1 --max-tokens 600", m);
+	assert_int_equal(run_status(args), 1); /* context 512 */
+	snprintf(args, sizeof(args), "%s --prompt hi", m); /* no vocab */
+	assert_int_equal(run_status(args), 1);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reference_models),
+		cmocka_unit_test(test_bad_arguments),
+	};
+
+	if (argc < 2)
+		return 2;
+	o1model = argv[1];
+	if (access(O1_SHARED_DIR "/testdata/hf", R_OK) != 0)
+		return 77;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
