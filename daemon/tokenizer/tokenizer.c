@@ -8,7 +8,6 @@
 #include "tokenizer_int.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,33 +168,42 @@ static bool matched_in_text(const struct o1_tokenizer *t, int32_t id)
 		type == O1_TOKEN_UNKNOWN);
 }
 
-static const struct o1_tokenizer *sort_ctx;
+struct special_key {
+	uint32_t first; /* first byte */
+	uint32_t len;
+	int32_t id;
+};
 
 /* By first byte, then longest first, then lowest id. */
 static int special_cmp(const void *a, const void *b)
 {
-	const struct o1_tokenizer *t = sort_ctx;
-	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-	uint8_t fx = (uint8_t)t->text[t->text_off[x]];
-	uint8_t fy = (uint8_t)t->text[t->text_off[y]];
-	uint32_t lx = tok_len(t->text_off, x), ly = tok_len(t->text_off, y);
+	const struct special_key *x = a, *y = b;
 
-	if (fx != fy)
-		return fx < fy ? -1 : 1;
-	if (lx != ly)
-		return lx > ly ? -1 : 1;
-	return x < y ? -1 : x > y;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static void sort_specials(struct o1_tokenizer *t)
+static int sort_specials(struct o1_tokenizer *t)
 {
-	/* qsort has no context argument; create is rare, so serialize it. */
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct special_key *k =
+	    malloc((t->n_specials ? t->n_specials : 1) * sizeof(*k));
 
-	pthread_mutex_lock(&lock);
-	sort_ctx = t;
-	qsort(t->specials, t->n_specials, sizeof(*t->specials), special_cmp);
-	pthread_mutex_unlock(&lock);
+	if (!k)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->n_specials; i++) {
+		int32_t id = t->specials[i];
+
+		k[i] = (struct special_key){(uint8_t)t->text[t->text_off[id]],
+					    tok_len(t->text_off, id), id};
+	}
+	qsort(k, t->n_specials, sizeof(*k), special_cmp);
+	for (uint32_t i = 0; i < t->n_specials; i++)
+		t->specials[i] = k[i].id;
+	free(k);
+	return 0;
 }
 
 static int collect_specials(struct o1_tokenizer *t)
@@ -210,7 +218,8 @@ static int collect_specials(struct o1_tokenizer *t)
 		if (matched_in_text(t, (int32_t)id))
 			t->specials[n++] = (int32_t)id;
 	t->n_specials = n;
-	sort_specials(t);
+	if (sort_specials(t))
+		return -ENOMEM;
 	for (uint32_t i = 0; i <= n; i++) {
 		uint32_t first =
 		    i < n ? (uint8_t)t->text[t->text_off[t->specials[i]]] : 256;
