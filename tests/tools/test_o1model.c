@@ -553,6 +553,41 @@ static void test_shared_hf_round_trip(void **state)
 	}
 }
 
+/* llama.cpp's own GGUF goes to safetensors and back: same description and
+ * tokens, matrices read back as the same floats (F16 kept as F16). */
+static void test_llama_cpp_gguf_round_trip(void **state)
+{
+	char src[512];
+	struct o1_model *ms, *mb;
+
+	(void)state;
+	snprintf(src, sizeof(src), "%s/testdata/models/llama-2-tiny-random.gguf",
+		 O1_SHARED_DIR);
+	if (access(src, R_OK) != 0)
+		skip();
+	RUN_OK("convert", src, "l2-hf");
+	RUN_OK("convert", "l2-hf", "l2-back.gguf");
+	assert_int_equal(o1_model_open(src, &ms), 0);
+	mb = open_model("l2-back.gguf");
+	assert_same_desc(&ms->desc, &mb->desc);
+	assert_same_ids(&ms->desc, &mb->desc);
+	for (uint32_t i = 0; i < ms->n_tensors; i++) {
+		const struct o1_tensor *x = &ms->tensors[i];
+		const struct o1_tensor *y = o1_model_tensor(mb, x->role, x->layer);
+
+		assert_non_null(y);
+		if (x->n_dims == 2) {
+			assert_int_equal(x->dtype, y->dtype);
+			assert_memory_equal(x->data, y->data, x->n_bytes);
+		}
+	}
+	assert_int_equal(ms->vocab->n_tokens, mb->vocab->n_tokens);
+	for (uint32_t i = 0; i < ms->vocab->n_tokens; i++)
+		assert_string_equal(ms->vocab->tokens[i], mb->vocab->tokens[i]);
+	o1_model_close(ms);
+	o1_model_close(mb);
+}
+
 /* --tokenizer copies a vocabulary from a GGUF file or a tokenizer.json. */
 static void test_tokenizer_option(void **state)
 {
@@ -612,6 +647,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_presets),
 		cmocka_unit_test(test_bad_arguments),
 		cmocka_unit_test(test_shared_hf_round_trip),
+		cmocka_unit_test(test_llama_cpp_gguf_round_trip),
 		cmocka_unit_test(test_tokenizer_option),
 	};
 
