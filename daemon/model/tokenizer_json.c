@@ -706,7 +706,7 @@ static int load_config(struct tj_ctx *c, const char *json_path)
 		return 0;
 	if (!err)
 		err = apply_config(c, cfg);
-	else
+	else if (err != -O1_E_FORMAT)
 		o1_err("tokenizer %s: %s", path, o1_strerror(err));
 	cJSON_Delete(cfg);
 	return err;
