@@ -910,7 +910,10 @@ int o1_gguf_arr_str(const struct o1_gguf *g, const char *key, uint64_t i,
 	if (err)
 		return err;
 	if (kv->type != O1_GGUF_ARRAY || kv->elem_type != O1_GGUF_STRING)
-		return type_err(g, key, kv->type, "a string array");
+		return type_err(g, key,
+				kv->type == O1_GGUF_ARRAY ? kv->elem_type
+							  : kv->type,
+				"a string array");
 	if (i >= kv->count) {
 		o1_err("gguf %s: index %llu past the %llu strings of %s",
 		       g->label, (unsigned long long)i,
@@ -929,9 +932,14 @@ int o1_gguf_arr_data(const struct o1_gguf *g, const char *key,
 
 	if (err)
 		return err;
-	if (kv->type != O1_GGUF_ARRAY || kv->elem_type == O1_GGUF_STRING ||
-	    kv->elem_type == O1_GGUF_ARRAY)
+	if (kv->type != O1_GGUF_ARRAY)
 		return type_err(g, key, kv->type, "a numeric array");
+	if (kv->elem_type == O1_GGUF_STRING || kv->elem_type == O1_GGUF_ARRAY) {
+		o1_err("gguf %s: key %s is an array of type %u, expected a "
+		       "numeric array",
+		       g->label, key, kv->elem_type);
+		return -O1_E_FORMAT;
+	}
 	*data = g->base + kv->elems_off;
 	return 0;
 }

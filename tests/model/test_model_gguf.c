@@ -715,6 +715,147 @@ static void test_quantized_q(void **state)
 		assert_true(out[r * 32 + 1] == gguf_row(r, 4) * 10 + 1);
 }
 
+/* Q8_0 rows of COLS (multiple of 32) columns: scale 1/64, int8 values
+ * from rand(); dequantized copy in REF. */
+static uint8_t *q8_matrix(uint64_t rows, uint64_t cols, float *ref)
+{
+	uint64_t blocks = rows * cols / 32;
+	uint8_t *b = malloc(blocks * 34);
+
+	assert_non_null(b);
+	for (uint64_t k = 0; k < blocks; k++) {
+		b[k * 34] = 0x00;
+		b[k * 34 + 1] = 0x24; /* 2^-6 */
+		for (int j = 0; j < 32; j++) {
+			int8_t q = (int8_t)(rand() % 255 - 127);
+
+			b[k * 34 + 2 + j] = (uint8_t)q;
+			ref[k * 32 + j] = q / 64.0f;
+		}
+	}
+	return b;
+}
+
+static void add_q8(struct o1_gguf_writer *w, const char *name, uint64_t rows,
+		   uint64_t cols, float *ref, uint8_t **keep)
+{
+	const uint64_t ne[4] = {cols, rows};
+
+	*keep = q8_matrix(rows, cols, ref);
+	assert_int_equal(o1_gguf_writer_add_tensor(w, name, O1_DTYPE_Q8_0, 2,
+						   ne, *keep,
+						   rows * cols / 32 * 34),
+			 0);
+}
+
+static void write_q8_model(const char *path, float ref[][64 * 32])
+{
+	static const char *const mats[8] = {
+	    "token_embd.weight",	"blk.0.attn_q.weight",
+	    "blk.0.attn_k.weight",	"blk.0.attn_v.weight",
+	    "blk.0.attn_output.weight", "blk.0.ffn_gate.weight",
+	    "blk.0.ffn_up.weight",	"blk.0.ffn_down.weight",
+	};
+	static const char *const norms[3] = {"output_norm.weight",
+					     "blk.0.attn_norm.weight",
+					     "blk.0.ffn_norm.weight"};
+	static const float ones[32] = {1};
+	const uint64_t ne[4] = {32};
+	uint8_t *keep[8];
+	struct o1_gguf_writer *w;
+
+	assert_int_equal(o1_gguf_writer_create(&w), 0);
+	o1_gguf_writer_set_str(w, "general.architecture", "llama");
+	o1_gguf_writer_set_u32(w, "llama.context_length", 128);
+	o1_gguf_writer_set_u32(w, "llama.embedding_length", 32);
+	o1_gguf_writer_set_u32(w, "llama.block_count", 1);
+	o1_gguf_writer_set_u32(w, "llama.feed_forward_length", 64);
+	o1_gguf_writer_set_u32(w, "llama.attention.head_count", 2);
+	o1_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon",
+			       1e-5f);
+	for (int i = 0; i < 8; i++) {
+		bool ffn = i >= 5;
+		uint64_t rows = i == 0 ? 64 : ffn && i < 7 ? 64 : 32;
+		uint64_t cols = i == 7 ? 64 : 32;
+
+		add_q8(w, mats[i], rows, cols, ref[i], &keep[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(o1_gguf_writer_add_tensor(w, norms[i],
+							   O1_DTYPE_F32, 1, ne,
+							   ones, 128),
+				 0);
+	assert_int_equal(o1_gguf_writer_write(w, path), 0);
+	o1_gguf_writer_destroy(w);
+	for (int i = 0; i < 8; i++)
+		free(keep[i]);
+}
+
+/* A whole llama model in Q8_0 (as llama.cpp writes it: Q/K permuted)
+ * loads, validates, and reads back dequantized in canonical order. */
+static void test_quantized_model(void **state)
+{
+	static float ref[8][64 * 32];
+	static const enum o1_tensor_role roles[8] = {
+	    O1_T_TOKEN_EMBD, O1_T_WQ,	  O1_T_WK,   O1_T_WV,
+	    O1_T_WO,	     O1_T_W_GATE, O1_T_W_UP, O1_T_W_DOWN,
+	};
+	struct o1_model *m;
+	char path[64];
+
+	(void)state;
+	srand(3);
+	temp_path(path, sizeof(path));
+	write_q8_model(path, ref);
+	assert_int_equal(o1_model_open(path, &m), 0);
+	assert_int_equal(m->desc.vocab_size, 64);
+	assert_int_equal(m->desc.head_dim, 16);
+	assert_true(m->desc.tied_embeddings);
+	for (int i = 0; i < 8; i++) {
+		const struct o1_tensor *t =
+		    o1_model_tensor(m, roles[i], i ? 0 : -1);
+		bool qk = roles[i] == O1_T_WQ || roles[i] == O1_T_WK;
+		uint64_t cols = t->shape[1], rows = t->shape[0];
+		float *f = read_all(m, t);
+
+		assert_int_equal(t->dtype, O1_DTYPE_Q8_0);
+		assert_int_equal(t->qk_interleaved, qk);
+		for (uint64_t r = 0; r < rows; r++) {
+			uint64_t src = qk ? gguf_row(r, 16) : r;
+
+			assert_memory_equal(f + r * cols, ref[i] + src * cols,
+					    cols * sizeof(float));
+		}
+		free(f);
+	}
+	o1_model_close(m);
+	unlink(path);
+}
+
+/* Without general.name the model is named after its file. */
+static void test_name_from_file(void **state)
+{
+	struct synth s;
+	struct o1_model *m;
+	char path[64];
+	int fd;
+
+	(void)state;
+	synth_make(&s, O1_ARCH_LLAMA);
+	s.m->desc.name[0] = 0;
+	snprintf(path, sizeof(path), "/tmp/o1_named_XXXXXX.gguf");
+	fd = mkstemps(path, 5);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
+	assert_int_equal(o1_model_open(path, &m), 0);
+	assert_int_equal(strlen(m->desc.name), strlen("o1_named_XXXXXX"));
+	assert_memory_equal(m->desc.name, path + 5, strlen(m->desc.name));
+	o1_model_close(m);
+	synth_free(&s);
+	unlink(path);
+}
+
 static bool have_shared(void)
 {
 	return access(TINY, R_OK) == 0 && access(VOCAB_GPT2, R_OK) == 0 &&
@@ -846,6 +987,8 @@ int main(void)
 	    cmocka_unit_test(test_vocab_round_trip),
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_quantized_q),
+	    cmocka_unit_test(test_quantized_model),
+	    cmocka_unit_test(test_name_from_file),
 	    cmocka_unit_test(test_tiny_random),
 	    cmocka_unit_test(test_vocab_files),
 	};
