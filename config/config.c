@@ -50,22 +50,23 @@ struct key {
 	const char *name;
 	enum key_type type;
 	size_t offset;
-	size_t size;	  /* T_STR: buffer size */
-	uint64_t min, max; /* integers, list entries, octal */
-	double dmin, dmax; /* T_DOUBLE, inclusive */
+	size_t size;		  /* T_STR: buffer size */
+	uint64_t min, max;	  /* integers, list entries, octal */
+	double dmin, dmax;	  /* T_DOUBLE, inclusive */
 	const char *const *names; /* T_ENUM: NULL-terminated */
 	unsigned flags;
 	const char *def;
 };
 
-static const char *const log_levels[] = {"error", "warn", "info", "debug",
-					 "trace", NULL};
+static const char *const log_levels[] = {"error", "warn",  "info",
+					 "debug", "trace", NULL};
 static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_dtype) == sizeof(int), "enum as int");
 
+/* clang-format off */
 #define OFF(field) offsetof(struct o1_config, field)
 #define SZ(field) sizeof(((struct o1_config *)0)->field)
 #define U32(sec, key, lo, hi, fl, d)                                        \
@@ -120,6 +121,8 @@ static const struct key keys[] = {
 	U32(sidecar, max_body_bytes, 1024, 1073741824, 0, "1048576"),
 };
 
+/* clang-format on */
+
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
 /* Parses text V into FIELD; on error writes why into WHY and returns
@@ -136,7 +139,7 @@ struct type_ops {
 };
 
 static int reject(char *why, size_t wl, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int reject(char *why, size_t wl, const char *fmt, ...)
 {
@@ -177,8 +180,8 @@ static int parse_ranged(const struct key *k, const char *v, int base,
 	return 0;
 }
 
-static int parse_u32(const struct key *k, const char *v, void *field,
-		     char *why, size_t wl)
+static int parse_u32(const struct key *k, const char *v, void *field, char *why,
+		     size_t wl)
 {
 	uint64_t x;
 	int err = parse_ranged(k, v, 10, &x, why, wl);
@@ -188,8 +191,8 @@ static int parse_u32(const struct key *k, const char *v, void *field,
 	return err;
 }
 
-static int parse_u64(const struct key *k, const char *v, void *field,
-		     char *why, size_t wl)
+static int parse_u64(const struct key *k, const char *v, void *field, char *why,
+		     size_t wl)
 {
 	uint64_t x;
 	int err = parse_ranged(k, v, 10, &x, why, wl);
@@ -257,8 +260,8 @@ static int check_hostport(const char *v, char *why, size_t wl)
 	return 0;
 }
 
-static int parse_str(const struct key *k, const char *v, void *field,
-		     char *why, size_t wl)
+static int parse_str(const struct key *k, const char *v, void *field, char *why,
+		     size_t wl)
 {
 	size_t len = strlen(v);
 
@@ -266,8 +269,9 @@ static int parse_str(const struct key *k, const char *v, void *field,
 		return reject(why, wl, "too long (%zu bytes)", len);
 	for (const char *p = v; *p; p++)
 		if (*p == ';' || iscntrl((unsigned char)*p))
-			return reject(why, wl, "contains ';' or a control "
-					       "character");
+			return reject(why, wl,
+				      "contains ';' or a control "
+				      "character");
 	if ((k->flags & F_NONEMPTY) && len == 0)
 		return reject(why, wl, "empty");
 	if ((k->flags & F_ABSOLUTE) && len && v[0] != '/')
@@ -310,15 +314,18 @@ static int parse_list(const struct key *k, const char *v, void *field,
 		memcpy(item, v + s, n - s);
 		item[n - s] = 0;
 		if (parse_uint(item, 10, &x) || x < k->min || x > k->max)
-			return reject(why, wl, "entry %u '%s' is not a whole "
-					       "number in range", l.n + 1, item);
+			return reject(why, wl,
+				      "entry %u '%s' is not a whole "
+				      "number in range",
+				      l.n + 1, item);
 		if (l.n == O1_CONFIG_LIST_MAX)
 			return reject(why, wl, "more than %d entries",
 				      O1_CONFIG_LIST_MAX);
 		if ((k->flags & F_ASCENDING) && l.n && x <= l.v[l.n - 1])
-			return reject(why, wl, "entry %u (%llu) not above the "
-					       "one before", l.n + 1,
-				      (unsigned long long)x);
+			return reject(why, wl,
+				      "entry %u (%llu) not above the "
+				      "one before",
+				      l.n + 1, (unsigned long long)x);
 		l.v[l.n++] = (uint32_t)x;
 		v += strcspn(v, ",");
 		if (*v == ',' && !*++v)
@@ -448,8 +455,9 @@ static void allowed_bool(const struct key *k, char *buf, size_t len)
 
 static void allowed_str(const struct key *k, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s of at most %zu bytes without ';' or control "
-			   "characters",
+	snprintf(buf, len,
+		 "%s%s of at most %zu bytes without ';' or control "
+		 "characters",
 		 k->flags & F_NONEMPTY ? "a non-empty " : "",
 		 k->flags & F_ABSOLUTE	 ? "absolute path"
 		 : k->flags & F_HOSTPORT ? "host:port (port 1..65535)"
@@ -469,8 +477,9 @@ static void allowed_enum(const struct key *k, char *buf, size_t len)
 
 static void allowed_list(const struct key *k, char *buf, size_t len)
 {
-	snprintf(buf, len, "%scomma-separated %swhole numbers %llu..%llu, at "
-			   "most %d",
+	snprintf(buf, len,
+		 "%scomma-separated %swhole numbers %llu..%llu, at "
+		 "most %d",
 		 k->flags & F_NONEMPTY ? "" : "empty or ",
 		 k->flags & F_ASCENDING ? "strictly ascending " : "",
 		 (unsigned long long)k->min, (unsigned long long)k->max,
@@ -484,15 +493,15 @@ static void allowed_device(const struct key *k, char *buf, size_t len)
 }
 
 static const struct type_ops type_ops[] = {
-	[T_U32] = {parse_u32, print_u32, allowed_int},
-	[T_U64] = {parse_u64, print_u64, allowed_int},
-	[T_DOUBLE] = {parse_double, print_double, allowed_double},
-	[T_BOOL] = {parse_bool, print_bool, allowed_bool},
-	[T_STR] = {parse_str, print_str, allowed_str},
-	[T_ENUM] = {parse_enum, print_enum, allowed_enum},
-	[T_LIST] = {parse_list, print_list, allowed_list},
-	[T_OCTAL] = {parse_octal, print_octal, allowed_octal},
-	[T_DEVICE] = {parse_device, print_device, allowed_device},
+    [T_U32] = {parse_u32, print_u32, allowed_int},
+    [T_U64] = {parse_u64, print_u64, allowed_int},
+    [T_DOUBLE] = {parse_double, print_double, allowed_double},
+    [T_BOOL] = {parse_bool, print_bool, allowed_bool},
+    [T_STR] = {parse_str, print_str, allowed_str},
+    [T_ENUM] = {parse_enum, print_enum, allowed_enum},
+    [T_LIST] = {parse_list, print_list, allowed_list},
+    [T_OCTAL] = {parse_octal, print_octal, allowed_octal},
+    [T_DEVICE] = {parse_device, print_device, allowed_device},
 };
 _Static_assert(sizeof(type_ops) / sizeof(type_ops[0]) == T_COUNT,
 	       "one ops entry per key type");
@@ -538,13 +547,12 @@ static void list_names(const char *section, char *buf, size_t len)
 			    : (i && strcmp(s, keys[i - 1].section) == 0))
 			continue;
 		used += snprintf(buf + used, len - used, "%s%s",
-				 used ? ", " : "",
-				 section ? keys[i].name : s);
+				 used ? ", " : "", section ? keys[i].name : s);
 	}
 }
 
 static int fail(char *err, size_t err_len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Writes the message into ERR (when there is room) and logs it. */
 static int fail(char *err, size_t err_len, const char *fmt, ...)
@@ -586,9 +594,8 @@ static int resolve(const char *where, const char *section, const char *name,
 	return 0;
 }
 
-static int assign(struct o1_config *c, const char *where,
-		  const struct key *k, const char *value, char *err,
-		  size_t err_len)
+static int assign(struct o1_config *c, const char *where, const struct key *k,
+		  const char *value, char *err, size_t err_len)
 {
 	const struct type_ops *ops = &type_ops[k->type];
 	char why[160], allowed[256];
@@ -620,7 +627,7 @@ struct ini_state {
 	const char *name;     /* file name for messages */
 	const char *text;     /* NUL-terminated INI text */
 	size_t pos;
-	unsigned line;	      /* lines handed to inih so far */
+	unsigned line; /* lines handed to inih so far */
 	bool failed;
 	unsigned seen[N_KEYS]; /* line that set each key, 0 = not yet */
 	char *err;
@@ -710,8 +717,9 @@ static int ini_on_value(void *user, const char *section, const char *name,
 	if (resolve(where, section, name, &k, st->err, st->err_len))
 		goto failed;
 	if (st->seen[k - keys]) {
-		snprintf(what, sizeof(what), "[%s] %s set twice (first at line "
-					     "%u)",
+		snprintf(what, sizeof(what),
+			 "[%s] %s set twice (first at line "
+			 "%u)",
 			 section, name, st->seen[k - keys]);
 		ini_fail(st, what);
 		return 0;
@@ -871,8 +879,8 @@ static bool take_option(int argc, char **argv, int *i, const char *opt,
 	return true;
 }
 
-int o1_config_parse_args(struct o1_config *c, int *argc, char **argv,
-			 char *err, size_t err_len)
+int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
+			 size_t err_len)
 {
 	struct o1_config copy = *c;
 	const char *file = NULL, *value;
@@ -881,8 +889,9 @@ int o1_config_parse_args(struct o1_config *c, int *argc, char **argv,
 	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
 		if (take_option(*argc, argv, &i, "--set", &value)) {
 			if (!value)
-				return fail(err, err_len, "--set needs "
-							  "section.key=value");
+				return fail(err, err_len,
+					    "--set needs "
+					    "section.key=value");
 			continue;
 		}
 		if (!take_option(*argc, argv, &i, "-c", &value) &&

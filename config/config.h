@@ -20,9 +20,9 @@
 
 #include "log.h"
 
-#define O1_CONFIG_LIST_MAX 64
-#define O1_CONFIG_PATH_MAX 4096
-#define O1_CONFIG_NAME_MAX 128
+#define O1_CONFIG_LIST_MAX   64
+#define O1_CONFIG_PATH_MAX   4096
+#define O1_CONFIG_NAME_MAX   128
 #define O1_CONFIG_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
 
 struct o1_config_list {
@@ -126,8 +126,8 @@ int o1_config_set(struct o1_config *c, const char *assignment, char *err,
  * wherever they stand on the command line. The options are removed from
  * ARGV (argv[0] and everything else keep their order; "--" ends the scan)
  * and *ARGC is updated. C should hold the defaults on entry. */
-int o1_config_parse_args(struct o1_config *c, int *argc, char **argv,
-			 char *err, size_t err_len);
+int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
+			 size_t err_len);
 
 /* Writes the effective configuration as INI text that loads back into an
  * identical struct. */

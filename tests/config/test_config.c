@@ -40,9 +40,8 @@ static void test_defaults(void **state)
 	assert_string_equal(c.metrics.bpf_dir, "/sys/fs/bpf/o1d");
 	assert_int_equal(c.log.level, O1_LOG_INFO);
 	assert_int_equal(c.backend.device.kind, O1_DEVICE_AUTO);
-	assert_string_equal(o1_config_device_name(&c.backend.device, buf,
-						  sizeof(buf)),
-			    "auto");
+	assert_string_equal(
+	    o1_config_device_name(&c.backend.device, buf, sizeof(buf)), "auto");
 	assert_string_equal(c.model.path, "");
 	assert_int_equal(c.ipc.arena_bytes, 1048576);
 }
@@ -57,7 +56,8 @@ static void test_shipped_ini_equals_defaults(void **state)
 	/* From all zeroes: equal only if the file gives every key its
 	 * default value. */
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(o1_config_load_file(&c, O1_SOURCE_DIR "/config/o1d.ini",
+	assert_int_equal(o1_config_load_file(&c,
+					     O1_SOURCE_DIR "/config/o1d.ini",
 					     err, sizeof(err)),
 			 0);
 	assert_memory_equal(&c, &d, sizeof(c));
@@ -65,36 +65,34 @@ static void test_shipped_ini_equals_defaults(void **state)
 
 static void test_good_file(void **state)
 {
-	static const char text[] =
-		"\xEF\xBB\xBF; comment\n"
-		"# another\n"
-		"[backend]\n"
-		"device = cuda:3   ; inline comment\n"
-		"threads=8\r\n"
-		"\n"
-		"[kv]\n"
-		"page_tokens = 32\n"
-		"memory_fraction = 0.5\n"
-		"[graphs]\n"
-		"enabled = off\n"
-		"buckets = 1, 3 ,7\n"
-		"[ipc]\n"
-		"socket_mode = 0600\n"
-		"allowed_uids = 1000,0\n"
-		"admin_uids =\n"
-		"[model]\n"
-		"path = /models/q.gguf\n"
-		"dtype = bf16\n"
-		"[log]\n"
-		"level = trace\n";
+	static const char text[] = "\xEF\xBB\xBF; comment\n"
+				   "# another\n"
+				   "[backend]\n"
+				   "device = cuda:3   ; inline comment\n"
+				   "threads=8\r\n"
+				   "\n"
+				   "[kv]\n"
+				   "page_tokens = 32\n"
+				   "memory_fraction = 0.5\n"
+				   "[graphs]\n"
+				   "enabled = off\n"
+				   "buckets = 1, 3 ,7\n"
+				   "[ipc]\n"
+				   "socket_mode = 0600\n"
+				   "allowed_uids = 1000,0\n"
+				   "admin_uids =\n"
+				   "[model]\n"
+				   "path = /models/q.gguf\n"
+				   "dtype = bf16\n"
+				   "[log]\n"
+				   "level = trace\n";
 	struct o1_config c;
 	char err[512] = "";
 
 	(void)state;
 	defaults(&c);
-	assert_int_equal(o1_config_load_string(&c, text, "good.ini", err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    o1_config_load_string(&c, text, "good.ini", err, sizeof(err)), 0);
 	assert_int_equal(c.backend.device.kind, O1_DEVICE_CUDA);
 	assert_int_equal(c.backend.device.index, 3);
 	assert_int_equal(c.backend.threads, 8);
@@ -119,52 +117,50 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-	{"[kv]\npages = 1\n[bogus]\n", {"t.ini:3:", "unknown section [bogus]",
-					"allowed: daemon, model"}},
-	{"[kv]\nfoo = 1\n", {"t.ini:2:", "unknown key 'foo' in [kv]",
-			     "page_tokens"}},
-	{"\n[kv]\npage_tokens = abc\n", {"t.ini:3:", "page_tokens = 'abc'",
-					 "1..256, a power of two"}},
-	{"[kv]\npage_tokens = -16\n", {"t.ini:2:", "not a whole integer"}},
-	{"[kv]\npage_tokens = 512\n", {"t.ini:2:", "out of range"}},
-	{"[kv]\npage_tokens = 24\n", {"t.ini:2:", "not a power of two"}},
-	{"[kv]\npages = 99999999999999999999999\n", {"t.ini:2:", "pages"}},
-	{"[kv]\nmemory_fraction = 1.5\n", {"t.ini:2:", "out of range",
-					   "0.01..1"}},
-	{"[kv]\nmemory_fraction = nan\n", {"t.ini:2:", "not a number"}},
-	{"[log]\nlevel = loud\n", {"t.ini:2:", "level = 'loud'",
-				   "error|warn|info|debug|trace"}},
-	{"[graphs]\nbuckets = 1,4,2\n", {"t.ini:2:", "entry 3 (2) not above",
-					 "strictly ascending"}},
-	{"[graphs]\nbuckets = 1,x\n", {"t.ini:2:", "entry 2 'x'"}},
-	{"[graphs]\nbuckets = 1,2,\n", {"t.ini:2:", "trailing comma"}},
-	{"[graphs]\nbuckets = 0\n", {"t.ini:2:", "entry 1 '0'"}},
-	{"[graphs]\nbuckets =\n", {"t.ini:2:", "empty"}},
-	{"[graphs]\nenabled = maybe\n", {"t.ini:2:", "true|false"}},
-	{"[backend]\ndevice = gpu\n", {"t.ini:2:", "auto|cpu|cuda:N"}},
-	{"[backend]\ndevice = cuda:64\n", {"t.ini:2:", "not a device"}},
-	{"[ipc]\nsocket_mode = 0999\n", {"t.ini:2:", "not an octal integer"}},
-	{"[ipc]\nsocket_mode = 01777\n", {"t.ini:2:", "out of range"}},
-	{"[ipc]\nsocket = relative.sock\n", {"t.ini:2:",
-					     "not an absolute path"}},
-	{"[ipc]\nsocket = /a/very/long/path/that/does/not/fit/into/sun_path/"
-	 "of/a/unix/socket/address/because/it/is/much/much/too/long.sock\n",
-	 {"t.ini:2:", "too long"}},
-	{"[ipc]\nallowed_uids = 1,4294967295\n", {"t.ini:2:", "entry 2"}},
-	{"[model]\nname = a;b\n", {"t.ini:2:", "contains ';'"}},
-	{"[sidecar]\nlisten = localhost\n", {"t.ini:2:", "not host:port"}},
-	{"[sidecar]\nlisten = :80\n", {"t.ini:2:", "not host:port"}},
-	{"[kv]\npages = 1\npages = 2\n", {"t.ini:3:", "set twice",
-					  "first at line 2"}},
-	{"[kv]\npages 1\n", {"t.ini:2:", "malformed line"}},
-	{"[kv\npages = 1\n", {"t.ini:1:", "malformed line"}},
-	{"pages = 1\n", {"t.ini:1:", "outside any [section]"}},
-	{"[kv]\npages = 1\n  page_tokens = 8\n", {"t.ini:3:", "indented"}},
-	{"[kv]\n; xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	 "xxxxxx\n",
-	 {"t.ini:2:", "line longer than"}},
+    {"[kv]\npages = 1\n[bogus]\n",
+     {"t.ini:3:", "unknown section [bogus]", "allowed: daemon, model"}},
+    {"[kv]\nfoo = 1\n",
+     {"t.ini:2:", "unknown key 'foo' in [kv]", "page_tokens"}},
+    {"\n[kv]\npage_tokens = abc\n",
+     {"t.ini:3:", "page_tokens = 'abc'", "1..256, a power of two"}},
+    {"[kv]\npage_tokens = -16\n", {"t.ini:2:", "not a whole integer"}},
+    {"[kv]\npage_tokens = 512\n", {"t.ini:2:", "out of range"}},
+    {"[kv]\npage_tokens = 24\n", {"t.ini:2:", "not a power of two"}},
+    {"[kv]\npages = 99999999999999999999999\n", {"t.ini:2:", "pages"}},
+    {"[kv]\nmemory_fraction = 1.5\n", {"t.ini:2:", "out of range", "0.01..1"}},
+    {"[kv]\nmemory_fraction = nan\n", {"t.ini:2:", "not a number"}},
+    {"[log]\nlevel = loud\n",
+     {"t.ini:2:", "level = 'loud'", "error|warn|info|debug|trace"}},
+    {"[graphs]\nbuckets = 1,4,2\n",
+     {"t.ini:2:", "entry 3 (2) not above", "strictly ascending"}},
+    {"[graphs]\nbuckets = 1,x\n", {"t.ini:2:", "entry 2 'x'"}},
+    {"[graphs]\nbuckets = 1,2,\n", {"t.ini:2:", "trailing comma"}},
+    {"[graphs]\nbuckets = 0\n", {"t.ini:2:", "entry 1 '0'"}},
+    {"[graphs]\nbuckets =\n", {"t.ini:2:", "empty"}},
+    {"[graphs]\nenabled = maybe\n", {"t.ini:2:", "true|false"}},
+    {"[backend]\ndevice = gpu\n", {"t.ini:2:", "auto|cpu|cuda:N"}},
+    {"[backend]\ndevice = cuda:64\n", {"t.ini:2:", "not a device"}},
+    {"[ipc]\nsocket_mode = 0999\n", {"t.ini:2:", "not an octal integer"}},
+    {"[ipc]\nsocket_mode = 01777\n", {"t.ini:2:", "out of range"}},
+    {"[ipc]\nsocket = relative.sock\n", {"t.ini:2:", "not an absolute path"}},
+    {"[ipc]\nsocket = /a/very/long/path/that/does/not/fit/into/sun_path/"
+     "of/a/unix/socket/address/because/it/is/much/much/too/long.sock\n",
+     {"t.ini:2:", "too long"}},
+    {"[ipc]\nallowed_uids = 1,4294967295\n", {"t.ini:2:", "entry 2"}},
+    {"[model]\nname = a;b\n", {"t.ini:2:", "contains ';'"}},
+    {"[sidecar]\nlisten = localhost\n", {"t.ini:2:", "not host:port"}},
+    {"[sidecar]\nlisten = :80\n", {"t.ini:2:", "not host:port"}},
+    {"[kv]\npages = 1\npages = 2\n",
+     {"t.ini:3:", "set twice", "first at line 2"}},
+    {"[kv]\npages 1\n", {"t.ini:2:", "malformed line"}},
+    {"[kv\npages = 1\n", {"t.ini:1:", "malformed line"}},
+    {"pages = 1\n", {"t.ini:1:", "outside any [section]"}},
+    {"[kv]\npages = 1\n  page_tokens = 8\n", {"t.ini:3:", "indented"}},
+    {"[kv]\n; xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxx\n",
+     {"t.ini:2:", "line longer than"}},
 };
 
 static void test_bad_inputs(void **state)
@@ -199,9 +195,9 @@ static void test_missing_file(void **state)
 
 	(void)state;
 	defaults(&c);
-	assert_int_equal(o1_config_load_file(&c, "/nonexistent/o1d.ini", err,
-					     sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(
+	    o1_config_load_file(&c, "/nonexistent/o1d.ini", err, sizeof(err)),
+	    -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/o1d.ini: cannot open"));
 }
 
@@ -213,15 +209,13 @@ static void test_set(void **state)
 	(void)state;
 	defaults(&d);
 	c = d;
-	assert_int_equal(o1_config_set(&c, "kv.page_tokens=64", err,
-				       sizeof(err)),
-			 0);
-	assert_int_equal(o1_config_set(&c, " backend.device = cuda:1 ", err,
-				       sizeof(err)),
-			 0);
-	assert_int_equal(o1_config_set(&c, "ipc.allowed_gids=5,6", err,
-				       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    o1_config_set(&c, "kv.page_tokens=64", err, sizeof(err)), 0);
+	assert_int_equal(
+	    o1_config_set(&c, " backend.device = cuda:1 ", err, sizeof(err)),
+	    0);
+	assert_int_equal(
+	    o1_config_set(&c, "ipc.allowed_gids=5,6", err, sizeof(err)), 0);
 	assert_int_equal(c.kv.page_tokens, 64);
 	assert_int_equal(c.backend.device.index, 1);
 	assert_int_equal(c.ipc.allowed_gids.n, 2);
@@ -234,9 +228,9 @@ static void test_set(void **state)
 	assert_int_equal(o1_config_set(&c, "kv.nope=1", err, sizeof(err)),
 			 -O1_E_CONFIG);
 	assert_non_null(strstr(err, "--set kv.nope=1: unknown key 'nope'"));
-	assert_int_equal(o1_config_set(&c, "kv.page_tokens=3", err,
-				       sizeof(err)),
-			 -O1_E_CONFIG);
+	assert_int_equal(
+	    o1_config_set(&c, "kv.page_tokens=3", err, sizeof(err)),
+	    -O1_E_CONFIG);
 	assert_non_null(strstr(err, "not a power of two"));
 	assert_memory_equal(&c, &d, sizeof(c));
 }
@@ -258,17 +252,18 @@ static void test_parse_args(void **state)
 {
 	struct o1_config c;
 	char err[512], *path = write_temp("[kv]\npage_tokens = 8\npages = 5\n");
-	char set1[] = "--set", set1v[] = "kv.pages=7", set2[] = "--set=log.level=debug";
+	char set1[] = "--set", set1v[] = "kv.pages=7",
+	     set2[] = "--set=log.level=debug";
 	char prog[] = "o1d", pos[] = "positional", opt[] = "--other";
 	char dashc[] = "-c", dd[] = "--", after[] = "--set";
-	char *argv[] = {prog, set1, set1v, pos, dashc, path, opt, set2, dd,
-			after, NULL};
+	char *argv[] = {prog, set1, set1v, pos,	  dashc, path,
+			opt,  set2, dd,	   after, NULL};
 	int argc = 10;
 
 	(void)state;
 	defaults(&c);
-	assert_int_equal(o1_config_parse_args(&c, &argc, argv, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    o1_config_parse_args(&c, &argc, argv, err, sizeof(err)), 0);
 	assert_int_equal(c.kv.page_tokens, 8); /* from the file */
 	assert_int_equal(c.kv.pages, 7);       /* --set wins, though first */
 	assert_int_equal(c.log.level, O1_LOG_DEBUG);
@@ -325,11 +320,16 @@ static void test_parse_args_errors(void **state)
 static void test_dump_round_trip(void **state)
 {
 	static const char *const sets[] = {
-		"kv.memory_fraction=0.123456789", "ipc.socket_mode=0640",
-		"graphs.buckets=2,4,1000",	  "model.path=/m/x y.gguf",
-		"backend.device=cuda:2",	  "ipc.admin_uids=0,1,2",
-		"graphs.enabled=no",		  "model.dtype=f16",
-		"ipc.arena_bytes=4294967296",	  "sidecar.listen=[::1]:9000",
+	    "kv.memory_fraction=0.123456789",
+	    "ipc.socket_mode=0640",
+	    "graphs.buckets=2,4,1000",
+	    "model.path=/m/x y.gguf",
+	    "backend.device=cuda:2",
+	    "ipc.admin_uids=0,1,2",
+	    "graphs.enabled=no",
+	    "model.dtype=f16",
+	    "ipc.arena_bytes=4294967296",
+	    "sidecar.listen=[::1]:9000",
 	};
 	struct o1_config c, back;
 	char err[512], *text = NULL;
@@ -348,9 +348,8 @@ static void test_dump_round_trip(void **state)
 	assert_non_null(strstr(text, "socket_mode = 0640\n"));
 	assert_non_null(strstr(text, "memory_fraction = 0.123456789\n"));
 	defaults(&back);
-	assert_int_equal(o1_config_load_string(&back, text, "dump", err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    o1_config_load_string(&back, text, "dump", err, sizeof(err)), 0);
 	assert_memory_equal(&c, &back, sizeof(c));
 	free(text);
 }
@@ -358,15 +357,15 @@ static void test_dump_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_shipped_ini_equals_defaults),
-		cmocka_unit_test(test_good_file),
-		cmocka_unit_test(test_bad_inputs),
-		cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_set),
-		cmocka_unit_test(test_parse_args),
-		cmocka_unit_test(test_parse_args_errors),
-		cmocka_unit_test(test_dump_round_trip),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_shipped_ini_equals_defaults),
+	    cmocka_unit_test(test_good_file),
+	    cmocka_unit_test(test_bad_inputs),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_set),
+	    cmocka_unit_test(test_parse_args),
+	    cmocka_unit_test(test_parse_args_errors),
+	    cmocka_unit_test(test_dump_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

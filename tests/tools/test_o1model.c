@@ -76,11 +76,11 @@ static int run_argv(const char *const *args)
 }
 
 #define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
-#define RUN_OK(...)                                                         \
-	do {                                                                \
-		int ret_ = RUN(__VA_ARGS__);                                \
-		if (ret_ != 0)                                              \
-			fail_msg("o1model exit %d: %s", ret_, err_text);    \
+#define RUN_OK(...)                                                            \
+	do {                                                                   \
+		int ret_ = RUN(__VA_ARGS__);                                   \
+		if (ret_ != 0)                                                 \
+			fail_msg("o1model exit %d: %s", ret_, err_text);       \
 	} while (0)
 
 static struct o1_model *open_model(const char *name)
@@ -153,7 +153,8 @@ static void assert_same_bytes(const struct o1_model *a,
 	assert_int_equal(a->n_tensors, b->n_tensors);
 	for (uint32_t i = 0; i < a->n_tensors; i++) {
 		const struct o1_tensor *x = &a->tensors[i];
-		const struct o1_tensor *y = o1_model_tensor(b, x->role, x->layer);
+		const struct o1_tensor *y =
+		    o1_model_tensor(b, x->role, x->layer);
 
 		if (!y)
 			fail_msg("tensor %s layer %d missing",
@@ -176,7 +177,8 @@ static void assert_same_floats(const struct o1_model *a,
 	assert_int_equal(a->n_tensors, b->n_tensors);
 	for (uint32_t i = 0; i < a->n_tensors; i++) {
 		const struct o1_tensor *x = &a->tensors[i];
-		const struct o1_tensor *y = o1_model_tensor(b, x->role, x->layer);
+		const struct o1_tensor *y =
+		    o1_model_tensor(b, x->role, x->layer);
 		uint64_t n = o1_tensor_elements(x);
 		float *fx = malloc(n * sizeof(float));
 		float *fy = malloc(n * sizeof(float));
@@ -256,8 +258,8 @@ static void test_make_then_info(void **state)
 			j = info_json(out);
 			/* llama.cpp writes mistral models as "llama" */
 			assert_string_equal(str(j, "arch"), gguf && a == 2
-								    ? "llama"
-								    : archs[a]);
+								? "llama"
+								: archs[a]);
 			assert_int_equal(num(j, "n_layers"), 2);
 			assert_int_equal(num(j, "dim"), 64);
 			assert_int_equal(num(j, "n_heads"), 4);
@@ -270,9 +272,10 @@ static void test_make_then_info(void **state)
 					 2 + 2 * (9 + 3 * qwen) + !qwen);
 			assert_int_equal(num(obj(j, "vocab"), "n_tokens"),
 					 num(j, "vocab_size"));
-			assert_string_equal(str(obj(j, "vocab"), "pre"), "gpt2");
-			assert_string_equal(str(obj(j, "vocab"), "chat_template"),
-					    "chatml");
+			assert_string_equal(str(obj(j, "vocab"), "pre"),
+					    "gpt2");
+			assert_string_equal(
+			    str(obj(j, "vocab"), "chat_template"), "chatml");
 			assert_string_equal(str(obj(j, "vocab"), "eos"),
 					    "<|im_end|>");
 			cJSON_Delete(j);
@@ -406,9 +409,11 @@ static void test_determinism(void **state)
 	       "--dtype", "bf16", "--out", "h2");
 	RUN_OK("make", "--arch", "qwen2", "--preset", "tiny", "--seed", "9",
 	       "--dtype", "bf16", "--out", "h3");
-	assert_true(files_equal("h1/model.safetensors", "h2/model.safetensors"));
+	assert_true(
+	    files_equal("h1/model.safetensors", "h2/model.safetensors"));
 	assert_true(files_equal("h1/tokenizer.json", "h2/tokenizer.json"));
-	assert_false(files_equal("h1/model.safetensors", "h3/model.safetensors"));
+	assert_false(
+	    files_equal("h1/model.safetensors", "h3/model.safetensors"));
 }
 
 static void test_vocab_padding(void **state)
@@ -481,35 +486,45 @@ struct bad_args {
 };
 
 static const struct bad_args bad[] = {
-	{{"make", "--out", "x.gguf"}, 2, "--preset and --out are required"},
-	{{"make", "--preset", "tiny"}, 2, "--preset and --out are required"},
-	{{"make", "--preset", "huge", "--out", "x.gguf"}, 2, "unknown preset"},
-	{{"make", "--preset", "tiny", "--dtype", "q8_0", "--out", "x.gguf"},
-	 2, "expected f32|f16|bf16"},
-	{{"make", "--preset", "tiny", "--layers", "0", "--out", "x.gguf"}, 2,
-	 "--layers '0'"},
-	{{"make", "--preset", "tiny", "--seed", "-1", "--out", "x.gguf"}, 2,
-	 "--seed '-1'"},
-	{{"make", "--preset", "tiny", "--layers", "2x", "--out", "x.gguf"}, 2,
-	 "expected a whole number"},
-	{{"make", "--preset", "tiny", "--arch", "gpt2", "--out", "x.gguf"}, 2,
-	 "--arch 'gpt2'"},
-	{{"make", "--preset", "tiny", "--format", "onnx", "--out", "x"}, 2,
-	 "expected gguf|safetensors"},
-	{{"make", "--preset", "tiny", "--vocab", "10", "--out", "x.gguf"}, 2,
-	 "smaller than the tokenizer"},
-	{{"make", "--preset", "tiny", "--bogus", "--out", "x.gguf"}, 2,
-	 "usage: o1model make"},
-	{{"make", "--preset", "tiny", "--out", "x.gguf", "extra"}, 2,
-	 "unexpected argument"},
-	{{"make", "--preset", "tiny", "--out", "no/such/dir/x.gguf"}, 1,
-	 "no/such/dir"},
-	{{"convert", "only-one"}, 2, "expected IN and OUT"},
-	{{"convert", "a.gguf", "b", "--dtype", "q4_0"}, 2, "--dtype 'q4_0'"},
-	{{"convert", "missing.gguf", "b"}, 1, "missing.gguf"},
-	{{"info"}, 2, "expected one PATH"},
-	{{"info", "--yaml", "x"}, 2, "usage: o1model info"},
-	{{"info", "missing.gguf"}, 1, "missing.gguf"},
+    {{"make", "--out", "x.gguf"}, 2, "--preset and --out are required"},
+    {{"make", "--preset", "tiny"}, 2, "--preset and --out are required"},
+    {{"make", "--preset", "huge", "--out", "x.gguf"}, 2, "unknown preset"},
+    {{"make", "--preset", "tiny", "--dtype", "q8_0", "--out", "x.gguf"},
+     2,
+     "expected f32|f16|bf16"},
+    {{"make", "--preset", "tiny", "--layers", "0", "--out", "x.gguf"},
+     2,
+     "--layers '0'"},
+    {{"make", "--preset", "tiny", "--seed", "-1", "--out", "x.gguf"},
+     2,
+     "--seed '-1'"},
+    {{"make", "--preset", "tiny", "--layers", "2x", "--out", "x.gguf"},
+     2,
+     "expected a whole number"},
+    {{"make", "--preset", "tiny", "--arch", "gpt2", "--out", "x.gguf"},
+     2,
+     "--arch 'gpt2'"},
+    {{"make", "--preset", "tiny", "--format", "onnx", "--out", "x"},
+     2,
+     "expected gguf|safetensors"},
+    {{"make", "--preset", "tiny", "--vocab", "10", "--out", "x.gguf"},
+     2,
+     "smaller than the tokenizer"},
+    {{"make", "--preset", "tiny", "--bogus", "--out", "x.gguf"},
+     2,
+     "usage: o1model make"},
+    {{"make", "--preset", "tiny", "--out", "x.gguf", "extra"},
+     2,
+     "unexpected argument"},
+    {{"make", "--preset", "tiny", "--out", "no/such/dir/x.gguf"},
+     1,
+     "no/such/dir"},
+    {{"convert", "only-one"}, 2, "expected IN and OUT"},
+    {{"convert", "a.gguf", "b", "--dtype", "q4_0"}, 2, "--dtype 'q4_0'"},
+    {{"convert", "missing.gguf", "b"}, 1, "missing.gguf"},
+    {{"info"}, 2, "expected one PATH"},
+    {{"info", "--yaml", "x"}, 2, "usage: o1model info"},
+    {{"info", "missing.gguf"}, 1, "missing.gguf"},
 };
 
 static void test_bad_arguments(void **state)
@@ -561,8 +576,8 @@ static void test_llama_cpp_gguf_round_trip(void **state)
 	struct o1_model *ms, *mb;
 
 	(void)state;
-	snprintf(src, sizeof(src), "%s/testdata/models/llama-2-tiny-random.gguf",
-		 O1_SHARED_DIR);
+	snprintf(src, sizeof(src),
+		 "%s/testdata/models/llama-2-tiny-random.gguf", O1_SHARED_DIR);
 	if (access(src, R_OK) != 0)
 		skip();
 	RUN_OK("convert", src, "l2-hf");
@@ -573,7 +588,8 @@ static void test_llama_cpp_gguf_round_trip(void **state)
 	assert_same_ids(&ms->desc, &mb->desc);
 	for (uint32_t i = 0; i < ms->n_tensors; i++) {
 		const struct o1_tensor *x = &ms->tensors[i];
-		const struct o1_tensor *y = o1_model_tensor(mb, x->role, x->layer);
+		const struct o1_tensor *y =
+		    o1_model_tensor(mb, x->role, x->layer);
 
 		assert_non_null(y);
 		if (x->n_dims == 2) {
@@ -638,17 +654,17 @@ static int teardown(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_make_then_info),
-		cmocka_unit_test(test_gguf_matches_safetensors),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_convert_dtype),
-		cmocka_unit_test(test_determinism),
-		cmocka_unit_test(test_vocab_padding),
-		cmocka_unit_test(test_presets),
-		cmocka_unit_test(test_bad_arguments),
-		cmocka_unit_test(test_shared_hf_round_trip),
-		cmocka_unit_test(test_llama_cpp_gguf_round_trip),
-		cmocka_unit_test(test_tokenizer_option),
+	    cmocka_unit_test(test_make_then_info),
+	    cmocka_unit_test(test_gguf_matches_safetensors),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_convert_dtype),
+	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_vocab_padding),
+	    cmocka_unit_test(test_presets),
+	    cmocka_unit_test(test_bad_arguments),
+	    cmocka_unit_test(test_shared_hf_round_trip),
+	    cmocka_unit_test(test_llama_cpp_gguf_round_trip),
+	    cmocka_unit_test(test_tokenizer_option),
 	};
 
 	if (argc != 2) {

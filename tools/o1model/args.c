@@ -21,8 +21,9 @@ int o1model_parse_u64(const char *cmd, const char *opt, const char *s,
 	x = isdigit((unsigned char)s[0]) ? strtoull(s, &end, 10) : 0;
 	if (!isdigit((unsigned char)s[0]) || errno || *end || x < min ||
 	    x > max) {
-		fprintf(stderr, "o1model %s: %s '%s': expected a whole number "
-				"%llu..%llu\n",
+		fprintf(stderr,
+			"o1model %s: %s '%s': expected a whole number "
+			"%llu..%llu\n",
 			cmd, opt, s, (unsigned long long)min,
 			(unsigned long long)max);
 		return -EINVAL;
@@ -58,8 +59,9 @@ int o1model_parse_format(const char *cmd, const char *s,
 	else if (strcmp(s, "safetensors") == 0 || strcmp(s, "hf") == 0)
 		*out = O1MODEL_FORMAT_SAFETENSORS;
 	else {
-		fprintf(stderr, "o1model %s: --format '%s': expected "
-				"gguf|safetensors\n",
+		fprintf(stderr,
+			"o1model %s: --format '%s': expected "
+			"gguf|safetensors\n",
 			cmd, s);
 		return -EINVAL;
 	}
@@ -71,8 +73,8 @@ enum o1model_format o1model_format_for_path(const char *path)
 	size_t n = strlen(path);
 
 	return n > 5 && strcmp(path + n - 5, ".gguf") == 0
-		       ? O1MODEL_FORMAT_GGUF
-		       : O1MODEL_FORMAT_SAFETENSORS;
+		   ? O1MODEL_FORMAT_GGUF
+		   : O1MODEL_FORMAT_SAFETENSORS;
 }
 
 int o1model_write(const struct o1_model *m, enum o1model_format format,

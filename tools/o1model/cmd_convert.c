@@ -34,21 +34,23 @@ static void convert_usage(FILE *f)
 static int convert_parse(int argc, char **argv, struct convert_args *a)
 {
 	static const struct option longopts[] = {
-		{"format", required_argument, NULL, 'f'},
-		{"dtype", required_argument, NULL, 'd'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"format", required_argument, NULL, 'f'},
+	    {"dtype", required_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	int opt, err = 0;
 
 	optind = 0;
-	while (!err && (opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while (!err &&
+	       (opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (opt == 'h') {
 			convert_usage(stdout);
 			exit(0);
 		} else if (opt == 'f') {
 			a->format_given = true;
-			err = o1model_parse_format("convert", optarg, &a->format);
+			err =
+			    o1model_parse_format("convert", optarg, &a->format);
 		} else if (opt == 'd') {
 			a->dtype_given = true;
 			err = o1model_parse_dtype("convert", optarg, &a->dtype);
@@ -78,7 +80,8 @@ static enum o1_dtype source_dtype(const struct o1_model *m)
 	if (d == O1_DTYPE_F32 || d == O1_DTYPE_F16 || d == O1_DTYPE_BF16)
 		return d;
 	o1_info("%s: token embedding is %s; writing f16 (use --dtype to "
-		"choose)", m->path, o1_dtype_name(d));
+		"choose)",
+		m->path, o1_dtype_name(d));
 	return O1_DTYPE_F16;
 }
 

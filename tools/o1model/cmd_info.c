@@ -12,7 +12,7 @@
 #include "model.h"
 #include "o1model.h"
 
-#define N_DTYPES 31 /* enum o1_dtype values are below this */
+#define N_DTYPES      31 /* enum o1_dtype values are below this */
 #define N_TOKEN_TYPES 7
 
 struct info_stats {
@@ -35,11 +35,9 @@ static const char *template_family(const char *t)
 	static const struct {
 		const char *marker, *family;
 	} families[] = {
-		{"<|im_start|>", "chatml"},
-		{"<|start_header_id|>", "llama3"},
-		{"[INST]", "mistral"},
-		{"<start_of_turn>", "gemma"},
-		{"<|user|>", "zephyr"},
+	    {"<|im_start|>", "chatml"}, {"<|start_header_id|>", "llama3"},
+	    {"[INST]", "mistral"},	{"<start_of_turn>", "gemma"},
+	    {"<|user|>", "zephyr"},
 	};
 
 	if (!t)
@@ -63,9 +61,8 @@ static void gather(const struct o1_model *m, struct info_stats *s)
 		s->total_bytes += t->n_bytes;
 		s->params += o1_tensor_elements(t);
 	}
-	for (uint32_t i = 0; m->vocab && m->vocab->types &&
-			     i < m->vocab->n_tokens;
-	     i++)
+	for (uint32_t i = 0;
+	     m->vocab && m->vocab->types && i < m->vocab->n_tokens; i++)
 		if ((unsigned)m->vocab->types[i] < N_TOKEN_TYPES)
 			s->token_types[m->vocab->types[i]]++;
 }
@@ -127,8 +124,8 @@ static void print_desc(const struct o1_model *m)
 	printf("bos/eos:      %d / %d\n", d->bos_id, d->eos_id);
 }
 
-static void print_tensors(const struct o1_model *m,
-			  const struct info_stats *s, bool each)
+static void print_tensors(const struct o1_model *m, const struct info_stats *s,
+			  bool each)
 {
 	printf("tensors:      %u, %llu parameters, %llu bytes\n", m->n_tensors,
 	       (unsigned long long)s->params,
@@ -161,8 +158,8 @@ static void print_vocab(const struct o1_vocab *v, const struct info_stats *s)
 	       v->n_merges);
 	printf("  types:      %u normal, %u control, %u byte, %u user, "
 	       "%u unused\n",
-	       s->token_types[O1_TOKEN_NORMAL], s->token_types[O1_TOKEN_CONTROL],
-	       s->token_types[O1_TOKEN_BYTE],
+	       s->token_types[O1_TOKEN_NORMAL],
+	       s->token_types[O1_TOKEN_CONTROL], s->token_types[O1_TOKEN_BYTE],
 	       s->token_types[O1_TOKEN_USER_DEFINED],
 	       s->token_types[O1_TOKEN_UNUSED]);
 	printf("  bos:        %d %s (add %s)\n", v->bos_id,
@@ -240,12 +237,13 @@ static void json_vocab(cJSON *o, const struct o1_vocab *v,
 		return;
 	}
 	j = cJSON_AddObjectToObject(o, "vocab");
-	cJSON_AddStringToObject(j, "kind", v->kind == O1_VOCAB_BPE ? "bpe"
-								   : "spm");
+	cJSON_AddStringToObject(j, "kind",
+				v->kind == O1_VOCAB_BPE ? "bpe" : "spm");
 	cJSON_AddStringToObject(j, "pre", v->pre);
 	cJSON_AddNumberToObject(j, "n_tokens", v->n_tokens);
 	cJSON_AddNumberToObject(j, "n_merges", v->n_merges);
-	cJSON_AddNumberToObject(j, "n_control", s->token_types[O1_TOKEN_CONTROL]);
+	cJSON_AddNumberToObject(j, "n_control",
+				s->token_types[O1_TOKEN_CONTROL]);
 	cJSON_AddNumberToObject(j, "n_unused", s->token_types[O1_TOKEN_UNUSED]);
 	cJSON_AddNumberToObject(j, "bos_id", v->bos_id);
 	cJSON_AddNumberToObject(j, "eos_id", v->eos_id);
@@ -278,10 +276,10 @@ static int print_json(const struct o1_model *m, const struct info_stats *s)
 int o1model_cmd_info(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"tensors", no_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"json", no_argument, NULL, 'j'},
+	    {"tensors", no_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	bool json = false, each = false;
 	struct info_stats s;

@@ -43,8 +43,9 @@ static int parse_arch(const char *s, enum o1_arch *out)
 			*out = (enum o1_arch)a;
 			return 0;
 		}
-	fprintf(stderr, "o1model make: --arch '%s': expected "
-			"llama|qwen2|mistral\n",
+	fprintf(stderr,
+		"o1model make: --arch '%s': expected "
+		"llama|qwen2|mistral\n",
 		s);
 	return -EINVAL;
 }
@@ -63,7 +64,8 @@ static int make_option(int opt, struct make_args *a)
 		s->preset = optarg;
 		return 0;
 	case 'l':
-		err = o1model_parse_u64("make", "--layers", optarg, 1, 1024, &x);
+		err =
+		    o1model_parse_u64("make", "--layers", optarg, 1, 1024, &x);
 		s->layers = (uint32_t)x;
 		return err;
 	case 'v':
@@ -72,12 +74,13 @@ static int make_option(int opt, struct make_args *a)
 		s->vocab = (uint32_t)x;
 		return err;
 	case 'c':
-		err = o1model_parse_u64("make", "--ctx", optarg, 1, 1u << 24, &x);
+		err =
+		    o1model_parse_u64("make", "--ctx", optarg, 1, 1u << 24, &x);
 		s->ctx = (uint32_t)x;
 		return err;
 	case 's':
-		return o1model_parse_u64("make", "--seed", optarg, 0, UINT64_MAX,
-					 &s->seed);
+		return o1model_parse_u64("make", "--seed", optarg, 0,
+					 UINT64_MAX, &s->seed);
 	case 'd':
 		return o1model_parse_dtype("make", optarg, &s->dtype);
 	case 'f':
@@ -97,18 +100,18 @@ static int make_option(int opt, struct make_args *a)
 static int make_parse(int argc, char **argv, struct make_args *a)
 {
 	static const struct option longopts[] = {
-		{"arch", required_argument, NULL, 'a'},
-		{"preset", required_argument, NULL, 'p'},
-		{"layers", required_argument, NULL, 'l'},
-		{"vocab", required_argument, NULL, 'v'},
-		{"ctx", required_argument, NULL, 'c'},
-		{"seed", required_argument, NULL, 's'},
-		{"dtype", required_argument, NULL, 'd'},
-		{"format", required_argument, NULL, 'f'},
-		{"out", required_argument, NULL, 'o'},
-		{"tokenizer", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"arch", required_argument, NULL, 'a'},
+	    {"preset", required_argument, NULL, 'p'},
+	    {"layers", required_argument, NULL, 'l'},
+	    {"vocab", required_argument, NULL, 'v'},
+	    {"ctx", required_argument, NULL, 'c'},
+	    {"seed", required_argument, NULL, 's'},
+	    {"dtype", required_argument, NULL, 'd'},
+	    {"format", required_argument, NULL, 'f'},
+	    {"out", required_argument, NULL, 'o'},
+	    {"tokenizer", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	int opt;
 

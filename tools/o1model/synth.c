@@ -35,22 +35,65 @@ struct preset {
 };
 
 static const struct preset presets[] = {
-	{"tiny", O1_ARCH_LLAMA, 64, 2, 4, 2, 16, 128, 0, 2048, 1e-5f, 1e4f,
-	 TIED_BY_ARCH, O1_ROPE_SCALING_NONE, 0, 0, 0, 0},
-	{"qwen2.5-0.5b", O1_ARCH_QWEN2, 896, 24, 14, 2, 64, 4864, 151936,
-	 32768, 1e-6f, 1e6f, TIED_YES, O1_ROPE_SCALING_NONE, 0, 0, 0, 0},
-	{"llama3.2-1b", O1_ARCH_LLAMA, 2048, 16, 32, 8, 64, 8192, 128256,
-	 131072, 1e-5f, 5e5f, TIED_YES, O1_ROPE_SCALING_LLAMA3, 32, 1, 4, 8192},
-	{"llama3-8b", O1_ARCH_LLAMA, 4096, 32, 32, 8, 128, 14336, 128256, 8192,
-	 1e-5f, 5e5f, TIED_NO, O1_ROPE_SCALING_NONE, 0, 0, 0, 0},
+    {.name = "tiny",
+     .arch = O1_ARCH_LLAMA,
+     .dim = 64,
+     .layers = 2,
+     .heads = 4,
+     .kv_heads = 2,
+     .head_dim = 16,
+     .ffn = 128,
+     .vocab = 0 /* the tokenizer's */,
+     .ctx = 2048,
+     .eps = 1e-5f,
+     .theta = 1e4f,
+     .tied = TIED_BY_ARCH},
+    {.name = "qwen2.5-0.5b",
+     .arch = O1_ARCH_QWEN2,
+     .dim = 896,
+     .layers = 24,
+     .heads = 14,
+     .kv_heads = 2,
+     .head_dim = 64,
+     .ffn = 4864,
+     .vocab = 151936,
+     .ctx = 32768,
+     .eps = 1e-6f,
+     .theta = 1e6f,
+     .tied = TIED_YES},
+    {.name = "llama3.2-1b",
+     .arch = O1_ARCH_LLAMA,
+     .dim = 2048,
+     .layers = 16,
+     .heads = 32,
+     .kv_heads = 8,
+     .head_dim = 64,
+     .ffn = 8192,
+     .vocab = 128256,
+     .ctx = 131072,
+     .eps = 1e-5f,
+     .theta = 5e5f,
+     .tied = TIED_YES,
+     .scaling = O1_ROPE_SCALING_LLAMA3,
+     .factor = 32,
+     .low = 1,
+     .high = 4,
+     .original_ctx = 8192},
+    {.name = "llama3-8b",
+     .arch = O1_ARCH_LLAMA,
+     .dim = 4096,
+     .layers = 32,
+     .heads = 32,
+     .kv_heads = 8,
+     .head_dim = 128,
+     .ffn = 14336,
+     .vocab = 128256,
+     .ctx = 8192,
+     .eps = 1e-5f,
+     .theta = 5e5f,
+     .tied = TIED_NO},
 };
 #define N_PRESETS (sizeof(presets) / sizeof(presets[0]))
-
-const char *const o1model_preset_names[] = {"tiny", "qwen2.5-0.5b",
-					    "llama3.2-1b", "llama3-8b", NULL};
-_Static_assert(sizeof(o1model_preset_names) / sizeof(char *) ==
-		       N_PRESETS + 1,
-	       "one name per preset");
 
 /* The weights' backing store: an unlinked file mapped shared. */
 struct scratch {
@@ -129,7 +172,8 @@ static const struct preset *preset_find(const char *name)
 	return NULL;
 }
 
-static void fill_desc(const struct preset *p, const struct o1model_synth_opts *o,
+static void fill_desc(const struct preset *p,
+		      const struct o1model_synth_opts *o,
 		      struct o1_model_desc *d)
 {
 	d->arch = o->arch_given ? o->arch : p->arch;
@@ -156,73 +200,91 @@ static void fill_desc(const struct preset *p, const struct o1model_synth_opts *o
 	d->rope.original_max_positions = p->original_ctx;
 }
 
-/* The tensor list of D, in llama.cpp's order, shapes only. */
-static uint32_t list_tensors(const struct o1_model_desc *d,
-			     struct o1_tensor *t)
+/* Rows and columns of ROLE in a model shaped like D (rows 0: a vector). */
+static void role_shape(const struct o1_model_desc *d, enum o1_tensor_role r,
+		       uint64_t *rows, uint64_t *cols)
 {
-	static const enum o1_tensor_role layer_roles[] = {
-		O1_T_ATTN_NORM, O1_T_WQ,       O1_T_WK,	    O1_T_WV,
-		O1_T_BQ,	O1_T_BK,       O1_T_BV,	    O1_T_WO,
-		O1_T_FFN_NORM,	O1_T_W_GATE,   O1_T_W_UP,   O1_T_W_DOWN,
-	};
 	uint64_t q = (uint64_t)d->n_heads * d->head_dim;
 	uint64_t kv = (uint64_t)d->n_kv_heads * d->head_dim;
+
+	*rows = 0;
+	*cols = d->dim;
+	switch (r) {
+	case O1_T_TOKEN_EMBD:
+	case O1_T_OUTPUT:
+		*rows = d->vocab_size;
+		break;
+	case O1_T_WQ:
+		*rows = q;
+		break;
+	case O1_T_WK:
+	case O1_T_WV:
+		*rows = kv;
+		break;
+	case O1_T_BQ:
+		*cols = q;
+		break;
+	case O1_T_BK:
+	case O1_T_BV:
+		*cols = kv;
+		break;
+	case O1_T_WO:
+		*rows = d->dim, *cols = q;
+		break;
+	case O1_T_W_GATE:
+	case O1_T_W_UP:
+		*rows = d->ffn_dim;
+		break;
+	case O1_T_W_DOWN:
+		*cols = d->ffn_dim;
+		*rows = d->dim;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Appends ROLE of LAYER to T (when T is not NULL) and counts it in *N. */
+static void add_tensor(const struct o1_model_desc *d, struct o1_tensor *t,
+		       uint32_t *n, enum o1_tensor_role role, int layer)
+{
+	uint64_t rows, cols;
+
+	if (t) {
+		role_shape(d, role, &rows, &cols);
+		t[*n].role = role;
+		t[*n].layer = layer;
+		t[*n].n_dims = rows ? 2 : 1;
+		t[*n].shape[0] = rows ? rows : cols;
+		t[*n].shape[1] = rows ? cols : 0;
+	}
+	(*n)++;
+}
+
+/* The tensor list of D, in llama.cpp's order, shapes only; returns the
+ * count (T may be NULL to count). */
+static uint32_t list_tensors(const struct o1_model_desc *d, struct o1_tensor *t)
+{
+	static const enum o1_tensor_role layer_roles[] = {
+	    O1_T_ATTN_NORM, O1_T_WQ,	 O1_T_WK,   O1_T_WV,
+	    O1_T_BQ,	    O1_T_BK,	 O1_T_BV,   O1_T_WO,
+	    O1_T_FFN_NORM,  O1_T_W_GATE, O1_T_W_UP, O1_T_W_DOWN,
+	};
+	const size_t n_roles = sizeof(layer_roles) / sizeof(layer_roles[0]);
 	uint32_t n = 0;
 
-#define ADD(r, l, rows, cols)                                               \
-	do {                                                                \
-		if (t) {                                                    \
-			t[n].role = (r);                                    \
-			t[n].layer = (l);                                   \
-			t[n].n_dims = (rows) ? 2 : 1;                       \
-			t[n].shape[0] = (rows) ? (rows) : (cols);           \
-			t[n].shape[1] = (rows) ? (cols) : 0;                \
-		}                                                           \
-		n++;                                                        \
-	} while (0)
-	ADD(O1_T_TOKEN_EMBD, -1, d->vocab_size, d->dim);
+	add_tensor(d, t, &n, O1_T_TOKEN_EMBD, -1);
 	for (int l = 0; l < (int)d->n_layers; l++)
-		for (size_t i = 0; i < sizeof(layer_roles) / sizeof(layer_roles[0]);
-		     i++) {
+		for (size_t i = 0; i < n_roles; i++) {
 			enum o1_tensor_role r = layer_roles[i];
-			bool bias = r == O1_T_BQ || r == O1_T_BK || r == O1_T_BV;
 
-			if (bias && !d->qkv_bias)
-				continue;
-			switch (r) {
-			case O1_T_WQ:
-				ADD(r, l, q, d->dim);
-				break;
-			case O1_T_WK:
-			case O1_T_WV:
-				ADD(r, l, kv, d->dim);
-				break;
-			case O1_T_BQ:
-				ADD(r, l, 0, q);
-				break;
-			case O1_T_BK:
-			case O1_T_BV:
-				ADD(r, l, 0, kv);
-				break;
-			case O1_T_WO:
-				ADD(r, l, d->dim, q);
-				break;
-			case O1_T_W_GATE:
-			case O1_T_W_UP:
-				ADD(r, l, d->ffn_dim, d->dim);
-				break;
-			case O1_T_W_DOWN:
-				ADD(r, l, d->dim, d->ffn_dim);
-				break;
-			default:
-				ADD(r, l, 0, d->dim);
-				break;
-			}
+			if (d->qkv_bias ||
+			    (r != O1_T_BQ && r != O1_T_BK && r != O1_T_BV))
+				add_tensor(d, t, &n, r, l);
 		}
-	ADD(O1_T_OUTPUT_NORM, -1, 0, d->dim);
+	add_tensor(d, t, &n, O1_T_OUTPUT_NORM, -1);
 	if (!d->tied_embeddings)
-		ADD(O1_T_OUTPUT, -1, d->vocab_size, d->dim);
-#undef ADD
+		add_tensor(d, t, &n, O1_T_OUTPUT, -1);
 	return n;
 }
 
@@ -318,7 +380,8 @@ static int fill_weights(struct o1_model *m, const struct o1model_synth_opts *o)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < m->n_tensors; i++) {
 		m->tensors[i].dtype = o->dtype;
-		m->tensors[i].n_bytes = o1_tensor_elements(&m->tensors[i]) * esize;
+		m->tensors[i].n_bytes =
+		    o1_tensor_elements(&m->tensors[i]) * esize;
 		total += (m->tensors[i].n_bytes + 63) & ~(size_t)63;
 	}
 	err = scratch_open(o->scratch_dir, total, s);
@@ -367,8 +430,9 @@ static int make_vocab(const struct o1model_synth_opts *o,
 	if (d->vocab_size == 0)
 		d->vocab_size = v->n_tokens;
 	if (d->vocab_size < v->n_tokens) {
-		o1_err("vocab size %u is smaller than the tokenizer's %u tokens",
-		       d->vocab_size, v->n_tokens);
+		o1_err(
+		    "vocab size %u is smaller than the tokenizer's %u tokens",
+		    d->vocab_size, v->n_tokens);
 		o1_vocab_destroy(v);
 		return -EINVAL;
 	}
@@ -389,12 +453,14 @@ static int check_opts(const struct o1model_synth_opts *o,
 	*p = preset_find(o->preset ? o->preset : "");
 	if (!*p) {
 		o1_err("unknown preset '%s' (tiny|qwen2.5-0.5b|llama3.2-1b|"
-		       "llama3-8b)", o->preset ? o->preset : "");
+		       "llama3-8b)",
+		       o->preset ? o->preset : "");
 		return -EINVAL;
 	}
 	if (o->layers > 1024 || o->vocab > (1u << 24) || o->ctx > (1u << 24)) {
 		o1_err("layers %u (max 1024), vocab %u or ctx %u (max %u) "
-		       "out of range", o->layers, o->vocab, o->ctx, 1u << 24);
+		       "out of range",
+		       o->layers, o->vocab, o->ctx, 1u << 24);
 		return -EINVAL;
 	}
 	if (o->dtype != O1_DTYPE_F32 && o->dtype != O1_DTYPE_F16 &&

@@ -9,21 +9,18 @@
 #include "model.h"
 
 struct o1model_synth_opts {
-	const char *preset;	/* tiny|qwen2.5-0.5b|llama3.2-1b|llama3-8b */
+	const char *preset; /* tiny|qwen2.5-0.5b|llama3.2-1b|llama3-8b */
 	enum o1_arch arch;
-	bool arch_given;	/* false: the preset's own family */
-	uint32_t layers;	/* 0: the preset's */
-	uint32_t vocab;		/* 0: the preset's (tiny: the tokenizer's) */
-	uint32_t ctx;		/* 0: the preset's */
+	bool arch_given; /* false: the preset's own family */
+	uint32_t layers; /* 0: the preset's */
+	uint32_t vocab;	 /* 0: the preset's (tiny: the tokenizer's) */
+	uint32_t ctx;	 /* 0: the preset's */
 	uint64_t seed;
-	enum o1_dtype dtype;	/* F32, F16 or BF16: how tensors are held */
-	const char *tokenizer;	/* NULL: the built-in tiny vocabulary */
+	enum o1_dtype dtype;	 /* F32, F16 or BF16: how tensors are held */
+	const char *tokenizer;	 /* NULL: the built-in tiny vocabulary */
 	const char *scratch_dir; /* where the weights are staged (unlinked
 				  * file, so big presets need no RAM) */
 };
-
-/* Names of the presets, NULL-terminated, for usage messages. */
-extern const char *const o1model_preset_names[];
 
 /* Builds the model O describes. Tensors follow model.h's conventions and
  * hold deterministic values: matrices, embeddings and biases N(0, 0.02),

@@ -16,59 +16,59 @@
 
 #include "log.h"
 
-#define N_BYTES 256
+#define N_BYTES	 256
 #define MAX_SYMS (N_BYTES + O1MODEL_TINY_MERGES)
 
 static const char train_text[] =
-	"o1d is a resident inference daemon for Linux. It keeps one language "
-	"model on a GPU, or on the CPU, with a paged cache of keys and "
-	"values, and it serves the processes on the same machine through "
-	"shared memory rings. A client writes a request into its submission "
-	"ring and publishes the tail with a release store; the daemon reads "
-	"the entry, copies it out of shared memory before it checks it, "
-	"turns the prompt into tokens, and queues it. The scheduler forms "
-	"the next step from the running sequences and the waiting prompts, "
-	"within a budget of tokens and the free pages of the cache. The "
-	"engine runs the step, samples the next token of every sequence, and "
-	"the daemon appends the tokens and the text they decode to to the "
-	"completion ring of each client. When there is nothing to do, the "
-	"daemon sleeps in io_uring until a client rings its doorbell.\n"
-	"The model comes from a GGUF file or from a folder of safetensors "
-	"files with a config.json beside them. Both load into one "
-	"description: the architecture, the number of layers, the hidden "
-	"size, the number of attention heads and of key and value heads, the "
-	"size of each head, the size of the feed forward layer, the size of "
-	"the vocabulary, the longest context, the rotary position settings "
-	"and the norm epsilon. Every tensor is checked against the shape the "
-	"description implies before the daemon trusts it. A file that is "
-	"truncated, that lies about its sizes, or that names a type the "
-	"daemon does not know is refused with a clear message, never a "
-	"crash.\n"
-	"Decode steps run as captured graphs, one for each bucket of batch "
-	"sizes, so that launching a step costs one call. A batch that fits "
-	"no bucket runs eagerly, and the daemon counts the hits, the misses "
-	"and the fallbacks. Counters and latency histograms live in maps "
-	"that the kernel keeps, so an operator can read them at any time "
-	"without asking the daemon. The tool o1model makes random models "
-	"with the shapes of real ones, converts between the two formats, and "
-	"prints what a model file holds. The weights it writes are random "
-	"numbers from a seeded generator, so the same arguments always give "
-	"the same bytes, and tests can compare them bit for bit.\n"
-	"Hello, world! How are you today? I am fine, thank you. What is the "
-	"time? It is 12:30, and the weather is warm. The quick brown fox "
-	"jumps over the lazy dog. 0 1 2 3 4 5 6 7 8 9 10 100 1000 2026.\n";
+    "o1d is a resident inference daemon for Linux. It keeps one language "
+    "model on a GPU, or on the CPU, with a paged cache of keys and "
+    "values, and it serves the processes on the same machine through "
+    "shared memory rings. A client writes a request into its submission "
+    "ring and publishes the tail with a release store; the daemon reads "
+    "the entry, copies it out of shared memory before it checks it, "
+    "turns the prompt into tokens, and queues it. The scheduler forms "
+    "the next step from the running sequences and the waiting prompts, "
+    "within a budget of tokens and the free pages of the cache. The "
+    "engine runs the step, samples the next token of every sequence, and "
+    "the daemon appends the tokens and the text they decode to to the "
+    "completion ring of each client. When there is nothing to do, the "
+    "daemon sleeps in io_uring until a client rings its doorbell.\n"
+    "The model comes from a GGUF file or from a folder of safetensors "
+    "files with a config.json beside them. Both load into one "
+    "description: the architecture, the number of layers, the hidden "
+    "size, the number of attention heads and of key and value heads, the "
+    "size of each head, the size of the feed forward layer, the size of "
+    "the vocabulary, the longest context, the rotary position settings "
+    "and the norm epsilon. Every tensor is checked against the shape the "
+    "description implies before the daemon trusts it. A file that is "
+    "truncated, that lies about its sizes, or that names a type the "
+    "daemon does not know is refused with a clear message, never a "
+    "crash.\n"
+    "Decode steps run as captured graphs, one for each bucket of batch "
+    "sizes, so that launching a step costs one call. A batch that fits "
+    "no bucket runs eagerly, and the daemon counts the hits, the misses "
+    "and the fallbacks. Counters and latency histograms live in maps "
+    "that the kernel keeps, so an operator can read them at any time "
+    "without asking the daemon. The tool o1model makes random models "
+    "with the shapes of real ones, converts between the two formats, and "
+    "prints what a model file holds. The weights it writes are random "
+    "numbers from a seeded generator, so the same arguments always give "
+    "the same bytes, and tests can compare them bit for bit.\n"
+    "Hello, world! How are you today? I am fine, thank you. What is the "
+    "time? It is 12:30, and the weather is warm. The quick brown fox "
+    "jumps over the lazy dog. 0 1 2 3 4 5 6 7 8 9 10 100 1000 2026.\n";
 
 static const char chatml_template[] =
-	"{% for message in messages %}{{'<|im_start|>' + message['role'] + "
-	"'\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
-	"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
-	"{% endif %}";
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + "
+    "'\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% endif %}";
 
 static const char *const specials[] = {
-	"<|begin_of_text|>",
-	"<|end_of_text|>",
-	"<|im_start|>",
-	"<|im_end|>",
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|im_start|>",
+    "<|im_end|>",
 };
 #define N_SPECIALS (sizeof(specials) / sizeof(specials[0]))
 
@@ -187,14 +187,15 @@ static void count_pairs(struct trainer *t)
 
 		for (uint32_t j = 0; j + 1 < w->n; j++)
 			t->pair_counts[w->ids[j] * MAX_SYMS + w->ids[j + 1]] +=
-				w->freq;
+			    w->freq;
 	}
 }
 
 static bool sym_exists(const struct trainer *t, const char *raw, uint32_t len)
 {
 	for (uint32_t i = 0; i < t->n_syms; i++)
-		if (t->syms[i].len == len && memcmp(t->syms[i].raw, raw, len) == 0)
+		if (t->syms[i].len == len &&
+		    memcmp(t->syms[i].raw, raw, len) == 0)
 			return true;
 	return false;
 }
@@ -226,15 +227,15 @@ static bool best_pair(struct trainer *t, uint32_t *a, uint32_t *b)
 	}
 }
 
-static void apply_merge(struct trainer *t, uint32_t a, uint32_t b,
-			uint32_t id)
+static void apply_merge(struct trainer *t, uint32_t a, uint32_t b, uint32_t id)
 {
 	for (uint32_t i = 0; i < t->n_words; i++) {
 		struct word *w = &t->words[i];
 		uint32_t o = 0;
 
 		for (uint32_t j = 0; j < w->n; j++) {
-			if (j + 1 < w->n && w->ids[j] == a && w->ids[j + 1] == b) {
+			if (j + 1 < w->n && w->ids[j] == a &&
+			    w->ids[j + 1] == b) {
 				w->ids[o++] = (uint16_t)id;
 				j++;
 			} else {
