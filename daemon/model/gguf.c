@@ -252,22 +252,22 @@ static int str_cmp(struct o1_gguf_str a, struct o1_gguf_str b)
 	return a.len < b.len ? -1 : a.len > b.len;
 }
 
-/* qsort has no context argument: the arrays being sorted are set here for
- * the duration of one sort (open is not re-entrant per thread otherwise,
- * hence thread-local). */
-static _Thread_local const struct o1_gguf_str *sort_names;
-static _Thread_local size_t sort_stride;
+/* Records sorted by index: each starts with its name. */
+struct sort_ctx {
+	const void *recs;
+	size_t stride;
+};
 
-static struct o1_gguf_str name_at(uint64_t i)
+static struct o1_gguf_str name_at(const struct sort_ctx *c, uint64_t i)
 {
-	return *(const struct o1_gguf_str *)((const char *)sort_names +
-					     i * sort_stride);
+	return *(const struct o1_gguf_str *)((const char *)c->recs +
+					     i * c->stride);
 }
 
-static int cmp_index(const void *a, const void *b)
+static int cmp_index(const void *a, const void *b, void *ctx)
 {
-	return str_cmp(name_at(*(const uint64_t *)a),
-		       name_at(*(const uint64_t *)b));
+	return str_cmp(name_at(ctx, *(const uint64_t *)a),
+		       name_at(ctx, *(const uint64_t *)b));
 }
 
 /* Builds a sorted index over N names (the first field of records of
@@ -276,19 +276,18 @@ static int sort_unique(const struct o1_gguf *g, const void *names,
 		       size_t stride, uint64_t n, const char *what,
 		       uint64_t **out)
 {
+	struct sort_ctx ctx = {names, stride};
 	uint64_t *idx = malloc((n ? n : 1) * sizeof(*idx));
 
 	if (!idx)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < n; i++)
 		idx[i] = i;
-	sort_names = names;
-	sort_stride = stride;
-	qsort(idx, n, sizeof(*idx), cmp_index);
+	qsort_r(idx, n, sizeof(*idx), cmp_index, &ctx);
 	for (uint64_t i = 1; i < n; i++) {
-		struct o1_gguf_str s = name_at(idx[i]);
+		struct o1_gguf_str s = name_at(&ctx, idx[i]);
 
-		if (str_cmp(name_at(idx[i - 1]), s) == 0) {
+		if (str_cmp(name_at(&ctx, idx[i - 1]), s) == 0) {
 			o1_err("gguf %s: duplicate %s '%.*s'", g->label, what,
 			       (int)(s.len > 200 ? 200 : s.len), s.ptr);
 			free(idx);
