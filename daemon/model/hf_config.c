@@ -567,14 +567,15 @@ int o1_hf_config_load(const char *dir, struct o1_model_desc *desc)
 
 /* ---- writer ---- */
 
-/* The shortest decimal that reads back as F (F finite). */
+/* The shortest decimal that reads back as F (F finite) the way the
+ * parser reads it: to double, then to float. */
 static cJSON *float_json(float f)
 {
 	char buf[40];
 
 	for (int p = 1; p <= 9; p++) {
 		snprintf(buf, sizeof(buf), "%.*g", p, (double)f);
-		if (strtof(buf, NULL) == f)
+		if ((float)strtod(buf, NULL) == f)
 			break;
 	}
 	return cJSON_CreateRaw(buf);

@@ -307,8 +307,9 @@ static int merge_text(struct tj_ctx *c, const cJSON *j, char **out)
 	r = cJSON_GetArrayItem(j, 1);
 	if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) != 2 ||
 	    !cJSON_IsString(l) || !cJSON_IsString(r) || !l->valuestring[0] ||
-	    !r->valuestring[0])
-		return bad(c, "merge is not [left, right]", j);
+	    !r->valuestring[0] || strchr(l->valuestring, ' ') ||
+	    strchr(r->valuestring, ' '))
+		return bad(c, "merge is not [left, right] without spaces", j);
 	ll = strlen(l->valuestring);
 	rl = strlen(r->valuestring);
 	s = malloc(ll + rl + 2);
@@ -1109,7 +1110,7 @@ static cJSON *model_json(const struct o1_vocab *v)
 		  cJSON_AddNullToObject(m, "end_of_word_suffix") &&
 		  cJSON_AddBoolToObject(m, "fuse_unk", spm) &&
 		  cJSON_AddBoolToObject(m, "byte_fallback",
-					spm && has_byte_tokens(v)) &&
+					has_byte_tokens(v)) &&
 		  cJSON_AddBoolToObject(m, "ignore_merges", v->ignore_merges) &&
 		  cJSON_AddItemToObject(m, "vocab", vocab_map_json(v)) &&
 		  cJSON_AddItemToObject(m, "merges", merges_json(v));

@@ -386,6 +386,7 @@ static void test_malformed(void **state)
 		BPE_HEAD "\"merges\":[\" b\"]}," BYTELEVEL "}",
 		BPE_HEAD "\"merges\":[[\"a\"]]}," BYTELEVEL "}",
 		BPE_HEAD "\"merges\":[[\"a\",2]]}," BYTELEVEL "}",
+		BPE_HEAD "\"merges\":[[\"a \",\"b\"]]}," BYTELEVEL "}",
 		BPE_HEAD "\"merges\":[3]}," BYTELEVEL "}",
 		BPE_HEAD "\"merges\":[],\"unk_token\":\"<unk>\"}," BYTELEVEL "}",
 		BPE_HEAD "\"merges\":[],\"unk_token\":1}," BYTELEVEL "}",
