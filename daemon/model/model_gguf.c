@@ -573,6 +573,21 @@ static int read_flag(const struct o1_gguf *g, const char *key, bool *flag)
 	return err == -O1_E_MISSING ? 0 : err;
 }
 
+/* Pre-tokenizers that llama.cpp treats as Llama 3's: a pre-token found in
+ * the vocabulary is one id (merges ignored), and BOS is added by default. */
+static bool llama3_pre(const char *pre)
+{
+	static const char *const names[] = {
+	    "llama3",	 "llama-v3", "llama-bpe", "falcon3",
+	    "falcon-h1", "pixtral",  "midm-2.0",  "lfm2",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(pre, names[i]) == 0)
+			return true;
+	return false;
+}
+
 static int read_vocab_strings(const struct o1_gguf *g, struct o1_vocab *v)
 {
 	struct o1_gguf_str s;
@@ -587,8 +602,7 @@ static int read_vocab_strings(const struct o1_gguf *g, struct o1_vocab *v)
 	} else if (err != -O1_E_MISSING) {
 		return err;
 	}
-	v->ignore_merges =
-	    strcmp(v->pre, "llama-bpe") == 0 || strcmp(v->pre, "llama3") == 0;
+	v->ignore_merges = llama3_pre(v->pre);
 	err = o1_gguf_get_str(g, "tokenizer.chat_template", &s);
 	if (err == -O1_E_MISSING)
 		return 0;
@@ -616,7 +630,7 @@ static int read_vocab_body(const struct o1_gguf *g, const char *path,
 		err = read_special_ids(g, path, v);
 	if (!err)
 		err = read_vocab_strings(g, v);
-	v->add_bos = v->kind == O1_VOCAB_SPM;
+	v->add_bos = v->kind == O1_VOCAB_SPM || llama3_pre(v->pre);
 	v->add_space_prefix = v->kind == O1_VOCAB_SPM;
 	if (!err)
 		err = read_flag(g, "tokenizer.ggml.add_bos_token", &v->add_bos);

@@ -552,6 +552,50 @@ static void test_vocab_round_trip(void **state)
 	}
 }
 
+/* Defaults when the flags are absent, as llama.cpp's: SPM adds BOS and a
+ * space prefix; Llama 3 style BPE adds BOS and ignores merges. */
+static void vocab_defaults(const char *model, const char *pre, bool add_bos,
+			   bool space, bool ignore_merges)
+{
+	static const char *const toks[3] = {"a", "b", "ab"};
+	struct o1_gguf_writer *w;
+	struct o1_vocab *v;
+	char path[64];
+
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_gguf_writer_create(&w), 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "tokenizer.ggml.model", model), 0);
+	if (pre)
+		assert_int_equal(
+		    o1_gguf_writer_set_str(w, "tokenizer.ggml.pre", pre), 0);
+	assert_int_equal(o1_gguf_writer_set_arr(w, "tokenizer.ggml.tokens",
+						O1_GGUF_STRING, toks, 3),
+			 0);
+	assert_int_equal(o1_gguf_writer_write(w, path), 0);
+	o1_gguf_writer_destroy(w);
+	assert_int_equal(o1_vocab_load_gguf(path, &v), 0);
+	assert_string_equal(v->pre, pre ? pre : "default");
+	assert_int_equal(v->add_bos, add_bos);
+	assert_false(v->add_eos);
+	assert_int_equal(v->add_space_prefix, space);
+	assert_int_equal(v->ignore_merges, ignore_merges);
+	assert_int_equal(v->bos_id, -1);
+	assert_null(v->chat_template);
+	o1_vocab_destroy(v);
+	unlink(path);
+}
+
+static void test_vocab_defaults(void **state)
+{
+	(void)state;
+	vocab_defaults("llama", NULL, true, true, false);
+	vocab_defaults("gpt2", "llama-bpe", true, false, true);
+	vocab_defaults("gpt2", "llama3", true, false, true);
+	vocab_defaults("gpt2", "qwen2", false, false, false);
+	vocab_defaults("gpt2", NULL, false, false, false);
+}
+
 /* Writes a GGUF with the model keys of a 1-layer llama, then lets EDIT
  * change it before writing; returns o1_model_open's result. */
 static int open_edited(void (*edit)(struct o1_gguf_writer *w))
@@ -985,6 +1029,7 @@ int main(void)
 	    cmocka_unit_test(test_rope_linear_yarn),
 	    cmocka_unit_test(test_rope_llama3),
 	    cmocka_unit_test(test_vocab_round_trip),
+	    cmocka_unit_test(test_vocab_defaults),
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_quantized_q),
 	    cmocka_unit_test(test_quantized_model),
