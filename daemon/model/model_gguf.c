@@ -44,6 +44,11 @@ static const char *const global_names[O1_T_ROLE_COUNT] = {
     [O1_T_ROPE_FREQS] = "rope_freqs.weight",
 };
 
+static bool str_is(struct o1_gguf_str s, const char *lit)
+{
+	return s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
+}
+
 /* Reading: the model's architecture and metadata. */
 struct meta {
 	const struct o1_gguf *g;
@@ -92,30 +97,27 @@ static int meta_f32(const struct meta *mt, const char *suffix, float def,
 	return err;
 }
 
+/* GGUF's architecture names are o1_arch_name()'s. */
 static int read_arch(struct meta *mt, enum o1_arch *arch)
 {
 	struct o1_gguf_str s;
 	int err = o1_gguf_get_str(mt->g, "general.architecture", &s);
 
-	if (err) {
-		if (err == -O1_E_MISSING)
-			o1_err("model %s: general.architecture missing",
-			       mt->path);
+	if (err == -O1_E_MISSING)
+		o1_err("model %s: general.architecture missing", mt->path);
+	if (err)
 		return err;
+	for (int a = 0; a < O1_ARCH_COUNT; a++) {
+		if (str_is(s, o1_arch_name(a))) {
+			*arch = a;
+			mt->arch = o1_arch_name(a);
+			return 0;
+		}
 	}
-	if (s.len == 5 && memcmp(s.ptr, "llama", 5) == 0)
-		*arch = O1_ARCH_LLAMA, mt->arch = "llama";
-	else if (s.len == 5 && memcmp(s.ptr, "qwen2", 5) == 0)
-		*arch = O1_ARCH_QWEN2, mt->arch = "qwen2";
-	else if (s.len == 7 && memcmp(s.ptr, "mistral", 7) == 0)
-		*arch = O1_ARCH_MISTRAL, mt->arch = "mistral";
-	else {
-		o1_err("model %s: architecture '%.*s' not supported (llama, "
-		       "qwen2, mistral)",
-		       mt->path, (int)(s.len > 32 ? 32 : s.len), s.ptr);
-		return -O1_E_UNSUPPORTED;
-	}
-	return 0;
+	o1_err("model %s: architecture '%.*s' not supported (llama, qwen2, "
+	       "mistral)",
+	       mt->path, (int)(s.len > 32 ? 32 : s.len), s.ptr);
+	return -O1_E_UNSUPPORTED;
 }
 
 static int read_shape_keys(const struct meta *mt, struct o1_model_desc *d)
@@ -164,11 +166,11 @@ static int read_scaling_type(const struct meta *mt, struct o1_rope *r)
 	}
 	if (err)
 		return err;
-	if (s.len == 4 && memcmp(s.ptr, "none", 4) == 0)
+	if (str_is(s, "none"))
 		r->scaling = O1_ROPE_SCALING_NONE;
-	else if (s.len == 6 && memcmp(s.ptr, "linear", 6) == 0)
+	else if (str_is(s, "linear"))
 		r->scaling = O1_ROPE_SCALING_LINEAR;
-	else if (s.len == 4 && memcmp(s.ptr, "yarn", 4) == 0)
+	else if (str_is(s, "yarn"))
 		r->scaling = O1_ROPE_SCALING_YARN;
 	else {
 		o1_err("model %s: %s '%.*s' not supported (none, linear, "
@@ -467,9 +469,9 @@ static int vocab_kind(const struct o1_gguf *g, const char *path,
 		o1_err("vocab %s: tokenizer.ggml.model missing", path);
 	if (err)
 		return err;
-	if (s.len == 4 && memcmp(s.ptr, "gpt2", 4) == 0)
+	if (str_is(s, "gpt2"))
 		*kind = O1_VOCAB_BPE;
-	else if (s.len == 5 && memcmp(s.ptr, "llama", 5) == 0)
+	else if (str_is(s, "llama"))
 		*kind = O1_VOCAB_SPM;
 	else {
 		o1_err("vocab %s: tokenizer.ggml.model '%.*s' not supported "
@@ -1059,8 +1061,6 @@ int o1_model_write_gguf(const struct o1_model *m, enum o1_dtype dtype,
 	if (err)
 		return err;
 	err = write_all(&s, dtype);
-	if (err)
-		o1_err("gguf writer %s: %s", path, o1_strerror(err));
 	o1_gguf_writer_destroy(s.w);
 	for (uint32_t i = 0; i < s.n_bufs; i++)
 		free(s.bufs[i]);
