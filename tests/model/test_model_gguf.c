@@ -24,6 +24,7 @@
 #define TINY	   O1_SHARED_DIR "/testdata/models/llama-2-tiny-random.gguf"
 #define VOCAB_GPT2 O1_SHARED_DIR "/testdata/vocab/ggml-vocab-gpt-2.gguf"
 #define VOCAB_SPM  O1_SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf"
+#define HF_DIR	   O1_SHARED_DIR "/testdata/hf/"
 
 /* A model whose tensors own float32 buffers (freed by synth_free). */
 struct synth {
@@ -1018,6 +1019,50 @@ static void test_vocab_files(void **state)
 	assert_int_equal(o1_vocab_load_gguf("/nonexistent.gguf", &v), -ENOENT);
 }
 
+/* A Hugging Face folder (loaded by model_hf.c) converted to GGUF reads
+ * back tensor for tensor, bit for bit, with the same description. */
+static void hf_to_gguf(const char *dir)
+{
+	struct o1_model *a, *b;
+	char path[64];
+
+	assert_int_equal(o1_model_open(dir, &a), 0);
+	temp_path(path, sizeof(path));
+	assert_int_equal(o1_model_write_gguf(a, O1_DTYPE_F32, path), 0);
+	assert_int_equal(o1_model_open(path, &b), 0);
+	unlink(path);
+	assert_int_equal(b->desc.arch, a->desc.arch);
+	assert_true(b->desc.rope.theta == a->desc.rope.theta);
+	assert_int_equal(b->n_tensors, a->n_tensors);
+	for (uint32_t i = 0; i < a->n_tensors; i++) {
+		const struct o1_tensor *t = &a->tensors[i];
+		const struct o1_tensor *u =
+		    o1_model_tensor(b, t->role, t->layer);
+		float *x = read_all(a, t), *y = read_all(b, u);
+
+		assert_int_equal(
+		    u->qk_interleaved,
+		    a->desc.arch != O1_ARCH_QWEN2 &&
+			(t->role == O1_T_WQ || t->role == O1_T_WK));
+		assert_memory_equal(x, y,
+				    o1_tensor_elements(t) * sizeof(float));
+		free(x);
+		free(y);
+	}
+	o1_model_close(b);
+	o1_model_close(a);
+}
+
+static void test_hf_to_gguf(void **state)
+{
+	(void)state;
+	if (access(HF_DIR "llama-tiny/config.json", R_OK) != 0 ||
+	    access(HF_DIR "qwen2-tiny/config.json", R_OK) != 0)
+		skip();
+	hf_to_gguf(HF_DIR "llama-tiny");
+	hf_to_gguf(HF_DIR "qwen2-tiny");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1036,6 +1081,7 @@ int main(void)
 	    cmocka_unit_test(test_name_from_file),
 	    cmocka_unit_test(test_tiny_random),
 	    cmocka_unit_test(test_vocab_files),
+	    cmocka_unit_test(test_hf_to_gguf),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
