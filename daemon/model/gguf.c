@@ -971,7 +971,16 @@ struct o1_gguf_writer {
 	uint64_t n_kv, cap_kv;
 	struct wtensor *t;
 	uint64_t n_t, cap_t;
+	int err; /* a set that failed half-way: write refuses */
 };
+
+/* Records ERR when a key was left half-set, so that write fails. */
+static int poison(struct o1_gguf_writer *w, struct wkv *kv, int err)
+{
+	kv->type = O1_GGUF_UINT8;
+	w->err = err;
+	return err;
+}
 
 int o1_gguf_writer_create(struct o1_gguf_writer **out)
 {
@@ -1098,13 +1107,18 @@ int o1_gguf_writer_set_str(struct o1_gguf_writer *w, const char *key,
 			   const char *v)
 {
 	struct wkv *kv;
-	int err = wkv_slot(w, key, &kv);
+	int err;
 
+	if (!v) {
+		o1_err("gguf writer: key %s: NULL string", key);
+		return -EINVAL;
+	}
+	err = wkv_slot(w, key, &kv);
 	if (err)
 		return err;
 	kv->type = O1_GGUF_STRING;
 	kv->str = strdup(v);
-	return kv->str ? 0 : -ENOMEM;
+	return kv->str ? 0 : poison(w, kv, -ENOMEM);
 }
 
 static int copy_strs(struct wkv *kv, const char *const *src, uint64_t count)
@@ -1114,6 +1128,13 @@ static int copy_strs(struct wkv *kv, const char *const *src, uint64_t count)
 		return -ENOMEM;
 	kv->count = count;
 	for (uint64_t i = 0; i < count; i++) {
+		if (!src[i]) {
+			o1_err(
+			    "gguf writer: key %s: string %llu of %llu is NULL",
+			    kv->key, (unsigned long long)i,
+			    (unsigned long long)count);
+			return -EINVAL;
+		}
 		kv->strs[i] = strdup(src[i]);
 		if (!kv->strs[i])
 			return -ENOMEM;
@@ -1140,11 +1161,13 @@ int o1_gguf_writer_set_arr(struct o1_gguf_writer *w, const char *key,
 		return err;
 	kv->type = O1_GGUF_ARRAY;
 	kv->elem_type = elem_type;
-	if (elem_type == O1_GGUF_STRING)
-		return copy_strs(kv, elems, count);
+	if (elem_type == O1_GGUF_STRING) {
+		err = copy_strs(kv, elems, count);
+		return err ? poison(w, kv, err) : 0;
+	}
 	kv->elems = malloc(count ? count * scalar_sizes[elem_type] : 1);
 	if (!kv->elems)
-		return -ENOMEM;
+		return poison(w, kv, -ENOMEM);
 	if (count)
 		memcpy(kv->elems, elems, count * scalar_sizes[elem_type]);
 	kv->count = count;
@@ -1336,9 +1359,15 @@ static int put_all(FILE *f, struct o1_gguf_writer *w)
 
 int o1_gguf_writer_write(struct o1_gguf_writer *w, const char *path)
 {
-	FILE *f = fopen(path, "wb");
+	FILE *f;
 	int err;
 
+	if (w->err) {
+		o1_err("gguf writer %s: not written, a key failed to set: %s",
+		       path, o1_strerror(w->err));
+		return w->err;
+	}
+	f = fopen(path, "wb");
 	if (!f) {
 		err = -errno;
 		o1_err("gguf writer %s: %s", path, strerror(errno));

@@ -589,6 +589,7 @@ static void test_writer_alignment(void **state)
 
 static void test_open_errors(void **state)
 {
+	const char *strs[3] = {"a", NULL, "c"};
 	struct o1_gguf *g;
 	struct o1_gguf_writer *w;
 	char path[64];
@@ -610,6 +611,16 @@ static void test_open_errors(void **state)
 			 -EINVAL);
 	assert_int_equal(o1_gguf_writer_set_arr(w, "k", O1_GGUF_ARRAY, NULL, 0),
 			 -EINVAL);
+	assert_int_equal(o1_gguf_writer_set_str(w, "k", NULL), -EINVAL);
+	o1_gguf_writer_destroy(w);
+	/* a string array with a NULL element fails and poisons the writer */
+	assert_int_equal(o1_gguf_writer_create(&w), 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_arr(w, "k", O1_GGUF_STRING, strs, 3), -EINVAL);
+	temp_path(path, sizeof(path));
+	unlink(path);
+	assert_int_equal(o1_gguf_writer_write(w, path), -EINVAL);
+	assert_int_equal(access(path, F_OK), -1);
 	o1_gguf_writer_destroy(w);
 	o1_gguf_writer_destroy(NULL);
 	o1_gguf_close(NULL);
