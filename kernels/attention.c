@@ -61,7 +61,7 @@ static const float *kv_row(const float *cache, const struct o1_attn_dims *d,
 
 	return cache + page * d->page_stride +
 	       ((size_t)g * d->page_tokens + pos % d->page_tokens) *
-		       d->head_dim;
+		   d->head_dim;
 }
 
 static void attn_task(void *arg, uint32_t task, uint32_t worker)
@@ -72,7 +72,8 @@ static void attn_task(void *arg, uint32_t task, uint32_t worker)
 	uint32_t s = seq_of_row(a->b, row);
 	uint32_t pos = a->b->start_pos[s] + row - a->b->q_offsets[s];
 	uint32_t g = h / (d->n_heads / d->n_kv_heads), dim = d->head_dim;
-	const uint32_t *table = a->b->block_tables + (size_t)s * a->b->max_blocks;
+	const uint32_t *table =
+	    a->b->block_tables + (size_t)s * a->b->max_blocks;
 	const float *q = a->q + ((size_t)row * d->n_heads + h) * dim;
 	float *out = a->out + ((size_t)row * d->n_heads + h) * dim;
 	float *sc = a->scratch + (size_t)worker * a->max_context;
@@ -100,8 +101,8 @@ static int check_dims(const struct o1_attn_dims *d)
 {
 	if (!d->n_heads || !d->n_kv_heads || d->n_heads % d->n_kv_heads ||
 	    !d->head_dim || !d->page_tokens ||
-	    d->page_stride < (uint64_t)d->n_kv_heads * d->page_tokens *
-				     d->head_dim) {
+	    d->page_stride <
+		(uint64_t)d->n_kv_heads * d->page_tokens * d->head_dim) {
 		o1_err("attention: bad dims: heads %u kv_heads %u head_dim %u "
 		       "page_tokens %u page_stride %llu",
 		       d->n_heads, d->n_kv_heads, d->head_dim, d->page_tokens,
@@ -138,7 +139,7 @@ int o1_attention_cpu(struct o1_threads *tp, float *out, const float *q,
 		     const struct o1_attn_batch *batch, float *scratch,
 		     uint32_t max_context)
 {
-	struct attn_args a = {out,  q,	     k_cache, v_cache,
+	struct attn_args a = {out,  q,	   k_cache, v_cache,
 			      dims, batch, scratch, max_context};
 	int err = check_dims(dims);
 

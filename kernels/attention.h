@@ -36,12 +36,12 @@
 #include "threads.h"
 
 struct o1_attn_dims {
-	uint32_t n_heads;	 /* Hq */
-	uint32_t n_kv_heads;	 /* Hkv, divides Hq */
-	uint32_t head_dim;	 /* D */
-	uint32_t page_tokens;	 /* P */
-	uint64_t page_stride;	 /* floats between consecutive pages */
-	float scale;		 /* usually 1/sqrt(D) */
+	uint32_t n_heads;     /* Hq */
+	uint32_t n_kv_heads;  /* Hkv, divides Hq */
+	uint32_t head_dim;    /* D */
+	uint32_t page_tokens; /* P */
+	uint64_t page_stride; /* floats between consecutive pages */
+	float scale;	      /* usually 1/sqrt(D) */
 };
 
 struct o1_attn_batch {

@@ -11,7 +11,7 @@
 
 #include "log.h"
 
-#define NB 16 /* w rows per task */
+#define NB    16 /* w rows per task */
 #define LANES 16
 
 typedef float v16f __attribute__((vector_size(64)));
@@ -23,14 +23,15 @@ struct matmul_args {
 	uint32_t m, n, k;
 };
 
-static inline v16f load16(const float *p)
+static inline __attribute__((always_inline)) v16f load16(const float *p)
 {
 	return *(const v16fu *)p;
 }
 
 /* The fixed reduction of matmul.h, the K tail, then the bias. */
-static inline float finish(const v16f *s, const float *x, const float *w,
-			   uint32_t k16, uint32_t k, const float *bias)
+static inline __attribute__((always_inline)) float
+finish(const v16f *s, const float *x, const float *w, uint32_t k16, uint32_t k,
+       const float *bias)
 {
 	float t[8], u[4], v[2], r;
 
@@ -76,8 +77,8 @@ tile(const struct matmul_args *a, uint32_t m0, uint32_t n0, const int mr,
 	for (int i = 0; i < mr; i++)
 		for (int j = 0; j < nr; j++)
 			a->y[(size_t)(m0 + i) * a->n + n0 + j] =
-				finish(&acc[i][j], xr[i], wr[j], k16, k,
-				       a->bias ? a->bias + n0 + j : NULL);
+			    finish(&acc[i][j], xr[i], wr[j], k16, k,
+				   a->bias ? a->bias + n0 + j : NULL);
 }
 
 /* All x rows against w rows [N0, N0+NR). */

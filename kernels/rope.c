@@ -22,10 +22,10 @@ static float base_power(float theta, uint32_t i, uint32_t r)
 static void inv_llama3(const struct o1_rope *p, float *inv, uint32_t half)
 {
 	float omp = (float)p->original_max_positions;
-	float low_wl = (float)((double)p->original_max_positions /
-			       p->low_freq_factor);
-	float high_wl = (float)((double)p->original_max_positions /
-				p->high_freq_factor);
+	float low_wl =
+	    (float)((double)p->original_max_positions / p->low_freq_factor);
+	float high_wl =
+	    (float)((double)p->original_max_positions / p->high_freq_factor);
 	float span = (float)((double)p->high_freq_factor - p->low_freq_factor);
 
 	for (uint32_t i = 0; i < half; i++) {
@@ -40,8 +40,7 @@ static void inv_llama3(const struct o1_rope *p, float *inv, uint32_t half)
 	}
 }
 
-static double correction_dim(double rot, uint32_t r, double theta,
-			     double omp)
+static double correction_dim(double rot, uint32_t r, double theta, double omp)
 {
 	return (r * log(omp / (rot * 2 * O1_PI))) / (2 * log(theta));
 }
@@ -76,17 +75,19 @@ static int check_rope(const struct o1_rope *p, bool baked)
 	bool scaled = !baked && p->scaling != O1_ROPE_SCALING_NONE;
 
 	if (p->dim == 0 || p->dim % 2 || !(p->theta > 0) ||
-	    p->scaling >= O1_ROPE_SCALING_COUNT || (scaled && !(p->factor > 0)) ||
+	    p->scaling >= O1_ROPE_SCALING_COUNT ||
+	    (scaled && !(p->factor > 0)) ||
 	    (scaled && p->scaling == O1_ROPE_SCALING_LLAMA3 &&
 	     (!(p->high_freq_factor > p->low_freq_factor) ||
 	      !(p->low_freq_factor > 0) || !p->original_max_positions)) ||
 	    (scaled && p->scaling == O1_ROPE_SCALING_YARN &&
 	     !p->original_max_positions)) {
-		o1_err("rope: bad parameters: dim %u theta %g scaling %d factor "
-		       "%g low %g high %g original_max %u",
-		       p->dim, p->theta, (int)p->scaling,
-		       p->factor, p->low_freq_factor, p->high_freq_factor,
-		       p->original_max_positions);
+		o1_err(
+		    "rope: bad parameters: dim %u theta %g scaling %d factor "
+		    "%g low %g high %g original_max %u",
+		    p->dim, p->theta, (int)p->scaling, p->factor,
+		    p->low_freq_factor, p->high_freq_factor,
+		    p->original_max_positions);
 		return -O1_E_CONFIG;
 	}
 	return 0;
@@ -105,7 +106,7 @@ int o1_rope_inv_freq(const struct o1_rope *p, const float *freq_divisors,
 		inv_yarn(p, inv, p->dim);
 		*scale = p->attn_factor > 0 ? p->attn_factor
 			 : p->factor <= 1   ? 1.0f
-					    : (float)(0.1 * log(p->factor) + 1.0);
+					  : (float)(0.1 * log(p->factor) + 1.0);
 		return 0;
 	}
 	for (uint32_t i = 0; i < half; i++)
@@ -157,8 +158,8 @@ int o1_rope_cpu(struct o1_threads *tp, float *x, const int32_t *pos,
 		uint32_t n_tokens, uint32_t n_heads, uint32_t head_dim,
 		uint32_t rot_dim, const float *inv_freq, float scale)
 {
-	struct rope_args a = {x, pos, n_heads, head_dim, rot_dim, inv_freq,
-			      scale};
+	struct rope_args a = {x,       pos,	 n_heads, head_dim,
+			      rot_dim, inv_freq, scale};
 
 	if (rot_dim == 0 || rot_dim % 2 || rot_dim > head_dim) {
 		o1_err("rope: rot_dim %u must be even, > 0 and <= head_dim %u",

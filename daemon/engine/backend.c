@@ -15,23 +15,23 @@ extern const struct o1_backend_ops o1_cuda_backend_ops;
 #endif
 
 static const struct o1_backend_ops *const o1_backend_table[] = {
-	[O1_BACKEND_CPU] = &o1_cpu_backend_ops,
+    [O1_BACKEND_CPU] = &o1_cpu_backend_ops,
 #ifdef O1_WITH_CUDA_BACKEND
-	[O1_BACKEND_CUDA] = &o1_cuda_backend_ops,
+    [O1_BACKEND_CUDA] = &o1_cuda_backend_ops,
 #else
-	[O1_BACKEND_CUDA] = NULL,
+    [O1_BACKEND_CUDA] = NULL,
 #endif
 };
 _Static_assert(sizeof(o1_backend_table) / sizeof(o1_backend_table[0]) ==
-		       O1_BACKEND_COUNT,
+		   O1_BACKEND_COUNT,
 	       "one entry per backend kind");
 
 static const char *const o1_backend_names[] = {
-	[O1_BACKEND_CPU] = "cpu",
-	[O1_BACKEND_CUDA] = "cuda",
+    [O1_BACKEND_CPU] = "cpu",
+    [O1_BACKEND_CUDA] = "cuda",
 };
 _Static_assert(sizeof(o1_backend_names) / sizeof(o1_backend_names[0]) ==
-		       O1_BACKEND_COUNT,
+		   O1_BACKEND_COUNT,
 	       "one name per backend kind");
 
 struct o1_backend {

@@ -47,19 +47,19 @@ struct o1_backend_config {
 };
 
 struct o1_step_seq {
-	const int32_t *tokens;	/* borrowed for the call: n_tokens ids */
-	uint32_t n_tokens;	/* >= 1 */
-	uint32_t start_pos;	/* position of tokens[0] */
-	const uint32_t *pages;	/* borrowed: block table, n_pages ids */
+	const int32_t *tokens; /* borrowed for the call: n_tokens ids */
+	uint32_t n_tokens;     /* >= 1 */
+	uint32_t start_pos;    /* position of tokens[0] */
+	const uint32_t *pages; /* borrowed: block table, n_pages ids */
 	uint32_t n_pages;
-	bool all_logits;	/* logits for every new token */
+	bool all_logits; /* logits for every new token */
 };
 
 struct o1_step {
 	const struct o1_step_seq *seqs; /* borrowed for the call */
 	uint32_t n_seqs;
-	float *logits;		/* out: logits_rows x vocab floats */
-	uint32_t logits_rows;	/* capacity, in rows */
+	float *logits;	      /* out: logits_rows x vocab floats */
+	uint32_t logits_rows; /* capacity, in rows */
 };
 
 /* What a backend implements. STATE is the backend's own. */

@@ -37,13 +37,13 @@ struct cpu_state {
 	struct o1_backend_config cfg;
 	struct o1_kv_layout kvl;
 	struct o1_threads *tp;
-	float *weights;		 /* owned: every tensor, f32 */
+	float *weights; /* owned: every tensor, f32 */
 	float *global[O1_T_ROLE_COUNT];
 	struct cpu_layer *layers; /* n_layers */
-	float *inv_freq;	 /* rope.dim / 2 */
+	float *inv_freq;	  /* rope.dim / 2 */
 	float rope_scale;
-	float *kv;		 /* owned: the pool */
-	float *arena;		 /* owned: activations below */
+	float *kv;    /* owned: the pool */
+	float *arena; /* owned: activations below */
 	float *x, *h, *q, *k, *v, *att, *o, *gate, *up, *scratch;
 	int32_t *ids, *pos;
 	uint32_t *slots, *q_off, *start, *tables, *rows;
@@ -51,33 +51,37 @@ struct cpu_state {
 };
 
 static const enum o1_tensor_role layer_roles[] = {
-	O1_T_ATTN_NORM, O1_T_WQ,       O1_T_WK,	    O1_T_WV,   O1_T_BQ,
-	O1_T_BK,	O1_T_BV,       O1_T_WO,	    O1_T_FFN_NORM,
-	O1_T_W_GATE,	O1_T_W_UP,     O1_T_W_DOWN,
+    O1_T_ATTN_NORM, O1_T_WQ, O1_T_WK,	    O1_T_WV,	 O1_T_BQ,   O1_T_BK,
+    O1_T_BV,	    O1_T_WO, O1_T_FFN_NORM, O1_T_W_GATE, O1_T_W_UP, O1_T_W_DOWN,
 };
 static const enum o1_tensor_role global_roles[] = {
-	O1_T_TOKEN_EMBD, O1_T_OUTPUT_NORM, O1_T_OUTPUT, O1_T_ROPE_FREQS,
+    O1_T_TOKEN_EMBD,
+    O1_T_OUTPUT_NORM,
+    O1_T_OUTPUT,
+    O1_T_ROPE_FREQS,
 };
 
 /* Calls fn for every tensor the forward uses, with where its f32 copy's
  * pointer goes. */
-static int for_each_weight(struct cpu_state *s, const struct o1_model *m,
-			   int (*fn)(struct cpu_state *, const struct o1_model *,
-				     const struct o1_tensor *, float **, void *),
-			   void *arg)
+static int
+for_each_weight(struct cpu_state *s, const struct o1_model *m,
+		int (*fn)(struct cpu_state *, const struct o1_model *,
+			  const struct o1_tensor *, float **, void *),
+		void *arg)
 {
 	const struct o1_tensor *t;
 	int err = 0;
 
-	for (size_t i = 0; !err && i < sizeof(global_roles) / sizeof(*global_roles);
-	     i++) {
+	for (size_t i = 0;
+	     !err && i < sizeof(global_roles) / sizeof(*global_roles); i++) {
 		t = o1_model_tensor(m, global_roles[i], -1);
 		if (t)
 			err = fn(s, m, t, &s->global[global_roles[i]], arg);
 	}
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++)
 		for (size_t i = 0;
-		     !err && i < sizeof(layer_roles) / sizeof(*layer_roles); i++) {
+		     !err && i < sizeof(layer_roles) / sizeof(*layer_roles);
+		     i++) {
 			t = o1_model_tensor(m, layer_roles[i], (int)l);
 			if (t)
 				err = fn(s, m, t,
@@ -164,26 +168,39 @@ static int setup_rope(struct cpu_state *s)
 static int alloc_arena(struct cpu_state *s)
 {
 	const struct o1_model_desc *d = &s->d;
-	uint64_t t = s->cfg.max_batch_tokens, qd = (uint64_t)d->n_heads * d->head_dim;
+	uint64_t t = s->cfg.max_batch_tokens,
+		 qd = (uint64_t)d->n_heads * d->head_dim;
 	uint64_t kvd = (uint64_t)d->n_kv_heads * d->head_dim;
 	uint64_t sizes[] = {
-		t * d->dim, t * d->dim, t * qd, t * kvd, t * kvd, t * qd,
-		t * d->dim, t * d->ffn_dim, t * d->ffn_dim,
-		o1_attention_scratch_floats(s->cfg.n_threads,
-					    s->cfg.max_context_tokens),
-		t, t, t, s->cfg.max_seqs + 1, s->cfg.max_seqs,
-		(uint64_t)s->cfg.max_seqs * s->max_blocks, t,
+	    t * d->dim,
+	    t * d->dim,
+	    t * qd,
+	    t * kvd,
+	    t * kvd,
+	    t * qd,
+	    t * d->dim,
+	    t * d->ffn_dim,
+	    t * d->ffn_dim,
+	    o1_attention_scratch_floats(s->cfg.n_threads,
+					s->cfg.max_context_tokens),
+	    t,
+	    t,
+	    t,
+	    s->cfg.max_seqs + 1,
+	    s->cfg.max_seqs,
+	    (uint64_t)s->cfg.max_seqs * s->max_blocks,
+	    t,
 	};
 	void **ptrs[] = {
-		(void **)&s->x,	   (void **)&s->h,     (void **)&s->q,
-		(void **)&s->k,	   (void **)&s->v,     (void **)&s->att,
-		(void **)&s->o,	   (void **)&s->gate,  (void **)&s->up,
-		(void **)&s->scratch, (void **)&s->ids, (void **)&s->pos,
-		(void **)&s->slots, (void **)&s->q_off, (void **)&s->start,
-		(void **)&s->tables, (void **)&s->rows,
+	    (void **)&s->x,	  (void **)&s->h,     (void **)&s->q,
+	    (void **)&s->k,	  (void **)&s->v,     (void **)&s->att,
+	    (void **)&s->o,	  (void **)&s->gate,  (void **)&s->up,
+	    (void **)&s->scratch, (void **)&s->ids,   (void **)&s->pos,
+	    (void **)&s->slots,	  (void **)&s->q_off, (void **)&s->start,
+	    (void **)&s->tables,  (void **)&s->rows,
 	};
 	_Static_assert(sizeof(sizes) / sizeof(sizes[0]) ==
-			       sizeof(ptrs) / sizeof(ptrs[0]),
+			   sizeof(ptrs) / sizeof(ptrs[0]),
 		       "one size per buffer");
 	uint64_t total = 0;
 
@@ -244,8 +261,8 @@ static int cpu_create(const struct o1_model *m,
 	s->kvl = (struct o1_kv_layout){cfg->n_pages, m->desc.n_layers,
 				       m->desc.n_kv_heads, cfg->page_tokens,
 				       m->desc.head_dim};
-	s->max_blocks = (cfg->max_context_tokens + cfg->page_tokens - 1) /
-			cfg->page_tokens;
+	s->max_blocks =
+	    (cfg->max_context_tokens + cfg->page_tokens - 1) / cfg->page_tokens;
 	s->layers = calloc(m->desc.n_layers, sizeof(*s->layers));
 	err = s->layers ? 0 : -ENOMEM;
 	if (!err)
@@ -299,10 +316,13 @@ static int attention_block(struct cpu_state *s, uint32_t l, uint32_t t,
 {
 	const struct o1_model_desc *d = &s->d;
 	float **w = s->layers[l].w;
-	uint32_t qd = d->n_heads * d->head_dim, kvd = d->n_kv_heads * d->head_dim;
+	uint32_t qd = d->n_heads * d->head_dim,
+		 kvd = d->n_kv_heads * d->head_dim;
 	float *kc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0);
 	float *vc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1);
-	struct o1_attn_dims ad = {d->n_heads, d->n_kv_heads, d->head_dim,
+	struct o1_attn_dims ad = {d->n_heads,
+				  d->n_kv_heads,
+				  d->head_dim,
 				  s->kvl.page_tokens,
 				  o1_kv_layout_page_elems(&s->kvl),
 				  (float)(1.0 / sqrt(d->head_dim))};
@@ -310,14 +330,31 @@ static int attention_block(struct cpu_state *s, uint32_t l, uint32_t t,
 
 	err = o1_rmsnorm_cpu(s->tp, s->h, s->x, w[O1_T_ATTN_NORM], t, d->dim,
 			     d->norm_eps);
-	err = err ? err : o1_matmul_cpu(s->tp, s->q, s->h, w[O1_T_WQ], w[O1_T_BQ], t, qd, d->dim);
-	err = err ? err : o1_matmul_cpu(s->tp, s->k, s->h, w[O1_T_WK], w[O1_T_BK], t, kvd, d->dim);
-	err = err ? err : o1_matmul_cpu(s->tp, s->v, s->h, w[O1_T_WV], w[O1_T_BV], t, kvd, d->dim);
-	err = err ? err : o1_rope_cpu(s->tp, s->q, s->pos, t, d->n_heads, d->head_dim, d->rope.dim, s->inv_freq, s->rope_scale);
-	err = err ? err : o1_rope_cpu(s->tp, s->k, s->pos, t, d->n_kv_heads, d->head_dim, d->rope.dim, s->inv_freq, s->rope_scale);
-	err = err ? err : o1_kv_write_cpu(s->tp, kc, vc, s->k, s->v, s->slots, t, &ad);
-	err = err ? err : o1_attention_cpu(s->tp, s->att, s->q, kc, vc, &ad, b, s->scratch, s->cfg.max_context_tokens);
-	err = err ? err : o1_matmul_cpu(s->tp, s->o, s->att, w[O1_T_WO], NULL, t, d->dim, qd);
+	err = err ? err
+		  : o1_matmul_cpu(s->tp, s->q, s->h, w[O1_T_WQ], w[O1_T_BQ], t,
+				  qd, d->dim);
+	err = err ? err
+		  : o1_matmul_cpu(s->tp, s->k, s->h, w[O1_T_WK], w[O1_T_BK], t,
+				  kvd, d->dim);
+	err = err ? err
+		  : o1_matmul_cpu(s->tp, s->v, s->h, w[O1_T_WV], w[O1_T_BV], t,
+				  kvd, d->dim);
+	err = err ? err
+		  : o1_rope_cpu(s->tp, s->q, s->pos, t, d->n_heads, d->head_dim,
+				d->rope.dim, s->inv_freq, s->rope_scale);
+	err = err ? err
+		  : o1_rope_cpu(s->tp, s->k, s->pos, t, d->n_kv_heads,
+				d->head_dim, d->rope.dim, s->inv_freq,
+				s->rope_scale);
+	err =
+	    err ? err
+		: o1_kv_write_cpu(s->tp, kc, vc, s->k, s->v, s->slots, t, &ad);
+	err = err ? err
+		  : o1_attention_cpu(s->tp, s->att, s->q, kc, vc, &ad, b,
+				     s->scratch, s->cfg.max_context_tokens);
+	err = err ? err
+		  : o1_matmul_cpu(s->tp, s->o, s->att, w[O1_T_WO], NULL, t,
+				  d->dim, qd);
 	return err ? err : o1_residual_add_cpu(s->tp, s->x, s->o, t, d->dim);
 }
 
@@ -329,10 +366,18 @@ static int mlp_block(struct cpu_state *s, uint32_t l, uint32_t t)
 
 	err = o1_rmsnorm_cpu(s->tp, s->h, s->x, w[O1_T_FFN_NORM], t, d->dim,
 			     d->norm_eps);
-	err = err ? err : o1_matmul_cpu(s->tp, s->gate, s->h, w[O1_T_W_GATE], NULL, t, d->ffn_dim, d->dim);
-	err = err ? err : o1_matmul_cpu(s->tp, s->up, s->h, w[O1_T_W_UP], NULL, t, d->ffn_dim, d->dim);
-	err = err ? err : o1_swiglu_cpu(s->tp, s->gate, s->gate, s->up, t, d->ffn_dim);
-	err = err ? err : o1_matmul_cpu(s->tp, s->o, s->gate, w[O1_T_W_DOWN], NULL, t, d->dim, d->ffn_dim);
+	err = err ? err
+		  : o1_matmul_cpu(s->tp, s->gate, s->h, w[O1_T_W_GATE], NULL, t,
+				  d->ffn_dim, d->dim);
+	err = err ? err
+		  : o1_matmul_cpu(s->tp, s->up, s->h, w[O1_T_W_UP], NULL, t,
+				  d->ffn_dim, d->dim);
+	err =
+	    err ? err
+		: o1_swiglu_cpu(s->tp, s->gate, s->gate, s->up, t, d->ffn_dim);
+	err = err ? err
+		  : o1_matmul_cpu(s->tp, s->o, s->gate, w[O1_T_W_DOWN], NULL, t,
+				  d->dim, d->ffn_dim);
 	return err ? err : o1_residual_add_cpu(s->tp, s->x, s->o, t, d->dim);
 }
 
@@ -342,7 +387,8 @@ static int head(struct cpu_state *s, uint32_t r, float *logits)
 	const struct o1_model_desc *d = &s->d;
 
 	for (uint32_t i = 0; i < r; i++)
-		memcpy(s->h + (size_t)i * d->dim, s->x + (size_t)s->rows[i] * d->dim,
+		memcpy(s->h + (size_t)i * d->dim,
+		       s->x + (size_t)s->rows[i] * d->dim,
 		       d->dim * sizeof(float));
 	o1_rmsnorm_cpu(s->tp, s->h, s->h, s->global[O1_T_OUTPUT_NORM], r,
 		       d->dim, d->norm_eps);
@@ -368,8 +414,8 @@ static int cpu_step(void *state, const struct o1_step *st)
 }
 
 const struct o1_backend_ops o1_cpu_backend_ops = {
-	.name = "cpu",
-	.create = cpu_create,
-	.destroy = cpu_destroy,
-	.step = cpu_step,
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .step = cpu_step,
 };

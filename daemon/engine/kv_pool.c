@@ -21,9 +21,9 @@ int o1_kv_layout_check(const struct o1_kv_layout *l, uint64_t *elems)
 {
 	uint64_t page;
 
-	if (!l->n_pages || !l->n_layers || !l->n_kv_heads ||
-	    !l->page_tokens || !l->head_dim || l->page_tokens > 1u << 16 ||
-	    l->n_layers > 4096 || l->n_kv_heads > 4096 || l->head_dim > 4096)
+	if (!l->n_pages || !l->n_layers || !l->n_kv_heads || !l->page_tokens ||
+	    !l->head_dim || l->page_tokens > 1u << 16 || l->n_layers > 4096 ||
+	    l->n_kv_heads > 4096 || l->head_dim > 4096)
 		goto bad;
 	page = o1_kv_layout_page_elems(l);
 	if (page > (1ull << 48) / l->n_pages)
@@ -92,8 +92,7 @@ int o1_kv_pool_alloc(struct o1_kv_pool *p, uint32_t *page)
 	return 0;
 }
 
-static int check_held(const struct o1_kv_pool *p, uint32_t page,
-		      const char *op)
+static int check_held(const struct o1_kv_pool *p, uint32_t page, const char *op)
 {
 	if (page < p->layout.n_pages && p->refs[page])
 		return 0;
@@ -138,8 +137,9 @@ void o1_kv_table_init(struct o1_block_table *t, uint32_t *storage,
 int o1_kv_table_reserve(struct o1_kv_pool *p, struct o1_block_table *t,
 			uint32_t n_tokens)
 {
-	uint32_t need = (uint32_t)(((uint64_t)n_tokens + p->layout.page_tokens -
-				    1) / p->layout.page_tokens);
+	uint32_t need =
+	    (uint32_t)(((uint64_t)n_tokens + p->layout.page_tokens - 1) /
+		       p->layout.page_tokens);
 	uint32_t had = t->n_pages;
 
 	if (need <= had)
@@ -175,8 +175,9 @@ int o1_kv_table_share(struct o1_kv_pool *p, struct o1_block_table *t,
 void o1_kv_table_truncate(struct o1_kv_pool *p, struct o1_block_table *t,
 			  uint32_t n_tokens)
 {
-	uint32_t keep = (uint32_t)(((uint64_t)n_tokens + p->layout.page_tokens -
-				    1) / p->layout.page_tokens);
+	uint32_t keep =
+	    (uint32_t)(((uint64_t)n_tokens + p->layout.page_tokens - 1) /
+		       p->layout.page_tokens);
 
 	while (t->n_pages > keep)
 		o1_kv_pool_put(p, t->pages[--t->n_pages]);

@@ -16,10 +16,10 @@ struct o1_sampler {
 	uint32_t vocab;
 	uint64_t rng[4];
 	uint32_t n_generated;
-	uint32_t *counts;     /* generated occurrences per token */
-	uint8_t *in_prompt;   /* 1 if the token is in the prompt */
-	float *work;	      /* processed logits */
-	uint32_t *order;      /* candidate ids */
+	uint32_t *counts;   /* generated occurrences per token */
+	uint8_t *in_prompt; /* 1 if the token is in the prompt */
+	float *work;	    /* processed logits */
+	uint32_t *order;    /* candidate ids */
 };
 
 static uint64_t splitmix64(uint64_t *x)
@@ -146,7 +146,8 @@ static void apply_penalties(struct o1_sampler *s, float *l)
 			l[i] = l[i] > 0 ? l[i] / p->repetition_penalty
 					: l[i] * p->repetition_penalty;
 		if (s->counts[i]) {
-			l[i] = l[i] - p->frequency_penalty * (float)s->counts[i];
+			l[i] =
+			    l[i] - p->frequency_penalty * (float)s->counts[i];
 			l[i] = l[i] - p->presence_penalty;
 		}
 	}
@@ -174,8 +175,7 @@ static int by_value(const void *a, const void *b, void *keys)
 }
 
 /* Puts the K best ids of L (k < vocab) in ORDER, sorted, by insertion. */
-static void select_top(const float *l, uint32_t n, uint32_t *order,
-		       uint32_t k)
+static void select_top(const float *l, uint32_t n, uint32_t *order, uint32_t k)
 {
 	uint32_t have = 0;
 

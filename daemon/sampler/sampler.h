@@ -48,9 +48,9 @@ struct o1_sampler_params {
 	float presence_penalty;	  /* 0 = off */
 	float frequency_penalty;  /* 0 = off */
 	uint64_t seed;
-	uint32_t n_logprobs;	  /* alternatives, <= O1_SAMPLER_MAX_LOGPROBS */
-	uint32_t max_tokens;	  /* 0 = no limit */
-	int32_t eos_id;		  /* -1 = none */
+	uint32_t n_logprobs; /* alternatives, <= O1_SAMPLER_MAX_LOGPROBS */
+	uint32_t max_tokens; /* 0 = no limit */
+	int32_t eos_id;	     /* -1 = none */
 	bool ignore_eos;
 	uint32_t n_stop_ids;
 	int32_t stop_ids[O1_SAMPLER_MAX_STOP_IDS];
@@ -89,8 +89,7 @@ int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab_size,
 void o1_sampler_destroy(struct o1_sampler *s);
 /* Records prompt tokens for the repetition penalty; -O1_E_BOUNDS for an id
  * outside the vocabulary. */
-int o1_sampler_add_prompt(struct o1_sampler *s, const int32_t *ids,
-			  uint32_t n);
+int o1_sampler_add_prompt(struct o1_sampler *s, const int32_t *ids, uint32_t n);
 /* Picks the next token from LOGITS (vocab_size floats, not modified),
  * records it as generated and says whether the request is finished. */
 int o1_sampler_sample(struct o1_sampler *s, const float *logits,

@@ -42,9 +42,8 @@ static void ids_text(const cJSON *root, const char *key, char *out, size_t cap)
 	size_t at = 0;
 
 	out[0] = 0;
-	cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, key))
-		at += snprintf(out + at, cap - at, "%s%d", at ? " " : "",
-			       (int)e->valuedouble);
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, key)) at += snprintf(
+	    out + at, cap - at, "%s%d", at ? " " : "", (int)e->valuedouble);
 }
 
 static void check_model(const char *dir)
@@ -66,16 +65,20 @@ static void check_model(const char *dir)
 	root = cJSON_Parse(text);
 	ids_text(root, "greedy_prompt_ids", prompt, sizeof(prompt));
 	ids_text(root, "greedy_new_ids", want, sizeof(want));
-	snprintf(cmd, sizeof(cmd), "%s run %s --ids '%s' --max-tokens 24 "
-		 "--ids-only --page-tokens 3", o1model, dir, prompt);
+	snprintf(cmd, sizeof(cmd),
+		 "%s run %s --ids '%s' --max-tokens 24 "
+		 "--ids-only --page-tokens 3",
+		 o1model, dir, prompt);
 	p = popen(cmd, "r");
 	assert_non_null(fgets(got, sizeof(got), p));
 	assert_int_equal(pclose(p), 0);
 	got[strcspn(got, "\n")] = 0;
 	assert_string_equal(got, want);
 	ids_text(root, "prompt_ids", prompt, sizeof(prompt));
-	snprintf(cmd, sizeof(cmd), "%s run %s --ids '%s' --max-tokens 0 "
-		 "--dump-logits %s >/dev/null", o1model, dir, prompt, dump);
+	snprintf(cmd, sizeof(cmd),
+		 "%s run %s --ids '%s' --max-tokens 0 "
+		 "--dump-logits %s >/dev/null",
+		 o1model, dir, prompt, dump);
 	assert_int_equal(system(cmd), 0);
 	snprintf(path, sizeof(path), "%s/logits.f32", dir);
 	ref = (float *)slurp(path, &len);
@@ -127,7 +130,7 @@ static void test_bad_arguments(void **state)
 	snprintf(args, sizeof(args), "%s --ids 640", m); /* vocab is 640 */
 	assert_int_equal(run_status(args), 1);
 	snprintf(args, sizeof(args), "%s --ids 1 --max-tokens 600", m);
-	assert_int_equal(run_status(args), 1); /* context 512 */
+	assert_int_equal(run_status(args), 1);		   /* context 512 */
 	snprintf(args, sizeof(args), "%s --prompt hi", m); /* no vocab */
 	assert_int_equal(run_status(args), 1);
 }
@@ -135,8 +138,8 @@ static void test_bad_arguments(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reference_models),
-		cmocka_unit_test(test_bad_arguments),
+	    cmocka_unit_test(test_reference_models),
+	    cmocka_unit_test(test_bad_arguments),
 	};
 
 	if (argc < 2)

@@ -87,9 +87,11 @@ static void load_reference(const char *dir, struct reference *r)
 	root = cJSON_Parse(text);
 	assert_non_null(root);
 	r->n_prompt = read_ids(root, "prompt_ids", r->prompt);
-	r->n_greedy_prompt = read_ids(root, "greedy_prompt_ids", r->greedy_prompt);
+	r->n_greedy_prompt =
+	    read_ids(root, "greedy_prompt_ids", r->greedy_prompt);
 	r->n_greedy_new = read_ids(root, "greedy_new_ids", r->greedy_new);
-	r->vocab = (uint32_t)cJSON_GetObjectItem(root, "vocab_size")->valuedouble;
+	r->vocab =
+	    (uint32_t)cJSON_GetObjectItem(root, "vocab_size")->valuedouble;
 	cJSON_Delete(root);
 	free(text);
 	snprintf(path, sizeof(path), "%s/logits.f32", dir);
@@ -108,8 +110,8 @@ static void engine_open(const struct o1_model *m, uint32_t page_tokens,
 					.page_tokens = page_tokens};
 
 	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, m, &cfg, &e->b), 0);
-	assert_int_equal(o1_kv_pool_create(o1_backend_kv_layout(e->b), &e->pool),
-			 0);
+	assert_int_equal(
+	    o1_kv_pool_create(o1_backend_kv_layout(e->b), &e->pool), 0);
 	e->vocab = o1_backend_vocab_size(e->b);
 }
 
@@ -139,9 +141,9 @@ static void step(struct engine *e, struct seq **seqs, const int32_t **ids,
 		assert_int_equal(o1_kv_table_reserve(e->pool, &seqs[i]->table,
 						     seqs[i]->len + n[i]),
 				 0);
-		ss[i] = (struct o1_step_seq){ids[i] + seqs[i]->len, n[i],
-					     seqs[i]->len, seqs[i]->pages,
-					     seqs[i]->table.n_pages, all};
+		ss[i] = (struct o1_step_seq){
+		    ids[i] + seqs[i]->len,  n[i], seqs[i]->len, seqs[i]->pages,
+		    seqs[i]->table.n_pages, all};
 	}
 	assert_int_equal(o1_backend_step(e->b, &st), 0);
 	for (uint32_t i = 0; i < count; i++)
@@ -198,9 +200,8 @@ static void check_greedy(struct engine *e, const struct reference *r)
 	memcpy(ids, r->greedy_prompt, n * sizeof(int32_t));
 	prefill(e, &s, ids, n, n, logits);
 	for (int i = 0; i < r->n_greedy_new; i++) {
-		ids[n + i] = (int32_t)argmax(logits + (size_t)(s.len - 1) *
-							       e->vocab,
-					     e->vocab);
+		ids[n + i] = (int32_t)argmax(
+		    logits + (size_t)(s.len - 1) * e->vocab, e->vocab);
 		assert_int_equal(ids[n + i], r->greedy_new[i]);
 		step(e, list, idl, &one, 1, false,
 		     logits + (size_t)(s.len) * e->vocab);
@@ -287,9 +288,8 @@ static float *paged_logits(const struct reference *r, uint32_t p,
 	struct seq a, b, *list[2] = {&b, &a};
 	const int32_t *ids[2] = {r->greedy_prompt, r->prompt};
 
-	assert_int_equal(o1_model_open(O1_SHARED_DIR "/testdata/hf/llama-tiny",
-				       &m),
-			 0);
+	assert_int_equal(
+	    o1_model_open(O1_SHARED_DIR "/testdata/hf/llama-tiny", &m), 0);
 	engine_open(m, p, &e);
 	o1_model_close(m);
 	seq_init(&a), seq_init(&b);
@@ -355,9 +355,8 @@ static void test_bad_steps(void **state)
 	struct o1_backend_config cfg;
 
 	(void)state;
-	assert_int_equal(o1_model_open(O1_SHARED_DIR "/testdata/hf/llama-tiny",
-				       &m),
-			 0);
+	assert_int_equal(
+	    o1_model_open(O1_SHARED_DIR "/testdata/hf/llama-tiny", &m), 0);
 	engine_open(m, 1, &e);
 	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONTEXT);
 	ss.n_pages = 2;
@@ -383,10 +382,10 @@ static void test_bad_steps(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hf),
-		cmocka_unit_test(test_gguf),
-		cmocka_unit_test(test_paging_invisible),
-		cmocka_unit_test(test_bad_steps),
+	    cmocka_unit_test(test_hf),
+	    cmocka_unit_test(test_gguf),
+	    cmocka_unit_test(test_paging_invisible),
+	    cmocka_unit_test(test_bad_steps),
 	};
 
 	if (!have_shared())

@@ -99,9 +99,9 @@ static void test_tables(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layout),
-		cmocka_unit_test(test_refcounts),
-		cmocka_unit_test(test_tables),
+	    cmocka_unit_test(test_layout),
+	    cmocka_unit_test(test_refcounts),
+	    cmocka_unit_test(test_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

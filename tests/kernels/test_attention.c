@@ -72,7 +72,10 @@ static void run_paged(const struct shape *sh, struct seq *seqs, uint32_t n,
 {
 	uint32_t max_blocks = 64, q_off[MAXS + 1] = {0}, start[MAXS];
 	uint32_t tables[MAXS * 64], n_pages = 0, row = 0, mul = 7;
-	struct o1_attn_dims d = {sh->hq, sh->hkv, sh->d, p,
+	struct o1_attn_dims d = {sh->hq,
+				 sh->hkv,
+				 sh->d,
+				 p,
 				 (uint64_t)sh->hkv * p * sh->d + 5,
 				 1.0f / sqrtf((float)sh->d)};
 	struct o1_attn_batch b = {n, q_off, start, tables, max_blocks};
@@ -93,14 +96,14 @@ static void run_paged(const struct shape *sh, struct seq *seqs, uint32_t n,
 		for (uint32_t j = 0; j * p < seqs[s].len; j++, next++)
 			tables[s * max_blocks + j] = (next * mul + 3) % n_pages;
 		for (uint32_t pos = 0; pos < seqs[s].len; pos++) {
-			uint32_t slot = tables[s * max_blocks + pos / p] * p +
-					pos % p;
+			uint32_t slot =
+			    tables[s * max_blocks + pos / p] * p + pos % p;
 
-			assert_int_equal(o1_kv_write_cpu(tp, kc, vc,
-							 seqs[s].k + pos * kvrow,
-							 seqs[s].v + pos * kvrow,
-							 &slot, 1, &d),
-					 0);
+			assert_int_equal(
+			    o1_kv_write_cpu(tp, kc, vc, seqs[s].k + pos * kvrow,
+					    seqs[s].v + pos * kvrow, &slot, 1,
+					    &d),
+			    0);
 		}
 		memcpy(q + row * qrow, seqs[s].q,
 		       seqs[s].n_new * qrow * sizeof(float));
@@ -108,9 +111,8 @@ static void run_paged(const struct shape *sh, struct seq *seqs, uint32_t n,
 		q_off[s + 1] = row;
 		start[s] = seqs[s].len - seqs[s].n_new;
 	}
-	assert_int_equal(o1_attention_cpu(tp, out, q, kc, vc, &d, &b, scratch,
-					  256),
-			 0);
+	assert_int_equal(
+	    o1_attention_cpu(tp, out, q, kc, vc, &d, &b, scratch, 256), 0);
 	o1_threads_destroy(tp);
 	free(kc), free(vc), free(q), free(scratch);
 }
@@ -149,8 +151,10 @@ static void check_naive(const struct shape *sh, struct seq *seqs, uint32_t n,
 		for (uint32_t i = 0; i < seqs[s].n_new; i++, row++)
 			for (uint32_t h = 0; h < sh->hq; h++)
 				for (uint32_t e = 0; e < sh->d; e++) {
-					double want = naive(sh, &seqs[s], i, h, e);
-					float got = out[(row * sh->hq + h) * sh->d + e];
+					double want =
+					    naive(sh, &seqs[s], i, h, e);
+					float got =
+					    out[(row * sh->hq + h) * sh->d + e];
 
 					assert_true(fabs(got - want) < 2e-5);
 				}
@@ -210,25 +214,25 @@ static void test_context_errors(void **state)
 
 	(void)state;
 	/* positions 15, 16 need two pages, the table has one */
-	assert_int_equal(o1_attention_cpu(NULL, buf, buf, buf, buf, &d, &b,
-					  scratch, 64),
-			 -O1_E_CONTEXT);
+	assert_int_equal(
+	    o1_attention_cpu(NULL, buf, buf, buf, buf, &d, &b, scratch, 64),
+	    -O1_E_CONTEXT);
 	start[0] = 0, q_off[1] = 3;
-	assert_int_equal(o1_attention_cpu(NULL, buf, buf, buf, buf, &d, &b,
-					  scratch, 2),
-			 -O1_E_CONTEXT);
+	assert_int_equal(
+	    o1_attention_cpu(NULL, buf, buf, buf, buf, &d, &b, scratch, 2),
+	    -O1_E_CONTEXT);
 	d.n_kv_heads = 3;
-	assert_int_equal(o1_attention_cpu(NULL, buf, buf, buf, buf, &d, &b,
-					  scratch, 64),
-			 -EINVAL);
+	assert_int_equal(
+	    o1_attention_cpu(NULL, buf, buf, buf, buf, &d, &b, scratch, 64),
+	    -EINVAL);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gqa),
-		cmocka_unit_test(test_mqa),
-		cmocka_unit_test(test_context_errors),
+	    cmocka_unit_test(test_gqa),
+	    cmocka_unit_test(test_mqa),
+	    cmocka_unit_test(test_context_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,9 +126,9 @@ static void test_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_embedding), cmocka_unit_test(test_rmsnorm),
-		cmocka_unit_test(test_swiglu),	  cmocka_unit_test(test_residual),
-		cmocka_unit_test(test_threads),
+	    cmocka_unit_test(test_embedding), cmocka_unit_test(test_rmsnorm),
+	    cmocka_unit_test(test_swiglu),    cmocka_unit_test(test_residual),
+	    cmocka_unit_test(test_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

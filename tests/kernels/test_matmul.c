@@ -47,9 +47,11 @@ static void check_shape(struct o1_threads *tp, uint32_t m, uint32_t n,
 
 			for (uint32_t p = 0; p < k; p++) {
 				ref += (double)x[i * k + p] * w[j * k + p];
-				mag += fabs((double)x[i * k + p] * w[j * k + p]);
+				mag +=
+				    fabs((double)x[i * k + p] * w[j * k + p]);
 			}
-			assert_true(fabs(y[i * n + j] - ref) <= 1e-5 * mag + 1e-30);
+			assert_true(fabs(y[i * n + j] - ref) <=
+				    1e-5 * mag + 1e-30);
 		}
 	free(x), free(w), free(b), free(y);
 }
@@ -66,7 +68,8 @@ static void test_against_naive(void **state)
 	for (size_t a = 0; a < sizeof(ks) / sizeof(ks[0]); a++)
 		for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
 			for (size_t c = 0; c < sizeof(ms) / sizeof(ms[0]); c++)
-				check_shape(tp, ms[c], ns[b], ks[a], (a + b) & 1);
+				check_shape(tp, ms[c], ns[b], ks[a],
+					    (a + b) & 1);
 	o1_threads_destroy(tp);
 }
 
@@ -88,9 +91,9 @@ static void test_rows_independent(void **state)
 		for (uint32_t len = 1; r0 + len <= m; len += 3) {
 			struct o1_threads *t = tp[(r0 + len) % 3];
 
-			assert_int_equal(o1_matmul_cpu(t, part, x + r0 * k, w,
-						       b, len, n, k),
-					 0);
+			assert_int_equal(
+			    o1_matmul_cpu(t, part, x + r0 * k, w, b, len, n, k),
+			    0);
 			assert_memory_equal(part, full + r0 * n,
 					    len * n * sizeof(float));
 		}
@@ -113,9 +116,9 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_against_naive),
-		cmocka_unit_test(test_rows_independent),
-		cmocka_unit_test(test_bad_args),
+	    cmocka_unit_test(test_against_naive),
+	    cmocka_unit_test(test_rows_independent),
+	    cmocka_unit_test(test_bad_args),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

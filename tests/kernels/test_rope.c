@@ -40,13 +40,19 @@ static void test_default(void **state)
 
 static void test_linear(void **state)
 {
-	struct o1_rope r = {.theta = 1e6f, .dim = 16,
-			    .scaling = O1_ROPE_SCALING_LINEAR, .factor = 4};
+	struct o1_rope r = {.theta = 1e6f,
+			    .dim = 16,
+			    .scaling = O1_ROPE_SCALING_LINEAR,
+			    .factor = 4};
 	/* 1e6^(-2i/16) / 4 */
-	static const double want[8] = {1.0,	    0.17782793939113617,
-				       0.03162277862429619, 0.005623413249850273,
-				       0.0010000000474974513, 1.7782794e-4,
-				       3.162277425872162e-05, 5.62341347176698e-06};
+	static const double want[8] = {1.0,
+				       0.17782793939113617,
+				       0.03162277862429619,
+				       0.005623413249850273,
+				       0.0010000000474974513,
+				       1.7782794e-4,
+				       3.162277425872162e-05,
+				       5.62341347176698e-06};
 	float inv[8], scale;
 
 	(void)state;
@@ -67,11 +73,14 @@ static void test_llama3(void **state)
 			    .high_freq_factor = 4,
 			    .original_max_positions = 8192};
 	static const int idx[8] = {0, 20, 28, 29, 31, 34, 35, 63};
-	static const double want[8] = {
-		1.0,		       0.016560440883040428,
-		0.0032114461064338684, 0.0021665706299245358,
-		0.0008567514596506953, 0.0001785077911335975,
-		9.556212171446532e-05, 3.068925877869333e-07};
+	static const double want[8] = {1.0,
+				       0.016560440883040428,
+				       0.0032114461064338684,
+				       0.0021665706299245358,
+				       0.0008567514596506953,
+				       0.0001785077911335975,
+				       9.556212171446532e-05,
+				       3.068925877869333e-07};
 	float inv[64], scale;
 
 	(void)state;
@@ -91,11 +100,14 @@ static void test_yarn(void **state)
 			    .factor = 4,
 			    .original_max_positions = 2048};
 	static const int idx[8] = {0, 5, 10, 12, 15, 20, 25, 31};
-	static const double want[8] = {
-		1.0,		      0.23713736236095428,
-		0.049745574593544006, 0.024325214326381683,
-		0.00794983934611082,  0.0009730085730552673,
-		0.00018747354624792933, 3.333803761051968e-05};
+	static const double want[8] = {1.0,
+				       0.23713736236095428,
+				       0.049745574593544006,
+				       0.024325214326381683,
+				       0.00794983934611082,
+				       0.0009730085730552673,
+				       0.00018747354624792933,
+				       3.333803761051968e-05};
 	float inv[32], scale;
 
 	(void)state;
@@ -110,8 +122,10 @@ static void test_yarn(void **state)
 
 static void test_freq_divisors(void **state)
 {
-	struct o1_rope r = {.theta = 10000, .dim = 8,
-			    .scaling = O1_ROPE_SCALING_LLAMA3, .factor = 8};
+	struct o1_rope r = {.theta = 10000,
+			    .dim = 8,
+			    .scaling = O1_ROPE_SCALING_LLAMA3,
+			    .factor = 8};
 	const float div[4] = {1, 2, 4, 8};
 	float inv[4], scale;
 
@@ -127,13 +141,11 @@ static void test_bad_params(void **state)
 	float inv[4], scale;
 
 	(void)state;
-	assert_int_equal(o1_rope_inv_freq(&r, NULL, inv, &scale),
-			 -O1_E_CONFIG);
+	assert_int_equal(o1_rope_inv_freq(&r, NULL, inv, &scale), -O1_E_CONFIG);
 	r.dim = 8, r.scaling = O1_ROPE_SCALING_LLAMA3, r.factor = 8;
 	r.low_freq_factor = 4, r.high_freq_factor = 1;
 	r.original_max_positions = 8192;
-	assert_int_equal(o1_rope_inv_freq(&r, NULL, inv, &scale),
-			 -O1_E_CONFIG);
+	assert_int_equal(o1_rope_inv_freq(&r, NULL, inv, &scale), -O1_E_CONFIG);
 	assert_int_equal(o1_rope_cpu(NULL, inv, NULL, 1, 1, 4, 6, inv, 1),
 			 -EINVAL);
 }
@@ -159,8 +171,10 @@ static void test_rotation(void **state)
 				double ang = (double)((float)pos[row] * inv[i]);
 				double c = cos(ang) * 1.25, s = sin(ang) * 1.25;
 
-				assert_true(fabs(b[i] - (a[i] * c - a[i + 3] * s)) < 1e-5);
-				assert_true(fabs(b[i + 3] - (a[i + 3] * c + a[i] * s)) < 1e-5);
+				assert_true(fabs(b[i] - (a[i] * c -
+							 a[i + 3] * s)) < 1e-5);
+				assert_true(fabs(b[i + 3] - (a[i + 3] * c +
+							     a[i] * s)) < 1e-5);
 			}
 			for (uint32_t i = r; i < d; i++)
 				assert_true(b[i] == a[i]);
@@ -170,10 +184,13 @@ static void test_rotation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_default),	   cmocka_unit_test(test_linear),
-		cmocka_unit_test(test_llama3),	   cmocka_unit_test(test_yarn),
-		cmocka_unit_test(test_freq_divisors),
-		cmocka_unit_test(test_bad_params), cmocka_unit_test(test_rotation),
+	    cmocka_unit_test(test_default),
+	    cmocka_unit_test(test_linear),
+	    cmocka_unit_test(test_llama3),
+	    cmocka_unit_test(test_yarn),
+	    cmocka_unit_test(test_freq_divisors),
+	    cmocka_unit_test(test_bad_params),
+	    cmocka_unit_test(test_rotation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,10 +16,10 @@
 #include "error.h"
 #include "sampler.h"
 
-#define V 8
+#define V     8
 #define DRAWS 20000
 
-static const float logits8[V] = {1.0f, 2.5f, 0.3f, 2.0f,
+static const float logits8[V] = {1.0f,	2.5f, 0.3f, 2.0f,
 				 -1.0f, 1.8f, 0.0f, 2.5f};
 
 /* Expected distribution, straight from the definition. */
@@ -56,8 +56,8 @@ static void expected(const struct o1_sampler_params *p, double *prob)
 }
 
 /* Critical chi-square values at p = 0.001 for 1..7 degrees of freedom. */
-static const double chi2_crit[8] = {0, 10.83, 13.82, 16.27, 18.47,
-				    20.52, 22.46, 24.32};
+static const double chi2_crit[8] = {0,	   10.83, 13.82, 16.27,
+				    18.47, 20.52, 22.46, 24.32};
 
 static void check_fit(const struct o1_sampler_params *p)
 {
@@ -82,7 +82,8 @@ static void check_fit(const struct o1_sampler_params *p)
 		df++;
 	}
 	if (df > 0 && chi2 > chi2_crit[df]) {
-		print_error("chi2 %.2f > %.2f (df %d)\n", chi2, chi2_crit[df], df);
+		print_error("chi2 %.2f > %.2f (df %d)\n", chi2, chi2_crit[df],
+			    df);
 		fail();
 	}
 	o1_sampler_destroy(s);
@@ -293,14 +294,14 @@ static void test_bad_params(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_distributions),
-		cmocka_unit_test(test_greedy),
-		cmocka_unit_test(test_seed),
-		cmocka_unit_test(test_repetition),
-		cmocka_unit_test(test_frequency_presence),
-		cmocka_unit_test(test_logprobs),
-		cmocka_unit_test(test_stops),
-		cmocka_unit_test(test_bad_params),
+	    cmocka_unit_test(test_distributions),
+	    cmocka_unit_test(test_greedy),
+	    cmocka_unit_test(test_seed),
+	    cmocka_unit_test(test_repetition),
+	    cmocka_unit_test(test_frequency_presence),
+	    cmocka_unit_test(test_logprobs),
+	    cmocka_unit_test(test_stops),
+	    cmocka_unit_test(test_bad_params),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,8 +84,9 @@ static double bandwidth(struct o1_threads *tp, o1_threads_fn fn,
 
 		o1_threads_run(tp, tasks, fn, a);
 		dt = now_s() - t0;
-		best = bytes_per_pass / dt / 1e9 > best ? bytes_per_pass / dt / 1e9
-							  : best;
+		best = bytes_per_pass / dt / 1e9 > best
+			   ? bytes_per_pass / dt / 1e9
+			   : best;
 	}
 	return best;
 }
@@ -132,10 +133,10 @@ static double weight_bytes(const struct o1_model *m)
 static int parse(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option opts[] = {
-		{"threads", required_argument, NULL, 't'},
-		{"prompt", required_argument, NULL, 'p'},
-		{"tokens", required_argument, NULL, 'n'},
-		{0},
+	    {"threads", required_argument, NULL, 't'},
+	    {"prompt", required_argument, NULL, 'p'},
+	    {"tokens", required_argument, NULL, 'n'},
+	    {0},
 	};
 	int opt;
 
@@ -203,7 +204,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 
 static int step(struct bench_run *r, uint32_t start, uint32_t n)
 {
-	struct o1_step_seq s = {r->ids + start, n, start, r->pages,
+	struct o1_step_seq s = {r->ids + start,	  n,	start, r->pages,
 				r->table.n_pages, false};
 	struct o1_step st = {&s, 1, r->logits, 1};
 

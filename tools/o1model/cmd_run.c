@@ -20,7 +20,7 @@
 #include "sampler.h"
 #include "tokenizer.h"
 
-#define RUN_CHUNK 512
+#define RUN_CHUNK   512
 #define RUN_MAX_IDS (1u << 20)
 
 struct run_args {
@@ -64,8 +64,9 @@ static int parse_float(const char *opt, const char *s, float lo, float hi,
 	errno = 0;
 	x = strtof(s, &end);
 	if (errno || end == s || *end || !(x >= lo && x <= hi)) {
-		fprintf(stderr, "o1model run: %s '%s': expected a number "
-				"%g..%g\n",
+		fprintf(stderr,
+			"o1model run: %s '%s': expected a number "
+			"%g..%g\n",
 			opt, s, lo, hi);
 		return -EINVAL;
 	}
@@ -79,24 +80,59 @@ static int run_option(int opt, struct run_args *a)
 	int err = 0;
 
 	switch (opt) {
-	case 'i': a->ids = optarg; break;
-	case 'p': a->prompt = optarg; break;
-	case 'n': err = o1model_parse_u64("run", "--max-tokens", optarg, 0, RUN_MAX_IDS, &a->max_tokens); break;
-	case 't': err = parse_float("--temperature", optarg, 0, 100, &a->sp.temperature); break;
-	case 'k': err = o1model_parse_u64("run", "--top-k", optarg, 0, 1u << 24, &v); a->sp.top_k = (uint32_t)v; break;
-	case 'P': err = parse_float("--top-p", optarg, 0, 1, &a->sp.top_p); break;
-	case 'm': err = parse_float("--min-p", optarg, 0, 1, &a->sp.min_p); break;
-	case 's': err = o1model_parse_u64("run", "--seed", optarg, 0, UINT64_MAX, &a->sp.seed); break;
-	case 'd': a->dump = optarg; break;
-	case 'o': a->ids_only = 1; break;
-	case 'g': err = o1model_parse_u64("run", "--page-tokens", optarg, 1, 1u << 16, &a->page_tokens); break;
-	case 'T': err = o1model_parse_u64("run", "--threads", optarg, 1, 256, &a->threads); break;
+	case 'i':
+		a->ids = optarg;
+		break;
+	case 'p':
+		a->prompt = optarg;
+		break;
+	case 'n':
+		err = o1model_parse_u64("run", "--max-tokens", optarg, 0,
+					RUN_MAX_IDS, &a->max_tokens);
+		break;
+	case 't':
+		err = parse_float("--temperature", optarg, 0, 100,
+				  &a->sp.temperature);
+		break;
+	case 'k':
+		err = o1model_parse_u64("run", "--top-k", optarg, 0, 1u << 24,
+					&v);
+		a->sp.top_k = (uint32_t)v;
+		break;
+	case 'P':
+		err = parse_float("--top-p", optarg, 0, 1, &a->sp.top_p);
+		break;
+	case 'm':
+		err = parse_float("--min-p", optarg, 0, 1, &a->sp.min_p);
+		break;
+	case 's':
+		err = o1model_parse_u64("run", "--seed", optarg, 0, UINT64_MAX,
+					&a->sp.seed);
+		break;
+	case 'd':
+		a->dump = optarg;
+		break;
+	case 'o':
+		a->ids_only = 1;
+		break;
+	case 'g':
+		err = o1model_parse_u64("run", "--page-tokens", optarg, 1,
+					1u << 16, &a->page_tokens);
+		break;
+	case 'T':
+		err = o1model_parse_u64("run", "--threads", optarg, 1, 256,
+					&a->threads);
+		break;
 	case 'b':
 		err = o1_backend_parse(optarg, &a->backend);
 		if (err)
-			fprintf(stderr, "o1model run: --backend '%s': expected cpu|cuda\n", optarg);
+			fprintf(
+			    stderr,
+			    "o1model run: --backend '%s': expected cpu|cuda\n",
+			    optarg);
 		break;
-	default: err = -EINVAL;
+	default:
+		err = -EINVAL;
 	}
 	return err;
 }
@@ -118,7 +154,8 @@ static int parse_ids(const char *s, int32_t *ids, uint32_t cap, uint32_t *n)
 		errno = 0;
 		v = strtol(s, &end, 10);
 		if (end == s || errno || v < 0 || v > INT32_MAX || *n == cap) {
-			fprintf(stderr, "o1model run: --ids: bad id at '%.20s'\n", s);
+			fprintf(stderr,
+				"o1model run: --ids: bad id at '%.20s'\n", s);
 			return -EINVAL;
 		}
 		if (ids)
@@ -134,21 +171,21 @@ static int parse_ids(const char *s, int32_t *ids, uint32_t cap, uint32_t *n)
 static int run_parse(int argc, char **argv, struct run_args *a)
 {
 	static const struct option longopts[] = {
-		{"ids", required_argument, NULL, 'i'},
-		{"prompt", required_argument, NULL, 'p'},
-		{"max-tokens", required_argument, NULL, 'n'},
-		{"temperature", required_argument, NULL, 't'},
-		{"top-k", required_argument, NULL, 'k'},
-		{"top-p", required_argument, NULL, 'P'},
-		{"min-p", required_argument, NULL, 'm'},
-		{"seed", required_argument, NULL, 's'},
-		{"dump-logits", required_argument, NULL, 'd'},
-		{"ids-only", no_argument, NULL, 'o'},
-		{"page-tokens", required_argument, NULL, 'g'},
-		{"threads", required_argument, NULL, 'T'},
-		{"backend", required_argument, NULL, 'b'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"ids", required_argument, NULL, 'i'},
+	    {"prompt", required_argument, NULL, 'p'},
+	    {"max-tokens", required_argument, NULL, 'n'},
+	    {"temperature", required_argument, NULL, 't'},
+	    {"top-k", required_argument, NULL, 'k'},
+	    {"top-p", required_argument, NULL, 'P'},
+	    {"min-p", required_argument, NULL, 'm'},
+	    {"seed", required_argument, NULL, 's'},
+	    {"dump-logits", required_argument, NULL, 'd'},
+	    {"ids-only", no_argument, NULL, 'o'},
+	    {"page-tokens", required_argument, NULL, 'g'},
+	    {"threads", required_argument, NULL, 'T'},
+	    {"backend", required_argument, NULL, 'b'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	uint32_t n;
 	int opt;
@@ -179,8 +216,9 @@ static int encode_prompt(struct run_state *st, const char *text)
 	int n;
 
 	if (!st->tok) {
-		fprintf(stderr, "o1model run: --prompt: %s has no vocabulary; "
-				"use --ids\n",
+		fprintf(stderr,
+			"o1model run: --prompt: %s has no vocabulary; "
+			"use --ids\n",
 			st->model->path);
 		return -O1_E_MISSING;
 	}
@@ -200,18 +238,19 @@ static int open_engine(struct run_state *st, const struct run_args *a,
 {
 	uint32_t total = st->n_prompt + (uint32_t)a->max_tokens;
 	struct o1_backend_config cfg = {
-		.n_threads = (uint32_t)a->threads,
-		.max_batch_tokens = st->n_prompt < RUN_CHUNK ? st->n_prompt
-							     : RUN_CHUNK,
-		.max_seqs = 1,
-		.max_context_tokens = total,
-		.page_tokens = (uint32_t)a->page_tokens,
+	    .n_threads = (uint32_t)a->threads,
+	    .max_batch_tokens =
+		st->n_prompt < RUN_CHUNK ? st->n_prompt : RUN_CHUNK,
+	    .max_seqs = 1,
+	    .max_context_tokens = total,
+	    .page_tokens = (uint32_t)a->page_tokens,
 	};
 	int err;
 
 	if (total > st->model->desc.max_context_tokens) {
-		fprintf(stderr, "o1model run: %u prompt tokens + %llu new "
-				"exceed the model's context of %u\n",
+		fprintf(stderr,
+			"o1model run: %u prompt tokens + %llu new "
+			"exceed the model's context of %u\n",
 			st->n_prompt, (unsigned long long)a->max_tokens,
 			st->model->desc.max_context_tokens);
 		return -O1_E_CONTEXT;
@@ -230,10 +269,9 @@ static int open_engine(struct run_state *st, const struct run_args *a,
 	return o1_kv_table_reserve(st->pool, &st->table, total);
 }
 
-static int run_step(struct run_state *st, uint32_t start, uint32_t n,
-		    bool all)
+static int run_step(struct run_state *st, uint32_t start, uint32_t n, bool all)
 {
-	struct o1_step_seq seq = {st->ids + start, n, start, st->pages,
+	struct o1_step_seq seq = {st->ids + start,   n,	 start, st->pages,
 				  st->table.n_pages, all};
 	struct o1_step step = {&seq, 1, st->logits, all ? n : 1};
 
@@ -247,7 +285,8 @@ static int prefill(struct run_state *st, FILE *dump, const float **last)
 	int err = 0;
 
 	for (uint32_t at = 0; !err && at < st->n_prompt; at += n) {
-		n = st->n_prompt - at < RUN_CHUNK ? st->n_prompt - at : RUN_CHUNK;
+		n = st->n_prompt - at < RUN_CHUNK ? st->n_prompt - at
+						  : RUN_CHUNK;
 		err = run_step(st, at, n, dump != NULL);
 		if (!err && dump &&
 		    fwrite(st->logits, sizeof(float) * st->vocab, n, dump) != n)
@@ -266,7 +305,8 @@ static int generate(struct run_state *st, const struct run_args *a,
 	int err;
 
 	sp.max_tokens = (uint32_t)a->max_tokens;
-	sp.eos_id = st->tok ? o1_tokenizer_eos(st->tok) : st->model->desc.eos_id;
+	sp.eos_id =
+	    st->tok ? o1_tokenizer_eos(st->tok) : st->model->desc.eos_id;
 	err = o1_sampler_create(&sp, st->vocab, &s);
 	if (!err)
 		err = o1_sampler_add_prompt(s, st->ids, st->n_prompt);
@@ -296,12 +336,11 @@ static void print_result(const struct run_state *st, int ids_only)
 	printf("\n");
 	if (ids_only || !st->tok)
 		return;
-	len = o1_tokenizer_decode(st->tok, gen, n, O1_DECODE_SKIP_SPECIAL,
-				  NULL, 0);
+	len = o1_tokenizer_decode(st->tok, gen, n, O1_DECODE_SKIP_SPECIAL, NULL,
+				  0);
 	text = len >= 0 ? malloc((size_t)len + 1) : NULL;
-	if (text && o1_tokenizer_decode(st->tok, gen, n,
-					O1_DECODE_SKIP_SPECIAL, text,
-					(size_t)len + 1) >= 0)
+	if (text && o1_tokenizer_decode(st->tok, gen, n, O1_DECODE_SKIP_SPECIAL,
+					text, (size_t)len + 1) >= 0)
 		printf("%s\n", text);
 	free(text);
 }
@@ -319,8 +358,9 @@ static int load(struct run_state *st, const struct run_args *a)
 	st->ids = malloc((RUN_MAX_IDS + a->max_tokens) * sizeof(int32_t));
 	if (!st->ids)
 		return -ENOMEM;
-	err = a->prompt ? encode_prompt(st, a->prompt)
-			: parse_ids(a->ids, st->ids, RUN_MAX_IDS, &st->n_prompt);
+	err = a->prompt
+		  ? encode_prompt(st, a->prompt)
+		  : parse_ids(a->ids, st->ids, RUN_MAX_IDS, &st->n_prompt);
 	st->n_ids = st->n_prompt;
 	return err;
 }
@@ -345,10 +385,15 @@ static int run(struct run_state *st, const struct run_args *a)
 	int err = load(st, a);
 
 	if (!err)
-		err = open_engine(st, a, a->dump ? (st->n_prompt < RUN_CHUNK ? st->n_prompt : RUN_CHUNK) : 1);
+		err = open_engine(
+		    st, a,
+		    a->dump
+			? (st->n_prompt < RUN_CHUNK ? st->n_prompt : RUN_CHUNK)
+			: 1);
 	if (!err && a->dump && !(dump = fopen(a->dump, "wb"))) {
 		err = -errno;
-		fprintf(stderr, "o1model run: %s: %s\n", a->dump, strerror(errno));
+		fprintf(stderr, "o1model run: %s: %s\n", a->dump,
+			strerror(errno));
 	}
 	if (!err)
 		err = prefill(st, dump, &last);
@@ -371,7 +416,8 @@ int o1model_cmd_run(int argc, char **argv)
 		return 2;
 	err = run(&st, &a);
 	if (err)
-		fprintf(stderr, "o1model run: %s: %s\n", a.model, o1_strerror(err));
+		fprintf(stderr, "o1model run: %s: %s\n", a.model,
+			o1_strerror(err));
 	unload(&st);
 	return err ? 1 : 0;
 }
