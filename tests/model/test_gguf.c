@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,48 @@
 
 #include "error.h"
 #include "gguf.h"
+
+/* Allocation failure injection: the executable links with --wrap for
+ * malloc, calloc, realloc and strdup (tests/model/CMakeLists.txt). While
+ * alloc_budget >= 0, each allocation spends one unit and the one that
+ * finds it at 0 fails. */
+static long alloc_budget = -1;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+
+static bool alloc_fails(void)
+{
+	if (alloc_budget < 0)
+		return false;
+	return alloc_budget-- == 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+	return alloc_fails() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	return alloc_fails() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	return alloc_fails() ? NULL : __real_realloc(p, n);
+}
+
+char *__wrap_strdup(const char *s)
+{
+	return alloc_fails() ? NULL : __real_strdup(s);
+}
 
 /* A growable byte image. */
 struct img {
@@ -626,6 +669,76 @@ static void test_open_errors(void **state)
 	o1_gguf_close(NULL);
 }
 
+/* Every allocation of open_memory failing in turn gives -ENOMEM (and no
+ * leak under ASan) until the budget suffices. */
+static void test_open_enomem(void **state)
+{
+	struct img m;
+	struct fields f;
+	struct o1_gguf *g;
+	long k;
+	int err;
+
+	(void)state;
+	build(&m, &f);
+	for (k = 0;; k++) {
+		alloc_budget = k;
+		err = o1_gguf_open_memory(m.b, m.len, &g);
+		alloc_budget = -1;
+		if (err == 0)
+			break;
+		assert_int_equal(err, -ENOMEM);
+	}
+	assert_true(k >= 4); /* struct, kvs, string offsets, tensors... */
+	assert_int_equal(o1_gguf_n_tensors(g), 2);
+	o1_gguf_close(g);
+}
+
+/* The same for a writer built and written with allocations failing. */
+static int write_with_budget(long k, const char *path)
+{
+	struct o1_gguf_writer *w = NULL;
+	const char *strs[2] = {"x", "y"};
+	const uint64_t ne[4] = {2};
+	const float v[2] = {1, 2};
+	int err;
+
+	alloc_budget = k;
+	err = o1_gguf_writer_create(&w);
+	if (!err)
+		err = o1_gguf_writer_set_str(w, "s", "value");
+	if (!err)
+		err = o1_gguf_writer_set_arr(w, "a", O1_GGUF_STRING, strs, 2);
+	if (!err)
+		err = o1_gguf_writer_set_arr(w, "f", O1_GGUF_FLOAT32, v, 2);
+	if (!err)
+		err = o1_gguf_writer_add_tensor(w, "t", O1_DTYPE_F32, 1, ne, v,
+						8);
+	if (!err || w)
+		err = err ? err : o1_gguf_writer_write(w, path);
+	alloc_budget = -1;
+	o1_gguf_writer_destroy(w);
+	return err;
+}
+
+static void test_writer_enomem(void **state)
+{
+	struct o1_gguf *g;
+	char path[64];
+	long k;
+	int err;
+
+	(void)state;
+	temp_path(path, sizeof(path));
+	for (k = 0; (err = write_with_budget(k, path)) != 0; k++)
+		assert_int_equal(err, -ENOMEM);
+	assert_true(k >= 6);
+	assert_int_equal(o1_gguf_open(path, &g), 0);
+	assert_int_equal(o1_gguf_n_kv(g), 3);
+	o1_gguf_close(g);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -640,6 +753,8 @@ int main(void)
 	    cmocka_unit_test(test_writer_round_trip),
 	    cmocka_unit_test(test_writer_alignment),
 	    cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_open_enomem),
+	    cmocka_unit_test(test_writer_enomem),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
