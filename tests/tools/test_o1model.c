@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "gguf.h"
 #include "model.h"
 
 static const char *o1model_bin;
@@ -604,6 +605,72 @@ static void test_llama_cpp_gguf_round_trip(void **state)
 	o1_model_close(mb);
 }
 
+static bool has_key(const struct o1_gguf *g, struct o1_gguf_str k)
+{
+	char key[256];
+
+	snprintf(key, sizeof(key), "%.*s", (int)k.len, k.ptr);
+	return o1_gguf_find_key(g, key) >= 0;
+}
+
+/* ne[0] (in_features) of tensor NAME in G. */
+static uint64_t ne0(const struct o1_gguf *g, const char *name)
+{
+	const struct o1_gguf_tensor_info *t = o1_gguf_find_tensor(g, name);
+
+	if (!t)
+		fail_msg("tensor %s missing", name);
+	return t->ne[0];
+}
+
+/* A llama GGUF that o1model makes has every key and tensor name of one
+ * llama.cpp wrote (the built-in vocabulary has no unknown token, so
+ * tokenizer.ggml.unknown_token_id may be absent), in ggml's dim order. */
+static void test_gguf_follows_llama_cpp(void **state)
+{
+	char ref_path[512];
+	struct o1_gguf *ref, *ours;
+	struct o1_gguf_str k;
+	char path[256];
+
+	(void)state;
+	snprintf(ref_path, sizeof(ref_path),
+		 "%s/testdata/models/llama-2-tiny-random.gguf", O1_SHARED_DIR);
+	if (access(ref_path, R_OK) != 0)
+		skip();
+	RUN_OK("make", "--preset", "tiny", "--layers", "1", "--out",
+	       "like-llama-cpp.gguf");
+	snprintf(path, sizeof(path), "%s/like-llama-cpp.gguf", work);
+	assert_int_equal(o1_gguf_open(ref_path, &ref), 0);
+	assert_int_equal(o1_gguf_open(path, &ours), 0);
+	for (uint64_t i = 0; i < o1_gguf_n_kv(ref); i++) {
+		k = o1_gguf_key(ref, i);
+		if (!has_key(ours, k) &&
+		    strncmp(k.ptr, "tokenizer.ggml.unknown_token_id", k.len))
+			fail_msg("key %.*s missing", (int)k.len, k.ptr);
+	}
+	for (uint64_t i = 0; i < o1_gguf_n_tensors(ref); i++) {
+		const struct o1_gguf_tensor_info *t = o1_gguf_tensor(ref, i);
+		char name[80];
+		const struct o1_gguf_tensor_info *u;
+
+		snprintf(name, sizeof(name), "%.*s", (int)t->name.len,
+			 t->name.ptr);
+		u = o1_gguf_find_tensor(ours, name);
+		if (!u || u->n_dims != t->n_dims)
+			fail_msg("tensor %s missing or not %u-D", name,
+				 t->n_dims);
+	}
+	assert_int_equal(o1_gguf_n_tensors(ours), o1_gguf_n_tensors(ref));
+	assert_int_equal(ne0(ref, "token_embd.weight"), 8);
+	assert_int_equal(ne0(ref, "blk.0.ffn_down.weight"), 32);
+	assert_int_equal(ne0(ours, "token_embd.weight"), 64);
+	assert_int_equal(ne0(ours, "blk.0.ffn_down.weight"), 128);
+	assert_int_equal(ne0(ours, "blk.0.ffn_gate.weight"), 64);
+	o1_gguf_close(ref);
+	o1_gguf_close(ours);
+}
+
 /* --tokenizer copies a vocabulary from a GGUF file or a tokenizer.json. */
 static void test_tokenizer_option(void **state)
 {
@@ -665,6 +732,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_shared_hf_round_trip),
 	    cmocka_unit_test(test_llama_cpp_gguf_round_trip),
 	    cmocka_unit_test(test_tokenizer_option),
+	    cmocka_unit_test(test_gguf_follows_llama_cpp),
 	};
 
 	if (argc != 2) {
