@@ -26,6 +26,47 @@
 #define VOCAB_SPM  O1_SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf"
 #define HF_DIR	   O1_SHARED_DIR "/testdata/hf/"
 
+/* Allocation failure injection (linked with --wrap, see
+ * tests/model/CMakeLists.txt): while alloc_budget >= 0 each allocation
+ * spends one unit and the one that finds it at 0 fails. */
+static long alloc_budget = -1;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+
+static bool alloc_fails(void)
+{
+	if (alloc_budget < 0)
+		return false;
+	return alloc_budget-- == 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+	return alloc_fails() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	return alloc_fails() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	return alloc_fails() ? NULL : __real_realloc(p, n);
+}
+
+char *__wrap_strdup(const char *s)
+{
+	return alloc_fails() ? NULL : __real_strdup(s);
+}
+
 /* A model whose tensors own float32 buffers (freed by synth_free). */
 struct synth {
 	struct o1_model *m;
@@ -1063,6 +1104,57 @@ static void test_hf_to_gguf(void **state)
 	hf_to_gguf(HF_DIR "qwen2-tiny");
 }
 
+/* Loading a model and its vocabulary, and writing a model, with each
+ * allocation failing in turn: -ENOMEM every time (no leak under ASan)
+ * until the budget suffices. */
+static void test_enomem(void **state)
+{
+	struct synth s;
+	struct o1_model *m;
+	struct o1_vocab *v;
+	char path[64], out[64];
+	long k;
+	int err;
+
+	(void)state;
+	synth_make(&s, O1_ARCH_LLAMA);
+	make_vocab(&s.m->vocab, O1_VOCAB_BPE);
+	temp_path(path, sizeof(path));
+	temp_path(out, sizeof(out));
+	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
+	for (k = 0;; k++) {
+		alloc_budget = k;
+		err = o1_model_open(path, &m);
+		alloc_budget = -1;
+		if (!err)
+			break;
+		assert_int_equal(err, -ENOMEM);
+	}
+	assert_true(k > 10);
+	assert_int_equal(m->vocab->n_merges, 2);
+	o1_model_close(m);
+	for (k = 0; (alloc_budget = k, err = o1_vocab_load_gguf(path, &v));
+	     k++) {
+		alloc_budget = -1;
+		assert_int_equal(err, -ENOMEM);
+	}
+	alloc_budget = -1;
+	o1_vocab_destroy(v);
+	for (k = 0; (alloc_budget = k,
+		    err = o1_model_write_gguf(s.m, O1_DTYPE_BF16, out));
+	     k++) {
+		alloc_budget = -1;
+		assert_int_equal(err, -ENOMEM);
+	}
+	alloc_budget = -1;
+	assert_true(k > 10);
+	assert_int_equal(o1_model_open(out, &m), 0);
+	o1_model_close(m);
+	synth_free(&s);
+	unlink(path);
+	unlink(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1082,6 +1174,7 @@ int main(void)
 	    cmocka_unit_test(test_tiny_random),
 	    cmocka_unit_test(test_vocab_files),
 	    cmocka_unit_test(test_hf_to_gguf),
+	    cmocka_unit_test(test_enomem),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
