@@ -27,7 +27,7 @@
 #include "gguf.h"
 #include "model.h"
 
-static const char *o1model_bin;
+static char *o1model_bin;
 static char work[64];
 static char out_text[1 << 16]; /* stdout of the last run */
 static char err_text[1 << 14]; /* stderr of the last run */
@@ -734,16 +734,23 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_tokenizer_option),
 	    cmocka_unit_test(test_gguf_follows_llama_cpp),
 	};
+	int ret;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s PATH-TO-o1model\n", argv[0]);
 		return 2;
 	}
-	o1model_bin = argv[1];
+	o1model_bin = realpath(argv[1], NULL); /* the runs chdir first */
+	if (!o1model_bin) {
+		perror(argv[1]);
+		return 1;
+	}
 	strcpy(work, "/tmp/o1-test-o1model-XXXXXX");
 	if (!mkdtemp(work)) {
 		perror("mkdtemp");
 		return 1;
 	}
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	ret = cmocka_run_group_tests(tests, NULL, teardown);
+	free(o1model_bin);
+	return ret;
 }
