@@ -63,6 +63,50 @@ static void test_shipped_ini_equals_defaults(void **state)
 	assert_memory_equal(&c, &d, sizeof(c));
 }
 
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return text;
+}
+
+/* Every line of the default dump ("[section]", "key = value") is a line
+ * of the shipped file, zero-valued and empty defaults included. */
+static void test_shipped_ini_lists_every_key(void **state)
+{
+	char *dump = NULL, *file, *line, *save = NULL, needle[512];
+	size_t len = 0, n;
+	struct o1_config c;
+	FILE *f;
+
+	(void)state;
+	defaults(&c);
+	f = open_memstream(&dump, &len);
+	o1_config_dump(&c, f);
+	fclose(f);
+	file = read_file(O1_SOURCE_DIR "/config/o1d.ini");
+	for (line = strtok_r(dump, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		n = strlen(line);
+		if (line[n - 1] == ' ') /* "key = " is written "key =" */
+			n--;
+		snprintf(needle, sizeof(needle), "\n%.*s\n", (int)n, line);
+		if (!strstr(file, needle))
+			fail_msg("o1d.ini lacks the line '%.*s'", (int)n, line);
+	}
+	free(file);
+	free(dump);
+}
+
 static void test_good_file(void **state)
 {
 	static const char text[] = "\xEF\xBB\xBF; comment\n"
@@ -359,6 +403,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_shipped_ini_equals_defaults),
+	    cmocka_unit_test(test_shipped_ini_lists_every_key),
 	    cmocka_unit_test(test_good_file),
 	    cmocka_unit_test(test_bad_inputs),
 	    cmocka_unit_test(test_missing_file),
