@@ -80,11 +80,13 @@ void o1_ring_commit(struct o1_ring *r)
 	r->pub = r->local;
 }
 
-uint32_t o1_ring_space(struct o1_ring *r)
+int o1_ring_space(struct o1_ring *r)
 {
-	if (reload_head(r))
-		return 0;
-	return o1_ring_capacity(r) - (r->local - r->peer);
+	int ret = reload_head(r);
+
+	if (ret)
+		return ret;
+	return (int)(o1_ring_capacity(r) - (r->local - r->peer));
 }
 
 /* Reloads the producer's tail; it must lie within capacity past the head
@@ -129,9 +131,11 @@ void o1_ring_release(struct o1_ring *r)
 	r->pub = r->local;
 }
 
-uint32_t o1_ring_ready(struct o1_ring *r)
+int o1_ring_ready(struct o1_ring *r)
 {
-	if (reload_tail(r))
-		return 0;
-	return r->peer - r->local;
+	int ret = reload_tail(r);
+
+	if (ret)
+		return ret;
+	return (int)(r->peer - r->local);
 }

@@ -85,11 +85,12 @@ void o1_ring_advance(struct o1_ring *r);
 /* Consumer: hands every advanced slot back to the producer (release). */
 void o1_ring_release(struct o1_ring *r);
 
-/* Number of committed entries the consumer has not read; 0 on a corrupt
- * tail (the next peek reports it). Consumer side. */
-uint32_t o1_ring_ready(struct o1_ring *r);
-/* Producer: free slots as of the latest head, 0 when corrupt. */
-uint32_t o1_ring_space(struct o1_ring *r);
+/* Consumer: committed entries not yet read, or -O1_E_PROTOCOL on a
+ * corrupt tail. */
+int o1_ring_ready(struct o1_ring *r);
+/* Producer: free slots as of the latest head, or -O1_E_PROTOCOL on a
+ * corrupt head. */
+int o1_ring_space(struct o1_ring *r);
 
 static inline uint32_t o1_ring_capacity(const struct o1_ring *r)
 {

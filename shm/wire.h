@@ -165,6 +165,45 @@ _Static_assert(sizeof(struct o1_wire_error) == O1_WIRE_ENTRY_BYTES, "error");
 _Static_assert(offsetof(struct o1_wire_error, msg) == 32, "error msg");
 _Static_assert(sizeof(union o1_wire_entry) == O1_WIRE_ENTRY_BYTES, "entry");
 
+/* Control-socket handshake (AF_UNIX SOCK_SEQPACKET, one message each way).
+ * The client sends o1_wire_hello with no file descriptors; the daemon
+ * answers o1_wire_welcome, carrying with SCM_RIGHTS the sealed region memfd
+ * and, when the region has O1_REGION_EVENTFD, the daemon's doorbell eventfd
+ * (n_fds says how many). A non-zero status comes with no fds and the
+ * daemon then closes the connection. */
+#define O1_HELLO_MAGIC 0x4c48314fu   /* "O1HL" */
+#define O1_WELCOME_MAGIC 0x4c57314fu /* "O1WL" */
+#define O1_NAME_MAX 32
+
+struct o1_wire_hello {
+	uint32_t magic;       /* O1_HELLO_MAGIC */
+	uint16_t version;     /* O1_WIRE_VERSION */
+	uint16_t flags;       /* 0 */
+	uint32_t sq_entries;  /* 0 = daemon default */
+	uint32_t cq_entries;  /* 0 = daemon default */
+	uint32_t arena_bytes; /* 0 = daemon default */
+	uint32_t pad;
+	char name[O1_NAME_MAX]; /* NUL-padded, for logs */
+	uint8_t pad2[8];
+};
+_Static_assert(sizeof(struct o1_wire_hello) == 64, "hello");
+
+struct o1_wire_welcome {
+	uint32_t magic;   /* O1_WELCOME_MAGIC */
+	uint16_t version; /* O1_WIRE_VERSION */
+	uint16_t n_fds;   /* 1 (memfd) or 2 (memfd, eventfd) */
+	int32_t status;   /* 0, or -errno / -O1_E_* and no fds */
+	uint32_t client_id;
+	uint32_t region_bytes;
+	uint32_t max_inflight;      /* requests in flight at once */
+	uint32_t max_prompt_tokens; /* per request */
+	uint32_t max_prompt_bytes;  /* per request (text) */
+	uint32_t max_tokens;        /* per request */
+	uint32_t vocab_size;        /* 0 when the daemon has no model */
+	uint8_t pad[24];
+};
+_Static_assert(sizeof(struct o1_wire_welcome) == 64, "welcome");
+
 /* Limits the daemon enforces on submissions (its config and quotas). */
 struct o1_wire_limits {
 	uint32_t arena_bytes;    /* size of the client arena */

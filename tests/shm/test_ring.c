@@ -142,12 +142,13 @@ static void test_corrupt_indices(void **state)
 	assert_int_equal(o1_ring_peek(&f->cons, &cslot), -O1_E_PROTOCOL);
 	atomic_store(&f->ctrl.tail, UINT32_MAX); /* behind */
 	assert_int_equal(o1_ring_peek(&f->cons, &cslot), -O1_E_PROTOCOL);
-	assert_int_equal(o1_ring_ready(&f->cons), 0);
+	assert_int_equal(o1_ring_ready(&f->cons), -O1_E_PROTOCOL);
 	atomic_store(&f->ctrl.tail, 0);
 	for (uint64_t i = 0; i < 4; i++)
 		push(&f->prod, i);
 	atomic_store(&f->ctrl.head, 9); /* consumer claims to be ahead */
 	assert_int_equal(o1_ring_claim(&f->prod, &slot), -O1_E_PROTOCOL);
+	assert_int_equal(o1_ring_space(&f->prod), -O1_E_PROTOCOL);
 	atomic_store(&f->ctrl.head, 0);
 	assert_int_equal(o1_ring_claim(&f->prod, &slot), -EAGAIN);
 	free(f);

@@ -1,0 +1,47 @@
+/* libo1client internals: the handle and the helpers shared by conn.c
+ * (connect, handshake, reconnect, errors) and stream.c (rings, arena,
+ * events). Nothing here is exported (see libo1client.map). */
+#ifndef O1_CLIENT_CONN_H
+#define O1_CLIENT_CONN_H
+
+#include <stdint.h>
+
+#include "o1/client.h"
+#include "region.h"
+#include "ring.h"
+#include "wire.h"
+
+struct o1_client {
+	struct o1_client_opts o;
+	char *path;
+	char name[O1_NAME_MAX];
+	int sock;       /* control socket, -1 when disconnected */
+	int efd;        /* daemon's doorbell eventfd, or -1 (futex wake) */
+	void *base;     /* region mapping, map_bytes long */
+	size_t map_bytes;
+	struct o1_region_layout l;
+	struct o1_wire_welcome w;
+	struct o1_ring sq; /* we produce */
+	struct o1_ring cq; /* we consume */
+	/* Arena allocator: absolute byte counters, [head, tail) in use. A
+	 * submission's space is free once the daemon released its slot:
+	 * ends[idx & mask] is the tail after submission idx was written. */
+	uint64_t arena_head, arena_tail;
+	uint64_t *ends;
+	uint32_t reclaimed; /* submissions whose arena space is reclaimed */
+	uint64_t spin_ns;
+	uint64_t ping_seq;
+	unsigned inflight;
+};
+
+/* Records a printf-style message as this thread's last error; returns
+ * err so callers can `return o1_client_fail(err, ...)`. */
+int o1_client_fail(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Maps the region from a welcome; 0 or a negative error. */
+int o1_client_attach(struct o1_client *c, int memfd);
+/* Unmaps and closes everything (keeps the options). */
+void o1_client_detach(struct o1_client *c);
+uint64_t o1_client_now_ns(void);
+
+#endif

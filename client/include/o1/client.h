@@ -1,0 +1,163 @@
+/* libo1client: talk to a local o1d through shared-memory rings.
+ *
+ * Connect once (a Unix socket handshake hands over a shared region), then
+ * submit requests and read their events without system calls on the hot
+ * path: the library wakes the daemon, or sleeps itself, only when the
+ * other side asked for it.
+ *
+ * Thread safety: a struct o1_client is not thread-safe; use one handle per
+ * thread, or serialize every call on a handle with your own lock. Distinct
+ * handles are independent. o1_last_error() is per thread.
+ *
+ * Errors: functions return 0 (or a count) on success and a negative value
+ * on failure: -errno, or an o1d code (o1_client_strerror() names both);
+ * o1_last_error() then holds a sentence with the details.
+ *
+ * Options structs start with `size_t sz`, set it to sizeof(the struct):
+ * fields added later at the end keep old binaries working. */
+#ifndef O1_CLIENT_H
+#define O1_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct o1_client;
+
+struct o1_client_opts {
+	size_t sz;
+	const char *socket_path; /* NULL: $O1D_SOCKET, else /run/o1d/o1d.sock;
+				  * copied */
+	const char *name;        /* shown in the daemon's logs; copied */
+	uint32_t sq_entries;     /* 0: the daemon's default (and maximum) */
+	uint32_t cq_entries;
+	uint32_t arena_bytes;    /* room for prompts in flight */
+	uint32_t spin_us;        /* busy-poll before sleeping in waits;
+				  * 0: 20 us */
+};
+
+/* Sampling parameters; a NULL pointer in o1_submit_opts means greedy. */
+struct o1_sampling {
+	size_t sz;
+	float temperature;       /* 0: greedy */
+	float top_p;             /* 0 means 1 (off) */
+	float min_p;
+	float repeat_penalty;    /* 0 means 1 (off) */
+	float presence_penalty;
+	float frequency_penalty;
+	uint32_t top_k;          /* 0: off */
+	uint32_t repeat_last_n;
+	uint32_t n_logprobs;
+	uint64_t seed;
+};
+
+enum o1_submit_flag {
+	O1_FLAG_ADD_BOS = 1u << 0,
+	O1_FLAG_IGNORE_EOS = 1u << 1,
+	O1_FLAG_NO_TEXT = 1u << 2,
+	O1_FLAG_CHAT = 1u << 3,
+};
+
+struct o1_submit_opts {
+	size_t sz;
+	uint64_t req_id;           /* yours; echoed in every event */
+	const char *text;          /* prompt text, or NULL to send ids */
+	size_t text_len;
+	const uint32_t *ids;       /* prompt token ids when text is NULL */
+	size_t n_ids;
+	const struct o1_sampling *sampling; /* NULL: greedy */
+	uint32_t max_tokens;       /* 0: 256 */
+	const uint32_t *stop_ids;
+	size_t n_stop_ids;
+	const char *const *stop_strings; /* NUL-terminated, 1..255 bytes */
+	size_t n_stop_strings;
+	uint32_t flags;            /* enum o1_submit_flag */
+};
+
+enum o1_event_type {
+	O1_EVENT_TOKEN = 1,
+	O1_EVENT_FINAL = 2,
+	O1_EVENT_ERROR = 3,
+	O1_EVENT_PONG = 4,
+};
+
+enum o1_finish {
+	O1_FINISH_REASON_STOP = 0,
+	O1_FINISH_REASON_LENGTH = 1,
+	O1_FINISH_REASON_EOS = 2,
+	O1_FINISH_REASON_CANCELLED = 3,
+	O1_FINISH_REASON_ERROR = 4,
+};
+
+/* One event, copied out of the completion ring (yours to keep). */
+struct o1_event {
+	enum o1_event_type type;
+	uint64_t req_id;
+	/* TOKEN */
+	uint32_t n_ids;
+	uint32_t ids[8];
+	int has_logprobs;
+	float logprobs[8];
+	size_t text_len;
+	char text[49];           /* NUL-terminated; may split a code point */
+	/* FINAL */
+	enum o1_finish finish;
+	int error;               /* FINAL with ERROR, or ERROR: negative */
+	uint32_t prompt_tokens;
+	uint32_t generated_tokens;
+	/* ERROR: message; PONG: timestamps (CLOCK_MONOTONIC ns) */
+	char message[97];
+	uint64_t client_ns;
+	uint64_t daemon_ns;
+};
+
+/* Connects and maps the region; *out is yours until o1_client_close. */
+int o1_client_connect(const struct o1_client_opts *opts,
+		      struct o1_client **out);
+/* Unmaps and closes; requests in flight are cancelled by the daemon when
+ * it sees the hang-up. Accepts NULL. */
+void o1_client_close(struct o1_client *c);
+/* After the daemon went away (-ECONNRESET from a call): drops the old
+ * region and connects again with the same options, retrying for up to
+ * timeout_ms. Requests in flight before are lost; resubmit them. */
+int o1_client_reconnect(struct o1_client *c, int timeout_ms);
+
+/* Queues a request. Returns 0, -EAGAIN (submission ring or arena full:
+ * read events and retry), -E2BIG (larger than the arena) or -EINVAL. */
+int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *o);
+/* Asks the daemon to stop a request; its FINAL (CANCELLED) still comes. */
+int o1_client_cancel(struct o1_client *c, uint64_t req_id);
+/* Takes one event if there is one: returns 1, or 0 when none is ready. */
+int o1_client_poll(struct o1_client *c, struct o1_event *ev);
+/* Waits for one event: spins spin_us, then sleeps. timeout_ns < 0 waits
+ * forever. Returns 1, -ETIMEDOUT, or -ECONNRESET when the daemon is gone. */
+int o1_client_wait(struct o1_client *c, struct o1_event *ev,
+		   int64_t timeout_ns);
+/* Round trip of a PING through the rings, in nanoseconds. Only with no
+ * request in flight (-EBUSY otherwise). */
+int o1_client_ping(struct o1_client *c, uint64_t *rtt_ns);
+
+/* Called for each TOKEN of o1_client_generate; return non-zero to cancel
+ * the request (its FINAL is still delivered). */
+typedef int (*o1_token_fn)(void *arg, const struct o1_event *ev);
+/* Submits and waits for the FINAL, calling fn for each token. Only with
+ * no other request in flight (-EBUSY). *final gets the FINAL event.
+ * Returns 0 (see final->finish and final->error) or a transport error. */
+int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
+		       o1_token_fn fn, void *arg, struct o1_event *final);
+
+/* Requests accepted by o1_client_submit and not yet FINAL. */
+unsigned o1_client_inflight(const struct o1_client *c);
+/* Describes an error returned by this library. Never NULL. */
+const char *o1_client_strerror(int err);
+/* Details of the last error in this thread ("" if none). */
+const char *o1_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

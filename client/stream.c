@@ -1,0 +1,383 @@
+/* The data path: submissions into the ring and the arena, events out of
+ * the completion ring, and the wake-up protocol of shm/doorbell.h on both
+ * rings (we wake the daemon only when it set NEED_WAKEUP; we sleep on the
+ * completion doorbell only after announcing it and re-checking).
+ *
+ * Arena ownership: the arena is ours alone; the daemon copies a request's
+ * data while decoding it, before it releases the slot, so the space of
+ * every submission before the daemon's published head is free again. */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "conn.h"
+#include "doorbell.h"
+#include "error.h"
+
+#define WAIT_SLICE_NS 100000000ll /* re-check the socket this often */
+
+static uint32_t sq_head(struct o1_client *c)
+{
+	return atomic_load_explicit(&o1_region_sq_ctrl(c->base, &c->l)->head,
+				    memory_order_acquire);
+}
+
+/* Frees the arena space of every submission the daemon has released. */
+static void reclaim(struct o1_client *c)
+{
+	uint32_t head = sq_head(c);
+
+	if ((uint32_t)(head - c->reclaimed) > (uint32_t)(c->sq.pub - c->reclaimed))
+		return; /* impossible head: keep what we have */
+	while (c->reclaimed != head) {
+		c->arena_head = c->ends[c->reclaimed & c->sq.mask];
+		c->reclaimed++;
+	}
+}
+
+/* Reserves bytes (4-aligned) contiguously; returns the offset or -EAGAIN. */
+static int64_t arena_alloc(struct o1_client *c, uint32_t bytes)
+{
+	uint64_t size = c->l.arena_bytes, need = (bytes + 3u) & ~3u;
+	uint64_t pos = c->arena_tail % size, skip = 0;
+
+	if (need > size)
+		return -E2BIG;
+	reclaim(c);
+	if (pos + need > size)
+		skip = size - pos; /* do not wrap a block: start over at 0 */
+	if (c->arena_tail + skip + need - c->arena_head > size)
+		return -EAGAIN;
+	c->arena_tail += skip + need;
+	return (int64_t)(skip ? 0 : pos);
+}
+
+static int publish(struct o1_client *c)
+{
+	int ret;
+
+	c->ends[(c->sq.local - 1) & c->sq.mask] = c->arena_tail;
+	o1_ring_commit(&c->sq);
+	ret = o1_doorbell_notify(o1_region_sq_ctrl(c->base, &c->l), c->efd);
+	return ret < 0 ? o1_client_fail(ret, "cannot wake the daemon") : 0;
+}
+
+static int claim(struct o1_client *c, union o1_wire_entry **e)
+{
+	void *slot;
+	int ret;
+
+	if (!c->base)
+		return o1_client_fail(-ECONNRESET, "not connected");
+	ret = o1_ring_claim(&c->sq, &slot);
+	if (ret == -EAGAIN)
+		return o1_client_fail(ret, "submission ring full");
+	if (ret)
+		return o1_client_fail(ret, "submission ring corrupt");
+	*e = slot;
+	return 0;
+}
+
+static void fill_sampling(struct o1_wire_submit *s, const struct o1_sampling *p)
+{
+	struct o1_sampling d = {.sz = sizeof(d)};
+
+	if (p)
+		memcpy(&d, p, p->sz < sizeof(d) ? p->sz : sizeof(d));
+	s->temperature = d.temperature;
+	s->top_p = d.top_p ? d.top_p : 1.0f;
+	s->min_p = d.min_p;
+	s->repeat_penalty = d.repeat_penalty ? d.repeat_penalty : 1.0f;
+	s->presence_penalty = d.presence_penalty;
+	s->frequency_penalty = d.frequency_penalty;
+	s->top_k = d.top_k;
+	s->repeat_last_n = d.repeat_last_n;
+	s->n_logprobs = d.n_logprobs;
+	s->seed = d.seed;
+}
+
+static int stops_bytes(const struct o1_submit_opts *o, uint32_t *out)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < o->n_stop_strings; i++) {
+		size_t len = strlen(o->stop_strings[i]);
+
+		if (len == 0 || len > O1_WIRE_STOP_STR_MAX)
+			return o1_client_fail(-EINVAL,
+					      "stop string %zu: %zu bytes", i,
+					      len);
+		n += 1 + len;
+	}
+	if (n > UINT32_MAX)
+		return -E2BIG;
+	*out = (uint32_t)n;
+	return 0;
+}
+
+/* Writes prompt, stop ids and stop strings into one arena block. */
+static int write_data(struct o1_client *c, const struct o1_submit_opts *o,
+		      struct o1_wire_submit *s)
+{
+	uint64_t pb = o->text ? o->text_len : o->n_ids * 4ull;
+	uint64_t ib = o->n_stop_ids * 4ull, total;
+	uint32_t sb = 0;
+	int64_t off;
+	uint8_t *a;
+	int ret = stops_bytes(o, &sb);
+
+	if (ret)
+		return ret;
+	total = ((pb + 3) & ~3ull) + ib + sb;
+	if (total > c->l.arena_bytes)
+		return o1_client_fail(-E2BIG, "request needs %llu arena bytes, "
+				      "the arena has %u",
+				      (unsigned long long)total,
+				      c->l.arena_bytes);
+	off = arena_alloc(c, (uint32_t)total);
+	if (off < 0)
+		return o1_client_fail((int)off, "arena full");
+	a = o1_region_arena(c->base, &c->l);
+	s->prompt_off = (uint32_t)off;
+	memcpy(a + off, o->text ? (const void *)o->text : (const void *)o->ids,
+	       pb);
+	off += (pb + 3) & ~3ull;
+	s->stop_ids_off = (uint32_t)off;
+	if (ib)
+		memcpy(a + off, o->stop_ids, ib);
+	off += ib;
+	s->stop_str_off = (uint32_t)off;
+	s->stop_str_len = sb;
+	for (size_t i = 0; i < o->n_stop_strings; i++) {
+		size_t len = strlen(o->stop_strings[i]);
+
+		a[off++] = (uint8_t)len;
+		memcpy(a + off, o->stop_strings[i], len);
+		off += len;
+	}
+	return 0;
+}
+
+int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
+{
+	struct o1_submit_opts o = {0};
+	union o1_wire_entry *e, tmp;
+	int ret;
+
+	if (!in || in->sz < offsetof(struct o1_submit_opts, sampling))
+		return o1_client_fail(-EINVAL, "bad submit options");
+	memcpy(&o, in, in->sz < sizeof(o) ? in->sz : sizeof(o));
+	if ((o.text && !o.text_len) || (!o.text && !o.n_ids))
+		return o1_client_fail(-EINVAL, "empty prompt");
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.submit.op = O1_OP_SUBMIT;
+	tmp.submit.prompt_kind = o.text ? O1_PROMPT_TEXT : O1_PROMPT_IDS;
+	tmp.submit.prompt_len = (uint32_t)(o.text ? o.text_len : o.n_ids);
+	tmp.submit.flags = (uint16_t)o.flags;
+	tmp.submit.max_tokens = o.max_tokens ? o.max_tokens : 256;
+	tmp.submit.req_id = o.req_id;
+	tmp.submit.n_stop_ids = (uint32_t)o.n_stop_ids;
+	fill_sampling(&tmp.submit, o.sampling);
+	ret = claim(c, &e);
+	if (ret)
+		return ret;
+	ret = write_data(c, &o, &tmp.submit);
+	if (ret) {
+		o1_ring_abort(&c->sq);
+		return ret;
+	}
+	memcpy(e, &tmp, sizeof(tmp));
+	c->inflight++;
+	return publish(c);
+}
+
+static int simple_entry(struct o1_client *c, const union o1_wire_entry *in)
+{
+	union o1_wire_entry *e;
+	int ret = claim(c, &e);
+
+	if (ret)
+		return ret;
+	memcpy(e, in, sizeof(*in));
+	return publish(c);
+}
+
+int o1_client_cancel(struct o1_client *c, uint64_t req_id)
+{
+	union o1_wire_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.cancel.op = O1_OP_CANCEL;
+	e.cancel.req_id = req_id;
+	return simple_entry(c, &e);
+}
+
+static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	switch (e->op) {
+	case O1_EV_TOKEN:
+		ev->type = O1_EVENT_TOKEN;
+		ev->req_id = e->token.req_id;
+		ev->n_ids = e->token.n_ids;
+		memcpy(ev->ids, e->token.ids, sizeof(ev->ids));
+		ev->has_logprobs = e->token.has_logprobs;
+		memcpy(ev->logprobs, e->token.logprobs, sizeof(ev->logprobs));
+		ev->text_len = e->token.text_len;
+		memcpy(ev->text, e->token.text, ev->text_len);
+		break;
+	case O1_EV_FINAL:
+		ev->type = O1_EVENT_FINAL;
+		ev->req_id = e->final.req_id;
+		ev->finish = (enum o1_finish)e->final.reason;
+		ev->error = e->final.error;
+		ev->prompt_tokens = e->final.prompt_tokens;
+		ev->generated_tokens = e->final.generated_tokens;
+		break;
+	case O1_EV_ERROR:
+		ev->type = O1_EVENT_ERROR;
+		ev->req_id = e->error.req_id;
+		ev->error = e->error.error;
+		memcpy(ev->message, e->error.msg, e->error.msg_len);
+		break;
+	default:
+		ev->type = O1_EVENT_PONG;
+		ev->req_id = e->ping.cookie;
+		ev->client_ns = e->ping.client_ns;
+		ev->daemon_ns = e->ping.daemon_ns;
+		break;
+	}
+}
+
+int o1_client_poll(struct o1_client *c, struct o1_event *ev)
+{
+	union o1_wire_entry e;
+	const char *why = "";
+	const void *slot;
+	int ret;
+
+	if (!c->base)
+		return o1_client_fail(-ECONNRESET, "not connected");
+	ret = o1_ring_peek(&c->cq, &slot);
+	if (ret == -EAGAIN)
+		return 0;
+	if (!ret)
+		ret = o1_wire_decode_ev(slot, &e, &why);
+	if (ret)
+		return o1_client_fail(ret, "bad event from the daemon: %s", why);
+	o1_ring_advance(&c->cq);
+	o1_ring_release(&c->cq);
+	to_event(&e, ev);
+	if (ev->type == O1_EVENT_FINAL && c->inflight)
+		c->inflight--;
+	return 1;
+}
+
+/* True while the daemon's end of the control socket is open. */
+static int daemon_alive(struct o1_client *c)
+{
+	char b;
+	ssize_t n = recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n > 0 || (n < 0 && errno == EAGAIN);
+}
+
+static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
+			   int64_t slice_ns)
+{
+	struct o1_ring_ctrl *ctrl = o1_region_cq_ctrl(c->base, &c->l);
+	uint32_t seq = o1_doorbell_prepare(ctrl);
+	int ret = o1_client_poll(c, ev);
+
+	if (ret == 0) {
+		ret = o1_doorbell_wait(ctrl, seq, slice_ns);
+		ret = ret == -EINTR || ret == -ETIMEDOUT ? 0 : ret;
+		if (!ret)
+			ret = o1_client_poll(c, ev);
+	}
+	o1_doorbell_cancel(ctrl);
+	return ret;
+}
+
+int o1_client_wait(struct o1_client *c, struct o1_event *ev,
+		   int64_t timeout_ns)
+{
+	uint64_t start = o1_client_now_ns(), now;
+	int64_t left, slice;
+	int ret;
+
+	for (;;) {
+		ret = o1_client_poll(c, ev);
+		if (ret)
+			return ret;
+		now = o1_client_now_ns();
+		if (now - start < c->spin_ns)
+			continue;
+		left = timeout_ns < 0 ? WAIT_SLICE_NS
+				      : timeout_ns - (int64_t)(now - start);
+		if (left <= 0)
+			return o1_client_fail(-ETIMEDOUT, "no event in time");
+		if (!daemon_alive(c))
+			return o1_client_fail(-ECONNRESET, "the daemon is gone");
+		slice = left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS;
+		ret = sleep_for_event(c, ev, slice);
+		if (ret)
+			return ret;
+	}
+}
+
+int o1_client_ping(struct o1_client *c, uint64_t *rtt_ns)
+{
+	union o1_wire_entry e;
+	struct o1_event ev;
+	uint64_t t0 = o1_client_now_ns();
+	int ret;
+
+	if (c->inflight)
+		return o1_client_fail(-EBUSY, "ping with requests in flight");
+	memset(&e, 0, sizeof(e));
+	e.ping.op = O1_OP_PING;
+	e.ping.cookie = ++c->ping_seq;
+	e.ping.client_ns = t0;
+	ret = simple_entry(c, &e);
+	while (!ret) {
+		ret = o1_client_wait(c, &ev, 5000000000ll);
+		if (ret < 0)
+			return ret;
+		ret = 0;
+		if (ev.type == O1_EVENT_PONG && ev.req_id == c->ping_seq)
+			break;
+	}
+	if (!ret && rtt_ns)
+		*rtt_ns = o1_client_now_ns() - t0;
+	return ret;
+}
+
+int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
+		       o1_token_fn fn, void *arg, struct o1_event *final)
+{
+	struct o1_event ev;
+	int ret, cancelled = 0;
+
+	if (c->inflight)
+		return o1_client_fail(-EBUSY, "generate with requests in flight");
+	ret = o1_client_submit(c, o);
+	while (!ret) {
+		ret = o1_client_wait(c, &ev, -1);
+		if (ret < 0)
+			return ret;
+		ret = 0;
+		if (ev.req_id != o->req_id)
+			continue;
+		if (ev.type == O1_EVENT_FINAL) {
+			*final = ev;
+			return 0;
+		}
+		if (ev.type == O1_EVENT_TOKEN && fn && !cancelled &&
+		    fn(arg, &ev)) {
+			cancelled = 1;
+			ret = o1_client_cancel(c, o->req_id);
+		}
+	}
+	return ret;
+}

@@ -1,0 +1,491 @@
+/* The front loop: one thread, one io_uring.
+ *
+ * Each pass drains every client's submission ring (copy, validate, hand
+ * over), calls the consumer's ->poll, then publishes the completions each
+ * client received (one commit and at most one wake-up per client per
+ * pass). With no work for spin_us the loop sleeps in io_uring: for each
+ * client it reads the submission doorbell and sets NEED_WAKEUP
+ * (o1_doorbell_prepare, a full fence), arms one FUTEX_WAIT on the doorbell
+ * word (or a POLL_ADD on the client's eventfd), re-checks every ring, and
+ * only then waits. Control sockets (multishot accept, multishot poll), a
+ * kick eventfd, the signalfd and a 100 ms housekeeping timeout are io_uring
+ * requests too.
+ *
+ * Invariants: a client slot is torn down only at the end of a pass, never
+ * inside a consumer callback (callbacks just mark it doomed); every request
+ * tagged with a slot carries the slot's generation, so completions of
+ * requests armed for an earlier occupant are ignored; the daemon never
+ * reads its region geometry back from shared memory. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "control.h"
+#include "doorbell.h"
+#include "error.h"
+#include "front.h"
+#include "log.h"
+#include "region.h"
+
+#define O1_IORING_OP_FUTEX_WAIT 51 /* kernel >= 6.7; liburing 2.3 lacks it */
+#define O1_FUTEX2_SIZE_U32 0x02    /* futex2 flags; no FUTEX2_PRIVATE */
+#define O1_FUTEX_MASK_ANY 0xffffffffull
+#define TICK_NS 100000000ll
+#define BACKLOG_WAIT_NS 1000000ll
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ud_make(enum o1_ipc_ud kind, uint32_t idx,
+			       uint32_t gen)
+{
+	return (uint64_t)kind << 56 | (uint64_t)idx << 32 | gen;
+}
+
+static struct io_uring_sqe *get_sqe(struct o1_ipc_server *srv)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&srv->ring);
+
+	if (!sqe) {
+		io_uring_submit(&srv->ring);
+		sqe = io_uring_get_sqe(&srv->ring);
+	}
+	return sqe;
+}
+
+/* IORING_OP_FUTEX_WAIT by hand, per the kernel uapi: fd holds the futex2
+ * flags, addr the word, addr2 (off) the expected value, addr3 the mask. */
+static void prep_futex_wait(struct io_uring_sqe *sqe, _Atomic uint32_t *word,
+			    uint32_t val)
+{
+	io_uring_prep_rw(O1_IORING_OP_FUTEX_WAIT, sqe, O1_FUTEX2_SIZE_U32,
+			 (void *)word, 0, val);
+	sqe->addr3 = O1_FUTEX_MASK_ANY;
+}
+
+int o1_ipc_arm(struct o1_ipc_server *srv, enum o1_ipc_ud kind,
+	       struct o1_ipc_client *c, uint32_t seq)
+{
+	struct io_uring_sqe *sqe = get_sqe(srv);
+	uint32_t idx = c ? (uint32_t)(c - srv->clients) : 0;
+
+	if (!sqe)
+		return -EBUSY;
+	switch (kind) {
+	case O1_IPC_UD_ACCEPT:
+		io_uring_prep_multishot_accept(sqe, srv->lfd, NULL, NULL,
+					       SOCK_CLOEXEC | SOCK_NONBLOCK);
+		break;
+	case O1_IPC_UD_KICK:
+		io_uring_prep_poll_multishot(sqe, srv->kick_fd, POLLIN);
+		break;
+	case O1_IPC_UD_SIGNAL:
+		io_uring_prep_poll_multishot(sqe, srv->sfd, POLLIN);
+		break;
+	case O1_IPC_UD_TIMER:
+		io_uring_prep_timeout(sqe, &srv->tick, 0, 0);
+		break;
+	case O1_IPC_UD_SOCK:
+		io_uring_prep_poll_multishot(sqe, c->fd,
+					     POLLIN | POLLRDHUP | POLLHUP);
+		break;
+	case O1_IPC_UD_BELL:
+		if (c->efd >= 0)
+			io_uring_prep_poll_add(sqe, c->efd, POLLIN);
+		else
+			prep_futex_wait(sqe,
+					&o1_region_sq_ctrl(c->base, &c->l)
+						 ->doorbell,
+					seq);
+		break;
+	default:
+		io_uring_prep_nop(sqe);
+		break;
+	}
+	io_uring_sqe_set_data64(sqe, ud_make(kind, idx, c ? c->gen : 0));
+	return 0;
+}
+
+static void cancel_ud(struct o1_ipc_server *srv, uint64_t ud)
+{
+	struct io_uring_sqe *sqe = get_sqe(srv);
+
+	if (!sqe)
+		return;
+	io_uring_prep_cancel64(sqe, ud, 0);
+	io_uring_sqe_set_data64(sqe, ud_make(O1_IPC_UD_CANCEL, 0, 0));
+}
+
+struct o1_ipc_client *o1_ipc_client_find(struct o1_ipc_server *srv,
+					 uint32_t client_id)
+{
+	uint32_t idx = client_id & 0xffff;
+	struct o1_ipc_client *c;
+
+	if (idx >= srv->o.max_clients)
+		return NULL;
+	c = &srv->clients[idx];
+	if (c->state != O1_IPC_ACTIVE || c->doomed ||
+	    (c->gen & 0xffff) != client_id >> 16)
+		return NULL;
+	return c;
+}
+
+void o1_ipc_client_doom(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+			const char *why)
+{
+	if (c->doomed)
+		return;
+	if (why)
+		o1_info("ipc: closing client %u (%s, pid %d, uid %u): %s",
+			c->id, c->name, (int)c->cred.pid,
+			(unsigned)c->cred.uid, why);
+	c->doomed = 1;
+	srv->any_doomed = 1;
+}
+
+static void teardown(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	uint32_t idx = (uint32_t)(c - srv->clients);
+
+	if (c->sock_armed)
+		cancel_ud(srv, ud_make(O1_IPC_UD_SOCK, idx, c->gen));
+	if (c->bell_armed)
+		cancel_ud(srv, ud_make(O1_IPC_UD_BELL, idx, c->gen));
+	if (c->state == O1_IPC_ACTIVE) {
+		if (srv->cons.disconnect)
+			srv->cons.disconnect(srv->cons.ctx, srv, c->id);
+		srv->st.clients_connected--;
+	}
+	if (c->base)
+		munmap(c->base, c->l.total_bytes);
+	if (c->efd >= 0)
+		close(c->efd);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->scratch);
+	memset(c, 0, offsetof(struct o1_ipc_client, gen));
+	c->gen++;
+	c->fd = c->efd = -1;
+	c->state = O1_IPC_FREE;
+}
+
+void o1_ipc_reap(struct o1_ipc_server *srv)
+{
+	if (!srv->any_doomed)
+		return;
+	srv->any_doomed = 0;
+	for (uint32_t i = 0; i < srv->o.max_clients; i++)
+		if (srv->clients[i].state != O1_IPC_FREE &&
+		    srv->clients[i].doomed)
+			teardown(srv, &srv->clients[i]);
+}
+
+static void new_client(struct o1_ipc_server *srv, int fd)
+{
+	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
+				    .version = O1_WIRE_VERSION,
+				    .status = -O1_E_QUOTA};
+	struct o1_ipc_client *c = NULL;
+
+	for (uint32_t i = 0; i < srv->o.max_clients && !c; i++)
+		if (srv->clients[i].state == O1_IPC_FREE)
+			c = &srv->clients[i];
+	if (!c) {
+		o1_warn("ipc: refusing a connection: all %u client slots used",
+			srv->o.max_clients);
+		o1_ipc_send_welcome(fd, &w, NULL, 0);
+		close(fd);
+		srv->st.clients_refused++;
+		return;
+	}
+	c->state = O1_IPC_HELLO;
+	c->fd = fd;
+	c->id = (c->gen & 0xffff) << 16 | (uint32_t)(c - srv->clients);
+	c->hello_deadline_ns = now_ns() + srv->o.hello_timeout_ms * 1000000ull;
+	c->sock_armed = o1_ipc_arm(srv, O1_IPC_UD_SOCK, c, 0) == 0;
+}
+
+/* Unexpected data or hang-up on an active client's control socket. */
+static void sock_event(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		       int res)
+{
+	char buf[64];
+	ssize_t n;
+
+	if (c->state == O1_IPC_HELLO && (res & POLLIN)) {
+		o1_ipc_handshake(srv, c);
+		if (c->state == O1_IPC_HELLO && !(res & (POLLHUP | POLLRDHUP)))
+			return;
+	}
+	if (c->state == O1_IPC_ACTIVE && (res & POLLIN)) {
+		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0) {
+			o1_ipc_violation(srv, c, -O1_E_PROTOCOL,
+					 "data on the control socket");
+			return;
+		}
+		if (n < 0 && errno == EAGAIN)
+			return;
+	}
+	if (res & (POLLHUP | POLLRDHUP | POLLERR) || (res & POLLIN)) {
+		if (c->state == O1_IPC_ACTIVE)
+			srv->st.client_deaths++;
+		o1_ipc_client_doom(srv, c, "hang-up");
+	}
+}
+
+static void housekeeping(struct o1_ipc_server *srv)
+{
+	uint64_t now = now_ns();
+
+	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
+		struct o1_ipc_client *c = &srv->clients[i];
+
+		if (c->state == O1_IPC_HELLO && !c->doomed &&
+		    now > c->hello_deadline_ns)
+			o1_ipc_refuse(srv, c, -ETIMEDOUT);
+	}
+}
+
+static void read_signals(struct o1_ipc_server *srv)
+{
+	struct signalfd_siginfo si;
+
+	while (read(srv->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (srv->cons.signal)
+			srv->cons.signal(srv->cons.ctx, srv, (int)si.ssi_signo);
+		else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM)
+			o1_ipc_server_stop(srv);
+	}
+}
+
+static void client_cqe(struct o1_ipc_server *srv, enum o1_ipc_ud kind,
+		       uint32_t idx, uint32_t gen, struct io_uring_cqe *cqe)
+{
+	struct o1_ipc_client *c;
+	uint64_t v;
+
+	if (idx >= srv->o.max_clients)
+		return;
+	c = &srv->clients[idx];
+	if (c->gen != gen || c->state == O1_IPC_FREE)
+		return; /* armed for an earlier occupant of the slot */
+	if (kind == O1_IPC_UD_BELL) {
+		c->bell_armed = 0;
+		if (c->efd >= 0 && read(c->efd, &v, sizeof(v)) < 0)
+			v = 0;
+		return;
+	}
+	if (!(cqe->flags & IORING_CQE_F_MORE))
+		c->sock_armed = 0;
+	if (cqe->res < 0) {
+		if (cqe->res != -ECANCELED)
+			o1_ipc_client_doom(srv, c, "control socket poll error");
+		return;
+	}
+	if (!c->doomed)
+		sock_event(srv, c, cqe->res);
+}
+
+static void handle_cqe(struct o1_ipc_server *srv, struct io_uring_cqe *cqe)
+{
+	uint64_t ud = io_uring_cqe_get_data64(cqe), v;
+	enum o1_ipc_ud kind = (enum o1_ipc_ud)(ud >> 56);
+	int more = !!(cqe->flags & IORING_CQE_F_MORE);
+
+	switch (kind) {
+	case O1_IPC_UD_ACCEPT:
+		if (cqe->res >= 0)
+			new_client(srv, cqe->res);
+		else
+			o1_warn("ipc: accept: %s", strerror(-cqe->res));
+		srv->accept_armed = more;
+		break;
+	case O1_IPC_UD_KICK:
+		if (read(srv->kick_fd, &v, sizeof(v)) < 0)
+			v = 0;
+		srv->kick_armed = more;
+		break;
+	case O1_IPC_UD_SIGNAL:
+		read_signals(srv);
+		srv->sig_armed = more;
+		break;
+	case O1_IPC_UD_TIMER:
+		housekeeping(srv);
+		srv->timer_armed = 0;
+		break;
+	case O1_IPC_UD_SOCK:
+	case O1_IPC_UD_BELL:
+		client_cqe(srv, kind, (uint32_t)(ud >> 32) & 0xffffff,
+			   (uint32_t)ud, cqe);
+		break;
+	default:
+		break;
+	}
+}
+
+static int process_cqes(struct o1_ipc_server *srv)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe(&srv->ring, head, cqe)
+	{
+		handle_cqe(srv, cqe);
+		n++;
+	}
+	io_uring_cq_advance(&srv->ring, n);
+	return (int)n;
+}
+
+/* Re-arms the server-wide requests that ended. */
+static void rearm(struct o1_ipc_server *srv)
+{
+	if (!srv->accept_armed)
+		srv->accept_armed = !o1_ipc_arm(srv, O1_IPC_UD_ACCEPT, NULL, 0);
+	if (!srv->kick_armed)
+		srv->kick_armed = !o1_ipc_arm(srv, O1_IPC_UD_KICK, NULL, 0);
+	if (srv->sfd >= 0 && !srv->sig_armed)
+		srv->sig_armed = !o1_ipc_arm(srv, O1_IPC_UD_SIGNAL, NULL, 0);
+	if (!srv->timer_armed)
+		srv->timer_armed = !o1_ipc_arm(srv, O1_IPC_UD_TIMER, NULL, 0);
+	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
+		struct o1_ipc_client *c = &srv->clients[i];
+
+		if (c->state != O1_IPC_FREE && !c->doomed && !c->sock_armed)
+			c->sock_armed = !o1_ipc_arm(srv, O1_IPC_UD_SOCK, c, 0);
+	}
+}
+
+/* Publishes what each client received this pass and wakes it if asleep. */
+static void flush(struct o1_ipc_server *srv)
+{
+	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
+		struct o1_ipc_client *c = &srv->clients[i];
+
+		if (!c->cq_dirty)
+			continue;
+		c->cq_dirty = 0;
+		o1_ring_commit(&c->cq);
+		if (o1_doorbell_notify(o1_region_cq_ctrl(c->base, &c->l), -1) <
+		    0)
+			o1_warn("ipc: cannot wake client %u", c->id);
+	}
+}
+
+static int pass(struct o1_ipc_server *srv)
+{
+	int work = process_cqes(srv);
+
+	srv->backlog = 0;
+	srv->posted = 0;
+	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
+		struct o1_ipc_client *c = &srv->clients[i];
+
+		if (c->state == O1_IPC_ACTIVE && !c->doomed)
+			work += o1_ipc_drain(srv, c);
+	}
+	if (srv->cons.poll)
+		srv->cons.poll(srv->cons.ctx, srv);
+	flush(srv);
+	o1_ipc_reap(srv);
+	rearm(srv);
+	return work + (int)srv->posted;
+}
+
+/* Announces the sleep on every ring, arms the doorbells, re-checks; returns
+ * 1 when a ring has work after all. */
+static int prepare_sleep(struct o1_ipc_server *srv)
+{
+	int found = 0;
+
+	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
+		struct o1_ipc_client *c = &srv->clients[i];
+		uint32_t seq;
+
+		if (c->state != O1_IPC_ACTIVE || c->doomed)
+			continue;
+		seq = o1_doorbell_prepare(o1_region_sq_ctrl(c->base, &c->l));
+		if (!c->bell_armed)
+			c->bell_armed = !o1_ipc_arm(srv, O1_IPC_UD_BELL, c, seq);
+	}
+	for (uint32_t i = 0; i < srv->o.max_clients && !found; i++) {
+		struct o1_ipc_client *c = &srv->clients[i];
+
+		if (c->state == O1_IPC_ACTIVE && !c->doomed)
+			found = o1_ring_ready(&c->sq) != 0 && !c->blocked;
+	}
+	return found;
+}
+
+static void finish_sleep(struct o1_ipc_server *srv)
+{
+	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
+		struct o1_ipc_client *c = &srv->clients[i];
+
+		if (c->state == O1_IPC_ACTIVE && !c->doomed)
+			o1_doorbell_cancel(o1_region_sq_ctrl(c->base, &c->l));
+	}
+}
+
+static void sleep_once(struct o1_ipc_server *srv)
+{
+	struct __kernel_timespec ts = {.tv_nsec = BACKLOG_WAIT_NS};
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	if (prepare_sleep(srv) || atomic_load(&srv->stop)) {
+		io_uring_submit(&srv->ring);
+	} else {
+		srv->st.sleeps++;
+		if (srv->backlog)
+			ret = io_uring_submit_and_wait_timeout(&srv->ring, &cqe,
+							       1, &ts, NULL);
+		else
+			ret = io_uring_submit_and_wait(&srv->ring, 1);
+		if (ret < 0 && ret != -ETIME && ret != -EINTR)
+			o1_warn("ipc: io_uring wait: %s", strerror(-ret));
+	}
+	finish_sleep(srv);
+}
+
+int o1_ipc_server_run(struct o1_ipc_server *srv)
+{
+	uint64_t spin_ns = srv->o.spin_us * 1000ull, last = now_ns();
+	int slept = 0;
+
+	rearm(srv);
+	io_uring_submit(&srv->ring);
+	while (!atomic_load_explicit(&srv->stop, memory_order_relaxed)) {
+		if (pass(srv)) {
+			if (!slept)
+				srv->st.wakeups_spin++;
+			slept = 0;
+			last = now_ns();
+			continue;
+		}
+		if (io_uring_sq_ready(&srv->ring))
+			io_uring_submit(&srv->ring);
+		if (now_ns() - last < spin_ns)
+			continue;
+		sleep_once(srv);
+		slept = 1;
+		last = now_ns();
+	}
+	return 0;
+}

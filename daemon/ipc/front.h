@@ -1,0 +1,103 @@
+/* Internal state of the front loop, shared by front.c (the loop),
+ * session.c (handshake, entry processing, posting) and server.c (set-up
+ * and tear-down). Everything here is touched by the loop thread only,
+ * except `stop` (atomic) and the kick eventfd. */
+#ifndef O1_IPC_FRONT_H
+#define O1_IPC_FRONT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <liburing.h>
+
+#include "ipc.h"
+#include "region.h"
+#include "ring.h"
+#include "wire.h"
+
+#define DRAIN_BATCH_MAX 64 /* submissions per client per pass */
+
+/* io_uring user_data: kind << 56 | slot << 32 | slot generation. */
+enum o1_ipc_ud {
+	O1_IPC_UD_NONE,
+	O1_IPC_UD_ACCEPT,
+	O1_IPC_UD_KICK,
+	O1_IPC_UD_SIGNAL,
+	O1_IPC_UD_TIMER,
+	O1_IPC_UD_SOCK,   /* a client's control socket */
+	O1_IPC_UD_BELL,   /* a client's doorbell: futex wait or eventfd poll */
+	O1_IPC_UD_CANCEL,
+};
+
+enum o1_ipc_state {
+	O1_IPC_FREE,
+	O1_IPC_HELLO,  /* connected, handshake not done */
+	O1_IPC_ACTIVE, /* region sent */
+};
+
+struct o1_ipc_client {
+	enum o1_ipc_state state;
+	int fd;  /* control socket, owned */
+	int efd; /* doorbell eventfd (fallback mode), owned, or -1 */
+	uint32_t id;
+	void *base; /* region mapping, owned, l.total_bytes long */
+	struct o1_region_layout l;  /* private copy of the geometry */
+	struct o1_ring sq;          /* we consume */
+	struct o1_ring cq;          /* we produce */
+	struct o1_wire_limits lim;
+	struct ucred cred;
+	uint64_t hello_deadline_ns;
+	uint32_t inflight;   /* requests accepted and not yet FINAL */
+	uint32_t violations;
+	int sock_armed, bell_armed;
+	int cq_dirty;        /* claimed completions not yet committed */
+	int blocked;         /* completion ring was full this pass */
+	int doomed;          /* torn down at the end of the pass */
+	uint8_t *scratch;    /* private copies of prompt and stop lists */
+	size_t scratch_bytes;
+	char name[O1_NAME_MAX];
+	/* Kept across reuse of the slot (teardown clears what precedes). */
+	uint32_t gen;
+};
+
+struct o1_ipc_server {
+	struct o1_ipc_opts o; /* defaults filled, lists copied */
+	char *path;
+	uint32_t *uids, *gids;
+	struct o1_ipc_consumer cons;
+	struct io_uring ring;
+	int lfd, kick_fd, sfd;
+	int use_futex;
+	struct o1_ipc_client *clients; /* o.max_clients */
+	atomic_int stop;
+	int draining;
+	int backlog;  /* some client is blocked on its completion ring */
+	int any_doomed;
+	uint32_t posted; /* events posted during the current pass */
+	int accept_armed, kick_armed, sig_armed, timer_armed;
+	struct __kernel_timespec tick;
+	struct o1_ipc_stats st;
+};
+
+int o1_ipc_arm(struct o1_ipc_server *srv, enum o1_ipc_ud kind,
+	       struct o1_ipc_client *c, uint32_t seq);
+struct o1_ipc_client *o1_ipc_client_find(struct o1_ipc_server *srv,
+					 uint32_t client_id);
+/* Marks a client for tear-down at the end of the pass; why is logged. */
+void o1_ipc_client_doom(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+			const char *why);
+/* Handshake on a readable HELLO-state socket. */
+void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c);
+/* Sends a failed welcome and dooms the client. */
+void o1_ipc_refuse(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		   int status);
+/* Counts a protocol or quota violation; dooms the client at the limit. */
+void o1_ipc_violation(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		      int err, const char *why);
+/* Tears down every doomed client (end of a pass, or destroy). */
+void o1_ipc_reap(struct o1_ipc_server *srv);
+/* Drains up to a batch of submissions; returns how many were handled. */
+int o1_ipc_drain(struct o1_ipc_server *srv, struct o1_ipc_client *c);
+
+#endif

@@ -1,0 +1,148 @@
+/* The daemon's front end: the control socket, per-client shared regions
+ * and the io_uring front loop that drains submission rings and wakes
+ * clients. The daemon (scheduler) plugs in through struct o1_ipc_consumer.
+ *
+ * Threading: o1_ipc_server_run() runs the loop on the calling thread; every
+ * consumer callback runs on that thread, and o1_ipc_post() must be called
+ * on it too (from a callback, usually ->poll). Other threads may call only
+ * o1_ipc_server_kick() and o1_ipc_server_stop(), which make the loop call
+ * ->poll (resp. return) soon.
+ *
+ * Trust: clients are untrusted. Every entry is copied out of shared memory
+ * and validated (o1_wire_decode_sub), prompts and stop lists are copied
+ * into private scratch before the consumer sees them, and quotas are
+ * enforced here. A violation fails that request with a typed FINAL (or an
+ * ERROR event when it has no request id) and is counted; a client reaching
+ * max_violations, or corrupting its ring indices, is disconnected. A full
+ * completion ring blocks only that client: o1_ipc_post() returns -EAGAIN
+ * and the loop stops draining that client's submissions until it reads. */
+#ifndef O1_IPC_H
+#define O1_IPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wire.h"
+
+struct o1_ipc_server;
+
+struct o1_ipc_opts {
+	size_t sz;               /* sizeof(struct o1_ipc_opts) */
+	const char *socket_path; /* default /run/o1d/o1d.sock; borrowed */
+	uint32_t socket_mode;    /* default 0660 */
+	/* Peers allowed to connect: uid in allowed_uids, or primary or
+	 * supplementary gid in allowed_gids. Both empty: the daemon's uid
+	 * and root only. Borrowed until o1_ipc_server_create returns. */
+	const uint32_t *allowed_uids;
+	size_t n_allowed_uids;
+	const uint32_t *allowed_gids;
+	size_t n_allowed_gids;
+	uint32_t spin_us;      /* busy-poll window before sleeping; default 50 */
+	uint32_t max_clients;  /* default 64 */
+	uint32_t sq_entries;   /* default and maximum ring sizes, arena */
+	uint32_t cq_entries;
+	uint32_t arena_bytes;
+	uint32_t max_inflight; /* per client; default 64 */
+	uint32_t max_prompt_tokens; /* per request; default 8192 */
+	uint32_t max_prompt_bytes;  /* per request; default 65536 */
+	uint32_t max_tokens;        /* per request; default 4096 */
+	uint32_t max_stop_ids;      /* default 16 */
+	uint32_t max_stop_bytes;    /* default 1024 */
+	uint32_t vocab_size;        /* 0: ids unchecked here */
+	uint32_t max_violations;    /* disconnect at this count; default 8 */
+	uint32_t hello_timeout_ms;  /* handshake deadline; default 2000 */
+	int force_eventfd;   /* 1: doorbells through eventfd + POLL_ADD even
+			      * when IORING_OP_FUTEX_WAIT is available */
+	int handle_signals;  /* 1: block SIGINT/SIGTERM/SIGHUP and read them
+			      * through a signalfd in the loop */
+};
+
+/* A validated request, borrowed by ->submit until it returns. */
+struct o1_ipc_request {
+	uint32_t client_id;
+	uid_t uid; /* the peer's credentials (SO_PEERCRED at connect) */
+	gid_t gid;
+	pid_t pid;
+	struct o1_wire_submit params; /* the validated private copy */
+	const uint8_t *prompt; /* text bytes or uint32 ids, private copy */
+	uint32_t prompt_bytes;
+	const uint32_t *stop_ids;
+	uint32_t n_stop_ids;
+	const uint8_t *stop_strings; /* (u8 len, bytes) repeated, validated */
+	uint32_t stop_strings_bytes;
+	uint32_t n_stop_strings;
+};
+
+struct o1_ipc_consumer {
+	void *ctx;
+	/* A new request. Return 0 to own it (it must later get exactly one
+	 * FINAL through o1_ipc_post), or a negative error and the loop sends
+	 * the FINAL with that error. */
+	int (*submit)(void *ctx, struct o1_ipc_server *srv,
+		      const struct o1_ipc_request *req);
+	/* The client asked to cancel; the consumer still posts the FINAL. */
+	void (*cancel)(void *ctx, struct o1_ipc_server *srv,
+		       uint32_t client_id, uint64_t req_id);
+	/* The client is gone: drop its requests, post nothing more to it. */
+	void (*disconnect)(void *ctx, struct o1_ipc_server *srv,
+			   uint32_t client_id);
+	/* Called on every loop pass and after o1_ipc_server_kick(). Events
+	 * posted here count as work: the loop keeps busy-polling while the
+	 * consumer posts, and sleeps only after spin_us without any. */
+	void (*poll)(void *ctx, struct o1_ipc_server *srv);
+	/* A signal read through the signalfd; NULL: SIGINT/SIGTERM stop. */
+	void (*signal)(void *ctx, struct o1_ipc_server *srv, int signo);
+};
+
+struct o1_ipc_stats {
+	uint64_t clients_connected; /* now */
+	uint64_t clients_total;
+	uint64_t clients_refused;   /* handshake failed or uid refused */
+	uint64_t client_deaths;     /* hang-ups after a good handshake */
+	uint64_t violations;
+	uint64_t kicked_out;        /* disconnected for violations */
+	uint64_t requests;          /* accepted by the consumer */
+	uint64_t pings;
+	uint64_t wakeups_spin;      /* work found while busy-polling */
+	uint64_t sleeps;            /* times the loop slept in io_uring */
+	uint64_t cq_full;           /* posts refused for backpressure */
+	int futex_wait;             /* 1: IORING_OP_FUTEX_WAIT in use */
+};
+
+/* Binds the socket (replacing a stale one), sets up io_uring and the client
+ * table. Returns 0 and *out, or -errno. */
+int o1_ipc_server_create(const struct o1_ipc_opts *opts,
+			 const struct o1_ipc_consumer *consumer,
+			 struct o1_ipc_server **out);
+/* Closes every client, unlinks the socket, frees. Accepts NULL. Must not
+ * run concurrently with o1_ipc_server_run. */
+void o1_ipc_server_destroy(struct o1_ipc_server *srv);
+/* Runs the front loop until o1_ipc_server_stop(). Returns 0 or -errno. */
+int o1_ipc_server_run(struct o1_ipc_server *srv);
+/* Thread-safe, async-signal-safe. */
+void o1_ipc_server_stop(struct o1_ipc_server *srv);
+void o1_ipc_server_kick(struct o1_ipc_server *srv);
+/* New submissions get FINAL -O1_E_DRAINING while on; clients see
+ * O1_RING_DRAINING in their submission ring flags. Loop thread. */
+void o1_ipc_server_set_draining(struct o1_ipc_server *srv, int on);
+void o1_ipc_server_stats(const struct o1_ipc_server *srv,
+			 struct o1_ipc_stats *out);
+
+/* Posts one event (TOKEN, FINAL or ERROR) to a client's completion ring
+ * and wakes it if it sleeps. A FINAL releases the request's in-flight
+ * slot. Returns 0, -EAGAIN (ring full: retry later), -ENOENT (no such
+ * client: it is gone) or -EINVAL (not an event). Loop thread only. */
+int o1_ipc_post(struct o1_ipc_server *srv, uint32_t client_id,
+		const union o1_wire_entry *ev);
+/* Helpers that build the event. text may split a UTF-8 code point;
+ * n_ids <= O1_WIRE_IDS_MAX, text_len <= O1_WIRE_TEXT_MAX. */
+int o1_ipc_post_token(struct o1_ipc_server *srv, uint32_t client_id,
+		      uint64_t req_id, const uint32_t *ids, unsigned n_ids,
+		      const char *text, size_t text_len);
+int o1_ipc_post_final(struct o1_ipc_server *srv, uint32_t client_id,
+		      uint64_t req_id, enum o1_finish_reason reason,
+		      int error, uint32_t prompt_tokens,
+		      uint32_t generated_tokens);
+
+#endif

@@ -1,0 +1,425 @@
+/* Per-client protocol: the handshake, the submission entries, quotas and
+ * violations, and posting events to the completion ring.
+ *
+ * Copy-then-validate: each slot is copied by o1_wire_decode_sub and only
+ * the copy is read; prompt and stop data are copied from the arena into
+ * the client's private scratch before any check on their contents, all
+ * while the slot is still unreleased (the client may reuse the arena space
+ * only after the release). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "doorbell.h"
+#include "error.h"
+#include "front.h"
+#include "log.h"
+
+void o1_ipc_refuse(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		   int status)
+{
+	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
+				    .version = O1_WIRE_VERSION,
+				    .status = status};
+
+	o1_warn("ipc: refusing client pid %d uid %u: %s", (int)c->cred.pid,
+		(unsigned)c->cred.uid, o1_strerror(status));
+	o1_ipc_send_welcome(c->fd, &w, NULL, 0);
+	srv->st.clients_refused++;
+	o1_ipc_client_doom(srv, c, NULL);
+}
+
+/* Picks a size: 0 means the default, and the default is the maximum. */
+static int pick(uint32_t asked, uint32_t max, uint32_t *out)
+{
+	if (asked > max)
+		return -O1_E_QUOTA;
+	*out = asked ? asked : max;
+	return 0;
+}
+
+static int setup_region(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+			const struct o1_wire_hello *h, int *memfd)
+{
+	uint32_t sq, cq, arena;
+	size_t prompt_max;
+	int ret;
+
+	if (pick(h->sq_entries, srv->o.sq_entries, &sq) ||
+	    pick(h->cq_entries, srv->o.cq_entries, &cq) ||
+	    pick(h->arena_bytes, srv->o.arena_bytes, &arena))
+		return -O1_E_QUOTA;
+	ret = o1_region_layout(sq, cq, arena, &c->l);
+	if (ret)
+		return ret;
+	if (!srv->use_futex) {
+		c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (c->efd < 0)
+			return -errno;
+	}
+	prompt_max = srv->o.max_prompt_bytes;
+	if ((size_t)srv->o.max_prompt_tokens * 4 > prompt_max)
+		prompt_max = (size_t)srv->o.max_prompt_tokens * 4;
+	c->scratch_bytes = prompt_max + srv->o.max_stop_ids * 4 +
+			   srv->o.max_stop_bytes;
+	c->scratch = malloc(c->scratch_bytes);
+	if (!c->scratch)
+		return -ENOMEM;
+	ret = o1_ipc_region_create(&c->l, c->efd >= 0 ? O1_REGION_EVENTFD : 0,
+				   c->id, memfd, &c->base);
+	if (ret)
+		return ret;
+	return o1_region_rings(c->base, &c->l, &c->sq, &c->cq);
+}
+
+static void fill_limits(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	c->lim = (struct o1_wire_limits){
+		.arena_bytes = c->l.arena_bytes,
+		.max_prompt_bytes = srv->o.max_prompt_bytes,
+		.max_prompt_tokens = srv->o.max_prompt_tokens,
+		.max_tokens = srv->o.max_tokens,
+		.max_stop_ids = srv->o.max_stop_ids,
+		.max_stop_bytes = srv->o.max_stop_bytes,
+		.vocab_size = srv->o.vocab_size,
+	};
+}
+
+void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
+				    .version = O1_WIRE_VERSION};
+	struct o1_wire_hello h;
+	int fds[2], memfd = -1, ret;
+
+	ret = o1_ipc_recv_hello(c->fd, &h);
+	if (ret == -EAGAIN)
+		return;
+	if (!ret)
+		ret = o1_ipc_peer_check(c->fd, &srv->o, &c->cred);
+	if (!ret)
+		ret = setup_region(srv, c, &h, &memfd);
+	if (ret) {
+		o1_ipc_refuse(srv, c, ret);
+		return;
+	}
+	memcpy(c->name, h.name, sizeof(c->name));
+	fill_limits(srv, c);
+	w.client_id = c->id;
+	w.region_bytes = c->l.total_bytes;
+	w.max_inflight = srv->o.max_inflight;
+	w.max_prompt_tokens = srv->o.max_prompt_tokens;
+	w.max_prompt_bytes = srv->o.max_prompt_bytes;
+	w.max_tokens = srv->o.max_tokens;
+	w.vocab_size = srv->o.vocab_size;
+	fds[0] = memfd;
+	fds[1] = c->efd;
+	w.n_fds = c->efd >= 0 ? 2 : 1;
+	ret = o1_ipc_send_welcome(c->fd, &w, fds, w.n_fds);
+	close(memfd);
+	if (ret) {
+		o1_ipc_client_doom(srv, c, "cannot send the welcome");
+		return;
+	}
+	if (srv->draining)
+		atomic_fetch_or(&o1_region_sq_ctrl(c->base, &c->l)->flags,
+				O1_RING_DRAINING);
+	c->state = O1_IPC_ACTIVE;
+	srv->st.clients_connected++;
+	srv->st.clients_total++;
+	o1_info("ipc: client %u connected (%s, pid %d, uid %u, %u bytes)",
+		c->id, c->name, (int)c->cred.pid, (unsigned)c->cred.uid,
+		c->l.total_bytes);
+}
+
+void o1_ipc_violation(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		      int err, const char *why)
+{
+	srv->st.violations++;
+	c->violations++;
+	/* Log the first few and then every power of two, not a flood. */
+	if (c->violations <= 4 || !(c->violations & (c->violations - 1)))
+			o1_warn("ipc: client %u (%s, pid %d) violation %u/%u: %s (%s)",
+			c->id, c->name, (int)c->cred.pid, c->violations,
+			srv->o.max_violations, why, o1_strerror(err));
+	if (c->violations >= srv->o.max_violations) {
+		srv->st.kicked_out++;
+		o1_ipc_client_doom(srv, c, "too many violations");
+	}
+}
+
+/* Claims a completion slot and copies ev in; committed by the pass. */
+static int push_event(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		      const union o1_wire_entry *ev)
+{
+	void *slot;
+	int ret = o1_ring_claim(&c->cq, &slot);
+
+	if (ret == -EAGAIN) {
+		srv->st.cq_full++;
+		c->blocked = 1;
+		srv->backlog = 1;
+		return ret;
+	}
+	if (ret) {
+		srv->st.violations++;
+		o1_ipc_client_doom(srv, c, "corrupt completion ring head");
+		return -ENOENT;
+	}
+	memcpy(slot, ev, sizeof(*ev));
+	c->cq_dirty = 1;
+	srv->posted++;
+	return 0;
+}
+
+static void fail_request(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+			 uint64_t req_id, int err)
+{
+	union o1_wire_entry ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.final.op = O1_EV_FINAL;
+	ev.final.reason = err == -O1_E_CANCELLED ? O1_FINISH_CANCELLED
+						 : O1_FINISH_ERROR;
+	ev.final.error = err == -O1_E_CANCELLED ? 0 : err;
+	ev.final.req_id = req_id;
+	push_event(srv, c, &ev);
+}
+
+static void send_error(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		       int err, const char *why)
+{
+	union o1_wire_entry ev;
+	size_t n = strlen(why);
+
+	memset(&ev, 0, sizeof(ev));
+	ev.error.op = O1_EV_ERROR;
+	ev.error.error = err;
+	n = n < O1_WIRE_MSG_MAX ? n : O1_WIRE_MSG_MAX;
+	ev.error.msg_len = (uint8_t)n;
+	memcpy(ev.error.msg, why, n);
+	push_event(srv, c, &ev);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void pong(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		 const struct o1_wire_ping *p)
+{
+	union o1_wire_entry ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.ping.op = O1_EV_PONG;
+	ev.ping.cookie = p->cookie;
+	ev.ping.client_ns = p->client_ns;
+	ev.ping.daemon_ns = now_ns();
+	srv->st.pings++;
+	push_event(srv, c, &ev);
+}
+
+/* Copies the prompt and stop lists out of the arena and checks them. */
+static int copy_request(struct o1_ipc_client *c, const struct o1_wire_submit *s,
+			struct o1_ipc_request *r, const char **why)
+{
+	const uint8_t *arena = o1_region_arena(c->base, &c->l);
+	uint32_t pb = s->prompt_kind == O1_PROMPT_IDS ? s->prompt_len * 4
+						      : s->prompt_len;
+	uint8_t *p = c->scratch;
+	int n;
+
+	memcpy(p, arena + s->prompt_off, pb);
+	r->prompt = p;
+	r->prompt_bytes = pb;
+	p += pb;
+	memcpy(p, arena + s->stop_ids_off, (size_t)s->n_stop_ids * 4);
+	r->stop_ids = (const uint32_t *)p;
+	r->n_stop_ids = s->n_stop_ids;
+	p += (size_t)s->n_stop_ids * 4;
+	memcpy(p, arena + s->stop_str_off, s->stop_str_len);
+	r->stop_strings = p;
+	r->stop_strings_bytes = s->stop_str_len;
+	n = o1_wire_stop_strings_check(p, s->stop_str_len, c->lim.max_stop_ids);
+	if (n < 0) {
+		*why = "stop strings";
+		return n;
+	}
+	r->n_stop_strings = (uint32_t)n;
+	for (uint32_t i = 0; c->lim.vocab_size && i < r->n_stop_ids; i++)
+		if (r->stop_ids[i] >= c->lim.vocab_size) {
+			*why = "stop id";
+			return -O1_E_BOUNDS;
+		}
+	for (uint32_t i = 0; c->lim.vocab_size &&
+			     s->prompt_kind == O1_PROMPT_IDS && i < s->prompt_len;
+	     i++)
+		if (((const uint32_t *)r->prompt)[i] >= c->lim.vocab_size) {
+			*why = "prompt token id";
+			return -O1_E_BOUNDS;
+		}
+	return 0;
+}
+
+static void submit(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		   const struct o1_wire_submit *s)
+{
+	struct o1_ipc_request r = {
+		.client_id = c->id, .uid = c->cred.uid, .gid = c->cred.gid,
+		.pid = c->cred.pid, .params = *s};
+	const char *why = NULL;
+	int ret;
+
+	if (srv->draining) {
+		fail_request(srv, c, s->req_id, -O1_E_DRAINING);
+		return;
+	}
+	if (c->inflight >= srv->o.max_inflight) {
+		o1_ipc_violation(srv, c, -O1_E_QUOTA, "requests in flight");
+		fail_request(srv, c, s->req_id, -O1_E_QUOTA);
+		return;
+	}
+	ret = copy_request(c, s, &r, &why);
+	if (ret) {
+		o1_ipc_violation(srv, c, ret, why);
+		fail_request(srv, c, s->req_id, ret);
+		return;
+	}
+	ret = srv->cons.submit ? srv->cons.submit(srv->cons.ctx, srv, &r)
+			       : -O1_E_UNSUPPORTED;
+	if (ret) {
+		fail_request(srv, c, s->req_id, ret);
+		return;
+	}
+	c->inflight++;
+	srv->st.requests++;
+}
+
+static void handle(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		   const union o1_wire_entry *e, int ret, const char *why)
+{
+	if (ret) {
+		o1_ipc_violation(srv, c, ret, why);
+		if (e->op == O1_OP_SUBMIT)
+			fail_request(srv, c, e->submit.req_id, ret);
+		else
+			send_error(srv, c, ret, why);
+		return;
+	}
+	switch (e->op) {
+	case O1_OP_PING:
+		pong(srv, c, &e->ping);
+		break;
+	case O1_OP_CANCEL:
+		if (srv->cons.cancel)
+			srv->cons.cancel(srv->cons.ctx, srv, c->id,
+					 e->cancel.req_id);
+		break;
+	case O1_OP_SUBMIT:
+		submit(srv, c, &e->submit);
+		break;
+	}
+}
+
+int o1_ipc_drain(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	union o1_wire_entry e;
+	const char *why = NULL;
+	const void *slot;
+	int n, ret, space;
+
+	c->blocked = 0;
+	for (n = 0; n < DRAIN_BATCH_MAX && !c->doomed; n++) {
+		/* Room for the one reply an entry may need right away. */
+		space = o1_ring_space(&c->cq);
+		if (space < 0) {
+			srv->st.violations++;
+			o1_ipc_client_doom(srv, c, "corrupt completion head");
+			break;
+		}
+		if (space == 0) {
+			c->blocked = 1;
+			srv->backlog = 1;
+			break;
+		}
+		ret = o1_ring_peek(&c->sq, &slot);
+		if (ret == -EAGAIN)
+			break;
+		if (ret) {
+			srv->st.violations++;
+			o1_ipc_client_doom(srv, c, "corrupt submission tail");
+			break;
+		}
+		ret = o1_wire_decode_sub(slot, &c->lim, &e, &why);
+		handle(srv, c, &e, ret, why);
+		o1_ring_advance(&c->sq);
+	}
+	o1_ring_release(&c->sq);
+	return n;
+}
+
+int o1_ipc_post(struct o1_ipc_server *srv, uint32_t client_id,
+		const union o1_wire_entry *ev)
+{
+	struct o1_ipc_client *c = o1_ipc_client_find(srv, client_id);
+	int ret;
+
+	if (ev->op != O1_EV_TOKEN && ev->op != O1_EV_FINAL &&
+	    ev->op != O1_EV_ERROR)
+		return -EINVAL;
+	if (!c)
+		return -ENOENT;
+	ret = push_event(srv, c, ev);
+	if (!ret && ev->op == O1_EV_FINAL && c->inflight)
+		c->inflight--;
+	return ret;
+}
+
+int o1_ipc_post_token(struct o1_ipc_server *srv, uint32_t client_id,
+		      uint64_t req_id, const uint32_t *ids, unsigned n_ids,
+		      const char *text, size_t text_len)
+{
+	union o1_wire_entry ev;
+
+	if (n_ids > O1_WIRE_IDS_MAX || text_len > O1_WIRE_TEXT_MAX)
+		return -EINVAL;
+	memset(&ev, 0, sizeof(ev));
+	ev.token.op = O1_EV_TOKEN;
+	ev.token.req_id = req_id;
+	ev.token.n_ids = (uint8_t)n_ids;
+	ev.token.text_len = (uint8_t)text_len;
+	if (n_ids)
+		memcpy(ev.token.ids, ids, n_ids * sizeof(*ids));
+	if (text_len)
+		memcpy(ev.token.text, text, text_len);
+	return o1_ipc_post(srv, client_id, &ev);
+}
+
+int o1_ipc_post_final(struct o1_ipc_server *srv, uint32_t client_id,
+		      uint64_t req_id, enum o1_finish_reason reason,
+		      int error, uint32_t prompt_tokens,
+		      uint32_t generated_tokens)
+{
+	union o1_wire_entry ev;
+
+	if (reason >= O1_FINISH_COUNT ||
+	    (reason == O1_FINISH_ERROR) != (error < 0))
+		return -EINVAL;
+	memset(&ev, 0, sizeof(ev));
+	ev.final.op = O1_EV_FINAL;
+	ev.final.reason = (uint8_t)reason;
+	ev.final.error = error;
+	ev.final.req_id = req_id;
+	ev.final.prompt_tokens = prompt_tokens;
+	ev.final.generated_tokens = generated_tokens;
+	return o1_ipc_post(srv, client_id, &ev);
+}

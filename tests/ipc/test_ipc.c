@@ -1,0 +1,557 @@
+/* Front loop tests with real processes: the test server (real o1_ipc loop,
+ * scripted consumer) against good clients (libo1client) and hostile ones
+ * (raw handshake, direct writes to the shared region). After each hostile
+ * act the server must keep serving a good client and free the bad one.
+ * Run with --eventfd to test the POLL_ADD doorbell fallback. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "harness.h"
+#include "o1/client.h"
+#include "ring.h"
+
+static int eventfd_mode;
+
+static void start(struct test_server *s, const char *a0, const char *a1,
+		  const char *a2, const char *a3)
+{
+	const char *args[8] = {0};
+	int n = 0;
+
+	if (eventfd_mode)
+		args[n++] = "--eventfd";
+	args[n++] = a0;
+	if (a0)
+		args[n++] = a1;
+	if (a1)
+		args[n++] = a2;
+	if (a2)
+		args[n++] = a3;
+	assert_int_equal(server_start(s, O1_TEST_SERVER, args), 0);
+}
+
+static struct o1_client *good_client(struct test_server *s)
+{
+	struct o1_client_opts o = {.sz = sizeof(o), .socket_path = s->path,
+				   .name = "good"};
+	struct o1_client *c = NULL;
+	int ret = o1_client_connect(&o, &c);
+
+	if (ret)
+		fail_msg("connect: %d %s", ret, o1_last_error());
+	return c;
+}
+
+/* A good client still gets a PONG and a full scripted stream. */
+static void check_serving(struct test_server *s)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 77,
+				    .text = "abc", .text_len = 3,
+				    .max_tokens = 5};
+	struct o1_client *c = good_client(s);
+	struct o1_event fin;
+	uint64_t rtt;
+
+	assert_int_equal(o1_client_ping(c, &rtt), 0);
+	assert_int_equal(o1_client_generate(c, &so, NULL, NULL, &fin), 0);
+	assert_int_equal(fin.finish, O1_FINISH_REASON_LENGTH);
+	assert_int_equal(fin.generated_tokens, 5);
+	o1_client_close(c);
+}
+
+struct tokens {
+	int n;
+	uint32_t ids[16];
+	char text[256];
+};
+
+static int collect(void *arg, const struct o1_event *ev)
+{
+	struct tokens *t = arg;
+
+	t->ids[t->n++] = ev->ids[0];
+	strncat(t->text, ev->text, sizeof(t->text) - strlen(t->text) - 1);
+	return 0;
+}
+
+static void test_ping_generate(void **state)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 5,
+				    .text = "abc", .text_len = 3,
+				    .max_tokens = 4};
+	struct tokens t = {0};
+	struct server_stats st;
+	struct test_server s;
+	struct o1_client *c;
+	struct o1_event fin;
+	uint64_t rtt = 0;
+	int sum = 'a' + 'b' + 'c';
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	c = good_client(&s);
+	assert_int_equal(o1_client_ping(c, &rtt), 0);
+	assert_true(rtt > 0);
+	assert_int_equal(o1_client_generate(c, &so, collect, &t, &fin), 0);
+	assert_int_equal(t.n, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(t.ids[i], (uint32_t)((sum + i) % 1000));
+	assert_string_equal(t.text, "294 295 296 297 ");
+	assert_int_equal(fin.req_id, 5);
+	assert_int_equal(fin.prompt_tokens, 3);
+	assert_int_equal(fin.generated_tokens, 4);
+	/* Let the server fall asleep, then wake it with a ping. */
+	usleep(20000);
+	assert_int_equal(o1_client_ping(c, &rtt), 0);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.futex, !eventfd_mode);
+	assert_true(st.sleeps > 0);
+	assert_int_equal(st.pings, 2);
+	o1_client_close(c);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+static void test_handshake_errors(void **state)
+{
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct server_stats st;
+	struct test_server s;
+	int efd = eventfd(0, 0);
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	raw_hello(&h);
+	h.version = 99;
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_VERSION);
+	raw_close(&r);
+	raw_hello(&h);
+	h.magic = 0x12345678;
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_PROTOCOL);
+	raw_close(&r);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, &efd, 1), -O1_E_PROTOCOL);
+	raw_close(&r);
+	raw_hello(&h);
+	h.sq_entries = 1u << 20;
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_QUOTA);
+	raw_close(&r);
+	raw_hello(&h);
+	h.cq_entries = 48; /* not a power of two */
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_BOUNDS);
+	raw_close(&r);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	assert_int_equal(r.w.n_fds, eventfd_mode ? 2 : 1);
+	raw_close(&r);
+	check_serving(&s);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.refused, 5);
+	close(efd);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+static void test_refused_uid(void **state)
+{
+	struct o1_client_opts o = {.sz = sizeof(o)};
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct test_server s;
+	struct o1_client *c = NULL;
+	char uid[16];
+
+	(void)state;
+	snprintf(uid, sizeof(uid), "%u", getuid() + 1);
+	start(&s, "--allow-uid", uid, NULL, NULL);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -EACCES);
+	raw_close(&r);
+	o.socket_path = s.path;
+	assert_int_equal(o1_client_connect(&o, &c), -EACCES);
+	assert_null(c);
+	assert_non_null(strstr(o1_last_error(), "refused"));
+	assert_int_equal(server_stop(&s), 0);
+}
+
+static int one_client(const struct server_stats *st, void *arg)
+{
+	return st->connected == (unsigned long long)(uintptr_t)arg;
+}
+
+static void test_sealed(void **state)
+{
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct test_server s;
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	assert_int_equal(ftruncate(r.memfd, 0), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(ftruncate(r.memfd, r.w.region_bytes * 2ll), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(fcntl(r.memfd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+	assert_int_equal(errno, EPERM);
+	assert_true(fcntl(r.memfd, F_GET_SEALS) & F_SEAL_SHRINK);
+	check_serving(&s);
+	raw_close(&r);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+static void test_garbage_indices(void **state)
+{
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct server_stats st;
+	struct test_server s;
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	atomic_store(&o1_region_sq_ctrl(r.base, &r.l)->tail, 1000);
+	raw_ring(&r);
+	assert_true(raw_hung_up(&r, 3000));
+	raw_close(&r);
+	/* The completion side: a head ahead of anything the daemon wrote. */
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	atomic_store(&o1_region_cq_ctrl(r.base, &r.l)->head, 5000);
+	{
+		union o1_wire_entry *e = (void *)((uint8_t *)r.base + r.l.sq_off);
+
+		memset(e, 0, sizeof(*e));
+		e->ping.op = O1_OP_PING;
+		atomic_store(&o1_region_sq_ctrl(r.base, &r.l)->tail, 1);
+		raw_ring(&r);
+	}
+	assert_true(raw_hung_up(&r, 3000));
+	raw_close(&r);
+	assert_int_equal(server_wait(&s, one_client, (void *)0, &st), 0);
+	assert_true(st.violations >= 2);
+	check_serving(&s);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* Publishes one submission entry through a raw producer view. */
+static void raw_publish(struct raw_client *r, struct o1_ring *sq,
+			const union o1_wire_entry *e)
+{
+	void *slot;
+
+	assert_int_equal(o1_ring_claim(sq, &slot), 0);
+	memcpy(slot, e, sizeof(*e));
+	o1_ring_commit(sq);
+	raw_ring(r);
+}
+
+/* Reads one event from a raw client's completion ring (2 s limit). */
+static void raw_event(struct raw_client *r, struct o1_ring *cq,
+		      union o1_wire_entry *out)
+{
+	const void *slot;
+
+	for (int i = 0; i < 2000; i++) {
+		if (o1_ring_peek(cq, &slot) == 0) {
+			memcpy(out, slot, sizeof(*out));
+			o1_ring_advance(cq);
+			o1_ring_release(cq);
+			return;
+		}
+		usleep(1000);
+	}
+	(void)r;
+	fail_msg("no event from the daemon");
+}
+
+static void test_garbage_offsets(void **state)
+{
+	union o1_wire_entry e, ev;
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct o1_ring sq, cq;
+	struct server_stats st;
+	struct test_server s;
+
+	(void)state;
+	start(&s, "--max-violations", "3", NULL, NULL);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	o1_region_rings(r.base, &r.l, &sq, &cq);
+	for (int i = 0; i < 3; i++) {
+		memset(&e, 0, sizeof(e));
+		e.submit.op = O1_OP_SUBMIT;
+		e.submit.req_id = 100 + i;
+		e.submit.max_tokens = 1;
+		e.submit.prompt_len = 10;
+		e.submit.prompt_off = r.l.arena_bytes - 5 + i * 1000;
+		e.submit.top_p = 1;
+		e.submit.repeat_penalty = 1;
+		raw_publish(&r, &sq, &e);
+		raw_event(&r, &cq, &ev);
+		assert_int_equal(ev.op, O1_EV_FINAL);
+		assert_int_equal(ev.final.req_id, 100 + i);
+		assert_int_equal(ev.final.reason, O1_FINISH_ERROR);
+		assert_int_equal(ev.final.error, -O1_E_BOUNDS);
+	}
+	assert_true(raw_hung_up(&r, 3000));
+	raw_close(&r);
+	assert_int_equal(server_wait(&s, one_client, (void *)0, &st), 0);
+	assert_int_equal(st.kicked, 1);
+	assert_int_equal(st.violations, 3);
+	check_serving(&s);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+struct scribbler {
+	struct raw_client *r;
+	atomic_int stop;
+};
+
+/* Rewrites submission slots and arena bytes while the daemon reads them. */
+static void *scribble(void *arg)
+{
+	struct scribbler *sc = arg;
+	uint8_t *slots = (uint8_t *)sc->r->base + sc->r->l.sq_off;
+	size_t n = (size_t)sc->r->l.sq_entries * O1_WIRE_ENTRY_BYTES;
+	uint64_t x = 88172645463325252ull;
+
+	while (!atomic_load(&sc->stop)) {
+		for (size_t i = 0; i < n; i += 8) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			if (x & 1)
+				slots[i + (x >> 8) % 8] = (uint8_t)(x >> 16);
+		}
+	}
+	return NULL;
+}
+
+static void test_rewriter_thread(void **state)
+{
+	struct scribbler sc = {0};
+	union o1_wire_entry e;
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct o1_ring sq, cq;
+	struct test_server s;
+	pthread_t t;
+	void *slot;
+
+	(void)state;
+	start(&s, "--max-violations", "1000000", NULL, NULL);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	o1_region_rings(r.base, &r.l, &sq, &cq);
+	memcpy(o1_region_arena(r.base, &r.l), "hello world", 11);
+	sc.r = &r;
+	assert_int_equal(pthread_create(&t, NULL, scribble, &sc), 0);
+	for (int i = 0; i < 20000; i++) {
+		memset(&e, 0, sizeof(e));
+		e.submit.op = O1_OP_SUBMIT;
+		e.submit.req_id = (uint64_t)i;
+		e.submit.max_tokens = 2;
+		e.submit.prompt_len = 11;
+		e.submit.top_p = 1;
+		e.submit.repeat_penalty = 1;
+		while (o1_ring_claim(&sq, &slot) == -EAGAIN)
+			usleep(100);
+		memcpy(slot, &e, sizeof(e));
+		o1_ring_commit(&sq);
+		raw_ring(&r);
+		/* Drain events so the daemon keeps reading our slots. */
+		while (o1_ring_peek(&cq, (const void **)&slot) == 0) {
+			o1_ring_advance(&cq);
+			o1_ring_release(&cq);
+		}
+	}
+	atomic_store(&sc.stop, 1);
+	pthread_join(t, NULL);
+	check_serving(&s);
+	raw_close(&r);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+static void test_flood_quota(void **state)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so), .text = "hold",
+				    .text_len = 4, .max_tokens = 8};
+	struct server_stats st;
+	struct test_server s;
+	struct o1_client *c;
+	struct o1_event ev;
+	int quota = 0, ret;
+
+	(void)state;
+	start(&s, "--max-inflight", "4", "--max-violations", "3");
+	c = good_client(&s);
+	for (int i = 0; i < 7; i++) {
+		so.req_id = (uint64_t)i;
+		assert_int_equal(o1_client_submit(c, &so), 0);
+	}
+	while ((ret = o1_client_wait(c, &ev, 3000000000ll)) == 1) {
+		assert_int_equal(ev.type, O1_EVENT_FINAL);
+		assert_int_equal(ev.error, -O1_E_QUOTA);
+		assert_true(ev.req_id >= 4);
+		quota++;
+	}
+	assert_int_equal(ret, -ECONNRESET);
+	assert_int_equal(quota, 3);
+	o1_client_close(c);
+	assert_int_equal(server_wait(&s, one_client, (void *)0, &st), 0);
+	assert_int_equal(st.kicked, 1);
+	assert_int_equal(st.requests, 4);
+	check_serving(&s);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* Child: holds requests, writes an entry it never publishes, then waits
+ * to be killed. */
+static void half_written_child(const char *path, int ready_fd)
+{
+	struct o1_client_opts o = {.sz = sizeof(o), .socket_path = path};
+	struct o1_submit_opts so = {.sz = sizeof(so), .text = "hold",
+				    .text_len = 4, .max_tokens = 8};
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct o1_client *c;
+	struct o1_ring sq, cq;
+	void *slot;
+
+	if (o1_client_connect(&o, &c))
+		_exit(1);
+	for (int i = 0; i < 3; i++) {
+		so.req_id = (uint64_t)i;
+		if (o1_client_submit(c, &so))
+			_exit(1);
+	}
+	raw_hello(&h);
+	if (raw_connect(&r, path, &h, NULL, 0))
+		_exit(1);
+	o1_region_rings(r.base, &r.l, &sq, &cq);
+	if (o1_ring_claim(&sq, &slot))
+		_exit(1);
+	memset(slot, 0, O1_WIRE_ENTRY_BYTES);
+	((union o1_wire_entry *)slot)->submit.op = O1_OP_SUBMIT;
+	if (write(ready_fd, "k", 1) != 1)
+		_exit(1);
+	pause();
+	_exit(0);
+}
+
+static int deaths_at_least(const struct server_stats *st, void *arg)
+{
+	return st->deaths >= (unsigned long long)(uintptr_t)arg &&
+	       st->connected == 1;
+}
+
+static void test_sigkill_mid_entry(void **state)
+{
+	struct server_stats st;
+	struct test_server s;
+	struct o1_client *keep;
+	int fds[2], status;
+	char b;
+
+	(void)state;
+	start(&s, "--max-clients", "3", NULL, NULL);
+	keep = good_client(&s);
+	for (int round = 1; round <= 3; round++) {
+		pid_t pid;
+
+		assert_int_equal(pipe(fds), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			half_written_child(s.path, fds[1]);
+		close(fds[1]);
+		assert_int_equal(read(fds[0], &b, 1), 1);
+		close(fds[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		assert_int_equal(server_wait(&s, deaths_at_least,
+					     (void *)(uintptr_t)(2 * round),
+					     &st),
+				 0);
+		/* Slots freed: with 3 slots, two new clients fit again. */
+		check_serving(&s);
+		assert_int_equal(o1_client_ping(keep, NULL), 0);
+	}
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.requests, 9 + 3); /* 3 holds per round + checks */
+	assert_int_equal(st.connected, 1);
+	o1_client_close(keep);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* A client that does not read blocks only itself; nothing is dropped. */
+static void test_backpressure(void **state)
+{
+	struct o1_client_opts o = {.sz = sizeof(o), .cq_entries = 8,
+				   .name = "slow"};
+	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 9,
+				    .text = "abc", .text_len = 3,
+				    .max_tokens = 200};
+	struct test_server s;
+	struct o1_client *slow;
+	struct o1_event ev;
+	int tokens = 0, finals = 0;
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	o.socket_path = s.path;
+	assert_int_equal(o1_client_connect(&o, &slow), 0);
+	assert_int_equal(o1_client_submit(slow, &so), 0);
+	usleep(50000);
+	check_serving(&s);
+	while (!finals && o1_client_wait(slow, &ev, 3000000000ll) == 1) {
+		if (ev.type == O1_EVENT_TOKEN) {
+			assert_int_equal(ev.ids[0],
+					 (uint32_t)((294 + tokens) % 1000));
+			tokens++;
+		} else {
+			finals++;
+			assert_int_equal(ev.generated_tokens, 200);
+		}
+	}
+	assert_int_equal(tokens, 200);
+	assert_int_equal(finals, 1);
+	o1_client_close(slow);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ping_generate),
+		cmocka_unit_test(test_handshake_errors),
+		cmocka_unit_test(test_refused_uid),
+		cmocka_unit_test(test_sealed),
+		cmocka_unit_test(test_garbage_indices),
+		cmocka_unit_test(test_garbage_offsets),
+		cmocka_unit_test(test_rewriter_thread),
+		cmocka_unit_test(test_flood_quota),
+		cmocka_unit_test(test_sigkill_mid_entry),
+		cmocka_unit_test(test_backpressure),
+	};
+
+	eventfd_mode = argc > 1 && !strcmp(argv[1], "--eventfd");
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

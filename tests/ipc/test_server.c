@@ -1,0 +1,232 @@
+/* Test fixture, not product code: runs the real front loop (o1_ipc) with
+ * a deterministic scripted consumer, for the IPC and client tests.
+ *
+ * Script: a request yields min(max_tokens, 1000) tokens, one per loop pass;
+ * token i has id (sum of prompt bytes + i) % 1000 and text "<id> ". A
+ * stop id ends it with STOP when that id comes up. A text prompt that
+ * starts with "hold" yields nothing until cancelled. Every request gets
+ * exactly one FINAL; usage: prompt_tokens = prompt bytes (text) or ids.
+ *
+ * usage: o1_ipc_test_server --socket PATH [--eventfd] [--allow-uid N]
+ *        [--max-inflight N] [--max-violations N] [--spin-us N]
+ *        [--hello-ms N] [--max-clients N] [--arena N]
+ * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
+ * at exit (SIGTERM). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "ipc.h"
+#include "log.h"
+
+#define MAX_REQS 4096
+
+struct req {
+	int used;
+	int hold;
+	int cancelled;
+	uint32_t client_id;
+	uint64_t req_id;
+	uint32_t sum;
+	uint32_t next, total;
+	uint32_t prompt_tokens;
+	uint32_t stop_ids[16];
+	uint32_t n_stop;
+};
+
+static struct req reqs[MAX_REQS];
+
+static int on_submit(void *ctx, struct o1_ipc_server *srv,
+		     const struct o1_ipc_request *r)
+{
+	struct req *q = NULL;
+
+	(void)ctx;
+	(void)srv;
+	for (int i = 0; i < MAX_REQS && !q; i++)
+		if (!reqs[i].used)
+			q = &reqs[i];
+	if (!q)
+		return -EBUSY;
+	memset(q, 0, sizeof(*q));
+	q->used = 1;
+	q->client_id = r->client_id;
+	q->req_id = r->params.req_id;
+	for (uint32_t i = 0; i < r->prompt_bytes; i++)
+		q->sum += r->prompt[i];
+	q->total = r->params.max_tokens < 1000 ? r->params.max_tokens : 1000;
+	q->prompt_tokens = r->params.prompt_kind == O1_PROMPT_IDS
+				   ? r->prompt_bytes / 4
+				   : r->prompt_bytes;
+	q->hold = r->params.prompt_kind == O1_PROMPT_TEXT &&
+		  r->prompt_bytes >= 4 && !memcmp(r->prompt, "hold", 4);
+	q->n_stop = r->n_stop_ids < 16 ? r->n_stop_ids : 16;
+	memcpy(q->stop_ids, r->stop_ids, q->n_stop * 4);
+	return 0;
+}
+
+static void on_cancel(void *ctx, struct o1_ipc_server *srv, uint32_t client,
+		      uint64_t req_id)
+{
+	(void)ctx;
+	(void)srv;
+	for (int i = 0; i < MAX_REQS; i++)
+		if (reqs[i].used && reqs[i].client_id == client &&
+		    reqs[i].req_id == req_id)
+			reqs[i].cancelled = 1;
+}
+
+static void on_disconnect(void *ctx, struct o1_ipc_server *srv,
+			  uint32_t client)
+{
+	(void)ctx;
+	(void)srv;
+	for (int i = 0; i < MAX_REQS; i++)
+		if (reqs[i].used && reqs[i].client_id == client)
+			reqs[i].used = 0;
+}
+
+static int is_stop(const struct req *q, uint32_t id)
+{
+	for (uint32_t i = 0; i < q->n_stop; i++)
+		if (q->stop_ids[i] == id)
+			return 1;
+	return 0;
+}
+
+/* Advances one request by one event; returns the post result. */
+static int step(struct o1_ipc_server *srv, struct req *q)
+{
+	enum o1_finish_reason why = O1_FINISH_LENGTH;
+	uint32_t id = (q->sum + q->next) % 1000;
+	char text[16];
+	int ret, n;
+
+	if (q->cancelled)
+		why = O1_FINISH_CANCELLED;
+	else if (q->hold)
+		return 0;
+	else if (q->next < q->total && !is_stop(q, id)) {
+		n = snprintf(text, sizeof(text), "%u ", id);
+		ret = o1_ipc_post_token(srv, q->client_id, q->req_id, &id, 1,
+					text, (size_t)n);
+		if (!ret)
+			q->next++;
+		return ret;
+	} else if (q->next < q->total) {
+		why = O1_FINISH_STOP;
+	}
+	ret = o1_ipc_post_final(srv, q->client_id, q->req_id, why, 0,
+				q->prompt_tokens, q->next);
+	if (!ret)
+		q->used = 0;
+	return ret;
+}
+
+static void on_poll(void *ctx, struct o1_ipc_server *srv)
+{
+	(void)ctx;
+	for (int i = 0; i < MAX_REQS; i++)
+		if (reqs[i].used && step(srv, &reqs[i]) == -ENOENT)
+			reqs[i].used = 0;
+}
+
+static void print_stats(struct o1_ipc_server *srv)
+{
+	struct o1_ipc_stats st;
+
+	o1_ipc_server_stats(srv, &st);
+	printf("stats connected=%llu total=%llu refused=%llu deaths=%llu "
+	       "violations=%llu kicked=%llu requests=%llu pings=%llu "
+	       "sleeps=%llu futex=%d\n",
+	       (unsigned long long)st.clients_connected,
+	       (unsigned long long)st.clients_total,
+	       (unsigned long long)st.clients_refused,
+	       (unsigned long long)st.client_deaths,
+	       (unsigned long long)st.violations,
+	       (unsigned long long)st.kicked_out,
+	       (unsigned long long)st.requests, (unsigned long long)st.pings,
+	       (unsigned long long)st.sleeps, st.futex_wait);
+	fflush(stdout);
+}
+
+static void on_signal(void *ctx, struct o1_ipc_server *srv, int signo)
+{
+	(void)ctx;
+	if (signo == SIGHUP) {
+		print_stats(srv);
+		return;
+	}
+	o1_ipc_server_stop(srv);
+}
+
+static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
+		      uint32_t *uid)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--eventfd")) {
+			o->force_eventfd = 1;
+			continue;
+		}
+		if (!v)
+			return -1;
+		i++;
+		if (!strcmp(a, "--socket"))
+			o->socket_path = v;
+		else if (!strcmp(a, "--allow-uid")) {
+			*uid = (uint32_t)atoi(v);
+			o->allowed_uids = uid;
+			o->n_allowed_uids = 1;
+		} else if (!strcmp(a, "--max-inflight"))
+			o->max_inflight = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--max-violations"))
+			o->max_violations = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--spin-us"))
+			o->spin_us = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--hello-ms"))
+			o->hello_timeout_ms = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--max-clients"))
+			o->max_clients = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--arena"))
+			o->arena_bytes = (uint32_t)atoi(v);
+		else
+			return -1;
+	}
+	return o->socket_path ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct o1_ipc_opts o = {.sz = sizeof(o), .handle_signals = 1,
+				.sq_entries = 64, .cq_entries = 64,
+				.arena_bytes = 65536};
+	struct o1_ipc_consumer cons = {
+		.submit = on_submit, .cancel = on_cancel,
+		.disconnect = on_disconnect, .poll = on_poll,
+		.signal = on_signal};
+	struct o1_ipc_server *srv;
+	uint32_t uid;
+	int ret;
+
+	if (parse_args(argc, argv, &o, &uid)) {
+		fprintf(stderr, "usage: see the head of test_server.c\n");
+		return 2;
+	}
+	ret = o1_ipc_server_create(&o, &cons, &srv);
+	if (ret) {
+		fprintf(stderr, "server: %s\n", o1_strerror(ret));
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	ret = o1_ipc_server_run(srv);
+	print_stats(srv);
+	o1_ipc_server_destroy(srv);
+	return ret ? 1 : 0;
+}
