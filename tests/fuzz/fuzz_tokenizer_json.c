@@ -40,6 +40,17 @@ static bool same_vocab(const struct o1_vocab *a, const struct o1_vocab *b)
 	return ok;
 }
 
+static void remove_out_dir(void)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/tokenizer.json", out_dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/tokenizer_config.json", out_dir);
+	unlink(path);
+	rmdir(out_dir);
+}
+
 static void check(const struct o1_vocab *v)
 {
 	struct o1_vocab *back;
@@ -56,6 +67,7 @@ static void check(const struct o1_vocab *v)
 		strcpy(out_dir, "/tmp/o1_fuzz_tj_XXXXXX");
 		if (!mkdtemp(out_dir))
 			abort();
+		atexit(remove_out_dir);
 	}
 	if (o1_vocab_write_tokenizer_json(v, out_dir) != 0)
 		abort();
