@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -605,6 +606,118 @@ static void test_llama_cpp_gguf_round_trip(void **state)
 	o1_model_close(mb);
 }
 
+/* Q8_0 blocks of N floats (a multiple of 32): an f16 scale, 32 int8. */
+static void quantize_q8_0(const float *x, uint64_t n, uint8_t *out)
+{
+	for (uint64_t b = 0; b < n / 32; b++, x += 32, out += 34) {
+		float amax = 0, d;
+		uint16_t h;
+
+		for (int i = 0; i < 32; i++)
+			amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+		d = amax / 127;
+		h = o1_f32_to_f16(d);
+		memcpy(out, &h, 2);
+		for (int i = 0; i < 32; i++)
+			out[2 + i] =
+			    (uint8_t)(int8_t)(d ? roundf(x[i] / d) : 0);
+	}
+}
+
+/* Writes PATH: the f32 GGUF SRC with every matrix in Q8_0. */
+static void write_q8_copy(const char *src, const char *path)
+{
+	static const char *const u32_keys[] = {
+	    "llama.context_length",	  "llama.embedding_length",
+	    "llama.block_count",	  "llama.feed_forward_length",
+	    "llama.attention.head_count", "llama.attention.head_count_kv",
+	    "llama.rope.dimension_count"};
+	struct o1_gguf *g;
+	struct o1_gguf_writer *w;
+	void *bufs[64];
+	uint32_t u;
+	float f;
+
+	assert_int_equal(o1_gguf_open(src, &g), 0);
+	assert_int_equal(o1_gguf_writer_create(&w), 0);
+	assert_int_equal(
+	    o1_gguf_writer_set_str(w, "general.architecture", "llama"), 0);
+	for (size_t i = 0; i < sizeof(u32_keys) / sizeof(u32_keys[0]); i++) {
+		assert_int_equal(o1_gguf_get_u32(g, u32_keys[i], &u), 0);
+		assert_int_equal(o1_gguf_writer_set_u32(w, u32_keys[i], u), 0);
+	}
+	assert_int_equal(
+	    o1_gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &f),
+	    0);
+	assert_int_equal(o1_gguf_writer_set_f32(
+			     w, "llama.attention.layer_norm_rms_epsilon", f),
+			 0);
+	assert_true(o1_gguf_n_tensors(g) <= 64);
+	for (uint64_t i = 0; i < o1_gguf_n_tensors(g); i++) {
+		const struct o1_gguf_tensor_info *t = o1_gguf_tensor(g, i);
+		uint64_t n = t->ne[0] * (t->n_dims == 2 ? t->ne[1] : 1);
+		char name[80];
+		bool q = t->n_dims == 2;
+
+		assert_int_equal(t->type, O1_DTYPE_F32);
+		snprintf(name, sizeof(name), "%.*s", (int)t->name.len,
+			 t->name.ptr);
+		bufs[i] = malloc(q ? n / 32 * 34 : n * 4);
+		if (q)
+			quantize_q8_0(t->data, n, bufs[i]);
+		else
+			memcpy(bufs[i], t->data, n * 4);
+		assert_int_equal(o1_gguf_writer_add_tensor(
+				     w, name, q ? O1_DTYPE_Q8_0 : O1_DTYPE_F32,
+				     t->n_dims, t->ne, bufs[i],
+				     q ? n / 32 * 34 : n * 4),
+				 0);
+	}
+	assert_int_equal(o1_gguf_writer_write(w, path), 0);
+	for (uint64_t i = 0; i < o1_gguf_n_tensors(g); i++)
+		free(bufs[i]);
+	o1_gguf_writer_destroy(w);
+	o1_gguf_close(g);
+}
+
+/* A quantized source converts to f16 by default: each tensor is the f16
+ * rounding of its dequantized values. */
+static void test_convert_quantized(void **state)
+{
+	char src[256], q8[256];
+	struct o1_model *mq, *mh;
+
+	(void)state;
+	RUN_OK("make", "--preset", "tiny", "--seed", "4", "--out", "f32.gguf");
+	snprintf(src, sizeof(src), "%s/f32.gguf", work);
+	snprintf(q8, sizeof(q8), "%s/q8.gguf", work);
+	write_q8_copy(src, q8);
+	RUN_OK("convert", "q8.gguf", "q8-hf");
+	assert_non_null(strstr(err_text, "writing f16"));
+	mq = open_model("q8.gguf");
+	mh = open_model("q8-hf");
+	assert_int_equal(o1_model_tensor(mq, O1_T_WQ, 0)->dtype, O1_DTYPE_Q8_0);
+	for (uint32_t i = 0; i < mq->n_tensors; i++) {
+		const struct o1_tensor *x = &mq->tensors[i];
+		const struct o1_tensor *y =
+		    o1_model_tensor(mh, x->role, x->layer);
+		uint64_t n = o1_tensor_elements(x);
+		float *fx = malloc(n * sizeof(float));
+		const uint16_t *h = y->data;
+
+		assert_int_equal(y->dtype, O1_DTYPE_F16);
+		assert_int_equal(o1_tensor_read_f32(mq, x, fx), 0);
+		for (uint64_t k = 0; k < n; k++)
+			if (h[k] != o1_f32_to_f16(fx[k]))
+				fail_msg("%s layer %d element %llu",
+					 o1_tensor_role_name(x->role), x->layer,
+					 (unsigned long long)k);
+		free(fx);
+	}
+	o1_model_close(mq);
+	o1_model_close(mh);
+}
+
 static bool has_key(const struct o1_gguf *g, struct o1_gguf_str k)
 {
 	char key[256];
@@ -725,6 +838,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_gguf_matches_safetensors),
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_convert_dtype),
+	    cmocka_unit_test(test_convert_quantized),
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_vocab_padding),
 	    cmocka_unit_test(test_presets),
