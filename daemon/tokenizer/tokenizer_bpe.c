@@ -189,12 +189,10 @@ static void pair_put(struct tok_pairmap *m, uint64_t key, uint32_t rank,
 {
 	uint32_t i = pair_slot(m, key);
 
-	for (; m->keys[i] != UINT64_MAX; i = (i + 1) & m->mask)
-		if (m->keys[i] == key)
+	for (; m->slots[i].key != UINT64_MAX; i = (i + 1) & m->mask)
+		if (m->slots[i].key == key)
 			return; /* the first (best) rank stays */
-	m->keys[i] = key;
-	m->ranks[i] = rank;
-	m->merged[i] = merged;
+	m->slots[i] = (struct tok_pair_slot){key, rank, merged};
 }
 
 static int pair_get(const struct tok_pairmap *m, int32_t a, int32_t b,
@@ -202,11 +200,11 @@ static int pair_get(const struct tok_pairmap *m, int32_t a, int32_t b,
 {
 	uint64_t key = pair_key(a, b);
 
-	for (uint32_t i = pair_slot(m, key); m->keys[i] != UINT64_MAX;
+	for (uint32_t i = pair_slot(m, key); m->slots[i].key != UINT64_MAX;
 	     i = (i + 1) & m->mask)
-		if (m->keys[i] == key) {
-			*rank = m->ranks[i];
-			return m->merged[i];
+		if (m->slots[i].key == key) {
+			*rank = m->slots[i].rank;
+			return m->slots[i].merged;
 		}
 	return -1;
 }
@@ -242,12 +240,10 @@ static int build_merges(struct o1_tokenizer *t, const struct o1_vocab *v)
 	while (size < 2 * v->n_merges)
 		size <<= 1;
 	m->mask = size - 1;
-	m->keys = malloc(size * sizeof(*m->keys));
-	m->ranks = malloc(size * sizeof(*m->ranks));
-	m->merged = malloc(size * sizeof(*m->merged));
-	if (!m->keys || !m->ranks || !m->merged)
+	m->slots = malloc(size * sizeof(*m->slots));
+	if (!m->slots)
 		return -ENOMEM;
-	memset(m->keys, 0xff, size * sizeof(*m->keys));
+	memset(m->slots, 0xff, size * sizeof(*m->slots));
 	for (uint32_t r = 0; r < v->n_merges; r++) {
 		int32_t ids[3];
 
@@ -288,6 +284,7 @@ static int compile_pre(struct o1_tokenizer *t, const char *pre)
 		return -O1_E_UNSUPPORTED;
 	}
 	err = pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE);
+	t->re_jit = !err;
 	if (err)
 		o1_warn("tokenizer: PCRE2 JIT unavailable (%d), interpreting",
 			err);
@@ -312,9 +309,7 @@ int tok_bpe_init(struct o1_tokenizer *t, const struct o1_vocab *v)
 
 void tok_bpe_fini(struct o1_tokenizer *t)
 {
-	free(t->merges.keys);
-	free(t->merges.ranks);
-	free(t->merges.merged);
+	free(t->merges.slots);
 	pcre2_code_free(t->re);
 }
 
@@ -414,6 +409,68 @@ static int byte_token(const struct o1_tokenizer *t, uint8_t b, int32_t *id)
 	return -O1_E_TOKENIZER;
 }
 
+/* Words up to this many bytes merge in stack arrays (below). */
+#define BPE_SHORT 32
+
+static void rank_pair(const struct o1_tokenizer *t, const int32_t *ids,
+		      size_t i, uint32_t *rank, int32_t *merged)
+{
+	merged[i] = pair_get(&t->merges, ids[i], ids[i + 1], &rank[i]);
+	if (merged[i] < 0)
+		rank[i] = UINT32_MAX;
+}
+
+/* The same merges as merge_loop for a short word: each round takes the
+ * leftmost lowest-rank pair by a linear scan, which for a few symbols
+ * costs less than the heap. */
+static void merge_short(const struct o1_tokenizer *t, int32_t *ids, size_t n,
+			struct tok_sink *out)
+{
+	uint32_t rank[BPE_SHORT];
+	int32_t merged[BPE_SHORT];
+
+	for (size_t i = 0; i + 1 < n; i++)
+		rank_pair(t, ids, i, rank, merged);
+	while (n > 1) {
+		size_t best = 0;
+
+		for (size_t i = 1; i + 1 < n; i++)
+			if (rank[i] < rank[best])
+				best = i;
+		if (rank[best] == UINT32_MAX)
+			break;
+		ids[best] = merged[best];
+		n--;
+		memmove(ids + best + 1, ids + best + 2,
+			(n - best - 1) * sizeof(*ids));
+		memmove(rank + best, rank + best + 1,
+			(n - best - 1) * sizeof(*rank));
+		memmove(merged + best, merged + best + 1,
+			(n - best - 1) * sizeof(*merged));
+		if (best > 0)
+			rank_pair(t, ids, best - 1, rank, merged);
+		if (best + 1 < n)
+			rank_pair(t, ids, best, rank, merged);
+	}
+	for (size_t i = 0; i < n; i++)
+		tok_push(out, ids[i]);
+}
+
+static int bpe_short(const struct o1_tokenizer *t, const uint8_t *w, size_t len,
+		     struct tok_sink *out)
+{
+	int32_t ids[BPE_SHORT];
+
+	for (size_t i = 0; i < len; i++) {
+		int ret = byte_token(t, w[i], &ids[i]);
+
+		if (ret)
+			return ret;
+	}
+	merge_short(t, ids, len, out);
+	return 0;
+}
+
 static int bpe_word(const struct o1_tokenizer *t, const uint8_t *w, size_t len,
 		    struct tok_scratch *scratch, struct tok_sink *out)
 {
@@ -429,6 +486,8 @@ static int bpe_word(const struct o1_tokenizer *t, const uint8_t *w, size_t len,
 			return 0;
 		}
 	}
+	if (len <= BPE_SHORT)
+		return bpe_short(t, w, len, out);
 	s = tok_scratch_get(scratch, len * (sizeof(*s) + 3 * sizeof(*h.e)));
 	if (!s)
 		return -ENOMEM;
@@ -470,8 +529,10 @@ static int split(const struct o1_tokenizer *t, const char *text, size_t len,
 	int ret = 0;
 
 	while (pos < len && !ret) {
-		int rc = pcre2_match(t->re, u, len, pos, PCRE2_NO_UTF_CHECK, md,
-				     NULL);
+		int rc = t->re_jit
+			     ? pcre2_jit_match(t->re, u, len, pos, 0, md, NULL)
+			     : pcre2_match(t->re, u, len, pos,
+					   PCRE2_NO_UTF_CHECK, md, NULL);
 		PCRE2_SIZE *ov;
 
 		if (rc == PCRE2_ERROR_NOMATCH)

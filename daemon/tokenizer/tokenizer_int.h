@@ -21,12 +21,17 @@ struct tok_strmap {
 	const uint32_t *off;
 };
 
-/* (left id, right id) -> merge rank and merged id. */
+/* (left id, right id) -> merge rank and merged id; one slot per probe so
+ * a lookup touches one cache line. */
+struct tok_pair_slot {
+	uint64_t key; /* left << 32 | right, UINT64_MAX when empty */
+	uint32_t rank;
+	int32_t merged;
+};
+
 struct tok_pairmap {
 	uint32_t mask;
-	uint64_t *keys;	 /* [mask + 1], UINT64_MAX when empty */
-	uint32_t *ranks; /* [mask + 1] */
-	int32_t *merged; /* [mask + 1] */
+	struct tok_pair_slot *slots; /* [mask + 1] */
 };
 
 /* Output sink: counts every id, stores the first CAP. */
@@ -57,12 +62,14 @@ struct o1_tokenizer {
 	struct tok_pairmap merges;
 	int32_t byte_id[256]; /* BPE: mapped byte char; SPM: <0xNN>; or -1 */
 	pcre2_code *re;	      /* BPE pre-tokenizer */
+	bool re_jit;	      /* re is JIT-compiled: pcre2_jit_match */
 	int32_t *specials;    /* ids matched in text, by first byte then
 			       * longest first */
 	uint32_t n_specials;
 	uint32_t special_first[257]; /* specials[] range per first byte */
 	int32_t bos_id, eos_id, unk_id;
 	bool add_bos, add_space_prefix, ignore_merges;
+	bool spm_runs; /* SPM: no token has U+2581 after another character */
 };
 
 static inline uint32_t tok_len(const uint32_t *off, int32_t id)

@@ -68,6 +68,27 @@ static uint32_t spm_piece(const struct o1_tokenizer *t, int32_t id, char *out)
 	return len;
 }
 
+/* True when no token has a U+2581 right after another character. */
+static bool spaces_only_lead(const struct o1_tokenizer *t)
+{
+	for (uint32_t id = 0; id < t->n_tokens; id++) {
+		const char *s = t->text + t->text_off[id];
+		uint32_t n = tok_len(t->text_off, id);
+		bool other = false;
+
+		for (uint32_t i = 0; i < n; i++) {
+			bool space = i + 3 <= n && !memcmp(s + i, spm_space, 3);
+
+			if (space && other)
+				return false;
+			other = !space && (s[i] & 0xc0) != 0x80;
+			if (space)
+				i += 2;
+		}
+	}
+	return true;
+}
+
 int tok_spm_init(struct o1_tokenizer *t)
 {
 	size_t total = t->text_off[t->n_tokens] + 3 * (size_t)t->n_tokens;
@@ -93,6 +114,9 @@ int tok_spm_init(struct o1_tokenizer *t)
 		snprintf(name, sizeof(name), "<0x%02X>", b);
 		t->byte_id[b] = tok_strmap_get(&t->by_text, name, 6);
 	}
+	t->spm_runs = spaces_only_lead(t);
+	o1_debug("tokenizer: SentencePiece merges %s",
+		 t->spm_runs ? "word by word" : "over whole segments");
 	return 0;
 }
 
@@ -238,12 +262,14 @@ static size_t escape(const char *text, size_t len, bool prefix, char *buf)
 	return n;
 }
 
-static uint32_t split_chars(struct spm_work *w, size_t n)
+/* Symbols for the characters of text[start, end). */
+static uint32_t split_chars(struct spm_work *w, size_t start, size_t end)
 {
 	uint32_t count = 0;
 
-	for (size_t i = 0; i < n;) {
-		size_t c = tok_utf8_valid((const uint8_t *)w->text + i, n - i);
+	for (size_t i = start; i < end;) {
+		size_t c =
+		    tok_utf8_valid((const uint8_t *)w->text + i, end - i);
 
 		if (!c)
 			c = 1;
@@ -258,16 +284,61 @@ static uint32_t split_chars(struct spm_work *w, size_t n)
 	return count;
 }
 
+/* Merges and emits the escaped text[start, end) as one unit. */
+static int spm_run(const struct o1_tokenizer *t, struct spm_work *w,
+		   size_t start, size_t end, struct tok_sink *out)
+{
+	uint32_t count = split_chars(w, start, end);
+	int ret = 0;
+
+	w->heap.n = 0;
+	for (uint32_t i = 1; i < count; i++)
+		try_bigram(t, w, (int32_t)i - 1, (int32_t)i);
+	merge_loop(t, w);
+	for (int32_t i = count ? 0 : -1; i >= 0 && !ret; i = w->sym[i].next)
+		ret =
+		    emit_symbol(t, w->text + w->sym[i].start, w->sym[i].n, out);
+	return ret;
+}
+
+static bool is_space_at(const char *s, size_t i, size_t n)
+{
+	return i + 3 <= n && memcmp(s + i, spm_space, 3) == 0;
+}
+
+/* Where a U+2581 follows another character: no token spans such a place
+ * when t->spm_runs, so the text merges run by run with the same result,
+ * in cache-sized pieces. */
+static int spm_runs(const struct o1_tokenizer *t, struct spm_work *w, size_t n,
+		    struct tok_sink *out)
+{
+	size_t start = 0;
+	bool prev_space = false;
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret;) {
+		bool space = is_space_at(w->text, i, n);
+
+		if (space && !prev_space && i > start) {
+			ret = spm_run(t, w, start, i, out);
+			start = i;
+		}
+		prev_space = space;
+		i += space ? 3 : 1;
+	}
+	if (!ret && start < n)
+		ret = spm_run(t, w, start, n, out);
+	return ret;
+}
+
 int tok_spm_encode(const struct o1_tokenizer *t, const char *text, size_t len,
 		   bool prefix, struct tok_scratch *scratch,
 		   struct tok_sink *out)
 {
 	size_t cap = 3 * len + 3, tlen = (cap + 7) & ~(size_t)7;
-	size_t nsym = len + 1;
+	size_t nsym = len + 1, n;
 	struct spm_work w;
 	char *mem;
-	uint32_t count;
-	int ret = 0;
 
 	mem = tok_scratch_get(scratch, tlen + nsym * sizeof(*w.sym) +
 					   3 * nsym * sizeof(*w.heap.e));
@@ -276,12 +347,8 @@ int tok_spm_encode(const struct o1_tokenizer *t, const char *text, size_t len,
 	w.text = mem;
 	w.sym = (struct spm_sym *)(mem + tlen);
 	w.heap.e = (struct spm_ent *)(w.sym + nsym);
-	w.heap.n = 0;
-	count = split_chars(&w, escape(text, len, prefix, mem));
-	for (uint32_t i = 1; i < count; i++)
-		try_bigram(t, &w, (int32_t)i - 1, (int32_t)i);
-	merge_loop(t, &w);
-	for (int32_t i = count ? 0 : -1; i >= 0 && !ret; i = w.sym[i].next)
-		ret = emit_symbol(t, w.text + w.sym[i].start, w.sym[i].n, out);
-	return ret;
+	n = escape(text, len, prefix, mem);
+	if (t->spm_runs)
+		return spm_runs(t, &w, n, out);
+	return spm_run(t, &w, 0, n, out);
 }

@@ -191,6 +191,29 @@ static void test_spm(void **state)
 	fix_free(&f);
 }
 
+/* A token with U+2581 inside makes the merges run over whole segments
+ * instead of word by word: "o▁w" forms across the space. */
+static void test_spm_cross_space(void **state)
+{
+	struct fix f;
+	int32_t id;
+
+	(void)state;
+	assert_int_equal(tok_fixture_spm(&f.v), 0);
+	id = tok_fixture_id(f.v, "é");
+	free(f.v->tokens[id]);
+	f.v->tokens[id] = strdup("o\xe2\x96\x81w");
+	f.v->scores[id] = 10;
+	assert_int_equal(o1_tokenizer_create(f.v, &f.t), 0);
+	assert_false(f.t->spm_runs);
+	EXPECT(&f, "lo wo", 0, "▁", "l", "o▁w", "o");
+	fix_free(&f);
+	fix_spm(&f);
+	assert_true(f.t->spm_runs);
+	EXPECT(&f, "lo wo", 0, "▁", "l", "o", "▁w", "o");
+	fix_free(&f);
+}
+
 static void test_invalid_utf8(void **state)
 {
 	static const char *const bad[] = {
@@ -436,6 +459,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_pre),
 	    cmocka_unit_test(test_specials),
 	    cmocka_unit_test(test_spm),
+	    cmocka_unit_test(test_spm_cross_space),
 	    cmocka_unit_test(test_invalid_utf8),
 	    cmocka_unit_test(test_capacity),
 	    cmocka_unit_test(test_round_trip_fixtures),
