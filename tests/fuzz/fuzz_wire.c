@@ -1,0 +1,50 @@
+/* libFuzzer harness for the entry decoders: any 128 bytes (padded or cut)
+ * decode without crashing, and an accepted submission lies inside the
+ * arena the limits describe, so the daemon's copy-out cannot overrun. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_submit(const struct o1_wire_submit *s,
+			 const struct o1_wire_limits *lim)
+{
+	uint64_t pb = s->prompt_kind == O1_PROMPT_IDS ? s->prompt_len * 4ull
+						      : s->prompt_len;
+
+	if ((uint64_t)s->prompt_off + pb > lim->arena_bytes ||
+	    (uint64_t)s->stop_ids_off * (s->n_stop_ids != 0) +
+			    s->n_stop_ids * 4ull >
+		    lim->arena_bytes ||
+	    (uint64_t)s->stop_str_off * (s->stop_str_len != 0) +
+			    s->stop_str_len >
+		    lim->arena_bytes ||
+	    s->n_stop_ids > lim->max_stop_ids || s->max_tokens == 0 ||
+	    !(s->temperature >= 0.0f) || !(s->top_p > 0.0f))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const struct o1_wire_limits lim = {
+		.arena_bytes = 65536, .max_prompt_bytes = 32768,
+		.max_prompt_tokens = 8192, .max_tokens = 4096,
+		.max_stop_ids = 16, .max_stop_bytes = 1024,
+		.vocab_size = 32000};
+	uint8_t slot[O1_WIRE_ENTRY_BYTES] = {0};
+	union o1_wire_entry out;
+	const char *why;
+
+	memcpy(slot, data, size < sizeof(slot) ? size : sizeof(slot));
+	if (o1_wire_decode_sub(slot, &lim, &out, &why) == 0 &&
+	    out.op == O1_OP_SUBMIT)
+		check_submit(&out.submit, &lim);
+	o1_wire_decode_ev(slot, &out, &why);
+	if (size > sizeof(slot))
+		o1_wire_stop_strings_check(data + sizeof(slot),
+					   (uint32_t)(size - sizeof(slot)), 16);
+	return 0;
+}
