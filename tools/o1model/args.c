@@ -91,3 +91,17 @@ int o1model_write(const struct o1_model *m, enum o1model_format format,
 	}
 	return o1_model_write_hf(m, dtype, out);
 }
+
+void o1model_report(const struct o1_model *m, enum o1model_format format,
+		    enum o1_dtype dtype, const char *out, const char *note)
+{
+	uint64_t params = 0;
+
+	for (uint32_t i = 0; i < m->n_tensors; i++)
+		params += o1_tensor_elements(&m->tensors[i]);
+	printf("wrote %s: %s, %s, %u layers, %llu parameters, %s%s%s\n", out,
+	       format == O1MODEL_FORMAT_GGUF ? "gguf" : "safetensors",
+	       o1_arch_name(m->desc.arch), m->desc.n_layers,
+	       (unsigned long long)params, o1_dtype_name(dtype),
+	       note ? ", " : "", note ? note : "");
+}

@@ -27,4 +27,9 @@ enum o1model_format o1model_format_for_path(const char *path);
 int o1model_write(const struct o1_model *m, enum o1model_format format,
 		  enum o1_dtype dtype, const char *out);
 
+/* Prints "wrote OUT: FORMAT, ARCH, N layers, P parameters, DTYPE" and
+ * NOTE (may be NULL) as one line on stdout. */
+void o1model_report(const struct o1_model *m, enum o1model_format format,
+		    enum o1_dtype dtype, const char *out, const char *note);
+
 #endif

@@ -108,6 +108,8 @@ int o1model_cmd_convert(int argc, char **argv)
 	if (!a.dtype_given)
 		a.dtype = source_dtype(m);
 	err = o1model_write(m, a.format, a.dtype, a.out);
+	if (!err)
+		o1model_report(m, a.format, a.dtype, a.out, NULL);
 	o1_model_close(m);
 	if (err) {
 		fprintf(stderr, "o1model convert: %s: %s\n", a.out,

@@ -139,7 +139,7 @@ int o1model_cmd_make(int argc, char **argv)
 {
 	struct make_args a = {.synth.dtype = O1_DTYPE_F32};
 	struct o1_model *m;
-	char *dir_copy;
+	char *dir_copy, note[64];
 	int err;
 
 	if (make_parse(argc, argv, &a)) {
@@ -157,6 +157,10 @@ int o1model_cmd_make(int argc, char **argv)
 	}
 	if (!err) {
 		err = o1model_write(m, a.format, a.synth.dtype, a.out);
+		snprintf(note, sizeof(note), "random weights, seed %llu",
+			 (unsigned long long)a.synth.seed);
+		if (!err)
+			o1model_report(m, a.format, a.synth.dtype, a.out, note);
 		o1_model_close(m);
 	}
 	free(dir_copy);
