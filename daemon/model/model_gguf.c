@@ -313,8 +313,8 @@ static bool parse_name(struct o1_gguf_str name, enum o1_tensor_role *role,
 	if (strncmp(buf, "blk.", 4) != 0 || buf[4] < '0' || buf[4] > '9')
 		return false;
 	l = strtoul(buf + 4, &end, 10);
-	if (*end != '.' || l > INT32_MAX)
-		return false;
+	if (*end != '.' || l > INT32_MAX || (buf[4] == '0' && end != buf + 5))
+		return false; /* one spelling per layer: no leading zeros */
 	for (int r = 0; r < O1_T_ROLE_COUNT; r++) {
 		if (layer_names[r] && strcmp(end + 1, layer_names[r]) == 0) {
 			*role = r, *layer = (int32_t)l;
@@ -378,15 +378,43 @@ static void log_quantized(const char *path, const struct o1_tensor *t,
 			count, types);
 }
 
+/* rope_freqs, when present, holds one F32 divisor per rotary pair (model.c
+ * does not check this optional tensor). */
+static int check_rope_freqs(const struct meta *mt,
+			    const struct o1_model_desc *d,
+			    const struct o1_tensor *t, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (t[i].role != O1_T_ROPE_FREQS)
+			continue;
+		if (t[i].n_dims != 1 || t[i].shape[0] != d->rope.dim / 2) {
+			o1_err("model %s: rope_freqs has %u dims [%llu], "
+			       "expected [%u] (rope.dimension_count / 2)",
+			       mt->path, t[i].n_dims,
+			       (unsigned long long)t[i].shape[0],
+			       d->rope.dim / 2);
+			return -O1_E_SHAPE;
+		}
+	}
+	return 0;
+}
+
 static int map_tensors(const struct meta *mt, const struct o1_model_desc *d,
 		       struct o1_tensor **out, uint32_t *n_out)
 {
 	uint64_t n = o1_gguf_n_tensors(mt->g);
-	struct o1_tensor *t = calloc(n ? n : 1, sizeof(*t));
 	enum o1_tensor_role role;
+	struct o1_tensor *t;
 	uint32_t k = 0;
 	int32_t layer;
+	int err;
 
+	if (n > UINT32_MAX) {
+		o1_err("model %s: %llu tensors", mt->path,
+		       (unsigned long long)n);
+		return -O1_E_FORMAT;
+	}
+	t = calloc(n ? n : 1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < n; i++) {
@@ -397,7 +425,7 @@ static int map_tensors(const struct meta *mt, const struct o1_model_desc *d,
 				 (int)ti->name.len, ti->name.ptr);
 			continue;
 		}
-		if (layer >= (int32_t)d->n_layers) {
+		if (layer >= 0 && (uint32_t)layer >= d->n_layers) {
 			o1_err("model %s: tensor %.*s is past block_count %u",
 			       mt->path, (int)ti->name.len, ti->name.ptr,
 			       d->n_layers);
@@ -405,6 +433,11 @@ static int map_tensors(const struct meta *mt, const struct o1_model_desc *d,
 			return -O1_E_FORMAT;
 		}
 		fill_tensor(ti, role, layer, d->arch, &t[k++]);
+	}
+	err = check_rope_freqs(mt, d, t, k);
+	if (err) {
+		free(t);
+		return err;
 	}
 	log_quantized(mt->path, t, k);
 	*out = t;

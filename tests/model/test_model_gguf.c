@@ -834,7 +834,8 @@ static void add_q8(struct o1_gguf_writer *w, const char *name, uint64_t rows,
 			 0);
 }
 
-static void write_q8_model(const char *path, float ref[][64 * 32])
+static void write_q8_model(const char *path, float ref[][64 * 32],
+			   const char *extra, uint64_t extra_ne)
 {
 	static const char *const mats[8] = {
 	    "token_embd.weight",	"blk.0.attn_q.weight",
@@ -871,6 +872,14 @@ static void write_q8_model(const char *path, float ref[][64 * 32])
 							   O1_DTYPE_F32, 1, ne,
 							   ones, 128),
 				 0);
+	if (extra) {
+		const uint64_t ne_x[4] = {extra_ne};
+
+		assert_int_equal(
+		    o1_gguf_writer_add_tensor(w, extra, O1_DTYPE_F32, 1, ne_x,
+					      ones, extra_ne * 4),
+		    0);
+	}
 	assert_int_equal(o1_gguf_writer_write(w, path), 0);
 	o1_gguf_writer_destroy(w);
 	for (int i = 0; i < 8; i++)
@@ -892,7 +901,7 @@ static void test_quantized_model(void **state)
 	(void)state;
 	srand(3);
 	temp_path(path, sizeof(path));
-	write_q8_model(path, ref);
+	write_q8_model(path, ref, NULL, 0);
 	assert_int_equal(o1_model_open(path, &m), 0);
 	assert_int_equal(m->desc.vocab_size, 64);
 	assert_int_equal(m->desc.head_dim, 16);
@@ -916,6 +925,45 @@ static void test_quantized_model(void **state)
 	}
 	o1_model_close(m);
 	unlink(path);
+}
+
+/* Tensors the loader does not know are ignored, including a second
+ * spelling of a layer number; one past block_count is an error. */
+static int open_with_extra(const char *extra, uint64_t ne, uint32_t *n_tensors)
+{
+	static float ref[8][64 * 32];
+	struct o1_model *m;
+	char path[64];
+	int err;
+
+	temp_path(path, sizeof(path));
+	write_q8_model(path, ref, extra, ne);
+	err = o1_model_open(path, &m);
+	if (!err) {
+		*n_tensors = m->n_tensors;
+		o1_model_close(m);
+	}
+	unlink(path);
+	return err;
+}
+
+static void test_extra_tensors(void **state)
+{
+	uint32_t n = 0;
+
+	(void)state;
+	assert_int_equal(open_with_extra("blk.00.attn_norm.weight", 32, &n), 0);
+	assert_int_equal(n, 11);
+	assert_int_equal(open_with_extra("blk.0.attn_norm.bias", 32, &n), 0);
+	assert_int_equal(n, 11);
+	assert_int_equal(open_with_extra("blk.x.attn_norm.weight", 32, &n), 0);
+	assert_int_equal(open_with_extra("rope_freqs.weight", 8, &n), 0);
+	assert_int_equal(n, 12);
+	/* rope_freqs must hold rope.dim / 2 = 8 factors */
+	assert_int_equal(open_with_extra("rope_freqs.weight", 32, &n),
+			 -O1_E_SHAPE);
+	assert_int_equal(open_with_extra("blk.1.attn_norm.weight", 32, &n),
+			 -O1_E_FORMAT);
 }
 
 /* Without general.name the model is named after its file. */
@@ -1170,6 +1218,7 @@ int main(void)
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_quantized_q),
 	    cmocka_unit_test(test_quantized_model),
+	    cmocka_unit_test(test_extra_tensors),
 	    cmocka_unit_test(test_name_from_file),
 	    cmocka_unit_test(test_tiny_random),
 	    cmocka_unit_test(test_vocab_files),
