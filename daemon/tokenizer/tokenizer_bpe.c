@@ -16,18 +16,24 @@
 #include "error.h"
 #include "log.h"
 
-/* Pre-tokenizer regexes of HF tokenizers / llama.cpp, by family. */
+/* Pre-tokenizer regexes of HF tokenizers, by family. HF compiles them with
+ * Oniguruma, whose Unicode \s is TAB..CR, NEL and General_Category Z; PCRE2's
+ * (UCP) adds U+180E, so \s is spelled out: WS, and NWS for \S. */
+#define WS  "\\t\\n\\x0b\\f\\r\\x{85}\\p{Z}"
+#define NWS "[^" WS "]"
 static const char re_gpt2[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+"
-    "|\\s+(?!\\S)|\\s+";
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+"
+    "|[" WS "]+(?!" NWS ")|[" WS "]+";
 static const char re_llama3[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
-    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
-    "|\\s+(?!\\S)|\\s+";
+    "|\\p{N}{1,3}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|[" WS "]*[\\r\\n]+"
+    "|[" WS "]+(?!" NWS ")|[" WS "]+";
 static const char re_qwen2[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
-    "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
-    "|\\s+(?!\\S)|\\s+";
+    "|\\p{N}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|[" WS "]*[\\r\\n]+"
+    "|[" WS "]+(?!" NWS ")|[" WS "]+";
+#undef WS
+#undef NWS
 
 static const struct {
 	const char *name;
