@@ -258,10 +258,10 @@ void o1_metrics_maps_publish(struct o1_metrics_maps *m)
 	__atomic_store_n(&info->magic, O1_METRICS_MAGIC, __ATOMIC_RELEASE);
 }
 
-/* Checks what a reader mapped: ours, and the geometry it was built for. */
-static int check_info(const struct o1_metrics_maps *m)
+/* Checks what a reader found: ours, and the geometry it was built for. */
+static int check_info(const struct o1_metrics_maps *m,
+		      const struct o1_metrics_info *i)
 {
-	const struct o1_metrics_info *i = m->base[O1_METRICS_R_INFO];
 	uint32_t magic = __atomic_load_n(&i->magic, __ATOMIC_ACQUIRE);
 
 	if (magic != O1_METRICS_MAGIC) {
@@ -457,12 +457,15 @@ fail:
 	return err;
 }
 
+/* Readers get a read-only fd (the pins may be 0640) and copy values with
+ * BPF_MAP_LOOKUP_ELEM: a read-only fd cannot be mmap-ed MAP_SHARED, the
+ * kernel requires VM_SHARED, which mmap drops for files not open for
+ * writing. */
 static int map_open(struct o1_metrics_maps *m, enum o1_metrics_region r)
 {
 	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = BPF_F_RDONLY);
 	struct bpf_map_info info = {0};
 	uint32_t len = sizeof(info);
-	long page = sysconf(_SC_PAGESIZE);
 	char pin[PATH_MAX];
 	int err = path_join(pin, sizeof(pin), m->path, region_names[r]);
 
@@ -483,27 +486,44 @@ static int map_open(struct o1_metrics_maps *m, enum o1_metrics_region r)
 		       info.map_flags, region_sizes[r]);
 		return -O1_E_VERSION;
 	}
-	m->len[r] = align_up(region_sizes[r], (size_t)page);
-	m->base[r] = mmap(NULL, m->len[r], PROT_READ, MAP_SHARED, m->fd[r], 0);
-	if (m->base[r] == MAP_FAILED) {
-		m->len[r] = 0;
-		o1_err("metrics: mmap of %s: %s", pin, strerror(errno));
-		return -errno;
-	}
 	return 0;
+}
+
+int o1_metrics_maps_read(const struct o1_metrics_maps *m,
+			 enum o1_metrics_region r, void *dst)
+{
+	uint32_t key = 0;
+	int err;
+
+	if (!m->fd_only) {
+		const uint64_t *src = m->base[r];
+		uint64_t *d = dst;
+
+		for (size_t i = 0; i < region_sizes[r] / sizeof(*d); i++)
+			d[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		return 0;
+	}
+	err = bpf_map_lookup_elem(m->fd[r], &key, dst);
+	if (err)
+		o1_err("metrics: reading map %s under %s: %s",
+		       region_names[r], m->path, strerror(-err));
+	return err;
 }
 
 int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir)
 {
+	struct o1_metrics_info info;
 	int err;
 
 	maps_reset(m);
 	m->backend = O1_METRICS_BACKEND_BPF;
+	m->fd_only = true;
 	err = path_join(m->path, sizeof(m->path), bpf_dir,
 			O1_METRICS_PIN_SUBDIR);
 	for (unsigned r = 0; r < O1_METRICS_R__COUNT && !err; r++)
 		err = map_open(m, r);
-	err = err ?: check_info(m);
+	err = err ?: o1_metrics_maps_read(m, O1_METRICS_R_INFO, &info);
+	err = err ?: check_info(m, &info);
 	if (err)
 		o1_metrics_maps_close(m, false);
 	return err;
@@ -616,7 +636,7 @@ static int file_map(struct o1_metrics_maps *m, int fd)
 	m->file_base = p;
 	m->file_len = o1_metrics_file_size();
 	file_regions(m);
-	return check_info(m);
+	return check_info(m, m->base[O1_METRICS_R_INFO]);
 }
 
 int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path)

@@ -4,7 +4,7 @@
  *
  * Invariants: a struct o1_metrics_maps owns its mappings and fds; base[i]
  * points at a region of o1_metrics_region_size(i) bytes, writable only when
- * created by o1_metrics_maps_create*. */
+ * created by o1_metrics_maps_create*; a bpf reader has fds and no base. */
 #ifndef O1_METRICS_MAP_H
 #define O1_METRICS_MAP_H
 
@@ -34,6 +34,7 @@ struct o1_metrics_maps {
 	void *base[O1_METRICS_R__COUNT]; /* one mapping per region */
 	size_t len[O1_METRICS_R__COUNT]; /* bytes mapped (bpf backend) */
 	int fd[O1_METRICS_R__COUNT];     /* map fds (bpf backend), or -1 */
+	bool fd_only; /* bpf reader: no mappings, values read by syscall */
 	void *file_base;                 /* whole-file mapping (shm) */
 	size_t file_len;
 	char path[PATH_MAX]; /* pin directory (with v1) or the file */
@@ -73,8 +74,13 @@ int o1_metrics_maps_create_anon(struct o1_metrics_maps *m);
 /* Writer: stamps info (magic last, with release). */
 void o1_metrics_maps_publish(struct o1_metrics_maps *m);
 
-/* Reader: opens the pins under bpf_dir/v1/ read-only. */
+/* Reader: opens the pins under bpf_dir/v1/ read-only (fds, no mapping). */
 int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir);
+/* Copies region r (o1_metrics_region_size(r) bytes) into dst: from the
+ * mapping (u64 by u64, relaxed), or by BPF_MAP_LOOKUP_ELEM for a bpf
+ * reader. */
+int o1_metrics_maps_read(const struct o1_metrics_maps *m,
+			 enum o1_metrics_region r, void *dst);
 /* Reader: opens the fallback file read-only. */
 int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path);
 

@@ -1,9 +1,9 @@
 /* Reader side of the metrics: open, snapshot, delta and quantiles.
- * Every u64 is copied with a relaxed atomic load from the read-only
- * mapping; nothing in the mapping is trusted beyond the geometry checked
- * at open (slot indexes and bucket counts come from this build). */
+ * Values are copied by BPF_MAP_LOOKUP_ELEM from the pinned maps, or u64 by
+ * u64 with relaxed atomic loads from the read-only file mapping; nothing
+ * read is trusted beyond the geometry checked at open (slot indexes and
+ * bucket counts come from this build). */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -65,9 +65,13 @@ int o1_metrics_reader_open(const struct o1_metrics_reader_opts *opts,
 		return -ENOMEM;
 	err = open_mode(r, &o);
 	if (err) {
-		if (err != -ENOENT)
-			o1_err("metrics: cannot read metrics at %s: %s",
-			       r->maps.path[0] ? r->maps.path : "?",
+		if (err != -ENOENT || o.mode != O1_METRICS_MODE_AUTO)
+			o1_err("metrics: cannot read metrics (mode %d, bpf_dir "
+			       "%s, file %s): %s",
+			       (int)o.mode,
+			       o.bpf_dir ? o.bpf_dir : O1_METRICS_DEFAULT_BPF_DIR,
+			       o.shm_path ? o.shm_path
+					  : O1_METRICS_DEFAULT_SHM_PATH,
 			       o1_strerror(err));
 		free(r);
 		return err;
@@ -94,30 +98,22 @@ const char *o1_metrics_reader_path(const struct o1_metrics_reader *r)
 	return r->maps.path;
 }
 
-static void copy_u64(uint64_t *dst, const void *src, size_t bytes)
-{
-	const uint64_t *s = src;
-
-	for (size_t i = 0; i < bytes / sizeof(uint64_t); i++)
-		dst[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
-}
-
 int o1_metrics_reader_snapshot(struct o1_metrics_reader *r,
 			       struct o1_metrics_snapshot *out)
 {
 	struct timespec ts;
+	int err;
 
-	copy_u64((uint64_t *)&out->info, r->maps.base[O1_METRICS_R_INFO],
-		 sizeof(out->info));
-	copy_u64(out->ctr.v, r->maps.base[O1_METRICS_R_COUNTERS],
-		 sizeof(out->ctr));
-	copy_u64((uint64_t *)&out->hist, r->maps.base[O1_METRICS_R_HISTS],
-		 sizeof(out->hist));
-	copy_u64((uint64_t *)&out->graphs, r->maps.base[O1_METRICS_R_GRAPHS],
-		 sizeof(out->graphs));
+	err = o1_metrics_maps_read(&r->maps, O1_METRICS_R_INFO, &out->info);
+	err = err ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_COUNTERS,
+					  &out->ctr);
+	err = err ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_HISTS,
+					  &out->hist);
+	err = err ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_GRAPHS,
+					  &out->graphs);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	out->taken_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	return 0;
+	return err;
 }
 
 static uint64_t sub(uint64_t now, uint64_t before)
