@@ -27,9 +27,9 @@ struct hf_arch {
 };
 
 static const struct hf_arch hf_arches[] = {
-	[O1_ARCH_LLAMA] = {"llama", "LlamaForCausalLM", 2048},
-	[O1_ARCH_QWEN2] = {"qwen2", "Qwen2ForCausalLM", 32768},
-	[O1_ARCH_MISTRAL] = {"mistral", "MistralForCausalLM", 131072},
+    [O1_ARCH_LLAMA] = {"llama", "LlamaForCausalLM", 2048},
+    [O1_ARCH_QWEN2] = {"qwen2", "Qwen2ForCausalLM", 32768},
+    [O1_ARCH_MISTRAL] = {"mistral", "MistralForCausalLM", 131072},
 };
 _Static_assert(sizeof(hf_arches) / sizeof(hf_arches[0]) == O1_ARCH_COUNT,
 	       "one HF name per architecture");
@@ -96,8 +96,7 @@ static int get_u32(const struct hf_ctx *c, const cJSON *obj, const char *key,
 
 /* A finite number in (MIN, MAX]; absent: DEF when OPTIONAL. */
 static int get_f32(const struct hf_ctx *c, const cJSON *obj, const char *key,
-		   bool optional, float def, double min, double max,
-		   float *out)
+		   bool optional, float def, double min, double max, float *out)
 {
 	const cJSON *j = get(obj, key);
 	char want[80];
@@ -108,8 +107,7 @@ static int get_f32(const struct hf_ctx *c, const cJSON *obj, const char *key,
 		return optional ? 0 : missing(c, key);
 	}
 	d = cJSON_IsNumber(j) ? j->valuedouble : NAN;
-	if (!(d > min && d <= max) || !isfinite((float)d) ||
-	    (float)d == 0) {
+	if (!(d > min && d <= max) || !isfinite((float)d) || (float)d == 0) {
 		snprintf(want, sizeof(want), "a number in (%g, %g]", min, max);
 		return bad_value(c, key, j, want);
 	}
@@ -146,7 +144,8 @@ static int get_token_id(const struct hf_ctx *c, const cJSON *obj,
 		return 0;
 	d = cJSON_IsNumber(j) ? j->valuedouble : -1;
 	if (!(d >= 0 && d <= INT32_MAX) || d != floor(d))
-		return bad_value(c, key, j, "a token id, a list of ids or null");
+		return bad_value(c, key, j,
+				 "a token id, a list of ids or null");
 	*out = (int32_t)d;
 	return 0;
 }
@@ -205,8 +204,8 @@ static int parse_arch(const struct hf_ctx *c, const cJSON *root,
 static int parse_sizes(const struct hf_ctx *c, const cJSON *root,
 		       struct o1_model_desc *d)
 {
-	int err = get_u32(c, root, "hidden_size", false, 0, 1, 1u << 20,
-			  &d->dim);
+	int err =
+	    get_u32(c, root, "hidden_size", false, 0, 1, 1u << 20, &d->dim);
 
 	if (!err)
 		err = get_u32(c, root, "num_hidden_layers", false, 0, 1, 4096,
@@ -285,8 +284,8 @@ static int check_act(const struct hf_ctx *c, const cJSON *root)
 static int parse_flags(const struct hf_ctx *c, const cJSON *root,
 		       struct o1_model_desc *d)
 {
-	int err = get_f32(c, root, "rms_norm_eps", true, 1e-6f, 0, 1,
-			  &d->norm_eps);
+	int err =
+	    get_f32(c, root, "rms_norm_eps", true, 1e-6f, 0, 1, &d->norm_eps);
 
 	if (!err)
 		err = get_bool(c, root, "tie_word_embeddings", false,
@@ -366,8 +365,8 @@ static int parse_yarn(const struct hf_ctx *c, const cJSON *rs, uint32_t max_pos,
 		err = get_f32(c, rs, "beta_fast", true, 32, 0, 1e6,
 			      &r->beta_fast);
 	if (!err)
-		err = get_f32(c, rs, "beta_slow", true, 1, 0, 1e6,
-			      &r->beta_slow);
+		err =
+		    get_f32(c, rs, "beta_slow", true, 1, 0, 1e6, &r->beta_slow);
 	if (!err && get(rs, "attention_factor"))
 		err = get_f32(c, rs, "attention_factor", false, 0, 0, 1e6,
 			      &r->attn_factor);
@@ -600,9 +599,9 @@ static bool add_token(cJSON *obj, const char *key, int32_t id)
 static cJSON *scaling_json(const struct o1_rope *r)
 {
 	cJSON *s = cJSON_CreateObject();
-	bool ok = s && cJSON_AddStringToObject(
-			       s, "rope_type",
-			       o1_rope_scaling_name(r->scaling)) &&
+	bool ok = s &&
+		  cJSON_AddStringToObject(s, "rope_type",
+					  o1_rope_scaling_name(r->scaling)) &&
 		  add_float(s, "factor", r->factor);
 
 	if (ok && r->scaling == O1_ROPE_SCALING_LLAMA3)
@@ -696,7 +695,7 @@ static bool add_identity(cJSON *root, const struct o1_model_desc *d,
 
 	return archs &&
 	       cJSON_AddItemToArray(
-		       archs, cJSON_CreateString(hf_arches[d->arch].class_name)) &&
+		   archs, cJSON_CreateString(hf_arches[d->arch].class_name)) &&
 	       cJSON_AddStringToObject(root, "model_type",
 				       hf_arches[d->arch].model_type) &&
 	       cJSON_AddStringToObject(root, "torch_dtype",

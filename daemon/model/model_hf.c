@@ -23,22 +23,22 @@
 #define HF_LAYER_PREFIX "model.layers."
 
 static const char *const hf_names[O1_T_ROLE_COUNT] = {
-	[O1_T_TOKEN_EMBD] = "model.embed_tokens.weight",
-	[O1_T_OUTPUT_NORM] = "model.norm.weight",
-	[O1_T_OUTPUT] = "lm_head.weight",
-	[O1_T_ATTN_NORM] = "input_layernorm.weight",
-	[O1_T_WQ] = "self_attn.q_proj.weight",
-	[O1_T_WK] = "self_attn.k_proj.weight",
-	[O1_T_WV] = "self_attn.v_proj.weight",
-	[O1_T_BQ] = "self_attn.q_proj.bias",
-	[O1_T_BK] = "self_attn.k_proj.bias",
-	[O1_T_BV] = "self_attn.v_proj.bias",
-	[O1_T_WO] = "self_attn.o_proj.weight",
-	[O1_T_FFN_NORM] = "post_attention_layernorm.weight",
-	[O1_T_W_GATE] = "mlp.gate_proj.weight",
-	[O1_T_W_UP] = "mlp.up_proj.weight",
-	[O1_T_W_DOWN] = "mlp.down_proj.weight",
-	[O1_T_ROPE_FREQS] = NULL, /* not stored in HF folders */
+    [O1_T_TOKEN_EMBD] = "model.embed_tokens.weight",
+    [O1_T_OUTPUT_NORM] = "model.norm.weight",
+    [O1_T_OUTPUT] = "lm_head.weight",
+    [O1_T_ATTN_NORM] = "input_layernorm.weight",
+    [O1_T_WQ] = "self_attn.q_proj.weight",
+    [O1_T_WK] = "self_attn.k_proj.weight",
+    [O1_T_WV] = "self_attn.v_proj.weight",
+    [O1_T_BQ] = "self_attn.q_proj.bias",
+    [O1_T_BK] = "self_attn.k_proj.bias",
+    [O1_T_BV] = "self_attn.v_proj.bias",
+    [O1_T_WO] = "self_attn.o_proj.weight",
+    [O1_T_FFN_NORM] = "post_attention_layernorm.weight",
+    [O1_T_W_GATE] = "mlp.gate_proj.weight",
+    [O1_T_W_UP] = "mlp.up_proj.weight",
+    [O1_T_W_DOWN] = "mlp.down_proj.weight",
+    [O1_T_ROPE_FREQS] = NULL, /* not stored in HF folders */
 };
 
 static bool is_global(enum o1_tensor_role r)
@@ -69,8 +69,7 @@ static int64_t parse_layer(const char *s, const char **rest)
 }
 
 /* Role and layer of NAME; false for names outside the table. */
-static bool role_of(const char *name, enum o1_tensor_role *role,
-		    int64_t *layer)
+static bool role_of(const char *name, enum o1_tensor_role *role, int64_t *layer)
 {
 	const char *rest = name;
 
@@ -145,7 +144,8 @@ static int collect_tensors(struct o1_model *m,
 	if (!m->tensors)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < n; i++) {
-		const struct o1_st_tensor *st = o1_safetensors_set_tensor(set, i);
+		const struct o1_st_tensor *st =
+		    o1_safetensors_set_tensor(set, i);
 
 		if (!role_of(st->name, &role, &layer) || !wanted(m, role)) {
 			o1_debug("model %s: ignoring tensor %s", m->path,
@@ -193,8 +193,8 @@ static void set_name(struct o1_model *m)
 	start = end;
 	while (start > m->path && start[-1] != '/')
 		start--;
-	snprintf(m->desc.name, sizeof(m->desc.name), "%.*s",
-		 (int)(end - start), start);
+	snprintf(m->desc.name, sizeof(m->desc.name), "%.*s", (int)(end - start),
+		 start);
 }
 
 static void unload_hf(struct o1_model *m)
@@ -263,9 +263,9 @@ static int tensor_name(const struct o1_tensor *t, char *buf, size_t size)
 		return snprintf(buf, size, "%s", base) >= (int)size ? -EINVAL
 								    : 0;
 	return snprintf(buf, size, HF_LAYER_PREFIX "%d.%s", t->layer, base) >=
-			       (int)size
-		       ? -EINVAL
-		       : 0;
+		       (int)size
+		   ? -EINVAL
+		   : 0;
 }
 
 static int add_model_tensor(struct o1_safetensors_writer *w,
@@ -298,8 +298,8 @@ static int write_weights(const struct o1_model *m, enum o1_dtype dtype,
 			 const char *path)
 {
 	struct o1_safetensors_writer *w = NULL;
-	struct hf_fill *fills = calloc(m->n_tensors ? m->n_tensors : 1,
-				       sizeof(*fills));
+	struct hf_fill *fills =
+	    calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*fills));
 	int err = fills ? o1_safetensors_writer_create(&w) : -ENOMEM;
 
 	for (uint32_t i = 0; !err && i < m->n_tensors; i++) {

@@ -26,10 +26,10 @@
 #define ST_MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
 
 struct o1_safetensors {
-	const uint8_t *base;	/* whole image: borrowed or the mapping */
+	const uint8_t *base; /* whole image: borrowed or the mapping */
 	size_t size;
-	void *map;		/* owned mapping, NULL for memory images */
-	char *label;		/* path for log lines */
+	void *map;   /* owned mapping, NULL for memory images */
+	char *label; /* path for log lines */
 	uint64_t n_tensors;
 	struct o1_st_tensor *tensors;
 	struct o1_st_tensor **by_name;
@@ -47,7 +47,7 @@ struct st_entry {
 	enum o1_dtype dtype;
 	uint32_t n_dims;
 	uint64_t shape[O1_ST_MAX_DIMS];
-	const void *data;	/* or NULL and fill/ctx */
+	const void *data; /* or NULL and fill/ctx */
 	uint64_t n_bytes;
 	int (*fill)(void *ctx, void *dst);
 	void *ctx;
@@ -144,8 +144,8 @@ static int parse_shape(const char *label, const char *name, const cJSON *js,
 	return 0;
 }
 
-static int parse_offsets(const char *label, const char *name,
-			 const cJSON *jo, uint64_t *begin, uint64_t *end)
+static int parse_offsets(const char *label, const char *name, const cJSON *jo,
+			 uint64_t *begin, uint64_t *end)
 {
 	if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 ||
 	    !json_u64(cJSON_GetArrayItem(jo, 0), begin) ||
@@ -159,9 +159,8 @@ static int parse_offsets(const char *label, const char *name,
 }
 
 /* Fills T from the header entry J; DATA/DATA_SIZE is the data section. */
-static int parse_tensor(const char *label, const cJSON *j,
-			const uint8_t *data, uint64_t data_size,
-			struct o1_st_tensor *t)
+static int parse_tensor(const char *label, const cJSON *j, const uint8_t *data,
+			uint64_t data_size, struct o1_st_tensor *t)
 {
 	const char *name = j->string;
 	const cJSON *jd = cJSON_GetObjectItemCaseSensitive(j, "dtype");
@@ -181,9 +180,9 @@ static int parse_tensor(const char *label, const cJSON *j,
 				  t, &elements);
 	if (!err)
 		err = parse_offsets(
-			label, name,
-			cJSON_GetObjectItemCaseSensitive(j, "data_offsets"),
-			&begin, &end);
+		    label, name,
+		    cJSON_GetObjectItemCaseSensitive(j, "data_offsets"), &begin,
+		    &end);
 	if (err)
 		return err;
 	if (begin > end || end > data_size) {
@@ -362,14 +361,12 @@ static int parse_image(struct o1_safetensors *st)
 	    !only_spaces(parse_end, hdr + hlen)) {
 		o1_err("safetensors %s: header is not one JSON object (error "
 		       "near byte %lld of %llu)",
-		       st->label,
-		       (long long)(parse_end ? parse_end - hdr : -1),
+		       st->label, (long long)(parse_end ? parse_end - hdr : -1),
 		       (unsigned long long)hlen);
 		cJSON_Delete(root);
 		return -O1_E_FORMAT;
 	}
-	err = parse_entries(st, root, st->base + 8 + hlen,
-			    st->size - 8 - hlen);
+	err = parse_entries(st, root, st->base + 8 + hlen, st->size - 8 - hlen);
 	cJSON_Delete(root);
 	return err;
 }
@@ -466,8 +463,8 @@ uint64_t o1_safetensors_n_tensors(const struct o1_safetensors *st)
 	return st->n_tensors;
 }
 
-const struct o1_st_tensor *o1_safetensors_tensor(const struct o1_safetensors *st,
-						 uint64_t i)
+const struct o1_st_tensor *
+o1_safetensors_tensor(const struct o1_safetensors *st, uint64_t i)
 {
 	return i < st->n_tensors ? &st->tensors[i] : NULL;
 }
@@ -585,8 +582,9 @@ static int open_shards(struct o1_safetensors_set *set, const char *dir,
 			o1_err("%s: tensor \"%s\" maps to a shard that is not "
 			       "a plain file name in the folder: %s",
 			       index, j->string,
-			       cJSON_IsString(j) ? j->valuestring : "(not a "
-								    "string)");
+			       cJSON_IsString(j) ? j->valuestring
+						 : "(not a "
+						   "string)");
 			return -O1_E_FORMAT;
 		}
 		for (k = weight_map->child; k != j; k = k->next)
@@ -656,7 +654,7 @@ static int index_tensors(struct o1_safetensors_set *set, const char *dir)
 	for (uint32_t i = 0; i < set->n_files; i++)
 		for (uint64_t t = 0; t < set->files[i]->n_tensors; t++)
 			set->tensors[set->n_tensors++] =
-				&set->files[i]->tensors[t];
+			    &set->files[i]->tensors[t];
 	return check_unique(dir, set->tensors, set->n_tensors);
 }
 
@@ -670,7 +668,7 @@ int o1_safetensors_set_open(const char *dir, struct o1_safetensors_set **out)
 	if (!set)
 		return -ENOMEM;
 	if (snprintf(single, sizeof(single), "%s/model.safetensors", dir) >=
-		    (int)sizeof(single) ||
+		(int)sizeof(single) ||
 	    snprintf(index, sizeof(index), "%s/model.safetensors.index.json",
 		     dir) >= (int)sizeof(index)) {
 		err = -ENAMETOOLONG;
@@ -690,8 +688,8 @@ int o1_safetensors_set_open(const char *dir, struct o1_safetensors_set **out)
 		err = index_tensors(set, dir);
 	if (!err && root)
 		err = check_weight_map(
-			set, cJSON_GetObjectItemCaseSensitive(root, "weight_map"),
-			index);
+		    set, cJSON_GetObjectItemCaseSensitive(root, "weight_map"),
+		    index);
 	cJSON_Delete(root);
 	if (err)
 		goto fail;
@@ -779,10 +777,10 @@ static int add_entry(struct o1_safetensors_writer *w, const char *name,
 	return 0;
 }
 
-int o1_safetensors_writer_add(struct o1_safetensors_writer *w,
-			      const char *name, enum o1_dtype dtype,
-			      uint32_t n_dims, const uint64_t *shape,
-			      const void *data, uint64_t n_bytes)
+int o1_safetensors_writer_add(struct o1_safetensors_writer *w, const char *name,
+			      enum o1_dtype dtype, uint32_t n_dims,
+			      const uint64_t *shape, const void *data,
+			      uint64_t n_bytes)
 {
 	struct st_entry *e;
 	int err = add_entry(w, name, dtype, n_dims, shape, n_bytes, &e);
@@ -796,8 +794,7 @@ int o1_safetensors_writer_add_fill(struct o1_safetensors_writer *w,
 				   const char *name, enum o1_dtype dtype,
 				   uint32_t n_dims, const uint64_t *shape,
 				   uint64_t n_bytes,
-				   int (*fill)(void *ctx, void *dst),
-				   void *ctx)
+				   int (*fill)(void *ctx, void *dst), void *ctx)
 {
 	struct st_entry *e;
 	int err = add_entry(w, name, dtype, n_dims, shape, n_bytes, &e);
@@ -838,8 +835,10 @@ static cJSON *entry_json(const struct st_entry *e, uint64_t begin)
 	uint64_t offs[2] = {begin, begin + e->n_bytes};
 	cJSON *j = cJSON_CreateObject();
 
-	if (!j || !cJSON_AddStringToObject(j, "dtype", dtype_to_name(e->dtype)) ||
-	    !cJSON_AddItemToObject(j, "shape", u64_array(e->shape, e->n_dims)) ||
+	if (!j ||
+	    !cJSON_AddStringToObject(j, "dtype", dtype_to_name(e->dtype)) ||
+	    !cJSON_AddItemToObject(j, "shape",
+				   u64_array(e->shape, e->n_dims)) ||
 	    !cJSON_AddItemToObject(j, "data_offsets", u64_array(offs, 2))) {
 		cJSON_Delete(j);
 		return NULL;

@@ -20,15 +20,15 @@
 
 #include "dtype.h"
 
-#define O1_ST_MAX_DIMS 8
+#define O1_ST_MAX_DIMS	       8
 #define O1_ST_MAX_HEADER_BYTES (100ull << 20)
 
 struct o1_st_tensor {
-	const char *name;	/* owned by the file, NUL-terminated */
-	enum o1_dtype dtype;	/* F32, F16 or BF16 */
+	const char *name;    /* owned by the file, NUL-terminated */
+	enum o1_dtype dtype; /* F32, F16 or BF16 */
 	uint32_t n_dims;
 	uint64_t shape[O1_ST_MAX_DIMS];
-	const void *data;	/* borrowed: inside the mapping */
+	const void *data; /* borrowed: inside the mapping */
 	uint64_t n_bytes;
 };
 
@@ -43,8 +43,8 @@ void o1_safetensors_close(struct o1_safetensors *st);
 
 uint64_t o1_safetensors_n_tensors(const struct o1_safetensors *st);
 /* Tensors in header order; borrowed until close. */
-const struct o1_st_tensor *o1_safetensors_tensor(const struct o1_safetensors *st,
-						 uint64_t i);
+const struct o1_st_tensor *
+o1_safetensors_tensor(const struct o1_safetensors *st, uint64_t i);
 const struct o1_st_tensor *o1_safetensors_find(const struct o1_safetensors *st,
 					       const char *name);
 
@@ -54,10 +54,10 @@ struct o1_safetensors_set;
 int o1_safetensors_set_open(const char *dir, struct o1_safetensors_set **out);
 void o1_safetensors_set_close(struct o1_safetensors_set *set);
 uint64_t o1_safetensors_set_n_tensors(const struct o1_safetensors_set *set);
-const struct o1_st_tensor *o1_safetensors_set_tensor(const struct o1_safetensors_set *set,
-					    uint64_t i);
-const struct o1_st_tensor *o1_safetensors_set_find(const struct o1_safetensors_set *set,
-					  const char *name);
+const struct o1_st_tensor *
+o1_safetensors_set_tensor(const struct o1_safetensors_set *set, uint64_t i);
+const struct o1_st_tensor *
+o1_safetensors_set_find(const struct o1_safetensors_set *set, const char *name);
 
 /* Writer: add tensors (name and shape copied, DATA borrowed until write),
  * then write one file. Tensors are laid out by element size (largest
@@ -67,9 +67,9 @@ struct o1_safetensors_writer;
 int o1_safetensors_writer_create(struct o1_safetensors_writer **out);
 void o1_safetensors_writer_destroy(struct o1_safetensors_writer *w);
 int o1_safetensors_writer_add(struct o1_safetensors_writer *w, const char *name,
-		     enum o1_dtype dtype, uint32_t n_dims,
-		     const uint64_t *shape, const void *data,
-		     uint64_t n_bytes);
+			      enum o1_dtype dtype, uint32_t n_dims,
+			      const uint64_t *shape, const void *data,
+			      uint64_t n_bytes);
 /* Same, with the bytes produced at write time: FILL(CTX, DST) writes
  * N_BYTES into DST and returns 0 or an error (CTX borrowed until write). */
 int o1_safetensors_writer_add_fill(struct o1_safetensors_writer *w,
@@ -78,6 +78,7 @@ int o1_safetensors_writer_add_fill(struct o1_safetensors_writer *w,
 				   uint64_t n_bytes,
 				   int (*fill)(void *ctx, void *dst),
 				   void *ctx);
-int o1_safetensors_writer_write(struct o1_safetensors_writer *w, const char *path);
+int o1_safetensors_writer_write(struct o1_safetensors_writer *w,
+				const char *path);
 
 #endif

@@ -24,18 +24,18 @@
 #include "vocab.h"
 
 #define TJ_MAX_FILE_BYTES (1ull << 30)
-#define TJ_MAX_TOKENS (1u << 24)
-#define TJ_MAX_MERGES (1u << 26)
-#define TJ_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's space */
+#define TJ_MAX_TOKENS	  (1u << 24)
+#define TJ_MAX_MERGES	  (1u << 26)
+#define TJ_SPACE	  "\xe2\x96\x81" /* U+2581, SentencePiece's space */
 
 static const char tj_llama3_regex[] =
-	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-	"\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
-	"\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
 static const char tj_qwen2_regex[] =
-	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-	"\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
-	"\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
 
 /* Pre-tokenizer names with a Split regex before ByteLevel (NULL: the
  * ByteLevel GPT-2 regex alone). */
@@ -43,10 +43,10 @@ static const struct {
 	const char *name;
 	const char *regex;
 } tj_pres[] = {
-	{"llama-bpe", tj_llama3_regex},
-	{"qwen2", tj_qwen2_regex},
-	{"gpt2", NULL},
-	{"default", NULL},
+    {"llama-bpe", tj_llama3_regex},
+    {"qwen2", tj_qwen2_regex},
+    {"gpt2", NULL},
+    {"default", NULL},
 };
 
 /* ---- string -> id map (open addressing; keys borrowed) ---- */
@@ -80,7 +80,8 @@ static int map_build(struct tj_map *m, char *const *keys, uint32_t n)
 	m->mask = cap - 1;
 	m->keys = keys;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t s = (uint32_t)tj_hash(keys[i] ? keys[i] : "") & m->mask;
+		uint32_t s =
+		    (uint32_t)tj_hash(keys[i] ? keys[i] : "") & m->mask;
 
 		while (keys[i] && m->slots[s] >= 0 &&
 		       strcmp(keys[m->slots[s]], keys[i]) != 0)
@@ -238,8 +239,7 @@ static bool is_byte_token(const char *s)
 	       strchr(hex, s[3]) && strchr(hex, s[4]);
 }
 
-static int fill_tokens(struct tj_ctx *c, const cJSON *vocab,
-		       const cJSON *added)
+static int fill_tokens(struct tj_ctx *c, const cJSON *vocab, const cJSON *added)
 {
 	const cJSON *j;
 	uint32_t id;
@@ -248,8 +248,8 @@ static int fill_tokens(struct tj_ctx *c, const cJSON *vocab,
 	cJSON_ArrayForEach(j, vocab)
 	{
 		int32_t type = c->byte_fallback && is_byte_token(j->string)
-				       ? O1_TOKEN_BYTE
-				       : O1_TOKEN_NORMAL;
+				   ? O1_TOKEN_BYTE
+				   : O1_TOKEN_NORMAL;
 
 		id = (uint32_t)j->valuedouble;
 		if (c->v->tokens[id])
@@ -263,8 +263,8 @@ static int fill_tokens(struct tj_ctx *c, const cJSON *vocab,
 		id = (uint32_t)get(j, "id")->valuedouble;
 		err = set_token(c, id, get(j, "content")->valuestring,
 				cJSON_IsTrue(get(j, "special"))
-					? O1_TOKEN_CONTROL
-					: O1_TOKEN_USER_DEFINED);
+				    ? O1_TOKEN_CONTROL
+				    : O1_TOKEN_USER_DEFINED);
 		if (err)
 			return err;
 	}
@@ -297,7 +297,8 @@ static int merge_text(struct tj_ctx *c, const cJSON *j, char **out)
 	if (cJSON_IsString(j)) {
 		const char *sp = strchr(j->valuestring, ' ');
 
-		if (!sp || sp == j->valuestring || !sp[1] || strchr(sp + 1, ' '))
+		if (!sp || sp == j->valuestring || !sp[1] ||
+		    strchr(sp + 1, ' '))
 			return bad(c, "merge is not \"left right\"", j);
 		*out = o1_vocab_strdup(c->v, j->valuestring,
 				       strlen(j->valuestring));
@@ -347,8 +348,8 @@ static void spm_scores(struct tj_ctx *c)
 
 	for (uint32_t id = 0; id < v->n_tokens; id++)
 		v->scores[id] = v->types[id] == O1_TOKEN_NORMAL
-					? -(float)((double)v->n_merges + id)
-					: 0;
+				    ? -(float)((double)v->n_merges + id)
+				    : 0;
 	for (uint32_t r = v->n_merges; r-- > 0;) {
 		const char *m = v->merges[r], *sp = strchr(m, ' ');
 		int32_t id;
@@ -420,8 +421,8 @@ static bool prepends_space(const cJSON *root)
 
 	if (prepend)
 		return cJSON_IsString(get(prepend, "prepend")) &&
-		       strcmp(get(prepend, "prepend")->valuestring,
-			      TJ_SPACE) == 0;
+		       strcmp(get(prepend, "prepend")->valuestring, TJ_SPACE) ==
+			   0;
 	if (!meta)
 		return false;
 	if (cJSON_IsString(scheme))
@@ -459,16 +460,16 @@ static int parse_kind(struct tj_ctx *c, const cJSON *root)
 /* bos/eos and add_bos/add_eos from a TemplateProcessing post-processor. */
 static void parse_template(struct tj_ctx *c, const cJSON *root)
 {
-	const cJSON *tp = find_part(get(root, "post_processor"),
-				    "TemplateProcessing");
+	const cJSON *tp =
+	    find_part(get(root, "post_processor"), "TemplateProcessing");
 	const cJSON *item;
 	bool seen_seq = false;
 
 	cJSON_ArrayForEach(item, get(tp, "single"))
 	{
 		const cJSON *sp = get(get(item, "SpecialToken"), "id");
-		int32_t id = cJSON_IsString(sp) ? lookup(c, sp->valuestring)
-						: -1;
+		int32_t id =
+		    cJSON_IsString(sp) ? lookup(c, sp->valuestring) : -1;
 
 		if (get(item, "Sequence"))
 			seen_seq = true;
@@ -490,15 +491,17 @@ static int check_model(struct tj_ctx *c, const cJSON *model)
 	if (type && !cJSON_IsString(type))
 		return bad(c, "model.type is not a string", type);
 	if (type && strcmp(type->valuestring, "BPE") != 0) {
-		o1_err("tokenizer %s: model type %s is not supported (BPE only)",
-		       c->label, type->valuestring);
+		o1_err(
+		    "tokenizer %s: model type %s is not supported (BPE only)",
+		    c->label, type->valuestring);
 		return -O1_E_UNSUPPORTED;
 	}
 	if (!cJSON_IsObject(get(model, "vocab")))
 		return bad(c, "model.vocab is not an object",
 			   get(model, "vocab"));
 	if (get(model, "merges") && !cJSON_IsArray(get(model, "merges")))
-		return bad(c, "model.merges is not a list", get(model, "merges"));
+		return bad(c, "model.merges is not a list",
+			   get(model, "merges"));
 	if ((bf && !cJSON_IsBool(bf)) || (im && !cJSON_IsBool(im)))
 		return bad(c, "byte_fallback/ignore_merges not boolean", model);
 	if (cJSON_GetArraySize(get(model, "merges")) > (int)TJ_MAX_MERGES)
@@ -615,8 +618,8 @@ static int config_template(struct tj_ctx *c, const cJSON *cfg)
 		return 0;
 	if (!cJSON_IsString(t))
 		return bad(c, "chat_template is not a string", NULL);
-	c->v->chat_template = o1_vocab_strdup(c->v, t->valuestring,
-					      strlen(t->valuestring));
+	c->v->chat_template =
+	    o1_vocab_strdup(c->v, t->valuestring, strlen(t->valuestring));
 	return c->v->chat_template ? 0 : -ENOMEM;
 }
 
@@ -797,8 +800,8 @@ static cJSON *bytelevel_json(bool use_regex, bool add_prefix_space)
 {
 	cJSON *o = typed("ByteLevel");
 
-	if (!o || !cJSON_AddBoolToObject(o, "add_prefix_space",
-					 add_prefix_space) ||
+	if (!o ||
+	    !cJSON_AddBoolToObject(o, "add_prefix_space", add_prefix_space) ||
 	    !cJSON_AddTrueToObject(o, "trim_offsets") ||
 	    !cJSON_AddBoolToObject(o, "use_regex", use_regex)) {
 		cJSON_Delete(o);
@@ -883,8 +886,8 @@ static cJSON *spm_normalizer(const struct o1_vocab *v)
 
 	if (v->add_space_prefix) {
 		parts[0] = typed("Prepend");
-		if (parts[0] && !cJSON_AddStringToObject(parts[0], "prepend",
-							 TJ_SPACE)) {
+		if (parts[0] &&
+		    !cJSON_AddStringToObject(parts[0], "prepend", TJ_SPACE)) {
 			cJSON_Delete(parts[0]);
 			parts[0] = NULL;
 		}
@@ -938,8 +941,7 @@ static bool add_seq_item(cJSON *list, const char *which, int type_id)
 	return true;
 }
 
-static bool add_special_entry(cJSON *map, const struct o1_vocab *v,
-			      int32_t id)
+static bool add_special_entry(cJSON *map, const struct o1_vocab *v, int32_t id)
 {
 	cJSON *e = cJSON_AddObjectToObject(map, v->tokens[id]);
 	cJSON *ids = cJSON_AddArrayToObject(e, "ids");
@@ -967,10 +969,10 @@ static bool template_list(cJSON *list, const struct o1_vocab *v, bool pair)
 
 static int post_json(const struct o1_vocab *v, cJSON **out)
 {
-	bool bos = v->add_bos && v->bos_id >= 0 &&
-		   (uint32_t)v->bos_id < v->n_tokens;
-	bool eos = v->add_eos && v->eos_id >= 0 &&
-		   (uint32_t)v->eos_id < v->n_tokens;
+	bool bos =
+	    v->add_bos && v->bos_id >= 0 && (uint32_t)v->bos_id < v->n_tokens;
+	bool eos =
+	    v->add_eos && v->eos_id >= 0 && (uint32_t)v->eos_id < v->n_tokens;
 	cJSON *o, *map;
 	bool ok;
 
@@ -985,8 +987,8 @@ static int post_json(const struct o1_vocab *v, cJSON **out)
 		return 0;
 	o = typed("TemplateProcessing");
 	map = cJSON_AddObjectToObject(o, "special_tokens");
-	ok = map && template_list(cJSON_AddArrayToObject(o, "single"), v,
-				  false) &&
+	ok = map &&
+	     template_list(cJSON_AddArrayToObject(o, "single"), v, false) &&
 	     template_list(cJSON_AddArrayToObject(o, "pair"), v, true);
 	if (ok && bos)
 		ok = add_special_entry(map, v, v->bos_id);
@@ -1102,18 +1104,18 @@ static cJSON *model_json(const struct o1_vocab *v)
 	cJSON *m = typed("BPE");
 	bool spm = v->kind == O1_VOCAB_SPM;
 	bool unk = v->unk_id >= 0 && (uint32_t)v->unk_id < v->n_tokens;
-	bool ok = m && cJSON_AddNullToObject(m, "dropout") &&
-		  (unk ? cJSON_AddStringToObject(m, "unk_token",
-						 v->tokens[v->unk_id]) != NULL
-		       : cJSON_AddNullToObject(m, "unk_token") != NULL) &&
-		  cJSON_AddNullToObject(m, "continuing_subword_prefix") &&
-		  cJSON_AddNullToObject(m, "end_of_word_suffix") &&
-		  cJSON_AddBoolToObject(m, "fuse_unk", spm) &&
-		  cJSON_AddBoolToObject(m, "byte_fallback",
-					has_byte_tokens(v)) &&
-		  cJSON_AddBoolToObject(m, "ignore_merges", v->ignore_merges) &&
-		  cJSON_AddItemToObject(m, "vocab", vocab_map_json(v)) &&
-		  cJSON_AddItemToObject(m, "merges", merges_json(v));
+	bool ok =
+	    m && cJSON_AddNullToObject(m, "dropout") &&
+	    (unk ? cJSON_AddStringToObject(m, "unk_token",
+					   v->tokens[v->unk_id]) != NULL
+		 : cJSON_AddNullToObject(m, "unk_token") != NULL) &&
+	    cJSON_AddNullToObject(m, "continuing_subword_prefix") &&
+	    cJSON_AddNullToObject(m, "end_of_word_suffix") &&
+	    cJSON_AddBoolToObject(m, "fuse_unk", spm) &&
+	    cJSON_AddBoolToObject(m, "byte_fallback", has_byte_tokens(v)) &&
+	    cJSON_AddBoolToObject(m, "ignore_merges", v->ignore_merges) &&
+	    cJSON_AddItemToObject(m, "vocab", vocab_map_json(v)) &&
+	    cJSON_AddItemToObject(m, "merges", merges_json(v));
 
 	if (!ok) {
 		cJSON_Delete(m);
@@ -1153,11 +1155,11 @@ static int tokenizer_json(const struct o1_vocab *v, char **out)
 	cJSON *root = cJSON_CreateObject();
 	int err = root ? 0 : -ENOMEM;
 
-	if (!err && (!cJSON_AddStringToObject(root, "version", "1.0") ||
-		     !cJSON_AddNullToObject(root, "truncation") ||
-		     !cJSON_AddNullToObject(root, "padding") ||
-		     !cJSON_AddItemToObject(root, "added_tokens",
-					    added_json(v))))
+	if (!err &&
+	    (!cJSON_AddStringToObject(root, "version", "1.0") ||
+	     !cJSON_AddNullToObject(root, "truncation") ||
+	     !cJSON_AddNullToObject(root, "padding") ||
+	     !cJSON_AddItemToObject(root, "added_tokens", added_json(v))))
 		err = -ENOMEM;
 	if (!err)
 		err = add_pipeline(root, v);
@@ -1179,7 +1181,8 @@ static bool add_token_text(cJSON *cfg, const char *key,
 static int config_json(const struct o1_vocab *v, char **out)
 {
 	cJSON *cfg = cJSON_CreateObject();
-	bool ok = cfg && cJSON_AddBoolToObject(cfg, "add_bos_token", v->add_bos) &&
+	bool ok = cfg &&
+		  cJSON_AddBoolToObject(cfg, "add_bos_token", v->add_bos) &&
 		  cJSON_AddBoolToObject(cfg, "add_eos_token", v->add_eos) &&
 		  add_token_text(cfg, "bos_token", v, v->bos_id) &&
 		  add_token_text(cfg, "eos_token", v, v->eos_id) &&

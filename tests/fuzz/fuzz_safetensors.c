@@ -25,7 +25,8 @@ static void check_tensor(const struct o1_safetensors *st,
 	uint32_t esize = t->dtype == O1_DTYPE_F32 ? 4 : 2;
 	volatile uint8_t sink;
 
-	if (p < data || t->n_bytes > size || p - data > (ptrdiff_t)(size - t->n_bytes) ||
+	if (p < data || t->n_bytes > size ||
+	    p - data > (ptrdiff_t)(size - t->n_bytes) ||
 	    elements(t) * esize != t->n_bytes || t->n_dims > O1_ST_MAX_DIMS ||
 	    o1_safetensors_find(st, t->name) != t)
 		abort();

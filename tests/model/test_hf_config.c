@@ -2,50 +2,50 @@
  * shapes (Llama-3 rope scaling, Qwen2.5 yarn, transformers-5
  * rope_parameters), every missing key / wrong type / bad value, the
  * generation_config.json override, and writer -> parser round trips. */
+#include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <cjson/cJSON.h>
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
 
 #include "error.h"
 #include "hf_config.h"
 
 /* qwen2-tiny's config.json as transformers 5.17 wrote it. */
 static const char qwen2_tiny[] =
-	"{\"architectures\":[\"Qwen2ForCausalLM\"],\"attention_dropout\":0.0,"
-	"\"bos_token_id\":null,\"dtype\":\"float32\",\"eos_token_id\":null,"
-	"\"hidden_act\":\"silu\",\"hidden_size\":64,\"initializer_range\":0.02,"
-	"\"intermediate_size\":128,\"layer_types\":[\"full_attention\","
-	"\"full_attention\"],\"max_position_embeddings\":512,"
-	"\"max_window_layers\":28,\"model_type\":\"qwen2\","
-	"\"num_attention_heads\":4,\"num_hidden_layers\":2,"
-	"\"num_key_value_heads\":2,\"pad_token_id\":null,\"rms_norm_eps\":1e-06,"
-	"\"rope_parameters\":{\"rope_theta\":1000000.0,\"rope_type\":"
-	"\"default\"},\"sliding_window\":null,\"tie_word_embeddings\":true,"
-	"\"use_cache\":true,\"use_sliding_window\":false,\"vocab_size\":512}";
+    "{\"architectures\":[\"Qwen2ForCausalLM\"],\"attention_dropout\":0.0,"
+    "\"bos_token_id\":null,\"dtype\":\"float32\",\"eos_token_id\":null,"
+    "\"hidden_act\":\"silu\",\"hidden_size\":64,\"initializer_range\":0.02,"
+    "\"intermediate_size\":128,\"layer_types\":[\"full_attention\","
+    "\"full_attention\"],\"max_position_embeddings\":512,"
+    "\"max_window_layers\":28,\"model_type\":\"qwen2\","
+    "\"num_attention_heads\":4,\"num_hidden_layers\":2,"
+    "\"num_key_value_heads\":2,\"pad_token_id\":null,\"rms_norm_eps\":1e-06,"
+    "\"rope_parameters\":{\"rope_theta\":1000000.0,\"rope_type\":"
+    "\"default\"},\"sliding_window\":null,\"tie_word_embeddings\":true,"
+    "\"use_cache\":true,\"use_sliding_window\":false,\"vocab_size\":512}";
 
 /* A Llama-3.2-1B style config (transformers 4 shape). */
 static const char llama32[] =
-	"{\"architectures\":[\"LlamaForCausalLM\"],\"attention_bias\":false,"
-	"\"bos_token_id\":128000,\"eos_token_id\":[128001,128008,128009],"
-	"\"head_dim\":64,\"hidden_act\":\"silu\",\"hidden_size\":2048,"
-	"\"intermediate_size\":8192,\"max_position_embeddings\":131072,"
-	"\"mlp_bias\":false,\"model_type\":\"llama\",\"num_attention_heads\":32,"
-	"\"num_hidden_layers\":16,\"num_key_value_heads\":8,"
-	"\"rms_norm_eps\":1e-05,\"rope_scaling\":{\"factor\":32.0,"
-	"\"high_freq_factor\":4.0,\"low_freq_factor\":1.0,"
-	"\"original_max_position_embeddings\":8192,\"rope_type\":\"llama3\"},"
-	"\"rope_theta\":500000.0,\"tie_word_embeddings\":true,"
-	"\"vocab_size\":128256}";
+    "{\"architectures\":[\"LlamaForCausalLM\"],\"attention_bias\":false,"
+    "\"bos_token_id\":128000,\"eos_token_id\":[128001,128008,128009],"
+    "\"head_dim\":64,\"hidden_act\":\"silu\",\"hidden_size\":2048,"
+    "\"intermediate_size\":8192,\"max_position_embeddings\":131072,"
+    "\"mlp_bias\":false,\"model_type\":\"llama\",\"num_attention_heads\":32,"
+    "\"num_hidden_layers\":16,\"num_key_value_heads\":8,"
+    "\"rms_norm_eps\":1e-05,\"rope_scaling\":{\"factor\":32.0,"
+    "\"high_freq_factor\":4.0,\"low_freq_factor\":1.0,"
+    "\"original_max_position_embeddings\":8192,\"rope_type\":\"llama3\"},"
+    "\"rope_theta\":500000.0,\"tie_word_embeddings\":true,"
+    "\"vocab_size\":128256}";
 
 static int parse(const char *json, struct o1_model_desc *d)
 {
@@ -109,8 +109,8 @@ static int parse_with(const char *base, const char *key, const char *value,
 	assert_non_null(root);
 	cJSON_DeleteItemFromObjectCaseSensitive(root, key);
 	if (value)
-		assert_true(cJSON_AddItemToObject(root, key,
-						  cJSON_Parse(value)));
+		assert_true(
+		    cJSON_AddItemToObject(root, key, cJSON_Parse(value)));
 	text = cJSON_PrintUnformatted(root);
 	err = parse(text, d);
 	free(text);
@@ -121,8 +121,8 @@ static int parse_with(const char *base, const char *key, const char *value,
 static void test_missing_keys(void **state)
 {
 	static const char *const required[] = {
-		"hidden_size", "num_hidden_layers", "num_attention_heads",
-		"intermediate_size", "vocab_size",
+	    "hidden_size",	 "num_hidden_layers", "num_attention_heads",
+	    "intermediate_size", "vocab_size",
 	};
 	struct o1_model_desc d;
 
@@ -130,9 +130,9 @@ static void test_missing_keys(void **state)
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
 		assert_int_equal(parse_with(qwen2_tiny, required[i], NULL, &d),
 				 -O1_E_MISSING);
-		assert_int_equal(parse_with(qwen2_tiny, required[i], "null",
-					    &d),
-				 -O1_E_MISSING);
+		assert_int_equal(
+		    parse_with(qwen2_tiny, required[i], "null", &d),
+		    -O1_E_MISSING);
 	}
 	assert_int_equal(parse("{\"hidden_size\":64}", &d), -O1_E_MISSING);
 }
@@ -140,15 +140,23 @@ static void test_missing_keys(void **state)
 static void test_wrong_types(void **state)
 {
 	static const char *const keys[] = {
-		"hidden_size",		"num_hidden_layers",
-		"num_attention_heads",	"num_key_value_heads",
-		"intermediate_size",	"vocab_size",
-		"max_position_embeddings", "rms_norm_eps",
-		"tie_word_embeddings",	"head_dim",
-		"rope_parameters",	"rope_scaling",
-		"bos_token_id",		"eos_token_id",
-		"rope_theta",
-		"partial_rotary_factor", "hidden_act",
+	    "hidden_size",
+	    "num_hidden_layers",
+	    "num_attention_heads",
+	    "num_key_value_heads",
+	    "intermediate_size",
+	    "vocab_size",
+	    "max_position_embeddings",
+	    "rms_norm_eps",
+	    "tie_word_embeddings",
+	    "head_dim",
+	    "rope_parameters",
+	    "rope_scaling",
+	    "bos_token_id",
+	    "eos_token_id",
+	    "rope_theta",
+	    "partial_rotary_factor",
+	    "hidden_act",
 	};
 	struct o1_model_desc d;
 
@@ -156,12 +164,12 @@ static void test_wrong_types(void **state)
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		assert_int_equal(parse_with(qwen2_tiny, keys[i], "\"x\"", &d),
 				 strcmp(keys[i], "hidden_act") == 0
-					 ? -O1_E_UNSUPPORTED
-					 : -O1_E_FORMAT);
+				     ? -O1_E_UNSUPPORTED
+				     : -O1_E_FORMAT);
 		if (strcmp(keys[i], "hidden_act") != 0)
 			assert_int_equal(
-				parse_with(qwen2_tiny, keys[i], "[[]]", &d),
-				-O1_E_FORMAT);
+			    parse_with(qwen2_tiny, keys[i], "[[]]", &d),
+			    -O1_E_FORMAT);
 	}
 	assert_int_equal(parse_with(llama32, "attention_bias", "1", &d),
 			 -O1_E_FORMAT);
@@ -177,41 +185,41 @@ static void test_bad_values(void **state)
 	static const struct {
 		const char *key, *value;
 	} cases[] = {
-		{"hidden_size", "0"},
-		{"hidden_size", "-64"},
-		{"hidden_size", "64.5"},
-		{"hidden_size", "1e30"},
-		{"num_hidden_layers", "0"},
-		{"num_attention_heads", "0"},
-		{"num_key_value_heads", "3"},	/* 4 % 3 != 0 */
-		{"num_key_value_heads", "8"},	/* more than heads */
-		{"num_key_value_heads", "0"},
-		{"head_dim", "0"},
-		{"head_dim", "4096"},
-		{"head_dim", "15"},
-		{"intermediate_size", "0"},
-		{"vocab_size", "0"},
-		{"vocab_size", "33554432"},
-		{"max_position_embeddings", "0"},
-		{"rms_norm_eps", "0"},
-		{"rms_norm_eps", "-1e-6"},
-		{"rms_norm_eps", "2"},
-		{"rope_theta", "0"},
-		{"rope_theta", "-10000"},
-		{"partial_rotary_factor", "0"},
-		{"partial_rotary_factor", "1.5"},
-		{"partial_rotary_factor", "0.01"}, /* no dims left */
-		{"bos_token_id", "-1"},
-		{"eos_token_id", "[1.5]"},
-		{"eos_token_id", "[null]"},
-		{"bos_token_id", "3000000000"},
+	    {"hidden_size", "0"},
+	    {"hidden_size", "-64"},
+	    {"hidden_size", "64.5"},
+	    {"hidden_size", "1e30"},
+	    {"num_hidden_layers", "0"},
+	    {"num_attention_heads", "0"},
+	    {"num_key_value_heads", "3"}, /* 4 % 3 != 0 */
+	    {"num_key_value_heads", "8"}, /* more than heads */
+	    {"num_key_value_heads", "0"},
+	    {"head_dim", "0"},
+	    {"head_dim", "4096"},
+	    {"head_dim", "15"},
+	    {"intermediate_size", "0"},
+	    {"vocab_size", "0"},
+	    {"vocab_size", "33554432"},
+	    {"max_position_embeddings", "0"},
+	    {"rms_norm_eps", "0"},
+	    {"rms_norm_eps", "-1e-6"},
+	    {"rms_norm_eps", "2"},
+	    {"rope_theta", "0"},
+	    {"rope_theta", "-10000"},
+	    {"partial_rotary_factor", "0"},
+	    {"partial_rotary_factor", "1.5"},
+	    {"partial_rotary_factor", "0.01"}, /* no dims left */
+	    {"bos_token_id", "-1"},
+	    {"eos_token_id", "[1.5]"},
+	    {"eos_token_id", "[null]"},
+	    {"bos_token_id", "3000000000"},
 	};
 	struct o1_model_desc d;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int err = parse_with(qwen2_tiny, cases[i].key, cases[i].value,
-				     &d);
+		int err =
+		    parse_with(qwen2_tiny, cases[i].key, cases[i].value, &d);
 
 		if (err != -O1_E_FORMAT)
 			fail_msg("%s = %s gave %d", cases[i].key,
@@ -226,8 +234,8 @@ static void test_unsupported(void **state)
 {
 	struct o1_model_desc d;
 	static const char *const scalings[] = {
-		"{\"type\":\"dynamic\",\"factor\":2}",
-		"{\"rope_type\":\"longrope\",\"factor\":2}",
+	    "{\"type\":\"dynamic\",\"factor\":2}",
+	    "{\"rope_type\":\"longrope\",\"factor\":2}",
 	};
 
 	(void)state;
@@ -243,18 +251,18 @@ static void test_unsupported(void **state)
 	assert_int_equal(parse_with(llama32, "mlp_bias", "true", &d),
 			 -O1_E_UNSUPPORTED);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(parse_with(llama32, "rope_scaling",
-					    scalings[i], &d),
-				 -O1_E_UNSUPPORTED);
+		assert_int_equal(
+		    parse_with(llama32, "rope_scaling", scalings[i], &d),
+		    -O1_E_UNSUPPORTED);
 }
 
 static void test_defaults_and_fallbacks(void **state)
 {
 	struct o1_model_desc d;
 	static const char minimal[] =
-		"{\"architectures\":[\"MistralForCausalLM\"],\"hidden_size\":"
-		"128,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
-		"\"intermediate_size\":256,\"vocab_size\":100}";
+	    "{\"architectures\":[\"MistralForCausalLM\"],\"hidden_size\":"
+	    "128,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+	    "\"intermediate_size\":256,\"vocab_size\":100}";
 
 	(void)state;
 	assert_int_equal(parse(minimal, &d), 0);
@@ -272,9 +280,8 @@ static void test_defaults_and_fallbacks(void **state)
 	assert_int_equal(d.head_dim, 64);
 	assert_int_equal(parse_with(llama32, "attention_bias", "true", &d), 0);
 	assert_true(d.qkv_bias);
-	assert_int_equal(parse_with(llama32, "partial_rotary_factor", "0.5",
-				    &d),
-			 0);
+	assert_int_equal(
+	    parse_with(llama32, "partial_rotary_factor", "0.5", &d), 0);
 	assert_int_equal(d.rope.dim, 32);
 	assert_int_equal(parse_with(llama32, "eos_token_id", "[]", &d), 0);
 	assert_int_equal(d.eos_id, -1);
@@ -295,11 +302,11 @@ static void test_rope_shapes(void **state)
 	assert_true(d.rope.factor == 2.0f);
 	/* Qwen2.5 yarn: defaults for beta and attention factor */
 	assert_int_equal(
-		parse_with(qwen2_tiny, "rope_scaling",
-			   "{\"factor\":4.0,\"original_max_position_embeddings\":"
-			   "32768,\"type\":\"yarn\"}",
-			   &d),
-		0);
+	    parse_with(qwen2_tiny, "rope_scaling",
+		       "{\"factor\":4.0,\"original_max_position_embeddings\":"
+		       "32768,\"type\":\"yarn\"}",
+		       &d),
+	    0);
 	assert_int_equal(d.rope.scaling, O1_ROPE_SCALING_YARN);
 	assert_true(d.rope.factor == 4.0f);
 	assert_int_equal(d.rope.original_max_positions, 32768);
@@ -308,13 +315,13 @@ static void test_rope_shapes(void **state)
 	assert_true(d.rope.theta == 1e6f); /* from rope_parameters */
 	/* transformers-5 rope_parameters carrying llama3 scaling */
 	assert_int_equal(
-		parse_with(qwen2_tiny, "rope_parameters",
-			   "{\"rope_type\":\"llama3\",\"rope_theta\":500000.0,"
-			   "\"factor\":8.0,\"low_freq_factor\":1.0,"
-			   "\"high_freq_factor\":4.0,"
-			   "\"original_max_position_embeddings\":8192}",
-			   &d),
-		0);
+	    parse_with(qwen2_tiny, "rope_parameters",
+		       "{\"rope_type\":\"llama3\",\"rope_theta\":500000.0,"
+		       "\"factor\":8.0,\"low_freq_factor\":1.0,"
+		       "\"high_freq_factor\":4.0,"
+		       "\"original_max_position_embeddings\":8192}",
+		       &d),
+	    0);
 	assert_int_equal(d.rope.scaling, O1_ROPE_SCALING_LLAMA3);
 	assert_true(d.rope.theta == 500000.0f && d.rope.factor == 8.0f);
 	/* llama3 without its keys, or with high <= low */
@@ -323,18 +330,18 @@ static void test_rope_shapes(void **state)
 				    &d),
 			 -O1_E_MISSING);
 	assert_int_equal(
-		parse_with(llama32, "rope_scaling",
-			   "{\"rope_type\":\"llama3\",\"factor\":8,"
-			   "\"low_freq_factor\":4,\"high_freq_factor\":4,"
-			   "\"original_max_position_embeddings\":8192}",
-			   &d),
-		-O1_E_FORMAT);
+	    parse_with(llama32, "rope_scaling",
+		       "{\"rope_type\":\"llama3\",\"factor\":8,"
+		       "\"low_freq_factor\":4,\"high_freq_factor\":4,"
+		       "\"original_max_position_embeddings\":8192}",
+		       &d),
+	    -O1_E_FORMAT);
 	assert_int_equal(parse_with(llama32, "rope_scaling",
 				    "{\"rope_type\":\"linear\"}", &d),
 			 -O1_E_MISSING);
-	assert_int_equal(parse_with(llama32, "rope_scaling", "{\"factor\":2}",
-				    &d),
-			 -O1_E_MISSING);
+	assert_int_equal(
+	    parse_with(llama32, "rope_scaling", "{\"factor\":2}", &d),
+	    -O1_E_MISSING);
 	assert_int_equal(parse_with(llama32, "rope_scaling",
 				    "{\"rope_type\":\"linear\",\"factor\":-2}",
 				    &d),
@@ -406,12 +413,12 @@ static void test_writer_roundtrip(void **state)
 	d.qkv_bias = true;
 	roundtrip(&d, O1_DTYPE_F16, "\"float16\"");
 	assert_int_equal(
-		parse_with(qwen2_tiny, "rope_scaling",
-			   "{\"type\":\"yarn\",\"factor\":4.0,"
-			   "\"original_max_position_embeddings\":32768,"
-			   "\"beta_fast\":16,\"attention_factor\":0.7}",
-			   &d),
-		0);
+	    parse_with(qwen2_tiny, "rope_scaling",
+		       "{\"type\":\"yarn\",\"factor\":4.0,"
+		       "\"original_max_position_embeddings\":32768,"
+		       "\"beta_fast\":16,\"attention_factor\":0.7}",
+		       &d),
+	    0);
 	roundtrip(&d, O1_DTYPE_F32, "\"yarn\"");
 	assert_int_equal(parse_with(llama32, "rope_scaling",
 				    "{\"type\":\"linear\",\"factor\":3}", &d),
@@ -435,8 +442,7 @@ static void test_writer_errors(void **state)
 	assert_int_equal(o1_hf_config_format(&d, O1_DTYPE_Q8_0, &text),
 			 -EINVAL);
 	d.rope.theta = INFINITY;
-	assert_int_equal(o1_hf_config_format(&d, O1_DTYPE_F32, &text),
-			 -EINVAL);
+	assert_int_equal(o1_hf_config_format(&d, O1_DTYPE_F32, &text), -EINVAL);
 	assert_null(text);
 }
 
@@ -515,18 +521,18 @@ static void test_testdata(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_qwen2_tiny),
-		cmocka_unit_test(test_llama32),
-		cmocka_unit_test(test_missing_keys),
-		cmocka_unit_test(test_wrong_types),
-		cmocka_unit_test(test_bad_values),
-		cmocka_unit_test(test_unsupported),
-		cmocka_unit_test(test_defaults_and_fallbacks),
-		cmocka_unit_test(test_rope_shapes),
-		cmocka_unit_test(test_writer_roundtrip),
-		cmocka_unit_test(test_writer_errors),
-		cmocka_unit_test(test_generation_config),
-		cmocka_unit_test(test_testdata),
+	    cmocka_unit_test(test_qwen2_tiny),
+	    cmocka_unit_test(test_llama32),
+	    cmocka_unit_test(test_missing_keys),
+	    cmocka_unit_test(test_wrong_types),
+	    cmocka_unit_test(test_bad_values),
+	    cmocka_unit_test(test_unsupported),
+	    cmocka_unit_test(test_defaults_and_fallbacks),
+	    cmocka_unit_test(test_rope_shapes),
+	    cmocka_unit_test(test_writer_roundtrip),
+	    cmocka_unit_test(test_writer_errors),
+	    cmocka_unit_test(test_generation_config),
+	    cmocka_unit_test(test_testdata),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,19 +3,19 @@
  * right shape, sharded and edited folders load or fail as they should,
  * and write -> load round trips are bit-exact (F32, and F16/BF16 against
  * the dtype conversions). */
+#include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "error.h"
 #include "model.h"
@@ -40,7 +40,8 @@ static void remove_tree(const char *dir)
 	char path[4096];
 
 	while (d && (de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -134,15 +135,14 @@ static void test_load_llama(void **state)
 	t = o1_model_tensor(m, O1_T_WK, 2);
 	assert_int_equal(t->shape[0], 24);
 	assert_int_equal(t->shape[1], 96);
-	assert_int_equal(o1_safetensors_open(HF_DIR
-					     "/llama-tiny/model.safetensors",
-					     &st),
-			 0);
+	assert_int_equal(
+	    o1_safetensors_open(HF_DIR "/llama-tiny/model.safetensors", &st),
+	    0);
 	assert_memory_equal(
-		t->data,
-		o1_safetensors_find(st, "model.layers.2.self_attn.k_proj.weight")
-			->data,
-		t->n_bytes);
+	    t->data,
+	    o1_safetensors_find(st, "model.layers.2.self_attn.k_proj.weight")
+		->data,
+	    t->n_bytes);
 	t = o1_model_tensor(m, O1_T_OUTPUT, -1);
 	assert_memory_equal(t->data,
 			    o1_safetensors_find(st, "lm_head.weight")->data,
@@ -198,12 +198,11 @@ static void write_edited(const char *src, const char *file, int shard,
 			continue;
 		if (hit && edit == RESHAPE) /* same bytes, transposed shape */
 			shape[0] = t->shape[1], shape[1] = t->shape[0];
-		assert_int_equal(o1_safetensors_writer_add(
-					 w, hit && edit == RENAME ? new_name
-								  : t->name,
-					 t->dtype, t->n_dims, shape, t->data,
-					 t->n_bytes),
-				 0);
+		assert_int_equal(
+		    o1_safetensors_writer_add(
+			w, hit && edit == RENAME ? new_name : t->name, t->dtype,
+			t->n_dims, shape, t->data, t->n_bytes),
+		    0);
 	}
 	snprintf(path, sizeof(path), "%s/%s", tmpdir, file);
 	assert_int_equal(o1_safetensors_writer_write(w, path), 0);
@@ -235,12 +234,12 @@ static void test_edited_folders(void **state)
 	if (!have_testdata())
 		skip();
 	assert_int_equal(open_edited(q, NULL, KEEP, NULL), 0);
-	assert_int_equal(open_edited(q, "model.layers.1.mlp.up_proj.weight",
-				     DROP, NULL),
-			 -O1_E_MISSING);
-	assert_int_equal(open_edited(q, "model.layers.0.self_attn.v_proj.bias",
-				     DROP, NULL),
-			 -O1_E_MISSING);
+	assert_int_equal(
+	    open_edited(q, "model.layers.1.mlp.up_proj.weight", DROP, NULL),
+	    -O1_E_MISSING);
+	assert_int_equal(
+	    open_edited(q, "model.layers.0.self_attn.v_proj.bias", DROP, NULL),
+	    -O1_E_MISSING);
 	assert_int_equal(open_edited(q, "model.norm.weight", DROP, NULL),
 			 -O1_E_MISSING);
 	assert_int_equal(open_edited(q, "model.layers.1.mlp.down_proj.weight",
@@ -252,15 +251,15 @@ static void test_edited_folders(void **state)
 			 -O1_E_MISSING);
 	/* an unknown extra tensor is ignored; a layer past the config fails */
 	assert_int_equal(open_edited(q, "model.layers.1.mlp.up_proj.weight",
-				     RENAME, "model.layers.1.mlp.up_proj.weight"),
+				     RENAME,
+				     "model.layers.1.mlp.up_proj.weight"),
 			 0);
 	assert_int_equal(open_edited(q, "model.norm.weight", RENAME,
 				     "model.layers.7.input_layernorm.weight"),
 			 -O1_E_SHAPE);
 	/* llama without lm_head ties to the embedding */
 	copy_config(l);
-	write_edited(l, "model.safetensors", -1, "lm_head.weight", DROP,
-		     NULL);
+	write_edited(l, "model.safetensors", -1, "lm_head.weight", DROP, NULL);
 	assert_int_equal(o1_model_open(tmpdir, &m), 0);
 	assert_true(m->desc.tied_embeddings);
 	assert_null(o1_model_tensor(m, O1_T_OUTPUT, -1));
@@ -281,7 +280,9 @@ static void test_extra_tensor(void **state)
 	if (!have_testdata())
 		skip();
 	copy_config(q);
-	assert_int_equal(o1_safetensors_open(HF_DIR "/qwen2-tiny/model.safetensors", &st), 0);
+	assert_int_equal(
+	    o1_safetensors_open(HF_DIR "/qwen2-tiny/model.safetensors", &st),
+	    0);
 	assert_int_equal(o1_safetensors_writer_create(&w), 0);
 	for (uint64_t i = 0; i < o1_safetensors_n_tensors(st); i++) {
 		const struct o1_st_tensor *t = o1_safetensors_tensor(st, i);
@@ -292,8 +293,8 @@ static void test_extra_tensor(void **state)
 				 0);
 	}
 	assert_int_equal(o1_safetensors_writer_add(
-				 w, "model.layers.0.self_attn.rotary_emb.inv_freq",
-				 O1_DTYPE_F32, 1, shape, inv_freq, 32),
+			     w, "model.layers.0.self_attn.rotary_emb.inv_freq",
+			     O1_DTYPE_F32, 1, shape, inv_freq, 32),
 			 0);
 	snprintf(path, sizeof(path), "%s/model.safetensors", tmpdir);
 	assert_int_equal(o1_safetensors_writer_write(w, path), 0);
@@ -319,8 +320,7 @@ static void test_sharded(void **state)
 		     NULL);
 	write_edited(l, "model-00002-of-00002.safetensors", 1, NULL, KEEP,
 		     NULL);
-	snprintf(path, sizeof(path), "%s/model.safetensors.index.json",
-		 tmpdir);
+	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", tmpdir);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("{\"metadata\":{},\"weight_map\":{"
@@ -342,7 +342,7 @@ static void test_sharded(void **state)
 	for (uint32_t i = 0; i < ref->n_tensors; i++) {
 		const struct o1_tensor *a = &ref->tensors[i];
 		const struct o1_tensor *b =
-			o1_model_tensor(m, a->role, a->layer);
+		    o1_model_tensor(m, a->role, a->layer);
 
 		assert_non_null(b);
 		assert_int_equal(a->n_bytes, b->n_bytes);
@@ -376,14 +376,14 @@ static void assert_same_desc(const struct o1_model_desc *a,
 
 /* Checks that B holds A's tensors converted to B's dtype element by
  * element (F32 -> F16/BF16 via dtype.h, identical dtypes bit-exact). */
-static void assert_converted(const struct o1_model *a,
-			     const struct o1_model *b, enum o1_dtype dtype)
+static void assert_converted(const struct o1_model *a, const struct o1_model *b,
+			     enum o1_dtype dtype)
 {
 	assert_int_equal(a->n_tensors, b->n_tensors);
 	for (uint32_t i = 0; i < a->n_tensors; i++) {
 		const struct o1_tensor *ta = &a->tensors[i];
 		const struct o1_tensor *tb =
-			o1_model_tensor(b, ta->role, ta->layer);
+		    o1_model_tensor(b, ta->role, ta->layer);
 		uint64_t n = o1_tensor_elements(ta);
 		float *f = malloc(n * sizeof(float));
 		uint16_t *h = malloc(n * sizeof(uint16_t));
@@ -399,8 +399,8 @@ static void assert_converted(const struct o1_model *a,
 		} else {
 			for (uint64_t k = 0; k < n; k++)
 				h[k] = dtype == O1_DTYPE_F16
-					       ? o1_f32_to_f16(f[k])
-					       : o1_f32_to_bf16(f[k]);
+					   ? o1_f32_to_f16(f[k])
+					   : o1_f32_to_bf16(f[k]);
 			assert_memory_equal(h, tb->data, n * 2);
 		}
 		free(f);
@@ -456,16 +456,16 @@ static void test_write_roundtrip(void **state)
 	roundtrip(HF_DIR "/llama-tiny");
 	assert_int_equal(o1_model_open(HF_DIR "/llama-tiny", &m), 0);
 	assert_int_equal(o1_model_write_hf(m, O1_DTYPE_Q8_0, tmpdir), -EINVAL);
-	assert_int_equal(o1_model_write_hf(m, O1_DTYPE_F32,
-					   "/nonexistent-dir/x/y"),
-			 -ENOENT);
+	assert_int_equal(
+	    o1_model_write_hf(m, O1_DTYPE_F32, "/nonexistent-dir/x/y"),
+	    -ENOENT);
 	o1_model_close(m);
 }
 
 static void test_tokenizer_in_folder(void **state)
 {
 	static const char tok[] =
-		O1_SHARED_DIR "/testdata/vocab/llama3.2/mini_llama.json";
+	    O1_SHARED_DIR "/testdata/vocab/llama3.2/mini_llama.json";
 	static const char q[] = HF_DIR "/qwen2-tiny";
 	struct o1_model *m, *back;
 	char dst[4096], cmd[8192];
@@ -500,18 +500,18 @@ static void test_tokenizer_in_folder(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_load_qwen2),
-		cmocka_unit_test(test_load_llama),
-		cmocka_unit_test_setup_teardown(test_edited_folders,
-						make_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_extra_tensor, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_sharded, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_write_roundtrip,
-						make_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_tokenizer_in_folder,
-						make_tmpdir, remove_tmpdir),
+	    cmocka_unit_test(test_load_qwen2),
+	    cmocka_unit_test(test_load_llama),
+	    cmocka_unit_test_setup_teardown(test_edited_folders, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_extra_tensor, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_sharded, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_write_roundtrip, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_tokenizer_in_folder,
+					    make_tmpdir, remove_tmpdir),
 	};
 
 	if (!have_testdata())

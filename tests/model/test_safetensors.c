@@ -2,19 +2,19 @@
  * right tensors, every malformation maps to its error, shards load through
  * the index, hostile shard names are refused, writer output reads back
  * byte for byte. */
+#include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "error.h"
 #include "safetensors.h"
@@ -50,11 +50,14 @@ static int open_hdr(const char *hdr, size_t data_len)
 static void test_valid(void **state)
 {
 	const char *hdr =
-		"{\"__metadata__\":{\"format\":\"pt\"},"
-		"\"b\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[24,36]},"
-		"\"a\":{\"dtype\":\"F32\",\"shape\":[6],\"data_offsets\":[0,24]},"
-		"\"e\":{\"dtype\":\"BF16\",\"shape\":[0,4],\"data_offsets\":[36,36]},"
-		"\"s\":{\"dtype\":\"BF16\",\"shape\":[],\"data_offsets\":[36,38]}}   ";
+	    "{\"__metadata__\":{\"format\":\"pt\"},"
+	    "\"b\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[24,36]}"
+	    ","
+	    "\"a\":{\"dtype\":\"F32\",\"shape\":[6],\"data_offsets\":[0,24]},"
+	    "\"e\":{\"dtype\":\"BF16\",\"shape\":[0,4],\"data_offsets\":[36,36]"
+	    "},"
+	    "\"s\":{\"dtype\":\"BF16\",\"shape\":[],\"data_offsets\":[36,38]}} "
+	    "  ";
 	struct o1_safetensors *st;
 	const struct o1_st_tensor *t;
 	size_t size;
@@ -110,7 +113,7 @@ static void test_header_errors(void **state)
 	assert_int_equal(o1_safetensors_open_memory(buf, size, &st),
 			 -O1_E_BOUNDS);
 	free(buf);
-	assert_int_equal(open_hdr(T1, 8), -O1_E_FORMAT);	/* cut JSON */
+	assert_int_equal(open_hdr(T1, 8), -O1_E_FORMAT);      /* cut JSON */
 	assert_int_equal(open_hdr(T1 "}x", 8), -O1_E_FORMAT); /* trailing */
 	assert_int_equal(open_hdr("[1,2]", 0), -O1_E_FORMAT);
 	assert_int_equal(open_hdr("", 0), -O1_E_FORMAT);
@@ -119,23 +122,20 @@ static void test_header_errors(void **state)
 	assert_int_equal(open_hdr(T1 "} \n", 8), 0);
 	assert_int_equal(open_hdr(T1 ",\"__metadata__\":{\"a\":1}}", 8),
 			 -O1_E_FORMAT);
-	assert_int_equal(open_hdr(T1 ",\"__metadata__\":[]}", 8),
-			 -O1_E_FORMAT);
+	assert_int_equal(open_hdr(T1 ",\"__metadata__\":[]}", 8), -O1_E_FORMAT);
 }
 
 static void test_tensor_errors(void **state)
 {
 	(void)state;
-	assert_int_equal(
-		open_hdr("{\"t\":{\"dtype\":\"I64\",\"shape\":[1],"
-			 "\"data_offsets\":[0,8]}}",
-			 8),
-		-O1_E_UNSUPPORTED);
-	assert_int_equal(
-		open_hdr("{\"t\":{\"dtype\":\"F8_E4M3\",\"shape\":[1],"
-			 "\"data_offsets\":[0,1]}}",
-			 8),
-		-O1_E_UNSUPPORTED);
+	assert_int_equal(open_hdr("{\"t\":{\"dtype\":\"I64\",\"shape\":[1],"
+				  "\"data_offsets\":[0,8]}}",
+				  8),
+			 -O1_E_UNSUPPORTED);
+	assert_int_equal(open_hdr("{\"t\":{\"dtype\":\"F8_E4M3\",\"shape\":[1],"
+				  "\"data_offsets\":[0,1]}}",
+				  8),
+			 -O1_E_UNSUPPORTED);
 	assert_int_equal(open_hdr("{\"t\":{\"dtype\":32,\"shape\":[2],"
 				  "\"data_offsets\":[0,8]}}",
 				  8),
@@ -143,8 +143,8 @@ static void test_tensor_errors(void **state)
 	assert_int_equal(open_hdr("{\"t\":[1]}", 8), -O1_E_FORMAT);
 	/* shape: missing, negative, fractional, too many dims, overflow */
 	assert_int_equal(
-		open_hdr("{\"t\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}", 8),
-		-O1_E_FORMAT);
+	    open_hdr("{\"t\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}", 8),
+	    -O1_E_FORMAT);
 	assert_int_equal(open_hdr("{\"t\":{\"dtype\":\"F32\",\"shape\":[-2],"
 				  "\"data_offsets\":[0,8]}}",
 				  8),
@@ -154,19 +154,19 @@ static void test_tensor_errors(void **state)
 				  8),
 			 -O1_E_FORMAT);
 	assert_int_equal(
-		open_hdr("{\"t\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,"
-			 "2],\"data_offsets\":[0,8]}}",
-			 8),
-		-O1_E_FORMAT);
+	    open_hdr("{\"t\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,"
+		     "2],\"data_offsets\":[0,8]}}",
+		     8),
+	    -O1_E_FORMAT);
 	assert_int_equal(
-		open_hdr("{\"t\":{\"dtype\":\"F32\",\"shape\":[4294967296,"
-			 "4294967296],\"data_offsets\":[0,8]}}",
-			 8),
-		-O1_E_BOUNDS);
+	    open_hdr("{\"t\":{\"dtype\":\"F32\",\"shape\":[4294967296,"
+		     "4294967296],\"data_offsets\":[0,8]}}",
+		     8),
+	    -O1_E_BOUNDS);
 	/* offsets: missing, out of range, reversed, size mismatch */
 	assert_int_equal(
-		open_hdr("{\"t\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8),
-		-O1_E_FORMAT);
+	    open_hdr("{\"t\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8),
+	    -O1_E_FORMAT);
 	assert_int_equal(open_hdr("{\"t\":{\"dtype\":\"F32\",\"shape\":[2],"
 				  "\"data_offsets\":[0,8,9]}}",
 				  8),
@@ -193,29 +193,29 @@ static void test_overlap_duplicate(void **state)
 {
 	(void)state;
 	assert_int_equal(
-		open_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
-			 "\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\","
-			 "\"shape\":[2],\"data_offsets\":[4,12]}}",
-			 12),
-		-O1_E_FORMAT);
+	    open_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
+		     "\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\","
+		     "\"shape\":[2],\"data_offsets\":[4,12]}}",
+		     12),
+	    -O1_E_FORMAT);
 	assert_int_equal(
-		open_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],"
-			 "\"data_offsets\":[0,12]},\"b\":{\"dtype\":\"F16\","
-			 "\"shape\":[2],\"data_offsets\":[4,8]}}",
-			 12),
-		-O1_E_FORMAT);
+	    open_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],"
+		     "\"data_offsets\":[0,12]},\"b\":{\"dtype\":\"F16\","
+		     "\"shape\":[2],\"data_offsets\":[4,8]}}",
+		     12),
+	    -O1_E_FORMAT);
 	assert_int_equal(
-		open_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
-			 "\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\","
-			 "\"shape\":[1],\"data_offsets\":[4,8]}}",
-			 8),
-		-O1_E_FORMAT);
+	    open_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+		     "\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\","
+		     "\"shape\":[1],\"data_offsets\":[4,8]}}",
+		     8),
+	    -O1_E_FORMAT);
 	assert_int_equal(
-		open_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
-			 "\"data_offsets\":[0,4]},\"b\":{\"dtype\":\"F32\","
-			 "\"shape\":[1],\"data_offsets\":[4,8]}}",
-			 8),
-		0);
+	    open_hdr("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+		     "\"data_offsets\":[0,4]},\"b\":{\"dtype\":\"F32\","
+		     "\"shape\":[1],\"data_offsets\":[4,8]}}",
+		     8),
+	    0);
 }
 
 /* ---- files and folders ---- */
@@ -263,8 +263,7 @@ static float f32_data[12];
 static uint16_t h16_data[6];
 
 /* Writes shard NAME holding tensors NAMES (F32 [2,3] and F16 [6]). */
-static void write_shard(const char *name, const char *t_f32,
-			const char *t_f16)
+static void write_shard(const char *name, const char *t_f32, const char *t_f16)
 {
 	struct o1_safetensors_writer *w;
 	uint64_t s2[2] = {2, 3}, s1[1] = {6};
@@ -362,10 +361,10 @@ static void test_file_errors(void **state)
 }
 
 static const char index_ok[] =
-	"{\"metadata\":{\"total_size\":72},\"weight_map\":{"
-	"\"l.0.w\":\"model-00001-of-00002.safetensors\","
-	"\"l.0.b\":\"model-00001-of-00002.safetensors\","
-	"\"l.1.w\":\"model-00002-of-00002.safetensors\"}}";
+    "{\"metadata\":{\"total_size\":72},\"weight_map\":{"
+    "\"l.0.w\":\"model-00001-of-00002.safetensors\","
+    "\"l.0.b\":\"model-00001-of-00002.safetensors\","
+    "\"l.1.w\":\"model-00002-of-00002.safetensors\"}}";
 
 static void test_sharded(void **state)
 {
@@ -445,7 +444,7 @@ static void test_no_weights(void **state)
 static void test_testdata(void **state)
 {
 	static const char path[] =
-		O1_SHARED_DIR "/testdata/hf/qwen2-tiny/model.safetensors";
+	    O1_SHARED_DIR "/testdata/hf/qwen2-tiny/model.safetensors";
 	struct o1_safetensors *st;
 	const struct o1_st_tensor *t;
 
@@ -466,25 +465,25 @@ static void test_testdata(void **state)
 int main(void)
 {
 	const struct CMUnitTest mem_tests[] = {
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_header_errors),
-		cmocka_unit_test(test_tensor_errors),
-		cmocka_unit_test(test_overlap_duplicate),
-		cmocka_unit_test(test_testdata),
+	    cmocka_unit_test(test_valid),
+	    cmocka_unit_test(test_header_errors),
+	    cmocka_unit_test(test_tensor_errors),
+	    cmocka_unit_test(test_overlap_duplicate),
+	    cmocka_unit_test(test_testdata),
 	};
 	const struct CMUnitTest dir_tests[] = {
-		cmocka_unit_test_setup_teardown(test_no_weights, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_writer_roundtrip,
-						make_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_writer_errors,
-						make_tmpdir, remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_file_errors, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_sharded, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_sharded_errors,
-						make_tmpdir, remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_no_weights, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_writer_roundtrip, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_writer_errors, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_file_errors, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_sharded, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_sharded_errors, make_tmpdir,
+					    remove_tmpdir),
 	};
 	int failed = cmocka_run_group_tests(mem_tests, NULL, NULL);
 

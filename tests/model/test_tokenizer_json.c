@@ -2,18 +2,18 @@
  * (counts, special tokens, pre-tokenizer names), the tiny Llama subset
  * with sparse ids, a SentencePiece-style file, tokenizer_config.json,
  * every malformation, and write -> load round trips field by field. */
+#include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "error.h"
 #include "vocab.h"
@@ -83,8 +83,7 @@ static void assert_same_vocab(const struct o1_vocab *a,
 		assert_string_equal(a->tokens[i], b->tokens[i]);
 		assert_int_equal(a->types[i], b->types[i]);
 	}
-	assert_memory_equal(a->scores, b->scores,
-			    a->n_tokens * sizeof(float));
+	assert_memory_equal(a->scores, b->scores, a->n_tokens * sizeof(float));
 	assert_int_equal(a->n_merges, b->n_merges);
 	for (uint32_t i = 0; i < a->n_merges; i++)
 		assert_string_equal(a->merges[i], b->merges[i]);
@@ -188,28 +187,31 @@ static void test_mini_llama(void **state)
 
 /* A Llama-2 style SentencePiece BPE tokenizer.json. */
 static const char spm_json[] =
-	"{\"version\":\"1.0\",\"added_tokens\":["
-	"{\"id\":0,\"content\":\"<unk>\",\"special\":true},"
-	"{\"id\":1,\"content\":\"<s>\",\"special\":true},"
-	"{\"id\":2,\"content\":\"</s>\",\"special\":true}],"
-	"\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":["
-	"{\"type\":\"Prepend\",\"prepend\":\"\xe2\x96\x81\"},"
-	"{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},"
-	"\"content\":\"\xe2\x96\x81\"}]},"
-	"\"pre_tokenizer\":null,"
-	"\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":["
-	"{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},"
-	"{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"pair\":[],"
-	"\"special_tokens\":{}},"
-	"\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":"
-	"\"ByteFallback\"}]},"
-	"\"model\":{\"type\":\"BPE\",\"unk_token\":\"<unk>\",\"fuse_unk\":"
-	"true,\"byte_fallback\":true,\"vocab\":{\"<unk>\":0,\"<s>\":1,"
-	"\"</s>\":2,\"<0x00>\":3,\"<0x0A>\":4,\"\xe2\x96\x81\xe2\x96\x81\":5,"
-	"\"\xe2\x96\x81" "a\":6,\"ab\":7,\"\xe2\x96\x81" "ab\":8,"
-	"\"\xe2\x96\x81\":9,\"a\":10,\"b\":11},"
-	"\"merges\":[\"\xe2\x96\x81 \xe2\x96\x81\",\"\xe2\x96\x81 a\","
-	"[\"a\",\"b\"],\"\xe2\x96\x81" "a b\"]}}";
+    "{\"version\":\"1.0\",\"added_tokens\":["
+    "{\"id\":0,\"content\":\"<unk>\",\"special\":true},"
+    "{\"id\":1,\"content\":\"<s>\",\"special\":true},"
+    "{\"id\":2,\"content\":\"</s>\",\"special\":true}],"
+    "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":["
+    "{\"type\":\"Prepend\",\"prepend\":\"\xe2\x96\x81\"},"
+    "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},"
+    "\"content\":\"\xe2\x96\x81\"}]},"
+    "\"pre_tokenizer\":null,"
+    "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":["
+    "{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},"
+    "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"pair\":[],"
+    "\"special_tokens\":{}},"
+    "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":"
+    "\"ByteFallback\"}]},"
+    "\"model\":{\"type\":\"BPE\",\"unk_token\":\"<unk>\",\"fuse_unk\":"
+    "true,\"byte_fallback\":true,\"vocab\":{\"<unk>\":0,\"<s>\":1,"
+    "\"</s>\":2,\"<0x00>\":3,\"<0x0A>\":4,\"\xe2\x96\x81\xe2\x96\x81\":5,"
+    "\"\xe2\x96\x81"
+    "a\":6,\"ab\":7,\"\xe2\x96\x81"
+    "ab\":8,"
+    "\"\xe2\x96\x81\":9,\"a\":10,\"b\":11},"
+    "\"merges\":[\"\xe2\x96\x81 \xe2\x96\x81\",\"\xe2\x96\x81 a\","
+    "[\"a\",\"b\"],\"\xe2\x96\x81"
+    "a b\"]}}";
 
 static void test_spm(void **state)
 {
@@ -245,8 +247,19 @@ static void test_spm(void **state)
 static void test_spm_from_scores(void **state)
 {
 	static const char *const toks[] = {
-		"<unk>", "<s>", "</s>", "\xe2\x96\x81" "a", "bc", "\xe2\x96\x81" "abc",
-		"ab",	 "\xe2\x96\x81", "a", "b", "c",
+	    "<unk>",
+	    "<s>",
+	    "</s>",
+	    "\xe2\x96\x81"
+	    "a",
+	    "bc",
+	    "\xe2\x96\x81"
+	    "abc",
+	    "ab",
+	    "\xe2\x96\x81",
+	    "a",
+	    "b",
+	    "c",
 	};
 	static const float scores[] = {0, 0, 0, -1, -2, -3, -4, -5, -6, -7, -8};
 	struct o1_vocab *v, *back;
@@ -274,7 +287,8 @@ static void test_spm_from_scores(void **state)
 	assert_int_equal(back->n_merges, 4);
 	assert_string_equal(back->merges[0], "\xe2\x96\x81 a");
 	assert_string_equal(back->merges[1], "b c");
-	assert_string_equal(back->merges[2], "\xe2\x96\x81" "a bc");
+	assert_string_equal(back->merges[2], "\xe2\x96\x81"
+					     "a bc");
 	assert_string_equal(back->merges[3], "a b");
 	assert_int_equal(back->bos_id, 1);
 	assert_int_equal(back->eos_id, 2);
@@ -286,25 +300,24 @@ static void test_spm_from_scores(void **state)
 	o1_vocab_destroy(v);
 }
 
-#define BPE_HEAD "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},"
+#define BPE_HEAD                                                               \
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},"
 #define BPE_MERGES "\"merges\":[\"a b\"]},"
-#define BYTELEVEL "\"pre_tokenizer\":{\"type\":\"ByteLevel\"}"
+#define BYTELEVEL  "\"pre_tokenizer\":{\"type\":\"ByteLevel\"}"
 
 static void test_pre_names(void **state)
 {
-	static const char qwen2[] =
-		BPE_HEAD BPE_MERGES
-		"\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{"
-		"\"type\":\"Split\",\"pattern\":{\"Regex\":\"(?i:'s|'t|'re|'ve|"
-		"'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| "
-		"?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"
-		"\\\\s+(?!\\\\S)|\\\\s+\"},\"behavior\":\"Isolated\",\"invert\":"
-		"false},{\"type\":\"ByteLevel\",\"use_regex\":false}]}}";
-	static const char other[] =
-		BPE_HEAD BPE_MERGES
-		"\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{"
-		"\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\s+\"}},{"
-		"\"type\":\"ByteLevel\",\"use_regex\":false}]}}";
+	static const char qwen2[] = BPE_HEAD BPE_MERGES
+	    "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{"
+	    "\"type\":\"Split\",\"pattern\":{\"Regex\":\"(?i:'s|'t|'re|'ve|"
+	    "'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| "
+	    "?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"
+	    "\\\\s+(?!\\\\S)|\\\\s+\"},\"behavior\":\"Isolated\",\"invert\":"
+	    "false},{\"type\":\"ByteLevel\",\"use_regex\":false}]}}";
+	static const char other[] = BPE_HEAD BPE_MERGES
+	    "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{"
+	    "\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\s+\"}},{"
+	    "\"type\":\"ByteLevel\",\"use_regex\":false}]}}";
 	struct o1_vocab *v;
 
 	(void)state;
@@ -317,12 +330,12 @@ static void test_pre_names(void **state)
 	assert_string_equal(v->pre, "gpt2");
 	o1_vocab_destroy(v);
 	assert_int_equal(load_text(other, &v), -O1_E_UNSUPPORTED);
-	assert_int_equal(
-		load_text(BPE_HEAD BPE_MERGES "\"pre_tokenizer\":{\"type\":"
-					      "\"ByteLevel\",\"use_regex\":"
-					      "false}}",
-			  &v),
-		-O1_E_UNSUPPORTED);
+	assert_int_equal(load_text(BPE_HEAD BPE_MERGES
+				   "\"pre_tokenizer\":{\"type\":"
+				   "\"ByteLevel\",\"use_regex\":"
+				   "false}}",
+				   &v),
+			 -O1_E_UNSUPPORTED);
 	assert_int_equal(load_text(BPE_HEAD BPE_MERGES "\"pre_tokenizer\":{"
 						       "\"type\":"
 						       "\"Whitespace\"}}",
@@ -344,12 +357,11 @@ static void test_sparse_ids(void **state)
 
 	(void)state;
 	assert_int_equal(
-		load_text("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,"
-			  "\"b\":5},\"merges\":[]},\"added_tokens\":[{\"id\":9,"
-			  "\"content\":\"<x>\",\"special\":false}]," BYTELEVEL
-			  "}",
-			  &v),
-		0);
+	    load_text("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,"
+		      "\"b\":5},\"merges\":[]},\"added_tokens\":[{\"id\":9,"
+		      "\"content\":\"<x>\",\"special\":false}]," BYTELEVEL "}",
+		      &v),
+	    0);
 	assert_int_equal(v->n_tokens, 10);
 	assert_string_equal(v->tokens[1], "<|unused_1|>");
 	assert_int_equal(v->types[4], O1_TOKEN_UNUSED);
@@ -362,48 +374,46 @@ static void test_sparse_ids(void **state)
 static void test_malformed(void **state)
 {
 	static const char *const bad[] = {
-		"",
-		"[]",
-		"{\"model\":{\"type\":\"BPE\",\"vocab\":",
-		"{}",
-		"{\"model\":[]}",
-		"{\"model\":{\"type\":3,\"vocab\":{}}}",
-		"{\"model\":{\"type\":\"BPE\",\"vocab\":[]}}",
-		"{\"model\":{\"type\":\"BPE\",\"vocab\":{}}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":{}}," BYTELEVEL "}",
-		"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1}}," BYTELEVEL
-		"}",
-		"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":\"0\"}},"
-		BYTELEVEL "}",
-		"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0.5}}," BYTELEVEL
-		"}",
-		"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":99999999}},"
-		BYTELEVEL "}",
-		"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":0}},"
-		BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[\"ab\"]}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[\"a b c\"]}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[\" b\"]}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[[\"a\"]]}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[[\"a\",2]]}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[[\"a \",\"b\"]]}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[3]}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[],\"unk_token\":\"<unk>\"}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[],\"unk_token\":1}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[],\"byte_fallback\":1}," BYTELEVEL "}",
-		BPE_HEAD "\"merges\":[],\"ignore_merges\":\"yes\"}," BYTELEVEL
-		"}",
-		BPE_HEAD BPE_MERGES "\"added_tokens\":{}," BYTELEVEL "}",
-		BPE_HEAD BPE_MERGES "\"added_tokens\":[{\"id\":1,\"content\":"
-		"\"zz\"}]," BYTELEVEL "}",
-		BPE_HEAD BPE_MERGES "\"added_tokens\":[{\"id\":3}]," BYTELEVEL
-		"}",
-		BPE_HEAD BPE_MERGES "\"added_tokens\":[{\"id\":3,\"content\":"
-		"\"x\",\"special\":1}]," BYTELEVEL "}",
-		BPE_HEAD BPE_MERGES "\"added_tokens\":[7]," BYTELEVEL "}",
-		BPE_HEAD BPE_MERGES "\"pre_tokenizer\":{\"type\":\"Sequence\","
-		"\"pretokenizers\":[{\"type\":\"Split\"},{\"type\":"
-		"\"ByteLevel\"}]}}",
+	    "",
+	    "[]",
+	    "{\"model\":{\"type\":\"BPE\",\"vocab\":",
+	    "{}",
+	    "{\"model\":[]}",
+	    "{\"model\":{\"type\":3,\"vocab\":{}}}",
+	    "{\"model\":{\"type\":\"BPE\",\"vocab\":[]}}",
+	    "{\"model\":{\"type\":\"BPE\",\"vocab\":{}}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":{}}," BYTELEVEL "}",
+	    "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1}}," BYTELEVEL "}",
+	    "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":\"0\"}}," BYTELEVEL
+	    "}",
+	    "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0.5}}," BYTELEVEL
+	    "}",
+	    "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":99999999}}"
+	    "," BYTELEVEL "}",
+	    "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":0}}"
+	    "," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[\"ab\"]}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[\"a b c\"]}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[\" b\"]}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[[\"a\"]]}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[[\"a\",2]]}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[[\"a \",\"b\"]]}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[3]}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[],\"unk_token\":\"<unk>\"}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[],\"unk_token\":1}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[],\"byte_fallback\":1}," BYTELEVEL "}",
+	    BPE_HEAD "\"merges\":[],\"ignore_merges\":\"yes\"}," BYTELEVEL "}",
+	    BPE_HEAD BPE_MERGES "\"added_tokens\":{}," BYTELEVEL "}",
+	    BPE_HEAD BPE_MERGES "\"added_tokens\":[{\"id\":1,\"content\":"
+				"\"zz\"}]," BYTELEVEL "}",
+	    BPE_HEAD BPE_MERGES "\"added_tokens\":[{\"id\":3}]," BYTELEVEL "}",
+	    BPE_HEAD BPE_MERGES "\"added_tokens\":[{\"id\":3,\"content\":"
+				"\"x\",\"special\":1}]," BYTELEVEL "}",
+	    BPE_HEAD BPE_MERGES "\"added_tokens\":[7]," BYTELEVEL "}",
+	    BPE_HEAD BPE_MERGES
+	    "\"pre_tokenizer\":{\"type\":\"Sequence\","
+	    "\"pretokenizers\":[{\"type\":\"Split\"},{\"type\":"
+	    "\"ByteLevel\"}]}}",
 	};
 	struct o1_vocab *v;
 
@@ -414,17 +424,16 @@ static void test_malformed(void **state)
 		if (err != -O1_E_FORMAT)
 			fail_msg("case %zu (%s) gave %d", i, bad[i], err);
 	}
-	assert_int_equal(o1_vocab_load_tokenizer_json("/nonexistent/x.json",
-						      &v),
-			 -ENOENT);
+	assert_int_equal(
+	    o1_vocab_load_tokenizer_json("/nonexistent/x.json", &v), -ENOENT);
 }
 
 static void test_config(void **state)
 {
-	static const char tok[] =
-		BPE_HEAD BPE_MERGES "\"added_tokens\":[{\"id\":3,\"content\":"
-		"\"<s>\",\"special\":true},{\"id\":4,\"content\":\"</s>\","
-		"\"special\":true}]," BYTELEVEL "}";
+	static const char tok[] = BPE_HEAD BPE_MERGES
+	    "\"added_tokens\":[{\"id\":3,\"content\":"
+	    "\"<s>\",\"special\":true},{\"id\":4,\"content\":\"</s>\","
+	    "\"special\":true}]," BYTELEVEL "}";
 	struct o1_vocab *v;
 
 	(void)state;
@@ -490,26 +499,26 @@ static void test_writer_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_llama32, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_gpt2, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_mini_llama, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_spm, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_spm_from_scores, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_pre_names, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_sparse_ids, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_malformed, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_config, make_tmpdir,
-						remove_tmpdir),
-		cmocka_unit_test_setup_teardown(test_writer_errors, make_tmpdir,
-						remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_llama32, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_gpt2, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_mini_llama, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_spm, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_spm_from_scores, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_pre_names, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_sparse_ids, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_malformed, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_config, make_tmpdir,
+					    remove_tmpdir),
+	    cmocka_unit_test_setup_teardown(test_writer_errors, make_tmpdir,
+					    remove_tmpdir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
