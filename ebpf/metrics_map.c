@@ -472,8 +472,12 @@ static int map_open(struct o1_metrics_maps *m, enum o1_metrics_region r)
 	if (err)
 		return err;
 	m->fd[r] = bpf_obj_get_opts(pin, &opts);
-	if (m->fd[r] < 0)
+	if (m->fd[r] < 0) {
+		if (m->fd[r] != -ENOENT)
+			o1_err("metrics: opening pin %s: %s", pin,
+			       strerror(-m->fd[r]));
 		return m->fd[r];
+	}
 	err = bpf_obj_get_info_by_fd(m->fd[r], &info, &len);
 	if (err)
 		return err;
@@ -649,8 +653,12 @@ int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path)
 		return -ENAMETOOLONG;
 	strcpy(m->path, path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno != ENOENT)
+			o1_err("metrics: opening %s: %s", path,
+			       strerror(errno));
 		return -errno;
+	}
 	err = file_map(m, fd);
 	close(fd);
 	if (err)

@@ -37,18 +37,27 @@ static int open_mode(struct o1_metrics_reader *r,
 	const char *dir = o->bpf_dir ? o->bpf_dir : O1_METRICS_DEFAULT_BPF_DIR;
 	const char *file =
 		o->shm_path ? o->shm_path : O1_METRICS_DEFAULT_SHM_PATH;
+	int err;
 
 	switch (o->mode) {
 	case O1_METRICS_MODE_AUTO:
 		return open_auto(r, dir, file);
 	case O1_METRICS_MODE_BPF:
-		return o1_metrics_maps_open_bpf(&r->maps, dir);
+		err = o1_metrics_maps_open_bpf(&r->maps, dir);
+		break;
 	case O1_METRICS_MODE_SHM:
-		return o1_metrics_maps_open_shm(&r->maps, file);
+		err = o1_metrics_maps_open_shm(&r->maps, file);
+		break;
 	default:
 		o1_err("metrics: reader mode %d not supported", (int)o->mode);
 		return -EINVAL;
 	}
+	if (err == -ENOENT)
+		o1_err("metrics: nothing published at %s%s", o->mode ==
+		       O1_METRICS_MODE_BPF ? dir : file,
+		       o->mode == O1_METRICS_MODE_BPF ? "/" O1_METRICS_PIN_SUBDIR
+						      : "");
+	return err;
 }
 
 int o1_metrics_reader_open(const struct o1_metrics_reader_opts *opts,
@@ -65,14 +74,6 @@ int o1_metrics_reader_open(const struct o1_metrics_reader_opts *opts,
 		return -ENOMEM;
 	err = open_mode(r, &o);
 	if (err) {
-		if (err != -ENOENT || o.mode != O1_METRICS_MODE_AUTO)
-			o1_err("metrics: cannot read metrics (mode %d, bpf_dir "
-			       "%s, file %s): %s",
-			       (int)o.mode,
-			       o.bpf_dir ? o.bpf_dir : O1_METRICS_DEFAULT_BPF_DIR,
-			       o.shm_path ? o.shm_path
-					  : O1_METRICS_DEFAULT_SHM_PATH,
-			       o1_strerror(err));
 		free(r);
 		return err;
 	}
