@@ -5,6 +5,8 @@
  * source (struct o1_safetensors_set) owns until unload. A folder's tensor
  * names map to roles through one table; tensors with other names
  * (rotary_emb.inv_freq and the like) are skipped with a debug line.
+ * BOS/EOS ids come from config.json / generation_config.json, else from
+ * the tokenizer files.
  */
 #include <errno.h>
 #include <limits.h>
@@ -174,6 +176,10 @@ static int load_vocab(struct o1_model *m)
 		o1_warn("model %s: tokenizer has %u tokens, the embedding %u "
 			"rows",
 			m->path, m->vocab->n_tokens, m->desc.vocab_size);
+	if (!err && m->desc.bos_id < 0)
+		m->desc.bos_id = m->vocab->bos_id;
+	if (!err && m->desc.eos_id < 0)
+		m->desc.eos_id = m->vocab->eos_id;
 	if (err == -O1_E_UNSUPPORTED) {
 		o1_warn("model %s: tokenizer.json not usable; the model takes "
 			"token ids only",

@@ -478,9 +478,15 @@ static void test_tokenizer_in_folder(void **state)
 	snprintf(dst, sizeof(dst), "%s/tokenizer.json", tmpdir);
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", tok, dst);
 	assert_int_equal(system(cmd), 0);
+	snprintf(dst, sizeof(dst), "%s/tokenizer_config.json", tmpdir);
+	snprintf(cmd, sizeof(cmd),
+		 "echo '{\"eos_token\":\"<|end_of_text|>\"}' > '%s'", dst);
+	assert_int_equal(system(cmd), 0);
 	assert_int_equal(o1_model_open(tmpdir, &m), 0);
 	assert_non_null(m->vocab);
 	assert_int_equal(m->vocab->n_tokens, 128002);
+	assert_int_equal(m->desc.eos_id, 128001); /* config.json has null */
+	assert_int_equal(m->desc.bos_id, -1);
 	snprintf(dst, sizeof(dst), "%s/out", tmpdir);
 	assert_int_equal(o1_model_write_hf(m, O1_DTYPE_F32, dst), 0);
 	assert_int_equal(o1_model_open(dst, &back), 0);
