@@ -4,11 +4,10 @@
  * named fields with the values written; permissions, stale pins, unpin on
  * close, a foreign map in place of ours, and a reader of another group.
  * Needs root and a bpf filesystem (mounted privately when /sys/fs/bpf is
- * not one); exits 77 otherwise. */
+ * not one, see bpffs.h); exits 77 otherwise. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/magic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,9 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,48 +24,16 @@
 #include <bpf/bpf.h>
 #include <cjson/cJSON.h>
 
+#include "bpffs.h"
 #include "error.h"
 #include "metrics_reader.h"
 #include "metrics_writer.h"
 
 #define TEST_GID 4242
 
-static char mnt[64];      /* our private bpffs mount, or "" */
 static char base[PATH_MAX]; /* a fresh directory on bpffs */
 static char dir[PATH_MAX + 8]; /* base/o1d: the bpf_dir under test */
 static char shm[PATH_MAX];  /* fallback path, must stay unused */
-
-static int is_bpffs(const char *p)
-{
-	struct statfs st;
-
-	return statfs(p, &st) == 0 && st.f_type == BPF_FS_MAGIC;
-}
-
-/* A bpffs directory for the tests: under /sys/fs/bpf when mounted there,
- * else a private mount under /tmp. */
-static int find_bpffs(void)
-{
-	if (geteuid() != 0)
-		return -EPERM;
-	if (is_bpffs("/sys/fs/bpf")) {
-		snprintf(base, sizeof(base), "/sys/fs/bpf/o1-test-%d",
-			 (int)getpid());
-		return mkdir(base, 0755) == 0 ? 0 : -errno;
-	}
-	strcpy(mnt, "/tmp/o1-bpffs-XXXXXX");
-	if (!mkdtemp(mnt))
-		return -errno;
-	if (mount("bpf", mnt, "bpf", 0, "mode=0755") < 0) {
-		int err = -errno;
-
-		rmdir(mnt);
-		mnt[0] = '\0';
-		return err;
-	}
-	snprintf(base, sizeof(base), "%s", mnt);
-	return 0;
-}
 
 static int setup(void **state)
 {
@@ -375,20 +340,6 @@ static void test_group_permissions(void **state)
 	o1_metrics_close(m);
 }
 
-static void cleanup_tree(void)
-{
-	char cmd[PATH_MAX + 16];
-
-	if (mnt[0]) {
-		umount2(mnt, MNT_DETACH);
-		rmdir(mnt);
-	} else if (base[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", base);
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,22 +349,14 @@ int main(void)
 		cmocka_unit_test(test_foreign_map),
 		cmocka_unit_test(test_group_permissions),
 	};
-	int err = find_bpffs(), rc, fd;
+	int err = bpffs_setup(base, sizeof(base)), rc;
 
 	if (err) {
 		fprintf(stderr, "no bpf filesystem usable (%s): skipped\n",
 			strerror(-err));
 		return 77;
 	}
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "o1_probe", 4, 8, 1, NULL);
-	if (fd < 0) {
-		fprintf(stderr, "cannot create BPF maps (%s): skipped\n",
-			strerror(-fd));
-		cleanup_tree();
-		return 77;
-	}
-	close(fd);
 	rc = cmocka_run_group_tests(tests, setup, NULL);
-	cleanup_tree();
+	bpffs_cleanup();
 	return rc;
 }
