@@ -23,32 +23,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define O1_METRICS_MAGIC 0x544d314fu /* "O1MT" little-endian */
-#define O1_METRICS_VERSION 1
-#define O1_METRICS_HIST_SLOTS 32     /* slot 31 holds >= 2^31 us */
-#define O1_METRICS_GRAPH_BUCKETS 32  /* most batch buckets recorded */
-#define O1_METRICS_SHM_ALIGN 4096    /* region alignment in the file */
+#define O1_METRICS_MAGIC	 0x544d314fu /* "O1MT" little-endian */
+#define O1_METRICS_VERSION	 1
+#define O1_METRICS_HIST_SLOTS	 32   /* slot 31 holds >= 2^31 us */
+#define O1_METRICS_GRAPH_BUCKETS 32   /* most batch buckets recorded */
+#define O1_METRICS_SHM_ALIGN	 4096 /* region alignment in the file */
 
 /* Where the regions live; stored in info.backend. */
 enum o1_metrics_backend {
 	O1_METRICS_BACKEND_NONE = 0,
-	O1_METRICS_BACKEND_BPF = 1, /* pinned BPF array maps */
-	O1_METRICS_BACKEND_SHM = 2, /* shared-memory fallback file */
+	O1_METRICS_BACKEND_BPF = 1,  /* pinned BPF array maps */
+	O1_METRICS_BACKEND_SHM = 2,  /* shared-memory fallback file */
 	O1_METRICS_BACKEND_ANON = 3, /* private memory, nobody reads */
 };
 
 /* o1_info: written once at open, read-only afterwards. */
 struct o1_metrics_info {
-	uint32_t magic;           /* O1_METRICS_MAGIC */
-	uint32_t version;         /* O1_METRICS_VERSION */
-	uint32_t backend;         /* enum o1_metrics_backend */
-	uint32_t n_counters;      /* O1_METRICS_CTR__COUNT */
-	uint32_t n_hists;         /* O1_METRICS_HIST__COUNT */
-	uint32_t hist_slots;      /* O1_METRICS_HIST_SLOTS */
-	uint32_t graph_buckets;   /* O1_METRICS_GRAPH_BUCKETS */
-	uint32_t reserved;        /* 0 */
-	uint64_t pid;             /* the writer's pid */
-	uint64_t start_unix_ns;   /* CLOCK_REALTIME at open */
+	uint32_t magic;		/* O1_METRICS_MAGIC */
+	uint32_t version;	/* O1_METRICS_VERSION */
+	uint32_t backend;	/* enum o1_metrics_backend */
+	uint32_t n_counters;	/* O1_METRICS_CTR__COUNT */
+	uint32_t n_hists;	/* O1_METRICS_HIST__COUNT */
+	uint32_t hist_slots;	/* O1_METRICS_HIST_SLOTS */
+	uint32_t graph_buckets; /* O1_METRICS_GRAPH_BUCKETS */
+	uint32_t reserved;	/* 0 */
+	uint64_t pid;		/* the writer's pid */
+	uint64_t start_unix_ns; /* CLOCK_REALTIME at open */
 };
 
 /* X(name, btf_name): the BTF field table of struct o1_metrics_info. */
@@ -68,10 +68,10 @@ struct o1_metrics_info {
 enum o1_metrics_fail {
 	O1_METRICS_FAIL_INVALID,   /* malformed or out-of-range request */
 	O1_METRICS_FAIL_CONTEXT,   /* prompt + max_tokens over the context */
-	O1_METRICS_FAIL_QUOTA,     /* per-client quota exceeded */
+	O1_METRICS_FAIL_QUOTA,	   /* per-client quota exceeded */
 	O1_METRICS_FAIL_TOKENIZER, /* text could not be tokenized */
 	O1_METRICS_FAIL_DRAINING,  /* refused or cut off by a drain */
-	O1_METRICS_FAIL_ENGINE,    /* backend error while running it */
+	O1_METRICS_FAIL_ENGINE,	   /* backend error while running it */
 	O1_METRICS_FAIL_INTERNAL,  /* anything else */
 	O1_METRICS_FAIL__COUNT,
 };
@@ -139,12 +139,15 @@ enum o1_metrics_fail {
 	  "Times the front loop went to sleep waiting for work")               \
 	X(STEPS, steps, COUNTER, "steps_total", "", "Engine steps run")
 
+/* An X-macro expansion clang-format cannot indent. */
+// clang-format off
 enum o1_metrics_ctr {
 #define O1_METRICS_X(id, field, type, prom, label, help) O1_METRICS_CTR_##id,
 	O1_METRICS_COUNTER_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 	O1_METRICS_CTR__COUNT,
 };
+// clang-format on
 
 /* o1_counters: every member is a u64 indexed by enum o1_metrics_ctr. */
 struct o1_metrics_counters {
@@ -153,7 +156,7 @@ struct o1_metrics_counters {
 			uint64_t requests_submitted;
 			uint64_t requests_completed;
 			uint64_t requests_cancelled;
-			uint64_t failed_invalid; /* enum o1_metrics_fail order */
+			uint64_t failed_invalid; /* o1_metrics_fail order */
 			uint64_t failed_context;
 			uint64_t failed_quota;
 			uint64_t failed_tokenizer;
@@ -164,12 +167,12 @@ struct o1_metrics_counters {
 			uint64_t requests_waiting; /* gauge */
 			uint64_t tokens_prompt;
 			uint64_t tokens_generated;
-			uint64_t prefix_hits;   /* pages */
+			uint64_t prefix_hits;	/* pages */
 			uint64_t prefix_misses; /* pages */
 			uint64_t preemptions;
-			uint64_t kv_pages_total;  /* gauge */
-			uint64_t kv_pages_used;   /* gauge */
-			uint64_t kv_pages_cached; /* gauge */
+			uint64_t kv_pages_total;    /* gauge */
+			uint64_t kv_pages_used;	    /* gauge */
+			uint64_t kv_pages_cached;   /* gauge */
 			uint64_t clients_connected; /* gauge */
 			uint64_t client_connects;
 			uint64_t client_deaths;
@@ -186,7 +189,7 @@ struct o1_metrics_counters {
  * slot 0 holds 0 and 1, slot i (i >= 1) holds [2^i, 2^(i+1)), the last
  * slot also holds everything above. */
 struct o1_metrics_hist {
-	uint64_t count;  /* observations */
+	uint64_t count;	 /* observations */
 	uint64_t sum_us; /* sum of the observed values */
 	uint64_t slots[O1_METRICS_HIST_SLOTS];
 };
@@ -195,23 +198,26 @@ struct o1_metrics_hist {
  * members of struct o1_metrics_hists (checked). */
 #define O1_METRICS_HIST_LIST(X)                                                \
 	X(QUEUE_WAIT, queue_wait, "queue_wait_seconds",                        \
-	  "Time from submission to the first scheduled step")                 \
+	  "Time from submission to the first scheduled step")                  \
 	X(TTFT, ttft, "time_to_first_token_seconds",                           \
-	  "Time from submission to the first streamed token")                 \
+	  "Time from submission to the first streamed token")                  \
 	X(ITL, itl, "inter_token_latency_seconds",                             \
-	  "Time between consecutive streamed tokens of a request")            \
+	  "Time between consecutive streamed tokens of a request")             \
 	X(E2E, e2e, "request_duration_seconds",                                \
-	  "Time from submission to the final event")                          \
+	  "Time from submission to the final event")                           \
 	X(STEP, step, "step_duration_seconds", "Duration of one engine step")  \
 	X(WAKEUP, wakeup, "ipc_wakeup_seconds",                                \
 	  "Time from a doorbell to the front loop running")
 
+/* An X-macro expansion clang-format cannot indent. */
+// clang-format off
 enum o1_metrics_hist_id {
 #define O1_METRICS_X(id, field, prom, help) O1_METRICS_HIST_##id,
 	O1_METRICS_HIST_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 	O1_METRICS_HIST__COUNT,
 };
+// clang-format on
 
 /* o1_hist: one struct o1_metrics_hist per enum o1_metrics_hist_id. */
 struct o1_metrics_hists {
@@ -230,10 +236,10 @@ struct o1_metrics_hists {
 
 /* CUDA graph use of one decode batch bucket. */
 struct o1_metrics_graph_bucket {
-	uint64_t batch_size;    /* the bucket's captured batch, 0 = unused */
-	uint64_t hits;          /* steps replayed from this bucket's graph */
-	uint64_t misses;        /* steps for this bucket with no graph */
-	uint64_t fallbacks;     /* replays that failed and ran eagerly */
+	uint64_t batch_size;	/* the bucket's captured batch, 0 = unused */
+	uint64_t hits;		/* steps replayed from this bucket's graph */
+	uint64_t misses;	/* steps for this bucket with no graph */
+	uint64_t fallbacks;	/* replays that failed and ran eagerly */
 	uint64_t padded_tokens; /* padding rows added to reach batch_size */
 };
 
@@ -246,9 +252,9 @@ struct o1_metrics_graph_bucket {
 
 /* o1_graphs: bucket sizes set once after capture, then counted. */
 struct o1_metrics_graphs {
-	uint64_t n_buckets;     /* buckets in use, <= O1_METRICS_GRAPH_BUCKETS */
-	uint64_t oversize;      /* steps above the largest bucket (eager) */
-	uint64_t capture_us;    /* time spent capturing every graph */
+	uint64_t n_buckets;  /* buckets in use, <= O1_METRICS_GRAPH_BUCKETS */
+	uint64_t oversize;   /* steps above the largest bucket (eager) */
+	uint64_t capture_us; /* time spent capturing every graph */
 	uint64_t capture_bytes; /* device memory the graphs hold */
 	struct o1_metrics_graph_bucket buckets[O1_METRICS_GRAPH_BUCKETS];
 };
@@ -264,30 +270,30 @@ struct o1_metrics_graphs {
  * the tables cover their structs exactly (no holes, nothing missing). */
 #define O1_METRICS_X(id, field, type, prom, label, help)                       \
 	_Static_assert(offsetof(struct o1_metrics_counters, field) ==          \
-			       O1_METRICS_CTR_##id * sizeof(uint64_t),         \
+			   O1_METRICS_CTR_##id * sizeof(uint64_t),             \
 		       "counter table out of order: " #field);
 O1_METRICS_COUNTER_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 _Static_assert(sizeof(struct o1_metrics_counters) ==
-		       O1_METRICS_CTR__COUNT * sizeof(uint64_t),
+		   O1_METRICS_CTR__COUNT * sizeof(uint64_t),
 	       "counter table misses a field");
 _Static_assert(O1_METRICS_CTR_FAILED_INTERNAL - O1_METRICS_CTR_FAILED_INVALID +
-			       1 ==
-		       O1_METRICS_FAIL__COUNT,
+		       1 ==
+		   O1_METRICS_FAIL__COUNT,
 	       "one failed_* counter per enum o1_metrics_fail");
 
 #define O1_METRICS_X(id, field, prom, help)                                    \
 	_Static_assert(offsetof(struct o1_metrics_hists, field) ==             \
-			       O1_METRICS_HIST_##id *                          \
-				       sizeof(struct o1_metrics_hist),         \
+			   O1_METRICS_HIST_##id *                              \
+			       sizeof(struct o1_metrics_hist),                 \
 		       "hist table out of order: " #field);
 O1_METRICS_HIST_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 _Static_assert(sizeof(struct o1_metrics_hists) ==
-		       O1_METRICS_HIST__COUNT * sizeof(struct o1_metrics_hist),
+		   O1_METRICS_HIST__COUNT * sizeof(struct o1_metrics_hist),
 	       "hist table misses a field");
 _Static_assert(sizeof(struct o1_metrics_hist) ==
-		       (2 + O1_METRICS_HIST_SLOTS) * sizeof(uint64_t),
+		   (2 + O1_METRICS_HIST_SLOTS) * sizeof(uint64_t),
 	       "struct o1_metrics_hist has padding");
 
 #define O1_METRICS_SIZEOF_u32 4
@@ -296,13 +302,13 @@ _Static_assert(sizeof(struct o1_metrics_hist) ==
 	(O1_METRICS_GRAPH_BUCKETS * sizeof(struct o1_metrics_graph_bucket))
 #define O1_METRICS_X(field, t) +O1_METRICS_SIZEOF_##t
 _Static_assert(0 O1_METRICS_INFO_LIST(O1_METRICS_X) ==
-		       sizeof(struct o1_metrics_info),
+		   sizeof(struct o1_metrics_info),
 	       "info table misses a field or the struct has padding");
 _Static_assert(0 O1_METRICS_GRAPH_BUCKET_LIST(O1_METRICS_X) ==
-		       sizeof(struct o1_metrics_graph_bucket),
+		   sizeof(struct o1_metrics_graph_bucket),
 	       "graph bucket table misses a field");
 _Static_assert(0 O1_METRICS_GRAPHS_LIST(O1_METRICS_X) ==
-		       sizeof(struct o1_metrics_graphs),
+		   sizeof(struct o1_metrics_graphs),
 	       "graphs table misses a field or the struct has padding");
 #undef O1_METRICS_X
 

@@ -29,17 +29,17 @@
 #include "metrics_map.h"
 
 static const char *const region_names[O1_METRICS_R__COUNT] = {
-	[O1_METRICS_R_INFO] = "o1_info",
-	[O1_METRICS_R_COUNTERS] = "o1_counters",
-	[O1_METRICS_R_HISTS] = "o1_hist",
-	[O1_METRICS_R_GRAPHS] = "o1_graphs",
+    [O1_METRICS_R_INFO] = "o1_info",
+    [O1_METRICS_R_COUNTERS] = "o1_counters",
+    [O1_METRICS_R_HISTS] = "o1_hist",
+    [O1_METRICS_R_GRAPHS] = "o1_graphs",
 };
 
 static const size_t region_sizes[O1_METRICS_R__COUNT] = {
-	[O1_METRICS_R_INFO] = sizeof(struct o1_metrics_info),
-	[O1_METRICS_R_COUNTERS] = sizeof(struct o1_metrics_counters),
-	[O1_METRICS_R_HISTS] = sizeof(struct o1_metrics_hists),
-	[O1_METRICS_R_GRAPHS] = sizeof(struct o1_metrics_graphs),
+    [O1_METRICS_R_INFO] = sizeof(struct o1_metrics_info),
+    [O1_METRICS_R_COUNTERS] = sizeof(struct o1_metrics_counters),
+    [O1_METRICS_R_HISTS] = sizeof(struct o1_metrics_hists),
+    [O1_METRICS_R_GRAPHS] = sizeof(struct o1_metrics_graphs),
 };
 
 const char *o1_metrics_region_name(enum o1_metrics_region r)
@@ -126,9 +126,11 @@ static int btf_hists(struct btf *btf, const struct btf_ids *t)
 		return hist;
 	err = btf_field(btf, "count", t->u64,
 			offsetof(struct o1_metrics_hist, count));
-	err = err ?: btf_field(btf, "sum_us", t->u64,
+	err = err
+		  ?: btf_field(btf, "sum_us", t->u64,
 			       offsetof(struct o1_metrics_hist, sum_us));
-	err = err ?: btf_field(btf, "slots", slots,
+	err = err
+		  ?: btf_field(btf, "slots", slots,
 			       offsetof(struct o1_metrics_hist, slots));
 	if (err)
 		return err;
@@ -151,14 +153,14 @@ static int btf_graphs(struct btf *btf, struct btf_ids *t)
 				 sizeof(struct o1_metrics_graph_bucket));
 #define O1_METRICS_X(field, ty)                                                \
 	if (bucket > 0 && !err)                                                \
-		err = btf_field(btf, #field, t->ty,                            \
-				offsetof(struct o1_metrics_graph_bucket,       \
-					 field));
+		err = btf_field(                                               \
+		    btf, #field, t->ty,                                        \
+		    offsetof(struct o1_metrics_graph_bucket, field));
 	O1_METRICS_GRAPH_BUCKET_LIST(O1_METRICS_X)
 	if (bucket < 0 || err)
 		return bucket < 0 ? bucket : err;
-	t->bucket_array = btf__add_array(btf, t->u32, bucket,
-					 O1_METRICS_GRAPH_BUCKETS);
+	t->bucket_array =
+	    btf__add_array(btf, t->u32, bucket, O1_METRICS_GRAPH_BUCKETS);
 	if (t->bucket_array < 0)
 		return t->bucket_array;
 #undef O1_METRICS_X
@@ -254,7 +256,7 @@ void o1_metrics_maps_publish(struct o1_metrics_maps *m)
 	info->graph_buckets = O1_METRICS_GRAPH_BUCKETS;
 	info->pid = (uint64_t)getpid();
 	info->start_unix_ns =
-		(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	__atomic_store_n(&info->magic, O1_METRICS_MAGIC, __ATOMIC_RELEASE);
 }
 
@@ -438,8 +440,8 @@ int o1_metrics_maps_create_bpf(struct o1_metrics_maps *m, const char *bpf_dir,
 
 	maps_reset(m);
 	m->backend = O1_METRICS_BACKEND_BPF;
-	err = path_join(m->path, sizeof(m->path), bpf_dir,
-			O1_METRICS_PIN_SUBDIR);
+	err =
+	    path_join(m->path, sizeof(m->path), bpf_dir, O1_METRICS_PIN_SUBDIR);
 	err = err ?: check_bpffs(bpf_dir);
 	err = err ?: make_dirs(m->path, perm);
 	err = err ?: set_perm(m->path, dir_mode(perm->mode), perm->gid);
@@ -509,8 +511,8 @@ int o1_metrics_maps_read(const struct o1_metrics_maps *m,
 	}
 	err = bpf_map_lookup_elem(m->fd[r], &key, dst);
 	if (err)
-		o1_err("metrics: reading map %s under %s: %s",
-		       region_names[r], m->path, strerror(-err));
+		o1_err("metrics: reading map %s under %s: %s", region_names[r],
+		       m->path, strerror(-err));
 	return err;
 }
 
@@ -522,8 +524,8 @@ int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir)
 	maps_reset(m);
 	m->backend = O1_METRICS_BACKEND_BPF;
 	m->fd_only = true;
-	err = path_join(m->path, sizeof(m->path), bpf_dir,
-			O1_METRICS_PIN_SUBDIR);
+	err =
+	    path_join(m->path, sizeof(m->path), bpf_dir, O1_METRICS_PIN_SUBDIR);
 	for (unsigned r = 0; r < O1_METRICS_R__COUNT && !err; r++)
 		err = map_open(m, r);
 	err = err ?: o1_metrics_maps_read(m, O1_METRICS_R_INFO, &info);

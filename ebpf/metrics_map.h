@@ -16,10 +16,10 @@
 
 #include "metrics.h"
 
-#define O1_METRICS_DEFAULT_BPF_DIR "/sys/fs/bpf/o1d"
+#define O1_METRICS_DEFAULT_BPF_DIR  "/sys/fs/bpf/o1d"
 #define O1_METRICS_DEFAULT_SHM_PATH "/dev/shm/o1d-metrics-v1"
-#define O1_METRICS_PIN_SUBDIR "v1"
-#define O1_METRICS_DEFAULT_MODE 0640
+#define O1_METRICS_PIN_SUBDIR	    "v1"
+#define O1_METRICS_DEFAULT_MODE	    0640
 
 enum o1_metrics_region {
 	O1_METRICS_R_INFO,
@@ -33,9 +33,9 @@ struct o1_metrics_maps {
 	enum o1_metrics_backend backend;
 	void *base[O1_METRICS_R__COUNT]; /* one mapping per region */
 	size_t len[O1_METRICS_R__COUNT]; /* bytes mapped (bpf backend) */
-	int fd[O1_METRICS_R__COUNT];     /* map fds (bpf backend), or -1 */
-	bool fd_only; /* bpf reader: no mappings, values read by syscall */
-	void *file_base;                 /* whole-file mapping (shm) */
+	int fd[O1_METRICS_R__COUNT];	 /* map fds (bpf backend), or -1 */
+	bool fd_only;	 /* bpf reader: no mappings, values read by syscall */
+	void *file_base; /* whole-file mapping (shm) */
 	size_t file_len;
 	char path[PATH_MAX]; /* pin directory (with v1) or the file */
 };

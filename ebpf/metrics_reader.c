@@ -36,7 +36,7 @@ static int open_mode(struct o1_metrics_reader *r,
 {
 	const char *dir = o->bpf_dir ? o->bpf_dir : O1_METRICS_DEFAULT_BPF_DIR;
 	const char *file =
-		o->shm_path ? o->shm_path : O1_METRICS_DEFAULT_SHM_PATH;
+	    o->shm_path ? o->shm_path : O1_METRICS_DEFAULT_SHM_PATH;
 	int err;
 
 	switch (o->mode) {
@@ -53,10 +53,11 @@ static int open_mode(struct o1_metrics_reader *r,
 		return -EINVAL;
 	}
 	if (err == -ENOENT)
-		o1_err("metrics: nothing published at %s%s", o->mode ==
-		       O1_METRICS_MODE_BPF ? dir : file,
-		       o->mode == O1_METRICS_MODE_BPF ? "/" O1_METRICS_PIN_SUBDIR
-						      : "");
+		o1_err("metrics: nothing published at %s%s",
+		       o->mode == O1_METRICS_MODE_BPF ? dir : file,
+		       o->mode == O1_METRICS_MODE_BPF
+			   ? "/" O1_METRICS_PIN_SUBDIR
+			   : "");
 	return err;
 }
 
@@ -89,7 +90,8 @@ void o1_metrics_reader_close(struct o1_metrics_reader *r)
 	free(r);
 }
 
-enum o1_metrics_backend o1_metrics_reader_backend(const struct o1_metrics_reader *r)
+enum o1_metrics_backend
+o1_metrics_reader_backend(const struct o1_metrics_reader *r)
 {
 	return r->maps.backend;
 }
@@ -106,14 +108,18 @@ int o1_metrics_reader_snapshot(struct o1_metrics_reader *r,
 	int err;
 
 	err = o1_metrics_maps_read(&r->maps, O1_METRICS_R_INFO, &out->info);
-	err = err ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_COUNTERS,
+	err = err
+		  ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_COUNTERS,
 					  &out->ctr);
-	err = err ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_HISTS,
+	err = err
+		  ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_HISTS,
 					  &out->hist);
-	err = err ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_GRAPHS,
+	err = err
+		  ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_GRAPHS,
 					  &out->graphs);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	out->taken_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	out->taken_ns =
+	    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	return err;
 }
 
@@ -123,11 +129,11 @@ static uint64_t sub(uint64_t now, uint64_t before)
 }
 
 static const char ctr_is_gauge[O1_METRICS_CTR__COUNT] = {
-#define GAUGE 1
+#define GAUGE	1
 #define COUNTER 0
 #define O1_METRICS_X(id, field, type, prom, label, help)                       \
 	[O1_METRICS_CTR_##id] = type,
-	O1_METRICS_COUNTER_LIST(O1_METRICS_X)
+    O1_METRICS_COUNTER_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 #undef GAUGE
 #undef COUNTER
@@ -157,7 +163,7 @@ static void graphs_delta(const struct o1_metrics_graphs *a,
 		out->buckets[i].misses = sub(y->misses, x->misses);
 		out->buckets[i].fallbacks = sub(y->fallbacks, x->fallbacks);
 		out->buckets[i].padded_tokens =
-			sub(y->padded_tokens, x->padded_tokens);
+		    sub(y->padded_tokens, x->padded_tokens);
 	}
 }
 

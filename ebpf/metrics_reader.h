@@ -11,10 +11,10 @@
 #include "metrics_writer.h"
 
 struct o1_metrics_reader_opts {
-	size_t sz; /* sizeof(struct o1_metrics_reader_opts) */
+	size_t sz;		   /* sizeof(struct o1_metrics_reader_opts) */
 	enum o1_metrics_mode mode; /* AUTO: pins, then file; BPF; SHM */
-	const char *bpf_dir;  /* borrowed; NULL: /sys/fs/bpf/o1d */
-	const char *shm_path; /* borrowed; NULL: /dev/shm/o1d-metrics-v1 */
+	const char *bpf_dir;	   /* borrowed; NULL: /sys/fs/bpf/o1d */
+	const char *shm_path;	   /* borrowed; NULL: /dev/shm/o1d-metrics-v1 */
 };
 
 /* A copy of every region, taken field by field (see metrics.h). */
@@ -34,7 +34,8 @@ struct o1_metrics_reader;
 int o1_metrics_reader_open(const struct o1_metrics_reader_opts *opts,
 			   struct o1_metrics_reader **out);
 void o1_metrics_reader_close(struct o1_metrics_reader *r);
-enum o1_metrics_backend o1_metrics_reader_backend(const struct o1_metrics_reader *r);
+enum o1_metrics_backend
+o1_metrics_reader_backend(const struct o1_metrics_reader *r);
 /* Pin directory or file being read; valid until reader_close. */
 const char *o1_metrics_reader_path(const struct o1_metrics_reader *r);
 int o1_metrics_reader_snapshot(struct o1_metrics_reader *r,

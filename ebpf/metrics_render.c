@@ -16,11 +16,11 @@ struct ctr_desc {
 };
 
 static const struct ctr_desc ctr_descs[O1_METRICS_CTR__COUNT] = {
-#define GAUGE 1
+#define GAUGE	1
 #define COUNTER 0
 #define O1_METRICS_X(id, f, type, p, l, h)                                     \
 	[O1_METRICS_CTR_##id] = {#f, p, l, h, type},
-	O1_METRICS_COUNTER_LIST(O1_METRICS_X)
+    O1_METRICS_COUNTER_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 #undef GAUGE
 #undef COUNTER
@@ -32,7 +32,7 @@ struct hist_desc {
 
 static const struct hist_desc hist_descs[O1_METRICS_HIST__COUNT] = {
 #define O1_METRICS_X(id, f, p, h) [O1_METRICS_HIST_##id] = {#f, p, h},
-	O1_METRICS_HIST_LIST(O1_METRICS_X)
+    O1_METRICS_HIST_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 };
 
@@ -87,8 +87,8 @@ static void prom_hist(const struct o1_metrics_hist *h,
 static unsigned graph_buckets(const struct o1_metrics_graphs *g)
 {
 	return g->n_buckets < O1_METRICS_GRAPH_BUCKETS
-		       ? (unsigned)g->n_buckets
-		       : O1_METRICS_GRAPH_BUCKETS;
+		   ? (unsigned)g->n_buckets
+		   : O1_METRICS_GRAPH_BUCKETS;
 }
 
 static void prom_graph_field(const struct o1_metrics_graphs *g, FILE *f,
@@ -116,10 +116,10 @@ static void prom_graphs(const struct o1_metrics_graphs *g, FILE *f)
 	prom_graph_field(g, f, "graph_fallbacks_total",
 			 "Graph replays that failed and ran eagerly",
 			 offsetof(struct o1_metrics_graph_bucket, fallbacks));
-	prom_graph_field(g, f, "graph_padded_tokens_total",
-			 "Padding rows added to reach a bucket's batch size",
-			 offsetof(struct o1_metrics_graph_bucket,
-				  padded_tokens));
+	prom_graph_field(
+	    g, f, "graph_padded_tokens_total",
+	    "Padding rows added to reach a bucket's batch size",
+	    offsetof(struct o1_metrics_graph_bucket, padded_tokens));
 	prom_head(f, "graph_oversize_total", "counter",
 		  "Decode steps larger than every bucket (eager)");
 	fprintf(f, "o1_graph_oversize_total %" PRIu64 "\n", g->oversize);
@@ -136,10 +136,10 @@ static void prom_graphs(const struct o1_metrics_graphs *g, FILE *f)
 int o1_metrics_render_prometheus(const struct o1_metrics_snapshot *s, FILE *f)
 {
 	prom_head(f, "info", "gauge", "Metrics layout and publishing backend");
-	fprintf(f, "o1_info{version=\"%u\",backend=\"%s\",pid=\"%" PRIu64
-		   "\"} 1\n",
-		s->info.version, o1_metrics_backend_name(s->info.backend),
-		s->info.pid);
+	fprintf(
+	    f, "o1_info{version=\"%u\",backend=\"%s\",pid=\"%" PRIu64 "\"} 1\n",
+	    s->info.version, o1_metrics_backend_name(s->info.backend),
+	    s->info.pid);
 	prom_head(f, "start_time_seconds", "gauge",
 		  "Unix time the daemon opened its metrics");
 	fprintf(f, "o1_start_time_seconds %" PRIu64 "\n",
@@ -177,8 +177,8 @@ static int json_hist(cJSON *parent, const struct o1_metrics_hist *h,
 			err = json_num(o, qn[i], v);
 	slots = cJSON_AddArrayToObject(o, "slots");
 	for (unsigned i = 0; slots && !err && i < O1_METRICS_HIST_SLOTS; i++)
-		if (!cJSON_AddItemToArray(slots,
-					  cJSON_CreateNumber((double)h->slots[i])))
+		if (!cJSON_AddItemToArray(
+			slots, cJSON_CreateNumber((double)h->slots[i])))
 			err = -ENOMEM;
 	return err ? err : slots ? 0 : -ENOMEM;
 }
@@ -218,8 +218,8 @@ static int json_info(cJSON *root, const struct o1_metrics_info *i)
 {
 	int err = cJSON_AddStringToObject(root, "backend",
 					  o1_metrics_backend_name(i->backend))
-			  ? 0
-			  : -ENOMEM;
+		      ? 0
+		      : -ENOMEM;
 
 	err = err ?: json_num(root, "version", i->version);
 	err = err ?: json_num(root, "pid", (double)i->pid);
@@ -230,7 +230,8 @@ int o1_metrics_render_json(const struct o1_metrics_snapshot *s, cJSON **out)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON *ctr = root ? cJSON_AddObjectToObject(root, "counters") : NULL;
-	cJSON *hists = root ? cJSON_AddObjectToObject(root, "histograms") : NULL;
+	cJSON *hists =
+	    root ? cJSON_AddObjectToObject(root, "histograms") : NULL;
 	int err = ctr && hists ? 0 : -ENOMEM;
 
 	err = err ?: json_info(root, &s->info);

@@ -55,8 +55,7 @@ static int open_bpf(struct o1_metrics *m, const struct o1_metrics_opts *o,
 	if (err)
 		return err;
 	if (unlink(o->shm_path) == 0)
-		o1_info("metrics: removed stale fallback file %s",
-			o->shm_path);
+		o1_info("metrics: removed stale fallback file %s", o->shm_path);
 	return 0;
 }
 

@@ -29,7 +29,7 @@ struct o1_metrics_opts {
 	enum o1_metrics_mode mode;
 	const char *bpf_dir;  /* borrowed; NULL: /sys/fs/bpf/o1d */
 	const char *shm_path; /* borrowed; NULL: /dev/shm/o1d-metrics-v1 */
-	long gid;             /* group given read access; -1: ours */
+	long gid;	      /* group given read access; -1: ours */
 	unsigned file_mode;   /* pins and file; 0: 0640 */
 	bool unpin_on_close;  /* remove pins/file in o1_metrics_close */
 };
@@ -37,9 +37,9 @@ struct o1_metrics_opts {
 /* The regions are public so the helpers below can be inline; the rest is
  * for metrics_writer.c. */
 struct o1_metrics {
-	struct o1_metrics_counters *ctr; /* mapped, owned */
-	struct o1_metrics_hists *hist;   /* mapped, owned */
-	struct o1_metrics_graphs *graphs; /* mapped, owned */
+	struct o1_metrics_counters *ctr;    /* mapped, owned */
+	struct o1_metrics_hists *hist;	    /* mapped, owned */
+	struct o1_metrics_graphs *graphs;   /* mapped, owned */
 	const struct o1_metrics_info *info; /* mapped, owned */
 	struct o1_metrics_maps maps;
 	bool unpin_on_close;
@@ -48,7 +48,8 @@ struct o1_metrics {
 /* Opens the regions per opts (NULL: all defaults, AUTO) and logs which
  * backend is in use. In AUTO mode a BPF failure (no bpffs, no capability)
  * falls back to the file. *out is owned by the caller (o1_metrics_close). */
-int o1_metrics_open(const struct o1_metrics_opts *opts, struct o1_metrics **out);
+int o1_metrics_open(const struct o1_metrics_opts *opts,
+		    struct o1_metrics **out);
 /* Unmaps; unpins/unlinks when the options asked for it. Accepts NULL. */
 void o1_metrics_close(struct o1_metrics *m);
 /* "bpf" / "shm" / "anon", and the pin directory or file path. */

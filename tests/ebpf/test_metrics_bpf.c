@@ -31,9 +31,9 @@
 
 #define TEST_GID 4242
 
-static char base[PATH_MAX]; /* a fresh directory on bpffs */
+static char base[PATH_MAX];    /* a fresh directory on bpffs */
 static char dir[PATH_MAX + 8]; /* base/o1d: the bpf_dir under test */
-static char shm[PATH_MAX];  /* fallback path, must stay unused */
+static char shm[PATH_MAX];     /* fallback path, must stay unused */
 
 static int setup(void **state)
 {
@@ -46,23 +46,21 @@ static int setup(void **state)
 static struct o1_metrics_opts writer_opts(bool unpin)
 {
 	struct o1_metrics_opts o = {
-		.sz = sizeof(o),
-		.mode = O1_METRICS_MODE_BPF,
-		.bpf_dir = dir,
-		.shm_path = shm,
-		.gid = TEST_GID,
-		.file_mode = 0640,
-		.unpin_on_close = unpin,
+	    .sz = sizeof(o),
+	    .mode = O1_METRICS_MODE_BPF,
+	    .bpf_dir = dir,
+	    .shm_path = shm,
+	    .gid = TEST_GID,
+	    .file_mode = 0640,
+	    .unpin_on_close = unpin,
 	};
 	return o;
 }
 
 static struct o1_metrics_reader *reader(enum o1_metrics_mode mode)
 {
-	struct o1_metrics_reader_opts o = {.sz = sizeof(o),
-					   .mode = mode,
-					   .bpf_dir = dir,
-					   .shm_path = shm};
+	struct o1_metrics_reader_opts o = {
+	    .sz = sizeof(o), .mode = mode, .bpf_dir = dir, .shm_path = shm};
 	struct o1_metrics_reader *r = NULL;
 
 	assert_int_equal(o1_metrics_reader_open(&o, &r), 0);
@@ -223,10 +221,10 @@ static void test_bpftool_dump(void **state)
 	assert_int_equal(field(step, "sum_us"), 6000);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(step, "slots")),
 			 O1_METRICS_HIST_SLOTS);
-	assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(step, "slots"),
-					    11)
-				 ->valuedouble,
-			 2);
+	assert_int_equal(
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(step, "slots"), 11)
+		->valuedouble,
+	    2);
 	cJSON_Delete(root);
 	v = bpftool_dump("o1_graphs", &root);
 	assert_int_equal(field(v, "n_buckets"), 5);
@@ -274,9 +272,8 @@ static void test_stale_and_unpin(void **state)
 /* A map of another shape pinned where ours go is refused, not misread. */
 static void test_foreign_map(void **state)
 {
-	struct o1_metrics_reader_opts ro = {.sz = sizeof(ro),
-					    .mode = O1_METRICS_MODE_BPF,
-					    .bpf_dir = dir};
+	struct o1_metrics_reader_opts ro = {
+	    .sz = sizeof(ro), .mode = O1_METRICS_MODE_BPF, .bpf_dir = dir};
 	struct o1_metrics_opts o = writer_opts(false);
 	struct o1_metrics_reader *r = NULL;
 	char path[PATH_MAX + 32];
@@ -303,9 +300,8 @@ static void test_foreign_map(void **state)
 /* A process of the metrics group reads; one of another group cannot. */
 static int read_as(gid_t gid)
 {
-	struct o1_metrics_reader_opts o = {.sz = sizeof(o),
-					   .mode = O1_METRICS_MODE_BPF,
-					   .bpf_dir = dir};
+	struct o1_metrics_reader_opts o = {
+	    .sz = sizeof(o), .mode = O1_METRICS_MODE_BPF, .bpf_dir = dir};
 	struct o1_metrics_reader *r;
 	int status;
 	pid_t pid = fork();
@@ -343,11 +339,11 @@ static void test_group_permissions(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cross_process),
-		cmocka_unit_test(test_bpftool_dump),
-		cmocka_unit_test(test_stale_and_unpin),
-		cmocka_unit_test(test_foreign_map),
-		cmocka_unit_test(test_group_permissions),
+	    cmocka_unit_test(test_cross_process),
+	    cmocka_unit_test(test_bpftool_dump),
+	    cmocka_unit_test(test_stale_and_unpin),
+	    cmocka_unit_test(test_foreign_map),
+	    cmocka_unit_test(test_group_permissions),
 	};
 	int err = bpffs_setup(base, sizeof(base)), rc;
 

@@ -45,50 +45,53 @@ static void check_struct(const struct btf *btf, uint32_t id, const char *name,
 	}
 }
 
-#define MEMBER(s, f) {#f, offsetof(s, f), sizeof(((s *)0)->f)}
+#define MEMBER(s, f)                                                           \
+	{                                                                      \
+#f, offsetof(s, f), sizeof(((s *)0)->f)                        \
+	}
 
 static void test_btf_counters_info(void **state)
 {
 	static const struct want_member info[] = {
-		MEMBER(struct o1_metrics_info, magic),
-		MEMBER(struct o1_metrics_info, version),
-		MEMBER(struct o1_metrics_info, backend),
-		MEMBER(struct o1_metrics_info, n_counters),
-		MEMBER(struct o1_metrics_info, n_hists),
-		MEMBER(struct o1_metrics_info, hist_slots),
-		MEMBER(struct o1_metrics_info, graph_buckets),
-		MEMBER(struct o1_metrics_info, reserved),
-		MEMBER(struct o1_metrics_info, pid),
-		MEMBER(struct o1_metrics_info, start_unix_ns),
+	    MEMBER(struct o1_metrics_info, magic),
+	    MEMBER(struct o1_metrics_info, version),
+	    MEMBER(struct o1_metrics_info, backend),
+	    MEMBER(struct o1_metrics_info, n_counters),
+	    MEMBER(struct o1_metrics_info, n_hists),
+	    MEMBER(struct o1_metrics_info, hist_slots),
+	    MEMBER(struct o1_metrics_info, graph_buckets),
+	    MEMBER(struct o1_metrics_info, reserved),
+	    MEMBER(struct o1_metrics_info, pid),
+	    MEMBER(struct o1_metrics_info, start_unix_ns),
 	};
 	static const struct want_member ctr[] = {
-		MEMBER(struct o1_metrics_counters, requests_submitted),
-		MEMBER(struct o1_metrics_counters, requests_completed),
-		MEMBER(struct o1_metrics_counters, requests_cancelled),
-		MEMBER(struct o1_metrics_counters, failed_invalid),
-		MEMBER(struct o1_metrics_counters, failed_context),
-		MEMBER(struct o1_metrics_counters, failed_quota),
-		MEMBER(struct o1_metrics_counters, failed_tokenizer),
-		MEMBER(struct o1_metrics_counters, failed_draining),
-		MEMBER(struct o1_metrics_counters, failed_engine),
-		MEMBER(struct o1_metrics_counters, failed_internal),
-		MEMBER(struct o1_metrics_counters, requests_running),
-		MEMBER(struct o1_metrics_counters, requests_waiting),
-		MEMBER(struct o1_metrics_counters, tokens_prompt),
-		MEMBER(struct o1_metrics_counters, tokens_generated),
-		MEMBER(struct o1_metrics_counters, prefix_hits),
-		MEMBER(struct o1_metrics_counters, prefix_misses),
-		MEMBER(struct o1_metrics_counters, preemptions),
-		MEMBER(struct o1_metrics_counters, kv_pages_total),
-		MEMBER(struct o1_metrics_counters, kv_pages_used),
-		MEMBER(struct o1_metrics_counters, kv_pages_cached),
-		MEMBER(struct o1_metrics_counters, clients_connected),
-		MEMBER(struct o1_metrics_counters, client_connects),
-		MEMBER(struct o1_metrics_counters, client_deaths),
-		MEMBER(struct o1_metrics_counters, protocol_violations),
-		MEMBER(struct o1_metrics_counters, wake_spin_hits),
-		MEMBER(struct o1_metrics_counters, wake_sleeps),
-		MEMBER(struct o1_metrics_counters, steps),
+	    MEMBER(struct o1_metrics_counters, requests_submitted),
+	    MEMBER(struct o1_metrics_counters, requests_completed),
+	    MEMBER(struct o1_metrics_counters, requests_cancelled),
+	    MEMBER(struct o1_metrics_counters, failed_invalid),
+	    MEMBER(struct o1_metrics_counters, failed_context),
+	    MEMBER(struct o1_metrics_counters, failed_quota),
+	    MEMBER(struct o1_metrics_counters, failed_tokenizer),
+	    MEMBER(struct o1_metrics_counters, failed_draining),
+	    MEMBER(struct o1_metrics_counters, failed_engine),
+	    MEMBER(struct o1_metrics_counters, failed_internal),
+	    MEMBER(struct o1_metrics_counters, requests_running),
+	    MEMBER(struct o1_metrics_counters, requests_waiting),
+	    MEMBER(struct o1_metrics_counters, tokens_prompt),
+	    MEMBER(struct o1_metrics_counters, tokens_generated),
+	    MEMBER(struct o1_metrics_counters, prefix_hits),
+	    MEMBER(struct o1_metrics_counters, prefix_misses),
+	    MEMBER(struct o1_metrics_counters, preemptions),
+	    MEMBER(struct o1_metrics_counters, kv_pages_total),
+	    MEMBER(struct o1_metrics_counters, kv_pages_used),
+	    MEMBER(struct o1_metrics_counters, kv_pages_cached),
+	    MEMBER(struct o1_metrics_counters, clients_connected),
+	    MEMBER(struct o1_metrics_counters, client_connects),
+	    MEMBER(struct o1_metrics_counters, client_deaths),
+	    MEMBER(struct o1_metrics_counters, protocol_violations),
+	    MEMBER(struct o1_metrics_counters, wake_spin_hits),
+	    MEMBER(struct o1_metrics_counters, wake_sleeps),
+	    MEMBER(struct o1_metrics_counters, steps),
 	};
 	uint32_t key, ids[O1_METRICS_R__COUNT];
 	struct btf *btf;
@@ -112,24 +115,24 @@ static void test_btf_counters_info(void **state)
 static void test_btf_hists_graphs(void **state)
 {
 	static const struct want_member hists[] = {
-		MEMBER(struct o1_metrics_hists, queue_wait),
-		MEMBER(struct o1_metrics_hists, ttft),
-		MEMBER(struct o1_metrics_hists, itl),
-		MEMBER(struct o1_metrics_hists, e2e),
-		MEMBER(struct o1_metrics_hists, step),
-		MEMBER(struct o1_metrics_hists, wakeup),
+	    MEMBER(struct o1_metrics_hists, queue_wait),
+	    MEMBER(struct o1_metrics_hists, ttft),
+	    MEMBER(struct o1_metrics_hists, itl),
+	    MEMBER(struct o1_metrics_hists, e2e),
+	    MEMBER(struct o1_metrics_hists, step),
+	    MEMBER(struct o1_metrics_hists, wakeup),
 	};
 	static const struct want_member hist[] = {
-		MEMBER(struct o1_metrics_hist, count),
-		MEMBER(struct o1_metrics_hist, sum_us),
-		MEMBER(struct o1_metrics_hist, slots),
+	    MEMBER(struct o1_metrics_hist, count),
+	    MEMBER(struct o1_metrics_hist, sum_us),
+	    MEMBER(struct o1_metrics_hist, slots),
 	};
 	static const struct want_member graphs[] = {
-		MEMBER(struct o1_metrics_graphs, n_buckets),
-		MEMBER(struct o1_metrics_graphs, oversize),
-		MEMBER(struct o1_metrics_graphs, capture_us),
-		MEMBER(struct o1_metrics_graphs, capture_bytes),
-		MEMBER(struct o1_metrics_graphs, buckets),
+	    MEMBER(struct o1_metrics_graphs, n_buckets),
+	    MEMBER(struct o1_metrics_graphs, oversize),
+	    MEMBER(struct o1_metrics_graphs, capture_us),
+	    MEMBER(struct o1_metrics_graphs, capture_bytes),
+	    MEMBER(struct o1_metrics_graphs, buckets),
 	};
 	uint32_t key, ids[O1_METRICS_R__COUNT];
 	const struct btf_type *t;
@@ -153,11 +156,10 @@ static void test_region_geometry(void **state)
 	(void)state;
 	for (unsigned r = 0; r < O1_METRICS_R__COUNT; r++) {
 		assert_true(strlen(o1_metrics_region_name(r)) <= 15);
-		assert_int_equal(o1_metrics_region_offset(r) %
-					 O1_METRICS_SHM_ALIGN,
-				 0);
+		assert_int_equal(
+		    o1_metrics_region_offset(r) % O1_METRICS_SHM_ALIGN, 0);
 		assert_true(o1_metrics_region_offset(r) +
-				    o1_metrics_region_size(r) <=
+				o1_metrics_region_size(r) <=
 			    o1_metrics_file_size());
 	}
 	assert_string_equal(o1_metrics_region_name(O1_METRICS_R_COUNTERS),
@@ -241,7 +243,7 @@ static void test_quantile_vs_exact(void **state)
 		exact = (double)vals[(size_t)(qs[i] * N) - 1];
 		assert_true(v >= exact / 2 && v <= exact * 2);
 		lo = (double)o1_metrics_hist_slot_low(
-			o1_metrics_hist_slot((uint64_t)exact));
+		    o1_metrics_hist_slot((uint64_t)exact));
 		assert_true(v >= lo && v <= 2 * lo);
 		assert_true(v >= prev);
 		prev = v;
@@ -281,10 +283,9 @@ static void test_writer_helpers(void **state)
 	assert_int_equal(m->hist->ttft.slots[0], 1);
 	assert_int_equal(m->hist->ttft.slots[10], 1);
 	assert_int_equal(m->hist->queue_wait.count, 0);
-	assert_int_equal(o1_metrics_graph_set_buckets(m, many,
-						      O1_METRICS_GRAPH_BUCKETS +
-							      1),
-			 -EINVAL);
+	assert_int_equal(
+	    o1_metrics_graph_set_buckets(m, many, O1_METRICS_GRAPH_BUCKETS + 1),
+	    -EINVAL);
 	assert_int_equal(o1_metrics_graph_set_buckets(m, sizes, 4), 0);
 	o1_metrics_graph_hit(m, 2, 1);
 	o1_metrics_graph_hit(m, 2, 2);
@@ -333,14 +334,14 @@ static void test_snapshot_delta(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_btf_counters_info),
-		cmocka_unit_test(test_btf_hists_graphs),
-		cmocka_unit_test(test_region_geometry),
-		cmocka_unit_test(test_hist_slot),
-		cmocka_unit_test(test_quantile_exact),
-		cmocka_unit_test(test_quantile_vs_exact),
-		cmocka_unit_test(test_writer_helpers),
-		cmocka_unit_test(test_snapshot_delta),
+	    cmocka_unit_test(test_btf_counters_info),
+	    cmocka_unit_test(test_btf_hists_graphs),
+	    cmocka_unit_test(test_region_geometry),
+	    cmocka_unit_test(test_hist_slot),
+	    cmocka_unit_test(test_quantile_exact),
+	    cmocka_unit_test(test_quantile_vs_exact),
+	    cmocka_unit_test(test_writer_helpers),
+	    cmocka_unit_test(test_snapshot_delta),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

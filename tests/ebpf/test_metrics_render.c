@@ -97,11 +97,12 @@ static void test_prometheus_grammar(void **state)
 	int samples = 0;
 
 	(void)state;
-	assert_int_equal(regcomp(&sample,
-				 "^(o1_[a-z0-9_]+)(\\{[a-z]+=\"[^\"]*\"(,[a-z]+="
-				 "\"[^\"]*\")*\\})? [0-9]+(\\.[0-9]+)?$",
-				 REG_EXTENDED),
-			 0);
+	assert_int_equal(
+	    regcomp(&sample,
+		    "^(o1_[a-z0-9_]+)(\\{[a-z]+=\"[^\"]*\"(,[a-z]+="
+		    "\"[^\"]*\")*\\})? [0-9]+(\\.[0-9]+)?$",
+		    REG_EXTENDED),
+	    0);
 	assert_int_equal(regcomp(&type,
 				 "^# TYPE (o1_[a-z0-9_]+) "
 				 "(counter|gauge|histogram)$",
@@ -131,9 +132,9 @@ static void test_prometheus_grammar(void **state)
 		assert_non_null(strstr(typed, key));
 		samples++;
 	}
-	assert_true(samples > O1_METRICS_CTR__COUNT +
-				      O1_METRICS_HIST__COUNT *
-					      O1_METRICS_HIST_SLOTS);
+	assert_true(samples >
+		    O1_METRICS_CTR__COUNT +
+			O1_METRICS_HIST__COUNT * O1_METRICS_HIST_SLOTS);
 	regfree(&sample);
 	regfree(&type);
 	free(text);
@@ -146,11 +147,10 @@ static void test_prometheus_values(void **state)
 	(void)state;
 	assert_int_equal(count_lines(t, "o1_requests_submitted_total 5"), 1);
 	assert_int_equal(
-		count_lines(t, "o1_requests_failed_total{reason=\"context\"} 2"),
-		1);
+	    count_lines(t, "o1_requests_failed_total{reason=\"context\"} 2"),
+	    1);
 	assert_int_equal(
-		count_lines(t, "o1_requests_failed_total{reason=\"quota\"} 0"),
-		1);
+	    count_lines(t, "o1_requests_failed_total{reason=\"quota\"} 0"), 1);
 	assert_int_equal(count_lines(t, "# TYPE o1_requests_failed_total "
 					"counter"),
 			 1);
@@ -175,7 +175,7 @@ static void test_prometheus_values(void **state)
 					"0.000017"),
 			 1);
 	assert_int_equal(
-		count_lines(t, "o1_time_to_first_token_seconds_count 3"), 1);
+	    count_lines(t, "o1_time_to_first_token_seconds_count 3"), 1);
 	/* a value in the clamped last slot only reaches +Inf */
 	assert_int_equal(count_lines(t, "o1_step_duration_seconds_bucket"
 					"{le=\"2147.483648\"} 0"),
@@ -199,8 +199,7 @@ static void test_prometheus_values(void **state)
 	assert_int_equal(count_lines(t, "o1_info{version=\"1\",backend=\"shm\","
 					"pid=\"4321\"} 1"),
 			 1);
-	assert_int_equal(count_lines(t, "o1_start_time_seconds 1700000000"),
-			 1);
+	assert_int_equal(count_lines(t, "o1_start_time_seconds 1700000000"), 1);
 	free(t);
 }
 
@@ -228,7 +227,7 @@ static void test_prometheus_buckets(void **state)
 			last = 0;
 		}
 		le = strncmp(b + 12, "+Inf", 4) == 0 ? 1e300
-						      : strtod(b + 12, &end);
+						     : strtod(b + 12, &end);
 		v = strtoull(strstr(b, "} ") + 2, NULL, 10);
 		assert_true(le > last_le);
 		assert_true(v >= last);
@@ -272,11 +271,10 @@ static void test_json(void **state)
 	assert_int_equal(cJSON_GetObjectItem(j, "pid")->valuedouble, 4321);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "counters")),
 			 O1_METRICS_CTR__COUNT);
-	assert_int_equal(
-		cJSON_GetObjectItem(cJSON_GetObjectItem(j, "counters"),
-				    "failed_context")
-			->valuedouble,
-		2);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "counters"),
+					     "failed_context")
+			     ->valuedouble,
+			 2);
 	h = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "histograms"), "ttft");
 	assert_non_null(h);
 	assert_int_equal(cJSON_GetObjectItem(h, "count")->valuedouble, 3);
@@ -295,22 +293,22 @@ static void test_json(void **state)
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "buckets")),
 			 2);
 	assert_int_equal(
-		cJSON_GetObjectItem(
-			cJSON_GetArrayItem(cJSON_GetObjectItem(g, "buckets"), 1),
-			"hits")
-			->valuedouble,
-		5);
+	    cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(g, "buckets"), 1),
+		"hits")
+		->valuedouble,
+	    5);
 	cJSON_Delete(j);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prometheus_grammar),
-		cmocka_unit_test(test_prometheus_values),
-		cmocka_unit_test(test_prometheus_buckets),
-		cmocka_unit_test(test_promtool),
-		cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_prometheus_grammar),
+	    cmocka_unit_test(test_prometheus_values),
+	    cmocka_unit_test(test_prometheus_buckets),
+	    cmocka_unit_test(test_promtool),
+	    cmocka_unit_test(test_json),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

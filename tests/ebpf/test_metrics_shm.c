@@ -24,8 +24,8 @@
 #include "metrics_writer.h"
 
 static char tmpdir[64];
-static char path[128];    /* the fallback file */
-static char notbpf[128];  /* a directory that is not on bpffs */
+static char path[128];	 /* the fallback file */
+static char notbpf[128]; /* a directory that is not on bpffs */
 
 static int setup(void **state)
 {
@@ -64,10 +64,8 @@ static struct o1_metrics *writer(enum o1_metrics_mode mode, bool unlink_it)
 
 static struct o1_metrics_reader *reader(enum o1_metrics_mode mode)
 {
-	struct o1_metrics_reader_opts o = {.sz = sizeof(o),
-					   .mode = mode,
-					   .bpf_dir = notbpf,
-					   .shm_path = path};
+	struct o1_metrics_reader_opts o = {
+	    .sz = sizeof(o), .mode = mode, .bpf_dir = notbpf, .shm_path = path};
 	struct o1_metrics_reader *r = NULL;
 
 	assert_int_equal(o1_metrics_reader_open(&o, &r), 0);
@@ -186,8 +184,8 @@ static void test_concurrent_adds(void **state)
 	assert_int_equal(o1_metrics_hist_total(&s.hist.itl), THREADS * ADDS);
 	assert_int_equal(s.hist.itl.sum_us,
 			 (uint64_t)THREADS * (ADDS / 1024) * (1023 * 1024 / 2) +
-				 (uint64_t)THREADS * ((ADDS % 1024) *
-						      (ADDS % 1024 - 1) / 2));
+			     (uint64_t)THREADS *
+				 ((ADDS % 1024) * (ADDS % 1024 - 1) / 2));
 	o1_metrics_reader_close(r);
 	o1_metrics_close(m);
 }
@@ -270,11 +268,11 @@ static void test_bad_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cross_process),
-		cmocka_unit_test(test_auto_fallback),
-		cmocka_unit_test(test_concurrent_adds),
-		cmocka_unit_test(test_replace_and_unlink),
-		cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_cross_process),
+	    cmocka_unit_test(test_auto_fallback),
+	    cmocka_unit_test(test_concurrent_adds),
+	    cmocka_unit_test(test_replace_and_unlink),
+	    cmocka_unit_test(test_bad_files),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -120,7 +120,7 @@ static void test_json(void **state)
 {
 	static const char *const names[] = {
 #define O1_METRICS_X(id, f, type, p, l, h) #f,
-		O1_METRICS_COUNTER_LIST(O1_METRICS_X)
+	    O1_METRICS_COUNTER_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 	};
 	struct o1_metrics *m = writer(O1_METRICS_MODE_SHM, NULL);
@@ -143,8 +143,8 @@ static void test_json(void **state)
 			 m->hist->itl.sum_us);
 	assert_non_null(cJSON_GetObjectItem(h, "p99_us"));
 	b = cJSON_GetArrayItem(
-		cJSON_GetObjectItem(cJSON_GetObjectItem(j, "graphs"), "buckets"),
-		1);
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(j, "graphs"), "buckets"),
+	    1);
 	assert_int_equal(cJSON_GetObjectItem(b, "batch_size")->valuedouble, 2);
 	assert_int_equal(cJSON_GetObjectItem(b, "hits")->valuedouble, 1);
 	cJSON_Delete(j);
@@ -163,8 +163,9 @@ static void test_prometheus_and_text(void **state)
 	char args[256], line[128];
 
 	(void)state;
-	snprintf(args, sizeof(args), "metrics --prometheus --source shm "
-				     "--shm %s",
+	snprintf(args, sizeof(args),
+		 "metrics --prometheus --source shm "
+		 "--shm %s",
 		 shm);
 	assert_int_equal(run(args), 0);
 	snprintf(line, sizeof(line), "\no1_requests_submitted_total %u\n",
@@ -226,7 +227,8 @@ static void test_top(void **state)
 	assert_non_null(strstr(out, "graphs      hit rate -"));
 	p = strstr(out, "\n  itl ");
 	assert_non_null(p);
-	assert_non_null(strstr(p, "     1.536 ")); /* mid-slot of [1024, 2048) us */
+	assert_non_null(
+	    strstr(p, "     1.536 ")); /* mid-slot of [1024, 2048) us */
 	o1_metrics_close(m);
 }
 
@@ -286,11 +288,11 @@ static void test_bpf_same_as_shm(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json),
-		cmocka_unit_test(test_prometheus_and_text),
-		cmocka_unit_test(test_top),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_bpf_same_as_shm),
+	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_prometheus_and_text),
+	    cmocka_unit_test(test_top),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_bpf_same_as_shm),
 	};
 
 	if (argc < 2) {

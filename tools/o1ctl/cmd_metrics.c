@@ -11,13 +11,13 @@
 
 static const char *const ctr_names[O1_METRICS_CTR__COUNT] = {
 #define O1_METRICS_X(id, f, type, p, l, h) [O1_METRICS_CTR_##id] = #f,
-	O1_METRICS_COUNTER_LIST(O1_METRICS_X)
+    O1_METRICS_COUNTER_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 };
 
 static const char *const hist_names[O1_METRICS_HIST__COUNT] = {
 #define O1_METRICS_X(id, f, p, h) [O1_METRICS_HIST_##id] = #f,
-	O1_METRICS_HIST_LIST(O1_METRICS_X)
+    O1_METRICS_HIST_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 };
 
@@ -58,10 +58,12 @@ static void print_bars(const struct o1_metrics_hist *h, const char *name,
 		char range[48];
 
 		if (i + 1 == O1_METRICS_HIST_SLOTS)
-			snprintf(range, sizeof(range), "%" PRIu64 " -> ...", lo);
+			snprintf(range, sizeof(range), "%" PRIu64 " -> ...",
+				 lo);
 		else
-			snprintf(range, sizeof(range), "%" PRIu64 " -> %" PRIu64,
-				 lo, i ? 2 * lo - 1 : 1);
+			snprintf(range, sizeof(range),
+				 "%" PRIu64 " -> %" PRIu64, lo,
+				 i ? 2 * lo - 1 : 1);
 		fprintf(f, "%22s : %-8" PRIu64 " |%-40.*s|\n", range,
 			h->slots[i], (int)stars,
 			"****************************************");
@@ -71,11 +73,12 @@ static void print_bars(const struct o1_metrics_hist *h, const char *name,
 static void print_graphs(const struct o1_metrics_graphs *g, FILE *f)
 {
 	unsigned n = g->n_buckets < O1_METRICS_GRAPH_BUCKETS
-			     ? (unsigned)g->n_buckets
-			     : O1_METRICS_GRAPH_BUCKETS;
+			 ? (unsigned)g->n_buckets
+			 : O1_METRICS_GRAPH_BUCKETS;
 
-	fprintf(f, "\ngraphs: %u buckets, oversize %" PRIu64
-		   ", capture %.3f s, %" PRIu64 " bytes\n",
+	fprintf(f,
+		"\ngraphs: %u buckets, oversize %" PRIu64
+		", capture %.3f s, %" PRIu64 " bytes\n",
 		n, g->oversize, (double)g->capture_us / 1e6, g->capture_bytes);
 	if (n)
 		fprintf(f, "  %8s %12s %12s %12s %12s\n", "batch", "hits",
@@ -83,8 +86,9 @@ static void print_graphs(const struct o1_metrics_graphs *g, FILE *f)
 	for (unsigned i = 0; i < n; i++) {
 		const struct o1_metrics_graph_bucket *b = &g->buckets[i];
 
-		fprintf(f, "  %8" PRIu64 " %12" PRIu64 " %12" PRIu64
-			   " %12" PRIu64 " %12" PRIu64 "\n",
+		fprintf(f,
+			"  %8" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64
+			" %12" PRIu64 "\n",
 			b->batch_size, b->hits, b->misses, b->fallbacks,
 			b->padded_tokens);
 	}
@@ -97,8 +101,9 @@ static void print_text(const struct o1_metrics_snapshot *s, const char *src,
 	char when[32];
 
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&start));
-	fprintf(f, "o1d metrics v%u via %s at %s (pid %" PRIu64
-		   ", started %s)\n\ncounters\n",
+	fprintf(f,
+		"o1d metrics v%u via %s at %s (pid %" PRIu64
+		", started %s)\n\ncounters\n",
 		s->info.version, o1_metrics_backend_name(s->info.backend), src,
 		s->info.pid, when);
 	for (unsigned c = 0; c < O1_METRICS_CTR__COUNT; c++)
@@ -138,8 +143,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: o1ctl metrics [--json | --prometheus] [OPTIONS]\n"
 		   "  --json          one JSON object\n"
-		   "  --prometheus    Prometheus text exposition format\n"
-		   O1CTL_SOURCE_USAGE);
+		   "  --prometheus    Prometheus text exposition "
+		   "format\n" O1CTL_SOURCE_USAGE);
 }
 
 enum format { TEXT, JSON, PROM };
@@ -148,11 +153,11 @@ static int parse(int argc, char **argv, struct o1ctl_source *src,
 		 enum format *fmt)
 {
 	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"prometheus", no_argument, NULL, 'p'},
-		{"help", no_argument, NULL, 'h'},
-		O1CTL_SOURCE_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},
+	    {"prometheus", no_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    O1CTL_SOURCE_LONGOPTS,
+	    {NULL, 0, NULL, 0},
 	};
 	int opt, r;
 

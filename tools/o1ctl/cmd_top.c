@@ -20,7 +20,7 @@ struct top_opts {
 
 static const char *const hist_names[O1_METRICS_HIST__COUNT] = {
 #define O1_METRICS_X(id, f, p, h) [O1_METRICS_HIST_##id] = #f,
-	O1_METRICS_HIST_LIST(O1_METRICS_X)
+    O1_METRICS_HIST_LIST(O1_METRICS_X)
 #undef O1_METRICS_X
 };
 
@@ -60,12 +60,13 @@ static void print_graphs(const struct o1_metrics_graphs *g, FILE *f)
 	}
 	other += miss + fb;
 	if (hits + other)
-		fprintf(f, "graphs      hit rate %.1f%%", 100.0 * (double)hits /
-							       (double)(hits + other));
+		fprintf(f, "graphs      hit rate %.1f%%",
+			100.0 * (double)hits / (double)(hits + other));
 	else
 		fprintf(f, "graphs      hit rate -");
-	fprintf(f, "  (hits %" PRIu64 ", misses %" PRIu64 ", fallbacks %" PRIu64
-		   ", oversize %" PRIu64 ")\n",
+	fprintf(f,
+		"  (hits %" PRIu64 ", misses %" PRIu64 ", fallbacks %" PRIu64
+		", oversize %" PRIu64 ")\n",
 		hits, miss, fb, g->oversize);
 }
 
@@ -99,8 +100,9 @@ static void print_frame(const struct o1_metrics_snapshot *a,
 	o1_metrics_snapshot_delta(a, b, &d);
 	fprintf(f, "o1d top   pid %" PRIu64 "   via %s   interval %.2f s\n\n",
 		b->info.pid, src, dt);
-	fprintf(f, "requests/s  submitted %.1f  completed %.1f  failed %.1f"
-		   "  cancelled %.1f   running %" PRIu64 "  waiting %" PRIu64 "\n",
+	fprintf(f,
+		"requests/s  submitted %.1f  completed %.1f  failed %.1f"
+		"  cancelled %.1f   running %" PRIu64 "  waiting %" PRIu64 "\n",
 		(double)c->requests_submitted / dt,
 		(double)c->requests_completed / dt, (double)failed(c) / dt,
 		(double)c->requests_cancelled / dt, c->requests_running,
@@ -108,14 +110,16 @@ static void print_frame(const struct o1_metrics_snapshot *a,
 	fprintf(f, "tokens/s    generated %.1f  prompt %.1f   steps/s %.1f\n",
 		(double)c->tokens_generated / dt, (double)c->tokens_prompt / dt,
 		(double)c->steps / dt);
-	fprintf(f, "KV pages    used %" PRIu64 " / %" PRIu64 " (%.1f%%)  cached %"
-		   PRIu64 "\n",
+	fprintf(f,
+		"KV pages    used %" PRIu64 " / %" PRIu64
+		" (%.1f%%)  cached %" PRIu64 "\n",
 		c->kv_pages_used, total,
 		total ? 100.0 * (double)c->kv_pages_used / (double)total : 0.0,
 		c->kv_pages_cached);
 	print_graphs(&d.graphs, f);
-	fprintf(f, "clients     connected %" PRIu64 "  deaths %" PRIu64
-		   "  violations %" PRIu64 "\n",
+	fprintf(f,
+		"clients     connected %" PRIu64 "  deaths %" PRIu64
+		"  violations %" PRIu64 "\n",
 		c->clients_connected, c->client_deaths, c->protocol_violations);
 	print_latency(&d.hist, f);
 }
@@ -125,8 +129,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: o1ctl top [--interval SECONDS] [--count N] "
 		   "[OPTIONS]\n"
 		   "  --interval S    seconds between refreshes (default 1)\n"
-		   "  --count N       stop after N frames (default: never)\n"
-		   O1CTL_SOURCE_USAGE);
+		   "  --count N       stop after N frames (default: "
+		   "never)\n" O1CTL_SOURCE_USAGE);
 }
 
 static int parse_value(int opt, const char *arg, struct top_opts *o)
@@ -150,11 +154,11 @@ static int parse_value(int opt, const char *arg, struct top_opts *o)
 static int parse(int argc, char **argv, struct top_opts *o)
 {
 	static const struct option longopts[] = {
-		{"interval", required_argument, NULL, 'i'},
-		{"count", required_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		O1CTL_SOURCE_LONGOPTS,
-		{NULL, 0, NULL, 0},
+	    {"interval", required_argument, NULL, 'i'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},
+	    O1CTL_SOURCE_LONGOPTS,
+	    {NULL, 0, NULL, 0},
 	};
 	int opt, r;
 

@@ -13,7 +13,7 @@ static const struct o1ctl_cmd o1ctl_cmds[] = {
 #define O1CTL_CMD(name, fn, help) {name, fn, help},
 #include "commands.def"
 #undef O1CTL_CMD
-	{"help", cmd_help, "show this list"},
+    {"help", cmd_help, "show this list"},
 };
 
 static void usage(FILE *f)

@@ -26,11 +26,13 @@ struct o1ctl_source {
 
 #define O1CTL_SOURCE_LONGOPTS                                                  \
 	{"dir", required_argument, NULL, 'D'},                                 \
-		{"shm", required_argument, NULL, 'S'},                         \
-		{"source", required_argument, NULL, 'M'}
+	    {"shm", required_argument, NULL, 'S'},                             \
+	{                                                                      \
+		"source", required_argument, NULL, 'M'                         \
+	}
 #define O1CTL_SOURCE_USAGE                                                     \
-	"  --dir DIR       metrics.bpf_dir of o1d (default /sys/fs/bpf/o1d)\n"  \
-	"  --shm PATH      fallback file (default /dev/shm/o1d-metrics-v1)\n"   \
+	"  --dir DIR       metrics.bpf_dir of o1d (default /sys/fs/bpf/o1d)\n" \
+	"  --shm PATH      fallback file (default /dev/shm/o1d-metrics-v1)\n"  \
 	"  --source S      auto (pins, then file), bpf or shm\n"
 
 void o1ctl_source_init(struct o1ctl_source *s);

@@ -55,9 +55,10 @@ int o1ctl_source_open(const struct o1ctl_source *s,
 				"join the group set by metrics.gid, or run as "
 				"root\n");
 	else if (err == -O1_E_VERSION || err == -O1_E_FORMAT)
-		fprintf(stderr, "o1ctl: the published metrics are not in the "
-				"layout this o1ctl knows (version %d): update "
-				"o1ctl or o1d\n",
+		fprintf(stderr,
+			"o1ctl: the published metrics are not in the "
+			"layout this o1ctl knows (version %d): update "
+			"o1ctl or o1d\n",
 			O1_METRICS_VERSION);
 	else if (err)
 		fprintf(stderr, "o1ctl: cannot read metrics: %s\n",
