@@ -130,7 +130,8 @@ static int check_seq(const struct o1_backend *b, const struct o1_step_seq *s,
 	const struct o1_backend_config *c = &b->cfg;
 	uint64_t end = (uint64_t)s->start_pos + s->n_tokens;
 
-	if (!s->n_tokens || !s->tokens || end > c->max_context_tokens ||
+	if (!s->n_tokens || !s->tokens || (s->n_pages && !s->pages) ||
+	    end > c->max_context_tokens ||
 	    end > (uint64_t)s->n_pages * c->page_tokens) {
 		o1_err("backend step: sequence %u: %u tokens at position %u, "
 		       "context limit %u, block table %u pages of %u",

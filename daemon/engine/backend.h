@@ -7,9 +7,12 @@
  * pages of its block table (written by earlier steps), and the table must
  * cover [0, start_pos + n_tokens): the step writes the new tokens' K/V
  * there (kv_pool.h gives the layout) and attends causally over the
- * sequence's own pages only. Pages and block tables are the caller's (the
- * scheduler owns a struct o1_kv_pool with o1_backend_kv_layout()); the
- * backend owns the memory behind them.
+ * sequence's own pages only. The pages a step writes (those holding its new
+ * positions) must not be shared with another sequence: sharing is for
+ * full, finished pages (copy-on-write is the scheduler's job). Pages and
+ * block tables are the caller's (the scheduler owns a struct o1_kv_pool
+ * made with o1_backend_kv_layout()); the backend owns the memory behind
+ * them.
  *
  * Logits come back for the last new token of each sequence, or for every
  * new token of a sequence with all_logits, as rows of vocab floats in

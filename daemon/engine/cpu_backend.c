@@ -10,6 +10,8 @@
  * tied) only on the rows whose logits were asked for. Every stage is a
  * kernels/ function whose result for a row does not depend on the other
  * rows, which is what backend.h's determinism promise rests on.
+ * Not implemented: sliding-window attention (Mistral v0.1's 4096-token
+ * window); attention is full-causal, exact for contexts within the window.
  */
 #include <errno.h>
 #include <math.h>
