@@ -211,6 +211,7 @@ static void maps_reset(struct o1_metrics_maps *m)
 	memset(m, 0, sizeof(*m));
 	for (unsigned r = 0; r < O1_METRICS_R__COUNT; r++)
 		m->fd[r] = -1;
+	m->runq_fd = -1;
 }
 
 static int path_join(char *dst, size_t sz, const char *a, const char *b)
@@ -240,6 +241,11 @@ static int set_perm(const char *path, unsigned mode, long gid)
 		return err;
 	}
 	return 0;
+}
+
+int o1_metrics_set_perm(const char *path, const struct o1_metrics_perm *perm)
+{
+	return set_perm(path, perm->mode, perm->gid);
 }
 
 void o1_metrics_maps_publish(struct o1_metrics_maps *m)
@@ -302,6 +308,8 @@ void o1_metrics_maps_close(struct o1_metrics_maps *m, bool unlink_them)
 		    path_join(pin, sizeof(pin), m->path, region_names[r]) == 0)
 			unlink(pin);
 	}
+	if (m->runq_fd >= 0)
+		close(m->runq_fd);
 	if (m->file_base)
 		munmap(m->file_base, m->file_len);
 	if (unlink_them && m->backend == O1_METRICS_BACKEND_SHM)
@@ -516,6 +524,40 @@ int o1_metrics_maps_read(const struct o1_metrics_maps *m,
 	return err;
 }
 
+/* The optional o1_runq pin: kept when it is a one-entry array of one
+ * struct o1_metrics_hist, ignored otherwise. */
+static void runq_open(struct o1_metrics_maps *m)
+{
+	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = BPF_F_RDONLY);
+	struct bpf_map_info info = {0};
+	uint32_t len = sizeof(info);
+	char pin[PATH_MAX];
+
+	if (path_join(pin, sizeof(pin), m->path, O1_METRICS_RUNQ_PIN))
+		return;
+	m->runq_fd = bpf_obj_get_opts(pin, &opts);
+	if (m->runq_fd < 0) {
+		m->runq_fd = -1;
+		return;
+	}
+	if (bpf_obj_get_info_by_fd(m->runq_fd, &info, &len) ||
+	    info.type != BPF_MAP_TYPE_ARRAY || info.max_entries != 1 ||
+	    info.value_size != sizeof(struct o1_metrics_hist)) {
+		o1_warn("metrics: ignoring %s: not a run-queue histogram", pin);
+		close(m->runq_fd);
+		m->runq_fd = -1;
+	}
+}
+
+int o1_metrics_maps_read_runq(const struct o1_metrics_maps *m, void *dst)
+{
+	uint32_t key = 0;
+
+	if (m->runq_fd < 0)
+		return -ENOENT;
+	return bpf_map_lookup_elem(m->runq_fd, &key, dst);
+}
+
 int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir)
 {
 	struct o1_metrics_info info;
@@ -532,6 +574,8 @@ int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir)
 	err = err ?: check_info(m, &info);
 	if (err)
 		o1_metrics_maps_close(m, false);
+	else
+		runq_open(m);
 	return err;
 }
 

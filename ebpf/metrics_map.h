@@ -18,6 +18,7 @@
 
 #define O1_METRICS_DEFAULT_BPF_DIR  "/sys/fs/bpf/o1d"
 #define O1_METRICS_DEFAULT_SHM_PATH "/dev/shm/o1d-metrics-v1"
+#define O1_METRICS_RUNQ_PIN	    "o1_runq"
 #define O1_METRICS_PIN_SUBDIR	    "v1"
 #define O1_METRICS_DEFAULT_MODE	    0640
 
@@ -35,6 +36,7 @@ struct o1_metrics_maps {
 	size_t len[O1_METRICS_R__COUNT]; /* bytes mapped (bpf backend) */
 	int fd[O1_METRICS_R__COUNT];	 /* map fds (bpf backend), or -1 */
 	bool fd_only;	 /* bpf reader: no mappings, values read by syscall */
+	int runq_fd;	 /* bpf reader: the optional o1_runq pin, or -1 */
 	void *file_base; /* whole-file mapping (shm) */
 	size_t file_len;
 	char path[PATH_MAX]; /* pin directory (with v1) or the file */
@@ -81,6 +83,12 @@ int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir);
  * reader. */
 int o1_metrics_maps_read(const struct o1_metrics_maps *m,
 			 enum o1_metrics_region r, void *dst);
+/* Copies the run-queue delay histogram (struct o1_metrics_hist) that the
+ * optional BPF program keeps in the o1_runq pin; -ENOENT without one. */
+int o1_metrics_maps_read_runq(const struct o1_metrics_maps *m, void *dst);
+
+/* Gives a pin or file the metrics permissions (logged on failure). */
+int o1_metrics_set_perm(const char *path, const struct o1_metrics_perm *perm);
 /* Reader: opens the fallback file read-only. */
 int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path);
 

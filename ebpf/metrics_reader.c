@@ -117,6 +117,8 @@ int o1_metrics_reader_snapshot(struct o1_metrics_reader *r,
 	err = err
 		  ?: o1_metrics_maps_read(&r->maps, O1_METRICS_R_GRAPHS,
 					  &out->graphs);
+	memset(&out->runq, 0, sizeof(out->runq));
+	out->has_runq = o1_metrics_maps_read_runq(&r->maps, &out->runq) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	out->taken_ns =
 	    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -179,6 +181,7 @@ void o1_metrics_snapshot_delta(const struct o1_metrics_snapshot *before,
 	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT; h++)
 		hist_delta(&before->hist.h[h], &now->hist.h[h], &d.hist.h[h]);
 	graphs_delta(&before->graphs, &now->graphs, &d.graphs);
+	hist_delta(&before->runq, &now->runq, &d.runq);
 	*out = d;
 }
 

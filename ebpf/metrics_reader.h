@@ -23,7 +23,9 @@ struct o1_metrics_snapshot {
 	struct o1_metrics_counters ctr;
 	struct o1_metrics_hists hist;
 	struct o1_metrics_graphs graphs;
-	uint64_t taken_ns; /* CLOCK_MONOTONIC when taken */
+	struct o1_metrics_hist runq; /* run-queue delay (BPF program), or 0s */
+	uint64_t has_runq;	     /* 1 when the o1_runq pin was read */
+	uint64_t taken_ns;	     /* CLOCK_MONOTONIC when taken */
 };
 
 struct o1_metrics_reader;

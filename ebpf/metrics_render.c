@@ -36,6 +36,10 @@ static const struct hist_desc hist_descs[O1_METRICS_HIST__COUNT] = {
 #undef O1_METRICS_X
 };
 
+static const struct hist_desc runq_desc = {
+    "runq", "run_queue_delay_seconds",
+    "Time the daemon's threads waited runnable for a CPU (BPF program)"};
+
 static void prom_head(FILE *f, const char *name, const char *type,
 		      const char *help)
 {
@@ -147,6 +151,8 @@ int o1_metrics_render_prometheus(const struct o1_metrics_snapshot *s, FILE *f)
 	prom_counters(s, f);
 	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT; h++)
 		prom_hist(&s->hist.h[h], &hist_descs[h], f);
+	if (s->has_runq)
+		prom_hist(&s->runq, &runq_desc, f);
 	prom_graphs(&s->graphs, f);
 	return ferror(f) ? -EIO : 0;
 }
@@ -239,6 +245,8 @@ int o1_metrics_render_json(const struct o1_metrics_snapshot *s, cJSON **out)
 		err = json_num(ctr, ctr_descs[c].field, (double)s->ctr.v[c]);
 	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT && !err; h++)
 		err = json_hist(hists, &s->hist.h[h], hist_descs[h].field);
+	if (!err && s->has_runq)
+		err = json_hist(hists, &s->runq, runq_desc.field);
 	err = err ?: json_graphs(root, &s->graphs);
 	if (err) {
 		cJSON_Delete(root);

@@ -106,6 +106,8 @@ int o1_metrics_open(const struct o1_metrics_opts *opts, struct o1_metrics **out)
 	m->hist = m->maps.base[O1_METRICS_R_HISTS];
 	m->graphs = m->maps.base[O1_METRICS_R_GRAPHS];
 	m->unpin_on_close = o.unpin_on_close;
+	m->perm.gid = o.gid;
+	m->perm.mode = o.file_mode;
 	o1_info("metrics: publishing through %s at %s",
 		o1_metrics_backend_name(m->maps.backend), m->maps.path);
 	*out = m;

@@ -42,6 +42,7 @@ struct o1_metrics {
 	struct o1_metrics_graphs *graphs;   /* mapped, owned */
 	const struct o1_metrics_info *info; /* mapped, owned */
 	struct o1_metrics_maps maps;
+	struct o1_metrics_perm perm; /* given to pins and the file */
 	bool unpin_on_close;
 };
 

@@ -34,6 +34,15 @@ static void print_quantiles(const struct o1_metrics_hist *h, FILE *f)
 	}
 }
 
+static void print_hist_row(const struct o1_metrics_hist *h, const char *name,
+			   FILE *f)
+{
+	fprintf(f, "  %-14s %12" PRIu64 " %14" PRIu64, name, h->count,
+		h->sum_us);
+	print_quantiles(h, f);
+	fputc('\n', f);
+}
+
 /* Log2 bars as libbpf-tools prints them, over the non-empty slot range. */
 static void print_bars(const struct o1_metrics_hist *h, const char *name,
 		       FILE *f)
@@ -111,15 +120,15 @@ static void print_text(const struct o1_metrics_snapshot *s, const char *src,
 			s->ctr.v[c]);
 	fprintf(f, "\nhistograms (us)  %12s %14s %10s %10s %10s\n", "count",
 		"sum", "p50", "p90", "p99");
-	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT; h++) {
-		fprintf(f, "  %-14s %12" PRIu64 " %14" PRIu64, hist_names[h],
-			s->hist.h[h].count, s->hist.h[h].sum_us);
-		print_quantiles(&s->hist.h[h], f);
-		fputc('\n', f);
-	}
+	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT; h++)
+		print_hist_row(&s->hist.h[h], hist_names[h], f);
+	if (s->has_runq)
+		print_hist_row(&s->runq, "runq", f);
 	print_graphs(&s->graphs, f);
 	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT; h++)
 		print_bars(&s->hist.h[h], hist_names[h], f);
+	if (s->has_runq)
+		print_bars(&s->runq, "runq", f);
 }
 
 static int print_json(const struct o1_metrics_snapshot *s, FILE *f)

@@ -70,22 +70,26 @@ static void print_graphs(const struct o1_metrics_graphs *g, FILE *f)
 		hits, miss, fb, g->oversize);
 }
 
-static void print_latency(const struct o1_metrics_hists *hs, FILE *f)
+static void print_latency_row(const struct o1_metrics_hist *x, const char *name,
+			      FILE *f)
 {
 	double p50, p99;
 
-	fprintf(f, "\nlatency (ms)   %10s %10s %10s\n", "count", "p50", "p99");
-	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT; h++) {
-		const struct o1_metrics_hist *x = &hs->h[h];
+	fprintf(f, "  %-12s %10" PRIu64, name, o1_metrics_hist_total(x));
+	if (o1_metrics_hist_quantile_us(x, 0.5, &p50) == 0 &&
+	    o1_metrics_hist_quantile_us(x, 0.99, &p99) == 0)
+		fprintf(f, " %10.3f %10.3f\n", p50 / 1e3, p99 / 1e3);
+	else
+		fprintf(f, " %10s %10s\n", "-", "-");
+}
 
-		fprintf(f, "  %-12s %10" PRIu64, hist_names[h],
-			o1_metrics_hist_total(x));
-		if (o1_metrics_hist_quantile_us(x, 0.5, &p50) == 0 &&
-		    o1_metrics_hist_quantile_us(x, 0.99, &p99) == 0)
-			fprintf(f, " %10.3f %10.3f\n", p50 / 1e3, p99 / 1e3);
-		else
-			fprintf(f, " %10s %10s\n", "-", "-");
-	}
+static void print_latency(const struct o1_metrics_snapshot *d, FILE *f)
+{
+	fprintf(f, "\nlatency (ms)   %10s %10s %10s\n", "count", "p50", "p99");
+	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT; h++)
+		print_latency_row(&d->hist.h[h], hist_names[h], f);
+	if (d->has_runq)
+		print_latency_row(&d->runq, "runq", f);
 }
 
 static void print_frame(const struct o1_metrics_snapshot *a,
@@ -121,7 +125,7 @@ static void print_frame(const struct o1_metrics_snapshot *a,
 		"clients     connected %" PRIu64 "  deaths %" PRIu64
 		"  violations %" PRIu64 "\n",
 		c->clients_connected, c->client_deaths, c->protocol_violations);
-	print_latency(&d.hist, f);
+	print_latency(&d, f);
 }
 
 static void usage(FILE *f)
