@@ -632,8 +632,8 @@ int o1_metrics_maps_create_shm(struct o1_metrics_maps *m, const char *path,
 		return -ENAMETOOLONG;
 	}
 	strcpy(m->path, path);
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		  0600);
+	unlink(tmp); /* left by a crashed run with our pid */
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		o1_err("metrics: creating %s: %s", tmp, strerror(errno));
 		return -errno;

