@@ -455,14 +455,18 @@ int o1_metrics_maps_create_bpf(struct o1_metrics_maps *m, const char *bpf_dir,
 	err = err ?: set_perm(m->path, dir_mode(perm->mode), perm->gid);
 	err = err ?: maps_create_all(m);
 	if (err)
-		goto fail;
+		goto fail_maps;
 	o1_metrics_maps_publish(m);
 	for (unsigned r = 0; r < O1_METRICS_R__COUNT && !err; r++)
 		err = map_pin(m, r, perm);
 	if (err)
-		goto fail;
+		goto fail_pins;
 	return 0;
-fail:
+fail_pins:
+	/* no reader may find a mix of our pins and a previous run's */
+	o1_metrics_maps_close(m, true);
+	return err;
+fail_maps:
 	o1_metrics_maps_close(m, false);
 	return err;
 }

@@ -297,6 +297,32 @@ static void test_foreign_map(void **state)
 	assert_int_equal(o1_metrics_reader_open(&ro, &r), -ENOENT);
 }
 
+/* A pin that cannot be made (a directory in its place) fails BPF mode
+ * without leaving our other pins behind; AUTO then uses the file. */
+static void test_pin_failure(void **state)
+{
+	struct o1_metrics_opts o = writer_opts(true);
+	char path[PATH_MAX + 32];
+	struct o1_metrics *m;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/v1", dir);
+	mkdir(path, 0750);
+	snprintf(path, sizeof(path), "%s/v1/o1_counters", dir);
+	unlink(path); /* an earlier test's pin */
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(o1_metrics_open(&o, &m), -EEXIST);
+	snprintf(path, sizeof(path), "%s/v1/o1_info", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	o.mode = O1_METRICS_MODE_AUTO;
+	assert_int_equal(o1_metrics_open(&o, &m), 0);
+	assert_int_equal(m->info->backend, O1_METRICS_BACKEND_SHM);
+	o1_metrics_close(m);
+	assert_int_equal(access(shm, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/v1/o1_counters", dir);
+	assert_int_equal(rmdir(path), 0);
+}
+
 /* A process of the metrics group reads; one of another group cannot. */
 static int read_as(gid_t gid)
 {
@@ -343,6 +369,7 @@ int main(void)
 	    cmocka_unit_test(test_bpftool_dump),
 	    cmocka_unit_test(test_stale_and_unpin),
 	    cmocka_unit_test(test_foreign_map),
+	    cmocka_unit_test(test_pin_failure),
 	    cmocka_unit_test(test_group_permissions),
 	};
 	int err = bpffs_setup(base, sizeof(base)), rc;
