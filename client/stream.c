@@ -162,6 +162,7 @@ int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
 {
 	struct o1_submit_opts o = {0};
 	union o1_wire_entry *e, tmp;
+	uint64_t arena_tail;
 	int ret;
 
 	if (!in || in->sz < offsetof(struct o1_submit_opts, sampling))
@@ -178,12 +179,14 @@ int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
 	tmp.submit.req_id = o.req_id;
 	tmp.submit.n_stop_ids = (uint32_t)o.n_stop_ids;
 	fill_sampling(&tmp.submit, o.sampling);
-	ret = claim(c, &e);
-	if (ret)
-		return ret;
+	if (!c->base)
+		return o1_client_fail(-ECONNRESET, "not connected");
+	arena_tail = c->arena_tail;
 	ret = write_data(c, &o, &tmp.submit);
+	if (!ret)
+		ret = claim(c, &e);
 	if (ret) {
-		o1_ring_abort(&c->sq);
+		c->arena_tail = arena_tail; /* nothing was published */
 		return ret;
 	}
 	memcpy(e, &tmp, sizeof(tmp));

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,8 +24,14 @@ int server_start(struct test_server *s, const char *binary,
 	char line[256];
 	int pipefd[2], n = 0;
 
-	strcpy(s->dir, "/tmp/o1ipc.XXXXXX");
-	if (!mkdtemp(s->dir) || pipe(pipefd))
+	if (!s->dir[0]) { /* a restart keeps the directory and the path */
+		strcpy(s->dir, "/tmp/o1ipc.XXXXXX");
+		if (!mkdtemp(s->dir))
+			return -1;
+	} else if (mkdir(s->dir, 0700) && errno != EEXIST) {
+		return -1;
+	}
+	if (pipe(pipefd))
 		return -1;
 	snprintf(s->path, sizeof(s->path), "%s/o1d.sock", s->dir);
 	argv[n++] = binary;
@@ -37,6 +44,8 @@ int server_start(struct test_server *s, const char *binary,
 	if (s->pid < 0)
 		return -1;
 	if (s->pid == 0) {
+		/* Dies with the test, even when an assertion ends it early. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
 		close(pipefd[1]);
@@ -92,6 +101,7 @@ int server_stop(struct test_server *s)
 		return -1;
 	if (s->out)
 		fclose(s->out);
+	s->out = NULL;
 	rmdir(s->dir);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

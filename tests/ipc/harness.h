@@ -24,7 +24,8 @@ struct server_stats {
 	int futex;
 };
 
-/* Starts the server binary with extra args (NULL-terminated); 0 or -1. */
+/* Starts the server binary with extra args (NULL-terminated); 0 or -1.
+ * Zero *s first; a stopped server started again keeps its socket path. */
 int server_start(struct test_server *s, const char *binary,
 		 const char *const *args);
 int server_stats(struct test_server *s, struct server_stats *st);

@@ -32,6 +32,7 @@ static void start(struct test_server *s, const char *a0, const char *a1,
 	const char *args[8] = {0};
 	int n = 0;
 
+	memset(s, 0, sizeof(*s));
 	if (eventfd_mode)
 		args[n++] = "--eventfd";
 	args[n++] = a0;
@@ -343,6 +344,16 @@ static void *scribble(void *arg)
 	return NULL;
 }
 
+static void drain_events(struct o1_ring *cq)
+{
+	const void *slot;
+
+	while (o1_ring_peek(cq, &slot) == 0) {
+		o1_ring_advance(cq);
+		o1_ring_release(cq);
+	}
+}
+
 static void test_rewriter_thread(void **state)
 {
 	struct scribbler sc = {0};
@@ -370,16 +381,16 @@ static void test_rewriter_thread(void **state)
 		e.submit.prompt_len = 11;
 		e.submit.top_p = 1;
 		e.submit.repeat_penalty = 1;
-		while (o1_ring_claim(&sq, &slot) == -EAGAIN)
+		/* Drain events while waiting, or the daemon, blocked on our
+		 * full completion ring, stops reading our submissions. */
+		while (o1_ring_claim(&sq, &slot) == -EAGAIN) {
+			drain_events(&cq);
 			usleep(100);
+		}
 		memcpy(slot, &e, sizeof(e));
 		o1_ring_commit(&sq);
 		raw_ring(&r);
-		/* Drain events so the daemon keeps reading our slots. */
-		while (o1_ring_peek(&cq, (const void **)&slot) == 0) {
-			o1_ring_advance(&cq);
-			o1_ring_release(&cq);
-		}
+		drain_events(&cq);
 	}
 	atomic_store(&sc.stop, 1);
 	pthread_join(t, NULL);
