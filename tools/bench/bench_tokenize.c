@@ -1,12 +1,13 @@
 /* bench_tokenize: encode and decode speed of the tokenizer on one core.
  *
- * usage: bench_tokenize [--mb N] [--file PATH] VOCAB...
+ * usage: bench_tokenize [--mb N] [--file PATH] [--save PATH] VOCAB...
  * The text is English-like prose generated from a fixed word list with a
  * fixed seed (N MiB, default 8), or the contents of PATH. Each VOCAB
  * (anything o1_vocab_load_any takes) encodes the whole text in one call,
  * repeated until a second has passed; the best run, in this thread's CPU
- * time, is reported, then the ids are stream-decoded the same way. Exits 77
- * when a VOCAB is missing.
+ * time, is reported, then the ids are stream-decoded the same way. --save
+ * writes the text used, to time other tokenizers on the same input. Exits
+ * 77 when a VOCAB is missing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -104,6 +105,18 @@ static char *read_text(const char *path, size_t *len)
 	}
 	fclose(f);
 	return text;
+}
+
+static int save_text(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	int ok = f && fwrite(text, 1, len, f) == len;
+
+	if (f && fclose(f))
+		ok = 0;
+	if (!ok)
+		fprintf(stderr, "bench_tokenize: cannot write %s\n", path);
+	return ok ? 0 : -EIO;
 }
 
 static double clock_s(clockid_t clock)
@@ -206,7 +219,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	const char *file = NULL;
+	const char *file = NULL, *save = NULL;
 	size_t len, mb = 8;
 	struct stat st;
 	char *text;
@@ -217,12 +230,14 @@ int main(int argc, char **argv)
 			mb = (size_t)atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--file"))
 			file = argv[i + 1];
+		else if (!strcmp(argv[i], "--save"))
+			save = argv[i + 1];
 		else
 			break;
 	}
 	if (i >= argc || argv[i][0] == '-' || !mb) {
 		fprintf(stderr, "usage: bench_tokenize [--mb N] [--file PATH] "
-				"VOCAB...\n");
+				"[--save PATH] VOCAB...\n");
 		return 2;
 	}
 	for (int k = i; k < argc; k++)
@@ -239,6 +254,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("text: %s, %zu bytes\n", file ? file : "generated English", len);
+	if (save && save_text(save, text, len))
+		ret = 1;
 	for (; i < argc; i++)
 		ret |= bench(argv[i], text, len);
 	free(text);
