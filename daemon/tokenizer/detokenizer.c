@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "log.h"
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 
@@ -155,8 +156,11 @@ int o1_tokenizer_decode_step(const struct o1_tokenizer *t, struct o1_detok *d,
 	const uint8_t *p;
 	uint32_t len;
 
-	if (id < 0 || (uint32_t)id >= t->n_tokens)
+	if (id < 0 || (uint32_t)id >= t->n_tokens) {
+		o1_warn("detokenizer: token id %d out of range [0, %u)", id,
+			t->n_tokens);
 		return -O1_E_BOUNDS;
+	}
 	if ((d->flags & O1_DECODE_SKIP_SPECIAL) &&
 	    t->types[id] == O1_TOKEN_CONTROL)
 		return 0;

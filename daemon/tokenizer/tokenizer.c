@@ -308,13 +308,15 @@ static int32_t special_at(const struct o1_tokenizer *t, const char *s,
 	return -1;
 }
 
+/* Text between special tokens. SentencePiece gives every such segment
+ * its dummy prefix: each one starts the text or follows a special token,
+ * where llama.cpp adds it. */
 static int encode_segment(const struct o1_tokenizer *t, const char *text,
-			  size_t len, bool after_special,
-			  struct tok_scratch *scratch, struct tok_sink *out)
+			  size_t len, struct tok_scratch *scratch,
+			  struct tok_sink *out)
 {
 	if (t->kind == O1_VOCAB_SPM)
-		return tok_spm_encode(t, text, len,
-				      t->add_space_prefix && after_special,
+		return tok_spm_encode(t, text, len, t->add_space_prefix,
 				      scratch, out);
 	return tok_bpe_encode(t, text, len, scratch, out);
 }
@@ -350,31 +352,26 @@ static int encode_text(const struct o1_tokenizer *t, const char *text,
 		       struct tok_sink *out)
 {
 	size_t start = 0;
-	bool after_special = true;
 	int ret;
 
-	for (size_t i = 0; i < len; i++) {
-		int32_t id;
+	for (size_t i = 0; t->n_specials && i < len; i++) {
+		int32_t id = special_at(t, text + i, len - i, flags);
 
-		if (!t->n_specials)
-			break;
-		id = special_at(t, text + i, len - i, flags);
 		if (id < 0)
 			continue;
 		if (i > start) {
 			ret = encode_segment(t, text + start, i - start,
-					     after_special, scratch, out);
+					     scratch, out);
 			if (ret)
 				return ret;
 		}
 		tok_push(out, id);
-		after_special = true;
 		i += tok_len(t->text_off, id) - 1;
 		start = i + 1;
 	}
 	if (start < len)
-		return encode_segment(t, text + start, len - start,
-				      after_special, scratch, out);
+		return encode_segment(t, text + start, len - start, scratch,
+				      out);
 	return 0;
 }
 
