@@ -1,0 +1,320 @@
+/* Paged causal GQA attention on the device, for decode and prefill rows
+ * alike (attention.h is the specification; this computes the same softmax
+ * with an online, tile-by-tile rescaling in f32).
+ *
+ * Grid (row, kv head, split): a block serves the Hq/Hkv query heads that
+ * share one kv head (GQA-aware: each K/V tile is read from the pool once
+ * for all of them), one warp per query head. The block walks its split's
+ * positions in tiles of ATT_TILE: the tile's K and V rows (bf16) go to
+ * shared memory through the block table, lane j scores position j, the
+ * warp rescales its running max/sum/accumulator, then each lane
+ * accumulates its own head dims. Long contexts are split along the
+ * sequence into up to ATT_MAX_SPLITS ranges whose partial (acc, max, sum)
+ * land in scratch and a second kernel merges them; with one split the
+ * first kernel writes the output directly.
+ * Invariants: head_dim even and <= ATT_MAX_D, page strides even (bf16
+ * pairs are read as 32-bit words), Hq/Hkv <= 32.
+ */
+#include <errno.h>
+#include <math.h>
+
+#include <cuda_bf16.h>
+
+#include "cuda_util.h"
+#include "kernels_cuda.h"
+
+extern "C" {
+#include "log.h"
+}
+
+#define ATT_TILE       32
+#define ATT_MAX_D      256
+#define ATT_MAX_SPLITS 16
+#define ATT_SPLIT_MIN  256 /* positions per split at least */
+
+struct att_dev {
+	const uint32_t *q_off, *start, *tables;
+	uint64_t page_stride;
+	float scale;
+	uint32_t hq, hkv, d, p, n_seqs, max_blocks, n_splits, chunk;
+};
+
+static __device__ uint32_t seq_of_row(const uint32_t *q_off, uint32_t n,
+				      uint32_t row)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (hi - lo > 1) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (q_off[mid] <= row)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static __device__ float warp_max(float v)
+{
+	for (int o = 16; o; o /= 2)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+
+static __device__ float warp_sum(float v)
+{
+	for (int o = 16; o; o /= 2)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/* Copies positions [t0, t0 + n) of kv head KVH into ks (n, D/2 + 1 words,
+ * padded against bank conflicts) and vs (n, D/2 words). */
+static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
+				 const __nv_bfloat16 *kc,
+				 const __nv_bfloat16 *vc,
+				 const uint32_t *table, const att_dev &a,
+				 uint32_t kvh, uint32_t t0, uint32_t n)
+{
+	uint32_t w = a.d / 2;
+
+	for (uint32_t e = threadIdx.x; e < n * w; e += blockDim.x) {
+		uint32_t jj = e / w, c = e % w, pos = t0 + jj;
+		size_t base = table[pos / a.p] * a.page_stride +
+			      ((size_t)kvh * a.p + pos % a.p) * a.d;
+
+		ks[jj * (w + 1) + c] = ((const __nv_bfloat162 *)(kc + base))[c];
+		vs[jj * w + c] = ((const __nv_bfloat162 *)(vc + base))[c];
+	}
+}
+
+/* q (D) f32 in shared . k (D) bf16 pairs in shared, in f32. */
+static __device__ float dot_qk(const float *q, const __nv_bfloat162 *k,
+			       uint32_t w)
+{
+	float s = 0;
+
+	for (uint32_t c = 0; c < w; c++) {
+		float2 kf = __bfloat1622float2(k[c]);
+
+		s += q[2 * c] * kf.x + q[2 * c + 1] * kf.y;
+	}
+	return s;
+}
+
+struct att_state {
+	float m, l, acc[ATT_MAX_D / 32];
+};
+
+/* One tile of N positions for this warp's head: online softmax update. */
+static __device__ void attend_tile(att_state &st, const float *qs,
+				   const __nv_bfloat162 *ks,
+				   const __nv_bfloat16 *vs, const att_dev &a,
+				   uint32_t n)
+{
+	uint32_t lane = threadIdx.x % 32, w = a.d / 2;
+	float sc = lane < n ? dot_qk(qs, ks + lane * (w + 1), w) * a.scale
+			    : -INFINITY;
+	float m_new = fmaxf(st.m, warp_max(sc));
+	float p = lane < n ? expf(sc - m_new) : 0.0f;
+	float corr = expf(st.m - m_new);
+
+	st.l = st.l * corr + warp_sum(p);
+#pragma unroll
+	for (int i = 0; i < ATT_MAX_D / 32; i++)
+		st.acc[i] *= corr;
+	for (uint32_t jj = 0; jj < n; jj++) {
+		float pj = __shfl_sync(0xffffffffu, p, jj);
+
+#pragma unroll
+		for (int i = 0; i < ATT_MAX_D / 32; i++) {
+			uint32_t d = lane + 32 * i;
+
+			if (d < a.d)
+				st.acc[i] += pj * __bfloat162float(
+						      vs[jj * a.d + d]);
+		}
+	}
+	st.m = m_new;
+}
+
+/* Writes the warp's result: the output row (one split) or its partial. */
+static __device__ void attend_store(const att_state &st, __nv_bfloat16 *out,
+				    float *scratch, const att_dev &a,
+				    uint32_t row, uint32_t h, uint32_t split)
+{
+	uint32_t lane = threadIdx.x % 32;
+	size_t o = ((size_t)row * a.hq + h) * a.d;
+	float *part = scratch + (((size_t)row * a.hq + h) * a.n_splits +
+				 split) * (a.d + 2);
+
+#pragma unroll
+	for (int i = 0; i < ATT_MAX_D / 32; i++) {
+		uint32_t d = lane + 32 * i;
+
+		if (d >= a.d)
+			continue;
+		if (a.n_splits == 1)
+			out[o + d] = __float2bfloat16_rn(st.acc[i] / st.l);
+		else
+			part[d] = st.acc[i];
+	}
+	if (a.n_splits > 1 && lane == 0)
+		part[a.d] = st.m, part[a.d + 1] = st.l;
+}
+
+/* out (T,Hq,D) bf16 or scratch partials; q (T,Hq,D) f32; k/v caches
+ * (pages,Hkv,P,D) bf16. Block (row, kv head, split), one warp per query
+ * head of the group. Shared: q (G,D) f32, K tile, V tile. */
+static __global__ void attend(__nv_bfloat16 *out, float *scratch,
+			      const float *q, const __nv_bfloat16 *kc,
+			      const __nv_bfloat16 *vc, att_dev a)
+{
+	extern __shared__ float smem[];
+	uint32_t row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+	uint32_t g = a.hq / a.hkv, warp = threadIdx.x / 32, w = a.d / 2;
+	uint32_t s = seq_of_row(a.q_off, a.n_seqs, row);
+	uint32_t pos = a.start[s] + row - a.q_off[s];
+	uint32_t j0 = split * a.chunk, j1 = min(j0 + a.chunk, pos + 1);
+	float *qs = smem;
+	__nv_bfloat162 *ks = (__nv_bfloat162 *)(qs + g * a.d);
+	__nv_bfloat162 *vs = ks + ATT_TILE * (w + 1);
+	att_state st = {-INFINITY, 0.0f, {0}};
+
+	for (uint32_t i = threadIdx.x; i < g * a.d; i += blockDim.x)
+		qs[i] = q[((size_t)row * a.hq + kvh * g) * a.d + i];
+	for (uint32_t t0 = j0; t0 < j1; t0 += ATT_TILE) {
+		uint32_t n = min(ATT_TILE, j1 - t0);
+
+		__syncthreads();
+		load_tile(ks, vs, kc, vc, a.tables + (size_t)s * a.max_blocks,
+			  a, kvh, t0, n);
+		__syncthreads();
+		attend_tile(st, qs + warp * a.d, ks, (__nv_bfloat16 *)vs, a, n);
+	}
+	attend_store(st, out, scratch, a, row, kvh * g + warp, split);
+}
+
+/* out (T,Hq,D) bf16 from the partials of every split; block (row, head). */
+static __global__ void merge(__nv_bfloat16 *out, const float *scratch,
+			     att_dev a)
+{
+	size_t rh = (size_t)blockIdx.x * a.hq + blockIdx.y;
+	const float *part = scratch + rh * a.n_splits * (a.d + 2);
+	float m = -INFINITY, l = 0;
+
+	for (uint32_t s = 0; s < a.n_splits; s++)
+		m = fmaxf(m, part[s * (a.d + 2) + a.d]);
+	for (uint32_t s = 0; s < a.n_splits; s++)
+		l += part[s * (a.d + 2) + a.d + 1] *
+		     expf(part[s * (a.d + 2) + a.d] - m);
+	for (uint32_t d = threadIdx.x; d < a.d; d += blockDim.x) {
+		float acc = 0;
+
+		for (uint32_t s = 0; s < a.n_splits; s++)
+			acc += part[s * (a.d + 2) + d] *
+			       expf(part[s * (a.d + 2) + a.d] - m);
+		out[rh * a.d + d] = __float2bfloat16_rn(acc / l);
+	}
+}
+
+extern "C" uint64_t o1_attention_cuda_scratch_floats(uint32_t rows,
+						     uint32_t n_heads,
+						     uint32_t head_dim,
+						     uint32_t splits)
+{
+	return splits > 1 ? (uint64_t)rows * n_heads * splits * (head_dim + 2)
+			  : 0;
+}
+
+static int check_attention(const struct o1_attn_dims *d,
+			   const struct o1_attn_batch *b, uint32_t max_len)
+{
+	if (!d->n_heads || !d->n_kv_heads || d->n_heads % d->n_kv_heads ||
+	    d->n_heads / d->n_kv_heads > 32 || !d->head_dim ||
+	    d->head_dim % 2 || d->head_dim > ATT_MAX_D || !d->page_tokens ||
+	    d->page_stride % 2 ||
+	    d->page_stride <
+		(uint64_t)d->n_kv_heads * d->page_tokens * d->head_dim ||
+	    !b->n_seqs || !b->q_offsets || !b->start_pos ||
+	    !b->block_tables || !max_len ||
+	    (uint64_t)b->max_blocks * d->page_tokens < max_len) {
+		o1_err("attention: bad shape: heads %u/%u of %u, page %u "
+		       "tokens stride %llu, %u seqs, %u blocks, max_len %u",
+		       d->n_heads, d->n_kv_heads, d->head_dim, d->page_tokens,
+		       (unsigned long long)d->page_stride, b->n_seqs,
+		       b->max_blocks, max_len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Splits along the sequence: enough for long contexts, within scratch. */
+static uint32_t pick_splits(uint32_t rows, uint32_t hq, uint32_t d,
+			    uint32_t max_len, uint64_t scratch_floats)
+{
+	uint32_t s = (max_len + ATT_SPLIT_MIN - 1) / ATT_SPLIT_MIN;
+
+	s = s > ATT_MAX_SPLITS ? ATT_MAX_SPLITS : s;
+	while (s > 1 && o1_attention_cuda_scratch_floats(rows, hq, d, s) >
+			    scratch_floats)
+		s--;
+	return s ? s : 1;
+}
+
+static int launch(__nv_bfloat16 *out, const float *q,
+		  const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
+		  const att_dev &a, uint32_t rows, float *scratch,
+		  cudaStream_t stream)
+{
+	uint32_t g = a.hq / a.hkv;
+	size_t smem = g * a.d * sizeof(float) +
+		      ATT_TILE * (a.d + 2 + a.d) * sizeof(__nv_bfloat16);
+	int err = 0;
+
+	if (smem > 48 * 1024)
+		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+		    attend, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		    (int)smem));
+	if (err)
+		return err;
+	attend<<<dim3(rows, a.hkv, a.n_splits), g * 32, smem, stream>>>(
+	    out, scratch, q, kc, vc, a);
+	err = O1_CUDA_LAUNCHED("attention");
+	if (err || a.n_splits == 1)
+		return err;
+	merge<<<dim3(rows, a.hq), 128, 0, stream>>>(out, scratch, a);
+	return O1_CUDA_LAUNCHED("attention merge");
+}
+
+extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
+				 const uint16_t *k_cache,
+				 const uint16_t *v_cache,
+				 const struct o1_attn_dims *d,
+				 const struct o1_attn_batch *b, uint32_t n_rows,
+				 uint32_t max_len, float *scratch,
+				 uint64_t scratch_floats, cudaStream_t stream)
+{
+	att_dev a = {b->q_offsets,  b->start_pos,   b->block_tables,
+		     d->page_stride, d->scale,	    d->n_heads,
+		     d->n_kv_heads,  d->head_dim,   d->page_tokens,
+		     b->n_seqs,	     b->max_blocks, 1,
+		     0};
+	int err = check_attention(d, b, max_len);
+
+	if (!err && (!out || !q || !k_cache || !v_cache)) {
+		o1_err("attention: NULL operand");
+		err = -EINVAL;
+	}
+	if (err || !n_rows)
+		return err;
+	a.n_splits = pick_splits(n_rows, a.hq, a.d, max_len,
+				 scratch ? scratch_floats : 0);
+	a.chunk = (max_len + a.n_splits - 1) / a.n_splits;
+	a.chunk = (a.chunk + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
+	return launch((__nv_bfloat16 *)out, q,
+		      (const __nv_bfloat16 *)k_cache,
+		      (const __nv_bfloat16 *)v_cache, a, n_rows, scratch,
+		      stream);
+}

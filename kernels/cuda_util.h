@@ -1,0 +1,32 @@
+/* CUDA error checking shared by the kernels and the CUDA backend: every
+ * runtime call and every launch goes through O1_CUDA_CHECK, which logs the
+ * failing expression with the caller's file:line and turns the error into
+ * -O1_E_CUDA. Nothing here exits or aborts. */
+#ifndef O1_CUDA_UTIL_H
+#define O1_CUDA_UTIL_H
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Returns 0 for cudaSuccess, else logs WHAT at FILE:LINE and returns
+ * -O1_E_CUDA. */
+int o1_cuda_check(cudaError_t err, const char *what, const char *file,
+		  int line);
+
+/* Returns 0 when a CUDA device is usable, -O1_E_UNSUPPORTED (not logged)
+ * when cudaGetDeviceCount fails or finds none: tests skip on that. */
+int o1_cuda_probe(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#define O1_CUDA_CHECK(call) o1_cuda_check((call), #call, __FILE__, __LINE__)
+/* After a kernel launch: the launch error (bad configuration). */
+#define O1_CUDA_LAUNCHED(name) \
+	o1_cuda_check(cudaGetLastError(), (name), __FILE__, __LINE__)
+
+#endif

@@ -1,0 +1,105 @@
+/* CUDA twins of the CPU reference kernels (kernels/<op>.h is the
+ * specification of kernels/<op>.cu). Conventions:
+ * - Every pointer is device memory unless said otherwise; sizes, dims and
+ *   struct arguments are host values. Launchers check shapes, alignment
+ *   and NULLs first (-EINVAL, logged with the values), enqueue on STREAM
+ *   and never synchronize; a launch failure is -O1_E_CUDA with file:line.
+ * - bf16 tensors are passed as uint16_t (raw bfloat16 bits) so C callers
+ *   need no CUDA types; conversions round to nearest even.
+ * - Activations that feed a matrix product are bf16; the residual stream,
+ *   matrix-product outputs, RoPE and attention arithmetic are f32.
+ * - Device code cannot return errors: bad ids or pages must be refused by
+ *   the caller on the host first (the CUDA backend does); kernels still
+ *   never read or write out of bounds for an out-of-range token id.
+ */
+#ifndef O1_KERNELS_CUDA_H
+#define O1_KERNELS_CUDA_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "attention.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* convert.cu: dst (n) = bf16(src (n)) and back. */
+int o1_convert_bf16_from_f32_cuda(uint16_t *dst, const float *src,
+				  uint64_t n, cudaStream_t stream);
+int o1_convert_f32_from_bf16_cuda(float *dst, const uint16_t *src,
+				  uint64_t n, cudaStream_t stream);
+
+/* embedding.cu: out (T,dim) f32 = table (vocab,dim) bf16 [ids (T)]; a row
+ * whose id is outside [0, vocab) is written as zeros. */
+int o1_embedding_cuda(float *out, const uint16_t *table, const int32_t *ids,
+		      uint32_t n_tokens, uint32_t dim, uint32_t vocab,
+		      cudaStream_t stream);
+
+/* rmsnorm.cu: RMSNorm fused with the residual add. For output row i and
+ * source row r = ROWS ? rows[i] : i: when RESIDUAL is not NULL, x[r] +=
+ * residual[r] first (written back: X is the residual stream); then
+ * out[i] = bf16(weight * (x[r] * 1/sqrt(mean(x[r]^2) + eps))).
+ * x, residual (rows, dim) f32; weight (dim) f32; out (n_rows, dim) bf16.
+ * The sum of squares is an f32 tree reduction (rmsnorm.h uses double). */
+int o1_rmsnorm_cuda(uint16_t *out, float *x, const float *residual,
+		    const float *weight, const uint32_t *rows, uint32_t n_rows,
+		    uint32_t dim, float eps, cudaStream_t stream);
+
+/* rope.cu: the rotation of rope.h in place, x (T,H,D) f32, pos (T),
+ * inv_freq (rot_dim/2). */
+int o1_rope_cuda(float *x, const int32_t *pos, uint32_t n_tokens,
+		 uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim,
+		 const float *inv_freq, float scale, cudaStream_t stream);
+
+/* rope.cu: the QKV epilogue fused with the KV page write. qkv (T, (Hq +
+ * 2 Hkv) D) f32 is the fused projection's output [q | k | v] per row, bias
+ * ((Hq + 2 Hkv) D) f32 or NULL. Writes q (T,Hq,D) f32 = rope(q + bq), and
+ * rope(k + bk), v + bv as bf16 into the caches at slots[t] (= page * P +
+ * slot) with the layout of attention.h (page_stride in elements). */
+struct o1_rope_kv_args {
+	float *q;
+	uint16_t *k_cache, *v_cache;
+	const float *qkv, *bias;
+	const int32_t *pos;
+	const uint32_t *slots;
+	const float *inv_freq;
+	float scale;
+	uint32_t n_tokens, rot_dim;
+};
+int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
+			  const struct o1_attn_dims *dims, cudaStream_t stream);
+
+/* attention.cu: paged causal GQA attention with the arithmetic of
+ * attention.h up to rounding (online softmax, f32), out (T,Hq,D) bf16,
+ * q (T,Hq,D) f32, caches bf16. BATCH's arrays are device pointers, its
+ * n_seqs and max_blocks host values; N_ROWS = q_offsets[n_seqs]; MAX_LEN
+ * >= every start_pos + n_new (it sets the split along the sequence).
+ * SCRATCH holds SCRATCH_FLOATS floats; o1_attention_cuda_scratch_floats
+ * says how many a batch needs at least for one split. */
+int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
+		      const uint16_t *v_cache, const struct o1_attn_dims *dims,
+		      const struct o1_attn_batch *batch, uint32_t n_rows,
+		      uint32_t max_len, float *scratch,
+		      uint64_t scratch_floats, cudaStream_t stream);
+/* Floats of scratch for ROWS rows split in SPLITS along the sequence. */
+uint64_t o1_attention_cuda_scratch_floats(uint32_t rows, uint32_t n_heads,
+					  uint32_t head_dim, uint32_t splits);
+
+/* swiglu.cu: out (T,F) bf16 = silu(gate) * up, gate and up (T,F) f32 with
+ * LD floats between rows (2F for a fused [gate | up] product). */
+int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
+		   uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim,
+		   cudaStream_t stream);
+
+/* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
+ * vocab) f32, the lowest index on ties; NaN never wins. */
+int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,
+		   uint32_t vocab, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

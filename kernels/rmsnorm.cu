@@ -1,0 +1,65 @@
+/* RMSNorm fused with the residual add, one block per output row: the
+ * block adds the residual into x (the residual stream, f32), reduces the
+ * sum of squares in f32 (per-thread partial sums, then a shared-memory
+ * tree) and writes the normalized row as bf16 for the next product. */
+#include <errno.h>
+
+#include <cuda_bf16.h>
+
+#include "cuda_util.h"
+#include "kernels_cuda.h"
+
+extern "C" {
+#include "log.h"
+}
+
+#define RMS_THREADS 256
+
+/* out (n_rows,dim) bf16; x, residual (.,dim) f32 (residual may be NULL);
+ * weight (dim) f32; rows (n_rows) or NULL; block i = output row i. */
+static __global__ void rmsnorm(__nv_bfloat16 *out, float *x,
+			       const float *residual, const float *weight,
+			       const uint32_t *rows, uint32_t dim, float eps)
+{
+	__shared__ float part[RMS_THREADS];
+	uint32_t r = rows ? rows[blockIdx.x] : blockIdx.x;
+	float *xr = x + (size_t)r * dim;
+	__nv_bfloat16 *o = out + (size_t)blockIdx.x * dim;
+	float ss = 0, inv;
+
+	for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) {
+		float v = xr[i];
+
+		if (residual) {
+			v = v + residual[(size_t)r * dim + i];
+			xr[i] = v;
+		}
+		ss += v * v;
+	}
+	part[threadIdx.x] = ss;
+	__syncthreads();
+	for (uint32_t s = blockDim.x / 2; s; s /= 2) {
+		if (threadIdx.x < s)
+			part[threadIdx.x] += part[threadIdx.x + s];
+		__syncthreads();
+	}
+	inv = 1.0f / sqrtf(part[0] / (float)dim + eps);
+	for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x)
+		o[i] = __float2bfloat16_rn(weight[i] * (xr[i] * inv));
+}
+
+extern "C" int o1_rmsnorm_cuda(uint16_t *out, float *x, const float *residual,
+			       const float *weight, const uint32_t *rows,
+			       uint32_t n_rows, uint32_t dim, float eps,
+			       cudaStream_t stream)
+{
+	if (!out || !x || !weight || !dim || !(eps >= 0)) {
+		o1_err("rmsnorm: bad operands: dim %u eps %g", dim, eps);
+		return -EINVAL;
+	}
+	if (!n_rows)
+		return 0;
+	rmsnorm<<<n_rows, RMS_THREADS, 0, stream>>>(
+	    (__nv_bfloat16 *)out, x, residual, weight, rows, dim, eps);
+	return O1_CUDA_LAUNCHED("rmsnorm");
+}
