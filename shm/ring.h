@@ -97,4 +97,11 @@ static inline uint32_t o1_ring_capacity(const struct o1_ring *r)
 	return r->mask + 1;
 }
 
+/* Producer: free slots as of the head last read (no shared access); a
+ * lower bound of o1_ring_space(). */
+static inline uint32_t o1_ring_space_cached(const struct o1_ring *r)
+{
+	return o1_ring_capacity(r) - (r->local - r->peer);
+}
+
 #endif

@@ -340,7 +340,9 @@ int o1_ipc_drain(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	c->blocked = 0;
 	for (n = 0; n < DRAIN_BATCH_MAX && !c->doomed; n++) {
 		/* Room for the one reply an entry may need right away. */
-		space = o1_ring_space(&c->cq);
+		space = (int)o1_ring_space_cached(&c->cq);
+		if (space == 0)
+			space = o1_ring_space(&c->cq);
 		if (space < 0) {
 			srv->st.violations++;
 			o1_ipc_client_doom(srv, c, "corrupt completion head");

@@ -230,16 +230,21 @@ static void test_garbage_indices(void **state)
 	raw_ring(&r);
 	assert_true(raw_hung_up(&r, 3000));
 	raw_close(&r);
-	/* The completion side: a head ahead of anything the daemon wrote. */
+	/* The completion side: a head ahead of anything the daemon wrote,
+	 * noticed at the latest when the ring looks full (64 PONGs). */
 	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
 	atomic_store(&o1_region_cq_ctrl(r.base, &r.l)->head, 5000);
-	{
-		union o1_wire_entry *e = (void *)((uint8_t *)r.base + r.l.sq_off);
+	for (uint32_t i = 0; i < r.l.sq_entries; i++) {
+		union o1_wire_entry *e = (void *)((uint8_t *)r.base + r.l.sq_off +
+						  i * O1_WIRE_ENTRY_BYTES);
 
 		memset(e, 0, sizeof(*e));
 		e->ping.op = O1_OP_PING;
-		atomic_store(&o1_region_sq_ctrl(r.base, &r.l)->tail, 1);
+	}
+	for (uint32_t n = 16; n <= 128; n += 16) {
+		atomic_store(&o1_region_sq_ctrl(r.base, &r.l)->tail, n);
 		raw_ring(&r);
+		usleep(2000);
 	}
 	assert_true(raw_hung_up(&r, 3000));
 	raw_close(&r);
