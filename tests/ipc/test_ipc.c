@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +28,14 @@
 #include "ring.h"
 
 static int eventfd_mode;
+
+static uint64_t o1_test_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static void start(struct test_server *s, const char *a0, const char *a1,
 		  const char *a2, const char *a3)
@@ -299,7 +310,15 @@ static void test_garbage_offsets(void **state)
 	raw_hello(&h);
 	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
 	o1_region_rings(r.base, &r.l, &sq, &cq);
-	for (int i = 0; i < 3; i++) {
+	memset(&e, 0, sizeof(e));
+	e.op = 0x55; /* no such op: an ERROR event, not a FINAL */
+	raw_publish(&r, &sq, &e);
+	raw_event(&r, &cq, &ev);
+	assert_int_equal(ev.op, O1_EV_ERROR);
+	assert_int_equal(ev.error.error, -O1_E_PROTOCOL);
+	assert_int_equal(ev.error.msg_len, 2);
+	assert_memory_equal(ev.error.msg, "op", 2);
+	for (int i = 0; i < 2; i++) {
 		memset(&e, 0, sizeof(e));
 		e.submit.op = O1_OP_SUBMIT;
 		e.submit.req_id = 100 + i;
@@ -552,6 +571,74 @@ static void test_backpressure(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
+/* A peer that connects and never says hello is refused at the deadline;
+ * meanwhile others are served. */
+static void test_hello_timeout(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct o1_wire_welcome w;
+	struct server_stats st;
+	struct test_server s;
+	uint64_t t0;
+	int fd;
+
+	(void)state;
+	start(&s, "--hello-ms", "300", NULL, NULL);
+	strcpy(sa.sun_path, s.path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	t0 = o1_test_now_ms();
+	check_serving(&s);
+	assert_int_equal(recv(fd, &w, sizeof(w), 0), (int)sizeof(w));
+	assert_true(o1_test_now_ms() - t0 >= 250);
+	assert_int_equal(w.status, -ETIMEDOUT);
+	assert_int_equal(recv(fd, &w, sizeof(w), 0), 0); /* then closed */
+	close(fd);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.refused, 1);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* Draining: new submissions fail with DRAINING, the flag shows in the
+ * submission ring, pings still work; resuming accepts work again. */
+static void test_draining(void **state)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 4,
+				    .text = "abc", .text_len = 3,
+				    .max_tokens = 2};
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct test_server s;
+	struct o1_client *c;
+	struct o1_event ev;
+	char line[64];
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	c = good_client(&s);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	kill(s.pid, SIGINT);
+	assert_non_null(fgets(line, sizeof(line), s.out));
+	assert_string_equal(line, "draining=1\n");
+	assert_true(atomic_load(&o1_region_sq_ctrl(r.base, &r.l)->flags) &
+		    O1_RING_DRAINING);
+	assert_int_equal(o1_client_generate(c, &so, NULL, NULL, &ev), 0);
+	assert_int_equal(ev.finish, O1_FINISH_REASON_ERROR);
+	assert_int_equal(ev.error, -O1_E_DRAINING);
+	assert_int_equal(o1_client_ping(c, NULL), 0);
+	kill(s.pid, SIGINT);
+	assert_non_null(fgets(line, sizeof(line), s.out));
+	assert_string_equal(line, "draining=0\n");
+	assert_false(atomic_load(&o1_region_sq_ctrl(r.base, &r.l)->flags) &
+		     O1_RING_DRAINING);
+	assert_int_equal(o1_client_generate(c, &so, NULL, NULL, &ev), 0);
+	assert_int_equal(ev.finish, O1_FINISH_REASON_LENGTH);
+	raw_close(&r);
+	o1_client_close(c);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +652,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_flood_quota),
 		cmocka_unit_test(test_sigkill_mid_entry),
 		cmocka_unit_test(test_backpressure),
+		cmocka_unit_test(test_hello_timeout),
+		cmocka_unit_test(test_draining),
 	};
 
 	eventfd_mode = argc > 1 && !strcmp(argv[1], "--eventfd");

@@ -11,7 +11,7 @@
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
  *        [--hello-ms N] [--max-clients N] [--arena N]
  * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
- * at exit (SIGTERM). */
+ * at exit (SIGTERM). SIGINT toggles draining and prints "draining=N". */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +39,7 @@ struct req {
 };
 
 static struct req reqs[MAX_REQS];
+static int draining;
 
 static int on_submit(void *ctx, struct o1_ipc_server *srv,
 		     const struct o1_ipc_request *r)
@@ -159,6 +160,13 @@ static void on_signal(void *ctx, struct o1_ipc_server *srv, int signo)
 	(void)ctx;
 	if (signo == SIGHUP) {
 		print_stats(srv);
+		return;
+	}
+	if (signo == SIGINT) { /* fixture: toggles draining */
+		draining = !draining;
+		o1_ipc_server_set_draining(srv, draining);
+		printf("draining=%d\n", draining);
+		fflush(stdout);
 		return;
 	}
 	o1_ipc_server_stop(srv);
