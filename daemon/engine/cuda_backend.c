@@ -1,0 +1,694 @@
+/* The CUDA backend: the CPU backend's forward (cpu_backend.c) on the
+ * device, bf16 weights and KV, f32 residual stream and accumulation.
+ *
+ * Create converts every weight once into one device allocation (see
+ * cuda_backend.h), preallocates the KV pool, the activations and the
+ * step's inputs, and counts each allocation. A step:
+ *   1. flattens the batch on the host into a pinned buffer (ids, positions,
+ *      KV slots, logits rows, q offsets, start positions, block tables),
+ *      refusing out-of-range token ids before anything runs;
+ *   2. uploads it with one async copy into fixed device buffers;
+ *   3. runs the layers: RMSNorm (fused with the previous residual add),
+ *      one fused QKV product, RoPE fused with the bias and the KV page
+ *      write, paged attention, O product, RMSNorm + residual, one fused
+ *      gate/up product, SwiGLU, down product;
+ *   4. final RMSNorm (with the last residual add) and LM head over the rows
+ *      that want logits, in chunks of head_rows, each copied to the host.
+ * Everything is enqueued on one stream; the only host synchronization is
+ * the logits copy at the end, and no step allocates, so the decode path
+ * can be captured as a CUDA Graph per batch bucket (device buffers fixed,
+ * inputs refreshed by the one upload). Products go through cublasGemmEx
+ * with bf16 inputs, f32 compute and f32 outputs.
+ * Limits: head_dim even and <= 256, Hq/Hkv <= 32 (attention.cu).
+ */
+#include "cuda_backend.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda_util.h"
+#include "error.h"
+#include "kernels_cuda.h"
+#include "log.h"
+#include "rope.h"
+
+#define ALIGN_BYTES	  256
+#define HEAD_ROWS_MAX	  256 /* LM head rows per chunk */
+#define ATT_SPLITS_MAX	  16
+#define BLAS_WS_BYTES	  (32u << 20)
+
+static _Atomic uint64_t alloc_count;
+
+struct cuda_layer {
+	float *attn_norm, *ffn_norm, *bqkv; /* f32; bqkv NULL without bias */
+	uint16_t *wqkv, *wo, *wgu, *wdown;  /* bf16 [out, in] */
+};
+
+/* Step inputs, the same layout on the host (pinned) and the device. */
+struct cuda_inputs {
+	int32_t *ids, *pos;
+	uint32_t *slots, *rows, *q_off, *start, *tables;
+};
+
+struct cuda_state {
+	struct o1_model_desc d;
+	struct o1_backend_config cfg;
+	struct o1_kv_layout kvl;
+	cudaStream_t stream;
+	cublasHandle_t blas;
+	void *weights; /* owned: the one weight allocation */
+	uint16_t *embd, *out_w;
+	float *out_norm, *inv_freq;
+	float rope_scale;
+	struct cuda_layer *layers; /* host array, n_layers */
+	uint16_t *kv;		   /* owned: the pool, bf16 */
+	void *arena;		   /* owned: activations below */
+	float *x, *o, *qkv, *q, *gu, *logits, *scratch;
+	uint16_t *h, *att, *act;
+	void *blas_ws;
+	uint64_t scratch_floats;
+	void *in_dev, *in_host; /* owned: inputs, device and pinned host */
+	struct cuda_inputs dev, host;
+	uint64_t in_bytes;
+	uint32_t max_blocks, head_rows;
+};
+
+uint64_t o1_cuda_backend_alloc_count(void)
+{
+	return atomic_load(&alloc_count);
+}
+
+static int dev_alloc(void **p, uint64_t bytes, const char *what)
+{
+	int err = O1_CUDA_CHECK(cudaMalloc(p, bytes ? bytes : 1));
+
+	atomic_fetch_add(&alloc_count, 1);
+	if (err)
+		o1_err("cuda backend: cannot allocate %.1f MiB for %s",
+		       bytes / 1048576.0, what);
+	return err;
+}
+
+static int host_alloc(void **p, uint64_t bytes, const char *what)
+{
+	int err = O1_CUDA_CHECK(cudaMallocHost(p, bytes ? bytes : 1));
+
+	atomic_fetch_add(&alloc_count, 1);
+	if (err)
+		o1_err("cuda backend: cannot pin %.1f MiB for %s",
+		       bytes / 1048576.0, what);
+	return err;
+}
+
+/* Next ALIGN_BYTES-aligned piece of BYTES at *OFF past BASE (BASE 0 just
+ * measures: integer arithmetic, no pointer is formed). */
+static void *carve(uintptr_t base, uint64_t *off, uint64_t bytes)
+{
+	uintptr_t p = base + *off;
+
+	*off += (bytes + ALIGN_BYTES - 1) / ALIGN_BYTES * ALIGN_BYTES;
+	return (void *)p;
+}
+
+static uint64_t qkv_rows(const struct o1_model_desc *d)
+{
+	return (uint64_t)(d->n_heads + 2 * d->n_kv_heads) * d->head_dim;
+}
+
+/* Assigns every weight pointer at BASE; returns the bytes needed. */
+static uint64_t layout_weights(struct cuda_state *s, uintptr_t base)
+{
+	const struct o1_model_desc *d = &s->d;
+	uint64_t off = 0, dim = d->dim, f = d->ffn_dim;
+	uint64_t qd = (uint64_t)d->n_heads * d->head_dim;
+
+	s->embd = carve(base, &off, d->vocab_size * dim * 2);
+	s->out_norm = carve(base, &off, dim * 4);
+	s->out_w = d->tied_embeddings ? s->embd
+				      : carve(base, &off, d->vocab_size * dim * 2);
+	s->inv_freq = carve(base, &off, d->rope.dim / 2 * 4);
+	for (uint32_t l = 0; l < d->n_layers; l++) {
+		struct cuda_layer *y = &s->layers[l];
+
+		y->attn_norm = carve(base, &off, dim * 4);
+		y->ffn_norm = carve(base, &off, dim * 4);
+		y->bqkv = d->qkv_bias ? carve(base, &off, qkv_rows(d) * 4)
+				      : NULL;
+		y->wqkv = carve(base, &off, qkv_rows(d) * dim * 2);
+		y->wo = carve(base, &off, dim * qd * 2);
+		y->wgu = carve(base, &off, 2 * f * dim * 2);
+		y->wdown = carve(base, &off, dim * f * 2);
+	}
+	return off;
+}
+
+/* Where a tensor goes: its device address and whether it becomes bf16. */
+struct weight_dst {
+	void *p;
+	bool bf16;
+};
+
+static struct weight_dst layer_dst(const struct cuda_state *s,
+				   enum o1_tensor_role r, uint32_t l)
+{
+	const struct cuda_layer *y = &s->layers[l];
+	uint64_t dim = s->d.dim, hd = s->d.head_dim, f = s->d.ffn_dim;
+	uint64_t q = s->d.n_heads * hd, kv = s->d.n_kv_heads * hd;
+
+	switch (r) {
+	case O1_T_ATTN_NORM: return (struct weight_dst){y->attn_norm, false};
+	case O1_T_FFN_NORM: return (struct weight_dst){y->ffn_norm, false};
+	case O1_T_WQ: return (struct weight_dst){y->wqkv, true};
+	case O1_T_WK: return (struct weight_dst){y->wqkv + q * dim, true};
+	case O1_T_WV:
+		return (struct weight_dst){y->wqkv + (q + kv) * dim, true};
+	case O1_T_BQ: return (struct weight_dst){y->bqkv, false};
+	case O1_T_BK:
+		return (struct weight_dst){y->bqkv ? y->bqkv + q : NULL, false};
+	case O1_T_BV:
+		return (struct weight_dst){y->bqkv ? y->bqkv + q + kv : NULL,
+					   false};
+	case O1_T_WO: return (struct weight_dst){y->wo, true};
+	case O1_T_W_GATE: return (struct weight_dst){y->wgu, true};
+	case O1_T_W_UP: return (struct weight_dst){y->wgu + f * dim, true};
+	case O1_T_W_DOWN: return (struct weight_dst){y->wdown, true};
+	default: return (struct weight_dst){NULL, false};
+	}
+}
+
+static const enum o1_tensor_role layer_roles[] = {
+    O1_T_ATTN_NORM, O1_T_WQ, O1_T_WK,	    O1_T_WV,	 O1_T_BQ,   O1_T_BK,
+    O1_T_BV,	    O1_T_WO, O1_T_FFN_NORM, O1_T_W_GATE, O1_T_W_UP, O1_T_W_DOWN,
+};
+
+/* Host and device f32 staging for one tensor at a time. */
+struct staging {
+	float *host, *dev;
+	uint64_t elems;
+};
+
+static int upload(struct cuda_state *s, const struct o1_model *m,
+		  const struct o1_tensor *t, struct weight_dst dst,
+		  struct staging *st)
+{
+	uint64_t n = o1_tensor_elements(t);
+	int err = o1_tensor_read_f32(m, t, st->host);
+
+	if (err) {
+		o1_err("cuda backend: reading %s (layer %d): %s",
+		       o1_tensor_role_name(t->role), t->layer,
+		       o1_strerror(err));
+		return err;
+	}
+	if (!dst.bf16)
+		return O1_CUDA_CHECK(cudaMemcpy(dst.p, st->host, n * 4,
+						cudaMemcpyHostToDevice));
+	err = O1_CUDA_CHECK(
+	    cudaMemcpy(st->dev, st->host, n * 4, cudaMemcpyHostToDevice));
+	if (!err)
+		err = o1_convert_bf16_from_f32_cuda(dst.p, st->dev, n,
+						    s->stream);
+	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+}
+
+static int upload_role(struct cuda_state *s, const struct o1_model *m,
+		       enum o1_tensor_role r, int layer, struct weight_dst dst,
+		       struct staging *st)
+{
+	const struct o1_tensor *t = o1_model_tensor(m, r, layer);
+
+	if (!t || !dst.p)
+		return 0;
+	if (o1_tensor_elements(t) > st->elems) {
+		o1_err("cuda backend: %s (layer %d) has %llu elements, more "
+		       "than its slot",
+		       o1_tensor_role_name(r), layer,
+		       (unsigned long long)o1_tensor_elements(t));
+		return -O1_E_SHAPE;
+	}
+	return upload(s, m, t, dst, st);
+}
+
+static int upload_all(struct cuda_state *s, const struct o1_model *m,
+		      struct staging *st)
+{
+	int err = upload_role(s, m, O1_T_TOKEN_EMBD, -1,
+			      (struct weight_dst){s->embd, true}, st);
+
+	if (!err)
+		err = upload_role(s, m, O1_T_OUTPUT_NORM, -1,
+				  (struct weight_dst){s->out_norm, false}, st);
+	if (!err && !s->d.tied_embeddings)
+		err = upload_role(s, m, O1_T_OUTPUT, -1,
+				  (struct weight_dst){s->out_w, true}, st);
+	for (uint32_t l = 0; !err && l < s->d.n_layers; l++)
+		for (size_t i = 0; !err && i < sizeof(layer_roles) /
+						   sizeof(*layer_roles);
+		     i++)
+			err = upload_role(s, m, layer_roles[i], (int)l,
+					  layer_dst(s, layer_roles[i], l), st);
+	return err;
+}
+
+static uint64_t largest_tensor(const struct o1_model *m)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < m->n_tensors; i++)
+		if (o1_tensor_elements(&m->tensors[i]) > n)
+			n = o1_tensor_elements(&m->tensors[i]);
+	return n;
+}
+
+/* RoPE tables on the host (rope.h), then to the device. */
+static int setup_rope(struct cuda_state *s, const struct o1_model *m,
+		      float *host)
+{
+	const struct o1_tensor *t = o1_model_tensor(m, O1_T_ROPE_FREQS, -1);
+	float *div = NULL, *inv = host;
+	int err = 0;
+
+	if (t) {
+		div = host + s->d.rope.dim / 2;
+		err = o1_tensor_read_f32(m, t, div);
+	}
+	if (!err)
+		err = o1_rope_inv_freq(&s->d.rope, div, inv, &s->rope_scale);
+	if (err)
+		return err;
+	return O1_CUDA_CHECK(cudaMemcpy(s->inv_freq, inv,
+					s->d.rope.dim / 2 * sizeof(float),
+					cudaMemcpyHostToDevice));
+}
+
+static int load_weights(struct cuda_state *s, const struct o1_model *m)
+{
+	uint64_t bytes = layout_weights(s, 0);
+	struct staging st = {NULL, NULL, largest_tensor(m)};
+	int err;
+
+	if (st.elems < s->d.rope.dim)
+		st.elems = s->d.rope.dim;
+	o1_info("cuda backend: %.1f MiB of weights (bf16 matrices, f32 "
+		"norms and biases)",
+		bytes / 1048576.0);
+	err = dev_alloc(&s->weights, bytes, "weights");
+	if (err)
+		return err;
+	layout_weights(s, (uintptr_t)s->weights);
+	err = O1_CUDA_CHECK(cudaMemset(s->weights, 0, bytes));
+	st.host = malloc(st.elems * sizeof(float));
+	if (!err && !st.host)
+		err = -ENOMEM;
+	if (!err)
+		err = dev_alloc((void **)&st.dev, st.elems * 4, "staging");
+	if (!err)
+		err = upload_all(s, m, &st);
+	if (!err)
+		err = setup_rope(s, m, st.host);
+	if (st.dev)
+		cudaFree(st.dev);
+	free(st.host);
+	return err;
+}
+
+static int alloc_kv(struct cuda_state *s)
+{
+	uint64_t elems;
+	int err = o1_kv_layout_check(&s->kvl, &elems);
+
+	if (err)
+		return err;
+	err = dev_alloc((void **)&s->kv, elems * 2, "KV pool");
+	return err ? err : O1_CUDA_CHECK(cudaMemset(s->kv, 0, elems * 2));
+}
+
+/* Assigns every activation pointer at BASE; returns the bytes needed. */
+static uint64_t layout_arena(struct cuda_state *s, uintptr_t base)
+{
+	const struct o1_model_desc *d = &s->d;
+	uint64_t t = s->cfg.max_batch_tokens, off = 0, f = d->ffn_dim;
+	uint64_t qd = (uint64_t)d->n_heads * d->head_dim;
+
+	s->x = carve(base, &off, t * d->dim * 4);
+	s->o = carve(base, &off, t * d->dim * 4);
+	s->h = carve(base, &off, t * d->dim * 2);
+	s->qkv = carve(base, &off, t * qkv_rows(d) * 4);
+	s->q = carve(base, &off, t * qd * 4);
+	s->att = carve(base, &off, t * qd * 2);
+	s->gu = carve(base, &off, t * 2 * f * 4);
+	s->act = carve(base, &off, t * f * 2);
+	s->logits = carve(base, &off, (uint64_t)s->head_rows * d->vocab_size * 4);
+	s->scratch = carve(base, &off, s->scratch_floats * 4);
+	s->blas_ws = carve(base, &off, BLAS_WS_BYTES);
+	return off;
+}
+
+static uint64_t layout_inputs(struct cuda_state *s, uintptr_t base,
+			      struct cuda_inputs *in)
+{
+	uint64_t t = s->cfg.max_batch_tokens, n = s->cfg.max_seqs, off = 0;
+
+	in->ids = carve(base, &off, t * 4);
+	in->pos = carve(base, &off, t * 4);
+	in->slots = carve(base, &off, t * 4);
+	in->rows = carve(base, &off, t * 4);
+	in->q_off = carve(base, &off, (n + 1) * 4);
+	in->start = carve(base, &off, n * 4);
+	in->tables = carve(base, &off, n * s->max_blocks * 4);
+	return off;
+}
+
+static int alloc_buffers(struct cuda_state *s)
+{
+	uint64_t bytes;
+	int err;
+
+	s->head_rows = s->cfg.max_batch_tokens < HEAD_ROWS_MAX
+			   ? s->cfg.max_batch_tokens
+			   : HEAD_ROWS_MAX;
+	s->scratch_floats = o1_attention_cuda_scratch_floats(
+	    s->cfg.max_seqs, s->d.n_heads, s->d.head_dim, ATT_SPLITS_MAX);
+	bytes = layout_arena(s, 0);
+	err = dev_alloc(&s->arena, bytes, "activations");
+	if (err)
+		return err;
+	layout_arena(s, (uintptr_t)s->arena);
+	s->in_bytes = layout_inputs(s, 0, &s->dev);
+	err = dev_alloc(&s->in_dev, s->in_bytes, "step inputs");
+	if (!err)
+		err = host_alloc(&s->in_host, s->in_bytes, "step inputs");
+	if (err)
+		return err;
+	layout_inputs(s, (uintptr_t)s->in_dev, &s->dev);
+	layout_inputs(s, (uintptr_t)s->in_host, &s->host);
+	return 0;
+}
+
+static int blas_check(cublasStatus_t st, const char *what)
+{
+	if (st == CUBLAS_STATUS_SUCCESS)
+		return 0;
+	o1_err("cublas: %s: %s", what, cublasGetStatusString(st));
+	return -O1_E_CUDA;
+}
+
+static int setup_streams(struct cuda_state *s)
+{
+	int err = O1_CUDA_CHECK(
+	    cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+
+	if (!err)
+		err = blas_check(cublasCreate(&s->blas), "create");
+	if (!err)
+		err = blas_check(cublasSetStream(s->blas, s->stream),
+				 "set stream");
+	return err;
+}
+
+static void cuda_destroy(void *state)
+{
+	struct cuda_state *s = state;
+
+	if (!s)
+		return;
+	if (s->stream)
+		cudaStreamSynchronize(s->stream);
+	if (s->blas)
+		cublasDestroy(s->blas);
+	if (s->stream)
+		cudaStreamDestroy(s->stream);
+	cudaFreeHost(s->in_host);
+	cudaFree(s->in_dev);
+	cudaFree(s->arena);
+	cudaFree(s->kv);
+	cudaFree(s->weights);
+	free(s->layers);
+	free(s);
+}
+
+/* What attention.cu and rope.cu support. */
+static int check_model(const struct o1_model_desc *d)
+{
+	uint32_t rot = d->rope.dim ? d->rope.dim : d->head_dim;
+
+	if (d->head_dim % 2 || d->head_dim > 256 || !d->n_kv_heads ||
+	    d->n_heads % d->n_kv_heads || d->n_heads / d->n_kv_heads > 32 ||
+	    rot > d->head_dim) {
+		o1_err("cuda backend: unsupported shape: %u heads, %u kv "
+		       "heads, head_dim %u, rope dim %u (head_dim must be even "
+		       "and <= 256, at most 32 query heads per kv head)",
+		       d->n_heads, d->n_kv_heads, d->head_dim, rot);
+		return -O1_E_UNSUPPORTED;
+	}
+	return 0;
+}
+
+static int init_state(struct cuda_state *s, const struct o1_model *m,
+		      const struct o1_backend_config *cfg)
+{
+	int err = o1_cuda_probe();
+
+	if (err) {
+		o1_err("cuda backend: no CUDA device available");
+		return err;
+	}
+	s->d = m->desc;
+	if (!s->d.rope.dim)
+		s->d.rope.dim = s->d.head_dim;
+	s->cfg = *cfg;
+	s->kvl = (struct o1_kv_layout){cfg->n_pages, m->desc.n_layers,
+				       m->desc.n_kv_heads, cfg->page_tokens,
+				       m->desc.head_dim};
+	s->max_blocks =
+	    (cfg->max_context_tokens + cfg->page_tokens - 1) / cfg->page_tokens;
+	s->layers = calloc(m->desc.n_layers, sizeof(*s->layers));
+	return s->layers ? check_model(&s->d) : -ENOMEM;
+}
+
+static int cuda_create(const struct o1_model *m,
+		       const struct o1_backend_config *cfg, void **state)
+{
+	struct cuda_state *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	err = init_state(s, m, cfg);
+	if (!err)
+		err = setup_streams(s);
+	if (!err)
+		err = load_weights(s, m);
+	if (!err)
+		err = alloc_kv(s);
+	if (!err)
+		err = alloc_buffers(s);
+	if (!err)
+		err = blas_check(
+		    cublasSetWorkspace(s->blas, s->blas_ws, BLAS_WS_BYTES),
+		    "set workspace");
+	if (err) {
+		cuda_destroy(s);
+		return err;
+	}
+	*state = s;
+	return 0;
+}
+
+/* Flattens the step into the pinned inputs; counts rows and tokens and
+ * the longest context. -O1_E_BOUNDS (logged) for a token id outside the
+ * vocabulary. */
+struct flat {
+	uint32_t tokens, rows, max_len;
+};
+
+static int flatten_seq(struct cuda_state *s, const struct o1_step_seq *q,
+		       uint32_t i, struct flat *f)
+{
+	struct cuda_inputs *h = &s->host;
+	uint32_t p = s->cfg.page_tokens;
+
+	h->q_off[i] = f->tokens;
+	h->start[i] = q->start_pos;
+	if (q->n_pages)
+		memcpy(h->tables + (size_t)i * s->max_blocks, q->pages,
+		       q->n_pages * sizeof(uint32_t));
+	for (uint32_t j = 0; j < q->n_tokens; j++, f->tokens++) {
+		uint32_t pos = q->start_pos + j, t = f->tokens;
+
+		if (q->tokens[j] < 0 ||
+		    (uint32_t)q->tokens[j] >= s->d.vocab_size) {
+			o1_err("cuda backend: sequence %u: token id %d at %u "
+			       "outside the vocabulary of %u",
+			       i, q->tokens[j], j, s->d.vocab_size);
+			return -O1_E_BOUNDS;
+		}
+		h->ids[t] = q->tokens[j];
+		h->pos[t] = (int32_t)pos;
+		h->slots[t] = q->pages[pos / p] * p + pos % p;
+		if (q->all_logits || j + 1 == q->n_tokens)
+			h->rows[f->rows++] = t;
+	}
+	if (q->start_pos + q->n_tokens > f->max_len)
+		f->max_len = q->start_pos + q->n_tokens;
+	return 0;
+}
+
+static int flatten(struct cuda_state *s, const struct o1_step *st,
+		   struct flat *f)
+{
+	int err = 0;
+
+	*f = (struct flat){0, 0, 0};
+	for (uint32_t i = 0; !err && i < st->n_seqs; i++)
+		err = flatten_seq(s, &st->seqs[i], i, f);
+	s->host.q_off[st->n_seqs] = f->tokens;
+	return err;
+}
+
+/* y (m,n) f32 = x (m,k) bf16 . w (n,k)^T bf16, f32 compute. */
+static int gemm(struct cuda_state *s, float *y, const uint16_t *x,
+		const uint16_t *w, uint32_t m, uint32_t n, uint32_t k)
+{
+	const float one = 1.0f, zero = 0.0f;
+
+	return blas_check(cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N,
+				       (int)n, (int)m, (int)k, &one, w,
+				       CUDA_R_16BF, (int)k, x, CUDA_R_16BF,
+				       (int)k, &zero, y, CUDA_R_32F, (int)n,
+				       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+			  "gemm");
+}
+
+static struct o1_attn_dims attn_dims(const struct cuda_state *s)
+{
+	return (struct o1_attn_dims){s->d.n_heads,
+				     s->d.n_kv_heads,
+				     s->d.head_dim,
+				     s->kvl.page_tokens,
+				     o1_kv_layout_page_elems(&s->kvl),
+				     (float)(1.0 / sqrt(s->d.head_dim))};
+}
+
+static int attention_block(struct cuda_state *s, uint32_t l,
+			   const struct flat *f,
+			   const struct o1_attn_batch *b)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	struct o1_attn_dims ad = attn_dims(s);
+	uint16_t *kc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0);
+	uint16_t *vc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1);
+	struct o1_rope_kv_args ra = {s->q,	     kc,	 vc,
+				     s->qkv,	     y->bqkv,	 s->dev.pos,
+				     s->dev.slots,   s->inv_freq, s->rope_scale,
+				     f->tokens,	     d->rope.dim};
+	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
+	int err;
+
+	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
+			      t, d->dim, d->norm_eps, s->stream);
+	err = err ? err
+		  : gemm(s, s->qkv, s->h, y->wqkv, t, (uint32_t)qkv_rows(d),
+			 d->dim);
+	err = err ? err : o1_rope_kv_write_cuda(&ra, &ad, s->stream);
+	err = err ? err
+		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
+				      f->max_len, s->scratch,
+				      s->scratch_floats, s->stream);
+	return err ? err : gemm(s, s->o, s->att, y->wo, t, d->dim, qd);
+}
+
+static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	uint32_t f = d->ffn_dim;
+	int err;
+
+	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
+			      d->norm_eps, s->stream);
+	err = err ? err : gemm(s, s->gu, s->h, y->wgu, t, 2 * f, d->dim);
+	err = err ? err
+		  : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f,
+				   s->stream);
+	return err ? err : gemm(s, s->o, s->act, y->wdown, t, d->dim, f);
+}
+
+/* Final norm (adding the last MLP output) and LM head over the R rows
+ * that want logits, HEAD_ROWS at a time, each chunk copied to LOGITS. */
+static int head(struct cuda_state *s, uint32_t r, float *logits)
+{
+	const struct o1_model_desc *d = &s->d;
+	int err = 0;
+
+	for (uint32_t c = 0; !err && c < r; c += s->head_rows) {
+		uint32_t n = r - c < s->head_rows ? r - c : s->head_rows;
+
+		err = o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm,
+				      s->dev.rows + c, n, d->dim, d->norm_eps,
+				      s->stream);
+		err = err ? err
+			  : gemm(s, s->logits, s->h, s->out_w, n,
+				 d->vocab_size, d->dim);
+		err = err ? err
+			  : O1_CUDA_CHECK(cudaMemcpyAsync(
+				logits + (size_t)c * d->vocab_size, s->logits,
+				(size_t)n * d->vocab_size * sizeof(float),
+				cudaMemcpyDeviceToHost, s->stream));
+	}
+	return err;
+}
+
+static int forward(struct cuda_state *s, const struct o1_step *st,
+		   const struct flat *f)
+{
+	struct o1_attn_batch b = {st->n_seqs, s->dev.q_off, s->dev.start,
+				  s->dev.tables, s->max_blocks};
+	/* The tables come last: copy only the rows in use. */
+	size_t bytes = (size_t)((char *)s->host.tables - (char *)s->in_host) +
+		       (size_t)st->n_seqs * s->max_blocks * sizeof(uint32_t);
+	int err = O1_CUDA_CHECK(cudaMemcpyAsync(s->in_dev, s->in_host, bytes,
+						cudaMemcpyHostToDevice,
+						s->stream));
+
+	err = err ? err
+		  : o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
+				      s->d.dim, s->d.vocab_size, s->stream);
+	for (uint32_t l = 0; !err && l < s->d.n_layers; l++) {
+		err = attention_block(s, l, f, &b);
+		if (!err)
+			err = mlp_block(s, l, f->tokens);
+	}
+	return err ? err : head(s, f->rows, st->logits);
+}
+
+static int cuda_step(void *state, const struct o1_step *st)
+{
+	struct cuda_state *s = state;
+	struct flat f;
+	int err = flatten(s, st, &f);
+
+	if (!err)
+		err = forward(s, st, &f);
+	/* Even after a failed enqueue: the pinned inputs may be in flight. */
+	if (s->stream) {
+		int e = O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+
+		err = err ? err : e;
+	}
+	return err;
+}
+
+const struct o1_backend_ops o1_cuda_backend_ops = {
+    .name = "cuda",
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .step = cuda_step,
+};
