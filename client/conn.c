@@ -73,11 +73,11 @@ static int open_socket(const char *path)
 static int send_hello(struct o1_client *c)
 {
 	struct o1_wire_hello h = {
-		.magic = O1_HELLO_MAGIC,
-		.version = O1_WIRE_VERSION,
-		.sq_entries = c->o.sq_entries,
-		.cq_entries = c->o.cq_entries,
-		.arena_bytes = c->o.arena_bytes,
+	    .magic = O1_HELLO_MAGIC,
+	    .version = O1_WIRE_VERSION,
+	    .sq_entries = c->o.sq_entries,
+	    .cq_entries = c->o.cq_entries,
+	    .arena_bytes = c->o.arena_bytes,
 	};
 
 	memcpy(h.name, c->name, sizeof(h.name));
@@ -146,14 +146,16 @@ static int recv_welcome(struct o1_client *c, int *fds, int *n_fds)
 		struct cmsghdr align;
 	} cm;
 	struct iovec iov = {.iov_base = &c->w, .iov_len = sizeof(c->w)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
 			    .msg_control = cm.buf,
 			    .msg_controllen = sizeof(cm.buf)};
 	ssize_t len = recvmsg(c->sock, &mh, MSG_CMSG_CLOEXEC);
 	int n, ret;
 
 	if (len < 0)
-		return o1_client_fail(-errno, "no welcome: %s", strerror(errno));
+		return o1_client_fail(-errno, "no welcome: %s",
+				      strerror(errno));
 	if (len == 0)
 		return o1_client_fail(-ECONNRESET, "daemon hung up");
 	n = take_fds(&mh, fds, 2);
@@ -257,8 +259,7 @@ static int copy_opts(struct o1_client *c, const struct o1_client_opts *in)
 	return 0;
 }
 
-int o1_client_connect(const struct o1_client_opts *opts,
-		      struct o1_client **out)
+int o1_client_connect(const struct o1_client_opts *opts, struct o1_client **out)
 {
 	struct o1_client *c;
 	int ret;

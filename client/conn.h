@@ -15,9 +15,9 @@ struct o1_client {
 	struct o1_client_opts o;
 	char *path;
 	char name[O1_NAME_MAX];
-	int sock;       /* control socket, -1 when disconnected */
-	int efd;        /* daemon's doorbell eventfd, or -1 (futex wake) */
-	void *base;     /* region mapping, map_bytes long */
+	int sock;   /* control socket, -1 when disconnected */
+	int efd;    /* daemon's doorbell eventfd, or -1 (futex wake) */
+	void *base; /* region mapping, map_bytes long */
 	size_t map_bytes;
 	struct o1_region_layout l;
 	struct o1_wire_welcome w;
@@ -37,7 +37,7 @@ struct o1_client {
 /* Records a printf-style message as this thread's last error; returns
  * err so callers can `return o1_client_fail(err, ...)`. */
 int o1_client_fail(int err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Maps the region from a welcome; 0 or a negative error. */
 int o1_client_attach(struct o1_client *c, int memfd);
 /* Unmaps and closes everything (keeps the options). */

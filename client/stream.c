@@ -27,7 +27,8 @@ static void reclaim(struct o1_client *c)
 {
 	uint32_t head = sq_head(c);
 
-	if ((uint32_t)(head - c->reclaimed) > (uint32_t)(c->sq.pub - c->reclaimed))
+	if ((uint32_t)(head - c->reclaimed) >
+	    (uint32_t)(c->sq.pub - c->reclaimed))
 		return; /* impossible head: keep what we have */
 	while (c->reclaimed != head) {
 		c->arena_head = c->ends[c->reclaimed & c->sq.mask];
@@ -104,9 +105,8 @@ static int stops_bytes(const struct o1_submit_opts *o, uint32_t *out)
 		size_t len = strlen(o->stop_strings[i]);
 
 		if (len == 0 || len > O1_WIRE_STOP_STR_MAX)
-			return o1_client_fail(-EINVAL,
-					      "stop string %zu: %zu bytes", i,
-					      len);
+			return o1_client_fail(
+			    -EINVAL, "stop string %zu: %zu bytes", i, len);
 		n += 1 + len;
 	}
 	if (n > UINT32_MAX)
@@ -130,7 +130,8 @@ static int write_data(struct o1_client *c, const struct o1_submit_opts *o,
 		return ret;
 	total = ((pb + 3) & ~3ull) + ib + sb;
 	if (total > c->l.arena_bytes)
-		return o1_client_fail(-E2BIG, "request needs %llu arena bytes, "
+		return o1_client_fail(-E2BIG,
+				      "request needs %llu arena bytes, "
 				      "the arena has %u",
 				      (unsigned long long)total,
 				      c->l.arena_bytes);
@@ -267,7 +268,8 @@ int o1_client_poll(struct o1_client *c, struct o1_event *ev)
 	if (!ret)
 		ret = o1_wire_decode_ev(slot, &e, &why);
 	if (ret)
-		return o1_client_fail(ret, "bad event from the daemon: %s", why);
+		return o1_client_fail(ret, "bad event from the daemon: %s",
+				      why);
 	o1_ring_advance(&c->cq);
 	o1_ring_release(&c->cq);
 	to_event(&e, ev);
@@ -302,8 +304,7 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 	return ret;
 }
 
-int o1_client_wait(struct o1_client *c, struct o1_event *ev,
-		   int64_t timeout_ns)
+int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 {
 	uint64_t start = o1_client_now_ns(), now;
 	int64_t left, slice;
@@ -321,7 +322,8 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev,
 		if (left <= 0)
 			return o1_client_fail(-ETIMEDOUT, "no event in time");
 		if (!daemon_alive(c))
-			return o1_client_fail(-ECONNRESET, "the daemon is gone");
+			return o1_client_fail(-ECONNRESET,
+					      "the daemon is gone");
 		slice = left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS;
 		ret = sleep_for_event(c, ev, slice);
 		if (ret)
@@ -363,7 +365,8 @@ int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
 	int ret, cancelled = 0;
 
 	if (c->inflight)
-		return o1_client_fail(-EBUSY, "generate with requests in flight");
+		return o1_client_fail(-EBUSY,
+				      "generate with requests in flight");
 	ret = o1_client_submit(c, o);
 	while (!ret) {
 		ret = o1_client_wait(c, &ev, -1);

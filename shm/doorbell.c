@@ -11,8 +11,8 @@
 
 uint32_t o1_doorbell_prepare(struct o1_ring_ctrl *ctrl)
 {
-	uint32_t seq = atomic_load_explicit(&ctrl->doorbell,
-					    memory_order_acquire);
+	uint32_t seq =
+	    atomic_load_explicit(&ctrl->doorbell, memory_order_acquire);
 
 	atomic_fetch_or_explicit(&ctrl->flags, O1_RING_NEED_WAKEUP,
 				 memory_order_relaxed);
@@ -37,8 +37,8 @@ int o1_doorbell_wait(struct o1_ring_ctrl *ctrl, uint32_t seq,
 		ts.tv_nsec = timeout_ns % 1000000000;
 		tsp = &ts;
 	}
-	ret = syscall(SYS_futex, &ctrl->doorbell, FUTEX_WAIT, seq, tsp, NULL,
-		      0);
+	ret =
+	    syscall(SYS_futex, &ctrl->doorbell, FUTEX_WAIT, seq, tsp, NULL, 0);
 	if (ret == 0 || errno == EAGAIN)
 		return 0;
 	return -errno;
@@ -54,8 +54,8 @@ int o1_doorbell_ring(struct o1_ring_ctrl *ctrl, int efd)
 			return -errno;
 		return 1;
 	}
-	if (syscall(SYS_futex, &ctrl->doorbell, FUTEX_WAKE, INT_MAX, NULL,
-		    NULL, 0) < 0)
+	if (syscall(SYS_futex, &ctrl->doorbell, FUTEX_WAKE, INT_MAX, NULL, NULL,
+		    0) < 0)
 		return -errno;
 	return 1;
 }

@@ -8,7 +8,7 @@
 #include "wire.h"
 
 #define HDR_BYTES 256u
-#define PAGE 4096u
+#define PAGE	  4096u
 
 static int entries_ok(uint32_t n)
 {
@@ -47,20 +47,20 @@ void o1_region_format(void *base, const struct o1_region_layout *l,
 		      uint16_t flags, uint32_t client_id)
 {
 	struct o1_region_hdr h = {
-		.magic = O1_REGION_MAGIC,
-		.version = O1_REGION_VERSION,
-		.flags = flags,
-		.total_bytes = l->total_bytes,
-		.sq_entries = l->sq_entries,
-		.cq_entries = l->cq_entries,
-		.entry_bytes = O1_WIRE_ENTRY_BYTES,
-		.arena_bytes = l->arena_bytes,
-		.sq_ctrl_off = l->sq_ctrl_off,
-		.cq_ctrl_off = l->cq_ctrl_off,
-		.sq_off = l->sq_off,
-		.cq_off = l->cq_off,
-		.arena_off = l->arena_off,
-		.client_id = client_id,
+	    .magic = O1_REGION_MAGIC,
+	    .version = O1_REGION_VERSION,
+	    .flags = flags,
+	    .total_bytes = l->total_bytes,
+	    .sq_entries = l->sq_entries,
+	    .cq_entries = l->cq_entries,
+	    .entry_bytes = O1_WIRE_ENTRY_BYTES,
+	    .arena_bytes = l->arena_bytes,
+	    .sq_ctrl_off = l->sq_ctrl_off,
+	    .cq_ctrl_off = l->cq_ctrl_off,
+	    .sq_off = l->sq_off,
+	    .cq_off = l->cq_off,
+	    .arena_off = l->arena_off,
+	    .client_id = client_id,
 	};
 
 	memcpy(base, &h, sizeof(h));
@@ -100,12 +100,12 @@ int o1_region_rings(void *base, const struct o1_region_layout *l,
 	int ret = 0;
 
 	if (sq)
-		ret = o1_ring_init(sq, o1_region_sq_ctrl(base, l),
-				   b + l->sq_off, l->sq_entries,
-				   O1_WIRE_ENTRY_BYTES);
+		ret =
+		    o1_ring_init(sq, o1_region_sq_ctrl(base, l), b + l->sq_off,
+				 l->sq_entries, O1_WIRE_ENTRY_BYTES);
 	if (!ret && cq)
-		ret = o1_ring_init(cq, o1_region_cq_ctrl(base, l),
-				   b + l->cq_off, l->cq_entries,
-				   O1_WIRE_ENTRY_BYTES);
+		ret =
+		    o1_ring_init(cq, o1_region_cq_ctrl(base, l), b + l->cq_off,
+				 l->cq_entries, O1_WIRE_ENTRY_BYTES);
 	return ret;
 }

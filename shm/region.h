@@ -23,12 +23,12 @@
 
 #include "ring.h"
 
-#define O1_REGION_MAGIC 0x4853314fu /* "O1SH" little-endian */
-#define O1_REGION_VERSION 1
+#define O1_REGION_MAGIC	      0x4853314fu /* "O1SH" little-endian */
+#define O1_REGION_VERSION     1
 #define O1_REGION_ENTRIES_MIN 2u
 #define O1_REGION_ENTRIES_MAX 65536u
-#define O1_REGION_ARENA_MIN 4096u
-#define O1_REGION_ARENA_MAX (1u << 30)
+#define O1_REGION_ARENA_MIN   4096u
+#define O1_REGION_ARENA_MAX   (1u << 30)
 
 enum o1_region_flags {
 	/* Wake the daemon by writing the eventfd sent with the region
@@ -39,7 +39,7 @@ enum o1_region_flags {
 struct o1_region_hdr {
 	uint32_t magic;
 	uint16_t version;     /* O1_REGION_VERSION */
-	uint16_t flags;       /* enum o1_region_flags */
+	uint16_t flags;	      /* enum o1_region_flags */
 	uint32_t total_bytes; /* size of the memfd */
 	uint32_t sq_entries;
 	uint32_t cq_entries;

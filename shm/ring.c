@@ -40,8 +40,8 @@ static inline void *slot_at(struct o1_ring *r, uint32_t idx)
  * capacity behind the published tail. */
 static int reload_head(struct o1_ring *r)
 {
-	uint32_t head = atomic_load_explicit(&r->ctrl->head,
-					     memory_order_acquire);
+	uint32_t head =
+	    atomic_load_explicit(&r->ctrl->head, memory_order_acquire);
 
 	if ((uint32_t)(r->pub - head) > o1_ring_capacity(r))
 		return -O1_E_PROTOCOL;
@@ -93,8 +93,8 @@ int o1_ring_space(struct o1_ring *r)
  * we published and not behind what we have already read. */
 static int reload_tail(struct o1_ring *r)
 {
-	uint32_t tail = atomic_load_explicit(&r->ctrl->tail,
-					     memory_order_acquire);
+	uint32_t tail =
+	    atomic_load_explicit(&r->ctrl->tail, memory_order_acquire);
 
 	if ((uint32_t)(tail - r->pub) > o1_ring_capacity(r) ||
 	    (uint32_t)(tail - r->local) > o1_ring_capacity(r))

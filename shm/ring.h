@@ -50,12 +50,14 @@ _Static_assert(offsetof(struct o1_ring_ctrl, doorbell) == 192, "bell line");
  * (or one lock holder) per side. */
 struct o1_ring {
 	struct o1_ring_ctrl *ctrl; /* borrowed: the shared control block */
-	uint8_t *slots;            /* borrowed: capacity * slot_bytes bytes */
-	uint32_t mask;             /* capacity - 1 */
+	uint8_t *slots;		   /* borrowed: capacity * slot_bytes bytes */
+	uint32_t mask;		   /* capacity - 1 */
 	uint32_t slot_bytes;
-	uint32_t local;  /* producer: next index to claim; consumer: next to read */
-	uint32_t pub;    /* producer: last published tail; consumer: head */
-	uint32_t peer;   /* cached peer index (head for producer, tail for consumer) */
+	uint32_t
+	    local; /* producer: next index to claim; consumer: next to read */
+	uint32_t pub; /* producer: last published tail; consumer: head */
+	uint32_t
+	    peer; /* cached peer index (head for producer, tail for consumer) */
 };
 
 /* Sets up a view; capacity must be a power of two >= 2, slot_bytes a

@@ -84,10 +84,10 @@ static int check_stops(const struct o1_wire_submit *s,
 {
 	if (s->n_stop_ids > lim->max_stop_ids)
 		return fail(O1_E_BOUNDS, "n_stop_ids", why);
-	if (s->n_stop_ids && (s->stop_ids_off % 4 ||
-			      !in_arena(s->stop_ids_off,
-					(uint64_t)s->n_stop_ids * 4,
-					lim->arena_bytes)))
+	if (s->n_stop_ids &&
+	    (s->stop_ids_off % 4 ||
+	     !in_arena(s->stop_ids_off, (uint64_t)s->n_stop_ids * 4,
+		       lim->arena_bytes)))
 		return fail(O1_E_BOUNDS, "stop_ids_off", why);
 	if (s->stop_str_len > lim->max_stop_bytes)
 		return fail(O1_E_BOUNDS, "stop_str_len", why);

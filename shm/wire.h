@@ -18,12 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define O1_WIRE_VERSION 1
-#define O1_WIRE_ENTRY_BYTES 128
-#define O1_WIRE_IDS_MAX 8        /* token ids per TOKEN event */
-#define O1_WIRE_TEXT_MAX 48      /* inline text bytes per TOKEN event */
-#define O1_WIRE_MSG_MAX 96       /* inline message bytes per ERROR event */
-#define O1_WIRE_LOGPROBS_MAX 20  /* n_logprobs upper bound */
+#define O1_WIRE_VERSION	     1
+#define O1_WIRE_ENTRY_BYTES  128
+#define O1_WIRE_IDS_MAX	     8	 /* token ids per TOKEN event */
+#define O1_WIRE_TEXT_MAX     48	 /* inline text bytes per TOKEN event */
+#define O1_WIRE_MSG_MAX	     96	 /* inline message bytes per ERROR event */
+#define O1_WIRE_LOGPROBS_MAX 20	 /* n_logprobs upper bound */
 #define O1_WIRE_STOP_STR_MAX 255 /* bytes per stop string */
 
 enum o1_wire_op {
@@ -45,44 +45,44 @@ enum o1_prompt_kind {
 };
 
 enum o1_submit_flags {
-	O1_SUBMIT_ADD_BOS = 1u << 0,    /* prepend the model's BOS token */
+	O1_SUBMIT_ADD_BOS = 1u << 0,	/* prepend the model's BOS token */
 	O1_SUBMIT_IGNORE_EOS = 1u << 1, /* keep generating past EOS */
-	O1_SUBMIT_NO_TEXT = 1u << 2,    /* stream ids only, no detokenizing */
-	O1_SUBMIT_CHAT = 1u << 3,       /* apply the model's chat template */
+	O1_SUBMIT_NO_TEXT = 1u << 2,	/* stream ids only, no detokenizing */
+	O1_SUBMIT_CHAT = 1u << 3,	/* apply the model's chat template */
 	O1_SUBMIT_FLAGS_ALL = 0xf,
 };
 
 enum o1_finish_reason {
-	O1_FINISH_STOP = 0,      /* a stop id or string matched */
-	O1_FINISH_LENGTH = 1,    /* max_tokens or the context limit */
-	O1_FINISH_EOS = 2,       /* the model emitted end of sequence */
+	O1_FINISH_STOP = 0,	 /* a stop id or string matched */
+	O1_FINISH_LENGTH = 1,	 /* max_tokens or the context limit */
+	O1_FINISH_EOS = 2,	 /* the model emitted end of sequence */
 	O1_FINISH_CANCELLED = 3, /* CANCEL, client death or drain deadline */
-	O1_FINISH_ERROR = 4,     /* see error: a -errno or -O1_E_* */
+	O1_FINISH_ERROR = 4,	 /* see error: a -errno or -O1_E_* */
 	O1_FINISH_COUNT,
 };
 
 /* Sent by the client. Arena offsets are bytes from the arena start. */
 struct o1_wire_submit {
-	uint8_t op;           /* O1_OP_SUBMIT */
-	uint8_t prompt_kind;  /* enum o1_prompt_kind */
-	uint16_t flags;       /* enum o1_submit_flags */
-	uint32_t max_tokens;  /* >= 1 */
-	uint64_t req_id;      /* chosen by the client, echoed in events */
-	uint32_t prompt_off;  /* arena bytes; 4-aligned for ids */
-	uint32_t prompt_len;  /* bytes (text) or tokens (ids), >= 1 */
+	uint8_t op;	       /* O1_OP_SUBMIT */
+	uint8_t prompt_kind;   /* enum o1_prompt_kind */
+	uint16_t flags;	       /* enum o1_submit_flags */
+	uint32_t max_tokens;   /* >= 1 */
+	uint64_t req_id;       /* chosen by the client, echoed in events */
+	uint32_t prompt_off;   /* arena bytes; 4-aligned for ids */
+	uint32_t prompt_len;   /* bytes (text) or tokens (ids), >= 1 */
 	uint32_t stop_ids_off; /* arena bytes, 4-aligned */
 	uint32_t n_stop_ids;
-	uint32_t stop_str_off; /* arena bytes: repeated (u8 len, len bytes) */
-	uint32_t stop_str_len; /* bytes */
-	float temperature;     /* >= 0; 0 = greedy */
-	float top_p;           /* (0, 1] */
-	float min_p;           /* [0, 1) */
-	float repeat_penalty;  /* > 0; 1 = off */
-	float presence_penalty;  /* [-2, 2] */
+	uint32_t stop_str_off;	 /* arena bytes: repeated (u8 len, len bytes) */
+	uint32_t stop_str_len;	 /* bytes */
+	float temperature;	 /* >= 0; 0 = greedy */
+	float top_p;		 /* (0, 1] */
+	float min_p;		 /* [0, 1) */
+	float repeat_penalty;	 /* > 0; 1 = off */
+	float presence_penalty;	 /* [-2, 2] */
 	float frequency_penalty; /* [-2, 2] */
 	uint64_t seed;
-	uint32_t top_k;        /* 0 = off */
-	uint32_t n_logprobs;   /* 0..O1_WIRE_LOGPROBS_MAX */
+	uint32_t top_k;		/* 0 = off */
+	uint32_t n_logprobs;	/* 0..O1_WIRE_LOGPROBS_MAX */
 	uint32_t repeat_last_n; /* tokens the penalties look back over */
 	uint8_t pad[44];
 };
@@ -104,22 +104,22 @@ struct o1_wire_ping {
 };
 
 struct o1_wire_token {
-	uint8_t op;       /* O1_EV_TOKEN */
-	uint8_t n_ids;    /* 0..O1_WIRE_IDS_MAX */
+	uint8_t op;	  /* O1_EV_TOKEN */
+	uint8_t n_ids;	  /* 0..O1_WIRE_IDS_MAX */
 	uint8_t text_len; /* 0..O1_WIRE_TEXT_MAX */
 	uint8_t has_logprobs;
 	uint32_t pad0;
 	uint64_t req_id;
 	uint32_t ids[O1_WIRE_IDS_MAX];
 	float logprobs[O1_WIRE_IDS_MAX]; /* of each id, when has_logprobs */
-	char text[O1_WIRE_TEXT_MAX];     /* UTF-8, may split a code point */
+	char text[O1_WIRE_TEXT_MAX];	 /* UTF-8, may split a code point */
 };
 
 struct o1_wire_final {
-	uint8_t op;     /* O1_EV_FINAL */
+	uint8_t op;	/* O1_EV_FINAL */
 	uint8_t reason; /* enum o1_finish_reason */
 	uint16_t pad0;
-	int32_t error;  /* 0, or -errno / -O1_E_* when reason is ERROR */
+	int32_t error; /* 0, or -errno / -O1_E_* when reason is ERROR */
 	uint64_t req_id;
 	uint32_t prompt_tokens;
 	uint32_t generated_tokens;
@@ -128,7 +128,7 @@ struct o1_wire_final {
 
 /* A connection-level error (req_id 0) or a request refused before it ran. */
 struct o1_wire_error {
-	uint8_t op; /* O1_EV_ERROR */
+	uint8_t op;	 /* O1_EV_ERROR */
 	uint8_t msg_len; /* 0..O1_WIRE_MSG_MAX */
 	uint16_t pad0;
 	int32_t error;
@@ -171,14 +171,14 @@ _Static_assert(sizeof(union o1_wire_entry) == O1_WIRE_ENTRY_BYTES, "entry");
  * and, when the region has O1_REGION_EVENTFD, the daemon's doorbell eventfd
  * (n_fds says how many). A non-zero status comes with no fds and the
  * daemon then closes the connection. */
-#define O1_HELLO_MAGIC 0x4c48314fu   /* "O1HL" */
+#define O1_HELLO_MAGIC	 0x4c48314fu /* "O1HL" */
 #define O1_WELCOME_MAGIC 0x4c57314fu /* "O1WL" */
-#define O1_NAME_MAX 32
+#define O1_NAME_MAX	 32
 
 struct o1_wire_hello {
-	uint32_t magic;       /* O1_HELLO_MAGIC */
+	uint32_t magic;	      /* O1_HELLO_MAGIC */
 	uint16_t version;     /* O1_WIRE_VERSION */
-	uint16_t flags;       /* 0 */
+	uint16_t flags;	      /* 0 */
 	uint32_t sq_entries;  /* 0 = daemon default */
 	uint32_t cq_entries;  /* 0 = daemon default */
 	uint32_t arena_bytes; /* 0 = daemon default */
@@ -189,30 +189,30 @@ struct o1_wire_hello {
 _Static_assert(sizeof(struct o1_wire_hello) == 64, "hello");
 
 struct o1_wire_welcome {
-	uint32_t magic;   /* O1_WELCOME_MAGIC */
+	uint32_t magic;	  /* O1_WELCOME_MAGIC */
 	uint16_t version; /* O1_WIRE_VERSION */
-	uint16_t n_fds;   /* 1 (memfd) or 2 (memfd, eventfd) */
-	int32_t status;   /* 0, or -errno / -O1_E_* and no fds */
+	uint16_t n_fds;	  /* 1 (memfd) or 2 (memfd, eventfd) */
+	int32_t status;	  /* 0, or -errno / -O1_E_* and no fds */
 	uint32_t client_id;
 	uint32_t region_bytes;
-	uint32_t max_inflight;      /* requests in flight at once */
+	uint32_t max_inflight;	    /* requests in flight at once */
 	uint32_t max_prompt_tokens; /* per request */
 	uint32_t max_prompt_bytes;  /* per request (text) */
-	uint32_t max_tokens;        /* per request */
-	uint32_t vocab_size;        /* 0 when the daemon has no model */
+	uint32_t max_tokens;	    /* per request */
+	uint32_t vocab_size;	    /* 0 when the daemon has no model */
 	uint8_t pad[24];
 };
 _Static_assert(sizeof(struct o1_wire_welcome) == 64, "welcome");
 
 /* Limits the daemon enforces on submissions (its config and quotas). */
 struct o1_wire_limits {
-	uint32_t arena_bytes;    /* size of the client arena */
+	uint32_t arena_bytes; /* size of the client arena */
 	uint32_t max_prompt_bytes;
 	uint32_t max_prompt_tokens;
-	uint32_t max_tokens;     /* per request */
+	uint32_t max_tokens; /* per request */
 	uint32_t max_stop_ids;
 	uint32_t max_stop_bytes;
-	uint32_t vocab_size;     /* ids must be below it; 0 = unchecked */
+	uint32_t vocab_size; /* ids must be below it; 0 = unchecked */
 };
 
 /* Copies one submission-ring slot into *out and validates the copy against

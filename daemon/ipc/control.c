@@ -90,8 +90,7 @@ static int groups_allowed(int fd, const struct o1_ipc_opts *o)
 	return 0;
 }
 
-int o1_ipc_peer_check(int fd, const struct o1_ipc_opts *o,
-		      struct ucred *cred)
+int o1_ipc_peer_check(int fd, const struct o1_ipc_opts *o, struct ucred *cred)
 {
 	socklen_t len = sizeof(*cred);
 
@@ -133,7 +132,8 @@ int o1_ipc_recv_hello(int fd, struct o1_wire_hello *out)
 	} cm;
 	struct o1_wire_hello h;
 	struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
 			    .msg_control = cm.buf,
 			    .msg_controllen = sizeof(cm.buf)};
 	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
@@ -143,8 +143,7 @@ int o1_ipc_recv_hello(int fd, struct o1_wire_hello *out)
 	if (n == 0)
 		return -ECONNRESET;
 	if (drop_fds(&mh) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-	    n != sizeof(h) || h.magic != O1_HELLO_MAGIC || h.flags ||
-	    h.pad) {
+	    n != sizeof(h) || h.magic != O1_HELLO_MAGIC || h.flags || h.pad) {
 		o1_warn("ipc: bad hello: %zd bytes, magic 0x%08x, flags 0x%x",
 			n, n >= 4 ? h.magic : 0, (unsigned)mh.msg_flags);
 		return -O1_E_PROTOCOL;
@@ -195,8 +194,8 @@ close_fd:
 	return ret;
 }
 
-int o1_ipc_send_welcome(int fd, const struct o1_wire_welcome *w,
-			const int *fds, int n_fds)
+int o1_ipc_send_welcome(int fd, const struct o1_wire_welcome *w, const int *fds,
+			int n_fds)
 {
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];

@@ -27,7 +27,7 @@ int o1_ipc_recv_hello(int fd, struct o1_wire_hello *out);
 int o1_ipc_region_create(const struct o1_region_layout *l, uint16_t flags,
 			 uint32_t client_id, int *memfd, void **base);
 /* Sends the welcome with n_fds descriptors (0..2). Returns 0 or -errno. */
-int o1_ipc_send_welcome(int fd, const struct o1_wire_welcome *w,
-			const int *fds, int n_fds);
+int o1_ipc_send_welcome(int fd, const struct o1_wire_welcome *w, const int *fds,
+			int n_fds);
 
 #endif

@@ -36,11 +36,11 @@
 #include "log.h"
 #include "region.h"
 
-#define O1_IORING_OP_FUTEX_WAIT 51 /* kernel >= 6.7; liburing 2.3 lacks it */
-#define O1_FUTEX2_SIZE_U32 0x02    /* futex2 flags; no FUTEX2_PRIVATE */
-#define O1_FUTEX_MASK_ANY 0xffffffffull
-#define TICK_NS 100000000ll
-#define BACKLOG_WAIT_NS 1000000ll
+#define O1_IORING_OP_FUTEX_WAIT 51   /* kernel >= 6.7; liburing 2.3 lacks it */
+#define O1_FUTEX2_SIZE_U32	0x02 /* futex2 flags; no FUTEX2_PRIVATE */
+#define O1_FUTEX_MASK_ANY	0xffffffffull
+#define TICK_NS			100000000ll
+#define BACKLOG_WAIT_NS		1000000ll
 
 static uint64_t now_ns(void)
 {
@@ -50,8 +50,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline uint64_t ud_make(enum o1_ipc_ud kind, uint32_t idx,
-			       uint32_t gen)
+static inline uint64_t ud_make(enum o1_ipc_ud kind, uint32_t idx, uint32_t gen)
 {
 	return (uint64_t)kind << 56 | (uint64_t)idx << 32 | gen;
 }
@@ -107,10 +106,9 @@ int o1_ipc_arm(struct o1_ipc_server *srv, enum o1_ipc_ud kind,
 		if (c->efd >= 0)
 			io_uring_prep_poll_add(sqe, c->efd, POLLIN);
 		else
-			prep_futex_wait(sqe,
-					&o1_region_sq_ctrl(c->base, &c->l)
-						 ->doorbell,
-					seq);
+			prep_futex_wait(
+			    sqe, &o1_region_sq_ctrl(c->base, &c->l)->doorbell,
+			    seq);
 		break;
 	default:
 		io_uring_prep_nop(sqe);
@@ -152,8 +150,8 @@ void o1_ipc_client_doom(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		return;
 	if (why)
 		o1_info("ipc: closing client %u (%s, pid %d, uid %u): %s",
-			c->id, c->name, (int)c->cred.pid,
-			(unsigned)c->cred.uid, why);
+			c->id, c->name, (int)c->cred.pid, (unsigned)c->cred.uid,
+			why);
 	c->doomed = 1;
 	srv->any_doomed = 1;
 }
@@ -422,7 +420,8 @@ static int prepare_sleep(struct o1_ipc_server *srv)
 			continue;
 		seq = o1_doorbell_prepare(o1_region_sq_ctrl(c->base, &c->l));
 		if (!c->bell_armed)
-			c->bell_armed = !o1_ipc_arm(srv, O1_IPC_UD_BELL, c, seq);
+			c->bell_armed =
+			    !o1_ipc_arm(srv, O1_IPC_UD_BELL, c, seq);
 	}
 	for (uint32_t i = 0; i < srv->o.max_clients && !found; i++) {
 		struct o1_ipc_client *c = &srv->clients[i];

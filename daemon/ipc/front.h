@@ -25,8 +25,8 @@ enum o1_ipc_ud {
 	O1_IPC_UD_KICK,
 	O1_IPC_UD_SIGNAL,
 	O1_IPC_UD_TIMER,
-	O1_IPC_UD_SOCK,   /* a client's control socket */
-	O1_IPC_UD_BELL,   /* a client's doorbell: futex wait or eventfd poll */
+	O1_IPC_UD_SOCK, /* a client's control socket */
+	O1_IPC_UD_BELL, /* a client's doorbell: futex wait or eventfd poll */
 	O1_IPC_UD_CANCEL,
 };
 
@@ -38,23 +38,23 @@ enum o1_ipc_state {
 
 struct o1_ipc_client {
 	enum o1_ipc_state state;
-	int fd;  /* control socket, owned */
+	int fd;	 /* control socket, owned */
 	int efd; /* doorbell eventfd (fallback mode), owned, or -1 */
 	uint32_t id;
 	void *base; /* region mapping, owned, l.total_bytes long */
-	struct o1_region_layout l;  /* private copy of the geometry */
-	struct o1_ring sq;          /* we consume */
-	struct o1_ring cq;          /* we produce */
+	struct o1_region_layout l; /* private copy of the geometry */
+	struct o1_ring sq;	   /* we consume */
+	struct o1_ring cq;	   /* we produce */
 	struct o1_wire_limits lim;
 	struct ucred cred;
 	uint64_t hello_deadline_ns;
-	uint32_t inflight;   /* requests accepted and not yet FINAL */
+	uint32_t inflight; /* requests accepted and not yet FINAL */
 	uint32_t violations;
 	int sock_armed, bell_armed;
-	int cq_dirty;        /* claimed completions not yet committed */
-	int blocked;         /* completion ring was full this pass */
-	int doomed;          /* torn down at the end of the pass */
-	uint8_t *scratch;    /* private copies of prompt and stop lists */
+	int cq_dirty;	  /* claimed completions not yet committed */
+	int blocked;	  /* completion ring was full this pass */
+	int doomed;	  /* torn down at the end of the pass */
+	uint8_t *scratch; /* private copies of prompt and stop lists */
 	size_t scratch_bytes;
 	char name[O1_NAME_MAX];
 	/* Kept across reuse of the slot (teardown clears what precedes). */
@@ -72,7 +72,7 @@ struct o1_ipc_server {
 	struct o1_ipc_client *clients; /* o.max_clients */
 	atomic_int stop;
 	int draining;
-	int backlog;  /* some client is blocked on its completion ring */
+	int backlog; /* some client is blocked on its completion ring */
 	int any_doomed;
 	uint32_t posted; /* events posted during the current pass */
 	int accept_armed, kick_armed, sig_armed, timer_armed;

@@ -28,9 +28,9 @@
 struct o1_ipc_server;
 
 struct o1_ipc_opts {
-	size_t sz;               /* sizeof(struct o1_ipc_opts) */
+	size_t sz;		 /* sizeof(struct o1_ipc_opts) */
 	const char *socket_path; /* default /run/o1d/o1d.sock; borrowed */
-	uint32_t socket_mode;    /* default 0660 */
+	uint32_t socket_mode;	 /* default 0660 */
 	/* Peers allowed to connect: uid in allowed_uids, or primary or
 	 * supplementary gid in allowed_gids. Both empty: the daemon's uid
 	 * and root only. Borrowed until o1_ipc_server_create returns. */
@@ -38,24 +38,24 @@ struct o1_ipc_opts {
 	size_t n_allowed_uids;
 	const uint32_t *allowed_gids;
 	size_t n_allowed_gids;
-	uint32_t spin_us;      /* busy-poll window before sleeping; default 50 */
-	uint32_t max_clients;  /* default 64 */
-	uint32_t sq_entries;   /* default and maximum ring sizes, arena */
+	uint32_t spin_us;     /* busy-poll window before sleeping; default 50 */
+	uint32_t max_clients; /* default 64 */
+	uint32_t sq_entries;  /* default and maximum ring sizes, arena */
 	uint32_t cq_entries;
 	uint32_t arena_bytes;
-	uint32_t max_inflight; /* per client; default 64 */
+	uint32_t max_inflight;	    /* per client; default 64 */
 	uint32_t max_prompt_tokens; /* per request; default 8192 */
 	uint32_t max_prompt_bytes;  /* per request; default 65536 */
-	uint32_t max_tokens;        /* per request; default 4096 */
-	uint32_t max_stop_ids;      /* default 16 */
+	uint32_t max_tokens;	    /* per request; default 4096 */
+	uint32_t max_stop_ids;	    /* default 16 */
 	uint32_t max_stop_bytes;    /* default 1024 */
-	uint32_t vocab_size;        /* 0: ids unchecked here */
+	uint32_t vocab_size;	    /* 0: ids unchecked here */
 	uint32_t max_violations;    /* disconnect at this count; default 8 */
 	uint32_t hello_timeout_ms;  /* handshake deadline; default 2000 */
-	int force_eventfd;   /* 1: doorbells through eventfd + POLL_ADD even
-			      * when IORING_OP_FUTEX_WAIT is available */
-	int handle_signals;  /* 1: block SIGINT/SIGTERM/SIGHUP and read them
-			      * through a signalfd in the loop */
+	int force_eventfd;  /* 1: doorbells through eventfd + POLL_ADD even
+			     * when IORING_OP_FUTEX_WAIT is available */
+	int handle_signals; /* 1: block SIGINT/SIGTERM/SIGHUP and read them
+			     * through a signalfd in the loop */
 };
 
 /* A validated request, borrowed by ->submit until it returns. */
@@ -82,8 +82,8 @@ struct o1_ipc_consumer {
 	int (*submit)(void *ctx, struct o1_ipc_server *srv,
 		      const struct o1_ipc_request *req);
 	/* The client asked to cancel; the consumer still posts the FINAL. */
-	void (*cancel)(void *ctx, struct o1_ipc_server *srv,
-		       uint32_t client_id, uint64_t req_id);
+	void (*cancel)(void *ctx, struct o1_ipc_server *srv, uint32_t client_id,
+		       uint64_t req_id);
 	/* The client is gone: drop its requests, post nothing more to it. */
 	void (*disconnect)(void *ctx, struct o1_ipc_server *srv,
 			   uint32_t client_id);
@@ -98,16 +98,16 @@ struct o1_ipc_consumer {
 struct o1_ipc_stats {
 	uint64_t clients_connected; /* now */
 	uint64_t clients_total;
-	uint64_t clients_refused;   /* handshake failed or uid refused */
-	uint64_t client_deaths;     /* hang-ups after a good handshake */
+	uint64_t clients_refused; /* handshake failed or uid refused */
+	uint64_t client_deaths;	  /* hang-ups after a good handshake */
 	uint64_t violations;
-	uint64_t kicked_out;        /* disconnected for violations */
-	uint64_t requests;          /* accepted by the consumer */
+	uint64_t kicked_out; /* disconnected for violations */
+	uint64_t requests;   /* accepted by the consumer */
 	uint64_t pings;
-	uint64_t wakeups_spin;      /* work found while busy-polling */
-	uint64_t sleeps;            /* times the loop slept in io_uring */
-	uint64_t cq_full;           /* posts refused for backpressure */
-	int futex_wait;             /* 1: IORING_OP_FUTEX_WAIT in use */
+	uint64_t wakeups_spin; /* work found while busy-polling */
+	uint64_t sleeps;       /* times the loop slept in io_uring */
+	uint64_t cq_full;      /* posts refused for backpressure */
+	int futex_wait;	       /* 1: IORING_OP_FUTEX_WAIT in use */
 };
 
 /* Binds the socket (replacing a stale one), sets up io_uring and the client
@@ -141,8 +141,7 @@ int o1_ipc_post_token(struct o1_ipc_server *srv, uint32_t client_id,
 		      uint64_t req_id, const uint32_t *ids, unsigned n_ids,
 		      const char *text, size_t text_len);
 int o1_ipc_post_final(struct o1_ipc_server *srv, uint32_t client_id,
-		      uint64_t req_id, enum o1_finish_reason reason,
-		      int error, uint32_t prompt_tokens,
-		      uint32_t generated_tokens);
+		      uint64_t req_id, enum o1_finish_reason reason, int error,
+		      uint32_t prompt_tokens, uint32_t generated_tokens);
 
 #endif

@@ -16,10 +16,10 @@
 #include "log.h"
 
 #define O1_IORING_OP_FUTEX_WAIT 51
-#define DEF(field, v)            \
-	do {                     \
-		if (!o->field)   \
-			o->field = (v); \
+#define DEF(field, v)                                                          \
+	do {                                                                   \
+		if (!o->field)                                                 \
+			o->field = (v);                                        \
 	} while (0)
 
 static void fill_defaults(struct o1_ipc_opts *o)

@@ -65,8 +65,8 @@ static int setup_region(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	prompt_max = srv->o.max_prompt_bytes;
 	if ((size_t)srv->o.max_prompt_tokens * 4 > prompt_max)
 		prompt_max = (size_t)srv->o.max_prompt_tokens * 4;
-	c->scratch_bytes = prompt_max + srv->o.max_stop_ids * 4 +
-			   srv->o.max_stop_bytes;
+	c->scratch_bytes =
+	    prompt_max + srv->o.max_stop_ids * 4 + srv->o.max_stop_bytes;
 	c->scratch = malloc(c->scratch_bytes);
 	if (!c->scratch)
 		return -ENOMEM;
@@ -80,13 +80,13 @@ static int setup_region(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 static void fill_limits(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 {
 	c->lim = (struct o1_wire_limits){
-		.arena_bytes = c->l.arena_bytes,
-		.max_prompt_bytes = srv->o.max_prompt_bytes,
-		.max_prompt_tokens = srv->o.max_prompt_tokens,
-		.max_tokens = srv->o.max_tokens,
-		.max_stop_ids = srv->o.max_stop_ids,
-		.max_stop_bytes = srv->o.max_stop_bytes,
-		.vocab_size = srv->o.vocab_size,
+	    .arena_bytes = c->l.arena_bytes,
+	    .max_prompt_bytes = srv->o.max_prompt_bytes,
+	    .max_prompt_tokens = srv->o.max_prompt_tokens,
+	    .max_tokens = srv->o.max_tokens,
+	    .max_stop_ids = srv->o.max_stop_ids,
+	    .max_stop_bytes = srv->o.max_stop_bytes,
+	    .vocab_size = srv->o.vocab_size,
 	};
 }
 
@@ -144,7 +144,7 @@ void o1_ipc_violation(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	c->violations++;
 	/* Log the first few and then every power of two, not a flood. */
 	if (c->violations <= 4 || !(c->violations & (c->violations - 1)))
-			o1_warn("ipc: client %u (%s, pid %d) violation %u/%u: %s (%s)",
+		o1_warn("ipc: client %u (%s, pid %d) violation %u/%u: %s (%s)",
 			c->id, c->name, (int)c->cred.pid, c->violations,
 			srv->o.max_violations, why, o1_strerror(err));
 	if (c->violations >= srv->o.max_violations) {
@@ -184,8 +184,8 @@ static void fail_request(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 
 	memset(&ev, 0, sizeof(ev));
 	ev.final.op = O1_EV_FINAL;
-	ev.final.reason = err == -O1_E_CANCELLED ? O1_FINISH_CANCELLED
-						 : O1_FINISH_ERROR;
+	ev.final.reason =
+	    err == -O1_E_CANCELLED ? O1_FINISH_CANCELLED : O1_FINISH_ERROR;
 	ev.final.error = err == -O1_E_CANCELLED ? 0 : err;
 	ev.final.req_id = req_id;
 	push_event(srv, c, &ev);
@@ -233,8 +233,8 @@ static int copy_request(struct o1_ipc_client *c, const struct o1_wire_submit *s,
 			struct o1_ipc_request *r, const char **why)
 {
 	const uint8_t *arena = o1_region_arena(c->base, &c->l);
-	uint32_t pb = s->prompt_kind == O1_PROMPT_IDS ? s->prompt_len * 4
-						      : s->prompt_len;
+	uint32_t pb =
+	    s->prompt_kind == O1_PROMPT_IDS ? s->prompt_len * 4 : s->prompt_len;
 	uint8_t *p = c->scratch;
 	int n;
 
@@ -260,8 +260,9 @@ static int copy_request(struct o1_ipc_client *c, const struct o1_wire_submit *s,
 			*why = "stop id";
 			return -O1_E_BOUNDS;
 		}
-	for (uint32_t i = 0; c->lim.vocab_size &&
-			     s->prompt_kind == O1_PROMPT_IDS && i < s->prompt_len;
+	for (uint32_t i = 0;
+	     c->lim.vocab_size && s->prompt_kind == O1_PROMPT_IDS &&
+	     i < s->prompt_len;
 	     i++)
 		if (((const uint32_t *)r->prompt)[i] >= c->lim.vocab_size) {
 			*why = "prompt token id";
@@ -273,9 +274,11 @@ static int copy_request(struct o1_ipc_client *c, const struct o1_wire_submit *s,
 static void submit(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		   const struct o1_wire_submit *s)
 {
-	struct o1_ipc_request r = {
-		.client_id = c->id, .uid = c->cred.uid, .gid = c->cred.gid,
-		.pid = c->cred.pid, .params = *s};
+	struct o1_ipc_request r = {.client_id = c->id,
+				   .uid = c->cred.uid,
+				   .gid = c->cred.gid,
+				   .pid = c->cred.pid,
+				   .params = *s};
 	const char *why = NULL;
 	int ret;
 
@@ -407,9 +410,8 @@ int o1_ipc_post_token(struct o1_ipc_server *srv, uint32_t client_id,
 }
 
 int o1_ipc_post_final(struct o1_ipc_server *srv, uint32_t client_id,
-		      uint64_t req_id, enum o1_finish_reason reason,
-		      int error, uint32_t prompt_tokens,
-		      uint32_t generated_tokens)
+		      uint64_t req_id, enum o1_finish_reason reason, int error,
+		      uint32_t prompt_tokens, uint32_t generated_tokens)
 {
 	union o1_wire_entry ev;
 

@@ -29,8 +29,10 @@
 static struct o1_client *connect_to(const char *path, uint32_t sq,
 				    uint32_t arena)
 {
-	struct o1_client_opts o = {.sz = sizeof(o), .socket_path = path,
-				   .sq_entries = sq, .arena_bytes = arena};
+	struct o1_client_opts o = {.sz = sizeof(o),
+				   .socket_path = path,
+				   .sq_entries = sq,
+				   .arena_bytes = arena};
 	struct o1_client *c = NULL;
 
 	if (o1_client_connect(&o, &c))
@@ -50,8 +52,13 @@ static int open_fds(void)
 	return n;
 }
 
-enum fake_mode { FAKE_NO_FDS, FAKE_THREE_FDS, FAKE_VERSION, FAKE_SMALL,
-		 FAKE_MAGIC };
+enum fake_mode {
+	FAKE_NO_FDS,
+	FAKE_THREE_FDS,
+	FAKE_VERSION,
+	FAKE_SMALL,
+	FAKE_MAGIC
+};
 
 struct fake {
 	char path[108];
@@ -86,8 +93,8 @@ static void *fake_daemon(void *arg)
 		char b[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr a;
 	} cm;
-	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
-				    .version = O1_WIRE_VERSION, .n_fds = 1};
+	struct o1_wire_welcome w = {
+	    .magic = O1_WELCOME_MAGIC, .version = O1_WIRE_VERSION, .n_fds = 1};
 	struct o1_wire_hello h;
 	struct iovec iov = {.iov_base = &w, .iov_len = sizeof(w)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -187,9 +194,13 @@ static void start(struct test_server *s)
 static void test_ids_and_stops(void **state)
 {
 	const uint32_t ids[] = {1, 2, 3}, stops[] = {8};
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 11,
-				    .ids = ids, .n_ids = 3, .max_tokens = 10,
-				    .stop_ids = stops, .n_stop_ids = 1};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 11,
+				    .ids = ids,
+				    .n_ids = 3,
+				    .max_tokens = 10,
+				    .stop_ids = stops,
+				    .n_stop_ids = 1};
 	const char *strs[] = {"end", "stop"};
 	struct test_server s;
 	struct o1_client *c;
@@ -225,8 +236,8 @@ static int cancel_at_first(void *arg, const struct o1_event *ev)
 
 static void test_cancel(void **state)
 {
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 3,
-				    .text = "hold on", .text_len = 7};
+	struct o1_submit_opts so = {
+	    .sz = sizeof(so), .req_id = 3, .text = "hold on", .text_len = 7};
 	struct test_server s;
 	struct o1_client *c;
 	struct o1_event ev;
@@ -244,9 +255,8 @@ static void test_cancel(void **state)
 	so.text = "long text";
 	so.text_len = 9;
 	so.max_tokens = 1000;
-	assert_int_equal(o1_client_generate(c, &so, cancel_at_first, &calls,
-					    &ev),
-			 0);
+	assert_int_equal(
+	    o1_client_generate(c, &so, cancel_at_first, &calls, &ev), 0);
 	assert_int_equal(calls, 1);
 	assert_int_equal(ev.finish, O1_FINISH_REASON_CANCELLED);
 	assert_true(ev.generated_tokens < 1000);
@@ -259,8 +269,10 @@ static void test_cancel(void **state)
 static void test_exhaustion_and_reuse(void **state)
 {
 	static char text[3000];
-	struct o1_submit_opts so = {.sz = sizeof(so), .text = text,
-				    .text_len = sizeof(text), .max_tokens = 1};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .text = text,
+				    .text_len = sizeof(text),
+				    .max_tokens = 1};
 	struct test_server s;
 	struct o1_client *c;
 	struct o1_event ev;
@@ -282,14 +294,16 @@ static void test_exhaustion_and_reuse(void **state)
 	kill(s.pid, SIGCONT);
 	for (int i = 0; i < 4; i++) {
 		do
-			assert_int_equal(o1_client_wait(c, &ev, 2000000000ll), 1);
+			assert_int_equal(o1_client_wait(c, &ev, 2000000000ll),
+					 1);
 		while (ev.type != O1_EVENT_FINAL);
 	}
 	so.text_len = sizeof(text);
 	for (int i = 0; i < 20; i++) { /* 20 x 3000 bytes through 4 KiB */
 		assert_int_equal(o1_client_submit(c, &so), 0);
 		do
-			assert_int_equal(o1_client_wait(c, &ev, 2000000000ll), 1);
+			assert_int_equal(o1_client_wait(c, &ev, 2000000000ll),
+					 1);
 		while (ev.type != O1_EVENT_FINAL);
 		assert_int_equal(ev.prompt_tokens, sizeof(text));
 	}
@@ -300,8 +314,8 @@ static void test_exhaustion_and_reuse(void **state)
 static void test_argument_errors(void **state)
 {
 	const char *empty[] = {""};
-	struct o1_submit_opts so = {.sz = sizeof(so), .text = "a",
-				    .text_len = 0};
+	struct o1_submit_opts so = {
+	    .sz = sizeof(so), .text = "a", .text_len = 0};
 	struct test_server s;
 	struct o1_client *c;
 
@@ -326,8 +340,8 @@ static void test_argument_errors(void **state)
 
 static void test_reconnect(void **state)
 {
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 1,
-				    .text = "hold", .text_len = 4};
+	struct o1_submit_opts so = {
+	    .sz = sizeof(so), .req_id = 1, .text = "hold", .text_len = 4};
 	struct test_server s;
 	struct o1_client *c;
 	struct o1_event ev;
@@ -350,13 +364,13 @@ static void test_reconnect(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_welcomes),
-		cmocka_unit_test(test_no_daemon),
-		cmocka_unit_test(test_ids_and_stops),
-		cmocka_unit_test(test_cancel),
-		cmocka_unit_test(test_exhaustion_and_reuse),
-		cmocka_unit_test(test_argument_errors),
-		cmocka_unit_test(test_reconnect),
+	    cmocka_unit_test(test_bad_welcomes),
+	    cmocka_unit_test(test_no_daemon),
+	    cmocka_unit_test(test_ids_and_stops),
+	    cmocka_unit_test(test_cancel),
+	    cmocka_unit_test(test_exhaustion_and_reuse),
+	    cmocka_unit_test(test_argument_errors),
+	    cmocka_unit_test(test_reconnect),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

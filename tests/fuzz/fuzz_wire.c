@@ -17,11 +17,11 @@ static void check_submit(const struct o1_wire_submit *s,
 
 	if ((uint64_t)s->prompt_off + pb > lim->arena_bytes ||
 	    (uint64_t)s->stop_ids_off * (s->n_stop_ids != 0) +
-			    s->n_stop_ids * 4ull >
-		    lim->arena_bytes ||
+		    s->n_stop_ids * 4ull >
+		lim->arena_bytes ||
 	    (uint64_t)s->stop_str_off * (s->stop_str_len != 0) +
-			    s->stop_str_len >
-		    lim->arena_bytes ||
+		    s->stop_str_len >
+		lim->arena_bytes ||
 	    s->n_stop_ids > lim->max_stop_ids || s->max_tokens == 0 ||
 	    !(s->temperature >= 0.0f) || !(s->top_p > 0.0f))
 		abort();
@@ -29,11 +29,13 @@ static void check_submit(const struct o1_wire_submit *s,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct o1_wire_limits lim = {
-		.arena_bytes = 65536, .max_prompt_bytes = 32768,
-		.max_prompt_tokens = 8192, .max_tokens = 4096,
-		.max_stop_ids = 16, .max_stop_bytes = 1024,
-		.vocab_size = 32000};
+	static const struct o1_wire_limits lim = {.arena_bytes = 65536,
+						  .max_prompt_bytes = 32768,
+						  .max_prompt_tokens = 8192,
+						  .max_tokens = 4096,
+						  .max_stop_ids = 16,
+						  .max_stop_bytes = 1024,
+						  .vocab_size = 32000};
 	uint8_t slot[O1_WIRE_ENTRY_BYTES] = {0};
 	union o1_wire_entry out;
 	const char *why;

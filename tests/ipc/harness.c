@@ -114,8 +114,8 @@ void raw_hello(struct o1_wire_hello *h)
 	strcpy(h->name, "raw");
 }
 
-static int send_with_fds(int sock, const void *buf, size_t len,
-			 const int *fds, int n)
+static int send_with_fds(int sock, const void *buf, size_t len, const int *fds,
+			 int n)
 {
 	union {
 		char b[CMSG_SPACE(4 * sizeof(int))];
@@ -145,8 +145,10 @@ static int recv_welcome(struct raw_client *r, int *fds, int *n)
 		struct cmsghdr a;
 	} cm;
 	struct iovec iov = {.iov_base = &r->w, .iov_len = sizeof(r->w)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cm.b,
+			    .msg_controllen = sizeof(cm.b)};
 	struct cmsghdr *c;
 
 	*n = 0;

@@ -20,7 +20,7 @@ struct test_server {
 
 struct server_stats {
 	unsigned long long connected, total, refused, deaths, violations,
-		kicked, requests, pings, sleeps;
+	    kicked, requests, pings, sleeps;
 	int futex;
 };
 

@@ -16,8 +16,8 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -58,8 +58,8 @@ static void start(struct test_server *s, const char *a0, const char *a1,
 
 static struct o1_client *good_client(struct test_server *s)
 {
-	struct o1_client_opts o = {.sz = sizeof(o), .socket_path = s->path,
-				   .name = "good"};
+	struct o1_client_opts o = {
+	    .sz = sizeof(o), .socket_path = s->path, .name = "good"};
 	struct o1_client *c = NULL;
 	int ret = o1_client_connect(&o, &c);
 
@@ -71,8 +71,10 @@ static struct o1_client *good_client(struct test_server *s)
 /* A good client still gets a PONG and a full scripted stream. */
 static void check_serving(struct test_server *s)
 {
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 77,
-				    .text = "abc", .text_len = 3,
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 77,
+				    .text = "abc",
+				    .text_len = 3,
 				    .max_tokens = 5};
 	struct o1_client *c = good_client(s);
 	struct o1_event fin;
@@ -102,8 +104,10 @@ static int collect(void *arg, const struct o1_event *ev)
 
 static void test_ping_generate(void **state)
 {
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 5,
-				    .text = "abc", .text_len = 3,
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 5,
+				    .text = "abc",
+				    .text_len = 3,
 				    .max_tokens = 4};
 	struct tokens t = {0};
 	struct server_stats st;
@@ -246,8 +250,9 @@ static void test_garbage_indices(void **state)
 	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
 	atomic_store(&o1_region_cq_ctrl(r.base, &r.l)->head, 5000);
 	for (uint32_t i = 0; i < r.l.sq_entries; i++) {
-		union o1_wire_entry *e = (void *)((uint8_t *)r.base + r.l.sq_off +
-						  i * O1_WIRE_ENTRY_BYTES);
+		union o1_wire_entry *e =
+		    (void *)((uint8_t *)r.base + r.l.sq_off +
+			     i * O1_WIRE_ENTRY_BYTES);
 
 		memset(e, 0, sizeof(*e));
 		e->ping.op = O1_OP_PING;
@@ -425,8 +430,8 @@ static void test_rewriter_thread(void **state)
 
 static void test_flood_quota(void **state)
 {
-	struct o1_submit_opts so = {.sz = sizeof(so), .text = "hold",
-				    .text_len = 4, .max_tokens = 8};
+	struct o1_submit_opts so = {
+	    .sz = sizeof(so), .text = "hold", .text_len = 4, .max_tokens = 8};
 	struct server_stats st;
 	struct test_server s;
 	struct o1_client *c;
@@ -461,8 +466,8 @@ static void test_flood_quota(void **state)
 static void half_written_child(const char *path, int ready_fd)
 {
 	struct o1_client_opts o = {.sz = sizeof(o), .socket_path = path};
-	struct o1_submit_opts so = {.sz = sizeof(so), .text = "hold",
-				    .text_len = 4, .max_tokens = 8};
+	struct o1_submit_opts so = {
+	    .sz = sizeof(so), .text = "hold", .text_len = 4, .max_tokens = 8};
 	struct o1_wire_hello h;
 	struct raw_client r;
 	struct o1_client *c;
@@ -538,10 +543,12 @@ static void test_sigkill_mid_entry(void **state)
 /* A client that does not read blocks only itself; nothing is dropped. */
 static void test_backpressure(void **state)
 {
-	struct o1_client_opts o = {.sz = sizeof(o), .cq_entries = 8,
-				   .name = "slow"};
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 9,
-				    .text = "abc", .text_len = 3,
+	struct o1_client_opts o = {
+	    .sz = sizeof(o), .cq_entries = 8, .name = "slow"};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 9,
+				    .text = "abc",
+				    .text_len = 3,
 				    .max_tokens = 200};
 	struct test_server s;
 	struct o1_client *slow;
@@ -603,8 +610,10 @@ static void test_hello_timeout(void **state)
  * submission ring, pings still work; resuming accepts work again. */
 static void test_draining(void **state)
 {
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 4,
-				    .text = "abc", .text_len = 3,
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 4,
+				    .text = "abc",
+				    .text_len = 3,
 				    .max_tokens = 2};
 	struct o1_wire_hello h;
 	struct raw_client r;
@@ -642,18 +651,18 @@ static void test_draining(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ping_generate),
-		cmocka_unit_test(test_handshake_errors),
-		cmocka_unit_test(test_refused_uid),
-		cmocka_unit_test(test_sealed),
-		cmocka_unit_test(test_garbage_indices),
-		cmocka_unit_test(test_garbage_offsets),
-		cmocka_unit_test(test_rewriter_thread),
-		cmocka_unit_test(test_flood_quota),
-		cmocka_unit_test(test_sigkill_mid_entry),
-		cmocka_unit_test(test_backpressure),
-		cmocka_unit_test(test_hello_timeout),
-		cmocka_unit_test(test_draining),
+	    cmocka_unit_test(test_ping_generate),
+	    cmocka_unit_test(test_handshake_errors),
+	    cmocka_unit_test(test_refused_uid),
+	    cmocka_unit_test(test_sealed),
+	    cmocka_unit_test(test_garbage_indices),
+	    cmocka_unit_test(test_garbage_offsets),
+	    cmocka_unit_test(test_rewriter_thread),
+	    cmocka_unit_test(test_flood_quota),
+	    cmocka_unit_test(test_sigkill_mid_entry),
+	    cmocka_unit_test(test_backpressure),
+	    cmocka_unit_test(test_hello_timeout),
+	    cmocka_unit_test(test_draining),
 	};
 
 	eventfd_mode = argc > 1 && !strcmp(argv[1], "--eventfd");

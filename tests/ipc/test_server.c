@@ -61,8 +61,8 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 		q->sum += r->prompt[i];
 	q->total = r->params.max_tokens < 1000 ? r->params.max_tokens : 1000;
 	q->prompt_tokens = r->params.prompt_kind == O1_PROMPT_IDS
-				   ? r->prompt_bytes / 4
-				   : r->prompt_bytes;
+			       ? r->prompt_bytes / 4
+			       : r->prompt_bytes;
 	q->hold = r->params.prompt_kind == O1_PROMPT_TEXT &&
 		  r->prompt_bytes >= 4 && !memcmp(r->prompt, "hold", 4);
 	q->n_stop = r->n_stop_ids < 16 ? r->n_stop_ids : 16;
@@ -81,8 +81,7 @@ static void on_cancel(void *ctx, struct o1_ipc_server *srv, uint32_t client,
 			reqs[i].cancelled = 1;
 }
 
-static void on_disconnect(void *ctx, struct o1_ipc_server *srv,
-			  uint32_t client)
+static void on_disconnect(void *ctx, struct o1_ipc_server *srv, uint32_t client)
 {
 	(void)ctx;
 	(void)srv;
@@ -211,13 +210,16 @@ static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
 
 int main(int argc, char **argv)
 {
-	struct o1_ipc_opts o = {.sz = sizeof(o), .handle_signals = 1,
-				.sq_entries = 64, .cq_entries = 64,
+	struct o1_ipc_opts o = {.sz = sizeof(o),
+				.handle_signals = 1,
+				.sq_entries = 64,
+				.cq_entries = 64,
 				.arena_bytes = 65536};
-	struct o1_ipc_consumer cons = {
-		.submit = on_submit, .cancel = on_cancel,
-		.disconnect = on_disconnect, .poll = on_poll,
-		.signal = on_signal};
+	struct o1_ipc_consumer cons = {.submit = on_submit,
+				       .cancel = on_cancel,
+				       .disconnect = on_disconnect,
+				       .poll = on_poll,
+				       .signal = on_signal};
 	struct o1_ipc_server *srv;
 	uint32_t uid;
 	int ret;

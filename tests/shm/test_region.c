@@ -27,8 +27,7 @@ static void test_layout(void **state)
 
 	(void)state;
 	assert_int_equal(o1_region_layout(3, 4, 4096, &l), -O1_E_BOUNDS);
-	assert_int_equal(o1_region_layout(4, 1u << 17, 4096, &l),
-			 -O1_E_BOUNDS);
+	assert_int_equal(o1_region_layout(4, 1u << 17, 4096, &l), -O1_E_BOUNDS);
 	assert_int_equal(o1_region_layout(4, 4, 100, &l), -O1_E_BOUNDS);
 	assert_int_equal(o1_region_layout(64, 256, 5000, &l), 0);
 	assert_int_equal(l.arena_bytes, 5056);
@@ -43,9 +42,9 @@ static void test_layout(void **state)
 	assert_int_equal(o1_region_check(base, l.total_bytes, &c, &flags), 0);
 	assert_memory_equal(&l, &c, sizeof(l));
 	assert_int_equal(flags, O1_REGION_EVENTFD);
-	assert_int_equal(o1_region_check(base, l.total_bytes - 4096, &c,
-					 &flags),
-			 -O1_E_FORMAT);
+	assert_int_equal(
+	    o1_region_check(base, l.total_bytes - 4096, &c, &flags),
+	    -O1_E_FORMAT);
 	((struct o1_region_hdr *)base)->version = 2;
 	assert_int_equal(o1_region_check(base, l.total_bytes, &c, &flags),
 			 -O1_E_VERSION);
@@ -141,9 +140,9 @@ static void test_doorbell_eventfd_and_timeout(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layout),
-		cmocka_unit_test(test_doorbell_futex),
-		cmocka_unit_test(test_doorbell_eventfd_and_timeout),
+	    cmocka_unit_test(test_layout),
+	    cmocka_unit_test(test_doorbell_futex),
+	    cmocka_unit_test(test_doorbell_eventfd_and_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

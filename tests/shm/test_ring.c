@@ -155,7 +155,7 @@ static void test_corrupt_indices(void **state)
 }
 
 #define STRESS_MSGS 20000000ull
-#define STRESS_CAP 4096
+#define STRESS_CAP  4096
 
 struct stress {
 	struct o1_ring_ctrl ctrl;
@@ -245,11 +245,11 @@ static void test_two_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_init_rejects),
-		cmocka_unit_test(test_empty_full),
-		cmocka_unit_test(test_commit_wrap),
-		cmocka_unit_test(test_corrupt_indices),
-		cmocka_unit_test(test_two_threads),
+	    cmocka_unit_test(test_init_rejects),
+	    cmocka_unit_test(test_empty_full),
+	    cmocka_unit_test(test_commit_wrap),
+	    cmocka_unit_test(test_corrupt_indices),
+	    cmocka_unit_test(test_two_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,13 +14,13 @@
 #include "wire.h"
 
 static const struct o1_wire_limits lim = {
-	.arena_bytes = 4096,
-	.max_prompt_bytes = 2048,
-	.max_prompt_tokens = 512,
-	.max_tokens = 1000,
-	.max_stop_ids = 8,
-	.max_stop_bytes = 256,
-	.vocab_size = 32000,
+    .arena_bytes = 4096,
+    .max_prompt_bytes = 2048,
+    .max_prompt_tokens = 512,
+    .max_tokens = 1000,
+    .max_stop_ids = 8,
+    .max_stop_bytes = 256,
+    .vocab_size = 32000,
 };
 
 static union o1_wire_entry valid_submit(void)
@@ -29,26 +29,26 @@ static union o1_wire_entry valid_submit(void)
 
 	memset(&e, 0, sizeof(e));
 	e.submit = (struct o1_wire_submit){
-		.op = O1_OP_SUBMIT,
-		.prompt_kind = O1_PROMPT_TEXT,
-		.flags = O1_SUBMIT_ADD_BOS,
-		.max_tokens = 16,
-		.req_id = 42,
-		.prompt_off = 100,
-		.prompt_len = 50,
-		.stop_ids_off = 200,
-		.n_stop_ids = 2,
-		.stop_str_off = 300,
-		.stop_str_len = 10,
-		.temperature = 0.7f,
-		.top_p = 0.9f,
-		.min_p = 0.05f,
-		.repeat_penalty = 1.1f,
-		.presence_penalty = 0.5f,
-		.frequency_penalty = -0.5f,
-		.seed = 7,
-		.top_k = 40,
-		.n_logprobs = 3,
+	    .op = O1_OP_SUBMIT,
+	    .prompt_kind = O1_PROMPT_TEXT,
+	    .flags = O1_SUBMIT_ADD_BOS,
+	    .max_tokens = 16,
+	    .req_id = 42,
+	    .prompt_off = 100,
+	    .prompt_len = 50,
+	    .stop_ids_off = 200,
+	    .n_stop_ids = 2,
+	    .stop_str_off = 300,
+	    .stop_str_len = 10,
+	    .temperature = 0.7f,
+	    .top_p = 0.9f,
+	    .min_p = 0.05f,
+	    .repeat_penalty = 1.1f,
+	    .presence_penalty = 0.5f,
+	    .frequency_penalty = -0.5f,
+	    .seed = 7,
+	    .top_k = 40,
+	    .n_logprobs = 3,
 	};
 	return e;
 }
@@ -60,10 +60,10 @@ struct bad_case {
 	const char *field;
 };
 
-#define M(fn, stmt)                                   \
-	static void fn(struct o1_wire_submit *s)      \
-	{                                             \
-		stmt;                                 \
+#define M(fn, stmt)                                                            \
+	static void fn(struct o1_wire_submit *s)                               \
+	{                                                                      \
+		stmt;                                                          \
 	}
 M(m_op, s->op = 0x7f)
 M(m_pad, s->pad[43] = 1)
@@ -78,8 +78,8 @@ M(m_off, s->prompt_off = 4090)
 M(m_offwrap, s->prompt_off = UINT32_MAX - 10)
 M(m_ids_align, (s->prompt_kind = O1_PROMPT_IDS, s->prompt_off = 102))
 M(m_ids_big, (s->prompt_kind = O1_PROMPT_IDS, s->prompt_len = 513))
-M(m_ids_off, (s->prompt_kind = O1_PROMPT_IDS, s->prompt_off = 3000,
-	      s->prompt_len = 400))
+M(m_ids_off,
+  (s->prompt_kind = O1_PROMPT_IDS, s->prompt_off = 3000, s->prompt_len = 400))
 M(m_nstop, s->n_stop_ids = 9)
 M(m_stop_align, s->stop_ids_off = 201)
 M(m_stop_off, s->stop_ids_off = 4092)
@@ -98,36 +98,36 @@ M(m_freq, s->frequency_penalty = -INFINITY)
 M(m_logprobs, s->n_logprobs = 21)
 
 static const struct bad_case cases[] = {
-	{"op", m_op, O1_E_PROTOCOL, "op"},
-	{"pad", m_pad, O1_E_PROTOCOL, "pad"},
-	{"flags", m_flags, O1_E_PROTOCOL, "flags"},
-	{"max_tokens 0", m_max0, O1_E_BOUNDS, "max_tokens"},
-	{"max_tokens big", m_maxbig, O1_E_BOUNDS, "max_tokens"},
-	{"top_k", m_topk, O1_E_BOUNDS, "top_k"},
-	{"prompt_kind", m_kind, O1_E_FORMAT, "prompt_kind"},
-	{"prompt_len 0", m_len0, O1_E_BOUNDS, "prompt_len"},
-	{"prompt_len quota", m_lenbig, O1_E_QUOTA, "prompt_len"},
-	{"prompt_off", m_off, O1_E_BOUNDS, "prompt_off"},
-	{"prompt_off wrap", m_offwrap, O1_E_BOUNDS, "prompt_off"},
-	{"ids align", m_ids_align, O1_E_BOUNDS, "prompt_off"},
-	{"ids quota", m_ids_big, O1_E_QUOTA, "prompt_len"},
-	{"ids off", m_ids_off, O1_E_BOUNDS, "prompt_off"},
-	{"n_stop_ids", m_nstop, O1_E_BOUNDS, "n_stop_ids"},
-	{"stop ids align", m_stop_align, O1_E_BOUNDS, "stop_ids_off"},
-	{"stop ids off", m_stop_off, O1_E_BOUNDS, "stop_ids_off"},
-	{"stop str len", m_stopstr_len, O1_E_BOUNDS, "stop_str_len"},
-	{"stop str off", m_stopstr_off, O1_E_BOUNDS, "stop_str_off"},
-	{"temperature nan", m_temp_nan, O1_E_FORMAT, "temperature"},
-	{"temperature neg", m_temp_neg, O1_E_FORMAT, "temperature"},
-	{"temperature inf", m_temp_inf, O1_E_FORMAT, "temperature"},
-	{"top_p 0", m_topp0, O1_E_FORMAT, "top_p"},
-	{"top_p big", m_topp_big, O1_E_FORMAT, "top_p"},
-	{"min_p 1", m_minp1, O1_E_FORMAT, "min_p"},
-	{"repeat 0", m_rep0, O1_E_FORMAT, "repeat_penalty"},
-	{"repeat nan", m_rep_nan, O1_E_FORMAT, "repeat_penalty"},
-	{"presence", m_pres, O1_E_FORMAT, "presence_penalty"},
-	{"frequency", m_freq, O1_E_FORMAT, "frequency_penalty"},
-	{"n_logprobs", m_logprobs, O1_E_BOUNDS, "n_logprobs"},
+    {"op", m_op, O1_E_PROTOCOL, "op"},
+    {"pad", m_pad, O1_E_PROTOCOL, "pad"},
+    {"flags", m_flags, O1_E_PROTOCOL, "flags"},
+    {"max_tokens 0", m_max0, O1_E_BOUNDS, "max_tokens"},
+    {"max_tokens big", m_maxbig, O1_E_BOUNDS, "max_tokens"},
+    {"top_k", m_topk, O1_E_BOUNDS, "top_k"},
+    {"prompt_kind", m_kind, O1_E_FORMAT, "prompt_kind"},
+    {"prompt_len 0", m_len0, O1_E_BOUNDS, "prompt_len"},
+    {"prompt_len quota", m_lenbig, O1_E_QUOTA, "prompt_len"},
+    {"prompt_off", m_off, O1_E_BOUNDS, "prompt_off"},
+    {"prompt_off wrap", m_offwrap, O1_E_BOUNDS, "prompt_off"},
+    {"ids align", m_ids_align, O1_E_BOUNDS, "prompt_off"},
+    {"ids quota", m_ids_big, O1_E_QUOTA, "prompt_len"},
+    {"ids off", m_ids_off, O1_E_BOUNDS, "prompt_off"},
+    {"n_stop_ids", m_nstop, O1_E_BOUNDS, "n_stop_ids"},
+    {"stop ids align", m_stop_align, O1_E_BOUNDS, "stop_ids_off"},
+    {"stop ids off", m_stop_off, O1_E_BOUNDS, "stop_ids_off"},
+    {"stop str len", m_stopstr_len, O1_E_BOUNDS, "stop_str_len"},
+    {"stop str off", m_stopstr_off, O1_E_BOUNDS, "stop_str_off"},
+    {"temperature nan", m_temp_nan, O1_E_FORMAT, "temperature"},
+    {"temperature neg", m_temp_neg, O1_E_FORMAT, "temperature"},
+    {"temperature inf", m_temp_inf, O1_E_FORMAT, "temperature"},
+    {"top_p 0", m_topp0, O1_E_FORMAT, "top_p"},
+    {"top_p big", m_topp_big, O1_E_FORMAT, "top_p"},
+    {"min_p 1", m_minp1, O1_E_FORMAT, "min_p"},
+    {"repeat 0", m_rep0, O1_E_FORMAT, "repeat_penalty"},
+    {"repeat nan", m_rep_nan, O1_E_FORMAT, "repeat_penalty"},
+    {"presence", m_pres, O1_E_FORMAT, "presence_penalty"},
+    {"frequency", m_freq, O1_E_FORMAT, "frequency_penalty"},
+    {"n_logprobs", m_logprobs, O1_E_BOUNDS, "n_logprobs"},
 };
 
 static void test_valid(void **state)
@@ -168,8 +168,7 @@ static void test_every_malformed(void **state)
 
 		cases[i].mutate(&in.submit);
 		ret = o1_wire_decode_sub(&in, &lim, &out, &why);
-		if (ret != -cases[i].err || !why ||
-		    strcmp(why, cases[i].field))
+		if (ret != -cases[i].err || !why || strcmp(why, cases[i].field))
 			fail_msg("case %s: ret %d why %s", cases[i].name, ret,
 				 why ? why : "(null)");
 	}
@@ -253,11 +252,11 @@ static void test_stop_strings(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_every_malformed),
-		cmocka_unit_test(test_small_ops),
-		cmocka_unit_test(test_events),
-		cmocka_unit_test(test_stop_strings),
+	    cmocka_unit_test(test_valid),
+	    cmocka_unit_test(test_every_malformed),
+	    cmocka_unit_test(test_small_ops),
+	    cmocka_unit_test(test_events),
+	    cmocka_unit_test(test_stop_strings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

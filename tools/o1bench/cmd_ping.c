@@ -71,8 +71,10 @@ static void *serve_main(void *arg)
 static int start_server(const struct ping_args *a, struct o1_ipc_server **srv,
 			pthread_t *t)
 {
-	struct o1_ipc_opts o = {.sz = sizeof(o), .socket_path = a->socket,
-				.spin_us = a->spin_us, .max_clients = 4};
+	struct o1_ipc_opts o = {.sz = sizeof(o),
+				.socket_path = a->socket,
+				.spin_us = a->spin_us,
+				.max_clients = 4};
 	int ret = o1_ipc_server_create(&o, NULL, srv);
 
 	if (ret) {
@@ -86,8 +88,10 @@ static int start_server(const struct ping_args *a, struct o1_ipc_server **srv,
 static int shm_path(const struct ping_args *a, const char *label,
 		    uint32_t client_spin_us, int n, int gap_us, uint64_t *ns)
 {
-	struct o1_client_opts o = {.sz = sizeof(o), .socket_path = a->socket,
-				   .name = "o1bench", .spin_us = client_spin_us};
+	struct o1_client_opts o = {.sz = sizeof(o),
+				   .socket_path = a->socket,
+				   .name = "o1bench",
+				   .spin_us = client_spin_us};
 	struct o1_client *c;
 	struct timespec gap = {.tv_nsec = gap_us * 1000l};
 	int ret = o1_client_connect(&o, &c);
@@ -164,8 +168,8 @@ static int run(const struct ping_args *a, uint64_t *ns)
 	/* Sleep: a pause longer than the daemon's spin window before each
 	 * ping, and a client that sleeps after 1 us. */
 	if (!ret)
-		ret = shm_path(a, "shm-sleep", 1, a->sleep_count, a->gap_us,
-			       ns);
+		ret =
+		    shm_path(a, "shm-sleep", 1, a->sleep_count, a->gap_us, ns);
 	if (!ret)
 		ret = unix_path(a->count, ns);
 	return ret;
@@ -173,18 +177,19 @@ static int run(const struct ping_args *a, uint64_t *ns)
 
 int o1bench_cmd_ping(int argc, char **argv)
 {
-	struct ping_args a = {.count = 100000, .sleep_count = 2000,
-			      .gap_us = 2000, .spin_us = 200};
+	struct ping_args a = {.count = 100000,
+			      .sleep_count = 2000,
+			      .gap_us = 2000,
+			      .spin_us = 200};
 	struct o1_ipc_server *srv = NULL;
 	pthread_t t;
 	uint64_t *ns;
 	int ret;
 
 	if (parse(argc, argv, &a)) {
-		fprintf(stderr,
-			"usage: o1bench ping --socket PATH [--count N] "
-			"[--sleep-count N] [--gap-us US] [--serve "
-			"[--spin-us US]]\n");
+		fprintf(stderr, "usage: o1bench ping --socket PATH [--count N] "
+				"[--sleep-count N] [--gap-us US] [--serve "
+				"[--spin-us US]]\n");
 		return 2;
 	}
 	if (a.gap_us <= (int)a.spin_us && a.serve)

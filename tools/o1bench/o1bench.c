@@ -13,7 +13,7 @@ static const struct o1bench_cmd o1bench_cmds[] = {
 #define O1BENCH_CMD(name, fn, help) {name, fn, help},
 #include "commands.def"
 #undef O1BENCH_CMD
-	{"help", cmd_help, "show this list"},
+    {"help", cmd_help, "show this list"},
 };
 
 static void usage(FILE *f)

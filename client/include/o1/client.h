@@ -31,24 +31,24 @@ struct o1_client_opts {
 	size_t sz;
 	const char *socket_path; /* NULL: $O1D_SOCKET, else /run/o1d/o1d.sock;
 				  * copied */
-	const char *name;        /* shown in the daemon's logs; copied */
-	uint32_t sq_entries;     /* 0: the daemon's default (and maximum) */
+	const char *name;	 /* shown in the daemon's logs; copied */
+	uint32_t sq_entries;	 /* 0: the daemon's default (and maximum) */
 	uint32_t cq_entries;
-	uint32_t arena_bytes;    /* room for prompts in flight */
-	uint32_t spin_us;        /* busy-poll before sleeping in waits;
-				  * 0: 20 us */
+	uint32_t arena_bytes; /* room for prompts in flight */
+	uint32_t spin_us;     /* busy-poll before sleeping in waits;
+			       * 0: 20 us */
 };
 
 /* Sampling parameters; a NULL pointer in o1_submit_opts means greedy. */
 struct o1_sampling {
 	size_t sz;
-	float temperature;       /* 0: greedy */
-	float top_p;             /* 0 means 1 (off) */
+	float temperature; /* 0: greedy */
+	float top_p;	   /* 0 means 1 (off) */
 	float min_p;
-	float repeat_penalty;    /* 0 means 1 (off) */
+	float repeat_penalty; /* 0 means 1 (off) */
 	float presence_penalty;
 	float frequency_penalty;
-	uint32_t top_k;          /* 0: off */
+	uint32_t top_k; /* 0: off */
 	uint32_t repeat_last_n;
 	uint32_t n_logprobs;
 	uint64_t seed;
@@ -63,18 +63,18 @@ enum o1_submit_flag {
 
 struct o1_submit_opts {
 	size_t sz;
-	uint64_t req_id;           /* yours; echoed in every event */
-	const char *text;          /* prompt text, or NULL to send ids */
+	uint64_t req_id;  /* yours; echoed in every event */
+	const char *text; /* prompt text, or NULL to send ids */
 	size_t text_len;
-	const uint32_t *ids;       /* prompt token ids when text is NULL */
+	const uint32_t *ids; /* prompt token ids when text is NULL */
 	size_t n_ids;
 	const struct o1_sampling *sampling; /* NULL: greedy */
-	uint32_t max_tokens;       /* 0: 256 */
+	uint32_t max_tokens;		    /* 0: 256 */
 	const uint32_t *stop_ids;
 	size_t n_stop_ids;
 	const char *const *stop_strings; /* NUL-terminated, 1..255 bytes */
 	size_t n_stop_strings;
-	uint32_t flags;            /* enum o1_submit_flag */
+	uint32_t flags; /* enum o1_submit_flag */
 };
 
 enum o1_event_type {
@@ -102,10 +102,10 @@ struct o1_event {
 	int has_logprobs;
 	float logprobs[8];
 	size_t text_len;
-	char text[49];           /* NUL-terminated; may split a code point */
+	char text[49]; /* NUL-terminated; may split a code point */
 	/* FINAL */
 	enum o1_finish finish;
-	int error;               /* FINAL with ERROR, or ERROR: negative */
+	int error; /* FINAL with ERROR, or ERROR: negative */
 	uint32_t prompt_tokens;
 	uint32_t generated_tokens;
 	/* ERROR: message; PONG: timestamps (CLOCK_MONOTONIC ns) */
