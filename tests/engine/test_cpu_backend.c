@@ -3,8 +3,8 @@
  * within 1e-3 x max|ref|, and the 24 greedy tokens exactly, from the HF
  * folder and from the same model written as GGUF (Q/K permuted on disk).
  * Paging and batching are invisible: bitwise equal logits for page sizes
- * 1, 16 and 64, for chunked prefill, and for a sequence batched with
- * others. Bad steps are refused before anything is written.
+ * 1, 16 and 64, for chunked prefill, for a sequence batched with others,
+ * and for 1, 2 or 3 threads. Bad steps are refused before anything is written.
  * Skipped (77) when ../shared is absent. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,10 +99,12 @@ static void load_reference(const char *dir, struct reference *r)
 	assert_int_equal(len, (long)r->n_prompt * r->vocab * 4);
 }
 
+static uint32_t n_threads = 2;
+
 static void engine_open(const struct o1_model *m, uint32_t page_tokens,
 			struct engine *e)
 {
-	struct o1_backend_config cfg = {.n_threads = 2,
+	struct o1_backend_config cfg = {.n_threads = n_threads,
 					.max_batch_tokens = 128,
 					.max_seqs = 4,
 					.max_context_tokens = 256,
@@ -325,8 +327,10 @@ static void test_paging_invisible(void **state)
 	static const struct {
 		uint32_t p, chunk;
 		bool batched;
-	} cases[] = {{1, 40, false}, {64, 40, false}, {16, 7, false},
-		     {1, 1, false},  {16, 5, true},   {64, 13, true}};
+		uint32_t threads;
+	} cases[] = {{1, 40, false, 2},	 {64, 40, false, 2}, {16, 7, false, 2},
+		     {1, 1, false, 2},	 {16, 5, true, 2},   {64, 13, true, 2},
+		     {16, 40, false, 1}, {1, 9, true, 3}};
 
 	(void)state;
 	load_reference(O1_SHARED_DIR "/testdata/hf/llama-tiny", &r);
@@ -334,8 +338,10 @@ static void test_paging_invisible(void **state)
 	ref = paged_logits(&r, 16, 40, false);
 	check_logits(&r, ref);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		n_threads = cases[i].threads;
 		got = paged_logits(&r, cases[i].p, cases[i].chunk,
 				   cases[i].batched);
+		n_threads = 2;
 		assert_memory_equal(got, ref, bytes);
 		free(got);
 	}
