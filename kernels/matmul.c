@@ -1,8 +1,10 @@
 /* Deterministic f32 GEMM, y = x . w^T + b (see matmul.h for the exact
  * arithmetic every element follows). Work is split over blocks of output
- * columns (rows of w); within a block, tiles of up to 4 x-rows by 4 w-rows
- * share their loads. Each element's operation sequence is the same in every
- * tile shape, which is what makes results independent of M.
+ * columns (rows of w); within a block, x is walked in blocks of 64 rows so
+ * that they stay in cache while the block's w rows pass over them, and tiles
+ * of up to 4 x-rows by 4 w-rows share their loads. Each element's operation
+ * sequence is the same in every tile shape, which is what makes results
+ * independent of M.
  */
 #include "matmul.h"
 
@@ -12,6 +14,7 @@
 #include "log.h"
 
 #define NB    16 /* w rows per task */
+#define MB    64 /* x rows per pass over a task's w rows (cache blocking) */
 #define LANES 16
 
 typedef float v16f __attribute__((vector_size(64)));
@@ -82,14 +85,16 @@ tile(const struct matmul_args *a, uint32_t m0, uint32_t n0, const int mr,
 }
 
 /* All x rows against w rows [N0, N0+NR). */
+/* x rows [M0, M1) against w rows [N0, N0+NR). */
 static inline __attribute__((always_inline)) void
-column_group(const struct matmul_args *a, uint32_t n0, const int nr)
+column_group(const struct matmul_args *a, uint32_t m0, uint32_t m1, uint32_t n0,
+	     const int nr)
 {
-	uint32_t m = 0;
+	uint32_t m = m0;
 
-	for (; m + 4 <= a->m; m += 4)
+	for (; m + 4 <= m1; m += 4)
 		tile(a, m, n0, 4, nr);
-	for (; m < a->m; m++)
+	for (; m < m1; m++)
 		tile(a, m, n0, 1, nr);
 }
 
@@ -97,13 +102,17 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void
 matmul_task(void *arg, uint32_t task, uint32_t worker)
 {
 	const struct matmul_args *a = arg;
-	uint32_t n0 = task * NB, n1 = n0 + NB < a->n ? n0 + NB : a->n;
+	uint32_t nb = task * NB, n1 = nb + NB < a->n ? nb + NB : a->n;
 
 	(void)worker;
-	for (; n0 + 4 <= n1; n0 += 4)
-		column_group(a, n0, 4);
-	for (; n0 < n1; n0++)
-		column_group(a, n0, 1);
+	for (uint32_t m0 = 0; m0 < a->m; m0 += MB) {
+		uint32_t m1 = m0 + MB < a->m ? m0 + MB : a->m, n0 = nb;
+
+		for (; n0 + 4 <= n1; n0 += 4)
+			column_group(a, m0, m1, n0, 4);
+		for (; n0 < n1; n0++)
+			column_group(a, m0, m1, n0, 1);
+	}
 }
 
 int o1_matmul_cpu(struct o1_threads *tp, float *y, const float *x,
