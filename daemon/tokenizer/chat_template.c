@@ -22,6 +22,8 @@ static const char *const family_names[O1_CHAT_N] = {
 static const char qwen25_system[] =
     "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 static const char qwen2_system[] = "You are a helpful assistant.";
+static const char llama31_preamble[] = "Cutting Knowledge Date: December 2023\n"
+				       "Today Date: 26 Jul 2024\n\n";
 
 const char *o1_chat_template_family_name(enum o1_chat_family f)
 {
@@ -53,7 +55,7 @@ static int recognise(const char *tmpl, enum o1_chat_family *out)
 		*out = O1_CHAT_LLAMA3;
 	else if (strstr(tmpl, "[INST]") && strstr(tmpl, "<<SYS>>"))
 		*out = O1_CHAT_LLAMA2;
-	else if (strstr(tmpl, "[INST]"))
+	else if (strstr(tmpl, "[INST]") && strstr(tmpl, " [/INST]"))
 		*out = O1_CHAT_MISTRAL;
 	else {
 		o1_err("chat template: not a known family (%zu bytes, starts "
@@ -79,8 +81,13 @@ int o1_chat_template_init(struct o1_chat_template *ct,
 		       "named");
 		ret = -O1_E_MISSING;
 	}
-	if (ret || ct->family != O1_CHAT_CHATML || !model_template)
+	if (ret || !model_template)
 		return ret;
+	if (ct->family == O1_CHAT_LLAMA3 &&
+	    strstr(model_template, "Cutting Knowledge Date"))
+		ct->system_preamble = llama31_preamble;
+	if (ct->family != O1_CHAT_CHATML)
+		return 0;
 	if (strstr(model_template, qwen25_system))
 		ct->default_system = qwen25_system;
 	else if (strstr(model_template, qwen2_system))
@@ -154,16 +161,32 @@ static void render_chatml(const struct o1_chat_template *ct,
 		put(w, "<|im_start|>assistant\n");
 }
 
-static void render_llama3(const struct o1_chat_message *m, size_t n, bool gen,
+static void llama3_turn(const char *role, const char *content, struct writer *w)
+{
+	put(w, "<|start_header_id|>");
+	put(w, role);
+	put(w, "<|end_header_id|>\n\n");
+	put_trimmed(w, content);
+	put(w, "<|eot_id|>");
+}
+
+/* With a preamble (3.1+) the system turn is always there: preamble, then
+ * the system message if any. */
+static void render_llama3(const struct o1_chat_template *ct,
+			  const struct o1_chat_message *m, size_t n, bool gen,
 			  struct writer *w)
 {
-	for (size_t i = 0; i < n; i++) {
-		put(w, "<|start_header_id|>");
-		put(w, m[i].role);
-		put(w, "<|end_header_id|>\n\n");
-		put_trimmed(w, m[i].content);
+	size_t i = 0;
+
+	if (ct->system_preamble) {
+		put(w, "<|start_header_id|>system<|end_header_id|>\n\n");
+		put(w, ct->system_preamble);
+		if (n && role_is(&m[0], "system"))
+			put_trimmed(w, m[i++].content);
 		put(w, "<|eot_id|>");
 	}
+	for (; i < n; i++)
+		llama3_turn(m[i].role, m[i].content, w);
 	if (gen)
 		put(w, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
@@ -264,7 +287,7 @@ int o1_chat_template_render(const struct o1_chat_template *ct,
 		render_chatml(ct, msgs, n, add_generation_prompt, &w);
 		break;
 	case O1_CHAT_LLAMA3:
-		render_llama3(msgs, n, add_generation_prompt, &w);
+		render_llama3(ct, msgs, n, add_generation_prompt, &w);
 		break;
 	case O1_CHAT_LLAMA2:
 		render_llama2(msgs, n, &w);

@@ -17,7 +17,8 @@ enum o1_chat_family {
 	O1_CHAT_CHATML,	 /* <|im_start|>role\n...<|im_end|> (Qwen) */
 	O1_CHAT_LLAMA3,	 /* <|start_header_id|>role<|end_header_id|> */
 	O1_CHAT_LLAMA2,	 /* <s>[INST] <<SYS>>...<</SYS>> ... [/INST] */
-	O1_CHAT_MISTRAL, /* [INST] ... [/INST]...</s>, no <<SYS>> */
+	O1_CHAT_MISTRAL, /* [INST] ... [/INST]...</s>, no <<SYS>> (v0.1/v0.2:
+			  * a space before [/INST]) */
 	O1_CHAT_N,
 };
 
@@ -26,6 +27,10 @@ struct o1_chat_template {
 	/* system prompt the template inserts when the messages have none
 	 * (Qwen); static storage, NULL when none */
 	const char *default_system;
+	/* Llama 3.1+: text that opens a system turn present in every prompt
+	 * (knowledge and today's date, the template's fixed fallback date);
+	 * static storage, NULL when none */
+	const char *system_preamble;
 };
 
 struct o1_chat_message {
@@ -34,7 +39,9 @@ struct o1_chat_message {
 };
 
 /* Picks the family: FAMILY (a name, see o1_chat_template_family_name) when
- * not NULL, else recognised from MODEL_TEMPLATE. Fails with
+ * not NULL, else recognised from MODEL_TEMPLATE. Mistral templates without
+ * the space before [/INST] (v0.3, Tekken, [SYSTEM_PROMPT]) format turns
+ * differently and are not recognised. Fails with
  * -O1_E_UNSUPPORTED for a template it does not recognise or an unknown
  * family name, -O1_E_MISSING when both are NULL; each logged. */
 int o1_chat_template_init(struct o1_chat_template *ct,

@@ -65,6 +65,10 @@ static void test_recognise(void **state)
 	assert_null(ct.default_system);
 	assert_int_equal(o1_chat_template_init(&ct, "{{ messages }}", NULL),
 			 -O1_E_UNSUPPORTED);
+	/* Mistral v0.3 puts no space before [/INST]: not the built-in one */
+	assert_int_equal(
+	    o1_chat_template_init(&ct, "{{ '[INST] ' + m + '[/INST]' }}", NULL),
+	    -O1_E_UNSUPPORTED);
 	assert_int_equal(o1_chat_template_init(&ct, NULL, NULL), -O1_E_MISSING);
 	assert_int_equal(o1_chat_template_init(&ct, "{{ x }}", "llama3"), 0);
 	assert_int_equal(ct.family, O1_CHAT_LLAMA3);
@@ -104,6 +108,29 @@ static void test_llama3(void **state)
 	       "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
 	       "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
 	       "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+static void test_llama31(void **state)
+{
+	static const char tmpl[] =
+	    "{{- \"Cutting Knowledge Date: December 2023\\n\" }}"
+	    "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}";
+	struct o1_chat_template ct;
+
+	(void)state;
+	assert_int_equal(o1_chat_template_init(&ct, tmpl, NULL), 0);
+	assert_int_equal(ct.family, O1_CHAT_LLAMA3);
+	expect(
+	    &ct, MSGS({"user", "Hi"}), true,
+	    "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge "
+	    "Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
+	    "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+	    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	expect(
+	    &ct, MSGS({"system", " S "}, {"user", "Hi"}), false,
+	    "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge "
+	    "Date: December 2023\nToday Date: 26 Jul 2024\n\nS<|eot_id|>"
+	    "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
 }
 
 static void test_llama2(void **state)
@@ -162,7 +189,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_recognise), cmocka_unit_test(test_chatml),
-	    cmocka_unit_test(test_llama3),    cmocka_unit_test(test_llama2),
+	    cmocka_unit_test(test_llama3),
+	    cmocka_unit_test(test_llama31),    cmocka_unit_test(test_llama2),
 	    cmocka_unit_test(test_mistral),   cmocka_unit_test(test_buffer),
 	};
 
