@@ -2,6 +2,9 @@
  *
  * Input: byte 0 picks the vocabulary (GPT-2 BPE, Llama-3 BPE with
  * ignore_merges, SentencePiece) and the encode flags; the rest is text.
+ * With bit 7 of byte 0 set, the rest is NUL-separated role/content pairs
+ * rendered by every chat template family instead, whole and into a short
+ * buffer, which must hold the same prefix.
  * Checks: encode fails only on invalid UTF-8 and then with
  * -O1_E_TOKENIZER; decode(encode(text)) == text where the algorithm keeps
  * text exactly; the same bytes read as token ids stream-decode to valid
@@ -11,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tokenizer/tok_fixture.h"
+#include "chat_template.h"
 #include "error.h"
 #include "log.h"
-#include "../tokenizer/tok_fixture.h"
 #include "tokenizer.h"
 
 static struct o1_tokenizer *toks[3];
@@ -127,6 +131,50 @@ static void check_stream(int which, const uint8_t *data, size_t size)
 	free(out);
 }
 
+static void render_all(const struct o1_chat_message *m, size_t n,
+		       size_t short_cap)
+{
+	static char whole[1 << 17], part[64];
+
+	for (int f = 0; f < O1_CHAT_N; f++) {
+		struct o1_chat_template ct;
+		int a, b;
+
+		if (o1_chat_template_init(
+			&ct, NULL,
+			o1_chat_template_family_name((enum o1_chat_family)f)))
+			abort();
+		a = o1_chat_template_render(&ct, m, n, true, whole,
+					    sizeof(whole));
+		b = o1_chat_template_render(&ct, m, n, true, part, short_cap);
+		if (a != b || (a >= 0 && (size_t)a < sizeof(whole) &&
+			       strncmp(whole, part, short_cap - 1)))
+			abort();
+	}
+}
+
+/* Roles and contents alternate, each NUL-terminated inside the input. */
+static void check_chat(const uint8_t *data, size_t size)
+{
+	struct o1_chat_message m[16];
+	char *copy = malloc(size + 1), *p, *end;
+	size_t n = 0;
+
+	if (!copy)
+		abort();
+	memcpy(copy, data, size);
+	copy[size] = 0;
+	end = copy + size;
+	for (p = copy + 1; p < end && n < 16; n++) {
+		m[n].role = p;
+		p += strlen(p) + 1;
+		m[n].content = p < end ? p : "";
+		p += p < end ? strlen(p) + 1 : 0;
+	}
+	render_all(m, n, 1 + data[0] % 63);
+	free(copy);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int which;
@@ -135,6 +183,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		init();
 	if (!size)
 		return 0;
+	if (data[0] & 0x80) {
+		check_chat(data, size);
+		return 0;
+	}
 	which = data[0] % 3;
 	check_round_trip(which, data + 1, size - 1, (data[0] >> 2) & 3);
 	check_stream(which, data, size);
