@@ -10,6 +10,9 @@
  * One run at a time per pool (the engine calls it from one thread). The
  * pool allocates at create and never in run. A NULL pool runs every task
  * on the caller.
+ *
+ * Every kernel takes its pool as the first parameter; its CUDA twin takes
+ * a cudaStream_t there and keeps every other parameter as it is.
  */
 #ifndef O1_THREADS_H
 #define O1_THREADS_H
