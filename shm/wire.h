@@ -170,15 +170,26 @@ _Static_assert(sizeof(union o1_wire_entry) == O1_WIRE_ENTRY_BYTES, "entry");
  * answers o1_wire_welcome, carrying with SCM_RIGHTS the sealed region memfd
  * and, when the region has O1_REGION_EVENTFD, the daemon's doorbell eventfd
  * (n_fds says how many). A non-zero status comes with no fds and the
- * daemon then closes the connection. */
+ * daemon then closes the connection.
+ *
+ * Admin connections (o1ctl) set O1_HELLO_ADMIN and get a welcome with no
+ * fds; afterwards each message they send (at most O1_ADMIN_MSG_MAX bytes,
+ * its content defined by the daemon's admin handler) gets exactly one
+ * reply message. */
 #define O1_HELLO_MAGIC	 0x4c48314fu /* "O1HL" */
 #define O1_WELCOME_MAGIC 0x4c57314fu /* "O1WL" */
 #define O1_NAME_MAX	 32
+#define O1_ADMIN_MSG_MAX 65536
+
+enum o1_hello_flags {
+	O1_HELLO_ADMIN = 1u << 0, /* admin connection: no region */
+	O1_HELLO_FLAGS_ALL = 0x1,
+};
 
 struct o1_wire_hello {
 	uint32_t magic;	      /* O1_HELLO_MAGIC */
 	uint16_t version;     /* O1_WIRE_VERSION */
-	uint16_t flags;	      /* 0 */
+	uint16_t flags;	      /* enum o1_hello_flags */
 	uint32_t sq_entries;  /* 0 = daemon default */
 	uint32_t cq_entries;  /* 0 = daemon default */
 	uint32_t arena_bytes; /* 0 = daemon default */
@@ -191,7 +202,7 @@ _Static_assert(sizeof(struct o1_wire_hello) == 64, "hello");
 struct o1_wire_welcome {
 	uint32_t magic;	  /* O1_WELCOME_MAGIC */
 	uint16_t version; /* O1_WIRE_VERSION */
-	uint16_t n_fds;	  /* 1 (memfd) or 2 (memfd, eventfd) */
+	uint16_t n_fds;	  /* 1 (memfd), 2 (memfd, eventfd), 0 (admin) */
 	int32_t status;	  /* 0, or -errno / -O1_E_* and no fds */
 	uint32_t client_id;
 	uint32_t region_bytes;

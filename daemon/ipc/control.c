@@ -90,6 +90,13 @@ static int groups_allowed(int fd, const struct o1_ipc_opts *o)
 	return 0;
 }
 
+int o1_ipc_admin_check(const struct o1_ipc_opts *o, const struct ucred *cred)
+{
+	if (!o->n_admin_uids)
+		return cred->uid == geteuid() || cred->uid == 0 ? 0 : -EACCES;
+	return in_list(cred->uid, o->admin_uids, o->n_admin_uids) ? 0 : -EACCES;
+}
+
 int o1_ipc_peer_check(int fd, const struct o1_ipc_opts *o, struct ucred *cred)
 {
 	socklen_t len = sizeof(*cred);
@@ -143,7 +150,8 @@ int o1_ipc_recv_hello(int fd, struct o1_wire_hello *out)
 	if (n == 0)
 		return -ECONNRESET;
 	if (drop_fds(&mh) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-	    n != sizeof(h) || h.magic != O1_HELLO_MAGIC || h.flags || h.pad) {
+	    n != sizeof(h) || h.magic != O1_HELLO_MAGIC ||
+	    (h.flags & ~O1_HELLO_FLAGS_ALL) || h.pad) {
 		o1_warn("ipc: bad hello: %zd bytes, magic 0x%08x, flags 0x%x",
 			n, n >= 4 ? h.magic : 0, (unsigned)mh.msg_flags);
 		return -O1_E_PROTOCOL;

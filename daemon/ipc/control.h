@@ -18,6 +18,9 @@ int o1_ipc_listen(const char *path, uint32_t mode, int *out_fd);
  * the allowed lists in opts. Returns 0, -EACCES or -errno. */
 int o1_ipc_peer_check(int fd, const struct o1_ipc_opts *opts,
 		      struct ucred *cred);
+/* Checks credentials already read against opts->admin_uids (empty: the
+ * daemon's uid and root). Returns 0 or -EACCES. */
+int o1_ipc_admin_check(const struct o1_ipc_opts *o, const struct ucred *cred);
 /* Receives one hello. Returns 0, -EAGAIN (nothing yet), -ECONNRESET (peer
  * closed), -O1_E_PROTOCOL (wrong size or magic, fds attached: those are
  * closed) or -O1_E_VERSION. */

@@ -218,29 +218,34 @@ static void new_client(struct o1_ipc_server *srv, int fd)
 	c->sock_armed = o1_ipc_arm(srv, O1_IPC_UD_SOCK, c, 0) == 0;
 }
 
-/* Unexpected data or hang-up on an active client's control socket. */
+/* Data on an active client's control socket breaks the protocol; end of
+ * file is its death. */
+static void unexpected_data(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	char buf[64];
+	ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n > 0) {
+		o1_ipc_violation(srv, c, -O1_E_PROTOCOL,
+				 "data on the control socket");
+	} else if (n == 0) {
+		srv->st.client_deaths++;
+		o1_ipc_client_doom(srv, c, "hang-up");
+	}
+}
+
 static void sock_event(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		       int res)
 {
-	char buf[64];
-	ssize_t n;
+	int hup = res & (POLLHUP | POLLRDHUP | POLLERR);
 
-	if (c->state == O1_IPC_HELLO && (res & POLLIN)) {
+	if (c->state == O1_IPC_HELLO && (res & POLLIN))
 		o1_ipc_handshake(srv, c);
-		if (c->state == O1_IPC_HELLO && !(res & (POLLHUP | POLLRDHUP)))
-			return;
-	}
-	if (c->state == O1_IPC_ACTIVE && (res & POLLIN)) {
-		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n > 0) {
-			o1_ipc_violation(srv, c, -O1_E_PROTOCOL,
-					 "data on the control socket");
-			return;
-		}
-		if (n < 0 && errno == EAGAIN)
-			return;
-	}
-	if (res & (POLLHUP | POLLRDHUP | POLLERR) || (res & POLLIN)) {
+	else if (c->state == O1_IPC_ADMIN && (res & POLLIN))
+		o1_ipc_admin_serve(srv, c);
+	else if (c->state == O1_IPC_ACTIVE && (res & POLLIN))
+		unexpected_data(srv, c);
+	if (hup && !c->doomed) {
 		if (c->state == O1_IPC_ACTIVE)
 			srv->st.client_deaths++;
 		o1_ipc_client_doom(srv, c, "hang-up");

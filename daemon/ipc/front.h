@@ -34,6 +34,7 @@ enum o1_ipc_state {
 	O1_IPC_FREE,
 	O1_IPC_HELLO,  /* connected, handshake not done */
 	O1_IPC_ACTIVE, /* region sent */
+	O1_IPC_ADMIN,  /* admin connection: messages to ->admin */
 };
 
 struct o1_ipc_client {
@@ -64,7 +65,7 @@ struct o1_ipc_client {
 struct o1_ipc_server {
 	struct o1_ipc_opts o; /* defaults filled, lists copied */
 	char *path;
-	uint32_t *uids, *gids;
+	uint32_t *uids, *gids, *admins; /* copies of the allow lists */
 	struct o1_ipc_consumer cons;
 	struct io_uring ring;
 	int lfd, kick_fd, sfd;
@@ -77,6 +78,7 @@ struct o1_ipc_server {
 	uint32_t posted; /* events posted during the current pass */
 	int accept_armed, kick_armed, sig_armed, timer_armed;
 	struct __kernel_timespec tick;
+	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */
 	struct o1_ipc_stats st;
 };
 
@@ -92,6 +94,10 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c);
 /* Sends a failed welcome and dooms the client. */
 void o1_ipc_refuse(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		   int status);
+/* Serves one readable admin connection. */
+void o1_ipc_admin_serve(struct o1_ipc_server *srv, struct o1_ipc_client *c);
+void o1_ipc_client_fill_info(const struct o1_ipc_client *c,
+			     struct o1_ipc_client_info *out);
 /* Counts a protocol or quota violation; dooms the client at the limit. */
 void o1_ipc_violation(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		      int err, const char *why);

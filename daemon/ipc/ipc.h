@@ -56,6 +56,22 @@ struct o1_ipc_opts {
 			     * when IORING_OP_FUTEX_WAIT is available */
 	int handle_signals; /* 1: block SIGINT/SIGTERM/SIGHUP and read them
 			     * through a signalfd in the loop */
+	/* Uids allowed on admin connections (O1_HELLO_ADMIN); empty: the
+	 * daemon's uid and root. Borrowed like allowed_uids. */
+	const uint32_t *admin_uids;
+	size_t n_admin_uids;
+};
+
+/* What the daemon may know about a connected client. */
+struct o1_ipc_client_info {
+	uint32_t client_id;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	char name[O1_NAME_MAX];
+	uint32_t inflight; /* requests accepted and not yet FINAL */
+	uint32_t violations;
+	uint32_t region_bytes;
 };
 
 /* A validated request, borrowed by ->submit until it returns. */
@@ -91,6 +107,13 @@ struct o1_ipc_consumer {
 	 * posted here count as work: the loop keeps busy-polling while the
 	 * consumer posts, and sleeps only after spin_us without any. */
 	void (*poll)(void *ctx, struct o1_ipc_server *srv);
+	/* One message from an admin connection (req, len bytes, borrowed):
+	 * write the reply into reply (cap bytes) and return its length, or
+	 * a negative error, answered with an empty message. NULL: admin
+	 * connections are refused with -O1_E_UNSUPPORTED. */
+	int (*admin)(void *ctx, struct o1_ipc_server *srv,
+		     const struct o1_ipc_client_info *peer, const void *req,
+		     size_t len, void *reply, size_t cap);
 	/* A signal read through the signalfd; NULL: SIGINT/SIGTERM stop. */
 	void (*signal)(void *ctx, struct o1_ipc_server *srv, int signo);
 };
@@ -104,6 +127,7 @@ struct o1_ipc_stats {
 	uint64_t kicked_out; /* disconnected for violations */
 	uint64_t requests;   /* accepted by the consumer */
 	uint64_t pings;
+	uint64_t admin_requests;
 	uint64_t wakeups_spin; /* work found while busy-polling */
 	uint64_t sleeps;       /* times the loop slept in io_uring */
 	uint64_t cq_full;      /* posts refused for backpressure */
@@ -128,6 +152,11 @@ void o1_ipc_server_kick(struct o1_ipc_server *srv);
 void o1_ipc_server_set_draining(struct o1_ipc_server *srv, int on);
 void o1_ipc_server_stats(const struct o1_ipc_server *srv,
 			 struct o1_ipc_stats *out);
+
+/* Fills out with up to cap connected (data) clients; returns how many
+ * there are (may exceed cap). Loop thread only. */
+int o1_ipc_clients(const struct o1_ipc_server *srv,
+		   struct o1_ipc_client_info *out, size_t cap);
 
 /* Posts one event (TOKEN, FINAL or ERROR) to a client's completion ring
  * and wakes it if it sleeps. A FINAL releases the request's in-flight

@@ -57,8 +57,14 @@ static int copy_opts(struct o1_ipc_server *srv, const struct o1_ipc_opts *in)
 	srv->path = strdup(o->socket_path);
 	srv->uids = calloc(o->n_allowed_uids + 1, sizeof(uint32_t));
 	srv->gids = calloc(o->n_allowed_gids + 1, sizeof(uint32_t));
-	if (!srv->path || !srv->uids || !srv->gids)
+	srv->admins = calloc(o->n_admin_uids + 1, sizeof(uint32_t));
+	srv->admin_buf = malloc(2 * O1_ADMIN_MSG_MAX);
+	if (!srv->path || !srv->uids || !srv->gids || !srv->admins ||
+	    !srv->admin_buf)
 		return -ENOMEM;
+	if (o->n_admin_uids)
+		memcpy(srv->admins, o->admin_uids, o->n_admin_uids * 4);
+	o->admin_uids = srv->admins;
 	if (o->n_allowed_uids)
 		memcpy(srv->uids, o->allowed_uids, o->n_allowed_uids * 4);
 	if (o->n_allowed_gids)
@@ -178,6 +184,8 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 	free(srv->path);
 	free(srv->uids);
 	free(srv->gids);
+	free(srv->admins);
+	free(srv->admin_buf);
 	free(srv);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +91,98 @@ static void fill_limits(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	};
 }
 
+/* An admin connection: admin uids only (whatever allowed_uids says). */
+static void admin_hello(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+			const struct o1_wire_hello *h)
+{
+	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
+				    .version = O1_WIRE_VERSION};
+	int ret = o1_ipc_peer_check(c->fd, &srv->o, &c->cred);
+
+	if (ret == 0 || ret == -EACCES)
+		ret = o1_ipc_admin_check(&srv->o, &c->cred);
+	if (!ret && !srv->cons.admin)
+		ret = -O1_E_UNSUPPORTED;
+	if (ret) {
+		o1_ipc_refuse(srv, c, ret);
+		return;
+	}
+	memcpy(c->name, h->name, sizeof(c->name));
+	w.client_id = c->id;
+	if (o1_ipc_send_welcome(c->fd, &w, NULL, 0)) {
+		o1_ipc_client_doom(srv, c, "cannot send the welcome");
+		return;
+	}
+	c->state = O1_IPC_ADMIN;
+	o1_info("ipc: admin connection %u (%s, pid %d, uid %u)", c->id, c->name,
+		(int)c->cred.pid, (unsigned)c->cred.uid);
+}
+
+void o1_ipc_client_fill_info(const struct o1_ipc_client *c,
+			     struct o1_ipc_client_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->client_id = c->id;
+	out->uid = c->cred.uid;
+	out->gid = c->cred.gid;
+	out->pid = c->cred.pid;
+	memcpy(out->name, c->name, sizeof(out->name));
+	out->inflight = c->inflight;
+	out->violations = c->violations;
+	out->region_bytes = c->l.total_bytes;
+}
+
+/* Answers the admin messages waiting on c (a few per pass). */
+void o1_ipc_admin_serve(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	uint8_t *req = srv->admin_buf, *reply = req + O1_ADMIN_MSG_MAX;
+	struct o1_ipc_client_info info;
+	ssize_t n;
+	int len;
+
+	o1_ipc_client_fill_info(c, &info);
+	for (int i = 0; i < 16; i++) {
+		n = recv(c->fd, req, O1_ADMIN_MSG_MAX,
+			 MSG_DONTWAIT | MSG_TRUNC);
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0 || n > O1_ADMIN_MSG_MAX) {
+			o1_ipc_client_doom(srv, c,
+					   n > 0 ? "admin message too long"
+						 : "admin hang-up");
+			return;
+		}
+		srv->st.admin_requests++;
+		len = srv->cons.admin(srv->cons.ctx, srv, &info, req, (size_t)n,
+				      reply, O1_ADMIN_MSG_MAX);
+		if (len < 0 || len > O1_ADMIN_MSG_MAX)
+			len = 0;
+		if (send(c->fd, reply, (size_t)len,
+			 MSG_DONTWAIT | MSG_NOSIGNAL) != len) {
+			o1_ipc_client_doom(srv, c,
+					   "cannot send an admin reply");
+			return;
+		}
+	}
+}
+
+int o1_ipc_clients(const struct o1_ipc_server *srv,
+		   struct o1_ipc_client_info *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
+		const struct o1_ipc_client *c = &srv->clients[i];
+
+		if (c->state != O1_IPC_ACTIVE || c->doomed)
+			continue;
+		if (n < cap)
+			o1_ipc_client_fill_info(c, &out[n]);
+		n++;
+	}
+	return (int)n;
+}
+
 void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 {
 	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
@@ -100,6 +193,10 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	ret = o1_ipc_recv_hello(c->fd, &h);
 	if (ret == -EAGAIN)
 		return;
+	if (!ret && (h.flags & O1_HELLO_ADMIN)) {
+		admin_hello(srv, c, &h);
+		return;
+	}
 	if (!ret)
 		ret = o1_ipc_peer_check(c->fd, &srv->o, &c->cred);
 	if (!ret)

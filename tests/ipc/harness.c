@@ -183,6 +183,8 @@ int raw_connect(struct raw_client *r, const char *path,
 		return -1000;
 	if (r->w.status)
 		return n == 0 ? r->w.status : -1000;
+	if (n == 0 && r->w.n_fds == 0)
+		return 1; /* admin connection */
 	if (n != r->w.n_fds || n < 1)
 		return -1000;
 	r->memfd = fds[0];

@@ -45,8 +45,8 @@ struct raw_client {
 };
 
 /* Sends hello (with n_send_fds descriptors attached) and reads the
- * welcome; returns the welcome status, or -1000 on a local failure. On
- * success the region is mapped. */
+ * welcome; returns the welcome status (0: the region is mapped), 1 for a
+ * good welcome without fds (admin), or -1000 on a local failure. */
 int raw_connect(struct raw_client *r, const char *path,
 		const struct o1_wire_hello *hello, const int *send_fds,
 		int n_send_fds);

@@ -648,6 +648,58 @@ static void test_draining(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
+static int admin_connect(const char *path, int *fd)
+{
+	struct o1_wire_hello h;
+	struct raw_client r;
+	int ret;
+
+	raw_hello(&h);
+	h.flags = O1_HELLO_ADMIN;
+	ret = raw_connect(&r, path, &h, NULL, 0);
+	*fd = r.sock;
+	return ret == 1 ? 0 : ret;
+}
+
+/* Admin connections: one reply per message, refused to non-admin uids
+ * even when they may connect as clients. */
+static void test_admin(void **state)
+{
+	struct server_stats st;
+	struct test_server s;
+	struct o1_client *c;
+	char uid[16], reply[256];
+	int fd;
+	ssize_t n;
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	c = good_client(&s);
+	assert_int_equal(admin_connect(s.path, &fd), 0);
+	assert_int_equal(send(fd, "clients", 7, 0), 7);
+	n = recv(fd, reply, sizeof(reply) - 1, 0);
+	assert_true(n > 0);
+	reply[n] = 0;
+	assert_string_equal(reply, "clients=1 first=good");
+	assert_int_equal(send(fd, "hi", 2, 0), 2);
+	n = recv(fd, reply, sizeof(reply) - 1, 0);
+	assert_true(n > 0);
+	reply[n] = 0;
+	assert_non_null(strstr(reply, "echo:hi from uid"));
+	close(fd);
+	assert_int_equal(o1_client_ping(c, NULL), 0);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.connected, 1);
+	o1_client_close(c);
+	assert_int_equal(server_stop(&s), 0);
+	snprintf(uid, sizeof(uid), "%u", getuid() + 1);
+	start(&s, "--admin-uid", uid, NULL, NULL);
+	assert_int_equal(admin_connect(s.path, &fd), -EACCES);
+	close(fd);
+	check_serving(&s);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -663,6 +715,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_backpressure),
 	    cmocka_unit_test(test_hello_timeout),
 	    cmocka_unit_test(test_draining),
+	    cmocka_unit_test(test_admin),
 	};
 
 	eventfd_mode = argc > 1 && !strcmp(argv[1], "--eventfd");

@@ -9,7 +9,7 @@
  *
  * usage: o1_ipc_test_server --socket PATH [--eventfd] [--allow-uid N]
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
- *        [--hello-ms N] [--max-clients N] [--arena N]
+ *        [--hello-ms N] [--max-clients N] [--arena N] [--admin-uid N]
  * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
  * at exit (SIGTERM). SIGINT toggles draining and prints "draining=N". */
 #include <errno.h>
@@ -154,6 +154,25 @@ static void print_stats(struct o1_ipc_server *srv)
 	fflush(stdout);
 }
 
+/* Admin fixture: "clients" -> "clients=N first=NAME", anything else is
+ * echoed back as "echo:" + request + " from uid U". */
+static int on_admin(void *ctx, struct o1_ipc_server *srv,
+		    const struct o1_ipc_client_info *peer, const void *req,
+		    size_t len, void *reply, size_t cap)
+{
+	struct o1_ipc_client_info info[4];
+	int n;
+
+	(void)ctx;
+	if (len == 7 && !memcmp(req, "clients", 7)) {
+		n = o1_ipc_clients(srv, info, 4);
+		return snprintf(reply, cap, "clients=%d first=%s", n,
+				n ? info[0].name : "-");
+	}
+	return snprintf(reply, cap, "echo:%.*s from uid %u", (int)len,
+			(const char *)req, (unsigned)peer->uid);
+}
+
 static void on_signal(void *ctx, struct o1_ipc_server *srv, int signo)
 {
 	(void)ctx;
@@ -190,6 +209,10 @@ static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
 			*uid = (uint32_t)atoi(v);
 			o->allowed_uids = uid;
 			o->n_allowed_uids = 1;
+		} else if (!strcmp(a, "--admin-uid")) {
+			uid[1] = (uint32_t)atoi(v);
+			o->admin_uids = &uid[1];
+			o->n_admin_uids = 1;
 		} else if (!strcmp(a, "--max-inflight"))
 			o->max_inflight = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--max-violations"))
@@ -219,12 +242,13 @@ int main(int argc, char **argv)
 				       .cancel = on_cancel,
 				       .disconnect = on_disconnect,
 				       .poll = on_poll,
+				       .admin = on_admin,
 				       .signal = on_signal};
 	struct o1_ipc_server *srv;
-	uint32_t uid;
+	uint32_t uid[2];
 	int ret;
 
-	if (parse_args(argc, argv, &o, &uid)) {
+	if (parse_args(argc, argv, &o, uid)) {
 		fprintf(stderr, "usage: see the head of test_server.c\n");
 		return 2;
 	}
