@@ -1,8 +1,9 @@
-/* o1model run end to end (the binary is argv[1]): for each reference model
- * in ../shared/testdata/hf, --ids-only greedy output equals greedy_new_ids,
- * and --dump-logits --max-tokens 0 writes [n_prompt, vocab] float32 logits
- * within 1e-3 x max|ref| of logits.f32; bad arguments exit 2. Skipped (77)
- * when ../shared is absent. */
+/* o1model run end to end (the binary is argv[1]): a --prompt on a model
+ * o1model make writes, reproducible by seed; then, when ../shared is
+ * present, for each reference model in ../shared/testdata/hf, --ids-only
+ * greedy output equals greedy_new_ids, and --dump-logits --max-tokens 0
+ * writes [n_prompt, vocab] float32 logits within 1e-3 x max|ref| of
+ * logits.f32; bad arguments exit 2 and failures 1. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,17 +136,80 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(run_status(args), 1);
 }
 
+/* Output of "o1model run ARGS" (first 4 KiB) into OUT; exit status. */
+static int run_output(const char *args, char *out, size_t cap)
+{
+	char cmd[1024];
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s run %s 2>/dev/null", o1model, args);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(out, 1, cap - 1, p);
+	out[n] = 0;
+	return pclose(p);
+}
+
+/* A model with a vocabulary (o1model make's built-in tokenizer): --prompt
+ * is tokenized, the ids line is followed by the text, and sampling with a
+ * seed repeats itself exactly. Needs no shared files. */
+static void test_prompt_sampling(void **state)
+{
+	char path[] = "/tmp/o1-test-run-model-XXXXXX", cmd[1024], args[600];
+	char a[4096], b[4096], c[4096];
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "%s make --preset tiny --out %s.gguf "
+		 "2>/dev/null",
+		 o1model, path);
+	assert_int_equal(system(cmd), 0);
+	snprintf(args, sizeof(args),
+		 "%s.gguf --prompt 'Hello world' "
+		 "--max-tokens 12 --temperature 0.9 --top-p 0.95 --seed 7",
+		 path);
+	assert_int_equal(run_output(args, a, sizeof(a)), 0);
+	assert_int_equal(run_output(args, b, sizeof(b)), 0);
+	assert_string_equal(a, b);
+	assert_non_null(strchr(a, '\n')); /* ids line, then the text */
+	assert_int_equal(strspn(a, "0123456789 "), strchr(a, '\n') - a);
+	snprintf(args, sizeof(args),
+		 "%s.gguf --prompt 'Hello world' "
+		 "--max-tokens 12 --temperature 0.9 --top-p 0.95 --seed 8",
+		 path);
+	assert_int_equal(run_output(args, c, sizeof(c)), 0);
+	assert_string_not_equal(a, c);
+	snprintf(args, sizeof(args),
+		 "%s.gguf --prompt 'Hello world' "
+		 "--max-tokens 5 --ids-only",
+		 path);
+	assert_int_equal(run_output(args, c, sizeof(c)), 0);
+	assert_int_equal(strchr(c, '\n') - c + 1, (long)strlen(c));
+	snprintf(cmd, sizeof(cmd), "%s.gguf", path);
+	unlink(cmd);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest always[] = {
+	    cmocka_unit_test(test_prompt_sampling),
+	};
+	const struct CMUnitTest shared[] = {
 	    cmocka_unit_test(test_reference_models),
 	    cmocka_unit_test(test_bad_arguments),
 	};
+	int err;
 
 	if (argc < 2)
 		return 2;
 	o1model = argv[1];
-	if (access(O1_SHARED_DIR "/testdata/hf", R_OK) != 0)
-		return 77;
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	err = cmocka_run_group_tests(always, NULL, NULL);
+	if (err || access(O1_SHARED_DIR "/testdata/hf", R_OK) != 0)
+		return err;
+	return cmocka_run_group_tests(shared, NULL, NULL);
 }
