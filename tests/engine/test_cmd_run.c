@@ -165,7 +165,7 @@ static void test_prompt_sampling(void **state)
 	close(fd);
 	snprintf(cmd, sizeof(cmd),
 		 "%s make --preset tiny --out %s.gguf "
-		 "2>/dev/null",
+		 ">/dev/null 2>&1",
 		 o1model, path);
 	assert_int_equal(system(cmd), 0);
 	snprintf(args, sizeof(args),
