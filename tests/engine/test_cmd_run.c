@@ -1,6 +1,7 @@
 /* o1model run end to end (the binary is argv[1]): a --prompt on a model
  * o1model make writes, reproducible by seed; then, when ../shared is
- * present, for each reference model in ../shared/testdata/hf, --ids-only
+ * present, for each reference model in ../shared/testdata/hf, as a folder
+ * and after o1model convert to GGUF, --ids-only
  * greedy output equals greedy_new_ids, and --dump-logits --max-tokens 0
  * writes [n_prompt, vocab] float32 logits within 1e-3 x max|ref| of
  * logits.f32; bad arguments exit 2 and failures 1. */
@@ -47,7 +48,8 @@ static void ids_text(const cJSON *root, const char *key, char *out, size_t cap)
 	    out + at, cap - at, "%s%d", at ? " " : "", (int)e->valuedouble);
 }
 
-static void check_model(const char *dir)
+/* Runs MODEL (a folder or a GGUF) against the reference files in REF. */
+static void check_model(const char *model, const char *ref_dir)
 {
 	char path[600], cmd[2048], prompt[1024], want[1024], got[1024] = "";
 	char dump[] = "/tmp/o1-test-run-XXXXXX";
@@ -61,7 +63,7 @@ static void check_model(const char *dir)
 
 	assert_true(fd >= 0);
 	close(fd);
-	snprintf(path, sizeof(path), "%s/reference.json", dir);
+	snprintf(path, sizeof(path), "%s/reference.json", ref_dir);
 	text = slurp(path, &len);
 	root = cJSON_Parse(text);
 	ids_text(root, "greedy_prompt_ids", prompt, sizeof(prompt));
@@ -69,7 +71,7 @@ static void check_model(const char *dir)
 	snprintf(cmd, sizeof(cmd),
 		 "%s run %s --ids '%s' --max-tokens 24 "
 		 "--ids-only --page-tokens 3",
-		 o1model, dir, prompt);
+		 o1model, model, prompt);
 	p = popen(cmd, "r");
 	assert_non_null(fgets(got, sizeof(got), p));
 	assert_int_equal(pclose(p), 0);
@@ -79,9 +81,9 @@ static void check_model(const char *dir)
 	snprintf(cmd, sizeof(cmd),
 		 "%s run %s --ids '%s' --max-tokens 0 "
 		 "--dump-logits %s >/dev/null",
-		 o1model, dir, prompt, dump);
+		 o1model, model, prompt, dump);
 	assert_int_equal(system(cmd), 0);
-	snprintf(path, sizeof(path), "%s/logits.f32", dir);
+	snprintf(path, sizeof(path), "%s/logits.f32", ref_dir);
 	ref = (float *)slurp(path, &len);
 	logits = (float *)slurp(dump, &dlen);
 	assert_int_equal(len, dlen);
@@ -95,11 +97,30 @@ static void check_model(const char *dir)
 	cJSON_Delete(root);
 }
 
+/* Each reference folder as it is, and converted to GGUF by o1model
+ * convert (Q/K rows permuted on disk, restored by the loader). */
 static void test_reference_models(void **state)
 {
+	static const char *const names[] = {"llama-tiny", "qwen2-tiny"};
+	char dir[512], gguf[] = "/tmp/o1-test-run-gguf-XXXXXX", cmd[1200];
+	int fd = mkstemp(gguf);
+
 	(void)state;
-	check_model(O1_SHARED_DIR "/testdata/hf/llama-tiny");
-	check_model(O1_SHARED_DIR "/testdata/hf/qwen2-tiny");
+	assert_true(fd >= 0);
+	close(fd);
+	for (int i = 0; i < 2; i++) {
+		snprintf(dir, sizeof(dir), O1_SHARED_DIR "/testdata/hf/%s",
+			 names[i]);
+		check_model(dir, dir);
+		snprintf(cmd, sizeof(cmd),
+			 "%s convert %s %s.gguf >/dev/null 2>&1", o1model, dir,
+			 gguf);
+		assert_int_equal(system(cmd), 0);
+		snprintf(cmd, sizeof(cmd), "%s.gguf", gguf);
+		check_model(cmd, dir);
+		unlink(cmd);
+	}
+	unlink(gguf);
 }
 
 static int run_status(const char *args)
