@@ -11,6 +11,7 @@
 #include "tokenizer_int.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,55 @@ static uint32_t split_chars(struct spm_work *w, size_t start, size_t end)
 	return count;
 }
 
+/* Runs of up to this many characters merge by linear scans (below). */
+#define SPM_SHORT 32
+
+/* Score of the token symbols I and I + 1 (compact, in S) would form, or
+ * -inf when they form none. */
+static float bigram_score(const struct o1_tokenizer *t, const char *text,
+			  const struct spm_sym *s, uint32_t i)
+{
+	int32_t id =
+	    tok_strmap_get(&t->by_text, text + s[i].start, s[i].n + s[i + 1].n);
+
+	return id < 0 ? -INFINITY : t->scores[id];
+}
+
+/* The same merges as merge_loop for a short run: each round takes the
+ * highest-scoring pair, leftmost among equals, by a linear scan over
+ * symbols kept compact in W->sym (next/prev unused). */
+static uint32_t merge_short(const struct o1_tokenizer *t, struct spm_work *w,
+			    uint32_t n)
+{
+	struct spm_sym *s = w->sym;
+	float score[SPM_SHORT];
+
+	for (uint32_t i = 0; i + 1 < n; i++)
+		score[i] = bigram_score(t, w->text, s, i);
+	while (n > 1) {
+		uint32_t best = 0;
+
+		for (uint32_t i = 1; i + 1 < n; i++)
+			if (score[i] > score[best])
+				best = i;
+		if (score[best] == -INFINITY)
+			break;
+		s[best].n += s[best + 1].n;
+		n--;
+		memmove(s + best + 1, s + best + 2,
+			(n - best - 1) * sizeof(*s));
+		memmove(score + best, score + best + 1,
+			(n - best - 1) * sizeof(*score));
+		if (best > 0)
+			score[best - 1] = bigram_score(t, w->text, s, best - 1);
+		if (best + 1 < n)
+			score[best] = bigram_score(t, w->text, s, best);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		s[i].next = i + 1 < n ? (int32_t)i + 1 : -1;
+	return n;
+}
+
 /* Merges and emits the escaped text[start, end) as one unit. */
 static int spm_run(const struct o1_tokenizer *t, struct spm_work *w,
 		   size_t start, size_t end, struct tok_sink *out)
@@ -291,10 +341,14 @@ static int spm_run(const struct o1_tokenizer *t, struct spm_work *w,
 	uint32_t count = split_chars(w, start, end);
 	int ret = 0;
 
-	w->heap.n = 0;
-	for (uint32_t i = 1; i < count; i++)
-		try_bigram(t, w, (int32_t)i - 1, (int32_t)i);
-	merge_loop(t, w);
+	if (count <= SPM_SHORT) {
+		count = merge_short(t, w, count);
+	} else {
+		w->heap.n = 0;
+		for (uint32_t i = 1; i < count; i++)
+			try_bigram(t, w, (int32_t)i - 1, (int32_t)i);
+		merge_loop(t, w);
+	}
 	for (int32_t i = count ? 0 : -1; i >= 0 && !ret; i = w->sym[i].next)
 		ret =
 		    emit_symbol(t, w->text + w->sym[i].start, w->sym[i].n, out);

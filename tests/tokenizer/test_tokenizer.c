@@ -191,6 +191,38 @@ static void test_spm(void **state)
 	fix_free(&f);
 }
 
+/* Runs up to 32 characters merge by linear scans, longer ones with the
+ * heap: "hello" repeated across that length gives the same pattern. */
+static void test_spm_long_runs(void **state)
+{
+	int32_t ids[64], hello, h, e, ll, o;
+	char text[128] = "";
+	struct fix f;
+
+	(void)state;
+	fix_spm(&f);
+	hello = tok_fixture_id(f.v, "▁hello");
+	h = tok_fixture_id(f.v, "h");
+	e = tok_fixture_id(f.v, "e");
+	ll = tok_fixture_id(f.v, "ll");
+	o = tok_fixture_id(f.v, "o");
+	for (int k = 1; k <= 12; k++) {
+		int n;
+
+		strcat(text, "hello");
+		n = o1_tokenizer_encode(f.t, text, strlen(text), 0, ids, 64);
+		assert_int_equal(n, 1 + 4 * (k - 1));
+		assert_int_equal(ids[0], hello);
+		for (int i = 1; i < n; i += 4) {
+			assert_int_equal(ids[i], h);
+			assert_int_equal(ids[i + 1], e);
+			assert_int_equal(ids[i + 2], ll);
+			assert_int_equal(ids[i + 3], o);
+		}
+	}
+	fix_free(&f);
+}
+
 /* A token with U+2581 inside makes the merges run over whole segments
  * instead of word by word: "o▁w" forms across the space. */
 static void test_spm_cross_space(void **state)
@@ -459,6 +491,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_pre),
 	    cmocka_unit_test(test_specials),
 	    cmocka_unit_test(test_spm),
+	    cmocka_unit_test(test_spm_long_runs),
 	    cmocka_unit_test(test_spm_cross_space),
 	    cmocka_unit_test(test_invalid_utf8),
 	    cmocka_unit_test(test_capacity),
