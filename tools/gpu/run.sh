@@ -5,6 +5,11 @@
 # the GPU benchmarks, and writes logs and results to OUT (default $OUT or
 # ./gpu-out).
 #   tools/gpu/run.sh [build|test|bench|all] [ctest -R pattern]
+# O1_GPU_TARGETS="t1 t2": build only these targets (a half-written file
+# elsewhere in the tree then cannot break the run). The hf reference models
+# live in ../shared beside the checkout, which does not travel: copy
+# ../shared/testdata into .gpu-testdata/ (git-ignored) and carry it; it is
+# linked as ../shared there.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -36,7 +41,8 @@ build() {
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
     -DCMAKE_INCLUDE_PATH="$prefix/usr/include" >"$out/configure.log" 2>&1 ||
     { tail -40 "$out/configure.log"; exit 1; }
-  cmake --build build/gpu -j "$(nproc)" >"$out/build.log" 2>&1 ||
+  cmake --build build/gpu -j "$(nproc)" ${O1_GPU_TARGETS:+--target $O1_GPU_TARGETS} \
+    >"$out/build.log" 2>&1 ||
     { grep -E 'error|Error' "$out/build.log" | head -40; exit 1; }
   echo "build ok"
 }
@@ -53,7 +59,14 @@ run_bench() {
   [ -x tools/gpu/bench.sh ] && tools/gpu/bench.sh "$out"
 }
 
+link_testdata() {
+  if [ ! -e "$root/../shared" ] && [ -d "$root/.gpu-testdata" ]; then
+    ln -s "$root/.gpu-testdata" "$root/../shared"
+  fi
+}
+
 unpack
+link_testdata
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$out/gpu.txt" 2>&1
 case "$what" in
   build) build ;;

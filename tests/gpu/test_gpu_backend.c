@@ -1,0 +1,351 @@
+/* The CUDA backend end to end against the CPU backend (itself checked
+ * against transformers in tests/engine), on the ../shared/testdata/hf
+ * models, on `o1model make --preset tiny` (GGUF, f32) and on a one-layer
+ * qwen2.5-0.5b shape (safetensors, bf16) made by the o1model binary given
+ * as argv[1]. Two sequences share every step: prompts of 40 and 23 random
+ * ids prefilled in chunks of 13 with logits for every position, then 16
+ * batched decode steps.
+ *
+ * Checks, over the prompt positions: logits relative L2 error
+ * ||gpu - cpu|| / ||cpu|| <= 2e-2 per position (bf16 weights, KV and
+ * product inputs against f32 everywhere) and top-1 agreement >= 98%.
+ * Greedy continuation: each decode step feeds the GPU's argmax to both
+ * backends; where it differs from the CPU's, the CPU's logit for it must
+ * be within 2 x 2e-2 x rms(cpu logits) of the CPU's maximum (a near tie
+ * within the tolerance), and the number of exact agreements is printed.
+ * No device or pinned allocation happens after create (the counter), and
+ * a token id outside the vocabulary is refused with -O1_E_BOUNDS.
+ * Exit 77 without a CUDA device; the hf models are skipped without
+ * ../shared. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+#include "backend.h"
+#include "cuda_backend.h"
+#include "cuda_util.h"
+#include "error.h"
+#include "kv_pool.h"
+#include "model.h"
+
+#define N_SEQS	  2
+#define CHUNK	  13
+#define N_DECODE  16
+#define MAX_PAGES 64
+
+static const char *o1model;
+static char tmpdir[64];
+
+struct side {
+	struct o1_backend *b;
+	struct o1_kv_pool *pool;
+	struct o1_block_table t[N_SEQS];
+	uint32_t pages[N_SEQS][MAX_PAGES];
+	float *logits;
+};
+
+struct stats {
+	double max_rel;
+	uint32_t rows, top1, greedy, steps;
+};
+
+static uint64_t rng = 1234;
+
+static uint32_t urand(uint32_t n)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (uint32_t)((rng >> 33) % n);
+}
+
+static void side_open(struct side *sd, enum o1_backend_kind k,
+		      const struct o1_model *m)
+{
+	struct o1_backend_config cfg = {0, 2 * CHUNK, N_SEQS, 512,
+					2 * MAX_PAGES, 16};
+
+	memset(sd, 0, sizeof(*sd));
+	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
+	assert_int_equal(
+	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
+	for (int s = 0; s < N_SEQS; s++)
+		o1_kv_table_init(&sd->t[s], sd->pages[s], MAX_PAGES);
+	sd->logits = malloc((size_t)2 * CHUNK * m->desc.vocab_size * 4);
+	assert_non_null(sd->logits);
+}
+
+static void side_close(struct side *sd)
+{
+	for (int s = 0; s < N_SEQS; s++)
+		o1_kv_table_fini(sd->pool, &sd->t[s]);
+	o1_kv_pool_destroy(sd->pool);
+	o1_backend_destroy(sd->b);
+	free(sd->logits);
+}
+
+/* One step: sequence s gets n[s] tokens ids[s] at pos[s] (n 0 = idle). */
+static int side_step(struct side *sd, const int32_t *const *ids,
+		     const uint32_t *n, const uint32_t *pos, bool all)
+{
+	struct o1_step_seq q[N_SEQS];
+	uint32_t k = 0;
+
+	for (int s = 0; s < N_SEQS; s++) {
+		if (!n[s])
+			continue;
+		assert_int_equal(
+		    o1_kv_table_reserve(sd->pool, &sd->t[s], pos[s] + n[s]), 0);
+		q[k++] = (struct o1_step_seq){ids[s],	    n[s],
+					      pos[s],	    sd->t[s].pages,
+					      sd->t[s].n_pages, all};
+	}
+	return o1_backend_step(sd->b, &(struct o1_step){q, k, sd->logits,
+							2 * CHUNK});
+}
+
+static uint32_t argmax(const float *v, uint32_t n)
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+/* Prompt rows: relative L2 error and top-1 agreement. */
+static void compare_rows(const float *g, const float *c, uint32_t rows,
+			 uint32_t vocab, struct stats *st)
+{
+	for (uint32_t r = 0; r < rows; r++) {
+		const float *gr = g + (size_t)r * vocab,
+			    *cr = c + (size_t)r * vocab;
+		double num = 0, den = 0;
+
+		for (uint32_t i = 0; i < vocab; i++) {
+			num += ((double)gr[i] - cr[i]) * (gr[i] - cr[i]);
+			den += (double)cr[i] * cr[i];
+		}
+		if (sqrt(num / den) > st->max_rel || isnan(num))
+			st->max_rel = isnan(num) ? INFINITY : sqrt(num / den);
+		st->top1 += argmax(gr, vocab) == argmax(cr, vocab);
+		st->rows++;
+	}
+}
+
+static void prefill(struct side *gpu, struct side *cpu, int32_t **prompt,
+		    const uint32_t *len, uint32_t vocab, struct stats *st)
+{
+	uint32_t pos[N_SEQS] = {0}, n[N_SEQS], rows;
+	const int32_t *ids[N_SEQS];
+
+	for (;;) {
+		rows = 0;
+		for (int s = 0; s < N_SEQS; s++) {
+			n[s] = len[s] - pos[s] < CHUNK ? len[s] - pos[s] : CHUNK;
+			ids[s] = prompt[s] + pos[s];
+			rows += n[s];
+		}
+		if (!rows)
+			return;
+		assert_int_equal(side_step(gpu, ids, n, pos, true), 0);
+		assert_int_equal(side_step(cpu, ids, n, pos, true), 0);
+		compare_rows(gpu->logits, cpu->logits, rows, vocab, st);
+		for (int s = 0; s < N_SEQS; s++)
+			pos[s] += n[s];
+	}
+}
+
+/* The GPU's greedy choice, teacher-forced into both backends. */
+static void decode(struct side *gpu, struct side *cpu, const uint32_t *len,
+		   uint32_t vocab, struct stats *st)
+{
+	uint32_t pos[N_SEQS], n[N_SEQS] = {1, 1};
+	int32_t tok[N_SEQS];
+	const int32_t *ids[N_SEQS] = {&tok[0], &tok[1]};
+
+	for (int s = 0; s < N_SEQS; s++)
+		pos[s] = len[s], tok[s] = (int32_t)urand(vocab);
+	for (int i = 0; i < N_DECODE; i++) {
+		assert_int_equal(side_step(gpu, ids, n, pos, false), 0);
+		assert_int_equal(side_step(cpu, ids, n, pos, false), 0);
+		for (int s = 0; s < N_SEQS; s++) {
+			const float *c = cpu->logits + (size_t)s * vocab;
+			uint32_t g = argmax(gpu->logits + (size_t)s * vocab,
+					    vocab);
+			double ss = 0;
+
+			for (uint32_t k = 0; k < vocab; k++)
+				ss += (double)c[k] * c[k];
+			assert_true(c[argmax(c, vocab)] - c[g] <=
+				    4e-2 * sqrt(ss / vocab));
+			st->greedy += g == argmax(c, vocab);
+			st->steps++;
+			tok[s] = (int32_t)g, pos[s]++;
+		}
+	}
+}
+
+static void check_bad_id(struct side *gpu, uint32_t vocab)
+{
+	int32_t bad = (int32_t)vocab;
+	const int32_t *ids[N_SEQS] = {&bad, &bad};
+	uint32_t n[N_SEQS] = {1, 0}, pos[N_SEQS] = {0, 0};
+
+	assert_int_equal(side_step(gpu, ids, n, pos, false), -O1_E_BOUNDS);
+}
+
+static void check_model(const char *name, const char *path)
+{
+	struct o1_model *m;
+	struct side gpu, cpu;
+	struct stats st = {0};
+	uint32_t len[N_SEQS] = {40, 23}, vocab;
+	int32_t *prompt[N_SEQS];
+	uint64_t allocs;
+
+	assert_int_equal(o1_model_open(path, &m), 0);
+	vocab = m->desc.vocab_size;
+	for (int s = 0; s < N_SEQS; s++) {
+		prompt[s] = malloc(len[s] * 4);
+		for (uint32_t i = 0; i < len[s]; i++)
+			prompt[s][i] = (int32_t)urand(vocab);
+	}
+	side_open(&gpu, O1_BACKEND_CUDA, m);
+	side_open(&cpu, O1_BACKEND_CPU, m);
+	allocs = o1_cuda_backend_alloc_count();
+	prefill(&gpu, &cpu, prompt, len, vocab, &st);
+	decode(&gpu, &cpu, len, vocab, &st);
+	check_bad_id(&gpu, vocab);
+	printf("%s: %u prompt rows, max rel L2 %.3g, top-1 %u/%u, greedy "
+	       "%u/%u exact, allocations after create %llu\n",
+	       name, st.rows, st.max_rel, st.top1, st.rows, st.greedy,
+	       st.steps,
+	       (unsigned long long)(o1_cuda_backend_alloc_count() - allocs));
+	assert_true(st.max_rel <= 2e-2);
+	assert_true(st.top1 * 100 >= st.rows * 98);
+	assert_true(o1_cuda_backend_alloc_count() == allocs);
+	side_close(&gpu), side_close(&cpu);
+	for (int s = 0; s < N_SEQS; s++)
+		free(prompt[s]);
+	o1_model_close(m);
+}
+
+static void test_hf_models(void **state)
+{
+	const char *names[] = {"llama-tiny", "qwen2-tiny"};
+	char path[512];
+
+	(void)state;
+	if (access(O1_SHARED_DIR "/testdata/hf", R_OK) != 0) {
+		printf("no %s: hf models skipped\n", O1_SHARED_DIR);
+		skip();
+	}
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/testdata/hf/%s",
+			 O1_SHARED_DIR, names[i]);
+		check_model(names[i], path);
+	}
+}
+
+/* Runs `o1model make ARGS --out tmpdir/OUT` and checks OUT. */
+static void make_model(const char *args, const char *out, char *path,
+		       size_t size)
+{
+	char cmd[1024];
+
+	snprintf(path, size, "%s/%s", tmpdir, out);
+	snprintf(cmd, sizeof(cmd), "%s make %s --out %s >/dev/null", o1model,
+		 args, path);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_tiny_preset(void **state)
+{
+	char path[256];
+
+	(void)state;
+	make_model("--preset tiny", "tiny.gguf", path, sizeof(path));
+	check_model("tiny (gguf f32)", path);
+}
+
+static void test_qwen_one_layer(void **state)
+{
+	char path[256];
+
+	(void)state;
+	make_model("--preset qwen2.5-0.5b --layers 1 --format safetensors "
+		   "--dtype bf16",
+		   "qwen1", path, sizeof(path));
+	check_model("qwen2.5-0.5b x1 layer (safetensors bf16)", path);
+}
+
+static void test_unsupported_config(void **state)
+{
+	struct o1_model *m;
+	struct o1_backend *b;
+	struct o1_backend_config cfg = {0, 8, 2, 64, 0, 16}; /* no pages */
+	char path[256];
+
+	(void)state;
+	make_model("--preset tiny", "tiny2.gguf", path, sizeof(path));
+	assert_int_equal(o1_model_open(path, &m), 0);
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, &cfg, &b),
+			 -O1_E_CONFIG);
+	o1_model_close(m);
+}
+
+/* o1model run --backend cuda: a prompt and 8 greedy ids, as with cpu. */
+static void test_cmd_run(void **state)
+{
+	char path[256], cmd[1024];
+	const char *backends[] = {"cpu", "cuda"};
+
+	(void)state;
+	make_model("--preset tiny", "tiny3.gguf", path, sizeof(path));
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd),
+			 "%s run %s --ids '1 2 3 4 5' --max-tokens 8 "
+			 "--ids-only --backend %s",
+			 o1model, path, backends[i]);
+		printf("%s: ", backends[i]);
+		fflush(stdout);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tiny_preset),
+	    cmocka_unit_test(test_hf_models),
+	    cmocka_unit_test(test_qwen_one_layer),
+	    cmocka_unit_test(test_unsupported_config),
+	    cmocka_unit_test(test_cmd_run),
+	};
+	char cmd[128];
+	int rc;
+
+	if (argc < 2)
+		return 2;
+	o1model = argv[1];
+	if (o1_cuda_probe() != 0) {
+		fprintf(stderr, "no CUDA device: skipped\n");
+		return 77;
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/o1gpuXXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return rc;
+}

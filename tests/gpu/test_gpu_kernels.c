@@ -1,0 +1,617 @@
+/* Each CUDA kernel against its CPU reference (kernels/<op>.c) on fresh
+ * random inputs (the seed is the time unless O1_TEST_SEED is set, and is
+ * printed), odd and aligned shapes, every output poisoned with NaN before
+ * the launch. Exit 77 without a CUDA device.
+ *
+ * Tolerances. Exact where the arithmetic is the same: bf16 conversion
+ * (round to nearest even, checked bit for bit against a host rounding),
+ * embedding gather, argmax, the residual add. Outputs rounded to bf16
+ * (rmsnorm, swiglu, attention, the K/V written to the pool) may differ by
+ * one bf16 rounding (relative 2^-8 = 3.9e-3 when the f32 values straddle
+ * a rounding boundary) plus the f32 reduction-order difference (~1e-6):
+ * |gpu - cpu| <= 8e-3 |cpu| + abs, abs = 1e-3 x the row's max |cpu| for
+ * attention (outputs are averages of V, near-cancelling ones have no
+ * relative accuracy) and 1e-6 elsewhere. f32 outputs computed with the
+ * same formula but possibly FMA-contracted by nvcc (RoPE q): 1e-5
+ * relative to the row's max.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+
+#include "attention.h"
+#include "cuda_util.h"
+#include "embedding.h"
+#include "error.h"
+#include "kernels_cuda.h"
+#include "rmsnorm.h"
+#include "rope.h"
+#include "swiglu.h"
+
+static uint64_t rng;
+
+static float frand(void)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (float)((rng >> 40) / (double)(1 << 24)) * 2 - 1;
+}
+
+static float *randv(size_t n, float scale)
+{
+	float *v = malloc(n * sizeof(float) + 1);
+
+	assert_non_null(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = frand() * scale;
+	return v;
+}
+
+static uint16_t bf16_of(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return 0x7fc0;
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+static float f32_of(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Rounds V to bf16 in place (the values the device holds). */
+static void round_bf16(float *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] = f32_of(bf16_of(v[i]));
+}
+
+static void *dev(size_t bytes)
+{
+	void *p = NULL;
+
+	assert_int_equal(cudaMalloc(&p, bytes ? bytes : 1), cudaSuccess);
+	assert_int_equal(cudaMemset(p, 0xff, bytes), cudaSuccess); /* NaN */
+	return p;
+}
+
+static void *dev_copy(const void *h, size_t bytes)
+{
+	void *p = dev(bytes);
+
+	assert_int_equal(cudaMemcpy(p, h, bytes, cudaMemcpyHostToDevice),
+			 cudaSuccess);
+	return p;
+}
+
+static void *dev_bf16(const float *h, size_t n)
+{
+	uint16_t *b = malloc(n * 2 + 1);
+	void *p;
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = bf16_of(h[i]);
+	p = dev_copy(b, n * 2);
+	free(b);
+	return p;
+}
+
+static void *host_copy(const void *d, size_t bytes)
+{
+	void *h = malloc(bytes + 1);
+
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	assert_int_equal(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost),
+			 cudaSuccess);
+	return h;
+}
+
+static float *host_bf16(const void *d, size_t n)
+{
+	uint16_t *b = host_copy(d, n * 2);
+	float *f = malloc(n * sizeof(float) + 1);
+
+	for (size_t i = 0; i < n; i++)
+		f[i] = f32_of(b[i]);
+	free(b);
+	return f;
+}
+
+/* |g - c| <= rel |c| + abs for every element; reports the worst. */
+static void check_close(const char *what, const float *g, const float *c,
+			size_t n, double rel, double abs)
+{
+	double worst = 0;
+	size_t at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)g[i] - c[i]) / (rel * fabs(c[i]) + abs);
+
+		if (isnan(e) || e > worst) {
+			worst = e, at = i;
+			if (isnan(e))
+				break;
+		}
+	}
+	if (!(worst <= 1.0))
+		fprintf(stderr, "%s: element %zu: gpu %g cpu %g (%.2f x tol)\n",
+			what, at, g[at], c[at], worst);
+	assert_true(worst <= 1.0);
+}
+
+static float max_abs(const float *v, size_t n)
+{
+	float m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m = fabsf(v[i]) > m ? fabsf(v[i]) : m;
+	return m;
+}
+
+static void test_convert(void **state)
+{
+	size_t n = 100003;
+	float *src = randv(n, 1000), *back;
+	float *ds = dev_copy(src, n * 4), *df = dev(n * 4);
+	uint16_t *db = dev(n * 2), *hb;
+
+	(void)state;
+	src[0] = 0, src[1] = -0.0f, src[2] = INFINITY, src[3] = 1e-40f;
+	assert_int_equal(cudaMemcpy(ds, src, 64, cudaMemcpyHostToDevice), 0);
+	assert_int_equal(o1_convert_bf16_from_f32_cuda(db, ds, n, 0), 0);
+	assert_int_equal(o1_convert_f32_from_bf16_cuda(df, db, n, 0), 0);
+	hb = host_copy(db, n * 2);
+	back = host_copy(df, n * 4);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(hb[i], bf16_of(src[i]));
+		assert_true(back[i] == f32_of(hb[i]));
+	}
+	assert_int_equal(o1_convert_bf16_from_f32_cuda(NULL, ds, n, 0),
+			 -EINVAL);
+	free(src), free(back), free(hb);
+	cudaFree(ds), cudaFree(df), cudaFree(db);
+}
+
+static void check_embedding(uint32_t vocab, uint32_t dim, uint32_t t)
+{
+	float *table = randv((size_t)vocab * dim, 3), *ref, *got;
+	int32_t *ids = malloc(t * 4);
+	void *dt, *di, *dout;
+
+	round_bf16(table, (size_t)vocab * dim);
+	for (uint32_t i = 0; i < t; i++)
+		ids[i] = (int32_t)((frand() + 1) / 2 * (vocab - 1));
+	ref = malloc((size_t)t * dim * 4);
+	assert_int_equal(o1_embedding_cpu(NULL, ref, table, ids, t, dim, vocab),
+			 0);
+	dt = dev_bf16(table, (size_t)vocab * dim);
+	di = dev_copy(ids, t * 4);
+	dout = dev((size_t)t * dim * 4);
+	assert_int_equal(o1_embedding_cuda(dout, dt, di, t, dim, vocab, 0), 0);
+	got = host_copy(dout, (size_t)t * dim * 4);
+	assert_memory_equal(got, ref, (size_t)t * dim * 4);
+	free(got);
+	ids[0] = (int32_t)vocab; /* out of range: a zero row, no wild read */
+	assert_int_equal(cudaMemcpy(di, ids, 4, cudaMemcpyHostToDevice), 0);
+	assert_int_equal(o1_embedding_cuda(dout, dt, di, t, dim, vocab, 0), 0);
+	got = host_copy(dout, (size_t)dim * 4);
+	assert_true(max_abs(got, dim) == 0);
+	free(table), free(ids), free(ref), free(got);
+	cudaFree(dt), cudaFree(di), cudaFree(dout);
+}
+
+static void test_embedding(void **state)
+{
+	(void)state;
+	check_embedding(517, 96, 13);
+	check_embedding(4096, 896, 64);
+}
+
+/* rmsnorm over the rows ROWS (or all), with a residual added. */
+static void check_rmsnorm(uint32_t n, uint32_t dim, bool residual,
+			  bool subset)
+{
+	size_t sz = (size_t)n * dim;
+	float *x = randv(sz, 4), *res = randv(sz, 2), *w = randv(dim, 1.5f);
+	float *xs = malloc(sz * 4), *ref = malloc(sz * 4), *got, *gx;
+	uint32_t *rows = malloc(n * 4), m = subset ? (n + 1) / 2 : n;
+	float *dx = dev_copy(x, sz * 4), *dr = dev_copy(res, sz * 4);
+	float *dw = dev_copy(w, dim * 4);
+	uint32_t *drows;
+	void *dout = dev(sz * 2);
+
+	for (uint32_t i = 0; i < n; i++)
+		rows[i] = subset ? (i * 7 + 3) % n : i; /* n odd: a permutation */
+	drows = dev_copy(rows, n * 4);
+	for (size_t i = 0; i < sz; i++)
+		x[i] = residual ? x[i] + res[i] : x[i];
+	for (uint32_t i = 0; i < m; i++)
+		memcpy(xs + (size_t)i * dim, x + (size_t)rows[i] * dim, dim * 4);
+	assert_int_equal(o1_rmsnorm_cpu(NULL, ref, xs, w, m, dim, 1e-5f), 0);
+	assert_int_equal(o1_rmsnorm_cuda(dout, dx, residual ? dr : NULL, dw,
+					 subset ? drows : NULL, m, dim, 1e-5f,
+					 0),
+			 0);
+	got = host_bf16(dout, (size_t)m * dim);
+	check_close("rmsnorm", got, ref, (size_t)m * dim, 8e-3, 1e-6);
+	gx = host_copy(dx, sz * 4);
+	for (uint32_t i = 0; i < m; i++)
+		assert_memory_equal(gx + (size_t)rows[i] * dim,
+				    x + (size_t)rows[i] * dim, dim * 4);
+	free(x), free(res), free(w), free(xs), free(ref), free(got), free(gx);
+	free(rows);
+	cudaFree(dx), cudaFree(dr), cudaFree(dw), cudaFree(drows);
+	cudaFree(dout);
+}
+
+static void test_rmsnorm(void **state)
+{
+	(void)state;
+	check_rmsnorm(1, 896, false, false);
+	check_rmsnorm(7, 333, true, false);
+	check_rmsnorm(33, 4096, true, true);
+	check_rmsnorm(5, 64, true, true);
+}
+
+static void check_swiglu(uint32_t t, uint32_t f)
+{
+	size_t sz = (size_t)t * 2 * f;
+	float *gu = randv(sz, 6), *ref = malloc((size_t)t * f * 4), *got;
+	float *g = malloc((size_t)t * f * 4), *u = malloc((size_t)t * f * 4);
+	float *dgu = dev_copy(gu, sz * 4);
+	void *dout = dev((size_t)t * f * 2);
+
+	for (uint32_t r = 0; r < t; r++) {
+		memcpy(g + (size_t)r * f, gu + (size_t)r * 2 * f, f * 4);
+		memcpy(u + (size_t)r * f, gu + (size_t)r * 2 * f + f, f * 4);
+	}
+	assert_int_equal(o1_swiglu_cpu(NULL, ref, g, u, t, f), 0);
+	assert_int_equal(o1_swiglu_cuda(dout, dgu, dgu + f, 2 * f, t, f, 0), 0);
+	got = host_bf16(dout, (size_t)t * f);
+	check_close("swiglu", got, ref, (size_t)t * f, 8e-3, 1e-6);
+	assert_int_equal(o1_swiglu_cuda(dout, dgu, dgu + f, f - 1, t, f, 0),
+			 -EINVAL);
+	free(gu), free(ref), free(got), free(g), free(u);
+	cudaFree(dgu), cudaFree(dout);
+}
+
+static void test_swiglu(void **state)
+{
+	(void)state;
+	check_swiglu(1, 4864);
+	check_swiglu(9, 131);
+}
+
+static void test_argmax(void **state)
+{
+	uint32_t rows = 6, vocab = 151936;
+	float *l = randv((size_t)rows * vocab, 10);
+	int32_t *got;
+	float *dl;
+	int32_t *di = dev(rows * 4);
+
+	(void)state;
+	l[5 * (size_t)vocab + 77] = 50, l[5 * (size_t)vocab + 9] = 50; /* tie */
+	l[4 * (size_t)vocab + 3] = NAN;
+	dl = dev_copy(l, (size_t)rows * vocab * 4);
+	assert_int_equal(o1_argmax_cuda(di, dl, rows, vocab, 0), 0);
+	got = host_copy(di, rows * 4);
+	for (uint32_t r = 0; r < rows; r++) {
+		int32_t best = 0;
+
+		for (uint32_t i = 1; i < vocab; i++)
+			if (l[(size_t)r * vocab + i] >
+			    l[(size_t)r * vocab + best])
+				best = (int32_t)i;
+		assert_int_equal(got[r], best);
+	}
+	assert_int_equal(got[5], 9);
+	free(l), free(got);
+	cudaFree(dl), cudaFree(di);
+}
+
+/* RoPE alone: x (T,H,D) in place. */
+static void check_rope(uint32_t t, uint32_t h, uint32_t d, uint32_t r,
+		       float scale)
+{
+	size_t sz = (size_t)t * h * d;
+	float *x = randv(sz, 3), *ref = malloc(sz * 4), *inv = malloc(r * 2),
+	      *got;
+	int32_t *pos = malloc(t * 4);
+	struct o1_rope rp = {.theta = 10000, .dim = r};
+	float sc, *dx, *dinv;
+	int32_t *dpos;
+
+	for (uint32_t i = 0; i < t; i++)
+		pos[i] = (int32_t)(i * 37 % 5000);
+	assert_int_equal(o1_rope_inv_freq(&rp, NULL, inv, &sc), 0);
+	memcpy(ref, x, sz * 4);
+	assert_int_equal(o1_rope_cpu(NULL, ref, pos, t, h, d, r, inv, scale),
+			 0);
+	dx = dev_copy(x, sz * 4), dinv = dev_copy(inv, r / 2 * 4);
+	dpos = dev_copy(pos, t * 4);
+	assert_int_equal(o1_rope_cuda(dx, dpos, t, h, d, r, dinv, scale, 0), 0);
+	got = host_copy(dx, sz * 4);
+	check_close("rope", got, ref, sz, 0, 1e-5 * max_abs(ref, sz));
+	assert_int_equal(o1_rope_cuda(dx, dpos, t, h, d, r + 1, dinv, 1, 0),
+			 -EINVAL);
+	free(x), free(ref), free(inv), free(got), free(pos);
+	cudaFree(dx), cudaFree(dinv), cudaFree(dpos);
+}
+
+static void test_rope(void **state)
+{
+	(void)state;
+	check_rope(1, 14, 64, 64, 1);
+	check_rope(11, 3, 24, 16, 1.25f);
+	check_rope(40, 32, 128, 128, 1);
+}
+
+struct kv_shape {
+	uint32_t hq, hkv, d, p, n_pages;
+};
+
+static uint64_t page_stride(const struct kv_shape *k)
+{
+	return (uint64_t)k->hkv * k->p * k->d + 6; /* another layer follows */
+}
+
+static struct o1_attn_dims kv_dims(const struct kv_shape *k)
+{
+	return (struct o1_attn_dims){k->hq, k->hkv, k->d, k->p,
+				     page_stride(k), 1.0f / sqrtf(k->d)};
+}
+
+/* Fused QKV epilogue: rope(q + bq); rope(k + bk), v + bv into the pages. */
+static void check_rope_kv(const struct kv_shape *k, uint32_t t, bool bias)
+{
+	struct o1_attn_dims dm = kv_dims(k);
+	uint32_t w = (k->hq + 2 * k->hkv) * k->d, qd = k->hq * k->d,
+		 kvd = k->hkv * k->d;
+	size_t cache = (size_t)k->n_pages * page_stride(k);
+	float *qkv = randv((size_t)t * w, 2), *b = randv(w, 1);
+	float *q = malloc((size_t)t * qd * 4), *kk = malloc((size_t)t * kvd * 4);
+	float *v = malloc((size_t)t * kvd * 4), *inv = malloc(k->d * 2);
+	float *kc = malloc(cache * 4), *vc = malloc(cache * 4), *gq, *gk, *gv;
+	int32_t *pos = malloc(t * 4);
+	uint32_t *slots = malloc(t * 4);
+	struct o1_rope rp = {.theta = 1e6f, .dim = k->d};
+	float sc;
+
+	for (size_t i = 0; i < cache; i++)
+		kc[i] = vc[i] = NAN;
+	for (uint32_t i = 0; i < t; i++) {
+		pos[i] = (int32_t)(100 + i);
+		slots[i] = (i * 5 + 2) % (k->n_pages * k->p);
+		for (uint32_t j = 0; j < w; j++) {
+			float x = qkv[(size_t)i * w + j] + (bias ? b[j] : 0);
+
+			if (j < qd)
+				q[(size_t)i * qd + j] = x;
+			else if (j < qd + kvd)
+				kk[(size_t)i * kvd + j - qd] = x;
+			else
+				v[(size_t)i * kvd + j - qd - kvd] = x;
+		}
+	}
+	assert_int_equal(o1_rope_inv_freq(&rp, NULL, inv, &sc), 0);
+	o1_rope_cpu(NULL, q, pos, t, k->hq, k->d, k->d, inv, 1);
+	o1_rope_cpu(NULL, kk, pos, t, k->hkv, k->d, k->d, inv, 1);
+	assert_int_equal(o1_kv_write_cpu(NULL, kc, vc, kk, v, slots, t, &dm), 0);
+	{
+		struct o1_rope_kv_args a = {
+		    dev((size_t)t * qd * 4), dev(cache * 2),
+		    dev(cache * 2),	     dev_copy(qkv, (size_t)t * w * 4),
+		    bias ? dev_copy(b, w * 4) : NULL,
+		    dev_copy(pos, t * 4),    dev_copy(slots, t * 4),
+		    dev_copy(inv, k->d * 2), 1,
+		    t,			     k->d};
+
+		assert_int_equal(o1_rope_kv_write_cuda(&a, &dm, 0), 0);
+		gq = host_copy(a.q, (size_t)t * qd * 4);
+		gk = host_bf16(a.k_cache, cache);
+		gv = host_bf16(a.v_cache, cache);
+		a.rot_dim = k->d + 2;
+		assert_int_equal(o1_rope_kv_write_cuda(&a, &dm, 0), -EINVAL);
+		cudaFree(a.q), cudaFree(a.k_cache), cudaFree(a.v_cache);
+		cudaFree((void *)a.qkv), cudaFree((void *)a.bias);
+		cudaFree((void *)a.pos), cudaFree((void *)a.slots);
+		cudaFree((void *)a.inv_freq);
+	}
+	check_close("rope_kv q", gq, q, (size_t)t * qd, 0,
+		    1e-5 * max_abs(q, (size_t)t * qd));
+	for (size_t i = 0; i < cache; i++) {
+		assert_true(isnan(kc[i]) == isnan(gk[i])); /* no stray write */
+		assert_true(isnan(vc[i]) == isnan(gv[i]));
+		if (!isnan(kc[i])) {
+			check_close("rope_kv k", gk + i, kc + i, 1, 8e-3, 1e-5);
+			check_close("rope_kv v", gv + i, vc + i, 1, 4e-3, 1e-30);
+		}
+	}
+	free(qkv), free(b), free(q), free(kk), free(v), free(inv), free(kc);
+	free(vc), free(gq), free(gk), free(gv), free(pos), free(slots);
+}
+
+static void test_rope_kv(void **state)
+{
+	struct kv_shape a = {14, 2, 64, 16, 3}, b = {4, 1, 24, 7, 6},
+			c = {32, 8, 128, 16, 2};
+
+	(void)state;
+	check_rope_kv(&a, 9, true);
+	check_rope_kv(&b, 13, false);
+	check_rope_kv(&c, 1, true);
+}
+
+/* A batch for attention: per sequence its context length and new rows. */
+struct att_case {
+	struct kv_shape k;
+	uint32_t n_seqs, len[3], n_new[3];
+};
+
+struct att_host {
+	uint32_t q_off[4], start[3], *tables, max_blocks, rows, max_len;
+	size_t cache;
+	float *kc, *vc, *q;
+};
+
+/* Random K/V (bf16-exact) in randomly permuted pages, random q. */
+static void fill_attention(const struct att_case *c, struct att_host *h)
+{
+	uint32_t used = 0;
+
+	h->max_blocks = 0, h->rows = 0, h->max_len = 0;
+	for (uint32_t s = 0; s < c->n_seqs; s++) {
+		uint32_t nb = (c->len[s] + c->k.p - 1) / c->k.p;
+
+		h->max_blocks = nb > h->max_blocks ? nb : h->max_blocks;
+		h->max_len = c->len[s] > h->max_len ? c->len[s] : h->max_len;
+		h->q_off[s] = h->rows;
+		h->start[s] = c->len[s] - c->n_new[s];
+		h->rows += c->n_new[s];
+	}
+	h->q_off[c->n_seqs] = h->rows;
+	h->tables = calloc((size_t)c->n_seqs * h->max_blocks, 4);
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		for (uint32_t b = 0; b * c->k.p < c->len[s]; b++, used++)
+			h->tables[s * h->max_blocks + b] =
+			    (used * 7 + 1) % c->k.n_pages;
+	assert_true(used <= c->k.n_pages && c->k.n_pages % 7 != 0);
+	h->cache = (size_t)c->k.n_pages * page_stride(&c->k);
+	h->kc = randv(h->cache, 2), h->vc = randv(h->cache, 2);
+	round_bf16(h->kc, h->cache), round_bf16(h->vc, h->cache);
+	h->q = randv((size_t)h->rows * c->k.hq * c->k.d, 2);
+}
+
+static float *gpu_attention(const struct att_case *c,
+			    const struct att_host *h, uint64_t scratch_floats)
+{
+	struct o1_attn_dims dm = kv_dims(&c->k);
+	size_t out_n = (size_t)h->rows * c->k.hq * c->k.d;
+	struct o1_attn_batch b = {
+	    c->n_seqs, dev_copy(h->q_off, (c->n_seqs + 1) * 4),
+	    dev_copy(h->start, c->n_seqs * 4),
+	    dev_copy(h->tables, (size_t)c->n_seqs * h->max_blocks * 4),
+	    h->max_blocks};
+	void *kc = dev_bf16(h->kc, h->cache), *vc = dev_bf16(h->vc, h->cache);
+	float *q = dev_copy(h->q, out_n * 4), *sc = dev(scratch_floats * 4);
+	void *out = dev(out_n * 2);
+	float *got;
+
+	assert_int_equal(o1_attention_cuda(out, q, kc, vc, &dm, &b, h->rows,
+					   h->max_len, sc, scratch_floats, 0),
+			 0);
+	got = host_bf16(out, out_n);
+	cudaFree((void *)b.q_offsets), cudaFree((void *)b.start_pos);
+	cudaFree((void *)b.block_tables), cudaFree(kc), cudaFree(vc);
+	cudaFree(q), cudaFree(sc), cudaFree(out);
+	return got;
+}
+
+static void check_attention(const struct att_case *c, uint32_t splits)
+{
+	struct att_host h;
+	struct o1_attn_dims dm = kv_dims(&c->k);
+	struct o1_attn_batch b;
+	float *ref, *got, *scratch;
+	size_t out_n, row_n = (size_t)c->k.hq * c->k.d;
+
+	fill_attention(c, &h);
+	b = (struct o1_attn_batch){c->n_seqs, h.q_off, h.start, h.tables,
+				   h.max_blocks};
+	out_n = h.rows * row_n;
+	ref = malloc(out_n * 4);
+	scratch = malloc(h.max_len * 4);
+	assert_int_equal(o1_attention_cpu(NULL, ref, h.q, h.kc, h.vc, &dm, &b,
+					  scratch, h.max_len),
+			 0);
+	got = gpu_attention(c, &h,
+			    o1_attention_cuda_scratch_floats(
+				h.rows, c->k.hq, c->k.d, splits));
+	for (uint32_t r = 0; r < h.rows; r++)
+		check_close("attention", got + r * row_n, ref + r * row_n,
+			    row_n, 8e-3, 1e-3 * max_abs(ref + r * row_n, row_n));
+	free(ref), free(got), free(scratch), free(h.tables), free(h.kc);
+	free(h.vc), free(h.q);
+}
+
+static void test_attention(void **state)
+{
+	const struct att_case cases[] = {
+	    {{14, 2, 64, 16, 101}, 1, {1}, {1}},
+	    {{14, 2, 64, 16, 101}, 2, {37, 300}, {1, 1}},
+	    {{4, 1, 24, 7, 101}, 3, {19, 5, 40}, {14, 5, 1}},
+	    {{32, 8, 128, 16, 211}, 2, {1500, 1800}, {1, 2}},
+	    {{8, 8, 32, 3, 799}, 1, {700}, {33}},
+	    {{32, 1, 256, 16, 71}, 1, {600}, {2}},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		check_attention(&cases[i], 1);	/* one pass, no scratch */
+		check_attention(&cases[i], 16); /* split along the sequence */
+	}
+}
+
+static void test_attention_errors(void **state)
+{
+	struct o1_attn_dims dm = {6, 4, 64, 16, 4096, 0.125f};
+	uint32_t dummy[4] = {0};
+	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
+	void *p = dev(64);
+
+	(void)state;
+	/* Hq not a multiple of Hkv; odd head_dim; context past the table */
+	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0,
+					   0),
+			 -EINVAL);
+	dm.n_kv_heads = 2, dm.head_dim = 63;
+	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0,
+					   0),
+			 -EINVAL);
+	dm.head_dim = 64;
+	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 17, NULL, 0,
+					   0),
+			 -EINVAL);
+	cudaFree(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_convert),
+	    cmocka_unit_test(test_embedding),
+	    cmocka_unit_test(test_rmsnorm),
+	    cmocka_unit_test(test_swiglu),
+	    cmocka_unit_test(test_argmax),
+	    cmocka_unit_test(test_rope),
+	    cmocka_unit_test(test_rope_kv),
+	    cmocka_unit_test(test_attention),
+	    cmocka_unit_test(test_attention_errors),
+	};
+	const char *seed = getenv("O1_TEST_SEED");
+
+	if (o1_cuda_probe() != 0) {
+		fprintf(stderr, "no CUDA device: skipped\n");
+		return 77;
+	}
+	rng = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
+	fprintf(stderr, "test_gpu_kernels: seed %llu (O1_TEST_SEED)\n",
+		(unsigned long long)rng);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

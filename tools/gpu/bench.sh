@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# GPU benchmarks, run by tools/gpu/run.sh (bench|all) on the GPU machine
+# after the build: batch-1 decode of random bf16 models in the
+# qwen2.5-0.5b and llama3.2-1b shapes (written as safetensors: the GGUF
+# writer holds a whole model in RAM), reported beside the floor (weight
+# bytes per token / measured device copy bandwidth). Results go to
+# OUT/bench.txt.
+#   tools/gpu/bench.sh OUT [presets...]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:?usage: bench.sh OUT [presets...]}
+shift
+presets=${*:-qwen2.5-0.5b llama3.2-1b}
+bin=build/gpu
+models=/tmp/o1-bench-models
+mkdir -p "$models"
+: >"$out/bench.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm \
+  --format=csv,noheader >>"$out/bench.txt" 2>&1
+rc=0
+for p in $presets; do
+  m=$models/$p
+  [ -d "$m" ] || "$bin/tools/o1model/o1model" make --preset "$p" \
+    --format safetensors --dtype bf16 --out "$m" >>"$out/bench.log" 2>&1 ||
+    { echo "make $p failed" | tee -a "$out/bench.txt"; rc=1; continue; }
+  for ctx in 128 1024; do
+    echo "# $p, prompt $ctx, 256 tokens" >>"$out/bench.txt"
+    "$bin/tools/gpu/bench_cuda_decode" "$m" --prompt "$ctx" --tokens 256 \
+      >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
+  done
+done
+cat "$out/bench.txt"
+exit $rc
