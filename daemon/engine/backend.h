@@ -18,6 +18,9 @@
  * new token of a sequence with all_logits, as rows of vocab floats in
  * sequence order.
  *
+ * A backend runs one step at a time, called from one thread (the engine
+ * loop); the CPU backend spreads each kernel over its own worker threads.
+ *
  * Determinism (CPU backend): with the same thread count, a sequence's
  * logits are bitwise identical whatever the page size, the page ids, the
  * other sequences in the step and how its prompt was split into chunks

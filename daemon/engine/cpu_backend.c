@@ -313,74 +313,96 @@ static uint32_t prepare(struct cpu_state *s, const struct o1_step *st)
 	return r;
 }
 
+static struct o1_attn_dims attn_dims(const struct cpu_state *s)
+{
+	const struct o1_model_desc *d = &s->d;
+
+	return (struct o1_attn_dims){d->n_heads,
+				     d->n_kv_heads,
+				     d->head_dim,
+				     s->kvl.page_tokens,
+				     o1_kv_layout_page_elems(&s->kvl),
+				     (float)(1.0 / sqrt(d->head_dim))};
+}
+
+/* h = RMSNorm(x); q, k, v = h W^T + b; RoPE on q and k. */
+static int qkv_block(struct cpu_state *s, uint32_t l, uint32_t t)
+{
+	const struct o1_model_desc *d = &s->d;
+	float **w = s->layers[l].w;
+	uint32_t qd = d->n_heads * d->head_dim;
+	uint32_t kvd = d->n_kv_heads * d->head_dim;
+	int err = o1_rmsnorm_cpu(s->tp, s->h, s->x, w[O1_T_ATTN_NORM], t,
+				 d->dim, d->norm_eps);
+
+	if (!err)
+		err = o1_matmul_cpu(s->tp, s->q, s->h, w[O1_T_WQ], w[O1_T_BQ],
+				    t, qd, d->dim);
+	if (!err)
+		err = o1_matmul_cpu(s->tp, s->k, s->h, w[O1_T_WK], w[O1_T_BK],
+				    t, kvd, d->dim);
+	if (!err)
+		err = o1_matmul_cpu(s->tp, s->v, s->h, w[O1_T_WV], w[O1_T_BV],
+				    t, kvd, d->dim);
+	if (!err)
+		err =
+		    o1_rope_cpu(s->tp, s->q, s->pos, t, d->n_heads, d->head_dim,
+				d->rope.dim, s->inv_freq, s->rope_scale);
+	if (!err)
+		err = o1_rope_cpu(s->tp, s->k, s->pos, t, d->n_kv_heads,
+				  d->head_dim, d->rope.dim, s->inv_freq,
+				  s->rope_scale);
+	return err;
+}
+
+/* K/V into the pages, paged attention, output projection, residual. */
 static int attention_block(struct cpu_state *s, uint32_t l, uint32_t t,
 			   const struct o1_attn_batch *b)
 {
 	const struct o1_model_desc *d = &s->d;
-	float **w = s->layers[l].w;
-	uint32_t qd = d->n_heads * d->head_dim,
-		 kvd = d->n_kv_heads * d->head_dim;
+	struct o1_attn_dims ad = attn_dims(s);
 	float *kc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0);
 	float *vc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1);
-	struct o1_attn_dims ad = {d->n_heads,
-				  d->n_kv_heads,
-				  d->head_dim,
-				  s->kvl.page_tokens,
-				  o1_kv_layout_page_elems(&s->kvl),
-				  (float)(1.0 / sqrt(d->head_dim))};
-	int err;
+	int err = qkv_block(s, l, t);
 
-	err = o1_rmsnorm_cpu(s->tp, s->h, s->x, w[O1_T_ATTN_NORM], t, d->dim,
-			     d->norm_eps);
-	err = err ? err
-		  : o1_matmul_cpu(s->tp, s->q, s->h, w[O1_T_WQ], w[O1_T_BQ], t,
-				  qd, d->dim);
-	err = err ? err
-		  : o1_matmul_cpu(s->tp, s->k, s->h, w[O1_T_WK], w[O1_T_BK], t,
-				  kvd, d->dim);
-	err = err ? err
-		  : o1_matmul_cpu(s->tp, s->v, s->h, w[O1_T_WV], w[O1_T_BV], t,
-				  kvd, d->dim);
-	err = err ? err
-		  : o1_rope_cpu(s->tp, s->q, s->pos, t, d->n_heads, d->head_dim,
-				d->rope.dim, s->inv_freq, s->rope_scale);
-	err = err ? err
-		  : o1_rope_cpu(s->tp, s->k, s->pos, t, d->n_kv_heads,
-				d->head_dim, d->rope.dim, s->inv_freq,
-				s->rope_scale);
-	err =
-	    err ? err
-		: o1_kv_write_cpu(s->tp, kc, vc, s->k, s->v, s->slots, t, &ad);
-	err = err ? err
-		  : o1_attention_cpu(s->tp, s->att, s->q, kc, vc, &ad, b,
-				     s->scratch, s->cfg.max_context_tokens);
-	err = err ? err
-		  : o1_matmul_cpu(s->tp, s->o, s->att, w[O1_T_WO], NULL, t,
-				  d->dim, qd);
-	return err ? err : o1_residual_add_cpu(s->tp, s->x, s->o, t, d->dim);
+	if (!err)
+		err = o1_kv_write_cpu(s->tp, kc, vc, s->k, s->v, s->slots, t,
+				      &ad);
+	if (!err)
+		err = o1_attention_cpu(s->tp, s->att, s->q, kc, vc, &ad, b,
+				       s->scratch, s->cfg.max_context_tokens);
+	if (!err)
+		err =
+		    o1_matmul_cpu(s->tp, s->o, s->att, s->layers[l].w[O1_T_WO],
+				  NULL, t, d->dim, d->n_heads * d->head_dim);
+	if (!err)
+		err = o1_residual_add_cpu(s->tp, s->x, s->o, t, d->dim);
+	return err;
 }
 
+/* h = RMSNorm(x); x += W_down (silu(W_gate h) * W_up h). */
 static int mlp_block(struct cpu_state *s, uint32_t l, uint32_t t)
 {
 	const struct o1_model_desc *d = &s->d;
 	float **w = s->layers[l].w;
-	int err;
+	int err = o1_rmsnorm_cpu(s->tp, s->h, s->x, w[O1_T_FFN_NORM], t, d->dim,
+				 d->norm_eps);
 
-	err = o1_rmsnorm_cpu(s->tp, s->h, s->x, w[O1_T_FFN_NORM], t, d->dim,
-			     d->norm_eps);
-	err = err ? err
-		  : o1_matmul_cpu(s->tp, s->gate, s->h, w[O1_T_W_GATE], NULL, t,
-				  d->ffn_dim, d->dim);
-	err = err ? err
-		  : o1_matmul_cpu(s->tp, s->up, s->h, w[O1_T_W_UP], NULL, t,
-				  d->ffn_dim, d->dim);
-	err =
-	    err ? err
-		: o1_swiglu_cpu(s->tp, s->gate, s->gate, s->up, t, d->ffn_dim);
-	err = err ? err
-		  : o1_matmul_cpu(s->tp, s->o, s->gate, w[O1_T_W_DOWN], NULL, t,
-				  d->dim, d->ffn_dim);
-	return err ? err : o1_residual_add_cpu(s->tp, s->x, s->o, t, d->dim);
+	if (!err)
+		err = o1_matmul_cpu(s->tp, s->gate, s->h, w[O1_T_W_GATE], NULL,
+				    t, d->ffn_dim, d->dim);
+	if (!err)
+		err = o1_matmul_cpu(s->tp, s->up, s->h, w[O1_T_W_UP], NULL, t,
+				    d->ffn_dim, d->dim);
+	if (!err)
+		err = o1_swiglu_cpu(s->tp, s->gate, s->gate, s->up, t,
+				    d->ffn_dim);
+	if (!err)
+		err = o1_matmul_cpu(s->tp, s->o, s->gate, w[O1_T_W_DOWN], NULL,
+				    t, d->dim, d->ffn_dim);
+	if (!err)
+		err = o1_residual_add_cpu(s->tp, s->x, s->o, t, d->dim);
+	return err;
 }
 
 /* Final norm and LM head over the R rows that want logits. */
