@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <cuda_runtime_api.h>
 #include <math.h>
 
 #include "backend.h"
@@ -210,6 +211,7 @@ static void check_model(const char *name, const char *path)
 	uint32_t len[N_SEQS] = {40, 23}, vocab;
 	int32_t *prompt[N_SEQS];
 	uint64_t allocs;
+	size_t free0, free1, total;
 
 	assert_int_equal(o1_model_open(path, &m), 0);
 	vocab = m->desc.vocab_size;
@@ -222,13 +224,17 @@ static void check_model(const char *name, const char *path)
 	side_open(&cpu, O1_BACKEND_CPU, m);
 	allocs = o1_cuda_backend_alloc_count();
 	prefill(&gpu, &cpu, prompt, len, vocab, &st);
+	assert_int_equal(cudaMemGetInfo(&free0, &total), cudaSuccess);
 	decode(&gpu, &cpu, len, vocab, &st);
+	assert_int_equal(cudaMemGetInfo(&free1, &total), cudaSuccess);
 	check_bad_id(&gpu, vocab);
 	printf("%s: %u prompt rows, max rel L2 %.3g, top-1 %u/%u, greedy "
-	       "%u/%u exact, allocations after create %llu\n",
+	       "%u/%u exact, allocations after create %llu, device memory "
+	       "taken while decoding %lld bytes\n",
 	       name, st.rows, st.max_rel, st.top1, st.rows, st.greedy,
 	       st.steps,
-	       (unsigned long long)(o1_cuda_backend_alloc_count() - allocs));
+	       (unsigned long long)(o1_cuda_backend_alloc_count() - allocs),
+	       (long long)free0 - (long long)free1);
 	assert_true(st.max_rel <= 2e-2);
 	assert_true(st.top1 * 100 >= st.rows * 98);
 	assert_true(o1_cuda_backend_alloc_count() == allocs);
