@@ -67,7 +67,7 @@ static int setup_region(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	if ((size_t)srv->o.max_prompt_tokens * 4 > prompt_max)
 		prompt_max = (size_t)srv->o.max_prompt_tokens * 4;
 	c->scratch_bytes =
-	    prompt_max + srv->o.max_stop_ids * 4 + srv->o.max_stop_bytes;
+	    prompt_max + 4 + srv->o.max_stop_ids * 4 + srv->o.max_stop_bytes;
 	c->scratch = malloc(c->scratch_bytes);
 	if (!c->scratch)
 		return -ENOMEM;
@@ -338,12 +338,14 @@ static int copy_request(struct o1_ipc_client *c, const struct o1_wire_submit *s,
 	memcpy(p, arena + s->prompt_off, pb);
 	r->prompt = p;
 	r->prompt_bytes = pb;
-	p += pb;
-	memcpy(p, arena + s->stop_ids_off, (size_t)s->n_stop_ids * 4);
+	p += (pb + 3) & ~3u; /* stop ids stay 4-aligned after a text prompt */
+	if (s->n_stop_ids)
+		memcpy(p, arena + s->stop_ids_off, (size_t)s->n_stop_ids * 4);
 	r->stop_ids = (const uint32_t *)p;
 	r->n_stop_ids = s->n_stop_ids;
 	p += (size_t)s->n_stop_ids * 4;
-	memcpy(p, arena + s->stop_str_off, s->stop_str_len);
+	if (s->stop_str_len)
+		memcpy(p, arena + s->stop_str_off, s->stop_str_len);
 	r->stop_strings = p;
 	r->stop_strings_bytes = s->stop_str_len;
 	n = o1_wire_stop_strings_check(p, s->stop_str_len, c->lim.max_stop_ids);

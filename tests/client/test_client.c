@@ -223,6 +223,15 @@ static void test_ids_and_stops(void **state)
 	assert_int_equal(ev.generated_tokens, 2);
 	assert_int_equal(n, 2);
 	assert_int_equal(o1_client_inflight(c), 0);
+	/* An odd-length text prompt before the stop ids: "a" (97) stops at
+	 * 99, after two tokens. */
+	so.ids = NULL;
+	so.text = "a";
+	so.text_len = 1;
+	so.stop_ids = (const uint32_t[]){99};
+	assert_int_equal(o1_client_generate(c, &so, NULL, NULL, &ev), 0);
+	assert_int_equal(ev.finish, O1_FINISH_REASON_STOP);
+	assert_int_equal(ev.generated_tokens, 2);
 	o1_client_close(c);
 	assert_int_equal(server_stop(&s), 0);
 }
