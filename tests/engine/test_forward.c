@@ -15,6 +15,7 @@
 #include <math.h>
 
 #include "backend.h"
+#include "error.h"
 #include "kv_pool.h"
 #include "model.h"
 
@@ -441,9 +442,46 @@ static void test_rope_freqs(void **state)
 	check(&d, div);
 }
 
+/* Configurations the backend refuses, each with one log line. */
+static void test_bad_config(void **state)
+{
+	struct o1_model_desc d = llama_desc();
+	struct o1_backend_config ok = {.n_threads = 1,
+				       .max_batch_tokens = 8,
+				       .max_seqs = 2,
+				       .n_pages = 4},
+				 c;
+	struct o1_backend *b = NULL;
+	struct fixture f;
+
+	(void)state;
+	build(&f, &d, NULL);
+	c = ok, c.n_pages = 0;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, &f.m, &c, &b),
+			 -O1_E_CONFIG);
+	c = ok, c.max_seqs = 9;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, &f.m, &c, &b),
+			 -O1_E_CONFIG);
+	c = ok, c.n_threads = 1000;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, &f.m, &c, &b),
+			 -O1_E_CONFIG);
+	f.m.desc.rope.scaling = O1_ROPE_SCALING_YARN; /* factor 0 */
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, &f.m, &ok, &b),
+			 -O1_E_CONFIG);
+	f.m.desc.rope.scaling = O1_ROPE_SCALING_NONE;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, &f.m, &ok, &b), 0);
+	assert_int_equal(o1_backend_kv_layout(b)->page_tokens,
+			 O1_KV_PAGE_TOKENS_DEFAULT);
+	assert_int_equal(o1_backend_config(b)->max_context_tokens, 64);
+	o1_backend_destroy(b);
+	o1_backend_destroy(NULL);
+	release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bad_config),
 	    cmocka_unit_test(test_default),
 	    cmocka_unit_test(test_qwen_yarn),
 	    cmocka_unit_test(test_llama3_linear),
