@@ -4,6 +4,7 @@
  * ids and stop ids, cancellation, arena and ring exhaustion and reuse,
  * argument errors, and reconnecting after a daemon restart. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -183,6 +184,24 @@ static void test_no_daemon(void **state)
 	o.sz = 4;
 	assert_int_equal(o1_client_connect(&o, &c), -EINVAL);
 	o1_client_close(NULL);
+}
+
+/* The shared library exports the map's symbols, versioned, and nothing
+ * else (the rings and the decoder stay internal). */
+static void test_exports(void **state)
+{
+	void *h = dlopen(O1_CLIENT_SO, RTLD_NOW | RTLD_LOCAL);
+
+	(void)state;
+	assert_non_null(h);
+	assert_non_null(dlvsym(h, "o1_client_connect", "O1CLIENT_0.1"));
+	assert_non_null(dlvsym(h, "o1_last_error", "O1CLIENT_0.1"));
+	assert_non_null(dlsym(h, "o1_client_generate"));
+	assert_null(dlsym(h, "o1_ring_claim"));
+	assert_null(dlsym(h, "o1_wire_decode_ev"));
+	assert_null(dlsym(h, "o1_client_fail"));
+	assert_null(dlsym(h, "o1_strerror"));
+	dlclose(h);
 }
 
 static void start(struct test_server *s)
@@ -373,6 +392,7 @@ static void test_reconnect(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_exports),
 	    cmocka_unit_test(test_bad_welcomes),
 	    cmocka_unit_test(test_no_daemon),
 	    cmocka_unit_test(test_ids_and_stops),
