@@ -79,28 +79,40 @@ static int load(const char *vocab_path, const char *pre,
 
 struct tok_opts {
 	const char *path, *pre;
-	unsigned flags;
+	unsigned flags; /* enum o1_encode_flags or enum o1_decode_flags */
 };
 
-static int parse_opts(int argc, char **argv, struct tok_opts *o,
+/* One flag option, for encoding (DECODE false) or decoding. */
+static bool flag_opt(const char *arg, bool decode, unsigned *flags)
+{
+	if (!decode && !strcmp(arg, "--add-special"))
+		*flags |= O1_ENCODE_ADD_SPECIAL;
+	else if (!decode && !strcmp(arg, "--parse-special"))
+		*flags |= O1_ENCODE_PARSE_SPECIAL;
+	else if (decode && !strcmp(arg, "--skip-special"))
+		*flags |= O1_DECODE_SKIP_SPECIAL;
+	else
+		return false;
+	return true;
+}
+
+static int parse_opts(int argc, char **argv, bool decode, struct tok_opts *o,
 		      const char *usage)
 {
+	bool bad = false;
+
 	memset(o, 0, sizeof(*o));
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--add-special"))
-			o->flags |= O1_ENCODE_ADD_SPECIAL;
-		else if (!strcmp(argv[i], "--parse-special"))
-			o->flags |= O1_ENCODE_PARSE_SPECIAL;
-		else if (!strcmp(argv[i], "--skip-special"))
-			o->flags |= O1_DECODE_SKIP_SPECIAL;
-		else if (!strcmp(argv[i], "--pre") && i + 1 < argc)
+	for (int i = 1; i < argc && !bad; i++) {
+		if (flag_opt(argv[i], decode, &o->flags))
+			continue;
+		if (!strcmp(argv[i], "--pre") && i + 1 < argc)
 			o->pre = argv[++i];
 		else if (argv[i][0] != '-' && !o->path)
 			o->path = argv[i];
 		else
-			o->path = NULL, i = argc;
+			bad = true;
 	}
-	if (!o->path) {
+	if (bad || !o->path) {
 		fprintf(stderr, "usage: o1model %s\n", usage);
 		return 2;
 	}
@@ -136,7 +148,7 @@ int o1model_cmd_tokenize(int argc, char **argv)
 	int32_t *ids = NULL;
 	char *text = NULL;
 	size_t len;
-	int n, ret = parse_opts(argc, argv, &o,
+	int n, ret = parse_opts(argc, argv, false, &o,
 				"tokenize VOCAB [--add-special] "
 				"[--parse-special] [--pre NAME] < text");
 
@@ -198,7 +210,7 @@ int o1model_cmd_detokenize(int argc, char **argv)
 	int32_t *ids = NULL;
 	char *text = NULL, *out = NULL;
 	size_t len, n;
-	int got, ret = parse_opts(argc, argv, &o,
+	int got, ret = parse_opts(argc, argv, true, &o,
 				  "detokenize VOCAB [--skip-special] < ids");
 
 	if (ret)
