@@ -2,10 +2,12 @@
  * merges by rank.
  *
  * Each pre-token starts as one symbol per byte (the id of the byte's mapped
- * character); a min-heap keyed (rank, position) merges the best adjacent
- * pair first, leftmost among equals, as HF tokenizers does. Heap entries
- * are checked when popped (both symbols still alive and still forming the
- * pair of that rank), so merges never need to delete from the heap.
+ * character) and the best adjacent pair merges first, leftmost among
+ * equals, as HF tokenizers does: by linear scans for words up to BPE_SHORT
+ * bytes, else through a min-heap keyed (rank, position) whose entries are
+ * checked when popped (both symbols still alive and still forming the pair
+ * of that rank), so merges never need to delete from the heap. With
+ * ignore_merges a pre-token found whole in the vocabulary is one id.
  */
 #include "tokenizer_int.h"
 
@@ -114,15 +116,13 @@ static bool piece_is_raw(const struct o1_tokenizer *t, int32_t id)
 }
 
 /* Token ID's decoded bytes into OUT; raw text for added tokens and for
- * texts that are not mapped bytes. Sets *MAPPED when decoded. */
-static uint32_t bpe_piece(const struct o1_tokenizer *t, int32_t id, char *out,
-			  bool *mapped)
+ * texts that are not mapped bytes. */
+static uint32_t bpe_piece(const struct o1_tokenizer *t, int32_t id, char *out)
 {
 	const char *s = t->text + t->text_off[id];
 	uint32_t len = tok_len(t->text_off, id);
 	int n = piece_is_raw(t, id) ? -1 : unmap_text(s, len, out);
 
-	*mapped = n >= 0;
 	if (n >= 0)
 		return (uint32_t)n;
 	memcpy(out, s, len);
@@ -140,7 +140,6 @@ static bool want_piece(const struct o1_tokenizer *t, int32_t id)
 static int build_pieces(struct o1_tokenizer *t)
 {
 	size_t total = t->text_off[t->n_tokens];
-	bool mapped;
 
 	/* a decoded piece is never longer than its text */
 	t->piece = malloc(total ? total : 1);
@@ -149,8 +148,7 @@ static int build_pieces(struct o1_tokenizer *t)
 		return -ENOMEM;
 	total = 0;
 	for (uint32_t id = 0; id < t->n_tokens; id++) {
-		uint32_t n =
-		    bpe_piece(t, (int32_t)id, t->piece + total, &mapped);
+		uint32_t n = bpe_piece(t, (int32_t)id, t->piece + total);
 
 		t->piece_off[id] = (uint32_t)total;
 		t->piece[total + n] = 0;
