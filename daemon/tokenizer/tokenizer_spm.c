@@ -1,12 +1,15 @@
 /* SentencePiece BPE (Llama 2, Mistral), as llama.cpp runs it.
  *
  * Spaces become U+2581, with one more in front when the caller asks for the
- * dummy prefix. The text starts as one symbol per character; a max-heap
- * keyed (score of the merged token, then leftmost) merges adjacent symbols
- * whose concatenation is a token. Heap entries record the merged size and
- * are dropped when popped if either symbol has changed since. Symbols that
- * end up not being tokens (single characters) fall back to <0xNN> byte
- * tokens, or unk when the vocabulary has none.
+ * dummy prefix. The text starts as one symbol per character and the
+ * adjacent pair whose concatenation is the highest-scoring token merges
+ * first, leftmost among equals: by linear scans for runs up to SPM_SHORT
+ * characters, else through a max-heap whose entries record the merged size
+ * and are dropped when popped if either symbol has changed since. When no
+ * token has U+2581 after another character (t->spm_runs), the text merges
+ * word by word, with the same result. Symbols that end up not being tokens
+ * (single characters) fall back to <0xNN> byte tokens, or unk when the
+ * vocabulary has none.
  */
 #include "tokenizer_int.h"
 
