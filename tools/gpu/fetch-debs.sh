@@ -12,7 +12,7 @@ pkgs=(
   libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libpcre2-dev
   libbpf1 libbpf-dev libmicrohttpd12 libmicrohttpd-dev
   libopenblas0 libopenblas0-pthread libopenblas-dev libopenblas-pthread-dev
-  libgfortran5 libelf1 zlib1g pkg-config libpkgconf3 pkgconf pkgconf-bin
+  libgfortran5 libelf1 libelf-dev zlib1g zlib1g-dev pkg-config libpkgconf3 pkgconf pkgconf-bin
 )
 missing=()
 for p in "${pkgs[@]}"; do
