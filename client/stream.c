@@ -16,6 +16,13 @@
 
 #define WAIT_SLICE_NS 100000000ll /* re-check the socket this often */
 
+_Static_assert(sizeof(((struct o1_event *)0)->top_ids) ==
+		   O1_WIRE_TOP_PER * sizeof(uint32_t),
+	       "o1_event holds one LOGPROBS entry");
+_Static_assert(sizeof(((struct o1_event *)0)->ids) ==
+		   O1_WIRE_IDS_MAX * sizeof(uint32_t),
+	       "o1_event holds one TOKEN entry");
+
 static uint32_t sq_head(struct o1_client *c)
 {
 	return atomic_load_explicit(&o1_region_sq_ctrl(c->base, &c->l)->head,
@@ -243,6 +250,15 @@ static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 		ev->req_id = e->error.req_id;
 		ev->error = e->error.error;
 		memcpy(ev->message, e->error.msg, e->error.msg_len);
+		break;
+	case O1_EV_LOGPROBS:
+		ev->type = O1_EVENT_LOGPROBS;
+		ev->req_id = e->logprobs.req_id;
+		ev->position = e->logprobs.position;
+		ev->n_top = e->logprobs.n;
+		memcpy(ev->top_ids, e->logprobs.ids, sizeof(ev->top_ids));
+		memcpy(ev->top_logprobs, e->logprobs.logprobs,
+		       sizeof(ev->top_logprobs));
 		break;
 	default:
 		ev->type = O1_EVENT_PONG;

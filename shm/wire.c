@@ -155,6 +155,18 @@ static int decode_token(const struct o1_wire_token *t, const char **why)
 	return 0;
 }
 
+static int decode_logprobs(const struct o1_wire_logprobs *l, const char **why)
+{
+	if (l->n == 0 || l->n > O1_WIRE_TOP_PER)
+		return fail(O1_E_BOUNDS, "n", why);
+	if (l->pad0)
+		return fail(O1_E_PROTOCOL, "pad", why);
+	for (unsigned i = 0; i < l->n; i++)
+		if (isnan(l->logprobs[i]) || l->logprobs[i] > 0.0f)
+			return fail(O1_E_FORMAT, "logprobs", why);
+	return 0;
+}
+
 int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 		      const char **why)
 {
@@ -171,6 +183,8 @@ int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 		    (out->final.error != 0))
 			return fail(O1_E_FORMAT, "error", why);
 		return 0;
+	case O1_EV_LOGPROBS:
+		return decode_logprobs(&out->logprobs, why);
 	case O1_EV_ERROR:
 		if (out->error.msg_len > O1_WIRE_MSG_MAX)
 			return fail(O1_E_BOUNDS, "msg_len", why);
@@ -215,6 +229,8 @@ const char *o1_wire_op_name(unsigned op)
 		return "FINAL";
 	case O1_EV_ERROR:
 		return "ERROR";
+	case O1_EV_LOGPROBS:
+		return "LOGPROBS";
 	default:
 		return "unknown";
 	}

@@ -24,6 +24,7 @@
 #define O1_WIRE_TEXT_MAX     48	 /* inline text bytes per TOKEN event */
 #define O1_WIRE_MSG_MAX	     96	 /* inline message bytes per ERROR event */
 #define O1_WIRE_LOGPROBS_MAX 20	 /* n_logprobs upper bound */
+#define O1_WIRE_TOP_PER	     14	 /* alternatives per LOGPROBS event */
 #define O1_WIRE_STOP_STR_MAX 255 /* bytes per stop string */
 
 enum o1_wire_op {
@@ -37,6 +38,7 @@ enum o1_wire_op {
 	O1_EV_TOKEN = 0x82,
 	O1_EV_FINAL = 0x83,
 	O1_EV_ERROR = 0x84,
+	O1_EV_LOGPROBS = 0x85,
 };
 
 enum o1_prompt_kind {
@@ -137,6 +139,19 @@ struct o1_wire_error {
 	char msg[O1_WIRE_MSG_MAX];
 };
 
+/* The n_logprobs most likely alternatives for one generated token, sent
+ * right after the TOKEN that carries it, in as many entries as needed
+ * (the daemon posts them all or none). */
+struct o1_wire_logprobs {
+	uint8_t op; /* O1_EV_LOGPROBS */
+	uint8_t n;  /* pairs in this entry, 1..O1_WIRE_TOP_PER */
+	uint16_t pad0;
+	uint32_t position; /* index of the token among the generated ones */
+	uint64_t req_id;
+	uint32_t ids[O1_WIRE_TOP_PER];
+	float logprobs[O1_WIRE_TOP_PER]; /* natural log, <= 0, descending */
+};
+
 union o1_wire_entry {
 	uint8_t op;
 	struct o1_wire_submit submit;
@@ -145,6 +160,7 @@ union o1_wire_entry {
 	struct o1_wire_token token;
 	struct o1_wire_final final;
 	struct o1_wire_error error;
+	struct o1_wire_logprobs logprobs;
 	uint8_t raw[O1_WIRE_ENTRY_BYTES];
 };
 
@@ -163,6 +179,8 @@ _Static_assert(sizeof(struct o1_wire_final) == O1_WIRE_ENTRY_BYTES, "final");
 _Static_assert(offsetof(struct o1_wire_final, prompt_tokens) == 16, "usage");
 _Static_assert(sizeof(struct o1_wire_error) == O1_WIRE_ENTRY_BYTES, "error");
 _Static_assert(offsetof(struct o1_wire_error, msg) == 32, "error msg");
+_Static_assert(sizeof(struct o1_wire_logprobs) == O1_WIRE_ENTRY_BYTES, "lp");
+_Static_assert(offsetof(struct o1_wire_logprobs, logprobs) == 72, "lp pairs");
 _Static_assert(sizeof(union o1_wire_entry) == O1_WIRE_ENTRY_BYTES, "entry");
 
 /* Control-socket handshake (AF_UNIX SOCK_SEQPACKET, one message each way).

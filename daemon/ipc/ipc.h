@@ -158,8 +158,8 @@ void o1_ipc_server_stats(const struct o1_ipc_server *srv,
 int o1_ipc_clients(const struct o1_ipc_server *srv,
 		   struct o1_ipc_client_info *out, size_t cap);
 
-/* Posts one event (TOKEN, FINAL or ERROR) to a client's completion ring
- * and wakes it if it sleeps. A FINAL releases the request's in-flight
+/* Posts one event (TOKEN, LOGPROBS, FINAL or ERROR) to a client's completion
+ * ring and wakes it if it sleeps. A FINAL releases the request's in-flight
  * slot. Returns 0, -EAGAIN (ring full: retry later), -ENOENT (no such
  * client: it is gone) or -EINVAL (not an event). Loop thread only. */
 int o1_ipc_post(struct o1_ipc_server *srv, uint32_t client_id,
@@ -169,6 +169,12 @@ int o1_ipc_post(struct o1_ipc_server *srv, uint32_t client_id,
 int o1_ipc_post_token(struct o1_ipc_server *srv, uint32_t client_id,
 		      uint64_t req_id, const uint32_t *ids, unsigned n_ids,
 		      const char *text, size_t text_len);
+/* The n (1..O1_WIRE_LOGPROBS_MAX) top alternatives of the token at
+ * position, posted after its TOKEN: all entries or none (-EAGAIN). */
+int o1_ipc_post_logprobs(struct o1_ipc_server *srv, uint32_t client_id,
+			 uint64_t req_id, uint32_t position,
+			 const uint32_t *ids, const float *logprobs,
+			 unsigned n);
 int o1_ipc_post_final(struct o1_ipc_server *srv, uint32_t client_id,
 		      uint64_t req_id, enum o1_finish_reason reason, int error,
 		      uint32_t prompt_tokens, uint32_t generated_tokens);

@@ -478,7 +478,7 @@ int o1_ipc_post(struct o1_ipc_server *srv, uint32_t client_id,
 	int ret;
 
 	if (ev->op != O1_EV_TOKEN && ev->op != O1_EV_FINAL &&
-	    ev->op != O1_EV_ERROR)
+	    ev->op != O1_EV_ERROR && ev->op != O1_EV_LOGPROBS)
 		return -EINVAL;
 	if (!c)
 		return -ENOENT;
@@ -525,4 +525,43 @@ int o1_ipc_post_final(struct o1_ipc_server *srv, uint32_t client_id,
 	ev.final.prompt_tokens = prompt_tokens;
 	ev.final.generated_tokens = generated_tokens;
 	return o1_ipc_post(srv, client_id, &ev);
+}
+
+int o1_ipc_post_logprobs(struct o1_ipc_server *srv, uint32_t client_id,
+			 uint64_t req_id, uint32_t position,
+			 const uint32_t *ids, const float *logprobs, unsigned n)
+{
+	struct o1_ipc_client *c = o1_ipc_client_find(srv, client_id);
+	unsigned need = (n + O1_WIRE_TOP_PER - 1) / O1_WIRE_TOP_PER;
+	union o1_wire_entry ev;
+	int space;
+
+	if (n == 0 || n > O1_WIRE_LOGPROBS_MAX)
+		return -EINVAL;
+	if (!c)
+		return -ENOENT;
+	space = (int)o1_ring_space_cached(&c->cq);
+	if (space < (int)need)
+		space = o1_ring_space(&c->cq);
+	if (space >= 0 && space < (int)need) {
+		srv->st.cq_full++;
+		c->blocked = 1;
+		srv->backlog = 1;
+		return -EAGAIN; /* all or nothing */
+	}
+	for (unsigned i = 0; i < n; i += O1_WIRE_TOP_PER) {
+		unsigned k = n - i < O1_WIRE_TOP_PER ? n - i : O1_WIRE_TOP_PER;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.logprobs.op = O1_EV_LOGPROBS;
+		ev.logprobs.n = (uint8_t)k;
+		ev.logprobs.position = position;
+		ev.logprobs.req_id = req_id;
+		memcpy(ev.logprobs.ids, ids + i, k * sizeof(*ids));
+		memcpy(ev.logprobs.logprobs, logprobs + i,
+		       k * sizeof(*logprobs));
+		if (push_event(srv, c, &ev))
+			return -ENOENT; /* corrupt head: the client is doomed */
+	}
+	return 0;
 }

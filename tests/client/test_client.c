@@ -255,6 +255,55 @@ static void test_ids_and_stops(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
+/* n_logprobs 16: each token is followed by 14 + 2 alternatives. */
+static void test_logprobs(void **state)
+{
+	struct o1_sampling sp = {.sz = sizeof(sp), .n_logprobs = 16};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 8,
+				    .text = "abc",
+				    .text_len = 3,
+				    .max_tokens = 3,
+				    .sampling = &sp};
+	struct test_server s;
+	struct o1_client *c;
+	struct o1_event ev;
+	uint32_t tok = 0, seen = 0, tokens = 0;
+
+	(void)state;
+	start(&s);
+	c = connect_to(s.path, 0, 0);
+	assert_int_equal(o1_client_submit(c, &so), 0);
+	do {
+		assert_int_equal(o1_client_wait(c, &ev, 2000000000ll), 1);
+		if (ev.type == O1_EVENT_TOKEN) {
+			assert_int_equal(seen, tokens ? 16 : 0);
+			tok = ev.ids[0];
+			tokens++;
+			seen = 0;
+		} else if (ev.type == O1_EVENT_LOGPROBS) {
+			assert_int_equal(ev.position, tokens - 1);
+			assert_int_equal(ev.n_top, seen ? 2 : 14);
+			for (uint32_t k = 0; k < ev.n_top; k++) {
+				assert_int_equal(ev.top_ids[k],
+						 (tok + seen + k + 1) % 1000);
+				assert_float_equal(ev.top_logprobs[k],
+						   -0.25f * (seen + k + 1),
+						   1e-6);
+			}
+			seen += ev.n_top;
+		}
+	} while (ev.type != O1_EVENT_FINAL);
+	assert_int_equal(tokens, 3);
+	assert_int_equal(seen, 16);
+	sp.n_logprobs = 21; /* above the protocol's limit */
+	so.req_id = 9;
+	assert_int_equal(o1_client_generate(c, &so, NULL, NULL, &ev), 0);
+	assert_int_equal(ev.error, -O1_E_BOUNDS);
+	o1_client_close(c);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 static int cancel_at_first(void *arg, const struct o1_event *ev)
 {
 	(void)ev;
@@ -396,6 +445,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_welcomes),
 	    cmocka_unit_test(test_no_daemon),
 	    cmocka_unit_test(test_ids_and_stops),
+	    cmocka_unit_test(test_logprobs),
 	    cmocka_unit_test(test_cancel),
 	    cmocka_unit_test(test_exhaustion_and_reuse),
 	    cmocka_unit_test(test_argument_errors),

@@ -6,6 +6,8 @@
  * stop id ends it with STOP when that id comes up. A text prompt that
  * starts with "hold" yields nothing until cancelled. Every request gets
  * exactly one FINAL; usage: prompt_tokens = prompt bytes (text) or ids.
+ * With n_logprobs, each token is followed by its alternatives: ids
+ * id+1..id+n (mod 1000) with logprobs -0.25, -0.5, ...
  *
  * usage: o1_ipc_test_server --socket PATH [--eventfd] [--allow-uid N]
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
@@ -36,6 +38,8 @@ struct req {
 	uint32_t prompt_tokens;
 	uint32_t stop_ids[16];
 	uint32_t n_stop;
+	uint32_t n_logprobs;
+	int lp_pending; /* the last token's LOGPROBS are not posted yet */
 };
 
 static struct req reqs[MAX_REQS];
@@ -66,6 +70,7 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	q->hold = r->params.prompt_kind == O1_PROMPT_TEXT &&
 		  r->prompt_bytes >= 4 && !memcmp(r->prompt, "hold", 4);
 	q->n_stop = r->n_stop_ids < 16 ? r->n_stop_ids : 16;
+	q->n_logprobs = r->params.n_logprobs;
 	memcpy(q->stop_ids, r->stop_ids, q->n_stop * 4);
 	return 0;
 }
@@ -98,6 +103,24 @@ static int is_stop(const struct req *q, uint32_t id)
 	return 0;
 }
 
+/* Alternatives of token position p: ids id+1.., logprobs -0.25 (k+1). */
+static int post_logprobs(struct o1_ipc_server *srv, struct req *q)
+{
+	uint32_t p = q->next - 1, id = (q->sum + p) % 1000, ids[20];
+	float lp[20];
+	int ret;
+
+	for (uint32_t k = 0; k < q->n_logprobs; k++) {
+		ids[k] = (id + k + 1) % 1000;
+		lp[k] = -0.25f * (float)(k + 1);
+	}
+	ret = o1_ipc_post_logprobs(srv, q->client_id, q->req_id, p, ids, lp,
+				   q->n_logprobs);
+	if (!ret)
+		q->lp_pending = 0;
+	return ret;
+}
+
 /* Advances one request by one event; returns the post result. */
 static int step(struct o1_ipc_server *srv, struct req *q)
 {
@@ -106,6 +129,8 @@ static int step(struct o1_ipc_server *srv, struct req *q)
 	char text[16];
 	int ret, n;
 
+	if (q->lp_pending)
+		return post_logprobs(srv, q);
 	if (q->cancelled)
 		why = O1_FINISH_CANCELLED;
 	else if (q->hold)
@@ -114,8 +139,10 @@ static int step(struct o1_ipc_server *srv, struct req *q)
 		n = snprintf(text, sizeof(text), "%u ", id);
 		ret = o1_ipc_post_token(srv, q->client_id, q->req_id, &id, 1,
 					text, (size_t)n);
-		if (!ret)
+		if (!ret) {
 			q->next++;
+			q->lp_pending = q->n_logprobs > 0;
+		}
 		return ret;
 	} else if (q->next < q->total) {
 		why = O1_FINISH_STOP;

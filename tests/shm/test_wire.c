@@ -232,6 +232,19 @@ static void test_events(void **state)
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
 	in.op = O1_OP_SUBMIT;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_PROTOCOL);
+	memset(&in, 0, sizeof(in));
+	in.logprobs.op = O1_EV_LOGPROBS;
+	in.logprobs.n = 14;
+	in.logprobs.logprobs[13] = -1.0f;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
+	in.logprobs.n = 0;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
+	in.logprobs.n = 15;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
+	in.logprobs.n = 2;
+	in.logprobs.logprobs[1] = 0.5f;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	assert_string_equal(why, "logprobs");
 }
 
 static void test_stop_strings(void **state)

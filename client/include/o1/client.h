@@ -82,6 +82,7 @@ enum o1_event_type {
 	O1_EVENT_FINAL = 2,
 	O1_EVENT_ERROR = 3,
 	O1_EVENT_PONG = 4,
+	O1_EVENT_LOGPROBS = 5, /* top alternatives of one generated token */
 };
 
 enum o1_finish {
@@ -112,6 +113,12 @@ struct o1_event {
 	char message[97];
 	uint64_t client_ns;
 	uint64_t daemon_ns;
+	/* LOGPROBS: n_top alternatives (of n_logprobs asked, split over
+	 * events of up to 14) for the generated token at position */
+	uint32_t position;
+	uint32_t n_top;
+	uint32_t top_ids[14];
+	float top_logprobs[14];
 };
 
 /* Connects and maps the region; *out is yours until o1_client_close. */
