@@ -161,6 +161,7 @@ static int copy_attrs(struct o1_tokenizer *t, const struct o1_vocab *v)
 	t->eos_id = v->eos_id < (int32_t)v->n_tokens ? v->eos_id : -1;
 	t->unk_id = v->unk_id < (int32_t)v->n_tokens ? v->unk_id : -1;
 	t->add_bos = v->add_bos;
+	t->add_eos = v->add_eos;
 	t->add_space_prefix = v->add_space_prefix;
 	t->ignore_merges = v->ignore_merges;
 	return 0;
@@ -393,6 +394,8 @@ int o1_tokenizer_encode(const struct o1_tokenizer *t, const char *text,
 	free(scratch.mem);
 	if (ret)
 		return ret;
+	if ((flags & O1_ENCODE_ADD_SPECIAL) && t->add_eos && t->eos_id >= 0)
+		tok_push(&out, t->eos_id);
 	if (out.n > INT32_MAX) {
 		o1_warn("tokenizer: %zu ids, over the int range", out.n);
 		return -O1_E_BOUNDS;

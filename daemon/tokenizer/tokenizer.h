@@ -39,7 +39,7 @@ void o1_tokenizer_destroy(struct o1_tokenizer *t);
 const char *o1_tokenizer_pre_names(void);
 
 enum o1_encode_flags {
-	/* prepend BOS when the vocabulary says add_bos */
+	/* BOS first / EOS last when the vocabulary says add_bos / add_eos */
 	O1_ENCODE_ADD_SPECIAL = 1u << 0,
 	/* match control tokens (<|eot_id|>, <s> ...) in the text; user-defined
 	 * added tokens are always matched, as llama.cpp and HF do */

@@ -68,7 +68,7 @@ struct o1_tokenizer {
 	uint32_t n_specials;
 	uint32_t special_first[257]; /* specials[] range per first byte */
 	int32_t bos_id, eos_id, unk_id;
-	bool add_bos, add_space_prefix, ignore_merges;
+	bool add_bos, add_eos, add_space_prefix, ignore_merges;
 	bool spm_runs; /* SPM: no token has U+2581 after another character */
 };
 

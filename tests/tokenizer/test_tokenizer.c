@@ -185,6 +185,12 @@ static void test_spm(void **state)
 	EXPECT(&f, "  ", 0, "▁▁", "▁");
 	EXPECT(&f, "", 0, NULL);
 	EXPECT(&f, "", O1_ENCODE_ADD_SPECIAL, "<s>");
+	fix_free(&f);
+	assert_int_equal(tok_fixture_spm(&f.v), 0);
+	f.v->add_eos = true;
+	assert_int_equal(o1_tokenizer_create(f.v, &f.t), 0);
+	EXPECT(&f, "hello", O1_ENCODE_ADD_SPECIAL, "<s>", "▁hello", "</s>");
+	EXPECT(&f, "hello", 0, "▁hello");
 	/* after a special token the dummy prefix comes back (llama.cpp) */
 	EXPECT(&f, "hello<user>world", 0, "▁hello", "<user>", "▁world");
 	EXPECT(&f, "hello</s>", O1_ENCODE_PARSE_SPECIAL, "▁hello", "</s>");
