@@ -6,7 +6,9 @@
  * consumer callback runs on that thread, and o1_ipc_post() must be called
  * on it too (from a callback, usually ->poll). Other threads may call only
  * o1_ipc_server_kick() and o1_ipc_server_stop(), which make the loop call
- * ->poll (resp. return) soon.
+ * ->poll (resp. return) soon. An engine thread hands its events to the
+ * loop through its own queue (an o1_ring over private memory serves: see
+ * shm/ring.h), kicks, and ->poll posts them.
  *
  * Trust: clients are untrusted. Every entry is copied out of shared memory
  * and validated (o1_wire_decode_sub), prompts and stop lists are copied
