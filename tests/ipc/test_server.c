@@ -43,6 +43,13 @@ struct req {
 };
 
 static struct req reqs[MAX_REQS];
+static int live; /* requests in use: ->poll is a no-op without any */
+
+static void release(struct req *q)
+{
+	q->used = 0;
+	live--;
+}
 static int draining;
 
 static int on_submit(void *ctx, struct o1_ipc_server *srv,
@@ -59,6 +66,7 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 		return -EBUSY;
 	memset(q, 0, sizeof(*q));
 	q->used = 1;
+	live++;
 	q->client_id = r->client_id;
 	q->req_id = r->params.req_id;
 	for (uint32_t i = 0; i < r->prompt_bytes; i++)
@@ -92,7 +100,7 @@ static void on_disconnect(void *ctx, struct o1_ipc_server *srv, uint32_t client)
 	(void)srv;
 	for (int i = 0; i < MAX_REQS; i++)
 		if (reqs[i].used && reqs[i].client_id == client)
-			reqs[i].used = 0;
+			release(&reqs[i]);
 }
 
 static int is_stop(const struct req *q, uint32_t id)
@@ -150,16 +158,16 @@ static int step(struct o1_ipc_server *srv, struct req *q)
 	ret = o1_ipc_post_final(srv, q->client_id, q->req_id, why, 0,
 				q->prompt_tokens, q->next);
 	if (!ret)
-		q->used = 0;
+		release(q);
 	return ret;
 }
 
 static void on_poll(void *ctx, struct o1_ipc_server *srv)
 {
 	(void)ctx;
-	for (int i = 0; i < MAX_REQS; i++)
+	for (int i = 0; i < MAX_REQS && live; i++)
 		if (reqs[i].used && step(srv, &reqs[i]) == -ENOENT)
-			reqs[i].used = 0;
+			release(&reqs[i]);
 }
 
 static void print_stats(struct o1_ipc_server *srv)

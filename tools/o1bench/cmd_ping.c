@@ -158,10 +158,11 @@ static int run(const struct ping_args *a, uint64_t *ns)
 {
 	int ret;
 
-	printf("# o1bench ping: count=%d sleep_count=%d gap_us=%d serve=%s "
-	       "daemon_spin_us=%u\n",
-	       a->count, a->sleep_count, a->gap_us, a->serve ? "yes" : "no",
-	       a->spin_us);
+	printf("# o1bench ping: count=%d sleep_count=%d gap_us=%d serve=%s",
+	       a->count, a->sleep_count, a->gap_us, a->serve ? "yes" : "no");
+	if (a->serve)
+		printf(" daemon_spin_us=%u", a->spin_us);
+	printf("\n");
 	/* Spin: back-to-back pings keep the daemon inside its spin window;
 	 * the client busy-polls for the reply. */
 	ret = shm_path(a, "shm-spin", 1000000, a->count, 0, ns);
