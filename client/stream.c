@@ -322,16 +322,18 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 
 int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 {
-	uint64_t start = o1_client_now_ns(), now;
+	uint64_t start = o1_client_now_ns(), now, spin = c->spin_ns;
 	int64_t left, slice;
 	int ret;
 
+	if (timeout_ns >= 0 && (uint64_t)timeout_ns < spin)
+		spin = (uint64_t)timeout_ns;
 	for (;;) {
 		ret = o1_client_poll(c, ev);
 		if (ret)
 			return ret;
 		now = o1_client_now_ns();
-		if (now - start < c->spin_ns)
+		if (now - start < spin)
 			continue;
 		left = timeout_ns < 0 ? WAIT_SLICE_NS
 				      : timeout_ns - (int64_t)(now - start);

@@ -325,6 +325,8 @@ static void test_cancel(void **state)
 	c = connect_to(s.path, 0, 0);
 	assert_int_equal(o1_client_submit(c, &so), 0);
 	assert_int_equal(o1_client_wait(c, &ev, 50000000), -ETIMEDOUT);
+	assert_int_equal(o1_client_wait(c, &ev, 0), -ETIMEDOUT);
+	assert_int_equal(o1_client_poll(c, &ev), 0);
 	assert_int_equal(o1_client_cancel(c, 3), 0);
 	assert_int_equal(o1_client_wait(c, &ev, 2000000000ll), 1);
 	assert_int_equal(ev.type, O1_EVENT_FINAL);
