@@ -31,11 +31,11 @@ struct o1_ipc_server;
 
 struct o1_ipc_opts {
 	size_t sz;		 /* sizeof(struct o1_ipc_opts) */
-	const char *socket_path; /* default /run/o1d/o1d.sock; borrowed */
+	const char *socket_path; /* default /run/o1d/o1d.sock; copied */
 	uint32_t socket_mode;	 /* default 0660 */
 	/* Peers allowed to connect: uid in allowed_uids, or primary or
 	 * supplementary gid in allowed_gids. Both empty: the daemon's uid
-	 * and root only. Borrowed until o1_ipc_server_create returns. */
+	 * and root only. Copied by o1_ipc_server_create. */
 	const uint32_t *allowed_uids;
 	size_t n_allowed_uids;
 	const uint32_t *allowed_gids;
@@ -59,7 +59,7 @@ struct o1_ipc_opts {
 	int handle_signals; /* 1: block SIGINT/SIGTERM/SIGHUP and read them
 			     * through a signalfd in the loop */
 	/* Uids allowed on admin connections (O1_HELLO_ADMIN); empty: the
-	 * daemon's uid and root. Borrowed like allowed_uids. */
+	 * daemon's uid and root. Copied like allowed_uids. */
 	const uint32_t *admin_uids;
 	size_t n_admin_uids;
 };

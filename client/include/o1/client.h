@@ -61,6 +61,8 @@ enum o1_submit_flag {
 	O1_FLAG_CHAT = 1u << 3,
 };
 
+/* Every pointer here is borrowed for the call only: o1_client_submit
+ * copies what it needs into the shared arena before it returns. */
 struct o1_submit_opts {
 	size_t sz;
 	uint64_t req_id;  /* yours; echoed in every event */
