@@ -24,8 +24,7 @@ static __device__ bool better(float v, uint32_t i, float bv, uint32_t bi)
 }
 
 /* ids (rows) = argmax of logits (rows, vocab); block r = row r. */
-static __global__ void argmax(int32_t *ids, const float *logits,
-			      uint32_t vocab)
+static __global__ void argmax(int32_t *ids, const float *logits, uint32_t vocab)
 {
 	__shared__ float sv[ARGMAX_THREADS];
 	__shared__ uint32_t si[ARGMAX_THREADS];
@@ -51,9 +50,8 @@ static __global__ void argmax(int32_t *ids, const float *logits,
 		ids[blockIdx.x] = (int32_t)si[0];
 }
 
-extern "C" int o1_argmax_cuda(int32_t *ids, const float *logits,
-			      uint32_t rows, uint32_t vocab,
-			      cudaStream_t stream)
+extern "C" int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,
+			      uint32_t vocab, cudaStream_t stream)
 {
 	if (!ids || !logits || !vocab) {
 		o1_err("argmax: bad operands: %u rows of %u", rows, vocab);

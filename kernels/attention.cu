@@ -73,9 +73,9 @@ static __device__ float warp_sum(float v)
  * padded against bank conflicts) and vs (n, D/2 words). */
 static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
 				 const __nv_bfloat16 *kc,
-				 const __nv_bfloat16 *vc,
-				 const uint32_t *table, const att_dev &a,
-				 uint32_t kvh, uint32_t t0, uint32_t n)
+				 const __nv_bfloat16 *vc, const uint32_t *table,
+				 const att_dev &a, uint32_t kvh, uint32_t t0,
+				 uint32_t n)
 {
 	uint32_t w = a.d / 2;
 
@@ -114,8 +114,8 @@ static __device__ void attend_tile(att_state &st, const float *qs,
 				   uint32_t n)
 {
 	uint32_t lane = threadIdx.x % 32, w = a.d / 2;
-	float sc = lane < n ? dot_qk(qs, ks + lane * (w + 1), w) * a.scale
-			    : -INFINITY;
+	float sc =
+	    lane < n ? dot_qk(qs, ks + lane * (w + 1), w) * a.scale : -INFINITY;
 	float m_new = fmaxf(st.m, warp_max(sc));
 	float p = lane < n ? expf(sc - m_new) : 0.0f;
 	float corr = expf(st.m - m_new);
@@ -132,8 +132,8 @@ static __device__ void attend_tile(att_state &st, const float *qs,
 			uint32_t d = lane + 32 * i;
 
 			if (d < a.d)
-				st.acc[i] += pj * __bfloat162float(
-						      vs[jj * a.d + d]);
+				st.acc[i] +=
+				    pj * __bfloat162float(vs[jj * a.d + d]);
 		}
 	}
 	st.m = m_new;
@@ -146,8 +146,9 @@ static __device__ void attend_store(const att_state &st, __nv_bfloat16 *out,
 {
 	uint32_t lane = threadIdx.x % 32;
 	size_t o = ((size_t)row * a.hq + h) * a.d;
-	float *part = scratch + (((size_t)row * a.hq + h) * a.n_splits +
-				 split) * (a.d + 2);
+	float *part =
+	    scratch +
+	    (((size_t)row * a.hq + h) * a.n_splits + split) * (a.d + 2);
 
 #pragma unroll
 	for (int i = 0; i < ATT_MAX_D / 32; i++) {
@@ -237,9 +238,8 @@ static int check_attention(const struct o1_attn_dims *d,
 	    d->page_stride % 2 ||
 	    d->page_stride <
 		(uint64_t)d->n_kv_heads * d->page_tokens * d->head_dim ||
-	    !b->n_seqs || !b->q_offsets || !b->start_pos ||
-	    !b->block_tables || !max_len ||
-	    (uint64_t)b->max_blocks * d->page_tokens < max_len) {
+	    !b->n_seqs || !b->q_offsets || !b->start_pos || !b->block_tables ||
+	    !max_len || (uint64_t)b->max_blocks * d->page_tokens < max_len) {
 		o1_err("attention: bad shape: heads %u/%u of %u, page %u "
 		       "tokens stride %llu, %u seqs, %u blocks, max_len %u",
 		       d->n_heads, d->n_kv_heads, d->head_dim, d->page_tokens,
@@ -263,10 +263,9 @@ static uint32_t pick_splits(uint32_t rows, uint32_t hq, uint32_t d,
 	return s ? s : 1;
 }
 
-static int launch(__nv_bfloat16 *out, const float *q,
-		  const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
-		  const att_dev &a, uint32_t rows, float *scratch,
-		  cudaStream_t stream)
+static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
+		  const __nv_bfloat16 *vc, const att_dev &a, uint32_t rows,
+		  float *scratch, cudaStream_t stream)
 {
 	uint32_t g = a.hq / a.hkv;
 	size_t smem = g * a.d * sizeof(float) +
@@ -296,10 +295,18 @@ extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
 				 uint32_t max_len, float *scratch,
 				 uint64_t scratch_floats, cudaStream_t stream)
 {
-	att_dev a = {b->q_offsets,  b->start_pos,   b->block_tables,
-		     d->page_stride, d->scale,	    d->n_heads,
-		     d->n_kv_heads,  d->head_dim,   d->page_tokens,
-		     b->n_seqs,	     b->max_blocks, 1,
+	att_dev a = {b->q_offsets,
+		     b->start_pos,
+		     b->block_tables,
+		     d->page_stride,
+		     d->scale,
+		     d->n_heads,
+		     d->n_kv_heads,
+		     d->head_dim,
+		     d->page_tokens,
+		     b->n_seqs,
+		     b->max_blocks,
+		     1,
 		     0};
 	int err = check_attention(d, b, max_len);
 
@@ -313,8 +320,7 @@ extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
 				 scratch ? scratch_floats : 0);
 	a.chunk = (max_len + a.n_splits - 1) / a.n_splits;
 	a.chunk = (a.chunk + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
-	return launch((__nv_bfloat16 *)out, q,
-		      (const __nv_bfloat16 *)k_cache,
+	return launch((__nv_bfloat16 *)out, q, (const __nv_bfloat16 *)k_cache,
 		      (const __nv_bfloat16 *)v_cache, a, n_rows, scratch,
 		      stream);
 }

@@ -12,8 +12,7 @@ extern "C" {
 }
 
 /* dst (n) bf16 = src (n) f32; grid-stride. */
-static __global__ void to_bf16(__nv_bfloat16 *dst, const float *src,
-			       uint64_t n)
+static __global__ void to_bf16(__nv_bfloat16 *dst, const float *src, uint64_t n)
 {
 	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
 
@@ -23,8 +22,7 @@ static __global__ void to_bf16(__nv_bfloat16 *dst, const float *src,
 }
 
 /* dst (n) f32 = src (n) bf16; grid-stride. */
-static __global__ void to_f32(float *dst, const __nv_bfloat16 *src,
-			      uint64_t n)
+static __global__ void to_f32(float *dst, const __nv_bfloat16 *src, uint64_t n)
 {
 	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
 

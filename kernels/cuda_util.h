@@ -26,7 +26,7 @@ int o1_cuda_probe(void);
 
 #define O1_CUDA_CHECK(call) o1_cuda_check((call), #call, __FILE__, __LINE__)
 /* After a kernel launch: the launch error (bad configuration). */
-#define O1_CUDA_LAUNCHED(name) \
+#define O1_CUDA_LAUNCHED(name)                                                 \
 	o1_cuda_check(cudaGetLastError(), (name), __FILE__, __LINE__)
 
 #endif

@@ -36,7 +36,7 @@ extern "C" int o1_embedding_cuda(float *out, const uint16_t *table,
 	}
 	if (!n_tokens)
 		return 0;
-	gather<<<n_tokens, 256, 0, stream>>>(
-	    out, (const __nv_bfloat16 *)table, ids, dim, vocab);
+	gather<<<n_tokens, 256, 0, stream>>>(out, (const __nv_bfloat16 *)table,
+					     ids, dim, vocab);
 	return O1_CUDA_LAUNCHED("embedding");
 }

@@ -26,10 +26,10 @@ extern "C" {
 #endif
 
 /* convert.cu: dst (n) = bf16(src (n)) and back. */
-int o1_convert_bf16_from_f32_cuda(uint16_t *dst, const float *src,
-				  uint64_t n, cudaStream_t stream);
-int o1_convert_f32_from_bf16_cuda(float *dst, const uint16_t *src,
-				  uint64_t n, cudaStream_t stream);
+int o1_convert_bf16_from_f32_cuda(uint16_t *dst, const float *src, uint64_t n,
+				  cudaStream_t stream);
+int o1_convert_f32_from_bf16_cuda(float *dst, const uint16_t *src, uint64_t n,
+				  cudaStream_t stream);
 
 /* embedding.cu: out (T,dim) f32 = table (vocab,dim) bf16 [ids (T)]; a row
  * whose id is outside [0, vocab) is written as zeros. */
@@ -81,8 +81,8 @@ int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
 int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		      const uint16_t *v_cache, const struct o1_attn_dims *dims,
 		      const struct o1_attn_batch *batch, uint32_t n_rows,
-		      uint32_t max_len, float *scratch,
-		      uint64_t scratch_floats, cudaStream_t stream);
+		      uint32_t max_len, float *scratch, uint64_t scratch_floats,
+		      cudaStream_t stream);
 /* Floats of scratch for ROWS rows split in SPLITS along the sequence. */
 uint64_t o1_attention_cuda_scratch_floats(uint32_t rows, uint32_t n_heads,
 					  uint32_t head_dim, uint32_t splits);

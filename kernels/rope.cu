@@ -13,7 +13,7 @@ extern "C" {
 #include "log.h"
 }
 
-#define ROPE_THREADS 256
+#define ROPE_THREADS  256
 #define ROPE_MAX_HALF 256
 
 /* cs[0..half) = cos, cs[half..2 half) = sin of pos * inv_freq[i]. */
@@ -113,7 +113,7 @@ static __global__ void rope_kv(struct o1_rope_kv_args a, struct rope_kv_dev g)
 			    rotated(cp + head * g.d, d, g.half, sh);
 		else if (i < qd + kvd)
 			kc[at] = __float2bfloat16_rn(
-				rotated(cp + head * g.d, d, g.half, sh));
+			    rotated(cp + head * g.d, d, g.half, sh));
 		else
 			vc[at] = __float2bfloat16_rn(cp[i]);
 	}
@@ -124,9 +124,8 @@ static int check_rope_kv(const struct o1_rope_kv_args *a,
 {
 	if (!a->q || !a->k_cache || !a->v_cache || !a->qkv || !a->pos ||
 	    !a->slots || !a->inv_freq || !dm->n_heads || !dm->n_kv_heads ||
-	    dm->n_heads % dm->n_kv_heads || !dm->head_dim ||
-	    !dm->page_tokens || !a->rot_dim ||
-	    a->rot_dim % 2 || a->rot_dim > dm->head_dim ||
+	    dm->n_heads % dm->n_kv_heads || !dm->head_dim || !dm->page_tokens ||
+	    !a->rot_dim || a->rot_dim % 2 || a->rot_dim > dm->head_dim ||
 	    dm->page_stride <
 		(uint64_t)dm->n_kv_heads * dm->page_tokens * dm->head_dim ||
 	    smem > 48 * 1024) {
@@ -146,8 +145,8 @@ extern "C" int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
 	struct rope_kv_dev g = {dm->n_heads,	 dm->n_kv_heads,
 				dm->head_dim,	 a->rot_dim / 2,
 				dm->page_tokens, dm->page_stride};
-	size_t smem = (a->rot_dim + (size_t)(g.hq + 2 * g.hkv) * g.d) *
-		      sizeof(float);
+	size_t smem =
+	    (a->rot_dim + (size_t)(g.hq + 2 * g.hkv) * g.d) * sizeof(float);
 	int err = check_rope_kv(a, dm, smem);
 
 	if (err || !a->n_tokens)

@@ -26,9 +26,9 @@ static __global__ void swiglu(__nv_bfloat16 *out, const float *gate,
 	}
 }
 
-extern "C" int o1_swiglu_cuda(uint16_t *out, const float *gate,
-			      const float *up, uint32_t ld, uint32_t n_tokens,
-			      uint32_t ffn_dim, cudaStream_t stream)
+extern "C" int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
+			      uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim,
+			      cudaStream_t stream)
 {
 	if (!out || !gate || !up || !ffn_dim || ld < ffn_dim) {
 		o1_err("swiglu: bad operands: ffn_dim %u ld %u", ffn_dim, ld);
@@ -36,7 +36,7 @@ extern "C" int o1_swiglu_cuda(uint16_t *out, const float *gate,
 	}
 	if (!n_tokens)
 		return 0;
-	swiglu<<<n_tokens, 256, 0, stream>>>((__nv_bfloat16 *)out, gate, up,
-					     ld, ffn_dim);
+	swiglu<<<n_tokens, 256, 0, stream>>>((__nv_bfloat16 *)out, gate, up, ld,
+					     ffn_dim);
 	return O1_CUDA_LAUNCHED("swiglu");
 }

@@ -38,10 +38,10 @@
 #include "log.h"
 #include "rope.h"
 
-#define ALIGN_BYTES	  256
-#define HEAD_ROWS_MAX	  256 /* LM head rows per chunk */
-#define ATT_SPLITS_MAX	  16
-#define BLAS_WS_BYTES	  (32u << 20)
+#define ALIGN_BYTES    256
+#define HEAD_ROWS_MAX  256 /* LM head rows per chunk */
+#define ATT_SPLITS_MAX 16
+#define BLAS_WS_BYTES  (32u << 20)
 
 static _Atomic uint64_t alloc_count;
 
@@ -130,16 +130,17 @@ static uint64_t layout_weights(struct cuda_state *s, uintptr_t base)
 
 	s->embd = carve(base, &off, d->vocab_size * dim * 2);
 	s->out_norm = carve(base, &off, dim * 4);
-	s->out_w = d->tied_embeddings ? s->embd
-				      : carve(base, &off, d->vocab_size * dim * 2);
+	s->out_w = d->tied_embeddings
+		       ? s->embd
+		       : carve(base, &off, d->vocab_size * dim * 2);
 	s->inv_freq = carve(base, &off, d->rope.dim / 2 * 4);
 	for (uint32_t l = 0; l < d->n_layers; l++) {
 		struct cuda_layer *y = &s->layers[l];
 
 		y->attn_norm = carve(base, &off, dim * 4);
 		y->ffn_norm = carve(base, &off, dim * 4);
-		y->bqkv = d->qkv_bias ? carve(base, &off, qkv_rows(d) * 4)
-				      : NULL;
+		y->bqkv =
+		    d->qkv_bias ? carve(base, &off, qkv_rows(d) * 4) : NULL;
 		y->wqkv = carve(base, &off, qkv_rows(d) * dim * 2);
 		y->wo = carve(base, &off, dim * qd * 2);
 		y->wgu = carve(base, &off, 2 * f * dim * 2);
@@ -162,23 +163,33 @@ static struct weight_dst layer_dst(const struct cuda_state *s,
 	uint64_t q = s->d.n_heads * hd, kv = s->d.n_kv_heads * hd;
 
 	switch (r) {
-	case O1_T_ATTN_NORM: return (struct weight_dst){y->attn_norm, false};
-	case O1_T_FFN_NORM: return (struct weight_dst){y->ffn_norm, false};
-	case O1_T_WQ: return (struct weight_dst){y->wqkv, true};
-	case O1_T_WK: return (struct weight_dst){y->wqkv + q * dim, true};
+	case O1_T_ATTN_NORM:
+		return (struct weight_dst){y->attn_norm, false};
+	case O1_T_FFN_NORM:
+		return (struct weight_dst){y->ffn_norm, false};
+	case O1_T_WQ:
+		return (struct weight_dst){y->wqkv, true};
+	case O1_T_WK:
+		return (struct weight_dst){y->wqkv + q * dim, true};
 	case O1_T_WV:
 		return (struct weight_dst){y->wqkv + (q + kv) * dim, true};
-	case O1_T_BQ: return (struct weight_dst){y->bqkv, false};
+	case O1_T_BQ:
+		return (struct weight_dst){y->bqkv, false};
 	case O1_T_BK:
 		return (struct weight_dst){y->bqkv ? y->bqkv + q : NULL, false};
 	case O1_T_BV:
 		return (struct weight_dst){y->bqkv ? y->bqkv + q + kv : NULL,
 					   false};
-	case O1_T_WO: return (struct weight_dst){y->wo, true};
-	case O1_T_W_GATE: return (struct weight_dst){y->wgu, true};
-	case O1_T_W_UP: return (struct weight_dst){y->wgu + f * dim, true};
-	case O1_T_W_DOWN: return (struct weight_dst){y->wdown, true};
-	default: return (struct weight_dst){NULL, false};
+	case O1_T_WO:
+		return (struct weight_dst){y->wo, true};
+	case O1_T_W_GATE:
+		return (struct weight_dst){y->wgu, true};
+	case O1_T_W_UP:
+		return (struct weight_dst){y->wgu + f * dim, true};
+	case O1_T_W_DOWN:
+		return (struct weight_dst){y->wdown, true};
+	default:
+		return (struct weight_dst){NULL, false};
 	}
 }
 
@@ -193,6 +204,9 @@ struct staging {
 	uint64_t elems;
 };
 
+/* Copies through the backend's stream (a plain cudaMemcpy runs on the
+ * legacy stream, which a non-blocking stream does not wait for) and waits,
+ * so the host staging buffer can be refilled. */
 static int upload(struct cuda_state *s, const struct o1_model *m,
 		  const struct o1_tensor *t, struct weight_dst dst,
 		  struct staging *st)
@@ -206,14 +220,12 @@ static int upload(struct cuda_state *s, const struct o1_model *m,
 		       o1_strerror(err));
 		return err;
 	}
-	if (!dst.bf16)
-		return O1_CUDA_CHECK(cudaMemcpy(dst.p, st->host, n * 4,
-						cudaMemcpyHostToDevice));
-	err = O1_CUDA_CHECK(
-	    cudaMemcpy(st->dev, st->host, n * 4, cudaMemcpyHostToDevice));
-	if (!err)
-		err = o1_convert_bf16_from_f32_cuda(dst.p, st->dev, n,
-						    s->stream);
+	err = O1_CUDA_CHECK(cudaMemcpyAsync(dst.bf16 ? st->dev : dst.p,
+					    st->host, n * 4,
+					    cudaMemcpyHostToDevice, s->stream));
+	if (!err && dst.bf16)
+		err =
+		    o1_convert_bf16_from_f32_cuda(dst.p, st->dev, n, s->stream);
 	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
 }
 
@@ -248,8 +260,8 @@ static int upload_all(struct cuda_state *s, const struct o1_model *m,
 		err = upload_role(s, m, O1_T_OUTPUT, -1,
 				  (struct weight_dst){s->out_w, true}, st);
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++)
-		for (size_t i = 0; !err && i < sizeof(layer_roles) /
-						   sizeof(*layer_roles);
+		for (size_t i = 0;
+		     !err && i < sizeof(layer_roles) / sizeof(*layer_roles);
 		     i++)
 			err = upload_role(s, m, layer_roles[i], (int)l,
 					  layer_dst(s, layer_roles[i], l), st);
@@ -282,9 +294,10 @@ static int setup_rope(struct cuda_state *s, const struct o1_model *m,
 		err = o1_rope_inv_freq(&s->d.rope, div, inv, &s->rope_scale);
 	if (err)
 		return err;
-	return O1_CUDA_CHECK(cudaMemcpy(s->inv_freq, inv,
-					s->d.rope.dim / 2 * sizeof(float),
-					cudaMemcpyHostToDevice));
+	err = O1_CUDA_CHECK(cudaMemcpyAsync(s->inv_freq, inv,
+					    s->d.rope.dim / 2 * sizeof(float),
+					    cudaMemcpyHostToDevice, s->stream));
+	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
 }
 
 static int load_weights(struct cuda_state *s, const struct o1_model *m)
@@ -302,7 +315,7 @@ static int load_weights(struct cuda_state *s, const struct o1_model *m)
 	if (err)
 		return err;
 	layout_weights(s, (uintptr_t)s->weights);
-	err = O1_CUDA_CHECK(cudaMemset(s->weights, 0, bytes));
+	err = O1_CUDA_CHECK(cudaMemsetAsync(s->weights, 0, bytes, s->stream));
 	st.host = malloc(st.elems * sizeof(float));
 	if (!err && !st.host)
 		err = -ENOMEM;
@@ -326,7 +339,9 @@ static int alloc_kv(struct cuda_state *s)
 	if (err)
 		return err;
 	err = dev_alloc((void **)&s->kv, elems * 2, "KV pool");
-	return err ? err : O1_CUDA_CHECK(cudaMemset(s->kv, 0, elems * 2));
+	return err ? err
+		   : O1_CUDA_CHECK(
+			 cudaMemsetAsync(s->kv, 0, elems * 2, s->stream));
 }
 
 /* Assigns every activation pointer at BASE; returns the bytes needed. */
@@ -344,7 +359,8 @@ static uint64_t layout_arena(struct cuda_state *s, uintptr_t base)
 	s->att = carve(base, &off, t * qd * 2);
 	s->gu = carve(base, &off, t * 2 * f * 4);
 	s->act = carve(base, &off, t * f * 2);
-	s->logits = carve(base, &off, (uint64_t)s->head_rows * d->vocab_size * 4);
+	s->logits =
+	    carve(base, &off, (uint64_t)s->head_rows * d->vocab_size * 4);
 	s->scratch = carve(base, &off, s->scratch_floats * 4);
 	s->blas_ws = carve(base, &off, BLAS_WS_BYTES);
 	return off;
@@ -577,18 +593,17 @@ static struct o1_attn_dims attn_dims(const struct cuda_state *s)
 }
 
 static int attention_block(struct cuda_state *s, uint32_t l,
-			   const struct flat *f,
-			   const struct o1_attn_batch *b)
+			   const struct flat *f, const struct o1_attn_batch *b)
 {
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[l];
 	struct o1_attn_dims ad = attn_dims(s);
 	uint16_t *kc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0);
 	uint16_t *vc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1);
-	struct o1_rope_kv_args ra = {s->q,	     kc,	 vc,
-				     s->qkv,	     y->bqkv,	 s->dev.pos,
-				     s->dev.slots,   s->inv_freq, s->rope_scale,
-				     f->tokens,	     d->rope.dim};
+	struct o1_rope_kv_args ra = {s->q,	   kc,		vc,
+				     s->qkv,	   y->bqkv,	s->dev.pos,
+				     s->dev.slots, s->inv_freq, s->rope_scale,
+				     f->tokens,	   d->rope.dim};
 	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
 	int err;
 
@@ -598,10 +613,10 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 		  : gemm(s, s->qkv, s->h, y->wqkv, t, (uint32_t)qkv_rows(d),
 			 d->dim);
 	err = err ? err : o1_rope_kv_write_cuda(&ra, &ad, s->stream);
-	err = err ? err
-		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
-				      f->max_len, s->scratch,
-				      s->scratch_floats, s->stream);
+	err =
+	    err ? err
+		: o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t, f->max_len,
+				    s->scratch, s->scratch_floats, s->stream);
 	return err ? err : gemm(s, s->o, s->att, y->wo, t, d->dim, qd);
 }
 
@@ -635,8 +650,8 @@ static int head(struct cuda_state *s, uint32_t r, float *logits)
 				      s->dev.rows + c, n, d->dim, d->norm_eps,
 				      s->stream);
 		err = err ? err
-			  : gemm(s, s->logits, s->h, s->out_w, n,
-				 d->vocab_size, d->dim);
+			  : gemm(s, s->logits, s->h, s->out_w, n, d->vocab_size,
+				 d->dim);
 		err = err ? err
 			  : O1_CUDA_CHECK(cudaMemcpyAsync(
 				logits + (size_t)c * d->vocab_size, s->logits,
@@ -654,9 +669,8 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 	/* The tables come last: copy only the rows in use. */
 	size_t bytes = (size_t)((char *)s->host.tables - (char *)s->in_host) +
 		       (size_t)st->n_seqs * s->max_blocks * sizeof(uint32_t);
-	int err = O1_CUDA_CHECK(cudaMemcpyAsync(s->in_dev, s->in_host, bytes,
-						cudaMemcpyHostToDevice,
-						s->stream));
+	int err = O1_CUDA_CHECK(cudaMemcpyAsync(
+	    s->in_dev, s->in_host, bytes, cudaMemcpyHostToDevice, s->stream));
 
 	err = err ? err
 		  : o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,

@@ -223,8 +223,7 @@ static void test_embedding(void **state)
 }
 
 /* rmsnorm over the rows ROWS (or all), with a residual added. */
-static void check_rmsnorm(uint32_t n, uint32_t dim, bool residual,
-			  bool subset)
+static void check_rmsnorm(uint32_t n, uint32_t dim, bool residual, bool subset)
 {
 	size_t sz = (size_t)n * dim;
 	float *x = randv(sz, 4), *res = randv(sz, 2), *w = randv(dim, 1.5f);
@@ -236,12 +235,14 @@ static void check_rmsnorm(uint32_t n, uint32_t dim, bool residual,
 	void *dout = dev(sz * 2);
 
 	for (uint32_t i = 0; i < n; i++)
-		rows[i] = subset ? (i * 7 + 3) % n : i; /* n odd: a permutation */
+		rows[i] =
+		    subset ? (i * 7 + 3) % n : i; /* n odd: a permutation */
 	drows = dev_copy(rows, n * 4);
 	for (size_t i = 0; i < sz; i++)
 		x[i] = residual ? x[i] + res[i] : x[i];
 	for (uint32_t i = 0; i < m; i++)
-		memcpy(xs + (size_t)i * dim, x + (size_t)rows[i] * dim, dim * 4);
+		memcpy(xs + (size_t)i * dim, x + (size_t)rows[i] * dim,
+		       dim * 4);
 	assert_int_equal(o1_rmsnorm_cpu(NULL, ref, xs, w, m, dim, 1e-5f), 0);
 	assert_int_equal(o1_rmsnorm_cuda(dout, dx, residual ? dr : NULL, dw,
 					 subset ? drows : NULL, m, dim, 1e-5f,
@@ -373,8 +374,8 @@ static uint64_t page_stride(const struct kv_shape *k)
 
 static struct o1_attn_dims kv_dims(const struct kv_shape *k)
 {
-	return (struct o1_attn_dims){k->hq, k->hkv, k->d, k->p,
-				     page_stride(k), 1.0f / sqrtf(k->d)};
+	return (struct o1_attn_dims){k->hq, k->hkv,	    k->d,
+				     k->p,  page_stride(k), 1.0f / sqrtf(k->d)};
 }
 
 /* Fused QKV epilogue: rope(q + bq); rope(k + bk), v + bv into the pages. */
@@ -385,7 +386,8 @@ static void check_rope_kv(const struct kv_shape *k, uint32_t t, bool bias)
 		 kvd = k->hkv * k->d;
 	size_t cache = (size_t)k->n_pages * page_stride(k);
 	float *qkv = randv((size_t)t * w, 2), *b = randv(w, 1);
-	float *q = malloc((size_t)t * qd * 4), *kk = malloc((size_t)t * kvd * 4);
+	float *q = malloc((size_t)t * qd * 4),
+	      *kk = malloc((size_t)t * kvd * 4);
 	float *v = malloc((size_t)t * kvd * 4), *inv = malloc(k->d * 2);
 	float *kc = malloc(cache * 4), *vc = malloc(cache * 4), *gq, *gk, *gv;
 	int32_t *pos = malloc(t * 4);
@@ -412,15 +414,20 @@ static void check_rope_kv(const struct kv_shape *k, uint32_t t, bool bias)
 	assert_int_equal(o1_rope_inv_freq(&rp, NULL, inv, &sc), 0);
 	o1_rope_cpu(NULL, q, pos, t, k->hq, k->d, k->d, inv, 1);
 	o1_rope_cpu(NULL, kk, pos, t, k->hkv, k->d, k->d, inv, 1);
-	assert_int_equal(o1_kv_write_cpu(NULL, kc, vc, kk, v, slots, t, &dm), 0);
+	assert_int_equal(o1_kv_write_cpu(NULL, kc, vc, kk, v, slots, t, &dm),
+			 0);
 	{
-		struct o1_rope_kv_args a = {
-		    dev((size_t)t * qd * 4), dev(cache * 2),
-		    dev(cache * 2),	     dev_copy(qkv, (size_t)t * w * 4),
-		    bias ? dev_copy(b, w * 4) : NULL,
-		    dev_copy(pos, t * 4),    dev_copy(slots, t * 4),
-		    dev_copy(inv, k->d * 2), 1,
-		    t,			     k->d};
+		struct o1_rope_kv_args a = {dev((size_t)t * qd * 4),
+					    dev(cache * 2),
+					    dev(cache * 2),
+					    dev_copy(qkv, (size_t)t * w * 4),
+					    bias ? dev_copy(b, w * 4) : NULL,
+					    dev_copy(pos, t * 4),
+					    dev_copy(slots, t * 4),
+					    dev_copy(inv, k->d * 2),
+					    1,
+					    t,
+					    k->d};
 
 		assert_int_equal(o1_rope_kv_write_cuda(&a, &dm, 0), 0);
 		gq = host_copy(a.q, (size_t)t * qd * 4);
@@ -440,7 +447,8 @@ static void check_rope_kv(const struct kv_shape *k, uint32_t t, bool bias)
 		assert_true(isnan(vc[i]) == isnan(gv[i]));
 		if (!isnan(kc[i])) {
 			check_close("rope_kv k", gk + i, kc + i, 1, 8e-3, 1e-5);
-			check_close("rope_kv v", gv + i, vc + i, 1, 4e-3, 1e-30);
+			check_close("rope_kv v", gv + i, vc + i, 1, 4e-3,
+				    1e-30);
 		}
 	}
 	free(qkv), free(b), free(q), free(kk), free(v), free(inv), free(kc);
@@ -498,8 +506,8 @@ static void fill_attention(const struct att_case *c, struct att_host *h)
 	h->q = randv((size_t)h->rows * c->k.hq * c->k.d, 2);
 }
 
-static float *gpu_attention(const struct att_case *c,
-			    const struct att_host *h, uint64_t scratch_floats)
+static float *gpu_attention(const struct att_case *c, const struct att_host *h,
+			    uint64_t scratch_floats)
 {
 	struct o1_attn_dims dm = kv_dims(&c->k);
 	size_t out_n = (size_t)h->rows * c->k.hq * c->k.d;
@@ -540,12 +548,13 @@ static void check_attention(const struct att_case *c, uint32_t splits)
 	assert_int_equal(o1_attention_cpu(NULL, ref, h.q, h.kc, h.vc, &dm, &b,
 					  scratch, h.max_len),
 			 0);
-	got = gpu_attention(c, &h,
-			    o1_attention_cuda_scratch_floats(
-				h.rows, c->k.hq, c->k.d, splits));
+	got = gpu_attention(
+	    c, &h,
+	    o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, splits));
 	for (uint32_t r = 0; r < h.rows; r++)
 		check_close("attention", got + r * row_n, ref + r * row_n,
-			    row_n, 8e-3, 1e-3 * max_abs(ref + r * row_n, row_n));
+			    row_n, 8e-3,
+			    1e-3 * max_abs(ref + r * row_n, row_n));
 	free(ref), free(got), free(scratch), free(h.tables), free(h.kc);
 	free(h.vc), free(h.q);
 }
@@ -577,17 +586,14 @@ static void test_attention_errors(void **state)
 
 	(void)state;
 	/* Hq not a multiple of Hkv; odd head_dim; context past the table */
-	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0,
-					   0),
-			 -EINVAL);
+	assert_int_equal(
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, 0), -EINVAL);
 	dm.n_kv_heads = 2, dm.head_dim = 63;
-	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0,
-					   0),
-			 -EINVAL);
+	assert_int_equal(
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, 0), -EINVAL);
 	dm.head_dim = 64;
-	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 17, NULL, 0,
-					   0),
-			 -EINVAL);
+	assert_int_equal(
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 17, NULL, 0, 0), -EINVAL);
 	cudaFree(p);
 }
 

@@ -191,9 +191,9 @@ static int run(const struct o1_model *m, const struct bench_args *a)
 		       "copy bandwidth %.0f GB/s, floor %.0f tok/s, %.1f%% of "
 		       "it\n",
 		       m->desc.name, m->desc.n_layers, m->desc.dim,
-		       m->desc.vocab_size, a->prompt, a->tokens,
-		       a->tokens / dt, dt * 1e3 / a->tokens, wb / 1e9, bw,
-		       bw * 1e9 / wb, 100.0 * (a->tokens / dt) / (bw * 1e9 / wb));
+		       m->desc.vocab_size, a->prompt, a->tokens, a->tokens / dt,
+		       dt * 1e3 / a->tokens, wb / 1e9, bw, bw * 1e9 / wb,
+		       100.0 * (a->tokens / dt) / (bw * 1e9 / wb));
 	if (r.pool)
 		o1_kv_table_fini(r.pool, &r.table);
 	o1_kv_pool_destroy(r.pool);

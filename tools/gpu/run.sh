@@ -51,6 +51,7 @@ run_tests() {
   ctest --test-dir build/gpu --output-on-failure -j 8 ${pattern:+-R "$pattern"} \
     >"$out/ctest.log" 2>&1
   local rc=$?
+  cp build/gpu/Testing/Temporary/LastTest.log "$out/" 2>/dev/null
   tail -15 "$out/ctest.log"
   return $rc
 }
