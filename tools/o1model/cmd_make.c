@@ -1,6 +1,7 @@
 /* o1model make: writes a model with deterministic random weights, the
- * shape of a preset, and a working tokenizer. Exit 0 ok, 1 failure,
- * 2 bad arguments. */
+ * shape of a preset, and a working tokenizer; or, with --preset demo, the
+ * bigram model of a text (demo.h). Exit 0 ok, 1 failure, 2 bad
+ * arguments. */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -9,12 +10,15 @@
 #include <string.h>
 
 #include "args.h"
+#include "demo.h"
 #include "error.h"
 #include "o1model.h"
 #include "synth.h"
 
 struct make_args {
 	struct o1model_synth_opts synth;
+	struct o1model_demo_opts demo;
+	bool shape_given; /* an option --preset demo does not take */
 	enum o1model_format format;
 	bool format_given;
 	const char *out;
@@ -30,10 +34,17 @@ static void make_usage(FILE *f)
 		"                    [--seed N] [--dtype f32|f16|bf16] "
 		"[--format gguf|safetensors]\n"
 		"                    [--tokenizer FILE]\n"
+		"       o1model make --preset demo [--from-text FILE]... "
+		"--out PATH\n"
+		"                    [--dtype f32|f16|bf16] "
+		"[--format gguf|safetensors]\n"
 		"Writes random weights (normal, std 0.02; same arguments, same "
 		"bytes).\nDefaults: --seed 0, --dtype f32, --format from PATH "
 		"(.gguf or a folder),\nthe preset's family and sizes, a small "
-		"built-in byte-level BPE tokenizer.\n");
+		"built-in byte-level BPE tokenizer.\n"
+		"--preset demo writes a bigram model of the texts (default: "
+		"README.md and\ndocs/*.md of the source tree) as transformer "
+		"weights: it writes readable\ntext without any training.\n");
 }
 
 static int parse_arch(const char *s, enum o1_arch *out)
@@ -56,7 +67,18 @@ static int make_option(int opt, struct make_args *a)
 	uint64_t x;
 	int err;
 
+	if (opt != 'p' && opt != 'd' && opt != 'f' && opt != 'o' && opt != 'x')
+		a->shape_given = true;
 	switch (opt) {
+	case 'x':
+		if (a->demo.n_texts == O1MODEL_DEMO_MAX_TEXTS) {
+			fprintf(stderr,
+				"o1model make: more than %d --from-text\n",
+				O1MODEL_DEMO_MAX_TEXTS);
+			return -EINVAL;
+		}
+		a->demo.texts[a->demo.n_texts++] = optarg;
+		return 0;
 	case 'a':
 		s->arch_given = true;
 		return parse_arch(optarg, &s->arch);
@@ -97,6 +119,26 @@ static int make_option(int opt, struct make_args *a)
 	}
 }
 
+static bool is_demo(const struct make_args *a)
+{
+	return strcmp(a->synth.preset, "demo") == 0;
+}
+
+static int demo_check(const struct make_args *a)
+{
+	if (is_demo(a) && a->shape_given) {
+		fprintf(stderr, "o1model make: --preset demo takes only "
+				"--from-text, --dtype, --format and --out\n");
+		return -EINVAL;
+	}
+	if (!is_demo(a) && a->demo.n_texts) {
+		fprintf(stderr,
+			"o1model make: --from-text needs --preset demo\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int make_parse(int argc, char **argv, struct make_args *a)
 {
 	static const struct option longopts[] = {
@@ -110,6 +152,7 @@ static int make_parse(int argc, char **argv, struct make_args *a)
 	    {"format", required_argument, NULL, 'f'},
 	    {"out", required_argument, NULL, 'o'},
 	    {"tokenizer", required_argument, NULL, 't'},
+	    {"from-text", required_argument, NULL, 'x'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -132,7 +175,7 @@ static int make_parse(int argc, char **argv, struct make_args *a)
 	}
 	if (!a->format_given)
 		a->format = o1model_format_for_path(a->out);
-	return 0;
+	return demo_check(a);
 }
 
 int o1model_cmd_make(int argc, char **argv)
@@ -150,7 +193,11 @@ int o1model_cmd_make(int argc, char **argv)
 	if (!dir_copy)
 		return 1;
 	a.synth.scratch_dir = dirname(dir_copy);
-	err = o1model_synth_create(&a.synth, &m);
+	a.demo.dtype = a.synth.dtype;
+	if (is_demo(&a))
+		err = o1model_demo_create(&a.demo, &m);
+	else
+		err = o1model_synth_create(&a.synth, &m);
 	if (err == -EINVAL) {
 		free(dir_copy);
 		return 2;
@@ -159,6 +206,8 @@ int o1model_cmd_make(int argc, char **argv)
 		err = o1model_write(m, a.format, a.synth.dtype, a.out);
 		snprintf(note, sizeof(note), "random weights, seed %llu",
 			 (unsigned long long)a.synth.seed);
+		if (is_demo(&a))
+			snprintf(note, sizeof(note), "bigram demo model");
 		if (!err)
 			o1model_report(m, a.format, a.synth.dtype, a.out, note);
 		o1_model_close(m);
