@@ -28,6 +28,14 @@ for p in $presets; do
     "$bin/tools/gpu/bench_cuda_decode" "$m" --prompt "$ctx" --tokens 256 \
       >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
   done
+  # The device's share of one decode step (kernel durations, ncu).
+  if command -v ncu >/dev/null; then
+    echo "# $p, prompt 128: kernels of one decode step (ncu)" >>"$out/bench.txt"
+    ncu --profile-from-start off --clock-control none --csv \
+      --metrics gpu__time_duration.sum "$bin/tools/gpu/bench_cuda_decode" \
+      "$m" --prompt 128 --tokens 16 2>>"$out/bench.log" |
+      python3 tools/gpu/ncu_sum.py >>"$out/bench.txt" 2>&1 || rc=1
+  fi
 done
 cat "$out/bench.txt"
 exit $rc

@@ -10,6 +10,9 @@
  * CUDA events) and prints the floor: the bf16 weight bytes one decode step
  * reads (every matrix once, the LM head included; the token embedding one
  * row unless tied) divided by that bandwidth, and the share reached.
+ * One more decode step runs between cudaProfilerStart and Stop, so
+ * `ncu --profile-from-start off` times exactly the kernels of one step
+ * (tools/gpu/bench.sh sums them: the device's share of a step).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
@@ -125,7 +129,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 static int open_run(const struct o1_model *m, const struct bench_args *a,
 		    struct bench_run *r)
 {
-	uint32_t total = a->prompt + a->tokens + 8;
+	uint32_t total = a->prompt + a->tokens + 9;
 	struct o1_backend_config cfg = {.max_batch_tokens = a->prompt,
 					.max_seqs = 1,
 					.max_context_tokens = total,
@@ -183,6 +187,9 @@ static int run(const struct o1_model *m, const struct bench_args *a)
 	for (uint32_t i = 0; !err && i < a->tokens; i++)
 		err = step(&r, pos++, 1);
 	dt = now_s() - t0;
+	cudaProfilerStart();
+	err = err ? err : step(&r, pos++, 1);
+	cudaProfilerStop();
 	if (!err)
 		err = copy_bandwidth(&bw);
 	if (!err)
