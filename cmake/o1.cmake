@@ -3,6 +3,9 @@
 # o1_add_test(NAME SOURCES... LIBS ...): one cmocka executable per tested
 # facility, registered with CTest; exit code 77 is reported as skipped.
 function(o1_add_test name)
+  if(NOT BUILD_TESTING)
+    return()
+  endif()
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;ARGS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} PkgConfig::CMOCKA)

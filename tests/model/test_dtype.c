@@ -134,7 +134,7 @@ static void test_f16_encode(void **state)
 	/* random values across the half range against the brute force */
 	srand(7);
 	for (int i = 0; i < 3000; i++) {
-		float x = ldexpf((float)rand() / RAND_MAX, rand() % 44 - 27);
+		float x = ldexpf((float)rand() / (float)RAND_MAX, rand() % 44 - 27);
 
 		assert_int_equal(o1_f32_to_f16(x), ref_to_f16(x));
 		assert_int_equal(o1_f32_to_f16(-x), 0x8000 | ref_to_f16(x));
