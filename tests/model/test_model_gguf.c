@@ -76,7 +76,7 @@ struct synth {
 
 static float rnd(void)
 {
-	return (float)rand() / RAND_MAX * 2 - 1;
+	return (float)rand() / (float)RAND_MAX * 2 - 1;
 }
 
 static void add(struct synth *s, enum o1_tensor_role role, int layer,
