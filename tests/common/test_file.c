@@ -1,0 +1,173 @@
+/* o1_file_read: contents and NUL terminator, the size limit (at and over),
+ * empty files, and the failures (missing file, directory) with their codes
+ * and their one log line. Works in a fresh mkdtemp directory. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "file.h"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+};
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	strcpy(fx->dir, "/tmp/o1-test-file-XXXXXX");
+	if (!mkdtemp(fx->dir)) {
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->path, sizeof(fx->path), "%s/f", fx->dir);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	unlink(fx->path);
+	rmdir(fx->dir);
+	free(fx);
+	return 0;
+}
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Runs o1_file_read with stderr sent to a file; returns its result and
+ * leaves what was logged in LOG. */
+static int read_logged(const char *path, uint64_t max, char **out, size_t *len,
+		       char *log, size_t log_size)
+{
+	char tmp[] = "/tmp/o1-test-file-log-XXXXXX";
+	int fd = mkstemp(tmp), saved = dup(2), ret;
+	ssize_t n;
+
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	ret = o1_file_read(path, max, out, len);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, log, log_size - 1, 0);
+	log[n > 0 ? n : 0] = 0;
+	close(fd);
+	unlink(tmp);
+	return ret;
+}
+
+static void test_reads_whole_file(void **state)
+{
+	struct fixture *fx = *state;
+	const char data[] = "{\"a\": 1}\n\0tail";
+	char *buf = NULL;
+	size_t len = 0;
+
+	write_bytes(fx->path, data, sizeof(data) - 1);
+	assert_int_equal(o1_file_read(fx->path, 1024, &buf, &len), 0);
+	assert_int_equal(len, sizeof(data) - 1);
+	assert_memory_equal(buf, data, len);
+	assert_int_equal(buf[len], 0);
+	free(buf);
+	/* Exactly at the limit is allowed. */
+	assert_int_equal(o1_file_read(fx->path, len, &buf, &len), 0);
+	assert_int_equal(len, sizeof(data) - 1);
+	free(buf);
+}
+
+static void test_empty_file(void **state)
+{
+	struct fixture *fx = *state;
+	char *buf = NULL;
+	size_t len = 99;
+
+	write_bytes(fx->path, "", 0);
+	assert_int_equal(o1_file_read(fx->path, 0, &buf, &len), 0);
+	assert_non_null(buf);
+	assert_int_equal(len, 0);
+	assert_int_equal(buf[0], 0);
+	free(buf);
+}
+
+static void test_over_limit(void **state)
+{
+	struct fixture *fx = *state;
+	char *buf = NULL, log[1024];
+	size_t len = 7;
+
+	write_bytes(fx->path, "0123456789", 10);
+	assert_int_equal(read_logged(fx->path, 9, &buf, &len, log, sizeof(log)),
+			 -O1_E_BOUNDS);
+	assert_null(buf);
+	assert_int_equal(len, 7);
+	assert_non_null(strstr(log, fx->path));
+	assert_non_null(strstr(log, "10 bytes, over the 9-byte limit"));
+	assert_non_null(strchr(log, '\n'));
+	assert_ptr_equal(strchr(log, '\n'), log + strlen(log) - 1);
+}
+
+static void test_missing_file(void **state)
+{
+	struct fixture *fx = *state;
+	char *buf = NULL, log[1024];
+	size_t len = 0;
+
+	assert_int_equal(
+	    read_logged(fx->path, 1024, &buf, &len, log, sizeof(log)), -ENOENT);
+	assert_null(buf);
+	/* Absence is the caller's to report: nothing at the default level. */
+	assert_string_equal(log, "");
+}
+
+static void test_directory(void **state)
+{
+	struct fixture *fx = *state;
+	char *buf = NULL, log[1024];
+	size_t len = 0;
+
+	assert_int_equal(mkdir(fx->path, 0700), 0);
+	assert_int_equal(
+	    read_logged(fx->path, UINT64_MAX, &buf, &len, log, sizeof(log)),
+	    -EISDIR);
+	rmdir(fx->path);
+	assert_null(buf);
+	assert_non_null(strstr(log, fx->path));
+	assert_non_null(strstr(log, "directory"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_reads_whole_file, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_over_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_directory, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
