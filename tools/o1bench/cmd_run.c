@@ -1,0 +1,460 @@
+/* o1bench run: load against a running o1d through libo1client.
+ *
+ *   o1bench run --socket PATH --requests N --concurrency C --max-tokens M
+ *               [--prompt-tokens P | --prompt TEXT] [--temperature T]
+ *               [--seed S] [--chat] [--json]
+ *
+ * C threads, each with its own connection, run a closed loop: take the
+ * next of the N requests, submit it, stream it to its FINAL, repeat. One
+ * connection per thread because a client handle is not thread-safe, and
+ * because that is how C independent processes load the daemon: each
+ * stream's timestamps are taken by the thread that waits on that stream
+ * only, so no demultiplexing delay pollutes TTFT or inter-token times.
+ *
+ * Per request: TTFT = submit to the first TOKEN event; inter-token
+ * latency = the gap between TOKEN events divided by the ids the later
+ * event carries (one sample per id); end-to-end = submit to FINAL. A
+ * FINAL with ERROR or CANCELLED counts as an error, and so does every
+ * request a failed connection or transport left unfinished (completed =
+ * requests that got their FINAL). Prints one key=value line per metric (or one
+ * JSON object with
+ * --json); exit 0, 1 when any request failed, 2 on bad arguments.
+ *
+ * Invariants: each request index is taken by exactly one thread (atomic
+ * counter); a thread writes only its own samples; the main thread reads
+ * them after joining. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "o1/client.h"
+#include "o1bench.h"
+
+#define RUN_MAX_REQUESTS 1000000
+
+struct run_args {
+	const char *socket, *prompt;
+	long requests, concurrency, max_tokens, prompt_tokens;
+	double temperature;
+	unsigned long long seed;
+	int chat, json;
+};
+
+/* One stream's samples, in ns. */
+struct samples {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+struct worker {
+	const struct run_args *a;
+	const char *prompt;
+	atomic_long *next;
+	pthread_t thread;
+	struct samples ttft, itl, e2e;
+	uint64_t tokens;
+	long done, errors;
+	char first_error[160];
+	/* the request in flight */
+	uint64_t t_submit, t_prev;
+	uint32_t got;
+	int failed;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int samples_add(struct samples *s, uint64_t x)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		uint64_t *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = x;
+	return 0;
+}
+
+static int samples_merge(struct samples *dst, const struct samples *src)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < src->n && !err; i++)
+		err = samples_add(dst, src->v[i]);
+	return err;
+}
+
+static void run_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: o1bench run --socket PATH --requests N --concurrency C "
+		"--max-tokens M\n"
+		"                   [--prompt-tokens P | --prompt TEXT] "
+		"[--temperature T] [--seed S]\n"
+		"                   [--chat] [--json]\n"
+		"C threads, one connection each, run the N requests in a "
+		"closed loop.\n--prompt-tokens P sends P words of text (about "
+		"P tokens; default 16);\ngreedy unless --temperature > 0; "
+		"--chat applies the chat template.\n");
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi,
+		      long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(s, &end, 10);
+	if (errno || end == s || *end || *out < lo || *out > hi) {
+		fprintf(stderr, "o1bench run: %s '%s': expected %ld..%ld\n",
+			opt, s, lo, hi);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_value(struct run_args *a, const char *opt, const char *v)
+{
+	long x;
+	char *end;
+
+	if (!strcmp(opt, "--socket"))
+		a->socket = v;
+	else if (!strcmp(opt, "--prompt"))
+		a->prompt = v;
+	else if (!strcmp(opt, "--requests"))
+		return parse_long(opt, v, 1, RUN_MAX_REQUESTS, &a->requests);
+	else if (!strcmp(opt, "--concurrency"))
+		return parse_long(opt, v, 1, 1024, &a->concurrency);
+	else if (!strcmp(opt, "--max-tokens"))
+		return parse_long(opt, v, 1, 1 << 20, &a->max_tokens);
+	else if (!strcmp(opt, "--prompt-tokens"))
+		return parse_long(opt, v, 1, 1 << 20, &a->prompt_tokens);
+	else if (!strcmp(opt, "--seed")) {
+		if (parse_long(opt, v, 0, 1L << 62, &x))
+			return -EINVAL;
+		a->seed = (unsigned long long)x;
+	} else if (!strcmp(opt, "--temperature")) {
+		errno = 0;
+		a->temperature = strtod(v, &end);
+		if (errno || end == v || *end || !(a->temperature >= 0) ||
+		    a->temperature > 100) {
+			fprintf(stderr,
+				"o1bench run: --temperature '%s': "
+				"expected 0..100\n",
+				v);
+			return -EINVAL;
+		}
+	} else {
+		fprintf(stderr, "o1bench run: unknown option %s\n", opt);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int run_parse(int argc, char **argv, struct run_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			a->json = 1;
+		} else if (!strcmp(argv[i], "--chat")) {
+			a->chat = 1;
+		} else if (!strcmp(argv[i], "-h") ||
+			   !strcmp(argv[i], "--help")) {
+			run_usage(stdout);
+			exit(0);
+		} else if (i + 1 == argc) {
+			fprintf(stderr, "o1bench run: %s needs a value\n",
+				argv[i]);
+			return -EINVAL;
+		} else if (parse_value(a, argv[i], argv[i + 1])) {
+			return -EINVAL;
+		} else {
+			i++;
+		}
+	}
+	if (!a->socket || !a->requests || !a->concurrency || !a->max_tokens) {
+		fprintf(stderr,
+			"o1bench run: --socket, --requests, "
+			"--concurrency and --max-tokens are required\n");
+		return -EINVAL;
+	}
+	if (a->prompt && a->prompt_tokens) {
+		fprintf(stderr, "o1bench run: --prompt and --prompt-tokens "
+				"exclude each other\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* P words of plain English text. */
+static char *make_prompt(long p)
+{
+	static const char *const words[] = {
+	    "the",    "daemon", "keeps",  "one",   "model", "in",
+	    "memory", "and",	"serves", "every", "local", "client"};
+	char *s = malloc((size_t)p * 8 + 1);
+	size_t at = 0;
+
+	if (!s)
+		return NULL;
+	for (long i = 0; i < p; i++)
+		at += (size_t)sprintf(s + at, "%s%s", i ? " " : "",
+				      words[i % 12]);
+	return s;
+}
+
+/* Keeps the first error's description; request errors are counted by
+ * the caller, the requests never finished at the end. */
+static void note_error(struct worker *w, const char *what, int err,
+		       const char *detail)
+{
+	if (!w->first_error[0])
+		snprintf(w->first_error, sizeof(w->first_error), "%s: %s%s%s",
+			 what, o1_client_strerror(err), *detail ? ": " : "",
+			 detail);
+}
+
+static int on_token(void *arg, const struct o1_event *ev)
+{
+	struct worker *w = arg;
+	uint64_t t = now_ns();
+
+	if (!w->got)
+		w->failed |= samples_add(&w->ttft, t - w->t_submit);
+	else
+		for (uint32_t i = 0; i < ev->n_ids; i++)
+			w->failed |=
+			    samples_add(&w->itl, (t - w->t_prev) / ev->n_ids);
+	w->got += ev->n_ids;
+	w->t_prev = t;
+	return 0;
+}
+
+static int run_one(struct worker *w, struct o1_client *c, long idx)
+{
+	const struct run_args *a = w->a;
+	struct o1_sampling sp = {.sz = sizeof(sp),
+				 .temperature = (float)a->temperature,
+				 .seed = a->seed + (uint64_t)idx};
+	struct o1_submit_opts o = {
+	    .sz = sizeof(o),
+	    .req_id = (uint64_t)idx + 1,
+	    .text = w->prompt,
+	    .text_len = strlen(w->prompt),
+	    .sampling = &sp,
+	    .max_tokens = (uint32_t)a->max_tokens,
+	    .flags = a->chat ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS,
+	};
+	struct o1_event fin;
+	int err;
+
+	w->got = 0;
+	w->t_submit = now_ns();
+	err = o1_client_generate(c, &o, on_token, w, &fin);
+	if (err) {
+		note_error(w, "transport", err, o1_last_error());
+		return err;
+	}
+	w->failed |= samples_add(&w->e2e, now_ns() - w->t_submit);
+	w->tokens += fin.generated_tokens;
+	if (fin.finish == O1_FINISH_REASON_ERROR ||
+	    fin.finish == O1_FINISH_REASON_CANCELLED) {
+		w->errors++;
+		note_error(w, "request", fin.error, fin.message);
+	}
+	w->done++;
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct o1_client_opts co = {
+	    .sz = sizeof(co), .socket_path = w->a->socket, .name = "o1bench"};
+	struct o1_client *c;
+	long idx;
+	int err = o1_client_connect(&co, &c);
+
+	if (err) {
+		note_error(w, "connect", err, o1_last_error());
+		return NULL;
+	}
+	while ((idx = atomic_fetch_add(w->next, 1)) < w->a->requests)
+		if (run_one(w, c, idx))
+			break;
+	o1_client_close(c);
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile Q of sorted S, in ms (0 when empty). */
+static double pct_ms(const struct samples *s, int q)
+{
+	size_t rank;
+
+	if (!s->n)
+		return 0;
+	rank = (s->n * (size_t)q + 99) / 100;
+	return s->v[rank ? rank - 1 : 0] / 1e6;
+}
+
+struct totals {
+	struct samples ttft, itl, e2e;
+	uint64_t tokens;
+	long done, errors;
+	double wall_s;
+	const char *first_error;
+};
+
+/* KEY=V with PREC decimals, or one member of the JSON object. */
+static void print_metric(const struct run_args *a, const char *key, double v,
+			 int prec, int *first)
+{
+	if (a->json)
+		printf("%s\"%s\": %.*f", *first ? "{" : ", ", key, prec, v);
+	else
+		printf("%s=%.*f\n", key, prec, v);
+	*first = 0;
+}
+
+static void print_dist(const struct run_args *a, const char *name,
+		       const struct samples *s, int *first)
+{
+	static const int qs[] = {50, 90, 99};
+	char key[64];
+
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "%s_p%d", name, qs[i]);
+		print_metric(a, key, pct_ms(s, qs[i]), 3, first);
+	}
+}
+
+static void print_totals(const struct run_args *a, struct totals *t)
+{
+	int first = 1;
+
+	qsort(t->ttft.v, t->ttft.n, sizeof(uint64_t), cmp_u64);
+	qsort(t->itl.v, t->itl.n, sizeof(uint64_t), cmp_u64);
+	qsort(t->e2e.v, t->e2e.n, sizeof(uint64_t), cmp_u64);
+	print_metric(a, "requests", (double)a->requests, 0, &first);
+	print_metric(a, "completed", (double)t->done, 0, &first);
+	print_metric(a, "errors", (double)t->errors, 0, &first);
+	print_metric(a, "tokens", (double)t->tokens, 0, &first);
+	print_metric(a, "concurrency", (double)a->concurrency, 0, &first);
+	print_metric(a, "wall_s", t->wall_s, 6, &first);
+	print_metric(a, "throughput_tok_s",
+		     t->wall_s > 0 ? t->tokens / t->wall_s : 0, 1, &first);
+	print_dist(a, "ttft_ms", &t->ttft, &first);
+	print_dist(a, "itl_ms", &t->itl, &first);
+	print_dist(a, "e2e_ms", &t->e2e, &first);
+	if (a->json)
+		printf("}\n");
+	if (t->first_error)
+		fprintf(stderr, "o1bench run: %ld errors; first: %s\n",
+			t->errors, t->first_error);
+}
+
+static int collect(struct worker *w, long n, struct totals *t)
+{
+	int err = 0;
+
+	for (long i = 0; i < n; i++) {
+		err |= samples_merge(&t->ttft, &w[i].ttft) |
+		       samples_merge(&t->itl, &w[i].itl) |
+		       samples_merge(&t->e2e, &w[i].e2e) | w[i].failed;
+		t->tokens += w[i].tokens;
+		t->done += w[i].done;
+		t->errors += w[i].errors;
+		if (!t->first_error && w[i].first_error[0])
+			t->first_error = w[i].first_error;
+	}
+	return err ? -ENOMEM : 0;
+}
+
+static void free_all(struct worker *w, long n, struct totals *t)
+{
+	for (long i = 0; i < n; i++) {
+		free(w[i].ttft.v);
+		free(w[i].itl.v);
+		free(w[i].e2e.v);
+	}
+	free(t->ttft.v);
+	free(t->itl.v);
+	free(t->e2e.v);
+	free(w);
+}
+
+static int run(const struct run_args *a, const char *prompt)
+{
+	struct worker *w = calloc((size_t)a->concurrency, sizeof(*w));
+	struct totals t = {0};
+	atomic_long next = 0;
+	uint64_t t0 = now_ns();
+	long started = 0;
+	int err = 0;
+
+	if (!w)
+		return -ENOMEM;
+	for (; started < a->concurrency && !err; started++) {
+		w[started].a = a;
+		w[started].prompt = prompt;
+		w[started].next = &next;
+		err = -pthread_create(&w[started].thread, NULL, worker_main,
+				      &w[started]);
+	}
+	if (err)
+		started--;
+	for (long i = 0; i < started; i++)
+		pthread_join(w[i].thread, NULL);
+	t.wall_s = (now_ns() - t0) / 1e9;
+	if (!err)
+		err = collect(w, started, &t);
+	if (!err) {
+		t.errors += a->requests - t.done;
+		print_totals(a, &t);
+		err = t.errors ? 1 : 0;
+	}
+	free_all(w, a->concurrency, &t);
+	return err;
+}
+
+int o1bench_cmd_run(int argc, char **argv)
+{
+	struct run_args a = {0};
+	char *prompt;
+	int err;
+
+	if (run_parse(argc, argv, &a)) {
+		run_usage(stderr);
+		return 2;
+	}
+	prompt = a.prompt ? strdup(a.prompt)
+			  : make_prompt(a.prompt_tokens ? a.prompt_tokens : 16);
+	if (!prompt)
+		return 1;
+	err = run(&a, prompt);
+	free(prompt);
+	if (err < 0)
+		fprintf(stderr, "o1bench run: %s\n", strerror(-err));
+	return err ? 1 : 0;
+}

@@ -1,0 +1,219 @@
+/* o1chat: sends one prompt to o1d through libo1client, streams the answer
+ * to stdout as the tokens arrive, and prints the timings on stderr:
+ *
+ *   o1chat [--socket PATH] [--max-tokens N] [--temperature T] [--seed S]
+ *          [--raw] "prompt"
+ *
+ * The prompt is a user message rendered with the model's chat template
+ * (--raw: plain text completion, BOS added). Timings: time to first
+ * token (submit to the first TOKEN event), decode rate (tokens after the
+ * first over the time after the first) and the total. Exit 0 when the
+ * request finished (stop, length or EOS), 1 on an error, 2 on bad
+ * arguments. This is example code: it uses only the public client API. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "o1/client.h"
+
+struct chat_args {
+	const char *socket;
+	const char *prompt;
+	unsigned long max_tokens;
+	float temperature;
+	unsigned long long seed;
+	int raw;
+};
+
+struct chat_stream {
+	uint64_t t_submit, t_first, t_last;
+	uint32_t tokens;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: o1chat [--socket PATH] [--max-tokens N] "
+		   "[--temperature T] [--seed S] [--raw] PROMPT\n"
+		   "Streams the answer to stdout, timings to stderr. "
+		   "Defaults: $O1D_SOCKET,\n--max-tokens 128, greedy, "
+		   "the model's chat template.\n");
+}
+
+static int parse_num(const char *opt, const char *s, double lo, double hi,
+		     double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
+		fprintf(stderr,
+			"o1chat: %s '%s': expected a number in "
+			"[%g, %g]\n",
+			opt, s, lo, hi);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_option(int opt, struct chat_args *a)
+{
+	double x;
+	int err = 0;
+
+	switch (opt) {
+	case 's':
+		a->socket = optarg;
+		break;
+	case 'm':
+		err = parse_num("--max-tokens", optarg, 1, 1 << 20, &x);
+		a->max_tokens = (unsigned long)x;
+		break;
+	case 't':
+		err = parse_num("--temperature", optarg, 0, 100, &x);
+		a->temperature = (float)x;
+		break;
+	case 'S':
+		err = parse_num("--seed", optarg, 0, 1e18, &x);
+		a->seed = (unsigned long long)x;
+		break;
+	case 'r':
+		a->raw = 1;
+		break;
+	default:
+		err = -EINVAL;
+	}
+	return err;
+}
+
+static int parse(int argc, char **argv, struct chat_args *a)
+{
+	static const struct option longopts[] = {
+	    {"socket", required_argument, NULL, 's'},
+	    {"max-tokens", required_argument, NULL, 'm'},
+	    {"temperature", required_argument, NULL, 't'},
+	    {"seed", required_argument, NULL, 'S'},
+	    {"raw", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			usage(stdout);
+			exit(0);
+		}
+		if (parse_option(opt, a))
+			return -EINVAL;
+	}
+	if (optind + 1 != argc || !argv[optind][0]) {
+		fprintf(stderr, "o1chat: expected one non-empty PROMPT\n");
+		return -EINVAL;
+	}
+	a->prompt = argv[optind];
+	return 0;
+}
+
+static int on_token(void *arg, const struct o1_event *ev)
+{
+	struct chat_stream *s = arg;
+
+	s->t_last = now_ns();
+	if (!s->tokens)
+		s->t_first = s->t_last;
+	s->tokens += ev->n_ids;
+	fwrite(ev->text, 1, ev->text_len, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+static const char *finish_name(enum o1_finish f)
+{
+	static const char *const names[] = {"stop", "length", "eos",
+					    "cancelled", "error"};
+
+	return (unsigned)f < 5 ? names[f] : "?";
+}
+
+static void print_timings(const struct chat_stream *s,
+			  const struct o1_event *fin, uint64_t t_end)
+{
+	double ttft = s->tokens ? (s->t_first - s->t_submit) / 1e6 : 0;
+	double decode_s = (s->t_last - s->t_first) / 1e9;
+
+	printf("\n");
+	fprintf(stderr,
+		"o1chat: finish=%s prompt_tokens=%u tokens=%u ttft_ms=%.2f "
+		"decode_tok_s=%.1f total_ms=%.2f\n",
+		finish_name(fin->finish), fin->prompt_tokens,
+		fin->generated_tokens, ttft,
+		s->tokens > 1 && decode_s > 0 ? (s->tokens - 1) / decode_s : 0,
+		(t_end - s->t_submit) / 1e6);
+}
+
+static int chat(struct o1_client *c, const struct chat_args *a)
+{
+	struct o1_sampling sp = {
+	    .sz = sizeof(sp), .temperature = a->temperature, .seed = a->seed};
+	struct o1_submit_opts o = {
+	    .sz = sizeof(o),
+	    .req_id = 1,
+	    .text = a->prompt,
+	    .text_len = strlen(a->prompt),
+	    .sampling = &sp,
+	    .max_tokens = (uint32_t)a->max_tokens,
+	    .flags = a->raw ? O1_FLAG_ADD_BOS : O1_FLAG_CHAT,
+	};
+	struct chat_stream s = {.t_submit = now_ns()};
+	struct o1_event fin;
+	int err = o1_client_generate(c, &o, on_token, &s, &fin);
+
+	if (err) {
+		fprintf(stderr, "o1chat: %s (%s)\n", o1_client_strerror(err),
+			o1_last_error());
+		return 1;
+	}
+	print_timings(&s, &fin, now_ns());
+	if (fin.finish == O1_FINISH_REASON_ERROR) {
+		fprintf(stderr, "o1chat: the request failed: %s\n",
+			o1_client_strerror(fin.error));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct chat_args a = {.max_tokens = 128};
+	struct o1_client_opts co = {.sz = sizeof(co), .name = "o1chat"};
+	struct o1_client *c;
+	int err;
+
+	if (parse(argc, argv, &a)) {
+		usage(stderr);
+		return 2;
+	}
+	co.socket_path = a.socket;
+	err = o1_client_connect(&co, &c);
+	if (err) {
+		fprintf(stderr, "o1chat: connect %s: %s (%s)\n",
+			a.socket ? a.socket : "(default socket)",
+			o1_client_strerror(err), o1_last_error());
+		return 1;
+	}
+	err = chat(c, &a);
+	o1_client_close(c);
+	return err;
+}
