@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "file.h"
 #include "log.h"
 
 #define HF_MAX_FILE_BYTES (16u << 20)
@@ -475,40 +476,6 @@ int o1_hf_config_parse(const char *json, size_t len, const char *label,
 	return err;
 }
 
-static int read_text(const char *path, char **out, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long size;
-	int err = 0;
-
-	if (!f)
-		return -errno;
-	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) != 0 || size > HF_MAX_FILE_BYTES) {
-		o1_err("config %s: unreadable or over %u bytes", path,
-		       HF_MAX_FILE_BYTES);
-		err = -O1_E_BOUNDS;
-		goto out;
-	}
-	buf = malloc((size_t)size + 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-		free(buf);
-		err = -EIO;
-		goto out;
-	}
-	buf[size] = 0;
-	*out = buf;
-	*len = (size_t)size;
-out:
-	fclose(f);
-	return err;
-}
-
 /* generation_config.json's bos/eos ids win over config.json's. */
 static int apply_generation_config(const char *path, struct o1_model_desc *d)
 {
@@ -517,7 +484,7 @@ static int apply_generation_config(const char *path, struct o1_model_desc *d)
 	size_t len = 0;
 	char *text = NULL;
 	cJSON *root;
-	int err = read_text(path, &text, &len);
+	int err = o1_file_read(path, HF_MAX_FILE_BYTES, &text, &len);
 
 	if (err == -ENOENT)
 		return 0;
@@ -551,11 +518,11 @@ int o1_hf_config_load(const char *dir, struct o1_model_desc *desc)
 	if (snprintf(path, sizeof(path), "%s/config.json", dir) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	err = read_text(path, &text, &len);
-	if (err) {
+	err = o1_file_read(path, HF_MAX_FILE_BYTES, &text, &len);
+	if (err == -ENOENT)
 		o1_err("config %s: %s", path, o1_strerror(err));
+	if (err)
 		return err;
-	}
 	err = o1_hf_config_parse(text, len, path, desc);
 	free(text);
 	if (err)

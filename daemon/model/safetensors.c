@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "file.h"
 #include "log.h"
 
 #define ST_MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
@@ -508,44 +509,6 @@ void o1_safetensors_set_close(struct o1_safetensors_set *set)
 	free(set);
 }
 
-static int read_small_file(const char *path, char **out, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long size;
-	int err = 0;
-
-	if (!f)
-		return -errno;
-	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) != 0) {
-		err = -EIO;
-		goto out;
-	}
-	if ((uint64_t)size > O1_ST_MAX_HEADER_BYTES) {
-		o1_err("%s: %ld bytes, over the %llu-byte limit", path, size,
-		       O1_ST_MAX_HEADER_BYTES);
-		err = -O1_E_BOUNDS;
-		goto out;
-	}
-	buf = malloc((size_t)size + 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-		free(buf);
-		err = -EIO;
-		goto out;
-	}
-	buf[size] = 0;
-	*out = buf;
-	*len = (size_t)size;
-out:
-	fclose(f);
-	return err;
-}
-
 static int add_file(struct o1_safetensors_set *set, const char *path)
 {
 	struct o1_safetensors **files;
@@ -625,12 +588,12 @@ static int open_index(struct o1_safetensors_set *set, const char *dir,
 	const cJSON *weight_map;
 	size_t len = 0;
 	char *text = NULL;
-	int err = read_small_file(index, &text, &len);
+	int err = o1_file_read(index, O1_ST_MAX_HEADER_BYTES, &text, &len);
 
-	if (err) {
+	if (err == -ENOENT)
 		o1_err("%s: %s", index, o1_strerror(err));
+	if (err)
 		return err;
-	}
 	*root = cJSON_ParseWithLength(text, len);
 	free(text);
 	weight_map = cJSON_GetObjectItemCaseSensitive(*root, "weight_map");

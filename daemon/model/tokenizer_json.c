@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "file.h"
 #include "log.h"
 #include "vocab.h"
 
@@ -644,45 +645,13 @@ static int apply_config(struct tj_ctx *c, const cJSON *cfg)
 	return config_template(c, cfg);
 }
 
-static int read_file(const char *path, char **out, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long size;
-	int err = 0;
-
-	if (!f)
-		return -errno;
-	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) != 0 || (uint64_t)size > TJ_MAX_FILE_BYTES) {
-		err = -O1_E_BOUNDS;
-		goto out;
-	}
-	buf = malloc((size_t)size + 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-		free(buf);
-		err = -EIO;
-		goto out;
-	}
-	buf[size] = 0;
-	*out = buf;
-	*len = (size_t)size;
-out:
-	fclose(f);
-	return err;
-}
-
 static cJSON *parse_file(const char *path, int *err)
 {
 	size_t len = 0;
 	char *text = NULL;
 	cJSON *root;
 
-	*err = read_file(path, &text, &len);
+	*err = o1_file_read(path, TJ_MAX_FILE_BYTES, &text, &len);
 	if (*err)
 		return NULL;
 	root = cJSON_ParseWithLength(text, len);
@@ -710,8 +679,6 @@ static int load_config(struct tj_ctx *c, const char *json_path)
 		return 0;
 	if (!err)
 		err = apply_config(c, cfg);
-	else if (err != -O1_E_FORMAT)
-		o1_err("tokenizer %s: %s", path, o1_strerror(err));
 	cJSON_Delete(cfg);
 	return err;
 }
@@ -722,11 +689,10 @@ int o1_vocab_load_tokenizer_json(const char *path, struct o1_vocab **out)
 	int err;
 	cJSON *root = parse_file(path, &err);
 
-	if (err) {
-		if (err != -O1_E_FORMAT)
-			o1_err("tokenizer %s: %s", path, o1_strerror(err));
+	if (err == -ENOENT)
+		o1_err("tokenizer %s: %s", path, o1_strerror(err));
+	if (err)
 		return err;
-	}
 	err = parse_root(&c, root);
 	cJSON_Delete(root);
 	if (!err)
