@@ -1,0 +1,166 @@
+/* The admin handler (see admin.h), on the front thread: JSON in, JSON out
+ * through cJSON. Request-slot fields read here are the front's own or
+ * relaxed atomics the engine publishes; scheduler counts come from the
+ * stats the engine publishes under lock. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <string.h>
+
+#include "admin.h"
+#include "engine_int.h"
+#include "error.h"
+#include "log.h"
+
+#define LIST_MAX 256
+
+static const char *phase_name(int p)
+{
+	static const char *const names[] = {"queued", "waiting", "running",
+					    "finished"};
+
+	return p >= 0 && p < 4 ? names[p] : "?";
+}
+
+static void add_status(struct o1_engine *e, cJSON *o)
+{
+	struct o1_sched_stats st;
+	struct o1_ipc_stats ist;
+	cJSON *kv = cJSON_AddObjectToObject(o, "kv");
+
+	pthread_mutex_lock(&e->lock);
+	st = e->stats;
+	pthread_mutex_unlock(&e->lock);
+	o1_ipc_server_stats(e->srv, &ist);
+	cJSON_AddStringToObject(o, "model", e->model_name);
+	cJSON_AddStringToObject(o, "backend", e->backend_name);
+	cJSON_AddNumberToObject(
+	    o, "uptime_s", (double)(o1_engine_now_ns() - e->start_ns) / 1e9);
+	cJSON_AddBoolToObject(o, "draining", e->exiting || e->admin_drain);
+	cJSON_AddNumberToObject(o, "running", st.running);
+	cJSON_AddNumberToObject(o, "waiting", st.waiting);
+	cJSON_AddNumberToObject(o, "active", e->n_active);
+	cJSON_AddNumberToObject(o, "clients", (double)ist.clients_connected);
+	cJSON_AddNumberToObject(kv, "pages_total", st.pages_total);
+	cJSON_AddNumberToObject(kv, "pages_free", st.pages_free);
+	cJSON_AddNumberToObject(kv, "pages_used", st.pages_total -
+						      st.pages_free -
+						      st.pages_cached);
+	cJSON_AddNumberToObject(kv, "pages_cached", st.pages_cached);
+	cJSON_AddNumberToObject(o, "steps", (double)st.steps);
+	cJSON_AddNumberToObject(o, "preemptions", (double)st.preemptions);
+	cJSON_AddNumberToObject(o, "prefix_hits", (double)st.prefix_hits);
+	cJSON_AddNumberToObject(o, "prefix_misses", (double)st.prefix_misses);
+}
+
+static void add_request(struct o1_engine *e, cJSON *list,
+			const struct o1_req *r, uint64_t now)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "client", r->client_id);
+	cJSON_AddNumberToObject(o, "req_id", (double)r->req_id);
+	cJSON_AddNumberToObject(o, "pid", r->pid);
+	cJSON_AddNumberToObject(o, "uid", r->uid);
+	cJSON_AddStringToObject(o, "phase",
+				phase_name(atomic_load_explicit(
+				    &r->phase, memory_order_relaxed)));
+	cJSON_AddNumberToObject(
+	    o, "prompt_tokens",
+	    atomic_load_explicit(&r->n_prompt, memory_order_relaxed));
+	cJSON_AddNumberToObject(
+	    o, "generated",
+	    atomic_load_explicit(&r->generated, memory_order_relaxed));
+	cJSON_AddNumberToObject(o, "age_ms",
+				(double)(now - r->submit_ns) / 1e6);
+	cJSON_AddItemToArray(list, o);
+	(void)e;
+}
+
+static void add_requests(struct o1_engine *e, cJSON *o)
+{
+	cJSON *list = cJSON_AddArrayToObject(o, "requests");
+	uint64_t now = o1_engine_now_ns();
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < e->n_slots; i++) {
+		if (!e->slots[i].active || e->slots[i].dead)
+			continue;
+		if (n++ < LIST_MAX)
+			add_request(e, list, &e->slots[i], now);
+	}
+	cJSON_AddBoolToObject(o, "truncated", n > LIST_MAX);
+}
+
+static int do_cancel(struct o1_engine *e, const cJSON *req, const char **why)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(req, "client");
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "req_id");
+
+	if (!cJSON_IsNumber(c) || !cJSON_IsNumber(id) || c->valuedouble < 0 ||
+	    id->valuedouble < 0) {
+		*why = "cancel needs numbers \"client\" and \"req_id\"";
+		return -EINVAL;
+	}
+	if (o1_engine_cancel_req(e, (uint32_t)c->valuedouble,
+				 (uint64_t)id->valuedouble, O1_REQ_CANCEL)) {
+		*why = "no such request";
+		return -ENOENT;
+	}
+	o1_info("admin: cancelled client %u request %llu",
+		(uint32_t)c->valuedouble,
+		(unsigned long long)id->valuedouble);
+	return 0;
+}
+
+static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
+		    const char **why)
+{
+	const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
+	const char *s = cJSON_IsString(op) ? op->valuestring : "";
+
+	if (!strcmp(s, "status"))
+		add_status(e, out);
+	else if (!strcmp(s, "requests"))
+		add_requests(e, out);
+	else if (!strcmp(s, "cancel"))
+		return do_cancel(e, req, why);
+	else if (!strcmp(s, "drain") || !strcmp(s, "resume")) {
+		if (e->exiting) {
+			*why = "o1d is shutting down";
+			return -O1_E_DRAINING;
+		}
+		o1_info("admin: %s", s);
+		o1_engine_drain(e, s[0] == 'd', false);
+	} else {
+		*why = "unknown op (status, requests, cancel, drain, resume)";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int o1_engine_admin(void *ctx, struct o1_ipc_server *srv,
+		    const struct o1_ipc_client_info *peer, const void *req,
+		    size_t len, void *reply, size_t cap)
+{
+	struct o1_engine *e = ctx;
+	cJSON *in = cJSON_ParseWithLength(req, len);
+	cJSON *out = cJSON_CreateObject();
+	const char *why = "request is not a JSON object";
+	int err = cJSON_IsObject(in) ? dispatch(e, in, out, &why) : -EINVAL;
+
+	(void)srv;
+	if (err) {
+		o1_info("admin (uid %u, pid %d): %s", (unsigned)peer->uid,
+			(int)peer->pid, why);
+		cJSON_Delete(out);
+		out = cJSON_CreateObject();
+		cJSON_AddBoolToObject(out, "ok", 0);
+		cJSON_AddStringToObject(out, "error", why);
+	} else {
+		cJSON_AddBoolToObject(out, "ok", 1);
+	}
+	err = cJSON_PrintPreallocated(out, reply, (int)cap, 0) ? 0 : -E2BIG;
+	cJSON_Delete(in);
+	cJSON_Delete(out);
+	return err ? err : (int)strlen(reply);
+}

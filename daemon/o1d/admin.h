@@ -1,0 +1,35 @@
+/* The o1d admin protocol, spoken on admin connections of the control
+ * socket (struct o1_wire_hello with O1_HELLO_ADMIN; admin uids only): each
+ * message is one JSON object, answered by one JSON object.
+ *
+ * Requests ("op" picks one):
+ *   {"op":"status"}
+ *     -> {"ok":true, "model":S, "backend":S, "uptime_s":N, "draining":B,
+ *         "running":N, "waiting":N, "active":N (slots in use), "clients":N,
+ *         "kv":{"pages_total":N, "pages_free":N, "pages_used":N,
+ *               "pages_cached":N},
+ *         "steps":N, "preemptions":N, "prefix_hits":N, "prefix_misses":N}
+ *   {"op":"requests"}
+ *     -> {"ok":true, "requests":[{"client":N, "req_id":N, "pid":N,
+ *         "uid":N, "phase":"queued|waiting|running|finished",
+ *         "prompt_tokens":N, "generated":N, "age_ms":N}, ...],
+ *         "truncated":B}
+ *   {"op":"cancel", "client":N, "req_id":N}  -> {"ok":true}
+ *   {"op":"drain"}   new submissions refused (FINAL -O1_E_DRAINING)
+ *   {"op":"resume"}  accepted again (not after SIGTERM)
+ * Any failure: {"ok":false, "error":S}.
+ *
+ * The client side (o1ctl, tests): connect, then call. */
+#ifndef O1_ADMIN_H
+#define O1_ADMIN_H
+
+#include <stddef.h>
+
+/* Connects to the control socket PATH as an admin; *fd is the
+ * connection. Returns 0, -errno or the welcome's negative status. */
+int o1_admin_connect(const char *path, int *fd);
+/* Sends the JSON text REQ and receives the reply into REPLY (CAP bytes,
+ * NUL-terminated). Returns the reply length or -errno. */
+int o1_admin_call(int fd, const char *req, char *reply, size_t cap);
+
+#endif

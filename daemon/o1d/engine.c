@@ -1,0 +1,492 @@
+/* The engine (see engine.h): slab, engine thread, ipc consumer.
+ *
+ * Invariants:
+ * - a slot is in exactly one place: the free list (front), the queue
+ *   (under lock), or held by the scheduler until its FINAL is in its out
+ *   ring, then active on the front side until that FINAL is consumed;
+ * - n_active counts slots not on the free list; the front stops the loop
+ *   when exiting and n_active reaches 0.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine_int.h"
+#include "error.h"
+#include "log.h"
+#include "metrics_writer.h"
+
+#define NONE		  UINT32_MAX
+#define BLOCKED_WAIT_NS	  2000000ull   /* sequences wait for a reader */
+#define DRAIN_WAIT_NS	  100000000ull /* wake-ups while draining */
+#define DRAIN_GRACE_NS	  2000000000ull
+#define STATS_INTERVAL_NS 100000000ull
+
+uint64_t o1_engine_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int alloc_slab(struct o1_engine *e)
+{
+	e->n_slots = e->o.sched.n_slots;
+	e->prompt_cap = e->o.sched.max_prompt_bytes;
+	e->slots = calloc(e->n_slots, sizeof(struct o1_req));
+	e->prompt_mem = malloc((size_t)e->n_slots * e->prompt_cap);
+	e->queue = malloc(e->n_slots * sizeof(uint32_t));
+	if (!e->slots || !e->prompt_mem || !e->queue)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < e->n_slots; i++) {
+		e->slots[i].index = i;
+		e->slots[i].prompt = e->prompt_mem + (size_t)i * e->prompt_cap;
+		e->slots[i].next_free = i + 1 < e->n_slots ? i + 1 : NONE;
+	}
+	e->free_head = 0;
+	return 0;
+}
+
+int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out)
+{
+	struct o1_engine *e = calloc(1, sizeof(*e));
+	int err;
+
+	if (!e)
+		return -ENOMEM;
+	e->o = *o;
+	snprintf(e->model_name, sizeof(e->model_name), "%s",
+		 o->model_name ? o->model_name : "");
+	snprintf(e->backend_name, sizeof(e->backend_name), "%s",
+		 o->backend_name ? o->backend_name : "");
+	e->metrics = o->sched.metrics;
+	e->start_ns = o1_engine_now_ns();
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->cond, NULL);
+	err = alloc_slab(e);
+	if (!err)
+		err = o1_sched_create(&o->sched, &e->sched);
+	if (err) {
+		o1_err("engine: cannot allocate %u request slots: %s",
+		       o->sched.n_slots, o1_strerror(err));
+		o1_engine_destroy(e);
+		return err;
+	}
+	*out = e;
+	return 0;
+}
+
+void o1_engine_destroy(struct o1_engine *e)
+{
+	if (!e)
+		return;
+	o1_sched_destroy(e->sched);
+	pthread_mutex_destroy(&e->lock);
+	pthread_cond_destroy(&e->cond);
+	free(e->slots);
+	free(e->prompt_mem);
+	free(e->queue);
+	free(e);
+}
+
+void o1_engine_set_limits(struct o1_engine *e, uint32_t max_batch_tokens,
+			  uint32_t max_running, uint32_t prefill_chunk_tokens,
+			  uint32_t drain_timeout_ms)
+{
+	pthread_mutex_lock(&e->lock);
+	e->lim_batch = max_batch_tokens;
+	e->lim_running = max_running;
+	e->lim_chunk = prefill_chunk_tokens;
+	e->o.drain_timeout_ms = drain_timeout_ms;
+	e->lim_changed = true;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- engine thread ---- */
+
+/* Moves queued slots into the scheduler; returns how many. */
+static uint32_t take_queue(struct o1_engine *e)
+{
+	uint32_t taken[64], n = 0;
+
+	pthread_mutex_lock(&e->lock);
+	while (e->q_n && n < 64) {
+		taken[n++] = e->queue[e->q_head];
+		e->q_head = (e->q_head + 1) % e->n_slots;
+		e->q_n--;
+	}
+	if (e->lim_changed)
+		o1_sched_set_limits(e->sched, e->lim_batch, e->lim_running,
+				    e->lim_chunk);
+	e->lim_changed = false;
+	pthread_mutex_unlock(&e->lock);
+	for (uint32_t i = 0; i < n; i++)
+		o1_sched_add(e->sched, &e->slots[taken[i]]);
+	return n;
+}
+
+static void engine_wait(struct o1_engine *e, bool busy)
+{
+	struct timespec ts;
+	uint64_t wait = 0;
+
+	pthread_mutex_lock(&e->lock);
+	if (!e->stop && !e->q_n && !e->lim_changed) {
+		if (busy)
+			wait = BLOCKED_WAIT_NS;
+		if (e->drain_deadline_ns && (!wait || wait > DRAIN_WAIT_NS))
+			wait = DRAIN_WAIT_NS;
+		if (!wait) {
+			pthread_cond_wait(&e->cond, &e->lock);
+		} else {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)wait;
+			ts.tv_sec += ts.tv_nsec / 1000000000;
+			ts.tv_nsec %= 1000000000;
+			pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* The drain deadline (0: none) and whether it has passed. */
+static uint64_t deadline(struct o1_engine *e, bool *passed)
+{
+	uint64_t d;
+
+	pthread_mutex_lock(&e->lock);
+	d = e->drain_deadline_ns;
+	pthread_mutex_unlock(&e->lock);
+	*passed = d && o1_engine_now_ns() >= d;
+	return d;
+}
+
+static void publish(struct o1_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	o1_sched_stats(e->sched, &e->stats);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void *engine_main(void *arg)
+{
+	struct o1_engine *e = arg;
+	bool stop = false;
+
+	while (!stop) {
+		uint32_t added = take_queue(e);
+		bool passed;
+		uint64_t d = deadline(e, &passed);
+		int n;
+
+		if (passed && o1_sched_active(e->sched)) {
+			o1_warn("drain deadline: failing %u requests",
+				o1_sched_active(e->sched));
+			o1_sched_fail_all(e->sched);
+			added++;
+		}
+		n = o1_sched_step(e->sched);
+		publish(e);
+		if (n || added || d)
+			o1_ipc_server_kick(e->srv);
+		if (!n)
+			engine_wait(e, o1_sched_active(e->sched) > 0);
+		pthread_mutex_lock(&e->lock);
+		stop = e->stop;
+		pthread_mutex_unlock(&e->lock);
+	}
+	take_queue(e);
+	o1_sched_fail_all(e->sched);
+	return NULL;
+}
+
+int o1_engine_start(struct o1_engine *e, struct o1_ipc_server *srv)
+{
+	int err;
+
+	e->srv = srv;
+	err = -pthread_create(&e->thread, NULL, engine_main, e);
+	if (err)
+		o1_err("engine: cannot start its thread: %s", o1_strerror(err));
+	e->thread_started = !err;
+	return err;
+}
+
+void o1_engine_stop(struct o1_engine *e)
+{
+	if (!e->thread_started)
+		return;
+	pthread_mutex_lock(&e->lock);
+	e->stop = true;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	pthread_join(e->thread, NULL);
+	e->thread_started = false;
+}
+
+/* ---- front thread: consumer callbacks ---- */
+
+static void wake_engine(struct o1_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static int fill_slot(struct o1_engine *e, struct o1_req *r,
+		     const struct o1_ipc_request *q)
+{
+	if (q->prompt_bytes > e->prompt_cap ||
+	    q->n_stop_ids > O1_REQ_STOP_IDS ||
+	    q->stop_strings_bytes > O1_REQ_STOP_BYTES) {
+		o1_warn("client %u request %llu: prompt %u bytes (max %u), "
+			"%u stop ids (max %d), stop strings %u bytes (max %d)",
+			q->client_id, (unsigned long long)q->params.req_id,
+			q->prompt_bytes, e->prompt_cap, q->n_stop_ids,
+			O1_REQ_STOP_IDS, q->stop_strings_bytes,
+			O1_REQ_STOP_BYTES);
+		return -O1_E_BOUNDS;
+	}
+	r->client_id = q->client_id;
+	r->uid = q->uid;
+	r->pid = q->pid;
+	r->req_id = q->params.req_id;
+	r->params = q->params;
+	r->submit_ns = o1_engine_now_ns();
+	memcpy(r->prompt, q->prompt, q->prompt_bytes);
+	r->prompt_bytes = q->prompt_bytes;
+	memcpy(r->stop_ids, q->stop_ids, q->n_stop_ids * sizeof(uint32_t));
+	r->n_stop_ids = q->n_stop_ids;
+	memcpy(r->stop_str, q->stop_strings, q->stop_strings_bytes);
+	r->stop_str_bytes = q->stop_strings_bytes;
+	r->n_stop_str = q->n_stop_strings;
+	atomic_store_explicit(&r->cancel, O1_REQ_RUN, memory_order_relaxed);
+	atomic_store_explicit(&r->phase, O1_REQ_QUEUED, memory_order_relaxed);
+	atomic_store_explicit(&r->generated, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->n_prompt, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->out_head, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->out_tail, 0, memory_order_relaxed);
+	r->dead = false;
+	return 0;
+}
+
+static int on_submit(void *ctx, struct o1_ipc_server *srv,
+		     const struct o1_ipc_request *q)
+{
+	struct o1_engine *e = ctx;
+	struct o1_req *r;
+	int err;
+
+	(void)srv;
+	if (e->free_head == NONE) {
+		o1_warn("client %u request %llu refused: all %u request "
+			"slots in use",
+			q->client_id, (unsigned long long)q->params.req_id,
+			e->n_slots);
+		return -O1_E_QUOTA;
+	}
+	r = &e->slots[e->free_head];
+	err = fill_slot(e, r, q);
+	if (err)
+		return err;
+	e->free_head = r->next_free;
+	r->active = true;
+	e->n_active++;
+	if (e->metrics)
+		o1_metrics_add(e->metrics, O1_METRICS_CTR_REQUESTS_SUBMITTED,
+			       1);
+	pthread_mutex_lock(&e->lock);
+	e->queue[(e->q_head + e->q_n) % e->n_slots] = r->index;
+	e->q_n++;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
+int o1_engine_cancel_req(struct o1_engine *e, uint32_t client_id,
+			 uint64_t req_id, int why)
+{
+	for (uint32_t i = 0; i < e->n_slots; i++) {
+		struct o1_req *r = &e->slots[i];
+
+		if (!r->active || r->dead || r->client_id != client_id ||
+		    r->req_id != req_id)
+			continue;
+		atomic_store_explicit(&r->cancel, why, memory_order_relaxed);
+		wake_engine(e);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static void on_cancel(void *ctx, struct o1_ipc_server *srv,
+		      uint32_t client_id, uint64_t req_id)
+{
+	(void)srv;
+	o1_engine_cancel_req(ctx, client_id, req_id, O1_REQ_CANCEL);
+}
+
+static void on_disconnect(void *ctx, struct o1_ipc_server *srv,
+			  uint32_t client_id)
+{
+	struct o1_engine *e = ctx;
+	uint32_t n = 0;
+
+	(void)srv;
+	for (uint32_t i = 0; i < e->n_slots; i++) {
+		struct o1_req *r = &e->slots[i];
+
+		if (!r->active || r->client_id != client_id)
+			continue;
+		r->dead = true;
+		atomic_store_explicit(&r->cancel, O1_REQ_CLIENT_GONE,
+				      memory_order_relaxed);
+		n++;
+	}
+	if (n) {
+		o1_info("client %u gone: cancelling its %u requests",
+			client_id, n);
+		wake_engine(e);
+	}
+}
+
+static void free_slot(struct o1_engine *e, struct o1_req *r)
+{
+	r->active = false;
+	r->next_free = e->free_head;
+	e->free_head = r->index;
+	e->n_active--;
+}
+
+/* Posts R's queued events; returns 1 when something moved. */
+static int drain_slot(struct o1_engine *e, struct o1_req *r)
+{
+	uint32_t tail = atomic_load_explicit(&r->out_tail,
+					     memory_order_relaxed);
+	uint32_t head = atomic_load_explicit(&r->out_head,
+					     memory_order_acquire);
+	int moved = 0;
+
+	while (tail != head) {
+		const union o1_wire_entry *ev =
+		    &r->out[tail & (O1_REQ_OUT_ENTRIES - 1)];
+		int err = r->dead ? 0 : o1_ipc_post(e->srv, r->client_id, ev);
+
+		if (err == -EAGAIN)
+			break;
+		if (err == -ENOENT)
+			r->dead = true;
+		tail++;
+		moved = 1;
+		atomic_store_explicit(&r->out_tail, tail,
+				      memory_order_release);
+		if (ev->op == O1_EV_FINAL) {
+			free_slot(e, r);
+			break;
+		}
+	}
+	return moved;
+}
+
+static void feed_ipc_metrics(struct o1_engine *e)
+{
+	struct o1_ipc_stats st;
+	struct o1_metrics *m = e->metrics;
+	uint64_t now = o1_engine_now_ns();
+
+	if (!m || now < e->next_stats_ns)
+		return;
+	e->next_stats_ns = now + STATS_INTERVAL_NS;
+	o1_ipc_server_stats(e->srv, &st);
+	o1_metrics_set(m, O1_METRICS_CTR_CLIENTS_CONNECTED,
+		       st.clients_connected);
+	m->ctr->client_connects = st.clients_total;
+	m->ctr->client_deaths = st.client_deaths;
+	m->ctr->protocol_violations = st.violations;
+	m->ctr->wake_spin_hits = st.wakeups_spin;
+	m->ctr->wake_sleeps = st.sleeps;
+}
+
+static void on_poll(void *ctx, struct o1_ipc_server *srv)
+{
+	struct o1_engine *e = ctx;
+	int moved = 0;
+
+	for (uint32_t i = 0; i < e->n_slots; i++)
+		if (e->slots[i].active)
+			moved |= drain_slot(e, &e->slots[i]);
+	if (moved)
+		wake_engine(e);
+	feed_ipc_metrics(e);
+	if (!e->exiting)
+		return;
+	pthread_mutex_lock(&e->lock);
+	moved = e->drain_deadline_ns &&
+		o1_engine_now_ns() > e->drain_deadline_ns + DRAIN_GRACE_NS;
+	pthread_mutex_unlock(&e->lock);
+	if (!e->n_active || moved) {
+		if (e->n_active)
+			o1_warn("drain: %u requests' events not read by "
+				"their clients; exiting anyway",
+				e->n_active);
+		o1_ipc_server_stop(srv);
+	}
+}
+
+void o1_engine_drain(struct o1_engine *e, bool on, bool exit)
+{
+	uint64_t deadline = 0;
+
+	if (exit)
+		e->exiting = true;
+	if (!on && e->exiting)
+		return;
+	e->admin_drain = on && !exit;
+	o1_ipc_server_set_draining(e->srv, on);
+	if (exit)
+		deadline = o1_engine_now_ns() +
+			   (uint64_t)e->o.drain_timeout_ms * 1000000ull;
+	pthread_mutex_lock(&e->lock);
+	e->drain_deadline_ns = deadline;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	o1_ipc_server_kick(e->srv);
+}
+
+static void on_signal(void *ctx, struct o1_ipc_server *srv, int signo)
+{
+	struct o1_engine *e = ctx;
+
+	(void)srv;
+	if (signo == SIGHUP) {
+		if (e->o.reload)
+			e->o.reload(e->o.reload_ctx, e);
+		return;
+	}
+	if (e->exiting) {
+		o1_warn("signal %d during drain: stopping now", signo);
+		o1_ipc_server_stop(srv);
+		return;
+	}
+	o1_info("signal %d: draining %u requests (deadline %u ms)", signo,
+		e->n_active, e->o.drain_timeout_ms);
+	o1_engine_drain(e, true, true);
+}
+
+void o1_engine_consumer(struct o1_engine *e, struct o1_ipc_consumer *out)
+{
+	*out = (struct o1_ipc_consumer){
+	    .ctx = e,
+	    .submit = on_submit,
+	    .cancel = on_cancel,
+	    .disconnect = on_disconnect,
+	    .poll = on_poll,
+	    .admin = o1_engine_admin,
+	    .signal = on_signal,
+	};
+}

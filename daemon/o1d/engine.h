@@ -1,0 +1,55 @@
+/* The engine: the request slab, the engine thread that runs the scheduler,
+ * and the ipc consumer (front-thread callbacks) that feeds it.
+ *
+ * Threads and hand-offs (see request.h for a slot's ownership):
+ * - front thread (o1_ipc_server_run): every consumer callback. It owns the
+ *   free list and each slot's front fields, queues new slots to the engine
+ *   (queue under lock, then the condvar), sets cancel flags, drains the
+ *   out rings into the clients' completion rings in ->poll, and frees a
+ *   slot once its FINAL is consumed.
+ * - engine thread: takes queued slots, runs o1_sched_step in a loop, and
+ *   calls o1_ipc_server_kick after producing events; it sleeps on the
+ *   condvar when nothing can run (with a short timeout while sequences
+ *   wait for a client to read: backpressure).
+ * - lock guards the queue, the stop/drain fields and the published stats.
+ * Drain (SIGTERM): submissions are refused by the ipc layer, in-flight
+ * requests run until the deadline, then get a CANCELLED FINAL; once every
+ * slot is free (all FINALs posted) the front loop stops.
+ */
+#ifndef O1_ENGINE_H
+#define O1_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ipc.h"
+#include "scheduler.h"
+
+struct o1_engine;
+struct o1_metrics;
+
+struct o1_engine_opts {
+	struct o1_sched_opts sched; /* n_slots and metrics used here too */
+	uint32_t drain_timeout_ms;
+	const char *model_name;	  /* copied */
+	const char *backend_name; /* copied */
+	/* SIGHUP: called on the front thread; NULL: ignored */
+	void (*reload)(void *ctx, struct o1_engine *e);
+	void *reload_ctx;
+};
+
+int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out);
+/* After o1_engine_stop. Accepts NULL. */
+void o1_engine_destroy(struct o1_engine *e);
+/* The callbacks to give o1_ipc_server_create. */
+void o1_engine_consumer(struct o1_engine *e, struct o1_ipc_consumer *out);
+/* Starts the engine thread; SRV is the server built with the consumer. */
+int o1_engine_start(struct o1_engine *e, struct o1_ipc_server *srv);
+/* Stops and joins the engine thread; requests still held are failed. */
+void o1_engine_stop(struct o1_engine *e);
+/* Scheduler knobs (SIGHUP reload); any thread. */
+void o1_engine_set_limits(struct o1_engine *e, uint32_t max_batch_tokens,
+			  uint32_t max_running, uint32_t prefill_chunk_tokens,
+			  uint32_t drain_timeout_ms);
+
+#endif

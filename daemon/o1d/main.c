@@ -1,0 +1,409 @@
+/* o1d: the resident inference daemon.
+ *
+ *   o1d [-c FILE] [--set section.key=value ...]
+ *
+ * Loads the configuration and the model, allocates the KV pool and every
+ * request slot once, starts the engine thread, then runs the io_uring
+ * front loop on the main thread until SIGTERM/SIGINT has drained the work
+ * (exit 0) or start-up fails (exit 1; 2 for bad arguments). When serving
+ * it prints one line "o1d: ready socket=PATH" on stderr (scripts wait for
+ * it) and tells systemd READY=1 (STOPPING=1 on the way out). SIGHUP
+ * reloads the file and overrides: log level, scheduler knobs and the
+ * drain timeout apply at once; other changed sections are logged as not
+ * reloaded. Signals are blocked in every thread from the start and read
+ * through the front loop's signalfd. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "backend.h"
+#include "config.h"
+#include "engine.h"
+#include "error.h"
+#include "log.h"
+#include "metrics_writer.h"
+#include "model.h"
+#include "notify.h"
+#include "tokenizer.h"
+
+#define SLOTS_MAX 1024
+
+struct o1d {
+	struct o1_config cfg;
+	int argc;
+	char **argv; /* the original command line, for SIGHUP */
+	struct o1_model *model;
+	struct o1_tokenizer *tok;
+	struct o1_chat_template chat;
+	bool has_chat;
+	enum o1_backend_kind kind;
+	struct o1_backend *backend;
+	struct o1_kv_pool *pool;
+	struct o1_metrics *metrics;
+	struct o1_engine *engine;
+	struct o1_ipc_server *srv;
+	uint32_t ctx;
+};
+
+static int load_config(struct o1_config *c, int argc, char **argv)
+{
+	char **copy = malloc(((size_t)argc + 1) * sizeof(char *));
+	char err[512] = "";
+	int n = argc, ret;
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, argv, ((size_t)argc + 1) * sizeof(char *));
+	ret = o1_config_init_defaults(c);
+	if (!ret)
+		ret = o1_config_parse_args(c, &n, copy, err, sizeof(err));
+	if (!ret && n > 1) {
+		fprintf(stderr,
+			"o1d: unexpected argument '%s'\nusage: o1d [-c FILE] "
+			"[--set section.key=value ...]\n",
+			copy[1]);
+		ret = -EINVAL;
+	} else if (ret) {
+		fprintf(stderr, "o1d: %s\n", err);
+	}
+	free(copy);
+	return ret;
+}
+
+static int open_model(struct o1d *d)
+{
+	const struct o1_model_desc *m;
+	int err;
+
+	if (!d->cfg.model.path[0]) {
+		o1_err("no model configured: set model.path (a .gguf file or a "
+		       "Hugging Face folder)");
+		return -O1_E_CONFIG;
+	}
+	err = o1_model_open(d->cfg.model.path, &d->model);
+	if (err)
+		return err;
+	m = &d->model->desc;
+	d->ctx = m->max_context_tokens;
+	if (d->cfg.model.max_context_tokens &&
+	    d->cfg.model.max_context_tokens < d->ctx)
+		d->ctx = d->cfg.model.max_context_tokens;
+	if (d->model->vocab) {
+		err = o1_tokenizer_create(d->model->vocab, &d->tok);
+		if (err)
+			return err;
+		d->has_chat = d->model->vocab->chat_template &&
+			      !o1_chat_template_init(
+				  &d->chat, d->model->vocab->chat_template,
+				  NULL);
+	} else {
+		o1_warn("%s has no vocabulary: token-id prompts only",
+			d->cfg.model.path);
+	}
+	return 0;
+}
+
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	unsigned long long kb = 0;
+	char line[256];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* kv.pages, or kv.memory_fraction of the memory left, but no more than
+ * max_running full contexts need. */
+static uint32_t kv_pages(const struct o1d *d, bool cuda)
+{
+	const struct o1_model_desc *m = &d->model->desc;
+	uint32_t P = d->cfg.kv.page_tokens;
+	uint64_t per_seq = (d->ctx + 1 + P - 1) / P;
+	uint64_t page_bytes = (uint64_t)m->n_layers * 2 * m->n_kv_heads * P *
+			      m->head_dim * (cuda ? 2 : 4);
+	uint64_t avail = cuda ? (16ull << 30) : mem_available();
+	uint64_t n, cap = per_seq * d->cfg.scheduler.max_running;
+
+	if (d->cfg.kv.pages)
+		return d->cfg.kv.pages;
+	n = (uint64_t)(d->cfg.kv.memory_fraction * (double)avail) / page_bytes;
+	if (n > cap)
+		n = cap;
+	if (n < per_seq)
+		n = per_seq;
+	if (n > (1u << 24))
+		n = 1u << 24;
+	o1_info("kv: %llu pages of %llu bytes from kv.memory_fraction %.2f "
+		"of %llu MiB%s",
+		(unsigned long long)n, (unsigned long long)page_bytes,
+		d->cfg.kv.memory_fraction, (unsigned long long)(avail >> 20),
+		cuda ? " (assumed for cuda: set kv.pages)" : "");
+	return (uint32_t)n;
+}
+
+static int create_backend(struct o1d *d, enum o1_backend_kind kind)
+{
+	struct o1_backend_config bc = {
+	    .n_threads = d->cfg.backend.threads,
+	    .max_batch_tokens = d->cfg.scheduler.max_batch_tokens,
+	    .max_seqs = d->cfg.scheduler.max_running,
+	    .max_context_tokens = d->ctx,
+	    .page_tokens = d->cfg.kv.page_tokens,
+	};
+	int err;
+
+	bc.n_pages = kv_pages(d, kind == O1_BACKEND_CUDA);
+	err = o1_backend_create(kind, d->model, &bc, &d->backend);
+	if (!err)
+		d->kind = kind;
+	return err;
+}
+
+static int open_backend(struct o1d *d)
+{
+	enum o1_device_kind dev = d->cfg.backend.device.kind;
+	int err;
+
+	if (dev == O1_DEVICE_CUDA)
+		return create_backend(d, O1_BACKEND_CUDA);
+	if (dev == O1_DEVICE_AUTO) {
+		err = create_backend(d, O1_BACKEND_CUDA);
+		if (!err)
+			return 0;
+		o1_info("backend.device auto: no CUDA backend (%s); using cpu",
+			o1_strerror(err));
+	}
+	return create_backend(d, O1_BACKEND_CPU);
+}
+
+static int open_metrics(struct o1d *d)
+{
+	struct o1_metrics_opts mo = {
+	    .sz = sizeof(mo),
+	    .mode = d->cfg.metrics.enabled ? O1_METRICS_MODE_AUTO
+					   : O1_METRICS_MODE_ANON,
+	    .bpf_dir = d->cfg.metrics.bpf_dir,
+	    .gid = -1,
+	};
+	int err = o1_metrics_open(&mo, &d->metrics);
+
+	if (err && mo.mode != O1_METRICS_MODE_ANON) {
+		o1_warn("metrics unavailable (%s): counting privately",
+			o1_strerror(err));
+		mo.mode = O1_METRICS_MODE_ANON;
+		err = o1_metrics_open(&mo, &d->metrics);
+	}
+	if (!err)
+		o1_metrics_set(d->metrics, O1_METRICS_CTR_KV_PAGES_TOTAL,
+			       o1_kv_pool_layout(d->pool)->n_pages);
+	return err;
+}
+
+static uint32_t n_slots(const struct o1_config *c)
+{
+	uint64_t n = (uint64_t)c->ipc.max_clients * c->ipc.max_inflight;
+
+	if (n < c->scheduler.max_running)
+		n = c->scheduler.max_running;
+	return n > SLOTS_MAX ? SLOTS_MAX : (uint32_t)n;
+}
+
+static void reload(void *ctx, struct o1_engine *e);
+
+static int create_engine(struct o1d *d)
+{
+	const struct o1_config *c = &d->cfg;
+	uint64_t secret = 0;
+	struct o1_engine_opts eo = {
+	    .sched =
+		{
+		    .pool = d->pool,
+		    .tok = d->tok,
+		    .chat = d->has_chat ? &d->chat : NULL,
+		    .metrics = d->metrics,
+		    .step = (int (*)(void *, const struct o1_step *))
+			o1_backend_step,
+		    .step_ctx = d->backend,
+		    .vocab_size = o1_backend_vocab_size(d->backend),
+		    .max_context = d->ctx,
+		    .max_batch_tokens = c->scheduler.max_batch_tokens,
+		    .max_running = c->scheduler.max_running,
+		    .prefill_chunk_tokens = c->scheduler.prefill_chunk_tokens,
+		    .n_slots = n_slots(c),
+		    .max_prompt_bytes = 65536,
+		    .prefix_cache = true,
+		    .bos_id = d->tok ? o1_tokenizer_bos(d->tok)
+				     : d->model->desc.bos_id,
+		    .eos_id = d->tok ? o1_tokenizer_eos(d->tok)
+				     : d->model->desc.eos_id,
+		},
+	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
+	    .model_name = c->model.name[0] ? c->model.name
+					   : d->model->desc.name,
+	    .backend_name = o1_backend_name(d->kind),
+	    .reload = reload,
+	    .reload_ctx = d,
+	};
+
+	if (getrandom(&secret, sizeof(secret), 0) != sizeof(secret))
+		o1_warn("getrandom failed: prefix-cache salts are "
+			"predictable");
+	eo.sched.salt_secret = secret;
+	if (eo.sched.max_prompt_bytes < c->ipc.max_prompt_tokens * 4)
+		eo.sched.max_prompt_bytes = c->ipc.max_prompt_tokens * 4;
+	return o1_engine_create(&eo, &d->engine);
+}
+
+static int create_server(struct o1d *d)
+{
+	const struct o1_config *c = &d->cfg;
+	struct o1_ipc_consumer cons;
+	struct o1_ipc_opts io = {
+	    .sz = sizeof(io),
+	    .socket_path = c->ipc.socket,
+	    .socket_mode = c->ipc.socket_mode,
+	    .allowed_uids = c->ipc.allowed_uids.v,
+	    .n_allowed_uids = c->ipc.allowed_uids.n,
+	    .allowed_gids = c->ipc.allowed_gids.v,
+	    .n_allowed_gids = c->ipc.allowed_gids.n,
+	    .admin_uids = c->ipc.admin_uids.v,
+	    .n_admin_uids = c->ipc.admin_uids.n,
+	    .spin_us = c->ipc.spin_us,
+	    .max_clients = c->ipc.max_clients,
+	    .sq_entries = c->ipc.ring_entries,
+	    .cq_entries = c->ipc.ring_entries,
+	    .arena_bytes = c->ipc.arena_bytes > UINT32_MAX
+			       ? UINT32_MAX
+			       : (uint32_t)c->ipc.arena_bytes,
+	    .max_inflight = c->ipc.max_inflight,
+	    .max_prompt_tokens = c->ipc.max_prompt_tokens < d->ctx
+				     ? c->ipc.max_prompt_tokens
+				     : d->ctx,
+	    .max_prompt_bytes = 65536,
+	    .max_tokens = d->ctx,
+	    .max_stop_ids = 16,
+	    .max_stop_bytes = 1024,
+	    .vocab_size = o1_backend_vocab_size(d->backend),
+	    .handle_signals = 1,
+	};
+
+	o1_engine_consumer(d->engine, &cons);
+	return o1_ipc_server_create(&io, &cons, &d->srv);
+}
+
+/* SIGHUP (front thread): what can change at run time. */
+static void reload(void *ctx, struct o1_engine *e)
+{
+	struct o1d *d = ctx;
+	struct o1_config c;
+	const struct o1_config *o = &d->cfg;
+
+	if (load_config(&c, d->argc, d->argv)) {
+		o1_err("SIGHUP: configuration not reloaded (see above)");
+		return;
+	}
+	o1_log_set_level(c.log.level);
+	o1_engine_set_limits(e, c.scheduler.max_batch_tokens,
+			     c.scheduler.max_running,
+			     c.scheduler.prefill_chunk_tokens,
+			     c.daemon.drain_timeout_ms);
+	if (memcmp(&c.model, &o->model, sizeof(c.model)) ||
+	    memcmp(&c.backend, &o->backend, sizeof(c.backend)) ||
+	    memcmp(&c.kv, &o->kv, sizeof(c.kv)))
+		o1_warn("SIGHUP: model, backend and kv changes need a restart; "
+			"not reloaded");
+	if (memcmp(&c.ipc, &o->ipc, sizeof(c.ipc)) ||
+	    memcmp(&c.metrics, &o->metrics, sizeof(c.metrics)))
+		o1_warn("SIGHUP: ipc and metrics changes need a restart; not "
+			"reloaded");
+	o1_info("SIGHUP: reloaded log.level, scheduler.max_batch_tokens=%u "
+		"max_running=%u prefill_chunk_tokens=%u (capped at start-up "
+		"values), daemon.drain_timeout_ms=%u",
+		c.scheduler.max_batch_tokens, c.scheduler.max_running,
+		c.scheduler.prefill_chunk_tokens, c.daemon.drain_timeout_ms);
+}
+
+static int start(struct o1d *d)
+{
+	int err = open_model(d);
+
+	if (!err)
+		err = open_backend(d);
+	if (!err)
+		err = o1_kv_pool_create(o1_backend_kv_layout(d->backend),
+					&d->pool);
+	if (!err)
+		err = open_metrics(d);
+	if (!err)
+		err = create_engine(d);
+	if (!err)
+		err = create_server(d);
+	if (!err)
+		err = o1_engine_start(d->engine, d->srv);
+	return err;
+}
+
+static void stop(struct o1d *d)
+{
+	if (d->engine)
+		o1_engine_stop(d->engine);
+	o1_ipc_server_destroy(d->srv);
+	o1_engine_destroy(d->engine);
+	o1_metrics_close(d->metrics);
+	o1_kv_pool_destroy(d->pool);
+	o1_backend_destroy(d->backend);
+	o1_tokenizer_destroy(d->tok);
+	o1_model_close(d->model);
+}
+
+static int serve(struct o1d *d)
+{
+	int err;
+
+	o1_info("serving %s (%s, %u KV pages of %u tokens, context %u)",
+		d->model->desc.name, o1_backend_name(d->kind),
+		o1_kv_pool_layout(d->pool)->n_pages,
+		o1_kv_pool_layout(d->pool)->page_tokens, d->ctx);
+	fprintf(stderr, "o1d: ready socket=%s\n", d->cfg.ipc.socket);
+	fflush(stderr);
+	o1_notify_send("READY=1");
+	err = o1_ipc_server_run(d->srv);
+	o1_notify_send("STOPPING=1");
+	if (err)
+		o1_err("front loop failed: %s", o1_strerror(err));
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct o1d d = {.argc = argc, .argv = argv};
+	sigset_t set;
+	int err;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (load_config(&d.cfg, argc, argv))
+		return 2;
+	o1_log_set_level(d.cfg.log.level);
+	err = start(&d);
+	if (!err)
+		err = serve(&d);
+	else
+		o1_err("o1d: start-up failed: %s", o1_strerror(err));
+	stop(&d);
+	o1_info("o1d: exit %d", err ? 1 : 0);
+	return err ? 1 : 0;
+}

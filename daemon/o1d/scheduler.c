@@ -1,0 +1,1010 @@
+/* The scheduler (see scheduler.h). Sequence i is the state of request slot
+ * i. Lists hold slot indices: running (admission order, newest last),
+ * resume (preempted, FIFO) and waiting (arrival order). A sequence is in
+ * at most one list; it is in none once its FINAL is produced.
+ *
+ * Invariants of a listed sequence:
+ * - tokens[0, n_tokens) are the prompt then the generated tokens;
+ *   n_computed <= n_tokens positions have their KV in table's pages, and
+ *   at least one token is always left to compute (n_computed < n_tokens);
+ * - pages [0, n_keyed) of the table are listed in the prefix cache (or
+ *   were found there), last_key being the key of page n_keyed - 1 (the
+ *   salt when n_keyed = 0);
+ * - hold[0, n_hold) is decoded text not yet sent: it may be the start of a
+ *   stop string.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "log.h"
+#include "metrics_writer.h"
+#include "prefix_cache.h"
+#include "sampling.h"
+#include "scheduler.h"
+
+#define HOLD_CAP     2048
+#define TEXT_PER_EV  44 /* text bytes per event, leaving room for a cut */
+#define OUT_NEED     (1 + HOLD_CAP / TEXT_PER_EV + 1 + 2 + O1_REQ_FINAL_RESERVE)
+#define N_FAIR	     1024
+#define CHAT_MAX_MSG 64
+
+_Static_assert(OUT_NEED < O1_REQ_OUT_ENTRIES, "out ring too small");
+
+enum seq_list { IN_NONE, IN_WAITING, IN_RESUME, IN_RUNNING };
+
+struct seq {
+	struct o1_req *req;
+	int32_t *tokens; /* max_context + 1 */
+	uint32_t n_tokens, n_prompt, n_computed;
+	uint32_t *pages;
+	struct o1_block_table table;
+	struct o1_sampler *sampler;
+	struct o1_detok detok;
+	char hold[HOLD_CAP];
+	uint32_t n_hold;
+	uint32_t n_keyed;
+	uint64_t last_key, salt;
+	uint64_t last_token_ns;
+	enum seq_list list;
+	bool admitted_once;
+	bool no_text;
+};
+
+struct batch_ent {
+	uint32_t slot;
+	uint32_t n;
+	bool samples;
+};
+
+struct o1_sched {
+	struct o1_sched_opts o;
+	uint32_t lim_batch, lim_running, lim_chunk; /* current knobs */
+	uint32_t page_tokens;
+	struct o1_prefix_cache *cache;
+	struct seq *seqs;
+	uint32_t *running, n_running;
+	uint32_t *resume, n_resume;
+	uint32_t *waiting, n_waiting;
+	uint32_t served[N_FAIR];
+	struct batch_ent *batch;
+	struct o1_step_seq *step_seqs;
+	uint32_t n_batch;
+	float *logits;
+	char *chat_buf;
+	size_t chat_cap;
+	struct o1_sched_stats st;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void count(struct o1_sched *s, enum o1_metrics_ctr c, uint64_t n)
+{
+	if (s->o.metrics)
+		o1_metrics_add(s->o.metrics, c, n);
+}
+
+static void observe(struct o1_sched *s, enum o1_metrics_hist_id h,
+		    uint64_t ns)
+{
+	if (s->o.metrics)
+		o1_metrics_observe_us(s->o.metrics, h, ns / 1000);
+}
+
+static int alloc_seqs(struct o1_sched *s)
+{
+	uint32_t n_pages = (s->o.max_context + 1 + s->page_tokens - 1) /
+			   s->page_tokens;
+
+	s->seqs = calloc(s->o.n_slots, sizeof(struct seq));
+	if (!s->seqs)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->o.n_slots; i++) {
+		struct seq *q = &s->seqs[i];
+
+		q->tokens = malloc(((size_t)s->o.max_context + 1) *
+				   sizeof(int32_t));
+		q->pages = malloc((size_t)n_pages * sizeof(uint32_t));
+		if (!q->tokens || !q->pages)
+			return -ENOMEM;
+		o1_kv_table_init(&q->table, q->pages, n_pages);
+	}
+	return 0;
+}
+
+static int alloc_lists(struct o1_sched *s)
+{
+	size_t n = s->o.n_slots;
+
+	s->running = malloc(n * sizeof(uint32_t));
+	s->resume = malloc(n * sizeof(uint32_t));
+	s->waiting = malloc(n * sizeof(uint32_t));
+	s->batch = malloc(s->o.max_running * sizeof(*s->batch));
+	s->step_seqs = malloc(s->o.max_running * sizeof(*s->step_seqs));
+	s->logits = malloc((size_t)s->o.max_running * s->o.vocab_size *
+			   sizeof(float));
+	s->chat_cap = (size_t)s->o.max_prompt_bytes * 2 + 4096;
+	s->chat_buf = malloc(s->chat_cap);
+	if (!s->running || !s->resume || !s->waiting || !s->batch ||
+	    !s->step_seqs || !s->logits || !s->chat_buf)
+		return -ENOMEM;
+	return 0;
+}
+
+int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out)
+{
+	struct o1_sched *s;
+	int err;
+
+	if (!o->pool || !o->step || !o->vocab_size || !o->max_context ||
+	    !o->max_batch_tokens || !o->max_running ||
+	    !o->prefill_chunk_tokens || !o->n_slots) {
+		o1_err("scheduler: incomplete options (vocab %u, context %u, "
+		       "batch %u, running %u, chunk %u, slots %u)",
+		       o->vocab_size, o->max_context, o->max_batch_tokens,
+		       o->max_running, o->prefill_chunk_tokens, o->n_slots);
+		return -O1_E_CONFIG;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	s->lim_batch = o->max_batch_tokens;
+	s->lim_running = o->max_running;
+	s->lim_chunk = o->prefill_chunk_tokens;
+	s->page_tokens = o1_kv_pool_layout(o->pool)->page_tokens;
+	err = alloc_seqs(s);
+	if (!err)
+		err = alloc_lists(s);
+	if (!err)
+		err = o1_prefix_cache_create(o->pool, &s->cache);
+	if (err) {
+		o1_sched_destroy(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+void o1_sched_destroy(struct o1_sched *s)
+{
+	if (!s)
+		return;
+	o1_prefix_cache_destroy(s->cache);
+	for (uint32_t i = 0; s->seqs && i < s->o.n_slots; i++) {
+		o1_kv_table_fini(s->o.pool, &s->seqs[i].table);
+		o1_sampling_destroy(s->seqs[i].sampler);
+		free(s->seqs[i].tokens);
+		free(s->seqs[i].pages);
+	}
+	free(s->seqs);
+	free(s->running);
+	free(s->resume);
+	free(s->waiting);
+	free(s->batch);
+	free(s->step_seqs);
+	free(s->logits);
+	free(s->chat_buf);
+	free(s);
+}
+
+void o1_sched_set_limits(struct o1_sched *s, uint32_t max_batch_tokens,
+			 uint32_t max_running, uint32_t prefill_chunk_tokens)
+{
+	s->lim_batch = max_batch_tokens && max_batch_tokens <
+						   s->o.max_batch_tokens
+			   ? max_batch_tokens
+			   : s->o.max_batch_tokens;
+	s->lim_running = max_running && max_running < s->o.max_running
+			     ? max_running
+			     : s->o.max_running;
+	s->lim_chunk = prefill_chunk_tokens ? prefill_chunk_tokens
+					    : s->o.prefill_chunk_tokens;
+}
+
+/* ---- lists ---- */
+
+static void list_remove(uint32_t *list, uint32_t *n, uint32_t slot)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (list[i] == slot) {
+			memmove(list + i, list + i + 1,
+				(*n - i - 1) * sizeof(uint32_t));
+			(*n)--;
+			return;
+		}
+}
+
+static void unlist(struct o1_sched *s, struct seq *q)
+{
+	uint32_t slot = q->req->index;
+
+	if (q->list == IN_RUNNING)
+		list_remove(s->running, &s->n_running, slot);
+	else if (q->list == IN_RESUME)
+		list_remove(s->resume, &s->n_resume, slot);
+	else if (q->list == IN_WAITING)
+		list_remove(s->waiting, &s->n_waiting, slot);
+	q->list = IN_NONE;
+}
+
+/* ---- events ---- */
+
+static void push_final(struct o1_sched *s, struct seq *q,
+		       enum o1_finish_reason reason, int error)
+{
+	union o1_wire_entry ev = {0};
+	struct o1_req *r = q->req;
+	uint32_t gen = atomic_load_explicit(&r->generated,
+					    memory_order_relaxed);
+
+	ev.final.op = O1_EV_FINAL;
+	ev.final.reason = (uint8_t)reason;
+	ev.final.error = error;
+	ev.final.req_id = r->req_id;
+	ev.final.prompt_tokens = q->n_prompt;
+	ev.final.generated_tokens = gen;
+	if (reason == O1_FINISH_ERROR && s->o.metrics)
+		o1_metrics_fail(s->o.metrics, o1_metrics_fail_reason(error));
+	else if (reason == O1_FINISH_CANCELLED && error && s->o.metrics)
+		o1_metrics_fail(s->o.metrics, O1_METRICS_FAIL_DRAINING);
+	else if (reason == O1_FINISH_CANCELLED)
+		count(s, O1_METRICS_CTR_REQUESTS_CANCELLED, 1);
+	else
+		count(s, O1_METRICS_CTR_REQUESTS_COMPLETED, 1);
+	observe(s, O1_METRICS_HIST_E2E, now_ns() - r->submit_ns);
+	atomic_store_explicit(&r->phase, O1_REQ_FINISHED,
+			      memory_order_relaxed);
+	q->req = NULL;
+	o1_req_out_push(r, &ev); /* the last touch of the slot */
+}
+
+/* Releases everything Q holds and produces its FINAL. */
+static void finish(struct o1_sched *s, struct seq *q,
+		   enum o1_finish_reason reason, int error)
+{
+	unlist(s, q);
+	o1_kv_table_fini(s->o.pool, &q->table);
+	o1_sampling_destroy(q->sampler);
+	q->sampler = NULL;
+	push_final(s, q, reason, error);
+}
+
+/* Text events: LEN bytes cut at character boundaries; the first event
+ * carries the token id (when ID >= 0). */
+static void push_text(struct seq *q, int32_t id, float logprob, bool lp,
+		      const char *text, uint32_t len)
+{
+	uint32_t off = 0;
+
+	do {
+		union o1_wire_entry ev = {0};
+		uint32_t cut = len - off < TEXT_PER_EV ? len - off
+						       : TEXT_PER_EV;
+
+		while (off + cut < len && cut > 0 &&
+		       ((uint8_t)text[off + cut] & 0xc0) == 0x80)
+			cut--;
+		ev.token.op = O1_EV_TOKEN;
+		ev.token.req_id = q->req->req_id;
+		if (id >= 0) {
+			ev.token.n_ids = 1;
+			ev.token.ids[0] = (uint32_t)id;
+			ev.token.has_logprobs = lp;
+			ev.token.logprobs[0] = logprob;
+			id = -1;
+		}
+		ev.token.text_len = (uint8_t)cut;
+		memcpy(ev.token.text, text + off, cut);
+		o1_req_out_push(q->req, &ev);
+		off += cut;
+	} while (off < len);
+}
+
+static void push_logprobs(struct seq *q, const struct o1_sampling_out *smp,
+			  uint32_t position)
+{
+	for (uint32_t at = 0; at < smp->n_top; at += O1_WIRE_TOP_PER) {
+		union o1_wire_entry ev = {0};
+		uint32_t n = smp->n_top - at < O1_WIRE_TOP_PER
+				 ? smp->n_top - at
+				 : O1_WIRE_TOP_PER;
+
+		ev.logprobs.op = O1_EV_LOGPROBS;
+		ev.logprobs.n = (uint8_t)n;
+		ev.logprobs.position = position;
+		ev.logprobs.req_id = q->req->req_id;
+		for (uint32_t i = 0; i < n; i++) {
+			ev.logprobs.ids[i] = (uint32_t)smp->top_id[at + i];
+			ev.logprobs.logprobs[i] = smp->top_lp[at + i];
+		}
+		o1_req_out_push(q->req, &ev);
+	}
+}
+
+/* ---- stop strings ---- */
+
+/* Earliest match of any stop string in the held text, or -1. */
+static int stop_match(const struct seq *q)
+{
+	const struct o1_req *r = q->req;
+	int best = -1;
+
+	for (uint32_t off = 0; off < r->stop_str_bytes;) {
+		uint32_t len = r->stop_str[off];
+		const char *str = (const char *)r->stop_str + off + 1;
+
+		for (uint32_t at = 0; at + len <= q->n_hold; at++)
+			if (memcmp(q->hold + at, str, len) == 0) {
+				if (best < 0 || (int)at < best)
+					best = (int)at;
+				break;
+			}
+		off += 1 + len;
+	}
+	return best;
+}
+
+/* Bytes at the end of the held text that start some stop string. */
+static uint32_t stop_prefix(const struct seq *q)
+{
+	const struct o1_req *r = q->req;
+	uint32_t keep = 0;
+
+	for (uint32_t off = 0; off < r->stop_str_bytes;) {
+		uint32_t len = r->stop_str[off];
+		const char *str = (const char *)r->stop_str + off + 1;
+
+		for (uint32_t k = len - 1; k > keep; k--)
+			if (k <= q->n_hold &&
+			    memcmp(q->hold + q->n_hold - k, str, k) == 0) {
+				keep = k;
+				break;
+			}
+		off += 1 + len;
+	}
+	return keep;
+}
+
+/* How much of the held text may go out now; *stopped on a match. */
+static uint32_t releasable(const struct seq *q, bool *stopped)
+{
+	int at;
+	uint32_t cut;
+
+	*stopped = false;
+	if (!q->req->n_stop_str)
+		return q->n_hold;
+	at = stop_match(q);
+	if (at >= 0) {
+		*stopped = true;
+		return (uint32_t)at;
+	}
+	cut = q->n_hold - stop_prefix(q);
+	while (cut > 0 && cut < q->n_hold &&
+	       ((uint8_t)q->hold[cut] & 0xc0) == 0x80)
+		cut--;
+	return cut;
+}
+
+/* Appends the text of ID (and, at the end, the detokenizer's leftovers)
+ * to the held text. */
+static void hold_append(struct o1_sched *s, struct seq *q, int32_t id,
+			bool end)
+{
+	int n = 0;
+
+	if (q->no_text || !s->o.tok)
+		return;
+	if (id >= 0)
+		n = o1_tokenizer_decode_step(s->o.tok, &q->detok, id,
+					     q->hold + q->n_hold,
+					     HOLD_CAP - q->n_hold);
+	if (n > 0)
+		q->n_hold += (uint32_t)n;
+	else if (n < 0)
+		o1_warn("request %llu: token %d not decoded (%s)",
+			(unsigned long long)q->req->req_id, id,
+			o1_strerror(n));
+	if (end) {
+		n = o1_tokenizer_decode_flush(&q->detok, q->hold + q->n_hold,
+					      HOLD_CAP - q->n_hold);
+		if (n > 0)
+			q->n_hold += (uint32_t)n;
+	}
+}
+
+static void emit(struct seq *q, const struct o1_sampling_out *smp, uint32_t pos,
+		 bool end, bool *stopped)
+{
+	uint32_t out = releasable(q, stopped);
+
+	if (end && !*stopped)
+		out = q->n_hold;
+	push_text(q, smp->id, smp->logprob, smp->n_top > 0, q->hold, out);
+	if (smp->n_top)
+		push_logprobs(q, smp, pos);
+	memmove(q->hold, q->hold + out, q->n_hold - out);
+	q->n_hold -= out;
+}
+
+static enum o1_finish_reason wire_reason(enum o1_sampling_end f)
+{
+	return f == O1_SAMPLING_EOS	  ? O1_FINISH_EOS
+	       : f == O1_SAMPLING_STOP_ID ? O1_FINISH_STOP
+					  : O1_FINISH_LENGTH;
+}
+
+/* A sampled token: record, stream, maybe finish. */
+static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
+{
+	struct o1_req *r = q->req;
+	struct o1_sampling_out smp;
+	uint64_t now = now_ns();
+	uint32_t pos;
+	bool end, stopped;
+	int err = o1_sampling_next(q->sampler, logits, &smp);
+
+	if (err) {
+		finish(s, q, O1_FINISH_ERROR, err);
+		return;
+	}
+	pos = atomic_fetch_add_explicit(&r->generated, 1,
+					memory_order_relaxed);
+	q->tokens[q->n_tokens++] = smp.id;
+	count(s, O1_METRICS_CTR_TOKENS_GENERATED, 1);
+	observe(s, pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
+		now - (pos ? q->last_token_ns : r->submit_ns));
+	q->last_token_ns = now;
+	if (smp.end == O1_SAMPLING_GO && q->n_tokens >= s->o.max_context)
+		smp.end = O1_SAMPLING_LENGTH;
+	end = smp.end != O1_SAMPLING_GO;
+	/* EOS and stop ids end the text: theirs is not sent */
+	hold_append(s, q,
+		    smp.end == O1_SAMPLING_EOS || smp.end == O1_SAMPLING_STOP_ID
+			? -1
+			: smp.id,
+		    end);
+	emit(q, &smp, pos, end, &stopped);
+	if (stopped)
+		finish(s, q, O1_FINISH_STOP, 0);
+	else if (end)
+		finish(s, q, wire_reason(smp.end), 0);
+}
+
+/* ---- admission of a new request ---- */
+
+/* CHAT prompts: "role\0content\0role\0content..." (a final NUL is
+ * optional); text without any NUL is one user message. */
+static int render_chat(struct o1_sched *s, const struct o1_req *r,
+		       size_t *len)
+{
+	struct o1_chat_message msg[CHAT_MAX_MSG];
+	const char *p = (const char *)r->prompt;
+	const char *end = p + r->prompt_bytes;
+	size_t n = 0;
+	int ret;
+
+	if (!s->o.chat) {
+		o1_warn("request %llu: chat asked, but the model has no "
+			"chat template",
+			(unsigned long long)r->req_id);
+		return -O1_E_UNSUPPORTED;
+	}
+	if (!memchr(p, 0, r->prompt_bytes)) {
+		memcpy(s->chat_buf, p, r->prompt_bytes);
+		s->chat_buf[r->prompt_bytes] = 0;
+		msg[n++] = (struct o1_chat_message){"user", s->chat_buf};
+		p = s->chat_buf + r->prompt_bytes + 1;
+	} else {
+		while (p < end && n < CHAT_MAX_MSG) {
+			const char *role = p, *content;
+
+			p = memchr(p, 0, (size_t)(end - p));
+			if (!p) {
+				o1_warn("request %llu: chat record without "
+					"content",
+					(unsigned long long)r->req_id);
+				return -O1_E_FORMAT;
+			}
+			content = ++p;
+			p = memchr(p, 0, (size_t)(end - p));
+			if (!p)
+				return -O1_E_FORMAT; /* must end in NUL */
+			msg[n++] = (struct o1_chat_message){role, content};
+			p++;
+		}
+		if (p < end) {
+			o1_warn("request %llu: more than %d chat messages",
+				(unsigned long long)r->req_id, CHAT_MAX_MSG);
+			return -O1_E_BOUNDS;
+		}
+		p = s->chat_buf;
+	}
+	ret = o1_chat_template_render(s->o.chat, msg, n, true, (char *)p,
+				      s->chat_cap - (size_t)(p - s->chat_buf));
+	if (ret < 0)
+		return ret;
+	if ((size_t)ret >= s->chat_cap - (size_t)(p - s->chat_buf))
+		return -O1_E_BOUNDS;
+	if (p != s->chat_buf)
+		memmove(s->chat_buf, p, (size_t)ret + 1);
+	*len = (size_t)ret;
+	return 0;
+}
+
+static int tokenize(struct o1_sched *s, struct seq *q)
+{
+	const struct o1_req *r = q->req;
+	const char *text = (const char *)r->prompt;
+	size_t len = r->prompt_bytes;
+	unsigned flags = 0;
+	int n, err;
+
+	if (r->params.prompt_kind == O1_PROMPT_IDS) {
+		uint32_t bos = (r->params.flags & O1_SUBMIT_ADD_BOS) &&
+			       s->o.bos_id >= 0;
+		uint32_t np = r->prompt_bytes / 4;
+
+		if (np + bos >= s->o.max_context)
+			return -O1_E_CONTEXT;
+		if (bos)
+			q->tokens[0] = s->o.bos_id;
+		memcpy(q->tokens + bos, r->prompt, (size_t)np * 4);
+		for (uint32_t i = 0; i < np + bos; i++)
+			if ((uint32_t)q->tokens[i] >= s->o.vocab_size)
+				return -O1_E_BOUNDS;
+		q->n_tokens = np + bos;
+		return 0;
+	}
+	if (!s->o.tok)
+		return -O1_E_UNSUPPORTED;
+	if (r->params.flags & O1_SUBMIT_CHAT) {
+		err = render_chat(s, r, &len);
+		if (err)
+			return err;
+		text = s->chat_buf;
+		flags = O1_ENCODE_ADD_SPECIAL | O1_ENCODE_PARSE_SPECIAL;
+	} else if (r->params.flags & O1_SUBMIT_ADD_BOS) {
+		flags = O1_ENCODE_ADD_SPECIAL;
+	}
+	n = o1_tokenizer_encode(s->o.tok, text, len, flags, q->tokens,
+				s->o.max_context);
+	if (n < 0)
+		return n;
+	if (n == 0)
+		return -O1_E_TOKENIZER;
+	if ((uint32_t)n >= s->o.max_context)
+		return -O1_E_CONTEXT;
+	q->n_tokens = (uint32_t)n;
+	return 0;
+}
+
+static int make_sampler(struct o1_sched *s, struct seq *q)
+{
+	const struct o1_req *r = q->req;
+	const struct o1_wire_submit *w = &r->params;
+	struct o1_sampling_req p = {
+	    .temperature = w->temperature,
+	    .top_p = w->top_p,
+	    .min_p = w->min_p,
+	    .repeat_penalty = w->repeat_penalty,
+	    .presence_penalty = w->presence_penalty,
+	    .frequency_penalty = w->frequency_penalty,
+	    .top_k = w->top_k,
+	    .n_logprobs = w->n_logprobs,
+	    .max_tokens = w->max_tokens,
+	    .seed = w->seed,
+	    .eos_id = s->o.eos_id,
+	    .ignore_eos = w->flags & O1_SUBMIT_IGNORE_EOS,
+	    .stop_ids = r->stop_ids,
+	    .n_stop_ids = r->n_stop_ids,
+	};
+
+	return o1_sampling_create(&p, s->o.vocab_size, q->tokens, q->n_tokens,
+				  &q->sampler);
+}
+
+static uint32_t pages_for(const struct o1_sched *s, uint32_t tokens)
+{
+	return (tokens + s->page_tokens - 1) / s->page_tokens;
+}
+
+void o1_sched_add(struct o1_sched *s, struct o1_req *r)
+{
+	struct seq *q = &s->seqs[r->index];
+	int err;
+
+	memset(&q->detok, 0, sizeof(q->detok));
+	q->req = r;
+	q->n_tokens = q->n_computed = q->n_keyed = q->n_hold = 0;
+	q->admitted_once = false;
+	q->list = IN_NONE;
+	q->no_text = r->params.flags & O1_SUBMIT_NO_TEXT;
+	q->salt = o1_prefix_cache_salt(s->o.salt_secret, (uint32_t)r->uid);
+	q->last_key = q->salt;
+	o1_tokenizer_decode_init(&q->detok, O1_DECODE_SKIP_SPECIAL);
+	err = tokenize(s, q);
+	if (!err && pages_for(s, q->n_tokens + 1) >
+			o1_kv_pool_layout(s->o.pool)->n_pages) {
+		o1_warn("request %llu: %u prompt tokens need more KV pages "
+			"than the pool has (%u)",
+			(unsigned long long)r->req_id, q->n_tokens,
+			o1_kv_pool_layout(s->o.pool)->n_pages);
+		err = -O1_E_CONTEXT;
+	}
+	if (err == -O1_E_CONTEXT)
+		o1_info("request %llu: prompt over the context limit of %u "
+			"tokens",
+			(unsigned long long)r->req_id, s->o.max_context);
+	q->n_prompt = q->n_tokens;
+	atomic_store_explicit(&r->n_prompt, q->n_prompt, memory_order_relaxed);
+	if (!err)
+		err = make_sampler(s, q);
+	if (err) {
+		finish(s, q, O1_FINISH_ERROR, err);
+		return;
+	}
+	count(s, O1_METRICS_CTR_TOKENS_PROMPT, q->n_prompt);
+	q->list = IN_WAITING;
+	s->waiting[s->n_waiting++] = r->index;
+	atomic_store_explicit(&r->phase, O1_REQ_WAITING, memory_order_relaxed);
+}
+
+/* ---- prefix cache ---- */
+
+static void match_prefix(struct o1_sched *s, struct seq *q)
+{
+	uint32_t P = s->page_tokens, full = (q->n_tokens - 1) / P;
+	uint32_t hits = 0;
+
+	if (!s->o.prefix_cache)
+		return;
+	while (q->n_keyed < full) {
+		const int32_t *t = q->tokens + (size_t)q->n_keyed * P;
+		uint64_t key = o1_prefix_cache_key(q->last_key, t, P);
+		uint32_t page;
+
+		if (o1_prefix_cache_lookup(s->cache, key, q->last_key, t,
+					   &page) ||
+		    o1_kv_table_share(s->o.pool, &q->table, page))
+			break;
+		q->last_key = key;
+		q->n_keyed++;
+		hits++;
+	}
+	q->n_computed = q->n_keyed * P;
+	s->st.prefix_hits += hits;
+	s->st.prefix_misses += full - hits;
+	count(s, O1_METRICS_CTR_PREFIX_HITS, hits);
+	count(s, O1_METRICS_CTR_PREFIX_MISSES, full - hits);
+}
+
+/* Lists the pages Q filled completely since the last call. */
+static void key_pages(struct o1_sched *s, struct seq *q)
+{
+	uint32_t P = s->page_tokens;
+
+	if (!s->o.prefix_cache)
+		return;
+	while ((q->n_keyed + 1) * P <= q->n_computed) {
+		const int32_t *t = q->tokens + (size_t)q->n_keyed * P;
+		uint64_t key = o1_prefix_cache_key(q->last_key, t, P);
+
+		o1_prefix_cache_insert(s->cache, key, q->last_key, t,
+				       q->table.pages[q->n_keyed]);
+		q->last_key = key;
+		q->n_keyed++;
+	}
+}
+
+static void reset_kv(struct o1_sched *s, struct seq *q)
+{
+	o1_kv_table_fini(s->o.pool, &q->table);
+	q->n_computed = 0;
+	q->n_keyed = 0;
+	q->last_key = q->salt;
+}
+
+/* ---- preemption ---- */
+
+static void preempt(struct o1_sched *s, struct seq *q)
+{
+	o1_info("preempting request %llu (client %u): %u tokens to "
+		"recompute",
+		(unsigned long long)q->req->req_id, q->req->client_id,
+		q->n_tokens);
+	reset_kv(s, q);
+	unlist(s, q);
+	q->list = IN_RESUME;
+	s->resume[s->n_resume++] = q->req->index;
+	s->st.preemptions++;
+	count(s, O1_METRICS_CTR_PREEMPTIONS, 1);
+	atomic_store_explicit(&q->req->phase, O1_REQ_WAITING,
+			      memory_order_relaxed);
+}
+
+/* Covers [0, n) in Q's table, evicting cached pages, then preempting the
+ * newest running sequences (Q itself last). Returns 0, or -ENOSPC when Q
+ * was preempted or (PREEMPT false) no page could be found. */
+static int reserve(struct o1_sched *s, struct seq *q, uint32_t n,
+		   bool may_preempt)
+{
+	for (;;) {
+		int err = o1_kv_table_reserve(s->o.pool, &q->table, n);
+		uint32_t need;
+		struct seq *victim;
+
+		if (err != -ENOSPC)
+			return err;
+		need = pages_for(s, n) - q->table.n_pages;
+		if (o1_prefix_cache_evict(s->cache, need))
+			continue;
+		if (!may_preempt || !s->n_running)
+			return -ENOSPC;
+		victim = &s->seqs[s->running[s->n_running - 1]];
+		preempt(s, victim);
+		if (victim == q)
+			return -ENOSPC;
+	}
+}
+
+/* ---- one step ---- */
+
+static bool out_room(struct seq *q)
+{
+	return o1_req_out_free(q->req) >= OUT_NEED;
+}
+
+/* Tokens of Q to compute this step (0: none); samples when it reaches
+ * the end of the known tokens, which needs room in the out ring. */
+static uint32_t plan(const struct o1_sched *s, struct seq *q,
+		     uint32_t budget, bool *samples)
+{
+	uint32_t left = q->n_tokens - q->n_computed;
+	uint32_t n = left < budget ? left : budget;
+
+	if (left > 1 && n > s->lim_chunk)
+		n = s->lim_chunk;
+	*samples = n == left;
+	if (*samples && !out_room(q)) {
+		n--;
+		*samples = false;
+	}
+	return n;
+}
+
+static void batch_add(struct o1_sched *s, struct seq *q, uint32_t n,
+		      bool samples)
+{
+	struct batch_ent *b = &s->batch[s->n_batch];
+	struct o1_step_seq *ss = &s->step_seqs[s->n_batch];
+
+	b->slot = q->req->index;
+	b->n = n;
+	b->samples = samples;
+	ss->tokens = q->tokens + q->n_computed;
+	ss->n_tokens = n;
+	ss->start_pos = q->n_computed;
+	ss->pages = q->table.pages;
+	ss->n_pages = q->table.n_pages;
+	ss->all_logits = false;
+	s->n_batch++;
+}
+
+static void schedule_running(struct o1_sched *s, uint32_t *budget)
+{
+	for (uint32_t i = 0; i < s->n_running; i++) {
+		struct seq *q = &s->seqs[s->running[i]];
+		bool samples;
+		uint32_t n;
+
+		if (s->n_batch == s->lim_running || !*budget)
+			return;
+		n = plan(s, q, *budget, &samples);
+		if (!n)
+			continue;
+		if (reserve(s, q, q->n_computed + n, true)) {
+			if (q->list != IN_RUNNING)
+				return; /* Q itself was preempted: the last */
+			continue;
+		}
+		batch_add(s, q, n, samples);
+		*budget -= n;
+	}
+}
+
+/* The next request to admit: resumed ones first, else the oldest request
+ * of the least-served client. */
+static uint32_t pick(const struct o1_sched *s, uint32_t **list, uint32_t **n)
+{
+	uint32_t best = 0, best_served = UINT32_MAX;
+
+	if (s->n_resume) {
+		*list = (uint32_t *)s->resume;
+		*n = (uint32_t *)&s->n_resume;
+		return 0;
+	}
+	for (uint32_t i = 0; i < s->n_waiting; i++) {
+		uint32_t c = s->seqs[s->waiting[i]].req->client_id;
+
+		if (s->served[c % N_FAIR] < best_served) {
+			best_served = s->served[c % N_FAIR];
+			best = i;
+		}
+	}
+	*list = (uint32_t *)s->waiting;
+	*n = (uint32_t *)&s->n_waiting;
+	return best;
+}
+
+static bool try_admit(struct o1_sched *s, struct seq *q, uint32_t *budget)
+{
+	uint32_t avail, need, n;
+	bool samples;
+
+	match_prefix(s, q);
+	need = pages_for(s, q->n_tokens + 1) - q->table.n_pages;
+	avail = o1_kv_pool_free_pages(s->o.pool) +
+		o1_prefix_cache_evictable(s->cache);
+	n = plan(s, q, *budget, &samples);
+	if (need > avail || !n ||
+	    reserve(s, q, q->n_computed + n, false)) {
+		reset_kv(s, q);
+		return false;
+	}
+	if (!q->admitted_once)
+		observe(s, O1_METRICS_HIST_QUEUE_WAIT,
+			now_ns() - q->req->submit_ns);
+	q->admitted_once = true;
+	batch_add(s, q, n, samples);
+	*budget -= n;
+	return true;
+}
+
+static void admit(struct o1_sched *s, uint32_t *budget)
+{
+	while (s->n_batch < s->lim_running && *budget &&
+	       s->n_running < s->lim_running &&
+	       (s->n_resume || s->n_waiting)) {
+		uint32_t *list, *n;
+		uint32_t at = pick(s, &list, &n);
+		uint32_t slot = list[at];
+		struct seq *q = &s->seqs[slot];
+
+		if (!try_admit(s, q, budget))
+			return;
+		list_remove(list, n, slot);
+		q->list = IN_RUNNING;
+		s->running[s->n_running++] = slot;
+		s->served[q->req->client_id % N_FAIR]++;
+		atomic_store_explicit(&q->req->phase, O1_REQ_RUNNING,
+				      memory_order_relaxed);
+	}
+}
+
+static void reap(struct o1_sched *s, uint32_t *list, uint32_t *n)
+{
+	for (uint32_t i = 0; i < *n;) {
+		struct seq *q = &s->seqs[list[i]];
+		int c = atomic_load_explicit(&q->req->cancel,
+					     memory_order_relaxed);
+
+		if (c == O1_REQ_RUN) {
+			i++;
+			continue;
+		}
+		finish(s, q, O1_FINISH_CANCELLED,
+		       c == O1_REQ_DRAIN ? -O1_E_DRAINING : 0);
+	}
+}
+
+static void after_step(struct o1_sched *s)
+{
+	uint32_t row = 0;
+
+	for (uint32_t i = 0; i < s->n_batch; i++, row++) {
+		struct seq *q = &s->seqs[s->batch[i].slot];
+
+		q->n_computed += s->batch[i].n;
+		key_pages(s, q);
+		if (s->batch[i].samples)
+			on_token(s, q,
+				 s->logits + (size_t)row * s->o.vocab_size);
+	}
+}
+
+static void update_gauges(struct o1_sched *s)
+{
+	const struct o1_kv_layout *l = o1_kv_pool_layout(s->o.pool);
+
+	s->st.running = s->n_running;
+	s->st.waiting = s->n_waiting + s->n_resume;
+	s->st.pages_total = l->n_pages;
+	s->st.pages_free = o1_kv_pool_free_pages(s->o.pool);
+	s->st.pages_cached = o1_prefix_cache_evictable(s->cache);
+	if (!s->o.metrics)
+		return;
+	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_REQUESTS_RUNNING,
+		       s->st.running);
+	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_REQUESTS_WAITING,
+		       s->st.waiting);
+	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_KV_PAGES_TOTAL,
+		       s->st.pages_total);
+	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_KV_PAGES_USED,
+		       s->st.pages_total - s->st.pages_free -
+			   s->st.pages_cached);
+	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_KV_PAGES_CACHED,
+		       s->st.pages_cached);
+}
+
+static int run_batch(struct o1_sched *s)
+{
+	struct o1_step step = {s->step_seqs, s->n_batch, s->logits,
+			       s->n_batch};
+	uint64_t t0 = now_ns();
+	int err = s->o.step(s->o.step_ctx, &step);
+
+	observe(s, O1_METRICS_HIST_STEP, now_ns() - t0);
+	count(s, O1_METRICS_CTR_STEPS, 1);
+	s->st.steps++;
+	if (!err)
+		return 0;
+	o1_err("engine step of %u sequences failed: %s; failing them",
+	       s->n_batch, o1_strerror(err));
+	for (uint32_t i = 0; i < s->n_batch; i++)
+		finish(s, &s->seqs[s->batch[i].slot], O1_FINISH_ERROR, err);
+	return err;
+}
+
+int o1_sched_step(struct o1_sched *s)
+{
+	uint32_t budget = s->lim_batch;
+	int err;
+
+	reap(s, s->running, &s->n_running);
+	reap(s, s->resume, &s->n_resume);
+	reap(s, s->waiting, &s->n_waiting);
+	s->n_batch = 0;
+	schedule_running(s, &budget);
+	admit(s, &budget);
+	if (s->n_batch) {
+		err = run_batch(s);
+		if (!err)
+			after_step(s);
+	}
+	update_gauges(s);
+	return s->n_batch && err ? err : (int)s->n_batch;
+}
+
+void o1_sched_fail_all(struct o1_sched *s)
+{
+	while (s->n_running)
+		finish(s, &s->seqs[s->running[0]], O1_FINISH_CANCELLED,
+		       -O1_E_DRAINING);
+	while (s->n_resume)
+		finish(s, &s->seqs[s->resume[0]], O1_FINISH_CANCELLED,
+		       -O1_E_DRAINING);
+	while (s->n_waiting)
+		finish(s, &s->seqs[s->waiting[0]], O1_FINISH_CANCELLED,
+		       -O1_E_DRAINING);
+	update_gauges(s);
+}
+
+uint32_t o1_sched_active(const struct o1_sched *s)
+{
+	return s->n_running + s->n_resume + s->n_waiting;
+}
+
+void o1_sched_stats(const struct o1_sched *s, struct o1_sched_stats *out)
+{
+	*out = s->st;
+}

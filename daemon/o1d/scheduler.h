@@ -1,0 +1,95 @@
+/* The scheduler: iteration-level continuous batching over the paged KV
+ * pool, run by the engine thread only.
+ *
+ * Each step has a token budget (max_batch_tokens) and a sequence budget
+ * (max_running). Running sequences come first, oldest admitted first: one
+ * decode token each, or their next prefill chunk (prefill_chunk_tokens at
+ * most); then waiting requests are admitted while the budgets last and the
+ * pool (free pages plus pages only the prefix cache holds) can take their
+ * whole prompt. Preempted sequences resume before new requests; new ones
+ * are taken FCFS with fairness across clients: the oldest request of the
+ * client admitted least so far.
+ *
+ * When a running sequence needs a page and none is free, the prefix cache
+ * gives up its least recently used unreferenced page; failing that the
+ * newest running sequence is preempted (its pages released, recomputed
+ * when it resumes: the logits do not depend on the chunking, so the output
+ * is the same) and counted.
+ *
+ * Every sampled token produces its TOKEN event (id and detokenized text,
+ * held back while it may be the start of a stop string, split only at
+ * UTF-8 character boundaries) into the request's out ring; each request
+ * gets exactly one FINAL, after which the slot is never touched again. A
+ * sequence whose out ring lacks room for one token's events is not
+ * scheduled (backpressure). Nothing is allocated per token: per-slot
+ * storage is made at create, the sampler once per request.
+ */
+#ifndef O1_SCHEDULER_H
+#define O1_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "chat_template.h"
+#include "kv_pool.h"
+#include "request.h"
+#include "tokenizer.h"
+
+struct o1_metrics;
+struct o1_sched;
+
+struct o1_sched_opts {
+	struct o1_kv_pool *pool;	     /* borrowed */
+	const struct o1_tokenizer *tok;	     /* NULL: id prompts only */
+	const struct o1_chat_template *chat; /* NULL: chat refused */
+	struct o1_metrics *metrics;	     /* NULL: not counted */
+	/* the forward pass: o1_backend_step in o1d, a fake in tests */
+	int (*step)(void *ctx, const struct o1_step *step);
+	void *step_ctx;
+	uint32_t vocab_size;
+	uint32_t max_context; /* tokens per sequence */
+	uint32_t max_batch_tokens;
+	uint32_t max_running;
+	uint32_t prefill_chunk_tokens;
+	uint32_t n_slots;     /* struct o1_req index range */
+	uint32_t max_prompt_bytes; /* chat rendering room */
+	uint64_t salt_secret; /* prefix-cache salts */
+	bool prefix_cache;
+	int32_t bos_id; /* -1: none */
+	int32_t eos_id; /* -1: none */
+};
+
+struct o1_sched_stats {
+	uint32_t running;
+	uint32_t waiting; /* queued, including preempted ones */
+	uint32_t pages_total;
+	uint32_t pages_free;
+	uint32_t pages_cached; /* held by the prefix cache alone */
+	uint64_t steps;
+	uint64_t preemptions;
+	uint64_t prefix_hits;
+	uint64_t prefix_misses;
+};
+
+int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out);
+/* Fails nothing: call after every request got its FINAL. */
+void o1_sched_destroy(struct o1_sched *s);
+/* Takes a request handed off by the front (tokenizes it); a request that
+ * cannot run gets its FINAL at once. */
+void o1_sched_add(struct o1_sched *s, struct o1_req *r);
+/* Finishes requests whose cancel flag is set, then runs one step.
+ * Returns the sequences stepped (0: nothing runnable) or a negative error
+ * of the forward pass (the step's requests then failed). */
+int o1_sched_step(struct o1_sched *s);
+/* Finishes every request with CANCELLED (error -O1_E_DRAINING). */
+void o1_sched_fail_all(struct o1_sched *s);
+/* Requests the scheduler holds (running + waiting). */
+uint32_t o1_sched_active(const struct o1_sched *s);
+void o1_sched_stats(const struct o1_sched *s, struct o1_sched_stats *out);
+/* New knobs (SIGHUP); each clamped to the create-time value, which sized
+ * the backend. */
+void o1_sched_set_limits(struct o1_sched *s, uint32_t max_batch_tokens,
+			 uint32_t max_running, uint32_t prefill_chunk_tokens);
+
+#endif

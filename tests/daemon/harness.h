@@ -1,0 +1,82 @@
+/* Test helpers for the daemon: a tiny model made with o1model, an o1d
+ * process (stderr to a log file, started and stopped), reference outputs
+ * from `o1model run`, a request runner through libo1client and admin
+ * status through the admin protocol. */
+#ifndef O1_DAEMON_HARNESS_H
+#define O1_DAEMON_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SPEC_IDS_MAX 96
+#define SPEC_GEN_MAX 256
+
+struct daemon_proc {
+	pid_t pid;
+	char dir[64];
+	char socket[128];
+	char log[128];
+	char model[128];
+};
+
+/* One request: a token-id prompt and sampling parameters o1model run
+ * also takes. */
+struct spec {
+	uint32_t ids[SPEC_IDS_MAX];
+	uint32_t n_ids;
+	uint32_t max_tokens;
+	float temperature, top_p;
+	uint32_t top_k;
+	uint64_t seed;
+	bool ignore_eos;
+};
+
+struct result {
+	uint32_t ids[SPEC_GEN_MAX];
+	uint32_t n_ids;
+	int finals;
+	int finish;
+	int error;
+	uint32_t generated, prompt_tokens;
+	bool bad_utf8;
+	char text[4096];
+	size_t text_len;
+};
+
+struct kv_status {
+	int pages_total, pages_free, pages_used, pages_cached;
+	int running, waiting, active, clients;
+	long long preemptions, prefix_hits, prefix_misses;
+	bool draining;
+};
+
+/* Makes DIR (world-readable) and the tiny model in it; 0 or -1. */
+int harness_init(struct daemon_proc *d, const char *o1model);
+/* Starts o1d with extra "--set k=v" values (NULL-terminated) and waits
+ * for its ready line; 0 or -1. */
+int daemon_start(struct daemon_proc *d, const char *o1d,
+		 const char *const *sets);
+/* SIGTERM and reap; returns the exit status, -1 on a signal death. */
+int daemon_stop(struct daemon_proc *d);
+void harness_fini(struct daemon_proc *d);
+
+/* Deterministic mixed spec number I. */
+void spec_make(struct spec *s, unsigned i);
+/* The reference ids from o1model run; 0 or -1. */
+int spec_reference(const char *o1model, const char *model,
+		   const struct spec *s, struct result *ref);
+/* Runs S through a fresh client connection on SOCKET; 0 or -1. */
+int spec_run(const char *socket, const struct spec *s, struct result *out);
+/* Same ids, same count: 0; prints the difference otherwise. */
+int result_same(const struct result *a, const struct result *ref,
+		const char *what);
+
+/* Admin status; 0 or -1. */
+int admin_status(const char *socket, struct kv_status *st);
+/* Waits (up to ms) until no request is active; 0 or -1. */
+int admin_wait_idle(const char *socket, int ms, struct kv_status *st);
+/* Sends one admin JSON request, reply into buf; 0 or -1. */
+int admin_send(const char *socket, const char *req, char *buf, size_t cap);
+
+#endif
