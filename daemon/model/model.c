@@ -120,31 +120,30 @@ uint64_t o1_tensor_elements(const struct o1_tensor *t)
 	return n;
 }
 
-/* Expected shape of ROLE: rows (0 for 1-D) and columns. */
-static void expected_shape(const struct o1_model_desc *d,
-			   enum o1_tensor_role role, uint64_t *rows,
-			   uint64_t *cols)
+int o1_model_expected_shape(const struct o1_model_desc *d,
+			    enum o1_tensor_role role, uint64_t *rows,
+			    uint64_t *cols)
 {
 	uint64_t q = (uint64_t)d->n_heads * d->head_dim;
 	uint64_t kv = (uint64_t)d->n_kv_heads * d->head_dim;
 
 	*rows = 0;
+	*cols = d->dim;
 	switch (role) {
 	case O1_T_TOKEN_EMBD:
 	case O1_T_OUTPUT:
-		*rows = d->vocab_size, *cols = d->dim;
+		*rows = d->vocab_size;
 		break;
 	case O1_T_OUTPUT_NORM:
 	case O1_T_ATTN_NORM:
 	case O1_T_FFN_NORM:
-		*cols = d->dim;
 		break;
 	case O1_T_WQ:
-		*rows = q, *cols = d->dim;
+		*rows = q;
 		break;
 	case O1_T_WK:
 	case O1_T_WV:
-		*rows = kv, *cols = d->dim;
+		*rows = kv;
 		break;
 	case O1_T_BQ:
 		*cols = q;
@@ -158,14 +157,16 @@ static void expected_shape(const struct o1_model_desc *d,
 		break;
 	case O1_T_W_GATE:
 	case O1_T_W_UP:
-		*rows = d->ffn_dim, *cols = d->dim;
+		*rows = d->ffn_dim;
 		break;
 	case O1_T_W_DOWN:
 		*rows = d->dim, *cols = d->ffn_dim;
 		break;
 	default:
 		*cols = 0;
+		return -EINVAL;
 	}
+	return 0;
 }
 
 static int check_tensor(const struct o1_model *m, enum o1_tensor_role role,
@@ -180,7 +181,9 @@ static int check_tensor(const struct o1_model *m, enum o1_tensor_role role,
 		       o1_tensor_role_name(role), layer);
 		return -O1_E_MISSING;
 	}
-	expected_shape(&m->desc, role, &rows, &cols);
+	err = o1_model_expected_shape(&m->desc, role, &rows, &cols);
+	if (err)
+		return err;
 	if ((rows == 0 && (t->n_dims != 1 || t->shape[0] != cols)) ||
 	    (rows != 0 && (t->n_dims != 2 || t->shape[0] != rows ||
 			   t->shape[1] != cols))) {

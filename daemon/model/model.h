@@ -139,6 +139,13 @@ int o1_tensor_read_f32(const struct o1_model *model, const struct o1_tensor *t,
 
 uint64_t o1_tensor_elements(const struct o1_tensor *t);
 
+/* The shape D implies for ROLE: *ROWS by *COLS, or a vector of *COLS when
+ * *ROWS is 0 (see the enum above). Returns 0, or -EINVAL (both 0) for a
+ * role with no fixed shape (O1_T_ROPE_FREQS, out of range). */
+int o1_model_expected_shape(const struct o1_model_desc *d,
+			    enum o1_tensor_role role, uint64_t *rows,
+			    uint64_t *cols);
+
 /* Loader back ends, called by o1_model_open with M zeroed and M->path set.
  * Each fills desc, tensors, vocab, source and unload; on failure it frees
  * what it allocated and leaves M as it found it. */

@@ -200,58 +200,15 @@ static void fill_desc(const struct preset *p,
 	d->rope.original_max_positions = p->original_ctx;
 }
 
-/* Rows and columns of ROLE in a model shaped like D (rows 0: a vector). */
-static void role_shape(const struct o1_model_desc *d, enum o1_tensor_role r,
-		       uint64_t *rows, uint64_t *cols)
-{
-	uint64_t q = (uint64_t)d->n_heads * d->head_dim;
-	uint64_t kv = (uint64_t)d->n_kv_heads * d->head_dim;
-
-	*rows = 0;
-	*cols = d->dim;
-	switch (r) {
-	case O1_T_TOKEN_EMBD:
-	case O1_T_OUTPUT:
-		*rows = d->vocab_size;
-		break;
-	case O1_T_WQ:
-		*rows = q;
-		break;
-	case O1_T_WK:
-	case O1_T_WV:
-		*rows = kv;
-		break;
-	case O1_T_BQ:
-		*cols = q;
-		break;
-	case O1_T_BK:
-	case O1_T_BV:
-		*cols = kv;
-		break;
-	case O1_T_WO:
-		*rows = d->dim, *cols = q;
-		break;
-	case O1_T_W_GATE:
-	case O1_T_W_UP:
-		*rows = d->ffn_dim;
-		break;
-	case O1_T_W_DOWN:
-		*cols = d->ffn_dim;
-		*rows = d->dim;
-		break;
-	default:
-		break;
-	}
-}
-
-/* Appends ROLE of LAYER to T (when T is not NULL) and counts it in *N. */
+/* Appends ROLE of LAYER to T (when T is not NULL) and counts it in *N.
+ * Every role listed has a fixed shape, so the shape lookup cannot fail. */
 static void add_tensor(const struct o1_model_desc *d, struct o1_tensor *t,
 		       uint32_t *n, enum o1_tensor_role role, int layer)
 {
 	uint64_t rows, cols;
 
 	if (t) {
-		role_shape(d, role, &rows, &cols);
+		o1_model_expected_shape(d, role, &rows, &cols);
 		t[*n].role = role;
 		t[*n].layer = layer;
 		t[*n].n_dims = rows ? 2 : 1;
