@@ -259,10 +259,7 @@ int o1_model_validate(const struct o1_model *m)
 	return err;
 }
 
-/* GGUF llama stores each head's Q/K rows interleaved (pair i of the rotary
- * dims at rows 2i, 2i+1); HF keeps the halves apart (rows i, i + D/2).
- * Returns the stored row that holds canonical row R. */
-static uint64_t interleaved_row(uint64_t r, uint32_t head_dim)
+uint64_t o1_model_interleaved_row(uint64_t r, uint32_t head_dim)
 {
 	uint64_t head = r / head_dim, in_head = r % head_dim;
 	uint64_t half = head_dim / 2;
@@ -293,12 +290,12 @@ int o1_tensor_read_f32(const struct o1_model *m, const struct o1_tensor *t,
 			return -ENOMEM;
 		o1_dtype_to_f32(t->dtype, t->data, tmp, n);
 		for (uint64_t r = 0; r < n; r++)
-			dst[r] = tmp[interleaved_row(r, m->desc.head_dim)];
+			dst[r] = tmp[o1_model_interleaved_row(r, m->desc.head_dim)];
 		free(tmp);
 		return 0;
 	}
 	for (uint64_t r = 0; r < rows; r++) {
-		uint64_t src = interleaved_row(r, m->desc.head_dim);
+		uint64_t src = o1_model_interleaved_row(r, m->desc.head_dim);
 
 		o1_dtype_to_f32(t->dtype,
 				(const char *)t->data + src * row_bytes,

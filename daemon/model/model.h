@@ -139,6 +139,11 @@ int o1_tensor_read_f32(const struct o1_model *model, const struct o1_tensor *t,
 
 uint64_t o1_tensor_elements(const struct o1_tensor *t);
 
+/* GGUF llama stores each head's Q/K rows interleaved (pair i of the rotary
+ * dims at rows 2i, 2i+1); HF keeps the halves apart (rows i, i + D/2).
+ * Returns the stored row that holds canonical row R (HEAD_DIM even). */
+uint64_t o1_model_interleaved_row(uint64_t r, uint32_t head_dim);
+
 /* The shape D implies for ROLE: *ROWS by *COLS, or a vector of *COLS when
  * *ROWS is 0 (see the enum above). Returns 0, or -EINVAL (both 0) for a
  * role with no fixed shape (O1_T_ROPE_FREQS, out of range). */

@@ -902,11 +902,8 @@ static int keep_buf(struct wstate *s, void *buf)
 static void interleave_rows(const float *src, float *dst, uint64_t rows,
 			    uint64_t cols, uint32_t head_dim)
 {
-	uint64_t half = head_dim / 2;
-
 	for (uint64_t r = 0; r < rows; r++) {
-		uint64_t head = r / head_dim, in = r % head_dim;
-		uint64_t to = head * head_dim + (in % half) * 2 + in / half;
+		uint64_t to = o1_model_interleaved_row(r, head_dim);
 
 		memcpy(dst + to * cols, src + r * cols, cols * sizeof(float));
 	}
