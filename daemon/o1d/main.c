@@ -107,6 +107,14 @@ static int open_model(struct o1d *d)
 	return 0;
 }
 
+/* Sequences per step: no more than tokens per step. */
+static uint32_t max_running(const struct o1_config *c)
+{
+	return c->scheduler.max_running < c->scheduler.max_batch_tokens
+		   ? c->scheduler.max_running
+		   : c->scheduler.max_batch_tokens;
+}
+
 static uint64_t mem_available(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
@@ -131,7 +139,7 @@ static uint32_t kv_pages(const struct o1d *d, bool cuda)
 	uint64_t page_bytes = (uint64_t)m->n_layers * 2 * m->n_kv_heads * P *
 			      m->head_dim * (cuda ? 2 : 4);
 	uint64_t avail = cuda ? (16ull << 30) : mem_available();
-	uint64_t n, cap = per_seq * d->cfg.scheduler.max_running;
+	uint64_t n, cap = per_seq * max_running(&d->cfg);
 
 	if (d->cfg.kv.pages)
 		return d->cfg.kv.pages;
@@ -155,7 +163,7 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	struct o1_backend_config bc = {
 	    .n_threads = d->cfg.backend.threads,
 	    .max_batch_tokens = d->cfg.scheduler.max_batch_tokens,
-	    .max_seqs = d->cfg.scheduler.max_running,
+	    .max_seqs = max_running(&d->cfg),
 	    .max_context_tokens = d->ctx,
 	    .page_tokens = d->cfg.kv.page_tokens,
 	};
@@ -236,7 +244,7 @@ static int create_engine(struct o1d *d)
 		    .vocab_size = o1_backend_vocab_size(d->backend),
 		    .max_context = d->ctx,
 		    .max_batch_tokens = c->scheduler.max_batch_tokens,
-		    .max_running = c->scheduler.max_running,
+		    .max_running = max_running(c),
 		    .prefill_chunk_tokens = c->scheduler.prefill_chunk_tokens,
 		    .n_slots = n_slots(c),
 		    .max_prompt_bytes = 65536,

@@ -196,7 +196,7 @@ static bool utf8_ok(const char *s, size_t n)
 	return true;
 }
 
-static void on_event(struct result *r, const struct o1_event *ev)
+void result_add_event(struct result *r, const struct o1_event *ev)
 {
 	if (ev->type == O1_EVENT_TOKEN) {
 		for (uint32_t i = 0; i < ev->n_ids && r->n_ids < SPEC_GEN_MAX;
@@ -243,14 +243,14 @@ int spec_run(const char *socket, const struct spec *s, struct result *out)
 	while (!err && !out->finals) {
 		err = o1_client_wait(c, &ev, 30000000000ll);
 		if (err == 1) {
-			on_event(out, &ev);
+			result_add_event(out, &ev);
 			err = 0;
 		}
 	}
 	/* nothing may follow the FINAL */
 	for (int i = 0; !err && i < 5; i++) {
 		if (o1_client_poll(c, &ev) == 1)
-			on_event(out, &ev);
+			result_add_event(out, &ev);
 		msleep(2);
 	}
 	o1_client_close(c);

@@ -68,6 +68,10 @@ int spec_reference(const char *o1model, const char *model,
 		   const struct spec *s, struct result *ref);
 /* Runs S through a fresh client connection on SOCKET; 0 or -1. */
 int spec_run(const char *socket, const struct spec *s, struct result *out);
+struct o1_event;
+/* Adds a TOKEN's ids and text (checking it is whole UTF-8) or counts a
+ * FINAL. */
+void result_add_event(struct result *r, const struct o1_event *ev);
 /* Same ids, same count: 0; prints the difference otherwise. */
 int result_same(const struct result *a, const struct result *ref,
 		const char *what);

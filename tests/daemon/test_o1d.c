@@ -73,10 +73,140 @@ static void test_single(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* Runs specs[idx[k]] for k < n on one connection, up to INFLIGHT at a
+ * time; res[k] gets each outcome. Returns 0, or -1 when the connection
+ * failed. */
+static int run_many(const char *socket, const unsigned *idx, unsigned n,
+		    unsigned inflight, struct result *res)
+{
+	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = socket,
+				    .name = "many"};
+	struct o1_client *c;
+	struct o1_event ev;
+	unsigned sent = 0, done = 0;
+	int err = 0;
+
+	memset(res, 0, n * sizeof(*res));
+	if (o1_client_connect(&co, &c))
+		return -1;
+	while (!err && done < n) {
+		while (sent < n && sent - done < inflight) {
+			const struct spec *s = &specs[idx[sent]];
+			struct o1_sampling smp = {
+			    .sz = sizeof(smp),
+			    .temperature = s->temperature,
+			    .top_p = s->top_p,
+			    .top_k = s->top_k,
+			    .seed = s->seed};
+			struct o1_submit_opts so = {
+			    .sz = sizeof(so),
+			    .req_id = sent,
+			    .ids = s->ids,
+			    .n_ids = s->n_ids,
+			    .sampling = &smp,
+			    .max_tokens = s->max_tokens,
+			    .flags = s->ignore_eos ? O1_FLAG_IGNORE_EOS : 0};
+
+			if (o1_client_submit(c, &so))
+				break;
+			sent++;
+		}
+		err = o1_client_wait(c, &ev, 60000000000ll);
+		if (err != 1)
+			break;
+		err = 0;
+		if (ev.req_id >= n)
+			continue;
+		done += ev.type == O1_EVENT_FINAL;
+		result_add_event(&res[ev.req_id], &ev);
+	}
+	o1_client_close(c);
+	return err < 0 ? -1 : 0;
+}
+
+/* A child process: runs the N_SPECS specs in its own order and checks
+ * every result; exit status 0 when all match. */
+static int child_client(const char *socket, unsigned who, unsigned inflight)
+{
+	unsigned idx[N_SPECS];
+	struct result res[N_SPECS];
+	char what[64];
+	int bad = 0;
+
+	for (unsigned k = 0; k < N_SPECS; k++)
+		idx[k] = (k + who * 3) % N_SPECS;
+	if (run_many(socket, idx, N_SPECS, inflight, res))
+		return 2;
+	for (unsigned k = 0; k < N_SPECS; k++) {
+		snprintf(what, sizeof(what), "client %u spec %u", who, idx[k]);
+		bad |= result_same(&res[k], &refs[idx[k]], what);
+	}
+	return bad ? 1 : 0;
+}
+
+static pid_t spawn_client(const char *socket, unsigned who,
+			  unsigned inflight)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(child_client(socket, who, inflight));
+	return pid;
+}
+
+static int reap(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void test_many_clients(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"scheduler.max_batch_tokens=64",
+			      "scheduler.prefill_chunk_tokens=16", NULL};
+	pid_t pids[8];
+
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	for (unsigned c = 0; c < 8; c++)
+		pids[c] = spawn_client(d->socket, c, 1 + c % 4);
+	for (unsigned c = 0; c < 8; c++)
+		assert_int_equal(reap(pids[c]), 0);
+	expect_idle(d);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
+/* A pool of 10 pages of 16 tokens for 4 clients whose requests need up
+ * to 5 pages each: sequences must be preempted and recomputed. */
+static void test_preemption(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"kv.pages=10", "kv.page_tokens=16",
+			      "model.max_context_tokens=160", NULL};
+	struct kv_status st;
+	pid_t pids[4];
+
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	for (unsigned c = 0; c < 4; c++)
+		pids[c] = spawn_client(d->socket, c, 4);
+	for (unsigned c = 0; c < 4; c++)
+		assert_int_equal(reap(pids[c]), 0);
+	expect_idle(d);
+	assert_int_equal(admin_status(d->socket, &st), 0);
+	assert_int_equal(st.pages_total, 10);
+	assert_true(st.preemptions > 0);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_single),
+	    cmocka_unit_test(test_many_clients),
+	    cmocka_unit_test(test_preemption),
 	};
 
 	if (argc < 3) {
