@@ -1,37 +1,148 @@
 #!/usr/bin/env bash
-# Quick start on a fresh clone: installs what is missing, builds a release
-# build in build/release, writes a small demo model into build/demo/ and
-# shows what it holds. Safe to run again (it rebuilds what changed and
-# rewrites the demo model, which is the same bytes every time).
+# Quick start on a fresh clone: installs what is missing, builds o1d and
+# its tools in build/release, writes the demo model into build/demo/
+# (unless a model is configured), starts o1d on it with a socket under
+# /tmp, sends one chat request through o1chat (libo1client), prints the
+# streamed answer and its timings, and stops o1d with SIGTERM.
+#
+#   tools/quickstart.sh [-c FILE] [--set section.key=value ...]
+#
+# -c FILE (or $O1D_CONFIG) and --set are handed to o1d; when they set
+# model.path, that model is served instead of the demo model. Needs no
+# root: the socket lives in a temporary folder, eBPF metrics are off.
+# Safe to run again (it rebuilds what changed; the demo model is the same
+# bytes every time). Exits non-zero, saying which step failed, on any
+# failure, including o1d not exiting 0 after SIGTERM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=$root/build/release
 demo=$root/build/demo
 
-echo "== 1/3 dependencies"
+config=${O1D_CONFIG:-}
+sets=()
+while [ $# -gt 0 ]; do
+  case $1 in
+  -c) config=${2:?-c needs a FILE}; shift 2 ;;
+  --set) sets+=(--set "${2:?--set needs section.key=value}"); shift 2 ;;
+  --set=*) sets+=(--set "${1#--set=}"); shift ;;
+  -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "quickstart: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+fail() {
+  echo "quickstart: FAILED: $*" >&2
+  exit 1
+}
+
+# The model.path a config file or a --set names ("" when none).
+configured_model() {
+  local path=""
+  if [ -n "$config" ]; then
+    [ -r "$config" ] || fail "config file '$config' is not readable"
+    path=$(awk -F' *= *' '/^\[/ { s = $0 } s == "[model]" && $1 == "path" \
+      { print $2 }' "$config")
+  fi
+  for s in "${sets[@]}"; do
+    case $s in model.path=*) path=${s#model.path=} ;; esac
+  done
+  echo "$path"
+}
+
+echo "== 1/5 dependencies"
 ./tools/deps.sh
 
-echo "== 2/3 configure and build ($build)"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)"
+echo "== 2/5 configure and build ($build)"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  >/dev/null
+cmake --build "$build" -j "$(nproc)" --target o1model o1chat o1bench
+cmake --build "$build" -j "$(nproc)" --target o1d ||
+  fail "building o1d (the daemon, daemon/o1d) failed or it is not in this tree yet"
+o1model=$build/tools/o1model/o1model
+o1chat=$build/tools/o1chat/o1chat
+o1d=$(find "$build/daemon" -type f -name o1d -perm -u+x | head -n 1)
+[ -x "$o1d" ] || fail "no o1d binary under $build/daemon"
 
-echo "== 3/3 demo model ($demo/tiny.gguf)"
-mkdir -p "$demo"
-"$build/tools/o1model/o1model" make --preset tiny --arch llama --seed 1 \
-  --dtype f32 --format gguf --out "$demo/tiny.gguf"
-"$build/tools/o1model/o1model" info "$demo/tiny.gguf"
+model=$(configured_model)
+model_args=()
+if [ -n "$model" ]; then
+  echo "== 3/5 model: $model (configured; no demo model written)"
+else
+  echo "== 3/5 demo model ($demo/demo.gguf)"
+  cat <<MSG
+The demo model is a BIGRAM model of this project's own docs (README.md and
+docs/*.md): o1model learns a byte-level BPE vocabulary from the text, counts
+which token follows which, and writes the counts as transformer weights
+(one-hot embeddings, attention and MLP outputs zero, log P(next | current)
+in the LM head). It runs through the same engine as a real model, and what
+it writes is made of the docs' own words, one likely pair at a time; it
+does not understand anything.
+MSG
+  mkdir -p "$demo"
+  "$o1model" make --preset demo --from-text README.md \
+    $(ls docs/*.md 2>/dev/null) --out "$demo/demo.gguf"
+  model=$demo/demo.gguf
+  model_args=(--set "model.path=$model" --set kv.pages=512)
+fi
+
+echo "== 4/5 start o1d"
+run=$(mktemp -d /tmp/o1d-quickstart.XXXXXX)
+sock=$run/o1d.sock
+log=$run/o1d.log
+cfg_args=()
+[ -n "$config" ] && cfg_args=(-c "$config")
+pid=
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$run"
+}
+trap cleanup EXIT
+cmd=("$o1d" "${cfg_args[@]}" "${model_args[@]}" --set "ipc.socket=$sock"
+     --set metrics.enabled=false "${sets[@]}")
+echo "${cmd[*]}"
+"${cmd[@]}" >"$log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  grep -q "o1d: ready" "$log" && break
+  if ! kill -0 "$pid" 2>/dev/null; then
+    tail -n 20 "$log" >&2
+    fail "o1d exited before it was ready (log above)"
+  fi
+  sleep 0.1
+done
+grep -q "o1d: ready" "$log" || { tail -n 20 "$log" >&2;
+  fail "o1d not ready after 60 s (log above)"; }
+grep "o1d: ready" "$log"
+
+echo "== 5/5 a chat request through libo1client (o1chat)"
+prompt="What does the daemon do?"
+echo "> $prompt"
+timeout 120 "$o1chat" --socket "$sock" --max-tokens 80 --temperature 0.8 \
+  --seed 1 "$prompt" || { tail -n 20 "$log" >&2;
+  fail "o1chat failed (o1d log above)"; }
+
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" -eq 0 ] || { tail -n 20 "$log" >&2;
+  fail "o1d exited $rc after SIGTERM (log above)"; }
+echo "o1d stopped (SIGTERM, exit 0)"
 
 cat <<MSG
 
-The demo model holds RANDOM weights: it has a real shape and a working
-tokenizer, so everything runs end to end, but what it generates is noise.
-
-To use a real model, point o1d at a GGUF file or a Hugging Face folder
-(config.json + *.safetensors), in config/o1d.ini ([model] path = ...) or
-on the command line with --set model.path=/path/to/model. Check a model
-first with:
-  $build/tools/o1model/o1model info /path/to/model.gguf
+Done. To serve a real model instead of the demo, point o1d at a GGUF file
+or a Hugging Face folder (config.json + *.safetensors):
+  tools/quickstart.sh --set model.path=/path/to/model.gguf
+or set [model] path = ... in a config file (see config/o1d.ini) and pass
+it with -c FILE (or O1D_CONFIG=FILE). Check a model first with:
+  $o1model info /path/to/model.gguf
 Convert between the formats with:
-  $build/tools/o1model/o1model convert IN OUT --format gguf|safetensors
+  $o1model convert IN OUT --format gguf|safetensors
+Load test a running o1d with:
+  $build/tools/o1bench/o1bench run --socket PATH --requests 64 \\
+    --concurrency 8 --max-tokens 64
 MSG

@@ -307,6 +307,12 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void samples_sort(struct samples *s)
+{
+	if (s->n)
+		qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+}
+
 /* Nearest-rank percentile Q of sorted S, in ms (0 when empty). */
 static double pct_ms(const struct samples *s, int q)
 {
@@ -353,9 +359,9 @@ static void print_totals(const struct run_args *a, struct totals *t)
 {
 	int first = 1;
 
-	qsort(t->ttft.v, t->ttft.n, sizeof(uint64_t), cmp_u64);
-	qsort(t->itl.v, t->itl.n, sizeof(uint64_t), cmp_u64);
-	qsort(t->e2e.v, t->e2e.n, sizeof(uint64_t), cmp_u64);
+	samples_sort(&t->ttft);
+	samples_sort(&t->itl);
+	samples_sort(&t->e2e);
 	print_metric(a, "requests", (double)a->requests, 0, &first);
 	print_metric(a, "completed", (double)t->done, 0, &first);
 	print_metric(a, "errors", (double)t->errors, 0, &first);
