@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "config.h"
@@ -271,20 +272,35 @@ static int create_engine(struct o1d *d)
 	return o1_engine_create(&eo, &d->engine);
 }
 
+/* allowed_uids and admin_uids are "besides o1d's own uid" (and root):
+ * the ipc layer takes a non-empty list literally. */
+static uint32_t with_self(const struct o1_config_list *l, uint32_t *out)
+{
+	uint32_t n = l->n;
+
+	memcpy(out, l->v, n * sizeof(uint32_t));
+	if (n) {
+		out[n++] = (uint32_t)geteuid();
+		out[n++] = 0;
+	}
+	return n;
+}
+
 static int create_server(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
+	uint32_t uids[O1_CONFIG_LIST_MAX + 2], admins[O1_CONFIG_LIST_MAX + 2];
 	struct o1_ipc_consumer cons;
 	struct o1_ipc_opts io = {
 	    .sz = sizeof(io),
 	    .socket_path = c->ipc.socket,
 	    .socket_mode = c->ipc.socket_mode,
-	    .allowed_uids = c->ipc.allowed_uids.v,
-	    .n_allowed_uids = c->ipc.allowed_uids.n,
+	    .allowed_uids = uids,
+	    .n_allowed_uids = with_self(&c->ipc.allowed_uids, uids),
 	    .allowed_gids = c->ipc.allowed_gids.v,
 	    .n_allowed_gids = c->ipc.allowed_gids.n,
-	    .admin_uids = c->ipc.admin_uids.v,
-	    .n_admin_uids = c->ipc.admin_uids.n,
+	    .admin_uids = admins,
+	    .n_admin_uids = with_self(&c->ipc.admin_uids, admins),
 	    .spin_us = c->ipc.spin_us,
 	    .max_clients = c->ipc.max_clients,
 	    .sq_entries = c->ipc.ring_entries,

@@ -201,12 +201,142 @@ static void test_preemption(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* A long request on its own connection: streams until killed. */
+static pid_t spawn_streamer(const char *socket)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct spec s = specs[4];
+		struct result r;
+
+		s.max_tokens = 1500;
+		s.ignore_eos = true;
+		_exit(spec_run(socket, &s, &r) ? 2 : 0);
+	}
+	return pid;
+}
+
+static void wait_running(const char *socket, int n)
+{
+	struct kv_status st = {0};
+
+	for (int i = 0; i < 500; i++) {
+		assert_int_equal(admin_status(socket, &st), 0);
+		if (st.running >= n)
+			return;
+		usleep(10000);
+	}
+	fail_msg("only %d sequences running, expected %d", st.running, n);
+}
+
+/* Two clients SIGKILLed mid-stream while four others complete. */
+static void test_client_death(void **state)
+{
+	struct daemon_proc *d = *state;
+	pid_t killed[2], pids[4];
+
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	for (unsigned c = 0; c < 2; c++)
+		killed[c] = spawn_streamer(d->socket);
+	wait_running(d->socket, 2);
+	for (unsigned c = 0; c < 4; c++)
+		pids[c] = spawn_client(d->socket, c, 2);
+	kill(killed[0], SIGKILL);
+	kill(killed[1], SIGKILL);
+	for (unsigned c = 0; c < 4; c++)
+		assert_int_equal(reap(pids[c]), 0);
+	assert_int_equal(reap(killed[0]), 128);
+	assert_int_equal(reap(killed[1]), 128);
+	expect_idle(d);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
+static void test_cancel(void **state)
+{
+	struct daemon_proc *d = *state;
+	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = d->socket};
+	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 42,
+				    .ids = specs[1].ids,
+				    .n_ids = specs[1].n_ids,
+				    .max_tokens = 1500,
+				    .flags = O1_FLAG_IGNORE_EOS};
+	struct o1_client *c;
+	struct o1_event ev;
+	struct result r = {0};
+
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(o1_client_submit(c, &so), 0);
+	while (r.n_ids < 3) {
+		assert_int_equal(o1_client_wait(c, &ev, 10000000000ll), 1);
+		result_add_event(&r, &ev);
+	}
+	assert_int_equal(o1_client_cancel(c, 42), 0);
+	while (!r.finals) {
+		assert_int_equal(o1_client_wait(c, &ev, 10000000000ll), 1);
+		assert_int_equal(ev.req_id, 42);
+		result_add_event(&r, &ev);
+	}
+	assert_int_equal(r.finish, O1_FINISH_REASON_CANCELLED);
+	assert_true(r.generated < 1500);
+	assert_int_equal(r.generated, r.n_ids);
+	usleep(20000);
+	assert_int_equal(o1_client_poll(c, &ev), 0);
+	o1_client_close(c);
+	expect_idle(d);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
+/* The prompt of spec 19 has 45 tokens: two full pages of 16 come back
+ * from the cache for the same uid, none for another uid. */
+static void test_prefix_cache(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"ipc.allowed_uids=65534", "ipc.socket_mode=0666",
+			      NULL};
+	struct kv_status a, b, c;
+	struct result r;
+	pid_t pid;
+
+	assert_true(specs[19].n_ids >= 33);
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	assert_int_equal(spec_run(d->socket, &specs[19], &r), 0);
+	assert_int_equal(result_same(&r, &refs[19], "first"), 0);
+	assert_int_equal(admin_status(d->socket, &a), 0);
+	assert_int_equal(spec_run(d->socket, &specs[19], &r), 0);
+	assert_int_equal(result_same(&r, &refs[19], "cached"), 0);
+	assert_int_equal(admin_status(d->socket, &b), 0);
+	assert_int_equal(b.prefix_hits - a.prefix_hits, 2);
+	if (geteuid() != 0) {
+		assert_int_equal(daemon_stop(d), 0);
+		skip();
+	}
+	pid = fork();
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		_exit(spec_run(d->socket, &specs[19], &r) ||
+			      result_same(&r, &refs[19], "other uid")
+			  ? 1
+			  : 0);
+	}
+	assert_int_equal(reap(pid), 0);
+	assert_int_equal(admin_status(d->socket, &c), 0);
+	assert_int_equal(c.prefix_hits, b.prefix_hits);
+	assert_int_equal(c.prefix_misses - b.prefix_misses, 2);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_single),
 	    cmocka_unit_test(test_many_clients),
 	    cmocka_unit_test(test_preemption),
+	    cmocka_unit_test(test_client_death),
+	    cmocka_unit_test(test_cancel),
+	    cmocka_unit_test(test_prefix_cache),
 	};
 
 	if (argc < 3) {
