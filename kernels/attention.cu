@@ -8,10 +8,11 @@
  * positions in tiles of ATT_TILE: the tile's K and V rows (bf16) go to
  * shared memory through the block table, lane j scores position j, the
  * warp rescales its running max/sum/accumulator, then each lane
- * accumulates its own head dims. Long contexts are split along the
- * sequence into up to ATT_MAX_SPLITS ranges whose partial (acc, max, sum)
- * land in scratch and a second kernel merges them; with one split the
- * first kernel writes the output directly.
+ * accumulates its own head dims. When (row, kv head) pairs are too few to
+ * fill the GPU (decode), the sequence is split into up to ATT_MAX_SPLITS
+ * ranges whose partial (acc, max, sum) land in scratch and a second
+ * kernel merges them; with one split the first kernel writes the output
+ * directly.
  * Invariants: head_dim even and <= ATT_MAX_D, page strides even (bf16
  * pairs are read as 32-bit words), Hq/Hkv <= 32.
  */
@@ -29,8 +30,8 @@ extern "C" {
 
 #define ATT_TILE       32
 #define ATT_MAX_D      256
-#define ATT_MAX_SPLITS 16
-#define ATT_SPLIT_MIN  256 /* positions per split at least */
+#define ATT_MAX_SPLITS 32
+#define ATT_BLOCKS     264 /* aim: two blocks per multiprocessor (132) */
 
 struct att_dev {
 	const uint32_t *q_off, *start, *tables;
@@ -250,12 +251,20 @@ static int check_attention(const struct o1_attn_dims *d,
 	return 0;
 }
 
-/* Splits along the sequence: enough for long contexts, within scratch. */
-static uint32_t pick_splits(uint32_t rows, uint32_t hq, uint32_t d,
-			    uint32_t max_len, uint64_t scratch_floats)
+/* Splits along the sequence: enough blocks to fill the GPU when there are
+ * few (row, kv head) pairs (decode), at least one tile each, within
+ * scratch. */
+static uint32_t pick_splits(uint32_t rows, uint32_t hkv, uint32_t hq,
+			    uint32_t d, uint32_t max_len,
+			    uint64_t scratch_floats)
 {
-	uint32_t s = (max_len + ATT_SPLIT_MIN - 1) / ATT_SPLIT_MIN;
+	uint64_t pairs = (uint64_t)rows * hkv;
+	uint32_t tiles = (max_len + ATT_TILE - 1) / ATT_TILE;
+	uint32_t s = pairs >= ATT_BLOCKS
+			 ? 1
+			 : (uint32_t)((ATT_BLOCKS + pairs - 1) / pairs);
 
+	s = s > tiles ? tiles : s;
 	s = s > ATT_MAX_SPLITS ? ATT_MAX_SPLITS : s;
 	while (s > 1 && o1_attention_cuda_scratch_floats(rows, hq, d, s) >
 			    scratch_floats)
@@ -316,7 +325,7 @@ extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
 	}
 	if (err || !n_rows)
 		return err;
-	a.n_splits = pick_splits(n_rows, a.hq, a.d, max_len,
+	a.n_splits = pick_splits(n_rows, a.hkv, a.hq, a.d, max_len,
 				 scratch ? scratch_floats : 0);
 	a.chunk = (max_len + a.n_splits - 1) / a.n_splits;
 	a.chunk = (a.chunk + ATT_TILE - 1) / ATT_TILE * ATT_TILE;

@@ -1,7 +1,8 @@
 /* RMSNorm fused with the residual add, one block per output row: the
  * block adds the residual into x (the residual stream, f32), reduces the
- * sum of squares in f32 (per-thread partial sums, then a shared-memory
- * tree) and writes the normalized row as bf16 for the next product. */
+ * sum of squares in f32 (per-thread partial sums, warp shuffles, then the
+ * warps' sums in shared memory) and writes the normalized row as bf16 for the
+ * next product. */
 #include <errno.h>
 
 #include <cuda_bf16.h>
@@ -13,7 +14,24 @@ extern "C" {
 #include "log.h"
 }
 
-#define RMS_THREADS 256
+#define RMS_THREADS 512
+
+/* Sum of V over the block (all threads get it); PART holds a float per
+ * warp. */
+static __device__ float block_sum(float v, float *part)
+{
+	uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+	for (int o = 16; o; o /= 2)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	if (!lane)
+		part[warp] = v;
+	__syncthreads();
+	v = lane < blockDim.x / 32 ? part[lane] : 0.0f;
+	for (int o = 16; o; o /= 2)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
 
 /* out (n_rows,dim) bf16; x, residual (.,dim) f32 (residual may be NULL);
  * weight (dim) f32; rows (n_rows) or NULL; block i = output row i. */
@@ -21,7 +39,7 @@ static __global__ void rmsnorm(__nv_bfloat16 *out, float *x,
 			       const float *residual, const float *weight,
 			       const uint32_t *rows, uint32_t dim, float eps)
 {
-	__shared__ float part[RMS_THREADS];
+	__shared__ float part[RMS_THREADS / 32];
 	uint32_t r = rows ? rows[blockIdx.x] : blockIdx.x;
 	float *xr = x + (size_t)r * dim;
 	__nv_bfloat16 *o = out + (size_t)blockIdx.x * dim;
@@ -36,14 +54,8 @@ static __global__ void rmsnorm(__nv_bfloat16 *out, float *x,
 		}
 		ss += v * v;
 	}
-	part[threadIdx.x] = ss;
-	__syncthreads();
-	for (uint32_t s = blockDim.x / 2; s; s /= 2) {
-		if (threadIdx.x < s)
-			part[threadIdx.x] += part[threadIdx.x + s];
-		__syncthreads();
-	}
-	inv = 1.0f / sqrtf(part[0] / (float)dim + eps);
+	ss = block_sum(ss, part);
+	inv = 1.0f / sqrtf(ss / (float)dim + eps);
 	for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x)
 		o[i] = __float2bfloat16_rn(weight[i] * (xr[i] * inv));
 }

@@ -1,7 +1,8 @@
 /* RoPE on the device (rope.h's arithmetic: f32 angle, cos/sin in double
- * rounded to f32, optional scale), alone in place and fused into the QKV
- * epilogue with the KV page write. One block per token row; the block
- * first tabulates cos/sin for its position in shared memory. */
+ * rounded to f32, optional scale), alone in place (one block per row) and
+ * fused into the QKV epilogue with the KV page write (a block per slice
+ * of a row). Each block first tabulates cos/sin for its position in
+ * shared memory. */
 #include <errno.h>
 
 #include <cuda_bf16.h>
@@ -85,38 +86,56 @@ struct rope_kv_dev {
 	uint64_t page_stride;
 };
 
+/* Element J of a qkv row plus its bias. */
+static __device__ float biased(const float *row, const float *bias, uint32_t j)
+{
+	return bias ? row[j] + bias[j] : row[j];
+}
+
+/* Element d of the head starting at BASE of a biased qkv row, rotated
+ * (rotated() over global memory). */
+static __device__ float rotated_at(const float *row, const float *bias,
+				   uint32_t base, uint32_t d, uint32_t half,
+				   const float *cs)
+{
+	if (d < half)
+		return biased(row, bias, base + d) * cs[d] -
+		       biased(row, bias, base + d + half) * cs[half + d];
+	if (d < 2 * half)
+		return biased(row, bias, base + d) * cs[d - half] +
+		       biased(row, bias, base + d - half) * cs[d];
+	return biased(row, bias, base + d);
+}
+
 /* qkv (T,(Hq+2Hkv)D) f32 + bias -> q (T,Hq,D) f32 roped; K roped and V
- * as bf16 into k_cache/v_cache (pages,Hkv,P,D) at slots (T); block t =
- * row t. Shared: cos/sin (2 half), the biased row ((Hq+2Hkv) D). */
+ * as bf16 into k_cache/v_cache (pages,Hkv,P,D) at slots (T). Block (t, y)
+ * = elements [y * blockDim, (y + 1) * blockDim) of row t, one per thread
+ * (many blocks even for one decode row). Shared: cos/sin (2 half). */
 static __global__ void rope_kv(struct o1_rope_kv_args a, struct rope_kv_dev g)
 {
 	extern __shared__ float sh[];
 	uint32_t t = blockIdx.x, w = (g.hq + 2 * g.hkv) * g.d;
 	uint32_t qd = g.hq * g.d, kvd = g.hkv * g.d;
-	float *cp = sh + 2 * g.half;
+	uint32_t i = blockIdx.y * blockDim.x + threadIdx.x;
+	uint32_t d = i % g.d, head = i / g.d;
 	const float *src = a.qkv + (size_t)t * w;
 	uint32_t page = a.slots[t] / g.p, slot = a.slots[t] % g.p;
-	__nv_bfloat16 *kc = (__nv_bfloat16 *)a.k_cache + page * g.page_stride;
-	__nv_bfloat16 *vc = (__nv_bfloat16 *)a.v_cache + page * g.page_stride;
+	/* Hq is a multiple of Hkv: head % Hkv is the kv head */
+	size_t at = page * g.page_stride +
+		    ((size_t)(head % g.hkv) * g.p + slot) * g.d + d;
 
 	rope_table(sh, a.pos[t], a.inv_freq, g.half, a.scale);
-	for (uint32_t i = threadIdx.x; i < w; i += blockDim.x)
-		cp[i] = a.bias ? src[i] + a.bias[i] : src[i];
-	__syncthreads();
-	for (uint32_t i = threadIdx.x; i < w; i += blockDim.x) {
-		uint32_t d = i % g.d, head = i / g.d;
-		/* Hq is a multiple of Hkv: head % Hkv is the kv head */
-		size_t at = ((size_t)(head % g.hkv) * g.p + slot) * g.d + d;
-
-		if (i < qd)
-			a.q[(size_t)t * qd + i] =
-			    rotated(cp + head * g.d, d, g.half, sh);
-		else if (i < qd + kvd)
-			kc[at] = __float2bfloat16_rn(
-			    rotated(cp + head * g.d, d, g.half, sh));
-		else
-			vc[at] = __float2bfloat16_rn(cp[i]);
-	}
+	if (i >= w)
+		return;
+	if (i < qd)
+		a.q[(size_t)t * qd + i] =
+		    rotated_at(src, a.bias, head * g.d, d, g.half, sh);
+	else if (i < qd + kvd)
+		((__nv_bfloat16 *)a.k_cache)[at] = __float2bfloat16_rn(
+		    rotated_at(src, a.bias, head * g.d, d, g.half, sh));
+	else
+		((__nv_bfloat16 *)a.v_cache)[at] =
+		    __float2bfloat16_rn(biased(src, a.bias, i));
 }
 
 static int check_rope_kv(const struct o1_rope_kv_args *a,
@@ -145,12 +164,13 @@ extern "C" int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
 	struct rope_kv_dev g = {dm->n_heads,	 dm->n_kv_heads,
 				dm->head_dim,	 a->rot_dim / 2,
 				dm->page_tokens, dm->page_stride};
-	size_t smem =
-	    (a->rot_dim + (size_t)(g.hq + 2 * g.hkv) * g.d) * sizeof(float);
+	uint32_t w = (g.hq + 2 * g.hkv) * g.d;
+	size_t smem = a->rot_dim * sizeof(float);
 	int err = check_rope_kv(a, dm, smem);
 
 	if (err || !a->n_tokens)
 		return err;
-	rope_kv<<<a->n_tokens, ROPE_THREADS, smem, stream>>>(*a, g);
+	rope_kv<<<dim3(a->n_tokens, (w + ROPE_THREADS - 1) / ROPE_THREADS),
+		  ROPE_THREADS, smem, stream>>>(*a, g);
 	return O1_CUDA_LAUNCHED("rope_kv_write");
 }

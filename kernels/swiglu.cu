@@ -11,18 +11,21 @@ extern "C" {
 #include "log.h"
 }
 
-/* out (T,F) bf16; gate, up (T,F) f32 with row stride ld; block t = row t. */
+/* out (T,F) bf16; gate, up (T,F) f32 with row stride ld; one thread per
+ * output element, grid-stride (a block per row left a decode step with one
+ * block on the whole GPU). */
 static __global__ void swiglu(__nv_bfloat16 *out, const float *gate,
-			      const float *up, uint32_t ld, uint32_t f)
+			      const float *up, uint32_t ld, uint32_t f,
+			      uint64_t n)
 {
-	const float *g = gate + (size_t)blockIdx.x * ld;
-	const float *u = up + (size_t)blockIdx.x * ld;
-	__nv_bfloat16 *o = out + (size_t)blockIdx.x * f;
+	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
 
-	for (uint32_t i = threadIdx.x; i < f; i += blockDim.x) {
-		float x = g[i];
+	for (uint64_t e = blockIdx.x * blockDim.x + threadIdx.x; e < n;
+	     e += step) {
+		size_t at = e / f * ld + e % f;
+		float x = gate[at];
 
-		o[i] = __float2bfloat16_rn(x / (1.0f + expf(-x)) * u[i]);
+		out[e] = __float2bfloat16_rn(x / (1.0f + expf(-x)) * up[at]);
 	}
 }
 
@@ -30,13 +33,17 @@ extern "C" int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
 			      uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim,
 			      cudaStream_t stream)
 {
+	uint64_t n = (uint64_t)n_tokens * ffn_dim;
+	unsigned blocks =
+	    (n + 255) / 256 < 65536 ? (unsigned)((n + 255) / 256) : 65536;
+
 	if (!out || !gate || !up || !ffn_dim || ld < ffn_dim) {
 		o1_err("swiglu: bad operands: ffn_dim %u ld %u", ffn_dim, ld);
 		return -EINVAL;
 	}
 	if (!n_tokens)
 		return 0;
-	swiglu<<<n_tokens, 256, 0, stream>>>((__nv_bfloat16 *)out, gate, up, ld,
-					     ffn_dim);
+	swiglu<<<blocks, 256, 0, stream>>>((__nv_bfloat16 *)out, gate, up, ld,
+					   ffn_dim, n);
 	return O1_CUDA_LAUNCHED("swiglu");
 }

@@ -40,7 +40,7 @@
 
 #define ALIGN_BYTES    256
 #define HEAD_ROWS_MAX  256 /* LM head rows per chunk */
-#define ATT_SPLITS_MAX 16
+#define ATT_SPLITS_MAX 32
 #define BLAS_WS_BYTES  (32u << 20)
 
 static _Atomic uint64_t alloc_count;

@@ -573,7 +573,7 @@ static void test_attention(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		check_attention(&cases[i], 1);	/* one pass, no scratch */
-		check_attention(&cases[i], 16); /* split along the sequence */
+		check_attention(&cases[i], 32); /* split along the sequence */
 	}
 }
 

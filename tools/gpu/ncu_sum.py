@@ -6,7 +6,8 @@ import collections
 import csv
 import sys
 
-SCALE = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0,
+         "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
 rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith('"'))]
 if not rows:
     sys.exit("ncu_sum: no CSV rows")
