@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "harness.h"
 #include "o1/client.h"
 
@@ -76,6 +77,8 @@ static void test_single(void **state)
 /* Runs specs[idx[k]] for k < n on one connection, up to INFLIGHT at a
  * time; res[k] gets each outcome. Returns 0, or -1 when the connection
  * failed. */
+static int ready_fd = -1; /* run_many writes a byte there once connected */
+
 static int run_many(const char *socket, const unsigned *idx, unsigned n,
 		    unsigned inflight, struct result *res)
 {
@@ -88,6 +91,8 @@ static int run_many(const char *socket, const unsigned *idx, unsigned n,
 
 	memset(res, 0, n * sizeof(*res));
 	if (o1_client_connect(&co, &c))
+		return -1;
+	if (ready_fd >= 0 && write(ready_fd, "r", 1) != 1)
 		return -1;
 	while (!err && done < n) {
 		while (sent < n && sent - done < inflight) {
@@ -328,6 +333,66 @@ static void test_prefix_cache(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* A child under SIGTERM: submits every spec, then reads until the daemon
+ * is gone. Each request must end with exactly one FINAL: complete and
+ * right, or refused/cut off by the drain. Exit 0 when so. */
+static int child_drain(const char *socket, unsigned who)
+{
+	unsigned idx[N_SPECS];
+	struct result res[N_SPECS];
+	int bad = 0;
+
+	for (unsigned k = 0; k < N_SPECS; k++)
+		idx[k] = (k + who) % N_SPECS;
+	if (run_many(socket, idx, N_SPECS, N_SPECS, res))
+		return 2;
+	for (unsigned k = 0; k < N_SPECS; k++) {
+		const struct result *r = &res[k];
+
+		if (r->finals != 1)
+			bad = 1;
+		else if (r->finish == O1_FINISH_REASON_ERROR ||
+			 r->finish == O1_FINISH_REASON_CANCELLED)
+			bad |= r->error != -O1_E_DRAINING;
+		else
+			bad |= result_same(r, &refs[idx[k]], "drain") != 0;
+	}
+	return bad;
+}
+
+static void test_drain(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"scheduler.max_batch_tokens=32", NULL};
+	struct result r;
+	pid_t pids[4];
+	int fds[2];
+	char b;
+
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	assert_int_equal(pipe(fds), 0);
+	for (unsigned c = 0; c < 4; c++) {
+		pids[c] = fork();
+		if (pids[c] == 0) {
+			ready_fd = fds[1];
+			_exit(child_drain(d->socket, c));
+		}
+	}
+	for (unsigned c = 0; c < 4; c++)
+		assert_int_equal(read(fds[0], &b, 1), 1);
+	close(fds[0]);
+	close(fds[1]);
+	kill(d->pid, SIGTERM);
+	usleep(2000);
+	if (!spec_run(d->socket, &specs[0], &r)) {
+		assert_int_equal(r.finals, 1);
+		assert_int_equal(r.error, -O1_E_DRAINING);
+	}
+	for (unsigned c = 0; c < 4; c++)
+		assert_int_equal(reap(pids[c]), 0);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +402,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_client_death),
 	    cmocka_unit_test(test_cancel),
 	    cmocka_unit_test(test_prefix_cache),
+	    cmocka_unit_test(test_drain),
 	};
 
 	if (argc < 3) {
