@@ -95,6 +95,26 @@ static int text_add_default(struct text *t)
 	return err;
 }
 
+/* Blanks (with spaces) Markdown table rows (lines starting with '|') and
+ * fenced code blocks, fence lines included: the model learns prose. */
+static void text_drop_tables_and_code(struct text *t)
+{
+	char *p = t->buf, *end = t->buf + t->len;
+	bool fence = false;
+
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *eol = nl ? nl : end;
+		bool is_fence = eol - p >= 3 && memcmp(p, "```", 3) == 0;
+
+		if (is_fence)
+			fence = !fence;
+		if (is_fence || fence || *p == '|')
+			memset(p, ' ', (size_t)(eol - p));
+		p = nl ? nl + 1 : end;
+	}
+}
+
 static int text_read(const struct o1model_demo_opts *o, struct text *t)
 {
 	int err = 0;
@@ -108,6 +128,8 @@ static int text_read(const struct o1model_demo_opts *o, struct text *t)
 		err = text_add_default(t);
 	for (uint32_t i = 0; i < o->n_texts && !err; i++)
 		err = text_add_file(t, o->texts[i]);
+	if (!err)
+		text_drop_tables_and_code(t);
 	return err;
 }
 

@@ -7,6 +7,9 @@
  *   up to O1MODEL_DEMO_MERGES merges (bpe_train.h), so the text's words
  *   are single tokens (up to 63 bytes); EOS <|im_end|>, ChatML chat template,
  * BOS added to prompts;
+ * - the texts are concatenated with "\n\n" between them; Markdown table
+ *   rows (lines starting with '|') and fenced code blocks (from a line
+ *   starting with ``` to the next, both included) become blank lines;
  * - the text is cut into paragraphs at blank lines (a line holding only
  *   spaces, tabs or '\r' counts as blank); each paragraph, without its
  *   final newline, is encoded with the model's tokenizer (no special
