@@ -3,7 +3,7 @@
  * against `o1model run` with the same parameters, every request must get
  * exactly one FINAL, and at idle every KV page must be free (or held by
  * the prefix cache alone).
- * argv: o1d o1model */
+ * argv: o1d o1model o1ctl */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +22,7 @@
 #include "harness.h"
 #include "o1/client.h"
 
-static const char *o1d_bin, *o1model_bin;
+static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
 
 #define N_SPECS 20
 
@@ -393,6 +393,51 @@ static void test_drain(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+static int o1ctl(const struct daemon_proc *d, const char *args)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%s %s --socket %s >/dev/null", o1ctl_bin,
+		 args, d->socket);
+	return system(cmd);
+}
+
+/* o1ctl status/drain/resume, and admin requests + cancel of a stream. */
+static void test_admin(void **state)
+{
+	struct daemon_proc *d = *state;
+	char buf[8192], req[128];
+	struct result r;
+	unsigned long long client;
+	const char *at;
+	pid_t pid;
+
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	assert_int_equal(o1ctl(d, "status"), 0);
+	assert_int_equal(o1ctl(d, "drain"), 0);
+	assert_int_equal(spec_run(d->socket, &specs[0], &r), 0);
+	assert_int_equal(r.finals, 1);
+	assert_int_equal(r.error, -O1_E_DRAINING);
+	assert_int_equal(o1ctl(d, "resume"), 0);
+	assert_int_equal(spec_run(d->socket, &specs[0], &r), 0);
+	assert_int_equal(result_same(&r, &refs[0], "resumed"), 0);
+	pid = spawn_streamer(d->socket);
+	wait_running(d->socket, 1);
+	assert_int_equal(admin_send(d->socket, "{\"op\":\"requests\"}", buf,
+				    sizeof(buf)),
+			 0);
+	at = strstr(buf, "\"client\":");
+	assert_non_null(at);
+	client = strtoull(at + 9, NULL, 10);
+	assert_non_null(strstr(buf, "\"req_id\":7"));
+	snprintf(req, sizeof(req), "cancel %llu 7", client);
+	assert_int_equal(o1ctl(d, req), 0);
+	assert_int_not_equal(o1ctl(d, "cancel 1 2 3x"), 0);
+	assert_int_equal(reap(pid), 0);
+	expect_idle(d);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,12 +448,14 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_cancel),
 	    cmocka_unit_test(test_prefix_cache),
 	    cmocka_unit_test(test_drain),
+	    cmocka_unit_test(test_admin),
 	};
 
-	if (argc < 3) {
-		fprintf(stderr, "usage: test_o1d O1D O1MODEL\n");
+	if (argc < 4) {
+		fprintf(stderr, "usage: test_o1d O1D O1MODEL O1CTL\n");
 		return 2;
 	}
+	o1ctl_bin = argv[3];
 	o1d_bin = argv[1];
 	o1model_bin = argv[2];
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,48 @@
+/* o1ctl cancel CLIENT REQ_ID: cancels one request (admin op "cancel");
+ * its client still gets the FINAL (CANCELLED). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "o1ctl.h"
+#include "o1ctl_admin.h"
+
+static int parse_u64(const char *s, unsigned long long *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	*out = strtoull(s, &end, 10);
+	return *end ? -1 : 0;
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: o1ctl cancel CLIENT REQ_ID [--socket PATH]\n"
+	    "  CLIENT and REQ_ID as o1ctl requests lists them\n";
+	unsigned long long client, id;
+	char req[128];
+	cJSON *r = NULL;
+	int json = 0, ret;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("%s", usage);
+			return 0;
+		}
+	if (parse_u64(o1ctl_admin_arg(argc, argv, 0), &client) ||
+	    parse_u64(o1ctl_admin_arg(argc, argv, 1), &id)) {
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	snprintf(req, sizeof(req),
+		 "{\"op\":\"cancel\",\"client\":%llu,\"req_id\":%llu}", client,
+		 id);
+	ret = o1ctl_admin(argc, argv, usage, req, &r, &json);
+	if (!ret)
+		printf("cancelled client %llu request %llu\n", client, id);
+	cJSON_Delete(r);
+	return ret;
+}

@@ -1,0 +1,63 @@
+/* o1ctl status: the daemon's model, backend, KV pages, queue and
+ * clients (admin op "status"). */
+#include <stdio.h>
+
+#include "o1ctl.h"
+#include "o1ctl_admin.h"
+
+static double num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "?";
+}
+
+static void print(const cJSON *r)
+{
+	const cJSON *kv = cJSON_GetObjectItemCaseSensitive(r, "kv");
+
+	printf("model:      %s\nbackend:    %s\nuptime:     %.0f s%s\n",
+	       str(r, "model"), str(r, "backend"), num(r, "uptime_s"),
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "draining"))
+		   ? " (draining)"
+		   : "");
+	printf("requests:   %.0f running, %.0f waiting, %.0f held\n",
+	       num(r, "running"), num(r, "waiting"), num(r, "active"));
+	printf("clients:    %.0f\n", num(r, "clients"));
+	printf("kv pages:   %.0f total, %.0f used, %.0f cached, %.0f free\n",
+	       num(kv, "pages_total"), num(kv, "pages_used"),
+	       num(kv, "pages_cached"), num(kv, "pages_free"));
+	printf("steps:      %.0f, preemptions %.0f, prefix hits %.0f / "
+	       "misses %.0f\n",
+	       num(r, "steps"), num(r, "preemptions"), num(r, "prefix_hits"),
+	       num(r, "prefix_misses"));
+}
+
+int cmd_status(int argc, char **argv)
+{
+	cJSON *r = NULL;
+	int json = 0;
+	int ret = o1ctl_admin(argc, argv,
+			      "usage: o1ctl status [--socket PATH] [--json]\n",
+			      "{\"op\":\"status\"}", &r, &json);
+	char *text;
+
+	if (ret || !r)
+		return ret;
+	if (json) {
+		text = cJSON_PrintUnformatted(r);
+		printf("%s\n", text ? text : "{}");
+		cJSON_free(text);
+	} else {
+		print(r);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
