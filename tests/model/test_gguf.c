@@ -16,48 +16,7 @@
 
 #include "error.h"
 #include "gguf.h"
-
-/* Allocation failure injection: the executable links with --wrap for
- * malloc, calloc, realloc and strdup (tests/model/CMakeLists.txt). While
- * alloc_budget >= 0, each allocation spends one unit and the one that
- * finds it at 0 fails. */
-static long alloc_budget = -1;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-
-static bool alloc_fails(void)
-{
-	if (alloc_budget < 0)
-		return false;
-	return alloc_budget-- == 0;
-}
-
-void *__wrap_malloc(size_t n)
-{
-	return alloc_fails() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-	return alloc_fails() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-	return alloc_fails() ? NULL : __real_realloc(p, n);
-}
-
-char *__wrap_strdup(const char *s)
-{
-	return alloc_fails() ? NULL : __real_strdup(s);
-}
+#include "test_util.h"
 
 /* A growable byte image. */
 struct img {
@@ -420,16 +379,6 @@ static void test_nested(void **state)
 	}
 }
 
-static void temp_path(char *path, size_t size)
-{
-	int fd;
-
-	snprintf(path, size, "/tmp/o1_test_gguf_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-}
-
 static void set_all_types(struct o1_gguf_writer *w)
 {
 	const uint8_t u8 = 250;
@@ -577,7 +526,7 @@ static void test_writer_round_trip(void **state)
 		f32[i] = (float)i * 0.5f - 3;
 	for (int i = 0; i < 68; i++)
 		q8[i] = (uint8_t)(i * 37);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "gguf");
 	assert_int_equal(o1_gguf_writer_create(&w), 0);
 	set_all_types(w);
 	add_tensors(w, f32, q8);
@@ -609,7 +558,7 @@ static void test_writer_alignment(void **state)
 	char path[64];
 
 	(void)state;
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "gguf");
 	assert_int_equal(o1_gguf_writer_create(&w), 0);
 	assert_int_equal(o1_gguf_writer_set_u32(w, "general.alignment", 256),
 			 0);
@@ -640,7 +589,7 @@ static void test_open_errors(void **state)
 
 	(void)state;
 	assert_int_equal(o1_gguf_open("/nonexistent/x.gguf", &g), -ENOENT);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "gguf");
 	assert_int_equal(o1_gguf_open(path, &g), -O1_E_FORMAT); /* empty */
 	f = fopen(path, "wb");
 	fwrite("GGUF\x01\x00\x00\x00", 1, 8, f);
@@ -660,7 +609,7 @@ static void test_open_errors(void **state)
 	assert_int_equal(o1_gguf_writer_create(&w), 0);
 	assert_int_equal(
 	    o1_gguf_writer_set_arr(w, "k", O1_GGUF_STRING, strs, 3), -EINVAL);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "gguf");
 	unlink(path);
 	assert_int_equal(o1_gguf_writer_write(w, path), -EINVAL);
 	assert_int_equal(access(path, F_OK), -1);
@@ -682,9 +631,9 @@ static void test_open_enomem(void **state)
 	(void)state;
 	build(&m, &f);
 	for (k = 0;; k++) {
-		alloc_budget = k;
+		o1_test_alloc_fail_at(k);
 		err = o1_gguf_open_memory(m.b, m.len, &g);
-		alloc_budget = -1;
+		o1_test_alloc_fail_at(-1);
 		if (err == 0)
 			break;
 		assert_int_equal(err, -ENOMEM);
@@ -703,7 +652,7 @@ static int write_with_budget(long k, const char *path)
 	const float v[2] = {1, 2};
 	int err;
 
-	alloc_budget = k;
+	o1_test_alloc_fail_at(k);
 	err = o1_gguf_writer_create(&w);
 	if (!err)
 		err = o1_gguf_writer_set_str(w, "s", "value");
@@ -716,7 +665,7 @@ static int write_with_budget(long k, const char *path)
 						8);
 	if (!err || w)
 		err = err ? err : o1_gguf_writer_write(w, path);
-	alloc_budget = -1;
+	o1_test_alloc_fail_at(-1);
 	o1_gguf_writer_destroy(w);
 	return err;
 }
@@ -729,7 +678,7 @@ static void test_writer_enomem(void **state)
 	int err;
 
 	(void)state;
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "gguf");
 	for (k = 0; (err = write_with_budget(k, path)) != 0; k++)
 		assert_int_equal(err, -ENOMEM);
 	assert_true(k >= 6);

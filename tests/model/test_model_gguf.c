@@ -20,52 +20,12 @@
 #include "error.h"
 #include "gguf.h"
 #include "model.h"
+#include "test_util.h"
 
 #define TINY	   O1_SHARED_DIR "/testdata/models/llama-2-tiny-random.gguf"
 #define VOCAB_GPT2 O1_SHARED_DIR "/testdata/vocab/ggml-vocab-gpt-2.gguf"
 #define VOCAB_SPM  O1_SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf"
 #define HF_DIR	   O1_SHARED_DIR "/testdata/hf/"
-
-/* Allocation failure injection (linked with --wrap, see
- * tests/model/CMakeLists.txt): while alloc_budget >= 0 each allocation
- * spends one unit and the one that finds it at 0 fails. */
-static long alloc_budget = -1;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-
-static bool alloc_fails(void)
-{
-	if (alloc_budget < 0)
-		return false;
-	return alloc_budget-- == 0;
-}
-
-void *__wrap_malloc(size_t n)
-{
-	return alloc_fails() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-	return alloc_fails() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-	return alloc_fails() ? NULL : __real_realloc(p, n);
-}
-
-char *__wrap_strdup(const char *s)
-{
-	return alloc_fails() ? NULL : __real_strdup(s);
-}
 
 /* A model whose tensors own float32 buffers (freed by synth_free). */
 struct synth {
@@ -163,16 +123,6 @@ static void synth_free(struct synth *s)
 	o1_model_close(s->m);
 }
 
-static void temp_path(char *path, size_t size)
-{
-	int fd;
-
-	snprintf(path, size, "/tmp/o1_test_model_XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-}
-
 static float *read_all(const struct o1_model *m, const struct o1_tensor *t)
 {
 	float *f = malloc(o1_tensor_elements(t) * sizeof(float));
@@ -180,26 +130,6 @@ static float *read_all(const struct o1_model *m, const struct o1_tensor *t)
 	assert_non_null(f);
 	assert_int_equal(o1_tensor_read_f32(m, t, f), 0);
 	return f;
-}
-
-static void assert_desc_equal(const struct o1_model_desc *a,
-			      const struct o1_model_desc *b)
-{
-	assert_string_equal(a->name, b->name);
-	assert_int_equal(a->n_layers, b->n_layers);
-	assert_int_equal(a->dim, b->dim);
-	assert_int_equal(a->n_heads, b->n_heads);
-	assert_int_equal(a->n_kv_heads, b->n_kv_heads);
-	assert_int_equal(a->head_dim, b->head_dim);
-	assert_int_equal(a->ffn_dim, b->ffn_dim);
-	assert_int_equal(a->vocab_size, b->vocab_size);
-	assert_int_equal(a->max_context_tokens, b->max_context_tokens);
-	assert_true(a->norm_eps == b->norm_eps);
-	assert_int_equal(a->tied_embeddings, b->tied_embeddings);
-	assert_int_equal(a->qkv_bias, b->qkv_bias);
-	assert_true(a->rope.theta == b->rope.theta);
-	assert_int_equal(a->rope.dim, b->rope.dim);
-	assert_int_equal(a->rope.scaling, b->rope.scaling);
 }
 
 /* Every tensor of S reads back from the file exactly (F32 storage). */
@@ -261,10 +191,11 @@ static void round_trip(enum o1_arch arch)
 
 	srand(arch + 1);
 	synth_make(&s, arch);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
 	assert_int_equal(o1_model_open(path, &m), 0);
-	assert_desc_equal(&m->desc, &s.m->desc);
+	assert_string_equal(m->desc.name, s.m->desc.name);
+	o1_test_assert_desc_equal(&m->desc, &s.m->desc);
 	assert_int_equal(m->desc.arch,
 			 arch == O1_ARCH_MISTRAL ? O1_ARCH_LLAMA : arch);
 	assert_int_equal(m->n_tensors, s.m->n_tensors);
@@ -322,7 +253,7 @@ static void test_llama_bias_permuted(void **state)
 	srand(5);
 	synth_make(&s, O1_ARCH_QWEN2);
 	s.m->desc.arch = O1_ARCH_LLAMA;
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
 	assert_int_equal(o1_model_open(path, &m), 0);
 	assert_true(m->desc.qkv_bias);
@@ -343,7 +274,7 @@ static void half_round_trip(enum o1_dtype dtype)
 
 	srand(11);
 	synth_make(&s, O1_ARCH_LLAMA);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_model_write_gguf(s.m, dtype, path), 0);
 	assert_int_equal(o1_model_open(path, &m), 0);
 	for (uint32_t i = 0; i < s.m->n_tensors; i++) {
@@ -381,7 +312,7 @@ static void test_f16_bf16(void **state)
 	half_round_trip(O1_DTYPE_F16);
 	half_round_trip(O1_DTYPE_BF16);
 	synth_make(&s, O1_ARCH_LLAMA);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_Q8_0, path),
 			 -EINVAL);
 	synth_free(&s);
@@ -393,7 +324,7 @@ static struct o1_model *write_load(const struct synth *s, char *path,
 {
 	struct o1_model *m;
 
-	temp_path(path, size);
+	o1_test_file_make(path, size, "model");
 	assert_int_equal(o1_model_write_gguf(s->m, O1_DTYPE_F32, path), 0);
 	assert_int_equal(o1_model_open(path, &m), 0);
 	unlink(path);
@@ -482,7 +413,7 @@ static void test_rope_llama3(void **state)
 			      .low_freq_factor = 1,
 			      .high_freq_factor = 4,
 			      .original_max_positions = 8192};
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
 	/* n_layers 0 fails validation: load through the loader directly */
 	m = calloc(1, sizeof(*m));
@@ -583,7 +514,7 @@ static void test_vocab_round_trip(void **state)
 		assert_int_equal(m->desc.bos_id, 1);
 		assert_int_equal(m->desc.eos_id, 2);
 		o1_model_close(m);
-		temp_path(path, sizeof(path));
+		o1_test_file_make(path, sizeof(path), "model");
 		assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F16, path),
 				 0);
 		assert_int_equal(o1_vocab_load_gguf(path, &v), 0);
@@ -604,7 +535,7 @@ static void vocab_defaults(const char *model, const char *pre, bool add_bos,
 	struct o1_vocab *v;
 	char path[64];
 
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_gguf_writer_create(&w), 0);
 	assert_int_equal(
 	    o1_gguf_writer_set_str(w, "tokenizer.ggml.model", model), 0);
@@ -649,7 +580,7 @@ static int open_edited(void (*edit)(struct o1_gguf_writer *w))
 	const uint64_t ne[4] = {16};
 	int err;
 
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_gguf_writer_create(&w), 0);
 	assert_int_equal(
 	    o1_gguf_writer_set_str(w, "general.architecture", "llama"), 0);
@@ -900,7 +831,7 @@ static void test_quantized_model(void **state)
 
 	(void)state;
 	srand(3);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	write_q8_model(path, ref, NULL, 0);
 	assert_int_equal(o1_model_open(path, &m), 0);
 	assert_int_equal(m->desc.vocab_size, 64);
@@ -936,7 +867,7 @@ static int open_with_extra(const char *extra, uint64_t ne, uint32_t *n_tensors)
 	char path[64];
 	int err;
 
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	write_q8_model(path, ref, extra, ne);
 	err = o1_model_open(path, &m);
 	if (!err) {
@@ -1043,7 +974,7 @@ static void test_tiny_random(void **state)
 		skip();
 	assert_int_equal(o1_model_open(TINY, &m), 0);
 	check_tiny_desc(m);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_model_write_gguf(m, O1_DTYPE_F16, path), 0);
 	assert_int_equal(o1_model_open(path, &m2), 0);
 	check_tiny_desc(m2);
@@ -1116,7 +1047,7 @@ static void hf_to_gguf(const char *dir)
 	char path[64];
 
 	assert_int_equal(o1_model_open(dir, &a), 0);
-	temp_path(path, sizeof(path));
+	o1_test_file_make(path, sizeof(path), "model");
 	assert_int_equal(o1_model_write_gguf(a, O1_DTYPE_F32, path), 0);
 	assert_int_equal(o1_model_open(path, &b), 0);
 	unlink(path);
@@ -1167,13 +1098,13 @@ static void test_enomem(void **state)
 	(void)state;
 	synth_make(&s, O1_ARCH_LLAMA);
 	make_vocab(&s.m->vocab, O1_VOCAB_BPE);
-	temp_path(path, sizeof(path));
-	temp_path(out, sizeof(out));
+	o1_test_file_make(path, sizeof(path), "model");
+	o1_test_file_make(out, sizeof(out), "model");
 	assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F32, path), 0);
 	for (k = 0;; k++) {
-		alloc_budget = k;
+		o1_test_alloc_fail_at(k);
 		err = o1_model_open(path, &m);
-		alloc_budget = -1;
+		o1_test_alloc_fail_at(-1);
 		if (!err)
 			break;
 		assert_int_equal(err, -ENOMEM);
@@ -1181,20 +1112,20 @@ static void test_enomem(void **state)
 	assert_true(k > 10);
 	assert_int_equal(m->vocab->n_merges, 2);
 	o1_model_close(m);
-	for (k = 0; (alloc_budget = k, err = o1_vocab_load_gguf(path, &v));
+	for (k = 0; (o1_test_alloc_fail_at(k), err = o1_vocab_load_gguf(path, &v));
 	     k++) {
-		alloc_budget = -1;
+		o1_test_alloc_fail_at(-1);
 		assert_int_equal(err, -ENOMEM);
 	}
-	alloc_budget = -1;
+	o1_test_alloc_fail_at(-1);
 	o1_vocab_destroy(v);
-	for (k = 0; (alloc_budget = k,
+	for (k = 0; (o1_test_alloc_fail_at(k),
 		    err = o1_model_write_gguf(s.m, O1_DTYPE_BF16, out));
 	     k++) {
-		alloc_budget = -1;
+		o1_test_alloc_fail_at(-1);
 		assert_int_equal(err, -ENOMEM);
 	}
-	alloc_budget = -1;
+	o1_test_alloc_fail_at(-1);
 	assert_true(k > 10);
 	assert_int_equal(o1_model_open(out, &m), 0);
 	o1_model_close(m);
