@@ -3,9 +3,6 @@
 # o1_add_test(NAME SOURCES... LIBS ...): one cmocka executable per tested
 # facility, registered with CTest; exit code 77 is reported as skipped.
 function(o1_add_test name)
-  if(NOT BUILD_TESTING)
-    return()
-  endif()
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;ARGS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} PkgConfig::CMOCKA)
@@ -33,5 +30,6 @@ function(o1_add_fuzzer name)
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_libraries(${name} PRIVATE ${F_LIBS})
+    add_dependencies(o1_fuzzers ${name})
   endif()
 endfunction()

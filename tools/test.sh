@@ -9,16 +9,21 @@ jobs=$(nproc)
 
 ./tools/deps.sh
 
-build() { # build DIR CMAKE_ARGS...
+configure() { # configure DIR CMAKE_ARGS...
   local dir=$1; shift
   cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
+}
+
+build() { # build DIR CMAKE_ARGS...
+  configure "$@"
+  cmake --build "$1" -j "$jobs"
 }
 
 # Fuzzing first (short), so the final lines are ctest's summaries.
 if command -v clang >/dev/null; then
-  build build/fuzz -DCMAKE_C_COMPILER=clang -DO1_FUZZ=ON -DO1_CUDA=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF
+  configure build/fuzz -DCMAKE_C_COMPILER=clang -DO1_FUZZ=ON -DO1_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake --build build/fuzz -j "$jobs" --target o1_fuzzers
   for f in build/fuzz/tests/fuzz/fuzz_*; do
     [ -x "$f" ] || continue
     name=$(basename "$f")
