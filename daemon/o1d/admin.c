@@ -42,9 +42,8 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "clients", (double)ist.clients_connected);
 	cJSON_AddNumberToObject(kv, "pages_total", st.pages_total);
 	cJSON_AddNumberToObject(kv, "pages_free", st.pages_free);
-	cJSON_AddNumberToObject(kv, "pages_used", st.pages_total -
-						      st.pages_free -
-						      st.pages_cached);
+	cJSON_AddNumberToObject(
+	    kv, "pages_used", st.pages_total - st.pages_free - st.pages_cached);
 	cJSON_AddNumberToObject(kv, "pages_cached", st.pages_cached);
 	cJSON_AddNumberToObject(o, "steps", (double)st.steps);
 	cJSON_AddNumberToObject(o, "preemptions", (double)st.preemptions);
@@ -61,9 +60,9 @@ static void add_request(struct o1_engine *e, cJSON *list,
 	cJSON_AddNumberToObject(o, "req_id", (double)r->req_id);
 	cJSON_AddNumberToObject(o, "pid", r->pid);
 	cJSON_AddNumberToObject(o, "uid", r->uid);
-	cJSON_AddStringToObject(o, "phase",
-				phase_name(atomic_load_explicit(
-				    &r->phase, memory_order_relaxed)));
+	cJSON_AddStringToObject(
+	    o, "phase",
+	    phase_name(atomic_load_explicit(&r->phase, memory_order_relaxed)));
 	cJSON_AddNumberToObject(
 	    o, "prompt_tokens",
 	    atomic_load_explicit(&r->n_prompt, memory_order_relaxed));
@@ -107,8 +106,7 @@ static int do_cancel(struct o1_engine *e, const cJSON *req, const char **why)
 		return -ENOENT;
 	}
 	o1_info("admin: cancelled client %u request %llu",
-		(uint32_t)c->valuedouble,
-		(unsigned long long)id->valuedouble);
+		(uint32_t)c->valuedouble, (unsigned long long)id->valuedouble);
 	return 0;
 }
 

@@ -324,8 +324,8 @@ int o1_engine_cancel_req(struct o1_engine *e, uint32_t client_id,
 	return -ENOENT;
 }
 
-static void on_cancel(void *ctx, struct o1_ipc_server *srv,
-		      uint32_t client_id, uint64_t req_id)
+static void on_cancel(void *ctx, struct o1_ipc_server *srv, uint32_t client_id,
+		      uint64_t req_id)
 {
 	(void)srv;
 	o1_engine_cancel_req(ctx, client_id, req_id, O1_REQ_CANCEL);
@@ -349,8 +349,8 @@ static void on_disconnect(void *ctx, struct o1_ipc_server *srv,
 		n++;
 	}
 	if (n) {
-		o1_info("client %u gone: cancelling its %u requests",
-			client_id, n);
+		o1_info("client %u gone: cancelling its %u requests", client_id,
+			n);
 		wake_engine(e);
 	}
 }
@@ -366,10 +366,10 @@ static void free_slot(struct o1_engine *e, struct o1_req *r)
 /* Posts R's queued events; returns 1 when something moved. */
 static int drain_slot(struct o1_engine *e, struct o1_req *r)
 {
-	uint32_t tail = atomic_load_explicit(&r->out_tail,
-					     memory_order_relaxed);
-	uint32_t head = atomic_load_explicit(&r->out_head,
-					     memory_order_acquire);
+	uint32_t tail =
+	    atomic_load_explicit(&r->out_tail, memory_order_relaxed);
+	uint32_t head =
+	    atomic_load_explicit(&r->out_head, memory_order_acquire);
 	int moved = 0;
 
 	while (tail != head) {
@@ -383,8 +383,7 @@ static int drain_slot(struct o1_engine *e, struct o1_req *r)
 			r->dead = true;
 		tail++;
 		moved = 1;
-		atomic_store_explicit(&r->out_tail, tail,
-				      memory_order_release);
+		atomic_store_explicit(&r->out_tail, tail, memory_order_release);
 		if (ev->op == O1_EV_FINAL) {
 			free_slot(e, r);
 			break;

@@ -97,10 +97,10 @@ static int open_model(struct o1d *d)
 		err = o1_tokenizer_create(d->model->vocab, &d->tok);
 		if (err)
 			return err;
-		d->has_chat = d->model->vocab->chat_template &&
-			      !o1_chat_template_init(
-				  &d->chat, d->model->vocab->chat_template,
-				  NULL);
+		d->has_chat =
+		    d->model->vocab->chat_template &&
+		    !o1_chat_template_init(
+			&d->chat, d->model->vocab->chat_template, NULL);
 	} else {
 		o1_warn("%s has no vocabulary: token-id prompts only",
 			d->cfg.model.path);
@@ -239,8 +239,8 @@ static int create_engine(struct o1d *d)
 		    .tok = d->tok,
 		    .chat = d->has_chat ? &d->chat : NULL,
 		    .metrics = d->metrics,
-		    .step = (int (*)(void *, const struct o1_step *))
-			o1_backend_step,
+		    .step = (int (*)(void *,
+				     const struct o1_step *))o1_backend_step,
 		    .step_ctx = d->backend,
 		    .vocab_size = o1_backend_vocab_size(d->backend),
 		    .max_context = d->ctx,
@@ -256,8 +256,8 @@ static int create_engine(struct o1d *d)
 				     : d->model->desc.eos_id,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
-	    .model_name = c->model.name[0] ? c->model.name
-					   : d->model->desc.name,
+	    .model_name =
+		c->model.name[0] ? c->model.name : d->model->desc.name,
 	    .backend_name = o1_backend_name(d->kind),
 	    .reload = reload,
 	    .reload_ctx = d,
@@ -336,10 +336,9 @@ static void reload(void *ctx, struct o1_engine *e)
 		return;
 	}
 	o1_log_set_level(c.log.level);
-	o1_engine_set_limits(e, c.scheduler.max_batch_tokens,
-			     c.scheduler.max_running,
-			     c.scheduler.prefill_chunk_tokens,
-			     c.daemon.drain_timeout_ms);
+	o1_engine_set_limits(
+	    e, c.scheduler.max_batch_tokens, c.scheduler.max_running,
+	    c.scheduler.prefill_chunk_tokens, c.daemon.drain_timeout_ms);
 	if (memcmp(&c.model, &o->model, sizeof(c.model)) ||
 	    memcmp(&c.backend, &o->backend, sizeof(c.backend)) ||
 	    memcmp(&c.kv, &o->kv, sizeof(c.kv)))

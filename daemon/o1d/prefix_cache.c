@@ -16,7 +16,7 @@
 struct entry {
 	uint64_t key;
 	uint64_t parent;
-	uint32_t next;		/* bucket chain */
+	uint32_t next; /* bucket chain */
 	uint32_t prev_lru;
 	uint32_t next_lru;
 	bool listed;
@@ -44,8 +44,7 @@ static uint64_t mix(uint64_t h)
 	return h;
 }
 
-uint64_t o1_prefix_cache_key(uint64_t parent, const int32_t *tokens,
-			     uint32_t n)
+uint64_t o1_prefix_cache_key(uint64_t parent, const int32_t *tokens, uint32_t n)
 {
 	uint64_t h = mix(parent + 0x9e3779b97f4a7c15ull);
 
@@ -75,8 +74,8 @@ int o1_prefix_cache_create(struct o1_kv_pool *pool,
 		c->n_buckets <<= 1;
 	c->buckets = malloc(c->n_buckets * sizeof(uint32_t));
 	c->ent = calloc(c->n_pages, sizeof(struct entry));
-	c->tokens = malloc((size_t)c->n_pages * c->page_tokens *
-			   sizeof(int32_t));
+	c->tokens =
+	    malloc((size_t)c->n_pages * c->page_tokens * sizeof(int32_t));
 	if (!c->buckets || !c->ent || !c->tokens) {
 		o1_prefix_cache_destroy(c);
 		return -ENOMEM;

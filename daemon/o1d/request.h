@@ -68,10 +68,10 @@ struct o1_req {
 	uint32_t stop_str_bytes;
 	uint32_t n_stop_str;
 
-	_Atomic int cancel;	     /* enum o1_req_cancel */
-	_Atomic int phase;	     /* enum o1_req_phase */
-	_Atomic uint32_t generated;  /* tokens sampled so far */
-	_Atomic uint32_t n_prompt;   /* prompt tokens once tokenized */
+	_Atomic int cancel;	    /* enum o1_req_cancel */
+	_Atomic int phase;	    /* enum o1_req_phase */
+	_Atomic uint32_t generated; /* tokens sampled so far */
+	_Atomic uint32_t n_prompt;  /* prompt tokens once tokenized */
 
 	/* front only */
 	bool active;
@@ -88,10 +88,10 @@ struct o1_req {
 
 static inline uint32_t o1_req_out_free(struct o1_req *r)
 {
-	uint32_t head = atomic_load_explicit(&r->out_head,
-					     memory_order_relaxed);
-	uint32_t tail = atomic_load_explicit(&r->out_tail,
-					     memory_order_acquire);
+	uint32_t head =
+	    atomic_load_explicit(&r->out_head, memory_order_relaxed);
+	uint32_t tail =
+	    atomic_load_explicit(&r->out_tail, memory_order_acquire);
 
 	return O1_REQ_OUT_ENTRIES - (head - tail);
 }
@@ -100,8 +100,8 @@ static inline uint32_t o1_req_out_free(struct o1_req *r)
 static inline void o1_req_out_push(struct o1_req *r,
 				   const union o1_wire_entry *ev)
 {
-	uint32_t head = atomic_load_explicit(&r->out_head,
-					     memory_order_relaxed);
+	uint32_t head =
+	    atomic_load_explicit(&r->out_head, memory_order_relaxed);
 
 	r->out[head & (O1_REQ_OUT_ENTRIES - 1)] = *ev;
 	atomic_store_explicit(&r->out_head, head + 1, memory_order_release);

@@ -1,8 +1,8 @@
 /* See sampling.h: parameter and result copies, nothing else. */
 #include <stddef.h>
 
-#include "sampling.h"
 #include "sampler.h"
+#include "sampling.h"
 
 int o1_sampling_create(const struct o1_sampling_req *r, uint32_t vocab,
 		       const int32_t *prompt, uint32_t n,
@@ -50,8 +50,8 @@ int o1_sampling_next(struct o1_sampler *s, const float *logits,
 		return err;
 	out->id = smp.id;
 	out->logprob = smp.logprob;
-	out->n_top = smp.n_top < O1_SAMPLING_TOP_MAX ? smp.n_top
-						      : O1_SAMPLING_TOP_MAX;
+	out->n_top =
+	    smp.n_top < O1_SAMPLING_TOP_MAX ? smp.n_top : O1_SAMPLING_TOP_MAX;
 	for (uint32_t i = 0; i < out->n_top; i++) {
 		out->top_id[i] = smp.top[i].id;
 		out->top_lp[i] = smp.top[i].logprob;

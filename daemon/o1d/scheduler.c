@@ -92,8 +92,7 @@ static void count(struct o1_sched *s, enum o1_metrics_ctr c, uint64_t n)
 		o1_metrics_add(s->o.metrics, c, n);
 }
 
-static void observe(struct o1_sched *s, enum o1_metrics_hist_id h,
-		    uint64_t ns)
+static void observe(struct o1_sched *s, enum o1_metrics_hist_id h, uint64_t ns)
 {
 	if (s->o.metrics)
 		o1_metrics_observe_us(s->o.metrics, h, ns / 1000);
@@ -101,8 +100,8 @@ static void observe(struct o1_sched *s, enum o1_metrics_hist_id h,
 
 static int alloc_seqs(struct o1_sched *s)
 {
-	uint32_t n_pages = (s->o.max_context + 1 + s->page_tokens - 1) /
-			   s->page_tokens;
+	uint32_t n_pages =
+	    (s->o.max_context + 1 + s->page_tokens - 1) / s->page_tokens;
 
 	s->seqs = calloc(s->o.n_slots, sizeof(struct seq));
 	if (!s->seqs)
@@ -110,8 +109,8 @@ static int alloc_seqs(struct o1_sched *s)
 	for (uint32_t i = 0; i < s->o.n_slots; i++) {
 		struct seq *q = &s->seqs[i];
 
-		q->tokens = malloc(((size_t)s->o.max_context + 1) *
-				   sizeof(int32_t));
+		q->tokens =
+		    malloc(((size_t)s->o.max_context + 1) * sizeof(int32_t));
 		q->pages = malloc((size_t)n_pages * sizeof(uint32_t));
 		if (!q->tokens || !q->pages)
 			return -ENOMEM;
@@ -129,8 +128,8 @@ static int alloc_lists(struct o1_sched *s)
 	s->waiting = malloc(n * sizeof(uint32_t));
 	s->batch = malloc(s->o.max_running * sizeof(*s->batch));
 	s->step_seqs = malloc(s->o.max_running * sizeof(*s->step_seqs));
-	s->logits = malloc((size_t)s->o.max_running * s->o.vocab_size *
-			   sizeof(float));
+	s->logits =
+	    malloc((size_t)s->o.max_running * s->o.vocab_size * sizeof(float));
 	s->chat_cap = (size_t)s->o.max_prompt_bytes * 2 + 4096;
 	s->chat_buf = malloc(s->chat_cap);
 	if (!s->running || !s->resume || !s->waiting || !s->batch ||
@@ -199,10 +198,10 @@ void o1_sched_destroy(struct o1_sched *s)
 void o1_sched_set_limits(struct o1_sched *s, uint32_t max_batch_tokens,
 			 uint32_t max_running, uint32_t prefill_chunk_tokens)
 {
-	s->lim_batch = max_batch_tokens && max_batch_tokens <
-						   s->o.max_batch_tokens
-			   ? max_batch_tokens
-			   : s->o.max_batch_tokens;
+	s->lim_batch =
+	    max_batch_tokens && max_batch_tokens < s->o.max_batch_tokens
+		? max_batch_tokens
+		: s->o.max_batch_tokens;
 	s->lim_running = max_running && max_running < s->o.max_running
 			     ? max_running
 			     : s->o.max_running;
@@ -243,8 +242,8 @@ static void push_final(struct o1_sched *s, struct seq *q,
 {
 	union o1_wire_entry ev = {0};
 	struct o1_req *r = q->req;
-	uint32_t gen = atomic_load_explicit(&r->generated,
-					    memory_order_relaxed);
+	uint32_t gen =
+	    atomic_load_explicit(&r->generated, memory_order_relaxed);
 
 	ev.final.op = O1_EV_FINAL;
 	ev.final.reason = (uint8_t)reason;
@@ -261,8 +260,7 @@ static void push_final(struct o1_sched *s, struct seq *q,
 	else
 		count(s, O1_METRICS_CTR_REQUESTS_COMPLETED, 1);
 	observe(s, O1_METRICS_HIST_E2E, now_ns() - r->submit_ns);
-	atomic_store_explicit(&r->phase, O1_REQ_FINISHED,
-			      memory_order_relaxed);
+	atomic_store_explicit(&r->phase, O1_REQ_FINISHED, memory_order_relaxed);
 	q->req = NULL;
 	o1_req_out_push(r, &ev); /* the last touch of the slot */
 }
@@ -287,8 +285,8 @@ static void push_text(struct seq *q, int32_t id, float logprob, bool lp,
 
 	do {
 		union o1_wire_entry ev = {0};
-		uint32_t cut = len - off < TEXT_PER_EV ? len - off
-						       : TEXT_PER_EV;
+		uint32_t cut =
+		    len - off < TEXT_PER_EV ? len - off : TEXT_PER_EV;
 
 		while (off + cut < len && cut > 0 &&
 		       ((uint8_t)text[off + cut] & 0xc0) == 0x80)
@@ -397,8 +395,7 @@ static uint32_t releasable(const struct seq *q, bool *stopped)
 
 /* Appends the text of ID (and, at the end, the detokenizer's leftovers)
  * to the held text. */
-static void hold_append(struct o1_sched *s, struct seq *q, int32_t id,
-			bool end)
+static void hold_append(struct o1_sched *s, struct seq *q, int32_t id, bool end)
 {
 	int n = 0;
 
@@ -412,8 +409,7 @@ static void hold_append(struct o1_sched *s, struct seq *q, int32_t id,
 		q->n_hold += (uint32_t)n;
 	else if (n < 0)
 		o1_warn("request %llu: token %d not decoded (%s)",
-			(unsigned long long)q->req->req_id, id,
-			o1_strerror(n));
+			(unsigned long long)q->req->req_id, id, o1_strerror(n));
 	if (end) {
 		n = o1_tokenizer_decode_flush(&q->detok, q->hold + q->n_hold,
 					      HOLD_CAP - q->n_hold);
@@ -457,8 +453,7 @@ static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
 		finish(s, q, O1_FINISH_ERROR, err);
 		return;
 	}
-	pos = atomic_fetch_add_explicit(&r->generated, 1,
-					memory_order_relaxed);
+	pos = atomic_fetch_add_explicit(&r->generated, 1, memory_order_relaxed);
 	q->tokens[q->n_tokens++] = smp.id;
 	count(s, O1_METRICS_CTR_TOKENS_GENERATED, 1);
 	observe(s, pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
@@ -484,8 +479,7 @@ static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
 
 /* CHAT prompts: "role\0content\0role\0content..." (a final NUL is
  * optional); text without any NUL is one user message. */
-static int render_chat(struct o1_sched *s, const struct o1_req *r,
-		       size_t *len)
+static int render_chat(struct o1_sched *s, const struct o1_req *r, size_t *len)
 {
 	struct o1_chat_message msg[CHAT_MAX_MSG];
 	const char *p = (const char *)r->prompt;
@@ -550,8 +544,8 @@ static int tokenize(struct o1_sched *s, struct seq *q)
 	int n, err;
 
 	if (r->params.prompt_kind == O1_PROMPT_IDS) {
-		uint32_t bos = (r->params.flags & O1_SUBMIT_ADD_BOS) &&
-			       s->o.bos_id >= 0;
+		uint32_t bos =
+		    (r->params.flags & O1_SUBMIT_ADD_BOS) && s->o.bos_id >= 0;
 		uint32_t np = r->prompt_bytes / 4;
 
 		if (np + bos >= s->o.max_context)
@@ -766,8 +760,8 @@ static bool out_room(struct seq *q)
 
 /* Tokens of Q to compute this step (0: none); samples when it reaches
  * the end of the known tokens, which needs room in the out ring. */
-static uint32_t plan(const struct o1_sched *s, struct seq *q,
-		     uint32_t budget, bool *samples)
+static uint32_t plan(const struct o1_sched *s, struct seq *q, uint32_t budget,
+		     bool *samples)
 {
 	uint32_t left = q->n_tokens - q->n_computed;
 	uint32_t n = left < budget ? left : budget;
@@ -856,8 +850,7 @@ static bool try_admit(struct o1_sched *s, struct seq *q, uint32_t *budget)
 	avail = o1_kv_pool_free_pages(s->o.pool) +
 		o1_prefix_cache_evictable(s->cache);
 	n = plan(s, q, *budget, &samples);
-	if (need > avail || !n ||
-	    reserve(s, q, q->n_computed + n, false)) {
+	if (need > avail || !n || reserve(s, q, q->n_computed + n, false)) {
 		reset_kv(s, q);
 		return false;
 	}
@@ -873,8 +866,7 @@ static bool try_admit(struct o1_sched *s, struct seq *q, uint32_t *budget)
 static void admit(struct o1_sched *s, uint32_t *budget)
 {
 	while (s->n_batch < s->lim_running && *budget &&
-	       s->n_running < s->lim_running &&
-	       (s->n_resume || s->n_waiting)) {
+	       s->n_running < s->lim_running && (s->n_resume || s->n_waiting)) {
 		uint32_t *list, *n;
 		uint32_t at = pick(s, &list, &n);
 		uint32_t slot = list[at];
@@ -895,8 +887,8 @@ static void reap(struct o1_sched *s, uint32_t *list, uint32_t *n)
 {
 	for (uint32_t i = 0; i < *n;) {
 		struct seq *q = &s->seqs[list[i]];
-		int c = atomic_load_explicit(&q->req->cancel,
-					     memory_order_relaxed);
+		int c =
+		    atomic_load_explicit(&q->req->cancel, memory_order_relaxed);
 
 		if (c == O1_REQ_RUN) {
 			i++;
@@ -948,8 +940,7 @@ static void update_gauges(struct o1_sched *s)
 
 static int run_batch(struct o1_sched *s)
 {
-	struct o1_step step = {s->step_seqs, s->n_batch, s->logits,
-			       s->n_batch};
+	struct o1_step step = {s->step_seqs, s->n_batch, s->logits, s->n_batch};
 	uint64_t t0 = now_ns();
 	int err = s->o.step(s->o.step_ctx, &step);
 

@@ -52,9 +52,9 @@ struct o1_sched_opts {
 	uint32_t max_batch_tokens;
 	uint32_t max_running;
 	uint32_t prefill_chunk_tokens;
-	uint32_t n_slots;     /* struct o1_req index range */
+	uint32_t n_slots;	   /* struct o1_req index range */
 	uint32_t max_prompt_bytes; /* chat rendering room */
-	uint64_t salt_secret; /* prefix-cache salts */
+	uint64_t salt_secret;	   /* prefix-cache salts */
 	bool prefix_cache;
 	int32_t bos_id; /* -1: none */
 	int32_t eos_id; /* -1: none */

@@ -148,8 +148,8 @@ void spec_make(struct spec *s, unsigned i)
 	s->seed = 1000 + i;
 }
 
-int spec_reference(const char *o1model, const char *model,
-		   const struct spec *s, struct result *ref)
+int spec_reference(const char *o1model, const char *model, const struct spec *s,
+		   struct result *ref)
 {
 	char cmd[2048], *p = cmd, line[8192];
 	FILE *f;
@@ -182,9 +182,11 @@ static bool utf8_ok(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)s[i];
-		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
-					: (c >> 3) == 30	    ? 4
-								    : 0;
+		size_t len = c < 0x80	      ? 1
+			     : (c >> 5) == 6  ? 2
+			     : (c >> 4) == 14 ? 3
+			     : (c >> 3) == 30 ? 4
+					      : 0;
 
 		if (!len || i + len > n)
 			return false;
@@ -219,19 +221,21 @@ void result_add_event(struct result *r, const struct o1_event *ev)
 
 int spec_run(const char *socket, const struct spec *s, struct result *out)
 {
-	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = socket,
-				    .name = "test"};
+	struct o1_client_opts co = {
+	    .sz = sizeof(co), .socket_path = socket, .name = "test"};
 	struct o1_sampling smp = {.sz = sizeof(smp),
 				  .temperature = s->temperature,
 				  .top_p = s->top_p,
 				  .top_k = s->top_k,
 				  .seed = s->seed};
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 7,
-				    .ids = s->ids, .n_ids = s->n_ids,
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 7,
+				    .ids = s->ids,
+				    .n_ids = s->n_ids,
 				    .sampling = &smp,
 				    .max_tokens = s->max_tokens,
-				    .flags = s->ignore_eos ? O1_FLAG_IGNORE_EOS
-							   : 0};
+				    .flags =
+					s->ignore_eos ? O1_FLAG_IGNORE_EOS : 0};
 	struct o1_client *c;
 	struct o1_event ev;
 	int err;
@@ -316,8 +320,8 @@ int admin_status(const char *socket, struct kv_status *st)
 	st->preemptions = num(o, "preemptions");
 	st->prefix_hits = num(o, "prefix_hits");
 	st->prefix_misses = num(o, "prefix_misses");
-	st->draining = cJSON_IsTrue(
-	    cJSON_GetObjectItemCaseSensitive(o, "draining"));
+	st->draining =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "draining"));
 	cJSON_Delete(o);
 	return 0;
 }

@@ -64,8 +64,8 @@ void harness_fini(struct daemon_proc *d);
 /* Deterministic mixed spec number I. */
 void spec_make(struct spec *s, unsigned i);
 /* The reference ids from o1model run; 0 or -1. */
-int spec_reference(const char *o1model, const char *model,
-		   const struct spec *s, struct result *ref);
+int spec_reference(const char *o1model, const char *model, const struct spec *s,
+		   struct result *ref);
 /* Runs S through a fresh client connection on SOCKET; 0 or -1. */
 int spec_run(const char *socket, const struct spec *s, struct result *out);
 struct o1_event;

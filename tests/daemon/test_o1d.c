@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four headers above first */
 #include <cmocka.h>
 
 #include <signal.h>
@@ -82,8 +83,8 @@ static int ready_fd = -1; /* run_many writes a byte there once connected */
 static int run_many(const char *socket, const unsigned *idx, unsigned n,
 		    unsigned inflight, struct result *res)
 {
-	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = socket,
-				    .name = "many"};
+	struct o1_client_opts co = {
+	    .sz = sizeof(co), .socket_path = socket, .name = "many"};
 	struct o1_client *c;
 	struct o1_event ev;
 	unsigned sent = 0, done = 0;
@@ -97,12 +98,11 @@ static int run_many(const char *socket, const unsigned *idx, unsigned n,
 	while (!err && done < n) {
 		while (sent < n && sent - done < inflight) {
 			const struct spec *s = &specs[idx[sent]];
-			struct o1_sampling smp = {
-			    .sz = sizeof(smp),
-			    .temperature = s->temperature,
-			    .top_p = s->top_p,
-			    .top_k = s->top_k,
-			    .seed = s->seed};
+			struct o1_sampling smp = {.sz = sizeof(smp),
+						  .temperature = s->temperature,
+						  .top_p = s->top_p,
+						  .top_k = s->top_k,
+						  .seed = s->seed};
 			struct o1_submit_opts so = {
 			    .sz = sizeof(so),
 			    .req_id = sent,
@@ -149,8 +149,7 @@ static int child_client(const char *socket, unsigned who, unsigned inflight)
 	return bad ? 1 : 0;
 }
 
-static pid_t spawn_client(const char *socket, unsigned who,
-			  unsigned inflight)
+static pid_t spawn_client(const char *socket, unsigned who, unsigned inflight)
 {
 	pid_t pid = fork();
 
@@ -261,7 +260,8 @@ static void test_cancel(void **state)
 {
 	struct daemon_proc *d = *state;
 	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = d->socket};
-	struct o1_submit_opts so = {.sz = sizeof(so), .req_id = 42,
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 42,
 				    .ids = specs[1].ids,
 				    .n_ids = specs[1].n_ids,
 				    .max_tokens = 1500,
@@ -423,9 +423,9 @@ static void test_admin(void **state)
 	assert_int_equal(result_same(&r, &refs[0], "resumed"), 0);
 	pid = spawn_streamer(d->socket);
 	wait_running(d->socket, 1);
-	assert_int_equal(admin_send(d->socket, "{\"op\":\"requests\"}", buf,
-				    sizeof(buf)),
-			 0);
+	assert_int_equal(
+	    admin_send(d->socket, "{\"op\":\"requests\"}", buf, sizeof(buf)),
+	    0);
 	at = strstr(buf, "\"client\":");
 	assert_non_null(at);
 	client = strtoull(at + 9, NULL, 10);

@@ -9,9 +9,9 @@ int cmd_drain(int argc, char **argv)
 {
 	cJSON *r = NULL;
 	int json = 0;
-	int ret = o1ctl_admin(argc, argv,
-			      "usage: o1ctl drain [--socket PATH]\n",
-			      "{\"op\":\"drain\"}", &r, &json);
+	int ret =
+	    o1ctl_admin(argc, argv, "usage: o1ctl drain [--socket PATH]\n",
+			"{\"op\":\"drain\"}", &r, &json);
 
 	if (!ret && r)
 		printf("o1d: draining\n");

@@ -25,7 +25,8 @@ static void print(const cJSON *r)
 
 		printf("%10.0f %20.0f %8.0f %6.0f %-9s %7.0f %9.0f %10.0f\n",
 		       num(q, "client"), num(q, "req_id"), num(q, "pid"),
-		       num(q, "uid"), cJSON_IsString(ph) ? ph->valuestring : "?",
+		       num(q, "uid"),
+		       cJSON_IsString(ph) ? ph->valuestring : "?",
 		       num(q, "prompt_tokens"), num(q, "generated"),
 		       num(q, "age_ms"));
 	}
@@ -37,10 +38,9 @@ int cmd_requests(int argc, char **argv)
 {
 	cJSON *r = NULL;
 	int json = 0;
-	int ret =
-	    o1ctl_admin(argc, argv,
-			"usage: o1ctl requests [--socket PATH] [--json]\n",
-			"{\"op\":\"requests\"}", &r, &json);
+	int ret = o1ctl_admin(
+	    argc, argv, "usage: o1ctl requests [--socket PATH] [--json]\n",
+	    "{\"op\":\"requests\"}", &r, &json);
 	char *text;
 
 	if (ret || !r)

@@ -9,9 +9,9 @@ int cmd_resume(int argc, char **argv)
 {
 	cJSON *r = NULL;
 	int json = 0;
-	int ret = o1ctl_admin(argc, argv,
-			      "usage: o1ctl resume [--socket PATH]\n",
-			      "{\"op\":\"resume\"}", &r, &json);
+	int ret =
+	    o1ctl_admin(argc, argv, "usage: o1ctl resume [--socket PATH]\n",
+			"{\"op\":\"resume\"}", &r, &json);
 
 	if (!ret && r)
 		printf("o1d: accepting requests\n");

@@ -51,7 +51,8 @@ static int call(const char *sock, const char *req, cJSON **reply)
 	if (n) {
 		fprintf(stderr, "o1ctl: cannot reach o1d at %s: %s%s\n", sock,
 			o1_strerror(n),
-			n == -EACCES || n == -EPERM ? " (not an admin uid)" : "");
+			n == -EACCES || n == -EPERM ? " (not an admin uid)"
+						    : "");
 		free(buf);
 		return 1;
 	}
