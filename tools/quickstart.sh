@@ -50,6 +50,19 @@ configured_model() {
   echo "$path"
 }
 
+# True when the config file or a --set sizes the KV pool.
+configured_kv() {
+  if [ -n "$config" ] && awk -F' *= *' '/^\[/ { s = $0 } s == "[kv]" &&
+      ($1 == "pages" || $1 == "memory_fraction") { f = 1 } END { exit !f }' \
+      "$config"; then
+    return 0
+  fi
+  for s in "${sets[@]}"; do
+    case $s in kv.pages=*|kv.memory_fraction=*) return 0 ;; esac
+  done
+  return 1
+}
+
 echo "== 1/5 dependencies"
 ./tools/deps.sh
 
@@ -80,11 +93,17 @@ it writes is made of the docs' own words, one likely pair at a time; it
 does not understand anything.
 MSG
   mkdir -p "$demo"
-  "$o1model" make --preset demo --from-text README.md \
-    $(ls docs/*.md 2>/dev/null) --out "$demo/demo.gguf"
+  texts=()
+  for f in README.md docs/*.md; do
+    [ -f "$f" ] && texts+=(--from-text "$f")
+  done
+  "$o1model" make --preset demo "${texts[@]}" --out "$demo/demo.gguf"
   model=$demo/demo.gguf
-  model_args=(--set "model.path=$model" --set kv.pages=512)
+  model_args=(--set "model.path=$model")
 fi
+# A small KV pool unless one is configured (the default takes 90% of the
+# free memory, which a quick start does not need).
+configured_kv || model_args+=(--set kv.pages=1024)
 
 echo "== 4/5 start o1d"
 run=$(mktemp -d /tmp/o1d-quickstart.XXXXXX)

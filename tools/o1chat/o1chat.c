@@ -154,6 +154,7 @@ static void print_timings(const struct chat_stream *s,
 	double decode_s = (s->t_last - s->t_first) / 1e9;
 
 	printf("\n");
+	fflush(stdout);
 	fprintf(stderr,
 		"o1chat: finish=%s prompt_tokens=%u tokens=%u ttft_ms=%.2f "
 		"decode_tok_s=%.1f total_ms=%.2f\n",
