@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "hf_config.h"
+#include "test_util.h"
 
 /* qwen2-tiny's config.json as transformers 5.17 wrote it. */
 static const char qwen2_tiny[] =
@@ -353,23 +354,10 @@ static void test_rope_shapes(void **state)
 static void assert_desc_equal(const struct o1_model_desc *a,
 			      const struct o1_model_desc *b)
 {
+	o1_test_assert_desc_equal(a, b);
 	assert_int_equal(a->arch, b->arch);
-	assert_int_equal(a->n_layers, b->n_layers);
-	assert_int_equal(a->dim, b->dim);
-	assert_int_equal(a->n_heads, b->n_heads);
-	assert_int_equal(a->n_kv_heads, b->n_kv_heads);
-	assert_int_equal(a->head_dim, b->head_dim);
-	assert_int_equal(a->ffn_dim, b->ffn_dim);
-	assert_int_equal(a->vocab_size, b->vocab_size);
-	assert_int_equal(a->max_context_tokens, b->max_context_tokens);
-	assert_memory_equal(&a->norm_eps, &b->norm_eps, sizeof(float));
-	assert_int_equal(a->tied_embeddings, b->tied_embeddings);
-	assert_int_equal(a->qkv_bias, b->qkv_bias);
 	assert_int_equal(a->bos_id, b->bos_id);
 	assert_int_equal(a->eos_id, b->eos_id);
-	assert_memory_equal(&a->rope.theta, &b->rope.theta, sizeof(float));
-	assert_int_equal(a->rope.dim, b->rope.dim);
-	assert_int_equal(a->rope.scaling, b->rope.scaling);
 	assert_memory_equal(&a->rope.factor, &b->rope.factor, sizeof(float));
 	assert_memory_equal(&a->rope.low_freq_factor, &b->rope.low_freq_factor,
 			    sizeof(float));
@@ -446,51 +434,35 @@ static void test_writer_errors(void **state)
 	assert_null(text);
 }
 
-static char tmpdir[64];
-
-static void put(const char *name, const char *text)
-{
-	char path[256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void test_generation_config(void **state)
 {
 	struct o1_model_desc d;
-	char path[256];
+	char tmpdir[64], path[256];
 
 	(void)state;
-	strcpy(tmpdir, "/tmp/o1_test_hfc_XXXXXX");
-	assert_non_null(mkdtemp(tmpdir));
+	o1_test_dir_make(tmpdir, sizeof(tmpdir), "hfc");
 	assert_int_equal(o1_hf_config_load(tmpdir, &d), -ENOENT);
-	put("config.json", llama32);
+	o1_test_file_put(tmpdir, "config.json", llama32);
 	assert_int_equal(o1_hf_config_load(tmpdir, &d), 0);
 	assert_int_equal(d.eos_id, 128001);
-	put("generation_config.json",
-	    "{\"bos_token_id\":5,\"eos_token_id\":[7,8]}");
+	o1_test_file_put(tmpdir, "generation_config.json",
+			 "{\"bos_token_id\":5,\"eos_token_id\":[7,8]}");
 	assert_int_equal(o1_hf_config_load(tmpdir, &d), 0);
 	assert_int_equal(d.bos_id, 5);
 	assert_int_equal(d.eos_id, 7);
-	put("generation_config.json", "{\"eos_token_id\":null}");
+	o1_test_file_put(tmpdir, "generation_config.json",
+			 "{\"eos_token_id\":null}");
 	assert_int_equal(o1_hf_config_load(tmpdir, &d), 0);
 	assert_int_equal(d.bos_id, 128000);
 	assert_int_equal(d.eos_id, 128001);
-	put("generation_config.json", "[1]");
+	o1_test_file_put(tmpdir, "generation_config.json", "[1]");
 	assert_int_equal(o1_hf_config_load(tmpdir, &d), -O1_E_FORMAT);
-	put("generation_config.json", "{\"eos_token_id\":\"x\"}");
+	o1_test_file_put(tmpdir, "generation_config.json",
+			 "{\"eos_token_id\":\"x\"}");
 	assert_int_equal(o1_hf_config_load(tmpdir, &d), -O1_E_FORMAT);
 	snprintf(path, sizeof(path), "%s/config.json", tmpdir);
 	assert_int_equal(o1_hf_config_write(&d, O1_DTYPE_F32, path), 0);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/generation_config.json", tmpdir);
-	unlink(path);
-	rmdir(tmpdir);
+	assert_int_equal(o1_test_dir_remove(tmpdir), 0);
 }
 
 static void test_testdata(void **state)

@@ -3,7 +3,6 @@
  * right shape, sharded and edited folders load or fail as they should,
  * and write -> load round trips are bit-exact (F32, and F16/BF16 against
  * the dtype conversions). */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +19,7 @@
 #include "error.h"
 #include "model.h"
 #include "safetensors.h"
+#include "test_util.h"
 
 #define HF_DIR O1_SHARED_DIR "/testdata/hf"
 
@@ -28,37 +28,14 @@ static char tmpdir[64];
 static int make_tmpdir(void **state)
 {
 	(void)state;
-	strcpy(tmpdir, "/tmp/o1_test_mhf_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static void remove_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	struct stat st;
-	char path[4096];
-
-	while (d && (de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			remove_tree(path);
-		else
-			unlink(path);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
+	o1_test_dir_make(tmpdir, sizeof(tmpdir), "mhf");
+	return 0;
 }
 
 static int remove_tmpdir(void **state)
 {
 	(void)state;
-	remove_tree(tmpdir);
-	return 0;
+	return o1_test_dir_remove(tmpdir);
 }
 
 static bool have_testdata(void)
@@ -154,20 +131,14 @@ static void test_load_llama(void **state)
 /* Copies DIR's config.json into the temp folder. */
 static void copy_config(const char *dir)
 {
-	char src[4096], dst[4096], buf[4096];
-	FILE *in, *out;
-	size_t n;
+	char src[4096];
+	size_t len;
+	char *text;
 
 	snprintf(src, sizeof(src), "%s/config.json", dir);
-	snprintf(dst, sizeof(dst), "%s/config.json", tmpdir);
-	in = fopen(src, "rb");
-	out = fopen(dst, "wb");
-	assert_non_null(in);
-	assert_non_null(out);
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		assert_int_equal(fwrite(buf, 1, n, out), n);
-	fclose(in);
-	fclose(out);
+	text = o1_test_file_read(src, &len);
+	o1_test_file_put(tmpdir, "config.json", text);
+	free(text);
 }
 
 enum edit { KEEP, DROP, RENAME, RESHAPE };
@@ -309,8 +280,6 @@ static void test_sharded(void **state)
 {
 	static const char l[] = HF_DIR "/llama-tiny";
 	struct o1_model *m, *ref;
-	char path[4096];
-	FILE *f;
 
 	(void)state;
 	if (!have_testdata())
@@ -320,34 +289,21 @@ static void test_sharded(void **state)
 		     NULL);
 	write_edited(l, "model-00002-of-00002.safetensors", 1, NULL, KEEP,
 		     NULL);
-	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", tmpdir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("{\"metadata\":{},\"weight_map\":{"
-	      "\"model.norm.weight\":\"model-00002-of-00002.safetensors\"}}",
-	      f);
-	fclose(f);
+	o1_test_file_put(tmpdir, "model.safetensors.index.json",
+			 "{\"metadata\":{},\"weight_map\":{"
+			 "\"model.norm.weight\":"
+			 "\"model-00002-of-00002.safetensors\"}}");
 	/* the index names only one shard: half the tensors are missing */
 	assert_int_equal(o1_model_open(tmpdir, &m), -O1_E_MISSING);
-	f = fopen(path, "w");
-	fputs("{\"metadata\":{},\"weight_map\":{"
-	      "\"model.norm.weight\":\"model-00002-of-00002.safetensors\","
-	      "\"model.embed_tokens.weight\":"
-	      "\"model-00001-of-00002.safetensors\"}}",
-	      f);
-	fclose(f);
+	o1_test_file_put(tmpdir, "model.safetensors.index.json",
+			 "{\"metadata\":{},\"weight_map\":{"
+			 "\"model.norm.weight\":"
+			 "\"model-00002-of-00002.safetensors\","
+			 "\"model.embed_tokens.weight\":"
+			 "\"model-00001-of-00002.safetensors\"}}");
 	assert_int_equal(o1_model_open(tmpdir, &m), 0);
 	assert_int_equal(o1_model_open(l, &ref), 0);
-	assert_int_equal(m->n_tensors, ref->n_tensors);
-	for (uint32_t i = 0; i < ref->n_tensors; i++) {
-		const struct o1_tensor *a = &ref->tensors[i];
-		const struct o1_tensor *b =
-		    o1_model_tensor(m, a->role, a->layer);
-
-		assert_non_null(b);
-		assert_int_equal(a->n_bytes, b->n_bytes);
-		assert_memory_equal(a->data, b->data, a->n_bytes);
-	}
+	o1_test_assert_tensors_identical(ref, m);
 	o1_model_close(ref);
 	o1_model_close(m);
 }
@@ -355,21 +311,8 @@ static void test_sharded(void **state)
 static void assert_same_desc(const struct o1_model_desc *a,
 			     const struct o1_model_desc *b)
 {
+	o1_test_assert_desc_equal(a, b);
 	assert_int_equal(a->arch, b->arch);
-	assert_int_equal(a->n_layers, b->n_layers);
-	assert_int_equal(a->dim, b->dim);
-	assert_int_equal(a->n_heads, b->n_heads);
-	assert_int_equal(a->n_kv_heads, b->n_kv_heads);
-	assert_int_equal(a->head_dim, b->head_dim);
-	assert_int_equal(a->ffn_dim, b->ffn_dim);
-	assert_int_equal(a->vocab_size, b->vocab_size);
-	assert_int_equal(a->max_context_tokens, b->max_context_tokens);
-	assert_true(a->norm_eps == b->norm_eps);
-	assert_int_equal(a->tied_embeddings, b->tied_embeddings);
-	assert_int_equal(a->qkv_bias, b->qkv_bias);
-	assert_true(a->rope.theta == b->rope.theta);
-	assert_int_equal(a->rope.dim, b->rope.dim);
-	assert_int_equal(a->rope.scaling, b->rope.scaling);
 	assert_int_equal(a->bos_id, b->bos_id);
 	assert_int_equal(a->eos_id, b->eos_id);
 }
@@ -451,7 +394,7 @@ static void test_write_roundtrip(void **state)
 	if (!have_testdata())
 		skip();
 	roundtrip(HF_DIR "/qwen2-tiny");
-	remove_tree(tmpdir);
+	assert_int_equal(o1_test_dir_remove(tmpdir), 0);
 	assert_int_equal(mkdir(tmpdir, 0700), 0);
 	roundtrip(HF_DIR "/llama-tiny");
 	assert_int_equal(o1_model_open(HF_DIR "/llama-tiny", &m), 0);
@@ -478,10 +421,8 @@ static void test_tokenizer_in_folder(void **state)
 	snprintf(dst, sizeof(dst), "%s/tokenizer.json", tmpdir);
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", tok, dst);
 	assert_int_equal(system(cmd), 0);
-	snprintf(dst, sizeof(dst), "%s/tokenizer_config.json", tmpdir);
-	snprintf(cmd, sizeof(cmd),
-		 "echo '{\"eos_token\":\"<|end_of_text|>\"}' > '%s'", dst);
-	assert_int_equal(system(cmd), 0);
+	o1_test_file_put(tmpdir, "tokenizer_config.json",
+			 "{\"eos_token\":\"<|end_of_text|>\"}\n");
 	assert_int_equal(o1_model_open(tmpdir, &m), 0);
 	assert_non_null(m->vocab);
 	assert_int_equal(m->vocab->n_tokens, 128002);
@@ -496,9 +437,7 @@ static void test_tokenizer_in_folder(void **state)
 	assert_string_equal(back->vocab->pre, "llama-bpe");
 	o1_model_close(back);
 	/* a malformed tokenizer.json fails the load */
-	snprintf(dst, sizeof(dst), "%s/tokenizer.json", tmpdir);
-	snprintf(cmd, sizeof(cmd), "echo '{\"model\":3}' > '%s'", dst);
-	assert_int_equal(system(cmd), 0);
+	o1_test_file_put(tmpdir, "tokenizer.json", "{\"model\":3}\n");
 	o1_model_close(m);
 	assert_int_equal(o1_model_open(tmpdir, &m), -O1_E_FORMAT);
 }

@@ -2,7 +2,6 @@
  * right tensors, every malformation maps to its error, shards load through
  * the index, hostile shard names are refused, writer output reads back
  * byte for byte. */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +17,7 @@
 
 #include "error.h"
 #include "safetensors.h"
+#include "test_util.h"
 
 /* A safetensors image: header HDR then DATA_LEN bytes of pattern. */
 static uint8_t *image(const char *hdr, size_t data_len, size_t *size)
@@ -225,38 +225,14 @@ static char tmpdir[64];
 static int make_tmpdir(void **state)
 {
 	(void)state;
-	strcpy(tmpdir, "/tmp/o1_test_st_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	o1_test_dir_make(tmpdir, sizeof(tmpdir), "st");
+	return 0;
 }
 
 static int remove_tmpdir(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *de;
-	char path[4096];
-
 	(void)state;
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
-		unlink(path);
-	}
-	if (d)
-		closedir(d);
-	return rmdir(tmpdir);
-}
-
-static void write_file(const char *name, const char *text)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	return o1_test_dir_remove(tmpdir);
 }
 
 static float f32_data[12];
@@ -355,7 +331,7 @@ static void test_file_errors(void **state)
 	(void)state;
 	snprintf(path, sizeof(path), "%s/missing.safetensors", tmpdir);
 	assert_int_equal(o1_safetensors_open(path, &st), -ENOENT);
-	write_file("empty.safetensors", "");
+	o1_test_file_put(tmpdir, "empty.safetensors", "");
 	snprintf(path, sizeof(path), "%s/empty.safetensors", tmpdir);
 	assert_int_equal(o1_safetensors_open(path, &st), -O1_E_FORMAT);
 }
@@ -374,7 +350,7 @@ static void test_sharded(void **state)
 	(void)state;
 	write_shard("model-00001-of-00002.safetensors", "l.0.w", "l.0.b");
 	write_shard("model-00002-of-00002.safetensors", "l.1.w", NULL);
-	write_file("model.safetensors.index.json", index_ok);
+	o1_test_file_put(tmpdir, "model.safetensors.index.json", index_ok);
 	assert_int_equal(o1_safetensors_set_open(tmpdir, &set), 0);
 	assert_int_equal(o1_safetensors_set_n_tensors(set), 3);
 	t = o1_safetensors_set_find(set, "l.1.w");
@@ -392,7 +368,7 @@ static int open_index(const char *text)
 	struct o1_safetensors_set *set;
 	int err;
 
-	write_file("model.safetensors.index.json", text);
+	o1_test_file_put(tmpdir, "model.safetensors.index.json", text);
 	err = o1_safetensors_set_open(tmpdir, &set);
 	if (!err)
 		o1_safetensors_set_close(set);

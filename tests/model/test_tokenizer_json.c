@@ -2,7 +2,6 @@
  * (counts, special tokens, pre-tokenizer names), the tiny Llama subset
  * with sparse ids, a SentencePiece-style file, tokenizer_config.json,
  * every malformation, and write -> load round trips field by field. */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +15,7 @@
 #include <cmocka.h>
 
 #include "error.h"
+#include "test_util.h"
 #include "vocab.h"
 
 #define VOCAB_DIR O1_SHARED_DIR "/testdata/vocab"
@@ -25,42 +25,14 @@ static char tmpdir[64];
 static int make_tmpdir(void **state)
 {
 	(void)state;
-	strcpy(tmpdir, "/tmp/o1_test_tj_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	o1_test_dir_make(tmpdir, sizeof(tmpdir), "tj");
+	return 0;
 }
 
 static int remove_tmpdir(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *de;
-	char path[4096];
-
 	(void)state;
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
-		unlink(path);
-	}
-	if (d)
-		closedir(d);
-	return rmdir(tmpdir);
-}
-
-static void put(const char *name, const char *text)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-	if (!text) {
-		unlink(path);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	return o1_test_dir_remove(tmpdir);
 }
 
 /* Loads TEXT as tmpdir/tokenizer.json. */
@@ -68,7 +40,7 @@ static int load_text(const char *text, struct o1_vocab **v)
 {
 	char path[4096];
 
-	put("tokenizer.json", text);
+	o1_test_file_put(tmpdir, "tokenizer.json", text);
 	snprintf(path, sizeof(path), "%s/tokenizer.json", tmpdir);
 	return o1_vocab_load_tokenizer_json(path, v);
 }
@@ -437,7 +409,8 @@ static void test_config(void **state)
 	struct o1_vocab *v;
 
 	(void)state;
-	put("tokenizer_config.json",
+	o1_test_file_put(
+	    tmpdir, "tokenizer_config.json",
 	    "{\"bos_token\":{\"content\":\"<s>\",\"lstrip\":false},"
 	    "\"eos_token\":\"</s>\",\"pad_token\":\"</s>\",\"add_bos_token\":"
 	    "true,\"add_eos_token\":false,\"chat_template\":[{\"name\":"
@@ -454,19 +427,22 @@ static void test_config(void **state)
 	v->add_eos = true;
 	roundtrip(v);
 	o1_vocab_destroy(v);
-	put("tokenizer_config.json", "{\"chat_template\":\"X\",\"eos_token\":"
-				     "\"<missing>\"}");
+	o1_test_file_put(tmpdir, "tokenizer_config.json",
+			 "{\"chat_template\":\"X\",\"eos_token\":"
+			 "\"<missing>\"}");
 	assert_int_equal(load_text(tok, &v), 0);
 	assert_string_equal(v->chat_template, "X");
 	assert_int_equal(v->eos_id, -1);
 	o1_vocab_destroy(v);
-	put("tokenizer_config.json", "{\"add_bos_token\":1}");
+	o1_test_file_put(tmpdir, "tokenizer_config.json",
+			 "{\"add_bos_token\":1}");
 	assert_int_equal(load_text(tok, &v), -O1_E_FORMAT);
-	put("tokenizer_config.json", "{\"chat_template\":5}");
+	o1_test_file_put(tmpdir, "tokenizer_config.json",
+			 "{\"chat_template\":5}");
 	assert_int_equal(load_text(tok, &v), -O1_E_FORMAT);
-	put("tokenizer_config.json", "[");
+	o1_test_file_put(tmpdir, "tokenizer_config.json", "[");
 	assert_int_equal(load_text(tok, &v), -O1_E_FORMAT);
-	put("tokenizer_config.json", NULL);
+	o1_test_file_put(tmpdir, "tokenizer_config.json", NULL);
 }
 
 static void test_writer_errors(void **state)
