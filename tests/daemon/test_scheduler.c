@@ -1,0 +1,389 @@
+/* The scheduler and the prefix cache with a fake backend whose KV is the
+ * token ids themselves: a step writes each new token into its page slot
+ * and answers, for the last position, the token hash(every token read
+ * back through the block table) % vocab. A wrong page (bad sharing, a bad
+ * preemption resume, a lost chunk) changes the answer, so every stream is
+ * checked against next = hash(prefix) computed here. The fake also fails
+ * the test when a step writes into a page someone else holds. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* cmocka.h needs the four headers above first */
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "prefix_cache.h"
+#include "scheduler.h"
+
+#define VOCAB 97
+#define P     4
+
+struct fake {
+	struct o1_kv_pool *pool;
+	int32_t *kv; /* n_pages x P */
+	uint32_t steps, max_seqs, max_tokens;
+};
+
+static uint32_t mix(uint32_t h, int32_t t)
+{
+	return (h ^ (uint32_t)t) * 16777619u + 7;
+}
+
+static int fake_step(void *ctx, const struct o1_step *st)
+{
+	struct fake *f = ctx;
+	uint32_t total = 0;
+
+	f->steps++;
+	for (uint32_t s = 0; s < st->n_seqs; s++) {
+		const struct o1_step_seq *q = &st->seqs[s];
+		uint32_t end = q->start_pos + q->n_tokens, h = 2166136261u;
+		float *row = st->logits + (size_t)s * VOCAB;
+
+		total += q->n_tokens;
+		assert_true(end <= q->n_pages * P);
+		for (uint32_t i = 0; i < q->n_tokens; i++) {
+			uint32_t pos = q->start_pos + i;
+			uint32_t page = q->pages[pos / P];
+
+			assert_int_equal(o1_kv_pool_refs(f->pool, page), 1);
+			f->kv[page * P + pos % P] = q->tokens[i];
+		}
+		for (uint32_t pos = 0; pos < end; pos++)
+			h = mix(h, f->kv[q->pages[pos / P] * P + pos % P]);
+		for (uint32_t v = 0; v < VOCAB; v++)
+			row[v] = 0;
+		row[h % VOCAB] = 1;
+	}
+	assert_true(st->n_seqs <= f->max_seqs);
+	assert_true(total <= f->max_tokens);
+	return 0;
+}
+
+/* The expected continuation of ids[0, n) (n grows). */
+static int32_t expect_next(const int32_t *ids, uint32_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = mix(h, ids[i]);
+	return (int32_t)(h % VOCAB);
+}
+
+struct env {
+	struct fake f;
+	struct o1_sched *s;
+	struct o1_req *reqs;
+	uint32_t n_reqs;
+};
+
+static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
+		     uint32_t ctx, uint32_t batch, uint32_t running)
+{
+	struct o1_kv_layout l = {pages, 1, 1, P, 1};
+	struct o1_sched_opts o = {
+	    .step = fake_step,
+	    .vocab_size = VOCAB,
+	    .max_context = ctx,
+	    .max_batch_tokens = batch,
+	    .max_running = running,
+	    .prefill_chunk_tokens = 5,
+	    .n_slots = n_reqs,
+	    .max_prompt_bytes = 4096,
+	    .salt_secret = 12345,
+	    .prefix_cache = true,
+	    .bos_id = -1,
+	    .eos_id = -1,
+	};
+
+	memset(e, 0, sizeof(*e));
+	assert_int_equal(o1_kv_pool_create(&l, &e->f.pool), 0);
+	e->f.kv = calloc((size_t)pages * P, sizeof(int32_t));
+	e->f.max_seqs = running;
+	e->f.max_tokens = batch;
+	o.pool = e->f.pool;
+	o.step_ctx = &e->f;
+	assert_int_equal(o1_sched_create(&o, &e->s), 0);
+	e->reqs = calloc(n_reqs, sizeof(struct o1_req));
+	e->n_reqs = n_reqs;
+	for (uint32_t i = 0; i < n_reqs; i++) {
+		e->reqs[i].index = i;
+		e->reqs[i].prompt = malloc(4096);
+	}
+}
+
+static void env_fini(struct env *e)
+{
+	const struct o1_kv_layout *l = o1_kv_pool_layout(e->f.pool);
+
+	assert_int_equal(o1_sched_active(e->s), 0);
+	o1_sched_destroy(e->s);
+	assert_int_equal(o1_kv_pool_free_pages(e->f.pool), l->n_pages);
+	for (uint32_t i = 0; i < e->n_reqs; i++)
+		free(e->reqs[i].prompt);
+	free(e->reqs);
+	free(e->f.kv);
+	o1_kv_pool_destroy(e->f.pool);
+}
+
+static struct o1_req *submit(struct env *e, uint32_t slot, uint32_t client,
+			     uid_t uid, const int32_t *ids, uint32_t n,
+			     uint32_t max_tokens)
+{
+	struct o1_req *r = &e->reqs[slot];
+
+	r->client_id = client;
+	r->uid = uid;
+	r->req_id = 1000 + slot;
+	memset(&r->params, 0, sizeof(r->params));
+	r->params.prompt_kind = O1_PROMPT_IDS;
+	r->params.max_tokens = max_tokens;
+	r->params.top_p = 1;
+	r->params.repeat_penalty = 1;
+	r->params.flags = O1_SUBMIT_NO_TEXT;
+	memcpy(r->prompt, ids, n * 4);
+	r->prompt_bytes = n * 4;
+	atomic_store(&r->cancel, 0);
+	atomic_store(&r->generated, 0);
+	atomic_store(&r->out_head, 0);
+	atomic_store(&r->out_tail, 0);
+	o1_sched_add(e->s, r);
+	return r;
+}
+
+/* What the consumer saw of one request. */
+struct seen {
+	int32_t ids[256];
+	uint32_t n, finals;
+	int reason, error;
+};
+
+static void consume(struct o1_req *r, struct seen *s)
+{
+	uint32_t tail = atomic_load(&r->out_tail);
+
+	while (tail != atomic_load(&r->out_head)) {
+		const union o1_wire_entry *ev =
+		    &r->out[tail & (O1_REQ_OUT_ENTRIES - 1)];
+
+		assert_int_equal(s->finals, 0); /* nothing after a FINAL */
+		assert_int_equal(ev->token.req_id, r->req_id);
+		if (ev->op == O1_EV_TOKEN && ev->token.n_ids) {
+			assert_true(s->n < 256);
+			s->ids[s->n++] = (int32_t)ev->token.ids[0];
+		} else if (ev->op == O1_EV_FINAL) {
+			s->finals++;
+			s->reason = ev->final.reason;
+			s->error = ev->final.error;
+		}
+		atomic_store(&r->out_tail, ++tail);
+	}
+}
+
+static void run_all(struct env *e, struct seen *seen, uint32_t max_steps)
+{
+	for (uint32_t i = 0; i < max_steps && o1_sched_active(e->s); i++) {
+		assert_true(o1_sched_step(e->s) >= 0);
+		for (uint32_t k = 0; k < e->n_reqs; k++)
+			consume(&e->reqs[k], &seen[k]);
+	}
+	for (uint32_t k = 0; k < e->n_reqs; k++)
+		consume(&e->reqs[k], &seen[k]);
+	assert_int_equal(o1_sched_active(e->s), 0);
+}
+
+static void check_stream(const int32_t *prompt, uint32_t n,
+			 const struct seen *s, uint32_t max_tokens)
+{
+	int32_t all[512];
+
+	assert_int_equal(s->finals, 1);
+	assert_int_equal(s->reason, O1_FINISH_LENGTH);
+	assert_int_equal(s->n, max_tokens);
+	memcpy(all, prompt, n * 4);
+	for (uint32_t i = 0; i < s->n; i++) {
+		assert_int_equal(s->ids[i], expect_next(all, n + i));
+		all[n + i] = s->ids[i];
+	}
+}
+
+static void make_prompt(int32_t *ids, uint32_t n, uint32_t seed,
+			uint32_t shared)
+{
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = (int32_t)((i < shared ? i * 13 : seed * 31 + i * 7) %
+				   VOCAB);
+}
+
+/* 24 requests from 4 clients, a shared 9-token prefix on half of them,
+ * on a 24-page pool (4 tokens a page): preemption, prefix hits and
+ * chunked prefill all happen; every stream must be exact. */
+static void test_streams_exact(void **state)
+{
+	struct env e;
+	struct seen seen[24] = {0};
+	int32_t prompts[24][40];
+	uint32_t lens[24], maxt[24];
+	struct o1_sched_stats st;
+
+	(void)state;
+	env_init(&e, 24, 24, 64, 16, 8);
+	for (uint32_t i = 0; i < 24; i++) {
+		lens[i] = 3 + (i * 5) % 30;
+		maxt[i] = 2 + (i * 3) % 17;
+		make_prompt(prompts[i], lens[i], i, i % 2 ? 9 : 0);
+		submit(&e, i, i % 4, 1000, prompts[i], lens[i], maxt[i]);
+	}
+	run_all(&e, seen, 10000);
+	for (uint32_t i = 0; i < 24; i++)
+		check_stream(prompts[i], lens[i], &seen[i], maxt[i]);
+	o1_sched_stats(e.s, &st);
+	assert_true(st.preemptions > 0);
+	assert_true(st.prefix_hits > 0);
+	assert_int_equal(st.running + st.waiting, 0);
+	env_fini(&e);
+}
+
+/* The same prompt again hits its full pages; another uid does not. */
+static void test_prefix_salt(void **state)
+{
+	struct env e;
+	struct seen seen[3] = {0};
+	int32_t p[18];
+	struct o1_sched_stats a, b, c;
+
+	(void)state;
+	env_init(&e, 64, 3, 64, 64, 4);
+	make_prompt(p, 18, 5, 0);
+	submit(&e, 0, 1, 1000, p, 18, 3);
+	run_all(&e, seen, 100);
+	o1_sched_stats(e.s, &a);
+	assert_int_equal(a.prefix_hits, 0);
+	assert_int_equal(a.prefix_misses, 4); /* (18 - 1) / 4 full pages */
+	submit(&e, 1, 2, 1000, p, 18, 3);
+	run_all(&e, seen, 100);
+	o1_sched_stats(e.s, &b);
+	assert_int_equal(b.prefix_hits, 4);
+	submit(&e, 2, 3, 2000, p, 18, 3);
+	run_all(&e, seen, 100);
+	o1_sched_stats(e.s, &c);
+	assert_int_equal(c.prefix_hits, 4);
+	assert_int_equal(c.prefix_misses, 8);
+	for (int i = 0; i < 3; i++)
+		check_stream(p, 18, &seen[i], 3);
+	env_fini(&e);
+}
+
+/* A consumer that does not read: the sequence stops at a full out ring
+ * and resumes, losing nothing, once the ring is read. */
+static void test_backpressure(void **state)
+{
+	struct env e;
+	struct seen seen[1] = {0};
+	int32_t p[3] = {1, 2, 3};
+	struct o1_req *r;
+	uint32_t before;
+
+	(void)state;
+	env_init(&e, 64, 1, 250, 16, 1);
+	r = submit(&e, 0, 1, 1000, p, 3, 200);
+	for (int i = 0; i < 400; i++)
+		o1_sched_step(e.s);
+	before = atomic_load(&r->generated);
+	assert_true(before < 200);
+	assert_true(o1_req_out_free(r) >= 1); /* room for the FINAL */
+	assert_int_equal(o1_sched_step(e.s), 0);
+	run_all(&e, seen, 1000);
+	check_stream(p, 3, &seen[0], 200);
+	env_fini(&e);
+}
+
+/* Context: a prompt at the limit fails typed; generation stops at it. */
+static void test_context_and_cancel(void **state)
+{
+	struct env e;
+	struct seen seen[3] = {0};
+	int32_t p[20];
+
+	(void)state;
+	env_init(&e, 64, 3, 20, 16, 4);
+	make_prompt(p, 20, 1, 0);
+	submit(&e, 0, 1, 1000, p, 20, 5);
+	submit(&e, 1, 1, 1000, p, 16, 50);
+	submit(&e, 2, 1, 1000, p, 4, 100);
+	o1_sched_step(e.s);
+	atomic_store(&e.reqs[2].cancel, O1_REQ_CANCEL);
+	run_all(&e, seen, 100);
+	assert_int_equal(seen[0].finals, 1);
+	assert_int_equal(seen[0].reason, O1_FINISH_ERROR);
+	assert_int_equal(seen[0].error, -O1_E_CONTEXT);
+	assert_int_equal(seen[1].finals, 1);
+	assert_int_equal(seen[1].reason, O1_FINISH_LENGTH);
+	assert_int_equal(seen[1].n, 4); /* 16 + 4 = the context of 20 */
+	assert_int_equal(seen[2].finals, 1);
+	assert_int_equal(seen[2].reason, O1_FINISH_CANCELLED);
+	env_fini(&e);
+}
+
+static void test_prefix_cache_lru(void **state)
+{
+	struct o1_kv_layout l = {4, 1, 1, P, 1};
+	struct o1_kv_pool *pool;
+	struct o1_prefix_cache *c;
+	int32_t t[3][P] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 9, 9, 9}};
+	uint32_t pg[3], got;
+	uint64_t k[3];
+
+	(void)state;
+	assert_int_equal(o1_kv_pool_create(&l, &pool), 0);
+	assert_int_equal(o1_prefix_cache_create(pool, &c), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(o1_kv_pool_alloc(pool, &pg[i]), 0);
+		k[i] = o1_prefix_cache_key(i ? k[i - 1] : 77, t[i], P);
+		assert_int_equal(o1_prefix_cache_insert(
+				     c, k[i], i ? k[i - 1] : 77, t[i], pg[i]),
+				 0);
+	}
+	assert_int_equal(o1_prefix_cache_insert(c, k[0], 77, t[0], pg[0]),
+			 -EEXIST);
+	assert_int_equal(o1_prefix_cache_evictable(c), 0);
+	for (int i = 0; i < 3; i++)
+		o1_kv_pool_put(pool, pg[i]);
+	assert_int_equal(o1_prefix_cache_evictable(c), 3);
+	/* wrong parent or tokens: no hit even with the right key */
+	assert_int_equal(o1_prefix_cache_lookup(c, k[1], 78, t[1], &got),
+			 -ENOENT);
+	assert_int_equal(o1_prefix_cache_lookup(c, k[1], k[0], t[2], &got),
+			 -ENOENT);
+	/* a hit makes page 0 the most recent: 1 then 2 go first */
+	assert_int_equal(o1_prefix_cache_lookup(c, k[0], 77, t[0], &got), 0);
+	assert_int_equal(got, pg[0]);
+	assert_int_equal(o1_prefix_cache_evict(c, 1), 1);
+	assert_int_equal(o1_kv_pool_refs(pool, pg[1]), 0);
+	assert_int_equal(o1_kv_pool_refs(pool, pg[0]), 1);
+	assert_int_equal(o1_prefix_cache_evict(c, 5), 2);
+	assert_int_equal(o1_prefix_cache_size(c), 0);
+	assert_int_equal(o1_kv_pool_free_pages(pool), 4);
+	assert_int_not_equal(o1_prefix_cache_salt(1, 1000),
+			     o1_prefix_cache_salt(1, 1001));
+	o1_prefix_cache_destroy(c);
+	o1_kv_pool_destroy(pool);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_streams_exact),
+	    cmocka_unit_test(test_prefix_salt),
+	    cmocka_unit_test(test_backpressure),
+	    cmocka_unit_test(test_context_and_cancel),
+	    cmocka_unit_test(test_prefix_cache_lru),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
