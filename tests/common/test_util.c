@@ -112,6 +112,40 @@ void o1_test_assert_desc_equal(const struct o1_model_desc *a,
 	assert_int_equal(a->rope.scaling, b->rope.scaling);
 }
 
+void o1_test_assert_vocab_equal(const struct o1_vocab *a,
+				const struct o1_vocab *b)
+{
+	if (!a || !b) {
+		assert_ptr_equal(a, b);
+		return;
+	}
+	assert_int_equal(a->kind, b->kind);
+	assert_string_equal(a->pre, b->pre);
+	assert_int_equal(a->n_tokens, b->n_tokens);
+	assert_int_equal(a->n_merges, b->n_merges);
+	for (uint32_t i = 0; i < a->n_tokens; i++) {
+		assert_string_equal(a->tokens[i], b->tokens[i]);
+		assert_int_equal(a->types[i], b->types[i]);
+	}
+	assert_int_equal(a->scores == NULL, b->scores == NULL);
+	if (a->scores)
+		assert_memory_equal(a->scores, b->scores,
+				    a->n_tokens * sizeof(float));
+	for (uint32_t i = 0; i < a->n_merges; i++)
+		assert_string_equal(a->merges[i], b->merges[i]);
+	assert_int_equal(a->bos_id, b->bos_id);
+	assert_int_equal(a->eos_id, b->eos_id);
+	assert_int_equal(a->unk_id, b->unk_id);
+	assert_int_equal(a->pad_id, b->pad_id);
+	assert_int_equal(a->add_bos, b->add_bos);
+	assert_int_equal(a->add_eos, b->add_eos);
+	assert_int_equal(a->add_space_prefix, b->add_space_prefix);
+	assert_int_equal(a->ignore_merges, b->ignore_merges);
+	assert_int_equal(a->chat_template == NULL, b->chat_template == NULL);
+	if (a->chat_template)
+		assert_string_equal(a->chat_template, b->chat_template);
+}
+
 void o1_test_assert_tensors_identical(const struct o1_model *a,
 				      const struct o1_model *b)
 {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "model.h"
+#include "vocab.h"
 
 /* Creates a fresh folder /tmp/o1_test_TAG_XXXXXX; its name goes to DIR
  * (SIZE bytes). */
@@ -42,6 +43,12 @@ void o1_test_alloc_fail_at(long k);
  * survive. */
 void o1_test_assert_desc_equal(const struct o1_model_desc *a,
 			       const struct o1_model_desc *b);
+/* Asserts that vocabularies A and B are the same: kind, pre-tokenizer,
+ * tokens with their types and scores (bit-exact, or none on both),
+ * merges, special ids and flags, and chat template; two NULLs are equal,
+ * one NULL is not. */
+void o1_test_assert_vocab_equal(const struct o1_vocab *a,
+				const struct o1_vocab *b);
 /* Asserts that B has as many tensors as A and holds each of A's (found by
  * role and layer) with the same dtype, dims, shape, storage order
  * (qk_interleaved) and bytes; the message names a tensor that differs. */

@@ -469,32 +469,6 @@ static void make_vocab(struct o1_vocab **out, enum o1_vocab_kind kind)
 	*out = v;
 }
 
-static void assert_vocab_equal(const struct o1_vocab *a,
-			       const struct o1_vocab *b)
-{
-	assert_int_equal(a->kind, b->kind);
-	assert_string_equal(a->pre, b->pre);
-	assert_int_equal(a->n_tokens, b->n_tokens);
-	assert_int_equal(a->n_merges, b->n_merges);
-	for (uint32_t i = 0; i < a->n_tokens; i++) {
-		assert_string_equal(a->tokens[i], b->tokens[i]);
-		assert_true(a->scores[i] == b->scores[i]);
-		assert_int_equal(a->types[i], b->types[i]);
-	}
-	for (uint32_t i = 0; i < a->n_merges; i++)
-		assert_string_equal(a->merges[i], b->merges[i]);
-	assert_int_equal(a->bos_id, b->bos_id);
-	assert_int_equal(a->eos_id, b->eos_id);
-	assert_int_equal(a->unk_id, b->unk_id);
-	assert_int_equal(a->pad_id, b->pad_id);
-	assert_int_equal(a->add_bos, b->add_bos);
-	assert_int_equal(a->add_eos, b->add_eos);
-	assert_int_equal(a->add_space_prefix, b->add_space_prefix);
-	assert_int_equal(a->ignore_merges, b->ignore_merges);
-	if (a->chat_template || b->chat_template)
-		assert_string_equal(a->chat_template, b->chat_template);
-}
-
 static void test_vocab_round_trip(void **state)
 {
 	struct synth s;
@@ -510,7 +484,7 @@ static void test_vocab_round_trip(void **state)
 		s.m->vocab->ignore_merges = kind == O1_VOCAB_BPE;
 		m = write_load(&s, path, sizeof(path));
 		assert_non_null(m->vocab);
-		assert_vocab_equal(m->vocab, s.m->vocab);
+		o1_test_assert_vocab_equal(m->vocab, s.m->vocab);
 		assert_int_equal(m->desc.bos_id, 1);
 		assert_int_equal(m->desc.eos_id, 2);
 		o1_model_close(m);
@@ -518,7 +492,7 @@ static void test_vocab_round_trip(void **state)
 		assert_int_equal(o1_model_write_gguf(s.m, O1_DTYPE_F16, path),
 				 0);
 		assert_int_equal(o1_vocab_load_gguf(path, &v), 0);
-		assert_vocab_equal(v, s.m->vocab);
+		o1_test_assert_vocab_equal(v, s.m->vocab);
 		o1_vocab_destroy(v);
 		unlink(path);
 		synth_free(&s);
@@ -979,7 +953,7 @@ static void test_tiny_random(void **state)
 	assert_int_equal(o1_model_open(path, &m2), 0);
 	check_tiny_desc(m2);
 	assert_string_equal(m2->desc.name, m->desc.name);
-	assert_vocab_equal(m2->vocab, m->vocab);
+	o1_test_assert_vocab_equal(m2->vocab, m->vocab);
 	for (uint32_t i = 0; i < m->n_tensors; i++) {
 		const struct o1_tensor *a = &m->tensors[i];
 		const struct o1_tensor *b =

@@ -45,32 +45,6 @@ static int load_text(const char *text, struct o1_vocab **v)
 	return o1_vocab_load_tokenizer_json(path, v);
 }
 
-static void assert_same_vocab(const struct o1_vocab *a,
-			      const struct o1_vocab *b)
-{
-	assert_int_equal(a->kind, b->kind);
-	assert_string_equal(a->pre, b->pre);
-	assert_int_equal(a->n_tokens, b->n_tokens);
-	for (uint32_t i = 0; i < a->n_tokens; i++) {
-		assert_string_equal(a->tokens[i], b->tokens[i]);
-		assert_int_equal(a->types[i], b->types[i]);
-	}
-	assert_memory_equal(a->scores, b->scores, a->n_tokens * sizeof(float));
-	assert_int_equal(a->n_merges, b->n_merges);
-	for (uint32_t i = 0; i < a->n_merges; i++)
-		assert_string_equal(a->merges[i], b->merges[i]);
-	assert_int_equal(a->bos_id, b->bos_id);
-	assert_int_equal(a->eos_id, b->eos_id);
-	assert_int_equal(a->unk_id, b->unk_id);
-	assert_int_equal(a->pad_id, b->pad_id);
-	assert_int_equal(a->add_bos, b->add_bos);
-	assert_int_equal(a->add_eos, b->add_eos);
-	assert_int_equal(a->add_space_prefix, b->add_space_prefix);
-	assert_int_equal(a->ignore_merges, b->ignore_merges);
-	if (a->chat_template || b->chat_template)
-		assert_string_equal(a->chat_template, b->chat_template);
-}
-
 /* Writes V into tmpdir, loads it back and checks it is identical. */
 static void roundtrip(const struct o1_vocab *v)
 {
@@ -80,7 +54,7 @@ static void roundtrip(const struct o1_vocab *v)
 	assert_int_equal(o1_vocab_write_tokenizer_json(v, tmpdir), 0);
 	snprintf(path, sizeof(path), "%s/tokenizer.json", tmpdir);
 	assert_int_equal(o1_vocab_load_tokenizer_json(path, &back), 0);
-	assert_same_vocab(v, back);
+	o1_test_assert_vocab_equal(v, back);
 	o1_vocab_destroy(back);
 }
 

@@ -11,7 +11,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +26,7 @@
 
 #include "gguf.h"
 #include "model.h"
+#include "test_util.h"
 
 static char *o1model_bin;
 static char work[64];
@@ -101,21 +101,8 @@ static struct o1_model *open_model(const char *name)
 static void assert_same_desc(const struct o1_model_desc *a,
 			     const struct o1_model_desc *b)
 {
+	o1_test_assert_desc_equal(a, b);
 	assert_int_equal(a->arch, b->arch);
-	assert_int_equal(a->n_layers, b->n_layers);
-	assert_int_equal(a->dim, b->dim);
-	assert_int_equal(a->n_heads, b->n_heads);
-	assert_int_equal(a->n_kv_heads, b->n_kv_heads);
-	assert_int_equal(a->head_dim, b->head_dim);
-	assert_int_equal(a->ffn_dim, b->ffn_dim);
-	assert_int_equal(a->vocab_size, b->vocab_size);
-	assert_int_equal(a->max_context_tokens, b->max_context_tokens);
-	assert_true(a->norm_eps == b->norm_eps);
-	assert_int_equal(a->tied_embeddings, b->tied_embeddings);
-	assert_int_equal(a->qkv_bias, b->qkv_bias);
-	assert_true(a->rope.theta == b->rope.theta);
-	assert_int_equal(a->rope.dim, b->rope.dim);
-	assert_int_equal(a->rope.scaling, b->rope.scaling);
 }
 
 static void assert_same_ids(const struct o1_model_desc *a,
@@ -125,51 +112,14 @@ static void assert_same_ids(const struct o1_model_desc *a,
 	assert_int_equal(a->eos_id, b->eos_id);
 }
 
-static void assert_same_vocab(const struct o1_vocab *a,
-			      const struct o1_vocab *b)
-{
-	if (!a || !b) {
-		assert_true(a == b);
-		return;
-	}
-	assert_int_equal(a->kind, b->kind);
-	assert_string_equal(a->pre, b->pre);
-	assert_int_equal(a->n_tokens, b->n_tokens);
-	assert_int_equal(a->n_merges, b->n_merges);
-	for (uint32_t i = 0; i < a->n_tokens; i++)
-		assert_string_equal(a->tokens[i], b->tokens[i]);
-	for (uint32_t i = 0; i < a->n_merges; i++)
-		assert_string_equal(a->merges[i], b->merges[i]);
-	assert_int_equal(a->bos_id, b->bos_id);
-	assert_int_equal(a->eos_id, b->eos_id);
-	assert_int_equal(a->add_bos, b->add_bos);
-	assert_true((a->chat_template == NULL) == (b->chat_template == NULL));
-	if (a->chat_template)
-		assert_string_equal(a->chat_template, b->chat_template);
-}
-
-/* Every tensor of A is in B with the same dtype, shape and bytes. */
+/* Every tensor of A is in B with the same dtype, shape and bytes, and
+ * neither stores Q/K interleaved. */
 static void assert_same_bytes(const struct o1_model *a,
 			      const struct o1_model *b)
 {
-	assert_int_equal(a->n_tensors, b->n_tensors);
-	for (uint32_t i = 0; i < a->n_tensors; i++) {
-		const struct o1_tensor *x = &a->tensors[i];
-		const struct o1_tensor *y =
-		    o1_model_tensor(b, x->role, x->layer);
-
-		if (!y)
-			fail_msg("tensor %s layer %d missing",
-				 o1_tensor_role_name(x->role), x->layer);
-		assert_int_equal(x->dtype, y->dtype);
-		assert_int_equal(x->n_dims, y->n_dims);
-		assert_memory_equal(x->shape, y->shape, sizeof(x->shape));
-		assert_int_equal(x->n_bytes, y->n_bytes);
-		assert_false(x->qk_interleaved || y->qk_interleaved);
-		if (memcmp(x->data, y->data, x->n_bytes) != 0)
-			fail_msg("tensor %s layer %d differs",
-				 o1_tensor_role_name(x->role), x->layer);
-	}
+	o1_test_assert_tensors_identical(a, b);
+	for (uint32_t i = 0; i < a->n_tensors; i++)
+		assert_false(a->tensors[i].qk_interleaved);
 }
 
 /* Every tensor of A reads as the same floats from B. */
@@ -305,7 +255,7 @@ static void test_gguf_matches_safetensors(void **state)
 		assert_same_desc(&mg->desc, &mh->desc);
 		assert_same_ids(&mg->desc, &mh->desc);
 		assert_same_floats(mh, mg);
-		assert_same_vocab(mh->vocab, mg->vocab);
+		o1_test_assert_vocab_equal(mh->vocab, mg->vocab);
 		o1_model_close(mg);
 		o1_model_close(mh);
 	}
@@ -346,7 +296,7 @@ static void round_trip(const char *arch, const char *dtype)
 	assert_same_desc(&ms->desc, &mb->desc);
 	assert_same_ids(&ms->desc, &mb->desc);
 	assert_same_bytes(ms, mb);
-	assert_same_vocab(ms->vocab, mb->vocab);
+	o1_test_assert_vocab_equal(ms->vocab, mb->vocab);
 	o1_model_close(ms);
 	o1_model_close(mm);
 	o1_model_close(mb);
@@ -375,25 +325,16 @@ static void test_convert_dtype(void **state)
 static bool files_equal(const char *a, const char *b)
 {
 	char pa[256], pb[256], *da, *db;
-	FILE *fa, *fb;
 	size_t na, nb;
 	bool same;
 
 	snprintf(pa, sizeof(pa), "%s/%s", work, a);
 	snprintf(pb, sizeof(pb), "%s/%s", work, b);
-	fa = fopen(pa, "rb");
-	fb = fopen(pb, "rb");
-	assert_non_null(fa);
-	assert_non_null(fb);
-	da = malloc(1 << 22);
-	db = malloc(1 << 22);
-	na = fread(da, 1, 1 << 22, fa);
-	nb = fread(db, 1, 1 << 22, fb);
+	da = o1_test_file_read(pa, &na);
+	db = o1_test_file_read(pb, &nb);
 	same = na == nb && memcmp(da, db, na) == 0;
 	free(da);
 	free(db);
-	fclose(fa);
-	fclose(fb);
 	return same;
 }
 
@@ -814,20 +755,11 @@ static void test_tokenizer_option(void **state)
 	cJSON_Delete(j);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int teardown(void **state)
 {
 	(void)state;
 	if (!getenv("O1_KEEP_TEST_FILES"))
-		nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		o1_test_dir_remove(work);
 	return 0;
 }
 
