@@ -249,7 +249,10 @@ static void check_model(const char *name, const char *path)
 		for (uint32_t i = 0; i < len[s]; i++)
 			prompt[s][i] = (int32_t)urand(vocab);
 	}
+	allocs = o1_cuda_backend_alloc_count();
 	side_open(&gpu, O1_BACKEND_CUDA, m);
+	/* weights, staging, KV, activations, inputs (device and pinned) */
+	assert_true(o1_cuda_backend_alloc_count() >= allocs + 6);
 	side_open(&cpu, O1_BACKEND_CPU, m);
 	allocs = o1_cuda_backend_alloc_count();
 	prefill(&gpu, &cpu, prompt, len, vocab, &st);
