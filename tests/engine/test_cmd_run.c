@@ -19,23 +19,9 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include "test_util.h"
+
 static const char *o1model;
-
-static char *slurp(const char *path, long *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	*len = ftell(f);
-	rewind(f);
-	buf = malloc(*len + 1);
-	assert_int_equal(fread(buf, 1, *len, f), (size_t)*len);
-	buf[*len] = 0;
-	fclose(f);
-	return buf;
-}
 
 /* The ids of KEY as "a b c" into OUT. */
 static void ids_text(const cJSON *root, const char *key, char *out, size_t cap)
@@ -51,20 +37,17 @@ static void ids_text(const cJSON *root, const char *key, char *out, size_t cap)
 /* Runs MODEL (a folder or a GGUF) against the reference files in REF. */
 static void check_model(const char *model, const char *ref_dir)
 {
-	char path[600], cmd[2048], prompt[1024], want[1024], got[1024] = "";
-	char dump[] = "/tmp/o1-test-run-XXXXXX";
-	long len, dlen;
+	char path[600], cmd[2048], prompt[1024], want[1024], got[1024];
+	char dump[64];
+	size_t len, dlen;
 	char *text = NULL;
 	cJSON *root;
 	float *ref, *logits;
 	double mx = 0, worst = 0;
-	FILE *p;
-	int fd = mkstemp(dump);
 
-	assert_true(fd >= 0);
-	close(fd);
+	o1_test_file_make(dump, sizeof(dump), "run");
 	snprintf(path, sizeof(path), "%s/reference.json", ref_dir);
-	text = slurp(path, &len);
+	text = o1_test_file_read(path, &len);
 	root = cJSON_Parse(text);
 	ids_text(root, "greedy_prompt_ids", prompt, sizeof(prompt));
 	ids_text(root, "greedy_new_ids", want, sizeof(want));
@@ -72,9 +55,7 @@ static void check_model(const char *model, const char *ref_dir)
 		 "%s run %s --ids '%s' --max-tokens 24 "
 		 "--ids-only --page-tokens 3",
 		 o1model, model, prompt);
-	p = popen(cmd, "r");
-	assert_non_null(fgets(got, sizeof(got), p));
-	assert_int_equal(pclose(p), 0);
+	assert_int_equal(o1_test_run(cmd, got, sizeof(got)), 0);
 	got[strcspn(got, "\n")] = 0;
 	assert_string_equal(got, want);
 	ids_text(root, "prompt_ids", prompt, sizeof(prompt));
@@ -84,10 +65,10 @@ static void check_model(const char *model, const char *ref_dir)
 		 o1model, model, prompt, dump);
 	assert_int_equal(system(cmd), 0);
 	snprintf(path, sizeof(path), "%s/logits.f32", ref_dir);
-	ref = (float *)slurp(path, &len);
-	logits = (float *)slurp(dump, &dlen);
+	ref = (float *)o1_test_file_read(path, &len);
+	logits = (float *)o1_test_file_read(dump, &dlen);
 	assert_int_equal(len, dlen);
-	for (long i = 0; i < len / 4; i++) {
+	for (size_t i = 0; i < len / 4; i++) {
 		mx = fmax(mx, fabs(ref[i]));
 		worst = fmax(worst, fabs(ref[i] - logits[i]));
 	}
@@ -102,12 +83,10 @@ static void check_model(const char *model, const char *ref_dir)
 static void test_reference_models(void **state)
 {
 	static const char *const names[] = {"llama-tiny", "qwen2-tiny"};
-	char dir[512], gguf[] = "/tmp/o1-test-run-gguf-XXXXXX", cmd[1200];
-	int fd = mkstemp(gguf);
+	char dir[512], gguf[64], cmd[1200];
 
 	(void)state;
-	assert_true(fd >= 0);
-	close(fd);
+	o1_test_file_make(gguf, sizeof(gguf), "run_gguf");
 	for (int i = 0; i < 2; i++) {
 		snprintf(dir, sizeof(dir), O1_SHARED_DIR "/testdata/hf/%s",
 			 names[i]);
@@ -157,19 +136,14 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(run_status(args), 1);
 }
 
-/* Output of "o1model run ARGS" (first 4 KiB) into OUT; exit status. */
+/* Output of "o1model run ARGS" (CAP - 1 bytes at most) into OUT; exit
+ * status. */
 static int run_output(const char *args, char *out, size_t cap)
 {
 	char cmd[1024];
-	size_t n;
-	FILE *p;
 
 	snprintf(cmd, sizeof(cmd), "%s run %s 2>/dev/null", o1model, args);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, cap - 1, p);
-	out[n] = 0;
-	return pclose(p);
+	return o1_test_run(cmd, out, cap);
 }
 
 /* A model with a vocabulary (o1model make's built-in tokenizer): --prompt
@@ -177,13 +151,11 @@ static int run_output(const char *args, char *out, size_t cap)
  * seed repeats itself exactly. Needs no shared files. */
 static void test_prompt_sampling(void **state)
 {
-	char path[] = "/tmp/o1-test-run-model-XXXXXX", cmd[1024], args[600];
+	char path[64], cmd[1024], args[600];
 	char a[4096], b[4096], c[4096];
-	int fd = mkstemp(path);
 
 	(void)state;
-	assert_true(fd >= 0);
-	close(fd);
+	o1_test_file_make(path, sizeof(path), "run_model");
 	snprintf(cmd, sizeof(cmd),
 		 "%s make --preset tiny --out %s.gguf "
 		 ">/dev/null 2>&1",

@@ -23,6 +23,7 @@
 #include "error.h"
 #include "kv_pool.h"
 #include "model.h"
+#include "test_util.h"
 
 #define MAX_IDS 64
 
@@ -45,22 +46,6 @@ struct engine {
 	uint32_t vocab;
 };
 
-static char *slurp(const char *path, long *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	*len = ftell(f);
-	rewind(f);
-	buf = malloc(*len + 1);
-	assert_int_equal(fread(buf, 1, *len, f), (size_t)*len);
-	buf[*len] = 0;
-	fclose(f);
-	return buf;
-}
-
 static int read_ids(const cJSON *root, const char *key, int32_t *ids)
 {
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, key), *e;
@@ -78,12 +63,12 @@ static int read_ids(const cJSON *root, const char *key, int32_t *ids)
 static void load_reference(const char *dir, struct reference *r)
 {
 	char path[512];
-	long len;
+	size_t len;
 	char *text;
 	cJSON *root;
 
 	snprintf(path, sizeof(path), "%s/reference.json", dir);
-	text = slurp(path, &len);
+	text = o1_test_file_read(path, &len);
 	root = cJSON_Parse(text);
 	assert_non_null(root);
 	r->n_prompt = read_ids(root, "prompt_ids", r->prompt);
@@ -95,8 +80,8 @@ static void load_reference(const char *dir, struct reference *r)
 	cJSON_Delete(root);
 	free(text);
 	snprintf(path, sizeof(path), "%s/logits.f32", dir);
-	r->logits = (float *)slurp(path, &len);
-	assert_int_equal(len, (long)r->n_prompt * r->vocab * 4);
+	r->logits = (float *)o1_test_file_read(path, &len);
+	assert_int_equal(len, (size_t)r->n_prompt * r->vocab * 4);
 }
 
 static uint32_t n_threads = 2;
