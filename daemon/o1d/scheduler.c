@@ -477,14 +477,45 @@ static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
 
 /* ---- admission of a new request ---- */
 
-/* CHAT prompts: "role\0content\0role\0content..." (a final NUL is
+/* Splits the CHAT prompt copied at BUF (N bytes, NUL at BUF[N]) into
+ * messages: "role\0content\0role\0content..." (a final NUL is
  * optional); text without any NUL is one user message. */
+static int chat_split(const struct o1_req *r, char *buf, size_t n,
+		      struct o1_chat_message *msg, size_t *n_msg)
+{
+	char *p = buf, *end = buf + n;
+
+	*n_msg = 0;
+	if (!memchr(buf, 0, n)) {
+		msg[(*n_msg)++] = (struct o1_chat_message){"user", buf};
+		return 0;
+	}
+	while (p < end) {
+		char *role = p, *nul = memchr(p, 0, (size_t)(end - p));
+
+		if (!nul || *n_msg == CHAT_MAX_MSG) {
+			o1_warn("request %llu: chat prompt of %zu bytes: %s at "
+				"byte %zu",
+				(unsigned long long)r->req_id, n,
+				nul ? "more than 64 messages"
+				    : "a role without content",
+				(size_t)(p - buf));
+			return nul ? -O1_E_BOUNDS : -O1_E_FORMAT;
+		}
+		msg[*n_msg].role = role;
+		msg[(*n_msg)++].content = nul + 1;
+		nul = memchr(nul + 1, 0, (size_t)(end - nul - 1));
+		p = nul ? nul + 1 : end + 1;
+	}
+	return 0;
+}
+
+/* Renders the CHAT prompt of R into chat_buf; *len gets its length. */
 static int render_chat(struct o1_sched *s, const struct o1_req *r, size_t *len)
 {
 	struct o1_chat_message msg[CHAT_MAX_MSG];
-	const char *p = (const char *)r->prompt;
-	const char *end = p + r->prompt_bytes;
-	size_t n = 0;
+	size_t n = r->prompt_bytes, n_msg, cap;
+	char *out = s->chat_buf + n + 1;
 	int ret;
 
 	if (!s->o.chat) {
@@ -493,44 +524,22 @@ static int render_chat(struct o1_sched *s, const struct o1_req *r, size_t *len)
 			(unsigned long long)r->req_id);
 		return -O1_E_UNSUPPORTED;
 	}
-	if (!memchr(p, 0, r->prompt_bytes)) {
-		memcpy(s->chat_buf, p, r->prompt_bytes);
-		s->chat_buf[r->prompt_bytes] = 0;
-		msg[n++] = (struct o1_chat_message){"user", s->chat_buf};
-		p = s->chat_buf + r->prompt_bytes + 1;
-	} else {
-		while (p < end && n < CHAT_MAX_MSG) {
-			const char *role = p, *content;
-
-			p = memchr(p, 0, (size_t)(end - p));
-			if (!p) {
-				o1_warn("request %llu: chat record without "
-					"content",
-					(unsigned long long)r->req_id);
-				return -O1_E_FORMAT;
-			}
-			content = ++p;
-			p = memchr(p, 0, (size_t)(end - p));
-			if (!p)
-				return -O1_E_FORMAT; /* must end in NUL */
-			msg[n++] = (struct o1_chat_message){role, content};
-			p++;
-		}
-		if (p < end) {
-			o1_warn("request %llu: more than %d chat messages",
-				(unsigned long long)r->req_id, CHAT_MAX_MSG);
-			return -O1_E_BOUNDS;
-		}
-		p = s->chat_buf;
+	memcpy(s->chat_buf, r->prompt, n);
+	s->chat_buf[n] = 0;
+	ret = chat_split(r, s->chat_buf, n, msg, &n_msg);
+	if (ret)
+		return ret;
+	cap = s->chat_cap - n - 1;
+	ret = o1_chat_template_render(s->o.chat, msg, n_msg, true, out, cap);
+	if (ret >= 0 && (size_t)ret >= cap) {
+		o1_warn("request %llu: rendered chat prompt of %d bytes "
+			"exceeds %zu",
+			(unsigned long long)r->req_id, ret, cap);
+		ret = -O1_E_BOUNDS;
 	}
-	ret = o1_chat_template_render(s->o.chat, msg, n, true, (char *)p,
-				      s->chat_cap - (size_t)(p - s->chat_buf));
 	if (ret < 0)
 		return ret;
-	if ((size_t)ret >= s->chat_cap - (size_t)(p - s->chat_buf))
-		return -O1_E_BOUNDS;
-	if (p != s->chat_buf)
-		memmove(s->chat_buf, p, (size_t)ret + 1);
+	memmove(s->chat_buf, out, (size_t)ret + 1);
 	*len = (size_t)ret;
 	return 0;
 }
@@ -644,6 +653,9 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r)
 	if (!err)
 		err = make_sampler(s, q);
 	if (err) {
+		o1_info("request %llu of client %u refused: %s",
+			(unsigned long long)r->req_id, r->client_id,
+			o1_strerror(err));
 		finish(s, q, O1_FINISH_ERROR, err);
 		return;
 	}

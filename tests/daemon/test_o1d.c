@@ -19,9 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chat_template.h"
 #include "error.h"
 #include "harness.h"
+#include "model.h"
 #include "o1/client.h"
+#include "tokenizer.h"
 
 static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
 
@@ -393,6 +396,142 @@ static void test_drain(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* o1model run --prompt TEXT: ids into ref, the decoded text into *text
+ * (malloc'd; the last newline removed). */
+static int text_reference(const struct daemon_proc *d, const char *prompt,
+			  unsigned max_tokens, struct result *ref, char **text)
+{
+	char cmd[1024], line[8192];
+	size_t n = 0, cap = 1 << 16;
+	FILE *f;
+	int k = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s run %s --threads 2 --max-tokens %u --prompt '%s' "
+		 "2>/dev/null",
+		 o1model_bin, d->model, max_tokens, prompt);
+	memset(ref, 0, sizeof(*ref));
+	f = popen(cmd, "r");
+	if (!f || !fgets(line, sizeof(line), f))
+		return -1;
+	for (char *t = strtok(line, " \n"); t; t = strtok(NULL, " \n"))
+		ref->ids[k++] = (uint32_t)strtoul(t, NULL, 10);
+	ref->n_ids = (uint32_t)k;
+	*text = calloc(1, cap);
+	n = fread(*text, 1, cap - 1, f);
+	if (n && (*text)[n - 1] == '\n')
+		(*text)[--n] = 0;
+	return pclose(f) == 0 ? 0 : -1;
+}
+
+static void run_text(const struct daemon_proc *d, struct o1_submit_opts *so,
+		     struct result *r)
+{
+	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = d->socket};
+	struct o1_client *c;
+	struct o1_event ev;
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(o1_client_submit(c, so), 0);
+	while (!r->finals) {
+		assert_int_equal(o1_client_wait(c, &ev, 30000000000ll), 1);
+		result_add_event(r, &ev);
+	}
+	o1_client_close(c);
+	assert_false(r->bad_utf8);
+	r->text[r->text_len] = 0;
+}
+
+/* Chat ids as the daemon must build them: the model's template, then
+ * encoding with BOS and special tokens parsed. */
+static uint32_t chat_ids(const char *model, const char *user, int32_t *ids,
+			 uint32_t cap)
+{
+	struct o1_model *m;
+	struct o1_tokenizer *t;
+	struct o1_chat_template ct;
+	struct o1_chat_message msg[2] = {{"system", "Be brief."},
+					 {"user", user}};
+	char buf[4096];
+	int n, len;
+
+	assert_int_equal(o1_model_open(model, &m), 0);
+	assert_int_equal(o1_tokenizer_create(m->vocab, &t), 0);
+	assert_int_equal(
+	    o1_chat_template_init(&ct, m->vocab->chat_template, NULL), 0);
+	len = o1_chat_template_render(&ct, msg, 2, true, buf, sizeof(buf));
+	assert_true(len > 0 && len < (int)sizeof(buf));
+	n = o1_tokenizer_encode(t, buf, (size_t)len,
+				O1_ENCODE_ADD_SPECIAL | O1_ENCODE_PARSE_SPECIAL,
+				ids, cap);
+	assert_true(n > 0 && n <= (int)cap);
+	o1_tokenizer_destroy(t);
+	o1_model_close(m);
+	return (uint32_t)n;
+}
+
+/* Text prompts: the streamed text is the detokenized reference; a stop
+ * string cuts it right before its first occurrence; a chat request is
+ * the template's ids. */
+static void test_text_stop_chat(void **state)
+{
+	struct daemon_proc *d = *state;
+	static const char chat[] = "system\0Be brief.\0user\0hello there";
+	const char *stops[1];
+	char *text = NULL, stop[8];
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 3,
+				    .text = "hello world",
+				    .text_len = 11,
+				    .max_tokens = 24,
+				    .flags = O1_FLAG_ADD_BOS};
+	struct result ref, r;
+	struct spec sp;
+	size_t at;
+
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	assert_int_equal(text_reference(d, "hello world", 24, &ref, &text), 0);
+	run_text(d, &so, &r);
+	assert_int_equal(result_same(&r, &ref, "text"), 0);
+	assert_string_equal(r.text, text);
+	/* a stop string of 3 bytes from the middle, on char boundaries */
+	at = strlen(text) / 2;
+	while (at && ((unsigned char)text[at] & 0xc0) == 0x80)
+		at--;
+	snprintf(stop, sizeof(stop), "%.3s", text + at);
+	while (strlen(stop) > 1 &&
+	       ((unsigned char)text[at + strlen(stop)] & 0xc0) == 0x80)
+		stop[strlen(stop) - 1] = 0;
+	at = (size_t)(strstr(text, stop) - text);
+	stops[0] = stop;
+	so.stop_strings = stops;
+	so.n_stop_strings = 1;
+	run_text(d, &so, &r);
+	assert_int_equal(r.finish, O1_FINISH_REASON_STOP);
+	assert_int_equal(r.text_len, at);
+	assert_memory_equal(r.text, text, at);
+	free(text);
+	/* chat */
+	memset(&sp, 0, sizeof(sp));
+	sp.n_ids =
+	    chat_ids(d->model, "hello there", (int32_t *)sp.ids, SPEC_IDS_MAX);
+	sp.max_tokens = 10;
+	sp.top_p = 1;
+	assert_int_equal(spec_reference(o1model_bin, d->model, &sp, &ref), 0);
+	so = (struct o1_submit_opts){.sz = sizeof(so),
+				     .req_id = 4,
+				     .text = chat,
+				     .text_len = sizeof(chat) - 1,
+				     .max_tokens = 10,
+				     .flags = O1_FLAG_CHAT};
+	run_text(d, &so, &r);
+	assert_int_equal(r.prompt_tokens, sp.n_ids);
+	assert_int_equal(result_same(&r, &ref, "chat"), 0);
+	expect_idle(d);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 static int o1ctl(const struct daemon_proc *d, const char *args)
 {
 	char cmd[512];
@@ -449,6 +588,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_prefix_cache),
 	    cmocka_unit_test(test_drain),
 	    cmocka_unit_test(test_admin),
+	    cmocka_unit_test(test_text_stop_chat),
 	};
 
 	if (argc < 4) {

@@ -33,7 +33,8 @@ int cmd_cancel(int argc, char **argv)
 			return 0;
 		}
 	if (parse_u64(o1ctl_admin_arg(argc, argv, 0), &client) ||
-	    parse_u64(o1ctl_admin_arg(argc, argv, 1), &id)) {
+	    parse_u64(o1ctl_admin_arg(argc, argv, 1), &id) ||
+	    o1ctl_admin_arg(argc, argv, 2)) {
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
