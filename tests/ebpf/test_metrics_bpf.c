@@ -28,6 +28,7 @@
 #include "error.h"
 #include "metrics_reader.h"
 #include "metrics_writer.h"
+#include "test_util.h"
 
 #define TEST_GID 4242
 
@@ -169,16 +170,10 @@ static cJSON *bpftool_dump(const char *map, cJSON **root)
 {
 	char cmd[PATH_MAX + 128], buf[65536];
 	cJSON *entry, *fmt;
-	size_t n;
-	FILE *p;
 
 	snprintf(cmd, sizeof(cmd),
 		 "bpftool map dump pinned %s/v1/%s -j 2>/dev/null", dir, map);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(buf, 1, sizeof(buf) - 1, p);
-	assert_int_equal(pclose(p), 0);
-	buf[n] = '\0';
+	assert_int_equal(o1_test_run(cmd, buf, sizeof(buf)), 0);
 	*root = cJSON_Parse(buf);
 	assert_non_null(*root);
 	assert_int_equal(cJSON_GetArraySize(*root), 1);

@@ -24,6 +24,7 @@
 #include "metrics_reader.h"
 #include "metrics_render.h"
 #include "metrics_runq.h"
+#include "test_util.h"
 
 static struct o1_metrics *open_mode(enum o1_metrics_mode mode, const char *dir,
 				    const char *shm)
@@ -93,16 +94,9 @@ static void ping_pong(unsigned rounds)
 static int bpftool_has_slots(const char *pin)
 {
 	char cmd[4400], buf[16384];
-	size_t n;
-	FILE *p;
 
 	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s -j 2>&1", pin);
-	p = popen(cmd, "r");
-	if (!p)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, p);
-	buf[n] = '\0';
-	pclose(p);
+	o1_test_run(cmd, buf, sizeof(buf));
 	return strstr(buf, "\"sum_us\"") && strstr(buf, "\"slots\"");
 }
 

@@ -22,6 +22,7 @@
 #include "error.h"
 #include "metrics_reader.h"
 #include "metrics_writer.h"
+#include "test_util.h"
 
 static char tmpdir[64];
 static char path[128];	 /* the fallback file */
@@ -30,9 +31,7 @@ static char notbpf[128]; /* a directory that is not on bpffs */
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(tmpdir, "/tmp/o1-test-shm-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
+	o1_test_dir_make(tmpdir, sizeof(tmpdir), "shm");
 	snprintf(path, sizeof(path), "%s/metrics", tmpdir);
 	snprintf(notbpf, sizeof(notbpf), "%s/notbpf", tmpdir);
 	return 0;
@@ -41,10 +40,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(path);
-	rmdir(notbpf);
-	rmdir(tmpdir);
-	return 0;
+	return o1_test_dir_remove(tmpdir);
 }
 
 static struct o1_metrics *writer(enum o1_metrics_mode mode, bool unlink_it)

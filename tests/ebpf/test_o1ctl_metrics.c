@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -22,6 +21,7 @@
 
 #include "bpffs.h"
 #include "metrics_writer.h"
+#include "test_util.h"
 
 static const char *o1ctl;
 static char tmpdir[64];
@@ -31,23 +31,15 @@ static char out[1 << 20];
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(tmpdir, "/tmp/o1-test-o1ctl-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
+	o1_test_dir_make(tmpdir, sizeof(tmpdir), "o1ctl");
 	snprintf(shm, sizeof(shm), "%s/metrics", tmpdir);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char err[160];
-
 	(void)state;
-	snprintf(err, sizeof(err), "%s/stderr", tmpdir);
-	unlink(err);
-	unlink(shm);
-	rmdir(tmpdir);
-	return 0;
+	return o1_test_dir_remove(tmpdir);
 }
 
 /* Runs o1ctl with args; stdout lands in out, stderr in tmpdir/stderr.
@@ -55,15 +47,9 @@ static int teardown(void **state)
 static int run(const char *args)
 {
 	char cmd[1024];
-	size_t n;
-	FILE *p;
 
 	snprintf(cmd, sizeof(cmd), "%s %s 2>%s/stderr", o1ctl, args, tmpdir);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	return WEXITSTATUS(pclose(p));
+	return o1_test_run(cmd, out, sizeof(out));
 }
 
 static int stderr_has(const char *text)
