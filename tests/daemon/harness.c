@@ -52,7 +52,7 @@ void harness_fini(struct daemon_proc *d)
 		fprintf(stderr, "cannot remove %s\n", d->dir);
 }
 
-static bool log_has(const char *path, const char *what)
+bool log_has(const char *path, const char *what)
 {
 	FILE *f = fopen(path, "r");
 	char line[1024];
@@ -77,6 +77,10 @@ static void exec_daemon(const struct daemon_proc *d, const char *o1d,
 	snprintf(sock, sizeof(sock), "ipc.socket=%s", d->socket);
 	snprintf(model, sizeof(model), "model.path=%s", d->model);
 	argv[n++] = o1d;
+	if (d->config[0]) {
+		argv[n++] = "-c";
+		argv[n++] = d->config;
+	}
 	argv[n++] = "--set";
 	argv[n++] = sock;
 	argv[n++] = "--set";

@@ -18,6 +18,7 @@ struct daemon_proc {
 	char socket[128];
 	char log[128];
 	char model[128];
+	char config[128]; /* "-c" file when not empty */
 };
 
 /* One request: a token-id prompt and sampling parameters o1model run
@@ -57,6 +58,8 @@ int harness_init(struct daemon_proc *d, const char *o1model);
  * for its ready line; 0 or -1. */
 int daemon_start(struct daemon_proc *d, const char *o1d,
 		 const char *const *sets);
+/* Whether the file at PATH has a line containing WHAT. */
+bool log_has(const char *path, const char *what);
 /* SIGTERM and reap; returns the exit status, -1 on a signal death. */
 int daemon_stop(struct daemon_proc *d);
 void harness_fini(struct daemon_proc *d);

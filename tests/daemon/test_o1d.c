@@ -11,10 +11,13 @@
 /* cmocka.h needs the four headers above first */
 #include <cmocka.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -532,6 +535,71 @@ static void test_text_stop_chat(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+static int notify_socket(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	assert_true(strlen(path) < sizeof(a.sun_path));
+	memcpy(a.sun_path, path, strlen(path));
+	unlink(path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static void expect_notify(int fd, const char *what)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[64] = "";
+	ssize_t n;
+
+	assert_int_equal(poll(&p, 1, 10000), 1);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	assert_true(n > 0);
+	assert_string_equal(buf, what);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* sd_notify READY=1 and STOPPING=1; SIGHUP applies the file's scheduler
+ * knobs and says which changes need a restart. */
+static void test_notify_and_reload(void **state)
+{
+	struct daemon_proc *d = *state;
+	char path[100];
+	struct result r;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/notify.sock", d->dir);
+	fd = notify_socket(path);
+	setenv("NOTIFY_SOCKET", path, 1);
+	snprintf(d->config, sizeof(d->config), "%s/o1d.ini", d->dir);
+	write_file(d->config, "[scheduler]\nmax_running = 4\n");
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	unsetenv("NOTIFY_SOCKET");
+	expect_notify(fd, "READY=1");
+	write_file(d->config, "[scheduler]\nmax_running = 1\n"
+			      "[kv]\npage_tokens = 32\n");
+	kill(d->pid, SIGHUP);
+	for (int i = 0; i < 500 && !log_has(d->log, "SIGHUP: reloaded"); i++)
+		usleep(10000);
+	assert_true(log_has(d->log, "max_running=1"));
+	assert_true(log_has(d->log, "need a restart"));
+	assert_int_equal(spec_run(d->socket, &specs[2], &r), 0);
+	assert_int_equal(result_same(&r, &refs[2], "after reload"), 0);
+	assert_int_equal(daemon_stop(d), 0);
+	expect_notify(fd, "STOPPING=1");
+	close(fd);
+	d->config[0] = 0;
+}
+
 static int o1ctl(const struct daemon_proc *d, const char *args)
 {
 	char cmd[512];
@@ -589,6 +657,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_drain),
 	    cmocka_unit_test(test_admin),
 	    cmocka_unit_test(test_text_stop_chat),
+	    cmocka_unit_test(test_notify_and_reload),
 	};
 
 	if (argc < 4) {
