@@ -23,6 +23,7 @@
 
 #include "backend.h"
 #include "config.h"
+#include "devmem.h"
 #include "engine.h"
 #include "error.h"
 #include "log.h"
@@ -130,6 +131,19 @@ static uint64_t mem_available(void)
 	return (uint64_t)kb * 1024;
 }
 
+/* Device memory left for the KV pool: free now, less the bf16 weights
+ * the CUDA backend is about to upload. */
+static uint64_t cuda_available(const struct o1d *d)
+{
+	uint64_t free_b = 0, weights = 0;
+
+	if (o1_devmem_free(d->cfg.backend.device.index, &free_b))
+		return 0;
+	for (uint32_t i = 0; i < d->model->n_tensors; i++)
+		weights += o1_tensor_elements(&d->model->tensors[i]) * 2;
+	return free_b > weights ? free_b - weights : 0;
+}
+
 /* kv.pages, or kv.memory_fraction of the memory left, but no more than
  * max_running full contexts need. */
 static uint32_t kv_pages(const struct o1d *d, bool cuda)
@@ -139,7 +153,7 @@ static uint32_t kv_pages(const struct o1d *d, bool cuda)
 	uint64_t per_seq = (d->ctx + 1 + P - 1) / P;
 	uint64_t page_bytes = (uint64_t)m->n_layers * 2 * m->n_kv_heads * P *
 			      m->head_dim * (cuda ? 2 : 4);
-	uint64_t avail = cuda ? (16ull << 30) : mem_available();
+	uint64_t avail = cuda ? cuda_available(d) : mem_available();
 	uint64_t n, cap = per_seq * max_running(&d->cfg);
 
 	if (d->cfg.kv.pages)
@@ -152,10 +166,10 @@ static uint32_t kv_pages(const struct o1d *d, bool cuda)
 	if (n > (1u << 24))
 		n = 1u << 24;
 	o1_info("kv: %llu pages of %llu bytes from kv.memory_fraction %.2f "
-		"of %llu MiB%s",
+		"of %llu MiB %s memory left",
 		(unsigned long long)n, (unsigned long long)page_bytes,
 		d->cfg.kv.memory_fraction, (unsigned long long)(avail >> 20),
-		cuda ? " (assumed for cuda: set kv.pages)" : "");
+		cuda ? "device" : "host");
 	return (uint32_t)n;
 }
 
