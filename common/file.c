@@ -1,10 +1,13 @@
 /* o1_file_read: open, fstat, check the type and the limit, then read
  * exactly st_size bytes (looping over short reads) into a buffer one byte
- * longer, NUL-terminated. The buffer is handed out only when complete. */
+ * longer, NUL-terminated. The buffer is handed out only when complete.
+ * o1_file_write_text: stdio, with fclose's error kept (buffered data is
+ * written there). */
 #include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -95,5 +98,24 @@ int o1_file_read(const char *path, uint64_t max_bytes, char **out, size_t *len)
 	*len = size;
 close_fd:
 	close(fd);
+	return err;
+}
+
+int o1_file_write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f) {
+		err = -errno;
+		o1_err("%s: %s", path, strerror(-err));
+		return err;
+	}
+	if (fputs(text, f) < 0 || fputc('\n', f) < 0)
+		err = -EIO;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (err)
+		o1_err("%s: %s", path, strerror(-err));
 	return err;
 }

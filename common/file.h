@@ -1,5 +1,5 @@
-/* Whole-file reads with a size limit, for small text files (JSON configs,
- * indexes) that are parsed from memory. */
+/* Whole small files: reads with a size limit, for text files (JSON
+ * configs, indexes) that are parsed from memory, and text writes. */
 #ifndef O1_FILE_H
 #define O1_FILE_H
 
@@ -14,5 +14,10 @@
  * the limit or errno; a missing file is logged at debug level only, since
  * some callers treat it as optional. On failure *OUT and *LEN are unset. */
 int o1_file_read(const char *path, uint64_t max_bytes, char **out, size_t *len);
+
+/* Writes TEXT and a newline to PATH, created (0666 & ~umask) or truncated.
+ * Returns 0 or -errno (-EIO when a write fails); every failure is logged
+ * once with the path. */
+int o1_file_write_text(const char *path, const char *text);
 
 #endif

@@ -696,24 +696,11 @@ int o1_hf_config_write(const struct o1_model_desc *desc, enum o1_dtype dtype,
 		       const char *path)
 {
 	char *text;
-	FILE *f;
 	int err = o1_hf_config_format(desc, dtype, &text);
 
 	if (err)
 		return err;
-	f = fopen(path, "w");
-	if (!f) {
-		err = -errno;
-		o1_err("config writer: %s: %s", path, strerror(errno));
-		goto out_free;
-	}
-	if (fputs(text, f) < 0 || fputc('\n', f) < 0)
-		err = -EIO;
-	if (fclose(f) != 0 && !err)
-		err = -errno;
-	if (err)
-		o1_err("config writer: %s: %s", path, o1_strerror(err));
-out_free:
+	err = o1_file_write_text(path, text);
 	free(text);
 	return err;
 }

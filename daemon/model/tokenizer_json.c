@@ -1169,25 +1169,11 @@ static int config_json(const struct o1_vocab *v, char **out)
 static int write_text(const char *dir, const char *name, const char *text)
 {
 	char path[PATH_MAX];
-	FILE *f;
-	int err = 0;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	f = fopen(path, "w");
-	if (!f) {
-		err = -errno;
-		o1_err("tokenizer writer: %s: %s", path, strerror(errno));
-		return err;
-	}
-	if (fputs(text, f) < 0 || fputc('\n', f) < 0)
-		err = -EIO;
-	if (fclose(f) != 0 && !err)
-		err = -errno;
-	if (err)
-		o1_err("tokenizer writer: %s: %s", path, o1_strerror(err));
-	return err;
+	return o1_file_write_text(path, text);
 }
 
 static int check_writable(const struct o1_vocab *v)

@@ -1,6 +1,7 @@
 /* o1_file_read: contents and NUL terminator, the size limit (at and over),
  * empty files, and the failures (missing file, directory) with their codes
- * and their one log line. Works in a fresh mkdtemp directory. */
+ * and their one log line. o1_file_write_text: text and newline, truncation,
+ * a missing folder and a full device. Works in a fresh mkdtemp directory. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,26 +58,51 @@ static void write_bytes(const char *path, const void *data, size_t n)
 	assert_int_equal(fclose(f), 0);
 }
 
-/* Runs o1_file_read with stderr sent to a file; returns its result and
- * leaves what was logged in LOG. */
-static int read_logged(const char *path, uint64_t max, char **out, size_t *len,
-		       char *log, size_t log_size)
+/* Sends stderr to a fresh file; returns the saved stderr for
+ * end_capture. */
+static int begin_capture(int *fd)
 {
 	char tmp[] = "/tmp/o1-test-file-log-XXXXXX";
-	int fd = mkstemp(tmp), saved = dup(2), ret;
+	int saved = dup(2);
+
+	*fd = mkstemp(tmp);
+	assert_true(*fd >= 0 && saved >= 0);
+	unlink(tmp);
+	fflush(stderr);
+	dup2(*fd, 2);
+	return saved;
+}
+
+/* Restores stderr and leaves what was logged in LOG. */
+static void end_capture(int fd, int saved, char *log, size_t log_size)
+{
 	ssize_t n;
 
-	assert_true(fd >= 0 && saved >= 0);
-	fflush(stderr);
-	dup2(fd, 2);
-	ret = o1_file_read(path, max, out, len);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
 	n = pread(fd, log, log_size - 1, 0);
 	log[n > 0 ? n : 0] = 0;
 	close(fd);
-	unlink(tmp);
+}
+
+static int read_logged(const char *path, uint64_t max, char **out, size_t *len,
+		       char *log, size_t log_size)
+{
+	int fd, saved = begin_capture(&fd);
+	int ret = o1_file_read(path, max, out, len);
+
+	end_capture(fd, saved, log, log_size);
+	return ret;
+}
+
+static int write_logged(const char *path, const char *text, char *log,
+			size_t log_size)
+{
+	int fd, saved = begin_capture(&fd);
+	int ret = o1_file_write_text(path, text);
+
+	end_capture(fd, saved, log, log_size);
 	return ret;
 }
 
@@ -159,6 +185,29 @@ static void test_directory(void **state)
 	assert_non_null(strstr(log, "directory"));
 }
 
+static void test_write_text(void **state)
+{
+	struct fixture *fx = *state;
+	char *buf = NULL, log[1024], missing[160];
+	size_t len = 0;
+
+	assert_int_equal(o1_file_write_text(fx->path, "{\"a\": 12345}"), 0);
+	assert_int_equal(o1_file_write_text(fx->path, "{}"), 0);
+	assert_int_equal(o1_file_read(fx->path, 64, &buf, &len), 0);
+	assert_int_equal(len, 3);
+	assert_string_equal(buf, "{}\n");
+	free(buf);
+	snprintf(missing, sizeof(missing), "%s/no/such", fx->dir);
+	assert_int_equal(write_logged(missing, "x", log, sizeof(log)), -ENOENT);
+	assert_non_null(strstr(log, missing));
+	if (access("/dev/full", W_OK) != 0)
+		return;
+	/* the data is buffered: only fclose sees the full device */
+	assert_int_equal(write_logged("/dev/full", "x", log, sizeof(log)),
+			 -ENOSPC);
+	assert_non_null(strstr(log, "/dev/full"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +217,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_over_limit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_directory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_text, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
