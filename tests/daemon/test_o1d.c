@@ -600,6 +600,55 @@ static void test_notify_and_reload(void **state)
 	d->config[0] = 0;
 }
 
+/* A client with an 8-entry completion ring that does not read: its
+ * request waits (others complete meanwhile), then every event arrives in
+ * order once it reads. Logprobs: each token carries its own and the 3
+ * best alternatives, the greedy token first. */
+static void test_backpressure_logprobs(void **state)
+{
+	struct daemon_proc *d = *state;
+	struct o1_client_opts co = {
+	    .sz = sizeof(co), .socket_path = d->socket, .cq_entries = 8};
+	struct o1_sampling smp = {.sz = sizeof(smp), .n_logprobs = 3};
+	const struct spec *sp = &specs[3];
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 9,
+				    .ids = sp->ids,
+				    .n_ids = sp->n_ids,
+				    .sampling = &smp,
+				    .max_tokens = sp->max_tokens};
+	struct o1_client *c;
+	struct o1_event ev;
+	struct result r = {0}, other;
+	uint32_t lp_pos = 0;
+
+	assert_true(sp->temperature == 0 && refs[3].n_ids > 4);
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(o1_client_submit(c, &so), 0);
+	usleep(100000);
+	assert_int_equal(spec_run(d->socket, &specs[0], &other), 0);
+	assert_int_equal(result_same(&other, &refs[0], "other"), 0);
+	while (!r.finals) {
+		assert_int_equal(o1_client_wait(c, &ev, 10000000000ll), 1);
+		if (ev.type == O1_EVENT_LOGPROBS) {
+			assert_int_equal(ev.position, lp_pos++);
+			assert_int_equal(ev.n_top, 3);
+			assert_int_equal(ev.top_ids[0], r.ids[r.n_ids - 1]);
+			assert_true(ev.top_logprobs[0] >= ev.top_logprobs[1]);
+			continue;
+		}
+		if (ev.type == O1_EVENT_TOKEN && ev.n_ids)
+			assert_true(ev.has_logprobs && ev.logprobs[0] <= 0);
+		result_add_event(&r, &ev);
+	}
+	o1_client_close(c);
+	assert_int_equal(result_same(&r, &refs[3], "backpressure"), 0);
+	assert_int_equal(lp_pos, r.n_ids);
+	expect_idle(d);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 static int o1ctl(const struct daemon_proc *d, const char *args)
 {
 	char cmd[512];
@@ -658,6 +707,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_admin),
 	    cmocka_unit_test(test_text_stop_chat),
 	    cmocka_unit_test(test_notify_and_reload),
+	    cmocka_unit_test(test_backpressure_logprobs),
 	};
 
 	if (argc < 4) {
