@@ -351,7 +351,7 @@ static void print_dist(const struct run_args *a, const char *name,
 
 	for (size_t i = 0; i < 3; i++) {
 		snprintf(key, sizeof(key), "%s_p%d", name, qs[i]);
-		print_metric(a, key, pct_ms(s, qs[i]), 3, first);
+		print_metric(a, key, pct_ms(s, qs[i]), 4, first);
 	}
 }
 
