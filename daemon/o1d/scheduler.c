@@ -971,7 +971,7 @@ static int run_batch(struct o1_sched *s)
 int o1_sched_step(struct o1_sched *s)
 {
 	uint32_t budget = s->lim_batch;
-	int err;
+	int err = 0;
 
 	reap(s, s->running, &s->n_running);
 	reap(s, s->resume, &s->n_resume);
@@ -979,13 +979,12 @@ int o1_sched_step(struct o1_sched *s)
 	s->n_batch = 0;
 	schedule_running(s, &budget);
 	admit(s, &budget);
-	if (s->n_batch) {
+	if (s->n_batch)
 		err = run_batch(s);
-		if (!err)
-			after_step(s);
-	}
+	if (s->n_batch && !err)
+		after_step(s);
 	update_gauges(s);
-	return s->n_batch && err ? err : (int)s->n_batch;
+	return err ? err : (int)s->n_batch;
 }
 
 void o1_sched_fail_all(struct o1_sched *s)
