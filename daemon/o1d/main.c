@@ -242,6 +242,15 @@ static uint32_t n_slots(const struct o1_config *c)
 
 static void reload(void *ctx, struct o1_engine *e);
 
+/* Prompt tokens a request may bring: ipc.max_prompt_tokens, at most the
+ * context. */
+static uint32_t prompt_tokens(const struct o1d *d)
+{
+	return d->cfg.ipc.max_prompt_tokens < d->ctx
+		   ? d->cfg.ipc.max_prompt_tokens
+		   : d->ctx;
+}
+
 static int create_engine(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
@@ -281,8 +290,8 @@ static int create_engine(struct o1d *d)
 		o1_warn("getrandom failed: prefix-cache salts are "
 			"predictable");
 	eo.sched.salt_secret = secret;
-	if (eo.sched.max_prompt_bytes < c->ipc.max_prompt_tokens * 4)
-		eo.sched.max_prompt_bytes = c->ipc.max_prompt_tokens * 4;
+	if (eo.sched.max_prompt_bytes < prompt_tokens(d) * 4)
+		eo.sched.max_prompt_bytes = prompt_tokens(d) * 4;
 	return o1_engine_create(&eo, &d->engine);
 }
 
@@ -323,9 +332,7 @@ static int create_server(struct o1d *d)
 			       ? UINT32_MAX
 			       : (uint32_t)c->ipc.arena_bytes,
 	    .max_inflight = c->ipc.max_inflight,
-	    .max_prompt_tokens = c->ipc.max_prompt_tokens < d->ctx
-				     ? c->ipc.max_prompt_tokens
-				     : d->ctx,
+	    .max_prompt_tokens = prompt_tokens(d),
 	    .max_prompt_bytes = 65536,
 	    .max_tokens = d->ctx,
 	    .max_stop_ids = 16,
