@@ -112,6 +112,16 @@ void o1_test_assert_desc_equal(const struct o1_model_desc *a,
 	assert_int_equal(a->rope.scaling, b->rope.scaling);
 }
 
+float *o1_test_tensor_f32(const struct o1_model *m, const struct o1_tensor *t)
+{
+	uint64_t n = o1_tensor_elements(t);
+	float *f = malloc((n ? n : 1) * sizeof(float));
+
+	assert_non_null(f);
+	assert_int_equal(o1_tensor_read_f32(m, t, f), 0);
+	return f;
+}
+
 void o1_test_assert_vocab_equal(const struct o1_vocab *a,
 				const struct o1_vocab *b)
 {

@@ -43,6 +43,9 @@ void o1_test_alloc_fail_at(long k);
  * survive. */
 void o1_test_assert_desc_equal(const struct o1_model_desc *a,
 			       const struct o1_model_desc *b);
+/* Reads tensor T of M as float32 into a new buffer (the caller frees it). */
+float *o1_test_tensor_f32(const struct o1_model *m, const struct o1_tensor *t);
+
 /* Asserts that vocabularies A and B are the same: kind, pre-tokenizer,
  * tokens with their types and scores (bit-exact, or none on both),
  * merges, special ids and flags, and chat template; two NULLs are equal,

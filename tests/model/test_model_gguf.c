@@ -123,15 +123,6 @@ static void synth_free(struct synth *s)
 	o1_model_close(s->m);
 }
 
-static float *read_all(const struct o1_model *m, const struct o1_tensor *t)
-{
-	float *f = malloc(o1_tensor_elements(t) * sizeof(float));
-
-	assert_non_null(f);
-	assert_int_equal(o1_tensor_read_f32(m, t, f), 0);
-	return f;
-}
-
 /* Every tensor of S reads back from the file exactly (F32 storage). */
 static void assert_tensors_equal(const struct synth *s,
 				 const struct o1_model *m)
@@ -146,7 +137,7 @@ static void assert_tensors_equal(const struct synth *s,
 		assert_int_equal(b->n_dims, a->n_dims);
 		assert_memory_equal(b->shape, a->shape,
 				    a->n_dims * sizeof(uint64_t));
-		f = read_all(m, b);
+		f = o1_test_tensor_f32(m, b);
 		assert_memory_equal(f, a->data, a->n_bytes);
 		free(f);
 	}
@@ -283,7 +274,7 @@ static void half_round_trip(enum o1_dtype dtype)
 		    o1_model_tensor(m, a->role, a->layer);
 		const float *src = a->data;
 		uint64_t n = o1_tensor_elements(a);
-		float *f = read_all(m, b);
+		float *f = o1_test_tensor_f32(m, b);
 
 		assert_int_equal(b->dtype,
 				 a->n_dims == 1 ? O1_DTYPE_F32 : dtype);
@@ -423,7 +414,7 @@ static void test_rope_llama3(void **state)
 	assert_non_null(t);
 	assert_int_equal(t->n_dims, 1);
 	assert_int_equal(t->shape[0], 64);
-	f = read_all(m, t);
+	f = o1_test_tensor_f32(m, t);
 	for (uint32_t i = 0; i < 64; i++) {
 		double want = llama3_divisor(r, i);
 
@@ -816,7 +807,7 @@ static void test_quantized_model(void **state)
 		    o1_model_tensor(m, roles[i], i ? 0 : -1);
 		bool qk = roles[i] == O1_T_WQ || roles[i] == O1_T_WK;
 		uint64_t cols = t->shape[1], rows = t->shape[0];
-		float *f = read_all(m, t);
+		float *f = o1_test_tensor_f32(m, t);
 
 		assert_int_equal(t->dtype, O1_DTYPE_Q8_0);
 		assert_int_equal(t->qk_interleaved, qk);
@@ -958,7 +949,8 @@ static void test_tiny_random(void **state)
 		const struct o1_tensor *a = &m->tensors[i];
 		const struct o1_tensor *b =
 		    o1_model_tensor(m2, a->role, a->layer);
-		float *fa = read_all(m, a), *fb = read_all(m2, b);
+		float *fa = o1_test_tensor_f32(m, a),
+		      *fb = o1_test_tensor_f32(m2, b);
 
 		assert_int_equal(a->dtype, b->dtype);
 		assert_int_equal(a->n_bytes, b->n_bytes);
@@ -1032,7 +1024,8 @@ static void hf_to_gguf(const char *dir)
 		const struct o1_tensor *t = &a->tensors[i];
 		const struct o1_tensor *u =
 		    o1_model_tensor(b, t->role, t->layer);
-		float *x = read_all(a, t), *y = read_all(b, u);
+		float *x = o1_test_tensor_f32(a, t),
+		      *y = o1_test_tensor_f32(b, u);
 
 		assert_int_equal(
 		    u->qk_interleaved,

@@ -132,13 +132,12 @@ static void assert_same_floats(const struct o1_model *a,
 		const struct o1_tensor *y =
 		    o1_model_tensor(b, x->role, x->layer);
 		uint64_t n = o1_tensor_elements(x);
-		float *fx = malloc(n * sizeof(float));
-		float *fy = malloc(n * sizeof(float));
+		float *fx, *fy;
 
 		assert_non_null(y);
 		assert_int_equal(o1_tensor_elements(y), n);
-		assert_int_equal(o1_tensor_read_f32(a, x, fx), 0);
-		assert_int_equal(o1_tensor_read_f32(b, y, fy), 0);
+		fx = o1_test_tensor_f32(a, x);
+		fy = o1_test_tensor_f32(b, y);
 		if (memcmp(fx, fy, n * sizeof(float)) != 0)
 			fail_msg("tensor %s layer %d reads differently",
 				 o1_tensor_role_name(x->role), x->layer);
@@ -643,11 +642,11 @@ static void test_convert_quantized(void **state)
 		const struct o1_tensor *y =
 		    o1_model_tensor(mh, x->role, x->layer);
 		uint64_t n = o1_tensor_elements(x);
-		float *fx = malloc(n * sizeof(float));
 		const uint16_t *h = y->data;
+		float *fx;
 
 		assert_int_equal(y->dtype, O1_DTYPE_F16);
-		assert_int_equal(o1_tensor_read_f32(mq, x, fx), 0);
+		fx = o1_test_tensor_f32(mq, x);
 		for (uint64_t k = 0; k < n; k++)
 			if (h[k] != o1_f32_to_f16(fx[k]))
 				fail_msg("%s layer %d element %llu",
