@@ -1,6 +1,7 @@
 /* o1_file_read: open, fstat, check the type and the limit, then read
  * exactly st_size bytes (looping over short reads) into a buffer one byte
  * longer, NUL-terminated. The buffer is handed out only when complete.
+ * o1_file_map: an empty file is not mapped (mmap refuses length 0).
  * o1_file_write_text: stdio, with fclose's error kept (buffered data is
  * written there). */
 #include "file.h"
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,6 +101,46 @@ int o1_file_read(const char *path, uint64_t max_bytes, char **out, size_t *len)
 close_fd:
 	close(fd);
 	return err;
+}
+
+int o1_file_map(const char *path, void **map, size_t *size)
+{
+	struct stat st;
+	void *m = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0) {
+		err = -errno;
+		o1_err("%s: open: %s", path, strerror(-err));
+		return err;
+	}
+	if (fstat(fd, &st) != 0) {
+		err = -errno;
+		o1_err("%s: fstat: %s", path, strerror(-err));
+		goto close_fd;
+	}
+	if (st.st_size > 0) {
+		m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
+			 0);
+		if (m == MAP_FAILED) {
+			err = -errno;
+			o1_err("%s: mmap of %lld bytes: %s", path,
+			       (long long)st.st_size, strerror(-err));
+			goto close_fd;
+		}
+	}
+	*map = m;
+	*size = (size_t)st.st_size;
+close_fd:
+	close(fd);
+	return err;
+}
+
+void o1_file_unmap(void *map, size_t size)
+{
+	if (map)
+		munmap(map, size);
 }
 
 int o1_file_write_text(const char *path, const char *text)

@@ -1,5 +1,6 @@
-/* Whole small files: reads with a size limit, for text files (JSON
- * configs, indexes) that are parsed from memory, and text writes. */
+/* Whole files: read-only mappings (model weights), reads with a size
+ * limit for small text files (JSON configs, indexes) parsed from memory,
+ * and text writes. */
 #ifndef O1_FILE_H
 #define O1_FILE_H
 
@@ -14,6 +15,14 @@
  * the limit or errno; a missing file is logged at debug level only, since
  * some callers treat it as optional. On failure *OUT and *LEN are unset. */
 int o1_file_read(const char *path, uint64_t max_bytes, char **out, size_t *len);
+
+/* Maps PATH read-only and private. *MAP gets the mapping (NULL for an
+ * empty file) and *SIZE its length; release it with o1_file_unmap.
+ * Returns 0 or -errno, logged once with the path and the step that
+ * failed. On failure *MAP and *SIZE are unset. */
+int o1_file_map(const char *path, void **map, size_t *size);
+/* Releases a mapping from o1_file_map; MAP may be NULL. */
+void o1_file_unmap(void *map, size_t size);
 
 /* Writes TEXT and a newline to PATH, created (0666 & ~umask) or truncated.
  * Returns 0 or -errno (-EIO when a write fails); every failure is logged

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "file.h"
 #include "log.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -555,39 +556,22 @@ int o1_gguf_open_memory(const void *data, size_t size, struct o1_gguf **out)
 
 static int map_file(struct o1_gguf *g, const char *path)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int err = 0;
+	size_t size;
+	void *map;
+	int err = o1_file_map(path, &map, &size);
 
-	if (fd < 0) {
-		err = -errno;
-		o1_err("gguf %s: open: %s", path, strerror(errno));
+	if (err)
 		return err;
+	if (size < 8) {
+		o1_err("gguf %s: %zu bytes is too short for a GGUF header",
+		       path, size);
+		o1_file_unmap(map, size);
+		return -O1_E_FORMAT;
 	}
-	if (fstat(fd, &st) != 0) {
-		err = -errno;
-		o1_err("gguf %s: fstat: %s", path, strerror(errno));
-		goto close_fd;
-	}
-	if (st.st_size < 8) {
-		o1_err("gguf %s: %lld bytes is too short for a GGUF header",
-		       path, (long long)st.st_size);
-		err = -O1_E_FORMAT;
-		goto close_fd;
-	}
-	g->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (g->map == MAP_FAILED) {
-		err = -errno;
-		g->map = NULL;
-		o1_err("gguf %s: mmap of %lld bytes: %s", path,
-		       (long long)st.st_size, strerror(errno));
-		goto close_fd;
-	}
-	g->base = g->map;
-	g->size = (uint64_t)st.st_size;
-close_fd:
-	close(fd);
-	return err;
+	g->map = map;
+	g->base = map;
+	g->size = size;
+	return 0;
 }
 
 int o1_gguf_open(const char *path, struct o1_gguf **out)
@@ -618,8 +602,7 @@ void o1_gguf_close(struct o1_gguf *g)
 	free(g->kv_sorted);
 	free(g->ti);
 	free(g->ti_sorted);
-	if (g->map)
-		munmap(g->map, g->size);
+	o1_file_unmap(g->map, g->size);
 	free(g);
 }
 

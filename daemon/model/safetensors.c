@@ -380,8 +380,7 @@ void o1_safetensors_close(struct o1_safetensors *st)
 		free((char *)st->tensors[i].name);
 	free(st->tensors);
 	free(st->by_name);
-	if (st->map)
-		munmap(st->map, st->size);
+	o1_file_unmap(st->map, st->size);
 	free(st->label);
 	free(st);
 }
@@ -411,35 +410,6 @@ int o1_safetensors_open_memory(const void *data, size_t size,
 	return open_common(st, out);
 }
 
-static int map_file(const char *path, struct o1_safetensors *st)
-{
-	struct stat sb;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int err = 0;
-
-	if (fd < 0 || fstat(fd, &sb) != 0) {
-		err = -errno;
-		o1_err("safetensors %s: %s", path, strerror(errno));
-		goto out_close;
-	}
-	st->size = (size_t)sb.st_size;
-	if (st->size == 0)
-		goto out_close; /* parse_image reports it */
-	st->map = mmap(NULL, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (st->map == MAP_FAILED) {
-		err = -errno;
-		st->map = NULL;
-		o1_err("safetensors %s: mmap %zu bytes: %s", path, st->size,
-		       strerror(errno));
-		goto out_close;
-	}
-	st->base = st->map;
-out_close:
-	if (fd >= 0)
-		close(fd);
-	return err;
-}
-
 int o1_safetensors_open(const char *path, struct o1_safetensors **out)
 {
 	static const uint8_t empty[1];
@@ -448,13 +418,12 @@ int o1_safetensors_open(const char *path, struct o1_safetensors **out)
 
 	if (!st)
 		return -ENOMEM;
-	err = map_file(path, st);
+	err = o1_file_map(path, &st->map, &st->size);
 	if (err) {
 		free(st);
 		return err;
 	}
-	if (!st->base)
-		st->base = empty;
+	st->base = st->map ? st->map : empty;
 	st->label = strdup(path);
 	return open_common(st, out);
 }

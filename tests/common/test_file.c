@@ -1,7 +1,8 @@
 /* o1_file_read: contents and NUL terminator, the size limit (at and over),
  * empty files, and the failures (missing file, directory) with their codes
- * and their one log line. o1_file_write_text: text and newline, truncation,
- * a missing folder and a full device. Works in a fresh mkdtemp directory. */
+ * and their one log line. o1_file_map: contents, an empty file, a missing
+ * one. o1_file_write_text: text and newline, truncation, a missing folder
+ * and a full device. Works in a fresh mkdtemp directory. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +97,16 @@ static int read_logged(const char *path, uint64_t max, char **out, size_t *len,
 	return ret;
 }
 
+static int map_logged(const char *path, void **map, size_t *size, char *log,
+		      size_t log_size)
+{
+	int fd, saved = begin_capture(&fd);
+	int ret = o1_file_map(path, map, size);
+
+	end_capture(fd, saved, log, log_size);
+	return ret;
+}
+
 static int write_logged(const char *path, const char *text, char *log,
 			size_t log_size)
 {
@@ -185,6 +196,34 @@ static void test_directory(void **state)
 	assert_non_null(strstr(log, "directory"));
 }
 
+static void test_map(void **state)
+{
+	struct fixture *fx = *state;
+	char data[10000], log[1024];
+	void *map = NULL;
+	size_t size = 0;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)(i * 7);
+	write_bytes(fx->path, data, sizeof(data));
+	assert_int_equal(o1_file_map(fx->path, &map, &size), 0);
+	assert_int_equal(size, sizeof(data));
+	assert_memory_equal(map, data, size);
+	o1_file_unmap(map, size);
+	write_bytes(fx->path, "", 0);
+	map = fx;
+	assert_int_equal(o1_file_map(fx->path, &map, &size), 0);
+	assert_null(map);
+	assert_int_equal(size, 0);
+	o1_file_unmap(map, size);
+	unlink(fx->path);
+	map = NULL;
+	assert_int_equal(map_logged(fx->path, &map, &size, log, sizeof(log)),
+			 -ENOENT);
+	assert_null(map);
+	assert_non_null(strstr(log, fx->path));
+}
+
 static void test_write_text(void **state)
 {
 	struct fixture *fx = *state;
@@ -217,6 +256,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_over_limit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_directory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_map, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_text, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
