@@ -25,6 +25,11 @@ static int check_size(const char *path, const struct stat *st,
 		o1_err("%s: is a directory, not a file", path);
 		return -EISDIR;
 	}
+	if (!S_ISREG(st->st_mode)) {
+		o1_err("%s: not a regular file (mode %o)", path,
+		       (unsigned)st->st_mode);
+		return -EINVAL;
+	}
 	if ((uint64_t)st->st_size > max_bytes ||
 	    (uint64_t)st->st_size >= SIZE_MAX) {
 		o1_err("%s: %lld bytes, over the %llu-byte limit", path,

@@ -9,11 +9,12 @@
 
 /* Reads the regular file PATH, at most MAX_BYTES long, into a new buffer
  * with a NUL after its LEN bytes. *OUT is transferred to the caller (free()).
- * Returns 0, -errno (-ENOENT when PATH is absent, -EISDIR for a directory),
- * -O1_E_BOUNDS when the file is over MAX_BYTES, or -EIO when it shrinks
- * while read. Every failure but -ENOENT is logged once with the path and
- * the limit or errno; a missing file is logged at debug level only, since
- * some callers treat it as optional. On failure *OUT and *LEN are unset. */
+ * Returns 0, -errno (-ENOENT when PATH is absent, -EISDIR for a directory,
+ * -EINVAL for another non-regular file: a FIFO, a device), -O1_E_BOUNDS when
+ * the file is over MAX_BYTES, or -EIO when it shrinks while read. Every failure
+ * but -ENOENT is logged once with the path and the limit or errno; a missing
+ * file is logged at debug level only, since some callers treat it as optional.
+ * On failure *OUT and *LEN are unset. */
 int o1_file_read(const char *path, uint64_t max_bytes, char **out, size_t *len);
 
 /* Maps PATH read-only and private. *MAP gets the mapping (NULL for an

@@ -1,6 +1,6 @@
 /* o1_file_read: contents and NUL terminator, the size limit (at and over),
- * empty files, and the failures (missing file, directory) with their codes
- * and their one log line. o1_file_map: contents, an empty file, a missing
+ * empty files, and the failures (missing file, directory, device) with their
+ * codes and their one log line. o1_file_map: contents, an empty file, a missing
  * one. o1_file_write_text: text and newline, truncation, a missing folder
  * and a full device. Works in a fresh mkdtemp directory. */
 #include <errno.h>
@@ -194,6 +194,11 @@ static void test_directory(void **state)
 	assert_null(buf);
 	assert_non_null(strstr(log, fx->path));
 	assert_non_null(strstr(log, "directory"));
+	assert_int_equal(
+	    read_logged("/dev/null", 1024, &buf, &len, log, sizeof(log)),
+	    -EINVAL);
+	assert_null(buf);
+	assert_non_null(strstr(log, "/dev/null: not a regular file"));
 }
 
 static void test_map(void **state)
