@@ -11,6 +11,7 @@
 /* cmocka.h needs the four headers above first */
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -649,6 +650,76 @@ static void test_backpressure_logprobs(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* reference.json of an hf test model: greedy prompt and new ids. */
+static int hf_reference(const char *dir, struct spec *sp, struct result *ref)
+{
+	char path[512], *text = NULL;
+	cJSON *o = NULL;
+	const cJSON *p, *g, *it;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/reference.json", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	if (text && fread(text, 1, (size_t)n, f) == (size_t)n)
+		o = cJSON_Parse(text);
+	fclose(f);
+	free(text);
+	p = cJSON_GetObjectItemCaseSensitive(o, "greedy_prompt_ids");
+	g = cJSON_GetObjectItemCaseSensitive(o, "greedy_new_ids");
+	memset(sp, 0, sizeof(*sp));
+	memset(ref, 0, sizeof(*ref));
+	cJSON_ArrayForEach(it, p) sp->ids[sp->n_ids++] = (uint32_t)it->valueint;
+	cJSON_ArrayForEach(it, g) ref->ids[ref->n_ids++] =
+	    (uint32_t)it->valueint;
+	cJSON_Delete(o);
+	sp->max_tokens = ref->n_ids;
+	sp->top_p = 1;
+	sp->ignore_eos = true;
+	return sp->n_ids && ref->n_ids ? 0 : -1;
+}
+
+/* The transformers references in the shared test data: greedy ids from
+ * o1d, 4 clients at once with small prefill chunks, equal theirs. */
+static void test_hf_reference(void **state)
+{
+	static const char *const models[] = {"qwen2-tiny", "llama-tiny"};
+	const char *sets[] = {"scheduler.prefill_chunk_tokens=5", NULL};
+	struct daemon_proc *d = *state;
+	char saved[sizeof(d->model)];
+
+	if (access(O1_SHARED_DIR "/testdata/hf", R_OK))
+		skip();
+	memcpy(saved, d->model, sizeof(saved));
+	for (unsigned m = 0; m < 2; m++) {
+		struct spec sp;
+		struct result ref, r[4];
+		pid_t pids[4];
+
+		snprintf(d->model, sizeof(d->model), "%s/testdata/hf/%s",
+			 O1_SHARED_DIR, models[m]);
+		assert_int_equal(hf_reference(d->model, &sp, &ref), 0);
+		assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+		for (unsigned c = 0; c < 4; c++) {
+			pids[c] = fork();
+			if (pids[c] == 0)
+				_exit(spec_run(d->socket, &sp, &r[c]) ||
+				      result_same(&r[c], &ref, models[m]));
+		}
+		for (unsigned c = 0; c < 4; c++)
+			assert_int_equal(reap(pids[c]), 0);
+		expect_idle(d);
+		assert_int_equal(daemon_stop(d), 0);
+	}
+	memcpy(d->model, saved, sizeof(saved));
+}
+
 static int o1ctl(const struct daemon_proc *d, const char *args)
 {
 	char cmd[512];
@@ -708,6 +779,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_text_stop_chat),
 	    cmocka_unit_test(test_notify_and_reload),
 	    cmocka_unit_test(test_backpressure_logprobs),
+	    cmocka_unit_test(test_hf_reference),
 	};
 
 	if (argc < 4) {
