@@ -720,6 +720,45 @@ static void test_hf_reference(void **state)
 	memcpy(d->model, saved, sizeof(saved));
 }
 
+/* Requests that cannot run get one typed FINAL and a log line; the
+ * daemon serves the next one. */
+static void test_bad_requests(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"model.max_context_tokens=32", NULL};
+	static const char bad_chat[] = "system\0Be brief.\0user";
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 5,
+				    .text = bad_chat,
+				    .text_len = sizeof(bad_chat) - 1,
+				    .max_tokens = 4,
+				    .flags = O1_FLAG_CHAT};
+	struct spec sp = specs[19];
+	struct result r;
+
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	run_text(d, &so, &r);
+	assert_int_equal(r.finish, O1_FINISH_REASON_ERROR);
+	assert_int_equal(r.error, -O1_E_FORMAT);
+	assert_true(log_has(d->log, "a role without content"));
+	sp.n_ids = 32;
+	assert_int_equal(spec_run(d->socket, &sp, &r), 0);
+	assert_int_equal(r.finals, 1);
+	assert_int_equal(r.finish, O1_FINISH_REASON_ERROR);
+	assert_int_equal(r.error, -O1_E_CONTEXT);
+	sp.n_ids = 30;
+	sp.max_tokens = 10;
+	sp.ignore_eos = true;
+	assert_int_equal(spec_run(d->socket, &sp, &r), 0);
+	assert_int_equal(r.finals, 1);
+	assert_int_equal(r.finish, O1_FINISH_REASON_LENGTH);
+	assert_int_equal(r.generated, 2); /* 30 + 2 = the context of 32 */
+	assert_int_equal(spec_run(d->socket, &specs[0], &r), 0);
+	assert_int_equal(result_same(&r, &refs[0], "after bad ones"), 0);
+	expect_idle(d);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 static int o1ctl(const struct daemon_proc *d, const char *args)
 {
 	char cmd[512];
@@ -780,6 +819,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_notify_and_reload),
 	    cmocka_unit_test(test_backpressure_logprobs),
 	    cmocka_unit_test(test_hf_reference),
+	    cmocka_unit_test(test_bad_requests),
 	};
 
 	if (argc < 4) {
