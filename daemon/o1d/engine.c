@@ -23,6 +23,7 @@
 #define BLOCKED_WAIT_NS	  2000000ull   /* sequences wait for a reader */
 #define DRAIN_WAIT_NS	  100000000ull /* wake-ups while draining */
 #define DRAIN_GRACE_NS	  2000000000ull
+#define DRAIN_LINGER_NS	  200000000ull
 #define STATS_INTERVAL_NS 100000000ull
 
 uint64_t o1_engine_now_ns(void)
@@ -411,6 +412,34 @@ static void feed_ipc_metrics(struct o1_engine *e)
 	m->ctr->wake_sleeps = st.sleeps;
 }
 
+/* Draining to exit: stop once every FINAL is posted and DRAIN_LINGER_NS
+ * went by without any request held, so submissions racing the drain are
+ * still refused with their FINAL; or when clients leave events unread
+ * past the deadline. */
+static void exit_when_idle(struct o1_engine *e, struct o1_ipc_server *srv)
+{
+	uint64_t now = o1_engine_now_ns();
+	bool late;
+
+	pthread_mutex_lock(&e->lock);
+	late =
+	    e->drain_deadline_ns && now > e->drain_deadline_ns + DRAIN_GRACE_NS;
+	pthread_mutex_unlock(&e->lock);
+	if (e->n_active && !late) {
+		e->idle_since_ns = 0;
+		return;
+	}
+	if (!e->n_active && !e->idle_since_ns)
+		e->idle_since_ns = now;
+	if (!late && now - e->idle_since_ns < DRAIN_LINGER_NS)
+		return;
+	if (e->n_active)
+		o1_warn("drain: %u requests' events not read by their "
+			"clients; exiting anyway",
+			e->n_active);
+	o1_ipc_server_stop(srv);
+}
+
 static void on_poll(void *ctx, struct o1_ipc_server *srv)
 {
 	struct o1_engine *e = ctx;
@@ -422,19 +451,8 @@ static void on_poll(void *ctx, struct o1_ipc_server *srv)
 	if (moved)
 		wake_engine(e);
 	feed_ipc_metrics(e);
-	if (!e->exiting)
-		return;
-	pthread_mutex_lock(&e->lock);
-	moved = e->drain_deadline_ns &&
-		o1_engine_now_ns() > e->drain_deadline_ns + DRAIN_GRACE_NS;
-	pthread_mutex_unlock(&e->lock);
-	if (!e->n_active || moved) {
-		if (e->n_active)
-			o1_warn("drain: %u requests' events not read by "
-				"their clients; exiting anyway",
-				e->n_active);
-		o1_ipc_server_stop(srv);
-	}
+	if (e->exiting)
+		exit_when_idle(e, srv);
 }
 
 void o1_engine_drain(struct o1_engine *e, bool on, bool exit)

@@ -29,7 +29,8 @@ struct o1_engine {
 	uint32_t free_head; /* UINT32_MAX: none */
 	uint32_t n_active;
 	uint64_t next_stats_ns;
-	bool exiting; /* SIGTERM seen: stop once idle */
+	bool exiting;		/* SIGTERM seen: stop once idle */
+	uint64_t idle_since_ns; /* exiting with nothing held since then */
 	bool admin_drain;
 
 	/* under lock */
