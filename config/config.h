@@ -100,6 +100,9 @@ struct o1_config {
 		char listen[O1_CONFIG_NAME_MAX]; /* host:port */
 		char daemon_socket[O1_CONFIG_SOCKET_MAX];
 		uint32_t max_body_bytes;
+		uint32_t max_concurrent;     /* generations at once; more: 429 */
+		uint32_t request_timeout_ms; /* whole request; then cancelled */
+		uint32_t idle_timeout_s;     /* idle HTTP connection */
 	} sidecar;
 };
 
