@@ -169,7 +169,7 @@ static int write_data(struct o1_client *c, const struct o1_submit_opts *o,
 int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
 {
 	struct o1_submit_opts o = {0};
-	union o1_wire_entry *e, tmp;
+	union o1_wire_entry *e = NULL, tmp;
 	uint64_t arena_tail;
 	int ret;
 
@@ -204,7 +204,7 @@ int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
 
 static int simple_entry(struct o1_client *c, const union o1_wire_entry *in)
 {
-	union o1_wire_entry *e;
+	union o1_wire_entry *e = NULL;
 	int ret = claim(c, &e);
 
 	if (ret)

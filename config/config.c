@@ -186,7 +186,7 @@ static int parse_ranged(const struct key *k, const char *v, int base,
 static int parse_u32(const struct key *k, const char *v, void *field, char *why,
 		     size_t wl)
 {
-	uint64_t x;
+	uint64_t x = 0;
 	int err = parse_ranged(k, v, 10, &x, why, wl);
 
 	if (!err)
@@ -197,7 +197,7 @@ static int parse_u32(const struct key *k, const char *v, void *field, char *why,
 static int parse_u64(const struct key *k, const char *v, void *field, char *why,
 		     size_t wl)
 {
-	uint64_t x;
+	uint64_t x = 0;
 	int err = parse_ranged(k, v, 10, &x, why, wl);
 
 	if (!err)
@@ -208,7 +208,7 @@ static int parse_u64(const struct key *k, const char *v, void *field, char *why,
 static int parse_octal(const struct key *k, const char *v, void *field,
 		       char *why, size_t wl)
 {
-	uint64_t x;
+	uint64_t x = 0;
 	int err = parse_ranged(k, v, 8, &x, why, wl);
 
 	if (!err)
