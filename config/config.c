@@ -61,10 +61,14 @@ struct key {
 static const char *const log_levels[] = {"error", "warn",  "info",
 					 "debug", "trace", NULL};
 static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
+static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_dtype) == sizeof(int), "enum as int");
+_Static_assert(O1_CONFIG_METRICS_SHM == 2, "metrics_modes order");
+_Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
+	       "enum as int");
 
 /* clang-format off */
 #define OFF(field) offsetof(struct o1_config, field)
@@ -114,6 +118,13 @@ static const struct key keys[] = {
 	U32(ipc, max_prompt_tokens, 1, 16777216, 0, "32768"),
 	BOOL(metrics, enabled, "true"),
 	STR(metrics, bpf_dir, F_ABSOLUTE | F_NONEMPTY, "/sys/fs/bpf/o1d"),
+	STR(metrics, shm_path, F_ABSOLUTE, ""),
+	STR(metrics, gid, 0, ""),
+	ENUM(metrics, mode, metrics_modes, "auto"),
+	{"metrics", "file_mode", T_OCTAL, OFF(metrics.file_mode), 0, 0, 0777,
+	 0, 0, NULL, 0, "0640"},
+	BOOL(metrics, unpin_on_exit, "false"),
+	BOOL(metrics, runq, "false"),
 	ENUM(log, level, log_levels, "info"),
 	STR(sidecar, listen, F_HOSTPORT, "127.0.0.1:8080"),
 	STR(sidecar, daemon_socket, F_ABSOLUTE | F_NONEMPTY,

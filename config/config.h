@@ -48,6 +48,12 @@ enum o1_config_dtype {
 	O1_CONFIG_DTYPE_BF16,
 };
 
+enum o1_config_metrics_mode {
+	O1_CONFIG_METRICS_AUTO, /* pinned maps, else the shm file */
+	O1_CONFIG_METRICS_BPF,
+	O1_CONFIG_METRICS_SHM,
+};
+
 struct o1_config {
 	struct {
 		uint32_t drain_timeout_ms;
@@ -92,6 +98,12 @@ struct o1_config {
 	struct {
 		bool enabled;
 		char bpf_dir[O1_CONFIG_PATH_MAX];
+		char shm_path[O1_CONFIG_PATH_MAX]; /* "": from ipc.socket */
+		char gid[O1_CONFIG_NAME_MAX];	   /* "": o1d's own group */
+		enum o1_config_metrics_mode mode;
+		uint32_t file_mode; /* pins and file, e.g. 0640 */
+		bool unpin_on_exit;
+		bool runq; /* run-queue delay BPF program */
 	} metrics;
 	struct {
 		enum o1_log_level level;

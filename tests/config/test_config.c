@@ -38,6 +38,12 @@ static void test_defaults(void **state)
 	assert_int_equal(c.ipc.socket_mode, 0660);
 	assert_int_equal(c.ipc.allowed_uids.n, 0);
 	assert_string_equal(c.metrics.bpf_dir, "/sys/fs/bpf/o1d");
+	assert_string_equal(c.metrics.shm_path, "");
+	assert_string_equal(c.metrics.gid, "");
+	assert_int_equal(c.metrics.mode, O1_CONFIG_METRICS_AUTO);
+	assert_int_equal(c.metrics.file_mode, 0640);
+	assert_false(c.metrics.unpin_on_exit);
+	assert_false(c.metrics.runq);
 	assert_int_equal(c.log.level, O1_LOG_INFO);
 	assert_int_equal(c.backend.device.kind, O1_DEVICE_AUTO);
 	assert_string_equal(
@@ -128,6 +134,13 @@ static void test_good_file(void **state)
 				   "[model]\n"
 				   "path = /models/q.gguf\n"
 				   "dtype = bf16\n"
+				   "[metrics]\n"
+				   "shm_path = /dev/shm/o1-a\n"
+				   "gid = monitor\n"
+				   "mode = shm\n"
+				   "file_mode = 0604\n"
+				   "unpin_on_exit = yes\n"
+				   "runq = true\n"
 				   "[log]\n"
 				   "level = trace\n";
 	struct o1_config c;
@@ -153,6 +166,12 @@ static void test_good_file(void **state)
 	assert_int_equal(c.model.dtype, O1_CONFIG_DTYPE_BF16);
 	assert_int_equal(c.log.level, O1_LOG_TRACE);
 	assert_int_equal(c.scheduler.max_running, 256);
+	assert_string_equal(c.metrics.shm_path, "/dev/shm/o1-a");
+	assert_string_equal(c.metrics.gid, "monitor");
+	assert_int_equal(c.metrics.mode, O1_CONFIG_METRICS_SHM);
+	assert_int_equal(c.metrics.file_mode, 0604);
+	assert_true(c.metrics.unpin_on_exit);
+	assert_true(c.metrics.runq);
 }
 
 struct bad_case {
@@ -192,6 +211,10 @@ static const struct bad_case bad_cases[] = {
      {"t.ini:2:", "too long"}},
     {"[ipc]\nallowed_uids = 1,4294967295\n", {"t.ini:2:", "entry 2"}},
     {"[model]\nname = a;b\n", {"t.ini:2:", "contains ';'"}},
+    {"[metrics]\nmode = ebpf\n", {"t.ini:2:", "mode = 'ebpf'", "auto|bpf|shm"}},
+    {"[metrics]\nshm_path = o1.shm\n", {"t.ini:2:", "not an absolute path"}},
+    {"[metrics]\nfile_mode = 01640\n", {"t.ini:2:", "out of range"}},
+    {"[metrics]\nrunq = 2\n", {"t.ini:2:", "true|false"}},
     {"[sidecar]\nlisten = localhost\n", {"t.ini:2:", "not host:port"}},
     {"[sidecar]\nlisten = :80\n", {"t.ini:2:", "not host:port"}},
     {"[kv]\npages = 1\npages = 2\n",
