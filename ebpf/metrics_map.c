@@ -42,6 +42,35 @@ static const size_t region_sizes[O1_METRICS_R__COUNT] = {
     [O1_METRICS_R_GRAPHS] = sizeof(struct o1_metrics_graphs),
 };
 
+static uint64_t fnv1a64(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+int o1_metrics_shm_path_for(const char *shm_path, const char *socket,
+			    char *buf, size_t len)
+{
+	int n;
+
+	if (shm_path && *shm_path)
+		n = snprintf(buf, len, "%s", shm_path);
+	else
+		n = snprintf(buf, len, "%s-%016llx",
+			     O1_METRICS_DEFAULT_SHM_PATH,
+			     (unsigned long long)fnv1a64(socket ? socket : ""));
+	if (n < 0 || (size_t)n >= len) {
+		o1_err("metrics: fallback path for socket %s does not fit in "
+		       "%zu bytes",
+		       socket ? socket : "(none)", len);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
 const char *o1_metrics_region_name(enum o1_metrics_region r)
 {
 	return region_names[r];

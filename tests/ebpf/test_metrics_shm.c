@@ -1,7 +1,8 @@
 /* Metrics through the shared-memory fallback file: a child process writes,
  * this one reads live; AUTO mode falls back when bpf_dir is not on bpffs;
  * concurrent writers lose no count; permissions; atomic replacement;
- * unlink on close; malformed files are refused with the right error. Runs
+ * unlink on close; malformed files are refused with the right error; the
+ * per-socket default path. Runs
  * everywhere (no privilege needed). */
 #include <errno.h>
 #include <fcntl.h>
@@ -231,6 +232,28 @@ static int open_err(void)
 	return err;
 }
 
+/* FNV-1a 64 reference values: "" 0xcbf29ce484222325, "a"
+ * 0xaf63dc4c8601ec8c, "foobar" 0x85944171f73967e8. */
+static void test_path_for_socket(void **state)
+{
+	char a[128], b[128], small[24];
+
+	(void)state;
+	assert_int_equal(o1_metrics_shm_path_for(NULL, "a", a, sizeof(a)), 0);
+	assert_string_equal(a, "/dev/shm/o1d-metrics-v1-af63dc4c8601ec8c");
+	assert_int_equal(o1_metrics_shm_path_for("", "foobar", b, sizeof(b)),
+			 0);
+	assert_string_equal(b, "/dev/shm/o1d-metrics-v1-85944171f73967e8");
+	assert_int_equal(o1_metrics_shm_path_for(NULL, "", a, sizeof(a)), 0);
+	assert_string_equal(a, "/dev/shm/o1d-metrics-v1-cbf29ce484222325");
+	assert_int_equal(o1_metrics_shm_path_for("/x/y", "a", a, sizeof(a)),
+			 0);
+	assert_string_equal(a, "/x/y");
+	assert_int_equal(
+	    o1_metrics_shm_path_for(NULL, "a", small, sizeof(small)),
+	    -ENAMETOOLONG);
+}
+
 static void test_bad_files(void **state)
 {
 	size_t len = o1_metrics_file_size();
@@ -269,6 +292,7 @@ int main(void)
 	    cmocka_unit_test(test_concurrent_adds),
 	    cmocka_unit_test(test_replace_and_unlink),
 	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_path_for_socket),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
