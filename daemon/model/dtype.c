@@ -49,6 +49,12 @@ const char *o1_dtype_name(enum o1_dtype type)
 	return o1_dtype_supported(type) ? dtype_infos[type].name : "?";
 }
 
+bool o1_dtype_is_float(enum o1_dtype type)
+{
+	return type == O1_DTYPE_F32 || type == O1_DTYPE_F16 ||
+	       type == O1_DTYPE_BF16;
+}
+
 uint32_t o1_dtype_block_elements(enum o1_dtype type)
 {
 	return o1_dtype_supported(type) ? dtype_infos[type].block_elements : 0;

@@ -20,6 +20,9 @@ enum o1_dtype {
 /* True for the types above; GGUF files may carry others. */
 bool o1_dtype_supported(uint32_t type);
 const char *o1_dtype_name(enum o1_dtype type);
+/* True for the plain float types (F32, F16, BF16): those
+ * o1_dtype_from_f32 produces and the model writers accept. */
+bool o1_dtype_is_float(enum o1_dtype type);
 /* Elements per block (1 for plain floats) and bytes per block. */
 uint32_t o1_dtype_block_elements(enum o1_dtype type);
 uint32_t o1_dtype_block_bytes(enum o1_dtype type);

@@ -927,7 +927,9 @@ int o1_gguf_arr_data(const struct o1_gguf *g, const char *key,
 }
 
 /* Writer. Keys keep insertion order; setting a key again replaces its
- * value in place. Tensor data is borrowed until o1_gguf_writer_write. */
+ * value in place. Tensor data is borrowed until o1_gguf_writer_write, or
+ * produced by a fill callback into a buffer that lives while that one
+ * tensor is written. */
 struct wkv {
 	char *key;
 	enum o1_gguf_type type;
@@ -944,7 +946,9 @@ struct wtensor {
 	enum o1_dtype type;
 	uint32_t n_dims;
 	uint64_t ne[4];
-	const void *data;
+	const void *data; /* or NULL and fill/ctx */
+	int (*fill)(void *ctx, void *dst);
+	void *ctx;
 	uint64_t n_bytes;
 	uint64_t offset;
 };
@@ -1191,10 +1195,10 @@ static int check_new_tensor(const struct o1_gguf_writer *w, const char *name,
 	return err;
 }
 
-int o1_gguf_writer_add_tensor(struct o1_gguf_writer *w, const char *name,
-			      enum o1_dtype type, uint32_t n_dims,
-			      const uint64_t ne[4], const void *data,
-			      uint64_t n_bytes)
+static int add_wtensor(struct o1_gguf_writer *w, const char *name,
+		       enum o1_dtype type, uint32_t n_dims,
+		       const uint64_t ne[4], uint64_t n_bytes,
+		       struct wtensor **out)
 {
 	struct wtensor *t;
 	int err = check_new_tensor(w, name, type, n_dims, ne, n_bytes);
@@ -1211,10 +1215,43 @@ int o1_gguf_writer_add_tensor(struct o1_gguf_writer *w, const char *name,
 	t->n_dims = n_dims;
 	for (uint32_t d = 0; d < 4; d++)
 		t->ne[d] = d < n_dims ? ne[d] : 1;
-	t->data = data;
 	t->n_bytes = n_bytes;
 	w->n_t++;
+	*out = t;
 	return 0;
+}
+
+int o1_gguf_writer_add_tensor(struct o1_gguf_writer *w, const char *name,
+			      enum o1_dtype type, uint32_t n_dims,
+			      const uint64_t ne[4], const void *data,
+			      uint64_t n_bytes)
+{
+	struct wtensor *t;
+	int err = add_wtensor(w, name, type, n_dims, ne, n_bytes, &t);
+
+	if (!err)
+		t->data = data;
+	return err;
+}
+
+int o1_gguf_writer_add_tensor_fill(struct o1_gguf_writer *w, const char *name,
+				   enum o1_dtype type, uint32_t n_dims,
+				   const uint64_t ne[4], uint64_t n_bytes,
+				   int (*fill)(void *ctx, void *dst), void *ctx)
+{
+	struct wtensor *t;
+	int err;
+
+	if (!fill) {
+		o1_err("gguf writer: tensor %s: NULL fill callback", name);
+		return -EINVAL;
+	}
+	err = add_wtensor(w, name, type, n_dims, ne, n_bytes, &t);
+	if (!err) {
+		t->fill = fill;
+		t->ctx = ctx;
+	}
+	return err;
 }
 
 static int put(FILE *f, const void *p, uint64_t n)
@@ -1321,6 +1358,28 @@ static int put_header(FILE *f, struct o1_gguf_writer *w, uint64_t align)
 	return err;
 }
 
+/* T's bytes: borrowed data, or a buffer filled for this tensor alone. */
+static int put_tensor(FILE *f, const struct wtensor *t)
+{
+	void *buf;
+	int err;
+
+	if (!t->fill)
+		return put(f, t->data, t->n_bytes);
+	buf = malloc(t->n_bytes ? t->n_bytes : 1);
+	if (!buf)
+		return -ENOMEM;
+	err = t->fill(t->ctx, buf);
+	if (err)
+		o1_err("gguf writer: tensor %s: producing %llu bytes: %s",
+		       t->name, (unsigned long long)t->n_bytes,
+		       o1_strerror(err));
+	else
+		err = put(f, buf, t->n_bytes);
+	free(buf);
+	return err;
+}
+
 static int put_all(FILE *f, struct o1_gguf_writer *w)
 {
 	uint64_t align = writer_alignment(w), pos;
@@ -1332,7 +1391,7 @@ static int put_all(FILE *f, struct o1_gguf_writer *w)
 	pos = (uint64_t)at;
 	err = put_pad(f, &pos, align);
 	for (uint64_t i = 0; !err && i < w->n_t; i++) {
-		err = put(f, w->t[i].data, w->t[i].n_bytes);
+		err = put_tensor(f, &w->t[i]);
 		pos += w->t[i].n_bytes;
 		if (!err)
 			err = put_pad(f, &pos, align);

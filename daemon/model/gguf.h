@@ -131,6 +131,15 @@ int o1_gguf_writer_add_tensor(struct o1_gguf_writer *w, const char *name,
 			      enum o1_dtype type, uint32_t n_dims,
 			      const uint64_t ne[4], const void *data,
 			      uint64_t n_bytes);
+/* Same, with the bytes produced at write time: FILL(CTX, DST) writes
+ * N_BYTES into DST and returns 0 or an error (CTX borrowed until write).
+ * The writer holds one such buffer at a time, so a file far larger than
+ * memory can be written tensor by tensor. */
+int o1_gguf_writer_add_tensor_fill(struct o1_gguf_writer *w, const char *name,
+				   enum o1_dtype type, uint32_t n_dims,
+				   const uint64_t ne[4], uint64_t n_bytes,
+				   int (*fill)(void *ctx, void *dst),
+				   void *ctx);
 /* Writes a GGUF v3 file (alignment from general.alignment if set as a
  * UINT32, else 32); removes PATH again on failure. */
 int o1_gguf_writer_write(struct o1_gguf_writer *w, const char *path);

@@ -722,17 +722,25 @@ int o1_vocab_load_gguf(const char *path, struct o1_vocab **out)
 	return err;
 }
 
-/* Writing. Each tensor is converted to float32 in canonical order, Q/K
- * re-permuted for llama-family architectures, then stored: matrices in the
- * requested dtype, vectors (norms, biases, rope factors) in F32 as
- * llama.cpp does. Buffers live until the file is written. */
+/* Writing. The header and tensor infos come first (sizes follow from the
+ * shapes and the target dtype); then, as the GGUF writer reaches each
+ * tensor, its fill callback converts it to float32 in canonical order,
+ * re-permutes Q/K for llama-family architectures and stores it: matrices
+ * in the requested dtype, vectors (norms, biases, rope factors) in F32 as
+ * llama.cpp does. Only one tensor's buffers are alive at a time. */
 struct wstate {
 	const struct o1_model *m;
 	struct o1_gguf_writer *w;
 	const char *path;
 	const char *arch; /* key prefix: "llama" or "qwen2" */
-	void **bufs;
-	uint32_t n_bufs;
+	struct gguf_fill *fills; /* [m->n_tensors], borrowed by the writer */
+	float *freqs;		 /* llama3 rope_freqs */
+};
+
+struct gguf_fill {
+	const struct wstate *s;
+	const struct o1_tensor *t;
+	enum o1_dtype dtype;
 };
 
 static int w_u32(struct wstate *s, const char *suffix, uint32_t v)
@@ -883,20 +891,6 @@ static int write_vocab(struct o1_gguf_writer *w, const struct o1_vocab *v)
 	return err;
 }
 
-/* Keeps BUF until the file is written (frees it on failure). */
-static int keep_buf(struct wstate *s, void *buf)
-{
-	void **p = realloc(s->bufs, (s->n_bufs + 1) * sizeof(*p));
-
-	if (!p) {
-		free(buf);
-		return -ENOMEM;
-	}
-	s->bufs = p;
-	s->bufs[s->n_bufs++] = buf;
-	return 0;
-}
-
 /* Canonical row R of a head goes to stored row 2i + j, where R = j*D/2 + i
  * (llama.cpp's reshape(n_head, 2, D/2).swapaxes(1, 2)). */
 static void interleave_rows(const float *src, float *dst, uint64_t rows,
@@ -907,34 +901,6 @@ static void interleave_rows(const float *src, float *dst, uint64_t rows,
 
 		memcpy(dst + to * cols, src + r * cols, cols * sizeof(float));
 	}
-}
-
-/* Adds float32 DATA (canonical layout, SHAPE outermost first) as NAME. */
-static int add_f32_tensor(struct wstate *s, const char *name, float *data,
-			  uint32_t n_dims, const uint64_t *shape,
-			  enum o1_dtype dtype)
-{
-	uint64_t ne[4] = {1, 1, 1, 1}, n = 1, bytes;
-	void *out;
-	int err;
-
-	for (uint32_t d = 0; d < n_dims; d++) {
-		ne[d] = shape[n_dims - 1 - d];
-		n *= ne[d];
-	}
-	err = o1_dtype_row_bytes(dtype, n, &bytes);
-	if (err)
-		return err;
-	out = malloc(bytes ? bytes : 1);
-	if (!out)
-		return -ENOMEM;
-	err = keep_buf(s, out);
-	if (!err)
-		err = o1_dtype_from_f32(dtype, data, out, n);
-	if (!err)
-		err = o1_gguf_writer_add_tensor(s->w, name, dtype, n_dims, ne,
-						out, bytes);
-	return err;
 }
 
 static void tensor_name(const struct o1_tensor *t, char *buf, size_t size)
@@ -967,12 +933,32 @@ static int gguf_order_f32(const struct wstate *s, const struct o1_tensor *t,
 	return err;
 }
 
-static int write_tensor(struct wstate *s, const struct o1_tensor *t,
-			enum o1_dtype dtype)
+/* The writer's fill callback: T in GGUF order, converted to the dtype. */
+static int fill_gguf(void *ctx, void *dst)
 {
-	uint64_t n = o1_tensor_elements(t);
+	const struct gguf_fill *g = ctx;
+	uint64_t n = o1_tensor_elements(g->t);
+	float *f = dst;
+	int err;
+
+	if (g->dtype != O1_DTYPE_F32) {
+		f = malloc((n ? n : 1) * sizeof(float));
+		if (!f)
+			return -ENOMEM;
+	}
+	err = gguf_order_f32(g->s, g->t, f);
+	if (!err && f != dst)
+		err = o1_dtype_from_f32(g->dtype, f, dst, n);
+	if (f != dst)
+		free(f);
+	return err;
+}
+
+static int write_tensor(struct wstate *s, struct gguf_fill *fill)
+{
+	const struct o1_tensor *t = fill->t;
+	uint64_t ne[4] = {1, 1, 1, 1}, bytes;
 	char name[96];
-	float *f;
 	int err;
 
 	if (t->role == O1_T_ROPE_FREQS &&
@@ -984,15 +970,13 @@ static int write_tensor(struct wstate *s, const struct o1_tensor *t,
 		return -EINVAL;
 	}
 	tensor_name(t, name, sizeof(name));
-	f = malloc((n ? n : 1) * sizeof(float));
-	if (!f)
-		return -ENOMEM;
-	err = keep_buf(s, f);
+	for (uint32_t d = 0; d < t->n_dims; d++)
+		ne[d] = t->shape[t->n_dims - 1 - d];
+	err = o1_dtype_row_bytes(fill->dtype, o1_tensor_elements(t), &bytes);
 	if (!err)
-		err = gguf_order_f32(s, t, f);
-	if (!err)
-		err = add_f32_tensor(s, name, f, t->n_dims, t->shape,
-				     t->n_dims == 1 ? O1_DTYPE_F32 : dtype);
+		err = o1_gguf_writer_add_tensor_fill(s->w, name, fill->dtype,
+						     t->n_dims, ne, bytes,
+						     fill_gguf, fill);
 	return err;
 }
 
@@ -1001,16 +985,15 @@ static int write_tensor(struct wstate *s, const struct o1_tensor *t,
 static int write_llama3_freqs(struct wstate *s)
 {
 	const struct o1_rope *r = &s->m->desc.rope;
-	uint64_t half = r->dim / 2;
+	uint64_t half = r->dim / 2, ne[4] = {half, 1, 1, 1};
 	double lo_wave = r->original_max_positions / r->low_freq_factor;
 	double hi_wave = r->original_max_positions / r->high_freq_factor;
 	float *f = malloc((half ? half : 1) * sizeof(float));
-	int err;
 
 	if (!f)
 		return -ENOMEM;
-	err = keep_buf(s, f);
-	for (uint64_t i = 0; !err && i < half; i++) {
+	s->freqs = f;
+	for (uint64_t i = 0; i < half; i++) {
 		double inv = pow(r->theta, -(double)(2 * i) / r->dim);
 		double wave = 2 * M_PI / inv, smooth;
 
@@ -1026,10 +1009,9 @@ static int write_llama3_freqs(struct wstate *s)
 			    (float)(1.0 / ((1 - smooth) / r->factor + smooth));
 		}
 	}
-	if (!err)
-		err = add_f32_tensor(s, global_names[O1_T_ROPE_FREQS], f, 1,
-				     &half, O1_DTYPE_F32);
-	return err;
+	return o1_gguf_writer_add_tensor(s->w, global_names[O1_T_ROPE_FREQS],
+					 O1_DTYPE_F32, 1, ne, f,
+					 half * sizeof(float));
 }
 
 static int check_write_args(const struct o1_model *m, enum o1_dtype dtype,
@@ -1037,8 +1019,7 @@ static int check_write_args(const struct o1_model *m, enum o1_dtype dtype,
 {
 	const struct o1_rope *r = &m->desc.rope;
 
-	if (dtype != O1_DTYPE_F32 && dtype != O1_DTYPE_F16 &&
-	    dtype != O1_DTYPE_BF16) {
+	if (!o1_dtype_is_float(dtype)) {
 		o1_err("gguf writer %s: dtype %s not supported (F32, F16, "
 		       "BF16)",
 		       path, o1_dtype_name(dtype));
@@ -1071,8 +1052,13 @@ static int write_all(struct wstate *s, enum o1_dtype dtype)
 		err = write_vocab(s->w, s->m->vocab);
 	if (!err && s->m->desc.rope.scaling == O1_ROPE_SCALING_LLAMA3)
 		err = write_llama3_freqs(s);
-	for (uint32_t i = 0; !err && i < s->m->n_tensors; i++)
-		err = write_tensor(s, &s->m->tensors[i], dtype);
+	for (uint32_t i = 0; !err && i < s->m->n_tensors; i++) {
+		const struct o1_tensor *t = &s->m->tensors[i];
+
+		s->fills[i] = (struct gguf_fill){
+		    s, t, t->n_dims == 1 ? O1_DTYPE_F32 : dtype};
+		err = write_tensor(s, &s->fills[i]);
+	}
 	if (!err)
 		err = o1_gguf_writer_write(s->w, s->path);
 	return err;
@@ -1087,13 +1073,14 @@ int o1_model_write_gguf(const struct o1_model *m, enum o1_dtype dtype,
 	if (err)
 		return err;
 	s.arch = m->desc.arch == O1_ARCH_QWEN2 ? "qwen2" : "llama";
+	s.fills = calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*s.fills));
+	if (!s.fills)
+		return -ENOMEM;
 	err = o1_gguf_writer_create(&s.w);
-	if (err)
-		return err;
-	err = write_all(&s, dtype);
+	if (!err)
+		err = write_all(&s, dtype);
 	o1_gguf_writer_destroy(s.w);
-	for (uint32_t i = 0; i < s.n_bufs; i++)
-		free(s.bufs[i]);
-	free(s.bufs);
+	free(s.freqs);
+	free(s.fills);
 	return err;
 }

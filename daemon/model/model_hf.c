@@ -329,8 +329,7 @@ int o1_model_write_hf(const struct o1_model *m, enum o1_dtype dtype,
 	char path[PATH_MAX];
 	int err;
 
-	if (dtype != O1_DTYPE_F32 && dtype != O1_DTYPE_F16 &&
-	    dtype != O1_DTYPE_BF16) {
+	if (!o1_dtype_is_float(dtype)) {
 		o1_err("HF writer: dtype %s; F32, F16 or BF16 only",
 		       o1_dtype_name(dtype));
 		return -EINVAL;

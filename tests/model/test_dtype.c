@@ -161,6 +161,26 @@ static void test_bf16(void **state)
 	assert_true(isnan(o1_bf16_to_f32(o1_f32_to_bf16(NAN))));
 }
 
+/* The writers' dtype check: exactly the types o1_dtype_from_f32 makes. */
+static void test_is_float(void **state)
+{
+	static const float one = 1.0f;
+	uint8_t out[4];
+
+	(void)state;
+	for (uint32_t t = 0; t < 40; t++) {
+		if (!o1_dtype_supported(t))
+			continue;
+		assert_int_equal(o1_dtype_is_float(t),
+				 o1_dtype_from_f32(t, &one, out, 1) == 0);
+	}
+	assert_true(o1_dtype_is_float(O1_DTYPE_F32));
+	assert_true(o1_dtype_is_float(O1_DTYPE_F16));
+	assert_true(o1_dtype_is_float(O1_DTYPE_BF16));
+	assert_false(o1_dtype_is_float(O1_DTYPE_Q8_0));
+	assert_false(o1_dtype_is_float(O1_DTYPE_Q4_K));
+}
+
 static void test_plain_convert(void **state)
 {
 	const float src[5] = {1.0f, -2.5f, 0.333333f, 65504.0f, -0.0f};
@@ -325,6 +345,7 @@ int main(void)
 	    cmocka_unit_test(test_f16_decode),
 	    cmocka_unit_test(test_f16_encode),
 	    cmocka_unit_test(test_bf16),
+	    cmocka_unit_test(test_is_float),
 	    cmocka_unit_test(test_plain_convert),
 	    cmocka_unit_test(test_q8_0),
 	    cmocka_unit_test(test_q4_0),
