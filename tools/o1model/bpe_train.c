@@ -168,10 +168,10 @@ static bool merged_text(const struct trainer *t, uint32_t a, uint32_t b,
 	return true;
 }
 
-/* The best allowed pair among the words' pairs; false when no word has
- * two symbols left. Bans pairs whose text already exists. */
-static bool best_pair(struct trainer *t, uint32_t *a, uint32_t *b,
-		      struct sym *m)
+/* The best allowed pair among the words' pairs; false when no pair
+ * occurs MIN_COUNT times. Bans pairs whose text already exists. */
+static bool best_pair(struct trainer *t, uint32_t min_count, uint32_t *a,
+		      uint32_t *b, struct sym *m)
 {
 	for (;;) {
 		uint32_t best = 0, idx = UINT32_MAX;
@@ -190,7 +190,7 @@ static bool best_pair(struct trainer *t, uint32_t *a, uint32_t *b,
 					best = t->pairs[k], idx = k;
 			}
 		}
-		if (best < 1)
+		if (best < min_count)
 			return false;
 		*a = idx / t->max_syms;
 		*b = idx % t->max_syms;
@@ -219,7 +219,7 @@ static void apply_merge(struct trainer *t, uint32_t a, uint32_t b, uint32_t id)
 	}
 }
 
-static void train(struct trainer *t, uint32_t n_merges)
+static void train(struct trainer *t, uint32_t n_merges, uint32_t min_count)
 {
 	uint32_t a, b;
 	struct sym m;
@@ -227,7 +227,7 @@ static void train(struct trainer *t, uint32_t n_merges)
 
 	while (t->n_merges < n_merges && found) {
 		count_pairs(t, 1);
-		found = best_pair(t, &a, &b, &m);
+		found = best_pair(t, min_count, &a, &b, &m);
 		count_pairs(t, 0);
 		if (!found)
 			break;
@@ -362,7 +362,7 @@ static int make_vocab(const struct trainer *t, struct o1_vocab **out)
 }
 
 int o1model_bpe_train(const char *text, size_t len, uint32_t n_merges,
-		      struct o1_vocab **out)
+		      uint32_t min_count, struct o1_vocab **out)
 {
 	struct trainer t = {0};
 	int err;
@@ -376,7 +376,7 @@ int o1model_bpe_train(const char *text, size_t len, uint32_t n_merges,
 	if (!err)
 		err = split_words(&t, text, len);
 	if (!err) {
-		train(&t, n_merges);
+		train(&t, n_merges, min_count ? min_count : 1);
 		err = make_vocab(&t, out);
 	}
 	trainer_fini(&t);

@@ -21,10 +21,11 @@
  * digits or other symbols; or a run of whitespace), each merge takes the
  * most frequent adjacent pair over all words (ties: the lowest pair of
  * ids, left id first), a pair whose text already is a token is skipped,
- * and training stops early when every word is one token. Words are cut at 63
- * bytes. *OUT is owned by the caller (o1_vocab_destroy). Returns -EINVAL
- * (logged) for N_MERGES above O1MODEL_BPE_MAX_MERGES. */
+ * and training stops early when the best pair left occurs fewer than
+ * MIN_COUNT times (1 or 0: when every word is one token). Words are cut at
+ * 63 bytes. *OUT is owned by the caller (o1_vocab_destroy). Returns
+ * -EINVAL (logged) for N_MERGES above O1MODEL_BPE_MAX_MERGES. */
 int o1model_bpe_train(const char *text, size_t len, uint32_t n_merges,
-		      struct o1_vocab **out);
+		      uint32_t min_count, struct o1_vocab **out);
 
 #endif

@@ -411,7 +411,7 @@ int o1model_demo_create(const struct o1model_demo_opts *o,
 	snprintf(m->path, sizeof(m->path), "(demo bigram)");
 	err = text_read(o, &t);
 	if (!err)
-		err = o1model_bpe_train(t.buf, t.len, O1MODEL_DEMO_MERGES,
+		err = o1model_bpe_train(t.buf, t.len, O1MODEL_DEMO_MERGES, 1,
 					&m->vocab);
 	if (err)
 		goto out_close;
