@@ -1,0 +1,145 @@
+/* o1-sidecar: an OpenAI-compatible HTTP front for a local o1d.
+ *
+ *   o1-sidecar [--daemon SOCKET] [--listen HOST:PORT|unix:PATH]
+ *              [--access-log FILE|-] [-c FILE] [--set section.key=v ...]
+ *
+ * Settings come from the [sidecar] section of the config (and model.name
+ * or model.path for the served name); the options override them. Prints
+ * "o1-sidecar: ready listen=ADDR" on stderr once serving; SIGINT/SIGTERM
+ * stop it (exit 0). The access log goes to stdout unless told otherwise. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "error.h"
+#include "log.h"
+#include "sidecar_backend.h"
+#include "sidecar_http.h"
+
+struct args {
+	const char *daemon, *listen, *access_log;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: o1-sidecar [--daemon SOCKET] [--listen HOST:PORT|"
+		   "unix:PATH] [--access-log FILE|-]\n"
+		   "                  [-c FILE] [--set section.key=value ...]\n");
+}
+
+static int parse(int argc, char **argv, struct args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		const char **to = !strcmp(argv[i], "--daemon") ? &a->daemon
+				  : !strcmp(argv[i], "--listen") ? &a->listen
+				  : !strcmp(argv[i], "--access-log")
+				      ? &a->access_log
+				      : NULL;
+
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			exit(0);
+		}
+		if (!to || i + 1 >= argc) {
+			fprintf(stderr, "o1-sidecar: unexpected '%s'\n",
+				argv[i]);
+			usage(stderr);
+			return -1;
+		}
+		*to = argv[++i];
+	}
+	return 0;
+}
+
+/* The model file's basename without its extension. */
+static void fallback_name(const struct o1_config *c, char *buf, size_t cap)
+{
+	const char *base = strrchr(c->model.path, '/');
+	char *dot;
+
+	size_t n;
+
+	base = base ? base + 1 : c->model.path;
+	n = strnlen(base, cap - 1);
+	memcpy(buf, base, n);
+	buf[n] = 0;
+	dot = strrchr(buf, '.');
+	if (dot && dot != buf)
+		*dot = 0;
+	if (!buf[0])
+		snprintf(buf, cap, "o1d");
+}
+
+static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
+{
+	struct o1_sidecar_http_opts o = {
+	    .listen = a->listen ? a->listen : cfg->sidecar.listen,
+	    .model_name = cfg->model.name,
+	    .metrics_dir = cfg->metrics.bpf_dir,
+	    .max_body_bytes = cfg->sidecar.max_body_bytes,
+	    .max_concurrent = cfg->sidecar.max_concurrent,
+	    .request_timeout_ms = cfg->sidecar.request_timeout_ms,
+	    .idle_timeout_s = cfg->sidecar.idle_timeout_s,
+	    .access_log = log};
+	const char *sock = a->daemon ? a->daemon : cfg->sidecar.daemon_socket;
+	struct o1_sidecar_backend *b = NULL;
+	struct o1_sidecar_http *h = NULL;
+	char fallback[128], bound[160];
+	sigset_t set;
+	int ret, sig;
+
+	fallback_name(cfg, fallback, sizeof(fallback));
+	o.model_fallback = fallback;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL); /* threads inherit it */
+	signal(SIGPIPE, SIG_IGN);
+	ret = o1_sidecar_backend_create(sock, cfg->sidecar.max_concurrent, &b);
+	if (!ret)
+		ret = o1_sidecar_http_start(&o, b, bound, sizeof(bound), &h);
+	if (ret)
+		goto out;
+	fprintf(stderr, "o1-sidecar: ready listen=%s daemon=%s\n", bound,
+		sock);
+	sigwait(&set, &sig);
+	o1_info("sidecar: signal %d, stopping", sig);
+out:
+	o1_sidecar_http_stop(h);
+	o1_sidecar_backend_destroy(b);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct o1_config cfg;
+	struct args a = {0};
+	char err[512];
+	FILE *log = stdout;
+	int ret;
+
+	o1_config_init_defaults(&cfg);
+	if (o1_config_parse_args(&cfg, &argc, argv, err, sizeof(err))) {
+		fprintf(stderr, "o1-sidecar: %s\n", err);
+		return 2;
+	}
+	if (parse(argc, argv, &a))
+		return 2;
+	o1_log_set_level(cfg.log.level);
+	if (a.access_log && strcmp(a.access_log, "-")) {
+		log = fopen(a.access_log, "a");
+		if (!log) {
+			fprintf(stderr, "o1-sidecar: cannot open %s: %m\n",
+				a.access_log);
+			return 1;
+		}
+	}
+	ret = serve(&cfg, &a, log);
+	if (log != stdout)
+		fclose(log);
+	if (ret)
+		fprintf(stderr, "o1-sidecar: %s\n", o1_strerror(ret));
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,288 @@
+/* See sidecar_backend.h. The pool is a mutex-guarded stack of idle
+ * handles; a generation owns its handle from gen_start to gen_end, so no
+ * handle is ever used by two threads at once. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "admin.h"
+#include "error.h"
+#include "log.h"
+#include "sidecar_backend.h"
+
+#define WAIT_SLICE_NS (20 * 1000 * 1000)
+#define DRAIN_NS (2000ll * 1000 * 1000)
+#define STATUS_MAX 65536
+
+struct o1_sidecar_backend {
+	pthread_mutex_t lock;
+	char *socket;
+	unsigned cap, n_idle;
+	struct o1_client **idle;
+	uint64_t next_id;
+};
+
+uint64_t o1_sidecar_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int o1_sidecar_backend_create(const char *socket, unsigned cap,
+			      struct o1_sidecar_backend **out)
+{
+	struct o1_sidecar_backend *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->socket = strdup(socket);
+	b->idle = calloc(cap ? cap : 1, sizeof(*b->idle));
+	if (!b->socket || !b->idle) {
+		o1_sidecar_backend_destroy(b);
+		return -ENOMEM;
+	}
+	b->cap = cap;
+	pthread_mutex_init(&b->lock, NULL);
+	*out = b;
+	return 0;
+}
+
+void o1_sidecar_backend_destroy(struct o1_sidecar_backend *b)
+{
+	if (!b)
+		return;
+	for (unsigned i = 0; i < b->n_idle; i++)
+		o1_client_close(b->idle[i]);
+	free(b->idle);
+	free(b->socket);
+	free(b);
+}
+
+static int take(struct o1_sidecar_backend *b, struct o1_client **c)
+{
+	struct o1_client_opts o = {.sz = sizeof(o),
+				   .socket_path = b->socket,
+				   .name = "o1-sidecar"};
+	int ret;
+
+	pthread_mutex_lock(&b->lock);
+	*c = b->n_idle ? b->idle[--b->n_idle] : NULL;
+	pthread_mutex_unlock(&b->lock);
+	if (*c)
+		return 0;
+	ret = o1_client_connect(&o, c);
+	if (ret)
+		o1_warn("sidecar: cannot connect to o1d at %s: %s (%s)",
+			b->socket, o1_client_strerror(ret), o1_last_error());
+	return ret;
+}
+
+static void give(struct o1_sidecar_backend *b, struct o1_client *c, bool ok)
+{
+	pthread_mutex_lock(&b->lock);
+	if (ok && b->n_idle < b->cap) {
+		b->idle[b->n_idle++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&b->lock);
+	o1_client_close(c);
+}
+
+static void parse_status(const char *reply, struct o1_sidecar_status *st)
+{
+	cJSON *r = cJSON_Parse(reply);
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "model");
+
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
+		st->up = true;
+		st->draining = cJSON_IsTrue(
+		    cJSON_GetObjectItemCaseSensitive(r, "draining"));
+		if (cJSON_IsString(m))
+			snprintf(st->model, sizeof(st->model), "%s",
+				 m->valuestring);
+	}
+	cJSON_Delete(r);
+}
+
+static int ping(struct o1_sidecar_backend *b, struct o1_sidecar_status *st)
+{
+	struct o1_client *c;
+	uint64_t rtt;
+	int ret = take(b, &c);
+
+	if (ret)
+		return 0;
+	ret = o1_client_ping(c, &rtt);
+	st->up = ret == 0;
+	give(b, c, ret == 0);
+	return 0;
+}
+
+int o1_sidecar_backend_status(struct o1_sidecar_backend *b,
+			      struct o1_sidecar_status *st)
+{
+	char *buf;
+	int fd, ret;
+
+	memset(st, 0, sizeof(*st));
+	ret = o1_admin_connect(b->socket, &fd);
+	if (ret == -EACCES || ret == -EPERM)
+		return ping(b, st);
+	if (ret)
+		return 0;
+	buf = malloc(STATUS_MAX);
+	if (buf && o1_admin_call(fd, "{\"op\":\"status\"}", buf, STATUS_MAX) >
+		       0)
+		parse_status(buf, st);
+	free(buf);
+	close(fd);
+	return 0;
+}
+
+static void fill_opts(const struct o1_sidecar_request *r,
+		      struct o1_sidecar_gen *g, struct o1_submit_opts *o,
+		      struct o1_sampling *s)
+{
+	*s = r->sampling;
+	if (r->logprobs) /* 1 at least: the sampled token's own logprob */
+		s->n_logprobs = r->top_logprobs ? r->top_logprobs : 1;
+	memset(o, 0, sizeof(*o));
+	o->sz = sizeof(*o);
+	o->req_id = g->req_id;
+	o->text = r->prompt;
+	o->text_len = r->prompt_len;
+	o->ids = r->ids;
+	o->n_ids = r->n_ids;
+	o->sampling = s;
+	o->max_tokens = r->max_tokens;
+	o->stop_strings = (const char *const *)r->stop;
+	o->n_stop_strings = r->n_stop;
+	o->flags = r->kind == O1_SIDECAR_CHAT ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS;
+	if (r->ignore_eos)
+		o->flags |= O1_FLAG_IGNORE_EOS;
+}
+
+int o1_sidecar_gen_start(struct o1_sidecar_gen *g,
+			 struct o1_sidecar_backend *b,
+			 const struct o1_sidecar_request *req, int http_fd,
+			 uint32_t timeout_ms)
+{
+	struct o1_submit_opts o;
+	struct o1_sampling s;
+	int ret;
+
+	memset(g, 0, sizeof(*g));
+	g->b = b;
+	g->http_fd = http_fd;
+	pthread_mutex_lock(&b->lock);
+	g->req_id = ++b->next_id;
+	pthread_mutex_unlock(&b->lock);
+	fill_opts(req, g, &o, &s);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		ret = take(b, &g->c);
+		if (ret)
+			return ret;
+		g->t_submit_ns = o1_sidecar_now_ns();
+		g->deadline_ns = (int64_t)g->t_submit_ns +
+				 (int64_t)timeout_ms * 1000000;
+		ret = o1_client_submit(g->c, &o);
+		if (ret != -ECONNRESET && ret != -EPIPE)
+			break;
+		o1_client_close(g->c); /* stale: the daemon restarted */
+		g->c = NULL;
+	}
+	if (ret && g->c) {
+		give(b, g->c, ret == -EAGAIN || ret == -E2BIG);
+		g->c = NULL;
+	}
+	return ret;
+}
+
+static bool hung_up(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	return fd >= 0 && poll(&p, 1, 0) == 1 &&
+	       (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* Waits for the FINAL of a cancelled request, for up to DRAIN_NS. */
+static void drain(struct o1_sidecar_gen *g)
+{
+	struct o1_event ev;
+	int64_t until = (int64_t)o1_sidecar_now_ns() + DRAIN_NS;
+	int ret;
+
+	o1_client_cancel(g->c, g->req_id);
+	while (!g->finished) {
+		int64_t left = until - (int64_t)o1_sidecar_now_ns();
+
+		ret = left > 0 ? o1_client_wait(g->c, &ev, left) : -ETIMEDOUT;
+		if (ret < 0) {
+			g->broken = true;
+			return;
+		}
+		if (ev.type == O1_EVENT_FINAL && ev.req_id == g->req_id)
+			g->finished = true;
+	}
+}
+
+static int stop(struct o1_sidecar_gen *g, int why)
+{
+	drain(g);
+	return why;
+}
+
+int o1_sidecar_gen_next(struct o1_sidecar_gen *g, struct o1_event *ev)
+{
+	int ret;
+
+	if (!g->c || g->finished)
+		return -EINVAL;
+	for (;;) {
+		if (hung_up(g->http_fd))
+			return stop(g, -ECONNABORTED);
+		if ((int64_t)o1_sidecar_now_ns() > g->deadline_ns)
+			return stop(g, -ETIMEDOUT);
+		ret = o1_client_wait(g->c, ev, WAIT_SLICE_NS);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret < 0) {
+			g->broken = true;
+			return ret;
+		}
+		if (ev->req_id != g->req_id && ev->type != O1_EVENT_ERROR)
+			continue;
+		if (ev->type == O1_EVENT_TOKEN && !g->t_first_ns)
+			g->t_first_ns = o1_sidecar_now_ns();
+		if (ev->type == O1_EVENT_FINAL) {
+			g->finished = true;
+			g->t_end_ns = o1_sidecar_now_ns();
+			/* refusals count as violations against the handle */
+			g->broken = ev->error == -O1_E_BOUNDS ||
+				    ev->error == -O1_E_PROTOCOL;
+		}
+		return 1;
+	}
+}
+
+void o1_sidecar_gen_end(struct o1_sidecar_gen *g)
+{
+	if (!g->c)
+		return;
+	if (!g->finished && !g->broken)
+		drain(g);
+	if (!g->t_end_ns)
+		g->t_end_ns = o1_sidecar_now_ns();
+	give(g->b, g->c, g->finished && !g->broken);
+	g->c = NULL;
+}

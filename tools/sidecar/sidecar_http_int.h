@@ -1,0 +1,65 @@
+/* Internals shared by sidecar_http.c (server, routing, small endpoints)
+ * and sidecar_generate.c (the two completion endpoints).
+ *
+ * A struct o1_sidecar_conn lives for one HTTP request. It is referenced by
+ * the request (until libmicrohttpd's completed callback) and, for a
+ * streaming answer, by the response's reader; the last reference writes
+ * the access log line and frees it. */
+#ifndef O1_SIDECAR_HTTP_INT_H
+#define O1_SIDECAR_HTTP_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <microhttpd.h>
+
+#include "metrics_reader.h"
+#include "sidecar_http.h"
+#include "sidecar_log.h"
+#include "sidecar_request.h"
+
+struct o1_sidecar_http {
+	struct MHD_Daemon *mhd;
+	struct o1_sidecar_http_opts o;
+	struct o1_sidecar_backend *b;
+	atomic_uint running; /* generations in progress */
+	pthread_mutex_t lock; /* model, metrics */
+	char model[128];      /* "" until known */
+	char fallback[128];
+	char metrics_dir[256];
+	struct o1_metrics_reader *metrics;
+	int listen_fd;
+	char unix_path[108];
+};
+
+struct o1_sidecar_conn {
+	struct o1_sidecar_http *h;
+	struct MHD_Connection *mhd;
+	int fd; /* the HTTP socket */
+	atomic_int refs;
+	char *body;
+	size_t len, cap;
+	bool too_large;
+	bool answered;
+	struct o1_sidecar_access log;
+};
+
+/* Queues JSON (owned; freed here) with STATUS. Returns an MHD result. */
+enum MHD_Result o1_sidecar_reply_json(struct o1_sidecar_conn *c,
+				      unsigned status, char *json);
+/* Queues an OpenAI error body. */
+enum MHD_Result o1_sidecar_reply_error(struct o1_sidecar_conn *c,
+				       unsigned status, const char *message,
+				       const char *type, const char *param,
+				       const char *code);
+/* The served model name, asking the daemon once when none is configured;
+ * copied into BUF. */
+void o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap);
+/* Drops one reference; the last logs the request and frees C. */
+void o1_sidecar_conn_put(struct o1_sidecar_conn *c);
+/* POST /v1/chat/completions and /v1/completions with the body in C. */
+enum MHD_Result o1_sidecar_generate(struct o1_sidecar_conn *c,
+				    enum o1_sidecar_kind kind);
+
+#endif

@@ -1,0 +1,62 @@
+/* Parsing and validation of OpenAI request bodies (POST /v1/chat/completions
+ * and /v1/completions) into what libo1client submits.
+ *
+ * The parser trusts nothing: any body (not JSON, wrong types, values out of
+ * range, NUL bytes inside strings) gives -EINVAL with an OpenAI-style
+ * message and the offending parameter's name, never a crash. Unknown
+ * fields are ignored, as OpenAI's own server mostly does. */
+#ifndef O1_SIDECAR_REQUEST_H
+#define O1_SIDECAR_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <o1/client.h>
+
+enum o1_sidecar_kind {
+	O1_SIDECAR_CHAT = 0,	   /* /v1/chat/completions */
+	O1_SIDECAR_COMPLETION = 1, /* /v1/completions */
+};
+
+#define O1_SIDECAR_MAX_STOP 4
+#define O1_SIDECAR_MAX_TOP_LOGPROBS 20
+#define O1_SIDECAR_MAX_MESSAGES 64
+
+struct o1_sidecar_request {
+	enum o1_sidecar_kind kind;
+	char *model; /* owned */
+	/* CHAT: "role\0content\0role\0content" (the daemon's chat form);
+	 * COMPLETION: the prompt text. NULL when ids are given. Owned. */
+	char *prompt;
+	size_t prompt_len;
+	uint32_t *ids; /* COMPLETION with a token-id prompt; owned */
+	size_t n_ids;
+	uint32_t max_tokens; /* 0: not given */
+	struct o1_sampling sampling;
+	char *stop[O1_SIDECAR_MAX_STOP]; /* owned, NUL-terminated */
+	size_t n_stop;
+	bool stream;
+	bool include_usage; /* stream_options.include_usage */
+	bool logprobs;	    /* per-token logprobs asked */
+	uint32_t top_logprobs;
+	bool ignore_eos; /* extension: "ignore_eos": true */
+};
+
+/* Error detail of a refused body: OpenAI's "message" and "param" (the
+ * parameter's name, "" when none). */
+struct o1_sidecar_req_error {
+	char message[256];
+	char param[64];
+};
+
+/* Parses LEN bytes of BODY as a request of KIND into *REQ (caller's
+ * storage; release with o1_sidecar_request_fini, also after a failure).
+ * Returns 0, -EINVAL (ERR says why) or -ENOMEM. */
+int o1_sidecar_request_parse(const char *body, size_t len,
+			     enum o1_sidecar_kind kind,
+			     struct o1_sidecar_request *req,
+			     struct o1_sidecar_req_error *err);
+void o1_sidecar_request_fini(struct o1_sidecar_request *req);
+
+#endif

@@ -1,0 +1,387 @@
+/* OpenAI response shapes (see the header), built with cJSON so every
+ * string is escaped as JSON requires. Token text may split a UTF-8 code
+ * point between events; the text is joined before it is rendered, and a
+ * chunk only carries bytes up to the last whole code point. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "sidecar_response.h"
+
+void o1_sidecar_out_init(struct o1_sidecar_out *out,
+			 const struct o1_sidecar_request *req,
+			 const char *model)
+{
+	static _Atomic unsigned long long seq;
+	struct timespec ts;
+
+	memset(out, 0, sizeof(*out));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	out->kind = req->kind;
+	out->created = (long long)ts.tv_sec;
+	out->model = model;
+	out->logprobs = req->logprobs;
+	out->n_top = req->top_logprobs;
+	snprintf(out->id, sizeof(out->id), "%s-%llx%09lx%llx",
+		 req->kind == O1_SIDECAR_CHAT ? "chatcmpl" : "cmpl",
+		 (long long)ts.tv_sec, (long)ts.tv_nsec, ++seq);
+}
+
+void o1_sidecar_out_fini(struct o1_sidecar_out *out)
+{
+	if (!out)
+		return;
+	for (size_t i = 0; i < out->n_tok; i++)
+		free(out->tok[i].text);
+	free(out->tok);
+	free(out->text);
+	memset(out, 0, sizeof(*out));
+}
+
+const char *o1_sidecar_finish_name(enum o1_finish f)
+{
+	return f == O1_FINISH_REASON_LENGTH || f == O1_FINISH_REASON_CANCELLED
+		   ? "length"
+		   : "stop";
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const char *s,
+		  size_t n)
+{
+	char *p;
+
+	if (*len + n + 1 > *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+
+		while (c < *len + n + 1)
+			c *= 2;
+		p = realloc(*buf, c);
+		if (!p)
+			return -ENOMEM;
+		*buf = p;
+		*cap = c;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	(*buf)[*len] = 0;
+	return 0;
+}
+
+static int add_token(struct o1_sidecar_out *out, const struct o1_event *ev,
+		     uint32_t i)
+{
+	struct o1_sidecar_token *t;
+
+	if (out->n_tok == out->cap_tok) {
+		size_t c = out->cap_tok ? out->cap_tok * 2 : 64;
+
+		t = realloc(out->tok, c * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		out->tok = t;
+		out->cap_tok = c;
+	}
+	t = &out->tok[out->n_tok++];
+	memset(t, 0, sizeof(*t));
+	t->id = ev->ids[i];
+	t->logprob = ev->has_logprobs ? ev->logprobs[i] : 0;
+	t->text = strndup(i == 0 ? ev->text : "", i == 0 ? ev->text_len : 0);
+	t->len = i == 0 ? ev->text_len : 0;
+	return t->text ? 0 : -ENOMEM;
+}
+
+static int add_text(struct o1_sidecar_out *out, const struct o1_event *ev)
+{
+	size_t cap;
+	int ret = append(&out->text, &out->len, &out->cap, ev->text,
+			 ev->text_len);
+	struct o1_sidecar_token *t;
+
+	if (ret || !out->logprobs)
+		return ret;
+	if (ev->n_ids == 0 && out->n_tok > 0) {
+		t = &out->tok[out->n_tok - 1];
+		cap = t->len + 1;
+		return append(&t->text, &t->len, &cap, ev->text, ev->text_len);
+	}
+	for (uint32_t i = 0; i < ev->n_ids && i < 8 && !ret; i++)
+		ret = add_token(out, ev, i);
+	return ret;
+}
+
+static void add_top(struct o1_sidecar_out *out, const struct o1_event *ev)
+{
+	struct o1_sidecar_token *t;
+
+	if (ev->position >= out->n_tok)
+		return;
+	t = &out->tok[ev->position];
+	for (uint32_t i = 0; i < ev->n_top && i < 14 && t->n_top < out->n_top;
+	     i++) {
+		t->top_ids[t->n_top] = ev->top_ids[i];
+		t->top_logprobs[t->n_top++] = ev->top_logprobs[i];
+	}
+}
+
+int o1_sidecar_out_add(struct o1_sidecar_out *out, const struct o1_event *ev)
+{
+	switch (ev->type) {
+	case O1_EVENT_TOKEN:
+		return add_text(out, ev);
+	case O1_EVENT_LOGPROBS:
+		add_top(out, ev);
+		return 0;
+	case O1_EVENT_FINAL:
+		out->finish = o1_sidecar_finish_name(ev->finish);
+		out->prompt_tokens = ev->prompt_tokens;
+		out->completion_tokens = ev->generated_tokens;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int print(cJSON *root, char **json)
+{
+	*json = root ? cJSON_PrintUnformatted(root) : NULL;
+	cJSON_Delete(root);
+	return *json ? 0 : -ENOMEM;
+}
+
+int o1_sidecar_error_json(const char *message, const char *type,
+			  const char *param, const char *code, char **json)
+{
+	cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(root, "error", e);
+	cJSON_AddStringToObject(e, "message", message);
+	cJSON_AddStringToObject(e, "type", type);
+	if (param && *param)
+		cJSON_AddStringToObject(e, "param", param);
+	else
+		cJSON_AddNullToObject(e, "param");
+	if (code)
+		cJSON_AddStringToObject(e, "code", code);
+	else
+		cJSON_AddNullToObject(e, "code");
+	return print(root, json);
+}
+
+/* The name an alternative is shown under: the token's own text when it
+ * is the sampled one, else "<id>" (the sidecar has no vocabulary). */
+static void top_name(const struct o1_sidecar_token *t, uint32_t i, char *buf,
+		     size_t cap, const char **name)
+{
+	if (t->top_ids[i] == t->id) {
+		*name = t->text;
+		return;
+	}
+	snprintf(buf, cap, "<%u>", t->top_ids[i]);
+	*name = buf;
+}
+
+static cJSON *bytes_of(const char *s, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)s[i]));
+	return a;
+}
+
+/* Chat: {"content":[{"token","logprob","bytes","top_logprobs":[...]}]} */
+static cJSON *chat_logprobs(const struct o1_sidecar_out *out, size_t from,
+			    size_t to)
+{
+	cJSON *lp = cJSON_CreateObject(), *content = cJSON_CreateArray();
+	char buf[16];
+	const char *name;
+
+	cJSON_AddItemToObject(lp, "content", content);
+	for (size_t k = from; k < to; k++) {
+		const struct o1_sidecar_token *t = &out->tok[k];
+		cJSON *e = cJSON_CreateObject(), *tops = cJSON_CreateArray();
+
+		cJSON_AddStringToObject(e, "token", t->text);
+		cJSON_AddNumberToObject(e, "logprob", t->logprob);
+		cJSON_AddItemToObject(e, "bytes", bytes_of(t->text, t->len));
+		for (uint32_t i = 0; i < t->n_top; i++) {
+			cJSON *a = cJSON_CreateObject();
+
+			top_name(t, i, buf, sizeof(buf), &name);
+			cJSON_AddStringToObject(a, "token", name);
+			cJSON_AddNumberToObject(a, "logprob",
+						t->top_logprobs[i]);
+			cJSON_AddItemToObject(a, "bytes",
+					      bytes_of(name, strlen(name)));
+			cJSON_AddItemToArray(tops, a);
+		}
+		cJSON_AddItemToObject(e, "top_logprobs", tops);
+		cJSON_AddItemToArray(content, e);
+	}
+	return lp;
+}
+
+/* Completions: {"tokens","token_logprobs","top_logprobs","text_offset"} */
+static cJSON *text_logprobs(const struct o1_sidecar_out *out, size_t from,
+			    size_t to, size_t offset)
+{
+	cJSON *lp = cJSON_CreateObject();
+	cJSON *toks = cJSON_AddArrayToObject(lp, "tokens");
+	cJSON *lps = cJSON_AddArrayToObject(lp, "token_logprobs");
+	cJSON *tops = cJSON_AddArrayToObject(lp, "top_logprobs");
+	cJSON *offs = cJSON_AddArrayToObject(lp, "text_offset");
+	char buf[16];
+	const char *name;
+
+	for (size_t k = from; k < to; k++) {
+		const struct o1_sidecar_token *t = &out->tok[k];
+		cJSON *top = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(toks, cJSON_CreateString(t->text));
+		cJSON_AddItemToArray(lps, cJSON_CreateNumber(t->logprob));
+		cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
+		offset += t->len;
+		for (uint32_t i = 0; i < t->n_top; i++) {
+			top_name(t, i, buf, sizeof(buf), &name);
+			cJSON_AddNumberToObject(top, name, t->top_logprobs[i]);
+		}
+		cJSON_AddItemToArray(tops, top);
+	}
+	return lp;
+}
+
+static cJSON *usage(const struct o1_sidecar_out *out)
+{
+	cJSON *u = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(u, "prompt_tokens", out->prompt_tokens);
+	cJSON_AddNumberToObject(u, "completion_tokens", out->completion_tokens);
+	cJSON_AddNumberToObject(u, "total_tokens",
+				(double)out->prompt_tokens +
+				    out->completion_tokens);
+	return u;
+}
+
+static cJSON *head(const struct o1_sidecar_out *out, bool chunk)
+{
+	cJSON *root = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(root, "id", out->id);
+	cJSON_AddStringToObject(root, "object",
+				out->kind == O1_SIDECAR_CHAT
+				    ? (chunk ? "chat.completion.chunk"
+					     : "chat.completion")
+				    : "text_completion");
+	cJSON_AddNumberToObject(root, "created", (double)out->created);
+	cJSON_AddStringToObject(root, "model", out->model);
+	cJSON_AddStringToObject(root, "system_fingerprint", "o1d");
+	return root;
+}
+
+/* One choice carrying TEXT (N bytes) and tokens [FROM, TO). */
+static cJSON *choice(const struct o1_sidecar_out *out, const char *text,
+		     size_t n, size_t from, size_t to, bool chunk, bool first)
+{
+	cJSON *c = cJSON_CreateObject(), *msg;
+	char *s = strndup(text ? text : "", n);
+
+	cJSON_AddNumberToObject(c, "index", 0);
+	if (out->kind == O1_SIDECAR_CHAT) {
+		msg = cJSON_AddObjectToObject(c, chunk ? "delta" : "message");
+		if (!chunk || first)
+			cJSON_AddStringToObject(msg, "role", "assistant");
+		cJSON_AddStringToObject(msg, "content", s ? s : "");
+	} else {
+		cJSON_AddStringToObject(c, "text", s ? s : "");
+	}
+	free(s);
+	if (!out->logprobs)
+		cJSON_AddNullToObject(c, "logprobs");
+	else if (out->kind == O1_SIDECAR_CHAT)
+		cJSON_AddItemToObject(c, "logprobs",
+				      chat_logprobs(out, from, to));
+	else
+		cJSON_AddItemToObject(c, "logprobs",
+				      text_logprobs(out, from, to,
+						    out->sent_len));
+	if (out->finish && (!chunk || to == out->n_tok))
+		cJSON_AddStringToObject(c, "finish_reason", out->finish);
+	else
+		cJSON_AddNullToObject(c, "finish_reason");
+	return c;
+}
+
+int o1_sidecar_full_json(const struct o1_sidecar_out *out, char **json)
+{
+	cJSON *root = head(out, false);
+	cJSON *choices = cJSON_AddArrayToObject(root, "choices");
+
+	cJSON_AddItemToArray(choices, choice(out, out->text, out->len, 0,
+					     out->n_tok, false, true));
+	cJSON_AddItemToObject(root, "usage", usage(out));
+	return print(root, json);
+}
+
+/* Bytes of TEXT up to LEN that end on a whole UTF-8 code point. */
+static size_t whole(const char *text, size_t from, size_t len)
+{
+	size_t end = len, back = 0;
+
+	while (end > from && back < 4 &&
+	       ((unsigned char)text[end - 1] & 0xc0) == 0x80) {
+		end--;
+		back++;
+	}
+	if (end > from && ((unsigned char)text[end - 1] & 0x80)) {
+		unsigned char lead = (unsigned char)text[end - 1];
+		size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+
+		return back + 1 >= need ? len : end - 1;
+	}
+	return len;
+}
+
+static int sse(cJSON *root, char **out)
+{
+	char *json;
+	int ret = print(root, &json);
+
+	if (ret)
+		return ret;
+	if (asprintf(out, "data: %s\n\n", json) < 0)
+		ret = -ENOMEM;
+	free(json);
+	return ret;
+}
+
+int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first, char **sse_out)
+{
+	size_t end = out->finish ? out->len
+				 : whole(out->text, out->sent_len, out->len);
+	cJSON *root = head(out, true);
+	cJSON *choices = cJSON_AddArrayToObject(root, "choices");
+	size_t to = out->n_tok;
+
+	cJSON_AddItemToArray(choices,
+			     choice(out, out->text ? out->text + out->sent_len : NULL,
+				    end - out->sent_len, out->sent_tok, to,
+				    true, first));
+	cJSON_AddNullToObject(root, "usage");
+	out->sent_len = end;
+	out->sent_tok = to;
+	return sse(root, sse_out);
+}
+
+int o1_sidecar_usage_sse(const struct o1_sidecar_out *out, char **sse_out)
+{
+	cJSON *root = head(out, true);
+
+	cJSON_AddArrayToObject(root, "choices");
+	cJSON_AddItemToObject(root, "usage", usage(out));
+	return sse(root, sse_out);
+}
