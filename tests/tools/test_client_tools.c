@@ -18,30 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "harness.h"
+#include "test_util.h"
 
 static const char *server_bin, *o1chat, *o1bench;
 static struct test_server srv;
-
-/* Runs CMD; its stdout into OUT (CAP bytes), returns the exit status. */
-static int capture(const char *cmd, char *out, size_t cap)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	assert_non_null(p);
-	n = fread(out, 1, cap - 1, p);
-	out[n] = 0;
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static double kv(const char *out, const char *key)
 {
@@ -76,7 +62,7 @@ static void test_o1chat_stream(void **state)
 		 "%s --socket %s --max-tokens 12 --temperature 0.5 '%s' "
 		 "2>/tmp/o1chat-err.%d",
 		 o1chat, srv.path, prompt, getpid());
-	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
 	assert_string_equal(out, want);
 	snprintf(cmd, sizeof(cmd), "/tmp/o1chat-err.%d", getpid());
 	f = fopen(cmd, "r");
@@ -97,18 +83,18 @@ static void test_o1chat_errors(void **state)
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "%s --socket %s 2>/dev/null", o1chat,
 		 srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 2);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
 	snprintf(cmd, sizeof(cmd),
 		 "%s --socket %s --max-tokens 0 hi 2>/dev/null", o1chat,
 		 srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 2);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
 	snprintf(cmd, sizeof(cmd),
 		 "%s --socket %s --temperature x hi 2>/dev/null", o1chat,
 		 srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 2);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
 	snprintf(cmd, sizeof(cmd), "%s --socket %s.none hi 2>/dev/null", o1chat,
 		 srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 1);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 1);
 }
 
 static void check_ordered(const char *out, const char *name)
@@ -146,7 +132,7 @@ static void test_o1bench_run(void **state)
 		 "%s run --socket %s --requests 40 --concurrency 4 "
 		 "--max-tokens 25 --prompt-tokens 8 --temperature 0.8",
 		 o1bench, srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
 	assert_int_equal(kv(out, "requests"), 40);
 	assert_int_equal(kv(out, "completed"), 40);
 	assert_int_equal(kv(out, "errors"), 0);
@@ -165,7 +151,7 @@ static void test_o1bench_run(void **state)
 		 "%s run --socket %s --requests 7 --concurrency 3 "
 		 "--max-tokens 5 --json",
 		 o1bench, srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
 	root = cJSON_Parse(out);
 	assert_non_null(root);
 	assert_int_equal(json_num(root, "completed"), 7);
@@ -185,23 +171,23 @@ static void test_o1bench_errors(void **state)
 		 "%s run --socket %s.none --requests 6 --concurrency 2 "
 		 "--max-tokens 4 2>/dev/null",
 		 o1bench, srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 1);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 1);
 	assert_int_equal(kv(out, "errors"), 6);
 	assert_int_equal(kv(out, "completed"), 0);
 	snprintf(cmd, sizeof(cmd),
 		 "%s run --socket %s --requests 0 --concurrency 2 "
 		 "--max-tokens 4 2>/dev/null",
 		 o1bench, srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 2);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
 	snprintf(cmd, sizeof(cmd),
 		 "%s run --socket %s --requests 2 --max-tokens 4 2>/dev/null",
 		 o1bench, srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 2);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
 	snprintf(cmd, sizeof(cmd),
 		 "%s run --socket %s --requests 2 --concurrency 1 "
 		 "--max-tokens 4 --temperature -1 2>/dev/null",
 		 o1bench, srv.path);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 2);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
 }
 
 static int setup(void **state)

@@ -24,23 +24,12 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 static const char *o1d, *o1model, *o1chat, *o1bench;
 static char dir[] = "/tmp/o1-test-demo-o1d-XXXXXX";
 static char sock[128], logpath[128], model[128];
 static pid_t pid;
-
-static int capture(const char *cmd, char *out, size_t cap)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	assert_non_null(p);
-	n = fread(out, 1, cap - 1, p);
-	out[n] = 0;
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static char *slurp(const char *path)
 {
@@ -97,7 +86,7 @@ static void test_greedy_matches_o1model(void **state)
 	snprintf(cmd, sizeof(cmd),
 		 "%s run %s --prompt 'The daemon' --max-tokens 24 2>/dev/null",
 		 o1model, model);
-	assert_int_equal(capture(cmd, want, sizeof(want)), 0);
+	assert_int_equal(o1_test_run(cmd, want, sizeof(want)), 0);
 	nl = strchr(want, '\n'); /* the ids line, then the text */
 	assert_non_null(nl);
 	memmove(want, nl + 1, strlen(nl + 1) + 1);
@@ -105,7 +94,7 @@ static void test_greedy_matches_o1model(void **state)
 		 "%s --socket %s --raw --max-tokens 24 'The daemon' "
 		 "2>/dev/null",
 		 o1chat, sock);
-	assert_int_equal(capture(cmd, got, sizeof(got)), 0);
+	assert_int_equal(o1_test_run(cmd, got, sizeof(got)), 0);
 	print_message("greedy: %s", got);
 	assert_true(strlen(got) > 1);
 	assert_string_equal(got, want);
@@ -121,7 +110,7 @@ static void test_chat_sampled(void **state)
 		 "%s --socket %s --max-tokens 60 --temperature 0.8 --seed 3 "
 		 "'What does the daemon do?' 2>%s",
 		 o1chat, sock, err);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
 	e = slurp(err);
 	print_message("chat: %s%s", out, e);
 	assert_true(strlen(out) > 1);
@@ -151,7 +140,7 @@ static void test_o1bench(void **state)
 		 "%s run --socket %s --requests 24 --concurrency 4 "
 		 "--max-tokens 32 --prompt-tokens 12 --temperature 0.8",
 		 o1bench, sock);
-	assert_int_equal(capture(cmd, out, sizeof(out)), 0);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
 	print_message("%s", out);
 	assert_int_equal(kv(out, "\ncompleted"), 24);
 	assert_int_equal(kv(out, "\nerrors"), 0);
