@@ -481,6 +481,26 @@ static void test_bad_arguments(void **state)
 	}
 }
 
+/* test-vectors: an input that is not a readable file is an error naming
+ * it (exit 1); a missing path skips (exit 77). */
+static void test_vectors_bad_input(void **state)
+{
+	char dir[512];
+
+	(void)state;
+	RUN_OK("make", "--preset", "tiny", "--out", "tv.gguf");
+	snprintf(dir, sizeof(dir), "%s/tv-dir.inp", work);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(
+	    RUN("test-vectors", "tv.gguf", "tv-dir.inp", "tv.gguf"), 1);
+	assert_non_null(strstr(err_text, "tv-dir.inp: is a directory"));
+	assert_int_equal(
+	    RUN("test-vectors", "tv.gguf", "tv.gguf", "tv-dir.inp"), 1);
+	assert_non_null(strstr(err_text, "tv-dir.inp: is a directory"));
+	assert_int_equal(
+	    RUN("test-vectors", "tv.gguf", "tv-none.inp", "tv-dir.inp"), 77);
+}
+
 /* The shared HF test folders go to GGUF and back bit for bit. */
 static void test_shared_hf_round_trip(void **state)
 {
@@ -774,6 +794,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_vocab_padding),
 	    cmocka_unit_test(test_presets),
 	    cmocka_unit_test(test_bad_arguments),
+	    cmocka_unit_test(test_vectors_bad_input),
 	    cmocka_unit_test(test_shared_hf_round_trip),
 	    cmocka_unit_test(test_llama_cpp_gguf_round_trip),
 	    cmocka_unit_test(test_tokenizer_option),

@@ -11,9 +11,12 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "file.h"
 #include "o1model.h"
 #include "tokenizer.h"
 #include "vocab_gpt2.h"
+
+#define VECTORS_MAX_BYTES (64u << 20) /* one .inp or .out file */
 
 static const char vector_sep[] = "\n__ggml_vocab_test__\n";
 
@@ -39,20 +42,6 @@ static int read_stream(FILE *f, char **buf, size_t *len)
 	*buf = b;
 	*len = n;
 	return 0;
-}
-
-static int read_path(const char *path, char **buf, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	int ret;
-
-	if (!f) {
-		fprintf(stderr, "o1model: %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	ret = read_stream(f, buf, len);
-	fclose(f);
-	return ret;
 }
 
 /* Loads VOCAB_PATH; PRE, when given, replaces the pre-tokenizer name. */
@@ -326,8 +315,9 @@ int o1model_cmd_test_vectors(int argc, char **argv)
 				argv[i]);
 			return 77;
 		}
-	if (load(argv[1], pre, &t) || read_path(argv[2], &inp, &ilen) ||
-	    read_path(argv[3], &outs, &olen))
+	if (load(argv[1], pre, &t) ||
+	    o1_file_read(argv[2], VECTORS_MAX_BYTES, &inp, &ilen) ||
+	    o1_file_read(argv[3], VECTORS_MAX_BYTES, &outs, &olen))
 		goto out;
 	ret = run_vectors(t, inp, ilen, outs, expect);
 out:
