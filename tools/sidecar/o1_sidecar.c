@@ -15,6 +15,8 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "metrics_map.h"
+#include "metrics_writer.h"
 #include "sidecar_backend.h"
 #include "sidecar_http.h"
 
@@ -72,6 +74,19 @@ static void fallback_name(const struct o1_config *c, char *buf, size_t cap)
 		snprintf(buf, cap, "o1d");
 }
 
+/* Where o1d publishes its metrics, as it decides (daemon/o1d/main.c). */
+static int metrics_mode(const struct o1_config *c)
+{
+	switch (c->metrics.mode) {
+	case O1_CONFIG_METRICS_BPF:
+		return O1_METRICS_MODE_BPF;
+	case O1_CONFIG_METRICS_SHM:
+		return O1_METRICS_MODE_SHM;
+	default:
+		return O1_METRICS_MODE_AUTO;
+	}
+}
+
 static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 {
 	struct o1_sidecar_http_opts o = {
@@ -86,12 +101,18 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 	const char *sock = a->daemon ? a->daemon : cfg->sidecar.daemon_socket;
 	struct o1_sidecar_backend *b = NULL;
 	struct o1_sidecar_http *h = NULL;
-	char fallback[128], bound[160];
+	char fallback[128], bound[160], shm[O1_CONFIG_PATH_MAX + 32];
 	sigset_t set;
 	int ret, sig;
 
 	fallback_name(cfg, fallback, sizeof(fallback));
 	o.model_fallback = fallback;
+	o.metrics_mode = metrics_mode(cfg);
+	ret = o1_metrics_shm_path_for(cfg->metrics.shm_path, sock, shm,
+				      sizeof(shm));
+	if (ret)
+		return ret;
+	o.metrics_shm = shm;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);

@@ -69,6 +69,10 @@ static enum MHD_Result fail(struct o1_sidecar_conn *c, int err,
 
 	if (err == -ECONNABORTED)
 		c->log.aborted = true;
+	if (err == -O1_E_BOUNDS && !(detail && *detail))
+		detail = "a value beyond the daemon's limits (max_tokens "
+			 "beyond the context, top_k beyond the vocabulary, a "
+			 "stop string or prompt too long)";
 	snprintf(msg, sizeof(msg), "o1d: %s%s%s", o1_client_strerror(err),
 		 detail && *detail ? ": " : "", detail ? detail : "");
 	return o1_sidecar_reply_error(c, m.status, msg, m.type, NULL, m.code);

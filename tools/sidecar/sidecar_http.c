@@ -171,7 +171,9 @@ static int metrics_text(struct o1_sidecar_http *h, char **text, size_t *len)
 {
 	struct o1_metrics_reader_opts ro = {
 	    .sz = sizeof(ro),
-	    .bpf_dir = h->metrics_dir[0] ? h->metrics_dir : NULL};
+	    .mode = (enum o1_metrics_mode)h->o.metrics_mode,
+	    .bpf_dir = h->metrics_dir[0] ? h->metrics_dir : NULL,
+	    .shm_path = h->metrics_shm[0] ? h->metrics_shm : NULL};
 	struct o1_metrics_snapshot s;
 	FILE *f;
 	int ret = 0;
@@ -531,6 +533,8 @@ int o1_sidecar_http_start(const struct o1_sidecar_http_opts *o,
 		 o->model_fallback ? o->model_fallback : "o1d");
 	snprintf(h->metrics_dir, sizeof(h->metrics_dir), "%s",
 		 o->metrics_dir ? o->metrics_dir : "");
+	snprintf(h->metrics_shm, sizeof(h->metrics_shm), "%s",
+		 o->metrics_shm ? o->metrics_shm : "");
 	ret = !strncmp(o->listen, "unix:", 5) ? listen_unix(h, o->listen + 5)
 					       : listen_tcp(h, o->listen);
 	if (!ret)

@@ -21,6 +21,8 @@ struct o1_sidecar_http_opts {
 	const char *model_name;	    /* configured; "" asks the daemon */
 	const char *model_fallback; /* when neither knows one */
 	const char *metrics_dir;    /* pinned BPF maps; NULL: default */
+	const char *metrics_shm;    /* the fallback file; NULL: default */
+	int metrics_mode;	    /* enum o1_metrics_mode: AUTO, BPF, SHM */
 	uint32_t max_body_bytes;
 	uint32_t max_concurrent;
 	uint32_t request_timeout_ms;

@@ -28,6 +28,7 @@ struct o1_sidecar_http {
 	char model[128];      /* "" until known */
 	char fallback[128];
 	char metrics_dir[256];
+	char metrics_shm[320];
 	struct o1_metrics_reader *metrics;
 	int listen_fd;
 	char unix_path[108];

@@ -288,13 +288,14 @@ static int parse_sampling(const cJSON *root, struct o1_sidecar_request *r,
 			  struct o1_sidecar_req_error *err)
 {
 	struct o1_sampling *s = &r->sampling;
+	float top_p = 1;
 	double v;
 	bool given;
 	int ret;
 
 	ret = get_num(root, "temperature", 0, 2, &s->temperature, err);
 	if (!ret)
-		ret = get_num(root, "top_p", 0, 1, &s->top_p, err);
+		ret = get_num(root, "top_p", 0, 1, &top_p, err);
 	if (!ret)
 		ret = get_num(root, "min_p", 0, 1, &s->min_p, err);
 	if (!ret)
@@ -317,7 +318,8 @@ static int parse_sampling(const cJSON *root, struct o1_sidecar_request *r,
 		return ret;
 	if (given)
 		s->seed = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
-	if (s->top_p == 0) /* nothing but the most likely token */
+	s->top_p = top_p;
+	if (top_p == 0) /* nothing but the most likely token */
 		s->temperature = 0;
 	return 0;
 }
