@@ -4,6 +4,8 @@
  * stats the engine publishes under lock. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "admin.h"
@@ -32,6 +34,7 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	pthread_mutex_unlock(&e->lock);
 	o1_ipc_server_stats(e->srv, &ist);
 	cJSON_AddStringToObject(o, "model", e->model_name);
+	cJSON_AddBoolToObject(o, "model_loaded", e->sched != NULL);
 	cJSON_AddStringToObject(o, "backend", e->backend_name);
 	cJSON_AddNumberToObject(
 	    o, "uptime_s", (double)(o1_engine_now_ns() - e->start_ns) / 1e9);
@@ -110,6 +113,65 @@ static int do_cancel(struct o1_engine *e, const cJSON *req, const char **why)
 	return 0;
 }
 
+/* A comma-separated list as a JSON array of strings. */
+static void add_list(cJSON *o, const char *key, const char *list)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+	char buf[256], *tok, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		cJSON_AddItemToArray(a, cJSON_CreateString(tok));
+}
+
+static int do_reload(struct o1_engine *e, cJSON *out, const char **why)
+{
+	static char err[sizeof(((struct o1_reload_report *)0)->error)];
+	struct o1_reload_report rep;
+
+	if (!e->o.reload) {
+		*why = "this o1d cannot reload";
+		return -O1_E_UNSUPPORTED;
+	}
+	o1_info("admin: reload");
+	e->o.reload(e->o.reload_ctx, e, &rep);
+	if (rep.error[0]) {
+		memcpy(err, rep.error, sizeof(err));
+		*why = err;
+		return -O1_E_CONFIG;
+	}
+	add_list(out, "reloaded", rep.applied);
+	add_list(out, "not_reloaded", rep.not_applied);
+	return 0;
+}
+
+static int do_config(struct o1_engine *e, cJSON *out, const char **why)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!e->o.dump_config) {
+		*why = "this o1d cannot show its configuration";
+		return -O1_E_UNSUPPORTED;
+	}
+	f = open_memstream(&text, &len);
+	if (!f) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	e->o.dump_config(e->o.reload_ctx, f);
+	if (fclose(f) || !text) {
+		free(text);
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	cJSON_AddStringToObject(out, "config", text);
+	free(text);
+	return 0;
+}
+
 static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		    const char **why)
 {
@@ -122,6 +184,10 @@ static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		add_requests(e, out);
 	else if (!strcmp(s, "cancel"))
 		return do_cancel(e, req, why);
+	else if (!strcmp(s, "reload"))
+		return do_reload(e, out, why);
+	else if (!strcmp(s, "config"))
+		return do_config(e, out, why);
 	else if (!strcmp(s, "drain") || !strcmp(s, "resume")) {
 		if (e->exiting) {
 			*why = "o1d is shutting down";
@@ -130,7 +196,8 @@ static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		o1_info("admin: %s", s);
 		o1_engine_drain(e, s[0] == 'd', false);
 	} else {
-		*why = "unknown op (status, requests, cancel, drain, resume)";
+		*why = "unknown op (status, requests, cancel, drain, resume, "
+		       "reload, config)";
 		return -EINVAL;
 	}
 	return 0;
@@ -157,6 +224,7 @@ int o1_engine_admin(void *ctx, struct o1_ipc_server *srv,
 	} else {
 		cJSON_AddBoolToObject(out, "ok", 1);
 	}
+	cJSON_AddNumberToObject(out, "admin_version", O1_ADMIN_VERSION);
 	err = cJSON_PrintPreallocated(out, reply, (int)cap, 0) ? 0 : -E2BIG;
 	cJSON_Delete(in);
 	cJSON_Delete(out);

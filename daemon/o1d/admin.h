@@ -2,9 +2,12 @@
  * socket (struct o1_wire_hello with O1_HELLO_ADMIN; admin uids only): each
  * message is one JSON object, answered by one JSON object.
  *
+ * Every reply carries "admin_version": O1_ADMIN_VERSION (bumped when a
+ * field changes meaning or goes away; clients refuse another number).
  * Requests ("op" picks one):
  *   {"op":"status"}
- *     -> {"ok":true, "model":S, "backend":S, "uptime_s":N, "draining":B,
+ *     -> {"ok":true, "model":S, "model_loaded":B, "backend":S,
+ *         "uptime_s":N, "draining":B,
  *         "running":N, "waiting":N, "active":N (slots in use), "clients":N,
  *         "kv":{"pages_total":N, "pages_free":N, "pages_used":N,
  *               "pages_cached":N},
@@ -17,6 +20,13 @@
  *   {"op":"cancel", "client":N, "req_id":N}  -> {"ok":true}
  *   {"op":"drain"}   new submissions refused (FINAL -O1_E_DRAINING)
  *   {"op":"resume"}  accepted again (not after SIGTERM)
+ *   {"op":"reload"}  what SIGHUP does
+ *     -> {"ok":true, "reloaded":[S...] (keys applied),
+ *         "not_reloaded":[S...] (changed sections that need a restart)};
+ *         a configuration that does not load: ok false, nothing applied
+ *   {"op":"config"}
+ *     -> {"ok":true, "config":S} (o1_config_dump of the effective
+ *         configuration: start-up values plus what reloads applied)
  * Any failure: {"ok":false, "error":S}.
  *
  * The client side (o1ctl, tests): connect, then call. */
@@ -24,6 +34,8 @@
 #define O1_ADMIN_H
 
 #include <stddef.h>
+
+#define O1_ADMIN_VERSION 1
 
 /* Connects to the control socket PATH as an admin; *fd is the
  * connection. Returns 0, -errno or the welcome's negative status. */

@@ -405,11 +405,11 @@ static void feed_ipc_metrics(struct o1_engine *e)
 	o1_ipc_server_stats(e->srv, &st);
 	o1_metrics_set(m, O1_METRICS_CTR_CLIENTS_CONNECTED,
 		       st.clients_connected);
-	m->ctr->client_connects = st.clients_total;
-	m->ctr->client_deaths = st.client_deaths;
-	m->ctr->protocol_violations = st.violations;
-	m->ctr->wake_spin_hits = st.wakeups_spin;
-	m->ctr->wake_sleeps = st.sleeps;
+	o1_metrics_set(m, O1_METRICS_CTR_CLIENT_CONNECTS, st.clients_total);
+	o1_metrics_set(m, O1_METRICS_CTR_CLIENT_DEATHS, st.client_deaths);
+	o1_metrics_set(m, O1_METRICS_CTR_PROTOCOL_VIOLATIONS, st.violations);
+	o1_metrics_set(m, O1_METRICS_CTR_WAKE_SPIN_HITS, st.wakeups_spin);
+	o1_metrics_set(m, O1_METRICS_CTR_WAKE_SLEEPS, st.sleeps);
 }
 
 /* Draining to exit: stop once every FINAL is posted and DRAIN_LINGER_NS
@@ -481,8 +481,10 @@ static void on_signal(void *ctx, struct o1_ipc_server *srv, int signo)
 
 	(void)srv;
 	if (signo == SIGHUP) {
+		struct o1_reload_report rep;
+
 		if (e->o.reload)
-			e->o.reload(e->o.reload_ctx, e);
+			e->o.reload(e->o.reload_ctx, e, &rep);
 		return;
 	}
 	if (e->exiting) {

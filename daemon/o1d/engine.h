@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ipc.h"
 #include "scheduler.h"
@@ -28,14 +29,29 @@
 struct o1_engine;
 struct o1_metrics;
 
+/* What a reload did, for the log and the admin reply: comma-separated
+ * names of what was applied and of what changed but needs a restart;
+ * error is set (and nothing applied) when the configuration did not
+ * load. */
+struct o1_reload_report {
+	char applied[256];
+	char not_applied[256];
+	char error[512];
+};
+
 struct o1_engine_opts {
 	struct o1_sched_opts sched; /* n_slots and metrics used here too */
 	uint32_t drain_timeout_ms;
 	const char *model_name;	  /* copied */
 	const char *backend_name; /* copied */
-	/* SIGHUP: called on the front thread; NULL: ignored */
-	void (*reload)(void *ctx, struct o1_engine *e);
-	void *reload_ctx;
+	/* SIGHUP and admin "reload": called on the front thread; NULL:
+	 * ignored (admin "reload" is refused) */
+	void (*reload)(void *ctx, struct o1_engine *e,
+		       struct o1_reload_report *rep);
+	/* admin "config": writes the effective configuration as INI text;
+	 * NULL: refused */
+	void (*dump_config)(void *ctx, FILE *f);
+	void *reload_ctx; /* ctx of both */
 };
 
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out);

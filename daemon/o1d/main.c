@@ -12,7 +12,9 @@
  * drain timeout apply at once; other changed sections are logged as not
  * reloaded. Signals are blocked in every thread from the start and read
  * through the front loop's signalfd. */
+#include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,7 +28,9 @@
 #include "devmem.h"
 #include "engine.h"
 #include "error.h"
+#include "file.h"
 #include "log.h"
+#include "metrics_runq.h"
 #include "metrics_writer.h"
 #include "model.h"
 #include "notify.h"
@@ -46,6 +50,7 @@ struct o1d {
 	struct o1_backend *backend;
 	struct o1_kv_pool *pool;
 	struct o1_metrics *metrics;
+	struct o1_metrics_runq *runq;
 	struct o1_engine *engine;
 	struct o1_ipc_server *srv;
 	uint32_t ctx;
@@ -208,27 +213,92 @@ static int open_backend(struct o1d *d)
 	return create_backend(d, O1_BACKEND_CPU);
 }
 
+/* metrics.gid: a group name or number; "" keeps o1d's own (-1). */
+static int metrics_gid(const char *g, long *out)
+{
+	struct group gr, *res = NULL;
+	char buf[4096], *end;
+	unsigned long n;
+
+	*out = -1;
+	if (!*g)
+		return 0;
+	errno = 0;
+	n = strtoul(g, &end, 10);
+	if (!*end && !errno && n < UINT32_MAX && g[0] != '-') {
+		*out = (long)n;
+		return 0;
+	}
+	if (getgrnam_r(g, &gr, buf, sizeof(buf), &res) || !res) {
+		o1_err("metrics.gid '%s': no such group", g);
+		return -O1_E_CONFIG;
+	}
+	*out = (long)gr.gr_gid;
+	return 0;
+}
+
+static enum o1_metrics_mode metrics_mode(const struct o1_config *c)
+{
+	if (!c->metrics.enabled)
+		return O1_METRICS_MODE_ANON;
+	switch (c->metrics.mode) {
+	case O1_CONFIG_METRICS_BPF:
+		return O1_METRICS_MODE_BPF;
+	case O1_CONFIG_METRICS_SHM:
+		return O1_METRICS_MODE_SHM;
+	default:
+		return O1_METRICS_MODE_AUTO;
+	}
+}
+
+/* metrics.runq: the run-queue delay program; failing to load it is
+ * logged, not fatal. */
+static void start_runq(struct o1d *d)
+{
+	int err;
+
+	if (!d->cfg.metrics.runq)
+		return;
+	err = o1_metrics_runq_start(d->metrics, getpid(), &d->runq);
+	if (err)
+		o1_warn("metrics.runq: run-queue delay not recorded: %s",
+			o1_strerror(err));
+}
+
+/* metrics.mode auto falls back to counting privately when nothing can be
+ * published; an explicit bpf or shm mode that fails stops start-up. */
 static int open_metrics(struct o1d *d)
 {
+	const struct o1_config *c = &d->cfg;
+	char shm[O1_CONFIG_PATH_MAX + 32];
 	struct o1_metrics_opts mo = {
 	    .sz = sizeof(mo),
-	    .mode = d->cfg.metrics.enabled ? O1_METRICS_MODE_AUTO
-					   : O1_METRICS_MODE_ANON,
-	    .bpf_dir = d->cfg.metrics.bpf_dir,
-	    .gid = -1,
+	    .mode = metrics_mode(c),
+	    .bpf_dir = c->metrics.bpf_dir,
+	    .shm_path = shm,
+	    .file_mode = c->metrics.file_mode,
+	    .unpin_on_close = c->metrics.unpin_on_exit,
 	};
-	int err = o1_metrics_open(&mo, &d->metrics);
+	int err = metrics_gid(c->metrics.gid, &mo.gid);
 
-	if (err && mo.mode != O1_METRICS_MODE_ANON) {
+	if (!err)
+		err = o1_metrics_shm_path_for(c->metrics.shm_path,
+					      c->ipc.socket, shm, sizeof(shm));
+	if (err)
+		return err;
+	err = o1_metrics_open(&mo, &d->metrics);
+	if (err && mo.mode == O1_METRICS_MODE_AUTO) {
 		o1_warn("metrics unavailable (%s): counting privately",
 			o1_strerror(err));
 		mo.mode = O1_METRICS_MODE_ANON;
 		err = o1_metrics_open(&mo, &d->metrics);
 	}
-	if (!err)
-		o1_metrics_set(d->metrics, O1_METRICS_CTR_KV_PAGES_TOTAL,
-			       o1_kv_pool_layout(d->pool)->n_pages);
-	return err;
+	if (err)
+		return err;
+	o1_metrics_set(d->metrics, O1_METRICS_CTR_KV_PAGES_TOTAL,
+		       o1_kv_pool_layout(d->pool)->n_pages);
+	start_runq(d);
+	return 0;
 }
 
 static uint32_t n_slots(const struct o1_config *c)
@@ -240,7 +310,9 @@ static uint32_t n_slots(const struct o1_config *c)
 	return n > SLOTS_MAX ? SLOTS_MAX : (uint32_t)n;
 }
 
-static void reload(void *ctx, struct o1_engine *e);
+static void reload(void *ctx, struct o1_engine *e,
+		   struct o1_reload_report *rep);
+static void dump_config(void *ctx, FILE *f);
 
 /* Prompt tokens a request may bring: ipc.max_prompt_tokens, at most the
  * context. */
@@ -251,10 +323,41 @@ static uint32_t prompt_tokens(const struct o1d *d)
 		   : d->ctx;
 }
 
+/* The refinement review instruction: refine.review_template's text
+ * without its trailing white space, or NULL (*out) for the built-in one. */
+static int load_review(const struct o1_config *c, char **out)
+{
+	size_t len = 0;
+	int err;
+
+	*out = NULL;
+	if (!c->refine.review_template[0])
+		return 0;
+	err = o1_file_read(c->refine.review_template, 65536, out, &len);
+	if (err) {
+		o1_err("refine.review_template %s: %s",
+		       c->refine.review_template, o1_strerror(err));
+		return err;
+	}
+	while (len && isspace((unsigned char)(*out)[len - 1]))
+		len--;
+	(*out)[len] = 0;
+	if (!len || memchr(*out, 0, len)) {
+		o1_err("refine.review_template %s: empty or holds a NUL byte",
+		       c->refine.review_template);
+		free(*out);
+		*out = NULL;
+		return -O1_E_CONFIG;
+	}
+	return 0;
+}
+
 static int create_engine(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
 	uint64_t secret = 0;
+	char *review;
+	int err;
 	struct o1_engine_opts eo = {
 	    .sched =
 		{
@@ -277,12 +380,15 @@ static int create_engine(struct o1d *d)
 				     : d->model->desc.bos_id,
 		    .eos_id = d->tok ? o1_tokenizer_eos(d->tok)
 				     : d->model->desc.eos_id,
+		    .max_refine_steps = c->refine.max_steps,
+		    .refine_threshold = (float)c->refine.confidence_threshold,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
 	    .model_name =
 		c->model.name[0] ? c->model.name : d->model->desc.name,
 	    .backend_name = o1_backend_name(d->kind),
 	    .reload = reload,
+	    .dump_config = dump_config,
 	    .reload_ctx = d,
 	};
 
@@ -292,7 +398,13 @@ static int create_engine(struct o1d *d)
 	eo.sched.salt_secret = secret;
 	if (eo.sched.max_prompt_bytes < prompt_tokens(d) * 4)
 		eo.sched.max_prompt_bytes = prompt_tokens(d) * 4;
-	return o1_engine_create(&eo, &d->engine);
+	err = load_review(c, &review);
+	if (err)
+		return err;
+	eo.sched.refine_review = review;
+	err = o1_engine_create(&eo, &d->engine);
+	free(review);
+	return err;
 }
 
 /* allowed_uids and admin_uids are "besides o1d's own uid" (and root):
@@ -345,30 +457,73 @@ static int create_server(struct o1d *d)
 	return o1_ipc_server_create(&io, &cons, &d->srv);
 }
 
-/* SIGHUP (front thread): what can change at run time. */
-static void reload(void *ctx, struct o1_engine *e)
+static void dump_config(void *ctx, FILE *f)
+{
+	const struct o1d *d = ctx;
+
+	o1_config_dump(&d->cfg, f);
+}
+
+static void report_add(char *list, size_t cap, const char *what)
+{
+	size_t n = strlen(list);
+
+	snprintf(list + n, cap - n, "%s%s", n ? "," : "", what);
+}
+
+/* Sections that changed but are only read at start-up. */
+static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
+			 struct o1_reload_report *rep)
+{
+	char *l = rep->not_applied;
+	size_t cap = sizeof(rep->not_applied);
+
+	if (memcmp(&c->model, &o->model, sizeof(c->model)))
+		report_add(l, cap, "model");
+	if (memcmp(&c->backend, &o->backend, sizeof(c->backend)))
+		report_add(l, cap, "backend");
+	if (memcmp(&c->kv, &o->kv, sizeof(c->kv)))
+		report_add(l, cap, "kv");
+	if (memcmp(&c->graphs, &o->graphs, sizeof(c->graphs)))
+		report_add(l, cap, "graphs");
+	if (memcmp(&c->ipc, &o->ipc, sizeof(c->ipc)))
+		report_add(l, cap, "ipc");
+	if (memcmp(&c->metrics, &o->metrics, sizeof(c->metrics)))
+		report_add(l, cap, "metrics");
+	if (l[0])
+		o1_warn("reload: %s changed but need a restart; not reloaded",
+			l);
+}
+
+/* SIGHUP or admin "reload" (front thread): what can change at run time
+ * (log level, scheduler knobs capped at their start-up values, the drain
+ * timeout) applies at once and becomes the effective configuration;
+ * sections read only at start-up keep their old values. */
+static void reload(void *ctx, struct o1_engine *e, struct o1_reload_report *rep)
 {
 	struct o1d *d = ctx;
 	struct o1_config c;
-	const struct o1_config *o = &d->cfg;
 
+	memset(rep, 0, sizeof(*rep));
 	if (load_config(&c, d->argc, d->argv)) {
-		o1_err("SIGHUP: configuration not reloaded (see above)");
+		snprintf(rep->error, sizeof(rep->error),
+			 "configuration did not load (see o1d's log); nothing "
+			 "reloaded");
+		o1_err("reload: configuration not reloaded (see above)");
 		return;
 	}
 	o1_log_set_level(c.log.level);
 	o1_engine_set_limits(
 	    e, c.scheduler.max_batch_tokens, c.scheduler.max_running,
 	    c.scheduler.prefill_chunk_tokens, c.daemon.drain_timeout_ms);
-	if (memcmp(&c.model, &o->model, sizeof(c.model)) ||
-	    memcmp(&c.backend, &o->backend, sizeof(c.backend)) ||
-	    memcmp(&c.kv, &o->kv, sizeof(c.kv)))
-		o1_warn("SIGHUP: model, backend and kv changes need a restart; "
-			"not reloaded");
-	if (memcmp(&c.ipc, &o->ipc, sizeof(c.ipc)) ||
-	    memcmp(&c.metrics, &o->metrics, sizeof(c.metrics)))
-		o1_warn("SIGHUP: ipc and metrics changes need a restart; not "
-			"reloaded");
+	not_reloaded(&c, &d->cfg, rep);
+	snprintf(rep->applied, sizeof(rep->applied),
+		 "log.level,scheduler.max_batch_tokens,scheduler.max_running,"
+		 "scheduler.prefill_chunk_tokens,daemon.drain_timeout_ms");
+	d->cfg.log = c.log;
+	d->cfg.scheduler = c.scheduler;
+	d->cfg.daemon = c.daemon;
+	d->cfg.sidecar = c.sidecar;
 	o1_info("SIGHUP: reloaded log.level, scheduler.max_batch_tokens=%u "
 		"max_running=%u prefill_chunk_tokens=%u (capped at start-up "
 		"values), daemon.drain_timeout_ms=%u",
@@ -400,6 +555,7 @@ static void stop(struct o1d *d)
 {
 	if (d->engine)
 		o1_engine_stop(d->engine);
+	o1_metrics_runq_stop(d->runq);
 	o1_ipc_server_destroy(d->srv);
 	o1_engine_destroy(d->engine);
 	o1_metrics_close(d->metrics);

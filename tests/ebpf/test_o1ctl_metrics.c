@@ -225,8 +225,10 @@ static void test_errors(void **state)
 	(void)state;
 	snprintf(args, sizeof(args), "metrics --dir %s/none --shm %s/none",
 		 tmpdir, tmpdir);
-	assert_int_equal(run(args), 1);
+	assert_int_equal(run(args), 3); /* not running */
 	assert_true(stderr_has("is o1d running?"));
+	assert_int_equal(run("--set metrics.shm_path=relative stats"), 2);
+	assert_int_equal(run("stats --json --prometheus"), 2);
 	assert_int_equal(run("metrics --json --prometheus"), 2);
 	assert_int_equal(run("metrics --source nfs"), 2);
 	assert_int_equal(run("metrics extra"), 2);

@@ -17,10 +17,10 @@ static int parse_u64(const char *s, unsigned long long *out)
 	return *end ? -1 : 0;
 }
 
-int cmd_cancel(int argc, char **argv)
+int cmd_cancel(const struct o1ctl_ctx *ctx, int argc, char **argv)
 {
 	static const char usage[] =
-	    "usage: o1ctl cancel CLIENT REQ_ID [--socket PATH]\n"
+	    "usage: o1ctl cancel CLIENT REQ_ID [--socket PATH] [--json]\n"
 	    "  CLIENT and REQ_ID as o1ctl requests lists them\n";
 	unsigned long long client, id;
 	char req[128];
@@ -36,13 +36,15 @@ int cmd_cancel(int argc, char **argv)
 	    parse_u64(o1ctl_admin_arg(argc, argv, 1), &id) ||
 	    o1ctl_admin_arg(argc, argv, 2)) {
 		fprintf(stderr, "%s", usage);
-		return 2;
+		return O1CTL_USAGE;
 	}
 	snprintf(req, sizeof(req),
 		 "{\"op\":\"cancel\",\"client\":%llu,\"req_id\":%llu}", client,
 		 id);
-	ret = o1ctl_admin(argc, argv, usage, req, &r, &json);
-	if (!ret)
+	ret = o1ctl_admin(ctx, argc, argv, usage, req, &r, &json);
+	if (!ret && r && json)
+		o1ctl_admin_print_json(r);
+	else if (!ret && r)
 		printf("cancelled client %llu request %llu\n", client, id);
 	cJSON_Delete(r);
 	return ret;

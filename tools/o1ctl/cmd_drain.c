@@ -5,15 +5,17 @@
 #include "o1ctl.h"
 #include "o1ctl_admin.h"
 
-int cmd_drain(int argc, char **argv)
+int cmd_drain(const struct o1ctl_ctx *ctx, int argc, char **argv)
 {
 	cJSON *r = NULL;
 	int json = 0;
-	int ret =
-	    o1ctl_admin(argc, argv, "usage: o1ctl drain [--socket PATH]\n",
-			"{\"op\":\"drain\"}", &r, &json);
+	int ret = o1ctl_admin(ctx, argc, argv,
+			      "usage: o1ctl drain [--socket PATH] [--json]\n",
+			      "{\"op\":\"drain\"}", &r, &json);
 
-	if (!ret && r)
+	if (!ret && r && json)
+		o1ctl_admin_print_json(r);
+	else if (!ret && r)
 		printf("o1d: draining\n");
 	cJSON_Delete(r);
 	return ret;

@@ -1,11 +1,13 @@
-/* o1ctl metrics: one snapshot of every metric, as text (counters, a
- * percentile table and a log2 bar chart per non-empty histogram, graph
- * buckets), as JSON (--json) or in the Prometheus format (--prometheus). */
+/* o1ctl stats (alias metrics): one snapshot of every metric, read from
+ * the pinned maps or the fallback file, as text (counters, a percentile
+ * table and a log2 bar chart per non-empty histogram, graph buckets), as
+ * JSON (--json) or in the Prometheus format (--prometheus). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "error.h"
 #include "metrics_render.h"
 #include "o1ctl.h"
 
@@ -148,12 +150,14 @@ static int print_json(const struct o1_metrics_snapshot *s, FILE *f)
 	return 0;
 }
 
-static void usage(FILE *f)
+static void usage(FILE *f, const char *name)
 {
-	fprintf(f, "usage: o1ctl metrics [--json | --prometheus] [OPTIONS]\n"
-		   "  --json          one JSON object\n"
-		   "  --prometheus    Prometheus text exposition "
-		   "format\n" O1CTL_SOURCE_USAGE);
+	fprintf(f,
+		"usage: o1ctl %s [--json | --prometheus] [OPTIONS]\n"
+		"  --json          one JSON object\n"
+		"  --prometheus    Prometheus text exposition "
+		"format\n" O1CTL_SOURCE_USAGE,
+		name);
 }
 
 enum format { TEXT, JSON, PROM };
@@ -173,42 +177,45 @@ static int parse(int argc, char **argv, struct o1ctl_source *src,
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		r = o1ctl_source_option(src, opt, optarg);
 		if (r < 0)
-			return 2;
+			return O1CTL_USAGE;
 		if (r > 0)
 			continue;
 		if ((opt == 'j' || opt == 'p') && *fmt != TEXT) {
-			fprintf(stderr, "o1ctl metrics: --json and "
-					"--prometheus exclude each other\n");
-			return 2;
+			fprintf(stderr,
+				"o1ctl %s: --json and --prometheus exclude "
+				"each other\n",
+				argv[0]);
+			return O1CTL_USAGE;
 		}
 		if (opt == 'j' || opt == 'p')
 			*fmt = opt == 'j' ? JSON : PROM;
 		else {
-			usage(opt == 'h' ? stdout : stderr);
-			return opt == 'h' ? 0 : 2;
+			usage(opt == 'h' ? stdout : stderr, argv[0]);
+			return opt == 'h' ? O1CTL_OK : O1CTL_USAGE;
 		}
 	}
 	if (optind != argc) {
-		usage(stderr);
-		return 2;
+		usage(stderr, argv[0]);
+		return O1CTL_USAGE;
 	}
 	return -1;
 }
 
-int cmd_metrics(int argc, char **argv)
+int cmd_metrics(const struct o1ctl_ctx *ctx, int argc, char **argv)
 {
 	struct o1_metrics_snapshot s;
 	struct o1_metrics_reader *r;
 	struct o1ctl_source src;
-	enum format fmt = TEXT;
+	enum format fmt = ctx->json ? JSON : TEXT;
 	int rc, err;
 
-	o1ctl_source_init(&src);
+	o1ctl_source_init(&src, ctx);
 	rc = parse(argc, argv, &src, &fmt);
 	if (rc >= 0)
 		return rc;
-	if (o1ctl_source_open(&src, &r))
-		return 1;
+	rc = o1ctl_source_open(&src, &r);
+	if (rc)
+		return rc;
 	err = o1_metrics_reader_snapshot(r, &s);
 	if (!err && fmt == TEXT)
 		print_text(&s, o1_metrics_reader_path(r), stdout);
@@ -218,6 +225,7 @@ int cmd_metrics(int argc, char **argv)
 		err = o1_metrics_render_prometheus(&s, stdout);
 	o1_metrics_reader_close(r);
 	if (err)
-		fprintf(stderr, "o1ctl metrics: reading or printing failed\n");
-	return err ? 1 : 0;
+		fprintf(stderr, "o1ctl %s: reading or printing failed: %s\n",
+			argv[0], o1_strerror(err));
+	return err ? O1CTL_FAIL : O1CTL_OK;
 }

@@ -34,21 +34,18 @@ static void print(const cJSON *r)
 		printf("(list truncated)\n");
 }
 
-int cmd_requests(int argc, char **argv)
+int cmd_requests(const struct o1ctl_ctx *ctx, int argc, char **argv)
 {
 	cJSON *r = NULL;
 	int json = 0;
 	int ret = o1ctl_admin(
-	    argc, argv, "usage: o1ctl requests [--socket PATH] [--json]\n",
+	    ctx, argc, argv, "usage: o1ctl requests [--socket PATH] [--json]\n",
 	    "{\"op\":\"requests\"}", &r, &json);
-	char *text;
 
 	if (ret || !r)
 		return ret;
 	if (json) {
-		text = cJSON_PrintUnformatted(r);
-		printf("%s\n", text ? text : "{}");
-		cJSON_free(text);
+		o1ctl_admin_print_json(r);
 	} else {
 		print(r);
 	}

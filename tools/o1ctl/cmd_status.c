@@ -40,21 +40,18 @@ static void print(const cJSON *r)
 	       num(r, "prefix_misses"));
 }
 
-int cmd_status(int argc, char **argv)
+int cmd_status(const struct o1ctl_ctx *ctx, int argc, char **argv)
 {
 	cJSON *r = NULL;
 	int json = 0;
-	int ret = o1ctl_admin(argc, argv,
+	int ret = o1ctl_admin(ctx, argc, argv,
 			      "usage: o1ctl status [--socket PATH] [--json]\n",
 			      "{\"op\":\"status\"}", &r, &json);
-	char *text;
 
 	if (ret || !r)
 		return ret;
 	if (json) {
-		text = cJSON_PrintUnformatted(r);
-		printf("%s\n", text ? text : "{}");
-		cJSON_free(text);
+		o1ctl_admin_print_json(r);
 	} else {
 		print(r);
 	}

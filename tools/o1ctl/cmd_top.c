@@ -1,6 +1,8 @@
 /* o1ctl top: a refreshing dashboard computed from two snapshots an
  * interval apart: request and token rates, graph hit rate, KV use, and
- * p50/p99 of every histogram over the interval. The metrics are reopened
+ * p50/p99 of every histogram over the interval. With --json, one line per
+ * frame: the interval's delta (o1_metrics_render_json) plus
+ * "interval_s". The metrics are reopened
  * for every snapshot, so a restarted daemon is picked up (its counters
  * then count from zero, see o1_metrics_snapshot_delta). */
 #include <errno.h>
@@ -10,12 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error.h"
+#include "metrics_render.h"
 #include "o1ctl.h"
 
 struct top_opts {
 	struct o1ctl_source src;
 	double interval_s;
 	long count; /* frames, 0: until interrupted */
+	bool json;
 };
 
 static const char *const hist_names[O1_METRICS_HIST__COUNT] = {
@@ -31,13 +36,16 @@ static int snapshot(const struct o1ctl_source *src,
 	int err = o1ctl_source_open(src, &r);
 
 	if (err)
-		return err;
+		return err; /* an exit code, printed */
 	err = o1_metrics_reader_snapshot(r, s);
 	snprintf(path, sz, "%s %s",
 		 o1_metrics_backend_name(o1_metrics_reader_backend(r)),
 		 o1_metrics_reader_path(r));
 	o1_metrics_reader_close(r);
-	return err;
+	if (err)
+		fprintf(stderr, "o1ctl top: reading the metrics failed: %s\n",
+			o1_strerror(err));
+	return err ? O1CTL_FAIL : O1CTL_OK;
 }
 
 static uint64_t failed(const struct o1_metrics_counters *c)
@@ -128,10 +136,36 @@ static void print_frame(const struct o1_metrics_snapshot *a,
 	print_latency(&d, f);
 }
 
+/* One JSON line: the delta over the interval. */
+static int print_json(const struct o1_metrics_snapshot *a,
+		      const struct o1_metrics_snapshot *b, FILE *f)
+{
+	struct o1_metrics_snapshot d;
+	char *text;
+	cJSON *j;
+	int err;
+
+	o1_metrics_snapshot_delta(a, b, &d);
+	err = o1_metrics_render_json(&d, &j);
+	if (err)
+		return err;
+	cJSON_AddNumberToObject(j, "interval_s",
+				(double)(b->taken_ns - a->taken_ns) / 1e9);
+	text = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (!text)
+		return -ENOMEM;
+	fprintf(f, "%s\n", text);
+	cJSON_free(text);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: o1ctl top [--interval SECONDS] [--count N] "
-		   "[OPTIONS]\n"
+		   "[--json] [OPTIONS]\n"
+		   "  --json          one JSON line per frame (the "
+		   "interval's delta)\n"
 		   "  --interval S    seconds between refreshes (default 1)\n"
 		   "  --count N       stop after N frames (default: "
 		   "never)\n" O1CTL_SOURCE_USAGE);
@@ -150,7 +184,7 @@ static int parse_value(int opt, const char *arg, struct top_opts *o)
 	    !(o->interval_s > 0 && o->interval_s <= 3600)) {
 		fprintf(stderr, "o1ctl top: bad --%s '%s'\n",
 			opt == 'i' ? "interval" : "count", arg);
-		return 2;
+		return O1CTL_USAGE;
 	}
 	return -1;
 }
@@ -160,6 +194,7 @@ static int parse(int argc, char **argv, struct top_opts *o)
 	static const struct option longopts[] = {
 	    {"interval", required_argument, NULL, 'i'},
 	    {"count", required_argument, NULL, 'n'},
+	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    O1CTL_SOURCE_LONGOPTS,
 	    {NULL, 0, NULL, 0},
@@ -169,9 +204,13 @@ static int parse(int argc, char **argv, struct top_opts *o)
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		r = o1ctl_source_option(&o->src, opt, optarg);
 		if (r < 0)
-			return 2;
+			return O1CTL_USAGE;
 		if (r > 0)
 			continue;
+		if (opt == 'j') {
+			o->json = true;
+			continue;
+		}
 		if (opt == 'i' || opt == 'n') {
 			r = parse_value(opt, optarg, o);
 			if (r >= 0)
@@ -197,23 +236,32 @@ static void sleep_s(double s)
 		;
 }
 
-int cmd_top(int argc, char **argv)
+int cmd_top(const struct o1ctl_ctx *ctx, int argc, char **argv)
 {
 	struct o1_metrics_snapshot a, b;
-	struct top_opts o = {.interval_s = 1.0};
+	struct top_opts o = {.interval_s = 1.0, .json = ctx->json};
 	char src[PATH_MAX + 16];
 	int rc, tty = isatty(STDOUT_FILENO);
 
-	o1ctl_source_init(&o.src);
+	o1ctl_source_init(&o.src, ctx);
 	rc = parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (snapshot(&o.src, &a, src, sizeof(src)))
-		return 1;
+	rc = snapshot(&o.src, &a, src, sizeof(src));
+	if (rc)
+		return rc;
 	for (long n = 0; o.count == 0 || n < o.count; n++) {
 		sleep_s(o.interval_s);
-		if (snapshot(&o.src, &b, src, sizeof(src)))
-			return 1;
+		rc = snapshot(&o.src, &b, src, sizeof(src));
+		if (rc)
+			return rc;
+		if (o.json) {
+			if (print_json(&a, &b, stdout))
+				return O1CTL_FAIL;
+			fflush(stdout);
+			a = b;
+			continue;
+		}
 		if (tty)
 			fputs("\033[H\033[2J", stdout);
 		else if (n)

@@ -1,5 +1,6 @@
 /* See o1ctl_admin.h. Options are scanned by hand (positional arguments of
- * cancel stay where they are). */
+ * cancel stay where they are). Connection errors map to the exit codes of
+ * o1ctl.h with a message an operator can act on. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,53 +41,110 @@ const char *o1ctl_admin_arg(int argc, char **argv, int n)
 	return NULL;
 }
 
+void o1ctl_admin_print_json(const cJSON *reply)
+{
+	char *text = cJSON_PrintUnformatted(reply);
+
+	printf("%s\n", text ? text : "{}");
+	cJSON_free(text);
+}
+
+static int connect_error(const char *sock, int err)
+{
+	const char *why;
+
+	switch (-err) {
+	case ENOENT:
+		why = "o1d is not running (no socket there; see --socket, "
+		      "-c)";
+		break;
+	case ECONNREFUSED:
+		why = "o1d is not running (nobody listens on the socket)";
+		break;
+	case EACCES:
+	case EPERM:
+		why = "permission denied (socket mode, or not one of "
+		      "ipc.admin_uids)";
+		break;
+	case O1_E_VERSION:
+	case EPROTO:
+		why = "version mismatch (o1d speaks another wire protocol: "
+		      "update o1ctl or o1d)";
+		break;
+	default:
+		why = o1_strerror(err);
+	}
+	fprintf(stderr, "o1ctl: cannot reach o1d at %s: %s\n", sock, why);
+	return o1ctl_exit_code(err);
+}
+
+static int check_version(const char *sock, const cJSON *reply)
+{
+	const cJSON *v =
+	    cJSON_GetObjectItemCaseSensitive(reply, "admin_version");
+
+	if (cJSON_IsNumber(v) && v->valuedouble == O1_ADMIN_VERSION)
+		return O1CTL_OK;
+	fprintf(stderr,
+		"o1ctl: version mismatch: o1d at %s speaks admin protocol "
+		"%s%.0f, this o1ctl %d: update o1ctl or o1d\n",
+		sock, cJSON_IsNumber(v) ? "" : "(unversioned) ",
+		cJSON_IsNumber(v) ? v->valuedouble : 0.0, O1_ADMIN_VERSION);
+	return O1CTL_VERSION;
+}
+
 static int call(const char *sock, const char *req, cJSON **reply)
 {
 	char *buf = malloc(REPLY_MAX);
-	int fd, n = -1;
+	int fd, n, rc;
 
+	*reply = NULL;
 	if (!buf)
-		return 1;
+		return O1CTL_FAIL;
 	n = o1_admin_connect(sock, &fd);
 	if (n) {
-		fprintf(stderr, "o1ctl: cannot reach o1d at %s: %s%s\n", sock,
-			o1_strerror(n),
-			n == -EACCES || n == -EPERM ? " (not an admin uid)"
-						    : "");
 		free(buf);
-		return 1;
+		return connect_error(sock, n);
 	}
 	n = o1_admin_call(fd, req, buf, REPLY_MAX);
 	close(fd);
 	*reply = n > 0 ? cJSON_Parse(buf) : NULL;
-	if (!*reply)
-		fprintf(stderr, "o1ctl: no valid reply from o1d (%s)\n",
-			n < 0 ? o1_strerror(n) : "not JSON");
 	free(buf);
-	return *reply ? 0 : 1;
+	if (!*reply) {
+		fprintf(stderr, "o1ctl: no valid reply from o1d at %s (%s)\n",
+			sock, n < 0 ? o1_strerror(n) : "not JSON");
+		return O1CTL_FAIL;
+	}
+	rc = check_version(sock, *reply);
+	if (rc) {
+		cJSON_Delete(*reply);
+		*reply = NULL;
+	}
+	return rc;
 }
 
-int o1ctl_admin(int argc, char **argv, const char *usage, const char *req,
-		cJSON **reply, int *json)
+int o1ctl_admin(const struct o1ctl_ctx *ctx, int argc, char **argv,
+		const char *usage, const char *req, cJSON **reply, int *json)
 {
-	const char *sock = getenv("O1D_SOCKET");
+	const char *sock = ctx->socket;
 	const cJSON *err;
-	int ret = parse(argc, argv, &sock, json);
+	int ret;
 
+	*json = ctx->json;
+	ret = parse(argc, argv, &sock, json);
 	if (ret) {
 		fprintf(ret > 0 ? stdout : stderr, "%s", usage);
-		return ret > 0 ? 0 : 2;
+		return ret > 0 ? O1CTL_OK : O1CTL_USAGE;
 	}
-	if (!sock || !*sock)
-		sock = "/run/o1d/o1d.sock";
-	if (call(sock, req, reply))
-		return 1;
+	ret = call(sock, req, reply);
+	if (ret)
+		return ret;
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(*reply, "ok")))
-		return 0;
+		return O1CTL_OK;
 	err = cJSON_GetObjectItemCaseSensitive(*reply, "error");
 	fprintf(stderr, "o1ctl: o1d refused: %s\n",
 		cJSON_IsString(err) ? err->valuestring : "?");
 	cJSON_Delete(*reply);
 	*reply = NULL;
-	return 1;
+	return O1CTL_FAIL;
 }

@@ -7,11 +7,39 @@
 #include "error.h"
 #include "o1ctl.h"
 
-void o1ctl_source_init(struct o1ctl_source *s)
+void o1ctl_source_init(struct o1ctl_source *s, const struct o1ctl_ctx *ctx)
 {
+	static const enum o1_metrics_mode modes[] = {
+	    [O1_CONFIG_METRICS_AUTO] = O1_METRICS_MODE_AUTO,
+	    [O1_CONFIG_METRICS_BPF] = O1_METRICS_MODE_BPF,
+	    [O1_CONFIG_METRICS_SHM] = O1_METRICS_MODE_SHM,
+	};
+
 	memset(s, 0, sizeof(*s));
 	s->opts.sz = sizeof(s->opts);
-	s->opts.mode = O1_METRICS_MODE_AUTO;
+	s->opts.mode = modes[ctx->cfg.metrics.mode];
+	s->opts.bpf_dir = ctx->cfg.metrics.bpf_dir;
+	s->opts.shm_path = ctx->shm_path;
+}
+
+int o1ctl_exit_code(int err)
+{
+	switch (-err) {
+	case 0:
+		return O1CTL_OK;
+	case ENOENT:
+	case ECONNREFUSED:
+		return O1CTL_NOT_RUNNING;
+	case EACCES:
+	case EPERM:
+		return O1CTL_DENIED;
+	case O1_E_VERSION:
+	case O1_E_FORMAT:
+	case EPROTO:
+		return O1CTL_VERSION;
+	default:
+		return O1CTL_FAIL;
+	}
 }
 
 int o1ctl_source_option(struct o1ctl_source *s, int opt, const char *arg)
@@ -48,8 +76,11 @@ int o1ctl_source_open(const struct o1ctl_source *s,
 	int err = o1_metrics_reader_open(&s->opts, out);
 
 	if (err == -ENOENT)
-		fprintf(stderr, "o1ctl: no metrics found: is o1d running? "
-				"(see --dir, --shm)\n");
+		fprintf(stderr,
+			"o1ctl: no metrics found at %s/%s nor %s: is o1d "
+			"running? (see --dir, --shm, -c)\n",
+			s->opts.bpf_dir, O1_METRICS_PIN_SUBDIR,
+			s->opts.shm_path);
 	else if (err == -EACCES || err == -EPERM)
 		fprintf(stderr, "o1ctl: permission denied reading metrics: "
 				"join the group set by metrics.gid, or run as "
@@ -63,5 +94,5 @@ int o1ctl_source_open(const struct o1ctl_source *s,
 	else if (err)
 		fprintf(stderr, "o1ctl: cannot read metrics: %s\n",
 			o1_strerror(err));
-	return err;
+	return o1ctl_exit_code(err);
 }
