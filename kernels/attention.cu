@@ -12,7 +12,12 @@
  * fill the GPU (decode), the sequence is split into up to ATT_MAX_SPLITS
  * ranges whose partial (acc, max, sum) land in scratch and a second
  * kernel merges them; with one split the first kernel writes the output
- * directly.
+ * directly. The split count comes from the host (rows, heads, MAX_LEN);
+ * each sequence cuts its own length (start_pos + its new tokens, read on
+ * the device) into that many ranges of whole tiles, so a launch depends on
+ * no per-step host value beyond the row count and can be replayed from a
+ * CUDA graph with MAX_LEN = the longest context: splits past a short
+ * sequence's end exit at once and merge as empty partials.
  * Invariants: head_dim even and <= ATT_MAX_D, page strides even (bf16
  * pairs are read as 32-bit words), Hq/Hkv <= 32.
  */
@@ -37,7 +42,7 @@ struct att_dev {
 	const uint32_t *q_off, *start, *tables;
 	uint64_t page_stride;
 	float scale;
-	uint32_t hq, hkv, d, p, n_seqs, max_blocks, n_splits, chunk;
+	uint32_t hq, hkv, d, p, n_seqs, max_blocks, n_splits;
 };
 
 static __device__ uint32_t seq_of_row(const uint32_t *q_off, uint32_t n,
@@ -54,6 +59,16 @@ static __device__ uint32_t seq_of_row(const uint32_t *q_off, uint32_t n,
 			hi = mid;
 	}
 	return lo;
+}
+
+/* Positions per split of sequence S: its length over the splits, in whole
+ * tiles. */
+static __device__ uint32_t seq_chunk(const att_dev &a, uint32_t s)
+{
+	uint32_t len = a.start[s] + a.q_off[s + 1] - a.q_off[s];
+	uint32_t c = (len + a.n_splits - 1) / a.n_splits;
+
+	return (c + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
 }
 
 static __device__ float warp_max(float v)
@@ -178,7 +193,8 @@ static __global__ void attend(__nv_bfloat16 *out, float *scratch,
 	uint32_t g = a.hq / a.hkv, warp = threadIdx.x / 32, w = a.d / 2;
 	uint32_t s = seq_of_row(a.q_off, a.n_seqs, row);
 	uint32_t pos = a.start[s] + row - a.q_off[s];
-	uint32_t j0 = split * a.chunk, j1 = min(j0 + a.chunk, pos + 1);
+	uint32_t chunk = seq_chunk(a, s);
+	uint32_t j0 = split * chunk, j1 = min(j0 + chunk, pos + 1);
 	float *qs = smem;
 	__nv_bfloat162 *ks = (__nv_bfloat162 *)(qs + g * a.d);
 	__nv_bfloat162 *vs = ks + ATT_TILE * (w + 1);
@@ -304,19 +320,10 @@ extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
 				 uint32_t max_len, float *scratch,
 				 uint64_t scratch_floats, cudaStream_t stream)
 {
-	att_dev a = {b->q_offsets,
-		     b->start_pos,
-		     b->block_tables,
-		     d->page_stride,
-		     d->scale,
-		     d->n_heads,
-		     d->n_kv_heads,
-		     d->head_dim,
-		     d->page_tokens,
-		     b->n_seqs,
-		     b->max_blocks,
-		     1,
-		     0};
+	att_dev a = {b->q_offsets,   b->start_pos,  b->block_tables,
+		     d->page_stride, d->scale,	    d->n_heads,
+		     d->n_kv_heads,  d->head_dim,   d->page_tokens,
+		     b->n_seqs,	     b->max_blocks, 1};
 	int err = check_attention(d, b, max_len);
 
 	if (!err && (!out || !q || !k_cache || !v_cache)) {
@@ -327,8 +334,6 @@ extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
 		return err;
 	a.n_splits = pick_splits(n_rows, a.hkv, a.hq, a.d, max_len,
 				 scratch ? scratch_floats : 0);
-	a.chunk = (max_len + a.n_splits - 1) / a.n_splits;
-	a.chunk = (a.chunk + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
 	return launch((__nv_bfloat16 *)out, q, (const __nv_bfloat16 *)k_cache,
 		      (const __nv_bfloat16 *)v_cache, a, n_rows, scratch,
 		      stream);

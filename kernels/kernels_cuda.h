@@ -75,7 +75,10 @@ int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
  * attention.h up to rounding (online softmax, f32), out (T,Hq,D) bf16,
  * q (T,Hq,D) f32, caches bf16. BATCH's arrays are device pointers, its
  * n_seqs and max_blocks host values; N_ROWS = q_offsets[n_seqs]; MAX_LEN
- * >= every start_pos + n_new (it sets the split along the sequence).
+ * >= every start_pos + n_new: with N_ROWS it sets the number of splits
+ * along the sequence; where each sequence's splits fall depends only on
+ * that number and the sequence's own length (read on the device), so a
+ * launch with MAX_LEN = the longest context replays from a CUDA graph.
  * SCRATCH holds SCRATCH_FLOATS floats; o1_attention_cuda_scratch_floats
  * says how many a batch needs at least for one split. */
 int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,

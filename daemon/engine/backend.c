@@ -197,3 +197,11 @@ uint32_t o1_backend_vocab_size(const struct o1_backend *b)
 {
 	return b->vocab;
 }
+
+void o1_backend_graph_stats(const struct o1_backend *b,
+			    struct o1_backend_graph_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (b->ops->graph_stats)
+		b->ops->graph_stats(b->state, out);
+}

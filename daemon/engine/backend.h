@@ -43,6 +43,18 @@ enum o1_backend_kind {
 	O1_BACKEND_COUNT,
 };
 
+#define O1_BACKEND_GRAPH_BUCKETS_MAX 32
+
+/* CUDA Graphs (CUDA backend only; ignored by the CPU backend). With
+ * graphs_enabled, a decode step (every sequence brings one token) of n
+ * sequences runs padded to the smallest bucket >= n: its decode step was
+ * captured at create as a CUDA graph and is replayed. graph_buckets (1 to
+ * O1_BACKEND_GRAPH_BUCKETS_MAX sizes, ascending) or, with n_graph_buckets
+ * 0, the default 1,2,4,8,16,24,32,48,64,96,128,192,256 capped by max_seqs
+ * (which becomes the largest bucket); buckets above max_seqs or 256 are
+ * dropped. Steps with prefill tokens and decode steps above the largest
+ * bucket run eagerly. graphs_eager runs the same padded bucket shapes
+ * without capturing them: the graphs' bitwise reference in tests. */
 struct o1_backend_config {
 	uint32_t n_threads;	     /* CPU workers; 0 = online CPUs */
 	uint32_t max_batch_tokens;   /* new tokens per step (sum) */
@@ -50,6 +62,30 @@ struct o1_backend_config {
 	uint32_t max_context_tokens; /* per sequence; 0 = the model's */
 	uint32_t n_pages;	     /* KV pool pages */
 	uint32_t page_tokens;	     /* 0 = O1_KV_PAGE_TOKENS_DEFAULT */
+	bool graphs_enabled;
+	bool graphs_eager;
+	uint32_t n_graph_buckets; /* 0 = the default list */
+	uint32_t graph_buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
+};
+
+/* Graph use, per bucket and overall (o1_backend_graph_stats). */
+struct o1_backend_graph_bucket {
+	uint32_t batch;		/* the bucket's (padded) batch size */
+	bool captured;		/* its graph exists */
+	uint64_t hits;		/* steps replayed from its graph */
+	uint64_t misses;	/* steps of this bucket run without a graph */
+	uint64_t fallbacks;	/* replays that failed, then ran eagerly */
+	uint64_t padded_tokens; /* padding rows added to reach batch */
+};
+
+struct o1_backend_graph_stats {
+	uint32_t n_buckets;
+	uint64_t oversize;	/* decode steps above the largest bucket */
+	uint64_t prefill;	/* steps with prefill tokens (eager) */
+	uint64_t capture_us;	/* warm-up, capture, instantiate, upload */
+	uint64_t capture_bytes; /* device memory the graphs took: free
+				 * memory (cudaMemGetInfo) before - after */
+	struct o1_backend_graph_bucket buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
 };
 
 struct o1_step_seq {
@@ -77,6 +113,9 @@ struct o1_backend_ops {
 		      const struct o1_backend_config *cfg, void **state);
 	void (*destroy)(void *state);
 	int (*step)(void *state, const struct o1_step *step);
+	/* Optional: NULL = no graphs (all zero). */
+	void (*graph_stats)(const void *state,
+			    struct o1_backend_graph_stats *out);
 };
 
 extern const struct o1_backend_ops o1_cpu_backend_ops;
@@ -100,5 +139,8 @@ int o1_backend_step(struct o1_backend *b, const struct o1_step *step);
 const struct o1_kv_layout *o1_backend_kv_layout(const struct o1_backend *b);
 const struct o1_backend_config *o1_backend_config(const struct o1_backend *b);
 uint32_t o1_backend_vocab_size(const struct o1_backend *b);
+/* Counters since create (all zero for a backend without graphs). */
+void o1_backend_graph_stats(const struct o1_backend *b,
+			    struct o1_backend_graph_stats *out);
 
 #endif

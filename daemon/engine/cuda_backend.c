@@ -15,10 +15,21 @@
  *   4. final RMSNorm (with the last residual add) and LM head over the rows
  *      that want logits, in chunks of head_rows, each copied to the host.
  * Everything is enqueued on one stream; the only host synchronization is
- * the logits copy at the end, and no step allocates, so the decode path
- * can be captured as a CUDA Graph per batch bucket (device buffers fixed,
- * inputs refreshed by the one upload). Products go through cublasGemmEx
- * with bf16 inputs, f32 compute and f32 outputs.
+ * the logits copy at the end, and no step allocates. Products go through
+ * cublasGemmEx with bf16 inputs, f32 compute and f32 outputs, with the
+ * workspace set at create (so cuBLAS never allocates, in a capture too).
+ *
+ * CUDA Graphs (cuda_graphs.h, with graphs_enabled): a decode step of n
+ * sequences runs as the bucket step of the smallest bucket B >= n: steps
+ * 3-4 above over B rows, the last n - B being padding rows (token 0 at
+ * position 0 of the reserved scratch page n_pages, which exists beyond the
+ * pool the scheduler sees: padding never writes a real page), LM head over
+ * the B rows into the device logits, then the n real rows are copied out.
+ * The bucket step takes every per-step value from the uploaded inputs; its
+ * attention is launched for max_len = max_context_tokens (the split count
+ * is fixed per bucket, each sequence spreads its own length over the
+ * splits on the device: attention.cu), so it replays as a graph. graphs_eager
+ * runs the same bucket steps without graphs: the bitwise reference.
  * Limits: head_dim even and <= 256, Hq/Hkv <= 32 (attention.cu).
  */
 #include "cuda_backend.h"
@@ -32,6 +43,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "cuda_graphs.h"
 #include "cuda_util.h"
 #include "error.h"
 #include "kernels_cuda.h"
@@ -77,6 +89,8 @@ struct cuda_state {
 	struct cuda_inputs dev, host;
 	uint64_t in_bytes;
 	uint32_t max_blocks, head_rows;
+	uint32_t scratch_page;	       /* = cfg.n_pages: padding rows' KV */
+	struct o1_cuda_graphs *graphs; /* NULL without bucketing */
 };
 
 uint64_t o1_cuda_backend_alloc_count(void)
@@ -331,10 +345,15 @@ static int load_weights(struct cuda_state *s, const struct o1_model *m)
 	return err;
 }
 
+/* The pool plus one scratch page (padding rows of bucket steps). */
 static int alloc_kv(struct cuda_state *s)
 {
+	struct o1_kv_layout l = s->kvl;
 	uint64_t elems;
-	int err = o1_kv_layout_check(&s->kvl, &elems);
+	int err;
+
+	l.n_pages++;
+	err = o1_kv_layout_check(&l, &elems);
 
 	if (err)
 		return err;
@@ -436,6 +455,7 @@ static void cuda_destroy(void *state)
 		return;
 	if (s->stream)
 		cudaStreamSynchronize(s->stream);
+	o1_cuda_graphs_destroy(s->graphs);
 	if (s->blas)
 		cublasDestroy(s->blas);
 	if (s->stream)
@@ -484,37 +504,9 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 				       m->desc.head_dim};
 	s->max_blocks =
 	    (cfg->max_context_tokens + cfg->page_tokens - 1) / cfg->page_tokens;
+	s->scratch_page = cfg->n_pages;
 	s->layers = calloc(m->desc.n_layers, sizeof(*s->layers));
 	return s->layers ? check_model(&s->d) : -ENOMEM;
-}
-
-static int cuda_create(const struct o1_model *m,
-		       const struct o1_backend_config *cfg, void **state)
-{
-	struct cuda_state *s = calloc(1, sizeof(*s));
-	int err;
-
-	if (!s)
-		return -ENOMEM;
-	err = init_state(s, m, cfg);
-	if (!err)
-		err = setup_streams(s);
-	if (!err)
-		err = load_weights(s, m);
-	if (!err)
-		err = alloc_kv(s);
-	if (!err)
-		err = alloc_buffers(s);
-	if (!err)
-		err = blas_check(
-		    cublasSetWorkspace(s->blas, s->blas_ws, BLAS_WS_BYTES),
-		    "set workspace");
-	if (err) {
-		cuda_destroy(s);
-		return err;
-	}
-	*state = s;
-	return 0;
 }
 
 /* Flattens the step into the pinned inputs; counts rows and tokens and
@@ -636,51 +628,152 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	return err ? err : gemm(s, s->o, s->act, y->wdown, t, d->dim, f);
 }
 
-/* Final norm (adding the last MLP output) and LM head over the R rows
- * that want logits, HEAD_ROWS at a time, each chunk copied to LOGITS. */
-static int head(struct cuda_state *s, uint32_t r, float *logits)
+/* Uploads the inputs of N_SEQS sequences; the tables come last: only the
+ * rows in use are copied. */
+static int upload_inputs(struct cuda_state *s, uint32_t n_seqs)
 {
-	const struct o1_model_desc *d = &s->d;
-	int err = 0;
+	size_t bytes = (size_t)((char *)s->host.tables - (char *)s->in_host) +
+		       (size_t)n_seqs * s->max_blocks * sizeof(uint32_t);
 
-	for (uint32_t c = 0; !err && c < r; c += s->head_rows) {
-		uint32_t n = r - c < s->head_rows ? r - c : s->head_rows;
-
-		err = o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm,
-				      s->dev.rows + c, n, d->dim, d->norm_eps,
-				      s->stream);
-		err = err ? err
-			  : gemm(s, s->logits, s->h, s->out_w, n, d->vocab_size,
-				 d->dim);
-		err = err ? err
-			  : O1_CUDA_CHECK(cudaMemcpyAsync(
-				logits + (size_t)c * d->vocab_size, s->logits,
-				(size_t)n * d->vocab_size * sizeof(float),
-				cudaMemcpyDeviceToHost, s->stream));
-	}
-	return err;
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    s->in_dev, s->in_host, bytes, cudaMemcpyHostToDevice, s->stream));
 }
 
-static int forward(struct cuda_state *s, const struct o1_step *st,
-		   const struct flat *f)
+/* Embedding and every layer over F's tokens of N_SEQS sequences. */
+static int layers(struct cuda_state *s, uint32_t n_seqs, const struct flat *f)
 {
-	struct o1_attn_batch b = {st->n_seqs, s->dev.q_off, s->dev.start,
+	struct o1_attn_batch b = {n_seqs, s->dev.q_off, s->dev.start,
 				  s->dev.tables, s->max_blocks};
-	/* The tables come last: copy only the rows in use. */
-	size_t bytes = (size_t)((char *)s->host.tables - (char *)s->in_host) +
-		       (size_t)st->n_seqs * s->max_blocks * sizeof(uint32_t);
-	int err = O1_CUDA_CHECK(cudaMemcpyAsync(
-	    s->in_dev, s->in_host, bytes, cudaMemcpyHostToDevice, s->stream));
+	int err = o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
+				    s->d.dim, s->d.vocab_size, s->stream);
 
-	err = err ? err
-		  : o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
-				      s->d.dim, s->d.vocab_size, s->stream);
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++) {
 		err = attention_block(s, l, f, &b);
 		if (!err)
 			err = mlp_block(s, l, f->tokens);
 	}
+	return err;
+}
+
+/* Final norm (adding the last MLP output) and LM head over rows [C, C +
+ * N) of those that want logits, into the device logits. */
+static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
+{
+	const struct o1_model_desc *d = &s->d;
+	int err =
+	    o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm, s->dev.rows + c, n,
+			    d->dim, d->norm_eps, s->stream);
+
+	return err ? err
+		   : gemm(s, s->logits, s->h, s->out_w, n, d->vocab_size,
+			  d->dim);
+}
+
+static int copy_logits(struct cuda_state *s, float *dst, uint32_t n)
+{
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    dst, s->logits, (size_t)n * s->d.vocab_size * sizeof(float),
+	    cudaMemcpyDeviceToHost, s->stream));
+}
+
+/* The LM head over the R rows that want logits, HEAD_ROWS at a time, each
+ * chunk copied to LOGITS. */
+static int head(struct cuda_state *s, uint32_t r, float *logits)
+{
+	int err = 0;
+
+	for (uint32_t c = 0; !err && c < r; c += s->head_rows) {
+		uint32_t n = r - c < s->head_rows ? r - c : s->head_rows;
+
+		err = head_chunk(s, c, n);
+		err = err ? err
+			  : copy_logits(s, logits + (size_t)c * s->d.vocab_size,
+					n);
+	}
+	return err;
+}
+
+/* Any step, eagerly. */
+static int forward(struct cuda_state *s, const struct o1_step *st,
+		   const struct flat *f)
+{
+	int err = upload_inputs(s, st->n_seqs);
+
+	err = err ? err : layers(s, st->n_seqs, f);
 	return err ? err : head(s, f->rows, st->logits);
+}
+
+/* The bucket step of BATCH one-token rows, logits left on the device:
+ * what a graph holds. Every host value here is fixed per bucket. */
+static int bucket_body(void *ctx, uint32_t batch)
+{
+	struct cuda_state *s = ctx;
+	struct flat f = {batch, batch, s->cfg.max_context_tokens};
+	int err = layers(s, batch, &f);
+
+	return err ? err : head_chunk(s, 0, batch);
+}
+
+/* Padding rows [FROM, BATCH) of a decode batch, in the pinned inputs. */
+static void pad_inputs(struct cuda_state *s, uint32_t from, uint32_t batch)
+{
+	struct cuda_inputs *h = &s->host;
+
+	for (uint32_t i = from; i < batch; i++) {
+		h->ids[i] = 0;
+		h->pos[i] = 0;
+		h->slots[i] = s->scratch_page * s->cfg.page_tokens;
+		h->rows[i] = i;
+		h->q_off[i] = i;
+		h->start[i] = 0;
+		h->tables[(size_t)i * s->max_blocks] = s->scratch_page;
+	}
+	h->q_off[batch] = batch;
+}
+
+static int bucket_prepare(void *ctx, uint32_t batch)
+{
+	struct cuda_state *s = ctx;
+
+	pad_inputs(s, 0, batch);
+	return upload_inputs(s, batch);
+}
+
+static bool is_decode(const struct o1_step *st)
+{
+	for (uint32_t i = 0; i < st->n_seqs; i++)
+		if (st->seqs[i].n_tokens != 1)
+			return false;
+	return true;
+}
+
+/* A decode step through its bucket; -ERANGE above the largest. */
+static int bucket_step(struct cuda_state *s, const struct o1_step *st)
+{
+	uint32_t batch;
+	int err = o1_cuda_graphs_bucket(s->graphs, st->n_seqs, &batch);
+
+	if (err)
+		return err;
+	pad_inputs(s, st->n_seqs, batch);
+	err = upload_inputs(s, batch);
+	err = err ? err : o1_cuda_graphs_run(s->graphs, st->n_seqs, batch);
+	return err ? err : copy_logits(s, st->logits, st->n_seqs);
+}
+
+static int run_step(struct cuda_state *s, const struct o1_step *st,
+		    const struct flat *f)
+{
+	int err;
+
+	if (!s->graphs)
+		return forward(s, st, f);
+	if (!is_decode(st)) {
+		o1_cuda_graphs_count_prefill(s->graphs);
+		return forward(s, st, f);
+	}
+	err = bucket_step(s, st);
+	return err == -ERANGE ? forward(s, st, f) : err;
 }
 
 static int cuda_step(void *state, const struct o1_step *st)
@@ -690,7 +783,7 @@ static int cuda_step(void *state, const struct o1_step *st)
 	int err = flatten(s, st, &f);
 
 	if (!err)
-		err = forward(s, st, &f);
+		err = run_step(s, st, &f);
 	/* Even after a failed enqueue: the pinned inputs may be in flight. */
 	if (s->stream) {
 		int e = O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
@@ -700,9 +793,93 @@ static int cuda_step(void *state, const struct o1_step *st)
 	return err;
 }
 
+static const uint32_t default_buckets[] = {1,  2,  4,  8,   16,	 24, 32,
+					   48, 64, 96, 128, 192, 256};
+
+/* The configured (or default) buckets up to LIMIT = min(max_seqs,
+ * HEAD_ROWS_MAX) into OUT; with the default list LIMIT is the largest. */
+static uint32_t pick_buckets(const struct o1_backend_config *c, uint32_t *out)
+{
+	bool dflt = !c->n_graph_buckets;
+	const uint32_t *list = dflt ? default_buckets : c->graph_buckets;
+	uint32_t n = dflt ? sizeof(default_buckets) / sizeof(*default_buckets)
+			  : c->n_graph_buckets;
+	uint32_t limit =
+	    c->max_seqs < HEAD_ROWS_MAX ? c->max_seqs : HEAD_ROWS_MAX;
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (list[i] <= limit)
+			out[k++] = list[i];
+		else if (!dflt)
+			o1_warn("cuda graphs: bucket %u dropped: above %u "
+				"(max_seqs %u, at most %u)",
+				list[i], limit, c->max_seqs, HEAD_ROWS_MAX);
+	if (dflt && (!k || out[k - 1] < limit))
+		out[k++] = limit;
+	return k;
+}
+
+static int setup_graphs(struct cuda_state *s)
+{
+	uint32_t b[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	struct o1_cuda_graphs_config gc = {
+	    b, 0, !s->cfg.graphs_eager, s->stream, bucket_body, bucket_prepare,
+	    s};
+
+	if (s->cfg.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
+		o1_err("cuda graphs: %u buckets configured, at most %u",
+		       s->cfg.n_graph_buckets, O1_BACKEND_GRAPH_BUCKETS_MAX);
+		return -O1_E_CONFIG;
+	}
+	gc.n_buckets = pick_buckets(&s->cfg, b);
+	return o1_cuda_graphs_create(&gc, &s->graphs);
+}
+
+static int cuda_create(const struct o1_model *m,
+		       const struct o1_backend_config *cfg, void **state)
+{
+	struct cuda_state *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	err = init_state(s, m, cfg);
+	if (!err)
+		err = setup_streams(s);
+	if (!err)
+		err = load_weights(s, m);
+	if (!err)
+		err = alloc_kv(s);
+	if (!err)
+		err = alloc_buffers(s);
+	if (!err)
+		err = blas_check(
+		    cublasSetWorkspace(s->blas, s->blas_ws, BLAS_WS_BYTES),
+		    "set workspace");
+	if (!err && cfg->graphs_enabled)
+		err = setup_graphs(s);
+	if (err) {
+		cuda_destroy(s);
+		return err;
+	}
+	*state = s;
+	return 0;
+}
+
+static void cuda_graph_stats(const void *state,
+			     struct o1_backend_graph_stats *out)
+{
+	const struct cuda_state *s = state;
+
+	if (s->graphs)
+		o1_cuda_graphs_stats(s->graphs, out);
+}
+
 const struct o1_backend_ops o1_cuda_backend_ops = {
     .name = "cuda",
     .create = cuda_create,
     .destroy = cuda_destroy,
     .step = cuda_step,
+    .graph_stats = cuda_graph_stats,
 };

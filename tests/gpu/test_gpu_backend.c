@@ -18,6 +18,8 @@
  * backends; where it differs from the CPU's, the CPU's logit for it must
  * be within 2 x 2e-2 x rms(cpu logits) of the CPU's maximum (a near tie
  * within the tolerance), and the number of exact agreements is printed.
+ * The CUDA side runs with CUDA Graphs on (buckets 1 and 2): every decode
+ * step replays bucket 2's graph, the prefill steps run eagerly (counted).
  * No device or pinned allocation happens after create (the counter), and
  * a token id outside the vocabulary is refused with -O1_E_BOUNDS.
  * Exit 77 without a CUDA device; the hf models are skipped without
@@ -74,10 +76,14 @@ static uint32_t urand(uint32_t n)
 static void side_open(struct side *sd, enum o1_backend_kind k,
 		      const struct o1_model *m)
 {
-	struct o1_backend_config cfg = {0,   2 * CHUNK,	    N_SEQS,
-					512, 2 * MAX_PAGES, 16};
+	struct o1_backend_config cfg = {.max_batch_tokens = 2 * CHUNK,
+					.max_seqs = N_SEQS,
+					.max_context_tokens = 512,
+					.n_pages = 2 * MAX_PAGES,
+					.page_tokens = 16};
 
 	memset(sd, 0, sizeof(*sd));
+	cfg.graphs_enabled = k == O1_BACKEND_CUDA;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -232,6 +238,25 @@ static void check_bad_id(struct side *gpu, uint32_t vocab)
 	assert_int_equal(side_step(gpu, ids, n, pos, false), -O1_E_BOUNDS);
 }
 
+/* Decode steps of both sequences replay bucket 2; prefill chunks count as
+ * prefill, except a last chunk of one id alone (40 = 3 x 13 + 1), which is
+ * a decode step of one sequence: bucket 1. */
+static void check_graph_stats(struct side *gpu, const uint32_t *len)
+{
+	struct o1_backend_graph_stats g;
+	uint32_t longest = len[0] > len[1] ? len[0] : len[1];
+	uint32_t single = longest % CHUNK == 1 && len[0] != len[1];
+
+	o1_backend_graph_stats(gpu->b, &g);
+	assert_int_equal(g.n_buckets, 2);
+	assert_true(g.buckets[0].captured && g.buckets[1].captured);
+	assert_int_equal(g.buckets[1].batch, 2);
+	assert_int_equal(g.buckets[1].hits, N_DECODE);
+	assert_int_equal(g.buckets[1].padded_tokens, 0);
+	assert_int_equal(g.buckets[0].hits, single);
+	assert_int_equal(g.prefill, (longest + CHUNK - 1) / CHUNK - single);
+}
+
 static void check_model(const char *name, const char *path)
 {
 	struct o1_model *m;
@@ -273,6 +298,7 @@ static void check_model(const char *name, const char *path)
 	assert_int_equal(st.far, 0);
 	assert_true((st.top1 + st.near) * 100 >= st.rows * 98);
 	assert_true(o1_cuda_backend_alloc_count() == allocs);
+	check_graph_stats(&gpu, len);
 	side_close(&gpu), side_close(&cpu);
 	for (int s = 0; s < N_SEQS; s++)
 		free(prompt[s]);
@@ -332,7 +358,11 @@ static void test_unsupported_config(void **state)
 {
 	struct o1_model *m;
 	struct o1_backend *b;
-	struct o1_backend_config cfg = {0, 8, 2, 64, 0, 16}; /* no pages */
+	struct o1_backend_config cfg = {.max_batch_tokens = 8,
+					.max_seqs = 2,
+					.max_context_tokens = 64,
+					.n_pages = 0, /* no pages */
+					.page_tokens = 16};
 	char path[256];
 
 	(void)state;

@@ -23,17 +23,23 @@ for p in $presets; do
   [ -d "$m" ] || "$bin/tools/o1model/o1model" make --preset "$p" \
     --format safetensors --dtype bf16 --out "$m" >>"$out/bench.log" 2>&1 ||
     { echo "make $p failed" | tee -a "$out/bench.txt"; rc=1; continue; }
-  for ctx in 128 1024; do
-    echo "# $p, prompt $ctx, 256 tokens" >>"$out/bench.txt"
-    "$bin/tools/gpu/bench_cuda_decode" "$m" --prompt "$ctx" --tokens 256 \
-      >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
+  # Graphs off, then on, in the same process: batch 1 (greedy), then
+  # batched decode throughput (O1_BENCH_BATCHES, default "64 256").
+  echo "# $p, prompt 128, batch 1, 256 steps" >>"$out/bench.txt"
+  "$bin/tools/gpu/bench_cuda_decode" "$m" --prompt 128 --tokens 256 \
+    >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
+  for b in ${O1_BENCH_BATCHES-64 256}; do
+    echo "# $p, prompt 128, batch $b, 32 steps" >>"$out/bench.txt"
+    "$bin/tools/gpu/bench_cuda_decode" "$m" --prompt 128 --tokens 32 \
+      --batch "$b" >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
   done
-  # The device's share of one decode step (kernel durations, ncu).
-  if command -v ncu >/dev/null; then
+  # The device's share of one decode step (kernel durations, ncu; eager,
+  # so each kernel is seen). O1_BENCH_NCU=0 skips it.
+  if [ "${O1_BENCH_NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
     echo "# $p, prompt 128: kernels of one decode step (ncu)" >>"$out/bench.txt"
     ncu --profile-from-start off --clock-control none --csv \
       --metrics gpu__time_duration.sum "$bin/tools/gpu/bench_cuda_decode" \
-      "$m" --prompt 128 --tokens 16 2>>"$out/bench.log" |
+      "$m" --prompt 128 --tokens 16 --graphs off 2>>"$out/bench.log" |
       python3 tools/gpu/ncu_sum.py >>"$out/bench.txt" 2>&1 || rc=1
   fi
 done

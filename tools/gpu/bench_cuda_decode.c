@@ -1,22 +1,30 @@
-/* bench_cuda_decode: CUDA backend batch-1 decode speed beside its floor.
+/* bench_cuda_decode: CUDA backend decode speed beside its floor.
  *
- *   bench_cuda_decode MODEL [--prompt N] [--tokens N]
+ *   bench_cuda_decode MODEL [--prompt N] [--tokens N] [--batch N]
+ *                     [--graphs on|off|both]
  *
- * Prefills N random prompt ids (seeded) in one step, twice (the second
- * is timed: the first pays cuBLAS's first-use costs; both write the same
- * KV), runs 8 warm-up decode steps, then times TOKENS greedy decode steps
- * end to end through o1_backend_step (host argmax over the copied logits
- * included) and reports tokens/s. In the same run it measures device copy
- * bandwidth (cudaMemcpy device to device of 1 GiB, best of 10, read +
- * write bytes, CUDA events) and prints the floor: the bf16 weight bytes one
- * decode step reads (every matrix once, the LM head included; the token
- * embedding one row unless tied) divided by that bandwidth, and the share
- * reached. One more decode step runs between cudaProfilerStart and Stop, so
- * `ncu --profile-from-start off` times exactly the kernels of one step
- * (tools/gpu/bench.sh sums them: the device's share of a step).
+ * For each graphs setting (both: off, then on, one backend after the
+ * other in the same process): prefills N random prompt ids (seeded) per
+ * sequence, one sequence a step, twice for the first (the second is timed:
+ * the first pays cuBLAS's first-use costs; both write the same KV), runs 8
+ * warm-up decode steps, then times TOKENS decode steps of all BATCH
+ * sequences end to end through o1_backend_step and reports tokens/s (BATCH
+ * x TOKENS / time). At batch 1 each step feeds back the host argmax of the
+ * copied logits (greedy); above, the next ids are the seeded random ones
+ * (a host argmax over BATCH rows would be timed too), and the logits of
+ * every row still come back to the (pinned) host buffer. With graphs on
+ * it prints the graph counters (hits, padding, capture time and memory). In the
+ * same run it measures device copy bandwidth (cudaMemcpy device to device of 1
+ * GiB, best of 10, read + write bytes, CUDA events) and prints the floor: the
+ * bf16 weight bytes one decode step reads (every matrix once, the LM head
+ * included; the token embedding one row unless tied) divided by that bandwidth,
+ * and the share reached. One more decode step runs between cudaProfilerStart
+ * and Stop, so `ncu --profile-from-start off` times exactly the kernels of one
+ * step (tools/gpu/bench.sh sums them: the device's share of a step).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,19 +40,24 @@
 
 #define BW_BYTES (1ull << 30)
 
+#define MAX_BATCH 256
+#define SEQ_PAGES 256
+
 struct bench_args {
 	const char *model;
-	uint32_t prompt, tokens;
+	uint32_t prompt, tokens, batch;
+	int graphs; /* 0 off, 1 on, 2 both */
 };
 
 struct bench_run {
 	struct o1_backend *b;
 	struct o1_kv_pool *pool;
-	struct o1_block_table table;
-	uint32_t pages[4096];
-	int32_t *ids;
+	struct o1_block_table table[MAX_BATCH];
+	uint32_t pages[MAX_BATCH][SEQ_PAGES];
+	struct o1_step_seq q[MAX_BATCH];
+	int32_t *ids; /* batch rows of `total` ids */
 	float *logits;
-	uint32_t vocab;
+	uint32_t vocab, total, batch;
 };
 
 static double now_s(void)
@@ -106,21 +119,36 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	static const struct option opts[] = {
 	    {"prompt", required_argument, NULL, 'p'},
 	    {"tokens", required_argument, NULL, 'n'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"graphs", required_argument, NULL, 'g'},
 	    {0},
 	};
 	int opt;
 
-	a->prompt = 128, a->tokens = 256;
+	a->prompt = 128, a->tokens = 256, a->batch = 1, a->graphs = 2;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 
+		if (opt == 'g') {
+			a->graphs = !strcmp(optarg, "off")    ? 0
+				    : !strcmp(optarg, "on")   ? 1
+				    : !strcmp(optarg, "both") ? 2
+							      : -1;
+			if (a->graphs < 0)
+				return -EINVAL;
+			continue;
+		}
 		if (opt == '?' || v == 0)
 			return -EINVAL;
 		if (opt == 'p')
 			a->prompt = v;
+		else if (opt == 'b')
+			a->batch = v;
 		else
 			a->tokens = v;
 	}
+	if (a->batch > MAX_BATCH)
+		return -EINVAL;
 	if (optind + 1 != argc)
 		return -EINVAL;
 	a->model = argv[optind];
@@ -128,89 +156,152 @@ static int parse(int argc, char **argv, struct bench_args *a)
 }
 
 static int open_run(const struct o1_model *m, const struct bench_args *a,
-		    struct bench_run *r)
+		    bool graphs, struct bench_run *r)
 {
-	uint32_t total = a->prompt + a->tokens + 9;
-	struct o1_backend_config cfg = {.max_batch_tokens = a->prompt,
-					.max_seqs = 1,
-					.max_context_tokens = total,
-					.n_pages = (total + 15) / 16,
-					.page_tokens = 16};
+	uint32_t pages = (a->prompt + a->tokens + 9 + 15) / 16;
+	struct o1_backend_config cfg = {
+	    .max_batch_tokens = a->prompt > a->batch ? a->prompt : a->batch,
+	    .max_seqs = a->batch,
+	    .max_context_tokens = a->prompt + a->tokens + 9,
+	    .n_pages = pages * a->batch,
+	    .page_tokens = 16,
+	    .graphs_enabled = graphs};
 	uint64_t x = 12345;
 	int err;
 
-	if (cfg.n_pages > 4096)
+	if (pages > SEQ_PAGES)
 		return -O1_E_CONTEXT;
 	r->vocab = m->desc.vocab_size;
-	r->ids = malloc(total * sizeof(int32_t));
-	r->logits = malloc((size_t)a->prompt * r->vocab * sizeof(float));
+	r->batch = a->batch;
+	r->total = cfg.max_context_tokens;
+	r->ids = malloc((size_t)a->batch * r->total * sizeof(int32_t));
+	if (cudaMallocHost((void **)&r->logits, (size_t)cfg.max_batch_tokens *
+						    r->vocab * sizeof(float)) !=
+	    cudaSuccess)
+		r->logits = NULL;
 	if (!r->ids || !r->logits)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < a->prompt; i++) {
+	for (size_t i = 0; i < (size_t)a->batch * r->total; i++) {
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 		r->ids[i] = (int32_t)((x >> 33) % r->vocab);
 	}
 	err = o1_backend_create(O1_BACKEND_CUDA, m, &cfg, &r->b);
 	if (!err)
 		err = o1_kv_pool_create(o1_backend_kv_layout(r->b), &r->pool);
-	if (!err)
-		o1_kv_table_init(&r->table, r->pages, 4096);
+	for (uint32_t i = 0; !err && i < a->batch; i++)
+		o1_kv_table_init(&r->table[i], r->pages[i], SEQ_PAGES);
 	return err;
 }
 
-static int step(struct bench_run *r, uint32_t pos, uint32_t n)
+static void close_run(struct bench_run *r)
 {
-	struct o1_step_seq q = {r->ids + pos, n, pos, r->pages, 0, false};
-	int err = o1_kv_table_reserve(r->pool, &r->table, pos + n);
-	uint32_t best = 0;
+	for (uint32_t i = 0; r->pool && i < r->batch; i++)
+		o1_kv_table_fini(r->pool, &r->table[i]);
+	o1_kv_pool_destroy(r->pool);
+	o1_backend_destroy(r->b);
+	free(r->ids);
+	cudaFreeHost(r->logits);
+}
 
-	q.n_pages = r->table.n_pages;
+/* Sequences [first, first + k), N tokens each at POS. */
+static int step(struct bench_run *r, uint32_t first, uint32_t k, uint32_t pos,
+		uint32_t n)
+{
+	uint32_t best = 0;
+	int err = 0;
+
+	for (uint32_t i = 0; !err && i < k; i++) {
+		struct o1_block_table *t = &r->table[first + i];
+
+		err = o1_kv_table_reserve(r->pool, t, pos + n);
+		r->q[i] = (struct o1_step_seq){
+		    r->ids + (size_t)(first + i) * r->total + pos,
+		    n,
+		    pos,
+		    t->pages,
+		    t->n_pages,
+		    false};
+	}
 	if (!err)
 		err = o1_backend_step(r->b,
-				      &(struct o1_step){&q, 1, r->logits, 1});
-	for (uint32_t i = 1; !err && i < r->vocab; i++)
+				      &(struct o1_step){r->q, k, r->logits, k});
+	if (err || k > 1)
+		return err;
+	for (uint32_t i = 1; i < r->vocab; i++)
 		best = r->logits[i] > r->logits[best] ? i : best;
-	r->ids[pos + n] = (int32_t)best;
+	r->ids[(size_t)first * r->total + pos + n] = (int32_t)best;
+	return 0;
+}
+
+static void print_graphs(const struct bench_run *r)
+{
+	struct o1_backend_graph_stats g;
+	uint64_t hits = 0, miss = 0, pad = 0;
+
+	o1_backend_graph_stats(r->b, &g);
+	for (uint32_t i = 0; i < g.n_buckets; i++) {
+		hits += g.buckets[i].hits, pad += g.buckets[i].padded_tokens;
+		miss += g.buckets[i].misses + g.buckets[i].fallbacks;
+	}
+	printf("  graphs: %u buckets, %llu hits, %llu misses, %llu "
+	       "oversize, %llu prefill steps, %llu padded tokens; capture "
+	       "%.1f ms, %.1f MiB\n",
+	       g.n_buckets, (unsigned long long)hits, (unsigned long long)miss,
+	       (unsigned long long)g.oversize, (unsigned long long)g.prefill,
+	       (unsigned long long)pad, g.capture_us / 1e3,
+	       g.capture_bytes / 1048576.0);
+}
+
+static int run(const struct o1_model *m, const struct bench_args *a,
+	       bool graphs, double bw)
+{
+	struct bench_run r = {0};
+	double t0, dt, pre = 0, wb = weight_bytes(m), tps;
+	uint32_t pos = a->prompt, b = a->batch;
+	int err = open_run(m, a, graphs, &r);
+
+	err = err ? err : step(&r, 0, 1, 0, a->prompt); /* first use */
+	for (uint32_t i = 0; !err && i < b; i++) {
+		t0 = now_s();
+		err = step(&r, i, 1, 0, a->prompt); /* same ids, same KV */
+		pre = i ? pre : now_s() - t0;
+	}
+	for (uint32_t i = 0; !err && i < 8; i++)
+		err = step(&r, 0, b, pos++, 1);
+	t0 = now_s();
+	for (uint32_t i = 0; !err && i < a->tokens; i++)
+		err = step(&r, 0, b, pos++, 1);
+	dt = now_s() - t0;
+	cudaProfilerStart();
+	err = err ? err : step(&r, 0, b, pos++, 1);
+	cudaProfilerStop();
+	tps = (double)b * a->tokens / dt;
+	if (!err)
+		printf("%s: %u layers dim %u vocab %u, batch %u, prompt %u, %u "
+		       "steps, graphs %s: %.1f tok/s (%.3f ms/step); weights "
+		       "%.3f GB/step, copy bandwidth %.0f GB/s, floor %.0f "
+		       "steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n",
+		       m->desc.name, m->desc.n_layers, m->desc.dim,
+		       m->desc.vocab_size, b, a->prompt, a->tokens,
+		       graphs ? "on" : "off", tps, dt * 1e3 / a->tokens,
+		       wb / 1e9, bw, bw * 1e9 / wb,
+		       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), pre * 1e3,
+		       a->prompt / pre);
+	if (!err && graphs)
+		print_graphs(&r);
+	close_run(&r);
 	return err;
 }
 
-static int run(const struct o1_model *m, const struct bench_args *a)
+static int run_all(const struct o1_model *m, const struct bench_args *a)
 {
-	struct bench_run r = {0};
-	double t0, dt, pre, bw = 0, wb = weight_bytes(m);
-	uint32_t pos = a->prompt;
-	int err = open_run(m, a, &r);
+	double bw = 0;
+	int err = copy_bandwidth(&bw);
 
-	err = err ? err : step(&r, 0, a->prompt); /* warm-up: first use */
-	t0 = now_s();
-	err = err ? err : step(&r, 0, a->prompt); /* same ids, same KV */
-	pre = now_s() - t0;
-	for (uint32_t i = 0; !err && i < 8; i++)
-		err = step(&r, pos++, 1);
-	t0 = now_s();
-	for (uint32_t i = 0; !err && i < a->tokens; i++)
-		err = step(&r, pos++, 1);
-	dt = now_s() - t0;
-	cudaProfilerStart();
-	err = err ? err : step(&r, pos++, 1);
-	cudaProfilerStop();
-	if (!err)
-		err = copy_bandwidth(&bw);
-	if (!err)
-		printf("%s: %u layers dim %u vocab %u, prompt %u, %u tokens: "
-		       "%.1f tok/s (%.3f ms/token); weights %.3f GB/token, "
-		       "copy bandwidth %.0f GB/s, floor %.0f tok/s, %.1f%% of "
-		       "it; prefill %.2f ms (%.0f tok/s)\n",
-		       m->desc.name, m->desc.n_layers, m->desc.dim,
-		       m->desc.vocab_size, a->prompt, a->tokens, a->tokens / dt,
-		       dt * 1e3 / a->tokens, wb / 1e9, bw, bw * 1e9 / wb,
-		       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), pre * 1e3,
-		       a->prompt / pre);
-	if (r.pool)
-		o1_kv_table_fini(r.pool, &r.table);
-	o1_kv_pool_destroy(r.pool);
-	o1_backend_destroy(r.b);
-	free(r.ids), free(r.logits);
+	if (!err && a->graphs != 1)
+		err = run(m, a, false, bw);
+	if (!err && a->graphs != 0)
+		err = run(m, a, true, bw);
 	return err;
 }
 
@@ -222,12 +313,13 @@ int main(int argc, char **argv)
 
 	if (err) {
 		fprintf(stderr, "usage: bench_cuda_decode MODEL [--prompt N] "
-				"[--tokens N]\n");
+				"[--tokens N] [--batch N (<= 256)] "
+				"[--graphs on|off|both]\n");
 		return 2;
 	}
 	err = o1_model_open(a.model, &m);
 	if (!err) {
-		err = run(m, &a);
+		err = run_all(m, &a);
 		o1_model_close(m);
 	}
 	if (err)

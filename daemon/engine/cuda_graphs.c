@@ -1,0 +1,201 @@
+/* CUDA Graphs per decode batch bucket (cuda_graphs.h).
+ * Invariants: buckets strictly ascending; execs[i] is NULL or the
+ * instantiated, uploaded graph of buckets[i]; stats.buckets[i].batch ==
+ * buckets[i]. Memory taken by the graphs is the drop in the device's free
+ * memory (cudaMemGetInfo) across warm-up, capture, instantiation and
+ * upload of all buckets: it includes anything else allocated on the device
+ * meanwhile and is rounded to the driver's granularity (2 MiB pages). */
+#include "cuda_graphs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cuda_util.h"
+#include "error.h"
+#include "log.h"
+
+struct o1_cuda_graphs {
+	struct o1_cuda_graphs_config cfg;
+	uint32_t buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	cudaGraphExec_t execs[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	struct o1_backend_graph_stats stats;
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Captures BODY for bucket I; *EXEC stays NULL on failure. */
+static int capture(struct o1_cuda_graphs *g, uint32_t i, cudaGraphExec_t *exec)
+{
+	cudaStream_t st = g->cfg.stream;
+	cudaGraph_t graph = NULL;
+	int err, end;
+
+	err = O1_CUDA_CHECK(
+	    cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+	if (err)
+		return err;
+	err = g->cfg.body(g->cfg.ctx, g->buckets[i]);
+	end = O1_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+	err = err ? err : end;
+	if (!err)
+		err = O1_CUDA_CHECK(cudaGraphInstantiate(exec, graph, 0));
+	if (!err)
+		err = O1_CUDA_CHECK(cudaGraphUpload(*exec, st));
+	if (err && *exec) {
+		cudaGraphExecDestroy(*exec);
+		*exec = NULL;
+	}
+	if (graph)
+		cudaGraphDestroy(graph);
+	cudaGetLastError();
+	return err;
+}
+
+/* Warm-up run of bucket I, then its capture (when capturing). */
+static int setup_bucket(struct o1_cuda_graphs *g, uint32_t i)
+{
+	int err = g->cfg.prepare(g->cfg.ctx, g->buckets[i]);
+
+	err = err ? err : g->cfg.body(g->cfg.ctx, g->buckets[i]);
+	err = err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(g->cfg.stream));
+	if (err || !g->cfg.capture)
+		return err;
+	if (capture(g, i, &g->execs[i]))
+		o1_warn("cuda graphs: capture of batch %u failed; it runs "
+			"eagerly",
+			g->buckets[i]);
+	return O1_CUDA_CHECK(cudaStreamSynchronize(g->cfg.stream));
+}
+
+static int check_config(const struct o1_cuda_graphs_config *c)
+{
+	bool ok = c->n_buckets &&
+		  c->n_buckets <= O1_BACKEND_GRAPH_BUCKETS_MAX && c->body &&
+		  c->prepare && c->buckets && c->buckets[0];
+
+	for (uint32_t i = 1; ok && i < c->n_buckets; i++)
+		ok = c->buckets[i] > c->buckets[i - 1];
+	if (!ok) {
+		o1_err("cuda graphs: bad bucket list (%u buckets, at most %u, "
+		       "ascending, >= 1)",
+		       c->n_buckets, O1_BACKEND_GRAPH_BUCKETS_MAX);
+		return -O1_E_CONFIG;
+	}
+	return 0;
+}
+
+static int setup_all(struct o1_cuda_graphs *g)
+{
+	size_t free0 = 0, free1 = 0, total;
+	uint64_t t0 = now_us();
+	int err = O1_CUDA_CHECK(cudaMemGetInfo(&free0, &total));
+
+	for (uint32_t i = 0; !err && i < g->cfg.n_buckets; i++)
+		err = setup_bucket(g, i);
+	err = err ? err : O1_CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+	g->stats.capture_us = now_us() - t0;
+	g->stats.capture_bytes = free0 > free1 ? free0 - free1 : 0;
+	return err;
+}
+
+int o1_cuda_graphs_create(const struct o1_cuda_graphs_config *cfg,
+			  struct o1_cuda_graphs **out)
+{
+	struct o1_cuda_graphs *g;
+	int err = check_config(cfg);
+
+	if (err)
+		return err;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->cfg = *cfg;
+	g->stats.n_buckets = cfg->n_buckets;
+	for (uint32_t i = 0; i < cfg->n_buckets; i++)
+		g->buckets[i] = g->stats.buckets[i].batch = cfg->buckets[i];
+	g->cfg.buckets = g->buckets;
+	err = setup_all(g);
+	for (uint32_t i = 0; i < cfg->n_buckets; i++)
+		g->stats.buckets[i].captured = g->execs[i] != NULL;
+	if (err) {
+		o1_cuda_graphs_destroy(g);
+		return err;
+	}
+	o1_info("cuda graphs: %u buckets up to %u, %s in %.1f ms, %.1f MiB",
+		cfg->n_buckets, g->buckets[cfg->n_buckets - 1],
+		cfg->capture ? "captured" : "warmed up (eager)",
+		g->stats.capture_us / 1e3, g->stats.capture_bytes / 1048576.0);
+	*out = g;
+	return 0;
+}
+
+void o1_cuda_graphs_destroy(struct o1_cuda_graphs *g)
+{
+	if (!g)
+		return;
+	for (uint32_t i = 0; i < g->cfg.n_buckets; i++)
+		if (g->execs[i])
+			cudaGraphExecDestroy(g->execs[i]);
+	free(g);
+}
+
+static int find(const struct o1_cuda_graphs *g, uint32_t batch)
+{
+	for (uint32_t i = 0; i < g->cfg.n_buckets; i++)
+		if (g->buckets[i] == batch)
+			return (int)i;
+	return -1;
+}
+
+int o1_cuda_graphs_bucket(struct o1_cuda_graphs *g, uint32_t n, uint32_t *batch)
+{
+	for (uint32_t i = 0; i < g->cfg.n_buckets; i++)
+		if (g->buckets[i] >= n) {
+			*batch = g->buckets[i];
+			return 0;
+		}
+	g->stats.oversize++;
+	return -ERANGE;
+}
+
+int o1_cuda_graphs_run(struct o1_cuda_graphs *g, uint32_t n, uint32_t batch)
+{
+	int i = find(g, batch);
+	struct o1_backend_graph_bucket *b;
+
+	if (i < 0 || n > batch) {
+		o1_err("cuda graphs: %u rows for batch %u, not a bucket", n,
+		       batch);
+		return -EINVAL;
+	}
+	b = &g->stats.buckets[i];
+	b->padded_tokens += batch - n;
+	if (!g->execs[i]) {
+		b->misses++;
+		return g->cfg.body(g->cfg.ctx, batch);
+	}
+	if (O1_CUDA_CHECK(cudaGraphLaunch(g->execs[i], g->cfg.stream)) == 0) {
+		b->hits++;
+		return 0;
+	}
+	b->fallbacks++;
+	return g->cfg.body(g->cfg.ctx, batch);
+}
+
+void o1_cuda_graphs_count_prefill(struct o1_cuda_graphs *g)
+{
+	g->stats.prefill++;
+}
+
+void o1_cuda_graphs_stats(const struct o1_cuda_graphs *g,
+			  struct o1_backend_graph_stats *out)
+{
+	*out = g->stats;
+}

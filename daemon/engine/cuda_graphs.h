@@ -1,0 +1,53 @@
+/* CUDA Graphs per decode batch bucket, for the CUDA backend.
+ *
+ * A set of buckets (ascending batch sizes). At create, for each bucket,
+ * PREPARE fills and uploads the inputs of an all-padding batch, BODY runs
+ * once eagerly (warm-up: cuBLAS and module loading happen outside any
+ * capture), then BODY is captured on STREAM (thread-local capture mode),
+ * instantiated and uploaded. BODY must enqueue only on STREAM, allocate
+ * nothing and read every per-step value from fixed device buffers: the
+ * graph keeps the host arguments of capture time. A bucket whose capture
+ * fails is logged and left without a graph (its steps run BODY eagerly,
+ * counted as misses); with capture off no bucket has one.
+ * Counters are plain integers: one thread (the engine loop) steps.
+ */
+#ifndef O1_CUDA_GRAPHS_H
+#define O1_CUDA_GRAPHS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+
+struct o1_cuda_graphs;
+
+struct o1_cuda_graphs_config {
+	const uint32_t *buckets; /* ascending, >= 1 */
+	uint32_t n_buckets;	 /* 1 .. O1_BACKEND_GRAPH_BUCKETS_MAX */
+	bool capture;		 /* false: eager bucket shapes only */
+	cudaStream_t stream;
+	/* Enqueues the decode step of BATCH rows (the bucket's size). */
+	int (*body)(void *ctx, uint32_t batch);
+	/* Fills and uploads the inputs of a batch of BATCH padding rows. */
+	int (*prepare)(void *ctx, uint32_t batch);
+	void *ctx;
+};
+
+int o1_cuda_graphs_create(const struct o1_cuda_graphs_config *cfg,
+			  struct o1_cuda_graphs **out);
+void o1_cuda_graphs_destroy(struct o1_cuda_graphs *g);
+/* The smallest bucket >= N in *BATCH; -ERANGE (counted as oversize) when
+ * N is above the largest. */
+int o1_cuda_graphs_bucket(struct o1_cuda_graphs *g, uint32_t n,
+			  uint32_t *batch);
+/* Enqueues the step of N rows padded to BATCH (from o1_cuda_graphs_bucket,
+ * inputs already uploaded): replays the bucket's graph, or runs BODY when
+ * it has none (a miss) or the launch fails (a fallback). */
+int o1_cuda_graphs_run(struct o1_cuda_graphs *g, uint32_t n, uint32_t batch);
+void o1_cuda_graphs_count_prefill(struct o1_cuda_graphs *g);
+void o1_cuda_graphs_stats(const struct o1_cuda_graphs *g,
+			  struct o1_backend_graph_stats *out);
+
+#endif

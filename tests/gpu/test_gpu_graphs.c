@@ -1,0 +1,430 @@
+/* CUDA Graphs per decode batch bucket, on a two-layer qwen2.5-0.5b shape
+ * (safetensors bf16, vocabulary 4096) made by the o1model binary given as
+ * argv[1], and on `o1model make --preset tiny`.
+ *
+ * test_buckets: three CUDA backends over the same 256 sequences (random
+ * prompts of 1 to 33 ids, prefilled eagerly 8 sequences a step): graphs on
+ * (default buckets 1 .. 256), graphs_eager (the same padded bucket steps
+ * launched without graphs) and graphs off (unpadded). For every bucket B,
+ * decode batches of n = B and n = B - 1 sequences (3 steps each, the graph
+ * side's greedy ids fed to all three): graph and eager logits must be
+ * bitwise identical (prefill logits too); graphs off must be within a
+ * relative L2 error of 1e-2 of them (different product shapes and
+ * attention splits round differently; padding rows that wrote a real page
+ * would be far off). The counters must match the steps: hits per bucket
+ * (the smallest bucket >= n), padded tokens, prefill steps; the eager side
+ * counts the same steps as misses; no allocation after create.
+ * test_oversize: buckets {1, 3} with max_seqs 4: a batch of 4 runs eagerly
+ * (oversize) and equals a graphs-off backend bitwise, 2 pads to 3.
+ * test_bad_buckets: descending or too many buckets are refused with
+ * -O1_E_CONFIG; buckets above max_seqs are dropped.
+ * Exit 77 without a CUDA device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+#include "backend.h"
+#include "cuda_backend.h"
+#include "cuda_util.h"
+#include "error.h"
+#include "kv_pool.h"
+#include "model.h"
+
+#define N_SEQS	   256
+#define SEQ_PAGES  16
+#define PAGE	   16
+#define STEPS	   3
+#define PREFILL_BY 8
+
+enum { GRAPH, EAGER, PLAIN, N_SIDES };
+
+static const char *o1model;
+static char tmpdir[64];
+static uint64_t rng = 99;
+
+struct side {
+	struct o1_backend *b;
+	struct o1_kv_pool *pool;
+	struct o1_block_table t[N_SEQS];
+	uint32_t pages[N_SEQS][SEQ_PAGES];
+	float *logits;
+};
+
+struct world {
+	struct o1_model *m;
+	uint32_t vocab, len[N_SEQS];
+	int32_t ids[N_SEQS][SEQ_PAGES * PAGE];
+	struct side sd[N_SIDES];
+	float max_rel;
+};
+
+static uint32_t urand(uint32_t n)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (uint32_t)((rng >> 33) % n);
+}
+
+static void make_model(const char *args, const char *out, char *path,
+		       size_t size)
+{
+	char cmd[1024];
+
+	snprintf(path, size, "%s/%s", tmpdir, out);
+	snprintf(cmd, sizeof(cmd), "%s make %s --out %s >/dev/null", o1model,
+		 args, path);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void side_open(struct side *sd, const struct o1_model *m,
+		      const struct o1_backend_config *cfg)
+{
+	memset(sd, 0, sizeof(*sd));
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, cfg, &sd->b), 0);
+	assert_int_equal(
+	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
+	for (int s = 0; s < N_SEQS; s++)
+		o1_kv_table_init(&sd->t[s], sd->pages[s], SEQ_PAGES);
+	sd->logits =
+	    malloc((size_t)N_SEQS * m->desc.vocab_size * sizeof(float));
+	assert_non_null(sd->logits);
+}
+
+static void side_close(struct side *sd)
+{
+	for (int s = 0; s < N_SEQS; s++)
+		o1_kv_table_fini(sd->pool, &sd->t[s]);
+	o1_kv_pool_destroy(sd->pool);
+	o1_backend_destroy(sd->b);
+	free(sd->logits);
+}
+
+/* Sequences [first, first + n), each with COUNT[i] ids from position
+ * len[s] (len not advanced here). */
+static int side_step(struct side *sd, struct world *w, uint32_t first,
+		     uint32_t n, const uint32_t *count)
+{
+	struct o1_step_seq q[N_SEQS];
+	uint32_t rows = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = first + i, pos = w->len[s];
+
+		assert_int_equal(
+		    o1_kv_table_reserve(sd->pool, &sd->t[s], pos + count[i]),
+		    0);
+		q[i] = (struct o1_step_seq){
+		    w->ids[s] + pos, count[i],	       pos,
+		    sd->t[s].pages,  sd->t[s].n_pages, false};
+		rows++;
+	}
+	return o1_backend_step(sd->b,
+			       &(struct o1_step){q, n, sd->logits, rows});
+}
+
+static uint32_t argmax(const float *v, uint32_t n)
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+static double rel_l2(const float *a, const float *b, size_t n)
+{
+	double num = 0, den = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		den += (double)b[i] * b[i];
+	}
+	return isnan(num) || den == 0 ? INFINITY : sqrt(num / den);
+}
+
+/* ROWS logits rows of every side against the graph side's. */
+static void compare(struct world *w, uint32_t rows, const char *what)
+{
+	size_t n = (size_t)rows * w->vocab;
+	double rel;
+
+	if (memcmp(w->sd[GRAPH].logits, w->sd[EAGER].logits, n * 4)) {
+		printf("%s: graph and eager logits differ\n", what);
+		fail();
+	}
+	rel = rel_l2(w->sd[PLAIN].logits, w->sd[GRAPH].logits, n);
+	if (rel > w->max_rel)
+		w->max_rel = (float)rel;
+	if (rel > 1e-2) {
+		printf("%s: graphs off is %.3g away (rel L2)\n", what, rel);
+		fail();
+	}
+}
+
+static void prefill_all(struct world *w)
+{
+	uint32_t count[PREFILL_BY];
+
+	for (uint32_t s = 0; s < N_SEQS; s += PREFILL_BY) {
+		for (uint32_t i = 0; i < PREFILL_BY; i++)
+			count[i] = w->len[s + i];
+		for (uint32_t i = 0; i < PREFILL_BY; i++)
+			w->len[s + i] = 0;
+		for (int k = 0; k < N_SIDES; k++)
+			assert_int_equal(
+			    side_step(&w->sd[k], w, s, PREFILL_BY, count), 0);
+		compare(w, PREFILL_BY, "prefill");
+		for (uint32_t i = 0; i < PREFILL_BY; i++) {
+			w->len[s + i] = count[i];
+			w->ids[s + i][count[i]] = (int32_t)argmax(
+			    w->sd[GRAPH].logits + (size_t)i * w->vocab,
+			    w->vocab);
+		}
+	}
+}
+
+/* STEPS decode steps of sequences [0, n); the graph side's greedy ids
+ * feed every side. */
+static void decode(struct world *w, uint32_t n)
+{
+	uint32_t ones[N_SEQS];
+	char what[64];
+
+	for (uint32_t i = 0; i < n; i++)
+		ones[i] = 1;
+	for (int step = 0; step < STEPS; step++) {
+		for (int k = 0; k < N_SIDES; k++)
+			assert_int_equal(side_step(&w->sd[k], w, 0, n, ones),
+					 0);
+		snprintf(what, sizeof(what), "decode n %u step %d", n, step);
+		compare(w, n, what);
+		for (uint32_t s = 0; s < n; s++) {
+			w->len[s]++;
+			w->ids[s][w->len[s]] = (int32_t)argmax(
+			    w->sd[GRAPH].logits + (size_t)s * w->vocab,
+			    w->vocab);
+		}
+	}
+}
+
+static uint32_t bucket_of(const struct o1_backend_graph_stats *g, uint32_t n)
+{
+	for (uint32_t i = 0; i < g->n_buckets; i++)
+		if (g->buckets[i].batch >= n)
+			return i;
+	return UINT32_MAX;
+}
+
+/* Runs the decode batches and counts what each side should report. */
+static void run_buckets(struct world *w, struct o1_backend_graph_stats *want)
+{
+	o1_backend_graph_stats(w->sd[GRAPH].b, want);
+	for (uint32_t i = 0; i < want->n_buckets; i++)
+		want->buckets[i].hits = want->buckets[i].padded_tokens = 0;
+	for (uint32_t i = 0; i < want->n_buckets; i++) {
+		uint32_t bsz = want->buckets[i].batch;
+
+		for (uint32_t n = bsz; n + 1 >= bsz && n; n--) {
+			uint32_t j = bucket_of(want, n);
+
+			decode(w, n);
+			want->buckets[j].hits += STEPS;
+			want->buckets[j].padded_tokens +=
+			    STEPS * (want->buckets[j].batch - n);
+		}
+	}
+}
+
+static void check_stats(struct world *w,
+			const struct o1_backend_graph_stats *want)
+{
+	struct o1_backend_graph_stats g, e, p;
+
+	o1_backend_graph_stats(w->sd[GRAPH].b, &g);
+	o1_backend_graph_stats(w->sd[EAGER].b, &e);
+	o1_backend_graph_stats(w->sd[PLAIN].b, &p);
+	assert_int_equal(g.n_buckets, 13); /* the default list */
+	assert_int_equal(g.prefill, N_SEQS / PREFILL_BY);
+	assert_int_equal(g.oversize, 0);
+	assert_int_equal(e.n_buckets, g.n_buckets);
+	assert_int_equal(p.n_buckets, 0);
+	for (uint32_t i = 0; i < g.n_buckets; i++) {
+		const struct o1_backend_graph_bucket *gb = &g.buckets[i];
+
+		printf("bucket %u: %s, %llu hits, %llu padded tokens\n",
+		       gb->batch, gb->captured ? "captured" : "NOT captured",
+		       (unsigned long long)gb->hits,
+		       (unsigned long long)gb->padded_tokens);
+		assert_true(gb->captured);
+		assert_false(e.buckets[i].captured);
+		assert_int_equal(gb->hits, want->buckets[i].hits);
+		assert_int_equal(gb->misses + gb->fallbacks, 0);
+		assert_int_equal(gb->padded_tokens,
+				 want->buckets[i].padded_tokens);
+		assert_int_equal(e.buckets[i].misses, want->buckets[i].hits);
+		assert_int_equal(e.buckets[i].hits, 0);
+	}
+	printf("capture %.1f ms, %.1f MiB\n", g.capture_us / 1e3,
+	       g.capture_bytes / 1048576.0);
+}
+
+static void test_buckets(void **state)
+{
+	static struct world w;
+	struct o1_backend_config cfg = {.max_batch_tokens = N_SEQS,
+					.max_seqs = N_SEQS,
+					.max_context_tokens = 256,
+					.n_pages = N_SEQS * SEQ_PAGES,
+					.page_tokens = PAGE};
+	struct o1_backend_graph_stats want;
+	char path[256];
+	uint64_t allocs;
+
+	(void)state;
+	make_model("--preset qwen2.5-0.5b --layers 2 --vocab 4096 --format "
+		   "safetensors --dtype bf16",
+		   "qwen2", path, sizeof(path));
+	assert_int_equal(o1_model_open(path, &w.m), 0);
+	w.vocab = w.m->desc.vocab_size;
+	for (uint32_t s = 0; s < N_SEQS; s++) {
+		w.len[s] = 1 + urand(33);
+		for (uint32_t i = 0; i < w.len[s]; i++)
+			w.ids[s][i] = (int32_t)urand(w.vocab);
+	}
+	cfg.graphs_enabled = true;
+	side_open(&w.sd[GRAPH], w.m, &cfg);
+	cfg.graphs_eager = true;
+	side_open(&w.sd[EAGER], w.m, &cfg);
+	cfg.graphs_enabled = cfg.graphs_eager = false;
+	side_open(&w.sd[PLAIN], w.m, &cfg);
+	allocs = o1_cuda_backend_alloc_count();
+	prefill_all(&w);
+	run_buckets(&w, &want);
+	printf("graphs off vs graphs: max rel L2 %.3g\n", w.max_rel);
+	check_stats(&w, &want);
+	assert_true(o1_cuda_backend_alloc_count() == allocs);
+	for (int k = 0; k < N_SIDES; k++)
+		side_close(&w.sd[k]);
+	o1_model_close(w.m);
+}
+
+static void test_oversize(void **state)
+{
+	static struct world w;
+	struct o1_backend_config cfg = {.max_batch_tokens = 64,
+					.max_seqs = 4,
+					.max_context_tokens = 64,
+					.n_pages = 4 * SEQ_PAGES,
+					.page_tokens = PAGE};
+	struct o1_backend_graph_stats g;
+	uint32_t count[4] = {5, 3, 9, 1}, ones[4] = {1, 1, 1, 1};
+	char path[256];
+
+	(void)state;
+	make_model("--preset tiny", "tiny.gguf", path, sizeof(path));
+	assert_int_equal(o1_model_open(path, &w.m), 0);
+	w.vocab = w.m->desc.vocab_size;
+	for (uint32_t s = 0; s < 4; s++)
+		for (uint32_t i = 0; i < 16; i++)
+			w.ids[s][i] = (int32_t)urand(w.vocab);
+	cfg.graphs_enabled = true;
+	cfg.n_graph_buckets = 2;
+	cfg.graph_buckets[0] = 1, cfg.graph_buckets[1] = 3;
+	side_open(&w.sd[GRAPH], w.m, &cfg);
+	cfg.graphs_enabled = false;
+	side_open(&w.sd[PLAIN], w.m, &cfg);
+	for (int k = 0; k < 2; k++) {
+		int side = k ? PLAIN : GRAPH;
+
+		assert_int_equal(side_step(&w.sd[side], &w, 0, 4, count), 0);
+	}
+	for (uint32_t s = 0; s < 4; s++)
+		w.len[s] = count[s];
+	for (uint32_t n = 4; n >= 2; n -= 2) {
+		assert_int_equal(side_step(&w.sd[GRAPH], &w, 0, n, ones), 0);
+		assert_int_equal(side_step(&w.sd[PLAIN], &w, 0, n, ones), 0);
+		if (n == 4)
+			assert_memory_equal(w.sd[GRAPH].logits,
+					    w.sd[PLAIN].logits,
+					    (size_t)4 * w.vocab * 4);
+		for (uint32_t s = 0; s < n; s++)
+			w.len[s]++;
+	}
+	o1_backend_graph_stats(w.sd[GRAPH].b, &g);
+	assert_int_equal(g.n_buckets, 2);
+	assert_int_equal(g.oversize, 1);
+	assert_int_equal(g.prefill, 1);
+	assert_int_equal(g.buckets[1].hits, 1);
+	assert_int_equal(g.buckets[1].padded_tokens, 1);
+	assert_int_equal(g.buckets[0].hits, 0);
+	side_close(&w.sd[GRAPH]), side_close(&w.sd[PLAIN]);
+	o1_model_close(w.m);
+}
+
+static void test_bad_buckets(void **state)
+{
+	struct o1_model *m;
+	struct o1_backend *b;
+	struct o1_backend_config cfg = {.max_batch_tokens = 8,
+					.max_seqs = 4,
+					.max_context_tokens = 64,
+					.n_pages = 16,
+					.page_tokens = 16};
+	struct o1_backend_graph_stats g;
+	char path[256];
+
+	(void)state;
+	make_model("--preset tiny", "tiny2.gguf", path, sizeof(path));
+	assert_int_equal(o1_model_open(path, &m), 0);
+	cfg.graphs_enabled = true;
+	cfg.n_graph_buckets = 2;
+	cfg.graph_buckets[0] = 4, cfg.graph_buckets[1] = 2;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, &cfg, &b),
+			 -O1_E_CONFIG);
+	cfg.n_graph_buckets = O1_BACKEND_GRAPH_BUCKETS_MAX + 1;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, &cfg, &b),
+			 -O1_E_CONFIG);
+	cfg.n_graph_buckets = 2;
+	cfg.graph_buckets[0] = 2, cfg.graph_buckets[1] = 64;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, &cfg, &b), 0);
+	o1_backend_graph_stats(b, &g);
+	assert_int_equal(g.n_buckets, 1);
+	assert_int_equal(g.buckets[0].batch, 2);
+	o1_backend_destroy(b);
+	o1_model_close(m);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_buckets),
+	    cmocka_unit_test(test_oversize),
+	    cmocka_unit_test(test_bad_buckets),
+	};
+	char cmd[128];
+	int rc;
+
+	if (argc < 2)
+		return 2;
+	o1model = argv[1];
+	if (o1_cuda_probe() != 0) {
+		fprintf(stderr, "no CUDA device: skipped\n");
+		return 77;
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/o1graphXXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return rc;
+}
