@@ -19,9 +19,14 @@
 _Static_assert(sizeof(((struct o1_event *)0)->top_ids) ==
 		   O1_WIRE_TOP_PER * sizeof(uint32_t),
 	       "o1_event holds one LOGPROBS entry");
-_Static_assert(sizeof(((struct o1_event *)0)->ids) ==
+_Static_assert(sizeof(((struct o1_event *)0)->ids) >=
 		   O1_WIRE_IDS_MAX * sizeof(uint32_t),
 	       "o1_event holds one TOKEN entry");
+_Static_assert(O1_REFINE_MAX_ROUNDS == O1_WIRE_REFINE_MAX + 1, "rounds");
+_Static_assert((int)O1_REFINE_STOP_ERROR == (int)O1_REFINE_ERROR, "stop");
+_Static_assert(O1_TOKEN_HAS_ENTROPY == O1_TOKEN_ENTROPY, "token bits");
+_Static_assert((unsigned)O1_FLAG_CONFIDENCE == (unsigned)O1_SUBMIT_CONFIDENCE,
+	       "flag");
 
 static uint32_t sq_head(struct o1_client *c)
 {
@@ -186,6 +191,7 @@ int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
 	tmp.submit.max_tokens = o.max_tokens ? o.max_tokens : 256;
 	tmp.submit.req_id = o.req_id;
 	tmp.submit.n_stop_ids = (uint32_t)o.n_stop_ids;
+	tmp.submit.refine_steps = o.refine_steps;
 	fill_sampling(&tmp.submit, o.sampling);
 	if (!c->base)
 		return o1_client_fail(-ECONNRESET, "not connected");
@@ -223,6 +229,24 @@ int o1_client_cancel(struct o1_client *c, uint64_t req_id)
 	return simple_entry(c, &e);
 }
 
+static void round_event(const struct o1_wire_round *r, struct o1_event *ev)
+{
+	ev->type = O1_EVENT_ROUND;
+	ev->req_id = r->req_id;
+	ev->round = r->round;
+	ev->finish = (enum o1_finish)r->reason;
+	ev->refine_stop = (enum o1_refine_stop_reason)r->stop;
+	ev->prompt_tokens = r->prompt_tokens;
+	ev->generated_tokens = r->generated_tokens;
+	ev->cached_tokens = r->cached_tokens;
+	ev->conf_tokens = r->generated_tokens;
+	ev->mean_logprob = r->mean_logprob;
+	ev->min_logprob = r->min_logprob;
+	ev->mean_entropy = r->mean_entropy;
+	ev->text_bytes = r->text_bytes;
+	ev->latency_ns = r->latency_ns;
+}
+
 static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));
@@ -231,9 +255,12 @@ static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 		ev->type = O1_EVENT_TOKEN;
 		ev->req_id = e->token.req_id;
 		ev->n_ids = e->token.n_ids;
-		memcpy(ev->ids, e->token.ids, sizeof(ev->ids));
+		memcpy(ev->ids, e->token.ids, sizeof(e->token.ids));
 		ev->has_logprobs = e->token.has_logprobs;
-		memcpy(ev->logprobs, e->token.logprobs, sizeof(ev->logprobs));
+		memcpy(ev->logprobs, e->token.logprobs,
+		       sizeof(e->token.logprobs));
+		ev->round = e->token.round;
+		ev->entropy = e->token.entropy;
 		ev->text_len = e->token.text_len;
 		memcpy(ev->text, e->token.text, ev->text_len);
 		break;
@@ -244,6 +271,17 @@ static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 		ev->error = e->final.error;
 		ev->prompt_tokens = e->final.prompt_tokens;
 		ev->generated_tokens = e->final.generated_tokens;
+		ev->mean_logprob = e->final.mean_logprob;
+		ev->min_logprob = e->final.min_logprob;
+		ev->mean_entropy = e->final.mean_entropy;
+		ev->conf_tokens = e->final.conf_tokens;
+		ev->rounds = e->final.rounds;
+		ev->cached_tokens = e->final.cached_tokens;
+		ev->refine_stop =
+		    (enum o1_refine_stop_reason)e->final.refine_stop;
+		break;
+	case O1_EV_ROUND:
+		round_event(&e->round, ev);
 		break;
 	case O1_EV_ERROR:
 		ev->type = O1_EVENT_ERROR;
@@ -397,7 +435,8 @@ int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
 			*final = ev;
 			return 0;
 		}
-		if (ev.type == O1_EVENT_TOKEN && fn && !cancelled &&
+		if ((ev.type == O1_EVENT_TOKEN || ev.type == O1_EVENT_ROUND) &&
+		    fn && !cancelled &&
 		    fn(arg, &ev)) {
 			cancelled = 1;
 			ret = o1_client_cancel(c, o->req_id);

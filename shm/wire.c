@@ -110,6 +110,13 @@ static int decode_submit(const struct o1_wire_submit *s,
 		return fail(O1_E_BOUNDS, "max_tokens", why);
 	if (lim->vocab_size && s->top_k > lim->vocab_size)
 		return fail(O1_E_BOUNDS, "top_k", why);
+	if (s->refine_steps > O1_WIRE_REFINE_MAX)
+		return fail(O1_E_BOUNDS, "refine_steps", why);
+	if (s->refine_steps &&
+	    (s->prompt_kind != O1_PROMPT_TEXT ||
+	     (s->flags & (O1_SUBMIT_CHAT | O1_SUBMIT_NO_TEXT)) !=
+		 O1_SUBMIT_CHAT))
+		return fail(O1_E_FORMAT, "refine_steps", why);
 	ret = check_prompt(s, lim, why);
 	if (!ret)
 		ret = check_stops(s, lim, why);
@@ -147,11 +154,47 @@ static int decode_token(const struct o1_wire_token *t, const char **why)
 		return fail(O1_E_BOUNDS, "n_ids", why);
 	if (t->text_len > O1_WIRE_TEXT_MAX)
 		return fail(O1_E_BOUNDS, "text_len", why);
-	if (t->has_logprobs > 1)
+	if (t->has_logprobs & ~(O1_TOKEN_LOGPROB | O1_TOKEN_ENTROPY))
 		return fail(O1_E_FORMAT, "has_logprobs", why);
-	for (unsigned i = 0; t->has_logprobs && i < t->n_ids; i++)
+	if (!all_zero(t->pad0, sizeof(t->pad0)) || t->pad1)
+		return fail(O1_E_PROTOCOL, "pad", why);
+	if (t->round > O1_WIRE_REFINE_MAX)
+		return fail(O1_E_BOUNDS, "round", why);
+	for (unsigned i = 0; (t->has_logprobs & O1_TOKEN_LOGPROB) &&
+			     i < t->n_ids;
+	     i++)
 		if (isnan(t->logprobs[i]) || t->logprobs[i] > 0.0f)
 			return fail(O1_E_FORMAT, "logprobs", why);
+	if ((t->has_logprobs & O1_TOKEN_ENTROPY) &&
+	    (t->n_ids != 1 || !isfinite(t->entropy) || t->entropy < 0.0f))
+		return fail(O1_E_FORMAT, "entropy", why);
+	return 0;
+}
+
+static int decode_final(const struct o1_wire_final *f, const char **why)
+{
+	if (f->reason >= O1_FINISH_COUNT)
+		return fail(O1_E_FORMAT, "reason", why);
+	if ((f->reason == O1_FINISH_ERROR) != (f->error != 0))
+		return fail(O1_E_FORMAT, "error", why);
+	if (f->refine_stop >= O1_REFINE_STOP_COUNT ||
+	    f->rounds > O1_WIRE_REFINE_MAX + 1)
+		return fail(O1_E_FORMAT, "refine_stop", why);
+	if (f->pad1 || !all_zero(f->pad, sizeof(f->pad)))
+		return fail(O1_E_PROTOCOL, "pad", why);
+	return 0;
+}
+
+static int decode_round(const struct o1_wire_round *r, const char **why)
+{
+	if (r->round > O1_WIRE_REFINE_MAX)
+		return fail(O1_E_BOUNDS, "round", why);
+	if (r->reason >= O1_FINISH_COUNT)
+		return fail(O1_E_FORMAT, "reason", why);
+	if (r->stop >= O1_REFINE_STOP_COUNT)
+		return fail(O1_E_FORMAT, "stop", why);
+	if (!all_zero(r->pad, sizeof(r->pad)))
+		return fail(O1_E_PROTOCOL, "pad", why);
 	return 0;
 }
 
@@ -177,12 +220,9 @@ int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 	case O1_EV_TOKEN:
 		return decode_token(&out->token, why);
 	case O1_EV_FINAL:
-		if (out->final.reason >= O1_FINISH_COUNT)
-			return fail(O1_E_FORMAT, "reason", why);
-		if ((out->final.reason == O1_FINISH_ERROR) !=
-		    (out->final.error != 0))
-			return fail(O1_E_FORMAT, "error", why);
-		return 0;
+		return decode_final(&out->final, why);
+	case O1_EV_ROUND:
+		return decode_round(&out->round, why);
 	case O1_EV_LOGPROBS:
 		return decode_logprobs(&out->logprobs, why);
 	case O1_EV_ERROR:
@@ -231,6 +271,8 @@ const char *o1_wire_op_name(unsigned op)
 		return "ERROR";
 	case O1_EV_LOGPROBS:
 		return "LOGPROBS";
+	case O1_EV_ROUND:
+		return "ROUND";
 	default:
 		return "unknown";
 	}

@@ -1,6 +1,6 @@
 /* Wire entries: the fixed 128-byte records carried by the submission ring
  * (client to daemon: PING, SUBMIT, CANCEL) and the completion ring (daemon
- * to client: PONG, TOKEN, FINAL, ERROR), and the decoders that turn a slot
+ * to client: PONG, TOKEN, LOGPROBS, ROUND, FINAL, ERROR), and the decoders that turn a slot
  * in shared memory into a validated private copy.
  *
  * Layout rules: fixed-width little-endian fields, explicit padding that a
@@ -11,21 +11,27 @@
  * the daemon never writes into memory the client can also allocate from.
  *
  * The decoders copy the slot first and validate only the copy: the peer
- * may rewrite the slot at any time, and nothing is read from it twice. */
+ * may rewrite the slot at any time, and nothing is read from it twice.
+ *
+ * Version 2: TOKEN carries its refinement round and the entropy of the
+ * token's distribution (7 ids per event instead of 8), SUBMIT carries
+ * refine_steps, FINAL a confidence summary and the refinement outcome,
+ * and ROUND events (one per refinement round) carry the trace. */
 #ifndef O1_WIRE_H
 #define O1_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define O1_WIRE_VERSION	     1
+#define O1_WIRE_VERSION	     2
 #define O1_WIRE_ENTRY_BYTES  128
-#define O1_WIRE_IDS_MAX	     8	 /* token ids per TOKEN event */
+#define O1_WIRE_IDS_MAX	     7	 /* token ids per TOKEN event */
 #define O1_WIRE_TEXT_MAX     48	 /* inline text bytes per TOKEN event */
 #define O1_WIRE_MSG_MAX	     96	 /* inline message bytes per ERROR event */
 #define O1_WIRE_LOGPROBS_MAX 20	 /* n_logprobs upper bound */
 #define O1_WIRE_TOP_PER	     14	 /* alternatives per LOGPROBS event */
 #define O1_WIRE_STOP_STR_MAX 255 /* bytes per stop string */
+#define O1_WIRE_REFINE_MAX   16	 /* refine_steps upper bound */
 
 enum o1_wire_op {
 	O1_OP_NONE = 0,
@@ -39,6 +45,7 @@ enum o1_wire_op {
 	O1_EV_FINAL = 0x83,
 	O1_EV_ERROR = 0x84,
 	O1_EV_LOGPROBS = 0x85,
+	O1_EV_ROUND = 0x86,
 };
 
 enum o1_prompt_kind {
@@ -51,7 +58,8 @@ enum o1_submit_flags {
 	O1_SUBMIT_IGNORE_EOS = 1u << 1, /* keep generating past EOS */
 	O1_SUBMIT_NO_TEXT = 1u << 2,	/* stream ids only, no detokenizing */
 	O1_SUBMIT_CHAT = 1u << 3,	/* apply the model's chat template */
-	O1_SUBMIT_FLAGS_ALL = 0xf,
+	O1_SUBMIT_CONFIDENCE = 1u << 4, /* logprob + entropy in every TOKEN */
+	O1_SUBMIT_FLAGS_ALL = 0x1f,
 };
 
 enum o1_finish_reason {
@@ -61,6 +69,24 @@ enum o1_finish_reason {
 	O1_FINISH_CANCELLED = 3, /* CANCEL, client death or drain deadline */
 	O1_FINISH_ERROR = 4,	 /* see error: a -errno or -O1_E_* */
 	O1_FINISH_COUNT,
+};
+
+/* Why a refinement loop ended (NONE: no refinement, or not ended yet). */
+enum o1_refine_stop {
+	O1_REFINE_NONE = 0,
+	O1_REFINE_STEPS = 1,	 /* refine_steps rounds ran */
+	O1_REFINE_CONFIDENT = 2, /* mean logprob reached the threshold */
+	O1_REFINE_REPEAT = 3,	 /* the answer repeated the previous one */
+	O1_REFINE_LIMIT = 4,	 /* the next prompt would not fit */
+	O1_REFINE_CANCELLED = 5, /* CANCEL, client death or drain */
+	O1_REFINE_ERROR = 6,	 /* a round failed; see the FINAL */
+	O1_REFINE_STOP_COUNT,
+};
+
+/* TOKEN has_logprobs bits. */
+enum o1_token_conf {
+	O1_TOKEN_LOGPROB = 1u << 0, /* logprobs[i] hold each id's logprob */
+	O1_TOKEN_ENTROPY = 1u << 1, /* entropy holds ids[0]'s (n_ids 1) */
 };
 
 /* Sent by the client. Arena offsets are bytes from the arena start. */
@@ -86,7 +112,9 @@ struct o1_wire_submit {
 	uint32_t top_k;		/* 0 = off */
 	uint32_t n_logprobs;	/* 0..O1_WIRE_LOGPROBS_MAX */
 	uint32_t repeat_last_n; /* tokens the penalties look back over */
-	uint8_t pad[44];
+	uint32_t refine_steps;	/* 0..O1_WIRE_REFINE_MAX; 0 = off. Needs a
+				 * CHAT text prompt without NO_TEXT */
+	uint8_t pad[40];
 };
 
 struct o1_wire_cancel {
@@ -106,15 +134,18 @@ struct o1_wire_ping {
 };
 
 struct o1_wire_token {
-	uint8_t op;	  /* O1_EV_TOKEN */
-	uint8_t n_ids;	  /* 0..O1_WIRE_IDS_MAX */
-	uint8_t text_len; /* 0..O1_WIRE_TEXT_MAX */
-	uint8_t has_logprobs;
-	uint32_t pad0;
+	uint8_t op;	      /* O1_EV_TOKEN */
+	uint8_t n_ids;	      /* 0..O1_WIRE_IDS_MAX */
+	uint8_t text_len;     /* 0..O1_WIRE_TEXT_MAX */
+	uint8_t has_logprobs; /* enum o1_token_conf bits */
+	uint8_t round;	      /* refinement round (0: the first answer) */
+	uint8_t pad0[3];
 	uint64_t req_id;
 	uint32_t ids[O1_WIRE_IDS_MAX];
-	float logprobs[O1_WIRE_IDS_MAX]; /* of each id, when has_logprobs */
-	char text[O1_WIRE_TEXT_MAX];	 /* UTF-8, may split a code point */
+	float logprobs[O1_WIRE_IDS_MAX]; /* of each id, O1_TOKEN_LOGPROB */
+	float entropy;			 /* nats, O1_TOKEN_ENTROPY */
+	uint32_t pad1;
+	char text[O1_WIRE_TEXT_MAX]; /* UTF-8, may split a code point */
 };
 
 struct o1_wire_final {
@@ -123,9 +154,39 @@ struct o1_wire_final {
 	uint16_t pad0;
 	int32_t error; /* 0, or -errno / -O1_E_* when reason is ERROR */
 	uint64_t req_id;
+	uint32_t prompt_tokens;	   /* over all rounds */
+	uint32_t generated_tokens; /* over all rounds */
+	/* confidence of the last round's generated tokens (raw distribution,
+	 * natural log); 0 when it generated none */
+	float mean_logprob;
+	float min_logprob;
+	float mean_entropy;
+	uint32_t conf_tokens;	/* tokens the summary covers */
+	uint8_t rounds;		/* ROUND events sent (0: no refinement) */
+	uint8_t refine_stop;	/* enum o1_refine_stop */
+	uint16_t pad1;
+	uint32_t cached_tokens; /* prompt tokens the prefix cache served */
+	uint8_t pad[80];
+};
+
+/* One refinement round, sent after the round's last TOKEN (round 0 is the
+ * first answer); the answer text is the concatenated text of the TOKEN
+ * events marked with the same round. */
+struct o1_wire_round {
+	uint8_t op;	/* O1_EV_ROUND */
+	uint8_t round;	/* 0..refine_steps */
+	uint8_t reason; /* enum o1_finish_reason of the round's generation */
+	uint8_t stop;	/* enum o1_refine_stop: NONE unless the last round */
 	uint32_t prompt_tokens;
+	uint64_t req_id;
 	uint32_t generated_tokens;
-	uint8_t pad[104];
+	uint32_t cached_tokens; /* prompt tokens the prefix cache served */
+	float mean_logprob;
+	float min_logprob;
+	float mean_entropy;
+	uint32_t text_bytes; /* answer text streamed in this round */
+	uint64_t latency_ns; /* round start (admission) to its last token */
+	uint8_t pad[80];
 };
 
 /* A connection-level error (req_id 0) or a request refused before it ran. */
@@ -161,6 +222,7 @@ union o1_wire_entry {
 	struct o1_wire_final final;
 	struct o1_wire_error error;
 	struct o1_wire_logprobs logprobs;
+	struct o1_wire_round round;
 	uint8_t raw[O1_WIRE_ENTRY_BYTES];
 };
 
@@ -168,15 +230,21 @@ _Static_assert(sizeof(struct o1_wire_submit) == O1_WIRE_ENTRY_BYTES, "submit");
 _Static_assert(offsetof(struct o1_wire_submit, req_id) == 8, "submit id");
 _Static_assert(offsetof(struct o1_wire_submit, temperature) == 40, "temp");
 _Static_assert(offsetof(struct o1_wire_submit, seed) == 64, "seed");
-_Static_assert(offsetof(struct o1_wire_submit, pad) == 84, "submit pad");
+_Static_assert(offsetof(struct o1_wire_submit, refine_steps) == 84, "refine");
+_Static_assert(offsetof(struct o1_wire_submit, pad) == 88, "submit pad");
 _Static_assert(sizeof(struct o1_wire_cancel) == O1_WIRE_ENTRY_BYTES, "cancel");
 _Static_assert(sizeof(struct o1_wire_ping) == O1_WIRE_ENTRY_BYTES, "ping");
 _Static_assert(offsetof(struct o1_wire_ping, daemon_ns) == 24, "ping ns");
 _Static_assert(sizeof(struct o1_wire_token) == O1_WIRE_ENTRY_BYTES, "token");
 _Static_assert(offsetof(struct o1_wire_token, ids) == 16, "token ids");
+_Static_assert(offsetof(struct o1_wire_token, entropy) == 72, "token ent");
 _Static_assert(offsetof(struct o1_wire_token, text) == 80, "token text");
 _Static_assert(sizeof(struct o1_wire_final) == O1_WIRE_ENTRY_BYTES, "final");
 _Static_assert(offsetof(struct o1_wire_final, prompt_tokens) == 16, "usage");
+_Static_assert(offsetof(struct o1_wire_final, rounds) == 40, "rounds");
+_Static_assert(offsetof(struct o1_wire_final, pad) == 48, "final pad");
+_Static_assert(sizeof(struct o1_wire_round) == O1_WIRE_ENTRY_BYTES, "round");
+_Static_assert(offsetof(struct o1_wire_round, latency_ns) == 40, "round ns");
 _Static_assert(sizeof(struct o1_wire_error) == O1_WIRE_ENTRY_BYTES, "error");
 _Static_assert(offsetof(struct o1_wire_error, msg) == 32, "error msg");
 _Static_assert(sizeof(struct o1_wire_logprobs) == O1_WIRE_ENTRY_BYTES, "lp");

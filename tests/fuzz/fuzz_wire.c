@@ -23,7 +23,9 @@ static void check_submit(const struct o1_wire_submit *s,
 		    s->stop_str_len >
 		lim->arena_bytes ||
 	    s->n_stop_ids > lim->max_stop_ids || s->max_tokens == 0 ||
-	    !(s->temperature >= 0.0f) || !(s->top_p > 0.0f))
+	    !(s->temperature >= 0.0f) || !(s->top_p > 0.0f) ||
+	    s->refine_steps > O1_WIRE_REFINE_MAX ||
+	    (s->refine_steps && !(s->flags & O1_SUBMIT_CHAT)))
 		abort();
 }
 

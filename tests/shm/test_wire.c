@@ -66,7 +66,7 @@ struct bad_case {
 		stmt;                                                          \
 	}
 M(m_op, s->op = 0x7f)
-M(m_pad, s->pad[43] = 1)
+M(m_pad, s->pad[39] = 1)
 M(m_flags, s->flags = 0x100)
 M(m_max0, s->max_tokens = 0)
 M(m_maxbig, s->max_tokens = 1001)
@@ -96,6 +96,10 @@ M(m_rep_nan, s->repeat_penalty = NAN)
 M(m_pres, s->presence_penalty = 2.5f)
 M(m_freq, s->frequency_penalty = -INFINITY)
 M(m_logprobs, s->n_logprobs = 21)
+M(m_refine_big, (s->flags = O1_SUBMIT_CHAT, s->refine_steps = 17))
+M(m_refine_nochat, s->refine_steps = 1)
+M(m_refine_notext, (s->flags = O1_SUBMIT_CHAT | O1_SUBMIT_NO_TEXT,
+		    s->refine_steps = 1))
 
 static const struct bad_case cases[] = {
     {"op", m_op, O1_E_PROTOCOL, "op"},
@@ -128,6 +132,9 @@ static const struct bad_case cases[] = {
     {"presence", m_pres, O1_E_FORMAT, "presence_penalty"},
     {"frequency", m_freq, O1_E_FORMAT, "frequency_penalty"},
     {"n_logprobs", m_logprobs, O1_E_BOUNDS, "n_logprobs"},
+    {"refine_steps big", m_refine_big, O1_E_BOUNDS, "refine_steps"},
+    {"refine without chat", m_refine_nochat, O1_E_FORMAT, "refine_steps"},
+    {"refine without text", m_refine_notext, O1_E_FORMAT, "refine_steps"},
 };
 
 static void test_valid(void **state)
@@ -205,10 +212,10 @@ static void test_events(void **state)
 	(void)state;
 	memset(&in, 0, sizeof(in));
 	in.token.op = O1_EV_TOKEN;
-	in.token.n_ids = 8;
+	in.token.n_ids = 7;
 	in.token.text_len = 48;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
-	in.token.n_ids = 9;
+	in.token.n_ids = 8;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
 	in.token.n_ids = 1;
 	in.token.text_len = 49;
@@ -217,6 +224,25 @@ static void test_events(void **state)
 	in.token.has_logprobs = 1;
 	in.token.logprobs[0] = NAN;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	in.token.logprobs[0] = -0.5f;
+	in.token.has_logprobs = O1_TOKEN_LOGPROB | O1_TOKEN_ENTROPY;
+	in.token.entropy = 1.25f;
+	in.token.round = 3;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
+	assert_int_equal(out.token.round, 3);
+	assert_true(out.token.entropy == 1.25f);
+	in.token.entropy = -0.1f;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	assert_string_equal(why, "entropy");
+	in.token.entropy = 0.0f;
+	in.token.has_logprobs = 4;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	in.token.has_logprobs = 0;
+	in.token.round = O1_WIRE_REFINE_MAX + 1;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
+	in.token.round = 0;
+	in.token.pad1 = 1;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_PROTOCOL);
 	memset(&in, 0, sizeof(in));
 	in.final.op = O1_EV_FINAL;
 	in.final.reason = O1_FINISH_COUNT;
@@ -225,6 +251,26 @@ static void test_events(void **state)
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
 	in.final.error = -O1_E_QUOTA;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
+	in.final.refine_stop = O1_REFINE_STOP_COUNT;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	in.final.refine_stop = O1_REFINE_REPEAT;
+	in.final.pad[79] = 1;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_PROTOCOL);
+	memset(&in, 0, sizeof(in));
+	in.round.op = O1_EV_ROUND;
+	in.round.round = 2;
+	in.round.stop = O1_REFINE_CONFIDENT;
+	in.round.latency_ns = 12345;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
+	assert_true(out.round.latency_ns == 12345);
+	in.round.stop = O1_REFINE_STOP_COUNT;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	in.round.stop = 0;
+	in.round.reason = O1_FINISH_COUNT;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	in.round.reason = 0;
+	in.round.pad[0] = 1;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_PROTOCOL);
 	memset(&in, 0, sizeof(in));
 	in.error.op = O1_EV_ERROR;
 	in.error.error = -O1_E_PROTOCOL;

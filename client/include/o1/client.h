@@ -59,7 +59,39 @@ enum o1_submit_flag {
 	O1_FLAG_IGNORE_EOS = 1u << 1,
 	O1_FLAG_NO_TEXT = 1u << 2,
 	O1_FLAG_CHAT = 1u << 3,
+	/* every TOKEN carries its logprob and entropy (has_logprobs bits
+	 * O1_TOKEN_HAS_LOGPROB | O1_TOKEN_HAS_ENTROPY) */
+	O1_FLAG_CONFIDENCE = 1u << 4,
 };
+
+/* Self-refinement (refine_steps > 0, a CHAT text prompt, not NO_TEXT):
+ * after the first answer (round 0) the daemon runs up to refine_steps
+ * more rounds, each prompted with the conversation, the previous answer
+ * as the assistant's turn and the daemon's review instruction as the
+ * user's, rendered with the model's chat template. The request holds one
+ * slot and gets one FINAL; cancel, quotas and drain apply to the whole.
+ *
+ * Events of a refinement request, in order, for each round r:
+ *   TOKEN (ev.round = r)...  then  ROUND (ev.round = r; usage, confidence,
+ *   latency, text_bytes; refine_stop set on the last round)
+ * and then one FINAL (the totals, the last round's confidence, rounds,
+ * refine_stop). The wire carries each round's text only in its TOKENs:
+ * o1_trace_add reassembles the per-round answers (the trace). */
+#define O1_REFINE_MAX_ROUNDS 17 /* rounds 0..16 */
+
+enum o1_refine_stop_reason {
+	O1_REFINE_STOP_NONE = 0,      /* not refining / loop not over */
+	O1_REFINE_STOP_STEPS = 1,     /* every asked round ran */
+	O1_REFINE_STOP_CONFIDENT = 2, /* mean logprob passed the threshold */
+	O1_REFINE_STOP_REPEAT = 3,    /* an answer repeated the previous */
+	O1_REFINE_STOP_LIMIT = 4,     /* the next round would not fit */
+	O1_REFINE_STOP_CANCELLED = 5, /* cancel, drain or hang-up */
+	O1_REFINE_STOP_ERROR = 6,     /* a round failed (see FINAL error) */
+};
+
+/* has_logprobs bits of a TOKEN event */
+#define O1_TOKEN_HAS_LOGPROB 1 /* logprobs[i] valid for ids[i] */
+#define O1_TOKEN_HAS_ENTROPY 2 /* entropy valid (the token's) */
 
 /* Every pointer here is borrowed for the call only: o1_client_submit
  * copies what it needs into the shared arena before it returns. */
@@ -77,6 +109,9 @@ struct o1_submit_opts {
 	const char *const *stop_strings; /* NUL-terminated, 1..255 bytes */
 	size_t n_stop_strings;
 	uint32_t flags; /* enum o1_submit_flag */
+	/* since 0.2 */
+	uint32_t refine_steps; /* 0: off; at most the daemon's
+				* refine.max_steps (else FINAL error) */
 };
 
 enum o1_event_type {
@@ -85,6 +120,7 @@ enum o1_event_type {
 	O1_EVENT_ERROR = 3,
 	O1_EVENT_PONG = 4,
 	O1_EVENT_LOGPROBS = 5, /* top alternatives of one generated token */
+	O1_EVENT_ROUND = 6,    /* one refinement round ended (since 0.2) */
 };
 
 enum o1_finish {
@@ -121,6 +157,21 @@ struct o1_event {
 	uint32_t n_top;
 	uint32_t top_ids[14];
 	float top_logprobs[14];
+	/* since 0.2. TOKEN, ROUND: the refinement round (0: first answer) */
+	uint32_t round;
+	float entropy; /* TOKEN with O1_TOKEN_HAS_ENTROPY: nats */
+	/* FINAL: of the last round's tokens; ROUND: of the round's tokens
+	 * (raw distribution: natural-log softmax of the model's logits) */
+	float mean_logprob;
+	float min_logprob;
+	float mean_entropy;
+	uint32_t conf_tokens;	/* FINAL: tokens the summary covers */
+	uint32_t rounds;	/* FINAL: ROUND events sent (0: no refine) */
+	uint32_t cached_tokens; /* FINAL, ROUND: prompt tokens served from
+				 * the prefix cache */
+	enum o1_refine_stop_reason refine_stop; /* FINAL, ROUND */
+	uint32_t text_bytes;			/* ROUND: its answer bytes */
+	uint64_t latency_ns; /* ROUND: admission to last token */
 };
 
 /* Connects and maps the region; *out is yours until o1_client_close. */
@@ -149,14 +200,45 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev,
  * request in flight (-EBUSY otherwise). */
 int o1_client_ping(struct o1_client *c, uint64_t *rtt_ns);
 
-/* Called for each TOKEN of o1_client_generate; return non-zero to cancel
- * the request (its FINAL is still delivered). */
+/* Called for each TOKEN (and ROUND, for refinement requests) of
+ * o1_client_generate; return non-zero to cancel the request (its FINAL is
+ * still delivered). */
 typedef int (*o1_token_fn)(void *arg, const struct o1_event *ev);
 /* Submits and waits for the FINAL, calling fn for each token. Only with
  * no other request in flight (-EBUSY). *final gets the FINAL event.
  * Returns 0 (see final->finish and final->error) or a transport error. */
 int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
 		       o1_token_fn fn, void *arg, struct o1_event *final);
+
+/* A refinement trace reassembled from one request's events. */
+struct o1_trace_round {
+	uint32_t round;
+	uint32_t prompt_tokens, cached_tokens, generated_tokens;
+	float mean_logprob, min_logprob, mean_entropy;
+	uint64_t latency_ns;
+	enum o1_finish finish;		  /* of the round's generation */
+	enum o1_refine_stop_reason stop; /* set on the last round */
+	char *text;			  /* NUL-terminated answer; malloc'd */
+	size_t text_len;
+	int complete; /* its ROUND event arrived */
+};
+
+struct o1_trace {
+	uint32_t n_rounds; /* rounds seen (including one cut short) */
+	struct o1_trace_round rounds[O1_REFINE_MAX_ROUNDS];
+	enum o1_refine_stop_reason stop; /* from the FINAL */
+	int done;			 /* the FINAL arrived */
+};
+
+/* Zeroes *t (no allocation). */
+void o1_trace_init(struct o1_trace *t);
+/* Feeds one event of ONE request (filter by req_id yourself): TOKEN text
+ * is appended to its round's answer, ROUND fills the round's numbers,
+ * FINAL sets stop and done; other events are ignored. Returns 0,
+ * -ENOMEM, or -EINVAL (a round out of order or out of range). */
+int o1_trace_add(struct o1_trace *t, const struct o1_event *ev);
+/* Frees the answers; *t may be reused after o1_trace_init. */
+void o1_trace_free(struct o1_trace *t);
 
 /* Requests accepted by o1_client_submit and not yet FINAL. */
 unsigned o1_client_inflight(const struct o1_client *c);
