@@ -79,6 +79,11 @@ struct o1_config {
 		uint32_t prefill_chunk_tokens;
 	} scheduler;
 	struct {
+		uint32_t max_steps;	     /* refine_steps bound; 0 = off */
+		double confidence_threshold; /* mean logprob that ends it */
+		char review_template[O1_CONFIG_PATH_MAX]; /* "" = built-in */
+	} refine;
+	struct {
 		bool enabled;
 		struct o1_config_list buckets; /* batch sizes, ascending */
 	} graphs;

@@ -17,8 +17,9 @@
  * - cancel is written by the front (relaxed atomic, monotonic: 0 until set
  *   once) and polled by the engine; dead (front only) marks a client that
  *   is gone: its events are dropped, not posted.
- * - The ring keeps O1_REQ_FINAL_RESERVE entries for the FINAL, so a FINAL
- *   can always be produced; tokens wait while the ring lacks room for one
+ * - The ring keeps O1_REQ_FINAL_RESERVE entries for the FINAL (and the
+ *   ROUND a refinement cut short sends before it), so a FINAL can always
+ *   be produced; tokens wait while the ring lacks room for one
  *   token's events (backpressure: the sequence is not scheduled).
  */
 #ifndef O1_REQUEST_H
@@ -32,7 +33,7 @@
 #include "wire.h"
 
 #define O1_REQ_OUT_ENTRIES   128 /* power of two */
-#define O1_REQ_FINAL_RESERVE 1
+#define O1_REQ_FINAL_RESERVE 2 /* a refinement's last ROUND, the FINAL */
 #define O1_REQ_STOP_BYTES    1024
 #define O1_REQ_STOP_IDS	     16
 

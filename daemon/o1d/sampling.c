@@ -50,6 +50,7 @@ int o1_sampling_next(struct o1_sampler *s, const float *logits,
 		return err;
 	out->id = smp.id;
 	out->logprob = smp.logprob;
+	out->entropy = smp.entropy;
 	out->n_top =
 	    smp.n_top < O1_SAMPLING_TOP_MAX ? smp.n_top : O1_SAMPLING_TOP_MAX;
 	for (uint32_t i = 0; i < out->n_top; i++) {

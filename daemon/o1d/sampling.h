@@ -32,6 +32,7 @@ enum o1_sampling_end {
 struct o1_sampling_out {
 	int32_t id;
 	float logprob;
+	float entropy; /* nats, of the raw distribution */
 	uint32_t n_top;
 	int32_t top_id[O1_SAMPLING_TOP_MAX];
 	float top_lp[O1_SAMPLING_TOP_MAX];

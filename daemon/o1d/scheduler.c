@@ -12,6 +12,12 @@
  *   salt when n_keyed = 0);
  * - hold[0, n_hold) is decoded text not yet sent: it may be the start of a
  *   stop string.
+ * - n_conf, sum_lp, sum_ent, min_lp summarize the tokens sampled in the
+ *   current round; round_sent says its ROUND event went out.
+ * - Refining (refine_steps > 0): answer[0, n_answer) is the text sent in
+ *   the current round (answer_cut: some did not fit), prev[0, n_prev) the
+ *   previous round's answer (NUL-terminated), which a round > 0 prompt
+ *   quotes as the assistant's turn.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +36,12 @@
 #define OUT_NEED     (1 + HOLD_CAP / TEXT_PER_EV + 1 + 2 + O1_REQ_FINAL_RESERVE)
 #define N_FAIR	     1024
 #define CHAT_MAX_MSG 64
+
+/* The review instruction when none is configured (config/refine_review.txt
+ * ships the same text). */
+static const char default_review[] =
+    "Review your previous answer carefully. If it is correct and complete, "
+    "repeat it unchanged. Otherwise write only the corrected answer.";
 
 _Static_assert(OUT_NEED < O1_REQ_OUT_ENTRIES, "out ring too small");
 
@@ -51,6 +63,18 @@ struct seq {
 	enum seq_list list;
 	bool admitted_once;
 	bool no_text;
+	/* confidence of the current round */
+	double sum_lp, sum_ent;
+	float min_lp;
+	uint32_t n_conf;
+	/* refinement */
+	uint32_t refine_steps, round, rounds_sent;
+	uint32_t prompt_total, cached_round, cached_total;
+	uint64_t round_start_ns;
+	char *answer, *prev; /* answer_cap + 1 bytes each, when refining */
+	uint32_t n_answer, n_prev;
+	bool answer_cut, round_sent;
+	enum o1_refine_stop stop;
 };
 
 struct batch_ent {
@@ -75,6 +99,8 @@ struct o1_sched {
 	float *logits;
 	char *chat_buf;
 	size_t chat_cap;
+	char *review;
+	uint32_t answer_cap;
 	struct o1_sched_stats st;
 };
 
@@ -115,6 +141,12 @@ static int alloc_seqs(struct o1_sched *s)
 		if (!q->tokens || !q->pages)
 			return -ENOMEM;
 		o1_kv_table_init(&q->table, q->pages, n_pages);
+		if (!s->o.max_refine_steps)
+			continue;
+		q->answer = malloc((size_t)s->answer_cap + 1);
+		q->prev = malloc((size_t)s->answer_cap + 1);
+		if (!q->answer || !q->prev)
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -132,6 +164,10 @@ static int alloc_lists(struct o1_sched *s)
 	    malloc((size_t)s->o.max_running * s->o.vocab_size * sizeof(float));
 	s->chat_cap = (size_t)s->o.max_prompt_bytes * 2 + 4096;
 	s->chat_buf = malloc(s->chat_cap);
+	s->review = strdup(s->o.refine_review ? s->o.refine_review
+					      : default_review);
+	if (!s->review)
+		return -ENOMEM;
 	if (!s->running || !s->resume || !s->waiting || !s->batch ||
 	    !s->step_seqs || !s->logits || !s->chat_buf)
 		return -ENOMEM;
@@ -160,6 +196,8 @@ int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out)
 	s->lim_running = o->max_running;
 	s->lim_chunk = o->prefill_chunk_tokens;
 	s->page_tokens = o1_kv_pool_layout(o->pool)->page_tokens;
+	s->answer_cap = o->max_prompt_bytes;
+	s->o.refine_review = NULL; /* borrowed: the copy is s->review */
 	err = alloc_seqs(s);
 	if (!err)
 		err = alloc_lists(s);
@@ -183,6 +221,8 @@ void o1_sched_destroy(struct o1_sched *s)
 		o1_sampling_destroy(s->seqs[i].sampler);
 		free(s->seqs[i].tokens);
 		free(s->seqs[i].pages);
+		free(s->seqs[i].answer);
+		free(s->seqs[i].prev);
 	}
 	free(s->seqs);
 	free(s->running);
@@ -192,6 +232,7 @@ void o1_sched_destroy(struct o1_sched *s)
 	free(s->step_seqs);
 	free(s->logits);
 	free(s->chat_buf);
+	free(s->review);
 	free(s);
 }
 
@@ -237,6 +278,68 @@ static void unlist(struct o1_sched *s, struct seq *q)
 
 /* ---- events ---- */
 
+/* The confidence summary of the current round. */
+static void conf_get(const struct seq *q, float *mean_lp, float *min_lp,
+		     float *mean_ent)
+{
+	*mean_lp = q->n_conf ? (float)(q->sum_lp / q->n_conf) : 0.0f;
+	*min_lp = q->n_conf ? q->min_lp : 0.0f;
+	*mean_ent = q->n_conf ? (float)(q->sum_ent / q->n_conf) : 0.0f;
+}
+
+static void conf_add(struct seq *q, const struct o1_sampling_out *smp)
+{
+	if (!q->n_conf || smp->logprob < q->min_lp)
+		q->min_lp = smp->logprob;
+	q->sum_lp += smp->logprob;
+	q->sum_ent += smp->entropy;
+	q->n_conf++;
+}
+
+static void conf_reset(struct seq *q)
+{
+	q->sum_lp = q->sum_ent = 0.0;
+	q->min_lp = 0.0f;
+	q->n_conf = 0;
+}
+
+/* The ROUND event of the current round (stop filled by the caller). */
+static void make_round(const struct seq *q, enum o1_finish_reason reason,
+		       union o1_wire_entry *ev)
+{
+	struct o1_wire_round *w = &ev->round;
+
+	memset(ev, 0, sizeof(*ev));
+	w->op = O1_EV_ROUND;
+	w->round = (uint8_t)q->round;
+	w->reason = (uint8_t)reason;
+	w->prompt_tokens = q->n_prompt;
+	w->req_id = q->req->req_id;
+	w->generated_tokens = q->n_conf;
+	w->cached_tokens = q->cached_round;
+	conf_get(q, &w->mean_logprob, &w->min_logprob, &w->mean_entropy);
+	w->text_bytes = q->n_answer;
+	w->latency_ns = now_ns() - q->round_start_ns;
+}
+
+static void push_round(struct o1_sched *s, struct seq *q,
+		       union o1_wire_entry *ev, enum o1_refine_stop stop)
+{
+	ev->round.stop = (uint8_t)stop;
+	q->cached_total += q->cached_round;
+	if (q->round)
+		s->st.refine_cached_tokens += q->cached_round;
+	q->round_sent = true;
+	q->rounds_sent++;
+	o1_req_out_push(q->req, ev);
+}
+
+static enum o1_refine_stop stop_of(enum o1_finish_reason reason)
+{
+	return reason == O1_FINISH_CANCELLED ? O1_REFINE_CANCELLED
+					     : O1_REFINE_ERROR;
+}
+
 static void push_final(struct o1_sched *s, struct seq *q,
 		       enum o1_finish_reason reason, int error)
 {
@@ -245,12 +348,25 @@ static void push_final(struct o1_sched *s, struct seq *q,
 	uint32_t gen =
 	    atomic_load_explicit(&r->generated, memory_order_relaxed);
 
+	if (q->refine_steps && !q->round_sent) {
+		make_round(q, reason, &ev);
+		q->stop = stop_of(reason);
+		push_round(s, q, &ev, q->stop);
+		memset(&ev, 0, sizeof(ev));
+	}
 	ev.final.op = O1_EV_FINAL;
 	ev.final.reason = (uint8_t)reason;
 	ev.final.error = error;
 	ev.final.req_id = r->req_id;
-	ev.final.prompt_tokens = q->n_prompt;
+	ev.final.prompt_tokens = q->prompt_total;
 	ev.final.generated_tokens = gen;
+	conf_get(q, &ev.final.mean_logprob, &ev.final.min_logprob,
+		 &ev.final.mean_entropy);
+	ev.final.conf_tokens = q->n_conf;
+	ev.final.rounds = (uint8_t)q->rounds_sent;
+	ev.final.refine_stop = (uint8_t)q->stop;
+	ev.final.cached_tokens =
+	    q->cached_total + (q->round_sent ? 0 : q->cached_round);
 	if (reason == O1_FINISH_ERROR && s->o.metrics)
 		o1_metrics_fail(s->o.metrics, o1_metrics_fail_reason(error));
 	else if (reason == O1_FINISH_CANCELLED && error && s->o.metrics)
@@ -277,10 +393,11 @@ static void finish(struct o1_sched *s, struct seq *q,
 }
 
 /* Text events: LEN bytes cut at character boundaries; the first event
- * carries the token id (when ID >= 0). */
-static void push_text(struct seq *q, int32_t id, float logprob, bool lp,
+ * carries the token of SMP (when not NULL) and its confidence. */
+static void push_text(struct seq *q, const struct o1_sampling_out *smp,
 		      const char *text, uint32_t len)
 {
+	bool conf = q->req->params.flags & O1_SUBMIT_CONFIDENCE;
 	uint32_t off = 0;
 
 	do {
@@ -293,12 +410,16 @@ static void push_text(struct seq *q, int32_t id, float logprob, bool lp,
 			cut--;
 		ev.token.op = O1_EV_TOKEN;
 		ev.token.req_id = q->req->req_id;
-		if (id >= 0) {
+		ev.token.round = (uint8_t)q->round;
+		if (smp) {
 			ev.token.n_ids = 1;
-			ev.token.ids[0] = (uint32_t)id;
-			ev.token.has_logprobs = lp;
-			ev.token.logprobs[0] = logprob;
-			id = -1;
+			ev.token.ids[0] = (uint32_t)smp->id;
+			ev.token.has_logprobs =
+			    (smp->n_top || conf ? O1_TOKEN_LOGPROB : 0) |
+			    (conf ? O1_TOKEN_ENTROPY : 0);
+			ev.token.logprobs[0] = smp->logprob;
+			ev.token.entropy = conf ? smp->entropy : 0.0f;
+			smp = NULL;
 		}
 		ev.token.text_len = (uint8_t)cut;
 		memcpy(ev.token.text, text + off, cut);
@@ -418,14 +539,30 @@ static void hold_append(struct o1_sched *s, struct seq *q, int32_t id, bool end)
 	}
 }
 
-static void emit(struct seq *q, const struct o1_sampling_out *smp, uint32_t pos,
-		 bool end, bool *stopped)
+/* Keeps the text sent in this round for the next round's prompt. */
+static void answer_append(struct o1_sched *s, struct seq *q, const char *text,
+			  uint32_t len)
+{
+	if (!q->refine_steps)
+		return;
+	if (len > s->answer_cap - q->n_answer) {
+		q->answer_cut = true;
+		return;
+	}
+	memcpy(q->answer + q->n_answer, text, len);
+	q->n_answer += len;
+}
+
+static void emit(struct o1_sched *s, struct seq *q,
+		 const struct o1_sampling_out *smp, uint32_t pos, bool end,
+		 bool *stopped)
 {
 	uint32_t out = releasable(q, stopped);
 
 	if (end && !*stopped)
 		out = q->n_hold;
-	push_text(q, smp->id, smp->logprob, smp->n_top > 0, q->hold, out);
+	push_text(q, smp, q->hold, out);
+	answer_append(s, q, q->hold, out);
 	if (smp->n_top)
 		push_logprobs(q, smp, pos);
 	memmove(q->hold, q->hold + out, q->n_hold - out);
@@ -438,6 +575,9 @@ static enum o1_finish_reason wire_reason(enum o1_sampling_end f)
 	       : f == O1_SAMPLING_STOP_ID ? O1_FINISH_STOP
 					  : O1_FINISH_LENGTH;
 }
+
+static void round_end(struct o1_sched *s, struct seq *q,
+		      enum o1_finish_reason reason);
 
 /* A sampled token: record, stream, maybe finish. */
 static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
@@ -455,6 +595,7 @@ static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
 	}
 	pos = atomic_fetch_add_explicit(&r->generated, 1, memory_order_relaxed);
 	q->tokens[q->n_tokens++] = smp.id;
+	conf_add(q, &smp);
 	count(s, O1_METRICS_CTR_TOKENS_GENERATED, 1);
 	observe(s, pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
 		now - (pos ? q->last_token_ns : r->submit_ns));
@@ -468,11 +609,13 @@ static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
 			? -1
 			: smp.id,
 		    end);
-	emit(q, &smp, pos, end, &stopped);
-	if (stopped)
-		finish(s, q, O1_FINISH_STOP, 0);
-	else if (end)
-		finish(s, q, wire_reason(smp.end), 0);
+	emit(s, q, &smp, pos, end, &stopped);
+	if (!stopped && !end)
+		return;
+	if (q->refine_steps)
+		round_end(s, q, stopped ? O1_FINISH_STOP : wire_reason(smp.end));
+	else
+		finish(s, q, stopped ? O1_FINISH_STOP : wire_reason(smp.end), 0);
 }
 
 /* ---- admission of a new request ---- */
@@ -510,10 +653,13 @@ static int chat_split(const struct o1_req *r, char *buf, size_t n,
 	return 0;
 }
 
-/* Renders the CHAT prompt of R into chat_buf; *len gets its length. */
-static int render_chat(struct o1_sched *s, const struct o1_req *r, size_t *len)
+/* Renders the CHAT prompt of Q's request into chat_buf (for a refinement
+ * round, followed by the previous answer and the review instruction); *len
+ * gets its length. */
+static int render_chat(struct o1_sched *s, const struct seq *q, size_t *len)
 {
-	struct o1_chat_message msg[CHAT_MAX_MSG];
+	const struct o1_req *r = q->req;
+	struct o1_chat_message msg[CHAT_MAX_MSG + 2];
 	size_t n = r->prompt_bytes, n_msg, cap;
 	char *out = s->chat_buf + n + 1;
 	int ret;
@@ -529,6 +675,10 @@ static int render_chat(struct o1_sched *s, const struct o1_req *r, size_t *len)
 	ret = chat_split(r, s->chat_buf, n, msg, &n_msg);
 	if (ret)
 		return ret;
+	if (q->round) {
+		msg[n_msg++] = (struct o1_chat_message){"assistant", q->prev};
+		msg[n_msg++] = (struct o1_chat_message){"user", s->review};
+	}
 	cap = s->chat_cap - n - 1;
 	ret = o1_chat_template_render(s->o.chat, msg, n_msg, true, out, cap);
 	if (ret >= 0 && (size_t)ret >= cap) {
@@ -571,7 +721,7 @@ static int tokenize(struct o1_sched *s, struct seq *q)
 	if (!s->o.tok)
 		return -O1_E_UNSUPPORTED;
 	if (r->params.flags & O1_SUBMIT_CHAT) {
-		err = render_chat(s, r, &len);
+		err = render_chat(s, q, &len);
 		if (err)
 			return err;
 		text = s->chat_buf;
@@ -632,6 +782,12 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r)
 	q->admitted_once = false;
 	q->list = IN_NONE;
 	q->no_text = r->params.flags & O1_SUBMIT_NO_TEXT;
+	conf_reset(q);
+	q->refine_steps = q->round = q->rounds_sent = 0;
+	q->cached_round = q->cached_total = q->n_answer = q->n_prev = 0;
+	q->answer_cut = q->round_sent = false;
+	q->stop = O1_REFINE_NONE;
+	q->round_start_ns = r->submit_ns;
 	q->salt = o1_prefix_cache_salt(s->o.salt_secret, (uint32_t)r->uid);
 	q->last_key = q->salt;
 	o1_tokenizer_decode_init(&q->detok, O1_DECODE_SKIP_SPECIAL);
@@ -648,8 +804,15 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r)
 		o1_info("request %llu: prompt over the context limit of %u "
 			"tokens",
 			(unsigned long long)r->req_id, s->o.max_context);
-	q->n_prompt = q->n_tokens;
+	q->n_prompt = q->prompt_total = q->n_tokens;
 	atomic_store_explicit(&r->n_prompt, q->n_prompt, memory_order_relaxed);
+	if (!err && r->params.refine_steps > s->o.max_refine_steps) {
+		o1_warn("request %llu: refine_steps %u above "
+			"refine.max_steps %u",
+			(unsigned long long)r->req_id, r->params.refine_steps,
+			s->o.max_refine_steps);
+		err = -O1_E_BOUNDS;
+	}
 	if (!err)
 		err = make_sampler(s, q);
 	if (err) {
@@ -660,6 +823,7 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r)
 		return;
 	}
 	count(s, O1_METRICS_CTR_TOKENS_PROMPT, q->n_prompt);
+	q->refine_steps = r->params.refine_steps;
 	q->list = IN_WAITING;
 	s->waiting[s->n_waiting++] = r->index;
 	atomic_store_explicit(&r->phase, O1_REQ_WAITING, memory_order_relaxed);
@@ -718,6 +882,107 @@ static void reset_kv(struct o1_sched *s, struct seq *q)
 	q->n_computed = 0;
 	q->n_keyed = 0;
 	q->last_key = q->salt;
+}
+
+/* ---- refinement rounds ---- */
+
+/* Why the loop ends after the current round, or NONE. */
+static enum o1_refine_stop round_verdict(const struct o1_sched *s,
+					 const struct seq *q)
+{
+	float mean_lp, min_lp, mean_ent;
+
+	conf_get(q, &mean_lp, &min_lp, &mean_ent);
+	if (q->n_conf && mean_lp >= s->o.refine_threshold)
+		return O1_REFINE_CONFIDENT;
+	if (q->round && q->n_answer == q->n_prev &&
+	    memcmp(q->answer, q->prev, q->n_answer) == 0)
+		return O1_REFINE_REPEAT;
+	if (q->round >= q->refine_steps)
+		return O1_REFINE_STEPS;
+	if (q->answer_cut)
+		return O1_REFINE_LIMIT;
+	return O1_REFINE_NONE;
+}
+
+/* Makes the next round's prompt and sampler; the answer becomes prev. */
+static int next_round(struct o1_sched *s, struct seq *q)
+{
+	char *t = q->prev;
+	int err;
+
+	q->prev = q->answer;
+	q->answer = t;
+	q->n_prev = q->n_answer;
+	q->prev[q->n_prev] = 0;
+	q->n_answer = 0;
+	q->round++;
+	err = tokenize(s, q);
+	if (!err && pages_for(s, q->n_tokens + 1) >
+			o1_kv_pool_layout(s->o.pool)->n_pages)
+		err = -O1_E_CONTEXT;
+	if (err) {
+		o1_info("request %llu: refinement round %u not run: %s",
+			(unsigned long long)q->req->req_id, q->round,
+			o1_strerror(err));
+		return err;
+	}
+	o1_sampling_destroy(q->sampler);
+	q->sampler = NULL;
+	return make_sampler(s, q);
+}
+
+/* Puts Q, with its new prompt, first in line again. */
+static void requeue(struct o1_sched *s, struct seq *q)
+{
+	reset_kv(s, q);
+	unlist(s, q);
+	memset(&q->detok, 0, sizeof(q->detok));
+	o1_tokenizer_decode_init(&q->detok, O1_DECODE_SKIP_SPECIAL);
+	q->n_hold = 0;
+	q->n_prompt = q->n_tokens;
+	q->prompt_total += q->n_prompt;
+	q->cached_round = 0;
+	q->round_sent = false;
+	q->round_start_ns = now_ns();
+	conf_reset(q);
+	atomic_store_explicit(&q->req->n_prompt, q->n_prompt,
+			      memory_order_relaxed);
+	count(s, O1_METRICS_CTR_TOKENS_PROMPT, q->n_prompt);
+	s->st.refine_rounds++;
+	q->list = IN_RESUME;
+	s->resume[s->n_resume++] = q->req->index;
+	atomic_store_explicit(&q->req->phase, O1_REQ_WAITING,
+			      memory_order_relaxed);
+}
+
+/* The current round ended with REASON: report it, then run the next one
+ * or finish. */
+static void round_end(struct o1_sched *s, struct seq *q,
+		      enum o1_finish_reason reason)
+{
+	enum o1_refine_stop stop = round_verdict(s, q);
+	union o1_wire_entry ev;
+	int err = 0;
+
+	make_round(q, reason, &ev);
+	if (stop == O1_REFINE_NONE) {
+		err = next_round(s, q);
+		if (err)
+			stop = err == -O1_E_BOUNDS || err == -O1_E_CONTEXT
+				   ? O1_REFINE_LIMIT
+				   : O1_REFINE_ERROR;
+	}
+	push_round(s, q, &ev, stop);
+	if (stop == O1_REFINE_NONE) {
+		requeue(s, q);
+		return;
+	}
+	q->stop = stop;
+	if (stop == O1_REFINE_ERROR)
+		finish(s, q, O1_FINISH_ERROR, err);
+	else
+		finish(s, q, reason, 0);
 }
 
 /* ---- preemption ---- */
@@ -869,6 +1134,7 @@ static bool try_admit(struct o1_sched *s, struct seq *q, uint32_t *budget)
 	if (!q->admitted_once)
 		observe(s, O1_METRICS_HIST_QUEUE_WAIT,
 			now_ns() - q->req->submit_ns);
+	q->cached_round = q->n_keyed * s->page_tokens;
 	q->admitted_once = true;
 	batch_add(s, q, n, samples);
 	*budget -= n;

@@ -22,7 +22,20 @@
  * gets exactly one FINAL, after which the slot is never touched again. A
  * sequence whose out ring lacks room for one token's events is not
  * scheduled (backpressure). Nothing is allocated per token: per-slot
- * storage is made at create, the sampler once per request.
+ * storage is made at create, the sampler once per request (per round).
+ *
+ * Confidence: every sampled token's logprob and entropy (raw
+ * distribution, from the sampler's own passes) feed a per-round summary
+ * (mean and minimum logprob, mean entropy) that the FINAL carries.
+ *
+ * Refinement (refine_steps > 0, chat text prompts): when a round ends,
+ * its ROUND event is produced; the loop stops when refine_steps rounds
+ * followed the first answer, the round's mean logprob reached
+ * refine_threshold, the answer equals the previous one, or the next
+ * prompt does not fit. Otherwise the sequence is requeued (resume list)
+ * with the prompt: conversation + {assistant: answer} + {user: review},
+ * rendered with the chat template; its KV pages were listed in the prefix
+ * cache, so the next round's shared prefix is found there.
  */
 #ifndef O1_SCHEDULER_H
 #define O1_SCHEDULER_H
@@ -58,6 +71,10 @@ struct o1_sched_opts {
 	bool prefix_cache;
 	int32_t bos_id; /* -1: none */
 	int32_t eos_id; /* -1: none */
+	/* refinement: 0 refuses refine_steps > 0 */
+	uint32_t max_refine_steps;
+	float refine_threshold;	  /* stop at a mean logprob >= this */
+	const char *refine_review; /* the review instruction; copied */
 };
 
 struct o1_sched_stats {
@@ -70,6 +87,8 @@ struct o1_sched_stats {
 	uint64_t preemptions;
 	uint64_t prefix_hits;
 	uint64_t prefix_misses;
+	uint64_t refine_rounds;	      /* refinement rounds after the first */
+	uint64_t refine_cached_tokens; /* their prompt tokens served cached */
 };
 
 int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out);

@@ -141,6 +141,10 @@ static void test_good_file(void **state)
 				   "file_mode = 0604\n"
 				   "unpin_on_exit = yes\n"
 				   "runq = true\n"
+				   "[refine]\n"
+				   "max_steps = 16\n"
+				   "confidence_threshold = -0.5\n"
+				   "review_template = /etc/o1d/review.txt\n"
 				   "[log]\n"
 				   "level = trace\n";
 	struct o1_config c;
@@ -172,6 +176,9 @@ static void test_good_file(void **state)
 	assert_int_equal(c.metrics.file_mode, 0604);
 	assert_true(c.metrics.unpin_on_exit);
 	assert_true(c.metrics.runq);
+	assert_int_equal(c.refine.max_steps, 16);
+	assert_true(c.refine.confidence_threshold == -0.5);
+	assert_string_equal(c.refine.review_template, "/etc/o1d/review.txt");
 }
 
 struct bad_case {
@@ -192,6 +199,11 @@ static const struct bad_case bad_cases[] = {
     {"[kv]\npages = 99999999999999999999999\n", {"t.ini:2:", "pages"}},
     {"[kv]\nmemory_fraction = 1.5\n", {"t.ini:2:", "out of range", "0.01..1"}},
     {"[kv]\nmemory_fraction = nan\n", {"t.ini:2:", "not a number"}},
+    {"[refine]\nmax_steps = 17\n", {"t.ini:2:", "max_steps", "0..16"}},
+    {"[refine]\nconfidence_threshold = 0.5\n",
+     {"t.ini:2:", "out of range", "-100..0"}},
+    {"[refine]\nreview_template = review.txt\n",
+     {"t.ini:2:", "review_template", "absolute"}},
     {"[log]\nlevel = loud\n",
      {"t.ini:2:", "level = 'loud'", "error|warn|info|debug|trace"}},
     {"[graphs]\nbuckets = 1,4,2\n",
