@@ -8,6 +8,7 @@
  * several times larger than the peak it allowed, so keeping every tensor
  * until the end would fail it. Single-threaded. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -322,6 +323,29 @@ static void big_free(struct big *b)
 	free(b->data);
 }
 
+/* Every tensor of B reads back from BACK within TOL (Q/K un-permuted). */
+static void assert_same_values(const struct big *b, const struct o1_model *back,
+			       float tol)
+{
+	for (uint32_t i = 0; i < b->m->n_tensors; i++) {
+		const struct o1_tensor *a = &b->m->tensors[i];
+		const struct o1_tensor *t =
+		    o1_model_tensor(back, a->role, a->layer);
+		const float *want = a->data;
+		float *got;
+
+		assert_non_null(t);
+		got = o1_test_tensor_f32(back, t);
+		for (uint64_t e = 0; e < o1_tensor_elements(a); e++)
+			if (!(fabsf(got[e] - want[e]) <= tol))
+				fail_msg(
+				    "%s layer %d element %llu: %g, want %g",
+				    o1_tensor_role_name(a->role), a->layer,
+				    (unsigned long long)e, got[e], want[e]);
+		free(got);
+	}
+}
+
 /* Writes B in DTYPE; the peak may be the largest tensor as float32 twice
  * (read, and Q/K rows permuted) plus its converted copy. */
 static void model_peak(enum o1_dtype dtype)
@@ -348,6 +372,7 @@ static void model_peak(enum o1_dtype dtype)
 	assert_true(file_size(path) > 3 * limit);
 	assert_int_equal(o1_model_open(path, &back), 0);
 	assert_int_equal(back->n_tensors, b.m->n_tensors);
+	assert_same_values(&b, back, dtype == O1_DTYPE_F32 ? 0.0f : 5e-4f);
 	o1_model_close(back);
 	big_free(&b);
 	unlink(path);
