@@ -67,7 +67,8 @@ void o1_sidecar_backend_destroy(struct o1_sidecar_backend *b)
 	free(b);
 }
 
-static int take(struct o1_sidecar_backend *b, struct o1_client **c)
+static int take(struct o1_sidecar_backend *b, struct o1_client **c,
+		bool *reused)
 {
 	struct o1_client_opts o = {.sz = sizeof(o),
 				   .socket_path = b->socket,
@@ -77,6 +78,7 @@ static int take(struct o1_sidecar_backend *b, struct o1_client **c)
 	pthread_mutex_lock(&b->lock);
 	*c = b->n_idle ? b->idle[--b->n_idle] : NULL;
 	pthread_mutex_unlock(&b->lock);
+	*reused = *c != NULL;
 	if (*c)
 		return 0;
 	ret = o1_client_connect(&o, c);
@@ -117,7 +119,8 @@ static int ping(struct o1_sidecar_backend *b, struct o1_sidecar_status *st)
 {
 	struct o1_client *c;
 	uint64_t rtt;
-	int ret = take(b, &c);
+	bool reused;
+	int ret = take(b, &c, &reused);
 
 	if (ret)
 		return 0;
@@ -171,40 +174,52 @@ static void fill_opts(const struct o1_sidecar_request *r,
 		o->flags |= O1_FLAG_IGNORE_EOS;
 }
 
-int o1_sidecar_gen_start(struct o1_sidecar_gen *g,
-			 struct o1_sidecar_backend *b,
-			 const struct o1_sidecar_request *req, int http_fd,
-			 uint32_t timeout_ms)
+static bool dead(int err)
+{
+	return err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN;
+}
+
+/* Takes a handle and submits; a dead pooled handle is dropped and the
+ * submission made again on a fresh connection. */
+static int submit(struct o1_sidecar_gen *g)
 {
 	struct o1_submit_opts o;
 	struct o1_sampling s;
 	int ret;
 
-	memset(g, 0, sizeof(*g));
-	g->b = b;
-	g->http_fd = http_fd;
-	pthread_mutex_lock(&b->lock);
-	g->req_id = ++b->next_id;
-	pthread_mutex_unlock(&b->lock);
-	fill_opts(req, g, &o, &s);
-	for (int attempt = 0; attempt < 2; attempt++) {
-		ret = take(b, &g->c);
+	fill_opts(g->req, g, &o, &s);
+	for (;;) {
+		ret = take(g->b, &g->c, &g->reused);
 		if (ret)
 			return ret;
-		g->t_submit_ns = o1_sidecar_now_ns();
-		g->deadline_ns = (int64_t)g->t_submit_ns +
-				 (int64_t)timeout_ms * 1000000;
 		ret = o1_client_submit(g->c, &o);
-		if (ret != -ECONNRESET && ret != -EPIPE)
+		if (!ret)
+			return 0;
+		if (!dead(ret) || !g->reused)
 			break;
 		o1_client_close(g->c); /* stale: the daemon restarted */
 		g->c = NULL;
 	}
-	if (ret && g->c) {
-		give(b, g->c, ret == -EAGAIN || ret == -E2BIG);
-		g->c = NULL;
-	}
+	give(g->b, g->c, ret == -EAGAIN || ret == -E2BIG);
+	g->c = NULL;
 	return ret;
+}
+
+int o1_sidecar_gen_start(struct o1_sidecar_gen *g,
+			 struct o1_sidecar_backend *b,
+			 const struct o1_sidecar_request *req, int http_fd,
+			 uint32_t timeout_ms)
+{
+	memset(g, 0, sizeof(*g));
+	g->b = b;
+	g->req = req;
+	g->http_fd = http_fd;
+	pthread_mutex_lock(&b->lock);
+	g->req_id = ++b->next_id;
+	pthread_mutex_unlock(&b->lock);
+	g->t_submit_ns = o1_sidecar_now_ns();
+	g->deadline_ns = (int64_t)g->t_submit_ns + (int64_t)timeout_ms * 1000000;
+	return submit(g);
 }
 
 static bool hung_up(int fd)
@@ -256,12 +271,21 @@ int o1_sidecar_gen_next(struct o1_sidecar_gen *g, struct o1_event *ev)
 		ret = o1_client_wait(g->c, ev, WAIT_SLICE_NS);
 		if (ret == -ETIMEDOUT)
 			continue;
+		if (dead(ret) && g->reused && !g->got_event) {
+			o1_client_close(g->c); /* a pooled handle gone stale */
+			g->c = NULL;
+			ret = submit(g);
+			if (!ret)
+				continue;
+			return ret;
+		}
 		if (ret < 0) {
 			g->broken = true;
 			return ret;
 		}
 		if (ev->req_id != g->req_id && ev->type != O1_EVENT_ERROR)
 			continue;
+		g->got_event = true;
 		if (ev->type == O1_EVENT_TOKEN && !g->t_first_ns)
 			g->t_first_ns = o1_sidecar_now_ns();
 		if (ev->type == O1_EVENT_FINAL) {

@@ -40,6 +40,9 @@ int o1_sidecar_backend_status(struct o1_sidecar_backend *b,
 struct o1_sidecar_gen {
 	struct o1_sidecar_backend *b;
 	struct o1_client *c; /* from the pool while running */
+	const struct o1_sidecar_request *req; /* borrowed until gen_end */
+	bool reused;	     /* c came from the pool, not a new connect */
+	bool got_event;
 	uint64_t req_id;
 	int http_fd;	  /* the HTTP connection, watched for a hang-up */
 	int64_t deadline_ns; /* CLOCK_MONOTONIC */
@@ -48,8 +51,10 @@ struct o1_sidecar_gen {
 	uint64_t t_submit_ns, t_first_ns, t_end_ns;
 };
 
-/* Submits REQ (borrowed for the call). HTTP_FD may be -1. A stale pooled
- * handle (daemon restarted) is replaced and the submission retried once.
+/* Submits REQ (borrowed until gen_end). HTTP_FD may be -1. A stale pooled
+ * handle (the daemon restarted) is replaced and the request submitted
+ * again, at submission or when the connection turns out dead before the
+ * first event.
  * Returns 0, or -ECONNREFUSED/-ENOENT/-ECONNRESET (daemon down), -EAGAIN,
  * -E2BIG, -EINVAL. */
 int o1_sidecar_gen_start(struct o1_sidecar_gen *g,
