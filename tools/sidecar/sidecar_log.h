@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 struct o1_sidecar_access {
-	char client[64]; /* "host:port" or "unix" */
+	char client[96]; /* "host:port" or "unix" */
 	char method[8];
 	char path[96];
 	int status;	     /* 0: no response was sent */

@@ -1,0 +1,54 @@
+/* Shared by the sidecar's end-to-end tests: the demo model made with
+ * o1model in a scratch folder, an o1d serving it on the CPU, o1-sidecar
+ * processes on free loopback ports (stdout and stderr to DIR/NAME.log,
+ * the access log to DIR/NAME.access), and reference answers through
+ * libo1client. Failures end the running cmocka test. */
+#ifndef O1_SIDECAR_HARNESS_H
+#define O1_SIDECAR_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <o1/client.h>
+
+struct proc {
+	pid_t pid;
+	char log[192];
+	int port; /* a sidecar's, from its ready line */
+};
+
+extern const char *o1d_bin, *o1model_bin, *sidecar_bin;
+extern char dir[64], sock[128], model[128], metrics[128];
+extern struct proc daemon_p;
+
+uint64_t now_ms(void);
+void sleep_ms(int ms);
+/* The file at PATH, whole (caller frees). */
+char *slurp(const char *path);
+bool log_has(const char *path, const char *what);
+/* Forks ARGV with its output to P->log and waits for READY there. */
+void spawn(struct proc *p, char *const *argv, const char *ready);
+/* SIGTERM and reap: the exit status, -1 on a signal death. */
+int stop(struct proc *p);
+/* o1d on the model in DIR, socket DIR/o1d.sock, metrics in a shm file. */
+void start_daemon(void);
+/* A sidecar in front of it, with extra "--set" values (NULL-terminated,
+ * at most 4). */
+void start_sidecar(struct proc *p, const char *name,
+		   const char *const *sets);
+/* Makes DIR and the demo model, starts o1d; 0 or -1. */
+int harness_setup(const char *o1d, const char *o1model, const char *sidecar);
+
+struct direct {
+	char text[8192];
+	size_t len;
+	struct o1_event final;
+};
+
+/* Generates greedily through a fresh libo1client connection. */
+void direct(const char *text, size_t len, uint32_t flags,
+	    uint32_t max_tokens, const char *stop, struct direct *d);
+
+#endif
