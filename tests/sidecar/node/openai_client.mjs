@@ -1,0 +1,118 @@
+// The official openai client against o1-sidecar.
+//   node openai_client.mjs BASE_URL EXPECTED_JSON
+// EXPECTED_JSON holds the greedy answers libo1client got for the same
+// requests ({"model", "completion", "chat"}). Each check prints one line;
+// the exit code is the number of failed checks (0: all passed).
+import { readFileSync } from 'node:fs';
+import OpenAI from 'openai';
+
+const [baseURL, expectedPath] = process.argv.slice(2);
+const want = JSON.parse(readFileSync(expectedPath, 'utf8'));
+const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0 });
+let failed = 0;
+
+function check(name, ok, detail) {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok ? '' : ': ' + detail}`);
+  if (!ok) failed++;
+}
+
+const chatReq = {
+  model: 'default',
+  messages: [
+    { role: 'system', content: 'You answer.' },
+    { role: 'user', content: 'What does the daemon do?' },
+  ],
+  max_tokens: 40,
+  temperature: 0,
+};
+const complReq = { model: want.model, prompt: 'The daemon', max_tokens: 24, temperature: 0 };
+
+async function chat() {
+  const r = await client.chat.completions.create(chatReq);
+  const text = r.choices[0].message.content;
+  check('chat: greedy equals libo1client', text === want.chat,
+        JSON.stringify(text) + ' vs ' + JSON.stringify(want.chat));
+  check('chat: usage adds up', r.usage.total_tokens ===
+        r.usage.prompt_tokens + r.usage.completion_tokens &&
+        r.usage.completion_tokens > 0, JSON.stringify(r.usage));
+  const s = await client.chat.completions.create({
+    ...chatReq, stream: true, stream_options: { include_usage: true } });
+  let joined = '', finish = null, usage = null;
+  for await (const chunk of s) {
+    if (chunk.choices.length) {
+      joined += chunk.choices[0].delta.content ?? '';
+      finish = chunk.choices[0].finish_reason ?? finish;
+    }
+    if (chunk.usage) usage = chunk.usage;
+  }
+  check('chat stream: deltas join to the answer', joined === text,
+        JSON.stringify(joined));
+  check('chat stream: finish_reason', finish === r.choices[0].finish_reason,
+        String(finish));
+  check('chat stream: usage chunk', usage &&
+        usage.completion_tokens === r.usage.completion_tokens,
+        JSON.stringify(usage));
+}
+
+async function completions() {
+  const r = await client.completions.create(complReq);
+  const text = r.choices[0].text;
+  check('completion: greedy equals libo1client', text === want.completion,
+        JSON.stringify(text) + ' vs ' + JSON.stringify(want.completion));
+  check('completion: usage', r.usage.completion_tokens > 0 &&
+        r.usage.prompt_tokens > 0, JSON.stringify(r.usage));
+  const s = await client.completions.create({ ...complReq, stream: true });
+  let joined = '';
+  for await (const chunk of s) joined += chunk.choices[0]?.text ?? '';
+  check('completion stream: chunks join to the answer', joined === text,
+        JSON.stringify(joined));
+  // a stop sequence from the middle of the answer, first seen at >= 3
+  let stop = null;
+  for (let k = Math.floor(text.length / 2); k + 4 < text.length; k++) {
+    const cand = text.slice(k, k + 4);
+    if (text.indexOf(cand) >= 3) { stop = cand; break; }
+  }
+  check('completion: a stop candidate', stop !== null, text);
+  if (stop === null) return;
+  const cut = text.slice(0, text.indexOf(stop));
+  const st = await client.completions.create({ ...complReq, stop: [stop] });
+  check('stop: text ends before the stop sequence',
+        st.choices[0].text === cut && st.choices[0].finish_reason === 'stop',
+        JSON.stringify(st.choices[0]));
+  const ss = await client.chat.completions.create({
+    ...chatReq, stop: want.chat.slice(6, 10), stream: true });
+  let sj = '';
+  for await (const chunk of ss) sj += chunk.choices[0]?.delta?.content ?? '';
+  const chatCut = want.chat.slice(0, want.chat.indexOf(want.chat.slice(6, 10)));
+  check('stop: streamed chat ends before it', sj === chatCut,
+        JSON.stringify(sj) + ' vs ' + JSON.stringify(chatCut));
+}
+
+async function errors() {
+  const models = await client.models.list();
+  check('models: lists the served model',
+        models.data.some((m) => m.id === want.model), JSON.stringify(models.data));
+  try {
+    await client.chat.completions.create({ ...chatReq, model: 'gpt-4o' });
+    check('unknown model: 404', false, 'no error');
+  } catch (e) {
+    check('unknown model: 404', e instanceof OpenAI.NotFoundError &&
+          e.error?.code === 'model_not_found', String(e));
+  }
+  try {
+    await client.chat.completions.create({ ...chatReq, max_tokens: -1 });
+    check('negative max_tokens: 400', false, 'no error');
+  } catch (e) {
+    check('negative max_tokens: 400', e instanceof OpenAI.BadRequestError &&
+          e.error?.param === 'max_tokens', String(e));
+  }
+}
+
+try {
+  await chat();
+  await completions();
+  await errors();
+} catch (e) {
+  check('no exception', false, e.stack ?? String(e));
+}
+process.exit(failed);
