@@ -96,6 +96,14 @@ int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
 		   uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim,
 		   cudaStream_t stream);
 
+/* gemv.cu: y (M,N) f32 = x (M,K) bf16 . w (N,K)^T bf16 (matmul.h without
+ * bias) for 1 <= M <= O1_GEMV_MAX_ROWS, K a multiple of 8, x and w 16-byte
+ * aligned: the decode products. f32 accumulation in a fixed order per
+ * element (bitwise reproducible; a row's result ignores the other rows). */
+#define O1_GEMV_MAX_ROWS 4
+int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
+		      uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream);
+
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */
 int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,

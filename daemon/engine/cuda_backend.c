@@ -560,11 +560,16 @@ static int flatten(struct cuda_state *s, const struct o1_step *st,
 	return err;
 }
 
-/* y (m,n) f32 = x (m,k) bf16 . w (n,k)^T bf16, f32 compute. */
+/* y (m,n) f32 = x (m,k) bf16 . w (n,k)^T bf16, f32 compute: gemv.cu for
+ * up to O1_GEMV_MAX_ROWS rows (decode: it streams the weights near the
+ * memory bandwidth, cuBLAS does not at M = 1), cuBLAS above. */
 static int gemm(struct cuda_state *s, float *y, const uint16_t *x,
 		const uint16_t *w, uint32_t m, uint32_t n, uint32_t k)
 {
 	const float one = 1.0f, zero = 0.0f;
+
+	if (m <= O1_GEMV_MAX_ROWS && k % 8 == 0)
+		return o1_gemv_bf16_cuda(y, x, w, m, n, k, s->stream);
 
 	return blas_check(cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N,
 				       (int)n, (int)m, (int)k, &one, w,

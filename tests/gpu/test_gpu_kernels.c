@@ -13,7 +13,8 @@
  * attention (outputs are averages of V, near-cancelling ones have no
  * relative accuracy) and 1e-6 elsewhere. f32 outputs computed with the
  * same formula but possibly FMA-contracted by nvcc (RoPE q): 1e-5
- * relative to the row's max.
+ * relative to the row's max. gemv (f32 accumulation of bf16 products):
+ * 1e-5 of the sum of |products| against a double-precision product.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -597,6 +598,64 @@ static void test_attention_errors(void **state)
 	cudaFree(p);
 }
 
+/* gemv against a double-precision product of the same bf16 values:
+ * |gpu - ref| <= 1e-5 x sum |x w| + 1e-30 per element (f32 accumulation
+ * over K terms in a different order; the bound is far above its error and
+ * far below one wrong term). Odd N, M 1 to 4, K from 8 to 4864. */
+static void check_gemv(uint32_t m, uint32_t n, uint32_t k)
+{
+	float *x = randv((size_t)m * k, 1.0f), *w = randv((size_t)n * k, 0.1f);
+	void *dx, *dw;
+	float *dy = dev((size_t)m * n * 4), *y;
+
+	round_bf16(x, (size_t)m * k), round_bf16(w, (size_t)n * k);
+	dx = dev_bf16(x, (size_t)m * k), dw = dev_bf16(w, (size_t)n * k);
+	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, 0), 0);
+	y = host_copy(dy, (size_t)m * n * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double r = 0, a = 0, g = y[(size_t)i * n + j];
+
+			for (uint32_t c = 0; c < k; c++) {
+				double p = (double)x[(size_t)i * k + c] *
+					   w[(size_t)j * k + c];
+
+				r += p, a += fabs(p);
+			}
+			if (!(fabs(g - r) <= 1e-5 * a + 1e-30))
+				fprintf(stderr,
+					"gemv m %u n %u k %u: [%u][%u] gpu %g "
+					"ref %g\n",
+					m, n, k, i, j, g, r);
+			assert_true(fabs(g - r) <= 1e-5 * a + 1e-30);
+		}
+	free(x), free(w), free(y);
+	cudaFree(dx), cudaFree(dw), cudaFree(dy);
+}
+
+static void test_gemv(void **state)
+{
+	float *p = dev(64);
+
+	(void)state;
+	for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
+		check_gemv(m, 1, 8);
+		check_gemv(m, 37, 896);
+		check_gemv(m, 1153, 4864);
+	}
+	check_gemv(1, 4099, 264);
+	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p,
+					   O1_GEMV_MAX_ROWS + 1, 1, 8, 0),
+			 -EINVAL);
+	assert_int_equal(
+	    o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p, 1, 1, 12, 0),
+	    -EINVAL);
+	assert_int_equal(
+	    o1_gemv_bf16_cuda(p, (uint16_t *)p + 1, (uint16_t *)p, 1, 1, 8, 0),
+	    -EINVAL);
+	cudaFree(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -609,6 +668,7 @@ int main(void)
 	    cmocka_unit_test(test_rope_kv),
 	    cmocka_unit_test(test_attention),
 	    cmocka_unit_test(test_attention_errors),
+	    cmocka_unit_test(test_gemv),
 	};
 	const char *seed = getenv("O1_TEST_SEED");
 

@@ -29,6 +29,11 @@ unpack() {
     t=$(readlink "$l" || true)
     case "$t" in /*) ln -sf "$prefix$t" "$l" ;; esac
   done
+  # libmicrohttpd.pc requires gnutls.pc, which .debs/ lacks: a stub lets
+  # the configure through; the GPU targets (O1_GPU_TARGETS) never link the
+  # sidecar, a full build there would need gnutls itself.
+  [ -e "$lib/pkgconfig/gnutls.pc" ] || printf 'Name: gnutls\nDescription: configure-only stub\nVersion: 3.8.0\nLibs:\nCflags:\n' \
+    >"$lib/pkgconfig/gnutls.pc"
   export PKG_CONFIG_SYSROOT_DIR=$prefix
   export PKG_CONFIG_PATH=$lib/pkgconfig:$prefix/usr/share/pkgconfig
   export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
