@@ -161,7 +161,8 @@ static int push(struct run *r, char *s)
 		free(s);
 		return -ENOMEM;
 	}
-	memcpy(p, r->pending + r->pending_off, left);
+	if (left)
+		memcpy(p, r->pending + r->pending_off, left);
 	memcpy(p + left, s, n);
 	free(s);
 	free(r->pending);
