@@ -73,10 +73,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	ret = o1_sidecar_request_parse((const char *)data + 1, size - 1,
-				       data[0] != 'c' ? O1_SIDECAR_COMPLETION
-						   : O1_SIDECAR_CHAT,
-				       &r, &e);
+	ret = o1_sidecar_request_parse(
+	    (const char *)data + 1, size - 1,
+	    data[0] != 'c' ? O1_SIDECAR_COMPLETION : O1_SIDECAR_CHAT, &r, &e);
 	if (ret == 0) {
 		check(&r);
 		render(&r);

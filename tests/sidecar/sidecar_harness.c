@@ -15,7 +15,6 @@
 #include "sidecar_harness.h"
 #include "test_util.h"
 
-
 const char *o1d_bin, *o1model_bin, *sidecar_bin;
 char dir[64], sock[128], model[128], metrics[128];
 struct proc daemon_p;
@@ -108,11 +107,24 @@ int stop(struct proc *p)
 void start_daemon(void)
 {
 	char set_model[192], set_sock[192], set_shm[192];
-	char *argv[] = {(char *)o1d_bin, "--set", set_model, "--set", set_sock,
-			"--set", "kv.pages=512", "--set", "metrics.mode=shm",
-			"--set", set_shm, "--set", "backend.device=cpu",
-			"--set", "backend.threads=2", "--set",
-			"ipc.max_clients=256", NULL};
+	char *argv[] = {(char *)o1d_bin,
+			"--set",
+			set_model,
+			"--set",
+			set_sock,
+			"--set",
+			"kv.pages=512",
+			"--set",
+			"metrics.mode=shm",
+			"--set",
+			set_shm,
+			"--set",
+			"backend.device=cpu",
+			"--set",
+			"backend.threads=2",
+			"--set",
+			"ipc.max_clients=256",
+			NULL};
 
 	snprintf(set_model, sizeof(set_model), "model.path=%s", model);
 	snprintf(set_sock, sizeof(set_sock), "ipc.socket=%s", sock);
@@ -122,13 +134,13 @@ void start_daemon(void)
 }
 
 /* A sidecar with extra "--set" values (NULL-terminated, at most 4). */
-void start_sidecar(struct proc *p, const char *name,
-			  const char *const *sets)
+void start_sidecar(struct proc *p, const char *name, const char *const *sets)
 {
 	char set_shm[192], alog[192];
-	char *argv[24] = {(char *)sidecar_bin, "--daemon", sock, "--listen",
-			  "127.0.0.1:0", "--access-log", alog, "--set",
-			  "metrics.mode=shm", "--set", set_shm};
+	char *argv[24] = {
+	    (char *)sidecar_bin, "--daemon",	 sock,	 "--listen",
+	    "127.0.0.1:0",	 "--access-log", alog,	 "--set",
+	    "metrics.mode=shm",	 "--set",	 set_shm};
 	int n = 11;
 
 	snprintf(set_shm, sizeof(set_shm), "metrics.shm_path=%s", metrics);
@@ -143,7 +155,6 @@ void start_sidecar(struct proc *p, const char *name,
 	assert_true(p->port > 0);
 }
 
-
 static int on_token(void *arg, const struct o1_event *ev)
 {
 	struct direct *d = arg;
@@ -156,8 +167,8 @@ static int on_token(void *arg, const struct o1_event *ev)
 	return 0;
 }
 
-void direct(const char *text, size_t len, uint32_t flags,
-		   uint32_t max_tokens, const char *stop, struct direct *d)
+void direct(const char *text, size_t len, uint32_t flags, uint32_t max_tokens,
+	    const char *stop, struct direct *d)
 {
 	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = sock};
 	const char *stops[1] = {stop};
@@ -173,8 +184,7 @@ void direct(const char *text, size_t len, uint32_t flags,
 
 	memset(d, 0, sizeof(*d));
 	assert_int_equal(o1_client_connect(&co, &c), 0);
-	assert_int_equal(o1_client_generate(c, &o, on_token, d, &d->final),
-			 0);
+	assert_int_equal(o1_client_generate(c, &o, on_token, d, &d->final), 0);
 	assert_int_equal(d->final.error, 0);
 	o1_client_close(c);
 }

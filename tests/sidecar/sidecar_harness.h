@@ -36,8 +36,7 @@ int stop(struct proc *p);
 void start_daemon(void);
 /* A sidecar in front of it, with extra "--set" values (NULL-terminated,
  * at most 4). */
-void start_sidecar(struct proc *p, const char *name,
-		   const char *const *sets);
+void start_sidecar(struct proc *p, const char *name, const char *const *sets);
 /* Makes DIR and the demo model, starts o1d; 0 or -1. */
 int harness_setup(const char *o1d, const char *o1model, const char *sidecar);
 
@@ -48,7 +47,7 @@ struct direct {
 };
 
 /* Generates greedily through a fresh libo1client connection. */
-void direct(const char *text, size_t len, uint32_t flags,
-	    uint32_t max_tokens, const char *stop, struct direct *d);
+void direct(const char *text, size_t len, uint32_t flags, uint32_t max_tokens,
+	    const char *stop, struct direct *d);
 
 #endif

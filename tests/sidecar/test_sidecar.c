@@ -46,8 +46,8 @@ static char access_log[192];
 
 /* curl METHOD PATH with BODY (NULL: none) to the sidecar P; the body
  * of the answer into OUT (malloc'd); returns the HTTP status. */
-static int http_to(const struct proc *p, const char *method,
-		   const char *path, const char *body, char **out)
+static int http_to(const struct proc *p, const char *method, const char *path,
+		   const char *body, char **out)
 {
 	char cmd[1024], data[128] = "", *res = malloc(1 << 20), *nl;
 	int code;
@@ -122,8 +122,8 @@ static double num(const cJSON *j, const char *path)
 }
 
 /* Status and OpenAI's error shape, with CODE when not NULL. */
-static void expect_error(const char *method, const char *path,
-			 const char *body, int status, const char *code)
+static void expect_error(const char *method, const char *path, const char *body,
+			 int status, const char *code)
 {
 	char *out;
 	int got = http(method, path, body, &out);
@@ -235,9 +235,8 @@ static void test_completion_equals_client(void **state)
 			 d.final.generated_tokens);
 	assert_int_equal(num(j, "usage.prompt_tokens"), d.final.prompt_tokens);
 	assert_string_equal(str(j, "choices.0.finish_reason"),
-			    d.final.finish == O1_FINISH_REASON_LENGTH
-				? "length"
-				: "stop");
+			    d.final.finish == O1_FINISH_REASON_LENGTH ? "length"
+								      : "stop");
 	cJSON_Delete(j);
 }
 
@@ -256,8 +255,7 @@ static void test_chat_equals_client(void **state)
 
 	(void)state;
 	snprintf(body, sizeof(body), chat_body, "");
-	assert_int_equal(http("POST", "/v1/chat/completions", body, &out),
-			 200);
+	assert_int_equal(http("POST", "/v1/chat/completions", body, &out), 200);
 	j = parse_json(out);
 	free(out);
 	direct(packed, sizeof(packed) - 1, O1_FLAG_CHAT, 40, NULL, &d);
@@ -296,11 +294,10 @@ static void join_sse(char *sse, bool chat, char *text, size_t cap,
 		c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
 		u = cJSON_GetObjectItem(j, "usage");
 		if (c) {
-			strncat(text,
-				str(c, chat ? "delta.content" : "text"),
+			strncat(text, str(c, chat ? "delta.content" : "text"),
 				cap - strlen(text) - 1);
-			if (cJSON_IsString(cJSON_GetObjectItem(
-				c, "finish_reason"))) {
+			if (cJSON_IsString(
+				cJSON_GetObjectItem(c, "finish_reason"))) {
 				snprintf(fin, sizeof(fin), "%s",
 					 str(c, "finish_reason"));
 				*finish = fin;
@@ -321,15 +318,13 @@ static void test_stream_equals_whole(void **state)
 
 	(void)state;
 	snprintf(body, sizeof(body), chat_body, "");
-	assert_int_equal(http("POST", "/v1/chat/completions", body, &out),
-			 200);
+	assert_int_equal(http("POST", "/v1/chat/completions", body, &out), 200);
 	whole = parse_json(out);
 	free(out);
 	snprintf(body, sizeof(body), chat_body,
 		 ",\"stream\":true,\"stream_options\":{\"include_usage\":"
 		 "true}");
-	assert_int_equal(http("POST", "/v1/chat/completions", body, &out),
-			 200);
+	assert_int_equal(http("POST", "/v1/chat/completions", body, &out), 200);
 	assert_non_null(strstr(out, "\"role\":\"assistant\""));
 	join_sse(out, true, text, sizeof(text), &usage, &finish);
 	free(out);

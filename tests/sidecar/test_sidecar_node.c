@@ -45,8 +45,9 @@ static int npm_install(void)
 		 "--loglevel=error 2>&1)",
 		 node_dir, node_src, node_src, node_src, node_dir, node_dir);
 	if (o1_test_run(cmd, out, sizeof(out)) != 0) {
-		fprintf(stderr, "skipped: npm install failed (registry "
-				"unreachable?):\n%s\n",
+		fprintf(stderr,
+			"skipped: npm install failed (registry "
+			"unreachable?):\n%s\n",
 			out);
 		return 77;
 	}
@@ -63,10 +64,10 @@ static void test_openai_client(void **state)
 	int ret;
 
 	(void)state;
-	direct("The daemon", 10, O1_FLAG_ADD_BOS, 24, NULL, &compl);
+	direct("The daemon", 10, O1_FLAG_ADD_BOS, 24, NULL, &compl );
 	direct(packed, sizeof(packed) - 1, O1_FLAG_CHAT, 40, NULL, &chat);
 	cJSON_AddStringToObject(want, "model", "o1 demo bigram");
-	cJSON_AddStringToObject(want, "completion", compl.text);
+	cJSON_AddStringToObject(want, "completion", compl .text);
 	cJSON_AddStringToObject(want, "chat", chat.text);
 	text = cJSON_PrintUnformatted(want);
 	o1_test_file_put(dir, "expected.json", text);
@@ -111,8 +112,9 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc != 6) {
-		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR NODE_SRC "
-				"NODE_DIR\n",
+		fprintf(stderr,
+			"usage: %s O1D O1MODEL O1_SIDECAR NODE_SRC "
+			"NODE_DIR\n",
 			argv[0]);
 		return 2;
 	}

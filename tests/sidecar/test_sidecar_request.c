@@ -104,14 +104,17 @@ static const struct bad bads[] = {
     {O1_SIDECAR_CHAT, "{\"messages\":[]}", "model", "'model'"},
     {O1_SIDECAR_CHAT, "{\"model\":1,\"messages\":[]}", "model", "string"},
     {O1_SIDECAR_CHAT, "{\"model\":\"m\"}", "messages", "non-empty"},
-    {O1_SIDECAR_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"god\","
-		      "\"content\":\"x\"}]}",
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"god\","
+     "\"content\":\"x\"}]}",
      "messages", "'role'"},
-    {O1_SIDECAR_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		      "\"content\":5}]}",
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":5}]}",
      "messages", "content"},
-    {O1_SIDECAR_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		      "\"content\":[{\"type\":\"image_url\"}]}]}",
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":[{\"type\":\"image_url\"}]}]}",
      "messages", "text"},
     {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"\"}", "prompt",
      "non-empty"},
@@ -119,63 +122,81 @@ static const struct bad bads[] = {
      "prompt", "batches"},
     {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":[1,-2]}", "prompt",
      "item 1"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"max_tokens\":-1}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"max_tokens\":-1}",
      "max_tokens", "-1"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"max_tokens\":0}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"max_tokens\":0}",
      "max_tokens", "allowed"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"max_tokens\":1.5}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"max_tokens\":1.5}",
      "max_tokens", "integer"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"max_tokens\":\"5\"}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"max_tokens\":\"5\"}",
      "max_tokens", "integer"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"temperature\":NaN}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"temperature\":NaN}",
      "", "not valid JSON"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"temperature\":\"NaN\"}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"temperature\":\"NaN\"}",
      "temperature", "number"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"temperature\":3}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"temperature\":3}",
      "temperature", "0 to 2"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"top_p\":1.5}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"top_p\":1.5}",
      "top_p", "allowed"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"top_k\":-3}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"top_k\":-3}",
      "top_k", "allowed"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"presence_penalty\":9}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"presence_penalty\":9}",
      "presence_penalty", "allowed"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"seed\":0.5}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"seed\":0.5}",
      "seed", "integer"},
     {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\",\"stop\":5}",
      "stop", "string"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"stop\":[\"\"]}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"stop\":[\"\"]}",
      "stop", "0 bytes"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}",
      "stop", "at most 4"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"stream\":\"yes\"}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"stream\":\"yes\"}",
      "stream", "boolean"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"stream_options\":[]}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"stream_options\":[]}",
      "stream_options", "object"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\",\"n\":2}",
-     "n", "allowed"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"echo\":true}",
+    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\",\"n\":2}", "n",
+     "allowed"},
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"echo\":true}",
      "echo", "not supported"},
-    {O1_SIDECAR_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
-			    "\"logprobs\":50}",
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\","
+     "\"logprobs\":50}",
      "logprobs", "allowed"},
-    {O1_SIDECAR_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		      "\"content\":\"x\"}],\"top_logprobs\":3}",
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":\"x\"}],\"top_logprobs\":3}",
      "top_logprobs", "needs"},
 };
 
@@ -219,9 +240,8 @@ static void test_error_shape(void **state)
 	cJSON *j, *e;
 
 	(void)state;
-	assert_int_equal(o1_sidecar_error_json("bad \"x\"\n", "t", "p", NULL,
-					       &s),
-			 0);
+	assert_int_equal(
+	    o1_sidecar_error_json("bad \"x\"\n", "t", "p", NULL, &s), 0);
 	j = json_of(s);
 	e = cJSON_GetObjectItemCaseSensitive(j, "error");
 	assert_string_equal(path_str(j, "error", "message"), "bad \"x\"\n");
@@ -271,8 +291,8 @@ static void test_whole_and_chunks(void **state)
 	assert_int_equal(strncmp(s, "data: {", 7), 0);
 	assert_string_equal(s + strlen(s) - 2, "\n\n");
 	free(s);
-	ev = (struct o1_event){.type = O1_EVENT_LOGPROBS, .position = 0,
-			       .n_top = 2};
+	ev = (struct o1_event){
+	    .type = O1_EVENT_LOGPROBS, .position = 0, .n_top = 2};
 	ev.top_ids[0] = 7;
 	ev.top_logprobs[0] = -0.5f;
 	ev.top_ids[1] = 9;
@@ -295,10 +315,10 @@ static void test_whole_and_chunks(void **state)
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(
 			     cJSON_GetArrayItem(lp, 0), "top_logprobs")),
 			 2);
-	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"),
-					     "total_tokens")
-			     ->valueint,
-			 7);
+	assert_int_equal(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), "total_tokens")
+		->valueint,
+	    7);
 	cJSON_Delete(j);
 	/* the last chunk: the rest of the code point and the reason */
 	assert_int_equal(o1_sidecar_chunk_sse(&out, false, &s), 0);

@@ -26,15 +26,16 @@ struct args {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: o1-sidecar [--daemon SOCKET] [--listen HOST:PORT|"
-		   "unix:PATH] [--access-log FILE|-]\n"
-		   "                  [-c FILE] [--set section.key=value ...]\n");
+	fprintf(f,
+		"usage: o1-sidecar [--daemon SOCKET] [--listen HOST:PORT|"
+		"unix:PATH] [--access-log FILE|-]\n"
+		"                  [-c FILE] [--set section.key=value ...]\n");
 }
 
 static int parse(int argc, char **argv, struct args *a)
 {
 	for (int i = 1; i < argc; i++) {
-		const char **to = !strcmp(argv[i], "--daemon") ? &a->daemon
+		const char **to = !strcmp(argv[i], "--daemon")	 ? &a->daemon
 				  : !strcmp(argv[i], "--listen") ? &a->listen
 				  : !strcmp(argv[i], "--access-log")
 				      ? &a->access_log
@@ -123,8 +124,7 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 		ret = o1_sidecar_http_start(&o, b, bound, sizeof(bound), &h);
 	if (ret)
 		goto out;
-	fprintf(stderr, "o1-sidecar: ready listen=%s daemon=%s\n", bound,
-		sock);
+	fprintf(stderr, "o1-sidecar: ready listen=%s daemon=%s\n", bound, sock);
 	sigwait(&set, &sig);
 	o1_info("sidecar: signal %d, stopping", sig);
 out:

@@ -18,8 +18,8 @@
 #include "sidecar_backend.h"
 
 #define WAIT_SLICE_NS (20 * 1000 * 1000)
-#define DRAIN_NS (2000ll * 1000 * 1000)
-#define STATUS_MAX 65536
+#define DRAIN_NS      (2000ll * 1000 * 1000)
+#define STATUS_MAX    65536
 
 struct o1_sidecar_backend {
 	pthread_mutex_t lock;
@@ -70,9 +70,8 @@ void o1_sidecar_backend_destroy(struct o1_sidecar_backend *b)
 static int take(struct o1_sidecar_backend *b, struct o1_client **c,
 		bool *reused)
 {
-	struct o1_client_opts o = {.sz = sizeof(o),
-				   .socket_path = b->socket,
-				   .name = "o1-sidecar"};
+	struct o1_client_opts o = {
+	    .sz = sizeof(o), .socket_path = b->socket, .name = "o1-sidecar"};
 	int ret;
 
 	pthread_mutex_lock(&b->lock);
@@ -143,8 +142,8 @@ int o1_sidecar_backend_status(struct o1_sidecar_backend *b,
 	if (ret)
 		return 0;
 	buf = malloc(STATUS_MAX);
-	if (buf && o1_admin_call(fd, "{\"op\":\"status\"}", buf, STATUS_MAX) >
-		       0)
+	if (buf &&
+	    o1_admin_call(fd, "{\"op\":\"status\"}", buf, STATUS_MAX) > 0)
 		parse_status(buf, st);
 	free(buf);
 	close(fd);
@@ -205,8 +204,7 @@ static int submit(struct o1_sidecar_gen *g)
 	return ret;
 }
 
-int o1_sidecar_gen_start(struct o1_sidecar_gen *g,
-			 struct o1_sidecar_backend *b,
+int o1_sidecar_gen_start(struct o1_sidecar_gen *g, struct o1_sidecar_backend *b,
 			 const struct o1_sidecar_request *req, int http_fd,
 			 uint32_t timeout_ms)
 {
@@ -218,7 +216,8 @@ int o1_sidecar_gen_start(struct o1_sidecar_gen *g,
 	g->req_id = ++b->next_id;
 	pthread_mutex_unlock(&b->lock);
 	g->t_submit_ns = o1_sidecar_now_ns();
-	g->deadline_ns = (int64_t)g->t_submit_ns + (int64_t)timeout_ms * 1000000;
+	g->deadline_ns =
+	    (int64_t)g->t_submit_ns + (int64_t)timeout_ms * 1000000;
 	return submit(g);
 }
 

@@ -26,8 +26,8 @@ int o1_sidecar_backend_create(const char *socket, unsigned cap,
 void o1_sidecar_backend_destroy(struct o1_sidecar_backend *b);
 
 struct o1_sidecar_status {
-	bool up;       /* the daemon answered */
-	bool draining; /* it refuses new work */
+	bool up;	 /* the daemon answered */
+	bool draining;	 /* it refuses new work */
 	char model[128]; /* "" when unknown */
 };
 
@@ -39,15 +39,15 @@ int o1_sidecar_backend_status(struct o1_sidecar_backend *b,
 /* One request's run. */
 struct o1_sidecar_gen {
 	struct o1_sidecar_backend *b;
-	struct o1_client *c; /* from the pool while running */
+	struct o1_client *c;		      /* from the pool while running */
 	const struct o1_sidecar_request *req; /* borrowed until gen_end */
-	bool reused;	     /* c came from the pool, not a new connect */
+	bool reused; /* c came from the pool, not a new connect */
 	bool got_event;
 	uint64_t req_id;
-	int http_fd;	  /* the HTTP connection, watched for a hang-up */
+	int http_fd;	     /* the HTTP connection, watched for a hang-up */
 	int64_t deadline_ns; /* CLOCK_MONOTONIC */
-	bool finished;	  /* FINAL seen */
-	bool broken;	  /* transport failed: handle not reusable */
+	bool finished;	     /* FINAL seen */
+	bool broken;	     /* transport failed: handle not reusable */
 	uint64_t t_submit_ns, t_first_ns, t_end_ns;
 };
 
@@ -57,8 +57,7 @@ struct o1_sidecar_gen {
  * first event.
  * Returns 0, or -ECONNREFUSED/-ENOENT/-ECONNRESET (daemon down), -EAGAIN,
  * -E2BIG, -EINVAL. */
-int o1_sidecar_gen_start(struct o1_sidecar_gen *g,
-			 struct o1_sidecar_backend *b,
+int o1_sidecar_gen_start(struct o1_sidecar_gen *g, struct o1_sidecar_backend *b,
 			 const struct o1_sidecar_request *req, int http_fd,
 			 uint32_t timeout_ms);
 /* Next event of the request: 1; -ECONNABORTED when the HTTP client hung

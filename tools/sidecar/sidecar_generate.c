@@ -255,9 +255,8 @@ static enum MHD_Result answer_stream(struct run *r)
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
-						 SSE_BLOCK_BYTES, reader, r,
-						 reader_free);
+	resp = MHD_create_response_from_callback(
+	    MHD_SIZE_UNKNOWN, SSE_BLOCK_BYTES, reader, r, reader_free);
 	if (!resp) {
 		ret = fail(r->c, -ENOMEM, NULL);
 		run_free(r);
@@ -287,8 +286,7 @@ static enum MHD_Result refuse(struct o1_sidecar_conn *c,
 					      "invalid_request_error", "model",
 					      "model_not_found");
 	}
-	snprintf(msg, sizeof(msg),
-		 "more than %u requests at once; retry later",
+	snprintf(msg, sizeof(msg), "more than %u requests at once; retry later",
 		 c->h->o.max_concurrent);
 	return o1_sidecar_reply_error(c, 429, msg, "rate_limit_error", NULL,
 				      "rate_limit_exceeded");
@@ -300,8 +298,8 @@ static int prepare(struct run *r, enum o1_sidecar_kind kind,
 {
 	struct o1_sidecar_conn *c = r->c;
 	struct o1_sidecar_req_error e;
-	int ret = o1_sidecar_request_parse(c->body ? c->body : "", c->len,
-					   kind, &r->req, &e);
+	int ret = o1_sidecar_request_parse(c->body ? c->body : "", c->len, kind,
+					   &r->req, &e);
 
 	if (ret) {
 		*res = ret == -EINVAL

@@ -117,9 +117,10 @@ static enum MHD_Result health_ready(struct o1_sidecar_conn *c)
 
 	o1_sidecar_backend_status(c->h->b, &st);
 	ready = st.up && !st.draining;
-	cJSON_AddStringToObject(o, "status", ready		? "ready"
-					     : st.draining ? "draining"
-							   : "daemon_down");
+	cJSON_AddStringToObject(o, "status",
+				ready	      ? "ready"
+				: st.draining ? "draining"
+					      : "daemon_down");
 	if (st.model[0])
 		cJSON_AddStringToObject(o, "model", st.model);
 	json = cJSON_PrintUnformatted(o);
@@ -264,13 +265,14 @@ static enum MHD_Result route(struct o1_sidecar_conn *c, const char *path)
 		snprintf(msg, sizeof(msg),
 			 "the request body is larger than %u bytes",
 			 c->h->o.max_body_bytes);
-		return o1_sidecar_reply_error(c, 413,
-					      msg, "invalid_request_error",
-					      NULL, "request_too_large");
+		return o1_sidecar_reply_error(c, 413, msg,
+					      "invalid_request_error", NULL,
+					      "request_too_large");
 	}
 	if (chat || !strcmp(path, "/v1/completions"))
-		return post ? o1_sidecar_generate(c, chat ? O1_SIDECAR_CHAT
-							  : O1_SIDECAR_COMPLETION)
+		return post ? o1_sidecar_generate(c,
+						  chat ? O1_SIDECAR_CHAT
+						       : O1_SIDECAR_COMPLETION)
 			    : wrong_method(c, "POST");
 	if (!strcmp(c->log.method, "GET") || !strcmp(c->log.method, "HEAD"))
 		return get_route(c, path);
@@ -279,8 +281,8 @@ static enum MHD_Result route(struct o1_sidecar_conn *c, const char *path)
 
 static void client_name(struct o1_sidecar_conn *c)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-	    c->mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c->mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char host[64] = "unix", port[16] = "";
 	socklen_t len = sizeof(struct sockaddr_in6);
 
@@ -370,8 +372,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc,
 	return route(c, url);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *mc,
-			 void **con_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
 {
 	struct o1_sidecar_conn *c = *con_cls;
 
@@ -489,8 +491,8 @@ static void bound_name(const struct o1_sidecar_http *h, char *buf, size_t cap)
 		snprintf(buf, cap, "?");
 		return;
 	}
-	snprintf(buf, cap, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
-		 host, port);
+	snprintf(buf, cap, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host,
+		 port);
 }
 
 static int start_mhd(struct o1_sidecar_http *h)
@@ -536,7 +538,7 @@ int o1_sidecar_http_start(const struct o1_sidecar_http_opts *o,
 	snprintf(h->metrics_shm, sizeof(h->metrics_shm), "%s",
 		 o->metrics_shm ? o->metrics_shm : "");
 	ret = !strncmp(o->listen, "unix:", 5) ? listen_unix(h, o->listen + 5)
-					       : listen_tcp(h, o->listen);
+					      : listen_tcp(h, o->listen);
 	if (!ret)
 		ret = start_mhd(h);
 	if (ret) {

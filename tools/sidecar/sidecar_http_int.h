@@ -23,7 +23,7 @@ struct o1_sidecar_http {
 	struct MHD_Daemon *mhd;
 	struct o1_sidecar_http_opts o;
 	struct o1_sidecar_backend *b;
-	atomic_uint running; /* generations in progress */
+	atomic_uint running;  /* generations in progress */
 	pthread_mutex_t lock; /* model, metrics */
 	char model[128];      /* "" until known */
 	char fallback[128];

@@ -19,7 +19,9 @@ void o1_sidecar_access_log(FILE *f, const struct o1_sidecar_access *a)
 		 "ttft_ms=%.3f total_ms=%.3f bytes_in=%llu\n",
 		 a->client[0] ? a->client : "-", a->method[0] ? a->method : "-",
 		 a->path[0] ? a->path : "-", a->status, a->stream ? 1 : 0,
-		 a->aborted ? "client_abort" : a->finish ? a->finish : "-",
+		 a->aborted  ? "client_abort"
+		 : a->finish ? a->finish
+			     : "-",
 		 a->prompt_tokens, a->completion_tokens,
 		 a->t_first_ns ? ms(a->t_start_ns, a->t_first_ns) : -1.0,
 		 ms(a->t_start_ns, a->t_end_ns),

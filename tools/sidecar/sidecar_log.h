@@ -11,10 +11,10 @@ struct o1_sidecar_access {
 	char client[96]; /* "host:port" or "unix" */
 	char method[8];
 	char path[96];
-	int status;	     /* 0: no response was sent */
+	int status; /* 0: no response was sent */
 	bool stream;
-	bool aborted;	     /* the client went away first */
-	const char *finish;  /* finish_reason or an error code; may be NULL */
+	bool aborted;	    /* the client went away first */
+	const char *finish; /* finish_reason or an error code; may be NULL */
 	uint32_t prompt_tokens, completion_tokens;
 	uint64_t bytes_in;
 	uint64_t t_start_ns; /* request arrived */

@@ -16,7 +16,7 @@
 #include "sidecar_request.h"
 
 #define MAX_TOKENS_LIMIT (1u << 24)
-#define PROMPT_IDS_MAX (1u << 24)
+#define PROMPT_IDS_MAX	 (1u << 24)
 
 static int bad(struct o1_sidecar_req_error *err, const char *param,
 	       const char *fmt, ...)
@@ -118,7 +118,8 @@ static int pack_content(struct o1_sidecar_request *r, const cJSON *c,
 	cJSON_ArrayForEach(part, c)
 	{
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
-		const cJSON *ty = cJSON_GetObjectItemCaseSensitive(part, "type");
+		const cJSON *ty =
+		    cJSON_GetObjectItemCaseSensitive(part, "type");
 
 		if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "text") ||
 		    !cJSON_IsString(t))
@@ -231,12 +232,14 @@ static int add_stop(struct o1_sidecar_request *r, const cJSON *s,
 	size_t n;
 
 	if (!cJSON_IsString(s))
-		return bad(err, "stop", "'stop' must be a string or an array "
-					"of strings");
+		return bad(err, "stop",
+			   "'stop' must be a string or an array "
+			   "of strings");
 	n = strlen(s->valuestring);
 	if (n == 0 || n > 255)
-		return bad(err, "stop", "a stop string of %zu bytes; allowed: "
-					"1 to 255",
+		return bad(err, "stop",
+			   "a stop string of %zu bytes; allowed: "
+			   "1 to 255",
 			   n);
 	r->stop[r->n_stop] = strdup(s->valuestring);
 	return r->stop[r->n_stop++] ? 0 : -ENOMEM;

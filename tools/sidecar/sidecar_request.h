@@ -19,9 +19,9 @@ enum o1_sidecar_kind {
 	O1_SIDECAR_COMPLETION = 1, /* /v1/completions */
 };
 
-#define O1_SIDECAR_MAX_STOP 4
+#define O1_SIDECAR_MAX_STOP	    4
 #define O1_SIDECAR_MAX_TOP_LOGPROBS 20
-#define O1_SIDECAR_MAX_MESSAGES 64
+#define O1_SIDECAR_MAX_MESSAGES	    64
 
 struct o1_sidecar_request {
 	enum o1_sidecar_kind kind;

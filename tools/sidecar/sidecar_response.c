@@ -49,8 +49,7 @@ const char *o1_sidecar_finish_name(enum o1_finish f)
 		   : "stop";
 }
 
-static int append(char **buf, size_t *len, size_t *cap, const char *s,
-		  size_t n)
+static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 {
 	char *p;
 
@@ -97,8 +96,8 @@ static int add_token(struct o1_sidecar_out *out, const struct o1_event *ev,
 static int add_text(struct o1_sidecar_out *out, const struct o1_event *ev)
 {
 	size_t cap;
-	int ret = append(&out->text, &out->len, &out->cap, ev->text,
-			 ev->text_len);
+	int ret =
+	    append(&out->text, &out->len, &out->cap, ev->text, ev->text_len);
 	struct o1_sidecar_token *t;
 
 	if (ret || !out->logprobs)
@@ -189,7 +188,8 @@ static cJSON *bytes_of(const char *s, size_t n)
 	cJSON *a = cJSON_CreateArray();
 
 	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)s[i]));
+		cJSON_AddItemToArray(a,
+				     cJSON_CreateNumber((unsigned char)s[i]));
 	return a;
 }
 
@@ -272,11 +272,11 @@ static cJSON *head(const struct o1_sidecar_out *out, bool chunk)
 	cJSON *root = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(root, "id", out->id);
-	cJSON_AddStringToObject(root, "object",
-				out->kind == O1_SIDECAR_CHAT
-				    ? (chunk ? "chat.completion.chunk"
-					     : "chat.completion")
-				    : "text_completion");
+	cJSON_AddStringToObject(
+	    root, "object",
+	    out->kind == O1_SIDECAR_CHAT
+		? (chunk ? "chat.completion.chunk" : "chat.completion")
+		: "text_completion");
 	cJSON_AddNumberToObject(root, "created", (double)out->created);
 	cJSON_AddStringToObject(root, "model", out->model);
 	cJSON_AddStringToObject(root, "system_fingerprint", "o1d");
@@ -306,9 +306,8 @@ static cJSON *choice(const struct o1_sidecar_out *out, const char *text,
 		cJSON_AddItemToObject(c, "logprobs",
 				      chat_logprobs(out, from, to));
 	else
-		cJSON_AddItemToObject(c, "logprobs",
-				      text_logprobs(out, from, to,
-						    out->sent_len));
+		cJSON_AddItemToObject(
+		    c, "logprobs", text_logprobs(out, from, to, out->sent_len));
 	if (out->finish && (!chunk || to == out->n_tok))
 		cJSON_AddStringToObject(c, "finish_reason", out->finish);
 	else
@@ -361,16 +360,16 @@ static int sse(cJSON *root, char **out)
 
 int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first, char **sse_out)
 {
-	size_t end = out->finish ? out->len
-				 : whole(out->text, out->sent_len, out->len);
+	size_t end =
+	    out->finish ? out->len : whole(out->text, out->sent_len, out->len);
 	cJSON *root = head(out, true);
 	cJSON *choices = cJSON_AddArrayToObject(root, "choices");
 	size_t to = out->n_tok;
 
-	cJSON_AddItemToArray(choices,
-			     choice(out, out->text ? out->text + out->sent_len : NULL,
-				    end - out->sent_len, out->sent_tok, to,
-				    true, first));
+	cJSON_AddItemToArray(
+	    choices,
+	    choice(out, out->text ? out->text + out->sent_len : NULL,
+		   end - out->sent_len, out->sent_tok, to, true, first));
 	cJSON_AddNullToObject(root, "usage");
 	out->sent_len = end;
 	out->sent_tok = to;

@@ -29,11 +29,11 @@ struct o1_sidecar_token {
 struct o1_sidecar_out {
 	enum o1_sidecar_kind kind;
 	char id[48];
-	long long created;  /* unix seconds */
-	const char *model;  /* borrowed for the request */
-	bool logprobs;	    /* collect tokens */
-	uint32_t n_top;	    /* alternatives kept per token */
-	char *text;	    /* owned */
+	long long created; /* unix seconds */
+	const char *model; /* borrowed for the request */
+	bool logprobs;	   /* collect tokens */
+	uint32_t n_top;	   /* alternatives kept per token */
+	char *text;	   /* owned */
 	size_t len, cap;
 	struct o1_sidecar_token *tok; /* owned */
 	size_t n_tok, cap_tok;
@@ -61,8 +61,7 @@ int o1_sidecar_full_json(const struct o1_sidecar_out *out, char **json);
 /* One SSE event with what arrived since the last chunk (first: the
  * assistant role for chat; with the finish reason once finished), and
  * marks it sent. */
-int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first,
-			 char **sse);
+int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first, char **sse);
 /* The final usage-only chunk (stream_options.include_usage). */
 int o1_sidecar_usage_sse(const struct o1_sidecar_out *out, char **sse);
 
