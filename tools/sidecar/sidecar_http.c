@@ -21,6 +21,8 @@
 #include "sidecar_response.h"
 
 #define THREAD_STACK_BYTES (512 * 1024)
+#define MODEL_ASK_NS	   (5ull * 1000 * 1000 * 1000) /* while the name is unknown \
+							*/
 
 enum MHD_Result o1_sidecar_reply_json(struct o1_sidecar_conn *c,
 				      unsigned status, char *json)
@@ -62,8 +64,11 @@ void o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap)
 {
 	struct o1_sidecar_status st;
 
+	uint64_t now = o1_sidecar_now_ns();
+
 	pthread_mutex_lock(&h->lock);
-	if (!h->model[0]) {
+	if (!h->model[0] && now - h->model_asked_ns > MODEL_ASK_NS) {
+		h->model_asked_ns = now;
 		pthread_mutex_unlock(&h->lock);
 		o1_sidecar_backend_status(h->b, &st);
 		pthread_mutex_lock(&h->lock);

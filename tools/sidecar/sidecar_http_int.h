@@ -23,9 +23,10 @@ struct o1_sidecar_http {
 	struct MHD_Daemon *mhd;
 	struct o1_sidecar_http_opts o;
 	struct o1_sidecar_backend *b;
-	atomic_uint running;  /* generations in progress */
-	pthread_mutex_t lock; /* model, metrics */
-	char model[128];      /* "" until known */
+	atomic_uint running;	 /* generations in progress */
+	pthread_mutex_t lock;	 /* model, metrics */
+	char model[128];	 /* "" until known */
+	uint64_t model_asked_ns; /* last time the daemon was asked */
 	char fallback[128];
 	char metrics_dir[256];
 	char metrics_shm[320];
@@ -54,8 +55,9 @@ enum MHD_Result o1_sidecar_reply_error(struct o1_sidecar_conn *c,
 				       unsigned status, const char *message,
 				       const char *type, const char *param,
 				       const char *code);
-/* The served model name, asking the daemon once when none is configured;
- * copied into BUF. */
+/* The served model name, copied into BUF: the configured one, else the
+ * daemon's (asked at most every 5 s until it answers), else the
+ * fallback. */
 void o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap);
 /* Drops one reference; the last logs the request and frees C. */
 void o1_sidecar_conn_put(struct o1_sidecar_conn *c);
