@@ -674,6 +674,29 @@ static void test_daemon_restart(void **state)
 	}
 }
 
+static void test_unix_socket(void **state)
+{
+	char path[128], cmd[512], out[512];
+	char *argv[] = {(char *)sidecar_bin, "--daemon", sock, "--listen", cmd,
+			"--access-log",	     "-",	 NULL};
+	struct proc u = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/http.sock", dir);
+	snprintf(cmd, sizeof(cmd), "unix:%s", path);
+	snprintf(u.log, sizeof(u.log), "%s/unix.log", dir);
+	spawn(&u, argv, "o1-sidecar: ready listen=unix:");
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --max-time 30 --unix-socket %s -w ' %%{http_code}' "
+		 "http://localhost/v1/models/default",
+		 path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"id\":\"default\""));
+	assert_non_null(strstr(out, " 200"));
+	assert_int_equal(stop(&u), 0);
+	assert_int_equal(access(path, F_OK), -1); /* removed at exit */
+}
+
 static void test_access_log(void **state)
 {
 	char *s = slurp(access_log), *line;
@@ -728,6 +751,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_draining),
 	    cmocka_unit_test(test_daemon_restart),
+	    cmocka_unit_test(test_unix_socket),
 	    cmocka_unit_test(test_access_log),
 	};
 
