@@ -245,8 +245,11 @@ static void drain(struct o1_sidecar_gen *g)
 			g->broken = true;
 			return;
 		}
-		if (ev.type == O1_EVENT_FINAL && ev.req_id == g->req_id)
+		if (ev.type == O1_EVENT_FINAL && ev.req_id == g->req_id) {
 			g->finished = true;
+			g->prompt_tokens = ev.prompt_tokens;
+			g->generated_tokens = ev.generated_tokens;
+		}
 	}
 }
 
@@ -289,6 +292,8 @@ int o1_sidecar_gen_next(struct o1_sidecar_gen *g, struct o1_event *ev)
 			g->t_first_ns = o1_sidecar_now_ns();
 		if (ev->type == O1_EVENT_FINAL) {
 			g->finished = true;
+			g->prompt_tokens = ev->prompt_tokens;
+			g->generated_tokens = ev->generated_tokens;
 			g->t_end_ns = o1_sidecar_now_ns();
 			/* refusals count as violations against the handle */
 			g->broken = ev->error == -O1_E_BOUNDS ||

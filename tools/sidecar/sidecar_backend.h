@@ -49,6 +49,7 @@ struct o1_sidecar_gen {
 	bool finished;	     /* FINAL seen */
 	bool broken;	     /* transport failed: handle not reusable */
 	uint64_t t_submit_ns, t_first_ns, t_end_ns;
+	uint32_t prompt_tokens, generated_tokens; /* from the FINAL */
 };
 
 /* Submits REQ (borrowed until gen_end). HTTP_FD may be -1. A stale pooled

@@ -67,8 +67,12 @@ static enum MHD_Result fail(struct o1_sidecar_conn *c, int err,
 	struct status_map m = map_error(err);
 	char msg[256];
 
-	if (err == -ECONNABORTED)
+	if (err == -ECONNABORTED) { /* nobody to answer: close */
 		c->log.aborted = true;
+		c->log.status = 499;
+		c->answered = true;
+		return MHD_NO;
+	}
 	if (err == -O1_E_BOUNDS && !(detail && *detail))
 		detail = "a value beyond the daemon's limits (max_tokens "
 			 "beyond the context, top_k beyond the vocabulary, a "
@@ -99,8 +103,8 @@ static void run_free(struct run *r)
 	if (r->slot)
 		atomic_fetch_sub(&r->c->h->running, 1);
 	r->c->log.t_first_ns = r->gen.t_first_ns;
-	r->c->log.prompt_tokens = r->out.prompt_tokens;
-	r->c->log.completion_tokens = r->out.completion_tokens;
+	r->c->log.prompt_tokens = r->gen.prompt_tokens;
+	r->c->log.completion_tokens = r->gen.generated_tokens;
 	if (r->out.finish)
 		r->c->log.finish = r->out.finish;
 	o1_sidecar_conn_put(r->c);

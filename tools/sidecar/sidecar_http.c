@@ -21,8 +21,9 @@
 #include "sidecar_response.h"
 
 #define THREAD_STACK_BYTES (512 * 1024)
-#define MODEL_ASK_NS	   (5ull * 1000 * 1000 * 1000) /* while the name is unknown \
-							*/
+#define MODEL_ASK_NS                                                           \
+	(5ull * 1000 * 1000 * 1000) /* while the name is unknown               \
+				     */
 
 enum MHD_Result o1_sidecar_reply_json(struct o1_sidecar_conn *c,
 				      unsigned status, char *json)

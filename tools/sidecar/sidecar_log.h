@@ -11,7 +11,7 @@ struct o1_sidecar_access {
 	char client[96]; /* "host:port" or "unix" */
 	char method[8];
 	char path[96];
-	int status; /* 0: no response was sent */
+	int status; /* 0: none sent; 499: the client left first */
 	bool stream;
 	bool aborted;	    /* the client went away first */
 	const char *finish; /* finish_reason or an error code; may be NULL */
