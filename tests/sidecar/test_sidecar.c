@@ -154,6 +154,15 @@ static cJSON *admin(const char *req)
 	return parse_json(buf);
 }
 
+static int active_now(void)
+{
+	cJSON *st = admin("{\"op\":\"status\"}");
+	int active = (int)num(st, "active");
+
+	cJSON_Delete(st);
+	return active;
+}
+
 /* Waits up to MS for o1d to hold no request; returns the ms it took. */
 static int wait_idle(int ms)
 {
@@ -584,12 +593,27 @@ static void test_client_abort_cancels(void **state)
 	fd = connect_side(&side);
 	post_raw(fd, "/v1/chat/completions", long_stream);
 	read_until(fd, "data: {", buf, sizeof(buf));
+	assert_int_equal(active_now(), 1);
 	close(fd);
 	ms = wait_idle(2000);
 	print_message("cancelled in o1d %d ms after the hang-up\n", ms);
 	assert_true(ms < 500);
 	sleep_ms(50);
 	assert_true(log_has(access_log, "stream=1 finish=client_abort"));
+	/* the same for a whole answer, whose thread waits for the FINAL */
+	fd = connect_side(&side);
+	post_raw(fd, "/v1/completions",
+		 "{\"model\":\"default\",\"prompt\":\"Go\",\"max_tokens\":3000,"
+		 "\"ignore_eos\":true}");
+	sleep_ms(200);
+	assert_int_equal(active_now(), 1);
+	close(fd);
+	ms = wait_idle(2000);
+	print_message("whole answer: cancelled %d ms after the hang-up\n", ms);
+	assert_true(ms < 500);
+	sleep_ms(50);
+	assert_true(log_has(access_log, "status=499 stream=0 "
+					"finish=client_abort"));
 }
 
 static void test_limits(void **state)
