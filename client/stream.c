@@ -436,8 +436,7 @@ int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
 			return 0;
 		}
 		if ((ev.type == O1_EVENT_TOKEN || ev.type == O1_EVENT_ROUND) &&
-		    fn && !cancelled &&
-		    fn(arg, &ev)) {
+		    fn && !cancelled && fn(arg, &ev)) {
 			cancelled = 1;
 			ret = o1_client_cancel(c, o->req_id);
 		}

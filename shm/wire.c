@@ -160,9 +160,8 @@ static int decode_token(const struct o1_wire_token *t, const char **why)
 		return fail(O1_E_PROTOCOL, "pad", why);
 	if (t->round > O1_WIRE_REFINE_MAX)
 		return fail(O1_E_BOUNDS, "round", why);
-	for (unsigned i = 0; (t->has_logprobs & O1_TOKEN_LOGPROB) &&
-			     i < t->n_ids;
-	     i++)
+	for (unsigned i = 0;
+	     (t->has_logprobs & O1_TOKEN_LOGPROB) && i < t->n_ids; i++)
 		if (isnan(t->logprobs[i]) || t->logprobs[i] > 0.0f)
 			return fail(O1_E_FORMAT, "logprobs", why);
 	if ((t->has_logprobs & O1_TOKEN_ENTROPY) &&

@@ -1,7 +1,7 @@
 /* Wire entries: the fixed 128-byte records carried by the submission ring
  * (client to daemon: PING, SUBMIT, CANCEL) and the completion ring (daemon
- * to client: PONG, TOKEN, LOGPROBS, ROUND, FINAL, ERROR), and the decoders that turn a slot
- * in shared memory into a validated private copy.
+ * to client: PONG, TOKEN, LOGPROBS, ROUND, FINAL, ERROR), and the decoders that
+ * turn a slot in shared memory into a validated private copy.
  *
  * Layout rules: fixed-width little-endian fields, explicit padding that a
  * sender must zero (so it can carry fields in a later version), no
@@ -161,9 +161,9 @@ struct o1_wire_final {
 	float mean_logprob;
 	float min_logprob;
 	float mean_entropy;
-	uint32_t conf_tokens;	/* tokens the summary covers */
-	uint8_t rounds;		/* ROUND events sent (0: no refinement) */
-	uint8_t refine_stop;	/* enum o1_refine_stop */
+	uint32_t conf_tokens; /* tokens the summary covers */
+	uint8_t rounds;	      /* ROUND events sent (0: no refinement) */
+	uint8_t refine_stop;  /* enum o1_refine_stop */
 	uint16_t pad1;
 	uint32_t cached_tokens; /* prompt tokens the prefix cache served */
 	uint8_t pad[80];

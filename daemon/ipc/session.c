@@ -478,7 +478,8 @@ int o1_ipc_post(struct o1_ipc_server *srv, uint32_t client_id,
 	int ret;
 
 	if (ev->op != O1_EV_TOKEN && ev->op != O1_EV_FINAL &&
-	    ev->op != O1_EV_ERROR && ev->op != O1_EV_LOGPROBS)
+	    ev->op != O1_EV_ERROR && ev->op != O1_EV_LOGPROBS &&
+	    ev->op != O1_EV_ROUND)
 		return -EINVAL;
 	if (!c)
 		return -ENOENT;

@@ -164,8 +164,8 @@ static int alloc_lists(struct o1_sched *s)
 	    malloc((size_t)s->o.max_running * s->o.vocab_size * sizeof(float));
 	s->chat_cap = (size_t)s->o.max_prompt_bytes * 2 + 4096;
 	s->chat_buf = malloc(s->chat_cap);
-	s->review = strdup(s->o.refine_review ? s->o.refine_review
-					      : default_review);
+	s->review =
+	    strdup(s->o.refine_review ? s->o.refine_review : default_review);
 	if (!s->review)
 		return -ENOMEM;
 	if (!s->running || !s->resume || !s->waiting || !s->batch ||
@@ -613,9 +613,11 @@ static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
 	if (!stopped && !end)
 		return;
 	if (q->refine_steps)
-		round_end(s, q, stopped ? O1_FINISH_STOP : wire_reason(smp.end));
+		round_end(s, q,
+			  stopped ? O1_FINISH_STOP : wire_reason(smp.end));
 	else
-		finish(s, q, stopped ? O1_FINISH_STOP : wire_reason(smp.end), 0);
+		finish(s, q, stopped ? O1_FINISH_STOP : wire_reason(smp.end),
+		       0);
 }
 
 /* ---- admission of a new request ---- */

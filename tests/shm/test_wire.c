@@ -98,8 +98,8 @@ M(m_freq, s->frequency_penalty = -INFINITY)
 M(m_logprobs, s->n_logprobs = 21)
 M(m_refine_big, (s->flags = O1_SUBMIT_CHAT, s->refine_steps = 17))
 M(m_refine_nochat, s->refine_steps = 1)
-M(m_refine_notext, (s->flags = O1_SUBMIT_CHAT | O1_SUBMIT_NO_TEXT,
-		    s->refine_steps = 1))
+M(m_refine_notext,
+  (s->flags = O1_SUBMIT_CHAT | O1_SUBMIT_NO_TEXT, s->refine_steps = 1))
 
 static const struct bad_case cases[] = {
     {"op", m_op, O1_E_PROTOCOL, "op"},

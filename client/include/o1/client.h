@@ -216,9 +216,9 @@ struct o1_trace_round {
 	uint32_t prompt_tokens, cached_tokens, generated_tokens;
 	float mean_logprob, min_logprob, mean_entropy;
 	uint64_t latency_ns;
-	enum o1_finish finish;		  /* of the round's generation */
+	enum o1_finish finish;		 /* of the round's generation */
 	enum o1_refine_stop_reason stop; /* set on the last round */
-	char *text;			  /* NUL-terminated answer; malloc'd */
+	char *text;			 /* NUL-terminated answer; malloc'd */
 	size_t text_len;
 	int complete; /* its ROUND event arrived */
 };
