@@ -239,8 +239,6 @@ static int metrics_gid(const char *g, long *out)
 
 static enum o1_metrics_mode metrics_mode(const struct o1_config *c)
 {
-	if (!c->metrics.enabled)
-		return O1_METRICS_MODE_ANON;
 	switch (c->metrics.mode) {
 	case O1_CONFIG_METRICS_BPF:
 		return O1_METRICS_MODE_BPF;
@@ -265,8 +263,10 @@ static void start_runq(struct o1d *d)
 			o1_strerror(err));
 }
 
-/* metrics.mode auto falls back to counting privately when nothing can be
- * published; an explicit bpf or shm mode that fails stops start-up. */
+/* metrics.enabled = false: nothing is counted (the engine and scheduler
+ * skip every metrics call). metrics.mode auto falls back to counting
+ * privately when nothing can be published; an explicit bpf or shm mode
+ * that fails stops start-up. */
 static int open_metrics(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
@@ -279,8 +279,13 @@ static int open_metrics(struct o1d *d)
 	    .file_mode = c->metrics.file_mode,
 	    .unpin_on_close = c->metrics.unpin_on_exit,
 	};
-	int err = metrics_gid(c->metrics.gid, &mo.gid);
+	int err;
 
+	if (!c->metrics.enabled) {
+		o1_info("metrics: off (metrics.enabled = false)");
+		return 0;
+	}
+	err = metrics_gid(c->metrics.gid, &mo.gid);
 	if (!err)
 		err = o1_metrics_shm_path_for(c->metrics.shm_path,
 					      c->ipc.socket, shm, sizeof(shm));
