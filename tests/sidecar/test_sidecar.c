@@ -422,7 +422,29 @@ static void test_logprobs(void **state)
 		assert_true(num(top, "1.logprob") >= num(top, "2.logprob"));
 		assert_true(fabs(num(top, "0.logprob") - lp) < 1e-4);
 		assert_string_equal(str(top, "0.token"), str(t, "token"));
+		for (int k = 1; k < 3; k++) { /* named from the vocabulary */
+			char name[16];
+
+			snprintf(name, sizeof(name), "%d.token", k);
+			assert_true(strspn(str(top, name), "<0123456789>") <
+				    strlen(str(top, name)));
+		}
 	}
+	cJSON_Delete(j);
+}
+
+/* Without max_tokens the answer may run to the context (here the
+ * sidecar's model.max_context_tokens=300, below o1d's own). */
+static void test_default_max_tokens(void **state)
+{
+	cJSON *j;
+
+	(void)state;
+	completion("{\"model\":\"default\",\"prompt\":\"The\","
+		   "\"temperature\":0,\"ignore_eos\":true}",
+		   &j);
+	assert_int_equal(num(j, "usage.completion_tokens"), 300);
+	assert_string_equal(str(j, "choices.0.finish_reason"), "length");
 	cJSON_Delete(j);
 }
 
@@ -740,11 +762,16 @@ static void test_access_log(void **state)
 
 static int setup(void **state)
 {
+	static char set_model[192];
+	static const char *sets[] = {set_model, "model.max_context_tokens=300",
+				     NULL};
+
 	(void)state;
 	if (harness_setup(o1d_bin, o1model_bin, sidecar_bin))
 		return -1;
+	snprintf(set_model, sizeof(set_model), "model.path=%s", model);
 	snprintf(access_log, sizeof(access_log), "%s/main.access", dir);
-	start_sidecar(&side, "main", NULL);
+	start_sidecar(&side, "main", sets);
 	return 0;
 }
 
@@ -769,6 +796,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_equals_whole),
 	    cmocka_unit_test(test_stop_sequence),
 	    cmocka_unit_test(test_logprobs),
+	    cmocka_unit_test(test_default_max_tokens),
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_connections_dropped),
 	    cmocka_unit_test(test_client_abort_cancels),

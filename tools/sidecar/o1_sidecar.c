@@ -19,6 +19,7 @@
 #include "metrics_writer.h"
 #include "sidecar_backend.h"
 #include "sidecar_http.h"
+#include "sidecar_vocab.h"
 
 struct args {
 	const char *daemon, *listen, *access_log;
@@ -102,6 +103,7 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 	const char *sock = a->daemon ? a->daemon : cfg->sidecar.daemon_socket;
 	struct o1_sidecar_backend *b = NULL;
 	struct o1_sidecar_http *h = NULL;
+	struct o1_sidecar_vocab *vocab = NULL;
 	char fallback[128], bound[160], shm[O1_CONFIG_PATH_MAX + 32];
 	sigset_t set;
 	int ret, sig;
@@ -119,6 +121,14 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* threads inherit it */
 	signal(SIGPIPE, SIG_IGN);
+	if (cfg->model.path[0] &&
+	    o1_sidecar_vocab_open(cfg->model.path,
+				  cfg->model.max_context_tokens, &vocab))
+		o1_warn("sidecar: no vocabulary from %s: top_logprobs "
+			"alternatives are named by id, max_tokens defaults "
+			"to 256",
+			cfg->model.path);
+	o.vocab = vocab;
 	ret = o1_sidecar_backend_create(sock, cfg->sidecar.max_concurrent, &b);
 	if (!ret)
 		ret = o1_sidecar_http_start(&o, b, bound, sizeof(bound), &h);
@@ -130,6 +140,7 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 out:
 	o1_sidecar_http_stop(h);
 	o1_sidecar_backend_destroy(b);
+	o1_sidecar_vocab_close(vocab);
 	return ret;
 }
 

@@ -314,6 +314,8 @@ static int prepare(struct run *r, enum o1_sidecar_kind kind,
 		return -1;
 	}
 	c->log.stream = r->req.stream;
+	if (!r->req.max_tokens && c->h->o.vocab) /* OpenAI: up to the end */
+		r->req.max_tokens = o1_sidecar_vocab_context(c->h->o.vocab);
 	o1_sidecar_model(c->h, r->model, sizeof(r->model));
 	if (strcmp(r->req.model, r->model) && strcmp(r->req.model, "default"))
 		goto refused;
@@ -349,6 +351,10 @@ enum MHD_Result o1_sidecar_generate(struct o1_sidecar_conn *c,
 	if (prepare(r, kind, &res))
 		goto out;
 	o1_sidecar_out_init(&r->out, &r->req, r->model);
+	if (c->h->o.vocab) {
+		r->out.name = o1_sidecar_vocab_text;
+		r->out.name_ctx = c->h->o.vocab;
+	}
 	ret = next(r, &r->first);
 	r->have_first = ret == 1;
 	if (ret < 0) {

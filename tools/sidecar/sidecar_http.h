@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "sidecar_backend.h"
+#include "sidecar_vocab.h"
 
 struct o1_sidecar_http_opts {
 	const char *listen;	    /* "host:port" (port 0: any) or
@@ -28,6 +29,7 @@ struct o1_sidecar_http_opts {
 	uint32_t request_timeout_ms;
 	uint32_t idle_timeout_s;
 	FILE *access_log; /* borrowed; NULL: no access log */
+	const struct o1_sidecar_vocab *vocab; /* borrowed; may be NULL */
 };
 
 struct o1_sidecar_http;

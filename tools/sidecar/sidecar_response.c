@@ -171,16 +171,17 @@ int o1_sidecar_error_json(const char *message, const char *type,
 }
 
 /* The name an alternative is shown under: the token's own text when it
- * is the sampled one, else "<id>" (the sidecar has no vocabulary). */
-static void top_name(const struct o1_sidecar_token *t, uint32_t i, char *buf,
-		     size_t cap, const char **name)
+ * is the sampled one, else the vocabulary's, else "<id>". */
+static const char *top_name(const struct o1_sidecar_out *out,
+			    const struct o1_sidecar_token *t, uint32_t i,
+			    char *buf, size_t cap)
 {
-	if (t->top_ids[i] == t->id) {
-		*name = t->text;
-		return;
-	}
+	if (t->top_ids[i] == t->id)
+		return t->text;
+	if (out->name && out->name(out->name_ctx, t->top_ids[i], buf, cap) >= 0)
+		return buf;
 	snprintf(buf, cap, "<%u>", t->top_ids[i]);
-	*name = buf;
+	return buf;
 }
 
 static cJSON *bytes_of(const char *s, size_t n)
@@ -198,7 +199,7 @@ static cJSON *chat_logprobs(const struct o1_sidecar_out *out, size_t from,
 			    size_t to)
 {
 	cJSON *lp = cJSON_CreateObject(), *content = cJSON_CreateArray();
-	char buf[16];
+	char buf[256];
 	const char *name;
 
 	cJSON_AddItemToObject(lp, "content", content);
@@ -212,7 +213,7 @@ static cJSON *chat_logprobs(const struct o1_sidecar_out *out, size_t from,
 		for (uint32_t i = 0; i < t->n_top; i++) {
 			cJSON *a = cJSON_CreateObject();
 
-			top_name(t, i, buf, sizeof(buf), &name);
+			name = top_name(out, t, i, buf, sizeof(buf));
 			cJSON_AddStringToObject(a, "token", name);
 			cJSON_AddNumberToObject(a, "logprob",
 						t->top_logprobs[i]);
@@ -235,7 +236,7 @@ static cJSON *text_logprobs(const struct o1_sidecar_out *out, size_t from,
 	cJSON *lps = cJSON_AddArrayToObject(lp, "token_logprobs");
 	cJSON *tops = cJSON_AddArrayToObject(lp, "top_logprobs");
 	cJSON *offs = cJSON_AddArrayToObject(lp, "text_offset");
-	char buf[16];
+	char buf[256];
 	const char *name;
 
 	for (size_t k = from; k < to; k++) {
@@ -247,7 +248,7 @@ static cJSON *text_logprobs(const struct o1_sidecar_out *out, size_t from,
 		cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
 		offset += t->len;
 		for (uint32_t i = 0; i < t->n_top; i++) {
-			top_name(t, i, buf, sizeof(buf), &name);
+			name = top_name(out, t, i, buf, sizeof(buf));
 			cJSON_AddNumberToObject(top, name, t->top_logprobs[i]);
 		}
 		cJSON_AddItemToArray(tops, top);
