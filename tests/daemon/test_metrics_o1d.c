@@ -7,7 +7,9 @@
  *   BTF field names, and `o1ctl stats --json` (given the same config
  *   file) reports the same values;
  * - shm mode with the default per-socket file: the same requests give the
- *   same o1ctl output; unpin_on_exit removes the file;
+ *   same o1ctl output; the file gets metrics.gid and file_mode;
+ *   unpin_on_exit removes it; an unknown group or a bpf_dir off bpffs in
+ *   bpf mode stops start-up with a line naming it;
  * - o1ctl health/reload/config/drain against the daemon, its exit codes
  *   for a daemon not running, permission denied (run as nobody) and a
  *   version mismatch (a fake daemon answering another admin_version or
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -325,14 +328,19 @@ static void test_shm(void **state)
 	static const char *const sets[] = {"metrics.enabled=true", NULL};
 	char path[256];
 	struct expect e;
+	struct stat sb;
 	cJSON *stats, *c;
 
-	write_config(d, "[metrics]\nmode = shm\nunpin_on_exit = true\n");
+	write_config(d, "[metrics]\nmode = shm\nunpin_on_exit = true\n"
+			"gid = 4242\nfile_mode = 0604\n");
 	assert_int_equal(
 	    o1_metrics_shm_path_for(NULL, d->socket, path, sizeof(path)), 0);
 	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
 	assert_true(log_has(d->log, path));
-	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0604);
+	if (geteuid() == 0)
+		assert_int_equal(sb.st_gid, 4242);
 	run_requests(d, &e);
 	stats = stats_json(d);
 	c = cJSON_GetObjectItemCaseSensitive(stats, "counters");
@@ -356,6 +364,23 @@ static void test_shm(void **state)
 	cJSON_Delete(stats);
 	cJSON_Delete(bpf_json);
 	bpf_json = NULL;
+}
+
+/* Bad metrics settings stop start-up with one line that names them. */
+static void test_bad_metrics_config(void **state)
+{
+	struct daemon_proc *d = *state;
+	static const char *const group[] = {
+	    "metrics.enabled=true", "metrics.gid=no-such-group-o1", NULL};
+	static const char *const bpf[] = {"metrics.enabled=true",
+					  "metrics.mode=bpf",
+					  "metrics.bpf_dir=/tmp", NULL};
+
+	assert_int_not_equal(daemon_start(d, o1d_bin, group), 0);
+	assert_true(log_has(d->log, "metrics.gid 'no-such-group-o1'"));
+	assert_int_not_equal(daemon_start(d, o1d_bin, bpf), 0);
+	assert_true(log_has(d->log, "/tmp"));
+	assert_true(log_has(d->log, "start-up failed"));
 }
 
 static void write_reload_config(struct daemon_proc *d, const char *level,
@@ -543,6 +568,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_bpf, stop_daemon),
 	    cmocka_unit_test_teardown(test_shm, stop_daemon),
+	    cmocka_unit_test_teardown(test_bad_metrics_config, stop_daemon),
 	    cmocka_unit_test_teardown(test_admin_commands, stop_daemon),
 	    cmocka_unit_test_teardown(test_version_mismatch, stop_daemon),
 	};
