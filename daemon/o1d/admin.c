@@ -52,6 +52,9 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "preemptions", (double)st.preemptions);
 	cJSON_AddNumberToObject(o, "prefix_hits", (double)st.prefix_hits);
 	cJSON_AddNumberToObject(o, "prefix_misses", (double)st.prefix_misses);
+	cJSON_AddNumberToObject(o, "refine_rounds", (double)st.refine_rounds);
+	cJSON_AddNumberToObject(o, "refine_cached_tokens",
+				(double)st.refine_cached_tokens);
 }
 
 static void add_request(struct o1_engine *e, cJSON *list,

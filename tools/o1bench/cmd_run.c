@@ -2,7 +2,7 @@
  *
  *   o1bench run --socket PATH --requests N --concurrency C --max-tokens M
  *               [--prompt-tokens P | --prompt TEXT] [--temperature T]
- *               [--seed S] [--chat] [--json]
+ *               [--seed S] [--chat] [--confidence] [--refine N] [--json]
  *
  * C threads, each with its own connection, run a closed loop: take the
  * next of the N requests, submit it, stream it to its FINAL, repeat. One
@@ -19,6 +19,9 @@
  * requests that got their FINAL). Prints one key=value line per metric (or one
  * JSON object with
  * --json); exit 0, 1 when any request failed, 2 on bad arguments.
+ * --confidence asks for per-token logprob and entropy; --refine N (with
+ * --chat) asks for N refinement rounds and adds the prompt tokens, those
+ * the prefix cache served and the rounds run, summed over the FINALs.
  *
  * Invariants: each request index is taken by exactly one thread (atomic
  * counter); a thread writes only its own samples; the main thread reads
@@ -41,7 +44,8 @@ struct run_args {
 	long requests, concurrency, max_tokens, prompt_tokens;
 	double temperature;
 	unsigned long long seed;
-	int chat, json;
+	long refine;
+	int chat, json, confidence;
 };
 
 /* One stream's samples, in ns. */
@@ -56,7 +60,7 @@ struct worker {
 	atomic_long *next;
 	pthread_t thread;
 	struct samples ttft, itl, e2e;
-	uint64_t tokens;
+	uint64_t tokens, prompt_tokens, cached_tokens, rounds;
 	long done, errors;
 	char first_error[160];
 	/* the request in flight */
@@ -104,11 +108,15 @@ static void run_usage(FILE *f)
 		"--max-tokens M\n"
 		"                   [--prompt-tokens P | --prompt TEXT] "
 		"[--temperature T] [--seed S]\n"
-		"                   [--chat] [--json]\n"
+		"                   [--chat] [--confidence] [--refine N] "
+		"[--json]\n"
 		"C threads, one connection each, run the N requests in a "
 		"closed loop.\n--prompt-tokens P sends P words of text (about "
 		"P tokens; default 16);\ngreedy unless --temperature > 0; "
-		"--chat applies the chat template.\n");
+		"--chat applies the chat template;\n--confidence asks for "
+		"per-token logprob and entropy; --refine N (with --chat)\n"
+		"asks for N self-refinement rounds and reports prompt, "
+		"cached tokens and rounds.\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -143,6 +151,8 @@ static int parse_value(struct run_args *a, const char *opt, const char *v)
 		return parse_long(opt, v, 1, 1 << 20, &a->max_tokens);
 	else if (!strcmp(opt, "--prompt-tokens"))
 		return parse_long(opt, v, 1, 1 << 20, &a->prompt_tokens);
+	else if (!strcmp(opt, "--refine"))
+		return parse_long(opt, v, 0, 16, &a->refine);
 	else if (!strcmp(opt, "--seed")) {
 		if (parse_long(opt, v, 0, 1L << 62, &x))
 			return -EINVAL;
@@ -172,6 +182,8 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 			a->json = 1;
 		} else if (!strcmp(argv[i], "--chat")) {
 			a->chat = 1;
+		} else if (!strcmp(argv[i], "--confidence")) {
+			a->confidence = 1;
 		} else if (!strcmp(argv[i], "-h") ||
 			   !strcmp(argv[i], "--help")) {
 			run_usage(stdout);
@@ -195,6 +207,10 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 	if (a->prompt && a->prompt_tokens) {
 		fprintf(stderr, "o1bench run: --prompt and --prompt-tokens "
 				"exclude each other\n");
+		return -EINVAL;
+	}
+	if (a->refine && !a->chat) {
+		fprintf(stderr, "o1bench run: --refine needs --chat\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -233,6 +249,8 @@ static int on_token(void *arg, const struct o1_event *ev)
 	struct worker *w = arg;
 	uint64_t t = now_ns();
 
+	if (ev->type != O1_EVENT_TOKEN)
+		return 0; /* a refinement ROUND */
 	if (!w->got)
 		w->failed |= samples_add(&w->ttft, t - w->t_submit);
 	else
@@ -257,7 +275,9 @@ static int run_one(struct worker *w, struct o1_client *c, long idx)
 	    .text_len = strlen(w->prompt),
 	    .sampling = &sp,
 	    .max_tokens = (uint32_t)a->max_tokens,
-	    .flags = a->chat ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS,
+	    .flags = (a->chat ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS) |
+		     (a->confidence ? O1_FLAG_CONFIDENCE : 0),
+	    .refine_steps = (uint32_t)a->refine,
 	};
 	struct o1_event fin;
 	int err;
@@ -271,6 +291,9 @@ static int run_one(struct worker *w, struct o1_client *c, long idx)
 	}
 	w->failed |= samples_add(&w->e2e, now_ns() - w->t_submit);
 	w->tokens += fin.generated_tokens;
+	w->prompt_tokens += fin.prompt_tokens;
+	w->cached_tokens += fin.cached_tokens;
+	w->rounds += fin.rounds;
 	if (fin.finish == O1_FINISH_REASON_ERROR ||
 	    fin.finish == O1_FINISH_REASON_CANCELLED) {
 		w->errors++;
@@ -326,7 +349,7 @@ static double pct_ms(const struct samples *s, int q)
 
 struct totals {
 	struct samples ttft, itl, e2e;
-	uint64_t tokens;
+	uint64_t tokens, prompt_tokens, cached_tokens, rounds;
 	long done, errors;
 	double wall_s;
 	const char *first_error;
@@ -373,6 +396,13 @@ static void print_totals(const struct run_args *a, struct totals *t)
 	print_dist(a, "ttft_ms", &t->ttft, &first);
 	print_dist(a, "itl_ms", &t->itl, &first);
 	print_dist(a, "e2e_ms", &t->e2e, &first);
+	if (a->refine) {
+		print_metric(a, "prompt_tokens", (double)t->prompt_tokens, 0,
+			     &first);
+		print_metric(a, "cached_tokens", (double)t->cached_tokens, 0,
+			     &first);
+		print_metric(a, "rounds", (double)t->rounds, 0, &first);
+	}
 	if (a->json)
 		printf("}\n");
 	if (t->first_error)
@@ -389,6 +419,9 @@ static int collect(struct worker *w, long n, struct totals *t)
 		       samples_merge(&t->itl, &w[i].itl) |
 		       samples_merge(&t->e2e, &w[i].e2e) | w[i].failed;
 		t->tokens += w[i].tokens;
+		t->prompt_tokens += w[i].prompt_tokens;
+		t->cached_tokens += w[i].cached_tokens;
+		t->rounds += w[i].rounds;
 		t->done += w[i].done;
 		t->errors += w[i].errors;
 		if (!t->first_error && w[i].first_error[0])
