@@ -24,6 +24,7 @@
 /* cmocka.h needs the four headers above first */
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,6 +384,24 @@ static void check_stop_rule(const struct run *run)
 
 /* ---- tests ---- */
 
+/* Admin status number KEY. */
+static double status_num(const char *key)
+{
+	char buf[8192];
+	cJSON *o, *v;
+	double x;
+
+	assert_int_equal(
+	    admin_send(fx.d.socket, "{\"op\":\"status\"}", buf, sizeof(buf)),
+	    0);
+	o = cJSON_Parse(buf);
+	v = cJSON_GetObjectItemCaseSensitive(o, key);
+	assert_true(cJSON_IsNumber(v));
+	x = v->valuedouble;
+	cJSON_Delete(o);
+	return x;
+}
+
 static void start(const char *model, const char *threshold,
 		  const char *max_steps)
 {
@@ -427,6 +446,9 @@ static void test_rounds(void **state)
 	assert_true(cached >= PAGE * (run.n_rounds - 1));
 	assert_int_equal(admin_status(fx.d.socket, &st), 0);
 	assert_true(st.prefix_hits * PAGE >= cached);
+	assert_true(status_num("refine_rounds") == run.n_rounds - 1);
+	assert_true(status_num("refine_cached_tokens") ==
+		    cached - run.r[0].ev.cached_tokens);
 	assert_true(fabsf(run.final.mean_logprob -
 			  run.r[run.n_rounds - 1].ev.mean_logprob) < 1e-6f);
 	assert_int_equal(run.final.conf_tokens, run.r[run.n_rounds - 1].n);
@@ -471,6 +493,32 @@ static void test_confident(void **state)
 	assert_int_equal(daemon_stop(&fx.d), 0);
 }
 
+/* A client that goes away during round 1: the daemon frees the request
+ * (checked by the caller: idle, every page free or cached). */
+static void hang_up_mid_refinement(void)
+{
+	struct o1_client_opts co = {.sz = sizeof(co),
+				    .socket_path = fx.d.socket};
+	struct o1_submit_opts so = {
+	    .sz = sizeof(so),
+	    .req_id = 9,
+	    .text = conv,
+	    .text_len = sizeof(conv) - 1,
+	    .max_tokens = 200,
+	    .flags = O1_FLAG_CHAT | O1_FLAG_IGNORE_EOS,
+	    .refine_steps = 4,
+	};
+	struct o1_client *c;
+	struct o1_event ev;
+
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(o1_client_submit(c, &so), 0);
+	do
+		assert_int_equal(o1_client_wait(c, &ev, 60000000000ll), 1);
+	while (ev.type != O1_EVENT_ROUND);
+	o1_client_close(c);
+}
+
 /* Cancel during round 1: its ROUND says CANCELLED, one FINAL. */
 static void test_cancel(void **state)
 {
@@ -487,6 +535,8 @@ static void test_cancel(void **state)
 	assert_int_equal(run.final.rounds, 2);
 	assert_true(run.r[1].n < 200);
 	o1_trace_free(&run.trace);
+	expect_idle();
+	hang_up_mid_refinement();
 	expect_idle();
 	assert_int_equal(daemon_stop(&fx.d), 0);
 }
