@@ -218,6 +218,38 @@ static void test_top(void **state)
 	o1_metrics_close(m);
 }
 
+/* top --json: one line per frame, the interval's delta. */
+static void test_top_json(void **state)
+{
+	struct o1_metrics *m = writer(O1_METRICS_MODE_SHM, NULL);
+	char args[256], *line2;
+	cJSON *a, *b, *ctr;
+
+	(void)state;
+	o1_metrics_set(m, O1_METRICS_CTR_KV_PAGES_TOTAL, 512);
+	o1_metrics_add(m, O1_METRICS_CTR_STEPS, 1000);
+	snprintf(args, sizeof(args),
+		 "--json top --count 2 --interval 0.1 --source shm --shm %s",
+		 shm);
+	assert_int_equal(run(args), 0);
+	line2 = strchr(out, '\n');
+	assert_non_null(line2);
+	*line2++ = 0;
+	a = cJSON_Parse(out);
+	b = cJSON_Parse(line2);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(cJSON_GetObjectItem(a, "interval_s")->valuedouble >= 0.1);
+	ctr = cJSON_GetObjectItem(a, "counters");
+	/* a counter that did not move counts 0; a gauge keeps its value */
+	assert_int_equal(cJSON_GetObjectItem(ctr, "steps")->valuedouble, 0);
+	assert_int_equal(
+	    cJSON_GetObjectItem(ctr, "kv_pages_total")->valuedouble, 512);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	o1_metrics_close(m);
+}
+
 static void test_errors(void **state)
 {
 	char args[256];
@@ -279,6 +311,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_prometheus_and_text),
 	    cmocka_unit_test(test_top),
+	    cmocka_unit_test(test_top_json),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_bpf_same_as_shm),
 	};
