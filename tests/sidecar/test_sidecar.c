@@ -619,7 +619,7 @@ static void test_client_abort_cancels(void **state)
 	close(fd);
 	ms = wait_idle(2000);
 	print_message("cancelled in o1d %d ms after the hang-up\n", ms);
-	assert_true(ms < 500);
+	assert_true(ms < 1000); /* "at once", with room for a loaded box */
 	sleep_ms(50);
 	assert_true(log_has(access_log, "stream=1 finish=client_abort"));
 	/* the same for a whole answer, whose thread waits for the FINAL */
@@ -632,7 +632,7 @@ static void test_client_abort_cancels(void **state)
 	close(fd);
 	ms = wait_idle(2000);
 	print_message("whole answer: cancelled %d ms after the hang-up\n", ms);
-	assert_true(ms < 500);
+	assert_true(ms < 1000); /* "at once", with room for a loaded box */
 	sleep_ms(50);
 	assert_true(log_has(access_log, "status=499 stream=0 "
 					"finish=client_abort"));
