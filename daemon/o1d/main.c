@@ -39,7 +39,8 @@
 #define SLOTS_MAX 1024
 
 struct o1d {
-	struct o1_config cfg;
+	struct o1_config cfg;  /* as at start-up */
+	struct o1_config live; /* cfg with what reloads applied */
 	int argc;
 	char **argv; /* the original command line, for SIGHUP */
 	struct o1_model *model;
@@ -466,7 +467,7 @@ static void dump_config(void *ctx, FILE *f)
 {
 	const struct o1d *d = ctx;
 
-	o1_config_dump(&d->cfg, f);
+	o1_config_dump(&d->live, f);
 }
 
 static void report_add(char *list, size_t cap, const char *what)
@@ -525,10 +526,18 @@ static void reload(void *ctx, struct o1_engine *e, struct o1_reload_report *rep)
 	snprintf(rep->applied, sizeof(rep->applied),
 		 "log.level,scheduler.max_batch_tokens,scheduler.max_running,"
 		 "scheduler.prefill_chunk_tokens,daemon.drain_timeout_ms");
-	d->cfg.log = c.log;
-	d->cfg.scheduler = c.scheduler;
-	d->cfg.daemon = c.daemon;
-	d->cfg.sidecar = c.sidecar;
+	d->live.log = c.log;
+	d->live.daemon = c.daemon;
+	d->live.scheduler.max_batch_tokens =
+	    c.scheduler.max_batch_tokens < d->cfg.scheduler.max_batch_tokens
+		? c.scheduler.max_batch_tokens
+		: d->cfg.scheduler.max_batch_tokens;
+	d->live.scheduler.max_running =
+	    c.scheduler.max_running < max_running(&d->cfg)
+		? c.scheduler.max_running
+		: max_running(&d->cfg);
+	d->live.scheduler.prefill_chunk_tokens =
+	    c.scheduler.prefill_chunk_tokens;
 	o1_info("SIGHUP: reloaded log.level, scheduler.max_batch_tokens=%u "
 		"max_running=%u prefill_chunk_tokens=%u (capped at start-up "
 		"values), daemon.drain_timeout_ms=%u",
@@ -602,6 +611,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (load_config(&d.cfg, argc, argv))
 		return 2;
+	d.live = d.cfg;
 	o1_log_set_level(d.cfg.log.level);
 	err = start(&d);
 	if (!err)

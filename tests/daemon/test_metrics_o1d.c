@@ -421,7 +421,9 @@ static void check_reload(struct daemon_proc *d)
 	char err[256];
 	cJSON *r;
 
-	write_reload_config(d, "debug", 77);
+	write_config(d, "[log]\nlevel = debug\n[kv]\npages = 77\n"
+			"[scheduler]\nmax_batch_tokens = 4096\n"
+			"max_running = 3\nprefill_chunk_tokens = 64\n");
 	assert_int_equal(ctl(d, "reload --json", out, sizeof(out)), 0);
 	r = cJSON_Parse(out);
 	assert_non_null(r);
@@ -436,6 +438,9 @@ static void check_reload(struct daemon_proc *d)
 	    o1_config_load_string(&c, out, "reply", err, sizeof(err)), 0);
 	assert_int_equal(c.log.level, O1_LOG_DEBUG);
 	assert_int_equal(c.kv.pages, 64);
+	assert_int_equal(c.scheduler.max_batch_tokens, 2048); /* capped */
+	assert_int_equal(c.scheduler.max_running, 3);
+	assert_int_equal(c.scheduler.prefill_chunk_tokens, 64);
 	assert_string_equal(c.ipc.socket, d->socket);
 	write_config(d, "[kv]\npages = lots\n");
 	assert_int_equal(ctl(d, "reload", out, sizeof(out)), 1);
