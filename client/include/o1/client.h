@@ -76,7 +76,13 @@ enum o1_submit_flag {
  *   latency, text_bytes; refine_stop set on the last round)
  * and then one FINAL (the totals, the last round's confidence, rounds,
  * refine_stop). The wire carries each round's text only in its TOKENs:
- * o1_trace_add reassembles the per-round answers (the trace). */
+ * o1_trace_add reassembles the per-round answers (the trace). max_tokens,
+ * the sampling parameters and the stop lists apply to each round; the
+ * FINAL's prompt_tokens and generated_tokens sum all rounds, and the
+ * final answer is the last round's text. A round stops the loop when its
+ * mean logprob reaches the daemon's refine.confidence_threshold (round 0
+ * included), when its answer equals the previous one, after refine_steps
+ * rounds, or when the next prompt would not fit the context. */
 #define O1_REFINE_MAX_ROUNDS 17 /* rounds 0..16 */
 
 enum o1_refine_stop_reason {
