@@ -51,8 +51,8 @@ static uint64_t fnv1a64(const char *s)
 	return h;
 }
 
-int o1_metrics_shm_path_for(const char *shm_path, const char *socket,
-			    char *buf, size_t len)
+int o1_metrics_shm_path_for(const char *shm_path, const char *socket, char *buf,
+			    size_t len)
 {
 	int n;
 

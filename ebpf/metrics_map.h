@@ -53,8 +53,8 @@ struct o1_metrics_perm {
  * digits of the FNV-1a 64 hash of SOCKET, so two daemons do not collide
  * and a reader given the same configuration finds the same file. Writes
  * it into BUF (LEN bytes); -ENAMETOOLONG when it does not fit. */
-int o1_metrics_shm_path_for(const char *shm_path, const char *socket,
-			    char *buf, size_t len);
+int o1_metrics_shm_path_for(const char *shm_path, const char *socket, char *buf,
+			    size_t len);
 
 /* Map name (<= 15 chars) and value size of region r. */
 const char *o1_metrics_region_name(enum o1_metrics_region r);

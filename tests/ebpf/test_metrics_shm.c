@@ -246,8 +246,7 @@ static void test_path_for_socket(void **state)
 	assert_string_equal(b, "/dev/shm/o1d-metrics-v1-85944171f73967e8");
 	assert_int_equal(o1_metrics_shm_path_for(NULL, "", a, sizeof(a)), 0);
 	assert_string_equal(a, "/dev/shm/o1d-metrics-v1-cbf29ce484222325");
-	assert_int_equal(o1_metrics_shm_path_for("/x/y", "a", a, sizeof(a)),
-			 0);
+	assert_int_equal(o1_metrics_shm_path_for("/x/y", "a", a, sizeof(a)), 0);
 	assert_string_equal(a, "/x/y");
 	assert_int_equal(
 	    o1_metrics_shm_path_for(NULL, "a", small, sizeof(small)),
