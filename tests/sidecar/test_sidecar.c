@@ -642,7 +642,7 @@ static void test_limits(void **state)
 {
 	static const char *const sets[] = {"sidecar.max_concurrent=1",
 					   "sidecar.request_timeout_ms=1500",
-					   NULL};
+					   "sidecar.idle_timeout_s=1", NULL};
 	struct proc lim = {0};
 	char buf[65536], *out;
 	uint64_t t0;
@@ -672,6 +672,15 @@ static void test_limits(void **state)
 	assert_int_equal(status, 504);
 	free(out);
 	wait_idle(2000);
+	/* an idle connection is closed after idle_timeout_s */
+	fd = connect_side(&lim);
+	t0 = now_ms();
+	while (now_ms() - t0 < 5000 && recv(fd, buf, 1, MSG_DONTWAIT) < 0)
+		sleep_ms(20);
+	print_message("idle connection closed after %llu ms\n",
+		      (unsigned long long)(now_ms() - t0));
+	assert_true(now_ms() - t0 >= 900 && now_ms() - t0 < 5000);
+	close(fd);
 	assert_int_equal(stop(&lim), 0);
 }
 
