@@ -327,7 +327,7 @@ static void push_round(struct o1_sched *s, struct seq *q,
 {
 	ev->round.stop = (uint8_t)stop;
 	q->cached_total += q->cached_round;
-	if (q->round)
+	if (ev->round.round)
 		s->st.refine_cached_tokens += q->cached_round;
 	q->round_sent = true;
 	q->rounds_sent++;

@@ -430,7 +430,7 @@ static void expect_idle(void)
 static void test_rounds(void **state)
 {
 	struct kv_status st;
-	struct run run;
+	static struct run run, again;
 	uint32_t cached;
 
 	(void)state;
@@ -449,6 +449,17 @@ static void test_rounds(void **state)
 	assert_true(status_num("refine_rounds") == run.n_rounds - 1);
 	assert_true(status_num("refine_cached_tokens") ==
 		    cached - run.r[0].ev.cached_tokens);
+	/* again: round 0 now finds the first run's pages, which count as
+	 * cached for the request but not as saved by refinement */
+	run_refine(fx.d.socket, 3, 12, O1_FLAG_IGNORE_EOS, -1, &again);
+	assert_true(again.r[0].ev.cached_tokens > 0);
+	assert_int_equal(again.n_rounds, run.n_rounds);
+	assert_true(status_num("refine_rounds") == 2 * (run.n_rounds - 1));
+	assert_true(status_num("refine_cached_tokens") ==
+		    cached - run.r[0].ev.cached_tokens +
+			again.final.cached_tokens -
+			again.r[0].ev.cached_tokens);
+	o1_trace_free(&again.trace);
 	assert_true(fabsf(run.final.mean_logprob -
 			  run.r[run.n_rounds - 1].ev.mean_logprob) < 1e-6f);
 	assert_int_equal(run.final.conf_tokens, run.r[run.n_rounds - 1].n);
