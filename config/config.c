@@ -135,7 +135,7 @@ static const struct key keys[] = {
 	STR(sidecar, daemon_socket, F_ABSOLUTE | F_NONEMPTY,
 	    "/run/o1d/o1d.sock"),
 	U32(sidecar, max_body_bytes, 1024, 1073741824, 0, "1048576"),
-	U32(sidecar, max_concurrent, 1, 4096, 0, "64"),
+	U32(sidecar, max_concurrent, 1, 4096, 0, "32"),
 	U32(sidecar, request_timeout_ms, 100, 86400000, 0, "600000"),
 	U32(sidecar, idle_timeout_s, 1, 86400, 0, "60"),
 };
