@@ -147,7 +147,8 @@ struct o1_event {
 	int has_logprobs;
 	float logprobs[8];
 	size_t text_len;
-	char text[49]; /* NUL-terminated; may split a code point */
+	char text[49]; /* NUL-terminated; o1d never ends a chunk inside a
+			* UTF-8 character */
 	/* FINAL */
 	enum o1_finish finish;
 	int error; /* FINAL with ERROR, or ERROR: negative */
