@@ -127,6 +127,28 @@ static inline void o1_metrics_graph_fallback(struct o1_metrics *m,
 				   __ATOMIC_RELAXED);
 }
 
+/* Counts a backend kept itself, added as deltas since the last call. */
+static inline void o1_metrics_graph_add(struct o1_metrics *m, unsigned bucket,
+					uint64_t hits, uint64_t misses,
+					uint64_t fallbacks, uint64_t padded)
+{
+	struct o1_metrics_graph_bucket *b;
+
+	if (bucket >= O1_METRICS_GRAPH_BUCKETS)
+		return;
+	b = &m->graphs->buckets[bucket];
+	__atomic_fetch_add(&b->hits, hits, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->misses, misses, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->fallbacks, fallbacks, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->padded_tokens, padded, __ATOMIC_RELAXED);
+}
+
+static inline void o1_metrics_graph_add_oversize(struct o1_metrics *m,
+						 uint64_t n)
+{
+	__atomic_fetch_add(&m->graphs->oversize, n, __ATOMIC_RELAXED);
+}
+
 /* A step larger than every bucket ran eagerly. */
 static inline void o1_metrics_graph_oversize(struct o1_metrics *m)
 {

@@ -167,8 +167,34 @@ static uint64_t deadline(struct o1_engine *e, bool *passed)
 	return d;
 }
 
+/* Adds what the backend's graph counters gained since the last step. */
+static void publish_graphs(struct o1_engine *e)
+{
+	struct o1_backend_graph_stats now, *last = &e->graph_last;
+
+	if (!e->metrics || !e->o.graph_stats)
+		return;
+	e->o.graph_stats(e->o.graph_ctx, &now);
+	for (uint32_t i = 0; i < now.n_buckets; i++) {
+		const struct o1_backend_graph_bucket *b = &now.buckets[i];
+		const struct o1_backend_graph_bucket *l = &last->buckets[i];
+
+		if (b->hits != l->hits || b->misses != l->misses ||
+		    b->fallbacks != l->fallbacks)
+			o1_metrics_graph_add(e->metrics, i, b->hits - l->hits,
+					     b->misses - l->misses,
+					     b->fallbacks - l->fallbacks,
+					     b->padded_tokens -
+						 l->padded_tokens);
+	}
+	o1_metrics_graph_add_oversize(e->metrics,
+				      now.oversize - last->oversize);
+	*last = now;
+}
+
 static void publish(struct o1_engine *e)
 {
+	publish_graphs(e);
 	pthread_mutex_lock(&e->lock);
 	o1_sched_stats(e->sched, &e->stats);
 	pthread_mutex_unlock(&e->lock);

@@ -52,6 +52,11 @@ struct o1_engine_opts {
 	 * NULL: refused */
 	void (*dump_config)(void *ctx, FILE *f);
 	void *reload_ctx; /* ctx of both */
+	/* The backend's CUDA graph counters, read on the engine thread after
+	 * each step and added to the metrics as deltas; NULL: none. */
+	void (*graph_stats)(const void *ctx,
+			    struct o1_backend_graph_stats *out);
+	const void *graph_ctx;
 };
 
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out);

@@ -18,6 +18,8 @@ struct o1_engine {
 	struct o1_ipc_server *srv;
 	struct o1_metrics *metrics;
 	uint64_t start_ns;
+	struct o1_backend_graph_stats graph_last; /* engine thread: counts
+						   * already in the metrics */
 
 	/* slab */
 	struct o1_req *slots;

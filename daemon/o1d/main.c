@@ -188,8 +188,18 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .max_context_tokens = d->ctx,
 	    .page_tokens = d->cfg.kv.page_tokens,
 	};
+	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	int err;
 
+	bc.graphs_enabled = d->cfg.graphs.enabled;
+	bc.n_graph_buckets = buckets->n;
+	if (bc.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
+		o1_warn("graphs.buckets: %u sizes given, capturing the first %u",
+			buckets->n, O1_BACKEND_GRAPH_BUCKETS_MAX);
+		bc.n_graph_buckets = O1_BACKEND_GRAPH_BUCKETS_MAX;
+	}
+	memcpy(bc.graph_buckets, buckets->v,
+	       bc.n_graph_buckets * sizeof(bc.graph_buckets[0]));
 	bc.n_pages = kv_pages(d, kind == O1_BACKEND_CUDA);
 	err = o1_backend_create(kind, d->model, &bc, &d->backend);
 	if (!err)
@@ -358,6 +368,29 @@ static int load_review(const struct o1_config *c, char **out)
 	return 0;
 }
 
+/* The captured buckets' sizes and the capture cost, once, for readers. */
+static int publish_graph_buckets(struct o1d *d)
+{
+	struct o1_backend_graph_stats st;
+	uint32_t sizes[O1_BACKEND_GRAPH_BUCKETS_MAX];
+
+	if (!d->metrics)
+		return 0;
+	o1_backend_graph_stats(d->backend, &st);
+	if (!st.n_buckets)
+		return 0;
+	for (uint32_t i = 0; i < st.n_buckets; i++)
+		sizes[i] = st.buckets[i].batch;
+	o1_metrics_graph_capture(d->metrics, st.capture_us, st.capture_bytes);
+	return o1_metrics_graph_set_buckets(d->metrics, sizes, st.n_buckets);
+}
+
+static void graph_stats(const void *backend,
+			struct o1_backend_graph_stats *out)
+{
+	o1_backend_graph_stats(backend, out);
+}
+
 static int create_engine(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
@@ -396,6 +429,8 @@ static int create_engine(struct o1d *d)
 	    .reload = reload,
 	    .dump_config = dump_config,
 	    .reload_ctx = d,
+	    .graph_stats = graph_stats,
+	    .graph_ctx = d->backend,
 	};
 
 	if (getrandom(&secret, sizeof(secret), 0) != sizeof(secret))
@@ -556,6 +591,8 @@ static int start(struct o1d *d)
 					&d->pool);
 	if (!err)
 		err = open_metrics(d);
+	if (!err)
+		err = publish_graph_buckets(d);
 	if (!err)
 		err = create_engine(d);
 	if (!err)
