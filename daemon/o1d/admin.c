@@ -23,6 +23,24 @@ static const char *phase_name(int p)
 	return p >= 0 && p < 4 ? names[p] : "?";
 }
 
+/* ready: the model is loaded, every configured graph captured and the
+ * warm-up generation succeeded, and o1d is not draining. */
+static void add_readiness(struct o1_engine *e, cJSON *o)
+{
+	bool graphs = e->graphs_captured >= e->graphs_total;
+	bool drain = e->exiting || e->admin_drain;
+
+	cJSON_AddBoolToObject(o, "ready",
+			      e->sched && graphs && e->warmup_ok && !drain);
+	cJSON_AddBoolToObject(o, "warmup_ok", e->warmup_ok);
+	cJSON_AddNumberToObject(o, "warmup_ms", (double)e->warmup_ns / 1e6);
+	cJSON_AddNumberToObject(o, "graphs_total", e->graphs_total);
+	cJSON_AddNumberToObject(o, "graphs_captured", e->graphs_captured);
+	cJSON_AddNumberToObject(o, "max_context_tokens",
+				e->o.sched.max_context);
+	cJSON_AddNumberToObject(o, "vocab_size", e->o.sched.vocab_size);
+}
+
 static void add_status(struct o1_engine *e, cJSON *o)
 {
 	struct o1_sched_stats st;
@@ -39,6 +57,7 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(
 	    o, "uptime_s", (double)(o1_engine_now_ns() - e->start_ns) / 1e9);
 	cJSON_AddBoolToObject(o, "draining", e->exiting || e->admin_drain);
+	add_readiness(e, o);
 	cJSON_AddNumberToObject(o, "running", st.running);
 	cJSON_AddNumberToObject(o, "waiting", st.waiting);
 	cJSON_AddNumberToObject(o, "active", e->n_active);

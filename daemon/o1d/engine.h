@@ -68,6 +68,16 @@ void o1_engine_consumer(struct o1_engine *e, struct o1_ipc_consumer *out);
 int o1_engine_start(struct o1_engine *e, struct o1_ipc_server *srv);
 /* Stops and joins the engine thread; requests still held are failed. */
 void o1_engine_stop(struct o1_engine *e);
+/* Start-up warm-up (warmup.c): before o1_engine_start, runs one greedy
+ * request of max_tokens through the scheduler on the calling thread; 0
+ * when it produced them all (status then says warmup_ok), else -errno /
+ * -O1_E_* (logged). took_ns: its duration either way. */
+int o1_engine_warmup(struct o1_engine *e, uint32_t max_tokens,
+		     uint64_t *took_ns);
+/* Before o1_engine_start: how many graph buckets were configured and
+ * captured, for the readiness in admin status. */
+void o1_engine_set_graphs(struct o1_engine *e, uint32_t total,
+			  uint32_t captured);
 /* Scheduler knobs (SIGHUP reload); any thread. */
 void o1_engine_set_limits(struct o1_engine *e, uint32_t max_batch_tokens,
 			  uint32_t max_running, uint32_t prefill_chunk_tokens,

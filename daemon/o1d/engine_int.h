@@ -35,6 +35,12 @@ struct o1_engine {
 	uint64_t idle_since_ns; /* exiting with nothing held since then */
 	bool admin_drain;
 
+	/* readiness, set by main before the engine thread starts */
+	bool warmup_ok;		  /* o1_engine_warmup succeeded */
+	uint64_t warmup_ns;	  /* its duration */
+	uint32_t graphs_total;	  /* graph buckets configured */
+	uint32_t graphs_captured; /* of those, captured */
+
 	/* under lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

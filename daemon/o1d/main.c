@@ -7,7 +7,9 @@
  * front loop on the main thread until SIGTERM/SIGINT has drained the work
  * (exit 0) or start-up fails (exit 1; 2 for bad arguments). When serving
  * it prints one line "o1d: ready socket=PATH" on stderr (scripts wait for
- * it) and tells systemd READY=1 (STOPPING=1 on the way out). SIGHUP
+ * it) and tells systemd READY=1 (STOPPING=1 on the way out), only after a
+ * short warm-up generation through the scheduler succeeded (admin status:
+ * "ready"). SIGHUP
  * reloads the file and overrides: log level, scheduler knobs and the
  * drain timeout apply at once; other changed sections are logged as not
  * reloaded. Signals are blocked in every thread from the start and read
@@ -36,7 +38,8 @@
 #include "notify.h"
 #include "tokenizer.h"
 
-#define SLOTS_MAX 1024
+#define SLOTS_MAX     1024
+#define WARMUP_TOKENS 4
 
 struct o1d {
 	struct o1_config cfg;  /* as at start-up */
@@ -462,6 +465,33 @@ static uint32_t with_self(const struct o1_config_list *l, uint32_t *out)
 	return n;
 }
 
+/* Readiness before serving: the graph buckets captured, then one short
+ * greedy generation through the scheduler (logged with its time). */
+static int warm_up(struct o1d *d)
+{
+	struct o1_backend_graph_stats st;
+	uint32_t captured = 0;
+	uint64_t ns = 0;
+	int err;
+
+	o1_backend_graph_stats(d->backend, &st);
+	for (uint32_t i = 0; i < st.n_buckets; i++)
+		captured += st.buckets[i].captured;
+	o1_engine_set_graphs(d->engine, st.n_buckets, captured);
+	if (captured < st.n_buckets)
+		o1_warn("graphs: %u of %u buckets captured: not ready",
+			captured, st.n_buckets);
+	err = o1_engine_warmup(d->engine, WARMUP_TOKENS, &ns);
+	if (err) {
+		o1_err("warm-up generation failed after %.1f ms: %s",
+		       (double)ns / 1e6, o1_strerror(err));
+		return err;
+	}
+	o1_info("warm-up: %d greedy tokens in %.1f ms", WARMUP_TOKENS,
+		(double)ns / 1e6);
+	return 0;
+}
+
 static int create_server(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
@@ -597,6 +627,8 @@ static int start(struct o1d *d)
 		err = create_engine(d);
 	if (!err)
 		err = create_server(d);
+	if (!err)
+		err = warm_up(d);
 	if (!err)
 		err = o1_engine_start(d->engine, d->srv);
 	return err;

@@ -118,6 +118,11 @@ static void count(struct o1_sched *s, enum o1_metrics_ctr c, uint64_t n)
 		o1_metrics_add(s->o.metrics, c, n);
 }
 
+void o1_sched_set_metrics(struct o1_sched *s, struct o1_metrics *m)
+{
+	s->o.metrics = m;
+}
+
 static void observe(struct o1_sched *s, enum o1_metrics_hist_id h, uint64_t ns)
 {
 	if (s->o.metrics)

@@ -106,6 +106,9 @@ void o1_sched_fail_all(struct o1_sched *s);
 /* Requests the scheduler holds (running + waiting). */
 uint32_t o1_sched_active(const struct o1_sched *s);
 void o1_sched_stats(const struct o1_sched *s, struct o1_sched_stats *out);
+/* Counts into M from now on (NULL: nothing is counted); o1d's start-up
+ * warm-up runs uncounted. */
+void o1_sched_set_metrics(struct o1_sched *s, struct o1_metrics *m);
 /* New knobs (SIGHUP); each clamped to the create-time value, which sized
  * the backend. */
 void o1_sched_set_limits(struct o1_sched *s, uint32_t max_batch_tokens,

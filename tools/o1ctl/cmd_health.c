@@ -1,5 +1,6 @@
 /* o1ctl health: an exit code for scripts (admin op "status"): 0 when o1d
- * answers, has its model loaded and is not draining; 6 when it answers
+ * answers, has its model loaded, every graph captured, its warm-up
+ * generation done ("ready") and is not draining; 6 when it answers
  * but is not serving; 3, 4, 5 when it cannot be asked (see o1ctl help).
  * Prints one line (or one JSON object with --json). */
 #include <stdio.h>
@@ -13,6 +14,10 @@ static const char *why_not(const cJSON *r)
 		return "no model loaded";
 	if (!cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "draining")))
 		return "draining";
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "warmup_ok")))
+		return "warm-up generation not done";
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ready")))
+		return "graphs not captured";
 	return NULL;
 }
 

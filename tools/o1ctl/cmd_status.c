@@ -28,6 +28,13 @@ static void print(const cJSON *r)
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "draining"))
 		   ? " (draining)"
 		   : "");
+	printf("ready:      %s (warm-up %.1f ms, graphs %.0f of %.0f "
+	       "captured)\n",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ready"))
+		   ? "yes"
+		   : "no",
+	       num(r, "warmup_ms"), num(r, "graphs_captured"),
+	       num(r, "graphs_total"));
 	printf("requests:   %.0f running, %.0f waiting, %.0f held\n",
 	       num(r, "running"), num(r, "waiting"), num(r, "active"));
 	printf("clients:    %.0f\n", num(r, "clients"));

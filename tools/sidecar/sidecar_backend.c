@@ -105,8 +105,10 @@ static void parse_status(const char *reply, struct o1_sidecar_status *st)
 
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
 		st->up = true;
-		st->draining = cJSON_IsTrue(
-		    cJSON_GetObjectItemCaseSensitive(r, "draining"));
+		st->draining =
+		    cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(r, "draining")) ||
+		    cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ready"));
 		if (cJSON_IsString(m))
 			snprintf(st->model, sizeof(st->model), "%s",
 				 m->valuestring);

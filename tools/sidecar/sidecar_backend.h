@@ -27,7 +27,7 @@ void o1_sidecar_backend_destroy(struct o1_sidecar_backend *b);
 
 struct o1_sidecar_status {
 	bool up;	 /* the daemon answered */
-	bool draining;	 /* it refuses new work */
+	bool draining;	 /* it refuses new work or is not ready */
 	char model[128]; /* "" when unknown */
 };
 
