@@ -139,7 +139,30 @@ static int check_welcome(const struct o1_wire_welcome *w, ssize_t len,
 	return 0;
 }
 
-static int recv_welcome(struct o1_client *c, int *fds, int *n_fds)
+/* recvmsg that sees through a reset. When a SOCK_SEQPACKET peer closes
+ * with data of ours still unread (the daemon refuses a connection before
+ * our hello reached it), the kernel sets ECONNRESET on our socket and
+ * reports it once, ahead of the messages already queued to us. The
+ * daemon queues its refusal before it closes, so a second, non-blocking
+ * read returns that refusal; with nothing queued the reset stands. */
+static ssize_t recv_past_reset(int sock, struct msghdr *mh, int flags)
+{
+	size_t controllen = mh->msg_controllen;
+	ssize_t len = recvmsg(sock, mh, flags | MSG_CMSG_CLOEXEC);
+
+	if (len >= 0 || errno != ECONNRESET)
+		return len;
+	mh->msg_controllen = controllen;
+	mh->msg_flags = 0;
+	len = recvmsg(sock, mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (len <= 0) {
+		errno = ECONNRESET;
+		return -1;
+	}
+	return len;
+}
+
+static int recv_welcome(struct o1_client *c, int flags, int *fds, int *n_fds)
 {
 	union {
 		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
@@ -150,7 +173,7 @@ static int recv_welcome(struct o1_client *c, int *fds, int *n_fds)
 			    .msg_iovlen = 1,
 			    .msg_control = cm.buf,
 			    .msg_controllen = sizeof(cm.buf)};
-	ssize_t len = recvmsg(c->sock, &mh, MSG_CMSG_CLOEXEC);
+	ssize_t len = recv_past_reset(c->sock, &mh, flags);
 	int n, ret;
 
 	if (len < 0)
@@ -217,6 +240,24 @@ void o1_client_detach(struct o1_client *c)
 	c->ends = NULL;
 }
 
+/* The hello could not be sent (err) because the daemon had already
+ * refused the connection and closed it: the refusal it queued before
+ * closing says why. Without one, err stands. */
+static int late_refusal(struct o1_client *c, int err)
+{
+	char why[sizeof(last_error)];
+	int fds[2], n = 0, ret;
+
+	memcpy(why, last_error, sizeof(why));
+	ret = recv_welcome(c, MSG_DONTWAIT, fds, &n);
+	if (ret && ret != -EAGAIN && ret != -ECONNRESET)
+		return ret;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	memcpy(last_error, why, sizeof(why));
+	return err;
+}
+
 static int handshake(struct o1_client *c)
 {
 	int fds[2], n = 0, ret;
@@ -225,8 +266,10 @@ static int handshake(struct o1_client *c)
 	if (c->sock < 0)
 		return c->sock;
 	ret = send_hello(c);
-	if (!ret)
-		ret = recv_welcome(c, fds, &n);
+	if (ret == -EPIPE || ret == -ECONNRESET)
+		ret = late_refusal(c, ret);
+	else if (!ret)
+		ret = recv_welcome(c, 0, fds, &n);
 	if (ret)
 		goto detach;
 	c->efd = n == 2 ? fds[1] : -1;

@@ -166,6 +166,36 @@ int o1_ipc_recv_hello(int fd, struct o1_wire_hello *out)
 	return 0;
 }
 
+int o1_ipc_discard(int fd)
+{
+	union {
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	char data[64];
+	struct iovec iov = {.iov_base = data, .iov_len = sizeof(data)};
+	struct msghdr mh;
+	ssize_t n;
+	int read = 0;
+
+	for (int i = 0; i < 8; i++) {
+		mh = (struct msghdr){.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = cm.buf,
+				     .msg_controllen = sizeof(cm.buf)};
+		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0 && read && errno == EAGAIN)
+			break;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return read ? read : -ECONNRESET;
+		drop_fds(&mh);
+		read++;
+	}
+	return read;
+}
+
 int o1_ipc_region_create(const struct o1_region_layout *l, uint16_t flags,
 			 uint32_t client_id, int *memfd, void **base)
 {

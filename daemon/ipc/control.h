@@ -25,6 +25,10 @@ int o1_ipc_admin_check(const struct o1_ipc_opts *o, const struct ucred *cred);
  * closed), -O1_E_PROTOCOL (wrong size or magic, fds attached: those are
  * closed) or -O1_E_VERSION. */
 int o1_ipc_recv_hello(int fd, struct o1_wire_hello *out);
+/* Reads and discards what a refused peer sent, without waiting: at most 8
+ * messages, closing any descriptors they carry. Returns how many were
+ * read, -EAGAIN (nothing waiting), -ECONNRESET (peer hung up) or -errno. */
+int o1_ipc_discard(int fd);
 /* Creates the memfd of l->total_bytes, maps it, formats the region and
  * seals it against resizing. Returns 0 with *memfd and *base, or -errno. */
 int o1_ipc_region_create(const struct o1_region_layout *l, uint16_t flags,

@@ -15,7 +15,20 @@
  * inside a consumer callback (callbacks just mark it doomed); every request
  * tagged with a slot carries the slot's generation, so completions of
  * requests armed for an earlier occupant are ignored; the daemon never
- * reads its region geometry back from shared memory. */
+ * reads its region geometry back from shared memory; a refused socket is
+ * closed only once its peer's messages are read (or at its deadline), so
+ * the close never resets the refusal away.
+ *
+ * Why the refusal lingers: closing a SOCK_SEQPACKET socket whose receive
+ * queue still holds data (a hello that arrived after the refusal was
+ * decided) makes the kernel set ECONNRESET on the peer, reported before
+ * the refusal queued to it; and a hello sent after the close fails with
+ * EPIPE. Either way a client would see a reset instead of the reason.
+ * Reading (and discarding) the hello first, then closing, leaves nothing
+ * unread: the peer reads the refusal, then end of file. The front loop
+ * never waits for it: the socket is polled on the housekeeping tick, at
+ * most O1_IPC_LINGER_MAX at a time (beyond that, closed at once: the
+ * client library still reads a refusal past a reset). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -193,6 +206,38 @@ void o1_ipc_reap(struct o1_ipc_server *srv)
 			teardown(srv, &srv->clients[i]);
 }
 
+/* Closes a refused socket (its welcome sent) once its peer's hello is
+ * read, never waiting: now, on a later tick, or at hello_timeout_ms. */
+static void linger(struct o1_ipc_server *srv, int fd)
+{
+	if (o1_ipc_discard(fd) != -EAGAIN)
+		goto close_fd;
+	for (uint32_t i = 0; i < O1_IPC_LINGER_MAX; i++) {
+		if (srv->linger_fd[i] >= 0)
+			continue;
+		srv->linger_fd[i] = fd;
+		srv->linger_deadline_ns[i] =
+		    now_ns() + srv->o.hello_timeout_ms * 1000000ull;
+		return;
+	}
+close_fd:
+	close(fd);
+}
+
+/* Closes the lingering sockets whose peer spoke, hung up or timed out. */
+static void linger_check(struct o1_ipc_server *srv, uint64_t now)
+{
+	for (uint32_t i = 0; i < O1_IPC_LINGER_MAX; i++) {
+		int fd = srv->linger_fd[i];
+
+		if (fd < 0 || (o1_ipc_discard(fd) == -EAGAIN &&
+			       now <= srv->linger_deadline_ns[i]))
+			continue;
+		close(fd);
+		srv->linger_fd[i] = -1;
+	}
+}
+
 static void new_client(struct o1_ipc_server *srv, int fd)
 {
 	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
@@ -207,7 +252,7 @@ static void new_client(struct o1_ipc_server *srv, int fd)
 		o1_warn("ipc: refusing a connection: all %u client slots used",
 			srv->o.max_clients);
 		o1_ipc_send_welcome(fd, &w, NULL, 0);
-		close(fd);
+		linger(srv, fd);
 		srv->st.clients_refused++;
 		return;
 	}
@@ -256,6 +301,7 @@ static void housekeeping(struct o1_ipc_server *srv)
 {
 	uint64_t now = now_ns();
 
+	linger_check(srv, now);
 	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
 		struct o1_ipc_client *c = &srv->clients[i];
 

@@ -16,7 +16,8 @@
 #include "ring.h"
 #include "wire.h"
 
-#define DRAIN_BATCH_MAX 64 /* submissions per client per pass */
+#define DRAIN_BATCH_MAX	  64 /* submissions per client per pass */
+#define O1_IPC_LINGER_MAX 16 /* refused sockets waiting for their hello */
 
 /* io_uring user_data: kind << 56 | slot << 32 | slot generation. */
 enum o1_ipc_ud {
@@ -80,6 +81,10 @@ struct o1_ipc_server {
 	struct __kernel_timespec tick;
 	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */
 	struct o1_ipc_stats st;
+	/* Refused sockets (welcome sent) kept open until what their peer
+	 * sent is read, or until their deadline: -1 for a free place. */
+	int linger_fd[O1_IPC_LINGER_MAX];
+	uint64_t linger_deadline_ns[O1_IPC_LINGER_MAX];
 };
 
 int o1_ipc_arm(struct o1_ipc_server *srv, enum o1_ipc_ud kind,

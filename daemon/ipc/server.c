@@ -145,6 +145,8 @@ int o1_ipc_server_create(const struct o1_ipc_opts *opts,
 		return -ENOMEM;
 	srv->lfd = srv->kick_fd = srv->sfd = -1;
 	srv->ring.ring_fd = -1;
+	for (int i = 0; i < O1_IPC_LINGER_MAX; i++)
+		srv->linger_fd[i] = -1;
 	if (consumer)
 		srv->cons = *consumer;
 	ret = copy_opts(srv, opts);
@@ -170,6 +172,9 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 			o1_ipc_reap(srv);
 		}
 	}
+	for (int i = 0; i < O1_IPC_LINGER_MAX; i++)
+		if (srv->linger_fd[i] >= 0)
+			close(srv->linger_fd[i]);
 	if (srv->ring.ring_fd >= 0)
 		io_uring_queue_exit(&srv->ring);
 	if (srv->lfd >= 0) {

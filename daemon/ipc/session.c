@@ -33,6 +33,10 @@ void o1_ipc_refuse(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	o1_ipc_send_welcome(c->fd, &w, NULL, 0);
 	srv->st.clients_refused++;
 	o1_ipc_client_doom(srv, c, NULL);
+	/* The hello was read; whatever else arrived is read too, so that the
+	 * close leaves nothing unread and the peer gets the refusal, not a
+	 * reset (see front.c). */
+	o1_ipc_discard(c->fd);
 }
 
 /* Picks a size: 0 means the default, and the default is the maximum. */

@@ -1,11 +1,13 @@
 /* libo1client tests, linked against the shared library (so only the
  * exported API is reachable): a fake daemon sends broken welcomes (missing
- * or extra fds, bad version, bad region); against the test server: token
+ * or extra fds, bad version, bad region) or refuses before reading the
+ * hello; against the test server: token
  * ids and stop ids, cancellation, arena and ring exhaustion and reuse,
  * argument errors, and reconnecting after a daemon restart. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -53,12 +55,28 @@ static int open_fds(void)
 	return n;
 }
 
+static int delay_hello;
+
+/* Interposes the library's send: with delay_hello set, a hello waits until
+ * the peer has closed, so that it fails with EPIPE (the late-hello order,
+ * otherwise a rare race). */
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	const struct o1_wire_hello *h = buf;
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	if (delay_hello && len == sizeof(*h) && h->magic == O1_HELLO_MAGIC)
+		poll(&p, 1, 2000);
+	return sendto(fd, buf, len, flags, NULL, 0);
+}
+
 enum fake_mode {
 	FAKE_NO_FDS,
 	FAKE_THREE_FDS,
 	FAKE_VERSION,
 	FAKE_SMALL,
-	FAKE_MAGIC
+	FAKE_MAGIC,
+	FAKE_REFUSE /* refuses and closes at once, hello unread or unsent */
 };
 
 struct fake {
@@ -103,6 +121,13 @@ static void *fake_daemon(void *arg)
 	int fd = accept(f->lfd, NULL, NULL), fds[3], n = 0;
 	struct o1_region_layout l;
 
+	if (fd >= 0 && f->mode == FAKE_REFUSE) {
+		w.status = -O1_E_QUOTA;
+		w.n_fds = 0;
+		send(fd, &w, sizeof(w), MSG_NOSIGNAL);
+		close(fd);
+		return NULL;
+	}
 	if (fd < 0 || recv(fd, &h, sizeof(h), 0) != sizeof(h))
 		return NULL;
 	o1_region_layout(4, 4, 4096, &l);
@@ -170,6 +195,27 @@ static void test_bad_welcomes(void **state)
 	assert_int_equal(run_fake(FAKE_SMALL), -O1_E_PROTOCOL);
 	assert_int_equal(run_fake(FAKE_MAGIC), -O1_E_FORMAT);
 	assert_int_equal(open_fds(), before); /* nothing leaked */
+}
+
+/* A daemon that refuses and closes before reading the hello: the client
+ * sees a reset (hello unread) or a failed send (hello too late), and must
+ * still report the refusal it was sent, every time. */
+static void test_early_refusal(void **state)
+{
+	int before = open_fds(), ret;
+
+	(void)state;
+	for (int i = 0; i < 50; i++) {
+		ret = run_fake(FAKE_REFUSE);
+		if (ret != -O1_E_QUOTA)
+			fail_msg("try %d: %d (%s)", i, ret, o1_last_error());
+		assert_non_null(strstr(o1_last_error(), "quota exceeded"));
+	}
+	delay_hello = 1;
+	assert_int_equal(run_fake(FAKE_REFUSE), -O1_E_QUOTA);
+	assert_non_null(strstr(o1_last_error(), "quota exceeded"));
+	delay_hello = 0;
+	assert_int_equal(open_fds(), before);
 }
 
 static void test_no_daemon(void **state)
@@ -445,6 +491,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_exports),
 	    cmocka_unit_test(test_bad_welcomes),
+	    cmocka_unit_test(test_early_refusal),
 	    cmocka_unit_test(test_no_daemon),
 	    cmocka_unit_test(test_ids_and_stops),
 	    cmocka_unit_test(test_logprobs),

@@ -197,9 +197,11 @@ static void test_refused_uid(void **state)
 	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -EACCES);
 	raw_close(&r);
 	o.socket_path = s.path;
-	assert_int_equal(o1_client_connect(&o, &c), -EACCES);
-	assert_null(c);
-	assert_non_null(strstr(o1_last_error(), "refused"));
+	for (int i = 0; i < 50; i++) {
+		assert_int_equal(o1_client_connect(&o, &c), -EACCES);
+		assert_null(c);
+		assert_non_null(strstr(o1_last_error(), "refused us"));
+	}
 	assert_int_equal(server_stop(&s), 0);
 }
 
@@ -606,6 +608,122 @@ static void test_hello_timeout(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
+static int raw_socket(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	strcpy(sa.sun_path, path);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void connect_quota(struct o1_client_opts *o, int tries)
+{
+	struct o1_client *c;
+	int ret;
+
+	for (int i = 0; i < tries; i++) {
+		c = NULL;
+		ret = o1_client_connect(o, &c);
+		if (ret != -O1_E_QUOTA)
+			fail_msg("try %d: %d (%s)", i, ret, o1_last_error());
+		assert_null(c);
+		assert_non_null(strstr(o1_last_error(), "quota exceeded"));
+	}
+}
+
+/* No free slot: libo1client gets -O1_E_QUOTA and says so, every time
+ * (the refusal used to race the hello and surface as ECONNRESET); also
+ * when the daemon's refused sockets waiting for a hello are all silent
+ * peers, so that it closes the next ones at once (the client then reads
+ * the refusal past a reset or a failed hello). */
+static void test_full_quota(void **state)
+{
+	struct o1_client_opts o = {.sz = sizeof(o), .name = "late"};
+	struct o1_client *first;
+	struct server_stats st;
+	struct test_server s;
+	int silent[16];
+
+	(void)state;
+	start(&s, "--max-clients", "1", NULL, NULL);
+	first = good_client(&s);
+	o.socket_path = s.path;
+	connect_quota(&o, 50);
+	for (int i = 0; i < 16; i++)
+		silent[i] = raw_socket(s.path);
+	connect_quota(&o, 50);
+	for (int i = 0; i < 16; i++)
+		close(silent[i]);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.refused, 116);
+	o1_client_close(first);
+	assert_int_equal(server_wait(&s, one_client, (void *)0, &st), 0);
+	check_serving(&s);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* Reads the refusal, then end of file: never a reset. */
+static void expect_refusal(int fd, int status)
+{
+	struct o1_wire_welcome w;
+	ssize_t n = recv(fd, &w, sizeof(w), 0);
+
+	if (n != (ssize_t)sizeof(w))
+		fail_msg("welcome: %zd (%s)", n, n < 0 ? strerror(errno) : "");
+	assert_int_equal(w.status, status);
+	assert_int_equal(w.n_fds, 0);
+	assert_int_equal(recv(fd, &w, sizeof(w), 0), 0);
+	close(fd);
+}
+
+/* The refusal of a full daemon, whatever the order: hello sent before the
+ * daemon refused, after it refused, never sent, or a raw client in a loop;
+ * then, with a free slot, a refused version closes cleanly too. */
+static void test_full_orders(void **state)
+{
+	struct timespec pause = {.tv_nsec = 50000000};
+	struct o1_client *first;
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct server_stats st;
+	struct test_server s;
+	int fd;
+
+	(void)state;
+	start(&s, "--max-clients", "1", "--hello-ms", "300");
+	first = good_client(&s);
+	raw_hello(&h);
+	fd = raw_socket(s.path);
+	assert_int_equal(send(fd, &h, sizeof(h), MSG_NOSIGNAL), sizeof(h));
+	nanosleep(&pause, NULL);
+	expect_refusal(fd, -O1_E_QUOTA);
+	fd = raw_socket(s.path);
+	nanosleep(&pause, NULL);
+	assert_int_equal(send(fd, &h, sizeof(h), MSG_NOSIGNAL), sizeof(h));
+	expect_refusal(fd, -O1_E_QUOTA);
+	fd = raw_socket(s.path);
+	expect_refusal(fd, -O1_E_QUOTA);
+	for (int i = 0; i < 50; i++) {
+		assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0),
+				 -O1_E_QUOTA);
+		raw_close(&r);
+	}
+	o1_client_close(first);
+	assert_int_equal(server_wait(&s, one_client, (void *)0, &st), 0);
+	fd = raw_socket(s.path);
+	h.version = 99;
+	assert_int_equal(send(fd, &h, sizeof(h), MSG_NOSIGNAL), sizeof(h));
+	nanosleep(&pause, NULL);
+	expect_refusal(fd, -O1_E_VERSION);
+	check_serving(&s);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.refused, 54);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 /* Draining: new submissions fail with DRAINING, the flag shows in the
  * submission ring, pings still work; resuming accepts work again. */
 static void test_draining(void **state)
@@ -714,6 +832,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_sigkill_mid_entry),
 	    cmocka_unit_test(test_backpressure),
 	    cmocka_unit_test(test_hello_timeout),
+	    cmocka_unit_test(test_full_quota),
+	    cmocka_unit_test(test_full_orders),
 	    cmocka_unit_test(test_draining),
 	    cmocka_unit_test(test_admin),
 	};
