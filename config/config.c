@@ -138,6 +138,13 @@ static const struct key keys[] = {
 	U32(sidecar, max_concurrent, 1, 4096, 0, "32"),
 	U32(sidecar, request_timeout_ms, 100, 86400000, 0, "600000"),
 	U32(sidecar, idle_timeout_s, 1, 86400, 0, "60"),
+	{"slo", "success_rate", T_DOUBLE, OFF(slo.success_rate), 0, 0, 0,
+	 0.0, 1.0, NULL, 0, "0.99"},
+	U32(slo, p99_ttft_ms, 0, 3600000, 0, "2000"),
+	U32(slo, p99_itl_ms, 0, 3600000, 0, "250"),
+	U32(slo, p99_queue_wait_ms, 0, 3600000, 0, "1000"),
+	U32(slo, window_s, 1, 86400, 0, "60"),
+	BOOL(faults, enabled, "false"),
 };
 
 /* clang-format on */

@@ -117,10 +117,20 @@ struct o1_config {
 		char listen[O1_CONFIG_NAME_MAX]; /* host:port */
 		char daemon_socket[O1_CONFIG_SOCKET_MAX];
 		uint32_t max_body_bytes;
-		uint32_t max_concurrent;     /* generations at once; more: 429 */
+		uint32_t max_concurrent; /* generations at once; more: 429 */
 		uint32_t request_timeout_ms; /* whole request; then cancelled */
 		uint32_t idle_timeout_s;     /* idle HTTP connection */
 	} sidecar;
+	struct {
+		double success_rate;	    /* finished requests that succeed */
+		uint32_t p99_ttft_ms;	    /* 0: no objective */
+		uint32_t p99_itl_ms;	    /* 0: no objective */
+		uint32_t p99_queue_wait_ms; /* 0: no objective */
+		uint32_t window_s;	    /* o1ctl slo's default window */
+	} slo;
+	struct {
+		bool enabled; /* o1ctl inject is refused unless set */
+	} faults;
 };
 
 /* Fills C with the built-in defaults (those config/o1d.ini shows). */

@@ -229,6 +229,10 @@ static const struct bad_case bad_cases[] = {
     {"[metrics]\nrunq = 2\n", {"t.ini:2:", "true|false"}},
     {"[sidecar]\nlisten = localhost\n", {"t.ini:2:", "not host:port"}},
     {"[sidecar]\nlisten = :80\n", {"t.ini:2:", "not host:port"}},
+    {"[slo]\nsuccess_rate = 1.5\n", {"t.ini:2:", "out of range", "0..1"}},
+    {"[slo]\nwindow_s = 0\n", {"t.ini:2:", "window_s", "1..86400"}},
+    {"[slo]\np99_ttft_ms = -1\n", {"t.ini:2:", "p99_ttft_ms"}},
+    {"[faults]\nenabled = maybe\n", {"t.ini:2:", "true|false"}},
     {"[kv]\npages = 1\npages = 2\n",
      {"t.ini:3:", "set twice", "first at line 2"}},
     {"[kv]\npages 1\n", {"t.ini:2:", "malformed line"}},
@@ -298,6 +302,17 @@ static void test_set(void **state)
 	assert_int_equal(c.kv.page_tokens, 64);
 	assert_int_equal(c.backend.device.index, 1);
 	assert_int_equal(c.ipc.allowed_gids.n, 2);
+	assert_int_equal(
+	    o1_config_set(&c, "slo.success_rate=0.995", err, sizeof(err)), 0);
+	assert_int_equal(
+	    o1_config_set(&c, "slo.p99_itl_ms=80", err, sizeof(err)), 0);
+	assert_int_equal(
+	    o1_config_set(&c, "faults.enabled=true", err, sizeof(err)), 0);
+	assert_true(c.slo.success_rate == 0.995);
+	assert_int_equal(c.slo.p99_itl_ms, 80);
+	assert_true(c.faults.enabled);
+	assert_int_equal(d.slo.window_s, 60);
+	assert_false(d.faults.enabled);
 	c = d;
 	assert_int_equal(o1_config_set(&c, "kv.page_tokens", err, sizeof(err)),
 			 -O1_E_CONFIG);
