@@ -4,6 +4,7 @@
  * exits non-zero, baseline deltas).
  * argv: o1d o1model o1ctl */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -165,11 +166,105 @@ static void test_smoke(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* o1ctl slo ARGS over the metrics file of D, started in the background;
+ * finish_slo reads its stdout and returns its exit code. */
+static FILE *start_slo(const struct daemon_proc *d, const char *args)
+{
+	char cmd[1024];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s --socket %s --set metrics.mode=shm --set "
+		 "metrics.shm_path=%s/m.shm slo %s",
+		 o1ctl_bin, d->socket, d->dir, args);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	usleep(300000); /* its first snapshot */
+	return f;
+}
+
+static int finish_slo(FILE *f, char *out, size_t cap)
+{
+	size_t n = fread(out, 1, cap - 1, f);
+	int st = pclose(f);
+
+	out[n] = 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const cJSON *slo_item(const cJSON *o, const char *name)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(o, "slos"))
+	{
+		if (!strcmp(cJSON_GetObjectItemCaseSensitive(c, "name")
+				->valuestring,
+			    name))
+			return c;
+	}
+	fail_msg("no slo %s", name);
+	return NULL;
+}
+
+/* Objectives met under load, then a baseline saved and compared, a
+ * latency objective breached, a bad baseline. (The success rate's breach
+ * is in test_faults: failing steps.) */
+static void test_slo(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"metrics.enabled=true", "metrics.mode=shm", NULL,
+			      NULL};
+	char shm[256], out[8192], args[512];
+	cJSON *o;
+	FILE *f;
+
+	snprintf(shm, sizeof(shm), "metrics.shm_path=%s/m.shm", d->dir);
+	sets[2] = shm;
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	f = start_slo(d, "--window 2 --json");
+	assert_int_equal(o1ctl(d, "smoke", NULL, 0), 0);
+	assert_int_equal(finish_slo(f, out, sizeof(out)), 0);
+	o = cJSON_Parse(out);
+	assert_non_null(o);
+	assert_true(is_true(o, "ok"));
+	assert_int_equal(num(o, "finished"), 8); /* smoke's requests */
+	assert_true(num(slo_item(o, "success_rate"), "value") == 1.0);
+	assert_true(num(slo_item(o, "p99_ttft_ms"), "value") > 0);
+	assert_true(num(slo_item(o, "p99_itl_ms"), "value") > 0);
+	cJSON_Delete(o);
+
+	snprintf(args, sizeof(args), "--window 2 --save %s/base.json", d->dir);
+	f = start_slo(d, args);
+	assert_int_equal(o1ctl(d, "smoke", NULL, 0), 0);
+	assert_int_equal(finish_slo(f, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "slo: ok"));
+
+	/* TTFT objective of 1 ms: smoke's long prompt breaks it */
+	snprintf(args, sizeof(args),
+		 "--window 2 --baseline %s/base.json --set slo.p99_ttft_ms=1",
+		 d->dir);
+	f = start_slo(d, args);
+	assert_int_equal(o1ctl(d, "smoke", NULL, 0), 0);
+	assert_int_equal(finish_slo(f, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "objective <= 1 "));
+	assert_non_null(strstr(out, "BREACH  baseline"));
+	assert_non_null(strstr(out, "slo: BREACH"));
+
+	/* bad baseline: exit 2 with the reason */
+	snprintf(args, sizeof(args), "--window 0.1 --baseline %s/m.shm 2>&1",
+		 d->dir);
+	assert_int_equal(finish_slo(start_slo(d, args), out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "not a file of o1ctl slo --save"));
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ready_health),
 	    cmocka_unit_test(test_smoke),
+	    cmocka_unit_test(test_slo),
 	};
 
 	if (argc < 4) {
