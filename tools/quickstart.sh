@@ -3,13 +3,16 @@
 # its tools in build/release, writes the demo model into build/demo/
 # (unless a model is configured), starts o1d on it with a socket under
 # /tmp, sends one chat request through o1chat (libo1client), prints the
-# streamed answer and its timings, and stops o1d with SIGTERM.
+# streamed answer and its timings, runs `o1ctl smoke` (real requests, each
+# checked) while `o1ctl slo` measures the SLOs of config [slo] over that
+# traffic, and stops o1d with SIGTERM.
 #
 #   tools/quickstart.sh [-c FILE] [--set section.key=value ...]
 #
 # -c FILE (or $O1D_CONFIG) and --set are handed to o1d; when they set
 # model.path, that model is served instead of the demo model. Needs no
-# root: the socket lives in a temporary folder, eBPF metrics are off.
+# root: the socket and the metrics file (metrics.mode=shm, no eBPF pins)
+# live in a temporary folder.
 # Safe to run again (it rebuilds what changed; the demo model is the same
 # bytes every time). Exits non-zero, saying which step failed, on any
 # failure, including o1d not exiting 0 after SIGTERM.
@@ -63,26 +66,27 @@ configured_kv() {
   return 1
 }
 
-echo "== 1/5 dependencies"
+echo "== 1/7 dependencies"
 ./tools/deps.sh
 
-echo "== 2/5 configure and build ($build)"
+echo "== 2/7 configure and build ($build)"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   >/dev/null
-cmake --build "$build" -j "$(nproc)" --target o1model o1chat o1bench
+cmake --build "$build" -j "$(nproc)" --target o1model o1chat o1bench o1ctl
 cmake --build "$build" -j "$(nproc)" --target o1d ||
   fail "building o1d (the daemon, daemon/o1d) failed or it is not in this tree yet"
 o1model=$build/tools/o1model/o1model
 o1chat=$build/tools/o1chat/o1chat
+o1ctl=$build/tools/o1ctl/o1ctl
 o1d=$(find "$build/daemon" -type f -name o1d -perm -u+x | head -n 1)
 [ -x "$o1d" ] || fail "no o1d binary under $build/daemon"
 
 model=$(configured_model)
 model_args=()
 if [ -n "$model" ]; then
-  echo "== 3/5 model: $model (configured; no demo model written)"
+  echo "== 3/7 model: $model (configured; no demo model written)"
 else
-  echo "== 3/5 demo model ($demo/demo.gguf)"
+  echo "== 3/7 demo model ($demo/demo.gguf)"
   cat <<MSG
 The demo model is a BIGRAM model of this project's own docs (README.md and
 docs/*.md): o1model learns a byte-level BPE vocabulary from the text, counts
@@ -105,7 +109,7 @@ fi
 # free memory, which a quick start does not need).
 configured_kv || model_args+=(--set kv.pages=1024)
 
-echo "== 4/5 start o1d"
+echo "== 4/7 start o1d"
 run=$(mktemp -d /tmp/o1d-quickstart.XXXXXX)
 sock=$run/o1d.sock
 log=$run/o1d.log
@@ -120,7 +124,8 @@ cleanup() {
 }
 trap cleanup EXIT
 cmd=("$o1d" "${cfg_args[@]}" "${model_args[@]}" --set "ipc.socket=$sock"
-     --set metrics.enabled=false "${sets[@]}")
+     --set metrics.enabled=true --set metrics.mode=shm
+     --set "metrics.shm_path=$run/metrics.shm" "${sets[@]}")
 echo "${cmd[*]}"
 "${cmd[@]}" >"$log" 2>&1 &
 pid=$!
@@ -136,12 +141,28 @@ grep -q "o1d: ready" "$log" || { tail -n 20 "$log" >&2;
   fail "o1d not ready after 60 s (log above)"; }
 grep "o1d: ready" "$log"
 
-echo "== 5/5 a chat request through libo1client (o1chat)"
+echo "== 5/7 a chat request through libo1client (o1chat)"
 prompt="What does the daemon do?"
 echo "> $prompt"
 timeout 120 "$o1chat" --socket "$sock" --max-tokens 80 --temperature 0.8 \
   --seed 1 "$prompt" || { tail -n 20 "$log" >&2;
   fail "o1chat failed (o1d log above)"; }
+
+ctl=("$o1ctl" "${cfg_args[@]}" "${sets[@]}" --socket "$sock"
+     --set metrics.mode=shm --set "metrics.shm_path=$run/metrics.shm")
+echo "== 6/7 o1ctl smoke (o1ctl slo measures meanwhile)"
+"${ctl[@]}" slo --window 4 --json >"$run/slo.json" &
+slo_pid=$!
+sleep 0.5
+timeout 120 "${ctl[@]}" smoke || { tail -n 20 "$log" >&2;
+  fail "o1ctl smoke failed a check (verdicts and o1d log above)"; }
+
+echo "== 7/7 o1ctl slo over the smoke traffic (objectives: config [slo])"
+slo_rc=0
+wait "$slo_pid" || slo_rc=$?
+cat "$run/slo.json"
+[ "$slo_rc" -eq 0 ] || fail "o1ctl slo: an objective is breached (exit $slo_rc)"
+echo "slo: every objective met"
 
 kill -TERM "$pid"
 rc=0
@@ -161,6 +182,8 @@ it with -c FILE (or O1D_CONFIG=FILE). Check a model first with:
   $o1model info /path/to/model.gguf
 Convert between the formats with:
   $o1model convert IN OUT --format gguf|safetensors
+Gate a deploy on a running o1d with (see docs/OPERATIONS.md):
+  $o1ctl health && $o1ctl smoke && $o1ctl slo --baseline baseline.json
 Load test a running o1d with:
   $build/tools/o1bench/o1bench run --socket PATH --requests 64 \\
     --concurrency 8 --max-tokens 64
