@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# End-to-end decode through libo1client on the GPU machine: o1d on the CUDA
+# backend serving a random bf16 model of a preset's shape, o1bench run at
+# concurrency 1 (batch-1 decode), 64 and 256, then the graph counters from
+# the metrics (o1ctl stats --json). Run by tools/gpu/run.sh e2e after the
+# build; results go to OUT/e2e.txt.
+#   tools/gpu/e2e.sh OUT [presets...]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:?usage: e2e.sh OUT [presets...]}
+shift
+presets=${*:-qwen2.5-0.5b llama3.2-1b}
+bin=build/gpu
+models=/tmp/o1-bench-models
+run=$(mktemp -d /tmp/o1-e2e.XXXXXX)
+sock=$run/o1d.sock
+mkdir -p "$models"
+rc=0
+
+start_o1d() { # model
+  "$bin/daemon/o1d/o1d" --set model.path="$1" --set backend.device=cuda:0 \
+    --set ipc.socket="$sock" --set metrics.mode=shm \
+    --set scheduler.max_running=256 >"$run/o1d.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do
+    grep -q "o1d: ready" "$run/o1d.log" && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  tail -20 "$run/o1d.log"
+  return 1
+}
+
+for p in $presets; do
+  m=$models/$p
+  [ -d "$m" ] || "$bin/tools/o1model/o1model" make --preset "$p" \
+    --format safetensors --dtype bf16 --out "$m" >>"$out/e2e.log" 2>&1 ||
+    { echo "make $p failed" | tee -a "$out/e2e.txt"; rc=1; continue; }
+  t0=$(date +%s.%N)
+  start_o1d "$m" || { echo "o1d on $p did not start" | tee -a "$out/e2e.txt"; rc=1; continue; }
+  t1=$(date +%s.%N)
+  echo "# $p: start to ready $(python3 -c "print(round($t1 - $t0, 2))") s" >>"$out/e2e.txt"
+  grep -E "graph|capture|kv:|pages" "$run/o1d.log" | head -8 >>"$out/e2e.txt"
+  for c in 1 64 256; do
+    n=$((c == 1 ? 8 : c * 2))
+    echo "# $p: o1bench run, concurrency $c, $n requests, 16-word prompt, 128 new tokens" >>"$out/e2e.txt"
+    "$bin/tools/o1bench/o1bench" run --socket "$sock" --requests "$n" \
+      --concurrency "$c" --max-tokens 128 --prompt-tokens 16 \
+      >>"$out/e2e.txt" 2>>"$out/e2e.log" || rc=1
+  done
+  echo "# $p: graph counters (o1ctl stats --json)" >>"$out/e2e.txt"
+  "$bin/tools/o1ctl/o1ctl" --set ipc.socket="$sock" --set metrics.mode=shm \
+    stats --json >"$out/stats-$p.json" 2>>"$out/e2e.log" || rc=1
+  python3 - "$out/stats-$p.json" >>"$out/e2e.txt" 2>&1 <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+g = s.get("graphs", {})
+hits = sum(b.get("hits", 0) for b in g.get("buckets", []))
+miss = sum(b.get("misses", 0) for b in g.get("buckets", []))
+print("graph hits", hits, "misses", miss, "oversize", g.get("oversize"),
+      "capture_us", g.get("capture_us"), "capture_bytes", g.get("capture_bytes"))
+print("steps", s.get("counters", {}).get("steps"))
+PY
+  kill -TERM "$pid"; wait "$pid"; echo "# o1d exit $?" >>"$out/e2e.txt"
+done
+cat "$out/e2e.txt"
+rm -rf "$run"
+exit $rc
