@@ -176,7 +176,7 @@ int o1_ipc_discard(int fd)
 	struct iovec iov = {.iov_base = data, .iov_len = sizeof(data)};
 	struct msghdr mh;
 	ssize_t n;
-	int read = 0;
+	int got = 0;
 
 	for (int i = 0; i < 8; i++) {
 		mh = (struct msghdr){.msg_iov = &iov,
@@ -184,16 +184,16 @@ int o1_ipc_discard(int fd)
 				     .msg_control = cm.buf,
 				     .msg_controllen = sizeof(cm.buf)};
 		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		if (n < 0 && read && errno == EAGAIN)
+		if (n < 0 && got && errno == EAGAIN)
 			break;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return read ? read : -ECONNRESET;
+			return got ? got : -ECONNRESET;
 		drop_fds(&mh);
-		read++;
+		got++;
 	}
-	return read;
+	return got;
 }
 
 int o1_ipc_region_create(const struct o1_region_layout *l, uint16_t flags,
