@@ -118,7 +118,7 @@ enum o1_metrics_fail {
 	  "", "Full prompt KV pages not found in the prefix cache")            \
 	X(PREEMPTIONS, preemptions, COUNTER, "preemptions_total", "",          \
 	  "Sequences preempted for lack of KV pages")                          \
-	X(KV_PAGES_TOTAL, kv_pages_total, GAUGE, "kv_pages_total", "",         \
+	X(KV_PAGES_TOTAL, kv_pages_total, GAUGE, "kv_pages_capacity", "",      \
 	  "KV pages in the pool")                                              \
 	X(KV_PAGES_USED, kv_pages_used, GAUGE, "kv_pages_used", "",            \
 	  "KV pages referenced by sequences")                                  \
