@@ -1,7 +1,10 @@
 /* The OpenAI request parser and response shapes without any server:
  * defaults, every parameter's type and range checks (with the parameter
  * named in the error), the packed chat form the daemon reads, token-id
- * prompts, and the JSON of errors, whole answers and SSE chunks. */
+ * prompts, and the JSON of errors, whole answers and SSE chunks, and a
+ * refinement's events rendered as refinement_trace, o1_round and
+ * o1_confidence. */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -198,6 +201,25 @@ static const struct bad bads[] = {
      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
      "\"content\":\"x\"}],\"top_logprobs\":3}",
      "top_logprobs", "needs"},
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":\"x\"}],\"refine_steps\":17}",
+     "refine_steps", "allowed: 0 to 16"},
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":\"x\"}],\"refine_steps\":-1}",
+     "refine_steps", "allowed"},
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":\"x\"}],\"refine_steps\":1.5}",
+     "refine_steps", "integer"},
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":\"x\"}],\"refine_steps\":\"2\"}",
+     "refine_steps", "integer"},
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\",\"refine_steps\":2}", "refine_steps",
+     "chat conversations only"},
 };
 
 static void test_bad_bodies(void **state)
@@ -329,6 +351,156 @@ static void test_whole_and_chunks(void **state)
 	o1_sidecar_request_fini(&r);
 }
 
+static void test_refine_fields(void **state)
+{
+	struct o1_sidecar_request r;
+	struct o1_sidecar_req_error e;
+
+	(void)state;
+	assert_int_equal(parse("{\"model\":\"m\",\"messages\":[{\"role\":"
+			       "\"user\",\"content\":\"x\"}],"
+			       "\"refine_steps\":16}",
+			       O1_SIDECAR_CHAT, &r, &e),
+			 0);
+	assert_int_equal(r.refine_steps, 16);
+	o1_sidecar_request_fini(&r);
+	assert_int_equal(parse("{\"model\":\"m\",\"prompt\":\"x\","
+			       "\"refine_steps\":0}",
+			       O1_SIDECAR_COMPLETION, &r, &e),
+			 0);
+	assert_int_equal(r.refine_steps, 0);
+	o1_sidecar_request_fini(&r);
+}
+
+static struct o1_event round_end(uint32_t round, uint32_t gen,
+				 enum o1_refine_stop_reason stop)
+{
+	return (struct o1_event){.type = O1_EVENT_ROUND,
+				 .round = round,
+				 .prompt_tokens = 10 + round,
+				 .cached_tokens = round ? 8 : 0,
+				 .generated_tokens = gen,
+				 .mean_logprob = -0.5f - (float)round,
+				 .min_logprob = -2.0f,
+				 .mean_entropy = 0.75f,
+				 .latency_ns = 2500000,
+				 .finish = O1_FINISH_REASON_EOS,
+				 .refine_stop = stop};
+}
+
+/* Checks round I of TRACE against what round_end and the texts made. */
+static void check_round(const cJSON *trace, int i, const char *text)
+{
+	const cJSON *r = cJSON_GetArrayItem(trace, i);
+	const cJSON *t = cJSON_GetObjectItem(r, "tokens");
+	const cJSON *c = cJSON_GetObjectItem(r, "confidence");
+
+	assert_int_equal(cJSON_GetObjectItem(r, "index")->valueint, i);
+	assert_string_equal(path_str(r, "text", NULL), text);
+	assert_int_equal(cJSON_GetObjectItem(t, "prompt")->valueint, 10 + i);
+	assert_int_equal(cJSON_GetObjectItem(t, "cached")->valueint, i ? 8 : 0);
+	assert_int_equal(cJSON_GetObjectItem(t, "generated")->valueint, 1);
+	assert_true(cJSON_GetObjectItem(c, "mean_logprob")->valuedouble ==
+		    -0.5 - i);
+	assert_true(cJSON_GetObjectItem(c, "min_logprob")->valuedouble == -2);
+	assert_true(cJSON_GetObjectItem(c, "mean_entropy")->valuedouble ==
+		    0.75);
+	assert_true(cJSON_GetObjectItem(r, "latency_ms")->valuedouble == 2.5);
+	assert_string_equal(path_str(r, "finish_reason", NULL), "stop");
+}
+
+/* Two rounds, fed as the daemon sends them: the answer is the second's,
+ * the trace has both, chunks carry their round, the trace rides on the
+ * usage chunk (the last before [DONE]). */
+static void test_refine_response(void **state)
+{
+	struct o1_sidecar_request r;
+	struct o1_sidecar_req_error e;
+	struct o1_sidecar_out out;
+	struct o1_event ev, fin = {.type = O1_EVENT_FINAL,
+				   .finish = O1_FINISH_REASON_EOS,
+				   .prompt_tokens = 21,
+				   .generated_tokens = 2,
+				   .cached_tokens = 8,
+				   .conf_tokens = 1,
+				   .mean_logprob = -1.5f,
+				   .min_logprob = -2.0f,
+				   .mean_entropy = 0.75f,
+				   .rounds = 2,
+				   .refine_stop = O1_REFINE_STOP_REPEAT};
+	const cJSON *c, *tr;
+	char *s;
+	cJSON *j;
+
+	(void)state;
+	assert_int_equal(parse("{\"model\":\"m\",\"messages\":[{\"role\":"
+			       "\"user\",\"content\":\"x\"}],\"stream\":true,"
+			       "\"stream_options\":{\"include_usage\":true},"
+			       "\"refine_steps\":3}",
+			       O1_SIDECAR_CHAT, &r, &e),
+			 0);
+	o1_sidecar_out_init(&out, &r, "served");
+	ev = token(7, "first", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_int_equal(o1_sidecar_chunk_sse(&out, true, &s), 0);
+	assert_non_null(strstr(s, "\"content\":\"first\""));
+	assert_non_null(strstr(s, "\"o1_round\":0"));
+	free(s);
+	ev = round_end(0, 1, O1_REFINE_STOP_NONE);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	ev = token(8, "second", -1.5f);
+	ev.round = 1;
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_int_equal(o1_sidecar_chunk_sse(&out, false, &s), 0);
+	assert_non_null(strstr(s, "\"content\":\"second\""));
+	assert_non_null(strstr(s, "\"o1_round\":1"));
+	free(s);
+	ev = round_end(1, 1, O1_REFINE_STOP_REPEAT);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_int_equal(o1_sidecar_out_add(&out, &fin), 0);
+	/* a round out of order is refused, not rendered */
+	ev = round_end(0, 1, O1_REFINE_STOP_NONE);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), -EPROTO);
+
+	assert_int_equal(o1_sidecar_full_json(&out, &s), 0);
+	j = json_of(s);
+	c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+	assert_string_equal(path_str(c, "message", "content"), "second");
+	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "o1_confidence"),
+					"mean_logprob")
+			->valuedouble == -1.5);
+	assert_int_equal(cJSON_GetObjectItem(
+			     cJSON_GetObjectItem(c, "o1_confidence"), "tokens")
+			     ->valueint,
+			 1);
+	tr = cJSON_GetObjectItem(j, "refinement_trace");
+	assert_int_equal(cJSON_GetArraySize(tr), 2);
+	check_round(tr, 0, "first");
+	check_round(tr, 1, "second");
+	assert_string_equal(path_str(j, "refinement_stop_reason", NULL),
+			    "repeat");
+	cJSON_Delete(j);
+	assert_int_equal(o1_sidecar_chunk_sse(&out, false, &s), 0);
+	assert_null(strstr(s, "refinement_trace")); /* the usage chunk's */
+	assert_non_null(strstr(s, "\"o1_confidence\""));
+	free(s);
+	assert_int_equal(o1_sidecar_usage_sse(&out, &s), 0);
+	j = json_of(strndup(s + 6, strlen(s) - 8));
+	free(s);
+	assert_int_equal(
+	    cJSON_GetArraySize(cJSON_GetObjectItem(j, "refinement_trace")), 2);
+	assert_int_equal(
+	    cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"),
+				    "prompt_tokens_details"),
+		"cached_tokens")
+		->valueint,
+	    8);
+	cJSON_Delete(j);
+	o1_sidecar_out_fini(&out);
+	o1_sidecar_request_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +509,8 @@ int main(void)
 	    cmocka_unit_test(test_bad_bodies),
 	    cmocka_unit_test(test_error_shape),
 	    cmocka_unit_test(test_whole_and_chunks),
+	    cmocka_unit_test(test_refine_fields),
+	    cmocka_unit_test(test_refine_response),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -171,6 +171,7 @@ static void fill_opts(const struct o1_sidecar_request *r,
 	o->stop_strings = (const char *const *)r->stop;
 	o->n_stop_strings = r->n_stop;
 	o->flags = r->kind == O1_SIDECAR_CHAT ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS;
+	o->refine_steps = r->refine_steps;
 	if (r->ignore_eos)
 		o->flags |= O1_FLAG_IGNORE_EOS;
 }

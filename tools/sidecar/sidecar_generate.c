@@ -61,8 +61,8 @@ static struct status_map map_error(int err)
 	}
 }
 
-static enum MHD_Result fail(struct o1_sidecar_conn *c, int err,
-			    const char *detail)
+static enum MHD_Result fail_param(struct o1_sidecar_conn *c, int err,
+				  const char *detail, const char *param)
 {
 	struct status_map m = map_error(err);
 	char msg[256];
@@ -79,7 +79,13 @@ static enum MHD_Result fail(struct o1_sidecar_conn *c, int err,
 			 "stop string or prompt too long)";
 	snprintf(msg, sizeof(msg), "o1d: %s%s%s", o1_client_strerror(err),
 		 detail && *detail ? ": " : "", detail ? detail : "");
-	return o1_sidecar_reply_error(c, m.status, msg, m.type, NULL, m.code);
+	return o1_sidecar_reply_error(c, m.status, msg, m.type, param, m.code);
+}
+
+static enum MHD_Result fail(struct o1_sidecar_conn *c, int err,
+			    const char *detail)
+{
+	return fail_param(c, err, detail, NULL);
 }
 
 /* One request in flight: owned by the handler (whole answers) or by the
@@ -96,6 +102,21 @@ struct run {
 	char *pending;
 	size_t pending_len, pending_off;
 };
+
+/* A refused FINAL: a refinement request out of the daemon's bounds is
+ * most likely refine_steps above its refine.max_steps. */
+static enum MHD_Result fail_final(struct run *r, const struct o1_event *ev)
+{
+	char detail[160];
+
+	if (ev->error != -O1_E_BOUNDS || !r->req.refine_steps)
+		return fail(r->c, ev->error, r->error);
+	snprintf(detail, sizeof(detail),
+		 "refine_steps %u is above the daemon's refine.max_steps "
+		 "(or another value is beyond its limits)",
+		 r->req.refine_steps);
+	return fail_param(r->c, ev->error, detail, "refine_steps");
+}
 
 static void run_free(struct run *r)
 {
@@ -147,7 +168,7 @@ static enum MHD_Result answer_whole(struct run *r)
 		if (ret < 0)
 			return fail(r->c, ret, NULL);
 		if (failed_final(&ev))
-			return fail(r->c, ev.error, r->error);
+			return fail_final(r, &ev);
 		if (o1_sidecar_out_add(&r->out, &ev))
 			return fail(r->c, -ENOMEM, NULL);
 	} while (ev.type != O1_EVENT_FINAL);
@@ -360,7 +381,7 @@ enum MHD_Result o1_sidecar_generate(struct o1_sidecar_conn *c,
 	if (ret < 0) {
 		res = fail(c, ret, NULL);
 	} else if (failed_final(&r->first)) {
-		res = fail(c, r->first.error, r->error);
+		res = fail_final(r, &r->first);
 	} else if (r->req.stream) {
 		return answer_stream(r);
 	} else {

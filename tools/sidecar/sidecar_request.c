@@ -380,6 +380,27 @@ static int parse_flags(const cJSON *root, struct o1_sidecar_request *r,
 	return ret;
 }
 
+/* Refinement is a chat feature of o1d: the review turn needs a
+ * conversation to render with the chat template. */
+static int parse_refine(const cJSON *root, struct o1_sidecar_request *r,
+			struct o1_sidecar_req_error *err)
+{
+	double v;
+	bool given;
+	int ret = get_int(root, "refine_steps", 0, O1_SIDECAR_MAX_REFINE, &v,
+			  &given, err);
+
+	if (ret || !given)
+		return ret;
+	if (r->kind != O1_SIDECAR_CHAT && v > 0)
+		return bad(err, "refine_steps",
+			   "'refine_steps' is %.0f; o1d refines chat "
+			   "conversations only: use /v1/chat/completions",
+			   v);
+	r->refine_steps = (uint32_t)v;
+	return 0;
+}
+
 static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		      struct o1_sidecar_req_error *err)
 {
@@ -405,6 +426,8 @@ static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		ret = parse_logprobs(root, r, err);
 	if (!ret)
 		ret = parse_flags(root, r, err);
+	if (!ret)
+		ret = parse_refine(root, r, err);
 	return ret;
 }
 

@@ -22,6 +22,9 @@ enum o1_sidecar_kind {
 #define O1_SIDECAR_MAX_STOP	    4
 #define O1_SIDECAR_MAX_TOP_LOGPROBS 20
 #define O1_SIDECAR_MAX_MESSAGES	    64
+/* refine_steps above this is refused here; the daemon's own bound
+ * (refine.max_steps, at most this) is applied by the daemon */
+#define O1_SIDECAR_MAX_REFINE (O1_REFINE_MAX_ROUNDS - 1)
 
 struct o1_sidecar_request {
 	enum o1_sidecar_kind kind;
@@ -40,7 +43,9 @@ struct o1_sidecar_request {
 	bool include_usage; /* stream_options.include_usage */
 	bool logprobs;	    /* per-token logprobs asked */
 	uint32_t top_logprobs;
-	bool ignore_eos; /* extension: "ignore_eos": true */
+	bool ignore_eos;       /* extension: "ignore_eos": true */
+	uint32_t refine_steps; /* extension: self-refinement rounds after
+				* the first answer (chat only); 0: off */
 };
 
 /* Error detail of a refused body: OpenAI's "message" and "param" (the

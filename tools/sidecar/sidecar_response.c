@@ -26,6 +26,9 @@ void o1_sidecar_out_init(struct o1_sidecar_out *out,
 	out->model = model;
 	out->logprobs = req->logprobs;
 	out->n_top = req->top_logprobs;
+	out->refine = req->refine_steps > 0;
+	out->include_usage = req->include_usage;
+	o1_trace_init(&out->trace);
 	snprintf(out->id, sizeof(out->id), "%s-%llx%09lx%llx",
 		 req->kind == O1_SIDECAR_CHAT ? "chatcmpl" : "cmpl",
 		 (long long)ts.tv_sec, (long)ts.tv_nsec, ++seq);
@@ -39,6 +42,7 @@ void o1_sidecar_out_fini(struct o1_sidecar_out *out)
 		free(out->tok[i].text);
 	free(out->tok);
 	free(out->text);
+	o1_trace_free(&out->trace);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -47,6 +51,22 @@ const char *o1_sidecar_finish_name(enum o1_finish f)
 	return f == O1_FINISH_REASON_LENGTH || f == O1_FINISH_REASON_CANCELLED
 		   ? "length"
 		   : "stop";
+}
+
+const char *o1_sidecar_refine_stop_name(enum o1_refine_stop_reason r)
+{
+	static const char *const names[] = {
+	    [O1_REFINE_STOP_NONE] = "none",
+	    [O1_REFINE_STOP_STEPS] = "steps",
+	    [O1_REFINE_STOP_CONFIDENT] = "confident",
+	    [O1_REFINE_STOP_REPEAT] = "repeat",
+	    [O1_REFINE_STOP_LIMIT] = "limit",
+	    [O1_REFINE_STOP_CANCELLED] = "cancelled",
+	    [O1_REFINE_STOP_ERROR] = "error",
+	};
+
+	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r]
+							      : "none";
 }
 
 static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
@@ -126,18 +146,51 @@ static void add_top(struct o1_sidecar_out *out, const struct o1_event *ev)
 	}
 }
 
+/* A round that is not the last ended: what follows is the next answer. */
+static void next_round(struct o1_sidecar_out *out)
+{
+	for (size_t i = 0; i < out->n_tok; i++)
+		free(out->tok[i].text);
+	out->n_tok = out->sent_tok = 0;
+	out->len = out->sent_len = 0;
+	if (out->text)
+		out->text[0] = 0;
+}
+
+static void add_final(struct o1_sidecar_out *out, const struct o1_event *ev)
+{
+	out->finish = o1_sidecar_finish_name(ev->finish);
+	out->prompt_tokens = ev->prompt_tokens;
+	out->completion_tokens = ev->generated_tokens;
+	out->cached_tokens = ev->cached_tokens;
+	out->conf_tokens = ev->conf_tokens;
+	out->mean_logprob = ev->mean_logprob;
+	out->min_logprob = ev->min_logprob;
+	out->mean_entropy = ev->mean_entropy;
+}
+
 int o1_sidecar_out_add(struct o1_sidecar_out *out, const struct o1_event *ev)
 {
+	if (out->refine && o1_trace_add(&out->trace, ev))
+		return ev->type == O1_EVENT_TOKEN ? -ENOMEM : -EPROTO;
 	switch (ev->type) {
 	case O1_EVENT_TOKEN:
+		out->round = ev->round;
 		return add_text(out, ev);
 	case O1_EVENT_LOGPROBS:
 		add_top(out, ev);
 		return 0;
+	case O1_EVENT_ROUND:
+		if (!out->refine)
+			return 0;
+		out->round = ev->round;
+		if (ev->refine_stop == O1_REFINE_STOP_NONE) {
+			next_round(out);
+			out->round++;
+		}
+		return 0;
 	case O1_EVENT_FINAL:
-		out->finish = o1_sidecar_finish_name(ev->finish);
-		out->prompt_tokens = ev->prompt_tokens;
-		out->completion_tokens = ev->generated_tokens;
+		add_final(out, ev);
 		return 0;
 	default:
 		return 0;
@@ -258,14 +311,73 @@ static cJSON *text_logprobs(const struct o1_sidecar_out *out, size_t from,
 
 static cJSON *usage(const struct o1_sidecar_out *out)
 {
-	cJSON *u = cJSON_CreateObject();
+	cJSON *u = cJSON_CreateObject(), *d;
 
 	cJSON_AddNumberToObject(u, "prompt_tokens", out->prompt_tokens);
 	cJSON_AddNumberToObject(u, "completion_tokens", out->completion_tokens);
 	cJSON_AddNumberToObject(u, "total_tokens",
 				(double)out->prompt_tokens +
 				    out->completion_tokens);
+	d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+	cJSON_AddNumberToObject(d, "cached_tokens", out->cached_tokens);
 	return u;
+}
+
+static cJSON *confidence(float mean_lp, float min_lp, float mean_ent)
+{
+	cJSON *c = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(c, "mean_logprob", mean_lp);
+	cJSON_AddNumberToObject(c, "min_logprob", min_lp);
+	cJSON_AddNumberToObject(c, "mean_entropy", mean_ent);
+	return c;
+}
+
+/* The FINAL's summary of the answer: "o1_confidence" on the choice. */
+static cJSON *final_confidence(const struct o1_sidecar_out *out)
+{
+	cJSON *c =
+	    confidence(out->mean_logprob, out->min_logprob, out->mean_entropy);
+
+	cJSON_AddNumberToObject(c, "tokens", out->conf_tokens);
+	return c;
+}
+
+static const char *round_finish(enum o1_finish f)
+{
+	if (f == O1_FINISH_REASON_CANCELLED)
+		return "cancelled";
+	return f == O1_FINISH_REASON_ERROR ? "error"
+					   : o1_sidecar_finish_name(f);
+}
+
+static cJSON *trace_round(const struct o1_trace_round *t)
+{
+	cJSON *r = cJSON_CreateObject(), *n;
+
+	cJSON_AddNumberToObject(r, "index", t->round);
+	cJSON_AddStringToObject(r, "text", t->text ? t->text : "");
+	n = cJSON_AddObjectToObject(r, "tokens");
+	cJSON_AddNumberToObject(n, "prompt", t->prompt_tokens);
+	cJSON_AddNumberToObject(n, "cached", t->cached_tokens);
+	cJSON_AddNumberToObject(n, "generated", t->generated_tokens);
+	cJSON_AddItemToObject(
+	    r, "confidence",
+	    confidence(t->mean_logprob, t->min_logprob, t->mean_entropy));
+	cJSON_AddNumberToObject(r, "latency_ms", (double)t->latency_ns / 1e6);
+	cJSON_AddStringToObject(r, "finish_reason", round_finish(t->finish));
+	return r;
+}
+
+/* "refinement_trace": [round...], "refinement_stop_reason" on ROOT. */
+static void add_trace(const struct o1_sidecar_out *out, cJSON *root)
+{
+	cJSON *a = cJSON_AddArrayToObject(root, "refinement_trace");
+
+	for (uint32_t i = 0; i < out->trace.n_rounds; i++)
+		cJSON_AddItemToArray(a, trace_round(&out->trace.rounds[i]));
+	cJSON_AddStringToObject(root, "refinement_stop_reason",
+				o1_sidecar_refine_stop_name(out->trace.stop));
 }
 
 static cJSON *head(const struct o1_sidecar_out *out, bool chunk)
@@ -309,10 +421,13 @@ static cJSON *choice(const struct o1_sidecar_out *out, const char *text,
 	else
 		cJSON_AddItemToObject(
 		    c, "logprobs", text_logprobs(out, from, to, out->sent_len));
-	if (out->finish && (!chunk || to == out->n_tok))
+	if (out->finish && (!chunk || to == out->n_tok)) {
 		cJSON_AddStringToObject(c, "finish_reason", out->finish);
-	else
+		cJSON_AddItemToObject(c, "o1_confidence",
+				      final_confidence(out));
+	} else {
 		cJSON_AddNullToObject(c, "finish_reason");
+	}
 	return c;
 }
 
@@ -324,6 +439,8 @@ int o1_sidecar_full_json(const struct o1_sidecar_out *out, char **json)
 	cJSON_AddItemToArray(choices, choice(out, out->text, out->len, 0,
 					     out->n_tok, false, true));
 	cJSON_AddItemToObject(root, "usage", usage(out));
+	if (out->refine)
+		add_trace(out, root);
 	return print(root, json);
 }
 
@@ -372,6 +489,10 @@ int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first, char **sse_out)
 	    choice(out, out->text ? out->text + out->sent_len : NULL,
 		   end - out->sent_len, out->sent_tok, to, true, first));
 	cJSON_AddNullToObject(root, "usage");
+	if (out->refine)
+		cJSON_AddNumberToObject(root, "o1_round", out->round);
+	if (out->refine && out->finish && !out->include_usage)
+		add_trace(out, root);
 	out->sent_len = end;
 	out->sent_tok = to;
 	return sse(root, sse_out);
@@ -383,5 +504,7 @@ int o1_sidecar_usage_sse(const struct o1_sidecar_out *out, char **sse_out)
 
 	cJSON_AddArrayToObject(root, "choices");
 	cJSON_AddItemToObject(root, "usage", usage(out));
+	if (out->refine)
+		add_trace(out, root);
 	return sse(root, sse_out);
 }

@@ -3,8 +3,13 @@
  *
  * A struct o1_sidecar_out collects one request's output as events arrive:
  * the text, one entry per generated token when logprobs are asked, the
- * finish reason and the token counts. Every renderer returns a malloc'd
- * NUL-terminated string through an out-parameter (caller frees). */
+ * finish reason and the token counts. A refinement request (refine_steps)
+ * also feeds its events to a struct o1_trace: the text and tokens are
+ * then those of the current round (reset when a round other than the
+ * last ends), so the final answer is the last round's, and the trace
+ * (one entry per round, and why the loop stopped) is rendered as
+ * "refinement_trace" / "refinement_stop_reason". Every renderer returns a
+ * malloc'd NUL-terminated string through an out-parameter (caller frees). */
 #ifndef O1_SIDECAR_RESPONSE_H
 #define O1_SIDECAR_RESPONSE_H
 
@@ -44,6 +49,14 @@ struct o1_sidecar_out {
 	int (*name)(const void *ctx, uint32_t id, char *buf, size_t cap);
 	const void *name_ctx;
 	uint32_t prompt_tokens, completion_tokens;
+	/* from the FINAL: prompt tokens served by the prefix cache, and the
+	 * confidence summary of the (last round's) answer */
+	uint32_t cached_tokens, conf_tokens;
+	float mean_logprob, min_logprob, mean_entropy;
+	bool refine;	    /* refine_steps > 0: trace kept */
+	bool include_usage; /* streaming: the usage chunk comes last */
+	uint32_t round;	    /* of the text held now */
+	struct o1_trace trace;
 };
 
 /* Prepares OUT for a request of REQ's kind served as MODEL (borrowed). */
@@ -51,10 +64,14 @@ void o1_sidecar_out_init(struct o1_sidecar_out *out,
 			 const struct o1_sidecar_request *req,
 			 const char *model);
 void o1_sidecar_out_fini(struct o1_sidecar_out *out);
-/* Adds a TOKEN, LOGPROBS or FINAL event. Returns 0 or -ENOMEM. */
+/* Adds a TOKEN, LOGPROBS, ROUND or FINAL event. Returns 0, -ENOMEM or
+ * -EPROTO (refinement events out of order). */
 int o1_sidecar_out_add(struct o1_sidecar_out *out, const struct o1_event *ev);
 /* OpenAI's finish_reason for a daemon finish code. */
 const char *o1_sidecar_finish_name(enum o1_finish f);
+/* "refinement_stop_reason" of a daemon stop code: "none", "steps",
+ * "confident", "repeat", "limit", "cancelled" or "error". */
+const char *o1_sidecar_refine_stop_name(enum o1_refine_stop_reason r);
 
 /* {"error":{"message","type","param","code"}}; PARAM and CODE may be NULL
  * (JSON null). */
@@ -63,10 +80,12 @@ int o1_sidecar_error_json(const char *message, const char *type,
 /* The whole non-streaming response. */
 int o1_sidecar_full_json(const struct o1_sidecar_out *out, char **json);
 /* One SSE event with what arrived since the last chunk (first: the
- * assistant role for chat; with the finish reason once finished), and
- * marks it sent. */
+ * assistant role for chat; with the finish reason and "o1_confidence" once
+ * finished), and marks it sent. Refinement chunks carry "o1_round"; the
+ * finishing one carries the trace unless a usage chunk follows. */
 int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first, char **sse);
-/* The final usage-only chunk (stream_options.include_usage). */
+/* The final usage-only chunk (stream_options.include_usage), with the
+ * trace of a refinement request. */
 int o1_sidecar_usage_sse(const struct o1_sidecar_out *out, char **sse);
 
 #endif
