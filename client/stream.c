@@ -203,6 +203,7 @@ int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
 		c->arena_tail = arena_tail; /* nothing was published */
 		return ret;
 	}
+	tmp.submit.sent_ns = o1_client_now_ns();
 	memcpy(e, &tmp, sizeof(tmp));
 	c->inflight++;
 	return publish(c);
@@ -400,6 +401,7 @@ int o1_client_ping(struct o1_client *c, uint64_t *rtt_ns)
 	e.ping.op = O1_OP_PING;
 	e.ping.cookie = ++c->ping_seq;
 	e.ping.client_ns = t0;
+	e.ping.sent_ns = o1_client_now_ns();
 	ret = simple_entry(c, &e);
 	while (!ret) {
 		ret = o1_client_wait(c, &ev, 5000000000ll);

@@ -16,14 +16,20 @@
  * Version 2: TOKEN carries its refinement round and the entropy of the
  * token's distribution (7 ids per event instead of 8), SUBMIT carries
  * refine_steps, FINAL a confidence summary and the refinement outcome,
- * and ROUND events (one per refinement round) carry the trace. */
+ * and ROUND events (one per refinement round) carry the trace.
+ *
+ * Version 3: SUBMIT and PING carry sent_ns, the client's CLOCK_MONOTONIC
+ * just before it published the entry. The daemon uses it only to measure
+ * its wake-up latency (publish to copy-out); it is untrusted, never
+ * validated here, and values the daemon cannot use are counted, not
+ * refused. */
 #ifndef O1_WIRE_H
 #define O1_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define O1_WIRE_VERSION	     2
+#define O1_WIRE_VERSION	     3
 #define O1_WIRE_ENTRY_BYTES  128
 #define O1_WIRE_IDS_MAX	     7	 /* token ids per TOKEN event */
 #define O1_WIRE_TEXT_MAX     48	 /* inline text bytes per TOKEN event */
@@ -114,7 +120,8 @@ struct o1_wire_submit {
 	uint32_t repeat_last_n; /* tokens the penalties look back over */
 	uint32_t refine_steps;	/* 0..O1_WIRE_REFINE_MAX; 0 = off. Needs a
 				 * CHAT text prompt without NO_TEXT */
-	uint8_t pad[40];
+	uint64_t sent_ns;	/* client CLOCK_MONOTONIC at publishing */
+	uint8_t pad[32];
 };
 
 struct o1_wire_cancel {
@@ -130,7 +137,8 @@ struct o1_wire_ping {
 	uint64_t cookie;    /* echoed */
 	uint64_t client_ns; /* echoed */
 	uint64_t daemon_ns; /* PONG: daemon CLOCK_MONOTONIC at the reply */
-	uint8_t pad[96];
+	uint64_t sent_ns;   /* PING: client CLOCK_MONOTONIC at publishing */
+	uint8_t pad[88];
 };
 
 struct o1_wire_token {
@@ -231,10 +239,12 @@ _Static_assert(offsetof(struct o1_wire_submit, req_id) == 8, "submit id");
 _Static_assert(offsetof(struct o1_wire_submit, temperature) == 40, "temp");
 _Static_assert(offsetof(struct o1_wire_submit, seed) == 64, "seed");
 _Static_assert(offsetof(struct o1_wire_submit, refine_steps) == 84, "refine");
-_Static_assert(offsetof(struct o1_wire_submit, pad) == 88, "submit pad");
+_Static_assert(offsetof(struct o1_wire_submit, sent_ns) == 88, "submit ns");
+_Static_assert(offsetof(struct o1_wire_submit, pad) == 96, "submit pad");
 _Static_assert(sizeof(struct o1_wire_cancel) == O1_WIRE_ENTRY_BYTES, "cancel");
 _Static_assert(sizeof(struct o1_wire_ping) == O1_WIRE_ENTRY_BYTES, "ping");
 _Static_assert(offsetof(struct o1_wire_ping, daemon_ns) == 24, "ping ns");
+_Static_assert(offsetof(struct o1_wire_ping, sent_ns) == 32, "ping sent");
 _Static_assert(sizeof(struct o1_wire_token) == O1_WIRE_ENTRY_BYTES, "token");
 _Static_assert(offsetof(struct o1_wire_token, ids) == 16, "token ids");
 _Static_assert(offsetof(struct o1_wire_token, entropy) == 72, "token ent");

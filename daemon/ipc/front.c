@@ -517,15 +517,17 @@ static void sleep_once(struct o1_ipc_server *srv)
 int o1_ipc_server_run(struct o1_ipc_server *srv)
 {
 	uint64_t spin_ns = srv->o.spin_us * 1000ull, last = now_ns();
-	int slept = 0;
+	int work;
 
+	srv->slept = 0;
 	rearm(srv);
 	io_uring_submit(&srv->ring);
 	while (!atomic_load_explicit(&srv->stop, memory_order_relaxed)) {
-		if (pass(srv)) {
-			if (!slept)
-				srv->st.wakeups_spin++;
-			slept = 0;
+		work = pass(srv);
+		if (work && !srv->slept)
+			srv->st.wakeups_spin++;
+		srv->slept = 0;
+		if (work) {
 			last = now_ns();
 			continue;
 		}
@@ -534,7 +536,7 @@ int o1_ipc_server_run(struct o1_ipc_server *srv)
 		if (now_ns() - last < spin_ns)
 			continue;
 		sleep_once(srv);
-		slept = 1;
+		srv->slept = 1;
 		last = now_ns();
 	}
 	return 0;

@@ -77,6 +77,7 @@ struct o1_ipc_server {
 	int backlog; /* some client is blocked on its completion ring */
 	int any_doomed;
 	uint32_t posted; /* events posted during the current pass */
+	int slept;	 /* the current pass is the first after a sleep */
 	int accept_armed, kick_armed, sig_armed, timer_armed;
 	struct __kernel_timespec tick;
 	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */

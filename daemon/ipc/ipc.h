@@ -118,7 +118,15 @@ struct o1_ipc_consumer {
 		     size_t len, void *reply, size_t cap);
 	/* A signal read through the signalfd; NULL: SIGINT/SIGTERM stop. */
 	void (*signal)(void *ctx, struct o1_ipc_server *srv, int signo);
+	/* One wake-up latency sample: ns from the client publishing a valid
+	 * PING or SUBMIT (its sent_ns) to the loop copying it out; slept: 1
+	 * when the loop found it after sleeping, 0 while busy-polling.
+	 * Samples outside [0, O1_IPC_WAKEUP_MAX_NS] are only counted (stats
+	 * wakeup_invalid). May be NULL. */
+	void (*observe_wakeup)(void *ctx, uint64_t ns, int slept);
 };
+
+#define O1_IPC_WAKEUP_MAX_NS 10000000000ull /* 10 s */
 
 struct o1_ipc_stats {
 	uint64_t clients_connected; /* now */
@@ -133,7 +141,12 @@ struct o1_ipc_stats {
 	uint64_t wakeups_spin; /* work found while busy-polling */
 	uint64_t sleeps;       /* times the loop slept in io_uring */
 	uint64_t cq_full;      /* posts refused for backpressure */
-	int futex_wait;	       /* 1: IORING_OP_FUTEX_WAIT in use */
+	/* Wake-up latency of valid PING and SUBMIT entries (sent_ns to
+	 * copy-out), by how the loop found them: samples and their sum. */
+	uint64_t wakeup_spin_n, wakeup_spin_ns;
+	uint64_t wakeup_sleep_n, wakeup_sleep_ns;
+	uint64_t wakeup_invalid; /* sent_ns 0, in the future or > 10 s old */
+	int futex_wait;		 /* 1: IORING_OP_FUTEX_WAIT in use */
 };
 
 /* Binds the socket (replacing a stale one), sets up io_uring and the client

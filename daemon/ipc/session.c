@@ -5,7 +5,11 @@
  * the copy is read; prompt and stop data are copied from the arena into
  * the client's private scratch before any check on their contents, all
  * while the slot is still unreleased (the client may reuse the arena space
- * only after the release). */
+ * only after the release).
+ *
+ * Wake-up samples: sent_ns in a valid PING or SUBMIT is the client's word,
+ * read only to time publish-to-copy-out; a value that would give a
+ * negative or over-10 s latency is counted and otherwise ignored. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +319,30 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Records how long a valid PING or SUBMIT waited between its client
+ * publishing it (sent_ns, the client's word) and this copy-out. */
+static void wakeup_sample(struct o1_ipc_server *srv,
+			  const union o1_wire_entry *e)
+{
+	uint64_t sent =
+	    e->op == O1_OP_PING ? e->ping.sent_ns : e->submit.sent_ns;
+	uint64_t now = now_ns(), ns = now - sent;
+
+	if (sent == 0 || sent > now || ns > O1_IPC_WAKEUP_MAX_NS) {
+		srv->st.wakeup_invalid++;
+		return;
+	}
+	if (srv->slept) {
+		srv->st.wakeup_sleep_n++;
+		srv->st.wakeup_sleep_ns += ns;
+	} else {
+		srv->st.wakeup_spin_n++;
+		srv->st.wakeup_spin_ns += ns;
+	}
+	if (srv->cons.observe_wakeup)
+		srv->cons.observe_wakeup(srv->cons.ctx, ns, srv->slept);
+}
+
 static void pong(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		 const struct o1_wire_ping *p)
 {
@@ -468,6 +496,8 @@ int o1_ipc_drain(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 			break;
 		}
 		ret = o1_wire_decode_sub(slot, &c->lim, &e, &why);
+		if (!ret && e.op != O1_OP_CANCEL)
+			wakeup_sample(srv, &e);
 		handle(srv, c, &e, ret, why);
 		o1_ring_advance(&c->sq);
 	}

@@ -70,10 +70,14 @@ int server_stats(struct test_server *s, struct server_stats *st)
 	if (sscanf(line,
 		   "stats connected=%llu total=%llu refused=%llu deaths=%llu "
 		   "violations=%llu kicked=%llu requests=%llu pings=%llu "
-		   "sleeps=%llu futex=%d",
+		   "sleeps=%llu futex=%d wake_spin=%llu wake_spin_ns=%llu "
+		   "wake_sleep=%llu wake_sleep_ns=%llu wake_invalid=%llu "
+		   "observed=%llu observed_max_ns=%llu",
 		   &st->connected, &st->total, &st->refused, &st->deaths,
 		   &st->violations, &st->kicked, &st->requests, &st->pings,
-		   &st->sleeps, &st->futex) != 10)
+		   &st->sleeps, &st->futex, &st->wake_spin, &st->wake_spin_ns,
+		   &st->wake_sleep, &st->wake_sleep_ns, &st->wake_invalid,
+		   &st->observed, &st->observed_max_ns) != 17)
 		return -1;
 	return 0;
 }

@@ -22,6 +22,10 @@ struct server_stats {
 	unsigned long long connected, total, refused, deaths, violations,
 	    kicked, requests, pings, sleeps;
 	int futex;
+	/* wake-up samples by path (count, sum), refused ones, and those
+	 * ->observe_wakeup saw (count, largest) */
+	unsigned long long wake_spin, wake_spin_ns, wake_sleep, wake_sleep_ns,
+	    wake_invalid, observed, observed_max_ns;
 };
 
 /* Starts the server binary with extra args (NULL-terminated); 0 or -1.

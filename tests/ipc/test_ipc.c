@@ -818,6 +818,159 @@ static void test_admin(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs a ping (so NULL) or a generate; returns the ns it took, an upper
+ * bound on the wake-up latency of the entry it published. */
+static uint64_t timed_op(struct o1_client *c, const struct o1_submit_opts *so)
+{
+	uint64_t t0 = now_ns();
+	struct o1_event fin;
+
+	if (so)
+		assert_int_equal(o1_client_generate(c, so, NULL, NULL, &fin),
+				 0);
+	else
+		assert_int_equal(o1_client_ping(c, NULL), 0);
+	return now_ns() - t0;
+}
+
+/* Every ping and submit of libo1client gives one wake-up sample, no
+ * longer than the client saw the operation take. A loop that spins for
+ * 2 s finds them all while busy-polling; one that spins the default 50 us
+ * finds a ping sent after 20 ms idle after sleeping. */
+static void test_wakeup_samples(void **state)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 9,
+				    .text = "ab",
+				    .text_len = 2,
+				    .max_tokens = 3};
+	uint64_t took, sum = 0, max = 0;
+	struct server_stats st;
+	struct test_server s;
+	struct o1_client *c;
+	int n;
+
+	(void)state;
+	start(&s, "--spin-us", "2000000", NULL, NULL);
+	c = good_client(&s);
+	for (int i = 0; i < 5; i++) {
+		took = timed_op(c, i % 2 ? &so : NULL);
+		sum += took;
+		max = took > max ? took : max;
+	}
+	assert_int_equal(server_stats(&s, &st), 0);
+	o1_client_close(c);
+	assert_int_equal(server_stop(&s), 0);
+	assert_int_equal(st.pings, 3);
+	assert_int_equal(st.requests, 2);
+	assert_int_equal(st.wake_spin, 5);
+	assert_int_equal(st.wake_sleep, 0);
+	assert_int_equal(st.wake_invalid, 0);
+	assert_int_equal(st.observed, 5);
+	assert_true(st.wake_spin_ns <= sum);
+	assert_true(st.observed_max_ns <= max);
+	assert_true(st.observed_max_ns > 0);
+
+	start(&s, NULL, NULL, NULL, NULL);
+	c = good_client(&s);
+	for (n = 1; n <= 10; n++) {
+		usleep(20000);
+		took = timed_op(c, NULL);
+		assert_int_equal(server_stats(&s, &st), 0);
+		if (st.wake_sleep)
+			break;
+	}
+	assert_true(n <= 10);
+	assert_int_equal(st.wake_spin + st.wake_sleep, n);
+	assert_int_equal(st.observed, n);
+	assert_int_equal(st.wake_invalid, 0);
+	assert_true(st.wake_sleep_ns <= took);
+	assert_true(st.wake_sleep_ns > 0);
+	o1_client_close(c);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* Publishes a PING (or, with prompt, a one-token SUBMIT of it) stamped
+ * sent_ns and reads the events up to its PONG or FINAL. */
+static void raw_stamped(struct raw_client *r, struct o1_ring *sq,
+			struct o1_ring *cq, uint64_t sent_ns,
+			const char *prompt)
+{
+	union o1_wire_entry e, ev;
+
+	memset(&e, 0, sizeof(e));
+	if (prompt) {
+		memcpy(o1_region_arena(r->base, &r->l), prompt, strlen(prompt));
+		e.submit.op = O1_OP_SUBMIT;
+		e.submit.req_id = 31;
+		e.submit.max_tokens = 1;
+		e.submit.prompt_len = (uint32_t)strlen(prompt);
+		e.submit.top_p = 1;
+		e.submit.repeat_penalty = 1;
+		e.submit.sent_ns = sent_ns;
+	} else {
+		e.ping.op = O1_OP_PING;
+		e.ping.cookie = sent_ns;
+		e.ping.sent_ns = sent_ns;
+	}
+	raw_publish(r, sq, &e);
+	do
+		raw_event(r, cq, &ev);
+	while (ev.op == O1_EV_TOKEN);
+	assert_int_equal(ev.op, prompt ? O1_EV_FINAL : O1_EV_PONG);
+	if (prompt)
+		assert_int_equal(ev.final.reason, O1_FINISH_LENGTH);
+}
+
+/* A timestamp that is missing, in the future or over 10 s old is counted
+ * and ignored; the entry itself is still served. */
+static void test_wakeup_hostile(void **state)
+{
+	uint64_t now = now_ns();
+	const uint64_t bad[] = {0, UINT64_MAX, now + 3600000000000ull,
+				now > 20000000000ull ? now - 20000000000ull
+						     : 0};
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct o1_ring sq, cq;
+	struct server_stats st;
+	struct test_server s;
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	o1_region_rings(r.base, &r.l, &sq, &cq);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		raw_stamped(&r, &sq, &cq, bad[i], NULL);
+	raw_stamped(&r, &sq, &cq, UINT64_MAX, "xyz");
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.pings, 4);
+	assert_int_equal(st.requests, 1);
+	assert_int_equal(st.wake_invalid, 5);
+	assert_int_equal(st.wake_spin + st.wake_sleep, 0);
+	assert_int_equal(st.observed, 0);
+	assert_int_equal(st.violations, 0);
+	now = now_ns();
+	raw_stamped(&r, &sq, &cq, now, NULL);
+	raw_stamped(&r, &sq, &cq, now_ns(), "xyz");
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.wake_invalid, 5);
+	assert_int_equal(st.observed, 2);
+	assert_true(st.observed_max_ns <= now_ns() - now);
+	raw_close(&r);
+	check_serving(&s);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -836,6 +989,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_full_orders),
 	    cmocka_unit_test(test_draining),
 	    cmocka_unit_test(test_admin),
+	    cmocka_unit_test(test_wakeup_samples),
+	    cmocka_unit_test(test_wakeup_hostile),
 	};
 
 	eventfd_mode = argc > 1 && !strcmp(argv[1], "--eventfd");

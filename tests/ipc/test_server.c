@@ -13,7 +13,9 @@
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
  *        [--hello-ms N] [--max-clients N] [--arena N] [--admin-uid N]
  * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
- * at exit (SIGTERM). SIGINT toggles draining and prints "draining=N". */
+ * at exit (SIGTERM), with the wake-up samples the loop counted and those
+ * it handed to ->observe_wakeup (count and largest). SIGINT toggles draining
+ * and prints "draining=N". */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -170,22 +172,41 @@ static void on_poll(void *ctx, struct o1_ipc_server *srv)
 			release(&reqs[i]);
 }
 
+/* Wake-up samples the loop handed to ->observe_wakeup. */
+static unsigned long long observed, observed_max_ns;
+
+static void on_wakeup(void *ctx, uint64_t ns, int slept)
+{
+	(void)ctx;
+	(void)slept;
+	observed++;
+	if (ns > observed_max_ns)
+		observed_max_ns = ns;
+}
+
 static void print_stats(struct o1_ipc_server *srv)
 {
 	struct o1_ipc_stats st;
 
 	o1_ipc_server_stats(srv, &st);
-	printf("stats connected=%llu total=%llu refused=%llu deaths=%llu "
-	       "violations=%llu kicked=%llu requests=%llu pings=%llu "
-	       "sleeps=%llu futex=%d\n",
-	       (unsigned long long)st.clients_connected,
-	       (unsigned long long)st.clients_total,
-	       (unsigned long long)st.clients_refused,
-	       (unsigned long long)st.client_deaths,
-	       (unsigned long long)st.violations,
-	       (unsigned long long)st.kicked_out,
-	       (unsigned long long)st.requests, (unsigned long long)st.pings,
-	       (unsigned long long)st.sleeps, st.futex_wait);
+	printf(
+	    "stats connected=%llu total=%llu refused=%llu deaths=%llu "
+	    "violations=%llu kicked=%llu requests=%llu pings=%llu "
+	    "sleeps=%llu futex=%d wake_spin=%llu wake_spin_ns=%llu "
+	    "wake_sleep=%llu wake_sleep_ns=%llu wake_invalid=%llu "
+	    "observed=%llu observed_max_ns=%llu\n",
+	    (unsigned long long)st.clients_connected,
+	    (unsigned long long)st.clients_total,
+	    (unsigned long long)st.clients_refused,
+	    (unsigned long long)st.client_deaths,
+	    (unsigned long long)st.violations,
+	    (unsigned long long)st.kicked_out, (unsigned long long)st.requests,
+	    (unsigned long long)st.pings, (unsigned long long)st.sleeps,
+	    st.futex_wait, (unsigned long long)st.wakeup_spin_n,
+	    (unsigned long long)st.wakeup_spin_ns,
+	    (unsigned long long)st.wakeup_sleep_n,
+	    (unsigned long long)st.wakeup_sleep_ns,
+	    (unsigned long long)st.wakeup_invalid, observed, observed_max_ns);
 	fflush(stdout);
 }
 
@@ -278,7 +299,8 @@ int main(int argc, char **argv)
 				       .disconnect = on_disconnect,
 				       .poll = on_poll,
 				       .admin = on_admin,
-				       .signal = on_signal};
+				       .signal = on_signal,
+				       .observe_wakeup = on_wakeup};
 	struct o1_ipc_server *srv;
 	uint32_t uid[2];
 	int ret;
