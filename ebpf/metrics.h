@@ -207,7 +207,8 @@ struct o1_metrics_hist {
 	  "Time from submission to the final event")                           \
 	X(STEP, step, "step_duration_seconds", "Duration of one engine step")  \
 	X(WAKEUP, wakeup, "ipc_wakeup_seconds",                                \
-	  "Time from a doorbell to the front loop running")
+	  "Time from a client publishing a ping or submission to the front "   \
+	  "loop copying it out")
 
 /* An X-macro expansion clang-format cannot indent. */
 // clang-format off

@@ -466,6 +466,17 @@ static void exit_when_idle(struct o1_engine *e, struct o1_ipc_server *srv)
 	o1_ipc_server_stop(srv);
 }
 
+/* A wake-up latency sample from the front loop (loop thread). */
+static void on_wakeup(void *ctx, uint64_t ns, int slept)
+{
+	struct o1_engine *e = ctx;
+
+	(void)slept;
+	if (e->metrics)
+		o1_metrics_observe_us(e->metrics, O1_METRICS_HIST_WAKEUP,
+				      ns / 1000);
+}
+
 static void on_poll(void *ctx, struct o1_ipc_server *srv)
 {
 	struct o1_engine *e = ctx;
@@ -533,5 +544,6 @@ void o1_engine_consumer(struct o1_engine *e, struct o1_ipc_consumer *out)
 	    .poll = on_poll,
 	    .admin = o1_engine_admin,
 	    .signal = on_signal,
+	    .observe_wakeup = on_wakeup,
 	};
 }

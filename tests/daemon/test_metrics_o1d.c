@@ -5,7 +5,8 @@
  *   generated token counts, then the pinned maps read by the real
  *   `bpftool map dump pinned ... -j` hold exactly those counts under their
  *   BTF field names, and `o1ctl stats --json` (given the same config
- *   file) reports the same values;
+ *   file) reports the same values, the IPC wake-up histogram included
+ *   (one sample per submission);
  * - shm mode with the default per-socket file: the same requests give the
  *   same o1ctl output; the file gets metrics.gid and file_mode;
  *   unpin_on_exit removes it; an unknown group or a bpf_dir off bpffs in
@@ -164,9 +165,14 @@ static void check_counters(const cJSON *c, const struct expect *e)
 	assert_true(field(c, "kv_pages_total") > 0);
 }
 
-/* One first token and one end per request, the rest inter-token. */
+/* One first token and one end per request, the rest inter-token; one
+ * wake-up sample per submission, each under the 10 s clamp. */
 static void check_hists(const cJSON *h, const cJSON *c, const struct expect *e)
 {
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(h, "wakeup");
+
+	assert_int_equal(hist_count(h, "wakeup"), N_REQ);
+	assert_true(field(w, "sum_us") < N_REQ * 10e6);
 	assert_int_equal(hist_count(h, "ttft"), N_REQ);
 	assert_int_equal(hist_count(h, "e2e"), N_REQ);
 	assert_int_equal(hist_count(h, "queue_wait"), N_REQ);
