@@ -1,6 +1,19 @@
 /* The sampler (see sampler.h for the exact processing order). State per
  * request: the PRNG, a generated-count and a prompt-seen flag per token,
- * and two vocab-sized scratch arrays, all allocated at create. */
+ * the list of distinct tokens seen (penalties touch only those) and
+ * scratch arrays, all allocated at create.
+ *
+ * Speed: every pass over the vocabulary is a flat loop over 16 lanes that
+ * gcc vectorises (the hot ones are cloned for AVX-512 and AVX2). Sums keep
+ * 16 float partial sums per block of BLOCK tokens, added to a double in a
+ * fixed order, and the exponential is exp_neg() below, plain float
+ * arithmetic compiled without FMA contraction: every instruction set
+ * rounds the same way, so results do not depend on the machine. Top-k
+ * keeps the k best in a sorted array (no sort of the vocabulary); top-p
+ * and min-p sort only the tokens above a threshold that provably holds
+ * the cut (top-p: found from a histogram of the probabilities by binary
+ * exponent), with the whole vocabulary as the exact fallback.
+ */
 #include "sampler.h"
 
 #include <errno.h>
@@ -11,15 +24,26 @@
 #include "error.h"
 #include "log.h"
 
+#define LANES	  16
+#define BLOCK	  1024 /* tokens per float partial sum, a multiple of LANES */
+#define TOP_K_MAX 256  /* top-k up to this keeps a sorted array */
+
+#define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+
 struct o1_sampler {
 	struct o1_sampler_params p;
 	uint32_t vocab;
 	uint64_t rng[4];
 	uint32_t n_generated;
+	bool penalties;
 	uint32_t *counts;   /* generated occurrences per token */
 	uint8_t *in_prompt; /* 1 if the token is in the prompt */
-	float *work;	    /* processed logits */
-	uint32_t *order;    /* candidate ids */
+	uint32_t *seen;	    /* distinct tokens of prompt and output */
+	uint32_t n_seen;
+	float *work;	 /* processed logits */
+	float *prob;	 /* exp(work - max), top-p and min-p only */
+	uint32_t *order; /* candidate ids */
+	double *bsum;	 /* per block of BLOCK tokens, the draw's index */
 };
 
 static uint64_t splitmix64(uint64_t *x)
@@ -50,6 +74,31 @@ static double next_uniform(uint64_t *s)
 	return (r >> 11) * 0x1.0p-53;
 }
 
+/* e^x for x <= 0 within 2 ulp, 0 below -87 (and for -inf): x = n ln2 + r
+ * with |r| <= ln2 / 2 (Cody-Waite), e^r by its degree-7 Taylor polynomial
+ * (truncation 5e-9), times 2^n built in the exponent bits. */
+static inline float exp_neg(float x)
+{
+	union {
+		uint32_t u;
+		float f;
+	} s;
+	float c = x < -87.0f ? -87.0f : x;
+	float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
+	float r = (c - n * 0.693145751953125f) - n * 1.42860677e-06f;
+	float q = 1.0f / 5040;
+
+	q = q * r + 1.0f / 720;
+	q = q * r + 1.0f / 120;
+	q = q * r + 1.0f / 24;
+	q = q * r + 1.0f / 6;
+	q = q * r + 0.5f;
+	q = q * r + 1.0f;
+	q = q * r + 1.0f;
+	s.u = (uint32_t)((int32_t)n + 127) << 23;
+	return x < -87.0f ? 0.0f : q * s.f;
+}
+
 void o1_sampler_params_init(struct o1_sampler_params *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -78,6 +127,51 @@ static int check_params(const struct o1_sampler_params *p, uint32_t vocab)
 	return 0;
 }
 
+static bool is_greedy(const struct o1_sampler_params *p)
+{
+	return p->temperature == 0 || p->top_k == 1;
+}
+
+static bool small_top_k(const struct o1_sampler_params *p, uint32_t vocab)
+{
+	return p->top_k && p->top_k < vocab && p->top_k <= TOP_K_MAX;
+}
+
+static bool cuts(const struct o1_sampler_params *p)
+{
+	return (p->top_p > 0 && p->top_p < 1) || p->min_p > 0;
+}
+
+/* Scratch for the paths these parameters take, nothing more: ORDER holds
+ * the whole vocabulary only for the sorts (top-p, min-p, top-k above
+ * TOP_K_MAX), PROB only for top-p and min-p over the whole vocabulary. */
+static int alloc_scratch(struct o1_sampler *s)
+{
+	const struct o1_sampler_params *p = &s->p;
+	uint32_t v = s->vocab;
+	bool greedy = is_greedy(p), small = small_top_k(p, v);
+	bool big_k = !small && p->top_k && p->top_k < v;
+	bool need_prob = !greedy && !small && !big_k && cuts(p);
+
+	s->counts = calloc(v, sizeof(*s->counts));
+	s->in_prompt = calloc(v, 1);
+	s->work = malloc(v * sizeof(float));
+	s->bsum = malloc((v / BLOCK + 2) * sizeof(double));
+	if (s->penalties)
+		s->seen = malloc(v * sizeof(*s->seen));
+	s->order = malloc((greedy		? 1
+			   : small		? p->top_k
+			   : big_k || need_prob ? v
+						: 1) *
+			  sizeof(*s->order));
+	if (need_prob)
+		s->prob = malloc(v * sizeof(float));
+	if (!s->counts || !s->in_prompt || !s->work || !s->bsum ||
+	    (s->penalties && !s->seen) || !s->order || (need_prob && !s->prob))
+		return -ENOMEM;
+	return 0;
+}
+
 int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab,
 		      struct o1_sampler **out)
 {
@@ -92,15 +186,15 @@ int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab,
 		return -ENOMEM;
 	s->p = *p;
 	s->vocab = vocab;
+	s->penalties =
+	    (p->repetition_penalty > 0 && p->repetition_penalty != 1) ||
+	    p->frequency_penalty != 0 || p->presence_penalty != 0;
 	for (int i = 0; i < 4; i++)
 		s->rng[i] = splitmix64(&x);
-	s->counts = calloc(vocab, sizeof(*s->counts));
-	s->in_prompt = calloc(vocab, 1);
-	s->work = malloc(vocab * sizeof(float));
-	s->order = malloc(vocab * sizeof(uint32_t));
-	if (!s->counts || !s->in_prompt || !s->work || !s->order) {
+	err = alloc_scratch(s);
+	if (err) {
 		o1_sampler_destroy(s);
-		return -ENOMEM;
+		return err;
 	}
 	*out = s;
 	return 0;
@@ -112,9 +206,19 @@ void o1_sampler_destroy(struct o1_sampler *s)
 		return;
 	free(s->counts);
 	free(s->in_prompt);
+	free(s->seen);
 	free(s->work);
+	free(s->prob);
 	free(s->order);
+	free(s->bsum);
 	free(s);
+}
+
+/* Records ID in the list of distinct tokens, before its flag is set. */
+static void note_seen(struct o1_sampler *s, uint32_t id)
+{
+	if (s->penalties && !s->in_prompt[id] && !s->counts[id])
+		s->seen[s->n_seen++] = id;
 }
 
 int o1_sampler_add_prompt(struct o1_sampler *s, const int32_t *ids, uint32_t n)
@@ -126,6 +230,7 @@ int o1_sampler_add_prompt(struct o1_sampler *s, const int32_t *ids, uint32_t n)
 			       ids[i], i, s->vocab);
 			return -O1_E_BOUNDS;
 		}
+		note_seen(s, (uint32_t)ids[i]);
 		s->in_prompt[ids[i]] = 1;
 	}
 	return 0;
@@ -136,13 +241,20 @@ uint32_t o1_sampler_generated(const struct o1_sampler *s)
 	return s->n_generated;
 }
 
-static void apply_penalties(struct o1_sampler *s, float *l)
+/* Copies LOGITS to work with the penalties applied to the seen tokens. */
+static const float *penalised(struct o1_sampler *s, const float *logits)
 {
 	const struct o1_sampler_params *p = &s->p;
 	bool rep = p->repetition_penalty > 0 && p->repetition_penalty != 1;
+	float *l = s->work;
 
-	for (uint32_t i = 0; i < s->vocab; i++) {
-		if (rep && (s->in_prompt[i] || s->counts[i]))
+	if (!s->penalties)
+		return logits;
+	memcpy(l, logits, s->vocab * sizeof(float));
+	for (uint32_t j = 0; j < s->n_seen; j++) {
+		uint32_t i = s->seen[j];
+
+		if (rep)
 			l[i] = l[i] > 0 ? l[i] / p->repetition_penalty
 					: l[i] * p->repetition_penalty;
 		if (s->counts[i]) {
@@ -151,16 +263,113 @@ static void apply_penalties(struct o1_sampler *s, float *l)
 			l[i] = l[i] - p->presence_penalty;
 		}
 	}
+	return l;
 }
 
-static uint32_t argmax(const float *l, uint32_t n)
+/* The highest of L[0, N) in *MAX and its lowest id. */
+HOT static uint32_t argmax(const float *l, uint32_t n, float *max)
 {
-	uint32_t best = 0;
+	float m[LANES];
+	uint32_t ix[LANES], i, best = 0;
 
-	for (uint32_t i = 1; i < n; i++)
-		if (l[i] > l[best])
-			best = i;
-	return best;
+	for (int j = 0; j < LANES; j++)
+		m[j] = -INFINITY, ix[j] = j;
+	for (i = 0; i + LANES <= n; i += LANES)
+		for (int j = 0; j < LANES; j++) {
+			bool c = l[i + j] > m[j];
+
+			m[j] = c ? l[i + j] : m[j];
+			ix[j] = c ? i + j : ix[j];
+		}
+	for (; i < n; i++)
+		if (l[i] > m[i % LANES])
+			m[i % LANES] = l[i], ix[i % LANES] = i;
+	for (int j = 1; j < LANES; j++)
+		if (m[j] > m[best] || (m[j] == m[best] && ix[j] < ix[best]))
+			best = j;
+	*max = m[best];
+	return ix[best] < n ? ix[best] : 0;
+}
+
+/* W = L / T, returns the highest. */
+HOT static float scale(float *w, const float *l, uint32_t n, float t)
+{
+	float m[LANES], mx = -INFINITY;
+	uint32_t i;
+
+	for (int j = 0; j < LANES; j++)
+		m[j] = -INFINITY;
+	for (i = 0; i + LANES <= n; i += LANES)
+		for (int j = 0; j < LANES; j++) {
+			w[i + j] = l[i + j] / t;
+			m[j] = w[i + j] > m[j] ? w[i + j] : m[j];
+		}
+	for (; i < n; i++) {
+		w[i] = l[i] / t;
+		mx = w[i] > mx ? w[i] : mx;
+	}
+	for (int j = 0; j < LANES; j++)
+		mx = m[j] > mx ? m[j] : mx;
+	return mx;
+}
+
+/* E = exp(L - MX) (E may be L); per block sums in BSUM, returns the
+ * total. */
+HOT static double exp_store(float *e, const float *l, uint32_t n, float mx,
+			    double *bsum)
+{
+	uint32_t full = n / LANES * LANES, b = 0, i;
+	double total = 0;
+
+	for (i = 0; i < full; b++) {
+		uint32_t end = i + BLOCK < full ? i + BLOCK : full;
+		float z[LANES] = {0};
+
+		for (; i < end; i += LANES)
+			for (int j = 0; j < LANES; j++) {
+				e[i + j] = exp_neg(l[i + j] - mx);
+				z[j] += e[i + j];
+			}
+		bsum[b] = 0;
+		for (int j = 0; j < LANES; j++)
+			bsum[b] += z[j];
+		total += bsum[b];
+	}
+	bsum[b] = 0;
+	for (; i < n; i++) {
+		e[i] = exp_neg(l[i] - mx);
+		bsum[b] += e[i];
+	}
+	return total + bsum[b];
+}
+
+/* Z = sum exp(L - MX) and ZL = sum exp(L - MX) (L - MX). */
+HOT static void exp_sums(const float *l, uint32_t n, float mx, double *z,
+			 double *zl)
+{
+	uint32_t full = n / LANES * LANES, i;
+
+	*z = *zl = 0;
+	for (i = 0; i < full;) {
+		uint32_t end = i + BLOCK < full ? i + BLOCK : full;
+		float a[LANES] = {0}, b[LANES] = {0};
+
+		for (; i < end; i += LANES)
+			for (int j = 0; j < LANES; j++) {
+				float x = l[i + j] - mx;
+
+				a[j] += exp_neg(x);
+				b[j] += exp_neg(x) * (x < -87.0f ? 0.0f : x);
+			}
+		for (int j = 0; j < LANES; j++)
+			*z += a[j], *zl += b[j];
+	}
+	for (; i < n; i++) {
+		float x = l[i] - mx;
+
+		*z += exp_neg(x);
+		*zl += exp_neg(x) * (x < -87.0f ? 0.0f : x); /* -inf: 0 */
+	}
 }
 
 /* Descending by value, then ascending id: a total order. */
@@ -174,53 +383,36 @@ static int by_value(const void *a, const void *b, void *keys)
 	return x < y ? -1 : x > y;
 }
 
-/* Puts the K best ids of L (k < vocab) in ORDER, sorted, by insertion. */
+/* Puts the K best ids of L (k < n) in ORDER, sorted, by insertion; ids
+ * come in ascending order, so a later equal value never displaces. */
 static void select_top(const float *l, uint32_t n, uint32_t *order, uint32_t k)
 {
 	uint32_t have = 0;
+	float floor = -INFINITY;
 
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t j;
 
-		if (have == k && by_value(&i, &order[k - 1], (void *)l) > 0)
+		if (have == k && !(l[i] > floor))
 			continue;
 		j = have < k ? have++ : k - 1;
-		while (j > 0 && by_value(&i, &order[j - 1], (void *)l) < 0) {
+		while (j > 0 && l[order[j - 1]] < l[i]) {
 			order[j] = order[j - 1];
 			j--;
 		}
 		order[j] = i;
+		floor = have == k ? l[order[k - 1]] : -INFINITY;
 	}
 }
 
-/* The candidates in descending order (all tokens, or the top k);
- * returns how many. Without top-k, top-p or min-p any fixed order
- * samples the same distribution, so ids stay in index order. */
-static uint32_t candidates(struct o1_sampler *s, const float *l)
+/* Steps 4-6 of sampler.h over N candidates in ORDER, sorted, of the
+ * processed logits L: the reference arithmetic, in double. */
+static uint32_t draw_sorted(struct o1_sampler *s, const float *l, uint32_t n)
 {
 	const struct o1_sampler_params *p = &s->p;
-	uint32_t n = s->vocab;
-
-	if (p->top_k && p->top_k < n && p->top_k <= 256) {
-		select_top(l, n, s->order, p->top_k);
-		return p->top_k;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		s->order[i] = i;
-	if ((p->top_p > 0 && p->top_p < 1) || p->min_p > 0 || p->top_k)
-		qsort_r(s->order, n, sizeof(*s->order), by_value, (void *)l);
-	return p->top_k && p->top_k < n ? p->top_k : n;
-}
-
-/* Steps 3-6 of sampler.h over the processed logits L. */
-static uint32_t draw(struct o1_sampler *s, const float *l)
-{
-	const struct o1_sampler_params *p = &s->p;
-	uint32_t n = candidates(s, l), keep;
+	uint32_t keep;
 	double mass = 0, kept = 0, u, acc = 0, mx = l[s->order[0]];
 
-	for (uint32_t i = 0; i < n; i++)
-		mx = l[s->order[i]] > mx ? l[s->order[i]] : mx;
 	for (uint32_t i = 0; i < n; i++)
 		mass += exp(l[s->order[i]] - mx);
 	for (keep = 0; keep < n; keep++) {
@@ -242,33 +434,166 @@ static uint32_t draw(struct o1_sampler *s, const float *l)
 	return s->order[keep - 1];
 }
 
-/* Logprob of ID, entropy and the top-n of the raw logits L. */
-static void describe(const struct o1_sampler *s, const float *l, uint32_t id,
-		     struct o1_sample *out)
+/* Temperature only: every token in id order, E = exp(l - max) with the
+ * block sums of exp_store(); finds the block, then the token. */
+static uint32_t draw_all(struct o1_sampler *s, const float *e, double total)
 {
-	uint32_t n = s->vocab, k = s->p.n_logprobs, have = 0;
-	double mx = l[argmax(l, n)], z = 0, zl = 0, lse;
+	uint32_t n = s->vocab, b = 0, i, last = 0;
+	double u = next_uniform(s->rng) * total, acc = 0;
+
+	while ((b + 1) * BLOCK < n && !(u < acc + s->bsum[b]))
+		acc += s->bsum[b++];
+	for (i = b * BLOCK; i < n; i++) {
+		if (e[i] > 0)
+			last = i;
+		acc += e[i];
+		if (u < acc)
+			return i;
+	}
+	return last;
+}
+
+/* Probabilities (relative to the best) at or above which the top-p cut
+ * surely lies: the histogram of P by binary exponent, from the top,
+ * until it holds TARGET of the mass, one exponent more for rounding. */
+static float top_p_floor(const float *p, uint32_t n, double target)
+{
+	double mass[4][256] = {{0}}, acc = 0;
+	union {
+		uint32_t u;
+		float f;
+	} v;
+	uint32_t i;
+
+	for (i = 0; i + 4 <= n; i += 4)
+		for (int j = 0; j < 4; j++) {
+			v.f = p[i + j];
+			mass[j][v.u >> 23 & 255] += p[i + j];
+		}
+	for (; i < n; i++) {
+		v.f = p[i];
+		mass[0][v.u >> 23 & 255] += p[i];
+	}
+	for (int x = 255; x > 1; x--) {
+		acc += mass[0][x] + mass[1][x] + mass[2][x] + mass[3][x];
+		if (acc >= target) {
+			v.u = (uint32_t)(x - 1) << 23;
+			return v.f;
+		}
+	}
+	return 0;
+}
+
+/* Top-p and min-p without top-k: sorts the tokens with p >= FLOOR and
+ * walks them; -1 when the walk ran past them without reaching the cut. */
+static int64_t draw_cut(struct o1_sampler *s, const float *w, float floor,
+			double mass)
+{
+	const struct o1_sampler_params *p = &s->p;
+	const float *e = s->prob;
+	uint32_t n = 0, keep;
+	double kept = 0, u, acc = 0;
+
+	for (uint32_t i = 0; i < s->vocab; i++) {
+		s->order[n] = i;
+		n += e[i] >= floor;
+	}
+	qsort_r(s->order, n, sizeof(*s->order), by_value, (void *)w);
+	for (keep = 0; keep < n; keep++) {
+		if (keep && p->top_p > 0 && p->top_p < 1 &&
+		    !(kept / mass < p->top_p))
+			break;
+		if (keep && e[s->order[keep]] < p->min_p)
+			break;
+		kept += e[s->order[keep]];
+	}
+	if (keep == n && n < s->vocab && !(p->min_p > 0 && floor <= p->min_p) &&
+	    !(p->top_p > 0 && p->top_p < 1 && !(kept / mass < p->top_p)))
+		return -1;
+	u = next_uniform(s->rng) * kept;
+	for (uint32_t i = 0; i < keep; i++) {
+		acc += e[s->order[i]];
+		if (u < acc)
+			return s->order[i];
+	}
+	return s->order[keep - 1];
+}
+
+static uint32_t draw_cuts(struct o1_sampler *s, const float *w, float mx)
+{
+	const struct o1_sampler_params *p = &s->p;
+	double mass = exp_store(s->prob, w, s->vocab, mx, s->bsum);
+	float floor = p->min_p;
+	int64_t id;
+
+	if (p->top_p > 0 && p->top_p < 1) {
+		float f = top_p_floor(s->prob, s->vocab, p->top_p * mass);
+
+		floor = f > floor ? f : floor;
+	}
+	id = draw_cut(s, w, floor, mass);
+	if (id < 0)
+		id = draw_cut(s, w, 0, mass);
+	return (uint32_t)id;
+}
+
+/* Steps 2-6 of sampler.h over the penalised logits L. */
+static uint32_t draw(struct o1_sampler *s, const float *l)
+{
+	const struct o1_sampler_params *p = &s->p;
+	uint32_t n = s->vocab;
+	float mx = scale(s->work, l, n, p->temperature);
+
+	if (small_top_k(p, n)) {
+		select_top(s->work, n, s->order, p->top_k);
+		return draw_sorted(s, s->work, p->top_k);
+	}
+	if (p->top_k && p->top_k < n) {
+		for (uint32_t i = 0; i < n; i++)
+			s->order[i] = i;
+		qsort_r(s->order, n, sizeof(*s->order), by_value, s->work);
+		return draw_sorted(s, s->work, p->top_k);
+	}
+	if (cuts(p))
+		return draw_cuts(s, s->work, mx);
+	return draw_all(s, s->work,
+			exp_store(s->work, s->work, n, mx, s->bsum));
+}
+
+/* The N_LOGPROBS best of the raw logits L, values still logits. */
+static uint32_t top_n(const float *l, uint32_t n, uint32_t k,
+		      struct o1_token_logprob *top)
+{
+	uint32_t have = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		double e = exp(l[i] - mx);
+		uint32_t j;
 
-		z += e;
-		if (e > 0) /* a -inf logit adds nothing, not NaN */
-			zl += e * (l[i] - mx);
-		if (!k || (have == k && l[i] <= out->top[k - 1].logprob))
+		if (have == k && l[i] <= top[k - 1].logprob)
 			continue;
-		uint32_t j = have < k ? have++ : k - 1;
-
-		while (j > 0 && out->top[j - 1].logprob < l[i]) {
-			out->top[j] = out->top[j - 1];
+		j = have < k ? have++ : k - 1;
+		while (j > 0 && top[j - 1].logprob < l[i]) {
+			top[j] = top[j - 1];
 			j--;
 		}
-		out->top[j] = (struct o1_token_logprob){(int32_t)i, l[i]};
+		top[j] = (struct o1_token_logprob){(int32_t)i, l[i]};
 	}
+	return have;
+}
+
+/* Logprob of ID, entropy and the top-n of the raw logits L, whose
+ * highest is MX. */
+static void describe(const struct o1_sampler *s, const float *l, float mx,
+		     uint32_t id, struct o1_sample *out)
+{
+	double z, zl, lse;
+
+	exp_sums(l, s->vocab, mx, &z, &zl);
 	lse = mx + log(z);
-	for (uint32_t j = 0; j < have; j++)
+	out->n_top =
+	    s->p.n_logprobs ? top_n(l, s->vocab, s->p.n_logprobs, out->top) : 0;
+	for (uint32_t j = 0; j < out->n_top; j++)
 		out->top[j].logprob = (float)(out->top[j].logprob - lse);
-	out->n_top = have;
 	out->logprob = (float)(l[id] - lse);
 	out->entropy = (float)(log(z) - zl / z);
 }
@@ -288,20 +613,21 @@ static enum o1_finish finish_reason(const struct o1_sampler *s, int32_t id)
 int o1_sampler_sample(struct o1_sampler *s, const float *logits,
 		      struct o1_sample *out)
 {
-	const struct o1_sampler_params *p = &s->p;
+	const float *l = penalised(s, logits);
 	uint32_t id;
+	float mx, raw_mx;
 
-	memcpy(s->work, logits, s->vocab * sizeof(float));
-	apply_penalties(s, s->work);
-	if (p->temperature == 0 || p->top_k == 1) {
-		id = argmax(s->work, s->vocab);
-	} else {
-		for (uint32_t i = 0; i < s->vocab; i++)
-			s->work[i] = s->work[i] / p->temperature;
-		id = draw(s, s->work);
-	}
-	describe(s, logits, id, out);
+	if (is_greedy(&s->p))
+		id = argmax(l, s->vocab, &mx);
+	else
+		id = draw(s, l);
+	if (l != logits || !is_greedy(&s->p))
+		argmax(logits, s->vocab, &raw_mx);
+	else
+		raw_mx = mx;
+	describe(s, logits, raw_mx, id, out);
 	out->id = (int32_t)id;
+	note_seen(s, id);
 	s->counts[id]++;
 	s->n_generated++;
 	out->finish = finish_reason(s, out->id);

@@ -122,7 +122,8 @@ int main(int argc, char **argv)
 	printf("%-20s %7s %10s %10s   %s\n", "mode", "vocab", "mean ns",
 	       "best ns", "ids hash");
 	for (int v = 0; v < 2; v++) {
-		float *rows = malloc((size_t)N_ROWS * vocabs[v] * sizeof(float));
+		float *rows =
+		    malloc((size_t)N_ROWS * vocabs[v] * sizeof(float));
 
 		if (!rows)
 			return 1;
