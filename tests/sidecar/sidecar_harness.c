@@ -18,6 +18,8 @@
 const char *o1d_bin, *o1model_bin, *sidecar_bin;
 char dir[64], sock[128], model[128], metrics[128];
 struct proc daemon_p;
+const char *daemon_sets[5];
+const char *harness_preset = "demo";
 
 uint64_t now_ms(void)
 {
@@ -107,28 +109,36 @@ int stop(struct proc *p)
 void start_daemon(void)
 {
 	char set_model[192], set_sock[192], set_shm[192];
-	char *argv[] = {(char *)o1d_bin,
-			"--set",
-			set_model,
-			"--set",
-			set_sock,
-			"--set",
-			"kv.pages=512",
-			"--set",
-			"metrics.mode=shm",
-			"--set",
-			set_shm,
-			"--set",
-			"backend.device=cpu",
-			"--set",
-			"backend.threads=2",
-			"--set",
-			"ipc.max_clients=256",
-			NULL};
+	char *argv[32] = {(char *)o1d_bin,
+			  "--set",
+			  set_model,
+			  "--set",
+			  set_sock,
+			  "--set",
+			  "kv.pages=512",
+			  "--set",
+			  "metrics.mode=shm",
+			  "--set",
+			  set_shm,
+			  "--set",
+			  "backend.device=cpu",
+			  "--set",
+			  "backend.threads=2",
+			  "--set",
+			  "ipc.max_clients=256",
+			  NULL};
+	int n = 0;
 
 	snprintf(set_model, sizeof(set_model), "model.path=%s", model);
 	snprintf(set_sock, sizeof(set_sock), "ipc.socket=%s", sock);
 	snprintf(set_shm, sizeof(set_shm), "metrics.shm_path=%s", metrics);
+	while (argv[n])
+		n++;
+	for (int i = 0; i < 4 && daemon_sets[i]; i++) {
+		argv[n++] = "--set";
+		argv[n++] = (char *)daemon_sets[i];
+	}
+	argv[n] = NULL;
 	snprintf(daemon_p.log, sizeof(daemon_p.log), "%s/o1d.log", dir);
 	spawn(&daemon_p, argv, "o1d: ready socket=");
 }
@@ -198,10 +208,10 @@ int harness_setup(const char *o1d, const char *o1model, const char *sidecar)
 	sidecar_bin = sidecar;
 	o1_test_dir_make(dir, sizeof(dir), "sidecar");
 	snprintf(sock, sizeof(sock), "%s/o1d.sock", dir);
-	snprintf(model, sizeof(model), "%s/demo.gguf", dir);
+	snprintf(model, sizeof(model), "%s/%s.gguf", dir, harness_preset);
 	snprintf(metrics, sizeof(metrics), "%s/metrics", dir);
-	snprintf(cmd, sizeof(cmd), "%s make --preset demo --out %s 2>&1",
-		 o1model_bin, model);
+	snprintf(cmd, sizeof(cmd), "%s make --preset %s --out %s 2>&1",
+		 o1model_bin, harness_preset, model);
 	if (system(cmd) != 0)
 		return -1;
 	start_daemon();

@@ -32,12 +32,17 @@ bool log_has(const char *path, const char *what);
 void spawn(struct proc *p, char *const *argv, const char *ready);
 /* SIGTERM and reap: the exit status, -1 on a signal death. */
 int stop(struct proc *p);
+/* Extra "--set" values for o1d (NULL-terminated, at most 4); set before
+ * harness_setup. */
+extern const char *daemon_sets[5];
 /* o1d on the model in DIR, socket DIR/o1d.sock, metrics in a shm file. */
 void start_daemon(void);
 /* A sidecar in front of it, with extra "--set" values (NULL-terminated,
  * at most 4). */
 void start_sidecar(struct proc *p, const char *name, const char *const *sets);
-/* Makes DIR and the demo model, starts o1d; 0 or -1. */
+/* o1model make's preset for harness_setup: "demo" unless set before. */
+extern const char *harness_preset;
+/* Makes DIR and the model (harness_preset), starts o1d; 0 or -1. */
 int harness_setup(const char *o1d, const char *o1model, const char *sidecar);
 
 struct direct {
