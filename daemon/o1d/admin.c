@@ -11,6 +11,7 @@
 #include "admin.h"
 #include "engine_int.h"
 #include "error.h"
+#include "faults.h"
 #include "log.h"
 
 #define LIST_MAX 256
@@ -39,6 +40,26 @@ static void add_readiness(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "max_context_tokens",
 				e->o.sched.max_context);
 	cJSON_AddNumberToObject(o, "vocab_size", e->o.sched.vocab_size);
+}
+
+static void add_faults(struct o1_engine *e, cJSON *o)
+{
+	struct o1_faults_stats st;
+	cJSON *f, *on;
+
+	if (!e->o.faults)
+		return;
+	o1_faults_stats(e->o.faults, &st);
+	f = cJSON_AddObjectToObject(o, "faults");
+	on = cJSON_AddObjectToObject(f, "on");
+	for (int k = 0; k < O1_FAULT__COUNT; k++)
+		if (st.on[k])
+			cJSON_AddNumberToObject(on, o1_faults_name(k),
+						(double)st.param[k]);
+	cJSON_AddNumberToObject(f, "delayed_steps", (double)st.delayed_steps);
+	cJSON_AddNumberToObject(f, "failed_steps", (double)st.failed_steps);
+	cJSON_AddNumberToObject(f, "stalled_polls", (double)st.stalled_polls);
+	cJSON_AddNumberToObject(f, "kv_pages_held", st.kv_pages_held);
 }
 
 static void add_status(struct o1_engine *e, cJSON *o)
@@ -74,6 +95,7 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "refine_rounds", (double)st.refine_rounds);
 	cJSON_AddNumberToObject(o, "refine_cached_tokens",
 				(double)st.refine_cached_tokens);
+	add_faults(e, o);
 }
 
 static void add_request(struct o1_engine *e, cJSON *list,
@@ -194,6 +216,37 @@ static int do_config(struct o1_engine *e, cJSON *out, const char **why)
 	return 0;
 }
 
+/* {"op":"inject","fault":NAME,"on":BOOL[,"param":N]}: admin uids only
+ * (the admin socket's rule), refused unless [faults] enabled. */
+static int do_inject(struct o1_engine *e, const cJSON *req, const char **why)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "fault");
+	const cJSON *on = cJSON_GetObjectItemCaseSensitive(req, "on");
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, "param");
+	int err;
+
+	if (!e->o.faults) {
+		*why = "fault injection is off (set [faults] enabled = true "
+		       "in a test deployment)";
+		return -EPERM;
+	}
+	if (!cJSON_IsString(name) || !cJSON_IsBool(on) ||
+	    (p && (!cJSON_IsNumber(p) || p->valuedouble < 0 ||
+		   p->valuedouble > 4294967295.0))) {
+		*why = "inject needs \"fault\" (string), \"on\" (bool) and "
+		       "an optional \"param\" (0..2^32-1)";
+		return -EINVAL;
+	}
+	err = o1_faults_set(e->o.faults, name->valuestring, cJSON_IsTrue(on),
+			    p ? (uint64_t)p->valuedouble : 0, why);
+	if (err)
+		return err;
+	pthread_mutex_lock(&e->lock);
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
 static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		    const char **why)
 {
@@ -210,6 +263,8 @@ static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		return do_reload(e, out, why);
 	else if (!strcmp(s, "config"))
 		return do_config(e, out, why);
+	else if (!strcmp(s, "inject"))
+		return do_inject(e, req, why);
 	else if (!strcmp(s, "drain") || !strcmp(s, "resume")) {
 		if (e->exiting) {
 			*why = "o1d is shutting down";
@@ -219,7 +274,7 @@ static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		o1_engine_drain(e, s[0] == 'd', false);
 	} else {
 		*why = "unknown op (status, requests, cancel, drain, resume, "
-		       "reload, config)";
+		       "reload, config, inject)";
 		return -EINVAL;
 	}
 	return 0;

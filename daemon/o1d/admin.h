@@ -11,7 +11,13 @@
  *         "running":N, "waiting":N, "active":N (slots in use), "clients":N,
  *         "kv":{"pages_total":N, "pages_free":N, "pages_used":N,
  *               "pages_cached":N},
- *         "steps":N, "preemptions":N, "prefix_hits":N, "prefix_misses":N}
+ *         "steps":N, "preemptions":N, "prefix_hits":N, "prefix_misses":N,
+ *         "ready":B (model loaded, graphs captured, warm-up generation
+ *         done, not draining), "warmup_ok":B, "warmup_ms":N,
+ *         "graphs_total":N, "graphs_captured":N, "max_context_tokens":N,
+ *         "vocab_size":N, and with [faults] enabled "faults":{"on":{NAME:
+ *         PARAM...}, "delayed_steps":N, "failed_steps":N,
+ *         "stalled_polls":N, "kv_pages_held":N}}
  *   {"op":"requests"}
  *     -> {"ok":true, "requests":[{"client":N, "req_id":N, "pid":N,
  *         "uid":N, "phase":"queued|waiting|running|finished",
@@ -27,6 +33,9 @@
  *   {"op":"config"}
  *     -> {"ok":true, "config":S} (o1_config_dump of the effective
  *         configuration: start-up values plus what reloads applied)
+ *   {"op":"inject", "fault":S, "on":B, "param":N (optional)}
+ *     fault injection (daemon/o1d/faults.h); refused unless [faults]
+ *     enabled
  * Any failure: {"ok":false, "error":S}.
  *
  * The client side (o1ctl, tests): connect, then call. */

@@ -16,6 +16,7 @@
 
 #include "engine_int.h"
 #include "error.h"
+#include "faults.h"
 #include "log.h"
 #include "metrics_writer.h"
 
@@ -217,6 +218,8 @@ static void *engine_main(void *arg)
 			o1_sched_fail_all(e->sched);
 			added++;
 		}
+		if (e->o.faults)
+			o1_faults_tick(e->o.faults);
 		n = o1_sched_step(e->sched);
 		publish(e);
 		if (n || added || d)
@@ -399,6 +402,9 @@ static int drain_slot(struct o1_engine *e, struct o1_req *r)
 	    atomic_load_explicit(&r->out_head, memory_order_acquire);
 	int moved = 0;
 
+	if (e->o.faults && !r->dead && !e->exiting &&
+	    o1_faults_stalled(e->o.faults, r->client_id))
+		return 0;
 	while (tail != head) {
 		const union o1_wire_entry *ev =
 		    &r->out[tail & (O1_REQ_OUT_ENTRIES - 1)];

@@ -28,6 +28,7 @@
 
 struct o1_engine;
 struct o1_metrics;
+struct o1_faults;
 
 /* What a reload did, for the log and the admin reply: comma-separated
  * names of what was applied and of what changed but needs a restart;
@@ -57,6 +58,9 @@ struct o1_engine_opts {
 	void (*graph_stats)(const void *ctx,
 			    struct o1_backend_graph_stats *out);
 	const void *graph_ctx;
+	/* [faults] enabled: the injector (faults.h), whose step wraps
+	 * sched.step; NULL: admin "inject" is refused. Borrowed. */
+	struct o1_faults *faults;
 };
 
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out);

@@ -30,6 +30,7 @@
 #include "devmem.h"
 #include "engine.h"
 #include "error.h"
+#include "faults.h"
 #include "file.h"
 #include "log.h"
 #include "metrics_runq.h"
@@ -57,6 +58,7 @@ struct o1d {
 	struct o1_metrics_runq *runq;
 	struct o1_engine *engine;
 	struct o1_ipc_server *srv;
+	struct o1_faults *faults; /* [faults] enabled only */
 	uint32_t ctx;
 };
 
@@ -442,6 +444,15 @@ static int create_engine(struct o1d *d)
 	eo.sched.salt_secret = secret;
 	if (eo.sched.max_prompt_bytes < prompt_tokens(d) * 4)
 		eo.sched.max_prompt_bytes = prompt_tokens(d) * 4;
+	if (c->faults.enabled) {
+		err = o1_faults_create(eo.sched.step, eo.sched.step_ctx,
+				       d->pool, &d->faults);
+		if (err)
+			return err;
+		eo.sched.step = o1_faults_step;
+		eo.sched.step_ctx = d->faults;
+		eo.faults = d->faults;
+	}
 	err = load_review(c, &review);
 	if (err)
 		return err;
@@ -641,6 +652,7 @@ static void stop(struct o1d *d)
 	o1_metrics_runq_stop(d->runq);
 	o1_ipc_server_destroy(d->srv);
 	o1_engine_destroy(d->engine);
+	o1_faults_destroy(d->faults);
 	o1_metrics_close(d->metrics);
 	o1_kv_pool_destroy(d->pool);
 	o1_backend_destroy(d->backend);

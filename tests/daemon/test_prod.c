@@ -4,14 +4,18 @@
  * exits non-zero, baseline deltas).
  * argv: o1d o1model o1ctl */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -114,6 +118,9 @@ static void test_ready_health(void **state)
 	assert_false(is_true(st, "ready"));
 	cJSON_Delete(st);
 	assert_int_equal(o1ctl(d, "resume", NULL, 0), 0);
+	assert_int_equal(o1ctl(d, "inject latency on 2>&1", out, sizeof(out)),
+			 1);
+	assert_non_null(strstr(out, "fault injection is off"));
 	assert_int_equal(o1ctl(d, "health --json", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "\"healthy\":true"));
 	assert_int_equal(daemon_stop(d), 0);
@@ -259,12 +266,226 @@ static void test_slo(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* ---- fault injection under load ---- */
+
+#define LOAD_THREADS 4
+
+struct load {
+	const char *socket;
+	atomic_bool stop;
+	atomic_uint sent, ok, eio, other, bad_finals;
+	pthread_t t[LOAD_THREADS];
+};
+
+struct worker {
+	struct load *l;
+	unsigned id;
+};
+
+static void *load_main(void *arg)
+{
+	struct worker *w = arg;
+	struct load *l = w->l;
+	struct result r;
+	struct spec s;
+
+	for (unsigned k = 0; !atomic_load(&l->stop); k++) {
+		spec_make(&s, w->id * 1000 + k);
+		s.ignore_eos = true;
+		s.max_tokens = 24;
+		atomic_fetch_add(&l->sent, 1);
+		if (spec_run(l->socket, &s, &r) || r.finals != 1) {
+			atomic_fetch_add(&l->bad_finals, 1);
+			continue;
+		}
+		if (!r.error && r.generated == s.max_tokens)
+			atomic_fetch_add(&l->ok, 1);
+		else if (r.error == -EIO)
+			atomic_fetch_add(&l->eio, 1);
+		else
+			atomic_fetch_add(&l->other, 1);
+	}
+	return NULL;
+}
+
+static void load_start(struct load *l, const char *socket)
+{
+	static struct worker w[LOAD_THREADS];
+
+	memset(l, 0, sizeof(*l));
+	l->socket = socket;
+	for (unsigned i = 0; i < LOAD_THREADS; i++) {
+		w[i] = (struct worker){.l = l, .id = i};
+		assert_int_equal(
+		    pthread_create(&l->t[i], NULL, load_main, &w[i]), 0);
+	}
+}
+
+static void load_stop(struct load *l)
+{
+	atomic_store(&l->stop, true);
+	for (unsigned i = 0; i < LOAD_THREADS; i++)
+		pthread_join(l->t[i], NULL);
+}
+
+/* A number of status, or of its "faults" object when IN_FAULTS. */
+static double status_num(const struct daemon_proc *d, const char *k,
+			 bool in_faults)
+{
+	cJSON *st = status(d);
+	double v;
+
+	assert_non_null(st);
+	v = num(in_faults ? cJSON_GetObjectItemCaseSensitive(st, "faults") : st,
+		k);
+	cJSON_Delete(st);
+	return v;
+}
+
+static double metric(const struct daemon_proc *d, const char *name)
+{
+	char cmd[1024], out[1 << 16];
+	size_t n;
+	cJSON *o;
+	double v;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s --set metrics.mode=shm --set metrics.shm_path=%s/m.shm "
+		 "stats --json",
+		 o1ctl_bin, d->dir);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	assert_int_equal(pclose(f), 0);
+	o = cJSON_Parse(out);
+	assert_non_null(o);
+	v = num(cJSON_GetObjectItemCaseSensitive(o, "counters"), name);
+	cJSON_Delete(o);
+	return v;
+}
+
+static int inject(const struct daemon_proc *d, const char *what)
+{
+	char args[128];
+
+	snprintf(args, sizeof(args), "inject %s", what);
+	return o1ctl(d, args, NULL, 0);
+}
+
+/* slo over a 2 s window of load; its exit code. */
+static int slo_now(const struct daemon_proc *d, const char *args)
+{
+	char out[8192];
+
+	return finish_slo(start_slo(d, args), out, sizeof(out));
+}
+
+/* Each fault under load: its counter moves, the error or fallback path is
+ * taken, every request gets exactly one FINAL, and once every fault is
+ * off `o1ctl slo` is back within tolerance of the baseline taken before,
+ * within RECOVER_WINDOWS windows of 2 s. */
+#define RECOVER_WINDOWS 3
+static void test_faults(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"metrics.enabled=true", "metrics.mode=shm", NULL,
+			      "faults.enabled=true",  "kv.pages=64",	  NULL};
+	char shm[256], base[512], check[640];
+	double sub0, fin0, pre0, t0;
+	struct kv_status kv;
+	struct load l;
+	unsigned ok0, eio0, win;
+
+	snprintf(shm, sizeof(shm), "metrics.shm_path=%s/m.shm", d->dir);
+	sets[2] = shm;
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	assert_int_equal(inject(d, "graph_replay on"), 1);
+	assert_int_equal(inject(d, "nonsense on"), 1);
+	assert_int_equal(inject(d, "latency maybe"), 2);
+	sub0 = metric(d, "requests_submitted");
+	load_start(&l, d->socket);
+	snprintf(base, sizeof(base), "--window 2 --save %s/fbase.json", d->dir);
+	assert_int_equal(slo_now(d, base), 0);
+
+	/* latency: steps delayed, inter-token objective of 20 ms breached */
+	assert_int_equal(inject(d, "latency on 30"), 0);
+	assert_int_equal(slo_now(d, "--window 2 --set slo.p99_itl_ms=20"), 1);
+	assert_int_equal(inject(d, "latency off"), 0);
+	assert_true(status_num(d, "delayed_steps", true) > 10);
+
+	/* step_fail: every 40th step fails its requests (EIO), others go on;
+	 * the success rate is breached */
+	ok0 = atomic_load(&l.ok);
+	eio0 = atomic_load(&l.eio);
+	assert_int_equal(inject(d, "step_fail on 40"), 0);
+	assert_int_equal(slo_now(d, "--window 2"), 1);
+	assert_int_equal(inject(d, "step_fail off"), 0);
+	assert_true(status_num(d, "failed_steps", true) > 0);
+	assert_true(atomic_load(&l.eio) > eio0);
+	assert_true(atomic_load(&l.ok) > ok0);
+	assert_true(metric(d, "failed_internal") > 0);
+
+	/* stall: nothing delivered while on, everything after */
+	assert_int_equal(inject(d, "stall on"), 0);
+	usleep(300000);
+	ok0 = atomic_load(&l.ok);
+	usleep(500000);
+	assert_int_equal(atomic_load(&l.ok), ok0);
+	assert_true(status_num(d, "stalled_polls", true) > 0);
+	assert_int_equal(inject(d, "stall off"), 0);
+	usleep(500000);
+	assert_true(atomic_load(&l.ok) > ok0);
+
+	/* kv_exhaust: 52 of 64 pages held, sequences preempted */
+	pre0 = status_num(d, "preemptions", false);
+	assert_int_equal(inject(d, "kv_exhaust on 52"), 0);
+	usleep(1500000);
+	assert_true(status_num(d, "kv_pages_held", true) > 0);
+	assert_true(status_num(d, "preemptions", false) > pre0);
+	assert_int_equal(inject(d, "kv_exhaust off"), 0);
+	assert_true(status_num(d, "kv_pages_held", true) == 0);
+
+	/* recovery: back within tolerance of the baseline */
+	snprintf(check, sizeof(check),
+		 "--window 2 --baseline %s/fbase.json --tolerance 400", d->dir);
+	t0 = (double)time(NULL);
+	for (win = 1; win <= RECOVER_WINDOWS; win++)
+		if (!slo_now(d, check))
+			break;
+	fprintf(stderr, "slo back at baseline after %u window(s), %.0f s\n",
+		win, (double)time(NULL) - t0);
+	assert_true(win <= RECOVER_WINDOWS);
+
+	/* no request lost or doubled */
+	load_stop(&l);
+	fprintf(stderr,
+		"load: %u sent, %u completed, %u failed (EIO), %.0f "
+		"preemptions\n",
+		atomic_load(&l.sent), atomic_load(&l.ok), atomic_load(&l.eio),
+		status_num(d, "preemptions", false));
+	assert_int_equal(atomic_load(&l.bad_finals), 0);
+	assert_int_equal(atomic_load(&l.other), 0);
+	assert_int_equal(admin_wait_idle(d->socket, 5000, &kv), 0);
+	fin0 = metric(d, "requests_completed") +
+	       metric(d, "requests_cancelled") + metric(d, "failed_internal") +
+	       metric(d, "failed_engine");
+	assert_int_equal(metric(d, "requests_submitted") - sub0,
+			 atomic_load(&l.sent));
+	assert_int_equal(fin0, atomic_load(&l.sent));
+	assert_int_equal(atomic_load(&l.ok) + atomic_load(&l.eio),
+			 atomic_load(&l.sent));
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ready_health),
 	    cmocka_unit_test(test_smoke),
 	    cmocka_unit_test(test_slo),
+	    cmocka_unit_test(test_faults),
 	};
 
 	if (argc < 4) {

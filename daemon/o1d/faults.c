@@ -1,0 +1,214 @@
+/* Fault injection (see faults.h).
+ *
+ * Invariants: on/param are written by o1_faults_set (any thread) and read
+ * relaxed; the held pages (held[0..n_held)) belong to the engine thread,
+ * which alone allocates and puts them (o1_faults_tick), and n_held is
+ * published as an atomic for status; a fault is inert while off.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "faults.h"
+#include "log.h"
+
+#define LATENCY_DEFAULT_MS 50
+#define LATENCY_MAX_MS	   10000
+
+struct o1_faults {
+	int (*step)(void *, const struct o1_step *);
+	void *step_ctx;
+	struct o1_kv_pool *pool;
+	_Atomic bool on[O1_FAULT__COUNT];
+	_Atomic uint64_t param[O1_FAULT__COUNT];
+	_Atomic uint64_t delayed, failed, stalled;
+	_Atomic uint32_t n_held_pub;
+	uint64_t tick; /* engine thread: steps seen by step_fail */
+	uint32_t *held, n_held, cap;
+	uint32_t target; /* engine thread: pages to hold, 0: not set yet */
+	_Atomic uint64_t kv_gen; /* bumped by each kv_exhaust set */
+	uint64_t kv_seen;	 /* engine thread: the gen target is for */
+};
+
+static const char *const names[O1_FAULT__COUNT] = {
+    [O1_FAULT_LATENCY] = "latency",
+    [O1_FAULT_STEP_FAIL] = "step_fail",
+    [O1_FAULT_STALL] = "stall",
+    [O1_FAULT_KV_EXHAUST] = "kv_exhaust",
+};
+
+const char *o1_faults_name(enum o1_fault fault)
+{
+	return fault < O1_FAULT__COUNT ? names[fault] : "?";
+}
+
+int o1_faults_create(int (*step)(void *, const struct o1_step *),
+		     void *step_ctx, struct o1_kv_pool *pool,
+		     struct o1_faults **out)
+{
+	struct o1_faults *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->step = step;
+	f->step_ctx = step_ctx;
+	f->pool = pool;
+	f->cap = o1_kv_pool_layout(pool)->n_pages;
+	f->held = calloc(f->cap ? f->cap : 1, sizeof(uint32_t));
+	if (!f->held) {
+		free(f);
+		return -ENOMEM;
+	}
+	o1_warn("faults: fault injection is enabled ([faults] enabled): "
+		"never in production");
+	*out = f;
+	return 0;
+}
+
+static void release(struct o1_faults *f)
+{
+	while (f->n_held)
+		o1_kv_pool_put(f->pool, f->held[--f->n_held]);
+	atomic_store(&f->n_held_pub, 0);
+}
+
+void o1_faults_destroy(struct o1_faults *f)
+{
+	if (!f)
+		return;
+	release(f);
+	free(f->held);
+	free(f);
+}
+
+/* The pages kv_exhaust holds: PARAM, or what is free when it starts. */
+static uint32_t kv_target(struct o1_faults *f)
+{
+	uint64_t want = atomic_load_explicit(&f->param[O1_FAULT_KV_EXHAUST],
+					     memory_order_relaxed);
+
+	if (!want)
+		want = o1_kv_pool_free_pages(f->pool);
+	return (uint32_t)(want < f->cap ? want : f->cap);
+}
+
+void o1_faults_tick(struct o1_faults *f)
+{
+	uint64_t gen = atomic_load(&f->kv_gen);
+	uint32_t page;
+
+	if (gen != f->kv_seen) { /* switched on or off: start over */
+		if (f->n_held)
+			o1_info("faults: kv_exhaust gives %u pages back",
+				f->n_held);
+		release(f);
+		f->kv_seen = gen;
+		f->target = 0;
+	}
+	if (!atomic_load_explicit(&f->on[O1_FAULT_KV_EXHAUST],
+				  memory_order_relaxed))
+		return;
+	if (!f->target)
+		f->target = kv_target(f);
+	while (f->n_held < f->target && !o1_kv_pool_alloc(f->pool, &page))
+		f->held[f->n_held++] = page;
+	atomic_store(&f->n_held_pub, f->n_held);
+}
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+			      .tv_nsec = (long)(ms % 1000) * 1000000};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static bool is_on(struct o1_faults *f, enum o1_fault k, uint64_t *param)
+{
+	if (!atomic_load_explicit(&f->on[k], memory_order_relaxed))
+		return false;
+	*param = atomic_load_explicit(&f->param[k], memory_order_relaxed);
+	return true;
+}
+
+int o1_faults_step(void *ctx, const struct o1_step *step)
+{
+	struct o1_faults *f = ctx;
+	uint64_t p;
+
+	if (is_on(f, O1_FAULT_LATENCY, &p)) {
+		sleep_ms(p);
+		atomic_fetch_add_explicit(&f->delayed, 1, memory_order_relaxed);
+	}
+	if (is_on(f, O1_FAULT_STEP_FAIL, &p) && ++f->tick % p == 0) {
+		atomic_fetch_add_explicit(&f->failed, 1, memory_order_relaxed);
+		return -EIO;
+	}
+	return f->step(f->step_ctx, step);
+}
+
+bool o1_faults_stalled(struct o1_faults *f, uint32_t client)
+{
+	uint64_t p;
+
+	if (!is_on(f, O1_FAULT_STALL, &p) || (p && p != client))
+		return false;
+	atomic_fetch_add_explicit(&f->stalled, 1, memory_order_relaxed);
+	return true;
+}
+
+static uint64_t param_default(enum o1_fault k, uint64_t param)
+{
+	if (k == O1_FAULT_LATENCY && !param)
+		return LATENCY_DEFAULT_MS;
+	if (k == O1_FAULT_STEP_FAIL && !param)
+		return 1;
+	return param;
+}
+
+int o1_faults_set(struct o1_faults *f, const char *name, bool on,
+		  uint64_t param, const char **why)
+{
+	int k = 0;
+
+	while (k < O1_FAULT__COUNT && strcmp(name, names[k]))
+		k++;
+	if (!strcmp(name, "graph_replay")) {
+		*why = "graph_replay: no backend has a replay-failure hook";
+		return -O1_E_UNSUPPORTED;
+	}
+	if (k == O1_FAULT__COUNT) {
+		*why = "unknown fault (latency, step_fail, stall, kv_exhaust)";
+		return -EINVAL;
+	}
+	if (k == O1_FAULT_LATENCY && param > LATENCY_MAX_MS) {
+		*why = "latency: at most 10000 ms";
+		return -EINVAL;
+	}
+	atomic_store(&f->param[k], param_default(k, param));
+	atomic_store(&f->on[k], on);
+	if (k == O1_FAULT_KV_EXHAUST)
+		atomic_fetch_add(&f->kv_gen, 1);
+	o1_warn("faults: %s %s (param %llu)", names[k], on ? "on" : "off",
+		(unsigned long long)param_default(k, param));
+	return 0;
+}
+
+void o1_faults_stats(const struct o1_faults *f, struct o1_faults_stats *out)
+{
+	struct o1_faults *m = (struct o1_faults *)f;
+
+	memset(out, 0, sizeof(*out));
+	for (int k = 0; k < O1_FAULT__COUNT; k++) {
+		out->on[k] = atomic_load(&m->on[k]);
+		out->param[k] = atomic_load(&m->param[k]);
+	}
+	out->delayed_steps = atomic_load(&m->delayed);
+	out->failed_steps = atomic_load(&m->failed);
+	out->stalled_polls = atomic_load(&m->stalled);
+	out->kv_pages_held = atomic_load(&m->n_held_pub);
+}

@@ -1,0 +1,71 @@
+/* Fault injection for tests of the fallback paths (config [faults]
+ * enabled; o1d creates no o1_faults otherwise, and admin "inject" is then
+ * refused). Each fault is switched on and off at run time (admin
+ * "inject", `o1ctl inject`, admin uids only):
+ * - latency PARAM: every engine step sleeps PARAM ms (default 50) first;
+ * - step_fail PARAM: every PARAM-th engine step (default 1: each) fails
+ *   with -EIO before the forward pass: its requests get an ERROR FINAL,
+ *   the others go on;
+ * - stall PARAM: o1d stops delivering events to client PARAM (0: every
+ *   client), as if it stopped reading: out rings fill up and its
+ *   sequences wait (backpressure) until the fault is off;
+ * - kv_exhaust PARAM: the engine thread takes PARAM KV pages (0: as many
+ *   as are free when it starts), each as soon as it is free, and holds
+ *   them, so admissions wait and running sequences are preempted;
+ *   released when the fault is off (pages the prefix cache keeps stay
+ *   usable: the scheduler evicts them);
+ * - graph_replay: refused (-O1_E_UNSUPPORTED): no backend has the hook.
+ * Threads: o1_faults_set and the counters from any thread (atomics);
+ * o1_faults_step and o1_faults_tick on the engine thread only (the held
+ * pages are its own); o1_faults_stalled on the front thread.
+ */
+#ifndef O1_FAULTS_H
+#define O1_FAULTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "kv_pool.h"
+
+enum o1_fault {
+	O1_FAULT_LATENCY,
+	O1_FAULT_STEP_FAIL,
+	O1_FAULT_STALL,
+	O1_FAULT_KV_EXHAUST,
+	O1_FAULT__COUNT,
+};
+
+struct o1_faults;
+
+/* What each fault did so far, for admin status. */
+struct o1_faults_stats {
+	bool on[O1_FAULT__COUNT];
+	uint64_t param[O1_FAULT__COUNT];
+	uint64_t delayed_steps;
+	uint64_t failed_steps;
+	uint64_t stalled_polls; /* slot drains skipped */
+	uint32_t kv_pages_held;
+};
+
+/* STEP/STEP_CTX: the real forward pass, which o1_faults_step wraps. */
+int o1_faults_create(int (*step)(void *, const struct o1_step *),
+		     void *step_ctx, struct o1_kv_pool *pool,
+		     struct o1_faults **out);
+/* After the engine thread stopped; gives held pages back. NULL: no-op. */
+void o1_faults_destroy(struct o1_faults *f);
+/* The scheduler's step callback (ctx: the o1_faults). */
+int o1_faults_step(void *ctx, const struct o1_step *step);
+/* Engine thread, every loop turn: takes or gives back the held pages. */
+void o1_faults_tick(struct o1_faults *f);
+/* Front thread: whether CLIENT's events are held back now (counted). */
+bool o1_faults_stalled(struct o1_faults *f, uint32_t client);
+/* NAME: latency, step_fail, stall, kv_exhaust (graph_replay refused);
+ * PARAM 0: the fault's default. 0, or -EINVAL / -O1_E_UNSUPPORTED with
+ * *why set. */
+int o1_faults_set(struct o1_faults *f, const char *name, bool on,
+		  uint64_t param, const char **why);
+void o1_faults_stats(const struct o1_faults *f, struct o1_faults_stats *out);
+const char *o1_faults_name(enum o1_fault fault);
+
+#endif
