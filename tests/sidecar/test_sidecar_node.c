@@ -3,9 +3,11 @@
  * installed with npm into the build tree (exit 77, skipped, when node or
  * npm is missing or the registry cannot be reached), then
  * node/openai_client.mjs runs chat and completions, streaming and not,
- * stop sequences, usage, models and two errors against a sidecar in front
- * of o1d serving the demo model, and compares the greedy answers with the
- * ones libo1client gets directly for the same requests. */
+ * stop sequences, usage, models, errors and a refinement request
+ * (refinement_trace, o1_round chunks) against a sidecar in front of o1d
+ * serving the demo model, and compares the greedy answers (and each
+ * refinement round's) with the ones libo1client gets directly for the
+ * same requests. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -54,6 +56,46 @@ static int npm_install(void)
 	return 0;
 }
 
+static int on_event(void *arg, const struct o1_event *ev)
+{
+	assert_int_equal(o1_trace_add(arg, ev), 0);
+	return 0;
+}
+
+/* The chat request with refine_steps 2 through libo1client: each round's
+ * answer into WANT's "refine", the stop reason into "refine_stop". */
+static void add_refine(cJSON *want, const char *packed, size_t len)
+{
+	static const char *const stops[] = {"none",   "steps", "confident",
+					    "repeat", "limit", "cancelled",
+					    "error"};
+	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = sock};
+	struct o1_submit_opts o = {.sz = sizeof(o),
+				   .req_id = 1,
+				   .text = packed,
+				   .text_len = len,
+				   .max_tokens = 40,
+				   .flags = O1_FLAG_CHAT,
+				   .refine_steps = 2};
+	cJSON *rounds = cJSON_AddArrayToObject(want, "refine");
+	struct o1_event final;
+	struct o1_client *c;
+	struct o1_trace t;
+
+	o1_trace_init(&t);
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(o1_client_generate(c, &o, on_event, &t, &final), 0);
+	assert_int_equal(final.error, 0);
+	assert_int_equal(o1_trace_add(&t, &final), 0);
+	o1_client_close(c);
+	assert_true(t.n_rounds >= 1 && t.stop <= O1_REFINE_STOP_ERROR);
+	for (uint32_t i = 0; i < t.n_rounds; i++)
+		cJSON_AddItemToArray(rounds,
+				     cJSON_CreateString(t.rounds[i].text));
+	cJSON_AddStringToObject(want, "refine_stop", stops[t.stop]);
+	o1_trace_free(&t);
+}
+
 static void test_openai_client(void **state)
 {
 	static const char packed[] =
@@ -69,6 +111,7 @@ static void test_openai_client(void **state)
 	cJSON_AddStringToObject(want, "model", "o1 demo bigram");
 	cJSON_AddStringToObject(want, "completion", compl .text);
 	cJSON_AddStringToObject(want, "chat", chat.text);
+	add_refine(want, packed, sizeof(packed) - 1);
 	text = cJSON_PrintUnformatted(want);
 	o1_test_file_put(dir, "expected.json", text);
 	free(text);
@@ -82,6 +125,7 @@ static void test_openai_client(void **state)
 	print_message("%s", out);
 	assert_int_equal(ret, 0);
 	assert_non_null(strstr(out, "ok   chat: greedy equals libo1client"));
+	assert_non_null(strstr(out, "ok   refine: refinement_trace equals"));
 	assert_null(strstr(out, "FAIL"));
 }
 

@@ -1,7 +1,9 @@
 // The official openai client against o1-sidecar.
 //   node openai_client.mjs BASE_URL EXPECTED_JSON
 // EXPECTED_JSON holds the greedy answers libo1client got for the same
-// requests ({"model", "completion", "chat"}). Each check prints one line;
+// requests ({"model", "completion", "chat", and "refine": the answer of each
+// refinement round of the chat request with refine_steps 2, "refine_stop":
+// why the loop stopped}). Each check prints one line;
 // the exit code is the number of failed checks (0: all passed).
 import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
@@ -88,6 +90,60 @@ async function completions() {
         JSON.stringify(sj) + ' vs ' + JSON.stringify(chatCut));
 }
 
+// o1d extensions the client passes through untouched: refine_steps in the
+// request, refinement_trace / refinement_stop_reason in the answer (and in
+// the last chunk before [DONE]), o1_round on chunks, o1_confidence.
+async function refine() {
+  const req = { ...chatReq, refine_steps: 2 };
+  const r = await client.chat.completions.create(req);
+  const tr = r.refinement_trace;
+  const last = want.refine[want.refine.length - 1];
+  check('refine: refinement_trace equals libo1client\'s rounds',
+        Array.isArray(tr) && tr.length === want.refine.length &&
+        tr.every((x, i) => x.index === i && x.text === want.refine[i]),
+        JSON.stringify(tr) + ' vs ' + JSON.stringify(want.refine));
+  check('refine: each round has tokens, confidence, latency, finish',
+        Array.isArray(tr) && tr.every((x) => x.tokens.prompt > 0 &&
+          x.tokens.generated > 0 && x.tokens.cached <= x.tokens.prompt &&
+          x.confidence.mean_logprob <= 0 &&
+          x.confidence.min_logprob <= x.confidence.mean_logprob &&
+          x.confidence.mean_entropy >= 0 && x.latency_ms > 0 &&
+          ['stop', 'length'].includes(x.finish_reason)),
+        JSON.stringify(tr));
+  check('refine: stop reason', r.refinement_stop_reason === want.refine_stop,
+        String(r.refinement_stop_reason));
+  check('refine: the answer is the last round\'s',
+        r.choices[0].message.content === last,
+        JSON.stringify(r.choices[0].message.content));
+  check('refine: o1_confidence on the choice',
+        r.choices[0].o1_confidence?.mean_logprob ===
+        tr[tr.length - 1].confidence.mean_logprob,
+        JSON.stringify(r.choices[0].o1_confidence));
+  const s = await client.chat.completions.create({
+    ...req, stream: true, stream_options: { include_usage: true } });
+  const rounds = [];
+  let lastChunk = null, ordered = true, prev = 0;
+  for await (const chunk of s) {
+    if (chunk.choices.length) {
+      const k = chunk.o1_round;
+      ordered = ordered && Number.isInteger(k) && k >= prev;
+      prev = k;
+      rounds[k] = (rounds[k] ?? '') + (chunk.choices[0].delta.content ?? '');
+    }
+    lastChunk = chunk;
+  }
+  check('refine stream: o1_round on every chunk, in order', ordered,
+        JSON.stringify(rounds));
+  check('refine stream: each round\'s deltas join to its answer',
+        JSON.stringify(rounds) === JSON.stringify(want.refine),
+        JSON.stringify(rounds));
+  check('refine stream: trace and usage in the last chunk',
+        lastChunk?.refinement_trace?.length === want.refine.length &&
+        lastChunk.refinement_stop_reason === want.refine_stop &&
+        lastChunk.usage?.completion_tokens === r.usage.completion_tokens,
+        JSON.stringify(lastChunk));
+}
+
 async function errors() {
   const models = await client.models.list();
   check('models: lists the served model',
@@ -106,11 +162,20 @@ async function errors() {
     check('negative max_tokens: 400', e instanceof OpenAI.BadRequestError &&
           e.error?.param === 'max_tokens', String(e));
   }
+  try {
+    await client.completions.create({ ...complReq, refine_steps: 1 });
+    check('refine_steps on completions: 400', false, 'no error');
+  } catch (e) {
+    check('refine_steps on completions: 400',
+          e instanceof OpenAI.BadRequestError &&
+          e.error?.param === 'refine_steps', String(e));
+  }
 }
 
 try {
   await chat();
   await completions();
+  await refine();
   await errors();
 } catch (e) {
   check('no exception', false, e.stack ?? String(e));
