@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "log.h"
@@ -30,6 +31,7 @@
 #include "prefix_cache.h"
 #include "sampling.h"
 #include "scheduler.h"
+#include "threads.h"
 
 #define HOLD_CAP     2048
 #define TEXT_PER_EV  44 /* text bytes per event, leaving room for a cut */
@@ -81,6 +83,8 @@ struct batch_ent {
 	uint32_t slot;
 	uint32_t n;
 	bool samples;
+	int err; /* of the sampling, then smp is the token */
+	struct o1_sampling_out smp;
 };
 
 struct o1_sched {
@@ -97,6 +101,7 @@ struct o1_sched {
 	struct o1_step_seq *step_seqs;
 	uint32_t n_batch;
 	float *logits;
+	struct o1_threads *samplers; /* NULL: sampling on the engine thread */
 	char *chat_buf;
 	size_t chat_cap;
 	char *review;
@@ -179,6 +184,22 @@ static int alloc_lists(struct o1_sched *s)
 	return 0;
 }
 
+/* The sampling pool: sampler_threads, or min(online CPUs, 8) for 0. */
+static int make_samplers(struct o1_sched *s)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t n = s->o.sampler_threads;
+
+	if (!n)
+		n = cpus < 1 ? 1 : cpus > 8 ? 8 : (uint32_t)cpus;
+	if (n > 256) {
+		o1_err("scheduler: sampler_threads %u above 256", n);
+		return -O1_E_CONFIG;
+	}
+	s->o.sampler_threads = n;
+	return n > 1 ? o1_threads_create(n, &s->samplers) : 0;
+}
+
 int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out)
 {
 	struct o1_sched *s;
@@ -208,6 +229,8 @@ int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out)
 		err = alloc_lists(s);
 	if (!err)
 		err = o1_prefix_cache_create(o->pool, &s->cache);
+	if (!err)
+		err = make_samplers(s);
 	if (err) {
 		o1_sched_destroy(s);
 		return err;
@@ -221,6 +244,7 @@ void o1_sched_destroy(struct o1_sched *s)
 	if (!s)
 		return;
 	o1_prefix_cache_destroy(s->cache);
+	o1_threads_destroy(s->samplers);
 	for (uint32_t i = 0; s->seqs && i < s->o.n_slots; i++) {
 		o1_kv_table_fini(s->o.pool, &s->seqs[i].table);
 		o1_sampling_destroy(s->seqs[i].sampler);
@@ -584,18 +608,19 @@ static enum o1_finish_reason wire_reason(enum o1_sampling_end f)
 static void round_end(struct o1_sched *s, struct seq *q,
 		      enum o1_finish_reason reason);
 
-/* A sampled token: record, stream, maybe finish. */
-static void on_token(struct o1_sched *s, struct seq *q, const float *logits)
+/* A sampled token (B's, sampled by sample_task): record, stream, maybe
+ * finish. */
+static void on_token(struct o1_sched *s, struct seq *q,
+		     const struct batch_ent *b)
 {
 	struct o1_req *r = q->req;
-	struct o1_sampling_out smp;
+	struct o1_sampling_out smp = b->smp;
 	uint64_t now = now_ns();
 	uint32_t pos;
 	bool end, stopped;
-	int err = o1_sampling_next(q->sampler, logits, &smp);
 
-	if (err) {
-		finish(s, q, O1_FINISH_ERROR, err);
+	if (b->err) {
+		finish(s, q, O1_FINISH_ERROR, b->err);
 		return;
 	}
 	pos = atomic_fetch_add_explicit(&r->generated, 1, memory_order_relaxed);
@@ -1184,18 +1209,40 @@ static void reap(struct o1_sched *s, uint32_t *list, uint32_t *n)
 	}
 }
 
+/* Samples batch entry TASK from its logits row: touches only that
+ * sequence's sampler and the entry, so tasks run on any thread. */
+static void sample_task(void *arg, uint32_t task, uint32_t worker)
+{
+	struct o1_sched *s = arg;
+	struct batch_ent *b = &s->batch[task];
+
+	(void)worker;
+	if (b->samples)
+		b->err = o1_sampling_next(
+		    s->seqs[b->slot].sampler,
+		    s->logits + (size_t)task * s->o.vocab_size, &b->smp);
+}
+
+/* Samples every sequence of the step (in parallel when several), then
+ * records and streams them in batch order, as serial sampling would. */
 static void after_step(struct o1_sched *s)
 {
-	uint32_t row = 0;
+	uint32_t n_samples = 0;
 
-	for (uint32_t i = 0; i < s->n_batch; i++, row++) {
+	for (uint32_t i = 0; i < s->n_batch; i++)
+		n_samples += s->batch[i].samples;
+	if (n_samples > 1 && s->samplers)
+		o1_threads_run(s->samplers, s->n_batch, sample_task, s);
+	else
+		for (uint32_t i = 0; i < s->n_batch; i++)
+			sample_task(s, i, 0);
+	for (uint32_t i = 0; i < s->n_batch; i++) {
 		struct seq *q = &s->seqs[s->batch[i].slot];
 
 		q->n_computed += s->batch[i].n;
 		key_pages(s, q);
 		if (s->batch[i].samples)
-			on_token(s, q,
-				 s->logits + (size_t)row * s->o.vocab_size);
+			on_token(s, q, &s->batch[i]);
 	}
 }
 

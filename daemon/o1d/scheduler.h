@@ -75,6 +75,10 @@ struct o1_sched_opts {
 	uint32_t max_refine_steps;
 	float refine_threshold;	  /* stop at a mean logprob >= this */
 	const char *refine_review; /* the review instruction; copied */
+	/* threads sampling a step's sequences (the engine thread is one);
+	 * 0: min(online CPUs, 8). Each sequence has its own sampler, so the
+	 * tokens do not depend on it. */
+	uint32_t sampler_threads;
 };
 
 struct o1_sched_stats {
