@@ -77,6 +77,7 @@ struct o1_config {
 		uint32_t max_batch_tokens;
 		uint32_t max_running;
 		uint32_t prefill_chunk_tokens;
+		uint32_t sampler_threads; /* 0 = min(online CPUs, 8) */
 	} scheduler;
 	struct {
 		uint32_t max_steps;	     /* refine_steps bound; 0 = off */

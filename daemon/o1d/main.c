@@ -426,6 +426,7 @@ static int create_engine(struct o1d *d)
 				     : d->model->desc.eos_id,
 		    .max_refine_steps = c->refine.max_steps,
 		    .refine_threshold = (float)c->refine.confidence_threshold,
+		    .sampler_threads = c->scheduler.sampler_threads,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
 	    .model_name =

@@ -50,6 +50,7 @@ static void test_defaults(void **state)
 	    o1_config_device_name(&c.backend.device, buf, sizeof(buf)), "auto");
 	assert_string_equal(c.model.path, "");
 	assert_int_equal(c.ipc.arena_bytes, 1048576);
+	assert_int_equal(c.scheduler.sampler_threads, 0);
 }
 
 static void test_shipped_ini_equals_defaults(void **state)
@@ -141,6 +142,8 @@ static void test_good_file(void **state)
 				   "file_mode = 0604\n"
 				   "unpin_on_exit = yes\n"
 				   "runq = true\n"
+				   "[scheduler]\n"
+				   "sampler_threads = 3\n"
 				   "[refine]\n"
 				   "max_steps = 16\n"
 				   "confidence_threshold = -0.5\n"
@@ -176,6 +179,7 @@ static void test_good_file(void **state)
 	assert_int_equal(c.metrics.file_mode, 0604);
 	assert_true(c.metrics.unpin_on_exit);
 	assert_true(c.metrics.runq);
+	assert_int_equal(c.scheduler.sampler_threads, 3);
 	assert_int_equal(c.refine.max_steps, 16);
 	assert_true(c.refine.confidence_threshold == -0.5);
 	assert_string_equal(c.refine.review_template, "/etc/o1d/review.txt");
@@ -200,6 +204,8 @@ static const struct bad_case bad_cases[] = {
     {"[kv]\nmemory_fraction = 1.5\n", {"t.ini:2:", "out of range", "0.01..1"}},
     {"[kv]\nmemory_fraction = nan\n", {"t.ini:2:", "not a number"}},
     {"[refine]\nmax_steps = 17\n", {"t.ini:2:", "max_steps", "0..16"}},
+    {"[scheduler]\nsampler_threads = 257\n",
+     {"t.ini:2:", "sampler_threads", "0..256"}},
     {"[refine]\nconfidence_threshold = 0.5\n",
      {"t.ini:2:", "out of range", "-100..0"}},
     {"[refine]\nreview_template = review.txt\n",
