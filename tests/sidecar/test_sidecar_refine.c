@@ -12,7 +12,8 @@
  * - streamed, every chunk carries o1_round (never decreasing), the deltas
  *   of each round join to that round's text, the finishing chunk has
  *   o1_confidence and the last chunk before [DONE] the trace and usage;
- * - a plain request has o1_confidence and no trace;
+ * - a plain request has o1_confidence and no trace; logprobs of a
+ *   refinement are the last round's, each with its alternatives;
  * - refine_steps over the daemon's bound, over 16, not an integer, or on
  *   /v1/completions is a 400 naming refine_steps. */
 #include <setjmp.h>
@@ -341,6 +342,28 @@ static void test_plain_has_confidence(void **state)
 	cJSON_Delete(j);
 }
 
+/* logprobs of a refinement: the last round's tokens, each with its
+ * alternatives (LOGPROBS positions count over all rounds). */
+static void test_logprobs(void **state)
+{
+	cJSON *j = chat(REFINE "3,\"logprobs\":true,\"top_logprobs\":2");
+	const cJSON *tr = get(j, "refinement_trace");
+	const cJSON *lp = get(j, "choices.0.logprobs.content"), *e;
+	char path[64];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%d.tokens.generated",
+		 cJSON_GetArraySize(tr) - 1);
+	assert_int_equal(cJSON_GetArraySize(lp), num(tr, path));
+	cJSON_ArrayForEach(e, lp)
+	{
+		assert_int_equal(cJSON_GetArraySize(get(e, "top_logprobs")), 2);
+		assert_true(num(e, "logprob") >=
+			    num(e, "top_logprobs.0.logprob") - 1e-4);
+	}
+	cJSON_Delete(j);
+}
+
 static void expect_400(const char *path, const char *body, const char *says)
 {
 	char *out;
@@ -405,6 +428,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_trace_sampled),
 	    cmocka_unit_test(test_stream),
 	    cmocka_unit_test(test_plain_has_confidence),
+	    cmocka_unit_test(test_logprobs),
 	    cmocka_unit_test(test_refused),
 	};
 

@@ -428,7 +428,7 @@ static void test_refine_response(void **state)
 				   .mean_entropy = 0.75f,
 				   .rounds = 2,
 				   .refine_stop = O1_REFINE_STOP_REPEAT};
-	const cJSON *c, *tr;
+	const cJSON *c, *tr, *lp;
 	char *s;
 	cJSON *j;
 
@@ -436,7 +436,8 @@ static void test_refine_response(void **state)
 	assert_int_equal(parse("{\"model\":\"m\",\"messages\":[{\"role\":"
 			       "\"user\",\"content\":\"x\"}],\"stream\":true,"
 			       "\"stream_options\":{\"include_usage\":true},"
-			       "\"refine_steps\":3}",
+			       "\"refine_steps\":3,\"logprobs\":true,"
+			       "\"top_logprobs\":1}",
 			       O1_SIDECAR_CHAT, &r, &e),
 			 0);
 	o1_sidecar_out_init(&out, &r, "served");
@@ -455,6 +456,12 @@ static void test_refine_response(void **state)
 	assert_non_null(strstr(s, "\"content\":\"second\""));
 	assert_non_null(strstr(s, "\"o1_round\":1"));
 	free(s);
+	/* positions count from round 0's first token */
+	ev = (struct o1_event){
+	    .type = O1_EVENT_LOGPROBS, .position = 1, .n_top = 1, .round = 1};
+	ev.top_ids[0] = 8;
+	ev.top_logprobs[0] = -1.5f;
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
 	ev = round_end(1, 1, O1_REFINE_STOP_REPEAT);
 	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
 	assert_int_equal(o1_sidecar_out_add(&out, &fin), 0);
@@ -466,6 +473,11 @@ static void test_refine_response(void **state)
 	j = json_of(s);
 	c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
 	assert_string_equal(path_str(c, "message", "content"), "second");
+	lp = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "logprobs"), "content");
+	assert_int_equal(cJSON_GetArraySize(lp), 1);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(
+			     cJSON_GetArrayItem(lp, 0), "top_logprobs")),
+			 1);
 	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "o1_confidence"),
 					"mean_logprob")
 			->valuedouble == -1.5);

@@ -136,9 +136,10 @@ static void add_top(struct o1_sidecar_out *out, const struct o1_event *ev)
 {
 	struct o1_sidecar_token *t;
 
-	if (ev->position >= out->n_tok)
+	if (ev->position < out->round_base ||
+	    ev->position - out->round_base >= out->n_tok)
 		return;
-	t = &out->tok[ev->position];
+	t = &out->tok[ev->position - out->round_base];
 	for (uint32_t i = 0; i < ev->n_top && i < 14 && t->n_top < out->n_top;
 	     i++) {
 		t->top_ids[t->n_top] = ev->top_ids[i];
@@ -186,6 +187,7 @@ int o1_sidecar_out_add(struct o1_sidecar_out *out, const struct o1_event *ev)
 		out->round = ev->round;
 		if (ev->refine_stop == O1_REFINE_STOP_NONE) {
 			next_round(out);
+			out->round_base += ev->generated_tokens;
 			out->round++;
 		}
 		return 0;

@@ -53,9 +53,11 @@ struct o1_sidecar_out {
 	 * confidence summary of the (last round's) answer */
 	uint32_t cached_tokens, conf_tokens;
 	float mean_logprob, min_logprob, mean_entropy;
-	bool refine;	    /* refine_steps > 0: trace kept */
-	bool include_usage; /* streaming: the usage chunk comes last */
-	uint32_t round;	    /* of the text held now */
+	bool refine;	     /* refine_steps > 0: trace kept */
+	bool include_usage;  /* streaming: the usage chunk comes last */
+	uint32_t round;	     /* of the text held now */
+	uint32_t round_base; /* tokens generated before it (LOGPROBS
+			      * positions count from the first round) */
 	struct o1_trace trace;
 };
 
