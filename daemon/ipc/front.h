@@ -56,6 +56,7 @@ struct o1_ipc_client {
 	int cq_dirty;	  /* claimed completions not yet committed */
 	int blocked;	  /* completion ring was full this pass */
 	int doomed;	  /* torn down at the end of the pass */
+	int bad_stamp;	  /* an unusable sent_ns was logged */
 	uint8_t *scratch; /* private copies of prompt and stop lists */
 	size_t scratch_bytes;
 	char name[O1_NAME_MAX];

@@ -320,8 +320,9 @@ static uint64_t now_ns(void)
 }
 
 /* Records how long a valid PING or SUBMIT waited between its client
- * publishing it (sent_ns, the client's word) and this copy-out. */
-static void wakeup_sample(struct o1_ipc_server *srv,
+ * publishing it (sent_ns, the client's word) and this copy-out. The first
+ * unusable stamp of each client is logged. */
+static void wakeup_sample(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 			  const union o1_wire_entry *e)
 {
 	uint64_t sent =
@@ -330,6 +331,15 @@ static void wakeup_sample(struct o1_ipc_server *srv,
 
 	if (sent == 0 || sent > now || ns > O1_IPC_WAKEUP_MAX_NS) {
 		srv->st.wakeup_invalid++;
+		if (!c->bad_stamp)
+			o1_warn("ipc: client %u (%s, pid %d): %s sent_ns %llu "
+				"at daemon CLOCK_MONOTONIC %llu is 0, ahead or "
+				"over 10 s old: not timed (logged once)",
+				c->id, c->name, (int)c->cred.pid,
+				o1_wire_op_name(e->op),
+				(unsigned long long)sent,
+				(unsigned long long)now);
+		c->bad_stamp = 1;
 		return;
 	}
 	if (srv->slept) {
@@ -497,7 +507,7 @@ int o1_ipc_drain(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 		}
 		ret = o1_wire_decode_sub(slot, &c->lim, &e, &why);
 		if (!ret && e.op != O1_OP_CANCEL)
-			wakeup_sample(srv, &e);
+			wakeup_sample(srv, c, &e);
 		handle(srv, c, &e, ret, why);
 		o1_ring_advance(&c->sq);
 	}
