@@ -560,24 +560,42 @@ static uint32_t draw(struct o1_sampler *s, const float *l)
 			exp_store(s->work, s->work, n, mx, s->bsum));
 }
 
-/* The N_LOGPROBS best of the raw logits L, values still logits. */
+/* Inserts token I of L into the sorted TOP (HAVE of K) if it ranks. */
+static void top_insert(const float *l, uint32_t i, uint32_t k, uint32_t *have,
+		       struct o1_token_logprob *top)
+{
+	uint32_t j;
+
+	if (*have == k && l[i] <= top[k - 1].logprob)
+		return;
+	j = *have < k ? (*have)++ : k - 1;
+	while (j > 0 && top[j - 1].logprob < l[i]) {
+		top[j] = top[j - 1];
+		j--;
+	}
+	top[j] = (struct o1_token_logprob){(int32_t)i, l[i]};
+}
+
+/* The K best of the raw logits L, values still logits; a group of LANES
+ * tokens is looked at only when one of them beats the K-th. */
 static uint32_t top_n(const float *l, uint32_t n, uint32_t k,
 		      struct o1_token_logprob *top)
 {
-	uint32_t have = 0;
+	uint32_t have = 0, i = 0;
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t j;
+	for (; i < n && have < k; i++)
+		top_insert(l, i, k, &have, top);
+	for (; i + LANES <= n; i += LANES) {
+		float floor = top[k - 1].logprob;
+		int any = 0;
 
-		if (have == k && l[i] <= top[k - 1].logprob)
-			continue;
-		j = have < k ? have++ : k - 1;
-		while (j > 0 && top[j - 1].logprob < l[i]) {
-			top[j] = top[j - 1];
-			j--;
-		}
-		top[j] = (struct o1_token_logprob){(int32_t)i, l[i]};
+		for (int j = 0; j < LANES; j++)
+			any |= l[i + j] > floor;
+		for (int j = 0; any && j < LANES; j++)
+			top_insert(l, i + j, k, &have, top);
 	}
+	for (; i < n; i++)
+		top_insert(l, i, k, &have, top);
 	return have;
 }
 

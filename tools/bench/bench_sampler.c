@@ -4,7 +4,11 @@
  * "ids" column is a hash of the tokens drawn over the timed calls, so two
  * builds of the sampler can be checked for identical results.
  *
- *   bench_sampler [--calls N]
+ * --batch B: then one step of the daemon's sampling, B greedy+confidence
+ * sequences (vocab 151,936, a logits row each) sampled on pools of 1, 2,
+ * 4 and 8 threads (o1_threads, as the scheduler does), ms per step.
+ *
+ *   bench_sampler [--calls N] [--batch B]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 #include <time.h>
 
 #include "sampler.h"
+#include "threads.h"
 
 #define N_ROWS 8
 
@@ -108,17 +113,77 @@ static int run(const struct mode *m, uint32_t vocab, const float *rows,
 	return 0;
 }
 
+struct batch {
+	struct o1_sampler **s;
+	const float *rows;
+	uint32_t vocab;
+};
+
+static void sample_task(void *arg, uint32_t task, uint32_t worker)
+{
+	struct batch *b = arg;
+	struct o1_sample out;
+
+	(void)worker;
+	o1_sampler_sample(b->s[task], b->rows + (size_t)task * b->vocab, &out);
+}
+
+/* Best-of-5 ms per step of B sequences on 1, 2, 4 and 8 threads. */
+static int run_batch(uint32_t n)
+{
+	struct batch b = {calloc(n, sizeof(*b.s)), NULL, 151936};
+	float *rows = malloc((size_t)n * b.vocab * sizeof(float));
+	int err = b.s && rows ? 0 : -1;
+
+	b.rows = rows;
+	for (uint32_t i = 0; !err && i < n; i++) {
+		fill(rows + (size_t)i * b.vocab, b.vocab, 7 + i);
+		err = make(&modes[0], b.vocab, &b.s[i]);
+	}
+	for (uint32_t t = 1; !err && t <= 8; t *= 2) {
+		struct o1_threads *tp = NULL;
+		double best = 1e9;
+
+		err = t > 1 ? o1_threads_create(t, &tp) : 0;
+		for (int r = 0; !err && r < 5; r++) {
+			double t0 = now_s();
+
+			o1_threads_run(tp, n, sample_task, &b);
+			t0 = now_s() - t0;
+			best = t0 < best ? t0 : best;
+		}
+		if (!err)
+			printf("batch %u threads %u: %.2f ms per step\n", n, t,
+			       best * 1e3);
+		o1_threads_destroy(tp);
+	}
+	for (uint32_t i = 0; b.s && i < n; i++)
+		o1_sampler_destroy(b.s[i]);
+	free(b.s);
+	free(rows);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static const uint32_t vocabs[] = {151936, 128256};
-	int calls = 400;
+	int calls = 400, batch = 0;
 
-	if (argc == 3 && !strcmp(argv[1], "--calls"))
-		calls = atoi(argv[2]);
-	if (calls <= 0 || (argc != 1 && argc != 3)) {
-		fprintf(stderr, "usage: bench_sampler [--calls N]\n");
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--calls"))
+			calls = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--batch"))
+			batch = atoi(argv[i + 1]);
+		else
+			calls = 0;
+	}
+	if (calls <= 0 || batch < 0 || batch > 4096 || argc % 2 == 0) {
+		fprintf(stderr,
+			"usage: bench_sampler [--calls N] [--batch B]\n");
 		return 2;
 	}
+	if (batch)
+		return run_batch((uint32_t)batch) ? 1 : 0;
 	printf("%-20s %7s %10s %10s   %s\n", "mode", "vocab", "mean ns",
 	       "best ns", "ids hash");
 	for (int v = 0; v < 2; v++) {
