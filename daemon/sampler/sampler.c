@@ -266,51 +266,84 @@ static const float *penalised(struct o1_sampler *s, const float *logits)
 	return l;
 }
 
-/* The highest of L[0, N) in *MAX and its lowest id. */
-HOT static uint32_t argmax(const float *l, uint32_t n, float *max)
+/* The hot loops work on groups of LANES floats through a group pointer
+ * and a local array, or through GNU C vectors of LANES floats, so gcc
+ * vectorises them without alias checks, even when they write where they
+ * read (penalised logits scaled in place). */
+typedef float vf __attribute__((vector_size(LANES * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(LANES * sizeof(float))));
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE vf vload(const float *p)
 {
-	float m[LANES];
-	uint32_t ix[LANES], i, best = 0;
+	vf v;
 
-	for (int j = 0; j < LANES; j++)
-		m[j] = -INFINITY, ix[j] = j;
-	for (i = 0; i + LANES <= n; i += LANES)
-		for (int j = 0; j < LANES; j++) {
-			bool c = l[i + j] > m[j];
-
-			m[j] = c ? l[i + j] : m[j];
-			ix[j] = c ? i + j : ix[j];
-		}
-	for (; i < n; i++)
-		if (l[i] > m[i % LANES])
-			m[i % LANES] = l[i], ix[i % LANES] = i;
-	for (int j = 1; j < LANES; j++)
-		if (m[j] > m[best] || (m[j] == m[best] && ix[j] < ix[best]))
-			best = j;
-	*max = m[best];
-	return ix[best] < n ? ix[best] : 0;
+	memcpy(&v, p, sizeof(v));
+	return v;
 }
 
-/* W = L / T, returns the highest. */
+/* The greater of A and B per lane; B where A is NaN. */
+INLINE vf vmax(vf a, vf b)
+{
+	vi gt = a > b;
+
+	return (vf)(((vi)a & gt) | ((vi)b & ~gt));
+}
+
+INLINE float hmax(vf v, float mx)
+{
+	for (int j = 0; j < LANES; j++)
+		mx = v[j] > mx ? v[j] : mx;
+	return mx;
+}
+
+/* The highest of L[0, N) in *MAX and its lowest id (0 when no value
+ * compares, all NaN): the first block of BLOCK tokens with the highest
+ * maximum, then a scan of that block. */
+HOT static uint32_t argmax(const float *l, uint32_t n, float *max)
+{
+	size_t full = n / LANES * LANES, i, start = 0, best_start = 0;
+	float best = -INFINITY;
+
+	for (i = 0; i < full; start = i) {
+		size_t end = i + BLOCK < full ? i + BLOCK : full;
+		vf m = vload(l + i);
+
+		for (i += LANES; i < end; i += LANES)
+			m = vmax(vload(l + i), m);
+		if (hmax(m, -INFINITY) > best)
+			best = hmax(m, -INFINITY), best_start = start;
+	}
+	for (; i < n; i++)
+		if (l[i] > best)
+			best = l[i], best_start = i;
+	*max = best;
+	for (i = best_start; i < n; i++)
+		if (l[i] == best)
+			return (uint32_t)i;
+	return 0;
+}
+
+/* W = L / T (W may be L), returns the highest. */
 HOT static float scale(float *w, const float *l, uint32_t n, float t)
 {
-	float m[LANES], mx = -INFINITY;
-	uint32_t i;
+	vf m, tv = {0}, y;
+	float mx = -INFINITY;
+	size_t i;
 
 	for (int j = 0; j < LANES; j++)
-		m[j] = -INFINITY;
-	for (i = 0; i + LANES <= n; i += LANES)
-		for (int j = 0; j < LANES; j++) {
-			w[i + j] = l[i + j] / t;
-			m[j] = w[i + j] > m[j] ? w[i + j] : m[j];
-		}
+		m[j] = -INFINITY, tv[j] = t;
+	for (i = 0; i + LANES <= n; i += LANES) {
+		y = vload(l + i) / tv;
+		m = vmax(y, m);
+		memcpy(w + i, &y, sizeof(y));
+	}
 	for (; i < n; i++) {
 		w[i] = l[i] / t;
 		mx = w[i] > mx ? w[i] : mx;
 	}
-	for (int j = 0; j < LANES; j++)
-		mx = m[j] > mx ? m[j] : mx;
-	return mx;
+	return hmax(m, mx);
 }
 
 /* E = exp(L - MX) (E may be L); per block sums in BSUM, returns the
@@ -318,18 +351,22 @@ HOT static float scale(float *w, const float *l, uint32_t n, float t)
 HOT static double exp_store(float *e, const float *l, uint32_t n, float mx,
 			    double *bsum)
 {
-	uint32_t full = n / LANES * LANES, b = 0, i;
+	size_t full = n / LANES * LANES, b = 0, i;
 	double total = 0;
 
 	for (i = 0; i < full; b++) {
-		uint32_t end = i + BLOCK < full ? i + BLOCK : full;
-		float z[LANES] = {0};
+		size_t end = i + BLOCK < full ? i + BLOCK : full;
+		float z[LANES] = {0}, y[LANES];
 
-		for (; i < end; i += LANES)
+		for (; i < end; i += LANES) {
+			const float *g = l + i;
+
 			for (int j = 0; j < LANES; j++) {
-				e[i + j] = exp_neg(l[i + j] - mx);
-				z[j] += e[i + j];
+				y[j] = exp_neg(g[j] - mx);
+				z[j] += y[j];
 			}
+			memcpy(e + i, y, sizeof(y));
+		}
 		bsum[b] = 0;
 		for (int j = 0; j < LANES; j++)
 			bsum[b] += z[j];
@@ -347,20 +384,23 @@ HOT static double exp_store(float *e, const float *l, uint32_t n, float mx,
 HOT static void exp_sums(const float *l, uint32_t n, float mx, double *z,
 			 double *zl)
 {
-	uint32_t full = n / LANES * LANES, i;
+	size_t full = n / LANES * LANES, i;
 
 	*z = *zl = 0;
 	for (i = 0; i < full;) {
-		uint32_t end = i + BLOCK < full ? i + BLOCK : full;
+		size_t end = i + BLOCK < full ? i + BLOCK : full;
 		float a[LANES] = {0}, b[LANES] = {0};
 
-		for (; i < end; i += LANES)
+		for (; i < end; i += LANES) {
+			const float *g = l + i;
+
 			for (int j = 0; j < LANES; j++) {
-				float x = l[i + j] - mx;
+				float x = g[j] - mx;
 
 				a[j] += exp_neg(x);
 				b[j] += exp_neg(x) * (x < -87.0f ? 0.0f : x);
 			}
+		}
 		for (int j = 0; j < LANES; j++)
 			*z += a[j], *zl += b[j];
 	}
