@@ -229,8 +229,8 @@ static void test_slo(void **state)
 	snprintf(shm, sizeof(shm), "metrics.shm_path=%s/m.shm", d->dir);
 	sets[2] = shm;
 	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
-	f = start_slo(d, "--window 2 --json");
-	assert_int_equal(o1ctl(d, "smoke", NULL, 0), 0);
+	f = start_slo(d, "--window 4 --json");
+	assert_int_equal(o1ctl(d, "smoke --long-max 512", NULL, 0), 0);
 	assert_int_equal(finish_slo(f, out, sizeof(out)), 0);
 	o = cJSON_Parse(out);
 	assert_non_null(o);
@@ -241,18 +241,18 @@ static void test_slo(void **state)
 	assert_true(num(slo_item(o, "p99_itl_ms"), "value") > 0);
 	cJSON_Delete(o);
 
-	snprintf(args, sizeof(args), "--window 2 --save %s/base.json", d->dir);
+	snprintf(args, sizeof(args), "--window 4 --save %s/base.json", d->dir);
 	f = start_slo(d, args);
-	assert_int_equal(o1ctl(d, "smoke", NULL, 0), 0);
+	assert_int_equal(o1ctl(d, "smoke --long-max 512", NULL, 0), 0);
 	assert_int_equal(finish_slo(f, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "slo: ok"));
 
 	/* TTFT objective of 1 ms: smoke's long prompt breaks it */
 	snprintf(args, sizeof(args),
-		 "--window 2 --baseline %s/base.json --set slo.p99_ttft_ms=1",
+		 "--window 4 --baseline %s/base.json --set slo.p99_ttft_ms=1",
 		 d->dir);
 	f = start_slo(d, args);
-	assert_int_equal(o1ctl(d, "smoke", NULL, 0), 0);
+	assert_int_equal(o1ctl(d, "smoke --long-max 512", NULL, 0), 0);
 	assert_int_equal(finish_slo(f, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "objective <= 1 "));
 	assert_non_null(strstr(out, "BREACH  baseline"));
@@ -445,6 +445,8 @@ static void test_faults(void **state)
 	assert_true(status_num(d, "kv_pages_held", true) > 0);
 	assert_true(status_num(d, "preemptions", false) > pre0);
 	assert_int_equal(inject(d, "kv_exhaust off"), 0);
+	for (int i = 0; i < 200 && status_num(d, "kv_pages_held", true); i++)
+		usleep(10000); /* given back on the engine thread's next turn */
 	assert_true(status_num(d, "kv_pages_held", true) == 0);
 
 	/* recovery: back within tolerance of the baseline */
