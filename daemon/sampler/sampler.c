@@ -538,6 +538,8 @@ static int64_t draw_cut(struct o1_sampler *s, const float *w, float floor,
 		s->order[n] = i;
 		n += e[i] >= floor;
 	}
+	if (!n) /* NaN logits only: token 0, as argmax() answers */
+		return floor > 0 ? -1 : 0;
 	qsort_r(s->order, n, sizeof(*s->order), by_value, (void *)w);
 	for (keep = 0; keep < n; keep++) {
 		if (keep && p->top_p > 0 && p->top_p < 1 &&

@@ -19,6 +19,9 @@
  *      seeded through splitmix64 from the seed): same seed, same logits,
  *      same tokens.
  * This is transformers' warper order (temperature, top-k, top-p, min-p).
+ * Over the whole vocabulary exp is computed in float (within 2 ulp) and
+ * summed in a fixed order, so every machine draws the same tokens; top-k
+ * candidates use exp in double.
  *
  * Logprobs and entropy describe the model's own distribution, the
  * log-softmax of the raw logits (before penalties and temperature), like
@@ -28,7 +31,9 @@
  *
  * Stops: EOS (unless ignore_eos), any of stop_ids, or max_tokens generated
  * (the token that triggers the stop is returned with the finish reason).
- * The sampler allocates at create only; it is used by one thread.
+ * The sampler allocates at create only (scratch sized for its parameters:
+ * a greedy sampler holds no vocabulary-sized candidate array); it is used
+ * by one thread at a time, and samplers are independent of each other.
  */
 #ifndef O1_SAMPLER_H
 #define O1_SAMPLER_H

@@ -3,7 +3,8 @@
  * token, a full sort, exp in double, the same PRNG (xoshiro256** seeded
  * through splitmix64) and draw rule. For every mode the ids must be
  * equal call after call; logprob, entropy and the top-n must match the
- * reference's double log-softmax to 2e-5. */
+ * reference's double log-softmax to 2e-5. Degenerate rows (all NaN, all
+ * -inf) give an id in range in every mode. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,10 +225,40 @@ static void test_modes(void **state)
 	}
 }
 
+/* Logits all NaN or all -inf: every mode answers an id in range. */
+static void test_degenerate(void **state)
+{
+	const uint32_t v = 1000;
+	float *l = malloc(v * sizeof(float));
+	struct o1_sampler_params p;
+	struct o1_sampler *s;
+	struct o1_sample out;
+
+	(void)state;
+	assert_non_null(l);
+	for (int m = 0; m < 10; m++) {
+		for (uint32_t i = 0; i < v; i++)
+			l[i] = m % 2 ? NAN : -INFINITY;
+		o1_sampler_params_init(&p);
+		p.temperature = m < 2 ? 0 : 1;
+		p.top_k = m / 2 == 2 ? 5 : 0;
+		p.top_p = m / 2 == 3 ? 0.5f : 1;
+		p.min_p = m / 2 == 4 ? 0.1f : 0;
+		p.n_logprobs = 3;
+		assert_int_equal(o1_sampler_create(&p, v, &s), 0);
+		assert_int_equal(o1_sampler_sample(s, l, &out), 0);
+		assert_true(out.id >= 0 && (uint32_t)out.id < v);
+		assert_true(out.n_top <= 3);
+		o1_sampler_destroy(s);
+	}
+	free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_modes),
+	    cmocka_unit_test(test_degenerate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
