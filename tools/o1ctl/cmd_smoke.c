@@ -276,23 +276,25 @@ static void check_cancel(struct smoke *s, struct run *r, struct verdict *v)
 		 ms, CANCEL_BOUND_MS, r->fin.generated_tokens);
 }
 
-/* A stop string from the middle of TEXT: up to 4 bytes starting and
- * ending on character boundaries; 0 or -1 when the text is too short. */
+/* A stop string cut from TEXT at the latest position up to its middle
+ * (and after its first byte): up to 4 bytes starting and ending on
+ * character boundaries, whose first occurrence is where it was cut, so
+ * some text must come before the stop; -1 when there is none. */
 static int pick_stop(const char *text, size_t len, char *stop)
 {
-	size_t p = len / 2, e;
+	for (size_t p = len / 2; p >= 1; p--) {
+		size_t e = p + 4 < len ? p + 4 : len;
 
-	while (p < len &&
-	       (((unsigned char)text[p] & 0xc0) == 0x80 || text[p] == ' '))
-		p++;
-	if (p == 0 || p >= len)
-		return -1;
-	e = p + 4 < len ? p + 4 : len;
-	while (e < len && ((unsigned char)text[e] & 0xc0) == 0x80)
-		e++;
-	memcpy(stop, text + p, e - p);
-	stop[e - p] = 0;
-	return 0;
+		if (((unsigned char)text[p] & 0xc0) == 0x80 || text[p] == ' ')
+			continue;
+		while (e < len && ((unsigned char)text[e] & 0xc0) == 0x80)
+			e++;
+		memcpy(stop, text + p, e - p);
+		stop[e - p] = 0;
+		if (strstr(text, stop) == text + p)
+			return 0;
+	}
+	return -1;
 }
 
 static void check_stop(struct smoke *s, struct run *a, struct run *b,
