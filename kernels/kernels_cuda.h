@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include "attention.h"
+#include "sample.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,6 +109,19 @@ int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
  * vocab) f32, the lowest index on ties; NaN never wins. */
 int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,
 		   uint32_t vocab, cudaStream_t stream);
+
+/* sample.cu: o1_sample_rows (sample.h) on the device. OUT (n_rows), LOGITS
+ * (n_rows, vocab) f32 (not modified), ROWS (n_rows) and PENS are device
+ * arrays; the caller checked the rows' parameters and penalty ids on the
+ * host. SCRATCH holds SCRATCH_BYTES >= o1_sample_rows_cuda_scratch_bytes
+ * (n_rows, vocab). Every per-row value is read on the device, so a launch
+ * with a fixed N_ROWS replays from a CUDA graph. */
+int o1_sample_rows_cuda(struct o1_sample_result *out, const float *logits,
+			uint32_t n_rows, uint32_t vocab,
+			const struct o1_sample_row *rows,
+			const struct o1_sample_penalty *pens, void *scratch,
+			size_t scratch_bytes, cudaStream_t stream);
+size_t o1_sample_rows_cuda_scratch_bytes(uint32_t n_rows, uint32_t vocab);
 
 #ifdef __cplusplus
 }
