@@ -85,10 +85,18 @@ _Static_assert(sizeof(struct o1_sample_result) == 176,
 /* Bytes of scratch o1_sample_rows needs for rows of VOCAB logits (rows are
  * sampled one after another, the scratch reused). */
 size_t o1_sample_scratch_bytes(uint32_t vocab);
+/* CPU only: bytes enough for rows with ROW's parameters (u, pen_off and
+ * n_pen may differ), at most o1_sample_scratch_bytes(vocab); 0 for a
+ * greedy row without penalties. A request's sampler sizes its scratch
+ * with it. */
+size_t o1_sample_row_scratch_bytes(const struct o1_sample_row *row,
+				   uint32_t vocab);
 
 /* OUT (n_rows) from LOGITS (n_rows, vocab) f32, not modified, ROWS
  * (n_rows) and PENS (indexed by each row's pen_off, n_pen). SCRATCH holds
- * o1_sample_scratch_bytes(vocab) bytes, 64-byte aligned. -EINVAL for
+ * o1_sample_scratch_bytes(vocab) bytes (or, when every row has the
+ * parameters of one row, its o1_sample_row_scratch_bytes), 64-byte
+ * aligned. -EINVAL for
  * parameters sampler.h refuses (temperature < 0, top_p or min_p outside
  * [0, 1], repetition_penalty < 0, n_logprobs too large) or a penalty id
  * outside the vocabulary; nothing is written then. */

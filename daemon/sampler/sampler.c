@@ -1,18 +1,10 @@
-/* The sampler (see sampler.h for the exact processing order). State per
- * request: the PRNG, a generated-count and a prompt-seen flag per token,
- * the list of distinct tokens seen (penalties touch only those) and
- * scratch arrays, all allocated at create.
- *
- * Speed: every pass over the vocabulary is a flat loop over 16 lanes that
- * gcc vectorises (the hot ones are cloned for AVX-512 and AVX2). Sums keep
- * 16 float partial sums per block of BLOCK tokens, added to a double in a
- * fixed order, and the exponential is exp_neg() below, plain float
- * arithmetic compiled without FMA contraction: every instruction set
- * rounds the same way, so results do not depend on the machine. Top-k
- * keeps the k best in a sorted array (no sort of the vocabulary); top-p
- * and min-p sort only the tokens above a threshold that provably holds
- * the cut (top-p: found from a histogram of the probabilities by binary
- * exponent), with the whole vocabulary as the exact fallback.
+/* The sampler (see sampler.h): the per-request state around the row
+ * sampling of kernels/sample.c. State per request: the PRNG, the list of
+ * distinct tokens seen with their generated counts and prompt flags (the
+ * penalty list of sample.h, kept as it is sent, with each token's place in
+ * it) and the scratch o1_sample_rows needs for the request's parameters,
+ * all allocated at create. A token is o1_sampler_row (one uniform drawn
+ * unless greedy), o1_sample_rows here or in a backend, o1_sampler_accept.
  */
 #include "sampler.h"
 
@@ -24,11 +16,8 @@
 #include "error.h"
 #include "log.h"
 
-#define LANES	  16
-#define BLOCK	  1024 /* tokens per float partial sum, a multiple of LANES */
-#define TOP_K_MAX 256  /* top-k up to this keeps a sorted array */
-
-#define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+_Static_assert(O1_SAMPLER_MAX_LOGPROBS == O1_SAMPLE_MAX_TOP,
+	       "one top-n bound for the sampler and the kernels");
 
 struct o1_sampler {
 	struct o1_sampler_params p;
@@ -36,14 +25,12 @@ struct o1_sampler {
 	uint64_t rng[4];
 	uint32_t n_generated;
 	bool penalties;
-	uint32_t *counts;   /* generated occurrences per token */
-	uint8_t *in_prompt; /* 1 if the token is in the prompt */
-	uint32_t *seen;	    /* distinct tokens of prompt and output */
+	uint32_t *place;		/* per token: 1 + its entry in seen,
+					 * 0 = unseen (penalties only) */
+	struct o1_sample_penalty *seen; /* distinct tokens of prompt and
+					 * output, in order of appearance */
 	uint32_t n_seen;
-	float *work;	 /* processed logits */
-	float *prob;	 /* exp(work - max), top-p and min-p only */
-	uint32_t *order; /* candidate ids */
-	double *bsum;	 /* per block of BLOCK tokens, the draw's index */
+	void *scratch; /* o1_sample_row_scratch_bytes of this request */
 };
 
 static uint64_t splitmix64(uint64_t *x)
@@ -72,31 +59,6 @@ static double next_uniform(uint64_t *s)
 	s[2] ^= t;
 	s[3] = rotl(s[3], 45);
 	return (r >> 11) * 0x1.0p-53;
-}
-
-/* e^x for x <= 0 within 2 ulp, 0 below -87 (and for -inf): x = n ln2 + r
- * with |r| <= ln2 / 2 (Cody-Waite), e^r by its degree-7 Taylor polynomial
- * (truncation 5e-9), times 2^n built in the exponent bits. */
-static inline float exp_neg(float x)
-{
-	union {
-		uint32_t u;
-		float f;
-	} s;
-	float c = x < -87.0f ? -87.0f : x;
-	float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
-	float r = (c - n * 0.693145751953125f) - n * 1.42860677e-06f;
-	float q = 1.0f / 5040;
-
-	q = q * r + 1.0f / 720;
-	q = q * r + 1.0f / 120;
-	q = q * r + 1.0f / 24;
-	q = q * r + 1.0f / 6;
-	q = q * r + 0.5f;
-	q = q * r + 1.0f;
-	q = q * r + 1.0f;
-	s.u = (uint32_t)((int32_t)n + 127) << 23;
-	return x < -87.0f ? 0.0f : q * s.f;
 }
 
 void o1_sampler_params_init(struct o1_sampler_params *p)
@@ -132,42 +94,45 @@ static bool is_greedy(const struct o1_sampler_params *p)
 	return p->temperature == 0 || p->top_k == 1;
 }
 
-static bool small_top_k(const struct o1_sampler_params *p, uint32_t vocab)
+/* A row of P's parameters with U and the N penalty entries at 0. */
+static struct o1_sample_row row_of(const struct o1_sampler_params *p, double u,
+				   uint32_t n)
 {
-	return p->top_k && p->top_k < vocab && p->top_k <= TOP_K_MAX;
+	return (struct o1_sample_row){
+	    .u = u,
+	    .temperature = p->temperature,
+	    .top_p = p->top_p,
+	    .min_p = p->min_p,
+	    .repetition_penalty = p->repetition_penalty,
+	    .presence_penalty = p->presence_penalty,
+	    .frequency_penalty = p->frequency_penalty,
+	    .top_k = p->top_k,
+	    .n_logprobs = p->n_logprobs,
+	    .pen_off = 0,
+	    .n_pen = n,
+	};
 }
 
-static bool cuts(const struct o1_sampler_params *p)
+/* The next token's row: U drawn unless greedy. */
+static void make_row(struct o1_sampler *s, struct o1_sample_row *row,
+		     uint32_t n)
 {
-	return (p->top_p > 0 && p->top_p < 1) || p->min_p > 0;
+	*row = row_of(&s->p, is_greedy(&s->p) ? 0 : next_uniform(s->rng), n);
 }
 
-/* Scratch for the paths these parameters take, nothing more: ORDER holds
- * the whole vocabulary only for the sorts (top-p, min-p, top-k above
- * TOP_K_MAX), PROB only for top-p and min-p over the whole vocabulary. */
-static int alloc_scratch(struct o1_sampler *s)
+/* The penalty list (vocabulary-sized: a token is listed once) and the
+ * scratch for these parameters' rows. */
+static int alloc_state(struct o1_sampler *s)
 {
-	const struct o1_sampler_params *p = &s->p;
-	uint32_t v = s->vocab;
-	bool greedy = is_greedy(p), small = small_top_k(p, v);
-	bool big_k = !small && p->top_k && p->top_k < v;
-	bool need_prob = !greedy && !small && !big_k && cuts(p);
+	struct o1_sample_row row = row_of(&s->p, 0, 0);
+	size_t bytes = o1_sample_row_scratch_bytes(&row, s->vocab);
 
-	s->counts = calloc(v, sizeof(*s->counts));
-	s->in_prompt = calloc(v, 1);
-	s->work = malloc(v * sizeof(float));
-	s->bsum = malloc((v / BLOCK + 2) * sizeof(double));
-	if (s->penalties)
-		s->seen = malloc(v * sizeof(*s->seen));
-	s->order = malloc((greedy		? 1
-			   : small		? p->top_k
-			   : big_k || need_prob ? v
-						: 1) *
-			  sizeof(*s->order));
-	if (need_prob)
-		s->prob = malloc(v * sizeof(float));
-	if (!s->counts || !s->in_prompt || !s->work || !s->bsum ||
-	    (s->penalties && !s->seen) || !s->order || (need_prob && !s->prob))
+	s->scratch = aligned_alloc(64, bytes ? bytes : 64);
+	if (s->penalties) {
+		s->place = calloc(s->vocab, sizeof(*s->place));
+		s->seen = malloc(s->vocab * sizeof(*s->seen));
+	}
+	if (!s->scratch || (s->penalties && (!s->place || !s->seen)))
 		return -ENOMEM;
 	return 0;
 }
@@ -191,7 +156,7 @@ int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab,
 	    p->frequency_penalty != 0 || p->presence_penalty != 0;
 	for (int i = 0; i < 4; i++)
 		s->rng[i] = splitmix64(&x);
-	err = alloc_scratch(s);
+	err = alloc_state(s);
 	if (err) {
 		o1_sampler_destroy(s);
 		return err;
@@ -204,34 +169,40 @@ void o1_sampler_destroy(struct o1_sampler *s)
 {
 	if (!s)
 		return;
-	free(s->counts);
-	free(s->in_prompt);
+	free(s->place);
 	free(s->seen);
-	free(s->work);
-	free(s->prob);
-	free(s->order);
-	free(s->bsum);
+	free(s->scratch);
 	free(s);
 }
 
-/* Records ID in the list of distinct tokens, before its flag is set. */
-static void note_seen(struct o1_sampler *s, uint32_t id)
+/* ID's entry in the penalty list, appended when new; NULL when no
+ * penalty is on. */
+static struct o1_sample_penalty *entry(struct o1_sampler *s, uint32_t id)
 {
-	if (s->penalties && !s->in_prompt[id] && !s->counts[id])
-		s->seen[s->n_seen++] = id;
+	if (!s->penalties)
+		return NULL;
+	if (!s->place[id]) {
+		s->seen[s->n_seen] =
+		    (struct o1_sample_penalty){(int32_t)id, 0, 0};
+		s->place[id] = ++s->n_seen;
+	}
+	return &s->seen[s->place[id] - 1];
 }
 
 int o1_sampler_add_prompt(struct o1_sampler *s, const int32_t *ids, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
+		struct o1_sample_penalty *e;
+
 		if (ids[i] < 0 || (uint32_t)ids[i] >= s->vocab) {
 			o1_err("sampler: prompt id %d at %u outside the "
 			       "vocabulary of %u",
 			       ids[i], i, s->vocab);
 			return -O1_E_BOUNDS;
 		}
-		note_seen(s, (uint32_t)ids[i]);
-		s->in_prompt[ids[i]] = 1;
+		e = entry(s, (uint32_t)ids[i]);
+		if (e)
+			e->in_prompt = 1;
 	}
 	return 0;
 }
@@ -241,421 +212,19 @@ uint32_t o1_sampler_generated(const struct o1_sampler *s)
 	return s->n_generated;
 }
 
-/* Copies LOGITS to work with the penalties applied to the seen tokens. */
-static const float *penalised(struct o1_sampler *s, const float *logits)
+int o1_sampler_row(struct o1_sampler *s, struct o1_sample_row *row,
+		   struct o1_sample_penalty *pens, uint32_t cap,
+		   uint32_t *n_pens)
 {
-	const struct o1_sampler_params *p = &s->p;
-	bool rep = p->repetition_penalty > 0 && p->repetition_penalty != 1;
-	float *l = s->work;
+	uint32_t n = s->penalties ? s->n_seen : 0;
 
-	if (!s->penalties)
-		return logits;
-	memcpy(l, logits, s->vocab * sizeof(float));
-	for (uint32_t j = 0; j < s->n_seen; j++) {
-		uint32_t i = s->seen[j];
-
-		if (rep)
-			l[i] = l[i] > 0 ? l[i] / p->repetition_penalty
-					: l[i] * p->repetition_penalty;
-		if (s->counts[i]) {
-			l[i] =
-			    l[i] - p->frequency_penalty * (float)s->counts[i];
-			l[i] = l[i] - p->presence_penalty;
-		}
-	}
-	return l;
-}
-
-/* The hot loops work on groups of LANES floats through a group pointer
- * and a local array, or through GNU C vectors of LANES floats, so gcc
- * vectorises them without alias checks, even when they write where they
- * read (penalised logits scaled in place). */
-typedef float vf __attribute__((vector_size(LANES * sizeof(float))));
-typedef int32_t vi __attribute__((vector_size(LANES * sizeof(float))));
-
-#define INLINE static inline __attribute__((always_inline))
-
-INLINE vf vload(const float *p)
-{
-	vf v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* The greater of A and B per lane; B where A is NaN. */
-INLINE vf vmax(vf a, vf b)
-{
-	vi gt = a > b;
-
-	return (vf)(((vi)a & gt) | ((vi)b & ~gt));
-}
-
-INLINE float hmax(vf v, float mx)
-{
-	for (int j = 0; j < LANES; j++)
-		mx = v[j] > mx ? v[j] : mx;
-	return mx;
-}
-
-/* The highest of L[0, N) in *MAX and its lowest id (0 when no value
- * compares, all NaN): the first block of BLOCK tokens with the highest
- * maximum, then a scan of that block. */
-HOT static uint32_t argmax(const float *l, uint32_t n, float *max)
-{
-	size_t full = n / LANES * LANES, i, start = 0, best_start = 0;
-	float best = -INFINITY;
-
-	for (i = 0; i < full; start = i) {
-		size_t end = i + BLOCK < full ? i + BLOCK : full;
-		vf m = vload(l + i);
-
-		for (i += LANES; i < end; i += LANES)
-			m = vmax(vload(l + i), m);
-		if (hmax(m, -INFINITY) > best)
-			best = hmax(m, -INFINITY), best_start = start;
-	}
-	for (; i < n; i++)
-		if (l[i] > best)
-			best = l[i], best_start = i;
-	*max = best;
-	for (i = best_start; i < n; i++)
-		if (l[i] == best)
-			return (uint32_t)i;
+	if (n > cap)
+		return -ENOSPC;
+	if (n)
+		memcpy(pens, s->seen, n * sizeof(*pens));
+	make_row(s, row, n);
+	*n_pens = n;
 	return 0;
-}
-
-/* W = L / T (W may be L), returns the highest. */
-HOT static float scale(float *w, const float *l, uint32_t n, float t)
-{
-	vf m, tv = {0}, y;
-	float mx = -INFINITY;
-	size_t i;
-
-	for (int j = 0; j < LANES; j++)
-		m[j] = -INFINITY, tv[j] = t;
-	for (i = 0; i + LANES <= n; i += LANES) {
-		y = vload(l + i) / tv;
-		m = vmax(y, m);
-		memcpy(w + i, &y, sizeof(y));
-	}
-	for (; i < n; i++) {
-		w[i] = l[i] / t;
-		mx = w[i] > mx ? w[i] : mx;
-	}
-	return hmax(m, mx);
-}
-
-/* E = exp(L - MX) (E may be L); per block sums in BSUM, returns the
- * total. */
-HOT static double exp_store(float *e, const float *l, uint32_t n, float mx,
-			    double *bsum)
-{
-	size_t full = n / LANES * LANES, b = 0, i;
-	double total = 0;
-
-	for (i = 0; i < full; b++) {
-		size_t end = i + BLOCK < full ? i + BLOCK : full;
-		float z[LANES] = {0}, y[LANES];
-
-		for (; i < end; i += LANES) {
-			const float *g = l + i;
-
-			for (int j = 0; j < LANES; j++) {
-				y[j] = exp_neg(g[j] - mx);
-				z[j] += y[j];
-			}
-			memcpy(e + i, y, sizeof(y));
-		}
-		bsum[b] = 0;
-		for (int j = 0; j < LANES; j++)
-			bsum[b] += z[j];
-		total += bsum[b];
-	}
-	bsum[b] = 0;
-	for (; i < n; i++) {
-		e[i] = exp_neg(l[i] - mx);
-		bsum[b] += e[i];
-	}
-	return total + bsum[b];
-}
-
-/* Z = sum exp(L - MX) and ZL = sum exp(L - MX) (L - MX). */
-HOT static void exp_sums(const float *l, uint32_t n, float mx, double *z,
-			 double *zl)
-{
-	size_t full = n / LANES * LANES, i;
-
-	*z = *zl = 0;
-	for (i = 0; i < full;) {
-		size_t end = i + BLOCK < full ? i + BLOCK : full;
-		float a[LANES] = {0}, b[LANES] = {0};
-
-		for (; i < end; i += LANES) {
-			const float *g = l + i;
-
-			for (int j = 0; j < LANES; j++) {
-				float x = g[j] - mx;
-
-				a[j] += exp_neg(x);
-				b[j] += exp_neg(x) * (x < -87.0f ? 0.0f : x);
-			}
-		}
-		for (int j = 0; j < LANES; j++)
-			*z += a[j], *zl += b[j];
-	}
-	for (; i < n; i++) {
-		float x = l[i] - mx;
-
-		*z += exp_neg(x);
-		*zl += exp_neg(x) * (x < -87.0f ? 0.0f : x); /* -inf: 0 */
-	}
-}
-
-/* Descending by value, then ascending id: a total order. */
-static int by_value(const void *a, const void *b, void *keys)
-{
-	const float *l = keys;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	if (l[x] != l[y])
-		return l[x] > l[y] ? -1 : 1;
-	return x < y ? -1 : x > y;
-}
-
-/* Puts the K best ids of L (k < n) in ORDER, sorted, by insertion; ids
- * come in ascending order, so a later equal value never displaces. */
-static void select_top(const float *l, uint32_t n, uint32_t *order, uint32_t k)
-{
-	uint32_t have = 0;
-	float floor = -INFINITY;
-
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t j;
-
-		if (have == k && !(l[i] > floor))
-			continue;
-		j = have < k ? have++ : k - 1;
-		while (j > 0 && l[order[j - 1]] < l[i]) {
-			order[j] = order[j - 1];
-			j--;
-		}
-		order[j] = i;
-		floor = have == k ? l[order[k - 1]] : -INFINITY;
-	}
-}
-
-/* Steps 4-6 of sampler.h over N candidates in ORDER, sorted, of the
- * processed logits L: the reference arithmetic, in double. */
-static uint32_t draw_sorted(struct o1_sampler *s, const float *l, uint32_t n)
-{
-	const struct o1_sampler_params *p = &s->p;
-	uint32_t keep;
-	double mass = 0, kept = 0, u, acc = 0, mx = l[s->order[0]];
-
-	for (uint32_t i = 0; i < n; i++)
-		mass += exp(l[s->order[i]] - mx);
-	for (keep = 0; keep < n; keep++) {
-		double e = exp(l[s->order[keep]] - mx);
-
-		if (keep && p->top_p > 0 && p->top_p < 1 &&
-		    !(kept / mass < p->top_p))
-			break;
-		if (keep && e < p->min_p)
-			break;
-		kept += e;
-	}
-	u = next_uniform(s->rng) * kept;
-	for (uint32_t i = 0; i < keep; i++) {
-		acc += exp(l[s->order[i]] - mx);
-		if (u < acc)
-			return s->order[i];
-	}
-	return s->order[keep - 1];
-}
-
-/* Temperature only: every token in id order, E = exp(l - max) with the
- * block sums of exp_store(); finds the block, then the token. */
-static uint32_t draw_all(struct o1_sampler *s, const float *e, double total)
-{
-	uint32_t n = s->vocab, b = 0, i, last = 0;
-	double u = next_uniform(s->rng) * total, acc = 0;
-
-	while ((b + 1) * BLOCK < n && !(u < acc + s->bsum[b]))
-		acc += s->bsum[b++];
-	for (i = b * BLOCK; i < n; i++) {
-		if (e[i] > 0)
-			last = i;
-		acc += e[i];
-		if (u < acc)
-			return i;
-	}
-	return last;
-}
-
-/* Probabilities (relative to the best) at or above which the top-p cut
- * surely lies: the histogram of P by binary exponent, from the top,
- * until it holds TARGET of the mass, one exponent more for rounding. */
-static float top_p_floor(const float *p, uint32_t n, double target)
-{
-	double mass[4][256] = {{0}}, acc = 0;
-	union {
-		uint32_t u;
-		float f;
-	} v;
-	uint32_t i;
-
-	for (i = 0; i + 4 <= n; i += 4)
-		for (int j = 0; j < 4; j++) {
-			v.f = p[i + j];
-			mass[j][v.u >> 23 & 255] += p[i + j];
-		}
-	for (; i < n; i++) {
-		v.f = p[i];
-		mass[0][v.u >> 23 & 255] += p[i];
-	}
-	for (int x = 255; x > 1; x--) {
-		acc += mass[0][x] + mass[1][x] + mass[2][x] + mass[3][x];
-		if (acc >= target) {
-			v.u = (uint32_t)(x - 1) << 23;
-			return v.f;
-		}
-	}
-	return 0;
-}
-
-/* Top-p and min-p without top-k: sorts the tokens with p >= FLOOR and
- * walks them; -1 when the walk ran past them without reaching the cut. */
-static int64_t draw_cut(struct o1_sampler *s, const float *w, float floor,
-			double mass)
-{
-	const struct o1_sampler_params *p = &s->p;
-	const float *e = s->prob;
-	uint32_t n = 0, keep;
-	double kept = 0, u, acc = 0;
-
-	for (uint32_t i = 0; i < s->vocab; i++) {
-		s->order[n] = i;
-		n += e[i] >= floor;
-	}
-	if (!n) /* NaN logits only: token 0, as argmax() answers */
-		return floor > 0 ? -1 : 0;
-	qsort_r(s->order, n, sizeof(*s->order), by_value, (void *)w);
-	for (keep = 0; keep < n; keep++) {
-		if (keep && p->top_p > 0 && p->top_p < 1 &&
-		    !(kept / mass < p->top_p))
-			break;
-		if (keep && e[s->order[keep]] < p->min_p)
-			break;
-		kept += e[s->order[keep]];
-	}
-	if (keep == n && n < s->vocab && !(p->min_p > 0 && floor <= p->min_p) &&
-	    !(p->top_p > 0 && p->top_p < 1 && !(kept / mass < p->top_p)))
-		return -1;
-	u = next_uniform(s->rng) * kept;
-	for (uint32_t i = 0; i < keep; i++) {
-		acc += e[s->order[i]];
-		if (u < acc)
-			return s->order[i];
-	}
-	return s->order[keep - 1];
-}
-
-static uint32_t draw_cuts(struct o1_sampler *s, const float *w, float mx)
-{
-	const struct o1_sampler_params *p = &s->p;
-	double mass = exp_store(s->prob, w, s->vocab, mx, s->bsum);
-	float floor = p->min_p;
-	int64_t id;
-
-	if (p->top_p > 0 && p->top_p < 1) {
-		float f = top_p_floor(s->prob, s->vocab, p->top_p * mass);
-
-		floor = f > floor ? f : floor;
-	}
-	id = draw_cut(s, w, floor, mass);
-	if (id < 0)
-		id = draw_cut(s, w, 0, mass);
-	return (uint32_t)id;
-}
-
-/* Steps 2-6 of sampler.h over the penalised logits L. */
-static uint32_t draw(struct o1_sampler *s, const float *l)
-{
-	const struct o1_sampler_params *p = &s->p;
-	uint32_t n = s->vocab;
-	float mx = scale(s->work, l, n, p->temperature);
-
-	if (small_top_k(p, n)) {
-		select_top(s->work, n, s->order, p->top_k);
-		return draw_sorted(s, s->work, p->top_k);
-	}
-	if (p->top_k && p->top_k < n) {
-		for (uint32_t i = 0; i < n; i++)
-			s->order[i] = i;
-		qsort_r(s->order, n, sizeof(*s->order), by_value, s->work);
-		return draw_sorted(s, s->work, p->top_k);
-	}
-	if (cuts(p))
-		return draw_cuts(s, s->work, mx);
-	return draw_all(s, s->work,
-			exp_store(s->work, s->work, n, mx, s->bsum));
-}
-
-/* Inserts token I of L into the sorted TOP (HAVE of K) if it ranks. */
-static void top_insert(const float *l, uint32_t i, uint32_t k, uint32_t *have,
-		       struct o1_token_logprob *top)
-{
-	uint32_t j;
-
-	if (*have == k && l[i] <= top[k - 1].logprob)
-		return;
-	j = *have < k ? (*have)++ : k - 1;
-	while (j > 0 && top[j - 1].logprob < l[i]) {
-		top[j] = top[j - 1];
-		j--;
-	}
-	top[j] = (struct o1_token_logprob){(int32_t)i, l[i]};
-}
-
-/* The K best of the raw logits L, values still logits; a group of LANES
- * tokens is looked at only when one of them beats the K-th. */
-static uint32_t top_n(const float *l, uint32_t n, uint32_t k,
-		      struct o1_token_logprob *top)
-{
-	uint32_t have = 0, i = 0;
-
-	for (; i < n && have < k; i++)
-		top_insert(l, i, k, &have, top);
-	for (; i + LANES <= n; i += LANES) {
-		float floor = top[k - 1].logprob;
-		int any = 0;
-
-		for (int j = 0; j < LANES; j++)
-			any |= l[i + j] > floor;
-		for (int j = 0; any && j < LANES; j++)
-			top_insert(l, i + j, k, &have, top);
-	}
-	for (; i < n; i++)
-		top_insert(l, i, k, &have, top);
-	return have;
-}
-
-/* Logprob of ID, entropy and the top-n of the raw logits L, whose
- * highest is MX. */
-static void describe(const struct o1_sampler *s, const float *l, float mx,
-		     uint32_t id, struct o1_sample *out)
-{
-	double z, zl, lse;
-
-	exp_sums(l, s->vocab, mx, &z, &zl);
-	lse = mx + log(z);
-	out->n_top =
-	    s->p.n_logprobs ? top_n(l, s->vocab, s->p.n_logprobs, out->top) : 0;
-	for (uint32_t j = 0; j < out->n_top; j++)
-		out->top[j].logprob = (float)(out->top[j].logprob - lse);
-	out->logprob = (float)(l[id] - lse);
-	out->entropy = (float)(log(z) - zl / z);
 }
 
 static enum o1_finish finish_reason(const struct o1_sampler *s, int32_t id)
@@ -670,26 +239,54 @@ static enum o1_finish finish_reason(const struct o1_sampler *s, int32_t id)
 	return O1_FINISH_NONE;
 }
 
-int o1_sampler_sample(struct o1_sampler *s, const float *logits,
+/* R's ids are in the vocabulary and its top-n within bounds. */
+static bool result_ok(const struct o1_sampler *s,
+		      const struct o1_sample_result *r)
+{
+	if (r->id < 0 || (uint32_t)r->id >= s->vocab ||
+	    r->n_top > O1_SAMPLER_MAX_LOGPROBS)
+		return false;
+	for (uint32_t j = 0; j < r->n_top; j++)
+		if (r->top_id[j] < 0 || (uint32_t)r->top_id[j] >= s->vocab)
+			return false;
+	return true;
+}
+
+int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
 		      struct o1_sample *out)
 {
-	const float *l = penalised(s, logits);
-	uint32_t id;
-	float mx, raw_mx;
+	struct o1_sample_penalty *e;
 
-	if (is_greedy(&s->p))
-		id = argmax(l, s->vocab, &mx);
-	else
-		id = draw(s, l);
-	if (l != logits || !is_greedy(&s->p))
-		argmax(logits, s->vocab, &raw_mx);
-	else
-		raw_mx = mx;
-	describe(s, logits, raw_mx, id, out);
-	out->id = (int32_t)id;
-	note_seen(s, id);
-	s->counts[id]++;
+	if (!result_ok(s, r)) {
+		o1_err("sampler: result id %d (%u alternatives) outside the "
+		       "vocabulary of %u",
+		       r->id, r->n_top, s->vocab);
+		return -O1_E_BOUNDS;
+	}
+	out->id = r->id;
+	out->logprob = r->logprob;
+	out->entropy = r->entropy;
+	out->n_top = r->n_top;
+	for (uint32_t j = 0; j < r->n_top; j++)
+		out->top[j] =
+		    (struct o1_token_logprob){r->top_id[j], r->top_logprob[j]};
+	e = entry(s, (uint32_t)r->id);
+	if (e)
+		e->count++;
 	s->n_generated++;
 	out->finish = finish_reason(s, out->id);
 	return 0;
+}
+
+int o1_sampler_sample(struct o1_sampler *s, const float *logits,
+		      struct o1_sample *out)
+{
+	struct o1_sample_row row;
+	struct o1_sample_result r;
+	int err;
+
+	make_row(s, &row, s->penalties ? s->n_seen : 0);
+	err =
+	    o1_sample_rows(&r, logits, 1, s->vocab, &row, s->seen, s->scratch);
+	return err ? err : o1_sampler_accept(s, &r, out);
 }

@@ -31,6 +31,19 @@
  *
  * Stops: EOS (unless ignore_eos), any of stop_ids, or max_tokens generated
  * (the token that triggers the stop is returned with the finish reason).
+ *
+ * The arithmetic of steps 1-6 and the logprobs lives in kernels/sample.c
+ * (o1_sample_rows, sample.h), which a backend may also run where the
+ * logits are: the sampler keeps the per-request state (PRNG, generated
+ * counts, prompt flags, the distinct tokens seen, stops). A token is
+ *   o1_sampler_row     the row: parameters, the uniform U drawn from the
+ *                      PRNG (greedy draws none), the penalty list;
+ *   o1_sample_rows     here (o1_sampler_sample) or in a backend;
+ *   o1_sampler_accept  records the token and says whether it finishes.
+ * Every non-greedy token draws exactly one uniform, so a token sampled in
+ * a backend's copy of o1_sample_rows leaves the PRNG where
+ * o1_sampler_sample would.
+ *
  * The sampler allocates at create only (scratch sized for its parameters:
  * a greedy sampler holds no vocabulary-sized candidate array); it is used
  * by one thread at a time, and samplers are independent of each other.
@@ -40,6 +53,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "sample.h"
 
 #define O1_SAMPLER_MAX_LOGPROBS 20
 #define O1_SAMPLER_MAX_STOP_IDS 16
@@ -96,8 +111,24 @@ void o1_sampler_destroy(struct o1_sampler *s);
  * outside the vocabulary. */
 int o1_sampler_add_prompt(struct o1_sampler *s, const int32_t *ids, uint32_t n);
 /* Picks the next token from LOGITS (vocab_size floats, not modified),
- * records it as generated and says whether the request is finished. */
+ * records it as generated and says whether the request is finished:
+ * o1_sampler_row, o1_sample_rows, o1_sampler_accept. */
 int o1_sampler_sample(struct o1_sampler *s, const float *logits,
+		      struct o1_sample *out);
+/* The row for the next token, for o1_sample_rows: ROW's pen_off is 0 (the
+ * caller sets it to where PENS sits in its array) and its n_pen is
+ * *N_PENS, the penalty entries written to PENS (CAP entries of room; none
+ * unless a penalty is on; one per distinct token seen, so at most the
+ * vocabulary). Draws the row's uniform from the PRNG unless greedy.
+ * -ENOSPC when CAP is too small; nothing changes then (no draw). */
+int o1_sampler_row(struct o1_sampler *s, struct o1_sample_row *row,
+		   struct o1_sample_penalty *pens, uint32_t cap,
+		   uint32_t *n_pens);
+/* Records R, the sampled result of the last o1_sampler_row, as generated
+ * and fills OUT (id, logprob, entropy, top-n, finish). -O1_E_BOUNDS
+ * (logged) for an id outside the vocabulary or too many alternatives; the
+ * token is not recorded then. */
+int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
 		      struct o1_sample *out);
 uint32_t o1_sampler_generated(const struct o1_sampler *s);
 
