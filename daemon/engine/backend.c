@@ -205,3 +205,10 @@ void o1_backend_graph_stats(const struct o1_backend *b,
 	if (b->ops->graph_stats)
 		b->ops->graph_stats(b->state, out);
 }
+
+int o1_backend_fail_replays(struct o1_backend *b, uint32_t every)
+{
+	if (!b->ops->fail_replays)
+		return -O1_E_UNSUPPORTED;
+	return b->ops->fail_replays(b->state, every);
+}

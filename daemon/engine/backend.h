@@ -116,6 +116,9 @@ struct o1_backend_ops {
 	/* Optional: NULL = no graphs (all zero). */
 	void (*graph_stats)(const void *state,
 			    struct o1_backend_graph_stats *out);
+	/* Optional: NULL = no graph replays to fail
+	 * (o1_backend_fail_replays). */
+	int (*fail_replays)(void *state, uint32_t every);
 };
 
 extern const struct o1_backend_ops o1_cpu_backend_ops;
@@ -142,5 +145,13 @@ uint32_t o1_backend_vocab_size(const struct o1_backend *b);
 /* Counters since create (all zero for a backend without graphs). */
 void o1_backend_graph_stats(const struct o1_backend *b,
 			    struct o1_backend_graph_stats *out);
+/* Fault injection (the graph_replay fault of daemon/o1d/faults.h): from
+ * the next step on, every EVERY-th graph replay fails as a failed
+ * cudaGraphLaunch does: nothing is enqueued, the bucket step runs eagerly
+ * over the same inputs (same logits) and counts a fallback. EVERY 0: none;
+ * each call starts the count over. -O1_E_UNSUPPORTED (not logged) when the
+ * backend replays no graphs: CPU, graphs off, graphs_eager, no bucket
+ * captured. Called by the thread that steps, between steps. */
+int o1_backend_fail_replays(struct o1_backend *b, uint32_t every);
 
 #endif

@@ -29,7 +29,9 @@
  * attention is launched for max_len = max_context_tokens (the split count
  * is fixed per bucket, each sequence spreads its own length over the
  * splits on the device: attention.cu), so it replays as a graph. graphs_eager
- * runs the same bucket steps without graphs: the bitwise reference.
+ * runs the same bucket steps without graphs: the bitwise reference. A
+ * replay whose launch fails (or is failed on purpose: fail_replays, the
+ * graph_replay fault) runs the bucket step eagerly over the same inputs.
  * Limits: head_dim even and <= 256, Hq/Hkv <= 32 (attention.cu).
  */
 #include "cuda_backend.h"
@@ -881,10 +883,19 @@ static void cuda_graph_stats(const void *state,
 		o1_cuda_graphs_stats(s->graphs, out);
 }
 
+static int cuda_fail_replays(void *state, uint32_t every)
+{
+	struct cuda_state *s = state;
+
+	return s->graphs ? o1_cuda_graphs_fail_replays(s->graphs, every)
+			 : -O1_E_UNSUPPORTED;
+}
+
 const struct o1_backend_ops o1_cuda_backend_ops = {
     .name = "cuda",
     .create = cuda_create,
     .destroy = cuda_destroy,
     .step = cuda_step,
     .graph_stats = cuda_graph_stats,
+    .fail_replays = cuda_fail_replays,
 };

@@ -1,10 +1,12 @@
 /* CUDA Graphs per decode batch bucket (cuda_graphs.h).
  * Invariants: buckets strictly ascending; execs[i] is NULL or the
  * instantiated, uploaded graph of buckets[i]; stats.buckets[i].batch ==
- * buckets[i]. Memory taken by the graphs is the drop in the device's free
- * memory (cudaMemGetInfo) across warm-up, capture, instantiation and
- * upload of all buckets: it includes anything else allocated on the device
- * meanwhile and is rounded to the driver's granularity (2 MiB pages). */
+ * buckets[i]; once created, stats.buckets[i].captured == (execs[i] !=
+ * NULL), which the replay decision (graph_replay.h) reads. Memory taken
+ * by the graphs is the drop in the device's free memory (cudaMemGetInfo)
+ * across warm-up, capture, instantiation and upload of all buckets: it
+ * includes anything else allocated on the device meanwhile and is rounded
+ * to the driver's granularity (2 MiB pages). */
 #include "cuda_graphs.h"
 
 #include <errno.h>
@@ -13,6 +15,7 @@
 
 #include "cuda_util.h"
 #include "error.h"
+#include "graph_replay.h"
 #include "log.h"
 
 struct o1_cuda_graphs {
@@ -20,6 +23,7 @@ struct o1_cuda_graphs {
 	uint32_t buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
 	cudaGraphExec_t execs[O1_BACKEND_GRAPH_BUCKETS_MAX];
 	struct o1_backend_graph_stats stats;
+	struct o1_graph_replay replay; /* what a bucket step does, counts */
 };
 
 static uint64_t now_us(void)
@@ -105,6 +109,26 @@ static int setup_all(struct o1_cuda_graphs *g)
 	return err;
 }
 
+/* Replays bucket I's graph. A launch that fails enqueued nothing; its
+ * error is cleared as well, or the eager fallback's first launch check
+ * (cudaGetLastError) would report it (a sticky error fails that anyway). */
+static int launch(void *ctx, uint32_t i)
+{
+	struct o1_cuda_graphs *g = ctx;
+	int err = O1_CUDA_CHECK(cudaGraphLaunch(g->execs[i], g->cfg.stream));
+
+	if (err)
+		cudaGetLastError();
+	return err;
+}
+
+static int body(void *ctx, uint32_t batch)
+{
+	struct o1_cuda_graphs *g = ctx;
+
+	return g->cfg.body(g->cfg.ctx, batch);
+}
+
 int o1_cuda_graphs_create(const struct o1_cuda_graphs_config *cfg,
 			  struct o1_cuda_graphs **out)
 {
@@ -121,6 +145,8 @@ int o1_cuda_graphs_create(const struct o1_cuda_graphs_config *cfg,
 	for (uint32_t i = 0; i < cfg->n_buckets; i++)
 		g->buckets[i] = g->stats.buckets[i].batch = cfg->buckets[i];
 	g->cfg.buckets = g->buckets;
+	o1_graph_replay_init(&g->replay,
+			     &(struct o1_graph_replay_ops){launch, body, g});
 	err = setup_all(g);
 	for (uint32_t i = 0; i < cfg->n_buckets; i++)
 		g->stats.buckets[i].captured = g->execs[i] != NULL;
@@ -168,25 +194,26 @@ int o1_cuda_graphs_bucket(struct o1_cuda_graphs *g, uint32_t n, uint32_t *batch)
 int o1_cuda_graphs_run(struct o1_cuda_graphs *g, uint32_t n, uint32_t batch)
 {
 	int i = find(g, batch);
-	struct o1_backend_graph_bucket *b;
 
 	if (i < 0 || n > batch) {
 		o1_err("cuda graphs: %u rows for batch %u, not a bucket", n,
 		       batch);
 		return -EINVAL;
 	}
-	b = &g->stats.buckets[i];
-	b->padded_tokens += batch - n;
-	if (!g->execs[i]) {
-		b->misses++;
-		return g->cfg.body(g->cfg.ctx, batch);
-	}
-	if (O1_CUDA_CHECK(cudaGraphLaunch(g->execs[i], g->cfg.stream)) == 0) {
-		b->hits++;
-		return 0;
-	}
-	b->fallbacks++;
-	return g->cfg.body(g->cfg.ctx, batch);
+	return o1_graph_replay_step(&g->replay, &g->stats.buckets[i],
+				    (uint32_t)i, n);
+}
+
+int o1_cuda_graphs_fail_replays(struct o1_cuda_graphs *g, uint32_t every)
+{
+	uint32_t captured = 0;
+
+	for (uint32_t i = 0; i < g->cfg.n_buckets; i++)
+		captured += g->execs[i] != NULL;
+	if (!captured)
+		return -O1_E_UNSUPPORTED;
+	o1_graph_replay_fail(&g->replay, every);
+	return 0;
 }
 
 void o1_cuda_graphs_count_prefill(struct o1_cuda_graphs *g)

@@ -8,8 +8,11 @@
  * nothing and read every per-step value from fixed device buffers: the
  * graph keeps the host arguments of capture time. A bucket whose capture
  * fails is logged and left without a graph (its steps run BODY eagerly,
- * counted as misses); with capture off no bucket has one.
- * Counters are plain integers: one thread (the engine loop) steps.
+ * counted as misses); with capture off no bucket has one. A replay whose
+ * launch fails runs BODY eagerly over the same inputs (a fallback); the
+ * replay decision and its counters are graph_replay.h's.
+ * Counters are plain integers: one thread (the engine loop) steps, and
+ * calls o1_cuda_graphs_fail_replays between steps.
  */
 #ifndef O1_CUDA_GRAPHS_H
 #define O1_CUDA_GRAPHS_H
@@ -46,6 +49,10 @@ int o1_cuda_graphs_bucket(struct o1_cuda_graphs *g, uint32_t n,
  * inputs already uploaded): replays the bucket's graph, or runs BODY when
  * it has none (a miss) or the launch fails (a fallback). */
 int o1_cuda_graphs_run(struct o1_cuda_graphs *g, uint32_t n, uint32_t batch);
+/* Fault injection: from the next replay on, every EVERY-th replay fails
+ * as a failed cudaGraphLaunch does (0: none); -O1_E_UNSUPPORTED when no
+ * bucket has a graph (capture off or failed). */
+int o1_cuda_graphs_fail_replays(struct o1_cuda_graphs *g, uint32_t every);
 void o1_cuda_graphs_count_prefill(struct o1_cuda_graphs *g);
 void o1_cuda_graphs_stats(const struct o1_cuda_graphs *g,
 			  struct o1_backend_graph_stats *out);

@@ -362,6 +362,9 @@ static void test_bad_steps(void **state)
 	ss.start_pos = 255;
 	st.logits_rows = 4;
 	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONTEXT);
+	/* no graph replays to fail (the graph_replay fault is refused) */
+	assert_int_equal(o1_backend_fail_replays(e.b, 1), -O1_E_UNSUPPORTED);
+	assert_int_equal(o1_backend_fail_replays(e.b, 0), -O1_E_UNSUPPORTED);
 	cfg = *o1_backend_config(e.b);
 	o1_backend_destroy(e.b);
 	o1_kv_pool_destroy(e.pool);
