@@ -62,14 +62,28 @@ static void add_faults(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(f, "kv_pages_held", st.kv_pages_held);
 }
 
+/* CUDA graph use since start (all zero without graphs). */
+static void add_graphs(const struct o1_engine_graphs *g, cJSON *o)
+{
+	cJSON *j = cJSON_AddObjectToObject(o, "graphs");
+
+	cJSON_AddNumberToObject(j, "hits", (double)g->hits);
+	cJSON_AddNumberToObject(j, "misses", (double)g->misses);
+	cJSON_AddNumberToObject(j, "fallbacks", (double)g->fallbacks);
+	cJSON_AddNumberToObject(j, "oversize", (double)g->oversize);
+	cJSON_AddNumberToObject(j, "prefill", (double)g->prefill);
+}
+
 static void add_status(struct o1_engine *e, cJSON *o)
 {
 	struct o1_sched_stats st;
+	struct o1_engine_graphs gr;
 	struct o1_ipc_stats ist;
 	cJSON *kv = cJSON_AddObjectToObject(o, "kv");
 
 	pthread_mutex_lock(&e->lock);
 	st = e->stats;
+	gr = e->graphs;
 	pthread_mutex_unlock(&e->lock);
 	o1_ipc_server_stats(e->srv, &ist);
 	cJSON_AddStringToObject(o, "model", e->model_name);
@@ -95,6 +109,7 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "refine_rounds", (double)st.refine_rounds);
 	cJSON_AddNumberToObject(o, "refine_cached_tokens",
 				(double)st.refine_cached_tokens);
+	add_graphs(&gr, o);
 	add_faults(e, o);
 }
 

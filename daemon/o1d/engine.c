@@ -168,36 +168,57 @@ static uint64_t deadline(struct o1_engine *e, bool *passed)
 	return d;
 }
 
-/* Adds what the backend's graph counters gained since the last step. */
-static void publish_graphs(struct o1_engine *e)
+/* Adds what the backend's graph counters NOW gained since the last step
+ * to the metrics. */
+static void publish_graphs(struct o1_engine *e,
+			   const struct o1_backend_graph_stats *now)
 {
-	struct o1_backend_graph_stats now, *last = &e->graph_last;
+	struct o1_backend_graph_stats *last = &e->graph_last;
 
-	if (!e->metrics || !e->o.graph_stats)
+	if (!e->metrics)
 		return;
-	e->o.graph_stats(e->o.graph_ctx, &now);
-	for (uint32_t i = 0; i < now.n_buckets; i++) {
-		const struct o1_backend_graph_bucket *b = &now.buckets[i];
+	for (uint32_t i = 0; i < now->n_buckets; i++) {
+		const struct o1_backend_graph_bucket *b = &now->buckets[i];
 		const struct o1_backend_graph_bucket *l = &last->buckets[i];
 
 		if (b->hits != l->hits || b->misses != l->misses ||
 		    b->fallbacks != l->fallbacks)
-			o1_metrics_graph_add(e->metrics, i, b->hits - l->hits,
-					     b->misses - l->misses,
-					     b->fallbacks - l->fallbacks,
-					     b->padded_tokens -
-						 l->padded_tokens);
+			o1_metrics_graph_add(
+			    e->metrics, i, b->hits - l->hits,
+			    b->misses - l->misses, b->fallbacks - l->fallbacks,
+			    b->padded_tokens - l->padded_tokens);
 	}
 	o1_metrics_graph_add_oversize(e->metrics,
-				      now.oversize - last->oversize);
-	*last = now;
+				      now->oversize - last->oversize);
+	*last = *now;
+}
+
+/* NOW's counters summed over the buckets, for admin status. */
+static void sum_graphs(const struct o1_backend_graph_stats *now,
+		       struct o1_engine_graphs *sum)
+{
+	*sum = (struct o1_engine_graphs){.oversize = now->oversize,
+					 .prefill = now->prefill};
+	for (uint32_t i = 0; i < now->n_buckets; i++) {
+		sum->hits += now->buckets[i].hits;
+		sum->misses += now->buckets[i].misses;
+		sum->fallbacks += now->buckets[i].fallbacks;
+	}
 }
 
 static void publish(struct o1_engine *e)
 {
-	publish_graphs(e);
+	struct o1_backend_graph_stats now;
+	struct o1_engine_graphs sum = {0};
+
+	if (e->o.graph_stats) {
+		e->o.graph_stats(e->o.graph_ctx, &now);
+		publish_graphs(e, &now);
+		sum_graphs(&now, &sum);
+	}
 	pthread_mutex_lock(&e->lock);
 	o1_sched_stats(e->sched, &e->stats);
+	e->graphs = sum;
 	pthread_mutex_unlock(&e->lock);
 }
 

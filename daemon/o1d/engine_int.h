@@ -10,6 +10,13 @@
 #include "engine.h"
 #include "request.h"
 
+/* The backend's graph counters summed over its buckets, since it was
+ * created (the warm-up's steps included), for admin status. */
+struct o1_engine_graphs {
+	uint64_t hits, misses, fallbacks; /* bucket steps */
+	uint64_t oversize, prefill;	  /* eager, unpadded steps */
+};
+
 struct o1_engine {
 	struct o1_engine_opts o;
 	char model_name[128];
@@ -51,6 +58,7 @@ struct o1_engine {
 	uint32_t q_head, q_n;
 	uint64_t drain_deadline_ns; /* 0: none */
 	struct o1_sched_stats stats;
+	struct o1_engine_graphs graphs;
 	uint32_t lim_batch, lim_running, lim_chunk;
 	bool lim_changed;
 };

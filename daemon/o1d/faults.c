@@ -3,7 +3,11 @@
  * Invariants: on/param are written by o1_faults_set (any thread) and read
  * relaxed; the held pages (held[0..n_held)) belong to the engine thread,
  * which alone allocates and puts them (o1_faults_tick), and n_held is
- * published as an atomic for status; a fault is inert while off.
+ * published as an atomic for status; a fault is inert while off. The
+ * backend's replay hook is called on the engine thread only (it steps the
+ * backend): o1_faults_set stores on/param, then bumps replay_gen; the
+ * engine thread, seeing a new gen before a step, reads on/param (stored
+ * before the gen it read) and hands them to the hook.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -19,9 +23,7 @@
 #define LATENCY_MAX_MS	   10000
 
 struct o1_faults {
-	int (*step)(void *, const struct o1_step *);
-	void *step_ctx;
-	struct o1_kv_pool *pool;
+	struct o1_faults_opts o;
 	_Atomic bool on[O1_FAULT__COUNT];
 	_Atomic uint64_t param[O1_FAULT__COUNT];
 	_Atomic uint64_t delayed, failed, stalled;
@@ -29,8 +31,10 @@ struct o1_faults {
 	uint64_t tick; /* engine thread: steps seen by step_fail */
 	uint32_t *held, n_held, cap;
 	uint32_t target; /* engine thread: pages to hold, 0: not set yet */
-	_Atomic uint64_t kv_gen; /* bumped by each kv_exhaust set */
-	uint64_t kv_seen;	 /* engine thread: the gen target is for */
+	_Atomic uint64_t kv_gen;     /* bumped by each kv_exhaust set */
+	uint64_t kv_seen;	     /* engine thread: the gen target is for */
+	_Atomic uint64_t replay_gen; /* bumped by each graph_replay set */
+	uint64_t replay_seen;	     /* engine thread: the gen the hook has */
 };
 
 static const char *const names[O1_FAULT__COUNT] = {
@@ -38,25 +42,24 @@ static const char *const names[O1_FAULT__COUNT] = {
     [O1_FAULT_STEP_FAIL] = "step_fail",
     [O1_FAULT_STALL] = "stall",
     [O1_FAULT_KV_EXHAUST] = "kv_exhaust",
+    [O1_FAULT_GRAPH_REPLAY] = "graph_replay",
 };
+_Static_assert(sizeof(names) / sizeof(names[0]) == O1_FAULT__COUNT,
+	       "one name per fault");
 
 const char *o1_faults_name(enum o1_fault fault)
 {
 	return fault < O1_FAULT__COUNT ? names[fault] : "?";
 }
 
-int o1_faults_create(int (*step)(void *, const struct o1_step *),
-		     void *step_ctx, struct o1_kv_pool *pool,
-		     struct o1_faults **out)
+int o1_faults_create(const struct o1_faults_opts *o, struct o1_faults **out)
 {
 	struct o1_faults *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return -ENOMEM;
-	f->step = step;
-	f->step_ctx = step_ctx;
-	f->pool = pool;
-	f->cap = o1_kv_pool_layout(pool)->n_pages;
+	f->o = *o;
+	f->cap = o1_kv_pool_layout(o->pool)->n_pages;
 	f->held = calloc(f->cap ? f->cap : 1, sizeof(uint32_t));
 	if (!f->held) {
 		free(f);
@@ -71,7 +74,7 @@ int o1_faults_create(int (*step)(void *, const struct o1_step *),
 static void release(struct o1_faults *f)
 {
 	while (f->n_held)
-		o1_kv_pool_put(f->pool, f->held[--f->n_held]);
+		o1_kv_pool_put(f->o.pool, f->held[--f->n_held]);
 	atomic_store(&f->n_held_pub, 0);
 }
 
@@ -91,7 +94,7 @@ static uint32_t kv_target(struct o1_faults *f)
 					     memory_order_relaxed);
 
 	if (!want)
-		want = o1_kv_pool_free_pages(f->pool);
+		want = o1_kv_pool_free_pages(f->o.pool);
 	return (uint32_t)(want < f->cap ? want : f->cap);
 }
 
@@ -113,7 +116,7 @@ void o1_faults_tick(struct o1_faults *f)
 		return;
 	if (!f->target)
 		f->target = kv_target(f);
-	while (f->n_held < f->target && !o1_kv_pool_alloc(f->pool, &page))
+	while (f->n_held < f->target && !o1_kv_pool_alloc(f->o.pool, &page))
 		f->held[f->n_held++] = page;
 	atomic_store(&f->n_held_pub, f->n_held);
 }
@@ -135,11 +138,30 @@ static bool is_on(struct o1_faults *f, enum o1_fault k, uint64_t *param)
 	return true;
 }
 
+/* graph_replay: hands a change (on, off, another PARAM) to the backend
+ * before the next step. */
+static void apply_replay(struct o1_faults *f)
+{
+	uint64_t gen = atomic_load(&f->replay_gen), p = 0;
+	int err;
+
+	if (gen == f->replay_seen || !f->o.fail_replays)
+		return;
+	f->replay_seen = gen;
+	if (!is_on(f, O1_FAULT_GRAPH_REPLAY, &p))
+		p = 0;
+	err = f->o.fail_replays(f->o.replay_ctx, (uint32_t)p);
+	if (err)
+		o1_err("faults: graph_replay: the backend refused it: %s",
+		       o1_strerror(err));
+}
+
 int o1_faults_step(void *ctx, const struct o1_step *step)
 {
 	struct o1_faults *f = ctx;
 	uint64_t p;
 
+	apply_replay(f);
 	if (is_on(f, O1_FAULT_LATENCY, &p)) {
 		sleep_ms(p);
 		atomic_fetch_add_explicit(&f->delayed, 1, memory_order_relaxed);
@@ -148,7 +170,7 @@ int o1_faults_step(void *ctx, const struct o1_step *step)
 		atomic_fetch_add_explicit(&f->failed, 1, memory_order_relaxed);
 		return -EIO;
 	}
-	return f->step(f->step_ctx, step);
+	return f->o.step(f->o.step_ctx, step);
 }
 
 bool o1_faults_stalled(struct o1_faults *f, uint32_t client)
@@ -165,7 +187,7 @@ static uint64_t param_default(enum o1_fault k, uint64_t param)
 {
 	if (k == O1_FAULT_LATENCY && !param)
 		return LATENCY_DEFAULT_MS;
-	if (k == O1_FAULT_STEP_FAIL && !param)
+	if ((k == O1_FAULT_STEP_FAIL || k == O1_FAULT_GRAPH_REPLAY) && !param)
 		return 1;
 	return param;
 }
@@ -177,13 +199,16 @@ int o1_faults_set(struct o1_faults *f, const char *name, bool on,
 
 	while (k < O1_FAULT__COUNT && strcmp(name, names[k]))
 		k++;
-	if (!strcmp(name, "graph_replay")) {
-		*why = "graph_replay: no backend has a replay-failure hook";
-		return -O1_E_UNSUPPORTED;
-	}
 	if (k == O1_FAULT__COUNT) {
-		*why = "unknown fault (latency, step_fail, stall, kv_exhaust)";
+		*why = "unknown fault (latency, step_fail, stall, kv_exhaust, "
+		       "graph_replay)";
 		return -EINVAL;
+	}
+	if (k == O1_FAULT_GRAPH_REPLAY && !f->o.fail_replays) {
+		*why =
+		    "graph_replay needs the CUDA backend with graphs enabled "
+		    "and captured ([graphs] enabled = true)";
+		return -O1_E_UNSUPPORTED;
 	}
 	if (k == O1_FAULT_LATENCY && param > LATENCY_MAX_MS) {
 		*why = "latency: at most 10000 ms";
@@ -193,6 +218,8 @@ int o1_faults_set(struct o1_faults *f, const char *name, bool on,
 	atomic_store(&f->on[k], on);
 	if (k == O1_FAULT_KV_EXHAUST)
 		atomic_fetch_add(&f->kv_gen, 1);
+	if (k == O1_FAULT_GRAPH_REPLAY)
+		atomic_fetch_add(&f->replay_gen, 1);
 	o1_warn("faults: %s %s (param %llu)", names[k], on ? "on" : "off",
 		(unsigned long long)param_default(k, param));
 	return 0;

@@ -14,10 +14,15 @@
  *   them, so admissions wait and running sequences are preempted;
  *   released when the fault is off (pages the prefix cache keeps stay
  *   usable: the scheduler evicts them);
- * - graph_replay: refused (-O1_E_UNSUPPORTED): no backend has the hook.
+ * - graph_replay PARAM: every PARAM-th CUDA graph replay (default 1:
+ *   each) fails as a failed cudaGraphLaunch does: the decode step runs
+ *   eagerly (same tokens) and the backend counts a fallback
+ *   (o1_backend_fail_replays). Only with a replay hook (the CUDA backend
+ *   with graphs on and captured); refused (-O1_E_UNSUPPORTED) otherwise.
  * Threads: o1_faults_set and the counters from any thread (atomics);
  * o1_faults_step and o1_faults_tick on the engine thread only (the held
- * pages are its own); o1_faults_stalled on the front thread.
+ * pages and the replay hook are its own); o1_faults_stalled on the front
+ * thread.
  */
 #ifndef O1_FAULTS_H
 #define O1_FAULTS_H
@@ -33,6 +38,7 @@ enum o1_fault {
 	O1_FAULT_STEP_FAIL,
 	O1_FAULT_STALL,
 	O1_FAULT_KV_EXHAUST,
+	O1_FAULT_GRAPH_REPLAY,
 	O1_FAULT__COUNT,
 };
 
@@ -48,10 +54,20 @@ struct o1_faults_stats {
 	uint32_t kv_pages_held;
 };
 
-/* STEP/STEP_CTX: the real forward pass, which o1_faults_step wraps. */
-int o1_faults_create(int (*step)(void *, const struct o1_step *),
-		     void *step_ctx, struct o1_kv_pool *pool,
-		     struct o1_faults **out);
+struct o1_faults_opts {
+	/* The real forward pass, which o1_faults_step wraps. */
+	int (*step)(void *ctx, const struct o1_step *step);
+	void *step_ctx;
+	struct o1_kv_pool *pool; /* borrowed: kv_exhaust's pages */
+	/* graph_replay's hook: o1_backend_fail_replays of the backend STEP
+	 * runs (EVERY 0: off), or NULL when that backend replays no graphs
+	 * (graph_replay is then refused). Engine thread, before a step. */
+	int (*fail_replays)(void *ctx, uint32_t every);
+	void *replay_ctx;
+};
+
+/* O is copied; what it points to is borrowed until destroy. */
+int o1_faults_create(const struct o1_faults_opts *o, struct o1_faults **out);
 /* After the engine thread stopped; gives held pages back. NULL: no-op. */
 void o1_faults_destroy(struct o1_faults *f);
 /* The scheduler's step callback (ctx: the o1_faults). */
@@ -60,9 +76,9 @@ int o1_faults_step(void *ctx, const struct o1_step *step);
 void o1_faults_tick(struct o1_faults *f);
 /* Front thread: whether CLIENT's events are held back now (counted). */
 bool o1_faults_stalled(struct o1_faults *f, uint32_t client);
-/* NAME: latency, step_fail, stall, kv_exhaust (graph_replay refused);
- * PARAM 0: the fault's default. 0, or -EINVAL / -O1_E_UNSUPPORTED with
- * *why set. */
+/* NAME: latency, step_fail, stall, kv_exhaust, graph_replay (refused
+ * without a replay hook); PARAM 0: the fault's default. 0, or -EINVAL /
+ * -O1_E_UNSUPPORTED with *why set. */
 int o1_faults_set(struct o1_faults *f, const char *name, bool on,
 		  uint64_t param, const char **why);
 void o1_faults_stats(const struct o1_faults *f, struct o1_faults_stats *out);

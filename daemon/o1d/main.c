@@ -199,8 +199,9 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	bc.graphs_enabled = d->cfg.graphs.enabled;
 	bc.n_graph_buckets = buckets->n;
 	if (bc.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
-		o1_warn("graphs.buckets: %u sizes given, capturing the first %u",
-			buckets->n, O1_BACKEND_GRAPH_BUCKETS_MAX);
+		o1_warn(
+		    "graphs.buckets: %u sizes given, capturing the first %u",
+		    buckets->n, O1_BACKEND_GRAPH_BUCKETS_MAX);
 		bc.n_graph_buckets = O1_BACKEND_GRAPH_BUCKETS_MAX;
 	}
 	memcpy(bc.graph_buckets, buckets->v,
@@ -390,10 +391,38 @@ static int publish_graph_buckets(struct o1d *d)
 	return o1_metrics_graph_set_buckets(d->metrics, sizes, st.n_buckets);
 }
 
-static void graph_stats(const void *backend,
-			struct o1_backend_graph_stats *out)
+static void graph_stats(const void *backend, struct o1_backend_graph_stats *out)
 {
 	o1_backend_graph_stats(backend, out);
+}
+
+static int fail_replays(void *backend, uint32_t every)
+{
+	return o1_backend_fail_replays(backend, every);
+}
+
+/* [faults] enabled: the injector wraps the step. graph_replay gets the
+ * backend's hook when the backend replays graphs (asking for none, here
+ * before any step, tells). */
+static int create_faults(struct o1d *d, struct o1_engine_opts *eo)
+{
+	struct o1_faults_opts fo = {
+	    .step = eo->sched.step,
+	    .step_ctx = eo->sched.step_ctx,
+	    .pool = d->pool,
+	    .replay_ctx = d->backend,
+	};
+	int err;
+
+	if (o1_backend_fail_replays(d->backend, 0) == 0)
+		fo.fail_replays = fail_replays;
+	err = o1_faults_create(&fo, &d->faults);
+	if (err)
+		return err;
+	eo->sched.step = o1_faults_step;
+	eo->sched.step_ctx = d->faults;
+	eo->faults = d->faults;
+	return 0;
 }
 
 static int create_engine(struct o1d *d)
@@ -446,13 +475,9 @@ static int create_engine(struct o1d *d)
 	if (eo.sched.max_prompt_bytes < prompt_tokens(d) * 4)
 		eo.sched.max_prompt_bytes = prompt_tokens(d) * 4;
 	if (c->faults.enabled) {
-		err = o1_faults_create(eo.sched.step, eo.sched.step_ctx,
-				       d->pool, &d->faults);
+		err = create_faults(d, &eo);
 		if (err)
 			return err;
-		eo.sched.step = o1_faults_step;
-		eo.sched.step_ctx = d->faults;
-		eo.faults = d->faults;
 	}
 	err = load_review(c, &review);
 	if (err)

@@ -374,6 +374,36 @@ static int inject(const struct daemon_proc *d, const char *what)
 	return o1ctl(d, args, NULL, 0);
 }
 
+/* The CPU backend replays no graphs: graph_replay is refused with what it
+ * needs, and status counts no graph steps (o1ctl status prints no graphs
+ * line). */
+static void check_no_graph_replay(const struct daemon_proc *d)
+{
+	char out[4096];
+	cJSON *st, *g;
+
+	assert_int_equal(
+	    o1ctl(d, "inject graph_replay on 2>&1", out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "graph_replay needs the CUDA backend "
+				    "with graphs enabled"));
+	assert_int_equal(
+	    o1ctl(d, "inject graph_replay off 3 2>&1", out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "needs the CUDA backend"));
+	st = status(d);
+	assert_non_null(st);
+	g = cJSON_GetObjectItemCaseSensitive(st, "graphs");
+	assert_true(cJSON_IsObject(g));
+	assert_true(num(g, "hits") == 0 && num(g, "fallbacks") == 0);
+	assert_true(num(g, "misses") == 0 && num(g, "prefill") == 0);
+	assert_false(cJSON_HasObjectItem(
+	    cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(st, "faults"), "on"),
+	    "graph_replay"));
+	cJSON_Delete(st);
+	assert_int_equal(o1ctl(d, "status", out, sizeof(out)), 0);
+	assert_null(strstr(out, "graphs:"));
+}
+
 /* slo over a 2 s window of load; its exit code. */
 static int slo_now(const struct daemon_proc *d, const char *args)
 {
@@ -401,7 +431,7 @@ static void test_faults(void **state)
 	snprintf(shm, sizeof(shm), "metrics.shm_path=%s/m.shm", d->dir);
 	sets[2] = shm;
 	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
-	assert_int_equal(inject(d, "graph_replay on"), 1);
+	check_no_graph_replay(d);
 	assert_int_equal(inject(d, "nonsense on"), 1);
 	assert_int_equal(inject(d, "latency maybe"), 2);
 	sub0 = metric(d, "requests_submitted");

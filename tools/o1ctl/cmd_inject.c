@@ -15,6 +15,9 @@ static const char usage[] =
     "  step_fail [N]       every N-th step fails with EIO (1: each)\n"
     "  stall [CLIENT]      hold events of CLIENT (0: all): backpressure\n"
     "  kv_exhaust [PAGES]  hold PAGES free KV pages (0: all free)\n"
+    "  graph_replay [N]    every N-th CUDA graph replay fails (1: each):\n"
+    "                      the step runs eagerly, counted as a fallback\n"
+    "                      (o1ctl status, metrics); CUDA with graphs only\n"
     "  o1d must run with [faults] enabled = true (test deployments)\n";
 
 static int build(int argc, char **argv, char *req, size_t sz)

@@ -1,5 +1,6 @@
-/* o1ctl status: the daemon's model, backend, KV pages, queue and
- * clients (admin op "status"). */
+/* o1ctl status: the daemon's model, backend, KV pages, queue, clients
+ * and, with CUDA graphs, their replays and fallbacks (admin op
+ * "status"). */
 #include <stdio.h>
 
 #include "o1ctl.h"
@@ -19,6 +20,20 @@ static const char *str(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "?";
 }
 
+/* Replays (hits), steps of a bucket without a graph (misses) and failed
+ * replays run eagerly (fallbacks), when graphs are configured. */
+static void print_graphs(const cJSON *r)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(r, "graphs");
+
+	if (num(r, "graphs_total") <= 0 || !cJSON_IsObject(g))
+		return;
+	printf("graphs:     %.0f hits, %.0f misses, %.0f fallbacks, %.0f "
+	       "oversize\n",
+	       num(g, "hits"), num(g, "misses"), num(g, "fallbacks"),
+	       num(g, "oversize"));
+}
+
 static void print(const cJSON *r)
 {
 	const cJSON *kv = cJSON_GetObjectItemCaseSensitive(r, "kv");
@@ -35,6 +50,7 @@ static void print(const cJSON *r)
 		   : "no",
 	       num(r, "warmup_ms"), num(r, "graphs_captured"),
 	       num(r, "graphs_total"));
+	print_graphs(r);
 	printf("requests:   %.0f running, %.0f waiting, %.0f held\n",
 	       num(r, "running"), num(r, "waiting"), num(r, "active"));
 	printf("clients:    %.0f\n", num(r, "clients"));
