@@ -16,6 +16,11 @@
  * counts the same steps as misses; no allocation after create.
  * test_oversize: buckets {1, 3} with max_seqs 4: a batch of 4 runs eagerly
  * (oversize) and equals a graphs-off backend bitwise, 2 pads to 3.
+ * test_replay_fault: buckets {1, 4}; with o1_backend_fail_replays every
+ * (then every 2nd) replay fails and runs the bucket step eagerly: logits
+ * bitwise equal to the graphs_eager side's, counted as fallbacks, hits
+ * back once it is off, no allocation; graphs_eager and graphs off refuse
+ * it (-O1_E_UNSUPPORTED).
  * test_bad_buckets: descending or too many buckets are refused with
  * -O1_E_CONFIG; buckets above max_seqs are dropped.
  * Exit 77 without a CUDA device. */
@@ -369,6 +374,100 @@ static void test_oversize(void **state)
 	o1_model_close(w.m);
 }
 
+/* One decode step of sequences [0, N) on the graph and eager sides:
+ * bitwise-equal logits; the graph side's greedy ids go on. */
+static void decode_pair(struct world *w, uint32_t n)
+{
+	uint32_t ones[4] = {1, 1, 1, 1};
+
+	for (int k = GRAPH; k <= EAGER; k++)
+		assert_int_equal(side_step(&w->sd[k], w, 0, n, ones), 0);
+	assert_memory_equal(w->sd[GRAPH].logits, w->sd[EAGER].logits,
+			    (size_t)n * w->vocab * sizeof(float));
+	for (uint32_t s = 0; s < n; s++) {
+		w->len[s]++;
+		w->ids[s][w->len[s]] = (int32_t)argmax(
+		    w->sd[GRAPH].logits + (size_t)s * w->vocab, w->vocab);
+	}
+}
+
+static void expect_bucket(struct side *sd, uint32_t i, uint64_t hits,
+			  uint64_t misses, uint64_t fallbacks)
+{
+	struct o1_backend_graph_stats g;
+
+	o1_backend_graph_stats(sd->b, &g);
+	assert_int_equal(g.buckets[i].hits, hits);
+	assert_int_equal(g.buckets[i].misses, misses);
+	assert_int_equal(g.buckets[i].fallbacks, fallbacks);
+}
+
+/* The graph_replay fault's hook: failed replays run the bucket step
+ * eagerly (bitwise the graphs_eager side's logits), counted as fallbacks;
+ * every N-th; off again; refused where nothing replays. */
+static void test_replay_fault(void **state)
+{
+	static struct world w;
+	struct o1_backend_config cfg = {.max_batch_tokens = 64,
+					.max_seqs = 4,
+					.max_context_tokens = 64,
+					.n_pages = 4 * SEQ_PAGES,
+					.page_tokens = PAGE,
+					.graphs_enabled = true,
+					.n_graph_buckets = 2,
+					.graph_buckets = {1, 4}};
+	uint32_t count[3] = {5, 3, 9};
+	char path[256];
+	uint64_t allocs;
+
+	(void)state;
+	make_model("--preset tiny", "tiny3.gguf", path, sizeof(path));
+	assert_int_equal(o1_model_open(path, &w.m), 0);
+	w.vocab = w.m->desc.vocab_size;
+	for (uint32_t s = 0; s < 3; s++)
+		for (uint32_t i = 0; i < 16; i++)
+			w.ids[s][i] = (int32_t)urand(w.vocab);
+	side_open(&w.sd[GRAPH], w.m, &cfg);
+	cfg.graphs_eager = true;
+	side_open(&w.sd[EAGER], w.m, &cfg);
+	cfg.graphs_enabled = cfg.graphs_eager = false;
+	side_open(&w.sd[PLAIN], w.m, &cfg);
+	assert_int_equal(o1_backend_fail_replays(w.sd[EAGER].b, 1),
+			 -O1_E_UNSUPPORTED);
+	assert_int_equal(o1_backend_fail_replays(w.sd[PLAIN].b, 1),
+			 -O1_E_UNSUPPORTED);
+	allocs = o1_cuda_backend_alloc_count();
+	for (int k = GRAPH; k <= EAGER; k++)
+		assert_int_equal(side_step(&w.sd[k], &w, 0, 3, count), 0);
+	for (uint32_t s = 0; s < 3; s++)
+		w.len[s] = count[s];
+	for (int i = 0; i < 2; i++)
+		decode_pair(&w, 3); /* bucket 4: replayed */
+	expect_bucket(&w.sd[GRAPH], 1, 2, 0, 0);
+	assert_int_equal(o1_backend_fail_replays(w.sd[GRAPH].b, 1), 0);
+	for (int i = 0; i < 3; i++)
+		decode_pair(&w, 3);
+	decode_pair(&w, 1); /* bucket 1 fails too */
+	expect_bucket(&w.sd[GRAPH], 1, 2, 0, 3);
+	expect_bucket(&w.sd[GRAPH], 0, 0, 0, 1);
+	assert_int_equal(o1_backend_fail_replays(w.sd[GRAPH].b, 2), 0);
+	for (int i = 0; i < 4; i++)
+		decode_pair(&w, 3); /* the 2nd and 4th fail */
+	expect_bucket(&w.sd[GRAPH], 1, 4, 0, 5);
+	assert_int_equal(o1_backend_fail_replays(w.sd[GRAPH].b, 0), 0);
+	for (int i = 0; i < 2; i++)
+		decode_pair(&w, 3);
+	decode_pair(&w, 1);
+	expect_bucket(&w.sd[GRAPH], 1, 6, 0, 5);
+	expect_bucket(&w.sd[GRAPH], 0, 1, 0, 1);
+	expect_bucket(&w.sd[EAGER], 1, 0, 11, 0);
+	expect_bucket(&w.sd[EAGER], 0, 0, 2, 0);
+	assert_true(o1_cuda_backend_alloc_count() == allocs);
+	for (int k = 0; k < N_SIDES; k++)
+		side_close(&w.sd[k]);
+	o1_model_close(w.m);
+}
+
 static void test_bad_buckets(void **state)
 {
 	struct o1_model *m;
@@ -407,6 +506,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_buckets),
 	    cmocka_unit_test(test_oversize),
+	    cmocka_unit_test(test_replay_fault),
 	    cmocka_unit_test(test_bad_buckets),
 	};
 	char cmd[128];
