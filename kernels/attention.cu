@@ -1,8 +1,19 @@
-/* Paged causal GQA attention on the device, for decode and prefill rows
- * alike (attention.h is the specification; this computes the same softmax
- * with an online, tile-by-tile rescaling in f32).
+/* Paged causal GQA attention on the device (attention.h is the
+ * specification; this computes the same softmax with an online,
+ * tile-by-tile rescaling in f32): the row kernel, and the dispatch that
+ * sends prompt chunks to the tiled kernel (attention_prefill.cu).
  *
- * Grid (row, kv head, split): a block serves the Hq/Hkv query heads that
+ * Dispatch (o1_attention_cuda). Rows of sequences with at least
+ * O1_ATTN_TILED_MIN_NEW new tokens go to the tiled kernel when the shape
+ * fits it; the row kernel then leaves them alone (its blocks for those
+ * rows exit at once, and are not launched at all for a lone sequence).
+ * Which sequences qualify is read on the device; the host only knows that
+ * none can when the batch has fewer than MIN_NEW - 1 rows beyond one per
+ * sequence, and then launches the row kernel alone, as before: a decode
+ * batch, one row per sequence, always does (the captured decode graphs
+ * are unchanged).
+ *
+ * Row kernel. Grid (row, kv head, split): a block serves the Hq/Hkv query heads that
  * share one kv head (GQA-aware: each K/V tile is read from the pool once
  * for all of them), one warp per query head. The block walks its split's
  * positions in tiles of ATT_TILE: the tile's K and V rows (bf16) go to
@@ -43,6 +54,8 @@ struct att_dev {
 	uint64_t page_stride;
 	float scale;
 	uint32_t hq, hkv, d, p, n_seqs, max_blocks, n_splits;
+	uint32_t skip_new; /* rows of sequences with >= this many new tokens
+			      belong to the tiled kernel: left alone */
 };
 
 static __device__ uint32_t seq_of_row(const uint32_t *q_off, uint32_t n,
@@ -200,6 +213,8 @@ static __global__ void attend(__nv_bfloat16 *out, float *scratch,
 	__nv_bfloat162 *vs = ks + ATT_TILE * (w + 1);
 	att_state st = {-INFINITY, 0.0f, {0}};
 
+	if (a.q_off[s + 1] - a.q_off[s] >= a.skip_new)
+		return; /* the whole block: the tiled kernel's row */
 	for (uint32_t i = threadIdx.x; i < g * a.d; i += blockDim.x)
 		qs[i] = q[((size_t)row * a.hq + kvh * g) * a.d + i];
 	for (uint32_t t0 = j0; t0 < j1; t0 += ATT_TILE) {
@@ -222,6 +237,12 @@ static __global__ void merge(__nv_bfloat16 *out, const float *scratch,
 	const float *part = scratch + rh * a.n_splits * (a.d + 2);
 	float m = -INFINITY, l = 0;
 
+	if (a.skip_new != UINT32_MAX) {
+		uint32_t s = seq_of_row(a.q_off, a.n_seqs, blockIdx.x);
+
+		if (a.q_off[s + 1] - a.q_off[s] >= a.skip_new)
+			return;
+	}
 	for (uint32_t s = 0; s < a.n_splits; s++)
 		m = fmaxf(m, part[s * (a.d + 2) + a.d]);
 	for (uint32_t s = 0; s < a.n_splits; s++)
@@ -312,6 +333,51 @@ static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
 	return O1_CUDA_LAUNCHED("attention merge");
 }
 
+/* The row kernel for the rows of sequences with fewer than SKIP_NEW new
+ * tokens (UINT32_MAX: every row). */
+static int attention_rows(uint16_t *out, const float *q, const uint16_t *kc,
+			  const uint16_t *vc, const struct o1_attn_dims *d,
+			  const struct o1_attn_batch *b, uint32_t n_rows,
+			  uint32_t max_len, float *scratch,
+			  uint64_t scratch_floats, uint32_t skip_new,
+			  cudaStream_t stream)
+{
+	att_dev a = {b->q_offsets,   b->start_pos,  b->block_tables,
+		     d->page_stride, d->scale,	    d->n_heads,
+		     d->n_kv_heads,  d->head_dim,   d->page_tokens,
+		     b->n_seqs,	     b->max_blocks, 1,
+		     skip_new};
+	int err = check_attention(d, b, max_len);
+
+	if (!err && (!out || !q || !kc || !vc)) {
+		o1_err("attention: NULL operand");
+		err = -EINVAL;
+	}
+	if (err || !n_rows)
+		return err;
+	a.n_splits = pick_splits(n_rows, a.hkv, a.hq, a.d, max_len,
+				 scratch ? scratch_floats : 0);
+	return launch((__nv_bfloat16 *)out, q, (const __nv_bfloat16 *)kc,
+		      (const __nv_bfloat16 *)vc, a, n_rows, scratch, stream);
+}
+
+/* The tiled kernel's share of a batch: sequences with at least
+ * O1_ATTN_TILED_MIN_NEW new tokens when the shape allows it, else none
+ * (UINT32_MAX). Some sequence can reach the threshold only if the rows
+ * beyond one per sequence add up to it: a decode batch (one row per
+ * sequence) never does, so it launches exactly the row kernel. */
+static uint32_t tiled_share(const struct o1_attn_dims *d,
+			    const struct o1_attn_batch *b, uint32_t n_rows,
+			    const uint16_t *out, const float *q,
+			    const uint16_t *kc, const uint16_t *vc)
+{
+	if (n_rows < b->n_seqs ||
+	    n_rows - b->n_seqs + 1 < O1_ATTN_TILED_MIN_NEW ||
+	    !o1_attention_tiled_fits(d, out, q, kc, vc))
+		return UINT32_MAX;
+	return O1_ATTN_TILED_MIN_NEW;
+}
+
 extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
 				 const uint16_t *k_cache,
 				 const uint16_t *v_cache,
@@ -320,21 +386,30 @@ extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
 				 uint32_t max_len, float *scratch,
 				 uint64_t scratch_floats, cudaStream_t stream)
 {
-	att_dev a = {b->q_offsets,   b->start_pos,  b->block_tables,
-		     d->page_stride, d->scale,	    d->n_heads,
-		     d->n_kv_heads,  d->head_dim,   d->page_tokens,
-		     b->n_seqs,	     b->max_blocks, 1};
-	int err = check_attention(d, b, max_len);
+	uint32_t tiled = tiled_share(d, b, n_rows, out, q, k_cache, v_cache);
+	int err;
 
-	if (!err && (!out || !q || !k_cache || !v_cache)) {
-		o1_err("attention: NULL operand");
-		err = -EINVAL;
-	}
-	if (err || !n_rows)
+	/* A lone sequence the tiled kernel takes leaves the row kernel
+	 * nothing: skip its launch of empty blocks. */
+	if (tiled != UINT32_MAX && b->n_seqs == 1)
+		err = check_attention(d, b, max_len);
+	else
+		err = attention_rows(out, q, k_cache, v_cache, d, b, n_rows,
+				     max_len, scratch, scratch_floats, tiled,
+				     stream);
+	if (err || tiled == UINT32_MAX || !n_rows)
 		return err;
-	a.n_splits = pick_splits(n_rows, a.hkv, a.hq, a.d, max_len,
-				 scratch ? scratch_floats : 0);
-	return launch((__nv_bfloat16 *)out, q, (const __nv_bfloat16 *)k_cache,
-		      (const __nv_bfloat16 *)v_cache, a, n_rows, scratch,
-		      stream);
+	return o1_attention_tiled_cuda(out, q, k_cache, v_cache, d, b, n_rows,
+				       tiled, stream);
+}
+
+extern "C" int
+o1_attention_rows_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
+		       const uint16_t *v_cache, const struct o1_attn_dims *d,
+		       const struct o1_attn_batch *b, uint32_t n_rows,
+		       uint32_t max_len, float *scratch,
+		       uint64_t scratch_floats, cudaStream_t stream)
+{
+	return attention_rows(out, q, k_cache, v_cache, d, b, n_rows, max_len,
+			      scratch, scratch_floats, UINT32_MAX, stream);
 }

@@ -15,6 +15,7 @@
 #ifndef O1_KERNELS_CUDA_H
 #define O1_KERNELS_CUDA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
@@ -81,12 +82,40 @@ int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
  * that number and the sequence's own length (read on the device), so a
  * launch with MAX_LEN = the longest context replays from a CUDA graph.
  * SCRATCH holds SCRATCH_FLOATS floats; o1_attention_cuda_scratch_floats
- * says how many a batch needs at least for one split. */
+ * says how many a batch needs at least for one split.
+ * Rows of sequences with at least O1_ATTN_TILED_MIN_NEW new tokens go to
+ * the tiled kernel (o1_attention_tiled_cuda) when the shape fits it, the
+ * others to the row kernel; a batch with one row per sequence (decode)
+ * launches the row kernel alone, exactly as o1_attention_rows_cuda. */
+#define O1_ATTN_TILED_MIN_NEW 16
 int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		      const uint16_t *v_cache, const struct o1_attn_dims *dims,
 		      const struct o1_attn_batch *batch, uint32_t n_rows,
 		      uint32_t max_len, float *scratch, uint64_t scratch_floats,
 		      cudaStream_t stream);
+/* The row kernel for every row (a block per row, kv head and split; f32
+ * FMAs): o1_attention_cuda without the tiled kernel. */
+int o1_attention_rows_cuda(uint16_t *out, const float *q,
+			   const uint16_t *k_cache, const uint16_t *v_cache,
+			   const struct o1_attn_dims *dims,
+			   const struct o1_attn_batch *batch, uint32_t n_rows,
+			   uint32_t max_len, float *scratch,
+			   uint64_t scratch_floats, cudaStream_t stream);
+/* attention_prefill.cu: the tiled prefill kernel (bf16 tensor cores, see
+ * the file for its rounding) for the rows of the sequences with at least
+ * MIN_NEW new tokens; other rows of OUT are not written. Same operands as
+ * o1_attention_cuda; no scratch, no MAX_LEN (each block reads its own
+ * sequence's length). -EINVAL unless o1_attention_tiled_fits. */
+int o1_attention_tiled_cuda(uint16_t *out, const float *q,
+			    const uint16_t *k_cache, const uint16_t *v_cache,
+			    const struct o1_attn_dims *dims,
+			    const struct o1_attn_batch *batch, uint32_t n_rows,
+			    uint32_t min_new, cudaStream_t stream);
+/* Whether the tiled kernel takes this shape: head_dim 64 or 128,
+ * page_stride % 8 == 0, caches 16-byte, q 8-byte, out 4-byte aligned. */
+bool o1_attention_tiled_fits(const struct o1_attn_dims *dims,
+			     const uint16_t *out, const float *q,
+			     const uint16_t *k_cache, const uint16_t *v_cache);
 /* Floats of scratch for ROWS rows split in SPLITS along the sequence. */
 uint64_t o1_attention_cuda_scratch_floats(uint32_t rows, uint32_t n_heads,
 					  uint32_t head_dim, uint32_t splits);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # GPU benchmarks, run by tools/gpu/run.sh (bench|all) on the GPU machine
-# after the build: batch-1 decode of random bf16 models in the
-# qwen2.5-0.5b and llama3.2-1b shapes (written as safetensors: the GGUF
-# writer holds a whole model in RAM), reported beside the floor (weight
-# bytes per token / measured device copy bandwidth). Results go to
-# OUT/bench.txt.
+# after the build: one layer's prefill attention for 512- and 2048-token
+# chunks in the presets' shapes, row kernel vs tiled kernel beside the
+# FLOP floor (bench_prefill_attn, no model needed); batch-1 decode of
+# random bf16 models in the qwen2.5-0.5b and llama3.2-1b shapes (written
+# as safetensors: the GGUF writer holds a whole model in RAM), reported
+# beside the floor (weight bytes per token / measured device copy
+# bandwidth). Results go to OUT/bench.txt.
 #   tools/gpu/bench.sh OUT [presets...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,6 +20,8 @@ mkdir -p "$models"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm \
   --format=csv,noheader >>"$out/bench.txt" 2>&1
 rc=0
+echo "# prefill attention, one layer, one chunk from position 0" >>"$out/bench.txt"
+"$bin/tools/gpu/bench_prefill_attn" >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
 for p in $presets; do
   m=$models/$p
   [ -d "$m" ] || "$bin/tools/o1model/o1model" make --preset "$p" \
