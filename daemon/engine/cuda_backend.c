@@ -10,8 +10,10 @@
  *   2. uploads it with one async copy into fixed device buffers;
  *   3. runs the layers: RMSNorm (fused with the previous residual add),
  *      one fused QKV product, RoPE fused with the bias and the KV page
- *      write, paged attention, O product, RMSNorm + residual, one fused
- *      gate/up product, SwiGLU, down product;
+ *      write, paged attention (attention.cu: chunks of >= 16 new tokens on
+ *      the tiled tensor-core kernel, other rows on the row kernel), O
+ *      product, RMSNorm + residual, one fused gate/up product, SwiGLU,
+ *      down product;
  *   4. final RMSNorm (with the last residual add) and LM head over the rows
  *      that want logits, in chunks of head_rows, each copied to the host.
  * Everything is enqueued on one stream; the only host synchronization is

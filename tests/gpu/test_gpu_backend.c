@@ -3,8 +3,10 @@
  * models, on `o1model make --preset tiny` (GGUF, f32) and on a one-layer
  * qwen2.5-0.5b shape (safetensors, bf16) made by the o1model binary given
  * as argv[1]. Two sequences share every step: prompts of 40 and 23 random
- * ids prefilled in chunks of 13 with logits for every position, then 16
- * batched decode steps.
+ * ids prefilled in chunks of 17 with logits for every position, then 16
+ * batched decode steps. The 17-token chunks take the tiled prefill
+ * attention where the shape allows it (head_dim 64 or 128: the qwen2.5
+ * shape), the 6-token remainders the row kernel, one step mixing both.
  *
  * Checks, over the prompt positions: logits relative L2 error
  * ||gpu - cpu|| / ||cpu|| <= 2e-2 per position (bf16 weights, KV and
@@ -45,7 +47,7 @@
 #include "model.h"
 
 #define N_SEQS	  2
-#define CHUNK	  13
+#define CHUNK	  17
 #define N_DECODE  16
 #define MAX_PAGES 64
 
@@ -239,8 +241,8 @@ static void check_bad_id(struct side *gpu, uint32_t vocab)
 }
 
 /* Decode steps of both sequences replay bucket 2; prefill chunks count as
- * prefill, except a last chunk of one id alone (40 = 3 x 13 + 1), which is
- * a decode step of one sequence: bucket 1. */
+ * prefill, except a last chunk of one id alone (a prompt of k CHUNK + 1),
+ * which is a decode step of one sequence: bucket 1. */
 static void check_graph_stats(struct side *gpu, const uint32_t *len)
 {
 	struct o1_backend_graph_stats g;
