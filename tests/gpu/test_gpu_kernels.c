@@ -790,6 +790,11 @@ static void check_prefill(const struct att_case *c)
 	size_t row_n = (size_t)c->k.hq * c->k.d, out_n;
 	float *ref, *tol, *scratch, *got;
 
+	fprintf(stderr, "prefill: Hq %u Hkv %u D %u P %u, new/start:", c->k.hq,
+		c->k.hkv, c->k.d, c->k.p);
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
+	fprintf(stderr, "\n");
 	fill_attention(c, &h);
 	poison_tails(c, &h);
 	b = (struct o1_attn_batch){c->n_seqs, h.q_off, h.start, h.tables,
