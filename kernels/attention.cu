@@ -13,22 +13,22 @@
  * batch, one row per sequence, always does (the captured decode graphs
  * are unchanged).
  *
- * Row kernel. Grid (row, kv head, split): a block serves the Hq/Hkv query heads that
- * share one kv head (GQA-aware: each K/V tile is read from the pool once
- * for all of them), one warp per query head. The block walks its split's
- * positions in tiles of ATT_TILE: the tile's K and V rows (bf16) go to
- * shared memory through the block table, lane j scores position j, the
- * warp rescales its running max/sum/accumulator, then each lane
- * accumulates its own head dims. When (row, kv head) pairs are too few to
- * fill the GPU (decode), the sequence is split into up to ATT_MAX_SPLITS
- * ranges whose partial (acc, max, sum) land in scratch and a second
- * kernel merges them; with one split the first kernel writes the output
- * directly. The split count comes from the host (rows, heads, MAX_LEN);
- * each sequence cuts its own length (start_pos + its new tokens, read on
- * the device) into that many ranges of whole tiles, so a launch depends on
- * no per-step host value beyond the row count and can be replayed from a
- * CUDA graph with MAX_LEN = the longest context: splits past a short
- * sequence's end exit at once and merge as empty partials.
+ * Row kernel. Grid (row, kv head, split): a block serves the Hq/Hkv query
+ * heads that share one kv head (GQA-aware: each K/V tile is read from the
+ * pool once for all of them), one warp per query head. The block walks its
+ * split's positions in tiles of ATT_TILE: the tile's K and V rows (bf16) go
+ * to shared memory through the block table, lane j scores position j, the
+ * warp rescales its running max/sum/accumulator, then each lane accumulates
+ * its own head dims. When (row, kv head) pairs are too few to fill the GPU
+ * (decode), the sequence is split into up to ATT_MAX_SPLITS ranges whose
+ * partial (acc, max, sum) land in scratch and a second kernel merges them;
+ * with one split the first kernel writes the output directly. The split
+ * count comes from the host (rows, heads, MAX_LEN); each sequence cuts its
+ * own length (start_pos + its new tokens, read on the device) into that
+ * many ranges of whole tiles, so a launch depends on no per-step host value
+ * beyond the row count and can be replayed from a CUDA graph with MAX_LEN =
+ * the longest context: splits past a short sequence's end exit at once and
+ * merge as empty partials.
  * Invariants: head_dim even and <= ATT_MAX_D, page strides even (bf16
  * pairs are read as 32-bit words), Hq/Hkv <= 32.
  */
