@@ -4,7 +4,8 @@
 # configures and builds with CUDA, runs every test (GPU tests included) and
 # the GPU benchmarks, and writes logs and results to OUT (default $OUT or
 # ./gpu-out).
-#   tools/gpu/run.sh [build|test|bench|e2e|all] [ctest -R pattern]
+#   tools/gpu/run.sh [build|test|bench|e2e|hf|all] [ctest -R pattern]
+# (hf: the CUDA backend against transformers, tools/gpu/hf_compare.sh)
 # O1_GPU_TARGETS="t1 t2": build only these targets (a half-written file
 # elsewhere in the tree then cannot break the run). The hf reference models
 # live in ../shared beside the checkout, which does not travel: copy
@@ -79,6 +80,7 @@ case "$what" in
   test) build && run_tests ;;
   bench) build && run_bench ;;
   e2e) build && tools/gpu/e2e.sh "$out" ;;
+  hf) build && tools/gpu/hf_compare.sh "$out" ;;
   all) build && { run_tests; rc=$?; run_bench; exit $rc; } ;;
-  *) echo "usage: $0 [build|test|bench|e2e|all] [pattern]"; exit 2 ;;
+  *) echo "usage: $0 [build|test|bench|e2e|hf|all] [pattern]"; exit 2 ;;
 esac
