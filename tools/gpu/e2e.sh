@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # End-to-end decode through libo1client on the GPU machine: o1d on the CUDA
 # backend serving a random bf16 model of a preset's shape, o1bench run at
-# concurrency 1 (batch-1 decode), 64 and 256, then the graph counters from
-# the metrics (o1ctl stats --json). Run by tools/gpu/run.sh e2e after the
+# concurrency 1 (batch-1 decode), 64 and 256 (128-word prompts, 128 new
+# tokens), TTFT for 512- and 2048-word prompts, the graph counters from the
+# metrics (o1ctl stats --json), then batch-1 decode again with graphs off. Run by tools/gpu/run.sh e2e after the
 # build; results go to OUT/e2e.txt.
 #   tools/gpu/e2e.sh OUT [presets...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:?usage: e2e.sh OUT [presets...]}
 shift
-presets=${*:-qwen2.5-0.5b llama3.2-1b}
+presets=${*:-qwen2.5-0.5b llama3.2-1b llama3-8b}
 bin=build/gpu
 models=/tmp/o1-bench-models
 run=$(mktemp -d /tmp/o1-e2e.XXXXXX)
@@ -17,9 +18,10 @@ sock=$run/o1d.sock
 mkdir -p "$models"
 rc=0
 
-start_o1d() { # model
+start_o1d() { # model [graphs.enabled]
   "$bin/daemon/o1d/o1d" --set model.path="$1" --set backend.device=cuda:0 \
     --set ipc.socket="$sock" --set metrics.mode=shm \
+    --set graphs.enabled="${2:-true}" \
     --set scheduler.max_running=256 >"$run/o1d.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
@@ -29,6 +31,13 @@ start_o1d() { # model
   done
   tail -20 "$run/o1d.log"
   return 1
+}
+
+bench() { # preset concurrency requests prompt-words new-tokens
+  echo "# $1: o1bench run, concurrency $2, $3 requests, $4-word prompt, $5 new tokens" >>"$out/e2e.txt"
+  "$bin/tools/o1bench/o1bench" run --socket "$sock" --requests "$3" \
+    --concurrency "$2" --max-tokens "$5" --prompt-tokens "$4" \
+    >>"$out/e2e.txt" 2>>"$out/e2e.log" || rc=1
 }
 
 for p in $presets; do
@@ -43,10 +52,10 @@ for p in $presets; do
   grep -E "graph|capture|kv:|pages" "$run/o1d.log" | head -8 >>"$out/e2e.txt"
   for c in 1 64 256; do
     n=$((c == 1 ? 8 : c * 2))
-    echo "# $p: o1bench run, concurrency $c, $n requests, 16-word prompt, 128 new tokens" >>"$out/e2e.txt"
-    "$bin/tools/o1bench/o1bench" run --socket "$sock" --requests "$n" \
-      --concurrency "$c" --max-tokens 128 --prompt-tokens 16 \
-      >>"$out/e2e.txt" 2>>"$out/e2e.log" || rc=1
+    bench "$p" "$c" "$n" 128 128
+  done
+  for t in 512 2048; do
+    bench "$p" 1 8 "$t" 1
   done
   echo "# $p: graph counters (o1ctl stats --json)" >>"$out/e2e.txt"
   "$bin/tools/o1ctl/o1ctl" --set ipc.socket="$sock" --set metrics.mode=shm \
@@ -61,6 +70,10 @@ print("graph hits", hits, "misses", miss, "oversize", g.get("oversize"),
       "capture_us", g.get("capture_us"), "capture_bytes", g.get("capture_bytes"))
 print("steps", s.get("counters", {}).get("steps"))
 PY
+  kill -TERM "$pid"; wait "$pid"; echo "# o1d exit $?" >>"$out/e2e.txt"
+  echo "# $p: graphs off" >>"$out/e2e.txt"
+  start_o1d "$m" false || { echo "o1d on $p (graphs off) did not start" | tee -a "$out/e2e.txt"; rc=1; continue; }
+  bench "$p" 1 8 128 128
   kill -TERM "$pid"; wait "$pid"; echo "# o1d exit $?" >>"$out/e2e.txt"
 done
 cat "$out/e2e.txt"
