@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "tp_backend.h"
 
 #ifdef O1_WITH_CUDA_BACKEND
 extern const struct o1_backend_ops o1_cuda_backend_ops;
@@ -72,14 +73,26 @@ static int resolve_config(const struct o1_model_desc *d,
 		c->max_context_tokens = d->max_context_tokens;
 	if (!c->max_batch_tokens || !c->max_seqs || !c->n_pages ||
 	    !c->max_context_tokens || c->max_seqs > c->max_batch_tokens ||
-	    c->n_threads > 256) {
+	    c->n_threads > 256 || c->tensor_parallel > O1_BACKEND_DEVICES_MAX ||
+	    c->tp_size) {
 		o1_err("backend: bad config: batch tokens %u seqs %u pages %u "
-		       "context %u threads %u",
+		       "context %u threads %u tensor parallel %u (at most %u)",
 		       c->max_batch_tokens, c->max_seqs, c->n_pages,
-		       c->max_context_tokens, c->n_threads);
+		       c->max_context_tokens, c->n_threads, c->tensor_parallel,
+		       O1_BACKEND_DEVICES_MAX);
 		return -O1_E_CONFIG;
 	}
 	return 0;
+}
+
+static int create_state(enum o1_backend_kind kind, const struct o1_model *m,
+			struct o1_backend *b)
+{
+	if (!b->cfg.tensor_parallel)
+		return b->ops->create(m, &b->cfg, &b->state);
+	b->ops = &o1_tp_backend_ops;
+	return o1_tp_backend_create(kind, o1_backend_table[kind], m, &b->cfg,
+				    &b->state);
 }
 
 int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *m,
@@ -107,7 +120,7 @@ int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *m,
 	if (!err)
 		err = o1_kv_layout_check(&b->layout, &elems);
 	if (!err)
-		err = b->ops->create(m, &b->cfg, &b->state);
+		err = create_state(kind, m, b);
 	if (err) {
 		free(b);
 		return err;

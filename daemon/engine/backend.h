@@ -20,6 +20,8 @@
  *
  * A backend runs one step at a time, called from one thread (the engine
  * loop); the CPU backend spreads each kernel over its own worker threads.
+ * The tensor-parallel backend (tp_backend.h) is one backend to its caller
+ * over N rank backends, each stepped on its own thread.
  *
  * Determinism (CPU backend): with the same thread count, a sequence's
  * logits are bitwise identical whatever the page size, the page ids, the
@@ -45,6 +47,24 @@ enum o1_backend_kind {
 
 #define O1_BACKEND_GRAPH_BUCKETS_MAX 32
 
+#define O1_BACKEND_DEVICES_MAX 8
+
+/* A rank backend's link to its tensor-parallel group (tp_group.h builds
+ * them). SUM adds BUF, N floats (host memory on the CPU backend, device
+ * memory enqueued on STREAM, the backend's cudaStream_t, on CUDA), across
+ * the ranks in place: every rank gets the same bits. WAIT (NULL: none
+ * needed) waits until STREAM's work is done, returning -ECANCELED promptly
+ * once any rank of the group failed instead of waiting on a collective
+ * that will never complete. FAIL marks the group failed: every rank's
+ * pending and later SUM and WAIT return -ECANCELED. A rank whose create or
+ * step fails calls FAIL, then waits (through WAIT) for its own stream. */
+struct o1_tp_link {
+	int (*sum)(void *ctx, float *buf, uint64_t n, void *stream);
+	int (*wait)(void *ctx, void *stream);
+	void (*fail)(void *ctx);
+	void *ctx;
+};
+
 /* CUDA Graphs (CUDA backend only; ignored by the CPU backend). With
  * graphs_enabled, a decode step (every sequence brings one token) of n
  * sequences runs padded to the smallest bucket >= n: its decode step was
@@ -56,7 +76,7 @@ enum o1_backend_kind {
  * bucket run eagerly. graphs_eager runs the same padded bucket shapes
  * without capturing them: the graphs' bitwise reference in tests. */
 struct o1_backend_config {
-	uint32_t n_threads;	     /* CPU workers; 0 = online CPUs */
+	uint32_t n_threads;	     /* CPU workers (per rank); 0 = online */
 	uint32_t max_batch_tokens;   /* new tokens per step (sum) */
 	uint32_t max_seqs;	     /* sequences per step */
 	uint32_t max_context_tokens; /* per sequence; 0 = the model's */
@@ -66,6 +86,15 @@ struct o1_backend_config {
 	bool graphs_eager;
 	uint32_t n_graph_buckets; /* 0 = the default list */
 	uint32_t graph_buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	uint32_t device; /* CUDA ordinal of a one-device backend */
+	/* Tensor parallelism (tp_backend.h): 0 = one backend on DEVICE; N
+	 * >= 1 = the tensor-parallel backend over N ranks, rank r on
+	 * devices[r] (1 is that path over one rank: a test of it). */
+	uint32_t tensor_parallel;
+	uint32_t devices[O1_BACKEND_DEVICES_MAX];
+	/* Set by the tensor-parallel backend in its ranks' configs only. */
+	uint32_t tp_rank, tp_size; /* this shard; tp_size 0 = not a rank */
+	struct o1_tp_link tp_link;
 };
 
 /* Graph use, per bucket and overall (o1_backend_graph_stats). */
@@ -119,6 +148,9 @@ struct o1_backend_ops {
 	/* Optional: NULL = no graph replays to fail
 	 * (o1_backend_fail_replays). */
 	int (*fail_replays)(void *state, uint32_t every);
+	/* A tensor-parallel rank's FFN and query columns must be multiples
+	 * of this (tp_shard.h); 0 = the backend cannot be a rank. */
+	uint32_t tp_align;
 };
 
 extern const struct o1_backend_ops o1_cpu_backend_ops;
@@ -129,7 +161,9 @@ struct o1_backend;
 int o1_backend_parse(const char *name, enum o1_backend_kind *out);
 const char *o1_backend_name(enum o1_backend_kind kind);
 /* -O1_E_UNSUPPORTED (logged "CUDA backend not built/available") for a
- * backend this build lacks; -O1_E_CONFIG for a bad CFG. */
+ * backend this build lacks, or tensor parallelism it cannot do (a split
+ * that does not divide, CUDA without NCCL); -O1_E_CONFIG for a bad CFG.
+ * With CFG->tensor_parallel, the backend is tp_backend.h's. */
 int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *model,
 		      const struct o1_backend_config *cfg,
 		      struct o1_backend **out);

@@ -12,6 +12,11 @@
  * rows, which is what backend.h's determinism promise rests on.
  * Not implemented: sliding-window attention (Mistral v0.1's 4096-token
  * window); attention is full-causal, exact for contexts within the window.
+ *
+ * As a tensor-parallel rank (cfg.tp_size, tp_shard.h) the model is the
+ * rank's shard: the O and down products are partial sums, added across the
+ * ranks through cfg.tp_link before their residual add, and only rank 0
+ * runs the LM head. It is the CPU reference of the sharding (tp_group.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -355,6 +360,14 @@ static int qkv_block(struct cpu_state *s, uint32_t l, uint32_t t)
 	return err;
 }
 
+/* A rank's partial O or down product in s->o: summed across the ranks. */
+static int reduce(struct cpu_state *s, uint32_t t)
+{
+	const struct o1_tp_link *k = &s->cfg.tp_link;
+
+	return k->sum ? k->sum(k->ctx, s->o, (uint64_t)t * s->d.dim, NULL) : 0;
+}
+
 /* K/V into the pages, paged attention, output projection, residual. */
 static int attention_block(struct cpu_state *s, uint32_t l, uint32_t t,
 			   const struct o1_attn_batch *b)
@@ -375,6 +388,8 @@ static int attention_block(struct cpu_state *s, uint32_t l, uint32_t t,
 		err =
 		    o1_matmul_cpu(s->tp, s->o, s->att, s->layers[l].w[O1_T_WO],
 				  NULL, t, d->dim, d->n_heads * d->head_dim);
+	if (!err)
+		err = reduce(s, t);
 	if (!err)
 		err = o1_residual_add_cpu(s->tp, s->x, s->o, t, d->dim);
 	return err;
@@ -400,6 +415,8 @@ static int mlp_block(struct cpu_state *s, uint32_t l, uint32_t t)
 	if (!err)
 		err = o1_matmul_cpu(s->tp, s->o, s->gate, w[O1_T_W_DOWN], NULL,
 				    t, d->dim, d->ffn_dim);
+	if (!err)
+		err = reduce(s, t);
 	if (!err)
 		err = o1_residual_add_cpu(s->tp, s->x, s->o, t, d->dim);
 	return err;
@@ -434,7 +451,11 @@ static int cpu_step(void *state, const struct o1_step *st)
 		if (!err)
 			err = mlp_block(s, l, t);
 	}
-	return err ? err : head(s, r, st->logits);
+	if (!err && !s->cfg.tp_rank)
+		err = head(s, r, st->logits);
+	if (err && s->cfg.tp_link.fail)
+		s->cfg.tp_link.fail(s->cfg.tp_link.ctx);
+	return err;
 }
 
 const struct o1_backend_ops o1_cpu_backend_ops = {
@@ -442,4 +463,5 @@ const struct o1_backend_ops o1_cpu_backend_ops = {
     .create = cpu_create,
     .destroy = cpu_destroy,
     .step = cpu_step,
+    .tp_align = 1,
 };
