@@ -35,6 +35,21 @@
  * replay whose launch fails (or is failed on purpose: fail_replays, the
  * graph_replay fault) runs the bucket step eagerly over the same inputs.
  * Limits: head_dim even and <= 256, Hq/Hkv <= 32 (attention.cu).
+ *
+ * Device: create, step and destroy bind the calling thread to cfg.device
+ * (cudaSetDevice), so the backend may be created on one thread and
+ * stepped on another.
+ *
+ * As a tensor-parallel rank (cfg.tp_size, tp_shard.h, tp_group.h): the
+ * model is the rank's shard; the O and down products (f32, in s->o) are
+ * partial sums, all-reduced through cfg.tp_link on the stream (NCCL, so
+ * the collectives are captured in the bucket graphs) before the next
+ * RMSNorm adds them to the residual stream; only rank 0 holds the LM head
+ * and copies logits. Every wait goes through the link (it returns once any
+ * rank failed instead of waiting on a collective for ever), and the
+ * collectives are done before the blocking copy of the logits. A graph
+ * launch that fails is an error, not an eager fallback: every rank must
+ * replay the same captured collectives.
  */
 #include "cuda_backend.h"
 
@@ -148,8 +163,10 @@ static uint64_t layout_weights(struct cuda_state *s, uintptr_t base)
 
 	s->embd = carve(base, &off, d->vocab_size * dim * 2);
 	s->out_norm = carve(base, &off, dim * 4);
-	s->out_w = d->tied_embeddings
-		       ? s->embd
+	/* Only rank 0 of a tensor-parallel group runs the LM head. */
+	s->out_w = d->tied_embeddings ? s->embd
+		   : s->cfg.tp_rank
+		       ? NULL
 		       : carve(base, &off, d->vocab_size * dim * 2);
 	s->inv_freq = carve(base, &off, d->rope.dim / 2 * 4);
 	for (uint32_t l = 0; l < d->n_layers; l++) {
@@ -274,7 +291,7 @@ static int upload_all(struct cuda_state *s, const struct o1_model *m,
 	if (!err)
 		err = upload_role(s, m, O1_T_OUTPUT_NORM, -1,
 				  (struct weight_dst){s->out_norm, false}, st);
-	if (!err && !s->d.tied_embeddings)
+	if (!err && !s->d.tied_embeddings && s->out_w)
 		err = upload_role(s, m, O1_T_OUTPUT, -1,
 				  (struct weight_dst){s->out_w, true}, st);
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++)
@@ -451,14 +468,34 @@ static int setup_streams(struct cuda_state *s)
 	return err;
 }
 
+/* Waits for the stream: through the tensor-parallel link when there is
+ * one (it gives up once another rank failed). */
+static int sync_stream(struct cuda_state *s)
+{
+	const struct o1_tp_link *k = &s->cfg.tp_link;
+
+	if (k->wait)
+		return k->wait(k->ctx, s->stream);
+	return O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+}
+
+/* A rank's collectives must be done before a copy to pageable memory,
+ * which blocks the thread until the stream gets there. */
+static int settle(struct cuda_state *s)
+{
+	return s->cfg.tp_link.wait ? sync_stream(s) : 0;
+}
+
 static void cuda_destroy(void *state)
 {
 	struct cuda_state *s = state;
 
 	if (!s)
 		return;
+	cudaSetDevice((int)s->cfg.device);
+	cudaGetLastError();
 	if (s->stream)
-		cudaStreamSynchronize(s->stream);
+		sync_stream(s);
 	o1_cuda_graphs_destroy(s->graphs);
 	if (s->blas)
 		cublasDestroy(s->blas);
@@ -490,19 +527,39 @@ static int check_model(const struct o1_model_desc *d)
 	return 0;
 }
 
+/* Binds the calling thread to the backend's device. */
+static int use_device(const struct cuda_state *s)
+{
+	return O1_CUDA_CHECK(cudaSetDevice((int)s->cfg.device));
+}
+
 static int init_state(struct cuda_state *s, const struct o1_model *m,
 		      const struct o1_backend_config *cfg)
 {
-	int err = o1_cuda_probe();
+	int err = o1_cuda_probe(), n = 0;
 
 	if (err) {
 		o1_err("cuda backend: no CUDA device available");
 		return err;
 	}
+	s->cfg = *cfg;
+	err = O1_CUDA_CHECK(cudaGetDeviceCount(&n));
+	if (!err && cfg->device >= (uint32_t)n) {
+		o1_err("cuda backend: no device cuda:%u (%d devices)",
+		       cfg->device, n);
+		return -O1_E_CONFIG;
+	}
+	if (!err && cfg->tp_size && !cfg->tp_link.sum) {
+		o1_err("cuda backend: tensor-parallel rank %u without a link",
+		       cfg->tp_rank);
+		return -O1_E_CONFIG;
+	}
+	err = err ? err : use_device(s);
+	if (err)
+		return err;
 	s->d = m->desc;
 	if (!s->d.rope.dim)
 		s->d.rope.dim = s->d.head_dim;
-	s->cfg = *cfg;
 	s->kvl = (struct o1_kv_layout){cfg->n_pages, m->desc.n_layers,
 				       m->desc.n_kv_heads, cfg->page_tokens,
 				       m->desc.head_dim};
@@ -593,6 +650,17 @@ static struct o1_attn_dims attn_dims(const struct cuda_state *s)
 				     (float)(1.0 / sqrt(s->d.head_dim))};
 }
 
+/* A rank's partial O or down product in s->o (T rows): summed across the
+ * ranks, on the stream. */
+static int reduce(struct cuda_state *s, uint32_t t)
+{
+	const struct o1_tp_link *k = &s->cfg.tp_link;
+
+	if (!k->sum)
+		return 0;
+	return k->sum(k->ctx, s->o, (uint64_t)t * s->d.dim, s->stream);
+}
+
 static int attention_block(struct cuda_state *s, uint32_t l,
 			   const struct flat *f, const struct o1_attn_batch *b)
 {
@@ -618,7 +686,8 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 	    err ? err
 		: o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t, f->max_len,
 				    s->scratch, s->scratch_floats, s->stream);
-	return err ? err : gemm(s, s->o, s->att, y->wo, t, d->dim, qd);
+	err = err ? err : gemm(s, s->o, s->att, y->wo, t, d->dim, qd);
+	return err ? err : reduce(s, t);
 }
 
 static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
@@ -634,7 +703,8 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	err = err ? err
 		  : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f,
 				   s->stream);
-	return err ? err : gemm(s, s->o, s->act, y->wdown, t, d->dim, f);
+	err = err ? err : gemm(s, s->o, s->act, y->wdown, t, d->dim, f);
+	return err ? err : reduce(s, t);
 }
 
 /* Uploads the inputs of N_SEQS sequences; the tables come last: only the
@@ -709,7 +779,10 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 	int err = upload_inputs(s, st->n_seqs);
 
 	err = err ? err : layers(s, st->n_seqs, f);
-	return err ? err : head(s, f->rows, st->logits);
+	err = err ? err : settle(s);
+	if (err || s->cfg.tp_rank)
+		return err;
+	return head(s, f->rows, st->logits);
 }
 
 /* The bucket step of BATCH one-token rows, logits left on the device:
@@ -720,7 +793,9 @@ static int bucket_body(void *ctx, uint32_t batch)
 	struct flat f = {batch, batch, s->cfg.max_context_tokens};
 	int err = layers(s, batch, &f);
 
-	return err ? err : head_chunk(s, 0, batch);
+	if (err || s->cfg.tp_rank)
+		return err;
+	return head_chunk(s, 0, batch);
 }
 
 /* Padding rows [FROM, BATCH) of a decode batch, in the pinned inputs. */
@@ -738,6 +813,11 @@ static void pad_inputs(struct cuda_state *s, uint32_t from, uint32_t batch)
 		h->tables[(size_t)i * s->max_blocks] = s->scratch_page;
 	}
 	h->q_off[batch] = batch;
+}
+
+static int bucket_sync(void *ctx)
+{
+	return sync_stream(ctx);
 }
 
 static int bucket_prepare(void *ctx, uint32_t batch)
@@ -767,7 +847,10 @@ static int bucket_step(struct cuda_state *s, const struct o1_step *st)
 	pad_inputs(s, st->n_seqs, batch);
 	err = upload_inputs(s, batch);
 	err = err ? err : o1_cuda_graphs_run(s->graphs, st->n_seqs, batch);
-	return err ? err : copy_logits(s, st->logits, st->n_seqs);
+	err = err ? err : settle(s);
+	if (err || s->cfg.tp_rank)
+		return err;
+	return copy_logits(s, st->logits, st->n_seqs);
 }
 
 static int run_step(struct cuda_state *s, const struct o1_step *st,
@@ -789,17 +872,16 @@ static int cuda_step(void *state, const struct o1_step *st)
 {
 	struct cuda_state *s = state;
 	struct flat f;
-	int err = flatten(s, st, &f);
+	int err = use_device(s), e;
 
+	err = err ? err : flatten(s, st, &f);
 	if (!err)
 		err = run_step(s, st, &f);
+	if (err && s->cfg.tp_link.fail)
+		s->cfg.tp_link.fail(s->cfg.tp_link.ctx);
 	/* Even after a failed enqueue: the pinned inputs may be in flight. */
-	if (s->stream) {
-		int e = O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
-
-		err = err ? err : e;
-	}
-	return err;
+	e = sync_stream(s);
+	return err ? err : e;
 }
 
 static const uint32_t default_buckets[] = {1,  2,  4,  8,   16,	 24, 32,
@@ -833,8 +915,9 @@ static int setup_graphs(struct cuda_state *s)
 {
 	uint32_t b[O1_BACKEND_GRAPH_BUCKETS_MAX];
 	struct o1_cuda_graphs_config gc = {
-	    b, 0, !s->cfg.graphs_eager, s->stream, bucket_body, bucket_prepare,
-	    s};
+	    b,		 0,	      !s->cfg.graphs_eager,
+	    s->stream,	 bucket_body, bucket_prepare,
+	    bucket_sync, s,	      s->cfg.tp_size > 0};
 
 	if (s->cfg.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
 		o1_err("cuda graphs: %u buckets configured, at most %u",
@@ -900,4 +983,5 @@ const struct o1_backend_ops o1_cuda_backend_ops = {
     .step = cuda_step,
     .graph_stats = cuda_graph_stats,
     .fail_replays = cuda_fail_replays,
+    .tp_align = 8, /* gemv.cu: K a multiple of 8 */
 };

@@ -26,6 +26,13 @@ struct o1_cuda_graphs {
 	struct o1_graph_replay replay; /* what a bucket step does, counts */
 };
 
+static int wait_stream(struct o1_cuda_graphs *g)
+{
+	if (g->cfg.sync)
+		return g->cfg.sync(g->cfg.ctx);
+	return O1_CUDA_CHECK(cudaStreamSynchronize(g->cfg.stream));
+}
+
 static uint64_t now_us(void)
 {
 	struct timespec ts;
@@ -68,14 +75,14 @@ static int setup_bucket(struct o1_cuda_graphs *g, uint32_t i)
 	int err = g->cfg.prepare(g->cfg.ctx, g->buckets[i]);
 
 	err = err ? err : g->cfg.body(g->cfg.ctx, g->buckets[i]);
-	err = err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(g->cfg.stream));
+	err = err ? err : wait_stream(g);
 	if (err || !g->cfg.capture)
 		return err;
 	if (capture(g, i, &g->execs[i]))
 		o1_warn("cuda graphs: capture of batch %u failed; it runs "
 			"eagerly",
 			g->buckets[i]);
-	return O1_CUDA_CHECK(cudaStreamSynchronize(g->cfg.stream));
+	return wait_stream(g);
 }
 
 static int check_config(const struct o1_cuda_graphs_config *c)
@@ -145,8 +152,8 @@ int o1_cuda_graphs_create(const struct o1_cuda_graphs_config *cfg,
 	for (uint32_t i = 0; i < cfg->n_buckets; i++)
 		g->buckets[i] = g->stats.buckets[i].batch = cfg->buckets[i];
 	g->cfg.buckets = g->buckets;
-	o1_graph_replay_init(&g->replay,
-			     &(struct o1_graph_replay_ops){launch, body, g});
+	o1_graph_replay_init(&g->replay, &(struct o1_graph_replay_ops){
+					     launch, body, g, cfg->strict});
 	err = setup_all(g);
 	for (uint32_t i = 0; i < cfg->n_buckets; i++)
 		g->stats.buckets[i].captured = g->execs[i] != NULL;

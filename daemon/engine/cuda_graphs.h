@@ -35,7 +35,12 @@ struct o1_cuda_graphs_config {
 	int (*body)(void *ctx, uint32_t batch);
 	/* Fills and uploads the inputs of a batch of BATCH padding rows. */
 	int (*prepare)(void *ctx, uint32_t batch);
+	/* Waits until STREAM's work is done (NULL: cudaStreamSynchronize). */
+	int (*sync)(void *ctx);
 	void *ctx;
+	/* A failed graph launch is an error, not an eager run of BODY (a
+	 * tensor-parallel rank must replay what its peers replay). */
+	bool strict;
 };
 
 int o1_cuda_graphs_create(const struct o1_cuda_graphs_config *cfg,
@@ -47,7 +52,8 @@ int o1_cuda_graphs_bucket(struct o1_cuda_graphs *g, uint32_t n,
 			  uint32_t *batch);
 /* Enqueues the step of N rows padded to BATCH (from o1_cuda_graphs_bucket,
  * inputs already uploaded): replays the bucket's graph, or runs BODY when
- * it has none (a miss) or the launch fails (a fallback). */
+ * it has none (a miss) or the launch fails (a fallback; with strict, the
+ * launch's error instead). */
 int o1_cuda_graphs_run(struct o1_cuda_graphs *g, uint32_t n, uint32_t batch);
 /* Fault injection: from the next replay on, every EVERY-th replay fails
  * as a failed cudaGraphLaunch does (0: none); -O1_E_UNSUPPORTED when no

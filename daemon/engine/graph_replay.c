@@ -18,10 +18,11 @@ void o1_graph_replay_fail(struct o1_graph_replay *r, uint32_t every)
 }
 
 /* Replays bucket I; the injected fault fails it before the launch, as if
- * the launch had returned an error. */
-static int replay(struct o1_graph_replay *r, uint32_t i)
+ * the launch had returned an error. *INJECTED says which it was. */
+static int replay(struct o1_graph_replay *r, uint32_t i, bool *injected)
 {
-	if (r->fail_every && ++r->tried % r->fail_every == 0)
+	*injected = r->fail_every && ++r->tried % r->fail_every == 0;
+	if (*injected)
 		return -EIO;
 	return r->ops.launch(r->ops.ctx, i);
 }
@@ -30,15 +31,21 @@ int o1_graph_replay_step(struct o1_graph_replay *r,
 			 struct o1_backend_graph_bucket *b, uint32_t i,
 			 uint32_t n)
 {
+	bool injected;
+	int err;
+
 	b->padded_tokens += b->batch - n;
 	if (!b->captured) {
 		b->misses++;
 		return r->ops.body(r->ops.ctx, b->batch);
 	}
-	if (replay(r, i) == 0) {
+	err = replay(r, i, &injected);
+	if (!err) {
 		b->hits++;
 		return 0;
 	}
+	if (r->ops.strict && !injected)
+		return err;
 	b->fallbacks++;
 	return r->ops.body(r->ops.ctx, b->batch);
 }

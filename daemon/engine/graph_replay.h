@@ -11,12 +11,15 @@
  * daemon/o1d/faults.h): every N-th replay tried since the fault was set
  * fails at the launch. LAUNCH is not called; the step then takes the
  * fallback a launch that returned an error takes, and is counted the same.
+ * With ops.strict a real launch failure is returned instead (the injected
+ * ones still fall back).
  *
  * One thread (the one that steps) calls everything here.
  */
 #ifndef O1_GRAPH_REPLAY_H
 #define O1_GRAPH_REPLAY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -28,6 +31,11 @@ struct o1_graph_replay_ops {
 	/* Enqueues the bucket step of BATCH rows eagerly. */
 	int (*body)(void *ctx, uint32_t batch);
 	void *ctx;
+	/* A launch that really fails is the step's error, not a fallback:
+	 * a tensor-parallel rank must replay exactly when its peers do
+	 * (NCCL). Injected failures still fall back: every rank injects
+	 * them at the same replays. */
+	bool strict;
 };
 
 struct o1_graph_replay {

@@ -89,6 +89,9 @@ static int run_cmd(struct tp_rank *k, enum tp_cmd cmd)
 	case TP_DESTROY:
 		k->tp->ops->destroy(k->state);
 		k->state = NULL;
+		if (k->tp->gops->rank_fini)
+			k->tp->gops->rank_fini(k->tp->group,
+					       (uint32_t)(k - k->tp->ranks));
 		break;
 	case TP_EXIT:
 		break;
@@ -273,6 +276,10 @@ int o1_tp_backend_create(enum o1_backend_kind kind,
 	err = err ? err : check_graphs(tp);
 	tp->model = NULL;
 	if (err) {
+		/* Ranks may be out of step: abort, do not finalize. */
+		if (tp->group)
+			tp->ranks[0].cfg.tp_link.fail(
+			    tp->ranks[0].cfg.tp_link.ctx);
 		tp_destroy(tp);
 		return err;
 	}
@@ -335,10 +342,26 @@ static void tp_graph_stats(const void *state,
 		tp->ops->graph_stats(tp->ranks[0].state, out);
 }
 
+/* The graph_replay fault on every rank at once: the ranks replay in
+ * lockstep, so each fails the same replays and falls back together, as
+ * NCCL requires. Ranks are idle between steps. */
+static int tp_fail_replays(void *state, uint32_t every)
+{
+	struct tp_state *tp = state;
+	int err = 0;
+
+	if (!tp->ops->fail_replays)
+		return -O1_E_UNSUPPORTED;
+	for (uint32_t r = 0; !err && r < tp->n; r++)
+		err = tp->ops->fail_replays(tp->ranks[r].state, every);
+	return err;
+}
+
 const struct o1_backend_ops o1_tp_backend_ops = {
     .name = "tensor-parallel",
     .create = NULL,
     .destroy = tp_destroy,
     .step = tp_step,
     .graph_stats = tp_graph_stats,
+    .fail_replays = tp_fail_replays,
 };

@@ -36,7 +36,12 @@ struct o1_tp_group_ops {
 	/* Rank R's link; valid until destroy. */
 	void (*link)(void *group, uint32_t r, struct o1_tp_link *out);
 	bool (*failed)(const void *group);
-	/* Once every rank's backend is destroyed. Accepts NULL. */
+	/* Releases rank R's part (its communicator), on rank R's thread
+	 * after its backend is destroyed; every rank at once, since NCCL's
+	 * finalization waits for the peers. A failed group's parts are
+	 * aborted instead. NULL: nothing per rank. */
+	void (*rank_fini)(void *group, uint32_t r);
+	/* Once every rank is finished. Accepts NULL. */
 	void (*destroy)(void *group);
 };
 

@@ -4,7 +4,8 @@
  * fails runs the body once (a fallback); the injected fault fails every
  * N-th replay without calling the launch and takes the same fallback, with
  * the same counts and the body's result, as a launch that returned an
- * error. */
+ * error; with strict, a real failure is returned and only injected ones
+ * fall back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,7 +50,7 @@ static void init(struct o1_graph_replay *r, struct fake *f,
 	*b = (struct o1_backend_graph_bucket){.batch = batch,
 					      .captured = captured};
 	o1_graph_replay_init(
-	    r, &(struct o1_graph_replay_ops){fake_launch, fake_body, f});
+	    r, &(struct o1_graph_replay_ops){fake_launch, fake_body, f, false});
 }
 
 static void test_miss(void **state)
@@ -170,6 +171,34 @@ static void test_every_nth(void **state)
 	assert_int_equal(b.padded_tokens, 0);
 }
 
+/* strict (a tensor-parallel rank): a launch that really fails is the
+ * step's error, nothing runs eagerly; an injected failure, which every
+ * rank injects at the same replay, still falls back. */
+static void test_strict(void **state)
+{
+	struct o1_graph_replay r;
+	struct o1_backend_graph_bucket b;
+	struct fake f;
+
+	(void)state;
+	init(&r, &f, &b, 4, true);
+	r.ops.strict = true;
+	assert_int_equal(o1_graph_replay_step(&r, &b, 1, 4), 0);
+	assert_int_equal(b.hits, 1);
+	f.launch_err = -1234;
+	assert_int_equal(o1_graph_replay_step(&r, &b, 1, 3), -1234);
+	assert_int_equal(f.bodies, 0);
+	assert_int_equal(b.fallbacks + b.misses, 0);
+	assert_int_equal(b.hits, 1);
+	f.launch_err = 0;
+	o1_graph_replay_fail(&r, 2);
+	assert_int_equal(o1_graph_replay_step(&r, &b, 1, 4), 0);
+	assert_int_equal(o1_graph_replay_step(&r, &b, 1, 4), 0);
+	assert_int_equal(b.hits, 2);
+	assert_int_equal(b.fallbacks, 1);
+	assert_int_equal(f.bodies, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +206,7 @@ int main(void)
 	    cmocka_unit_test(test_hit_and_real_failure),
 	    cmocka_unit_test(test_injected_is_a_failed_launch),
 	    cmocka_unit_test(test_every_nth),
+	    cmocka_unit_test(test_strict),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,13 @@
 /* bench_cuda_decode: CUDA backend decode speed beside its floor.
  *
  *   bench_cuda_decode MODEL [--prompt N] [--tokens N] [--batch N]
- *                     [--graphs on|off|both]
+ *                     [--graphs on|off|both] [--tp N]
+ *
+ * --tp N (2 .. 8) runs the tensor-parallel backend over GPUs 0 .. N-1
+ * (NCCL; NCCL_NVLS_ENABLE=0 is set before anything starts); the floor is
+ * then rank 0's share of the weights (its shard and the replicated
+ * tensors) over one GPU's bandwidth. Every result line ends with a
+ * "RESULT tp=N batch=B graphs=on|off tok_s=X ms_step=Y" line for scripts.
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process): prefills N random prompt ids (seeded) per
@@ -37,6 +43,7 @@
 #include "error.h"
 #include "kv_pool.h"
 #include "model.h"
+#include "tp_shard.h"
 
 #define BW_BYTES (1ull << 30)
 
@@ -45,7 +52,7 @@
 
 struct bench_args {
 	const char *model;
-	uint32_t prompt, tokens, batch;
+	uint32_t prompt, tokens, batch, tp;
 	int graphs; /* 0 off, 1 on, 2 both */
 };
 
@@ -97,19 +104,25 @@ out:
 	return err;
 }
 
-/* Bytes of bf16 weights one decode step reads (norms are f32). */
-static double weight_bytes(const struct o1_model *m)
+/* Bytes of bf16 weights one decode step reads (norms are f32) on rank 0
+ * of TP ranks (1: the whole model). */
+static double weight_bytes(const struct o1_model *m, uint32_t tp)
 {
+	struct o1_tp_shard sh;
+	struct o1_tp_slice sl;
 	double n = 0;
 
+	if (o1_tp_shard_plan(&m->desc, 0, tp, 1, &sh))
+		return 0;
 	for (uint32_t i = 0; i < m->n_tensors; i++) {
 		const struct o1_tensor *t = &m->tensors[i];
 
+		o1_tp_shard_slice(&sh, &m->desc, t, &sl);
 		if (t->role == O1_T_TOKEN_EMBD && !m->desc.tied_embeddings)
 			n += 2.0 * m->desc.dim;
 		else
-			n += (t->n_dims == 1 ? 4.0 : 2.0) *
-			     o1_tensor_elements(t);
+			n += (t->n_dims == 1 ? 4.0 : 2.0) * sl.n_rows *
+			     sl.n_cols;
 	}
 	return n;
 }
@@ -121,11 +134,13 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"tokens", required_argument, NULL, 'n'},
 	    {"batch", required_argument, NULL, 'b'},
 	    {"graphs", required_argument, NULL, 'g'},
+	    {"tp", required_argument, NULL, 't'},
 	    {0},
 	};
 	int opt;
 
 	a->prompt = 128, a->tokens = 256, a->batch = 1, a->graphs = 2;
+	a->tp = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 
@@ -144,10 +159,12 @@ static int parse(int argc, char **argv, struct bench_args *a)
 			a->prompt = v;
 		else if (opt == 'b')
 			a->batch = v;
+		else if (opt == 't')
+			a->tp = v;
 		else
 			a->tokens = v;
 	}
-	if (a->batch > MAX_BATCH)
+	if (a->batch > MAX_BATCH || a->tp > O1_BACKEND_DEVICES_MAX)
 		return -EINVAL;
 	if (optind + 1 != argc)
 		return -EINVAL;
@@ -165,12 +182,15 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .max_context_tokens = a->prompt + a->tokens + 9,
 	    .n_pages = pages * a->batch,
 	    .page_tokens = 16,
-	    .graphs_enabled = graphs};
+	    .graphs_enabled = graphs,
+	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
 	int err;
 
 	if (pages > SEQ_PAGES)
 		return -O1_E_CONTEXT;
+	for (uint32_t d = 0; d < a->tp; d++)
+		cfg.devices[d] = d;
 	r->vocab = m->desc.vocab_size;
 	r->batch = a->batch;
 	r->total = cfg.max_context_tokens;
@@ -256,7 +276,7 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 	       bool graphs, double bw)
 {
 	struct bench_run r = {0};
-	double t0, dt, pre = 0, wb = weight_bytes(m), tps;
+	double t0, dt, pre = 0, wb = weight_bytes(m, a->tp), tps;
 	uint32_t pos = a->prompt, b = a->batch;
 	int err = open_run(m, a, graphs, &r);
 
@@ -277,16 +297,19 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 	cudaProfilerStop();
 	tps = (double)b * a->tokens / dt;
 	if (!err)
-		printf("%s: %u layers dim %u vocab %u, batch %u, prompt %u, %u "
-		       "steps, graphs %s: %.1f tok/s (%.3f ms/step); weights "
-		       "%.3f GB/step, copy bandwidth %.0f GB/s, floor %.0f "
-		       "steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n",
+		printf("%s: %u layers dim %u vocab %u, TP %u, batch %u, prompt "
+		       "%u, %u steps, graphs %s: %.1f tok/s (%.3f ms/step); "
+		       "weights %.3f GB/step per GPU, copy bandwidth %.0f "
+		       "GB/s, floor %.0f steps/s, %.1f%% of it; prefill %.2f "
+		       "ms (%.0f tok/s)\nRESULT tp=%u batch=%u graphs=%s "
+		       "tok_s=%.2f ms_step=%.4f\n",
 		       m->desc.name, m->desc.n_layers, m->desc.dim,
-		       m->desc.vocab_size, b, a->prompt, a->tokens,
+		       m->desc.vocab_size, a->tp, b, a->prompt, a->tokens,
 		       graphs ? "on" : "off", tps, dt * 1e3 / a->tokens,
 		       wb / 1e9, bw, bw * 1e9 / wb,
 		       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), pre * 1e3,
-		       a->prompt / pre);
+		       a->prompt / pre, a->tp, b, graphs ? "on" : "off", tps,
+		       dt * 1e3 / a->tokens);
 	if (!err && graphs)
 		print_graphs(&r);
 	close_run(&r);
@@ -314,9 +337,11 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "usage: bench_cuda_decode MODEL [--prompt N] "
 				"[--tokens N] [--batch N (<= 256)] "
-				"[--graphs on|off|both]\n");
+				"[--graphs on|off|both] [--tp N (<= 8)]\n");
 		return 2;
 	}
+	/* NVLink multicast stays off (before NCCL's first call). */
+	setenv("NCCL_NVLS_ENABLE", "0", 1);
 	err = o1_model_open(a.model, &m);
 	if (!err) {
 		err = run_all(m, &a);
