@@ -43,6 +43,7 @@ enum key_flags {
 	F_NONEMPTY = 1 << 2,  /* list or string: at least one entry/byte */
 	F_ABSOLUTE = 1 << 3,  /* string: empty or an absolute path */
 	F_HOSTPORT = 1 << 4,  /* string: host:port */
+	F_DISTINCT = 1 << 5,  /* list: no entry twice */
 };
 
 struct key {
@@ -93,6 +94,8 @@ static const struct key keys[] = {
 	{"backend", "device", T_DEVICE, OFF(backend.device), 0, 0, 63, 0, 0,
 	 NULL, 0, "auto"},
 	U32(backend, threads, 0, 1024, 0, "0"),
+	LIST(backend, devices, 0, 63, F_NONEMPTY | F_DISTINCT, "0"),
+	U32(backend, tensor_parallel, 1, 8, 0, "1"),
 	U32(kv, page_tokens, 1, 256, F_POW2, "16"),
 	U32(kv, pages, 0, 16777216, 0, "0"),
 	{"kv", "memory_fraction", T_DOUBLE, OFF(kv.memory_fraction), 0, 0, 0,
@@ -353,6 +356,11 @@ static int parse_list(const struct key *k, const char *v, void *field,
 				      "entry %u (%llu) not above the "
 				      "one before",
 				      l.n + 1, (unsigned long long)x);
+		for (uint32_t i = 0; (k->flags & F_DISTINCT) && i < l.n; i++)
+			if (l.v[i] == x)
+				return reject(why, wl,
+					      "entry %u (%llu) given twice",
+					      l.n + 1, (unsigned long long)x);
 		l.v[l.n++] = (uint32_t)x;
 		v += strcspn(v, ",");
 		if (*v == ',' && !*++v)
@@ -505,10 +513,11 @@ static void allowed_enum(const struct key *k, char *buf, size_t len)
 static void allowed_list(const struct key *k, char *buf, size_t len)
 {
 	snprintf(buf, len,
-		 "%scomma-separated %swhole numbers %llu..%llu, at "
+		 "%scomma-separated %s%swhole numbers %llu..%llu, at "
 		 "most %d",
 		 k->flags & F_NONEMPTY ? "" : "empty or ",
 		 k->flags & F_ASCENDING ? "strictly ascending " : "",
+		 k->flags & F_DISTINCT ? "distinct " : "",
 		 (unsigned long long)k->min, (unsigned long long)k->max,
 		 O1_CONFIG_LIST_MAX);
 }
@@ -542,6 +551,55 @@ const char *o1_config_device_name(const struct o1_config_device *d, char *buf,
 		snprintf(buf, len, "%s",
 			 d->kind == O1_DEVICE_CPU ? "cpu" : "auto");
 	return buf;
+}
+
+/* backend.device = cuda:N with backend.devices left at "0" and one rank:
+ * GPU N (the single-GPU form, before backend.devices existed). */
+static bool legacy_device(const struct o1_config *c)
+{
+	const struct o1_config_list *l = &c->backend.devices;
+
+	return c->backend.device.kind == O1_DEVICE_CUDA &&
+	       c->backend.tensor_parallel == 1 && l->n == 1 && l->v[0] == 0;
+}
+
+uint32_t o1_config_cuda_devices(const struct o1_config *c, uint32_t *out)
+{
+	if (legacy_device(c)) {
+		out[0] = c->backend.device.index;
+		return 1;
+	}
+	memcpy(out, c->backend.devices.v,
+	       c->backend.devices.n * sizeof(uint32_t));
+	return c->backend.devices.n;
+}
+
+/* The rules between keys; on a break, what is wrong into WHY. */
+static int check_rules(const struct o1_config *c, char *why, size_t wl)
+{
+	const struct o1_config_device *d = &c->backend.device;
+	uint32_t tp = c->backend.tensor_parallel, n = c->backend.devices.n;
+
+	if (tp != n)
+		return reject(why, wl,
+			      "[backend] tensor_parallel = %u but devices "
+			      "lists %u GPU%s; give one device per rank",
+			      tp, n, n == 1 ? "" : "s");
+	if (tp > 1 && d->kind == O1_DEVICE_CPU)
+		return reject(why, wl,
+			      "[backend] tensor_parallel = %u needs the CUDA "
+			      "backend, and device = cpu; tensor parallelism "
+			      "over the CPU backend is a test reference only",
+			      tp);
+	if (d->kind == O1_DEVICE_CUDA && !legacy_device(c) &&
+	    d->index != c->backend.devices.v[0])
+		return reject(why, wl,
+			      "[backend] device = cuda:%u but devices starts "
+			      "with %u; write device = auto (or cuda:%u) and "
+			      "list the GPUs in devices",
+			      d->index, c->backend.devices.v[0],
+			      c->backend.devices.v[0]);
+	return 0;
 }
 
 static bool section_known(const char *section)
@@ -760,6 +818,25 @@ failed:
 	return 0;
 }
 
+/* The rules between keys over the whole file; a break is reported at the
+ * line of the last key involved that the file set. */
+static int check_file_rules(struct ini_state *st)
+{
+	static const char *const names[] = {"device", "devices",
+					    "tensor_parallel"};
+	char why[256];
+
+	if (!check_rules(&st->cfg, why, sizeof(why)))
+		return 0;
+	st->line = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		unsigned at = st->seen[key_find("backend", names[i]) - keys];
+
+		st->line = at > st->line ? at : st->line;
+	}
+	return ini_fail(st, why);
+}
+
 int o1_config_load_string(struct o1_config *c, const char *text,
 			  const char *name, char *err, size_t err_len)
 {
@@ -783,8 +860,10 @@ int o1_config_load_string(struct o1_config *c, const char *text,
 	} else if (ret < 0) {
 		ret = -ENOMEM;
 	} else {
-		*c = st->cfg;
+		ret = check_file_rules(st);
 	}
+	if (!ret)
+		*c = st->cfg;
 	free(st);
 	return ret;
 }
@@ -857,15 +936,17 @@ static void trim(char *s)
 	memmove(s, s + b, n - b + 1);
 }
 
-int o1_config_set(struct o1_config *c, const char *assignment, char *err,
-		  size_t err_len)
+/* One assignment over C, without the rules between keys; *K gets the key
+ * (NULL when none was resolved). */
+static int set_one(struct o1_config *c, const char *assignment,
+		   const struct key **k, char *err, size_t err_len)
 {
 	char buf[O1_CONFIG_PATH_MAX + 128], where[O1_CONFIG_PATH_MAX + 160];
 	char *dot, *eq;
-	const struct key *k;
 	struct o1_config copy = *c;
 	int ret;
 
+	*k = NULL;
 	snprintf(where, sizeof(where), "--set %s", assignment);
 	if (strlen(assignment) >= sizeof(buf))
 		return fail(err, err_len, "%s: too long", where);
@@ -879,10 +960,36 @@ int o1_config_set(struct o1_config *c, const char *assignment, char *err,
 	trim(buf);
 	trim(dot + 1);
 	trim(eq + 1);
-	ret = resolve(where, buf, dot + 1, &k, err, err_len);
+	ret = resolve(where, buf, dot + 1, k, err, err_len);
 	if (ret == 0)
-		ret = assign(&copy, where, k, eq + 1, err, err_len);
+		ret = assign(&copy, where, *k, eq + 1, err, err_len);
 	if (ret == 0)
+		*c = copy;
+	return ret;
+}
+
+/* The rules between keys after --set ASSIGNMENT (the last of the
+ * overrides that touched a key they involve). */
+static int check_set_rules(const struct o1_config *c, const char *assignment,
+			   char *err, size_t err_len)
+{
+	char why[256];
+
+	if (!check_rules(c, why, sizeof(why)))
+		return 0;
+	return fail(err, err_len, "--set %s: %s", assignment, why);
+}
+
+int o1_config_set(struct o1_config *c, const char *assignment, char *err,
+		  size_t err_len)
+{
+	struct o1_config copy = *c;
+	const struct key *k;
+	int ret = set_one(&copy, assignment, &k, err, err_len);
+
+	if (!ret)
+		ret = check_set_rules(&copy, assignment, err, err_len);
+	if (!ret)
 		*c = copy;
 	return ret;
 }
@@ -910,7 +1017,8 @@ int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
 			 size_t err_len)
 {
 	struct o1_config copy = *c;
-	const char *file = NULL, *value;
+	const char *file = NULL, *value, *last = "(the file)";
+	const struct key *k;
 	int kept = 1, ret = 0, i;
 
 	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
@@ -934,8 +1042,13 @@ int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
 	if (file)
 		ret = o1_config_load_file(&copy, file, err, err_len);
 	for (i = 1; ret == 0 && i < *argc && strcmp(argv[i], "--") != 0; i++)
-		if (take_option(*argc, argv, &i, "--set", &value))
-			ret = o1_config_set(&copy, value, err, err_len);
+		if (take_option(*argc, argv, &i, "--set", &value)) {
+			ret = set_one(&copy, value, &k, err, err_len);
+			if (!ret && strcmp(k->section, "backend") == 0)
+				last = value;
+		}
+	if (!ret)
+		ret = check_set_rules(&copy, last, err, err_len);
 	if (ret)
 		return ret;
 	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++)

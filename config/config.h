@@ -4,7 +4,11 @@
  * Invariants:
  * - A struct o1_config that any function here returned 0 for is fully
  *   valid: every field is within the range its key allows, lists hold at
- *   most O1_CONFIG_LIST_MAX entries, strings are NUL-terminated.
+ *   most O1_CONFIG_LIST_MAX entries, strings are NUL-terminated, and the
+ *   rules between keys hold (backend.tensor_parallel equals the number of
+ *   backend.devices; see o1_config_cuda_devices). Those rules are checked
+ *   on the whole of one file, and on all --set overrides together, so an
+ *   override may change several related keys one after the other.
  * - A failed load or set leaves the struct exactly as it was.
  * - Nothing is heap-allocated: the struct may be copied and needs no fini.
  * - Keys and their types, ranges and defaults live in one table in
@@ -66,7 +70,9 @@ struct o1_config {
 	} model;
 	struct {
 		struct o1_config_device device;
-		uint32_t threads; /* 0 = online CPUs */
+		uint32_t threads;	       /* 0 = online CPUs */
+		struct o1_config_list devices; /* CUDA ordinals, distinct */
+		uint32_t tensor_parallel;      /* = devices.n */
 	} backend;
 	struct {
 		uint32_t page_tokens;
@@ -147,7 +153,8 @@ int o1_config_load_file(struct o1_config *c, const char *path, char *err,
 int o1_config_load_string(struct o1_config *c, const char *text,
 			  const char *name, char *err, size_t err_len);
 
-/* Applies one "section.key=value" assignment over C. */
+/* Applies one "section.key=value" assignment over C (the rules between
+ * keys must hold after it alone). */
 int o1_config_set(struct o1_config *c, const char *assignment, char *err,
 		  size_t err_len);
 
@@ -163,6 +170,12 @@ int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
 /* Writes the effective configuration as INI text that loads back into an
  * identical struct. */
 void o1_config_dump(const struct o1_config *c, FILE *f);
+
+/* The CUDA devices the backend drives, one per tensor-parallel rank, into
+ * OUT (O1_CONFIG_LIST_MAX entries); returns how many. backend.devices,
+ * except that backend.device = cuda:N with backend.devices left at "0"
+ * and tensor_parallel 1 means device N (the single-GPU form). */
+uint32_t o1_config_cuda_devices(const struct o1_config *c, uint32_t *out);
 
 /* Names used in dumps and messages. */
 const char *o1_config_device_name(const struct o1_config_device *d, char *buf,

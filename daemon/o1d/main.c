@@ -13,7 +13,10 @@
  * reloads the file and overrides: log level, scheduler knobs and the
  * drain timeout apply at once; other changed sections are logged as not
  * reloaded. Signals are blocked in every thread from the start and read
- * through the front loop's signalfd. */
+ * through the front loop's signalfd.
+ * NCCL_NVLS_ENABLE=0 is set before anything starts: tensor parallelism
+ * (backend.tensor_parallel > 1) runs NCCL, whose NVLink multicast must
+ * stay off on shared hosts. */
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
@@ -38,6 +41,7 @@
 #include "model.h"
 #include "notify.h"
 #include "tokenizer.h"
+#include "tp_shard.h"
 
 #define SLOTS_MAX     1024
 #define WARMUP_TOKENS 4
@@ -142,17 +146,44 @@ static uint64_t mem_available(void)
 	return (uint64_t)kb * 1024;
 }
 
+/* Tensor-parallel ranks (1 without tensor parallelism). */
+static uint32_t n_ranks(const struct o1_config *c)
+{
+	return c->backend.tensor_parallel;
+}
+
+/* Bytes of bf16 weights rank R uploads (the whole model for one rank). */
+static uint64_t rank_weight_bytes(const struct o1d *d, uint32_t r)
+{
+	struct o1_tp_shard s;
+	uint64_t n = 0;
+
+	if (n_ranks(&d->cfg) > 1 &&
+	    !o1_tp_shard_plan(&d->model->desc, r, n_ranks(&d->cfg), 1, &s))
+		return o1_tp_shard_elements(d->model, &s) * 2;
+	for (uint32_t i = 0; i < d->model->n_tensors; i++)
+		n += o1_tensor_elements(&d->model->tensors[i]) * 2;
+	return n;
+}
+
 /* Device memory left for the KV pool: free now, less the bf16 weights
- * the CUDA backend is about to upload. */
+ * the CUDA backend is about to upload; with tensor parallelism the least
+ * any rank's GPU has left. */
 static uint64_t cuda_available(const struct o1d *d)
 {
-	uint64_t free_b = 0, weights = 0;
+	uint32_t dev[O1_CONFIG_LIST_MAX];
+	uint32_t n = o1_config_cuda_devices(&d->cfg, dev);
+	uint64_t least = UINT64_MAX;
 
-	if (o1_devmem_free(d->cfg.backend.device.index, &free_b))
-		return 0;
-	for (uint32_t i = 0; i < d->model->n_tensors; i++)
-		weights += o1_tensor_elements(&d->model->tensors[i]) * 2;
-	return free_b > weights ? free_b - weights : 0;
+	for (uint32_t r = 0; r < n; r++) {
+		uint64_t free_b = 0, w = rank_weight_bytes(d, r);
+
+		if (o1_devmem_free(dev[r], &free_b))
+			return 0;
+		free_b = free_b > w ? free_b - w : 0;
+		least = free_b < least ? free_b : least;
+	}
+	return n ? least : 0;
 }
 
 /* kv.pages, or kv.memory_fraction of the memory left, but no more than
@@ -162,8 +193,10 @@ static uint32_t kv_pages(const struct o1d *d, bool cuda)
 	const struct o1_model_desc *m = &d->model->desc;
 	uint32_t P = d->cfg.kv.page_tokens;
 	uint64_t per_seq = (d->ctx + 1 + P - 1) / P;
-	uint64_t page_bytes = (uint64_t)m->n_layers * 2 * m->n_kv_heads * P *
-			      m->head_dim * (cuda ? 2 : 4);
+	/* per GPU: each rank holds its kv heads of every page */
+	uint64_t page_bytes = (uint64_t)m->n_layers * 2 * m->n_kv_heads /
+			      (cuda ? n_ranks(&d->cfg) : 1) * P * m->head_dim *
+			      (cuda ? 2 : 4);
 	uint64_t avail = cuda ? cuda_available(d) : mem_available();
 	uint64_t n, cap = per_seq * max_running(&d->cfg);
 
@@ -194,6 +227,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .page_tokens = d->cfg.kv.page_tokens,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
+	uint32_t dev[O1_CONFIG_LIST_MAX];
+	uint32_t n_dev = o1_config_cuda_devices(&d->cfg, dev);
 	int err;
 
 	bc.graphs_enabled = d->cfg.graphs.enabled;
@@ -206,6 +241,12 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	}
 	memcpy(bc.graph_buckets, buckets->v,
 	       bc.n_graph_buckets * sizeof(bc.graph_buckets[0]));
+	bc.device = dev[0];
+	bc.tensor_parallel = n_ranks(&d->cfg) > 1 ? n_ranks(&d->cfg) : 0;
+	memcpy(
+	    bc.devices, dev,
+	    (n_dev < O1_BACKEND_DEVICES_MAX ? n_dev : O1_BACKEND_DEVICES_MAX) *
+		sizeof(uint32_t));
 	bc.n_pages = kv_pages(d, kind == O1_BACKEND_CUDA);
 	err = o1_backend_create(kind, d->model, &bc, &d->backend);
 	if (!err)
@@ -220,6 +261,14 @@ static int open_backend(struct o1d *d)
 
 	if (dev == O1_DEVICE_CUDA)
 		return create_backend(d, O1_BACKEND_CUDA);
+	if (n_ranks(&d->cfg) > 1) {
+		/* no CPU fallback: the CPU group is a test reference */
+		if (dev == O1_DEVICE_AUTO)
+			return create_backend(d, O1_BACKEND_CUDA);
+		o1_err("backend.tensor_parallel = %u needs the CUDA backend",
+		       n_ranks(&d->cfg));
+		return -O1_E_CONFIG;
+	}
 	if (dev == O1_DEVICE_AUTO) {
 		err = create_backend(d, O1_BACKEND_CUDA);
 		if (!err)
@@ -710,6 +759,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int err;
 
+	setenv("NCCL_NVLS_ENABLE", "0", 1);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);

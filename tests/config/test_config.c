@@ -1,6 +1,7 @@
 /* Config loader: defaults, the shipped o1d.ini, good files, every kind of
  * bad input (with file:line in the message and the struct left unchanged),
- * --set overrides, -c/--set argument handling and the dump round trip. */
+ * --set overrides, -c/--set argument handling and the dump round trip;
+ * the tensor-parallel keys and the rules between the backend keys. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -417,6 +418,120 @@ static void test_parse_args_errors(void **state)
 	assert_memory_equal(&c, &d, sizeof(c));
 }
 
+/* Loads TEXT as t.ini into the defaults; expects RET and, on an error,
+ * WHAT in the message. */
+static void load_expect(const char *text, int ret, const char *what,
+			struct o1_config *c)
+{
+	struct o1_config d;
+	char err[512] = "";
+
+	defaults(c);
+	d = *c;
+	assert_int_equal(
+	    o1_config_load_string(c, text, "t.ini", err, sizeof(err)), ret);
+	if (ret) {
+		if (!strstr(err, what))
+			fail_msg("'%s' lacks '%s'", err, what);
+		assert_memory_equal(c, &d, sizeof(d));
+	}
+}
+
+static void test_tensor_parallel(void **state)
+{
+	struct o1_config c;
+	uint32_t dev[O1_CONFIG_LIST_MAX];
+
+	(void)state;
+	defaults(&c);
+	assert_int_equal(c.backend.tensor_parallel, 1);
+	assert_int_equal(o1_config_cuda_devices(&c, dev), 1);
+	assert_int_equal(dev[0], 0);
+	load_expect("[backend]\ndevices = 0,1,2,3\ntensor_parallel = 4\n", 0,
+		    NULL, &c);
+	assert_int_equal(o1_config_cuda_devices(&c, dev), 4);
+	assert_int_equal(dev[3], 3);
+	load_expect("[backend]\ndevice = cuda:1\ndevices = 1, 3\n"
+		    "tensor_parallel = 2\n",
+		    0, NULL, &c);
+	assert_int_equal(o1_config_cuda_devices(&c, dev), 2);
+	assert_int_equal(dev[1], 3);
+	/* the single-GPU form */
+	load_expect("[backend]\ndevice = cuda:3\n", 0, NULL, &c);
+	assert_int_equal(o1_config_cuda_devices(&c, dev), 1);
+	assert_int_equal(dev[0], 3);
+	/* the rules, at the line of the last key involved */
+	load_expect("[backend]\ndevices = 0,1\n", -O1_E_CONFIG,
+		    "t.ini:2: [backend] tensor_parallel = 1 but devices lists "
+		    "2 GPUs",
+		    &c);
+	load_expect("[backend]\ntensor_parallel = 2\nthreads = 4\n"
+		    "devices = 0,1,2\n",
+		    -O1_E_CONFIG, "t.ini:4: [backend] tensor_parallel = 2", &c);
+	load_expect("[backend]\ndevice = cpu\ndevices = 0,1\n"
+		    "tensor_parallel = 2\n",
+		    -O1_E_CONFIG,
+		    "t.ini:4: [backend] tensor_parallel = 2 needs "
+		    "the CUDA backend",
+		    &c);
+	load_expect("[backend]\ndevices = 1,2\ntensor_parallel = 2\n"
+		    "device = cuda:0\n",
+		    -O1_E_CONFIG,
+		    "t.ini:4: [backend] device = cuda:0 but "
+		    "devices starts with 1",
+		    &c);
+	load_expect("[backend]\ndevice = cuda:2\ndevices = 1\n", -O1_E_CONFIG,
+		    "t.ini:3: [backend] device = cuda:2", &c);
+	load_expect("[backend]\ndevices = 0,0\ntensor_parallel = 2\n",
+		    -O1_E_CONFIG,
+		    "t.ini:2: [backend] devices = '0,0': entry 2 "
+		    "(0) given twice",
+		    &c);
+	load_expect("[backend]\ntensor_parallel = 9\n", -O1_E_CONFIG,
+		    "t.ini:2: [backend] tensor_parallel = '9': out of range",
+		    &c);
+	load_expect("[backend]\ndevices = 64\n", -O1_E_CONFIG,
+		    "not a whole number in range", &c);
+}
+
+/* Overrides are checked together: devices then tensor_parallel is fine;
+ * one alone is not, and names itself. */
+static void test_tensor_parallel_set(void **state)
+{
+	struct o1_config d, c;
+	char err[512];
+	char prog[] = "o1d", set[] = "--set", s1[] = "backend.devices=2,5",
+	     s2[] = "backend.tensor_parallel=2", s3[] = "log.level=debug";
+	char *a1[] = {prog, set, s1, set, s2, set, s3, NULL};
+	char *a2[] = {prog, set, s1, set, s3, NULL};
+	uint32_t dev[O1_CONFIG_LIST_MAX];
+	int argc = 7;
+
+	(void)state;
+	defaults(&c);
+	assert_int_equal(o1_config_parse_args(&c, &argc, a1, err, sizeof(err)),
+			 0);
+	assert_int_equal(o1_config_cuda_devices(&c, dev), 2);
+	assert_int_equal(dev[0], 2);
+	assert_int_equal(dev[1], 5);
+	defaults(&c);
+	d = c;
+	argc = 5;
+	assert_int_equal(o1_config_parse_args(&c, &argc, a2, err, sizeof(err)),
+			 -O1_E_CONFIG);
+	assert_non_null(strstr(err, "--set backend.devices=2,5: [backend] "
+				    "tensor_parallel = 1 but devices lists 2"));
+	assert_memory_equal(&c, &d, sizeof(c));
+	assert_int_equal(
+	    o1_config_set(&c, "backend.tensor_parallel=2", err, sizeof(err)),
+	    -O1_E_CONFIG);
+	assert_memory_equal(&c, &d, sizeof(c));
+	assert_int_equal(
+	    o1_config_set(&c, "backend.device=cuda:7", err, sizeof(err)), 0);
+	assert_int_equal(o1_config_cuda_devices(&c, dev), 1);
+	assert_int_equal(dev[0], 7);
+}
+
 static void test_dump_round_trip(void **state)
 {
 	static const char *const sets[] = {
@@ -466,6 +581,8 @@ int main(void)
 	    cmocka_unit_test(test_set),
 	    cmocka_unit_test(test_parse_args),
 	    cmocka_unit_test(test_parse_args_errors),
+	    cmocka_unit_test(test_tensor_parallel),
+	    cmocka_unit_test(test_tensor_parallel_set),
 	    cmocka_unit_test(test_dump_round_trip),
 	};
 

@@ -804,6 +804,32 @@ static void test_admin(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* backend.tensor_parallel > 1 is refused on the CPU backend (a config
+ * error naming the rule), and with device auto it never falls back to
+ * the CPU: o1d exits without two GPUs (and NCCL), serves with them. */
+static void test_tensor_parallel_refused(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *const cpu[] = {"backend.devices=0,1",
+				   "backend.tensor_parallel=2", NULL};
+	const char *const autodev[] = {"backend.device=auto",
+				       "backend.devices=0,1",
+				       "backend.tensor_parallel=2", NULL};
+
+	assert_int_equal(daemon_start(d, o1d_bin, cpu), -1);
+	assert_true(log_has(d->log, "tensor_parallel = 2 needs the CUDA "
+				    "backend"));
+	if (daemon_start(d, o1d_bin, autodev) == 0) {
+		/* two GPUs and NCCL: it serves over both */
+		assert_true(log_has(d->log, "tensor parallel: 2 ranks of the "
+					    "cuda backend"));
+		assert_int_equal(daemon_stop(d), 0);
+	} else {
+		assert_true(log_has(d->log, "start-up failed"));
+	}
+	assert_false(log_has(d->log, "using cpu"));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -820,6 +846,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_backpressure_logprobs),
 	    cmocka_unit_test(test_hf_reference),
 	    cmocka_unit_test(test_bad_requests),
+	    cmocka_unit_test(test_tensor_parallel_refused),
 	};
 
 	if (argc < 4) {
