@@ -17,6 +17,8 @@
 # bytes every time). Exits non-zero, saying which step failed, on any
 # failure, including o1d not exiting 0 after SIGTERM.
 set -euo pipefail
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
+export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/.."
 root=$PWD
 build=$root/build/release

@@ -8,6 +8,8 @@
 # 2. prefix reuse across rounds: one chat request with --refine 3 and
 #    the prompt tokens, cached tokens and rounds its FINAL reports.
 set -eu
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
+export NCCL_NVLS_ENABLE=0
 build=$1 model=$2 runs=${3:-7}
 dir=$(mktemp -d /tmp/o1-refine-bench-XXXXXX)
 sock=$dir/o1d.sock

@@ -9,6 +9,8 @@
 # bandwidth). Results go to OUT/bench.txt.
 #   tools/gpu/bench.sh OUT [presets...]
 set -uo pipefail
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
+export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../.."
 out=${1:?usage: bench.sh OUT [presets...]}
 shift

@@ -7,6 +7,8 @@
 # build; results go to OUT/e2e.txt.
 #   tools/gpu/e2e.sh OUT [presets...]
 set -uo pipefail
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
+export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../.."
 out=${1:?usage: e2e.sh OUT [presets...]}
 shift

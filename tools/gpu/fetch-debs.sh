@@ -3,6 +3,8 @@
 # into .debs/ (git-ignored), so that tools/gpu/run.sh can unpack them there:
 # that machine has CUDA, cmake and ninja but no apt and no network.
 set -euo pipefail
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
+export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../.."
 mkdir -p .debs
 cd .debs

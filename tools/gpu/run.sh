@@ -4,14 +4,21 @@
 # configures and builds with CUDA, runs every test (GPU tests included) and
 # the GPU benchmarks, and writes logs and results to OUT (default $OUT or
 # ./gpu-out).
-#   tools/gpu/run.sh [build|test|bench|e2e|hf|all] [ctest -R pattern]
+#   tools/gpu/run.sh [build|test|bench|e2e|hf|tp|all] [ctest -R pattern]
 # (hf: the CUDA backend against transformers, tools/gpu/hf_compare.sh)
+#   tools/gpu/run.sh tp ["1 2 4"]: the tensor-parallel benchmark
+#   (tools/gpu/bench_tp.sh, llama3-8b) at those TP counts.
+# NCCL (tensor parallelism) comes from the CUDA toolkit when it has
+# nccl.h, else from the Python wheel nvidia-nccl-cu13 (O1_NCCL_ROOT); the
+# configure log's "o1d:" line says which.
 # O1_GPU_TARGETS="t1 t2": build only these targets (a half-written file
 # elsewhere in the tree then cannot break the run). The hf reference models
 # live in ../shared beside the checkout, which does not travel: copy
 # ../shared/testdata into .gpu-testdata/ (git-ignored) and carry it; it is
 # linked as ../shared there.
 set -uo pipefail
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
+export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../.."
 root=$PWD
 out=${OUT:-$root/gpu-out}
@@ -42,11 +49,27 @@ unpack() {
   command -v pkg-config >/dev/null || export PATH=$prefix/usr/bin:$PATH
 }
 
+# The folder of the nvidia-nccl-cu13 wheel (include/, lib/) when the CUDA
+# toolkit has no nccl.h; nothing otherwise.
+nccl_root() {
+  local cuda d
+  cuda=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+  [ -e "$cuda/include/nccl.h" ] && return 0
+  d=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null) || return 0
+  [ -e "$d/include/nccl.h" ] && echo "$d"
+  return 0
+}
+
 build() {
+  local nccl
+  nccl=$(nccl_root)
+  [ -n "$nccl" ] && export LD_LIBRARY_PATH=$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   cmake -S "$root" -B build/gpu -G Ninja -DO1_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
-    -DCMAKE_INCLUDE_PATH="$prefix/usr/include" >"$out/configure.log" 2>&1 ||
+    -DCMAKE_INCLUDE_PATH="$prefix/usr/include" ${nccl:+-DO1_NCCL_ROOT="$nccl"} \
+    >"$out/configure.log" 2>&1 ||
     { tail -40 "$out/configure.log"; exit 1; }
+  grep "o1d:" "$out/configure.log"
   cmake --build build/gpu -j "$(nproc)" ${O1_GPU_TARGETS:+--target $O1_GPU_TARGETS} \
     >"$out/build.log" 2>&1 ||
     { grep -E 'error|Error' "$out/build.log" | head -40; exit 1; }
@@ -81,6 +104,7 @@ case "$what" in
   bench) build && run_bench ;;
   e2e) build && tools/gpu/e2e.sh "$out" ;;
   hf) build && tools/gpu/hf_compare.sh "$out" ;;
+  tp) build && tools/gpu/bench_tp.sh "$out" $pattern ;;
   all) build && { run_tests; rc=$?; run_bench; exit $rc; } ;;
-  *) echo "usage: $0 [build|test|bench|e2e|hf|all] [pattern]"; exit 2 ;;
+  *) echo "usage: $0 [build|test|bench|e2e|hf|tp|all] [pattern | TP counts]"; exit 2 ;;
 esac
