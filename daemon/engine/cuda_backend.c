@@ -952,6 +952,8 @@ static int cuda_create(const struct o1_model *m,
 	if (!err && cfg->graphs_enabled)
 		err = setup_graphs(s);
 	if (err) {
+		if (cfg->tp_link.fail)
+			cfg->tp_link.fail(cfg->tp_link.ctx);
 		cuda_destroy(s);
 		return err;
 	}

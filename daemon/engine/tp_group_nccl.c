@@ -105,6 +105,9 @@ static int nccl_wait(void *ctx, void *stream)
 		abort_rank(k);
 		return -O1_E_CUDA;
 	}
+	/* A cudaErrorNotReady of the polls must not be taken for the error
+	 * of a later launch (O1_CUDA_LAUNCHED reads cudaGetLastError). */
+	cudaGetLastError();
 	return 0;
 }
 
@@ -189,8 +192,11 @@ static int nccl_create(uint32_t n, const uint32_t *devices, uint64_t max_floats,
 
 	(void)max_floats;
 	/* NVLink multicast (NVLS) stays off: it can take a shared host's
-	 * GPUs out of service. Before any communicator exists. */
+	 * GPUs out of service. Before any communicator exists. Connections
+	 * are made at init rather than at a collective's first use, so that
+	 * NCCL allocates nothing in the token loop (unless told otherwise). */
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
+	setenv("NCCL_RUNTIME_CONNECT", "0", 0);
 	if (!n || n > O1_BACKEND_DEVICES_MAX)
 		return -EINVAL;
 	err = check_setup(n, devices);
