@@ -19,6 +19,14 @@
 
 #define MAX_FDS 4
 
+_Static_assert(sizeof(((struct o1_device_output *)0)->mem_handle) ==
+		       O1_DEVOUT_HANDLE_BYTES &&
+		   sizeof(((struct o1_device_output *)0)->event_handle) ==
+		       O1_DEVOUT_HANDLE_BYTES &&
+		   sizeof(((struct o1_device_output *)0)->pci_bus_id) ==
+		       O1_DEVOUT_BUS_ID_MAX,
+	       "device output description");
+
 static __thread char last_error[256];
 
 int o1_client_fail(int err, const char *fmt, ...)
@@ -78,6 +86,8 @@ static int send_hello(struct o1_client *c)
 	    .sq_entries = c->o.sq_entries,
 	    .cq_entries = c->o.cq_entries,
 	    .arena_bytes = c->o.arena_bytes,
+	    .flags =
+		c->o.flags & O1_CONNECT_DEVICE_OUT ? O1_HELLO_DEVICE_OUT : 0,
 	};
 
 	memcpy(h.name, c->name, sizeof(h.name));
@@ -119,9 +129,11 @@ static int take_fds(struct msghdr *mh, int *fds, int max)
 }
 
 static int check_welcome(const struct o1_wire_welcome *w, ssize_t len,
-			 int n_fds)
+			 int n_fds, int asked)
 {
-	if (len != sizeof(*w) || w->magic != O1_WELCOME_MAGIC)
+	/* The version first: an older daemon's welcome is shorter. */
+	if (len < (ssize_t)offsetof(struct o1_wire_welcome, status) ||
+	    w->magic != O1_WELCOME_MAGIC)
 		return o1_client_fail(-O1_E_PROTOCOL,
 				      "bad welcome: %zd bytes, magic 0x%08x",
 				      len, len >= 4 ? w->magic : 0);
@@ -129,9 +141,16 @@ static int check_welcome(const struct o1_wire_welcome *w, ssize_t len,
 		return o1_client_fail(-O1_E_VERSION,
 				      "daemon speaks protocol %u, we speak %u",
 				      w->version, O1_WIRE_VERSION);
+	if (len != sizeof(*w))
+		return o1_client_fail(-O1_E_PROTOCOL, "bad welcome: %zd bytes",
+				      len);
 	if (w->status)
 		return o1_client_fail(w->status, "daemon refused us: %s",
 				      o1_strerror(w->status));
+	if (o1_wire_devout_check(&w->devout, w->vocab_size) ||
+	    (!asked && w->devout.rows))
+		return o1_client_fail(-O1_E_PROTOCOL,
+				      "bad device output area in the welcome");
 	if (w->n_fds < 1 || w->n_fds > 2 || w->n_fds != n_fds)
 		return o1_client_fail(-O1_E_PROTOCOL,
 				      "welcome announces %u fds, %d arrived",
@@ -184,7 +203,8 @@ static int recv_welcome(struct o1_client *c, int flags, int *fds, int *n_fds)
 	n = take_fds(&mh, fds, 2);
 	if (n < 0)
 		return o1_client_fail(n, "welcome carried too many fds");
-	ret = check_welcome(&c->w, len, n);
+	ret = check_welcome(&c->w, len, n,
+			    !!(c->o.flags & O1_CONNECT_DEVICE_OUT));
 	if (ret) {
 		for (int i = 0; i < n; i++)
 			close(fds[i]);
@@ -347,6 +367,39 @@ int o1_client_reconnect(struct o1_client *c, int timeout_ms)
 			return ret;
 		nanosleep(&pause, NULL);
 	}
+}
+
+int o1_client_device_output(const struct o1_client *c,
+			    struct o1_device_output *out)
+{
+	const struct o1_wire_devout *d;
+	struct o1_device_output o = {.sz = sizeof(o)};
+
+	if (!c || !out || out->sz < offsetof(struct o1_device_output, rows))
+		return o1_client_fail(-EINVAL, "bad arguments");
+	if (!(c->o.flags & O1_CONNECT_DEVICE_OUT))
+		return o1_client_fail(-EINVAL, "connected without "
+					       "O1_CONNECT_DEVICE_OUT");
+	if (!c->base)
+		return o1_client_fail(-ECONNRESET, "not connected");
+	d = &c->w.devout;
+	if (!d->rows)
+		return o1_client_fail(
+		    d->status ? d->status : -O1_E_NO_DEVOUT,
+		    "no device output area: %s",
+		    o1_strerror(d->status ? d->status : -O1_E_NO_DEVOUT));
+	o.area = d->area;
+	o.rows = d->rows;
+	o.row_floats = d->row_floats;
+	o.row_stride_bytes = d->row_stride_bytes;
+	o.stamps_off = d->stamps_off;
+	o.area_bytes = d->area_bytes;
+	memcpy(o.pci_bus_id, d->pci_bus_id, sizeof(o.pci_bus_id));
+	memcpy(o.mem_handle, d->mem_handle, sizeof(o.mem_handle));
+	memcpy(o.event_handle, d->event_handle, sizeof(o.event_handle));
+	memcpy(out, &o, out->sz < sizeof(o) ? out->sz : sizeof(o));
+	out->sz = out->sz < sizeof(o) ? out->sz : sizeof(o);
+	return 0;
 }
 
 unsigned o1_client_inflight(const struct o1_client *c)

@@ -27,6 +27,11 @@ _Static_assert((int)O1_REFINE_STOP_ERROR == (int)O1_REFINE_ERROR, "stop");
 _Static_assert(O1_TOKEN_HAS_ENTROPY == O1_TOKEN_ENTROPY, "token bits");
 _Static_assert((unsigned)O1_FLAG_CONFIDENCE == (unsigned)O1_SUBMIT_CONFIDENCE,
 	       "flag");
+_Static_assert((unsigned)O1_FLAG_DEVICE_LOGITS ==
+		   (unsigned)O1_SUBMIT_DEVICE_LOGITS,
+	       "flag");
+_Static_assert(O1_TOKEN_HAS_DEVICE == O1_TOKEN_DEVICE, "token bits");
+_Static_assert(O1_CLIENT_E_NO_DEVOUT == -O1_E_NO_DEVOUT, "error code");
 
 static uint32_t sq_head(struct o1_client *c)
 {
@@ -262,6 +267,7 @@ static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 		       sizeof(e->token.logprobs));
 		ev->round = e->token.round;
 		ev->entropy = e->token.entropy;
+		ev->dev_seq = e->token.dev_seq;
 		ev->text_len = e->token.text_len;
 		memcpy(ev->text, e->token.text, ev->text_len);
 		break;

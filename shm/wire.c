@@ -154,10 +154,14 @@ static int decode_token(const struct o1_wire_token *t, const char **why)
 		return fail(O1_E_BOUNDS, "n_ids", why);
 	if (t->text_len > O1_WIRE_TEXT_MAX)
 		return fail(O1_E_BOUNDS, "text_len", why);
-	if (t->has_logprobs & ~(O1_TOKEN_LOGPROB | O1_TOKEN_ENTROPY))
+	if (t->has_logprobs & ~O1_TOKEN_BITS_ALL)
 		return fail(O1_E_FORMAT, "has_logprobs", why);
-	if (!all_zero(t->pad0, sizeof(t->pad0)) || t->pad1)
+	if (!all_zero(t->pad0, sizeof(t->pad0)))
 		return fail(O1_E_PROTOCOL, "pad", why);
+	if (!(t->has_logprobs & O1_TOKEN_DEVICE) && t->dev_seq)
+		return fail(O1_E_PROTOCOL, "dev_seq", why);
+	if ((t->has_logprobs & O1_TOKEN_DEVICE) && t->n_ids != 1)
+		return fail(O1_E_FORMAT, "dev_seq", why);
 	if (t->round > O1_WIRE_REFINE_MAX)
 		return fail(O1_E_BOUNDS, "round", why);
 	for (unsigned i = 0;
@@ -275,4 +279,23 @@ const char *o1_wire_op_name(unsigned op)
 	default:
 		return "unknown";
 	}
+}
+
+int o1_wire_devout_check(const struct o1_wire_devout *d, uint32_t vocab_size)
+{
+	uint64_t rows_bytes = (uint64_t)d->rows * d->row_stride_bytes;
+
+	if (d->pad0 || !all_zero(d->pad, sizeof(d->pad)))
+		return -O1_E_PROTOCOL;
+	if (d->rows == 0)
+		return d->status <= 0 ? 0 : -O1_E_PROTOCOL;
+	if (d->status || (d->rows & (d->rows - 1)) ||
+	    d->row_floats != vocab_size || vocab_size == 0 ||
+	    d->row_stride_bytes % 256 ||
+	    d->row_stride_bytes < (uint64_t)d->row_floats * 4 ||
+	    d->stamps_off < rows_bytes || d->area_bytes < d->stamps_off ||
+	    d->area_bytes - d->stamps_off < (uint64_t)d->rows * 4 ||
+	    !memchr(d->pci_bus_id, 0, sizeof(d->pci_bus_id)))
+		return -O1_E_PROTOCOL;
+	return 0;
 }

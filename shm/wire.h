@@ -22,14 +22,22 @@
  * just before it published the entry. The daemon uses it only to measure
  * its wake-up latency (publish to copy-out); it is untrusted, never
  * validated here, and values the daemon cannot use are counted, not
- * refused. */
+ * refused.
+ *
+ * Version 4: device outputs (CUDA IPC). The hello may ask for a device
+ * output area (O1_HELLO_DEVICE_OUT); the welcome grew to 256 bytes and
+ * carries the area's description (struct o1_wire_devout: the opaque CUDA
+ * IPC memory and event handles, the ring geometry) or why there is none.
+ * SUBMIT may set O1_SUBMIT_DEVICE_LOGITS; each TOKEN of such a request
+ * carries one id and, with O1_TOKEN_DEVICE, dev_seq (was pad1): the ring
+ * sequence number of the row holding that token's logits. */
 #ifndef O1_WIRE_H
 #define O1_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define O1_WIRE_VERSION	     3
+#define O1_WIRE_VERSION	     4
 #define O1_WIRE_ENTRY_BYTES  128
 #define O1_WIRE_IDS_MAX	     7	 /* token ids per TOKEN event */
 #define O1_WIRE_TEXT_MAX     48	 /* inline text bytes per TOKEN event */
@@ -65,7 +73,10 @@ enum o1_submit_flags {
 	O1_SUBMIT_NO_TEXT = 1u << 2,	/* stream ids only, no detokenizing */
 	O1_SUBMIT_CHAT = 1u << 3,	/* apply the model's chat template */
 	O1_SUBMIT_CONFIDENCE = 1u << 4, /* logprob + entropy in every TOKEN */
-	O1_SUBMIT_FLAGS_ALL = 0x1f,
+	/* each generated token's logits row into the client's device
+	 * output area (one id per TOKEN, dev_seq names the row) */
+	O1_SUBMIT_DEVICE_LOGITS = 1u << 5,
+	O1_SUBMIT_FLAGS_ALL = 0x3f,
 };
 
 enum o1_finish_reason {
@@ -93,6 +104,9 @@ enum o1_refine_stop {
 enum o1_token_conf {
 	O1_TOKEN_LOGPROB = 1u << 0, /* logprobs[i] hold each id's logprob */
 	O1_TOKEN_ENTROPY = 1u << 1, /* entropy holds ids[0]'s (n_ids 1) */
+	O1_TOKEN_DEVICE = 1u << 2,  /* dev_seq names ids[0]'s device logits
+				     * row (n_ids 1) */
+	O1_TOKEN_BITS_ALL = 0x7,
 };
 
 /* Sent by the client. Arena offsets are bytes from the arena start. */
@@ -152,7 +166,8 @@ struct o1_wire_token {
 	uint32_t ids[O1_WIRE_IDS_MAX];
 	float logprobs[O1_WIRE_IDS_MAX]; /* of each id, O1_TOKEN_LOGPROB */
 	float entropy;			 /* nats, O1_TOKEN_ENTROPY */
-	uint32_t pad1;
+	uint32_t dev_seq; /* O1_TOKEN_DEVICE: row dev_seq % rows of the area;
+			   * 0 otherwise */
 	char text[O1_WIRE_TEXT_MAX]; /* UTF-8, may split a code point */
 };
 
@@ -248,6 +263,7 @@ _Static_assert(offsetof(struct o1_wire_ping, sent_ns) == 32, "ping sent");
 _Static_assert(sizeof(struct o1_wire_token) == O1_WIRE_ENTRY_BYTES, "token");
 _Static_assert(offsetof(struct o1_wire_token, ids) == 16, "token ids");
 _Static_assert(offsetof(struct o1_wire_token, entropy) == 72, "token ent");
+_Static_assert(offsetof(struct o1_wire_token, dev_seq) == 76, "token seq");
 _Static_assert(offsetof(struct o1_wire_token, text) == 80, "token text");
 _Static_assert(sizeof(struct o1_wire_final) == O1_WIRE_ENTRY_BYTES, "final");
 _Static_assert(offsetof(struct o1_wire_final, prompt_tokens) == 16, "usage");
@@ -278,8 +294,9 @@ _Static_assert(sizeof(union o1_wire_entry) == O1_WIRE_ENTRY_BYTES, "entry");
 #define O1_ADMIN_MSG_MAX 65536
 
 enum o1_hello_flags {
-	O1_HELLO_ADMIN = 1u << 0, /* admin connection: no region */
-	O1_HELLO_FLAGS_ALL = 0x1,
+	O1_HELLO_ADMIN = 1u << 0,      /* admin connection: no region */
+	O1_HELLO_DEVICE_OUT = 1u << 1, /* asks for a device output area */
+	O1_HELLO_FLAGS_ALL = 0x3,
 };
 
 struct o1_wire_hello {
@@ -295,6 +312,46 @@ struct o1_wire_hello {
 };
 _Static_assert(sizeof(struct o1_wire_hello) == 64, "hello");
 
+/* A device output area (CUDA IPC), in the welcome of a client whose hello
+ * set O1_HELLO_DEVICE_OUT. rows == 0: none, and status says why
+ * (-O1_E_NO_DEVOUT: the backend has none, or every area is held; 0 when
+ * not asked). Otherwise the area is the client's until it disconnects:
+ *
+ *   [ rows x row_stride_bytes: logits rows, row_floats f32 each ]
+ *   [ at stamps_off: rows x uint32 stamps ]
+ *
+ * mem_handle is a cudaIpcMemHandle_t of the area's own allocation and
+ * event_handle a cudaIpcEventHandle_t (interprocess, no timing) that the
+ * daemon records after writing rows; both are opaque bytes here. A TOKEN
+ * with O1_TOKEN_DEVICE and dev_seq s has its logits in row s % rows.
+ * Before writing row r for sequence number s the daemon sets stamp r to s
+ * (on the device, ordered before the row's copy): a reader that has
+ * finished reading row r and then reads stamp r == s read row s intact;
+ * anything else means the ring lapped it (the daemon does not wait for
+ * readers: a client must use a row within rows tokens of its area). */
+#define O1_DEVOUT_HANDLE_BYTES 64
+#define O1_DEVOUT_BUS_ID_MAX   16
+
+struct o1_wire_devout {
+	int32_t status;		   /* see above */
+	uint32_t area;		   /* the daemon's index, for logs */
+	uint32_t rows;		   /* ring capacity, a power of two; 0: none */
+	uint32_t row_floats;	   /* floats per row: the vocabulary */
+	uint32_t row_stride_bytes; /* >= row_floats * 4, a multiple of 256 */
+	uint32_t pad0;
+	uint64_t stamps_off; /* bytes from the area start, >= rows x stride */
+	uint64_t area_bytes; /* >= stamps_off + rows x 4 */
+	char pci_bus_id[O1_DEVOUT_BUS_ID_MAX]; /* device, NUL-terminated */
+	uint8_t mem_handle[O1_DEVOUT_HANDLE_BYTES];
+	uint8_t event_handle[O1_DEVOUT_HANDLE_BYTES];
+	uint8_t pad[8];
+};
+_Static_assert(sizeof(struct o1_wire_devout) == 192, "devout");
+_Static_assert(offsetof(struct o1_wire_devout, stamps_off) == 24, "stamps");
+_Static_assert(offsetof(struct o1_wire_devout, pci_bus_id) == 40, "bus");
+_Static_assert(offsetof(struct o1_wire_devout, mem_handle) == 56, "mem");
+_Static_assert(offsetof(struct o1_wire_devout, event_handle) == 120, "ev");
+
 struct o1_wire_welcome {
 	uint32_t magic;	  /* O1_WELCOME_MAGIC */
 	uint16_t version; /* O1_WIRE_VERSION */
@@ -308,8 +365,10 @@ struct o1_wire_welcome {
 	uint32_t max_tokens;	    /* per request */
 	uint32_t vocab_size;	    /* 0 when the daemon has no model */
 	uint8_t pad[24];
+	struct o1_wire_devout devout; /* all zero unless the hello asked */
 };
-_Static_assert(sizeof(struct o1_wire_welcome) == 64, "welcome");
+_Static_assert(sizeof(struct o1_wire_welcome) == 256, "welcome");
+_Static_assert(offsetof(struct o1_wire_welcome, devout) == 64, "devout");
 
 /* Limits the daemon enforces on submissions (its config and quotas). */
 struct o1_wire_limits {
@@ -338,5 +397,9 @@ int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 int o1_wire_stop_strings_check(const uint8_t *buf, uint32_t len,
 			       uint32_t max_count);
 const char *o1_wire_op_name(unsigned op);
+/* Checks a device output description copied out of a welcome (client
+ * side): rows == 0 with a status <= 0, or a consistent geometry whose
+ * rows hold vocab_size floats. Returns 0 or -O1_E_PROTOCOL. */
+int o1_wire_devout_check(const struct o1_wire_devout *d, uint32_t vocab_size);
 
 #endif

@@ -189,9 +189,11 @@ static void teardown(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->scratch);
+	o1_ipc_devout_release(srv, c->devout);
 	memset(c, 0, offsetof(struct o1_ipc_client, gen));
 	c->gen++;
 	c->fd = c->efd = -1;
+	c->devout = -1;
 	c->state = O1_IPC_FREE;
 }
 

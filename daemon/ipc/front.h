@@ -57,11 +57,21 @@ struct o1_ipc_client {
 	int blocked;	  /* completion ring was full this pass */
 	int doomed;	  /* torn down at the end of the pass */
 	int bad_stamp;	  /* an unusable sent_ns was logged */
+	int32_t devout;	  /* device output area held, or -1 */
 	uint8_t *scratch; /* private copies of prompt and stop lists */
 	size_t scratch_bytes;
 	char name[O1_NAME_MAX];
 	/* Kept across reuse of the slot (teardown clears what precedes). */
 	uint32_t gen;
+};
+
+/* One device output area (devout.c): the backend's description, the uid
+ * it is bound to once handed out, and whether a client holds it. */
+struct o1_ipc_devout {
+	struct o1_wire_devout desc;
+	uid_t uid;
+	int bound;
+	int held;
 };
 
 struct o1_ipc_server {
@@ -82,6 +92,7 @@ struct o1_ipc_server {
 	int accept_armed, kick_armed, sig_armed, timer_armed;
 	struct __kernel_timespec tick;
 	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */
+	struct o1_ipc_devout *devout; /* o.n_devout_areas */
 	struct o1_ipc_stats st;
 	/* Refused sockets (welcome sent) kept open until what their peer
 	 * sent is read, or until their deadline: -1 for a free place. */
@@ -110,6 +121,12 @@ void o1_ipc_violation(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		      int err, const char *why);
 /* Tears down every doomed client (end of a pass, or destroy). */
 void o1_ipc_reap(struct o1_ipc_server *srv);
+/* Device output areas (devout.c): copies the descriptions at create;
+ * claim gives a free area for UID (one bound to UID first, then an
+ * unbound one): its index or -O1_E_NO_DEVOUT; release accepts -1. */
+int o1_ipc_devout_init(struct o1_ipc_server *srv);
+int o1_ipc_devout_claim(struct o1_ipc_server *srv, uid_t uid);
+void o1_ipc_devout_release(struct o1_ipc_server *srv, int32_t area);
 /* Drains up to a batch of submissions; returns how many were handled. */
 int o1_ipc_drain(struct o1_ipc_server *srv, struct o1_ipc_client *c);
 

@@ -62,6 +62,15 @@ struct o1_ipc_opts {
 	 * daemon's uid and root. Copied like allowed_uids. */
 	const uint32_t *admin_uids;
 	size_t n_admin_uids;
+	/* Device output areas (CUDA IPC) the backend made at start-up, one
+	 * description each (rows > 0, status 0; opaque handles), copied. A
+	 * client whose hello sets O1_HELLO_DEVICE_OUT gets a free one for
+	 * its lifetime. An area stays bound to the uid of its first holder:
+	 * a process can keep a CUDA IPC mapping after it hung up, so an area
+	 * is never handed to another uid. None: such hellos are answered
+	 * -O1_E_NO_DEVOUT in the welcome's devout.status. */
+	const struct o1_wire_devout *devout_areas;
+	uint32_t n_devout_areas;
 };
 
 /* What the daemon may know about a connected client. */
@@ -74,6 +83,7 @@ struct o1_ipc_client_info {
 	uint32_t inflight; /* requests accepted and not yet FINAL */
 	uint32_t violations;
 	uint32_t region_bytes;
+	int32_t devout_area; /* the client's device output area, or -1 */
 };
 
 /* A validated request, borrowed by ->submit until it returns. */
@@ -90,6 +100,11 @@ struct o1_ipc_request {
 	const uint8_t *stop_strings; /* (u8 len, bytes) repeated, validated */
 	uint32_t stop_strings_bytes;
 	uint32_t n_stop_strings;
+	/* the client's device output area (index into opts.devout_areas),
+	 * -1 when it has none; a SUBMIT with O1_SUBMIT_DEVICE_LOGITS from a
+	 * client without one never reaches ->submit: its FINAL carries
+	 * -O1_E_NO_DEVOUT */
+	int32_t devout_area;
 };
 
 struct o1_ipc_consumer {

@@ -108,8 +108,10 @@ static int setup(struct o1_ipc_server *srv)
 	srv->clients = calloc(srv->o.max_clients, sizeof(*srv->clients));
 	if (!srv->clients)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < srv->o.max_clients; i++)
+	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
 		srv->clients[i].fd = srv->clients[i].efd = -1;
+		srv->clients[i].devout = -1;
+	}
 	ret = io_uring_queue_init(256 + 4 * srv->o.max_clients, &srv->ring, 0);
 	if (ret) {
 		o1_err("ipc: io_uring_queue_init: %s", strerror(-ret));
@@ -151,6 +153,8 @@ int o1_ipc_server_create(const struct o1_ipc_opts *opts,
 		srv->cons = *consumer;
 	ret = copy_opts(srv, opts);
 	if (!ret)
+		ret = o1_ipc_devout_init(srv);
+	if (!ret)
 		ret = setup(srv);
 	if (ret) {
 		o1_ipc_server_destroy(srv);
@@ -191,6 +195,7 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 	free(srv->gids);
 	free(srv->admins);
 	free(srv->admin_buf);
+	free(srv->devout);
 	free(srv);
 }
 

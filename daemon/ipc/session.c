@@ -138,6 +138,7 @@ void o1_ipc_client_fill_info(const struct o1_ipc_client *c,
 	out->inflight = c->inflight;
 	out->violations = c->violations;
 	out->region_bytes = c->l.total_bytes;
+	out->devout_area = c->devout;
 }
 
 /* Answers the admin messages waiting on c (a few per pass). */
@@ -191,6 +192,25 @@ int o1_ipc_clients(const struct o1_ipc_server *srv,
 	return (int)n;
 }
 
+/* A device output area for a hello that asked: into the welcome, or the
+ * reason there is none (the connection goes ahead either way). */
+static void give_devout(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+			struct o1_wire_welcome *w)
+{
+	int area = o1_ipc_devout_claim(srv, c->cred.uid);
+
+	if (area < 0) {
+		w->devout.status = area;
+		o1_info("ipc: client %u (pid %d, uid %u) asked for a device "
+			"output area: %s",
+			c->id, (int)c->cred.pid, (unsigned)c->cred.uid,
+			o1_strerror(area));
+		return;
+	}
+	c->devout = area;
+	w->devout = srv->devout[area].desc;
+}
+
 void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 {
 	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
@@ -222,6 +242,8 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	w.max_prompt_bytes = srv->o.max_prompt_bytes;
 	w.max_tokens = srv->o.max_tokens;
 	w.vocab_size = srv->o.vocab_size;
+	if (h.flags & O1_HELLO_DEVICE_OUT)
+		give_devout(srv, c, &w);
 	fds[0] = memfd;
 	fds[1] = c->efd;
 	w.n_fds = c->efd >= 0 ? 2 : 1;
@@ -419,12 +441,18 @@ static void submit(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 				   .uid = c->cred.uid,
 				   .gid = c->cred.gid,
 				   .pid = c->cred.pid,
-				   .params = *s};
+				   .params = *s,
+				   .devout_area = c->devout};
 	const char *why = NULL;
 	int ret;
 
 	if (srv->draining) {
 		fail_request(srv, c, s->req_id, -O1_E_DRAINING);
+		return;
+	}
+	if ((s->flags & O1_SUBMIT_DEVICE_LOGITS) && c->devout < 0) {
+		/* a capability the client lacks, not a violation */
+		fail_request(srv, c, s->req_id, -O1_E_NO_DEVOUT);
 		return;
 	}
 	if (c->inflight >= srv->o.max_inflight) {

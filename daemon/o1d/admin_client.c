@@ -1,6 +1,7 @@
 /* The admin protocol's client side (see admin.h): a SOCK_SEQPACKET
  * connection, the hello/welcome exchange, then one reply per message. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "error.h"
 #include "wire.h"
 
 static int hello(int fd)
@@ -26,9 +28,13 @@ static int hello(int fd)
 	n = recv(fd, &w, sizeof(w), 0);
 	if (n < 0)
 		return -errno;
-	if (n != sizeof(w) || w.magic != O1_WELCOME_MAGIC)
+	if (n < (ssize_t)offsetof(struct o1_wire_welcome, client_id) ||
+	    w.magic != O1_WELCOME_MAGIC)
 		return -EPROTO;
-	return w.status;
+	/* a daemon of another protocol version answers a shorter refusal */
+	if (w.version != O1_WIRE_VERSION)
+		return w.status ? w.status : -O1_E_VERSION;
+	return n == sizeof(w) ? w.status : -EPROTO;
 }
 
 int o1_admin_connect(const char *path, int *fd)

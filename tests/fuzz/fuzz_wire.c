@@ -1,6 +1,9 @@
 /* libFuzzer harness for the entry decoders: any 128 bytes (padded or cut)
  * decode without crashing, and an accepted submission lies inside the
- * arena the limits describe, so the daemon's copy-out cannot overrun. */
+ * arena the limits describe, so the daemon's copy-out cannot overrun.
+ * Bytes past the slot are also read as a stop-string list and as a
+ * welcome's device output description, whose accepted geometry must fit
+ * the area it names (libo1client-cuda reads rows and stamps there). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,19 @@ static void check_submit(const struct o1_wire_submit *s,
 		abort();
 }
 
+static void check_devout(const uint8_t *data, size_t size)
+{
+	struct o1_wire_devout d = {0};
+
+	memcpy(&d, data, size < sizeof(d) ? size : sizeof(d));
+	if (o1_wire_devout_check(&d, 1000) || !d.rows)
+		return;
+	if ((uint64_t)d.rows * d.row_stride_bytes > d.stamps_off ||
+	    d.stamps_off + d.rows * 4ull > d.area_bytes ||
+	    d.row_stride_bytes < 4000 || (d.rows & (d.rows - 1)))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct o1_wire_limits lim = {.arena_bytes = 65536,
@@ -47,8 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    out.op == O1_OP_SUBMIT)
 		check_submit(&out.submit, &lim);
 	o1_wire_decode_ev(slot, &out, &why);
-	if (size > sizeof(slot))
+	if (size > sizeof(slot)) {
 		o1_wire_stop_strings_check(data + sizeof(slot),
 					   (uint32_t)(size - sizeof(slot)), 16);
+		check_devout(data + sizeof(slot), size - sizeof(slot));
+	}
 	return 0;
 }

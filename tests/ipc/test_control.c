@@ -20,6 +20,7 @@
 
 #include "control.h"
 #include "error.h"
+#include "front.h"
 
 static void test_listen_errors(void **state)
 {
@@ -121,6 +122,49 @@ static void test_region_memfd(void **state)
 	close(fd);
 }
 
+/* The area table: bad descriptions refused at create, uid binding, release
+ * of -1 and of a free area harmless. */
+static void test_devout_table(void **state)
+{
+	struct o1_wire_devout d[3];
+	struct o1_ipc_server srv;
+
+	(void)state;
+	memset(d, 0, sizeof(d));
+	for (int i = 0; i < 3; i++) {
+		d[i].rows = 4;
+		d[i].row_floats = 10;
+		d[i].row_stride_bytes = 256;
+		d[i].stamps_off = 1024;
+		d[i].area_bytes = 1040;
+	}
+	memset(&srv, 0, sizeof(srv));
+	srv.o.devout_areas = d;
+	srv.o.n_devout_areas = 3;
+	d[1].rows = 3;
+	assert_int_equal(o1_ipc_devout_init(&srv), -O1_E_CONFIG);
+	free(srv.devout);
+	d[1].rows = 4;
+	memset(&srv, 0, sizeof(srv));
+	srv.o.devout_areas = d;
+	srv.o.n_devout_areas = 3;
+	assert_int_equal(o1_ipc_devout_init(&srv), 0);
+	assert_int_equal(srv.devout[2].desc.area, 2);
+	assert_int_equal(o1_ipc_devout_claim(&srv, 100), 0);
+	assert_int_equal(o1_ipc_devout_claim(&srv, 200), 1);
+	o1_ipc_devout_release(&srv, 0);
+	o1_ipc_devout_release(&srv, -1);
+	o1_ipc_devout_release(&srv, 7);
+	/* uid 200 skips area 0 (bound to 100) and takes the fresh one */
+	assert_int_equal(o1_ipc_devout_claim(&srv, 200), 2);
+	assert_int_equal(o1_ipc_devout_claim(&srv, 300), -O1_E_NO_DEVOUT);
+	o1_ipc_devout_release(&srv, 1);
+	assert_int_equal(o1_ipc_devout_claim(&srv, 300), -O1_E_NO_DEVOUT);
+	assert_int_equal(o1_ipc_devout_claim(&srv, 100), 0);
+	assert_int_equal(o1_ipc_devout_claim(&srv, 200), 1);
+	free(srv.devout);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +172,7 @@ int main(void)
 	    cmocka_unit_test(test_peer_check),
 	    cmocka_unit_test(test_bad_hellos),
 	    cmocka_unit_test(test_region_memfd),
+	    cmocka_unit_test(test_devout_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

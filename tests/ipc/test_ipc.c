@@ -973,6 +973,149 @@ static void test_wakeup_hostile(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
+struct dev_tokens {
+	int n, bad;
+	uint32_t seq[16];
+};
+
+static int collect_dev(void *arg, const struct o1_event *ev)
+{
+	struct dev_tokens *t = arg;
+
+	if (ev->n_ids != 1 || !(ev->has_logprobs & O1_TOKEN_HAS_DEVICE) ||
+	    t->n >= 16)
+		t->bad++;
+	else
+		t->seq[t->n++] = ev->dev_seq;
+	return 0;
+}
+
+static struct o1_client *dev_client(struct test_server *s, uint32_t flags)
+{
+	struct o1_client_opts o = {.sz = sizeof(o),
+				   .socket_path = s->path,
+				   .name = "dev",
+				   .flags = flags};
+	struct o1_client *c = NULL;
+	int ret = o1_client_connect(&o, &c);
+
+	if (ret)
+		fail_msg("connect: %d %s", ret, o1_last_error());
+	return c;
+}
+
+static void dev_generate(struct o1_client *c, struct dev_tokens *t,
+			 struct o1_event *fin)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 5,
+				    .text = "abc",
+				    .text_len = 3,
+				    .max_tokens = 4,
+				    .flags = O1_FLAG_DEVICE_LOGITS};
+
+	memset(t, 0, sizeof(*t));
+	assert_int_equal(o1_client_generate(c, &so, collect_dev, t, fin), 0);
+}
+
+/* Without areas (a CPU daemon): the connection asking for one succeeds,
+ * the area is refused with the typed error, a device request gets exactly
+ * one FINAL with it and nothing else, and nothing counts as a violation. */
+static void test_devout_refused(void **state)
+{
+	struct o1_device_output info = {.sz = sizeof(info)};
+	struct server_stats st;
+	struct test_server s;
+	struct dev_tokens t;
+	struct o1_event fin, ev;
+	struct o1_client *c, *plain;
+
+	(void)state;
+	start(&s, NULL, NULL, NULL, NULL);
+	c = dev_client(&s, O1_CONNECT_DEVICE_OUT);
+	assert_int_equal(o1_client_device_output(c, &info),
+			 O1_CLIENT_E_NO_DEVOUT);
+	assert_non_null(strstr(o1_last_error(), "no device output area"));
+	dev_generate(c, &t, &fin);
+	assert_int_equal(t.n + t.bad, 0);
+	assert_int_equal(fin.finish, O1_FINISH_REASON_ERROR);
+	assert_int_equal(fin.error, O1_CLIENT_E_NO_DEVOUT);
+	assert_int_equal(o1_client_poll(c, &ev), 0); /* one FINAL only */
+	assert_int_equal(o1_client_inflight(c), 0);
+	plain = dev_client(&s, 0);
+	assert_int_equal(o1_client_device_output(plain, &info), -EINVAL);
+	dev_generate(plain, &t, &fin);
+	assert_int_equal(fin.error, O1_CLIENT_E_NO_DEVOUT);
+	info.sz = 4;
+	assert_int_equal(o1_client_device_output(c, &info), -EINVAL);
+	assert_int_equal(o1_client_device_output(NULL, &info), -EINVAL);
+	assert_int_equal(o1_client_device_output(c, NULL), -EINVAL);
+	o1_client_close(plain);
+	o1_client_close(c);
+	check_serving(&s);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.violations, 0);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* Two areas: two clients get one each (handles and geometry as the
+ * backend described them), a third gets none but is served; device
+ * tokens carry their area's sequence numbers; a closed client's area goes
+ * to the next client of the same uid. */
+static void test_devout_areas(void **state)
+{
+	struct o1_device_output a = {.sz = sizeof(a)}, b = {.sz = sizeof(b)};
+	struct o1_device_output x = {.sz = sizeof(x)};
+	struct o1_client *ca, *cb, *cc;
+	struct test_server s;
+	struct dev_tokens t;
+	struct o1_event fin;
+	uint64_t t0;
+	int ret;
+
+	(void)state;
+	start(&s, "--devout", "2", NULL, NULL);
+	ca = dev_client(&s, O1_CONNECT_DEVICE_OUT);
+	cb = dev_client(&s, O1_CONNECT_DEVICE_OUT);
+	cc = dev_client(&s, O1_CONNECT_DEVICE_OUT);
+	assert_int_equal(o1_client_device_output(ca, &a), 0);
+	assert_int_equal(o1_client_device_output(cb, &b), 0);
+	assert_int_equal(o1_client_device_output(cc, &x),
+			 O1_CLIENT_E_NO_DEVOUT);
+	assert_int_not_equal(a.area, b.area);
+	assert_int_equal(a.rows, 8);
+	assert_int_equal(a.row_floats, 1000);
+	assert_int_equal(a.row_stride_bytes, 4096);
+	assert_true(a.stamps_off == 8 * 4096 && a.area_bytes == 8 * 4096 + 32);
+	for (int i = 0; i < 64; i++) {
+		assert_int_equal(a.mem_handle[i], 0x10 + a.area);
+		assert_int_equal(a.event_handle[i], 0x20 + a.area);
+		assert_int_equal(b.mem_handle[i], 0x10 + b.area);
+	}
+	dev_generate(cb, &t, &fin);
+	assert_int_equal(fin.finish, O1_FINISH_REASON_LENGTH);
+	assert_int_equal(t.bad, 0);
+	assert_int_equal(t.n, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(t.seq[i], 1000 * b.area + (uint32_t)i);
+	dev_generate(cc, &t, &fin);
+	assert_int_equal(fin.error, O1_CLIENT_E_NO_DEVOUT);
+	o1_client_close(ca);
+	/* the area comes back once the loop has seen the hang-up */
+	t0 = o1_test_now_ms();
+	do {
+		o1_client_close(cc);
+		cc = dev_client(&s, O1_CONNECT_DEVICE_OUT);
+		ret = o1_client_device_output(cc, &x);
+	} while (ret && o1_test_now_ms() - t0 < 5000);
+	assert_int_equal(ret, 0);
+	assert_int_equal(x.area, a.area);
+	o1_client_close(cc);
+	o1_client_close(cb);
+	check_serving(&s);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -993,6 +1136,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_admin),
 	    cmocka_unit_test(test_wakeup_samples),
 	    cmocka_unit_test(test_wakeup_hostile),
+	    cmocka_unit_test(test_devout_refused),
+	    cmocka_unit_test(test_devout_areas),
 	};
 
 	eventfd_mode = argc > 1 && !strcmp(argv[1], "--eventfd");

@@ -8,10 +8,16 @@
  * exactly one FINAL; usage: prompt_tokens = prompt bytes (text) or ids.
  * With n_logprobs, each token is followed by its alternatives: ids
  * id+1..id+n (mod 1000) with logprobs -0.25, -0.5, ...
+ * --devout N gives the loop N fake device output areas (8 rows of 1000
+ * floats; handle bytes 0x10 + area) and a vocabulary of 1000; a request
+ * with O1_SUBMIT_DEVICE_LOGITS from area a gets tokens with
+ * O1_TOKEN_DEVICE and dev_seq 1000 a + i (one reaching ->submit without
+ * an area is refused with -EPROTO, which the tests would see).
  *
  * usage: o1_ipc_test_server --socket PATH [--eventfd] [--allow-uid N]
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
  *        [--hello-ms N] [--max-clients N] [--arena N] [--admin-uid N]
+ *        [--devout N]
  * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
  * at exit (SIGTERM), with the wake-up samples the loop counted and those
  * it handed to ->observe_wakeup (count and largest). SIGINT toggles draining
@@ -42,6 +48,7 @@ struct req {
 	uint32_t n_stop;
 	uint32_t n_logprobs;
 	int lp_pending; /* the last token's LOGPROBS are not posted yet */
+	int32_t dev;	/* device output area, or -1 */
 };
 
 static struct req reqs[MAX_REQS];
@@ -66,8 +73,12 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 			q = &reqs[i];
 	if (!q)
 		return -EBUSY;
+	if ((r->params.flags & O1_SUBMIT_DEVICE_LOGITS) && r->devout_area < 0)
+		return -EPROTO;
 	memset(q, 0, sizeof(*q));
 	q->used = 1;
+	q->dev =
+	    r->params.flags & O1_SUBMIT_DEVICE_LOGITS ? r->devout_area : -1;
 	live++;
 	q->client_id = r->client_id;
 	q->req_id = r->params.req_id;
@@ -131,6 +142,23 @@ static int post_logprobs(struct o1_ipc_server *srv, struct req *q)
 	return ret;
 }
 
+static int post_device_token(struct o1_ipc_server *srv, const struct req *q,
+			     uint32_t id, const char *text, int n)
+{
+	union o1_wire_entry ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.token.op = O1_EV_TOKEN;
+	ev.token.req_id = q->req_id;
+	ev.token.n_ids = 1;
+	ev.token.ids[0] = id;
+	ev.token.has_logprobs = O1_TOKEN_DEVICE;
+	ev.token.dev_seq = 1000u * (uint32_t)q->dev + q->next;
+	ev.token.text_len = (uint8_t)n;
+	memcpy(ev.token.text, text, (size_t)n);
+	return o1_ipc_post(srv, q->client_id, &ev);
+}
+
 /* Advances one request by one event; returns the post result. */
 static int step(struct o1_ipc_server *srv, struct req *q)
 {
@@ -147,8 +175,10 @@ static int step(struct o1_ipc_server *srv, struct req *q)
 		return 0;
 	else if (q->next < q->total && !is_stop(q, id)) {
 		n = snprintf(text, sizeof(text), "%u ", id);
-		ret = o1_ipc_post_token(srv, q->client_id, q->req_id, &id, 1,
-					text, (size_t)n);
+		ret = q->dev >= 0
+			  ? post_device_token(srv, q, id, text, n)
+			  : o1_ipc_post_token(srv, q->client_id, q->req_id, &id,
+					      1, text, (size_t)n);
 		if (!ret) {
 			q->next++;
 			q->lp_pending = q->n_logprobs > 0;
@@ -246,6 +276,32 @@ static void on_signal(void *ctx, struct o1_ipc_server *srv, int signo)
 	o1_ipc_server_stop(srv);
 }
 
+static struct o1_wire_devout fake_areas[4];
+
+/* N fake device output areas: real geometry, handles made of one byte. */
+static int fake_devout(struct o1_ipc_opts *o, int n)
+{
+	if (n < 1 || n > 4)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		struct o1_wire_devout *d = &fake_areas[i];
+
+		d->rows = 8;
+		d->row_floats = 1000;
+		d->row_stride_bytes = 4096;
+		d->stamps_off = 8 * 4096;
+		d->area_bytes = 8 * 4096 + 8 * 4;
+		snprintf(d->pci_bus_id, sizeof(d->pci_bus_id), "0000:%02x:00.0",
+			 i);
+		memset(d->mem_handle, 0x10 + i, sizeof(d->mem_handle));
+		memset(d->event_handle, 0x20 + i, sizeof(d->event_handle));
+	}
+	o->devout_areas = fake_areas;
+	o->n_devout_areas = (uint32_t)n;
+	o->vocab_size = 1000;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
 		      uint32_t *uid)
 {
@@ -281,7 +337,10 @@ static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
 			o->max_clients = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--arena"))
 			o->arena_bytes = (uint32_t)atoi(v);
-		else
+		else if (!strcmp(a, "--devout")) {
+			if (fake_devout(o, atoi(v)))
+				return -1;
+		} else
 			return -1;
 	}
 	return o->socket_path ? 0 : -1;

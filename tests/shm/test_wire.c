@@ -67,7 +67,7 @@ struct bad_case {
 	}
 M(m_op, s->op = 0x7f)
 M(m_pad, s->pad[31] = 1)
-M(m_flags, s->flags = 0x100)
+M(m_flags, s->flags = 0x40)
 M(m_max0, s->max_tokens = 0)
 M(m_maxbig, s->max_tokens = 1001)
 M(m_topk, s->top_k = 32001)
@@ -235,14 +235,15 @@ static void test_events(void **state)
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
 	assert_string_equal(why, "entropy");
 	in.token.entropy = 0.0f;
-	in.token.has_logprobs = 4;
+	in.token.has_logprobs = 8;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
 	in.token.has_logprobs = 0;
 	in.token.round = O1_WIRE_REFINE_MAX + 1;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_BOUNDS);
 	in.token.round = 0;
-	in.token.pad1 = 1;
+	in.token.dev_seq = 1;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_PROTOCOL);
+	assert_string_equal(why, "dev_seq");
 	memset(&in, 0, sizeof(in));
 	in.final.op = O1_EV_FINAL;
 	in.final.reason = O1_FINISH_COUNT;
@@ -291,6 +292,86 @@ static void test_events(void **state)
 	in.logprobs.logprobs[1] = 0.5f;
 	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
 	assert_string_equal(why, "logprobs");
+}
+
+/* Device logits: O1_TOKEN_DEVICE names one id's row; a submit may ask. */
+static void test_device_token(void **state)
+{
+	union o1_wire_entry in, out;
+	const char *why;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	in.token.op = O1_EV_TOKEN;
+	in.token.n_ids = 1;
+	in.token.has_logprobs = O1_TOKEN_DEVICE;
+	in.token.dev_seq = UINT32_MAX;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
+	assert_true(out.token.dev_seq == UINT32_MAX);
+	in.token.has_logprobs |= O1_TOKEN_ENTROPY;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), 0);
+	in.token.n_ids = 2;
+	in.token.has_logprobs = O1_TOKEN_DEVICE;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	assert_string_equal(why, "dev_seq");
+	in.token.n_ids = 0;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, &why), -O1_E_FORMAT);
+	in = valid_submit();
+	in.submit.flags |= O1_SUBMIT_DEVICE_LOGITS;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	assert_int_equal(out.submit.flags & O1_SUBMIT_DEVICE_LOGITS,
+			 O1_SUBMIT_DEVICE_LOGITS);
+}
+
+static struct o1_wire_devout good_devout(void)
+{
+	struct o1_wire_devout d;
+
+	memset(&d, 0, sizeof(d));
+	d.rows = 8;
+	d.row_floats = 1000;
+	d.row_stride_bytes = 4096;
+	d.stamps_off = 8 * 4096;
+	d.area_bytes = 8 * 4096 + 8 * 4;
+	strcpy(d.pci_bus_id, "0000:19:00.0");
+	return d;
+}
+
+/* The welcome's area description is checked field by field. */
+static void test_devout(void **state)
+{
+	struct o1_wire_devout d = good_devout();
+
+	(void)state;
+	assert_int_equal(sizeof(struct o1_wire_welcome), 256);
+	assert_int_equal(o1_wire_devout_check(&d, 1000), 0);
+	assert_int_equal(o1_wire_devout_check(&d, 999), -O1_E_PROTOCOL);
+#define BAD(stmt)                                                              \
+	do {                                                                   \
+		d = good_devout();                                             \
+		stmt;                                                          \
+		assert_int_equal(o1_wire_devout_check(&d, 1000),               \
+				 -O1_E_PROTOCOL);                              \
+	} while (0)
+	BAD(d.rows = 6);
+	BAD(d.status = -O1_E_NO_DEVOUT);
+	BAD(d.row_stride_bytes = 3968);
+	BAD(d.row_stride_bytes = 4000);
+	BAD(d.stamps_off = 8 * 4096 - 1);
+	BAD(d.area_bytes = 8 * 4096 + 31);
+	BAD(d.area_bytes = 3);
+	BAD(memset(d.pci_bus_id, 'a', sizeof(d.pci_bus_id)));
+	BAD(d.pad0 = 1);
+	BAD(d.pad[7] = 1);
+	BAD(d.rows = 1u << 31; d.row_stride_bytes = 1u << 31; d.stamps_off = 0);
+#undef BAD
+	/* No area: a status <= 0 says why, nothing else may be set. */
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(o1_wire_devout_check(&d, 1000), 0);
+	d.status = -O1_E_NO_DEVOUT;
+	assert_int_equal(o1_wire_devout_check(&d, 1000), 0);
+	d.status = 1;
+	assert_int_equal(o1_wire_devout_check(&d, 1000), -O1_E_PROTOCOL);
 }
 
 static void test_stop_strings(void **state)
@@ -346,6 +427,8 @@ int main(void)
 	    cmocka_unit_test(test_small_ops),
 	    cmocka_unit_test(test_events),
 	    cmocka_unit_test(test_stop_strings),
+	    cmocka_unit_test(test_device_token),
+	    cmocka_unit_test(test_devout),
 	    cmocka_unit_test(test_sent_ns),
 	};
 

@@ -27,6 +27,12 @@ extern "C" {
 
 struct o1_client;
 
+enum o1_connect_flag {
+	/* ask for a device output area (CUDA IPC, see
+	 * o1_client_device_output); the connection succeeds without one */
+	O1_CONNECT_DEVICE_OUT = 1u << 0,
+};
+
 struct o1_client_opts {
 	size_t sz;
 	const char *socket_path; /* NULL: $O1D_SOCKET, else /run/o1d/o1d.sock;
@@ -37,6 +43,8 @@ struct o1_client_opts {
 	uint32_t arena_bytes; /* room for prompts in flight */
 	uint32_t spin_us;     /* busy-poll before sleeping in waits;
 			       * 0: 20 us */
+	/* since 0.3 */
+	uint32_t flags; /* enum o1_connect_flag */
 };
 
 /* Sampling parameters; a NULL pointer in o1_submit_opts means greedy. */
@@ -62,7 +70,17 @@ enum o1_submit_flag {
 	/* every TOKEN carries its logprob and entropy (has_logprobs bits
 	 * O1_TOKEN_HAS_LOGPROB | O1_TOKEN_HAS_ENTROPY) */
 	O1_FLAG_CONFIDENCE = 1u << 4,
+	/* since 0.3: each generated token's logits row goes to the device
+	 * output area (connect with O1_CONNECT_DEVICE_OUT); every TOKEN then
+	 * carries one id, O1_TOKEN_HAS_DEVICE and dev_seq. Without an area
+	 * the request gets one FINAL with error O1_CLIENT_E_NO_DEVOUT. */
+	O1_FLAG_DEVICE_LOGITS = 1u << 5,
 };
+
+/* The error a request or o1_client_device_output gets when the daemon has
+ * no device output area for this connection: its backend has none (CPU),
+ * they are off, or every one is held. */
+#define O1_CLIENT_E_NO_DEVOUT (-10015)
 
 /* Self-refinement (refine_steps > 0, a CHAT text prompt, not NO_TEXT):
  * after the first answer (round 0) the daemon runs up to refine_steps
@@ -98,6 +116,7 @@ enum o1_refine_stop_reason {
 /* has_logprobs bits of a TOKEN event */
 #define O1_TOKEN_HAS_LOGPROB 1 /* logprobs[i] valid for ids[i] */
 #define O1_TOKEN_HAS_ENTROPY 2 /* entropy valid (the token's) */
+#define O1_TOKEN_HAS_DEVICE  4 /* dev_seq valid (since 0.3) */
 
 /* Every pointer here is borrowed for the call only: o1_client_submit
  * copies what it needs into the shared arena before it returns. */
@@ -179,6 +198,10 @@ struct o1_event {
 	enum o1_refine_stop_reason refine_stop; /* FINAL, ROUND */
 	uint32_t text_bytes;			/* ROUND: its answer bytes */
 	uint64_t latency_ns; /* ROUND: admission to last token */
+	/* since 0.3. TOKEN with O1_TOKEN_HAS_DEVICE: the sequence number of
+	 * the row holding ids[0]'s logits in the device output area (row
+	 * dev_seq % rows); libo1client-cuda turns it into a device pointer */
+	uint32_t dev_seq;
 };
 
 /* Connects and maps the region; *out is yours until o1_client_close. */
@@ -246,6 +269,32 @@ void o1_trace_init(struct o1_trace *t);
 int o1_trace_add(struct o1_trace *t, const struct o1_event *ev);
 /* Frees the answers; *t may be reused after o1_trace_init. */
 void o1_trace_free(struct o1_trace *t);
+
+/* The device output area the daemon gave this connection (connect with
+ * O1_CONNECT_DEVICE_OUT): its geometry and the opaque CUDA IPC handles
+ * that libo1client-cuda (<o1/client_cuda.h>) maps. Layout of the area:
+ * rows of row_floats f32 logits, row_stride_bytes apart, then at
+ * stamps_off one uint32 stamp per row (the daemon sets stamp r to the
+ * sequence number s before it writes s's logits into row r = s % rows;
+ * the ring does not wait for readers). */
+struct o1_device_output {
+	size_t sz;
+	uint32_t area; /* the daemon's index, for logs */
+	uint32_t rows; /* ring capacity, a power of two */
+	uint32_t row_floats;
+	uint32_t row_stride_bytes;
+	uint64_t stamps_off;
+	uint64_t area_bytes;
+	char pci_bus_id[16];	  /* the daemon's device */
+	uint8_t mem_handle[64];	  /* cudaIpcMemHandle_t */
+	uint8_t event_handle[64]; /* cudaIpcEventHandle_t */
+};
+
+/* Fills *out (set out->sz) with this connection's area. Returns 0,
+ * O1_CLIENT_E_NO_DEVOUT (the daemon has none for us), -EINVAL (not
+ * asked for at connect, bad arguments) or -ECONNRESET. Since 0.3. */
+int o1_client_device_output(const struct o1_client *c,
+			    struct o1_device_output *out);
 
 /* Requests accepted by o1_client_submit and not yet FINAL. */
 unsigned o1_client_inflight(const struct o1_client *c);
