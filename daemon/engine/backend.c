@@ -95,6 +95,28 @@ static int create_state(enum o1_backend_kind kind, const struct o1_model *m,
 				    &b->state);
 }
 
+static int check_devout_config(const struct o1_backend *b)
+{
+	uint32_t n = b->cfg.devout_areas, rows = b->cfg.devout_rows;
+
+	if (!n)
+		return 0;
+	if (!b->ops->devout || b->cfg.tensor_parallel) {
+		o1_err("%s backend%s: no device output areas", b->ops->name,
+		       b->cfg.tensor_parallel ? " (tensor-parallel)" : "");
+		return -O1_E_UNSUPPORTED;
+	}
+	if (n > O1_BACKEND_DEVOUT_AREAS_MAX || !rows || (rows & (rows - 1)) ||
+	    rows > O1_BACKEND_DEVOUT_ROWS_MAX) {
+		o1_err("backend: %u device output areas of %u rows (at most "
+		       "%u areas, rows a power of two up to %u)",
+		       n, rows, O1_BACKEND_DEVOUT_AREAS_MAX,
+		       O1_BACKEND_DEVOUT_ROWS_MAX);
+		return -O1_E_CONFIG;
+	}
+	return 0;
+}
+
 int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *m,
 		      const struct o1_backend_config *cfg,
 		      struct o1_backend **out)
@@ -119,6 +141,8 @@ int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *m,
 	b->vocab = m->desc.vocab_size;
 	if (!err)
 		err = o1_kv_layout_check(&b->layout, &elems);
+	if (!err)
+		err = check_devout_config(b);
 	if (!err)
 		err = create_state(kind, m, b);
 	if (err) {
@@ -162,6 +186,25 @@ static int check_seq(const struct o1_backend *b, const struct o1_step_seq *s,
 	return 0;
 }
 
+/* Every device output entry names one of the step's ROWS logits rows and
+ * an existing area. */
+static int check_devout(const struct o1_backend *b, const struct o1_step *st,
+			uint32_t rows)
+{
+	if (st->n_devout && !st->devout)
+		return -O1_E_CONFIG;
+	for (uint32_t i = 0; i < st->n_devout; i++)
+		if (st->devout[i].row >= rows ||
+		    st->devout[i].area >= b->cfg.devout_areas) {
+			o1_err("backend step: device output %u: row %u of %u, "
+			       "area %u of %u",
+			       i, st->devout[i].row, rows, st->devout[i].area,
+			       b->cfg.devout_areas);
+			return -O1_E_BOUNDS;
+		}
+	return 0;
+}
+
 static int check_step(const struct o1_backend *b, const struct o1_step *st)
 {
 	uint64_t tokens = 0, rows = 0;
@@ -186,7 +229,7 @@ static int check_step(const struct o1_backend *b, const struct o1_step *st)
 		       (unsigned long long)rows, st->logits_rows);
 		return -O1_E_CONFIG;
 	}
-	return 0;
+	return check_devout(b, st, (uint32_t)rows);
 }
 
 int o1_backend_step(struct o1_backend *b, const struct o1_step *st)
@@ -204,6 +247,16 @@ const struct o1_kv_layout *o1_backend_kv_layout(const struct o1_backend *b)
 const struct o1_backend_config *o1_backend_config(const struct o1_backend *b)
 {
 	return &b->cfg;
+}
+
+int o1_backend_devout(const struct o1_backend *b, uint32_t area,
+		      struct o1_backend_devout *out)
+{
+	if (!b->ops->devout)
+		return -O1_E_UNSUPPORTED;
+	if (area >= b->cfg.devout_areas)
+		return -O1_E_BOUNDS;
+	return b->ops->devout(b->state, area, out);
 }
 
 uint32_t o1_backend_vocab_size(const struct o1_backend *b)

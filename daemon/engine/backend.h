@@ -18,6 +18,13 @@
  * new token of a sequence with all_logits, as rows of vocab floats in
  * sequence order.
  *
+ * Device outputs (CUDA backend, cfg.devout_areas > 0): areas of device
+ * memory made at create, each its own allocation so that it can be
+ * exported alone through CUDA IPC (o1_backend_devout describes one). A
+ * step's devout entries copy logits rows into them on the device, right
+ * after the LM head (before anything else could touch the rows), see
+ * struct o1_step_devout.
+ *
  * A backend runs one step at a time, called from one thread (the engine
  * loop); the CPU backend spreads each kernel over its own worker threads.
  * The tensor-parallel backend (tp_backend.h) is one backend to its caller
@@ -46,6 +53,8 @@ enum o1_backend_kind {
 };
 
 #define O1_BACKEND_GRAPH_BUCKETS_MAX 32
+#define O1_BACKEND_DEVOUT_AREAS_MAX  64	   /* device output areas */
+#define O1_BACKEND_DEVOUT_ROWS_MAX   65536 /* rows per area */
 
 #define O1_BACKEND_DEVICES_MAX 8
 
@@ -95,6 +104,25 @@ struct o1_backend_config {
 	/* Set by the tensor-parallel backend in its ranks' configs only. */
 	uint32_t tp_rank, tp_size; /* this shard; tp_size 0 = not a rank */
 	struct o1_tp_link tp_link;
+	/* Device output areas (see above): count (0: none; a backend
+	 * without them refuses others with -O1_E_UNSUPPORTED) and logits
+	 * rows per area (a power of two, >= 1). */
+	uint32_t devout_areas;
+	uint32_t devout_rows;
+};
+
+/* One device output area (o1_backend_devout): CUDA IPC handles (opaque
+ * cudaIpcMemHandle_t and cudaIpcEventHandle_t bytes), the device, and the
+ * layout: rows x row_stride_bytes of f32 logits (row_floats = vocab), then
+ * at stamps_off a uint32 stamp per row. The area lives until destroy. */
+#define O1_BACKEND_IPC_HANDLE_BYTES 64
+
+struct o1_backend_devout {
+	uint8_t mem_handle[O1_BACKEND_IPC_HANDLE_BYTES];
+	uint8_t event_handle[O1_BACKEND_IPC_HANDLE_BYTES];
+	char pci_bus_id[16];
+	uint32_t rows, row_floats, row_stride_bytes;
+	uint64_t stamps_off, area_bytes;
 };
 
 /* Graph use, per bucket and overall (o1_backend_graph_stats). */
@@ -126,11 +154,23 @@ struct o1_step_seq {
 	bool all_logits; /* logits for every new token */
 };
 
+/* Logits row `row` of the step (the step's row order) goes to device
+ * output area `area`, ring row seq % devout_rows: the step writes stamp
+ * (seq % devout_rows) = seq, then the row, then records the area's event,
+ * all on its stream and before it returns. */
+struct o1_step_devout {
+	uint32_t row;
+	uint32_t area;
+	uint32_t seq;
+};
+
 struct o1_step {
 	const struct o1_step_seq *seqs; /* borrowed for the call */
 	uint32_t n_seqs;
 	float *logits;	      /* out: logits_rows x vocab floats */
 	uint32_t logits_rows; /* capacity, in rows */
+	const struct o1_step_devout *devout; /* borrowed; n_devout entries */
+	uint32_t n_devout;
 };
 
 /* What a backend implements. STATE is the backend's own. */
@@ -151,6 +191,9 @@ struct o1_backend_ops {
 	/* A tensor-parallel rank's FFN and query columns must be multiples
 	 * of this (tp_shard.h); 0 = the backend cannot be a rank. */
 	uint32_t tp_align;
+	/* Optional: NULL = no device outputs (cfg.devout_areas refused). */
+	int (*devout)(const void *state, uint32_t area,
+		      struct o1_backend_devout *out);
 };
 
 extern const struct o1_backend_ops o1_cpu_backend_ops;
@@ -187,5 +230,9 @@ void o1_backend_graph_stats(const struct o1_backend *b,
  * backend replays no graphs: CPU, graphs off, graphs_eager, no bucket
  * captured. Called by the thread that steps, between steps. */
 int o1_backend_fail_replays(struct o1_backend *b, uint32_t every);
+/* Describes device output area AREA (< cfg.devout_areas). Returns 0,
+ * -O1_E_BOUNDS, or -O1_E_UNSUPPORTED for a backend without them. */
+int o1_backend_devout(const struct o1_backend *b, uint32_t area,
+		      struct o1_backend_devout *out);
 
 #endif

@@ -50,6 +50,16 @@
  * collectives are done before the blocking copy of the logits. A graph
  * launch that fails is an error, not an eager fallback: every rank must
  * replay the same captured collectives.
+ *
+ * Device outputs (cfg.devout_areas): each area is its own cudaMalloc made
+ * at create (a CUDA IPC handle maps a whole allocation, so a client sees
+ * its area and nothing else) with an interprocess event. A step's devout
+ * entries are served right after the LM head of the chunk holding their
+ * row (after the graph launch for a bucket step: outside the graph): per
+ * entry an async copy of the 4-byte stamp from a pinned staging slot,
+ * then a device-to-device copy of the row; then each touched area's event
+ * is recorded. All on the one stream, before the step's synchronization,
+ * so the staging slots are not reused while a copy may read them.
  */
 #include "cuda_backend.h"
 
@@ -81,6 +91,18 @@ struct cuda_layer {
 	uint16_t *wqkv, *wo, *wgu, *wdown;  /* bf16 [out, in] */
 };
 
+/* A device output area: one allocation, rows then stamps (backend.h). */
+struct cuda_devout {
+	void *base; /* owned */
+	cudaEvent_t ev;
+	struct o1_backend_devout desc;
+};
+
+_Static_assert(sizeof(cudaIpcMemHandle_t) == O1_BACKEND_IPC_HANDLE_BYTES,
+	       "IPC memory handle size");
+_Static_assert(sizeof(cudaIpcEventHandle_t) == O1_BACKEND_IPC_HANDLE_BYTES,
+	       "IPC event handle size");
+
 /* Step inputs, the same layout on the host (pinned) and the device. */
 struct cuda_inputs {
 	int32_t *ids, *pos;
@@ -110,6 +132,8 @@ struct cuda_state {
 	uint32_t max_blocks, head_rows;
 	uint32_t scratch_page;	       /* = cfg.n_pages: padding rows' KV */
 	struct o1_cuda_graphs *graphs; /* NULL without bucketing */
+	struct cuda_devout *devout;    /* cfg.devout_areas, owned */
+	uint32_t *stamp_host; /* pinned: one slot per devout entry of a step */
 };
 
 uint64_t o1_cuda_backend_alloc_count(void)
@@ -486,6 +510,17 @@ static int settle(struct cuda_state *s)
 	return s->cfg.tp_link.wait ? sync_stream(s) : 0;
 }
 
+static void free_devout(struct cuda_state *s)
+{
+	for (uint32_t i = 0; s->devout && i < s->cfg.devout_areas; i++) {
+		if (s->devout[i].ev)
+			cudaEventDestroy(s->devout[i].ev);
+		cudaFree(s->devout[i].base);
+	}
+	free(s->devout);
+	cudaFreeHost(s->stamp_host);
+}
+
 static void cuda_destroy(void *state)
 {
 	struct cuda_state *s = state;
@@ -496,6 +531,7 @@ static void cuda_destroy(void *state)
 	cudaGetLastError();
 	if (s->stream)
 		sync_stream(s);
+	free_devout(s);
 	o1_cuda_graphs_destroy(s->graphs);
 	if (s->blas)
 		cublasDestroy(s->blas);
@@ -755,21 +791,76 @@ static int copy_logits(struct cuda_state *s, float *dst, uint32_t n)
 	    cudaMemcpyDeviceToHost, s->stream));
 }
 
-/* The LM head over the R rows that want logits, HEAD_ROWS at a time, each
- * chunk copied to LOGITS. */
-static int head(struct cuda_state *s, uint32_t r, float *logits)
+/* One devout entry whose row sits at LOCAL in the device logits: the
+ * stamp (from staging slot I), then the row. */
+static int devout_copy(struct cuda_state *s, const struct o1_step_devout *e,
+		       uint32_t i, uint32_t local)
 {
+	const struct cuda_devout *a = &s->devout[e->area];
+	uint32_t r = e->seq & (a->desc.rows - 1);
+	uint8_t *base = a->base;
+	int err;
+
+	s->stamp_host[i] = e->seq;
+	err = O1_CUDA_CHECK(cudaMemcpyAsync(
+	    base + a->desc.stamps_off + (uint64_t)r * 4, &s->stamp_host[i], 4,
+	    cudaMemcpyHostToDevice, s->stream));
+	return err ? err
+		   : O1_CUDA_CHECK(cudaMemcpyAsync(
+			 base + (uint64_t)r * a->desc.row_stride_bytes,
+			 s->logits + (size_t)local * s->d.vocab_size,
+			 (size_t)s->d.vocab_size * sizeof(float),
+			 cudaMemcpyDeviceToDevice, s->stream));
+}
+
+/* Serves the entries whose rows are [C, C + N) of the step's logits rows,
+ * now in the device logits; marks their areas in *TOUCHED. Must run
+ * before anything changes the device logits. */
+static int devout_rows(struct cuda_state *s, const struct o1_step *st,
+		       uint32_t c, uint32_t n, uint64_t *touched)
+{
+	int err = 0;
+
+	for (uint32_t i = 0; !err && i < st->n_devout; i++) {
+		const struct o1_step_devout *e = &st->devout[i];
+
+		if (e->row < c || e->row - c >= n)
+			continue;
+		err = devout_copy(s, e, i, e->row - c);
+		*touched |= 1ull << e->area;
+	}
+	return err;
+}
+
+/* Records the event of every area the step wrote. */
+static int devout_record(struct cuda_state *s, uint64_t touched)
+{
+	int err = 0;
+
+	for (uint32_t a = 0; !err && a < s->cfg.devout_areas; a++)
+		if (touched & (1ull << a))
+			err = O1_CUDA_CHECK(
+			    cudaEventRecord(s->devout[a].ev, s->stream));
+	return err;
+}
+
+/* The LM head over the R rows that want logits, HEAD_ROWS at a time, each
+ * chunk served to the device outputs, then copied to the host. */
+static int head(struct cuda_state *s, const struct o1_step *st, uint32_t r)
+{
+	uint64_t touched = 0;
 	int err = 0;
 
 	for (uint32_t c = 0; !err && c < r; c += s->head_rows) {
 		uint32_t n = r - c < s->head_rows ? r - c : s->head_rows;
 
 		err = head_chunk(s, c, n);
+		err = err ? err : devout_rows(s, st, c, n, &touched);
 		err = err ? err
-			  : copy_logits(s, logits + (size_t)c * s->d.vocab_size,
-					n);
+			  : copy_logits(
+				s, st->logits + (size_t)c * s->d.vocab_size, n);
 	}
-	return err;
+	return err ? err : devout_record(s, touched);
 }
 
 /* Any step, eagerly. */
@@ -782,7 +873,7 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 	err = err ? err : settle(s);
 	if (err || s->cfg.tp_rank)
 		return err;
-	return head(s, f->rows, st->logits);
+	return head(s, st, f->rows);
 }
 
 /* The bucket step of BATCH one-token rows, logits left on the device:
@@ -839,6 +930,7 @@ static bool is_decode(const struct o1_step *st)
 /* A decode step through its bucket; -ERANGE above the largest. */
 static int bucket_step(struct cuda_state *s, const struct o1_step *st)
 {
+	uint64_t touched = 0;
 	uint32_t batch;
 	int err = o1_cuda_graphs_bucket(s->graphs, st->n_seqs, &batch);
 
@@ -850,7 +942,9 @@ static int bucket_step(struct cuda_state *s, const struct o1_step *st)
 	err = err ? err : settle(s);
 	if (err || s->cfg.tp_rank)
 		return err;
-	return copy_logits(s, st->logits, st->n_seqs);
+	err = devout_rows(s, st, 0, st->n_seqs, &touched);
+	err = err ? err : devout_record(s, touched);
+	return err ? err : copy_logits(s, st->logits, st->n_seqs);
 }
 
 static int run_step(struct cuda_state *s, const struct o1_step *st,
@@ -928,6 +1022,80 @@ static int setup_graphs(struct cuda_state *s)
 	return o1_cuda_graphs_create(&gc, &s->graphs);
 }
 
+/* Area I: one allocation (rows, then stamps set to UINT32_MAX: never
+ * written), its interprocess event and both IPC handles. */
+static int alloc_area(struct cuda_state *s, uint32_t i, const char *bus)
+{
+	struct cuda_devout *a = &s->devout[i];
+	struct o1_backend_devout *d = &a->desc;
+	uint64_t rows = s->cfg.devout_rows;
+	int err;
+
+	d->rows = (uint32_t)rows;
+	d->row_floats = s->d.vocab_size;
+	d->row_stride_bytes =
+	    (uint32_t)((s->d.vocab_size * 4ull + ALIGN_BYTES - 1) /
+		       ALIGN_BYTES * ALIGN_BYTES);
+	d->stamps_off = rows * d->row_stride_bytes;
+	d->area_bytes = (d->stamps_off + rows * 4 + ALIGN_BYTES - 1) /
+			ALIGN_BYTES * ALIGN_BYTES;
+	memcpy(d->pci_bus_id, bus, sizeof(d->pci_bus_id));
+	err = dev_alloc(&a->base, d->area_bytes, "a device output area");
+	err = err ? err
+		  : O1_CUDA_CHECK(
+			cudaMemsetAsync(a->base, 0, d->stamps_off, s->stream));
+	err = err ? err
+		  : O1_CUDA_CHECK(
+			cudaMemsetAsync((uint8_t *)a->base + d->stamps_off,
+					0xff, rows * 4, s->stream));
+	err =
+	    err ? err
+		: O1_CUDA_CHECK(cudaEventCreateWithFlags(
+		      &a->ev, cudaEventInterprocess | cudaEventDisableTiming));
+	err = err ? err
+		  : O1_CUDA_CHECK(cudaIpcGetMemHandle(
+			(cudaIpcMemHandle_t *)d->mem_handle, a->base));
+	return err ? err
+		   : O1_CUDA_CHECK(cudaIpcGetEventHandle(
+			 (cudaIpcEventHandle_t *)d->event_handle, a->ev));
+}
+
+static int alloc_devout(struct cuda_state *s)
+{
+	char bus[16] = {0};
+	int dev, err;
+
+	if (!s->cfg.devout_areas)
+		return 0;
+	s->devout = calloc(s->cfg.devout_areas, sizeof(*s->devout));
+	if (!s->devout)
+		return -ENOMEM;
+	err = host_alloc((void **)&s->stamp_host,
+			 s->cfg.max_batch_tokens * sizeof(uint32_t),
+			 "device output stamps");
+	err = err ? err : O1_CUDA_CHECK(cudaGetDevice(&dev));
+	err = err ? err
+		  : O1_CUDA_CHECK(
+			cudaDeviceGetPCIBusId(bus, sizeof(bus) - 1, dev));
+	for (uint32_t i = 0; !err && i < s->cfg.devout_areas; i++)
+		err = alloc_area(s, i, bus);
+	if (!err)
+		o1_info("cuda backend: %u device output areas of %u rows "
+			"(%.1f MiB each)",
+			s->cfg.devout_areas, s->cfg.devout_rows,
+			s->devout[0].desc.area_bytes / 1048576.0);
+	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+}
+
+static int cuda_devout(const void *state, uint32_t area,
+		       struct o1_backend_devout *out)
+{
+	const struct cuda_state *s = state;
+
+	*out = s->devout[area].desc;
+	return 0;
+}
+
 static int cuda_create(const struct o1_model *m,
 		       const struct o1_backend_config *cfg, void **state)
 {
@@ -949,6 +1117,8 @@ static int cuda_create(const struct o1_model *m,
 		err = blas_check(
 		    cublasSetWorkspace(s->blas, s->blas_ws, BLAS_WS_BYTES),
 		    "set workspace");
+	if (!err)
+		err = alloc_devout(s);
 	if (!err && cfg->graphs_enabled)
 		err = setup_graphs(s);
 	if (err) {
@@ -986,4 +1156,5 @@ const struct o1_backend_ops o1_cuda_backend_ops = {
     .graph_stats = cuda_graph_stats,
     .fail_replays = cuda_fail_replays,
     .tp_align = 8, /* gemv.cu: K a multiple of 8 */
+    .devout = cuda_devout,
 };

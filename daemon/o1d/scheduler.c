@@ -1272,7 +1272,10 @@ static void update_gauges(struct o1_sched *s)
 
 static int run_batch(struct o1_sched *s)
 {
-	struct o1_step step = {s->step_seqs, s->n_batch, s->logits, s->n_batch};
+	struct o1_step step = {.seqs = s->step_seqs,
+			       .n_seqs = s->n_batch,
+			       .logits = s->logits,
+			       .logits_rows = s->n_batch};
 	uint64_t t0 = now_ns();
 	int err = s->o.step(s->o.step_ctx, &step);
 

@@ -122,7 +122,8 @@ static void step(struct engine *e, struct seq **seqs, const int32_t **ids,
 		 const uint32_t *n, uint32_t count, bool all, float *logits)
 {
 	struct o1_step_seq ss[4];
-	struct o1_step st = {ss, count, logits, 128};
+	struct o1_step st = {
+	    .seqs = ss, .n_seqs = count, .logits = logits, .logits_rows = 128};
 
 	for (uint32_t i = 0; i < count; i++) {
 		assert_int_equal(o1_kv_table_reserve(e->pool, &seqs[i]->table,
@@ -342,7 +343,10 @@ static void test_bad_steps(void **state)
 	int32_t ids[3] = {1, 2, 640};
 	uint32_t pages[2] = {0, 300};
 	struct o1_step_seq ss = {ids, 2, 0, pages, 1, false};
-	struct o1_step st = {&ss, 1, logits, 4};
+	struct o1_step st = {
+	    .seqs = &ss, .n_seqs = 1, .logits = logits, .logits_rows = 4};
+	struct o1_step_devout dv = {0, 0, 7};
+	struct o1_backend_devout desc;
 	struct o1_backend_config cfg;
 
 	(void)state;
@@ -365,10 +369,23 @@ static void test_bad_steps(void **state)
 	/* no graph replays to fail (the graph_replay fault is refused) */
 	assert_int_equal(o1_backend_fail_replays(e.b, 1), -O1_E_UNSUPPORTED);
 	assert_int_equal(o1_backend_fail_replays(e.b, 0), -O1_E_UNSUPPORTED);
+	/* no device output areas on the CPU: entries and areas refused
+	 * before anything runs */
+	ss.start_pos = 0, ss.all_logits = false;
+	st.devout = &dv;
+	st.n_devout = 1;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_BOUNDS);
+	st.devout = NULL;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	assert_int_equal(o1_backend_devout(e.b, 0, &desc), -O1_E_UNSUPPORTED);
 	cfg = *o1_backend_config(e.b);
 	o1_backend_destroy(e.b);
 	o1_kv_pool_destroy(e.pool);
 	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, &cfg, &e.b),
+			 -O1_E_UNSUPPORTED);
+	cfg.devout_areas = 1;
+	cfg.devout_rows = 4;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, m, &cfg, &e.b),
 			 -O1_E_UNSUPPORTED);
 	o1_model_close(m);
 }

@@ -322,7 +322,10 @@ static void engine_forward(const struct fixture *f, const int32_t *ids,
 	}
 	for (int c = 0; c < 3; c++) {
 		struct o1_step_seq ss[2];
-		struct o1_step st = {ss, 0, logits, 32};
+		struct o1_step st = {.seqs = ss,
+				     .n_seqs = 0,
+				     .logits = logits,
+				     .logits_rows = 32};
 		uint32_t row = 0;
 
 		for (int s = 0; s < 2; s++)

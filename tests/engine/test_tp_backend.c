@@ -232,7 +232,10 @@ static uint32_t side_step(struct side *sd, const struct world *w,
 		rows += all ? count[i] : 1;
 	}
 	assert_int_equal(
-	    o1_backend_step(sd->b, &(struct o1_step){q, n, sd->logits, rows}),
+	    o1_backend_step(sd->b, &(struct o1_step){.seqs = q,
+						     .n_seqs = n,
+						     .logits = sd->logits,
+						     .logits_rows = rows}),
 	    0);
 	for (uint32_t i = 0; i < n; i++)
 		sd->len[seqs[i]] += count[i];
@@ -409,15 +412,21 @@ static void test_tp_refused(void **state)
 	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, &f.m, &cfg, &b), 0);
 	assert_int_equal(
 	    o1_backend_step(
-		b, &(struct o1_step){&(struct o1_step_seq){&bad, 1, 0, &page, 1,
-							   false},
-				     1, logits, 1}),
+		b,
+		&(struct o1_step){
+		    .seqs = &(struct o1_step_seq){&bad, 1, 0, &page, 1, false},
+		    .n_seqs = 1,
+		    .logits = logits,
+		    .logits_rows = 1}),
 	    -O1_E_BOUNDS);
 	assert_int_equal(
 	    o1_backend_step(
-		b, &(struct o1_step){&(struct o1_step_seq){&good, 1, 0, &page,
-							   1, false},
-				     1, logits, 1}),
+		b,
+		&(struct o1_step){
+		    .seqs = &(struct o1_step_seq){&good, 1, 0, &page, 1, false},
+		    .n_seqs = 1,
+		    .logits = logits,
+		    .logits_rows = 1}),
 	    0);
 	o1_backend_destroy(b);
 	mem_model_release(&f);

@@ -121,7 +121,10 @@ static int side_step(struct side *sd, const int32_t *const *ids,
 					      sd->t[s].n_pages, all};
 	}
 	return o1_backend_step(sd->b,
-			       &(struct o1_step){q, k, sd->logits, 2 * CHUNK});
+			       &(struct o1_step){.seqs = q,
+						 .n_seqs = k,
+						 .logits = sd->logits,
+						 .logits_rows = 2 * CHUNK});
 }
 
 static uint32_t argmax(const float *v, uint32_t n)

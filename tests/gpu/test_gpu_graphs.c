@@ -130,8 +130,10 @@ static int side_step(struct side *sd, struct world *w, uint32_t first,
 		    sd->t[s].pages,  sd->t[s].n_pages, false};
 		rows++;
 	}
-	return o1_backend_step(sd->b,
-			       &(struct o1_step){q, n, sd->logits, rows});
+	return o1_backend_step(sd->b, &(struct o1_step){.seqs = q,
+							.n_seqs = n,
+							.logits = sd->logits,
+							.logits_rows = rows});
 }
 
 static uint32_t argmax(const float *v, uint32_t n)

@@ -156,7 +156,10 @@ static uint32_t side_step(struct side *sd, const struct world *w,
 		rows += all ? count[s] : 1;
 	}
 	assert_int_equal(
-	    o1_backend_step(sd->b, &(struct o1_step){q, n, sd->logits, rows}),
+	    o1_backend_step(sd->b, &(struct o1_step){.seqs = q,
+						     .n_seqs = n,
+						     .logits = sd->logits,
+						     .logits_rows = rows}),
 	    0);
 	return rows;
 }

@@ -223,7 +223,10 @@ static void check_logits(const struct o1_model *m, const struct ref *r)
 	for (uint32_t at = 0; at < r->n; at += CHUNK) {
 		uint32_t n = r->n - at < CHUNK ? r->n - at : CHUNK;
 		struct o1_step_seq seq = {ids, n, 0, pages, CHUNK / 16, true};
-		struct o1_step step = {&seq, 1, logits, n};
+		struct o1_step step = {.seqs = &seq,
+				       .n_seqs = 1,
+				       .logits = logits,
+				       .logits_rows = n};
 
 		for (uint32_t i = 0; i < n; i++)
 			ids[i] = (int32_t)(at + i);

@@ -207,7 +207,8 @@ static int step(struct bench_run *r, uint32_t start, uint32_t n)
 {
 	struct o1_step_seq s = {r->ids + start,	  n,	start, r->pages,
 				r->table.n_pages, false};
-	struct o1_step st = {&s, 1, r->logits, 1};
+	struct o1_step st = {
+	    .seqs = &s, .n_seqs = 1, .logits = r->logits, .logits_rows = 1};
 
 	return o1_backend_step(r->b, &st);
 }

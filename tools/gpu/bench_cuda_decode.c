@@ -243,8 +243,11 @@ static int step(struct bench_run *r, uint32_t first, uint32_t k, uint32_t pos,
 		    false};
 	}
 	if (!err)
-		err = o1_backend_step(r->b,
-				      &(struct o1_step){r->q, k, r->logits, k});
+		err =
+		    o1_backend_step(r->b, &(struct o1_step){.seqs = r->q,
+							    .n_seqs = k,
+							    .logits = r->logits,
+							    .logits_rows = k});
 	if (err || k > 1)
 		return err;
 	for (uint32_t i = 1; i < r->vocab; i++)

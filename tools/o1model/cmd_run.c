@@ -273,7 +273,10 @@ static int run_step(struct run_state *st, uint32_t start, uint32_t n, bool all)
 {
 	struct o1_step_seq seq = {st->ids + start,   n,	 start, st->pages,
 				  st->table.n_pages, all};
-	struct o1_step step = {&seq, 1, st->logits, all ? n : 1};
+	struct o1_step step = {.seqs = &seq,
+			       .n_seqs = 1,
+			       .logits = st->logits,
+			       .logits_rows = all ? n : 1};
 
 	return o1_backend_step(st->b, &step);
 }
