@@ -125,6 +125,8 @@ static const struct key keys[] = {
 	{"ipc", "arena_bytes", T_U64, OFF(ipc.arena_bytes), 0, 4096,
 	 1ull << 32, 0, 0, NULL, 0, "1048576"},
 	U32(ipc, max_prompt_tokens, 1, 16777216, 0, "32768"),
+	U32(ipc, device_outputs, 0, 64, 0, "0"),
+	U32(ipc, device_output_rows, 1, 65536, F_POW2, "64"),
 	BOOL(metrics, enabled, "true"),
 	STR(metrics, bpf_dir, F_ABSOLUTE | F_NONEMPTY, "/sys/fs/bpf/o1d"),
 	STR(metrics, shm_path, F_ABSOLUTE, ""),

@@ -106,6 +106,8 @@ struct o1_config {
 		uint32_t max_inflight;
 		uint64_t arena_bytes;
 		uint32_t max_prompt_tokens;
+		uint32_t device_outputs;     /* CUDA IPC areas; 0 = off */
+		uint32_t device_output_rows; /* logits rows per area */
 	} ipc;
 	struct {
 		bool enabled;

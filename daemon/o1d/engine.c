@@ -316,6 +316,7 @@ static int fill_slot(struct o1_engine *e, struct o1_req *r,
 	memcpy(r->stop_str, q->stop_strings, q->stop_strings_bytes);
 	r->stop_str_bytes = q->stop_strings_bytes;
 	r->n_stop_str = q->n_stop_strings;
+	r->devout_area = q->devout_area;
 	atomic_store_explicit(&r->cancel, O1_REQ_RUN, memory_order_relaxed);
 	atomic_store_explicit(&r->phase, O1_REQ_QUEUED, memory_order_relaxed);
 	atomic_store_explicit(&r->generated, 0, memory_order_relaxed);

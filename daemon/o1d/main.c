@@ -248,6 +248,16 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    (n_dev < O1_BACKEND_DEVICES_MAX ? n_dev : O1_BACKEND_DEVICES_MAX) *
 		sizeof(uint32_t));
 	bc.n_pages = kv_pages(d, kind == O1_BACKEND_CUDA);
+	if (kind == O1_BACKEND_CUDA && !bc.tensor_parallel) {
+		bc.devout_areas = d->cfg.ipc.device_outputs;
+		bc.devout_rows = d->cfg.ipc.device_output_rows;
+	} else if (d->cfg.ipc.device_outputs) {
+		o1_warn("ipc.device_outputs %u: the %s backend%s has no device "
+			"outputs; clients asking get \"%s\"",
+			d->cfg.ipc.device_outputs, o1_backend_name(kind),
+			bc.tensor_parallel ? " (tensor-parallel)" : "",
+			o1_strerror(-O1_E_NO_DEVOUT));
+	}
 	err = o1_backend_create(kind, d->model, &bc, &d->backend);
 	if (!err)
 		d->kind = kind;
@@ -491,6 +501,7 @@ static int create_engine(struct o1d *d)
 				     const struct o1_step *))o1_backend_step,
 		    .step_ctx = d->backend,
 		    .vocab_size = o1_backend_vocab_size(d->backend),
+		    .devout_areas = o1_backend_config(d->backend)->devout_areas,
 		    .max_context = d->ctx,
 		    .max_batch_tokens = c->scheduler.max_batch_tokens,
 		    .max_running = max_running(c),
@@ -578,8 +589,35 @@ static int warm_up(struct o1d *d)
 	return 0;
 }
 
+/* The backend's device output areas as the wire describes them: their
+ * count (0 without any). */
+static uint32_t devout_descs(const struct o1d *d, struct o1_wire_devout *out)
+{
+	uint32_t n = o1_backend_config(d->backend)->devout_areas;
+	struct o1_backend_devout b;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (o1_backend_devout(d->backend, i, &b))
+			return 0;
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].area = i;
+		out[i].rows = b.rows;
+		out[i].row_floats = b.row_floats;
+		out[i].row_stride_bytes = b.row_stride_bytes;
+		out[i].stamps_off = b.stamps_off;
+		out[i].area_bytes = b.area_bytes;
+		memcpy(out[i].pci_bus_id, b.pci_bus_id,
+		       sizeof(out[i].pci_bus_id) - 1);
+		memcpy(out[i].mem_handle, b.mem_handle, sizeof(b.mem_handle));
+		memcpy(out[i].event_handle, b.event_handle,
+		       sizeof(b.event_handle));
+	}
+	return n;
+}
+
 static int create_server(struct o1d *d)
 {
+	struct o1_wire_devout areas[O1_BACKEND_DEVOUT_AREAS_MAX];
 	const struct o1_config *c = &d->cfg;
 	uint32_t uids[O1_CONFIG_LIST_MAX + 2], admins[O1_CONFIG_LIST_MAX + 2];
 	struct o1_ipc_consumer cons;
@@ -608,8 +646,13 @@ static int create_server(struct o1d *d)
 	    .max_stop_bytes = 1024,
 	    .vocab_size = o1_backend_vocab_size(d->backend),
 	    .handle_signals = 1,
+	    .devout_areas = areas,
 	};
 
+	_Static_assert(sizeof(areas[0].mem_handle) ==
+			   O1_BACKEND_IPC_HANDLE_BYTES,
+		       "IPC handle bytes");
+	io.n_devout_areas = devout_descs(d, areas);
 	o1_engine_consumer(d->engine, &cons);
 	return o1_ipc_server_create(&io, &cons, &d->srv);
 }

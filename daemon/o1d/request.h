@@ -33,7 +33,7 @@
 #include "wire.h"
 
 #define O1_REQ_OUT_ENTRIES   128 /* power of two */
-#define O1_REQ_FINAL_RESERVE 2 /* a refinement's last ROUND, the FINAL */
+#define O1_REQ_FINAL_RESERVE 2	 /* a refinement's last ROUND, the FINAL */
 #define O1_REQ_STOP_BYTES    1024
 #define O1_REQ_STOP_IDS	     16
 
@@ -68,6 +68,7 @@ struct o1_req {
 	uint8_t stop_str[O1_REQ_STOP_BYTES]; /* (u8 len, bytes) repeated */
 	uint32_t stop_str_bytes;
 	uint32_t n_stop_str;
+	int32_t devout_area; /* the client's device output area, or -1 */
 
 	_Atomic int cancel;	    /* enum o1_req_cancel */
 	_Atomic int phase;	    /* enum o1_req_phase */

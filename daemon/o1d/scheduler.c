@@ -77,13 +77,18 @@ struct seq {
 	uint32_t n_answer, n_prev;
 	bool answer_cut, round_sent;
 	enum o1_refine_stop stop;
+	/* device logits of the token being streamed (on_token) */
+	bool dev;
+	uint32_t dev_seq;
 };
 
 struct batch_ent {
 	uint32_t slot;
 	uint32_t n;
 	bool samples;
-	int err; /* of the sampling, then smp is the token */
+	bool dev;	  /* its row goes to a device output area */
+	uint32_t dev_seq; /* at this sequence number */
+	int err;	  /* of the sampling, then smp is the token */
 	struct o1_sampling_out smp;
 };
 
@@ -101,7 +106,9 @@ struct o1_sched {
 	struct o1_step_seq *step_seqs;
 	uint32_t n_batch;
 	float *logits;
-	struct o1_threads *samplers; /* NULL: sampling on the engine thread */
+	struct o1_step_devout *devout; /* max_running entries per step */
+	uint32_t *devout_seq;	       /* next sequence number per area */
+	struct o1_threads *samplers;   /* NULL: sampling on the engine thread */
 	char *chat_buf;
 	size_t chat_cap;
 	char *review;
@@ -172,6 +179,10 @@ static int alloc_lists(struct o1_sched *s)
 	s->step_seqs = malloc(s->o.max_running * sizeof(*s->step_seqs));
 	s->logits =
 	    malloc((size_t)s->o.max_running * s->o.vocab_size * sizeof(float));
+	s->devout = malloc(s->o.max_running * sizeof(*s->devout));
+	s->devout_seq = calloc(s->o.devout_areas + 1, sizeof(uint32_t));
+	if (!s->devout || !s->devout_seq)
+		return -ENOMEM;
 	s->chat_cap = (size_t)s->o.max_prompt_bytes * 2 + 4096;
 	s->chat_buf = malloc(s->chat_cap);
 	s->review =
@@ -260,6 +271,8 @@ void o1_sched_destroy(struct o1_sched *s)
 	free(s->batch);
 	free(s->step_seqs);
 	free(s->logits);
+	free(s->devout);
+	free(s->devout_seq);
 	free(s->chat_buf);
 	free(s->review);
 	free(s);
@@ -448,6 +461,8 @@ static void push_text(struct seq *q, const struct o1_sampling_out *smp,
 			    (conf ? O1_TOKEN_ENTROPY : 0);
 			ev.token.logprobs[0] = smp->logprob;
 			ev.token.entropy = conf ? smp->entropy : 0.0f;
+			ev.token.has_logprobs |= q->dev ? O1_TOKEN_DEVICE : 0;
+			ev.token.dev_seq = q->dev ? q->dev_seq : 0;
 			smp = NULL;
 		}
 		ev.token.text_len = (uint8_t)cut;
@@ -623,6 +638,8 @@ static void on_token(struct o1_sched *s, struct seq *q,
 		finish(s, q, O1_FINISH_ERROR, b->err);
 		return;
 	}
+	q->dev = b->dev;
+	q->dev_seq = b->dev_seq;
 	pos = atomic_fetch_add_explicit(&r->generated, 1, memory_order_relaxed);
 	q->tokens[q->n_tokens++] = smp.id;
 	conf_add(q, &smp);
@@ -845,6 +862,10 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r)
 			s->o.max_refine_steps);
 		err = -O1_E_BOUNDS;
 	}
+	if (!err && (r->params.flags & O1_SUBMIT_DEVICE_LOGITS) &&
+	    (r->devout_area < 0 ||
+	     (uint32_t)r->devout_area >= s->o.devout_areas))
+		err = -O1_E_NO_DEVOUT;
 	if (!err)
 		err = make_sampler(s, q);
 	if (err) {
@@ -1270,14 +1291,42 @@ static void update_gauges(struct o1_sched *s)
 		       s->st.pages_cached);
 }
 
+/* The step's device output entries: every sampled row of a request
+ * asking for device logits, at its area's next sequence number. */
+static void plan_devout(struct o1_sched *s, struct o1_step *step)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->n_batch; i++) {
+		struct batch_ent *b = &s->batch[i];
+		const struct o1_req *r = s->seqs[b->slot].req;
+
+		b->dev =
+		    b->samples && (r->params.flags & O1_SUBMIT_DEVICE_LOGITS);
+		if (!b->dev)
+			continue;
+		b->dev_seq = s->devout_seq[r->devout_area]++;
+		s->devout[n++] =
+		    (struct o1_step_devout){.row = i,
+					    .area = (uint32_t)r->devout_area,
+					    .seq = b->dev_seq};
+	}
+	step->devout = n ? s->devout : NULL;
+	step->n_devout = n;
+}
+
 static int run_batch(struct o1_sched *s)
 {
 	struct o1_step step = {.seqs = s->step_seqs,
 			       .n_seqs = s->n_batch,
 			       .logits = s->logits,
 			       .logits_rows = s->n_batch};
-	uint64_t t0 = now_ns();
-	int err = s->o.step(s->o.step_ctx, &step);
+	uint64_t t0;
+	int err;
+
+	plan_devout(s, &step);
+	t0 = now_ns();
+	err = s->o.step(s->o.step_ctx, &step);
 
 	observe(s, O1_METRICS_HIST_STEP, now_ns() - t0);
 	count(s, O1_METRICS_CTR_STEPS, 1);

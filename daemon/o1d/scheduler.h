@@ -28,6 +28,13 @@
  * distribution, from the sampler's own passes) feed a per-round summary
  * (mean and minimum logprob, mean entropy) that the FINAL carries.
  *
+ * Device logits (O1_SUBMIT_DEVICE_LOGITS, a request whose client holds a
+ * device output area): each sampled token's logits row goes to the area
+ * through the step's devout entries, at the area's next sequence number
+ * (one counter per area, shared by the client's requests: the ring of
+ * wire.h), and its TOKEN carries that number. A request naming no area
+ * the backend has gets its FINAL -O1_E_NO_DEVOUT at once.
+ *
  * Refinement (refine_steps > 0, chat text prompts): when a round ends,
  * its ROUND event is produced; the loop stops when refine_steps rounds
  * followed the first answer, the round's mean logprob reached
@@ -61,7 +68,8 @@ struct o1_sched_opts {
 	int (*step)(void *ctx, const struct o1_step *step);
 	void *step_ctx;
 	uint32_t vocab_size;
-	uint32_t max_context; /* tokens per sequence */
+	uint32_t devout_areas; /* device output areas of the backend */
+	uint32_t max_context;  /* tokens per sequence */
 	uint32_t max_batch_tokens;
 	uint32_t max_running;
 	uint32_t prefill_chunk_tokens;
@@ -73,7 +81,7 @@ struct o1_sched_opts {
 	int32_t eos_id; /* -1: none */
 	/* refinement: 0 refuses refine_steps > 0 */
 	uint32_t max_refine_steps;
-	float refine_threshold;	  /* stop at a mean logprob >= this */
+	float refine_threshold;	   /* stop at a mean logprob >= this */
 	const char *refine_review; /* the review instruction; copied */
 	/* threads sampling a step's sequences (the engine thread is one);
 	 * 0: min(online CPUs, 8). Each sequence has its own sampler, so the
@@ -91,7 +99,7 @@ struct o1_sched_stats {
 	uint64_t preemptions;
 	uint64_t prefix_hits;
 	uint64_t prefix_misses;
-	uint64_t refine_rounds;	      /* refinement rounds after the first */
+	uint64_t refine_rounds;	       /* refinement rounds after the first */
 	uint64_t refine_cached_tokens; /* their prompt tokens served cached */
 };
 

@@ -4,6 +4,7 @@
  * exactly one FINAL, and at idle every KV page must be free (or held by
  * the prefix cache alone).
  * argv: o1d o1model o1ctl */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -759,6 +760,54 @@ static void test_bad_requests(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* Device outputs on the CPU backend (issue 7): o1d starts with
+ * ipc.device_outputs set and logs that it has none; a client asking at
+ * connect is connected and told O1_CLIENT_E_NO_DEVOUT; its device-logits
+ * request is not lost: exactly one event, a FINAL with that error; then
+ * an ordinary request is served exactly. */
+static void test_device_outputs_cpu(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"ipc.device_outputs=2", NULL};
+	struct o1_client_opts co = {.sz = sizeof(co),
+				    .socket_path = d->socket,
+				    .flags = O1_CONNECT_DEVICE_OUT};
+	struct o1_device_output info = {.sz = sizeof(info)};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 9,
+				    .ids = specs[0].ids,
+				    .n_ids = specs[0].n_ids,
+				    .max_tokens = 4,
+				    .flags = O1_FLAG_DEVICE_LOGITS};
+	struct o1_client *c;
+	struct o1_event ev;
+	struct result r;
+	int n = 0;
+
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	assert_true(log_has(d->log, "has no device outputs"));
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(o1_client_device_output(c, &info),
+			 O1_CLIENT_E_NO_DEVOUT);
+	assert_int_equal(o1_client_submit(c, &so), 0);
+	do {
+		assert_int_equal(o1_client_wait(c, &ev, 10000000000ll), 1);
+		n++;
+	} while (ev.type != O1_EVENT_FINAL);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev.req_id, 9);
+	assert_int_equal(ev.finish, O1_FINISH_REASON_ERROR);
+	assert_int_equal(ev.error, O1_CLIENT_E_NO_DEVOUT);
+	assert_int_equal(o1_client_wait(c, &ev, 200000000ll), -ETIMEDOUT);
+	assert_int_equal(o1_client_inflight(c), 0);
+	o1_client_close(c);
+	assert_int_equal(spec_run(d->socket, &specs[0], &r), 0);
+	assert_int_equal(result_same(&r, &refs[0], "after a device request"),
+			 0);
+	expect_idle(d);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 static int o1ctl(const struct daemon_proc *d, const char *args)
 {
 	char cmd[512];
@@ -847,6 +896,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_hf_reference),
 	    cmocka_unit_test(test_bad_requests),
 	    cmocka_unit_test(test_tensor_parallel_refused),
+	    cmocka_unit_test(test_device_outputs_cpu),
 	};
 
 	if (argc < 4) {
