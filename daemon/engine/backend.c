@@ -193,6 +193,13 @@ static int check_devout(const struct o1_backend *b, const struct o1_step *st,
 {
 	if (st->n_devout && !st->devout)
 		return -O1_E_CONFIG;
+	/* at most one entry per row: the CUDA backend stages one stamp per
+	 * entry in max_batch_tokens slots */
+	if (st->n_devout > rows) {
+		o1_err("backend step: %u device outputs for %u logits rows",
+		       st->n_devout, rows);
+		return -O1_E_BOUNDS;
+	}
 	for (uint32_t i = 0; i < st->n_devout; i++)
 		if (st->devout[i].row >= rows ||
 		    st->devout[i].area >= b->cfg.devout_areas) {

@@ -155,9 +155,10 @@ struct o1_step_seq {
 };
 
 /* Logits row `row` of the step (the step's row order) goes to device
- * output area `area`, ring row seq % devout_rows: the step writes stamp
- * (seq % devout_rows) = seq, then the row, then records the area's event,
- * all on its stream and before it returns. */
+ * output area `area`, ring row seq % devout_rows (n_devout <= the step's
+ * logits rows): the step writes stamp (seq % devout_rows) = seq, then the
+ * row, then records the area's event, all on its stream and before it
+ * returns. */
 struct o1_step_devout {
 	uint32_t row;
 	uint32_t area;
