@@ -23,11 +23,41 @@
 #define VOCAB 97
 #define P     4
 
+#define DEV_AREAS 2
+#define DEV_SEQS  512
+
 struct fake {
 	struct o1_kv_pool *pool;
 	int32_t *kv; /* n_pages x P */
 	uint32_t steps, max_seqs, max_tokens;
+	/* device output entries seen: the argmax of the row each (area,
+	 * seq) named, -1 for none yet */
+	int32_t dev_tok[DEV_AREAS][DEV_SEQS];
+	uint32_t dev_entries;
 };
+
+static uint32_t env_devout_areas; /* the next env_init's devout_areas */
+
+/* Records the step's device output entries: each names a row of this
+ * step and an area, and no (area, seq) comes twice. */
+static void fake_devout(struct fake *f, const struct o1_step *st)
+{
+	for (uint32_t i = 0; i < st->n_devout; i++) {
+		const struct o1_step_devout *d = &st->devout[i];
+		const float *row = st->logits + (size_t)d->row * VOCAB;
+		int32_t best = 0;
+
+		assert_true(d->row < st->n_seqs);
+		assert_true(d->area < env_devout_areas);
+		assert_true(d->seq < DEV_SEQS);
+		assert_int_equal(f->dev_tok[d->area][d->seq], -1);
+		for (int32_t v = 1; v < VOCAB; v++)
+			if (row[v] > row[best])
+				best = v;
+		f->dev_tok[d->area][d->seq] = best;
+		f->dev_entries++;
+	}
+}
 
 static uint32_t mix(uint32_t h, int32_t t)
 {
@@ -62,6 +92,7 @@ static int fake_step(void *ctx, const struct o1_step *st)
 	}
 	assert_true(st->n_seqs <= f->max_seqs);
 	assert_true(total <= f->max_tokens);
+	fake_devout(f, st);
 	return 0;
 }
 
@@ -99,9 +130,11 @@ static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
 	    .prefix_cache = true,
 	    .bos_id = -1,
 	    .eos_id = -1,
+	    .devout_areas = env_devout_areas,
 	};
 
 	memset(e, 0, sizeof(*e));
+	memset(e->f.dev_tok, 0xff, sizeof(e->f.dev_tok));
 	assert_int_equal(o1_kv_pool_create(&l, &e->f.pool), 0);
 	e->f.kv = calloc((size_t)pages * P, sizeof(int32_t));
 	e->f.max_seqs = running;
@@ -131,11 +164,27 @@ static void env_fini(struct env *e)
 	o1_kv_pool_destroy(e->f.pool);
 }
 
+static struct o1_req *submit_flags(struct env *e, uint32_t slot,
+				   uint32_t client, uid_t uid,
+				   const int32_t *ids, uint32_t n,
+				   uint32_t max_tokens, uint16_t flags);
+
 static struct o1_req *submit(struct env *e, uint32_t slot, uint32_t client,
 			     uid_t uid, const int32_t *ids, uint32_t n,
 			     uint32_t max_tokens)
 {
+	return submit_flags(e, slot, client, uid, ids, n, max_tokens, 0);
+}
+
+/* A request with extra submit FLAGS (devout_area is left as the caller
+ * set it). */
+static struct o1_req *submit_flags(struct env *e, uint32_t slot,
+				   uint32_t client, uid_t uid,
+				   const int32_t *ids, uint32_t n,
+				   uint32_t max_tokens, uint16_t flags)
+{
 	struct o1_req *r = &e->reqs[slot];
+	int32_t area = r->devout_area;
 
 	r->client_id = client;
 	r->uid = uid;
@@ -145,7 +194,8 @@ static struct o1_req *submit(struct env *e, uint32_t slot, uint32_t client,
 	r->params.max_tokens = max_tokens;
 	r->params.top_p = 1;
 	r->params.repeat_penalty = 1;
-	r->params.flags = O1_SUBMIT_NO_TEXT;
+	r->params.flags = O1_SUBMIT_NO_TEXT | flags;
+	r->devout_area = area;
 	memcpy(r->prompt, ids, n * 4);
 	r->prompt_bytes = n * 4;
 	atomic_store(&r->cancel, 0);
@@ -161,6 +211,8 @@ struct seen {
 	int32_t ids[256];
 	uint32_t n, finals;
 	int reason, error;
+	uint32_t dev_seq[256]; /* TOKENs with O1_TOKEN_DEVICE */
+	uint32_t n_dev;
 };
 
 static void consume(struct o1_req *r, struct seen *s)
@@ -176,6 +228,10 @@ static void consume(struct o1_req *r, struct seen *s)
 		if (ev->op == O1_EV_TOKEN && ev->token.n_ids) {
 			assert_true(s->n < 256);
 			s->ids[s->n++] = (int32_t)ev->token.ids[0];
+			if (ev->token.has_logprobs & O1_TOKEN_DEVICE)
+				s->dev_seq[s->n_dev++] = ev->token.dev_seq;
+			else
+				assert_int_equal(ev->token.dev_seq, 0);
 		} else if (ev->op == O1_EV_FINAL) {
 			s->finals++;
 			s->reason = ev->final.reason;
@@ -375,6 +431,57 @@ static void test_prefix_cache_lru(void **state)
 	o1_kv_pool_destroy(pool);
 }
 
+/* Device logits: every sampled token of a device request gets a step
+ * entry naming the row it was sampled from (the fake checks each row's
+ * argmax is the token the TOKEN carries), at its area's next sequence
+ * number: consecutive per area across requests and clients, unused by
+ * others. A request naming no area of the backend gets one FINAL
+ * -O1_E_NO_DEVOUT; ordinary requests get no entries. */
+static void test_device_logits(void **state)
+{
+	static const int32_t area_of[6] = {0, 1, 0, -1, 5, 1};
+	struct env e;
+	struct seen seen[6] = {0};
+	int32_t prompts[6][20];
+	uint32_t used[DEV_AREAS] = {0}, tokens = 0;
+
+	(void)state;
+	env_devout_areas = DEV_AREAS;
+	env_init(&e, 64, 6, 64, 16, 4);
+	for (uint32_t i = 0; i < 6; i++) {
+		make_prompt(prompts[i], 5 + i, i, 0);
+		e.reqs[i].devout_area = area_of[i];
+		submit_flags(&e, i, i % 3, 1000, prompts[i], 5 + i, 7 + i,
+			     i == 3 ? 0 : O1_SUBMIT_DEVICE_LOGITS);
+	}
+	run_all(&e, seen, 10000);
+	for (uint32_t i = 0; i < 6; i++) {
+		if (i == 4) { /* area 5: the backend has 2 */
+			assert_int_equal(seen[i].finals, 1);
+			assert_int_equal(seen[i].error, -O1_E_NO_DEVOUT);
+			assert_int_equal(seen[i].n, 0);
+			continue;
+		}
+		check_stream(prompts[i], 5 + i, &seen[i], 7 + i);
+		assert_int_equal(seen[i].n_dev, i == 3 ? 0 : seen[i].n);
+		for (uint32_t k = 0; k < seen[i].n_dev; k++) {
+			uint32_t q = seen[i].dev_seq[k];
+
+			assert_true(q < DEV_SEQS);
+			assert_int_equal(e.f.dev_tok[area_of[i]][q],
+					 seen[i].ids[k]);
+			used[area_of[i]]++;
+		}
+		tokens += seen[i].n_dev;
+	}
+	assert_int_equal(e.f.dev_entries, tokens);
+	for (uint32_t a = 0; a < DEV_AREAS; a++)
+		for (uint32_t q = 0; q < DEV_SEQS; q++)
+			assert_int_equal(e.f.dev_tok[a][q] >= 0, q < used[a]);
+	env_fini(&e);
+	env_devout_areas = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +490,7 @@ int main(void)
 	    cmocka_unit_test(test_backpressure),
 	    cmocka_unit_test(test_context_and_cancel),
 	    cmocka_unit_test(test_prefix_cache_lru),
+	    cmocka_unit_test(test_device_logits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
