@@ -29,6 +29,8 @@
  * beyond the row count and can be replayed from a CUDA graph with MAX_LEN =
  * the longest context: splits past a short sequence's end exit at once and
  * merge as empty partials.
+ * PDL (cuda_launch.h, the row kernel and the merge): every thread first
+ * waits for the previous kernel.
  * Invariants: head_dim even and <= ATT_MAX_D, page strides even (bf16
  * pairs are read as 32-bit words), Hq/Hkv <= 32.
  */
@@ -37,6 +39,7 @@
 
 #include <cuda_bf16.h>
 
+#include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
 
@@ -204,15 +207,18 @@ static __global__ void attend(__nv_bfloat16 *out, float *scratch,
 	extern __shared__ float smem[];
 	uint32_t row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
 	uint32_t g = a.hq / a.hkv, warp = threadIdx.x / 32, w = a.d / 2;
-	uint32_t s = seq_of_row(a.q_off, a.n_seqs, row);
-	uint32_t pos = a.start[s] + row - a.q_off[s];
-	uint32_t chunk = seq_chunk(a, s);
-	uint32_t j0 = split * chunk, j1 = min(j0 + chunk, pos + 1);
+	uint32_t s, pos, chunk, j0, j1;
 	float *qs = smem;
 	__nv_bfloat162 *ks = (__nv_bfloat162 *)(qs + g * a.d);
 	__nv_bfloat162 *vs = ks + ATT_TILE * (w + 1);
 	att_state st = {-INFINITY, 0.0f, {0}};
 
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	s = seq_of_row(a.q_off, a.n_seqs, row);
+	pos = a.start[s] + row - a.q_off[s];
+	chunk = seq_chunk(a, s);
+	j0 = split * chunk, j1 = min(j0 + chunk, pos + 1);
 	if (a.q_off[s + 1] - a.q_off[s] >= a.skip_new)
 		return; /* the whole block: the tiled kernel's row */
 	for (uint32_t i = threadIdx.x; i < g * a.d; i += blockDim.x)
@@ -237,6 +243,8 @@ static __global__ void merge(__nv_bfloat16 *out, const float *scratch,
 	const float *part = scratch + rh * a.n_splits * (a.d + 2);
 	float m = -INFINITY, l = 0;
 
+	o1_pdl_wait();
+	o1_pdl_trigger();
 	if (a.skip_new != UINT32_MAX) {
 		uint32_t s = seq_of_row(a.q_off, a.n_seqs, blockIdx.x);
 
@@ -311,7 +319,7 @@ static uint32_t pick_splits(uint32_t rows, uint32_t hkv, uint32_t hq,
 
 static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
 		  const __nv_bfloat16 *vc, const att_dev &a, uint32_t rows,
-		  float *scratch, cudaStream_t stream)
+		  float *scratch, bool pdl, cudaStream_t stream)
 {
 	uint32_t g = a.hq / a.hkv;
 	size_t smem = g * a.d * sizeof(float) +
@@ -324,13 +332,14 @@ static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
 		    (int)smem));
 	if (err)
 		return err;
-	attend<<<dim3(rows, a.hkv, a.n_splits), g * 32, smem, stream>>>(
-	    out, scratch, q, kc, vc, a);
-	err = O1_CUDA_LAUNCHED("attention");
+	err = O1_CUDA_LAUNCH("attention", attend, dim3(rows, a.hkv, a.n_splits),
+			     dim3(g * 32), smem, stream, pdl, out, scratch, q,
+			     kc, vc, a);
 	if (err || a.n_splits == 1)
 		return err;
-	merge<<<dim3(rows, a.hq), 128, 0, stream>>>(out, scratch, a);
-	return O1_CUDA_LAUNCHED("attention merge");
+	return O1_CUDA_LAUNCH("attention merge", merge, dim3(rows, a.hq),
+			      dim3(128), 0, stream, pdl, out,
+			      (const float *)scratch, a);
 }
 
 /* The row kernel for the rows of sequences with fewer than SKIP_NEW new
@@ -339,7 +348,7 @@ static int attention_rows(uint16_t *out, const float *q, const uint16_t *kc,
 			  const uint16_t *vc, const struct o1_attn_dims *d,
 			  const struct o1_attn_batch *b, uint32_t n_rows,
 			  uint32_t max_len, float *scratch,
-			  uint64_t scratch_floats, uint32_t skip_new,
+			  uint64_t scratch_floats, uint32_t skip_new, bool pdl,
 			  cudaStream_t stream)
 {
 	att_dev a = {b->q_offsets,   b->start_pos,  b->block_tables,
@@ -358,7 +367,8 @@ static int attention_rows(uint16_t *out, const float *q, const uint16_t *kc,
 	a.n_splits = pick_splits(n_rows, a.hkv, a.hq, a.d, max_len,
 				 scratch ? scratch_floats : 0);
 	return launch((__nv_bfloat16 *)out, q, (const __nv_bfloat16 *)kc,
-		      (const __nv_bfloat16 *)vc, a, n_rows, scratch, stream);
+		      (const __nv_bfloat16 *)vc, a, n_rows, scratch, pdl,
+		      stream);
 }
 
 /* The tiled kernel's share of a batch: sequences with at least
@@ -378,13 +388,12 @@ static uint32_t tiled_share(const struct o1_attn_dims *d,
 	return O1_ATTN_TILED_MIN_NEW;
 }
 
-extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
-				 const uint16_t *k_cache,
-				 const uint16_t *v_cache,
-				 const struct o1_attn_dims *d,
-				 const struct o1_attn_batch *b, uint32_t n_rows,
-				 uint32_t max_len, float *scratch,
-				 uint64_t scratch_floats, cudaStream_t stream)
+extern "C" int
+o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
+		  const uint16_t *v_cache, const struct o1_attn_dims *d,
+		  const struct o1_attn_batch *b, uint32_t n_rows,
+		  uint32_t max_len, float *scratch, uint64_t scratch_floats,
+		  bool pdl, cudaStream_t stream)
 {
 	uint32_t tiled = tiled_share(d, b, n_rows, out, q, k_cache, v_cache);
 	int err;
@@ -396,7 +405,7 @@ extern "C" int o1_attention_cuda(uint16_t *out, const float *q,
 	else
 		err = attention_rows(out, q, k_cache, v_cache, d, b, n_rows,
 				     max_len, scratch, scratch_floats, tiled,
-				     stream);
+				     pdl, stream);
 	if (err || tiled == UINT32_MAX || !n_rows)
 		return err;
 	return o1_attention_tiled_cuda(out, q, k_cache, v_cache, d, b, n_rows,
@@ -408,8 +417,8 @@ o1_attention_rows_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		       const uint16_t *v_cache, const struct o1_attn_dims *d,
 		       const struct o1_attn_batch *b, uint32_t n_rows,
 		       uint32_t max_len, float *scratch,
-		       uint64_t scratch_floats, cudaStream_t stream)
+		       uint64_t scratch_floats, bool pdl, cudaStream_t stream)
 {
 	return attention_rows(out, q, k_cache, v_cache, d, b, n_rows, max_len,
-			      scratch, scratch_floats, UINT32_MAX, stream);
+			      scratch, scratch_floats, UINT32_MAX, pdl, stream);
 }

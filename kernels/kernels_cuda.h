@@ -11,6 +11,14 @@
  * - Device code cannot return errors: bad ids or pages must be refused by
  *   the caller on the host first (the CUDA backend does); kernels still
  *   never read or write out of bounds for an out-of-range token id.
+ * - PDL: the decode-path launchers take PDL, which launches the kernel as a
+ *   programmatic dependent of the stream's previous kernel (Hopper; see
+ *   cuda_launch.h): it may start before that kernel ends, and waits for it
+ *   before it reads or writes activations, so the results are the same
+ *   bits either way. Before its wait a kernel reads only operands no kernel
+ *   writes: weights, and the step inputs named at each launcher. A kernel
+ *   of the stream that is not launched with PDL runs as before (after the
+ *   previous kernel ends).
  */
 #ifndef O1_KERNELS_CUDA_H
 #define O1_KERNELS_CUDA_H
@@ -47,7 +55,7 @@ int o1_embedding_cuda(float *out, const uint16_t *table, const int32_t *ids,
  * The sum of squares is an f32 tree reduction (rmsnorm.h uses double). */
 int o1_rmsnorm_cuda(uint16_t *out, float *x, const float *residual,
 		    const float *weight, const uint32_t *rows, uint32_t n_rows,
-		    uint32_t dim, float eps, cudaStream_t stream);
+		    uint32_t dim, float eps, bool pdl, cudaStream_t stream);
 
 /* rope.cu: the rotation of rope.h in place, x (T,H,D) f32, pos (T),
  * inv_freq (rot_dim/2). */
@@ -59,7 +67,9 @@ int o1_rope_cuda(float *x, const int32_t *pos, uint32_t n_tokens,
  * 2 Hkv) D) f32 is the fused projection's output [q | k | v] per row, bias
  * ((Hq + 2 Hkv) D) f32 or NULL. Writes q (T,Hq,D) f32 = rope(q + bq), and
  * rope(k + bk), v + bv as bf16 into the caches at slots[t] (= page * P +
- * slot) with the layout of attention.h (page_stride in elements). */
+ * slot) with the layout of attention.h (page_stride in elements). With
+ * PDL, POS, SLOTS and INV_FREQ are read before the wait: no kernel of the
+ * stream may write them. */
 struct o1_rope_kv_args {
 	float *q;
 	uint16_t *k_cache, *v_cache;
@@ -71,7 +81,8 @@ struct o1_rope_kv_args {
 	uint32_t n_tokens, rot_dim;
 };
 int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
-			  const struct o1_attn_dims *dims, cudaStream_t stream);
+			  const struct o1_attn_dims *dims, bool pdl,
+			  cudaStream_t stream);
 
 /* attention.cu: paged causal GQA attention with the arithmetic of
  * attention.h up to rounding (online softmax, f32), out (T,Hq,D) bf16,
@@ -86,13 +97,15 @@ int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
  * Rows of sequences with at least O1_ATTN_TILED_MIN_NEW new tokens go to
  * the tiled kernel (o1_attention_tiled_cuda) when the shape fits it, the
  * others to the row kernel; a batch with one row per sequence (decode)
- * launches the row kernel alone, exactly as o1_attention_rows_cuda. */
+ * launches the row kernel alone, exactly as o1_attention_rows_cuda. PDL
+ * applies to the row kernel and its merge (the tiled kernel is launched
+ * without it). */
 #define O1_ATTN_TILED_MIN_NEW 16
 int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		      const uint16_t *v_cache, const struct o1_attn_dims *dims,
 		      const struct o1_attn_batch *batch, uint32_t n_rows,
 		      uint32_t max_len, float *scratch, uint64_t scratch_floats,
-		      cudaStream_t stream);
+		      bool pdl, cudaStream_t stream);
 /* The row kernel for every row (a block per row, kv head and split; f32
  * FMAs): o1_attention_cuda without the tiled kernel. */
 int o1_attention_rows_cuda(uint16_t *out, const float *q,
@@ -100,7 +113,8 @@ int o1_attention_rows_cuda(uint16_t *out, const float *q,
 			   const struct o1_attn_dims *dims,
 			   const struct o1_attn_batch *batch, uint32_t n_rows,
 			   uint32_t max_len, float *scratch,
-			   uint64_t scratch_floats, cudaStream_t stream);
+			   uint64_t scratch_floats, bool pdl,
+			   cudaStream_t stream);
 /* attention_prefill.cu: the tiled prefill kernel (bf16 tensor cores, see
  * the file for its rounding) for the rows of the sequences with at least
  * MIN_NEW new tokens; other rows of OUT are not written. Same operands as
@@ -123,16 +137,18 @@ uint64_t o1_attention_cuda_scratch_floats(uint32_t rows, uint32_t n_heads,
 /* swiglu.cu: out (T,F) bf16 = silu(gate) * up, gate and up (T,F) f32 with
  * LD floats between rows (2F for a fused [gate | up] product). */
 int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
-		   uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim,
+		   uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim, bool pdl,
 		   cudaStream_t stream);
 
 /* gemv.cu: y (M,N) f32 = x (M,K) bf16 . w (N,K)^T bf16 (matmul.h without
  * bias) for 1 <= M <= O1_GEMV_MAX_ROWS, K a multiple of 8, x and w 16-byte
  * aligned: the decode products. f32 accumulation in a fixed order per
- * element (bitwise reproducible; a row's result ignores the other rows). */
+ * element (bitwise reproducible; a row's result ignores the other rows).
+ * With PDL each block first prefetches its rows of W into L2. */
 #define O1_GEMV_MAX_ROWS 4
 int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
-		      uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream);
+		      uint32_t m, uint32_t n, uint32_t k, bool pdl,
+		      cudaStream_t stream);
 
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */

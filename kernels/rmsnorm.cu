@@ -2,11 +2,13 @@
  * block adds the residual into x (the residual stream, f32), reduces the
  * sum of squares in f32 (per-thread partial sums, warp shuffles, then the
  * warps' sums in shared memory) and writes the normalized row as bf16 for the
- * next product. */
+ * next product. With PDL (cuda_launch.h) every thread first waits for the
+ * previous kernel. */
 #include <errno.h>
 
 #include <cuda_bf16.h>
 
+#include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
 
@@ -45,6 +47,8 @@ static __global__ void rmsnorm(__nv_bfloat16 *out, float *x,
 	__nv_bfloat16 *o = out + (size_t)blockIdx.x * dim;
 	float ss = 0, inv;
 
+	o1_pdl_wait();
+	o1_pdl_trigger();
 	for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) {
 		float v = xr[i];
 
@@ -63,7 +67,7 @@ static __global__ void rmsnorm(__nv_bfloat16 *out, float *x,
 extern "C" int o1_rmsnorm_cuda(uint16_t *out, float *x, const float *residual,
 			       const float *weight, const uint32_t *rows,
 			       uint32_t n_rows, uint32_t dim, float eps,
-			       cudaStream_t stream)
+			       bool pdl, cudaStream_t stream)
 {
 	if (!out || !x || !weight || !dim || !(eps >= 0)) {
 		o1_err("rmsnorm: bad operands: dim %u eps %g", dim, eps);
@@ -71,7 +75,7 @@ extern "C" int o1_rmsnorm_cuda(uint16_t *out, float *x, const float *residual,
 	}
 	if (!n_rows)
 		return 0;
-	rmsnorm<<<n_rows, RMS_THREADS, 0, stream>>>(
+	return O1_CUDA_LAUNCH(
+	    "rmsnorm", rmsnorm, dim3(n_rows), dim3(RMS_THREADS), 0, stream, pdl,
 	    (__nv_bfloat16 *)out, x, residual, weight, rows, dim, eps);
-	return O1_CUDA_LAUNCHED("rmsnorm");
 }

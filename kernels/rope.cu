@@ -2,11 +2,14 @@
  * rounded to f32, optional scale), alone in place (one block per row) and
  * fused into the QKV epilogue with the KV page write (a block per slice
  * of a row). Each block first tabulates cos/sin for its position in
- * shared memory. */
+ * shared memory. With PDL (cuda_launch.h) the fused kernel tabulates
+ * before it waits for the previous kernel: positions, slots and inverse
+ * frequencies are step inputs that no kernel writes. */
 #include <errno.h>
 
 #include <cuda_bf16.h>
 
+#include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
 
@@ -125,6 +128,8 @@ static __global__ void rope_kv(struct o1_rope_kv_args a, struct rope_kv_dev g)
 		    ((size_t)(head % g.hkv) * g.p + slot) * g.d + d;
 
 	rope_table(sh, a.pos[t], a.inv_freq, g.half, a.scale);
+	o1_pdl_wait();
+	o1_pdl_trigger();
 	if (i >= w)
 		return;
 	if (i < qd)
@@ -158,7 +163,7 @@ static int check_rope_kv(const struct o1_rope_kv_args *a,
 }
 
 extern "C" int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
-				     const struct o1_attn_dims *dm,
+				     const struct o1_attn_dims *dm, bool pdl,
 				     cudaStream_t stream)
 {
 	struct rope_kv_dev g = {dm->n_heads,	 dm->n_kv_heads,
@@ -170,7 +175,8 @@ extern "C" int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
 
 	if (err || !a->n_tokens)
 		return err;
-	rope_kv<<<dim3(a->n_tokens, (w + ROPE_THREADS - 1) / ROPE_THREADS),
-		  ROPE_THREADS, smem, stream>>>(*a, g);
-	return O1_CUDA_LAUNCHED("rope_kv_write");
+	return O1_CUDA_LAUNCH(
+	    "rope_kv_write", rope_kv,
+	    dim3(a->n_tokens, (w + ROPE_THREADS - 1) / ROPE_THREADS),
+	    dim3(ROPE_THREADS), smem, stream, pdl, *a, g);
 }

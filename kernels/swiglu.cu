@@ -1,9 +1,11 @@
 /* SwiGLU on the device: silu(gate) * up in f32, rounded once to bf16 for
- * the down projection. */
+ * the down projection. With PDL (cuda_launch.h) every thread first waits
+ * for the previous kernel. */
 #include <errno.h>
 
 #include <cuda_bf16.h>
 
+#include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
 
@@ -20,6 +22,8 @@ static __global__ void swiglu(__nv_bfloat16 *out, const float *gate,
 {
 	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
 
+	o1_pdl_wait();
+	o1_pdl_trigger();
 	for (uint64_t e = blockIdx.x * blockDim.x + threadIdx.x; e < n;
 	     e += step) {
 		size_t at = e / f * ld + e % f;
@@ -31,7 +35,7 @@ static __global__ void swiglu(__nv_bfloat16 *out, const float *gate,
 
 extern "C" int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
 			      uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim,
-			      cudaStream_t stream)
+			      bool pdl, cudaStream_t stream)
 {
 	uint64_t n = (uint64_t)n_tokens * ffn_dim;
 	unsigned blocks =
@@ -43,7 +47,7 @@ extern "C" int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
 	}
 	if (!n_tokens)
 		return 0;
-	swiglu<<<blocks, 256, 0, stream>>>((__nv_bfloat16 *)out, gate, up, ld,
-					   ffn_dim, n);
-	return O1_CUDA_LAUNCHED("swiglu");
+	return O1_CUDA_LAUNCH("swiglu", swiglu, dim3(blocks), dim3(256), 0,
+			      stream, pdl, (__nv_bfloat16 *)out, gate, up, ld,
+			      ffn_dim, n);
 }

@@ -93,6 +93,11 @@ struct o1_backend_config {
 	uint32_t page_tokens;	     /* 0 = O1_KV_PAGE_TOKENS_DEFAULT */
 	bool graphs_enabled;
 	bool graphs_eager;
+	/* CUDA backend, steps of at most 4 tokens (decode): launches without
+	 * programmatic dependent launch (PDL, used on compute capability 9.0
+	 * and later, never on a tensor-parallel rank). For A/B measurements:
+	 * false in production. */
+	bool cuda_no_pdl;
 	uint32_t n_graph_buckets; /* 0 = the default list */
 	uint32_t graph_buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
 	uint32_t device; /* CUDA ordinal of a one-device backend */

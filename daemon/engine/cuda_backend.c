@@ -36,6 +36,15 @@
  * graph_replay fault) runs the bucket step eagerly over the same inputs.
  * Limits: head_dim even and <= 256, Hq/Hkv <= 32 (attention.cu).
  *
+ * Decode steps (at most O1_GEMV_MAX_ROWS tokens, the gemv path): our
+ * kernels are launched with programmatic dependent launch (PDL,
+ * kernels_cuda.h) on compute capability 9.0 and later unless
+ * cfg.cuda_no_pdl: each may start during the previous kernel (the
+ * products prefetch their weights into L2 meanwhile) and waits for it
+ * before touching activations, eagerly and in the captured graphs alike,
+ * so results do not change. cuBLAS kernels and every kernel of larger
+ * steps launch as before.
+ *
  * Device: create, step and destroy bind the calling thread to cfg.device
  * (cudaSetDevice), so the backend may be created on one thread and
  * stepped on another.
@@ -134,6 +143,7 @@ struct cuda_state {
 	struct o1_cuda_graphs *graphs; /* NULL without bucketing */
 	struct cuda_devout *devout;    /* cfg.devout_areas, owned */
 	uint32_t *stamp_host; /* pinned: one slot per devout entry of a step */
+	bool pdl; /* decode steps launch with PDL (see the top) */
 };
 
 uint64_t o1_cuda_backend_alloc_count(void)
@@ -569,6 +579,29 @@ static int use_device(const struct cuda_state *s)
 	return O1_CUDA_CHECK(cudaSetDevice((int)s->cfg.device));
 }
 
+/* PDL for decode steps: compute capability 9.0 and later, not on a
+ * tensor-parallel rank (its collectives sit between the kernels), not
+ * when configured off. */
+static int pick_pdl(struct cuda_state *s)
+{
+	int major = 0;
+	int err = O1_CUDA_CHECK(cudaDeviceGetAttribute(
+	    &major, cudaDevAttrComputeCapabilityMajor, (int)s->cfg.device));
+
+	s->pdl = !err && major >= 9 && !s->cfg.cuda_no_pdl && !s->cfg.tp_size;
+	if (!err)
+		o1_info("cuda backend: decode steps launch %s PDL",
+			s->pdl ? "with" : "without");
+	return err;
+}
+
+/* Whether a step of ROWS rows (or a head chunk of ROWS rows) launches
+ * with PDL. */
+static bool step_pdl(const struct cuda_state *s, uint32_t rows)
+{
+	return s->pdl && rows <= O1_GEMV_MAX_ROWS;
+}
+
 static int init_state(struct cuda_state *s, const struct o1_model *m,
 		      const struct o1_backend_config *cfg)
 {
@@ -591,6 +624,7 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 		return -O1_E_CONFIG;
 	}
 	err = err ? err : use_device(s);
+	err = err ? err : pick_pdl(s);
 	if (err)
 		return err;
 	s->d = m->desc;
@@ -666,7 +700,8 @@ static int gemm(struct cuda_state *s, float *y, const uint16_t *x,
 	const float one = 1.0f, zero = 0.0f;
 
 	if (m <= O1_GEMV_MAX_ROWS && k % 8 == 0)
-		return o1_gemv_bf16_cuda(y, x, w, m, n, k, s->stream);
+		return o1_gemv_bf16_cuda(y, x, w, m, n, k, step_pdl(s, m),
+					 s->stream);
 
 	return blas_check(cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N,
 				       (int)n, (int)m, (int)k, &one, w,
@@ -710,18 +745,19 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 				     s->dev.slots, s->inv_freq, s->rope_scale,
 				     f->tokens,	   d->rope.dim};
 	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
+	bool pdl = step_pdl(s, t);
 	int err;
 
 	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
-			      t, d->dim, d->norm_eps, s->stream);
+			      t, d->dim, d->norm_eps, pdl, s->stream);
 	err = err ? err
 		  : gemm(s, s->qkv, s->h, y->wqkv, t, (uint32_t)qkv_rows(d),
 			 d->dim);
-	err = err ? err : o1_rope_kv_write_cuda(&ra, &ad, s->stream);
-	err =
-	    err ? err
-		: o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t, f->max_len,
-				    s->scratch, s->scratch_floats, s->stream);
+	err = err ? err : o1_rope_kv_write_cuda(&ra, &ad, pdl, s->stream);
+	err = err ? err
+		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
+				      f->max_len, s->scratch, s->scratch_floats,
+				      pdl, s->stream);
 	err = err ? err : gemm(s, s->o, s->att, y->wo, t, d->dim, qd);
 	return err ? err : reduce(s, t);
 }
@@ -731,13 +767,14 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[l];
 	uint32_t f = d->ffn_dim;
+	bool pdl = step_pdl(s, t);
 	int err;
 
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
-			      d->norm_eps, s->stream);
+			      d->norm_eps, pdl, s->stream);
 	err = err ? err : gemm(s, s->gu, s->h, y->wgu, t, 2 * f, d->dim);
 	err = err ? err
-		  : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f,
+		  : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
 				   s->stream);
 	err = err ? err : gemm(s, s->o, s->act, y->wdown, t, d->dim, f);
 	return err ? err : reduce(s, t);
@@ -777,7 +814,7 @@ static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
 	const struct o1_model_desc *d = &s->d;
 	int err =
 	    o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm, s->dev.rows + c, n,
-			    d->dim, d->norm_eps, s->stream);
+			    d->dim, d->norm_eps, step_pdl(s, n), s->stream);
 
 	return err ? err
 		   : gemm(s, s->logits, s->h, s->out_w, n, d->vocab_size,

@@ -15,6 +15,11 @@
  * same formula but possibly FMA-contracted by nvcc (RoPE q): 1e-5
  * relative to the row's max. gemv (f32 accumulation of bf16 products):
  * 1e-5 of the sum of |products| against a double-precision product.
+ *
+ * PDL (programmatic dependent launch) changes when kernels start, never
+ * what they compute: launches with it are compared bit for bit with the
+ * same launches without it (attention's split and merge, and a chain of a
+ * decode layer's kernels, eagerly and captured into a graph).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -248,7 +253,7 @@ static void check_rmsnorm(uint32_t n, uint32_t dim, bool residual, bool subset)
 	assert_int_equal(o1_rmsnorm_cpu(NULL, ref, xs, w, m, dim, 1e-5f), 0);
 	assert_int_equal(o1_rmsnorm_cuda(dout, dx, residual ? dr : NULL, dw,
 					 subset ? drows : NULL, m, dim, 1e-5f,
-					 0),
+					 false, 0),
 			 0);
 	got = host_bf16(dout, (size_t)m * dim);
 	check_close("rmsnorm", got, ref, (size_t)m * dim, 8e-3, 1e-6);
@@ -284,11 +289,12 @@ static void check_swiglu(uint32_t t, uint32_t f)
 		memcpy(u + (size_t)r * f, gu + (size_t)r * 2 * f + f, f * 4);
 	}
 	assert_int_equal(o1_swiglu_cpu(NULL, ref, g, u, t, f), 0);
-	assert_int_equal(o1_swiglu_cuda(dout, dgu, dgu + f, 2 * f, t, f, 0), 0);
+	assert_int_equal(
+	    o1_swiglu_cuda(dout, dgu, dgu + f, 2 * f, t, f, false, 0), 0);
 	got = host_bf16(dout, (size_t)t * f);
 	check_close("swiglu", got, ref, (size_t)t * f, 8e-3, 1e-6);
-	assert_int_equal(o1_swiglu_cuda(dout, dgu, dgu + f, f - 1, t, f, 0),
-			 -EINVAL);
+	assert_int_equal(
+	    o1_swiglu_cuda(dout, dgu, dgu + f, f - 1, t, f, false, 0), -EINVAL);
 	free(gu), free(ref), free(got), free(g), free(u);
 	cudaFree(dgu), cudaFree(dout);
 }
@@ -433,12 +439,13 @@ static void check_rope_kv(const struct kv_shape *k, uint32_t t, bool bias)
 					    t,
 					    k->d};
 
-		assert_int_equal(o1_rope_kv_write_cuda(&a, &dm, 0), 0);
+		assert_int_equal(o1_rope_kv_write_cuda(&a, &dm, false, 0), 0);
 		gq = host_copy(a.q, (size_t)t * qd * 4);
 		gk = host_bf16(a.k_cache, cache);
 		gv = host_bf16(a.v_cache, cache);
 		a.rot_dim = k->d + 2;
-		assert_int_equal(o1_rope_kv_write_cuda(&a, &dm, 0), -EINVAL);
+		assert_int_equal(o1_rope_kv_write_cuda(&a, &dm, false, 0),
+				 -EINVAL);
 		cudaFree(a.q), cudaFree(a.k_cache), cudaFree(a.v_cache);
 		cudaFree((void *)a.qkv), cudaFree((void *)a.bias);
 		cudaFree((void *)a.pos), cudaFree((void *)a.slots);
@@ -518,10 +525,11 @@ static void fill_attention(const struct att_case *c, struct att_host *h)
 }
 
 /* Runs PATH (ATT_TILED: o1_attention_tiled_cuda for the sequences with at
- * least MIN_NEW new tokens) on poisoned output; returns the output. */
+ * least MIN_NEW new tokens) on poisoned output, the row kernel and its
+ * merge with PDL when PDL is set; returns the output. */
 static float *gpu_attention(const struct att_case *c, const struct att_host *h,
 			    uint64_t scratch_floats, enum att_path path,
-			    uint32_t min_new)
+			    uint32_t min_new, bool pdl)
 {
 	struct o1_attn_dims dm = kv_dims(&c->k);
 	size_t out_n = (size_t)h->rows * c->k.hq * c->k.d;
@@ -544,7 +552,7 @@ static float *gpu_attention(const struct att_case *c, const struct att_host *h,
 		assert_int_equal((path == ATT_ROWS ? o1_attention_rows_cuda
 						   : o1_attention_cuda)(
 				     out, q, kc, vc, &dm, &b, h->rows,
-				     h->max_len, sc, scratch_floats, 0),
+				     h->max_len, sc, scratch_floats, pdl, 0),
 				 0);
 	got = host_bf16(out, out_n);
 	cudaFree((void *)b.q_offsets), cudaFree((void *)b.start_pos);
@@ -573,7 +581,7 @@ static void check_attention(const struct att_case *c, uint32_t splits)
 	got = gpu_attention(
 	    c, &h,
 	    o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, splits),
-	    ATT_AUTO, 0);
+	    ATT_AUTO, 0, splits > 1);
 	for (uint32_t r = 0; r < h.rows; r++)
 		check_close("attention", got + r * row_n, ref + r * row_n,
 			    row_n, 8e-3,
@@ -610,13 +618,16 @@ static void test_attention_errors(void **state)
 	(void)state;
 	/* Hq not a multiple of Hkv; odd head_dim; context past the table */
 	assert_int_equal(
-	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, 0), -EINVAL);
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, false, 0),
+	    -EINVAL);
 	dm.n_kv_heads = 2, dm.head_dim = 63;
 	assert_int_equal(
-	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, 0), -EINVAL);
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, false, 0),
+	    -EINVAL);
 	dm.head_dim = 64;
 	assert_int_equal(
-	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 17, NULL, 0, 0), -EINVAL);
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 17, NULL, 0, false, 0),
+	    -EINVAL);
 	cudaFree(p);
 }
 
@@ -808,10 +819,10 @@ static void check_prefill(const struct att_case *c)
 			 0);
 	o1_threads_run(pool, h.rows * c->k.hq, pf_bound_task,
 		       &(struct pf_bound){c, &h, ref, tol});
-	got = gpu_attention(c, &h, 0, ATT_TILED, 1);
+	got = gpu_attention(c, &h, 0, ATT_TILED, 1, false);
 	check_tol("attention tiled", got, ref, tol, 0, h.rows, row_n);
 	free(got);
-	got = gpu_attention(c, &h, 0, ATT_TILED, O1_ATTN_TILED_MIN_NEW);
+	got = gpu_attention(c, &h, 0, ATT_TILED, O1_ATTN_TILED_MIN_NEW, false);
 	for (uint32_t s = 0; s < c->n_seqs; s++) {
 		if (c->n_new[s] >= O1_ATTN_TILED_MIN_NEW) {
 			check_tol("attention tiled, long sequences", got, ref,
@@ -826,7 +837,7 @@ static void check_prefill(const struct att_case *c)
 	got = gpu_attention(
 	    c, &h,
 	    o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32),
-	    ATT_AUTO, 0);
+	    ATT_AUTO, 0, false);
 	check_tol("attention (dispatch)", got, ref, tol, 0, h.rows, row_n);
 	free(got), free(ref), free(tol), free(scratch), free(h.tables);
 	free(h.kc), free(h.vc), free(h.q);
@@ -934,8 +945,8 @@ static void test_attention_prefill_edges(void **state)
 
 	(void)state;
 	fill_attention(&c, &h);
-	a = gpu_attention(&c, &h, sf, ATT_AUTO, 0);
-	b = gpu_attention(&c, &h, sf, ATT_ROWS, 0);
+	a = gpu_attention(&c, &h, sf, ATT_AUTO, 0, true); /* PDL: same bits */
+	b = gpu_attention(&c, &h, sf, ATT_ROWS, 0, false);
 	assert_memory_equal(a, b, (size_t)h.rows * 14 * 64 * 4);
 	free(a), free(b), free(h.tables), free(h.kc), free(h.vc), free(h.q);
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p)); /* D 96 */
@@ -963,7 +974,7 @@ static void check_gemv(uint32_t m, uint32_t n, uint32_t k)
 
 	round_bf16(x, (size_t)m * k), round_bf16(w, (size_t)n * k);
 	dx = dev_bf16(x, (size_t)m * k), dw = dev_bf16(w, (size_t)n * k);
-	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, 0), 0);
+	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, false, 0), 0);
 	y = host_copy(dy, (size_t)m * n * 4);
 	for (uint32_t i = 0; i < m; i++)
 		for (uint32_t j = 0; j < n; j++) {
@@ -998,15 +1009,317 @@ static void test_gemv(void **state)
 	}
 	check_gemv(1, 4099, 264);
 	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p,
-					   O1_GEMV_MAX_ROWS + 1, 1, 8, 0),
+					   O1_GEMV_MAX_ROWS + 1, 1, 8, false,
+					   0),
 			 -EINVAL);
-	assert_int_equal(
-	    o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p, 1, 1, 12, 0),
-	    -EINVAL);
-	assert_int_equal(
-	    o1_gemv_bf16_cuda(p, (uint16_t *)p + 1, (uint16_t *)p, 1, 1, 8, 0),
-	    -EINVAL);
+	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p, 1,
+					   1, 12, false, 0),
+			 -EINVAL);
+	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p + 1, (uint16_t *)p,
+					   1, 1, 8, false, 0),
+			 -EINVAL);
 	cudaFree(p);
+}
+
+/* PDL (kernels_cuda.h): one decode layer's kernels over M rows (M
+ * sequences of CHAIN_CTX cached positions, each bringing one token),
+ * repeated CHAIN_LAYERS times with the same weights, on a stream of its
+ * own, all launched with PDL, must give the bits of the same chain without
+ * PDL: a kernel that read its predecessor's output before its wait would
+ * see the previous layer's values or the NaN poison. The layer is the CUDA
+ * backend's: RMSNorm (adding the residual), QKV product, RoPE with the KV
+ * write at position CHAIN_CTX, attention in two splits (and the merge), O
+ * product, RMSNorm, gate/up product, SwiGLU, down product; then a final
+ * RMSNorm. Captured into a graph, the PDL chain must show programmatic
+ * edges (stream capture keeps PDL) and replay to the same bits. */
+#define CHAIN_LAYERS 8
+#define CHAIN_CTX    40
+#define CHAIN_PAGES  3 /* per sequence: CHAIN_CTX + 1 positions, pages of 16 */
+#define CHAIN_DIM    896
+#define CHAIN_FFN    4864
+
+struct chain {
+	uint32_t m;
+	struct kv_shape k;
+	struct o1_rope_kv_args ra;
+	struct o1_attn_batch b;
+	uint64_t scratch_floats;
+	float *x0; /* host: the first layer's input */
+	float *x, *o, *gu, *nw, *nw2, *scratch;
+	uint16_t *h, *att, *act, *wqkv, *wo, *wgu, *wd;
+};
+
+static void *dev_rand_bf16(size_t n, float scale)
+{
+	float *h = randv(n, scale);
+	void *d;
+
+	round_bf16(h, n);
+	d = dev_bf16(h, n);
+	free(h);
+	return d;
+}
+
+static void *dev_rand_f32(size_t n, float scale)
+{
+	float *h = randv(n, scale);
+	void *d = dev_copy(h, n * 4);
+
+	free(h);
+	return d;
+}
+
+/* Step inputs of M one-token sequences at position CHAIN_CTX, sequence s
+ * in pages [CHAIN_PAGES s, CHAIN_PAGES (s + 1)). */
+static void chain_inputs(struct chain *c, float *inv)
+{
+	uint32_t m = c->m, slots[O1_GEMV_MAX_ROWS], start[O1_GEMV_MAX_ROWS];
+	uint32_t q_off[O1_GEMV_MAX_ROWS + 1],
+	    tables[O1_GEMV_MAX_ROWS * CHAIN_PAGES];
+	int32_t pos[O1_GEMV_MAX_ROWS];
+
+	for (uint32_t s = 0; s < m; s++) {
+		pos[s] = CHAIN_CTX, start[s] = CHAIN_CTX, q_off[s] = s;
+		for (uint32_t p = 0; p < CHAIN_PAGES; p++)
+			tables[s * CHAIN_PAGES + p] = s * CHAIN_PAGES + p;
+		slots[s] =
+		    tables[s * CHAIN_PAGES + CHAIN_CTX / c->k.p] * c->k.p +
+		    CHAIN_CTX % c->k.p;
+	}
+	q_off[m] = m;
+	c->ra.pos = dev_copy(pos, m * 4);
+	c->ra.slots = dev_copy(slots, m * 4);
+	c->ra.inv_freq = dev_copy(inv, c->k.d / 2 * 4);
+	c->b = (struct o1_attn_batch){
+	    m, dev_copy(q_off, (m + 1) * 4), dev_copy(start, m * 4),
+	    dev_copy(tables, m * CHAIN_PAGES * 4), CHAIN_PAGES};
+}
+
+static void chain_open(struct chain *c, uint32_t m)
+{
+	struct kv_shape k = {14, 2, 64, 16, CHAIN_PAGES * m, false};
+	uint32_t qd = k.hq * k.d, w = (k.hq + 2 * k.hkv) * k.d;
+	size_t cache = (size_t)k.n_pages * page_stride(&k);
+	struct o1_rope rp = {.theta = 1e6f, .dim = k.d};
+	float inv[32], sc;
+
+	*c = (struct chain){.m = m, .k = k};
+	c->x0 = randv((size_t)m * CHAIN_DIM, 1);
+	c->x = dev((size_t)m * CHAIN_DIM * 4);
+	c->o = dev((size_t)m * CHAIN_DIM * 4);
+	c->gu = dev((size_t)m * 2 * CHAIN_FFN * 4);
+	c->h = dev((size_t)m * CHAIN_DIM * 2);
+	c->att = dev((size_t)m * qd * 2);
+	c->act = dev((size_t)m * CHAIN_FFN * 2);
+	c->nw = dev_rand_f32(CHAIN_DIM, 1), c->nw2 = dev_rand_f32(CHAIN_DIM, 1);
+	c->wqkv = dev_rand_bf16((size_t)w * CHAIN_DIM, 0.05f);
+	c->wo = dev_rand_bf16((size_t)CHAIN_DIM * qd, 0.05f);
+	c->wgu = dev_rand_bf16((size_t)2 * CHAIN_FFN * CHAIN_DIM, 0.05f);
+	c->wd = dev_rand_bf16((size_t)CHAIN_DIM * CHAIN_FFN, 0.02f);
+	c->scratch_floats = o1_attention_cuda_scratch_floats(m, k.hq, k.d, 32);
+	c->scratch = dev(c->scratch_floats * 4);
+	c->ra = (struct o1_rope_kv_args){.q = dev((size_t)m * qd * 4),
+					 .k_cache = dev_rand_bf16(cache, 2),
+					 .v_cache = dev_rand_bf16(cache, 2),
+					 .qkv = dev((size_t)m * w * 4),
+					 .scale = 1,
+					 .n_tokens = m,
+					 .rot_dim = k.d};
+	assert_int_equal(o1_rope_inv_freq(&rp, NULL, inv, &sc), 0);
+	chain_inputs(c, inv);
+	/* dev()'s poison is a memset on the legacy stream, which the
+	 * chain's stream does not wait for */
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+static void chain_close(struct chain *c)
+{
+	void *p[] = {c->x,
+		     c->o,
+		     c->gu,
+		     c->nw,
+		     c->nw2,
+		     c->scratch,
+		     c->h,
+		     c->att,
+		     c->act,
+		     c->wqkv,
+		     c->wo,
+		     c->wgu,
+		     c->wd,
+		     c->ra.q,
+		     c->ra.k_cache,
+		     c->ra.v_cache,
+		     (void *)c->ra.qkv,
+		     (void *)c->ra.pos,
+		     (void *)c->ra.slots,
+		     (void *)c->ra.inv_freq,
+		     (void *)c->b.q_offsets,
+		     (void *)c->b.start_pos,
+		     (void *)c->b.block_tables};
+
+	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
+		cudaFree(p[i]);
+	free(c->x0);
+}
+
+static int chain_layer(struct chain *c, bool first, bool pdl, cudaStream_t st)
+{
+	struct o1_attn_dims dm = kv_dims(&c->k);
+	uint32_t m = c->m, d = CHAIN_DIM, f = CHAIN_FFN, qd = c->k.hq * c->k.d;
+	uint32_t w = qd + 2 * c->k.hkv * c->k.d;
+	int err = o1_rmsnorm_cuda(c->h, c->x, first ? NULL : c->o, c->nw, NULL,
+				  m, d, 1e-6f, pdl, st);
+
+	err = err ? err
+		  : o1_gemv_bf16_cuda((float *)c->ra.qkv, c->h, c->wqkv, m, w,
+				      d, pdl, st);
+	err = err ? err : o1_rope_kv_write_cuda(&c->ra, &dm, pdl, st);
+	err =
+	    err ? err
+		: o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
+				    c->ra.v_cache, &dm, &c->b, m, CHAIN_CTX + 1,
+				    c->scratch, c->scratch_floats, pdl, st);
+	err = err ? err
+		  : o1_gemv_bf16_cuda(c->o, c->att, c->wo, m, d, qd, pdl, st);
+	err = err ? err
+		  : o1_rmsnorm_cuda(c->h, c->x, c->o, c->nw2, NULL, m, d, 1e-6f,
+				    pdl, st);
+	err =
+	    err ? err
+		: o1_gemv_bf16_cuda(c->gu, c->h, c->wgu, m, 2 * f, d, pdl, st);
+	err = err ? err
+		  : o1_swiglu_cuda(c->act, c->gu, c->gu + f, 2 * f, m, f, pdl,
+				   st);
+	return err ? err
+		   : o1_gemv_bf16_cuda(c->o, c->act, c->wd, m, d, f, pdl, st);
+}
+
+/* Every layer, then the final RMSNorm (adding the last down product). */
+static int chain_run(struct chain *c, bool pdl, cudaStream_t st)
+{
+	int err = 0;
+
+	for (uint32_t l = 0; !err && l < CHAIN_LAYERS; l++)
+		err = chain_layer(c, l == 0, pdl, st);
+	return err ? err
+		   : o1_rmsnorm_cuda(c->h, c->x, c->o, c->nw, NULL, c->m,
+				     CHAIN_DIM, 1e-6f, pdl, st);
+}
+
+/* Kernel nodes and programmatic (PDL) edges of G. */
+static void graph_counts(cudaGraph_t g, size_t *kernels, size_t *prog)
+{
+	size_t n = 0, e = 0;
+	cudaGraphNode_t *nodes, *from, *to;
+	cudaGraphEdgeData *data;
+	enum cudaGraphNodeType type;
+
+	assert_int_equal(cudaGraphGetNodes(g, NULL, &n), cudaSuccess);
+	assert_int_equal(cudaGraphGetEdges(g, NULL, NULL, NULL, &e),
+			 cudaSuccess);
+	nodes = malloc((n + 1) * sizeof(*nodes));
+	from = malloc((e + 1) * sizeof(*from));
+	to = malloc((e + 1) * sizeof(*to));
+	data = calloc(e + 1, sizeof(*data));
+	assert_int_equal(cudaGraphGetNodes(g, nodes, &n), cudaSuccess);
+	assert_int_equal(cudaGraphGetEdges(g, from, to, data, &e), cudaSuccess);
+	*kernels = *prog = 0;
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(cudaGraphNodeGetType(nodes[i], &type),
+				 cudaSuccess);
+		*kernels += type == cudaGraphNodeTypeKernel;
+	}
+	for (size_t i = 0; i < e; i++)
+		*prog += data[i].type == cudaGraphDependencyTypeProgrammatic;
+	free(nodes), free(from), free(to), free(data);
+}
+
+/* Poisons every activation, loads x, runs the chain (eagerly, or
+ * captured then replayed when COUNTS is not NULL: the graph's kernels and
+ * programmatic edges go there); returns x then h. */
+static void *chain_result(struct chain *c, bool pdl, cudaStream_t st,
+			  size_t *counts)
+{
+	size_t xd = (size_t)c->m * CHAIN_DIM;
+	void *act[] = {c->o,   c->gu,	   c->h,    c->att,
+		       c->act, c->scratch, c->ra.q, (void *)c->ra.qkv};
+	size_t bytes[] = {xd * 4,
+			  (size_t)c->m * 2 * CHAIN_FFN * 4,
+			  xd * 2,
+			  (size_t)c->m * c->k.hq * c->k.d * 2,
+			  (size_t)c->m * CHAIN_FFN * 2,
+			  c->scratch_floats * 4,
+			  (size_t)c->m * c->k.hq * c->k.d * 4,
+			  (size_t)c->m * (c->k.hq + 2 * c->k.hkv) * c->k.d * 4};
+	uint8_t *out = malloc(xd * 6);
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t ge = NULL;
+
+	for (size_t i = 0; i < sizeof(act) / sizeof(act[0]); i++)
+		assert_int_equal(cudaMemsetAsync(act[i], 0xff, bytes[i], st),
+				 cudaSuccess);
+	assert_int_equal(
+	    cudaMemcpyAsync(c->x, c->x0, xd * 4, cudaMemcpyHostToDevice, st),
+	    cudaSuccess);
+	assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
+	if (!counts) {
+		assert_int_equal(chain_run(c, pdl, st), 0);
+	} else {
+		assert_int_equal(cudaStreamBeginCapture(
+				     st, cudaStreamCaptureModeThreadLocal),
+				 cudaSuccess);
+		assert_int_equal(chain_run(c, pdl, st), 0);
+		assert_int_equal(cudaStreamEndCapture(st, &g), cudaSuccess);
+		graph_counts(g, &counts[0], &counts[1]);
+		assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+		assert_int_equal(cudaGraphLaunch(ge, st), cudaSuccess);
+	}
+	assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
+	if (ge)
+		cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
+	assert_int_equal(cudaMemcpy(out, c->x, xd * 4, cudaMemcpyDeviceToHost),
+			 0);
+	assert_int_equal(
+	    cudaMemcpy(out + xd * 4, c->h, xd * 2, cudaMemcpyDeviceToHost), 0);
+	return out;
+}
+
+static void test_pdl_chain(void **state)
+{
+	cudaStream_t st;
+	struct chain c;
+	size_t n[2], bytes;
+	uint8_t *ref, *got;
+
+	(void)state;
+	assert_int_equal(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking),
+			 cudaSuccess);
+	for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
+		chain_open(&c, m);
+		bytes = (size_t)m * CHAIN_DIM * 6;
+		ref = chain_result(&c, false, st, NULL);
+		for (size_t i = 0; i < (size_t)m * CHAIN_DIM; i++)
+			assert_true(isfinite(((float *)ref)[i]));
+		for (int rep = 0; rep < 3; rep++) {
+			got = chain_result(&c, true, st, NULL);
+			assert_memory_equal(got, ref, bytes);
+			free(got);
+		}
+		got = chain_result(&c, true, st, n);
+		printf("pdl chain m %u: graph of %zu kernels, %zu programmatic "
+		       "edges\n",
+		       m, n[0], n[1]);
+		assert_true(n[1] > 0);
+		assert_memory_equal(got, ref, bytes);
+		free(got);
+		got = chain_result(&c, false, st, n);
+		assert_int_equal(n[1], 0);
+		assert_memory_equal(got, ref, bytes);
+		free(got), free(ref);
+		chain_close(&c);
+	}
+	cudaStreamDestroy(st);
 }
 
 int main(void)
@@ -1025,6 +1338,7 @@ int main(void)
 	    cmocka_unit_test(test_attention_prefill_sweep),
 	    cmocka_unit_test(test_attention_prefill_long),
 	    cmocka_unit_test(test_gemv),
+	    cmocka_unit_test(test_pdl_chain),
 	};
 	const char *seed = getenv("O1_TEST_SEED");
 	long ncpu;
