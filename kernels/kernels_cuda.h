@@ -150,6 +150,35 @@ int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
 		      uint32_t m, uint32_t n, uint32_t k, bool pdl,
 		      cudaStream_t stream);
 
+/* gemv.cu, fused decode variants: o1_gemv_bf16_cuda's product (same
+ * limits on M, K and alignment, the same f32 arithmetic per element) with
+ * the neighbouring element-wise kernel folded in, each equal bit for bit to
+ * the unfused composition on the device (and so, within the tolerances
+ * of its parts, to the CPU references'):
+ * - o1_gemv_add_bf16_cuda: y (M,N) f32 += x (M,K) bf16 . w (N,K)^T, the
+ *   residual add (residual.h) of the O and down products: y[m][n] = y[m][n]
+ *   + (the product's element), each element read and written once.
+ * - o1_gemv_norm_bf16_cuda: y (M,N) = bf16(rmsnorm(x)) . w (N,K)^T, x (M,K)
+ *   f32 (not modified), NORM_W (K) f32: o1_rmsnorm_cuda(x, no residual,
+ *   NORM_W, EPS) then o1_gemv_bf16_cuda, without the bf16 rows in between
+ *   (each block normalizes the M rows itself: K <= O1_GEMV_NORM_MAX_K).
+ * - o1_gemv_norm_swiglu_bf16_cuda: act (M,F) bf16 = bf16(silu(g) * u), [g |
+ *   u] (M,2F) = bf16(rmsnorm(x)) . w (2F,K)^T (gate rows, then up rows):
+ *   o1_gemv_norm_bf16_cuda into f32 then o1_swiglu_cuda, without the f32
+ *   gate/up rows in between.
+ * x and NORM_W 16-byte aligned. */
+#define O1_GEMV_NORM_MAX_K 16384
+int o1_gemv_add_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
+			  uint32_t m, uint32_t n, uint32_t k, bool pdl,
+			  cudaStream_t stream);
+int o1_gemv_norm_bf16_cuda(float *y, const float *x, const float *norm_w,
+			   float eps, const uint16_t *w, uint32_t m, uint32_t n,
+			   uint32_t k, bool pdl, cudaStream_t stream);
+int o1_gemv_norm_swiglu_bf16_cuda(uint16_t *act, const float *x,
+				  const float *norm_w, float eps,
+				  const uint16_t *w, uint32_t m, uint32_t f,
+				  uint32_t k, bool pdl, cudaStream_t stream);
+
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */
 int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,

@@ -1,7 +1,8 @@
 /* RMSNorm fused with the residual add, one block per output row: the
  * block adds the residual into x (the residual stream, f32), reduces the
- * sum of squares in f32 (per-thread partial sums, warp shuffles, then the
- * warps' sums in shared memory) and writes the normalized row as bf16 for the
+ * sum of squares in f32 (rms_reduce.h: per-thread partial sums, warp
+ * shuffles, then the warps' sums in shared memory, an order gemv.cu's
+ * normalized input repeats) and writes the normalized row as bf16 for the
  * next product. With PDL (cuda_launch.h) every thread first waits for the
  * previous kernel. */
 #include <errno.h>
@@ -11,57 +12,44 @@
 #include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
+#include "rms_reduce.h"
 
 extern "C" {
 #include "log.h"
 }
 
-#define RMS_THREADS 512
-
-/* Sum of V over the block (all threads get it); PART holds a float per
- * warp. */
-static __device__ float block_sum(float v, float *part)
-{
-	uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-
-	for (int o = 16; o; o /= 2)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	if (!lane)
-		part[warp] = v;
-	__syncthreads();
-	v = lane < blockDim.x / 32 ? part[lane] : 0.0f;
-	for (int o = 16; o; o /= 2)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
+#define RMS_THREADS RMS_VTHREADS /* a thread per virtual thread */
 
 /* out (n_rows,dim) bf16; x, residual (.,dim) f32 (residual may be NULL);
- * weight (dim) f32; rows (n_rows) or NULL; block i = output row i. */
+ * weight (dim) f32; rows (n_rows) or NULL; block i = output row i. Each
+ * element is added, written back and normalized by the same thread. */
 static __global__ void rmsnorm(__nv_bfloat16 *out, float *x,
 			       const float *residual, const float *weight,
 			       const uint32_t *rows, uint32_t dim, float eps)
 {
-	__shared__ float part[RMS_THREADS / 32];
-	uint32_t r = rows ? rows[blockIdx.x] : blockIdx.x;
-	float *xr = x + (size_t)r * dim;
+	__shared__ float part[1][RMS_VWARPS];
 	__nv_bfloat16 *o = out + (size_t)blockIdx.x * dim;
-	float ss = 0, inv;
+	const float *res;
+	float ss[1], inv, *xr;
+	uint32_t r;
 
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) {
+	r = rows ? rows[blockIdx.x] : blockIdx.x;
+	xr = x + (size_t)r * dim;
+	res = residual ? residual + (size_t)r * dim : NULL;
+	rms_sums<RMS_THREADS, 1>(ss, dim, part, [&](int, uint32_t i) {
 		float v = xr[i];
 
-		if (residual) {
-			v = v + residual[(size_t)r * dim + i];
+		if (res) {
+			v = v + res[i];
 			xr[i] = v;
 		}
-		ss += v * v;
-	}
-	ss = block_sum(ss, part);
-	inv = 1.0f / sqrtf(ss / (float)dim + eps);
-	for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x)
-		o[i] = __float2bfloat16_rn(weight[i] * (xr[i] * inv));
+		return v;
+	});
+	inv = rms_inv(ss[0], dim, eps);
+	for (uint32_t i = threadIdx.x; i < dim; i += RMS_THREADS)
+		o[i] = rms_out(weight[i], xr[i], inv);
 }
 
 extern "C" int o1_rmsnorm_cuda(uint16_t *out, float *x, const float *residual,

@@ -40,6 +40,7 @@
 #include "embedding.h"
 #include "error.h"
 #include "kernels_cuda.h"
+#include "residual.h"
 #include "rmsnorm.h"
 #include "rope.h"
 #include "swiglu.h"
@@ -1021,17 +1022,233 @@ static void test_gemv(void **state)
 	cudaFree(p);
 }
 
-/* PDL (kernels_cuda.h): one decode layer's kernels over M rows (M
- * sequences of CHAIN_CTX cached positions, each bringing one token),
- * repeated CHAIN_LAYERS times with the same weights, on a stream of its
- * own, all launched with PDL, must give the bits of the same chain without
- * PDL: a kernel that read its predecessor's output before its wait would
- * see the previous layer's values or the NaN poison. The layer is the CUDA
- * backend's: RMSNorm (adding the residual), QKV product, RoPE with the KV
- * write at position CHAIN_CTX, attention in two splits (and the merge), O
- * product, RMSNorm, gate/up product, SwiGLU, down product; then a final
- * RMSNorm. Captured into a graph, the PDL chain must show programmatic
- * edges (stream capture keeps PDL) and replay to the same bits. */
+/* The fused products (gemv.cu) against the unfused kernels on the device,
+ * bit for bit, and against the CPU references' composition. With h the
+ * CPU's bf16 RMSNorm rows (rmsnorm.h, rounded) and h' the device's
+ * (o1_rmsnorm_cuda, each element within rmsnorm's tolerance of h), a
+ * product element over h' is within 1e-5 sum |w h| (gemv's bound) +
+ * sum |w| |h' - h| of the double-precision product over h; SwiGLU's
+ * output (swiglu.h over those products) within 8e-3 |ref| (one bf16
+ * rounding) + 1.1 |u| e_g + |silu(g)| e_u, e_g and e_u the bounds of
+ * its two products (|silu'| <= 1.1); the residual add within 1e-5 sum
+ * |x w| + 2^-23 |ref|. PDL and the launch shape change no bit. */
+#define NORM_EPS 1e-5f
+
+struct norm_case {
+	float *x, *nw, *h, *hd; /* host: rows, weight, CPU h, device h */
+	void *dx, *dnw, *dh;	/* device: rows, weight, o1_rmsnorm_cuda's h */
+};
+
+/* M random rows of K and a norm weight; h by the CPU and by the device. */
+static void norm_open(struct norm_case *n, uint32_t m, uint32_t k)
+{
+	size_t sz = (size_t)m * k;
+
+	n->x = randv(sz, 3), n->nw = randv(k, 1.5f), n->h = malloc(sz * 4);
+	assert_int_equal(
+	    o1_rmsnorm_cpu(NULL, n->h, n->x, n->nw, m, k, NORM_EPS), 0);
+	round_bf16(n->h, sz);
+	n->dx = dev_copy(n->x, sz * 4), n->dnw = dev_copy(n->nw, k * 4);
+	n->dh = dev(sz * 2);
+	assert_int_equal(o1_rmsnorm_cuda(n->dh, n->dx, NULL, n->dnw, NULL, m, k,
+					 NORM_EPS, false, 0),
+			 0);
+	n->hd = host_bf16(n->dh, sz);
+	check_close("rmsnorm (fused input)", n->hd, n->h, sz, 8e-3, 1e-6);
+}
+
+static void norm_close(struct norm_case *n)
+{
+	free(n->x), free(n->nw), free(n->h), free(n->hd);
+	cudaFree(n->dx), cudaFree(n->dnw), cudaFree(n->dh);
+}
+
+/* Row I of w (N,K) . h row and its bound (see above) into *REF, *TOL. */
+static void norm_ref(const struct norm_case *n, const float *w, uint32_t k,
+		     uint32_t i, uint32_t j, double *ref, double *tol)
+{
+	const float *h = n->h + (size_t)i * k, *hd = n->hd + (size_t)i * k;
+	double r = 0, a = 0, d = 0;
+
+	for (uint32_t c = 0; c < k; c++) {
+		double wc = w[(size_t)j * k + c];
+
+		r += wc * h[c], a += fabs(wc * h[c]);
+		d += fabs(wc) * fabs((double)hd[c] - h[c]);
+	}
+	*ref = r, *tol = 1e-5 * a + d + 1e-30;
+}
+
+static void check_gemv_norm(uint32_t m, uint32_t n, uint32_t k, bool pdl)
+{
+	struct norm_case nc;
+	float *w = randv((size_t)n * k, 0.1f), *y, *u;
+	void *dw;
+	float *dy = dev((size_t)m * n * 4), *du = dev((size_t)m * n * 4);
+
+	norm_open(&nc, m, k);
+	round_bf16(w, (size_t)n * k);
+	dw = dev_bf16(w, (size_t)n * k);
+	assert_int_equal(o1_gemv_norm_bf16_cuda(dy, nc.dx, nc.dnw, NORM_EPS, dw,
+						m, n, k, pdl, 0),
+			 0);
+	assert_int_equal(o1_gemv_bf16_cuda(du, nc.dh, dw, m, n, k, false, 0),
+			 0);
+	y = host_copy(dy, (size_t)m * n * 4),
+	u = host_copy(du, (size_t)m * n * 4);
+	assert_memory_equal(y, u, (size_t)m * n * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double r, tol, g = y[(size_t)i * n + j];
+
+			norm_ref(&nc, w, k, i, j, &r, &tol);
+			if (!(fabs(g - r) <= tol))
+				fprintf(
+				    stderr,
+				    "gemv_norm m %u n %u k %u: [%u][%u] gpu "
+				    "%g ref %g tol %g\n",
+				    m, n, k, i, j, g, r, tol);
+			assert_true(fabs(g - r) <= tol);
+		}
+	norm_close(&nc);
+	free(w), free(y), free(u);
+	cudaFree(dw), cudaFree(dy), cudaFree(du);
+}
+
+/* act (M,F) against the unfused product and swiglu.cu, then the CPU. */
+static void check_gemv_swiglu(uint32_t m, uint32_t f, uint32_t k, bool pdl)
+{
+	struct norm_case nc;
+	float *w = randv((size_t)2 * f * k, 0.1f), *got, *un;
+	float *g = malloc((size_t)m * f * 4), *u = malloc((size_t)m * f * 4);
+	float *ref = malloc((size_t)m * f * 4), *eg = malloc((size_t)m * f * 8);
+	void *dw, *dact = dev((size_t)m * f * 2), *dun = dev((size_t)m * f * 2);
+	float *dgu = dev((size_t)m * 2 * f * 4);
+
+	norm_open(&nc, m, k);
+	round_bf16(w, (size_t)2 * f * k);
+	dw = dev_bf16(w, (size_t)2 * f * k);
+	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(dact, nc.dx, nc.dnw,
+						       NORM_EPS, dw, m, f, k,
+						       pdl, 0),
+			 0);
+	assert_int_equal(o1_gemv_norm_bf16_cuda(dgu, nc.dx, nc.dnw, NORM_EPS,
+						dw, m, 2 * f, k, false, 0),
+			 0);
+	assert_int_equal(
+	    o1_swiglu_cuda(dun, dgu, dgu + f, 2 * f, m, f, false, 0), 0);
+	got = host_bf16(dact, (size_t)m * f),
+	un = host_bf16(dun, (size_t)m * f);
+	assert_memory_equal(got, un, (size_t)m * f * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < f; j++) {
+			double r, t;
+			size_t o = (size_t)i * f + j;
+
+			norm_ref(&nc, w, k, i, j, &r, &t);
+			g[o] = (float)r, eg[2 * o] = t;
+			norm_ref(&nc, w, k, i, f + j, &r, &t);
+			u[o] = (float)r, eg[2 * o + 1] = t;
+		}
+	assert_int_equal(o1_swiglu_cpu(NULL, ref, g, u, m, f), 0);
+	for (size_t o = 0; o < (size_t)m * f; o++) {
+		double s = g[o] / (1.0 + exp(-g[o]));
+		double tol = 8e-3 * fabs(ref[o]) +
+			     1.1 * fabs(u[o]) * eg[2 * o] +
+			     fabs(s) * eg[2 * o + 1] + 1e-6;
+
+		if (!(fabs((double)got[o] - ref[o]) <= tol))
+			fprintf(stderr,
+				"gemv_norm_swiglu m %u f %u k %u: %zu gpu %g "
+				"ref %g tol %g\n",
+				m, f, k, o, got[o], ref[o], tol);
+		assert_true(fabs((double)got[o] - ref[o]) <= tol);
+	}
+	norm_close(&nc);
+	free(w), free(got), free(un), free(g), free(u), free(ref), free(eg);
+	cudaFree(dw), cudaFree(dact), cudaFree(dun), cudaFree(dgu);
+}
+
+/* y0 + x . w^T against the product plus residual.h's add, then double. */
+static void check_gemv_add(uint32_t m, uint32_t n, uint32_t k, bool pdl)
+{
+	float *x = randv((size_t)m * k, 1), *w = randv((size_t)n * k, 0.1f);
+	float *y0 = randv((size_t)m * n, 4), *y, *o;
+	void *dx, *dw;
+	float *dy, *dout = dev((size_t)m * n * 4);
+
+	round_bf16(x, (size_t)m * k), round_bf16(w, (size_t)n * k);
+	dx = dev_bf16(x, (size_t)m * k), dw = dev_bf16(w, (size_t)n * k);
+	dy = dev_copy(y0, (size_t)m * n * 4);
+	assert_int_equal(o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k, pdl, 0), 0);
+	assert_int_equal(o1_gemv_bf16_cuda(dout, dx, dw, m, n, k, false, 0), 0);
+	y = host_copy(dy, (size_t)m * n * 4);
+	o = host_copy(dout, (size_t)m * n * 4);
+	assert_int_equal(o1_residual_add_cpu(NULL, o, y0, m, n), 0);
+	assert_memory_equal(y, o, (size_t)m * n * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double r = y0[(size_t)i * n + j], a = 0;
+
+			for (uint32_t c = 0; c < k; c++) {
+				double p = (double)x[(size_t)i * k + c] *
+					   w[(size_t)j * k + c];
+
+				r += p, a += fabs(p);
+			}
+			assert_true(fabs(y[(size_t)i * n + j] - r) <=
+				    1e-5 * a + ldexp(fabs(r), -23) + 1e-30);
+		}
+	free(x), free(w), free(y0), free(y), free(o);
+	cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dout);
+}
+
+static void test_gemv_fused(void **state)
+{
+	float *p = dev(1 << 20);
+	uint16_t *b = (uint16_t *)p;
+
+	(void)state;
+	for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
+		check_gemv_norm(m, 37, 896, m % 2);
+		check_gemv_norm(m, 1153, 2048, m % 2 == 0);
+		check_gemv_swiglu(m, 37, 896, m % 2);
+		check_gemv_add(m, 37, 896, m % 2);
+		check_gemv_add(m, 1153, 4864, m % 2 == 0);
+	}
+	check_gemv_norm(3, 5, 8, true);	    /* K below one piece per thread */
+	check_gemv_norm(4, 64, 8192, true); /* 64 KiB of staged rows */
+	check_gemv_norm(4, 9, O1_GEMV_NORM_MAX_K, false);
+	check_gemv_swiglu(2, 4864, 896, true); /* qwen2.5-0.5b's MLP */
+	check_gemv_swiglu(1, 131, 8, false);
+	assert_int_equal(o1_gemv_norm_bf16_cuda(p, p, p, 1e-5f, b, 1, 1,
+						O1_GEMV_NORM_MAX_K + 8, false,
+						0),
+			 -EINVAL);
+	assert_int_equal(
+	    o1_gemv_norm_bf16_cuda(p, p, p + 1, 1e-5f, b, 1, 1, 8, false, 0),
+	    -EINVAL); /* weight not 16-byte aligned */
+	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(b, p, p, 1e-5f, b,
+						       O1_GEMV_MAX_ROWS + 1, 1,
+						       8, false, 0),
+			 -EINVAL);
+	assert_int_equal(o1_gemv_add_bf16_cuda(p, b + 4, b, 1, 1, 8, false, 0),
+			 -EINVAL);
+	cudaFree(p);
+}
+
+/* PDL (kernels_cuda.h) and the fused products: one decode layer's kernels
+ * over M rows (M sequences of CHAIN_CTX cached positions, each bringing one
+ * token), repeated CHAIN_LAYERS times with the same weights, on a stream of
+ * its own, with and without PDL, unfused and fused, must give the same
+ * bits every way: a kernel that read its predecessor's output before its
+ * wait would see the previous layer's values or the NaN poison. The layer
+ * is the CUDA backend's: RMSNorm (adding the residual), QKV product, RoPE
+ * with the KV write at position CHAIN_CTX, attention in two splits (and
+ * the merge), O product, RMSNorm, gate/up product, SwiGLU, down product;
+ * then a final RMSNorm. Captured into a graph, a PDL chain must show
+ * programmatic edges (stream capture keeps PDL) and replay to the same
+ * bits. */
 #define CHAIN_LAYERS 8
 #define CHAIN_CTX    40
 #define CHAIN_PAGES  3 /* per sequence: CHAIN_CTX + 1 positions, pages of 16 */
@@ -1195,13 +1412,48 @@ static int chain_layer(struct chain *c, bool first, bool pdl, cudaStream_t st)
 		   : o1_gemv_bf16_cuda(c->o, c->act, c->wd, m, d, f, pdl, st);
 }
 
-/* Every layer, then the final RMSNorm (adding the last down product). */
-static int chain_run(struct chain *c, bool pdl, cudaStream_t st)
+/* The layer with gemv.cu's fused variants, as the CUDA backend runs it:
+ * the residual adds in the O and down products (the last layer's down
+ * product leaves its sum to the final RMSNorm), the RMSNorms in the QKV
+ * and gate/up products, SwiGLU in the latter. */
+static int chain_layer_fused(struct chain *c, bool last, bool pdl,
+			     cudaStream_t st)
+{
+	struct o1_attn_dims dm = kv_dims(&c->k);
+	uint32_t m = c->m, d = CHAIN_DIM, f = CHAIN_FFN, qd = c->k.hq * c->k.d;
+	uint32_t w = qd + 2 * c->k.hkv * c->k.d;
+	int err = o1_gemv_norm_bf16_cuda((float *)c->ra.qkv, c->x, c->nw, 1e-6f,
+					 c->wqkv, m, w, d, pdl, st);
+
+	err = err ? err : o1_rope_kv_write_cuda(&c->ra, &dm, pdl, st);
+	err =
+	    err ? err
+		: o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
+				    c->ra.v_cache, &dm, &c->b, m, CHAIN_CTX + 1,
+				    c->scratch, c->scratch_floats, pdl, st);
+	err =
+	    err ? err
+		: o1_gemv_add_bf16_cuda(c->x, c->att, c->wo, m, d, qd, pdl, st);
+	err = err ? err
+		  : o1_gemv_norm_swiglu_bf16_cuda(c->act, c->x, c->nw2, 1e-6f,
+						  c->wgu, m, f, d, pdl, st);
+	if (err || last)
+		return err ? err
+			   : o1_gemv_bf16_cuda(c->o, c->act, c->wd, m, d, f,
+					       pdl, st);
+	return o1_gemv_add_bf16_cuda(c->x, c->act, c->wd, m, d, f, pdl, st);
+}
+
+/* Every layer (FUSED: chain_layer_fused), then the final RMSNorm (adding
+ * the last down product). */
+static int chain_run(struct chain *c, bool fused, bool pdl, cudaStream_t st)
 {
 	int err = 0;
 
 	for (uint32_t l = 0; !err && l < CHAIN_LAYERS; l++)
-		err = chain_layer(c, l == 0, pdl, st);
+		err = fused
+			  ? chain_layer_fused(c, l + 1 == CHAIN_LAYERS, pdl, st)
+			  : chain_layer(c, l == 0, pdl, st);
 	return err ? err
 		   : o1_rmsnorm_cuda(c->h, c->x, c->o, c->nw, NULL, c->m,
 				     CHAIN_DIM, 1e-6f, pdl, st);
@@ -1238,8 +1490,8 @@ static void graph_counts(cudaGraph_t g, size_t *kernels, size_t *prog)
 /* Poisons every activation, loads x, runs the chain (eagerly, or
  * captured then replayed when COUNTS is not NULL: the graph's kernels and
  * programmatic edges go there); returns x then h. */
-static void *chain_result(struct chain *c, bool pdl, cudaStream_t st,
-			  size_t *counts)
+static void *chain_result(struct chain *c, bool fused, bool pdl,
+			  cudaStream_t st, size_t *counts)
 {
 	size_t xd = (size_t)c->m * CHAIN_DIM;
 	void *act[] = {c->o,   c->gu,	   c->h,    c->att,
@@ -1264,12 +1516,12 @@ static void *chain_result(struct chain *c, bool pdl, cudaStream_t st,
 	    cudaSuccess);
 	assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
 	if (!counts) {
-		assert_int_equal(chain_run(c, pdl, st), 0);
+		assert_int_equal(chain_run(c, fused, pdl, st), 0);
 	} else {
 		assert_int_equal(cudaStreamBeginCapture(
 				     st, cudaStreamCaptureModeThreadLocal),
 				 cudaSuccess);
-		assert_int_equal(chain_run(c, pdl, st), 0);
+		assert_int_equal(chain_run(c, fused, pdl, st), 0);
 		assert_int_equal(cudaStreamEndCapture(st, &g), cudaSuccess);
 		graph_counts(g, &counts[0], &counts[1]);
 		assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
@@ -1285,38 +1537,58 @@ static void *chain_result(struct chain *c, bool pdl, cudaStream_t st,
 	return out;
 }
 
+/* The chain FUSED or not, with PDL or not, three times eagerly, then
+ * captured: the same bits as REF every time; returns the graph's kernel
+ * count. */
+static size_t chain_check(struct chain *c, bool fused, bool pdl,
+			  cudaStream_t st, const uint8_t *ref)
+{
+	size_t n[2], bytes = (size_t)c->m * CHAIN_DIM * 6;
+	uint8_t *got;
+
+	for (int rep = 0; rep < 3; rep++) {
+		got = chain_result(c, fused, pdl, st, NULL);
+		assert_memory_equal(got, ref, bytes);
+		free(got);
+	}
+	got = chain_result(c, fused, pdl, st, n);
+	printf("chain m %u, %s, PDL %s: graph of %zu kernels, %zu "
+	       "programmatic edges\n",
+	       c->m, fused ? "fused" : "unfused", pdl ? "on" : "off", n[0],
+	       n[1]);
+	assert_memory_equal(got, ref, bytes);
+	free(got);
+	if (pdl)
+		assert_true(n[1] > 0); /* stream capture kept PDL */
+	else
+		assert_int_equal(n[1], 0);
+	return n[0];
+}
+
+/* The unfused chain without PDL is the reference; the fused chain drops
+ * three kernels a layer (two RMSNorms and SwiGLU). */
 static void test_pdl_chain(void **state)
 {
 	cudaStream_t st;
 	struct chain c;
-	size_t n[2], bytes;
-	uint8_t *ref, *got;
+	size_t unfused, fused;
+	uint8_t *ref;
 
 	(void)state;
 	assert_int_equal(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking),
 			 cudaSuccess);
 	for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
 		chain_open(&c, m);
-		bytes = (size_t)m * CHAIN_DIM * 6;
-		ref = chain_result(&c, false, st, NULL);
+		ref = chain_result(&c, false, false, st, NULL);
 		for (size_t i = 0; i < (size_t)m * CHAIN_DIM; i++)
 			assert_true(isfinite(((float *)ref)[i]));
-		for (int rep = 0; rep < 3; rep++) {
-			got = chain_result(&c, true, st, NULL);
-			assert_memory_equal(got, ref, bytes);
-			free(got);
-		}
-		got = chain_result(&c, true, st, n);
-		printf("pdl chain m %u: graph of %zu kernels, %zu programmatic "
-		       "edges\n",
-		       m, n[0], n[1]);
-		assert_true(n[1] > 0);
-		assert_memory_equal(got, ref, bytes);
-		free(got);
-		got = chain_result(&c, false, st, n);
-		assert_int_equal(n[1], 0);
-		assert_memory_equal(got, ref, bytes);
-		free(got), free(ref);
+		unfused = chain_check(&c, false, false, st, ref);
+		assert_int_equal(chain_check(&c, false, true, st, ref),
+				 unfused);
+		fused = chain_check(&c, true, false, st, ref);
+		assert_int_equal(chain_check(&c, true, true, st, ref), fused);
+		assert_int_equal(unfused - fused, 3 * CHAIN_LAYERS);
+		free(ref);
 		chain_close(&c);
 	}
 	cudaStreamDestroy(st);
@@ -1338,6 +1610,7 @@ int main(void)
 	    cmocka_unit_test(test_attention_prefill_sweep),
 	    cmocka_unit_test(test_attention_prefill_long),
 	    cmocka_unit_test(test_gemv),
+	    cmocka_unit_test(test_gemv_fused),
 	    cmocka_unit_test(test_pdl_chain),
 	};
 	const char *seed = getenv("O1_TEST_SEED");
