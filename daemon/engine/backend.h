@@ -93,11 +93,15 @@ struct o1_backend_config {
 	uint32_t page_tokens;	     /* 0 = O1_KV_PAGE_TOKENS_DEFAULT */
 	bool graphs_enabled;
 	bool graphs_eager;
-	/* CUDA backend, steps of at most 4 tokens (decode): launches without
-	 * programmatic dependent launch (PDL, used on compute capability 9.0
-	 * and later, never on a tensor-parallel rank). For A/B measurements:
-	 * false in production. */
+	/* CUDA backend, steps of at most 4 tokens (decode), A/B switches
+	 * for measurements (false in production; neither applies to a
+	 * tensor-parallel rank): cuda_no_pdl launches without programmatic
+	 * dependent launch (used on compute capability 9.0 and later);
+	 * cuda_no_fusion runs RMSNorm, SwiGLU and the residual adds as
+	 * kernels of their own instead of inside the products. Results are
+	 * the same bits either way. */
 	bool cuda_no_pdl;
+	bool cuda_no_fusion;
 	uint32_t n_graph_buckets; /* 0 = the default list */
 	uint32_t graph_buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
 	uint32_t device; /* CUDA ordinal of a one-device backend */
@@ -134,6 +138,8 @@ struct o1_backend_devout {
 struct o1_backend_graph_bucket {
 	uint32_t batch;		/* the bucket's (padded) batch size */
 	bool captured;		/* its graph exists */
+	uint32_t kernels;	/* kernel nodes in its graph (kernels a step) */
+	uint32_t pdl_edges;	/* of its edges, programmatic ones (PDL) */
 	uint64_t hits;		/* steps replayed from its graph */
 	uint64_t misses;	/* steps of this bucket run without a graph */
 	uint64_t fallbacks;	/* replays that failed, then ran eagerly */

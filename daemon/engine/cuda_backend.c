@@ -36,14 +36,21 @@
  * graph_replay fault) runs the bucket step eagerly over the same inputs.
  * Limits: head_dim even and <= 256, Hq/Hkv <= 32 (attention.cu).
  *
- * Decode steps (at most O1_GEMV_MAX_ROWS tokens, the gemv path): our
- * kernels are launched with programmatic dependent launch (PDL,
- * kernels_cuda.h) on compute capability 9.0 and later unless
- * cfg.cuda_no_pdl: each may start during the previous kernel (the
- * products prefetch their weights into L2 meanwhile) and waits for it
- * before touching activations, eagerly and in the captured graphs alike,
- * so results do not change. cuBLAS kernels and every kernel of larger
- * steps launch as before.
+ * Decode steps (at most O1_GEMV_MAX_ROWS tokens, the gemv path), on one
+ * GPU (not a tensor-parallel rank), eagerly and in the captured graphs
+ * alike, bitwise as the plain path:
+ * - our kernels are launched with programmatic dependent launch (PDL,
+ *   kernels_cuda.h) on compute capability 9.0 and later unless
+ *   cfg.cuda_no_pdl: each may start during the previous kernel (the
+ *   products prefetch their weights into L2 meanwhile) and waits for it
+ *   before touching activations;
+ * - unless cfg.cuda_no_fusion, a layer is 6 or 7 kernels instead of 9 or
+ *   10 (gemv.cu's fused products): QKV product over the RMSNorm of the
+ *   residual stream x, RoPE + KV write, attention (and merge), x += O
+ *   product, gate/up product over the RMSNorm of x with SwiGLU in its
+ *   epilogue, x += down product; the last layer's down product goes to
+ *   s->o as unfused, so the head is the same either way.
+ * cuBLAS kernels and every kernel of larger steps launch as before.
  *
  * Device: create, step and destroy bind the calling thread to cfg.device
  * (cudaSetDevice), so the backend may be created on one thread and
@@ -143,7 +150,7 @@ struct cuda_state {
 	struct o1_cuda_graphs *graphs; /* NULL without bucketing */
 	struct cuda_devout *devout;    /* cfg.devout_areas, owned */
 	uint32_t *stamp_host; /* pinned: one slot per devout entry of a step */
-	bool pdl; /* decode steps launch with PDL (see the top) */
+	bool pdl, fused; /* decode steps: PDL, fused products (the top) */
 };
 
 uint64_t o1_cuda_backend_alloc_count(void)
@@ -579,19 +586,27 @@ static int use_device(const struct cuda_state *s)
 	return O1_CUDA_CHECK(cudaSetDevice((int)s->cfg.device));
 }
 
-/* PDL for decode steps: compute capability 9.0 and later, not on a
- * tensor-parallel rank (its collectives sit between the kernels), not
- * when configured off. */
-static int pick_pdl(struct cuda_state *s)
+/* How decode steps run (see the top). PDL: compute capability 9.0 and
+ * later. Fused products: every product's K a multiple of 8 (gemv.cu),
+ * the normalized input within O1_GEMV_NORM_MAX_K. Neither on a
+ * tensor-parallel rank (its O and down products are partial sums, summed
+ * by collectives between the kernels) nor when configured off. */
+static int pick_decode(struct cuda_state *s)
 {
+	const struct o1_model_desc *d = &s->d;
+	uint64_t qd = (uint64_t)d->n_heads * d->head_dim;
+	bool rank = s->cfg.tp_size > 0;
 	int major = 0;
 	int err = O1_CUDA_CHECK(cudaDeviceGetAttribute(
 	    &major, cudaDevAttrComputeCapabilityMajor, (int)s->cfg.device));
 
-	s->pdl = !err && major >= 9 && !s->cfg.cuda_no_pdl && !s->cfg.tp_size;
+	s->pdl = !err && major >= 9 && !s->cfg.cuda_no_pdl && !rank;
+	s->fused = !s->cfg.cuda_no_fusion && !rank && d->dim % 8 == 0 &&
+		   qd % 8 == 0 && d->ffn_dim % 8 == 0 &&
+		   d->dim <= O1_GEMV_NORM_MAX_K;
 	if (!err)
-		o1_info("cuda backend: decode steps launch %s PDL",
-			s->pdl ? "with" : "without");
+		o1_info("cuda backend: decode steps: PDL %s, fused products %s",
+			s->pdl ? "on" : "off", s->fused ? "on" : "off");
 	return err;
 }
 
@@ -600,6 +615,12 @@ static int pick_pdl(struct cuda_state *s)
 static bool step_pdl(const struct cuda_state *s, uint32_t rows)
 {
 	return s->pdl && rows <= O1_GEMV_MAX_ROWS;
+}
+
+/* Whether a step of ROWS rows runs the fused products. */
+static bool step_fused(const struct cuda_state *s, uint32_t rows)
+{
+	return s->fused && rows <= O1_GEMV_MAX_ROWS;
 }
 
 static int init_state(struct cuda_state *s, const struct o1_model *m,
@@ -624,12 +645,14 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 		return -O1_E_CONFIG;
 	}
 	err = err ? err : use_device(s);
-	err = err ? err : pick_pdl(s);
 	if (err)
 		return err;
 	s->d = m->desc;
 	if (!s->d.rope.dim)
 		s->d.rope.dim = s->d.head_dim;
+	err = pick_decode(s);
+	if (err)
+		return err;
 	s->kvl = (struct o1_kv_layout){cfg->n_pages, m->desc.n_layers,
 				       m->desc.n_kv_heads, cfg->page_tokens,
 				       m->desc.head_dim};
@@ -732,6 +755,63 @@ static int reduce(struct cuda_state *s, uint32_t t)
 	return k->sum(k->ctx, s->o, (uint64_t)t * s->d.dim, s->stream);
 }
 
+/* The attention input: RMSNorm of the residual stream (adding the
+ * previous layer's down product, unfused) and the QKV product. */
+static int qkv_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
+		  bool pdl)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	uint32_t n = (uint32_t)qkv_rows(d);
+	int err;
+
+	if (fuse)
+		return o1_gemv_norm_bf16_cuda(s->qkv, s->x, y->attn_norm,
+					      d->norm_eps, y->wqkv, t, n,
+					      d->dim, pdl, s->stream);
+	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
+			      t, d->dim, d->norm_eps, pdl, s->stream);
+	return err ? err : gemm(s, s->qkv, s->h, y->wqkv, t, n, d->dim);
+}
+
+/* The MLP input: RMSNorm (adding the O product, unfused), the gate/up
+ * product and SwiGLU into s->act. */
+static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
+		  bool pdl)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	uint32_t f = d->ffn_dim;
+	int err;
+
+	if (fuse)
+		return o1_gemv_norm_swiglu_bf16_cuda(s->act, s->x, y->ffn_norm,
+						     d->norm_eps, y->wgu, t, f,
+						     d->dim, pdl, s->stream);
+	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
+			      d->norm_eps, pdl, s->stream);
+	err = err ? err : gemm(s, s->gu, s->h, y->wgu, t, 2 * f, d->dim);
+	return err ? err
+		   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
+				    s->stream);
+}
+
+/* An output product (O or down) of IN (K wide) by W: added to the
+ * residual stream when ADD (fused), else into s->o, summed across the
+ * ranks, for the next RMSNorm to add. */
+static int out_product(struct cuda_state *s, const uint16_t *in,
+		       const uint16_t *w, uint32_t t, uint32_t k, bool add,
+		       bool pdl)
+{
+	int err;
+
+	if (add)
+		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k, pdl,
+					     s->stream);
+	err = gemm(s, s->o, in, w, t, s->d.dim, k);
+	return err ? err : reduce(s, t);
+}
+
 static int attention_block(struct cuda_state *s, uint32_t l,
 			   const struct flat *f, const struct o1_attn_batch *b)
 {
@@ -745,39 +825,27 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 				     s->dev.slots, s->inv_freq, s->rope_scale,
 				     f->tokens,	   d->rope.dim};
 	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
-	bool pdl = step_pdl(s, t);
-	int err;
+	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
+	int err = qkv_in(s, l, t, fuse, pdl);
 
-	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
-			      t, d->dim, d->norm_eps, pdl, s->stream);
-	err = err ? err
-		  : gemm(s, s->qkv, s->h, y->wqkv, t, (uint32_t)qkv_rows(d),
-			 d->dim);
 	err = err ? err : o1_rope_kv_write_cuda(&ra, &ad, pdl, s->stream);
 	err = err ? err
 		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
 				      f->max_len, s->scratch, s->scratch_floats,
 				      pdl, s->stream);
-	err = err ? err : gemm(s, s->o, s->att, y->wo, t, d->dim, qd);
-	return err ? err : reduce(s, t);
+	return err ? err : out_product(s, s->att, y->wo, t, qd, fuse, pdl);
 }
 
+/* Fused, the last layer's down product goes to s->o like an unfused one:
+ * the head's RMSNorm adds it. */
 static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 {
-	const struct o1_model_desc *d = &s->d;
-	const struct cuda_layer *y = &s->layers[l];
-	uint32_t f = d->ffn_dim;
-	bool pdl = step_pdl(s, t);
-	int err;
+	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
+	int err = mlp_in(s, l, t, fuse, pdl);
 
-	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
-			      d->norm_eps, pdl, s->stream);
-	err = err ? err : gemm(s, s->gu, s->h, y->wgu, t, 2 * f, d->dim);
-	err = err ? err
-		  : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
-				   s->stream);
-	err = err ? err : gemm(s, s->o, s->act, y->wdown, t, d->dim, f);
-	return err ? err : reduce(s, t);
+	return err ? err
+		   : out_product(s, s->act, s->layers[l].wdown, t, s->d.ffn_dim,
+				 fuse && l + 1 < s->d.n_layers, pdl);
 }
 
 /* Uploads the inputs of N_SEQS sequences; the tables come last: only the

@@ -6,7 +6,9 @@
  * by the graphs is the drop in the device's free memory (cudaMemGetInfo)
  * across warm-up, capture, instantiation and upload of all buckets: it
  * includes anything else allocated on the device meanwhile and is rounded
- * to the driver's granularity (2 MiB pages). */
+ * to the driver's granularity (2 MiB pages). A captured graph's kernel
+ * nodes and programmatic (PDL) edges are counted before instantiation
+ * (stats.buckets[i].kernels, .pdl_edges; 0 if the query fails). */
 #include "cuda_graphs.h"
 
 #include <errno.h>
@@ -41,6 +43,37 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Kernel nodes and programmatic edges of GRAPH into *KERNELS, *PDL;
+ * false if a query fails. */
+static bool graph_counts(cudaGraph_t graph, uint32_t *kernels, uint32_t *pdl)
+{
+	size_t n = 0, e = 0;
+	cudaGraphNode_t *nodes = NULL, *from = NULL, *to = NULL;
+	cudaGraphEdgeData *data = NULL;
+	enum cudaGraphNodeType type;
+	bool ok = cudaGraphGetNodes(graph, NULL, &n) == cudaSuccess &&
+		  cudaGraphGetEdges(graph, NULL, NULL, NULL, &e) == cudaSuccess;
+
+	nodes = ok ? calloc(n + 1, sizeof(*nodes)) : NULL;
+	from = ok ? calloc(e + 1, sizeof(*from)) : NULL;
+	to = ok ? calloc(e + 1, sizeof(*to)) : NULL;
+	data = ok ? calloc(e + 1, sizeof(*data)) : NULL;
+	ok = nodes && from && to && data &&
+	     cudaGraphGetNodes(graph, nodes, &n) == cudaSuccess &&
+	     cudaGraphGetEdges(graph, from, to, data, &e) == cudaSuccess;
+	*kernels = *pdl = 0;
+	for (size_t i = 0; ok && i < n; i++) {
+		ok = cudaGraphNodeGetType(nodes[i], &type) == cudaSuccess;
+		*kernels += ok && type == cudaGraphNodeTypeKernel;
+	}
+	for (size_t i = 0; ok && i < e; i++)
+		*pdl += data[i].type == cudaGraphDependencyTypeProgrammatic;
+	if (!ok)
+		*kernels = *pdl = 0;
+	free(nodes), free(from), free(to), free(data);
+	return ok;
+}
+
 /* Captures BODY for bucket I; *EXEC stays NULL on failure. */
 static int capture(struct o1_cuda_graphs *g, uint32_t i, cudaGraphExec_t *exec)
 {
@@ -55,6 +88,13 @@ static int capture(struct o1_cuda_graphs *g, uint32_t i, cudaGraphExec_t *exec)
 	err = g->cfg.body(g->cfg.ctx, g->buckets[i]);
 	end = O1_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
 	err = err ? err : end;
+	if (!err && !graph_counts(graph, &g->stats.buckets[i].kernels,
+				  &g->stats.buckets[i].pdl_edges)) {
+		o1_warn("cuda graphs: cannot count the nodes of batch %u's "
+			"graph",
+			g->buckets[i]);
+		cudaGetLastError();
+	}
 	if (!err)
 		err = O1_CUDA_CHECK(cudaGraphInstantiate(exec, graph, 0));
 	if (!err)

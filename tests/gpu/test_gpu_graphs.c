@@ -2,18 +2,24 @@
  * (safetensors bf16, vocabulary 4096) made by the o1model binary given as
  * argv[1], and on `o1model make --preset tiny`.
  *
- * test_buckets: three CUDA backends over the same 256 sequences (random
+ * test_buckets: four CUDA backends over the same 256 sequences (random
  * prompts of 1 to 33 ids, prefilled eagerly 8 sequences a step): graphs on
  * (default buckets 1 .. 256), graphs_eager (the same padded bucket steps
- * launched without graphs) and graphs off (unpadded). For every bucket B,
- * decode batches of n = B and n = B - 1 sequences (3 steps each, the graph
- * side's greedy ids fed to all three): graph and eager logits must be
- * bitwise identical (prefill logits too); graphs off must be within a
- * relative L2 error of 1e-2 of them (different product shapes and
- * attention splits round differently; padding rows that wrote a real page
- * would be far off). The counters must match the steps: hits per bucket
- * (the smallest bucket >= n), padded tokens, prefill steps; the eager side
- * counts the same steps as misses; no allocation after create.
+ * launched without graphs), graphs off (unpadded), and graphs on with
+ * cuda_no_pdl and cuda_no_fusion (the decode steps of buckets 1 to 4
+ * without PDL, with RMSNorm, SwiGLU and the residual adds as kernels of
+ * their own). For every bucket B, decode batches of n = B and n = B - 1
+ * sequences (3 steps each, the graph side's greedy ids fed to all): graph,
+ * eager and unfused logits must be bitwise identical (prefill logits too);
+ * graphs off must be within a relative L2 error of 1e-2 of them (different
+ * product shapes and attention splits round differently; padding rows
+ * that wrote a real page would be far off). The counters must match the
+ * steps: hits per bucket (the smallest bucket >= n), padded tokens,
+ * prefill steps; the eager side counts the same steps as misses; no
+ * allocation after create. Each graph's kernels: the fused side's buckets
+ * 1 to 4 have 3 a layer fewer than the unfused side's and programmatic
+ * (PDL) edges, larger buckets the same kernels and none; the unfused side
+ * has none.
  * test_oversize: buckets {1, 3} with max_seqs 4: a batch of 4 runs eagerly
  * (oversize) and equals a graphs-off backend bitwise, 2 pads to 3.
  * test_replay_fault: buckets {1, 4}; with o1_backend_fail_replays every
@@ -49,7 +55,7 @@
 #define STEPS	   3
 #define PREFILL_BY 8
 
-enum { GRAPH, EAGER, PLAIN, N_SIDES };
+enum { GRAPH, EAGER, PLAIN, UNFUSED, N_SIDES };
 
 static const char *o1model;
 static char tmpdir[64];
@@ -104,6 +110,8 @@ static void side_open(struct side *sd, const struct o1_model *m,
 
 static void side_close(struct side *sd)
 {
+	if (!sd->b)
+		return; /* not opened by this test */
 	for (int s = 0; s < N_SEQS; s++)
 		o1_kv_table_fini(sd->pool, &sd->t[s]);
 	o1_kv_pool_destroy(sd->pool);
@@ -167,6 +175,11 @@ static void compare(struct world *w, uint32_t rows, const char *what)
 		printf("%s: graph and eager logits differ\n", what);
 		fail();
 	}
+	if (w->sd[UNFUSED].b &&
+	    memcmp(w->sd[GRAPH].logits, w->sd[UNFUSED].logits, n * 4)) {
+		printf("%s: fused and unfused logits differ\n", what);
+		fail();
+	}
 	rel = rel_l2(w->sd[PLAIN].logits, w->sd[GRAPH].logits, n);
 	if (rel > w->max_rel)
 		w->max_rel = (float)rel;
@@ -186,8 +199,10 @@ static void prefill_all(struct world *w)
 		for (uint32_t i = 0; i < PREFILL_BY; i++)
 			w->len[s + i] = 0;
 		for (int k = 0; k < N_SIDES; k++)
-			assert_int_equal(
-			    side_step(&w->sd[k], w, s, PREFILL_BY, count), 0);
+			if (w->sd[k].b)
+				assert_int_equal(side_step(&w->sd[k], w, s,
+							   PREFILL_BY, count),
+						 0);
 		compare(w, PREFILL_BY, "prefill");
 		for (uint32_t i = 0; i < PREFILL_BY; i++) {
 			w->len[s + i] = count[i];
@@ -209,8 +224,9 @@ static void decode(struct world *w, uint32_t n)
 		ones[i] = 1;
 	for (int step = 0; step < STEPS; step++) {
 		for (int k = 0; k < N_SIDES; k++)
-			assert_int_equal(side_step(&w->sd[k], w, 0, n, ones),
-					 0);
+			if (w->sd[k].b)
+				assert_int_equal(
+				    side_step(&w->sd[k], w, 0, n, ones), 0);
 		snprintf(what, sizeof(what), "decode n %u step %d", n, step);
 		compare(w, n, what);
 		for (uint32_t s = 0; s < n; s++) {
@@ -250,12 +266,40 @@ static void run_buckets(struct world *w, struct o1_backend_graph_stats *want)
 	}
 }
 
+/* Kernels and programmatic edges per bucket graph, fused (G) against
+ * unfused (U): see the top. */
+static void check_kernels(struct world *w,
+			  const struct o1_backend_graph_stats *g,
+			  const struct o1_backend_graph_stats *u)
+{
+	uint32_t layers = w->m->desc.n_layers;
+
+	for (uint32_t i = 0; i < g->n_buckets; i++) {
+		const struct o1_backend_graph_bucket *gb = &g->buckets[i],
+						     *ub = &u->buckets[i];
+
+		printf("bucket %u: %u kernels (%u PDL edges), unfused %u\n",
+		       gb->batch, gb->kernels, gb->pdl_edges, ub->kernels);
+		assert_true(ub->captured && gb->kernels > 0);
+		assert_int_equal(ub->pdl_edges, 0);
+		if (gb->batch <= 4) {
+			assert_int_equal(ub->kernels - gb->kernels, 3 * layers);
+			assert_true(gb->pdl_edges > 0);
+		} else {
+			assert_int_equal(ub->kernels, gb->kernels);
+			assert_int_equal(gb->pdl_edges, 0);
+		}
+	}
+}
+
 static void check_stats(struct world *w,
 			const struct o1_backend_graph_stats *want)
 {
-	struct o1_backend_graph_stats g, e, p;
+	struct o1_backend_graph_stats g, e, p, u;
 
 	o1_backend_graph_stats(w->sd[GRAPH].b, &g);
+	o1_backend_graph_stats(w->sd[UNFUSED].b, &u);
+	check_kernels(w, &g, &u);
 	o1_backend_graph_stats(w->sd[EAGER].b, &e);
 	o1_backend_graph_stats(w->sd[PLAIN].b, &p);
 	assert_int_equal(g.n_buckets, 13); /* the default list */
@@ -312,6 +356,8 @@ static void test_buckets(void **state)
 	side_open(&w.sd[EAGER], w.m, &cfg);
 	cfg.graphs_enabled = cfg.graphs_eager = false;
 	side_open(&w.sd[PLAIN], w.m, &cfg);
+	cfg.graphs_enabled = cfg.cuda_no_pdl = cfg.cuda_no_fusion = true;
+	side_open(&w.sd[UNFUSED], w.m, &cfg);
 	allocs = o1_cuda_backend_alloc_count();
 	prefill_all(&w);
 	run_buckets(&w, &want);
