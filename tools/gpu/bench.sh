@@ -6,7 +6,10 @@
 # random bf16 models in the qwen2.5-0.5b and llama3.2-1b shapes (written
 # as safetensors: the GGUF writer holds a whole model in RAM), reported
 # beside the floor (weight bytes per token / measured device copy
-# bandwidth). Results go to OUT/bench.txt.
+# bandwidth), A/B over graphs, the fused decode products and PDL
+# (programmatic dependent launch) in one process each, at batch 1 and 4
+# (the decode path they apply to), summed up in a table per preset.
+# Results go to OUT/bench.txt.
 #   tools/gpu/bench.sh OUT [presets...]
 set -uo pipefail
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
@@ -29,24 +32,43 @@ for p in $presets; do
   [ -d "$m" ] || "$bin/tools/o1model/o1model" make --preset "$p" \
     --format safetensors --dtype bf16 --out "$m" >>"$out/bench.log" 2>&1 ||
     { echo "make $p failed" | tee -a "$out/bench.txt"; rc=1; continue; }
-  # Graphs off, then on, in the same process: batch 1 (greedy), then
-  # batched decode throughput (O1_BENCH_BATCHES, default "64 256").
+  # Batch 1 (greedy): graphs off and on, each unfused and fused, each
+  # without and with PDL, in the same process; batch 4 likewise with
+  # graphs on; then batched decode throughput (O1_BENCH_BATCHES, default
+  # "64 256", where fusion and PDL do not apply).
+  : >"$out/ab-$p.txt"
   echo "# $p, prompt 128, batch 1, 256 steps" >>"$out/bench.txt"
   "$bin/tools/gpu/bench_cuda_decode" "$m" --prompt 128 --tokens 256 \
-    >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
+    --pdl both --fusion both 2>>"$out/bench.log" |
+    tee -a "$out/ab-$p.txt" >>"$out/bench.txt" || rc=1
+  echo "# $p, prompt 128, batch 4, 128 steps" >>"$out/bench.txt"
+  "$bin/tools/gpu/bench_cuda_decode" "$m" --prompt 128 --tokens 128 \
+    --batch 4 --graphs on --pdl both --fusion both 2>>"$out/bench.log" |
+    tee -a "$out/ab-$p.txt" >>"$out/bench.txt" || rc=1
+  echo "# $p: decode A/B (tok/s, ms a step, kernels a step with graphs)" \
+    >>"$out/bench.txt"
+  awk '/^RESULT / {
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+    printf "  batch %s  graphs %-3s  fusion %-3s  PDL %-3s  %9.1f tok/s  %7.4f ms  %s kernels\n",
+      f["batch"], f["graphs"], f["fusion"], f["pdl"], f["tok_s"], f["ms_step"], f["kernels"]
+  }' "$out/ab-$p.txt" >>"$out/bench.txt"
   for b in ${O1_BENCH_BATCHES-64 256}; do
     echo "# $p, prompt 128, batch $b, 32 steps" >>"$out/bench.txt"
     "$bin/tools/gpu/bench_cuda_decode" "$m" --prompt 128 --tokens 32 \
       --batch "$b" >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
   done
   # The device's share of one decode step (kernel durations, ncu; eager,
-  # so each kernel is seen). O1_BENCH_NCU=0 skips it.
+  # so each kernel is seen), fused and unfused. O1_BENCH_NCU=0 skips it.
   if [ "${O1_BENCH_NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
-    echo "# $p, prompt 128: kernels of one decode step (ncu)" >>"$out/bench.txt"
-    ncu --profile-from-start off --clock-control none --csv \
-      --metrics gpu__time_duration.sum "$bin/tools/gpu/bench_cuda_decode" \
-      "$m" --prompt 128 --tokens 16 --graphs off 2>>"$out/bench.log" |
-      python3 tools/gpu/ncu_sum.py >>"$out/bench.txt" 2>&1 || rc=1
+    for fu in on off; do
+      echo "# $p, prompt 128: kernels of one decode step (ncu), fusion $fu" \
+        >>"$out/bench.txt"
+      ncu --profile-from-start off --clock-control none --csv \
+        --metrics gpu__time_duration.sum "$bin/tools/gpu/bench_cuda_decode" \
+        "$m" --prompt 128 --tokens 16 --graphs off --fusion "$fu" \
+        --pdl "$fu" 2>>"$out/bench.log" |
+        python3 tools/gpu/ncu_sum.py >>"$out/bench.txt" 2>&1 || rc=1
+    done
   fi
 done
 cat "$out/bench.txt"

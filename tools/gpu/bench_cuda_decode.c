@@ -1,17 +1,28 @@
 /* bench_cuda_decode: CUDA backend decode speed beside its floor.
  *
  *   bench_cuda_decode MODEL [--prompt N] [--tokens N] [--batch N]
- *                     [--graphs on|off|both] [--tp N]
+ *                     [--graphs on|off|both] [--pdl on|off|both]
+ *                     [--fusion on|off|both] [--tp N]
  *
  * --tp N (2 .. 8) runs the tensor-parallel backend over GPUs 0 .. N-1
  * (NCCL; NCCL_NVLS_ENABLE=0 is set before anything starts); the floor is
  * then rank 0's share of the weights (its shard and the replicated
  * tensors) over one GPU's bandwidth. Every result line ends with a
- * "RESULT tp=N batch=B graphs=on|off tok_s=X ms_step=Y" line for scripts.
+ * "RESULT tp=N batch=B graphs=on|off pdl=on|off fusion=on|off tok_s=X
+ * ms_step=Y kernels=K" line for scripts (K: kernels a decode step, from
+ * the bucket's graph; 0 with graphs off).
+ *
+ * --pdl and --fusion (default on, the backend's default) set
+ * cfg.cuda_no_pdl and cfg.cuda_no_fusion: decode steps of at most 4
+ * sequences with or without programmatic dependent launch, with the fused
+ * products or RMSNorm, SwiGLU and the residual adds as kernels of their
+ * own (backend.h); both: off, then on. They change nothing above 4
+ * sequences, nor on a tensor-parallel rank.
  *
  * For each graphs setting (both: off, then on, one backend after the
- * other in the same process): prefills N random prompt ids (seeded) per
- * sequence, one sequence a step, twice for the first (the second is timed:
+ * other in the same process), and within it each fusion, then each PDL
+ * setting: prefills N random prompt ids (seeded) per sequence, one
+ * sequence a step, twice for the first (the second is timed:
  * the first pays cuBLAS's first-use costs; both write the same KV), runs 8
  * warm-up decode steps, then times TOKENS decode steps of all BATCH
  * sequences end to end through o1_backend_step and reports tokens/s (BATCH
@@ -19,7 +30,8 @@
  * copied logits (greedy); above, the next ids are the seeded random ones
  * (a host argmax over BATCH rows would be timed too), and the logits of
  * every row still come back to the (pinned) host buffer. With graphs on
- * it prints the graph counters (hits, padding, capture time and memory). In the
+ * it prints the graph counters (hits, padding, capture time and memory,
+ * the kernels and programmatic edges of the batch's bucket graph). In the
  * same run it measures device copy bandwidth (cudaMemcpy device to device of 1
  * GiB, best of 10, read + write bytes, CUDA events) and prints the floor: the
  * bf16 weight bytes one decode step reads (every matrix once, the LM head
@@ -53,7 +65,12 @@
 struct bench_args {
 	const char *model;
 	uint32_t prompt, tokens, batch, tp;
-	int graphs; /* 0 off, 1 on, 2 both */
+	int graphs, pdl, fusion; /* 0 off, 1 on, 2 both */
+};
+
+/* One run's switches. */
+struct bench_mode {
+	bool graphs, pdl, fusion;
 };
 
 struct bench_run {
@@ -127,6 +144,15 @@ static double weight_bytes(const struct o1_model *m, uint32_t tp)
 	return n;
 }
 
+/* 0 off, 1 on, 2 both; -1 for anything else. */
+static int on_off_both(const char *s)
+{
+	return !strcmp(s, "off")    ? 0
+	       : !strcmp(s, "on")   ? 1
+	       : !strcmp(s, "both") ? 2
+				    : -1;
+}
+
 static int parse(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option opts[] = {
@@ -134,22 +160,26 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"tokens", required_argument, NULL, 'n'},
 	    {"batch", required_argument, NULL, 'b'},
 	    {"graphs", required_argument, NULL, 'g'},
+	    {"pdl", required_argument, NULL, 'd'},
+	    {"fusion", required_argument, NULL, 'f'},
 	    {"tp", required_argument, NULL, 't'},
 	    {0},
 	};
 	int opt;
 
 	a->prompt = 128, a->tokens = 256, a->batch = 1, a->graphs = 2;
+	a->pdl = a->fusion = 1;
 	a->tp = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
+		int *sw = opt == 'g'   ? &a->graphs
+			  : opt == 'd' ? &a->pdl
+			  : opt == 'f' ? &a->fusion
+				       : NULL;
 
-		if (opt == 'g') {
-			a->graphs = !strcmp(optarg, "off")    ? 0
-				    : !strcmp(optarg, "on")   ? 1
-				    : !strcmp(optarg, "both") ? 2
-							      : -1;
-			if (a->graphs < 0)
+		if (sw) {
+			*sw = on_off_both(optarg);
+			if (*sw < 0)
 				return -EINVAL;
 			continue;
 		}
@@ -173,7 +203,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 }
 
 static int open_run(const struct o1_model *m, const struct bench_args *a,
-		    bool graphs, struct bench_run *r)
+		    const struct bench_mode *md, struct bench_run *r)
 {
 	uint32_t pages = (a->prompt + a->tokens + 9 + 15) / 16;
 	struct o1_backend_config cfg = {
@@ -182,7 +212,9 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .max_context_tokens = a->prompt + a->tokens + 9,
 	    .n_pages = pages * a->batch,
 	    .page_tokens = 16,
-	    .graphs_enabled = graphs,
+	    .graphs_enabled = md->graphs,
+	    .cuda_no_pdl = !md->pdl,
+	    .cuda_no_fusion = !md->fusion,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
 	int err;
@@ -256,78 +288,125 @@ static int step(struct bench_run *r, uint32_t first, uint32_t k, uint32_t pos,
 	return 0;
 }
 
-static void print_graphs(const struct bench_run *r)
+static const char *on_off(bool v)
 {
-	struct o1_backend_graph_stats g;
-	uint64_t hits = 0, miss = 0, pad = 0;
+	return v ? "on" : "off";
+}
 
-	o1_backend_graph_stats(r->b, &g);
-	for (uint32_t i = 0; i < g.n_buckets; i++) {
-		hits += g.buckets[i].hits, pad += g.buckets[i].padded_tokens;
-		miss += g.buckets[i].misses + g.buckets[i].fallbacks;
+/* Kernels a decode step of the batch runs: those of the smallest bucket
+ * graph that holds it (0 without one); its programmatic edges in *PDL. */
+static uint32_t step_kernels(const struct o1_backend_graph_stats *g,
+			     uint32_t batch, uint32_t *pdl)
+{
+	for (uint32_t i = 0; i < g->n_buckets; i++)
+		if (g->buckets[i].batch >= batch) {
+			*pdl = g->buckets[i].pdl_edges;
+			return g->buckets[i].kernels;
+		}
+	*pdl = 0;
+	return 0;
+}
+
+static void print_graphs(const struct o1_backend_graph_stats *g, uint32_t batch)
+{
+	uint64_t hits = 0, miss = 0, pad = 0;
+	uint32_t pdl, k = step_kernels(g, batch, &pdl);
+
+	for (uint32_t i = 0; i < g->n_buckets; i++) {
+		hits += g->buckets[i].hits, pad += g->buckets[i].padded_tokens;
+		miss += g->buckets[i].misses + g->buckets[i].fallbacks;
 	}
 	printf("  graphs: %u buckets, %llu hits, %llu misses, %llu "
 	       "oversize, %llu prefill steps, %llu padded tokens; capture "
-	       "%.1f ms, %.1f MiB\n",
-	       g.n_buckets, (unsigned long long)hits, (unsigned long long)miss,
-	       (unsigned long long)g.oversize, (unsigned long long)g.prefill,
-	       (unsigned long long)pad, g.capture_us / 1e3,
-	       g.capture_bytes / 1048576.0);
+	       "%.1f ms, %.1f MiB; %u kernels a step (%u programmatic "
+	       "edges)\n",
+	       g->n_buckets, (unsigned long long)hits, (unsigned long long)miss,
+	       (unsigned long long)g->oversize, (unsigned long long)g->prefill,
+	       (unsigned long long)pad, g->capture_us / 1e3,
+	       g->capture_bytes / 1048576.0, k, pdl);
+}
+
+/* Times of one run: decode seconds for a->tokens steps, prefill seconds
+ * of one prompt. */
+struct bench_times {
+	double decode_s, prefill_s;
+};
+
+static void report(const struct o1_model *m, const struct bench_args *a,
+		   const struct bench_mode *md, const struct bench_times *t,
+		   double bw, const struct o1_backend_graph_stats *g)
+{
+	double wb = weight_bytes(m, a->tp), dt = t->decode_s;
+	double tps = (double)a->batch * a->tokens / dt;
+	uint32_t pdl, k = md->graphs ? step_kernels(g, a->batch, &pdl) : 0;
+
+	printf("%s: %u layers dim %u vocab %u, TP %u, batch %u, prompt %u, "
+	       "%u steps, graphs %s, PDL %s, fusion %s: %.1f tok/s (%.3f "
+	       "ms/step); weights %.3f GB/step per GPU, copy bandwidth %.0f "
+	       "GB/s, floor %.0f steps/s, %.1f%% of it; prefill %.2f ms "
+	       "(%.0f tok/s)\nRESULT tp=%u batch=%u graphs=%s pdl=%s "
+	       "fusion=%s tok_s=%.2f ms_step=%.4f kernels=%u\n",
+	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
+	       a->tp, a->batch, a->prompt, a->tokens, on_off(md->graphs),
+	       on_off(md->pdl), on_off(md->fusion), tps, dt * 1e3 / a->tokens,
+	       wb / 1e9, bw, bw * 1e9 / wb,
+	       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), t->prefill_s * 1e3,
+	       a->prompt / t->prefill_s, a->tp, a->batch, on_off(md->graphs),
+	       on_off(md->pdl), on_off(md->fusion), tps, dt * 1e3 / a->tokens,
+	       k);
+	if (md->graphs)
+		print_graphs(g, a->batch);
 }
 
 static int run(const struct o1_model *m, const struct bench_args *a,
-	       bool graphs, double bw)
+	       const struct bench_mode *md, double bw)
 {
 	struct bench_run r = {0};
-	double t0, dt, pre = 0, wb = weight_bytes(m, a->tp), tps;
+	struct bench_times t = {0, 0};
+	struct o1_backend_graph_stats g;
+	double t0;
 	uint32_t pos = a->prompt, b = a->batch;
-	int err = open_run(m, a, graphs, &r);
+	int err = open_run(m, a, md, &r);
 
 	err = err ? err : step(&r, 0, 1, 0, a->prompt); /* first use */
 	for (uint32_t i = 0; !err && i < b; i++) {
 		t0 = now_s();
 		err = step(&r, i, 1, 0, a->prompt); /* same ids, same KV */
-		pre = i ? pre : now_s() - t0;
+		t.prefill_s = i ? t.prefill_s : now_s() - t0;
 	}
 	for (uint32_t i = 0; !err && i < 8; i++)
 		err = step(&r, 0, b, pos++, 1);
 	t0 = now_s();
 	for (uint32_t i = 0; !err && i < a->tokens; i++)
 		err = step(&r, 0, b, pos++, 1);
-	dt = now_s() - t0;
+	t.decode_s = now_s() - t0;
 	cudaProfilerStart();
 	err = err ? err : step(&r, 0, b, pos++, 1);
 	cudaProfilerStop();
-	tps = (double)b * a->tokens / dt;
-	if (!err)
-		printf("%s: %u layers dim %u vocab %u, TP %u, batch %u, prompt "
-		       "%u, %u steps, graphs %s: %.1f tok/s (%.3f ms/step); "
-		       "weights %.3f GB/step per GPU, copy bandwidth %.0f "
-		       "GB/s, floor %.0f steps/s, %.1f%% of it; prefill %.2f "
-		       "ms (%.0f tok/s)\nRESULT tp=%u batch=%u graphs=%s "
-		       "tok_s=%.2f ms_step=%.4f\n",
-		       m->desc.name, m->desc.n_layers, m->desc.dim,
-		       m->desc.vocab_size, a->tp, b, a->prompt, a->tokens,
-		       graphs ? "on" : "off", tps, dt * 1e3 / a->tokens,
-		       wb / 1e9, bw, bw * 1e9 / wb,
-		       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), pre * 1e3,
-		       a->prompt / pre, a->tp, b, graphs ? "on" : "off", tps,
-		       dt * 1e3 / a->tokens);
-	if (!err && graphs)
-		print_graphs(&r);
+	if (!err) {
+		o1_backend_graph_stats(r.b, &g);
+		report(m, a, md, &t, bw, &g);
+	}
 	close_run(&r);
 	return err;
 }
 
+/* Every asked combination: graphs, then fusion, then PDL, off first. */
 static int run_all(const struct o1_model *m, const struct bench_args *a)
 {
 	double bw = 0;
 	int err = copy_bandwidth(&bw);
 
-	if (!err && a->graphs != 1)
-		err = run(m, a, false, bw);
-	if (!err && a->graphs != 0)
-		err = run(m, a, true, bw);
+	for (int gr = 0; !err && gr < 2; gr++)
+		for (int fu = 0; !err && fu < 2; fu++)
+			for (int pd = 0; !err && pd < 2; pd++) {
+				struct bench_mode md = {gr, pd, fu};
+
+				if ((a->graphs == 2 || a->graphs == gr) &&
+				    (a->fusion == 2 || a->fusion == fu) &&
+				    (a->pdl == 2 || a->pdl == pd))
+					err = run(m, a, &md, bw);
+			}
 	return err;
 }
 
@@ -340,7 +419,8 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "usage: bench_cuda_decode MODEL [--prompt N] "
 				"[--tokens N] [--batch N (<= 256)] "
-				"[--graphs on|off|both] [--tp N (<= 8)]\n");
+				"[--graphs on|off|both] [--pdl on|off|both] "
+				"[--fusion on|off|both] [--tp N (<= 8)]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */
