@@ -37,8 +37,9 @@
  * Limits: head_dim even and <= 256, Hq/Hkv <= 32 (attention.cu).
  *
  * Decode steps (at most O1_GEMV_MAX_ROWS tokens, the gemv path), on one
- * GPU (not a tensor-parallel rank), eagerly and in the captured graphs
- * alike, bitwise as the plain path:
+ * GPU (not a tensor-parallel rank), for models whose products all have K
+ * a multiple of 8 (so all are gemv.cu's), eagerly and in the captured
+ * graphs alike, bitwise as the plain path:
  * - our kernels are launched with programmatic dependent launch (PDL,
  *   kernels_cuda.h) on compute capability 9.0 and later unless
  *   cfg.cuda_no_pdl: each may start during the previous kernel (the
@@ -586,24 +587,25 @@ static int use_device(const struct cuda_state *s)
 	return O1_CUDA_CHECK(cudaSetDevice((int)s->cfg.device));
 }
 
-/* How decode steps run (see the top). PDL: compute capability 9.0 and
- * later. Fused products: every product's K a multiple of 8 (gemv.cu),
- * the normalized input within O1_GEMV_NORM_MAX_K. Neither on a
- * tensor-parallel rank (its O and down products are partial sums, summed
- * by collectives between the kernels) nor when configured off. */
+/* How decode steps run (see the top). Both need every product's K a
+ * multiple of 8, so that a decode step's products are all gemv.cu's (the
+ * PDL chain then holds our kernels only, no cuBLAS ones), and neither
+ * applies to a tensor-parallel rank (its O and down products are partial
+ * sums, summed by collectives between the kernels) or when configured
+ * off. PDL: compute capability 9.0 and later. Fused products: the
+ * normalized input within O1_GEMV_NORM_MAX_K. */
 static int pick_decode(struct cuda_state *s)
 {
 	const struct o1_model_desc *d = &s->d;
 	uint64_t qd = (uint64_t)d->n_heads * d->head_dim;
-	bool rank = s->cfg.tp_size > 0;
+	bool ok = !s->cfg.tp_size && d->dim % 8 == 0 && qd % 8 == 0 &&
+		  d->ffn_dim % 8 == 0;
 	int major = 0;
 	int err = O1_CUDA_CHECK(cudaDeviceGetAttribute(
 	    &major, cudaDevAttrComputeCapabilityMajor, (int)s->cfg.device));
 
-	s->pdl = !err && major >= 9 && !s->cfg.cuda_no_pdl && !rank;
-	s->fused = !s->cfg.cuda_no_fusion && !rank && d->dim % 8 == 0 &&
-		   qd % 8 == 0 && d->ffn_dim % 8 == 0 &&
-		   d->dim <= O1_GEMV_NORM_MAX_K;
+	s->pdl = !err && ok && major >= 9 && !s->cfg.cuda_no_pdl;
+	s->fused = ok && !s->cfg.cuda_no_fusion && d->dim <= O1_GEMV_NORM_MAX_K;
 	if (!err)
 		o1_info("cuda backend: decode steps: PDL %s, fused products %s",
 			s->pdl ? "on" : "off", s->fused ? "on" : "off");
