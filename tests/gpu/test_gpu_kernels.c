@@ -46,6 +46,15 @@
 #include "swiglu.h"
 
 static uint64_t rng;
+static cudaStream_t blocking; /* a stream that the legacy stream waits for */
+
+/* The stream of a launch with PDL or not: PDL launches go to a stream of
+ * their own, ordered with the legacy stream (cudaStreamCreate's default),
+ * which the other launches and the copies use. */
+static cudaStream_t test_stream(bool pdl)
+{
+	return pdl ? blocking : 0;
+}
 
 static float frand(void)
 {
@@ -553,7 +562,8 @@ static float *gpu_attention(const struct att_case *c, const struct att_host *h,
 		assert_int_equal((path == ATT_ROWS ? o1_attention_rows_cuda
 						   : o1_attention_cuda)(
 				     out, q, kc, vc, &dm, &b, h->rows,
-				     h->max_len, sc, scratch_floats, pdl, 0),
+				     h->max_len, sc, scratch_floats, pdl,
+				     test_stream(pdl)),
 				 0);
 	got = host_bf16(out, out_n);
 	cudaFree((void *)b.q_offsets), cudaFree((void *)b.start_pos);
@@ -1090,7 +1100,7 @@ static void check_gemv_norm(uint32_t m, uint32_t n, uint32_t k, bool pdl)
 	round_bf16(w, (size_t)n * k);
 	dw = dev_bf16(w, (size_t)n * k);
 	assert_int_equal(o1_gemv_norm_bf16_cuda(dy, nc.dx, nc.dnw, NORM_EPS, dw,
-						m, n, k, pdl, 0),
+						m, n, k, pdl, test_stream(pdl)),
 			 0);
 	assert_int_equal(o1_gemv_bf16_cuda(du, nc.dh, dw, m, n, k, false, 0),
 			 0);
@@ -1130,7 +1140,7 @@ static void check_gemv_swiglu(uint32_t m, uint32_t f, uint32_t k, bool pdl)
 	dw = dev_bf16(w, (size_t)2 * f * k);
 	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(dact, nc.dx, nc.dnw,
 						       NORM_EPS, dw, m, f, k,
-						       pdl, 0),
+						       pdl, test_stream(pdl)),
 			 0);
 	assert_int_equal(o1_gemv_norm_bf16_cuda(dgu, nc.dx, nc.dnw, NORM_EPS,
 						dw, m, 2 * f, k, false, 0),
@@ -1180,7 +1190,9 @@ static void check_gemv_add(uint32_t m, uint32_t n, uint32_t k, bool pdl)
 	round_bf16(x, (size_t)m * k), round_bf16(w, (size_t)n * k);
 	dx = dev_bf16(x, (size_t)m * k), dw = dev_bf16(w, (size_t)n * k);
 	dy = dev_copy(y0, (size_t)m * n * 4);
-	assert_int_equal(o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k, pdl, 0), 0);
+	assert_int_equal(
+	    o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k, pdl, test_stream(pdl)),
+	    0);
 	assert_int_equal(o1_gemv_bf16_cuda(dout, dx, dw, m, n, k, false, 0), 0);
 	y = host_copy(dy, (size_t)m * n * 4);
 	o = host_copy(dout, (size_t)m * n * 4);
@@ -1621,6 +1633,8 @@ int main(void)
 		fprintf(stderr, "no CUDA device: skipped\n");
 		return 77;
 	}
+	if (cudaStreamCreate(&blocking) != cudaSuccess)
+		return 1;
 	rng = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
 	fprintf(stderr, "test_gpu_kernels: seed %llu (O1_TEST_SEED)\n",
 		(unsigned long long)rng);
@@ -1632,5 +1646,6 @@ int main(void)
 		return 1;
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	o1_threads_destroy(pool);
+	cudaStreamDestroy(blocking);
 	return rc;
 }
