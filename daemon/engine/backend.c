@@ -3,6 +3,7 @@
 #include "backend.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,6 +72,16 @@ static int resolve_config(const struct o1_model_desc *d,
 		c->page_tokens = O1_KV_PAGE_TOKENS_DEFAULT;
 	if (!c->max_context_tokens)
 		c->max_context_tokens = d->max_context_tokens;
+	if (!c->max_sample_pens) {
+		uint64_t per_seq = d->vocab_size < c->max_context_tokens
+				       ? d->vocab_size
+				       : c->max_context_tokens;
+		uint64_t n = per_seq * c->max_seqs;
+
+		c->max_sample_pens = n < O1_BACKEND_SAMPLE_PENS_DEFAULT_MAX
+					 ? (uint32_t)n
+					 : O1_BACKEND_SAMPLE_PENS_DEFAULT_MAX;
+	}
 	if (!c->max_batch_tokens || !c->max_seqs || !c->n_pages ||
 	    !c->max_context_tokens || c->max_seqs > c->max_batch_tokens ||
 	    c->n_threads > 256 || c->tensor_parallel > O1_BACKEND_DEVICES_MAX ||
@@ -135,6 +146,10 @@ int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *m,
 		return -ENOMEM;
 	b->ops = o1_backend_table[kind];
 	err = resolve_config(&m->desc, cfg, &b->cfg);
+	if (!err && cfg->sampling && !b->ops->can_sample) {
+		o1_err("%s backend cannot sample", b->ops->name);
+		err = -O1_E_UNSUPPORTED;
+	}
 	b->layout = (struct o1_kv_layout){b->cfg.n_pages, m->desc.n_layers,
 					  m->desc.n_kv_heads,
 					  b->cfg.page_tokens, m->desc.head_dim};
@@ -212,14 +227,81 @@ static int check_devout(const struct o1_backend *b, const struct o1_step *st,
 	return 0;
 }
 
+/* Row I's parameters: those o1_sample_rows refuses, and U. */
+static int check_sample_row(const struct o1_sample_row *r, uint32_t i)
+{
+	if (!(r->u >= 0 && r->u < 1) || !(r->temperature >= 0) ||
+	    !isfinite(r->temperature) || !(r->top_p >= 0 && r->top_p <= 1) ||
+	    !(r->min_p >= 0 && r->min_p <= 1) ||
+	    !(r->repetition_penalty >= 0) || !isfinite(r->presence_penalty) ||
+	    !isfinite(r->frequency_penalty) ||
+	    r->n_logprobs > O1_SAMPLE_MAX_TOP) {
+		o1_err("backend step: sample row %u: u %g temperature %g "
+		       "top_p %g min_p %g repetition %g presence %g "
+		       "frequency %g logprobs %u",
+		       i, r->u, r->temperature, r->top_p, r->min_p,
+		       r->repetition_penalty, r->presence_penalty,
+		       r->frequency_penalty, r->n_logprobs);
+		return -O1_E_CONFIG;
+	}
+	return 0;
+}
+
+/* The sampling half of a step: ROWS rows and the penalty entries. */
+static int check_samples(const struct o1_backend *b, const struct o1_step *st,
+			 uint64_t rows)
+{
+	int err;
+
+	if (!b->cfg.sampling || !st->sample_rows || (st->n_pens && !st->pens)) {
+		o1_err("backend step: samples asked of a backend created "
+		       "without sampling (%d) or without rows (%d) or "
+		       "penalties (%d)",
+		       !b->cfg.sampling, !st->sample_rows,
+		       st->n_pens && !st->pens);
+		return -O1_E_CONFIG;
+	}
+	if (st->n_pens > b->cfg.max_sample_pens) {
+		o1_err("backend step: %u penalty entries (room for %u)",
+		       st->n_pens, b->cfg.max_sample_pens);
+		return -O1_E_BOUNDS;
+	}
+	for (uint64_t i = 0; i < rows; i++) {
+		const struct o1_sample_row *r = &st->sample_rows[i];
+
+		err = check_sample_row(r, (uint32_t)i);
+		if (err)
+			return err;
+		if ((uint64_t)r->pen_off + r->n_pen > st->n_pens) {
+			o1_err("backend step: sample row %u: penalties "
+			       "[%u, +%u) outside the %u entries",
+			       (uint32_t)i, r->pen_off, r->n_pen, st->n_pens);
+			return -O1_E_BOUNDS;
+		}
+	}
+	for (uint32_t j = 0; j < st->n_pens; j++)
+		if (st->pens[j].id < 0 ||
+		    (uint32_t)st->pens[j].id >= b->vocab) {
+			o1_err("backend step: penalty entry %u: id %d outside "
+			       "the vocabulary of %u",
+			       j, st->pens[j].id, b->vocab);
+			return -O1_E_BOUNDS;
+		}
+	return 0;
+}
+
 static int check_step(const struct o1_backend *b, const struct o1_step *st)
 {
 	uint64_t tokens = 0, rows = 0;
 	int err;
 
-	if (!st->n_seqs || st->n_seqs > b->cfg.max_seqs || !st->logits) {
-		o1_err("backend step: %u sequences (limit %u)", st->n_seqs,
-		       b->cfg.max_seqs);
+	if (!st->n_seqs || st->n_seqs > b->cfg.max_seqs ||
+	    (!st->logits && !st->samples)) {
+		o1_err("backend step: %u sequences (limit %u), logits %s, "
+		       "samples %s",
+		       st->n_seqs, b->cfg.max_seqs,
+		       st->logits ? "asked" : "not asked",
+		       st->samples ? "asked" : "not asked");
 		return -O1_E_CONFIG;
 	}
 	for (uint32_t i = 0; i < st->n_seqs; i++) {
@@ -229,14 +311,16 @@ static int check_step(const struct o1_backend *b, const struct o1_step *st)
 		tokens += st->seqs[i].n_tokens;
 		rows += st->seqs[i].all_logits ? st->seqs[i].n_tokens : 1;
 	}
-	if (tokens > b->cfg.max_batch_tokens || rows > st->logits_rows) {
+	if (tokens > b->cfg.max_batch_tokens ||
+	    (st->logits && rows > st->logits_rows)) {
 		o1_err("backend step: %llu tokens (limit %u), %llu logits "
 		       "rows (room for %u)",
 		       (unsigned long long)tokens, b->cfg.max_batch_tokens,
 		       (unsigned long long)rows, st->logits_rows);
 		return -O1_E_CONFIG;
 	}
-	return check_devout(b, st, (uint32_t)rows);
+	err = check_devout(b, st, (uint32_t)rows);
+	return !err && st->samples ? check_samples(b, st, rows) : err;
 }
 
 int o1_backend_step(struct o1_backend *b, const struct o1_step *st)
@@ -269,6 +353,17 @@ int o1_backend_devout(const struct o1_backend *b, uint32_t area,
 uint32_t o1_backend_vocab_size(const struct o1_backend *b)
 {
 	return b->vocab;
+}
+
+bool o1_backend_can_sample(const struct o1_backend *b)
+{
+	return b->cfg.sampling;
+}
+
+bool o1_backend_kind_can_sample(enum o1_backend_kind kind)
+{
+	return (unsigned)kind < O1_BACKEND_COUNT && o1_backend_table[kind] &&
+	       o1_backend_table[kind]->can_sample;
 }
 
 void o1_backend_graph_stats(const struct o1_backend *b,

@@ -25,6 +25,16 @@
  * after the LM head (before anything else could touch the rows), see
  * struct o1_step_devout.
  *
+ * Sampling in the backend (kernels/sample.h), for a backend whose ops say
+ * it can sample and that was created with cfg.sampling: a step with
+ * samples != NULL gives one o1_sample_row per logits row, in the order of
+ * the logits rows, and the penalty entries they index; the backend
+ * samples every row where the logits are and fills samples (one result
+ * per row). Logits may then be NULL: only the results come back (with
+ * logits too, both come back). o1_backend_step checks every row's
+ * parameters, its uniform, its penalty range and every penalty id on the
+ * host before the backend sees the step.
+ *
  * A backend runs one step at a time, called from one thread (the engine
  * loop); the CPU backend spreads each kernel over its own worker threads.
  * The tensor-parallel backend (tp_backend.h) is one backend to its caller
@@ -45,6 +55,7 @@
 
 #include "kv_pool.h"
 #include "model.h"
+#include "sample.h"
 
 enum o1_backend_kind {
 	O1_BACKEND_CPU,
@@ -118,6 +129,14 @@ struct o1_backend_config {
 	 * rows per area (a power of two, >= 1). */
 	uint32_t devout_areas;
 	uint32_t devout_rows;
+	/* Sampling in the backend: buffers for it are made at create (the
+	 * CPU backend: a scratch per worker and max_seqs logits rows; the
+	 * CUDA backend: rows, penalties and results on the device). Needs
+	 * a backend that can sample (-O1_E_UNSUPPORTED otherwise). */
+	bool sampling;
+	/* Penalty entries one step may pass; 0 = max_seqs x min(vocab,
+	 * context), at most O1_BACKEND_SAMPLE_PENS_DEFAULT_MAX. */
+	uint32_t max_sample_pens;
 };
 
 /* One device output area (o1_backend_devout): CUDA IPC handles (opaque
@@ -133,6 +152,9 @@ struct o1_backend_devout {
 	uint32_t rows, row_floats, row_stride_bytes;
 	uint64_t stamps_off, area_bytes;
 };
+
+/* The cap of the default max_sample_pens (12 MiB of entries). */
+#define O1_BACKEND_SAMPLE_PENS_DEFAULT_MAX (1u << 20)
 
 /* Graph use, per bucket and overall (o1_backend_graph_stats). */
 struct o1_backend_graph_bucket {
@@ -179,10 +201,17 @@ struct o1_step_devout {
 struct o1_step {
 	const struct o1_step_seq *seqs; /* borrowed for the call */
 	uint32_t n_seqs;
-	float *logits;	      /* out: logits_rows x vocab floats */
+	float *logits;	      /* out: logits_rows x vocab floats; may be
+			       * NULL when samples is not */
 	uint32_t logits_rows; /* capacity, in rows */
 	const struct o1_step_devout *devout; /* borrowed; n_devout entries */
 	uint32_t n_devout;
+	/* Optional sampling (see above), all borrowed for the call: NULL
+	 * samples = none. */
+	const struct o1_sample_row *sample_rows; /* one per logits row */
+	const struct o1_sample_penalty *pens;	 /* n_pens entries */
+	uint32_t n_pens;			 /* <= cfg.max_sample_pens */
+	struct o1_sample_result *samples;	 /* out: one per logits row */
 };
 
 /* What a backend implements. STATE is the backend's own. */
@@ -194,6 +223,10 @@ struct o1_backend_ops {
 		      const struct o1_backend_config *cfg, void **state);
 	void (*destroy)(void *state);
 	int (*step)(void *state, const struct o1_step *step);
+	/* step() samples (fills step->samples, which o1_backend_step has
+	 * checked) when created with cfg.sampling; false: such a step is
+	 * refused before it reaches the backend. */
+	bool can_sample;
 	/* Optional: NULL = no graphs (all zero). */
 	void (*graph_stats)(const void *state,
 			    struct o1_backend_graph_stats *out);
@@ -224,13 +257,21 @@ int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *model,
 		      struct o1_backend **out);
 void o1_backend_destroy(struct o1_backend *b);
 /* Returns 0; -O1_E_CONFIG / -O1_E_CONTEXT / -O1_E_BOUNDS (logged) for a
- * step that breaks the limits or refers to pages or ids out of range;
- * nothing is written to the KV cache then. */
+ * step that breaks the limits or refers to pages or ids out of range,
+ * or asks for samples with bad rows (-O1_E_CONFIG: parameters sample.h
+ * refuses, a uniform outside [0, 1), sampling not enabled; -O1_E_BOUNDS:
+ * a penalty range or id outside its array or the vocabulary, too many
+ * penalty entries); nothing is written to the KV cache then. */
 int o1_backend_step(struct o1_backend *b, const struct o1_step *step);
 /* The KV layout the backend allocated: create the page pool with it. */
 const struct o1_kv_layout *o1_backend_kv_layout(const struct o1_backend *b);
 const struct o1_backend_config *o1_backend_config(const struct o1_backend *b);
 uint32_t o1_backend_vocab_size(const struct o1_backend *b);
+/* Whether steps may ask for samples: the backend can sample and was
+ * created with cfg.sampling. */
+bool o1_backend_can_sample(const struct o1_backend *b);
+/* Whether KIND is built and its ops can sample (cfg.sampling allowed). */
+bool o1_backend_kind_can_sample(enum o1_backend_kind kind);
 /* Counters since create (all zero for a backend without graphs). */
 void o1_backend_graph_stats(const struct o1_backend *b,
 			    struct o1_backend_graph_stats *out);

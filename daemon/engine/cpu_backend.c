@@ -10,13 +10,20 @@
  * tied) only on the rows whose logits were asked for. Every stage is a
  * kernels/ function whose result for a row does not depend on the other
  * rows, which is what backend.h's determinism promise rests on.
+ * Sampling (cfg.sampling): after the LM head every logits row is sampled
+ * with o1_sample_rows, one row per task on the worker threads, each worker
+ * with its own scratch made at create; a step without a logits buffer of
+ * its own gets its rows' logits in the backend's buffer of max_seqs rows,
+ * max_seqs rows at a time. The rows' results are o1_sample_rows's exactly,
+ * whatever the thread count.
  * Not implemented: sliding-window attention (Mistral v0.1's 4096-token
  * window); attention is full-causal, exact for contexts within the window.
  *
  * As a tensor-parallel rank (cfg.tp_size, tp_shard.h) the model is the
  * rank's shard: the O and down products are partial sums, added across the
  * ranks through cfg.tp_link before their residual add, and only rank 0
- * runs the LM head. It is the CPU reference of the sharding (tp_group.h).
+ * runs the LM head (and the sampling, whose buffers only it makes). It is
+ * the CPU reference of the sharding (tp_group.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -32,6 +39,7 @@
 #include "residual.h"
 #include "rmsnorm.h"
 #include "rope.h"
+#include "sample.h"
 #include "swiglu.h"
 #include "threads.h"
 
@@ -55,6 +63,10 @@ struct cpu_state {
 	int32_t *ids, *pos;
 	uint32_t *slots, *q_off, *start, *tables, *rows;
 	uint32_t max_blocks;
+	/* sampling only (owned) */
+	float *head_logits;  /* max_seqs rows, when the step brings none */
+	char *sample_mem;    /* a scratch per worker */
+	size_t sample_bytes; /* per worker */
 };
 
 static const enum o1_tensor_role layer_roles[] = {
@@ -240,6 +252,24 @@ static int alloc_kv(struct cpu_state *s)
 	return 0;
 }
 
+/* Sampling's buffers: max_seqs logits rows and a scratch per worker. */
+static int alloc_sampling(struct cpu_state *s)
+{
+	size_t rows = (size_t)s->cfg.max_seqs * s->d.vocab_size;
+
+	s->sample_bytes = o1_sample_scratch_bytes(s->d.vocab_size);
+	s->head_logits = malloc(rows * sizeof(float));
+	s->sample_mem = aligned_alloc(64, s->sample_bytes * s->cfg.n_threads);
+	if (!s->head_logits || !s->sample_mem) {
+		o1_err("cpu backend: no memory for sampling (%.1f MiB)",
+		       (rows * sizeof(float) +
+			s->sample_bytes * s->cfg.n_threads) /
+			   1048576.0);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static void cpu_destroy(void *state)
 {
 	struct cpu_state *s = state;
@@ -247,6 +277,8 @@ static void cpu_destroy(void *state)
 	if (!s)
 		return;
 	o1_threads_destroy(s->tp);
+	free(s->head_logits);
+	free(s->sample_mem);
 	free(s->arena);
 	free(s->kv);
 	free(s->inv_freq);
@@ -282,6 +314,8 @@ static int cpu_create(const struct o1_model *m,
 		err = alloc_arena(s);
 	if (!err)
 		err = o1_threads_create(cfg->n_threads, &s->tp);
+	if (!err && cfg->sampling && !cfg->tp_rank)
+		err = alloc_sampling(s);
 	if (err) {
 		cpu_destroy(s);
 		return err;
@@ -422,19 +456,70 @@ static int mlp_block(struct cpu_state *s, uint32_t l, uint32_t t)
 	return err;
 }
 
-/* Final norm and LM head over the R rows that want logits. */
-static int head(struct cpu_state *s, uint32_t r, float *logits)
+/* Final norm and LM head over the N rows from row R0 of those that want
+ * logits. */
+static int head(struct cpu_state *s, uint32_t r0, uint32_t n, float *logits)
 {
 	const struct o1_model_desc *d = &s->d;
 
-	for (uint32_t i = 0; i < r; i++)
+	for (uint32_t i = 0; i < n; i++)
 		memcpy(s->h + (size_t)i * d->dim,
-		       s->x + (size_t)s->rows[i] * d->dim,
+		       s->x + (size_t)s->rows[r0 + i] * d->dim,
 		       d->dim * sizeof(float));
-	o1_rmsnorm_cpu(s->tp, s->h, s->h, s->global[O1_T_OUTPUT_NORM], r,
+	o1_rmsnorm_cpu(s->tp, s->h, s->h, s->global[O1_T_OUTPUT_NORM], n,
 		       d->dim, d->norm_eps);
 	return o1_matmul_cpu(s->tp, logits, s->h, s->global[O1_T_OUTPUT], NULL,
-			     r, d->vocab_size, d->dim);
+			     n, d->vocab_size, d->dim);
+}
+
+struct sample_args {
+	struct cpu_state *s;
+	const struct o1_step *st;
+	const float *logits; /* row 0 is step row r0 */
+	uint32_t r0;
+	_Atomic int err;
+};
+
+/* Samples step row R0 + TASK with WORKER's scratch. */
+static void sample_task(void *arg, uint32_t task, uint32_t worker)
+{
+	struct sample_args *a = arg;
+	uint32_t v = a->s->d.vocab_size, r = a->r0 + task;
+	int err =
+	    o1_sample_rows(&a->st->samples[r], a->logits + (size_t)task * v, 1,
+			   v, &a->st->sample_rows[r], a->st->pens,
+			   a->s->sample_mem + worker * a->s->sample_bytes);
+
+	if (err)
+		a->err = err;
+}
+
+static int sample_rows(struct cpu_state *s, const struct o1_step *st,
+		       const float *logits, uint32_t r0, uint32_t n)
+{
+	struct sample_args a = {s, st, logits, r0, 0};
+
+	o1_threads_run(s->tp, n, sample_task, &a);
+	return a.err;
+}
+
+/* The LM head into the step's logits, or max_seqs rows at a time into
+ * the backend's own when it brings none; then the samples, if asked. */
+static int head_and_sample(struct cpu_state *s, const struct o1_step *st,
+			   uint32_t r)
+{
+	uint32_t chunk = st->logits ? r : s->cfg.max_seqs;
+	int err = 0;
+
+	for (uint32_t r0 = 0; !err && r0 < r; r0 += chunk) {
+		uint32_t n = r - r0 < chunk ? r - r0 : chunk;
+		float *l = st->logits ? st->logits : s->head_logits;
+
+		err = head(s, r0, n, l);
+		if (!err && st->samples)
+			err = sample_rows(s, st, l, r0, n);
+	}
+	return err;
 }
 
 static int cpu_step(void *state, const struct o1_step *st)
@@ -452,7 +537,7 @@ static int cpu_step(void *state, const struct o1_step *st)
 			err = mlp_block(s, l, t);
 	}
 	if (!err && !s->cfg.tp_rank)
-		err = head(s, r, st->logits);
+		err = head_and_sample(s, st, r);
 	if (err && s->cfg.tp_link.fail)
 		s->cfg.tp_link.fail(s->cfg.tp_link.ctx);
 	return err;
@@ -464,4 +549,5 @@ const struct o1_backend_ops o1_cpu_backend_ops = {
     .destroy = cpu_destroy,
     .step = cpu_step,
     .tp_align = 1,
+    .can_sample = true,
 };

@@ -17,7 +17,9 @@
  * A rank's error fails the step and poisons the group (the other ranks
  * stop at their next all-reduce instead of waiting for ever); the backend
  * then refuses every later step (-EIO): a rank's state is unknown after a
- * failure. Graph counters are rank 0's. The KV layout the caller sees is
+ * failure. With cfg.sampling (allowed when the rank kind can sample) rank
+ * 0 also samples the step's rows after its LM head. Graph counters are
+ * rank 0's. The KV layout the caller sees is
  * the whole model's: its page ids index every rank's pool, which holds
  * that rank's kv heads. */
 #ifndef O1_TP_BACKEND_H

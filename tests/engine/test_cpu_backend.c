@@ -5,7 +5,10 @@
  * Paging and batching are invisible: bitwise equal logits for page sizes
  * 1, 16 and 64, for chunked prefill, for a sequence batched with others,
  * and for 1, 2 or 3 threads. Bad steps are refused before anything is written.
- * Skipped (77) when ../shared is absent. */
+ * Sampling in the backend: every row's result is o1_sample_rows's over the
+ * same logits, bitwise, with or without a logits buffer (the backend's own
+ * in chunks of max_seqs rows), on 1 or 3 threads; bad sampling steps are
+ * refused. Skipped (77) when ../shared is absent. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,6 +88,7 @@ static void load_reference(const char *dir, struct reference *r)
 }
 
 static uint32_t n_threads = 2;
+static bool sampling;
 
 static void engine_open(const struct o1_model *m, uint32_t page_tokens,
 			struct engine *e)
@@ -94,7 +98,8 @@ static void engine_open(const struct o1_model *m, uint32_t page_tokens,
 					.max_seqs = 4,
 					.max_context_tokens = 256,
 					.n_pages = 300,
-					.page_tokens = page_tokens};
+					.page_tokens = page_tokens,
+					.sampling = sampling};
 
 	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, m, &cfg, &e->b), 0);
 	assert_int_equal(
@@ -390,6 +395,191 @@ static void test_bad_steps(void **state)
 	o1_model_close(m);
 }
 
+/* ---- sampling in the backend ---- */
+
+#define S_ROWS 8 /* 6 rows of sequence 0 (all_logits), one each of 1, 2 */
+#define S_PENS 40
+
+struct sampled {
+	struct o1_sample_result res[S_ROWS];
+	float *logits; /* S_ROWS rows, or NULL */
+};
+
+static const int32_t s_ids[3][6] = {{5, 9, 9, 100, 7, 600}, {3}, {77}};
+static const uint32_t s_n[3] = {6, 1, 1};
+
+/* Rows of every kind, penalty entries from S_PENS ids. */
+static void sample_setup(struct o1_sample_row *rows,
+			 struct o1_sample_penalty *pens)
+{
+	for (uint32_t j = 0; j < S_PENS; j++)
+		pens[j] = (struct o1_sample_penalty){(int32_t)(j * 13 % 640),
+						     j % 3, j % 2};
+	for (uint32_t i = 0; i < S_ROWS; i++) {
+		struct o1_sample_row *r = &rows[i];
+
+		*r = (struct o1_sample_row){
+		    .u = (i + 0.5) / S_ROWS,
+		    .temperature = i % 4 ? 0.9f : 0,
+		    .top_p = i == 2 ? 0.8f : 1,
+		    .min_p = i == 3 ? 0.05f : 0,
+		    .repetition_penalty = i % 3 == 1 ? 1.3f : 1,
+		    .presence_penalty = i == 5 ? 0.5f : 0,
+		    .frequency_penalty = i == 6 ? 0.4f : 0,
+		    .top_k = i == 7 ? 20 : 0,
+		    .n_logprobs = i * 3 % 21,
+		    .pen_off = i * 4,
+		    .n_pen = i % 2 ? 8 : 0};
+	}
+}
+
+/* One step of the three sequences on a fresh sampling backend of
+ * THREADS workers, logits into OUT->logits when it is set. */
+static void sample_step(uint32_t threads, struct sampled *out)
+{
+	struct o1_model *m;
+	struct engine e;
+	struct seq q[3];
+	struct o1_step_seq ss[3];
+	struct o1_sample_row rows[S_ROWS];
+	struct o1_sample_penalty pens[S_PENS];
+	struct o1_step st = {.seqs = ss,
+			     .n_seqs = 3,
+			     .logits = out->logits,
+			     .logits_rows = S_ROWS};
+
+	assert_int_equal(
+	    o1_model_open(O1_SHARED_DIR "/testdata/hf/llama-tiny", &m), 0);
+	n_threads = threads, sampling = true;
+	engine_open(m, 16, &e);
+	n_threads = 2, sampling = false;
+	o1_model_close(m);
+	sample_setup(rows, pens);
+	for (int i = 0; i < 3; i++) {
+		seq_init(&q[i]);
+		assert_int_equal(
+		    o1_kv_table_reserve(e.pool, &q[i].table, s_n[i]), 0);
+		ss[i] = (struct o1_step_seq){
+		    s_ids[i],		s_n[i], 0, q[i].pages,
+		    q[i].table.n_pages, i == 0};
+	}
+	st.sample_rows = rows, st.pens = pens, st.n_pens = S_PENS;
+	st.samples = out->res;
+	assert_true(o1_backend_can_sample(e.b));
+	assert_int_equal(o1_backend_step(e.b, &st), 0);
+	for (int i = 0; i < 3; i++)
+		o1_kv_table_fini(e.pool, &q[i].table);
+	engine_close(&e);
+}
+
+static void test_sampling(void **state)
+{
+	struct sampled a, b, c;
+	struct o1_sample_row rows[S_ROWS];
+	struct o1_sample_penalty pens[S_PENS];
+	struct o1_sample_result want[S_ROWS];
+	void *scratch = aligned_alloc(64, o1_sample_scratch_bytes(640));
+
+	(void)state;
+	assert_true(o1_backend_kind_can_sample(O1_BACKEND_CPU));
+	a.logits = malloc((size_t)S_ROWS * 640 * sizeof(float));
+	assert_true(a.logits && scratch);
+	sample_step(2, &a);
+	b.logits = NULL; /* 8 rows through 4-row chunks */
+	sample_step(1, &b);
+	c.logits = NULL;
+	sample_step(3, &c);
+	sample_setup(rows, pens);
+	assert_int_equal(
+	    o1_sample_rows(want, a.logits, S_ROWS, 640, rows, pens, scratch),
+	    0);
+	assert_memory_equal(a.res, want, sizeof(want));
+	assert_memory_equal(b.res, want, sizeof(want));
+	assert_memory_equal(c.res, want, sizeof(want));
+	for (int i = 0; i < S_ROWS; i++) {
+		assert_int_equal(want[i].n_top, rows[i].n_logprobs);
+		if (rows[i].temperature == 0 && !rows[i].n_pen)
+			assert_int_equal(
+			    want[i].id,
+			    argmax(a.logits + (size_t)i * 640, 640));
+	}
+	free(a.logits);
+	free(scratch);
+}
+
+static void test_bad_sampling(void **state)
+{
+	struct o1_model *m;
+	struct engine e;
+	float logits[640];
+	int32_t ids[1] = {1};
+	uint32_t pages[1] = {0};
+	struct o1_step_seq ss = {ids, 1, 0, pages, 1, false};
+	struct o1_sample_row row = {.top_p = 1, .repetition_penalty = 1};
+	struct o1_sample_penalty pens[2] = {{1, 1, 0}, {639, 0, 1}};
+	struct o1_sample_result res;
+	struct o1_step st = {.seqs = &ss,
+			     .n_seqs = 1,
+			     .sample_rows = &row,
+			     .pens = pens,
+			     .n_pens = 2,
+			     .samples = &res};
+	struct o1_backend_config cfg;
+
+	(void)state;
+	assert_int_equal(
+	    o1_model_open(O1_SHARED_DIR "/testdata/hf/llama-tiny", &m), 0);
+	engine_open(m, 16, &e); /* without sampling */
+	assert_false(o1_backend_can_sample(e.b));
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	cfg = *o1_backend_config(e.b);
+	engine_close(&e);
+	cfg.sampling = true;
+	cfg.max_sample_pens = 0;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, m, &cfg, &e.b), 0);
+	/* default: max_seqs x min(vocab, context) */
+	assert_int_equal(o1_backend_config(e.b)->max_sample_pens, 4 * 256);
+	o1_backend_destroy(e.b);
+	cfg.max_sample_pens = 2;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, m, &cfg, &e.b), 0);
+	assert_int_equal(o1_kv_pool_create(o1_backend_kv_layout(e.b), &e.pool),
+			 0);
+	e.vocab = 640;
+	assert_int_equal(o1_backend_step(e.b, &st), 0);
+	st.n_pens = 3;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_BOUNDS);
+	st.n_pens = 2, row.pen_off = 1, row.n_pen = 2;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_BOUNDS);
+	row.pen_off = 0;
+	pens[1].id = 640;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_BOUNDS);
+	pens[1].id = -1;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_BOUNDS);
+	pens[1].id = 639;
+	row.temperature = 1, row.u = 1;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	row.u = NAN;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	row.u = 0.5, row.top_p = 2;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	row.top_p = 1, row.n_logprobs = 21;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	row.n_logprobs = 0, row.frequency_penalty = INFINITY;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	row.frequency_penalty = 0, row.temperature = 0;
+	st.sample_rows = NULL;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	st.sample_rows = &row, st.pens = NULL;
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	st.pens = pens, st.samples = NULL; /* neither logits nor samples */
+	assert_int_equal(o1_backend_step(e.b, &st), -O1_E_CONFIG);
+	st.samples = &res, st.logits = logits, st.logits_rows = 1; /* both */
+	assert_int_equal(o1_backend_step(e.b, &st), 0);
+	assert_int_equal(res.id, (int32_t)argmax(logits, 640));
+	engine_close(&e);
+	o1_model_close(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +587,8 @@ int main(void)
 	    cmocka_unit_test(test_gguf),
 	    cmocka_unit_test(test_paging_invisible),
 	    cmocka_unit_test(test_bad_steps),
+	    cmocka_unit_test(test_sampling),
+	    cmocka_unit_test(test_bad_sampling),
 	};
 
 	if (!have_shared())

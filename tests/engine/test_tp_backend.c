@@ -20,6 +20,9 @@
  * of K terms differs by at most about K x 2^-24 x sum|terms|, a few 1e-6
  * of the result for K <= 48 here, carried through two layers (RMSNorm
  * does not amplify it) into the logits. Observed values are printed.
+ * test_tp_sampling: sampling in the backend over 2 ranks (rank 0 samples
+ * after its LM head): the results are o1_sample_rows's over the logits the
+ * step returned, bitwise, with or without a logits buffer.
  * test_tp_refused: splits that do not divide (kv heads 2 over 4, query
  * heads 6 over 4), too many ranks, a rank field set by the caller; a bad
  * token id is refused (-O1_E_BOUNDS) without stopping the group. */
@@ -382,6 +385,81 @@ static void test_tp_three(void **state)
 	mem_model_release(&f);
 }
 
+/* One step of two prefills on a fresh 2-rank sampling backend; the
+ * logits into LOGITS when it is not NULL. */
+static void tp_sample_step(const struct o1_model *m, float *logits,
+			   struct o1_sample_result *res)
+{
+	struct o1_backend_config cfg = {.n_threads = 1,
+					.max_batch_tokens = 16,
+					.max_seqs = 2,
+					.n_pages = 8,
+					.page_tokens = PAGE,
+					.tensor_parallel = 2,
+					.sampling = true};
+	static const int32_t ids[2][5] = {{3, 9, 9, 4, 1}, {7, 7, 2}};
+	uint32_t pages[2][2] = {{0, 1}, {2, 3}};
+	struct o1_sample_penalty pens[3] = {{9, 1, 1}, {4, 0, 1}, {30, 2, 0}};
+	struct o1_sample_row rows[2] = {
+	    {.top_p = 1, .repetition_penalty = 1, .n_logprobs = 3},
+	    {.u = 0.37,
+	     .temperature = 0.8f,
+	     .top_p = 0.9f,
+	     .repetition_penalty = 1.3f,
+	     .presence_penalty = 0.5f,
+	     .n_logprobs = 5,
+	     .n_pen = 3}};
+	struct o1_step_seq q[2] = {{ids[0], 5, 0, pages[0], 2, false},
+				   {ids[1], 3, 0, pages[1], 1, false}};
+	struct o1_backend *b;
+
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, m, &cfg, &b), 0);
+	assert_true(o1_backend_can_sample(b));
+	assert_int_equal(
+	    o1_backend_step(b, &(struct o1_step){.seqs = q,
+						 .n_seqs = 2,
+						 .logits = logits,
+						 .logits_rows = 2,
+						 .sample_rows = rows,
+						 .pens = pens,
+						 .n_pens = 3,
+						 .samples = res}),
+	    0);
+	o1_backend_destroy(b);
+	if (logits) { /* the reference: the same rows over these logits */
+		void *scratch = aligned_alloc(
+		    64, o1_sample_scratch_bytes(m->desc.vocab_size));
+		struct o1_sample_result want[2];
+
+		assert_non_null(scratch);
+		assert_int_equal(o1_sample_rows(want, logits, 2,
+						m->desc.vocab_size, rows, pens,
+						scratch),
+				 0);
+		assert_memory_equal(res, want, sizeof(want));
+		free(scratch);
+	}
+}
+
+static void test_tp_sampling(void **state)
+{
+	struct o1_model_desc dsc = gqa_desc();
+	struct o1_sample_result a[2], b[2];
+	float *logits = malloc(2 * 50 * sizeof(float));
+	struct mem_model f;
+
+	(void)state;
+	assert_non_null(logits);
+	mem_model_build(&f, &dsc, 25);
+	tp_sample_step(&f.m, logits, a);
+	tp_sample_step(&f.m, NULL, b);
+	assert_memory_equal(a, b, sizeof(a));
+	assert_int_equal(a[0].n_top, 3);
+	assert_int_equal(a[1].n_top, 5);
+	mem_model_release(&f);
+	free(logits);
+}
+
 static void test_tp_refused(void **state)
 {
 	struct o1_model_desc dsc = gqa_desc();
@@ -445,6 +523,7 @@ int main(void)
 	    cmocka_unit_test(test_group_cpu),
 	    cmocka_unit_test(test_tp_gqa),
 	    cmocka_unit_test(test_tp_three),
+	    cmocka_unit_test(test_tp_sampling),
 	    cmocka_unit_test(test_tp_refused),
 	};
 
