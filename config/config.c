@@ -63,12 +63,16 @@ static const char *const log_levels[] = {"error", "warn",  "info",
 					 "debug", "trace", NULL};
 static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
 static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
+static const char *const sample_modes[] = {"auto", "on", "off", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_dtype) == sizeof(int), "enum as int");
 _Static_assert(O1_CONFIG_METRICS_SHM == 2, "metrics_modes order");
 _Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
+	       "enum as int");
+_Static_assert(O1_CONFIG_SAMPLE_OFF == 2, "sample_modes order");
+_Static_assert(sizeof(enum o1_config_sample_mode) == sizeof(int),
 	       "enum as int");
 
 /* clang-format off */
@@ -96,6 +100,8 @@ static const struct key keys[] = {
 	U32(backend, threads, 0, 1024, 0, "0"),
 	LIST(backend, devices, 0, 63, F_NONEMPTY | F_DISTINCT, "0"),
 	U32(backend, tensor_parallel, 1, 8, 0, "1"),
+	ENUM(backend, sample_in_backend, sample_modes, "auto"),
+	U32(backend, sample_penalty_entries, 0, 67108864, 0, "0"),
 	U32(kv, page_tokens, 1, 256, F_POW2, "16"),
 	U32(kv, pages, 0, 16777216, 0, "0"),
 	{"kv", "memory_fraction", T_DOUBLE, OFF(kv.memory_fraction), 0, 0, 0,

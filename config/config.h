@@ -45,6 +45,13 @@ struct o1_config_device {
 	uint32_t index; /* CUDA ordinal; 0 for cpu */
 };
 
+enum o1_config_sample_mode {
+	O1_CONFIG_SAMPLE_AUTO, /* on for backends built to sample on the
+				* device (cuda), off for cpu */
+	O1_CONFIG_SAMPLE_ON,
+	O1_CONFIG_SAMPLE_OFF,
+};
+
 enum o1_config_dtype {
 	O1_CONFIG_DTYPE_AUTO,
 	O1_CONFIG_DTYPE_F32,
@@ -73,6 +80,8 @@ struct o1_config {
 		uint32_t threads;	       /* 0 = online CPUs */
 		struct o1_config_list devices; /* CUDA ordinals, distinct */
 		uint32_t tensor_parallel;      /* = devices.n */
+		enum o1_config_sample_mode sample_in_backend;
+		uint32_t sample_penalty_entries; /* per step; 0 = derived */
 	} backend;
 	struct {
 		uint32_t page_tokens;

@@ -40,6 +40,8 @@ static void add_readiness(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "max_context_tokens",
 				e->o.sched.max_context);
 	cJSON_AddNumberToObject(o, "vocab_size", e->o.sched.vocab_size);
+	cJSON_AddBoolToObject(o, "sample_in_backend",
+			      e->o.sched.sample_in_backend);
 }
 
 static void add_faults(struct o1_engine *e, cJSON *o)

@@ -217,6 +217,29 @@ static uint32_t kv_pages(const struct o1d *d, bool cuda)
 	return (uint32_t)n;
 }
 
+/* backend.sample_in_backend for KIND: auto is on where the backend is
+ * built to sample on the device (cuda), off for cpu; on is on for any
+ * backend that can sample (warned and off for one that cannot, so that
+ * device auto does not fall back to cpu for it). */
+static bool sample_in_backend(const struct o1d *d, enum o1_backend_kind kind)
+{
+	bool can = o1_backend_kind_can_sample(kind);
+
+	switch (d->cfg.backend.sample_in_backend) {
+	case O1_CONFIG_SAMPLE_ON:
+		if (!can)
+			o1_warn("backend.sample_in_backend on: the %s backend "
+				"cannot sample; sampling on the host",
+				o1_backend_name(kind));
+		return can;
+	case O1_CONFIG_SAMPLE_OFF:
+		return false;
+	case O1_CONFIG_SAMPLE_AUTO:
+		break;
+	}
+	return kind == O1_BACKEND_CUDA && can;
+}
+
 static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 {
 	struct o1_backend_config bc = {
@@ -225,6 +248,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .max_seqs = max_running(&d->cfg),
 	    .max_context_tokens = d->ctx,
 	    .page_tokens = d->cfg.kv.page_tokens,
+	    .sampling = sample_in_backend(d, kind),
+	    .max_sample_pens = d->cfg.backend.sample_penalty_entries,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	uint32_t dev[O1_CONFIG_LIST_MAX];
@@ -261,6 +286,11 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	err = o1_backend_create(kind, d->model, &bc, &d->backend);
 	if (!err)
 		d->kind = kind;
+	if (!err && bc.sampling)
+		o1_info("sampling in the %s backend, %u penalty entries per "
+			"step",
+			o1_backend_name(kind),
+			o1_backend_config(d->backend)->max_sample_pens);
 	return err;
 }
 
@@ -516,6 +546,9 @@ static int create_engine(struct o1d *d)
 		    .max_refine_steps = c->refine.max_steps,
 		    .refine_threshold = (float)c->refine.confidence_threshold,
 		    .sampler_threads = c->scheduler.sampler_threads,
+		    .sample_in_backend = o1_backend_can_sample(d->backend),
+		    .sample_pens =
+			o1_backend_config(d->backend)->max_sample_pens,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
 	    .model_name =

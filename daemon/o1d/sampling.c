@@ -40,28 +40,50 @@ int o1_sampling_create(const struct o1_sampling_req *r, uint32_t vocab,
 	return err;
 }
 
+/* The sampler's token in the scheduler's terms. */
+static void copy_out(const struct o1_sample *smp, struct o1_sampling_out *out)
+{
+	out->id = smp->id;
+	out->logprob = smp->logprob;
+	out->entropy = smp->entropy;
+	out->n_top =
+	    smp->n_top < O1_SAMPLING_TOP_MAX ? smp->n_top : O1_SAMPLING_TOP_MAX;
+	for (uint32_t i = 0; i < out->n_top; i++) {
+		out->top_id[i] = smp->top[i].id;
+		out->top_lp[i] = smp->top[i].logprob;
+	}
+	out->end = smp->finish == O1_FINISH_EOS	     ? O1_SAMPLING_EOS
+		   : smp->finish == O1_FINISH_STOP   ? O1_SAMPLING_STOP_ID
+		   : smp->finish == O1_FINISH_LENGTH ? O1_SAMPLING_LENGTH
+						     : O1_SAMPLING_GO;
+}
+
 int o1_sampling_next(struct o1_sampler *s, const float *logits,
 		     struct o1_sampling_out *out)
 {
 	struct o1_sample smp;
 	int err = o1_sampler_sample(s, logits, &smp);
 
-	if (err)
-		return err;
-	out->id = smp.id;
-	out->logprob = smp.logprob;
-	out->entropy = smp.entropy;
-	out->n_top =
-	    smp.n_top < O1_SAMPLING_TOP_MAX ? smp.n_top : O1_SAMPLING_TOP_MAX;
-	for (uint32_t i = 0; i < out->n_top; i++) {
-		out->top_id[i] = smp.top[i].id;
-		out->top_lp[i] = smp.top[i].logprob;
-	}
-	out->end = smp.finish == O1_FINISH_EOS	    ? O1_SAMPLING_EOS
-		   : smp.finish == O1_FINISH_STOP   ? O1_SAMPLING_STOP_ID
-		   : smp.finish == O1_FINISH_LENGTH ? O1_SAMPLING_LENGTH
-						    : O1_SAMPLING_GO;
-	return 0;
+	if (!err)
+		copy_out(&smp, out);
+	return err;
+}
+
+int o1_sampling_row(struct o1_sampler *s, struct o1_sample_row *row,
+		    struct o1_sample_penalty *pens, uint32_t cap, uint32_t *n)
+{
+	return o1_sampler_row(s, row, pens, cap, n);
+}
+
+int o1_sampling_accept(struct o1_sampler *s, const struct o1_sample_result *r,
+		       struct o1_sampling_out *out)
+{
+	struct o1_sample smp;
+	int err = o1_sampler_accept(s, r, &smp);
+
+	if (!err)
+		copy_out(&smp, out);
+	return err;
 }
 
 void o1_sampling_destroy(struct o1_sampler *s)

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sample.h"
+
 #define O1_SAMPLING_TOP_MAX 20
 
 struct o1_sampler;
@@ -45,6 +47,14 @@ int o1_sampling_create(const struct o1_sampling_req *p, uint32_t vocab,
 		       struct o1_sampler **out);
 int o1_sampling_next(struct o1_sampler *s, const float *logits,
 		     struct o1_sampling_out *out);
+/* Sampling in the backend: the next token's row and penalty entries
+ * (o1_sampler_row: -ENOSPC, no draw, when CAP is short), then the
+ * backend's result recorded (o1_sampler_accept: -O1_E_BOUNDS for ids
+ * outside the vocabulary). */
+int o1_sampling_row(struct o1_sampler *s, struct o1_sample_row *row,
+		    struct o1_sample_penalty *pens, uint32_t cap, uint32_t *n);
+int o1_sampling_accept(struct o1_sampler *s, const struct o1_sample_result *r,
+		       struct o1_sampling_out *out);
 void o1_sampling_destroy(struct o1_sampler *s);
 
 #endif

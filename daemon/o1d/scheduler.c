@@ -86,6 +86,7 @@ struct batch_ent {
 	uint32_t slot;
 	uint32_t n;
 	bool samples;
+	bool host;	  /* sampled on the host, from the step's logits */
 	bool dev;	  /* its row goes to a device output area */
 	uint32_t dev_seq; /* at this sequence number */
 	int err;	  /* of the sampling, then smp is the token */
@@ -109,6 +110,11 @@ struct o1_sched {
 	struct o1_step_devout *devout; /* max_running entries per step */
 	uint32_t *devout_seq;	       /* next sequence number per area */
 	struct o1_threads *samplers;   /* NULL: sampling on the engine thread */
+	/* sample_in_backend: max_running rows and results, the penalties */
+	struct o1_sample_row *rows;
+	struct o1_sample_result *results;
+	struct o1_sample_penalty *pens; /* sample_pens entries */
+	uint32_t n_pens;		/* used this step */
 	char *chat_buf;
 	size_t chat_cap;
 	char *review;
@@ -183,6 +189,14 @@ static int alloc_lists(struct o1_sched *s)
 	s->devout_seq = calloc(s->o.devout_areas + 1, sizeof(uint32_t));
 	if (!s->devout || !s->devout_seq)
 		return -ENOMEM;
+	if (s->o.sample_in_backend) {
+		s->rows = malloc(s->o.max_running * sizeof(*s->rows));
+		s->results = malloc(s->o.max_running * sizeof(*s->results));
+		s->pens =
+		    malloc(((size_t)s->o.sample_pens + 1) * sizeof(*s->pens));
+		if (!s->rows || !s->results || !s->pens)
+			return -ENOMEM;
+	}
 	s->chat_cap = (size_t)s->o.max_prompt_bytes * 2 + 4096;
 	s->chat_buf = malloc(s->chat_cap);
 	s->review =
@@ -273,6 +287,9 @@ void o1_sched_destroy(struct o1_sched *s)
 	free(s->logits);
 	free(s->devout);
 	free(s->devout_seq);
+	free(s->rows);
+	free(s->results);
+	free(s->pens);
 	free(s->chat_buf);
 	free(s->review);
 	free(s);
@@ -1115,6 +1132,7 @@ static void batch_add(struct o1_sched *s, struct seq *q, uint32_t n,
 	b->slot = q->req->index;
 	b->n = n;
 	b->samples = samples;
+	b->host = samples && !s->o.sample_in_backend;
 	ss->tokens = q->tokens + q->n_computed;
 	ss->n_tokens = n;
 	ss->start_pos = q->n_computed;
@@ -1230,29 +1248,33 @@ static void reap(struct o1_sched *s, uint32_t *list, uint32_t *n)
 	}
 }
 
-/* Samples batch entry TASK from its logits row: touches only that
- * sequence's sampler and the entry, so tasks run on any thread. */
+/* Samples batch entry TASK from its logits row, or records the sample
+ * the backend drew: touches only that sequence's sampler and the entry,
+ * so tasks run on any thread. */
 static void sample_task(void *arg, uint32_t task, uint32_t worker)
 {
 	struct o1_sched *s = arg;
 	struct batch_ent *b = &s->batch[task];
+	struct o1_sampler *smp = s->seqs[b->slot].sampler;
 
 	(void)worker;
-	if (b->samples)
+	if (b->host)
 		b->err = o1_sampling_next(
-		    s->seqs[b->slot].sampler,
-		    s->logits + (size_t)task * s->o.vocab_size, &b->smp);
+		    smp, s->logits + (size_t)task * s->o.vocab_size, &b->smp);
+	else if (b->samples)
+		b->err = o1_sampling_accept(smp, &s->results[task], &b->smp);
 }
 
-/* Samples every sequence of the step (in parallel when several), then
- * records and streams them in batch order, as serial sampling would. */
+/* Samples every sequence of the step (in parallel when several are
+ * sampled on the host), then records and streams them in batch order, as
+ * serial sampling would. */
 static void after_step(struct o1_sched *s)
 {
-	uint32_t n_samples = 0;
+	uint32_t n_host = 0;
 
 	for (uint32_t i = 0; i < s->n_batch; i++)
-		n_samples += s->batch[i].samples;
-	if (n_samples > 1 && s->samplers)
+		n_host += s->batch[i].host;
+	if (n_host > 1 && s->samplers)
 		o1_threads_run(s->samplers, s->n_batch, sample_task, s);
 	else
 		for (uint32_t i = 0; i < s->n_batch; i++)
@@ -1315,6 +1337,43 @@ static void plan_devout(struct o1_sched *s, struct o1_step *step)
 	step->n_devout = n;
 }
 
+/* Sampling in the backend: batch entry I's row, a greedy one (result
+ * ignored) when it does not sample or is sampled on the host because its
+ * penalty list does not fit the room left. */
+static void sample_row(struct o1_sched *s, uint32_t i)
+{
+	struct batch_ent *b = &s->batch[i];
+	struct o1_sample_row *r = &s->rows[i];
+	uint32_t n;
+
+	if (b->samples &&
+	    !o1_sampling_row(s->seqs[b->slot].sampler, r, s->pens + s->n_pens,
+			     s->o.sample_pens - s->n_pens, &n)) {
+		r->pen_off = s->n_pens;
+		s->n_pens += n;
+		return;
+	}
+	b->host = b->samples;
+	*r = (struct o1_sample_row){.top_p = 1, .repetition_penalty = 1};
+}
+
+/* Asks STEP for samples; returns whether it needs the logits too. */
+static bool ask_samples(struct o1_sched *s, struct o1_step *step)
+{
+	bool host = false;
+
+	s->n_pens = 0;
+	for (uint32_t i = 0; i < s->n_batch; i++) {
+		sample_row(s, i);
+		host |= s->batch[i].host;
+	}
+	step->sample_rows = s->rows;
+	step->pens = s->pens;
+	step->n_pens = s->n_pens;
+	step->samples = s->results;
+	return host;
+}
+
 static int run_batch(struct o1_sched *s)
 {
 	struct o1_step step = {.seqs = s->step_seqs,
@@ -1325,6 +1384,8 @@ static int run_batch(struct o1_sched *s)
 	int err;
 
 	plan_devout(s, &step);
+	if (s->o.sample_in_backend && !ask_samples(s, &step))
+		step.logits = NULL;
 	t0 = now_ns();
 	err = s->o.step(s->o.step_ctx, &step);
 

@@ -24,6 +24,22 @@
  * scheduled (backpressure). Nothing is allocated per token: per-slot
  * storage is made at create, the sampler once per request (per round).
  *
+ * Sampling: on the host by default, each sequence by its own sampler from
+ * its logits row, the step's sequences in parallel on sampler_threads. With
+ * sample_in_backend the step samples where the logits are: before the step
+ * each sequence's row (o1_sampling_row: the uniform drawn from its PRNG,
+ * its penalty entries packed into one array of sample_pens entries, sized
+ * at create) goes with the step, and its result is recorded after it
+ * (o1_sampling_accept), so the tokens, logprobs and finishes are those of
+ * host sampling. A sequence that computes without sampling (a prefill
+ * chunk) gets a greedy row whose result is ignored. A sequence whose
+ * penalty list does not fit the room left that step is sampled on the host
+ * instead: the step then asks for the logits as well (both come back) and
+ * only that step pays for the copy. No other feature needs a full logits
+ * row on the host (confidence and refinement use the sampled logprob and
+ * entropy, device logits go device to device through the step's devout
+ * entries either way, and the scheduler never asks for all_logits).
+ *
  * Confidence: every sampled token's logprob and entropy (raw
  * distribution, from the sampler's own passes) feed a per-round summary
  * (mean and minimum logprob, mean entropy) that the FINAL carries.
@@ -87,6 +103,12 @@ struct o1_sched_opts {
 	 * 0: min(online CPUs, 8). Each sequence has its own sampler, so the
 	 * tokens do not depend on it. */
 	uint32_t sampler_threads;
+	/* Sampling in the backend: step gets a row per sequence and the
+	 * penalty entries (at most sample_pens, the backend's
+	 * max_sample_pens) and returns the samples; logits only when a
+	 * sequence is sampled on the host (see above). */
+	bool sample_in_backend;
+	uint32_t sample_pens;
 };
 
 struct o1_sched_stats {

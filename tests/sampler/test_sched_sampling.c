@@ -2,9 +2,13 @@
  * with temperature, top-k, top-p, min-p, penalties, logprobs and the
  * confidence terms) run through the scheduler with sampler_threads 1 (on
  * the engine thread), 4 and the default must give byte-identical event
- * streams, in the same order. The fake backend answers, for each
- * sequence, pseudo-random logits seeded by a hash of the whole sequence,
- * over a vocabulary that is not a multiple of the sampler's lanes. */
+ * streams, in the same order. So must sampling in the backend (the fake
+ * backend then runs o1_sample_rows over its logits): with room for every
+ * penalty list (no logits come back), and with room for few, so that
+ * some sequences are sampled on the host in steps that return both. The
+ * fake backend answers, for each sequence, pseudo-random logits seeded by
+ * a hash of the whole sequence, over a vocabulary that is not a multiple
+ * of the sampler's lanes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample.h"
 #include "scheduler.h"
 
 #define VOCAB	 3001
@@ -29,16 +34,27 @@ static uint32_t mix(uint32_t h, uint32_t t)
 	return (h ^ t) * 16777619u + 7;
 }
 
+struct fake {
+	int32_t *kv;	  /* the token ids, by KV slot */
+	float *logits;	  /* when the step brings none */
+	void *scratch;	  /* o1_sample_scratch_bytes(VOCAB) */
+	uint32_t sampled; /* steps that asked for samples */
+	uint32_t both;	  /* of those, steps that asked for logits too */
+};
+
 /* Logits in [-6, 6) from a hash of the sequence's tokens; the KV is the
- * token ids, read back through the block table. */
+ * token ids, read back through the block table. Samples them when
+ * asked. */
 static int fake_step(void *ctx, const struct o1_step *st)
 {
-	int32_t *kv = ctx;
+	struct fake *f = ctx;
+	int32_t *kv = f->kv;
+	float *logits = st->logits ? st->logits : f->logits;
 
 	for (uint32_t s = 0; s < st->n_seqs; s++) {
 		const struct o1_step_seq *q = &st->seqs[s];
 		uint32_t end = q->start_pos + q->n_tokens, h = 2166136261u;
-		float *row = st->logits + (size_t)s * VOCAB;
+		float *row = logits + (size_t)s * VOCAB;
 
 		for (uint32_t i = 0; i < q->n_tokens; i++) {
 			uint32_t pos = q->start_pos + i;
@@ -53,8 +69,21 @@ static int fake_step(void *ctx, const struct o1_step *st)
 			row[v] = (float)(h >> 8) / (float)(1u << 24) * 12 - 6;
 		}
 	}
-	return 0;
+	if (!st->samples)
+		return 0;
+	f->sampled++;
+	f->both += st->logits != NULL;
+	return o1_sample_rows(st->samples, logits, st->n_seqs, VOCAB,
+			      st->sample_rows, st->pens, f->scratch);
 }
+
+/* How the requests are sampled: threads, and in the backend with room
+ * for PENS penalty entries per step. */
+struct mode {
+	uint32_t threads;
+	bool backend;
+	uint32_t pens;
+};
 
 /* Request I's sampling parameters: every path of the sampler. */
 static void params(struct o1_wire_submit *w, uint32_t i)
@@ -74,18 +103,18 @@ static void params(struct o1_wire_submit *w, uint32_t i)
 	w->seed = 100 + i;
 }
 
-/* Runs the requests with THREADS sampling threads; EV gets every event
- * of request i at [i * MAX_EVS, ...), N their counts. */
-static void run(uint32_t threads, union o1_wire_entry *ev, uint32_t *n)
+/* Runs the requests sampled as M says; EV gets every event of request i
+ * at [i * MAX_EVS, ...), N their counts; F counts the sampled steps. */
+static void run(const struct mode *m, union o1_wire_entry *ev, uint32_t *n,
+		struct fake *f)
 {
 	struct o1_kv_layout l = {256, 1, 1, P, 1};
 	struct o1_kv_pool *pool;
 	struct o1_sched *s;
 	struct o1_req *reqs = calloc(N_REQS, sizeof(*reqs));
-	int32_t *kv = calloc(256 * P, sizeof(int32_t));
 	struct o1_sched_opts o = {
 	    .step = fake_step,
-	    .step_ctx = kv,
+	    .step_ctx = f,
 	    .vocab_size = VOCAB,
 	    .max_context = 64,
 	    .max_batch_tokens = 64,
@@ -96,9 +125,17 @@ static void run(uint32_t threads, union o1_wire_entry *ev, uint32_t *n)
 	    .salt_secret = 1,
 	    .bos_id = -1,
 	    .eos_id = -1,
-	    .sampler_threads = threads,
+	    .sampler_threads = m->threads,
+	    .sample_in_backend = m->backend,
+	    .sample_pens = m->pens,
 	};
 
+	*f = (struct fake){
+	    .kv = calloc(256 * P, sizeof(int32_t)),
+	    .logits = malloc(8 * VOCAB * sizeof(float)),
+	    .scratch = aligned_alloc(64, o1_sample_scratch_bytes(VOCAB)),
+	};
+	assert_true(f->kv && f->logits && f->scratch);
 	assert_non_null(reqs);
 	assert_int_equal(o1_kv_pool_create(&l, &pool), 0);
 	o.pool = pool;
@@ -136,20 +173,32 @@ static void run(uint32_t threads, union o1_wire_entry *ev, uint32_t *n)
 	for (uint32_t i = 0; i < N_REQS; i++)
 		free(reqs[i].prompt);
 	free(reqs);
-	free(kv);
+	free(f->kv);
+	free(f->logits);
+	free(f->scratch);
 }
 
 static void test_serial_equals_parallel(void **state)
 {
 	union o1_wire_entry *a = calloc(N_EVENTS, sizeof(*a));
 	union o1_wire_entry *b = calloc(N_EVENTS, sizeof(*b));
-	uint32_t na[N_REQS], nb[N_REQS], threads[2] = {4, 0};
+	uint32_t na[N_REQS], nb[N_REQS];
 	uint32_t distinct = 0;
+	struct fake f;
+	const struct mode serial = {1, false, 0};
+	const struct mode modes[] = {
+	    {4, false, 0},
+	    {0, false, 0},
+	    {1, true, 8 * (MAX_TOK + 5)}, /* room for every list */
+	    {4, true, 12},		  /* lists of 5 to 45: few fit */
+	    {1, true, 0},		  /* penalised ones on the host */
+	};
 
 	(void)state;
 	assert_non_null(a);
 	assert_non_null(b);
-	run(1, a, na);
+	run(&serial, a, na, &f);
+	assert_int_equal(f.sampled, 0);
 	for (uint32_t i = 0; i < N_REQS; i++) {
 		/* every request streamed MAX_TOK tokens and one FINAL */
 		assert_true(na[i] > MAX_TOK);
@@ -159,11 +208,20 @@ static void test_serial_equals_parallel(void **state)
 				     a[(i - 1) * MAX_EVS].token.ids[0];
 	}
 	assert_true(distinct > N_REQS / 2); /* the streams differ */
-	for (int t = 0; t < 2; t++) {
+	for (size_t t = 0; t < sizeof(modes) / sizeof(modes[0]); t++) {
 		memset(b, 0, N_EVENTS * sizeof(*b));
-		run(threads[t], b, nb);
+		run(&modes[t], b, nb, &f);
 		assert_memory_equal(na, nb, sizeof(na));
 		assert_memory_equal(a, b, N_EVENTS * sizeof(*a));
+		if (!modes[t].backend)
+			continue;
+		/* every step sampled in the backend; logits only came back
+		 * for sequences whose penalties did not fit */
+		assert_true(f.sampled > MAX_TOK);
+		if (t == 2)
+			assert_int_equal(f.both, 0);
+		else
+			assert_true(f.both > 0 && f.both <= f.sampled);
 	}
 	free(a);
 	free(b);
