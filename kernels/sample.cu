@@ -800,6 +800,7 @@ static __device__ void top_n(struct smp_ctx &c)
 		if (threadIdx.x < c.n_top)
 			c.s->r.top[threadIdx.x] = c.s->buf[threadIdx.x];
 	}
+	cluster_sync(); /* buf and the counter are free for the next gather */
 }
 
 /* sampler.h step 1 on the slice: repetition, then frequency, then
