@@ -35,7 +35,7 @@
  *     candidates do not fit (top_p near 1 on a flat row, top_k above
  *     ~2000), the cut and the draw are found by radix descent over the
  *     64-bit keys (value bits, then id): per level a histogram of the
- *     next 8 bits with counts and exact fixed-point masses (e x 2^40, sums
+ *     next 8 bits with counts and exact fixed-point masses (e x 2^43, sums
  *     of integers, so every order gives the same bits), merged over the
  *     cluster, until the bin that holds the crossing has at most SMP_CAP
  *     tokens, which block 0 then sorts and walks.
@@ -78,6 +78,8 @@ namespace cg = cooperative_groups;
 #define SMP_NTH	      8	   /* top-p probe thresholds */
 #define SMP_SMEM      (227 * 1024) /* dynamic shared memory of an sm_90 block */
 #define SMP_FULL      0xffffffffu
+#define SMP_FX	      0x1p43 /* fixed point of e in [0, 1]: 2^19 of them fit */
+#define SMP_FX_INV    0x1p-43
 #define SMP_MAX_VOCAB (SMP_CL * SMP_MAX_BPR * SMP_RB)
 
 /* A histogram of one radix level: members per digit and their weight as
@@ -259,10 +261,10 @@ static __device__ __forceinline__ float e_of(float w, float mx)
 	return x == x ? x : 0.0f;
 }
 
-/* Fixed point of a probability in [0, 1]: x 2^40; NaN and <= 0 give 0. */
+/* Fixed point of a probability in [0, 1]: x 2^43; NaN and <= 0 give 0. */
 static __device__ __forceinline__ unsigned long long fx(double x)
 {
-	return x > 0 ? __double2ull_rn(x * 0x1p40) : 0;
+	return x > 0 ? __double2ull_rn(x * SMP_FX) : 0;
 }
 
 struct op_add {
@@ -580,7 +582,7 @@ static __device__ unsigned long long weight_of_key(const struct smp_set &st,
 
 static __device__ bool pred_true(const struct smp_pred &p, unsigned long long c)
 {
-	double x = (double)c * 0x1p-40;
+	double x = (double)c * SMP_FX_INV;
 
 	if (p.kind == SMP_P_COUNT)
 		return c >= p.k;
@@ -1149,7 +1151,7 @@ static __device__ void draw_large(struct smp_ctx &c, struct smp_set st,
 		}
 		return;
 	}
-	pr = {SMP_P_DRAW, 0, 0, p.u * ((double)k.w * 0x1p-40), 0};
+	pr = {SMP_P_DRAW, 0, 0, p.u * ((double)k.w * SMP_FX_INV), 0};
 	found = descend(c, st, pr, &x);
 	if (!c.rank && !threadIdx.x)
 		c.s->r.id = (int32_t)key_id(found ? x : k.min_key);
@@ -1206,46 +1208,66 @@ static __device__ void draw_cuts(struct smp_ctx &c, float mx, double mass)
 	draw_large(c, st, mass);
 }
 
-/* Top-k (with any cuts): the k-th highest warp maximum of the penalised
- * row bounds the k best from below, so they usually fit in buf, where
- * steps 4-6 run with double exp as in the reference; else a count
- * descent finds the k-th token and the large path runs over the k best. */
+/* Block 0 after a gather of N candidates holding the first CNT tokens of
+ * the order: sorts them and runs steps 4-6 there (top-k: double exp and
+ * their own mass, as the reference). */
+static __device__ void buffer_top_k(struct smp_ctx &c, uint32_t n, uint32_t cnt,
+				    const struct smp_set &st)
+{
+	bool cut;
+	uint32_t j;
+
+	if (c.rank)
+		return;
+	sort_desc(c.s->buf, n);
+	j = buffer_draw(c, cnt, st, 0, true, true, &cut);
+	if (!threadIdx.x)
+		c.s->r.id = (int32_t)key_id(c.s->buf[j]);
+}
+
+/* Top-k (with any cuts). For k up to the cluster's 128 warps, the k-th
+ * highest warp maximum of the penalised row bounds the k best from below,
+ * so they usually fit in buf; otherwise a count descent finds the k-th
+ * token. The k best then go to buf when they fit, else the large path
+ * runs over them. */
 static __device__ void draw_top_k(struct smp_ctx &c, float mx, bool pen)
 {
 	const struct o1_sample_row &p = c.p;
-	uint32_t k = p.top_k, n;
+	uint32_t k = p.top_k, n = SMP_FULL;
 	struct smp_set st = {0, 1, 0, SMP_W_EXP, p.min_p, mx}, cs;
-	unsigned long long b = k <= SMP_CL * SMP_NW ? kth_warp_max(c, pen, k)
-						    : 0,
-			   x;
-	float bv = key_value(b);
 	struct smp_pred pr = {SMP_P_COUNT, k, 0, 0, 0};
-
-	if (bv == bv)
-		st.lo = (unsigned long long)vkey(__fdiv_rn(bv, p.temperature))
-			<< 32;
-	gather(c, [&](uint32_t i, unsigned long long *key) {
+	auto valid_above = [&](uint32_t i, unsigned long long *key) {
 		*key = key64(c.w[i], c.s0 + i);
 		return c.w[i] == c.w[i] && *key >= st.lo;
-	});
-	n = gather_done(c);
-	if (n <= SMP_CAP) {
-		if (!c.rank) {
-			bool cut;
-			uint32_t j;
+	};
+	unsigned long long x;
 
-			sort_desc(c.s->buf, n);
-			j = buffer_draw(c, n < k ? n : k, st, 0, true, true,
-					&cut);
-			if (!threadIdx.x)
-				c.s->r.id = (int32_t)key_id(c.s->buf[j]);
+	if (k <= SMP_CL * SMP_NW) {
+		float bv = key_value(kth_warp_max(c, pen, k));
+
+		if (bv == bv)
+			st.lo = (unsigned long long)vkey(
+				    __fdiv_rn(bv, p.temperature))
+				<< 32;
+		gather(c, valid_above);
+		n = gather_done(c);
+		if (n <= SMP_CAP) {
+			buffer_top_k(c, n, n < k ? n : k, st);
+			return;
 		}
-		return;
 	}
 	cs = st;
 	cs.lo = 0, cs.weight = SMP_W_COUNT;
 	st.lo = descend(c, cs, pr, &x) ? x : 0;
-	draw_large(c, st, (double)member_pass(c, st).w * 0x1p-40);
+	if (k <= SMP_CAP) {
+		gather(c, valid_above);
+		n = gather_done(c);
+		if (n <= SMP_CAP) {
+			buffer_top_k(c, n, n, st);
+			return;
+		}
+	}
+	draw_large(c, st, (double)member_pass(c, st).w * SMP_FX_INV);
 }
 
 /* Steps 2-6 for this row; the id lands in block 0's r.id. */
