@@ -2,7 +2,9 @@
 # GPU benchmarks, run by tools/gpu/run.sh (bench|all) on the GPU machine
 # after the build: one layer's prefill attention for 512- and 2048-token
 # chunks in the presets' shapes, row kernel vs tiled kernel beside the
-# FLOP floor (bench_prefill_attn, no model needed); batch-1 decode of
+# FLOP floor (bench_prefill_attn, no model needed); device sampling per
+# mode and batch beside its bandwidth floor (bench_cuda_sample); batch-1
+# decode of
 # random bf16 models in the qwen2.5-0.5b and llama3.2-1b shapes (written
 # as safetensors: the GGUF writer holds a whole model in RAM), reported
 # beside the floor (weight bytes per token / measured device copy
@@ -27,6 +29,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm \
 rc=0
 echo "# prefill attention, one layer, one chunk from position 0" >>"$out/bench.txt"
 "$bin/tools/gpu/bench_prefill_attn" >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
+# Device sampling: rows 1-256 x vocab 151936 (Qwen2) and 128256 (Llama 3)
+# per mode, eager and graph-replayed, beside the copy-bandwidth floor.
+for v in 151936 128256; do
+  "$bin/tools/gpu/bench_cuda_sample" --vocab "$v" >>"$out/bench.txt" \
+    2>>"$out/bench.log" || rc=1
+done
 for p in $presets; do
   m=$models/$p
   [ -d "$m" ] || "$bin/tools/o1model/o1model" make --preset "$p" \
