@@ -4,9 +4,8 @@
 # chunks in the presets' shapes, row kernel vs tiled kernel beside the
 # FLOP floor (bench_prefill_attn, no model needed); device sampling per
 # mode and batch beside its bandwidth floor (bench_cuda_sample); batch-1
-# decode of
-# random bf16 models in the qwen2.5-0.5b and llama3.2-1b shapes (written
-# as safetensors: the GGUF writer holds a whole model in RAM), reported
+# decode of random bf16 models in the qwen2.5-0.5b and llama3.2-1b shapes
+# (written as safetensors: the GGUF writer holds a whole model in RAM), reported
 # beside the floor (weight bytes per token / measured device copy
 # bandwidth), A/B over graphs, the fused decode products and PDL
 # (programmatic dependent launch) in one process each, at batch 1 and 4
