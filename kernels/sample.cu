@@ -447,7 +447,8 @@ static __device__ unsigned long long slice_best(const struct smp_ctx &c)
 
 /* z and zl of the raw slice relative to its maximum MB (float partial
  * sums per thread, double over the block): -inf terms are 0 as in the
- * reference, NaN ones make both NaN. */
+ * reference, NaN ones make both NaN. __expf's error grows with |x| only
+ * on terms negligible beside the maximum's: z within ~1e-6 relative. */
 static __device__ void raw_sums(struct smp_ctx &c, float mb)
 {
 	float z = 0, zl = 0;
@@ -460,7 +461,7 @@ static __device__ void raw_sums(struct smp_ctx &c, float mb)
 		x = v - mb;
 		if (x < -87.0f)
 			continue;
-		y = expf(x);
+		y = __expf(x);
 		z += y;
 		zl += y * x;
 	}
