@@ -40,6 +40,8 @@
  * consecutive kept tokens (in draw order) expecting >= 20 draws each, below
  * the 1 - 1e-6 quantile (Wilson-Hilferty). Graphs: a captured launch
  * replayed after the rows changed on the device samples the new rows.
+ * O1_TEST_QUICK=1 runs fewer and smaller batches and draws (for the CPU
+ * emulation of tools/gpu/emu, where a row costs seconds).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,6 +67,7 @@
 #define STAT_ROUNDS 40
 
 static uint64_t rng;
+static bool quick;
 
 static uint64_t next64(void)
 {
@@ -632,18 +635,30 @@ static void test_rows(void **state)
 {
 	static const struct {
 		uint32_t v, rows[4];
-	} shapes[] = {
-	    {1, {1, 7, 64, 0}},	     {7, {1, 7, 64, 256}},
-	    {1000, {1, 9, 256, 0}},  {32000, {1, 64, 256, 0}},
-	    {128256, {1, 64, 0, 0}}, {151936, {1, 8, 256, 0}},
-	    {256000, {3, 64, 0, 0}},
-	};
+	} quick_shapes[] =
+	    {
+		{1, {1, 7, 0, 0}},	{7, {1, 7, 64, 0}},
+		{1000, {9, 176, 0, 0}}, {32000, {176, 0, 0, 0}},
+		{151936, {8, 0, 0, 0}}, {256000, {2, 0, 0, 0}},
+	    },
+	  shapes[] = {
+	      {1, {1, 7, 64, 0}},      {7, {1, 7, 64, 256}},
+	      {1000, {1, 9, 256, 0}},  {32000, {1, 64, 256, 0}},
+	      {128256, {1, 64, 0, 0}}, {151936, {1, 8, 256, 0}},
+	      {256000, {3, 64, 0, 0}},
+	  };
 	struct tally t = {0};
 
 	(void)state;
-	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+	for (size_t s = 0; !quick && s < sizeof(shapes) / sizeof(shapes[0]);
+	     s++)
 		for (int j = 0; j < 4 && shapes[s].rows[j]; j++)
 			check_batch(shapes[s].v, shapes[s].rows[j],
+				    (uint32_t)(next64() % 64), &t);
+	for (size_t s = 0;
+	     quick && s < sizeof(quick_shapes) / sizeof(quick_shapes[0]); s++)
+		for (int j = 0; j < 4 && quick_shapes[s].rows[j]; j++)
+			check_batch(quick_shapes[s].v, quick_shapes[s].rows[j],
 				    (uint32_t)(next64() % 64), &t);
 	fprintf(stderr,
 		"test_gpu_sample: %llu draws compared, %llu near a boundary, "
@@ -667,10 +682,12 @@ static void check_stats(uint32_t v, int kind, const struct mode *m)
 {
 	float *l = malloc((size_t)STAT_ROWS * v * sizeof(float));
 	struct o1_sample_row rows[STAT_ROWS];
+	uint32_t n_rows = quick ? STAT_ROWS / 8 : STAT_ROWS;
+	int rounds = quick ? STAT_ROUNDS / 20 : STAT_ROUNDS;
 	struct o1_sample_result *got = malloc(STAT_ROWS * sizeof(*got));
 	uint32_t *count = calloc(v, sizeof(uint32_t)), np = 0, groups = 0;
 	uint8_t *seen = malloc(v);
-	double chi2 = 0, exp_g = 0, obs_g = 0, draws = STAT_ROWS * STAT_ROUNDS;
+	double chi2 = 0, exp_g = 0, obs_g = 0;
 	struct o1_sample_penalty pens[1];
 	struct dev d;
 	struct walk k;
@@ -681,11 +698,11 @@ static void check_stats(uint32_t v, int kind, const struct mode *m)
 		memcpy(l + (size_t)r * v, l, v * sizeof(float));
 	rows[0] = make_row(m, v, pens, &np, seen);
 	dev_init(&d, STAT_ROWS, v, 0);
-	for (int round = 0; round < STAT_ROUNDS; round++) {
-		for (uint32_t r = 0; r < STAT_ROWS; r++)
+	for (int round = 0; round < rounds; round++) {
+		for (uint32_t r = 0; r < n_rows; r++)
 			rows[r] = rows[0], rows[r].u = unif();
-		run_device(&d, got, l, STAT_ROWS, v, rows, pens, 0);
-		for (uint32_t r = 0; r < STAT_ROWS; r++) {
+		run_device(&d, got, l, n_rows, v, rows, pens, 0);
+		for (uint32_t r = 0; r < n_rows; r++) {
 			assert_true(got[r].id >= 0 && (uint32_t)got[r].id < v);
 			count[got[r].id]++;
 		}
@@ -693,7 +710,7 @@ static void check_stats(uint32_t v, int kind, const struct mode *m)
 	walk_init(&k, v);
 	host_walk(&k, l, v, &rows[0], pens);
 	for (uint32_t i = 0; i < k.n; i++) {
-		exp_g += draws * k.e[i] / k.kept;
+		exp_g += (double)n_rows * rounds * k.e[i] / k.kept;
 		obs_g += count[k.order[i]];
 		count[k.order[i]] = 0;
 		if (exp_g >= 20 || i == k.n - 1) {
@@ -838,6 +855,7 @@ int main(void)
 		return 77;
 	}
 	rng = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
+	quick = getenv("O1_TEST_QUICK") && atoi(getenv("O1_TEST_QUICK"));
 	fprintf(stderr, "test_gpu_sample: seed %llu (O1_TEST_SEED)\n",
 		(unsigned long long)rng);
 	return cmocka_run_group_tests(tests, NULL, NULL);

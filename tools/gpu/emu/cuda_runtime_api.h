@@ -1,0 +1,54 @@
+/* The part of the CUDA runtime API that kernels/sample.cu and
+ * tests/gpu/test_gpu_sample.c use, for the CPU emulation (emu.h): memory
+ * is host memory, launches run at once (or are recorded while a stream
+ * captures), events and streams are placeholders. */
+#ifndef O1_EMU_CUDA_RUNTIME_API_H
+#define O1_EMU_CUDA_RUNTIME_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { cudaSuccess = 0, cudaErrorInvalidValue = 1 } cudaError_t;
+enum {
+	cudaMemcpyHostToDevice,
+	cudaMemcpyDeviceToHost,
+	cudaMemcpyDeviceToDevice,
+};
+enum { cudaStreamCaptureModeThreadLocal };
+enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+typedef struct emu_stream *cudaStream_t;
+typedef struct emu_graph *cudaGraph_t;
+typedef struct emu_graph *cudaGraphExec_t;
+
+cudaError_t cudaMalloc(void **p, size_t n);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int kind);
+cudaError_t cudaMemset(void *d, int v, size_t n);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaStreamCreate(cudaStream_t *s);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, int mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g,
+				 unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
+cudaError_t cudaGetLastError(void);
+const char *cudaGetErrorString(cudaError_t e);
+
+#ifdef __cplusplus
+}
+
+template <class F> static inline cudaError_t cudaFuncSetAttribute(F, int, int)
+{
+	return cudaSuccess;
+}
+#endif
+
+#endif

@@ -1,0 +1,206 @@
+/* CPU emulation of CUDA device code, to check a kernel's logic where no
+ * GPU is: the .cu file is compiled as C++ with this header first (its
+ * launch rewritten to EMU_LAUNCH, its extern __shared__ array to
+ * emu_smem()), and every thread of a cluster runs as a fiber (emu.cc).
+ * __syncthreads, cluster barriers and warp intrinsics are barriers over
+ * the fibers concerned, so a barrier or warp intrinsic reached by only
+ * part of its threads deadlocks and is reported; the order of fibers is
+ * shuffled each round and atomics yield at random, to vary
+ * interleavings. Floating point is the host's (no FMA: build with
+ * -ffp-contract=off), so __f*_rn match the device; expf, exp and log are
+ * glibc's, which differ from CUDA's by an ulp or two. Not covered: the
+ * memory model beyond barriers, timing, resource limits. */
+#ifndef O1_EMU_H
+#define O1_EMU_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <functional>
+
+#include "cuda_runtime_api.h"
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __cluster_dims__(...)
+#define __align__(n) alignas(n)
+#define __shared__
+#define __expf(x) expf(x)
+
+struct emu_idx {
+	unsigned x, y, z;
+};
+
+struct emu_thread {
+	emu_idx tid, bid;
+};
+
+extern emu_thread *emu_cur;
+#define threadIdx (emu_cur->tid)
+#define blockIdx  (emu_cur->bid)
+
+struct float4 {
+	float x, y, z, w;
+};
+
+static inline float4 make_float4(float a, float b, float c, float d)
+{
+	return {a, b, c, d};
+}
+
+template <class T> static inline T __ldg(const T *p)
+{
+	return *p;
+}
+
+static inline float __fadd_rn(float a, float b)
+{
+	return a + b;
+}
+
+static inline float __fsub_rn(float a, float b)
+{
+	return a - b;
+}
+
+static inline float __fmul_rn(float a, float b)
+{
+	return a * b;
+}
+
+static inline float __fdiv_rn(float a, float b)
+{
+	return a / b;
+}
+
+static inline int __float2int_rz(float x)
+{
+	return (int)x;
+}
+
+static inline unsigned long long __double2ull_rn(double x)
+{
+	return (unsigned long long)nearbyint(x);
+}
+
+static inline uint32_t __float_as_uint(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static inline float __uint_as_float(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static inline float __int_as_float(int u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static inline int __popc(unsigned x)
+{
+	return __builtin_popcount(x);
+}
+
+static inline int __ffs(unsigned x)
+{
+	return __builtin_ffs(x);
+}
+
+static inline uint32_t min(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+void __syncthreads(void);
+void emu_cluster_sync(void);
+unsigned emu_block_rank(void);
+void *emu_map_rank(void *p, unsigned rank);
+unsigned char *emu_smem(void);
+void emu_yield_maybe(void);
+unsigned emu_lane(void);
+/* A warp exchange: every lane puts a value, then reads any lane's, then
+ * says it is done (the slots are reused after). */
+void emu_warp_put(const void *v, size_t n);
+void emu_warp_get(unsigned lane, void *v, size_t n);
+void emu_warp_done(void);
+
+template <class T> static inline T emu_shfl(T v, unsigned src, bool keep)
+{
+	T r = v;
+
+	emu_warp_put(&v, sizeof(T));
+	if (!keep)
+		emu_warp_get(src & 31, &r, sizeof(T));
+	emu_warp_done();
+	return r;
+}
+
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o)
+{
+	return emu_shfl(v, emu_lane() ^ o, false);
+}
+
+template <class T> static inline T __shfl_sync(unsigned, T v, int src)
+{
+	return emu_shfl(v, src, false);
+}
+
+template <class T> static inline T __shfl_up_sync(unsigned, T v, unsigned delta)
+{
+	return emu_shfl(v, emu_lane() - delta, emu_lane() < delta);
+}
+
+static inline unsigned __ballot_sync(unsigned, int pred)
+{
+	unsigned r = 0, p = pred ? 1 : 0;
+
+	emu_warp_put(&p, 4);
+	for (unsigned l = 0; l < 32; l++) {
+		unsigned q;
+
+		emu_warp_get(l, &q, 4);
+		r |= q << l;
+	}
+	emu_warp_done();
+	return r;
+}
+
+static inline int __all_sync(unsigned mask, int pred)
+{
+	return __ballot_sync(mask, pred) == 0xffffffffu;
+}
+
+static inline unsigned atomicAdd(unsigned *p, unsigned v)
+{
+	unsigned o;
+
+	emu_yield_maybe();
+	o = *p;
+	*p += v;
+	return o;
+}
+
+/* Runs F for every thread of a (GX, GY) grid of NT-thread blocks in
+ * clusters of GX blocks, one cluster after another, with SMEM bytes of
+ * shared memory per block. */
+void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,
+		std::function<void()> f);
+#define EMU_LAUNCH(gx, gy, nt, sm, fn, ...)                                    \
+	emu_launch(gx, gy, nt, sm, [=]() { fn(__VA_ARGS__); })
+
+#endif
