@@ -123,12 +123,18 @@ static void fill_row(float *l, uint32_t v, int kind)
 		l[(next64() % v) / 16 * 16] = NAN;
 }
 
-static bool has_nan(const float *l, uint32_t v)
+/* Whether some (ALL: every) value of L is NaN. */
+static bool nan_in(const float *l, uint32_t v, bool all)
 {
 	for (uint32_t i = 0; i < v; i++)
-		if (isnan(l[i]))
-			return true;
-	return false;
+		if ((isnan(l[i]) != 0) != all)
+			return !all;
+	return all;
+}
+
+static bool has_nan(const float *l, uint32_t v)
+{
+	return nan_in(l, v, false);
 }
 
 struct mode {
@@ -569,7 +575,7 @@ static void check_id(struct walk *k, struct tally *t, const float *l,
 		return;
 	}
 	if (nan) {
-		if (kind != K_ALL_NAN && isnan(l[g->id]))
+		if (!nan_in(l, v, true) && isnan(l[g->id]))
 			fail_row("drew a NaN token", v, r, kind, p, g, c);
 		return;
 	}
