@@ -21,14 +21,15 @@
  * row; penalties on the shared copy (the row's penalty ids are distinct,
  * so one thread writes each); then
  *   - greedy: the best penalised key;
- *   - temperature only: e and the reference's sums (sampler.c's blocks of
+ *   - temperature only: e and the reference's sums (sample.c's blocks of
  *     1024 tokens, 16 float partial sums each, in the same order, so the
  *     total and block sums are the reference's bit for bit), the block
  *     the draw falls in from those sums, then a block-wide scan of e in
  *     id order from that block's start;
  *   - top-k, top-p, min-p: the kept tokens form a prefix of the order
  *     (w descending, lower id first). A bound that surely holds the cut
- *     (top-k: the k-th highest warp maximum; min-p: e >= min_p; top-p:
+ *     (top-k: the k-th highest warp maximum for k <= 128, else a count
+ *     descent to the k-th token; min-p: e >= min_p; top-p:
  *     the first of eight probability thresholds whose mass reaches top_p)
  *     lets block 0 gather at most SMP_CAP candidates, sort them (bitonic)
  *     and apply sampler.h's steps 4-6 exactly in double. When the
@@ -47,10 +48,10 @@
  * are the same float operations (no FMA contraction: __f*_rn), so kept
  * sets match; running sums are double (fixed point in the radix path)
  * summed in another order than the reference's, so a draw can differ only
- * where U x kept lies within ~1e-12 relative of a boundary between two
- * tokens. NaN logits: never drawn in the sampling modes (the reference's
- * result on such rows is not specified); in the top-n they rank below
- * -inf; greedy as sample.h says.
+ * where U x kept lies within ~1e-11 relative (radix path: ~1e-8) of a
+ * boundary between two tokens, or a top-p ratio as close to top_p. NaN logits:
+ * never drawn in the sampling modes (the reference's result on such rows is not
+ * specified); in the top-n they rank below -inf; greedy as sample.h says.
  */
 #include <errno.h>
 #include <math.h>
