@@ -221,9 +221,13 @@ HOT static uint32_t argmax(const float *l, uint32_t n, float *max)
 
 	for (i = 0; i < full; start = i) {
 		size_t end = i + BLOCK < full ? i + BLOCK : full;
-		vf m = vload(l + i);
+		vf m;
 
-		for (i += LANES; i < end; i += LANES)
+		/* from -inf, not the first group: vmax keeps its second operand
+		 * against a NaN, so a NaN loaded first would stick in its lane */
+		for (int j = 0; j < LANES; j++)
+			m[j] = -INFINITY;
+		for (; i < end; i += LANES)
 			m = vmax(vload(l + i), m);
 		if (hmax(m, -INFINITY) > best)
 			best = hmax(m, -INFINITY), best_start = start;

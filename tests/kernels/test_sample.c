@@ -77,6 +77,33 @@ static void test_greedy(void **state)
 	assert_int_equal(sample_id(l, &r, NULL), 0);
 }
 
+/* A NaN at the head of a 16-wide group must not hide that lane for the
+ * rest of its block (the vectorised maximum once started from the first
+ * group); rows long enough for the vector path, NaN in several lanes. */
+static void test_greedy_nan_lanes(void **state)
+{
+	struct o1_sample_row r = greedy_row();
+	struct o1_sample_result out;
+	static float l[3000];
+
+	(void)state;
+	for (uint32_t n = 32; n <= 3000; n += 61) {
+		for (uint32_t i = 0; i < n; i++)
+			l[i] = -1;
+		l[0] = NAN, l[3] = 1;
+		for (uint32_t i = 17; i < n; i += 16 * 7)
+			l[i - 1] = NAN; /* heads of later groups too */
+		l[n - 1 - (n > 40) * 7] = 5; /* the best, behind NaN lanes */
+		assert_int_equal(sample1(l, n, &r, NULL, &out), 0);
+		assert_int_equal(out.id, (int32_t)(n - 1 - (n > 40) * 7));
+	}
+	for (uint32_t i = 0; i < 64; i++)
+		l[i] = -1;
+	l[0] = NAN, l[3] = 1, l[16] = 5; /* the case found by test_gpu_sample */
+	assert_int_equal(sample1(l, 64, &r, NULL, &out), 0);
+	assert_int_equal(out.id, 16);
+}
+
 /* U = 0 draws the first kept token, U just below 1 the last. */
 static void test_draw_ends(void **state)
 {
@@ -579,6 +606,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_greedy),
+	    cmocka_unit_test(test_greedy_nan_lanes),
 	    cmocka_unit_test(test_draw_ends),
 	    cmocka_unit_test(test_penalties),
 	    cmocka_unit_test(test_describe),
