@@ -15,7 +15,8 @@
  *      product, RMSNorm + residual, one fused gate/up product, SwiGLU,
  *      down product;
  *   4. final RMSNorm (with the last residual add) and LM head over the rows
- *      that want logits, in chunks of head_rows, each copied to the host.
+ *      that want logits, in chunks of head_rows, each copied to the host
+ *      (and sampled on the device first, when the step asks: below).
  * Everything is enqueued on one stream; the only host synchronization is
  * the logits copy at the end, and no step allocates. Products go through
  * cublasGemmEx with bf16 inputs, f32 compute and f32 outputs, with the
@@ -67,6 +68,24 @@
  * collectives are done before the blocking copy of the logits. A graph
  * launch that fails is an error, not an eager fallback: every rank must
  * replay the same captured collectives.
+ *
+ * Sampling (cfg.sampling, kernels/sample.h, on rank 0 of a tensor-parallel
+ * group, the rank with the LM head): create makes one device allocation
+ * for max_batch_tokens sample rows, cfg.max_sample_pens penalty entries,
+ * max_batch_tokens results and sample.cu's scratch for head_rows rows, and
+ * pinned mirrors of the rows, penalties and results. A step with samples
+ * uploads its rows and penalties after its inputs (two async copies),
+ * samples each LM head chunk right after its head (and its device
+ * outputs) with o1_sample_rows_cuda over the device logits, copies the
+ * results (176 bytes a row) to the pinned mirror, and the logits only
+ * when the step brings a logits buffer; after the step's one
+ * synchronization the results are copied to step->samples. A bucket
+ * graph of a backend that samples holds the sampling kernel after the
+ * head, over the fixed row and penalty buffers, the padding rows greedy
+ * ones (all zero: u 0, no penalties, no logprobs); a decode step without
+ * samples on such a backend replays the same graph over greedy rows and
+ * ignores the results (the daemon asks for samples on every step when
+ * it samples in the backend).
  *
  * Device outputs (cfg.devout_areas): each area is its own cudaMalloc made
  * at create (a CUDA IPC handle maps a whole allocation, so a client sees
@@ -126,6 +145,23 @@ struct cuda_inputs {
 	uint32_t *slots, *rows, *q_off, *start, *tables;
 };
 
+/* Sampling's buffers (cfg.sampling, rank 0 only): rows, penalties and
+ * results on the device with pinned host mirrors of the same layout, and
+ * the kernel's scratch (device only). */
+struct cuda_sample_bufs {
+	struct o1_sample_row *rows;
+	struct o1_sample_penalty *pens;
+	struct o1_sample_result *res;
+};
+
+struct cuda_sampling {
+	void *dev, *host; /* owned: one allocation each */
+	struct cuda_sample_bufs d, h;
+	void *scratch; /* in dev; NULL when the rows fit in shared memory */
+	size_t scratch_bytes;
+	uint32_t max_rows; /* logits rows a step may have */
+};
+
 struct cuda_state {
 	struct o1_model_desc d;
 	struct o1_backend_config cfg;
@@ -151,7 +187,9 @@ struct cuda_state {
 	struct o1_cuda_graphs *graphs; /* NULL without bucketing */
 	struct cuda_devout *devout;    /* cfg.devout_areas, owned */
 	uint32_t *stamp_host; /* pinned: one slot per devout entry of a step */
-	bool pdl, fused; /* decode steps: PDL, fused products (the top) */
+	bool pdl, fused;      /* decode steps: PDL, fused products (the top) */
+	bool sampling;	      /* cfg.sampling on a rank that has the LM head */
+	struct cuda_sampling smp;
 };
 
 uint64_t o1_cuda_backend_alloc_count(void)
@@ -489,6 +527,62 @@ static int alloc_buffers(struct cuda_state *s)
 	return 0;
 }
 
+/* Assigns sampling's rows, penalties and results at BASE (device or
+ * host: the same layout), and the scratch after them when SCRATCH; returns
+ * the bytes needed. */
+static uint64_t layout_sampling(struct cuda_state *s, uintptr_t base,
+				struct cuda_sample_bufs *b, bool scratch)
+{
+	struct cuda_sampling *m = &s->smp;
+	uint64_t off = 0;
+
+	b->rows = carve(base, &off, (uint64_t)m->max_rows * sizeof(*b->rows));
+	b->pens = carve(base, &off,
+			(uint64_t)s->cfg.max_sample_pens * sizeof(*b->pens));
+	b->res = carve(base, &off, (uint64_t)m->max_rows * sizeof(*b->res));
+	if (scratch && m->scratch_bytes)
+		m->scratch = carve(base, &off, m->scratch_bytes);
+	return off;
+}
+
+/* Sampling's buffers, made once: a step has at most max_batch_tokens
+ * logits rows (all_logits), sampled head_rows at a time (a bucket's rows
+ * are at most head_rows too). A zero-row call checks that sample.cu takes
+ * the vocabulary. */
+static int alloc_sampling(struct cuda_state *s)
+{
+	struct cuda_sampling *m = &s->smp;
+	uint64_t dev_bytes, host_bytes;
+	int err;
+
+	s->sampling = s->cfg.sampling && !s->cfg.tp_rank;
+	if (!s->sampling)
+		return 0;
+	m->max_rows = s->cfg.max_batch_tokens;
+	m->scratch_bytes =
+	    o1_sample_rows_cuda_scratch_bytes(s->head_rows, s->d.vocab_size);
+	dev_bytes = layout_sampling(s, 0, &m->d, true);
+	host_bytes = layout_sampling(s, 0, &m->h, false);
+	err = dev_alloc(&m->dev, dev_bytes, "sampling");
+	err = err ? err : host_alloc(&m->host, host_bytes, "sampling");
+	if (err)
+		return err;
+	layout_sampling(s, (uintptr_t)m->dev, &m->d, true);
+	layout_sampling(s, (uintptr_t)m->host, &m->h, false);
+	err = o1_sample_rows_cuda(m->d.res, s->logits, 0, s->d.vocab_size,
+				  m->d.rows, m->d.pens, m->scratch,
+				  m->scratch_bytes, s->stream);
+	if (err) {
+		o1_err("cuda backend: cannot sample rows of %u logits",
+		       s->d.vocab_size);
+		return -O1_E_UNSUPPORTED;
+	}
+	o1_info("cuda backend: sampling on the device (%.1f MiB, %u rows, %u "
+		"penalty entries)",
+		dev_bytes / 1048576.0, m->max_rows, s->cfg.max_sample_pens);
+	return 0;
+}
+
 static int blas_check(cublasStatus_t st, const char *what)
 {
 	if (st == CUBLAS_STATUS_SUCCESS)
@@ -555,6 +649,8 @@ static void cuda_destroy(void *state)
 		cublasDestroy(s->blas);
 	if (s->stream)
 		cudaStreamDestroy(s->stream);
+	cudaFreeHost(s->smp.host);
+	cudaFree(s->smp.dev);
 	cudaFreeHost(s->in_host);
 	cudaFree(s->in_dev);
 	cudaFree(s->arena);
@@ -891,6 +987,54 @@ static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
 			  d->dim);
 }
 
+/* Uploads N sample rows (ROWS; NULL: greedy ones), padded to BATCH
+ * with greedy rows (u 0, no penalties, no logprobs: all zero), and
+ * N_PENS penalty entries, through the pinned mirrors. */
+static int upload_samples(struct cuda_state *s,
+			  const struct o1_sample_row *rows, uint32_t n,
+			  uint32_t batch, const struct o1_sample_penalty *pens,
+			  uint32_t n_pens)
+{
+	struct cuda_sampling *m = &s->smp;
+	uint32_t k = rows ? n : 0;
+	int err;
+
+	if (k)
+		memcpy(m->h.rows, rows, k * sizeof(*rows));
+	memset(m->h.rows + k, 0, (size_t)(batch - k) * sizeof(*rows));
+	err = O1_CUDA_CHECK(cudaMemcpyAsync(m->d.rows, m->h.rows,
+					    (size_t)batch * sizeof(*rows),
+					    cudaMemcpyHostToDevice, s->stream));
+	if (err || !pens || !n_pens)
+		return err;
+	memcpy(m->h.pens, pens, (size_t)n_pens * sizeof(*pens));
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    m->d.pens, m->h.pens, (size_t)n_pens * sizeof(*pens),
+	    cudaMemcpyHostToDevice, s->stream));
+}
+
+/* Samples rows [C, C + N) of the step, whose logits are the device
+ * logits' first N rows (not modified), into the device results. */
+static int sample_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
+{
+	struct cuda_sampling *m = &s->smp;
+
+	return o1_sample_rows_cuda(m->d.res + c, s->logits, n, s->d.vocab_size,
+				   m->d.rows + c, m->d.pens, m->scratch,
+				   m->scratch_bytes, s->stream);
+}
+
+/* The first N results to the pinned mirror; cuda_step hands them over
+ * after the step's synchronization. */
+static int copy_samples(struct cuda_state *s, uint32_t n)
+{
+	struct cuda_sampling *m = &s->smp;
+
+	return O1_CUDA_CHECK(
+	    cudaMemcpyAsync(m->h.res, m->d.res, (size_t)n * sizeof(*m->h.res),
+			    cudaMemcpyDeviceToHost, s->stream));
+}
+
 static int copy_logits(struct cuda_state *s, float *dst, uint32_t n)
 {
 	return O1_CUDA_CHECK(cudaMemcpyAsync(
@@ -952,9 +1096,11 @@ static int devout_record(struct cuda_state *s, uint64_t touched)
 }
 
 /* The LM head over the R rows that want logits, HEAD_ROWS at a time, each
- * chunk served to the device outputs, then copied to the host. */
+ * chunk served to the device outputs, then sampled (when asked), then
+ * copied to the host (when asked); the results after the last chunk. */
 static int head(struct cuda_state *s, const struct o1_step *st, uint32_t r)
 {
+	bool smp = s->sampling && st->samples;
 	uint64_t touched = 0;
 	int err = 0;
 
@@ -963,10 +1109,14 @@ static int head(struct cuda_state *s, const struct o1_step *st, uint32_t r)
 
 		err = head_chunk(s, c, n);
 		err = err ? err : devout_rows(s, st, c, n, &touched);
-		err = err ? err
-			  : copy_logits(
-				s, st->logits + (size_t)c * s->d.vocab_size, n);
+		if (!err && smp)
+			err = sample_chunk(s, c, n);
+		if (!err && st->logits)
+			err = copy_logits(
+			    s, st->logits + (size_t)c * s->d.vocab_size, n);
 	}
+	if (!err && smp)
+		err = copy_samples(s, r);
 	return err ? err : devout_record(s, touched);
 }
 
@@ -976,6 +1126,9 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 {
 	int err = upload_inputs(s, st->n_seqs);
 
+	if (!err && s->sampling && st->samples)
+		err = upload_samples(s, st->sample_rows, f->rows, f->rows,
+				     st->pens, st->n_pens);
 	err = err ? err : layers(s, st->n_seqs, f);
 	err = err ? err : settle(s);
 	if (err || s->cfg.tp_rank)
@@ -983,8 +1136,9 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 	return head(s, st, f->rows);
 }
 
-/* The bucket step of BATCH one-token rows, logits left on the device:
- * what a graph holds. Every host value here is fixed per bucket. */
+/* The bucket step of BATCH one-token rows, logits left on the device,
+ * sampled into the device results when the backend samples: what a graph
+ * holds. Every host value here is fixed per bucket. */
 static int bucket_body(void *ctx, uint32_t batch)
 {
 	struct cuda_state *s = ctx;
@@ -993,7 +1147,8 @@ static int bucket_body(void *ctx, uint32_t batch)
 
 	if (err || s->cfg.tp_rank)
 		return err;
-	return head_chunk(s, 0, batch);
+	err = head_chunk(s, 0, batch);
+	return err || !s->sampling ? err : sample_chunk(s, 0, batch);
 }
 
 /* Padding rows [FROM, BATCH) of a decode batch, in the pinned inputs. */
@@ -1022,8 +1177,13 @@ static int bucket_prepare(void *ctx, uint32_t batch)
 {
 	struct cuda_state *s = ctx;
 
+	int err;
+
 	pad_inputs(s, 0, batch);
-	return upload_inputs(s, batch);
+	err = upload_inputs(s, batch);
+	if (err || !s->sampling)
+		return err;
+	return upload_samples(s, NULL, 0, batch, NULL, 0);
 }
 
 static bool is_decode(const struct o1_step *st)
@@ -1034,24 +1194,34 @@ static bool is_decode(const struct o1_step *st)
 	return true;
 }
 
-/* A decode step through its bucket; -ERANGE above the largest. */
+/* A decode step through its bucket; -ERANGE above the largest. On a
+ * backend that samples the bucket's graph always samples: a step without
+ * samples runs it over greedy rows and ignores the results. */
 static int bucket_step(struct cuda_state *s, const struct o1_step *st)
 {
+	const struct o1_sample_row *rows = st->samples ? st->sample_rows : NULL;
 	uint64_t touched = 0;
-	uint32_t batch;
-	int err = o1_cuda_graphs_bucket(s->graphs, st->n_seqs, &batch);
+	uint32_t batch, n = st->n_seqs;
+	int err = o1_cuda_graphs_bucket(s->graphs, n, &batch);
 
 	if (err)
 		return err;
-	pad_inputs(s, st->n_seqs, batch);
+	pad_inputs(s, n, batch);
 	err = upload_inputs(s, batch);
-	err = err ? err : o1_cuda_graphs_run(s->graphs, st->n_seqs, batch);
+	if (!err && s->sampling)
+		err = upload_samples(s, rows, n, batch, rows ? st->pens : NULL,
+				     rows ? st->n_pens : 0);
+	err = err ? err : o1_cuda_graphs_run(s->graphs, n, batch);
 	err = err ? err : settle(s);
 	if (err || s->cfg.tp_rank)
 		return err;
-	err = devout_rows(s, st, 0, st->n_seqs, &touched);
+	err = devout_rows(s, st, 0, n, &touched);
 	err = err ? err : devout_record(s, touched);
-	return err ? err : copy_logits(s, st->logits, st->n_seqs);
+	if (!err && st->logits)
+		err = copy_logits(s, st->logits, n);
+	if (!err && s->sampling && st->samples)
+		err = copy_samples(s, n);
+	return err;
 }
 
 static int run_step(struct cuda_state *s, const struct o1_step *st,
@@ -1072,7 +1242,7 @@ static int run_step(struct cuda_state *s, const struct o1_step *st,
 static int cuda_step(void *state, const struct o1_step *st)
 {
 	struct cuda_state *s = state;
-	struct flat f;
+	struct flat f = {0, 0, 0};
 	int err = use_device(s), e;
 
 	err = err ? err : flatten(s, st, &f);
@@ -1082,7 +1252,11 @@ static int cuda_step(void *state, const struct o1_step *st)
 		s->cfg.tp_link.fail(s->cfg.tp_link.ctx);
 	/* Even after a failed enqueue: the pinned inputs may be in flight. */
 	e = sync_stream(s);
-	return err ? err : e;
+	err = err ? err : e;
+	if (!err && s->sampling && st->samples)
+		memcpy(st->samples, s->smp.h.res,
+		       (size_t)f.rows * sizeof(*st->samples));
+	return err;
 }
 
 static const uint32_t default_buckets[] = {1,  2,  4,  8,   16,	 24, 32,
@@ -1221,6 +1395,8 @@ static int cuda_create(const struct o1_model *m,
 	if (!err)
 		err = alloc_buffers(s);
 	if (!err)
+		err = alloc_sampling(s);
+	if (!err)
 		err = blas_check(
 		    cublasSetWorkspace(s->blas, s->blas_ws, BLAS_WS_BYTES),
 		    "set workspace");
@@ -1264,4 +1440,5 @@ const struct o1_backend_ops o1_cuda_backend_ops = {
     .fail_replays = cuda_fail_replays,
     .tp_align = 8, /* gemv.cu: K a multiple of 8 */
     .devout = cuda_devout,
+    .can_sample = true,
 };
