@@ -189,7 +189,9 @@ int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,
  * arrays; the caller checked the rows' parameters and penalty ids on the
  * host. SCRATCH holds SCRATCH_BYTES >= o1_sample_rows_cuda_scratch_bytes
  * (n_rows, vocab). Every per-row value is read on the device, so a launch
- * with a fixed N_ROWS replays from a CUDA graph. */
+ * with a fixed N_ROWS replays from a CUDA graph. N_ROWS 0 enqueues nothing
+ * but opts the kernel in to the shared memory VOCAB needs on the current
+ * device: call it so once before capturing launches into a graph. */
 int o1_sample_rows_cuda(struct o1_sample_result *out, const float *logits,
 			uint32_t n_rows, uint32_t vocab,
 			const struct o1_sample_row *rows,

@@ -68,20 +68,21 @@ extern "C" {
 
 namespace cg = cooperative_groups;
 
-#define SMP_CL	      8	  /* blocks per row (a portable cluster) */
-#define SMP_NT	      512 /* threads per block */
-#define SMP_NW	      (SMP_NT / 32)
-#define SMP_CAP	      2048 /* candidates block 0 sorts; a power of two */
-#define SMP_PER	      (SMP_CAP / SMP_NT)
-#define SMP_RB	      1024 /* the reference's block of exp sums */
-#define SMP_LANES     16   /* the reference's float partial sums per block */
-#define SMP_MAX_BPR   64   /* reference blocks per slice */
-#define SMP_NTH	      8	   /* top-p probe thresholds */
-#define SMP_SMEM      (227 * 1024) /* dynamic shared memory of an sm_90 block */
-#define SMP_FULL      0xffffffffu
-#define SMP_FX	      0x1p43 /* fixed point of e in [0, 1]: 2^19 of them fit */
-#define SMP_FX_INV    0x1p-43
-#define SMP_MAX_VOCAB (SMP_CL * SMP_MAX_BPR * SMP_RB)
+#define SMP_MAX_DEVICES 64  /* devices whose opt-in allow_smem remembers */
+#define SMP_CL		8   /* blocks per row (a portable cluster) */
+#define SMP_NT		512 /* threads per block */
+#define SMP_NW		(SMP_NT / 32)
+#define SMP_CAP		2048 /* candidates block 0 sorts; a power of two */
+#define SMP_PER		(SMP_CAP / SMP_NT)
+#define SMP_RB		1024 /* the reference's block of exp sums */
+#define SMP_LANES	16   /* the reference's float partial sums per block */
+#define SMP_MAX_BPR	64   /* reference blocks per slice */
+#define SMP_NTH		8    /* top-p probe thresholds */
+#define SMP_SMEM	(227 * 1024) /* dynamic shared memory of an sm_90 block */
+#define SMP_FULL	0xffffffffu
+#define SMP_FX		0x1p43 /* fixed point of e in [0, 1]: 2^19 of them fit */
+#define SMP_FX_INV	0x1p-43
+#define SMP_MAX_VOCAB	(SMP_CL * SMP_MAX_BPR * SMP_RB)
 
 /* A histogram of one radix level: members per digit and their weight as
  * two words (the low word's carries go to the high one). */
@@ -1426,6 +1427,31 @@ extern "C" size_t o1_sample_rows_cuda_scratch_bytes(uint32_t n_rows,
 			 : (size_t)n_rows * SMP_CL * 2 * g.sl * sizeof(float);
 }
 
+/* Opts the kernel in to SMEM bytes of dynamic shared memory on the current
+ * device, once per device and size: a call with 0 rows (the backend makes
+ * one at create) does it outside any graph capture, so launches captured
+ * later find it done and make no runtime call besides the launch. */
+static int allow_smem(uint32_t smem)
+{
+	static int done[SMP_MAX_DEVICES];
+	int dev, err;
+
+	if (smem <= 48 * 1024)
+		return 0;
+	err = O1_CUDA_CHECK(cudaGetDevice(&dev));
+	if (err)
+		return err;
+	if (dev < SMP_MAX_DEVICES &&
+	    __atomic_load_n(&done[dev], __ATOMIC_ACQUIRE) >= (int)smem)
+		return 0;
+	err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+	    sample_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	    (int)smem));
+	if (!err && dev < SMP_MAX_DEVICES)
+		__atomic_store_n(&done[dev], (int)smem, __ATOMIC_RELEASE);
+	return err;
+}
+
 extern "C" int o1_sample_rows_cuda(struct o1_sample_result *out,
 				   const float *logits, uint32_t n_rows,
 				   uint32_t vocab,
@@ -1447,14 +1473,9 @@ extern "C" int o1_sample_rows_cuda(struct o1_sample_result *out,
 		       n_rows, vocab, SMP_MAX_VOCAB, scratch_bytes, need);
 		return -EINVAL;
 	}
-	if (!n_rows)
-		return 0;
 	plan(vocab, &g);
-	if (g.smem > 48 * 1024)
-		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-		    sample_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
-		    (int)g.smem));
-	if (err)
+	err = allow_smem(g.smem);
+	if (err || !n_rows)
 		return err;
 	sample_rows<<<dim3(SMP_CL, n_rows), SMP_NT, g.smem, stream>>>(
 	    out, logits, rows, pens, (float *)scratch, g);
