@@ -49,6 +49,13 @@ template <class F> static inline cudaError_t cudaFuncSetAttribute(F, int, int)
 {
 	return cudaSuccess;
 }
+
+/* One emulated device. */
+static inline cudaError_t cudaGetDevice(int *dev)
+{
+	*dev = 0;
+	return cudaSuccess;
+}
 #endif
 
 #endif
