@@ -221,9 +221,14 @@ static int check_graphs(const struct tp_state *tp)
 	tp->ops->graph_stats(tp->ranks[0].state, &a);
 	for (uint32_t r = 1; r < tp->n; r++) {
 		tp->ops->graph_stats(tp->ranks[r].state, &b);
+		if (b.n_buckets != a.n_buckets) {
+			o1_err("tensor parallel: rank %u has %u graph buckets, "
+			       "rank 0 %u",
+			       r, b.n_buckets, a.n_buckets);
+			return -O1_E_CUDA;
+		}
 		for (uint32_t i = 0; i < a.n_buckets; i++)
-			if (b.n_buckets != a.n_buckets ||
-			    b.buckets[i].captured != a.buckets[i].captured) {
+			if (b.buckets[i].captured != a.buckets[i].captured) {
 				o1_err("tensor parallel: rank %u's graph for "
 				       "batch %u %s captured, rank 0's %s",
 				       r, a.buckets[i].batch,

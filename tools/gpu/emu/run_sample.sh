@@ -7,6 +7,9 @@
 # draws; about 15 minutes on one core. x86-64, g++ and cmocka.
 #   tools/gpu/emu/run_sample.sh [O1_TEST_SEED]
 set -euo pipefail
+# NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
+# one runs on the CPU, the rule is kept anyway so every script reads alike.
+export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
 root=$PWD
 emu=$root/tools/gpu/emu
