@@ -139,6 +139,11 @@ struct o1_ipc_consumer {
 	 * Samples outside [0, O1_IPC_WAKEUP_MAX_NS] are only counted (stats
 	 * wakeup_invalid). May be NULL. */
 	void (*observe_wakeup)(void *ctx, uint64_t ns, int slept);
+	/* A request the loop answered itself with an error FINAL (draining,
+	 * quota, no device output area, a bad entry, or ->submit's error
+	 * ERR), so the consumer's metrics count it like the requests it
+	 * finishes. Not called for cancels. May be NULL. */
+	void (*refused)(void *ctx, int err);
 };
 
 #define O1_IPC_WAKEUP_MAX_NS 10000000000ull /* 10 s */

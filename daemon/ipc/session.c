@@ -316,6 +316,8 @@ static void fail_request(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	ev.final.error = err == -O1_E_CANCELLED ? 0 : err;
 	ev.final.req_id = req_id;
 	push_event(srv, c, &ev);
+	if (err != -O1_E_CANCELLED && srv->cons.refused)
+		srv->cons.refused(srv->cons.ctx, err);
 }
 
 static void send_error(struct o1_ipc_server *srv, struct o1_ipc_client *c,

@@ -360,6 +360,18 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	return 0;
 }
 
+/* Counted as submitted and failed, so the success rate (o1ctl slo) and
+ * submitted = finished + in flight hold for requests the loop refused. */
+static void on_refused(void *ctx, int err)
+{
+	struct o1_engine *e = ctx;
+
+	if (!e->metrics)
+		return;
+	o1_metrics_add(e->metrics, O1_METRICS_CTR_REQUESTS_SUBMITTED, 1);
+	o1_metrics_fail(e->metrics, o1_metrics_fail_reason(err));
+}
+
 int o1_engine_cancel_req(struct o1_engine *e, uint32_t client_id,
 			 uint64_t req_id, int why)
 {
@@ -573,5 +585,6 @@ void o1_engine_consumer(struct o1_engine *e, struct o1_ipc_consumer *out)
 	    .admin = o1_engine_admin,
 	    .signal = on_signal,
 	    .observe_wakeup = on_wakeup,
+	    .refused = on_refused,
 	};
 }

@@ -514,6 +514,38 @@ static void test_admin_commands(void **state)
 	assert_int_equal(ctl(d, "bogus", out, sizeof(out)), 2);
 }
 
+/* A request the ipc loop refuses itself (draining) is counted: submitted
+ * and failed_draining, so o1ctl slo's success rate sees it; after resume
+ * the next one completes. */
+static void test_refused_counted(void **state)
+{
+	struct daemon_proc *d = *state;
+	static const char *const sets[] = {"metrics.enabled=true", NULL};
+	char out[8192];
+	struct result r;
+	struct spec s;
+	cJSON *stats, *c;
+
+	write_config(d, "[metrics]\nmode = shm\nunpin_on_exit = true\n");
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	assert_int_equal(ctl(d, "drain", out, sizeof(out)), 0);
+	spec_make(&s, 3);
+	assert_int_equal(spec_run(d->socket, &s, &r), 0);
+	assert_int_equal(r.finals, 1);
+	assert_int_equal(r.error, -O1_E_DRAINING);
+	assert_int_equal(ctl(d, "resume", out, sizeof(out)), 0);
+	s.ignore_eos = true;
+	assert_int_equal(spec_run(d->socket, &s, &r), 0);
+	assert_int_equal(r.error, 0);
+	stats = stats_json(d);
+	c = cJSON_GetObjectItemCaseSensitive(stats, "counters");
+	assert_int_equal(field(c, "requests_submitted"), 2);
+	assert_int_equal(field(c, "failed_draining"), 1);
+	assert_int_equal(field(c, "requests_completed"), 1);
+	cJSON_Delete(stats);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 /* A fake o1d: accepts one admin connection, answers its hello with
  * WELCOME_STATUS, then one request with REPLY. */
 struct fake {
@@ -585,6 +617,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_teardown(test_shm, stop_daemon),
 	    cmocka_unit_test_teardown(test_bad_metrics_config, stop_daemon),
 	    cmocka_unit_test_teardown(test_admin_commands, stop_daemon),
+	    cmocka_unit_test_teardown(test_refused_counted, stop_daemon),
 	    cmocka_unit_test_teardown(test_version_mismatch, stop_daemon),
 	};
 
