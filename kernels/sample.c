@@ -75,6 +75,11 @@ static inline float exp_neg(float x)
 	return x < -87.0f ? 0.0f : q * s.f;
 }
 
+float o1_sample_exp_neg(float x)
+{
+	return exp_neg(x);
+}
+
 static bool is_greedy(const struct o1_sample_row *p)
 {
 	return p->temperature == 0 || p->top_k == 1;
@@ -224,7 +229,8 @@ HOT static uint32_t argmax(const float *l, uint32_t n, float *max)
 		vf m;
 
 		/* from -inf, not the first group: vmax keeps its second operand
-		 * against a NaN, so a NaN loaded first would stick in its lane */
+		 * against a NaN, so a NaN loaded first would stick in its lane
+		 */
 		for (int j = 0; j < LANES; j++)
 			m[j] = -INFINITY;
 		for (; i < end; i += LANES)

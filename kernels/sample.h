@@ -82,6 +82,10 @@ _Static_assert(sizeof(struct o1_sample_result) == 176,
 	       "o1_sample_result layout");
 #endif
 
+/* e^x for x <= 0 exactly as the reference computes it (within 2 ulp of
+ * e^x, 0 below -87): for tests that recompute the reference's sums. */
+float o1_sample_exp_neg(float x);
+
 /* Bytes of scratch o1_sample_rows needs for rows of VOCAB logits (rows are
  * sampled one after another, the scratch reused). */
 size_t o1_sample_scratch_bytes(uint32_t vocab);

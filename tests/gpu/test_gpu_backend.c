@@ -43,6 +43,7 @@
 #include "cuda_backend.h"
 #include "cuda_util.h"
 #include "error.h"
+#include "gpu_test.h"
 #include "kv_pool.h"
 #include "model.h"
 
@@ -50,9 +51,6 @@
 #define CHUNK	  17
 #define N_DECODE  16
 #define MAX_PAGES 64
-
-static const char *o1model;
-static char tmpdir[64];
 
 struct side {
 	struct o1_backend *b;
@@ -327,24 +325,12 @@ static void test_hf_models(void **state)
 	}
 }
 
-/* Runs `o1model make ARGS --out tmpdir/OUT` and checks OUT. */
-static void make_model(const char *args, const char *out, char *path,
-		       size_t size)
-{
-	char cmd[1024];
-
-	snprintf(path, size, "%s/%s", tmpdir, out);
-	snprintf(cmd, sizeof(cmd), "%s make %s --out %s >/dev/null", o1model,
-		 args, path);
-	assert_int_equal(system(cmd), 0);
-}
-
 static void test_tiny_preset(void **state)
 {
 	char path[256];
 
 	(void)state;
-	make_model("--preset tiny", "tiny.gguf", path, sizeof(path));
+	o1_gpu_make_model("--preset tiny", "tiny.gguf", path, sizeof(path));
 	check_model("tiny (gguf f32)", path);
 }
 
@@ -353,9 +339,10 @@ static void test_qwen_one_layer(void **state)
 	char path[256];
 
 	(void)state;
-	make_model("--preset qwen2.5-0.5b --layers 1 --format safetensors "
-		   "--dtype bf16",
-		   "qwen1", path, sizeof(path));
+	o1_gpu_make_model(
+	    "--preset qwen2.5-0.5b --layers 1 --format safetensors "
+	    "--dtype bf16",
+	    "qwen1", path, sizeof(path));
 	check_model("qwen2.5-0.5b x1 layer (safetensors bf16)", path);
 }
 
@@ -371,7 +358,7 @@ static void test_unsupported_config(void **state)
 	char path[256];
 
 	(void)state;
-	make_model("--preset tiny", "tiny2.gguf", path, sizeof(path));
+	o1_gpu_make_model("--preset tiny", "tiny2.gguf", path, sizeof(path));
 	assert_int_equal(o1_model_open(path, &m), 0);
 	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, &cfg, &b),
 			 -O1_E_CONFIG);
@@ -385,12 +372,12 @@ static void test_cmd_run(void **state)
 	const char *backends[] = {"cpu", "cuda"};
 
 	(void)state;
-	make_model("--preset tiny", "tiny3.gguf", path, sizeof(path));
+	o1_gpu_make_model("--preset tiny", "tiny3.gguf", path, sizeof(path));
 	for (int i = 0; i < 2; i++) {
 		snprintf(cmd, sizeof(cmd),
 			 "%s run %s --ids '1 2 3 4 5' --max-tokens 8 "
 			 "--ids-only --backend %s",
-			 o1model, path, backends[i]);
+			 o1_gpu_o1model, path, backends[i]);
 		printf("%s: ", backends[i]);
 		fflush(stdout);
 		assert_int_equal(system(cmd), 0);
@@ -406,22 +393,6 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_unsupported_config),
 	    cmocka_unit_test(test_cmd_run),
 	};
-	char cmd[128];
-	int rc;
-
-	if (argc < 2)
-		return 2;
-	o1model = argv[1];
-	if (o1_cuda_probe() != 0) {
-		fprintf(stderr, "no CUDA device: skipped\n");
-		return 77;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/o1gpuXXXXXX");
-	if (!mkdtemp(tmpdir))
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-	return rc;
+	return o1_gpu_test_main(argc, argv, "gpu_backend", tests,
+				sizeof(tests) / sizeof(tests[0]));
 }

@@ -47,6 +47,7 @@
 #include "cuda_backend.h"
 #include "cuda_util.h"
 #include "error.h"
+#include "gpu_test.h"
 #include "kv_pool.h"
 #include "model.h"
 #include "sample.h"
@@ -62,8 +63,6 @@
 #define SIDE_GRAPHS 1
 #define SIDE_EAGER  2
 
-static const char *o1model;
-static char tmpdir[64];
 static uint64_t rng = 4321;
 
 static uint64_t next64(void)
@@ -416,15 +415,12 @@ static void check_model(const char *name, const char *path)
 	o1_model_close(m);
 }
 
-/* Runs `o1model make ARGS --out tmpdir/OUT`, then checks OUT. */
+/* Makes OUT with `o1model make ARGS`, then checks it. */
 static void make_and_check(const char *args, const char *out, const char *name)
 {
-	char cmd[1024], path[256];
+	char path[256];
 
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, out);
-	snprintf(cmd, sizeof(cmd), "%s make %s --out %s >/dev/null", o1model,
-		 args, path);
-	assert_int_equal(system(cmd), 0);
+	o1_gpu_make_model(args, out, path, sizeof(path));
 	check_model(name, path);
 }
 
@@ -456,22 +452,6 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_large_vocab),
 	    cmocka_unit_test(test_qwen_one_layer),
 	};
-	char cmd[128];
-	int rc;
-
-	if (argc < 2)
-		return 2;
-	o1model = argv[1];
-	if (o1_cuda_probe() != 0) {
-		fprintf(stderr, "no CUDA device: skipped\n");
-		return 77;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/o1gpusXXXXXX");
-	if (!mkdtemp(tmpdir))
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-	return rc;
+	return o1_gpu_test_main(argc, argv, "gpu_backend_sample", tests,
+				sizeof(tests) / sizeof(tests[0]));
 }

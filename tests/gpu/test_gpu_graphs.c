@@ -46,6 +46,7 @@
 #include "cuda_backend.h"
 #include "cuda_util.h"
 #include "error.h"
+#include "gpu_test.h"
 #include "kv_pool.h"
 #include "model.h"
 
@@ -57,8 +58,6 @@
 
 enum { GRAPH, EAGER, PLAIN, UNFUSED, N_SIDES };
 
-static const char *o1model;
-static char tmpdir[64];
 static uint64_t rng = 99;
 
 struct side {
@@ -81,17 +80,6 @@ static uint32_t urand(uint32_t n)
 {
 	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
 	return (uint32_t)((rng >> 33) % n);
-}
-
-static void make_model(const char *args, const char *out, char *path,
-		       size_t size)
-{
-	char cmd[1024];
-
-	snprintf(path, size, "%s/%s", tmpdir, out);
-	snprintf(cmd, sizeof(cmd), "%s make %s --out %s >/dev/null", o1model,
-		 args, path);
-	assert_int_equal(system(cmd), 0);
 }
 
 static void side_open(struct side *sd, const struct o1_model *m,
@@ -340,9 +328,10 @@ static void test_buckets(void **state)
 	uint64_t allocs;
 
 	(void)state;
-	make_model("--preset qwen2.5-0.5b --layers 2 --vocab 4096 --format "
-		   "safetensors --dtype bf16",
-		   "qwen2", path, sizeof(path));
+	o1_gpu_make_model(
+	    "--preset qwen2.5-0.5b --layers 2 --vocab 4096 --format "
+	    "safetensors --dtype bf16",
+	    "qwen2", path, sizeof(path));
 	assert_int_equal(o1_model_open(path, &w.m), 0);
 	w.vocab = w.m->desc.vocab_size;
 	for (uint32_t s = 0; s < N_SEQS; s++) {
@@ -382,7 +371,7 @@ static void test_oversize(void **state)
 	char path[256];
 
 	(void)state;
-	make_model("--preset tiny", "tiny.gguf", path, sizeof(path));
+	o1_gpu_make_model("--preset tiny", "tiny.gguf", path, sizeof(path));
 	assert_int_equal(o1_model_open(path, &w.m), 0);
 	w.vocab = w.m->desc.vocab_size;
 	for (uint32_t s = 0; s < 4; s++)
@@ -469,7 +458,7 @@ static void test_replay_fault(void **state)
 	uint64_t allocs;
 
 	(void)state;
-	make_model("--preset tiny", "tiny3.gguf", path, sizeof(path));
+	o1_gpu_make_model("--preset tiny", "tiny3.gguf", path, sizeof(path));
 	assert_int_equal(o1_model_open(path, &w.m), 0);
 	w.vocab = w.m->desc.vocab_size;
 	for (uint32_t s = 0; s < 3; s++)
@@ -529,7 +518,7 @@ static void test_bad_buckets(void **state)
 	char path[256];
 
 	(void)state;
-	make_model("--preset tiny", "tiny2.gguf", path, sizeof(path));
+	o1_gpu_make_model("--preset tiny", "tiny2.gguf", path, sizeof(path));
 	assert_int_equal(o1_model_open(path, &m), 0);
 	cfg.graphs_enabled = true;
 	cfg.n_graph_buckets = 2;
@@ -557,22 +546,6 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_replay_fault),
 	    cmocka_unit_test(test_bad_buckets),
 	};
-	char cmd[128];
-	int rc;
-
-	if (argc < 2)
-		return 2;
-	o1model = argv[1];
-	if (o1_cuda_probe() != 0) {
-		fprintf(stderr, "no CUDA device: skipped\n");
-		return 77;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/o1graphXXXXXX");
-	if (!mkdtemp(tmpdir))
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-	return rc;
+	return o1_gpu_test_main(argc, argv, "gpu_graphs", tests,
+				sizeof(tests) / sizeof(tests[0]));
 }

@@ -209,28 +209,6 @@ static struct o1_sample_row make_row(const struct mode *m, uint32_t v,
 
 /* ---- the reference's walk, recomputed to find draws near a boundary ---- */
 
-static float exp_neg(float x)
-{
-	union {
-		uint32_t u;
-		float f;
-	} s;
-	float c = x < -87.0f ? -87.0f : x;
-	float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
-	float r = (c - n * 0.693145751953125f) - n * 1.42860677e-06f;
-	float q = 1.0f / 5040;
-
-	q = q * r + 1.0f / 720;
-	q = q * r + 1.0f / 120;
-	q = q * r + 1.0f / 24;
-	q = q * r + 1.0f / 6;
-	q = q * r + 0.5f;
-	q = q * r + 1.0f;
-	q = q * r + 1.0f;
-	s.u = (uint32_t)((int32_t)n + 127) << 23;
-	return x < -87.0f ? 0.0f : q * s.f;
-}
-
 /* The reference's exp_store total and block sums of E (1024-token blocks,
  * 16 float partial sums, the tail alone). */
 static double ref_total(const float *e, uint32_t n, double *bsum)
@@ -347,7 +325,7 @@ static void walk_all(struct walk *k, uint32_t v, float mx, double u)
 	int32_t last = 0;
 
 	for (uint32_t i = 0; i < v; i++)
-		k->ef[i] = exp_neg(k->w[i] - mx);
+		k->ef[i] = o1_sample_exp_neg(k->w[i] - mx);
 	total = ref_total(k->ef, v, k->bsum);
 	while ((b + 1) * 1024 < v && !(u * total < acc + k->bsum[b]))
 		acc += k->bsum[b++];
@@ -371,7 +349,7 @@ static void walk_sorted(struct walk *k, uint32_t v, float mx,
 	double mass = 0, kept = 0;
 
 	for (uint32_t i = 0; i < v; i++)
-		k->order[i] = i, k->ef[i] = exp_neg(k->w[i] - mx);
+		k->order[i] = i, k->ef[i] = o1_sample_exp_neg(k->w[i] - mx);
 	sort_keys = k->w;
 	qsort(k->order, v, sizeof(uint32_t), by_value);
 	for (uint32_t i = 0; i < n; i++)

@@ -44,6 +44,7 @@
 #include "cuda_backend.h"
 #include "cuda_util.h"
 #include "error.h"
+#include "gpu_test.h"
 #include "kv_pool.h"
 #include "model.h"
 
@@ -54,8 +55,6 @@
 #define PAGE	  16
 #define MAX_IDS	  (MAX_PAGES * PAGE)
 
-static const char *o1model;
-static char tmpdir[64];
 static int n_gpus;
 static uint64_t rng = 77;
 
@@ -82,19 +81,6 @@ static uint32_t urand(uint32_t n)
 {
 	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
 	return (uint32_t)((rng >> 33) % n);
-}
-
-static void make_model(const char *args, const char *out, char *path,
-		       size_t size)
-{
-	char cmd[1024];
-
-	snprintf(path, size, "%s/%s", tmpdir, out);
-	if (access(path, F_OK) == 0)
-		return;
-	snprintf(cmd, sizeof(cmd), "%s make %s --out %s >/dev/null", o1model,
-		 args, path);
-	assert_int_equal(system(cmd), 0);
 }
 
 static struct o1_backend_config config(uint32_t tp, bool graphs)
@@ -240,7 +226,7 @@ static void world_open(struct world *w, const char *args, const char *name)
 {
 	char path[256];
 
-	make_model(args, name, path, sizeof(path));
+	o1_gpu_make_model(args, name, path, sizeof(path));
 	assert_int_equal(o1_model_open(path, &w->m), 0);
 	w->vocab = w->m->desc.vocab_size;
 	for (int s = 0; s < N_SEQS; s++) {
@@ -377,7 +363,7 @@ static void test_refused(void **state)
 	char path[256];
 
 	(void)state;
-	make_model(qwen_args, "qwen2", path, sizeof(path));
+	o1_gpu_make_model(qwen_args, "qwen2", path, sizeof(path));
 	assert_int_equal(o1_model_open(path, &m), 0);
 	/* kv heads 2 cannot be split over 4 GPUs */
 	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, m, &c, &b),
@@ -400,25 +386,11 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_tp4),
 	    cmocka_unit_test(test_refused),
 	};
-	char cmd[128];
-	int rc;
-
-	if (argc < 2)
-		return 2;
-	o1model = argv[1];
-	if (o1_cuda_probe() != 0 || cudaGetDeviceCount(&n_gpus) != 0) {
-		fprintf(stderr, "no CUDA device: skipped\n");
-		return 77;
-	}
+	if (cudaGetDeviceCount(&n_gpus) != 0)
+		n_gpus = 0;
 	printf("%d CUDA devices; NCCL_NVLS_ENABLE=%s\n", n_gpus,
 	       getenv("NCCL_NVLS_ENABLE") ? getenv("NCCL_NVLS_ENABLE")
 					  : "(unset: the group sets 0)");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/o1tpXXXXXX");
-	if (!mkdtemp(tmpdir))
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-	return rc;
+	return o1_gpu_test_main(argc, argv, "gpu_tp", tests,
+				sizeof(tests) / sizeof(tests[0]));
 }
