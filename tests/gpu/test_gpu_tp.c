@@ -386,6 +386,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_tp4),
 	    cmocka_unit_test(test_refused),
 	};
+
 	if (cudaGetDeviceCount(&n_gpus) != 0)
 		n_gpus = 0;
 	printf("%d CUDA devices; NCCL_NVLS_ENABLE=%s\n", n_gpus,
