@@ -82,6 +82,9 @@ int o1_grammar_vocab_create(uint32_t n, const uint8_t *const *bytes,
 			    struct o1_grammar_vocab **out);
 void o1_grammar_vocab_destroy(struct o1_grammar_vocab *v);
 uint32_t o1_grammar_vocab_size(const struct o1_grammar_vocab *v);
+/* Token ID's bytes (owned by V) and *LEN; NULL for an id out of range. */
+const uint8_t *o1_grammar_vocab_token(const struct o1_grammar_vocab *v,
+				      uint32_t id, uint32_t *len);
 /* uint32 words of a mask: one bit per token, token i at bit i % 32 of
  * word i / 32; a set bit allows the token. */
 uint32_t o1_grammar_mask_words(const struct o1_grammar_vocab *v);

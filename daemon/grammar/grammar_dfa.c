@@ -235,6 +235,8 @@ static int follow_pairs(struct subset *sc, uint32_t state, bool ref)
 	uint32_t *p = sc->pairs.v, n = sc->pairs.n / 2;
 	int rc = 0;
 
+	if (!n)
+		return 0;
 	qsort(p, n, 2 * sizeof(uint32_t), cmp_pair);
 	for (uint32_t i = 0; i < n && !rc;) {
 		uint32_t sym = p[2 * i], j = i;

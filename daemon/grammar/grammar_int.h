@@ -73,6 +73,8 @@ struct gparse {
 	uint32_t n_ranges, cap_ranges;
 	struct grule *rules;
 	uint32_t n_rules, cap_rules;
+	uint32_t *by_name; /* hash of names -> rule + 1, [name_mask + 1] */
+	uint32_t name_mask;
 	uint32_t root;
 };
 

@@ -136,16 +136,54 @@ static int new_node(struct lexer *lx, uint8_t kind, uint32_t line,
 	return 0;
 }
 
+static uint32_t name_hash(const uint8_t *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 16777619u;
+	return h;
+}
+
+/* Doubles the name table (kept at most half full). */
+static int rehash_names(struct gparse *p)
+{
+	uint32_t mask = p->name_mask ? p->name_mask * 2 + 1 : 63;
+	uint32_t *t = calloc((size_t)mask + 1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->n_rules; i++) {
+		const char *name = p->rules[i].name;
+		uint32_t h = name_hash((const uint8_t *)name, strlen(name));
+
+		while (t[h & mask])
+			h++;
+		t[h & mask] = i + 1;
+	}
+	free(p->by_name);
+	p->by_name = t;
+	p->name_mask = mask;
+	return 0;
+}
+
 static int rule_id(struct lexer *lx, const uint8_t *name, size_t n,
 		   uint32_t *out)
 {
 	struct gparse *p = lx->p;
+	uint32_t h = name_hash(name, n);
 	struct grule *r;
 
-	for (uint32_t i = 0; i < p->n_rules; i++) {
-		if (strlen(p->rules[i].name) == n &&
-		    memcmp(p->rules[i].name, name, n) == 0) {
-			*out = i;
+	if ((p->n_rules + 1) * 2 > p->name_mask && rehash_names(p))
+		return -ENOMEM;
+	for (;; h++) {
+		uint32_t i = p->by_name[h & p->name_mask];
+
+		if (!i)
+			break;
+		if (strlen(p->rules[i - 1].name) == n &&
+		    !memcmp(p->rules[i - 1].name, name, n)) {
+			*out = i - 1;
 			return 0;
 		}
 	}
@@ -163,6 +201,7 @@ static int rule_id(struct lexer *lx, const uint8_t *name, size_t n,
 	r->body = GR_NONE;
 	r->line = lx->line;
 	r->col = lx->col;
+	p->by_name[h & p->name_mask] = p->n_rules + 1;
 	*out = p->n_rules++;
 	return 0;
 }
@@ -293,7 +332,8 @@ static int normalize(struct gparse *p, uint32_t off, bool neg)
 	struct gcp_range *r = p->ranges + off;
 	int rc = 0;
 
-	qsort(r, n, sizeof(*r), cmp_range);
+	if (n)
+		qsort(r, n, sizeof(*r), cmp_range);
 	for (uint32_t i = 0; i < n; i++) {
 		if (m && r[i].lo <= r[m - 1].hi + 1) {
 			if (r[i].hi > r[m - 1].hi)
@@ -349,8 +389,9 @@ static int cut_surrogates(struct gparse *p, uint32_t off)
 				p->ranges[m++] = p->ranges[i];
 		p->n_ranges = m;
 	}
-	qsort(p->ranges + off, p->n_ranges - off, sizeof(*p->ranges),
-	      cmp_range);
+	if (p->n_ranges > off)
+		qsort(p->ranges + off, p->n_ranges - off, sizeof(*p->ranges),
+		      cmp_range);
 	return 0;
 }
 
@@ -721,6 +762,7 @@ void gr_parse_fini(struct gparse *p)
 	for (uint32_t i = 0; i < p->n_rules; i++)
 		free(p->rules[i].name);
 	free(p->rules);
+	free(p->by_name);
 	free(p->ast);
 	free(p->bytes);
 	free(p->ranges);

@@ -187,6 +187,14 @@ uint32_t o1_grammar_vocab_size(const struct o1_grammar_vocab *v)
 	return v->n_tokens;
 }
 
+const uint8_t *o1_grammar_vocab_token(const struct o1_grammar_vocab *v,
+				      uint32_t id, uint32_t *len)
+{
+	if (id >= v->n_tokens)
+		return NULL;
+	return gr_tok(v, id, len);
+}
+
 uint32_t o1_grammar_mask_words(const struct o1_grammar_vocab *v)
 {
 	return (v->n_tokens + 31) / 32;
