@@ -124,8 +124,9 @@ int o1_grammar_matcher_accept_bytes(struct o1_grammar_matcher *m,
  * and -O1_E_GRAMMAR for an ignored token. */
 int o1_grammar_matcher_accept_token(struct o1_grammar_matcher *m,
 				    int32_t id);
-/* Undoes the last N steps. -O1_E_BOUNDS (nothing undone) when fewer than
- * N steps are kept (max_rollback, or since the start). */
+/* Undoes the last N steps. -O1_E_BOUNDS (nothing undone) past
+ * max_rollback or the steps since the start. Trying a token (accept, then
+ * rollback 1) leaves the max_rollback steps before it available. */
 int o1_grammar_matcher_rollback(struct o1_grammar_matcher *m, uint32_t n);
 /* The output so far is a whole sentence of the grammar. */
 bool o1_grammar_matcher_is_complete(const struct o1_grammar_matcher *m);

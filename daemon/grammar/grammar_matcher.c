@@ -19,8 +19,10 @@
  * return state of the rule's calls, on GP_CTX: an over-approximation of
  * all the contexts a rule runs in (grammar_mask.c).
  *
- * The matcher keeps max_rollback steps of history in a ring: the heads,
- * the frame count and the flags before each step.
+ * The matcher keeps history in a ring of max_rollback + 1 entries (the
+ * heads, the frame count and the flags before each step): one more than
+ * can be rolled back, so trying a token (a step, then a rollback of one)
+ * never costs the max_rollback steps before it.
  */
 #include "grammar/grammar_int.h"
 
@@ -276,6 +278,26 @@ int gr_depth_step(struct gdepth *d, struct gcore *c, uint32_t k,
 	uint32_t off = d->off[k] + d->n[k];
 	int rc;
 
+	/* one stack staying inside its rule: no frames made or needed, so
+	 * frames left by another branch may stay until a slow step */
+	if (d->n[k] == 1 && off < d->pool_size) {
+		const struct ghead *h = d->pool + d->off[k];
+		int32_t t = gr_next(c->g, h->s, byte);
+		bool ctx = is_ctx(c, h->p);
+
+		st->n_real = t >= 0 && !ctx;
+		st->n_ctx = t >= 0 && ctx;
+		st->complete = false;
+		if (t < 0)
+			return 0;
+		if (!c->g->states[t].n_ref && !c->g->states[t].accept) {
+			d->pool[off] = (struct ghead){(uint32_t)t, h->p};
+			d->off[k + 1] = off;
+			d->n[k + 1] = 1;
+			d->frames[k + 1] = d->frames[k];
+			return 1;
+		}
+	}
 	gr_core_truncate(c, d->frames[k]);
 	rc = gr_core_step(c, d->pool + d->off[k], d->n[k], byte,
 			  d->pool + off, d->pool_size - off, st);
@@ -357,8 +379,9 @@ int o1_grammar_matcher_create(const struct o1_grammar *g,
 	if (gr_core_init(&m->core, g, m->lim.max_frames, m->lim.max_stacks))
 		goto fail;
 	m->heads = malloc(3 * nh * sizeof(*m->heads));
-	m->hist = malloc(m->lim.max_rollback * sizeof(*m->hist));
-	m->hist_heads = malloc(m->lim.max_rollback * nh * sizeof(struct ghead));
+	m->hist = malloc((m->lim.max_rollback + 1) * sizeof(*m->hist));
+	m->hist_heads = malloc((m->lim.max_rollback + 1) * nh *
+			       sizeof(struct ghead));
 	if (!m->heads || !m->hist || !m->hist_heads)
 		goto fail;
 	m->a = m->heads + nh;
@@ -397,7 +420,7 @@ void o1_grammar_matcher_reset(struct o1_grammar_matcher *m)
 /* Records the state before a step; FRAMES is the frame count then. */
 static void save(struct o1_grammar_matcher *m, uint32_t frames)
 {
-	uint32_t cap = m->lim.max_rollback, slot = m->hist_top;
+	uint32_t cap = m->lim.max_rollback + 1, slot = m->hist_top;
 
 	m->hist[slot] = (struct hist){m->n_heads, frames, m->complete,
 				      m->ended};
@@ -463,10 +486,10 @@ int o1_grammar_matcher_accept_token(struct o1_grammar_matcher *m,
 
 int o1_grammar_matcher_rollback(struct o1_grammar_matcher *m, uint32_t n)
 {
-	uint32_t cap = m->lim.max_rollback, slot;
+	uint32_t cap = m->lim.max_rollback + 1, slot;
 	const struct hist *h;
 
-	if (n > m->hist_count)
+	if (n > m->hist_count || n > m->lim.max_rollback)
 		return -O1_E_BOUNDS;
 	if (!n)
 		return 0;

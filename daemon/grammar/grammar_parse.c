@@ -233,6 +233,8 @@ static int escape(struct lexer *lx, uint32_t *cp)
 	int c = peek(lx);
 	const char *hit = c > 0 ? strchr(simple, c) : NULL;
 
+	if (c < 0)
+		return lx_fail(lx, "unterminated escape");
 	if (hit) {
 		*cp = (uint8_t)value[hit - simple];
 		advance(lx);

@@ -214,10 +214,21 @@ static void test_rollback(void **state)
 	assert_int_equal(feed(m, "2,\"c\":3}"), 0);
 	assert_int_equal(feed(m, "]}"), 0);
 	assert_true(o1_grammar_matcher_is_terminated(m));
-	/* 2 steps since the rollback + 1 left before it: to {"a":[1,{"b */
-	assert_int_equal(o1_grammar_matcher_rollback(m, 3), 0);
-	assert_int_equal(o1_grammar_matcher_rollback(m, 1), -O1_E_BOUNDS);
-	assert_int_equal(feed(m, "\":2}]}"), 0);
+	/* never more than 4 at once; the 2 new steps and 2 older ones */
+	assert_int_equal(o1_grammar_matcher_rollback(m, 5), -O1_E_BOUNDS);
+	assert_int_equal(o1_grammar_matcher_rollback(m, 4), 0);
+	assert_int_equal(feed(m, "{\"b\":2}]}"), 0);
+	assert_true(o1_grammar_matcher_is_complete(m));
+	/* trying steps (feed, roll back one) keeps the 4 */
+	o1_grammar_matcher_reset(m);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(feed(m, i ? ",1" : "[1"), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(feed(m, "]"), 0);
+		assert_int_equal(o1_grammar_matcher_rollback(m, 1), 0);
+	}
+	assert_int_equal(o1_grammar_matcher_rollback(m, 4), 0);
+	assert_int_equal(feed(m, ",2]"), 0);
 	assert_true(o1_grammar_matcher_is_complete(m));
 	o1_grammar_matcher_destroy(m);
 	o1_grammar_destroy(g);

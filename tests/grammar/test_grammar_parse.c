@@ -48,6 +48,8 @@ static void test_syntax_errors(void **state)
 	    {"root ::= [^\\x00-\\U0010FFFF]", -O1_E_FORMAT, 1, 10,
 	     "matches nothing"},
 	    {"root ::= \"\\q\"", -O1_E_FORMAT, 1, 13, "unknown escape"},
+	    {"root ::= \"\\", -O1_E_FORMAT, 1, 12, "unterminated escape"},
+	    {"root ::= [\\", -O1_E_FORMAT, 1, 12, "unterminated escape"},
 	    {"root ::= \"\\x4\"", -O1_E_FORMAT, 1, 14, "hex digit"},
 	    {"root ::= \"\\uD800\"", -O1_E_FORMAT, 1, 11, "not a character"},
 	    {"root ::= \"\\U00110000\"", -O1_E_FORMAT, 1, 11,
