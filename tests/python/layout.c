@@ -13,6 +13,7 @@
 static void client_opts(void)
 {
 	SIZE(o1_client_opts);
+	OFF(o1_client_opts, sz);
 	OFF(o1_client_opts, socket_path);
 	OFF(o1_client_opts, name);
 	OFF(o1_client_opts, sq_entries);
@@ -25,6 +26,7 @@ static void client_opts(void)
 static void sampling(void)
 {
 	SIZE(o1_sampling);
+	OFF(o1_sampling, sz);
 	OFF(o1_sampling, temperature);
 	OFF(o1_sampling, top_p);
 	OFF(o1_sampling, min_p);
@@ -40,6 +42,7 @@ static void sampling(void)
 static void submit_opts(void)
 {
 	SIZE(o1_submit_opts);
+	OFF(o1_submit_opts, sz);
 	OFF(o1_submit_opts, req_id);
 	OFF(o1_submit_opts, text);
 	OFF(o1_submit_opts, text_len);
@@ -58,6 +61,7 @@ static void submit_opts(void)
 static void event(void)
 {
 	SIZE(o1_event);
+	OFF(o1_event, type);
 	OFF(o1_event, req_id);
 	OFF(o1_event, n_ids);
 	OFF(o1_event, ids);
@@ -93,6 +97,7 @@ static void event(void)
 static void trace(void)
 {
 	SIZE(o1_trace_round);
+	OFF(o1_trace_round, round);
 	OFF(o1_trace_round, prompt_tokens);
 	OFF(o1_trace_round, cached_tokens);
 	OFF(o1_trace_round, generated_tokens);
@@ -106,6 +111,7 @@ static void trace(void)
 	OFF(o1_trace_round, text_len);
 	OFF(o1_trace_round, complete);
 	SIZE(o1_trace);
+	OFF(o1_trace, n_rounds);
 	OFF(o1_trace, rounds);
 	OFF(o1_trace, stop);
 	OFF(o1_trace, done);
@@ -114,6 +120,7 @@ static void trace(void)
 static void device_output(void)
 {
 	SIZE(o1_device_output);
+	OFF(o1_device_output, sz);
 	OFF(o1_device_output, area);
 	OFF(o1_device_output, rows);
 	OFF(o1_device_output, row_floats);
