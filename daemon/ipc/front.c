@@ -43,11 +43,11 @@
 #include <liburing.h>
 
 #include "control.h"
-#include "doorbell.h"
-#include "error.h"
+#include "shm/doorbell.h"
+#include "common/error.h"
 #include "front.h"
-#include "log.h"
-#include "region.h"
+#include "common/log.h"
+#include "shm/region.h"
 
 #define O1_IORING_OP_FUTEX_WAIT 51   /* kernel >= 6.7; liburing 2.3 lacks it */
 #define O1_FUTEX2_SIZE_U32	0x02 /* futex2 flags; no FUTEX2_PRIVATE */

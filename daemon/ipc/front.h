@@ -12,9 +12,9 @@
 #include <liburing.h>
 
 #include "ipc.h"
-#include "region.h"
-#include "ring.h"
-#include "wire.h"
+#include "shm/region.h"
+#include "shm/ring.h"
+#include "shm/wire.h"
 
 #define DRAIN_BATCH_MAX	  64 /* submissions per client per pass */
 #define O1_IPC_LINGER_MAX 16 /* refused sockets waiting for their hello */

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "error.h"
+#include "common/error.h"
 #include "front.h"
-#include "log.h"
+#include "common/log.h"
 
 #define O1_IORING_OP_FUTEX_WAIT 51
 #define DEF(field, v)                                                          \

@@ -15,10 +15,10 @@
 #include <time.h>
 
 #include "engine_int.h"
-#include "error.h"
+#include "common/error.h"
 #include "faults.h"
-#include "log.h"
-#include "metrics_writer.h"
+#include "common/log.h"
+#include "metrics/metrics_writer.h"
 
 #define NONE		  UINT32_MAX
 #define BLOCKED_WAIT_NS	  2000000ull   /* sequences wait for a reader */

@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire.h"
+#include "shm/wire.h"
 
 #define O1_REQ_OUT_ENTRIES   128 /* power of two */
 #define O1_REQ_FINAL_RESERVE 2	 /* a refinement's last ROUND, the FINAL */

@@ -23,8 +23,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "harness.h"
-#include "test_util.h"
+#include "tests/ipc/ipc_harness.h"
+#include "tests/common/test_util.h"
 
 static const char *server_bin, *o1chat, *o1bench;
 static struct test_server srv;
