@@ -185,10 +185,10 @@ static double line_kv(const char *out, const char *label, const char *key)
  * clients at once among them, and the server's idle CPU is reported. */
 static void test_o1bench_ping(void **state)
 {
-	static const char *const lines[] = {"shm-spin", "shm-spin-4clients",
-					    "shm-sleep", "unix-socket",
-					    "unix-socket-sleep"};
-	static const int counts[] = {400, 400, 20, 400, 20};
+	static const char *const lines[] = {
+	    "shm-spin",	   "shm-spin-4clients", "shm-sleep",
+	    "shm-sleep-daemon", "unix-socket",	"unix-socket-sleep"};
+	static const int counts[] = {400, 400, 20, 20, 400, 20};
 	char cmd[1024], out[4096];
 
 	(void)state;
@@ -197,7 +197,7 @@ static void test_o1bench_ping(void **state)
 		 "--gap-us 300 --clients 4",
 		 o1bench, srv.path);
 	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		assert_int_equal(line_kv(out, lines[i], "n"), counts[i]);
 		assert_true(line_kv(out, lines[i], "p50_us") > 0);
 		assert_true(line_kv(out, lines[i], "p50_us") <=

@@ -321,6 +321,11 @@ static int run(const struct ping_args *a, uint64_t *ns)
 	if (!ret)
 		ret =
 		    shm_path(a, "shm-sleep", 1, a->sleep_count, a->gap_us, ns);
+	/* The daemon asleep, the client waiting with libo1client's default
+	 * spin (20 us): an application calling every few milliseconds. */
+	if (!ret)
+		ret = shm_path(a, "shm-sleep-daemon", 0, a->sleep_count,
+			       a->gap_us, ns);
 	if (!ret)
 		ret = unix_path("unix-socket", a->count, 0, ns);
 	if (!ret)
