@@ -162,6 +162,32 @@ static void test_o1bench_run(void **state)
 	cJSON_Delete(root);
 }
 
+/* Eight streams over two connections: every request completes, and the
+ * peak in flight shows at least one connection's four at once (each
+ * submits its whole share before it waits) and never more than eight. */
+static void test_o1bench_connections(void **state)
+{
+	char cmd[1024], out[4096];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --socket %s --requests 40 --concurrency 8 "
+		 "--connections 2 --cold --max-tokens 25",
+		 o1bench, srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
+	assert_int_equal(kv(out, "completed"), 40);
+	assert_int_equal(kv(out, "errors"), 0);
+	assert_int_equal(kv(out, "tokens"), 40 * 25);
+	assert_int_equal(kv(out, "connections"), 2);
+	assert_true(kv(out, "peak_inflight") >= 4);
+	assert_true(kv(out, "peak_inflight") <= 8);
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --socket %s --requests 4 --concurrency 2 "
+		 "--connections 3 --max-tokens 4 2>/dev/null",
+		 o1bench, srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
+}
+
 /* The value of KEY on the line that starts with LABEL and a space. */
 static double line_kv(const char *out, const char *label, const char *key)
 {
@@ -259,6 +285,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_o1chat_stream),
 	    cmocka_unit_test(test_o1chat_errors),
 	    cmocka_unit_test(test_o1bench_run),
+	    cmocka_unit_test(test_o1bench_connections),
 	    cmocka_unit_test(test_o1bench_ping),
 	    cmocka_unit_test(test_o1bench_errors),
 	};
