@@ -1,7 +1,7 @@
 /* See sampling.h: parameter and result copies, nothing else. */
 #include <stddef.h>
 
-#include "sampler.h"
+#include "sampler/sampler.h"
 #include "sampling.h"
 
 int o1_sampling_create(const struct o1_sampling_req *r, uint32_t vocab,

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sample.h"
+#include "kernels/sample.h"
 
 #define O1_SAMPLING_TOP_MAX 20
 

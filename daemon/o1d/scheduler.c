@@ -25,13 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "log.h"
-#include "metrics_writer.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "metrics/metrics_writer.h"
 #include "prefix_cache.h"
 #include "sampling.h"
 #include "scheduler.h"
-#include "threads.h"
+#include "kernels/threads.h"
 
 #define HOLD_CAP     2048
 #define TEXT_PER_EV  44 /* text bytes per event, leaving room for a cut */

@@ -66,11 +66,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend.h"
-#include "chat_template.h"
-#include "kv_pool.h"
+#include "backend/backend.h"
+#include "tokenizer/chat_template.h"
+#include "backend/kv_pool.h"
 #include "request.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 struct o1_metrics;
 struct o1_sched;

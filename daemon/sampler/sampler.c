@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 _Static_assert(O1_SAMPLER_MAX_LOGPROBS == O1_SAMPLE_MAX_TOP,
 	       "one top-n bound for the sampler and the kernels");

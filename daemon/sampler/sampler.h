@@ -54,7 +54,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sample.h"
+#include "kernels/sample.h"
 
 #define O1_SAMPLER_MAX_LOGPROBS 20
 #define O1_SAMPLER_MAX_STOP_IDS 16

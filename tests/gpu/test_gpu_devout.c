@@ -42,10 +42,10 @@
 
 #include <cmocka.h>
 
-#include "cuda_util.h"
+#include "kernels/cuda_util.h"
 #include "devout_client.h"
-#include "harness.h"
-#include "sample.h"
+#include "tests/daemon/daemon_harness.h"
+#include "kernels/sample.h"
 
 #define N_TOKENS 20
 #define RING	 8

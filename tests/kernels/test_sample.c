@@ -19,9 +19,9 @@
 #include <errno.h>
 #include <math.h>
 
-#include "error.h"
-#include "sample.h"
-#include "sampler.h"
+#include "common/error.h"
+#include "kernels/sample.h"
+#include "sampler/sampler.h"
 
 #define V	   8
 #define STEPS	   5

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "metrics_reader.h"
-#include "metrics_render.h"
+#include "config/config.h"
+#include "metrics/metrics_reader.h"
+#include "metrics/metrics_render.h"
 
 #define RULES	   O1_SOURCE_DIR "/config/o1d-alerts.yml"
 #define RULES_TEST O1_SOURCE_DIR "/config/o1d-alerts.test.yml"

@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "error.h"
-#include "sampler.h"
+#include "common/error.h"
+#include "sampler/sampler.h"
 
 #define V     8
 #define DRAWS 20000

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "sampler.h"
+#include "sampler/sampler.h"
 
 #define CALLS 12
 

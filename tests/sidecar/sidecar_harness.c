@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "sidecar_harness.h"
-#include "test_util.h"
+#include "tests/common/test_util.h"
 
 const char *o1d_bin, *o1model_bin, *sidecar_bin;
 char dir[64], sock[128], model[128], metrics[128];

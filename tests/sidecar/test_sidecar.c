@@ -37,9 +37,9 @@
 #include <cmocka.h>
 #include <o1/client.h>
 
-#include "admin.h"
+#include "o1d/admin.h"
 #include "sidecar_harness.h"
-#include "test_util.h"
+#include "tests/common/test_util.h"
 
 static struct proc side;
 static char access_log[192];

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "sidecar_harness.h"
-#include "test_util.h"
+#include "tests/common/test_util.h"
 
 static const char *node_src;
 static char node_dir[512];

@@ -31,7 +31,7 @@
 #include <o1/client.h>
 
 #include "sidecar_harness.h"
-#include "test_util.h"
+#include "tests/common/test_util.h"
 
 #define STEPS 3
 

@@ -16,8 +16,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "sidecar_request.h"
-#include "sidecar_response.h"
+#include "tools/sidecar/sidecar_request.h"
+#include "tools/sidecar/sidecar_response.h"
 
 static int parse(const char *body, enum o1_sidecar_kind k,
 		 struct o1_sidecar_request *r, struct o1_sidecar_req_error *e)

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "sampler.h"
-#include "threads.h"
+#include "sampler/sampler.h"
+#include "kernels/threads.h"
 
 #define N_ROWS 8
 

@@ -12,13 +12,13 @@
 #include <string.h>
 
 #include "args.h"
-#include "backend.h"
-#include "error.h"
-#include "kv_pool.h"
-#include "model.h"
+#include "backend/backend.h"
+#include "common/error.h"
+#include "backend/kv_pool.h"
+#include "model/model.h"
 #include "o1model.h"
-#include "sampler.h"
-#include "tokenizer.h"
+#include "sampler/sampler.h"
+#include "tokenizer/tokenizer.h"
 
 #define RUN_CHUNK   512
 #define RUN_MAX_IDS (1u << 20)
