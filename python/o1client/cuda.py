@@ -8,7 +8,8 @@ copy through host memory (libo1client-cuda over CUDA IPC).
             tok.check()          # raises StaleRowError if it was lapped
 
 Each DeviceToken exposes ``__cuda_array_interface__`` (version 3: a
-read-only float32 vector of the vocabulary's size), so torch.as_tensor,
+float32 vector of the vocabulary's size, the daemon's memory: read it,
+never write it), so torch.as_tensor,
 cupy.asarray and numba take it without a copy; ``to_torch()`` and
 ``to_cupy()`` do that when those packages are importable, and
 ``to_host()`` copies the row with the CUDA runtime (standard library
@@ -177,7 +178,9 @@ class DeviceToken:
         return {
             "shape": (self.size,),
             "typestr": "<f4",
-            "data": (self.data_ptr, True),
+            # not flagged read-only, since torch refuses such views; the
+            # row is the daemon's: never write into it
+            "data": (self.data_ptr, False),
             "strides": None,
             "version": 3,
             # 1: the legacy default stream (0 is not allowed here)
