@@ -9,6 +9,7 @@ ipc.device_outputs > 0, libo1client-cuda, and torch (or cupy).
 """
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -45,11 +46,7 @@ def main() -> int:
     ap.add_argument("--socket")
     ap.add_argument("--max-tokens", type=int, default=16)
     args = ap.parse_args()
-    try:
-        import torch  # noqa: F401
-        xp = "torch"
-    except ImportError:
-        xp = "cupy"
+    xp = "torch" if importlib.util.find_spec("torch") else "cupy"
     with o1client.Client(args.socket, device_outputs=True,
                          name="score_device_logits.py") as client:
         info = client.device_output()

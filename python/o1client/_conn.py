@@ -471,6 +471,12 @@ class Conn:
         finally:
             self._api.release()
 
+    def __del__(self) -> None:  # nobody holds the client or a stream
+        try:
+            self.close()
+        except Exception:
+            pass
+
     def close(self) -> None:
         """Closes the handle (waits for a pumping thread's slice)."""
         with self._api:

@@ -145,8 +145,9 @@ class Client:
     see device_output() and o1client.cuda). ``spin_us``: how long a wait
     busy-polls before it sleeps (0: the library's 20 us).
 
-    Use it as a context manager, or call close(). A closed client raises
-    ClientClosedError on every call."""
+    Use it as a context manager, or call close(); otherwise the
+    connection closes once the client and all its streams are gone. A
+    closed client raises ClientClosedError on every call."""
 
     def __init__(self, socket: Optional[str] = None,
                  config: Optional[str] = None, *, name: str = "python",
@@ -180,12 +181,6 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def reconnect(self, timeout: float = 5.0) -> None:
         """After DaemonGoneError: connects again (retrying while nobody

@@ -3,6 +3,7 @@ layout, its version against libo1client's SOVERSION, the socket default
 (as o1ctl finds it), and an offline install with pip."""
 
 import ctypes
+import importlib.util
 import os
 import re
 import shutil
@@ -82,9 +83,7 @@ def test_client_uses_o1d_socket_env(daemon, monkeypatch):
 
 
 def test_pip_install_offline(tmp_path, daemon):
-    try:
-        import pip  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("pip") is None:
         pytest.skip("pip is not installed for this python")
     src = tmp_path / "src"
     shutil.copytree(REPO / "python", src,

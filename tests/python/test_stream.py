@@ -6,6 +6,7 @@ from 10 threads, each token-exact against `o1model run`."""
 import threading
 
 import o1client
+import pytest
 from conftest import spec
 from o1client import FinalEvent, LogprobsEvent, TokenEvent
 
@@ -150,3 +151,25 @@ def test_threads_with_their_own_clients(daemon, reference):
     for t in threads:
         t.join()
     assert ok == [True] * 4
+
+
+def test_stream_keeps_its_connection(daemon, reference):
+    s = spec(1)
+    stream = o1client.Client(daemon.socket).generate(list(s.ids),
+                                                     stream=True,
+                                                     **s.params())
+    # the Client object is gone; its connection lives with the stream
+    assert stream.completion().token_ids == reference.ids(s)
+
+
+def test_timeout_cancels(client, reference):
+    with pytest.raises(o1client.O1TimeoutError) as ei:
+        client.generate([5, 6, 7], timeout=0, **LONG)
+    assert isinstance(ei.value, TimeoutError)
+    with pytest.raises(o1client.O1TimeoutError):
+        stream = client.generate([5, 6, 7], timeout=0, stream=True, **LONG)
+        next(stream)
+    stream.close()
+    s = spec(2)
+    assert client.generate(list(s.ids), **s.params()).token_ids == \
+        reference.ids(s)
