@@ -29,9 +29,9 @@
 #include "common/log.h"
 #include "metrics/metrics_writer.h"
 #include "prefix_cache.h"
-#include "sampling.h"
-#include "scheduler.h"
 #include "kernels/threads.h"
+#include "sampler/sampler.h"
+#include "scheduler.h"
 
 #define HOLD_CAP     2048
 #define TEXT_PER_EV  44 /* text bytes per event, leaving room for a cut */
@@ -90,7 +90,7 @@ struct batch_ent {
 	bool dev;	  /* its row goes to a device output area */
 	uint32_t dev_seq; /* at this sequence number */
 	int err;	  /* of the sampling, then smp is the token */
-	struct o1_sampling_out smp;
+	struct o1_sampler_out smp;
 };
 
 struct o1_sched {
@@ -272,7 +272,7 @@ void o1_sched_destroy(struct o1_sched *s)
 	o1_threads_destroy(s->samplers);
 	for (uint32_t i = 0; s->seqs && i < s->o.n_slots; i++) {
 		o1_kv_table_fini(s->o.pool, &s->seqs[i].table);
-		o1_sampling_destroy(s->seqs[i].sampler);
+		o1_sampler_destroy(s->seqs[i].sampler);
 		free(s->seqs[i].tokens);
 		free(s->seqs[i].pages);
 		free(s->seqs[i].answer);
@@ -346,7 +346,7 @@ static void conf_get(const struct seq *q, float *mean_lp, float *min_lp,
 	*mean_ent = q->n_conf ? (float)(q->sum_ent / q->n_conf) : 0.0f;
 }
 
-static void conf_add(struct seq *q, const struct o1_sampling_out *smp)
+static void conf_add(struct seq *q, const struct o1_sampler_out *smp)
 {
 	if (!q->n_conf || smp->logprob < q->min_lp)
 		q->min_lp = smp->logprob;
@@ -446,14 +446,14 @@ static void finish(struct o1_sched *s, struct seq *q,
 {
 	unlist(s, q);
 	o1_kv_table_fini(s->o.pool, &q->table);
-	o1_sampling_destroy(q->sampler);
+	o1_sampler_destroy(q->sampler);
 	q->sampler = NULL;
 	push_final(s, q, reason, error);
 }
 
 /* Text events: LEN bytes cut at character boundaries; the first event
  * carries the token of SMP (when not NULL) and its confidence. */
-static void push_text(struct seq *q, const struct o1_sampling_out *smp,
+static void push_text(struct seq *q, const struct o1_sampler_out *smp,
 		      const char *text, uint32_t len)
 {
 	bool conf = q->req->params.flags & O1_SUBMIT_CONFIDENCE;
@@ -489,7 +489,7 @@ static void push_text(struct seq *q, const struct o1_sampling_out *smp,
 	} while (off < len);
 }
 
-static void push_logprobs(struct seq *q, const struct o1_sampling_out *smp,
+static void push_logprobs(struct seq *q, const struct o1_sampler_out *smp,
 			  uint32_t position)
 {
 	for (uint32_t at = 0; at < smp->n_top; at += O1_WIRE_TOP_PER) {
@@ -503,8 +503,8 @@ static void push_logprobs(struct seq *q, const struct o1_sampling_out *smp,
 		ev.logprobs.position = position;
 		ev.logprobs.req_id = q->req->req_id;
 		for (uint32_t i = 0; i < n; i++) {
-			ev.logprobs.ids[i] = (uint32_t)smp->top_id[at + i];
-			ev.logprobs.logprobs[i] = smp->top_lp[at + i];
+			ev.logprobs.ids[i] = (uint32_t)smp->top[at + i].id;
+			ev.logprobs.logprobs[i] = smp->top[at + i].logprob;
 		}
 		o1_req_out_push(q->req, &ev);
 	}
@@ -615,7 +615,7 @@ static void answer_append(struct o1_sched *s, struct seq *q, const char *text,
 }
 
 static void emit(struct o1_sched *s, struct seq *q,
-		 const struct o1_sampling_out *smp, uint32_t pos, bool end,
+		 const struct o1_sampler_out *smp, uint32_t pos, bool end,
 		 bool *stopped)
 {
 	uint32_t out = releasable(q, stopped);
@@ -630,11 +630,20 @@ static void emit(struct o1_sched *s, struct seq *q,
 	q->n_hold -= out;
 }
 
-static enum o1_finish_reason wire_reason(enum o1_sampling_end f)
+/* The one mapping of the sampler's ends to the wire's finish reasons
+ * (a switch without default: a new end is a compiler warning here). */
+static enum o1_finish_reason wire_reason(enum o1_sampler_end e)
 {
-	return f == O1_SAMPLING_EOS	  ? O1_FINISH_EOS
-	       : f == O1_SAMPLING_STOP_ID ? O1_FINISH_STOP
-					  : O1_FINISH_LENGTH;
+	switch (e) {
+	case O1_SAMPLER_END_EOS:
+		return O1_FINISH_EOS;
+	case O1_SAMPLER_END_STOP_ID:
+		return O1_FINISH_STOP;
+	case O1_SAMPLER_END_LENGTH:
+	case O1_SAMPLER_CONTINUE: /* not asked: the request goes on */
+		break;
+	}
+	return O1_FINISH_LENGTH;
 }
 
 static void round_end(struct o1_sched *s, struct seq *q,
@@ -646,7 +655,7 @@ static void on_token(struct o1_sched *s, struct seq *q,
 		     const struct batch_ent *b)
 {
 	struct o1_req *r = q->req;
-	struct o1_sampling_out smp = b->smp;
+	struct o1_sampler_out smp = b->smp;
 	uint64_t now = now_ns();
 	uint32_t pos;
 	bool end, stopped;
@@ -664,12 +673,12 @@ static void on_token(struct o1_sched *s, struct seq *q,
 	observe(s, pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
 		now - (pos ? q->last_token_ns : r->submit_ns));
 	q->last_token_ns = now;
-	if (smp.end == O1_SAMPLING_GO && q->n_tokens >= s->o.max_context)
-		smp.end = O1_SAMPLING_LENGTH;
-	end = smp.end != O1_SAMPLING_GO;
+	if (smp.end == O1_SAMPLER_CONTINUE && q->n_tokens >= s->o.max_context)
+		smp.end = O1_SAMPLER_END_LENGTH;
+	end = smp.end != O1_SAMPLER_CONTINUE;
 	/* EOS and stop ids end the text: theirs is not sent */
 	hold_append(s, q,
-		    smp.end == O1_SAMPLING_EOS || smp.end == O1_SAMPLING_STOP_ID
+		    smp.end == O1_SAMPLER_END_EOS || smp.end == O1_SAMPLER_END_STOP_ID
 			? -1
 			: smp.id,
 		    end);
@@ -807,29 +816,37 @@ static int tokenize(struct o1_sched *s, struct seq *q)
 	return 0;
 }
 
+_Static_assert(O1_REQ_STOP_IDS <= O1_SAMPLER_MAX_STOP_IDS,
+	       "every stop id of a request reaches its sampler");
+
+/* The sampler of Q's request, with its prompt recorded (penalties). */
 static int make_sampler(struct o1_sched *s, struct seq *q)
 {
 	const struct o1_req *r = q->req;
 	const struct o1_wire_submit *w = &r->params;
-	struct o1_sampling_req p = {
+	struct o1_sampler_params p = {
 	    .temperature = w->temperature,
+	    .top_k = w->top_k,
 	    .top_p = w->top_p,
 	    .min_p = w->min_p,
-	    .repeat_penalty = w->repeat_penalty,
+	    .repetition_penalty = w->repeat_penalty,
 	    .presence_penalty = w->presence_penalty,
 	    .frequency_penalty = w->frequency_penalty,
-	    .top_k = w->top_k,
+	    .seed = w->seed,
 	    .n_logprobs = w->n_logprobs,
 	    .max_tokens = w->max_tokens,
-	    .seed = w->seed,
 	    .eos_id = s->o.eos_id,
 	    .ignore_eos = w->flags & O1_SUBMIT_IGNORE_EOS,
-	    .stop_ids = r->stop_ids,
 	    .n_stop_ids = r->n_stop_ids,
 	};
+	int err;
 
-	return o1_sampling_create(&p, s->o.vocab_size, q->tokens, q->n_tokens,
-				  &q->sampler);
+	for (uint32_t i = 0; i < r->n_stop_ids; i++)
+		p.stop_ids[i] = (int32_t)r->stop_ids[i];
+	err = o1_sampler_create(&p, s->o.vocab_size, &q->sampler);
+	if (!err)
+		err = o1_sampler_add_prompt(q->sampler, q->tokens, q->n_tokens);
+	return err;
 }
 
 static uint32_t pages_for(const struct o1_sched *s, uint32_t tokens)
@@ -997,7 +1014,7 @@ static int next_round(struct o1_sched *s, struct seq *q)
 			o1_strerror(err));
 		return err;
 	}
-	o1_sampling_destroy(q->sampler);
+	o1_sampler_destroy(q->sampler);
 	q->sampler = NULL;
 	return make_sampler(s, q);
 }
@@ -1259,10 +1276,10 @@ static void sample_task(void *arg, uint32_t task, uint32_t worker)
 
 	(void)worker;
 	if (b->host)
-		b->err = o1_sampling_next(
+		b->err = o1_sampler_sample(
 		    smp, s->logits + (size_t)task * s->o.vocab_size, &b->smp);
 	else if (b->samples)
-		b->err = o1_sampling_accept(smp, &s->results[task], &b->smp);
+		b->err = o1_sampler_accept(smp, &s->results[task], &b->smp);
 }
 
 /* Samples every sequence of the step (in parallel when several are
@@ -1347,7 +1364,7 @@ static void sample_row(struct o1_sched *s, uint32_t i)
 	uint32_t n;
 
 	if (b->samples &&
-	    !o1_sampling_row(s->seqs[b->slot].sampler, r, s->pens + s->n_pens,
+	    !o1_sampler_row(s->seqs[b->slot].sampler, r, s->pens + s->n_pens,
 			     s->o.sample_pens - s->n_pens, &n)) {
 		r->pen_off = s->n_pens;
 		s->n_pens += n;

@@ -27,10 +27,10 @@
  * Sampling: on the host by default, each sequence by its own sampler from
  * its logits row, the step's sequences in parallel on sampler_threads. With
  * sample_in_backend the step samples where the logits are: before the step
- * each sequence's row (o1_sampling_row: the uniform drawn from its PRNG,
+ * each sequence's row (o1_sampler_row: the uniform drawn from its PRNG,
  * its penalty entries packed into one array of sample_pens entries, sized
  * at create) goes with the step, and its result is recorded after it
- * (o1_sampling_accept), so the tokens, logprobs and finishes are those of
+ * (o1_sampler_accept), so the tokens, logprobs and finishes are those of
  * host sampling. A sequence that computes without sampling (a prefill
  * chunk) gets a greedy row whose result is ignored. A sequence whose
  * penalty list does not fit the room left that step is sampled on the host
