@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 static const char *const family_names[O1_CHAT_N] = {
     [O1_CHAT_CHATML] = "chatml",

@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "chat_template.h"
-#include "error.h"
-#include "log.h"
+#include "tokenizer/chat_template.h"
+#include "common/error.h"
+#include "common/log.h"
 
 #define MSGS(...)                                                              \
 	(const struct o1_chat_message[]){__VA_ARGS__},                         \
