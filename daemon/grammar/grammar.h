@@ -119,9 +119,10 @@ void o1_grammar_matcher_reset(struct o1_grammar_matcher *m);
 int o1_grammar_matcher_accept_bytes(struct o1_grammar_matcher *m,
 				    const uint8_t *bytes, size_t len);
 /* Consumes token ID: its bytes, or for an end token the end of the output
- * (allowed only when complete; the matcher is then terminated). Errors as
- * for accept_bytes, plus -O1_E_BOUNDS for an id outside the vocabulary
- * and -O1_E_GRAMMAR for an ignored token. */
+ * (allowed only when complete; the matcher is then terminated). Returns
+ * 0, or 1 when ID was an end token. Errors as for accept_bytes, plus
+ * -O1_E_BOUNDS for an id outside the vocabulary and -O1_E_GRAMMAR for an
+ * ignored token. */
 int o1_grammar_matcher_accept_token(struct o1_grammar_matcher *m,
 				    int32_t id);
 /* Undoes the last N steps. -O1_E_BOUNDS (nothing undone) past
@@ -133,6 +134,8 @@ bool o1_grammar_matcher_is_complete(const struct o1_grammar_matcher *m);
 /* Nothing more may follow: an end token was accepted, or the output is
  * complete and the grammar allows no further byte. */
 bool o1_grammar_matcher_is_terminated(const struct o1_grammar_matcher *m);
+/* o1_grammar_mask_words of the matcher's vocabulary; 0 without one. */
+uint32_t o1_grammar_matcher_mask_words(const struct o1_grammar_matcher *m);
 /* Fills MASK (N_WORDS >= o1_grammar_mask_words) with the tokens allowed
  * next: text tokens whose bytes the grammar accepts here, and end tokens
  * when complete. -EINVAL without tokens or with too few words,

@@ -476,7 +476,7 @@ int o1_grammar_matcher_accept_token(struct o1_grammar_matcher *m,
 			return -O1_E_GRAMMAR;
 		save(m, m->core.n_frames);
 		m->ended = true;
-		return 0;
+		return 1;
 	}
 	b = gr_tok(v, (uint32_t)id, &len);
 	if (v->kind[id] != O1_GRAMMAR_TOKEN_TEXT || !len)
@@ -514,6 +514,11 @@ bool o1_grammar_matcher_is_complete(const struct o1_grammar_matcher *m)
 bool o1_grammar_matcher_is_terminated(const struct o1_grammar_matcher *m)
 {
 	return m->ended || (m->complete && !m->n_heads);
+}
+
+uint32_t o1_grammar_matcher_mask_words(const struct o1_grammar_matcher *m)
+{
+	return m->t ? m->t->n_words : 0;
 }
 
 int o1_grammar_matcher_fill_mask(struct o1_grammar_matcher *m,

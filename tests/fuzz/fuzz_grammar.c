@@ -59,9 +59,9 @@ static void check_mask(struct o1_grammar_matcher *m, uint32_t *mask,
 
 		if (rc == -O1_E_BOUNDS)
 			continue;
-		if ((rc == 0) != bit)
+		if ((rc >= 0) != bit)
 			abort();
-		if (!rc && o1_grammar_matcher_rollback(m, 1))
+		if (rc >= 0 && o1_grammar_matcher_rollback(m, 1))
 			abort();
 	}
 }

@@ -262,6 +262,7 @@ static int run_walks(struct bench *b, const struct opts *o)
 				break;
 			rc = o1_grammar_matcher_accept_token(
 				b->m, (int32_t)cand[rnd(&seed) % n]);
+			rc = rc < 0 ? rc : 0; /* 1: an end token */
 		}
 	}
 	free(cand);
