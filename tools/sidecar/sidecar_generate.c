@@ -335,6 +335,16 @@ static int prepare(struct run *r, enum o1_sidecar_kind kind,
 		return -1;
 	}
 	c->log.stream = r->req.stream;
+	if (r->req.grammar) { /* parsed and checked; not carried yet */
+		*res = o1_sidecar_reply_error(
+		    c, 400,
+		    "response_format: the schema is supported, but this "
+		    "o1d cannot enforce it yet (the wire protocol does not "
+		    "carry grammars)",
+		    "invalid_request_error", "response_format",
+		    "unsupported_value");
+		return -1;
+	}
 	if (!r->req.max_tokens && c->h->o.vocab) /* OpenAI: up to the end */
 		r->req.max_tokens = o1_sidecar_vocab_context(c->h->o.vocab);
 	o1_sidecar_model(c->h, r->model, sizeof(r->model));

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "sidecar_request.h"
+#include "sidecar_format.h"
 
 #define MAX_TOKENS_LIMIT (1u << 24)
 #define PROMPT_IDS_MAX	 (1u << 24)
@@ -428,6 +429,8 @@ static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		ret = parse_flags(root, r, err);
 	if (!ret)
 		ret = parse_refine(root, r, err);
+	if (!ret)
+		ret = o1_sidecar_format_parse(root, r, err);
 	return ret;
 }
 
@@ -462,5 +465,6 @@ void o1_sidecar_request_fini(struct o1_sidecar_request *req)
 	free(req->ids);
 	for (size_t i = 0; i < req->n_stop; i++)
 		free(req->stop[i]);
+	free(req->grammar);
 	memset(req, 0, sizeof(*req));
 }
