@@ -1291,11 +1291,13 @@ int o1_grammar_from_schema(const char *schema, size_t len,
  * the schema. */
 static void translate(struct gsc *c, struct o1_grammar_error *err)
 {
-	unsigned id;
-	const char *p = err ? strstr(err->msg, "rule 's") : NULL;
+	unsigned id = 0;
+	const char *p = err ? strstr(err->msg, "rule '") : NULL;
 	char what[160];
 
-	if (!p || sscanf(p, "rule 's%u'", &id) != 1 || id >= c->n_map)
+	/* root is "root ::= s0": the document itself */
+	if (!p || (strncmp(p, "rule 'root'", 11) &&
+		   (sscanf(p, "rule 's%u'", &id) != 1 || id >= c->n_map)))
 		return;
 	snprintf(what, sizeof(what), "%s",
 		 strstr(err->msg, "too large")	      ? "makes the grammar too large"

@@ -376,9 +376,238 @@ static void test_suite(void **state)
 	assert_true(all.compiled >= 160);
 }
 
+/* SCHEMA compiled (OPTS may be NULL); YES must be whole sentences, NO
+ * must not. */
+static void check(const char *schema,
+		  const struct o1_grammar_schema_opts *opts,
+		  const char *const *yes, const char *const *no)
+{
+	struct o1_grammar_error err;
+	struct o1_grammar *g;
+	int rc = o1_grammar_compile_schema(schema, strlen(schema), opts, &err,
+					   &g);
+
+	if (rc)
+		fail_msg("%s: %d %s", schema, rc, err.msg);
+	for (; yes && *yes; yes++)
+		if (!accepts(g, *yes, strlen(*yes)))
+			fail_msg("%s: refused %s", schema, *yes);
+	for (; no && *no; no++)
+		if (accepts(g, *no, strlen(*no)))
+			fail_msg("%s: accepted %s", schema, *no);
+	o1_grammar_destroy(g);
+}
+
+static void test_objects(void **state)
+{
+	(void)state;
+	/* optional members before and after the required one */
+	check("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+	      "\"b\":{\"type\":\"string\"},\"c\":{\"type\":\"null\"}},"
+	      "\"required\":[\"b\"],\"additionalProperties\":false}",
+	      NULL,
+	      (const char *[]){"{\"b\":\"\"}", "{\"a\":1,\"b\":\"x\"}",
+			       "{\"a\":1,\"b\":\"x\",\"c\":null}",
+			       "{\"b\":\"x\",\"c\":null}", NULL},
+	      (const char *[]){"{}", "{\"a\":1}", "{\"b\":\"x\",}",
+			       "{\"b\":\"x\",\"d\":1}", "{,\"b\":\"x\"}",
+			       "{\"b\":\"x\",\"a\":1}", NULL});
+	/* all optional, extra members of a schema, keys that avoid the
+	 * declared names (and their prefixes are fine) */
+	check("{\"properties\":{\"ab\":{\"const\":1},\"é\":{\"const\":2}},"
+	      "\"additionalProperties\":{\"type\":\"boolean\"},"
+	      "\"type\":\"object\"}",
+	      NULL,
+	      (const char *[]){"{}", "{\"ab\":1}", "{\"é\":2}",
+			       "{\"ab\":1,\"é\":2,\"x\":true}",
+			       "{\"a\":false}", "{\"abc\":true,\"\":false}",
+			       "{\"é\":2,\"éé\":true}", NULL},
+	      (const char *[]){"{\"ab\":true}", "{\"x\":1}",
+			       "{\"x\":true,\"ab\":1}", "{\"é\":true}", NULL});
+	/* a required name properties does not list takes the extras' schema
+	 * (here: none allowed, so nothing matches) */
+	{
+		struct o1_grammar_error err;
+		struct o1_grammar *g;
+		const char *s = "{\"type\":\"object\",\"required\":[\"x\"],"
+				"\"additionalProperties\":false}";
+
+		assert_int_equal(o1_grammar_compile_schema(s, strlen(s), NULL,
+							   &err, &g),
+				 -O1_E_FORMAT);
+		assert_non_null(strstr(err.msg, "matches nothing"));
+	}
+}
+
+static void test_arrays_and_strings(void **state)
+{
+	(void)state;
+	check("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},"
+	      "{\"type\":\"string\"}],\"items\":{\"type\":\"boolean\"},"
+	      "\"minItems\":1,\"maxItems\":3}",
+	      NULL,
+	      (const char *[]){"[1]", "[1,\"a\"]", "[1,\"a\",true]", NULL},
+	      (const char *[]){"[]", "[\"a\"]", "[1,2]", "[1,\"a\",true,false]",
+			       "[1,\"a\",3]", NULL});
+	check("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", NULL,
+	      (const char *[]){"\"ab\"", "\"\xc3\xa9\xc3\xa9\xc3\xa9\"",
+			       "\"a\\u00e9\"", "\"\\n\\t\"", NULL},
+	      (const char *[]){"\"a\"", "\"abcd\"", "\"\\ud800\"", NULL});
+	check("{\"type\":\"string\",\"pattern\":\"^[a-c]+(x|yz)?$\"}", NULL,
+	      (const char *[]){"\"abc\"", "\"ax\"", "\"cyz\"", NULL},
+	      (const char *[]){"\"\"", "\"ad\"", "\"x\"", "\"ayzx\"", NULL});
+	check("{\"type\":\"string\",\"format\":\"date\"}", NULL,
+	      (const char *[]){"\"2024-02-29\"", "\"2000-02-29\"",
+			       "\"1999-12-31\"", NULL},
+	      (const char *[]){"\"2023-02-29\"", "\"1900-02-29\"",
+			       "\"1999-04-31\"", "\"1999-13-01\"", NULL});
+	check("{\"type\":\"string\",\"format\":\"uuid\"}", NULL,
+	      (const char *[]){"\"123e4567-e89b-12d3-a456-426614174000\"",
+			       NULL},
+	      (const char *[]){"\"123e4567e89b12d3a456426614174000\"", NULL});
+}
+
+static void test_numbers(void **state)
+{
+	(void)state;
+	check("{\"type\":\"integer\",\"minimum\":-12,\"exclusiveMaximum\":100}",
+	      NULL,
+	      (const char *[]){"-12", "0", "99", "-1", "7", NULL},
+	      (const char *[]){"-13", "100", "-0", "1.5", "007", NULL});
+	check("{\"type\":\"number\",\"exclusiveMinimum\":-0.5,"
+	      "\"maximum\":1e2}",
+	      NULL,
+	      (const char *[]){"-0.25", "0", "100", "99.999", "0.5000", NULL},
+	      (const char *[]){"-0.5", "-1", "100.01", "1e1", "-0", NULL});
+	check("{\"type\":\"number\",\"minimum\":3.14,\"maximum\":3.14}", NULL,
+	      (const char *[]){"3.14", "3.140", NULL},
+	      (const char *[]){"3.141", "3.139", "3", NULL});
+}
+
+static void test_combinators(void **state)
+{
+	(void)state;
+	/* allOf: types intersect, requirements add up, bounds tighten */
+	check("{\"allOf\":[{\"type\":[\"integer\",\"string\"],\"minimum\":2},"
+	      "{\"type\":\"number\",\"maximum\":4}]}",
+	      NULL, (const char *[]){"2", "4", NULL},
+	      (const char *[]){"1", "5", "\"a\"", "2.5", NULL});
+	/* anyOf beside a keyword: distributed into each alternative */
+	check("{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},"
+	      "{\"pattern\":\"^z\"}]}",
+	      NULL, (const char *[]){"\"a\"", "\"zzz\"", NULL},
+	      (const char *[]){"\"ab\"", "1", NULL});
+	/* recursion through $ref, and a chain of refs */
+	check("{\"$defs\":{\"n\":{\"type\":\"array\",\"items\":"
+	      "{\"$ref\":\"#/$defs/m\"}},\"m\":{\"$ref\":\"#/$defs/n\"}},"
+	      "\"$ref\":\"#/$defs/n\"}",
+	      NULL, (const char *[]){"[]", "[[],[[[]]]]", NULL},
+	      (const char *[]){"[1]", "[[],]", NULL});
+	/* enum values: object members sorted by key */
+	check("{\"enum\":[{\"b\":1,\"a\":[true]},\"x\",null]}", NULL,
+	      (const char *[]){"{\"a\":[true],\"b\":1}", "\"x\"", "null",
+			       NULL},
+	      (const char *[]){"{\"b\":1,\"a\":[true]}", NULL});
+}
+
+static void test_whitespace_and_object(void **state)
+{
+	struct o1_grammar_schema_opts ws = {.sz = sizeof(ws), .ws_max = 2};
+	struct o1_grammar *g;
+	char *text;
+	size_t n;
+
+	(void)state;
+	check("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+	      "\"array\"}}}",
+	      &ws, (const char *[]){"{ \"a\" : [ 1 , 2 ] }", "{\n\"a\":[]}", NULL},
+	      (const char *[]){"{   \"a\":[]}", NULL});
+	check("{\"type\":\"object\"}", NULL, (const char *[]){"{}", NULL},
+	      (const char *[]){"{ }", NULL});
+	assert_int_equal(o1_grammar_json_object(NULL, &text, &n), 0);
+	assert_int_equal(o1_grammar_compile(text, n, NULL, &g), 0);
+	{
+		const char *doc = "{\"a\":{\"b\":[1,-2.5e3,\"\\u00e9\"]}}";
+
+		assert_true(accepts(g, doc, strlen(doc)));
+		assert_false(accepts(g, "[]", 2));
+	}
+	o1_grammar_destroy(g);
+	free(text);
+}
+
+static void test_refusals(void **state)
+{
+	static const struct {
+		const char *schema;
+		int code;
+		const char *msg;
+	} bads[] = {
+	    {"{\"type\":\"object\",\"properties\":{\"a\":{\"not\":{}}}}",
+	     -O1_E_UNSUPPORTED, "keyword 'not' is not supported (at "
+				"#/properties/a)"},
+	    {"{\"minProperties\":1}", -O1_E_UNSUPPORTED, "'minProperties'"},
+	    {"{\"uniqueItems\":true}", -O1_E_UNSUPPORTED, "'uniqueItems'"},
+	    {"{\"$defs\":{\"a\":{\"$id\":\"x\"}},\"$ref\":\"#/$defs/a\"}",
+	     -O1_E_UNSUPPORTED, "'$id' inside"},
+	    {"{\"$ref\":\"other.json#/a\"}", -O1_E_UNSUPPORTED,
+	     "only references within"},
+	    {"{\"$ref\":\"#/$defs/none\"}", -O1_E_FORMAT, "points nowhere"},
+	    {"{\"$schema\":\"http://example.com/meta\"}", -O1_E_UNSUPPORTED,
+	     "'$schema'"},
+	    {"{\"type\":\"string\",\"format\":\"hostname\"}",
+	     -O1_E_UNSUPPORTED, "format 'hostname'"},
+	    {"{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}",
+	     -O1_E_UNSUPPORTED, "backreference"},
+	    {"{\"type\":\"string\",\"pattern\":\"a(?=b)\"}", -O1_E_UNSUPPORTED,
+	     "lookaround"},
+	    {"{\"type\":\"string\",\"pattern\":\"a^b\"}", -O1_E_UNSUPPORTED,
+	     "anchor"},
+	    {"{\"type\":\"string\",\"pattern\":\"(ab\"}", -O1_E_FORMAT,
+	     "unclosed"},
+	    {"{\"type\":\"string\",\"pattern\":\"x\",\"maxLength\":3}",
+	     -O1_E_UNSUPPORTED, "'pattern' beside"},
+	    {"{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}",
+	     -O1_E_UNSUPPORTED, "two different 'pattern'"},
+	    {"{\"enum\":[1],\"minimum\":0}", -O1_E_UNSUPPORTED,
+	     "'enum' beside"},
+	    {"{\"type\":\"bogus\"}", -O1_E_FORMAT, "'type' must name"},
+	    {"{\"minLength\":-1}", -O1_E_FORMAT, "non-negative integer"},
+	    {"{\"maxItems\":20000}", -O1_E_UNSUPPORTED, "over 10000"},
+	    {"{\"anyOf\":[]}", -O1_E_FORMAT, "non-empty list"},
+	    {"[1]", -O1_E_FORMAT, "an object or a boolean"},
+	    {"{\"a\":", -O1_E_FORMAT, "not JSON"},
+	    {"false", -O1_E_FORMAT, "matches nothing"},
+	    {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}",
+	     -O1_E_FORMAT, "matches nothing"},
+	    {"{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#\"}},"
+	     "\"required\":[\"n\"]}",
+	     -O1_E_FORMAT, "the schema at # can never be finished"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+		struct o1_grammar_error err;
+		struct o1_grammar *g = NULL;
+		int rc = o1_grammar_compile_schema(bads[i].schema,
+						   strlen(bads[i].schema), NULL,
+						   &err, &g);
+
+		if (rc != bads[i].code || !strstr(err.msg, bads[i].msg))
+			fail_msg("%s: %d '%s'", bads[i].schema, rc, err.msg);
+		assert_null(g);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_objects),
+	    cmocka_unit_test(test_arrays_and_strings),
+	    cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_combinators),
+	    cmocka_unit_test(test_whitespace_and_object),
+	    cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_suite),
 	};
 
