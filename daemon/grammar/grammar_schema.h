@@ -63,6 +63,15 @@ int o1_grammar_compile_schema(const char *schema, size_t len,
 			      struct o1_grammar_error *err,
 			      struct o1_grammar **out);
 
+/* INSTANCE (JSON text, ILEN bytes) written in the canonical form the
+ * grammars of SCHEMA use: compact, escapes and numbers as above, the
+ * members of every object in the order of their names' first appearance
+ * in a `properties` (or `required`) list of SCHEMA, the others sorted by
+ * key. *OUT is malloc'd. -O1_E_FORMAT when either text is not JSON. */
+int o1_grammar_schema_canonical(const char *schema, size_t slen,
+				const char *instance, size_t ilen, char **out,
+				size_t *out_len);
+
 /* Grammar text for any JSON object (response_format json_object). */
 int o1_grammar_json_object(const struct o1_grammar_schema_opts *opts,
 			   char **text, size_t *text_len);

@@ -340,3 +340,128 @@ void gs_int_range(struct gbuf *b, bool has_lo, int64_t lo, bool has_hi,
 	}
 	gb_put(b, ")");
 }
+
+/* Names in `properties` and `required` lists, in document order. */
+struct names {
+	const char **v;
+	size_t n, cap;
+};
+
+static int add_name(struct names *o, const char *name)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (!strcmp(o->v[i], name))
+			return 0;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 16;
+		const char **v = realloc(o->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		o->v = v;
+		o->cap = cap;
+	}
+	o->v[o->n++] = name;
+	return 0;
+}
+
+static int collect(const cJSON *s, struct names *o, int depth)
+{
+	const cJSON *p = NULL, *r = NULL;
+	int rc = 0;
+
+	if (depth > 200)
+		return 0;
+	if (cJSON_IsObject(s)) {
+		p = cJSON_GetObjectItemCaseSensitive(s, "properties");
+		r = cJSON_GetObjectItemCaseSensitive(s, "required");
+	}
+	for (const cJSON *x = cJSON_IsObject(p) ? p->child : NULL; x && !rc;
+	     x = x->next)
+		rc = add_name(o, x->string);
+	for (const cJSON *x = cJSON_IsArray(r) ? r->child : NULL; x && !rc;
+	     x = x->next)
+		if (cJSON_IsString(x))
+			rc = add_name(o, x->valuestring);
+	for (const cJSON *x = s ? s->child : NULL; x && !rc; x = x->next)
+		rc = collect(x, o, depth + 1);
+	return rc;
+}
+
+static size_t rank(const struct names *o, const char *name)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (!strcmp(o->v[i], name))
+			return i;
+	return o->n;
+}
+
+static int canonical(struct gbuf *b, const cJSON *v, const struct names *o);
+
+static int canonical_object(struct gbuf *b, const cJSON *v,
+			    const struct names *o)
+{
+	int n = cJSON_GetArraySize(v), i = 0, rc = 0, k = 0;
+	const cJSON **m = malloc((size_t)(n ? n : 1) * sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	for (const cJSON *c = v->child; c; c = c->next)
+		m[i++] = c;
+	qsort(m, (size_t)n, sizeof(*m), cmp_member);
+	gb_put(b, "{");
+	for (size_t r = 0; r <= o->n && !rc; r++) {
+		for (i = 0; i < n && !rc; i++) {
+			if (rank(o, m[i]->string) != r)
+				continue;
+			gb_put(b, k++ ? "," : "");
+			rc = gs_json_string(b, m[i]->string);
+			gb_put(b, ":");
+			rc = rc ?: canonical(b, m[i], o);
+		}
+	}
+	gb_put(b, "}");
+	free(m);
+	return rc;
+}
+
+static int canonical(struct gbuf *b, const cJSON *v, const struct names *o)
+{
+	int rc = 0;
+
+	if (cJSON_IsObject(v))
+		return canonical_object(b, v, o);
+	if (!cJSON_IsArray(v))
+		return gs_json_write(b, v);
+	gb_put(b, "[");
+	for (const cJSON *c = v->child; c && !rc; c = c->next) {
+		gb_put(b, c != v->child ? "," : "");
+		rc = canonical(b, c, o);
+	}
+	gb_put(b, "]");
+	return rc;
+}
+
+int o1_grammar_schema_canonical(const char *schema, size_t slen,
+				const char *instance, size_t ilen, char **out,
+				size_t *out_len)
+{
+	cJSON *s = cJSON_ParseWithLength(schema, slen);
+	cJSON *v = cJSON_ParseWithLength(instance, ilen);
+	struct names o = {0};
+	struct gbuf b = {0};
+	int rc = s && v ? collect(s, &o, 0) : -O1_E_FORMAT;
+
+	rc = rc ?: canonical(&b, v, &o);
+	rc = rc ?: b.oom ? -ENOMEM : 0;
+	if (!rc) {
+		*out = b.p;
+		*out_len = b.n;
+	} else {
+		free(b.p);
+	}
+	free(o.v);
+	cJSON_Delete(s);
+	cJSON_Delete(v);
+	return rc;
+}

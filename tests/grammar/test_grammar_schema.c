@@ -15,8 +15,9 @@
  * oneOf is written as anyOf, so an instance valid against several of its
  * alternatives is accepted (counted as "oneOf overlap" and must involve a
  * oneOf). The counts per file are printed (docs/GRAMMAR.md has them).
- * Unit tests of the compiler follow: refusals name their keyword, bad
- * schemas fail cleanly, and a few grammars are checked by hand. */
+ * o1_grammar_schema_canonical must write every instance as this file's
+ * own writer does. Unit tests of the compiler come first: refusals name
+ * their keyword, bad schemas fail cleanly, and grammars checked by hand. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -231,6 +232,27 @@ static bool accepts(struct o1_grammar *g, const char *text, size_t n)
 	return ok;
 }
 
+/* o1_grammar_schema_canonical (what o1model schema-check writes) agrees
+ * with this file's own writer. */
+static void same_canonical(const cJSON *schema, const cJSON *data,
+			   const struct text *want)
+{
+	struct text s = {0}, d = {0};
+	char *out;
+	size_t n;
+
+	write_value(&s, schema, NULL);
+	write_value(&d, data, NULL);
+	assert_int_equal(o1_grammar_schema_canonical(s.p, s.n, d.p, d.n, &out,
+						     &n),
+			 0);
+	if (n != want->n || memcmp(out, want->p, n))
+		fail_msg("canonical forms differ: %s / %s", out, want->p);
+	free(out);
+	free(s.p);
+	free(d.p);
+}
+
 static void run_case(const char *file, const cJSON *c, struct tally *t)
 {
 	const cJSON *schema = cJSON_GetObjectItemCaseSensitive(c, "schema");
@@ -276,6 +298,8 @@ static void run_case(const char *file, const cJSON *c, struct tally *t)
 
 		write_value(&inst, cJSON_GetObjectItemCaseSensitive(x, "data"),
 			    &order);
+		same_canonical(schema, cJSON_GetObjectItemCaseSensitive(x, "data"),
+			       &inst);
 		got = g && accepts(g, inst.p, inst.n);
 		t->tests++;
 		if (got == valid)
