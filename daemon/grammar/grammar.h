@@ -89,10 +89,14 @@ const uint8_t *o1_grammar_vocab_token(const struct o1_grammar_vocab *v,
  * word i / 32; a set bit allows the token. */
 uint32_t o1_grammar_mask_words(const struct o1_grammar_vocab *v);
 
-/* Classifies every token at every grammar position (the expensive part of
- * using a grammar: tens of milliseconds for JSON over 128k tokens). */
+/* Classifies every token at every grammar position: the expensive part
+ * of using a grammar (milliseconds for JSON over 128k tokens, a walk of
+ * the vocabulary per state: hundreds of ms for schemas whose lengths make
+ * hundreds of counting states). N_THREADS threads share the states (0 or
+ * 1: the calling thread alone; at most 64). */
 int o1_grammar_tokens_create(const struct o1_grammar *g,
 			     const struct o1_grammar_vocab *v,
+			     uint32_t n_threads,
 			     struct o1_grammar_tokens **out);
 void o1_grammar_tokens_destroy(struct o1_grammar_tokens *t);
 

@@ -24,6 +24,7 @@
 #include "grammar/grammar_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,12 +148,111 @@ static void pre_fini(struct pre *w)
 	free(w->bits.v);
 }
 
+/* The classification shared by the workers: each takes the next state
+ * (walks differ by orders of magnitude: no static split), writes its
+ * gpos with offsets into its own ids and bits, and OWNER says whose. */
+struct job {
+	struct o1_grammar_tokens *t;
+	struct pre *w; /* [n] */
+	uint8_t *owner;	/* [n_states] */
+	uint32_t next;	/* atomic */
+	int rc;		/* atomic: first error */
+};
+
+struct worker_arg {
+	struct job *j;
+	uint8_t id;
+};
+
+static void *worker(void *arg)
+{
+	struct worker_arg *a = arg;
+	struct job *j = a->j;
+	const struct o1_grammar *g = j->t->g;
+	struct pre *w = &j->w[a->id];
+
+	for (;;) {
+		uint32_t s = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		int rc;
+
+		if (s >= g->n_states || __atomic_load_n(&j->rc, __ATOMIC_RELAXED))
+			break;
+		j->t->pos[s].acc_bits = GR_NONE;
+		if (!g->states[s].has_bytes)
+			continue;
+		j->owner[s] = a->id;
+		rc = walk(w, s) ?: store(w, j->t, s);
+		if (rc)
+			__atomic_store_n(&j->rc, rc, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* The workers' lists and masks into one array each; offsets rebased. */
+static int gather(struct job *j, uint32_t n)
+{
+	struct o1_grammar_tokens *t = j->t;
+	size_t ids = 0, bits = 0, id_base[64], bit_base[64];
+
+	for (uint32_t k = 0; k < n; k++) {
+		id_base[k] = ids;
+		bit_base[k] = bits;
+		ids += j->w[k].ids.n;
+		bits += j->w[k].bits.n;
+	}
+	if (ids > UINT32_MAX || bits / (t->n_words ? t->n_words : 1) >
+				    UINT32_MAX - 1)
+		return -O1_E_BOUNDS;
+	t->ids = malloc((ids ? ids : 1) * sizeof(*t->ids));
+	t->bits = malloc((bits ? bits : 1) * sizeof(*t->bits));
+	if (!t->ids || !t->bits)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n; k++) {
+		if (j->w[k].ids.n)
+			memcpy(t->ids + id_base[k], j->w[k].ids.v,
+			       j->w[k].ids.n * sizeof(*t->ids));
+		if (j->w[k].bits.n)
+			memcpy(t->bits + bit_base[k], j->w[k].bits.v,
+			       j->w[k].bits.n * sizeof(*t->bits));
+	}
+	for (uint32_t s = 0; s < t->g->n_states; s++) {
+		struct gpos *p = &t->pos[s];
+		uint8_t k = j->owner[s];
+
+		if (!t->g->states[s].has_bytes)
+			continue;
+		p->acc_off += (uint32_t)id_base[k];
+		p->unc_off += (uint32_t)id_base[k];
+		if (p->acc_bits != GR_NONE)
+			p->acc_bits += (uint32_t)(bit_base[k] / t->n_words);
+	}
+	return 0;
+}
+
+static int run_workers(struct job *j, uint32_t n)
+{
+	struct worker_arg args[64];
+	pthread_t tid[64];
+	uint32_t started = 1;
+
+	for (uint32_t k = 0; k < n; k++)
+		args[k] = (struct worker_arg){j, (uint8_t)k};
+	for (uint32_t k = 1; k < n; k++, started++)
+		if (pthread_create(&tid[k], NULL, worker, &args[k]))
+			break; /* fewer threads: the others take the work */
+	worker(&args[0]);
+	for (uint32_t k = 1; k < started; k++)
+		pthread_join(tid[k], NULL);
+	return j->rc;
+}
+
 int o1_grammar_tokens_create(const struct o1_grammar *g,
 			     const struct o1_grammar_vocab *v,
-			     struct o1_grammar_tokens **out)
+			     uint32_t n_threads, struct o1_grammar_tokens **out)
 {
 	struct o1_grammar_tokens *t = calloc(1, sizeof(*t));
-	struct pre w = {.g = g, .v = v};
+	struct job j = {.t = t};
+	uint32_t n = n_threads ? (n_threads > 64 ? 64 : n_threads) : 1;
 	int rc = -ENOMEM;
 
 	*out = NULL;
@@ -162,22 +262,23 @@ int o1_grammar_tokens_create(const struct o1_grammar *g,
 	t->v = v;
 	t->n_words = o1_grammar_mask_words(v);
 	t->pos = calloc(g->n_states, sizeof(*t->pos));
-	if (!t->pos || gr_core_init(&w.core, g, PRE_FRAMES, PRE_HEADS) ||
-	    gr_depth_init(&w.dep, v->max_len, PRE_HEADS))
+	j.owner = calloc(g->n_states ? g->n_states : 1, 1);
+	j.w = calloc(n, sizeof(*j.w));
+	if (!t->pos || !j.owner || !j.w)
 		goto out;
-	rc = 0;
-	for (uint32_t s = 0; s < g->n_states && !rc; s++) {
-		t->pos[s].acc_bits = GR_NONE;
-		if (g->states[s].has_bytes)
-			rc = walk(&w, s) ?: store(&w, t, s);
+	for (uint32_t k = 0; k < n; k++) {
+		j.w[k] = (struct pre){.g = g, .v = v};
+		if (gr_core_init(&j.w[k].core, g, PRE_FRAMES, PRE_HEADS) ||
+		    gr_depth_init(&j.w[k].dep, v->max_len, PRE_HEADS))
+			goto out;
 	}
-	if (!rc) {
-		t->ids = w.ids.v;
-		t->bits = w.bits.v;
-		w.ids.v = w.bits.v = NULL;
-	}
+	rc = run_workers(&j, n);
+	rc = rc ?: gather(&j, n);
 out:
-	pre_fini(&w);
+	for (uint32_t k = 0; j.w && k < n; k++)
+		pre_fini(&j.w[k]);
+	free(j.w);
+	free(j.owner);
 	if (rc) {
 		o1_grammar_tokens_destroy(t);
 		return rc;

@@ -75,7 +75,7 @@ static void walk(struct o1_grammar *g, const uint8_t *in, size_t n)
 	struct o1_grammar_tokens *t;
 	struct o1_grammar_matcher *m;
 
-	if (o1_grammar_tokens_create(g, v, &t))
+	if (o1_grammar_tokens_create(g, v, 1, &t))
 		return;
 	if (o1_grammar_matcher_create(g, t, &lim, &m)) {
 		o1_grammar_tokens_destroy(t);

@@ -6,7 +6,8 @@
  * recursion, ambiguity and tail calls; then over real vocabularies from
  * ../shared (Llama 3's 128,256 tokens, GPT-2's 50,257; skipped without
  * them). The walks pick among allowed tokens, half the time among those
- * with JSON punctuation so they leave strings and close structures. */
+ * with JSON punctuation so they leave strings and close structures.
+ * Token classes made by 3 threads must give the same masks as by one. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,7 +49,8 @@ static const char *const grammars[] = {
 };
 
 struct walk {
-	struct o1_grammar_matcher *m;
+	struct o1_grammar_matcher *m, *m2; /* m2: tokens from 3 threads */
+	uint32_t *mask2;
 	const struct o1_grammar_vocab *v;
 	uint32_t *mask, *cand, n_words, n_tokens;
 	unsigned seed;
@@ -112,9 +114,16 @@ static void run_walk(struct walk *w, int steps, int check_every)
 	for (int step = 0; step < steps; step++) {
 		uint32_t any = 0;
 
+		uint32_t id;
+
 		assert_int_equal(o1_grammar_matcher_fill_mask(w->m, w->mask,
 							      w->n_words),
 				 0);
+		assert_int_equal(o1_grammar_matcher_fill_mask(w->m2, w->mask2,
+							      w->n_words),
+				 0);
+		assert_memory_equal(w->mask, w->mask2,
+				    w->n_words * sizeof(*w->mask));
 		if (step % check_every == 0)
 			brute_check(w, step);
 		for (uint32_t k = 0; k < w->n_words; k++)
@@ -123,8 +132,11 @@ static void run_walk(struct walk *w, int steps, int check_every)
 			assert_true(o1_grammar_matcher_is_terminated(w->m));
 			return;
 		}
-		assert_true(o1_grammar_matcher_accept_token(
-				    w->m, (int32_t)pick(w)) >= 0);
+		id = pick(w);
+		assert_true(o1_grammar_matcher_accept_token(w->m, (int32_t)id) >=
+			    0);
+		assert_true(o1_grammar_matcher_accept_token(w->m2,
+							    (int32_t)id) >= 0);
 	}
 }
 
@@ -133,28 +145,36 @@ static void walks(const char *grammar, const struct o1_grammar_vocab *v,
 {
 	struct o1_grammar_error err;
 	struct o1_grammar *g;
-	struct o1_grammar_tokens *t;
+	struct o1_grammar_tokens *t, *t3;
 	struct walk w = {.v = v,
 			 .n_words = o1_grammar_mask_words(v),
 			 .n_tokens = o1_grammar_vocab_size(v)};
 
 	if (o1_grammar_compile(grammar, strlen(grammar), &err, &g))
 		fail_msg("%u:%u %s", err.line, err.col, err.msg);
-	assert_int_equal(o1_grammar_tokens_create(g, v, &t), 0);
+	assert_int_equal(o1_grammar_tokens_create(g, v, 1, &t), 0);
+	assert_int_equal(o1_grammar_tokens_create(g, v, 3, &t3), 0);
 	w.mask = malloc(w.n_words * sizeof(*w.mask));
+	w.mask2 = malloc(w.n_words * sizeof(*w.mask2));
+	assert_non_null(w.mask2);
 	w.cand = malloc(w.n_tokens * sizeof(*w.cand));
 	assert_non_null(w.mask);
 	assert_non_null(w.cand);
 	assert_int_equal(o1_grammar_matcher_create(g, t, NULL, &w.m), 0);
+	assert_int_equal(o1_grammar_matcher_create(g, t3, NULL, &w.m2), 0);
 	for (int i = 0; i < n; i++) {
 		w.seed = 1000u + (unsigned)i;
 		o1_grammar_matcher_reset(w.m);
+		o1_grammar_matcher_reset(w.m2);
 		run_walk(&w, steps, check_every);
 	}
 	o1_grammar_matcher_destroy(w.m);
+	o1_grammar_matcher_destroy(w.m2);
 	o1_grammar_tokens_destroy(t);
+	o1_grammar_tokens_destroy(t3);
 	o1_grammar_destroy(g);
 	free(w.mask);
+	free(w.mask2);
 	free(w.cand);
 }
 
@@ -218,7 +238,7 @@ static void test_end_tokens(void **state)
 	assert_int_equal(o1_grammar_compile("root ::= \"a\" \"b\"?", 17, NULL,
 					    &g),
 			 0);
-	assert_int_equal(o1_grammar_tokens_create(g, v, &t), 0);
+	assert_int_equal(o1_grammar_tokens_create(g, v, 1, &t), 0);
 	assert_int_equal(o1_grammar_matcher_create(g, t, NULL, &m), 0);
 	assert_int_equal(o1_grammar_matcher_fill_mask(m, mask, 1), 0);
 	assert_int_equal(mask[0], 1u);

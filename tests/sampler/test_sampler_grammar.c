@@ -70,7 +70,7 @@ static void make(struct fixture *f, const char *grammar)
 	assert_int_equal(o1_grammar_compile(grammar, strlen(grammar), NULL,
 					    &f->g),
 			 0);
-	assert_int_equal(o1_grammar_tokens_create(f->g, f->v, &f->t), 0);
+	assert_int_equal(o1_grammar_tokens_create(f->g, f->v, 1, &f->t), 0);
 }
 
 static void unmake(struct fixture *f)
@@ -228,7 +228,7 @@ static void test_empty_mask_and_length(void **state)
 		assert_int_equal(o1_grammar_compile("root ::= \"b\"", 12, NULL,
 						    &g),
 				 0);
-		assert_int_equal(o1_grammar_tokens_create(g, v, &t), 0);
+		assert_int_equal(o1_grammar_tokens_create(g, v, 1, &t), 0);
 		assert_int_equal(o1_sampler_create(&p, 1, &s), 0);
 		assert_int_equal(o1_grammar_matcher_create(g, t, NULL, &m), 0);
 		assert_int_equal(o1_sampler_constrain(s, m), 0);
@@ -364,7 +364,7 @@ static void test_schema_generations(void **state)
 	assert_int_equal(o1_grammar_compile_schema(schema, strlen(schema),
 						   NULL, NULL, &g),
 			 0);
-	assert_int_equal(o1_grammar_tokens_create(g, v, &t), 0);
+	assert_int_equal(o1_grammar_tokens_create(g, v, 2, &t), 0);
 	nv = o1_grammar_vocab_size(v);
 	l = malloc(nv * sizeof(*l));
 	fd = mkstemp(path);
