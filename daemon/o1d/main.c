@@ -34,6 +34,7 @@
 #include "engine.h"
 #include "common/error.h"
 #include "faults.h"
+#include "ipc/control.h"
 #include "common/file.h"
 #include "common/log.h"
 #include "metrics/metrics_runq.h"
@@ -772,10 +773,15 @@ static void reload(void *ctx, struct o1_engine *e, struct o1_reload_report *rep)
 		c.scheduler.prefill_chunk_tokens, c.daemon.drain_timeout_ms);
 }
 
+/* The socket is checked first (its directory, and no daemon serving
+ * there), so a second o1d on a live socket stops before it loads a model
+ * or touches the live one's metrics. */
 static int start(struct o1d *d)
 {
-	int err = open_model(d);
+	int err = o1_ipc_socket_check(d->cfg.ipc.socket);
 
+	if (!err)
+		err = open_model(d);
 	if (!err)
 		err = open_backend(d);
 	if (!err)
