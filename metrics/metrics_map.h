@@ -39,6 +39,8 @@ struct o1_metrics_maps {
 	int runq_fd;	 /* bpf reader: the optional o1_runq pin, or -1 */
 	void *file_base; /* whole-file mapping (shm) */
 	size_t file_len;
+	int lock_fd; /* writer: holds the owner lock (metrics_owner.h) on the
+		      * pin directory or the file for its life, or -1 */
 	char path[PATH_MAX]; /* pin directory (with v1) or the file */
 };
 
@@ -72,11 +74,13 @@ int o1_metrics_btf_build(struct btf **out, uint32_t *key_id,
 
 /* Writer: creates the maps, maps them read-write, and pins them under
  * bpf_dir/v1/ replacing stale pins. Fails (logged) when bpf_dir is not on
- * a bpf filesystem or the caller lacks the capability. */
+ * a bpf filesystem or the caller lacks the capability, and with
+ * -EADDRINUSE, touching nothing, when a live writer owns bpf_dir/v1. */
 int o1_metrics_maps_create_bpf(struct o1_metrics_maps *m, const char *bpf_dir,
 			       const struct o1_metrics_perm *perm);
-/* Writer: creates the fallback file at path (atomically replacing any old
- * one) and maps it read-write. */
+/* Writer: creates the fallback file at path (atomically replacing a dead
+ * writer's) and maps it read-write; -EADDRINUSE, touching nothing, when a
+ * live writer owns the file at path. */
 int o1_metrics_maps_create_shm(struct o1_metrics_maps *m, const char *path,
 			       const struct o1_metrics_perm *perm);
 /* Writer: private anonymous memory (metrics kept but not published). */
@@ -100,7 +104,8 @@ int o1_metrics_set_perm(const char *path, const struct o1_metrics_perm *perm);
 /* Reader: opens the fallback file read-only. */
 int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path);
 
-/* Unmaps and closes; with unlink, also removes the pins or the file. */
+/* Unmaps and closes; with unlink, also removes the pins or the file (a
+ * writer's own only: a file at path that is not the one it made stays). */
 void o1_metrics_maps_close(struct o1_metrics_maps *m, bool unlink_them);
 
 #endif

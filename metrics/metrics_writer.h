@@ -48,11 +48,17 @@ struct o1_metrics {
 
 /* Opens the regions per opts (NULL: all defaults, AUTO) and logs which
  * backend is in use. In AUTO mode a BPF failure (no bpffs, no capability)
- * falls back to the file. *out is owned by the caller (o1_metrics_close). */
+ * falls back to the file. -EADDRINUSE (logged with the owner's pid): a
+ * live o1d publishes at the pin directory or file; nothing of it touched.
+ * *out is owned by the caller (o1_metrics_close). */
 int o1_metrics_open(const struct o1_metrics_opts *opts,
 		    struct o1_metrics **out);
 /* Unmaps; unpins/unlinks when the options asked for it. Accepts NULL. */
 void o1_metrics_close(struct o1_metrics *m);
+/* Makes o1_metrics_close remove the pins or the file whatever the options
+ * say: a daemon whose start failed leaves nothing that looks like it
+ * served. Accepts NULL. */
+void o1_metrics_unpublish_on_close(struct o1_metrics *m);
 /* "bpf" / "shm" / "anon", and the pin directory or file path. */
 const char *o1_metrics_backend_name(enum o1_metrics_backend b);
 const char *o1_metrics_path(const struct o1_metrics *m);

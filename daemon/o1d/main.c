@@ -399,7 +399,7 @@ static int open_metrics(struct o1d *d)
 	if (err)
 		return err;
 	err = o1_metrics_open(&mo, &d->metrics);
-	if (err && mo.mode == O1_METRICS_MODE_AUTO) {
+	if (err && err != -EADDRINUSE && mo.mode == O1_METRICS_MODE_AUTO) {
 		o1_warn("metrics unavailable (%s): counting privately",
 			o1_strerror(err));
 		mo.mode = O1_METRICS_MODE_ANON;
@@ -853,10 +853,12 @@ int main(int argc, char **argv)
 	d.live = d.cfg;
 	o1_log_set_level(d.cfg.log.level);
 	err = start(&d);
-	if (!err)
+	if (!err) {
 		err = serve(&d);
-	else
+	} else {
 		o1_err("o1d: start-up failed: %s", o1_strerror(err));
+		o1_metrics_unpublish_on_close(d.metrics);
+	}
 	stop(&d);
 	o1_info("o1d: exit %d", err ? 1 : 0);
 	return err ? 1 : 0;

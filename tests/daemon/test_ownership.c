@@ -230,6 +230,34 @@ static void test_shared_shm_path(void **state)
 	assert_int_equal(daemon_stop(&p->b), 0);
 }
 
+/* A start that fails after the metrics were published (refine's review
+ * template is read after them) removes them: no file, no pins. */
+static void test_failed_start_leaves_nothing(void **state)
+{
+	struct pair *p = *state;
+	char file[256], set[300], dir[4200], bpf_set[4300], pin[4400];
+	const char *sets[] = {"metrics.enabled=true", "metrics.mode=shm", set,
+			      "refine.review_template=/nonexistent/o1", NULL};
+
+	snprintf(file, sizeof(file), "%s/metrics.shm", p->a.dir);
+	snprintf(set, sizeof(set), "metrics.shm_path=%s", file);
+	assert_int_not_equal(daemon_start(&p->a, o1d_bin, sets), 0);
+	assert_int_equal(p->a.exit_status, 1);
+	assert_true(log_has(p->a.log, "publishing through shm"));
+	assert_int_not_equal(access(file, F_OK), 0);
+	if (bpffs_setup(p->bpf, sizeof(p->bpf)) != 0)
+		return; /* the bpf half needs root and a bpffs */
+	snprintf(dir, sizeof(dir), "%s/o1d", p->bpf);
+	snprintf(bpf_set, sizeof(bpf_set), "metrics.bpf_dir=%s", dir);
+	snprintf(pin, sizeof(pin), "%s/v1/o1_info", dir);
+	sets[1] = "metrics.mode=bpf";
+	sets[2] = bpf_set;
+	assert_int_not_equal(daemon_start(&p->a, o1d_bin, sets), 0);
+	assert_int_equal(p->a.exit_status, 1);
+	assert_true(log_has(p->a.log, "publishing through bpf"));
+	assert_int_not_equal(access(pin, F_OK), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +269,8 @@ int main(int argc, char **argv)
 					    reset),
 	    cmocka_unit_test_setup_teardown(test_shared_shm_path, reset,
 					    reset),
+	    cmocka_unit_test_setup_teardown(test_failed_start_leaves_nothing,
+					    reset, reset),
 	};
 
 	if (argc < 3) {

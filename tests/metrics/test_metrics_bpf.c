@@ -265,6 +265,38 @@ static void test_stale_and_unpin(void **state)
 }
 
 /* A map of another shape pinned where ours go is refused, not misread. */
+/* Pins a live writer holds are never replaced, in bpf or auto mode (the
+ * owner lock is per open directory, so even a second writer in this
+ * process is refused); once it closed, they are. */
+static void test_live_owner(void **state)
+{
+	struct o1_metrics_opts o = writer_opts(false);
+	struct o1_metrics *a, *b = NULL;
+	struct o1_metrics_snapshot s;
+	struct o1_metrics_reader *r;
+
+	(void)state;
+	assert_int_equal(o1_metrics_open(&o, &a), 0);
+	o1_metrics_add(a, O1_METRICS_CTR_STEPS, 3);
+	assert_int_equal(o1_metrics_open(&o, &b), -EADDRINUSE);
+	o.mode = O1_METRICS_MODE_AUTO;
+	assert_int_equal(o1_metrics_open(&o, &b), -EADDRINUSE);
+	assert_null(b);
+	assert_int_not_equal(access(shm, F_OK), 0); /* no fallback file */
+	r = reader(O1_METRICS_MODE_BPF);
+	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
+	assert_int_equal(s.ctr.steps, 3);
+	o1_metrics_reader_close(r);
+	o1_metrics_close(a);
+	o = writer_opts(true);
+	assert_int_equal(o1_metrics_open(&o, &b), 0);
+	r = reader(O1_METRICS_MODE_BPF);
+	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
+	assert_int_equal(s.ctr.steps, 0);
+	o1_metrics_reader_close(r);
+	o1_metrics_close(b);
+}
+
 static void test_foreign_map(void **state)
 {
 	struct o1_metrics_reader_opts ro = {
@@ -363,6 +395,7 @@ int main(void)
 	    cmocka_unit_test(test_cross_process),
 	    cmocka_unit_test(test_bpftool_dump),
 	    cmocka_unit_test(test_stale_and_unpin),
+	    cmocka_unit_test(test_live_owner),
 	    cmocka_unit_test(test_foreign_map),
 	    cmocka_unit_test(test_pin_failure),
 	    cmocka_unit_test(test_group_permissions),
