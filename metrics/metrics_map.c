@@ -631,6 +631,29 @@ int o1_metrics_maps_read_runq(const struct o1_metrics_maps *m, void *dst)
 	return bpf_map_lookup_elem(m->runq_fd, &key, dst);
 }
 
+/* Where the owner lock of what a reader opened lives. */
+static int note_owner(struct o1_metrics_maps *m, int fd)
+{
+	struct stat st;
+
+	if ((fd >= 0 ? fstat(fd, &st) : stat(m->path, &st)) != 0)
+		return -errno;
+	m->owner_dev = st.st_dev;
+	m->owner_ino = st.st_ino;
+	return 0;
+}
+
+int o1_metrics_maps_owner(const struct o1_metrics_maps *m, uint64_t *pid)
+{
+	struct o1_metrics_info info;
+	int err = o1_metrics_maps_read(m, O1_METRICS_R_INFO, &info);
+
+	if (err)
+		return err;
+	*pid = info.pid;
+	return o1_metrics_owner_alive(m->owner_dev, m->owner_ino, info.pid);
+}
+
 int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir)
 {
 	struct o1_metrics_info info;
@@ -641,6 +664,7 @@ int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir)
 	m->fd_only = true;
 	err =
 	    path_join(m->path, sizeof(m->path), bpf_dir, O1_METRICS_PIN_SUBDIR);
+	err = err ?: note_owner(m, -1);
 	for (unsigned r = 0; r < O1_METRICS_R__COUNT && !err; r++)
 		err = map_open(m, r);
 	err = err ?: o1_metrics_maps_read(m, O1_METRICS_R_INFO, &info);
@@ -834,7 +858,7 @@ int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path)
 			       strerror(errno));
 		return -errno;
 	}
-	err = file_map(m, fd);
+	err = note_owner(m, fd) ?: file_map(m, fd);
 	close(fd);
 	if (err)
 		o1_metrics_maps_close(m, false);

@@ -41,6 +41,8 @@ struct o1_metrics_maps {
 	size_t file_len;
 	int lock_fd; /* writer: holds the owner lock (metrics_owner.h) on the
 		      * pin directory or the file for its life, or -1 */
+	dev_t owner_dev; /* reader: the pin directory or file opened, whose */
+	ino_t owner_ino; /* owner lock tells whether its writer runs */
 	char path[PATH_MAX]; /* pin directory (with v1) or the file */
 };
 
@@ -103,6 +105,10 @@ int o1_metrics_maps_read_runq(const struct o1_metrics_maps *m, void *dst);
 int o1_metrics_set_perm(const char *path, const struct o1_metrics_perm *perm);
 /* Reader: opens the fallback file read-only. */
 int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path);
+
+/* Reader: the writer's pid as the metrics name it (*pid), and whether it
+ * still runs (1) or not (0); -errno when the info cannot be read. */
+int o1_metrics_maps_owner(const struct o1_metrics_maps *m, uint64_t *pid);
 
 /* Unmaps and closes; with unlink, also removes the pins or the file (a
  * writer's own only: a file at path that is not the one it made stays). */

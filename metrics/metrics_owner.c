@@ -65,10 +65,10 @@ int o1_metrics_owner_find(const char *path, pid_t *pid)
 	return proc_locks_find(st.st_dev, st.st_ino, pid);
 }
 
-bool o1_metrics_owner_alive(const char *path, uint64_t info_pid)
+bool o1_metrics_owner_alive(dev_t dev, ino_t ino, uint64_t info_pid)
 {
 	pid_t pid;
-	int ret = o1_metrics_owner_find(path, &pid);
+	int ret = proc_locks_find(dev, ino, &pid);
 
 	if (ret >= 0)
 		return ret == 1;

@@ -21,9 +21,10 @@ int o1_metrics_owner_lock(int fd, pid_t *holder);
 /* The process holding the lock on path: 1 with *pid, 0 when none does,
  * -errno when path or /proc/locks cannot be read. */
 int o1_metrics_owner_find(const char *path, pid_t *pid);
-/* Whether the writer of the metrics at path, which names itself info_pid
- * there, still runs: the lock's holder when /proc/locks tells, else
+/* Whether the writer of the metrics whose pin directory or file is the
+ * inode (dev, ino), and which names itself info_pid there, still runs:
+ * whether anyone holds that inode's lock when /proc/locks tells, else
  * kill(info_pid, 0) (no pid: not running). */
-bool o1_metrics_owner_alive(const char *path, uint64_t info_pid);
+bool o1_metrics_owner_alive(dev_t dev, ino_t ino, uint64_t info_pid);
 
 #endif

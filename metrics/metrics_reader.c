@@ -25,7 +25,7 @@ static int open_auto(struct o1_metrics_reader *r, const char *dir,
 		return err;
 	err = o1_metrics_maps_open_shm(&r->maps, file);
 	if (err == -ENOENT)
-		o1_err("metrics: none published: no pins under %s/%s and no "
+		o1_debug("metrics: none published: no pins under %s/%s and no "
 		       "file %s (is o1d running?)",
 		       dir, O1_METRICS_PIN_SUBDIR, file);
 	return err;
@@ -53,7 +53,7 @@ static int open_mode(struct o1_metrics_reader *r,
 		return -EINVAL;
 	}
 	if (err == -ENOENT)
-		o1_err("metrics: nothing published at %s%s",
+		o1_debug("metrics: nothing published at %s%s",
 		       o->mode == O1_METRICS_MODE_BPF ? dir : file,
 		       o->mode == O1_METRICS_MODE_BPF
 			   ? "/" O1_METRICS_PIN_SUBDIR
@@ -99,6 +99,11 @@ o1_metrics_reader_backend(const struct o1_metrics_reader *r)
 const char *o1_metrics_reader_path(const struct o1_metrics_reader *r)
 {
 	return r->maps.path;
+}
+
+int o1_metrics_reader_owner(const struct o1_metrics_reader *r, uint64_t *pid)
+{
+	return o1_metrics_maps_owner(&r->maps, pid);
 }
 
 int o1_metrics_reader_snapshot(struct o1_metrics_reader *r,

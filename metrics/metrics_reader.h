@@ -30,9 +30,11 @@ struct o1_metrics_snapshot {
 
 struct o1_metrics_reader;
 
-/* Opens the published metrics. Returns -ENOENT (one log line naming both
- * places) when neither exists, -EACCES/-EPERM when they cannot be read,
- * -O1_E_VERSION for another layout. *out: caller owns, reader_close. */
+/* Opens the published metrics. Returns -ENOENT (not logged but at debug:
+ * the caller says what it looked for) when nothing is there,
+ * -EACCES/-EPERM when they cannot be read, -O1_E_VERSION for another
+ * layout. It opens what it finds, a dead writer's metrics too: see
+ * o1_metrics_reader_owner. *out: caller owns, reader_close. */
 int o1_metrics_reader_open(const struct o1_metrics_reader_opts *opts,
 			   struct o1_metrics_reader **out);
 void o1_metrics_reader_close(struct o1_metrics_reader *r);
@@ -40,6 +42,10 @@ enum o1_metrics_backend
 o1_metrics_reader_backend(const struct o1_metrics_reader *r);
 /* Pin directory or file being read; valid until reader_close. */
 const char *o1_metrics_reader_path(const struct o1_metrics_reader *r);
+/* The writer's pid as the metrics name it (*pid), and whether that writer
+ * still runs: 1, 0 (its values are a dead daemon's, never current), or
+ * -errno. Tells by the writer's owner lock (metrics/metrics_owner.h). */
+int o1_metrics_reader_owner(const struct o1_metrics_reader *r, uint64_t *pid);
 int o1_metrics_reader_snapshot(struct o1_metrics_reader *r,
 			       struct o1_metrics_snapshot *out);
 

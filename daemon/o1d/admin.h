@@ -23,6 +23,11 @@
  *         "uid":N, "phase":"queued|waiting|running|finished",
  *         "prompt_tokens":N, "generated":N, "age_ms":N}, ...],
  *         "truncated":B}
+ *   {"op":"metrics"}
+ *     -> {"ok":true, "pid":N (o1d's), "metrics":{"backend":
+ *         "bpf|shm|anon|off", "path":S (the pin directory, with v1/, or
+ *         the file; "" when off)}}: where readers find this daemon's
+ *         metrics (anon and off: nowhere)
  *   {"op":"cancel", "client":N, "req_id":N}  -> {"ok":true}
  *   {"op":"drain"}   new submissions refused (FINAL -O1_E_DRAINING)
  *   {"op":"resume"}  accepted again (not after SIGTERM)

@@ -8,9 +8,15 @@
  *   bpffs only, else skipped) or metrics.shm_path: the second refuses
  *   naming the first's pid, the first's pins or file still describe it;
  *   after a SIGKILL the next daemon takes the stale ones over;
- * - a start that fails after the metrics were published (the socket taken
- *   in between) leaves no pins or file behind.
- * argv: o1d o1model */
+ * - a start that fails after the metrics were published leaves no pins or
+ *   file behind;
+ * - o1ctl never shows a dead daemon's metrics: after a SIGKILL, stats, top
+ *   and slo exit 3 naming the dead pid; given a live daemon's socket it
+ *   reads that daemon's metrics (asked over the admin socket) even when a
+ *   dead daemon's pins lie where the configuration points; a daemon that
+ *   publishes nothing is said so; slo over a window without traffic says
+ *   "no data", not "ok".
+ * argv: o1d o1model o1ctl */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,11 +35,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "daemon_harness.h"
+#include "tests/common/test_util.h"
 #include "metrics/metrics_reader.h"
 #include "tests/metrics/bpffs.h"
 
-static const char *o1d_bin, *o1model_bin;
+static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
 
 /* a: the first daemon (its folder holds the model), b: the second */
 struct pair {
@@ -258,6 +267,131 @@ static void test_failed_start_leaves_nothing(void **state)
 	assert_int_not_equal(access(pin, F_OK), 0);
 }
 
+/* o1ctl ARGS (stdout and stderr into OUT); its exit code. */
+static int o1ctl(const char *args, char *out, size_t cap)
+{
+	char cmd[9000];
+
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", o1ctl_bin, args);
+	return o1_test_run(cmd, out, cap);
+}
+
+/* The pid o1ctl ARGS stats --json OPTS reports. */
+static long stats_pid(const char *args, const char *opts)
+{
+	static char out[1 << 16];
+	char a[8600];
+	const cJSON *v;
+	cJSON *j;
+	long pid;
+
+	snprintf(a, sizeof(a), "%s stats --json %s", args, opts);
+	assert_int_equal(o1ctl(a, out, sizeof(out)), 0);
+	j = cJSON_Parse(out);
+	assert_non_null(j);
+	v = cJSON_GetObjectItemCaseSensitive(j, "pid");
+	assert_true(cJSON_IsNumber(v));
+	pid = (long)v->valuedouble;
+	cJSON_Delete(j);
+	return pid;
+}
+
+/* stats, top and slo with ARGS exit 3 naming PID as not running. */
+static void assert_dead(const char *args, pid_t pid)
+{
+	static const char *const cmds[] = {"stats", "top --count 1 "
+						    "--interval 0.1",
+					   "slo --window 0.1"};
+	char out[8192], a[8600], want[128];
+
+	snprintf(want, sizeof(want),
+		 "metrics are from pid %d, which is not running", (int)pid);
+	for (int i = 0; i < 3; i++) {
+		snprintf(a, sizeof(a), "%s %s", args, cmds[i]);
+		assert_int_equal(o1ctl(a, out, sizeof(out)), 3);
+		if (!strstr(out, want))
+			fail_msg("o1ctl %s: \"%s\" lacks \"%s\"", a, out,
+				 want);
+	}
+}
+
+/* shm mode on the default per-socket file: live, then SIGKILLed. */
+static void test_o1ctl_after_kill_shm(void **state)
+{
+	struct pair *p = *state;
+	const char *sets[] = {"metrics.enabled=true", "metrics.mode=shm",
+			      NULL};
+	char plain[300], shm[300];
+	pid_t pid;
+
+	assert_int_equal(daemon_start(&p->a, o1d_bin, sets), 0);
+	assert_serves(p->a.socket);
+	snprintf(plain, sizeof(plain), "--socket %s", p->a.socket);
+	snprintf(shm, sizeof(shm), "--set metrics.mode=shm --socket %s",
+		 p->a.socket);
+	assert_int_equal(stats_pid(plain, ""), p->a.pid);
+	assert_int_equal(stats_pid(shm, ""), p->a.pid);
+	pid = p->a.pid;
+	kill9(&p->a);
+	assert_dead(plain, pid);
+	assert_dead(shm, pid);
+}
+
+/* bpf: a dead daemon's pins where the configuration points, and a live
+ * daemon that publishes through its own file: o1ctl given the live one's
+ * socket reads the live one, whether it asks it or, with the source named
+ * (--source auto), skips the dead pins for the live file. */
+static void test_o1ctl_after_kill_bpf(void **state)
+{
+	struct pair *p = *state;
+	char dir[4200], set[4300], cfg[4400], args[9000];
+	const char *sets_a[] = {"metrics.enabled=true", "metrics.mode=bpf", set,
+				NULL};
+	const char *sets_b[] = {"metrics.enabled=true", "metrics.mode=shm",
+				NULL};
+	pid_t pid;
+
+	if (bpffs_setup(p->bpf, sizeof(p->bpf)) != 0)
+		skip();
+	snprintf(dir, sizeof(dir), "%s/o1d", p->bpf);
+	snprintf(set, sizeof(set), "metrics.bpf_dir=%s", dir);
+	snprintf(cfg, sizeof(cfg), "--set metrics.bpf_dir=%s", dir);
+	assert_int_equal(daemon_start(&p->a, o1d_bin, sets_a), 0);
+	snprintf(args, sizeof(args), "%s --socket %s", cfg, p->a.socket);
+	assert_int_equal(stats_pid(args, ""), p->a.pid);
+	pid = p->a.pid;
+	kill9(&p->a);
+	assert_dead(args, pid);
+	second_socket(p);
+	assert_int_equal(daemon_start(&p->b, o1d_bin, sets_b), 0);
+	snprintf(args, sizeof(args), "%s --socket %s", cfg, p->b.socket);
+	assert_int_equal(stats_pid(args, ""), p->b.pid);
+	assert_int_equal(stats_pid(args, "--source auto"), p->b.pid);
+	assert_int_equal(daemon_stop(&p->b), 0);
+}
+
+/* A live daemon that publishes nothing, and slo without traffic. */
+static void test_o1ctl_no_metrics(void **state)
+{
+	struct pair *p = *state;
+	const char *sets[] = {"metrics.enabled=true", "metrics.mode=shm",
+			      NULL};
+	char out[8192], args[512];
+
+	assert_int_equal(daemon_start(&p->a, o1d_bin, NULL), 0);
+	snprintf(args, sizeof(args), "--socket %s stats", p->a.socket);
+	assert_int_equal(o1ctl(args, out, sizeof(out)), 3);
+	assert_non_null(strstr(out, "publishes no metrics"));
+	assert_int_equal(daemon_stop(&p->a), 0);
+	assert_int_equal(daemon_start(&p->a, o1d_bin, sets), 0);
+	snprintf(args, sizeof(args), "--socket %s slo --window 0.2",
+		 p->a.socket);
+	assert_int_equal(o1ctl(args, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "slo: no data"));
+	assert_null(strstr(out, "slo: ok"));
+	assert_int_equal(daemon_stop(&p->a), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,13 +405,20 @@ int main(int argc, char **argv)
 					    reset),
 	    cmocka_unit_test_setup_teardown(test_failed_start_leaves_nothing,
 					    reset, reset),
+	    cmocka_unit_test_setup_teardown(test_o1ctl_after_kill_shm, reset,
+					    reset),
+	    cmocka_unit_test_setup_teardown(test_o1ctl_after_kill_bpf, reset,
+					    reset),
+	    cmocka_unit_test_setup_teardown(test_o1ctl_no_metrics, reset,
+					    reset),
 	};
 
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s O1D O1MODEL\n", argv[0]);
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s O1D O1MODEL O1CTL\n", argv[0]);
 		return 2;
 	}
 	o1d_bin = argv[1];
 	o1model_bin = argv[2];
+	o1ctl_bin = argv[3];
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,7 +15,10 @@
  *   so an estimate within the slot's factor-of-two bounds.
  * A measure with no data in the window (no request finished, an empty
  * histogram) is reported as such and is not a breach; an objective of 0
- * is not checked.
+ * is not checked. With no data at all the verdict is "no data" (exit 0:
+ * nothing breached, but nothing was checked either), never "ok". The
+ * metrics read are the running daemon's (o1ctl_source_open): a dead
+ * one's exit 3.
  *
  * The baseline file (--save) is JSON: {"version":1, "window_s":W,
  * "values":{"success_rate":x|null, "p99_ttft_ms":x|null, ...}}.
@@ -246,6 +249,15 @@ static bool failed_any(const struct slo_result *r)
 	return false;
 }
 
+/* No measure had data: nothing was checked, which is not "ok". */
+static bool no_data(const struct slo_result *r)
+{
+	for (int i = 0; i < N_SLO; i++)
+		if (r->l[i].value != NO_DATA)
+			return false;
+	return true;
+}
+
 static void print_text(const struct slo_result *r)
 {
 	printf("window %.1f s: %llu requests finished, %llu failed by o1d\n",
@@ -253,7 +265,13 @@ static void print_text(const struct slo_result *r)
 	       (unsigned long long)r->bad);
 	for (int i = 0; i < N_SLO; i++)
 		print_line(&r->l[i]);
-	printf("slo: %s\n", failed_any(r) ? "BREACH" : "ok");
+	if (failed_any(r))
+		printf("slo: BREACH\n");
+	else if (no_data(r))
+		printf("slo: no data (no request finished in the window: "
+		       "nothing checked)\n");
+	else
+		printf("slo: ok\n");
 }
 
 static void print_json(const struct slo_result *r)
@@ -263,6 +281,7 @@ static void print_json(const struct slo_result *r)
 	char *text;
 
 	cJSON_AddBoolToObject(o, "ok", !failed_any(r));
+	cJSON_AddBoolToObject(o, "no_data", no_data(r));
 	cJSON_AddNumberToObject(o, "window_s", r->window_s);
 	cJSON_AddNumberToObject(o, "finished", (double)r->finished);
 	cJSON_AddNumberToObject(o, "failed", (double)r->bad);

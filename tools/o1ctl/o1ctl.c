@@ -36,8 +36,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\nThe control socket is --socket, else $O1D_SOCKET, else "
 		"ipc.socket of the\nconfiguration (-c FILE, --set; default "
-		"/run/o1d/o1d.sock). Metrics are found\nfrom metrics.bpf_dir, "
-		"metrics.shm_path and ipc.socket as o1d finds them.\n"
+		"/run/o1d/o1d.sock). Metrics are where\no1d on that socket says it "
+		"publishes them, else (or with --dir, --shm, --source)\n"
+		"at metrics.bpf_dir and metrics.shm_path; a dead daemon's are "
+		"never shown (exit 3).\n"
 		"\nexit codes:\n"
 		"  0  done (health: o1d serves)\n"
 		"  1  the request failed or o1d refused it\n"
