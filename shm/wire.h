@@ -383,9 +383,11 @@ struct o1_wire_limits {
 
 /* Copies one submission-ring slot into *out and validates the copy against
  * lim. Returns 0, or -O1_E_PROTOCOL (unknown op, non-zero padding or
- * flags), -O1_E_BOUNDS (an offset, length or count out of range) or
- * -O1_E_FORMAT (a bad enum or float); *why (if not NULL) then names the
- * offending field. Arena data is not read here. */
+ * flags), -O1_E_CONTEXT (a prompt longer than max_prompt_bytes or
+ * max_prompt_tokens, max_tokens over lim's), -O1_E_BOUNDS (an offset,
+ * length or count out of range) or -O1_E_FORMAT (a bad enum or float);
+ * *why (if not NULL) then names the offending field. Arena data is not
+ * read here. */
 int o1_wire_decode_sub(const void *slot, const struct o1_wire_limits *lim,
 		       union o1_wire_entry *out, const char **why);
 /* The same for a completion-ring slot (client side). */

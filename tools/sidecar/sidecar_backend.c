@@ -194,7 +194,10 @@ static int submit(struct o1_sidecar_gen *g)
 		ret = take(g->b, &g->c, &g->reused);
 		if (ret)
 			return ret;
-		ret = o1_client_submit(g->c, &o);
+		g->refusal.sz = sizeof(g->refusal);
+		ret = o1_client_check(g->c, &o, &g->refusal);
+		if (!ret)
+			ret = o1_client_submit(g->c, &o);
 		if (!ret)
 			return 0;
 		if (!dead(ret) || !g->reused)
@@ -202,7 +205,10 @@ static int submit(struct o1_sidecar_gen *g)
 		o1_client_close(g->c); /* stale: the daemon restarted */
 		g->c = NULL;
 	}
-	give(g->b, g->c, ret == -EAGAIN || ret == -E2BIG);
+	/* a refused request leaves the handle as good as it was */
+	give(g->b, g->c,
+	     ret == -EAGAIN || ret == -E2BIG || ret == O1_CLIENT_E_CONTEXT ||
+		 ret == O1_CLIENT_E_BOUNDS);
 	g->c = NULL;
 	return ret;
 }

@@ -50,6 +50,9 @@ struct o1_sidecar_gen {
 	bool broken;	     /* transport failed: handle not reusable */
 	uint64_t t_submit_ns, t_first_ns, t_end_ns;
 	uint32_t prompt_tokens, generated_tokens; /* from the FINAL */
+	/* gen_start's O1_CLIENT_E_CONTEXT or _BOUNDS: the request's value
+	 * over the daemon's limit, found before anything was sent */
+	struct o1_client_refusal refusal;
 };
 
 /* Submits REQ (borrowed until gen_end). HTTP_FD may be -1. A stale pooled
@@ -57,7 +60,8 @@ struct o1_sidecar_gen {
  * again, at submission or when the connection turns out dead before the
  * first event.
  * Returns 0, or -ECONNREFUSED/-ENOENT/-ECONNRESET (daemon down), -EAGAIN,
- * -E2BIG, -EINVAL. */
+ * -E2BIG, -EINVAL, or O1_CLIENT_E_CONTEXT/_BOUNDS (g->refusal says which
+ * value is over which limit; nothing reached o1d). */
 int o1_sidecar_gen_start(struct o1_sidecar_gen *g, struct o1_sidecar_backend *b,
 			 const struct o1_sidecar_request *req, int http_fd,
 			 uint32_t timeout_ms);
