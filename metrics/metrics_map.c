@@ -160,6 +160,9 @@ static int btf_hists(struct btf *btf, const struct btf_ids *t)
 		  ?: btf_field(btf, "sum_us", t->u64,
 			       offsetof(struct o1_metrics_hist, sum_us));
 	err = err
+		  ?: btf_field(btf, "max_us", t->u64,
+			       offsetof(struct o1_metrics_hist, max_us));
+	err = err
 		  ?: btf_field(btf, "slots", slots,
 			       offsetof(struct o1_metrics_hist, slots));
 	if (err)

@@ -28,7 +28,7 @@ struct o1_metrics_opts {
 	size_t sz; /* sizeof(struct o1_metrics_opts) */
 	enum o1_metrics_mode mode;
 	const char *bpf_dir;  /* borrowed; NULL: /sys/fs/bpf/o1d */
-	const char *shm_path; /* borrowed; NULL: /dev/shm/o1d-metrics-v1 */
+	const char *shm_path; /* borrowed; NULL: /dev/shm/o1d-metrics-v2 */
 	long gid;	      /* group given read access; -1: ours */
 	unsigned file_mode;   /* pins and file; 0: 0640 */
 	bool unpin_on_close;  /* remove pins/file in o1_metrics_close */
@@ -96,7 +96,13 @@ static inline void o1_metrics_observe_us(struct o1_metrics *m,
 					 uint64_t value_us)
 {
 	struct o1_metrics_hist *h = &m->hist->h[id];
+	uint64_t max = __atomic_load_n(&h->max_us, __ATOMIC_RELAXED);
 
+	/* a lock-free maximum: retried only while a larger value is ours */
+	while (value_us > max &&
+	       !__atomic_compare_exchange_n(&h->max_us, &max, value_us, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 	__atomic_fetch_add(&h->slots[o1_metrics_hist_slot(value_us)], 1,
 			   __ATOMIC_RELAXED);
 	__atomic_fetch_add(&h->sum_us, value_us, __ATOMIC_RELAXED);

@@ -194,7 +194,7 @@ static void test_shared_bpf_dir(void **state)
 		skip();
 	snprintf(dir, sizeof(dir), "%s/o1d", p->bpf);
 	snprintf(set, sizeof(set), "metrics.bpf_dir=%s", dir);
-	snprintf(pins, sizeof(pins), "%s/v1", dir);
+	snprintf(pins, sizeof(pins), "%s/" O1_METRICS_PIN_SUBDIR, dir);
 	second_socket(p);
 	assert_int_equal(daemon_start(&p->a, o1d_bin, sets), 0);
 	for (int mode = 0; mode < 2; mode++) {
@@ -258,7 +258,7 @@ static void test_failed_start_leaves_nothing(void **state)
 		return; /* the bpf half needs root and a bpffs */
 	snprintf(dir, sizeof(dir), "%s/o1d", p->bpf);
 	snprintf(bpf_set, sizeof(bpf_set), "metrics.bpf_dir=%s", dir);
-	snprintf(pin, sizeof(pin), "%s/v1/o1_info", dir);
+	snprintf(pin, sizeof(pin), "%s/" O1_METRICS_PIN_SUBDIR "/o1_info", dir);
 	sets[1] = "metrics.mode=bpf";
 	sets[2] = bpf_set;
 	assert_int_not_equal(daemon_start(&p->a, o1d_bin, sets), 0);

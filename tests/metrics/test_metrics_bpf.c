@@ -154,9 +154,9 @@ static void test_cross_process(void **state)
 	assert_int_equal(status, 0);
 	check_round(r, 2, pid); /* the pins keep the maps after exit */
 	o1_metrics_reader_close(r);
-	snprintf(pin, sizeof(pin), "%s/v1/o1_counters", dir);
+	snprintf(pin, sizeof(pin), "%s/" O1_METRICS_PIN_SUBDIR "/o1_counters", dir);
 	check_perm(pin, 0640);
-	snprintf(pin, sizeof(pin), "%s/v1", dir);
+	snprintf(pin, sizeof(pin), "%s/" O1_METRICS_PIN_SUBDIR, dir);
 	check_perm(pin, 0750);
 	assert_int_equal(access(shm, F_OK), -1);
 	close(up[0]);
@@ -172,7 +172,8 @@ static cJSON *bpftool_dump(const char *map, cJSON **root)
 	cJSON *entry, *fmt;
 
 	snprintf(cmd, sizeof(cmd),
-		 "bpftool map dump pinned %s/v1/%s -j 2>/dev/null", dir, map);
+		 "bpftool map dump pinned %s/" O1_METRICS_PIN_SUBDIR
+		 "/%s -j 2>/dev/null", dir, map);
 	assert_int_equal(o1_test_run(cmd, buf, sizeof(buf)), 0);
 	*root = cJSON_Parse(buf);
 	assert_non_null(*root);
@@ -235,7 +236,7 @@ static void test_bpftool_dump(void **state)
 }
 
 /* A second writer replaces the pins; a reader then sees fresh maps. With
- * unpin_on_close the pins and v1/ go away. */
+ * unpin_on_close the pins and v2/ go away. */
 static void test_stale_and_unpin(void **state)
 {
 	struct o1_metrics_opts o = writer_opts(true);
@@ -258,9 +259,9 @@ static void test_stale_and_unpin(void **state)
 	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
 	assert_int_equal(s.ctr.steps, 5);
 	o1_metrics_reader_close(r);
-	snprintf(path, sizeof(path), "%s/v1/o1_info", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_info", dir);
 	assert_int_equal(access(path, F_OK), -1);
-	snprintf(path, sizeof(path), "%s/v1", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR, dir);
 	assert_int_equal(access(path, F_OK), -1);
 }
 
@@ -310,7 +311,7 @@ static void test_foreign_map(void **state)
 	(void)state;
 	assert_int_equal(o1_metrics_open(&o, &m), 0);
 	o1_metrics_close(m);
-	snprintf(path, sizeof(path), "%s/v1/o1_hist", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_hist", dir);
 	assert_int_equal(unlink(path), 0);
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "o1_hist", 4, 8, 1, NULL);
 	assert_true(fd >= 0);
@@ -333,20 +334,20 @@ static void test_pin_failure(void **state)
 	struct o1_metrics *m;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/v1", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR, dir);
 	mkdir(path, 0750);
-	snprintf(path, sizeof(path), "%s/v1/o1_counters", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_counters", dir);
 	unlink(path); /* an earlier test's pin */
 	assert_int_equal(mkdir(path, 0700), 0);
 	assert_int_equal(o1_metrics_open(&o, &m), -EEXIST);
-	snprintf(path, sizeof(path), "%s/v1/o1_info", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_info", dir);
 	assert_int_equal(access(path, F_OK), -1);
 	o.mode = O1_METRICS_MODE_AUTO;
 	assert_int_equal(o1_metrics_open(&o, &m), 0);
 	assert_int_equal(m->info->backend, O1_METRICS_BACKEND_SHM);
 	o1_metrics_close(m);
 	assert_int_equal(access(shm, F_OK), -1);
-	snprintf(path, sizeof(path), "%s/v1/o1_counters", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_counters", dir);
 	assert_int_equal(rmdir(path), 0);
 }
 

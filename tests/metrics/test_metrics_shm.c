@@ -265,12 +265,12 @@ static void test_path_for_socket(void **state)
 
 	(void)state;
 	assert_int_equal(o1_metrics_shm_path_for(NULL, "a", a, sizeof(a)), 0);
-	assert_string_equal(a, "/dev/shm/o1d-metrics-v1-af63dc4c8601ec8c");
+	assert_string_equal(a, "/dev/shm/o1d-metrics-v2-af63dc4c8601ec8c");
 	assert_int_equal(o1_metrics_shm_path_for("", "foobar", b, sizeof(b)),
 			 0);
-	assert_string_equal(b, "/dev/shm/o1d-metrics-v1-85944171f73967e8");
+	assert_string_equal(b, "/dev/shm/o1d-metrics-v2-85944171f73967e8");
 	assert_int_equal(o1_metrics_shm_path_for(NULL, "", a, sizeof(a)), 0);
-	assert_string_equal(a, "/dev/shm/o1d-metrics-v1-cbf29ce484222325");
+	assert_string_equal(a, "/dev/shm/o1d-metrics-v2-cbf29ce484222325");
 	assert_int_equal(o1_metrics_shm_path_for("/x/y", "a", a, sizeof(a)), 0);
 	assert_string_equal(a, "/x/y");
 	assert_int_equal(

@@ -11,8 +11,9 @@
  *   reasons (engine, internal, draining, quota); client errors (invalid,
  *   context, tokenizer) and client cancels are finished, not bad;
  * - p99_ttft_ms, p99_itl_ms, p99_queue_wait_ms: 99th percentiles of the
- *   log2 histograms, interpolated inside a slot (o1_metrics_hist_quantile_us),
- *   so an estimate within the slot's factor-of-two bounds.
+ *   log2 histograms, interpolated inside a slot (o1_metrics_hist_quantile),
+ *   so an estimate within the slot's factor-of-two bounds, and never above
+ *   the largest value observed; each is printed with that range.
  * A measure with no data in the window (no request finished, an empty
  * histogram) is reported as such and is not a breach; an objective of 0
  * is not checked. With no data at all the verdict is "no data" (exit 0:
@@ -48,11 +49,15 @@ struct slo_opts {
 	bool json;
 };
 
-/* One measure: its value (NO_DATA), objective (0: none), baseline. */
+/* One measure: its value (NO_DATA), objective (0: none), baseline; a
+ * latency's range [lo, hi]: the histogram slot its estimate lies in, hi
+ * lowered to the largest value observed when clamped. */
 struct slo_line {
 	const char *name;
 	bool higher_better;
 	double value, objective, base;
+	double lo, hi;
+	bool clamped;
 	bool has_base, breach, regressed;
 };
 
@@ -78,13 +83,20 @@ static int snapshot(const struct o1ctl_source *src,
 	return err ? O1CTL_FAIL : O1CTL_OK;
 }
 
-static double p99_ms(const struct o1_metrics_hist *h)
+static struct slo_line p99_ms(const char *name, const struct o1_metrics_hist *h,
+			      double objective)
 {
-	double us;
+	struct slo_line l = {.name = name, .objective = objective};
+	struct o1_metrics_quantile e;
 
-	if (o1_metrics_hist_quantile_us(h, 0.99, &us))
-		return NO_DATA;
-	return us / 1000.0;
+	l.value = NO_DATA;
+	if (o1_metrics_hist_quantile(h, 0.99, &e))
+		return l;
+	l.value = e.value_us / 1000.0;
+	l.lo = e.lo_us / 1000.0;
+	l.hi = e.hi_us / 1000.0;
+	l.clamped = e.clamped;
+	return l;
 }
 
 static void measure(const struct o1_metrics_snapshot *d,
@@ -104,15 +116,10 @@ static void measure(const struct o1_metrics_snapshot *d,
 	    .value = r->finished ? 1.0 - (double)r->bad / (double)r->finished
 				 : NO_DATA,
 	    .objective = c->slo.success_rate};
-	r->l[1] = (struct slo_line){.name = "p99_ttft_ms",
-				    .value = p99_ms(&d->hist.ttft),
-				    .objective = c->slo.p99_ttft_ms};
-	r->l[2] = (struct slo_line){.name = "p99_itl_ms",
-				    .value = p99_ms(&d->hist.itl),
-				    .objective = c->slo.p99_itl_ms};
-	r->l[3] = (struct slo_line){.name = "p99_queue_wait_ms",
-				    .value = p99_ms(&d->hist.queue_wait),
-				    .objective = c->slo.p99_queue_wait_ms};
+	r->l[1] = p99_ms("p99_ttft_ms", &d->hist.ttft, c->slo.p99_ttft_ms);
+	r->l[2] = p99_ms("p99_itl_ms", &d->hist.itl, c->slo.p99_itl_ms);
+	r->l[3] = p99_ms("p99_queue_wait_ms", &d->hist.queue_wait,
+			 c->slo.p99_queue_wait_ms);
 }
 
 /* Breach of the objective; regression past the baseline by more than
@@ -239,6 +246,11 @@ static void print_line(const struct slo_line *l)
 			 l->base == NO_DATA ? "no data" : "-");
 	printf("%-18s %10s  objective %-10s %-6s%s\n", l->name, v, obj,
 	       l->breach ? "BREACH" : "ok", base);
+	if (!rate && l->value != NO_DATA)
+		printf("%18s in [%.2f, %.2f] (%s)\n", "", l->lo, l->hi,
+		       l->clamped ? "a log2 slot, up to the largest value "
+				    "observed"
+				  : "a log2 slot's bounds");
 }
 
 static bool failed_any(const struct slo_result *r)
@@ -293,6 +305,11 @@ static void print_json(const struct slo_result *r)
 		cJSON_AddItemToObject(s, "value", num_or_null(l->value));
 		cJSON_AddNumberToObject(s, "objective", l->objective);
 		cJSON_AddBoolToObject(s, "breach", l->breach);
+		if (!l->higher_better && l->value != NO_DATA) {
+			cJSON_AddNumberToObject(s, "low", l->lo);
+			cJSON_AddNumberToObject(s, "high", l->hi);
+			cJSON_AddBoolToObject(s, "high_is_max", l->clamped);
+		}
 		if (l->has_base) {
 			cJSON_AddItemToObject(s, "baseline",
 					      num_or_null(l->base));
