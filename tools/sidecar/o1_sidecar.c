@@ -125,11 +125,11 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 	    o1_sidecar_vocab_open(cfg->model.path,
 				  cfg->model.max_context_tokens, &vocab))
 		o1_warn("sidecar: no vocabulary from %s: top_logprobs "
-			"alternatives are named by id, max_tokens defaults "
-			"to 256",
+			"alternatives are named by id",
 			cfg->model.path);
 	o.vocab = vocab;
-	ret = o1_sidecar_backend_create(sock, cfg->sidecar.max_concurrent, &b);
+	ret = o1_sidecar_backend_create(sock, cfg->sidecar.max_concurrent,
+					cfg->model.max_context_tokens, &b);
 	if (!ret)
 		ret = o1_sidecar_http_start(&o, b, bound, sizeof(bound), &h);
 	if (ret)

@@ -20,8 +20,11 @@
 
 struct o1_sidecar_backend;
 
-/* SOCKET is copied; at most CAP idle handles are kept. */
+/* SOCKET is copied; at most CAP idle handles are kept. A request without
+ * max_tokens gets the daemon's context (its welcome's limit), at most
+ * MAX_CONTEXT when that is not 0 (the sidecar's model.max_context_tokens). */
 int o1_sidecar_backend_create(const char *socket, unsigned cap,
+			      uint32_t max_context,
 			      struct o1_sidecar_backend **out);
 void o1_sidecar_backend_destroy(struct o1_sidecar_backend *b);
 
@@ -35,6 +38,10 @@ struct o1_sidecar_status {
  * through a pooled handle tells up/down only. Returns 0 (see ST). */
 int o1_sidecar_backend_status(struct o1_sidecar_backend *b,
 			      struct o1_sidecar_status *st);
+/* Which daemon the socket belongs to: a number that changes whenever a
+ * daemon (re)creates it (its inode and change time), 0 when there is no
+ * socket. What was learnt of the daemon (its model) holds for one value. */
+uint64_t o1_sidecar_backend_epoch(const struct o1_sidecar_backend *b);
 
 /* One request's run. */
 struct o1_sidecar_gen {

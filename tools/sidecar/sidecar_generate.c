@@ -362,9 +362,10 @@ static int prepare(struct run *r, enum o1_sidecar_kind kind,
 		return -1;
 	}
 	c->log.stream = r->req.stream;
-	if (!r->req.max_tokens && c->h->o.vocab) /* OpenAI: up to the end */
-		r->req.max_tokens = o1_sidecar_vocab_context(c->h->o.vocab);
-	o1_sidecar_model(c->h, r->model, sizeof(r->model));
+	if (o1_sidecar_model(c->h, r->model, sizeof(r->model))) {
+		*res = fail(c, -ECONNREFUSED, "no o1d answers on its socket");
+		return -1;
+	}
 	if (strcmp(r->req.model, r->model) && strcmp(r->req.model, "default"))
 		goto refused;
 	if (atomic_fetch_add(&c->h->running, 1) >= c->h->o.max_concurrent) {

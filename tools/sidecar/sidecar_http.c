@@ -21,9 +21,6 @@
 #include "sidecar_response.h"
 
 #define THREAD_STACK_BYTES (512 * 1024)
-#define MODEL_ASK_NS                                                           \
-	(5ull * 1000 * 1000 * 1000) /* while the name is unknown               \
-				     */
 
 enum MHD_Result o1_sidecar_reply_json(struct o1_sidecar_conn *c,
 				      unsigned status, char *json)
@@ -61,23 +58,46 @@ enum MHD_Result o1_sidecar_reply_error(struct o1_sidecar_conn *c,
 	return o1_sidecar_reply_json(c, status, json);
 }
 
-void o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap)
+/* Records what status said of the daemon whose socket is EPOCH. */
+static void learn_model(struct o1_sidecar_http *h, uint64_t epoch,
+			const struct o1_sidecar_status *st)
 {
-	struct o1_sidecar_status st;
+	pthread_mutex_lock(&h->lock);
+	snprintf(h->model, sizeof(h->model), "%s", st->model);
+	h->model_epoch = epoch;
+	pthread_mutex_unlock(&h->lock);
+}
 
-	uint64_t now = o1_sidecar_now_ns();
+static void served_name(struct o1_sidecar_http *h, char *buf, size_t cap)
+{
+	pthread_mutex_lock(&h->lock);
+	snprintf(buf, cap, "%s",
+		 h->o.model_name && h->o.model_name[0] ? h->o.model_name
+		 : h->model[0]			       ? h->model
+						       : h->fallback);
+	pthread_mutex_unlock(&h->lock);
+}
+
+int o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap)
+{
+	uint64_t epoch = o1_sidecar_backend_epoch(h->b), known;
+	struct o1_sidecar_status st;
+	int ret = 0;
 
 	pthread_mutex_lock(&h->lock);
-	if (!h->model[0] && now - h->model_asked_ns > MODEL_ASK_NS) {
-		h->model_asked_ns = now;
-		pthread_mutex_unlock(&h->lock);
-		o1_sidecar_backend_status(h->b, &st);
-		pthread_mutex_lock(&h->lock);
-		if (st.model[0] && !h->model[0])
-			snprintf(h->model, sizeof(h->model), "%s", st.model);
-	}
-	snprintf(buf, cap, "%s", h->model[0] ? h->model : h->fallback);
+	known = h->model_epoch;
 	pthread_mutex_unlock(&h->lock);
+	if (!epoch) {
+		ret = -ENOTCONN;
+	} else if (epoch != known) {
+		o1_sidecar_backend_status(h->b, &st);
+		if (st.up)
+			learn_model(h, epoch, &st);
+		else
+			ret = -ENOTCONN;
+	}
+	served_name(h, buf, cap);
+	return ret;
 }
 
 void o1_sidecar_conn_put(struct o1_sidecar_conn *c)
@@ -148,11 +168,22 @@ static cJSON *model_object(const char *name)
 
 static enum MHD_Result models(struct o1_sidecar_conn *c, const char *one)
 {
+	uint64_t epoch = o1_sidecar_backend_epoch(c->h->b);
+	struct o1_sidecar_status st;
 	char name[128], msg[200];
 	cJSON *o, *data;
 	char *json;
 
-	o1_sidecar_model(c->h, name, sizeof(name));
+	/* asked every time: a list is never answered for a daemon gone */
+	o1_sidecar_backend_status(c->h->b, &st);
+	if (!st.up)
+		return o1_sidecar_reply_error(
+		    c, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "o1d is not running: no model is served now",
+		    "server_error", NULL, "daemon_unavailable");
+	if (epoch)
+		learn_model(c->h, epoch, &st);
+	served_name(c->h, name, sizeof(name));
 	if (one && strcmp(one, name) && strcmp(one, "default")) {
 		snprintf(msg, sizeof(msg), "The model '%.100s' does not exist",
 			 one);

@@ -439,8 +439,9 @@ static void test_logprobs(void **state)
 	cJSON_Delete(j);
 }
 
-/* Without max_tokens the answer may run to the context (here the
- * sidecar's model.max_context_tokens=300, below o1d's own). */
+/* Without max_tokens the answer may run to the context: o1d's, as its
+ * welcome gave it, here capped by the sidecar's model.max_context_tokens
+ * (300, below o1d's own). */
 static void test_default_max_tokens(void **state)
 {
 	cJSON *j;
