@@ -12,6 +12,7 @@
 
 _Static_assert(O1_CLIENT_E_CONTEXT == -O1_E_CONTEXT, "o1_client_check");
 _Static_assert(O1_CLIENT_E_BOUNDS == -O1_E_BOUNDS, "o1_client_check");
+_Static_assert(O1_CLIENT_E_NO_TOKENIZER == -O1_E_NO_TOKENIZER, "client.h");
 
 int o1_client_limits(const struct o1_client *c, struct o1_client_limits *out)
 {

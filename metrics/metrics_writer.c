@@ -164,6 +164,7 @@ enum o1_metrics_fail o1_metrics_fail_reason(int err)
 	case O1_E_QUOTA:
 		return O1_METRICS_FAIL_QUOTA;
 	case O1_E_TOKENIZER:
+	case O1_E_NO_TOKENIZER:
 		return O1_METRICS_FAIL_TOKENIZER;
 	case O1_E_DRAINING:
 		return O1_METRICS_FAIL_DRAINING;

@@ -42,6 +42,7 @@ static void add_readiness(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "max_context_tokens",
 				e->o.sched.max_context);
 	cJSON_AddNumberToObject(o, "vocab_size", e->o.sched.vocab_size);
+	cJSON_AddBoolToObject(o, "tokenizer", e->o.sched.tok != NULL);
 	cJSON_AddBoolToObject(o, "sample_in_backend",
 			      e->o.sched.sample_in_backend);
 }

@@ -15,7 +15,8 @@
  *         "ready":B (model loaded, graphs captured, warm-up generation
  *         done, not draining), "warmup_ok":B, "warmup_ms":N,
  *         "graphs_total":N, "graphs_captured":N, "max_context_tokens":N,
- *         "vocab_size":N, and with [faults] enabled "faults":{"on":{NAME:
+ *         "vocab_size":N, "tokenizer":B (false: token-id prompts only),
+ *         and with [faults] enabled "faults":{"on":{NAME:
  *         PARAM...}, "delayed_steps":N, "failed_steps":N,
  *         "stalled_polls":N, "kv_pages_held":N}}
  *   {"op":"requests"}

@@ -333,6 +333,20 @@ static int fill_slot(struct o1_engine *e, struct o1_req *r,
 	return 0;
 }
 
+/* A text prompt to a model without a tokenizer: the client's mistake,
+ * logged the way o1d says it to the client (the first time, then at
+ * powers of two so a looping client cannot flood the log). */
+static void no_tokenizer(struct o1_engine *e, const struct o1_ipc_request *q)
+{
+	uint64_t n = ++e->no_tokenizer_refusals;
+
+	if (n <= 1 || !(n & (n - 1)))
+		o1_warn("client %u request %llu: %s (%llu such refusals)",
+			q->client_id, (unsigned long long)q->params.req_id,
+			o1_strerror(-O1_E_NO_TOKENIZER),
+			(unsigned long long)n);
+}
+
 static int on_submit(void *ctx, struct o1_ipc_server *srv,
 		     const struct o1_ipc_request *q)
 {
@@ -341,6 +355,10 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	int err;
 
 	(void)srv;
+	if (q->params.prompt_kind == O1_PROMPT_TEXT && !e->o.sched.tok) {
+		no_tokenizer(e, q);
+		return -O1_E_NO_TOKENIZER;
+	}
 	if (e->free_head == NONE) {
 		o1_warn("client %u request %llu refused: all %u request "
 			"slots in use",

@@ -119,8 +119,9 @@ static int open_model(struct o1d *d)
 		    !o1_chat_template_init(
 			&d->chat, d->model->vocab->chat_template, NULL);
 	} else {
-		o1_warn("%s has no vocabulary: token-id prompts only",
-			d->cfg.model.path);
+		o1_warn("%s has no vocabulary: token-id prompts only (text "
+			"prompts are answered \"%s\")",
+			d->cfg.model.path, o1_strerror(-O1_E_NO_TOKENIZER));
 	}
 	return 0;
 }

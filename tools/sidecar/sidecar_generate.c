@@ -47,6 +47,7 @@ static struct status_map map_error(int err)
 					   "context_length_exceeded"};
 	case -O1_E_BOUNDS:
 	case -O1_E_TOKENIZER:
+	case -O1_E_NO_TOKENIZER:
 	case -O1_E_FORMAT:
 	case -O1_E_UNSUPPORTED:
 	case -O1_E_PROTOCOL:

@@ -224,6 +224,9 @@ int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *o);
 /* The errors o1_client_check returns (o1d's O1_E_CONTEXT, O1_E_BOUNDS). */
 #define O1_CLIENT_E_BOUNDS  (-10004)
 #define O1_CLIENT_E_CONTEXT (-10010)
+/* A FINAL's error for a text prompt when the daemon's model has no
+ * tokenizer (token-id prompts only). Since 0.4. */
+#define O1_CLIENT_E_NO_TOKENIZER (-10016)
 
 /* The limits the daemon gave at the handshake. Since 0.4. */
 struct o1_client_limits {

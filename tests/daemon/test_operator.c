@@ -1,0 +1,129 @@
+/* What an operator and a client see of o1d in the edge cases (real o1d
+ * processes on the tiny model made by o1model, CPU backend):
+ * - a model without a tokenizer (the tiny model converted to a Hugging
+ *   Face folder without tokenizer files): a text prompt's FINAL says
+ *   "model has no tokenizer: send token ids" (its own error code), o1d's
+ *   log says the same, token-id prompts are served, and o1ctl smoke skips
+ *   its text checks with that reason and passes the others.
+ * argv: o1d o1model o1ctl */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* cmocka.h needs the four headers above first */
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon_harness.h"
+#include "o1/client.h"
+#include "tests/common/test_util.h"
+
+static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
+
+static int setup(void **state)
+{
+	static struct daemon_proc d;
+
+	if (harness_init(&d, o1model_bin))
+		return -1;
+	*state = &d;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	harness_fini(*state);
+	return 0;
+}
+
+static int stop_daemon(void **state)
+{
+	struct daemon_proc *d = *state;
+
+	if (d->pid > 0)
+		daemon_stop(d);
+	return 0;
+}
+
+/* o1ctl ARGS with stdout and stderr into OUT; its exit code. */
+static int o1ctl(const char *args, char *out, size_t cap)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", o1ctl_bin, args);
+	return o1_test_run(cmd, out, cap);
+}
+
+/* The tiny model as a Hugging Face folder without tokenizer files. */
+static void model_without_tokenizer(struct daemon_proc *d)
+{
+	char cmd[1024], out[4096];
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s convert %s %s/hf --format safetensors 2>&1 && rm -f "
+		 "%s/hf/tokenizer.json %s/hf/tokenizer_config.json",
+		 o1model_bin, d->model, d->dir, d->dir, d->dir);
+	if (o1_test_run(cmd, out, sizeof(out)) != 0)
+		fail_msg("%s: %s", cmd, out);
+	snprintf(d->model, sizeof(d->model), "%s/hf", d->dir);
+}
+
+static void test_no_tokenizer(void **state)
+{
+	struct daemon_proc *d = *state;
+	struct o1_client_opts co = {
+	    .sz = sizeof(co), .socket_path = d->socket, .name = "text"};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 1,
+				    .text = "Once upon a time",
+				    .text_len = 16,
+				    .max_tokens = 4};
+	static const char why[] = "model has no tokenizer: send token ids";
+	char out[8192], args[256];
+	struct o1_event fin;
+	struct o1_client *c;
+	struct result r;
+	struct spec s;
+
+	model_without_tokenizer(d);
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(o1_client_generate(c, &so, NULL, NULL, &fin), 0);
+	assert_int_equal(fin.finish, O1_FINISH_REASON_ERROR);
+	assert_int_equal(fin.error, O1_CLIENT_E_NO_TOKENIZER);
+	assert_string_equal(o1_client_strerror(fin.error), why);
+	o1_client_close(c);
+	assert_true(log_has(d->log, why));
+	spec_make(&s, 2);
+	assert_int_equal(spec_run(d->socket, &s, &r), 0);
+	assert_int_equal(r.error, 0);
+	assert_int_equal(r.finals, 1);
+	snprintf(args, sizeof(args), "--socket %s smoke --long-max 256",
+		 d->socket);
+	assert_int_equal(o1ctl(args, out, sizeof(out)), 0);
+	if (!strstr(out, "greedy   SKIP") || !strstr(out, why) ||
+	    !strstr(out, "long     PASS") || !strstr(out, "cancel   PASS") ||
+	    !strstr(out, "3 skipped"))
+		fail_msg("o1ctl smoke:\n%s", out);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_no_tokenizer, stop_daemon),
+	};
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s O1D O1MODEL O1CTL\n", argv[0]);
+		return 2;
+	}
+	o1d_bin = argv[1];
+	o1model_bin = argv[2];
+	o1ctl_bin = argv[3];
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
