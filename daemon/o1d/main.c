@@ -37,6 +37,7 @@
 #include "ipc/control.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "metrics/metrics_runq.h"
 #include "metrics/metrics_writer.h"
 #include "model/model.h"
@@ -67,6 +68,51 @@ struct o1d {
 	uint32_t ctx;
 };
 
+static const char usage_text[] =
+    "usage: o1d [-c FILE] [--set section.key=value ...]\n"
+    "       o1d --help | --version\n"
+    "\n"
+    "The resident inference daemon: loads model.path, serves clients on\n"
+    "ipc.socket (libo1client, o1ctl, o1-sidecar) until stopped.\n"
+    "\n"
+    "options:\n"
+    "  -c FILE                 the configuration (INI, see config/o1d.ini);\n"
+    "                          none: built-in defaults\n"
+    "  --set section.key=value override one key (repeatable, after -c)\n"
+    "  --help, --version       this text; the version line\n"
+    "\n"
+    "environment:\n"
+    "  NOTIFY_SOCKET           systemd: READY=1 once serving, STOPPING=1\n"
+    "  NCCL_NVLS_ENABLE        set to 0 by o1d (NVLink multicast stays off)\n"
+    "\n"
+    "signals:\n"
+    "  SIGTERM, SIGINT         refuse new requests, finish those in flight\n"
+    "                          (daemon.drain_timeout_ms), exit\n"
+    "  SIGHUP                  reload the file and --set (as o1ctl reload)\n"
+    "\n"
+    "exit codes:\n"
+    "  0  stopped by a signal after draining\n"
+    "  1  start-up failed (logged: the model, the socket taken, ...) or\n"
+    "     the front loop failed\n"
+    "  2  bad arguments or configuration\n"
+    "\n"
+    "It prints \"o1d: ready socket=PATH\" on stderr once it serves.\n";
+
+/* --help or --version as the only argument: answered, exit 0 (1 when
+ * stdout cannot be written); -1 otherwise. */
+static int help_or_version(int argc, char **argv)
+{
+	if (argc != 2)
+		return -1;
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		fputs(usage_text, stdout);
+	else if (!strcmp(argv[1], "--version"))
+		o1_version_print(stdout, "o1d");
+	else
+		return -1;
+	return fflush(stdout) ? 1 : 0;
+}
+
 static int load_config(struct o1_config *c, int argc, char **argv)
 {
 	char **copy = malloc(((size_t)argc + 1) * sizeof(char *));
@@ -81,8 +127,7 @@ static int load_config(struct o1_config *c, int argc, char **argv)
 		ret = o1_config_parse_args(c, &n, copy, err, sizeof(err));
 	if (!ret && n > 1) {
 		fprintf(stderr,
-			"o1d: unexpected argument '%s'\nusage: o1d [-c FILE] "
-			"[--set section.key=value ...]\n",
+			"o1d: unexpected argument '%s' (see o1d --help)\n",
 			copy[1]);
 		ret = -EINVAL;
 	} else if (ret) {
@@ -842,6 +887,9 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int err;
 
+	err = help_or_version(argc, argv);
+	if (err >= 0)
+		return err;
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
