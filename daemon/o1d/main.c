@@ -344,6 +344,7 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 static int open_backend(struct o1d *d)
 {
 	enum o1_device_kind dev = d->cfg.backend.device.kind;
+	char why[160];
 	int err;
 
 	if (dev == O1_DEVICE_CUDA)
@@ -355,6 +356,11 @@ static int open_backend(struct o1d *d)
 		o1_err("backend.tensor_parallel = %u needs the CUDA backend",
 		       n_ranks(&d->cfg));
 		return -O1_E_CONFIG;
+	}
+	if (dev == O1_DEVICE_AUTO && !o1_devmem_count(why, sizeof(why))) {
+		/* no GPU is a normal case here: one info line, no error */
+		o1_info("backend.device auto: %s; using cpu", why);
+		return create_backend(d, O1_BACKEND_CPU);
 	}
 	if (dev == O1_DEVICE_AUTO) {
 		err = create_backend(d, O1_BACKEND_CUDA);

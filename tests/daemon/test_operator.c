@@ -4,7 +4,11 @@
  *   Face folder without tokenizer files): a text prompt's FINAL says
  *   "model has no tokenizer: send token ids" (its own error code), o1d's
  *   log says the same, token-id prompts are served, and o1ctl smoke skips
- *   its text checks with that reason and passes the others.
+ *   its text checks with that reason and passes the others;
+ * - start-up: a socket directory that does not exist is named, with the
+ *   hint, before the model is loaded (exit 1); backend.device auto
+ *   without a GPU is one info line and no error line; a relative
+ *   model.path is refused with its absolute form (exit 2).
  * argv: o1d o1model o1ctl */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,9 +116,39 @@ static void test_no_tokenizer(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+static void test_startup(void **state)
+{
+	struct daemon_proc *d = *state, e = *d;
+	static const char *const bad_model[] = {"model.path=rel/tiny.gguf",
+						NULL};
+	static const char *const autodev[] = {"backend.device=auto", NULL};
+	char want[512];
+
+	snprintf(e.socket, sizeof(e.socket), "%s/missing/o1d.sock", d->dir);
+	snprintf(e.log, sizeof(e.log), "%s/o1d-e.log", d->dir);
+	assert_int_not_equal(daemon_start(&e, o1d_bin, NULL), 0);
+	assert_int_equal(e.exit_status, 1);
+	snprintf(want, sizeof(want),
+		 "ipc.socket %s: directory %s/missing does not exist: "
+		 "systemd's RuntimeDirectory makes it, or set ipc.socket",
+		 e.socket, d->dir);
+	assert_true(log_has(e.log, want));
+	assert_false(log_has(e.log, "kv:")); /* no model loaded */
+	assert_int_not_equal(daemon_start(&e, o1d_bin, bad_model), 0);
+	assert_int_equal(e.exit_status, 2);
+	assert_true(log_has(e.log, "not an absolute path (from this "
+				   "directory: "));
+	assert_int_equal(daemon_start(d, o1d_bin, autodev), 0);
+	assert_true(log_has(d->log, "info  main.c"));
+	assert_true(log_has(d->log, "backend.device auto: "));
+	assert_false(log_has(d->log, " error "));
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_startup, stop_daemon),
 	    cmocka_unit_test_teardown(test_no_tokenizer, stop_daemon),
 	};
 
