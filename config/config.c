@@ -144,6 +144,7 @@ static const struct key keys[] = {
 	BOOL(metrics, unpin_on_exit, "false"),
 	BOOL(metrics, runq, "false"),
 	ENUM(log, level, log_levels, "info"),
+	U32(log, requests, 0, 1000000, 0, "1"),
 	STR(sidecar, listen, F_HOSTPORT, "127.0.0.1:8080"),
 	STR(sidecar, daemon_socket, F_ABSOLUTE, ""),
 	U32(sidecar, max_body_bytes, 1024, 1073741824, 0, "1048576"),

@@ -130,6 +130,8 @@ struct o1_config {
 	} metrics;
 	struct {
 		enum o1_log_level level;
+		uint32_t requests; /* info line for 1 of N finished requests;
+				    * 0: none */
 	} log;
 	struct {
 		char listen[O1_CONFIG_NAME_MAX]; /* host:port */

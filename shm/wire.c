@@ -257,6 +257,19 @@ int o1_wire_stop_strings_check(const uint8_t *buf, uint32_t len,
 	return count;
 }
 
+const char *o1_wire_finish_name(unsigned reason)
+{
+	static const char *const names[O1_FINISH_COUNT] = {
+	    [O1_FINISH_STOP] = "stop",
+	    [O1_FINISH_LENGTH] = "length",
+	    [O1_FINISH_EOS] = "eos",
+	    [O1_FINISH_CANCELLED] = "cancelled",
+	    [O1_FINISH_ERROR] = "error",
+	};
+
+	return reason < O1_FINISH_COUNT ? names[reason] : "?";
+}
+
 const char *o1_wire_op_name(unsigned op)
 {
 	switch (op) {

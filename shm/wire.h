@@ -399,6 +399,8 @@ int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 int o1_wire_stop_strings_check(const uint8_t *buf, uint32_t len,
 			       uint32_t max_count);
 const char *o1_wire_op_name(unsigned op);
+/* "stop", "length", "eos", "cancelled", "error", or "?". */
+const char *o1_wire_finish_name(unsigned reason);
 /* Checks a device output description copied out of a welcome (client
  * side): rows == 0 with a status <= 0, or a consistent geometry whose
  * rows hold vocab_size floats. Returns 0 or -O1_E_PROTOCOL. */

@@ -123,8 +123,9 @@ static void admin_hello(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		return;
 	}
 	c->state = O1_IPC_ADMIN;
-	o1_info("ipc: admin connection %u (%s, pid %d, uid %u)", c->id, c->name,
-		(int)c->cred.pid, (unsigned)c->cred.uid);
+	/* debug: health probes come every few seconds */
+	o1_debug("ipc: admin connection %u (%s, pid %d, uid %u)", c->id,
+		 c->name, (int)c->cred.pid, (unsigned)c->cred.uid);
 }
 
 void o1_ipc_client_fill_info(const struct o1_ipc_client *c,

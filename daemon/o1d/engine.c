@@ -370,6 +370,7 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	err = fill_slot(e, r, q);
 	if (err)
 		return err;
+	r->first_token_ns = 0;
 	e->free_head = r->next_free;
 	r->active = true;
 	r->active_at = e->n_active;
@@ -444,6 +445,29 @@ static void on_disconnect(void *ctx, struct o1_ipc_server *srv,
 	}
 }
 
+/* One info line for a finished request, as o1ctl names it (o1ctl cancel
+ * CLIENT REQ_ID), for 1 of every log.requests. */
+static void log_finished(struct o1_engine *e, const struct o1_req *r,
+			 const struct o1_wire_final *f)
+{
+	uint64_t now = o1_engine_now_ns();
+
+	e->finished++;
+	if (!e->o.log_requests || e->finished % e->o.log_requests)
+		return;
+	o1_info("request done: client %u req %llu finish=%s%s%s "
+		"prompt_tokens=%u output_tokens=%u ttft_ms=%.1f "
+		"duration_ms=%.1f",
+		r->client_id, (unsigned long long)r->req_id,
+		o1_wire_finish_name(f->reason), f->error ? " error=" : "",
+		f->error ? o1_strerror(f->error) : "", f->prompt_tokens,
+		f->generated_tokens,
+		r->first_token_ns
+		    ? (double)(r->first_token_ns - r->submit_ns) / 1e6
+		    : -1.0,
+		(double)(now - r->submit_ns) / 1e6);
+}
+
 /* Back to the free list; the active list's last entry takes its place. */
 static void free_slot(struct o1_engine *e, struct o1_req *r)
 {
@@ -480,7 +504,10 @@ static int drain_slot(struct o1_engine *e, struct o1_req *r)
 		tail++;
 		moved = 1;
 		atomic_store_explicit(&r->out_tail, tail, memory_order_release);
+		if (ev->op == O1_EV_TOKEN && !r->first_token_ns)
+			r->first_token_ns = o1_engine_now_ns();
 		if (ev->op == O1_EV_FINAL) {
+			log_finished(e, r, &ev->final);
 			free_slot(e, r);
 			break;
 		}

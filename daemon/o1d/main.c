@@ -604,6 +604,7 @@ static int create_engine(struct o1d *d)
 			o1_backend_config(d->backend)->max_sample_pens,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
+	    .log_requests = c->log.requests,
 	    .model_name =
 		c->model.name[0] ? c->model.name : d->model->desc.name,
 	    .backend_name = o1_backend_name(d->kind),

@@ -8,8 +8,12 @@
  * - start-up: a socket directory that does not exist is named, with the
  *   hint, before the model is loaded (exit 1); backend.device auto
  *   without a GPU is one info line and no error line; a relative
- *   model.path is refused with its absolute form (exit 2).
- * argv: o1d o1model o1ctl */
+ *   model.path is refused with its absolute form (exit 2);
+ * - logs: one info line per finished request naming client, request,
+ *   tokens, TTFT, duration and the finish reason by name (1 of N with
+ *   log.requests = N, none with 0); admin connections only at debug;
+ * - o1chat exits 1 when its request is cancelled (o1ctl cancel).
+ * argv: o1d o1model o1ctl o1chat */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +30,7 @@
 #include "o1/client.h"
 #include "tests/common/test_util.h"
 
-static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
+static const char *o1d_bin, *o1model_bin, *o1ctl_bin, *o1chat_bin;
 
 static int setup(void **state)
 {
@@ -56,7 +60,7 @@ static int stop_daemon(void **state)
 /* o1ctl ARGS with stdout and stderr into OUT; its exit code. */
 static int o1ctl(const char *args, char *out, size_t cap)
 {
-	char cmd[1024];
+	char cmd[8192];
 
 	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", o1ctl_bin, args);
 	return o1_test_run(cmd, out, cap);
@@ -145,19 +149,114 @@ static void test_startup(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* Lines of PATH holding WHAT. */
+static int log_count(const char *path, const char *what)
+{
+	char cmd[512], out[64];
+
+	snprintf(cmd, sizeof(cmd), "grep -c -- '%s' %s", what, path);
+	o1_test_run(cmd, out, sizeof(out));
+	return atoi(out);
+}
+
+static void run_one(const struct daemon_proc *d, unsigned i)
+{
+	struct result r;
+	struct spec s;
+
+	spec_make(&s, i);
+	s.ignore_eos = true;
+	s.temperature = 0;
+	assert_int_equal(spec_run(d->socket, &s, &r), 0);
+	assert_int_equal(r.finals, 1);
+}
+
+static void test_request_log(void **state)
+{
+	struct daemon_proc *d = *state;
+	static const char *const every2[] = {"log.requests=2", NULL};
+	static const char *const none[] = {"log.requests=0", NULL};
+	struct kv_status st;
+	struct spec s;
+	char want[256];
+
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	run_one(d, 4);
+	spec_make(&s, 4);
+	assert_int_equal(admin_wait_idle(d->socket, 30000, &st), 0);
+	snprintf(want, sizeof(want),
+		 "req 7 finish=length prompt_tokens=%u output_tokens=%u "
+		 "ttft_ms=",
+		 s.n_ids, s.max_tokens);
+	assert_true(log_has(d->log, "info  engine.c"));
+	if (!log_has(d->log, want) || !log_has(d->log, "duration_ms="))
+		fail_msg("%s lacks \"%s\"", d->log, want);
+	assert_false(log_has(d->log, "admin connection"));
+	assert_int_equal(daemon_stop(d), 0);
+	assert_int_equal(daemon_start(d, o1d_bin, every2), 0);
+	for (unsigned i = 0; i < 4; i++)
+		run_one(d, i);
+	assert_int_equal(admin_wait_idle(d->socket, 30000, &st), 0);
+	assert_int_equal(log_count(d->log, "request done:"), 2);
+	assert_int_equal(daemon_stop(d), 0);
+	assert_int_equal(daemon_start(d, o1d_bin, none), 0);
+	run_one(d, 1);
+	assert_int_equal(admin_wait_idle(d->socket, 30000, &st), 0);
+	assert_int_equal(log_count(d->log, "request done:"), 0);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
+/* o1chat's request cancelled by an admin: exit 1, saying so. */
+static void test_o1chat_cancelled(void **state)
+{
+	struct daemon_proc *d = *state;
+	char cmd[4096], out[4096];
+
+	static const char *const faults[] = {"faults.enabled=true", NULL};
+
+	/* stalled: nothing reaches o1chat, so the request is surely still
+	 * running when cancelled; the FINAL comes once the stall is off */
+	assert_int_equal(daemon_start(d, o1d_bin, faults), 0);
+	snprintf(cmd, sizeof(cmd), "--socket %s inject stall on", d->socket);
+	assert_int_equal(o1ctl(cmd, out, sizeof(out)), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "%s --socket %s --raw --max-tokens 1000 'Once' >/dev/null "
+		 "2>%s/chat.err & p=$!; "
+		 "for i in $(seq 3000); do %s --socket %s requests --json "
+		 ">%s/req.json; grep -q req_id %s/req.json && break; "
+		 "sleep 0.01; done; "
+		 "c=$(sed -n 's/.*\"client\":\\([0-9]*\\).*/\\1/p' %s/req.json); "
+		 "r=$(sed -n 's/.*\"req_id\":\\([0-9]*\\).*/\\1/p' %s/req.json); "
+		 "%s --socket %s cancel $c $r >/dev/null; "
+		 "%s --socket %s inject stall off >/dev/null; wait $p; "
+		 "echo rc=$?; cat %s/chat.err",
+		 o1chat_bin, d->socket, d->dir, o1ctl_bin, d->socket, d->dir,
+		 d->dir, d->dir, d->dir, o1ctl_bin, d->socket, o1ctl_bin,
+		 d->socket, d->dir);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
+	if (!strstr(out, "rc=1") ||
+	    !strstr(out, "o1chat: the request was cancelled"))
+		fail_msg("o1chat cancelled: %s", out);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_startup, stop_daemon),
+	    cmocka_unit_test_teardown(test_request_log, stop_daemon),
+	    cmocka_unit_test_teardown(test_o1chat_cancelled, stop_daemon),
 	    cmocka_unit_test_teardown(test_no_tokenizer, stop_daemon),
 	};
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: %s O1D O1MODEL O1CTL\n", argv[0]);
+	if (argc < 5) {
+		fprintf(stderr, "usage: %s O1D O1MODEL O1CTL O1CHAT\n",
+			argv[0]);
 		return 2;
 	}
 	o1d_bin = argv[1];
 	o1model_bin = argv[2];
 	o1ctl_bin = argv[3];
+	o1chat_bin = argv[4];
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

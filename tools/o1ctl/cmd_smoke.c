@@ -31,6 +31,7 @@
 #include "o1/client.h"
 #include "o1ctl.h"
 #include "o1ctl_admin.h"
+#include "shm/wire.h"
 
 #define RUN_IDS_MAX	 512
 #define RUN_TEXT_MAX	 4096
@@ -272,8 +273,8 @@ static void check_cancel(struct smoke *s, struct run *r, struct verdict *v)
 		v->ok = false;
 		if (final_ok(r, v))
 			snprintf(v->detail, sizeof(v->detail),
-				 "finished (%d) before its first token",
-				 (int)r->fin.finish);
+				 "finished (%s) before its first token",
+				 o1_wire_finish_name(r->fin.finish));
 		return;
 	}
 	ms = (double)(now_ns() - r->cancel_ns) / 1e6;
@@ -340,8 +341,8 @@ static void check_stop(struct smoke *s, struct run *a, struct run *b,
 	v->ok = b->fin.finish == O1_FINISH_REASON_STOP && b->len == want &&
 		!memcmp(a->text, b->text, want);
 	snprintf(v->detail, sizeof(v->detail),
-		 "stop \"%s\": finish %d, %zu bytes of text, wanted %zu", stop,
-		 (int)b->fin.finish, b->len, want);
+		 "stop \"%s\": finish %s, %zu bytes of text, wanted %zu",
+		 stop, o1_wire_finish_name(b->fin.finish), b->len, want);
 	return;
 transport:
 	snprintf(v->detail, sizeof(v->detail), "transport: %s",
