@@ -113,22 +113,24 @@ static int help_or_version(int argc, char **argv)
 	return fflush(stdout) ? 1 : 0;
 }
 
-static int load_config(struct o1_config *c, int argc, char **argv)
+/* Parses the command line into C; what is wrong goes to stderr and into
+ * ERR (ERR_CAP bytes: FILE:LINE and the reason, for o1ctl reload). */
+static int load_config(struct o1_config *c, int argc, char **argv, char *err,
+		       size_t err_cap)
 {
 	char **copy = malloc(((size_t)argc + 1) * sizeof(char *));
-	char err[512] = "";
 	int n = argc, ret;
 
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, argv, ((size_t)argc + 1) * sizeof(char *));
+	err[0] = 0;
 	ret = o1_config_init_defaults(c);
 	if (!ret)
-		ret = o1_config_parse_args(c, &n, copy, err, sizeof(err));
+		ret = o1_config_parse_args(c, &n, copy, err, err_cap);
 	if (!ret && n > 1) {
-		fprintf(stderr,
-			"o1d: unexpected argument '%s' (see o1d --help)\n",
-			copy[1]);
+		snprintf(err, err_cap, "unexpected argument '%s'", copy[1]);
+		fprintf(stderr, "o1d: %s (see o1d --help)\n", err);
 		ret = -EINVAL;
 	} else if (ret) {
 		fprintf(stderr, "o1d: %s\n", err);
@@ -790,12 +792,12 @@ static void reload(void *ctx, struct o1_engine *e, struct o1_reload_report *rep)
 {
 	struct o1d *d = ctx;
 	struct o1_config c;
+	char err[400];
 
 	memset(rep, 0, sizeof(*rep));
-	if (load_config(&c, d->argc, d->argv)) {
+	if (load_config(&c, d->argc, d->argv, err, sizeof(err))) {
 		snprintf(rep->error, sizeof(rep->error),
-			 "configuration did not load (see o1d's log); nothing "
-			 "reloaded");
+			 "%s; nothing reloaded", err);
 		o1_err("reload: configuration not reloaded (see above)");
 		return;
 	}
@@ -891,6 +893,7 @@ static int serve(struct o1d *d)
 int main(int argc, char **argv)
 {
 	struct o1d d = {.argc = argc, .argv = argv};
+	char cfg_err[512];
 	sigset_t set;
 	int err;
 
@@ -904,7 +907,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (load_config(&d.cfg, argc, argv))
+	if (load_config(&d.cfg, argc, argv, cfg_err, sizeof(cfg_err)))
 		return 2;
 	d.live = d.cfg;
 	o1_log_set_level(d.cfg.log.level);

@@ -12,7 +12,9 @@
  * - logs: one info line per finished request naming client, request,
  *   tokens, TTFT, duration and the finish reason by name (1 of N with
  *   log.requests = N, none with 0); admin connections only at debug;
- * - o1chat exits 1 when its request is cancelled (o1ctl cancel).
+ * - o1chat exits 1 when its request is cancelled (o1ctl cancel);
+ * - a failed o1ctl reload relays the file:line message; o1ctl slo
+ *   --baseline on a missing file says to --save one first.
  * argv: o1d o1model o1ctl o1chat */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -240,12 +242,43 @@ static void test_o1chat_cancelled(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+static void test_reload_and_baseline(void **state)
+{
+	struct daemon_proc *d = *state;
+	char out[4096], args[512];
+	FILE *f;
+
+	snprintf(d->config, sizeof(d->config), "%s/o1d.ini", d->dir);
+	f = fopen(d->config, "w");
+	assert_non_null(f);
+	fputs("[log]\nlevel = info\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
+	f = fopen(d->config, "w");
+	assert_non_null(f);
+	fputs("[log]\nlevel = info\n[kv]\npages = lots\n", f);
+	assert_int_equal(fclose(f), 0);
+	snprintf(args, sizeof(args), "--socket %s reload", d->socket);
+	assert_int_equal(o1ctl(args, out, sizeof(out)), 1);
+	snprintf(args, sizeof(args), "%s:4:", d->config);
+	if (!strstr(out, args) || !strstr(out, "nothing reloaded"))
+		fail_msg("o1ctl reload: %s", out);
+	assert_int_equal(daemon_stop(d), 0);
+	d->config[0] = 0;
+	snprintf(args, sizeof(args),
+		 "slo --window 0.1 --baseline %s/none.json", d->dir);
+	assert_int_equal(o1ctl(args, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "does not exist: measure one first "
+				    "with o1ctl slo --save"));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_startup, stop_daemon),
 	    cmocka_unit_test_teardown(test_request_log, stop_daemon),
 	    cmocka_unit_test_teardown(test_o1chat_cancelled, stop_daemon),
+	    cmocka_unit_test_teardown(test_reload_and_baseline, stop_daemon),
 	    cmocka_unit_test_teardown(test_no_tokenizer, stop_daemon),
 	};
 

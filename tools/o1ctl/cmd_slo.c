@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -408,6 +409,24 @@ static int parse(int argc, char **argv, struct slo_opts *o)
 	return -1;
 }
 
+/* A baseline that cannot be read is said before the window is spent;
+ * one that does not exist yet is made by --save. */
+static int baseline_readable(const char *path)
+{
+	if (!path || access(path, R_OK) == 0)
+		return O1CTL_OK;
+	if (errno == ENOENT)
+		fprintf(stderr,
+			"o1ctl slo: baseline %s does not exist: measure one "
+			"first with o1ctl slo --save %s (under representative "
+			"traffic)\n",
+			path, path);
+	else
+		fprintf(stderr, "o1ctl slo: baseline %s: %s\n", path,
+			strerror(errno));
+	return O1CTL_USAGE;
+}
+
 static void sleep_s(double s)
 {
 	struct timespec ts = {.tv_sec = (time_t)s,
@@ -429,6 +448,9 @@ int cmd_slo(const struct o1ctl_ctx *ctx, int argc, char **argv)
 	o1ctl_source_init(&o.src, ctx);
 	rc = parse(argc, argv, &o);
 	if (rc >= 0)
+		return rc;
+	rc = baseline_readable(o.baseline);
+	if (rc)
 		return rc;
 	rc = snapshot(&o.src, &a);
 	if (rc)
