@@ -105,7 +105,8 @@ int daemon_start(struct daemon_proc *d, const char *o1d,
 {
 	int status;
 
-	truncate(d->log, 0);
+	if (truncate(d->log, 0) != 0 && errno != ENOENT)
+		return -1;
 	d->exit_status = -1;
 	d->pid = fork();
 	if (d->pid < 0)
