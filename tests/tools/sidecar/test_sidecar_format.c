@@ -1,8 +1,10 @@
-/* response_format in a request body: text gives no grammar, json_object
- * the any-object grammar, json_schema the schema's grammar (checked here
- * by compiling it and matching documents), and every malformed or
- * unsupported form a 400 naming response_format (an unsupported schema
- * keyword named in the message). */
+/* response_format in a request body (sidecar_format.c): text gives no
+ * grammar, json_object the any-object grammar, json_schema the schema's
+ * grammar (checked here by compiling it and matching documents), and
+ * every malformed or unsupported form a 400 naming response_format (an
+ * unsupported schema keyword named in the message). The request parser
+ * takes text, and refuses a valid JSON format by name until the wire
+ * protocol carries grammars. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,21 +14,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "common/error.h"
 #include "grammar/grammar.h"
+#include "tools/sidecar/sidecar_format.h"
 #include "tools/sidecar/sidecar_request.h"
 
+static void body_of(const char *format, char *body, size_t cap)
+{
+	snprintf(body, cap,
+		 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"hi\"}]%s%s}",
+		 format ? ",\"response_format\":" : "", format ? format : "");
+}
+
+/* FORMAT through o1_sidecar_format_parse alone. */
 static int parse(const char *format, struct o1_sidecar_request *r,
 		 struct o1_sidecar_req_error *e)
 {
 	char body[2048];
+	cJSON *root;
+	int ret;
 
-	snprintf(body, sizeof(body),
-		 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"hi\"}]%s%s}",
-		 format ? ",\"response_format\":" : "", format ? format : "");
+	memset(r, 0, sizeof(*r));
+	memset(e, 0, sizeof(*e));
+	body_of(format, body, sizeof(body));
+	root = cJSON_Parse(body);
+	assert_non_null(root);
+	ret = o1_sidecar_format_parse(root, r, e);
+	cJSON_Delete(root);
+	return ret;
+}
+
+/* FORMAT through the whole request parser. */
+static int parse_request(const char *format, struct o1_sidecar_request *r,
+			 struct o1_sidecar_req_error *e)
+{
+	char body[2048];
+
+	body_of(format, body, sizeof(body));
 	return o1_sidecar_request_parse(body, strlen(body), O1_SIDECAR_CHAT,
 					r, e);
 }
@@ -120,11 +148,37 @@ static void test_refusals(void **state)
 	}
 }
 
+static void test_request_parser(void **state)
+{
+	struct o1_sidecar_request r;
+	struct o1_sidecar_req_error e;
+
+	(void)state;
+	assert_int_equal(parse_request("{\"type\":\"text\"}", &r, &e), 0);
+	assert_null(r.grammar);
+	o1_sidecar_request_fini(&r);
+	/* valid, but not carried yet */
+	assert_int_equal(parse_request("{\"type\":\"json_object\"}", &r, &e),
+			 -EINVAL);
+	assert_string_equal(e.param, "response_format");
+	assert_non_null(strstr(e.message, "not supported by o1-sidecar yet"));
+	o1_sidecar_request_fini(&r);
+	/* a schema outside the subset: its keyword is the reason given */
+	assert_int_equal(parse_request("{\"type\":\"json_schema\","
+				       "\"json_schema\":{\"schema\":"
+				       "{\"if\":{}}}}",
+				       &r, &e),
+			 -EINVAL);
+	assert_non_null(strstr(e.message, "keyword 'if'"));
+	o1_sidecar_request_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_formats),
 	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_request_parser),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
