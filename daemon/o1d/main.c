@@ -250,6 +250,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .page_tokens = d->cfg.kv.page_tokens,
 	    .sampling = sample_in_backend(d, kind),
 	    .max_sample_pens = d->cfg.backend.sample_penalty_entries,
+	    .dequantize =
+		d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	uint32_t dev[O1_CONFIG_LIST_MAX];
