@@ -350,7 +350,7 @@ static void fill_tensor(const struct o1_gguf_tensor_info *ti,
 	t->qk_interleaved = interleaved_arch(arch) && is_qk(role);
 }
 
-/* One info line naming the quantized types that will be dequantized. */
+/* One info line naming the block types the file holds. */
 static void log_quantized(const char *path, const struct o1_tensor *t,
 			  uint32_t n)
 {
@@ -374,7 +374,7 @@ static void log_quantized(const char *path, const struct o1_tensor *t,
 				     len ? ", " : "", o1_dtype_name(d));
 	}
 	if (count)
-		o1_info("model %s: %u tensors need dequantizing (%s)", path,
+		o1_info("model %s: %u tensors in GGUF block formats (%s)", path,
 			count, types);
 }
 
