@@ -11,9 +11,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/log.h"
 #include "quant_k.h"
 
 #define QK   O1_QUANT_QK
@@ -342,6 +344,56 @@ int o1_quant_quantize(enum o1_quant_type type, const float *src, void *dst,
 			o1_quant_q6_k_block(src, b);
 			break;
 		}
+	}
+	return 0;
+}
+
+/* Rows per task of o1_quant_quantize_rows: about 256 Ki elements. */
+static uint64_t rows_per_task(uint64_t cols)
+{
+	return cols >= (1u << 18) ? 1 : (1u << 18) / cols;
+}
+
+struct rows_args {
+	enum o1_quant_type type;
+	const float *src;
+	uint8_t *dst;
+	uint64_t rows, cols, row_bytes, per_task;
+	atomic_uint_least64_t bad; /* a row with a NaN or an Inf, + 1 */
+};
+
+static void rows_task(void *arg, uint32_t task, uint32_t worker)
+{
+	struct rows_args *a = arg;
+	uint64_t r0 = task * a->per_task;
+	uint64_t n = a->rows - r0 < a->per_task ? a->rows - r0 : a->per_task;
+
+	(void)worker;
+	for (uint64_t r = r0; r < r0 + n; r++)
+		if (o1_quant_quantize(a->type, a->src + r * a->cols,
+				      a->dst + r * a->row_bytes, a->cols))
+			atomic_store(&a->bad, r + 1);
+}
+
+int o1_quant_quantize_rows(struct o1_threads *tp, enum o1_quant_type type,
+			   const float *src, void *dst, uint64_t rows,
+			   uint64_t cols)
+{
+	struct rows_args a = {type, src, dst, rows, cols, 0, 0, 0};
+	uint64_t tasks;
+
+	if (o1_quant_row_bytes(type, cols, &a.row_bytes) || !cols)
+		return -EINVAL;
+	a.per_task = rows_per_task(cols);
+	tasks = (rows + a.per_task - 1) / a.per_task;
+	if (tasks > UINT32_MAX)
+		return -EINVAL;
+	o1_threads_run(tp, (uint32_t)tasks, rows_task, &a);
+	if (atomic_load(&a.bad)) {
+		o1_err("quantize %s: row %llu holds a NaN or an infinity",
+		       o1_quant_name(type),
+		       (unsigned long long)atomic_load(&a.bad) - 1);
+		return -ERANGE;
 	}
 	return 0;
 }

@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "threads.h"
+
 /* GGUF's type ids (model/dtype.h's enum o1_dtype has the same values and
  * asserts it). */
 enum o1_quant_type {
@@ -74,6 +76,14 @@ void o1_quant_dequantize(enum o1_quant_type type, const void *src, float *dst,
  * holds a NaN or an infinity (DST is then unspecified). */
 int o1_quant_quantize(enum o1_quant_type type, const float *src, void *dst,
 		      uint64_t n);
+
+/* o1_quant_quantize over ROWS rows of COLS elements (whole blocks), rows
+ * spread over TP's workers: the same bytes for any thread count, each row
+ * being quantized on its own. Same returns; -ERANGE is logged with a row
+ * that holds a NaN or an infinity. */
+int o1_quant_quantize_rows(struct o1_threads *tp, enum o1_quant_type type,
+			   const float *src, void *dst, uint64_t rows,
+			   uint64_t cols);
 
 /* IEEE binary16 <-> binary32: exact widening; narrowing rounds to nearest
  * even, keeps infinities and makes NaNs quiet NaNs. */

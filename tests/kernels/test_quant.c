@@ -181,6 +181,41 @@ static void test_round_trip(void **state)
 	free(x), free(y), free(q);
 }
 
+/* Rows spread over 1 or 3 threads: the bytes of o1_quant_quantize. */
+static void test_rows_threads(void **state)
+{
+	enum { NR = 37, NC = 512 };
+	float *x = malloc(sizeof(float) * NR * NC);
+	uint8_t *want = malloc(NR * 544), *got = malloc(NR * 544); /* Q8_0 */
+	struct o1_threads *tp;
+
+	(void)state;
+	for (int i = 0; i < NR * NC; i++)
+		x[i] = gauss();
+	assert_int_equal(o1_threads_create(3, &tp), 0);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		size_t bytes = row_bytes(types[i]) / 2 * NR; /* 512 cols */
+
+		assert_int_equal(o1_quant_quantize(types[i], x, want, NR * NC),
+				 0);
+		assert_int_equal(
+		    o1_quant_quantize_rows(NULL, types[i], x, got, NR, NC), 0);
+		assert_memory_equal(got, want, bytes);
+		memset(got, 0, bytes);
+		assert_int_equal(
+		    o1_quant_quantize_rows(tp, types[i], x, got, NR, NC), 0);
+		assert_memory_equal(got, want, bytes);
+	}
+	x[20 * NC + 5] = INFINITY;
+	assert_int_equal(
+	    o1_quant_quantize_rows(tp, O1_QUANT_Q8_0, x, got, NR, NC), -ERANGE);
+	assert_int_equal(
+	    o1_quant_quantize_rows(tp, O1_QUANT_Q4_K, x, got, NR, 100),
+	    -EINVAL);
+	o1_threads_destroy(tp);
+	free(x), free(want), free(got);
+}
+
 /* All-zero blocks come back as zeros, constant ones within f16 steps. */
 static void test_exact_blocks(void **state)
 {
@@ -277,6 +312,7 @@ int main(void)
 	    cmocka_unit_test(test_dequant_reference),
 	    cmocka_unit_test(test_quant_reference),
 	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_rows_threads),
 	    cmocka_unit_test(test_exact_blocks),
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_names),
