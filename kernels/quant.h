@@ -36,6 +36,10 @@
 
 #include "threads.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* GGUF's type ids (model/dtype.h's enum o1_dtype has the same values and
  * asserts it). */
 enum o1_quant_type {
@@ -89,5 +93,9 @@ int o1_quant_quantize_rows(struct o1_threads *tp, enum o1_quant_type type,
  * even, keeps infinities and makes NaNs quiet NaNs. */
 float o1_quant_f16_to_f32(uint16_t h);
 uint16_t o1_quant_f32_to_f16(float f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
