@@ -18,7 +18,7 @@
  *
  * PDL (cuda_launch.h): every thread waits for the previous kernel first,
  * then lets the next one launch. Invariants: K a multiple of the type's
- * block, x and w 16-byte aligned, LDY >= N.
+ * block, x 16-byte aligned, w as quant_dev.h's loads need, LDY >= N.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -145,10 +145,10 @@ extern "C" int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
 	gq_args a = {y, x, (const uint8_t *)w, 0, n, k, ldy, k / 32};
 
 	if (!y || !x || !w || !m || m > O1_GEMV_MAX_ROWS || !n || ldy < n ||
-	    o1_quant_row_bytes(type, k, &a.row_bytes) ||
-	    ((uintptr_t)x | (uintptr_t)w) % 16) {
+	    o1_quant_row_bytes(type, k, &a.row_bytes) || (uintptr_t)x % 16 ||
+	    !o1_quant_dev_aligned(type, w)) {
 		o1_err("gemv_q: bad operands: type %u m %u (at most %d) n %u "
-		       "k %u ldy %u, x %p w %p (16-byte aligned)",
+		       "k %u ldy %u, x %p (16-byte aligned) w %p",
 		       (unsigned)type, m, O1_GEMV_MAX_ROWS, n, k, ldy,
 		       (const void *)x, w);
 		return -EINVAL;

@@ -48,16 +48,16 @@ int o1_embedding_cuda(float *out, const uint16_t *table, const int32_t *ids,
 		      uint32_t n_tokens, uint32_t dim, uint32_t vocab,
 		      cudaStream_t stream);
 
-/* quant.cu: N elements (whole blocks of TYPE) at SRC (16-byte aligned)
- * dequantized: to f32, quant.h's values bit for bit; to bf16, those values
- * rounded to nearest even. */
+/* quant.cu: N elements (whole blocks of TYPE) at SRC (4-byte aligned for
+ * Q4_K, 2 for the others) dequantized: to f32, quant.h's values bit for
+ * bit; to bf16, those values rounded to nearest even. */
 int o1_quant_dequantize_cuda(enum o1_quant_type type, const void *src,
 			     float *dst, uint64_t n, cudaStream_t stream);
 int o1_quant_dequantize_bf16_cuda(enum o1_quant_type type, const void *src,
 				  uint16_t *dst, uint64_t n,
 				  cudaStream_t stream);
 /* quant.cu: out (T,dim) f32 = rows ids (T) of TABLE (vocab rows of dim
- * elements of TYPE, 16-byte aligned), dequantized as quant.h does (the
+ * elements of TYPE, aligned as above), dequantized as quant.h does (the
  * twin of embedding.h's o1_embedding_q_cpu); an id outside [0, vocab)
  * gives a zero row. */
 int o1_embedding_q_cuda(float *out, const void *table,
@@ -199,9 +199,9 @@ int o1_gemv_norm_swiglu_bf16_cuda(uint16_t *act, const float *x,
 
 /* gemv_q.cu: y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . dequant(w) (N,K)^T
  * for 1 <= M <= O1_GEMV_MAX_ROWS, w N rows of K elements of TYPE (K whole
- * blocks), x and w 16-byte aligned, LDY >= N; gemv_q.h is the reference
- * (and its tolerance). Launched with PDL when PDL is set (reads nothing
- * before its wait). */
+ * blocks), x 16-byte aligned, w as quant.cu's SRC, LDY >= N; gemv_q.h is
+ * the reference (and its tolerance). Launched with PDL when PDL is set
+ * (reads nothing before its wait). */
 int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
 		   uint32_t ldy, bool pdl, cudaStream_t stream);

@@ -8,8 +8,8 @@
  * one long row of units, so a launch covers any number of rows. The
  * embedding: a thread per (token, unit of the token's row); a token id
  * outside [0, vocab) (which the caller refuses first) gives zeros.
- * Invariants: SRC and tables 16-byte aligned, N and DIM whole blocks,
- * fewer than 2^32 units.
+ * Invariants: SRC and tables aligned to 4 bytes (Q4_K) or 2 (the others:
+ * quant_dev.h's loads), N and DIM whole blocks, fewer than 2^32 units.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -94,7 +94,7 @@ static int dequantize(enum o1_quant_type type, const void *src, void *dst,
 	uint32_t per = o1_quant_block_elements(type);
 
 	if (!src || !dst || !per || n % per || n / 32 >= UINT32_MAX ||
-	    (uintptr_t)src % 16) {
+	    !o1_quant_dev_aligned(type, src)) {
 		o1_err("dequantize: bad operands: type %u n %llu src %p",
 		       (unsigned)type, (unsigned long long)n, src);
 		return -EINVAL;
@@ -154,7 +154,7 @@ extern "C" int o1_embedding_q_cuda(float *out, const void *table,
 	uint32_t per = o1_quant_block_elements(type);
 
 	if (!out || !table || !ids || !dim || !vocab || !per || dim % per ||
-	    (uintptr_t)table % 16 ||
+	    !o1_quant_dev_aligned(type, table) ||
 	    (uint64_t)n_tokens * (dim / 32) >= UINT32_MAX) {
 		o1_err("embedding_q: bad operands: type %u dim %u vocab %u "
 		       "tokens %u",

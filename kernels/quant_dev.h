@@ -25,6 +25,13 @@
 
 #include "quant.h"
 
+/* Host: whether P is aligned for the loads below (4 bytes for Q4_K, whose
+ * d and dmin are read as one word; 2 for the others). */
+static inline bool o1_quant_dev_aligned(enum o1_quant_type type, const void *p)
+{
+	return (uintptr_t)p % (type == O1_QUANT_Q4_K ? 4 : 2) == 0;
+}
+
 /* quant.h's o1_quant_f16_to_f32: exact, Inf and NaN kept. */
 static __device__ __forceinline__ float qd_f16(uint32_t h)
 {

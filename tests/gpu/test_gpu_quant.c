@@ -334,7 +334,10 @@ static void test_bad_args(void **state)
 	assert_int_equal(
 	    o1_quant_dequantize_cuda(O1_QUANT_Q6_K, w, y, 100, NULL), -EINVAL);
 	assert_int_equal(
-	    o1_quant_dequantize_cuda(O1_QUANT_Q8_0, w + 2, y, 32, NULL),
+	    o1_quant_dequantize_cuda(O1_QUANT_Q8_0, w + 1, y, 32, NULL),
+	    -EINVAL);
+	assert_int_equal(
+	    o1_quant_dequantize_cuda(O1_QUANT_Q4_K, w + 2, y, 256, NULL),
 	    -EINVAL);
 	assert_int_equal(o1_embedding_q_cuda(y, w, O1_QUANT_Q4_K, (int32_t *)x,
 					     1, 128, 4, NULL),
