@@ -358,6 +358,34 @@ static void test_determinism(void **state)
 	    files_equal("h1/model.safetensors", "h3/model.safetensors"));
 }
 
+/* make fills tensors on every CPU: the bytes do not depend on --threads
+ * (1, 3, 8 or the default), in GGUF f32 and safetensors bf16. */
+static void test_make_threads(void **state)
+{
+	static const char *const threads[] = {"1", "3", "8"};
+	char out[32], ref[32];
+
+	(void)state;
+	RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed", "3",
+	       "--out", "thr.gguf");
+	RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed", "3",
+	       "--dtype", "bf16", "--out", "thr");
+	for (size_t i = 0; i < sizeof(threads) / sizeof(threads[0]); i++) {
+		snprintf(out, sizeof(out), "thr%s.gguf", threads[i]);
+		RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed",
+		       "3", "--threads", threads[i], "--out", out);
+		assert_true(files_equal("thr.gguf", out));
+		snprintf(out, sizeof(out), "thr%s", threads[i]);
+		RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed",
+		       "3", "--dtype", "bf16", "--threads", threads[i],
+		       "--out", out);
+		snprintf(out, sizeof(out), "thr%s/model.safetensors",
+			 threads[i]);
+		snprintf(ref, sizeof(ref), "thr/model.safetensors");
+		assert_true(files_equal(ref, out));
+	}
+}
+
 static void test_vocab_padding(void **state)
 {
 	struct o1_model *m;
@@ -452,6 +480,9 @@ static const struct bad_args bad[] = {
     {{"make", "--preset", "tiny", "--vocab", "10", "--out", "x.gguf"},
      2,
      "smaller than the tokenizer"},
+    {{"make", "--preset", "tiny", "--threads", "0", "--out", "x.gguf"},
+     2,
+     "--threads '0'"},
     {{"make", "--preset", "tiny", "--bogus", "--out", "x.gguf"},
      2,
      "usage: o1model make"},
@@ -868,6 +899,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_convert_dtype),
 	    cmocka_unit_test(test_convert_quantized),
 	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_make_threads),
 	    cmocka_unit_test(test_vocab_padding),
 	    cmocka_unit_test(test_presets),
 	    cmocka_unit_test(test_bad_arguments),
