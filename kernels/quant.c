@@ -177,10 +177,11 @@ static void q4_0_to_f32(const uint8_t *b, float *dst, uint64_t n_blocks)
 	for (uint64_t i = 0; i < n_blocks; i++, b += 18, dst += QK) {
 		float d = o1_quant_f16_to_f32(load_u16(b));
 
-		for (int j = 0; j < QK / 2; j++) {
+		/* two plain passes (low nibbles, high ones): vectorized */
+		for (int j = 0; j < QK / 2; j++)
 			dst[j] = (float)((b[2 + j] & 0xf) - 8) * d;
+		for (int j = 0; j < QK / 2; j++)
 			dst[j + QK / 2] = (float)((b[2 + j] >> 4) - 8) * d;
-		}
 	}
 }
 
@@ -208,21 +209,25 @@ static void q4_k_to_f32(const uint8_t *b, float *dst, uint64_t n_blocks)
 	}
 }
 
-/* One 128-element half of a Q6_K block: QL 64 bytes, QH 32, SC 8. */
+/* One 128-element half of a Q6_K block: QL 64 bytes, QH 32, SC 8. Group g
+ * (32 elements) takes the low (g < 2) or high nibbles of ql[32 (g % 2) +
+ * l] and bits 2g of qh[l]; its two scales are hoisted (d * sc is the
+ * expression's first product either way), so each pass is a plain loop
+ * the compiler vectorizes. */
 static void q6_k_half(const uint8_t *ql, const uint8_t *qh, const int8_t *sc,
 		      float d, float *dst)
 {
-	for (int l = 0; l < 32; l++) {
-		int k = l / 16;
-		int q1 = ((ql[l] & 0xf) | ((qh[l] & 3) << 4)) - 32;
-		int q2 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
-		int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-		int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+	for (int g = 0; g < 4; g++) {
+		const uint8_t *q = ql + 32 * (g % 2);
+		float d0 = d * sc[2 * g], d1 = d * sc[2 * g + 1];
+		int shift = g < 2 ? 0 : 4;
 
-		dst[l] = d * sc[k] * q1;
-		dst[l + 32] = d * sc[k + 2] * q2;
-		dst[l + 64] = d * sc[k + 4] * q3;
-		dst[l + 96] = d * sc[k + 6] * q4;
+		for (int l = 0; l < 32; l++) {
+			int v = ((q[l] >> shift) & 0xf) |
+				(((qh[l] >> (2 * g)) & 3) << 4);
+
+			dst[32 * g + l] = (l < 16 ? d0 : d1) * (float)(v - 32);
+		}
 	}
 }
 
