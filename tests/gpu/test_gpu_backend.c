@@ -25,9 +25,10 @@
  * No device or pinned allocation happens after create (the counter), and
  * a token id outside the vocabulary is refused with -O1_E_BOUNDS.
  * Quantized models (o1model convert --quantize of a two-layer llama3.2-1b
- * shape: q8_0, q4_0, q6_k, q4_k_m; and of a two-layer qwen2.5-0.5b shape,
- * whose rows of 896 make q4_k_m fall back to Q8_0 in places and mix types
- * in a fused group): the CUDA backend's block products (gemv_q.cu for the
+ * shape: q8_0, q4_0, q6_k, q4_k_m, whose layer 1 has a Q6_K V beside Q4_K
+ * Q and K, two parts of one fused product; and of a two-layer qwen2.5-0.5b
+ * shape, whose rows of 896 make q4_k_m fall back to Q8_0 in places): the
+ * CUDA backend's block products (gemv_q.cu for the
  * decode steps, bf16 tiles and cuBLAS for the 17-row chunks) against the
  * CPU backend's on the same blocks, with the same bounds: both multiply
  * quant.h's dequantized values, so the difference is the GPU's bf16
