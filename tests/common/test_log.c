@@ -1,4 +1,5 @@
-/* Logging: level parsing, filtering, and the one-line format. */
+/* Logging: level parsing, filtering, the one-line format, and the
+ * per-source rate limit (every line printed or counted, sources apart). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -55,11 +57,137 @@ static void test_format_and_filter(void **state)
 	o1_log_set_level(O1_LOG_INFO);
 }
 
+/* Starts capturing stderr into a temporary file; returns the saved fd. */
+static int capture(char *path, int *fd)
+{
+	int saved = dup(2);
+
+	*fd = mkstemp(path);
+	assert_true(*fd >= 0);
+	dup2(*fd, 2);
+	return saved;
+}
+
+/* What was written so far (malloc'd, NUL-terminated). */
+static char *captured(int fd)
+{
+	off_t n;
+	char *buf;
+
+	fflush(stderr);
+	n = lseek(fd, 0, SEEK_END);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf, (size_t)n, 0), n);
+	buf[n] = 0;
+	return buf;
+}
+
+static int count(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+/* Sum of N in every "N more like this suppressed" of text. */
+static int suppressed_sum(const char *text)
+{
+	int sum = 0;
+
+	for (const char *p = text; (p = strstr(p, " more like this")); p++) {
+		const char *q = p;
+
+		while (q > text && q[-1] >= '0' && q[-1] <= '9')
+			q--;
+		sum += atoi(q);
+	}
+	return sum;
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* 2000 lines from one source: at most a burst per window are printed, the
+ * others are summed up once the window is over ("N more like this
+ * suppressed", with the last one), and none is lost; another source's
+ * lines meanwhile all print. */
+static void test_limited(void **state)
+{
+	char path[] = "/tmp/o1-test-log-XXXXXX";
+	uint64_t t0 = ms_now(), windows;
+	int fd, saved = capture(path, &fd), printed, other;
+	char *text = NULL;
+
+	(void)state;
+	for (int i = 0; i < 2000; i++) {
+		o1_log_limited(O1_LOG_WARN, 7, "flood line %d", i);
+		if (i % 500 == 0)
+			o1_log_limited(O1_LOG_WARN, 8, "quiet source %d", i);
+	}
+	windows = (ms_now() - t0) / 1000 + 1;
+	/* the flood stopped: its count comes out once the window is over */
+	for (int i = 0; i < 1000; i++) {
+		o1_log_flush_suppressed();
+		free(text);
+		text = captured(fd);
+		if (count(text, "flood line") - count(text, "the last: flood") +
+			suppressed_sum(text) ==
+		    2000)
+			break;
+		usleep(10000);
+	}
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	unlink(path);
+	printed = count(text, "flood line") - count(text, "the last: flood");
+	other = count(text, "quiet source");
+	assert_true(printed >= O1_LOG_BURST);
+	assert_true((uint64_t)printed <= O1_LOG_BURST * (windows + 1));
+	assert_int_equal(printed + suppressed_sum(text), 2000);
+	assert_non_null(strstr(text, "the last: flood line 1999\n"));
+	assert_int_equal(other, 4);
+	free(text);
+}
+
+/* A level filtered out is neither printed nor counted. */
+static void test_limited_filtered(void **state)
+{
+	char path[] = "/tmp/o1-test-log-XXXXXX";
+	int fd, saved = capture(path, &fd);
+	char *text;
+
+	(void)state;
+	for (int i = 0; i < 100; i++)
+		o1_log_limited(O1_LOG_DEBUG, 9, "debug line %d", i);
+	o1_log_set_level(O1_LOG_OFF);
+	o1_err("an error nobody sees");
+	o1_log_set_level(O1_LOG_INFO);
+	o1_log_flush_suppressed();
+	text = captured(fd);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	unlink(path);
+	assert_string_equal(text, "");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_level),
 		cmocka_unit_test(test_format_and_filter),
+		cmocka_unit_test(test_limited),
+		cmocka_unit_test(test_limited_filtered),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
