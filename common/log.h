@@ -36,9 +36,10 @@ void o1_log_limited_write(enum o1_log_level level, const char *file, int line,
 			  uint64_t key, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* Writes the "N more suppressed" line of every source whose window is
- * over; call it now and then (the front loop does, on its tick), or a
- * flood that stops is never summed up. */
-void o1_log_flush_suppressed(void);
+ * over (all: of every source); call it now and then (the front loop
+ * does, on its tick, and with all at its end), or a flood that stops is
+ * never summed up. */
+void o1_log_flush_suppressed(int all);
 
 #define o1_log_limited(level, key, ...) \
 	o1_log_limited_write((level), __FILE__, __LINE__, (key), __VA_ARGS__)

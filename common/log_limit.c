@@ -116,7 +116,7 @@ void o1_log_limited_write(enum o1_log_level level, const char *file, int line,
 	pthread_mutex_unlock(&lock);
 }
 
-void o1_log_flush_suppressed(void)
+void o1_log_flush_suppressed(int all)
 {
 	uint64_t now = now_ns();
 
@@ -125,7 +125,7 @@ void o1_log_flush_suppressed(void)
 		struct source *s = &sources[i];
 
 		if (s->used && s->suppressed &&
-		    now - s->start_ns >= O1_LOG_WINDOW_NS)
+		    (all || now - s->start_ns >= O1_LOG_WINDOW_NS))
 			summarize(s, now);
 	}
 	pthread_mutex_unlock(&lock);

@@ -28,7 +28,14 @@
  * unread: the peer reads the refusal, then end of file. The front loop
  * never waits for it: the socket is polled on the housekeeping tick, at
  * most O1_IPC_LINGER_MAX at a time (beyond that, closed at once: the
- * client library still reads a refusal past a reset). */
+ * client library still reads a refusal past a reset).
+ *
+ * What a connection may cost (guard.c): silent connections have their own
+ * budget, each uid a cap, a doorbell storm throttles its client. A client
+ * that asked for socket wake-ups (O1_HELLO_WAKE_SOCKET, for event loops
+ * that poll an fd) gets one byte on its control socket with each wake-up
+ * of its completion doorbell; a full socket buffer drops it (the socket
+ * is readable already). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -147,7 +154,7 @@ struct o1_ipc_client *o1_ipc_client_find(struct o1_ipc_server *srv,
 	uint32_t idx = client_id & 0xffff;
 	struct o1_ipc_client *c;
 
-	if (idx >= srv->o.max_clients)
+	if (idx >= srv->n_slots)
 		return NULL;
 	c = &srv->clients[idx];
 	if (c->state != O1_IPC_ACTIVE || c->doomed ||
@@ -164,9 +171,10 @@ void o1_ipc_client_doom(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	/* admin connections (health probes) and hand-shakes that never
 	 * finished (a start-up probe) are routine: debug */
 	if (why)
-		o1_log(c->state == O1_IPC_ACTIVE ? O1_LOG_INFO : O1_LOG_DEBUG,
-		       "ipc: closing client %u (%s, pid %d, uid %u): %s", c->id,
-		       c->name, (int)c->cred.pid, (unsigned)c->cred.uid, why);
+		o1_log_limited(
+		    c->state == O1_IPC_ACTIVE ? O1_LOG_INFO : O1_LOG_DEBUG,
+		    c->cred.uid, "ipc: closing client %u (%s, pid %d, uid %u): %s",
+		    c->id, c->name, (int)c->cred.pid, (unsigned)c->cred.uid, why);
 	c->doomed = 1;
 	srv->any_doomed = 1;
 }
@@ -199,6 +207,12 @@ static void teardown(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	c->fd = c->efd = -1;
 	c->devout = -1;
 	c->state = O1_IPC_FREE;
+}
+
+void o1_ipc_drop_silent(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	if (c->doomed && c->state == O1_IPC_HELLO)
+		teardown(srv, c);
 }
 
 void o1_ipc_reap(struct o1_ipc_server *srv)
@@ -243,28 +257,60 @@ static void linger_check(struct o1_ipc_server *srv, uint64_t now)
 	}
 }
 
-static void new_client(struct o1_ipc_server *srv, int fd)
+/* Refuses a connection that got no slot: the welcome, then linger. */
+static void refuse_fd(struct o1_ipc_server *srv, int fd, int status)
 {
 	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
 				    .version = O1_WIRE_VERSION,
-				    .status = -O1_E_QUOTA};
-	struct o1_ipc_client *c = NULL;
+				    .status = status};
 
-	for (uint32_t i = 0; i < srv->o.max_clients && !c; i++)
+	o1_ipc_send_welcome(fd, &w, NULL, 0);
+	linger(srv, fd);
+	srv->st.clients_refused++;
+}
+
+/* A free slot, or NULL; the walk is over slots, once per connection. */
+static struct o1_ipc_client *free_slot(struct o1_ipc_server *srv)
+{
+	for (uint32_t i = 0; i < srv->n_slots; i++)
 		if (srv->clients[i].state == O1_IPC_FREE)
-			c = &srv->clients[i];
-	if (!c) {
-		o1_warn("ipc: refusing a connection: all %u client slots used",
-			srv->o.max_clients);
-		o1_ipc_send_welcome(fd, &w, NULL, 0);
-		linger(srv, fd);
-		srv->st.clients_refused++;
+			return &srv->clients[i];
+	return NULL;
+}
+
+/* A new connection: refused at once when the established slots are all
+ * taken (no hello needed to say so) or its uid is at its cap; else it
+ * waits for its hello in a slot of the half-open budget. */
+static void new_client(struct o1_ipc_server *srv, int fd)
+{
+	struct ucred cred = {0};
+	socklen_t len = sizeof(cred);
+	struct o1_ipc_client *c = NULL;
+	const char *why = NULL;
+	int ret;
+
+	getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+	if (o1_ipc_established(srv) >= srv->o.max_clients) {
+		ret = -O1_E_QUOTA;
+		why = "all client slots used (ipc.max_clients)";
+	} else if (!(ret = o1_ipc_admit(srv, &cred)) && !(c = free_slot(srv))) {
+		ret = -O1_E_QUOTA; /* evicted ones still hold theirs */
+		why = "too many connections at once";
+	}
+	if (ret) {
+		if (why)
+			o1_log_limited(O1_LOG_WARN, cred.uid,
+				       "ipc: refusing a connection of pid %d "
+				       "uid %u: %s",
+				       (int)cred.pid, (unsigned)cred.uid, why);
+		refuse_fd(srv, fd, ret);
 		return;
 	}
 	c->state = O1_IPC_HELLO;
 	c->live_at = srv->n_live;
 	srv->live[srv->n_live++] = (uint32_t)(c - srv->clients);
 	c->fd = fd;
+	c->cred = cred;
 	c->id = (c->gen & 0xffff) << 16 | (uint32_t)(c - srv->clients);
 	c->hello_deadline_ns = now_ns() + srv->o.hello_timeout_ms * 1000000ull;
 	c->sock_armed = o1_ipc_arm(srv, O1_IPC_UD_SOCK, c, 0) == 0;
@@ -313,10 +359,12 @@ static void housekeeping(struct o1_ipc_server *srv)
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
+		o1_ipc_guard_tick(srv, c, now);
 		if (c->state == O1_IPC_HELLO && !c->doomed &&
 		    now > c->hello_deadline_ns)
-			o1_ipc_refuse(srv, c, -ETIMEDOUT);
+			o1_ipc_refuse(srv, c, -ETIMEDOUT, "no hello in time");
 	}
+	o1_log_flush_suppressed(0);
 }
 
 static void read_signals(struct o1_ipc_server *srv)
@@ -337,13 +385,14 @@ static void client_cqe(struct o1_ipc_server *srv, enum o1_ipc_ud kind,
 	struct o1_ipc_client *c;
 	uint64_t v;
 
-	if (idx >= srv->o.max_clients)
+	if (idx >= srv->n_slots)
 		return;
 	c = &srv->clients[idx];
 	if (c->gen != gen || c->state == O1_IPC_FREE)
 		return; /* armed for an earlier occupant of the slot */
 	if (kind == O1_IPC_UD_BELL) {
 		c->bell_armed = 0;
+		c->woke |= cqe->res != -ECANCELED;
 		if (c->efd >= 0 && read(c->efd, &v, sizeof(v)) < 0)
 			v = 0;
 		return;
@@ -429,20 +478,40 @@ static void rearm(struct o1_ipc_server *srv)
 	}
 }
 
-/* Publishes what each client received this pass and wakes it if asleep. */
+/* Publishes what each client received this pass and wakes it if asleep
+ * (and, when it asked, through its control socket too). */
 static void flush(struct o1_ipc_server *srv)
 {
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
+		int rang;
 
 		if (!c->cq_dirty)
 			continue;
 		c->cq_dirty = 0;
 		o1_ring_commit(&c->cq);
-		if (o1_doorbell_notify(o1_region_cq_ctrl(c->base, &c->l), -1) <
-		    0)
+		rang = o1_doorbell_notify(o1_region_cq_ctrl(c->base, &c->l), -1);
+		if (rang < 0)
 			o1_warn("ipc: cannot wake client %u", c->id);
+		if (rang == 1 && c->wake_sock &&
+		    send(c->fd, "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+		    errno != EAGAIN && errno != EPIPE && errno != ECONNRESET)
+			o1_warn("ipc: cannot wake client %u: %s", c->id,
+				strerror(errno));
 	}
+}
+
+/* Drains one client; a doorbell wake-up that found nothing is counted. */
+static int drain_client(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	int n = o1_ipc_drain(srv, c);
+
+	if (c->woke) {
+		c->woke = 0;
+		if (!n && !c->doomed && !o1_ring_ready(&c->sq))
+			o1_ipc_empty_wake(srv, c);
+	}
+	return n;
 }
 
 static int pass(struct o1_ipc_server *srv)
@@ -455,7 +524,7 @@ static int pass(struct o1_ipc_server *srv)
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
 		if (c->state == O1_IPC_ACTIVE && !c->doomed)
-			work += o1_ipc_drain(srv, c);
+			work += drain_client(srv, c);
 	}
 	if (srv->cons.poll)
 		srv->cons.poll(srv->cons.ctx, srv);
@@ -466,16 +535,19 @@ static int pass(struct o1_ipc_server *srv)
 }
 
 /* Announces the sleep on every ring, arms the doorbells, re-checks; returns
- * 1 when a ring has work after all. */
+ * 1 when a ring has work after all. A throttled client's doorbell is left
+ * alone: its ring waits for the next pass (at the latest, the tick). */
 static int prepare_sleep(struct o1_ipc_server *srv)
 {
+	uint64_t now = now_ns();
 	int found = 0;
 
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 		uint32_t seq;
 
-		if (c->state != O1_IPC_ACTIVE || c->doomed)
+		if (c->state != O1_IPC_ACTIVE || c->doomed ||
+		    o1_ipc_throttled(c, now))
 			continue;
 		seq = o1_doorbell_prepare(o1_region_sq_ctrl(c->base, &c->l));
 		if (!c->bell_armed)

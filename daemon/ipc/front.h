@@ -18,6 +18,14 @@
 
 #define DRAIN_BATCH_MAX	  64 /* submissions per client per pass */
 #define O1_IPC_LINGER_MAX 16 /* refused sockets waiting for their hello */
+/* Empty doorbell wake-ups of one client within one housekeeping tick
+ * (100 ms) that make a storm. A well-behaved client rings only when the
+ * loop announced a sleep, after publishing, so its wake-ups find work but
+ * for a rare race: 1000 a second is far beyond that, and far below what
+ * a client ringing in a loop makes the loop pay (a pass and a spin per
+ * wake-up, a core). */
+#define O1_IPC_STORM_WAKES 100
+#define O1_IPC_THROTTLE_NS 1000000000ull /* wake-ups ignored after a storm */
 
 /* io_uring user_data: kind << 56 | slot << 32 | slot generation. */
 enum o1_ipc_ud {
@@ -52,6 +60,11 @@ struct o1_ipc_client {
 	uint64_t hello_deadline_ns;
 	uint32_t inflight; /* requests accepted and not yet FINAL */
 	uint32_t violations;
+	uint64_t violation_leak_ns; /* the count last dropped (or rose from 0) */
+	uint32_t empty_wakes;	    /* this tick */
+	uint64_t throttle_until_ns; /* doorbell not armed before */
+	int woke;		    /* a doorbell wake-up arrived this pass */
+	int wake_sock;		    /* wake it on the control socket too */
 	int sock_armed, bell_armed;
 	int cq_dirty;	  /* claimed completions not yet committed */
 	int blocked;	  /* completion ring was full this pass */
@@ -83,7 +96,11 @@ struct o1_ipc_server {
 	struct io_uring ring;
 	int lfd, kick_fd, sfd;
 	int use_futex;
-	struct o1_ipc_client *clients; /* o.max_clients */
+	/* o.max_clients + o.max_half_open slots: established connections
+	 * (ACTIVE, ADMIN) take at most max_clients of them, connections
+	 * waiting for their hello at most max_half_open */
+	struct o1_ipc_client *clients;
+	uint32_t n_slots;
 	/* live[0..n_live): the slots not FREE, in no order. Every pass walks
 	 * this list, so its cost follows the connected clients, not
 	 * max_clients (issue 19: the spin path paid for 64 empty slots). */
@@ -123,18 +140,23 @@ void o1_ipc_client_doom(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 			const char *why);
 /* Handshake on a readable HELLO-state socket. */
 void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c);
-/* Sends a failed welcome and dooms the client. */
+/* Sends a failed welcome and dooms the client; why (NULL: the status's
+ * text) goes to the log, rate-limited per uid. */
 void o1_ipc_refuse(struct o1_ipc_server *srv, struct o1_ipc_client *c,
-		   int status);
+		   int status, const char *why);
 /* Serves one readable admin connection. */
 void o1_ipc_admin_serve(struct o1_ipc_server *srv, struct o1_ipc_client *c);
 void o1_ipc_client_fill_info(const struct o1_ipc_client *c,
 			     struct o1_ipc_client_info *out);
-/* Counts a protocol or quota violation; dooms the client at the limit. */
+/* Counts a protocol violation; dooms the client at the limit. */
 void o1_ipc_violation(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		      int err, const char *why);
 /* Tears down every doomed client (end of a pass, or destroy). */
 void o1_ipc_reap(struct o1_ipc_server *srv);
+/* Tears down a doomed connection that never said hello at once, so its
+ * slot serves the next one of a burst: no consumer ever knew it. Only
+ * outside any walk of the live list (the accept path). */
+void o1_ipc_drop_silent(struct o1_ipc_server *srv, struct o1_ipc_client *c);
 /* Device output areas (devout.c): copies the descriptions at create;
  * claim gives a free area for UID (one bound to UID first, then an
  * unbound one): its index or -O1_E_NO_DEVOUT; release accepts -1. */
@@ -143,5 +165,25 @@ int o1_ipc_devout_claim(struct o1_ipc_server *srv, uid_t uid);
 void o1_ipc_devout_release(struct o1_ipc_server *srv, int32_t area);
 /* Drains up to a batch of submissions; returns how many were handled. */
 int o1_ipc_drain(struct o1_ipc_server *srv, struct o1_ipc_client *c);
+/* Guards (guard.c): what connections and clients may cost the loop. */
+/* A new connection: 0 when it may take a slot (evicting the oldest
+ * connection still waiting for its hello when their budget is full), or
+ * the refusal it gets (over its uid's cap). */
+int o1_ipc_admit(struct o1_ipc_server *srv, const struct ucred *cred);
+/* Established connections (ACTIVE, ADMIN) now; a handshake past
+ * max_clients is refused. */
+uint32_t o1_ipc_established(struct o1_ipc_server *srv);
+/* A doorbell wake-up of c found no entry: counted, and a storm of them
+ * is a violation that throttles c. */
+void o1_ipc_empty_wake(struct o1_ipc_server *srv, struct o1_ipc_client *c);
+/* Per tick: ends the tick's wake-up count and lets violations leak. */
+void o1_ipc_guard_tick(struct o1_ipc_server *srv, struct o1_ipc_client *c,
+		       uint64_t now);
+static inline int o1_ipc_throttled(const struct o1_ipc_client *c,
+				   uint64_t now)
+{
+	return now < c->throttle_until_ns;
+}
+uint64_t o1_ipc_now_ns(void);
 
 #endif

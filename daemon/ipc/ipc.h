@@ -13,9 +13,16 @@
  * Trust: clients are untrusted. Every entry is copied out of shared memory
  * and validated (o1_wire_decode_sub), prompts and stop lists are copied
  * into private scratch before the consumer sees them, and quotas are
- * enforced here. A violation fails that request with a typed FINAL (or an
- * ERROR event when it has no request id) and is counted; a client reaching
- * max_violations, or corrupting its ring indices, is disconnected. A full
+ * enforced here. A request's own mistakes (a value out of range, over a
+ * limit the welcome gave, over the in-flight quota) fail that request
+ * alone with a typed FINAL. Protocol abuse (unknown ops, padding, flags,
+ * offsets outside the arena, a sustained storm of empty wake-ups) also
+ * fails the entry (a FINAL, or an ERROR event when it has no request id)
+ * and counts as a violation; the count decays over time, and a client
+ * reaching max_violations, or corrupting its ring indices, is
+ * disconnected. A client storming its doorbell is also throttled: its
+ * wake-ups are ignored for a while (its ring is still read on every
+ * pass). Connections, hello or not, are capped per uid. A full
  * completion ring blocks only that client: o1_ipc_post() returns -EAGAIN
  * and the loop stops draining that client's submissions until it reads. */
 #ifndef O1_IPC_H
@@ -54,6 +61,17 @@ struct o1_ipc_opts {
 	uint32_t vocab_size;	    /* 0: ids unchecked here */
 	uint32_t max_violations;    /* disconnect at this count; default 8 */
 	uint32_t hello_timeout_ms;  /* handshake deadline; default 2000 */
+	/* Connections that have not said hello yet have their own budget
+	 * beside max_clients; a new one beyond it evicts the oldest (its
+	 * refusal: -O1_E_QUOTA). Default 16. */
+	uint32_t max_half_open;
+	/* Connections of one uid at once, hello or not; 0: no cap but
+	 * max_clients. */
+	uint32_t max_clients_per_uid;
+	/* A client's violation count drops by one each period (a leaky
+	 * bucket: a client that slips now and then is never cut off);
+	 * default 60000. */
+	uint32_t violation_decay_ms;
 	int force_eventfd;  /* 1: doorbells through eventfd + POLL_ADD even
 			     * when IORING_OP_FUTEX_WAIT is available */
 	int handle_signals; /* 1: block SIGINT/SIGTERM/SIGHUP and read them
@@ -167,6 +185,11 @@ struct o1_ipc_stats {
 	uint64_t wakeup_spin_n, wakeup_spin_ns;
 	uint64_t wakeup_sleep_n, wakeup_sleep_ns;
 	uint64_t wakeup_invalid; /* sent_ns 0, in the future or > 10 s old */
+	uint64_t wakeups_empty;	 /* doorbell wake-ups that found no entry */
+	uint64_t wake_storms;	 /* clients throttled for a storm of them */
+	uint64_t half_open_evicted; /* hello-less connections refused for a
+				     * newer one (max_half_open) */
+	uint64_t uid_refused;	    /* over max_clients_per_uid */
 	int futex_wait;		 /* 1: IORING_OP_FUTEX_WAIT in use */
 };
 

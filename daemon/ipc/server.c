@@ -40,6 +40,8 @@ static void fill_defaults(struct o1_ipc_opts *o)
 	DEF(max_stop_bytes, 1024);
 	DEF(max_violations, 8);
 	DEF(hello_timeout_ms, 2000);
+	DEF(max_half_open, 16);
+	DEF(violation_decay_ms, 60000);
 }
 
 static int copy_opts(struct o1_ipc_server *srv, const struct o1_ipc_opts *in)
@@ -50,10 +52,12 @@ static int copy_opts(struct o1_ipc_server *srv, const struct o1_ipc_opts *in)
 	memcpy(o, in, n);
 	o->sz = sizeof(*o);
 	fill_defaults(o);
-	if (o->max_clients > 0xffff) {
-		o1_err("ipc: max_clients %u above 65535", o->max_clients);
+	if ((uint64_t)o->max_clients + o->max_half_open > 0xffff) {
+		o1_err("ipc: max_clients %u + max_half_open %u above 65535",
+		       o->max_clients, o->max_half_open);
 		return -O1_E_CONFIG;
 	}
+	srv->n_slots = o->max_clients + o->max_half_open;
 	srv->path = strdup(o->socket_path);
 	srv->uids = calloc(o->n_allowed_uids + 1, sizeof(uint32_t));
 	srv->gids = calloc(o->n_allowed_gids + 1, sizeof(uint32_t));
@@ -105,15 +109,15 @@ static int setup(struct o1_ipc_server *srv)
 {
 	int ret;
 
-	srv->clients = calloc(srv->o.max_clients, sizeof(*srv->clients));
-	srv->live = calloc(srv->o.max_clients, sizeof(*srv->live));
+	srv->clients = calloc(srv->n_slots, sizeof(*srv->clients));
+	srv->live = calloc(srv->n_slots, sizeof(*srv->live));
 	if (!srv->clients || !srv->live)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
+	for (uint32_t i = 0; i < srv->n_slots; i++) {
 		srv->clients[i].fd = srv->clients[i].efd = -1;
 		srv->clients[i].devout = -1;
 	}
-	ret = io_uring_queue_init(256 + 4 * srv->o.max_clients, &srv->ring, 0);
+	ret = io_uring_queue_init(256 + 4 * srv->n_slots, &srv->ring, 0);
 	if (ret) {
 		o1_err("ipc: io_uring_queue_init: %s", strerror(-ret));
 		return ret;
@@ -176,6 +180,7 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 	for (int i = 0; i < O1_IPC_LINGER_MAX; i++)
 		if (srv->linger_fd[i] >= 0)
 			close(srv->linger_fd[i]);
+	o1_log_flush_suppressed(1); /* the counts of the last floods */
 	if (srv->ring.ring_fd >= 0)
 		io_uring_queue_exit(&srv->ring);
 	if (srv->lfd >= 0) {
@@ -217,8 +222,8 @@ void o1_ipc_server_stop(struct o1_ipc_server *srv)
 void o1_ipc_server_set_draining(struct o1_ipc_server *srv, int on)
 {
 	srv->draining = !!on;
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 		struct o1_ring_ctrl *ctrl;
 
 		if (c->state != O1_IPC_ACTIVE)

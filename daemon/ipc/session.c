@@ -27,14 +27,16 @@
 #include "common/log.h"
 
 void o1_ipc_refuse(struct o1_ipc_server *srv, struct o1_ipc_client *c,
-		   int status)
+		   int status, const char *why)
 {
 	struct o1_wire_welcome w = {.magic = O1_WELCOME_MAGIC,
 				    .version = O1_WIRE_VERSION,
 				    .status = status};
 
-	o1_warn("ipc: refusing client pid %d uid %u: %s", (int)c->cred.pid,
-		(unsigned)c->cred.uid, o1_strerror(status));
+	o1_log_limited(O1_LOG_WARN, c->cred.uid,
+		       "ipc: refusing client %u of pid %d uid %u: %s (%s)",
+		       c->id, (int)c->cred.pid, (unsigned)c->cred.uid,
+		       why ? why : o1_strerror(status), o1_strerror(status));
 	o1_ipc_send_welcome(c->fd, &w, NULL, 0);
 	srv->st.clients_refused++;
 	o1_ipc_client_doom(srv, c, NULL);
@@ -113,7 +115,7 @@ static void admin_hello(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	if (!ret && !srv->cons.admin)
 		ret = -O1_E_UNSUPPORTED;
 	if (ret) {
-		o1_ipc_refuse(srv, c, ret);
+		o1_ipc_refuse(srv, c, ret, NULL);
 		return;
 	}
 	memcpy(c->name, h->name, sizeof(c->name));
@@ -182,8 +184,8 @@ int o1_ipc_clients(const struct o1_ipc_server *srv,
 {
 	size_t n = 0;
 
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
-		const struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = 0; i < srv->n_live; i++) {
+		const struct o1_ipc_client *c = &srv->clients[srv->live[i]];
 
 		if (c->state != O1_IPC_ACTIVE || c->doomed)
 			continue;
@@ -223,6 +225,13 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	ret = o1_ipc_recv_hello(c->fd, &h);
 	if (ret == -EAGAIN)
 		return;
+	/* a connection that got in while a slot was free, and said hello
+	 * once they were all taken */
+	if (!ret && o1_ipc_established(srv) >= srv->o.max_clients) {
+		o1_ipc_refuse(srv, c, -O1_E_QUOTA,
+			      "all client slots used (ipc.max_clients)");
+		return;
+	}
 	if (!ret && (h.flags & O1_HELLO_ADMIN)) {
 		admin_hello(srv, c, &h);
 		return;
@@ -232,10 +241,11 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	if (!ret)
 		ret = setup_region(srv, c, &h, &memfd);
 	if (ret) {
-		o1_ipc_refuse(srv, c, ret);
+		o1_ipc_refuse(srv, c, ret, NULL);
 		return;
 	}
 	memcpy(c->name, h.name, sizeof(c->name));
+	c->wake_sock = !!(h.flags & O1_HELLO_WAKE_SOCKET);
 	fill_limits(srv, c);
 	w.client_id = c->id;
 	w.region_bytes = c->l.total_bytes;
@@ -261,21 +271,25 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	c->state = O1_IPC_ACTIVE;
 	srv->st.clients_connected++;
 	srv->st.clients_total++;
-	o1_info("ipc: client %u connected (%s, pid %d, uid %u, %u bytes)",
-		c->id, c->name, (int)c->cred.pid, (unsigned)c->cred.uid,
-		c->l.total_bytes);
+	o1_log_limited(O1_LOG_INFO, c->cred.uid,
+		       "ipc: client %u connected (%s, pid %d, uid %u, %u bytes)",
+		       c->id, c->name, (int)c->cred.pid, (unsigned)c->cred.uid,
+		       c->l.total_bytes);
 }
 
 void o1_ipc_violation(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		      int err, const char *why)
 {
 	srv->st.violations++;
-	c->violations++;
-	/* Log the first few and then every power of two, not a flood. */
-	if (c->violations <= 4 || !(c->violations & (c->violations - 1)))
-		o1_warn("ipc: client %u (%s, pid %d) violation %u/%u: %s (%s)",
-			c->id, c->name, (int)c->cred.pid, c->violations,
-			srv->o.max_violations, why, o1_strerror(err));
+	if (!c->violations++) /* the leak starts with the first */
+		c->violation_leak_ns = o1_ipc_now_ns();
+	/* Every one counts, but the log takes a few per uid and second. */
+	o1_log_limited(O1_LOG_WARN, c->cred.uid,
+		       "ipc: client %u (%s, pid %d, uid %u) violation %u/%u: "
+		       "%s (%s)",
+		       c->id, c->name, (int)c->cred.pid, (unsigned)c->cred.uid,
+		       c->violations, srv->o.max_violations, why,
+		       o1_strerror(err));
 	if (c->violations >= srv->o.max_violations) {
 		srv->st.kicked_out++;
 		o1_ipc_client_doom(srv, c, "too many violations");
@@ -481,7 +495,8 @@ static void submit(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		return;
 	}
 	if (c->inflight >= srv->o.max_inflight) {
-		o1_ipc_violation(srv, c, -O1_E_QUOTA, "requests in flight");
+		/* the welcome gave max_inflight, but a client multiplexing
+		 * others cannot always know: a refusal, not a violation */
 		fail_request(srv, c, s->req_id, -O1_E_QUOTA);
 		return;
 	}

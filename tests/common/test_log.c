@@ -135,7 +135,7 @@ static void test_limited(void **state)
 	windows = (ms_now() - t0) / 1000 + 1;
 	/* the flood stopped: its count comes out once the window is over */
 	for (int i = 0; i < 1000; i++) {
-		o1_log_flush_suppressed();
+		o1_log_flush_suppressed(0);
 		free(text);
 		text = captured(fd);
 		if (count(text, "flood line") - count(text, "the last: flood") +
@@ -171,13 +171,35 @@ static void test_limited_filtered(void **state)
 	o1_log_set_level(O1_LOG_OFF);
 	o1_err("an error nobody sees");
 	o1_log_set_level(O1_LOG_INFO);
-	o1_log_flush_suppressed();
+	o1_log_flush_suppressed(0);
 	text = captured(fd);
 	dup2(saved, 2);
 	close(saved);
 	close(fd);
 	unlink(path);
 	assert_string_equal(text, "");
+	free(text);
+}
+
+/* flush(1) sums up a window that is not over yet (at exit). */
+static void test_flush_all(void **state)
+{
+	char path[] = "/tmp/o1-test-log-XXXXXX";
+	int fd, saved = capture(path, &fd);
+	char *text;
+
+	(void)state;
+	for (int i = 0; i < O1_LOG_BURST + 5; i++)
+		o1_log_limited(O1_LOG_WARN, 11, "exit line %d", i);
+	o1_log_flush_suppressed(1);
+	text = captured(fd);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	unlink(path);
+	assert_int_equal(count(text, "exit line") - 1, O1_LOG_BURST);
+	assert_non_null(strstr(text, " 5 more like this suppressed"));
+	assert_non_null(strstr(text, "the last: exit line 14\n"));
 	free(text);
 }
 
@@ -188,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_format_and_filter),
 		cmocka_unit_test(test_limited),
 		cmocka_unit_test(test_limited_filtered),
+		cmocka_unit_test(test_flush_all),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

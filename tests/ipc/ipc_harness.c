@@ -3,6 +3,7 @@
 #include "ipc_harness.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -46,6 +47,15 @@ int server_start(struct test_server *s, const char *binary,
 	if (s->pid == 0) {
 		/* Dies with the test, even when an assertion ends it early. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (s->log[0]) {
+			int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC,
+				      0600);
+
+			if (fd < 0)
+				_exit(126);
+			dup2(fd, 2);
+			close(fd);
+		}
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
 		close(pipefd[1]);
@@ -72,12 +82,14 @@ int server_stats(struct test_server *s, struct server_stats *st)
 		   "violations=%llu kicked=%llu requests=%llu pings=%llu "
 		   "sleeps=%llu futex=%d wake_spin=%llu wake_spin_ns=%llu "
 		   "wake_sleep=%llu wake_sleep_ns=%llu wake_invalid=%llu "
-		   "observed=%llu observed_max_ns=%llu",
+		   "observed=%llu observed_max_ns=%llu wake_empty=%llu "
+		   "storms=%llu evicted=%llu uid_refused=%llu",
 		   &st->connected, &st->total, &st->refused, &st->deaths,
 		   &st->violations, &st->kicked, &st->requests, &st->pings,
 		   &st->sleeps, &st->futex, &st->wake_spin, &st->wake_spin_ns,
 		   &st->wake_sleep, &st->wake_sleep_ns, &st->wake_invalid,
-		   &st->observed, &st->observed_max_ns) != 17)
+		   &st->observed, &st->observed_max_ns, &st->wake_empty,
+		   &st->storms, &st->evicted, &st->uid_refused) != 21)
 		return -1;
 	return 0;
 }

@@ -16,6 +16,9 @@ struct test_server {
 	FILE *out; /* the server's stdout */
 	char dir[64];
 	char path[128];
+	/* set before server_start: the server's stderr goes to this file
+	 * (created or emptied), else to the test's */
+	char log[128];
 };
 
 struct server_stats {
@@ -26,6 +29,9 @@ struct server_stats {
 	 * ->observe_wakeup saw (count, largest) */
 	unsigned long long wake_spin, wake_spin_ns, wake_sleep, wake_sleep_ns,
 	    wake_invalid, observed, observed_max_ns;
+	/* guards: empty doorbell wake-ups, storms throttled, silent
+	 * connections evicted, connections over their uid's cap */
+	unsigned long long wake_empty, storms, evicted, uid_refused;
 };
 
 /* Starts the server binary with extra args (NULL-terminated); 0 or -1.

@@ -17,7 +17,7 @@
  * usage: o1_ipc_test_server --socket PATH [--eventfd] [--allow-uid N]
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
  *        [--hello-ms N] [--max-clients N] [--arena N] [--admin-uid N]
- *        [--devout N]
+ *        [--devout N] [--max-half-open N] [--per-uid N] [--decay-ms N]
  * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
  * at exit (SIGTERM), with the wake-up samples the loop counted and those
  * it handed to ->observe_wakeup (count and largest). SIGINT toggles draining
@@ -224,7 +224,8 @@ static void print_stats(struct o1_ipc_server *srv)
 	    "violations=%llu kicked=%llu requests=%llu pings=%llu "
 	    "sleeps=%llu futex=%d wake_spin=%llu wake_spin_ns=%llu "
 	    "wake_sleep=%llu wake_sleep_ns=%llu wake_invalid=%llu "
-	    "observed=%llu observed_max_ns=%llu\n",
+	    "observed=%llu observed_max_ns=%llu wake_empty=%llu storms=%llu "
+	    "evicted=%llu uid_refused=%llu\n",
 	    (unsigned long long)st.clients_connected,
 	    (unsigned long long)st.clients_total,
 	    (unsigned long long)st.clients_refused,
@@ -236,12 +237,17 @@ static void print_stats(struct o1_ipc_server *srv)
 	    (unsigned long long)st.wakeup_spin_ns,
 	    (unsigned long long)st.wakeup_sleep_n,
 	    (unsigned long long)st.wakeup_sleep_ns,
-	    (unsigned long long)st.wakeup_invalid, observed, observed_max_ns);
+	    (unsigned long long)st.wakeup_invalid, observed, observed_max_ns,
+	    (unsigned long long)st.wakeups_empty,
+	    (unsigned long long)st.wake_storms,
+	    (unsigned long long)st.half_open_evicted,
+	    (unsigned long long)st.uid_refused);
 	fflush(stdout);
 }
 
-/* Admin fixture: "clients" -> "clients=N first=NAME", anything else is
- * echoed back as "echo:" + request + " from uid U". */
+/* Admin fixture: "clients" -> "clients=N first=NAME", "violations" ->
+ * "violations=V" (the first client's count, -1 without one), anything
+ * else is echoed back as "echo:" + request + " from uid U". */
 static int on_admin(void *ctx, struct o1_ipc_server *srv,
 		    const struct o1_ipc_client_info *peer, const void *req,
 		    size_t len, void *reply, size_t cap)
@@ -254,6 +260,11 @@ static int on_admin(void *ctx, struct o1_ipc_server *srv,
 		n = o1_ipc_clients(srv, info, 4);
 		return snprintf(reply, cap, "clients=%d first=%s", n,
 				n ? info[0].name : "-");
+	}
+	if (len == 10 && !memcmp(req, "violations", 10)) {
+		n = o1_ipc_clients(srv, info, 1);
+		return snprintf(reply, cap, "violations=%d",
+				n ? (int)info[0].violations : -1);
 	}
 	return snprintf(reply, cap, "echo:%.*s from uid %u", (int)len,
 			(const char *)req, (unsigned)peer->uid);
@@ -337,6 +348,12 @@ static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
 			o->max_clients = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--arena"))
 			o->arena_bytes = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--max-half-open"))
+			o->max_half_open = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--per-uid"))
+			o->max_clients_per_uid = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--decay-ms"))
+			o->violation_decay_ms = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--devout")) {
 			if (fake_devout(o, atoi(v)))
 				return -1;
