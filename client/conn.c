@@ -46,6 +46,8 @@ const char *o1_last_error(void)
 
 const char *o1_client_strerror(int err)
 {
+	if (err == O1_CLIENT_E_DAEMON_GONE)
+		return "the daemon is gone (connection reset)";
 	return o1_strerror(err);
 }
 
@@ -87,7 +89,8 @@ static int send_hello(struct o1_client *c)
 	    .cq_entries = c->o.cq_entries,
 	    .arena_bytes = c->o.arena_bytes,
 	    .flags =
-		c->o.flags & O1_CONNECT_DEVICE_OUT ? O1_HELLO_DEVICE_OUT : 0,
+		(c->o.flags & O1_CONNECT_DEVICE_OUT ? O1_HELLO_DEVICE_OUT : 0) |
+		(c->o.flags & O1_CONNECT_POLLABLE ? O1_HELLO_WAKE_SOCKET : 0),
 	};
 
 	memcpy(h.name, c->name, sizeof(h.name));
@@ -243,6 +246,8 @@ int o1_client_attach(struct o1_client *c, int memfd)
 	c->arena_head = c->arena_tail = 0;
 	c->reclaimed = 0;
 	c->inflight = 0;
+	c->gone = 0;
+	c->fd_armed = 0;
 	return o1_region_rings(c->base, &c->l, &c->sq, &c->cq);
 }
 
@@ -380,8 +385,9 @@ int o1_client_device_output(const struct o1_client *c,
 	if (!(c->o.flags & O1_CONNECT_DEVICE_OUT))
 		return o1_client_fail(-EINVAL, "connected without "
 					       "O1_CONNECT_DEVICE_OUT");
-	if (!c->base)
-		return o1_client_fail(-ECONNRESET, "not connected");
+	if (!c->base || c->gone)
+		return o1_client_fail(O1_CLIENT_E_DAEMON_GONE,
+				      "the daemon is gone");
 	d = &c->w.devout;
 	if (!d->rows)
 		return o1_client_fail(

@@ -32,6 +32,12 @@ struct o1_client {
 	uint64_t spin_ns;
 	uint64_t ping_seq;
 	unsigned inflight;
+	/* alive.c: the daemon's end closed (sticky until a reconnect), when
+	 * the socket was last looked at, and whether NEED_WAKEUP was left
+	 * set on the completion ring for o1_client_fd */
+	int gone;
+	uint64_t alive_at_ns;
+	int fd_armed;
 };
 
 /* Records a printf-style message as this thread's last error; returns
@@ -43,5 +49,19 @@ int o1_client_attach(struct o1_client *c, int memfd);
 /* Unmaps and closes everything (keeps the options). */
 void o1_client_detach(struct o1_client *c);
 uint64_t o1_client_now_ns(void);
+/* stream.c: takes one event from the completion ring (1), or 0. */
+int o1_client_take(struct o1_client *c, struct o1_event *ev);
+/* alive.c: whether the daemon is gone, looking at the socket when force
+ * is set or 100 ms have passed since the last look. */
+int o1_client_gone(struct o1_client *c, int force);
+/* alive.c: o1_client_poll found nothing: arms o1_client_fd (pollable),
+ * looks at the socket, takes an event published meanwhile. Returns 1, 0
+ * or O1_CLIENT_E_DAEMON_GONE. */
+int o1_client_idle(struct o1_client *c, struct o1_event *ev);
+/* alive.c: an event was taken: o1_client_fd need not be woken now. */
+void o1_client_busy(struct o1_client *c);
+/* alive.c: the daemon is gone and no event is left: unmaps the region
+ * (the socket stays) and returns O1_CLIENT_E_DAEMON_GONE. */
+int o1_client_gone_error(struct o1_client *c);
 
 #endif

@@ -8,7 +8,6 @@
  * every submission before the daemon's published head is free again. */
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "conn.h"
 #include "shm/doorbell.h"
@@ -85,8 +84,9 @@ static int claim(struct o1_client *c, union o1_wire_entry **e)
 	void *slot;
 	int ret;
 
-	if (!c->base)
-		return o1_client_fail(-ECONNRESET, "not connected");
+	if (o1_client_gone(c, 0))
+		return o1_client_fail(O1_CLIENT_E_DAEMON_GONE,
+				      "the daemon is gone");
 	ret = o1_ring_claim(&c->sq, &slot);
 	if (ret == -EAGAIN)
 		return o1_client_fail(ret, "submission ring full");
@@ -317,15 +317,13 @@ static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 	}
 }
 
-int o1_client_poll(struct o1_client *c, struct o1_event *ev)
+int o1_client_take(struct o1_client *c, struct o1_event *ev)
 {
 	union o1_wire_entry e;
 	const char *why = "";
 	const void *slot;
 	int ret;
 
-	if (!c->base)
-		return o1_client_fail(-ECONNRESET, "not connected");
 	ret = o1_ring_peek(&c->cq, &slot);
 	if (ret == -EAGAIN)
 		return 0;
@@ -342,13 +340,17 @@ int o1_client_poll(struct o1_client *c, struct o1_event *ev)
 	return 1;
 }
 
-/* True while the daemon's end of the control socket is open. */
-static int daemon_alive(struct o1_client *c)
+int o1_client_poll(struct o1_client *c, struct o1_event *ev)
 {
-	char b;
-	ssize_t n = recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	int ret;
 
-	return n > 0 || (n < 0 && errno == EAGAIN);
+	if (!c->base)
+		return o1_client_fail(O1_CLIENT_E_DAEMON_GONE,
+				      "the daemon is gone");
+	ret = o1_client_take(c, ev);
+	if (ret > 0)
+		o1_client_busy(c);
+	return ret ? ret : o1_client_idle(c, ev);
 }
 
 static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
@@ -356,15 +358,16 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 {
 	struct o1_ring_ctrl *ctrl = o1_region_cq_ctrl(c->base, &c->l);
 	uint32_t seq = o1_doorbell_prepare(ctrl);
-	int ret = o1_client_poll(c, ev);
+	int ret = o1_client_take(c, ev);
 
 	if (ret == 0) {
 		ret = o1_doorbell_wait(ctrl, seq, slice_ns);
 		ret = ret == -EINTR || ret == -ETIMEDOUT ? 0 : ret;
 		if (!ret)
-			ret = o1_client_poll(c, ev);
+			ret = o1_client_take(c, ev);
 	}
 	o1_doorbell_cancel(ctrl);
+	c->fd_armed = 0;
 	return ret;
 }
 
@@ -374,12 +377,17 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 	int64_t left, slice;
 	int ret;
 
+	if (!c->base)
+		return o1_client_fail(O1_CLIENT_E_DAEMON_GONE,
+				      "the daemon is gone");
 	if (timeout_ns >= 0 && (uint64_t)timeout_ns < spin)
 		spin = (uint64_t)timeout_ns;
 	for (;;) {
-		ret = o1_client_poll(c, ev);
+		ret = o1_client_take(c, ev);
 		if (ret)
 			return ret;
+		if (c->gone)
+			return o1_client_gone_error(c);
 		now = o1_client_now_ns();
 		if (now - start < spin)
 			continue;
@@ -387,9 +395,8 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 				      : timeout_ns - (int64_t)(now - start);
 		if (left <= 0)
 			return o1_client_fail(-ETIMEDOUT, "no event in time");
-		if (!daemon_alive(c))
-			return o1_client_fail(-ECONNRESET,
-					      "the daemon is gone");
+		if (o1_client_gone(c, 1))
+			continue; /* what it sent before it went comes first */
 		slice = left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS;
 		ret = sleep_for_event(c, ev, slice);
 		if (ret)

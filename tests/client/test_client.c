@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -243,6 +245,7 @@ static void test_exports(void **state)
 	assert_non_null(dlvsym(h, "o1_client_connect", "O1CLIENT_0.1"));
 	assert_non_null(dlvsym(h, "o1_last_error", "O1CLIENT_0.1"));
 	assert_non_null(dlsym(h, "o1_client_generate"));
+	assert_non_null(dlvsym(h, "o1_client_fd", "O1CLIENT_0.5"));
 	assert_null(dlsym(h, "o1_ring_claim"));
 	assert_null(dlsym(h, "o1_wire_decode_ev"));
 	assert_null(dlsym(h, "o1_client_fail"));
@@ -486,6 +489,160 @@ static void test_reconnect(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
+static struct o1_client *connect_flags(const char *path, uint32_t flags)
+{
+	struct o1_client_opts o = {
+	    .sz = sizeof(o), .socket_path = path, .flags = flags};
+	struct o1_client *c = NULL;
+
+	if (o1_client_connect(&o, &c))
+		fail_msg("connect: %s", o1_last_error());
+	return c;
+}
+
+/* Takes what o1_client_poll has; waits on the fd (5 s at most) when it
+ * has nothing, as an event loop would. Returns the events until FINAL. */
+static int loop_until_final(struct o1_client *c, int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	struct o1_event ev;
+	int n = 0, ret;
+
+	for (;;) {
+		while ((ret = o1_client_poll(c, &ev)) == 1) {
+			n++;
+			if (ev.type == O1_EVENT_FINAL)
+				return n;
+		}
+		assert_int_equal(ret, 0);
+		if (poll(&p, 1, 5000) != 1)
+			fail_msg("no wake-up on the fd after %d events", n);
+	}
+}
+
+/* O1_CONNECT_POLLABLE: the fd wakes an event loop for every stream, and
+ * is not readable while nothing is coming; without the flag there is no
+ * fd (-EINVAL). */
+static void test_pollable_fd(void **state)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 1,
+				    .text = "abc",
+				    .text_len = 3,
+				    .max_tokens = 200};
+	struct pollfd p = {.events = POLLIN};
+	struct test_server s;
+	struct o1_client *c, *plain;
+	struct o1_event ev;
+
+	(void)state;
+	start(&s);
+	c = connect_flags(s.path, O1_CONNECT_POLLABLE);
+	plain = connect_to(s.path, 0, 0);
+	assert_int_equal(o1_client_fd(plain), -EINVAL);
+	p.fd = o1_client_fd(c);
+	assert_true(p.fd >= 0);
+	for (int round = 0; round < 3; round++) {
+		so.req_id = (uint64_t)round;
+		assert_int_equal(o1_client_submit(c, &so), 0);
+		assert_int_equal(loop_until_final(c, p.fd), 201);
+	}
+	assert_int_equal(o1_client_poll(c, &ev), 0);
+	assert_int_equal(poll(&p, 1, 100), 0); /* nothing is coming */
+	assert_int_equal(o1_client_ping(c, NULL), 0);
+	o1_client_close(plain);
+	o1_client_close(c);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* SIGKILLs the server and reaps it (its socket path stays reusable). */
+static void crash(struct test_server *s)
+{
+	int status;
+
+	kill(s->pid, SIGKILL);
+	assert_int_equal(waitpid(s->pid, &status, 0), s->pid);
+	fclose(s->out);
+	s->out = NULL;
+}
+
+static void expect_gone_everywhere(struct o1_client *c)
+{
+	struct o1_submit_opts so = {
+	    .sz = sizeof(so), .req_id = 9, .text = "abc", .text_len = 3};
+	struct o1_client_limits lim = {.sz = sizeof(lim)};
+	struct o1_event ev;
+
+	assert_int_equal(o1_client_poll(c, &ev), O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(o1_client_wait(c, &ev, -1), O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(o1_client_submit(c, &so), O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(o1_client_cancel(c, 9), O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(o1_client_ping(c, NULL), O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(o1_client_generate(c, &so, NULL, NULL, &ev),
+			 O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(o1_client_limits(c, &lim), O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(o1_client_check(c, &so, NULL),
+			 O1_CLIENT_E_DAEMON_GONE);
+	assert_non_null(strstr(o1_client_strerror(O1_CLIENT_E_DAEMON_GONE),
+			       "daemon is gone"));
+}
+
+/* The daemon crashes with a finished stream unread: the fd wakes the
+ * event loop, o1_client_poll hands out the events published before the
+ * crash and then O1_CLIENT_E_DAEMON_GONE, as every call does from then
+ * on; a client that only polls (no fd, no wait) learns it too. The fd
+ * stays open until close or reconnect, which starts over. */
+static void test_daemon_gone(void **state)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 4,
+				    .text = "abc",
+				    .text_len = 3,
+				    .max_tokens = 5};
+	struct pollfd p = {.events = POLLIN};
+	struct o1_client *c, *plain, *other;
+	struct test_server s;
+	struct o1_event ev;
+	int n = 0, ret;
+
+	(void)state;
+	start(&s);
+	c = connect_flags(s.path, O1_CONNECT_POLLABLE);
+	plain = connect_to(s.path, 0, 0);
+	other = connect_to(s.path, 0, 0);
+	p.fd = o1_client_fd(c);
+	assert_int_equal(o1_client_submit(c, &so), 0);
+	/* the same length, submitted later: once its FINAL is read, c's
+	 * (one step ahead in every pass) is published too */
+	assert_int_equal(o1_client_generate(other, &so, NULL, NULL, &ev), 0);
+	assert_int_equal(ev.generated_tokens, 5);
+	crash(&s);
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	while ((ret = o1_client_poll(c, &ev)) == 1)
+		n++;
+	assert_int_equal(n, 6); /* 5 tokens and the FINAL */
+	assert_int_equal(ret, O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(o1_client_fd(c), O1_CLIENT_E_DAEMON_GONE);
+	assert_true(fcntl(p.fd, F_GETFD) >= 0);
+	expect_gone_everywhere(c);
+	for (int i = 0; i < 5000 && !(ret = o1_client_poll(plain, &ev)); i++)
+		usleep(1000);
+	assert_int_equal(ret, O1_CLIENT_E_DAEMON_GONE);
+	expect_gone_everywhere(plain);
+	assert_int_equal(o1_client_wait(other, &ev, -1), O1_CLIENT_E_DAEMON_GONE);
+	assert_int_equal(server_start(&s, O1_TEST_SERVER, NULL), 0);
+	assert_int_equal(o1_client_reconnect(c, 2000), 0);
+	assert_true(o1_client_fd(c) >= 0);
+	assert_int_equal(o1_client_ping(c, NULL), 0);
+	so.req_id = 5;
+	assert_int_equal(o1_client_submit(c, &so), 0);
+	assert_int_equal(loop_until_final(c, o1_client_fd(c)), 6);
+	o1_client_close(other);
+	o1_client_close(plain);
+	o1_client_close(c);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -499,6 +656,8 @@ int main(void)
 	    cmocka_unit_test(test_exhaustion_and_reuse),
 	    cmocka_unit_test(test_argument_errors),
 	    cmocka_unit_test(test_reconnect),
+	    cmocka_unit_test(test_pollable_fd),
+	    cmocka_unit_test(test_daemon_gone),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -13,11 +13,22 @@
  * on failure: -errno, or an o1d code (o1_client_strerror() names both);
  * o1_last_error() then holds a sentence with the details.
  *
+ * The daemon gone: once the library has seen the daemon's end of the
+ * connection close (it crashed, stopped, or cut this client off), every
+ * call on the handle returns O1_CLIENT_E_DAEMON_GONE, except that
+ * o1_client_poll and o1_client_wait first hand out the events the daemon
+ * published before it went; o1_client_reconnect starts over. The library
+ * looks at the socket when a call would wait or find nothing, at most
+ * every 100 ms when it spins, so a request submitted in that window is
+ * lost without an error of its own: the next poll or wait reports it.
+ * An event loop can watch o1_client_fd().
+ *
  * Options structs start with `size_t sz`, set it to sizeof(the struct):
  * fields added later at the end keep old binaries working. */
 #ifndef O1_CLIENT_H
 #define O1_CLIENT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,7 +42,17 @@ enum o1_connect_flag {
 	/* ask for a device output area (CUDA IPC, see
 	 * o1_client_device_output); the connection succeeds without one */
 	O1_CONNECT_DEVICE_OUT = 1u << 0,
+	/* since 0.5: o1_client_fd() becomes readable when events arrive
+	 * (the daemon then also wakes this client through the socket: a
+	 * system call per wake-up on each side, the price of an fd); a
+	 * daemon older than this refuses the hello (-O1_E_PROTOCOL) */
+	O1_CONNECT_POLLABLE = 1u << 1,
 };
+
+/* Every call's error once the daemon is gone (see above). Equal to
+ * -ECONNRESET, which 0.1 to 0.4 returned from o1_client_wait, so callers
+ * written for them keep working. Since 0.5. */
+#define O1_CLIENT_E_DAEMON_GONE (-ECONNRESET)
 
 struct o1_client_opts {
 	size_t sz;
@@ -210,7 +231,7 @@ int o1_client_connect(const struct o1_client_opts *opts,
 /* Unmaps and closes; requests in flight are cancelled by the daemon when
  * it sees the hang-up. Accepts NULL. */
 void o1_client_close(struct o1_client *c);
-/* After the daemon went away (-ECONNRESET from a call): drops the old
+/* After the daemon went away (O1_CLIENT_E_DAEMON_GONE): drops the old
  * region and connects again with the same options, retrying for up to
  * timeout_ms. Requests in flight before are lost; resubmit them. */
 int o1_client_reconnect(struct o1_client *c, int timeout_ms);
@@ -261,10 +282,21 @@ int o1_client_check(const struct o1_client *c, const struct o1_submit_opts *o,
 		    struct o1_client_refusal *why);
 /* Asks the daemon to stop a request; its FINAL (CANCELLED) still comes. */
 int o1_client_cancel(struct o1_client *c, uint64_t req_id);
-/* Takes one event if there is one: returns 1, or 0 when none is ready. */
+/* Takes one event if there is one: returns 1, or 0 when none is ready,
+ * or O1_CLIENT_E_DAEMON_GONE once none is left and the daemon is gone.
+ * With O1_CONNECT_POLLABLE, a 0 also arms o1_client_fd(). */
 int o1_client_poll(struct o1_client *c, struct o1_event *ev);
+/* The fd for an event loop (poll, epoll: wait for POLLIN) of a handle
+ * connected with O1_CONNECT_POLLABLE: readable once an event is ready
+ * after o1_client_poll returned 0, and when the daemon is gone (then
+ * o1_client_poll says which). Level-triggered until o1_client_poll has
+ * taken what there is; it stays the handle's until o1_client_close or
+ * o1_client_reconnect (a new fd then). Never read or close it yourself.
+ * Returns the fd, -EINVAL (connected without O1_CONNECT_POLLABLE) or
+ * O1_CLIENT_E_DAEMON_GONE. Since 0.5. */
+int o1_client_fd(struct o1_client *c);
 /* Waits for one event: spins spin_us, then sleeps. timeout_ns < 0 waits
- * forever. Returns 1, -ETIMEDOUT, or -ECONNRESET when the daemon is gone. */
+ * forever. Returns 1, -ETIMEDOUT, or O1_CLIENT_E_DAEMON_GONE. */
 int o1_client_wait(struct o1_client *c, struct o1_event *ev,
 		   int64_t timeout_ns);
 /* Round trip of a PING through the rings, in nanoseconds. Only with no
