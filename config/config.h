@@ -120,6 +120,9 @@ struct o1_config {
 		uint32_t max_clients;
 		uint32_t ring_entries;
 		uint32_t max_inflight;
+		uint32_t max_half_open;	      /* connections before hello */
+		uint32_t max_clients_per_uid; /* 0 = no cap */
+		uint32_t violation_decay_s;   /* one violation forgiven per */
 		uint64_t arena_bytes;
 		uint32_t max_prompt_tokens;
 		uint32_t device_outputs;     /* CUDA IPC areas; 0 = off */

@@ -741,6 +741,9 @@ static int create_server(struct o1d *d)
 			       ? UINT32_MAX
 			       : (uint32_t)c->ipc.arena_bytes,
 	    .max_inflight = c->ipc.max_inflight,
+	    .max_half_open = c->ipc.max_half_open,
+	    .max_clients_per_uid = c->ipc.max_clients_per_uid,
+	    .violation_decay_ms = c->ipc.violation_decay_s * 1000,
 	    .max_prompt_tokens = prompt_tokens(d),
 	    .max_prompt_bytes = 65536,
 	    .max_tokens = d->ctx,
