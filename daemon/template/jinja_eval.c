@@ -568,6 +568,8 @@ static struct jv eval_unary(struct jctx *c, const struct jnode *nd,
 			nd->kind == JN_NEG ? '-' : '+', jv_type_name(v));
 	if (nd->kind == JN_POS)
 		return v.type == JV_BOOL ? jv_int(v.u.b) : v;
+	if (v.type == JV_FLOAT)
+		return jv_float(-v.u.f);
 	return jr_binop(c, nd, JO_SUB, jv_int(0), v);
 }
 

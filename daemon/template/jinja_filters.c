@@ -732,6 +732,33 @@ FILTER(float)
 	return jv_missing(a[0]) ? jv_float(0) : a[0];
 }
 
+/* Python's round(int, ndigits): an int; below the units, to the nearest
+ * multiple of 10^-ndigits, half to even. */
+static struct jv round_int(struct jctx *c, const struct jnode *at, int64_t v,
+			   int64_t prec)
+{
+	int64_t unit = 1, r, q;
+
+	if (prec >= 0)
+		return jv_int(v);
+	for (int64_t i = 0; i < -prec; i++) {
+		if (unit > INT64_MAX / 10)
+			return jv_int(0);
+		unit *= 10;
+	}
+	q = v / unit;
+	r = v % unit;
+	if (r < 0) {
+		r += unit;
+		q--;
+	}
+	if (r * 2 > unit || (r * 2 == unit && (q & 1)))
+		q++;
+	if (__builtin_mul_overflow(q, unit, &r))
+		jr_fail(c, at, "integer overflow (beyond 64 bits)");
+	return jv_int(r);
+}
+
 FILTER(round)
 {
 	static const char *const names[] = {"precision", "method", NULL};
@@ -758,7 +785,8 @@ FILTER(round)
 		jr_fail(c, at, "method must be common, ceil or floor");
 	}
 	if (in.type != JV_FLOAT)
-		return jv_int(in.type == JV_BOOL ? in.u.b : in.u.i);
+		return round_int(c, at, in.type == JV_BOOL ? in.u.b : in.u.i,
+				 prec);
 	if (prec <= 0 || !isfinite(x)) {
 		scale = pow(10, (double)-prec);
 		return jv_float(nearbyint(x / scale) * scale);

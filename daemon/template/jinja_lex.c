@@ -433,6 +433,19 @@ static void lex_number(struct lexer *lx, size_t i, size_t *end)
 	*end = i + len;
 }
 
+/* jinja2's message: the character as Python's repr, and its offset. */
+static _Noreturn void unexpected_char(struct lexer *lx, size_t i)
+{
+	char ch = lx->s[i];
+
+	jfail(lx->f, O1_JINJA_ERR_SYNTAX, lx->line, lx->col,
+	      ch == '\'' ? "unexpected char \"%c\" at %zu"
+	      : (unsigned char)ch >= 0x20 && (unsigned char)ch < 0x7f
+		  ? "unexpected char '%c' at %zu"
+		  : "unexpected char '\\x%02x' at %zu",
+	      (unsigned char)ch, i);
+}
+
 static int hexval(char ch)
 {
 	if (ch >= '0' && ch <= '9')
@@ -510,8 +523,7 @@ static void lex_string(struct lexer *lx, size_t i, size_t *end)
 	while (j < lx->n && lx->s[j] != quote)
 		j += lx->s[j] == '\\' ? 2 : 1;
 	if (j >= lx->n)
-		lex_fail(lx, "unexpected char '%s' (unterminated string)",
-			 quote == '"' ? "\"" : "'");
+		unexpected_char(lx, i);
 	out = jalloc(lx->f, lx->a, j - i + 4, lx->line, lx->col);
 	for (size_t p = i + 1; p < j;) {
 		if (lx->s[p] != '\\') {
@@ -576,8 +588,7 @@ static void lex_operator(struct lexer *lx, size_t i, size_t *end)
 			return;
 		}
 	}
-	lex_fail(lx, "unexpected char '%s'",
-		 (char[]){lx->s[i] ? lx->s[i] : '?', 0});
+	unexpected_char(lx, i);
 }
 
 static bool is_name_start(char ch)
@@ -620,7 +631,8 @@ static void lex_tag(struct lexer *lx, size_t pos, bool block)
 		seek(lx, i);
 		if (i >= lx->n)
 			lex_fail(lx, "unexpected end of template, expected "
-				     "'%s'", block ? "%}" : "}}");
+				     "'%s'.", block ? "end of statement block"
+						    : "end of print statement");
 		if (!lx->depth && (block ? block_end_at(lx, i, &end)
 					 : var_end_at(lx, i, &end))) {
 			push(lx, block ? JT_BLOCK_END : JT_VAR_END);

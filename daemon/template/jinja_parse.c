@@ -501,7 +501,7 @@ static struct jnode *parse_primary(struct parser *p)
 			return parse_dict(p);
 		/* fall through */
 	default:
-		unexpected(p, "an expression");
+		fail_at(p, t, "unexpected '%s'", describe(t));
 	}
 }
 
@@ -731,7 +731,8 @@ static struct jnode *parse_tuple(struct parser *p, bool simplified,
 	if (!comma && items.n == 1)
 		return items.v[0];
 	if (!items.n && !explicit_parens)
-		unexpected(p, "an expression");
+		fail_at(p, cur(p), "Expected an expression, got '%s'",
+			describe(cur(p)));
 	nd = node(p, JN_TUPLE, at);
 	nd->l1 = vec_done(&items);
 	return nd;

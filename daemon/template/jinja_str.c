@@ -211,31 +211,33 @@ static bool cased(uint32_t cp)
 	return to_lower(cp) != cp || to_upper(cp) != cp || cp == 0xdf;
 }
 
+/* UPPER: 0 lower, 1 upper, 2 title case (German sharp s: "SS" / "Ss"). */
 static void put_cp(struct jctx *c, const struct jnode *at, struct jbuf *b,
-		   uint32_t cp, bool upper)
+		   uint32_t cp, int upper)
 {
 	char enc[4];
 
 	if (upper && cp == 0xdf) {
-		jbuf_put(c, at, b, "SS", 2);
+		jbuf_put(c, at, b, upper == 2 ? "Ss" : "SS", 2);
 		return;
 	}
 	cp = upper ? to_upper(cp) : to_lower(cp);
 	jbuf_put(c, at, b, enc, ju_encode(cp, enc));
 }
 
-/* Whether code point number K (preceded by PREV) is upper-cased. */
-static bool wants_upper(enum ju_case how, size_t k, uint32_t prev)
+/* How code point number K (preceded by PREV) is cased, as put_cp's
+ * UPPER. */
+static int wants_upper(enum ju_case how, size_t k, uint32_t prev)
 {
 	switch (how) {
 	case JU_UPPER:
-		return true;
+		return 1;
 	case JU_LOWER:
-		return false;
+		return 0;
 	case JU_CAPITALIZE:
-		return k == 0;
+		return k == 0 ? 2 : 0;
 	default: /* JU_TITLE: after a character without case */
-		return k == 0 || !cased(prev);
+		return k == 0 || !cased(prev) ? 2 : 0;
 	}
 }
 
