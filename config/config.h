@@ -74,6 +74,9 @@ struct o1_config {
 		char name[O1_CONFIG_NAME_MAX]; /* "" = from the model file */
 		uint32_t max_context_tokens;   /* 0 = the model's own */
 		enum o1_config_dtype dtype;    /* working weight type */
+		/* a .jinja file rendering chats instead of the model's own
+		 * template; "" = the model's */
+		char chat_template[O1_CONFIG_PATH_MAX];
 	} model;
 	struct {
 		struct o1_config_device device;

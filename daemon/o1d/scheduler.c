@@ -728,11 +728,13 @@ static int render_chat(struct o1_sched *s, const struct seq *q, size_t *len)
 	struct o1_chat_message msg[CHAT_MAX_MSG + 2];
 	size_t n = r->prompt_bytes, n_msg, cap;
 	char *out = s->chat_buf + n + 1;
+	struct o1_jinja_error err;
 	int ret;
 
 	if (!s->o.chat) {
-		o1_warn("request %llu: chat asked, but the model has no "
-			"chat template",
+		o1_warn("request %llu: chat asked, but there is no chat "
+			"template: send a prompt (completions), or set "
+			"model.chat_template",
 			(unsigned long long)r->req_id);
 		return -O1_E_UNSUPPORTED;
 	}
@@ -746,7 +748,12 @@ static int render_chat(struct o1_sched *s, const struct seq *q, size_t *len)
 		msg[n_msg++] = (struct o1_chat_message){"user", s->review};
 	}
 	cap = s->chat_cap - n - 1;
-	ret = o1_chat_template_render(s->o.chat, msg, n_msg, true, out, cap);
+	ret = o1_chat_template_render(s->o.chat, msg, n_msg, true, out, cap,
+				      &err);
+	if (ret < 0)
+		o1_warn("request %llu: the chat template failed at %u:%u: %s",
+			(unsigned long long)r->req_id, err.line, err.col,
+			err.msg);
 	if (ret >= 0 && (size_t)ret >= cap) {
 		o1_warn("request %llu: rendered chat prompt of %d bytes "
 			"exceeds %zu",
@@ -791,7 +798,8 @@ static int tokenize(struct o1_sched *s, struct seq *q)
 		if (err)
 			return err;
 		text = s->chat_buf;
-		flags = O1_ENCODE_ADD_SPECIAL | O1_ENCODE_PARSE_SPECIAL;
+		/* the template wrote BOS where the model wants one */
+		flags = O1_ENCODE_PARSE_SPECIAL;
 	} else if (r->params.flags & O1_SUBMIT_ADD_BOS) {
 		flags = O1_ENCODE_ADD_SPECIAL;
 	}
