@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "error.h"
+#include "common/error.h"
 
 #define MAX_FDS 4
 

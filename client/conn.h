@@ -7,9 +7,9 @@
 #include <stdint.h>
 
 #include "o1/client.h"
-#include "region.h"
-#include "ring.h"
-#include "wire.h"
+#include "shm/region.h"
+#include "shm/ring.h"
+#include "shm/wire.h"
 
 struct o1_client {
 	struct o1_client_opts o;

@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 
 #include "conn.h"
-#include "doorbell.h"
-#include "error.h"
+#include "shm/doorbell.h"
+#include "common/error.h"
 
 #define WAIT_SLICE_NS 100000000ll /* re-check the socket this often */
 

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "log.h"
+#include "common/log.h"
 
 #define O1_CONFIG_LIST_MAX   64
 #define O1_CONFIG_PATH_MAX   4096

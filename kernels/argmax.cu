@@ -7,7 +7,7 @@
 #include "kernels_cuda.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 #define ARGMAX_THREADS 256

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 struct attn_args {
 	float *out;

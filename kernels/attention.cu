@@ -44,7 +44,7 @@
 #include "kernels_cuda.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 #define ATT_TILE       32

@@ -1,6 +1,6 @@
 /* Paged attention and the KV page write: the contract the CUDA twins keep.
  *
- * KV cache layout (see daemon/engine/kv_pool.h for the whole pool): for one
+ * KV cache layout (see daemon/backend/kv_pool.h for the whole pool): for one
  * layer, K and V are each addressed as
  *   k_cache (pages, Hkv, P, D) with a stride of PAGE_STRIDE floats between
  *   pages: element (page, h, slot, d) at

@@ -44,7 +44,7 @@
 #include "kernels_cuda.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800

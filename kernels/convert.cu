@@ -8,7 +8,7 @@
 #include "kernels_cuda.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 /* dst (n) bf16 = src (n) f32; grid-stride. */

@@ -2,8 +2,8 @@
 #include "cuda_util.h"
 
 extern "C" {
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 }
 
 extern "C" int o1_cuda_check(cudaError_t err, const char *what,

@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 int o1_embedding_cpu(struct o1_threads *tp, float *out, const float *table,
 		     const int32_t *ids, uint32_t n_tokens, uint32_t dim,

@@ -9,7 +9,7 @@
 #include "kernels_cuda.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 /* out (T,dim) f32 = table (vocab,dim) bf16 [ids (T)]; block t = row t. */

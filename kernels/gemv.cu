@@ -40,7 +40,7 @@
 #include "rms_reduce.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 #define GEMV_WARPS   4 /* output columns per block */

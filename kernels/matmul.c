@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#include "log.h"
+#include "common/log.h"
 
 #define NB    16 /* w rows per task */
 #define MB    64 /* x rows per pass over a task's w rows (cache blocking) */

@@ -15,7 +15,7 @@
 #include "rms_reduce.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 #define RMS_THREADS RMS_VTHREADS /* a thread per virtual thread */

@@ -14,7 +14,7 @@
 #include "kernels_cuda.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 #define ROPE_THREADS  256

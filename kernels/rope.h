@@ -33,8 +33,30 @@
 
 #include <stdint.h>
 
-#include "model.h"
 #include "threads.h"
+
+/* The rotation's parameters, as a model file states them (the loaders in
+ * daemon/model fill it). */
+enum o1_rope_scaling {
+	O1_ROPE_SCALING_NONE,
+	O1_ROPE_SCALING_LINEAR,
+	O1_ROPE_SCALING_LLAMA3,
+	O1_ROPE_SCALING_YARN,
+	O1_ROPE_SCALING_COUNT,
+};
+
+struct o1_rope {
+	float theta;			 /* base frequency */
+	uint32_t dim;			 /* rotated dims per head (= head_dim) */
+	enum o1_rope_scaling scaling;
+	float factor;			 /* linear, llama3, yarn */
+	float low_freq_factor;		 /* llama3 */
+	float high_freq_factor;		 /* llama3 */
+	uint32_t original_max_positions; /* llama3, yarn */
+	float beta_fast;		 /* yarn (default 32) */
+	float beta_slow;		 /* yarn (default 1) */
+	float attn_factor;		 /* yarn: scale on cos/sin (0 = derived) */
+};
 
 /* Returns 0, or -O1_E_CONFIG (logged) for parameters that make no sense
  * (R odd or 0, theta <= 0, factor <= 0 where used, hff <= lff). */

@@ -63,7 +63,7 @@
 #include "kernels_cuda.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 namespace cg = cooperative_groups;

@@ -10,7 +10,7 @@
 #include "kernels_cuda.h"
 
 extern "C" {
-#include "log.h"
+#include "common/log.h"
 }
 
 /* out (T,F) bf16; gate, up (T,F) f32 with row stride ld; one thread per

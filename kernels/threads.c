@@ -14,7 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "log.h"
+#include "common/log.h"
 
 struct o1_threads {
 	pthread_mutex_t lock;

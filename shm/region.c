@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "wire.h"
 
 #define HDR_BYTES 256u

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 int o1_ring_init(struct o1_ring *r, struct o1_ring_ctrl *ctrl, void *slots,
 		 uint32_t capacity, uint32_t slot_bytes)

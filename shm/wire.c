@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* Records the offending field and returns the negated code. */
 static int fail(int code, const char *field, const char **why)

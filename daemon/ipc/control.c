@@ -12,8 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 static int fill_addr(const char *path, struct sockaddr_un *sa)
 {

@@ -8,8 +8,8 @@
 #include <sys/socket.h>
 
 #include "ipc.h"
-#include "region.h"
-#include "wire.h"
+#include "shm/region.h"
+#include "shm/wire.h"
 
 /* Creates the SOCK_SEQPACKET listener at path with the given mode,
  * replacing a stale socket file (never another kind of file). */

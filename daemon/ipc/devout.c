@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "front.h"
-#include "log.h"
+#include "common/log.h"
 
 int o1_ipc_devout_init(struct o1_ipc_server *srv)
 {

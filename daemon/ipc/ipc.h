@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire.h"
+#include "shm/wire.h"
 
 struct o1_ipc_server;
 

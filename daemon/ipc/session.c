@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "doorbell.h"
-#include "error.h"
+#include "shm/doorbell.h"
+#include "common/error.h"
 #include "front.h"
-#include "log.h"
+#include "common/log.h"
 
 void o1_ipc_refuse(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		   int status)

@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 #define QK   32
 #define QK_K 256

@@ -29,9 +29,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "file.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "common/log.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "the GGUF reader reads little-endian values in place");

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "file.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "common/log.h"
 
 #define HF_MAX_FILE_BYTES (16u << 20)
 

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 static const char *const o1_arch_names[] = {
 	[O1_ARCH_LLAMA] = "llama",

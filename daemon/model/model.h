@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/rope.h" /* struct o1_rope: the rotation is the kernel's contract */
 #include "dtype.h"
 #include "vocab.h"
 
@@ -30,27 +31,6 @@ enum o1_arch {
 	O1_ARCH_QWEN2,
 	O1_ARCH_MISTRAL,
 	O1_ARCH_COUNT,
-};
-
-enum o1_rope_scaling {
-	O1_ROPE_SCALING_NONE,
-	O1_ROPE_SCALING_LINEAR,
-	O1_ROPE_SCALING_LLAMA3,
-	O1_ROPE_SCALING_YARN,
-	O1_ROPE_SCALING_COUNT,
-};
-
-struct o1_rope {
-	float theta;			 /* base frequency */
-	uint32_t dim;			 /* rotated dims per head (= head_dim) */
-	enum o1_rope_scaling scaling;
-	float factor;			 /* linear, llama3, yarn */
-	float low_freq_factor;		 /* llama3 */
-	float high_freq_factor;		 /* llama3 */
-	uint32_t original_max_positions; /* llama3, yarn */
-	float beta_fast;		 /* yarn (default 32) */
-	float beta_slow;		 /* yarn (default 1) */
-	float attn_factor;		 /* yarn: scale on cos/sin (0 = derived) */
 };
 
 struct o1_model_desc {

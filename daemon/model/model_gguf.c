@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "gguf.h"
-#include "log.h"
+#include "common/log.h"
 #include "model.h"
 
 /* Per-layer tensor names, "blk.N." + suffix. */

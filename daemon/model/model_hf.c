@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "hf_config.h"
-#include "log.h"
+#include "common/log.h"
 #include "model.h"
 #include "safetensors.h"
 

@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "file.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "common/log.h"
 
 #define ST_MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
 

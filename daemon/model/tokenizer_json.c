@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "file.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "common/log.h"
 #include "vocab.h"
 
 #define TJ_MAX_FILE_BYTES (1ull << 30)

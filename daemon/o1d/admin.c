@@ -10,9 +10,9 @@
 
 #include "admin.h"
 #include "engine_int.h"
-#include "error.h"
+#include "common/error.h"
 #include "faults.h"
-#include "log.h"
+#include "common/log.h"
 
 #define LIST_MAX 256
 

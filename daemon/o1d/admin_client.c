@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "admin.h"
-#include "error.h"
-#include "wire.h"
+#include "common/error.h"
+#include "shm/wire.h"
 
 static int hello(int fd)
 {

@@ -2,8 +2,8 @@
 #include <cuda_runtime_api.h>
 
 #include "devmem.h"
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 int o1_devmem_free(uint32_t index, uint64_t *free_bytes)
 {

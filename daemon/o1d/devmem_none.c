@@ -1,6 +1,6 @@
 /* o1_devmem_free in a build without CUDA (see devmem.h). */
 #include "devmem.h"
-#include "error.h"
+#include "common/error.h"
 
 int o1_devmem_free(uint32_t index, uint64_t *free_bytes)
 {

@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ipc.h"
+#include "ipc/ipc.h"
 #include "scheduler.h"
 
 struct o1_engine;

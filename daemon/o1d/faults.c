@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "faults.h"
-#include "log.h"
+#include "common/log.h"
 
 #define LATENCY_DEFAULT_MS 50
 #define LATENCY_MAX_MS	   10000

@@ -30,8 +30,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend.h"
-#include "kv_pool.h"
+#include "backend/backend.h"
+#include "backend/kv_pool.h"
 
 enum o1_fault {
 	O1_FAULT_LATENCY,

@@ -28,20 +28,20 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "config.h"
+#include "backend/backend.h"
+#include "config/config.h"
 #include "devmem.h"
 #include "engine.h"
-#include "error.h"
+#include "common/error.h"
 #include "faults.h"
-#include "file.h"
-#include "log.h"
-#include "metrics_runq.h"
-#include "metrics_writer.h"
-#include "model.h"
+#include "common/file.h"
+#include "common/log.h"
+#include "metrics/metrics_runq.h"
+#include "metrics/metrics_writer.h"
+#include "model/model.h"
 #include "notify.h"
-#include "tokenizer.h"
-#include "tp_shard.h"
+#include "tokenizer/tokenizer.h"
+#include "backend/tp_shard.h"
 
 #define SLOTS_MAX     1024
 #define WARMUP_TOKENS 4

@@ -8,7 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "notify.h"
 
 int o1_notify_send(const char *state)

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "prefix_cache.h"
 
 #define NONE UINT32_MAX

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "kv_pool.h"
+#include "backend/kv_pool.h"
 
 struct o1_prefix_cache;
 

@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire.h"
+#include "shm/wire.h"
 
 #define O1_REQ_OUT_ENTRIES   128 /* power of two */
 #define O1_REQ_FINAL_RESERVE 2	 /* a refinement's last ROUND, the FINAL */
@@ -79,6 +79,7 @@ struct o1_req {
 	bool active;
 	bool dead;
 	uint32_t next_free;
+	uint32_t active_at; /* its index in the engine's active list */
 
 	/* the out ring: engine produces, front consumes */
 	_Atomic uint32_t out_head;

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "engine_int.h"
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 #define WARMUP_STEPS_MAX 4096
 #define WARMUP_TEXT	 "Hello"

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 /* Eight bytes per multiply-xorshift round. */
 uint32_t tok_hash(const char *s, size_t len)

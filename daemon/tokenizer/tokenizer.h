@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vocab.h"
+#include "model/vocab.h"
 
 struct o1_tokenizer;
 

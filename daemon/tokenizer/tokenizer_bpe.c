@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 /* Pre-tokenizer regexes of HF tokenizers, by family. HF compiles them with
  * Oniguruma, whose Unicode \s is TAB..CR, NEL and General_Category Z; PCRE2's

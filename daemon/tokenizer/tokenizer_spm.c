@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 static const char spm_space[] = "\xe2\x96\x81"; /* U+2581 */
 static const char spm_unk[] = "\xe2\x96\x85";	/* U+2585, llama.cpp */

@@ -3,7 +3,7 @@
 #ifndef O1_VOCAB_GPT2_H
 #define O1_VOCAB_GPT2_H
 
-#include "vocab.h"
+#include "model/vocab.h"
 
 /* Loads VOCAB_PATH (vocab.json or encoder.json: {"token": id, ...}) and
  * MERGES_PATH (merges.txt or vocab.bpe: one "left right" merge per line,

@@ -23,11 +23,11 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "harness.h"
+#include "common/error.h"
+#include "tests/ipc/ipc_harness.h"
 #include "o1/client.h"
-#include "region.h"
-#include "wire.h"
+#include "shm/region.h"
+#include "shm/wire.h"
 
 static struct o1_client *connect_to(const char *path, uint32_t sq,
 				    uint32_t arena)

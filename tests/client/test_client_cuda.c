@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
+#include "tests/ipc/ipc_harness.h"
 #include "o1/client.h"
 #include "o1/client_cuda.h"
 

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "error.h"
+#include "common/error.h"
 
 static void test_errno_passes_through(void **state)
 {

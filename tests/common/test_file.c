@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "file.h"
+#include "common/error.h"
+#include "common/file.h"
 
 struct fixture {
 	char dir[64];

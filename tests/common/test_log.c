@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "log.h"
+#include "common/log.h"
 
 static void test_parse_level(void **state)
 {

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "file.h"
+#include "common/file.h"
 
 void o1_test_dir_make(char *dir, size_t size, const char *tag)
 {

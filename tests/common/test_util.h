@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "model.h"
-#include "vocab.h"
+#include "model/model.h"
+#include "model/vocab.h"
 
 /* Creates a fresh folder /tmp/o1_test_TAG_XXXXXX; its name goes to DIR
  * (SIZE bytes). */

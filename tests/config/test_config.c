@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "error.h"
+#include "config/config.h"
+#include "common/error.h"
 
 static void defaults(struct o1_config *c)
 {

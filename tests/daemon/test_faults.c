@@ -17,8 +17,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "error.h"
-#include "faults.h"
+#include "common/error.h"
+#include "o1d/faults.h"
 
 #define NO_CALL 0xffffffffu
 

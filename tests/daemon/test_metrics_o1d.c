@@ -1,6 +1,6 @@
 /* o1d's metrics and o1ctl against a real daemon (CPU backend, the tiny
  * model made by o1model):
- * - BPF mode on a bpffs folder (tests/ebpf/bpffs.h; skipped without root
+ * - BPF mode on a bpffs folder (tests/metrics/bpffs.h; skipped without root
  *   or bpftool): a known number of greedy requests with known prompt and
  *   generated token counts, then the pinned maps read by the real
  *   `bpftool map dump pinned ... -j` hold exactly those counts under their
@@ -37,13 +37,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bpffs.h"
-#include "config.h"
-#include "error.h"
-#include "harness.h"
-#include "metrics_map.h"
-#include "test_util.h"
-#include "wire.h"
+#include "tests/metrics/bpffs.h"
+#include "config/config.h"
+#include "common/error.h"
+#include "daemon_harness.h"
+#include "metrics/metrics_map.h"
+#include "tests/common/test_util.h"
+#include "shm/wire.h"
 
 #define N_REQ 6
 

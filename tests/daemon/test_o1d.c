@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "chat_template.h"
-#include "error.h"
-#include "harness.h"
-#include "model.h"
+#include "tokenizer/chat_template.h"
+#include "common/error.h"
+#include "daemon_harness.h"
+#include "model/model.h"
 #include "o1/client.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
 

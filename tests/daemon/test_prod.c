@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
+#include "daemon_harness.h"
 
 static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
 

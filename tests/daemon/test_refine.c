@@ -31,12 +31,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chat_template.h"
-#include "error.h"
-#include "harness.h"
-#include "model.h"
+#include "tokenizer/chat_template.h"
+#include "common/error.h"
+#include "daemon_harness.h"
+#include "model/model.h"
 #include "o1/client.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #define MAX_ROUNDS O1_REFINE_MAX_ROUNDS
 #define GEN_MAX	   64

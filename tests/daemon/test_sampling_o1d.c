@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "daemon_harness.h"
 #include "o1/client.h"
 
 #define N_REQS	 10

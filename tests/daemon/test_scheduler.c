@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "prefix_cache.h"
-#include "scheduler.h"
+#include "common/error.h"
+#include "o1d/prefix_cache.h"
+#include "o1d/scheduler.h"
 
 #define VOCAB 97
 #define P     4

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "error.h"
+#include "config/config.h"
+#include "common/error.h"
 
 static void check_round_trip(const struct o1_config *c)
 {

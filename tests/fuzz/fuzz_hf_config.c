@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hf_config.h"
-#include "log.h"
+#include "model/hf_config.h"
+#include "common/log.h"
 
 static bool same_float(float a, float b)
 {

@@ -13,8 +13,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "sidecar_request.h"
-#include "sidecar_response.h"
+#include "tools/sidecar/sidecar_request.h"
+#include "tools/sidecar/sidecar_response.h"
 
 static void check(const struct o1_sidecar_request *r)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "safetensors.h"
+#include "common/log.h"
+#include "model/safetensors.h"
 
 static uint64_t elements(const struct o1_st_tensor *t)
 {

@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "../tokenizer/tok_fixture.h"
-#include "chat_template.h"
-#include "error.h"
-#include "log.h"
-#include "tokenizer.h"
+#include "tokenizer/chat_template.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "tokenizer/tokenizer.h"
 
 static struct o1_tokenizer *toks[3];
 

@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "vocab.h"
+#include "common/log.h"
+#include "model/vocab.h"
 
 static char out_dir[64];
 

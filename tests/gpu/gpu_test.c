@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "cuda_util.h"
-#include "test_util.h"
+#include "kernels/cuda_util.h"
+#include "tests/common/test_util.h"
 
 const char *o1_gpu_o1model;
 char o1_gpu_dir[256];

@@ -1,5 +1,5 @@
 /* The CUDA backend end to end against the CPU backend (itself checked
- * against transformers in tests/engine), on the ../shared/testdata/hf
+ * against transformers in tests/backend), on the ../shared/testdata/hf
  * models, on `o1model make --preset tiny` (GGUF, f32) and on a one-layer
  * qwen2.5-0.5b shape (safetensors, bf16) made by the o1model binary given
  * as argv[1]. Two sequences share every step: prompts of 40 and 23 random
@@ -39,13 +39,13 @@
 #include <cuda_runtime_api.h>
 #include <math.h>
 
-#include "backend.h"
-#include "cuda_backend.h"
-#include "cuda_util.h"
-#include "error.h"
+#include "backend/backend.h"
+#include "backend/cuda_backend.h"
+#include "kernels/cuda_util.h"
+#include "common/error.h"
 #include "gpu_test.h"
-#include "kv_pool.h"
-#include "model.h"
+#include "backend/kv_pool.h"
+#include "model/model.h"
 
 #define N_SEQS	  2
 #define CHUNK	  17

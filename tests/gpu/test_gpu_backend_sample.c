@@ -43,14 +43,14 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "backend.h"
-#include "cuda_backend.h"
-#include "cuda_util.h"
-#include "error.h"
+#include "backend/backend.h"
+#include "backend/cuda_backend.h"
+#include "kernels/cuda_util.h"
+#include "common/error.h"
 #include "gpu_test.h"
-#include "kv_pool.h"
-#include "model.h"
-#include "sample.h"
+#include "backend/kv_pool.h"
+#include "model/model.h"
+#include "kernels/sample.h"
 
 #define N_SEQS	    3
 #define N_SIDES	    3 /* graphs off, graphs on, graphs_eager */

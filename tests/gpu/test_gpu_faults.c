@@ -36,8 +36,8 @@
 
 #include <cmocka.h>
 
-#include "cuda_util.h"
-#include "harness.h"
+#include "kernels/cuda_util.h"
+#include "tests/daemon/daemon_harness.h"
 
 #define LOAD_THREADS	4
 #define PROBES		6

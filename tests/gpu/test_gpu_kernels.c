@@ -35,15 +35,15 @@
 #include <errno.h>
 #include <math.h>
 
-#include "attention.h"
-#include "cuda_util.h"
-#include "embedding.h"
-#include "error.h"
-#include "kernels_cuda.h"
-#include "residual.h"
-#include "rmsnorm.h"
-#include "rope.h"
-#include "swiglu.h"
+#include "kernels/attention.h"
+#include "kernels/cuda_util.h"
+#include "kernels/embedding.h"
+#include "common/error.h"
+#include "kernels/kernels_cuda.h"
+#include "kernels/residual.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
 
 static uint64_t rng;
 static cudaStream_t blocking; /* a stream that the legacy stream waits for */

@@ -57,9 +57,9 @@
 #include <errno.h>
 #include <math.h>
 
-#include "cuda_util.h"
-#include "kernels_cuda.h"
-#include "sample.h"
+#include "kernels/cuda_util.h"
+#include "kernels/kernels_cuda.h"
+#include "kernels/sample.h"
 
 #define DELTA	    1e-8
 #define MAX_ROWS    256

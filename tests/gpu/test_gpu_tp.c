@@ -40,13 +40,13 @@
 #include <cuda_runtime_api.h>
 #include <math.h>
 
-#include "backend.h"
-#include "cuda_backend.h"
-#include "cuda_util.h"
-#include "error.h"
+#include "backend/backend.h"
+#include "backend/cuda_backend.h"
+#include "kernels/cuda_util.h"
+#include "common/error.h"
 #include "gpu_test.h"
-#include "kv_pool.h"
-#include "model.h"
+#include "backend/kv_pool.h"
+#include "model/model.h"
 
 #define N_SEQS	  4
 #define CHUNK	  13

@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "control.h"
-#include "error.h"
-#include "front.h"
+#include "ipc/control.h"
+#include "common/error.h"
+#include "ipc/front.h"
 
 static void test_listen_errors(void **state)
 {

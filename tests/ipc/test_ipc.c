@@ -22,10 +22,10 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "harness.h"
+#include "common/error.h"
+#include "ipc_harness.h"
 #include "o1/client.h"
-#include "ring.h"
+#include "shm/ring.h"
 
 static int eventfd_mode;
 

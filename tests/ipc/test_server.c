@@ -29,9 +29,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "ipc.h"
-#include "log.h"
+#include "common/error.h"
+#include "ipc/ipc.h"
+#include "common/log.h"
 
 #define MAX_REQS 4096
 

@@ -13,8 +13,8 @@
 #include <errno.h>
 #include <math.h>
 
-#include "attention.h"
-#include "error.h"
+#include "kernels/attention.h"
+#include "common/error.h"
 
 #define MAXS 3
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "attention_tiles.h"
+#include "kernels/attention_tiles.h"
 
 #define MAX_SEQS 300
 

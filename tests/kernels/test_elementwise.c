@@ -12,12 +12,12 @@
 #include <errno.h>
 #include <math.h>
 
-#include "embedding.h"
-#include "error.h"
-#include "residual.h"
-#include "rmsnorm.h"
-#include "swiglu.h"
-#include "threads.h"
+#include "kernels/embedding.h"
+#include "common/error.h"
+#include "kernels/residual.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/swiglu.h"
+#include "kernels/threads.h"
 
 static float val(uint32_t i)
 {

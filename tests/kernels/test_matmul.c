@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <math.h>
 
-#include "matmul.h"
+#include "kernels/matmul.h"
 
 static uint64_t rng = 42;
 

@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <math.h>
 
-#include "error.h"
-#include "rope.h"
+#include "common/error.h"
+#include "kernels/rope.h"
 
 static void assert_rel(float got, double want, double tol)
 {

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "dtype.h"
-#include "error.h"
+#include "model/dtype.h"
+#include "common/error.h"
 
 static float bits_f(uint32_t u)
 {

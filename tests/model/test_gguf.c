@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "gguf.h"
-#include "test_util.h"
+#include "common/error.h"
+#include "model/gguf.h"
+#include "tests/common/test_util.h"
 
 /* A growable byte image. */
 struct img {

@@ -22,10 +22,10 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "gguf.h"
-#include "model.h"
-#include "test_util.h"
+#include "common/error.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "tests/common/test_util.h"
 
 #define TRACK_MIN  1024
 #define MAX_BLOCKS 256

@@ -16,9 +16,9 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "error.h"
-#include "hf_config.h"
-#include "test_util.h"
+#include "common/error.h"
+#include "model/hf_config.h"
+#include "tests/common/test_util.h"
 
 /* qwen2-tiny's config.json as transformers 5.17 wrote it. */
 static const char qwen2_tiny[] =

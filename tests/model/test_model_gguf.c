@@ -17,10 +17,10 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "gguf.h"
-#include "model.h"
-#include "test_util.h"
+#include "common/error.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "tests/common/test_util.h"
 
 #define TINY	   O1_SHARED_DIR "/testdata/models/llama-2-tiny-random.gguf"
 #define VOCAB_GPT2 O1_SHARED_DIR "/testdata/vocab/ggml-vocab-gpt-2.gguf"

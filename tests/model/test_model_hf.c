@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "model.h"
-#include "safetensors.h"
-#include "test_util.h"
+#include "common/error.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "tests/common/test_util.h"
 
 #define HF_DIR O1_SHARED_DIR "/testdata/hf"
 

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "safetensors.h"
-#include "test_util.h"
+#include "common/error.h"
+#include "model/safetensors.h"
+#include "tests/common/test_util.h"
 
 /* A safetensors image: header HDR then DATA_LEN bytes of pattern. */
 static uint8_t *image(const char *hdr, size_t data_len, size_t *size)

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "test_util.h"
-#include "vocab.h"
+#include "common/error.h"
+#include "tests/common/test_util.h"
+#include "model/vocab.h"
 
 #define VOCAB_DIR O1_SHARED_DIR "/testdata/vocab"
 

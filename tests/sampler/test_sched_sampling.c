@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sample.h"
-#include "scheduler.h"
+#include "kernels/sample.h"
+#include "o1d/scheduler.h"
 
 #define VOCAB	 3001
 #define P	 4

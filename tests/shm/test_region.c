@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "doorbell.h"
-#include "error.h"
-#include "region.h"
-#include "wire.h"
+#include "shm/doorbell.h"
+#include "common/error.h"
+#include "shm/region.h"
+#include "shm/wire.h"
 
 static void test_layout(void **state)
 {

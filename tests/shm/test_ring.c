@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "ring.h"
+#include "common/error.h"
+#include "shm/ring.h"
 
 #define SLOT 8
 

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "wire.h"
+#include "common/error.h"
+#include "shm/wire.h"
 
 static const struct o1_wire_limits lim = {
     .arena_bytes = 4096,

@@ -32,7 +32,7 @@
 
 #include "common/error.h"
 #include "template/jinja.h"
-#include "test_util.h"
+#include "tests/common/test_util.h"
 
 #define CHAT_DIR O1_SHARED_DIR "/testdata/chat"
 

@@ -18,10 +18,10 @@
 
 #include <cmocka.h>
 
-#include "chat_template.h"
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "tok_fixture.h"
+#include "tokenizer/chat_template.h"
 
 #define MSGS(...)                                                              \
 	(const struct o1_chat_message[]){__VA_ARGS__},                         \

@@ -11,10 +11,10 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "tok_fixture.h"
-#include "tokenizer_int.h"
+#include "tokenizer/tokenizer_int.h"
 
 struct fix {
 	struct o1_vocab *v;

@@ -15,11 +15,11 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "tok_fixture.h"
-#include "tokenizer_int.h"
-#include "vocab_gpt2.h"
+#include "tokenizer/tokenizer_int.h"
+#include "tokenizer/vocab_gpt2.h"
 
 #define VOCAB_DIR O1_SHARED_DIR "/testdata/vocab"
 

@@ -13,10 +13,10 @@
 
 #include <cmocka.h>
 
-#include "error.h"
-#include "log.h"
-#include "tokenizer.h"
-#include "vocab_gpt2.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab_gpt2.h"
 
 static char dir[64];
 

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "vocab.h"
+#include "model/vocab.h"
 
 /* Byte-level BPE: ids 0..255 are the bytes (GPT-2 mapping, byte order),
  * then the merge results in order, "xyz" (no merge makes it), then

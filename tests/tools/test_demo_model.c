@@ -30,10 +30,10 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "backend.h"
-#include "kv_pool.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "backend/backend.h"
+#include "backend/kv_pool.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 #define K     0.0001
 #define CHUNK 256

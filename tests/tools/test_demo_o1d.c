@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "test_util.h"
+#include "tests/common/test_util.h"
 
 static const char *o1d, *o1model, *o1chat, *o1bench;
 static char dir[] = "/tmp/o1-test-demo-o1d-XXXXXX";

@@ -26,9 +26,9 @@
 
 #include <cmocka.h>
 
-#include "gguf.h"
-#include "model.h"
-#include "test_util.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "tests/common/test_util.h"
 
 static char *o1model_bin;
 static char work[64];

@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "chat_template.h"
-#include "tiny_vocab.h"
-#include "tokenizer.h"
+#include "tokenizer/chat_template.h"
+#include "tools/o1model/tiny_vocab.h"
+#include "tokenizer/tokenizer.h"
 
 static int32_t find(const struct o1_vocab *v, const char *text)
 {

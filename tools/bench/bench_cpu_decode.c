@@ -17,11 +17,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
-#include "error.h"
-#include "kv_pool.h"
-#include "model.h"
-#include "threads.h"
+#include "backend/backend.h"
+#include "common/error.h"
+#include "backend/kv_pool.h"
+#include "model/model.h"
+#include "kernels/threads.h"
 
 #define BW_BYTES (1ull << 30)
 

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "matmul.h"
-#include "threads.h"
+#include "kernels/matmul.h"
+#include "kernels/threads.h"
 
 void openblas_set_num_threads(int n);
 

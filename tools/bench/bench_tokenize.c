@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "error.h"
-#include "log.h"
-#include "tokenizer.h"
-#include "vocab_gpt2.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab_gpt2.h"
 
 static const char *const words[] = {
     "the",	 "of",	       "and",	     "to",	   "in",

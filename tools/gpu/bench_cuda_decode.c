@@ -51,11 +51,11 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
-#include "backend.h"
-#include "error.h"
-#include "kv_pool.h"
-#include "model.h"
-#include "tp_shard.h"
+#include "backend/backend.h"
+#include "common/error.h"
+#include "backend/kv_pool.h"
+#include "model/model.h"
+#include "backend/tp_shard.h"
 
 #define BW_BYTES (1ull << 30)
 

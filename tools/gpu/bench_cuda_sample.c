@@ -22,9 +22,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_util.h"
-#include "kernels_cuda.h"
-#include "sample.h"
+#include "kernels/cuda_util.h"
+#include "kernels/kernels_cuda.h"
+#include "kernels/sample.h"
 
 #define BW_BYTES (1ull << 30)
 #define MAX_ROWS 256

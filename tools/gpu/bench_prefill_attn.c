@@ -20,8 +20,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_util.h"
-#include "kernels_cuda.h"
+#include "kernels/cuda_util.h"
+#include "kernels/kernels_cuda.h"
 
 #define PAGE_TOKENS 16
 #define WARMUP	    3

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
-#include "metrics_render.h"
+#include "common/error.h"
+#include "metrics/metrics_render.h"
 #include "o1ctl.h"
 
 static const char *const ctr_names[O1_METRICS_CTR__COUNT] = {

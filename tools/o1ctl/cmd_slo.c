@@ -29,7 +29,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "o1ctl.h"
 
 #define N_SLO	     4

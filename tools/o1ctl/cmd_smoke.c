@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "o1/client.h"
 #include "o1ctl.h"
 #include "o1ctl_admin.h"

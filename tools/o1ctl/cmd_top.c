@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "metrics_render.h"
+#include "common/error.h"
+#include "metrics/metrics_render.h"
 #include "o1ctl.h"
 
 struct top_opts {

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "metrics_map.h"
+#include "common/log.h"
+#include "metrics/metrics_map.h"
 #include "o1ctl.h"
 
 static int cmd_help(const struct o1ctl_ctx *ctx, int argc, char **argv);

@@ -10,8 +10,8 @@
 #include <limits.h>
 #include <stdbool.h>
 
-#include "config.h"
-#include "metrics_reader.h"
+#include "config/config.h"
+#include "metrics/metrics_reader.h"
 
 /* Exit codes, the same for every subcommand (o1ctl help lists them). */
 enum o1ctl_exit {

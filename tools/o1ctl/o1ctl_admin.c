@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "admin.h"
-#include "error.h"
+#include "o1d/admin.h"
+#include "common/error.h"
 #include "o1ctl_admin.h"
 
 #define REPLY_MAX 65537

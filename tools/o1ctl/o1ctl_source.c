@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "o1ctl.h"
 
 void o1ctl_source_init(struct o1ctl_source *s, const struct o1ctl_ctx *ctx)

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 int o1model_parse_u64(const char *cmd, const char *opt, const char *s,
 		      uint64_t min, uint64_t max, uint64_t *out)

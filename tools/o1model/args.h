@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "model.h"
+#include "model/model.h"
 
 enum o1model_format {
 	O1MODEL_FORMAT_GGUF,

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 
 #define N_BYTES	 256
 #define WORD_MAX 63

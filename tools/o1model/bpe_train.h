@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vocab.h"
+#include "model/vocab.h"
 
 #define O1MODEL_BPE_MAX_MERGES 4096
 

@@ -13,12 +13,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "chat_template.h"
-#include "error.h"
-#include "file.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "model/vocab.h"
 #include "o1model.h"
-#include "vocab.h"
-#include "vocab_gpt2.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/vocab_gpt2.h"
 
 #define JSON_MAX_BYTES (64u << 20)
 #define TEMPLATE_MAX_BYTES (4u << 20)

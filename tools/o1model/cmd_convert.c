@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "args.h"
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "o1model.h"
 
 struct convert_args {

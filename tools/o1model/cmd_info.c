@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_template.h"
-#include "error.h"
-#include "model.h"
+#include "common/error.h"
+#include "model/model.h"
+#include "tokenizer/chat_template.h"
 #include "o1model.h"
 
 #define N_DTYPES      31 /* enum o1_dtype values are below this */

@@ -11,7 +11,7 @@
 
 #include "args.h"
 #include "demo.h"
-#include "error.h"
+#include "common/error.h"
 #include "o1model.h"
 #include "synth.h"
 

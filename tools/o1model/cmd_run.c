@@ -12,13 +12,13 @@
 #include <string.h>
 
 #include "args.h"
-#include "backend.h"
-#include "error.h"
-#include "kv_pool.h"
-#include "model.h"
+#include "backend/backend.h"
+#include "common/error.h"
+#include "backend/kv_pool.h"
+#include "model/model.h"
 #include "o1model.h"
-#include "sampler.h"
-#include "tokenizer.h"
+#include "sampler/sampler.h"
+#include "tokenizer/tokenizer.h"
 
 #define RUN_CHUNK   512
 #define RUN_MAX_IDS (1u << 20)
@@ -304,7 +304,7 @@ static int generate(struct run_state *st, const struct run_args *a,
 {
 	struct o1_sampler_params sp = a->sp;
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 	int err;
 
 	sp.max_tokens = (uint32_t)a->max_tokens;
@@ -318,7 +318,7 @@ static int generate(struct run_state *st, const struct run_args *a,
 		if (err)
 			break;
 		st->ids[st->n_ids++] = out.id;
-		if (out.finish != O1_FINISH_NONE)
+		if (out.end != O1_SAMPLER_CONTINUE)
 			break;
 		err = run_step(st, st->n_ids - 1, 1, false);
 		last = st->logits;

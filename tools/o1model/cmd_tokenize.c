@@ -10,11 +10,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "error.h"
-#include "file.h"
+#include "common/error.h"
+#include "common/file.h"
 #include "o1model.h"
-#include "tokenizer.h"
-#include "vocab_gpt2.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab_gpt2.h"
 
 #define VECTORS_MAX_BYTES (64u << 20) /* one .inp or .out file */
 

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "bpe_train.h"
-#include "error.h"
-#include "log.h"
-#include "tokenizer.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "tokenizer/tokenizer.h"
 
 #define DEMO_HEAD_DIM 8
 #define DEMO_FFN      8

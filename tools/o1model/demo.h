@@ -31,7 +31,7 @@
 
 #include <stdint.h>
 
-#include "model.h"
+#include "model/model.h"
 
 #define O1MODEL_DEMO_K	       0.0001
 #define O1MODEL_DEMO_MERGES    4096

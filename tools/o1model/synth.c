@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "tiny_vocab.h"
 
 enum { TIED_NO, TIED_YES, TIED_BY_ARCH };

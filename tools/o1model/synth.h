@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model/model.h"
 
 struct o1model_synth_opts {
 	const char *preset; /* tiny|qwen2.5-0.5b|llama3.2-1b|llama3-8b */

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "vocab.h"
+#include "model/vocab.h"
 
 #define O1MODEL_TINY_MERGES 320
 

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "error.h"
-#include "log.h"
-#include "metrics_map.h"
-#include "metrics_writer.h"
+#include "config/config.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "metrics/metrics_map.h"
+#include "metrics/metrics_writer.h"
 #include "sidecar_backend.h"
 #include "sidecar_http.h"
 #include "sidecar_vocab.h"

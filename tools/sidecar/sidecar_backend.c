@@ -12,9 +12,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "admin.h"
-#include "error.h"
-#include "log.h"
+#include "o1d/admin.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "sidecar_backend.h"
 
 #define WAIT_SLICE_NS (20 * 1000 * 1000)

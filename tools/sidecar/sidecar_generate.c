@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "sidecar_backend.h"
 #include "sidecar_http_int.h"
 #include "sidecar_response.h"

@@ -14,9 +14,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "error.h"
-#include "log.h"
-#include "metrics_render.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "metrics/metrics_render.h"
 #include "sidecar_http_int.h"
 #include "sidecar_response.h"
 

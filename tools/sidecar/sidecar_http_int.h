@@ -14,7 +14,7 @@
 
 #include <microhttpd.h>
 
-#include "metrics_reader.h"
+#include "metrics/metrics_reader.h"
 #include "sidecar_http.h"
 #include "sidecar_log.h"
 #include "sidecar_request.h"

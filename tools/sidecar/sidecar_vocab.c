@@ -3,11 +3,11 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "error.h"
-#include "log.h"
-#include "model.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "model/model.h"
 #include "sidecar_vocab.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 struct o1_sidecar_vocab {
 	struct o1_model *model;

@@ -16,7 +16,7 @@
 #include "emu.h"
 
 extern "C" {
-#include "error.h"
+#include "common/error.h"
 }
 
 #if !defined(__x86_64__)

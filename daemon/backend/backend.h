@@ -1,0 +1,291 @@
+/* The backend interface: one model forward over a batch of sequences and
+ * the paged KV cache, behind an ops table indexed by enum o1_backend_kind.
+ *
+ * A step runs N sequences together. Sequence s brings n_tokens >= 1 new
+ * tokens (a prefill chunk, or one decode token) starting at position
+ * start_pos; the KV of its positions [0, start_pos) is already in the
+ * pages of its block table (written by earlier steps), and the table must
+ * cover [0, start_pos + n_tokens): the step writes the new tokens' K/V
+ * there (kv_pool.h gives the layout) and attends causally over the
+ * sequence's own pages only. The pages a step writes (those holding its new
+ * positions) must not be shared with another sequence: sharing is for
+ * full, finished pages (copy-on-write is the scheduler's job). Pages and
+ * block tables are the caller's (the scheduler owns a struct o1_kv_pool
+ * made with o1_backend_kv_layout()); the backend owns the memory behind
+ * them.
+ *
+ * Logits come back for the last new token of each sequence, or for every
+ * new token of a sequence with all_logits, as rows of vocab floats in
+ * sequence order.
+ *
+ * Device outputs (CUDA backend, cfg.devout_areas > 0): areas of device
+ * memory made at create, each its own allocation so that it can be
+ * exported alone through CUDA IPC (o1_backend_devout describes one). A
+ * step's devout entries copy logits rows into them on the device, right
+ * after the LM head (before anything else could touch the rows), see
+ * struct o1_step_devout.
+ *
+ * Sampling in the backend (kernels/sample.h), for a backend whose ops say
+ * it can sample and that was created with cfg.sampling: a step with
+ * samples != NULL gives one o1_sample_row per logits row, in the order of
+ * the logits rows, and the penalty entries they index; the backend
+ * samples every row where the logits are and fills samples (one result
+ * per row). Logits may then be NULL: only the results come back (with
+ * logits too, both come back). o1_backend_step checks every row's
+ * parameters, its uniform, its penalty range and every penalty id on the
+ * host before the backend sees the step.
+ *
+ * A backend runs one step at a time, called from one thread (the engine
+ * loop); the CPU backend spreads each kernel over its own worker threads.
+ * The tensor-parallel backend (tp_backend.h) is one backend to its caller
+ * over N rank backends, each stepped on its own thread.
+ *
+ * Determinism (CPU backend): with the same thread count, a sequence's
+ * logits are bitwise identical whatever the page size, the page ids, the
+ * other sequences in the step and how its prompt was split into chunks
+ * (every kernel computes each row, or each row and head, on its own with a
+ * fixed operation order: see kernels/matmul.h and kernels/attention.h). In
+ * fact they do not depend on the thread count either.
+ */
+#ifndef O1_BACKEND_H
+#define O1_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kv_pool.h"
+#include "model/model.h"
+#include "kernels/sample.h"
+
+enum o1_backend_kind {
+	O1_BACKEND_CPU,
+	O1_BACKEND_CUDA,
+	O1_BACKEND_COUNT,
+};
+
+#define O1_BACKEND_GRAPH_BUCKETS_MAX 32
+#define O1_BACKEND_DEVOUT_AREAS_MAX  64	   /* device output areas */
+#define O1_BACKEND_DEVOUT_ROWS_MAX   65536 /* rows per area */
+
+#define O1_BACKEND_DEVICES_MAX 8
+
+/* A rank backend's link to its tensor-parallel group (tp_group.h builds
+ * them). SUM adds BUF, N floats (host memory on the CPU backend, device
+ * memory enqueued on STREAM, the backend's cudaStream_t, on CUDA), across
+ * the ranks in place: every rank gets the same bits. WAIT (NULL: none
+ * needed) waits until STREAM's work is done, returning -ECANCELED promptly
+ * once any rank of the group failed instead of waiting on a collective
+ * that will never complete. FAIL marks the group failed: every rank's
+ * pending and later SUM and WAIT return -ECANCELED. A rank whose create or
+ * step fails calls FAIL, then waits (through WAIT) for its own stream. */
+struct o1_tp_link {
+	int (*sum)(void *ctx, float *buf, uint64_t n, void *stream);
+	int (*wait)(void *ctx, void *stream);
+	void (*fail)(void *ctx);
+	void *ctx;
+};
+
+/* CUDA Graphs (CUDA backend only; ignored by the CPU backend). With
+ * graphs_enabled, a decode step (every sequence brings one token) of n
+ * sequences runs padded to the smallest bucket >= n: its decode step was
+ * captured at create as a CUDA graph and is replayed. graph_buckets (1 to
+ * O1_BACKEND_GRAPH_BUCKETS_MAX sizes, ascending) or, with n_graph_buckets
+ * 0, the default 1,2,4,8,16,24,32,48,64,96,128,192,256 capped by max_seqs
+ * (which becomes the largest bucket); buckets above max_seqs or 256 are
+ * dropped. Steps with prefill tokens and decode steps above the largest
+ * bucket run eagerly. graphs_eager runs the same padded bucket shapes
+ * without capturing them: the graphs' bitwise reference in tests. */
+struct o1_backend_config {
+	uint32_t n_threads;	     /* CPU workers (per rank); 0 = online */
+	uint32_t max_batch_tokens;   /* new tokens per step (sum) */
+	uint32_t max_seqs;	     /* sequences per step */
+	uint32_t max_context_tokens; /* per sequence; 0 = the model's */
+	uint32_t n_pages;	     /* KV pool pages */
+	uint32_t page_tokens;	     /* 0 = O1_KV_PAGE_TOKENS_DEFAULT */
+	bool graphs_enabled;
+	bool graphs_eager;
+	/* CUDA backend, steps of at most 4 tokens (decode), A/B switches
+	 * for measurements (false in production; neither applies to a
+	 * tensor-parallel rank): cuda_no_pdl launches without programmatic
+	 * dependent launch (used on compute capability 9.0 and later);
+	 * cuda_no_fusion runs RMSNorm, SwiGLU and the residual adds as
+	 * kernels of their own instead of inside the products. Results are
+	 * the same bits either way. */
+	bool cuda_no_pdl;
+	bool cuda_no_fusion;
+	uint32_t n_graph_buckets; /* 0 = the default list */
+	uint32_t graph_buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	uint32_t device; /* CUDA ordinal of a one-device backend */
+	/* Tensor parallelism (tp_backend.h): 0 = one backend on DEVICE; N
+	 * >= 1 = the tensor-parallel backend over N ranks, rank r on
+	 * devices[r] (1 is that path over one rank: a test of it). */
+	uint32_t tensor_parallel;
+	uint32_t devices[O1_BACKEND_DEVICES_MAX];
+	/* Set by the tensor-parallel backend in its ranks' configs only. */
+	uint32_t tp_rank, tp_size; /* this shard; tp_size 0 = not a rank */
+	struct o1_tp_link tp_link;
+	/* Device output areas (see above): count (0: none; a backend
+	 * without them refuses others with -O1_E_UNSUPPORTED) and logits
+	 * rows per area (a power of two, >= 1). */
+	uint32_t devout_areas;
+	uint32_t devout_rows;
+	/* Sampling in the backend: buffers for it are made at create (the
+	 * CPU backend: a scratch per worker and max_seqs logits rows; the
+	 * CUDA backend: rows, penalties and results on the device). Needs
+	 * a backend that can sample (-O1_E_UNSUPPORTED otherwise). */
+	bool sampling;
+	/* Penalty entries one step may pass; 0 = max_seqs x min(vocab,
+	 * context), at most O1_BACKEND_SAMPLE_PENS_DEFAULT_MAX. */
+	uint32_t max_sample_pens;
+};
+
+/* One device output area (o1_backend_devout): CUDA IPC handles (opaque
+ * cudaIpcMemHandle_t and cudaIpcEventHandle_t bytes), the device, and the
+ * layout: rows x row_stride_bytes of f32 logits (row_floats = vocab), then
+ * at stamps_off a uint32 stamp per row. The area lives until destroy. */
+#define O1_BACKEND_IPC_HANDLE_BYTES 64
+
+struct o1_backend_devout {
+	uint8_t mem_handle[O1_BACKEND_IPC_HANDLE_BYTES];
+	uint8_t event_handle[O1_BACKEND_IPC_HANDLE_BYTES];
+	char pci_bus_id[16];
+	uint32_t rows, row_floats, row_stride_bytes;
+	uint64_t stamps_off, area_bytes;
+};
+
+/* The cap of the default max_sample_pens (12 MiB of entries). */
+#define O1_BACKEND_SAMPLE_PENS_DEFAULT_MAX (1u << 20)
+
+/* Graph use, per bucket and overall (o1_backend_graph_stats). */
+struct o1_backend_graph_bucket {
+	uint32_t batch;		/* the bucket's (padded) batch size */
+	bool captured;		/* its graph exists */
+	uint32_t kernels;	/* kernel nodes in its graph (kernels a step) */
+	uint32_t pdl_edges;	/* of its edges, programmatic ones (PDL) */
+	uint64_t hits;		/* steps replayed from its graph */
+	uint64_t misses;	/* steps of this bucket run without a graph */
+	uint64_t fallbacks;	/* replays that failed, then ran eagerly */
+	uint64_t padded_tokens; /* padding rows added to reach batch */
+};
+
+struct o1_backend_graph_stats {
+	uint32_t n_buckets;
+	uint64_t oversize;	/* decode steps above the largest bucket */
+	uint64_t prefill;	/* steps with prefill tokens (eager) */
+	uint64_t capture_us;	/* warm-up, capture, instantiate, upload */
+	uint64_t capture_bytes; /* device memory the graphs took: free
+				 * memory (cudaMemGetInfo) before - after */
+	struct o1_backend_graph_bucket buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
+};
+
+struct o1_step_seq {
+	const int32_t *tokens; /* borrowed for the call: n_tokens ids */
+	uint32_t n_tokens;     /* >= 1 */
+	uint32_t start_pos;    /* position of tokens[0] */
+	const uint32_t *pages; /* borrowed: block table, n_pages ids */
+	uint32_t n_pages;
+	bool all_logits; /* logits for every new token */
+};
+
+/* Logits row `row` of the step (the step's row order) goes to device
+ * output area `area`, ring row seq % devout_rows (n_devout <= the step's
+ * logits rows): the step writes stamp (seq % devout_rows) = seq, then the
+ * row, then records the area's event, all on its stream and before it
+ * returns. */
+struct o1_step_devout {
+	uint32_t row;
+	uint32_t area;
+	uint32_t seq;
+};
+
+struct o1_step {
+	const struct o1_step_seq *seqs; /* borrowed for the call */
+	uint32_t n_seqs;
+	float *logits;	      /* out: logits_rows x vocab floats; may be
+			       * NULL when samples is not */
+	uint32_t logits_rows; /* capacity, in rows */
+	const struct o1_step_devout *devout; /* borrowed; n_devout entries */
+	uint32_t n_devout;
+	/* Optional sampling (see above), all borrowed for the call: NULL
+	 * samples = none. */
+	const struct o1_sample_row *sample_rows; /* one per logits row */
+	const struct o1_sample_penalty *pens;	 /* n_pens entries */
+	uint32_t n_pens;			 /* <= cfg.max_sample_pens */
+	struct o1_sample_result *samples;	 /* out: one per logits row */
+};
+
+/* What a backend implements. STATE is the backend's own. */
+struct o1_backend_ops {
+	const char *name;
+	/* MODEL is borrowed for the call only (weights are copied/converted).
+	 * CFG is complete (defaults resolved) when this is called. */
+	int (*create)(const struct o1_model *model,
+		      const struct o1_backend_config *cfg, void **state);
+	void (*destroy)(void *state);
+	int (*step)(void *state, const struct o1_step *step);
+	/* step() samples (fills step->samples, which o1_backend_step has
+	 * checked) when created with cfg.sampling; false: such a step is
+	 * refused before it reaches the backend. */
+	bool can_sample;
+	/* Optional: NULL = no graphs (all zero). */
+	void (*graph_stats)(const void *state,
+			    struct o1_backend_graph_stats *out);
+	/* Optional: NULL = no graph replays to fail
+	 * (o1_backend_fail_replays). */
+	int (*fail_replays)(void *state, uint32_t every);
+	/* A tensor-parallel rank's FFN and query columns must be multiples
+	 * of this (tp_shard.h); 0 = the backend cannot be a rank. */
+	uint32_t tp_align;
+	/* Optional: NULL = no device outputs (cfg.devout_areas refused). */
+	int (*devout)(const void *state, uint32_t area,
+		      struct o1_backend_devout *out);
+};
+
+extern const struct o1_backend_ops o1_cpu_backend_ops;
+
+struct o1_backend;
+
+/* "cpu" or "cuda"; -EINVAL otherwise. */
+int o1_backend_parse(const char *name, enum o1_backend_kind *out);
+const char *o1_backend_name(enum o1_backend_kind kind);
+/* -O1_E_UNSUPPORTED (logged "CUDA backend not built/available") for a
+ * backend this build lacks, or tensor parallelism it cannot do (a split
+ * that does not divide, CUDA without NCCL); -O1_E_CONFIG for a bad CFG.
+ * With CFG->tensor_parallel, the backend is tp_backend.h's. */
+int o1_backend_create(enum o1_backend_kind kind, const struct o1_model *model,
+		      const struct o1_backend_config *cfg,
+		      struct o1_backend **out);
+void o1_backend_destroy(struct o1_backend *b);
+/* Returns 0; -O1_E_CONFIG / -O1_E_CONTEXT / -O1_E_BOUNDS (logged) for a
+ * step that breaks the limits or refers to pages or ids out of range,
+ * or asks for samples with bad rows (-O1_E_CONFIG: parameters sample.h
+ * refuses, a uniform outside [0, 1), sampling not enabled; -O1_E_BOUNDS:
+ * a penalty range or id outside its array or the vocabulary, too many
+ * penalty entries); nothing is written to the KV cache then. */
+int o1_backend_step(struct o1_backend *b, const struct o1_step *step);
+/* The KV layout the backend allocated: create the page pool with it. */
+const struct o1_kv_layout *o1_backend_kv_layout(const struct o1_backend *b);
+const struct o1_backend_config *o1_backend_config(const struct o1_backend *b);
+uint32_t o1_backend_vocab_size(const struct o1_backend *b);
+/* Whether steps may ask for samples: the backend can sample and was
+ * created with cfg.sampling. */
+bool o1_backend_can_sample(const struct o1_backend *b);
+/* Whether KIND is built and its ops can sample (cfg.sampling allowed). */
+bool o1_backend_kind_can_sample(enum o1_backend_kind kind);
+/* Counters since create (all zero for a backend without graphs). */
+void o1_backend_graph_stats(const struct o1_backend *b,
+			    struct o1_backend_graph_stats *out);
+/* Fault injection (the graph_replay fault of daemon/o1d/faults.h): from
+ * the next step on, every EVERY-th graph replay fails as a failed
+ * cudaGraphLaunch does: nothing is enqueued, the bucket step runs eagerly
+ * over the same inputs (same logits) and counts a fallback. EVERY 0: none;
+ * each call starts the count over. -O1_E_UNSUPPORTED (not logged) when the
+ * backend replays no graphs: CPU, graphs off, graphs_eager, no bucket
+ * captured. Called by the thread that steps, between steps. */
+int o1_backend_fail_replays(struct o1_backend *b, uint32_t every);
+/* Describes device output area AREA (< cfg.devout_areas). Returns 0,
+ * -O1_E_BOUNDS, or -O1_E_UNSUPPORTED for a backend without them. */
+int o1_backend_devout(const struct o1_backend *b, uint32_t area,
+		      struct o1_backend_devout *out);
+
+#endif

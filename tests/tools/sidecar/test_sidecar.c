@@ -1,0 +1,860 @@
+/* o1-sidecar end to end (argv: o1d, o1model, o1-sidecar): o1model makes
+ * the demo model, o1d serves it on the CPU, the sidecar listens on a free
+ * loopback port; requests go through curl (and raw sockets where curl
+ * cannot misbehave enough). Checked:
+ * - every GET endpoint (health, models, metrics) and 404/405s;
+ * - greedy completions and chat equal the same request sent through
+ *   libo1client directly; streamed deltas join to the whole answer, with
+ *   [DONE] last and usage when asked; stop sequences cut the text where
+ *   the unstopped text has them; logprobs are ordered and greedy picks
+ *   the best;
+ * - bad input is refused with the right status and OpenAI's error shape;
+ *   1000 connections opened and dropped in odd states leave it serving;
+ * - a client that hangs up mid-stream has its request cancelled in o1d
+ *   at once; the concurrency limit answers 429 and the deadline 504;
+ *   draining and a stopped daemon are 503, and a restarted daemon is
+ *   served again; one access-log line per request with its timings. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+#include <o1/client.h>
+
+#include "o1d/admin.h"
+#include "sidecar_harness.h"
+#include "tests/common/test_util.h"
+
+static struct proc side;
+static char access_log[192];
+
+/* curl METHOD PATH with BODY (NULL: none) to the sidecar P; the body
+ * of the answer into OUT (malloc'd); returns the HTTP status. */
+static int http_to(const struct proc *p, const char *method, const char *path,
+		   const char *body, char **out)
+{
+	char cmd[1024], data[128] = "", *res = malloc(1 << 20), *nl;
+	int code;
+
+	assert_non_null(res);
+	if (body) {
+		o1_test_file_put(dir, "body.json", body);
+		snprintf(data, sizeof(data), "--data-binary @%s/body.json",
+			 dir);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "curl -sN --max-time 60 -X %s %s "
+		 "-H 'Content-Type: application/json' -w '\\n%%{http_code}' "
+		 "http://127.0.0.1:%d%s",
+		 method, data, p->port, path);
+	assert_int_equal(o1_test_run(cmd, res, 1 << 20), 0);
+	nl = strrchr(res, '\n');
+	assert_non_null(nl);
+	code = atoi(nl + 1);
+	*nl = 0;
+	*out = res;
+	return code;
+}
+
+static int http(const char *method, const char *path, const char *body,
+		char **out)
+{
+	return http_to(&side, method, path, body, out);
+}
+
+static cJSON *parse_json(const char *s)
+{
+	cJSON *j = cJSON_Parse(s);
+
+	if (!j)
+		fail_msg("not JSON: %s", s);
+	return j;
+}
+
+static const cJSON *get(const cJSON *j, const char *path)
+{
+	char buf[128], *tok, *save;
+	const cJSON *j0 = j;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok && j;
+	     tok = strtok_r(NULL, ".", &save))
+		j = *tok >= '0' && *tok <= '9'
+			? cJSON_GetArrayItem(j, atoi(tok))
+			: cJSON_GetObjectItemCaseSensitive(j, tok);
+	if (!j)
+		fail_msg("no %s in %s", path, cJSON_PrintUnformatted(j0));
+	return j;
+}
+
+static const char *str(const cJSON *j, const char *path)
+{
+	const cJSON *v = get(j, path);
+
+	if (!cJSON_IsString(v))
+		fail_msg("%s is not a string", path);
+	return v->valuestring;
+}
+
+static double num(const cJSON *j, const char *path)
+{
+	const cJSON *v = get(j, path);
+
+	if (!cJSON_IsNumber(v))
+		fail_msg("%s is not a number", path);
+	return v->valuedouble;
+}
+
+/* Status and OpenAI's error shape, with CODE when not NULL. */
+static void expect_error(const char *method, const char *path, const char *body,
+			 int status, const char *code)
+{
+	char *out;
+	int got = http(method, path, body, &out);
+	cJSON *j;
+
+	if (got != status)
+		fail_msg("%s %s %.200s: %d, not %d: %s", method, path,
+			 body ? body : "", got, status, out);
+	j = parse_json(out);
+	assert_true(strlen(str(j, "error.message")) > 0);
+	assert_true(strlen(str(j, "error.type")) > 0);
+	assert_non_null(cJSON_GetObjectItem(get(j, "error"), "param"));
+	assert_non_null(cJSON_GetObjectItem(get(j, "error"), "code"));
+	if (code)
+		assert_string_equal(str(j, "error.code"), code);
+	cJSON_Delete(j);
+	free(out);
+}
+
+static cJSON *admin(const char *req)
+{
+	char buf[65536];
+	int fd;
+
+	assert_int_equal(o1_admin_connect(sock, &fd), 0);
+	assert_true(o1_admin_call(fd, req, buf, sizeof(buf)) > 0);
+	close(fd);
+	return parse_json(buf);
+}
+
+static int active_now(void)
+{
+	cJSON *st = admin("{\"op\":\"status\"}");
+	int active = (int)num(st, "active");
+
+	cJSON_Delete(st);
+	return active;
+}
+
+/* Waits up to MS for o1d to hold no request; returns the ms it took. */
+static int wait_idle(int ms)
+{
+	uint64_t t0 = now_ms();
+
+	while (now_ms() - t0 < (uint64_t)ms) {
+		cJSON *st = admin("{\"op\":\"status\"}");
+		int active = (int)num(st, "active");
+
+		cJSON_Delete(st);
+		if (active == 0)
+			return (int)(now_ms() - t0);
+		sleep_ms(5);
+	}
+	fail_msg("o1d still holds requests after %d ms", ms);
+	return -1;
+}
+
+/* ---- tests ---- */
+
+static void test_endpoints(void **state)
+{
+	char *out;
+	cJSON *j;
+
+	(void)state;
+	assert_int_equal(http("GET", "/health/live", NULL, &out), 200);
+	free(out);
+	assert_int_equal(http("GET", "/health/ready", NULL, &out), 200);
+	j = parse_json(out);
+	assert_string_equal(str(j, "status"), "ready");
+	cJSON_Delete(j);
+	free(out);
+	assert_int_equal(http("GET", "/v1/models", NULL, &out), 200);
+	j = parse_json(out);
+	assert_string_equal(str(j, "object"), "list");
+	assert_string_equal(str(j, "data.0.id"), "o1 demo bigram");
+	cJSON_Delete(j);
+	free(out);
+	assert_int_equal(http("GET", "/v1/models/default", NULL, &out), 200);
+	free(out);
+	expect_error("GET", "/v1/models/gpt-4o", NULL, 404, "model_not_found");
+	expect_error("GET", "/v2/nothing", NULL, 404, "not_found");
+	expect_error("GET", "/v1/chat/completions", NULL, 405,
+		     "method_not_allowed");
+	assert_int_equal(http("GET", "/metrics", NULL, &out), 200);
+	assert_non_null(strstr(out, "# TYPE o1_"));
+	free(out);
+}
+
+static char *completion(const char *body, cJSON **j)
+{
+	char *out;
+	int status = http("POST", "/v1/completions", body, &out);
+
+	if (status != 200)
+		fail_msg("%d: %s", status, out);
+	*j = parse_json(out);
+	free(out);
+	return (char *)str(*j, "choices.0.text");
+}
+
+static void test_completion_equals_client(void **state)
+{
+	struct direct d;
+	cJSON *j;
+	char *text;
+
+	(void)state;
+	text = completion("{\"model\":\"default\",\"prompt\":\"The daemon\","
+			  "\"max_tokens\":24,\"temperature\":0}",
+			  &j);
+	direct("The daemon", 10, O1_FLAG_ADD_BOS, 24, NULL, &d);
+	print_message("completion: %s\n", text);
+	assert_true(d.len > 0);
+	assert_string_equal(text, d.text);
+	assert_string_equal(str(j, "object"), "text_completion");
+	assert_int_equal(num(j, "usage.completion_tokens"),
+			 d.final.generated_tokens);
+	assert_int_equal(num(j, "usage.prompt_tokens"), d.final.prompt_tokens);
+	assert_string_equal(str(j, "choices.0.finish_reason"),
+			    d.final.finish == O1_FINISH_REASON_LENGTH ? "length"
+								      : "stop");
+	cJSON_Delete(j);
+}
+
+static const char chat_body[] =
+    "{\"model\":\"o1 demo bigram\",\"messages\":[{\"role\":\"system\","
+    "\"content\":\"You answer.\"},{\"role\":\"user\",\"content\":"
+    "\"What does the daemon do?\"}],\"max_tokens\":40,\"temperature\":0%s}";
+
+static void test_chat_equals_client(void **state)
+{
+	static const char packed[] =
+	    "system\0You answer.\0user\0What does the daemon do?";
+	char body[512], *out;
+	struct direct d;
+	cJSON *j;
+
+	(void)state;
+	snprintf(body, sizeof(body), chat_body, "");
+	assert_int_equal(http("POST", "/v1/chat/completions", body, &out), 200);
+	j = parse_json(out);
+	free(out);
+	direct(packed, sizeof(packed) - 1, O1_FLAG_CHAT, 40, NULL, &d);
+	print_message("chat: %s\n", str(j, "choices.0.message.content"));
+	assert_true(d.len > 0);
+	assert_string_equal(str(j, "choices.0.message.content"), d.text);
+	assert_string_equal(str(j, "choices.0.message.role"), "assistant");
+	assert_string_equal(str(j, "object"), "chat.completion");
+	assert_int_equal(num(j, "usage.total_tokens"),
+			 d.final.prompt_tokens + d.final.generated_tokens);
+	cJSON_Delete(j);
+}
+
+/* Joins the deltas of an SSE answer; checks its framing. */
+static void join_sse(char *sse, bool chat, char *text, size_t cap,
+		     cJSON **usage, const char **finish)
+{
+	static char fin[32];
+	char *line, *save;
+	bool done = false;
+
+	*text = 0;
+	*usage = NULL;
+	*finish = NULL;
+	for (line = strtok_r(sse, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *j, *c, *u;
+
+		assert_false(done);
+		assert_int_equal(strncmp(line, "data: ", 6), 0);
+		if (!strcmp(line + 6, "[DONE]")) {
+			done = true;
+			continue;
+		}
+		j = parse_json(line + 6);
+		c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+		u = cJSON_GetObjectItem(j, "usage");
+		if (c) {
+			strncat(text, str(c, chat ? "delta.content" : "text"),
+				cap - strlen(text) - 1);
+			if (cJSON_IsString(
+				cJSON_GetObjectItem(c, "finish_reason"))) {
+				snprintf(fin, sizeof(fin), "%s",
+					 str(c, "finish_reason"));
+				*finish = fin;
+			}
+		}
+		if (cJSON_IsObject(u))
+			*usage = cJSON_Duplicate(u, 1);
+		cJSON_Delete(j);
+	}
+	assert_true(done);
+}
+
+static void test_stream_equals_whole(void **state)
+{
+	char body[512], *out, text[8192];
+	const char *finish;
+	cJSON *whole, *usage;
+
+	(void)state;
+	snprintf(body, sizeof(body), chat_body, "");
+	assert_int_equal(http("POST", "/v1/chat/completions", body, &out), 200);
+	whole = parse_json(out);
+	free(out);
+	snprintf(body, sizeof(body), chat_body,
+		 ",\"stream\":true,\"stream_options\":{\"include_usage\":"
+		 "true}");
+	assert_int_equal(http("POST", "/v1/chat/completions", body, &out), 200);
+	assert_non_null(strstr(out, "\"role\":\"assistant\""));
+	join_sse(out, true, text, sizeof(text), &usage, &finish);
+	free(out);
+	assert_string_equal(text, str(whole, "choices.0.message.content"));
+	assert_non_null(finish);
+	assert_string_equal(finish, str(whole, "choices.0.finish_reason"));
+	assert_non_null(usage);
+	assert_int_equal(num(usage, "completion_tokens"),
+			 num(whole, "usage.completion_tokens"));
+	cJSON_Delete(usage);
+	cJSON_Delete(whole);
+}
+
+/* ignore_eos: the demo model is the bigrams of the .md files in docs, so
+ * whether its greedy completion runs past 20 bytes before an EOS changes as the
+ * docs do. */
+static void test_stop_sequence(void **state)
+{
+	char body[512], stop[8], want[8192], *out, text[8192];
+	const char *full, *finish, *at = NULL;
+	cJSON *j, *usage;
+	size_t n;
+
+	(void)state;
+	full = completion(
+	    "{\"model\":\"default\",\"prompt\":\"The daemon\","
+	    "\"max_tokens\":60,\"temperature\":0,\"ignore_eos\":true}",
+	    &j);
+	n = strlen(full);
+	assert_true(n > 20);
+	for (size_t k = n / 2; k + 4 < n; k++) { /* 4 bytes, not at 0 */
+		memcpy(stop, full + k, 4);
+		stop[4] = 0;
+		at = strstr(full, stop);
+		if (at - full >= 3 && !strpbrk(stop, "\"\\\n"))
+			break;
+	}
+	snprintf(want, sizeof(want), "%.*s", (int)(at - full), full);
+	cJSON_Delete(j);
+	assert_true(at - full >= 3 && !strpbrk(stop, "\"\\\n"));
+	snprintf(body, sizeof(body),
+		 "{\"model\":\"default\",\"prompt\":\"The daemon\","
+		 "\"max_tokens\":60,\"temperature\":0,\"ignore_eos\":true,"
+		 "\"stop\":[\"zzqq\","
+		 "\"%s\"]}",
+		 stop);
+	full = completion(body, &j);
+	print_message("stop '%s': '%s'\n", stop, full);
+	assert_string_equal(full, want);
+	assert_string_equal(str(j, "choices.0.finish_reason"), "stop");
+	cJSON_Delete(j);
+	snprintf(body, sizeof(body),
+		 "{\"model\":\"default\",\"prompt\":\"The daemon\","
+		 "\"max_tokens\":60,\"temperature\":0,\"ignore_eos\":true,"
+		 "\"stop\":\"%s\","
+		 "\"stream\":true}",
+		 stop);
+	assert_int_equal(http("POST", "/v1/completions", body, &out), 200);
+	join_sse(out, false, text, sizeof(text), &usage, &finish);
+	free(out);
+	assert_string_equal(text, want);
+	assert_string_equal(finish, "stop");
+	assert_null(usage);
+}
+
+static void test_logprobs(void **state)
+{
+	char *out;
+	const cJSON *content;
+	cJSON *j;
+
+	(void)state;
+	assert_int_equal(
+	    http("POST", "/v1/chat/completions",
+		 "{\"model\":\"default\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"Tell me\"}],\"max_tokens\":8,\"temperature\":0,"
+		 "\"ignore_eos\":true,\"logprobs\":true,\"top_logprobs\":3}",
+		 &out),
+	    200);
+	j = parse_json(out);
+	free(out);
+	content = get(j, "choices.0.logprobs.content");
+	assert_int_equal(cJSON_GetArraySize(content), 8);
+	for (int i = 0; i < 8; i++) {
+		const cJSON *t = cJSON_GetArrayItem(content, i);
+		const cJSON *top = get(t, "top_logprobs");
+		double lp = num(t, "logprob");
+
+		assert_int_equal(cJSON_GetArraySize(top), 3);
+		assert_true(lp <= 0);
+		assert_true(num(top, "0.logprob") >= num(top, "1.logprob"));
+		assert_true(num(top, "1.logprob") >= num(top, "2.logprob"));
+		assert_true(fabs(num(top, "0.logprob") - lp) < 1e-4);
+		assert_string_equal(str(top, "0.token"), str(t, "token"));
+		for (int k = 1; k < 3; k++) { /* named from the vocabulary */
+			char name[16];
+
+			snprintf(name, sizeof(name), "%d.token", k);
+			assert_true(strspn(str(top, name), "<0123456789>") <
+				    strlen(str(top, name)));
+		}
+	}
+	cJSON_Delete(j);
+}
+
+/* Without max_tokens the answer may run to the context (here the
+ * sidecar's model.max_context_tokens=300, below o1d's own). */
+static void test_default_max_tokens(void **state)
+{
+	cJSON *j;
+
+	(void)state;
+	completion("{\"model\":\"default\",\"prompt\":\"The\","
+		   "\"temperature\":0,\"ignore_eos\":true}",
+		   &j);
+	assert_int_equal(num(j, "usage.completion_tokens"), 300);
+	assert_string_equal(str(j, "choices.0.finish_reason"), "length");
+	cJSON_Delete(j);
+}
+
+static void test_bad_input(void **state)
+{
+	static const struct {
+		const char *body;
+		int status;
+		const char *code;
+	} cases[] = {
+	    {"{\"model\":", 400, "invalid_value"},
+	    {"not json at all", 400, "invalid_value"},
+	    {"{\"model\":\"default\",\"messages\":\"hi\"}", 400, NULL},
+	    {"{\"model\":\"default\",\"messages\":[{\"role\":\"user\","
+	     "\"content\":\"x\"}],\"max_tokens\":\"ten\"}",
+	     400, NULL},
+	    {"{\"model\":\"default\",\"messages\":[{\"role\":\"user\","
+	     "\"content\":\"x\"}],\"max_tokens\":-5}",
+	     400, NULL},
+	    {"{\"model\":\"default\",\"messages\":[{\"role\":\"user\","
+	     "\"content\":\"x\"}],\"temperature\":NaN}",
+	     400, NULL},
+	    {"{\"model\":\"default\",\"messages\":[{\"role\":\"user\","
+	     "\"content\":\"x\"}],\"temperature\":\"NaN\"}",
+	     400, NULL},
+	    {"{\"model\":\"default\",\"messages\":[{\"role\":\"user\","
+	     "\"content\":\"x\"}],\"max_tokens\":100000}",
+	     400, "invalid_value"},
+	    {"{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+	     "\"content\":\"x\"}]}",
+	     404, "model_not_found"},
+	};
+	size_t big = 2u << 20;
+	char *huge = malloc(big + 1), *out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_error("POST", "/v1/chat/completions", cases[i].body,
+			     cases[i].status, cases[i].code);
+	assert_non_null(huge);
+	memset(huge, ' ', big);
+	memcpy(huge, "{\"a\":\"", 6);
+	huge[big] = 0;
+	expect_error("POST", "/v1/chat/completions", huge, 413,
+		     "request_too_large");
+	free(huge);
+	assert_int_equal(
+	    http("POST", "/v1/completions",
+		 "{\"model\":\"default\",\"prompt\":\"The\",\"max_tokens\":4}",
+		 &out),
+	    200);
+	free(out);
+}
+
+static int connect_side(const struct proc *p)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)p->port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static void send_all(int fd, const char *s)
+{
+	size_t n = strlen(s), off = 0;
+
+	while (off < n) {
+		ssize_t w = send(fd, s + off, n - off, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return; /* refused at accept: fine */
+		off += (size_t)w;
+	}
+}
+
+static void post_raw(int fd, const char *path, const char *body)
+{
+	char req[2048];
+
+	snprintf(req, sizeof(req),
+		 "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+		 "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		 path, strlen(body), body);
+	send_all(fd, req);
+}
+
+static const char long_stream[] =
+    "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":"
+    "\"Go on\"}],\"max_tokens\":3000,\"ignore_eos\":true,\"stream\":true}";
+
+/* Ms until a plain request to the sidecar gets an HTTP answer (curl
+ * exits 0), polling; fails after MS. */
+static int wait_serving(int ms)
+{
+	uint64_t t0 = now_ms();
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s -o /dev/null --max-time 5 "
+		 "http://127.0.0.1:%d/health/live",
+		 side.port);
+	while (now_ms() - t0 < (uint64_t)ms) {
+		if (system(cmd) == 0)
+			return (int)(now_ms() - t0);
+		sleep_ms(20);
+	}
+	fail_msg("the sidecar answers nothing %d ms after the drops", ms);
+	return -1;
+}
+
+static void test_connections_dropped(void **state)
+{
+	enum { BATCH = 100, TOTAL = 1000 };
+	int fds[BATCH];
+	char *out;
+
+	(void)state;
+	for (int done = 0; done < TOTAL; done += BATCH) {
+		for (int i = 0; i < BATCH; i++) {
+			fds[i] = connect_side(&side);
+			switch ((done + i) % 4) {
+			case 1:
+				send_all(fds[i], "GET /health/li");
+				break;
+			case 2:
+				send_all(fds[i],
+					 "POST /v1/completions HTTP/1.1\r\n"
+					 "Content-Length: 100\r\n\r\n{\"mo");
+				break;
+			case 3:
+				post_raw(fds[i], "/v1/chat/completions",
+					 long_stream);
+				break;
+			}
+		}
+		for (int i = 0; i < BATCH; i++)
+			close(fds[i]);
+	}
+	print_message("idle %d ms after the drops\n", wait_idle(10000));
+	/* The dropped connections' threads may still count against the
+	 * connection limit for a moment (a loaded machine is slow to reap
+	 * them), and libmicrohttpd closes a connection over the limit: the
+	 * sidecar must be back within seconds, not at once. */
+	print_message("serving again %d ms after that\n",
+		      wait_serving(10000));
+	assert_int_equal(http("GET", "/health/ready", NULL, &out), 200);
+	free(out);
+	assert_int_equal(
+	    http("POST", "/v1/completions",
+		 "{\"model\":\"default\",\"prompt\":\"The\",\"max_tokens\":4}",
+		 &out),
+	    200);
+	free(out);
+}
+
+/* Reads from FD until S arrived (or 10 s passed); BUF keeps the last
+ * bytes read. */
+static void read_until(int fd, const char *s, char *buf, size_t cap)
+{
+	uint64_t until = now_ms() + 10000;
+	size_t len = 0;
+
+	buf[0] = 0;
+	while (!strstr(buf, s) && now_ms() < until) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, 100) != 1)
+			continue;
+		if (len > cap / 2) { /* keep the newest half */
+			memmove(buf, buf + len - cap / 4, cap / 4);
+			len = cap / 4;
+		}
+		n = recv(fd, buf + len, cap - 1 - len, 0);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = 0;
+	}
+	if (!strstr(buf, s))
+		fail_msg("no '%s' in: %.300s", s, buf);
+}
+
+static void test_client_abort_cancels(void **state)
+{
+	char buf[8192];
+	int fd, ms;
+
+	(void)state;
+	fd = connect_side(&side);
+	post_raw(fd, "/v1/chat/completions", long_stream);
+	read_until(fd, "data: {", buf, sizeof(buf));
+	assert_int_equal(active_now(), 1);
+	close(fd);
+	ms = wait_idle(2000);
+	print_message("cancelled in o1d %d ms after the hang-up\n", ms);
+	assert_true(ms < 1000); /* "at once", with room for a loaded box */
+	sleep_ms(50);
+	assert_true(log_has(access_log, "stream=1 finish=client_abort"));
+	/* the same for a whole answer, whose thread waits for the FINAL */
+	fd = connect_side(&side);
+	post_raw(fd, "/v1/completions",
+		 "{\"model\":\"default\",\"prompt\":\"Go\",\"max_tokens\":3000,"
+		 "\"ignore_eos\":true}");
+	sleep_ms(200);
+	assert_int_equal(active_now(), 1);
+	close(fd);
+	ms = wait_idle(2000);
+	print_message("whole answer: cancelled %d ms after the hang-up\n", ms);
+	assert_true(ms < 1000); /* "at once", with room for a loaded box */
+	sleep_ms(50);
+	assert_true(log_has(access_log, "status=499 stream=0 "
+					"finish=client_abort"));
+}
+
+static void test_limits(void **state)
+{
+	static const char *const sets[] = {"sidecar.max_concurrent=1",
+					   "sidecar.request_timeout_ms=1500",
+					   "sidecar.idle_timeout_s=1", NULL};
+	struct proc lim = {0};
+	char buf[65536], *out;
+	uint64_t t0;
+	int fd, status;
+
+	(void)state;
+	start_sidecar(&lim, "limited", sets);
+	fd = connect_side(&lim);
+	post_raw(fd, "/v1/chat/completions", long_stream);
+	read_until(fd, "data: {", buf, sizeof(buf));
+	status = http_to(&lim, "POST", "/v1/completions",
+			 "{\"model\":\"default\",\"prompt\":\"The\"}", &out);
+	assert_int_equal(status, 429);
+	assert_non_null(strstr(out, "rate_limit_exceeded"));
+	free(out);
+	/* the stream passes its deadline: an error event, then [DONE] */
+	read_until(fd, "data: [DONE]", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"code\":\"timeout\""));
+	close(fd);
+	t0 = now_ms();
+	status = http_to(&lim, "POST", "/v1/completions",
+			 "{\"model\":\"default\",\"prompt\":\"The\","
+			 "\"max_tokens\":3000,\"ignore_eos\":true}",
+			 &out);
+	print_message("deadline: %d after %llu ms\n", status,
+		      (unsigned long long)(now_ms() - t0));
+	assert_int_equal(status, 504);
+	free(out);
+	wait_idle(2000);
+	/* an idle connection is closed after idle_timeout_s */
+	fd = connect_side(&lim);
+	t0 = now_ms();
+	while (now_ms() - t0 < 5000 && recv(fd, buf, 1, MSG_DONTWAIT) < 0)
+		sleep_ms(20);
+	print_message("idle connection closed after %llu ms\n",
+		      (unsigned long long)(now_ms() - t0));
+	assert_true(now_ms() - t0 >= 900 && now_ms() - t0 < 5000);
+	close(fd);
+	assert_int_equal(stop(&lim), 0);
+}
+
+static void test_draining(void **state)
+{
+	cJSON *r;
+	char *out;
+
+	(void)state;
+	r = admin("{\"op\":\"drain\"}");
+	cJSON_Delete(r);
+	expect_error("POST", "/v1/completions",
+		     "{\"model\":\"default\",\"prompt\":\"The\"}", 503,
+		     "draining");
+	assert_int_equal(http("GET", "/health/ready", NULL, &out), 503);
+	assert_non_null(strstr(out, "draining"));
+	free(out);
+	r = admin("{\"op\":\"resume\"}");
+	cJSON_Delete(r);
+	assert_int_equal(http("GET", "/health/ready", NULL, &out), 200);
+	free(out);
+}
+
+static void test_daemon_restart(void **state)
+{
+	char *out;
+
+	(void)state;
+	assert_int_equal(stop(&daemon_p), 0);
+	assert_int_equal(http("GET", "/health/ready", NULL, &out), 503);
+	assert_non_null(strstr(out, "daemon_down"));
+	free(out);
+	expect_error("POST", "/v1/completions",
+		     "{\"model\":\"default\",\"prompt\":\"The\"}", 503,
+		     "daemon_unavailable");
+	start_daemon();
+	for (int i = 0; i < 3; i++) { /* pooled handles went stale */
+		int st = http("POST", "/v1/completions",
+			      "{\"model\":\"default\",\"prompt\":\"The\","
+			      "\"max_tokens\":4}",
+			      &out);
+
+		if (st != 200)
+			fail_msg("after the restart: %d %s", st, out);
+		free(out);
+	}
+}
+
+static void test_unix_socket(void **state)
+{
+	char path[128], cmd[512], out[512];
+	char *argv[] = {(char *)sidecar_bin, "--daemon", sock, "--listen", cmd,
+			"--access-log",	     "-",	 NULL};
+	struct proc u = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/http.sock", dir);
+	snprintf(cmd, sizeof(cmd), "unix:%s", path);
+	snprintf(u.log, sizeof(u.log), "%s/unix.log", dir);
+	spawn(&u, argv, "o1-sidecar: ready listen=unix:");
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --max-time 30 --unix-socket %s -w ' %%{http_code}' "
+		 "http://localhost/v1/models/default",
+		 path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"id\":\"default\""));
+	assert_non_null(strstr(out, " 200"));
+	assert_int_equal(stop(&u), 0);
+	assert_int_equal(access(path, F_OK), -1); /* removed at exit */
+}
+
+static void test_access_log(void **state)
+{
+	char *s = slurp(access_log), *line;
+	int n = 0;
+
+	(void)state;
+	for (line = strstr(s, "access "); line;
+	     line = strstr(line + 1, "access "))
+		n++;
+	assert_true(n > 20);
+	assert_non_null(strstr(s, "method=POST path=/v1/chat/completions "
+				  "status=200 stream=0 finish=length"));
+	assert_non_null(strstr(s, "status=413"));
+	assert_null(strstr(s, "ttft_ms=-1.000 total_ms=-1"));
+	free(s);
+}
+
+static int setup(void **state)
+{
+	static char set_model[192];
+	static const char *sets[] = {set_model, "model.max_context_tokens=300",
+				     NULL};
+
+	(void)state;
+	if (harness_setup(o1d_bin, o1model_bin, sidecar_bin))
+		return -1;
+	snprintf(set_model, sizeof(set_model), "model.path=%s", model);
+	snprintf(access_log, sizeof(access_log), "%s/main.access", dir);
+	start_sidecar(&side, "main", sets);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	int s = stop(&side), d = stop(&daemon_p);
+
+	(void)state;
+	if (s != 0 || d != 0) {
+		fprintf(stderr, "exit codes: sidecar %d, o1d %d\n", s, d);
+		return -1;
+	}
+	return o1_test_dir_remove(dir);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_endpoints),
+	    cmocka_unit_test(test_completion_equals_client),
+	    cmocka_unit_test(test_chat_equals_client),
+	    cmocka_unit_test(test_stream_equals_whole),
+	    cmocka_unit_test(test_stop_sequence),
+	    cmocka_unit_test(test_logprobs),
+	    cmocka_unit_test(test_default_max_tokens),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_connections_dropped),
+	    cmocka_unit_test(test_client_abort_cancels),
+	    cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_draining),
+	    cmocka_unit_test(test_daemon_restart),
+	    cmocka_unit_test(test_unix_socket),
+	    cmocka_unit_test(test_access_log),
+	};
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR\n", argv[0]);
+		return 2;
+	}
+	o1d_bin = argv[1];
+	o1model_bin = argv[2];
+	sidecar_bin = argv[3];
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
