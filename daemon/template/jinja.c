@@ -53,6 +53,12 @@ void jr_step(struct jctx *c, const struct jnode *at)
 		      (unsigned long long)c->max_steps);
 }
 
+void jr_charge(struct jctx *c, const struct jnode *at, size_t bytes)
+{
+	c->steps += bytes / 64;
+	jr_step(c, at);
+}
+
 int o1_jinja_parse(const char *src, size_t len, struct o1_jinja **out,
 		   struct o1_jinja_error *err)
 {

@@ -151,8 +151,11 @@ static bool as_index(struct jv k, int64_t *i)
 static struct jv str_item(struct jctx *c, const struct jnode *at,
 			  struct jstr s, int64_t i, bool *ok)
 {
-	int64_t n = (int64_t)ju_len(s);
+	int64_t n;
 	size_t off, end;
+
+	jr_charge(c, at, s.n);
+	n = (int64_t)ju_len(s);
 
 	if (i < 0)
 		i += n;
@@ -162,8 +165,6 @@ static struct jv str_item(struct jctx *c, const struct jnode *at,
 	off = ju_offset(s, (size_t)i);
 	end = off;
 	ju_next(s, &end);
-	(void)c;
-	(void)at;
 	return jv_str(s.p + off, end - off);
 }
 
@@ -188,6 +189,8 @@ struct jv jr_getitem(struct jctx *c, const struct jnode *at, struct jv obj,
 		if (ok)
 			return r;
 	}
+	if (key.type == JV_STR)
+		jr_charge(c, at, key.u.s.n);
 	if (obj.type == JV_DICT && (v = jv_dict_get(obj.u.d, key)))
 		return *v;
 	if (key.type == JV_STR)
@@ -262,6 +265,8 @@ static struct jv eval_slice(struct jctx *c, const struct jnode *nd,
 	for (int k = 0; k < 3; k++)
 		vs[k] = parts[k] ? jr_eval(c, parts[k], s) : jv_none();
 	jr_defined(c, nd, obj);
+	if (obj.type == JV_STR)
+		jr_charge(c, nd, obj.u.s.n);
 	if (obj.type != JV_STR && obj.type != JV_LIST)
 		return undef_fmt(c, nd, "%s cannot be sliced",
 				 object_name(obj));
@@ -431,6 +436,8 @@ struct jv jr_apply_filter(struct jctx *c, const struct jnode *nd,
 	struct jargs args;
 
 	jr_eval_args(c, nd, s, &args);
+	if (in.type == JV_STR)
+		jr_charge(c, nd, in.u.s.n);
 	return nd->filter->fn(c, nd, in, &args);
 }
 
@@ -441,6 +448,8 @@ static struct jv eval_test(struct jctx *c, const struct jnode *nd,
 	struct jargs args;
 
 	jr_eval_args(c, nd, s, &args);
+	if (in.type == JV_STR)
+		jr_charge(c, nd, in.u.s.n);
 	return jv_bool(nd->test->fn(c, nd, in, &args) != nd->neg);
 }
 
@@ -508,6 +517,7 @@ static bool contains(struct jctx *c, const struct jnode *at, struct jv item,
 		if (item.type != JV_STR)
 			jr_fail(c, at, "'in <string>' requires string as left "
 				"operand, not %s", jv_type_name(item));
+		jr_charge(c, at, box.u.s.n);
 		return ju_find(box.u.s, item.u.s, 0) >= 0;
 	}
 	if (box.type == JV_DICT)
@@ -525,6 +535,8 @@ static bool contains(struct jctx *c, const struct jnode *at, struct jv item,
 static bool compare_one(struct jctx *c, const struct jnode *at, enum jop op,
 			struct jv a, struct jv b)
 {
+	if (a.type == JV_STR && b.type == JV_STR)
+		jr_charge(c, at, a.u.s.n < b.u.s.n ? a.u.s.n : b.u.s.n);
 	switch (op) {
 	case JO_EQ: return jv_equal(c, at, a, b);
 	case JO_NE: return !jv_equal(c, at, a, b);

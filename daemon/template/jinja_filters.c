@@ -959,5 +959,7 @@ struct jv jr_filter_by_name(struct jctx *c, const struct jnode *at,
 
 	if (!f)
 		jr_fail(c, at, "No filter named '%.*s'.", (int)name.n, name.p);
+	if (in.type == JV_STR)
+		jr_charge(c, at, in.u.s.n);
 	return f->fn(c, at, in, args);
 }

@@ -327,6 +327,9 @@ _Noreturn void jr_fail(struct jctx *c, const struct jnode *at,
 void *jr_alloc(struct jctx *c, const struct jnode *at, size_t n);
 /* Counts one step and checks the step limit. */
 void jr_step(struct jctx *c, const struct jnode *at);
+/* Counts a scan of BYTES bytes that allocates nothing (a string index,
+ * search or comparison) as steps: what the memory cap does not bound. */
+void jr_charge(struct jctx *c, const struct jnode *at, size_t bytes);
 
 /* Arguments of a filter, test, method or function call. */
 struct jargs {
@@ -485,27 +488,26 @@ struct jv jr_call_loop(struct jctx *c, const struct jnode *at,
 		       struct jloop *loop, const struct jargs *args);
 
 
+/* Callable values. loop itself (a recursive for's loop(x)) is a JV_LOOP,
+ * not a function. */
 enum jfunc_kind {
-	JF_GLOBAL, /* a builtin global: call(c, at, args) */
-	JF_METHOD, /* self.name */
-	JF_MACRO,
-	JF_CALLER, /* the body of a call block */
-	JF_LOOP,   /* loop(iterable) of a recursive for */
-	JF_CYCLE,  /* loop.cycle */
-	JF_CHANGED,
-	JF_JOINER,
+	JF_GLOBAL,  /* a global function: call(c, at, args) */
+	JF_METHOD,  /* self.name(args) */
+	JF_MACRO,   /* node: the macro; scope: where it was defined */
+	JF_CALLER,  /* node: the call block; scope: where it stands */
+	JF_CYCLE,   /* loop.cycle */
+	JF_CHANGED, /* loop.changed */
 };
 
 struct jfunc {
-	uint8_t kind;
+	uint8_t kind; /* enum jfunc_kind */
 	struct jstr name;
 	struct jv (*call)(struct jctx *c, const struct jnode *at,
 			  const struct jargs *args);
-	struct jv self;		/* METHOD, JOINER state */
-	const struct jnode *node; /* MACRO, CALLER, LOOP (the for) */
-	struct jscope *scope;	/* where a macro or caller was defined */
-	struct jv caller;	/* MACRO called from a call block */
-	struct jloop *loop;	/* LOOP, CYCLE, CHANGED */
+	struct jv self;		  /* METHOD */
+	const struct jnode *node; /* MACRO, CALLER */
+	struct jscope *scope;	  /* MACRO, CALLER */
+	struct jloop *loop;	  /* CYCLE, CHANGED */
 };
 
 struct jloop {

@@ -692,5 +692,7 @@ struct jv jb_call_method(struct jctx *c, const struct jnode *at, struct jv obj,
 	if (!m->fn)
 		jr_fail(c, at, "access to attribute '%s' of '%s' object is "
 			"unsafe.", m->name, jv_type_name(obj));
+	if (obj.type == JV_STR)
+		jr_charge(c, at, obj.u.s.n);
 	return m->fn(c, at, obj, args);
 }

@@ -214,5 +214,7 @@ bool jr_test_by_name(struct jctx *c, const struct jnode *at, struct jstr name,
 
 	if (!t)
 		jr_fail(c, at, "No test named '%.*s'.", (int)name.n, name.p);
+	if (in.type == JV_STR)
+		jr_charge(c, at, in.u.s.n);
 	return t->fn(c, at, in, args);
 }

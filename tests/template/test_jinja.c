@@ -530,6 +530,7 @@ static void expect_limit(const char *tmpl, const struct o1_jinja_limits *l,
 static void test_limits(void **state)
 {
 	struct o1_jinja_limits steps = {.max_steps = 10000};
+	struct o1_jinja_limits steps_big = {.max_steps = 1000000};
 	struct o1_jinja_limits output = {.max_output_bytes = 1000};
 	struct o1_jinja_limits memory = {.max_memory_bytes = 1 << 20};
 
@@ -543,6 +544,11 @@ static void test_limits(void **state)
 		     "{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
 		     &memory, "memory");
 	expect_limit("{{ 'x' * 1000000000000 }}", NULL, "memory");
+	/* scanning a long string over and over allocates nothing: steps */
+	expect_limit("{% set s = 'x' * 1000000 %}{% for i in range(100000) %}"
+		     "{{ s[-1] ~ (s|length) ~ ('y' in s) ~ s.find('y') }}"
+		     "{% endfor %}",
+		     &steps_big, "steps");
 	expect_limit("{% macro r() %}{{ r() }}{% endmacro %}{{ r() }}", NULL,
 		     "deeper than");
 	expect_limit("{% for x in [[1]] recursive %}{{ loop([x]) }}"
