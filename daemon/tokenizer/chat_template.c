@@ -25,6 +25,7 @@ enum { MAX_TEMPLATE_BYTES = 4 << 20 };
 struct o1_chat_template {
 	struct o1_jinja *jinja;
 	enum o1_chat_family family;
+	enum o1_tool_format tools;
 	char *source, *bos, *eos;
 };
 
@@ -82,15 +83,19 @@ void o1_chat_template_destroy(struct o1_chat_template *ct)
 	free(ct);
 }
 
-/* The family needs the text NUL-terminated; LEN bytes of TEXT may not
- * be. */
-static enum o1_chat_family detect_n(const char *text, size_t len)
+/* The family and the tool-call format, from the text NUL-terminated (LEN
+ * bytes of TEXT may not be). */
+static int detect_n(struct o1_chat_template *ct, const char *text,
+		    size_t len)
 {
 	char *z = strndup(text, len);
-	enum o1_chat_family f = o1_chat_family_detect(z);
 
+	if (!z)
+		return -ENOMEM;
+	ct->family = o1_chat_family_detect(z);
+	ct->tools = o1_tool_format_detect(z);
 	free(z);
-	return f;
+	return 0;
 }
 
 int o1_chat_template_create(const char *text, size_t len, const char *source,
@@ -112,9 +117,10 @@ int o1_chat_template_create(const char *text, size_t len, const char *source,
 		goto fail;
 	}
 	ret = o1_jinja_parse(text, len, &ct->jinja, err);
+	if (!ret)
+		ret = detect_n(ct, text, len);
 	if (ret)
 		goto fail;
-	ct->family = detect_n(text, len);
 	*out = ct;
 	return 0;
 fail:
@@ -125,6 +131,12 @@ fail:
 enum o1_chat_family o1_chat_template_family(const struct o1_chat_template *ct)
 {
 	return ct->family;
+}
+
+enum o1_tool_format
+o1_chat_template_tool_format(const struct o1_chat_template *ct)
+{
+	return ct->tools;
 }
 
 const char *o1_chat_template_source(const struct o1_chat_template *ct)
@@ -191,8 +203,10 @@ int o1_chat_template_load(const struct o1_vocab *v, const char *model_path,
 		       "template",
 		       source, e.line, e.col, e.msg);
 	else if (!ret)
-		o1_info("chat template: %s (%s family, %zu bytes)", source,
-			o1_chat_family_name((*out)->family), len);
+		o1_info("chat template: %s (%s family, %zu bytes, tool calls: "
+			"%s)",
+			source, o1_chat_family_name((*out)->family), len,
+			o1_tool_format_name((*out)->tools));
 	free(text);
 	return ret;
 }

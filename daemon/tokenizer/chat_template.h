@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "template/jinja.h"
+#include "tokenizer/tool_call.h"
 
 struct cJSON;
 struct o1_vocab;
@@ -73,6 +74,10 @@ int o1_chat_template_load(const struct o1_vocab *v, const char *model_path,
 void o1_chat_template_destroy(struct o1_chat_template *ct);
 
 enum o1_chat_family o1_chat_template_family(const struct o1_chat_template *ct);
+/* The format the template writes tool calls in (tool_call.h), for reading
+ * them back from answers. */
+enum o1_tool_format
+o1_chat_template_tool_format(const struct o1_chat_template *ct);
 /* Where the template came from, as given to create. */
 const char *o1_chat_template_source(const struct o1_chat_template *ct);
 

@@ -126,6 +126,7 @@ static void test_chatml(void **state)
 
 	(void)state;
 	assert_int_equal(o1_chat_template_family(ct), O1_CHAT_CHATML);
+	assert_int_equal(o1_chat_template_tool_format(ct), O1_TOOL_NONE);
 	assert_string_equal(o1_chat_template_source(ct), "test");
 	expect(ct, MSGS({"user", "Hi"}), true,
 	       "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"

@@ -174,7 +174,10 @@ static void print_vocab(const struct o1_vocab *v, const struct info_stats *s)
 	family = chat_family(v->chat_template, &parses, &err);
 	printf("  chat:       %s", family);
 	if (v->chat_template && parses)
-		printf(" (Jinja, %zu bytes)", strlen(v->chat_template));
+		printf(" (Jinja, %zu bytes, tool calls: %s)",
+		       strlen(v->chat_template),
+		       o1_tool_format_name(
+			   o1_tool_format_detect(v->chat_template)));
 	else if (v->chat_template)
 		printf(" (does not parse at %u:%u: %s; chats refused)", err.line,
 		       err.col, err.msg);
@@ -269,6 +272,9 @@ static void json_vocab(cJSON *o, const struct o1_vocab *v,
 				chat_family(v->chat_template, &parses, &err));
 	if (v->chat_template && !parses)
 		cJSON_AddStringToObject(j, "chat_template_error", err.msg);
+	cJSON_AddStringToObject(
+	    j, "tool_call_format",
+	    o1_tool_format_name(o1_tool_format_detect(v->chat_template)));
 }
 
 static int print_json(const struct o1_model *m, const struct info_stats *s)
