@@ -23,7 +23,7 @@ enum {
 	DEFAULT_MAX_DEPTH = 400,
 	/* parse memory: source, tokens and tree, a small multiple of the
 	 * text */
-	PARSE_BYTES_PER_CHAR = 64,
+	PARSE_BYTES_PER_CHAR = 256,
 	PARSE_BYTES_MIN = 1 << 20,
 };
 

@@ -193,7 +193,7 @@ enum jop {
 	JO_RPAREN,
 	JO_LBRACE,
 	JO_RBRACE,
-	JO_EQ,
+	JO_EQ, /* JO_EQ..JO_LTEQ: the comparison operators, in this order */
 	JO_NE,
 	JO_GT,
 	JO_GTEQ,
@@ -207,6 +207,7 @@ enum jop {
 	JO_SEMICOLON,
 	JO_IN, /* compare only: in, not in */
 	JO_NOTIN,
+	JO_N,
 };
 
 struct jtoken {

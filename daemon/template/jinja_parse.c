@@ -51,10 +51,11 @@ static const struct jtoken *next(struct parser *p)
 
 static const char *describe(const struct jtoken *t)
 {
-	static const char *const ops[] = {
+	static const char *const ops[JO_N] = {
 	    "+", "-", "/", "//", "*", "%", "**", "~", "[", "]", "(", ")",
 	    "{", "}", "==", "!=", ">", ">=", "<", "<=", "=", ".", ":", "|",
 	    ",", ";", "in", "not in"};
+	_Static_assert(sizeof(ops) / sizeof(ops[0]) == JO_N, "ops table");
 
 	switch (t->type) {
 	case JT_EOF: return "end of template";

@@ -279,10 +279,12 @@ static cJSON *messages_json(const struct o1_chat_message *msgs, size_t n,
 
 	for (size_t i = 0; arr && i < n; i++) {
 		if (!msgs[i].role || !msgs[i].content) {
-			if (err)
+			if (err) {
+				err->kind = O1_JINJA_ERR_RUNTIME;
 				snprintf(err->msg, sizeof(err->msg),
 					 "message %zu has no %s", i,
 					 msgs[i].role ? "content" : "role");
+			}
 			cJSON_Delete(arr);
 			return NULL;
 		}
