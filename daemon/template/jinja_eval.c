@@ -53,7 +53,8 @@ static const char *object_name(struct jv v)
 	case JV_NONE: return "'None'";
 	case JV_STR: return "'str object'";
 	case JV_LIST: return v.sub == JV_TUPLE ? "'tuple object'"
-					       : "'list object'";
+			      : v.sub == JV_PLAIN ? "'list object'"
+						  : "'iterator object'";
 	case JV_DICT: return v.sub == JV_NS ? "'Namespace object'"
 					    : "'dict object'";
 	case JV_INT: return "'int object'";
@@ -176,7 +177,7 @@ struct jv jr_getitem(struct jctx *c, const struct jnode *at, struct jv obj,
 	bool ok = false;
 
 	jr_defined(c, at, obj);
-	if (obj.type == JV_LIST && as_index(key, &i)) {
+	if (jv_is_seq(obj) && as_index(key, &i)) {
 		int64_t k = i < 0 ? i + (int64_t)obj.u.l->n : i;
 
 		if (k >= 0 && k < (int64_t)obj.u.l->n)
@@ -267,7 +268,7 @@ static struct jv eval_slice(struct jctx *c, const struct jnode *nd,
 	jr_defined(c, nd, obj);
 	if (obj.type == JV_STR)
 		jr_charge(c, nd, obj.u.s.n);
-	if (obj.type != JV_STR && obj.type != JV_LIST)
+	if (obj.type != JV_STR && !jv_is_seq(obj))
 		return undef_fmt(c, nd, "%s cannot be sliced",
 				 object_name(obj));
 	slice_bounds(c, nd,
@@ -486,7 +487,7 @@ static struct jv eval_dict(struct jctx *c, const struct jnode *nd,
 	for (size_t i = 0; i < nd->l1.n; i++) {
 		struct jv k = jr_eval(c, nd->l1.v[i], s);
 
-		if (k.type == JV_DICT || (k.type == JV_LIST && !k.sub))
+		if (jv_unhashable(k))
 			jr_fail(c, nd, "unhashable type: '%s'",
 				jv_type_name(k));
 		jv_dict_set(c, nd, d, k, jr_eval(c, nd->l2.v[i], s));
@@ -520,6 +521,8 @@ static bool contains(struct jctx *c, const struct jnode *at, struct jv item,
 		jr_charge(c, at, box.u.s.n);
 		return ju_find(box.u.s, item.u.s, 0) >= 0;
 	}
+	if (box.type == JV_DICT && jv_unhashable(item))
+		jr_fail(c, at, "unhashable type: '%s'", jv_type_name(item));
 	if (box.type == JV_DICT)
 		return jv_dict_get(box.u.d, item) != NULL;
 	if (box.type != JV_LIST && box.type != JV_UNDEF)

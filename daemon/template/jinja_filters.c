@@ -25,6 +25,12 @@ static struct jv str_v(struct jstr s)
 	return (struct jv){.type = JV_STR, .u.s = s};
 }
 
+/* What jinja2 returns as a generator (map, select, unique, ...). */
+static struct jv jv_gen(struct jlist *l)
+{
+	return (struct jv){.type = JV_LIST, .sub = JV_GEN, .u.l = l};
+}
+
 /* soft_str: str() of anything, "" for undefined. */
 static struct jstr text(struct jctx *c, const struct jnode *at, struct jv v)
 {
@@ -128,15 +134,17 @@ FILTER(length)
 	case JV_STR:
 		return jv_int((int64_t)ju_len(in.u.s));
 	case JV_LIST:
+		if (in.sub == JV_GEN)
+			break;
 		return jv_int((int64_t)in.u.l->n);
 	case JV_DICT:
 		if (in.sub != JV_NS)
 			return jv_int((int64_t)in.u.d->n);
-		/* fall through */
+		break;
 	default:
-		jr_fail(c, at, "object of type '%s' has no len()",
-			jv_type_name(in));
+		break;
 	}
+	jr_fail(c, at, "object of type '%s' has no len()", jv_type_name(in));
 }
 
 FILTER(default)
@@ -301,7 +309,7 @@ FILTER(reverse)
 	l = jv_list_new(c, at, src->n);
 	for (size_t i = src->n; i-- > 0;)
 		jv_list_push(c, at, l, src->v[i]);
-	return jv_list(l);
+	return jv_gen(l);
 }
 
 /* (key, value) tuples of a dict. */
@@ -329,7 +337,7 @@ FILTER(items)
 		return jv_list(jv_list_new(c, at, 0));
 	if (in.type != JV_DICT || in.sub == JV_NS)
 		jr_fail(c, at, "Can only get item pairs from a mapping.");
-	return jv_list(pairs(c, at, in.u.d));
+	return jv_gen(pairs(c, at, in.u.d));
 }
 
 /* An attribute path "a.b.0" looked up item-first, as make_attrgetter. */
@@ -449,7 +457,7 @@ FILTER(map)
 		}
 		jv_list_push(c, at, l, v);
 	}
-	return jv_list(l);
+	return jv_gen(l);
 }
 
 /* select/reject (ATTR false) and selectattr/rejectattr (ATTR true). */
@@ -475,7 +483,7 @@ static struct jv select_items(struct jctx *c, const struct jnode *at,
 		if (ok == keep)
 			jv_list_push(c, at, l, src->v[i]);
 	}
-	return jv_list(l);
+	return jv_gen(l);
 }
 
 FILTER(select) { return select_items(c, at, in, args, false, true); }
@@ -602,7 +610,7 @@ FILTER(unique)
 		jv_list_push(c, at, seen, k);
 		jv_list_push(c, at, l, src->v[i]);
 	}
-	return jv_list(l);
+	return jv_gen(l);
 }
 
 static struct jv min_max(struct jctx *c, const struct jnode *at, struct jv in,
@@ -705,6 +713,7 @@ FILTER(int)
 	double f;
 
 	jargs_bind(c, at, "int", args, names, a);
+	jr_defined(c, at, in); /* int(Undefined) fails in jinja2 */
 	if (in.type == JV_INT || in.type == JV_BOOL)
 		return jv_int(in.type == JV_BOOL ? in.u.b : in.u.i);
 	if (in.type == JV_FLOAT && isfinite(in.u.f) && fabs(in.u.f) < 9.2e18)
@@ -725,6 +734,7 @@ FILTER(float)
 	double f;
 
 	jargs_bind(c, at, "float", args, names, a);
+	jr_defined(c, at, in);
 	if (jv_is_number(in))
 		return jv_float(jv_as_double(in));
 	if (in.type == JV_STR && parse_float_text(in.u.s, &f))
@@ -805,7 +815,10 @@ FILTER(indent)
 	size_t i = 0, line = 0;
 
 	jargs_bind(c, at, "indent", args, names, a);
-	s = text(c, at, in);
+	if (in.type != JV_STR) /* jinja2 appends "\n" to its input */
+		jr_fail(c, at, "unsupported operand type(s) for +=: '%s' and "
+			       "'str'", jv_type_name(in));
+	s = in.u.s;
 	if (a[0].type == JV_STR) {
 		ind = a[0].u.s;
 	} else {

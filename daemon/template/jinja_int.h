@@ -86,13 +86,28 @@ enum jv_type {
 	JV_INT,
 	JV_FLOAT,
 	JV_STR,
-	JV_LIST, /* sub JV_TUPLE: a tuple (printed "(a, b)") */
+	JV_LIST, /* sub: enum jv_list_kind */
 	JV_DICT, /* sub JV_NS: a namespace() (attributes assignable) */
 	JV_FUNC,
 	JV_LOOP,
 };
 
-enum { JV_TUPLE = 1, JV_NS = 1, JV_MISSING = 1 /* UNDEF: arg not given */ };
+enum { JV_NS = 1, JV_MISSING = 1 /* UNDEF: arg not given */ };
+
+/* What a JV_LIST stands for in Python. Generators (what jinja2's map,
+ * select, unique, items and reverse filters return) are always true, have
+ * no length, cannot be indexed and print as an object; dict views (from
+ * d.keys(), d.values(), d.items()) have a length but cannot be indexed
+ * and print as "dict_keys([...])". */
+enum jv_list_kind {
+	JV_PLAIN,
+	JV_TUPLE,
+	JV_GEN,
+	JV_KEYS,
+	JV_VALUES,
+	JV_ITEMS,
+};
+
 
 struct jlist;
 struct jdict;
@@ -126,6 +141,18 @@ struct jdict {
 	uint32_t *idx;	/* slot -> entry + 1 (0: empty), or NULL */
 	size_t idx_cap; /* power of two */
 };
+
+/* What Python cannot hash (a dict key): lists, dicts and their views. */
+static inline bool jv_unhashable(struct jv v)
+{
+	return (v.type == JV_LIST && v.sub != JV_TUPLE) || v.type == JV_DICT;
+}
+
+/* A list or tuple proper: indexable, sliceable, addable. */
+static inline bool jv_is_seq(struct jv v)
+{
+	return v.type == JV_LIST && v.sub <= JV_TUPLE;
+}
 
 static inline struct jv jv_undef(const char *hint)
 {

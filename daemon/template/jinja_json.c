@@ -221,6 +221,10 @@ static void dump(struct dumper *d, struct jv v, int level)
 		put_string(d, v.u.s);
 		break;
 	case JV_LIST:
+		if (!jv_is_seq(v))
+			jr_fail(d->c, d->at,
+				"Object of type %s is not JSON serializable",
+				jv_type_name(v));
 		dump_list(d, v.u.l, level);
 		break;
 	case JV_DICT:

@@ -570,7 +570,7 @@ METHOD(items)
 						   .sub = JV_TUPLE,
 						   .u.l = kv});
 	}
-	return jv_list(l);
+	return (struct jv){.type = JV_LIST, .sub = JV_ITEMS, .u.l = l};
 }
 
 static struct jv dict_column(struct jctx *c, const struct jnode *at,
@@ -583,7 +583,8 @@ static struct jv dict_column(struct jctx *c, const struct jnode *at,
 	l = jv_list_new(c, at, self.u.d->n);
 	for (size_t i = 0; i < self.u.d->n; i++)
 		jv_list_push(c, at, l, keys ? self.u.d->k[i] : self.u.d->v[i]);
-	return jv_list(l);
+	return (struct jv){.type = JV_LIST, .sub = keys ? JV_KEYS : JV_VALUES,
+			   .u.l = l};
 }
 
 METHOD(keys) { return dict_column(c, at, self, args, true); }
@@ -662,9 +663,9 @@ static const struct method *find_method_def(struct jv obj, struct jstr name)
 
 	if (obj.type == JV_STR)
 		m = str_methods;
-	else if (obj.type == JV_LIST && obj.sub != JV_TUPLE)
+	else if (obj.type == JV_LIST && obj.sub == JV_PLAIN)
 		m = list_methods;
-	else if (obj.type == JV_LIST)
+	else if (obj.type == JV_LIST && obj.sub == JV_TUPLE)
 		m = tuple_methods;
 	else if (obj.type == JV_DICT && obj.sub != JV_NS)
 		m = dict_methods;

@@ -183,7 +183,7 @@ static struct jv concat(struct jctx *c, const struct jnode *at, struct jv a,
 
 static bool is_seq(struct jv v)
 {
-	return v.type == JV_STR || v.type == JV_LIST;
+	return v.type == JV_STR || jv_is_seq(v);
 }
 
 static bool is_intlike(struct jv v)
@@ -344,7 +344,9 @@ struct jstr jr_percent_format(struct jctx *c, const struct jnode *at,
 				sp.type ? sp.type : '?');
 		}
 	}
-	if (args.type == JV_LIST && args.sub == JV_TUPLE && k < args.u.l->n)
+	if ((args.type == JV_LIST && args.sub == JV_TUPLE && k < args.u.l->n) ||
+	    (!k && args.type != JV_DICT &&
+	     !(args.type == JV_LIST && args.sub == JV_TUPLE)))
 		jr_fail(c, at, "not all arguments converted during string "
 			       "formatting");
 	return jbuf_str(&b);

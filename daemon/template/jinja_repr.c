@@ -86,6 +86,17 @@ static void put_list(struct jctx *c, const struct jnode *at, struct jbuf *b,
 {
 	bool tuple = v.sub == JV_TUPLE;
 
+	if (v.sub == JV_GEN) {
+		jbuf_puts(c, at, b, "<generator object>");
+		return;
+	}
+	if (v.sub > JV_GEN) { /* a dict view: dict_keys([...]) */
+		jbuf_puts(c, at, b, jv_type_name(v));
+		jbuf_puts(c, at, b, "(");
+		put_list(c, at, b, jv_list(v.u.l), depth);
+		jbuf_puts(c, at, b, ")");
+		return;
+	}
 	jbuf_puts(c, at, b, tuple ? "(" : "[");
 	for (size_t i = 0; i < v.u.l->n; i++) {
 		if (i)

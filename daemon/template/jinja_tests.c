@@ -130,6 +130,8 @@ TEST(in)
 				"operand, not %s", jv_type_name(in));
 		return ju_find(box.u.s, in.u.s, 0) >= 0;
 	}
+	if (box.type == JV_DICT && jv_unhashable(in))
+		jr_fail(c, at, "unhashable type: '%s'", jv_type_name(in));
 	if (box.type == JV_DICT)
 		return jv_dict_get(box.u.d, in) != NULL;
 	l = jr_iter(c, at, box);

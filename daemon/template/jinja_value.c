@@ -130,6 +130,8 @@ static bool equal_at(struct jv a, struct jv b, int depth)
 	case JV_STR:
 		return jstr_same(a.u.s, b.u.s);
 	case JV_LIST:
+		if (a.sub == JV_GEN || b.sub == JV_GEN)
+			return a.u.l == b.u.l;
 		return a.sub == b.sub && list_equal(a.u.l, b.u.l, depth);
 	case JV_DICT:
 		if (a.sub == JV_NS || b.sub == JV_NS)
@@ -302,7 +304,7 @@ bool jv_truthy(struct jv v)
 	case JV_STR:
 		return v.u.s.n > 0;
 	case JV_LIST:
-		return v.u.l->n > 0;
+		return v.sub == JV_GEN || v.u.l->n > 0;
 	case JV_DICT:
 		return v.sub == JV_NS || v.u.d->n > 0;
 	default:
@@ -332,8 +334,14 @@ const char *jv_type_name(struct jv v)
 	    [JV_FUNC] = "function",   [JV_LOOP] = "LoopContext",
 	};
 
-	if (v.type == JV_LIST && v.sub == JV_TUPLE)
-		return "tuple";
+	static const char *const lists[] = {
+	    [JV_PLAIN] = "list",      [JV_TUPLE] = "tuple",
+	    [JV_GEN] = "generator",   [JV_KEYS] = "dict_keys",
+	    [JV_VALUES] = "dict_values", [JV_ITEMS] = "dict_items",
+	};
+
+	if (v.type == JV_LIST && v.sub < sizeof(lists) / sizeof(lists[0]))
+		return lists[v.sub];
 	if (v.type == JV_DICT && v.sub == JV_NS)
 		return "Namespace";
 	return names[v.type];
@@ -374,7 +382,7 @@ static int compare_at(struct jctx *c, const struct jnode *at, struct jv a,
 			return r < 0 ? -1 : 1;
 		return a.u.s.n < b.u.s.n ? -1 : a.u.s.n > b.u.s.n;
 	}
-	if (a.type == JV_LIST && b.type == JV_LIST && a.sub == b.sub)
+	if (jv_is_seq(a) && jv_is_seq(b) && a.sub == b.sub)
 		return list_compare(c, at, a.u.l, b.u.l, depth);
 	jr_fail(c, at, "'<' not supported between instances of '%s' and '%s'",
 		jv_type_name(a), jv_type_name(b));

@@ -377,6 +377,10 @@ static const struct render_case cases[] = {
 	 "{% set ns = namespace(last=-1) %}{% for m in messages[::-1] %}{% set i = (messages|length - 1) - loop.index0 %}{% if ns.last == -1 and m.role == 'user' %}{% set ns.last = i %}{% endif %}{% endfor %}{{ ns.last }}",
 	 NULL,
 	 "1"},
+	{"generators",
+	 "{{ 'yes' if messages|selectattr('role', 'equalto', 'nobody') else 'no' }}|{{ l|map('string')|list|length }}|{{ d.items() }}|{{ d.keys() }}|{{ d.values()|length }}|{{ l|select|first }}|{{ l|reverse|join }}|{{ (l|unique|list)[0] }}",
+	 NULL,
+	 "yes|3|dict_items([('b', 2), ('a', 1), ('c', None)])|dict_keys(['b', 'a', 'c'])|3|3|213|3"},
 	{"idiom_tool_args",
 	 "{% for tc in messages[2].tool_calls %}{% for k, v in tc.function.arguments|items %}<{{ k }}>{{ v|tojson if v is not string else v }}</{{ k }}>{% endfor %}{% endfor %}",
 	 NULL,
@@ -414,6 +418,10 @@ static const struct error_case errors[] = {
 	{"e_range_big", "{{ range(1000000)|length }}", O1_JINJA_ERR_RUNTIME, 1, 9, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000)."},
 	{"e_tojson_undefined", "{{ nosuch|tojson }}", O1_JINJA_ERR_RUNTIME, 1, 11, "Object of type Undefined is not JSON serializable"},
 	{"e_ns_assign", "{% set n.x = 1 %}", O1_JINJA_ERR_RUNTIME, 1, 9, "cannot assign attribute on non-namespace object"},
+	{"e_generator_len", "{{ l|select|length }}", O1_JINJA_ERR_RUNTIME, 1, 13, "object of type 'generator' has no len()"},
+	{"e_format_args", "{{ '' % 'x' }}", O1_JINJA_ERR_RUNTIME, 1, 7, "not all arguments converted during string formatting"},
+	{"e_unhashable", "{{ l[1:] in d }}", O1_JINJA_ERR_RUNTIME, 1, 4, "unhashable type: 'list'"},
+	{"e_undefined_int", "{{ nosuch|int }}", O1_JINJA_ERR_RUNTIME, 1, 11, "'nosuch' is undefined"},
 	{"e_unpack", "{% set a, b = [1, 2, 3] %}", O1_JINJA_ERR_RUNTIME, 1, 8, "too many values to unpack (expected 2)"},
 };
 
