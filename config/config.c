@@ -101,6 +101,7 @@ static const struct key keys[] = {
 	U32(model, max_context_tokens, 0, 16777216, 0, "0"),
 	ENUM(model, dtype, dtypes, "auto"),
 	ENUM(model, dequantize, dequantize_modes, "none"),
+	STR(model, chat_template, F_ABSOLUTE, ""),
 	{"backend", "device", T_DEVICE, OFF(backend.device), 0, 0, 63, 0, 0,
 	 NULL, 0, "auto"},
 	U32(backend, threads, 0, 1024, 0, "0"),

@@ -81,6 +81,9 @@ struct o1_config {
 		uint32_t max_context_tokens;   /* 0 = the model's own */
 		enum o1_config_dtype dtype;    /* working weight type */
 		enum o1_config_dequantize dequantize;
+		/* a .jinja file rendering chats instead of the model's own
+		 * template; "" = the model's */
+		char chat_template[O1_CONFIG_PATH_MAX];
 	} model;
 	struct {
 		struct o1_config_device device;
