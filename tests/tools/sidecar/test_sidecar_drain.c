@@ -84,8 +84,8 @@ static int active_now(void)
 	int fd, n;
 
 	assert_int_equal(o1_admin_connect(sock, &fd), 0);
-	assert_true(o1_admin_call(fd, "{\"op\":\"status\"}", buf,
-				  sizeof(buf)) > 0);
+	assert_true(o1_admin_call(fd, "{\"op\":\"status\"}", buf, sizeof(buf)) >
+		    0);
 	close(fd);
 	j = cJSON_Parse(buf);
 	assert_non_null(j);
