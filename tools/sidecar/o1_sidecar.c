@@ -21,9 +21,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/config.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "config/config.h"
 #include "metrics/metrics_map.h"
 #include "metrics/metrics_writer.h"
 #include "sidecar_backend.h"
