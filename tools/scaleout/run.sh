@@ -125,7 +125,11 @@ ready_since() {
   [ "${n:-0}" -gt "${seen[$1]:-0}" ] || return 1
   seen[$1]=$n
 }
-exited() { [ ! -d /proc/$1 ] || [ "$(awk '{print $3}' /proc/$1/stat)" = Z ]; }
+exited() { # PID: gone or a zombie
+  local st
+  st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 0
+  [ "$st" = Z ]
+}
 
 # ---- hosts
 "$o1model" make --preset demo --out "$work/demo.gguf" >"$work/o1model.log" 2>&1 ||
@@ -280,7 +284,11 @@ wait_for 60 "HAProxy sees host$k UP again" lb_state "host$k" UP
 # ---- drain: host 2's sidecar gets SIGTERM (it drains), then its o1d
 cat >"$work/drain.sh" <<EOF
 #!/usr/bin/env bash
-exited() { [ ! -d /proc/\$1 ] || [ "\$(awk '{print \$3}' /proc/\$1/stat)" = Z ]; }
+exited() {
+  local st
+  st=\$(awk '{ print \$3 }' "/proc/\$1/stat" 2>/dev/null) || return 0
+  [ "\$st" = Z ]
+}
 kill -TERM ${sidecar_pid[2]}
 until exited ${sidecar_pid[2]}; do sleep 0.05; done
 kill -TERM ${o1d_pid[2]}
