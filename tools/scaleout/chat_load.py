@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A multi-turn chat workload for o1-sidecar, alone or behind a balancer.
 
-Each user holds one conversation: a system prompt, then TURNS user
-messages; every turn re-sends the whole conversation so far (with the
+Each user holds one conversation: a system prompt (the same for all users
+of a --tag), then TURNS user messages, the first naming the conversation
+(so conversations share the system prompt's prefix and nothing more); every turn re-sends the whole conversation so far (with the
 answers the server streamed) to /v1/chat/completions with stream=true,
 the OpenAI body's "user" field set to the conversation (and the
 X-Conversation-Id header with --header). USERS threads run at once.
@@ -209,9 +210,10 @@ def conversation(load, name, system):
     a = load.a
     messages = [{"role": "system", "content": system}]
     for turn in range(a.turns):
-        messages.append({"role": "user",
-                         "content": SENTENCES[(zlib.crc32(name.encode()) +
-                                               turn) % len(SENTENCES)]})
+        text = SENTENCES[(zlib.crc32(name.encode()) + turn) % len(SENTENCES)]
+        if turn == 0:  # no two conversations share more than the system
+            text = "This is %s. %s" % (name, text)
+        messages.append({"role": "user", "content": text})
         for _ in range(a.retries + 1):
             res = send(a.url, name, turn, messages, a)
             load.record(res)
