@@ -25,8 +25,8 @@
 #     prefix-cache hit tokens (hit pages x kv.page_tokens) over prompt
 #     tokens, from each host's `o1ctl stats` before and after the phase
 #   failover_errors=  failed requests sent more than one health-check
-#     interval (1 s) after the kill; failover_window_ms= kill to HAProxy
-#     marking the host DOWN; failover_cut= the streams the kill cut;
+#     interval (1 s) after the kill; failover_window_ms= the kill (the
+#     kill command's return) to HAProxy marking the host DOWN; failover_cut= the streams the kill cut;
 #     failover_o1d_errors= and failover_o1d_window_ms= the same when o1d
 #     alone dies
 #   drain_errors=     failed requests of the drain phase
@@ -261,7 +261,7 @@ import json, sys
 tag = sys.argv[1]
 s = json.load(open(sys.argv[2]))
 ev = [json.loads(l) for l in open(sys.argv[3])]
-t0 = s["action_start"]
+t0 = s["action_end"]  # the kill command returned: the signal is sent
 late = [e for e in ev if not e["ok"] and e["t_send"] > t0 + 1.0]
 cut = [e for e in ev if not e["ok"] and e["t_send"] <= t0 + 1.0]
 window = "nan" if s["down_at"] is None else "%.0f" % ((s["down_at"] - t0) * 1000)
