@@ -150,6 +150,8 @@ struct o1_config {
 		uint32_t max_concurrent; /* generations at once; more: 429 */
 		uint32_t request_timeout_ms; /* whole request; then cancelled */
 		uint32_t idle_timeout_s;     /* idle HTTP connection */
+		uint32_t drain_delay_ms;   /* SIGTERM: still accepting */
+		uint32_t drain_timeout_ms; /* then: for requests in flight */
 	} sidecar;
 	struct {
 		double success_rate;	    /* finished requests that succeed */
