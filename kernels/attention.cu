@@ -109,23 +109,60 @@ static __device__ float warp_sum(float v)
 	return v;
 }
 
-/* Copies positions [t0, t0 + n) of kv head KVH into ks (n, D/2 + 1 words,
- * padded against bank conflicts) and vs (n, D/2 words). */
-static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
-				 const __nv_bfloat16 *kc,
-				 const __nv_bfloat16 *vc, const uint32_t *table,
+/* Elements (K and V words) of a tile a thread loads before it stores any:
+ * the whole tile at D = 64 with four warps. */
+#define ATT_LOADS 8
+
+/* Element offsets of positions [t0, t0 + n) of kv head KVH (one per
+ * position, from the block table) into off, by the first N threads; the
+ * caller syncs before they are used. */
+static __device__ void tile_rows(uint64_t *off, const uint32_t *table,
 				 const att_dev &a, uint32_t kvh, uint32_t t0,
 				 uint32_t n)
 {
-	uint32_t w = a.d / 2;
+	uint32_t pos = t0 + threadIdx.x;
 
-	for (uint32_t e = threadIdx.x; e < n * w; e += blockDim.x) {
-		uint32_t jj = e / w, c = e % w, pos = t0 + jj;
-		size_t base = table[pos / a.p] * a.page_stride +
-			      ((size_t)kvh * a.p + pos % a.p) * a.d;
+	if (threadIdx.x < n)
+		off[threadIdx.x] = table[pos / a.p] * a.page_stride +
+				   ((uint64_t)kvh * a.p + pos % a.p) * a.d;
+}
 
-		ks[jj * (w + 1) + c] = ((const __nv_bfloat162 *)(kc + base))[c];
-		vs[jj * w + c] = ((const __nv_bfloat162 *)(vc + base))[c];
+/* Copies the tile's K into ks (n, D/2 + 1 words, padded against bank
+ * conflicts) and V into vs (n, D/2 words), rows at OFF: each thread issues
+ * up to ATT_LOADS K and V loads, then stores them (independent loads in
+ * flight, not one position's chain at a time). */
+static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
+				 const __nv_bfloat16 *kc,
+				 const __nv_bfloat16 *vc, const uint64_t *off,
+				 const att_dev &a, uint32_t n)
+{
+	uint32_t w = a.d / 2, words = n * w;
+
+	for (uint32_t e = threadIdx.x; e < words;
+	     e += ATT_LOADS * blockDim.x) {
+		__nv_bfloat162 kw[ATT_LOADS], vw[ATT_LOADS];
+
+#pragma unroll
+		for (int i = 0; i < ATT_LOADS; i++) {
+			uint32_t f = e + i * blockDim.x, jj = f / w;
+
+			if (f < words) {
+				const __nv_bfloat162 *kr, *vr;
+
+				kr = (const __nv_bfloat162 *)(kc + off[jj]);
+				vr = (const __nv_bfloat162 *)(vc + off[jj]);
+				kw[i] = kr[f % w], vw[i] = vr[f % w];
+			}
+		}
+#pragma unroll
+		for (int i = 0; i < ATT_LOADS; i++) {
+			uint32_t f = e + i * blockDim.x, jj = f / w;
+
+			if (f < words) {
+				ks[jj * (w + 1) + f % w] = kw[i];
+				vs[jj * w + f % w] = vw[i];
+			}
+		}
 	}
 }
 
@@ -260,11 +297,12 @@ static __global__ void attend(__nv_bfloat16 *out, float *scratch,
 			      const float *q, const __nv_bfloat16 *kc,
 			      const __nv_bfloat16 *vc, att_dev a)
 {
-	extern __shared__ float smem[];
+	extern __shared__ __align__(16) float smem[];
 	uint32_t row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
 	uint32_t g = a.hq / a.hkv, warp = threadIdx.x / 32, w = a.d / 2;
 	uint32_t s, pos, chunk, j0, j1;
-	float *qs = smem;
+	uint64_t *off = (uint64_t *)smem;
+	float *qs = (float *)(off + ATT_TILE);
 	__nv_bfloat162 *ks = (__nv_bfloat162 *)(qs + g * a.d);
 	__nv_bfloat162 *vs = ks + ATT_TILE * (w + 1);
 	uint32_t *last = (uint32_t *)(vs + ATT_TILE * w);
@@ -284,8 +322,10 @@ static __global__ void attend(__nv_bfloat16 *out, float *scratch,
 		uint32_t n = min(ATT_TILE, j1 - t0);
 
 		__syncthreads();
-		load_tile(ks, vs, kc, vc, a.tables + (size_t)s * a.max_blocks,
-			  a, kvh, t0, n);
+		tile_rows(off, a.tables + (size_t)s * a.max_blocks, a, kvh, t0,
+			  n);
+		__syncthreads();
+		load_tile(ks, vs, kc, vc, off, a, n);
 		__syncthreads();
 		attend_tile(st, qs + warp * a.d, ks, (__nv_bfloat16 *)vs, a, n);
 	}
@@ -350,7 +390,7 @@ static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
 		  float *scratch, bool pdl, cudaStream_t stream)
 {
 	uint32_t g = a.hq / a.hkv;
-	size_t smem = g * a.d * sizeof(float) +
+	size_t smem = ATT_TILE * sizeof(uint64_t) + g * a.d * sizeof(float) +
 		      ATT_TILE * (a.d + 2 + a.d) * sizeof(__nv_bfloat16) +
 		      sizeof(uint32_t);
 	int err = 0;

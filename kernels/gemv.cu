@@ -25,11 +25,13 @@
  * allocation (each byte is read once; L1 keeps the input rows).
  *
  * Variants (one kernel template; kernels_cuda.h has the contracts). The
- * input is bf16 rows (IN_BF16, read through L1), or the RMSNorm of f32
- * rows (IN_NORM, optionally gathered through a row list): each block
- * normalizes the M rows into shared memory as bf16 first, with
- * rms_reduce.h's arithmetic, so they are o1_rmsnorm_cuda's output bit for
- * bit. The output is stored (OUT_STORE), added to y (OUT_ADD: the residual
+ * input is bf16 rows, copied into shared memory by each block first
+ * (IN_STAGED) or, when M K bf16 exceed GEMV_STAGE_BYTES, read through L1
+ * (IN_BF16), or the RMSNorm of f32 rows (IN_NORM, optionally gathered
+ * through a row list): each block normalizes the M rows into shared
+ * memory as bf16 first, with rms_reduce.h's arithmetic, so they are
+ * o1_rmsnorm_cuda's output bit for bit. Where the input comes from changes
+ * no bit. The output is stored (OUT_STORE), added to y (OUT_ADD: the residual
  * stream; each element belongs to one lane), or computed from a pair of
  * columns: bf16(silu(gate) * up) as swiglu.cu computes it (OUT_SWIGLU:
  * gate row j and up row N + j), or the QKV epilogue of rope.cu's
@@ -64,40 +66,42 @@ extern "C" {
 
 #define GEMV_WARPS   8 /* warps per block */
 #define GEMV_THREADS (GEMV_WARPS * 32)
-/* Blocks per multiprocessor: two (57-92 registers a thread at one input
- * row), leaving room for a block of the next kernel, which loads its first
- * weights while this one runs (PDL). */
+/* Blocks per multiprocessor: two, at most 128 registers a thread (the
+ * launch bounds), so both fit the register file. */
 #define GEMV_BPS     2
 #define GEMV_DEVICES 64 /* multiprocessor counts cached per device */
 
-enum { IN_BF16, IN_NORM };
+/* Staged bf16 input rows at most (shared memory per block). */
+#define GEMV_STAGE_BYTES (64u << 10)
+
+enum { IN_BF16, IN_STAGED, IN_NORM };
 enum { OUT_STORE, OUT_ADD, OUT_SWIGLU, OUT_ROPE };
 
 /* OUT_ROPE's operands (kernels_cuda.h's struct o1_rope_kv_args). */
 struct gemv_rope {
-	float *q;		    /* (M,Hq,D) */
-	__nv_bfloat16 *kc, *vc;	    /* (pages,Hkv,P,D) */
-	const float *bias;	    /* ((Hq + 2 Hkv) D) or NULL */
-	const int32_t *pos;	    /* (M) */
-	const uint32_t *slots;	    /* (M): page * P + slot */
-	const float *inv_freq;	    /* (half) */
-	float scale;		    /* on cos/sin */
+	float *q;		      /* (M,Hq,D) */
+	__nv_bfloat16 *kc, *vc;	      /* (pages,Hkv,P,D) */
+	const float *bias;	      /* ((Hq + 2 Hkv) D) or NULL */
+	const int32_t *pos;	      /* (M) */
+	const uint32_t *slots;	      /* (M): page * P + slot */
+	const float *inv_freq;	      /* (half) */
+	float scale;		      /* on cos/sin */
 	uint32_t hq, hkv, d, half, p; /* heads, head dim, rot_dim / 2, P */
-	uint64_t page_stride;	    /* elements */
+	uint64_t page_stride;	      /* elements */
 };
 
 struct gemv_args {
-	float *y;	       /* OUT_STORE (M,N); OUT_ADD (M,N), added to */
-	__nv_bfloat16 *act;    /* OUT_SWIGLU (M,N) */
-	const uint4 *x;	       /* IN_BF16 (M,K) bf16, 8 a piece */
-	const float *xf;       /* IN_NORM (.,K) f32 */
-	const uint32_t *rows;  /* IN_NORM: input row i is xf row rows[i] */
-	const float *nw;       /* IN_NORM (K) f32: the norm's weight */
-	const uint4 *w;	       /* (N,K); OUT_SWIGLU (2N,K): gate, then up */
-	uint32_t n, k8;	       /* output columns; K / 8 */
+	float *y;		/* OUT_STORE (M,N); OUT_ADD (M,N), added to */
+	__nv_bfloat16 *act;	/* OUT_SWIGLU (M,N) */
+	const uint4 *x;		/* IN_BF16, IN_STAGED (M,K) bf16, 8 a piece */
+	const float *xf;	/* IN_NORM (.,K) f32 */
+	const uint32_t *rows;	/* IN_NORM: input row i is xf row rows[i] */
+	const float *nw;	/* IN_NORM (K) f32: the norm's weight */
+	const uint4 *w;		/* (N,K); OUT_SWIGLU (2N,K): gate, then up */
+	uint32_t n, k8;		/* output columns; K / 8 */
 	uint32_t units, stride; /* work units; warps in the grid */
-	float eps;	       /* IN_NORM */
-	gemv_rope r;	       /* OUT_ROPE */
+	float eps;		/* IN_NORM */
+	gemv_rope r;		/* OUT_ROPE */
 };
 
 /* Weight rows a work unit reads: two for the paired outputs. */
@@ -106,12 +110,18 @@ template <int OUT> static __host__ __device__ constexpr int rows_of()
 	return OUT == OUT_SWIGLU || OUT == OUT_ROPE ? 2 : 1;
 }
 
-/* Pieces per lane and weight row in one batch: 8 (128 bytes in flight
- * per lane) for one weight row, 4 per row for two; half as many for 3 or 4
- * input rows (their pieces need registers too). */
+/* Pieces per lane and weight row in one batch: 16 (256 bytes in flight
+ * per lane) for one weight row, 8 per row for two (4 for OUT_ROPE, whose
+ * epilogue needs the registers); half as many for 3 or 4 input rows
+ * (their pieces need registers too). bench_gemv on the H200 (2026-12-01):
+ * against 8 and 4, the presets' products at one input row took 2-24% less
+ * time (the most for K = 4096, whose rows one batch then covers). */
 template <int M, int OUT> static __host__ __device__ constexpr int batch_of()
 {
-	return (rows_of<OUT>() == 2 ? 4 : 8) / (M > 2 ? 2 : 1);
+	return (OUT == OUT_ROPE	      ? 4
+		: rows_of<OUT>() == 2 ? 8
+				      : 16) /
+	       (M > 2 ? 2 : 1);
 }
 
 /* The block's dynamic shared memory (IN_NORM: partial sums, then the
@@ -122,13 +132,16 @@ static __device__ unsigned char *dyn_smem(void)
 	return smem;
 }
 
-/* A weight piece: read once, so not kept in L1. */
+/* A weight piece: read once, so not kept in L1. Volatile, so the
+ * compiler keeps the loads where they are written: issued before the
+ * warp's sums and stores of the previous unit, not sunk to their use. */
 static __device__ uint4 ldw(const uint4 *p)
 {
 #ifdef __CUDA_ARCH__
 	uint4 v;
 
-	asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	asm volatile(
+	    "ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
 	    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
 	    : "l"(p));
 	return v;
@@ -206,15 +219,26 @@ static __device__ void stage_norm(const gemv_args &a, unsigned char *sm)
 	__syncthreads();
 }
 
-/* Piece C of input row I: global (IN_BF16) or staged (IN_NORM). */
+/* IN_STAGED: the M rows of x copied into shared memory as norm rows are. */
+template <int M>
+static __device__ void stage_x(const gemv_args &a, unsigned char *sm)
+{
+	uint4 *xs = (uint4 *)(sm + norm_rows_off(M));
+
+	for (uint32_t c = threadIdx.x; c < M * a.k8; c += GEMV_THREADS)
+		xs[c] = a.x[c];
+	__syncthreads();
+}
+
+/* Piece C of input row I: global (IN_BF16) or staged (IN_STAGED,
+ * IN_NORM). */
 template <int M, int IN>
 static __device__ uint4 x_piece(const gemv_args &a, const unsigned char *sm,
 				int i, uint32_t c)
 {
-	if constexpr (IN == IN_NORM)
-		return ((const uint4 *)(sm + norm_rows_off(M)))[(size_t)i *
-								     a.k8 +
-								 c];
+	if constexpr (IN != IN_BF16)
+		return ((const uint4 *)(sm + norm_rows_off(
+						 M)))[(size_t)i * a.k8 + c];
 	else
 		return __ldg(a.x + (size_t)i * a.k8 + c);
 }
@@ -350,9 +374,9 @@ static __device__ void rope_out(const gemv_args &a, uint32_t m,
 	} else {
 		bool k = head < g.hq + g.hkv;
 		uint32_t kvh = (head - g.hq) % g.hkv, slot = g.slots[m];
-		__nv_bfloat16 *c =
-		    (k ? g.kc : g.vc) + (slot / g.p) * g.page_stride +
-		    ((size_t)kvh * g.p + slot % g.p) * g.d;
+		__nv_bfloat16 *c = (k ? g.kc : g.vc) +
+				   (slot / g.p) * g.page_stride +
+				   ((size_t)kvh * g.p + slot % g.p) * g.d;
 
 		c[d0] = __float2bfloat16_rn(v0);
 		c[d1] = __float2bfloat16_rn(v1);
@@ -362,10 +386,9 @@ static __device__ void rope_out(const gemv_args &a, uint32_t m,
 /* The finished unit U (weight rows ROW), every lane holding the sums:
  * lane m writes input row m's outputs. */
 template <int M, int OUT>
-static __device__ void epilogue(const gemv_args &a, uint32_t u,
-				const uint32_t (&row)[rows_of<OUT>()],
-				const float (&acc)[rows_of<OUT>()][M],
-				uint32_t lane)
+static __device__ void
+epilogue(const gemv_args &a, uint32_t u, const uint32_t (&row)[rows_of<OUT>()],
+	 const float (&acc)[rows_of<OUT>()][M], uint32_t lane)
 {
 #pragma unroll
 	for (int m = 0; m < M; m++) {
@@ -407,9 +430,11 @@ template <int M, int R> static __device__ void zero(float (&acc)[R][M])
 
 /* Grid: blocks of GEMV_WARPS warps, warp w of block b starting at unit
  * b GEMV_WARPS + w and striding by the grid's warps (see the top).
- * Shared (IN_NORM): partial sums, then the normalized input, M K bf16. */
+ * Shared (IN_NORM, IN_STAGED): partial sums (IN_NORM), then the input,
+ * M K bf16. */
 template <int M, int IN, int OUT, int P>
-static __global__ void __launch_bounds__(GEMV_THREADS) gemv(gemv_args a)
+static __global__ void __launch_bounds__(GEMV_THREADS, GEMV_BPS)
+    gemv(gemv_args a)
 {
 	constexpr int R = rows_of<OUT>();
 	uint32_t lane = threadIdx.x % 32, b = 0;
@@ -428,6 +453,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS) gemv(gemv_args a)
 	o1_pdl_trigger();
 	if constexpr (IN == IN_NORM)
 		stage_norm<M>(a, sm);
+	else if constexpr (IN == IN_STAGED)
+		stage_x<M>(a, sm);
 	zero<M, R>(acc);
 	while (u < a.units) {
 		uint32_t nu = b + 1 < nb ? u : u + a.stride;
@@ -465,8 +492,9 @@ static uint32_t sm_count(void)
 		return 132;
 	}
 	n = cached[dev].load(std::memory_order_relaxed);
-	if (!n && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount,
-					 dev) == cudaSuccess &&
+	if (!n &&
+	    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) ==
+		cudaSuccess &&
 	    n > 0)
 		cached[dev].store(n, std::memory_order_relaxed);
 	if (n <= 0) {
@@ -492,7 +520,7 @@ template <int M, int IN, int OUT, int P>
 static int launch(gemv_args a, uint32_t bps, bool pdl, cudaStream_t stream)
 {
 	void (*k)(gemv_args) = gemv<M, IN, OUT, P>;
-	size_t smem = IN == IN_NORM ? norm_smem(M, a.k8) : 0;
+	size_t smem = IN != IN_BF16 ? norm_smem(M, a.k8) : 0;
 	uint32_t blocks = grid_for(a, bps);
 	int err = 0;
 
@@ -500,8 +528,8 @@ static int launch(gemv_args a, uint32_t bps, bool pdl, cudaStream_t stream)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	return err ? err
-		   : O1_CUDA_LAUNCH("gemv", k, dim3(blocks),
-				    dim3(GEMV_THREADS), smem, stream, pdl, a);
+		   : O1_CUDA_LAUNCH("gemv", k, dim3(blocks), dim3(GEMV_THREADS),
+				    smem, stream, pdl, a);
 }
 
 /* The instance for M rows (1 .. O1_GEMV_MAX_ROWS, checked). */
@@ -512,16 +540,16 @@ static int launch_rows(const gemv_args &a, uint32_t m, bool pdl,
 	switch (m) {
 	case 1:
 		return launch<1, IN, OUT, batch_of<1, OUT>()>(a, GEMV_BPS, pdl,
-							     stream);
+							      stream);
 	case 2:
 		return launch<2, IN, OUT, batch_of<2, OUT>()>(a, GEMV_BPS, pdl,
-							     stream);
+							      stream);
 	case 3:
 		return launch<3, IN, OUT, batch_of<3, OUT>()>(a, GEMV_BPS, pdl,
-							     stream);
+							      stream);
 	default:
 		return launch<4, IN, OUT, batch_of<4, OUT>()>(a, GEMV_BPS, pdl,
-							     stream);
+							      stream);
 	}
 }
 
@@ -551,6 +579,12 @@ static int check_norm(const char *what, const float *nw, uint32_t k, float eps)
 	return -EINVAL;
 }
 
+/* Whether M bf16 input rows of K are copied to shared memory first. */
+static bool staged(uint32_t m, uint32_t k)
+{
+	return (uint64_t)m * k * 2 <= GEMV_STAGE_BYTES;
+}
+
 /* Arguments with everything but the variant's own fields. */
 static gemv_args args(const uint16_t *x, const float *xf, const float *nw,
 		      float eps, const uint16_t *w, uint32_t n, uint32_t k)
@@ -570,7 +604,11 @@ extern "C" int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
 	int err = check("gemv", y, x, w, m, n, k);
 
 	a.y = y;
-	return err ? err : launch_rows<IN_BF16, OUT_STORE>(a, m, pdl, stream);
+	if (err)
+		return err;
+	return staged(m, k)
+		   ? launch_rows<IN_STAGED, OUT_STORE>(a, m, pdl, stream)
+		   : launch_rows<IN_BF16, OUT_STORE>(a, m, pdl, stream);
 }
 
 extern "C" int o1_gemv_add_bf16_cuda(float *y, const uint16_t *x,
@@ -581,7 +619,10 @@ extern "C" int o1_gemv_add_bf16_cuda(float *y, const uint16_t *x,
 	int err = check("gemv_add", y, x, w, m, n, k);
 
 	a.y = y;
-	return err ? err : launch_rows<IN_BF16, OUT_ADD>(a, m, pdl, stream);
+	if (err)
+		return err;
+	return staged(m, k) ? launch_rows<IN_STAGED, OUT_ADD>(a, m, pdl, stream)
+			    : launch_rows<IN_BF16, OUT_ADD>(a, m, pdl, stream);
 }
 
 extern "C" int o1_gemv_norm_bf16_cuda(float *y, const float *x,

@@ -6,8 +6,9 @@
  * - test_products: o1_gemv_bf16_cuda for M = 1 .. 4 against a double
  *   product of the same bf16 values, within 1e-5 of the sum of |products|
  *   (f32 accumulation of up to 16384 terms); shapes with a partial batch
- *   of pieces (K = 896, 264, 4864), whole batches (2048, 8192), and more
- *   columns than the grid has warps (the warps stride). Row 0 of every M
+ *   of pieces (K = 896, 264, 4864, 14336), whole batches (2048, 8192),
+ *   more columns than the grid has warps (the warps stride), and input rows
+ *   staged in shared memory or not (K = 14336 from M = 3). Row 0 of every M
  *   equals the M = 1 result bit for bit (a row ignores the others), and
  *   o1_gemv_add_bf16_cuda gives y + the product, the f32 sum of the two.
  * - test_norm_rows: o1_gemv_norm_rows_bf16_cuda over a row list is
@@ -125,6 +126,7 @@ static void test_products(void **state)
 	check_products(129, 4864);
 	check_products(40, 8192);
 	check_products(5000, 264);
+	check_products(24, 14336); /* input rows staged up to M = 2 */
 }
 
 /* M rows of K f32 (of ROWS_IN rows on the device), a norm weight and a

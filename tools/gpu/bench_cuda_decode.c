@@ -314,10 +314,12 @@ static int step(struct bench_run *r, uint32_t first, uint32_t k, uint32_t pos,
 			      .samples = r->device_sample ? r->res : NULL});
 	if (err || k > 1)
 		return err;
-	if (r->device_sample)
+	if (r->device_sample) {
 		best = (uint32_t)r->res[0].id;
-	for (uint32_t i = 1; !r->device_sample && i < r->vocab; i++)
-		best = r->logits[i] > r->logits[best] ? i : best;
+	} else {
+		for (uint32_t i = 1; i < r->vocab; i++)
+			best = r->logits[i] > r->logits[best] ? i : best;
+	}
 	r->ids[(size_t)first * r->total + pos + n] = (int32_t)best;
 	return 0;
 }

@@ -8,7 +8,7 @@
  * For each product of qwen2.5-0.5b, llama3.2-1b and llama3-8b (QKV over
  * the RMSNorm, x += O, SwiGLU over the RMSNorm of the gate/up product,
  * x += down, LM head over the RMSNorm: the variants the CUDA backend
- * runs), each launch setup (blocks per multiprocessor 1 to 4; pieces per
+ * runs, but for the QKV product's RoPE epilogue), each launch setup (blocks per multiprocessor 1 to 4; pieces per
  * lane and row in a batch: 4, 8, 16, halved for the paired SwiGLU rows)
  * and PDL off and on: the time per product from a CUDA graph of ITERS
  * launches back to back (default 20), each over its own copy of the
@@ -109,7 +109,10 @@ static int launch_p(const shape &s, const bufs &b, uint32_t c, const setup &u,
 		return launch<1, IN_NORM, OUT_STORE, P>(a, u.bps, u.pdl, st);
 	case K_O:
 	case K_DOWN:
-		return launch<1, IN_BF16, OUT_ADD, P>(a, u.bps, u.pdl, st);
+		return staged(1, s.k)
+			   ? launch<1, IN_STAGED, OUT_ADD, P>(a, u.bps, u.pdl,
+							      st)
+			   : launch<1, IN_BF16, OUT_ADD, P>(a, u.bps, u.pdl, st);
 	default:
 		return launch<1, IN_NORM, OUT_SWIGLU, P / 2>(a, u.bps, u.pdl,
 							     st);
@@ -215,7 +218,7 @@ static void close_bufs(bufs &b)
 /* The default setup: what the backend launches. */
 static setup default_setup(void)
 {
-	return setup{GEMV_BPS, 8, true};
+	return setup{GEMV_BPS, batch_of<1, OUT_STORE>(), true};
 }
 
 int main(int argc, char **argv)
