@@ -138,8 +138,7 @@ static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
 {
 	uint32_t w = a.d / 2, words = n * w;
 
-	for (uint32_t e = threadIdx.x; e < words;
-	     e += ATT_LOADS * blockDim.x) {
+	for (uint32_t e = threadIdx.x; e < words; e += ATT_LOADS * blockDim.x) {
 		__nv_bfloat162 kw[ATT_LOADS], vw[ATT_LOADS];
 
 #pragma unroll
@@ -287,7 +286,8 @@ static __device__ void merge_if_last(__nv_bfloat16 *out, const float *scratch,
 	if (!*last)
 		return;
 	__threadfence(); /* the other blocks' partials, after the ticket */
-	merge_head(out, scratch, a, row, kvh * (a.hq / a.hkv) + threadIdx.x / 32);
+	merge_head(out, scratch, a, row,
+		   kvh * (a.hq / a.hkv) + threadIdx.x / 32);
 }
 
 /* out (T,Hq,D) bf16 or scratch partials; q (T,Hq,D) f32; k/v caches
@@ -402,8 +402,8 @@ static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
 	if (err)
 		return err;
 	return O1_CUDA_LAUNCH("attention", attend,
-			      dim3(rows, a.hkv, a.n_splits), dim3(g * 32),
-			      smem, stream, pdl, out, scratch, q, kc, vc, a);
+			      dim3(rows, a.hkv, a.n_splits), dim3(g * 32), smem,
+			      stream, pdl, out, scratch, q, kc, vc, a);
 }
 
 /* The row kernel for the rows of sequences with fewer than SKIP_NEW new

@@ -388,7 +388,7 @@ static __device__ void rope_out(const gemv_args &a, uint32_t m,
 template <int M, int OUT>
 static __device__ void
 epilogue(const gemv_args &a, uint32_t u, const uint32_t (&row)[rows_of<OUT>()],
-	 const float (&acc)[rows_of<OUT>()][M], uint32_t lane)
+	 const float (&acc)[rows_of<OUT>()][M], float y_old, uint32_t lane)
 {
 #pragma unroll
 	for (int m = 0; m < M; m++) {
@@ -399,7 +399,7 @@ epilogue(const gemv_args &a, uint32_t u, const uint32_t (&row)[rows_of<OUT>()],
 		if constexpr (OUT == OUT_STORE)
 			a.y[at] = acc[0][m];
 		else if constexpr (OUT == OUT_ADD)
-			a.y[at] = a.y[at] + acc[0][m];
+			a.y[at] = y_old + acc[0][m];
 		else if constexpr (OUT == OUT_SWIGLU)
 			a.act[at] = silu_mul(acc[0][m], acc[1][m]);
 		else
@@ -443,7 +443,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, GEMV_BPS)
 	unsigned char *sm = dyn_smem();
 	uint32_t row[R];
 	uint4 wv[R][P];
-	float acc[R][M];
+	float acc[R][M], y_old = 0.0f;
 
 	if (u < a.units) {
 		unit_rows<OUT>(a, u, row);
@@ -460,6 +460,10 @@ static __global__ void __launch_bounds__(GEMV_THREADS, GEMV_BPS)
 		uint32_t nu = b + 1 < nb ? u : u + a.stride;
 		uint32_t nbt = b + 1 < nb ? b + 1 : 0, nrow[R];
 
+		/* OUT_ADD: lane m reads y[m][u] when the unit starts, so the
+		 * read is done by the time the sum is added to it */
+		if (OUT == OUT_ADD && b == 0 && lane < M)
+			y_old = a.y[(size_t)lane * a.n + u];
 		fma_batch<M, R, P, IN>(acc, wv, a, sm, b, lane);
 #pragma unroll
 		for (int r = 0; r < R; r++)
@@ -470,7 +474,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, GEMV_BPS)
 			load_batch<R, P>(wv, a, nrow, nbt, lane);
 		if (nu != u) {
 			warp_sums<M, R>(acc);
-			epilogue<M, OUT>(a, u, row, acc, lane);
+			epilogue<M, OUT>(a, u, row, acc, y_old, lane);
 			zero<M, R>(acc);
 		}
 #pragma unroll
