@@ -119,8 +119,8 @@ float *kct_host_bf16(const void *d, size_t n)
 	return f;
 }
 
-void kct_check_close(const char *what, const float *g, const float *c,
-		     size_t n, double rel, double abs)
+void kct_check_close(const char *what, const float *g, const float *c, size_t n,
+		     double rel, double abs)
 {
 	double worst = 0;
 	size_t at = 0;

@@ -31,8 +31,8 @@ void *kct_host_copy(const void *d, size_t bytes);
 float *kct_host_bf16(const void *d, size_t n);
 
 /* |g - c| <= rel |c| + abs for every element; reports the worst. */
-void kct_check_close(const char *what, const float *g, const float *c,
-		     size_t n, double rel, double abs);
+void kct_check_close(const char *what, const float *g, const float *c, size_t n,
+		     double rel, double abs);
 
 /* The main of such a test: 77 (skipped) without a CUDA device, else the
  * seed, then cmocka's run of TESTS. */

@@ -43,7 +43,7 @@ struct att_case {
 /* A case on the host and the device. */
 struct att_run {
 	struct o1_attn_dims dm;
-	struct o1_attn_batch hb, db;	/* host and device arrays */
+	struct o1_attn_batch hb, db; /* host and device arrays */
 	uint32_t q_off[MAX_SEQS + 1], start[MAX_SEQS], *tables;
 	uint32_t rows, max_len, n_pages;
 	size_t cache;
@@ -77,11 +77,14 @@ static void run_open(const struct att_case *c, struct att_run *r)
 	for (uint32_t s = 0; s < c->n_seqs; s++)
 		for (uint32_t b = 0; b * c->p < c->len[s]; b++, used++)
 			r->tables[s * nb + b] = (used * 5 + 2) % r->n_pages;
-	r->dm = (struct o1_attn_dims){
-	    c->hq, c->hkv, c->d, c->p, (uint64_t)c->hkv * c->p * c->d,
-	    (float)(1.0 / sqrt(c->d))};
-	r->hb = (struct o1_attn_batch){c->n_seqs, r->q_off, r->start,
-				       r->tables, nb};
+	r->dm = (struct o1_attn_dims){c->hq,
+				      c->hkv,
+				      c->d,
+				      c->p,
+				      (uint64_t)c->hkv * c->p * c->d,
+				      (float)(1.0 / sqrt(c->d))};
+	r->hb = (struct o1_attn_batch){c->n_seqs, r->q_off, r->start, r->tables,
+				       nb};
 	r->db = (struct o1_attn_batch){
 	    c->n_seqs, kct_dev_copy(r->q_off, (c->n_seqs + 1) * 4),
 	    kct_dev_copy(r->start, c->n_seqs * 4),
@@ -116,8 +119,8 @@ static uint16_t *launch(const struct att_run *r, uint32_t splits,
 			uint32_t max_len, bool graph)
 {
 	size_t n = (size_t)r->rows * r->dm.n_heads * r->dm.head_dim;
-	uint64_t sf = o1_attention_cuda_scratch_floats(
-	    r->rows, r->dm.n_heads, r->dm.head_dim, splits);
+	uint64_t sf = o1_attention_cuda_scratch_floats(r->rows, r->dm.n_heads,
+						       r->dm.head_dim, splits);
 	float *sc = kct_dev(sf * 4 + 4);
 	void *out = kct_dev(n * 2);
 	cudaStream_t st = NULL;
@@ -126,20 +129,18 @@ static uint16_t *launch(const struct att_run *r, uint32_t splits,
 	uint16_t *h;
 
 	if (!graph) {
-		assert_int_equal(o1_attention_rows_cuda(out, r->dq, r->dkc,
-							r->dvc, &r->dm, &r->db,
-							r->rows, max_len, sc,
-							sf, false, 0),
+		assert_int_equal(o1_attention_rows_cuda(
+				     out, r->dq, r->dkc, r->dvc, &r->dm, &r->db,
+				     r->rows, max_len, sc, sf, false, 0),
 				 0);
 	} else {
 		assert_int_equal(cudaStreamCreate(&st), cudaSuccess);
 		assert_int_equal(cudaStreamBeginCapture(
 				     st, cudaStreamCaptureModeThreadLocal),
 				 cudaSuccess);
-		assert_int_equal(o1_attention_rows_cuda(out, r->dq, r->dkc,
-							r->dvc, &r->dm, &r->db,
-							r->rows, max_len, sc,
-							sf, false, st),
+		assert_int_equal(o1_attention_rows_cuda(
+				     out, r->dq, r->dkc, r->dvc, &r->dm, &r->db,
+				     r->rows, max_len, sc, sf, false, st),
 				 0);
 		assert_int_equal(cudaStreamEndCapture(st, &g), cudaSuccess);
 		assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
@@ -183,8 +184,8 @@ static void check_case(const struct att_case *c)
 	bytes = (size_t)r.rows * c->hq * c->d * 2;
 	for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
 		for (int rep = 0; rep < 3; rep++) {
-			uint16_t *got = launch(&r, splits[i], r.max_len + MAX_LEN_PAD,
-					       rep == 2);
+			uint16_t *got = launch(
+			    &r, splits[i], r.max_len + MAX_LEN_PAD, rep == 2);
 
 			check_cpu(&r, got);
 			if (rep)

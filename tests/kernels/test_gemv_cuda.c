@@ -90,12 +90,14 @@ static void check_add(const void *dx, const void *dw, const float *prod,
 
 static void check_products(uint32_t n, uint32_t k)
 {
-	float *x = kct_randv((size_t)4 * k, 1), *w = kct_randv((size_t)n * k, 1);
+	float *x = kct_randv((size_t)4 * k, 1),
+	      *w = kct_randv((size_t)n * k, 1);
 	void *dx, *dw;
 	float *y1;
 
 	kct_round_bf16(x, (size_t)4 * k), kct_round_bf16(w, (size_t)n * k);
-	dx = kct_dev_bf16(x, (size_t)4 * k), dw = kct_dev_bf16(w, (size_t)n * k);
+	dx = kct_dev_bf16(x, (size_t)4 * k),
+	dw = kct_dev_bf16(w, (size_t)n * k);
 	y1 = run_gemv(dx, dw, 1, n, k);
 	for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
 		float *y = run_gemv(dx, dw, m, n, k);
@@ -106,9 +108,10 @@ static void check_products(uint32_t n, uint32_t k)
 
 				ref_dot(x, w, k, i, j, &r, &a);
 				if (!(fabs(g - r) <= 1e-5 * a + 1e-30))
-					fail_msg("gemv m %u n %u k %u [%u][%u]: "
-						 "%g, want %g (|.| sum %g)",
-						 m, n, k, i, j, g, r, a);
+					fail_msg(
+					    "gemv m %u n %u k %u [%u][%u]: "
+					    "%g, want %g (|.| sum %g)",
+					    m, n, k, i, j, g, r, a);
 			}
 		assert_memory_equal(y, y1, (size_t)n * 4);
 		check_add(dx, dw, y, m, n, k);
@@ -166,13 +169,12 @@ static void check_norm_rows(uint32_t n, uint32_t k)
 		float *y, *u;
 
 		assert_int_equal(o1_gemv_norm_rows_bf16_cuda(dy, in.dx, drows,
-							     in.dnw, EPS,
-							     in.dw, m, n, k,
-							     false, 0),
+							     in.dnw, EPS, in.dw,
+							     m, n, k, false, 0),
 				 0);
 		y = kct_host_copy(dy, (size_t)m * n * 4);
-		assert_int_equal(o1_rmsnorm_cuda(dh, in.dx, NULL, in.dnw,
-						 drows, m, k, EPS, false, 0),
+		assert_int_equal(o1_rmsnorm_cuda(dh, in.dx, NULL, in.dnw, drows,
+						 m, k, EPS, false, 0),
 				 0);
 		u = run_gemv(dh, in.dw, m, n, k);
 		assert_memory_equal(y, u, (size_t)m * n * 4);
@@ -200,18 +202,17 @@ static void check_swiglu(uint32_t f, uint32_t k)
 		float *dgu = kct_dev((size_t)m * 2 * f * 4);
 		uint16_t *a, *b;
 
-		assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(
-				     da, in.dx, in.dnw, EPS, in.dw, m, f, k,
-				     false, 0),
-				 0);
+		assert_int_equal(
+		    o1_gemv_norm_swiglu_bf16_cuda(da, in.dx, in.dnw, EPS, in.dw,
+						  m, f, k, false, 0),
+		    0);
 		assert_int_equal(o1_gemv_norm_bf16_cuda(dgu, in.dx, in.dnw, EPS,
 							in.dw, m, 2 * f, k,
 							false, 0),
 				 0);
 		db = kct_dev((size_t)m * f * 2);
-		assert_int_equal(o1_swiglu_cuda(db, dgu, dgu + f, 2 * f, m, f,
-						false, 0),
-				 0);
+		assert_int_equal(
+		    o1_swiglu_cuda(db, dgu, dgu + f, 2 * f, m, f, false, 0), 0);
 		a = kct_host_copy(da, (size_t)m * f * 2);
 		b = kct_host_copy(db, (size_t)m * f * 2);
 		assert_memory_equal(a, b, (size_t)m * f * 2);
@@ -242,12 +243,8 @@ struct qkv_out {
 
 static struct o1_attn_dims qkv_dims(const struct qkv_shape *s)
 {
-	return (struct o1_attn_dims){s->hq,
-				     s->hkv,
-				     s->d,
-				     s->p,
-				     (uint64_t)s->hkv * s->p * s->d,
-				     1.0f};
+	return (struct o1_attn_dims){
+	    s->hq, s->hkv, s->d, s->p, (uint64_t)s->hkv * s->p * s->d, 1.0f};
 }
 
 /* Fresh poisoned outputs (q, caches of PAGES pages) over shared inputs. */
@@ -311,9 +308,8 @@ static void check_rope_cpu(const struct qkv_shape *s, uint32_t m,
 					     1, s->hq, s->d, s->rot, inv,
 					     scale),
 				 0);
-	assert_int_equal(o1_rope_cpu(NULL, k, pos, m, s->hkv, s->d, s->rot,
-				     inv, scale),
-			 0);
+	assert_int_equal(
+	    o1_rope_cpu(NULL, k, pos, m, s->hkv, s->d, s->rot, inv, scale), 0);
 	for (uint32_t t = 0; t < m; t++) {
 		const float *ref = qkv + (size_t)t * w, *v = ref + qd + kvd;
 		float big = 0;
@@ -362,9 +358,8 @@ static void check_rope_kv(const struct qkv_shape *s)
 
 	assert_int_equal(o1_rope_inv_freq(&r, NULL, inv, &scale), 0);
 	for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
-		struct o1_rope_kv_args base = {.scale = scale,
-					       .n_tokens = m,
-					       .rot_dim = s->rot};
+		struct o1_rope_kv_args base = {
+		    .scale = scale, .n_tokens = m, .rot_dim = s->rot};
 		struct qkv_out fused, plain;
 		float *dqkv = kct_dev((size_t)m * w * 4);
 
@@ -376,18 +371,16 @@ static void check_rope_kv(const struct qkv_shape *s)
 		fused = qkv_out(s, m, pages, &base);
 		plain = qkv_out(s, m, pages, &base);
 		plain.ra.qkv = dqkv;
-		assert_int_equal(o1_gemv_norm_rope_kv_cuda(&fused.ra, &dm,
-							   in.dx, in.dnw, EPS,
-							   in.dw, m, s->k,
-							   false, 0),
-				 0);
+		assert_int_equal(
+		    o1_gemv_norm_rope_kv_cuda(&fused.ra, &dm, in.dx, in.dnw,
+					      EPS, in.dw, m, s->k, false, 0),
+		    0);
 		assert_int_equal(o1_gemv_norm_bf16_cuda(dqkv, in.dx, in.dnw,
 							EPS, in.dw, m, w, s->k,
 							false, 0),
 				 0);
-		assert_int_equal(o1_rope_kv_write_cuda(&plain.ra, &dm, false,
-						       0),
-				 0);
+		assert_int_equal(
+		    o1_rope_kv_write_cuda(&plain.ra, &dm, false, 0), 0);
 		same_outputs(&fused, &plain, (size_t)m * s->hq * s->d * 4);
 		check_rope_cpu(s, m, dqkv, bias, pos, slots, inv, scale,
 			       &fused);
@@ -401,10 +394,10 @@ static void check_rope_kv(const struct qkv_shape *s)
 static void test_rope_kv(void **state)
 {
 	const struct qkv_shape shapes[] = {
-	    {14, 2, 64, 64, 16, 896, true},  /* qwen2.5-0.5b */
-	    {4, 1, 24, 16, 7, 128, false},   /* unrotated dims, odd pages */
+	    {14, 2, 64, 64, 16, 896, true},	/* qwen2.5-0.5b */
+	    {4, 1, 24, 16, 7, 128, false},	/* unrotated dims, odd pages */
 	    {32, 8, 128, 128, 16, 1024, false}, /* llama3-8b's heads */
-	    {2, 2, 8, 4, 5, 8, true},	     /* one piece a row */
+	    {2, 2, 8, 4, 5, 8, true},		/* one piece a row */
 	};
 
 	(void)state;
@@ -418,8 +411,8 @@ static void test_errors(void **state)
 	struct o1_attn_dims dm = qkv_dims(&s);
 	float *p = kct_dev(4096);
 	uint16_t *b = (uint16_t *)p;
-	struct o1_rope_kv_args ra = {p, b, b, NULL, NULL, (int32_t *)p,
-				     (uint32_t *)p, p, 1, 1, 16};
+	struct o1_rope_kv_args ra = {
+	    p, b, b, NULL, NULL, (int32_t *)p, (uint32_t *)p, p, 1, 1, 16};
 
 	(void)state;
 	assert_int_equal(o1_gemv_norm_rows_bf16_cuda(p, p, NULL, p, EPS, b, 5,
@@ -428,21 +421,21 @@ static void test_errors(void **state)
 	assert_int_equal(o1_gemv_norm_rows_bf16_cuda(p, p, NULL, p, EPS, b, 1,
 						     1, 12, false, 0),
 			 -EINVAL); /* K not a multiple of 8 */
-	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 2,
-						   8, false, 0),
-			 -EINVAL); /* n_tokens is not M */
+	assert_int_equal(
+	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 2, 8, false, 0),
+	    -EINVAL); /* n_tokens is not M */
 	ra.rot_dim = 15;
-	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1,
-						   8, false, 0),
-			 -EINVAL); /* odd rot_dim */
+	assert_int_equal(
+	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
+	    -EINVAL); /* odd rot_dim */
 	ra.rot_dim = 26;
-	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1,
-						   8, false, 0),
-			 -EINVAL); /* rot_dim above head_dim */
+	assert_int_equal(
+	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
+	    -EINVAL); /* rot_dim above head_dim */
 	ra.rot_dim = 16, ra.q = NULL;
-	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1,
-						   8, false, 0),
-			 -EINVAL);
+	assert_int_equal(
+	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
+	    -EINVAL);
 	ra.q = p;
 	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p + 1, EPS, b,
 						   1, 8, false, 0),

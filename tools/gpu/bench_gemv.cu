@@ -8,12 +8,12 @@
  * For each product of qwen2.5-0.5b, llama3.2-1b and llama3-8b (QKV over
  * the RMSNorm, x += O, SwiGLU over the RMSNorm of the gate/up product,
  * x += down, LM head over the RMSNorm: the variants the CUDA backend
- * runs, but for the QKV product's RoPE epilogue), each launch setup (blocks per multiprocessor 1 to 4; pieces per
- * lane and row in a batch: 4, 8, 16, halved for the paired SwiGLU rows)
- * and PDL off and on: the time per product from a CUDA graph of ITERS
- * launches back to back (default 20), each over its own copy of the
- * weights (the copies span at least 1 GiB, so L2 holds none of them when
- * it is read), the median of 5 replays after one warm-up. GB/s counts the
+ * runs, but for the QKV product's RoPE epilogue), each launch setup (blocks per
+ * multiprocessor 1 to 4; pieces per lane and row in a batch: 4, 8, 16, halved
+ * for the paired SwiGLU rows) and PDL off and on: the time per product from a
+ * CUDA graph of ITERS launches back to back (default 20), each over its own
+ * copy of the weights (the copies span at least 1 GiB, so L2 holds none of them
+ * when it is read), the median of 5 replays after one warm-up. GB/s counts the
  * weight bytes only (the input and output are a few KB). --quick: the
  * default setup only (GEMV_BPS, batch_of), PDL on.
  * The last lines: per product, the default setup's time and bandwidth
@@ -43,13 +43,20 @@ struct shape {
 
 /* dim, qkv rows, ffn, vocab of each preset. */
 static const shape shapes[] = {
-    {"qwen2.5-0.5b", K_QKV, 1152, 896},	  {"qwen2.5-0.5b", K_O, 896, 896},
-    {"qwen2.5-0.5b", K_GU, 4864, 896},	  {"qwen2.5-0.5b", K_DOWN, 896, 4864},
-    {"qwen2.5-0.5b", K_HEAD, 151936, 896}, {"llama3.2-1b", K_QKV, 3072, 2048},
-    {"llama3.2-1b", K_O, 2048, 2048},	  {"llama3.2-1b", K_GU, 8192, 2048},
-    {"llama3.2-1b", K_DOWN, 2048, 8192},  {"llama3.2-1b", K_HEAD, 128256, 2048},
-    {"llama3-8b", K_QKV, 6144, 4096},	  {"llama3-8b", K_O, 4096, 4096},
-    {"llama3-8b", K_GU, 14336, 4096},	  {"llama3-8b", K_DOWN, 4096, 14336},
+    {"qwen2.5-0.5b", K_QKV, 1152, 896},
+    {"qwen2.5-0.5b", K_O, 896, 896},
+    {"qwen2.5-0.5b", K_GU, 4864, 896},
+    {"qwen2.5-0.5b", K_DOWN, 896, 4864},
+    {"qwen2.5-0.5b", K_HEAD, 151936, 896},
+    {"llama3.2-1b", K_QKV, 3072, 2048},
+    {"llama3.2-1b", K_O, 2048, 2048},
+    {"llama3.2-1b", K_GU, 8192, 2048},
+    {"llama3.2-1b", K_DOWN, 2048, 8192},
+    {"llama3.2-1b", K_HEAD, 128256, 2048},
+    {"llama3-8b", K_QKV, 6144, 4096},
+    {"llama3-8b", K_O, 4096, 4096},
+    {"llama3-8b", K_GU, 14336, 4096},
+    {"llama3-8b", K_DOWN, 4096, 14336},
     {"llama3-8b", K_HEAD, 128256, 4096},
 };
 
@@ -82,7 +89,7 @@ static __global__ void fill_f32(float *x, uint32_t n, float v)
 struct bufs {
 	__nv_bfloat16 *w; /* copies of the matrix, back to back */
 	uint32_t copies;
-	uint16_t *x;  /* bf16 input (K) */
+	uint16_t *x; /* bf16 input (K) */
 	float *xf, *nw, *y;
 	__nv_bfloat16 *act;
 };
@@ -112,15 +119,16 @@ static int launch_p(const shape &s, const bufs &b, uint32_t c, const setup &u,
 		return staged(1, s.k)
 			   ? launch<1, IN_STAGED, OUT_ADD, P>(a, u.bps, u.pdl,
 							      st)
-			   : launch<1, IN_BF16, OUT_ADD, P>(a, u.bps, u.pdl, st);
+			   : launch<1, IN_BF16, OUT_ADD, P>(a, u.bps, u.pdl,
+							    st);
 	default:
 		return launch<1, IN_NORM, OUT_SWIGLU, P / 2>(a, u.bps, u.pdl,
 							     st);
 	}
 }
 
-static int launch_one(const shape &s, const bufs &b, uint32_t c,
-		      const setup &u, cudaStream_t st)
+static int launch_one(const shape &s, const bufs &b, uint32_t c, const setup &u,
+		      cudaStream_t st)
 {
 	switch (u.p) {
 	case 4:
@@ -196,10 +204,9 @@ static int open_bufs(const shape &s, bufs &b)
 	uint64_t c = (POOL_BYTES + bytes - 1) / bytes;
 
 	b.copies = (uint32_t)(c < 2 ? 2 : c > 64 ? 64 : c);
-	if (cudaMalloc(&b.w, bytes * b.copies) ||
-	    cudaMalloc(&b.x, s.k * 2) || cudaMalloc(&b.xf, s.k * 4) ||
-	    cudaMalloc(&b.nw, s.k * 4) || cudaMalloc(&b.y, s.n * 4ull) ||
-	    cudaMalloc(&b.act, s.n * 2ull))
+	if (cudaMalloc(&b.w, bytes * b.copies) || cudaMalloc(&b.x, s.k * 2) ||
+	    cudaMalloc(&b.xf, s.k * 4) || cudaMalloc(&b.nw, s.k * 4) ||
+	    cudaMalloc(&b.y, s.n * 4ull) || cudaMalloc(&b.act, s.n * 2ull))
 		return -1;
 	fill<<<1024, 256>>>(b.w, bytes / 2 * b.copies, 12345);
 	fill<<<8, 256>>>((__nv_bfloat16 *)b.x, s.k, 777);
@@ -279,8 +286,9 @@ int main(int argc, char **argv)
 					printf("%-13s %-8s %7u %6u %8.1f  %3u "
 					       "%2u %3s %9.2f %8.0f %5.1f%%\n",
 					       s.preset, kind_name[s.kind], s.n,
-					       s.k, mb, bps, p, pdl ? "on" : "off",
-					       us, mb * 1e3 / us,
+					       s.k, mb, bps, p,
+					       pdl ? "on" : "off", us,
+					       mb * 1e3 / us,
 					       100.0 * mb * 1e3 / us / bw);
 					if (us > 0 && us < best)
 						best = us, bu = u;
@@ -291,9 +299,9 @@ int main(int argc, char **argv)
 			 "SUMMARY %-13s %-8s %8.1f MB: default %8.2f us "
 			 "%5.0f GB/s (%4.1f%%); best bps %u P %2u pdl %-3s "
 			 "%8.2f us %5.0f GB/s\n",
-			 s.preset, kind_name[s.kind], mb, dflt,
-			 mb * 1e3 / dflt, 100.0 * mb * 1e3 / dflt / bw, bu.bps,
-			 bu.p, bu.pdl ? "on" : "off", best, mb * 1e3 / best);
+			 s.preset, kind_name[s.kind], mb, dflt, mb * 1e3 / dflt,
+			 100.0 * mb * 1e3 / dflt / bw, bu.bps, bu.p,
+			 bu.pdl ? "on" : "off", best, mb * 1e3 / best);
 		summary.insert(summary.end(), line, line + strlen(line));
 		close_bufs(b);
 	}

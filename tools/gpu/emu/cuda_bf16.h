@@ -42,7 +42,7 @@ static inline float2 __bfloat1622float2(__nv_bfloat162 h)
 }
 
 static inline __nv_bfloat162 __halves2bfloat162(__nv_bfloat16 a,
-						 __nv_bfloat16 b)
+						__nv_bfloat16 b)
 {
 	return {a, b};
 }
