@@ -109,9 +109,13 @@ static __device__ float warp_sum(float v)
 	return v;
 }
 
-/* Elements (K and V words) of a tile a thread loads before it stores any:
- * the whole tile at D = 64 with four warps. */
-#define ATT_LOADS 8
+/* Elements (K and V words) of a tile a thread loads before it stores any.
+ * 8 held 80 registers a thread, and a block of 32 warps (Hq/Hkv = 32) then
+ * asks for more than the multiprocessor's 64K: the launch failed. 6 keeps
+ * the kernel within 64 registers at no spill, which ATT_MAX_THREADS'
+ * launch bound holds the compiler to. */
+#define ATT_LOADS	6
+#define ATT_MAX_THREADS 1024 /* 32 query heads per kv head, a warp each */
 
 /* Element offsets of positions [t0, t0 + n) of kv head KVH (one per
  * position, from the block table) into off, by the first N threads; the
@@ -293,7 +297,7 @@ static __device__ void merge_if_last(__nv_bfloat16 *out, const float *scratch,
 /* out (T,Hq,D) bf16 or scratch partials; q (T,Hq,D) f32; k/v caches
  * (pages,Hkv,P,D) bf16. Block (row, kv head, split), one warp per query
  * head of the group. Shared: q (G,D) f32, K tile, V tile. */
-static __global__ void attend(__nv_bfloat16 *out, float *scratch,
+static __global__ void __launch_bounds__(ATT_MAX_THREADS) attend(__nv_bfloat16 *out, float *scratch,
 			      const float *q, const __nv_bfloat16 *kc,
 			      const __nv_bfloat16 *vc, att_dev a)
 {
