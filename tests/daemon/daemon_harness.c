@@ -105,7 +105,9 @@ int daemon_start(struct daemon_proc *d, const char *o1d,
 {
 	int status;
 
-	truncate(d->log, 0);
+	/* a log left by an earlier start must not answer for this one */
+	if (truncate(d->log, 0) != 0 && errno != ENOENT)
+		return -1;
 	d->pid = fork();
 	if (d->pid < 0)
 		return -1;
