@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -1046,6 +1047,13 @@ int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
 			return fail(err, err_len, "-c given twice ('%s', '%s')",
 				    file, value);
 		file = value;
+	}
+	/* named as the option, so the message says which setting is wrong */
+	if (file && access(file, R_OK) != 0) {
+		ret = -errno;
+		fail(err, err_len, "-c %s: cannot open: %s", file,
+		     strerror(-ret));
+		return ret;
 	}
 	if (file)
 		ret = o1_config_load_file(&copy, file, err, err_len);

@@ -40,6 +40,7 @@
 #include "metrics/metrics_writer.h"
 #include "model/model.h"
 #include "notify.h"
+#include "paths.h"
 #include "tokenizer/tokenizer.h"
 #include "backend/tp_shard.h"
 
@@ -774,8 +775,10 @@ static void reload(void *ctx, struct o1_engine *e, struct o1_reload_report *rep)
 
 static int start(struct o1d *d)
 {
-	int err = open_model(d);
+	int err = o1_paths_check(&d->cfg, NULL, 0);
 
+	if (!err)
+		err = open_model(d);
 	if (!err)
 		err = open_backend(d);
 	if (!err)
