@@ -8,7 +8,7 @@ packages=(
   libinih-dev libcjson-dev libcmocka-dev liburing-dev libbpf-dev bpftool
   libpcre2-dev libmicrohttpd-dev libopenblas-dev
   python3 curl nodejs
-  scdoc man-db
+  scdoc man-db file lintian
 )
 
 missing=()
