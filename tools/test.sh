@@ -61,6 +61,8 @@ echo "== ctest: ASan+UBSan build =="
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
-build build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The /usr prefix of a package: tests/install's checks of the Debian
+# packages run lintian on this build's (the ASan build keeps /usr/local).
+build build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr
 echo "== ctest: release build =="
 ctest --test-dir build/release --output-on-failure -j "$jobs"
