@@ -16,21 +16,22 @@
  * when it resumes: the logits do not depend on the chunking, so the output
  * is the same) and counted.
  *
- * Every sampled token produces its TOKEN event (id and detokenized text,
- * held back while it may be the start of a stop string, split only at
- * UTF-8 character boundaries) into the request's out ring; each request
- * gets exactly one FINAL, after which the slot is never touched again. A
- * sequence whose out ring lacks room for one token's events is not
- * scheduled (backpressure). Nothing is allocated per token: per-slot
- * storage is made at create, the sampler once per request (per round).
+ * Every sampled token goes to the sequence's output stream (seq_output.h:
+ * TOKEN events with the detokenized text, held back while it may be the
+ * start of a stop string, split only at UTF-8 character boundaries) in the
+ * request's out ring; each request gets exactly one FINAL, after which the
+ * slot is never touched again. A sequence whose out ring lacks room for
+ * one token's events is not scheduled (backpressure). Nothing is allocated
+ * per token: per-slot storage is made at create, the sampler once per
+ * request (per round). Prompts become tokens in prompt.h.
  *
  * Sampling: on the host by default, each sequence by its own sampler from
  * its logits row, the step's sequences in parallel on sampler_threads. With
  * sample_in_backend the step samples where the logits are: before the step
- * each sequence's row (o1_sampling_row: the uniform drawn from its PRNG,
+ * each sequence's row (o1_sampler_row: the uniform drawn from its PRNG,
  * its penalty entries packed into one array of sample_pens entries, sized
  * at create) goes with the step, and its result is recorded after it
- * (o1_sampling_accept), so the tokens, logprobs and finishes are those of
+ * (o1_sampler_accept), so the tokens, logprobs and finishes are those of
  * host sampling. A sequence that computes without sampling (a prefill
  * chunk) gets a greedy row whose result is ignored. A sequence whose
  * penalty list does not fit the room left that step is sampled on the host
@@ -52,13 +53,11 @@
  * the backend has gets its FINAL -O1_E_NO_DEVOUT at once.
  *
  * Refinement (refine_steps > 0, chat text prompts): when a round ends,
- * its ROUND event is produced; the loop stops when refine_steps rounds
- * followed the first answer, the round's mean logprob reached
- * refine_threshold, the answer equals the previous one, or the next
- * prompt does not fit. Otherwise the sequence is requeued (resume list)
- * with the prompt: conversation + {assistant: answer} + {user: review},
- * rendered with the chat template; its KV pages were listed in the prefix
- * cache, so the next round's shared prefix is found there.
+ * its ROUND event is produced and refine.h judges whether the loop goes
+ * on. If so the sequence is requeued (resume list) with the next round's
+ * prompt: conversation + {assistant: answer} + {user: review}; its KV
+ * pages were listed in the prefix cache, so the next round's shared
+ * prefix is found there.
  */
 #ifndef O1_SCHEDULER_H
 #define O1_SCHEDULER_H

@@ -227,16 +227,16 @@ int o1_sampler_row(struct o1_sampler *s, struct o1_sample_row *row,
 	return 0;
 }
 
-static enum o1_finish finish_reason(const struct o1_sampler *s, int32_t id)
+static enum o1_sampler_end end_of(const struct o1_sampler *s, int32_t id)
 {
 	if (!s->p.ignore_eos && s->p.eos_id >= 0 && id == s->p.eos_id)
-		return O1_FINISH_EOS;
+		return O1_SAMPLER_END_EOS;
 	for (uint32_t i = 0; i < s->p.n_stop_ids; i++)
 		if (id == s->p.stop_ids[i])
-			return O1_FINISH_STOP;
+			return O1_SAMPLER_END_STOP_ID;
 	if (s->p.max_tokens && s->n_generated >= s->p.max_tokens)
-		return O1_FINISH_LENGTH;
-	return O1_FINISH_NONE;
+		return O1_SAMPLER_END_LENGTH;
+	return O1_SAMPLER_CONTINUE;
 }
 
 /* R's ids are in the vocabulary and its top-n within bounds. */
@@ -253,7 +253,7 @@ static bool result_ok(const struct o1_sampler *s,
 }
 
 int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
-		      struct o1_sample *out)
+		      struct o1_sampler_out *out)
 {
 	struct o1_sample_penalty *e;
 
@@ -269,17 +269,17 @@ int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
 	out->n_top = r->n_top;
 	for (uint32_t j = 0; j < r->n_top; j++)
 		out->top[j] =
-		    (struct o1_token_logprob){r->top_id[j], r->top_logprob[j]};
+		    (struct o1_sampler_logprob){r->top_id[j], r->top_logprob[j]};
 	e = entry(s, (uint32_t)r->id);
 	if (e)
 		e->count++;
 	s->n_generated++;
-	out->finish = finish_reason(s, out->id);
+	out->end = end_of(s, out->id);
 	return 0;
 }
 
 int o1_sampler_sample(struct o1_sampler *s, const float *logits,
-		      struct o1_sample *out)
+		      struct o1_sampler_out *out)
 {
 	struct o1_sample_row row;
 	struct o1_sample_result r;

@@ -30,7 +30,7 @@
  * the same passes over the logits as the draw.
  *
  * Stops: EOS (unless ignore_eos), any of stop_ids, or max_tokens generated
- * (the token that triggers the stop is returned with the finish reason).
+ * (the token that triggers the stop is returned with its end).
  *
  * The arithmetic of steps 1-6 and the logprobs lives in kernels/sample.c
  * (o1_sample_rows, sample.h), which a backend may also run where the
@@ -76,25 +76,28 @@ struct o1_sampler_params {
 	int32_t stop_ids[O1_SAMPLER_MAX_STOP_IDS];
 };
 
-enum o1_finish {
-	O1_FINISH_NONE,
-	O1_FINISH_EOS,
-	O1_FINISH_STOP,
-	O1_FINISH_LENGTH,
+/* Whether the request goes on after a token. The sampler's own enum:
+ * the wire's finish reasons (shm/wire.h, O1_FINISH_*) are another thing,
+ * mapped from this one in one place (the scheduler's output stream). */
+enum o1_sampler_end {
+	O1_SAMPLER_CONTINUE,
+	O1_SAMPLER_END_EOS,	/* the model's end of sequence */
+	O1_SAMPLER_END_STOP_ID, /* one of stop_ids */
+	O1_SAMPLER_END_LENGTH,	/* max_tokens generated */
 };
 
-struct o1_token_logprob {
+struct o1_sampler_logprob {
 	int32_t id;
 	float logprob;
 };
 
-struct o1_sample {
+struct o1_sampler_out {
 	int32_t id;
 	float logprob;	/* of id, raw distribution */
 	float entropy;	/* nats, raw distribution */
 	uint32_t n_top; /* = n_logprobs */
-	struct o1_token_logprob top[O1_SAMPLER_MAX_LOGPROBS]; /* best first */
-	enum o1_finish finish;
+	struct o1_sampler_logprob top[O1_SAMPLER_MAX_LOGPROBS]; /* best first */
+	enum o1_sampler_end end;
 };
 
 struct o1_sampler;
@@ -114,7 +117,7 @@ int o1_sampler_add_prompt(struct o1_sampler *s, const int32_t *ids, uint32_t n);
  * records it as generated and says whether the request is finished:
  * o1_sampler_row, o1_sample_rows, o1_sampler_accept. */
 int o1_sampler_sample(struct o1_sampler *s, const float *logits,
-		      struct o1_sample *out);
+		      struct o1_sampler_out *out);
 /* The row for the next token, for o1_sample_rows: ROW's pen_off is 0 (the
  * caller sets it to where PENS sits in its array) and its n_pen is
  * *N_PENS, the penalty entries written to PENS (CAP entries of room; none
@@ -125,11 +128,11 @@ int o1_sampler_row(struct o1_sampler *s, struct o1_sample_row *row,
 		   struct o1_sample_penalty *pens, uint32_t cap,
 		   uint32_t *n_pens);
 /* Records R, the sampled result of the last o1_sampler_row, as generated
- * and fills OUT (id, logprob, entropy, top-n, finish). -O1_E_BOUNDS
+ * and fills OUT (id, logprob, entropy, top-n, end). -O1_E_BOUNDS
  * (logged) for an id outside the vocabulary or too many alternatives; the
  * token is not recorded then. */
 int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
-		      struct o1_sample *out);
+		      struct o1_sampler_out *out);
 uint32_t o1_sampler_generated(const struct o1_sampler *s);
 
 #endif

@@ -391,14 +391,14 @@ static void make_pair(const struct mode *m, uint32_t v, uint64_t seed,
 	assert_int_equal(o1_sampler_add_prompt(*b, prompt, n), 0);
 }
 
-static void assert_same(const struct o1_sample *x, const struct o1_sample *y)
+static void assert_same(const struct o1_sampler_out *x, const struct o1_sampler_out *y)
 {
 	assert_int_equal(x->id, y->id);
 	assert_memory_equal(&x->logprob, &y->logprob, sizeof(float));
 	assert_memory_equal(&x->entropy, &y->entropy, sizeof(float));
 	assert_int_equal(x->n_top, y->n_top);
 	assert_memory_equal(x->top, y->top, x->n_top * sizeof(x->top[0]));
-	assert_int_equal(x->finish, y->finish);
+	assert_int_equal(x->end, y->end);
 }
 
 struct batch {
@@ -417,7 +417,7 @@ static void step(struct batch *b, struct o1_sampler **a, struct o1_sampler **s,
 		 int t, uint64_t seed)
 {
 	uint32_t off = 0, n;
-	struct o1_sample oa, ob;
+	struct o1_sampler_out oa, ob;
 
 	for (int r = 0; r < REQS; r++) {
 		fill(b->l + (size_t)r * b->v, b->v, (t + 3 * r) % 8,
@@ -502,7 +502,7 @@ static void test_penalty_list(void **state)
 	struct o1_sample_row row;
 	struct o1_sample_penalty pens[4];
 	struct o1_sample_result r;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 	const int32_t prompt[] = {3, 3, 5}, gen[] = {5, 7, 7};
 	uint32_t n = 99;
 
@@ -574,7 +574,7 @@ static void test_accept_bounds(void **state)
 	struct o1_sampler_params p;
 	struct o1_sampler *s;
 	struct o1_sample_result r;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 
 	(void)state;
 	o1_sampler_params_init(&p);
@@ -592,13 +592,13 @@ static void test_accept_bounds(void **state)
 	r = result(1), r.n_top = 1, r.top_id[0] = 4, r.top_logprob[0] = -2;
 	r.logprob = -1.5f, r.entropy = 0.25f;
 	assert_int_equal(o1_sampler_accept(s, &r, &out), 0);
-	assert_int_equal(out.finish, O1_FINISH_NONE);
+	assert_int_equal(out.end, O1_SAMPLER_CONTINUE);
 	assert_int_equal(out.top[0].id, 4);
 	assert_float_equal(out.top[0].logprob, -2, 0);
 	assert_float_equal(out.logprob, -1.5f, 0);
 	assert_float_equal(out.entropy, 0.25f, 0);
 	assert_int_equal(o1_sampler_accept(s, &r, &out), 0);
-	assert_int_equal(out.finish, O1_FINISH_LENGTH);
+	assert_int_equal(out.end, O1_SAMPLER_END_LENGTH);
 	o1_sampler_destroy(s);
 }
 

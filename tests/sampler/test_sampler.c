@@ -62,7 +62,7 @@ static const double chi2_crit[8] = {0,	   10.83, 13.82, 16.27,
 static void check_fit(const struct o1_sampler_params *p)
 {
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 	double prob[V], chi2 = 0;
 	int count[V] = {0}, df = -1;
 
@@ -121,7 +121,7 @@ static void test_greedy(void **state)
 {
 	struct o1_sampler_params p = base(0);
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 
 	(void)state;
 	assert_int_equal(o1_sampler_create(&p, V, &s), 0);
@@ -138,7 +138,7 @@ static void test_greedy(void **state)
 static void run_ids(const struct o1_sampler_params *p, int32_t *ids, int n)
 {
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 
 	assert_int_equal(o1_sampler_create(p, V, &s), 0);
 	for (int i = 0; i < n; i++) {
@@ -169,7 +169,7 @@ static void greedy_seq(const float *l, uint32_t v, const int32_t *prompt,
 {
 	struct o1_sampler_params p = base(0);
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 
 	p.repetition_penalty = rep, p.frequency_penalty = freq;
 	p.presence_penalty = pres;
@@ -223,7 +223,7 @@ static void test_logprobs(void **state)
 	const float l[4] = {0, logf(2), logf(4), -INFINITY};
 	struct o1_sampler_params p = base(0);
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 	double h = -(1 / 7.0 * log(1 / 7.0) + 2 / 7.0 * log(2 / 7.0) +
 		     4 / 7.0 * log(4 / 7.0));
 
@@ -246,27 +246,27 @@ static void test_stops(void **state)
 {
 	struct o1_sampler_params p = base(0);
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 
 	(void)state;
 	p.eos_id = 1;
 	assert_int_equal(o1_sampler_create(&p, V, &s), 0);
 	assert_int_equal(o1_sampler_sample(s, logits8, &out), 0);
-	assert_int_equal(out.finish, O1_FINISH_EOS);
+	assert_int_equal(out.end, O1_SAMPLER_END_EOS);
 	o1_sampler_destroy(s);
 	p.ignore_eos = true, p.max_tokens = 2;
 	p.n_stop_ids = 1, p.stop_ids[0] = 7;
 	assert_int_equal(o1_sampler_create(&p, V, &s), 0);
 	assert_int_equal(o1_sampler_sample(s, logits8, &out), 0);
-	assert_int_equal(out.finish, O1_FINISH_NONE);
+	assert_int_equal(out.end, O1_SAMPLER_CONTINUE);
 	assert_int_equal(o1_sampler_sample(s, logits8, &out), 0);
-	assert_int_equal(out.finish, O1_FINISH_LENGTH);
+	assert_int_equal(out.end, O1_SAMPLER_END_LENGTH);
 	assert_int_equal(o1_sampler_generated(s), 2);
 	o1_sampler_destroy(s);
 	p.max_tokens = 0, p.stop_ids[0] = 1;
 	assert_int_equal(o1_sampler_create(&p, V, &s), 0);
 	assert_int_equal(o1_sampler_sample(s, logits8, &out), 0);
-	assert_int_equal(out.finish, O1_FINISH_STOP);
+	assert_int_equal(out.end, O1_SAMPLER_END_STOP_ID);
 	o1_sampler_destroy(s);
 }
 

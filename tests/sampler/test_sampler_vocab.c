@@ -135,7 +135,7 @@ static uint32_t ref_sample(struct ref *r, const float *l)
 
 /* Checks logprob, entropy and top-n of OUT against L in double. */
 static void check_describe(const float *l, uint32_t v, uint32_t n_top,
-			   const struct o1_sample *out)
+			   const struct o1_sampler_out *out)
 {
 	double mx = -INFINITY, z = 0, zl = 0, lse;
 
@@ -173,7 +173,7 @@ static void run_mode(const struct o1_sampler_params *p, uint32_t v)
 	float *l = malloc(v * sizeof(float));
 	struct ref r = {.p = *p, .v = v};
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 	int32_t prompt[64];
 	uint64_t x = p->seed;
 
@@ -232,7 +232,7 @@ static void test_degenerate(void **state)
 	float *l = malloc(v * sizeof(float));
 	struct o1_sampler_params p;
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 
 	(void)state;
 	assert_non_null(l);

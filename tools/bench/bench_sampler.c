@@ -92,7 +92,7 @@ static int run(const struct mode *m, uint32_t vocab, const float *rows,
 	       int calls)
 {
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 	uint64_t hash = 1469598103934665603ULL;
 	double best = 1e9, total = 0, t;
 	int err = make(m, vocab, &s);
@@ -122,7 +122,7 @@ struct batch {
 static void sample_task(void *arg, uint32_t task, uint32_t worker)
 {
 	struct batch *b = arg;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 
 	(void)worker;
 	o1_sampler_sample(b->s[task], b->rows + (size_t)task * b->vocab, &out);

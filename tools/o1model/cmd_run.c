@@ -304,7 +304,7 @@ static int generate(struct run_state *st, const struct run_args *a,
 {
 	struct o1_sampler_params sp = a->sp;
 	struct o1_sampler *s;
-	struct o1_sample out;
+	struct o1_sampler_out out;
 	int err;
 
 	sp.max_tokens = (uint32_t)a->max_tokens;
@@ -318,7 +318,7 @@ static int generate(struct run_state *st, const struct run_args *a,
 		if (err)
 			break;
 		st->ids[st->n_ids++] = out.id;
-		if (out.finish != O1_FINISH_NONE)
+		if (out.end != O1_SAMPLER_CONTINUE)
 			break;
 		err = run_step(st, st->n_ids - 1, 1, false);
 		last = st->logits;
