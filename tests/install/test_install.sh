@@ -34,7 +34,7 @@ has "$SYSUSERSDIR/o1d.conf"
 has "$TMPFILESDIR/o1d.conf"
 has "$BASHCOMPDIR/o1ctl"
 has "$BASHCOMPDIR/o1model"
-[ -n "$MAN_PAGES" ] || skip "no man pages in this build (no scdoc)"
+[ -n "$MAN_PAGES" ] || echo "note: no man pages in this build (no scdoc)"
 for page in $MAN_PAGES; do has "$MANDIR/man${page##*.}/$page.gz"; done
 ok "layout under $PREFIX"
 
@@ -78,7 +78,7 @@ for page in $MAN_PAGES; do
 	grep -q "^NAME" "$T/page" || fail "man -l $page: no NAME section"
 	grep -qF "${page%.*}" "$T/page" || fail "man -l $page: no ${page%.*}"
 done
-ok "man -l renders $MAN_PAGES"
+[ -z "$MAN_PAGES" ] || ok "man -l renders $MAN_PAGES"
 
 # Completions: source the installed files and complete a few words.
 complete_words() { # FILE FUNCTION WORDS...: the candidates for the last word
