@@ -34,7 +34,7 @@ for cc in gcc clang; do
   mkdir -p build
   build "build/compile-$cc" -DCMAKE_C_COMPILER="$cc" -DO1_CUDA=OFF \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$hardened" >"$log" 2>&1 ||
-    { grep -B2 -A12 -m20 'error' "$log" || tail -50 "$log"; exit 1; }
+    { grep -E -B2 -A12 -m20 'error:|FAILED:' "$log" || tail -50 "$log"; exit 1; }
   echo "compile: $cc Release $hardened: no warnings ($((SECONDS - start)) s)"
 done
 
