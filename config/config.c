@@ -144,9 +144,9 @@ static const struct key keys[] = {
 	BOOL(metrics, unpin_on_exit, "false"),
 	BOOL(metrics, runq, "false"),
 	ENUM(log, level, log_levels, "info"),
+	U32(log, requests, 0, 1000000, 0, "1"),
 	STR(sidecar, listen, F_HOSTPORT, "127.0.0.1:8080"),
-	STR(sidecar, daemon_socket, F_ABSOLUTE | F_NONEMPTY,
-	    "/run/o1d/o1d.sock"),
+	STR(sidecar, daemon_socket, F_ABSOLUTE, ""),
 	U32(sidecar, max_body_bytes, 1024, 1073741824, 0, "1048576"),
 	U32(sidecar, max_concurrent, 1, 4096, 0, "32"),
 	U32(sidecar, request_timeout_ms, 100, 86400000, 0, "600000"),
@@ -179,6 +179,19 @@ struct type_ops {
 
 static int reject(char *why, size_t wl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* A relative path: refused, with the absolute form it would have from
+ * the working directory (the daemon's may not be the shell's). */
+static int not_absolute(const char *v, char *why, size_t wl)
+{
+	char cwd[4096];
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		return reject(why, wl, "not an absolute path");
+	snprintf(why, wl, "not an absolute path (from this directory: %s/%s)",
+		 cwd, v);
+	return -O1_E_CONFIG;
+}
 
 static int reject(char *why, size_t wl, const char *fmt, ...)
 {
@@ -294,7 +307,7 @@ static int check_hostport(const char *v, char *why, size_t wl)
 	uint64_t port;
 
 	if (!colon || colon == v || parse_uint(colon + 1, 10, &port) ||
-	    port < 1 || port > 65535)
+	    port > 65535)
 		return reject(why, wl, "not host:port");
 	return 0;
 }
@@ -314,7 +327,7 @@ static int parse_str(const struct key *k, const char *v, void *field, char *why,
 	if ((k->flags & F_NONEMPTY) && len == 0)
 		return reject(why, wl, "empty");
 	if ((k->flags & F_ABSOLUTE) && len && v[0] != '/')
-		return reject(why, wl, "not an absolute path");
+		return not_absolute(v, why, wl);
 	if ((k->flags & F_HOSTPORT) && check_hostport(v, why, wl))
 		return -O1_E_CONFIG;
 	memset(field, 0, k->size);
@@ -504,7 +517,7 @@ static void allowed_str(const struct key *k, char *buf, size_t len)
 		 "characters",
 		 k->flags & F_NONEMPTY ? "a non-empty " : "",
 		 k->flags & F_ABSOLUTE	 ? "absolute path"
-		 : k->flags & F_HOSTPORT ? "host:port (port 1..65535)"
+		 : k->flags & F_HOSTPORT ? "host:port (port 0..65535; 0: any free one)"
 					 : "text",
 		 k->size - 1);
 }
@@ -659,7 +672,8 @@ static int fail(char *err, size_t err_len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
-	o1_err("config: %s", buf);
+	if (!err_len) /* else the caller prints ERR: one line, not two */
+		o1_err("config: %s", buf);
 	return -O1_E_CONFIG;
 }
 

@@ -130,10 +130,12 @@ struct o1_config {
 	} metrics;
 	struct {
 		enum o1_log_level level;
+		uint32_t requests; /* info line for 1 of N finished requests;
+				    * 0: none */
 	} log;
 	struct {
 		char listen[O1_CONFIG_NAME_MAX]; /* host:port */
-		char daemon_socket[O1_CONFIG_SOCKET_MAX];
+		char daemon_socket[O1_CONFIG_SOCKET_MAX]; /* "": ipc.socket */
 		uint32_t max_body_bytes;
 		uint32_t max_concurrent; /* generations at once; more: 429 */
 		uint32_t request_timeout_ms; /* whole request; then cancelled */
@@ -156,7 +158,8 @@ int o1_config_init_defaults(struct o1_config *c);
 
 /* Applies the INI file PATH over C. On error returns -errno (cannot read)
  * or -O1_E_CONFIG, writes "PATH:LINE: what is wrong; allowed: ..." into
- * ERR (ERR_LEN bytes, may be 0), logs it, and leaves C unchanged. */
+ * ERR (ERR_LEN bytes; with ERR_LEN 0 it is logged instead) and
+ * leaves C unchanged. */
 int o1_config_load_file(struct o1_config *c, const char *path, char *err,
 			size_t err_len);
 

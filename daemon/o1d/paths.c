@@ -1,8 +1,8 @@
-/* o1_paths_check: each path setting is checked for what o1d will do with
- * it (read the model, create the socket in its folder, read the review
- * text), as the uid o1d runs as (access(2) with the real ids, which o1d
- * never changes). The checks only report: the later open still decides,
- * so a path that changes in between fails there, as before. */
+/* o1_paths_check: each file setting is checked for what o1d will do with
+ * it (read the model, read the review text), as the uid o1d runs as
+ * (access(2) with the real ids, which o1d never changes). The checks only
+ * report: the later open still decides, so a path that changes in
+ * between fails there, as before. */
 #include "paths.h"
 
 #include <errno.h>
@@ -43,44 +43,12 @@ static int check_readable(const char *setting, const char *path, char *msg,
 	if (stat(path, &st) == 0 && access(path, R_OK) == 0)
 		return 0;
 	e = errno;
-	return fail(msg, msg_len, -e, "%s = %s: %s", setting, path,
-		    strerror(e));
-}
-
-/* The folder of ipc.socket exists and o1d may create the socket there. */
-static int check_socket_dir(const char *sock, char *msg, size_t msg_len)
-{
-	const char *slash = strrchr(sock, '/');
-	char dir[O1_CONFIG_PATH_MAX];
-	struct stat st;
-	int e;
-
-	if (!slash || slash == sock)
-		snprintf(dir, sizeof(dir), "%s", slash ? "/" : ".");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - sock), sock);
-	if (stat(dir, &st) != 0) {
-		e = errno;
-		return fail(msg, msg_len, -e,
-			    "ipc.socket = %s: its folder %s: %s (create it, or "
-			    "set ipc.socket to a path in an existing folder)",
-			    sock, dir, strerror(e));
-	}
-	if (!S_ISDIR(st.st_mode))
-		return fail(msg, msg_len, -ENOTDIR,
-			    "ipc.socket = %s: %s is not a folder", sock, dir);
-	if (access(dir, W_OK | X_OK) == 0)
-		return 0;
-	e = errno;
-	return fail(msg, msg_len, -e,
-		    "ipc.socket = %s: its folder %s is not writable by uid %u: "
-		    "%s",
-		    sock, dir, (unsigned)getuid(), strerror(e));
+	return fail(msg, msg_len, -e, "%s %s: %s", setting, path, strerror(e));
 }
 
 int o1_paths_check(const struct o1_config *c, char *msg, size_t msg_len)
 {
-	int err = 0;
+	int err;
 
 	if (!c->model.path[0])
 		return fail(msg, msg_len, -O1_E_CONFIG,
@@ -88,8 +56,6 @@ int o1_paths_check(const struct o1_config *c, char *msg, size_t msg_len)
 			    "Hugging Face folder (in the file given to -c, or "
 			    "--set model.path=PATH)");
 	err = check_readable("model.path", c->model.path, msg, msg_len);
-	if (!err)
-		err = check_socket_dir(c->ipc.socket, msg, msg_len);
 	if (!err && c->refine.review_template[0])
 		err = check_readable("refine.review_template",
 				     c->refine.review_template, msg, msg_len);

@@ -105,9 +105,9 @@ int daemon_start(struct daemon_proc *d, const char *o1d,
 {
 	int status;
 
-	/* a log left by an earlier start must not answer for this one */
 	if (truncate(d->log, 0) != 0 && errno != ENOENT)
 		return -1;
+	d->exit_status = -1;
 	d->pid = fork();
 	if (d->pid < 0)
 		return -1;
@@ -120,6 +120,8 @@ int daemon_start(struct daemon_proc *d, const char *o1d,
 			fprintf(stderr, "o1d exited at start-up; log %s\n",
 				d->log);
 			d->pid = 0;
+			d->exit_status =
+			    WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 			return -1;
 		}
 		msleep(10);

@@ -238,6 +238,11 @@ static void test_slo(void **state)
 	assert_int_equal(num(o, "finished"), 8); /* smoke's requests */
 	assert_true(num(slo_item(o, "success_rate"), "value") == 1.0);
 	assert_true(num(slo_item(o, "p99_ttft_ms"), "value") > 0);
+	/* an estimate inside its range, never above the largest seen */
+	assert_true(num(slo_item(o, "p99_ttft_ms"), "value") <=
+		    num(slo_item(o, "p99_ttft_ms"), "high"));
+	assert_true(num(slo_item(o, "p99_ttft_ms"), "value") >=
+		    num(slo_item(o, "p99_ttft_ms"), "low"));
 	assert_true(num(slo_item(o, "p99_itl_ms"), "value") > 0);
 	cJSON_Delete(o);
 
@@ -415,8 +420,10 @@ static int slo_now(const struct daemon_proc *d, const char *args)
 /* Each fault under load: its counter moves, the error or fallback path is
  * taken, every request gets exactly one FINAL, and once every fault is
  * off `o1ctl slo` is back within tolerance of the baseline taken before,
- * within RECOVER_WINDOWS windows of 2 s. */
-#define RECOVER_WINDOWS 3
+ * within RECOVER_WINDOWS windows of 2 s: a generous deadline, polled,
+ * since a loaded 2-core machine under ASan recovers in 3 to 4 windows
+ * and a quiet one in 1. */
+#define RECOVER_WINDOWS 15
 static void test_faults(void **state)
 {
 	struct daemon_proc *d = *state;

@@ -33,13 +33,13 @@ expect_start_error() { # EXIT_CODE TEXT ARGS...
 		{ cat "$T/bad.log"; fail "o1d $*: no '$text'"; }
 }
 if [ ! -e /run/o1d ]; then
-	expect_start_error 1 "ipc.socket = /run/o1d/o1d.sock: its folder /run/o1d:" \
+	expect_start_error 1 "ipc.socket /run/o1d/o1d.sock: directory /run/o1d does not exist" \
 		-c "$ini" --set "model.path=$model"
 	ok "o1d names ipc.socket and /run/o1d when the folder is missing"
 else
 	echo "note: /run/o1d exists here, the missing-folder message is not checked"
 fi
-expect_start_error 1 "model.path = $T/none.gguf: No such file" \
+expect_start_error 1 "model.path $T/none.gguf: No such file" \
 	-c "$ini" --set "model.path=$T/none.gguf" "${own[@]}"
 expect_start_error 2 "-c $T/none.ini: cannot open" -c "$T/none.ini"
 expect_start_error 1 "model.path is empty" -c "$ini" "${own[@]}"

@@ -21,9 +21,6 @@
 #include "sidecar_response.h"
 
 #define THREAD_STACK_BYTES (512 * 1024)
-#define MODEL_ASK_NS                                                           \
-	(5ull * 1000 * 1000 * 1000) /* while the name is unknown               \
-				     */
 
 enum MHD_Result o1_sidecar_reply_json(struct o1_sidecar_conn *c,
 				      unsigned status, char *json)
@@ -61,23 +58,46 @@ enum MHD_Result o1_sidecar_reply_error(struct o1_sidecar_conn *c,
 	return o1_sidecar_reply_json(c, status, json);
 }
 
-void o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap)
+/* Records what status said of the daemon whose socket is EPOCH. */
+static void learn_model(struct o1_sidecar_http *h, uint64_t epoch,
+			const struct o1_sidecar_status *st)
 {
-	struct o1_sidecar_status st;
+	pthread_mutex_lock(&h->lock);
+	snprintf(h->model, sizeof(h->model), "%s", st->model);
+	h->model_epoch = epoch;
+	pthread_mutex_unlock(&h->lock);
+}
 
-	uint64_t now = o1_sidecar_now_ns();
+static void served_name(struct o1_sidecar_http *h, char *buf, size_t cap)
+{
+	pthread_mutex_lock(&h->lock);
+	snprintf(buf, cap, "%s",
+		 h->o.model_name && h->o.model_name[0] ? h->o.model_name
+		 : h->model[0]			       ? h->model
+						       : h->fallback);
+	pthread_mutex_unlock(&h->lock);
+}
+
+int o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap)
+{
+	uint64_t epoch = o1_sidecar_backend_epoch(h->b), known;
+	struct o1_sidecar_status st;
+	int ret = 0;
 
 	pthread_mutex_lock(&h->lock);
-	if (!h->model[0] && now - h->model_asked_ns > MODEL_ASK_NS) {
-		h->model_asked_ns = now;
-		pthread_mutex_unlock(&h->lock);
-		o1_sidecar_backend_status(h->b, &st);
-		pthread_mutex_lock(&h->lock);
-		if (st.model[0] && !h->model[0])
-			snprintf(h->model, sizeof(h->model), "%s", st.model);
-	}
-	snprintf(buf, cap, "%s", h->model[0] ? h->model : h->fallback);
+	known = h->model_epoch;
 	pthread_mutex_unlock(&h->lock);
+	if (!epoch) {
+		ret = -ENOTCONN;
+	} else if (epoch != known) {
+		o1_sidecar_backend_status(h->b, &st);
+		if (st.up)
+			learn_model(h, epoch, &st);
+		else
+			ret = -ENOTCONN;
+	}
+	served_name(h, buf, cap);
+	return ret;
 }
 
 void o1_sidecar_conn_put(struct o1_sidecar_conn *c)
@@ -148,11 +168,22 @@ static cJSON *model_object(const char *name)
 
 static enum MHD_Result models(struct o1_sidecar_conn *c, const char *one)
 {
+	uint64_t epoch = o1_sidecar_backend_epoch(c->h->b);
+	struct o1_sidecar_status st;
 	char name[128], msg[200];
 	cJSON *o, *data;
 	char *json;
 
-	o1_sidecar_model(c->h, name, sizeof(name));
+	/* asked every time: a list is never answered for a daemon gone */
+	o1_sidecar_backend_status(c->h->b, &st);
+	if (!st.up)
+		return o1_sidecar_reply_error(
+		    c, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "o1d is not running: no model is served now",
+		    "server_error", NULL, "daemon_unavailable");
+	if (epoch)
+		learn_model(c->h, epoch, &st);
+	served_name(c->h, name, sizeof(name));
 	if (one && strcmp(one, name) && strcmp(one, "default")) {
 		snprintf(msg, sizeof(msg), "The model '%.100s' does not exist",
 			 one);
@@ -173,25 +204,59 @@ static enum MHD_Result models(struct o1_sidecar_conn *c, const char *one)
 	return o1_sidecar_reply_json(c, MHD_HTTP_OK, json);
 }
 
-/* Renders a snapshot into a malloc'd string; -errno. */
-static int metrics_text(struct o1_sidecar_http *h, char **text, size_t *len)
+/* Opens the configured metrics of a running o1d into h->metrics: in auto
+ * mode a dead daemon's pins are skipped for the file. 0, -ENOENT, -ESRCH
+ * (only a dead daemon's metrics: its pid in *dead) or -errno. */
+static int metrics_open(struct o1_sidecar_http *h, uint64_t *dead)
 {
 	struct o1_metrics_reader_opts ro = {
 	    .sz = sizeof(ro),
 	    .mode = (enum o1_metrics_mode)h->o.metrics_mode,
 	    .bpf_dir = h->metrics_dir[0] ? h->metrics_dir : NULL,
 	    .shm_path = h->metrics_shm[0] ? h->metrics_shm : NULL};
+	bool found_dead = false;
+	uint64_t pid = 0;
+	int ret;
+
+	for (int pass = 0; pass < 2; pass++) {
+		ret = o1_metrics_reader_open(&ro, &h->metrics);
+		if (ret && ret != -ENOENT && ret != -ENOTDIR)
+			return ret;
+		if (!ret && o1_metrics_reader_owner(h->metrics, &pid) == 1)
+			return 0;
+		if (!ret) {
+			found_dead = true;
+			*dead = pid;
+			o1_metrics_reader_close(h->metrics);
+			h->metrics = NULL;
+		}
+		if (ro.mode != O1_METRICS_MODE_AUTO)
+			break;
+		ro.mode = O1_METRICS_MODE_SHM; /* the pins were dead or none */
+	}
+	return found_dead ? -ESRCH : -ENOENT;
+}
+
+/* Renders a snapshot of the running o1d's metrics into a malloc'd string;
+ * -errno (-ESRCH: only a dead daemon's, its pid in *dead). Metrics kept
+ * open are dropped once their writer is gone (a restart: the new daemon's
+ * are opened). */
+static int metrics_text(struct o1_sidecar_http *h, char **text, size_t *len,
+			uint64_t *dead)
+{
 	struct o1_metrics_snapshot s;
+	uint64_t pid;
 	FILE *f;
 	int ret = 0;
 
 	pthread_mutex_lock(&h->lock);
-	if (h->metrics && o1_metrics_reader_snapshot(h->metrics, &s)) {
-		o1_metrics_reader_close(h->metrics); /* daemon restarted */
+	if (h->metrics && (o1_metrics_reader_snapshot(h->metrics, &s) ||
+			   o1_metrics_reader_owner(h->metrics, &pid) != 1)) {
+		o1_metrics_reader_close(h->metrics);
 		h->metrics = NULL;
 	}
 	if (!h->metrics) {
-		ret = o1_metrics_reader_open(&ro, &h->metrics);
+		ret = metrics_open(h, dead);
 		if (!ret)
 			ret = o1_metrics_reader_snapshot(h->metrics, &s);
 	}
@@ -212,13 +277,20 @@ static enum MHD_Result metrics(struct o1_sidecar_conn *c)
 	struct MHD_Response *r;
 	enum MHD_Result q;
 	char *text = NULL, msg[160];
+	uint64_t dead = 0;
 	size_t len = 0;
-	int ret = metrics_text(c->h, &text, &len);
+	int ret = metrics_text(c->h, &text, &len, &dead);
 
 	if (ret) {
 		free(text);
-		snprintf(msg, sizeof(msg), "no metrics from o1d: %s",
-			 o1_strerror(ret));
+		if (ret == -ESRCH)
+			snprintf(msg, sizeof(msg),
+				 "no metrics from o1d: metrics are from pid "
+				 "%llu, which is not running",
+				 (unsigned long long)dead);
+		else
+			snprintf(msg, sizeof(msg), "no metrics from o1d: %s",
+				 o1_strerror(ret));
 		return o1_sidecar_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE,
 					      msg, "server_error", NULL,
 					      "metrics_unavailable");

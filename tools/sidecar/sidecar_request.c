@@ -401,6 +401,34 @@ static int parse_refine(const cJSON *root, struct o1_sidecar_request *r,
 	return 0;
 }
 
+/* OpenAI parameters o1d does not implement yet are refused by name, not
+ * ignored: a client asking for JSON output or tool calls would otherwise
+ * get plain text and not know. response_format {"type":"text"} is what
+ * o1d does anyway. */
+static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err)
+{
+	static const char *const names[] = {"tools", "tool_choice",
+					    "functions", "function_call",
+					    "parallel_tool_calls"};
+	const cJSON *rf = field(root, "response_format");
+	const cJSON *type = rf ? field(rf, "type") : NULL;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (field(root, names[i]) &&
+		    !cJSON_IsNull(field(root, names[i])))
+			return bad(err, names[i],
+				   "'%s' is not supported by o1-sidecar yet "
+				   "(no tool calling); leave it out",
+				   names[i]);
+	if (rf && !cJSON_IsNull(rf) &&
+	    !(cJSON_IsString(type) && !strcmp(type->valuestring, "text")))
+		return bad(err, "response_format",
+			   "'response_format' other than {\"type\": "
+			   "\"text\"} is not supported by o1-sidecar yet; "
+			   "leave it out");
+	return 0;
+}
+
 static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		      struct o1_sidecar_req_error *err)
 {
@@ -428,6 +456,8 @@ static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		ret = parse_flags(root, r, err);
 	if (!ret)
 		ret = parse_refine(root, r, err);
+	if (!ret)
+		ret = parse_unsupported(root, err);
 	return ret;
 }
 
