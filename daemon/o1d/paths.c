@@ -1,8 +1,8 @@
-/* o1_paths_check: each file setting is checked for what o1d will do with
- * it (read the model, read the review text), as the uid o1d runs as
- * (access(2) with the real ids, which o1d never changes). The checks only
- * report: the later open still decides, so a path that changes in
- * between fails there, as before. */
+/* o1_paths_check: model.path is checked for what o1d will do with it
+ * (read the file or folder), as the uid o1d runs as (access(2) with the
+ * real ids, which o1d never changes). The check only reports: the later
+ * open still decides, so a path that changes in between fails there, as
+ * before. */
 #include "paths.h"
 
 #include <errno.h>
@@ -48,16 +48,10 @@ static int check_readable(const char *setting, const char *path, char *msg,
 
 int o1_paths_check(const struct o1_config *c, char *msg, size_t msg_len)
 {
-	int err;
-
 	if (!c->model.path[0])
 		return fail(msg, msg_len, -O1_E_CONFIG,
 			    "model.path is empty: set it to a .gguf file or a "
 			    "Hugging Face folder (in the file given to -c, or "
 			    "--set model.path=PATH)");
-	err = check_readable("model.path", c->model.path, msg, msg_len);
-	if (!err && c->refine.review_template[0])
-		err = check_readable("refine.review_template",
-				     c->refine.review_template, msg, msg_len);
-	return err;
+	return check_readable("model.path", c->model.path, msg, msg_len);
 }

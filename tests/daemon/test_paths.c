@@ -1,6 +1,7 @@
-/* o1_paths_check (daemon/o1d/paths.c): each file setting that the layout
- * does not have fails with -errno and a message naming the setting and
- * the path; a usable configuration passes. Real files in a fresh folder. */
+/* o1_paths_check (daemon/o1d/paths.c): a model.path that the layout does
+ * not have (missing, empty, unreadable) fails with -errno and a message
+ * naming the setting and the path; a file or a folder passes. Real files
+ * in a fresh folder. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,8 +60,6 @@ static void test_good(void **state)
 	good(&c);
 	assert_int_equal(o1_paths_check(&c, msg, sizeof(msg)), 0);
 	assert_string_equal(msg, "");
-	set(&c, "refine.review_template", "%s/review.txt", dir);
-	assert_int_equal(o1_paths_check(&c, msg, sizeof(msg)), 0);
 	assert_int_equal(o1_paths_check(&c, NULL, 0), 0);
 }
 
@@ -83,18 +82,6 @@ static void test_model(void **state)
 	good(&c);
 	set(&c, "model.path", "%s/hf", dir);
 	assert_int_equal(o1_paths_check(&c, NULL, 0), 0);
-}
-
-static void test_review(void **state)
-{
-	struct o1_config c;
-	char msg[512];
-
-	(void)state;
-	good(&c);
-	set(&c, "refine.review_template", "%s/nope.txt", dir);
-	assert_int_equal(o1_paths_check(&c, msg, sizeof(msg)), -ENOENT);
-	has(msg, "refine.review_template ", "/nope.txt", NULL);
 }
 
 /* Read permission is checked as o1d's uid (root reads every mode). */
@@ -134,7 +121,6 @@ static int setup(void **state)
 	if (!mkdtemp(dir))
 		return -1;
 	touch("m.gguf");
-	touch("review.txt");
 	touch("secret.gguf");
 	snprintf(p, sizeof(p), "%s/secret.gguf", dir);
 	if (chmod(p, 0))
@@ -158,7 +144,6 @@ int main(void)
 	    cmocka_unit_test(test_good),
 	    cmocka_unit_test(test_model),
 	    cmocka_unit_test(test_unreadable),
-	    cmocka_unit_test(test_review),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
