@@ -63,12 +63,16 @@ struct key {
 static const char *const log_levels[] = {"error", "warn",  "info",
 					 "debug", "trace", NULL};
 static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
+static const char *const dequantize_modes[] = {"none", "bf16", NULL};
 static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
 static const char *const sample_modes[] = {"auto", "on", "off", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_dtype) == sizeof(int), "enum as int");
+_Static_assert(O1_CONFIG_DEQUANTIZE_BF16 == 1, "dequantize_modes order");
+_Static_assert(sizeof(enum o1_config_dequantize) == sizeof(int),
+	       "enum as int");
 _Static_assert(O1_CONFIG_METRICS_SHM == 2, "metrics_modes order");
 _Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
 	       "enum as int");
@@ -96,6 +100,7 @@ static const struct key keys[] = {
 	STR(model, name, 0, ""),
 	U32(model, max_context_tokens, 0, 16777216, 0, "0"),
 	ENUM(model, dtype, dtypes, "auto"),
+	ENUM(model, dequantize, dequantize_modes, "none"),
 	{"backend", "device", T_DEVICE, OFF(backend.device), 0, 0, 63, 0, 0,
 	 NULL, 0, "auto"},
 	U32(backend, threads, 0, 1024, 0, "0"),

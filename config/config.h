@@ -52,6 +52,12 @@ enum o1_config_sample_mode {
 	O1_CONFIG_SAMPLE_OFF,
 };
 
+/* model.dequantize: what becomes of weights in a GGUF block format. */
+enum o1_config_dequantize {
+	O1_CONFIG_DEQUANTIZE_NONE, /* kept in blocks, block products */
+	O1_CONFIG_DEQUANTIZE_BF16, /* to the backend's float type at load */
+};
+
 enum o1_config_dtype {
 	O1_CONFIG_DTYPE_AUTO,
 	O1_CONFIG_DTYPE_F32,
@@ -74,6 +80,7 @@ struct o1_config {
 		char name[O1_CONFIG_NAME_MAX]; /* "" = from the model file */
 		uint32_t max_context_tokens;   /* 0 = the model's own */
 		enum o1_config_dtype dtype;    /* working weight type */
+		enum o1_config_dequantize dequantize;
 	} model;
 	struct {
 		struct o1_config_device device;

@@ -29,6 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include "attention.h"
+#include "quant.h"
 #include "sample.h"
 
 #ifdef __cplusplus
@@ -46,6 +47,23 @@ int o1_convert_f32_from_bf16_cuda(float *dst, const uint16_t *src, uint64_t n,
 int o1_embedding_cuda(float *out, const uint16_t *table, const int32_t *ids,
 		      uint32_t n_tokens, uint32_t dim, uint32_t vocab,
 		      cudaStream_t stream);
+
+/* quant.cu: N elements (whole blocks of TYPE) at SRC (4-byte aligned for
+ * Q4_K, 2 for the others) dequantized: to f32, quant.h's values bit for
+ * bit; to bf16, those values rounded to nearest even. */
+int o1_quant_dequantize_cuda(enum o1_quant_type type, const void *src,
+			     float *dst, uint64_t n, cudaStream_t stream);
+int o1_quant_dequantize_bf16_cuda(enum o1_quant_type type, const void *src,
+				  uint16_t *dst, uint64_t n,
+				  cudaStream_t stream);
+/* quant.cu: out (T,dim) f32 = rows ids (T) of TABLE (vocab rows of dim
+ * elements of TYPE, aligned as above), dequantized as quant.h does (the
+ * twin of embedding.h's o1_embedding_q_cpu); an id outside [0, vocab)
+ * gives a zero row. */
+int o1_embedding_q_cuda(float *out, const void *table,
+			enum o1_quant_type type, const int32_t *ids,
+			uint32_t n_tokens, uint32_t dim, uint32_t vocab,
+			cudaStream_t stream);
 
 /* rmsnorm.cu: RMSNorm fused with the residual add. For output row i and
  * source row r = ROWS ? rows[i] : i: when RESIDUAL is not NULL, x[r] +=
@@ -178,6 +196,15 @@ int o1_gemv_norm_swiglu_bf16_cuda(uint16_t *act, const float *x,
 				  const float *norm_w, float eps,
 				  const uint16_t *w, uint32_t m, uint32_t f,
 				  uint32_t k, bool pdl, cudaStream_t stream);
+
+/* gemv_q.cu: y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . dequant(w) (N,K)^T
+ * for 1 <= M <= O1_GEMV_MAX_ROWS, w N rows of K elements of TYPE (K whole
+ * blocks), x 16-byte aligned, w as quant.cu's SRC, LDY >= N; gemv_q.h is
+ * the reference (and its tolerance). Launched with PDL when PDL is set
+ * (reads nothing before its wait). */
+int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
+		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		   uint32_t ldy, bool pdl, cudaStream_t stream);
 
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */

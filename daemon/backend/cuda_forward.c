@@ -50,6 +50,16 @@
  *   s->o as unfused, so the head is the same either way.
  * cuBLAS kernels and every kernel of larger steps launch as before.
  *
+ * Matrices in GGUF block formats (cuda_weights.c, struct cuda_qmat): a
+ * product over at most O1_GEMV_MAX_ROWS rows is gemv_q.cu's, one launch
+ * per part (a fused output's parts in their column ranges), dequantizing
+ * in registers; a larger one dequantizes each part QTILE_BYTES of bf16
+ * at a time into the tile scratch (quant.cu) and multiplies each tile with
+ * cuBLAS into its columns. The embedding gathers from the block table.
+ * Fused products are off for such a model (cuda_backend.c): the block
+ * products take the unfused route (RMSNorm, product, SwiGLU, residual add
+ * in the next RMSNorm), the same for every layer.
+ *
  * As a tensor-parallel rank (cfg.tp_size, tp_shard.h, tp_group.h): the
  * model is the rank's shard; the O and down products (f32, in s->o) are
  * partial sums, all-reduced through cfg.tp_link on the stream (NCCL, so
@@ -177,6 +187,65 @@ static int gemm(struct cuda_state *s, float *y, const uint16_t *x,
 	    "gemm");
 }
 
+/* Part P of a block matrix over M > O1_GEMV_MAX_ROWS rows: its rows as
+ * bf16 tiles of at most QTILE_BYTES, each multiplied by cuBLAS into its
+ * columns of y (N wide). */
+static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
+		   const struct cuda_qpart *p, uint32_t m, uint32_t n,
+		   uint32_t k)
+{
+	const float one = 1.0f, zero = 0.0f;
+	uint32_t per = QTILE_BYTES / 2 / k;
+	int err = 0;
+
+	for (uint32_t r0 = 0; !err && r0 < p->rows; r0 += per) {
+		uint32_t nr = p->rows - r0 < per ? p->rows - r0 : per;
+
+		err = o1_quant_dequantize_bf16_cuda(
+		    p->type, (const char *)p->w + r0 * p->row_bytes, s->qtile,
+		    (uint64_t)nr * k, s->stream);
+		if (!err)
+			err = o1_cuda_blas_check(
+			    cublasGemmEx(
+				s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr,
+				(int)m, (int)k, &one, s->qtile, CUDA_R_16BF,
+				(int)k, x, CUDA_R_16BF, (int)k, &zero,
+				y + p->col0 + r0, CUDA_R_32F, (int)n,
+				CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+			    "gemm_q");
+	}
+	return err;
+}
+
+/* y (m,n) f32 = x (m,k) bf16 . W^T for W in blocks (Q): gemv_q.cu for up
+ * to O1_GEMV_MAX_ROWS rows, the tile path above. */
+static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
+		  const struct cuda_qmat *q, uint32_t m, uint32_t n, uint32_t k)
+{
+	int err = 0;
+
+	for (uint32_t i = 0; !err && i < q->n_parts; i++) {
+		const struct cuda_qpart *p = &q->part[i];
+
+		if (m <= O1_GEMV_MAX_ROWS)
+			err = o1_gemv_q_cuda(y + p->col0, x, p->w, p->type, m,
+					     p->rows, k, n, step_pdl(s, m),
+					     s->stream);
+		else
+			err = tiles_q(s, y, x, p, m, n, k);
+	}
+	return err;
+}
+
+/* The product with a matrix held as bf16 (W) or in blocks (Q). */
+static int product(struct cuda_state *s, float *y, const uint16_t *x,
+		   const uint16_t *w, const struct cuda_qmat *q, uint32_t m,
+		   uint32_t n, uint32_t k)
+{
+	return q->n_parts ? gemm_q(s, y, x, q, m, n, k)
+			  : gemm(s, y, x, w, m, n, k);
+}
+
 static struct o1_attn_dims attn_dims(const struct cuda_state *s)
 {
 	return (struct o1_attn_dims){s->d.n_heads,
@@ -214,7 +283,8 @@ static int qkv_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 					      d->dim, pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
 			      t, d->dim, d->norm_eps, pdl, s->stream);
-	return err ? err : gemm(s, s->qkv, s->h, y->wqkv, t, n, d->dim);
+	return err ? err
+		   : product(s, s->qkv, s->h, y->wqkv, &y->qqkv, t, n, d->dim);
 }
 
 /* The MLP input: RMSNorm (adding the O product, unfused), the gate/up
@@ -233,7 +303,8 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 						     d->dim, pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
 			      d->norm_eps, pdl, s->stream);
-	err = err ? err : gemm(s, s->gu, s->h, y->wgu, t, 2 * f, d->dim);
+	err = err ? err
+		  : product(s, s->gu, s->h, y->wgu, &y->qgu, t, 2 * f, d->dim);
 	return err ? err
 		   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
 				    s->stream);
@@ -243,15 +314,15 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
  * residual stream when ADD (fused), else into s->o, summed across the
  * ranks, for the next RMSNorm to add. */
 static int out_product(struct cuda_state *s, const uint16_t *in,
-		       const uint16_t *w, uint32_t t, uint32_t k, bool add,
-		       bool pdl)
+		       const uint16_t *w, const struct cuda_qmat *q, uint32_t t,
+		       uint32_t k, bool add, bool pdl)
 {
 	int err;
 
 	if (add)
 		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k, pdl,
 					     s->stream);
-	err = gemm(s, s->o, in, w, t, s->d.dim, k);
+	err = product(s, s->o, in, w, q, t, s->d.dim, k);
 	return err ? err : reduce(s, t);
 }
 
@@ -276,7 +347,8 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
 				      f->max_len, s->scratch, s->scratch_floats,
 				      pdl, s->stream);
-	return err ? err : out_product(s, s->att, y->wo, t, qd, fuse, pdl);
+	return err ? err
+		   : out_product(s, s->att, y->wo, &y->qo, t, qd, fuse, pdl);
 }
 
 /* Fused, the last layer's down product goes to s->o like an unfused one:
@@ -287,7 +359,8 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	int err = mlp_in(s, l, t, fuse, pdl);
 
 	return err ? err
-		   : out_product(s, s->act, s->layers[l].wdown, t, s->d.ffn_dim,
+		   : out_product(s, s->act, s->layers[l].wdown,
+				 &s->layers[l].qdown, t, s->d.ffn_dim,
 				 fuse && l + 1 < s->d.n_layers, pdl);
 }
 
@@ -307,8 +380,13 @@ static int layers(struct cuda_state *s, uint32_t n_seqs, const struct flat *f)
 {
 	struct o1_attn_batch b = {n_seqs, s->dev.q_off, s->dev.start,
 				  s->dev.tables, s->max_blocks};
-	int err = o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
-				    s->d.dim, s->d.vocab_size, s->stream);
+	const struct cuda_qpart *e =
+	    s->qembd.n_parts ? &s->qembd.part[0] : NULL;
+	int err =
+	    e ? o1_embedding_q_cuda(s->x, e->w, e->type, s->dev.ids, f->tokens,
+				    s->d.dim, s->d.vocab_size, s->stream)
+	      : o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
+				  s->d.dim, s->d.vocab_size, s->stream);
 
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++) {
 		err = attention_block(s, l, f, &b);
@@ -328,8 +406,8 @@ static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
 			    d->dim, d->norm_eps, step_pdl(s, n), s->stream);
 
 	return err ? err
-		   : gemm(s, s->logits, s->h, s->out_w, n, d->vocab_size,
-			  d->dim);
+		   : product(s, s->logits, s->h, s->out_w, &s->qout, n,
+			     d->vocab_size, d->dim);
 }
 
 /* Uploads N sample rows (ROWS; NULL: greedy ones), padded to BATCH

@@ -202,18 +202,29 @@ static uint32_t n_ranks(const struct o1_config *c)
 	return c->backend.tensor_parallel;
 }
 
-/* Bytes of bf16 weights rank R uploads (the whole model for one rank). */
+/* Bytes of weights rank R uploads (the whole model for one rank): bf16,
+ * but matrices in GGUF block formats at their own size (unless
+ * model.dequantize = bf16), plus 64 MiB of tiles for them (the CUDA
+ * backend's QTILE_BYTES); a rank of several counts bf16 throughout (an
+ * upper bound). */
 static uint64_t rank_weight_bytes(const struct o1d *d, uint32_t r)
 {
+	bool blocks = d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_NONE;
 	struct o1_tp_shard s;
-	uint64_t n = 0;
+	uint64_t n = 0, tiles = 0;
 
 	if (n_ranks(&d->cfg) > 1 &&
 	    !o1_tp_shard_plan(&d->model->desc, r, n_ranks(&d->cfg), 1, &s))
 		return o1_tp_shard_elements(d->model, &s) * 2;
-	for (uint32_t i = 0; i < d->model->n_tensors; i++)
-		n += o1_tensor_elements(&d->model->tensors[i]) * 2;
-	return n;
+	for (uint32_t i = 0; i < d->model->n_tensors; i++) {
+		const struct o1_tensor *t = &d->model->tensors[i];
+		bool b = blocks && t->n_dims == 2 &&
+			 !o1_dtype_is_float(t->dtype);
+
+		n += b ? t->n_bytes : o1_tensor_elements(t) * 2;
+		tiles = b ? 64u << 20 : tiles;
+	}
+	return n + tiles;
 }
 
 /* Device memory left for the KV pool: free now, less the bf16 weights
@@ -300,6 +311,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .page_tokens = d->cfg.kv.page_tokens,
 	    .sampling = sample_in_backend(d, kind),
 	    .max_sample_pens = d->cfg.backend.sample_penalty_entries,
+	    .dequantize =
+		d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	uint32_t dev[O1_CONFIG_LIST_MAX];

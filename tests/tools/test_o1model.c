@@ -358,6 +358,34 @@ static void test_determinism(void **state)
 	    files_equal("h1/model.safetensors", "h3/model.safetensors"));
 }
 
+/* make fills tensors on every CPU: the bytes do not depend on --threads
+ * (1, 3, 8 or the default), in GGUF f32 and safetensors bf16. */
+static void test_make_threads(void **state)
+{
+	static const char *const threads[] = {"1", "3", "8"};
+	char out[32], ref[32];
+
+	(void)state;
+	RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed", "3",
+	       "--out", "thr.gguf");
+	RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed", "3",
+	       "--dtype", "bf16", "--out", "thr");
+	for (size_t i = 0; i < sizeof(threads) / sizeof(threads[0]); i++) {
+		snprintf(out, sizeof(out), "thr%s.gguf", threads[i]);
+		RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed",
+		       "3", "--threads", threads[i], "--out", out);
+		assert_true(files_equal("thr.gguf", out));
+		snprintf(out, sizeof(out), "thr%s", threads[i]);
+		RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed",
+		       "3", "--dtype", "bf16", "--threads", threads[i],
+		       "--out", out);
+		snprintf(out, sizeof(out), "thr%s/model.safetensors",
+			 threads[i]);
+		snprintf(ref, sizeof(ref), "thr/model.safetensors");
+		assert_true(files_equal(ref, out));
+	}
+}
+
 static void test_vocab_padding(void **state)
 {
 	struct o1_model *m;
@@ -452,6 +480,9 @@ static const struct bad_args bad[] = {
     {{"make", "--preset", "tiny", "--vocab", "10", "--out", "x.gguf"},
      2,
      "smaller than the tokenizer"},
+    {{"make", "--preset", "tiny", "--threads", "0", "--out", "x.gguf"},
+     2,
+     "--threads '0'"},
     {{"make", "--preset", "tiny", "--bogus", "--out", "x.gguf"},
      2,
      "usage: o1model make"},
@@ -467,6 +498,13 @@ static const struct bad_args bad[] = {
     {{"info"}, 2, "expected one PATH"},
     {{"info", "--yaml", "x"}, 2, "usage: o1model info"},
     {{"info", "missing.gguf"}, 1, "missing.gguf"},
+    {{"quant", "q5_k", "--cols", "256", "a", "b"}, 2, "type 'q5_k'"},
+    {{"quant", "q4_k", "--cols", "1000", "a", "b"}, 2, "not a multiple"},
+    {{"quant", "q8_0", "a", "b"}, 2, "expected TYPE, --cols N"},
+    {{"dequant", "q8_0", "--cols", "0", "a", "b"}, 2, "--cols '0'"},
+    {{"dequant", "q8_0", "--cols", "32", "missing.bin", "b"},
+     1,
+     "missing.bin"},
 };
 
 static void test_bad_arguments(void **state)
@@ -479,6 +517,76 @@ static void test_bad_arguments(void **state)
 			fail_msg("case %zu (%s %s): exit %d, stderr '%s'", i,
 				 bad[i].args[0], bad[i].args[1], ret, err_text);
 	}
+}
+
+/* quant / dequant reproduce llama.cpp's vectors byte for byte (see
+ * tests/kernels/test_quant.c for the counts behind "identical"). */
+static void assert_file_is(const char *name, const char *ref)
+{
+	char path[512], *a, *b;
+	size_t na, nb;
+
+	snprintf(path, sizeof(path), "%s/%s", work, name);
+	a = o1_test_file_read(path, &na);
+	b = o1_test_file_read(ref, &nb);
+	assert_int_equal(na, nb);
+	assert_memory_equal(a, b, na);
+	free(a);
+	free(b);
+}
+
+static void test_quant_vectors(void **state)
+{
+	static const char *const types[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
+	const char *dir = O1_SHARED_DIR "/testdata/quant";
+	char in[512], ref[512];
+
+	(void)state;
+	if (access(O1_SHARED_DIR "/testdata/quant/input.f32", R_OK) != 0)
+		skip();
+	snprintf(in, sizeof(in), "%s/input.f32", dir);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		RUN_OK("quant", types[i], "--cols", "1024", in, "q.bin");
+		snprintf(ref, sizeof(ref), "%s/%s.bin", dir, types[i]);
+		assert_file_is("q.bin", ref);
+		RUN_OK("dequant", types[i], "--cols", "1024", ref, "q.f32");
+		snprintf(ref, sizeof(ref), "%s/%s.dequant.f32", dir, types[i]);
+		assert_file_is("q.f32", ref);
+	}
+}
+
+/* Part of a row, or a NaN, is refused, and no output is left behind. */
+static void test_quant_bad_files(void **state)
+{
+	float row[64] = {0};
+	char path[512];
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/part.f32", work);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(row, sizeof(float), 40, f), 40);
+	fclose(f);
+	assert_int_equal(RUN("quant", "q8_0", "--cols", "32", "part.f32",
+			     "part.bin"),
+			 1);
+	assert_non_null(strstr(err_text, "not a whole number of rows"));
+	assert_int_equal(RUN("dequant", "q8_0", "--cols", "32", "part.f32",
+			     "part.out"),
+			 1);
+	assert_non_null(strstr(err_text, "rows of 34 bytes"));
+	row[35] = NAN;
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(row, sizeof(float), 64, f), 64);
+	fclose(f);
+	assert_int_equal(RUN("quant", "q4_0", "--cols", "32", "part.f32",
+			     "part.bin"),
+			 1);
+	assert_non_null(strstr(err_text, "row 1 holds a NaN"));
+	snprintf(path, sizeof(path), "%s/part.bin", work);
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 /* test-vectors: an input that is not a readable file is an error naming
@@ -791,10 +899,13 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_convert_dtype),
 	    cmocka_unit_test(test_convert_quantized),
 	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_make_threads),
 	    cmocka_unit_test(test_vocab_padding),
 	    cmocka_unit_test(test_presets),
 	    cmocka_unit_test(test_bad_arguments),
 	    cmocka_unit_test(test_vectors_bad_input),
+	    cmocka_unit_test(test_quant_vectors),
+	    cmocka_unit_test(test_quant_bad_files),
 	    cmocka_unit_test(test_shared_hf_round_trip),
 	    cmocka_unit_test(test_llama_cpp_gguf_round_trip),
 	    cmocka_unit_test(test_tokenizer_option),

@@ -54,6 +54,7 @@
 #include "backend/backend.h"
 #include "common/error.h"
 #include "backend/kv_pool.h"
+#include "kernels/quant.h"
 #include "model/model.h"
 #include "backend/tp_shard.h"
 
@@ -121,8 +122,18 @@ out:
 	return err;
 }
 
-/* Bytes of bf16 weights one decode step reads (norms are f32) on rank 0
- * of TP ranks (1: the whole model). */
+/* Bytes an element of T takes on the device: a block format's own (kept
+ * in blocks: the backend's default), else bf16 (f32 for vectors). */
+static double element_bytes(const struct o1_tensor *t)
+{
+	if (t->n_dims == 2 && o1_quant_is_block(t->dtype))
+		return (double)o1_quant_block_bytes(t->dtype) /
+		       o1_quant_block_elements(t->dtype);
+	return t->n_dims == 1 ? 4.0 : 2.0;
+}
+
+/* Bytes of weights one decode step reads on rank 0 of TP ranks (1: the
+ * whole model). */
 static double weight_bytes(const struct o1_model *m, uint32_t tp)
 {
 	struct o1_tp_shard sh;
@@ -136,10 +147,9 @@ static double weight_bytes(const struct o1_model *m, uint32_t tp)
 
 		o1_tp_shard_slice(&sh, &m->desc, t, &sl);
 		if (t->role == O1_T_TOKEN_EMBD && !m->desc.tied_embeddings)
-			n += 2.0 * m->desc.dim;
+			n += element_bytes(t) * m->desc.dim;
 		else
-			n += (t->n_dims == 1 ? 4.0 : 2.0) * sl.n_rows *
-			     sl.n_cols;
+			n += element_bytes(t) * sl.n_rows * sl.n_cols;
 	}
 	return n;
 }

@@ -19,6 +19,7 @@ struct info_stats {
 	uint32_t count[N_DTYPES];
 	uint64_t bytes[N_DTYPES];
 	uint64_t total_bytes;
+	uint64_t token_bytes; /* weight bytes one decoded token reads */
 	uint64_t params;
 	uint32_t token_types[N_TOKEN_TYPES];
 };
@@ -48,6 +49,18 @@ static const char *template_family(const char *t)
 	return "present";
 }
 
+/* Bytes of T a decode step reads: all of it, but one row of an untied
+ * token embedding (the LM head reads a tied one whole) and none of the
+ * rope factors (folded into the frequencies at load). */
+static uint64_t token_bytes(const struct o1_model *m, const struct o1_tensor *t)
+{
+	if (t->role == O1_T_ROPE_FREQS)
+		return 0;
+	if (t->role == O1_T_TOKEN_EMBD && !m->desc.tied_embeddings)
+		return t->n_bytes / (t->shape[0] ? t->shape[0] : 1);
+	return t->n_bytes;
+}
+
 static void gather(const struct o1_model *m, struct info_stats *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -59,6 +72,7 @@ static void gather(const struct o1_model *m, struct info_stats *s)
 			s->bytes[t->dtype] += t->n_bytes;
 		}
 		s->total_bytes += t->n_bytes;
+		s->token_bytes += token_bytes(m, t);
 		s->params += o1_tensor_elements(t);
 	}
 	for (uint32_t i = 0;
@@ -130,6 +144,8 @@ static void print_tensors(const struct o1_model *m, const struct info_stats *s,
 	printf("tensors:      %u, %llu parameters, %llu bytes\n", m->n_tensors,
 	       (unsigned long long)s->params,
 	       (unsigned long long)s->total_bytes);
+	printf("per token:    %llu bytes of weights read (%.2f GB)\n",
+	       (unsigned long long)s->token_bytes, s->token_bytes / 1e9);
 	for (int d = 0; d < N_DTYPES; d++)
 		if (s->count[d])
 			printf("  %-6s      %u tensors, %llu bytes\n",
@@ -138,12 +154,18 @@ static void print_tensors(const struct o1_model *m, const struct info_stats *s,
 	for (uint32_t i = 0; each && i < m->n_tensors; i++) {
 		const struct o1_tensor *t = &m->tensors[i];
 
-		printf("  %3d %-12s %-5s [", t->layer,
-		       o1_tensor_role_name(t->role), o1_dtype_name(t->dtype));
+		char shape[64];
+		int len = 0;
+
 		for (uint32_t k = 0; k < t->n_dims; k++)
-			printf("%s%llu", k ? ", " : "",
-			       (unsigned long long)t->shape[k]);
-		printf("]\n");
+			len += snprintf(shape + len, sizeof(shape) - (size_t)len,
+					"%s%llu", k ? ", " : "",
+					(unsigned long long)t->shape[k]);
+		printf("  %3d %-12s %-5s [%s] %llu bytes, %llu per token\n",
+		       t->layer, o1_tensor_role_name(t->role),
+		       o1_dtype_name(t->dtype), shape,
+		       (unsigned long long)t->n_bytes,
+		       (unsigned long long)token_bytes(m, t));
 	}
 }
 
@@ -220,6 +242,7 @@ static void json_tensors(cJSON *o, const struct o1_model *m,
 	cJSON_AddNumberToObject(t, "count", m->n_tensors);
 	cJSON_AddNumberToObject(t, "parameters", (double)s->params);
 	cJSON_AddNumberToObject(t, "bytes", (double)s->total_bytes);
+	cJSON_AddNumberToObject(t, "bytes_per_token", (double)s->token_bytes);
 	for (int d = 0; d < N_DTYPES; d++)
 		if (s->count[d])
 			cJSON_AddNumberToObject(types,
