@@ -56,8 +56,7 @@ struct o1d {
 	char **argv; /* the original command line, for SIGHUP */
 	struct o1_model *model;
 	struct o1_tokenizer *tok;
-	struct o1_chat_template chat;
-	bool has_chat;
+	struct o1_chat_template *chat; /* NULL: chat requests refused */
 	enum o1_backend_kind kind;
 	struct o1_backend *backend;
 	struct o1_kv_pool *pool;
@@ -140,6 +139,19 @@ static int load_config(struct o1_config *c, int argc, char **argv, char *err,
 	return ret;
 }
 
+/* The chat template (the model's own, or model.chat_template's file).
+ * Without one, or when the model's own does not parse, o1d serves
+ * prompts and refuses chats; a configured file that fails stops it. */
+static int open_chat_template(struct o1d *d)
+{
+	int err = o1_chat_template_load(d->model->vocab, d->cfg.model.path,
+					d->cfg.model.chat_template, &d->chat);
+
+	if (err && d->cfg.model.chat_template[0])
+		return err == -O1_E_FORMAT ? -O1_E_CONFIG : err;
+	return err == -ENOMEM ? err : 0;
+}
+
 static int open_model(struct o1d *d)
 {
 	const struct o1_model_desc *m;
@@ -162,10 +174,9 @@ static int open_model(struct o1d *d)
 		err = o1_tokenizer_create(d->model->vocab, &d->tok);
 		if (err)
 			return err;
-		d->has_chat =
-		    d->model->vocab->chat_template &&
-		    !o1_chat_template_init(
-			&d->chat, d->model->vocab->chat_template, NULL);
+		err = open_chat_template(d);
+		if (err)
+			return err;
 	} else {
 		o1_warn("%s has no vocabulary: token-id prompts only (text "
 			"prompts are answered \"%s\")",
@@ -594,7 +605,7 @@ static int create_engine(struct o1d *d)
 		{
 		    .pool = d->pool,
 		    .tok = d->tok,
-		    .chat = d->has_chat ? &d->chat : NULL,
+		    .chat = d->chat,
 		    .metrics = d->metrics,
 		    .step = (int (*)(void *,
 				     const struct o1_step *))o1_backend_step,
@@ -884,6 +895,7 @@ static void stop(struct o1d *d)
 	o1_metrics_close(d->metrics);
 	o1_kv_pool_destroy(d->pool);
 	o1_backend_destroy(d->backend);
+	o1_chat_template_destroy(d->chat);
 	o1_tokenizer_destroy(d->tok);
 	o1_model_close(d->model);
 }

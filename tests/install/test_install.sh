@@ -41,7 +41,7 @@ ok "layout under $PREFIX"
 # Units: installed paths, the o1d user, nothing as root.
 for u in o1d o1-sidecar; do
 	f=$D$UNITDIR/$u.service
-	grep -qx "ExecStart=$BINDIR/$u -c $SYSCONFDIR/o1d/o1d.ini" "$f" ||
+	grep -Eq "^ExecStart=$BINDIR/$u -c $SYSCONFDIR/o1d/o1d.ini( |$)" "$f" ||
 		fail "$u.service does not start $BINDIR/$u with the installed config"
 	grep -qx "User=o1d" "$f" || fail "$u.service: no User=o1d"
 	grep -qx "Group=o1d" "$f" || fail "$u.service: no Group=o1d"
