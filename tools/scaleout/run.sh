@@ -42,6 +42,8 @@
 # Everything lives in a temporary folder (kept with --keep) and every
 # process started here is stopped on exit.
 set -euo pipefail
+# NCCL's NVLink multicast stays off wherever o1d starts (issue 10).
+export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../.."
 root=$PWD
 
