@@ -1070,6 +1070,13 @@ int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
 				    file, value);
 		file = value;
 	}
+	/* named as the option, so the message says which setting is wrong */
+	if (file && access(file, R_OK) != 0) {
+		ret = -errno;
+		fail(err, err_len, "-c %s: cannot open: %s", file,
+		     strerror(-ret));
+		return ret;
+	}
 	if (file)
 		ret = o1_config_load_file(&copy, file, err, err_len);
 	for (i = 1; ret == 0 && i < *argc && strcmp(argv[i], "--") != 0; i++)

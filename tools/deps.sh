@@ -9,6 +9,7 @@ packages=(
   libpcre2-dev libmicrohttpd-dev libopenblas-dev
   python3 python3-pytest curl nodejs
   haproxy
+  scdoc man-db file lintian
 )
 
 missing=()

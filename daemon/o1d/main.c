@@ -42,6 +42,7 @@
 #include "metrics/metrics_writer.h"
 #include "model/model.h"
 #include "notify.h"
+#include "paths.h"
 #include "tokenizer/tokenizer.h"
 #include "backend/tp_shard.h"
 
@@ -859,6 +860,8 @@ static int start(struct o1d *d)
 {
 	int err = o1_ipc_socket_check(d->cfg.ipc.socket);
 
+	if (!err)
+		err = o1_paths_check(&d->cfg, NULL, 0);
 	if (!err)
 		err = open_model(d);
 	if (!err)
