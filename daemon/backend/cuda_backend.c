@@ -1441,4 +1441,5 @@ const struct o1_backend_ops o1_cuda_backend_ops = {
     .tp_align = 8, /* gemv.cu: K a multiple of 8 */
     .devout = cuda_devout,
     .can_sample = true,
+    .kv_elem_bytes = 2, /* bf16 */
 };
