@@ -141,25 +141,8 @@ static bool want_piece(const struct o1_tokenizer *t, int32_t id)
 
 static int build_pieces(struct o1_tokenizer *t)
 {
-	size_t total = t->text_off[t->n_tokens];
-
 	/* a decoded piece is never longer than its text */
-	t->piece = malloc(total ? total : 1);
-	t->piece_off = malloc((t->n_tokens + 1) * sizeof(*t->piece_off));
-	if (!t->piece || !t->piece_off)
-		return -ENOMEM;
-	total = 0;
-	for (uint32_t id = 0; id < t->n_tokens; id++) {
-		uint32_t n = bpe_piece(t, (int32_t)id, t->piece + total);
-
-		t->piece_off[id] = (uint32_t)total;
-		t->piece[total + n] = 0;
-		total += n + 1;
-		if (n > t->max_piece)
-			t->max_piece = n;
-	}
-	t->piece_off[t->n_tokens] = (uint32_t)total;
-	return 0;
+	return tok_pieces_build(t, t->text_off[t->n_tokens], bpe_piece);
 }
 
 static int find_byte_ids(struct o1_tokenizer *t)

@@ -96,23 +96,11 @@ static bool spaces_only_lead(const struct o1_tokenizer *t)
 
 int tok_spm_init(struct o1_tokenizer *t)
 {
-	size_t total = t->text_off[t->n_tokens] + 3 * (size_t)t->n_tokens;
+	int err = tok_pieces_build(
+	    t, t->text_off[t->n_tokens] + 3 * (size_t)t->n_tokens, spm_piece);
 
-	t->piece = malloc(total ? total : 1);
-	t->piece_off = malloc((t->n_tokens + 1) * sizeof(*t->piece_off));
-	if (!t->piece || !t->piece_off)
-		return -ENOMEM;
-	total = 0;
-	for (uint32_t id = 0; id < t->n_tokens; id++) {
-		uint32_t n = spm_piece(t, (int32_t)id, t->piece + total);
-
-		t->piece_off[id] = (uint32_t)total;
-		t->piece[total + n] = 0;
-		total += n + 1;
-		if (n > t->max_piece)
-			t->max_piece = n;
-	}
-	t->piece_off[t->n_tokens] = (uint32_t)total;
+	if (err)
+		return err;
 	for (int b = 0; b < 256; b++) {
 		char name[8];
 
