@@ -190,6 +190,8 @@ static void teardown(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 		close(c->fd);
 	free(c->scratch);
 	o1_ipc_devout_release(srv, c->devout);
+	srv->live[c->live_at] = srv->live[--srv->n_live];
+	srv->clients[srv->live[c->live_at]].live_at = c->live_at;
 	memset(c, 0, offsetof(struct o1_ipc_client, gen));
 	c->gen++;
 	c->fd = c->efd = -1;
@@ -202,10 +204,9 @@ void o1_ipc_reap(struct o1_ipc_server *srv)
 	if (!srv->any_doomed)
 		return;
 	srv->any_doomed = 0;
-	for (uint32_t i = 0; i < srv->o.max_clients; i++)
-		if (srv->clients[i].state != O1_IPC_FREE &&
-		    srv->clients[i].doomed)
-			teardown(srv, &srv->clients[i]);
+	for (uint32_t i = srv->n_live; i-- > 0;)
+		if (o1_ipc_live(srv, i)->doomed)
+			teardown(srv, o1_ipc_live(srv, i));
 }
 
 /* Closes a refused socket (its welcome sent) once its peer's hello is
@@ -259,6 +260,8 @@ static void new_client(struct o1_ipc_server *srv, int fd)
 		return;
 	}
 	c->state = O1_IPC_HELLO;
+	c->live_at = srv->n_live;
+	srv->live[srv->n_live++] = (uint32_t)(c - srv->clients);
 	c->fd = fd;
 	c->id = (c->gen & 0xffff) << 16 | (uint32_t)(c - srv->clients);
 	c->hello_deadline_ns = now_ns() + srv->o.hello_timeout_ms * 1000000ull;
@@ -304,8 +307,8 @@ static void housekeeping(struct o1_ipc_server *srv)
 	uint64_t now = now_ns();
 
 	linger_check(srv, now);
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
 		if (c->state == O1_IPC_HELLO && !c->doomed &&
 		    now > c->hello_deadline_ns)
@@ -415,8 +418,8 @@ static void rearm(struct o1_ipc_server *srv)
 		srv->sig_armed = !o1_ipc_arm(srv, O1_IPC_UD_SIGNAL, NULL, 0);
 	if (!srv->timer_armed)
 		srv->timer_armed = !o1_ipc_arm(srv, O1_IPC_UD_TIMER, NULL, 0);
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
 		if (c->state != O1_IPC_FREE && !c->doomed && !c->sock_armed)
 			c->sock_armed = !o1_ipc_arm(srv, O1_IPC_UD_SOCK, c, 0);
@@ -426,8 +429,8 @@ static void rearm(struct o1_ipc_server *srv)
 /* Publishes what each client received this pass and wakes it if asleep. */
 static void flush(struct o1_ipc_server *srv)
 {
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
 		if (!c->cq_dirty)
 			continue;
@@ -445,8 +448,8 @@ static int pass(struct o1_ipc_server *srv)
 
 	srv->backlog = 0;
 	srv->posted = 0;
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
 		if (c->state == O1_IPC_ACTIVE && !c->doomed)
 			work += o1_ipc_drain(srv, c);
@@ -465,8 +468,8 @@ static int prepare_sleep(struct o1_ipc_server *srv)
 {
 	int found = 0;
 
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 		uint32_t seq;
 
 		if (c->state != O1_IPC_ACTIVE || c->doomed)
@@ -476,8 +479,8 @@ static int prepare_sleep(struct o1_ipc_server *srv)
 			c->bell_armed =
 			    !o1_ipc_arm(srv, O1_IPC_UD_BELL, c, seq);
 	}
-	for (uint32_t i = 0; i < srv->o.max_clients && !found; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = srv->n_live; i-- > 0 && !found;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
 		if (c->state == O1_IPC_ACTIVE && !c->doomed)
 			found = o1_ring_ready(&c->sq) != 0 && !c->blocked;
@@ -487,8 +490,8 @@ static int prepare_sleep(struct o1_ipc_server *srv)
 
 static void finish_sleep(struct o1_ipc_server *srv)
 {
-	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
 		if (c->state == O1_IPC_ACTIVE && !c->doomed)
 			o1_doorbell_cancel(o1_region_sq_ctrl(c->base, &c->l));

@@ -61,6 +61,7 @@ struct o1_ipc_client {
 	uint8_t *scratch; /* private copies of prompt and stop lists */
 	size_t scratch_bytes;
 	char name[O1_NAME_MAX];
+	uint32_t live_at; /* its index in the server's live list */
 	/* Kept across reuse of the slot (teardown clears what precedes). */
 	uint32_t gen;
 };
@@ -83,6 +84,11 @@ struct o1_ipc_server {
 	int lfd, kick_fd, sfd;
 	int use_futex;
 	struct o1_ipc_client *clients; /* o.max_clients */
+	/* live[0..n_live): the slots not FREE, in no order. Every pass walks
+	 * this list, so its cost follows the connected clients, not
+	 * max_clients (issue 19: the spin path paid for 64 empty slots). */
+	uint32_t *live;
+	uint32_t n_live;
 	atomic_int stop;
 	int draining;
 	int backlog; /* some client is blocked on its completion ring */
@@ -99,6 +105,14 @@ struct o1_ipc_server {
 	int linger_fd[O1_IPC_LINGER_MAX];
 	uint64_t linger_deadline_ns[O1_IPC_LINGER_MAX];
 };
+
+/* The I-th live client; callers walk I downwards, so a teardown during the
+ * walk (the last entry moves into the freed place) skips nobody. */
+static inline struct o1_ipc_client *o1_ipc_live(struct o1_ipc_server *srv,
+						uint32_t i)
+{
+	return &srv->clients[srv->live[i]];
+}
 
 int o1_ipc_arm(struct o1_ipc_server *srv, enum o1_ipc_ud kind,
 	       struct o1_ipc_client *c, uint32_t seq);

@@ -106,7 +106,8 @@ static int setup(struct o1_ipc_server *srv)
 	int ret;
 
 	srv->clients = calloc(srv->o.max_clients, sizeof(*srv->clients));
-	if (!srv->clients)
+	srv->live = calloc(srv->o.max_clients, sizeof(*srv->live));
+	if (!srv->clients || !srv->live)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < srv->o.max_clients; i++) {
 		srv->clients[i].fd = srv->clients[i].efd = -1;
@@ -168,13 +169,9 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 {
 	if (!srv)
 		return;
-	for (uint32_t i = 0; srv->clients && i < srv->o.max_clients; i++) {
-		struct o1_ipc_client *c = &srv->clients[i];
-
-		if (c->state != O1_IPC_FREE) {
-			o1_ipc_client_doom(srv, c, NULL);
-			o1_ipc_reap(srv);
-		}
+	for (uint32_t i = srv->n_live; srv->live && i-- > 0;) {
+		o1_ipc_client_doom(srv, o1_ipc_live(srv, i), NULL);
+		o1_ipc_reap(srv);
 	}
 	for (int i = 0; i < O1_IPC_LINGER_MAX; i++)
 		if (srv->linger_fd[i] >= 0)
@@ -190,6 +187,7 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 	if (srv->sfd >= 0)
 		close(srv->sfd);
 	free(srv->clients);
+	free(srv->live);
 	free(srv->path);
 	free(srv->uids);
 	free(srv->gids);

@@ -37,6 +37,8 @@ struct o1_engine {
 	/* front thread only */
 	uint32_t free_head; /* UINT32_MAX: none */
 	uint32_t n_active;
+	uint32_t *active; /* n_active slot indices, in no order: the front's
+			   * passes visit these, never the whole slab */
 	uint64_t next_stats_ns;
 	bool exiting;		/* SIGTERM seen: stop once idle */
 	uint64_t idle_since_ns; /* exiting with nothing held since then */

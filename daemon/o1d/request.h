@@ -79,6 +79,7 @@ struct o1_req {
 	bool active;
 	bool dead;
 	uint32_t next_free;
+	uint32_t active_at; /* its index in the engine's active list */
 
 	/* the out ring: engine produces, front consumes */
 	_Atomic uint32_t out_head;

@@ -383,8 +383,10 @@ static int slo_now(const struct daemon_proc *d, const char *args)
 /* Each fault under load: its counter moves, the error or fallback path is
  * taken, every request gets exactly one FINAL, and once every fault is
  * off `o1ctl slo` is back within tolerance of the baseline taken before,
- * within RECOVER_WINDOWS windows of 2 s. */
-#define RECOVER_WINDOWS 3
+ * within RECOVER_WINDOWS windows of 2 s: a generous deadline, polled,
+ * since a loaded 2-core machine under ASan recovers in 3 to 4 windows
+ * and a quiet one in 1. */
+#define RECOVER_WINDOWS 15
 static void test_faults(void **state)
 {
 	struct daemon_proc *d = *state;

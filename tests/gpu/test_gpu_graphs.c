@@ -18,8 +18,11 @@
  * prefill steps; the eager side counts the same steps as misses; no
  * allocation after create. Each graph's kernels: the fused side's buckets
  * 1 to 4 have 3 a layer fewer than the unfused side's and programmatic
- * (PDL) edges, larger buckets the same kernels and none; the unfused side
- * has none.
+ * (PDL) edges, where the unfused side has none (all its kernels are ours,
+ * launched without PDL); larger buckets launch the same kernels on both
+ * sides, cuBLAS's products among them, and so have the same kernels and
+ * edges (cuBLAS may launch its own kernels with programmatic
+ * dependencies: seen on the H200 with CUDA 13, issue 17).
  * test_oversize: buckets {1, 3} with max_seqs 4: a batch of 4 runs eagerly
  * (oversize) and equals a graphs-off backend bitwise, 2 pads to 3.
  * test_replay_fault: buckets {1, 4}; with o1_backend_fail_replays every
@@ -269,13 +272,15 @@ static void check_kernels(struct world *w,
 		printf("bucket %u: %u kernels (%u PDL edges), unfused %u\n",
 		       gb->batch, gb->kernels, gb->pdl_edges, ub->kernels);
 		assert_true(ub->captured && gb->kernels > 0);
-		assert_int_equal(ub->pdl_edges, 0);
 		if (gb->batch <= 4) {
 			assert_int_equal(ub->kernels - gb->kernels, 3 * layers);
+			assert_int_equal(ub->pdl_edges, 0);
 			assert_true(gb->pdl_edges > 0);
 		} else {
+			/* the same launches on both sides: cuBLAS's own
+			 * programmatic edges, if any, are the same too */
 			assert_int_equal(ub->kernels, gb->kernels);
-			assert_int_equal(gb->pdl_edges, 0);
+			assert_int_equal(ub->pdl_edges, gb->pdl_edges);
 		}
 	}
 }

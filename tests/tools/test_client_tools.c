@@ -162,6 +162,83 @@ static void test_o1bench_run(void **state)
 	cJSON_Delete(root);
 }
 
+/* Eight streams over two connections: every request completes, and the
+ * peak in flight shows at least one connection's four at once (each
+ * submits its whole share before it waits) and never more than eight. */
+static void test_o1bench_connections(void **state)
+{
+	char cmd[1024], out[4096];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --socket %s --requests 40 --concurrency 8 "
+		 "--connections 2 --cold --max-tokens 25",
+		 o1bench, srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
+	assert_int_equal(kv(out, "completed"), 40);
+	assert_int_equal(kv(out, "errors"), 0);
+	assert_int_equal(kv(out, "tokens"), 40 * 25);
+	assert_int_equal(kv(out, "connections"), 2);
+	assert_true(kv(out, "peak_inflight") >= 4);
+	assert_true(kv(out, "peak_inflight") <= 8);
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --socket %s --requests 4 --concurrency 2 "
+		 "--connections 3 --max-tokens 4 2>/dev/null",
+		 o1bench, srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
+}
+
+/* The value of KEY on the line that starts with LABEL and a space. */
+static double line_kv(const char *out, const char *label, const char *key)
+{
+	char head[64], pat[64];
+	const char *l = out, *end, *p;
+
+	snprintf(head, sizeof(head), "%s ", label);
+	snprintf(pat, sizeof(pat), " %s=", key);
+	while (l && strncmp(l, head, strlen(head)))
+		l = (l = strchr(l, '\n')) ? l + 1 : NULL;
+	if (!l)
+		fail_msg("no line '%s' in:\n%s", label, out);
+	end = strchr(l, '\n');
+	p = strstr(l, pat);
+	if (!p || (end && p > end))
+		fail_msg("no %s on line '%s' in:\n%s", key, label, out);
+	return strtod(p + strlen(pat), NULL);
+}
+
+/* Every path o1bench ping claims ran with the samples it claims, four
+ * clients at once among them, and the server's idle CPU is reported. */
+static void test_o1bench_ping(void **state)
+{
+	static const char *const lines[] = {
+	    "shm-spin",	   "shm-spin-4clients", "shm-sleep",
+	    "shm-sleep-daemon", "unix-socket",	"unix-socket-sleep"};
+	static const int counts[] = {400, 400, 20, 20, 400, 20};
+	char cmd[1024], out[4096];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd),
+		 "%s ping --socket %s --count 400 --sleep-count 20 "
+		 "--gap-us 300 --clients 4",
+		 o1bench, srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(line_kv(out, lines[i], "n"), counts[i]);
+		assert_true(line_kv(out, lines[i], "p50_us") > 0);
+		assert_true(line_kv(out, lines[i], "p50_us") <=
+			    line_kv(out, lines[i], "p99_us"));
+		assert_true(line_kv(out, lines[i], "p99_us") <=
+			    line_kv(out, lines[i], "max_us"));
+	}
+	assert_int_equal(line_kv(out, "idle-cpu", "pid"), srv.pid);
+	assert_true(line_kv(out, "idle-cpu", "percent") >= 0);
+	snprintf(cmd, sizeof(cmd),
+		 "%s ping --socket %s --clients 65 2>/dev/null", o1bench,
+		 srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
+}
+
 static void test_o1bench_errors(void **state)
 {
 	char cmd[1024], out[4096];
@@ -208,6 +285,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_o1chat_stream),
 	    cmocka_unit_test(test_o1chat_errors),
 	    cmocka_unit_test(test_o1bench_run),
+	    cmocka_unit_test(test_o1bench_connections),
+	    cmocka_unit_test(test_o1bench_ping),
 	    cmocka_unit_test(test_o1bench_errors),
 	};
 

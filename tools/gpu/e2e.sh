@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end decode through libo1client on the GPU machine: o1d on the CUDA
 # backend serving a random bf16 model of a preset's shape, o1bench run at
-# concurrency 1 (batch-1 decode), 64 and 256 (128-word prompts, 128 new
-# tokens), TTFT for 512- and 2048-word prompts, the graph counters from the
-# metrics (o1ctl stats --json), then batch-1 decode again with graphs off. Run by tools/gpu/run.sh e2e after the
-# build; results go to OUT/e2e.txt.
+# concurrency 1 (batch-1 decode), 64, 128 and 256 streams (128- and
+# 512-word prompts, 128 new tokens; 16 streams share a connection, as a
+# multi-threaded client's would, and peak_inflight shows how many ran), TTFT
+# for 512- and 2048-word prompts cold (--cold: no prefix-cache hit) and
+# cached (one prompt repeated), the graph counters from the metrics (o1ctl
+# stats --json), then batch-1 decode again with graphs off. Run by
+# tools/gpu/run.sh e2e after the build; results go to OUT/e2e.txt.
 #   tools/gpu/e2e.sh OUT [presets...]
 set -uo pipefail
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
@@ -35,11 +38,12 @@ start_o1d() { # model [graphs.enabled]
   return 1
 }
 
-bench() { # preset concurrency requests prompt-words new-tokens
-  echo "# $1: o1bench run, concurrency $2, $3 requests, $4-word prompt, $5 new tokens" >>"$out/e2e.txt"
+bench() { # preset concurrency requests prompt-words new-tokens [o1bench options]
+  local conn=$(($2 < 16 ? $2 : $2 / 16))
+  echo "# $1: o1bench run, concurrency $2 over $conn connections, $3 requests, $4-word prompt, $5 new tokens ${*:6}" >>"$out/e2e.txt"
   "$bin/tools/o1bench/o1bench" run --socket "$sock" --requests "$3" \
-    --concurrency "$2" --max-tokens "$5" --prompt-tokens "$4" \
-    >>"$out/e2e.txt" 2>>"$out/e2e.log" || rc=1
+    --concurrency "$2" --connections "$conn" --max-tokens "$5" \
+    --prompt-tokens "$4" "${@:6}" >>"$out/e2e.txt" 2>>"$out/e2e.log" || rc=1
 }
 
 for p in $presets; do
@@ -52,11 +56,13 @@ for p in $presets; do
   t1=$(date +%s.%N)
   echo "# $p: start to ready $(python3 -c "print(round($t1 - $t0, 2))") s" >>"$out/e2e.txt"
   grep -E "graph|capture|kv:|pages" "$run/o1d.log" | head -8 >>"$out/e2e.txt"
-  for c in 1 64 256; do
+  for c in 1 64 128 256; do
     n=$((c == 1 ? 8 : c * 2))
-    bench "$p" "$c" "$n" 128 128
+    bench "$p" "$c" "$n" 128 128 --cold
   done
+  bench "$p" 256 512 512 128 --cold
   for t in 512 2048; do
+    bench "$p" 1 8 "$t" 1 --cold
     bench "$p" 1 8 "$t" 1
   done
   echo "# $p: graph counters (o1ctl stats --json)" >>"$out/e2e.txt"

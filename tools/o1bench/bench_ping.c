@@ -2,13 +2,16 @@
  * on the spin path (client and daemon both busy-polling) and on the sleep
  * path (both asleep: futex wake-ups each way), and of a 128-byte
  * request/response over a plain Unix stream socket as the baseline, all in
- * one run. --serve runs the front loop in-process on a thread. */
+ * one run. --serve runs the front loop in-process on a thread. --clients N
+ * adds the spin path with N clients pinging at once (their samples pooled),
+ * and the serving process's CPU use while idle is reported beside. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +26,7 @@ struct ping_args {
 	int count;
 	int sleep_count;
 	int gap_us;
+	int clients;
 	uint32_t spin_us;
 };
 
@@ -53,6 +57,8 @@ static int parse(int argc, char **argv, struct ping_args *a)
 			a->sleep_count = atoi(v);
 		else if (!strcmp(argv[i], "--gap-us"))
 			a->gap_us = atoi(v);
+		else if (!strcmp(argv[i], "--clients"))
+			a->clients = atoi(v);
 		else if (!strcmp(argv[i], "--spin-us"))
 			a->spin_us = (uint32_t)atoi(v);
 		else
@@ -115,6 +121,138 @@ static int shm_path(const struct ping_args *a, const char *label,
 	return ret;
 }
 
+struct spin_client {
+	const struct ping_args *a;
+	int n;
+	uint64_t *ns;
+	int ret;
+	pthread_barrier_t *start;
+};
+
+static void *spin_client_main(void *arg)
+{
+	struct spin_client *s = arg;
+	struct o1_client_opts o = {.sz = sizeof(o),
+				   .socket_path = s->a->socket,
+				   .name = "o1bench",
+				   .spin_us = 1000000};
+	struct o1_client *c;
+
+	s->ret = o1_client_connect(&o, &c);
+	pthread_barrier_wait(s->start);
+	if (s->ret)
+		return NULL;
+	for (int i = 0; i < 100 && !s->ret; i++)
+		s->ret = o1_client_ping(c, NULL);
+	for (int i = 0; i < s->n && !s->ret; i++)
+		s->ret = o1_client_ping(c, &s->ns[i]);
+	o1_client_close(c);
+	return NULL;
+}
+
+/* N clients on the spin path at once, each its own connection and thread;
+ * one line over all their samples. */
+static int shm_clients(const struct ping_args *a, int n_clients, uint64_t *ns)
+{
+	struct spin_client s[64];
+	pthread_t t[64];
+	pthread_barrier_t start;
+	int per = a->count / n_clients, ret = 0, started = 0;
+	char label[48];
+
+	if (n_clients > 64 || per < 1)
+		return -EINVAL;
+	pthread_barrier_init(&start, NULL, (unsigned)n_clients + 1);
+	for (int i = 0; i < n_clients; i++) {
+		s[i] = (struct spin_client){a, per, ns + (size_t)i * per, 0,
+					    &start};
+		if (pthread_create(&t[i], NULL, spin_client_main, &s[i]))
+			break;
+		started++;
+	}
+	if (started < n_clients) { /* the barrier can never open: give up */
+		fprintf(stderr, "o1bench: cannot start %d client threads\n",
+			n_clients);
+		exit(1);
+	}
+	pthread_barrier_wait(&start);
+	for (int i = 0; i < n_clients; i++) {
+		pthread_join(t[i], NULL);
+		if (s[i].ret && !ret)
+			ret = s[i].ret;
+	}
+	pthread_barrier_destroy(&start);
+	if (ret) {
+		fprintf(stderr, "o1bench: ping: %s\n", o1_client_strerror(ret));
+		return ret;
+	}
+	snprintf(label, sizeof(label), "shm-spin-%dclients", n_clients);
+	o1bench_print_latency(label, ns, (size_t)per * n_clients);
+	return 0;
+}
+
+/* The serving process's pid: the daemon's from its control socket's peer
+ * credentials (a bare connect, closed at once), or our own with --serve. */
+static pid_t server_pid(const struct ping_args *a)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct ucred cr = {0};
+	socklen_t len = sizeof(cr);
+	int fd;
+
+	if (a->serve)
+		return getpid();
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", a->socket);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
+		cr.pid = 0;
+	if (fd >= 0)
+		close(fd);
+	return cr.pid;
+}
+
+/* utime + stime of PID in clock ticks, or -1. */
+static long long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	long long ut, st;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the command name may hold spaces */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+				"%*u %lld %lld", &ut, &st) != 2)
+		return -1;
+	return ut + st;
+}
+
+/* CPU share of the serving process over 2 s with no client traffic
+ * (with --serve this process's, whose only busy thread is the loop). */
+static void idle_cpu(const struct ping_args *a)
+{
+	pid_t pid = server_pid(a);
+	struct timespec two = {.tv_sec = 2};
+	long long t0, t1;
+
+	if (!pid || (t0 = cpu_ticks(pid)) < 0) {
+		printf("idle-cpu unknown (no pid for %s)\n", a->socket);
+		return;
+	}
+	nanosleep(&two, NULL);
+	t1 = cpu_ticks(pid);
+	printf("idle-cpu pid=%d percent=%.1f over_s=2\n", (int)pid,
+	       t1 < t0 ? -1.0 : 100.0 * (double)(t1 - t0) /
+				    (2.0 * (double)sysconf(_SC_CLK_TCK)));
+}
+
 static void *echo_main(void *arg)
 {
 	int fd = *(int *)arg;
@@ -126,9 +264,13 @@ static void *echo_main(void *arg)
 	return NULL;
 }
 
-static int unix_path(int n, uint64_t *ns)
+/* The baseline: a 128-byte request and its echo over a Unix stream
+ * socket. With a gap, both threads are asleep in recv() when the request
+ * comes, as both sides of shm-sleep are. */
+static int unix_path(const char *label, int n, int gap_us, uint64_t *ns)
 {
 	char buf[O1_WIRE_ENTRY_BYTES] = {1};
+	struct timespec gap = {.tv_nsec = gap_us * 1000l};
 	pthread_t t;
 	int sv[2], ret = 0;
 
@@ -137,7 +279,11 @@ static int unix_path(int n, uint64_t *ns)
 	if (pthread_create(&t, NULL, echo_main, &sv[1]))
 		return -EAGAIN;
 	for (int i = -100; i < n && !ret; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0;
+
+		if (gap_us && i >= 0)
+			nanosleep(&gap, NULL);
+		t0 = now_ns();
 
 		if (send(sv[0], buf, sizeof(buf), 0) != sizeof(buf) ||
 		    recv(sv[0], buf, sizeof(buf), MSG_WAITALL) != sizeof(buf))
@@ -150,7 +296,7 @@ static int unix_path(int n, uint64_t *ns)
 	close(sv[0]);
 	close(sv[1]);
 	if (!ret)
-		o1bench_print_latency("unix-socket", ns, (size_t)n);
+		o1bench_print_latency(label, ns, (size_t)n);
 	return ret;
 }
 
@@ -158,21 +304,35 @@ static int run(const struct ping_args *a, uint64_t *ns)
 {
 	int ret;
 
-	printf("# o1bench ping: count=%d sleep_count=%d gap_us=%d serve=%s",
-	       a->count, a->sleep_count, a->gap_us, a->serve ? "yes" : "no");
+	printf("# o1bench ping: count=%d sleep_count=%d gap_us=%d clients=%d "
+	       "serve=%s",
+	       a->count, a->sleep_count, a->gap_us, a->clients,
+	       a->serve ? "yes" : "no");
 	if (a->serve)
 		printf(" daemon_spin_us=%u", a->spin_us);
 	printf("\n");
 	/* Spin: back-to-back pings keep the daemon inside its spin window;
 	 * the client busy-polls for the reply. */
 	ret = shm_path(a, "shm-spin", 1000000, a->count, 0, ns);
+	if (!ret && a->clients > 1)
+		ret = shm_clients(a, a->clients, ns);
 	/* Sleep: a pause longer than the daemon's spin window before each
 	 * ping, and a client that sleeps after 1 us. */
 	if (!ret)
 		ret =
 		    shm_path(a, "shm-sleep", 1, a->sleep_count, a->gap_us, ns);
+	/* The daemon asleep, the client waiting with libo1client's default
+	 * spin (20 us): an application calling every few milliseconds. */
 	if (!ret)
-		ret = unix_path(a->count, ns);
+		ret = shm_path(a, "shm-sleep-daemon", 0, a->sleep_count,
+			       a->gap_us, ns);
+	if (!ret)
+		ret = unix_path("unix-socket", a->count, 0, ns);
+	if (!ret)
+		ret = unix_path("unix-socket-sleep", a->sleep_count, a->gap_us,
+				ns);
+	if (!ret)
+		idle_cpu(a);
 	return ret;
 }
 
@@ -181,16 +341,18 @@ int o1bench_cmd_ping(int argc, char **argv)
 	struct ping_args a = {.count = 100000,
 			      .sleep_count = 2000,
 			      .gap_us = 2000,
+			      .clients = 1,
 			      .spin_us = 200};
 	struct o1_ipc_server *srv = NULL;
 	pthread_t t;
 	uint64_t *ns;
 	int ret;
 
-	if (parse(argc, argv, &a)) {
+	if (parse(argc, argv, &a) || a.clients < 1 || a.clients > 64 ||
+	    a.count < a.clients || a.sleep_count < 1 || a.gap_us < 0) {
 		fprintf(stderr, "usage: o1bench ping --socket PATH [--count N] "
-				"[--sleep-count N] [--gap-us US] [--serve "
-				"[--spin-us US]]\n");
+				"[--sleep-count N] [--gap-us US] [--clients N "
+				"(1-64)] [--serve [--spin-us US]]\n");
 		return 2;
 	}
 	if (a.gap_us <= (int)a.spin_us && a.serve)

@@ -1,15 +1,21 @@
 /* o1bench run: load against a running o1d through libo1client.
  *
  *   o1bench run --socket PATH --requests N --concurrency C --max-tokens M
+ *               [--connections K] [--cold]
  *               [--prompt-tokens P | --prompt TEXT] [--temperature T]
  *               [--seed S] [--chat] [--confidence] [--refine N] [--json]
  *
- * C threads, each with its own connection, run a closed loop: take the
- * next of the N requests, submit it, stream it to its FINAL, repeat. One
- * connection per thread because a client handle is not thread-safe, and
- * because that is how C independent processes load the daemon: each
- * stream's timestamps are taken by the thread that waits on that stream
- * only, so no demultiplexing delay pollutes TTFT or inter-token times.
+ * C streams run a closed loop: take the next of the N requests, submit
+ * it, stream it to its FINAL, repeat. By default each stream has its own
+ * thread and connection, as C independent processes would (a client
+ * handle is not thread-safe), so no demultiplexing delay pollutes TTFT or
+ * inter-token times. --connections K < C shares K connections among the
+ * streams, one thread each keeping its share in flight, as a
+ * multi-threaded server does (and as ipc.max_clients may require).
+ * --cold starts every prompt with its request's number, so no request
+ * finds another's prefix in the cache. peak_inflight is the most requests
+ * submitted and not yet finished at once, counted over all connections:
+ * the concurrency that actually ran.
  *
  * Per request: TTFT = submit to the first TOKEN event; inter-token
  * latency = the gap between TOKEN events divided by the ids the later
@@ -41,11 +47,11 @@
 
 struct run_args {
 	const char *socket, *prompt;
-	long requests, concurrency, max_tokens, prompt_tokens;
+	long requests, concurrency, connections, max_tokens, prompt_tokens;
 	double temperature;
 	unsigned long long seed;
 	long refine;
-	int chat, json, confidence;
+	int chat, json, confidence, cold;
 };
 
 /* One stream's samples, in ns. */
@@ -54,18 +60,27 @@ struct samples {
 	size_t n, cap;
 };
 
+/* One request in flight on a connection. */
+struct stream {
+	long idx; /* the request's number, -1 when the stream is idle */
+	uint64_t t_submit, t_prev;
+	uint32_t got;
+	char *prompt; /* --cold: this request's own text */
+};
+
+/* One connection and its thread. */
 struct worker {
 	const struct run_args *a;
 	const char *prompt;
 	atomic_long *next;
+	atomic_long *inflight, *peak; /* over every worker */
 	pthread_t thread;
 	struct samples ttft, itl, e2e;
 	uint64_t tokens, prompt_tokens, cached_tokens, rounds;
 	long done, errors;
 	char first_error[160];
-	/* the request in flight */
-	uint64_t t_submit, t_prev;
-	uint32_t got;
+	struct stream *s; /* n_streams */
+	long n_streams;
 	int failed;
 };
 
@@ -106,12 +121,15 @@ static void run_usage(FILE *f)
 	fprintf(f,
 		"usage: o1bench run --socket PATH --requests N --concurrency C "
 		"--max-tokens M\n"
+		"                   [--connections K] [--cold]\n"
 		"                   [--prompt-tokens P | --prompt TEXT] "
 		"[--temperature T] [--seed S]\n"
 		"                   [--chat] [--confidence] [--refine N] "
 		"[--json]\n"
-		"C threads, one connection each, run the N requests in a "
-		"closed loop.\n--prompt-tokens P sends P words of text (about "
+		"C streams run the N requests in a closed loop, one thread "
+		"and connection each,\nor over K shared connections "
+		"(--connections); --cold gives every prompt its own\nstart, "
+		"so none hits the prefix cache.\n--prompt-tokens P sends P words of text (about "
 		"P tokens; default 16);\ngreedy unless --temperature > 0; "
 		"--chat applies the chat template;\n--confidence asks for "
 		"per-token logprob and entropy; --refine N (with --chat)\n"
@@ -147,6 +165,8 @@ static int parse_value(struct run_args *a, const char *opt, const char *v)
 		return parse_long(opt, v, 1, RUN_MAX_REQUESTS, &a->requests);
 	else if (!strcmp(opt, "--concurrency"))
 		return parse_long(opt, v, 1, 1024, &a->concurrency);
+	else if (!strcmp(opt, "--connections"))
+		return parse_long(opt, v, 1, 1024, &a->connections);
 	else if (!strcmp(opt, "--max-tokens"))
 		return parse_long(opt, v, 1, 1 << 20, &a->max_tokens);
 	else if (!strcmp(opt, "--prompt-tokens"))
@@ -184,6 +204,8 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 			a->chat = 1;
 		} else if (!strcmp(argv[i], "--confidence")) {
 			a->confidence = 1;
+		} else if (!strcmp(argv[i], "--cold")) {
+			a->cold = 1;
 		} else if (!strcmp(argv[i], "-h") ||
 			   !strcmp(argv[i], "--help")) {
 			run_usage(stdout);
@@ -202,6 +224,14 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 		fprintf(stderr,
 			"o1bench run: --socket, --requests, "
 			"--concurrency and --max-tokens are required\n");
+		return -EINVAL;
+	}
+	if (!a->connections)
+		a->connections = a->concurrency;
+	if (a->connections > a->concurrency) {
+		fprintf(stderr, "o1bench run: --connections %ld above "
+				"--concurrency %ld\n",
+			a->connections, a->concurrency);
 		return -EINVAL;
 	}
 	if (a->prompt && a->prompt_tokens) {
@@ -244,81 +274,149 @@ static void note_error(struct worker *w, const char *what, int err,
 			 detail);
 }
 
-static int on_token(void *arg, const struct o1_event *ev)
+static void on_token(struct worker *w, struct stream *st,
+		     const struct o1_event *ev)
 {
-	struct worker *w = arg;
 	uint64_t t = now_ns();
 
-	if (ev->type != O1_EVENT_TOKEN)
-		return 0; /* a refinement ROUND */
-	if (!w->got)
-		w->failed |= samples_add(&w->ttft, t - w->t_submit);
+	if (!st->got)
+		w->failed |= samples_add(&w->ttft, t - st->t_submit);
 	else
 		for (uint32_t i = 0; i < ev->n_ids; i++)
 			w->failed |=
-			    samples_add(&w->itl, (t - w->t_prev) / ev->n_ids);
-	w->got += ev->n_ids;
-	w->t_prev = t;
-	return 0;
+			    samples_add(&w->itl, (t - st->t_prev) / ev->n_ids);
+	st->got += ev->n_ids;
+	st->t_prev = t;
 }
 
-static int run_one(struct worker *w, struct o1_client *c, long idx)
+static void on_final(struct worker *w, struct stream *st,
+		     const struct o1_event *fin)
+{
+	w->failed |= samples_add(&w->e2e, now_ns() - st->t_submit);
+	w->tokens += fin->generated_tokens;
+	w->prompt_tokens += fin->prompt_tokens;
+	w->cached_tokens += fin->cached_tokens;
+	w->rounds += fin->rounds;
+	if (fin->finish == O1_FINISH_REASON_ERROR ||
+	    fin->finish == O1_FINISH_REASON_CANCELLED) {
+		w->errors++;
+		note_error(w, "request", fin->error, fin->message);
+	}
+	w->done++;
+	st->idx = -1;
+	atomic_fetch_sub(w->inflight, 1);
+}
+
+/* Counts one more request in flight and raises the peak to match. */
+static void count_inflight(struct worker *w)
+{
+	long now = atomic_fetch_add(w->inflight, 1) + 1;
+	long peak = atomic_load(w->peak);
+
+	while (now > peak && !atomic_compare_exchange_weak(w->peak, &peak, now))
+		;
+}
+
+static const char *prompt_of(struct worker *w, struct stream *st, long idx)
+{
+	size_t n;
+
+	if (!w->a->cold)
+		return w->prompt;
+	n = strlen(w->prompt) + 32;
+	free(st->prompt);
+	st->prompt = malloc(n);
+	if (st->prompt)
+		snprintf(st->prompt, n, "request %ld: %s", idx, w->prompt);
+	return st->prompt;
+}
+
+static int submit_one(struct worker *w, struct o1_client *c,
+		      struct stream *st, long idx)
 {
 	const struct run_args *a = w->a;
 	struct o1_sampling sp = {.sz = sizeof(sp),
 				 .temperature = (float)a->temperature,
 				 .seed = a->seed + (uint64_t)idx};
+	const char *text = prompt_of(w, st, idx);
 	struct o1_submit_opts o = {
 	    .sz = sizeof(o),
 	    .req_id = (uint64_t)idx + 1,
-	    .text = w->prompt,
-	    .text_len = strlen(w->prompt),
 	    .sampling = &sp,
 	    .max_tokens = (uint32_t)a->max_tokens,
 	    .flags = (a->chat ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS) |
 		     (a->confidence ? O1_FLAG_CONFIDENCE : 0),
 	    .refine_steps = (uint32_t)a->refine,
 	};
-	struct o1_event fin;
 	int err;
 
-	w->got = 0;
-	w->t_submit = now_ns();
-	err = o1_client_generate(c, &o, on_token, w, &fin);
+	if (!text)
+		return -ENOMEM;
+	o.text = text;
+	o.text_len = strlen(text);
+	st->idx = idx;
+	st->got = 0;
+	st->t_submit = now_ns();
+	err = o1_client_submit(c, &o);
 	if (err) {
+		st->idx = -1;
 		note_error(w, "transport", err, o1_last_error());
 		return err;
 	}
-	w->failed |= samples_add(&w->e2e, now_ns() - w->t_submit);
-	w->tokens += fin.generated_tokens;
-	w->prompt_tokens += fin.prompt_tokens;
-	w->cached_tokens += fin.cached_tokens;
-	w->rounds += fin.rounds;
-	if (fin.finish == O1_FINISH_REASON_ERROR ||
-	    fin.finish == O1_FINISH_REASON_CANCELLED) {
-		w->errors++;
-		note_error(w, "request", fin.error, fin.message);
-	}
-	w->done++;
+	count_inflight(w);
 	return 0;
 }
 
+/* Gives every idle stream the next request; returns the streams busy. */
+static long fill(struct worker *w, struct o1_client *c, int *err)
+{
+	long busy = 0, idx;
+
+	for (long i = 0; i < w->n_streams && !*err; i++) {
+		if (w->s[i].idx < 0 &&
+		    (idx = atomic_fetch_add(w->next, 1)) < w->a->requests)
+			*err = submit_one(w, c, &w->s[i], idx);
+		busy += w->s[i].idx >= 0;
+	}
+	return busy;
+}
+
+static struct stream *stream_of(struct worker *w, uint64_t req_id)
+{
+	for (long i = 0; i < w->n_streams; i++)
+		if (w->s[i].idx >= 0 && (uint64_t)w->s[i].idx + 1 == req_id)
+			return &w->s[i];
+	return NULL;
+}
+
+/* Keeps this connection's streams busy until the requests run out. */
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct o1_client_opts co = {
 	    .sz = sizeof(co), .socket_path = w->a->socket, .name = "o1bench"};
 	struct o1_client *c;
-	long idx;
+	struct o1_event ev;
+	struct stream *st;
 	int err = o1_client_connect(&co, &c);
 
 	if (err) {
 		note_error(w, "connect", err, o1_last_error());
 		return NULL;
 	}
-	while ((idx = atomic_fetch_add(w->next, 1)) < w->a->requests)
-		if (run_one(w, c, idx))
+	while (!err && fill(w, c, &err) > 0 && !err) {
+		err = o1_client_wait(c, &ev, -1);
+		if (err < 0) {
+			note_error(w, "transport", err, o1_last_error());
 			break;
+		}
+		err = 0;
+		st = stream_of(w, ev.req_id);
+		if (st && ev.type == O1_EVENT_TOKEN)
+			on_token(w, st, &ev);
+		else if (st && ev.type == O1_EVENT_FINAL)
+			on_final(w, st, &ev);
+	}
 	o1_client_close(c);
 	return NULL;
 }
@@ -350,7 +448,7 @@ static double pct_ms(const struct samples *s, int q)
 struct totals {
 	struct samples ttft, itl, e2e;
 	uint64_t tokens, prompt_tokens, cached_tokens, rounds;
-	long done, errors;
+	long done, errors, peak_inflight;
 	double wall_s;
 	const char *first_error;
 };
@@ -390,6 +488,8 @@ static void print_totals(const struct run_args *a, struct totals *t)
 	print_metric(a, "errors", (double)t->errors, 0, &first);
 	print_metric(a, "tokens", (double)t->tokens, 0, &first);
 	print_metric(a, "concurrency", (double)a->concurrency, 0, &first);
+	print_metric(a, "connections", (double)a->connections, 0, &first);
+	print_metric(a, "peak_inflight", (double)t->peak_inflight, 0, &first);
 	print_metric(a, "wall_s", t->wall_s, 6, &first);
 	print_metric(a, "throughput_tok_s",
 		     t->wall_s > 0 ? t->tokens / t->wall_s : 0, 1, &first);
@@ -433,6 +533,9 @@ static int collect(struct worker *w, long n, struct totals *t)
 static void free_all(struct worker *w, long n, struct totals *t)
 {
 	for (long i = 0; i < n; i++) {
+		for (long j = 0; w[i].s && j < w[i].n_streams; j++)
+			free(w[i].s[j].prompt);
+		free(w[i].s);
 		free(w[i].ttft.v);
 		free(w[i].itl.v);
 		free(w[i].e2e.v);
@@ -443,21 +546,38 @@ static void free_all(struct worker *w, long n, struct totals *t)
 	free(w);
 }
 
+/* Worker I's share of the streams: C / K, the first C % K one more. */
+static int make_streams(struct worker *w, const struct run_args *a, long i)
+{
+	w->n_streams = a->concurrency / a->connections +
+		       (i < a->concurrency % a->connections);
+	w->s = calloc((size_t)w->n_streams, sizeof(*w->s));
+	if (!w->s)
+		return -ENOMEM;
+	for (long j = 0; j < w->n_streams; j++)
+		w->s[j].idx = -1;
+	return 0;
+}
+
 static int run(const struct run_args *a, const char *prompt)
 {
-	struct worker *w = calloc((size_t)a->concurrency, sizeof(*w));
+	struct worker *w = calloc((size_t)a->connections, sizeof(*w));
 	struct totals t = {0};
-	atomic_long next = 0;
+	atomic_long next = 0, inflight = 0, peak = 0;
 	uint64_t t0 = now_ns();
 	long started = 0;
 	int err = 0;
 
 	if (!w)
 		return -ENOMEM;
-	for (; started < a->concurrency && !err; started++) {
+	for (long i = 0; i < a->connections && !err; i++)
+		err = make_streams(&w[i], a, i);
+	for (; started < a->connections && !err; started++) {
 		w[started].a = a;
 		w[started].prompt = prompt;
 		w[started].next = &next;
+		w[started].inflight = &inflight;
+		w[started].peak = &peak;
 		err = -pthread_create(&w[started].thread, NULL, worker_main,
 				      &w[started]);
 	}
@@ -466,6 +586,7 @@ static int run(const struct run_args *a, const char *prompt)
 	for (long i = 0; i < started; i++)
 		pthread_join(w[i].thread, NULL);
 	t.wall_s = (now_ns() - t0) / 1e9;
+	t.peak_inflight = atomic_load(&peak);
 	if (!err)
 		err = collect(w, started, &t);
 	if (!err) {
@@ -473,7 +594,7 @@ static int run(const struct run_args *a, const char *prompt)
 		print_totals(a, &t);
 		err = t.errors ? 1 : 0;
 	}
-	free_all(w, a->concurrency, &t);
+	free_all(w, a->connections, &t);
 	return err;
 }
 

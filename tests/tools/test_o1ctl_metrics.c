@@ -19,7 +19,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "bpffs.h"
+#include "tests/metrics/bpffs.h"
 #include "metrics/metrics_writer.h"
 #include "tests/common/test_util.h"
 

@@ -1,0 +1,537 @@
+/* The CUDA backend's forward pass (cuda_private.h): a step on the device.
+ *   1. flattens the batch on the host into a pinned buffer (ids, positions,
+ *      KV slots, logits rows, q offsets, start positions, block tables),
+ *      refusing out-of-range token ids before anything runs;
+ *   2. uploads it with one async copy into fixed device buffers;
+ *   3. runs the layers: RMSNorm (fused with the previous residual add),
+ *      one fused QKV product, RoPE fused with the bias and the KV page
+ *      write, paged attention (attention.cu: chunks of >= 16 new tokens on
+ *      the tiled tensor-core kernel, other rows on the row kernel), O
+ *      product, RMSNorm + residual, one fused gate/up product, SwiGLU,
+ *      down product;
+ *   4. final RMSNorm (with the last residual add) and LM head over the rows
+ *      that want logits, in chunks of head_rows, each copied to the host
+ *      (and sampled on the device first, when the step asks: below).
+ * Everything is enqueued on one stream; the only host synchronization is
+ * the caller's, after the logits copy at the end, and no step allocates.
+ * Products go through cublasGemmEx with bf16 inputs, f32 compute and f32
+ * outputs, with the workspace set at create (so cuBLAS never allocates, in
+ * a capture too).
+ *
+ * CUDA Graphs (cuda_graphs.h, with graphs_enabled): a decode step of n
+ * sequences runs as the bucket step of the smallest bucket B >= n: steps
+ * 3-4 above over B rows, the last n - B being padding rows (token 0 at
+ * position 0 of the reserved scratch page n_pages, which exists beyond the
+ * pool the scheduler sees: padding never writes a real page), LM head over
+ * the B rows into the device logits, then the n real rows are copied out.
+ * The bucket step takes every per-step value from the uploaded inputs; its
+ * attention is launched for max_len = max_context_tokens (the split count
+ * is fixed per bucket, each sequence spreads its own length over the
+ * splits on the device: attention.cu), so it replays as a graph. graphs_eager
+ * runs the same bucket steps without graphs: the bitwise reference. A
+ * replay whose launch fails (or is failed on purpose: fail_replays, the
+ * graph_replay fault) runs the bucket step eagerly over the same inputs.
+ * Limits: head_dim even and <= 256, Hq/Hkv <= 32 (attention.cu).
+ *
+ * Decode steps (at most O1_GEMV_MAX_ROWS tokens, the gemv path), on one
+ * GPU (not a tensor-parallel rank), for models whose products all have K
+ * a multiple of 8 (so all are gemv.cu's), eagerly and in the captured
+ * graphs alike, bitwise as the plain path:
+ * - our kernels are launched with programmatic dependent launch (PDL,
+ *   kernels_cuda.h) on compute capability 9.0 and later unless
+ *   cfg.cuda_no_pdl: each may start during the previous kernel (the
+ *   products prefetch their weights into L2 meanwhile) and waits for it
+ *   before touching activations;
+ * - unless cfg.cuda_no_fusion, a layer is 6 or 7 kernels instead of 9 or
+ *   10 (gemv.cu's fused products): QKV product over the RMSNorm of the
+ *   residual stream x, RoPE + KV write, attention (and merge), x += O
+ *   product, gate/up product over the RMSNorm of x with SwiGLU in its
+ *   epilogue, x += down product; the last layer's down product goes to
+ *   s->o as unfused, so the head is the same either way.
+ * cuBLAS kernels and every kernel of larger steps launch as before.
+ *
+ * As a tensor-parallel rank (cfg.tp_size, tp_shard.h, tp_group.h): the
+ * model is the rank's shard; the O and down products (f32, in s->o) are
+ * partial sums, all-reduced through cfg.tp_link on the stream (NCCL, so
+ * the collectives are captured in the bucket graphs) before the next
+ * RMSNorm adds them to the residual stream; only rank 0 holds the LM head
+ * and copies logits. Every wait goes through the link (it returns once any
+ * rank failed instead of waiting on a collective for ever), and the
+ * collectives are done before the blocking copy of the logits. A graph
+ * launch that fails is an error, not an eager fallback: every rank must
+ * replay the same captured collectives.
+ *
+ * Sampling (cfg.sampling, kernels/sample.h, on rank 0 of a tensor-parallel
+ * group, the rank with the LM head): create makes one device allocation
+ * for max_batch_tokens sample rows, cfg.max_sample_pens penalty entries,
+ * max_batch_tokens results and sample.cu's scratch for head_rows rows, and
+ * pinned mirrors of the rows, penalties and results. A step with samples
+ * uploads its rows and penalties after its inputs (two async copies),
+ * samples each LM head chunk right after its head (and its device
+ * outputs) with o1_sample_rows_cuda over the device logits, copies the
+ * results (176 bytes a row) to the pinned mirror, and the logits only
+ * when the step brings a logits buffer; after the step's one
+ * synchronization the results are copied to step->samples. A bucket
+ * graph of a backend that samples holds the sampling kernel after the
+ * head, over the fixed row and penalty buffers, the padding rows greedy
+ * ones (all zero: u 0, no penalties, no logprobs); a decode step without
+ * samples on such a backend replays the same graph over greedy rows and
+ * ignores the results (the daemon asks for samples on every step when
+ * it samples in the backend).
+ *
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "cuda_private.h"
+#include "kernels/cuda_util.h"
+#include "kernels/rope.h"
+
+/* A rank's collectives must be done before a copy to pageable memory,
+ * which blocks the thread until the stream gets there. */
+static int settle(struct cuda_state *s)
+{
+	return s->cfg.tp_link.wait ? o1_cuda_sync(s) : 0;
+}
+
+/* Whether a step of ROWS rows (or a head chunk of ROWS rows) launches
+ * with PDL. */
+static bool step_pdl(const struct cuda_state *s, uint32_t rows)
+{
+	return s->pdl && rows <= O1_GEMV_MAX_ROWS;
+}
+
+/* Whether a step of ROWS rows runs the fused products. */
+static bool step_fused(const struct cuda_state *s, uint32_t rows)
+{
+	return s->fused && rows <= O1_GEMV_MAX_ROWS;
+}
+
+static int flatten_seq(struct cuda_state *s, const struct o1_step_seq *q,
+		       uint32_t i, struct flat *f)
+{
+	struct cuda_inputs *h = &s->host;
+	uint32_t p = s->cfg.page_tokens;
+
+	h->q_off[i] = f->tokens;
+	h->start[i] = q->start_pos;
+	if (q->n_pages)
+		memcpy(h->tables + (size_t)i * s->max_blocks, q->pages,
+		       q->n_pages * sizeof(uint32_t));
+	for (uint32_t j = 0; j < q->n_tokens; j++, f->tokens++) {
+		uint32_t pos = q->start_pos + j, t = f->tokens;
+
+		if (q->tokens[j] < 0 ||
+		    (uint32_t)q->tokens[j] >= s->d.vocab_size) {
+			o1_err("cuda backend: sequence %u: token id %d at %u "
+			       "outside the vocabulary of %u",
+			       i, q->tokens[j], j, s->d.vocab_size);
+			return -O1_E_BOUNDS;
+		}
+		h->ids[t] = q->tokens[j];
+		h->pos[t] = (int32_t)pos;
+		h->slots[t] = q->pages[pos / p] * p + pos % p;
+		if (q->all_logits || j + 1 == q->n_tokens)
+			h->rows[f->rows++] = t;
+	}
+	if (q->start_pos + q->n_tokens > f->max_len)
+		f->max_len = q->start_pos + q->n_tokens;
+	return 0;
+}
+
+/* Flattens the step into the pinned inputs; counts rows and tokens and
+ * the longest context. -O1_E_BOUNDS (logged) for a token id outside the
+ * vocabulary. */
+static int flatten(struct cuda_state *s, const struct o1_step *st,
+		   struct flat *f)
+{
+	int err = 0;
+
+	*f = (struct flat){0, 0, 0};
+	for (uint32_t i = 0; !err && i < st->n_seqs; i++)
+		err = flatten_seq(s, &st->seqs[i], i, f);
+	s->host.q_off[st->n_seqs] = f->tokens;
+	return err;
+}
+
+/* y (m,n) f32 = x (m,k) bf16 . w (n,k)^T bf16, f32 compute: gemv.cu for
+ * up to O1_GEMV_MAX_ROWS rows (decode: it streams the weights near the
+ * memory bandwidth, cuBLAS does not at M = 1), cuBLAS above. */
+static int gemm(struct cuda_state *s, float *y, const uint16_t *x,
+		const uint16_t *w, uint32_t m, uint32_t n, uint32_t k)
+{
+	const float one = 1.0f, zero = 0.0f;
+
+	if (m <= O1_GEMV_MAX_ROWS && k % 8 == 0)
+		return o1_gemv_bf16_cuda(y, x, w, m, n, k, step_pdl(s, m),
+					 s->stream);
+
+	return o1_cuda_blas_check(
+	    cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m,
+			 (int)k, &one, w, CUDA_R_16BF, (int)k, x, CUDA_R_16BF,
+			 (int)k, &zero, y, CUDA_R_32F, (int)n,
+			 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+	    "gemm");
+}
+
+static struct o1_attn_dims attn_dims(const struct cuda_state *s)
+{
+	return (struct o1_attn_dims){s->d.n_heads,
+				     s->d.n_kv_heads,
+				     s->d.head_dim,
+				     s->kvl.page_tokens,
+				     o1_kv_layout_page_elems(&s->kvl),
+				     (float)(1.0 / sqrt(s->d.head_dim))};
+}
+
+/* A rank's partial O or down product in s->o (T rows): summed across the
+ * ranks, on the stream. */
+static int reduce(struct cuda_state *s, uint32_t t)
+{
+	const struct o1_tp_link *k = &s->cfg.tp_link;
+
+	if (!k->sum)
+		return 0;
+	return k->sum(k->ctx, s->o, (uint64_t)t * s->d.dim, s->stream);
+}
+
+/* The attention input: RMSNorm of the residual stream (adding the
+ * previous layer's down product, unfused) and the QKV product. */
+static int qkv_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
+		  bool pdl)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	uint32_t n = (uint32_t)cuda_qkv_rows(d);
+	int err;
+
+	if (fuse)
+		return o1_gemv_norm_bf16_cuda(s->qkv, s->x, y->attn_norm,
+					      d->norm_eps, y->wqkv, t, n,
+					      d->dim, pdl, s->stream);
+	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
+			      t, d->dim, d->norm_eps, pdl, s->stream);
+	return err ? err : gemm(s, s->qkv, s->h, y->wqkv, t, n, d->dim);
+}
+
+/* The MLP input: RMSNorm (adding the O product, unfused), the gate/up
+ * product and SwiGLU into s->act. */
+static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
+		  bool pdl)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	uint32_t f = d->ffn_dim;
+	int err;
+
+	if (fuse)
+		return o1_gemv_norm_swiglu_bf16_cuda(s->act, s->x, y->ffn_norm,
+						     d->norm_eps, y->wgu, t, f,
+						     d->dim, pdl, s->stream);
+	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
+			      d->norm_eps, pdl, s->stream);
+	err = err ? err : gemm(s, s->gu, s->h, y->wgu, t, 2 * f, d->dim);
+	return err ? err
+		   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
+				    s->stream);
+}
+
+/* An output product (O or down) of IN (K wide) by W: added to the
+ * residual stream when ADD (fused), else into s->o, summed across the
+ * ranks, for the next RMSNorm to add. */
+static int out_product(struct cuda_state *s, const uint16_t *in,
+		       const uint16_t *w, uint32_t t, uint32_t k, bool add,
+		       bool pdl)
+{
+	int err;
+
+	if (add)
+		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k, pdl,
+					     s->stream);
+	err = gemm(s, s->o, in, w, t, s->d.dim, k);
+	return err ? err : reduce(s, t);
+}
+
+static int attention_block(struct cuda_state *s, uint32_t l,
+			   const struct flat *f, const struct o1_attn_batch *b)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	struct o1_attn_dims ad = attn_dims(s);
+	uint16_t *kc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0);
+	uint16_t *vc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1);
+	struct o1_rope_kv_args ra = {s->q,	   kc,		vc,
+				     s->qkv,	   y->bqkv,	s->dev.pos,
+				     s->dev.slots, s->inv_freq, s->rope_scale,
+				     f->tokens,	   d->rope.dim};
+	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
+	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
+	int err = qkv_in(s, l, t, fuse, pdl);
+
+	err = err ? err : o1_rope_kv_write_cuda(&ra, &ad, pdl, s->stream);
+	err = err ? err
+		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
+				      f->max_len, s->scratch, s->scratch_floats,
+				      pdl, s->stream);
+	return err ? err : out_product(s, s->att, y->wo, t, qd, fuse, pdl);
+}
+
+/* Fused, the last layer's down product goes to s->o like an unfused one:
+ * the head's RMSNorm adds it. */
+static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
+{
+	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
+	int err = mlp_in(s, l, t, fuse, pdl);
+
+	return err ? err
+		   : out_product(s, s->act, s->layers[l].wdown, t, s->d.ffn_dim,
+				 fuse && l + 1 < s->d.n_layers, pdl);
+}
+
+/* Uploads the inputs of N_SEQS sequences; the tables come last: only the
+ * rows in use are copied. */
+static int upload_inputs(struct cuda_state *s, uint32_t n_seqs)
+{
+	size_t bytes = (size_t)((char *)s->host.tables - (char *)s->in_host) +
+		       (size_t)n_seqs * s->max_blocks * sizeof(uint32_t);
+
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    s->in_dev, s->in_host, bytes, cudaMemcpyHostToDevice, s->stream));
+}
+
+/* Embedding and every layer over F's tokens of N_SEQS sequences. */
+static int layers(struct cuda_state *s, uint32_t n_seqs, const struct flat *f)
+{
+	struct o1_attn_batch b = {n_seqs, s->dev.q_off, s->dev.start,
+				  s->dev.tables, s->max_blocks};
+	int err = o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
+				    s->d.dim, s->d.vocab_size, s->stream);
+
+	for (uint32_t l = 0; !err && l < s->d.n_layers; l++) {
+		err = attention_block(s, l, f, &b);
+		if (!err)
+			err = mlp_block(s, l, f->tokens);
+	}
+	return err;
+}
+
+/* Final norm (adding the last MLP output) and LM head over rows [C, C +
+ * N) of those that want logits, into the device logits. */
+static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
+{
+	const struct o1_model_desc *d = &s->d;
+	int err =
+	    o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm, s->dev.rows + c, n,
+			    d->dim, d->norm_eps, step_pdl(s, n), s->stream);
+
+	return err ? err
+		   : gemm(s, s->logits, s->h, s->out_w, n, d->vocab_size,
+			  d->dim);
+}
+
+/* Uploads N sample rows (ROWS; NULL: greedy ones), padded to BATCH
+ * with greedy rows (u 0, no penalties, no logprobs: all zero), and
+ * N_PENS penalty entries, through the pinned mirrors. */
+static int upload_samples(struct cuda_state *s,
+			  const struct o1_sample_row *rows, uint32_t n,
+			  uint32_t batch, const struct o1_sample_penalty *pens,
+			  uint32_t n_pens)
+{
+	struct cuda_sampling *m = &s->smp;
+	uint32_t k = rows ? n : 0;
+	int err;
+
+	if (k)
+		memcpy(m->h.rows, rows, k * sizeof(*rows));
+	memset(m->h.rows + k, 0, (size_t)(batch - k) * sizeof(*rows));
+	err = O1_CUDA_CHECK(cudaMemcpyAsync(m->d.rows, m->h.rows,
+					    (size_t)batch * sizeof(*rows),
+					    cudaMemcpyHostToDevice, s->stream));
+	if (err || !pens || !n_pens)
+		return err;
+	memcpy(m->h.pens, pens, (size_t)n_pens * sizeof(*pens));
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    m->d.pens, m->h.pens, (size_t)n_pens * sizeof(*pens),
+	    cudaMemcpyHostToDevice, s->stream));
+}
+
+/* Samples rows [C, C + N) of the step, whose logits are the device
+ * logits' first N rows (not modified), into the device results. */
+static int sample_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
+{
+	struct cuda_sampling *m = &s->smp;
+
+	return o1_sample_rows_cuda(m->d.res + c, s->logits, n, s->d.vocab_size,
+				   m->d.rows + c, m->d.pens, m->scratch,
+				   m->scratch_bytes, s->stream);
+}
+
+/* The first N results to the pinned mirror; cuda_step hands them over
+ * after the step's synchronization. */
+static int copy_samples(struct cuda_state *s, uint32_t n)
+{
+	struct cuda_sampling *m = &s->smp;
+
+	return O1_CUDA_CHECK(
+	    cudaMemcpyAsync(m->h.res, m->d.res, (size_t)n * sizeof(*m->h.res),
+			    cudaMemcpyDeviceToHost, s->stream));
+}
+
+static int copy_logits(struct cuda_state *s, float *dst, uint32_t n)
+{
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    dst, s->logits, (size_t)n * s->d.vocab_size * sizeof(float),
+	    cudaMemcpyDeviceToHost, s->stream));
+}
+
+/* The LM head over the R rows that want logits, HEAD_ROWS at a time, each
+ * chunk served to the device outputs, then sampled (when asked), then
+ * copied to the host (when asked); the results after the last chunk. */
+static int head(struct cuda_state *s, const struct o1_step *st, uint32_t r)
+{
+	bool smp = s->sampling && st->samples;
+	uint64_t touched = 0;
+	int err = 0;
+
+	for (uint32_t c = 0; !err && c < r; c += s->head_rows) {
+		uint32_t n = r - c < s->head_rows ? r - c : s->head_rows;
+
+		err = head_chunk(s, c, n);
+		err = err ? err : o1_cuda_devout_rows(s, st, c, n, &touched);
+		if (!err && smp)
+			err = sample_chunk(s, c, n);
+		if (!err && st->logits)
+			err = copy_logits(
+			    s, st->logits + (size_t)c * s->d.vocab_size, n);
+	}
+	if (!err && smp)
+		err = copy_samples(s, r);
+	return err ? err : o1_cuda_devout_record(s, touched);
+}
+
+/* Any step, eagerly. */
+static int forward(struct cuda_state *s, const struct o1_step *st,
+		   const struct flat *f)
+{
+	int err = upload_inputs(s, st->n_seqs);
+
+	if (!err && s->sampling && st->samples)
+		err = upload_samples(s, st->sample_rows, f->rows, f->rows,
+				     st->pens, st->n_pens);
+	err = err ? err : layers(s, st->n_seqs, f);
+	err = err ? err : settle(s);
+	if (err || s->cfg.tp_rank)
+		return err;
+	return head(s, st, f->rows);
+}
+
+/* The bucket step of BATCH one-token rows, logits left on the device,
+ * sampled into the device results when the backend samples: what a graph
+ * holds. Every host value here is fixed per bucket. */
+int o1_cuda_forward_bucket(void *ctx, uint32_t batch)
+{
+	struct cuda_state *s = ctx;
+	struct flat f = {batch, batch, s->cfg.max_context_tokens};
+	int err = layers(s, batch, &f);
+
+	if (err || s->cfg.tp_rank)
+		return err;
+	err = head_chunk(s, 0, batch);
+	return err || !s->sampling ? err : sample_chunk(s, 0, batch);
+}
+
+/* Padding rows [FROM, BATCH) of a decode batch, in the pinned inputs. */
+static void pad_inputs(struct cuda_state *s, uint32_t from, uint32_t batch)
+{
+	struct cuda_inputs *h = &s->host;
+
+	for (uint32_t i = from; i < batch; i++) {
+		h->ids[i] = 0;
+		h->pos[i] = 0;
+		h->slots[i] = s->scratch_page * s->cfg.page_tokens;
+		h->rows[i] = i;
+		h->q_off[i] = i;
+		h->start[i] = 0;
+		h->tables[(size_t)i * s->max_blocks] = s->scratch_page;
+	}
+	h->q_off[batch] = batch;
+}
+
+int o1_cuda_forward_prepare(void *ctx, uint32_t batch)
+{
+	struct cuda_state *s = ctx;
+
+	int err;
+
+	pad_inputs(s, 0, batch);
+	err = upload_inputs(s, batch);
+	if (err || !s->sampling)
+		return err;
+	return upload_samples(s, NULL, 0, batch, NULL, 0);
+}
+
+static bool is_decode(const struct o1_step *st)
+{
+	for (uint32_t i = 0; i < st->n_seqs; i++)
+		if (st->seqs[i].n_tokens != 1)
+			return false;
+	return true;
+}
+
+/* A decode step through its bucket; -ERANGE above the largest. On a
+ * backend that samples the bucket's graph always samples: a step without
+ * samples runs it over greedy rows and ignores the results. */
+static int bucket_step(struct cuda_state *s, const struct o1_step *st)
+{
+	const struct o1_sample_row *rows = st->samples ? st->sample_rows : NULL;
+	uint64_t touched = 0;
+	uint32_t batch, n = st->n_seqs;
+	int err = o1_cuda_graphs_bucket(s->graphs, n, &batch);
+
+	if (err)
+		return err;
+	pad_inputs(s, n, batch);
+	err = upload_inputs(s, batch);
+	if (!err && s->sampling)
+		err = upload_samples(s, rows, n, batch, rows ? st->pens : NULL,
+				     rows ? st->n_pens : 0);
+	err = err ? err : o1_cuda_graphs_run(s->graphs, n, batch);
+	err = err ? err : settle(s);
+	if (err || s->cfg.tp_rank)
+		return err;
+	err = o1_cuda_devout_rows(s, st, 0, n, &touched);
+	err = err ? err : o1_cuda_devout_record(s, touched);
+	if (!err && st->logits)
+		err = copy_logits(s, st->logits, n);
+	if (!err && s->sampling && st->samples)
+		err = copy_samples(s, n);
+	return err;
+}
+
+static int run_step(struct cuda_state *s, const struct o1_step *st,
+		    const struct flat *f)
+{
+	int err;
+
+	if (!s->graphs)
+		return forward(s, st, f);
+	if (!is_decode(st)) {
+		o1_cuda_graphs_count_prefill(s->graphs);
+		return forward(s, st, f);
+	}
+	err = bucket_step(s, st);
+	return err == -ERANGE ? forward(s, st, f) : err;
+}
+
+int o1_cuda_forward_step(struct cuda_state *s, const struct o1_step *st,
+			 uint32_t *rows)
+{
+	struct flat f = {0, 0, 0};
+	int err = flatten(s, st, &f);
+
+	*rows = f.rows;
+	return err ? err : run_step(s, st, &f);
+}
