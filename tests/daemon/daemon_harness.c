@@ -142,7 +142,10 @@ int daemon_start(struct daemon_proc *d, const char *o1d,
 {
 	int status;
 
-	truncate(d->log, 0);
+	/* absent before the first start: nothing to empty then */
+	if (truncate(d->log, 0) && errno != ENOENT)
+		fprintf(stderr, "cannot empty %s: %s\n", d->log,
+			strerror(errno));
 	d->pid = fork();
 	if (d->pid < 0)
 		return -1;
