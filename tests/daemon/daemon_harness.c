@@ -70,6 +70,15 @@ int harness_teardown(void **state)
 	return 0;
 }
 
+int harness_stop(void **state)
+{
+	struct daemon_proc *d = *state;
+
+	if (d->pid > 0)
+		daemon_stop(d);
+	return 0;
+}
+
 int harness_run(const char *cmd, char *out, size_t cap)
 {
 	char sink[4096];

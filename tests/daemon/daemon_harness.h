@@ -73,6 +73,10 @@ extern const char *harness_o1model;
  * harness_fini (stops a daemon left running, removes the directory). */
 int harness_setup(void **state);
 int harness_teardown(void **state);
+/* cmocka per-test teardown: stops the daemon a test left running (a failed
+ * assertion skips the test's own daemon_stop), so the next test's daemon
+ * does not orphan it. */
+int harness_stop(void **state);
 /* Runs CMD with /bin/sh; its stdout goes to OUT (at most CAP - 1 bytes,
  * NUL-terminated; the rest is read and dropped) or, when OUT is NULL, is
  * dropped. Returns its exit code, -1 when it could not run or died of a

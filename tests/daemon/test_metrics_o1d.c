@@ -58,8 +58,7 @@ static int stop_daemon(void **state)
 {
 	struct daemon_proc *d = *state;
 
-	if (d->pid > 0)
-		daemon_stop(d);
+	harness_stop(state);
 	d->config[0] = 0;
 	return 0;
 }

@@ -490,10 +490,10 @@ static void test_faults(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ready_health),
-	    cmocka_unit_test(test_smoke),
-	    cmocka_unit_test(test_slo),
-	    cmocka_unit_test(test_faults),
+	    cmocka_unit_test_teardown(test_ready_health, harness_stop),
+	    cmocka_unit_test_teardown(test_smoke, harness_stop),
+	    cmocka_unit_test_teardown(test_slo, harness_stop),
+	    cmocka_unit_test_teardown(test_faults, harness_stop),
 	};
 
 	if (argc < 4) {

@@ -442,8 +442,9 @@ static void test_refused_without_graphs(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_graph_replay),
-	    cmocka_unit_test(test_refused_without_graphs),
+	    cmocka_unit_test_teardown(test_graph_replay, harness_stop),
+	    cmocka_unit_test_teardown(test_refused_without_graphs,
+				      harness_stop),
 	};
 
 	if (argc < 4) {
