@@ -200,6 +200,9 @@ int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
 	fill_sampling(&tmp.submit, o.sampling);
 	if (!c->base)
 		return o1_client_fail(-ECONNRESET, "not connected");
+	ret = o1_client_check(c, &o, NULL);
+	if (ret)
+		return ret; /* the caller's mistake: nothing reaches o1d */
 	arena_tail = c->arena_tail;
 	ret = write_data(c, &o, &tmp.submit);
 	if (!ret)

@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -62,12 +63,16 @@ struct key {
 static const char *const log_levels[] = {"error", "warn",  "info",
 					 "debug", "trace", NULL};
 static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
+static const char *const dequantize_modes[] = {"none", "bf16", NULL};
 static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
 static const char *const sample_modes[] = {"auto", "on", "off", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_dtype) == sizeof(int), "enum as int");
+_Static_assert(O1_CONFIG_DEQUANTIZE_BF16 == 1, "dequantize_modes order");
+_Static_assert(sizeof(enum o1_config_dequantize) == sizeof(int),
+	       "enum as int");
 _Static_assert(O1_CONFIG_METRICS_SHM == 2, "metrics_modes order");
 _Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
 	       "enum as int");
@@ -95,6 +100,8 @@ static const struct key keys[] = {
 	STR(model, name, 0, ""),
 	U32(model, max_context_tokens, 0, 16777216, 0, "0"),
 	ENUM(model, dtype, dtypes, "auto"),
+	ENUM(model, dequantize, dequantize_modes, "none"),
+	STR(model, chat_template, F_ABSOLUTE, ""),
 	{"backend", "device", T_DEVICE, OFF(backend.device), 0, 0, 63, 0, 0,
 	 NULL, 0, "auto"},
 	U32(backend, threads, 0, 1024, 0, "0"),
@@ -143,13 +150,15 @@ static const struct key keys[] = {
 	BOOL(metrics, unpin_on_exit, "false"),
 	BOOL(metrics, runq, "false"),
 	ENUM(log, level, log_levels, "info"),
+	U32(log, requests, 0, 1000000, 0, "1"),
 	STR(sidecar, listen, F_HOSTPORT, "127.0.0.1:8080"),
-	STR(sidecar, daemon_socket, F_ABSOLUTE | F_NONEMPTY,
-	    "/run/o1d/o1d.sock"),
+	STR(sidecar, daemon_socket, F_ABSOLUTE, ""),
 	U32(sidecar, max_body_bytes, 1024, 1073741824, 0, "1048576"),
 	U32(sidecar, max_concurrent, 1, 4096, 0, "32"),
 	U32(sidecar, request_timeout_ms, 100, 86400000, 0, "600000"),
 	U32(sidecar, idle_timeout_s, 1, 86400, 0, "60"),
+	U32(sidecar, drain_delay_ms, 0, 3600000, 0, "0"),
+	U32(sidecar, drain_timeout_ms, 0, 86400000, 0, "30000"),
 	{"slo", "success_rate", T_DOUBLE, OFF(slo.success_rate), 0, 0, 0,
 	 0.0, 1.0, NULL, 0, "0.99"},
 	U32(slo, p99_ttft_ms, 0, 3600000, 0, "2000"),
@@ -178,6 +187,19 @@ struct type_ops {
 
 static int reject(char *why, size_t wl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* A relative path: refused, with the absolute form it would have from
+ * the working directory (the daemon's may not be the shell's). */
+static int not_absolute(const char *v, char *why, size_t wl)
+{
+	char cwd[4096];
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		return reject(why, wl, "not an absolute path");
+	snprintf(why, wl, "not an absolute path (from this directory: %s/%s)",
+		 cwd, v);
+	return -O1_E_CONFIG;
+}
 
 static int reject(char *why, size_t wl, const char *fmt, ...)
 {
@@ -293,7 +315,7 @@ static int check_hostport(const char *v, char *why, size_t wl)
 	uint64_t port;
 
 	if (!colon || colon == v || parse_uint(colon + 1, 10, &port) ||
-	    port < 1 || port > 65535)
+	    port > 65535)
 		return reject(why, wl, "not host:port");
 	return 0;
 }
@@ -313,7 +335,7 @@ static int parse_str(const struct key *k, const char *v, void *field, char *why,
 	if ((k->flags & F_NONEMPTY) && len == 0)
 		return reject(why, wl, "empty");
 	if ((k->flags & F_ABSOLUTE) && len && v[0] != '/')
-		return reject(why, wl, "not an absolute path");
+		return not_absolute(v, why, wl);
 	if ((k->flags & F_HOSTPORT) && check_hostport(v, why, wl))
 		return -O1_E_CONFIG;
 	memset(field, 0, k->size);
@@ -503,7 +525,7 @@ static void allowed_str(const struct key *k, char *buf, size_t len)
 		 "characters",
 		 k->flags & F_NONEMPTY ? "a non-empty " : "",
 		 k->flags & F_ABSOLUTE	 ? "absolute path"
-		 : k->flags & F_HOSTPORT ? "host:port (port 1..65535)"
+		 : k->flags & F_HOSTPORT ? "host:port (port 0..65535; 0: any free one)"
 					 : "text",
 		 k->size - 1);
 }
@@ -658,7 +680,8 @@ static int fail(char *err, size_t err_len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
-	o1_err("config: %s", buf);
+	if (!err_len) /* else the caller prints ERR: one line, not two */
+		o1_err("config: %s", buf);
 	return -O1_E_CONFIG;
 }
 

@@ -52,6 +52,12 @@ enum o1_config_sample_mode {
 	O1_CONFIG_SAMPLE_OFF,
 };
 
+/* model.dequantize: what becomes of weights in a GGUF block format. */
+enum o1_config_dequantize {
+	O1_CONFIG_DEQUANTIZE_NONE, /* kept in blocks, block products */
+	O1_CONFIG_DEQUANTIZE_BF16, /* to the backend's float type at load */
+};
+
 enum o1_config_dtype {
 	O1_CONFIG_DTYPE_AUTO,
 	O1_CONFIG_DTYPE_F32,
@@ -74,6 +80,10 @@ struct o1_config {
 		char name[O1_CONFIG_NAME_MAX]; /* "" = from the model file */
 		uint32_t max_context_tokens;   /* 0 = the model's own */
 		enum o1_config_dtype dtype;    /* working weight type */
+		enum o1_config_dequantize dequantize;
+		/* a .jinja file rendering chats instead of the model's own
+		 * template; "" = the model's */
+		char chat_template[O1_CONFIG_PATH_MAX];
 	} model;
 	struct {
 		struct o1_config_device device;
@@ -130,14 +140,18 @@ struct o1_config {
 	} metrics;
 	struct {
 		enum o1_log_level level;
+		uint32_t requests; /* info line for 1 of N finished requests;
+				    * 0: none */
 	} log;
 	struct {
 		char listen[O1_CONFIG_NAME_MAX]; /* host:port */
-		char daemon_socket[O1_CONFIG_SOCKET_MAX];
+		char daemon_socket[O1_CONFIG_SOCKET_MAX]; /* "": ipc.socket */
 		uint32_t max_body_bytes;
 		uint32_t max_concurrent; /* generations at once; more: 429 */
 		uint32_t request_timeout_ms; /* whole request; then cancelled */
 		uint32_t idle_timeout_s;     /* idle HTTP connection */
+		uint32_t drain_delay_ms;   /* SIGTERM: still accepting */
+		uint32_t drain_timeout_ms; /* then: for requests in flight */
 	} sidecar;
 	struct {
 		double success_rate;	    /* finished requests that succeed */
@@ -156,7 +170,8 @@ int o1_config_init_defaults(struct o1_config *c);
 
 /* Applies the INI file PATH over C. On error returns -errno (cannot read)
  * or -O1_E_CONFIG, writes "PATH:LINE: what is wrong; allowed: ..." into
- * ERR (ERR_LEN bytes, may be 0), logs it, and leaves C unchanged. */
+ * ERR (ERR_LEN bytes; with ERR_LEN 0 it is logged instead) and
+ * leaves C unchanged. */
 int o1_config_load_file(struct o1_config *c, const char *path, char *err,
 			size_t err_len);
 

@@ -16,7 +16,7 @@
  * info.magic is stored last with release by the writer of the fallback file
  * and loaded with acquire by readers; a reader that sees a different
  * version or geometry refuses the data. Adding or reordering a field bumps
- * O1_METRICS_VERSION and the pin directory (v1/). */
+ * O1_METRICS_VERSION and the pin directory (v2/). */
 #ifndef O1_METRICS_H
 #define O1_METRICS_H
 
@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define O1_METRICS_MAGIC	 0x544d314fu /* "O1MT" little-endian */
-#define O1_METRICS_VERSION	 1
+#define O1_METRICS_VERSION	 2 /* 2: struct o1_metrics_hist has max_us */
 #define O1_METRICS_HIST_SLOTS	 32   /* slot 31 holds >= 2^31 us */
 #define O1_METRICS_GRAPH_BUCKETS 32   /* most batch buckets recorded */
 #define O1_METRICS_SHM_ALIGN	 4096 /* region alignment in the file */
@@ -187,10 +187,12 @@ struct o1_metrics_counters {
 
 /* One log2 histogram in microseconds, as libbpf-tools lays them out:
  * slot 0 holds 0 and 1, slot i (i >= 1) holds [2^i, 2^(i+1)), the last
- * slot also holds everything above. */
+ * slot also holds everything above. max_us bounds what a quantile
+ * estimate may say: never more than was observed. */
 struct o1_metrics_hist {
 	uint64_t count;	 /* observations */
 	uint64_t sum_us; /* sum of the observed values */
+	uint64_t max_us; /* the largest value observed, since start */
 	uint64_t slots[O1_METRICS_HIST_SLOTS];
 };
 
@@ -294,7 +296,7 @@ _Static_assert(sizeof(struct o1_metrics_hists) ==
 		   O1_METRICS_HIST__COUNT * sizeof(struct o1_metrics_hist),
 	       "hist table misses a field");
 _Static_assert(sizeof(struct o1_metrics_hist) ==
-		   (2 + O1_METRICS_HIST_SLOTS) * sizeof(uint64_t),
+		   (3 + O1_METRICS_HIST_SLOTS) * sizeof(uint64_t),
 	       "struct o1_metrics_hist has padding");
 
 #define O1_METRICS_SIZEOF_u32 4

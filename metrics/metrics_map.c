@@ -27,6 +27,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "metrics_map.h"
+#include "metrics_owner.h"
 
 static const char *const region_names[O1_METRICS_R__COUNT] = {
     [O1_METRICS_R_INFO] = "o1_info",
@@ -159,6 +160,9 @@ static int btf_hists(struct btf *btf, const struct btf_ids *t)
 		  ?: btf_field(btf, "sum_us", t->u64,
 			       offsetof(struct o1_metrics_hist, sum_us));
 	err = err
+		  ?: btf_field(btf, "max_us", t->u64,
+			       offsetof(struct o1_metrics_hist, max_us));
+	err = err
 		  ?: btf_field(btf, "slots", slots,
 			       offsetof(struct o1_metrics_hist, slots));
 	if (err)
@@ -241,6 +245,7 @@ static void maps_reset(struct o1_metrics_maps *m)
 	for (unsigned r = 0; r < O1_METRICS_R__COUNT; r++)
 		m->fd[r] = -1;
 	m->runq_fd = -1;
+	m->lock_fd = -1;
 }
 
 static int path_join(char *dst, size_t sz, const char *a, const char *b)
@@ -324,6 +329,17 @@ static int check_info(const struct o1_metrics_maps *m,
 	return 0;
 }
 
+/* Whether the file at m->path is the one this writer made (its lock fd's
+ * inode): only that one may be removed. */
+static bool is_our_file(const struct o1_metrics_maps *m)
+{
+	struct stat a, b;
+
+	return m->lock_fd >= 0 && fstat(m->lock_fd, &a) == 0 &&
+	       stat(m->path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 void o1_metrics_maps_close(struct o1_metrics_maps *m, bool unlink_them)
 {
 	char pin[PATH_MAX];
@@ -341,10 +357,13 @@ void o1_metrics_maps_close(struct o1_metrics_maps *m, bool unlink_them)
 		close(m->runq_fd);
 	if (m->file_base)
 		munmap(m->file_base, m->file_len);
-	if (unlink_them && m->backend == O1_METRICS_BACKEND_SHM)
+	if (unlink_them && m->backend == O1_METRICS_BACKEND_SHM &&
+	    is_our_file(m))
 		unlink(m->path);
 	if (unlink_them && m->backend == O1_METRICS_BACKEND_BPF)
 		rmdir(m->path);
+	if (m->lock_fd >= 0)
+		close(m->lock_fd); /* after the unlinks: see metrics_owner.h */
 	maps_reset(m);
 }
 
@@ -470,6 +489,29 @@ static int map_pin(struct o1_metrics_maps *m, enum o1_metrics_region r,
 	return set_perm(pin, perm->mode, perm->gid);
 }
 
+/* The owner lock on the pin directory: a live writer's pins are never
+ * replaced (see metrics_owner.h). */
+static int claim_dir(struct o1_metrics_maps *m)
+{
+	pid_t pid;
+	int err;
+
+	m->lock_fd = open(m->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (m->lock_fd < 0) {
+		err = -errno;
+		o1_warn("metrics: opening %s: %s", m->path, strerror(-err));
+		return err;
+	}
+	err = o1_metrics_owner_lock(m->lock_fd, &pid);
+	if (err == -EADDRINUSE)
+		o1_err("another o1d (pid %d) publishes metrics under %s; stop "
+		       "it or set metrics.bpf_dir",
+		       (int)pid, m->path);
+	else if (err)
+		o1_warn("metrics: locking %s: %s", m->path, strerror(-err));
+	return err;
+}
+
 int o1_metrics_maps_create_bpf(struct o1_metrics_maps *m, const char *bpf_dir,
 			       const struct o1_metrics_perm *perm)
 {
@@ -481,6 +523,7 @@ int o1_metrics_maps_create_bpf(struct o1_metrics_maps *m, const char *bpf_dir,
 	    path_join(m->path, sizeof(m->path), bpf_dir, O1_METRICS_PIN_SUBDIR);
 	err = err ?: check_bpffs(bpf_dir);
 	err = err ?: make_dirs(m->path, perm);
+	err = err ?: claim_dir(m);
 	err = err ?: set_perm(m->path, dir_mode(perm->mode), perm->gid);
 	err = err ?: maps_create_all(m);
 	if (err)
@@ -591,6 +634,29 @@ int o1_metrics_maps_read_runq(const struct o1_metrics_maps *m, void *dst)
 	return bpf_map_lookup_elem(m->runq_fd, &key, dst);
 }
 
+/* Where the owner lock of what a reader opened lives. */
+static int note_owner(struct o1_metrics_maps *m, int fd)
+{
+	struct stat st;
+
+	if ((fd >= 0 ? fstat(fd, &st) : stat(m->path, &st)) != 0)
+		return -errno;
+	m->owner_dev = st.st_dev;
+	m->owner_ino = st.st_ino;
+	return 0;
+}
+
+int o1_metrics_maps_owner(const struct o1_metrics_maps *m, uint64_t *pid)
+{
+	struct o1_metrics_info info;
+	int err = o1_metrics_maps_read(m, O1_METRICS_R_INFO, &info);
+
+	if (err)
+		return err;
+	*pid = info.pid;
+	return o1_metrics_owner_alive(m->owner_dev, m->owner_ino, info.pid);
+}
+
 int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir)
 {
 	struct o1_metrics_info info;
@@ -601,6 +667,7 @@ int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir)
 	m->fd_only = true;
 	err =
 	    path_join(m->path, sizeof(m->path), bpf_dir, O1_METRICS_PIN_SUBDIR);
+	err = err ?: note_owner(m, -1);
 	for (unsigned r = 0; r < O1_METRICS_R__COUNT && !err; r++)
 		err = map_open(m, r);
 	err = err ?: o1_metrics_maps_read(m, O1_METRICS_R_INFO, &info);
@@ -642,19 +709,66 @@ static int file_fill(struct o1_metrics_maps *m, int fd,
 	m->file_len = o1_metrics_file_size();
 	file_regions(m);
 	o1_metrics_maps_publish(m);
-	if (rename(tmp, m->path) < 0) {
-		o1_err("metrics: rename %s to %s: %s", tmp, m->path,
-		       strerror(errno));
-		return -errno;
-	}
 	return 0;
+}
+
+/* The owner lock of the file at path, when there is one (*old: its fd, or
+ * -1 when there is no file); -EADDRINUSE (logged) when a live writer
+ * holds it. */
+static int claim_file(const char *path, int *old)
+{
+	pid_t pid;
+	int err;
+
+	*old = open(path, O_RDONLY | O_CLOEXEC);
+	if (*old < 0 && errno == ENOENT)
+		return 0;
+	err = *old < 0 ? -errno : o1_metrics_owner_lock(*old, &pid);
+	if (err == -EADDRINUSE)
+		o1_err("another o1d (pid %d) publishes metrics at %s; stop it "
+		       "or set metrics.shm_path",
+		       (int)pid, path);
+	else if (err)
+		o1_err("metrics: cannot tell whether %s is in use: %s", path,
+		       strerror(-err));
+	if (err && *old >= 0) {
+		close(*old);
+		*old = -1;
+	}
+	return err;
+}
+
+/* Puts the filled file tmp at m->path: over a dead writer's (*old, whose
+ * lock we hold), or by link where there was none, so that a file another
+ * writer made meanwhile is claimed in turn rather than replaced. */
+static int place_file(struct o1_metrics_maps *m, const char *tmp, int *old)
+{
+	int err;
+
+	for (int tries = 0; tries < 3; tries++) {
+		if (*old >= 0)
+			err = rename(tmp, m->path) == 0 ? 0 : -errno;
+		else if (link(tmp, m->path) == 0)
+			err = unlink(tmp) == 0 ? 0 : -errno;
+		else if (errno == EEXIST)
+			err = claim_file(m->path, old) ?: -EAGAIN;
+		else
+			err = -errno;
+		if (err != -EAGAIN)
+			break;
+	}
+	if (err && err != -EADDRINUSE)
+		o1_err("metrics: putting %s at %s: %s", tmp, m->path,
+		       strerror(-err));
+	return err;
 }
 
 int o1_metrics_maps_create_shm(struct o1_metrics_maps *m, const char *path,
 			       const struct o1_metrics_perm *perm)
 {
 	char tmp[PATH_MAX];
-	int fd, err, n;
+	int fd, err, n, old = -1;
+	pid_t pid;
 
 	maps_reset(m);
 	m->backend = O1_METRICS_BACKEND_SHM;
@@ -665,18 +779,27 @@ int o1_metrics_maps_create_shm(struct o1_metrics_maps *m, const char *path,
 		return -ENAMETOOLONG;
 	}
 	strcpy(m->path, path);
+	err = claim_file(path, &old);
+	if (err)
+		return err;
 	unlink(tmp); /* left by a crashed run with our pid */
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		o1_err("metrics: creating %s: %s", tmp, strerror(errno));
-		return -errno;
+		err = -errno;
+		o1_err("metrics: creating %s: %s", tmp, strerror(-err));
+		goto close_old;
 	}
-	err = file_fill(m, fd, perm, tmp);
-	close(fd);
+	m->lock_fd = fd; /* a fresh file: nobody else holds its lock */
+	err = o1_metrics_owner_lock(fd, &pid);
+	err = err ?: file_fill(m, fd, perm, tmp);
+	err = err ?: place_file(m, tmp, &old);
 	if (err) {
 		unlink(tmp);
 		o1_metrics_maps_close(m, false);
 	}
+close_old:
+	if (old >= 0)
+		close(old);
 	return err;
 }
 
@@ -738,7 +861,7 @@ int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path)
 			       strerror(errno));
 		return -errno;
 	}
-	err = file_map(m, fd);
+	err = note_owner(m, fd) ?: file_map(m, fd);
 	close(fd);
 	if (err)
 		o1_metrics_maps_close(m, false);

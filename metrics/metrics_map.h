@@ -17,9 +17,9 @@
 #include "metrics.h"
 
 #define O1_METRICS_DEFAULT_BPF_DIR  "/sys/fs/bpf/o1d"
-#define O1_METRICS_DEFAULT_SHM_PATH "/dev/shm/o1d-metrics-v1"
+#define O1_METRICS_DEFAULT_SHM_PATH "/dev/shm/o1d-metrics-v2"
 #define O1_METRICS_RUNQ_PIN	    "o1_runq"
-#define O1_METRICS_PIN_SUBDIR	    "v1"
+#define O1_METRICS_PIN_SUBDIR	    "v2"
 #define O1_METRICS_DEFAULT_MODE	    0640
 
 enum o1_metrics_region {
@@ -39,6 +39,10 @@ struct o1_metrics_maps {
 	int runq_fd;	 /* bpf reader: the optional o1_runq pin, or -1 */
 	void *file_base; /* whole-file mapping (shm) */
 	size_t file_len;
+	int lock_fd; /* writer: holds the owner lock (metrics_owner.h) on the
+		      * pin directory or the file for its life, or -1 */
+	dev_t owner_dev; /* reader: the pin directory or file opened, whose */
+	ino_t owner_ino; /* owner lock tells whether its writer runs */
 	char path[PATH_MAX]; /* pin directory (with v1) or the file */
 };
 
@@ -71,12 +75,14 @@ int o1_metrics_btf_build(struct btf **out, uint32_t *key_id,
 			 uint32_t value_ids[O1_METRICS_R__COUNT]);
 
 /* Writer: creates the maps, maps them read-write, and pins them under
- * bpf_dir/v1/ replacing stale pins. Fails (logged) when bpf_dir is not on
- * a bpf filesystem or the caller lacks the capability. */
+ * bpf_dir/v2/ replacing stale pins. Fails (logged) when bpf_dir is not on
+ * a bpf filesystem or the caller lacks the capability, and with
+ * -EADDRINUSE, touching nothing, when a live writer owns bpf_dir/v1. */
 int o1_metrics_maps_create_bpf(struct o1_metrics_maps *m, const char *bpf_dir,
 			       const struct o1_metrics_perm *perm);
-/* Writer: creates the fallback file at path (atomically replacing any old
- * one) and maps it read-write. */
+/* Writer: creates the fallback file at path (atomically replacing a dead
+ * writer's) and maps it read-write; -EADDRINUSE, touching nothing, when a
+ * live writer owns the file at path. */
 int o1_metrics_maps_create_shm(struct o1_metrics_maps *m, const char *path,
 			       const struct o1_metrics_perm *perm);
 /* Writer: private anonymous memory (metrics kept but not published). */
@@ -84,7 +90,7 @@ int o1_metrics_maps_create_anon(struct o1_metrics_maps *m);
 /* Writer: stamps info (magic last, with release). */
 void o1_metrics_maps_publish(struct o1_metrics_maps *m);
 
-/* Reader: opens the pins under bpf_dir/v1/ read-only (fds, no mapping). */
+/* Reader: opens the pins under bpf_dir/v2/ read-only (fds, no mapping). */
 int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir);
 /* Copies region r (o1_metrics_region_size(r) bytes) into dst: from the
  * mapping (u64 by u64, relaxed), or by BPF_MAP_LOOKUP_ELEM for a bpf
@@ -100,7 +106,12 @@ int o1_metrics_set_perm(const char *path, const struct o1_metrics_perm *perm);
 /* Reader: opens the fallback file read-only. */
 int o1_metrics_maps_open_shm(struct o1_metrics_maps *m, const char *path);
 
-/* Unmaps and closes; with unlink, also removes the pins or the file. */
+/* Reader: the writer's pid as the metrics name it (*pid), and whether it
+ * still runs (1) or not (0); -errno when the info cannot be read. */
+int o1_metrics_maps_owner(const struct o1_metrics_maps *m, uint64_t *pid);
+
+/* Unmaps and closes; with unlink, also removes the pins or the file (a
+ * writer's own only: a file at path that is not the one it made stays). */
 void o1_metrics_maps_close(struct o1_metrics_maps *m, bool unlink_them);
 
 #endif

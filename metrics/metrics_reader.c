@@ -25,7 +25,7 @@ static int open_auto(struct o1_metrics_reader *r, const char *dir,
 		return err;
 	err = o1_metrics_maps_open_shm(&r->maps, file);
 	if (err == -ENOENT)
-		o1_err("metrics: none published: no pins under %s/%s and no "
+		o1_debug("metrics: none published: no pins under %s/%s and no "
 		       "file %s (is o1d running?)",
 		       dir, O1_METRICS_PIN_SUBDIR, file);
 	return err;
@@ -53,7 +53,7 @@ static int open_mode(struct o1_metrics_reader *r,
 		return -EINVAL;
 	}
 	if (err == -ENOENT)
-		o1_err("metrics: nothing published at %s%s",
+		o1_debug("metrics: nothing published at %s%s",
 		       o->mode == O1_METRICS_MODE_BPF ? dir : file,
 		       o->mode == O1_METRICS_MODE_BPF
 			   ? "/" O1_METRICS_PIN_SUBDIR
@@ -99,6 +99,11 @@ o1_metrics_reader_backend(const struct o1_metrics_reader *r)
 const char *o1_metrics_reader_path(const struct o1_metrics_reader *r)
 {
 	return r->maps.path;
+}
+
+int o1_metrics_reader_owner(const struct o1_metrics_reader *r, uint64_t *pid)
+{
+	return o1_metrics_maps_owner(&r->maps, pid);
 }
 
 int o1_metrics_reader_snapshot(struct o1_metrics_reader *r,
@@ -147,6 +152,7 @@ static void hist_delta(const struct o1_metrics_hist *a,
 {
 	out->count = sub(b->count, a->count);
 	out->sum_us = sub(b->sum_us, a->sum_us);
+	out->max_us = b->max_us; /* since start: a bound for the window too */
 	for (unsigned i = 0; i < O1_METRICS_HIST_SLOTS; i++)
 		out->slots[i] = sub(b->slots[i], a->slots[i]);
 }
@@ -194,11 +200,11 @@ uint64_t o1_metrics_hist_total(const struct o1_metrics_hist *h)
 	return n;
 }
 
-int o1_metrics_hist_quantile_us(const struct o1_metrics_hist *h, double q,
-				double *out_us)
+int o1_metrics_hist_quantile(const struct o1_metrics_hist *h, double q,
+			     struct o1_metrics_quantile *out)
 {
 	uint64_t total = o1_metrics_hist_total(h);
-	double rank, cum = 0, lo, hi;
+	double rank, cum = 0, lo, hi, max = (double)h->max_us;
 	unsigned i;
 
 	if (!(q >= 0.0 && q <= 1.0))
@@ -215,6 +221,22 @@ int o1_metrics_hist_quantile_us(const struct o1_metrics_hist *h, double q,
 	}
 	lo = (double)o1_metrics_hist_slot_low(i);
 	hi = i == 0 ? 2.0 : 2.0 * lo;
-	*out_us = lo + (hi - lo) * (rank - cum) / (double)h->slots[i];
+	out->clamped = h->max_us && max >= lo && max < hi;
+	if (out->clamped)
+		hi = max; /* nothing above it was seen */
+	out->lo_us = lo;
+	out->hi_us = hi;
+	out->value_us = lo + (hi - lo) * (rank - cum) / (double)h->slots[i];
 	return 0;
+}
+
+int o1_metrics_hist_quantile_us(const struct o1_metrics_hist *h, double q,
+				double *out_us)
+{
+	struct o1_metrics_quantile e;
+	int err = o1_metrics_hist_quantile(h, q, &e);
+
+	if (!err)
+		*out_us = e.value_us;
+	return err;
 }

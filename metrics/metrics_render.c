@@ -178,6 +178,7 @@ static int json_hist(cJSON *parent, const struct o1_metrics_hist *h,
 		return -ENOMEM;
 	err = json_num(o, "count", (double)h->count);
 	err = err ?: json_num(o, "sum_us", (double)h->sum_us);
+	err = err ?: json_num(o, "max_us", (double)h->max_us);
 	for (unsigned i = 0; i < 3 && !err; i++)
 		if (o1_metrics_hist_quantile_us(h, qs[i], &v) == 0)
 			err = json_num(o, qn[i], v);

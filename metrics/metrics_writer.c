@@ -2,7 +2,9 @@
  * inline in metrics_writer.h. AUTO mode tries the pinned BPF maps first and
  * falls back to the shared-memory file; the choice is logged once. When
  * the maps are in use, a fallback file left by an earlier run is removed so
- * readers cannot mistake it for live data. */
+ * readers cannot mistake it for live data (never one a live writer holds).
+ * A place a live o1d publishes at is never taken over (metrics_owner.h):
+ * that fails with -EADDRINUSE in every mode, AUTO included. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "metrics_owner.h"
 #include "metrics_writer.h"
 
 const char *o1_metrics_backend_name(enum o1_metrics_backend b)
@@ -51,10 +54,12 @@ static int open_bpf(struct o1_metrics *m, const struct o1_metrics_opts *o,
 		    const struct o1_metrics_perm *perm)
 {
 	int err = o1_metrics_maps_create_bpf(&m->maps, o->bpf_dir, perm);
+	pid_t pid;
 
 	if (err)
 		return err;
-	if (unlink(o->shm_path) == 0)
+	if (o1_metrics_owner_find(o->shm_path, &pid) == 0 &&
+	    unlink(o->shm_path) == 0)
 		o1_info("metrics: removed stale fallback file %s", o->shm_path);
 	return 0;
 }
@@ -67,8 +72,8 @@ static int open_backend(struct o1_metrics *m, const struct o1_metrics_opts *o)
 	switch (o->mode) {
 	case O1_METRICS_MODE_AUTO:
 		err = open_bpf(m, o, &perm);
-		if (!err)
-			return 0;
+		if (!err || err == -EADDRINUSE)
+			return err; /* a live o1d's pins: refuse, not fall back */
 		o1_warn("metrics: pinned BPF maps under %s unavailable (%s); "
 			"falling back to %s",
 			o->bpf_dir, o1_strerror(err), o->shm_path);
@@ -96,8 +101,9 @@ int o1_metrics_open(const struct o1_metrics_opts *opts, struct o1_metrics **out)
 		return -ENOMEM;
 	err = open_backend(m, &o);
 	if (err) {
-		o1_err("metrics: cannot open metrics (mode %d): %s",
-		       (int)o.mode, o1_strerror(err));
+		if (err != -EADDRINUSE) /* the owner is logged already */
+			o1_err("metrics: cannot open metrics (mode %d): %s",
+			       (int)o.mode, o1_strerror(err));
 		free(m);
 		return err;
 	}
@@ -120,6 +126,12 @@ void o1_metrics_close(struct o1_metrics *m)
 		return;
 	o1_metrics_maps_close(&m->maps, m->unpin_on_close);
 	free(m);
+}
+
+void o1_metrics_unpublish_on_close(struct o1_metrics *m)
+{
+	if (m)
+		m->unpin_on_close = true;
 }
 
 int o1_metrics_graph_set_buckets(struct o1_metrics *m, const uint32_t *sizes,
@@ -152,6 +164,7 @@ enum o1_metrics_fail o1_metrics_fail_reason(int err)
 	case O1_E_QUOTA:
 		return O1_METRICS_FAIL_QUOTA;
 	case O1_E_TOKENIZER:
+	case O1_E_NO_TOKENIZER:
 		return O1_METRICS_FAIL_TOKENIZER;
 	case O1_E_DRAINING:
 		return O1_METRICS_FAIL_DRAINING;

@@ -28,7 +28,7 @@ struct o1_metrics_opts {
 	size_t sz; /* sizeof(struct o1_metrics_opts) */
 	enum o1_metrics_mode mode;
 	const char *bpf_dir;  /* borrowed; NULL: /sys/fs/bpf/o1d */
-	const char *shm_path; /* borrowed; NULL: /dev/shm/o1d-metrics-v1 */
+	const char *shm_path; /* borrowed; NULL: /dev/shm/o1d-metrics-v2 */
 	long gid;	      /* group given read access; -1: ours */
 	unsigned file_mode;   /* pins and file; 0: 0640 */
 	bool unpin_on_close;  /* remove pins/file in o1_metrics_close */
@@ -48,11 +48,17 @@ struct o1_metrics {
 
 /* Opens the regions per opts (NULL: all defaults, AUTO) and logs which
  * backend is in use. In AUTO mode a BPF failure (no bpffs, no capability)
- * falls back to the file. *out is owned by the caller (o1_metrics_close). */
+ * falls back to the file. -EADDRINUSE (logged with the owner's pid): a
+ * live o1d publishes at the pin directory or file; nothing of it touched.
+ * *out is owned by the caller (o1_metrics_close). */
 int o1_metrics_open(const struct o1_metrics_opts *opts,
 		    struct o1_metrics **out);
 /* Unmaps; unpins/unlinks when the options asked for it. Accepts NULL. */
 void o1_metrics_close(struct o1_metrics *m);
+/* Makes o1_metrics_close remove the pins or the file whatever the options
+ * say: a daemon whose start failed leaves nothing that looks like it
+ * served. Accepts NULL. */
+void o1_metrics_unpublish_on_close(struct o1_metrics *m);
 /* "bpf" / "shm" / "anon", and the pin directory or file path. */
 const char *o1_metrics_backend_name(enum o1_metrics_backend b);
 const char *o1_metrics_path(const struct o1_metrics *m);
@@ -90,7 +96,13 @@ static inline void o1_metrics_observe_us(struct o1_metrics *m,
 					 uint64_t value_us)
 {
 	struct o1_metrics_hist *h = &m->hist->h[id];
+	uint64_t max = __atomic_load_n(&h->max_us, __ATOMIC_RELAXED);
 
+	/* a lock-free maximum: retried only while a larger value is ours */
+	while (value_us > max &&
+	       !__atomic_compare_exchange_n(&h->max_us, &max, value_us, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 	__atomic_fetch_add(&h->slots[o1_metrics_hist_slot(value_us)], 1,
 			   __ATOMIC_RELAXED);
 	__atomic_fetch_add(&h->sum_us, value_us, __ATOMIC_RELAXED);

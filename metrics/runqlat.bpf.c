@@ -2,7 +2,7 @@
  * made runnable (sched_wakeup, sched_wakeup_new, or preempted while
  * running) to it getting a CPU (sched_switch), as a log2 histogram in
  * microseconds laid out as struct o1_metrics_hist (metrics.h): count,
- * sum_us, slots[O1_METRICS_HIST_SLOTS], slot = floor(log2(us)), slot 0 for
+ * sum_us, max_us, slots[O1_METRICS_HIST_SLOTS], slot = floor(log2(us)), slot 0 for
  * 0 and 1, clamped to the last slot. The loader checks the value size.
  *
  * Invariants: start holds at most one timestamp per thread id, deleted
@@ -20,6 +20,7 @@ const volatile __u32 targ_tgid = 0;
 struct runq_hist {
 	__u64 count;
 	__u64 sum_us;
+	__u64 max_us;
 	__u64 slots[HIST_SLOTS];
 };
 
@@ -109,6 +110,9 @@ int BPF_PROG(o1_switch, bool preempt, struct task_struct *prev,
 	h = bpf_map_lookup_elem(&o1_runq, &key);
 	if (!h)
 		return 0;
+	if (us > h->max_us) /* racy: at worst a lower max (the reader only
+			     * clamps quantiles with it) */
+		h->max_us = us;
 	__sync_fetch_and_add(&h->slots[slot_of(us)], 1);
 	__sync_fetch_and_add(&h->sum_us, us);
 	__sync_fetch_and_add(&h->count, 1);

@@ -63,14 +63,14 @@ static int check_prompt(const struct o1_wire_submit *s,
 
 	if (s->prompt_kind == O1_PROMPT_IDS) {
 		if (s->prompt_len > lim->max_prompt_tokens)
-			return fail(O1_E_QUOTA, "prompt_len", why);
+			return fail(O1_E_CONTEXT, "prompt_len", why);
 		if (s->prompt_off % 4)
 			return fail(O1_E_BOUNDS, "prompt_off", why);
 		bytes *= 4;
 	} else if (s->prompt_kind != O1_PROMPT_TEXT) {
 		return fail(O1_E_FORMAT, "prompt_kind", why);
 	} else if (s->prompt_len > lim->max_prompt_bytes) {
-		return fail(O1_E_QUOTA, "prompt_len", why);
+		return fail(O1_E_CONTEXT, "prompt_len", why);
 	}
 	if (s->prompt_len == 0)
 		return fail(O1_E_BOUNDS, "prompt_len", why);
@@ -106,8 +106,10 @@ static int decode_submit(const struct o1_wire_submit *s,
 		return fail(O1_E_PROTOCOL, "pad", why);
 	if (s->flags & ~O1_SUBMIT_FLAGS_ALL)
 		return fail(O1_E_PROTOCOL, "flags", why);
-	if (s->max_tokens == 0 || s->max_tokens > lim->max_tokens)
+	if (s->max_tokens == 0)
 		return fail(O1_E_BOUNDS, "max_tokens", why);
+	if (s->max_tokens > lim->max_tokens)
+		return fail(O1_E_CONTEXT, "max_tokens", why);
 	if (lim->vocab_size && s->top_k > lim->vocab_size)
 		return fail(O1_E_BOUNDS, "top_k", why);
 	if (s->refine_steps > O1_WIRE_REFINE_MAX)
@@ -253,6 +255,19 @@ int o1_wire_stop_strings_check(const uint8_t *buf, uint32_t len,
 			return -O1_E_FORMAT;
 	}
 	return count;
+}
+
+const char *o1_wire_finish_name(unsigned reason)
+{
+	static const char *const names[O1_FINISH_COUNT] = {
+	    [O1_FINISH_STOP] = "stop",
+	    [O1_FINISH_LENGTH] = "length",
+	    [O1_FINISH_EOS] = "eos",
+	    [O1_FINISH_CANCELLED] = "cancelled",
+	    [O1_FINISH_ERROR] = "error",
+	};
+
+	return reason < O1_FINISH_COUNT ? names[reason] : "?";
 }
 
 const char *o1_wire_op_name(unsigned op)

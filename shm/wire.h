@@ -383,9 +383,11 @@ struct o1_wire_limits {
 
 /* Copies one submission-ring slot into *out and validates the copy against
  * lim. Returns 0, or -O1_E_PROTOCOL (unknown op, non-zero padding or
- * flags), -O1_E_BOUNDS (an offset, length or count out of range) or
- * -O1_E_FORMAT (a bad enum or float); *why (if not NULL) then names the
- * offending field. Arena data is not read here. */
+ * flags), -O1_E_CONTEXT (a prompt longer than max_prompt_bytes or
+ * max_prompt_tokens, max_tokens over lim's), -O1_E_BOUNDS (an offset,
+ * length or count out of range) or -O1_E_FORMAT (a bad enum or float);
+ * *why (if not NULL) then names the offending field. Arena data is not
+ * read here. */
 int o1_wire_decode_sub(const void *slot, const struct o1_wire_limits *lim,
 		       union o1_wire_entry *out, const char **why);
 /* The same for a completion-ring slot (client side). */
@@ -397,6 +399,8 @@ int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 int o1_wire_stop_strings_check(const uint8_t *buf, uint32_t len,
 			       uint32_t max_count);
 const char *o1_wire_op_name(unsigned op);
+/* "stop", "length", "eos", "cancelled", "error", or "?". */
+const char *o1_wire_finish_name(unsigned reason);
 /* Checks a device output description copied out of a welcome (client
  * side): rows == 0 with a status <= 0, or a consistent geometry whose
  * rows hold vocab_size floats. Returns 0 or -O1_E_PROTOCOL. */

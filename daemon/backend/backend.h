@@ -104,6 +104,11 @@ struct o1_backend_config {
 	uint32_t page_tokens;	     /* 0 = O1_KV_PAGE_TOKENS_DEFAULT */
 	bool graphs_enabled;
 	bool graphs_eager;
+	/* Matrices in a GGUF block format (Q8_0, Q4_0, Q4_K, Q6_K): false
+	 * = kept in it and multiplied block by block; true = dequantized at
+	 * load to the backend's float type (CPU f32, CUDA bf16), as before
+	 * block products existed (config model.dequantize = bf16). */
+	bool dequantize;
 	/* CUDA backend, steps of at most 4 tokens (decode), A/B switches
 	 * for measurements (false in production; neither applies to a
 	 * tensor-parallel rank): cuda_no_pdl launches without programmatic

@@ -12,8 +12,19 @@
 #include "shm/wire.h"
 
 /* Creates the SOCK_SEQPACKET listener at path with the given mode,
- * replacing a stale socket file (never another kind of file). */
+ * replacing a stale socket file (one nobody listens on; never another kind
+ * of file). A live owner's socket is left alone: -EADDRINUSE, logged as
+ * "another o1d (pid N) is serving on PATH". */
 int o1_ipc_listen(const char *path, uint32_t mode, int *out_fd);
+/* Whether a daemon listens at path: 1 (its pid in *pid, 0 when unknown),
+ * 0 when nobody does (no file there, or a socket no one is bound to), or
+ * -errno (-EEXIST: not a socket; -EACCES: no way to tell). Connects and
+ * hangs up at once. */
+int o1_ipc_probe(const char *path, pid_t *pid);
+/* Start-up check before anything is loaded: path fits, its directory
+ * exists and is writable, and no daemon serves there (-EADDRINUSE). Logs
+ * the reason with what to do. */
+int o1_ipc_socket_check(const char *path);
 /* Reads SO_PEERCRED into *cred and checks it (and SO_PEERGROUPS) against
  * the allowed lists in opts. Returns 0, -EACCES or -errno. */
 int o1_ipc_peer_check(int fd, const struct o1_ipc_opts *opts,

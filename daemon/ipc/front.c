@@ -161,10 +161,12 @@ void o1_ipc_client_doom(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 {
 	if (c->doomed)
 		return;
+	/* admin connections (health probes) and hand-shakes that never
+	 * finished (a start-up probe) are routine: debug */
 	if (why)
-		o1_info("ipc: closing client %u (%s, pid %d, uid %u): %s",
-			c->id, c->name, (int)c->cred.pid, (unsigned)c->cred.uid,
-			why);
+		o1_log(c->state == O1_IPC_ACTIVE ? O1_LOG_INFO : O1_LOG_DEBUG,
+		       "ipc: closing client %u (%s, pid %d, uid %u): %s", c->id,
+		       c->name, (int)c->cred.pid, (unsigned)c->cred.uid, why);
 	c->doomed = 1;
 	srv->any_doomed = 1;
 }
@@ -279,7 +281,8 @@ static void unexpected_data(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 		o1_ipc_violation(srv, c, -O1_E_PROTOCOL,
 				 "data on the control socket");
 	} else if (n == 0) {
-		srv->st.client_deaths++;
+		if (c->inflight) /* a death: it left requests behind */
+			srv->st.client_deaths++;
 		o1_ipc_client_doom(srv, c, "hang-up");
 	}
 }
@@ -296,7 +299,7 @@ static void sock_event(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	else if (c->state == O1_IPC_ACTIVE && (res & POLLIN))
 		unexpected_data(srv, c);
 	if (hup && !c->doomed) {
-		if (c->state == O1_IPC_ACTIVE)
+		if (c->state == O1_IPC_ACTIVE && c->inflight)
 			srv->st.client_deaths++;
 		o1_ipc_client_doom(srv, c, "hang-up");
 	}

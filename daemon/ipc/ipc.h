@@ -152,7 +152,8 @@ struct o1_ipc_stats {
 	uint64_t clients_connected; /* now */
 	uint64_t clients_total;
 	uint64_t clients_refused; /* handshake failed or uid refused */
-	uint64_t client_deaths;	  /* hang-ups after a good handshake */
+	uint64_t client_deaths;	  /* hang-ups with requests in flight (a
+				   * normal hang-up is not a death) */
 	uint64_t violations;
 	uint64_t kicked_out; /* disconnected for violations */
 	uint64_t requests;   /* accepted by the consumer */

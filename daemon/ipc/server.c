@@ -179,8 +179,11 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 	if (srv->ring.ring_fd >= 0)
 		io_uring_queue_exit(&srv->ring);
 	if (srv->lfd >= 0) {
-		close(srv->lfd);
+		/* unlink while still bound: a daemon starting now finds
+		 * either our live socket or none, never a stale one it would
+		 * replace just before this unlink removed its own */
 		unlink(srv->path);
+		close(srv->lfd);
 	}
 	if (srv->kick_fd >= 0)
 		close(srv->kick_fd);

@@ -11,6 +11,7 @@
  * read only to time publish-to-copy-out; a value that would give a
  * negative or over-10 s latency is counted and otherwise ignored. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -122,8 +123,9 @@ static void admin_hello(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		return;
 	}
 	c->state = O1_IPC_ADMIN;
-	o1_info("ipc: admin connection %u (%s, pid %d, uid %u)", c->id, c->name,
-		(int)c->cred.pid, (unsigned)c->cred.uid);
+	/* debug: health probes come every few seconds */
+	o1_debug("ipc: admin connection %u (%s, pid %d, uid %u)", c->id,
+		 c->name, (int)c->cred.pid, (unsigned)c->cred.uid);
 }
 
 void o1_ipc_client_fill_info(const struct o1_ipc_client *c,
@@ -436,6 +438,27 @@ static int copy_request(struct o1_ipc_client *c, const struct o1_wire_submit *s,
 	return 0;
 }
 
+/* A request value out of the limits the welcome gave, or out of range:
+ * the request's own mistake. Its FINAL says so, but it is not a violation
+ * of the connection: that is left to protocol abuse (unknown ops, padding,
+ * flags, offsets outside the arena, corrupt rings). */
+static bool own_mistake(const char *why)
+{
+	static const char *const fields[] = {
+	    "prompt_len",	"max_tokens",	    "top_k",
+	    "refine_steps",	"n_logprobs",	    "n_stop_ids",
+	    "stop_str_len",	"temperature",	    "top_p",
+	    "min_p",		"repeat_penalty",   "presence_penalty",
+	    "frequency_penalty", "stop strings",    "stop id",
+	    "prompt token id",
+	};
+
+	for (size_t i = 0; why && i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (!strcmp(why, fields[i]))
+			return true;
+	return false;
+}
+
 static void submit(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		   const struct o1_wire_submit *s)
 {
@@ -464,7 +487,8 @@ static void submit(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	}
 	ret = copy_request(c, s, &r, &why);
 	if (ret) {
-		o1_ipc_violation(srv, c, ret, why);
+		if (!own_mistake(why))
+			o1_ipc_violation(srv, c, ret, why);
 		fail_request(srv, c, s->req_id, ret);
 		return;
 	}
@@ -481,6 +505,10 @@ static void submit(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 static void handle(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		   const union o1_wire_entry *e, int ret, const char *why)
 {
+	if (ret && e->op == O1_OP_SUBMIT && own_mistake(why)) {
+		fail_request(srv, c, e->submit.req_id, ret);
+		return;
+	}
 	if (ret) {
 		o1_ipc_violation(srv, c, ret, why);
 		if (e->op == O1_OP_SUBMIT)

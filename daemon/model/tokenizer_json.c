@@ -647,6 +647,30 @@ static cJSON *parse_file(const char *path, int *err)
 	return root;
 }
 
+/* chat_template.jinja beside tokenizer.json: the template as newer
+ * transformers saves it, preferred to tokenizer_config.json's. */
+static int load_template_file(struct tj_ctx *c, const char *json_path)
+{
+	const char *slash = strrchr(json_path, '/');
+	char path[PATH_MAX], *text = NULL;
+	size_t len = 0;
+	int err;
+
+	if (snprintf(path, sizeof(path), "%.*schat_template.jinja",
+		     slash ? (int)(slash - json_path + 1) : 0,
+		     json_path) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	err = o1_file_read(path, TJ_MAX_FILE_BYTES, &text, &len);
+	if (err == -ENOENT)
+		return 0;
+	if (err)
+		return err;
+	free(c->v->chat_template);
+	c->v->chat_template = o1_vocab_strdup(c->v, text, len);
+	free(text);
+	return c->v->chat_template ? 0 : -ENOMEM;
+}
+
 static int load_config(struct tj_ctx *c, const char *json_path)
 {
 	const char *slash = strrchr(json_path, '/');
@@ -681,6 +705,8 @@ int o1_vocab_load_tokenizer_json(const char *path, struct o1_vocab **out)
 	cJSON_Delete(root);
 	if (!err)
 		err = load_config(&c, path);
+	if (!err)
+		err = load_template_file(&c, path);
 	free(c.map.slots);
 	if (err) {
 		o1_vocab_destroy(c.v);

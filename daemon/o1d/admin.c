@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "admin.h"
 #include "engine_int.h"
 #include "common/error.h"
 #include "faults.h"
 #include "common/log.h"
+#include "metrics/metrics_writer.h"
 
 #define LIST_MAX 256
 
@@ -40,6 +42,7 @@ static void add_readiness(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "max_context_tokens",
 				e->o.sched.max_context);
 	cJSON_AddNumberToObject(o, "vocab_size", e->o.sched.vocab_size);
+	cJSON_AddBoolToObject(o, "tokenizer", e->o.sched.tok != NULL);
 	cJSON_AddBoolToObject(o, "sample_in_backend",
 			      e->o.sched.sample_in_backend);
 }
@@ -264,6 +267,19 @@ static int do_inject(struct o1_engine *e, const cJSON *req, const char **why)
 	return 0;
 }
 
+/* Where this daemon publishes its metrics, so readers need not guess
+ * from a configuration (and never read another daemon's). */
+static void add_metrics(struct o1_engine *e, cJSON *o)
+{
+	const struct o1_metrics *m = e->metrics;
+	cJSON *j = cJSON_AddObjectToObject(o, "metrics");
+
+	cJSON_AddNumberToObject(o, "pid", (double)getpid());
+	cJSON_AddStringToObject(
+	    j, "backend", m ? o1_metrics_backend_name(m->maps.backend) : "off");
+	cJSON_AddStringToObject(j, "path", m ? o1_metrics_path(m) : "");
+}
+
 static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		    const char **why)
 {
@@ -274,6 +290,8 @@ static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		add_status(e, out);
 	else if (!strcmp(s, "requests"))
 		add_requests(e, out);
+	else if (!strcmp(s, "metrics"))
+		add_metrics(e, out);
 	else if (!strcmp(s, "cancel"))
 		return do_cancel(e, req, why);
 	else if (!strcmp(s, "reload"))
@@ -290,8 +308,8 @@ static int dispatch(struct o1_engine *e, const cJSON *req, cJSON *out,
 		o1_info("admin: %s", s);
 		o1_engine_drain(e, s[0] == 'd', false);
 	} else {
-		*why = "unknown op (status, requests, cancel, drain, resume, "
-		       "reload, config, inject)";
+		*why = "unknown op (status, requests, metrics, cancel, drain, "
+		       "resume, reload, config, inject)";
 		return -EINVAL;
 	}
 	return 0;

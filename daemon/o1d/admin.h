@@ -15,7 +15,8 @@
  *         "ready":B (model loaded, graphs captured, warm-up generation
  *         done, not draining), "warmup_ok":B, "warmup_ms":N,
  *         "graphs_total":N, "graphs_captured":N, "max_context_tokens":N,
- *         "vocab_size":N, and with [faults] enabled "faults":{"on":{NAME:
+ *         "vocab_size":N, "tokenizer":B (false: token-id prompts only),
+ *         and with [faults] enabled "faults":{"on":{NAME:
  *         PARAM...}, "delayed_steps":N, "failed_steps":N,
  *         "stalled_polls":N, "kv_pages_held":N}}
  *   {"op":"requests"}
@@ -23,6 +24,11 @@
  *         "uid":N, "phase":"queued|waiting|running|finished",
  *         "prompt_tokens":N, "generated":N, "age_ms":N}, ...],
  *         "truncated":B}
+ *   {"op":"metrics"}
+ *     -> {"ok":true, "pid":N (o1d's), "metrics":{"backend":
+ *         "bpf|shm|anon|off", "path":S (the pin directory, with v2/, or
+ *         the file; "" when off)}}: where readers find this daemon's
+ *         metrics (anon and off: nowhere)
  *   {"op":"cancel", "client":N, "req_id":N}  -> {"ok":true}
  *   {"op":"drain"}   new submissions refused (FINAL -O1_E_DRAINING)
  *   {"op":"resume"}  accepted again (not after SIGTERM)

@@ -333,6 +333,20 @@ static int fill_slot(struct o1_engine *e, struct o1_req *r,
 	return 0;
 }
 
+/* A text prompt to a model without a tokenizer: the client's mistake,
+ * logged the way o1d says it to the client (the first time, then at
+ * powers of two so a looping client cannot flood the log). */
+static void no_tokenizer(struct o1_engine *e, const struct o1_ipc_request *q)
+{
+	uint64_t n = ++e->no_tokenizer_refusals;
+
+	if (n <= 1 || !(n & (n - 1)))
+		o1_warn("client %u request %llu: %s (%llu such refusals)",
+			q->client_id, (unsigned long long)q->params.req_id,
+			o1_strerror(-O1_E_NO_TOKENIZER),
+			(unsigned long long)n);
+}
+
 static int on_submit(void *ctx, struct o1_ipc_server *srv,
 		     const struct o1_ipc_request *q)
 {
@@ -341,6 +355,10 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	int err;
 
 	(void)srv;
+	if (q->params.prompt_kind == O1_PROMPT_TEXT && !e->o.sched.tok) {
+		no_tokenizer(e, q);
+		return -O1_E_NO_TOKENIZER;
+	}
 	if (e->free_head == NONE) {
 		o1_warn("client %u request %llu refused: all %u request "
 			"slots in use",
@@ -352,6 +370,7 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	err = fill_slot(e, r, q);
 	if (err)
 		return err;
+	r->first_token_ns = 0;
 	e->free_head = r->next_free;
 	r->active = true;
 	r->active_at = e->n_active;
@@ -426,6 +445,29 @@ static void on_disconnect(void *ctx, struct o1_ipc_server *srv,
 	}
 }
 
+/* One info line for a finished request, as o1ctl names it (o1ctl cancel
+ * CLIENT REQ_ID), for 1 of every log.requests. */
+static void log_finished(struct o1_engine *e, const struct o1_req *r,
+			 const struct o1_wire_final *f)
+{
+	uint64_t now = o1_engine_now_ns();
+
+	e->finished++;
+	if (!e->o.log_requests || e->finished % e->o.log_requests)
+		return;
+	o1_info("request done: client %u req %llu finish=%s%s%s "
+		"prompt_tokens=%u output_tokens=%u ttft_ms=%.1f "
+		"duration_ms=%.1f",
+		r->client_id, (unsigned long long)r->req_id,
+		o1_wire_finish_name(f->reason), f->error ? " error=" : "",
+		f->error ? o1_strerror(f->error) : "", f->prompt_tokens,
+		f->generated_tokens,
+		r->first_token_ns
+		    ? (double)(r->first_token_ns - r->submit_ns) / 1e6
+		    : -1.0,
+		(double)(now - r->submit_ns) / 1e6);
+}
+
 /* Back to the free list; the active list's last entry takes its place. */
 static void free_slot(struct o1_engine *e, struct o1_req *r)
 {
@@ -462,7 +504,10 @@ static int drain_slot(struct o1_engine *e, struct o1_req *r)
 		tail++;
 		moved = 1;
 		atomic_store_explicit(&r->out_tail, tail, memory_order_release);
+		if (ev->op == O1_EV_TOKEN && !r->first_token_ns)
+			r->first_token_ns = o1_engine_now_ns();
 		if (ev->op == O1_EV_FINAL) {
+			log_finished(e, r, &ev->final);
 			free_slot(e, r);
 			break;
 		}

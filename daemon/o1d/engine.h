@@ -43,6 +43,7 @@ struct o1_reload_report {
 struct o1_engine_opts {
 	struct o1_sched_opts sched; /* n_slots and metrics used here too */
 	uint32_t drain_timeout_ms;
+	uint32_t log_requests; /* log.requests: a line for 1 of N finished */
 	const char *model_name;	  /* copied */
 	const char *backend_name; /* copied */
 	/* SIGHUP and admin "reload": called on the front thread; NULL:

@@ -43,6 +43,8 @@ struct o1_engine {
 	bool exiting;		/* SIGTERM seen: stop once idle */
 	uint64_t idle_since_ns; /* exiting with nothing held since then */
 	bool admin_drain;
+	uint64_t no_tokenizer_refusals; /* text prompts refused: no tokenizer */
+	uint64_t finished; /* FINALs posted (log.requests samples them) */
 
 	/* readiness, set by main before the engine thread starts */
 	bool warmup_ok;		  /* o1_engine_warmup succeeded */

@@ -34,8 +34,10 @@
 #include "engine.h"
 #include "common/error.h"
 #include "faults.h"
+#include "ipc/control.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "metrics/metrics_runq.h"
 #include "metrics/metrics_writer.h"
 #include "model/model.h"
@@ -53,8 +55,7 @@ struct o1d {
 	char **argv; /* the original command line, for SIGHUP */
 	struct o1_model *model;
 	struct o1_tokenizer *tok;
-	struct o1_chat_template chat;
-	bool has_chat;
+	struct o1_chat_template *chat; /* NULL: chat requests refused */
 	enum o1_backend_kind kind;
 	struct o1_backend *backend;
 	struct o1_kv_pool *pool;
@@ -66,29 +67,88 @@ struct o1d {
 	uint32_t ctx;
 };
 
-static int load_config(struct o1_config *c, int argc, char **argv)
+static const char usage_text[] =
+    "usage: o1d [-c FILE] [--set section.key=value ...]\n"
+    "       o1d --help | --version\n"
+    "\n"
+    "The resident inference daemon: loads model.path, serves clients on\n"
+    "ipc.socket (libo1client, o1ctl, o1-sidecar) until stopped.\n"
+    "\n"
+    "options:\n"
+    "  -c FILE                 the configuration (INI, see config/o1d.ini);\n"
+    "                          none: built-in defaults\n"
+    "  --set section.key=value override one key (repeatable, after -c)\n"
+    "  --help, --version       this text; the version line\n"
+    "\n"
+    "environment:\n"
+    "  NOTIFY_SOCKET           systemd: READY=1 once serving, STOPPING=1\n"
+    "  NCCL_NVLS_ENABLE        set to 0 by o1d (NVLink multicast stays off)\n"
+    "\n"
+    "signals:\n"
+    "  SIGTERM, SIGINT         refuse new requests, finish those in flight\n"
+    "                          (daemon.drain_timeout_ms), exit\n"
+    "  SIGHUP                  reload the file and --set (as o1ctl reload)\n"
+    "\n"
+    "exit codes:\n"
+    "  0  stopped by a signal after draining\n"
+    "  1  start-up failed (logged: the model, the socket taken, ...) or\n"
+    "     the front loop failed\n"
+    "  2  bad arguments or configuration\n"
+    "\n"
+    "It prints \"o1d: ready socket=PATH\" on stderr once it serves.\n";
+
+/* --help or --version as the only argument: answered, exit 0 (1 when
+ * stdout cannot be written); -1 otherwise. */
+static int help_or_version(int argc, char **argv)
+{
+	if (argc != 2)
+		return -1;
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		fputs(usage_text, stdout);
+	else if (!strcmp(argv[1], "--version"))
+		o1_version_print(stdout, "o1d");
+	else
+		return -1;
+	return fflush(stdout) ? 1 : 0;
+}
+
+/* Parses the command line into C; what is wrong goes to stderr and into
+ * ERR (ERR_CAP bytes: FILE:LINE and the reason, for o1ctl reload). */
+static int load_config(struct o1_config *c, int argc, char **argv, char *err,
+		       size_t err_cap)
 {
 	char **copy = malloc(((size_t)argc + 1) * sizeof(char *));
-	char err[512] = "";
 	int n = argc, ret;
 
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, argv, ((size_t)argc + 1) * sizeof(char *));
+	err[0] = 0;
 	ret = o1_config_init_defaults(c);
 	if (!ret)
-		ret = o1_config_parse_args(c, &n, copy, err, sizeof(err));
+		ret = o1_config_parse_args(c, &n, copy, err, err_cap);
 	if (!ret && n > 1) {
-		fprintf(stderr,
-			"o1d: unexpected argument '%s'\nusage: o1d [-c FILE] "
-			"[--set section.key=value ...]\n",
-			copy[1]);
+		snprintf(err, err_cap, "unexpected argument '%s'", copy[1]);
+		fprintf(stderr, "o1d: %s (see o1d --help)\n", err);
 		ret = -EINVAL;
 	} else if (ret) {
 		fprintf(stderr, "o1d: %s\n", err);
 	}
 	free(copy);
 	return ret;
+}
+
+/* The chat template (the model's own, or model.chat_template's file).
+ * Without one, or when the model's own does not parse, o1d serves
+ * prompts and refuses chats; a configured file that fails stops it. */
+static int open_chat_template(struct o1d *d)
+{
+	int err = o1_chat_template_load(d->model->vocab, d->cfg.model.path,
+					d->cfg.model.chat_template, &d->chat);
+
+	if (err && d->cfg.model.chat_template[0])
+		return err == -O1_E_FORMAT ? -O1_E_CONFIG : err;
+	return err == -ENOMEM ? err : 0;
 }
 
 static int open_model(struct o1d *d)
@@ -113,13 +173,13 @@ static int open_model(struct o1d *d)
 		err = o1_tokenizer_create(d->model->vocab, &d->tok);
 		if (err)
 			return err;
-		d->has_chat =
-		    d->model->vocab->chat_template &&
-		    !o1_chat_template_init(
-			&d->chat, d->model->vocab->chat_template, NULL);
+		err = open_chat_template(d);
+		if (err)
+			return err;
 	} else {
-		o1_warn("%s has no vocabulary: token-id prompts only",
-			d->cfg.model.path);
+		o1_warn("%s has no vocabulary: token-id prompts only (text "
+			"prompts are answered \"%s\")",
+			d->cfg.model.path, o1_strerror(-O1_E_NO_TOKENIZER));
 	}
 	return 0;
 }
@@ -152,18 +212,29 @@ static uint32_t n_ranks(const struct o1_config *c)
 	return c->backend.tensor_parallel;
 }
 
-/* Bytes of bf16 weights rank R uploads (the whole model for one rank). */
+/* Bytes of weights rank R uploads (the whole model for one rank): bf16,
+ * but matrices in GGUF block formats at their own size (unless
+ * model.dequantize = bf16), plus 64 MiB of tiles for them (the CUDA
+ * backend's QTILE_BYTES); a rank of several counts bf16 throughout (an
+ * upper bound). */
 static uint64_t rank_weight_bytes(const struct o1d *d, uint32_t r)
 {
+	bool blocks = d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_NONE;
 	struct o1_tp_shard s;
-	uint64_t n = 0;
+	uint64_t n = 0, tiles = 0;
 
 	if (n_ranks(&d->cfg) > 1 &&
 	    !o1_tp_shard_plan(&d->model->desc, r, n_ranks(&d->cfg), 1, &s))
 		return o1_tp_shard_elements(d->model, &s) * 2;
-	for (uint32_t i = 0; i < d->model->n_tensors; i++)
-		n += o1_tensor_elements(&d->model->tensors[i]) * 2;
-	return n;
+	for (uint32_t i = 0; i < d->model->n_tensors; i++) {
+		const struct o1_tensor *t = &d->model->tensors[i];
+		bool b = blocks && t->n_dims == 2 &&
+			 !o1_dtype_is_float(t->dtype);
+
+		n += b ? t->n_bytes : o1_tensor_elements(t) * 2;
+		tiles = b ? 64u << 20 : tiles;
+	}
+	return n + tiles;
 }
 
 /* Device memory left for the KV pool: free now, less the bf16 weights
@@ -265,6 +336,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .page_tokens = d->cfg.kv.page_tokens,
 	    .sampling = sample_in_backend(d, kind),
 	    .max_sample_pens = d->cfg.backend.sample_penalty_entries,
+	    .dequantize =
+		d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	uint32_t dev[O1_CONFIG_LIST_MAX];
@@ -312,6 +385,7 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 static int open_backend(struct o1d *d)
 {
 	enum o1_device_kind dev = d->cfg.backend.device.kind;
+	char why[160];
 	int err;
 
 	if (dev == O1_DEVICE_CUDA)
@@ -323,6 +397,11 @@ static int open_backend(struct o1d *d)
 		o1_err("backend.tensor_parallel = %u needs the CUDA backend",
 		       n_ranks(&d->cfg));
 		return -O1_E_CONFIG;
+	}
+	if (dev == O1_DEVICE_AUTO && !o1_devmem_count(why, sizeof(why))) {
+		/* no GPU is a normal case here: one info line, no error */
+		o1_info("backend.device auto: %s; using cpu", why);
+		return create_backend(d, O1_BACKEND_CPU);
 	}
 	if (dev == O1_DEVICE_AUTO) {
 		err = create_backend(d, O1_BACKEND_CUDA);
@@ -413,7 +492,7 @@ static int open_metrics(struct o1d *d)
 	if (err)
 		return err;
 	err = o1_metrics_open(&mo, &d->metrics);
-	if (err && mo.mode == O1_METRICS_MODE_AUTO) {
+	if (err && err != -EADDRINUSE && mo.mode == O1_METRICS_MODE_AUTO) {
 		o1_warn("metrics unavailable (%s): counting privately",
 			o1_strerror(err));
 		mo.mode = O1_METRICS_MODE_ANON;
@@ -547,7 +626,7 @@ static int create_engine(struct o1d *d)
 		{
 		    .pool = d->pool,
 		    .tok = d->tok,
-		    .chat = d->has_chat ? &d->chat : NULL,
+		    .chat = d->chat,
 		    .metrics = d->metrics,
 		    .step = backend_step,
 		    .step_ctx = d->backend,
@@ -572,6 +651,7 @@ static int create_engine(struct o1d *d)
 			o1_backend_config(d->backend)->max_sample_pens,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
+	    .log_requests = c->log.requests,
 	    .model_name =
 		c->model.name[0] ? c->model.name : d->model->desc.name,
 	    .backend_name = o1_backend_name(d->kind),
@@ -757,12 +837,12 @@ static void reload(void *ctx, struct o1_engine *e, struct o1_reload_report *rep)
 {
 	struct o1d *d = ctx;
 	struct o1_config c;
+	char err[400];
 
 	memset(rep, 0, sizeof(*rep));
-	if (load_config(&c, d->argc, d->argv)) {
+	if (load_config(&c, d->argc, d->argv, err, sizeof(err))) {
 		snprintf(rep->error, sizeof(rep->error),
-			 "configuration did not load (see o1d's log); nothing "
-			 "reloaded");
+			 "%s; nothing reloaded", err);
 		o1_err("reload: configuration not reloaded (see above)");
 		return;
 	}
@@ -793,10 +873,15 @@ static void reload(void *ctx, struct o1_engine *e, struct o1_reload_report *rep)
 		c.scheduler.prefill_chunk_tokens, c.daemon.drain_timeout_ms);
 }
 
+/* The socket is checked first (its directory, and no daemon serving
+ * there), so a second o1d on a live socket stops before it loads a model
+ * or touches the live one's metrics. */
 static int start(struct o1d *d)
 {
-	int err = open_model(d);
+	int err = o1_ipc_socket_check(d->cfg.ipc.socket);
 
+	if (!err)
+		err = open_model(d);
 	if (!err)
 		err = open_backend(d);
 	if (!err)
@@ -828,6 +913,7 @@ static void stop(struct o1d *d)
 	o1_metrics_close(d->metrics);
 	o1_kv_pool_destroy(d->pool);
 	o1_backend_destroy(d->backend);
+	o1_chat_template_destroy(d->chat);
 	o1_tokenizer_destroy(d->tok);
 	o1_model_close(d->model);
 }
@@ -853,9 +939,13 @@ static int serve(struct o1d *d)
 int main(int argc, char **argv)
 {
 	struct o1d d = {.argc = argc, .argv = argv};
+	char cfg_err[512];
 	sigset_t set;
 	int err;
 
+	err = help_or_version(argc, argv);
+	if (err >= 0)
+		return err;
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -863,15 +953,17 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (load_config(&d.cfg, argc, argv))
+	if (load_config(&d.cfg, argc, argv, cfg_err, sizeof(cfg_err)))
 		return 2;
 	d.live = d.cfg;
 	o1_log_set_level(d.cfg.log.level);
 	err = start(&d);
-	if (!err)
+	if (!err) {
 		err = serve(&d);
-	else
+	} else {
 		o1_err("o1d: start-up failed: %s", o1_strerror(err));
+		o1_metrics_unpublish_on_close(d.metrics);
+	}
 	stop(&d);
 	o1_info("o1d: exit %d", err ? 1 : 0);
 	return err ? 1 : 0;

@@ -78,6 +78,7 @@ struct o1_req {
 	/* front only */
 	bool active;
 	bool dead;
+	uint64_t first_token_ns; /* its first TOKEN posted; 0: none yet */
 	uint32_t next_free;
 	uint32_t active_at; /* its index in the engine's active list */
 

@@ -438,6 +438,15 @@ const char *o1_tokenizer_token_text(const struct o1_tokenizer *t, int32_t id)
 	return t->text + t->text_off[id];
 }
 
+const uint8_t *o1_tokenizer_token_bytes(const struct o1_tokenizer *t,
+					int32_t id, size_t *len)
+{
+	if (id < 0 || (uint32_t)id >= t->n_tokens)
+		return NULL;
+	*len = tok_len(t->piece_off, id);
+	return (const uint8_t *)t->piece + t->piece_off[id];
+}
+
 int32_t o1_tokenizer_find(const struct o1_tokenizer *t, const char *text,
 			  size_t len)
 {

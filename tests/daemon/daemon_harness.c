@@ -151,10 +151,9 @@ int daemon_start(struct daemon_proc *d, const char *o1d,
 {
 	int status;
 
-	/* absent before the first start: nothing to empty then */
-	if (truncate(d->log, 0) && errno != ENOENT)
-		fprintf(stderr, "cannot empty %s: %s\n", d->log,
-			strerror(errno));
+	if (truncate(d->log, 0) != 0 && errno != ENOENT)
+		return -1;
+	d->exit_status = -1;
 	d->pid = fork();
 	if (d->pid < 0)
 		return -1;
@@ -167,6 +166,8 @@ int daemon_start(struct daemon_proc *d, const char *o1d,
 			fprintf(stderr, "o1d exited at start-up; log %s\n",
 				d->log);
 			d->pid = 0;
+			d->exit_status =
+			    WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 			return -1;
 		}
 		msleep(10);

@@ -20,6 +20,8 @@ struct daemon_proc {
 	char log[128];
 	char model[128];
 	char config[128]; /* "-c" file when not empty */
+	int exit_status;  /* after daemon_start failed: o1d's exit code, or
+			   * -1 (killed, or not exited) */
 };
 
 /* One request: a token-id prompt and sampling parameters o1model run

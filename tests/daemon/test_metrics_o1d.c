@@ -212,7 +212,8 @@ static cJSON *bpftool_dump(const char *dir, const char *map, cJSON **root)
 	cJSON *entry, *fmt;
 
 	snprintf(cmd, sizeof(cmd),
-		 "bpftool map dump pinned %s/v1/%s -j 2>/dev/null", dir, map);
+		 "bpftool map dump pinned %s/" O1_METRICS_PIN_SUBDIR
+		 "/%s -j 2>/dev/null", dir, map);
 	assert_int_equal(o1_test_run(cmd, buf, sizeof(buf)), 0);
 	*root = cJSON_Parse(buf);
 	assert_non_null(*root);
@@ -305,7 +306,7 @@ static void test_bpf(void **state)
 	check_bpftool(dir, stats, c, &e);
 	cJSON_Delete(croot);
 	assert_int_equal(daemon_stop(d), 0);
-	snprintf(pin, sizeof(pin), "%s/v1/o1_counters", dir);
+	snprintf(pin, sizeof(pin), "%s/" O1_METRICS_PIN_SUBDIR "/o1_counters", dir);
 	assert_int_equal(access(pin, F_OK), 0); /* unpin_on_exit = false */
 	bpffs_cleanup();
 	bpf_json = stats;

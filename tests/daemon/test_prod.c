@@ -206,6 +206,11 @@ static void test_slo(void **state)
 	assert_int_equal(num(o, "finished"), 8); /* smoke's requests */
 	assert_true(num(slo_item(o, "success_rate"), "value") == 1.0);
 	assert_true(num(slo_item(o, "p99_ttft_ms"), "value") > 0);
+	/* an estimate inside its range, never above the largest seen */
+	assert_true(num(slo_item(o, "p99_ttft_ms"), "value") <=
+		    num(slo_item(o, "p99_ttft_ms"), "high"));
+	assert_true(num(slo_item(o, "p99_ttft_ms"), "value") >=
+		    num(slo_item(o, "p99_ttft_ms"), "low"));
 	assert_true(num(slo_item(o, "p99_itl_ms"), "value") > 0);
 	cJSON_Delete(o);
 

@@ -18,8 +18,8 @@
  *
  * PDL (programmatic dependent launch) changes when kernels start, never
  * what they compute: launches with it are compared bit for bit with the
- * same launches without it (attention's split and merge, and a chain of a
- * decode layer's kernels, eagerly and captured into a graph).
+ * same launches without it (attention's splits and their merge, and a
+ * chain of a decode layer's kernels, eagerly and captured into a graph).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1256,9 +1256,9 @@ static void test_gemv_fused(void **state)
  * bits every way: a kernel that read its predecessor's output before its
  * wait would see the previous layer's values or the NaN poison. The layer
  * is the CUDA backend's: RMSNorm (adding the residual), QKV product, RoPE
- * with the KV write at position CHAIN_CTX, attention in two splits (and
- * the merge), O product, RMSNorm, gate/up product, SwiGLU, down product;
- * then a final RMSNorm. Captured into a graph, a PDL chain must show
+ * with the KV write at position CHAIN_CTX, attention in two splits
+ * (merged by its last block), O product, RMSNorm, gate/up product, SwiGLU,
+ * down product; then a final RMSNorm. Captured into a graph, a PDL chain must show
  * programmatic edges (stream capture keeps PDL) and replay to the same
  * bits. */
 #define CHAIN_LAYERS 8
@@ -1425,19 +1425,16 @@ static int chain_layer(struct chain *c, bool first, bool pdl, cudaStream_t st)
 }
 
 /* The layer with gemv.cu's fused variants, as the CUDA backend runs it:
- * the residual adds in the O and down products (the last layer's down
- * product leaves its sum to the final RMSNorm), the RMSNorms in the QKV
- * and gate/up products, SwiGLU in the latter. */
-static int chain_layer_fused(struct chain *c, bool last, bool pdl,
-			     cudaStream_t st)
+ * the residual adds in the O and down products, the RMSNorms in the QKV
+ * and gate/up products, RoPE and the KV write in the former's epilogue,
+ * SwiGLU in the latter's. */
+static int chain_layer_fused(struct chain *c, bool pdl, cudaStream_t st)
 {
 	struct o1_attn_dims dm = kv_dims(&c->k);
 	uint32_t m = c->m, d = CHAIN_DIM, f = CHAIN_FFN, qd = c->k.hq * c->k.d;
-	uint32_t w = qd + 2 * c->k.hkv * c->k.d;
-	int err = o1_gemv_norm_bf16_cuda((float *)c->ra.qkv, c->x, c->nw, 1e-6f,
-					 c->wqkv, m, w, d, pdl, st);
+	int err = o1_gemv_norm_rope_kv_cuda(&c->ra, &dm, c->x, c->nw, 1e-6f,
+					    c->wqkv, m, d, pdl, st);
 
-	err = err ? err : o1_rope_kv_write_cuda(&c->ra, &dm, pdl, st);
 	err =
 	    err ? err
 		: o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
@@ -1449,26 +1446,23 @@ static int chain_layer_fused(struct chain *c, bool last, bool pdl,
 	err = err ? err
 		  : o1_gemv_norm_swiglu_bf16_cuda(c->act, c->x, c->nw2, 1e-6f,
 						  c->wgu, m, f, d, pdl, st);
-	if (err || last)
-		return err ? err
-			   : o1_gemv_bf16_cuda(c->o, c->act, c->wd, m, d, f,
-					       pdl, st);
-	return o1_gemv_add_bf16_cuda(c->x, c->act, c->wd, m, d, f, pdl, st);
+	return err ? err
+		   : o1_gemv_add_bf16_cuda(c->x, c->act, c->wd, m, d, f, pdl,
+					   st);
 }
 
 /* Every layer (FUSED: chain_layer_fused), then the final RMSNorm (adding
- * the last down product). */
+ * the last down product, which the fused layers added already). */
 static int chain_run(struct chain *c, bool fused, bool pdl, cudaStream_t st)
 {
 	int err = 0;
 
 	for (uint32_t l = 0; !err && l < CHAIN_LAYERS; l++)
-		err = fused
-			  ? chain_layer_fused(c, l + 1 == CHAIN_LAYERS, pdl, st)
-			  : chain_layer(c, l == 0, pdl, st);
+		err = fused ? chain_layer_fused(c, pdl, st)
+			    : chain_layer(c, l == 0, pdl, st);
 	return err ? err
-		   : o1_rmsnorm_cuda(c->h, c->x, c->o, c->nw, NULL, c->m,
-				     CHAIN_DIM, 1e-6f, pdl, st);
+		   : o1_rmsnorm_cuda(c->h, c->x, fused ? NULL : c->o, c->nw,
+				     NULL, c->m, CHAIN_DIM, 1e-6f, pdl, st);
 }
 
 /* Kernel nodes and programmatic (PDL) edges of G. */
@@ -1578,7 +1572,7 @@ static size_t chain_check(struct chain *c, bool fused, bool pdl,
 }
 
 /* The unfused chain without PDL is the reference; the fused chain drops
- * three kernels a layer (two RMSNorms and SwiGLU). */
+ * four kernels a layer (two RMSNorms, RoPE/KV and SwiGLU). */
 static void test_pdl_chain(void **state)
 {
 	cudaStream_t st;
@@ -1599,7 +1593,7 @@ static void test_pdl_chain(void **state)
 				 unfused);
 		fused = chain_check(&c, true, false, st, ref);
 		assert_int_equal(chain_check(&c, true, true, st, ref), fused);
-		assert_int_equal(unfused - fused, 3 * CHAIN_LAYERS);
+		assert_int_equal(unfused - fused, 4 * CHAIN_LAYERS);
 		free(ref);
 		chain_close(&c);
 	}

@@ -1,5 +1,6 @@
 /* Control-socket plumbing on its own: listener errors (long path, missing
- * directory, a non-socket in the way, a stale socket replaced), peer
+ * directory, a non-socket in the way, a live socket left alone, a stale
+ * one replaced), the start-up socket check, peer
  * credential checks against allow lists, malformed hello messages, and
  * the sealed region memfd. */
 #include <errno.h>
@@ -27,6 +28,7 @@ static void test_listen_errors(void **state)
 	char dir[] = "/tmp/o1ctl.XXXXXX", path[256], lng[300];
 	struct stat st;
 	int fd = -1, fd2 = -1;
+	pid_t pid;
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
@@ -44,10 +46,39 @@ static void test_listen_errors(void **state)
 	assert_int_equal(o1_ipc_listen(path, 0640, &fd), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0640);
-	/* A socket left behind by a dead daemon is replaced. */
-	assert_int_equal(o1_ipc_listen(path, 0660, &fd2), 0);
+	/* A live listener's socket is left alone... */
+	assert_int_equal(o1_ipc_listen(path, 0660, &fd2), -EADDRINUSE);
+	assert_int_equal(o1_ipc_probe(path, &pid), 1);
+	assert_int_equal(pid, getpid());
+	assert_int_equal(o1_ipc_socket_check(path), -EADDRINUSE);
+	/* ...one left behind by a dead daemon is replaced. */
 	close(fd);
+	assert_int_equal(o1_ipc_probe(path, &pid), 0);
+	assert_int_equal(o1_ipc_socket_check(path), 0);
+	assert_int_equal(o1_ipc_listen(path, 0660, &fd2), 0);
 	close(fd2);
+	unlink(path);
+	assert_int_equal(o1_ipc_probe(path, &pid), 0);
+	rmdir(dir);
+}
+
+/* The start-up check names a missing directory, a file in the way and an
+ * empty path before anything is loaded. */
+static void test_socket_check(void **state)
+{
+	char dir[] = "/tmp/o1ctl.XXXXXX", path[256];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/missing/o1d.sock", dir);
+	assert_int_equal(o1_ipc_socket_check(path), -ENOENT);
+	assert_int_equal(o1_ipc_socket_check(""), -O1_E_CONFIG);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	assert_int_equal(o1_ipc_socket_check(path), -EEXIST);
+	snprintf(path, sizeof(path), "%s/file/o1d.sock", dir);
+	assert_int_equal(o1_ipc_socket_check(path), -ENOTDIR);
+	snprintf(path, sizeof(path), "%s/file", dir);
 	unlink(path);
 	rmdir(dir);
 }
@@ -169,6 +200,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_listen_errors),
+	    cmocka_unit_test(test_socket_check),
 	    cmocka_unit_test(test_peer_check),
 	    cmocka_unit_test(test_bad_hellos),
 	    cmocka_unit_test(test_region_memfd),

@@ -154,9 +154,9 @@ static void test_cross_process(void **state)
 	assert_int_equal(status, 0);
 	check_round(r, 2, pid); /* the pins keep the maps after exit */
 	o1_metrics_reader_close(r);
-	snprintf(pin, sizeof(pin), "%s/v1/o1_counters", dir);
+	snprintf(pin, sizeof(pin), "%s/" O1_METRICS_PIN_SUBDIR "/o1_counters", dir);
 	check_perm(pin, 0640);
-	snprintf(pin, sizeof(pin), "%s/v1", dir);
+	snprintf(pin, sizeof(pin), "%s/" O1_METRICS_PIN_SUBDIR, dir);
 	check_perm(pin, 0750);
 	assert_int_equal(access(shm, F_OK), -1);
 	close(up[0]);
@@ -172,7 +172,8 @@ static cJSON *bpftool_dump(const char *map, cJSON **root)
 	cJSON *entry, *fmt;
 
 	snprintf(cmd, sizeof(cmd),
-		 "bpftool map dump pinned %s/v1/%s -j 2>/dev/null", dir, map);
+		 "bpftool map dump pinned %s/" O1_METRICS_PIN_SUBDIR
+		 "/%s -j 2>/dev/null", dir, map);
 	assert_int_equal(o1_test_run(cmd, buf, sizeof(buf)), 0);
 	*root = cJSON_Parse(buf);
 	assert_non_null(*root);
@@ -235,7 +236,7 @@ static void test_bpftool_dump(void **state)
 }
 
 /* A second writer replaces the pins; a reader then sees fresh maps. With
- * unpin_on_close the pins and v1/ go away. */
+ * unpin_on_close the pins and v2/ go away. */
 static void test_stale_and_unpin(void **state)
 {
 	struct o1_metrics_opts o = writer_opts(true);
@@ -258,13 +259,45 @@ static void test_stale_and_unpin(void **state)
 	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
 	assert_int_equal(s.ctr.steps, 5);
 	o1_metrics_reader_close(r);
-	snprintf(path, sizeof(path), "%s/v1/o1_info", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_info", dir);
 	assert_int_equal(access(path, F_OK), -1);
-	snprintf(path, sizeof(path), "%s/v1", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR, dir);
 	assert_int_equal(access(path, F_OK), -1);
 }
 
 /* A map of another shape pinned where ours go is refused, not misread. */
+/* Pins a live writer holds are never replaced, in bpf or auto mode (the
+ * owner lock is per open directory, so even a second writer in this
+ * process is refused); once it closed, they are. */
+static void test_live_owner(void **state)
+{
+	struct o1_metrics_opts o = writer_opts(false);
+	struct o1_metrics *a, *b = NULL;
+	struct o1_metrics_snapshot s;
+	struct o1_metrics_reader *r;
+
+	(void)state;
+	assert_int_equal(o1_metrics_open(&o, &a), 0);
+	o1_metrics_add(a, O1_METRICS_CTR_STEPS, 3);
+	assert_int_equal(o1_metrics_open(&o, &b), -EADDRINUSE);
+	o.mode = O1_METRICS_MODE_AUTO;
+	assert_int_equal(o1_metrics_open(&o, &b), -EADDRINUSE);
+	assert_null(b);
+	assert_int_not_equal(access(shm, F_OK), 0); /* no fallback file */
+	r = reader(O1_METRICS_MODE_BPF);
+	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
+	assert_int_equal(s.ctr.steps, 3);
+	o1_metrics_reader_close(r);
+	o1_metrics_close(a);
+	o = writer_opts(true);
+	assert_int_equal(o1_metrics_open(&o, &b), 0);
+	r = reader(O1_METRICS_MODE_BPF);
+	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
+	assert_int_equal(s.ctr.steps, 0);
+	o1_metrics_reader_close(r);
+	o1_metrics_close(b);
+}
+
 static void test_foreign_map(void **state)
 {
 	struct o1_metrics_reader_opts ro = {
@@ -278,7 +311,7 @@ static void test_foreign_map(void **state)
 	(void)state;
 	assert_int_equal(o1_metrics_open(&o, &m), 0);
 	o1_metrics_close(m);
-	snprintf(path, sizeof(path), "%s/v1/o1_hist", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_hist", dir);
 	assert_int_equal(unlink(path), 0);
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "o1_hist", 4, 8, 1, NULL);
 	assert_true(fd >= 0);
@@ -301,20 +334,20 @@ static void test_pin_failure(void **state)
 	struct o1_metrics *m;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/v1", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR, dir);
 	mkdir(path, 0750);
-	snprintf(path, sizeof(path), "%s/v1/o1_counters", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_counters", dir);
 	unlink(path); /* an earlier test's pin */
 	assert_int_equal(mkdir(path, 0700), 0);
 	assert_int_equal(o1_metrics_open(&o, &m), -EEXIST);
-	snprintf(path, sizeof(path), "%s/v1/o1_info", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_info", dir);
 	assert_int_equal(access(path, F_OK), -1);
 	o.mode = O1_METRICS_MODE_AUTO;
 	assert_int_equal(o1_metrics_open(&o, &m), 0);
 	assert_int_equal(m->info->backend, O1_METRICS_BACKEND_SHM);
 	o1_metrics_close(m);
 	assert_int_equal(access(shm, F_OK), -1);
-	snprintf(path, sizeof(path), "%s/v1/o1_counters", dir);
+	snprintf(path, sizeof(path), "%s/" O1_METRICS_PIN_SUBDIR "/o1_counters", dir);
 	assert_int_equal(rmdir(path), 0);
 }
 
@@ -363,6 +396,7 @@ int main(void)
 	    cmocka_unit_test(test_cross_process),
 	    cmocka_unit_test(test_bpftool_dump),
 	    cmocka_unit_test(test_stale_and_unpin),
+	    cmocka_unit_test(test_live_owner),
 	    cmocka_unit_test(test_foreign_map),
 	    cmocka_unit_test(test_pin_failure),
 	    cmocka_unit_test(test_group_permissions),

@@ -125,6 +125,7 @@ static void test_btf_hists_graphs(void **state)
 	static const struct want_member hist[] = {
 	    MEMBER(struct o1_metrics_hist, count),
 	    MEMBER(struct o1_metrics_hist, sum_us),
+	    MEMBER(struct o1_metrics_hist, max_us),
 	    MEMBER(struct o1_metrics_hist, slots),
 	};
 	static const struct want_member graphs[] = {
@@ -145,7 +146,7 @@ static void test_btf_hists_graphs(void **state)
 	assert_int_equal(O1_METRICS_HIST__COUNT, 6);
 	t = btf__type_by_id(btf, ids[O1_METRICS_R_HISTS]);
 	check_struct(btf, btf_members(t)[0].type, "o1_metrics_hist",
-		     sizeof(struct o1_metrics_hist), hist, 3);
+		     sizeof(struct o1_metrics_hist), hist, 4);
 	check_struct(btf, ids[O1_METRICS_R_GRAPHS], "o1_metrics_graphs",
 		     sizeof(struct o1_metrics_graphs), graphs, 5);
 	btf__free(btf);
@@ -211,6 +212,38 @@ static void test_quantile_exact(void **state)
 	h.slots[O1_METRICS_HIST_SLOTS - 1] = 4;
 	assert_int_equal(o1_metrics_hist_quantile_us(&h, 1.0, &v), 0);
 	assert_float_equal(v, 4294967296.0, 1e-3);
+}
+
+/* A quantile is never above the largest value observed: the quick
+ * start's p99 TTFT of "2013 ms" when the slowest request took 1.5 s (a
+ * loaded 2-CPU machine) is 1500 at most, and its range says so. */
+static void test_quantile_max(void **state)
+{
+	struct o1_metrics_hist h = {0};
+	struct o1_metrics_quantile e;
+	double v;
+
+	(void)state;
+	h.slots[19] = 97;	/* [0.52 s, 1.05 s) */
+	h.slots[20] = 3;	/* [1.05 s, 2.1 s): 1.1 to 1.5 s */
+	h.max_us = 1500000;
+	assert_int_equal(o1_metrics_hist_quantile(&h, 0.99, &e), 0);
+	assert_true(e.value_us <= 1500000.0);
+	assert_true(e.value_us >= 1048576.0);
+	assert_true(e.clamped);
+	assert_float_equal(e.lo_us, 1048576.0, 1e-9);
+	assert_float_equal(e.hi_us, 1500000.0, 1e-9);
+	assert_int_equal(o1_metrics_hist_quantile_us(&h, 1.0, &v), 0);
+	assert_float_equal(v, 1500000.0, 1e-6);
+	/* a max below the slot (another window's) bounds nothing */
+	h.max_us = 1000;
+	assert_int_equal(o1_metrics_hist_quantile(&h, 0.99, &e), 0);
+	assert_false(e.clamped);
+	assert_float_equal(e.hi_us, 2097152.0, 1e-9);
+	/* no max recorded: the slot's bounds */
+	h.max_us = 0;
+	assert_int_equal(o1_metrics_hist_quantile(&h, 1.0, &e), 0);
+	assert_float_equal(e.value_us, 2097152.0, 1e-9);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -280,6 +313,10 @@ static void test_writer_helpers(void **state)
 	o1_metrics_observe_us(m, O1_METRICS_HIST_TTFT, 1500);
 	assert_int_equal(m->hist->ttft.count, 2);
 	assert_int_equal(m->hist->ttft.sum_us, 1500);
+	assert_int_equal(m->hist->ttft.max_us, 1500);
+	o1_metrics_observe_us(m, O1_METRICS_HIST_ITL, 700);
+	o1_metrics_observe_us(m, O1_METRICS_HIST_ITL, 300);
+	assert_int_equal(m->hist->itl.max_us, 700);
 	assert_int_equal(m->hist->ttft.slots[0], 1);
 	assert_int_equal(m->hist->ttft.slots[10], 1);
 	assert_int_equal(m->hist->queue_wait.count, 0);
@@ -340,6 +377,7 @@ int main(void)
 	    cmocka_unit_test(test_hist_slot),
 	    cmocka_unit_test(test_quantile_exact),
 	    cmocka_unit_test(test_quantile_vs_exact),
+	    cmocka_unit_test(test_quantile_max),
 	    cmocka_unit_test(test_writer_helpers),
 	    cmocka_unit_test(test_snapshot_delta),
 	};

@@ -196,7 +196,7 @@ static void test_prometheus_values(void **state)
 			 1);
 	assert_int_equal(count_lines(t, "o1_graph_capture_seconds 1.500000"),
 			 1);
-	assert_int_equal(count_lines(t, "o1_info{version=\"1\",backend=\"shm\","
+	assert_int_equal(count_lines(t, "o1_info{version=\"2\",backend=\"shm\","
 					"pid=\"4321\"} 1"),
 			 1);
 	assert_int_equal(count_lines(t, "o1_start_time_seconds 1700000000"), 1);

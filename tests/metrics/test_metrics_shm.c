@@ -188,15 +188,33 @@ static void test_concurrent_adds(void **state)
 }
 
 /* A new writer replaces the file atomically; close unlinks on request. */
+/* A live writer's file is never taken: a second writer gets -EADDRINUSE
+ * (even in this process: the owner lock is per open file); once the first
+ * is gone its file is replaced, and a writer removes only its own file. */
 static void test_replace_and_unlink(void **state)
 {
+	struct o1_metrics_opts o = {.sz = sizeof(o),
+				    .mode = O1_METRICS_MODE_SHM,
+				    .shm_path = path,
+				    .gid = -1};
 	struct o1_metrics *a = writer(O1_METRICS_MODE_SHM, false);
 	struct o1_metrics_reader *r;
 	struct o1_metrics_snapshot s;
-	struct o1_metrics *b;
+	struct o1_metrics *b = NULL;
+	char other[300];
 
 	(void)state;
 	o1_metrics_add(a, O1_METRICS_CTR_STEPS, 9);
+	assert_int_equal(o1_metrics_open(&o, &b), -EADDRINUSE);
+	assert_null(b);
+	o.mode = O1_METRICS_MODE_AUTO; /* no fallback from a live owner */
+	o.bpf_dir = notbpf;
+	assert_int_equal(o1_metrics_open(&o, &b), -EADDRINUSE);
+	r = reader(O1_METRICS_MODE_SHM);
+	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
+	assert_int_equal(s.ctr.steps, 9);
+	o1_metrics_reader_close(r);
+	o1_metrics_close(a); /* the file stays: unpin_on_close false */
 	b = writer(O1_METRICS_MODE_SHM, true);
 	r = reader(O1_METRICS_MODE_SHM);
 	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
@@ -205,9 +223,16 @@ static void test_replace_and_unlink(void **state)
 	assert_int_equal(o1_metrics_reader_snapshot(r, &s), 0);
 	assert_int_equal(s.ctr.steps, 2);
 	o1_metrics_reader_close(r);
-	o1_metrics_close(a);
 	o1_metrics_close(b);
 	assert_int_equal(access(path, F_OK), -1);
+	/* a file put over ours by someone else is not ours to remove */
+	b = writer(O1_METRICS_MODE_SHM, true);
+	snprintf(other, sizeof(other), "%s.other", path);
+	close(open(other, O_CREAT | O_WRONLY, 0600));
+	assert_int_equal(rename(other, path), 0);
+	o1_metrics_close(b);
+	assert_int_equal(access(path, F_OK), 0);
+	unlink(path);
 }
 
 static void write_file(const void *data, size_t len)
@@ -240,12 +265,12 @@ static void test_path_for_socket(void **state)
 
 	(void)state;
 	assert_int_equal(o1_metrics_shm_path_for(NULL, "a", a, sizeof(a)), 0);
-	assert_string_equal(a, "/dev/shm/o1d-metrics-v1-af63dc4c8601ec8c");
+	assert_string_equal(a, "/dev/shm/o1d-metrics-v2-af63dc4c8601ec8c");
 	assert_int_equal(o1_metrics_shm_path_for("", "foobar", b, sizeof(b)),
 			 0);
-	assert_string_equal(b, "/dev/shm/o1d-metrics-v1-85944171f73967e8");
+	assert_string_equal(b, "/dev/shm/o1d-metrics-v2-85944171f73967e8");
 	assert_int_equal(o1_metrics_shm_path_for(NULL, "", a, sizeof(a)), 0);
-	assert_string_equal(a, "/dev/shm/o1d-metrics-v1-cbf29ce484222325");
+	assert_string_equal(a, "/dev/shm/o1d-metrics-v2-cbf29ce484222325");
 	assert_int_equal(o1_metrics_shm_path_for("/x/y", "a", a, sizeof(a)), 0);
 	assert_string_equal(a, "/x/y");
 	assert_int_equal(

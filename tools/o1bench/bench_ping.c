@@ -7,6 +7,7 @@
  * and the serving process's CPU use while idle is reported beside. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,8 @@ static int parse(int argc, char **argv, struct ping_args *a)
 			return -1;
 		i++;
 	}
+	if (!a->socket)
+		a->socket = o1bench_socket;
 	return a->socket && a->count > 0 && a->sleep_count > 0 ? 0 : -1;
 }
 
@@ -348,12 +351,17 @@ int o1bench_cmd_ping(int argc, char **argv)
 	uint64_t *ns;
 	int ret;
 
-	if (parse(argc, argv, &a) || a.clients < 1 || a.clients > 64 ||
-	    a.count < a.clients || a.sleep_count < 1 || a.gap_us < 0) {
-		fprintf(stderr, "usage: o1bench ping --socket PATH [--count N] "
-				"[--sleep-count N] [--gap-us US] [--clients N "
-				"(1-64)] [--serve [--spin-us US]]\n");
-		return 2;
+	bool help = argc == 2 && (!strcmp(argv[1], "--help") ||
+				  !strcmp(argv[1], "-h"));
+
+	if (help || parse(argc, argv, &a) || a.clients < 1 ||
+	    a.clients > 64 || a.count < a.clients || a.sleep_count < 1 ||
+	    a.gap_us < 0) {
+		fprintf(help ? stdout : stderr,
+			"usage: o1bench ping --socket PATH [--count N] "
+			"[--sleep-count N] [--gap-us US] [--clients N "
+			"(1-64)] [--serve [--spin-us US]]\n");
+		return help ? 0 : 2;
 	}
 	if (a.gap_us <= (int)a.spin_us && a.serve)
 		a.gap_us = (int)a.spin_us + 1000;

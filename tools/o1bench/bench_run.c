@@ -220,6 +220,8 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 			i++;
 		}
 	}
+	if (!a->socket)
+		a->socket = o1bench_socket;
 	if (!a->socket || !a->requests || !a->concurrency || !a->max_tokens) {
 		fprintf(stderr,
 			"o1bench run: --socket, --requests, "

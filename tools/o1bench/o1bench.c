@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/version.h"
+#include "config/config.h"
 #include "o1bench.h"
+
+const char *o1bench_socket;
 
 static int cmd_help(int argc, char **argv);
 
@@ -18,7 +22,13 @@ static const struct o1bench_cmd o1bench_cmds[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: o1bench COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: o1bench [-c FILE] [--set section.key=value ...] "
+		   "COMMAND [ARGS]\n"
+		   "       o1bench --help | --version   (o1bench COMMAND "
+		   "--help)\n\n"
+		   "The socket is --socket, else $O1D_SOCKET, else ipc.socket "
+		   "of the\nconfiguration. Exit codes: 0 done, 1 failed, 2 bad "
+		   "arguments.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(o1bench_cmds) / sizeof(o1bench_cmds[0]);
 	     i++)
 		fprintf(f, "  %-8s %s\n", o1bench_cmds[i].name,
@@ -52,12 +62,34 @@ void o1bench_print_latency(const char *label, uint64_t *ns, size_t n)
 	       ns[n * 999 / 1000] / 1e3, ns[n - 1] / 1e3, n);
 }
 
+/* -c FILE and --set anywhere (removed from argv), then the socket. */
+static int read_config(int *argc, char **argv)
+{
+	static struct o1_config cfg;
+	const char *env = getenv("O1D_SOCKET");
+	char err[512];
+
+	if (o1_config_init_defaults(&cfg) ||
+	    o1_config_parse_args(&cfg, argc, argv, err, sizeof(err))) {
+		fprintf(stderr, "o1bench: %s\n", err);
+		return 2;
+	}
+	o1bench_socket = env && *env ? env : cfg.ipc.socket;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (read_config(&argc, argv))
+		return 2;
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		o1_version_print(stdout, "o1bench");
+		return 0;
 	}
 	for (size_t i = 0; i < sizeof(o1bench_cmds) / sizeof(o1bench_cmds[0]);
 	     i++)

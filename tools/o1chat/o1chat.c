@@ -1,15 +1,19 @@
 /* o1chat: sends one prompt to o1d through libo1client, streams the answer
  * to stdout as the tokens arrive, and prints the timings on stderr:
  *
- *   o1chat [--socket PATH] [--max-tokens N] [--temperature T] [--seed S]
- *          [--raw] "prompt"
+ *   o1chat [-c FILE] [--set section.key=value ...] [--socket PATH]
+ *          [--max-tokens N] [--temperature T] [--seed S] [--raw] "prompt"
  *
  * The prompt is a user message rendered with the model's chat template
  * (--raw: plain text completion, BOS added). Timings: time to first
  * token (submit to the first TOKEN event), decode rate (tokens after the
  * first over the time after the first) and the total. Exit 0 when the
- * request finished (stop, length or EOS), 1 on an error, 2 on bad
- * arguments. This is example code: it uses only the public client API. */
+ * request finished (stop, length or EOS), 1 when it failed or was
+ * cancelled (or o1d cannot be reached), 2 on bad arguments. The socket is
+ * --socket, else $O1D_SOCKET, else ipc.socket of the configuration (-c,
+ * --set), as every o1d program finds it. This is example code: the client
+ * calls use only the public API (the configuration is read with the
+ * project's config module, for -c and --set). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -17,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/version.h"
+#include "config/config.h"
 #include "o1/client.h"
 
 struct chat_args {
@@ -43,11 +49,18 @@ static uint64_t now_ns(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: o1chat [--socket PATH] [--max-tokens N] "
-		   "[--temperature T] [--seed S] [--raw] PROMPT\n"
+	fprintf(f, "usage: o1chat [-c FILE] [--set section.key=value ...] "
+		   "[--socket PATH]\n"
+		   "              [--max-tokens N] [--temperature T] [--seed S] "
+		   "[--raw] PROMPT\n"
+		   "       o1chat --help | --version\n"
 		   "Streams the answer to stdout, timings to stderr. "
-		   "Defaults: $O1D_SOCKET,\n--max-tokens 128, greedy, "
-		   "the model's chat template.\n");
+		   "Defaults: --max-tokens 128,\ngreedy, the model's chat "
+		   "template.\n"
+		   "socket: --socket, else $O1D_SOCKET, else ipc.socket of the "
+		   "configuration\n"
+		   "exit codes: 0 finished, 1 failed or cancelled (or o1d not "
+		   "reached), 2 bad\narguments\n");
 }
 
 static int parse_num(const char *opt, const char *s, double lo, double hi,
@@ -106,6 +119,7 @@ static int parse(int argc, char **argv, struct chat_args *a)
 	    {"seed", required_argument, NULL, 'S'},
 	    {"raw", no_argument, NULL, 'r'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
 	int opt;
@@ -113,6 +127,10 @@ static int parse(int argc, char **argv, struct chat_args *a)
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (opt == 'h') {
 			usage(stdout);
+			exit(0);
+		}
+		if (opt == 'V') {
+			o1_version_print(stdout, "o1chat");
 			exit(0);
 		}
 		if (parse_option(opt, a))
@@ -192,6 +210,28 @@ static int chat(struct o1_client *c, const struct chat_args *a)
 			o1_client_strerror(fin.error));
 		return 1;
 	}
+	if (fin.finish == O1_FINISH_REASON_CANCELLED) {
+		fprintf(stderr, "o1chat: the request was cancelled (by an "
+				"admin, or o1d is stopping)\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* -c FILE and --set (removed from argv); the socket as every o1d program
+ * finds it when --socket is not given. */
+static int read_config(int *argc, char **argv, const char **socket)
+{
+	static struct o1_config cfg;
+	const char *env = getenv("O1D_SOCKET");
+	char err[512];
+
+	if (o1_config_init_defaults(&cfg) ||
+	    o1_config_parse_args(&cfg, argc, argv, err, sizeof(err))) {
+		fprintf(stderr, "o1chat: %s\n", err);
+		return -EINVAL;
+	}
+	*socket = env && *env ? env : cfg.ipc.socket;
 	return 0;
 }
 
@@ -199,18 +239,21 @@ int main(int argc, char **argv)
 {
 	struct chat_args a = {.max_tokens = 128};
 	struct o1_client_opts co = {.sz = sizeof(co), .name = "o1chat"};
+	const char *socket;
 	struct o1_client *c;
 	int err;
 
+	if (read_config(&argc, argv, &socket))
+		return 2;
 	if (parse(argc, argv, &a)) {
 		usage(stderr);
 		return 2;
 	}
-	co.socket_path = a.socket;
+	co.socket_path = a.socket ? a.socket : socket;
 	err = o1_client_connect(&co, &c);
 	if (err) {
 		fprintf(stderr, "o1chat: connect %s: %s (%s)\n",
-			a.socket ? a.socket : "(default socket)",
+			co.socket_path,
 			o1_client_strerror(err), o1_last_error());
 		return 1;
 	}

@@ -42,7 +42,7 @@ static void print_hist_row(const struct o1_metrics_hist *h, const char *name,
 	fprintf(f, "  %-14s %12" PRIu64 " %14" PRIu64, name, h->count,
 		h->sum_us);
 	print_quantiles(h, f);
-	fputc('\n', f);
+	fprintf(f, " %10" PRIu64 "\n", h->max_us);
 }
 
 /* Log2 bars as libbpf-tools prints them, over the non-empty slot range. */
@@ -120,8 +120,10 @@ static void print_text(const struct o1_metrics_snapshot *s, const char *src,
 	for (unsigned c = 0; c < O1_METRICS_CTR__COUNT; c++)
 		fprintf(f, "  %-24s %14" PRIu64 "\n", ctr_names[c],
 			s->ctr.v[c]);
-	fprintf(f, "\nhistograms (us)  %12s %14s %10s %10s %10s\n", "count",
-		"sum", "p50", "p90", "p99");
+	fprintf(f,
+		"\nhistograms (us; p50..p99 interpolated in log2 slots, at "
+		"most the max)\n  %-14s %12s %14s %10s %10s %10s %10s\n",
+		"", "count", "sum", "p50", "p90", "p99", "max");
 	for (unsigned h = 0; h < O1_METRICS_HIST__COUNT; h++)
 		print_hist_row(&s->hist.h[h], hist_names[h], f);
 	if (s->has_runq)

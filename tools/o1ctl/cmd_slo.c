@@ -11,11 +11,15 @@
  *   reasons (engine, internal, draining, quota); client errors (invalid,
  *   context, tokenizer) and client cancels are finished, not bad;
  * - p99_ttft_ms, p99_itl_ms, p99_queue_wait_ms: 99th percentiles of the
- *   log2 histograms, interpolated inside a slot (o1_metrics_hist_quantile_us),
- *   so an estimate within the slot's factor-of-two bounds.
+ *   log2 histograms, interpolated inside a slot (o1_metrics_hist_quantile),
+ *   so an estimate within the slot's factor-of-two bounds, and never above
+ *   the largest value observed; each is printed with that range.
  * A measure with no data in the window (no request finished, an empty
  * histogram) is reported as such and is not a breach; an objective of 0
- * is not checked.
+ * is not checked. With no data at all the verdict is "no data" (exit 0:
+ * nothing breached, but nothing was checked either), never "ok". The
+ * metrics read are the running daemon's (o1ctl_source_open): a dead
+ * one's exit 3.
  *
  * The baseline file (--save) is JSON: {"version":1, "window_s":W,
  * "values":{"success_rate":x|null, "p99_ttft_ms":x|null, ...}}.
@@ -26,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -45,11 +50,15 @@ struct slo_opts {
 	bool json;
 };
 
-/* One measure: its value (NO_DATA), objective (0: none), baseline. */
+/* One measure: its value (NO_DATA), objective (0: none), baseline; a
+ * latency's range [lo, hi]: the histogram slot its estimate lies in, hi
+ * lowered to the largest value observed when clamped. */
 struct slo_line {
 	const char *name;
 	bool higher_better;
 	double value, objective, base;
+	double lo, hi;
+	bool clamped;
 	bool has_base, breach, regressed;
 };
 
@@ -75,13 +84,20 @@ static int snapshot(const struct o1ctl_source *src,
 	return err ? O1CTL_FAIL : O1CTL_OK;
 }
 
-static double p99_ms(const struct o1_metrics_hist *h)
+static struct slo_line p99_ms(const char *name, const struct o1_metrics_hist *h,
+			      double objective)
 {
-	double us;
+	struct slo_line l = {.name = name, .objective = objective};
+	struct o1_metrics_quantile e;
 
-	if (o1_metrics_hist_quantile_us(h, 0.99, &us))
-		return NO_DATA;
-	return us / 1000.0;
+	l.value = NO_DATA;
+	if (o1_metrics_hist_quantile(h, 0.99, &e))
+		return l;
+	l.value = e.value_us / 1000.0;
+	l.lo = e.lo_us / 1000.0;
+	l.hi = e.hi_us / 1000.0;
+	l.clamped = e.clamped;
+	return l;
 }
 
 static void measure(const struct o1_metrics_snapshot *d,
@@ -101,15 +117,10 @@ static void measure(const struct o1_metrics_snapshot *d,
 	    .value = r->finished ? 1.0 - (double)r->bad / (double)r->finished
 				 : NO_DATA,
 	    .objective = c->slo.success_rate};
-	r->l[1] = (struct slo_line){.name = "p99_ttft_ms",
-				    .value = p99_ms(&d->hist.ttft),
-				    .objective = c->slo.p99_ttft_ms};
-	r->l[2] = (struct slo_line){.name = "p99_itl_ms",
-				    .value = p99_ms(&d->hist.itl),
-				    .objective = c->slo.p99_itl_ms};
-	r->l[3] = (struct slo_line){.name = "p99_queue_wait_ms",
-				    .value = p99_ms(&d->hist.queue_wait),
-				    .objective = c->slo.p99_queue_wait_ms};
+	r->l[1] = p99_ms("p99_ttft_ms", &d->hist.ttft, c->slo.p99_ttft_ms);
+	r->l[2] = p99_ms("p99_itl_ms", &d->hist.itl, c->slo.p99_itl_ms);
+	r->l[3] = p99_ms("p99_queue_wait_ms", &d->hist.queue_wait,
+			 c->slo.p99_queue_wait_ms);
 }
 
 /* Breach of the objective; regression past the baseline by more than
@@ -236,6 +247,11 @@ static void print_line(const struct slo_line *l)
 			 l->base == NO_DATA ? "no data" : "-");
 	printf("%-18s %10s  objective %-10s %-6s%s\n", l->name, v, obj,
 	       l->breach ? "BREACH" : "ok", base);
+	if (!rate && l->value != NO_DATA)
+		printf("%18s in [%.2f, %.2f] (%s)\n", "", l->lo, l->hi,
+		       l->clamped ? "a log2 slot, up to the largest value "
+				    "observed"
+				  : "a log2 slot's bounds");
 }
 
 static bool failed_any(const struct slo_result *r)
@@ -246,6 +262,15 @@ static bool failed_any(const struct slo_result *r)
 	return false;
 }
 
+/* No measure had data: nothing was checked, which is not "ok". */
+static bool no_data(const struct slo_result *r)
+{
+	for (int i = 0; i < N_SLO; i++)
+		if (r->l[i].value != NO_DATA)
+			return false;
+	return true;
+}
+
 static void print_text(const struct slo_result *r)
 {
 	printf("window %.1f s: %llu requests finished, %llu failed by o1d\n",
@@ -253,7 +278,13 @@ static void print_text(const struct slo_result *r)
 	       (unsigned long long)r->bad);
 	for (int i = 0; i < N_SLO; i++)
 		print_line(&r->l[i]);
-	printf("slo: %s\n", failed_any(r) ? "BREACH" : "ok");
+	if (failed_any(r))
+		printf("slo: BREACH\n");
+	else if (no_data(r))
+		printf("slo: no data (no request finished in the window: "
+		       "nothing checked)\n");
+	else
+		printf("slo: ok\n");
 }
 
 static void print_json(const struct slo_result *r)
@@ -263,6 +294,7 @@ static void print_json(const struct slo_result *r)
 	char *text;
 
 	cJSON_AddBoolToObject(o, "ok", !failed_any(r));
+	cJSON_AddBoolToObject(o, "no_data", no_data(r));
 	cJSON_AddNumberToObject(o, "window_s", r->window_s);
 	cJSON_AddNumberToObject(o, "finished", (double)r->finished);
 	cJSON_AddNumberToObject(o, "failed", (double)r->bad);
@@ -274,6 +306,11 @@ static void print_json(const struct slo_result *r)
 		cJSON_AddItemToObject(s, "value", num_or_null(l->value));
 		cJSON_AddNumberToObject(s, "objective", l->objective);
 		cJSON_AddBoolToObject(s, "breach", l->breach);
+		if (!l->higher_better && l->value != NO_DATA) {
+			cJSON_AddNumberToObject(s, "low", l->lo);
+			cJSON_AddNumberToObject(s, "high", l->hi);
+			cJSON_AddBoolToObject(s, "high_is_max", l->clamped);
+		}
 		if (l->has_base) {
 			cJSON_AddItemToObject(s, "baseline",
 					      num_or_null(l->base));
@@ -372,6 +409,24 @@ static int parse(int argc, char **argv, struct slo_opts *o)
 	return -1;
 }
 
+/* A baseline that cannot be read is said before the window is spent;
+ * one that does not exist yet is made by --save. */
+static int baseline_readable(const char *path)
+{
+	if (!path || access(path, R_OK) == 0)
+		return O1CTL_OK;
+	if (errno == ENOENT)
+		fprintf(stderr,
+			"o1ctl slo: baseline %s does not exist: measure one "
+			"first with o1ctl slo --save %s (under representative "
+			"traffic)\n",
+			path, path);
+	else
+		fprintf(stderr, "o1ctl slo: baseline %s: %s\n", path,
+			strerror(errno));
+	return O1CTL_USAGE;
+}
+
 static void sleep_s(double s)
 {
 	struct timespec ts = {.tv_sec = (time_t)s,
@@ -393,6 +448,9 @@ int cmd_slo(const struct o1ctl_ctx *ctx, int argc, char **argv)
 	o1ctl_source_init(&o.src, ctx);
 	rc = parse(argc, argv, &o);
 	if (rc >= 0)
+		return rc;
+	rc = baseline_readable(o.baseline);
+	if (rc)
 		return rc;
 	rc = snapshot(&o.src, &a);
 	if (rc)

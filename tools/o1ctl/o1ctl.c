@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "metrics/metrics_map.h"
 #include "o1ctl.h"
 
@@ -28,7 +29,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: o1ctl [-c FILE] [--set section.key=value ...] "
 		   "[--socket PATH] [--json]\n"
-		   "             COMMAND [ARGS]   (o1ctl COMMAND --help)\n\n"
+		   "             COMMAND [ARGS]   (o1ctl COMMAND --help)\n"
+		   "       o1ctl --help | --version\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof(o1ctl_cmds) / sizeof(o1ctl_cmds[0]); i++)
 		fprintf(f, "  %-12s %s\n", o1ctl_cmds[i].name,
@@ -36,8 +38,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\nThe control socket is --socket, else $O1D_SOCKET, else "
 		"ipc.socket of the\nconfiguration (-c FILE, --set; default "
-		"/run/o1d/o1d.sock). Metrics are found\nfrom metrics.bpf_dir, "
-		"metrics.shm_path and ipc.socket as o1d finds them.\n"
+		"/run/o1d/o1d.sock). Metrics are where\no1d on that socket says it "
+		"publishes them, else (or with --dir, --shm, --source)\n"
+		"at metrics.bpf_dir and metrics.shm_path; a dead daemon's are "
+		"never shown (exit 3).\n"
+		"\nenvironment: O1D_SOCKET (the socket when --socket is not given)\n"
 		"\nexit codes:\n"
 		"  0  done (health: o1d serves)\n"
 		"  1  the request failed or o1d refused it\n"
@@ -106,6 +111,10 @@ int main(int argc, char **argv)
 		rc = resolve(&ctx);
 	if (rc >= 0)
 		return rc;
+	if (first < argc && strcmp(argv[first], "--version") == 0) {
+		o1_version_print(stdout, "o1ctl");
+		return O1CTL_OK;
+	}
 	if (first >= argc || strcmp(argv[first], "-h") == 0 ||
 	    strcmp(argv[first], "--help") == 0) {
 		usage(first >= argc ? stderr : stdout);

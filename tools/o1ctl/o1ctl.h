@@ -46,10 +46,17 @@ struct o1ctl_cmd {
 /* The exit code for an error from connecting or opening the metrics. */
 int o1ctl_exit_code(int err);
 
-/* Where metrics are read from: --dir DIR (bpf_dir, pins in DIR/v1),
- * --shm PATH (fallback file), --source auto|bpf|shm. */
+/* Where metrics are read from. By default o1d on the socket is asked
+ * where it publishes (admin op "metrics") and exactly that is read; when
+ * it cannot be asked (not running, not an admin uid, an older o1d), or
+ * with --dir DIR (bpf_dir, pins in DIR/v1), --shm PATH (fallback file) or
+ * --source auto|bpf|shm, the configured places are read. Metrics whose
+ * writer is not running are never shown: exit 3, "metrics are from pid N,
+ * which is not running" (auto mode first tries the next place). */
 struct o1ctl_source {
 	struct o1_metrics_reader_opts opts;
+	const char *socket; /* o1d's control socket, borrowed from ctx */
+	bool named;	    /* --dir, --shm or --source given */
 };
 
 #define O1CTL_SOURCE_LONGOPTS                                                  \
@@ -72,9 +79,9 @@ void o1ctl_source_init(struct o1ctl_source *s, const struct o1ctl_ctx *ctx);
 /* Handles one of the source options; 1 if opt was one, 0 if not, -1 for a
  * bad value (printed). */
 int o1ctl_source_option(struct o1ctl_source *s, int opt, const char *arg);
-/* Opens the metrics, printing a clear error (daemon not running,
- * permission denied, version mismatch) on failure; returns 0 or the exit
- * code. */
+/* Opens the metrics of a running o1d (see struct o1ctl_source), printing a
+ * clear error (daemon not running, a dead daemon's metrics, permission
+ * denied, version mismatch) on failure; returns 0 or the exit code. */
 int o1ctl_source_open(const struct o1ctl_source *s,
 		      struct o1_metrics_reader **out);
 

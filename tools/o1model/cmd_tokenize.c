@@ -92,6 +92,10 @@ static int parse_opts(int argc, char **argv, bool decode, struct tok_opts *o,
 
 	memset(o, 0, sizeof(*o));
 	for (int i = 1; i < argc && !bad; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: o1model %s\n", usage);
+			return -1; /* answered: exit 0 */
+		}
 		if (flag_opt(argv[i], decode, &o->flags))
 			continue;
 		if (!strcmp(argv[i], "--pre") && i + 1 < argc)
@@ -142,7 +146,7 @@ int o1model_cmd_tokenize(int argc, char **argv)
 				"[--parse-special] [--pre NAME] < text");
 
 	if (ret)
-		return ret;
+		return ret < 0 ? 0 : ret;
 	if (load(o.path, o.pre, &t) || read_stream(stdin, &text, &len)) {
 		ret = 1;
 		goto out;
@@ -203,7 +207,7 @@ int o1model_cmd_detokenize(int argc, char **argv)
 				  "detokenize VOCAB [--skip-special] < ids");
 
 	if (ret)
-		return ret;
+		return ret < 0 ? 0 : ret;
 	ret = 1;
 	if (load(o.path, o.pre, &t) || read_stream(stdin, &text, &len) ||
 	    parse_ids(text, &ids, &n))
@@ -296,6 +300,11 @@ int o1model_cmd_test_vectors(int argc, char **argv)
 	int ret = 1, expect = 0;
 	struct stat st;
 
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: o1model test-vectors VOCAB INP OUT [--pre NAME] "
+		       "[--expect N]\n");
+		return 0;
+	}
 	for (int i = 4; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--pre"))
 			pre = argv[i + 1];

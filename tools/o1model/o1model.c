@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/version.h"
 #include "o1model.h"
 
 static int cmd_help(int argc, char **argv);
@@ -37,6 +38,10 @@ int main(int argc, char **argv)
 	    strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		o1_version_print(stdout, "o1model");
+		return 0;
 	}
 	for (size_t i = 0; i < sizeof(o1model_cmds) / sizeof(o1model_cmds[0]);
 	     i++)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ struct o1_sidecar_backend {
 	pthread_mutex_t lock;
 	char *socket;
 	unsigned cap, n_idle;
+	uint32_t max_context; /* 0: the daemon's */
 	struct o1_client **idle;
 	uint64_t next_id;
 };
@@ -38,6 +40,7 @@ uint64_t o1_sidecar_now_ns(void)
 }
 
 int o1_sidecar_backend_create(const char *socket, unsigned cap,
+			      uint32_t max_context,
 			      struct o1_sidecar_backend **out)
 {
 	struct o1_sidecar_backend *b = calloc(1, sizeof(*b));
@@ -51,6 +54,7 @@ int o1_sidecar_backend_create(const char *socket, unsigned cap,
 		return -ENOMEM;
 	}
 	b->cap = cap;
+	b->max_context = max_context;
 	pthread_mutex_init(&b->lock, NULL);
 	*out = b;
 	return 0;
@@ -131,6 +135,18 @@ static int ping(struct o1_sidecar_backend *b, struct o1_sidecar_status *st)
 	return 0;
 }
 
+uint64_t o1_sidecar_backend_epoch(const struct o1_sidecar_backend *b)
+{
+	struct stat st;
+
+	if (stat(b->socket, &st) != 0)
+		return 0;
+	return ((uint64_t)st.st_ino << 32 ^
+		((uint64_t)st.st_ctim.tv_sec * 1000000000ull +
+		 (uint64_t)st.st_ctim.tv_nsec)) |
+	       1;
+}
+
 int o1_sidecar_backend_status(struct o1_sidecar_backend *b,
 			      struct o1_sidecar_status *st)
 {
@@ -176,6 +192,21 @@ static void fill_opts(const struct o1_sidecar_request *r,
 		o->flags |= O1_FLAG_IGNORE_EOS;
 }
 
+/* No max_tokens (OpenAI: up to the end): the context of the daemon this
+ * handle is connected to, as its welcome said (a restarted daemon may
+ * serve another model). */
+static void default_max_tokens(struct o1_sidecar_gen *g,
+			       struct o1_submit_opts *o)
+{
+	struct o1_client_limits l = {.sz = sizeof(l)};
+
+	if (g->req->max_tokens || o1_client_limits(g->c, &l))
+		return;
+	o->max_tokens = g->b->max_context && g->b->max_context < l.max_tokens
+			    ? g->b->max_context
+			    : l.max_tokens;
+}
+
 static bool dead(int err)
 {
 	return err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN;
@@ -194,7 +225,11 @@ static int submit(struct o1_sidecar_gen *g)
 		ret = take(g->b, &g->c, &g->reused);
 		if (ret)
 			return ret;
-		ret = o1_client_submit(g->c, &o);
+		default_max_tokens(g, &o);
+		g->refusal.sz = sizeof(g->refusal);
+		ret = o1_client_check(g->c, &o, &g->refusal);
+		if (!ret)
+			ret = o1_client_submit(g->c, &o);
 		if (!ret)
 			return 0;
 		if (!dead(ret) || !g->reused)
@@ -202,7 +237,10 @@ static int submit(struct o1_sidecar_gen *g)
 		o1_client_close(g->c); /* stale: the daemon restarted */
 		g->c = NULL;
 	}
-	give(g->b, g->c, ret == -EAGAIN || ret == -E2BIG);
+	/* a refused request leaves the handle as good as it was */
+	give(g->b, g->c,
+	     ret == -EAGAIN || ret == -E2BIG || ret == O1_CLIENT_E_CONTEXT ||
+		 ret == O1_CLIENT_E_BOUNDS);
 	g->c = NULL;
 	return ret;
 }

@@ -20,8 +20,11 @@
 
 struct o1_sidecar_backend;
 
-/* SOCKET is copied; at most CAP idle handles are kept. */
+/* SOCKET is copied; at most CAP idle handles are kept. A request without
+ * max_tokens gets the daemon's context (its welcome's limit), at most
+ * MAX_CONTEXT when that is not 0 (the sidecar's model.max_context_tokens). */
 int o1_sidecar_backend_create(const char *socket, unsigned cap,
+			      uint32_t max_context,
 			      struct o1_sidecar_backend **out);
 void o1_sidecar_backend_destroy(struct o1_sidecar_backend *b);
 
@@ -35,6 +38,10 @@ struct o1_sidecar_status {
  * through a pooled handle tells up/down only. Returns 0 (see ST). */
 int o1_sidecar_backend_status(struct o1_sidecar_backend *b,
 			      struct o1_sidecar_status *st);
+/* Which daemon the socket belongs to: a number that changes whenever a
+ * daemon (re)creates it (its inode and change time), 0 when there is no
+ * socket. What was learnt of the daemon (its model) holds for one value. */
+uint64_t o1_sidecar_backend_epoch(const struct o1_sidecar_backend *b);
 
 /* One request's run. */
 struct o1_sidecar_gen {
@@ -50,6 +57,9 @@ struct o1_sidecar_gen {
 	bool broken;	     /* transport failed: handle not reusable */
 	uint64_t t_submit_ns, t_first_ns, t_end_ns;
 	uint32_t prompt_tokens, generated_tokens; /* from the FINAL */
+	/* gen_start's O1_CLIENT_E_CONTEXT or _BOUNDS: the request's value
+	 * over the daemon's limit, found before anything was sent */
+	struct o1_client_refusal refusal;
 };
 
 /* Submits REQ (borrowed until gen_end). HTTP_FD may be -1. A stale pooled
@@ -57,7 +67,8 @@ struct o1_sidecar_gen {
  * again, at submission or when the connection turns out dead before the
  * first event.
  * Returns 0, or -ECONNREFUSED/-ENOENT/-ECONNRESET (daemon down), -EAGAIN,
- * -E2BIG, -EINVAL. */
+ * -E2BIG, -EINVAL, or O1_CLIENT_E_CONTEXT/_BOUNDS (g->refusal says which
+ * value is over which limit; nothing reached o1d). */
 int o1_sidecar_gen_start(struct o1_sidecar_gen *g, struct o1_sidecar_backend *b,
 			 const struct o1_sidecar_request *req, int http_fd,
 			 uint32_t timeout_ms);

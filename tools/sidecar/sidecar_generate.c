@@ -47,6 +47,7 @@ static struct status_map map_error(int err)
 					   "context_length_exceeded"};
 	case -O1_E_BOUNDS:
 	case -O1_E_TOKENIZER:
+	case -O1_E_NO_TOKENIZER:
 	case -O1_E_FORMAT:
 	case -O1_E_UNSUPPORTED:
 	case -O1_E_PROTOCOL:
@@ -291,6 +292,7 @@ static enum MHD_Result answer_stream(struct run *r)
 	r->c->answered = true;
 	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
 	MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	o1_sidecar_closing(r->c, resp);
 	ret = MHD_queue_response(r->c->mhd, 200, resp);
 	MHD_destroy_response(resp); /* the reader owns r from here */
 	return ret;
@@ -317,6 +319,33 @@ static enum MHD_Result refuse(struct o1_sidecar_conn *c,
 				      "rate_limit_exceeded");
 }
 
+/* The OpenAI parameter a libo1client refusal is about. */
+static const char *refused_param(const struct run *r)
+{
+	const char *f = r->gen.refusal.field;
+
+	if (!f)
+		return NULL;
+	if (!strcmp(f, "prompt"))
+		return r->req.kind == O1_SIDECAR_CHAT ? "messages" : "prompt";
+	if (!strcmp(f, "prompt_ids"))
+		return "prompt";
+	if (!strcmp(f, "stop_ids"))
+		return "stop";
+	return f; /* max_tokens, top_k */
+}
+
+/* A request over the daemon's limits, refused before it was sent: a 400
+ * naming the parameter and the limit (OpenAI: context_length_exceeded or
+ * invalid_value), never a daemon failure. */
+static enum MHD_Result fail_refused(struct run *r, int err)
+{
+	char detail[200];
+
+	snprintf(detail, sizeof(detail), "%s", o1_last_error());
+	return fail_param(r->c, err, detail, refused_param(r));
+}
+
 /* Parses, checks and submits; on success R runs. Else answers itself. */
 static int prepare(struct run *r, enum o1_sidecar_kind kind,
 		   enum MHD_Result *res)
@@ -335,9 +364,10 @@ static int prepare(struct run *r, enum o1_sidecar_kind kind,
 		return -1;
 	}
 	c->log.stream = r->req.stream;
-	if (!r->req.max_tokens && c->h->o.vocab) /* OpenAI: up to the end */
-		r->req.max_tokens = o1_sidecar_vocab_context(c->h->o.vocab);
-	o1_sidecar_model(c->h, r->model, sizeof(r->model));
+	if (o1_sidecar_model(c->h, r->model, sizeof(r->model))) {
+		*res = fail(c, -ECONNREFUSED, "no o1d answers on its socket");
+		return -1;
+	}
 	if (strcmp(r->req.model, r->model) && strcmp(r->req.model, "default"))
 		goto refused;
 	if (atomic_fetch_add(&c->h->running, 1) >= c->h->o.max_concurrent) {
@@ -347,6 +377,10 @@ static int prepare(struct run *r, enum o1_sidecar_kind kind,
 	r->slot = true;
 	ret = o1_sidecar_gen_start(&r->gen, c->h->b, &r->req, c->fd,
 				   c->h->o.request_timeout_ms);
+	if (ret == O1_CLIENT_E_CONTEXT || ret == O1_CLIENT_E_BOUNDS) {
+		*res = fail_refused(r, ret);
+		return -1;
+	}
 	if (ret) {
 		*res = fail(c, ret, NULL);
 		return -1;

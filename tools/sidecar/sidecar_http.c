@@ -21,9 +21,6 @@
 #include "sidecar_response.h"
 
 #define THREAD_STACK_BYTES (512 * 1024)
-#define MODEL_ASK_NS                                                           \
-	(5ull * 1000 * 1000 * 1000) /* while the name is unknown               \
-				     */
 
 enum MHD_Result o1_sidecar_reply_json(struct o1_sidecar_conn *c,
 				      unsigned status, char *json)
@@ -40,6 +37,7 @@ enum MHD_Result o1_sidecar_reply_json(struct o1_sidecar_conn *c,
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	o1_sidecar_closing(c, r);
 	ret = MHD_queue_response(c->mhd, status, r);
 	MHD_destroy_response(r);
 	c->log.status = (int)status;
@@ -61,34 +59,66 @@ enum MHD_Result o1_sidecar_reply_error(struct o1_sidecar_conn *c,
 	return o1_sidecar_reply_json(c, status, json);
 }
 
-void o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap)
+/* Records what status said of the daemon whose socket is EPOCH. */
+static void learn_model(struct o1_sidecar_http *h, uint64_t epoch,
+			const struct o1_sidecar_status *st)
 {
-	struct o1_sidecar_status st;
+	pthread_mutex_lock(&h->lock);
+	snprintf(h->model, sizeof(h->model), "%s", st->model);
+	h->model_epoch = epoch;
+	pthread_mutex_unlock(&h->lock);
+}
 
-	uint64_t now = o1_sidecar_now_ns();
+static void served_name(struct o1_sidecar_http *h, char *buf, size_t cap)
+{
+	pthread_mutex_lock(&h->lock);
+	snprintf(buf, cap, "%s",
+		 h->o.model_name && h->o.model_name[0] ? h->o.model_name
+		 : h->model[0]			       ? h->model
+						       : h->fallback);
+	pthread_mutex_unlock(&h->lock);
+}
+
+int o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap)
+{
+	uint64_t epoch = o1_sidecar_backend_epoch(h->b), known;
+	struct o1_sidecar_status st;
+	int ret = 0;
 
 	pthread_mutex_lock(&h->lock);
-	if (!h->model[0] && now - h->model_asked_ns > MODEL_ASK_NS) {
-		h->model_asked_ns = now;
-		pthread_mutex_unlock(&h->lock);
-		o1_sidecar_backend_status(h->b, &st);
-		pthread_mutex_lock(&h->lock);
-		if (st.model[0] && !h->model[0])
-			snprintf(h->model, sizeof(h->model), "%s", st.model);
-	}
-	snprintf(buf, cap, "%s", h->model[0] ? h->model : h->fallback);
+	known = h->model_epoch;
 	pthread_mutex_unlock(&h->lock);
+	if (!epoch) {
+		ret = -ENOTCONN;
+	} else if (epoch != known) {
+		o1_sidecar_backend_status(h->b, &st);
+		if (st.up)
+			learn_model(h, epoch, &st);
+		else
+			ret = -ENOTCONN;
+	}
+	served_name(h, buf, cap);
+	return ret;
+}
+
+void o1_sidecar_closing(struct o1_sidecar_conn *c, struct MHD_Response *r)
+{
+	if (atomic_load(&c->h->draining))
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
 void o1_sidecar_conn_put(struct o1_sidecar_conn *c)
 {
+	struct o1_sidecar_http *h = c->h;
+
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	c->log.t_end_ns = o1_sidecar_now_ns();
-	if (c->h->o.access_log)
-		o1_sidecar_access_log(c->h->o.access_log, &c->log);
+	if (h->o.access_log)
+		o1_sidecar_access_log(h->o.access_log, &c->log);
 	free(c->body);
 	free(c);
+	atomic_fetch_sub(&h->in_flight, 1); /* last: drain may stop now */
 }
 
 static enum MHD_Result not_found(struct o1_sidecar_conn *c)
@@ -122,6 +152,8 @@ static enum MHD_Result health_ready(struct o1_sidecar_conn *c)
 	bool ready;
 
 	o1_sidecar_backend_status(c->h->b, &st);
+	if (atomic_load(&c->h->draining))
+		st.draining = true; /* the sidecar's own SIGTERM drain */
 	ready = st.up && !st.draining;
 	cJSON_AddStringToObject(o, "status",
 				ready	      ? "ready"
@@ -148,11 +180,22 @@ static cJSON *model_object(const char *name)
 
 static enum MHD_Result models(struct o1_sidecar_conn *c, const char *one)
 {
+	uint64_t epoch = o1_sidecar_backend_epoch(c->h->b);
+	struct o1_sidecar_status st;
 	char name[128], msg[200];
 	cJSON *o, *data;
 	char *json;
 
-	o1_sidecar_model(c->h, name, sizeof(name));
+	/* asked every time: a list is never answered for a daemon gone */
+	o1_sidecar_backend_status(c->h->b, &st);
+	if (!st.up)
+		return o1_sidecar_reply_error(
+		    c, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "o1d is not running: no model is served now",
+		    "server_error", NULL, "daemon_unavailable");
+	if (epoch)
+		learn_model(c->h, epoch, &st);
+	served_name(c->h, name, sizeof(name));
 	if (one && strcmp(one, name) && strcmp(one, "default")) {
 		snprintf(msg, sizeof(msg), "The model '%.100s' does not exist",
 			 one);
@@ -173,25 +216,59 @@ static enum MHD_Result models(struct o1_sidecar_conn *c, const char *one)
 	return o1_sidecar_reply_json(c, MHD_HTTP_OK, json);
 }
 
-/* Renders a snapshot into a malloc'd string; -errno. */
-static int metrics_text(struct o1_sidecar_http *h, char **text, size_t *len)
+/* Opens the configured metrics of a running o1d into h->metrics: in auto
+ * mode a dead daemon's pins are skipped for the file. 0, -ENOENT, -ESRCH
+ * (only a dead daemon's metrics: its pid in *dead) or -errno. */
+static int metrics_open(struct o1_sidecar_http *h, uint64_t *dead)
 {
 	struct o1_metrics_reader_opts ro = {
 	    .sz = sizeof(ro),
 	    .mode = (enum o1_metrics_mode)h->o.metrics_mode,
 	    .bpf_dir = h->metrics_dir[0] ? h->metrics_dir : NULL,
 	    .shm_path = h->metrics_shm[0] ? h->metrics_shm : NULL};
+	bool found_dead = false;
+	uint64_t pid = 0;
+	int ret;
+
+	for (int pass = 0; pass < 2; pass++) {
+		ret = o1_metrics_reader_open(&ro, &h->metrics);
+		if (ret && ret != -ENOENT && ret != -ENOTDIR)
+			return ret;
+		if (!ret && o1_metrics_reader_owner(h->metrics, &pid) == 1)
+			return 0;
+		if (!ret) {
+			found_dead = true;
+			*dead = pid;
+			o1_metrics_reader_close(h->metrics);
+			h->metrics = NULL;
+		}
+		if (ro.mode != O1_METRICS_MODE_AUTO)
+			break;
+		ro.mode = O1_METRICS_MODE_SHM; /* the pins were dead or none */
+	}
+	return found_dead ? -ESRCH : -ENOENT;
+}
+
+/* Renders a snapshot of the running o1d's metrics into a malloc'd string;
+ * -errno (-ESRCH: only a dead daemon's, its pid in *dead). Metrics kept
+ * open are dropped once their writer is gone (a restart: the new daemon's
+ * are opened). */
+static int metrics_text(struct o1_sidecar_http *h, char **text, size_t *len,
+			uint64_t *dead)
+{
 	struct o1_metrics_snapshot s;
+	uint64_t pid;
 	FILE *f;
 	int ret = 0;
 
 	pthread_mutex_lock(&h->lock);
-	if (h->metrics && o1_metrics_reader_snapshot(h->metrics, &s)) {
-		o1_metrics_reader_close(h->metrics); /* daemon restarted */
+	if (h->metrics && (o1_metrics_reader_snapshot(h->metrics, &s) ||
+			   o1_metrics_reader_owner(h->metrics, &pid) != 1)) {
+		o1_metrics_reader_close(h->metrics);
 		h->metrics = NULL;
 	}
 	if (!h->metrics) {
-		ret = o1_metrics_reader_open(&ro, &h->metrics);
+		ret = metrics_open(h, dead);
 		if (!ret)
 			ret = o1_metrics_reader_snapshot(h->metrics, &s);
 	}
@@ -212,13 +289,20 @@ static enum MHD_Result metrics(struct o1_sidecar_conn *c)
 	struct MHD_Response *r;
 	enum MHD_Result q;
 	char *text = NULL, msg[160];
+	uint64_t dead = 0;
 	size_t len = 0;
-	int ret = metrics_text(c->h, &text, &len);
+	int ret = metrics_text(c->h, &text, &len, &dead);
 
 	if (ret) {
 		free(text);
-		snprintf(msg, sizeof(msg), "no metrics from o1d: %s",
-			 o1_strerror(ret));
+		if (ret == -ESRCH)
+			snprintf(msg, sizeof(msg),
+				 "no metrics from o1d: metrics are from pid "
+				 "%llu, which is not running",
+				 (unsigned long long)dead);
+		else
+			snprintf(msg, sizeof(msg), "no metrics from o1d: %s",
+				 o1_strerror(ret));
 		return o1_sidecar_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE,
 					      msg, "server_error", NULL,
 					      "metrics_unavailable");
@@ -230,6 +314,7 @@ static enum MHD_Result metrics(struct o1_sidecar_conn *c)
 	}
 	MHD_add_response_header(r, "Content-Type",
 				"text/plain; version=0.0.4; charset=utf-8");
+	o1_sidecar_closing(c, r);
 	q = MHD_queue_response(c->mhd, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	c->log.status = MHD_HTTP_OK;
@@ -316,6 +401,7 @@ static enum MHD_Result begin(struct o1_sidecar_http *h,
 	c->h = h;
 	c->mhd = mc;
 	atomic_init(&c->refs, 1);
+	atomic_fetch_add(&h->in_flight, 1);
 	c->log.t_start_ns = o1_sidecar_now_ns();
 	snprintf(c->log.method, sizeof(c->log.method), "%s", method);
 	snprintf(c->log.path, sizeof(c->log.path), "%s", url);
@@ -505,6 +591,7 @@ static int start_mhd(struct o1_sidecar_http *h)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+			 MHD_USE_ITC /* for MHD_quiesce_daemon */ |
 			 MHD_USE_ERROR_LOG;
 
 	h->mhd = MHD_start_daemon(
@@ -554,6 +641,32 @@ int o1_sidecar_http_start(const struct o1_sidecar_http_opts *o,
 	bound_name(h, bound, cap);
 	*out = h;
 	return 0;
+}
+
+void o1_sidecar_http_drain(struct o1_sidecar_http *h)
+{
+	atomic_store(&h->draining, true);
+}
+
+int o1_sidecar_http_quiesce(struct o1_sidecar_http *h)
+{
+	if (h->listen_fd < 0)
+		return 0;
+	if (MHD_quiesce_daemon(h->mhd) == MHD_INVALID_SOCKET) {
+		o1_err("sidecar: libmicrohttpd did not stop accepting");
+		return -EIO;
+	}
+	close(h->listen_fd); /* ours: MHD_OPTION_LISTEN_SOCKET */
+	h->listen_fd = -1;
+	if (h->unix_path[0])
+		unlink(h->unix_path);
+	h->unix_path[0] = 0;
+	return 0;
+}
+
+unsigned o1_sidecar_http_in_flight(struct o1_sidecar_http *h)
+{
+	return atomic_load(&h->in_flight);
 }
 
 void o1_sidecar_http_stop(struct o1_sidecar_http *h)

@@ -216,8 +216,49 @@ void o1_client_close(struct o1_client *c);
 int o1_client_reconnect(struct o1_client *c, int timeout_ms);
 
 /* Queues a request. Returns 0, -EAGAIN (submission ring or arena full:
- * read events and retry), -E2BIG (larger than the arena) or -EINVAL. */
+ * read events and retry), -E2BIG (larger than the arena), -EINVAL, or
+ * what o1_client_check finds (then nothing is sent: the request was the
+ * caller's mistake, not the daemon's failure). */
 int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *o);
+
+/* The errors o1_client_check returns (o1d's O1_E_CONTEXT, O1_E_BOUNDS). */
+#define O1_CLIENT_E_BOUNDS  (-10004)
+#define O1_CLIENT_E_CONTEXT (-10010)
+/* A FINAL's error for a text prompt when the daemon's model has no
+ * tokenizer (token-id prompts only). Since 0.4. */
+#define O1_CLIENT_E_NO_TOKENIZER (-10016)
+
+/* The limits the daemon gave at the handshake. Since 0.4. */
+struct o1_client_limits {
+	size_t sz;
+	uint32_t max_prompt_bytes;  /* a text prompt */
+	uint32_t max_prompt_tokens; /* a token-id prompt */
+	uint32_t max_tokens;	    /* per request: the context */
+	uint32_t max_inflight;	    /* requests in flight at once */
+	uint32_t vocab_size;	    /* ids below it, top_k at most; 0: none */
+};
+
+/* Fills *out (set out->sz). Returns 0, -EINVAL or -ECONNRESET. */
+int o1_client_limits(const struct o1_client *c, struct o1_client_limits *out);
+
+/* What o1_client_check found: the field (static text: "prompt" for its
+ * length in bytes (text) or tokens (ids), "prompt_ids", "max_tokens",
+ * "top_k", "stop_ids"), the request's value and the daemon's limit. */
+struct o1_client_refusal {
+	size_t sz;
+	const char *field;
+	uint64_t value;
+	uint64_t limit;
+};
+
+/* Checks a request against those limits without sending anything.
+ * Returns 0, O1_CLIENT_E_CONTEXT (the prompt or max_tokens is longer than
+ * the daemon takes) or O1_CLIENT_E_BOUNDS (a top_k or token id outside
+ * the vocabulary), with *why (may be NULL; set why->sz) saying which and
+ * o1_last_error() a sentence naming the value and the limit; -EINVAL,
+ * -ECONNRESET. o1_client_submit runs the same check first. Since 0.4. */
+int o1_client_check(const struct o1_client *c, const struct o1_submit_opts *o,
+		    struct o1_client_refusal *why);
 /* Asks the daemon to stop a request; its FINAL (CANCELLED) still comes. */
 int o1_client_cancel(struct o1_client *c, uint64_t req_id);
 /* Takes one event if there is one: returns 1, or 0 when none is ready. */

@@ -439,8 +439,9 @@ static void test_logprobs(void **state)
 	cJSON_Delete(j);
 }
 
-/* Without max_tokens the answer may run to the context (here the
- * sidecar's model.max_context_tokens=300, below o1d's own). */
+/* Without max_tokens the answer may run to the context: o1d's, as its
+ * welcome gave it, here capped by the sidecar's model.max_context_tokens
+ * (300, below o1d's own). */
 static void test_default_max_tokens(void **state)
 {
 	cJSON *j;
@@ -478,7 +479,7 @@ static void test_bad_input(void **state)
 	     400, NULL},
 	    {"{\"model\":\"default\",\"messages\":[{\"role\":\"user\","
 	     "\"content\":\"x\"}],\"max_tokens\":100000}",
-	     400, "invalid_value"},
+	     400, "context_length_exceeded"},
 	    {"{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
 	     "\"content\":\"x\"}]}",
 	     404, "model_not_found"},
@@ -716,6 +717,86 @@ static void test_limits(void **state)
 	assert_int_equal(stop(&lim), 0);
 }
 
+/* A refusal's error object: CODE, the parameter PARAM and a message
+ * holding WHAT (the limit). */
+static void expect_refused(const char *path, const char *body,
+			   const char *code, const char *param,
+			   const char *what)
+{
+	char *out;
+	int got = http("POST", path, body, &out);
+	cJSON *j;
+
+	if (got != 400)
+		fail_msg("%s: %d, not 400: %s", path, got, out);
+	j = parse_json(out);
+	assert_string_equal(str(j, "error.code"), code);
+	assert_string_equal(str(j, "error.param"), param);
+	if (!strstr(str(j, "error.message"), what))
+		fail_msg("message lacks \"%s\": %s", what, out);
+	cJSON_Delete(j);
+	free(out);
+}
+
+/* The value of the Prometheus sample LINE starts with in /metrics. */
+static double prom(const char *line)
+{
+	char *out, *at;
+	double v;
+
+	assert_int_equal(http("GET", "/metrics", NULL, &out), 200);
+	at = strstr(out, line);
+	if (!at)
+		fail_msg("/metrics lacks %s", line);
+	v = strtod(at + strlen(line), NULL);
+	free(out);
+	return v;
+}
+
+/* A client's mistakes are 400s naming the parameter and the limit
+ * (libo1client refuses them before they are sent): a 240 KB prompt, ten
+ * times (more than ipc.max_violations), max_tokens over the context, top_k
+ * over the vocabulary. o1d sees no violation and counts no failure, and
+ * the pooled connection keeps serving. */
+static void test_client_mistakes(void **state)
+{
+	static const char head[] = "{\"model\":\"default\",\"messages\":"
+				   "[{\"role\":\"user\",\"content\":\"";
+	size_t n = 240 * 1024;
+	char *body = malloc(sizeof(head) + n + 16), *out;
+	double viol = prom("o1_protocol_violations_total "),
+	       quota = prom("o1_requests_failed_total{reason=\"quota\"} ");
+
+	(void)state;
+	assert_non_null(body);
+	strcpy(body, head);
+	memset(body + strlen(head), 'a', n);
+	strcpy(body + strlen(head) + n, "\"}]}");
+	for (int i = 0; i < 10; i++)
+		expect_refused("/v1/chat/completions", body,
+			       "context_length_exceeded", "messages",
+			       "limit of 65536 bytes");
+	free(body);
+	expect_refused("/v1/completions",
+		       "{\"model\":\"default\",\"prompt\":\"The\","
+		       "\"max_tokens\":100000}",
+		       "context_length_exceeded", "max_tokens", "limit of");
+	expect_refused("/v1/completions",
+		       "{\"model\":\"default\",\"prompt\":\"The\","
+		       "\"top_k\":1000000,\"max_tokens\":2}",
+		       "invalid_value", "top_k", "vocabulary");
+	assert_int_equal(http("POST", "/v1/completions",
+			      "{\"model\":\"default\",\"prompt\":\"The\","
+			      "\"max_tokens\":2}",
+			      &out),
+			 200);
+	free(out);
+	assert_true(prom("o1_protocol_violations_total ") == viol);
+	assert_true(prom("o1_requests_failed_total{reason=\"quota\"} ") ==
+		    quota);
+	assert_false(log_has(daemon_p.log, "violation"));
+}
+
 static void test_draining(void **state)
 {
 	cJSON *r;
@@ -842,6 +923,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_connections_dropped),
 	    cmocka_unit_test(test_client_abort_cancels),
 	    cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_client_mistakes),
 	    cmocka_unit_test(test_draining),
 	    cmocka_unit_test(test_daemon_restart),
 	    cmocka_unit_test(test_unix_socket),

@@ -7,7 +7,9 @@
  * (refinement_trace, o1_round chunks) against a sidecar in front of o1d
  * serving the demo model, and compares the greedy answers (and each
  * refinement round's) with the ones libo1client gets directly for the
- * same requests. */
+ * same requests; a 240 KB prompt with the client's default retries is one
+ * 400 (context_length_exceeded on messages), sent once, and no violation
+ * in o1d. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -126,7 +128,10 @@ static void test_openai_client(void **state)
 	assert_int_equal(ret, 0);
 	assert_non_null(strstr(out, "ok   chat: greedy equals libo1client"));
 	assert_non_null(strstr(out, "ok   refine: refinement_trace equals"));
+	assert_non_null(strstr(out, "ok   240 KB prompt: sent once"));
 	assert_null(strstr(out, "FAIL"));
+	/* the refused prompt was the client's mistake, not o1d's failure */
+	assert_false(log_has(daemon_p.log, "violation"));
 }
 
 static int setup(void **state)

@@ -15,7 +15,7 @@ root=$PWD
 emu=$root/tools/gpu/emu
 out=$root/build-emu
 mkdir -p "$out"
-inc=(-I"$emu" -I"$root/kernels" -I"$root/common" -I"$root/daemon/model")
+inc=(-I"$emu" -I"$root" -I"$root/kernels" -I"$root/common" -I"$root/daemon/model")
 # The launch and the dynamic shared array are the two lines C++ cannot
 # take; they become the emulation's.
 sed -e 's/^\([[:space:]]*\)sample_rows<<<dim3(SMP_CL, n_rows), SMP_NT, g.smem, stream>>>(/\1EMU_LAUNCH(SMP_CL, n_rows, SMP_NT, g.smem, sample_rows,/' \

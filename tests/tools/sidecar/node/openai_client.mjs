@@ -172,11 +172,33 @@ async function errors() {
   }
 }
 
+// A 240 KB prompt with the client's default retries: one 400 naming the
+// parameter, and no retry (a 429 or 5xx would be retried twice).
+async function mistakes() {
+  let calls = 0;
+  const retrying = new OpenAI({
+    baseURL, apiKey: 'unused',
+    fetch: (url, init) => { calls++; return fetch(url, init); },
+  });
+  try {
+    await retrying.chat.completions.create({
+      ...chatReq, messages: [{ role: 'user', content: 'a'.repeat(240 * 1024) }] });
+    check('240 KB prompt: 400', false, 'no error');
+  } catch (e) {
+    check('240 KB prompt: 400 context_length_exceeded on messages',
+          e instanceof OpenAI.BadRequestError &&
+          e.error?.code === 'context_length_exceeded' &&
+          e.error?.param === 'messages', String(e));
+  }
+  check('240 KB prompt: sent once, not retried', calls === 1, String(calls));
+}
+
 try {
   await chat();
   await completions();
   await refine();
   await errors();
+  await mistakes();
 } catch (e) {
   check('no exception', false, e.stack ?? String(e));
 }
