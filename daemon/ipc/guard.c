@@ -65,9 +65,10 @@ static struct o1_ipc_client *oldest_silent(struct o1_ipc_server *srv)
 }
 
 /* Makes room in the half-open budget: the oldest connection whose hello
- * has not come is refused. One whose hello is queued but not read yet
- * (its poll completion still on the way) is served instead, and the next
- * oldest is tried. */
+ * has not come is refused, and its slot freed at once (a burst of new
+ * connections must not run out of slots). One whose hello is queued but
+ * not read yet (its poll completion still on the way) is served instead,
+ * or refused for it, and the next oldest is tried. */
 static void evict_silent(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 {
 	for (uint32_t tries = 0; c && tries <= srv->o.max_half_open; tries++) {
@@ -80,6 +81,7 @@ static void evict_silent(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 			o1_ipc_drop_silent(srv, c);
 			return;
 		}
+		o1_ipc_drop_silent(srv, c); /* its hello was refused */
 		c = oldest_silent(srv);
 	}
 }

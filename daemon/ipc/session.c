@@ -184,8 +184,10 @@ int o1_ipc_clients(const struct o1_ipc_server *srv,
 {
 	size_t n = 0;
 
-	for (uint32_t i = 0; i < srv->n_live; i++) {
-		const struct o1_ipc_client *c = &srv->clients[srv->live[i]];
+	/* slot order (an admin request, not a pass): the listing stays
+	 * in the order slots were taken */
+	for (uint32_t i = 0; i < srv->n_slots; i++) {
+		const struct o1_ipc_client *c = &srv->clients[i];
 
 		if (c->state != O1_IPC_ACTIVE || c->doomed)
 			continue;
