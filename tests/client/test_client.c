@@ -611,16 +611,18 @@ static void test_daemon_gone(void **state)
 	plain = connect_to(s.path, 0, 0);
 	other = connect_to(s.path, 0, 0);
 	p.fd = o1_client_fd(c);
+	so.max_tokens = 2;
 	assert_int_equal(o1_client_submit(c, &so), 0);
-	/* the same length, submitted later: once its FINAL is read, c's
-	 * (one step ahead in every pass) is published too */
+	/* three tokens longer, submitted later: once its FINAL is read,
+	 * c's (posted passes before, one token a pass) is published too */
+	so.max_tokens = 5;
 	assert_int_equal(o1_client_generate(other, &so, NULL, NULL, &ev), 0);
 	assert_int_equal(ev.generated_tokens, 5);
 	crash(&s);
 	assert_int_equal(poll(&p, 1, 5000), 1);
 	while ((ret = o1_client_poll(c, &ev)) == 1)
 		n++;
-	assert_int_equal(n, 6); /* 5 tokens and the FINAL */
+	assert_int_equal(n, 3); /* 2 tokens and the FINAL */
 	assert_int_equal(ret, O1_CLIENT_E_DAEMON_GONE);
 	assert_int_equal(o1_client_fd(c), O1_CLIENT_E_DAEMON_GONE);
 	assert_true(fcntl(p.fd, F_GETFD) >= 0);
