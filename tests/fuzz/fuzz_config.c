@@ -38,7 +38,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = 0;
-	o1_log_set_level(O1_LOG_ERROR);
 	o1_config_init_defaults(&d);
 	c = d;
 	if (o1_config_load_string(&c, text, "fuzz", err, sizeof(err)) == 0)

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "model/hf_config.h"
-#include "common/log.h"
 
 static bool same_float(float a, float b)
 {
@@ -52,7 +51,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct o1_model_desc d, back;
 	char *text;
 
-	o1_log_set_level(O1_LOG_ERROR);
 	if (o1_hf_config_parse((const char *)data, size, "fuzz", &d) != 0)
 		return 0;
 	if (!consistent(&d) || o1_hf_config_format(&d, O1_DTYPE_BF16, &text))

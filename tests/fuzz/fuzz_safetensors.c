@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "model/safetensors.h"
 
 static uint64_t elements(const struct o1_st_tensor *t)
@@ -41,7 +40,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct o1_safetensors *st;
 
-	o1_log_set_level(O1_LOG_ERROR);
 	if (o1_safetensors_open_memory(data, size, &st) != 0)
 		return 0;
 	for (uint64_t i = 0; i < o1_safetensors_n_tensors(st); i++)

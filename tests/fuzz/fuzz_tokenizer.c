@@ -17,7 +17,6 @@
 #include "../tokenizer/tok_fixture.h"
 #include "tokenizer/chat_template.h"
 #include "common/error.h"
-#include "common/log.h"
 #include "tokenizer/tokenizer.h"
 
 static struct o1_tokenizer *toks[3];
@@ -26,7 +25,6 @@ static void init(void)
 {
 	struct o1_vocab *v[3] = {NULL, NULL, NULL};
 
-	o1_log_set_level(O1_LOG_ERROR);
 	if (tok_fixture_bpe("gpt2", false, &v[0]) ||
 	    tok_fixture_bpe("llama-bpe", true, &v[1]) || tok_fixture_spm(&v[2]))
 		abort();

@@ -10,7 +10,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common/log.h"
 #include "model/vocab.h"
 
 static char out_dir[64];
@@ -85,7 +84,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char path[64];
 	int fd = memfd_create("tokenizer.json", MFD_CLOEXEC);
 
-	o1_log_set_level(O1_LOG_ERROR);
 	if (fd < 0 || write(fd, data, size) != (ssize_t)size) {
 		if (fd >= 0)
 			close(fd);
