@@ -420,7 +420,8 @@ static int cmp_edge(const void *x, const void *y)
 
 static int index_edges(struct gnfa *n)
 {
-	qsort(n->e, n->n_e, sizeof(*n->e), cmp_edge);
+	if (n->n_e) /* no edges: e is NULL, and qsort(NULL, 0) is UB */
+		qsort(n->e, n->n_e, sizeof(*n->e), cmp_edge);
 	n->off = calloc(n->n_states + 1, sizeof(*n->off));
 	if (!n->off)
 		return -ENOMEM;
