@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs tests/gpu/test_gpu_quant against kernels/quant.cu and
+# Runs tests/kernels/test_quant_cuda against kernels/quant.cu and
 # kernels/gemv_q.cu emulated on the CPU (emu.h): no GPU needed, so the
 # block decoding and the decode product can be checked before GPU time is
 # spent. The .cu files are copied into build-emu/ so that their
@@ -28,7 +28,7 @@ for k in quant gemv_q; do
 	"${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
 done
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
-"${cc[@]}" -c "$root/tests/gpu/test_gpu_quant.c" -o "$out/test_quant.o"
+"${cc[@]}" -c "$root/tests/kernels/test_quant_cuda.c" -o "$out/test_quant.o"
 objs=()
 for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
 	 kernels/embedding kernels/threads common/log common/error; do
@@ -36,6 +36,6 @@ for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
 	"${cc[@]}" -O2 -Wno-psabi -c "$root/$c.c" -o "$o"
 	objs+=("$o")
 done
-g++ -no-pie -o "$out/test_gpu_quant" "$out"/test_quant.o \
+g++ -no-pie -o "$out/test_quant_cuda" "$out"/test_quant.o \
   "$out"/{quant_emu,gemv_q_emu,emu}.o "${objs[@]}" -lcmocka -lm -lpthread
-O1_TEST_QUICK=1 "$out/test_gpu_quant"
+O1_TEST_QUICK=1 "$out/test_quant_cuda"
