@@ -11,7 +11,8 @@
  *   rows, odd and aligned N and K, LDY > N (columns past N untouched):
  *   |gpu - cpu| <= 2^-17 sum_k |x w| + 1e-30 per element (the two sum in
  *   different orders in f32; gemv_q.h), and bitwise equal on a second
- *   launch (one order per element);
+ *   launch (one order per element); rows long enough that the kernel
+ *   reads them in several batches;
  * - bad operands are refused with -EINVAL.
  * O1_TEST_QUICK=1 keeps every launch within tools/gpu/emu's 8192 threads
  * (run there by tools/gpu/emu/run_quant.sh). Exit 77 without a device. */
@@ -300,6 +301,12 @@ static void test_gemv(void **state)
 	/* rows of 32-blocks not filling a 256 */
 	check_gemv(O1_QUANT_Q8_0, 2, 9, 96, 9);
 	check_gemv(O1_QUANT_Q4_0, 3, 6, 288, 11);
+	/* rows of several batches, the last one short (gemv_q.cu reads a
+	 * row a few KB at a time), and warps striding over rows */
+	check_gemv(O1_QUANT_Q8_0, 2, 61, 8224, 61);
+	check_gemv(O1_QUANT_Q4_0, 1, 37, 14496, 40);
+	check_gemv(O1_QUANT_Q4_K, 3, 61, 15360, 61);
+	check_gemv(O1_QUANT_Q6_K, 4, 37, 10496, 37);
 	if (quick)
 		return;
 	/* decode shapes of real models */

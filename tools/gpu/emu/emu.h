@@ -202,6 +202,15 @@ template <class T> static inline T __shfl_up_sync(unsigned, T v, unsigned delta)
 	return emu_shfl(v, emu_lane() - delta, emu_lane() < delta);
 }
 
+/* A warp barrier: an exchange that reads nothing. */
+static inline void __syncwarp(unsigned = 0xffffffffu)
+{
+	unsigned v = 0;
+
+	emu_warp_put(&v, 4);
+	emu_warp_done();
+}
+
 static inline unsigned __ballot_sync(unsigned, int pred)
 {
 	unsigned r = 0, p = pred ? 1 : 0;

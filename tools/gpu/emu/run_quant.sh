@@ -18,8 +18,10 @@ emu=$root/tools/gpu/emu
 out=$root/build-emu
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root/kernels" -I"$root" -I"$root/daemon")
+# extern __shared__ arrays become emu_smem() (as run_decode.sh does)
+shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
 for k in quant gemv_q; do
-	cp "$root/kernels/$k.cu" "$out/${k}_emu.cc"
+	sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
 done
 cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -include "$emu/emu.h" "${inc[@]}")
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
