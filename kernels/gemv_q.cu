@@ -34,6 +34,12 @@
  * and gate/up outputs of the CUDA backend, whose parts may be stored in
  * different block types (one launch per part).
  *
+ * OUT_SWIGLU (o1_gemv_q_swiglu_cuda): a warp's work unit is output j of
+ * F, the pair of rows j (gate) and F + j (up), walked one after the other
+ * as above; lane 0 writes bf16(silu(gate) * up) as swiglu.cu computes it,
+ * so the result is o1_gemv_q_cuda then o1_swiglu_cuda bit for bit,
+ * without the f32 gate/up rows and the second kernel.
+ *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
  * writes the weights). Invariants: K a multiple of the type's block, x
@@ -43,6 +49,8 @@
 #include <stdint.h>
 
 #include <atomic>
+
+#include <cuda_bf16.h>
 
 #include "cuda_launch.h"
 #include "cuda_util.h"
@@ -60,10 +68,13 @@ extern "C" {
 #define GQ_BPS	   2
 #define GQ_DEVICES 64 /* multiprocessor counts cached per device */
 
+enum { OUT_STORE, OUT_SWIGLU };
+
 struct gq_args {
-	float *y;	    /* (M, ldy), columns [0, n) written */
+	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
+	__nv_bfloat16 *act; /* OUT_SWIGLU (M, n) */
 	const uint16_t *x;  /* (M, k) bf16 */
-	const uint8_t *w;   /* n rows of row_bytes */
+	const uint8_t *w;   /* n rows of row_bytes; OUT_SWIGLU 2 n */
 	uint64_t row_bytes; /* of w */
 	uint32_t n, k, ldy;
 	uint32_t units;	 /* k / 32 */
@@ -223,19 +234,43 @@ static __device__ void fma_batch(float (&acc)[M], const gq_args &a,
 	}
 }
 
-/* Grid: blocks of GQ_WARPS warps, warp w of block b starting at row
- * b GQ_WARPS + w and striding by the grid's warps (see the top). */
-template <int M, int TYPE>
+/* The sums of the unit's rows (every lane holds them), stored. */
+template <int M, int OUT>
+static __device__ void epilogue(const gq_args &a, uint32_t j,
+				const float (&res)[OUT == OUT_SWIGLU ? 2 : 1][M],
+				uint32_t lane)
+{
+	if (lane)
+		return;
+#pragma unroll
+	for (int i = 0; i < M; i++) {
+		if constexpr (OUT == OUT_SWIGLU) {
+			float g = res[0][i];
+
+			a.act[(size_t)i * a.n + j] =
+			    __float2bfloat16_rn(g / (1.0f + expf(-g)) * res[1][i]);
+		} else {
+			a.y[(size_t)i * a.ldy + j] = res[0][i];
+		}
+	}
+}
+
+/* Grid: blocks of GQ_WARPS warps, warp w of block b starting at unit
+ * b GQ_WARPS + w and striding by the grid's warps (see the top). A unit
+ * is R rows of NB batches: batch t of the walk is batch t % NB of row
+ * j + (t / NB) n. */
+template <int M, int TYPE, int OUT>
 static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 {
 	constexpr int P = pieces_of<TYPE>();
+	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
 	constexpr uint32_t per = 32 * groups_of<TYPE>();
-	uint32_t lane = threadIdx.x % 32, b = 0;
+	uint32_t lane = threadIdx.x % 32, t = 0;
 	uint32_t j = blockIdx.x * GQ_WARPS + threadIdx.x / 32;
-	uint32_t nb = (a.units + per - 1) / per;
+	uint32_t nb = (a.units + per - 1) / per, nt = R * nb;
 	gq_piece *sm = dyn_smem() + (threadIdx.x / 32) * 32 * P;
 	gq_piece wv[P];
-	float acc[M];
+	float acc[M], res[R][M];
 
 	if (j < a.n)
 		load_batch<TYPE, P>(wv, a, j, 0, lane);
@@ -245,8 +280,9 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 	for (int i = 0; i < M; i++)
 		acc[i] = 0.0f;
 	while (j < a.n) {
-		uint32_t nj = b + 1 < nb ? j : j + a.stride;
-		uint32_t nbt = b + 1 < nb ? b + 1 : 0;
+		uint32_t nj = t + 1 < nt ? j : j + a.stride;
+		uint32_t ntt = t + 1 < nt ? t + 1 : 0;
+		uint32_t r = t / nb, b = t % nb;
 
 		/* the previous batch's reads of the slice are done */
 		__syncwarp();
@@ -255,24 +291,26 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 			sm[lane + 32 * i] = wv[i];
 		__syncwarp();
 		if (nj < a.n)
-			load_batch<TYPE, P>(wv, a, nj, nbt, lane);
-		fma_batch<M, TYPE>(acc, a, sm, j, b, lane);
-		if (nj != j) {
+			load_batch<TYPE, P>(wv, a, nj + ntt / nb * a.n,
+					    ntt % nb, lane);
+		fma_batch<M, TYPE>(acc, a, sm, j + r * a.n, b, lane);
+		if (b + 1 == nb) {
 #pragma unroll
-			for (int i = 0; i < M; i++)
+			for (int i = 0; i < M; i++) {
 				for (int o = 16; o; o /= 2)
 					acc[i] = acc[i] +
 						 __shfl_xor_sync(0xffffffffu,
 								 acc[i], o);
-			if (lane == 0)
 #pragma unroll
-				for (int i = 0; i < M; i++)
-					a.y[(size_t)i * a.ldy + j] = acc[i];
-#pragma unroll
-			for (int i = 0; i < M; i++)
+				for (int q = 0; q < R; q++)
+					if ((uint32_t)q == r)
+						res[q][i] = acc[i];
 				acc[i] = 0.0f;
+			}
 		}
-		j = nj, b = nbt;
+		if (nj != j)
+			epilogue<M, OUT>(a, j, res, lane);
+		j = nj, t = ntt;
 	}
 }
 
@@ -300,7 +338,7 @@ static uint32_t sm_count(void)
 	return (uint32_t)n;
 }
 
-template <int M, int TYPE>
+template <int M, int TYPE, int OUT>
 static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 {
 	uint32_t blocks = (a.n + GQ_WARPS - 1) / GQ_WARPS;
@@ -310,23 +348,55 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
-	return O1_CUDA_LAUNCH("gemv_q", (gemv_q<M, TYPE>), dim3(blocks),
+	return O1_CUDA_LAUNCH("gemv_q", (gemv_q<M, TYPE, OUT>), dim3(blocks),
 			      dim3(GQ_THREADS), smem, stream, pdl, a);
 }
 
-template <int TYPE>
+template <int TYPE, int OUT>
 static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 {
 	switch (m) {
 	case 1:
-		return launch_m<1, TYPE>(a, pdl, stream);
+		return launch_m<1, TYPE, OUT>(a, pdl, stream);
 	case 2:
-		return launch_m<2, TYPE>(a, pdl, stream);
+		return launch_m<2, TYPE, OUT>(a, pdl, stream);
 	case 3:
-		return launch_m<3, TYPE>(a, pdl, stream);
+		return launch_m<3, TYPE, OUT>(a, pdl, stream);
 	default:
-		return launch_m<4, TYPE>(a, pdl, stream);
+		return launch_m<4, TYPE, OUT>(a, pdl, stream);
 	}
+}
+
+/* The instance for TYPE (checked by the caller). */
+template <int OUT>
+static int launch_type(const gq_args &a, enum o1_quant_type type, uint32_t m,
+		       bool pdl, cudaStream_t stream)
+{
+	switch (type) {
+	case O1_QUANT_Q8_0:
+		return launch<O1_QUANT_Q8_0, OUT>(a, m, pdl, stream);
+	case O1_QUANT_Q4_0:
+		return launch<O1_QUANT_Q4_0, OUT>(a, m, pdl, stream);
+	case O1_QUANT_Q4_K:
+		return launch<O1_QUANT_Q4_K, OUT>(a, m, pdl, stream);
+	default:
+		return launch<O1_QUANT_Q6_K, OUT>(a, m, pdl, stream);
+	}
+}
+
+/* Shapes and alignment both entry points need. */
+static int check(const char *what, gq_args &a, const void *out,
+		 enum o1_quant_type type, uint32_t m)
+{
+	if (out && a.x && a.w && m && m <= O1_GEMV_MAX_ROWS && a.n &&
+	    a.ldy >= a.n && !o1_quant_row_bytes(type, a.k, &a.row_bytes) &&
+	    (uintptr_t)a.x % 16 == 0 && o1_quant_dev_aligned(type, a.w))
+		return 0;
+	o1_err("%s: bad operands: type %u m %u (at most %d) n %u k %u ldy %u, "
+	       "x %p (16-byte aligned) w %p",
+	       what, (unsigned)type, m, O1_GEMV_MAX_ROWS, a.n, a.k, a.ldy,
+	       (const void *)a.x, (const void *)a.w);
+	return -EINVAL;
 }
 
 extern "C" int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
@@ -334,25 +404,20 @@ extern "C" int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
 			      uint32_t k, uint32_t ldy, bool pdl,
 			      cudaStream_t stream)
 {
-	gq_args a = {y, x, (const uint8_t *)w, 0, n, k, ldy, k / 32, 0};
+	gq_args a = {y, NULL, x, (const uint8_t *)w, 0, n, k, ldy, k / 32, 0};
+	int err = check("gemv_q", a, y, type, m);
 
-	if (!y || !x || !w || !m || m > O1_GEMV_MAX_ROWS || !n || ldy < n ||
-	    o1_quant_row_bytes(type, k, &a.row_bytes) || (uintptr_t)x % 16 ||
-	    !o1_quant_dev_aligned(type, w)) {
-		o1_err("gemv_q: bad operands: type %u m %u (at most %d) n %u "
-		       "k %u ldy %u, x %p (16-byte aligned) w %p",
-		       (unsigned)type, m, O1_GEMV_MAX_ROWS, n, k, ldy,
-		       (const void *)x, w);
-		return -EINVAL;
-	}
-	switch (type) {
-	case O1_QUANT_Q8_0:
-		return launch<O1_QUANT_Q8_0>(a, m, pdl, stream);
-	case O1_QUANT_Q4_0:
-		return launch<O1_QUANT_Q4_0>(a, m, pdl, stream);
-	case O1_QUANT_Q4_K:
-		return launch<O1_QUANT_Q4_K>(a, m, pdl, stream);
-	default:
-		return launch<O1_QUANT_Q6_K>(a, m, pdl, stream);
-	}
+	return err ? err : launch_type<OUT_STORE>(a, type, m, pdl, stream);
+}
+
+extern "C" int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x,
+				     const void *w, enum o1_quant_type type,
+				     uint32_t m, uint32_t f, uint32_t k,
+				     bool pdl, cudaStream_t stream)
+{
+	gq_args a = {NULL, (__nv_bfloat16 *)act, x, (const uint8_t *)w, 0, f,
+		     k, f, k / 32, 0};
+	int err = check("gemv_q_swiglu", a, act, type, m);
+
+	return err ? err : launch_type<OUT_SWIGLU>(a, type, m, pdl, stream);
 }
