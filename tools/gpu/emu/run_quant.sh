@@ -2,9 +2,9 @@
 # Runs tests/kernels/test_quant_cuda against kernels/quant.cu,
 # kernels/gemv_q.cu and kernels/swiglu.cu (its reference) emulated on the
 # CPU (emu.h): no GPU needed, so the block decoding and the decode
-# products can be checked before GPU time is spent. The .cu files are copied into build-emu/ so that their
-# "cuda_launch.h" is this folder's (launches through emu_launch, PDL a
-# no-op). Quick mode (O1_TEST_QUICK=1): every launch within the
+# products can be checked before GPU time is spent. The .cu files are
+# copied into build-emu/ so that their "cuda_launch.h" is this folder's
+# (launches through emu_launch, PDL a no-op). Quick mode (O1_TEST_QUICK=1): every launch within the
 # emulation's 8192 threads; a few minutes on one core. x86-64, g++ and
 # cmocka.
 #   tools/gpu/emu/run_quant.sh
