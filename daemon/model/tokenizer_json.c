@@ -272,22 +272,6 @@ static int fill_tokens(struct tj_ctx *c, const cJSON *vocab, const cJSON *added)
 	return 0;
 }
 
-static int fill_holes(struct o1_vocab *v)
-{
-	char name[32];
-
-	for (uint32_t id = 0; id < v->n_tokens; id++) {
-		if (v->tokens[id])
-			continue;
-		snprintf(name, sizeof(name), "<|unused_%u|>", id);
-		v->tokens[id] = o1_vocab_strdup(v, name, strlen(name));
-		if (!v->tokens[id])
-			return -ENOMEM;
-		v->types[id] = O1_TOKEN_UNUSED;
-	}
-	return 0;
-}
-
 /* Merge J ("a b" or ["a", "b"]) as "a b" in *OUT. */
 static int merge_text(struct tj_ctx *c, const cJSON *j, char **out)
 {
@@ -529,7 +513,7 @@ static int build_vocab(struct tj_ctx *c, const cJSON *root)
 	if (!err)
 		err = fill_tokens(c, vocab, added);
 	if (!err)
-		err = fill_holes(c->v);
+		err = o1_vocab_fill_holes(c->v);
 	if (!err)
 		err = fill_merges(c, merges);
 	if (!err)

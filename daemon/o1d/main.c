@@ -258,22 +258,37 @@ static uint64_t cuda_available(const struct o1d *d)
 	return n ? least : 0;
 }
 
-/* kv.pages, or kv.memory_fraction of the memory left, but no more than
- * max_running full contexts need. */
-static uint32_t kv_pages(const struct o1d *d, bool cuda)
+/* Bytes of one KV page in the memory kv_pages divides: per GPU for CUDA
+ * (each rank holds its kv heads of every page), all of it for the host. */
+static uint64_t kv_page_bytes(const struct o1d *d, enum o1_backend_kind kind)
 {
 	const struct o1_model_desc *m = &d->model->desc;
+	bool cuda = kind == O1_BACKEND_CUDA;
+	struct o1_kv_layout l = {
+	    .n_layers = m->n_layers,
+	    .n_kv_heads = m->n_kv_heads / (cuda ? n_ranks(&d->cfg) : 1),
+	    .page_tokens = d->cfg.kv.page_tokens,
+	    .head_dim = m->head_dim,
+	};
+
+	return o1_backend_kind_kv_page_bytes(kind, &l);
+}
+
+/* kv.pages, or kv.memory_fraction of the memory left, but no more than
+ * max_running full contexts need. */
+static uint32_t kv_pages(const struct o1d *d, enum o1_backend_kind kind)
+{
+	bool cuda = kind == O1_BACKEND_CUDA;
 	uint32_t P = d->cfg.kv.page_tokens;
 	uint64_t per_seq = (d->ctx + 1 + P - 1) / P;
-	/* per GPU: each rank holds its kv heads of every page */
-	uint64_t page_bytes = (uint64_t)m->n_layers * 2 * m->n_kv_heads /
-			      (cuda ? n_ranks(&d->cfg) : 1) * P * m->head_dim *
-			      (cuda ? 2 : 4);
+	uint64_t page_bytes = kv_page_bytes(d, kind);
 	uint64_t avail = cuda ? cuda_available(d) : mem_available();
 	uint64_t n, cap = per_seq * max_running(&d->cfg);
 
 	if (d->cfg.kv.pages)
 		return d->cfg.kv.pages;
+	if (!page_bytes) /* a backend this build lacks: its create refuses */
+		return (uint32_t)per_seq;
 	n = (uint64_t)(d->cfg.kv.memory_fraction * (double)avail) / page_bytes;
 	if (n > cap)
 		n = cap;
@@ -346,7 +361,7 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    bc.devices, dev,
 	    (n_dev < O1_BACKEND_DEVICES_MAX ? n_dev : O1_BACKEND_DEVICES_MAX) *
 		sizeof(uint32_t));
-	bc.n_pages = kv_pages(d, kind == O1_BACKEND_CUDA);
+	bc.n_pages = kv_pages(d, kind);
 	if (kind == O1_BACKEND_CUDA && !bc.tensor_parallel) {
 		bc.devout_areas = d->cfg.ipc.device_outputs;
 		bc.devout_rows = d->cfg.ipc.device_output_rows;
@@ -594,6 +609,13 @@ static int create_faults(struct o1d *d, struct o1_engine_opts *eo)
 	return 0;
 }
 
+/* The scheduler's forward pass: the backend's step (CTX is the backend;
+ * called through the right type, no cast function pointer). */
+static int backend_step(void *ctx, const struct o1_step *step)
+{
+	return o1_backend_step(ctx, step);
+}
+
 static int create_engine(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
@@ -607,8 +629,7 @@ static int create_engine(struct o1d *d)
 		    .tok = d->tok,
 		    .chat = d->chat,
 		    .metrics = d->metrics,
-		    .step = (int (*)(void *,
-				     const struct o1_step *))o1_backend_step,
+		    .step = backend_step,
 		    .step_ctx = d->backend,
 		    .vocab_size = o1_backend_vocab_size(d->backend),
 		    .devout_areas = o1_backend_config(d->backend)->devout_areas,

@@ -47,6 +47,7 @@
 #include "backend/cuda_backend.h"
 #include "kernels/cuda_util.h"
 #include "common/error.h"
+#include "common/prng.h"
 #include "gpu_test.h"
 #include "backend/kv_pool.h"
 #include "model/model.h"
@@ -67,11 +68,7 @@ static uint64_t rng = 4321;
 
 static uint64_t next64(void)
 {
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return o1_prng_splitmix64(&rng);
 }
 
 static uint32_t urand(uint32_t n)
