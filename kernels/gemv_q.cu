@@ -5,15 +5,18 @@
  *
  * Arithmetic. A warp computes output column j (row j of w): lane l takes
  * the row's 32-element units (quant_dev.h) u = l, l + 32, l + 64, ...,
- * decodes each to quant.h's values 8 at a time (quant_dev.h's qd_octet)
- * and multiplies it into every row of x (so w is read once for all M
- * rows); each octet's 8 products (each rounded: __fmul_rn) are summed
- * pairwise, the unit's 4 octet sums pairwise, added to the lane's f32
- * accumulator in increasing u, then a fixed warp tree sums the lanes.
+ * decodes each 8 elements at a time (quant_dev.h's qd_octet: quant.h's
+ * values as an integer times the block's scale) and multiplies it into
+ * every row of x (so w is read once for all M rows): each octet's 8
+ * integer-by-bf16 products (exact) summed in order by fused multiply-adds,
+ * octet sums paired and multiplied by their scale, the unit's two pairs
+ * added (unit_dots), added to the lane's f32 accumulator in increasing u,
+ * then a fixed warp tree sums the lanes.
  * Every y element has one operation order whatever M, N or the launch
  * (bitwise reproducible; a row's result does not depend on the other
  * rows), and differs from the CPU reference (matmul_q.h's 16-lane order)
- * only by f32 summation order.
+ * only by f32 rounding: the order of the sums and where the block's
+ * scale multiplies (gemv_q.h's bound holds for both).
  *
  * Schedule (the speed; the bf16 twin is gemv.cu). Blocks are not 16-byte
  * aligned (Q8_0 34 bytes, Q4_0 18, Q6_K 210), so the warp does not read
@@ -135,8 +138,10 @@ static __device__ gq_piece *dyn_smem(void)
 }
 
 /* Unit U of the row at ROW (shared memory) . the M x rows at X (column
- * 32 U), into D[i]: each octet's 8 products (rounded: __fmul_rn) summed
- * pairwise, then the 4 octets pairwise. */
+ * 32 U), into D[i]: each octet's 8 products v x summed in order with
+ * fused multiply-adds (exact products but for Q4_K: the rounding of one
+ * sum), the octets' sums paired, each pair times its scale (one scale
+ * per 16 elements at most: qd_scale), the pairs added. */
 template <int M, int TYPE>
 static __device__ __forceinline__ void unit_dots(float (&d)[M],
 						 const uint8_t *row,
@@ -155,22 +160,23 @@ static __device__ __forceinline__ void unit_dots(float (&d)[M],
 		for (int i = 0; i < M; i++) {
 			gq_piece xp = *(const gq_piece *)(x + (size_t)i * k +
 							  32 * u + 8 * q);
-			float s[8];
+			float s = __fmul_rn(v[0], qd_bf16(xp.v[0] & 0xffff));
 
+			s = __fmaf_rn(v[1], qd_bf16(xp.v[0] >> 16), s);
 #pragma unroll
-			for (int e = 0; e < 4; e++) {
-				s[2 * e] = __fmul_rn(
-				    v[2 * e], qd_bf16(xp.v[e] & 0xffff));
-				s[2 * e + 1] = __fmul_rn(v[2 * e + 1],
-							 qd_bf16(xp.v[e] >> 16));
+			for (int e = 1; e < 4; e++) {
+				s = __fmaf_rn(v[2 * e],
+					      qd_bf16(xp.v[e] & 0xffff), s);
+				s = __fmaf_rn(v[2 * e + 1],
+					      qd_bf16(xp.v[e] >> 16), s);
 			}
-			o[i][q] = ((s[0] + s[1]) + (s[2] + s[3])) +
-				  ((s[4] + s[5]) + (s[6] + s[7]));
+			o[i][q] = s;
 		}
 	}
 #pragma unroll
 	for (int i = 0; i < M; i++)
-		d[i] = (o[i][0] + o[i][1]) + (o[i][2] + o[i][3]);
+		d[i] = __fmul_rn(o[i][0] + o[i][1], qd_scale<TYPE>(h, 0)) +
+		       __fmul_rn(o[i][2] + o[i][3], qd_scale<TYPE>(h, 2));
 }
 
 /* Batch B of row J: its units [*U0, *U1), and the first of its aligned

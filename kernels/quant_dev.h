@@ -12,8 +12,9 @@
  *   Q6_K        of super-block u / 8, half h = (u % 8) / 4 and group
  *               g = u % 4: ql nibbles of 32 bytes, 2 bits of qh each, two
  *               scales (one per 16 elements).
- * qd_head and qd_octet decode the same unit 8 elements at a time (the
- * decode product's inner loop, which cannot hold 32 values in registers).
+ * qd_head and qd_octet decode the same unit 8 elements at a time, the
+ * scale kept apart (the decode product's inner loop, which cannot hold 32
+ * values in registers and multiplies by the scale once per octets).
  * Blocks of 34, 18 and 210 bytes sit at 2-byte alignment only, so their
  * bytes are read as 16-bit words; Q4_K (144 bytes) at 16. Loads are plain:
  * callers pass rows of a weight matrix, which no kernel writes.
@@ -169,8 +170,12 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 }
 
 /* A unit's scales and byte pointers (qd_head), for decoding it 8 elements
- * at a time (qd_octet) with few registers live: the same values as
- * qd_unit's, bit for bit. */
+ * at a time (qd_octet) with few registers live. Element e of octet o is
+ * qd_unit's value (quant.h's) as the exact product v[e] * qd_scale(h, o):
+ * for Q8_0, Q4_0 and Q6_K v is the small integer (|v| <= 128, so v times
+ * a bf16 is exact in f32) and the scale the block's (Q6_K: the 16
+ * elements'); for Q4_K v is the value itself (its min is not a factor)
+ * and the scale 1. */
 struct qd_unit_head {
 	const uint8_t *q;  /* Q8_0/Q4_0: the quants; K types: ql / nibbles */
 	const uint8_t *qh; /* Q6_K: the 2-bit highs */
@@ -252,7 +257,20 @@ static __device__ __forceinline__ uint32_t qd_byte8(const uint32_t (&b)[2],
 	return (b[i / 4] >> (8 * (i % 4))) & 0xff;
 }
 
-/* Elements [8 O, 8 O + 8) of the unit H describes, into V. */
+/* The factor of octet O's V (qd_octet). */
+template <int TYPE>
+static __device__ __forceinline__ float qd_scale(const qd_unit_head &h, int o)
+{
+	if constexpr (TYPE == O1_QUANT_Q4_K)
+		return 1.0f;
+	else if constexpr (TYPE == O1_QUANT_Q6_K)
+		return o < 2 ? h.d : h.d1;
+	else
+		return h.d;
+}
+
+/* Elements [8 O, 8 O + 8) of the unit H describes, into V (times
+ * qd_scale(H, O)). */
 template <int TYPE>
 static __device__ __forceinline__ void qd_octet(const qd_unit_head &h, int o,
 						float (&v)[8])
@@ -263,10 +281,8 @@ static __device__ __forceinline__ void qd_octet(const qd_unit_head &h, int o,
 		qd_load8(h.q + 8 * o, b);
 #pragma unroll
 		for (int e = 0; e < 8; e++)
-			v[e] = __fmul_rn(
-			    __fsub_rn(qd_magic(qd_byte8(b, e) ^ 0x80),
-				      8388736.0f), /* 2^23 + 128 */
-			    h.d);
+			v[e] = __fsub_rn(qd_magic(qd_byte8(b, e) ^ 0x80),
+					 8388736.0f); /* 2^23 + 128 */
 	} else if constexpr (TYPE == O1_QUANT_Q4_0) {
 		/* elements < 16: low nibbles of bytes 0..15, then high */
 		qd_load8(h.q + 8 * (o % 2), b);
@@ -275,9 +291,8 @@ static __device__ __forceinline__ void qd_octet(const qd_unit_head &h, int o,
 			uint32_t q = qd_byte8(b, e);
 
 			q = o < 2 ? q & 0xf : q >> 4;
-			v[e] = __fmul_rn(
-			    __fsub_rn(qd_magic(q), 8388616.0f), /* 2^23 + 8 */
-			    h.d);
+			v[e] = __fsub_rn(qd_magic(q),
+					 8388616.0f); /* 2^23 + 8 */
 		}
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
 		qd_load8(h.q + 8 * o, b);
@@ -303,9 +318,8 @@ static __device__ __forceinline__ void qd_octet(const qd_unit_head &h, int o,
 
 			lo = h.sel < 2 ? lo & 0xf : lo >> 4;
 			q = lo | (((hi >> (2 * h.sel)) & 3) << 4);
-			v[e] = __fmul_rn(o < 2 ? h.d : h.d1,
-					 __fsub_rn(qd_magic(q),
-						   8388640.0f)); /* 2^23 + 32 */
+			v[e] = __fsub_rn(qd_magic(q),
+					 8388640.0f); /* 2^23 + 32 */
 		}
 	}
 }

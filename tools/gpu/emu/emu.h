@@ -109,6 +109,12 @@ static inline float __fmul_rn(float a, float b)
 	return a * b;
 }
 
+/* glibc's fmaf rounds once, as the device's does. */
+static inline float __fmaf_rn(float a, float b, float c)
+{
+	return fmaf(a, b, c);
+}
+
 static inline float __fdiv_rn(float a, float b)
 {
 	return a / b;
