@@ -140,6 +140,26 @@ void kct_check_close(const char *what, const float *g, const float *c, size_t n,
 	assert_true(worst <= 1.0);
 }
 
+float kct_max_abs(const float *v, size_t n)
+{
+	float m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m = fabsf(v[i]) > m ? fabsf(v[i]) : m;
+	return m;
+}
+
+cudaStream_t kct_stream(bool pdl)
+{
+	static cudaStream_t blocking; /* the legacy stream waits for it */
+
+	if (!pdl)
+		return 0;
+	if (!blocking)
+		assert_int_equal(cudaStreamCreate(&blocking), cudaSuccess);
+	return blocking;
+}
+
 int kct_main(const char *name, const struct CMUnitTest *tests, size_t n)
 {
 	if (o1_cuda_probe()) {

@@ -6,8 +6,11 @@
 #ifndef O1_KERNEL_CUDA_TEST_H
 #define O1_KERNEL_CUDA_TEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cuda_runtime_api.h>
 
 /* The seed: O1_TEST_SEED, else the time; printed. */
 void kct_seed(void);
@@ -33,6 +36,15 @@ float *kct_host_bf16(const void *d, size_t n);
 /* |g - c| <= rel |c| + abs for every element; reports the worst. */
 void kct_check_close(const char *what, const float *g, const float *c, size_t n,
 		     double rel, double abs);
+
+/* The largest |v[i]|. */
+float kct_max_abs(const float *v, size_t n);
+
+/* The stream of a launch with PDL or not: PDL launches go to a stream of
+ * their own (made on first use), ordered with the legacy stream
+ * (cudaStreamCreate's default), which the other launches and the copies
+ * use. */
+cudaStream_t kct_stream(bool pdl);
 
 /* The main of such a test: 77 (skipped) without a CUDA device, else the
  * seed, then cmocka's run of TESTS. */

@@ -1,19 +1,29 @@
-/* attention.cu's row kernel with its sequence splits, merged by the last
- * block of each (row, kv head) through the ticket counters, on fresh
- * random inputs (O1_TEST_SEED or the time), output poisoned with NaN.
- * Exit 77 without a CUDA device; tools/gpu/emu/run_decode.sh runs it on
- * the CPU emulation, where the blocks of a launch run one at a time in a
- * shuffled order (so any block may be the last).
+/* attention.cu: the row kernel with its sequence splits, merged by the
+ * last block of each (row, kv head) through the ticket counters, and
+ * o1_attention_cuda's dispatch, on fresh random inputs (O1_TEST_SEED or
+ * the time), output poisoned with NaN. Exit 77 without a CUDA device;
+ * tools/gpu/emu/run_decode.sh runs it on the CPU emulation, where the
+ * blocks of a launch run one at a time in a shuffled order (so any block
+ * may be the last).
  *
- * Every launch is checked against attention.c (o1_attention_cpu) with
- * the bound of test_gpu_kernels: |gpu - cpu| <= 8e-3 |cpu| + 1e-3 x the
- * row's largest |cpu| (one bf16 rounding of the output; near-cancelling
- * averages have no relative accuracy). The same launch repeated gives
- * the same bits (a ticket left non-zero by a launch would make the next
- * one merge early, from missing partials), and so does a replay of it
- * captured into a graph; launches of other split counts and row counts
- * in between (sharing the tickets) stay right too.
+ * Every launch is checked against attention.c (o1_attention_cpu) within
+ * |gpu - cpu| <= 8e-3 |cpu| + 1e-3 x the row's largest |cpu| (one bf16
+ * rounding of the output, 2^-8 relative, plus the f32 reduction order;
+ * outputs are averages of V, near-cancelling ones have no relative
+ * accuracy).
+ * - test_splits: the same launch repeated gives the same bits (a ticket
+ *   left non-zero by a launch would make the next one merge early, from
+ *   missing partials), and so does a replay of it captured into a graph;
+ *   launches of other split counts and row counts in between (sharing the
+ *   tickets) stay right too.
+ * - test_attention: o1_attention_cuda in one pass (no scratch) and split
+ *   along the sequence (32 splits, launched with PDL) against the CPU,
+ *   decode rows and short chunks, grouped and ungrouped heads.
+ * - test_attention_errors: bad shapes are refused with -EINVAL.
+ * The tiled prefill kernel (attention_prefill.cu) has its own test,
+ * test_attention_prefill_cuda.
  */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +36,7 @@
 #include <cmocka.h>
 #include <cuda_runtime_api.h>
 
+#include "attention_cuda_test.h"
 #include "kernel_cuda_test.h"
 #include "kernels/attention.h"
 #include "kernels/kernels_cuda.h"
@@ -213,10 +224,82 @@ static void test_splits(void **state)
 		check_case(&cases[i]);
 }
 
+static void check_attention(const struct kct_att_case *c, uint32_t splits)
+{
+	struct kct_att_host h;
+	struct o1_attn_dims dm = kct_kv_dims(&c->k);
+	struct o1_attn_batch b;
+	float *ref, *got, *scratch;
+	size_t out_n, row_n = (size_t)c->k.hq * c->k.d;
+
+	kct_att_fill(c, &h);
+	b = (struct o1_attn_batch){c->n_seqs, h.q_off, h.start, h.tables,
+				   h.max_blocks};
+	out_n = h.rows * row_n;
+	ref = malloc(out_n * 4);
+	scratch = malloc(h.max_len * 4);
+	assert_int_equal(o1_attention_cpu(NULL, ref, h.q, h.kc, h.vc, &dm, &b,
+					  scratch, h.max_len),
+			 0);
+	got = kct_att_gpu(
+	    c, &h,
+	    o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, splits),
+	    ATT_AUTO, 0, splits > 1);
+	for (uint32_t r = 0; r < h.rows; r++)
+		kct_check_close("attention", got + r * row_n, ref + r * row_n,
+				row_n, 8e-3,
+				1e-3 * kct_max_abs(ref + r * row_n, row_n));
+	free(ref), free(got), free(scratch), free(h.tables), free(h.kc);
+	free(h.vc), free(h.q);
+}
+
+static void test_attention(void **state)
+{
+	const struct kct_att_case cases[] = {
+	    {{14, 2, 64, 16, 101, false}, 1, {1}, {1}},
+	    {{14, 2, 64, 16, 101, false}, 2, {37, 300}, {1, 1}},
+	    {{4, 1, 24, 7, 101, false}, 3, {19, 5, 40}, {14, 5, 1}},
+	    {{32, 8, 128, 16, 211, false}, 2, {1500, 1800}, {1, 2}},
+	    {{8, 8, 32, 3, 799, false}, 1, {700}, {33}},
+	    {{32, 1, 256, 16, 71, false}, 1, {600}, {2}},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		check_attention(&cases[i], 1);	/* one pass, no scratch */
+		check_attention(&cases[i], 32); /* split along the sequence */
+	}
+}
+
+static void test_attention_errors(void **state)
+{
+	struct o1_attn_dims dm = {6, 4, 64, 16, 4096, 0.125f};
+	uint32_t dummy[4] = {0};
+	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
+	void *p = kct_dev(64);
+
+	(void)state;
+	/* Hq not a multiple of Hkv; odd head_dim; context past the table */
+	assert_int_equal(
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, false, 0),
+	    -EINVAL);
+	dm.n_kv_heads = 2, dm.head_dim = 63;
+	assert_int_equal(
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, false, 0),
+	    -EINVAL);
+	dm.head_dim = 64;
+	assert_int_equal(
+	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 17, NULL, 0, false, 0),
+	    -EINVAL);
+	cudaFree(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_splits),
+	    cmocka_unit_test(test_attention),
+	    cmocka_unit_test(test_attention_errors),
 	};
 
 	return kct_main("test_attention_cuda", tests,

@@ -23,6 +23,13 @@
  *   |q| (cos/sin: the host's double cos/sin against the device's) and k,
  *   v within one bf16 rounding (8e-3 relative).
  * - test_errors: bad operands are refused with -EINVAL.
+ * - test_gemv: o1_gemv_bf16_cuda for odd N, M 1 to 4, K from 8 to 4864
+ *   against a double product (the bound of test_products), and its
+ *   refusals.
+ * - test_gemv_fused: the fused products (norm, norm + SwiGLU, residual
+ *   add) against the unfused kernels bit for bit, with PDL and without,
+ *   and against the CPU references' composition (the comment above
+ *   NORM_EPS gives the bounds); and their refusals.
  */
 #include <errno.h>
 #include <math.h>
@@ -40,7 +47,10 @@
 #include "kernel_cuda_test.h"
 #include "kernels/attention.h"
 #include "kernels/kernels_cuda.h"
+#include "kernels/residual.h"
+#include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
+#include "kernels/swiglu.h"
 
 #define EPS 1e-5f
 
@@ -443,12 +453,296 @@ static void test_errors(void **state)
 	cudaFree(p);
 }
 
+/* gemv against a double-precision product of the same bf16 values:
+ * |gpu - ref| <= 1e-5 x sum |x w| + 1e-30 per element (f32 accumulation
+ * over K terms in a different order; the bound is far above its error and
+ * far below one wrong term). Odd N, M 1 to 4, K from 8 to 4864. */
+static void check_gemv(uint32_t m, uint32_t n, uint32_t k)
+{
+	float *x = kct_randv((size_t)m * k, 1.0f),
+	      *w = kct_randv((size_t)n * k, 0.1f);
+	void *dx, *dw;
+	float *dy = kct_dev((size_t)m * n * 4), *y;
+
+	kct_round_bf16(x, (size_t)m * k), kct_round_bf16(w, (size_t)n * k);
+	dx = kct_dev_bf16(x, (size_t)m * k),
+	dw = kct_dev_bf16(w, (size_t)n * k);
+	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, false, 0), 0);
+	y = kct_host_copy(dy, (size_t)m * n * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double r = 0, a = 0, g = y[(size_t)i * n + j];
+
+			for (uint32_t c = 0; c < k; c++) {
+				double p = (double)x[(size_t)i * k + c] *
+					   w[(size_t)j * k + c];
+
+				r += p, a += fabs(p);
+			}
+			if (!(fabs(g - r) <= 1e-5 * a + 1e-30))
+				fprintf(stderr,
+					"gemv m %u n %u k %u: [%u][%u] gpu %g "
+					"ref %g\n",
+					m, n, k, i, j, g, r);
+			assert_true(fabs(g - r) <= 1e-5 * a + 1e-30);
+		}
+	free(x), free(w), free(y);
+	cudaFree(dx), cudaFree(dw), cudaFree(dy);
+}
+
+static void test_gemv(void **state)
+{
+	float *p = kct_dev(64);
+
+	(void)state;
+	for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
+		check_gemv(m, 1, 8);
+		check_gemv(m, 37, 896);
+		check_gemv(m, 1153, 4864);
+	}
+	check_gemv(1, 4099, 264);
+	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p,
+					   O1_GEMV_MAX_ROWS + 1, 1, 8, false,
+					   0),
+			 -EINVAL);
+	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p, 1,
+					   1, 12, false, 0),
+			 -EINVAL);
+	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p + 1, (uint16_t *)p,
+					   1, 1, 8, false, 0),
+			 -EINVAL);
+	cudaFree(p);
+}
+
+/* The fused products (gemv.cu) against the unfused kernels on the device,
+ * bit for bit, and against the CPU references' composition. With h the
+ * CPU's bf16 RMSNorm rows (rmsnorm.h, rounded) and h' the device's
+ * (o1_rmsnorm_cuda, each element within rmsnorm's tolerance of h), a
+ * product element over h' is within 1e-5 sum |w h| (gemv's bound) +
+ * sum |w| |h' - h| of the double-precision product over h; SwiGLU's
+ * output (swiglu.h over those products) within 8e-3 |ref| (one bf16
+ * rounding) + 1.1 |u| e_g + |silu(g)| e_u, e_g and e_u the bounds of
+ * its two products (|silu'| <= 1.1); the residual add within 1e-5 sum
+ * |x w| + 2^-23 |ref|. PDL and the launch shape change no bit. */
+#define NORM_EPS 1e-5f
+
+struct norm_case {
+	float *x, *nw, *h, *hd; /* host: rows, weight, CPU h, device h */
+	void *dx, *dnw, *dh;	/* device: rows, weight, o1_rmsnorm_cuda's h */
+};
+
+/* M random rows of K and a norm weight; h by the CPU and by the device. */
+static void norm_open(struct norm_case *n, uint32_t m, uint32_t k)
+{
+	size_t sz = (size_t)m * k;
+
+	n->x = kct_randv(sz, 3), n->nw = kct_randv(k, 1.5f),
+	n->h = malloc(sz * 4);
+	assert_int_equal(
+	    o1_rmsnorm_cpu(NULL, n->h, n->x, n->nw, m, k, NORM_EPS), 0);
+	kct_round_bf16(n->h, sz);
+	n->dx = kct_dev_copy(n->x, sz * 4), n->dnw = kct_dev_copy(n->nw, k * 4);
+	n->dh = kct_dev(sz * 2);
+	assert_int_equal(o1_rmsnorm_cuda(n->dh, n->dx, NULL, n->dnw, NULL, m, k,
+					 NORM_EPS, false, 0),
+			 0);
+	n->hd = kct_host_bf16(n->dh, sz);
+	kct_check_close("rmsnorm (fused input)", n->hd, n->h, sz, 8e-3, 1e-6);
+}
+
+static void norm_close(struct norm_case *n)
+{
+	free(n->x), free(n->nw), free(n->h), free(n->hd);
+	cudaFree(n->dx), cudaFree(n->dnw), cudaFree(n->dh);
+}
+
+/* Row I of w (N,K) . h row and its bound (see above) into *REF, *TOL. */
+static void norm_ref(const struct norm_case *n, const float *w, uint32_t k,
+		     uint32_t i, uint32_t j, double *ref, double *tol)
+{
+	const float *h = n->h + (size_t)i * k, *hd = n->hd + (size_t)i * k;
+	double r = 0, a = 0, d = 0;
+
+	for (uint32_t c = 0; c < k; c++) {
+		double wc = w[(size_t)j * k + c];
+
+		r += wc * h[c], a += fabs(wc * h[c]);
+		d += fabs(wc) * fabs((double)hd[c] - h[c]);
+	}
+	*ref = r, *tol = 1e-5 * a + d + 1e-30;
+}
+
+static void check_gemv_norm(uint32_t m, uint32_t n, uint32_t k, bool pdl)
+{
+	struct norm_case nc;
+	float *w = kct_randv((size_t)n * k, 0.1f), *y, *u;
+	void *dw;
+	float *dy = kct_dev((size_t)m * n * 4),
+	      *du = kct_dev((size_t)m * n * 4);
+
+	norm_open(&nc, m, k);
+	kct_round_bf16(w, (size_t)n * k);
+	dw = kct_dev_bf16(w, (size_t)n * k);
+	assert_int_equal(o1_gemv_norm_bf16_cuda(dy, nc.dx, nc.dnw, NORM_EPS, dw,
+						m, n, k, pdl, kct_stream(pdl)),
+			 0);
+	assert_int_equal(o1_gemv_bf16_cuda(du, nc.dh, dw, m, n, k, false, 0),
+			 0);
+	y = kct_host_copy(dy, (size_t)m * n * 4),
+	u = kct_host_copy(du, (size_t)m * n * 4);
+	assert_memory_equal(y, u, (size_t)m * n * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double r, tol, g = y[(size_t)i * n + j];
+
+			norm_ref(&nc, w, k, i, j, &r, &tol);
+			if (!(fabs(g - r) <= tol))
+				fprintf(
+				    stderr,
+				    "gemv_norm m %u n %u k %u: [%u][%u] gpu "
+				    "%g ref %g tol %g\n",
+				    m, n, k, i, j, g, r, tol);
+			assert_true(fabs(g - r) <= tol);
+		}
+	norm_close(&nc);
+	free(w), free(y), free(u);
+	cudaFree(dw), cudaFree(dy), cudaFree(du);
+}
+
+/* act (M,F) against the unfused product and swiglu.cu, then the CPU. */
+static void check_gemv_swiglu(uint32_t m, uint32_t f, uint32_t k, bool pdl)
+{
+	struct norm_case nc;
+	float *w = kct_randv((size_t)2 * f * k, 0.1f), *got, *un;
+	float *g = malloc((size_t)m * f * 4), *u = malloc((size_t)m * f * 4);
+	float *ref = malloc((size_t)m * f * 4), *eg = malloc((size_t)m * f * 8);
+	void *dw, *dact = kct_dev((size_t)m * f * 2),
+		  *dun = kct_dev((size_t)m * f * 2);
+	float *dgu = kct_dev((size_t)m * 2 * f * 4);
+
+	norm_open(&nc, m, k);
+	kct_round_bf16(w, (size_t)2 * f * k);
+	dw = kct_dev_bf16(w, (size_t)2 * f * k);
+	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(dact, nc.dx, nc.dnw,
+						       NORM_EPS, dw, m, f, k,
+						       pdl, kct_stream(pdl)),
+			 0);
+	assert_int_equal(o1_gemv_norm_bf16_cuda(dgu, nc.dx, nc.dnw, NORM_EPS,
+						dw, m, 2 * f, k, false, 0),
+			 0);
+	assert_int_equal(
+	    o1_swiglu_cuda(dun, dgu, dgu + f, 2 * f, m, f, false, 0), 0);
+	got = kct_host_bf16(dact, (size_t)m * f),
+	un = kct_host_bf16(dun, (size_t)m * f);
+	assert_memory_equal(got, un, (size_t)m * f * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < f; j++) {
+			double r, t;
+			size_t o = (size_t)i * f + j;
+
+			norm_ref(&nc, w, k, i, j, &r, &t);
+			g[o] = (float)r, eg[2 * o] = t;
+			norm_ref(&nc, w, k, i, f + j, &r, &t);
+			u[o] = (float)r, eg[2 * o + 1] = t;
+		}
+	assert_int_equal(o1_swiglu_cpu(NULL, ref, g, u, m, f), 0);
+	for (size_t o = 0; o < (size_t)m * f; o++) {
+		double s = g[o] / (1.0 + exp(-g[o]));
+		double tol = 8e-3 * fabs(ref[o]) +
+			     1.1 * fabs(u[o]) * eg[2 * o] +
+			     fabs(s) * eg[2 * o + 1] + 1e-6;
+
+		if (!(fabs((double)got[o] - ref[o]) <= tol))
+			fprintf(stderr,
+				"gemv_norm_swiglu m %u f %u k %u: %zu gpu %g "
+				"ref %g tol %g\n",
+				m, f, k, o, got[o], ref[o], tol);
+		assert_true(fabs((double)got[o] - ref[o]) <= tol);
+	}
+	norm_close(&nc);
+	free(w), free(got), free(un), free(g), free(u), free(ref), free(eg);
+	cudaFree(dw), cudaFree(dact), cudaFree(dun), cudaFree(dgu);
+}
+
+/* y0 + x . w^T against the product plus residual.h's add, then double. */
+static void check_gemv_add(uint32_t m, uint32_t n, uint32_t k, bool pdl)
+{
+	float *x = kct_randv((size_t)m * k, 1),
+	      *w = kct_randv((size_t)n * k, 0.1f);
+	float *y0 = kct_randv((size_t)m * n, 4), *y, *o;
+	void *dx, *dw;
+	float *dy, *dout = kct_dev((size_t)m * n * 4);
+
+	kct_round_bf16(x, (size_t)m * k), kct_round_bf16(w, (size_t)n * k);
+	dx = kct_dev_bf16(x, (size_t)m * k),
+	dw = kct_dev_bf16(w, (size_t)n * k);
+	dy = kct_dev_copy(y0, (size_t)m * n * 4);
+	assert_int_equal(
+	    o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k, pdl, kct_stream(pdl)),
+	    0);
+	assert_int_equal(o1_gemv_bf16_cuda(dout, dx, dw, m, n, k, false, 0), 0);
+	y = kct_host_copy(dy, (size_t)m * n * 4);
+	o = kct_host_copy(dout, (size_t)m * n * 4);
+	assert_int_equal(o1_residual_add_cpu(NULL, o, y0, m, n), 0);
+	assert_memory_equal(y, o, (size_t)m * n * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double r = y0[(size_t)i * n + j], a = 0;
+
+			for (uint32_t c = 0; c < k; c++) {
+				double p = (double)x[(size_t)i * k + c] *
+					   w[(size_t)j * k + c];
+
+				r += p, a += fabs(p);
+			}
+			assert_true(fabs(y[(size_t)i * n + j] - r) <=
+				    1e-5 * a + ldexp(fabs(r), -23) + 1e-30);
+		}
+	free(x), free(w), free(y0), free(y), free(o);
+	cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dout);
+}
+
+static void test_gemv_fused(void **state)
+{
+	float *p = kct_dev(1 << 20);
+	uint16_t *b = (uint16_t *)p;
+
+	(void)state;
+	for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
+		check_gemv_norm(m, 37, 896, m % 2);
+		check_gemv_norm(m, 1153, 2048, m % 2 == 0);
+		check_gemv_swiglu(m, 37, 896, m % 2);
+		check_gemv_add(m, 37, 896, m % 2);
+		check_gemv_add(m, 1153, 4864, m % 2 == 0);
+	}
+	check_gemv_norm(3, 5, 8, true);	    /* K below one piece per thread */
+	check_gemv_norm(4, 64, 8192, true); /* 64 KiB of staged rows */
+	check_gemv_norm(4, 9, O1_GEMV_NORM_MAX_K, false);
+	check_gemv_swiglu(2, 4864, 896, true); /* qwen2.5-0.5b's MLP */
+	check_gemv_swiglu(1, 131, 8, false);
+	assert_int_equal(o1_gemv_norm_bf16_cuda(p, p, p, 1e-5f, b, 1, 1,
+						O1_GEMV_NORM_MAX_K + 8, false,
+						0),
+			 -EINVAL);
+	assert_int_equal(
+	    o1_gemv_norm_bf16_cuda(p, p, p + 1, 1e-5f, b, 1, 1, 8, false, 0),
+	    -EINVAL); /* weight not 16-byte aligned */
+	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(b, p, p, 1e-5f, b,
+						       O1_GEMV_MAX_ROWS + 1, 1,
+						       8, false, 0),
+			 -EINVAL);
+	assert_int_equal(o1_gemv_add_bf16_cuda(p, b + 4, b, 1, 1, 8, false, 0),
+			 -EINVAL);
+	cudaFree(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_products), cmocka_unit_test(test_norm_rows),
-	    cmocka_unit_test(test_swiglu),   cmocka_unit_test(test_rope_kv),
-	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_products),   cmocka_unit_test(test_norm_rows),
+	    cmocka_unit_test(test_swiglu),     cmocka_unit_test(test_rope_kv),
+	    cmocka_unit_test(test_errors),     cmocka_unit_test(test_gemv),
+	    cmocka_unit_test(test_gemv_fused),
 	};
 
 	return kct_main("test_gemv_cuda", tests,

@@ -33,11 +33,13 @@ note() { echo "[$(elapsed) s] $*" | tee -a "$log"; }
 # gcc 13's _FORTIFY_SOURCE warnings (issue 14) are not errors here.
 export CFLAGS="-Wno-unused-result -Wno-error=format-truncation -Wno-error=stringop-truncation" CXXFLAGS="-Wno-unused-result"
 
+# The CUDA kernel tests (tests/kernels/test_<op>_cuda).
+kernel_tests="convert embedding rmsnorm swiglu argmax rope gemv attention attention_prefill decode_chain sample"
 note "build (this tree)"
 O1_GPU_TARGETS="o1d o1model o1ctl o1bench bench_cuda_decode bench_gemv
-  test_gemv_cuda test_attention_cuda test_gpu_kernels test_gpu_graphs
+  $(printf 'test_%s_cuda ' $kernel_tests) test_gpu_graphs
   test_gpu_backend test_gpu_backend_sample test_gpu_devout test_gpu_faults
-  test_gpu_sample o1_gpu_devout_client" OUT=/tmp/o1-build-out timeout 300 \
+  o1_gpu_devout_client" OUT=/tmp/o1-build-out timeout 300 \
   tools/gpu/run.sh build >>"$log" 2>&1 ||
   { note "build failed"; grep -E "error" /tmp/o1-build-out/build.log | head -30 | tee -a "$log"; exit 1; }
 bin=$root/build/gpu
@@ -69,7 +71,7 @@ done
 
 note "GPU tests"
 timeout 280 ctest --test-dir build/gpu --output-on-failure -j 4 --timeout 240 \
-  -R '^test_gpu_|^test_(gemv|attention)_cuda$' -E '^test_gpu_tp$' \
+  -R "^test_gpu_|^test_(${kernel_tests// /|})_cuda\$" -E '^test_gpu_tp$' \
   >"$out/tests.log" 2>&1
 note "tests rc=$? $(grep -E 'tests passed|tests failed' "$out/tests.log")"
 grep -E "^ *[0-9]+/[0-9]+ Test" "$out/tests.log" | tee -a "$log"

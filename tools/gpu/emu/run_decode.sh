@@ -6,8 +6,10 @@
 # before GPU time is spent. The emulated device has EMU_SMS (3)
 # multiprocessors, so grids sized by it are small and their warps stride
 # over the work; blocks run one at a time in a shuffled order. A few
-# minutes on one core. x86-64, g++ and cmocka.
-#   tools/gpu/emu/run_decode.sh [O1_TEST_SEED] [gemv|attention]
+# minutes on one core. x86-64, g++ and cmocka. The tests of the kernels
+# they are compared with (test_rope_cuda, test_rmsnorm_cuda,
+# test_swiglu_cuda) run here too when named.
+#   tools/gpu/emu/run_decode.sh [O1_TEST_SEED] ["gemv attention rope ..."]
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
 # one runs on the CPU, the rule is kept anyway so every script reads alike.
@@ -39,8 +41,9 @@ done
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
 "${cxx[@]}" -c "$emu/decode_stubs.cc" -o "$out/decode_stubs.o"
 objs+=("$out/decode_stubs.o")
-for f in kernels/rmsnorm kernels/rope kernels/attention kernels/threads \
-         common/log common/error tests/kernels/kernel_cuda_test; do
+for f in kernels/rmsnorm kernels/rope kernels/attention kernels/swiglu \
+         kernels/residual kernels/threads common/log common/error \
+         tests/kernels/kernel_cuda_test tests/kernels/attention_cuda_test; do
   "${cc[@]}" -c "$root/$f.c" -o "$out/$(basename "$f").o"
   objs+=("$out/$(basename "$f").o")
 done

@@ -642,7 +642,7 @@ static void test_rows(void **state)
 			check_batch(quick_shapes[s].v, quick_shapes[s].rows[j],
 				    (uint32_t)(next64() % 64), &t);
 	fprintf(stderr,
-		"test_gpu_sample: %llu draws compared, %llu near a boundary, "
+		"test_sample_cuda: %llu draws compared, %llu near a boundary, "
 		"%llu of those differ\n",
 		(unsigned long long)t.draws, (unsigned long long)t.near,
 		(unsigned long long)t.differ);
@@ -837,7 +837,7 @@ int main(void)
 	}
 	rng = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
 	quick = getenv("O1_TEST_QUICK") && atoi(getenv("O1_TEST_QUICK"));
-	fprintf(stderr, "test_gpu_sample: seed %llu (O1_TEST_SEED)\n",
+	fprintf(stderr, "test_sample_cuda: seed %llu (O1_TEST_SEED)\n",
 		(unsigned long long)rng);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
