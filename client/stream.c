@@ -460,6 +460,8 @@ int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
 		ret = 0;
 		if (ev.req_id != o->req_id)
 			continue;
+		if (ev.type == O1_EVENT_ERROR) /* why the FINAL fails */
+			o1_client_fail(ev.error, "%s", ev.message);
 		if (ev.type == O1_EVENT_FINAL) {
 			*final = ev;
 			return 0;

@@ -313,7 +313,9 @@ int o1_client_ping(struct o1_client *c, uint64_t *rtt_ns);
 typedef int (*o1_token_fn)(void *arg, const struct o1_event *ev);
 /* Submits and waits for the FINAL, calling fn for each token. Only with
  * no other request in flight (-EBUSY). *final gets the FINAL event.
- * Returns 0 (see final->finish and final->error) or a transport error. */
+ * Returns 0 (see final->finish and final->error; an ERROR event the
+ * daemon sent for the request, such as a refused grammar's message, is
+ * then in o1_last_error()) or a transport error. */
 int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
 		       o1_token_fn fn, void *arg, struct o1_event *final);
 
