@@ -22,7 +22,6 @@ def main():
         return 2
     try:
         import jsonschema
-        checker = jsonschema.FormatChecker()
     except ImportError:
         jsonschema = None
     failed = parsed = validated = n = 0
@@ -49,6 +48,9 @@ def main():
                 continue
             cls = jsonschema.validators.validator_for(
                 schema, default=jsonschema.Draft202012Validator)
+            # the draft's own formats ("time" is not draft 3's)
+            checker = getattr(cls, "FORMAT_CHECKER", None) or \
+                jsonschema.draft202012_format_checker
             errors = list(cls(schema, format_checker=checker)
                           .iter_errors(doc))
             if errors:
