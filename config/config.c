@@ -101,6 +101,7 @@ static const struct key keys[] = {
 	U32(model, max_context_tokens, 0, 16777216, 0, "0"),
 	ENUM(model, dtype, dtypes, "auto"),
 	ENUM(model, dequantize, dequantize_modes, "none"),
+	STR(model, chat_template, F_ABSOLUTE, ""),
 	{"backend", "device", T_DEVICE, OFF(backend.device), 0, 0, 63, 0, 0,
 	 NULL, 0, "auto"},
 	U32(backend, threads, 0, 1024, 0, "0"),
@@ -160,6 +161,8 @@ static const struct key keys[] = {
 	U32(sidecar, max_concurrent, 1, 4096, 0, "32"),
 	U32(sidecar, request_timeout_ms, 100, 86400000, 0, "600000"),
 	U32(sidecar, idle_timeout_s, 1, 86400, 0, "60"),
+	U32(sidecar, drain_delay_ms, 0, 3600000, 0, "0"),
+	U32(sidecar, drain_timeout_ms, 0, 86400000, 0, "30000"),
 	{"slo", "success_rate", T_DOUBLE, OFF(slo.success_rate), 0, 0, 0,
 	 0.0, 1.0, NULL, 0, "0.99"},
 	U32(slo, p99_ttft_ms, 0, 3600000, 0, "2000"),
@@ -1070,6 +1073,13 @@ int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
 			return fail(err, err_len, "-c given twice ('%s', '%s')",
 				    file, value);
 		file = value;
+	}
+	/* named as the option, so the message says which setting is wrong */
+	if (file && access(file, R_OK) != 0) {
+		ret = -errno;
+		fail(err, err_len, "-c %s: cannot open: %s", file,
+		     strerror(-ret));
+		return ret;
 	}
 	if (file)
 		ret = o1_config_load_file(&copy, file, err, err_len);

@@ -81,6 +81,9 @@ struct o1_config {
 		uint32_t max_context_tokens;   /* 0 = the model's own */
 		enum o1_config_dtype dtype;    /* working weight type */
 		enum o1_config_dequantize dequantize;
+		/* a .jinja file rendering chats instead of the model's own
+		 * template; "" = the model's */
+		char chat_template[O1_CONFIG_PATH_MAX];
 	} model;
 	struct {
 		struct o1_config_device device;
@@ -153,6 +156,8 @@ struct o1_config {
 		uint32_t max_concurrent; /* generations at once; more: 429 */
 		uint32_t request_timeout_ms; /* whole request; then cancelled */
 		uint32_t idle_timeout_s;     /* idle HTTP connection */
+		uint32_t drain_delay_ms;   /* SIGTERM: still accepting */
+		uint32_t drain_timeout_ms; /* then: for requests in flight */
 	} sidecar;
 	struct {
 		double success_rate;	    /* finished requests that succeed */

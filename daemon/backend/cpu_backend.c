@@ -673,4 +673,5 @@ const struct o1_backend_ops o1_cpu_backend_ops = {
     .step = cpu_step,
     .tp_align = 1,
     .can_sample = true,
+    .kv_elem_bytes = sizeof(float),
 };

@@ -486,4 +486,5 @@ const struct o1_backend_ops o1_cuda_backend_ops = {
     .tp_align = 8, /* gemv.cu: K a multiple of 8 */
     .devout = o1_cuda_devout_get,
     .can_sample = true,
+    .kv_elem_bytes = 2, /* bf16 */
 };

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/prng.h"
 #include "sampler_grammar.h"
 
 _Static_assert(O1_SAMPLER_MAX_LOGPROBS == O1_SAMPLE_MAX_TOP,
@@ -34,34 +35,6 @@ struct o1_sampler {
 	void *scratch; /* o1_sample_row_scratch_bytes of this request */
 	struct sampler_grammar *gram; /* structured output, or NULL */
 };
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256**: a uniform double in [0, 1). */
-static double next_uniform(uint64_t *s)
-{
-	uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return (r >> 11) * 0x1.0p-53;
-}
 
 void o1_sampler_params_init(struct o1_sampler_params *p)
 {
@@ -119,7 +92,7 @@ static struct o1_sample_row row_of(const struct o1_sampler_params *p, double u,
 static void make_row(struct o1_sampler *s, struct o1_sample_row *row,
 		     uint32_t n)
 {
-	*row = row_of(&s->p, is_greedy(&s->p) ? 0 : next_uniform(s->rng), n);
+	*row = row_of(&s->p, is_greedy(&s->p) ? 0 : o1_prng_uniform(s->rng), n);
 }
 
 /* The penalty list (vocabulary-sized: a token is listed once) and the
@@ -143,7 +116,6 @@ int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab,
 		      struct o1_sampler **out)
 {
 	struct o1_sampler *s;
-	uint64_t x = p->seed;
 	int err = check_params(p, vocab);
 
 	if (err)
@@ -156,8 +128,7 @@ int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab,
 	s->penalties =
 	    (p->repetition_penalty > 0 && p->repetition_penalty != 1) ||
 	    p->frequency_penalty != 0 || p->presence_penalty != 0;
-	for (int i = 0; i < 4; i++)
-		s->rng[i] = splitmix64(&x);
+	o1_prng_seed(s->rng, p->seed);
 	err = alloc_state(s);
 	if (err) {
 		o1_sampler_destroy(s);

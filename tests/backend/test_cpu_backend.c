@@ -511,6 +511,26 @@ static void test_sampling(void **state)
 	free(scratch);
 }
 
+/* Each backend answers for its KV element: f32 on the CPU, bf16 in CUDA
+ * (when built); nothing for a kind this build lacks or no kind at all. */
+static void test_kv_page_bytes(void **state)
+{
+	struct o1_kv_layout l = {.n_pages = 9,
+				 .n_layers = 3,
+				 .n_kv_heads = 2,
+				 .page_tokens = 16,
+				 .head_dim = 8};
+	bool cuda = o1_backend_kind_can_sample(O1_BACKEND_CUDA);
+
+	(void)state;
+	assert_int_equal(o1_backend_kind_kv_page_bytes(O1_BACKEND_CPU, &l),
+			 3 * 2 * 2 * 16 * 8 * 4);
+	assert_int_equal(o1_backend_kind_kv_page_bytes(O1_BACKEND_CUDA, &l),
+			 cuda ? 3 * 2 * 2 * 16 * 8 * 2 : 0);
+	assert_int_equal(o1_backend_kind_kv_page_bytes(O1_BACKEND_COUNT, &l),
+			 0);
+}
+
 static void test_bad_sampling(void **state)
 {
 	struct o1_model *m;
@@ -693,6 +713,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_steps),
 	    cmocka_unit_test(test_sampling),
 	    cmocka_unit_test(test_bad_sampling),
+	    cmocka_unit_test(test_kv_page_bytes),
 	};
 
 	int rc = cmocka_run_group_tests(quantized, NULL, NULL);

@@ -7,7 +7,9 @@
  * safetensors -> GGUF -> safetensors gives bit-identical tensors, config
  * and vocabulary for llama and qwen2 in f32, f16 and bf16, and for the
  * shared HF test folders; make is deterministic in its seed; vocabulary
- * padding; bad arguments exit 2 with a message. */
+ * padding; bad arguments exit 2 with a message; chat-render prints
+ * exactly the rendering (every one of ../shared/testdata/chat's 666, or
+ * its raised error). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -498,6 +500,14 @@ static const struct bad_args bad[] = {
     {{"info"}, 2, "expected one PATH"},
     {{"info", "--yaml", "x"}, 2, "usage: o1model info"},
     {{"info", "missing.gguf"}, 1, "missing.gguf"},
+    {{"chat-render", "t.jinja"}, 2, "--messages FILE"},
+    {{"chat-render", "--messages", "m.json"}, 2, "--messages FILE"},
+    {{"chat-render", "t.jinja", "--messages", "m.json", "--var", "x"},
+     2,
+     "NAME=JSON"},
+    {{"chat-render", "missing.jinja", "--messages", "m.json"},
+     1,
+     "missing.jinja"},
     {{"quant", "q5_k", "--cols", "256", "a", "b"}, 2, "type 'q5_k'"},
     {{"quant", "q4_k", "--cols", "1000", "a", "b"}, 2, "not a multiple"},
     {{"quant", "q8_0", "a", "b"}, 2, "expected TYPE, --cols N"},
@@ -882,6 +892,141 @@ static void test_tokenizer_option(void **state)
 	cJSON_Delete(j);
 }
 
+/* Writes TEXT to NAME in the work folder. */
+static void put_file(const char *name, const char *text)
+{
+	o1_test_file_put(work, name, text);
+}
+
+/* chat-render prints the rendering as is; template errors go to stderr
+ * with exit 1, the raised ones prefixed "TemplateError: ". */
+static void test_chat_render(void **state)
+{
+	(void)state;
+	put_file("t.jinja", "{{ bos_token }}{% for m in messages %}[{{ m.role "
+			    "}}:{{ m.content }}]{% endfor %}{% if "
+			    "add_generation_prompt %}<gen>{% endif %}{{ x }}"
+			    "{{ tools|length if tools else '' }}\n");
+	put_file("m.json", "[{\"role\": \"user\", \"content\": \"hi\"}]");
+	put_file("tools.json", "[{\"type\": \"function\"}]");
+	RUN_OK("chat-render", "t.jinja", "--messages", "m.json");
+	assert_string_equal(out_text, "[user:hi]<gen>");
+	RUN_OK("chat-render", "t.jinja", "--messages", "m.json",
+	       "--no-generation-prompt", "--bos-token", "<s>", "--var",
+	       "x=\"!\"", "--tools", "tools.json");
+	assert_string_equal(out_text, "<s>[user:hi]!1");
+	put_file("r.jinja", "{{ raise_exception('no ' ~ messages[0].role) }}");
+	assert_int_equal(RUN("chat-render", "r.jinja", "--messages", "m.json"),
+			 1);
+	assert_string_equal(out_text, "");
+	assert_non_null(strstr(err_text, "TemplateError: r.jinja:1:"));
+	assert_non_null(strstr(err_text, "no user"));
+	put_file("s.jinja", "ok\n{% if %}");
+	assert_int_equal(RUN("chat-render", "s.jinja", "--messages", "m.json"),
+			 1);
+	assert_non_null(strstr(err_text, "s.jinja:2:7:"));
+	put_file("bad.json", "[");
+	assert_int_equal(
+	    RUN("chat-render", "t.jinja", "--messages", "bad.json"), 1);
+	assert_non_null(strstr(err_text, "not JSON"));
+}
+
+/* One rendering of ../shared/testdata/chat through o1model chat-render:
+ * the same text as transformers, or the same raised message. */
+static bool render_matches(const cJSON *r, const char *tmpl_file)
+{
+	const cJSON *tools = cJSON_GetObjectItem(r, "tools");
+	const char *want =
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "rendered"));
+	const char *raised =
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "error"));
+	char *msgs = cJSON_PrintUnformatted(cJSON_GetObjectItem(r, "messages"));
+	char *tl = cJSON_IsArray(tools) ? cJSON_PrintUnformatted(tools) : NULL;
+	const char *args[16] = {
+	    "chat-render", tmpl_file, "--messages", "m.json", "--bos-token",
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "bos_token")),
+	    "--eos-token",
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "eos_token"))};
+	int n = 8, code;
+
+	put_file("m.json", msgs);
+	if (tl) {
+		put_file("tools.json", tl);
+		args[n++] = "--tools";
+		args[n++] = "tools.json";
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItem(r, "add_generation_prompt")))
+		args[n++] = "--no-generation-prompt";
+	code = run_argv(args);
+	free(msgs);
+	free(tl);
+	if (raised)
+		return code == 1 && !strncmp(raised, "TemplateError: ", 15) &&
+		       !strncmp(err_text, "TemplateError: ", 15) &&
+		       strstr(err_text, raised + 15);
+	return code == 0 && want && !strcmp(out_text, want);
+}
+
+/* Every rendering of ../shared/testdata/chat replayed through the CLI. */
+static void test_chat_render_renderings(void **state)
+{
+	const char *dir = O1_SHARED_DIR "/testdata/chat";
+	char path[512], name[128], file[160], *text, *line, *save = NULL;
+	cJSON *tmpls, *it;
+	size_t len, total = 0, same = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/renderings.jsonl", dir);
+	if (access(path, R_OK))
+		skip();
+	snprintf(path, sizeof(path), "%s/templates.json", dir);
+	text = o1_test_file_read(path, &len);
+	tmpls = cJSON_Parse(text);
+	free(text);
+	/* the n-th template of a name is NAME#n, written to NAME_n.jinja */
+	cJSON_ArrayForEach(it, tmpls)
+	{
+		const char *nm = cJSON_GetStringValue(cJSON_GetObjectItem(it, "name"));
+		int k = 1;
+
+		for (const cJSON *p = tmpls->child; p != it; p = p->next)
+			k += !strcmp(nm, cJSON_GetStringValue(
+					     cJSON_GetObjectItem(p, "name")));
+		snprintf(file, sizeof(file), "%s_%d.jinja", nm, k);
+		put_file(file, cJSON_GetStringValue(
+				   cJSON_GetObjectItem(it, "template")));
+	}
+	cJSON_Delete(tmpls);
+	snprintf(path, sizeof(path), "%s/renderings.jsonl", dir);
+	text = o1_test_file_read(path, &len);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *r = cJSON_Parse(line);
+		const char *t =
+		    cJSON_GetStringValue(cJSON_GetObjectItem(r, "template"));
+		const char *hash = strchr(t, '#');
+
+		snprintf(name, sizeof(name), "%.*s", hash ? (int)(hash - t)
+							  : (int)strlen(t),
+			 t);
+		snprintf(file, sizeof(file), "%s_%s.jinja", name,
+			 hash ? hash + 1 : "1");
+		total++;
+		if (render_matches(r, file))
+			same++;
+		else
+			print_error("chat-render differs: %s %s\n", t,
+				    cJSON_GetStringValue(
+					cJSON_GetObjectItem(r, "case")));
+		cJSON_Delete(r);
+	}
+	free(text);
+	print_message("chat-render: %zu of %zu renderings identical\n", same,
+		      total);
+	assert_int_equal(total, 666);
+	assert_int_equal(same, total);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -903,6 +1048,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_vocab_padding),
 	    cmocka_unit_test(test_presets),
 	    cmocka_unit_test(test_bad_arguments),
+	    cmocka_unit_test(test_chat_render),
+	    cmocka_unit_test(test_chat_render_renderings),
 	    cmocka_unit_test(test_vectors_bad_input),
 	    cmocka_unit_test(test_quant_vectors),
 	    cmocka_unit_test(test_quant_bad_files),

@@ -4,12 +4,14 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
 #include "model/model.h"
+#include "tokenizer/chat_template.h"
 #include "o1model.h"
 
 #define N_DTYPES      31 /* enum o1_dtype values are below this */
@@ -30,23 +32,23 @@ static void info_usage(FILE *f)
 		   "PATH: a .gguf file or a Hugging Face folder.\n");
 }
 
-/* Names the chat template's family by the markers it uses. */
-static const char *template_family(const char *t)
+/* What o1d does with the chat template: its family (the table o1d uses,
+ * o1_chat_family_detect) or "absent", and whether it parses (ERR's
+ * message when not). */
+static const char *chat_family(const char *t, bool *parses,
+			       struct o1_jinja_error *err)
 {
-	static const struct {
-		const char *marker, *family;
-	} families[] = {
-	    {"<|im_start|>", "chatml"}, {"<|start_header_id|>", "llama3"},
-	    {"[INST]", "mistral"},	{"<start_of_turn>", "gemma"},
-	    {"<|user|>", "zephyr"},
-	};
+	struct o1_jinja *j;
 
+	*parses = false;
+	memset(err, 0, sizeof(*err));
 	if (!t)
 		return "absent";
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		if (strstr(t, families[i].marker))
-			return families[i].family;
-	return "present";
+	if (!o1_jinja_parse(t, strlen(t), &j, err)) {
+		*parses = true;
+		o1_jinja_destroy(j);
+	}
+	return o1_chat_family_name(o1_chat_family_detect(t));
 }
 
 /* Bytes of T a decode step reads: all of it, but one row of an untied
@@ -171,6 +173,10 @@ static void print_tensors(const struct o1_model *m, const struct info_stats *s,
 
 static void print_vocab(const struct o1_vocab *v, const struct info_stats *s)
 {
+	struct o1_jinja_error err;
+	const char *family;
+	bool parses;
+
 	if (!v) {
 		printf("vocabulary:   absent\n");
 		return;
@@ -187,7 +193,17 @@ static void print_vocab(const struct o1_vocab *v, const struct info_stats *s)
 	printf("  bos:        %d %s (add %s)\n", v->bos_id,
 	       token_text(v, v->bos_id), v->add_bos ? "yes" : "no");
 	printf("  eos:        %d %s\n", v->eos_id, token_text(v, v->eos_id));
-	printf("  chat:       %s\n", template_family(v->chat_template));
+	family = chat_family(v->chat_template, &parses, &err);
+	printf("  chat:       %s", family);
+	if (v->chat_template && parses)
+		printf(" (Jinja, %zu bytes, tool calls: %s)",
+		       strlen(v->chat_template),
+		       o1_tool_format_name(
+			   o1_tool_format_detect(v->chat_template)));
+	else if (v->chat_template)
+		printf(" (does not parse at %u:%u: %s; chats refused)", err.line,
+		       err.col, err.msg);
+	printf("\n");
 }
 
 static cJSON *json_rope(const struct o1_rope *r)
@@ -253,6 +269,8 @@ static void json_tensors(cJSON *o, const struct o1_model *m,
 static void json_vocab(cJSON *o, const struct o1_vocab *v,
 		       const struct info_stats *s)
 {
+	struct o1_jinja_error err;
+	bool parses;
 	cJSON *j;
 
 	if (!v) {
@@ -274,7 +292,12 @@ static void json_vocab(cJSON *o, const struct o1_vocab *v,
 	cJSON_AddStringToObject(j, "eos", token_text(v, v->eos_id));
 	cJSON_AddBoolToObject(j, "add_bos", v->add_bos);
 	cJSON_AddStringToObject(j, "chat_template",
-				template_family(v->chat_template));
+				chat_family(v->chat_template, &parses, &err));
+	if (v->chat_template && !parses)
+		cJSON_AddStringToObject(j, "chat_template_error", err.msg);
+	cJSON_AddStringToObject(
+	    j, "tool_call_format",
+	    o1_tool_format_name(o1_tool_format_detect(v->chat_template)));
 }
 
 static int print_json(const struct o1_model *m, const struct info_stats *s)

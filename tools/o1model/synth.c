@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/prng.h"
 #include "kernels/threads.h"
 #include "tiny_vocab.h"
 
@@ -111,43 +112,14 @@ struct rng {
 	bool has_spare;
 };
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
 static void rng_seed(struct rng *r, uint64_t seed, uint32_t role, int layer)
 {
 	uint64_t x = seed ^ ((uint64_t)role << 40) ^
 		     ((uint64_t)(uint32_t)(layer + 1) << 8);
 
-	for (int i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&x);
+	o1_prng_seed(r->s, x);
 	r->spare = 0;
 	r->has_spare = false;
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t xoshiro_next(struct rng *r)
-{
-	uint64_t *s = r->s;
-	uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
 }
 
 /* Standard normal by Box-Muller; u1 in (0, 1] keeps log finite. */
@@ -159,8 +131,8 @@ static double rng_normal(struct rng *r)
 		r->has_spare = false;
 		return r->spare;
 	}
-	u1 = ((xoshiro_next(r) >> 11) + 1) * 0x1.0p-53;
-	u2 = (xoshiro_next(r) >> 11) * 0x1.0p-53;
+	u1 = ((o1_prng_next(r->s) >> 11) + 1) * 0x1.0p-53;
+	u2 = o1_prng_uniform(r->s);
 	mag = sqrt(-2.0 * log(u1));
 	r->spare = mag * sin(2.0 * M_PI * u2);
 	r->has_spare = true;
