@@ -128,8 +128,8 @@ static struct o1_gentry **slot_of(struct o1_gcache *c, uint64_t hash)
 	return &c->buckets[hash & (BUCKETS - 1)];
 }
 
-static struct o1_gentry *find(struct o1_gcache *c, uint64_t hash,
-			      uint8_t kind, const uint8_t *b, uint32_t len)
+static struct o1_gentry *find(struct o1_gcache *c, uint64_t hash, uint8_t kind,
+			      const uint8_t *b, uint32_t len)
 {
 	for (struct o1_gentry *e = *slot_of(c, hash); e; e = e->hnext)
 		if (e->hash == hash && e->kind == kind && e->len == len &&
@@ -160,8 +160,8 @@ static void unhash(struct o1_gcache *c, struct o1_gentry *e)
  * is over its bounds. */
 static void evict(struct o1_gcache *c)
 {
-	while (c->lru_tail &&
-	       (c->st.entries > c->o.max_entries || c->bytes > c->o.max_bytes)) {
+	while (c->lru_tail && (c->st.entries > c->o.max_entries ||
+			       c->bytes > c->o.max_bytes)) {
 		struct o1_gentry *e = c->lru_tail;
 
 		lru_remove(c, e);

@@ -51,14 +51,14 @@ struct o1_gcache_opts {
 };
 
 struct o1_gcache_stats {
-	uint64_t hits;	      /* gets that found the entry compiled */
-	uint64_t joins;	      /* gets that found it compiling */
-	uint64_t misses;      /* gets that started a compile */
-	uint64_t refused;     /* compiles that failed */
-	uint64_t evictions;   /* entries dropped for the bounds */
-	uint32_t entries;     /* now, compiling and referenced included */
-	uint64_t bytes;	      /* held by compiled entries now */
-	uint64_t compile_ns;  /* sum over compiles */
+	uint64_t hits;	     /* gets that found the entry compiled */
+	uint64_t joins;	     /* gets that found it compiling */
+	uint64_t misses;     /* gets that started a compile */
+	uint64_t refused;    /* compiles that failed */
+	uint64_t evictions;  /* entries dropped for the bounds */
+	uint32_t entries;    /* now, compiling and referenced included */
+	uint64_t bytes;	     /* held by compiled entries now */
+	uint64_t compile_ns; /* sum over compiles */
 	uint64_t compile_max_ns;
 };
 

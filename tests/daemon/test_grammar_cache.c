@@ -10,9 +10,9 @@
  * ready callback that can be held. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,12 +41,11 @@ struct req {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static int n_ready;
-static bool hold;	/* ready() waits while set */
-static bool held;	/* a ready() is waiting */
+static bool hold; /* ready() waits while set */
+static bool held; /* a ready() is waiting */
 static struct o1_grammar_vocab *vocab;
 
-static void on_ready(void *ctx, struct o1_gcache_waiter *w,
-		     struct o1_gentry *e)
+static void on_ready(void *ctx, struct o1_gcache_waiter *w, struct o1_gentry *e)
 {
 	struct req *r = (struct req *)w;
 
@@ -139,18 +138,15 @@ static void test_hit_and_constrain(void **state)
 	char got[8] = {0};
 
 	(void)state;
-	assert_int_equal(get(c, O1_GRAMMAR_GBNF, "root ::= \"yes\" | \"no\"",
-			     &a),
-			 0);
+	assert_int_equal(
+	    get(c, O1_GRAMMAR_GBNF, "root ::= \"yes\" | \"no\"", &a), 0);
 	assert_int_equal(a.err, 0);
-	assert_int_equal(get(c, O1_GRAMMAR_GBNF, "root ::= \"yes\" | \"no\"",
-			     &b),
-			 1);
+	assert_int_equal(
+	    get(c, O1_GRAMMAR_GBNF, "root ::= \"yes\" | \"no\"", &b), 1);
 	assert_ptr_equal(a.e, b.e);
 	/* the same bytes of another kind are another grammar */
-	assert_int_equal(get(c, O1_GRAMMAR_JSON_SCHEMA, "{\"type\":\"integer\"}",
-			     &b),
-			 0);
+	assert_int_equal(
+	    get(c, O1_GRAMMAR_JSON_SCHEMA, "{\"type\":\"integer\"}", &b), 0);
 	assert_ptr_not_equal(a.e, b.e);
 	o1_gcache_stats(c, &st);
 	assert_int_equal(st.misses, 2);
@@ -237,10 +233,11 @@ static void test_joins(void **state)
 	wait_for(is_held, NULL);
 	for (int i = 0; i < 3; i++) {
 		memset(&b[i], 0, sizeof(b[i]));
-		assert_int_equal(o1_gcache_get(c, O1_GRAMMAR_GBNF,
-					       (const uint8_t *)"root ::= \"b\"",
-					       12, &b[i].w, &b[i].e),
-				 0);
+		assert_int_equal(
+		    o1_gcache_get(c, O1_GRAMMAR_GBNF,
+				  (const uint8_t *)"root ::= \"b\"", 12,
+				  &b[i].w, &b[i].e),
+		    0);
 	}
 	o1_gcache_stats(c, &st);
 	assert_int_equal(st.misses, 2);
@@ -346,8 +343,7 @@ static void test_lru(void **state)
 	o1_gcache_stats(c, &st);
 	assert_int_equal(st.entries, 2);
 	assert_int_equal(st.evictions, 1);
-	assert_int_equal(get(c, O1_GRAMMAR_GBNF, "root ::= \"a\"", &held_a),
-			 1);
+	assert_int_equal(get(c, O1_GRAMMAR_GBNF, "root ::= \"a\"", &held_a), 1);
 	assert_int_equal(get(c, O1_GRAMMAR_GBNF, "root ::= \"b\"", &r), 0);
 	o1_gcache_put(c, r.e); /* c leaves: a is referenced */
 	get_put(c, "root ::= \"d\"");
@@ -362,8 +358,7 @@ static void test_lru(void **state)
 
 	/* a byte budget below one grammar keeps only referenced ones */
 	c = make(64, 1, 1);
-	assert_int_equal(get(c, O1_GRAMMAR_GBNF, "root ::= \"a\"", &held_a),
-			 0);
+	assert_int_equal(get(c, O1_GRAMMAR_GBNF, "root ::= \"a\"", &held_a), 0);
 	get_put(c, "root ::= \"b\"");
 	o1_gcache_stats(c, &st);
 	assert_int_equal(st.entries, 1);

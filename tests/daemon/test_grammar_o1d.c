@@ -193,8 +193,7 @@ static void fill(unsigned i, struct o1_submit_opts *so, struct o1_sampling *s,
 
 /* Submits requests [lo, hi) over N_CLIENTS connections at once and
  * collects their events into out[]. */
-static void run(const char *socket, unsigned lo, unsigned hi,
-		struct gen *out)
+static void run(const char *socket, unsigned lo, unsigned hi, struct gen *out)
 {
 	static uint32_t ids[N_GEN][SPEC_IDS_MAX];
 	struct o1_client_opts co = {
@@ -306,8 +305,8 @@ static int validate(const struct daemon_proc *d, const struct gen *g)
 
 static void test_structured_mixed(void **state)
 {
-	static const char *const in_backend[] = {
-	    "backend.sample_in_backend=on", NULL};
+	static const char *const in_backend[] = {"backend.sample_in_backend=on",
+						 NULL};
 	static struct gen alone[N_GEN];
 	struct daemon_proc *d = *state;
 	unsigned free_lo = N_SCHEMAS * PER_SCHEMA + N_OBJECT;
@@ -381,10 +380,8 @@ static void test_refused(void **state)
 	struct daemon_proc *d = *state;
 	struct o1_client_opts co = {
 	    .sz = sizeof(co), .socket_path = d->socket, .name = "bad"};
-	struct o1_submit_opts so = {.sz = sizeof(so),
-				    .text = "Hello",
-				    .text_len = 5,
-				    .max_tokens = 4};
+	struct o1_submit_opts so = {
+	    .sz = sizeof(so), .text = "Hello", .text_len = 5, .max_tokens = 4};
 	struct o1_client *c;
 	struct o1_event fin;
 	struct gen g[2 * N_BAD];
