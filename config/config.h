@@ -110,6 +110,12 @@ struct o1_config {
 		char review_template[O1_CONFIG_PATH_MAX]; /* "" = built-in */
 	} refine;
 	struct {
+		uint32_t max_bytes;	/* grammar bytes a request may carry */
+		uint32_t cache_entries; /* compiled grammars kept */
+		uint32_t cache_mb;	/* their memory, MiB */
+		uint32_t threads;	/* compile threads */
+	} grammar;
+	struct {
 		bool enabled;
 		struct o1_config_list buckets; /* batch sizes, ascending */
 	} graphs;

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,23 @@ static int alloc_slab(struct o1_engine *e)
 	return 0;
 }
 
+static void grammar_ready(void *ctx, struct o1_gcache_waiter *w,
+			  struct o1_gentry *g);
+
+static int create_grammars(struct o1_engine *e)
+{
+	struct o1_gcache_opts go = {
+	    .vocab = e->o.grammar_vocab,
+	    .max_entries = e->o.grammar_cache_entries,
+	    .max_bytes = e->o.grammar_cache_bytes,
+	    .threads = e->o.grammar_threads,
+	    .ready = grammar_ready,
+	    .ctx = e,
+	};
+
+	return o1_gcache_create(&go, &e->grammars);
+}
+
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out)
 {
 	struct o1_engine *e = calloc(1, sizeof(*e));
@@ -77,6 +95,8 @@ int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out)
 	err = alloc_slab(e);
 	if (!err)
 		err = o1_sched_create(&o->sched, &e->sched);
+	if (!err && o->grammar_vocab)
+		err = create_grammars(e);
 	if (err) {
 		o1_err("engine: cannot allocate %u request slots: %s",
 		       o->sched.n_slots, o1_strerror(err));
@@ -92,6 +112,10 @@ void o1_engine_destroy(struct o1_engine *e)
 	if (!e)
 		return;
 	o1_sched_destroy(e->sched);
+	for (uint32_t i = 0; e->slots && i < e->n_slots; i++)
+		if (e->slots[i].grammar)
+			o1_gcache_put(e->grammars, e->slots[i].grammar);
+	o1_gcache_destroy(e->grammars);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
 	free(e->slots);
@@ -276,6 +300,9 @@ int o1_engine_start(struct o1_engine *e, struct o1_ipc_server *srv)
 
 void o1_engine_stop(struct o1_engine *e)
 {
+	/* first: slots waiting for a grammar get their FINAL */
+	if (e->grammars)
+		o1_gcache_stop(e->grammars);
 	if (!e->thread_started)
 		return;
 	pthread_mutex_lock(&e->lock);
@@ -323,6 +350,7 @@ static int fill_slot(struct o1_engine *e, struct o1_req *r,
 	r->stop_str_bytes = q->stop_strings_bytes;
 	r->n_stop_str = q->n_stop_strings;
 	r->devout_area = q->devout_area;
+	r->grammar = NULL;
 	atomic_store_explicit(&r->cancel, O1_REQ_RUN, memory_order_relaxed);
 	atomic_store_explicit(&r->phase, O1_REQ_QUEUED, memory_order_relaxed);
 	atomic_store_explicit(&r->generated, 0, memory_order_relaxed);
@@ -345,6 +373,96 @@ static void no_tokenizer(struct o1_engine *e, const struct o1_ipc_request *q)
 			q->client_id, (unsigned long long)q->params.req_id,
 			o1_strerror(-O1_E_NO_TOKENIZER),
 			(unsigned long long)n);
+}
+
+/* Hands R to the engine thread. */
+static void queue_slot(struct o1_engine *e, struct o1_req *r)
+{
+	pthread_mutex_lock(&e->lock);
+	e->queue[(e->q_head + e->q_n) % e->n_slots] = r->index;
+	e->q_n++;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* R's grammar was refused (or could not be had): its ERROR event with the
+ * compiler's message, then its FINAL, produced here: the slot never
+ * reaches the engine, so this thread (front or compile) is its only
+ * producer. Not a violation: the request's own mistake. */
+static void grammar_refused(struct o1_engine *e, struct o1_req *r, int err,
+			    const char *msg)
+{
+	union o1_wire_entry ev;
+	size_t n = msg ? strlen(msg) : 0;
+
+	o1_info("client %u request %llu: grammar refused: %s%s%s",
+		r->client_id, (unsigned long long)r->req_id, o1_strerror(err),
+		n ? ": " : "", n ? msg : "");
+	if (n && err != -O1_E_DRAINING) {
+		memset(&ev, 0, sizeof(ev));
+		ev.error.op = O1_EV_ERROR;
+		ev.error.error = err;
+		ev.error.req_id = r->req_id;
+		ev.error.msg_len = (uint8_t)(n < O1_WIRE_MSG_MAX ? n
+								: O1_WIRE_MSG_MAX);
+		memcpy(ev.error.msg, msg, ev.error.msg_len);
+		o1_req_out_push(r, &ev);
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.final.op = O1_EV_FINAL;
+	ev.final.reason = O1_FINISH_ERROR;
+	ev.final.error = err;
+	ev.final.req_id = r->req_id;
+	atomic_store_explicit(&r->phase, O1_REQ_FINISHED, memory_order_relaxed);
+	if (e->metrics)
+		o1_metrics_fail(e->metrics, o1_metrics_fail_reason(err));
+	o1_req_out_push(r, &ev); /* the last touch of the slot */
+}
+
+/* R's grammar G is compiled or refused: R goes to the engine, or ends. */
+static void grammar_done(struct o1_engine *e, struct o1_req *r,
+			 struct o1_gentry *g)
+{
+	const char *msg;
+	int err = o1_gentry_error(g, &msg);
+
+	if (err)
+		grammar_refused(e, r, err, msg);
+	else
+		queue_slot(e, r);
+}
+
+/* A compile thread (or o1_gcache_stop) is done with W's grammar. */
+static void grammar_ready(void *ctx, struct o1_gcache_waiter *w,
+			  struct o1_gentry *g)
+{
+	struct o1_engine *e = ctx;
+	struct o1_req *r =
+	    (struct o1_req *)((char *)w - offsetof(struct o1_req, gwait));
+
+	grammar_done(e, r, g);
+	if (o1_gentry_error(g, NULL) && e->srv)
+		o1_ipc_server_kick(e->srv); /* the front posts the FINAL */
+}
+
+/* Front thread: R (taken, active) with a grammar: to the engine when its
+ * grammar is compiled, to grammar_ready when it compiles, or refused. */
+static void get_grammar(struct o1_engine *e, struct o1_req *r,
+			const struct o1_ipc_request *q)
+{
+	int ret;
+
+	if (!e->grammars) {
+		grammar_refused(e, r, -O1_E_UNSUPPORTED,
+				"this daemon takes no grammars");
+		return;
+	}
+	ret = o1_gcache_get(e->grammars, q->params.grammar_kind, q->grammar,
+			    q->params.grammar_len, &r->gwait, &r->grammar);
+	if (ret < 0)
+		grammar_refused(e, r, ret, NULL);
+	else if (ret == 1)
+		grammar_done(e, r, r->grammar);
 }
 
 static int on_submit(void *ctx, struct o1_ipc_server *srv,
@@ -378,11 +496,10 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	if (e->metrics)
 		o1_metrics_add(e->metrics, O1_METRICS_CTR_REQUESTS_SUBMITTED,
 			       1);
-	pthread_mutex_lock(&e->lock);
-	e->queue[(e->q_head + e->q_n) % e->n_slots] = r->index;
-	e->q_n++;
-	pthread_cond_signal(&e->cond);
-	pthread_mutex_unlock(&e->lock);
+	if (q->params.flags & O1_SUBMIT_GRAMMAR)
+		get_grammar(e, r, q);
+	else
+		queue_slot(e, r);
 	return 0;
 }
 
@@ -475,6 +592,9 @@ static void free_slot(struct o1_engine *e, struct o1_req *r)
 
 	e->active[r->active_at] = last;
 	e->slots[last].active_at = r->active_at;
+	if (r->grammar)
+		o1_gcache_put(e->grammars, r->grammar);
+	r->grammar = NULL;
 	r->active = false;
 	r->next_free = e->free_head;
 	e->free_head = r->index;

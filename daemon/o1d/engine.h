@@ -62,6 +62,13 @@ struct o1_engine_opts {
 	/* [faults] enabled: the injector (faults.h), whose step wraps
 	 * sched.step; NULL: admin "inject" is refused. Borrowed. */
 	struct o1_faults *faults;
+	/* Structured output: the model's vocabulary as grammar tokens
+	 * (borrowed; NULL: grammars refused) and the grammar cache's bounds
+	 * and compile threads (grammar_cache.h; 0: its defaults). */
+	const struct o1_grammar_vocab *grammar_vocab;
+	uint32_t grammar_cache_entries;
+	uint64_t grammar_cache_bytes;
+	uint32_t grammar_threads;
 };
 
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out);
@@ -71,7 +78,8 @@ void o1_engine_destroy(struct o1_engine *e);
 void o1_engine_consumer(struct o1_engine *e, struct o1_ipc_consumer *out);
 /* Starts the engine thread; SRV is the server built with the consumer. */
 int o1_engine_start(struct o1_engine *e, struct o1_ipc_server *srv);
-/* Stops and joins the engine thread; requests still held are failed. */
+/* Stops the grammar compile threads, then stops and joins the engine
+ * thread; requests still held are failed. */
 void o1_engine_stop(struct o1_engine *e);
 /* Start-up warm-up (warmup.c): before o1_engine_start, runs one greedy
  * request of max_tokens through the scheduler on the calling thread; 0

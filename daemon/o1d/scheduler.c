@@ -415,7 +415,8 @@ static void on_token(struct o1_sched *s, struct seq *q,
 _Static_assert(O1_REQ_STOP_IDS <= O1_SAMPLER_MAX_STOP_IDS,
 	       "every stop id of a request reaches its sampler");
 
-/* The sampler of Q's request, with its prompt recorded (penalties). */
+/* The sampler of Q's request, with its prompt recorded (penalties) and
+ * its grammar (a compiled one: the engine gets no other). */
 static int make_sampler(struct o1_sched *s, struct seq *q)
 {
 	const struct o1_req *r = q->req;
@@ -442,6 +443,10 @@ static int make_sampler(struct o1_sched *s, struct seq *q)
 	err = o1_sampler_create(&p, s->o.vocab_size, &q->sampler);
 	if (!err)
 		err = o1_sampler_add_prompt(q->sampler, q->tokens, q->n_tokens);
+	/* structured output: a matcher at the grammar's start, each round;
+	 * the sampler then samples on the host (o1_sampler_row refuses) */
+	if (!err && r->grammar)
+		err = o1_gentry_constrain(r->grammar, q->sampler);
 	return err;
 }
 

@@ -404,9 +404,8 @@ static int parse_refine(const cJSON *root, struct o1_sidecar_request *r,
 
 /* OpenAI parameters o1d does not implement yet are refused by name, not
  * ignored: a client asking for tool calls would otherwise get plain text
- * and not know. response_format is read by sidecar_format.c (text is what
- * o1d does anyway; a JSON format is checked, then refused in parse_root
- * until the wire protocol carries grammars). */
+ * and not know. response_format is read by sidecar_format.c (a JSON
+ * format becomes grammar text that o1d enforces). */
 static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err)
 {
 	static const char *const names[] = {"tools", "tool_choice",
@@ -453,12 +452,6 @@ static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		ret = parse_unsupported(root, err);
 	if (!ret)
 		ret = o1_sidecar_format_parse(root, r, err);
-	if (!ret && r->grammar) /* valid, but the wire cannot carry it yet */
-		ret = bad(err, "response_format",
-			  "'response_format' other than {\"type\": "
-			  "\"text\"} is not supported by o1-sidecar yet (o1d "
-			  "cannot enforce a grammar until its wire protocol "
-			  "carries one); leave it out");
 	return ret;
 }
 
