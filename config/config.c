@@ -111,6 +111,8 @@ static const struct key keys[] = {
 	U32(scheduler, max_running, 1, 4096, 0, "256"),
 	U32(scheduler, prefill_chunk_tokens, 1, 1048576, 0, "512"),
 	U32(scheduler, sampler_threads, 0, 256, 0, "0"),
+	U32(scheduler, max_running_per_client, 0, 4096, 0, "0"),
+	U32(scheduler, stall_timeout_ms, 0, 86400000, 0, "30000"),
 	U32(refine, max_steps, 0, 16, 0, "4"),
 	{"refine", "confidence_threshold", T_DOUBLE,
 	 OFF(refine.confidence_threshold), 0, 0, 0, -100.0, 0.0, NULL, 0,

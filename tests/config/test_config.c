@@ -52,6 +52,8 @@ static void test_defaults(void **state)
 	assert_string_equal(c.model.path, "");
 	assert_int_equal(c.ipc.arena_bytes, 1048576);
 	assert_int_equal(c.scheduler.sampler_threads, 0);
+	assert_int_equal(c.scheduler.max_running_per_client, 0);
+	assert_int_equal(c.scheduler.stall_timeout_ms, 30000);
 }
 
 static void test_shipped_ini_equals_defaults(void **state)
