@@ -153,6 +153,8 @@ static const struct key keys[] = {
 	U32(sidecar, max_concurrent, 1, 4096, 0, "32"),
 	U32(sidecar, request_timeout_ms, 100, 86400000, 0, "600000"),
 	U32(sidecar, idle_timeout_s, 1, 86400, 0, "60"),
+	U32(sidecar, read_timeout_ms, 100, 3600000, 0, "10000"),
+	U32(sidecar, max_connections_per_address, 0, 65536, 0, "40"),
 	{"slo", "success_rate", T_DOUBLE, OFF(slo.success_rate), 0, 0, 0,
 	 0.0, 1.0, NULL, 0, "0.99"},
 	U32(slo, p99_ttft_ms, 0, 3600000, 0, "2000"),

@@ -142,6 +142,8 @@ struct o1_config {
 		uint32_t max_concurrent; /* generations at once; more: 429 */
 		uint32_t request_timeout_ms; /* whole request; then cancelled */
 		uint32_t idle_timeout_s;     /* idle HTTP connection */
+		uint32_t read_timeout_ms; /* a request's head and body */
+		uint32_t max_connections_per_address; /* 0 = no cap */
 	} sidecar;
 	struct {
 		double success_rate;	    /* finished requests that succeed */
