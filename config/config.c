@@ -63,12 +63,16 @@ struct key {
 static const char *const log_levels[] = {"error", "warn",  "info",
 					 "debug", "trace", NULL};
 static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
+static const char *const dequantize_modes[] = {"none", "bf16", NULL};
 static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
 static const char *const sample_modes[] = {"auto", "on", "off", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_dtype) == sizeof(int), "enum as int");
+_Static_assert(O1_CONFIG_DEQUANTIZE_BF16 == 1, "dequantize_modes order");
+_Static_assert(sizeof(enum o1_config_dequantize) == sizeof(int),
+	       "enum as int");
 _Static_assert(O1_CONFIG_METRICS_SHM == 2, "metrics_modes order");
 _Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
 	       "enum as int");
@@ -96,6 +100,8 @@ static const struct key keys[] = {
 	STR(model, name, 0, ""),
 	U32(model, max_context_tokens, 0, 16777216, 0, "0"),
 	ENUM(model, dtype, dtypes, "auto"),
+	ENUM(model, dequantize, dequantize_modes, "none"),
+	STR(model, chat_template, F_ABSOLUTE, ""),
 	{"backend", "device", T_DEVICE, OFF(backend.device), 0, 0, 63, 0, 0,
 	 NULL, 0, "auto"},
 	U32(backend, threads, 0, 1024, 0, "0"),
@@ -153,6 +159,8 @@ static const struct key keys[] = {
 	U32(sidecar, max_concurrent, 1, 4096, 0, "32"),
 	U32(sidecar, request_timeout_ms, 100, 86400000, 0, "600000"),
 	U32(sidecar, idle_timeout_s, 1, 86400, 0, "60"),
+	U32(sidecar, drain_delay_ms, 0, 3600000, 0, "0"),
+	U32(sidecar, drain_timeout_ms, 0, 86400000, 0, "30000"),
 	U32(sidecar, read_timeout_ms, 100, 3600000, 0, "10000"),
 	U32(sidecar, max_connections_per_address, 0, 65536, 0, "40"),
 	{"slo", "success_rate", T_DOUBLE, OFF(slo.success_rate), 0, 0, 0,
@@ -1065,6 +1073,13 @@ int o1_config_parse_args(struct o1_config *c, int *argc, char **argv, char *err,
 			return fail(err, err_len, "-c given twice ('%s', '%s')",
 				    file, value);
 		file = value;
+	}
+	/* named as the option, so the message says which setting is wrong */
+	if (file && access(file, R_OK) != 0) {
+		ret = -errno;
+		fail(err, err_len, "-c %s: cannot open: %s", file,
+		     strerror(-ret));
+		return ret;
 	}
 	if (file)
 		ret = o1_config_load_file(&copy, file, err, err_len);

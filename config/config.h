@@ -52,6 +52,12 @@ enum o1_config_sample_mode {
 	O1_CONFIG_SAMPLE_OFF,
 };
 
+/* model.dequantize: what becomes of weights in a GGUF block format. */
+enum o1_config_dequantize {
+	O1_CONFIG_DEQUANTIZE_NONE, /* kept in blocks, block products */
+	O1_CONFIG_DEQUANTIZE_BF16, /* to the backend's float type at load */
+};
+
 enum o1_config_dtype {
 	O1_CONFIG_DTYPE_AUTO,
 	O1_CONFIG_DTYPE_F32,
@@ -74,6 +80,10 @@ struct o1_config {
 		char name[O1_CONFIG_NAME_MAX]; /* "" = from the model file */
 		uint32_t max_context_tokens;   /* 0 = the model's own */
 		enum o1_config_dtype dtype;    /* working weight type */
+		enum o1_config_dequantize dequantize;
+		/* a .jinja file rendering chats instead of the model's own
+		 * template; "" = the model's */
+		char chat_template[O1_CONFIG_PATH_MAX];
 	} model;
 	struct {
 		struct o1_config_device device;
@@ -142,6 +152,8 @@ struct o1_config {
 		uint32_t max_concurrent; /* generations at once; more: 429 */
 		uint32_t request_timeout_ms; /* whole request; then cancelled */
 		uint32_t idle_timeout_s;     /* idle HTTP connection */
+		uint32_t drain_delay_ms;   /* SIGTERM: still accepting */
+		uint32_t drain_timeout_ms; /* then: for requests in flight */
 		uint32_t read_timeout_ms; /* a request's head and body */
 		uint32_t max_connections_per_address; /* 0 = no cap */
 	} sidecar;

@@ -21,16 +21,18 @@
  * warp rescales its running max/sum/accumulator, then each lane accumulates
  * its own head dims. When (row, kv head) pairs are too few to fill the GPU
  * (decode), the sequence is split into up to ATT_MAX_SPLITS ranges whose
- * partial (acc, max, sum) land in scratch and a second kernel merges them;
- * with one split the first kernel writes the output directly. The split
+ * partial (acc, max, sum) land in scratch; the last block of a (row, kv
+ * head) to finish, by a ticket counter, merges them into the output (one
+ * kernel, no merge launch); with one split each block writes the output
+ * directly. The split
  * count comes from the host (rows, heads, MAX_LEN); each sequence cuts its
  * own length (start_pos + its new tokens, read on the device) into that
  * many ranges of whole tiles, so a launch depends on no per-step host value
  * beyond the row count and can be replayed from a CUDA graph with MAX_LEN =
  * the longest context: splits past a short sequence's end exit at once and
  * merge as empty partials.
- * PDL (cuda_launch.h, the row kernel and the merge): every thread first
- * waits for the previous kernel.
+ * PDL (cuda_launch.h, the row kernel): every thread first waits for the
+ * previous kernel.
  * Invariants: head_dim even and <= ATT_MAX_D, page strides even (bf16
  * pairs are read as 32-bit words), Hq/Hkv <= 32.
  */
@@ -51,6 +53,12 @@ extern "C" {
 #define ATT_MAX_D      256
 #define ATT_MAX_SPLITS 32
 #define ATT_BLOCKS     264 /* aim: two blocks per multiprocessor (132) */
+
+/* The split merge's tickets, one per (row, kv head) pair of a launch with
+ * splits (fewer than ATT_BLOCKS pairs: pick_splits), zero between
+ * launches (device memory starts zeroed; each merge sets its ticket back):
+ * launches with splits on one device must not overlap in time. */
+static __device__ uint32_t att_tickets[ATT_BLOCKS];
 
 struct att_dev {
 	const uint32_t *q_off, *start, *tables;
@@ -101,23 +109,63 @@ static __device__ float warp_sum(float v)
 	return v;
 }
 
-/* Copies positions [t0, t0 + n) of kv head KVH into ks (n, D/2 + 1 words,
- * padded against bank conflicts) and vs (n, D/2 words). */
-static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
-				 const __nv_bfloat16 *kc,
-				 const __nv_bfloat16 *vc, const uint32_t *table,
+/* Elements (K and V words) of a tile a thread loads before it stores any.
+ * 8 held 80 registers a thread, and a block of 32 warps (Hq/Hkv = 32) then
+ * asks for more than the multiprocessor's 64K: the launch failed. 6 keeps
+ * the kernel within 64 registers at no spill, which ATT_MAX_THREADS'
+ * launch bound holds the compiler to. */
+#define ATT_LOADS	6
+#define ATT_MAX_THREADS 1024 /* 32 query heads per kv head, a warp each */
+
+/* Element offsets of positions [t0, t0 + n) of kv head KVH (one per
+ * position, from the block table) into off, by the first N threads; the
+ * caller syncs before they are used. */
+static __device__ void tile_rows(uint64_t *off, const uint32_t *table,
 				 const att_dev &a, uint32_t kvh, uint32_t t0,
 				 uint32_t n)
 {
-	uint32_t w = a.d / 2;
+	uint32_t pos = t0 + threadIdx.x;
 
-	for (uint32_t e = threadIdx.x; e < n * w; e += blockDim.x) {
-		uint32_t jj = e / w, c = e % w, pos = t0 + jj;
-		size_t base = table[pos / a.p] * a.page_stride +
-			      ((size_t)kvh * a.p + pos % a.p) * a.d;
+	if (threadIdx.x < n)
+		off[threadIdx.x] = table[pos / a.p] * a.page_stride +
+				   ((uint64_t)kvh * a.p + pos % a.p) * a.d;
+}
 
-		ks[jj * (w + 1) + c] = ((const __nv_bfloat162 *)(kc + base))[c];
-		vs[jj * w + c] = ((const __nv_bfloat162 *)(vc + base))[c];
+/* Copies the tile's K into ks (n, D/2 + 1 words, padded against bank
+ * conflicts) and V into vs (n, D/2 words), rows at OFF: each thread issues
+ * up to ATT_LOADS K and V loads, then stores them (independent loads in
+ * flight, not one position's chain at a time). */
+static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
+				 const __nv_bfloat16 *kc,
+				 const __nv_bfloat16 *vc, const uint64_t *off,
+				 const att_dev &a, uint32_t n)
+{
+	uint32_t w = a.d / 2, words = n * w;
+
+	for (uint32_t e = threadIdx.x; e < words; e += ATT_LOADS * blockDim.x) {
+		__nv_bfloat162 kw[ATT_LOADS], vw[ATT_LOADS];
+
+#pragma unroll
+		for (int i = 0; i < ATT_LOADS; i++) {
+			uint32_t f = e + i * blockDim.x, jj = f / w;
+
+			if (f < words) {
+				const __nv_bfloat162 *kr, *vr;
+
+				kr = (const __nv_bfloat162 *)(kc + off[jj]);
+				vr = (const __nv_bfloat162 *)(vc + off[jj]);
+				kw[i] = kr[f % w], vw[i] = vr[f % w];
+			}
+		}
+#pragma unroll
+		for (int i = 0; i < ATT_LOADS; i++) {
+			uint32_t f = e + i * blockDim.x, jj = f / w;
+
+			if (f < words) {
+				ks[jj * (w + 1) + f % w] = kw[i];
+				vs[jj * w + f % w] = vw[i];
+			}
+		}
 	}
 }
 
@@ -197,20 +245,71 @@ static __device__ void attend_store(const att_state &st, __nv_bfloat16 *out,
 		part[a.d] = st.m, part[a.d + 1] = st.l;
 }
 
+/* Head H of ROW from the partials of every split, by the calling warp:
+ * out (T,Hq,D) bf16. The partials were written by other blocks: read
+ * around L1 (__ldcg). */
+static __device__ void merge_head(__nv_bfloat16 *out, const float *scratch,
+				  const att_dev &a, uint32_t row, uint32_t h)
+{
+	size_t rh = (size_t)row * a.hq + h;
+	const float *part = scratch + rh * a.n_splits * (a.d + 2);
+	float m = -INFINITY, l = 0;
+
+	for (uint32_t s = 0; s < a.n_splits; s++)
+		m = fmaxf(m, __ldcg(part + s * (a.d + 2) + a.d));
+	for (uint32_t s = 0; s < a.n_splits; s++)
+		l += __ldcg(part + s * (a.d + 2) + a.d + 1) *
+		     expf(__ldcg(part + s * (a.d + 2) + a.d) - m);
+	for (uint32_t d = threadIdx.x % 32; d < a.d; d += 32) {
+		float acc = 0;
+
+		for (uint32_t s = 0; s < a.n_splits; s++)
+			acc += __ldcg(part + s * (a.d + 2) + d) *
+			       expf(__ldcg(part + s * (a.d + 2) + a.d) - m);
+		out[rh * a.d + d] = __float2bfloat16_rn(acc / l);
+	}
+}
+
+/* After the block stored its partials: the block that finishes (row, kv
+ * head) last, by its ticket, merges the group's heads (a warp a head) and
+ * sets the ticket back to zero for the next launch. */
+static __device__ void merge_if_last(__nv_bfloat16 *out, const float *scratch,
+				     const att_dev &a, uint32_t row,
+				     uint32_t kvh, uint32_t *last)
+{
+	uint32_t *ticket = &att_tickets[row * a.hkv + kvh];
+
+	__threadfence(); /* the partials, before the ticket */
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		*last = atomicAdd(ticket, 1u) == a.n_splits - 1;
+		if (*last)
+			*ticket = 0;
+	}
+	__syncthreads();
+	if (!*last)
+		return;
+	__threadfence(); /* the other blocks' partials, after the ticket */
+	merge_head(out, scratch, a, row,
+		   kvh * (a.hq / a.hkv) + threadIdx.x / 32);
+}
+
 /* out (T,Hq,D) bf16 or scratch partials; q (T,Hq,D) f32; k/v caches
  * (pages,Hkv,P,D) bf16. Block (row, kv head, split), one warp per query
  * head of the group. Shared: q (G,D) f32, K tile, V tile. */
-static __global__ void attend(__nv_bfloat16 *out, float *scratch,
+static __global__ void __launch_bounds__(ATT_MAX_THREADS) attend(__nv_bfloat16 *out, float *scratch,
 			      const float *q, const __nv_bfloat16 *kc,
 			      const __nv_bfloat16 *vc, att_dev a)
 {
-	extern __shared__ float smem[];
+	extern __shared__ __align__(16) float smem[];
 	uint32_t row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
 	uint32_t g = a.hq / a.hkv, warp = threadIdx.x / 32, w = a.d / 2;
 	uint32_t s, pos, chunk, j0, j1;
-	float *qs = smem;
+	uint64_t *off = (uint64_t *)smem;
+	float *qs = (float *)(off + ATT_TILE);
 	__nv_bfloat162 *ks = (__nv_bfloat162 *)(qs + g * a.d);
 	__nv_bfloat162 *vs = ks + ATT_TILE * (w + 1);
+	uint32_t *last = (uint32_t *)(vs + ATT_TILE * w);
 	att_state st = {-INFINITY, 0.0f, {0}};
 
 	o1_pdl_wait();
@@ -227,43 +326,16 @@ static __global__ void attend(__nv_bfloat16 *out, float *scratch,
 		uint32_t n = min(ATT_TILE, j1 - t0);
 
 		__syncthreads();
-		load_tile(ks, vs, kc, vc, a.tables + (size_t)s * a.max_blocks,
-			  a, kvh, t0, n);
+		tile_rows(off, a.tables + (size_t)s * a.max_blocks, a, kvh, t0,
+			  n);
+		__syncthreads();
+		load_tile(ks, vs, kc, vc, off, a, n);
 		__syncthreads();
 		attend_tile(st, qs + warp * a.d, ks, (__nv_bfloat16 *)vs, a, n);
 	}
 	attend_store(st, out, scratch, a, row, kvh * g + warp, split);
-}
-
-/* out (T,Hq,D) bf16 from the partials of every split; block (row, head). */
-static __global__ void merge(__nv_bfloat16 *out, const float *scratch,
-			     att_dev a)
-{
-	size_t rh = (size_t)blockIdx.x * a.hq + blockIdx.y;
-	const float *part = scratch + rh * a.n_splits * (a.d + 2);
-	float m = -INFINITY, l = 0;
-
-	o1_pdl_wait();
-	o1_pdl_trigger();
-	if (a.skip_new != UINT32_MAX) {
-		uint32_t s = seq_of_row(a.q_off, a.n_seqs, blockIdx.x);
-
-		if (a.q_off[s + 1] - a.q_off[s] >= a.skip_new)
-			return;
-	}
-	for (uint32_t s = 0; s < a.n_splits; s++)
-		m = fmaxf(m, part[s * (a.d + 2) + a.d]);
-	for (uint32_t s = 0; s < a.n_splits; s++)
-		l += part[s * (a.d + 2) + a.d + 1] *
-		     expf(part[s * (a.d + 2) + a.d] - m);
-	for (uint32_t d = threadIdx.x; d < a.d; d += blockDim.x) {
-		float acc = 0;
-
-		for (uint32_t s = 0; s < a.n_splits; s++)
-			acc += part[s * (a.d + 2) + d] *
-			       expf(part[s * (a.d + 2) + a.d] - m);
-		out[rh * a.d + d] = __float2bfloat16_rn(acc / l);
-	}
+	if (a.n_splits > 1)
+		merge_if_last(out, scratch, a, row, kvh, last);
 }
 
 extern "C" uint64_t o1_attention_cuda_scratch_floats(uint32_t rows,
@@ -322,8 +394,9 @@ static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
 		  float *scratch, bool pdl, cudaStream_t stream)
 {
 	uint32_t g = a.hq / a.hkv;
-	size_t smem = g * a.d * sizeof(float) +
-		      ATT_TILE * (a.d + 2 + a.d) * sizeof(__nv_bfloat16);
+	size_t smem = ATT_TILE * sizeof(uint64_t) + g * a.d * sizeof(float) +
+		      ATT_TILE * (a.d + 2 + a.d) * sizeof(__nv_bfloat16) +
+		      sizeof(uint32_t);
 	int err = 0;
 
 	if (smem > 48 * 1024)
@@ -332,14 +405,9 @@ static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
 		    (int)smem));
 	if (err)
 		return err;
-	err = O1_CUDA_LAUNCH("attention", attend, dim3(rows, a.hkv, a.n_splits),
-			     dim3(g * 32), smem, stream, pdl, out, scratch, q,
-			     kc, vc, a);
-	if (err || a.n_splits == 1)
-		return err;
-	return O1_CUDA_LAUNCH("attention merge", merge, dim3(rows, a.hq),
-			      dim3(128), 0, stream, pdl, out,
-			      (const float *)scratch, a);
+	return O1_CUDA_LAUNCH("attention", attend,
+			      dim3(rows, a.hkv, a.n_splits), dim3(g * 32), smem,
+			      stream, pdl, out, scratch, q, kc, vc, a);
 }
 
 /* The row kernel for the rows of sequences with fewer than SKIP_NEW new

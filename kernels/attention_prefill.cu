@@ -26,8 +26,9 @@
  * moves by at most u scale sum_d |q_d k_d|, and the weights' rounding
  * moves an output by at most u sum_j w_j |v_j - out| / (1 - u) (w the
  * exact weights): an average of V, off by a few u of V's spread around
- * it, before the output's own bf16 rounding. tests/gpu/test_gpu_kernels.c
- * turns this into a per-element tolerance.
+ * it, before the output's own bf16 rounding.
+ * tests/kernels/test_attention_prefill_cuda.c turns this into a
+ * per-element tolerance.
  *
  * Supported (o1_attention_tiled_fits): head_dim 64 or 128, page_stride a
  * multiple of 8 and the caches 16-byte aligned (rows are copied in 16-byte

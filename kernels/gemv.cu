@@ -3,34 +3,54 @@
  *   y (M,N) f32 = x (M,K) . w (N,K)^T
  * (no bias) with x and w in bf16, for M <= O1_GEMV_MAX_ROWS, where a
  * general GEMM (cuBLAS) reads the weights at a fraction of the memory
- * bandwidth. A warp per output column j: its lanes stride over K in
- * 16-byte pieces (8 bf16) of w's row j, each piece multiplied into every
- * row of x (so w is read once for all M rows), f32 accumulation per lane
- * in increasing k, then a fixed warp tree sum. Each y[m][j] therefore has
- * one operation order whatever M, N or the launch: results are bitwise
- * reproducible, and a row's result does not depend on the other rows.
+ * bandwidth.
+ *
+ * Arithmetic. A warp computes one output column j (a weight row): lane l
+ * takes the 16-byte pieces (8 bf16) c = l, l + 32, l + 64, ... of w's row
+ * j, multiplies each into every input row (so w is read once for all M
+ * rows), accumulates in f32 in increasing c, then a fixed xor butterfly
+ * sums the lanes. Each y[m][j] therefore has one operation order whatever
+ * M, N, the grid or the variant: results are bitwise reproducible, a row's
+ * result does not depend on the other rows, and the fused variants give
+ * the bits of the unfused kernels' composition.
+ *
+ * Schedule (the speed). The grid is at most GEMV_BPS blocks per
+ * multiprocessor of GEMV_WARPS warps, so the next kernel's blocks fit
+ * beside it (PDL, below); each warp walks work units (a column, or a pair
+ * of columns) unit, unit + warps in the grid, ..., in batches of P pieces
+ * per lane and row: the P 16-byte loads of a batch are issued before any
+ * is used, and the next batch (of this unit or the next) is loaded before
+ * the warp sums and stores the finished unit, so a warp always has loads
+ * in flight. Weights are read with the non-coherent path without L1
+ * allocation (each byte is read once; L1 keeps the input rows).
  *
  * Variants (one kernel template; kernels_cuda.h has the contracts). The
- * input is bf16 rows (IN_BF16), or the RMSNorm of f32 rows (IN_NORM): each
- * block normalizes the M rows into shared memory as bf16 first, with
- * rms_reduce.h's arithmetic, so they are o1_rmsnorm_cuda's output bit for
- * bit. The output is stored (OUT_STORE), added to y (OUT_ADD: the
- * residual stream; each element belongs to one lane), or, with two
- * columns per warp (gate row j and up row N + j of w), bf16(silu(gate) *
- * up) as swiglu.cu computes it (OUT_SWIGLU). Every column keeps the
- * product's operation order, so a fused launch gives the bits of the
- * unfused kernels' composition.
+ * input is bf16 rows, copied into shared memory by each block first
+ * (IN_STAGED) or, when M K bf16 exceed GEMV_STAGE_BYTES, read through L1
+ * (IN_BF16), or the RMSNorm of f32 rows (IN_NORM, optionally gathered
+ * through a row list): each block normalizes the M rows into shared
+ * memory as bf16 first, with rms_reduce.h's arithmetic, so they are
+ * o1_rmsnorm_cuda's output bit for bit. Where the input comes from changes
+ * no bit. The output is stored (OUT_STORE), added to y (OUT_ADD: the residual
+ * stream; each element belongs to one lane), or computed from a pair of
+ * columns: bf16(silu(gate) * up) as swiglu.cu computes it (OUT_SWIGLU:
+ * gate row j and up row N + j), or the QKV epilogue of rope.cu's
+ * o1_rope_kv_write_cuda (OUT_ROPE: bias, the RoPE rotation of a q or k
+ * pair (i, i + R/2) with rope_dev.h's arithmetic, q stored as f32, k and v
+ * written to their KV pages as bf16; unrotated dims and v in pairs of the
+ * same head).
  *
- * PDL (cuda_launch.h): thread 0 of a block first asks for the block's
- * weight rows in L2 (at most GEMV_PREFETCH_BYTES per range: no kernel
- * writes the weights), so their reads overlap the previous kernel's tail
- * and the launch; then every thread waits for the previous kernel and lets
- * the next one launch. Without PDL nothing is prefetched.
+ * PDL (cuda_launch.h): before it waits for the previous kernel each warp
+ * loads its first batch of weights (no kernel writes the weights), so the
+ * loads overlap the previous kernel's tail and the launch; then every
+ * thread waits and lets the next kernel launch.
  * Invariants: K % 8 == 0, x, w (and IN_NORM's rows and weight) 16-byte
  * aligned (rows then are too); IN_NORM: K <= O1_GEMV_NORM_MAX_K.
  */
 #include <errno.h>
 #include <stdint.h>
+
+#include <atomic>
 
 #include <cuda_bf16.h>
 
@@ -38,31 +58,97 @@
 #include "cuda_util.h"
 #include "kernels_cuda.h"
 #include "rms_reduce.h"
+#include "rope_dev.h"
 
 extern "C" {
 #include "common/log.h"
 }
 
-#define GEMV_WARPS   4 /* output columns per block */
+#define GEMV_WARPS   8 /* warps per block */
 #define GEMV_THREADS (GEMV_WARPS * 32)
-/* Per block and range: four rows of K = 4096 (more would crowd L2 while
- * the previous kernel streams its own weights through it). */
-#define GEMV_PREFETCH_BYTES (32u << 10)
+/* Blocks per multiprocessor: two, at most 128 registers a thread (the
+ * launch bounds), so both fit the register file. */
+#define GEMV_BPS     2
+#define GEMV_DEVICES 64 /* multiprocessor counts cached per device */
 
-enum { IN_BF16, IN_NORM };
-enum { OUT_STORE, OUT_ADD, OUT_SWIGLU };
+/* Staged bf16 input rows at most (shared memory per block). */
+#define GEMV_STAGE_BYTES (64u << 10)
+
+enum { IN_BF16, IN_STAGED, IN_NORM };
+enum { OUT_STORE, OUT_ADD, OUT_SWIGLU, OUT_ROPE };
+
+/* OUT_ROPE's operands (kernels_cuda.h's struct o1_rope_kv_args). */
+struct gemv_rope {
+	float *q;		      /* (M,Hq,D) */
+	__nv_bfloat16 *kc, *vc;	      /* (pages,Hkv,P,D) */
+	const float *bias;	      /* ((Hq + 2 Hkv) D) or NULL */
+	const int32_t *pos;	      /* (M) */
+	const uint32_t *slots;	      /* (M): page * P + slot */
+	const float *inv_freq;	      /* (half) */
+	float scale;		      /* on cos/sin */
+	uint32_t hq, hkv, d, half, p; /* heads, head dim, rot_dim / 2, P */
+	uint64_t page_stride;	      /* elements */
+};
 
 struct gemv_args {
-	float *y;	    /* OUT_STORE (M,N); OUT_ADD (M,N), added to */
-	__nv_bfloat16 *act; /* OUT_SWIGLU (M,N) */
-	const uint4 *x;	    /* IN_BF16 (M,K) bf16, 8 a piece */
-	const float *xf;    /* IN_NORM (M,K) f32 */
-	const float *nw;    /* IN_NORM (K) f32: the norm's weight */
-	const uint4 *w;	    /* (N,K); OUT_SWIGLU (2N,K): gate, then up */
-	uint32_t n, k8;	    /* output columns; K / 8 */
-	float eps;	    /* IN_NORM */
-	bool prefetch;	    /* PDL: weight rows to L2 before the wait */
+	float *y;		/* OUT_STORE (M,N); OUT_ADD (M,N), added to */
+	__nv_bfloat16 *act;	/* OUT_SWIGLU (M,N) */
+	const uint4 *x;		/* IN_BF16, IN_STAGED (M,K) bf16, 8 a piece */
+	const float *xf;	/* IN_NORM (.,K) f32 */
+	const uint32_t *rows;	/* IN_NORM: input row i is xf row rows[i] */
+	const float *nw;	/* IN_NORM (K) f32: the norm's weight */
+	const uint4 *w;		/* (N,K); OUT_SWIGLU (2N,K): gate, then up */
+	uint32_t n, k8;		/* output columns; K / 8 */
+	uint32_t units, stride; /* work units; warps in the grid */
+	float eps;		/* IN_NORM */
+	gemv_rope r;		/* OUT_ROPE */
 };
+
+/* Weight rows a work unit reads: two for the paired outputs. */
+template <int OUT> static __host__ __device__ constexpr int rows_of()
+{
+	return OUT == OUT_SWIGLU || OUT == OUT_ROPE ? 2 : 1;
+}
+
+/* Pieces per lane and weight row in one batch: 16 (256 bytes in flight
+ * per lane) for one weight row, 8 per row for two (4 for OUT_ROPE, whose
+ * epilogue needs the registers); half as many for 3 or 4 input rows
+ * (their pieces need registers too). bench_gemv on the H200 (2026-12-01):
+ * against 8 and 4, the presets' products at one input row took 2-24% less
+ * time (the most for K = 4096, whose rows one batch then covers). */
+template <int M, int OUT> static __host__ __device__ constexpr int batch_of()
+{
+	return (OUT == OUT_ROPE	      ? 4
+		: rows_of<OUT>() == 2 ? 8
+				      : 16) /
+	       (M > 2 ? 2 : 1);
+}
+
+/* The block's dynamic shared memory (IN_NORM: partial sums, then the
+ * normalized rows). */
+static __device__ unsigned char *dyn_smem(void)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	return smem;
+}
+
+/* A weight piece: read once, so not kept in L1. Volatile, so the
+ * compiler keeps the loads where they are written: issued before the
+ * warp's sums and stores of the previous unit, not sunk to their use. */
+static __device__ uint4 ldw(const uint4 *p)
+{
+#ifdef __CUDA_ARCH__
+	uint4 v;
+
+	asm volatile(
+	    "ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+	    : "l"(p));
+	return v;
+#else
+	return *p;
+#endif
+}
 
 /* The 8 products of two 16-byte pieces, summed pairwise in a fixed order. */
 static __device__ float dot8(uint4 a, uint4 b)
@@ -81,42 +167,41 @@ static __device__ float dot8(uint4 a, uint4 b)
 	return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-/* Thread 0: the block's weight rows into L2, R ranges of them (the gate
- * rows, then the up rows N + j), at most GEMV_PREFETCH_BYTES each. */
-template <int R> static __device__ void prefetch_rows(const gemv_args &a)
+/* Offset of the normalized rows in shared memory, and the total. */
+static __host__ __device__ size_t norm_rows_off(int m)
 {
-	uint32_t j0 = blockIdx.x * GEMV_WARPS;
-	uint32_t rows = a.n - j0 < GEMV_WARPS ? a.n - j0 : GEMV_WARPS;
-	uint64_t bytes = (uint64_t)rows * a.k8 * 16;
-	uint32_t b =
-	    bytes < GEMV_PREFETCH_BYTES ? (uint32_t)bytes : GEMV_PREFETCH_BYTES;
+	return ((size_t)m * RMS_VWARPS * sizeof(float) + 15) / 16 * 16;
+}
 
-#pragma unroll
-	for (int r = 0; r < R; r++)
-		o1_prefetch_l2(a.w + ((size_t)r * a.n + j0) * a.k8, b);
+static size_t norm_smem(int m, uint32_t k8)
+{
+	return norm_rows_off(m) + (size_t)m * k8 * 16;
 }
 
 /* IN_NORM: the M rows of xf normalized into shared memory, (M, k8)
  * pieces of 8 bf16, pieces written as o1_rmsnorm_cuda writes elements. */
-template <int M> static __device__ void stage_norm(const gemv_args &a)
+template <int M>
+static __device__ void stage_norm(const gemv_args &a, unsigned char *sm)
 {
-	extern __shared__ uint4 xs[];
-	__shared__ float part[M][RMS_VWARPS];
+	float(*part)[RMS_VWARPS] = (float(*)[RMS_VWARPS])sm;
+	uint4 *xs = (uint4 *)(sm + norm_rows_off(M));
 	uint32_t k = a.k8 * 8;
+	const float *xr[M];
 	float ss[M];
 
-	rms_sums<GEMV_THREADS, M>(ss, k, part, [&](int i, uint32_t e) {
-		return a.xf[(size_t)i * k + e];
-	});
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		xr[i] = a.xf + (size_t)(a.rows ? a.rows[i] : i) * k;
+	rms_sums<GEMV_THREADS, M>(ss, k, part,
+				  [&](int i, uint32_t e) { return xr[i][e]; });
 #pragma unroll
 	for (int i = 0; i < M; i++) {
 		float inv = rms_inv(ss[i], k, a.eps);
 
 		for (uint32_t c = threadIdx.x; c < a.k8; c += GEMV_THREADS) {
-			const float4 *xr =
-			    (const float4 *)(a.xf + (size_t)i * k + 8 * c);
-			const float4 *wr = (const float4 *)(a.nw + 8 * c);
-			float4 x0 = xr[0], x1 = xr[1], w0 = wr[0], w1 = wr[1];
+			const float4 *xv = (const float4 *)(xr[i] + 8 * c);
+			const float4 *wv = (const float4 *)(a.nw + 8 * c);
+			float4 x0 = xv[0], x1 = xv[1], w0 = wv[0], w1 = wv[1];
 			uint4 piece;
 			__nv_bfloat162 *p = (__nv_bfloat162 *)&piece;
 
@@ -134,56 +219,128 @@ template <int M> static __device__ void stage_norm(const gemv_args &a)
 	__syncthreads();
 }
 
-/* Piece C of input row I: global (IN_BF16) or staged (IN_NORM). */
-template <int IN>
-static __device__ uint4 x_piece(const gemv_args &a, int i, uint32_t c)
+/* IN_STAGED: the M rows of x copied into shared memory as norm rows are. */
+template <int M>
+static __device__ void stage_x(const gemv_args &a, unsigned char *sm)
 {
-	extern __shared__ uint4 xs[];
+	uint4 *xs = (uint4 *)(sm + norm_rows_off(M));
 
-	if constexpr (IN == IN_NORM)
-		return xs[(size_t)i * a.k8 + c];
+	for (uint32_t c = threadIdx.x; c < M * a.k8; c += GEMV_THREADS)
+		xs[c] = a.x[c];
+	__syncthreads();
+}
+
+/* Piece C of input row I: global (IN_BF16) or staged (IN_STAGED,
+ * IN_NORM). */
+template <int M, int IN>
+static __device__ uint4 x_piece(const gemv_args &a, const unsigned char *sm,
+				int i, uint32_t c)
+{
+	if constexpr (IN != IN_BF16)
+		return ((const uint4 *)(sm + norm_rows_off(
+						 M)))[(size_t)i * a.k8 + c];
 	else
 		return __ldg(a.x + (size_t)i * a.k8 + c);
 }
 
-/* acc[r][i] = row r of the warp's columns (j; with R = 2 also N + j) of w
- * . input row i, summed over the warp (every lane gets it). */
-template <int M, int R, int IN>
-static __device__ void dot_rows(float (&acc)[R][M], const gemv_args &a,
-				uint32_t j, uint32_t lane)
+/* The weight rows of unit U. OUT_ROPE: unit = (head, e), e < D/2; q and k
+ * heads pair (e, e + half) for e < half (rotated), then the unrotated dims
+ * [2 half, D) in two halves; v heads pair (e, e + D/2). */
+template <int OUT>
+static __device__ void unit_rows(const gemv_args &a, uint32_t u,
+				 uint32_t (&row)[rows_of<OUT>()])
+{
+	if constexpr (OUT == OUT_ROPE) {
+		uint32_t hd2 = a.r.d / 2, head = u / hd2, e = u % hd2;
+		uint32_t base = head * a.r.d;
+
+		if (head >= a.r.hq + a.r.hkv) {
+			row[0] = base + e, row[1] = base + e + hd2;
+		} else if (e < a.r.half) {
+			row[0] = base + e, row[1] = base + e + a.r.half;
+		} else {
+			row[0] = base + a.r.half + e;
+			row[1] = row[0] + (hd2 - a.r.half);
+		}
+	} else if constexpr (OUT == OUT_SWIGLU) {
+		row[0] = u, row[1] = a.n + u;
+	} else {
+		row[0] = u;
+	}
+}
+
+/* Whether batch B lies within the row: its loads need no bounds check
+ * (and so are issued back to back). */
+template <int P>
+static __device__ bool full_batch(const gemv_args &a, uint32_t b)
+{
+	return (b + 1) * P * 32 <= a.k8;
+}
+
+/* Batch B of the lane's pieces of ROW's weight rows: c = lane + 32 (B P +
+ * i), i < P, those below k8. */
+template <int R, int P>
+static __device__ void load_batch(uint4 (&wv)[R][P], const gemv_args &a,
+				  const uint32_t (&row)[R], uint32_t b,
+				  uint32_t lane)
 {
 	const uint4 *wr[R];
 
 #pragma unroll
-	for (int r = 0; r < R; r++) {
-		wr[r] = a.w + ((size_t)r * a.n + j) * a.k8;
+	for (int r = 0; r < R; r++)
+		wr[r] = a.w + (size_t)row[r] * a.k8 + lane + 32 * b * P;
+	if (full_batch<P>(a, b)) {
 #pragma unroll
-		for (int i = 0; i < M; i++)
-			acc[r][i] = 0.0f;
+		for (int i = 0; i < P; i++)
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				wv[r][i] = ldw(wr[r] + 32 * i);
+		return;
 	}
-#pragma unroll 4
-	for (uint32_t c = lane; c < a.k8; c += 32) {
-		uint4 wv[R];
+#pragma unroll
+	for (int i = 0; i < P; i++)
+		if (lane + 32 * (b * P + i) < a.k8)
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				wv[r][i] = ldw(wr[r] + 32 * i);
+}
+
+/* acc[r][m] += piece C of weight row r (W[r]) . input row m. */
+template <int M, int R, int IN>
+static __device__ void fma_piece(float (&acc)[R][M], const uint4 (&w)[R],
+				 const gemv_args &a, const unsigned char *sm,
+				 uint32_t c)
+{
+#pragma unroll
+	for (int m = 0; m < M; m++) {
+		uint4 xv = x_piece<M, IN>(a, sm, m, c);
 
 #pragma unroll
 		for (int r = 0; r < R; r++)
-			wv[r] = __ldg(wr[r] + c);
-#pragma unroll
-		for (int i = 0; i < M; i++) {
-			uint4 xv = x_piece<IN>(a, i, c);
+			acc[r][m] += dot8(w[r], xv);
+	}
+}
+
+/* acc[r][m] += batch B of weight row r . input row m, in increasing c. */
+template <int M, int R, int P, int IN>
+static __device__ void fma_batch(float (&acc)[R][M], const uint4 (&wv)[R][P],
+				 const gemv_args &a, const unsigned char *sm,
+				 uint32_t b, uint32_t lane)
+{
+	bool full = full_batch<P>(a, b);
 
 #pragma unroll
-			for (int r = 0; r < R; r++)
-				acc[r][i] += dot8(wv[r], xv);
-		}
+	for (int i = 0; i < P; i++) {
+		uint32_t c = lane + 32 * (b * P + i);
+		uint4 w[R];
+
+		if (!full && c >= a.k8)
+			break;
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			w[r] = wv[r][i];
+		fma_piece<M, R, IN>(acc, w, a, sm, c);
 	}
-#pragma unroll
-	for (int r = 0; r < R; r++)
-#pragma unroll
-		for (int i = 0; i < M; i++)
-			for (int o = 16; o; o /= 2)
-				acc[r][i] +=
-				    __shfl_xor_sync(0xffffffffu, acc[r][i], o);
 }
 
 /* swiglu.cu's silu(gate) * up, rounded to bf16. */
@@ -192,70 +349,211 @@ static __device__ __nv_bfloat16 silu_mul(float g, float u)
 	return __float2bfloat16_rn(g / (1.0f + expf(-g)) * u);
 }
 
-/* Block = GEMV_WARPS output columns, warp = column j (see the top).
- * Shared (IN_NORM): the normalized input, M * K bf16. */
-template <int M, int IN, int OUT>
-static __global__ void __launch_bounds__(GEMV_THREADS) gemv(gemv_args a)
+/* OUT_ROPE for input row M: the pair (V0 at weight row ROW0, V1 at ROW1)
+ * of the fused QKV row, as o1_rope_kv_write_cuda writes it. */
+static __device__ void rope_out(const gemv_args &a, uint32_t m,
+				const uint32_t (&row)[2], float v0, float v1)
 {
-	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
-	uint32_t lane = threadIdx.x % 32;
-	uint32_t j = blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
-	float acc[R][M];
+	const gemv_rope &g = a.r;
+	uint32_t head = row[0] / g.d, d0 = row[0] % g.d, d1 = row[1] % g.d;
 
-	if (a.prefetch && threadIdx.x == 0)
-		prefetch_rows<R>(a);
-	o1_pdl_wait();
-	o1_pdl_trigger();
-	if constexpr (IN == IN_NORM)
-		stage_norm<M>(a);
-	if (j >= a.n)
-		return;
-	dot_rows<M, R, IN>(acc, a, j, lane);
-	if (lane)
-		return;
-#pragma unroll
-	for (int i = 0; i < M; i++) {
-		size_t at = (size_t)i * a.n + j;
+	if (g.bias)
+		v0 = v0 + g.bias[row[0]], v1 = v1 + g.bias[row[1]];
+	if (head < g.hq + g.hkv && d0 < g.half) {
+		float c, s, r0;
 
-		if constexpr (OUT == OUT_STORE)
-			a.y[at] = acc[0][i];
-		else if constexpr (OUT == OUT_ADD)
-			a.y[at] = a.y[at] + acc[0][i];
-		else
-			a.act[at] = silu_mul(acc[0][i], acc[R - 1][i]);
+		rope_cs(g.pos[m], g.inv_freq[d0], g.scale, &c, &s);
+		r0 = rope_lo(v0, v1, c, s);
+		v1 = rope_hi(v0, v1, c, s);
+		v0 = r0;
+	}
+	if (head < g.hq) {
+		float *q = g.q + ((size_t)m * g.hq + head) * g.d;
+
+		q[d0] = v0, q[d1] = v1;
+	} else {
+		bool k = head < g.hq + g.hkv;
+		uint32_t kvh = (head - g.hq) % g.hkv, slot = g.slots[m];
+		__nv_bfloat16 *c = (k ? g.kc : g.vc) +
+				   (slot / g.p) * g.page_stride +
+				   ((size_t)kvh * g.p + slot % g.p) * g.d;
+
+		c[d0] = __float2bfloat16_rn(v0);
+		c[d1] = __float2bfloat16_rn(v1);
 	}
 }
 
-template <int M, int IN, int OUT>
-static int launch(const gemv_args &a, bool pdl, cudaStream_t stream)
+/* The finished unit U (weight rows ROW), every lane holding the sums:
+ * lane m writes input row m's outputs. */
+template <int M, int OUT>
+static __device__ void
+epilogue(const gemv_args &a, uint32_t u, const uint32_t (&row)[rows_of<OUT>()],
+	 const float (&acc)[rows_of<OUT>()][M], float y_old, uint32_t lane)
 {
-	void (*k)(gemv_args) = gemv<M, IN, OUT>;
-	size_t smem = IN == IN_NORM ? (size_t)M * a.k8 * 16 : 0;
+#pragma unroll
+	for (int m = 0; m < M; m++) {
+		size_t at = (size_t)m * a.n + u;
+
+		if (lane != (uint32_t)m)
+			continue;
+		if constexpr (OUT == OUT_STORE)
+			a.y[at] = acc[0][m];
+		else if constexpr (OUT == OUT_ADD)
+			a.y[at] = y_old + acc[0][m];
+		else if constexpr (OUT == OUT_SWIGLU)
+			a.act[at] = silu_mul(acc[0][m], acc[1][m]);
+		else
+			rope_out(a, m, row, acc[0][m], acc[1][m]);
+	}
+}
+
+/* The warp's sums in place: every lane gets them (the fixed butterfly). */
+template <int M, int R> static __device__ void warp_sums(float (&acc)[R][M])
+{
+#pragma unroll
+	for (int r = 0; r < R; r++)
+#pragma unroll
+		for (int m = 0; m < M; m++)
+			for (int o = 16; o; o /= 2)
+				acc[r][m] +=
+				    __shfl_xor_sync(0xffffffffu, acc[r][m], o);
+}
+
+template <int M, int R> static __device__ void zero(float (&acc)[R][M])
+{
+#pragma unroll
+	for (int r = 0; r < R; r++)
+#pragma unroll
+		for (int m = 0; m < M; m++)
+			acc[r][m] = 0.0f;
+}
+
+/* Grid: blocks of GEMV_WARPS warps, warp w of block b starting at unit
+ * b GEMV_WARPS + w and striding by the grid's warps (see the top).
+ * Shared (IN_NORM, IN_STAGED): partial sums (IN_NORM), then the input,
+ * M K bf16. */
+template <int M, int IN, int OUT, int P>
+static __global__ void __launch_bounds__(GEMV_THREADS, GEMV_BPS)
+    gemv(gemv_args a)
+{
+	constexpr int R = rows_of<OUT>();
+	uint32_t lane = threadIdx.x % 32, b = 0;
+	uint32_t u = blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+	uint32_t nb = (a.k8 + 32 * P - 1) / (32 * P);
+	unsigned char *sm = dyn_smem();
+	uint32_t row[R];
+	uint4 wv[R][P];
+	float acc[R][M], y_old = 0.0f;
+
+	if (u < a.units) {
+		unit_rows<OUT>(a, u, row);
+		load_batch<R, P>(wv, a, row, 0, lane);
+	}
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	if constexpr (IN == IN_NORM)
+		stage_norm<M>(a, sm);
+	else if constexpr (IN == IN_STAGED)
+		stage_x<M>(a, sm);
+	zero<M, R>(acc);
+	while (u < a.units) {
+		uint32_t nu = b + 1 < nb ? u : u + a.stride;
+		uint32_t nbt = b + 1 < nb ? b + 1 : 0, nrow[R];
+
+		/* OUT_ADD: lane m reads y[m][u] when the unit starts, so the
+		 * read is done by the time the sum is added to it */
+		if (OUT == OUT_ADD && b == 0 && lane < M)
+			y_old = a.y[(size_t)lane * a.n + u];
+		fma_batch<M, R, P, IN>(acc, wv, a, sm, b, lane);
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			nrow[r] = row[r];
+		if (nu != u && nu < a.units)
+			unit_rows<OUT>(a, nu, nrow);
+		if (nu < a.units)
+			load_batch<R, P>(wv, a, nrow, nbt, lane);
+		if (nu != u) {
+			warp_sums<M, R>(acc);
+			epilogue<M, OUT>(a, u, row, acc, y_old, lane);
+			zero<M, R>(acc);
+		}
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			row[r] = nrow[r];
+		u = nu, b = nbt;
+	}
+}
+
+/* Multiprocessors of the current device, asked once per device. */
+static uint32_t sm_count(void)
+{
+	static std::atomic<int> cached[GEMV_DEVICES];
+	int dev = 0, n = 0;
+
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 ||
+	    dev >= GEMV_DEVICES) {
+		cudaGetLastError();
+		return 132;
+	}
+	n = cached[dev].load(std::memory_order_relaxed);
+	if (!n &&
+	    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) ==
+		cudaSuccess &&
+	    n > 0)
+		cached[dev].store(n, std::memory_order_relaxed);
+	if (n <= 0) {
+		cudaGetLastError();
+		return 132;
+	}
+	return (uint32_t)n;
+}
+
+/* The grid for A's units at BPS blocks per multiprocessor (the launch
+ * setup bench_gemv.cu varies); sets A's stride. */
+static uint32_t grid_for(gemv_args &a, uint32_t bps)
+{
+	uint32_t blocks = (a.units + GEMV_WARPS - 1) / GEMV_WARPS;
+	uint32_t cap = sm_count() * (bps ? bps : 1);
+
+	blocks = blocks < cap ? blocks : cap;
+	a.stride = blocks * GEMV_WARPS;
+	return blocks;
+}
+
+template <int M, int IN, int OUT, int P>
+static int launch(gemv_args a, uint32_t bps, bool pdl, cudaStream_t stream)
+{
+	void (*k)(gemv_args) = gemv<M, IN, OUT, P>;
+	size_t smem = IN != IN_BF16 ? norm_smem(M, a.k8) : 0;
+	uint32_t blocks = grid_for(a, bps);
 	int err = 0;
 
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	return err ? err
-		   : O1_CUDA_LAUNCH("gemv", k,
-				    dim3((a.n + GEMV_WARPS - 1) / GEMV_WARPS),
-				    dim3(GEMV_THREADS), smem, stream, pdl, a);
+		   : O1_CUDA_LAUNCH("gemv", k, dim3(blocks), dim3(GEMV_THREADS),
+				    smem, stream, pdl, a);
 }
 
 /* The instance for M rows (1 .. O1_GEMV_MAX_ROWS, checked). */
 template <int IN, int OUT>
-static int launch_rows(gemv_args a, uint32_t m, bool pdl, cudaStream_t stream)
+static int launch_rows(const gemv_args &a, uint32_t m, bool pdl,
+		       cudaStream_t stream)
 {
-	a.prefetch = pdl;
 	switch (m) {
 	case 1:
-		return launch<1, IN, OUT>(a, pdl, stream);
+		return launch<1, IN, OUT, batch_of<1, OUT>()>(a, GEMV_BPS, pdl,
+							      stream);
 	case 2:
-		return launch<2, IN, OUT>(a, pdl, stream);
+		return launch<2, IN, OUT, batch_of<2, OUT>()>(a, GEMV_BPS, pdl,
+							      stream);
 	case 3:
-		return launch<3, IN, OUT>(a, pdl, stream);
+		return launch<3, IN, OUT, batch_of<3, OUT>()>(a, GEMV_BPS, pdl,
+							      stream);
 	default:
-		return launch<4, IN, OUT>(a, pdl, stream);
+		return launch<4, IN, OUT, batch_of<4, OUT>()>(a, GEMV_BPS, pdl,
+							      stream);
 	}
 }
 
@@ -285,28 +583,50 @@ static int check_norm(const char *what, const float *nw, uint32_t k, float eps)
 	return -EINVAL;
 }
 
+/* Whether M bf16 input rows of K are copied to shared memory first. */
+static bool staged(uint32_t m, uint32_t k)
+{
+	return (uint64_t)m * k * 2 <= GEMV_STAGE_BYTES;
+}
+
+/* Arguments with everything but the variant's own fields. */
+static gemv_args args(const uint16_t *x, const float *xf, const float *nw,
+		      float eps, const uint16_t *w, uint32_t n, uint32_t k)
+{
+	gemv_args a = {};
+
+	a.x = (const uint4 *)x, a.xf = xf, a.nw = nw, a.eps = eps;
+	a.w = (const uint4 *)w, a.n = n, a.k8 = k / 8, a.units = n;
+	return a;
+}
+
 extern "C" int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
 				 uint32_t m, uint32_t n, uint32_t k, bool pdl,
 				 cudaStream_t stream)
 {
-	gemv_args a = {
-	    y, NULL, (const uint4 *)x, NULL, NULL, (const uint4 *)w, n, k / 8,
-	    0, false};
+	gemv_args a = args(x, NULL, NULL, 0, w, n, k);
 	int err = check("gemv", y, x, w, m, n, k);
 
-	return err ? err : launch_rows<IN_BF16, OUT_STORE>(a, m, pdl, stream);
+	a.y = y;
+	if (err)
+		return err;
+	return staged(m, k)
+		   ? launch_rows<IN_STAGED, OUT_STORE>(a, m, pdl, stream)
+		   : launch_rows<IN_BF16, OUT_STORE>(a, m, pdl, stream);
 }
 
 extern "C" int o1_gemv_add_bf16_cuda(float *y, const uint16_t *x,
 				     const uint16_t *w, uint32_t m, uint32_t n,
 				     uint32_t k, bool pdl, cudaStream_t stream)
 {
-	gemv_args a = {
-	    y, NULL, (const uint4 *)x, NULL, NULL, (const uint4 *)w, n, k / 8,
-	    0, false};
+	gemv_args a = args(x, NULL, NULL, 0, w, n, k);
 	int err = check("gemv_add", y, x, w, m, n, k);
 
-	return err ? err : launch_rows<IN_BF16, OUT_ADD>(a, m, pdl, stream);
+	a.y = y;
+	if (err)
+		return err;
+	return staged(m, k) ? launch_rows<IN_STAGED, OUT_ADD>(a, m, pdl, stream)
+			    : launch_rows<IN_BF16, OUT_ADD>(a, m, pdl, stream);
 }
 
 extern "C" int o1_gemv_norm_bf16_cuda(float *y, const float *x,
@@ -314,11 +634,22 @@ extern "C" int o1_gemv_norm_bf16_cuda(float *y, const float *x,
 				      const uint16_t *w, uint32_t m, uint32_t n,
 				      uint32_t k, bool pdl, cudaStream_t stream)
 {
-	gemv_args a = {y, NULL,	 NULL, x,    norm_w, (const uint4 *)w,
-		       n, k / 8, eps,  false};
+	return o1_gemv_norm_rows_bf16_cuda(y, x, NULL, norm_w, eps, w, m, n, k,
+					   pdl, stream);
+}
+
+extern "C" int o1_gemv_norm_rows_bf16_cuda(float *y, const float *x,
+					   const uint32_t *rows,
+					   const float *norm_w, float eps,
+					   const uint16_t *w, uint32_t m,
+					   uint32_t n, uint32_t k, bool pdl,
+					   cudaStream_t stream)
+{
+	gemv_args a = args(NULL, x, norm_w, eps, w, n, k);
 	int err = check("gemv_norm", y, x, w, m, n, k);
 
 	err = err ? err : check_norm("gemv_norm", norm_w, k, eps);
+	a.y = y, a.rows = rows;
 	return err ? err : launch_rows<IN_NORM, OUT_STORE>(a, m, pdl, stream);
 }
 
@@ -328,13 +659,61 @@ extern "C" int o1_gemv_norm_swiglu_bf16_cuda(uint16_t *act, const float *x,
 					     uint32_t f, uint32_t k, bool pdl,
 					     cudaStream_t stream)
 {
-	gemv_args a = {NULL,   (__nv_bfloat16 *)act,
-		       NULL,   x,
-		       norm_w, (const uint4 *)w,
-		       f,      k / 8,
-		       eps,    false};
+	gemv_args a = args(NULL, x, norm_w, eps, w, f, k);
 	int err = check("gemv_norm_swiglu", act, x, w, m, f, k);
 
 	err = err ? err : check_norm("gemv_norm_swiglu", norm_w, k, eps);
+	a.act = (__nv_bfloat16 *)act;
 	return err ? err : launch_rows<IN_NORM, OUT_SWIGLU>(a, m, pdl, stream);
+}
+
+/* What OUT_ROPE needs beyond check() and check_norm(): the operands and
+ * shape rope.cu's o1_rope_kv_write_cuda takes. */
+static int check_rope(const struct o1_rope_kv_args *r,
+		      const struct o1_attn_dims *d, uint32_t m)
+{
+	if (r->q && r->k_cache && r->v_cache && r->pos && r->slots &&
+	    r->inv_freq && r->n_tokens == m && d->n_heads && d->n_kv_heads &&
+	    d->n_heads % d->n_kv_heads == 0 && d->head_dim &&
+	    d->head_dim % 2 == 0 && d->page_tokens && r->rot_dim &&
+	    r->rot_dim % 2 == 0 && r->rot_dim <= d->head_dim &&
+	    d->page_stride >=
+		(uint64_t)d->n_kv_heads * d->page_tokens * d->head_dim)
+		return 0;
+	o1_err("gemv_norm_rope_kv: bad shape: %u tokens for %u rows, heads "
+	       "%u/%u of %u, rot_dim %u, page %u tokens stride %llu",
+	       r->n_tokens, m, d->n_heads, d->n_kv_heads, d->head_dim,
+	       r->rot_dim, d->page_tokens, (unsigned long long)d->page_stride);
+	return -EINVAL;
+}
+
+extern "C" int o1_gemv_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
+					 const struct o1_attn_dims *d,
+					 const float *x, const float *norm_w,
+					 float eps, const uint16_t *w,
+					 uint32_t m, uint32_t k, bool pdl,
+					 cudaStream_t stream)
+{
+	uint32_t n = (d->n_heads + 2 * d->n_kv_heads) * d->head_dim;
+	gemv_args a = args(NULL, x, norm_w, eps, w, n, k);
+	int err = check_rope(r, d, m);
+
+	err = err ? err : check("gemv_norm_rope_kv", r->q, x, w, m, n, k);
+	err = err ? err : check_norm("gemv_norm_rope_kv", norm_w, k, eps);
+	a.units = n / 2;
+	a.r = gemv_rope{r->q,
+			(__nv_bfloat16 *)r->k_cache,
+			(__nv_bfloat16 *)r->v_cache,
+			r->bias,
+			r->pos,
+			r->slots,
+			r->inv_freq,
+			r->scale,
+			d->n_heads,
+			d->n_kv_heads,
+			d->head_dim,
+			r->rot_dim / 2,
+			d->page_tokens,
+			d->page_stride};
+	return err ? err : launch_rows<IN_NORM, OUT_ROPE>(a, m, pdl, stream);
 }

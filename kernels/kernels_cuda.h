@@ -29,6 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include "attention.h"
+#include "quant.h"
 #include "sample.h"
 
 #ifdef __cplusplus
@@ -46,6 +47,23 @@ int o1_convert_f32_from_bf16_cuda(float *dst, const uint16_t *src, uint64_t n,
 int o1_embedding_cuda(float *out, const uint16_t *table, const int32_t *ids,
 		      uint32_t n_tokens, uint32_t dim, uint32_t vocab,
 		      cudaStream_t stream);
+
+/* quant.cu: N elements (whole blocks of TYPE) at SRC (4-byte aligned for
+ * Q4_K, 2 for the others) dequantized: to f32, quant.h's values bit for
+ * bit; to bf16, those values rounded to nearest even. */
+int o1_quant_dequantize_cuda(enum o1_quant_type type, const void *src,
+			     float *dst, uint64_t n, cudaStream_t stream);
+int o1_quant_dequantize_bf16_cuda(enum o1_quant_type type, const void *src,
+				  uint16_t *dst, uint64_t n,
+				  cudaStream_t stream);
+/* quant.cu: out (T,dim) f32 = rows ids (T) of TABLE (vocab rows of dim
+ * elements of TYPE, aligned as above), dequantized as quant.h does (the
+ * twin of embedding.h's o1_embedding_q_cpu); an id outside [0, vocab)
+ * gives a zero row. */
+int o1_embedding_q_cuda(float *out, const void *table,
+			enum o1_quant_type type, const int32_t *ids,
+			uint32_t n_tokens, uint32_t dim, uint32_t vocab,
+			cudaStream_t stream);
 
 /* rmsnorm.cu: RMSNorm fused with the residual add. For output row i and
  * source row r = ROWS ? rows[i] : i: when RESIDUAL is not NULL, x[r] +=
@@ -98,8 +116,10 @@ int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
  * the tiled kernel (o1_attention_tiled_cuda) when the shape fits it, the
  * others to the row kernel; a batch with one row per sequence (decode)
  * launches the row kernel alone, exactly as o1_attention_rows_cuda. PDL
- * applies to the row kernel and its merge (the tiled kernel is launched
- * without it). */
+ * applies to the row kernel (the tiled kernel is launched without it),
+ * which merges its splits itself, through ticket counters that every
+ * launch of the device shares: launches on one device must not run at the
+ * same time (the CUDA backend has one stream per device). */
 #define O1_ATTN_TILED_MIN_NEW 16
 int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		      const uint16_t *v_cache, const struct o1_attn_dims *dims,
@@ -144,7 +164,7 @@ int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
  * bias) for 1 <= M <= O1_GEMV_MAX_ROWS, K a multiple of 8, x and w 16-byte
  * aligned: the decode products. f32 accumulation in a fixed order per
  * element (bitwise reproducible; a row's result ignores the other rows).
- * With PDL each block first prefetches its rows of W into L2. */
+ * With PDL each warp loads its first weights before it waits. */
 #define O1_GEMV_MAX_ROWS 4
 int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
 		      uint32_t m, uint32_t n, uint32_t k, bool pdl,
@@ -162,10 +182,18 @@ int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
  *   f32 (not modified), NORM_W (K) f32: o1_rmsnorm_cuda(x, no residual,
  *   NORM_W, EPS) then o1_gemv_bf16_cuda, without the bf16 rows in between
  *   (each block normalizes the M rows itself: K <= O1_GEMV_NORM_MAX_K).
+ * - o1_gemv_norm_rows_bf16_cuda: o1_gemv_norm_bf16_cuda over the rows
+ *   ROWS[0 .. M) of x (ROWS NULL: 0 .. M), as o1_rmsnorm_cuda's ROWS
+ *   (without a residual) then o1_gemv_bf16_cuda: the final RMSNorm and LM
+ *   head of the rows that want logits.
  * - o1_gemv_norm_swiglu_bf16_cuda: act (M,F) bf16 = bf16(silu(g) * u), [g |
  *   u] (M,2F) = bf16(rmsnorm(x)) . w (2F,K)^T (gate rows, then up rows):
  *   o1_gemv_norm_bf16_cuda into f32 then o1_swiglu_cuda, without the f32
  *   gate/up rows in between.
+ * - o1_gemv_norm_rope_kv_cuda: o1_gemv_norm_bf16_cuda into the fused QKV
+ *   rows ((Hq + 2 Hkv) D of DIMS, from w ((Hq + 2 Hkv) D, K)) then
+ *   o1_rope_kv_write_cuda(R, DIMS), without the f32 QKV rows in between
+ *   (R->qkv is not used; R->n_tokens must be M): q, the K and V pages.
  * x and NORM_W 16-byte aligned. */
 #define O1_GEMV_NORM_MAX_K 16384
 int o1_gemv_add_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
@@ -174,10 +202,36 @@ int o1_gemv_add_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
 int o1_gemv_norm_bf16_cuda(float *y, const float *x, const float *norm_w,
 			   float eps, const uint16_t *w, uint32_t m, uint32_t n,
 			   uint32_t k, bool pdl, cudaStream_t stream);
+int o1_gemv_norm_rows_bf16_cuda(float *y, const float *x,
+				const uint32_t *rows, const float *norm_w,
+				float eps, const uint16_t *w, uint32_t m,
+				uint32_t n, uint32_t k, bool pdl,
+				cudaStream_t stream);
 int o1_gemv_norm_swiglu_bf16_cuda(uint16_t *act, const float *x,
 				  const float *norm_w, float eps,
 				  const uint16_t *w, uint32_t m, uint32_t f,
 				  uint32_t k, bool pdl, cudaStream_t stream);
+int o1_gemv_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
+			      const struct o1_attn_dims *dims, const float *x,
+			      const float *norm_w, float eps, const uint16_t *w,
+			      uint32_t m, uint32_t k, bool pdl,
+			      cudaStream_t stream);
+
+/* gemv_q.cu: y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . dequant(w) (N,K)^T
+ * for 1 <= M <= O1_GEMV_MAX_ROWS, w N rows of K elements of TYPE (K whole
+ * blocks), x 16-byte aligned, w as quant.cu's SRC, LDY >= N; gemv_q.h is
+ * the reference (and its tolerance). Launched with PDL when PDL is set
+ * (reads nothing before its wait). */
+int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
+		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		   uint32_t ldy, bool pdl, cudaStream_t stream);
+
+/* gemv_q.cu: act (M,F) bf16 = swiglu of o1_gemv_q_cuda's (M, 2F) output
+ * over w (2F rows: gate, then up; one TYPE), as o1_swiglu_cuda computes
+ * it, bit for bit, in one kernel. Operands as o1_gemv_q_cuda's. */
+int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
+			  enum o1_quant_type type, uint32_t m, uint32_t f,
+			  uint32_t k, bool pdl, cudaStream_t stream);
 
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */

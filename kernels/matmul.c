@@ -12,13 +12,13 @@
 #include <stddef.h>
 
 #include "common/log.h"
+#include "matmul_lanes.h"
 
 #define NB    16 /* w rows per task */
 #define MB    64 /* x rows per pass over a task's w rows (cache blocking) */
-#define LANES 16
+#define LANES O1_LANES
 
-typedef float v16f __attribute__((vector_size(64)));
-typedef float v16fu __attribute__((vector_size(64), aligned(4), may_alias));
+typedef o1_v16f v16f;
 
 struct matmul_args {
 	float *y;
@@ -26,25 +26,13 @@ struct matmul_args {
 	uint32_t m, n, k;
 };
 
-static inline __attribute__((always_inline)) v16f load16(const float *p)
-{
-	return *(const v16fu *)p;
-}
-
 /* The fixed reduction of matmul.h, the K tail, then the bias. */
 static inline __attribute__((always_inline)) float
 finish(const v16f *s, const float *x, const float *w, uint32_t k16, uint32_t k,
        const float *bias)
 {
-	float t[8], u[4], v[2], r;
+	float r = o1_lanes_reduce(s);
 
-	for (int l = 0; l < 8; l++)
-		t[l] = (*s)[l] + (*s)[l + 8];
-	for (int l = 0; l < 4; l++)
-		u[l] = t[l] + t[l + 4];
-	for (int l = 0; l < 2; l++)
-		v[l] = u[l] + u[l + 2];
-	r = v[0] + v[1];
 	for (uint32_t i = k16; i < k; i++)
 		r = r + x[i] * w[i];
 	return bias ? r + *bias : r;
@@ -68,10 +56,10 @@ tile(const struct matmul_args *a, uint32_t m0, uint32_t n0, const int mr,
 
 #pragma GCC unroll 4
 		for (int j = 0; j < nr; j++)
-			wv[j] = load16(wr[j] + p);
+			wv[j] = o1_lanes_load(wr[j] + p);
 #pragma GCC unroll 4
 		for (int i = 0; i < mr; i++) {
-			xv = load16(xr[i] + p);
+			xv = o1_lanes_load(xr[i] + p);
 #pragma GCC unroll 4
 			for (int j = 0; j < nr; j++)
 				acc[i][j] = acc[i][j] + xv * wv[j];

@@ -1,7 +1,8 @@
 /* RoPE on the device (rope.h's arithmetic: f32 angle, cos/sin in double
- * rounded to f32, optional scale), alone in place (one block per row) and
- * fused into the QKV epilogue with the KV page write (a block per slice
- * of a row). Each block first tabulates cos/sin for its position in
+ * rounded to f32, optional scale; rope_dev.h, which gemv.cu's fused QKV
+ * epilogue shares, so both round alike), alone in place (one block per
+ * row) and fused into the QKV epilogue with the KV page write (a block per
+ * slice of a row). Each block first tabulates cos/sin for its position in
  * shared memory. With PDL (cuda_launch.h) the fused kernel tabulates
  * before it waits for the previous kernel: positions, slots and inverse
  * frequencies are step inputs that no kernel writes. */
@@ -12,6 +13,7 @@
 #include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
+#include "rope_dev.h"
 
 extern "C" {
 #include "common/log.h"
@@ -24,14 +26,8 @@ extern "C" {
 static __device__ void rope_table(float *cs, int32_t pos, const float *inv,
 				  uint32_t half, float scale)
 {
-	for (uint32_t i = threadIdx.x; i < half; i += blockDim.x) {
-		float a = (float)pos * inv[i];
-		float c = (float)cos((double)a), s = (float)sin((double)a);
-
-		if (scale != 1.0f)
-			c = c * scale, s = s * scale;
-		cs[i] = c, cs[half + i] = s;
-	}
+	for (uint32_t i = threadIdx.x; i < half; i += blockDim.x)
+		rope_cs(pos, inv[i], scale, &cs[i], &cs[half + i]);
 	__syncthreads();
 }
 
@@ -40,9 +36,9 @@ static __device__ float rotated(const float *h, uint32_t d, uint32_t half,
 				const float *cs)
 {
 	if (d < half)
-		return h[d] * cs[d] - h[d + half] * cs[half + d];
+		return rope_lo(h[d], h[d + half], cs[d], cs[half + d]);
 	if (d < 2 * half)
-		return h[d] * cs[d - half] + h[d - half] * cs[d];
+		return rope_hi(h[d - half], h[d], cs[d - half], cs[d]);
 	return h[d];
 }
 
@@ -79,9 +75,9 @@ extern "C" int o1_rope_cuda(float *x, const int32_t *pos, uint32_t n_tokens,
 	}
 	if (!n_tokens)
 		return 0;
-	rope<<<n_tokens, ROPE_THREADS, smem, stream>>>(
-	    x, pos, n_heads, head_dim, rot_dim / 2, inv_freq, scale);
-	return O1_CUDA_LAUNCHED("rope");
+	return O1_CUDA_LAUNCH("rope", rope, dim3(n_tokens), dim3(ROPE_THREADS),
+			      smem, stream, false, x, pos, n_heads, head_dim,
+			      rot_dim / 2, inv_freq, scale);
 }
 
 struct rope_kv_dev {
@@ -102,11 +98,13 @@ static __device__ float rotated_at(const float *row, const float *bias,
 				   const float *cs)
 {
 	if (d < half)
-		return biased(row, bias, base + d) * cs[d] -
-		       biased(row, bias, base + d + half) * cs[half + d];
+		return rope_lo(biased(row, bias, base + d),
+			       biased(row, bias, base + d + half), cs[d],
+			       cs[half + d]);
 	if (d < 2 * half)
-		return biased(row, bias, base + d) * cs[d - half] +
-		       biased(row, bias, base + d - half) * cs[d];
+		return rope_hi(biased(row, bias, base + d - half),
+			       biased(row, bias, base + d), cs[d - half],
+			       cs[d]);
 	return biased(row, bias, base + d);
 }
 

@@ -32,7 +32,14 @@
 #define BLOCK	  1024 /* tokens per float partial sum, a multiple of LANES */
 #define TOP_K_MAX 256  /* top-k up to this keeps a sorted array */
 
+/* clang checks the by-value vectors of the inlined helpers below against
+ * each clone's ABI before inlining, and refuses them in the clones without
+ * AVX-512: it builds the one default version (same results, fewer lanes). */
+#ifdef __clang__
+#define HOT
+#else
 #define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 /* One row being sampled: its parameters and its scratch arrays. */
 struct row_ctx {

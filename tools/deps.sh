@@ -8,6 +8,8 @@ packages=(
   libinih-dev libcjson-dev libcmocka-dev liburing-dev libbpf-dev bpftool
   libpcre2-dev libmicrohttpd-dev libopenblas-dev
   python3 python3-pytest curl nodejs
+  haproxy
+  scdoc man-db file lintian
 )
 
 missing=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: a normal build
 # (CUDA compiled and linked when nvcc is present), an ASan+UBSan build, and a
-# short run of each libFuzzer harness. Ends with ctest's summary lines.
+# short run of each libFuzzer harness, all with warnings as errors
+# (O1_WERROR); before them a compile-only pass with the flags of other
+# compilers' defaults. Ends with ctest's summary lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -11,13 +13,30 @@ jobs=$(nproc)
 
 configure() { # configure DIR CMAKE_ARGS...
   local dir=$1; shift
-  cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
+  cmake -S "$root" -B "$dir" -G Ninja -DO1_WERROR=ON "$@" >/dev/null
 }
 
 build() { # build DIR CMAKE_ARGS...
   configure "$@"
   cmake --build "$1" -j "$jobs"
 }
+
+# Compile only, as a user's compiler would see the tree: Release (-O3)
+# with _FORTIFY_SOURCE=3 and the format checks that Ubuntu's gcc 13 (the
+# GPU machine's) turns on by default, with gcc and with clang. Fortify
+# and -O3 find warnings (unused results, truncation) that the tested
+# RelWithDebInfo build does not.
+hardened="-D_FORTIFY_SOURCE=3 -Wformat -Wformat-security"
+hardened+=" -fstack-protector-strong -fstack-clash-protection"
+for cc in gcc clang; do
+  command -v "$cc" >/dev/null || continue
+  start=$SECONDS log=build/compile-$cc.log
+  mkdir -p build
+  build "build/compile-$cc" -DCMAKE_C_COMPILER="$cc" -DO1_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$hardened" >"$log" 2>&1 ||
+    { grep -E -B2 -A12 -m20 'error:|FAILED:' "$log" || tail -50 "$log"; exit 1; }
+  echo "compile: $cc Release $hardened: no warnings ($((SECONDS - start)) s)"
+done
 
 # Fuzzing first (short), so the final lines are ctest's summaries.
 if command -v clang >/dev/null; then
@@ -42,6 +61,8 @@ echo "== ctest: ASan+UBSan build =="
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
-build build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The /usr prefix of a package: tests/install's checks of the Debian
+# packages run lintian on this build's (the ASan build keeps /usr/local).
+build build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr
 echo "== ctest: release build =="
 ctest --test-dir build/release --output-on-failure -j "$jobs"

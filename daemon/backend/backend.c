@@ -366,6 +366,15 @@ bool o1_backend_kind_can_sample(enum o1_backend_kind kind)
 	       o1_backend_table[kind]->can_sample;
 }
 
+uint64_t o1_backend_kind_kv_page_bytes(enum o1_backend_kind kind,
+				       const struct o1_kv_layout *l)
+{
+	if ((unsigned)kind >= O1_BACKEND_COUNT || !o1_backend_table[kind])
+		return 0;
+	return o1_kv_layout_page_elems(l) *
+	       o1_backend_table[kind]->kv_elem_bytes;
+}
+
 void o1_backend_graph_stats(const struct o1_backend *b,
 			    struct o1_backend_graph_stats *out)
 {

@@ -104,6 +104,11 @@ struct o1_backend_config {
 	uint32_t page_tokens;	     /* 0 = O1_KV_PAGE_TOKENS_DEFAULT */
 	bool graphs_enabled;
 	bool graphs_eager;
+	/* Matrices in a GGUF block format (Q8_0, Q4_0, Q4_K, Q6_K): false
+	 * = kept in it and multiplied block by block; true = dequantized at
+	 * load to the backend's float type (CPU f32, CUDA bf16), as before
+	 * block products existed (config model.dequantize = bf16). */
+	bool dequantize;
 	/* CUDA backend, steps of at most 4 tokens (decode), A/B switches
 	 * for measurements (false in production; neither applies to a
 	 * tensor-parallel rank): cuda_no_pdl launches without programmatic
@@ -239,6 +244,10 @@ struct o1_backend_ops {
 	/* Optional: NULL = no device outputs (cfg.devout_areas refused). */
 	int (*devout)(const void *state, uint32_t area,
 		      struct o1_backend_devout *out);
+	/* Bytes of one K or V element of the backend's KV cache (a page is
+	 * o1_kv_layout_page_elems of them); 0 for a wrapper of other
+	 * backends (tensor-parallel). */
+	uint32_t kv_elem_bytes;
 };
 
 extern const struct o1_backend_ops o1_cpu_backend_ops;
@@ -272,6 +281,10 @@ uint32_t o1_backend_vocab_size(const struct o1_backend *b);
 bool o1_backend_can_sample(const struct o1_backend *b);
 /* Whether KIND is built and its ops can sample (cfg.sampling allowed). */
 bool o1_backend_kind_can_sample(enum o1_backend_kind kind);
+/* Bytes one page of layout L takes in a KIND backend's KV cache (each
+ * backend says its element size); 0 for a kind this build lacks. */
+uint64_t o1_backend_kind_kv_page_bytes(enum o1_backend_kind kind,
+				       const struct o1_kv_layout *l);
 /* Counters since create (all zero for a backend without graphs). */
 void o1_backend_graph_stats(const struct o1_backend *b,
 			    struct o1_backend_graph_stats *out);

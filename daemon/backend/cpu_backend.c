@@ -1,7 +1,12 @@
 /* The CPU backend: the model forward in f32 over the paged KV cache.
  *
  * At create, every weight is converted to f32 (o1_tensor_read_f32, which
- * also undoes GGUF's Q/K permutation) into one allocation, the KV pool
+ * also undoes GGUF's Q/K permutation) into one allocation, except the
+ * matrices in a GGUF block format (Q8_0, Q4_0, Q4_K, Q6_K): those are
+ * copied as they are (Q/K rows un-permuted whole, a row being whole
+ * blocks) and multiplied block by block (kernels/matmul_q.h, bitwise the
+ * f32 product on their dequantization; the embedding dequantizes the rows
+ * it gathers), unless cfg.dequantize asks for f32 at load. The KV pool
  * (kv_pool.h layout, f32) and every activation buffer are allocated for
  * the configured limits; a step allocates nothing. The forward is the
  * transformers Llama/Qwen2/Mistral decoder: RMSNorm, Q/K/V (+bias), NeoX
@@ -36,6 +41,8 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_q.h"
+#include "kernels/quant.h"
 #include "kernels/residual.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -43,8 +50,15 @@
 #include "kernels/swiglu.h"
 #include "kernels/threads.h"
 
+/* A matrix kept in its block format: rows of whole blocks of TYPE. */
+struct cpu_blocks {
+	const uint8_t *data; /* in cpu_state.qweights; NULL: held as f32 */
+	enum o1_quant_type type;
+};
+
 struct cpu_layer {
-	float *w[O1_T_ROLE_COUNT]; /* by role; NULL when absent */
+	float *w[O1_T_ROLE_COUNT]; /* by role; NULL when absent or in blocks */
+	struct cpu_blocks q[O1_T_ROLE_COUNT];
 };
 
 struct cpu_state {
@@ -52,8 +66,10 @@ struct cpu_state {
 	struct o1_backend_config cfg;
 	struct o1_kv_layout kvl;
 	struct o1_threads *tp;
-	float *weights; /* owned: every tensor, f32 */
+	float *weights;	   /* owned: every tensor not in blocks, f32 */
+	uint8_t *qweights; /* owned: the matrices kept in blocks */
 	float *global[O1_T_ROLE_COUNT];
+	struct cpu_blocks gq[O1_T_ROLE_COUNT];
 	struct cpu_layer *layers; /* n_layers */
 	float *inv_freq;	  /* rope.dim / 2 */
 	float rope_scale;
@@ -80,13 +96,18 @@ static const enum o1_tensor_role global_roles[] = {
     O1_T_ROPE_FREQS,
 };
 
-/* Calls fn for every tensor the forward uses, with where its f32 copy's
- * pointer goes. */
-static int
-for_each_weight(struct cpu_state *s, const struct o1_model *m,
-		int (*fn)(struct cpu_state *, const struct o1_model *,
-			  const struct o1_tensor *, float **, void *),
-		void *arg)
+/* Where a tensor's copy goes: its f32 pointer, or its blocks. */
+struct weight_dst {
+	float **f;
+	struct cpu_blocks *q;
+};
+
+typedef int (*weight_fn)(struct cpu_state *, const struct o1_model *,
+			 const struct o1_tensor *, struct weight_dst, void *);
+
+/* Calls fn for every tensor the forward uses, with where its copy goes. */
+static int for_each_weight(struct cpu_state *s, const struct o1_model *m,
+			   weight_fn fn, void *arg)
 {
 	const struct o1_tensor *t;
 	int err = 0;
@@ -95,7 +116,10 @@ for_each_weight(struct cpu_state *s, const struct o1_model *m,
 	     !err && i < sizeof(global_roles) / sizeof(*global_roles); i++) {
 		t = o1_model_tensor(m, global_roles[i], -1);
 		if (t)
-			err = fn(s, m, t, &s->global[global_roles[i]], arg);
+			err = fn(s, m, t,
+				 (struct weight_dst){&s->global[global_roles[i]],
+						     &s->gq[global_roles[i]]},
+				 arg);
 	}
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++)
 		for (size_t i = 0;
@@ -104,23 +128,41 @@ for_each_weight(struct cpu_state *s, const struct o1_model *m,
 			t = o1_model_tensor(m, layer_roles[i], (int)l);
 			if (t)
 				err = fn(s, m, t,
-					 &s->layers[l].w[layer_roles[i]], arg);
+					 (struct weight_dst){
+					     &s->layers[l].w[layer_roles[i]],
+					     &s->layers[l].q[layer_roles[i]]},
+					 arg);
 		}
 	return err;
+}
+
+/* Matrices in a block format stay in it unless cfg.dequantize. */
+static bool in_blocks(const struct cpu_state *s, const struct o1_tensor *t)
+{
+	return !s->cfg.dequantize && t->n_dims == 2 &&
+	       o1_quant_is_block(t->dtype);
 }
 
 struct weight_count {
 	uint64_t floats;
 	uint64_t converted; /* elements not stored as f32 */
+	uint64_t qbytes;    /* of matrices kept in blocks (64-byte aligned) */
+	uint32_t qmats;
 	enum o1_dtype dtype;
 };
 
 static int count_weight(struct cpu_state *s, const struct o1_model *m,
-			const struct o1_tensor *t, float **dst, void *arg)
+			const struct o1_tensor *t, struct weight_dst dst,
+			void *arg)
 {
 	struct weight_count *c = arg;
 
-	(void)s, (void)m, (void)dst;
+	(void)m, (void)dst;
+	if (in_blocks(s, t)) {
+		c->qbytes += (t->n_bytes + 63) / 64 * 64;
+		c->qmats++;
+		return 0;
+	}
 	c->floats += o1_tensor_elements(t);
 	if (t->dtype != O1_DTYPE_F32) {
 		c->converted += o1_tensor_elements(t);
@@ -129,15 +171,58 @@ static int count_weight(struct cpu_state *s, const struct o1_model *m,
 	return 0;
 }
 
-static int read_weight(struct cpu_state *s, const struct o1_model *m,
-		       const struct o1_tensor *t, float **dst, void *arg)
+/* Copies matrix T's blocks to DST, row by row in canonical order (GGUF's
+ * Q/K rows un-permuted: a row is whole blocks). */
+static int copy_blocks(const struct o1_model *m, const struct o1_tensor *t,
+		       uint8_t *dst)
 {
-	uint64_t *at = arg;
+	uint64_t rows = t->shape[0], rb;
+
+	if (o1_quant_row_bytes(t->dtype, t->shape[1], &rb) ||
+	    rb * rows != t->n_bytes) {
+		o1_err("cpu backend: %s (layer %d): %llu bytes of %s for "
+		       "[%llu, %llu]: rows are not whole blocks",
+		       o1_tensor_role_name(t->role), t->layer,
+		       (unsigned long long)t->n_bytes, o1_dtype_name(t->dtype),
+		       (unsigned long long)rows,
+		       (unsigned long long)t->shape[1]);
+		return -O1_E_SHAPE;
+	}
+	if (!t->qk_interleaved) {
+		memcpy(dst, t->data, t->n_bytes);
+		return 0;
+	}
+	for (uint64_t r = 0; r < rows; r++)
+		memcpy(dst + r * rb,
+		       (const uint8_t *)t->data +
+			   o1_model_interleaved_row(r, m->desc.head_dim) * rb,
+		       rb);
+	return 0;
+}
+
+/* Running offsets into the two allocations. */
+struct weight_at {
+	uint64_t floats, qbytes;
+};
+
+static int read_weight(struct cpu_state *s, const struct o1_model *m,
+		       const struct o1_tensor *t, struct weight_dst dst,
+		       void *arg)
+{
+	struct weight_at *at = arg;
 	int err;
 
-	*dst = s->weights + *at;
-	*at += o1_tensor_elements(t);
-	err = o1_tensor_read_f32(m, t, *dst);
+	if (in_blocks(s, t)) {
+		uint8_t *p = s->qweights + at->qbytes;
+
+		dst.q->data = p;
+		dst.q->type = (enum o1_quant_type)t->dtype;
+		at->qbytes += (t->n_bytes + 63) / 64 * 64;
+		return copy_blocks(m, t, p);
+	}
+	*dst.f = s->weights + at->floats;
+	at->floats += o1_tensor_elements(t);
+	err = o1_tensor_read_f32(m, t, *dst.f);
 	if (err)
 		o1_err("cpu backend: reading %s (layer %d): %s",
 		       o1_tensor_role_name(t->role), t->layer,
@@ -145,27 +230,39 @@ static int read_weight(struct cpu_state *s, const struct o1_model *m,
 	return err;
 }
 
+static void log_weights(const struct weight_count *c)
+{
+	if (c->qmats)
+		o1_info("cpu backend: %u matrices kept in their block format "
+			"(%.1f MiB)",
+			c->qmats, c->qbytes / 1048576.0);
+	if (c->converted)
+		o1_info("cpu backend: converting %llu weights from %s to f32 "
+			"(%.1f MiB in all)",
+			(unsigned long long)c->converted, o1_dtype_name(c->dtype),
+			c->floats * 4.0 / (1 << 20));
+}
+
 static int load_weights(struct cpu_state *s, const struct o1_model *m)
 {
-	struct weight_count c = {0, 0, O1_DTYPE_F32};
-	uint64_t at = 0;
+	struct weight_count c = {0, 0, 0, 0, O1_DTYPE_F32};
+	struct weight_at at = {0, 0};
 	int err;
 
 	for_each_weight(s, m, count_weight, &c);
-	if (c.converted)
-		o1_info("cpu backend: converting %llu weights from %s to f32 "
-			"(%.1f MiB in all)",
-			(unsigned long long)c.converted, o1_dtype_name(c.dtype),
-			c.floats * 4.0 / (1 << 20));
-	s->weights = malloc(c.floats * sizeof(float));
-	if (!s->weights) {
+	log_weights(&c);
+	s->weights = malloc((c.floats ? c.floats : 1) * sizeof(float));
+	s->qweights = aligned_alloc(64, c.qbytes ? c.qbytes : 64);
+	if (!s->weights || !s->qweights) {
 		o1_err("cpu backend: no memory for %.1f MiB of weights",
-		       c.floats * 4.0 / (1 << 20));
+		       (c.floats * 4.0 + c.qbytes) / (1 << 20));
 		return -ENOMEM;
 	}
 	err = for_each_weight(s, m, read_weight, &at);
-	if (!err && s->d.tied_embeddings)
+	if (!err && s->d.tied_embeddings) {
 		s->global[O1_T_OUTPUT] = s->global[O1_T_TOKEN_EMBD];
+		s->gq[O1_T_OUTPUT] = s->gq[O1_T_TOKEN_EMBD];
+	}
 	return err;
 }
 
@@ -283,6 +380,7 @@ static void cpu_destroy(void *state)
 	free(s->kv);
 	free(s->inv_freq);
 	free(s->weights);
+	free(s->qweights);
 	free(s->layers);
 	free(s);
 }
@@ -364,6 +462,27 @@ static struct o1_attn_dims attn_dims(const struct cpu_state *s)
 				     (float)(1.0 / sqrt(d->head_dim))};
 }
 
+/* y (M,N) = x (M,K) . W^T + BIAS for W held as f32 (F) or in blocks (Q). */
+static int product(struct cpu_state *s, float *y, const float *x,
+		   const float *f, const struct cpu_blocks *q,
+		   const float *bias, uint32_t m, uint32_t n, uint32_t k)
+{
+	if (q->data)
+		return o1_matmul_q_cpu(s->tp, y, x, q->data, q->type, bias, m,
+				       n, k);
+	return o1_matmul_cpu(s->tp, y, x, f, bias, m, n, k);
+}
+
+/* The product with layer L's matrix ROLE. */
+static int layer_product(struct cpu_state *s, uint32_t l,
+			 enum o1_tensor_role role, float *y, const float *x,
+			 const float *bias, uint32_t m, uint32_t n, uint32_t k)
+{
+	const struct cpu_layer *c = &s->layers[l];
+
+	return product(s, y, x, c->w[role], &c->q[role], bias, m, n, k);
+}
+
 /* h = RMSNorm(x); q, k, v = h W^T + b; RoPE on q and k. */
 static int qkv_block(struct cpu_state *s, uint32_t l, uint32_t t)
 {
@@ -375,14 +494,14 @@ static int qkv_block(struct cpu_state *s, uint32_t l, uint32_t t)
 				 d->dim, d->norm_eps);
 
 	if (!err)
-		err = o1_matmul_cpu(s->tp, s->q, s->h, w[O1_T_WQ], w[O1_T_BQ],
-				    t, qd, d->dim);
+		err = layer_product(s, l, O1_T_WQ, s->q, s->h, w[O1_T_BQ], t,
+				    qd, d->dim);
 	if (!err)
-		err = o1_matmul_cpu(s->tp, s->k, s->h, w[O1_T_WK], w[O1_T_BK],
-				    t, kvd, d->dim);
+		err = layer_product(s, l, O1_T_WK, s->k, s->h, w[O1_T_BK], t,
+				    kvd, d->dim);
 	if (!err)
-		err = o1_matmul_cpu(s->tp, s->v, s->h, w[O1_T_WV], w[O1_T_BV],
-				    t, kvd, d->dim);
+		err = layer_product(s, l, O1_T_WV, s->v, s->h, w[O1_T_BV], t,
+				    kvd, d->dim);
 	if (!err)
 		err =
 		    o1_rope_cpu(s->tp, s->q, s->pos, t, d->n_heads, d->head_dim,
@@ -419,9 +538,8 @@ static int attention_block(struct cpu_state *s, uint32_t l, uint32_t t,
 		err = o1_attention_cpu(s->tp, s->att, s->q, kc, vc, &ad, b,
 				       s->scratch, s->cfg.max_context_tokens);
 	if (!err)
-		err =
-		    o1_matmul_cpu(s->tp, s->o, s->att, s->layers[l].w[O1_T_WO],
-				  NULL, t, d->dim, d->n_heads * d->head_dim);
+		err = layer_product(s, l, O1_T_WO, s->o, s->att, NULL, t,
+				    d->dim, d->n_heads * d->head_dim);
 	if (!err)
 		err = reduce(s, t);
 	if (!err)
@@ -438,17 +556,17 @@ static int mlp_block(struct cpu_state *s, uint32_t l, uint32_t t)
 				 d->norm_eps);
 
 	if (!err)
-		err = o1_matmul_cpu(s->tp, s->gate, s->h, w[O1_T_W_GATE], NULL,
-				    t, d->ffn_dim, d->dim);
+		err = layer_product(s, l, O1_T_W_GATE, s->gate, s->h, NULL, t,
+				    d->ffn_dim, d->dim);
 	if (!err)
-		err = o1_matmul_cpu(s->tp, s->up, s->h, w[O1_T_W_UP], NULL, t,
+		err = layer_product(s, l, O1_T_W_UP, s->up, s->h, NULL, t,
 				    d->ffn_dim, d->dim);
 	if (!err)
 		err = o1_swiglu_cpu(s->tp, s->gate, s->gate, s->up, t,
 				    d->ffn_dim);
 	if (!err)
-		err = o1_matmul_cpu(s->tp, s->o, s->gate, w[O1_T_W_DOWN], NULL,
-				    t, d->dim, d->ffn_dim);
+		err = layer_product(s, l, O1_T_W_DOWN, s->o, s->gate, NULL, t,
+				    d->dim, d->ffn_dim);
 	if (!err)
 		err = reduce(s, t);
 	if (!err)
@@ -468,8 +586,8 @@ static int head(struct cpu_state *s, uint32_t r0, uint32_t n, float *logits)
 		       d->dim * sizeof(float));
 	o1_rmsnorm_cpu(s->tp, s->h, s->h, s->global[O1_T_OUTPUT_NORM], n,
 		       d->dim, d->norm_eps);
-	return o1_matmul_cpu(s->tp, logits, s->h, s->global[O1_T_OUTPUT], NULL,
-			     n, d->vocab_size, d->dim);
+	return product(s, logits, s->h, s->global[O1_T_OUTPUT],
+		       &s->gq[O1_T_OUTPUT], NULL, n, d->vocab_size, d->dim);
 }
 
 struct sample_args {
@@ -528,8 +646,13 @@ static int cpu_step(void *state, const struct o1_step *st)
 	uint32_t r = prepare(s, st), t = s->q_off[st->n_seqs];
 	struct o1_attn_batch b = {st->n_seqs, s->q_off, s->start, s->tables,
 				  s->max_blocks};
-	int err = o1_embedding_cpu(s->tp, s->x, s->global[O1_T_TOKEN_EMBD],
-				   s->ids, t, s->d.dim, s->d.vocab_size);
+	const struct cpu_blocks *eq = &s->gq[O1_T_TOKEN_EMBD];
+	int err = eq->data ? o1_embedding_q_cpu(s->tp, s->x, eq->data, eq->type,
+						s->ids, t, s->d.dim,
+						s->d.vocab_size)
+			   : o1_embedding_cpu(s->tp, s->x,
+					      s->global[O1_T_TOKEN_EMBD], s->ids,
+					      t, s->d.dim, s->d.vocab_size);
 
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++) {
 		err = attention_block(s, l, t, &b);
@@ -550,4 +673,5 @@ const struct o1_backend_ops o1_cpu_backend_ops = {
     .step = cpu_step,
     .tp_align = 1,
     .can_sample = true,
+    .kv_elem_bytes = sizeof(float),
 };

@@ -429,6 +429,12 @@ static int cuda_create(const struct o1_model *m,
 		err = setup_streams(s);
 	if (!err)
 		err = o1_cuda_weights_load(s, m);
+	if (!err && s->n_block_mats && s->fused) {
+		s->fused = false; /* the block products are unfused ones */
+		o1_info("cuda backend: fused products off: %u matrices in "
+			"GGUF block formats",
+			s->n_block_mats);
+	}
 	if (!err)
 		err = alloc_kv(s);
 	if (!err)
@@ -480,4 +486,5 @@ const struct o1_backend_ops o1_cuda_backend_ops = {
     .tp_align = 8, /* gemv.cu: K a multiple of 8 */
     .devout = o1_cuda_devout_get,
     .can_sample = true,
+    .kv_elem_bytes = 2, /* bf16 */
 };

@@ -42,13 +42,26 @@
  *   cfg.cuda_no_pdl: each may start during the previous kernel (the
  *   products prefetch their weights into L2 meanwhile) and waits for it
  *   before touching activations;
- * - unless cfg.cuda_no_fusion, a layer is 6 or 7 kernels instead of 9 or
- *   10 (gemv.cu's fused products): QKV product over the RMSNorm of the
- *   residual stream x, RoPE + KV write, attention (and merge), x += O
- *   product, gate/up product over the RMSNorm of x with SwiGLU in its
- *   epilogue, x += down product; the last layer's down product goes to
- *   s->o as unfused, so the head is the same either way.
+ * - unless cfg.cuda_no_fusion, a layer is 5 kernels instead of 9
+ *   (gemv.cu's fused products): the QKV product over the RMSNorm of the
+ *   residual stream x with RoPE and the KV write in its epilogue,
+ *   attention (merging its own splits), x += O product, the gate/up
+ *   product over the RMSNorm of x with SwiGLU in its epilogue, x += down
+ *   product; the head is the LM head over the RMSNorm of x, one kernel
+ *   (2 unfused). The bits are those of the unfused kernels.
  * cuBLAS kernels and every kernel of larger steps launch as before.
+ *
+ * Matrices in GGUF block formats (cuda_weights.c, struct cuda_qmat): a
+ * product over at most O1_GEMV_MAX_ROWS rows is gemv_q.cu's, one launch
+ * per part (a fused output's parts in their column ranges), dequantizing
+ * in registers; a larger one dequantizes each part QTILE_BYTES of bf16
+ * at a time into the tile scratch (quant.cu) and multiplies each tile with
+ * cuBLAS into its columns. The embedding gathers from the block table.
+ * Fused products are off for such a model (cuda_backend.c): the block
+ * products take the unfused route (RMSNorm, product, SwiGLU, residual add
+ * in the next RMSNorm), the same for every layer, except that a decode
+ * step's gate/up product in one block type has SwiGLU in its epilogue
+ * (o1_gemv_q_swiglu_cuda, the same bits) unless cfg.cuda_no_fusion.
  *
  * As a tensor-parallel rank (cfg.tp_size, tp_shard.h, tp_group.h): the
  * model is the rank's shard; the O and down products (f32, in s->o) are
@@ -177,6 +190,65 @@ static int gemm(struct cuda_state *s, float *y, const uint16_t *x,
 	    "gemm");
 }
 
+/* Part P of a block matrix over M > O1_GEMV_MAX_ROWS rows: its rows as
+ * bf16 tiles of at most QTILE_BYTES, each multiplied by cuBLAS into its
+ * columns of y (N wide). */
+static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
+		   const struct cuda_qpart *p, uint32_t m, uint32_t n,
+		   uint32_t k)
+{
+	const float one = 1.0f, zero = 0.0f;
+	uint32_t per = QTILE_BYTES / 2 / k;
+	int err = 0;
+
+	for (uint32_t r0 = 0; !err && r0 < p->rows; r0 += per) {
+		uint32_t nr = p->rows - r0 < per ? p->rows - r0 : per;
+
+		err = o1_quant_dequantize_bf16_cuda(
+		    p->type, (const char *)p->w + r0 * p->row_bytes, s->qtile,
+		    (uint64_t)nr * k, s->stream);
+		if (!err)
+			err = o1_cuda_blas_check(
+			    cublasGemmEx(
+				s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr,
+				(int)m, (int)k, &one, s->qtile, CUDA_R_16BF,
+				(int)k, x, CUDA_R_16BF, (int)k, &zero,
+				y + p->col0 + r0, CUDA_R_32F, (int)n,
+				CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+			    "gemm_q");
+	}
+	return err;
+}
+
+/* y (m,n) f32 = x (m,k) bf16 . W^T for W in blocks (Q): gemv_q.cu for up
+ * to O1_GEMV_MAX_ROWS rows, the tile path above. */
+static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
+		  const struct cuda_qmat *q, uint32_t m, uint32_t n, uint32_t k)
+{
+	int err = 0;
+
+	for (uint32_t i = 0; !err && i < q->n_parts; i++) {
+		const struct cuda_qpart *p = &q->part[i];
+
+		if (m <= O1_GEMV_MAX_ROWS)
+			err = o1_gemv_q_cuda(y + p->col0, x, p->w, p->type, m,
+					     p->rows, k, n, step_pdl(s, m),
+					     s->stream);
+		else
+			err = tiles_q(s, y, x, p, m, n, k);
+	}
+	return err;
+}
+
+/* The product with a matrix held as bf16 (W) or in blocks (Q). */
+static int product(struct cuda_state *s, float *y, const uint16_t *x,
+		   const uint16_t *w, const struct cuda_qmat *q, uint32_t m,
+		   uint32_t n, uint32_t k)
+{
+	return q->n_parts ? gemm_q(s, y, x, q, m, n, k)
+			  : gemm(s, y, x, w, m, n, k);
+}
+
 static struct o1_attn_dims attn_dims(const struct cuda_state *s)
 {
 	return (struct o1_attn_dims){s->d.n_heads,
@@ -199,22 +271,36 @@ static int reduce(struct cuda_state *s, uint32_t t)
 }
 
 /* The attention input: RMSNorm of the residual stream (adding the
- * previous layer's down product, unfused) and the QKV product. */
-static int qkv_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
-		  bool pdl)
+ * previous layer's down product), the QKV product, then RoPE with the bias
+ * and the KV page write (RA); fused, one kernel does all three. */
+static int qkv_in(struct cuda_state *s, uint32_t l,
+		  const struct o1_rope_kv_args *ra,
+		  const struct o1_attn_dims *ad, bool fuse, bool pdl)
 {
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[l];
-	uint32_t n = (uint32_t)cuda_qkv_rows(d);
+	uint32_t n = (uint32_t)cuda_qkv_rows(d), t = ra->n_tokens;
 	int err;
 
 	if (fuse)
-		return o1_gemv_norm_bf16_cuda(s->qkv, s->x, y->attn_norm,
-					      d->norm_eps, y->wqkv, t, n,
-					      d->dim, pdl, s->stream);
+		return o1_gemv_norm_rope_kv_cuda(ra, ad, s->x, y->attn_norm,
+						 d->norm_eps, y->wqkv, t,
+						 d->dim, pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
 			      t, d->dim, d->norm_eps, pdl, s->stream);
-	return err ? err : gemm(s, s->qkv, s->h, y->wqkv, t, n, d->dim);
+	err = err ? err
+		  : product(s, s->qkv, s->h, y->wqkv, &y->qqkv, t, n, d->dim);
+	return err ? err : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
+}
+
+/* Whether the gate/up product Q over T rows takes gemv_q.cu's SwiGLU
+ * epilogue: in blocks of one type (one part), a decode step, fusion not
+ * turned off (its bits are the unfused kernels'). */
+static bool q_swiglu(const struct cuda_state *s, const struct cuda_qmat *q,
+		     uint32_t t)
+{
+	return q->n_parts == 1 && t <= O1_GEMV_MAX_ROWS &&
+	       !s->cfg.cuda_no_fusion;
 }
 
 /* The MLP input: RMSNorm (adding the O product, unfused), the gate/up
@@ -233,7 +319,12 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 						     d->dim, pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
 			      d->norm_eps, pdl, s->stream);
-	err = err ? err : gemm(s, s->gu, s->h, y->wgu, t, 2 * f, d->dim);
+	if (!err && q_swiglu(s, &y->qgu, t))
+		return o1_gemv_q_swiglu_cuda(s->act, s->h, y->qgu.part[0].w,
+					     y->qgu.part[0].type, t, f, d->dim,
+					     pdl, s->stream);
+	err = err ? err
+		  : product(s, s->gu, s->h, y->wgu, &y->qgu, t, 2 * f, d->dim);
 	return err ? err
 		   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
 				    s->stream);
@@ -243,15 +334,15 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
  * residual stream when ADD (fused), else into s->o, summed across the
  * ranks, for the next RMSNorm to add. */
 static int out_product(struct cuda_state *s, const uint16_t *in,
-		       const uint16_t *w, uint32_t t, uint32_t k, bool add,
-		       bool pdl)
+		       const uint16_t *w, const struct cuda_qmat *q, uint32_t t,
+		       uint32_t k, bool add, bool pdl)
 {
 	int err;
 
 	if (add)
 		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k, pdl,
 					     s->stream);
-	err = gemm(s, s->o, in, w, t, s->d.dim, k);
+	err = product(s, s->o, in, w, q, t, s->d.dim, k);
 	return err ? err : reduce(s, t);
 }
 
@@ -269,26 +360,26 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 				     f->tokens,	   d->rope.dim};
 	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
-	int err = qkv_in(s, l, t, fuse, pdl);
+	int err = qkv_in(s, l, &ra, &ad, fuse, pdl);
 
-	err = err ? err : o1_rope_kv_write_cuda(&ra, &ad, pdl, s->stream);
 	err = err ? err
 		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
 				      f->max_len, s->scratch, s->scratch_floats,
 				      pdl, s->stream);
-	return err ? err : out_product(s, s->att, y->wo, t, qd, fuse, pdl);
+	return err ? err
+		   : out_product(s, s->att, y->wo, &y->qo, t, qd, fuse, pdl);
 }
 
-/* Fused, the last layer's down product goes to s->o like an unfused one:
- * the head's RMSNorm adds it. */
+/* Unfused, the down product goes to s->o for the next RMSNorm (the next
+ * layer's or the head's) to add; fused, it is added to x at once. */
 static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 {
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
 	int err = mlp_in(s, l, t, fuse, pdl);
 
 	return err ? err
-		   : out_product(s, s->act, s->layers[l].wdown, t, s->d.ffn_dim,
-				 fuse && l + 1 < s->d.n_layers, pdl);
+		   : out_product(s, s->act, s->layers[l].wdown,
+				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse, pdl);
 }
 
 /* Uploads the inputs of N_SEQS sequences; the tables come last: only the
@@ -307,8 +398,13 @@ static int layers(struct cuda_state *s, uint32_t n_seqs, const struct flat *f)
 {
 	struct o1_attn_batch b = {n_seqs, s->dev.q_off, s->dev.start,
 				  s->dev.tables, s->max_blocks};
-	int err = o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
-				    s->d.dim, s->d.vocab_size, s->stream);
+	const struct cuda_qpart *e =
+	    s->qembd.n_parts ? &s->qembd.part[0] : NULL;
+	int err =
+	    e ? o1_embedding_q_cuda(s->x, e->w, e->type, s->dev.ids, f->tokens,
+				    s->d.dim, s->d.vocab_size, s->stream)
+	      : o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
+				  s->d.dim, s->d.vocab_size, s->stream);
 
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++) {
 		err = attention_block(s, l, f, &b);
@@ -318,18 +414,24 @@ static int layers(struct cuda_state *s, uint32_t n_seqs, const struct flat *f)
 	return err;
 }
 
-/* Final norm (adding the last MLP output) and LM head over rows [C, C +
- * N) of those that want logits, into the device logits. */
-static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
+/* Final norm (adding the last MLP output unless FUSED layers added it
+ * already) and LM head over rows [C, C + N) of those that want logits,
+ * into the device logits; fused, one kernel. */
+static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n, bool fused)
 {
 	const struct o1_model_desc *d = &s->d;
-	int err =
-	    o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm, s->dev.rows + c, n,
-			    d->dim, d->norm_eps, step_pdl(s, n), s->stream);
+	bool pdl = step_pdl(s, n);
+	int err;
 
+	if (fused)
+		return o1_gemv_norm_rows_bf16_cuda(
+		    s->logits, s->x, s->dev.rows + c, s->out_norm, d->norm_eps,
+		    s->out_w, n, d->vocab_size, d->dim, pdl, s->stream);
+	err = o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm, s->dev.rows + c, n,
+			      d->dim, d->norm_eps, pdl, s->stream);
 	return err ? err
-		   : gemm(s, s->logits, s->h, s->out_w, n, d->vocab_size,
-			  d->dim);
+		   : product(s, s->logits, s->h, s->out_w, &s->qout, n,
+			     d->vocab_size, d->dim);
 }
 
 /* Uploads N sample rows (ROWS; NULL: greedy ones), padded to BATCH
@@ -390,16 +492,18 @@ static int copy_logits(struct cuda_state *s, float *dst, uint32_t n)
 /* The LM head over the R rows that want logits, HEAD_ROWS at a time, each
  * chunk served to the device outputs, then sampled (when asked), then
  * copied to the host (when asked); the results after the last chunk. */
-static int head(struct cuda_state *s, const struct o1_step *st, uint32_t r)
+static int head(struct cuda_state *s, const struct o1_step *st,
+		const struct flat *f)
 {
-	bool smp = s->sampling && st->samples;
+	bool smp = s->sampling && st->samples, fused = step_fused(s, f->tokens);
+	uint32_t r = f->rows;
 	uint64_t touched = 0;
 	int err = 0;
 
 	for (uint32_t c = 0; !err && c < r; c += s->head_rows) {
 		uint32_t n = r - c < s->head_rows ? r - c : s->head_rows;
 
-		err = head_chunk(s, c, n);
+		err = head_chunk(s, c, n, fused);
 		err = err ? err : o1_cuda_devout_rows(s, st, c, n, &touched);
 		if (!err && smp)
 			err = sample_chunk(s, c, n);
@@ -425,7 +529,7 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 	err = err ? err : settle(s);
 	if (err || s->cfg.tp_rank)
 		return err;
-	return head(s, st, f->rows);
+	return head(s, st, f);
 }
 
 /* The bucket step of BATCH one-token rows, logits left on the device,
@@ -439,7 +543,7 @@ int o1_cuda_forward_bucket(void *ctx, uint32_t batch)
 
 	if (err || s->cfg.tp_rank)
 		return err;
-	err = head_chunk(s, 0, batch);
+	err = head_chunk(s, 0, batch, step_fused(s, batch));
 	return err || !s->sampling ? err : sample_chunk(s, 0, batch);
 }
 

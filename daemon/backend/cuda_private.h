@@ -4,7 +4,8 @@
  *                   step inputs, sampling buffers, graphs; destroy), the
  *                   step entry and the ops table;
  *   cuda_weights.c  the weight layout in the one device allocation and its
- *                   upload (bf16 matrices, f32 norms, biases, RoPE tables);
+ *                   upload (bf16 matrices or GGUF blocks, f32 norms,
+ *                   biases, RoPE tables);
  *   cuda_forward.c  a step on the device: inputs, layers, LM head, sampling,
  *                   eager or through the decode bucket graphs;
  *   cuda_devout.c   device output areas (CUDA IPC) and serving them.
@@ -30,10 +31,33 @@
 #define HEAD_ROWS_MAX  256 /* LM head rows per chunk */
 #define ATT_SPLITS_MAX 32
 #define BLAS_WS_BYTES  (32u << 20)
+/* bf16 tiles of block-format matrices for products of more than
+ * O1_GEMV_MAX_ROWS rows (cuda_forward.c's tile path) */
+#define QTILE_BYTES (64u << 20)
+
+/* A matrix kept in GGUF block formats (cuda_weights.c): the output rows
+ * [col0, col0 + rows) of a product come from part i, rows of whole blocks
+ * of its type. A fused matrix (QKV, gate/up) whose tensors have different
+ * types has one part per run of one type; n_parts 0: the matrix is bf16. */
+#define CUDA_QPARTS_MAX 3
+
+struct cuda_qpart {
+	const void *w; /* in the weight allocation */
+	enum o1_quant_type type;
+	uint32_t rows, col0;
+	uint64_t row_bytes;
+};
+
+struct cuda_qmat {
+	struct cuda_qpart part[CUDA_QPARTS_MAX];
+	uint32_t n_parts;
+};
 
 struct cuda_layer {
 	float *attn_norm, *ffn_norm, *bqkv; /* f32; bqkv NULL without bias */
-	uint16_t *wqkv, *wo, *wgu, *wdown;  /* bf16 [out, in] */
+	uint16_t *wqkv, *wo, *wgu, *wdown;  /* bf16 [out, in]; NULL when in
+					     * blocks (the qmat below) */
+	struct cuda_qmat qqkv, qo, qgu, qdown;
 };
 
 /* A device output area: one allocation, rows then stamps (backend.h). */
@@ -73,7 +97,12 @@ struct cuda_state {
 	cudaStream_t stream;
 	cublasHandle_t blas;
 	void *weights; /* owned: the one weight allocation */
-	uint16_t *embd, *out_w;
+	uint16_t *embd, *out_w; /* bf16; NULL when in blocks (qembd, qout) */
+	struct cuda_qmat qembd, qout;
+	uint16_t *qtile;	 /* in weights: QTILE_BYTES, when any block
+				  * matrix; NULL otherwise */
+	uint64_t weight_bytes;	 /* of the weights allocation */
+	uint32_t n_block_mats; /* matrices kept in blocks */
 	float *out_norm, *inv_freq;
 	float rope_scale;
 	struct cuda_layer *layers; /* host array, n_layers */
@@ -128,7 +157,10 @@ int o1_cuda_blas_check(cublasStatus_t st, const char *what);
 int o1_cuda_sync(struct cuda_state *s);
 
 /* cuda_weights.c: lays out s->weights (one allocation) and uploads M's
- * tensors and the RoPE tables into it. */
+ * tensors and the RoPE tables into it: matrices in GGUF block formats
+ * as they are (cfg.dequantize: bf16), the others as bf16. -O1_E_SHAPE
+ * (logged with the tensor) for a block matrix whose rows are not whole
+ * blocks. */
 int o1_cuda_weights_load(struct cuda_state *s, const struct o1_model *m);
 
 /* cuda_forward.c: flattens ST into the pinned inputs and enqueues it (no

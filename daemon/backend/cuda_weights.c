@@ -6,9 +6,21 @@
  * into one staging buffer (the largest tensor), copied to a device staging
  * buffer and converted there; both staging buffers are freed before
  * create returns. Only rank 0 of a tensor-parallel group holds the LM head.
+ *
+ * Matrices in a GGUF block format (Q8_0, Q4_0, Q4_K, Q6_K) stay in it
+ * unless cfg.dequantize: their bytes are copied as they are (GGUF's Q/K
+ * rows un-permuted whole: a row is whole blocks) and the products read
+ * them (cuda_forward.c). A fused group (QKV, gate/up) is kept in blocks
+ * when every tensor of it is in a block format; its runs of one type are
+ * the parts of a struct cuda_qmat, each stored contiguously (so a Q4_K_M
+ * layer whose V is Q6_K has a [q | k] Q4_K part and a [v] Q6_K part). A
+ * group mixing float and block tensors, rare in real files, becomes bf16
+ * whole (logged). With any matrix in blocks, QTILE_BYTES of bf16 scratch
+ * follow the weights for the tile path of larger products.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -16,20 +28,115 @@
 #include "kernels/cuda_util.h"
 #include "kernels/rope.h"
 
+static const enum o1_tensor_role qkv_roles[] = {O1_T_WQ, O1_T_WK, O1_T_WV};
+static const enum o1_tensor_role o_roles[] = {O1_T_WO};
+static const enum o1_tensor_role gu_roles[] = {O1_T_W_GATE, O1_T_W_UP};
+static const enum o1_tensor_role down_roles[] = {O1_T_W_DOWN};
+
+/* Whether the group ROLES (N) of LAYER stays in blocks: every tensor a
+ * block-format matrix and cfg.dequantize off. A mixed group is logged
+ * unless QUIET (the layout's measuring pass). */
+static bool group_in_blocks(const struct cuda_state *s,
+			    const struct o1_model *m,
+			    const enum o1_tensor_role *roles, int n, int layer,
+			    bool quiet)
+{
+	bool any = false, all = true;
+
+	for (int i = 0; i < n; i++) {
+		const struct o1_tensor *t = o1_model_tensor(m, roles[i], layer);
+		bool b = t && t->n_dims == 2 && o1_quant_is_block(t->dtype);
+
+		any |= b;
+		all &= b;
+	}
+	if (any && !all && !s->cfg.dequantize && !quiet)
+		o1_info("cuda backend: layer %d: %s mixes block and float "
+			"types; dequantized to bf16",
+			layer, o1_tensor_role_name(roles[0]));
+	return all && !s->cfg.dequantize;
+}
+
+/* The parts of group ROLES (N) of LAYER: one per run of one type, their
+ * rows carved at BASE. */
+static void carve_blocks(const struct o1_model *m,
+			 const enum o1_tensor_role *roles, int n, int layer,
+			 uintptr_t base, uint64_t *off, struct cuda_qmat *q)
+{
+	uint32_t col = 0;
+
+	q->n_parts = 0;
+	for (int i = 0; i < n; i++) {
+		const struct o1_tensor *t = o1_model_tensor(m, roles[i], layer);
+		struct cuda_qpart *p =
+		    q->n_parts ? &q->part[q->n_parts - 1] : NULL;
+
+		if (!p || p->type != (enum o1_quant_type)t->dtype) {
+			p = &q->part[q->n_parts++];
+			*p = (struct cuda_qpart){
+			    NULL, (enum o1_quant_type)t->dtype, 0, col, 0};
+			o1_quant_row_bytes(t->dtype, t->shape[1],
+					   &p->row_bytes);
+		}
+		p->rows += (uint32_t)t->shape[0];
+		col += (uint32_t)t->shape[0];
+	}
+	for (uint32_t i = 0; i < q->n_parts; i++)
+		q->part[i].w = cuda_carve(
+		    base, off, q->part[i].rows * q->part[i].row_bytes);
+}
+
+/* A group at BASE: its parts when in blocks (*BF stays NULL), else a bf16
+ * matrix of ROWS x COLS into *BF. Counts the block matrices. */
+static void carve_group(struct cuda_state *s, const struct o1_model *m,
+			const enum o1_tensor_role *roles, int n, int layer,
+			uint64_t rows, uint64_t cols, uintptr_t base,
+			uint64_t *off, uint16_t **bf, struct cuda_qmat *q)
+{
+	*bf = NULL;
+	q->n_parts = 0;
+	if (group_in_blocks(s, m, roles, n, layer, !base)) {
+		carve_blocks(m, roles, n, layer, base, off, q);
+		s->n_block_mats += (uint32_t)n;
+	} else {
+		*bf = cuda_carve(base, off, rows * cols * 2);
+	}
+}
+
+/* The token embedding and the LM head (tied: the embedding). */
+static void carve_globals(struct cuda_state *s, const struct o1_model *m,
+			  uintptr_t base, uint64_t *off)
+{
+	const struct o1_model_desc *d = &s->d;
+	static const enum o1_tensor_role embd[] = {O1_T_TOKEN_EMBD};
+	static const enum o1_tensor_role out[] = {O1_T_OUTPUT};
+
+	carve_group(s, m, embd, 1, -1, d->vocab_size, d->dim, base, off,
+		    &s->embd, &s->qembd);
+	s->out_norm = cuda_carve(base, off, (uint64_t)d->dim * 4);
+	/* Only rank 0 of a tensor-parallel group runs the LM head. */
+	if (d->tied_embeddings) {
+		s->out_w = s->embd;
+		s->qout = s->qembd;
+	} else if (s->cfg.tp_rank) {
+		s->out_w = NULL;
+		s->qout.n_parts = 0;
+	} else {
+		carve_group(s, m, out, 1, -1, d->vocab_size, d->dim, base, off,
+			    &s->out_w, &s->qout);
+	}
+}
+
 /* Assigns every weight pointer at BASE; returns the bytes needed. */
-static uint64_t layout_weights(struct cuda_state *s, uintptr_t base)
+static uint64_t layout_weights(struct cuda_state *s, const struct o1_model *m,
+			       uintptr_t base)
 {
 	const struct o1_model_desc *d = &s->d;
 	uint64_t off = 0, dim = d->dim, f = d->ffn_dim;
 	uint64_t qd = (uint64_t)d->n_heads * d->head_dim;
 
-	s->embd = cuda_carve(base, &off, d->vocab_size * dim * 2);
-	s->out_norm = cuda_carve(base, &off, dim * 4);
-	/* Only rank 0 of a tensor-parallel group runs the LM head. */
-	s->out_w = d->tied_embeddings ? s->embd
-		   : s->cfg.tp_rank
-		       ? NULL
-		       : cuda_carve(base, &off, d->vocab_size * dim * 2);
+	s->n_block_mats = 0;
+	carve_globals(s, m, base, &off);
 	s->inv_freq = cuda_carve(base, &off, d->rope.dim / 2 * 4);
 	for (uint32_t l = 0; l < d->n_layers; l++) {
 		struct cuda_layer *y = &s->layers[l];
@@ -39,19 +146,42 @@ static uint64_t layout_weights(struct cuda_state *s, uintptr_t base)
 		y->bqkv = d->qkv_bias
 			      ? cuda_carve(base, &off, cuda_qkv_rows(d) * 4)
 			      : NULL;
-		y->wqkv = cuda_carve(base, &off, cuda_qkv_rows(d) * dim * 2);
-		y->wo = cuda_carve(base, &off, dim * qd * 2);
-		y->wgu = cuda_carve(base, &off, 2 * f * dim * 2);
-		y->wdown = cuda_carve(base, &off, dim * f * 2);
+		carve_group(s, m, qkv_roles, 3, (int)l, cuda_qkv_rows(d), dim,
+			    base, &off, &y->wqkv, &y->qqkv);
+		carve_group(s, m, o_roles, 1, (int)l, dim, qd, base, &off,
+			    &y->wo, &y->qo);
+		carve_group(s, m, gu_roles, 2, (int)l, 2 * f, dim, base, &off,
+			    &y->wgu, &y->qgu);
+		carve_group(s, m, down_roles, 1, (int)l, dim, f, base, &off,
+			    &y->wdown, &y->qdown);
 	}
+	s->qtile = s->n_block_mats ? cuda_carve(base, &off, QTILE_BYTES) : NULL;
 	return off;
 }
 
-/* Where a tensor goes: its device address and whether it becomes bf16. */
+/* Where a tensor goes: its device address and its form there. */
+enum dst_form { DST_F32, DST_BF16, DST_BLOCKS };
+
 struct weight_dst {
 	void *p;
-	bool bf16;
+	enum dst_form form;
 };
+
+/* The rows of a group's output from COL on, in Q's parts (blocks) or at
+ * row COL of the bf16 matrix BF of COLS columns. */
+static struct weight_dst group_dst(uint16_t *bf, const struct cuda_qmat *q,
+				   uint64_t col, uint64_t cols)
+{
+	for (uint32_t i = 0; i < q->n_parts; i++) {
+		const struct cuda_qpart *p = &q->part[i];
+
+		if (col >= p->col0 && col < p->col0 + p->rows)
+			return (struct weight_dst){
+			    (char *)p->w + (col - p->col0) * p->row_bytes,
+			    DST_BLOCKS};
+	}
+	return (struct weight_dst){bf ? bf + col * cols : NULL, DST_BF16};
+}
 
 static struct weight_dst layer_dst(const struct cuda_state *s,
 				   enum o1_tensor_role r, uint32_t l)
@@ -62,32 +192,33 @@ static struct weight_dst layer_dst(const struct cuda_state *s,
 
 	switch (r) {
 	case O1_T_ATTN_NORM:
-		return (struct weight_dst){y->attn_norm, false};
+		return (struct weight_dst){y->attn_norm, DST_F32};
 	case O1_T_FFN_NORM:
-		return (struct weight_dst){y->ffn_norm, false};
+		return (struct weight_dst){y->ffn_norm, DST_F32};
 	case O1_T_WQ:
-		return (struct weight_dst){y->wqkv, true};
+		return group_dst(y->wqkv, &y->qqkv, 0, dim);
 	case O1_T_WK:
-		return (struct weight_dst){y->wqkv + q * dim, true};
+		return group_dst(y->wqkv, &y->qqkv, q, dim);
 	case O1_T_WV:
-		return (struct weight_dst){y->wqkv + (q + kv) * dim, true};
+		return group_dst(y->wqkv, &y->qqkv, q + kv, dim);
 	case O1_T_BQ:
-		return (struct weight_dst){y->bqkv, false};
+		return (struct weight_dst){y->bqkv, DST_F32};
 	case O1_T_BK:
-		return (struct weight_dst){y->bqkv ? y->bqkv + q : NULL, false};
+		return (struct weight_dst){y->bqkv ? y->bqkv + q : NULL,
+					   DST_F32};
 	case O1_T_BV:
 		return (struct weight_dst){y->bqkv ? y->bqkv + q + kv : NULL,
-					   false};
+					   DST_F32};
 	case O1_T_WO:
-		return (struct weight_dst){y->wo, true};
+		return group_dst(y->wo, &y->qo, 0, q);
 	case O1_T_W_GATE:
-		return (struct weight_dst){y->wgu, true};
+		return group_dst(y->wgu, &y->qgu, 0, dim);
 	case O1_T_W_UP:
-		return (struct weight_dst){y->wgu + f * dim, true};
+		return group_dst(y->wgu, &y->qgu, f, dim);
 	case O1_T_W_DOWN:
-		return (struct weight_dst){y->wdown, true};
+		return group_dst(y->wdown, &y->qdown, 0, f);
 	default:
-		return (struct weight_dst){NULL, false};
+		return (struct weight_dst){NULL, DST_F32};
 	}
 }
 
@@ -96,11 +227,43 @@ static const enum o1_tensor_role layer_roles[] = {
     O1_T_BV,	    O1_T_WO, O1_T_FFN_NORM, O1_T_W_GATE, O1_T_W_UP, O1_T_W_DOWN,
 };
 
-/* Host and device f32 staging for one tensor at a time. */
+/* Host and device f32 staging for one tensor at a time (a block tensor's
+ * bytes, fewer than its f32, use the host buffer alone). */
 struct staging {
 	float *host, *dev;
 	uint64_t elems;
 };
+
+/* T's blocks to the host staging, rows in canonical order (GGUF's Q/K
+ * rows un-permuted), then to DST. */
+static int upload_blocks(struct cuda_state *s, const struct o1_model *m,
+			 const struct o1_tensor *t, void *dst,
+			 struct staging *st)
+{
+	uint64_t rows = t->shape[0], rb = 0;
+	uint8_t *h = (uint8_t *)st->host;
+
+	if (o1_quant_row_bytes(t->dtype, t->shape[1], &rb) ||
+	    rb * rows != t->n_bytes) {
+		o1_err("cuda backend: %s (layer %d): %llu bytes of %s for "
+		       "[%llu, %llu]: rows are not whole blocks",
+		       o1_tensor_role_name(t->role), t->layer,
+		       (unsigned long long)t->n_bytes, o1_dtype_name(t->dtype),
+		       (unsigned long long)rows,
+		       (unsigned long long)t->shape[1]);
+		return -O1_E_SHAPE;
+	}
+	for (uint64_t r = 0; r < rows; r++) {
+		uint64_t src =
+		    t->qk_interleaved
+			? o1_model_interleaved_row(r, m->desc.head_dim)
+			: r;
+
+		memcpy(h + r * rb, (const uint8_t *)t->data + src * rb, rb);
+	}
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    dst, h, t->n_bytes, cudaMemcpyHostToDevice, s->stream));
+}
 
 /* Copies through the backend's stream (a plain cudaMemcpy runs on the
  * legacy stream, which a non-blocking stream does not wait for) and waits,
@@ -110,18 +273,24 @@ static int upload(struct cuda_state *s, const struct o1_model *m,
 		  struct staging *st)
 {
 	uint64_t n = o1_tensor_elements(t);
-	int err = o1_tensor_read_f32(m, t, st->host);
+	int err;
 
+	if (dst.form == DST_BLOCKS) {
+		err = upload_blocks(s, m, t, dst.p, st);
+		return err ? err
+			   : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+	}
+	err = o1_tensor_read_f32(m, t, st->host);
 	if (err) {
 		o1_err("cuda backend: reading %s (layer %d): %s",
 		       o1_tensor_role_name(t->role), t->layer,
 		       o1_strerror(err));
 		return err;
 	}
-	err = O1_CUDA_CHECK(cudaMemcpyAsync(dst.bf16 ? st->dev : dst.p,
-					    st->host, n * 4,
-					    cudaMemcpyHostToDevice, s->stream));
-	if (!err && dst.bf16)
+	err = O1_CUDA_CHECK(cudaMemcpyAsync(
+	    dst.form == DST_BF16 ? (void *)st->dev : dst.p, st->host, n * 4,
+	    cudaMemcpyHostToDevice, s->stream));
+	if (!err && dst.form == DST_BF16)
 		err =
 		    o1_convert_bf16_from_f32_cuda(dst.p, st->dev, n, s->stream);
 	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
@@ -149,14 +318,16 @@ static int upload_all(struct cuda_state *s, const struct o1_model *m,
 		      struct staging *st)
 {
 	int err = upload_role(s, m, O1_T_TOKEN_EMBD, -1,
-			      (struct weight_dst){s->embd, true}, st);
+			      group_dst(s->embd, &s->qembd, 0, s->d.dim), st);
 
 	if (!err)
-		err = upload_role(s, m, O1_T_OUTPUT_NORM, -1,
-				  (struct weight_dst){s->out_norm, false}, st);
-	if (!err && !s->d.tied_embeddings && s->out_w)
-		err = upload_role(s, m, O1_T_OUTPUT, -1,
-				  (struct weight_dst){s->out_w, true}, st);
+		err =
+		    upload_role(s, m, O1_T_OUTPUT_NORM, -1,
+				(struct weight_dst){s->out_norm, DST_F32}, st);
+	if (!err && !s->d.tied_embeddings && (s->out_w || s->qout.n_parts))
+		err =
+		    upload_role(s, m, O1_T_OUTPUT, -1,
+				group_dst(s->out_w, &s->qout, 0, s->d.dim), st);
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++)
 		for (size_t i = 0;
 		     !err && i < sizeof(layer_roles) / sizeof(*layer_roles);
@@ -198,22 +369,35 @@ static int setup_rope(struct cuda_state *s, const struct o1_model *m,
 	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
 }
 
+static void log_weights(const struct cuda_state *s)
+{
+	if (s->n_block_mats)
+		o1_info("cuda backend: %.1f MiB of weights: %u matrices in "
+			"GGUF block formats, the others bf16, f32 norms and "
+			"biases, %u MiB of bf16 tiles",
+			s->weight_bytes / 1048576.0, s->n_block_mats,
+			QTILE_BYTES >> 20);
+	else
+		o1_info("cuda backend: %.1f MiB of weights (bf16 matrices, "
+			"f32 norms and biases)",
+			s->weight_bytes / 1048576.0);
+}
+
 int o1_cuda_weights_load(struct cuda_state *s, const struct o1_model *m)
 {
-	uint64_t bytes = layout_weights(s, 0);
 	struct staging st = {NULL, NULL, largest_tensor(m)};
 	int err;
 
+	s->weight_bytes = layout_weights(s, m, 0);
 	if (st.elems < s->d.rope.dim)
 		st.elems = s->d.rope.dim;
-	o1_info("cuda backend: %.1f MiB of weights (bf16 matrices, f32 "
-		"norms and biases)",
-		bytes / 1048576.0);
-	err = o1_cuda_dev_alloc(&s->weights, bytes, "weights");
+	log_weights(s);
+	err = o1_cuda_dev_alloc(&s->weights, s->weight_bytes, "weights");
 	if (err)
 		return err;
-	layout_weights(s, (uintptr_t)s->weights);
-	err = O1_CUDA_CHECK(cudaMemsetAsync(s->weights, 0, bytes, s->stream));
+	layout_weights(s, m, (uintptr_t)s->weights);
+	err = O1_CUDA_CHECK(
+	    cudaMemsetAsync(s->weights, 0, s->weight_bytes, s->stream));
 	st.host = malloc(st.elems * sizeof(float));
 	if (!err && !st.host)
 		err = -ENOMEM;

@@ -33,7 +33,9 @@ int o1_dtype_row_bytes(enum o1_dtype type, uint64_t n, uint64_t *bytes);
 /* Converts N elements (a whole number of blocks) from SRC to float32. */
 void o1_dtype_to_f32(enum o1_dtype type, const void *src, float *dst,
 		     uint64_t n);
-/* Converts float32 to F32, F16 or BF16 (round to nearest even). */
+/* Converts float32 to TYPE: F32, F16 or BF16 (round to nearest even), or
+ * a block type (kernels/quant.h's quantizers: -O1_E_SHAPE for N not whole
+ * blocks, -ERANGE for a NaN or an infinity); -O1_E_UNSUPPORTED for others. */
 int o1_dtype_from_f32(enum o1_dtype type, const float *src, void *dst,
 		      uint64_t n);
 

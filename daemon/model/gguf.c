@@ -445,6 +445,25 @@ static int check_tensor_size(const struct o1_gguf *g,
 	return err;
 }
 
+/* GGML's name for a tensor type id, for the refusal of the types this
+ * build does not read. */
+static const char *ggml_type_name(uint32_t type)
+{
+	static const char *const names[] = {
+	    "F32",    "F16",	    "Q4_0",	  "Q4_1",	"Q4_2",
+	    "Q4_3",   "Q5_0",	    "Q5_1",	  "Q8_0",	"Q8_1",
+	    "Q2_K",   "Q3_K",	    "Q4_K",	  "Q5_K",	"Q6_K",
+	    "Q8_K",   "IQ2_XXS",    "IQ2_XS",	  "IQ3_XXS",	"IQ1_S",
+	    "IQ4_NL", "IQ3_S",	    "IQ2_S",	  "IQ4_XS",	"I8",
+	    "I16",    "I32",	    "I64",	  "F64",	"IQ1_M",
+	    "BF16",   "Q4_0_4_4",   "Q4_0_4_8",	  "Q4_0_8_8",	"TQ1_0",
+	    "TQ2_0",  "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) ? names[type]
+						       : "unknown";
+}
+
 static int read_tensor(struct cursor *c, struct o1_gguf_tensor_info *t)
 {
 	uint32_t type;
@@ -454,8 +473,11 @@ static int read_tensor(struct cursor *c, struct o1_gguf_tensor_info *t)
 		return err;
 	type = (uint32_t)t->type;
 	if (!o1_dtype_supported(type)) {
-		o1_err("gguf %s: tensor '%.*s' has unsupported type %u",
-		       c->g->label, (int)t->name.len, t->name.ptr, type);
+		o1_err("gguf %s: tensor '%.*s' has type %u (%s), which this "
+		       "build does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, "
+		       "Q6_K); requantize the model to one of those",
+		       c->g->label, (int)t->name.len, t->name.ptr, type,
+		       ggml_type_name(type));
 		return -O1_E_UNSUPPORTED;
 	}
 	return check_tensor_size(c->g, t);

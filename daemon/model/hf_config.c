@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "hf_quant.h"
 
 #define HF_MAX_FILE_BYTES (16u << 20)
 
@@ -459,7 +460,9 @@ int o1_hf_config_parse(const char *json, size_t len, const char *label,
 		cJSON_Delete(root);
 		return -O1_E_FORMAT;
 	}
-	err = parse_arch(&c, root, &d.arch);
+	err = o1_hf_quant_check_config(root, label);
+	if (!err)
+		err = parse_arch(&c, root, &d.arch);
 	if (!err)
 		err = parse_sizes(&c, root, &d);
 	if (!err)

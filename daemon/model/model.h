@@ -143,6 +143,15 @@ int o1_model_load_hf(struct o1_model *m);
  * and, with a vocabulary, tokenizer.json. DTYPE is F32, F16 or BF16. */
 int o1_model_write_gguf(const struct o1_model *m, enum o1_dtype dtype,
 			const char *path);
+/* The GGUF writer with a type per tensor: TYPES[i] for M->tensors[i], F32,
+ * F16, BF16 or a block type whose block divides the rows (quantized with
+ * kernels/quant.h's reference quantizers on every online CPU: the same
+ * bytes for any count); vectors are written F32 whatever TYPES says.
+ * FTYPE is llama.cpp's general.file_type (LLAMA_FTYPE_*). -EINVAL for a
+ * type a matrix cannot take. */
+int o1_model_write_gguf_as(const struct o1_model *m,
+			   const enum o1_dtype *types, uint32_t ftype,
+			   const char *path);
 int o1_model_write_hf(const struct o1_model *m, enum o1_dtype dtype,
 		      const char *dir);
 

@@ -15,10 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "gguf.h"
 #include "common/log.h"
+#include "kernels/quant.h"
+#include "kernels/threads.h"
 #include "model.h"
 
 /* Per-layer tensor names, "blk.N." + suffix. */
@@ -350,7 +353,7 @@ static void fill_tensor(const struct o1_gguf_tensor_info *ti,
 	t->qk_interleaved = interleaved_arch(arch) && is_qk(role);
 }
 
-/* One info line naming the quantized types that will be dequantized. */
+/* One info line naming the block types the file holds. */
 static void log_quantized(const char *path, const struct o1_tensor *t,
 			  uint32_t n)
 {
@@ -374,7 +377,7 @@ static void log_quantized(const char *path, const struct o1_tensor *t,
 				     len ? ", " : "", o1_dtype_name(d));
 	}
 	if (count)
-		o1_info("model %s: %u tensors need dequantizing (%s)", path,
+		o1_info("model %s: %u tensors in GGUF block formats (%s)", path,
 			count, types);
 }
 
@@ -723,11 +726,13 @@ int o1_vocab_load_gguf(const char *path, struct o1_vocab **out)
 }
 
 /* Writing. The header and tensor infos come first (sizes follow from the
- * shapes and the target dtype); then, as the GGUF writer reaches each
+ * shapes and the target types); then, as the GGUF writer reaches each
  * tensor, its fill callback converts it to float32 in canonical order,
  * re-permutes Q/K for llama-family architectures and stores it: matrices
- * in the requested dtype, vectors (norms, biases, rope factors) in F32 as
- * llama.cpp does. Only one tensor's buffers are alive at a time. */
+ * in their type (block types quantized by kernels/quant.h's reference
+ * quantizers, rows spread over a thread pool), vectors (norms, biases,
+ * rope factors) in F32 as llama.cpp does. Only one tensor's buffers are
+ * alive at a time. */
 struct wstate {
 	const struct o1_model *m;
 	struct o1_gguf_writer *w;
@@ -735,6 +740,7 @@ struct wstate {
 	const char *arch; /* key prefix: "llama" or "qwen2" */
 	struct gguf_fill *fills; /* [m->n_tensors], borrowed by the writer */
 	float *freqs;		 /* llama3 rope_freqs */
+	struct o1_threads *tp;	 /* quantization workers */
 };
 
 struct gguf_fill {
@@ -773,7 +779,7 @@ static uint32_t file_type(enum o1_dtype dtype)
 	return dtype == O1_DTYPE_F32 ? 0 : dtype == O1_DTYPE_F16 ? 1 : 32;
 }
 
-static int write_hparams(struct wstate *s, enum o1_dtype dtype)
+static int write_hparams(struct wstate *s, uint32_t ftype, bool quantized)
 {
 	const struct o1_model_desc *d = &s->m->desc;
 	int err = o1_gguf_writer_set_str(s->w, "general.architecture", s->arch);
@@ -781,8 +787,10 @@ static int write_hparams(struct wstate *s, enum o1_dtype dtype)
 	if (!err)
 		err = o1_gguf_writer_set_str(s->w, "general.name", d->name);
 	if (!err)
-		err = o1_gguf_writer_set_u32(s->w, "general.file_type",
-					     file_type(dtype));
+		err = o1_gguf_writer_set_u32(s->w, "general.file_type", ftype);
+	if (!err && quantized) /* the block layouts of ggml since 2023 */
+		err = o1_gguf_writer_set_u32(s->w,
+					     "general.quantization_version", 2);
 	if (!err)
 		err = w_u32(s, "context_length", d->max_context_tokens);
 	if (!err)
@@ -933,6 +941,18 @@ static int gguf_order_f32(const struct wstate *s, const struct o1_tensor *t,
 	return err;
 }
 
+/* Converts N floats F (rows of COLS) of T to DTYPE at DST. */
+static int from_f32(const struct wstate *s, const struct o1_tensor *t,
+		    enum o1_dtype dtype, const float *f, void *dst, uint64_t n)
+{
+	uint64_t cols = t->shape[t->n_dims - 1];
+
+	if (!o1_quant_is_block(dtype))
+		return o1_dtype_from_f32(dtype, f, dst, n);
+	return o1_quant_quantize_rows(s->tp, (enum o1_quant_type)dtype, f, dst,
+				      n / cols, cols);
+}
+
 /* The writer's fill callback: T in GGUF order, converted to the dtype. */
 static int fill_gguf(void *ctx, void *dst)
 {
@@ -948,7 +968,7 @@ static int fill_gguf(void *ctx, void *dst)
 	}
 	err = gguf_order_f32(g->s, g->t, f);
 	if (!err && f != dst)
-		err = o1_dtype_from_f32(g->dtype, f, dst, n);
+		err = from_f32(g->s, g->t, g->dtype, f, dst, n);
 	if (f != dst)
 		free(f);
 	return err;
@@ -1014,17 +1034,34 @@ static int write_llama3_freqs(struct wstate *s)
 					 half * sizeof(float));
 }
 
-static int check_write_args(const struct o1_model *m, enum o1_dtype dtype,
-			    const char *path)
+/* Every matrix's type is a float type or a block type dividing its rows. */
+static int check_types(const struct o1_model *m, const enum o1_dtype *types,
+		       const char *path)
+{
+	for (uint32_t i = 0; i < m->n_tensors; i++) {
+		const struct o1_tensor *t = &m->tensors[i];
+		uint64_t bytes;
+
+		if (t->n_dims == 1 || o1_dtype_is_float(types[i]))
+			continue;
+		if (!o1_quant_is_block(types[i]) ||
+		    o1_dtype_row_bytes(types[i], t->shape[t->n_dims - 1],
+				       &bytes)) {
+			o1_err("gguf writer %s: %s (layer %d) cannot be %s "
+			       "(rows of %llu)",
+			       path, o1_tensor_role_name(t->role), t->layer,
+			       o1_dtype_name(types[i]),
+			       (unsigned long long)t->shape[t->n_dims - 1]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int check_write_args(const struct o1_model *m, const char *path)
 {
 	const struct o1_rope *r = &m->desc.rope;
 
-	if (!o1_dtype_is_float(dtype)) {
-		o1_err("gguf writer %s: dtype %s not supported (F32, F16, "
-		       "BF16)",
-		       path, o1_dtype_name(dtype));
-		return -EINVAL;
-	}
 	if (m->desc.head_dim == 0 || m->desc.head_dim % 2 != 0) {
 		o1_err("gguf writer %s: head_dim %u", path, m->desc.head_dim);
 		return -EINVAL;
@@ -1042,9 +1079,18 @@ static int check_write_args(const struct o1_model *m, enum o1_dtype dtype,
 	return 0;
 }
 
-static int write_all(struct wstate *s, enum o1_dtype dtype)
+static bool any_block(const struct o1_model *m, const enum o1_dtype *types)
 {
-	int err = write_hparams(s, dtype);
+	for (uint32_t i = 0; i < m->n_tensors; i++)
+		if (m->tensors[i].n_dims > 1 && o1_quant_is_block(types[i]))
+			return true;
+	return false;
+}
+
+static int write_all(struct wstate *s, const enum o1_dtype *types,
+		     uint32_t ftype)
+{
+	int err = write_hparams(s, ftype, any_block(s->m, types));
 
 	if (!err)
 		err = write_rope(s);
@@ -1056,7 +1102,7 @@ static int write_all(struct wstate *s, enum o1_dtype dtype)
 		const struct o1_tensor *t = &s->m->tensors[i];
 
 		s->fills[i] = (struct gguf_fill){
-		    s, t, t->n_dims == 1 ? O1_DTYPE_F32 : dtype};
+		    s, t, t->n_dims == 1 ? O1_DTYPE_F32 : types[i]};
 		err = write_tensor(s, &s->fills[i]);
 	}
 	if (!err)
@@ -1064,12 +1110,16 @@ static int write_all(struct wstate *s, enum o1_dtype dtype)
 	return err;
 }
 
-int o1_model_write_gguf(const struct o1_model *m, enum o1_dtype dtype,
-			const char *path)
+int o1_model_write_gguf_as(const struct o1_model *m,
+			   const enum o1_dtype *types, uint32_t ftype,
+			   const char *path)
 {
 	struct wstate s = {.m = m, .path = path};
-	int err = check_write_args(m, dtype, path);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int err = check_write_args(m, path);
 
+	if (!err)
+		err = check_types(m, types, path);
 	if (err)
 		return err;
 	s.arch = m->desc.arch == O1_ARCH_QWEN2 ? "qwen2" : "llama";
@@ -1077,10 +1127,36 @@ int o1_model_write_gguf(const struct o1_model *m, enum o1_dtype dtype,
 	if (!s.fills)
 		return -ENOMEM;
 	err = o1_gguf_writer_create(&s.w);
+	if (!err && any_block(m, types))
+		err = o1_threads_create(
+		    cpus > 1 ? (uint32_t)(cpus < 256 ? cpus : 256) : 1, &s.tp);
 	if (!err)
-		err = write_all(&s, dtype);
+		err = write_all(&s, types, ftype);
+	o1_threads_destroy(s.tp);
 	o1_gguf_writer_destroy(s.w);
 	free(s.freqs);
 	free(s.fills);
+	return err;
+}
+
+int o1_model_write_gguf(const struct o1_model *m, enum o1_dtype dtype,
+			const char *path)
+{
+	enum o1_dtype *types;
+	int err;
+
+	if (!o1_dtype_is_float(dtype)) {
+		o1_err("gguf writer %s: dtype %s not supported (F32, F16, "
+		       "BF16; o1_model_write_gguf_as takes block types)",
+		       path, o1_dtype_name(dtype));
+		return -EINVAL;
+	}
+	types = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof(*types));
+	if (!types)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->n_tensors; i++)
+		types[i] = dtype;
+	err = o1_model_write_gguf_as(m, types, file_type(dtype), path);
+	free(types);
 	return err;
 }

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "hf_config.h"
+#include "hf_quant.h"
 #include "common/log.h"
 #include "model.h"
 #include "safetensors.h"
@@ -148,7 +149,12 @@ static int collect_tensors(struct o1_model *m,
 	for (uint64_t i = 0; i < n; i++) {
 		const struct o1_st_tensor *st =
 		    o1_safetensors_set_tensor(set, i);
+		const char *dt = o1_dtype_name(st->dtype);
+		const char *q = o1_hf_quant_method_of(st->name, dt);
 
+		if (q) /* a float tensor of a quantized checkpoint */
+			return o1_hf_quant_refuse_tensor(m->path, st->name, dt,
+							 q);
 		if (!role_of(st->name, &role, &layer) || !wanted(m, role)) {
 			o1_debug("model %s: ignoring tensor %s", m->path,
 				 st->name);

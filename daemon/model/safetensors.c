@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "hf_quant.h"
 
 #define ST_MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
 
@@ -68,6 +69,9 @@ static int dtype_from_name(const char *label, const char *tensor,
 		*out = O1_DTYPE_F16;
 	else if (strcmp(name, "BF16") == 0)
 		*out = O1_DTYPE_BF16;
+	else if (o1_hf_quant_method_of(tensor, name))
+		return o1_hf_quant_refuse_tensor(
+		    label, tensor, name, o1_hf_quant_method_of(tensor, name));
 	else {
 		o1_err("safetensors %s: tensor \"%s\" has dtype \"%s\"; only "
 		       "F32, F16 and BF16 are supported",

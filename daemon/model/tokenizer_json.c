@@ -272,22 +272,6 @@ static int fill_tokens(struct tj_ctx *c, const cJSON *vocab, const cJSON *added)
 	return 0;
 }
 
-static int fill_holes(struct o1_vocab *v)
-{
-	char name[32];
-
-	for (uint32_t id = 0; id < v->n_tokens; id++) {
-		if (v->tokens[id])
-			continue;
-		snprintf(name, sizeof(name), "<|unused_%u|>", id);
-		v->tokens[id] = o1_vocab_strdup(v, name, strlen(name));
-		if (!v->tokens[id])
-			return -ENOMEM;
-		v->types[id] = O1_TOKEN_UNUSED;
-	}
-	return 0;
-}
-
 /* Merge J ("a b" or ["a", "b"]) as "a b" in *OUT. */
 static int merge_text(struct tj_ctx *c, const cJSON *j, char **out)
 {
@@ -529,7 +513,7 @@ static int build_vocab(struct tj_ctx *c, const cJSON *root)
 	if (!err)
 		err = fill_tokens(c, vocab, added);
 	if (!err)
-		err = fill_holes(c->v);
+		err = o1_vocab_fill_holes(c->v);
 	if (!err)
 		err = fill_merges(c, merges);
 	if (!err)
@@ -663,6 +647,30 @@ static cJSON *parse_file(const char *path, int *err)
 	return root;
 }
 
+/* chat_template.jinja beside tokenizer.json: the template as newer
+ * transformers saves it, preferred to tokenizer_config.json's. */
+static int load_template_file(struct tj_ctx *c, const char *json_path)
+{
+	const char *slash = strrchr(json_path, '/');
+	char path[PATH_MAX], *text = NULL;
+	size_t len = 0;
+	int err;
+
+	if (snprintf(path, sizeof(path), "%.*schat_template.jinja",
+		     slash ? (int)(slash - json_path + 1) : 0,
+		     json_path) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	err = o1_file_read(path, TJ_MAX_FILE_BYTES, &text, &len);
+	if (err == -ENOENT)
+		return 0;
+	if (err)
+		return err;
+	free(c->v->chat_template);
+	c->v->chat_template = o1_vocab_strdup(c->v, text, len);
+	free(text);
+	return c->v->chat_template ? 0 : -ENOMEM;
+}
+
 static int load_config(struct tj_ctx *c, const char *json_path)
 {
 	const char *slash = strrchr(json_path, '/');
@@ -697,6 +705,8 @@ int o1_vocab_load_tokenizer_json(const char *path, struct o1_vocab **out)
 	cJSON_Delete(root);
 	if (!err)
 		err = load_config(&c, path);
+	if (!err)
+		err = load_template_file(&c, path);
 	free(c.map.slots);
 	if (err) {
 		o1_vocab_destroy(c.v);

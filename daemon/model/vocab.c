@@ -2,6 +2,7 @@
 #include "vocab.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,4 +56,20 @@ char *o1_vocab_strdup(struct o1_vocab *v, const char *s, uint64_t len)
 	memcpy(copy, s, len);
 	copy[len] = 0;
 	return copy;
+}
+
+int o1_vocab_fill_holes(struct o1_vocab *v)
+{
+	char name[32];
+
+	for (uint32_t id = 0; id < v->n_tokens; id++) {
+		if (v->tokens[id])
+			continue;
+		snprintf(name, sizeof(name), "<|unused_%u|>", id);
+		v->tokens[id] = o1_vocab_strdup(v, name, strlen(name));
+		if (!v->tokens[id])
+			return -ENOMEM;
+		v->types[id] = O1_TOKEN_UNUSED;
+	}
+	return 0;
 }

@@ -59,6 +59,9 @@ void o1_vocab_destroy(struct o1_vocab *v);
 /* Returns a malloc'd NUL-terminated copy of LEN bytes of S for a slot of V
  * (freed by o1_vocab_destroy once stored there); NULL when out of memory. */
 char *o1_vocab_strdup(struct o1_vocab *v, const char *s, uint64_t len);
+/* Names every id without a token "<|unused_ID|>" (type UNUSED), for the
+ * loaders of formats that may skip ids. 0 or -ENOMEM. */
+int o1_vocab_fill_holes(struct o1_vocab *v);
 
 /* Loaders, one per file format (each logs what is wrong on failure):
  * - GGUF tokenizer.ggml.* metadata of a model or vocab-only file

@@ -42,6 +42,7 @@
 #include "metrics/metrics_writer.h"
 #include "model/model.h"
 #include "notify.h"
+#include "paths.h"
 #include "tokenizer/tokenizer.h"
 #include "backend/tp_shard.h"
 
@@ -55,8 +56,7 @@ struct o1d {
 	char **argv; /* the original command line, for SIGHUP */
 	struct o1_model *model;
 	struct o1_tokenizer *tok;
-	struct o1_chat_template chat;
-	bool has_chat;
+	struct o1_chat_template *chat; /* NULL: chat requests refused */
 	enum o1_backend_kind kind;
 	struct o1_backend *backend;
 	struct o1_kv_pool *pool;
@@ -139,6 +139,19 @@ static int load_config(struct o1_config *c, int argc, char **argv, char *err,
 	return ret;
 }
 
+/* The chat template (the model's own, or model.chat_template's file).
+ * Without one, or when the model's own does not parse, o1d serves
+ * prompts and refuses chats; a configured file that fails stops it. */
+static int open_chat_template(struct o1d *d)
+{
+	int err = o1_chat_template_load(d->model->vocab, d->cfg.model.path,
+					d->cfg.model.chat_template, &d->chat);
+
+	if (err && d->cfg.model.chat_template[0])
+		return err == -O1_E_FORMAT ? -O1_E_CONFIG : err;
+	return err == -ENOMEM ? err : 0;
+}
+
 static int open_model(struct o1d *d)
 {
 	const struct o1_model_desc *m;
@@ -161,10 +174,9 @@ static int open_model(struct o1d *d)
 		err = o1_tokenizer_create(d->model->vocab, &d->tok);
 		if (err)
 			return err;
-		d->has_chat =
-		    d->model->vocab->chat_template &&
-		    !o1_chat_template_init(
-			&d->chat, d->model->vocab->chat_template, NULL);
+		err = open_chat_template(d);
+		if (err)
+			return err;
 	} else {
 		o1_warn("%s has no vocabulary: token-id prompts only (text "
 			"prompts are answered \"%s\")",
@@ -201,18 +213,29 @@ static uint32_t n_ranks(const struct o1_config *c)
 	return c->backend.tensor_parallel;
 }
 
-/* Bytes of bf16 weights rank R uploads (the whole model for one rank). */
+/* Bytes of weights rank R uploads (the whole model for one rank): bf16,
+ * but matrices in GGUF block formats at their own size (unless
+ * model.dequantize = bf16), plus 64 MiB of tiles for them (the CUDA
+ * backend's QTILE_BYTES); a rank of several counts bf16 throughout (an
+ * upper bound). */
 static uint64_t rank_weight_bytes(const struct o1d *d, uint32_t r)
 {
+	bool blocks = d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_NONE;
 	struct o1_tp_shard s;
-	uint64_t n = 0;
+	uint64_t n = 0, tiles = 0;
 
 	if (n_ranks(&d->cfg) > 1 &&
 	    !o1_tp_shard_plan(&d->model->desc, r, n_ranks(&d->cfg), 1, &s))
 		return o1_tp_shard_elements(d->model, &s) * 2;
-	for (uint32_t i = 0; i < d->model->n_tensors; i++)
-		n += o1_tensor_elements(&d->model->tensors[i]) * 2;
-	return n;
+	for (uint32_t i = 0; i < d->model->n_tensors; i++) {
+		const struct o1_tensor *t = &d->model->tensors[i];
+		bool b = blocks && t->n_dims == 2 &&
+			 !o1_dtype_is_float(t->dtype);
+
+		n += b ? t->n_bytes : o1_tensor_elements(t) * 2;
+		tiles = b ? 64u << 20 : tiles;
+	}
+	return n + tiles;
 }
 
 /* Device memory left for the KV pool: free now, less the bf16 weights
@@ -235,22 +258,37 @@ static uint64_t cuda_available(const struct o1d *d)
 	return n ? least : 0;
 }
 
-/* kv.pages, or kv.memory_fraction of the memory left, but no more than
- * max_running full contexts need. */
-static uint32_t kv_pages(const struct o1d *d, bool cuda)
+/* Bytes of one KV page in the memory kv_pages divides: per GPU for CUDA
+ * (each rank holds its kv heads of every page), all of it for the host. */
+static uint64_t kv_page_bytes(const struct o1d *d, enum o1_backend_kind kind)
 {
 	const struct o1_model_desc *m = &d->model->desc;
+	bool cuda = kind == O1_BACKEND_CUDA;
+	struct o1_kv_layout l = {
+	    .n_layers = m->n_layers,
+	    .n_kv_heads = m->n_kv_heads / (cuda ? n_ranks(&d->cfg) : 1),
+	    .page_tokens = d->cfg.kv.page_tokens,
+	    .head_dim = m->head_dim,
+	};
+
+	return o1_backend_kind_kv_page_bytes(kind, &l);
+}
+
+/* kv.pages, or kv.memory_fraction of the memory left, but no more than
+ * max_running full contexts need. */
+static uint32_t kv_pages(const struct o1d *d, enum o1_backend_kind kind)
+{
+	bool cuda = kind == O1_BACKEND_CUDA;
 	uint32_t P = d->cfg.kv.page_tokens;
 	uint64_t per_seq = (d->ctx + 1 + P - 1) / P;
-	/* per GPU: each rank holds its kv heads of every page */
-	uint64_t page_bytes = (uint64_t)m->n_layers * 2 * m->n_kv_heads /
-			      (cuda ? n_ranks(&d->cfg) : 1) * P * m->head_dim *
-			      (cuda ? 2 : 4);
+	uint64_t page_bytes = kv_page_bytes(d, kind);
 	uint64_t avail = cuda ? cuda_available(d) : mem_available();
 	uint64_t n, cap = per_seq * max_running(&d->cfg);
 
 	if (d->cfg.kv.pages)
 		return d->cfg.kv.pages;
+	if (!page_bytes) /* a backend this build lacks: its create refuses */
+		return (uint32_t)per_seq;
 	n = (uint64_t)(d->cfg.kv.memory_fraction * (double)avail) / page_bytes;
 	if (n > cap)
 		n = cap;
@@ -299,6 +337,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .page_tokens = d->cfg.kv.page_tokens,
 	    .sampling = sample_in_backend(d, kind),
 	    .max_sample_pens = d->cfg.backend.sample_penalty_entries,
+	    .dequantize =
+		d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	uint32_t dev[O1_CONFIG_LIST_MAX];
@@ -321,7 +361,7 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    bc.devices, dev,
 	    (n_dev < O1_BACKEND_DEVICES_MAX ? n_dev : O1_BACKEND_DEVICES_MAX) *
 		sizeof(uint32_t));
-	bc.n_pages = kv_pages(d, kind == O1_BACKEND_CUDA);
+	bc.n_pages = kv_pages(d, kind);
 	if (kind == O1_BACKEND_CUDA && !bc.tensor_parallel) {
 		bc.devout_areas = d->cfg.ipc.device_outputs;
 		bc.devout_rows = d->cfg.ipc.device_output_rows;
@@ -569,6 +609,13 @@ static int create_faults(struct o1d *d, struct o1_engine_opts *eo)
 	return 0;
 }
 
+/* The scheduler's forward pass: the backend's step (CTX is the backend;
+ * called through the right type, no cast function pointer). */
+static int backend_step(void *ctx, const struct o1_step *step)
+{
+	return o1_backend_step(ctx, step);
+}
+
 static int create_engine(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
@@ -580,10 +627,9 @@ static int create_engine(struct o1d *d)
 		{
 		    .pool = d->pool,
 		    .tok = d->tok,
-		    .chat = d->has_chat ? &d->chat : NULL,
+		    .chat = d->chat,
 		    .metrics = d->metrics,
-		    .step = (int (*)(void *,
-				     const struct o1_step *))o1_backend_step,
+		    .step = backend_step,
 		    .step_ctx = d->backend,
 		    .vocab_size = o1_backend_vocab_size(d->backend),
 		    .devout_areas = o1_backend_config(d->backend)->devout_areas,
@@ -844,6 +890,8 @@ static int start(struct o1d *d)
 	int err = o1_ipc_socket_check(d->cfg.ipc.socket);
 
 	if (!err)
+		err = o1_paths_check(&d->cfg, NULL, 0);
+	if (!err)
 		err = open_model(d);
 	if (!err)
 		err = open_backend(d);
@@ -876,6 +924,7 @@ static void stop(struct o1d *d)
 	o1_metrics_close(d->metrics);
 	o1_kv_pool_destroy(d->pool);
 	o1_backend_destroy(d->backend);
+	o1_chat_template_destroy(d->chat);
 	o1_tokenizer_destroy(d->tok);
 	o1_model_close(d->model);
 }

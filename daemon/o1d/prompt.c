@@ -94,11 +94,13 @@ static int render_chat(struct o1_prompt *p, const struct o1_req *r,
 	struct o1_chat_message msg[O1_PROMPT_MAX_MESSAGES + 2];
 	size_t n = r->prompt_bytes, n_msg, cap;
 	char *out = p->chat_buf + n + 1;
+	struct o1_jinja_error err;
 	int ret;
 
 	if (!p->o.chat) {
-		o1_warn("request %llu: chat asked, but the model has no "
-			"chat template",
+		o1_warn("request %llu: chat asked, but there is no chat "
+			"template: send a prompt (completions), or set "
+			"model.chat_template",
 			(unsigned long long)r->req_id);
 		return -O1_E_UNSUPPORTED;
 	}
@@ -112,7 +114,12 @@ static int render_chat(struct o1_prompt *p, const struct o1_req *r,
 		msg[n_msg++] = (struct o1_chat_message){"user", p->review};
 	}
 	cap = p->chat_cap - n - 1;
-	ret = o1_chat_template_render(p->o.chat, msg, n_msg, true, out, cap);
+	ret = o1_chat_template_render(p->o.chat, msg, n_msg, true, out, cap,
+				      &err);
+	if (ret < 0)
+		o1_warn("request %llu: the chat template failed at %u:%u: %s",
+			(unsigned long long)r->req_id, err.line, err.col,
+			err.msg);
 	if (ret >= 0 && (size_t)ret >= cap) {
 		o1_warn("request %llu: rendered chat prompt of %d bytes "
 			"exceeds %zu",
@@ -162,7 +169,8 @@ static int encode_text(struct o1_prompt *p, const struct o1_req *r,
 		if (err)
 			return err;
 		text = p->chat_buf;
-		flags = O1_ENCODE_ADD_SPECIAL | O1_ENCODE_PARSE_SPECIAL;
+		/* the template wrote BOS where the model wants one */
+		flags = O1_ENCODE_PARSE_SPECIAL;
 	} else if (r->params.flags & O1_SUBMIT_ADD_BOS) {
 		flags = O1_ENCODE_ADD_SPECIAL;
 	}

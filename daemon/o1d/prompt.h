@@ -4,8 +4,9 @@
  * An id prompt is copied (after a BOS when the request asks for one and
  * the model has one) and every id checked against the vocabulary. A text
  * prompt is encoded; a chat prompt ("role\0content\0role\0content...", or
- * text without a NUL as one user message) is rendered with the model's chat
- * template first, then encoded with its special tokens parsed. A
+ * text without a NUL as one user message) is rendered with the chat
+ * template first (which writes BOS where the model wants one), then
+ * encoded with its special tokens parsed and nothing added. A
  * refinement round's chat prompt adds the previous answer (assistant) and
  * the review instruction (user) after the conversation.
  *
@@ -45,8 +46,9 @@ void o1_prompt_destroy(struct o1_prompt *p);
  * call). -O1_E_CONTEXT (prompt too long), -O1_E_BOUNDS (an id outside the
  * vocabulary, more than 64 messages, a rendered chat over the buffer),
  * -O1_E_FORMAT (a role without content), -O1_E_UNSUPPORTED (text without
- * a tokenizer, chat without a template), -O1_E_TOKENIZER (no tokens), or
- * the tokenizer's error. */
+ * a tokenizer, chat without a template), -EINVAL (the chat template
+ * failed, raise_exception included; logged with its message),
+ * -O1_E_TOKENIZER (no tokens), or the tokenizer's error. */
 int o1_prompt_tokenize(struct o1_prompt *p, const struct o1_req *r,
 		       const char *prev, int32_t *tokens, uint32_t *n);
 

@@ -15,6 +15,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/prng.h"
+#include "sampler_grammar.h"
 
 _Static_assert(O1_SAMPLER_MAX_LOGPROBS == O1_SAMPLE_MAX_TOP,
 	       "one top-n bound for the sampler and the kernels");
@@ -31,35 +33,8 @@ struct o1_sampler {
 					 * output, in order of appearance */
 	uint32_t n_seen;
 	void *scratch; /* o1_sample_row_scratch_bytes of this request */
+	struct sampler_grammar *gram; /* structured output, or NULL */
 };
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256**: a uniform double in [0, 1). */
-static double next_uniform(uint64_t *s)
-{
-	uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return (r >> 11) * 0x1.0p-53;
-}
 
 void o1_sampler_params_init(struct o1_sampler_params *p)
 {
@@ -117,7 +92,7 @@ static struct o1_sample_row row_of(const struct o1_sampler_params *p, double u,
 static void make_row(struct o1_sampler *s, struct o1_sample_row *row,
 		     uint32_t n)
 {
-	*row = row_of(&s->p, is_greedy(&s->p) ? 0 : next_uniform(s->rng), n);
+	*row = row_of(&s->p, is_greedy(&s->p) ? 0 : o1_prng_uniform(s->rng), n);
 }
 
 /* The penalty list (vocabulary-sized: a token is listed once) and the
@@ -141,7 +116,6 @@ int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab,
 		      struct o1_sampler **out)
 {
 	struct o1_sampler *s;
-	uint64_t x = p->seed;
 	int err = check_params(p, vocab);
 
 	if (err)
@@ -154,8 +128,7 @@ int o1_sampler_create(const struct o1_sampler_params *p, uint32_t vocab,
 	s->penalties =
 	    (p->repetition_penalty > 0 && p->repetition_penalty != 1) ||
 	    p->frequency_penalty != 0 || p->presence_penalty != 0;
-	for (int i = 0; i < 4; i++)
-		s->rng[i] = splitmix64(&x);
+	o1_prng_seed(s->rng, p->seed);
 	err = alloc_state(s);
 	if (err) {
 		o1_sampler_destroy(s);
@@ -172,7 +145,24 @@ void o1_sampler_destroy(struct o1_sampler *s)
 	free(s->place);
 	free(s->seen);
 	free(s->scratch);
+	sampler_grammar_destroy(s->gram);
 	free(s);
+}
+
+int o1_sampler_constrain(struct o1_sampler *s, struct o1_grammar_matcher *m)
+{
+	uint32_t words = o1_grammar_matcher_mask_words(m);
+	int err = s->gram ? -EBUSY : words ? 0 : -EINVAL;
+
+	err = err ?: sampler_grammar_create(m, s->vocab, words, &s->gram);
+	if (err)
+		o1_grammar_matcher_destroy(m);
+	return err;
+}
+
+int o1_sampler_prepare(struct o1_sampler *s)
+{
+	return s->gram ? sampler_grammar_prepare(s->gram) : 0;
 }
 
 /* ID's entry in the penalty list, appended when new; NULL when no
@@ -218,6 +208,8 @@ int o1_sampler_row(struct o1_sampler *s, struct o1_sample_row *row,
 {
 	uint32_t n = s->penalties ? s->n_seen : 0;
 
+	if (s->gram)
+		return -EOPNOTSUPP; /* the mask is applied on the host */
 	if (n > cap)
 		return -ENOSPC;
 	if (n)
@@ -256,12 +248,18 @@ int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
 		      struct o1_sampler_out *out)
 {
 	struct o1_sample_penalty *e;
+	int end_token = 0;
 
 	if (!result_ok(s, r)) {
 		o1_err("sampler: result id %d (%u alternatives) outside the "
 		       "vocabulary of %u",
 		       r->id, r->n_top, s->vocab);
 		return -O1_E_BOUNDS;
+	}
+	if (s->gram) {
+		end_token = sampler_grammar_accept(s->gram, r->id);
+		if (end_token < 0)
+			return end_token;
 	}
 	out->id = r->id;
 	out->logprob = r->logprob;
@@ -275,6 +273,8 @@ int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
 		e->count++;
 	s->n_generated++;
 	out->end = end_of(s, out->id);
+	if (end_token && out->end == O1_SAMPLER_CONTINUE)
+		out->end = O1_SAMPLER_END_EOS; /* the grammar's output ended */
 	return 0;
 }
 
@@ -283,8 +283,11 @@ int o1_sampler_sample(struct o1_sampler *s, const float *logits,
 {
 	struct o1_sample_row row;
 	struct o1_sample_result r;
-	int err;
+	int err = s->gram ? sampler_grammar_apply(s->gram, logits, &logits)
+			  : 0;
 
+	if (err)
+		return err;
 	make_row(s, &row, s->penalties ? s->n_seen : 0);
 	err =
 	    o1_sample_rows(&r, logits, 1, s->vocab, &row, s->seen, s->scratch);

@@ -45,8 +45,20 @@
  * o1_sampler_sample would.
  *
  * The sampler allocates at create only (scratch sized for its parameters:
- * a greedy sampler holds no vocabulary-sized candidate array); it is used
- * by one thread at a time, and samplers are independent of each other.
+ * a greedy sampler holds no vocabulary-sized candidate array; a grammar
+ * constraint brings its mask and a row at o1_sampler_constrain); it is
+ * used by one thread at a time, and samplers are independent of each
+ * other.
+ *
+ * Structured output: o1_sampler_constrain gives the sampler the request's
+ * grammar matcher (daemon/grammar). Each token is then drawn from the
+ * logits with every token the grammar refuses at -inf (the mask, computed
+ * by o1_sampler_prepare ahead of time or when the logits arrive), and the
+ * drawn token advances the matcher. Such a sampler draws on the host
+ * only: o1_sampler_row refuses, so its row is sampled by
+ * o1_sampler_sample. Its logprobs, entropy and alternatives are those of
+ * the masked row (over the allowed tokens). An end token the grammar
+ * allows (EOS, <|eot_id|> ...) ends the request as EOS does.
  */
 #ifndef O1_SAMPLER_H
 #define O1_SAMPLER_H
@@ -101,6 +113,7 @@ struct o1_sampler_out {
 };
 
 struct o1_sampler;
+struct o1_grammar_matcher;
 
 /* Fills P with the neutral values (greedy, no penalties, eos -1). */
 void o1_sampler_params_init(struct o1_sampler_params *p);
@@ -134,5 +147,19 @@ int o1_sampler_row(struct o1_sampler *s, struct o1_sample_row *row,
 int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
 		      struct o1_sampler_out *out);
 uint32_t o1_sampler_generated(const struct o1_sampler *s);
+
+/* Constrains the tokens to a grammar: M is the request's matcher at the
+ * grammar's start, made with the model's token classes
+ * (o1_grammar_tokens); the sampler owns it from here on, also when this
+ * fails. From then on o1_sampler_row returns -EOPNOTSUPP (sample on the
+ * host), o1_sampler_sample and o1_sampler_accept return -O1_E_GRAMMAR when
+ * the grammar allows no token or refuses the one given (nothing recorded
+ * then). -EINVAL for a matcher without a vocabulary, -EBUSY when already
+ * constrained, -ENOMEM. */
+int o1_sampler_constrain(struct o1_sampler *s, struct o1_grammar_matcher *m);
+/* Computes the next token's mask now (any thread, e.g. while the device
+ * runs the step that makes the logits), so o1_sampler_sample only applies
+ * it. 0 when unconstrained or already prepared. */
+int o1_sampler_prepare(struct o1_sampler *s);
 
 #endif

@@ -1,304 +1,341 @@
-/* Built-in chat templates, one renderer per family, written to match what
- * the families' own Jinja templates produce (BOS left to the encoder).
- * Rendering only appends to a bounded buffer and counts what did not fit,
- * so the caller can size the buffer from the return value.
+/* Chat templates: the model's Jinja template parsed once and rendered per
+ * request with transformers' variables, and the one table of family
+ * markers (o1_chat_family_detect) that o1d and o1model share.
+ *
+ * A parsed template is immutable, so requests may render it from several
+ * threads. Errors are returned with the interpreter's message; only
+ * o1_chat_template_load, which runs at start-up, logs.
  */
 #include "chat_template.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
+#include "common/file.h"
 #include "common/log.h"
+#include "model/vocab.h"
 
-static const char *const family_names[O1_CHAT_N] = {
-    [O1_CHAT_CHATML] = "chatml",
-    [O1_CHAT_LLAMA3] = "llama3",
-    [O1_CHAT_LLAMA2] = "llama2",
-    [O1_CHAT_MISTRAL] = "mistral",
+enum { MAX_TEMPLATE_BYTES = 4 << 20 };
+
+struct o1_chat_template {
+	struct o1_jinja *jinja;
+	enum o1_chat_family family;
+	enum o1_tool_format tools;
+	char *source, *bos, *eos;
 };
 
-static const char qwen25_system[] =
-    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
-static const char qwen2_system[] = "You are a helpful assistant.";
-static const char llama31_preamble[] = "Cutting Knowledge Date: December 2023\n"
-				       "Today Date: 26 Jul 2024\n\n";
+/* Markers in the order they are tried: the first family whose markers
+ * all occur wins. */
+static const struct {
+	const char *marker, *also;
+	enum o1_chat_family family;
+} markers[] = {
+    {"<|im_start|>", NULL, O1_CHAT_CHATML},
+    {"<|start_header_id|>", NULL, O1_CHAT_LLAMA3},
+    {"<start_of_turn>", NULL, O1_CHAT_GEMMA},
+    {"<|START_OF_TURN_TOKEN|>", NULL, O1_CHAT_COMMAND_R},
+    {"<|start|>", "<|message|>", O1_CHAT_HARMONY},
+    {"<\xef\xbd\x9cUser\xef\xbd\x9c>", NULL, O1_CHAT_DEEPSEEK},
+    {"[INST]", "<<SYS>>", O1_CHAT_LLAMA2},
+    {"[INST]", NULL, O1_CHAT_MISTRAL},
+    {"<|user|>", "<|end|>", O1_CHAT_PHI3},
+    {"<|user|>", NULL, O1_CHAT_ZEPHYR},
+};
 
-const char *o1_chat_template_family_name(enum o1_chat_family f)
+static const char *const family_names[O1_CHAT_N] = {
+    [O1_CHAT_OTHER] = "other",	   [O1_CHAT_CHATML] = "chatml",
+    [O1_CHAT_LLAMA3] = "llama3",   [O1_CHAT_LLAMA2] = "llama2",
+    [O1_CHAT_MISTRAL] = "mistral", [O1_CHAT_GEMMA] = "gemma",
+    [O1_CHAT_PHI3] = "phi3",	   [O1_CHAT_ZEPHYR] = "zephyr",
+    [O1_CHAT_COMMAND_R] = "command-r", [O1_CHAT_HARMONY] = "harmony",
+    [O1_CHAT_DEEPSEEK] = "deepseek",
+};
+
+enum o1_chat_family o1_chat_family_detect(const char *tmpl)
+{
+	if (!tmpl)
+		return O1_CHAT_OTHER;
+	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
+		if (strstr(tmpl, markers[i].marker) &&
+		    (!markers[i].also || strstr(tmpl, markers[i].also)))
+			return markers[i].family;
+	return O1_CHAT_OTHER;
+}
+
+const char *o1_chat_family_name(enum o1_chat_family f)
 {
 	return (unsigned)f < O1_CHAT_N ? family_names[f] : NULL;
 }
 
-static int family_by_name(const char *name, enum o1_chat_family *out)
+void o1_chat_template_destroy(struct o1_chat_template *ct)
 {
-	for (int f = 0; f < O1_CHAT_N; f++)
-		if (strcmp(name, family_names[f]) == 0) {
-			*out = (enum o1_chat_family)f;
-			return 0;
-		}
-	if (strcmp(name, "qwen") == 0 || strcmp(name, "qwen2") == 0) {
-		*out = O1_CHAT_CHATML;
-		return 0;
-	}
-	o1_err("chat template: unknown family '%s' (known: chatml, qwen, "
-	       "llama3, llama2, mistral)",
-	       name);
-	return -O1_E_UNSUPPORTED;
+	if (!ct)
+		return;
+	o1_jinja_destroy(ct->jinja);
+	free(ct->source);
+	free(ct->bos);
+	free(ct->eos);
+	free(ct);
 }
 
-static int recognise(const char *tmpl, enum o1_chat_family *out)
+/* The family and the tool-call format, from the text NUL-terminated (LEN
+ * bytes of TEXT may not be). */
+static int detect_n(struct o1_chat_template *ct, const char *text,
+		    size_t len)
 {
-	if (strstr(tmpl, "<|im_start|>"))
-		*out = O1_CHAT_CHATML;
-	else if (strstr(tmpl, "<|start_header_id|>"))
-		*out = O1_CHAT_LLAMA3;
-	else if (strstr(tmpl, "[INST]") && strstr(tmpl, "<<SYS>>"))
-		*out = O1_CHAT_LLAMA2;
-	else if (strstr(tmpl, "[INST]") && strstr(tmpl, " [/INST]"))
-		*out = O1_CHAT_MISTRAL;
-	else {
-		o1_err("chat template: not a known family (%zu bytes, starts "
-		       "'%.60s'); name one in the config",
-		       strlen(tmpl), tmpl);
-		return -O1_E_UNSUPPORTED;
-	}
+	char *z = strndup(text, len);
+
+	if (!z)
+		return -ENOMEM;
+	ct->family = o1_chat_family_detect(z);
+	ct->tools = o1_tool_format_detect(z);
+	free(z);
 	return 0;
 }
 
-int o1_chat_template_init(struct o1_chat_template *ct,
-			  const char *model_template, const char *family)
+int o1_chat_template_create(const char *text, size_t len, const char *source,
+			    const char *bos, const char *eos,
+			    struct o1_chat_template **out,
+			    struct o1_jinja_error *err)
 {
+	struct o1_chat_template *ct = calloc(1, sizeof(*ct));
 	int ret;
 
-	memset(ct, 0, sizeof(*ct));
-	if (family)
-		ret = family_by_name(family, &ct->family);
-	else if (model_template)
-		ret = recognise(model_template, &ct->family);
-	else {
-		o1_err("chat template: the model has none and no family is "
-		       "named");
-		ret = -O1_E_MISSING;
+	*out = NULL;
+	if (!ct)
+		return -ENOMEM;
+	ct->source = strdup(source ? source : "");
+	ct->bos = strdup(bos ? bos : "");
+	ct->eos = strdup(eos ? eos : "");
+	if (!ct->source || !ct->bos || !ct->eos) {
+		ret = -ENOMEM;
+		goto fail;
 	}
-	if (ret || !model_template)
+	ret = o1_jinja_parse(text, len, &ct->jinja, err);
+	if (!ret)
+		ret = detect_n(ct, text, len);
+	if (ret)
+		goto fail;
+	*out = ct;
+	return 0;
+fail:
+	o1_chat_template_destroy(ct);
+	return ret;
+}
+
+enum o1_chat_family o1_chat_template_family(const struct o1_chat_template *ct)
+{
+	return ct->family;
+}
+
+enum o1_tool_format
+o1_chat_template_tool_format(const struct o1_chat_template *ct)
+{
+	return ct->tools;
+}
+
+const char *o1_chat_template_source(const struct o1_chat_template *ct)
+{
+	return ct->source;
+}
+
+/* A special token's text, or NULL for none (-1 or out of range). */
+static const char *token_text(const struct o1_vocab *v, int32_t id)
+{
+	return id >= 0 && (uint32_t)id < v->n_tokens ? v->tokens[id] : NULL;
+}
+
+static int load_text(const struct o1_vocab *v, const char *model_path,
+		     const char *override, char **text, size_t *len,
+		     char *source, size_t cap)
+{
+	int err;
+
+	if (override && override[0]) {
+		err = o1_file_read(override, MAX_TEMPLATE_BYTES, text, len);
+		if (err)
+			o1_err("model.chat_template %s: %s", override,
+			       o1_strerror(err));
+		snprintf(source, cap, "%s", override);
+		return err;
+	}
+	if (!v || !v->chat_template) {
+		o1_warn("%s has no chat template: chat requests are refused "
+			"(send a prompt, or set model.chat_template to a "
+			".jinja file)",
+			model_path);
+		return -O1_E_MISSING;
+	}
+	*text = strdup(v->chat_template);
+	*len = *text ? strlen(*text) : 0;
+	snprintf(source, cap, "the chat template in %s", model_path);
+	return *text ? 0 : -ENOMEM;
+}
+
+int o1_chat_template_load(const struct o1_vocab *v, const char *model_path,
+			  const char *override, struct o1_chat_template **out)
+{
+	struct o1_jinja_error e;
+	char source[1200], *text = NULL;
+	size_t len = 0;
+	int ret;
+
+	*out = NULL;
+	ret = load_text(v, model_path, override, &text, &len, source,
+			sizeof(source));
+	if (ret)
 		return ret;
-	if (ct->family == O1_CHAT_LLAMA3 &&
-	    strstr(model_template, "Cutting Knowledge Date"))
-		ct->system_preamble = llama31_preamble;
-	if (ct->family != O1_CHAT_CHATML)
-		return 0;
-	if (strstr(model_template, qwen25_system))
-		ct->default_system = qwen25_system;
-	else if (strstr(model_template, qwen2_system))
-		ct->default_system = qwen2_system;
-	return 0;
+	ret = o1_chat_template_create(
+	    text, len, source, v ? token_text(v, v->bos_id) : NULL,
+	    v ? token_text(v, v->eos_id) : NULL, out, &e);
+	if (ret == -O1_E_FORMAT && override && override[0])
+		o1_err("model.chat_template %s:%u:%u: the template does not "
+		       "parse: %s",
+		       override, e.line, e.col, e.msg);
+	else if (ret == -O1_E_FORMAT)
+		o1_err("%s, line %u, column %u: %s -- chat requests are refused; "
+		       "set model.chat_template to a .jinja file to use another "
+		       "template",
+		       source, e.line, e.col, e.msg);
+	else if (!ret)
+		o1_info("chat template: %s (%s family, %zu bytes, tool calls: "
+			"%s)",
+			source, o1_chat_family_name((*out)->family), len,
+			o1_tool_format_name((*out)->tools));
+	free(text);
+	return ret;
 }
 
-struct writer {
-	char *out;
-	size_t cap, n;
-};
-
-static void put_n(struct writer *w, const char *s, size_t len)
+/* Adds KEY to OBJ as a reference to ITEM, or as a new value MADE when
+ * ITEM is NULL. */
+static bool add_var(cJSON *obj, const char *key, const cJSON *item,
+		    cJSON *made)
 {
-	if (w->n < w->cap)
-		memcpy(w->out + w->n, s,
-		       w->n + len <= w->cap ? len : w->cap - w->n);
-	w->n += len;
-}
-
-static void put(struct writer *w, const char *s)
-{
-	put_n(w, s, strlen(s));
-}
-
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-	       c == '\v';
-}
-
-static void put_rtrimmed(struct writer *w, const char *s)
-{
-	size_t len = strlen(s);
-
-	while (len && is_space(s[len - 1]))
-		len--;
-	put_n(w, s, len);
-}
-
-/* Jinja's trim / Python's strip() on ASCII whitespace. */
-static void put_trimmed(struct writer *w, const char *s)
-{
-	while (is_space(*s))
-		s++;
-	put_rtrimmed(w, s);
-}
-
-static bool role_is(const struct o1_chat_message *m, const char *role)
-{
-	return strcmp(m->role, role) == 0;
-}
-
-static void render_chatml(const struct o1_chat_template *ct,
-			  const struct o1_chat_message *m, size_t n, bool gen,
-			  struct writer *w)
-{
-	if (ct->default_system && (!n || !role_is(&m[0], "system"))) {
-		put(w, "<|im_start|>system\n");
-		put(w, ct->default_system);
-		put(w, "<|im_end|>\n");
+	if (item) {
+		cJSON_Delete(made);
+		return cJSON_AddItemReferenceToObject(obj, key, (cJSON *)item);
 	}
-	for (size_t i = 0; i < n; i++) {
-		put(w, "<|im_start|>");
-		put(w, m[i].role);
-		put(w, "\n");
-		put(w, m[i].content);
-		put(w, "<|im_end|>\n");
+	return made && cJSON_AddItemToObject(obj, key, made);
+}
+
+/* VARS' members as references, plus transformers' defaults for what VARS
+ * lacks. */
+static cJSON *full_vars(const struct o1_chat_template *ct, const cJSON *vars)
+{
+	cJSON *all = cJSON_CreateObject();
+	bool ok = all != NULL;
+
+	for (const cJSON *it = vars ? vars->child : NULL; ok && it;
+	     it = it->next)
+		ok = it->string && cJSON_AddItemReferenceToObject(
+				       all, it->string, (cJSON *)it);
+	ok = ok &&
+	     add_var(all, "bos_token", cJSON_GetObjectItem(vars, "bos_token"),
+		     cJSON_CreateString(ct->bos)) &&
+	     add_var(all, "eos_token", cJSON_GetObjectItem(vars, "eos_token"),
+		     cJSON_CreateString(ct->eos)) &&
+	     add_var(all, "tools", cJSON_GetObjectItem(vars, "tools"),
+		     cJSON_CreateNull()) &&
+	     add_var(all, "documents", cJSON_GetObjectItem(vars, "documents"),
+		     cJSON_CreateNull()) &&
+	     add_var(all, "add_generation_prompt",
+		     cJSON_GetObjectItem(vars, "add_generation_prompt"),
+		     cJSON_CreateFalse());
+	if (!ok) {
+		cJSON_Delete(all);
+		return NULL;
 	}
-	if (gen)
-		put(w, "<|im_start|>assistant\n");
+	return all;
 }
 
-static void llama3_turn(const char *role, const char *content, struct writer *w)
+int o1_chat_template_render_vars(const struct o1_chat_template *ct,
+				 const cJSON *vars, char **out, size_t *len,
+				 struct o1_jinja_error *err)
 {
-	put(w, "<|start_header_id|>");
-	put(w, role);
-	put(w, "<|end_header_id|>\n\n");
-	put_trimmed(w, content);
-	put(w, "<|eot_id|>");
-}
+	cJSON *all;
+	int ret;
 
-/* With a preamble (3.1+) the system turn is always there: preamble, then
- * the system message if any. */
-static void render_llama3(const struct o1_chat_template *ct,
-			  const struct o1_chat_message *m, size_t n, bool gen,
-			  struct writer *w)
-{
-	size_t i = 0;
-
-	if (ct->system_preamble) {
-		put(w, "<|start_header_id|>system<|end_header_id|>\n\n");
-		put(w, ct->system_preamble);
-		if (n && role_is(&m[0], "system"))
-			put_trimmed(w, m[i++].content);
-		put(w, "<|eot_id|>");
-	}
-	for (; i < n; i++)
-		llama3_turn(m[i].role, m[i].content, w);
-	if (gen)
-		put(w, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-}
-
-/* Llama 2 and Mistral: the system message goes into the first user turn;
- * only user and assistant turns may follow it. */
-static int check_inst_roles(enum o1_chat_family f,
-			    const struct o1_chat_message *m, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (role_is(&m[i], "user") || role_is(&m[i], "assistant") ||
-		    (i == 0 && role_is(&m[i], "system")))
-			continue;
-		o1_err("chat template %s: message %zu has role '%s' (only a "
-		       "first system message, then user and assistant)",
-		       family_names[f], i, m[i].role);
+	*out = NULL;
+	*len = 0;
+	if (vars && !cJSON_IsObject(vars))
 		return -EINVAL;
-	}
-	return 0;
+	all = full_vars(ct, vars);
+	if (!all)
+		return -ENOMEM;
+	ret = o1_jinja_render(ct->jinja, all, NULL, out, len, err);
+	cJSON_Delete(all);
+	return ret;
 }
 
-static void render_llama2(const struct o1_chat_message *m, size_t n,
-			  struct writer *w)
+static cJSON *messages_json(const struct o1_chat_message *msgs, size_t n,
+			    struct o1_jinja_error *err)
 {
-	const char *sys = n && role_is(&m[0], "system") ? m[0].content : NULL;
-	bool first = true;
+	cJSON *arr = cJSON_CreateArray(), *m;
 
-	for (size_t i = sys ? 1 : 0; i < n; i++) {
-		if (role_is(&m[i], "assistant")) {
-			put(w, " ");
-			put_trimmed(w, m[i].content);
-			put(w, " </s>");
-			continue;
+	for (size_t i = 0; arr && i < n; i++) {
+		if (!msgs[i].role || !msgs[i].content) {
+			if (err) {
+				err->kind = O1_JINJA_ERR_RUNTIME;
+				snprintf(err->msg, sizeof(err->msg),
+					 "message %zu has no %s", i,
+					 msgs[i].role ? "content" : "role");
+			}
+			cJSON_Delete(arr);
+			return NULL;
 		}
-		put(w, first ? "[INST] " : "<s>[INST] ");
-		if (first && sys) {
-			/* strip() applies to the joined text: only the user
-			 * content's tail is trimmed */
-			put(w, "<<SYS>>\n");
-			put(w, sys);
-			put(w, "\n<</SYS>>\n\n");
-			put_rtrimmed(w, m[i].content);
-		} else {
-			put_trimmed(w, m[i].content);
+		m = cJSON_CreateObject();
+		if (!m || !cJSON_AddItemToArray(arr, m) ||
+		    !cJSON_AddStringToObject(m, "role", msgs[i].role) ||
+		    !cJSON_AddStringToObject(m, "content", msgs[i].content)) {
+			cJSON_Delete(arr);
+			return NULL;
 		}
-		put(w, " [/INST]");
-		first = false;
 	}
-}
-
-static void render_mistral(const struct o1_chat_message *m, size_t n,
-			   struct writer *w)
-{
-	const char *sys = n && role_is(&m[0], "system") ? m[0].content : NULL;
-
-	for (size_t i = sys ? 1 : 0; i < n; i++) {
-		if (role_is(&m[i], "assistant")) {
-			put(w, m[i].content);
-			put(w, "</s>");
-			continue;
-		}
-		put(w, "[INST] ");
-		if (sys) {
-			put(w, sys);
-			put(w, "\n\n");
-			sys = NULL;
-		}
-		put(w, m[i].content);
-		put(w, " [/INST]");
-	}
-}
-
-static int check_messages(const struct o1_chat_message *m, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!m[i].role || !m[i].content) {
-			o1_err("chat template: message %zu has no %s", i,
-			       m[i].role ? "content" : "role");
-			return -EINVAL;
-		}
-	return 0;
+	return arr;
 }
 
 int o1_chat_template_render(const struct o1_chat_template *ct,
 			    const struct o1_chat_message *msgs, size_t n,
-			    bool add_generation_prompt, char *out, size_t cap)
+			    bool add_generation_prompt, char *out, size_t cap,
+			    struct o1_jinja_error *err)
 {
-	struct writer w = {out, out && cap ? cap - 1 : 0, 0};
-	int ret = check_messages(msgs, n);
+	cJSON *vars = cJSON_CreateObject(), *arr;
+	char *text = NULL;
+	size_t len = 0;
+	int ret = -ENOMEM;
 
-	if (!ret &&
-	    (ct->family == O1_CHAT_LLAMA2 || ct->family == O1_CHAT_MISTRAL))
-		ret = check_inst_roles(ct->family, msgs, n);
-	if (ret)
-		return ret;
-	switch (ct->family) {
-	case O1_CHAT_CHATML:
-		render_chatml(ct, msgs, n, add_generation_prompt, &w);
-		break;
-	case O1_CHAT_LLAMA3:
-		render_llama3(ct, msgs, n, add_generation_prompt, &w);
-		break;
-	case O1_CHAT_LLAMA2:
-		render_llama2(msgs, n, &w);
-		break;
-	case O1_CHAT_MISTRAL:
-		render_mistral(msgs, n, &w);
-		break;
-	default:
-		return -EINVAL;
+	if (err)
+		memset(err, 0, sizeof(*err));
+	if (!vars)
+		return -ENOMEM;
+	arr = messages_json(msgs, n, err);
+	if (!arr) {
+		ret = err && err->msg[0] ? -EINVAL : -ENOMEM;
+		goto out;
 	}
-	if (out && cap)
-		out[w.n < w.cap ? w.n : w.cap] = 0;
-	return w.n > INT32_MAX ? -O1_E_BOUNDS : (int)w.n;
+	cJSON_AddItemToObject(vars, "messages", arr);
+	if (!cJSON_AddBoolToObject(vars, "add_generation_prompt",
+				   add_generation_prompt))
+		goto out;
+	ret = o1_chat_template_render_vars(ct, vars, &text, &len, err);
+	if (ret)
+		goto out;
+	if (len > INT32_MAX) {
+		ret = -O1_E_BOUNDS;
+		goto out;
+	}
+	if (out && cap) {
+		memcpy(out, text, len < cap ? len : cap - 1);
+		out[len < cap ? len : cap - 1] = 0;
+	}
+	ret = (int)len;
+out:
+	free(text);
+	cJSON_Delete(vars);
+	return ret;
 }

@@ -112,6 +112,29 @@ void *tok_scratch_get(struct tok_scratch *s, size_t size)
 	return mem;
 }
 
+int tok_pieces_build(struct o1_tokenizer *t, size_t cap,
+		     uint32_t (*piece)(const struct o1_tokenizer *t, int32_t id,
+				       char *out))
+{
+	size_t total = 0;
+
+	t->piece = malloc(cap ? cap : 1);
+	t->piece_off = malloc((t->n_tokens + 1) * sizeof(*t->piece_off));
+	if (!t->piece || !t->piece_off)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < t->n_tokens; id++) {
+		uint32_t n = piece(t, (int32_t)id, t->piece + total);
+
+		t->piece_off[id] = (uint32_t)total;
+		t->piece[total + n] = 0;
+		total += n + 1;
+		if (n > t->max_piece)
+			t->max_piece = n;
+	}
+	t->piece_off[t->n_tokens] = (uint32_t)total;
+	return 0;
+}
+
 static int copy_texts(struct o1_tokenizer *t, const struct o1_vocab *v)
 {
 	size_t total = 0;
@@ -413,6 +436,15 @@ const char *o1_tokenizer_token_text(const struct o1_tokenizer *t, int32_t id)
 	if (id < 0 || (uint32_t)id >= t->n_tokens)
 		return NULL;
 	return t->text + t->text_off[id];
+}
+
+const uint8_t *o1_tokenizer_token_bytes(const struct o1_tokenizer *t,
+					int32_t id, size_t *len)
+{
+	if (id < 0 || (uint32_t)id >= t->n_tokens)
+		return NULL;
+	*len = tok_len(t->piece_off, id);
+	return (const uint8_t *)t->piece + t->piece_off[id];
 }
 
 int32_t o1_tokenizer_find(const struct o1_tokenizer *t, const char *text,

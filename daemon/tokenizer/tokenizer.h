@@ -60,6 +60,11 @@ uint32_t o1_tokenizer_n_tokens(const struct o1_tokenizer *t);
 const char *o1_tokenizer_token_text(const struct o1_tokenizer *t, int32_t id);
 int32_t o1_tokenizer_find(const struct o1_tokenizer *t, const char *text,
 			  size_t len);
+/* The bytes token ID stands for in output text (its decoded piece, which
+ * may be part of a UTF-8 character; a control token's piece is its text),
+ * owned by T; *LEN its length. NULL for an id out of range. */
+const uint8_t *o1_tokenizer_token_bytes(const struct o1_tokenizer *t,
+					int32_t id, size_t *len);
 int32_t o1_tokenizer_bos(const struct o1_tokenizer *t);
 int32_t o1_tokenizer_eos(const struct o1_tokenizer *t);
 /* True for control tokens (BOS, EOS, <|eot_id|> ...). */

@@ -4,10 +4,11 @@
  * Each pre-token starts as one symbol per byte (the id of the byte's mapped
  * character) and the best adjacent pair merges first, leftmost among
  * equals, as HF tokenizers does: by linear scans for words up to BPE_SHORT
- * bytes, else through a min-heap keyed (rank, position) whose entries are
- * checked when popped (both symbols still alive and still forming the pair
- * of that rank), so merges never need to delete from the heap. With
- * ignore_merges a pre-token found whole in the vocabulary is one id.
+ * bytes, else through a heap (merge_heap.h) keyed (rank, position) whose
+ * entries are checked when popped (both symbols still alive and still
+ * forming the pair of that rank), so merges never need to delete from the
+ * heap. With ignore_merges a pre-token found whole in the vocabulary is one
+ * id.
  */
 #include "tokenizer_int.h"
 
@@ -17,6 +18,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "merge_heap.h"
 
 /* Pre-tokenizer regexes of HF tokenizers, by family. HF compiles them with
  * Oniguruma, whose Unicode \s is TAB..CR, NEL and General_Category Z; PCRE2's
@@ -139,25 +141,8 @@ static bool want_piece(const struct o1_tokenizer *t, int32_t id)
 
 static int build_pieces(struct o1_tokenizer *t)
 {
-	size_t total = t->text_off[t->n_tokens];
-
 	/* a decoded piece is never longer than its text */
-	t->piece = malloc(total ? total : 1);
-	t->piece_off = malloc((t->n_tokens + 1) * sizeof(*t->piece_off));
-	if (!t->piece || !t->piece_off)
-		return -ENOMEM;
-	total = 0;
-	for (uint32_t id = 0; id < t->n_tokens; id++) {
-		uint32_t n = bpe_piece(t, (int32_t)id, t->piece + total);
-
-		t->piece_off[id] = (uint32_t)total;
-		t->piece[total + n] = 0;
-		total += n + 1;
-		if (n > t->max_piece)
-			t->max_piece = n;
-	}
-	t->piece_off[t->n_tokens] = (uint32_t)total;
-	return 0;
+	return tok_pieces_build(t, t->text_off[t->n_tokens], bpe_piece);
 }
 
 static int find_byte_ids(struct o1_tokenizer *t)
@@ -322,71 +307,24 @@ struct bpe_sym {
 	int32_t prev, next;
 };
 
-struct bpe_ent {
-	uint32_t rank;
-	uint32_t pos;
-};
-
-struct bpe_heap {
-	struct bpe_ent *e;
-	uint32_t n;
-};
-
-static bool ent_less(struct bpe_ent a, struct bpe_ent b)
-{
-	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos);
-}
-
-static void heap_push(struct bpe_heap *h, struct bpe_ent x)
-{
-	uint32_t i = h->n++;
-
-	while (i && ent_less(x, h->e[(i - 1) / 2])) {
-		h->e[i] = h->e[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->e[i] = x;
-}
-
-static struct bpe_ent heap_pop(struct bpe_heap *h)
-{
-	struct bpe_ent top = h->e[0], x = h->e[--h->n];
-	uint32_t i = 0;
-
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && ent_less(h->e[c + 1], h->e[c]))
-			c++;
-		if (!ent_less(h->e[c], x))
-			break;
-		h->e[i] = h->e[c];
-		i = c;
-	}
-	if (h->n)
-		h->e[i] = x;
-	return top;
-}
-
 static void try_pair(const struct o1_tokenizer *t, struct bpe_sym *s,
-		     int32_t left, struct bpe_heap *h)
+		     int32_t left, struct tok_heap *h)
 {
 	uint32_t rank;
 
 	if (left < 0 || s[left].next < 0)
 		return;
 	if (pair_get(&t->merges, s[left].id, s[s[left].next].id, &rank) >= 0)
-		heap_push(h, (struct bpe_ent){rank, (uint32_t)left});
+		tok_heap_push(h, (struct tok_merge){.rank = rank,
+						    .left = (uint32_t)left});
 }
 
 static void merge_loop(const struct o1_tokenizer *t, struct bpe_sym *s,
-		       struct bpe_heap *h)
+		       struct tok_heap *h)
 {
 	while (h->n) {
-		struct bpe_ent e = heap_pop(h);
-		int32_t l = (int32_t)e.pos, r = s[l].next, merged;
+		struct tok_merge e = tok_heap_pop(h);
+		int32_t l = (int32_t)e.left, r = s[l].next, merged;
 		uint32_t rank;
 
 		if (s[l].id < 0 || r < 0)
@@ -479,7 +417,7 @@ static int bpe_word(const struct o1_tokenizer *t, const uint8_t *w, size_t len,
 		    struct tok_scratch *scratch, struct tok_sink *out)
 {
 	struct bpe_sym *s;
-	struct bpe_heap h;
+	struct tok_heap h;
 	int32_t id;
 	int ret;
 
@@ -495,7 +433,7 @@ static int bpe_word(const struct o1_tokenizer *t, const uint8_t *w, size_t len,
 	s = tok_scratch_get(scratch, len * (sizeof(*s) + 3 * sizeof(*h.e)));
 	if (!s)
 		return -ENOMEM;
-	h.e = (struct bpe_ent *)(s + len);
+	h.e = (struct tok_merge *)(s + len);
 	h.n = 0;
 	for (size_t i = 0; i < len; i++) {
 		ret = byte_token(t, w[i], &s[i].id);

@@ -94,6 +94,13 @@ static inline void tok_push(struct tok_sink *s, int32_t id)
 
 void *tok_scratch_get(struct tok_scratch *s, size_t size);
 
+/* Each id's decoded piece, as PIECE writes it (returning its length), into
+ * t->piece (a blob of CAP bytes: room for every piece and its NUL),
+ * t->piece_off and t->max_piece. -ENOMEM. */
+int tok_pieces_build(struct o1_tokenizer *t, size_t cap,
+		     uint32_t (*piece)(const struct o1_tokenizer *t, int32_t id,
+				       char *out));
+
 /* Byte-level BPE (tokenizer_bpe.c). */
 int tok_bpe_init(struct o1_tokenizer *t, const struct o1_vocab *v);
 void tok_bpe_fini(struct o1_tokenizer *t);

@@ -4,12 +4,12 @@
  * dummy prefix. The text starts as one symbol per character and the
  * adjacent pair whose concatenation is the highest-scoring token merges
  * first, leftmost among equals: by linear scans for runs up to SPM_SHORT
- * characters, else through a max-heap whose entries record the merged size
- * and are dropped when popped if either symbol has changed since. When no
- * token has U+2581 after another character (t->spm_runs), the text merges
- * word by word, with the same result. Symbols that end up not being tokens
- * (single characters) fall back to <0xNN> byte tokens, or unk when the
- * vocabulary has none.
+ * characters, else through a heap (merge_heap.h) whose entries record the
+ * merged size and are dropped when popped if either symbol has changed
+ * since. When no token has U+2581 after another character (t->spm_runs),
+ * the text merges word by word, with the same result. Symbols that end up
+ * not being tokens (single characters) fall back to <0xNN> byte tokens, or
+ * unk when the vocabulary has none.
  */
 #include "tokenizer_int.h"
 
@@ -21,6 +21,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "merge_heap.h"
 
 static const char spm_space[] = "\xe2\x96\x81"; /* U+2581 */
 static const char spm_unk[] = "\xe2\x96\x85";	/* U+2585, llama.cpp */
@@ -95,23 +96,11 @@ static bool spaces_only_lead(const struct o1_tokenizer *t)
 
 int tok_spm_init(struct o1_tokenizer *t)
 {
-	size_t total = t->text_off[t->n_tokens] + 3 * (size_t)t->n_tokens;
+	int err = tok_pieces_build(
+	    t, t->text_off[t->n_tokens] + 3 * (size_t)t->n_tokens, spm_piece);
 
-	t->piece = malloc(total ? total : 1);
-	t->piece_off = malloc((t->n_tokens + 1) * sizeof(*t->piece_off));
-	if (!t->piece || !t->piece_off)
-		return -ENOMEM;
-	total = 0;
-	for (uint32_t id = 0; id < t->n_tokens; id++) {
-		uint32_t n = spm_piece(t, (int32_t)id, t->piece + total);
-
-		t->piece_off[id] = (uint32_t)total;
-		t->piece[total + n] = 0;
-		total += n + 1;
-		if (n > t->max_piece)
-			t->max_piece = n;
-	}
-	t->piece_off[t->n_tokens] = (uint32_t)total;
+	if (err)
+		return err;
 	for (int b = 0; b < 256; b++) {
 		char name[8];
 
@@ -129,60 +118,10 @@ struct spm_sym {
 	int32_t prev, next;
 };
 
-struct spm_ent {
-	float score;
-	uint32_t left, right, size;
-};
-
-struct spm_heap {
-	struct spm_ent *e;
-	uint32_t n;
-};
-
-/* True when A pops before B: higher score, then leftmost. */
-static bool ent_first(const struct spm_ent *a, const struct spm_ent *b)
-{
-	return a->score > b->score ||
-	       (a->score == b->score && a->left < b->left);
-}
-
-static void heap_push(struct spm_heap *h, struct spm_ent x)
-{
-	uint32_t i = h->n++;
-
-	while (i && ent_first(&x, &h->e[(i - 1) / 2])) {
-		h->e[i] = h->e[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->e[i] = x;
-}
-
-static struct spm_ent heap_pop(struct spm_heap *h)
-{
-	struct spm_ent top = h->e[0], x = h->e[--h->n];
-	uint32_t i = 0;
-
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && ent_first(&h->e[c + 1], &h->e[c]))
-			c++;
-		if (!ent_first(&h->e[c], &x))
-			break;
-		h->e[i] = h->e[c];
-		i = c;
-	}
-	if (h->n)
-		h->e[i] = x;
-	return top;
-}
-
 struct spm_work {
 	const char *text; /* escaped */
 	struct spm_sym *sym;
-	struct spm_heap heap;
+	struct tok_heap heap;
 };
 
 static void try_bigram(const struct o1_tokenizer *t, struct spm_work *w,
@@ -198,14 +137,16 @@ static void try_bigram(const struct o1_tokenizer *t, struct spm_work *w,
 	id = tok_strmap_get(&t->by_text, w->text + l->start, l->n + r->n);
 	if (id < 0)
 		return;
-	heap_push(&w->heap, (struct spm_ent){t->scores[id], (uint32_t)left,
-					     (uint32_t)right, l->n + r->n});
+	tok_heap_push(&w->heap, (struct tok_merge){.score = t->scores[id],
+						   .left = (uint32_t)left,
+						   .right = (uint32_t)right,
+						   .size = l->n + r->n});
 }
 
 static void merge_loop(const struct o1_tokenizer *t, struct spm_work *w)
 {
 	while (w->heap.n) {
-		struct spm_ent e = heap_pop(&w->heap);
+		struct tok_merge e = tok_heap_pop(&w->heap);
 		struct spm_sym *l = &w->sym[e.left], *r = &w->sym[e.right];
 
 		if (!l->n || !r->n || l->n + r->n != e.size)
@@ -403,7 +344,7 @@ int tok_spm_encode(const struct o1_tokenizer *t, const char *text, size_t len,
 		return -ENOMEM;
 	w.text = mem;
 	w.sym = (struct spm_sym *)(mem + tlen);
-	w.heap.e = (struct spm_ent *)(w.sym + nsym);
+	w.heap.e = (struct tok_merge *)(w.sym + nsym);
 	n = escape(text, len, prefix, mem);
 	if (t->spm_runs)
 		return spm_runs(t, &w, n, out);

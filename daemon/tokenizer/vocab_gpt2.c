@@ -80,7 +80,6 @@ static int max_id(const char *path, const cJSON *map, uint32_t *n)
 static int fill_tokens(const char *path, const cJSON *map, struct o1_vocab *v)
 {
 	const cJSON *e;
-	char name[32];
 
 	cJSON_ArrayForEach(e, map)
 	{
@@ -96,16 +95,7 @@ static int fill_tokens(const char *path, const cJSON *map, struct o1_vocab *v)
 		if (!v->tokens[id])
 			return -ENOMEM;
 	}
-	for (uint32_t id = 0; id < v->n_tokens; id++) {
-		if (v->tokens[id])
-			continue;
-		snprintf(name, sizeof(name), "<|unused_%u|>", id);
-		v->tokens[id] = o1_vocab_strdup(v, name, strlen(name));
-		if (!v->tokens[id])
-			return -ENOMEM;
-		v->types[id] = O1_TOKEN_UNUSED;
-	}
-	return 0;
+	return o1_vocab_fill_holes(v);
 }
 
 static int load_map(const char *path, struct o1_vocab **out, uint32_t n_merges)

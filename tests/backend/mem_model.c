@@ -78,48 +78,24 @@ void mem_model_build(struct mem_model *f, const struct o1_model_desc *d,
 	assert_int_equal(o1_model_validate(&f->m), 0);
 }
 
-/* Q8_0: per block of 32, an f16 scale amax / 127 and 32 int8 values. */
-static void *to_q8_0(const float *x, uint64_t n, uint64_t *bytes)
-{
-	uint8_t *out = malloc(n / 32 * 34), *p = out;
-
-	assert_non_null(out);
-	for (uint64_t b = 0; b < n / 32; b++, p += 34) {
-		float amax = 0, dsc;
-		uint16_t h;
-
-		for (int i = 0; i < 32; i++)
-			amax = fmaxf(amax, fabsf(x[b * 32 + i]));
-		dsc = amax / 127;
-		h = o1_f32_to_f16(dsc);
-		memcpy(p, &h, 2);
-		for (int i = 0; i < 32; i++)
-			p[2 + i] = (uint8_t)(int8_t)lrintf(
-			    dsc > 0 ? x[b * 32 + i] / dsc : 0);
-	}
-	*bytes = n / 32 * 34;
-	return out;
-}
-
 void mem_model_convert(struct mem_model *f, enum o1_tensor_role role,
 		       enum o1_dtype dtype)
 {
 	for (uint32_t i = 0; i < f->m.n_tensors; i++) {
 		struct o1_tensor *t = &f->t[i];
-		uint64_t n = o1_tensor_elements(t), bytes = n * 2;
+		uint64_t n = o1_tensor_elements(t), bytes;
 		void *out;
 
 		if (t->role != role || t->dtype != O1_DTYPE_F32)
 			continue;
-		if (dtype == O1_DTYPE_Q8_0) {
-			assert_int_equal(t->shape[t->n_dims - 1] % 32, 0);
-			out = to_q8_0(f->data[i], n, &bytes);
-		} else {
-			out = malloc(bytes);
-			assert_non_null(out);
-			assert_int_equal(
-			    o1_dtype_from_f32(dtype, f->data[i], out, n), 0);
-		}
+		/* whole rows of whole blocks (n_bytes = rows x row bytes) */
+		assert_int_equal(
+		    o1_dtype_row_bytes(dtype, t->shape[t->n_dims - 1], &bytes),
+		    0);
+		bytes *= n / t->shape[t->n_dims - 1];
+		out = malloc(bytes);
+		assert_non_null(out);
+		assert_int_equal(o1_dtype_from_f32(dtype, f->data[i], out, n), 0);
 		free(f->data[i]);
 		f->data[i] = out;
 		t->data = out;

@@ -1,6 +1,7 @@
 /* Small decoder models held in memory for the engine tests: random
  * weights (fixed seed) in the layout of model.h, f32, or converted per
- * role to F16, BF16 or Q8_0, and the GGUF Q/K row interleave on demand. */
+ * role to F16, BF16 or a GGUF block type, and the GGUF Q/K row interleave
+ * on demand. */
 #ifndef O1_TEST_MEM_MODEL_H
 #define O1_TEST_MEM_MODEL_H
 
@@ -20,8 +21,9 @@ struct mem_model {
  * 0.3, norms 1 +- 0.3, biases 0.5, embedding 1), from SEED. Validated. */
 void mem_model_build(struct mem_model *f, const struct o1_model_desc *d,
 		     uint64_t seed);
-/* Converts every tensor of ROLE to DTYPE (F16, BF16, or Q8_0 when its
- * rows are whole blocks of 32). */
+/* Converts every f32 tensor of ROLE to DTYPE (F16, BF16, or a block type
+ * of kernels/quant.h when its rows are whole blocks). Interleave first:
+ * mem_model_interleave takes f32 tensors. */
 void mem_model_convert(struct mem_model *f, enum o1_tensor_role role,
 		       enum o1_dtype dtype);
 /* Stores WQ, WK, BQ, BK rows in GGUF's interleaved order and marks them

@@ -8,7 +8,10 @@
  * Sampling in the backend: every row's result is o1_sample_rows's over the
  * same logits, bitwise, with or without a logits buffer (the backend's own
  * in chunks of max_seqs rows), on 1 or 3 threads; bad sampling steps are
- * refused. Skipped (77) when ../shared is absent. */
+ * refused. Weights in GGUF block formats (Q8_0, Q4_0, Q4_K, Q6_K, Q/K rows
+ * in GGUF order) give logits bitwise those of the same model dequantized to
+ * f32 (matmul_q.h's contract), kept in blocks or dequantized at load. The
+ * reference tests are skipped (77) when ../shared is absent. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +28,7 @@
 #include "backend/backend.h"
 #include "common/error.h"
 #include "backend/kv_pool.h"
+#include "mem_model.h"
 #include "model/model.h"
 #include "tests/common/test_util.h"
 
@@ -507,6 +511,26 @@ static void test_sampling(void **state)
 	free(scratch);
 }
 
+/* Each backend answers for its KV element: f32 on the CPU, bf16 in CUDA
+ * (when built); nothing for a kind this build lacks or no kind at all. */
+static void test_kv_page_bytes(void **state)
+{
+	struct o1_kv_layout l = {.n_pages = 9,
+				 .n_layers = 3,
+				 .n_kv_heads = 2,
+				 .page_tokens = 16,
+				 .head_dim = 8};
+	bool cuda = o1_backend_kind_can_sample(O1_BACKEND_CUDA);
+
+	(void)state;
+	assert_int_equal(o1_backend_kind_kv_page_bytes(O1_BACKEND_CPU, &l),
+			 3 * 2 * 2 * 16 * 8 * 4);
+	assert_int_equal(o1_backend_kind_kv_page_bytes(O1_BACKEND_CUDA, &l),
+			 cuda ? 3 * 2 * 2 * 16 * 8 * 2 : 0);
+	assert_int_equal(o1_backend_kind_kv_page_bytes(O1_BACKEND_COUNT, &l),
+			 0);
+}
+
 static void test_bad_sampling(void **state)
 {
 	struct o1_model *m;
@@ -580,8 +604,108 @@ static void test_bad_sampling(void **state)
 	o1_model_close(m);
 }
 
+/* A two-layer model whose matrices mix the four block types (K multiple of
+ * 256), Q/K rows in GGUF's interleaved order as llama.cpp writes them. */
+static void quantized_model(struct mem_model *f, bool tied)
+{
+	static const struct {
+		enum o1_tensor_role role;
+		enum o1_dtype dtype;
+	} mix[] = {
+	    {O1_T_TOKEN_EMBD, O1_DTYPE_Q6_K}, {O1_T_OUTPUT, O1_DTYPE_Q4_K},
+	    {O1_T_WQ, O1_DTYPE_Q4_K},	      {O1_T_WK, O1_DTYPE_Q6_K},
+	    {O1_T_WV, O1_DTYPE_Q8_0},	      {O1_T_WO, O1_DTYPE_Q4_0},
+	    {O1_T_W_GATE, O1_DTYPE_Q4_K},     {O1_T_W_UP, O1_DTYPE_Q8_0},
+	    {O1_T_W_DOWN, O1_DTYPE_Q6_K},
+	};
+	struct o1_model_desc d = {
+	    .arch = O1_ARCH_QWEN2, .n_layers = 2, .dim = 256, .n_heads = 4,
+	    .n_kv_heads = 2, .head_dim = 64, .ffn_dim = 512, .vocab_size = 300,
+	    .max_context_tokens = 256, .norm_eps = 1e-6f, .qkv_bias = true,
+	    .tied_embeddings = tied, .rope = {.theta = 1e4f, .dim = 64}};
+
+	mem_model_build(f, &d, 11);
+	mem_model_interleave(f);
+	for (size_t i = 0; i < sizeof(mix) / sizeof(mix[0]); i++)
+		mem_model_convert(f, mix[i].role, mix[i].dtype);
+	assert_int_equal(o1_model_validate(&f->m), 0);
+}
+
+/* F's block tensors replaced by their f32 dequantization (rows as
+ * stored). */
+static void dequantized_copy(const struct mem_model *f, struct mem_model *g)
+{
+	*g = *f;
+	g->m.tensors = g->t;
+	for (uint32_t i = 0; i < f->m.n_tensors; i++) {
+		struct o1_tensor *t = &g->t[i];
+		uint64_t n = o1_tensor_elements(t);
+
+		g->data[i] = malloc(n * sizeof(float));
+		assert_non_null(g->data[i]);
+		o1_dtype_to_f32(t->dtype, f->t[i].data, g->data[i], n);
+		t->data = g->data[i];
+		t->dtype = O1_DTYPE_F32;
+		t->n_bytes = n * sizeof(float);
+	}
+}
+
+/* Every row's logits of a 9-token prefill and two decodes. */
+static float *run_logits(const struct o1_model *m, bool dequantize)
+{
+	static const int32_t ids[11] = {5, 299, 17, 0, 42, 42, 7, 130, 201,
+					88, 3};
+	struct o1_backend_config cfg = {
+	    .n_threads = n_threads, .max_batch_tokens = 16, .max_seqs = 2,
+	    .max_context_tokens = 64, .n_pages = 8, .page_tokens = 16,
+	    .dequantize = dequantize};
+	float *out = malloc(11 * 300 * sizeof(float));
+	struct engine e;
+	struct seq s;
+	struct seq *list[1] = {&s};
+	const int32_t *idl[1] = {ids};
+	uint32_t n[3] = {9, 1, 1};
+
+	assert_int_equal(o1_backend_create(O1_BACKEND_CPU, m, &cfg, &e.b), 0);
+	assert_int_equal(
+	    o1_kv_pool_create(o1_backend_kv_layout(e.b), &e.pool), 0);
+	e.vocab = 300;
+	seq_init(&s);
+	for (int i = 0, row = 0; i < 3; row += n[i], i++)
+		step(&e, list, idl, &n[i], 1, true, out + row * 300);
+	o1_kv_table_fini(e.pool, &s.table);
+	engine_close(&e);
+	return out;
+}
+
+static void test_quantized_weights(void **state)
+{
+	struct mem_model f, g;
+
+	(void)state;
+	for (int tied = 0; tied < 2; tied++) {
+		float *q, *dq, *ref;
+
+		quantized_model(&f, tied);
+		dequantized_copy(&f, &g);
+		ref = run_logits(&g.m, false);
+		q = run_logits(&f.m, false);
+		n_threads = 3;
+		dq = run_logits(&f.m, true);
+		n_threads = 2;
+		assert_memory_equal(q, ref, 11 * 300 * sizeof(float));
+		assert_memory_equal(dq, ref, 11 * 300 * sizeof(float));
+		free(q), free(dq), free(ref);
+		mem_model_release(&g);
+		mem_model_release(&f);
+	}
+}
+
 int main(void)
 {
+	const struct CMUnitTest quantized[] = {
+	    cmocka_unit_test(test_quantized_weights),
+	};
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_hf),
 	    cmocka_unit_test(test_gguf),
@@ -589,9 +713,12 @@ int main(void)
 	    cmocka_unit_test(test_bad_steps),
 	    cmocka_unit_test(test_sampling),
 	    cmocka_unit_test(test_bad_sampling),
+	    cmocka_unit_test(test_kv_page_bytes),
 	};
 
+	int rc = cmocka_run_group_tests(quantized, NULL, NULL);
+
 	if (!have_shared())
-		return 77;
-	return cmocka_run_group_tests(tests, NULL, NULL);
+		return rc ? rc : 77;
+	return rc | cmocka_run_group_tests(tests, NULL, NULL);
 }

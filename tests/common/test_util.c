@@ -92,6 +92,28 @@ int o1_test_run(const char *cmd, char *out, size_t size)
 	return WEXITSTATUS(status);
 }
 
+int o1_test_capture_stderr(int (*fn)(const void *arg), const void *arg,
+			   char *out, size_t size)
+{
+	int saved = dup(2), ret;
+	FILE *f = tmpfile();
+	size_t n;
+
+	assert_true(saved >= 0);
+	assert_non_null(f);
+	fflush(stderr);
+	assert_true(dup2(fileno(f), 2) >= 0);
+	ret = fn(arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(out, 1, size - 1, f);
+	out[n] = 0;
+	fclose(f);
+	return ret;
+}
+
 void o1_test_assert_desc_equal(const struct o1_model_desc *a,
 			       const struct o1_model_desc *b)
 {

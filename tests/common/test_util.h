@@ -30,6 +30,12 @@ char *o1_test_file_read(const char *path, size_t *len);
  * NUL-terminated. Returns its exit code, 128 + the signal when killed. */
 int o1_test_run(const char *cmd, char *out, size_t size);
 
+/* Runs FN(ARG) with stderr going to a scratch file, then puts at most
+ * SIZE - 1 bytes of what it wrote (the log lines) in OUT, NUL-terminated.
+ * Returns FN's result. */
+int o1_test_capture_stderr(int (*fn)(const void *arg), const void *arg,
+			   char *out, size_t size);
+
 /* Allocation-failure injection for executables linked with
  * -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup: after
  * o1_test_alloc_fail_at(K), K allocations succeed and the next one fails

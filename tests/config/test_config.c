@@ -138,6 +138,7 @@ static void test_good_file(void **state)
 				   "[model]\n"
 				   "path = /models/q.gguf\n"
 				   "dtype = bf16\n"
+				   "dequantize = bf16\n"
 				   "[metrics]\n"
 				   "shm_path = /dev/shm/o1-a\n"
 				   "gid = monitor\n"
@@ -174,6 +175,7 @@ static void test_good_file(void **state)
 	assert_int_equal(c.ipc.allowed_uids.v[1], 0);
 	assert_string_equal(c.model.path, "/models/q.gguf");
 	assert_int_equal(c.model.dtype, O1_CONFIG_DTYPE_BF16);
+	assert_int_equal(c.model.dequantize, O1_CONFIG_DEQUANTIZE_BF16);
 	assert_int_equal(c.log.level, O1_LOG_TRACE);
 	assert_int_equal(c.scheduler.max_running, 256);
 	assert_string_equal(c.metrics.shm_path, "/dev/shm/o1-a");
@@ -207,6 +209,7 @@ static const struct bad_case bad_cases[] = {
     {"[kv]\nmemory_fraction = 1.5\n", {"t.ini:2:", "out of range", "0.01..1"}},
     {"[kv]\nmemory_fraction = nan\n", {"t.ini:2:", "not a number"}},
     {"[refine]\nmax_steps = 17\n", {"t.ini:2:", "max_steps", "0..16"}},
+    {"[model]\ndequantize = q8_0\n", {"t.ini:2:", "dequantize", "none"}},
     {"[scheduler]\nsampler_threads = 257\n",
      {"t.ini:2:", "sampler_threads", "0..256"}},
     {"[refine]\nconfidence_threshold = 0.5\n",
@@ -545,6 +548,7 @@ static void test_dump_round_trip(void **state)
 	    "ipc.admin_uids=0,1,2",
 	    "graphs.enabled=no",
 	    "model.dtype=f16",
+	    "model.dequantize=bf16",
 	    "ipc.arena_bytes=4294967296",
 	    "sidecar.listen=[::1]:9000",
 	};

@@ -52,6 +52,52 @@ void harness_fini(struct daemon_proc *d)
 		fprintf(stderr, "cannot remove %s\n", d->dir);
 }
 
+const char *harness_o1model;
+
+int harness_setup(void **state)
+{
+	static struct daemon_proc d;
+
+	if (harness_init(&d, harness_o1model))
+		return -1;
+	*state = &d;
+	return 0;
+}
+
+int harness_teardown(void **state)
+{
+	harness_fini(*state);
+	return 0;
+}
+
+int harness_stop(void **state)
+{
+	struct daemon_proc *d = *state;
+
+	if (d->pid > 0)
+		daemon_stop(d);
+	return 0;
+}
+
+int harness_run(const char *cmd, char *out, size_t cap)
+{
+	char sink[4096];
+	FILE *f = popen(cmd, "r");
+	size_t n = 0;
+	int st;
+
+	if (!f)
+		return -1;
+	if (out && cap) {
+		n = fread(out, 1, cap - 1, f);
+		out[n] = 0;
+	}
+	while (fread(sink, 1, sizeof(sink), f) > 0)
+		;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 bool log_has(const char *path, const char *what)
 {
 	FILE *f = fopen(path, "r");

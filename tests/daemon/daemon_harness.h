@@ -6,6 +6,7 @@
 #define O1_DAEMON_HARNESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -68,6 +69,24 @@ bool log_has(const char *path, const char *what);
 /* SIGTERM and reap; returns the exit status, -1 on a signal death. */
 int daemon_stop(struct daemon_proc *d);
 void harness_fini(struct daemon_proc *d);
+
+/* o1model, which makes the tiny model of harness_setup: the test's main
+ * sets it from its command line before the group runs. */
+extern const char *harness_o1model;
+/* cmocka group setup and teardown of the tests that share one daemon_proc
+ * (in static storage): harness_init with harness_o1model into *STATE, and
+ * harness_fini (stops a daemon left running, removes the directory). */
+int harness_setup(void **state);
+int harness_teardown(void **state);
+/* cmocka per-test teardown: stops the daemon a test left running (a failed
+ * assertion skips the test's own daemon_stop), so the next test's daemon
+ * does not orphan it. */
+int harness_stop(void **state);
+/* Runs CMD with /bin/sh; its stdout goes to OUT (at most CAP - 1 bytes,
+ * NUL-terminated; the rest is read and dropped) or, when OUT is NULL, is
+ * dropped. Returns its exit code, -1 when it could not run or died of a
+ * signal. */
+int harness_run(const char *cmd, char *out, size_t cap);
 
 /* Deterministic mixed spec number I. */
 void spec_make(struct spec *s, unsigned i);

@@ -47,35 +47,18 @@
 
 #define N_REQ 6
 
-static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
+static const char *o1d_bin, *o1ctl_bin;
 
 struct expect {
 	uint64_t prompt, generated;
 };
-
-static int setup(void **state)
-{
-	static struct daemon_proc d;
-
-	if (harness_init(&d, o1model_bin))
-		return -1;
-	*state = &d;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	harness_fini(*state);
-	return 0;
-}
 
 /* After each test, failed or not: no daemon left holding ctest's pipe. */
 static int stop_daemon(void **state)
 {
 	struct daemon_proc *d = *state;
 
-	if (d->pid > 0)
-		daemon_stop(d);
+	harness_stop(state);
 	d->config[0] = 0;
 	return 0;
 }
@@ -627,7 +610,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o1d_bin = argv[1];
-	o1model_bin = argv[2];
+	harness_o1model = argv[2];
 	o1ctl_bin = argv[3];
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }

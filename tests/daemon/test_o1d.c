@@ -448,14 +448,15 @@ static void run_text(const struct daemon_proc *d, struct o1_submit_opts *so,
 	r->text[r->text_len] = 0;
 }
 
-/* Chat ids as the daemon must build them: the model's template, then
- * encoding with BOS and special tokens parsed. */
+/* Chat ids as the daemon must build them: the model's template (which
+ * writes BOS where the model wants one), then encoding with special tokens
+ * parsed and nothing added. */
 static uint32_t chat_ids(const char *model, const char *user, int32_t *ids,
 			 uint32_t cap)
 {
 	struct o1_model *m;
 	struct o1_tokenizer *t;
-	struct o1_chat_template ct;
+	struct o1_chat_template *ct;
 	struct o1_chat_message msg[2] = {{"system", "Be brief."},
 					 {"user", user}};
 	char buf[4096];
@@ -463,14 +464,14 @@ static uint32_t chat_ids(const char *model, const char *user, int32_t *ids,
 
 	assert_int_equal(o1_model_open(model, &m), 0);
 	assert_int_equal(o1_tokenizer_create(m->vocab, &t), 0);
-	assert_int_equal(
-	    o1_chat_template_init(&ct, m->vocab->chat_template, NULL), 0);
-	len = o1_chat_template_render(&ct, msg, 2, true, buf, sizeof(buf));
+	assert_int_equal(o1_chat_template_load(m->vocab, model, NULL, &ct), 0);
+	len = o1_chat_template_render(ct, msg, 2, true, buf, sizeof(buf),
+				      NULL);
 	assert_true(len > 0 && len < (int)sizeof(buf));
-	n = o1_tokenizer_encode(t, buf, (size_t)len,
-				O1_ENCODE_ADD_SPECIAL | O1_ENCODE_PARSE_SPECIAL,
+	n = o1_tokenizer_encode(t, buf, (size_t)len, O1_ENCODE_PARSE_SPECIAL,
 				ids, cap);
 	assert_true(n > 0 && n <= (int)cap);
+	o1_chat_template_destroy(ct);
 	o1_tokenizer_destroy(t);
 	o1_model_close(m);
 	return (uint32_t)n;

@@ -32,32 +32,7 @@
 #include "o1/client.h"
 #include "tests/common/test_util.h"
 
-static const char *o1d_bin, *o1model_bin, *o1ctl_bin, *o1chat_bin;
-
-static int setup(void **state)
-{
-	static struct daemon_proc d;
-
-	if (harness_init(&d, o1model_bin))
-		return -1;
-	*state = &d;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	harness_fini(*state);
-	return 0;
-}
-
-static int stop_daemon(void **state)
-{
-	struct daemon_proc *d = *state;
-
-	if (d->pid > 0)
-		daemon_stop(d);
-	return 0;
-}
+static const char *o1d_bin, *o1ctl_bin, *o1chat_bin;
 
 /* o1ctl ARGS with stdout and stderr into OUT; its exit code. */
 static int o1ctl(const char *args, char *out, size_t cap)
@@ -76,7 +51,7 @@ static void model_without_tokenizer(struct daemon_proc *d)
 	snprintf(cmd, sizeof(cmd),
 		 "%s convert %s %s/hf --format safetensors 2>&1 && rm -f "
 		 "%s/hf/tokenizer.json %s/hf/tokenizer_config.json",
-		 o1model_bin, d->model, d->dir, d->dir, d->dir);
+		 harness_o1model, d->model, d->dir, d->dir, d->dir);
 	if (o1_test_run(cmd, out, sizeof(out)) != 0)
 		fail_msg("%s: %s", cmd, out);
 	snprintf(d->model, sizeof(d->model), "%s/hf", d->dir);
@@ -275,11 +250,11 @@ static void test_reload_and_baseline(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_teardown(test_startup, stop_daemon),
-	    cmocka_unit_test_teardown(test_request_log, stop_daemon),
-	    cmocka_unit_test_teardown(test_o1chat_cancelled, stop_daemon),
-	    cmocka_unit_test_teardown(test_reload_and_baseline, stop_daemon),
-	    cmocka_unit_test_teardown(test_no_tokenizer, stop_daemon),
+	    cmocka_unit_test_teardown(test_startup, harness_stop),
+	    cmocka_unit_test_teardown(test_request_log, harness_stop),
+	    cmocka_unit_test_teardown(test_o1chat_cancelled, harness_stop),
+	    cmocka_unit_test_teardown(test_reload_and_baseline, harness_stop),
+	    cmocka_unit_test_teardown(test_no_tokenizer, harness_stop),
 	};
 
 	if (argc < 5) {
@@ -288,8 +263,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o1d_bin = argv[1];
-	o1model_bin = argv[2];
+	harness_o1model = argv[2];
 	o1ctl_bin = argv[3];
 	o1chat_bin = argv[4];
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }

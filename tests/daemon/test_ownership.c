@@ -299,9 +299,8 @@ static long stats_pid(const char *args, const char *opts)
 /* stats, top and slo with ARGS exit 3 naming PID as not running. */
 static void assert_dead(const char *args, pid_t pid)
 {
-	static const char *const cmds[] = {"stats", "top --count 1 "
-						    "--interval 0.1",
-					   "slo --window 0.1"};
+	static const char *const cmds[] = {
+	    "stats", "top --count 1 --interval 0.1", "slo --window 0.1"};
 	char out[8192], a[8600], want[128];
 
 	snprintf(want, sizeof(want),

@@ -22,23 +22,7 @@
 
 #include "daemon_harness.h"
 
-static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
-
-static int setup(void **state)
-{
-	static struct daemon_proc d;
-
-	if (harness_init(&d, o1model_bin))
-		return -1;
-	*state = &d;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	harness_fini(*state);
-	return 0;
-}
+static const char *o1d_bin, *o1ctl_bin;
 
 /* Runs "o1ctl ARGS --socket S" with stdout into OUT (may be NULL);
  * returns the exit code. */
@@ -46,26 +30,10 @@ static int o1ctl(const struct daemon_proc *d, const char *args, char *out,
 		 size_t cap)
 {
 	char cmd[1024];
-	FILE *f;
-	size_t n = 0;
-	int st;
 
 	snprintf(cmd, sizeof(cmd), "%s %s --socket %s", o1ctl_bin, args,
 		 d->socket);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	if (out && cap) {
-		n = fread(out, 1, cap - 1, f);
-		out[n] = 0;
-	} else {
-		char sink[4096];
-
-		while (fread(sink, 1, sizeof(sink), f) > 0)
-			;
-	}
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return harness_run(cmd, out, cap);
 }
 
 static cJSON *status(const struct daemon_proc *d)
@@ -527,10 +495,10 @@ static void test_faults(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ready_health),
-	    cmocka_unit_test(test_smoke),
-	    cmocka_unit_test(test_slo),
-	    cmocka_unit_test(test_faults),
+	    cmocka_unit_test_teardown(test_ready_health, harness_stop),
+	    cmocka_unit_test_teardown(test_smoke, harness_stop),
+	    cmocka_unit_test_teardown(test_slo, harness_stop),
+	    cmocka_unit_test_teardown(test_faults, harness_stop),
 	};
 
 	if (argc < 4) {
@@ -538,7 +506,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o1d_bin = argv[1];
-	o1model_bin = argv[2];
+	harness_o1model = argv[2];
 	o1ctl_bin = argv[3];
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }

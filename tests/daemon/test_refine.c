@@ -179,7 +179,7 @@ static void run_refine(const char *socket, uint32_t steps, uint32_t max_tokens,
 struct ref_model {
 	struct o1_model *m;
 	struct o1_tokenizer *t;
-	struct o1_chat_template ct;
+	struct o1_chat_template *ct;
 };
 
 static void ref_open(const char *path, struct ref_model *rm)
@@ -187,12 +187,12 @@ static void ref_open(const char *path, struct ref_model *rm)
 	assert_int_equal(o1_model_open(path, &rm->m), 0);
 	assert_int_equal(o1_tokenizer_create(rm->m->vocab, &rm->t), 0);
 	assert_int_equal(
-	    o1_chat_template_init(&rm->ct, rm->m->vocab->chat_template, NULL),
-	    0);
+	    o1_chat_template_load(rm->m->vocab, path, NULL, &rm->ct), 0);
 }
 
 static void ref_close(struct ref_model *rm)
 {
+	o1_chat_template_destroy(rm->ct);
 	o1_tokenizer_destroy(rm->t);
 	o1_model_close(rm->m);
 }
@@ -209,12 +209,12 @@ static uint32_t round_prompt(struct ref_model *rm, const char *prev,
 	static char buf[16384];
 	int len, n;
 
-	len = o1_chat_template_render(&rm->ct, msg, prev ? 4 : 2, true, buf,
-				      sizeof(buf));
+	len = o1_chat_template_render(rm->ct, msg, prev ? 4 : 2, true, buf,
+				      sizeof(buf), NULL);
 	assert_true(len > 0 && len < (int)sizeof(buf));
 	n = o1_tokenizer_encode(rm->t, buf, (size_t)len,
-				O1_ENCODE_ADD_SPECIAL | O1_ENCODE_PARSE_SPECIAL,
-				ids, IDS_MAX - GEN_MAX);
+				O1_ENCODE_PARSE_SPECIAL, ids,
+				IDS_MAX - GEN_MAX);
 	assert_true(n > 0);
 	return (uint32_t)n;
 }

@@ -26,7 +26,7 @@
 #define LOG_CAP	 65536
 #define PROMPT_N 40
 
-static const char *o1d_bin, *o1model_bin;
+static const char *o1d_bin;
 
 /* What a request streamed, minus timings and cache counts. */
 struct trace {
@@ -200,22 +200,6 @@ static void test_backend_equals_host(void **state)
 				    "penalty entries per step"));
 }
 
-static int setup(void **state)
-{
-	static struct daemon_proc d;
-
-	if (harness_init(&d, o1model_bin))
-		return -1;
-	*state = &d;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	harness_fini(*state);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +209,6 @@ int main(int argc, char **argv)
 	if (argc < 3)
 		return 77;
 	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	return cmocka_run_group_tests(tests, setup, teardown);
+	harness_o1model = argv[2];
+	return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }

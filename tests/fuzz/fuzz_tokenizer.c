@@ -3,8 +3,8 @@
  * Input: byte 0 picks the vocabulary (GPT-2 BPE, Llama-3 BPE with
  * ignore_merges, SentencePiece) and the encode flags; the rest is text.
  * With bit 7 of byte 0 set, the rest is NUL-separated role/content pairs
- * rendered by every chat template family instead, whole and into a short
- * buffer, which must hold the same prefix.
+ * rendered by three real chat templates (chatml, llama3, mistral) instead,
+ * whole and into a short buffer, which must hold the same prefix.
  * Checks: encode fails only on invalid UTF-8 and then with
  * -O1_E_TOKENIZER; decode(encode(text)) == text where the algorithm keeps
  * text exactly; the same bytes read as token ids stream-decode to valid
@@ -131,22 +131,42 @@ static void check_stream(int which, const uint8_t *data, size_t size)
 	free(out);
 }
 
+/* Chat templates of three families, parsed once. */
+static const char *const chat_texts[] = {
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + "
+    "'\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% endif %}",
+    "{% set loop_messages = messages %}{% for message in loop_messages %}"
+    "{% set content = '<|start_header_id|>' + message['role'] + "
+    "'<|end_header_id|>\\n\\n'+ message['content'] | trim + "
+    "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token "
+    "+ content %}{% endif %}{{ content }}{% endfor %}",
+    "{{ bos_token }}{% for message in messages %}{% if (message['role'] "
+    "== 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Roles "
+    "must alternate') }}{% endif %}{% if message['role'] == 'user' %}"
+    "{{ '[INST] ' + message['content'] + ' [/INST]' }}{% else %}"
+    "{{ message['content'] + eos_token }}{% endif %}{% endfor %}",
+};
+static struct o1_chat_template *chats[3];
+
 static void render_all(const struct o1_chat_message *m, size_t n,
 		       size_t short_cap)
 {
 	static char whole[1 << 17], part[64];
 
-	for (int f = 0; f < O1_CHAT_N; f++) {
-		struct o1_chat_template ct;
+	for (int f = 0; f < 3; f++) {
 		int a, b;
 
-		if (o1_chat_template_init(
-			&ct, NULL,
-			o1_chat_template_family_name((enum o1_chat_family)f)))
+		if (!chats[f] &&
+		    o1_chat_template_create(chat_texts[f],
+					    strlen(chat_texts[f]), "fuzz",
+					    "<s>", "</s>", &chats[f], NULL))
 			abort();
-		a = o1_chat_template_render(&ct, m, n, true, whole,
-					    sizeof(whole));
-		b = o1_chat_template_render(&ct, m, n, true, part, short_cap);
+		a = o1_chat_template_render(chats[f], m, n, true, whole,
+					    sizeof(whole), NULL);
+		b = o1_chat_template_render(chats[f], m, n, true, part,
+					    short_cap, NULL);
 		if (a != b || (a >= 0 && (size_t)a < sizeof(whole) &&
 			       strncmp(whole, part, short_cap - 1)))
 			abort();

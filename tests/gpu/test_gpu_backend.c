@@ -24,6 +24,16 @@
  * step replays bucket 2's graph, the prefill steps run eagerly (counted).
  * No device or pinned allocation happens after create (the counter), and
  * a token id outside the vocabulary is refused with -O1_E_BOUNDS.
+ * Quantized models (o1model convert --quantize of a two-layer llama3.2-1b
+ * shape: q8_0, q4_0, q6_k, q4_k_m, whose layer 1 has a Q6_K V beside Q4_K
+ * Q and K, two parts of one fused product; and of a two-layer qwen2.5-0.5b
+ * shape, whose rows of 896 make q4_k_m fall back to Q8_0 in places): the
+ * CUDA backend's block products (gemv_q.cu for the
+ * decode steps, bf16 tiles and cuBLAS for the 17-row chunks) against the
+ * CPU backend's on the same blocks, with the same bounds: both multiply
+ * quant.h's dequantized values, so the difference is the GPU's bf16
+ * activations, KV and tiles, as for a bf16 model. Once more with
+ * cfg.dequantize (model.dequantize = bf16): the old dequantize-at-load.
  * Exit 77 without a CUDA device; the hf models are skipped without
  * ../shared. */
 #include <setjmp.h>
@@ -66,6 +76,7 @@ struct stats {
 };
 
 static uint64_t rng = 1234;
+static bool dequantize; /* the CUDA side's cfg.dequantize */
 
 static uint32_t urand(uint32_t n)
 {
@@ -84,6 +95,7 @@ static void side_open(struct side *sd, enum o1_backend_kind k,
 
 	memset(sd, 0, sizeof(*sd));
 	cfg.graphs_enabled = k == O1_BACKEND_CUDA;
+	cfg.dequantize = k == O1_BACKEND_CUDA && dequantize;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -346,6 +358,41 @@ static void test_qwen_one_layer(void **state)
 	check_model("qwen2.5-0.5b x1 layer (safetensors bf16)", path);
 }
 
+/* `o1model convert SRC DIR/OUT --quantize MIX`; its path into PATH. */
+static void quantize_model(const char *src, const char *mix, const char *out,
+			   char *path, size_t size)
+{
+	char cmd[2048];
+
+	snprintf(path, size, "%s/%s", o1_gpu_dir, out);
+	snprintf(cmd, sizeof(cmd), "%s convert %s %s --quantize %s >/dev/null",
+		 o1_gpu_o1model, src, path, mix);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_quantized(void **state)
+{
+	static const char *const mixes[] = {"q8_0", "q4_0", "q6_k", "q4_k_m"};
+	char src[512], path[512], name[128];
+
+	(void)state;
+	o1_gpu_make_model("--preset llama3.2-1b --layers 2 --vocab 2048",
+			  "l1b2.gguf", src, sizeof(src));
+	for (size_t i = 0; i < sizeof(mixes) / sizeof(mixes[0]); i++) {
+		snprintf(name, sizeof(name), "llama3.2-1b x2 layers %s",
+			 mixes[i]);
+		quantize_model(src, mixes[i], "q.gguf", path, sizeof(path));
+		check_model(name, path);
+	}
+	dequantize = true;
+	check_model("llama3.2-1b x2 layers q4_k_m, dequantized at load", path);
+	dequantize = false;
+	o1_gpu_make_model("--preset qwen2.5-0.5b --layers 2", "q05.gguf", src,
+			  sizeof(src));
+	quantize_model(src, "q4_k_m", "q05q.gguf", path, sizeof(path));
+	check_model("qwen2.5-0.5b x2 layers q4_k_m (fallbacks)", path);
+}
+
 static void test_unsupported_config(void **state)
 {
 	struct o1_model *m;
@@ -390,6 +437,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_tiny_preset),
 	    cmocka_unit_test(test_hf_models),
 	    cmocka_unit_test(test_qwen_one_layer),
+	    cmocka_unit_test(test_quantized),
 	    cmocka_unit_test(test_unsupported_config),
 	    cmocka_unit_test(test_cmd_run),
 	};

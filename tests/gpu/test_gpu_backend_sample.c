@@ -20,13 +20,13 @@
  *
  * Checks where a step asked for both, per row, against o1_sample_rows on
  * the returned logits: greedy ids, n_top and top-n ids exact; logprob,
- * entropy and top logprobs within 3e-5 + 2^-21 |cpu| (test_gpu_sample's
+ * entropy and top logprobs within 3e-5 + 2^-21 |cpu| (test_sample_cuda's
  * bound: the device sums in another order); sampled ids equal, except
  * where the draw lies within DELTA = 1e-8 of a boundary between two
- * tokens (test_gpu_sample's margin), found here by the reference itself:
+ * tokens (test_sample_cuda's margin), found here by the reference itself:
  * the reference's draws at U - DELTA and U + DELTA differ and the
  * device's id is one of them. Such rows are counted and printed (a top-p
- * ratio within DELTA of top_p, which test_gpu_sample also allows, is not
+ * ratio within DELTA of top_p, which test_sample_cuda also allows, is not
  * expected on these rows). Graph replay against graphs_eager: samples and
  * logits bitwise on every step. No device or pinned allocation after
  * create (the backend's counter). Exit 77 without a CUDA device.
@@ -47,6 +47,7 @@
 #include "backend/cuda_backend.h"
 #include "kernels/cuda_util.h"
 #include "common/error.h"
+#include "common/prng.h"
 #include "gpu_test.h"
 #include "backend/kv_pool.h"
 #include "model/model.h"
@@ -67,11 +68,7 @@ static uint64_t rng = 4321;
 
 static uint64_t next64(void)
 {
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return o1_prng_splitmix64(&rng);
 }
 
 static uint32_t urand(uint32_t n)

@@ -53,7 +53,7 @@
 #define N_TOKENS 20
 #define RING	 8
 
-static const char *o1d_bin, *o1model_bin, *client_bin;
+static const char *o1d_bin, *client_bin;
 
 struct token {
 	struct devout_rec rec;
@@ -69,22 +69,6 @@ struct run {
 	struct devout_rec final, first, last;
 	uint32_t vocab;
 };
-
-static int setup(void **state)
-{
-	static struct daemon_proc d;
-
-	if (harness_init(&d, o1model_bin))
-		return -1;
-	*state = &d;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	harness_fini(*state);
-	return 0;
-}
 
 /* Runs the client process on the spec's prompt; its exit code. */
 static int run_client(const struct daemon_proc *d, const struct spec *sp,
@@ -282,11 +266,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o1d_bin = argv[1];
-	o1model_bin = argv[2];
+	harness_o1model = argv[2];
 	client_bin = argv[3];
 	if (o1_cuda_probe() != 0) {
 		fprintf(stderr, "no CUDA device: skipped\n");
 		return 77;
 	}
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }

@@ -44,53 +44,24 @@
 #define PROBE_TOKENS	32
 #define RECOVER_WINDOWS 3
 
-static const char *o1d_bin, *o1model_bin, *o1ctl_bin;
+static const char *o1d_bin, *o1ctl_bin;
 
 struct graphs {
 	double hits, misses, fallbacks;
 };
-
-static int setup(void **state)
-{
-	static struct daemon_proc d;
-
-	if (harness_init(&d, o1model_bin))
-		return -1;
-	*state = &d;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	harness_fini(*state);
-	return 0;
-}
 
 /* "o1ctl ARGS" against D (socket and metrics) with stdout into OUT (may
  * be NULL); its exit code. */
 static int o1ctl(const struct daemon_proc *d, const char *args, char *out,
 		 size_t cap)
 {
-	char cmd[1024], sink[4096];
-	size_t n = 0;
-	FILE *f;
-	int st;
+	char cmd[1024];
 
 	snprintf(cmd, sizeof(cmd),
 		 "%s --socket %s --set metrics.mode=shm --set "
 		 "metrics.shm_path=%s/m.shm %s",
 		 o1ctl_bin, d->socket, d->dir, args);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	if (out && cap) {
-		n = fread(out, 1, cap - 1, f);
-		out[n] = 0;
-	}
-	while (fread(sink, 1, sizeof(sink), f) > 0)
-		;
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return harness_run(cmd, out, cap);
 }
 
 static double num(const cJSON *o, const char *k)
@@ -471,8 +442,9 @@ static void test_refused_without_graphs(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_graph_replay),
-	    cmocka_unit_test(test_refused_without_graphs),
+	    cmocka_unit_test_teardown(test_graph_replay, harness_stop),
+	    cmocka_unit_test_teardown(test_refused_without_graphs,
+				      harness_stop),
 	};
 
 	if (argc < 4) {
@@ -480,11 +452,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o1d_bin = argv[1];
-	o1model_bin = argv[2];
+	harness_o1model = argv[2];
 	o1ctl_bin = argv[3];
 	if (o1_cuda_probe() != 0) {
 		fprintf(stderr, "no CUDA device: skipped\n");
 		return 77;
 	}
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }

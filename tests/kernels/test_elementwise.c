@@ -1,4 +1,4 @@
-/* Embedding, RMSNorm, SwiGLU, residual add and the thread pool, against
+/* Embedding (f32 and block-quantized tables), RMSNorm, SwiGLU, residual add and the thread pool, against
  * naive formulas in double. Tolerances: 1e-6 relative (one or two f32
  * roundings per element). */
 #include <setjmp.h>
@@ -12,8 +12,9 @@
 #include <errno.h>
 #include <math.h>
 
-#include "kernels/embedding.h"
 #include "common/error.h"
+#include "kernels/embedding.h"
+#include "kernels/quant.h"
 #include "kernels/residual.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/swiglu.h"
@@ -39,6 +40,34 @@ static void test_embedding(void **state)
 			 -O1_E_BOUNDS);
 	assert_int_equal(o1_embedding_cpu(NULL, out, table, neg, 1, 3, 5),
 			 -O1_E_BOUNDS);
+}
+
+/* A Q6_K table: each gathered row is the row's dequantization. */
+static void test_embedding_q(void **state)
+{
+	enum { DIM = 512, VOCAB = 3 };
+	static float table[VOCAB * DIM], want[VOCAB * DIM], out[4 * DIM];
+	static uint8_t q[VOCAB * 420];
+	int32_t ids[4] = {2, 0, 2, 1}, bad[1] = {3};
+
+	(void)state;
+	for (int i = 0; i < VOCAB * DIM; i++)
+		table[i] = val(i);
+	assert_int_equal(
+	    o1_quant_quantize(O1_QUANT_Q6_K, table, q, VOCAB * DIM), 0);
+	o1_quant_dequantize(O1_QUANT_Q6_K, q, want, VOCAB * DIM);
+	assert_int_equal(o1_embedding_q_cpu(NULL, out, q, O1_QUANT_Q6_K, ids,
+					    4, DIM, VOCAB),
+			 0);
+	for (int t = 0; t < 4; t++)
+		assert_memory_equal(out + t * DIM, want + ids[t] * DIM,
+				    DIM * sizeof(float));
+	assert_int_equal(o1_embedding_q_cpu(NULL, out, q, O1_QUANT_Q6_K, bad,
+					    1, DIM, VOCAB),
+			 -O1_E_BOUNDS);
+	assert_int_equal(o1_embedding_q_cpu(NULL, out, q, O1_QUANT_Q6_K, ids,
+					    1, 128, VOCAB),
+			 -EINVAL);
 }
 
 static void test_rmsnorm(void **state)
@@ -126,8 +155,11 @@ static void test_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_embedding), cmocka_unit_test(test_rmsnorm),
-	    cmocka_unit_test(test_swiglu),    cmocka_unit_test(test_residual),
+	    cmocka_unit_test(test_embedding),
+	    cmocka_unit_test(test_embedding_q),
+	    cmocka_unit_test(test_rmsnorm),
+	    cmocka_unit_test(test_swiglu),
+	    cmocka_unit_test(test_residual),
 	    cmocka_unit_test(test_threads),
 	};
 

@@ -99,7 +99,7 @@ static void test_greedy_nan_lanes(void **state)
 	}
 	for (uint32_t i = 0; i < 64; i++)
 		l[i] = -1;
-	l[0] = NAN, l[3] = 1, l[16] = 5; /* the case found by test_gpu_sample */
+	l[0] = NAN, l[3] = 1, l[16] = 5; /* the case found by test_sample_cuda */
 	assert_int_equal(sample1(l, 64, &r, NULL, &out), 0);
 	assert_int_equal(out.id, 16);
 }

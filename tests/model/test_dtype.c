@@ -200,8 +200,30 @@ static void test_plain_convert(void **state)
 	assert_int_equal(o1_dtype_from_f32(O1_DTYPE_F32, src, buf, 5), 0);
 	o1_dtype_to_f32(O1_DTYPE_F32, buf, back, 5);
 	assert_memory_equal(back, src, sizeof(src));
+	/* block types quantize whole blocks only (kernels/quant.h) */
 	assert_int_equal(o1_dtype_from_f32(O1_DTYPE_Q8_0, src, buf, 5),
+			 -O1_E_SHAPE);
+	assert_int_equal(o1_dtype_from_f32((enum o1_dtype)13, src, buf, 5),
 			 -O1_E_UNSUPPORTED);
+}
+
+/* A block type through o1_dtype_from_f32 and back: Q8_0 keeps 1/127 of a
+ * block's largest magnitude. */
+static void test_block_convert(void **state)
+{
+	float src[32], back[32];
+	uint8_t buf[34];
+
+	(void)state;
+	for (int i = 0; i < 32; i++)
+		src[i] = (float)(i - 16) / 8;
+	assert_int_equal(o1_dtype_from_f32(O1_DTYPE_Q8_0, src, buf, 32), 0);
+	o1_dtype_to_f32(O1_DTYPE_Q8_0, buf, back, 32);
+	for (int i = 0; i < 32; i++)
+		assert_float_equal(back[i], src[i], 2.0 / 127 / 2 + 1e-6);
+	src[3] = NAN;
+	assert_int_equal(o1_dtype_from_f32(O1_DTYPE_Q8_0, src, buf, 32),
+			 -ERANGE);
 }
 
 static void put_f16(uint8_t *p, uint16_t h)
@@ -347,6 +369,7 @@ int main(void)
 	    cmocka_unit_test(test_bf16),
 	    cmocka_unit_test(test_is_float),
 	    cmocka_unit_test(test_plain_convert),
+	    cmocka_unit_test(test_block_convert),
 	    cmocka_unit_test(test_q8_0),
 	    cmocka_unit_test(test_q4_0),
 	    cmocka_unit_test(test_q4_k),

@@ -823,6 +823,105 @@ static void test_quantized_model(void **state)
 	unlink(path);
 }
 
+/* Bad quantized tensors are refused at load, each with the tensor's name
+ * and the reason in the log line: a block type this build does not read
+ * (Q5_K), rows that are not whole blocks, blocks cut off by the end of the
+ * file. Each case edits a valid Q8_0 model's bytes. */
+static char logged[4096];
+
+static int open_path(const void *path)
+{
+	struct o1_model *m = NULL;
+	int err = o1_model_open(path, &m);
+
+	o1_model_close(m);
+	return err;
+}
+
+/* The byte offset of tensor NAME's info record just after its name (at
+ * n_dims), in the file image B of N bytes. */
+static size_t info_at(const uint8_t *b, size_t n, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 8; i + len + 4 <= n; i++)
+		if (memcmp(b + i, name, len) == 0 && b[i - 8] == len &&
+		    b[i + len] == 2 && b[i + len + 1] == 0)
+			return i + len;
+	fail_msg("no tensor info for %s", name);
+	return 0;
+}
+
+static void put_u64_at(uint8_t *b, size_t at, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		b[at + i] = (uint8_t)(v >> (8 * i));
+}
+
+static void expect_bad(const char *path, int code, const char *name,
+		       const char *reason)
+{
+	assert_int_equal(o1_test_capture_stderr(open_path, path, logged,
+						sizeof(logged)),
+			 code);
+	if (!strstr(logged, name) || !strstr(logged, reason))
+		fail_msg("expected '%s' and '%s' in: %s", name, reason, logged);
+}
+
+static void rewrite(const char *path, const uint8_t *b, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, n, f), n);
+	fclose(f);
+}
+
+static void test_quantized_bad_input(void **state)
+{
+	static float ref[8][64 * 32];
+	const char *q = "blk.0.attn_q.weight", *down = "blk.0.ffn_down.weight";
+	char path[64];
+	uint8_t *b, *e;
+	size_t n, at;
+
+	(void)state;
+	o1_test_file_make(path, sizeof(path), "model");
+	write_q8_model(path, ref, NULL, 0);
+	b = (uint8_t *)o1_test_file_read(path, &n);
+	e = malloc(n);
+	assert_non_null(e);
+	/* attn_q: n_dims 2, ne [32, 32], type at +20 */
+	at = info_at(b, n, q);
+	memcpy(e, b, n);
+	e[at + 20] = 13; /* Q5_K */
+	rewrite(path, e, n);
+	expect_bad(path, -O1_E_UNSUPPORTED, q, "type 13 (Q5_K)");
+	memcpy(e, b, n);
+	put_u64_at(e, at + 4, 16); /* ne [16, 64]: half a Q8_0 block a row */
+	put_u64_at(e, at + 12, 64);
+	rewrite(path, e, n);
+	expect_bad(path, -O1_E_SHAPE, q, "not a whole number of blocks");
+	/* the file ends 5 bytes into ffn_down's last block */
+	{
+		struct o1_gguf *g;
+		const struct o1_gguf_tensor_info *t;
+		size_t end;
+
+		assert_int_equal(o1_gguf_open_memory(b, n, &g), 0);
+		t = o1_gguf_find_tensor(g, down);
+		assert_non_null(t);
+		end = (size_t)((const uint8_t *)t->data - b) + t->n_bytes;
+		o1_gguf_close(g);
+		assert_true(end > 34 && end <= n);
+		rewrite(path, b, end - 34 + 5);
+	}
+	expect_bad(path, -O1_E_BOUNDS, down, "outside");
+	free(b);
+	free(e);
+	unlink(path);
+}
+
 /* Tensors the loader does not know are ignored, including a second
  * spelling of a layer number; one past block_count is an error. */
 static int open_with_extra(const char *extra, uint64_t ne, uint32_t *n_tensors)
@@ -1116,6 +1215,7 @@ int main(void)
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_quantized_q),
 	    cmocka_unit_test(test_quantized_model),
+	    cmocka_unit_test(test_quantized_bad_input),
 	    cmocka_unit_test(test_extra_tensors),
 	    cmocka_unit_test(test_name_from_file),
 	    cmocka_unit_test(test_tiny_random),

@@ -408,6 +408,12 @@ static void test_config(void **state)
 	assert_string_equal(v->chat_template, "X");
 	assert_int_equal(v->eos_id, -1);
 	o1_vocab_destroy(v);
+	/* chat_template.jinja beside it wins, as in transformers */
+	o1_test_file_put(tmpdir, "chat_template.jinja", "{{ bos_token }}J");
+	assert_int_equal(load_text(tok, &v), 0);
+	assert_string_equal(v->chat_template, "{{ bos_token }}J");
+	o1_vocab_destroy(v);
+	o1_test_file_put(tmpdir, "chat_template.jinja", NULL);
 	o1_test_file_put(tmpdir, "tokenizer_config.json",
 			 "{\"add_bos_token\":1}");
 	assert_int_equal(load_text(tok, &v), -O1_E_FORMAT);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include "common/prng.h"
 #include "sampler/sampler.h"
 
 #define CALLS 12
@@ -28,33 +29,6 @@ struct ref {
 	float *w;
 	uint32_t *order;
 };
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static double uniform(uint64_t *s)
-{
-	uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return (r >> 11) * 0x1.0p-53;
-}
 
 static int desc(const void *a, const void *b, void *keys)
 {
@@ -94,7 +68,7 @@ static uint32_t ref_draw(struct ref *r)
 			break;
 		kept += e;
 	}
-	u = uniform(r->rng) * kept;
+	u = o1_prng_uniform(r->rng) * kept;
 	for (uint32_t i = 0; i < keep; i++) {
 		acc += exp(r->w[r->order[i]] - mx);
 		if (u < acc)
@@ -161,11 +135,12 @@ static void check_describe(const float *l, uint32_t v, uint32_t n_top,
 static void fill(float *l, uint32_t v, uint64_t seed)
 {
 	for (uint32_t i = 0; i < v; i++)
-		l[i] =
-		    (float)((splitmix64(&seed) >> 40) / (double)(1 << 24)) * 8 -
-		    4;
+		l[i] = (float)((o1_prng_splitmix64(&seed) >> 40) /
+			       (double)(1 << 24)) *
+			   8 -
+		       4;
 	for (int j = 0; j < 4; j++)
-		l[splitmix64(&seed) % v] += 0.5f;
+		l[o1_prng_splitmix64(&seed) % v] += 0.5f;
 }
 
 static void run_mode(const struct o1_sampler_params *p, uint32_t v)
@@ -183,9 +158,9 @@ static void run_mode(const struct o1_sampler_params *p, uint32_t v)
 	r.order = malloc(v * sizeof(uint32_t));
 	assert_true(l && r.counts && r.in_prompt && r.w && r.order);
 	for (int i = 0; i < 4; i++)
-		r.rng[i] = splitmix64(&x);
+		r.rng[i] = o1_prng_splitmix64(&x);
 	for (int i = 0; i < 64; i++) {
-		prompt[i] = (int32_t)(splitmix64(&x) % v);
+		prompt[i] = (int32_t)(o1_prng_splitmix64(&x) % v);
 		r.in_prompt[prompt[i]] = 1;
 	}
 	assert_int_equal(o1_sampler_create(p, v, &s), 0);

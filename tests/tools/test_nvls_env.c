@@ -1,5 +1,5 @@
 /* NCCL's NVLink multicast stays off on every path that starts o1d or a
- * GPU program (issue 10): config/o1d.service sets
+ * GPU program (issue 10): config/o1d.service.in sets
  * Environment=NCCL_NVLS_ENABLE=0, and every shell script under tools/
  * that starts o1d (daemon/o1d/o1d, "$o1d") or the GPU programs
  * (bench_cuda_decode, tools/gpu/) exports NCCL_NVLS_ENABLE=0 on a line of
@@ -105,7 +105,7 @@ static void test_scripts(void **state)
 
 static void test_service(void **state)
 {
-	char *text = read_all(O1_SOURCE_DIR "/config/o1d.service");
+	char *text = read_all(O1_SOURCE_DIR "/config/o1d.service.in");
 
 	(void)state;
 	assert_non_null(strstr(text, "\nEnvironment=NCCL_NVLS_ENABLE=0\n"));

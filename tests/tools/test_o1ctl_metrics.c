@@ -95,7 +95,9 @@ static cJSON *metrics_json(const char *args)
 	char a[512];
 	cJSON *j;
 
-	snprintf(a, sizeof(a), "metrics --json %s", args);
+	if (snprintf(a, sizeof(a), "metrics --json %s", args) >= (int)sizeof(a))
+		fail_msg("metrics_json: arguments longer than %zu bytes",
+			 sizeof(a));
 	assert_int_equal(run(a), 0);
 	j = cJSON_Parse(out);
 	assert_non_null(j);

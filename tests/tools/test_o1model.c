@@ -7,7 +7,9 @@
  * safetensors -> GGUF -> safetensors gives bit-identical tensors, config
  * and vocabulary for llama and qwen2 in f32, f16 and bf16, and for the
  * shared HF test folders; make is deterministic in its seed; vocabulary
- * padding; bad arguments exit 2 with a message. */
+ * padding; bad arguments exit 2 with a message; chat-render prints
+ * exactly the rendering (every one of ../shared/testdata/chat's 666, or
+ * its raised error). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -358,6 +360,34 @@ static void test_determinism(void **state)
 	    files_equal("h1/model.safetensors", "h3/model.safetensors"));
 }
 
+/* make fills tensors on every CPU: the bytes do not depend on --threads
+ * (1, 3, 8 or the default), in GGUF f32 and safetensors bf16. */
+static void test_make_threads(void **state)
+{
+	static const char *const threads[] = {"1", "3", "8"};
+	char out[32], ref[32];
+
+	(void)state;
+	RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed", "3",
+	       "--out", "thr.gguf");
+	RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed", "3",
+	       "--dtype", "bf16", "--out", "thr");
+	for (size_t i = 0; i < sizeof(threads) / sizeof(threads[0]); i++) {
+		snprintf(out, sizeof(out), "thr%s.gguf", threads[i]);
+		RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed",
+		       "3", "--threads", threads[i], "--out", out);
+		assert_true(files_equal("thr.gguf", out));
+		snprintf(out, sizeof(out), "thr%s", threads[i]);
+		RUN_OK("make", "--preset", "tiny", "--layers", "9", "--seed",
+		       "3", "--dtype", "bf16", "--threads", threads[i],
+		       "--out", out);
+		snprintf(out, sizeof(out), "thr%s/model.safetensors",
+			 threads[i]);
+		snprintf(ref, sizeof(ref), "thr/model.safetensors");
+		assert_true(files_equal(ref, out));
+	}
+}
+
 static void test_vocab_padding(void **state)
 {
 	struct o1_model *m;
@@ -452,6 +482,9 @@ static const struct bad_args bad[] = {
     {{"make", "--preset", "tiny", "--vocab", "10", "--out", "x.gguf"},
      2,
      "smaller than the tokenizer"},
+    {{"make", "--preset", "tiny", "--threads", "0", "--out", "x.gguf"},
+     2,
+     "--threads '0'"},
     {{"make", "--preset", "tiny", "--bogus", "--out", "x.gguf"},
      2,
      "usage: o1model make"},
@@ -467,6 +500,21 @@ static const struct bad_args bad[] = {
     {{"info"}, 2, "expected one PATH"},
     {{"info", "--yaml", "x"}, 2, "usage: o1model info"},
     {{"info", "missing.gguf"}, 1, "missing.gguf"},
+    {{"chat-render", "t.jinja"}, 2, "--messages FILE"},
+    {{"chat-render", "--messages", "m.json"}, 2, "--messages FILE"},
+    {{"chat-render", "t.jinja", "--messages", "m.json", "--var", "x"},
+     2,
+     "NAME=JSON"},
+    {{"chat-render", "missing.jinja", "--messages", "m.json"},
+     1,
+     "missing.jinja"},
+    {{"quant", "q5_k", "--cols", "256", "a", "b"}, 2, "type 'q5_k'"},
+    {{"quant", "q4_k", "--cols", "1000", "a", "b"}, 2, "not a multiple"},
+    {{"quant", "q8_0", "a", "b"}, 2, "expected TYPE, --cols N"},
+    {{"dequant", "q8_0", "--cols", "0", "a", "b"}, 2, "--cols '0'"},
+    {{"dequant", "q8_0", "--cols", "32", "missing.bin", "b"},
+     1,
+     "missing.bin"},
 };
 
 static void test_bad_arguments(void **state)
@@ -479,6 +527,76 @@ static void test_bad_arguments(void **state)
 			fail_msg("case %zu (%s %s): exit %d, stderr '%s'", i,
 				 bad[i].args[0], bad[i].args[1], ret, err_text);
 	}
+}
+
+/* quant / dequant reproduce llama.cpp's vectors byte for byte (see
+ * tests/kernels/test_quant.c for the counts behind "identical"). */
+static void assert_file_is(const char *name, const char *ref)
+{
+	char path[512], *a, *b;
+	size_t na, nb;
+
+	snprintf(path, sizeof(path), "%s/%s", work, name);
+	a = o1_test_file_read(path, &na);
+	b = o1_test_file_read(ref, &nb);
+	assert_int_equal(na, nb);
+	assert_memory_equal(a, b, na);
+	free(a);
+	free(b);
+}
+
+static void test_quant_vectors(void **state)
+{
+	static const char *const types[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
+	const char *dir = O1_SHARED_DIR "/testdata/quant";
+	char in[512], ref[512];
+
+	(void)state;
+	if (access(O1_SHARED_DIR "/testdata/quant/input.f32", R_OK) != 0)
+		skip();
+	snprintf(in, sizeof(in), "%s/input.f32", dir);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		RUN_OK("quant", types[i], "--cols", "1024", in, "q.bin");
+		snprintf(ref, sizeof(ref), "%s/%s.bin", dir, types[i]);
+		assert_file_is("q.bin", ref);
+		RUN_OK("dequant", types[i], "--cols", "1024", ref, "q.f32");
+		snprintf(ref, sizeof(ref), "%s/%s.dequant.f32", dir, types[i]);
+		assert_file_is("q.f32", ref);
+	}
+}
+
+/* Part of a row, or a NaN, is refused, and no output is left behind. */
+static void test_quant_bad_files(void **state)
+{
+	float row[64] = {0};
+	char path[512];
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/part.f32", work);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(row, sizeof(float), 40, f), 40);
+	fclose(f);
+	assert_int_equal(RUN("quant", "q8_0", "--cols", "32", "part.f32",
+			     "part.bin"),
+			 1);
+	assert_non_null(strstr(err_text, "not a whole number of rows"));
+	assert_int_equal(RUN("dequant", "q8_0", "--cols", "32", "part.f32",
+			     "part.out"),
+			 1);
+	assert_non_null(strstr(err_text, "rows of 34 bytes"));
+	row[35] = NAN;
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(row, sizeof(float), 64, f), 64);
+	fclose(f);
+	assert_int_equal(RUN("quant", "q4_0", "--cols", "32", "part.f32",
+			     "part.bin"),
+			 1);
+	assert_non_null(strstr(err_text, "row 1 holds a NaN"));
+	snprintf(path, sizeof(path), "%s/part.bin", work);
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 /* test-vectors: an input that is not a readable file is an error naming
@@ -774,6 +892,141 @@ static void test_tokenizer_option(void **state)
 	cJSON_Delete(j);
 }
 
+/* Writes TEXT to NAME in the work folder. */
+static void put_file(const char *name, const char *text)
+{
+	o1_test_file_put(work, name, text);
+}
+
+/* chat-render prints the rendering as is; template errors go to stderr
+ * with exit 1, the raised ones prefixed "TemplateError: ". */
+static void test_chat_render(void **state)
+{
+	(void)state;
+	put_file("t.jinja", "{{ bos_token }}{% for m in messages %}[{{ m.role "
+			    "}}:{{ m.content }}]{% endfor %}{% if "
+			    "add_generation_prompt %}<gen>{% endif %}{{ x }}"
+			    "{{ tools|length if tools else '' }}\n");
+	put_file("m.json", "[{\"role\": \"user\", \"content\": \"hi\"}]");
+	put_file("tools.json", "[{\"type\": \"function\"}]");
+	RUN_OK("chat-render", "t.jinja", "--messages", "m.json");
+	assert_string_equal(out_text, "[user:hi]<gen>");
+	RUN_OK("chat-render", "t.jinja", "--messages", "m.json",
+	       "--no-generation-prompt", "--bos-token", "<s>", "--var",
+	       "x=\"!\"", "--tools", "tools.json");
+	assert_string_equal(out_text, "<s>[user:hi]!1");
+	put_file("r.jinja", "{{ raise_exception('no ' ~ messages[0].role) }}");
+	assert_int_equal(RUN("chat-render", "r.jinja", "--messages", "m.json"),
+			 1);
+	assert_string_equal(out_text, "");
+	assert_non_null(strstr(err_text, "TemplateError: r.jinja:1:"));
+	assert_non_null(strstr(err_text, "no user"));
+	put_file("s.jinja", "ok\n{% if %}");
+	assert_int_equal(RUN("chat-render", "s.jinja", "--messages", "m.json"),
+			 1);
+	assert_non_null(strstr(err_text, "s.jinja:2:7:"));
+	put_file("bad.json", "[");
+	assert_int_equal(
+	    RUN("chat-render", "t.jinja", "--messages", "bad.json"), 1);
+	assert_non_null(strstr(err_text, "not JSON"));
+}
+
+/* One rendering of ../shared/testdata/chat through o1model chat-render:
+ * the same text as transformers, or the same raised message. */
+static bool render_matches(const cJSON *r, const char *tmpl_file)
+{
+	const cJSON *tools = cJSON_GetObjectItem(r, "tools");
+	const char *want =
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "rendered"));
+	const char *raised =
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "error"));
+	char *msgs = cJSON_PrintUnformatted(cJSON_GetObjectItem(r, "messages"));
+	char *tl = cJSON_IsArray(tools) ? cJSON_PrintUnformatted(tools) : NULL;
+	const char *args[16] = {
+	    "chat-render", tmpl_file, "--messages", "m.json", "--bos-token",
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "bos_token")),
+	    "--eos-token",
+	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "eos_token"))};
+	int n = 8, code;
+
+	put_file("m.json", msgs);
+	if (tl) {
+		put_file("tools.json", tl);
+		args[n++] = "--tools";
+		args[n++] = "tools.json";
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItem(r, "add_generation_prompt")))
+		args[n++] = "--no-generation-prompt";
+	code = run_argv(args);
+	free(msgs);
+	free(tl);
+	if (raised)
+		return code == 1 && !strncmp(raised, "TemplateError: ", 15) &&
+		       !strncmp(err_text, "TemplateError: ", 15) &&
+		       strstr(err_text, raised + 15);
+	return code == 0 && want && !strcmp(out_text, want);
+}
+
+/* Every rendering of ../shared/testdata/chat replayed through the CLI. */
+static void test_chat_render_renderings(void **state)
+{
+	const char *dir = O1_SHARED_DIR "/testdata/chat";
+	char path[512], name[128], file[160], *text, *line, *save = NULL;
+	cJSON *tmpls, *it;
+	size_t len, total = 0, same = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/renderings.jsonl", dir);
+	if (access(path, R_OK))
+		skip();
+	snprintf(path, sizeof(path), "%s/templates.json", dir);
+	text = o1_test_file_read(path, &len);
+	tmpls = cJSON_Parse(text);
+	free(text);
+	/* the n-th template of a name is NAME#n, written to NAME_n.jinja */
+	cJSON_ArrayForEach(it, tmpls)
+	{
+		const char *nm = cJSON_GetStringValue(cJSON_GetObjectItem(it, "name"));
+		int k = 1;
+
+		for (const cJSON *p = tmpls->child; p != it; p = p->next)
+			k += !strcmp(nm, cJSON_GetStringValue(
+					     cJSON_GetObjectItem(p, "name")));
+		snprintf(file, sizeof(file), "%s_%d.jinja", nm, k);
+		put_file(file, cJSON_GetStringValue(
+				   cJSON_GetObjectItem(it, "template")));
+	}
+	cJSON_Delete(tmpls);
+	snprintf(path, sizeof(path), "%s/renderings.jsonl", dir);
+	text = o1_test_file_read(path, &len);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *r = cJSON_Parse(line);
+		const char *t =
+		    cJSON_GetStringValue(cJSON_GetObjectItem(r, "template"));
+		const char *hash = strchr(t, '#');
+
+		snprintf(name, sizeof(name), "%.*s", hash ? (int)(hash - t)
+							  : (int)strlen(t),
+			 t);
+		snprintf(file, sizeof(file), "%s_%s.jinja", name,
+			 hash ? hash + 1 : "1");
+		total++;
+		if (render_matches(r, file))
+			same++;
+		else
+			print_error("chat-render differs: %s %s\n", t,
+				    cJSON_GetStringValue(
+					cJSON_GetObjectItem(r, "case")));
+		cJSON_Delete(r);
+	}
+	free(text);
+	print_message("chat-render: %zu of %zu renderings identical\n", same,
+		      total);
+	assert_int_equal(total, 666);
+	assert_int_equal(same, total);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -791,10 +1044,15 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_convert_dtype),
 	    cmocka_unit_test(test_convert_quantized),
 	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_make_threads),
 	    cmocka_unit_test(test_vocab_padding),
 	    cmocka_unit_test(test_presets),
 	    cmocka_unit_test(test_bad_arguments),
+	    cmocka_unit_test(test_chat_render),
+	    cmocka_unit_test(test_chat_render_renderings),
 	    cmocka_unit_test(test_vectors_bad_input),
+	    cmocka_unit_test(test_quant_vectors),
+	    cmocka_unit_test(test_quant_bad_files),
 	    cmocka_unit_test(test_shared_hf_round_trip),
 	    cmocka_unit_test(test_llama_cpp_gguf_round_trip),
 	    cmocka_unit_test(test_tokenizer_option),

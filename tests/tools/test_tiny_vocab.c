@@ -80,7 +80,7 @@ static void test_tokenizes(void **state)
 				   "same machine. Ünïcödé ✓ 2026\n";
 	struct o1_vocab *v;
 	struct o1_tokenizer *t;
-	struct o1_chat_template ct;
+	struct o1_chat_template *ct;
 	int32_t ids[256];
 	char back[512];
 	int n;
@@ -100,8 +100,9 @@ static void test_tokenizes(void **state)
 				ids, 256);
 	assert_int_equal(n, 1);
 	assert_int_equal(ids[0], find(v, "<|im_start|>"));
-	assert_int_equal(o1_chat_template_init(&ct, v->chat_template, NULL), 0);
-	assert_int_equal(ct.family, O1_CHAT_CHATML);
+	assert_int_equal(o1_chat_template_load(v, "tiny", NULL, &ct), 0);
+	assert_int_equal(o1_chat_template_family(ct), O1_CHAT_CHATML);
+	o1_chat_template_destroy(ct);
 	o1_tokenizer_destroy(t);
 	o1_vocab_destroy(v);
 }

@@ -10,6 +10,10 @@
 # bandwidth), A/B over graphs, the fused decode products and PDL
 # (programmatic dependent launch) in one process each, at batch 1 and 4
 # (the decode path they apply to), summed up in a table per preset.
+# O1_BENCH_QUANT (default "q8_0 q4_k_m"; empty: none) then converts each
+# preset to those GGUF block mixes (o1model convert --quantize) and runs
+# batch 1 and 4 decode on the block products, beside their floor (the
+# blocks' bytes), and batch 64.
 # Results go to OUT/bench.txt.
 #   tools/gpu/bench.sh OUT [presets...]
 set -uo pipefail
@@ -77,6 +81,23 @@ for p in $presets; do
         python3 tools/gpu/ncu_sum.py >>"$out/bench.txt" 2>&1 || rc=1
     done
   fi
+done
+# Quantized: the bf16 folder to each mix, then decode on its blocks.
+for p in $presets; do
+  m=$models/$p
+  [ -d "$m" ] || continue
+  for q in ${O1_BENCH_QUANT-q8_0 q4_k_m}; do
+    g=$models/$p-$q.gguf
+    [ -f "$g" ] || "$bin/tools/o1model/o1model" convert "$m" "$g" \
+      --quantize "$q" >>"$out/bench.log" 2>&1 ||
+      { echo "convert $p $q failed" | tee -a "$out/bench.txt"; rc=1; continue; }
+    for b in 1 4 64; do
+      t=$([ "$b" = 64 ] && echo 32 || echo 256)
+      echo "# $p $q, prompt 128, batch $b, $t steps" >>"$out/bench.txt"
+      "$bin/tools/gpu/bench_cuda_decode" "$g" --prompt 128 --tokens "$t" \
+        --batch "$b" >>"$out/bench.txt" 2>>"$out/bench.log" || rc=1
+    done
+  done
 done
 cat "$out/bench.txt"
 exit $rc

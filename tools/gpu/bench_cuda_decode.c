@@ -2,7 +2,8 @@
  *
  *   bench_cuda_decode MODEL [--prompt N] [--tokens N] [--batch N]
  *                     [--graphs on|off|both] [--pdl on|off|both]
- *                     [--fusion on|off|both] [--tp N]
+ *                     [--fusion on|off|both] [--tp N] [--reps N]
+ *                     [--sample host|device]
  *
  * --tp N (2 .. 8) runs the tensor-parallel backend over GPUs 0 .. N-1
  * (NCCL; NCCL_NVLS_ENABLE=0 is set before anything starts); the floor is
@@ -11,6 +12,14 @@
  * "RESULT tp=N batch=B graphs=on|off pdl=on|off fusion=on|off tok_s=X
  * ms_step=Y kernels=K" line for scripts (K: kernels a decode step, from
  * the bucket's graph; 0 with graphs off).
+ *
+ * --reps N (default 1) times the TOKENS decode steps N times in a row
+ * (the context grows by TOKENS each time) and reports the median tok/s
+ * with the slowest and fastest repetition (min=, max= in the RESULT
+ * line). --sample device (default host) makes the backend sample on the
+ * device (cfg.sampling, greedy rows) as o1d does: no logits come back,
+ * batch 1 feeds back the sampled id; host copies every row's logits to a
+ * pinned buffer and, at batch 1, takes their argmax on the host.
  *
  * --pdl and --fusion (default on, the backend's default) set
  * cfg.cuda_no_pdl and cfg.cuda_no_fusion: decode steps of at most 4
@@ -54,6 +63,7 @@
 #include "backend/backend.h"
 #include "common/error.h"
 #include "backend/kv_pool.h"
+#include "kernels/quant.h"
 #include "model/model.h"
 #include "backend/tp_shard.h"
 
@@ -62,10 +72,13 @@
 #define MAX_BATCH 256
 #define SEQ_PAGES 256
 
+#define MAX_REPS 16
+
 struct bench_args {
 	const char *model;
-	uint32_t prompt, tokens, batch, tp;
+	uint32_t prompt, tokens, batch, tp, reps;
 	int graphs, pdl, fusion; /* 0 off, 1 on, 2 both */
+	bool device_sample;
 };
 
 /* One run's switches. */
@@ -81,7 +94,10 @@ struct bench_run {
 	struct o1_step_seq q[MAX_BATCH];
 	int32_t *ids; /* batch rows of `total` ids */
 	float *logits;
+	struct o1_sample_row rows[MAX_BATCH];	 /* greedy (all zero) */
+	struct o1_sample_result res[MAX_BATCH]; /* --sample device */
 	uint32_t vocab, total, batch;
+	bool device_sample;
 };
 
 static double now_s(void)
@@ -121,8 +137,18 @@ out:
 	return err;
 }
 
-/* Bytes of bf16 weights one decode step reads (norms are f32) on rank 0
- * of TP ranks (1: the whole model). */
+/* Bytes an element of T takes on the device: a block format's own (kept
+ * in blocks: the backend's default), else bf16 (f32 for vectors). */
+static double element_bytes(const struct o1_tensor *t)
+{
+	if (t->n_dims == 2 && o1_quant_is_block(t->dtype))
+		return (double)o1_quant_block_bytes(t->dtype) /
+		       o1_quant_block_elements(t->dtype);
+	return t->n_dims == 1 ? 4.0 : 2.0;
+}
+
+/* Bytes of weights one decode step reads on rank 0 of TP ranks (1: the
+ * whole model). */
 static double weight_bytes(const struct o1_model *m, uint32_t tp)
 {
 	struct o1_tp_shard sh;
@@ -136,10 +162,9 @@ static double weight_bytes(const struct o1_model *m, uint32_t tp)
 
 		o1_tp_shard_slice(&sh, &m->desc, t, &sl);
 		if (t->role == O1_T_TOKEN_EMBD && !m->desc.tied_embeddings)
-			n += 2.0 * m->desc.dim;
+			n += element_bytes(t) * m->desc.dim;
 		else
-			n += (t->n_dims == 1 ? 4.0 : 2.0) * sl.n_rows *
-			     sl.n_cols;
+			n += element_bytes(t) * sl.n_rows * sl.n_cols;
 	}
 	return n;
 }
@@ -163,13 +188,15 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"pdl", required_argument, NULL, 'd'},
 	    {"fusion", required_argument, NULL, 'f'},
 	    {"tp", required_argument, NULL, 't'},
+	    {"reps", required_argument, NULL, 'r'},
+	    {"sample", required_argument, NULL, 's'},
 	    {0},
 	};
 	int opt;
 
 	a->prompt = 128, a->tokens = 256, a->batch = 1, a->graphs = 2;
 	a->pdl = a->fusion = 1;
-	a->tp = 1;
+	a->tp = 1, a->reps = 1, a->device_sample = false;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -183,6 +210,12 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
+		if (opt == 's') {
+			a->device_sample = !strcmp(optarg, "device");
+			if (!a->device_sample && strcmp(optarg, "host"))
+				return -EINVAL;
+			continue;
+		}
 		if (opt == '?' || v == 0)
 			return -EINVAL;
 		if (opt == 'p')
@@ -191,10 +224,13 @@ static int parse(int argc, char **argv, struct bench_args *a)
 			a->batch = v;
 		else if (opt == 't')
 			a->tp = v;
+		else if (opt == 'r')
+			a->reps = v;
 		else
 			a->tokens = v;
 	}
-	if (a->batch > MAX_BATCH || a->tp > O1_BACKEND_DEVICES_MAX)
+	if (a->batch > MAX_BATCH || a->tp > O1_BACKEND_DEVICES_MAX ||
+	    a->reps > MAX_REPS)
 		return -EINVAL;
 	if (optind + 1 != argc)
 		return -EINVAL;
@@ -205,16 +241,18 @@ static int parse(int argc, char **argv, struct bench_args *a)
 static int open_run(const struct o1_model *m, const struct bench_args *a,
 		    const struct bench_mode *md, struct bench_run *r)
 {
-	uint32_t pages = (a->prompt + a->tokens + 9 + 15) / 16;
+	uint32_t ctx = a->prompt + a->reps * a->tokens + 9;
+	uint32_t pages = (ctx + 15) / 16;
 	struct o1_backend_config cfg = {
 	    .max_batch_tokens = a->prompt > a->batch ? a->prompt : a->batch,
 	    .max_seqs = a->batch,
-	    .max_context_tokens = a->prompt + a->tokens + 9,
+	    .max_context_tokens = ctx,
 	    .n_pages = pages * a->batch,
 	    .page_tokens = 16,
 	    .graphs_enabled = md->graphs,
 	    .cuda_no_pdl = !md->pdl,
 	    .cuda_no_fusion = !md->fusion,
+	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
 	int err;
@@ -225,6 +263,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 		cfg.devices[d] = d;
 	r->vocab = m->desc.vocab_size;
 	r->batch = a->batch;
+	r->device_sample = a->device_sample;
 	r->total = cfg.max_context_tokens;
 	r->ids = malloc((size_t)a->batch * r->total * sizeof(int32_t));
 	if (cudaMallocHost((void **)&r->logits, (size_t)cfg.max_batch_tokens *
@@ -275,15 +314,22 @@ static int step(struct bench_run *r, uint32_t first, uint32_t k, uint32_t pos,
 		    false};
 	}
 	if (!err)
-		err =
-		    o1_backend_step(r->b, &(struct o1_step){.seqs = r->q,
-							    .n_seqs = k,
-							    .logits = r->logits,
-							    .logits_rows = k});
+		err = o1_backend_step(
+		    r->b, &(struct o1_step){
+			      .seqs = r->q,
+			      .n_seqs = k,
+			      .logits = r->device_sample ? NULL : r->logits,
+			      .logits_rows = k,
+			      .sample_rows = r->device_sample ? r->rows : NULL,
+			      .samples = r->device_sample ? r->res : NULL});
 	if (err || k > 1)
 		return err;
-	for (uint32_t i = 1; i < r->vocab; i++)
-		best = r->logits[i] > r->logits[best] ? i : best;
+	if (r->device_sample) {
+		best = (uint32_t)r->res[0].id;
+	} else {
+		for (uint32_t i = 1; i < r->vocab; i++)
+			best = r->logits[i] > r->logits[best] ? i : best;
+	}
 	r->ids[(size_t)first * r->total + pos + n] = (int32_t)best;
 	return 0;
 }
@@ -326,11 +372,31 @@ static void print_graphs(const struct o1_backend_graph_stats *g, uint32_t batch)
 	       g->capture_bytes / 1048576.0, k, pdl);
 }
 
-/* Times of one run: decode seconds for a->tokens steps, prefill seconds
- * of one prompt. */
+/* Times of one run: decode seconds for a->tokens steps (the median of
+ * the repetitions, and the slowest and fastest), prefill seconds of one
+ * prompt. */
 struct bench_times {
-	double decode_s, prefill_s;
+	double decode_s, slow_s, fast_s, prefill_s;
+	double rep_s[MAX_REPS];
 };
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median, slowest and fastest of the N repetitions. */
+static void rep_stats(struct bench_times *t, uint32_t n)
+{
+	double s[MAX_REPS];
+
+	memcpy(s, t->rep_s, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	t->decode_s = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	t->fast_s = s[0], t->slow_s = s[n - 1];
+}
 
 static void report(const struct o1_model *m, const struct bench_args *a,
 		   const struct bench_mode *md, const struct bench_times *t,
@@ -340,20 +406,27 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	double tps = (double)a->batch * a->tokens / dt;
 	uint32_t pdl, k = md->graphs ? step_kernels(g, a->batch, &pdl) : 0;
 
+	double lo = (double)a->batch * a->tokens / t->slow_s;
+	double hi = (double)a->batch * a->tokens / t->fast_s;
+
 	printf("%s: %u layers dim %u vocab %u, TP %u, batch %u, prompt %u, "
-	       "%u steps, graphs %s, PDL %s, fusion %s: %.1f tok/s (%.3f "
-	       "ms/step); weights %.3f GB/step per GPU, copy bandwidth %.0f "
-	       "GB/s, floor %.0f steps/s, %.1f%% of it; prefill %.2f ms "
-	       "(%.0f tok/s)\nRESULT tp=%u batch=%u graphs=%s pdl=%s "
-	       "fusion=%s tok_s=%.2f ms_step=%.4f kernels=%u\n",
+	       "%u steps x %u, graphs %s, PDL %s, fusion %s, sampling on the "
+	       "%s: %.1f tok/s (%.3f ms/step; repetitions %.1f .. %.1f); "
+	       "weights %.3f GB/step per GPU, copy bandwidth %.0f GB/s, floor "
+	       "%.0f steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n"
+	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
+	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
+	       "floor=%.1f\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
-	       a->tp, a->batch, a->prompt, a->tokens, on_off(md->graphs),
-	       on_off(md->pdl), on_off(md->fusion), tps, dt * 1e3 / a->tokens,
-	       wb / 1e9, bw, bw * 1e9 / wb,
+	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
+	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
+	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
+	       lo, hi, wb / 1e9, bw, bw * 1e9 / wb,
 	       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), t->prefill_s * 1e3,
 	       a->prompt / t->prefill_s, a->tp, a->batch, on_off(md->graphs),
-	       on_off(md->pdl), on_off(md->fusion), tps, dt * 1e3 / a->tokens,
-	       k);
+	       on_off(md->pdl), on_off(md->fusion),
+	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
+	       k, lo, hi, bw * 1e9 / wb);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -362,7 +435,7 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 	       const struct bench_mode *md, double bw)
 {
 	struct bench_run r = {0};
-	struct bench_times t = {0, 0};
+	struct bench_times t = {0};
 	struct o1_backend_graph_stats g;
 	double t0;
 	uint32_t pos = a->prompt, b = a->batch;
@@ -376,10 +449,13 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 	}
 	for (uint32_t i = 0; !err && i < 8; i++)
 		err = step(&r, 0, b, pos++, 1);
-	t0 = now_s();
-	for (uint32_t i = 0; !err && i < a->tokens; i++)
-		err = step(&r, 0, b, pos++, 1);
-	t.decode_s = now_s() - t0;
+	for (uint32_t rep = 0; !err && rep < a->reps; rep++) {
+		t0 = now_s();
+		for (uint32_t i = 0; !err && i < a->tokens; i++)
+			err = step(&r, 0, b, pos++, 1);
+		t.rep_s[rep] = now_s() - t0;
+	}
+	rep_stats(&t, a->reps);
 	cudaProfilerStart();
 	err = err ? err : step(&r, 0, b, pos++, 1);
 	cudaProfilerStop();
@@ -420,7 +496,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_cuda_decode MODEL [--prompt N] "
 				"[--tokens N] [--batch N (<= 256)] "
 				"[--graphs on|off|both] [--pdl on|off|both] "
-				"[--fusion on|off|both] [--tp N (<= 8)]\n");
+				"[--fusion on|off|both] [--tp N (<= 8)] "
+				"[--reps N (<= 16)] [--sample host|device]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

@@ -22,6 +22,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "common/prng.h"
 #include "kernels/cuda_util.h"
 #include "kernels/kernels_cuda.h"
 #include "kernels/sample.h"
@@ -55,11 +56,7 @@ static uint64_t rng = 42;
 
 static uint64_t next64(void)
 {
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return o1_prng_splitmix64(&rng);
 }
 
 static double unif(void)

@@ -8,6 +8,7 @@
 # cached (one prompt repeated), the graph counters from the metrics (o1ctl
 # stats --json), then batch-1 decode again with graphs off. Run by
 # tools/gpu/run.sh e2e after the build; results go to OUT/e2e.txt.
+# E2E_QUICK=1: batch-1 decode only (graphs on), for a short GPU call.
 #   tools/gpu/e2e.sh OUT [presets...]
 set -uo pipefail
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
@@ -56,6 +57,11 @@ for p in $presets; do
   t1=$(date +%s.%N)
   echo "# $p: start to ready $(python3 -c "print(round($t1 - $t0, 2))") s" >>"$out/e2e.txt"
   grep -E "graph|capture|kv:|pages" "$run/o1d.log" | head -8 >>"$out/e2e.txt"
+  if [ "${E2E_QUICK:-0}" = 1 ]; then
+    bench "$p" 1 8 128 128 --cold
+    kill -TERM "$pid"; wait "$pid"; echo "# o1d exit $?" >>"$out/e2e.txt"
+    continue
+  fi
   for c in 1 64 128 256; do
     n=$((c == 1 ? 8 : c * 2))
     bench "$p" "$c" "$n" 128 128 --cold

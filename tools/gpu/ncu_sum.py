@@ -1,27 +1,37 @@
 #!/usr/bin/env python3
-"""Sums the kernel durations of an `ncu --csv --metrics
-gpu__time_duration.sum` report (stdin): total device time of the profiled
-range, kernel count, and the kernels grouped by name, longest first."""
+"""Sums an `ncu --csv --metrics gpu__time_duration.sum[,dram__bytes_read.sum]`
+report (stdin): total device time of the profiled range, kernel count, and
+the kernels grouped by name (template arguments kept), longest first; with
+the DRAM bytes read, each group's bytes and its bandwidth over its time."""
 import collections
 import csv
 import sys
 
 SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0,
          "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
+BYTES = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9,
+         "KB": 1e3, "MB": 1e6, "GB": 1e9}
 rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith('"'))]
 if not rows:
     sys.exit("ncu_sum: no CSV rows")
 head, rows = rows[0], rows[1:]
-name, unit, value = (head.index(k) for k in ("Kernel Name", "Metric Unit",
-                                             "Metric Value"))
-by = collections.defaultdict(lambda: [0, 0.0])
+name, metric, unit, value = (head.index(k) for k in (
+    "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"))
+by = collections.defaultdict(lambda: [0, 0.0, 0.0])
 for r in rows:
-    us = float(r[value].replace(",", "")) * SCALE[r[unit]]
+    v = float(r[value].replace(",", ""))
     k = r[name].split("(")[0][:60]
-    by[k][0] += 1
-    by[k][1] += us
+    if r[metric] == "gpu__time_duration.sum":
+        by[k][0] += 1
+        by[k][1] += v * SCALE[r[unit]]
+    elif r[metric] == "dram__bytes_read.sum":
+        by[k][2] += v * BYTES.get(r[unit], 1)
 total = sum(v[1] for v in by.values())
+read = sum(v[2] for v in by.values())
 print(f"device time of one decode step: {total:.1f} us in "
-      f"{sum(v[0] for v in by.values())} kernels")
-for k, (n, us) in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]:
-    print(f"  {us:8.1f} us  {n:4d} x  {k}")
+      f"{sum(v[0] for v in by.values())} kernels"
+      + (f", {read / 1e9:.3f} GB read from DRAM ({read / total / 1e3:.0f} "
+         f"GB/s over the kernels' time)" if read else ""))
+for k, (n, us, b) in sorted(by.items(), key=lambda kv: -kv[1][1])[:16]:
+    bw = f"  {b / 1e6:9.1f} MB {b / us / 1e3:6.0f} GB/s" if b else ""
+    print(f"  {us:8.1f} us  {n:4d} x{bw}  {k}")

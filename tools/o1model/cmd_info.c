@@ -4,12 +4,14 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
 #include "model/model.h"
+#include "tokenizer/chat_template.h"
 #include "o1model.h"
 
 #define N_DTYPES      31 /* enum o1_dtype values are below this */
@@ -19,6 +21,7 @@ struct info_stats {
 	uint32_t count[N_DTYPES];
 	uint64_t bytes[N_DTYPES];
 	uint64_t total_bytes;
+	uint64_t token_bytes; /* weight bytes one decoded token reads */
 	uint64_t params;
 	uint32_t token_types[N_TOKEN_TYPES];
 };
@@ -29,23 +32,35 @@ static void info_usage(FILE *f)
 		   "PATH: a .gguf file or a Hugging Face folder.\n");
 }
 
-/* Names the chat template's family by the markers it uses. */
-static const char *template_family(const char *t)
+/* What o1d does with the chat template: its family (the table o1d uses,
+ * o1_chat_family_detect) or "absent", and whether it parses (ERR's
+ * message when not). */
+static const char *chat_family(const char *t, bool *parses,
+			       struct o1_jinja_error *err)
 {
-	static const struct {
-		const char *marker, *family;
-	} families[] = {
-	    {"<|im_start|>", "chatml"}, {"<|start_header_id|>", "llama3"},
-	    {"[INST]", "mistral"},	{"<start_of_turn>", "gemma"},
-	    {"<|user|>", "zephyr"},
-	};
+	struct o1_jinja *j;
 
+	*parses = false;
+	memset(err, 0, sizeof(*err));
 	if (!t)
 		return "absent";
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		if (strstr(t, families[i].marker))
-			return families[i].family;
-	return "present";
+	if (!o1_jinja_parse(t, strlen(t), &j, err)) {
+		*parses = true;
+		o1_jinja_destroy(j);
+	}
+	return o1_chat_family_name(o1_chat_family_detect(t));
+}
+
+/* Bytes of T a decode step reads: all of it, but one row of an untied
+ * token embedding (the LM head reads a tied one whole) and none of the
+ * rope factors (folded into the frequencies at load). */
+static uint64_t token_bytes(const struct o1_model *m, const struct o1_tensor *t)
+{
+	if (t->role == O1_T_ROPE_FREQS)
+		return 0;
+	if (t->role == O1_T_TOKEN_EMBD && !m->desc.tied_embeddings)
+		return t->n_bytes / (t->shape[0] ? t->shape[0] : 1);
+	return t->n_bytes;
 }
 
 static void gather(const struct o1_model *m, struct info_stats *s)
@@ -59,6 +74,7 @@ static void gather(const struct o1_model *m, struct info_stats *s)
 			s->bytes[t->dtype] += t->n_bytes;
 		}
 		s->total_bytes += t->n_bytes;
+		s->token_bytes += token_bytes(m, t);
 		s->params += o1_tensor_elements(t);
 	}
 	for (uint32_t i = 0;
@@ -130,6 +146,8 @@ static void print_tensors(const struct o1_model *m, const struct info_stats *s,
 	printf("tensors:      %u, %llu parameters, %llu bytes\n", m->n_tensors,
 	       (unsigned long long)s->params,
 	       (unsigned long long)s->total_bytes);
+	printf("per token:    %llu bytes of weights read (%.2f GB)\n",
+	       (unsigned long long)s->token_bytes, s->token_bytes / 1e9);
 	for (int d = 0; d < N_DTYPES; d++)
 		if (s->count[d])
 			printf("  %-6s      %u tensors, %llu bytes\n",
@@ -138,17 +156,27 @@ static void print_tensors(const struct o1_model *m, const struct info_stats *s,
 	for (uint32_t i = 0; each && i < m->n_tensors; i++) {
 		const struct o1_tensor *t = &m->tensors[i];
 
-		printf("  %3d %-12s %-5s [", t->layer,
-		       o1_tensor_role_name(t->role), o1_dtype_name(t->dtype));
+		char shape[64];
+		int len = 0;
+
 		for (uint32_t k = 0; k < t->n_dims; k++)
-			printf("%s%llu", k ? ", " : "",
-			       (unsigned long long)t->shape[k]);
-		printf("]\n");
+			len += snprintf(shape + len, sizeof(shape) - (size_t)len,
+					"%s%llu", k ? ", " : "",
+					(unsigned long long)t->shape[k]);
+		printf("  %3d %-12s %-5s [%s] %llu bytes, %llu per token\n",
+		       t->layer, o1_tensor_role_name(t->role),
+		       o1_dtype_name(t->dtype), shape,
+		       (unsigned long long)t->n_bytes,
+		       (unsigned long long)token_bytes(m, t));
 	}
 }
 
 static void print_vocab(const struct o1_vocab *v, const struct info_stats *s)
 {
+	struct o1_jinja_error err;
+	const char *family;
+	bool parses;
+
 	if (!v) {
 		printf("vocabulary:   absent\n");
 		return;
@@ -165,7 +193,17 @@ static void print_vocab(const struct o1_vocab *v, const struct info_stats *s)
 	printf("  bos:        %d %s (add %s)\n", v->bos_id,
 	       token_text(v, v->bos_id), v->add_bos ? "yes" : "no");
 	printf("  eos:        %d %s\n", v->eos_id, token_text(v, v->eos_id));
-	printf("  chat:       %s\n", template_family(v->chat_template));
+	family = chat_family(v->chat_template, &parses, &err);
+	printf("  chat:       %s", family);
+	if (v->chat_template && parses)
+		printf(" (Jinja, %zu bytes, tool calls: %s)",
+		       strlen(v->chat_template),
+		       o1_tool_format_name(
+			   o1_tool_format_detect(v->chat_template)));
+	else if (v->chat_template)
+		printf(" (does not parse at %u:%u: %s; chats refused)", err.line,
+		       err.col, err.msg);
+	printf("\n");
 }
 
 static cJSON *json_rope(const struct o1_rope *r)
@@ -220,6 +258,7 @@ static void json_tensors(cJSON *o, const struct o1_model *m,
 	cJSON_AddNumberToObject(t, "count", m->n_tensors);
 	cJSON_AddNumberToObject(t, "parameters", (double)s->params);
 	cJSON_AddNumberToObject(t, "bytes", (double)s->total_bytes);
+	cJSON_AddNumberToObject(t, "bytes_per_token", (double)s->token_bytes);
 	for (int d = 0; d < N_DTYPES; d++)
 		if (s->count[d])
 			cJSON_AddNumberToObject(types,
@@ -230,6 +269,8 @@ static void json_tensors(cJSON *o, const struct o1_model *m,
 static void json_vocab(cJSON *o, const struct o1_vocab *v,
 		       const struct info_stats *s)
 {
+	struct o1_jinja_error err;
+	bool parses;
 	cJSON *j;
 
 	if (!v) {
@@ -251,7 +292,12 @@ static void json_vocab(cJSON *o, const struct o1_vocab *v,
 	cJSON_AddStringToObject(j, "eos", token_text(v, v->eos_id));
 	cJSON_AddBoolToObject(j, "add_bos", v->add_bos);
 	cJSON_AddStringToObject(j, "chat_template",
-				template_family(v->chat_template));
+				chat_family(v->chat_template, &parses, &err));
+	if (v->chat_template && !parses)
+		cJSON_AddStringToObject(j, "chat_template_error", err.msg);
+	cJSON_AddStringToObject(
+	    j, "tool_call_format",
+	    o1_tool_format_name(o1_tool_format_detect(v->chat_template)));
 }
 
 static int print_json(const struct o1_model *m, const struct info_stats *s)

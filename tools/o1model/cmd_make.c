@@ -33,15 +33,16 @@ static void make_usage(FILE *f)
 		"[--vocab N] [--ctx N]\n"
 		"                    [--seed N] [--dtype f32|f16|bf16] "
 		"[--format gguf|safetensors]\n"
-		"                    [--tokenizer FILE]\n"
+		"                    [--tokenizer FILE] [--threads N]\n"
 		"       o1model make --preset demo [--from-text FILE]... "
 		"--out PATH\n"
 		"                    [--dtype f32|f16|bf16] "
 		"[--format gguf|safetensors]\n"
 		"Writes random weights (normal, std 0.02; same arguments, same "
-		"bytes).\nDefaults: --seed 0, --dtype f32, --format from PATH "
-		"(.gguf or a folder),\nthe preset's family and sizes, a small "
-		"built-in byte-level BPE tokenizer.\n"
+		"bytes, whatever\n--threads). Defaults: --seed 0, --dtype f32, "
+		"--format from PATH (.gguf or a\nfolder), the preset's family and "
+		"sizes, a small built-in byte-level BPE\ntokenizer, --threads "
+		"the online CPUs.\n"
 		"--preset demo writes a bigram model of the texts (default: "
 		"README.md and\ndocs/*.md of the source tree) as transformer "
 		"weights: it writes readable\ntext without any training.\n");
@@ -114,6 +115,11 @@ static int make_option(int opt, struct make_args *a)
 	case 't':
 		s->tokenizer = optarg;
 		return 0;
+	case 'j':
+		err = o1model_parse_u64("make", "--threads", optarg, 1, 256,
+					&x);
+		s->n_threads = (uint32_t)x;
+		return err;
 	default:
 		return -EINVAL;
 	}
@@ -153,6 +159,7 @@ static int make_parse(int argc, char **argv, struct make_args *a)
 	    {"out", required_argument, NULL, 'o'},
 	    {"tokenizer", required_argument, NULL, 't'},
 	    {"from-text", required_argument, NULL, 'x'},
+	    {"threads", required_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};

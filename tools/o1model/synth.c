@@ -4,8 +4,10 @@
  *
  * Invariants: the same options give the same bytes (each tensor has its
  * own generator seeded from (seed, role, layer), so values do not depend
- * on the order tensors are filled); every tensor's data lies inside the
- * one mapping, 64-byte aligned. */
+ * on the order tensors are filled, nor on the thread count: tensors are
+ * filled in parallel, a tensor per task, largest first so the last ones
+ * to finish are small); every tensor's data lies inside the one mapping,
+ * 64-byte aligned. */
 #include "synth.h"
 
 #include <errno.h>
@@ -19,6 +21,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/prng.h"
+#include "kernels/threads.h"
 #include "tiny_vocab.h"
 
 enum { TIED_NO, TIED_YES, TIED_BY_ARCH };
@@ -108,43 +112,14 @@ struct rng {
 	bool has_spare;
 };
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
 static void rng_seed(struct rng *r, uint64_t seed, uint32_t role, int layer)
 {
 	uint64_t x = seed ^ ((uint64_t)role << 40) ^
 		     ((uint64_t)(uint32_t)(layer + 1) << 8);
 
-	for (int i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&x);
+	o1_prng_seed(r->s, x);
 	r->spare = 0;
 	r->has_spare = false;
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t xoshiro_next(struct rng *r)
-{
-	uint64_t *s = r->s;
-	uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
 }
 
 /* Standard normal by Box-Muller; u1 in (0, 1] keeps log finite. */
@@ -156,8 +131,8 @@ static double rng_normal(struct rng *r)
 		r->has_spare = false;
 		return r->spare;
 	}
-	u1 = ((xoshiro_next(r) >> 11) + 1) * 0x1.0p-53;
-	u2 = (xoshiro_next(r) >> 11) * 0x1.0p-53;
+	u1 = ((o1_prng_next(r->s) >> 11) + 1) * 0x1.0p-53;
+	u2 = o1_prng_uniform(r->s);
 	mag = sqrt(-2.0 * log(u1));
 	r->spare = mag * sin(2.0 * M_PI * u2);
 	r->has_spare = true;
@@ -325,6 +300,60 @@ static int fill_tensor(const struct o1_tensor *t, uint64_t seed)
 	return 0;
 }
 
+struct fill_args {
+	const struct o1_model *m;
+	const uint32_t *order; /* tensor indices, largest first */
+	uint64_t seed;
+	_Atomic int err;
+};
+
+static void fill_task(void *arg, uint32_t task, uint32_t worker)
+{
+	struct fill_args *a = arg;
+	int err = fill_tensor(&a->m->tensors[a->order[task]], a->seed);
+
+	(void)worker;
+	if (err)
+		a->err = err;
+}
+
+/* Larger n_bytes first; equal ones by index (any order would do: each
+ * tensor's bytes are its own). M is the model. */
+static int by_size(const void *x, const void *y, void *m)
+{
+	const struct o1_tensor *t = ((const struct o1_model *)m)->tensors;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	uint64_t a = t[i].n_bytes, b = t[j].n_bytes;
+
+	return a != b ? (a < b ? 1 : -1) : (i > j) - (i < j);
+}
+
+/* Fills every tensor on N_THREADS threads (0: online CPUs). */
+static int fill_all(struct o1_model *m, uint64_t seed, uint32_t n_threads)
+{
+	struct fill_args a = {m, NULL, seed, 0};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t *order = malloc(m->n_tensors * sizeof(*order));
+	struct o1_threads *tp = NULL;
+	int err;
+
+	if (!n_threads)
+		n_threads = cpus > 1 ? (uint32_t)(cpus < 256 ? cpus : 256) : 1;
+	err = order ? o1_threads_create(n_threads, &tp) : -ENOMEM;
+	if (err) {
+		free(order);
+		return err;
+	}
+	for (uint32_t i = 0; i < m->n_tensors; i++)
+		order[i] = i;
+	qsort_r(order, m->n_tensors, sizeof(*order), by_size, m);
+	a.order = order;
+	o1_threads_run(tp, m->n_tensors, fill_task, &a);
+	o1_threads_destroy(tp);
+	free(order);
+	return a.err;
+}
+
 /* Lays the tensors out in one scratch mapping and fills them. */
 static int fill_weights(struct o1_model *m, const struct o1model_synth_opts *o)
 {
@@ -349,12 +378,11 @@ static int fill_weights(struct o1_model *m, const struct o1model_synth_opts *o)
 	m->source = s;
 	m->unload = synth_unload;
 	total = 0;
-	for (uint32_t i = 0; i < m->n_tensors && !err; i++) {
+	for (uint32_t i = 0; i < m->n_tensors; i++) {
 		m->tensors[i].data = (char *)s->map + total;
 		total += (m->tensors[i].n_bytes + 63) & ~(size_t)63;
-		err = fill_tensor(&m->tensors[i], o->seed);
 	}
-	return err;
+	return fill_all(m, o->seed, o->n_threads);
 }
 
 static int load_tokenizer(const char *path, struct o1_vocab **out)

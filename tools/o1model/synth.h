@@ -20,12 +20,15 @@ struct o1model_synth_opts {
 	const char *tokenizer;	 /* NULL: the built-in tiny vocabulary */
 	const char *scratch_dir; /* where the weights are staged (unlinked
 				  * file, so big presets need no RAM) */
+	uint32_t n_threads;	 /* tensors filled at once; 0: online CPUs */
 };
 
 /* Builds the model O describes. Tensors follow model.h's conventions and
  * hold deterministic values: matrices, embeddings and biases N(0, 0.02),
  * norm weights 1 + N(0, 0.02), each tensor from its own stream seeded by
- * (seed, role, layer). *OUT is owned by the caller (o1_model_close).
+ * (seed, role, layer), so the bytes are the same for any thread count
+ * (tensors are filled on O->n_threads threads, largest first).
+ * *OUT is owned by the caller (o1_model_close).
  * Returns -EINVAL (with a log line) for a bad preset or size. */
 int o1model_synth_create(const struct o1model_synth_opts *o,
 			 struct o1_model **out);

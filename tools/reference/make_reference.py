@@ -3,12 +3,13 @@
 
     make_reference.py MODEL_DIR [--prompt-ids "1 2 3" | --n-prompt 40]
                       [--greedy-prompt 12] [--new-tokens 24] [--seed 0]
-                      [--out DIR]
+                      [--dtype float32|bfloat16] [--out DIR]
 
-Loads MODEL_DIR with AutoModelForCausalLM in float32 with eager attention
-(no SDPA or flash kernels, so the reference is the plain softmax(QK^T)V the
-CPU engine implements), on the GPU when one is present, and writes into
---out (default MODEL_DIR):
+Loads MODEL_DIR with AutoModelForCausalLM in float32 (--dtype bfloat16:
+transformers' own bf16 run, the baseline an engine's bf16 arithmetic is
+judged against) with eager attention (no SDPA or flash kernels, so the
+reference is the plain softmax(QK^T)V the CPU engine implements), on the
+GPU when one is present, and writes into --out (default MODEL_DIR):
 
   logits.f32      float32 little-endian, [len(prompt_ids), vocab_size],
                   row-major: the logits at every prompt position of one
@@ -40,6 +41,8 @@ def parse_args():
     p.add_argument("--greedy-prompt", type=int, default=12)
     p.add_argument("--new-tokens", type=int, default=24)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dtype", choices=("float32", "bfloat16"),
+                   default="float32")
     p.add_argument("--out", help="output folder (default: MODEL_DIR)")
     return p.parse_args()
 
@@ -64,7 +67,8 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     model = AutoModelForCausalLM.from_pretrained(
-        args.model_dir, dtype=torch.float32, attn_implementation="eager"
+        args.model_dir, dtype=getattr(torch, args.dtype),
+        attn_implementation="eager"
     ).to(dev).eval()
     vocab = model.config.vocab_size
     ids = prompt_ids(args, vocab)
@@ -87,7 +91,7 @@ def main():
         "greedy_new_ids": new_ids,
         "transformers": transformers.__version__,
         "torch": torch.__version__,
-        "dtype": "float32",
+        "dtype": args.dtype,
         "attn": "eager",
     }
     with open(os.path.join(out, "reference.json"), "w") as f:

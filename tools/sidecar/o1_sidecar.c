@@ -9,14 +9,23 @@
  * unix:ABSOLUTE_PATH; --daemon as sidecar.daemon_socket). The daemon's
  * socket is --daemon, else sidecar.daemon_socket, else ipc.socket of the
  * same configuration (o1d's own file). Prints
- * "o1-sidecar: ready listen=ADDR" on stderr once serving; SIGINT/SIGTERM
- * stop it (exit 0). The access log goes to stdout unless told otherwise.
+ * "o1-sidecar: ready listen=ADDR" on stderr once serving. SIGINT/SIGTERM
+ * drain it (exit 0): /health/ready answers 503 at once, requests are
+ * still served for sidecar.drain_delay_ms (a load balancer's health
+ * checks notice meanwhile), then the listening socket closes and the
+ * requests in flight get sidecar.drain_timeout_ms to finish; a second
+ * signal stops at once. The access log goes to stdout unless told
+ * otherwise.
  * Exit codes: 0 stopped by a signal, 1 could not serve, 2 bad arguments
  * or configuration. */
+#include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config/config.h"
 #include "common/error.h"
@@ -149,6 +158,47 @@ static int metrics_mode(const struct o1_config *c)
 	}
 }
 
+/* Waits up to MS for one of SET's signals: true when one came. */
+static bool signalled(const sigset_t *set, uint32_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000,
+			      .tv_nsec = (long)(ms % 1000) * 1000000};
+
+	while (sigtimedwait(set, NULL, &ts) < 0)
+		if (errno != EINTR)
+			return false; /* EAGAIN: the time is up */
+	return true;
+}
+
+/* The steps of a SIGTERM drain (see the file's head). */
+static void drain(struct o1_sidecar_http *h, const struct o1_config *cfg,
+		  const sigset_t *set)
+{
+	uint32_t left_ms = cfg->sidecar.drain_timeout_ms;
+
+	o1_sidecar_http_drain(h);
+	o1_info("sidecar: draining: not ready; accepting for %u ms more",
+		cfg->sidecar.drain_delay_ms);
+	if (signalled(set, cfg->sidecar.drain_delay_ms))
+		goto again;
+	o1_sidecar_http_quiesce(h);
+	o1_info("sidecar: draining: not accepting; %u requests in flight",
+		o1_sidecar_http_in_flight(h));
+	while (o1_sidecar_http_in_flight(h)) {
+		if (!left_ms) {
+			o1_warn("sidecar: drain timeout: cutting %u requests",
+				o1_sidecar_http_in_flight(h));
+			return;
+		}
+		if (signalled(set, 20))
+			goto again;
+		left_ms -= left_ms > 20 ? 20 : left_ms;
+	}
+	return;
+again:
+	o1_warn("sidecar: second signal during drain: stopping now");
+}
+
 static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 {
 	struct o1_sidecar_http_opts o = {
@@ -200,7 +250,8 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 		goto out;
 	fprintf(stderr, "o1-sidecar: ready listen=%s daemon=%s\n", bound, sock);
 	sigwait(&set, &sig);
-	o1_info("sidecar: signal %d, stopping", sig);
+	o1_info("sidecar: signal %d, draining", sig);
+	drain(h, cfg, &set);
 out:
 	o1_sidecar_http_stop(h);
 	o1_sidecar_backend_destroy(b);

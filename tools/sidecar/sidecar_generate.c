@@ -294,6 +294,7 @@ static enum MHD_Result answer_stream(struct run *r)
 	r->c->answered = true;
 	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
 	MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	o1_sidecar_closing(r->c, resp);
 	ret = MHD_queue_response(r->c->mhd, 200, resp);
 	MHD_destroy_response(resp); /* the reader owns r from here */
 	return ret;

@@ -37,6 +37,7 @@ enum MHD_Result o1_sidecar_reply_json(struct o1_sidecar_conn *c,
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	o1_sidecar_closing(c, r);
 	ret = MHD_queue_response(c->mhd, status, r);
 	MHD_destroy_response(r);
 	c->log.status = (int)status;
@@ -100,15 +101,24 @@ int o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap)
 	return ret;
 }
 
+void o1_sidecar_closing(struct o1_sidecar_conn *c, struct MHD_Response *r)
+{
+	if (atomic_load(&c->h->draining))
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
 void o1_sidecar_conn_put(struct o1_sidecar_conn *c)
 {
+	struct o1_sidecar_http *h = c->h;
+
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	c->log.t_end_ns = o1_sidecar_now_ns();
-	if (c->h->o.access_log)
-		o1_sidecar_access_log(c->h->o.access_log, &c->log);
+	if (h->o.access_log)
+		o1_sidecar_access_log(h->o.access_log, &c->log);
 	free(c->body);
 	free(c);
+	atomic_fetch_sub(&h->in_flight, 1); /* last: drain may stop now */
 }
 
 static enum MHD_Result not_found(struct o1_sidecar_conn *c)
@@ -142,6 +152,8 @@ static enum MHD_Result health_ready(struct o1_sidecar_conn *c)
 	bool ready;
 
 	o1_sidecar_backend_status(c->h->b, &st);
+	if (atomic_load(&c->h->draining))
+		st.draining = true; /* the sidecar's own SIGTERM drain */
 	ready = st.up && !st.draining;
 	cJSON_AddStringToObject(o, "status",
 				ready	      ? "ready"
@@ -302,6 +314,7 @@ static enum MHD_Result metrics(struct o1_sidecar_conn *c)
 	}
 	MHD_add_response_header(r, "Content-Type",
 				"text/plain; version=0.0.4; charset=utf-8");
+	o1_sidecar_closing(c, r);
 	q = MHD_queue_response(c->mhd, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	c->log.status = MHD_HTTP_OK;
@@ -389,6 +402,7 @@ static enum MHD_Result begin(struct o1_sidecar_http *h,
 	c->h = h;
 	c->mhd = mc;
 	atomic_init(&c->refs, 1);
+	atomic_fetch_add(&h->in_flight, 1);
 	c->log.t_start_ns = o1_sidecar_now_ns();
 	snprintf(c->log.method, sizeof(c->log.method), "%s", method);
 	snprintf(c->log.path, sizeof(c->log.path), "%s", url);
@@ -637,6 +651,32 @@ int o1_sidecar_http_start(const struct o1_sidecar_http_opts *o,
 	bound_name(h, bound, cap);
 	*out = h;
 	return 0;
+}
+
+void o1_sidecar_http_drain(struct o1_sidecar_http *h)
+{
+	atomic_store(&h->draining, true);
+}
+
+/* The guard accepts (libmicrohttpd has no listening socket): stopping it
+ * stops accepting; connections it had not handed over yet (no request
+ * byte read) are closed. */
+int o1_sidecar_http_quiesce(struct o1_sidecar_http *h)
+{
+	if (h->listen_fd < 0)
+		return 0;
+	o1_sidecar_guard_stop(h->guard);
+	close(h->listen_fd);
+	h->listen_fd = -1;
+	if (h->unix_path[0])
+		unlink(h->unix_path);
+	h->unix_path[0] = 0;
+	return 0;
+}
+
+unsigned o1_sidecar_http_in_flight(struct o1_sidecar_http *h)
+{
+	return atomic_load(&h->in_flight);
 }
 
 void o1_sidecar_http_stop(struct o1_sidecar_http *h)

@@ -8,7 +8,11 @@
  * is answered 429); at most 2 * max_concurrent + 32 connections are
  * open, max_per_address of them from one address, and each request must
  * be read within read_timeout_ms (the guard, sidecar_guard.h, accepts
- * and hands connections to libmicrohttpd). */
+ * and hands connections to libmicrohttpd).
+ *
+ * Drain: http_drain turns readiness to 503 while requests are still
+ * served, http_quiesce stops accepting, http_in_flight tells when the
+ * last request is done; o1_sidecar.c times the steps. */
 #ifndef O1_SIDECAR_HTTP_H
 #define O1_SIDECAR_HTTP_H
 
@@ -44,6 +48,15 @@ struct o1_sidecar_http;
 int o1_sidecar_http_start(const struct o1_sidecar_http_opts *o,
 			  struct o1_sidecar_backend *b, char *bound, size_t cap,
 			  struct o1_sidecar_http **out);
+/* Drain, step 1 (SIGTERM): /health/ready answers 503 "draining" from now
+ * on and every response closes its connection; requests are still
+ * served. */
+void o1_sidecar_http_drain(struct o1_sidecar_http *h);
+/* Drain, step 2: closes the listening socket (new connections are
+ * refused); the open ones are still served. Returns 0 or -EIO. */
+int o1_sidecar_http_quiesce(struct o1_sidecar_http *h);
+/* Requests begun and not yet done (streams included). */
+unsigned o1_sidecar_http_in_flight(struct o1_sidecar_http *h);
 /* Stops accepting, ends the connections and frees. Accepts NULL. */
 void o1_sidecar_http_stop(struct o1_sidecar_http *h);
 

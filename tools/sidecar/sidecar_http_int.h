@@ -25,6 +25,8 @@ struct o1_sidecar_http {
 	struct o1_sidecar_http_opts o;
 	struct o1_sidecar_backend *b;
 	atomic_uint running;	 /* generations in progress */
+	atomic_uint in_flight;	 /* requests begun, not yet freed */
+	atomic_bool draining;	 /* SIGTERM: readiness 503, close conns */
 	pthread_mutex_t lock;	 /* model, metrics */
 	char model[128];	 /* the daemon's, "" until known */
 	uint64_t model_epoch;	 /* the daemon model[] is of (backend_epoch) */
@@ -62,6 +64,9 @@ enum MHD_Result o1_sidecar_reply_error(struct o1_sidecar_conn *c,
  * restart with another model is noticed at the next request), else the
  * fallback. -ENOTCONN (BUF still filled) when no daemon answers. */
 int o1_sidecar_model(struct o1_sidecar_http *h, char *buf, size_t cap);
+/* While draining, R closes its connection after it is sent, so a
+ * balancer does not reuse it. */
+void o1_sidecar_closing(struct o1_sidecar_conn *c, struct MHD_Response *r);
 /* Drops one reference; the last logs the request and frees C. */
 void o1_sidecar_conn_put(struct o1_sidecar_conn *c);
 /* POST /v1/chat/completions and /v1/completions with the body in C. */

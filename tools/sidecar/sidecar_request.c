@@ -15,6 +15,7 @@
 
 #include "sidecar_input.h"
 #include "sidecar_request.h"
+#include "sidecar_format.h"
 
 #define MAX_TOKENS_LIMIT (1u << 24)
 #define PROMPT_IDS_MAX	 (1u << 24)
@@ -403,17 +404,15 @@ static int parse_refine(const cJSON *root, struct o1_sidecar_request *r,
 }
 
 /* OpenAI parameters o1d does not implement yet are refused by name, not
- * ignored: a client asking for JSON output or tool calls would otherwise
- * get plain text and not know. response_format {"type":"text"} is what
- * o1d does anyway. */
+ * ignored: a client asking for tool calls would otherwise get plain text
+ * and not know. response_format is read by sidecar_format.c (text is what
+ * o1d does anyway; a JSON format is checked, then refused in parse_root
+ * until the wire protocol carries grammars). */
 static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err)
 {
 	static const char *const names[] = {"tools", "tool_choice",
 					    "functions", "function_call",
 					    "parallel_tool_calls"};
-	const cJSON *rf = field(root, "response_format");
-	const cJSON *type = rf ? field(rf, "type") : NULL;
-
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (field(root, names[i]) &&
 		    !cJSON_IsNull(field(root, names[i])))
@@ -421,12 +420,6 @@ static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err
 				   "'%s' is not supported by o1-sidecar yet "
 				   "(no tool calling); leave it out",
 				   names[i]);
-	if (rf && !cJSON_IsNull(rf) &&
-	    !(cJSON_IsString(type) && !strcmp(type->valuestring, "text")))
-		return bad(err, "response_format",
-			   "'response_format' other than {\"type\": "
-			   "\"text\"} is not supported by o1-sidecar yet; "
-			   "leave it out");
 	return 0;
 }
 
@@ -459,6 +452,14 @@ static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		ret = parse_refine(root, r, err);
 	if (!ret)
 		ret = parse_unsupported(root, err);
+	if (!ret)
+		ret = o1_sidecar_format_parse(root, r, err);
+	if (!ret && r->grammar) /* valid, but the wire cannot carry it yet */
+		ret = bad(err, "response_format",
+			  "'response_format' other than {\"type\": "
+			  "\"text\"} is not supported by o1-sidecar yet (o1d "
+			  "cannot enforce a grammar until its wire protocol "
+			  "carries one); leave it out");
 	return ret;
 }
 
@@ -496,5 +497,6 @@ void o1_sidecar_request_fini(struct o1_sidecar_request *req)
 	free(req->ids);
 	for (size_t i = 0; i < req->n_stop; i++)
 		free(req->stop[i]);
+	free(req->grammar);
 	memset(req, 0, sizeof(*req));
 }

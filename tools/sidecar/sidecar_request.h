@@ -46,6 +46,10 @@ struct o1_sidecar_request {
 	bool ignore_eos;       /* extension: "ignore_eos": true */
 	uint32_t refine_steps; /* extension: self-refinement rounds after
 				* the first answer (chat only); 0: off */
+	char *grammar; /* response_format as grammar text (sidecar_format.h),
+			* NULL for none; owned. The parser still refuses a
+			* request with one: the wire cannot carry it yet */
+	size_t grammar_len;
 };
 
 /* Error detail of a refused body: OpenAI's "message" and "param" (the

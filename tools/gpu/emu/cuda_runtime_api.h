@@ -1,5 +1,6 @@
-/* The part of the CUDA runtime API that kernels/sample.cu and
- * tests/gpu/test_gpu_sample.c use, for the CPU emulation (emu.h): memory
+/* The part of the CUDA runtime API that kernels/sample.cu, gemv.cu,
+ * attention.cu, rope.cu, rmsnorm.cu and their tests use, for the CPU
+ * emulation (emu.h): memory
  * is host memory, launches run at once (or are recorded while a stream
  * captures), events and streams are placeholders. */
 #ifndef O1_EMU_CUDA_RUNTIME_API_H
@@ -20,6 +21,7 @@ enum {
 };
 enum { cudaStreamCaptureModeThreadLocal };
 enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
 typedef struct emu_stream *cudaStream_t;
 typedef struct emu_graph *cudaGraph_t;
 typedef struct emu_graph *cudaGraphExec_t;
@@ -50,10 +52,20 @@ template <class F> static inline cudaError_t cudaFuncSetAttribute(F, int, int)
 	return cudaSuccess;
 }
 
-/* One emulated device. */
+/* One emulated device, of EMU_SMS multiprocessors (few: grids sized by
+ * the multiprocessor count stay small, and their blocks stride). */
+#define EMU_SMS 3
 static inline cudaError_t cudaGetDevice(int *dev)
 {
 	*dev = 0;
+	return cudaSuccess;
+}
+
+static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a,
+						 int dev)
+{
+	(void)a, (void)dev;
+	*v = EMU_SMS;
 	return cudaSuccess;
 }
 #endif

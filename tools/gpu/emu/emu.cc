@@ -66,6 +66,7 @@ enum { W_RUN, W_BLOCK, W_CLUSTER, W_WARP_PUT, W_WARP_DONE, W_ATOMIC };
 
 struct fiber : emu_thread {
 	void *sp;
+	unsigned rank; /* block within the running cluster */
 	bool done;
 	int wait;
 	void *site;
@@ -121,7 +122,7 @@ void __attribute__((noinline)) emu_yield_maybe(void)
 
 void __attribute__((noinline)) __syncthreads(void)
 {
-	bar_wait(&block_bar[cur->bid.x], W_BLOCK, __builtin_return_address(0));
+	bar_wait(&block_bar[cur->rank], W_BLOCK, __builtin_return_address(0));
 }
 
 void __attribute__((noinline)) emu_cluster_sync(void)
@@ -131,7 +132,7 @@ void __attribute__((noinline)) emu_cluster_sync(void)
 
 unsigned emu_block_rank(void)
 {
-	return cur->bid.x;
+	return cur->rank;
 }
 
 unsigned emu_lane(void)
@@ -141,7 +142,7 @@ unsigned emu_lane(void)
 
 unsigned char *emu_smem(void)
 {
-	return smem_all.data() + cur->bid.x * smem_bytes;
+	return smem_all.data() + cur->rank * smem_bytes;
 }
 
 void *emu_map_rank(void *p, unsigned rank)
@@ -160,7 +161,7 @@ void *emu_map_rank(void *p, unsigned rank)
 
 static warpx *my_warp(void)
 {
-	return &warps[cur->bid.x * warps_per_block + cur->tid.x / 32];
+	return &warps[cur->rank * warps_per_block + cur->tid.x / 32];
 }
 
 void __attribute__((noinline)) emu_warp_put(const void *v, size_t n)
@@ -190,12 +191,12 @@ static void fiber_main(void)
 	abort(); /* never resumed */
 }
 
-static void deadlock(unsigned row, unsigned alive, unsigned nt)
+static void deadlock(emu_idx base, unsigned alive, unsigned nt)
 {
 	fprintf(stderr,
-		"emu: deadlock in grid row %u, %u threads waiting "
+		"emu: deadlock at block (%u, %u, %u), %u threads waiting "
 		"(wait: 1 block, 2 cluster, 3-4 warp, 5 atomic):\n",
-		row, alive);
+		base.x, base.y, base.z, alive);
 	for (unsigned b = 0; b < blocks; b++) {
 		std::vector<std::pair<int, void *>> seen;
 
@@ -214,7 +215,8 @@ static void deadlock(unsigned row, unsigned alive, unsigned nt)
 	abort();
 }
 
-static void start_fibers(unsigned row, unsigned nt)
+/* The fibers of the cluster whose first block is BASE in a grid GDIM. */
+static void start_fibers(emu_idx base, unsigned nt, emu_idx gdim)
 {
 	unsigned n = blocks * nt;
 
@@ -233,7 +235,10 @@ static void start_fibers(unsigned row, unsigned nt)
 		fiber &f = fibers[i];
 		void **top = (void **)(stacks + (size_t)(i + 1) * STACK_BYTES);
 
-		f.tid = {i % nt, 0, 0}, f.bid = {i / nt, row, 0};
+		f.rank = i / nt;
+		f.tid = {i % nt, 0, 0};
+		f.bid = {base.x + f.rank, base.y, base.z};
+		f.bdim = {nt, 1, 1}, f.gdim = gdim;
 		f.done = false, f.wait = W_RUN, f.site = NULL;
 		*--top = NULL;		     /* fiber_main's return address */
 		*--top = (void *)fiber_main; /* emu_switch's */
@@ -243,11 +248,11 @@ static void start_fibers(unsigned row, unsigned nt)
 	}
 }
 
-static void run_cluster(unsigned row, unsigned nt)
+static void run_cluster(emu_idx base, unsigned nt, emu_idx gdim)
 {
 	std::vector<unsigned> order(blocks * nt);
 
-	start_fibers(row, nt);
+	start_fibers(base, nt, gdim);
 	for (unsigned i = 0; i < order.size(); i++)
 		order[i] = i;
 	for (unsigned alive = blocks * nt; alive;) {
@@ -263,7 +268,7 @@ static void run_cluster(unsigned row, unsigned nt)
 			alive += !cur->done;
 		}
 		if (alive && progress == before)
-			deadlock(row, alive, nt);
+			deadlock(base, alive, nt);
 	}
 }
 
@@ -293,7 +298,43 @@ void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,
 	smem_all.assign(gx * smem, 0);
 	kernel = &f;
 	for (unsigned y = 0; y < gy; y++)
-		run_cluster(y, nt);
+		run_cluster({0, y, 0}, nt, {gx, gy, 1});
+}
+
+void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
+		     std::function<void()> f)
+{
+	std::vector<emu_idx> order;
+
+	if (capture) {
+		capture->launches.push_back(
+		    [=]() { emu_launch_grid(grid, block, smem, f); });
+		return;
+	}
+	if (!block.x || block.x % 32 || block.x > MAX_FIBERS || block.y != 1 ||
+	    block.z != 1) {
+		fprintf(stderr, "emu: blocks of %u x %u x %u threads not "
+				"emulated\n",
+			block.x, block.y, block.z);
+		abort();
+	}
+	if (!stacks)
+		stacks = (char *)mmap(
+		    NULL, (size_t)MAX_FIBERS * STACK_BYTES,
+		    PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (stacks == MAP_FAILED)
+		abort();
+	blocks = 1, smem_bytes = smem;
+	smem_all.assign(smem, 0);
+	kernel = &f;
+	for (unsigned z = 0; z < grid.z; z++)
+		for (unsigned y = 0; y < grid.y; y++)
+			for (unsigned x = 0; x < grid.x; x++)
+				order.push_back({x, y, z});
+	std::shuffle(order.begin(), order.end(), prng);
+	for (const emu_idx &b : order)
+		run_cluster(b, block.x, {grid.x, grid.y, grid.z});
 }
 
 extern "C" {

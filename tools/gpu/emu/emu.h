@@ -28,7 +28,11 @@
 #define __launch_bounds__(...)
 #define __cluster_dims__(...)
 #define __align__(n) alignas(n)
-#define __shared__
+/* Static shared arrays: the blocks of a grid launched through
+ * emu_launch_grid run one at a time, so one static copy per kernel serves
+ * the running block (cluster launches, whose blocks run together, must
+ * use only the dynamic array). */
+#define __shared__ static
 #define __expf(x) expf(x)
 
 struct emu_idx {
@@ -36,16 +40,49 @@ struct emu_idx {
 };
 
 struct emu_thread {
-	emu_idx tid, bid;
+	emu_idx tid, bid, bdim, gdim;
 };
 
 extern emu_thread *emu_cur;
 #define threadIdx (emu_cur->tid)
 #define blockIdx  (emu_cur->bid)
+#define blockDim  (emu_cur->bdim)
+#define gridDim	  (emu_cur->gdim)
+
+struct dim3 {
+	unsigned x, y, z;
+	dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c)
+	{
+	}
+};
 
 struct float4 {
 	float x, y, z, w;
 };
+
+struct float2 {
+	float x, y;
+};
+
+static inline float2 make_float2(float a, float b)
+{
+	return {a, b};
+}
+
+struct uint4 {
+	unsigned x, y, z, w;
+};
+
+/* The memory model beyond barriers is not emulated (fibers switch only
+ * at barriers, warp exchanges and atomics). */
+static inline void __threadfence(void)
+{
+}
+
+template <class T> static inline T __ldcg(const T *p)
+{
+	return *p;
+}
 
 static inline float4 make_float4(float a, float b, float c, float d)
 {
@@ -70,6 +107,12 @@ static inline float __fsub_rn(float a, float b)
 static inline float __fmul_rn(float a, float b)
 {
 	return a * b;
+}
+
+/* glibc's fmaf rounds once, as the device's does. */
+static inline float __fmaf_rn(float a, float b, float c)
+{
+	return fmaf(a, b, c);
 }
 
 static inline float __fdiv_rn(float a, float b)
@@ -165,6 +208,15 @@ template <class T> static inline T __shfl_up_sync(unsigned, T v, unsigned delta)
 	return emu_shfl(v, emu_lane() - delta, emu_lane() < delta);
 }
 
+/* A warp barrier: an exchange that reads nothing. */
+static inline void __syncwarp(unsigned = 0xffffffffu)
+{
+	unsigned v = 0;
+
+	emu_warp_put(&v, 4);
+	emu_warp_done();
+}
+
 static inline unsigned __ballot_sync(unsigned, int pred)
 {
 	unsigned r = 0, p = pred ? 1 : 0;
@@ -202,5 +254,9 @@ void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,
 		std::function<void()> f);
 #define EMU_LAUNCH(gx, gy, nt, sm, fn, ...)                                    \
 	emu_launch(gx, gy, nt, sm, [=]() { fn(__VA_ARGS__); })
+/* Runs F for every thread of a GRID of BLOCK.x-thread blocks, one block
+ * at a time (no clusters), in an order shuffled per launch. */
+void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
+		     std::function<void()> f);
 
 #endif

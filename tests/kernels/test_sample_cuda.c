@@ -57,6 +57,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "common/prng.h"
 #include "kernels/cuda_util.h"
 #include "kernels/kernels_cuda.h"
 #include "kernels/sample.h"
@@ -71,11 +72,7 @@ static bool quick;
 
 static uint64_t next64(void)
 {
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return o1_prng_splitmix64(&rng);
 }
 
 static double unif(void)
@@ -645,7 +642,7 @@ static void test_rows(void **state)
 			check_batch(quick_shapes[s].v, quick_shapes[s].rows[j],
 				    (uint32_t)(next64() % 64), &t);
 	fprintf(stderr,
-		"test_gpu_sample: %llu draws compared, %llu near a boundary, "
+		"test_sample_cuda: %llu draws compared, %llu near a boundary, "
 		"%llu of those differ\n",
 		(unsigned long long)t.draws, (unsigned long long)t.near,
 		(unsigned long long)t.differ);
@@ -840,7 +837,7 @@ int main(void)
 	}
 	rng = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
 	quick = getenv("O1_TEST_QUICK") && atoi(getenv("O1_TEST_QUICK"));
-	fprintf(stderr, "test_gpu_sample: seed %llu (O1_TEST_SEED)\n",
+	fprintf(stderr, "test_sample_cuda: seed %llu (O1_TEST_SEED)\n",
 		(unsigned long long)rng);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

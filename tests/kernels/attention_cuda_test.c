@@ -1,0 +1,90 @@
+/* Paged K/V and attention batches of the CUDA kernel tests
+ * (attention_cuda_test.h). */
+#include "attention_cuda_test.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+#include <cuda_runtime_api.h>
+
+#include "kernel_cuda_test.h"
+#include "kernels/kernels_cuda.h"
+
+uint64_t kct_page_stride(const struct kct_kv_shape *k)
+{
+	/* another layer follows */
+	return (uint64_t)k->hkv * k->p * k->d + (k->aligned ? 8 : 6);
+}
+
+struct o1_attn_dims kct_kv_dims(const struct kct_kv_shape *k)
+{
+	return (struct o1_attn_dims){
+	    k->hq, k->hkv, k->d, k->p, kct_page_stride(k), 1.0f / sqrtf(k->d)};
+}
+
+void kct_att_fill(const struct kct_att_case *c, struct kct_att_host *h)
+{
+	uint32_t used = 0;
+
+	h->max_blocks = 0, h->rows = 0, h->max_len = 0;
+	for (uint32_t s = 0; s < c->n_seqs; s++) {
+		uint32_t nb = (c->len[s] + c->k.p - 1) / c->k.p;
+
+		h->max_blocks = nb > h->max_blocks ? nb : h->max_blocks;
+		h->max_len = c->len[s] > h->max_len ? c->len[s] : h->max_len;
+		h->q_off[s] = h->rows;
+		h->start[s] = c->len[s] - c->n_new[s];
+		h->rows += c->n_new[s];
+	}
+	h->q_off[c->n_seqs] = h->rows;
+	h->tables = calloc((size_t)c->n_seqs * h->max_blocks, 4);
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		for (uint32_t b = 0; b * c->k.p < c->len[s]; b++, used++)
+			h->tables[s * h->max_blocks + b] =
+			    (used * 7 + 1) % c->k.n_pages;
+	assert_true(used <= c->k.n_pages && c->k.n_pages % 7 != 0);
+	h->cache = (size_t)c->k.n_pages * kct_page_stride(&c->k);
+	h->kc = kct_randv(h->cache, 2), h->vc = kct_randv(h->cache, 2);
+	kct_round_bf16(h->kc, h->cache), kct_round_bf16(h->vc, h->cache);
+	h->q = kct_randv((size_t)h->rows * c->k.hq * c->k.d, 2);
+}
+
+float *kct_att_gpu(const struct kct_att_case *c, const struct kct_att_host *h,
+		   uint64_t scratch_floats, enum att_path path,
+		   uint32_t min_new, bool pdl)
+{
+	struct o1_attn_dims dm = kct_kv_dims(&c->k);
+	size_t out_n = (size_t)h->rows * c->k.hq * c->k.d;
+	struct o1_attn_batch b = {
+	    c->n_seqs, kct_dev_copy(h->q_off, (c->n_seqs + 1) * 4),
+	    kct_dev_copy(h->start, c->n_seqs * 4),
+	    kct_dev_copy(h->tables, (size_t)c->n_seqs * h->max_blocks * 4),
+	    h->max_blocks};
+	void *kc = kct_dev_bf16(h->kc, h->cache),
+	     *vc = kct_dev_bf16(h->vc, h->cache);
+	float *q = kct_dev_copy(h->q, out_n * 4),
+	      *sc = kct_dev(scratch_floats * 4);
+	void *out = kct_dev(out_n * 2);
+	float *got;
+
+	if (path == ATT_TILED)
+		assert_int_equal(o1_attention_tiled_cuda(out, q, kc, vc, &dm,
+							 &b, h->rows, min_new,
+							 0),
+				 0);
+	else
+		assert_int_equal((path == ATT_ROWS ? o1_attention_rows_cuda
+						   : o1_attention_cuda)(
+				     out, q, kc, vc, &dm, &b, h->rows,
+				     h->max_len, sc, scratch_floats, pdl,
+				     kct_stream(pdl)),
+				 0);
+	got = kct_host_bf16(out, out_n);
+	cudaFree((void *)b.q_offsets), cudaFree((void *)b.start_pos);
+	cudaFree((void *)b.block_tables), cudaFree(kc), cudaFree(vc);
+	cudaFree(q), cudaFree(sc), cudaFree(out);
+	return got;
+}

@@ -1,0 +1,386 @@
+/* attention_prefill.cu, the tiled prefill kernel, alone and behind
+ * o1_attention_cuda's dispatch, against attention.c (o1_attention_cpu) on
+ * fresh random inputs (O1_TEST_SEED or the time, printed), output
+ * poisoned with NaN, K/V slots past each sequence's end poisoned too.
+ * Exit 77 without a CUDA device. The tolerance is computed per element
+ * from the data (the comment above check_prefill); the references run on
+ * a pool of CPU workers.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cuda_runtime_api.h>
+
+#include "attention_cuda_test.h"
+#include "kernel_cuda_test.h"
+#include "kernels/attention.h"
+#include "kernels/cuda_util.h"
+#include "kernels/kernels_cuda.h"
+#include "kernels/threads.h"
+
+/* Prefill attention: the tiled kernel (attention_prefill.cu) alone and
+ * behind o1_attention_cuda, against o1_attention_cpu. Its rounding: q and
+ * the softmax weights are bf16 in the tensor-core products (f32 sums). The
+ * tolerance of each element d of (row, head) is computed from the data:
+ * o' is attention.h's formula over the bf16-rounded q in double (weights
+ * w_j over the row's n positions), u = 2^-8 (bf16's unit roundoff), and
+ *   tol_d = |o'_d - ref_d|                              q's rounding
+ *         + 1.1 u (|o'_d| + sum_j w_j |v_jd - o'_d|)    weights, output
+ *         + 2^-22 (n + D) sum_j w_j |v_jd|              f32 sums
+ * The first term is the exact effect of rounding q (what attention.h would
+ * give for bf16 q, minus what it gives for f32 q). Rounding each weight by
+ * a relative e (|e| <= u) and normalizing by the rounded weights' sum
+ * moves the output by sum_j w_j e_j (v_jd - o'_d) / (1 - u) at most
+ * (the weights sum to 1 and sum_j w_j (v_jd - o'_d) = 0), hence the
+ * second term with the final bf16 rounding of the output; 1.1 covers the
+ * f32 scores' own error (D terms, ~1e-5 relative). The last term bounds
+ * f32 accumulation over n + D terms (both in the kernel and in the
+ * reference). Rows the row kernel serves (o1_attention_cuda's decode rows)
+ * meet the same bound with room to spare. */
+static struct o1_threads *pool; /* the references' workers */
+
+struct pf_bound {
+	const struct kct_att_case *c;
+	const struct kct_att_host *h;
+	const float *ref;
+	float *tol;
+};
+
+/* Position J's row of kv head G of sequence S in a host cache. */
+static const float *host_kv(const struct kct_att_case *c,
+			    const struct kct_att_host *h, const float *cache,
+			    uint32_t s, uint32_t g, uint32_t j)
+{
+	uint32_t page = h->tables[s * h->max_blocks + j / c->k.p];
+
+	return cache + page * kct_page_stride(&c->k) +
+	       ((size_t)g * c->k.p + j % c->k.p) * c->k.d;
+}
+
+static uint32_t host_seq_of_row(const struct kct_att_host *h, uint32_t n_seqs,
+				uint32_t row)
+{
+	uint32_t s = 0;
+
+	while (s + 1 < n_seqs && h->q_off[s + 1] <= row)
+		s++;
+	return s;
+}
+
+/* o' and the weights w of (row, head) TASK in double (see above). */
+static void pf_reference(const struct pf_bound *a, uint32_t row, uint32_t hd,
+			 double *w, double *od)
+{
+	const struct kct_att_case *c = a->c;
+	const struct kct_att_host *h = a->h;
+	uint32_t d = c->k.d, g = hd / (c->k.hq / c->k.hkv);
+	uint32_t s = host_seq_of_row(h, c->n_seqs, row);
+	uint32_t n = h->start[s] + row - h->q_off[s] + 1;
+	const float *q = h->q + ((size_t)row * c->k.hq + hd) * d;
+	double m = -INFINITY, z = 0, scale = 1.0f / sqrtf((float)d);
+
+	for (uint32_t j = 0; j < n; j++) {
+		const float *k = host_kv(c, h, h->kc, s, g, j);
+
+		w[j] = 0;
+		for (uint32_t i = 0; i < d; i++)
+			w[j] += (double)kct_f32_of(kct_bf16_of(q[i])) * k[i];
+		w[j] *= scale;
+		m = w[j] > m ? w[j] : m;
+	}
+	for (uint32_t j = 0; j < n; j++)
+		w[j] = exp(w[j] - m), z += w[j];
+	for (uint32_t i = 0; i < d; i++)
+		od[i] = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		const float *v = host_kv(c, h, h->vc, s, g, j);
+
+		w[j] /= z;
+		for (uint32_t i = 0; i < d; i++)
+			od[i] += w[j] * v[i];
+	}
+}
+
+static void pf_bound_task(void *arg, uint32_t task, uint32_t worker)
+{
+	const struct pf_bound *a = arg;
+	const struct kct_att_case *c = a->c;
+	uint32_t d = c->k.d, row = task / c->k.hq, hd = task % c->k.hq;
+	uint32_t g = hd / (c->k.hq / c->k.hkv);
+	uint32_t s = host_seq_of_row(a->h, c->n_seqs, row);
+	uint32_t n = a->h->start[s] + row - a->h->q_off[s] + 1;
+	double *w = malloc(n * sizeof(double)), *od = malloc(3 * d * 8);
+	double *dev = od + d, *mag = od + 2 * d;
+	size_t o = (size_t)task * d;
+
+	(void)worker;
+	if (!w || !od)
+		abort(); /* a worker thread: no cmocka assert here */
+	pf_reference(a, row, hd, w, od);
+	for (uint32_t i = 0; i < d; i++)
+		dev[i] = mag[i] = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		const float *v = host_kv(c, a->h, a->h->vc, s, g, j);
+
+		for (uint32_t i = 0; i < d; i++) {
+			dev[i] += w[j] * fabs(v[i] - od[i]);
+			mag[i] += w[j] * fabs(v[i]);
+		}
+	}
+	for (uint32_t i = 0; i < d; i++)
+		a->tol[o + i] =
+		    (float)(fabs(od[i] - a->ref[o + i]) +
+			    1.1 * ldexp(fabs(od[i]) + dev[i], -8) +
+			    ldexp((double)n + d, -22) * mag[i] + 1e-30);
+	free(w), free(od);
+}
+
+/* |got - ref| <= tol over rows [R0, R1) of ROW_N elements. */
+static void check_tol(const char *what, const float *got, const float *ref,
+		      const float *tol, size_t r0, size_t r1, size_t row_n)
+{
+	double worst = 0;
+	size_t at = r0 * row_n;
+
+	for (size_t i = r0 * row_n; i < r1 * row_n; i++) {
+		double e = fabs((double)got[i] - ref[i]) / tol[i];
+
+		if (isnan(e) || e > worst) {
+			worst = e, at = i;
+			if (isnan(e))
+				break;
+		}
+	}
+	if (!(worst <= 1.0))
+		fprintf(stderr,
+			"%s: row %zu element %zu: gpu %g cpu %g tol %g (%.2f x "
+			"tol)\n",
+			what, at / row_n, at % row_n, got[at], ref[at], tol[at],
+			worst);
+	assert_true(worst <= 1.0);
+}
+
+/* Slots past each sequence's end in its last page hold NaN: no kernel may
+ * read them (the reference does not). */
+static void poison_tails(const struct kct_att_case *c, struct kct_att_host *h)
+{
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		for (uint32_t j = c->len[s]; j % c->k.p; j++)
+			for (uint32_t g = 0; g < c->k.hkv; g++)
+				for (uint32_t i = 0; i < c->k.d; i++) {
+					size_t o = (size_t)(host_kv(c, h, h->kc,
+								    s, g, j) -
+							    h->kc) +
+						   i;
+
+					h->kc[o] = h->vc[o] = NAN;
+				}
+}
+
+/* The tiled kernel for every sequence, then for those with at least
+ * O1_ATTN_TILED_MIN_NEW new tokens (the other rows stay poisoned), then
+ * o1_attention_cuda (the row kernel takes the short ones). */
+static void check_prefill(const struct kct_att_case *c)
+{
+	struct kct_att_host h;
+	struct o1_attn_dims dm = kct_kv_dims(&c->k);
+	struct o1_attn_batch b;
+	size_t row_n = (size_t)c->k.hq * c->k.d, out_n;
+	float *ref, *tol, *scratch, *got;
+
+	fprintf(stderr, "prefill: Hq %u Hkv %u D %u P %u, new/start:", c->k.hq,
+		c->k.hkv, c->k.d, c->k.p);
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
+	fprintf(stderr, "\n");
+	kct_att_fill(c, &h);
+	poison_tails(c, &h);
+	b = (struct o1_attn_batch){c->n_seqs, h.q_off, h.start, h.tables,
+				   h.max_blocks};
+	out_n = h.rows * row_n;
+	ref = malloc(out_n * 4), tol = malloc(out_n * 4);
+	scratch = malloc(
+	    o1_attention_scratch_floats(o1_threads_count(pool), h.max_len) * 4);
+	assert_int_equal(o1_attention_cpu(pool, ref, h.q, h.kc, h.vc, &dm, &b,
+					  scratch, h.max_len),
+			 0);
+	o1_threads_run(pool, h.rows * c->k.hq, pf_bound_task,
+		       &(struct pf_bound){c, &h, ref, tol});
+	got = kct_att_gpu(c, &h, 0, ATT_TILED, 1, false);
+	check_tol("attention tiled", got, ref, tol, 0, h.rows, row_n);
+	free(got);
+	got = kct_att_gpu(c, &h, 0, ATT_TILED, O1_ATTN_TILED_MIN_NEW, false);
+	for (uint32_t s = 0; s < c->n_seqs; s++) {
+		if (c->n_new[s] >= O1_ATTN_TILED_MIN_NEW) {
+			check_tol("attention tiled, long sequences", got, ref,
+				  tol, h.q_off[s], h.q_off[s + 1], row_n);
+			continue;
+		}
+		for (size_t i = h.q_off[s] * row_n; i < h.q_off[s + 1] * row_n;
+		     i++)
+			assert_true(isnan(got[i])); /* not written */
+	}
+	free(got);
+	got = kct_att_gpu(
+	    c, &h,
+	    o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32),
+	    ATT_AUTO, 0, false);
+	check_tol("attention (dispatch)", got, ref, tol, 0, h.rows, row_n);
+	free(got), free(ref), free(tol), free(scratch), free(h.tables);
+	free(h.kc), free(h.vc), free(h.q);
+}
+
+/* A case of SHAPE with the given new tokens and earlier context per
+ * sequence; the pool gets an odd page count prime to 7 (the page
+ * permutation of kct_att_fill). */
+static struct kct_att_case prefill_case(struct kct_kv_shape shape,
+					uint32_t n_seqs, const uint32_t *n_new,
+					const uint32_t *start)
+{
+	struct kct_att_case c = {.k = shape, .n_seqs = n_seqs};
+	uint32_t pages = 2;
+
+	for (uint32_t s = 0; s < n_seqs; s++) {
+		c.n_new[s] = n_new[s];
+		c.len[s] = start[s] + n_new[s];
+		pages += (c.len[s] + shape.p - 1) / shape.p;
+	}
+	while (pages % 2 == 0 || pages % 7 == 0)
+		pages++;
+	c.k.n_pages = pages;
+	c.k.aligned = true;
+	return c;
+}
+
+/* Chunk lengths 1..300 (tile edges for every G: 64 pairs a block, 64
+ * positions a K/V tile), 8 sequences a batch, without and with earlier
+ * context, page sizes 16, 7 and 5, G = 7, 1, 4 and head_dim 64 and 128. */
+static void test_attention_prefill_sweep(void **state)
+{
+	static const uint32_t lens[] = {1,   2,	  3,   5,   7,	 8,  9,	 15,
+					16,  17,  31,  33,  63,	 64, 65, 100,
+					127, 129, 200, 255, 257, 300};
+	const struct kct_kv_shape shapes[] = {
+	    {14, 2, 64, 16, 0, true},
+	    {8, 8, 64, 7, 0, true},
+	    {32, 8, 128, 16, 0, true},
+	    {28, 4, 128, 5, 0, true},
+	};
+	uint32_t n = sizeof(lens) / sizeof(lens[0]);
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+		for (uint32_t i = 0; i < n; i += ATT_MAX_SEQS) {
+			uint32_t m =
+			    n - i < ATT_MAX_SEQS ? n - i : ATT_MAX_SEQS;
+			uint32_t zero[ATT_MAX_SEQS] = {0}, ctx[ATT_MAX_SEQS];
+			struct kct_att_case c;
+
+			for (uint32_t s = 0; s < m; s++)
+				ctx[s] = ((i + s) * 53 + 11) % 400 + 1;
+			c = prefill_case(shapes[k], m, lens + i, zero);
+			check_prefill(&c);
+			c = prefill_case(shapes[k], m, lens + i, ctx);
+			check_prefill(&c);
+		}
+}
+
+/* 512- and 2048-token chunks in the presets' shapes (qwen2.5-0.5b 14/2
+ * heads of 64, llama3.2-1b 32/8 of 64, llama3-8b 32/8 of 128), from
+ * position 0 and after earlier context; then one step mixing a chunk,
+ * decode rows and short chunks. */
+static void test_attention_prefill_long(void **state)
+{
+	const struct kct_kv_shape qwen = {14, 2, 64, 16, 0, true},
+				  l1b = {32, 8, 64, 16, 0, true},
+				  l8b = {32, 8, 128, 16, 0, true};
+	const struct {
+		struct kct_kv_shape k;
+		uint32_t n_new, start;
+	} one[] = {
+	    {qwen, 512, 0},  {l1b, 512, 300},  {l8b, 512, 0},  {l8b, 512, 129},
+	    {qwen, 2048, 0}, {qwen, 2048, 77}, {l1b, 2048, 0}, {l8b, 2048, 300},
+	};
+	const uint32_t mix_new[] = {512, 1, 1, 20, 15, 16, 1, 1};
+	const uint32_t mix_start[] = {40, 700, 3, 0, 33, 1, 0, 64};
+	struct kct_att_case c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++) {
+		c = prefill_case(one[i].k, 1, &one[i].n_new, &one[i].start);
+		check_prefill(&c);
+	}
+	c = prefill_case(qwen, 8, mix_new, mix_start);
+	check_prefill(&c);
+}
+
+/* A decode batch (one row per sequence) through o1_attention_cuda is the
+ * row kernel's launch, bit for bit (the captured decode graphs depend on
+ * it); shapes the tiled kernel does not take are refused by it. */
+static void test_attention_prefill_edges(void **state)
+{
+	struct kct_att_case c = {
+	    {14, 2, 64, 16, 101, true}, 3, {1, 40, 300}, {1, 1, 1}};
+	struct kct_att_host h;
+	uint64_t sf = o1_attention_cuda_scratch_floats(3, 14, 64, 32);
+	float *a, *b;
+	struct o1_attn_dims dm = {8, 2, 96, 16, 2 * 16 * 96, 0.1f};
+	uint32_t dummy[4] = {0, 1};
+	struct o1_attn_batch bt = {1, dummy, dummy, dummy, 1};
+	uint16_t *p = kct_dev(1 << 16);
+	float *fq = (float *)p;
+
+	(void)state;
+	kct_att_fill(&c, &h);
+	a = kct_att_gpu(&c, &h, sf, ATT_AUTO, 0, true); /* PDL: same bits */
+	b = kct_att_gpu(&c, &h, sf, ATT_ROWS, 0, false);
+	assert_memory_equal(a, b, (size_t)h.rows * 14 * 64 * 4);
+	free(a), free(b), free(h.tables), free(h.kc), free(h.vc), free(h.q);
+	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p)); /* D 96 */
+	assert_int_equal(
+	    o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 0), -EINVAL);
+	dm.head_dim = 64, dm.page_stride = 2 * 16 * 64;
+	assert_true(o1_attention_tiled_fits(&dm, p, fq, p, p));
+	assert_false(o1_attention_tiled_fits(&dm, p, fq, p + 4, p));
+	dm.page_stride += 2; /* rows no longer 16-byte aligned */
+	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p));
+	assert_int_equal(
+	    o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 0), -EINVAL);
+	cudaFree(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_attention_prefill_edges),
+	    cmocka_unit_test(test_attention_prefill_sweep),
+	    cmocka_unit_test(test_attention_prefill_long),
+	};
+	long ncpu;
+	int rc;
+
+	if (o1_cuda_probe()) {
+		printf(
+		    "test_attention_prefill_cuda: no CUDA device, skipped\n");
+		return 77;
+	}
+	kct_seed();
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (o1_threads_create(ncpu < 1	  ? 1
+			      : ncpu > 64 ? 64
+					  : (uint32_t)ncpu,
+			      &pool) != 0)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	o1_threads_destroy(pool);
+	return rc;
+}

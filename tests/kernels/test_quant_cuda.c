@@ -1,0 +1,432 @@
+/* GGUF block formats on the device (kernels/quant.cu, kernels/gemv_q.cu)
+ * against their CPU references (kernels/quant.c, kernels/gemv_q.c), for
+ * Q8_0, Q4_0, Q4_K and Q6_K:
+ * - dequantization to f32 of llama.cpp's vectors (../shared/testdata/
+ *   quant, skipped when absent) equals their .dequant.f32 bitwise, and of
+ *   random rows equals quant.c's bitwise; to bf16, quant.c's values
+ *   rounded to nearest even, bitwise;
+ * - the embedding gather from a block table equals o1_embedding_q_cpu
+ *   bitwise, zero rows for ids out of range;
+ * - the decode product o1_gemv_q_cuda against o1_gemv_q_cpu on 1 to 4
+ *   rows, odd and aligned N and K, LDY > N (columns past N untouched):
+ *   |gpu - cpu| <= 2^-17 sum_k |x w| + 1e-30 per element (the two sum in
+ *   different orders in f32; gemv_q.h), and bitwise equal on a second
+ *   launch (one order per element); rows long enough that the kernel
+ *   reads them in several batches;
+ * - o1_gemv_q_swiglu_cuda equals o1_gemv_q_cuda then o1_swiglu_cuda
+ *   bitwise;
+ * - bad operands are refused with -EINVAL.
+ * O1_TEST_QUICK=1 keeps every launch within tools/gpu/emu's 8192 threads
+ * (run there by tools/gpu/emu/run_quant.sh). Exit 77 without a device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+
+#include "kernels/cuda_util.h"
+#include "kernels/embedding.h"
+#include "kernels/gemv_q.h"
+#include "kernels/kernels_cuda.h"
+#include "kernels/quant.h"
+
+#define QDIR O1_SHARED_DIR "/testdata/quant"
+
+static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
+					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+static const char *const files[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
+static bool quick;
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static float frand(void)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (float)((rng >> 40) / (double)(1 << 24)) * 2 - 1;
+}
+
+static void *dev_put(const void *host, size_t bytes)
+{
+	void *d = NULL;
+
+	assert_int_equal(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
+	if (host && bytes)
+		assert_int_equal(
+		    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice),
+		    cudaSuccess);
+	return d;
+}
+
+static void dev_get(void *host, const void *dev, size_t bytes)
+{
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	assert_int_equal(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost),
+			 cudaSuccess);
+}
+
+/* N random elements of TYPE (uniform, a few blocks scaled apart). */
+static uint8_t *random_blocks(enum o1_quant_type type, uint64_t n)
+{
+	float *x = malloc(n * sizeof(float));
+	uint64_t bytes;
+	uint8_t *q;
+
+	assert_int_equal(o1_quant_row_bytes(type, n, &bytes), 0);
+	q = malloc(bytes);
+	assert_non_null(x);
+	assert_non_null(q);
+	for (uint64_t i = 0; i < n; i++)
+		x[i] = frand() * (i / 256 % 3 == 0 ? 0.02f : 3.0f);
+	assert_int_equal(o1_quant_quantize(type, x, q, n), 0);
+	free(x);
+	return q;
+}
+
+/* f32 -> bf16 bits, to nearest even (the rounding dtype.h specifies). */
+static uint16_t bf16_rne(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((u >> 16) | 0x40);
+	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+/* Device dequantization of the N elements at Q (f32 and bf16) against the
+ * CPU's, and against WANT (when not NULL) bitwise. */
+static void check_dequant(enum o1_quant_type type, const uint8_t *q, uint64_t n,
+			  const float *want)
+{
+	uint64_t bytes;
+	float *cpu = malloc(n * 4), *gpu = malloc(n * 4), *dout;
+	uint16_t *g16 = malloc(n * 2), *d16;
+	void *dq;
+
+	assert_int_equal(o1_quant_row_bytes(type, n, &bytes), 0);
+	dq = dev_put(q, bytes);
+	dout = dev_put(NULL, n * 4);
+	d16 = dev_put(NULL, n * 2);
+	o1_quant_dequantize(type, q, cpu, n);
+	assert_int_equal(o1_quant_dequantize_cuda(type, dq, dout, n, NULL), 0);
+	assert_int_equal(o1_quant_dequantize_bf16_cuda(type, dq, d16, n, NULL),
+			 0);
+	dev_get(gpu, dout, n * 4);
+	dev_get(g16, d16, n * 2);
+	assert_memory_equal(gpu, cpu, n * 4);
+	if (want)
+		assert_memory_equal(gpu, want, n * 4);
+	for (uint64_t i = 0; i < n; i++)
+		if (g16[i] != bf16_rne(cpu[i]))
+			fail_msg("%s bf16 element %llu: %04x, want %04x",
+				 o1_quant_name(type), (unsigned long long)i,
+				 g16[i], bf16_rne(cpu[i]));
+	cudaFree(dq), cudaFree(dout), cudaFree(d16);
+	free(cpu), free(gpu), free(g16);
+}
+
+static void *read_file(const char *name, size_t bytes)
+{
+	char path[512];
+	void *buf = malloc(bytes + 1);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", QDIR, name);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(buf, 1, bytes + 1, f), bytes);
+	fclose(f);
+	return buf;
+}
+
+static void test_dequant_vectors(void **state)
+{
+	enum { ROWS = 64, COLS = 1024 };
+	char name[64];
+
+	(void)state;
+	if (access(QDIR "/input.f32", R_OK) != 0)
+		skip();
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		uint64_t rb;
+		uint8_t *q;
+		float *want;
+
+		assert_int_equal(o1_quant_row_bytes(types[i], COLS, &rb), 0);
+		snprintf(name, sizeof(name), "%s.bin", files[i]);
+		q = read_file(name, rb * ROWS);
+		snprintf(name, sizeof(name), "%s.dequant.f32", files[i]);
+		want = read_file(name, sizeof(float) * ROWS * COLS);
+		check_dequant(types[i], q, ROWS * COLS, want);
+		free(q), free(want);
+	}
+}
+
+static void test_dequant_random(void **state)
+{
+	uint64_t n = quick ? 8192 : 1u << 20;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		uint8_t *q = random_blocks(types[i], n);
+
+		check_dequant(types[i], q, n, NULL);
+		free(q);
+	}
+}
+
+static void test_embedding(void **state)
+{
+	enum { DIM = 512, VOCAB = 40, T = 9 };
+	int32_t ids[T] = {0, 39, 7, 7, 20, 3, 40, -1, 11};
+	float *cpu = malloc(T * DIM * 4), *gpu = malloc(T * DIM * 4), *dout;
+	int32_t *did;
+
+	(void)state;
+	did = dev_put(ids, sizeof(ids));
+	dout = dev_put(NULL, T * DIM * 4);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		uint64_t rb;
+		uint8_t *q = random_blocks(types[i], VOCAB * DIM);
+		void *dq;
+
+		assert_int_equal(o1_quant_row_bytes(types[i], DIM, &rb), 0);
+		dq = dev_put(q, rb * VOCAB);
+		/* the reference refuses bad ids: the good rows one by one */
+		for (int t = 0; t < T; t++)
+			if (ids[t] >= 0 && ids[t] < VOCAB)
+				assert_int_equal(
+				    o1_embedding_q_cpu(NULL, cpu + t * DIM, q,
+						       types[i], &ids[t], 1,
+						       DIM, VOCAB),
+				    0);
+			else
+				memset(cpu + t * DIM, 0, DIM * 4);
+		assert_int_equal(o1_embedding_q_cuda(dout, dq, types[i], did, T,
+						     DIM, VOCAB, NULL),
+				 0);
+		dev_get(gpu, dout, T * DIM * 4);
+		assert_memory_equal(gpu, cpu, T * DIM * 4);
+		cudaFree(dq);
+		free(q);
+	}
+	cudaFree(did), cudaFree(dout);
+	free(cpu), free(gpu);
+}
+
+/* One product shape: GPU against the reference within 2^-17 sum |x w|,
+ * columns past N untouched, a second launch bitwise the first. */
+static void check_gemv(enum o1_quant_type type, uint32_t m, uint32_t n,
+		       uint32_t k, uint32_t ldy)
+{
+	size_t ny = (size_t)m * ldy;
+	uint16_t *x = malloc((size_t)m * k * 2);
+	float *cpu = malloc(ny * 4), *gpu = malloc(ny * 4),
+	      *again = malloc(ny * 4);
+	float *mag = calloc((size_t)m * n, sizeof(float)), *dq_rows, *dy;
+	uint8_t *q = random_blocks(type, (uint64_t)n * k);
+	uint64_t rb;
+	void *dw, *dx;
+
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		x[i] = bf16_rne(frand() * 2);
+	for (size_t i = 0; i < ny; i++)
+		cpu[i] = NAN;
+	dq_rows = malloc((size_t)n * k * 4);
+	o1_quant_dequantize(type, q, dq_rows, (uint64_t)n * k);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++)
+			for (uint32_t c = 0; c < k; c++) {
+				uint32_t b = (uint32_t)x[(size_t)i * k + c]
+					     << 16;
+				float xf;
+
+				memcpy(&xf, &b, 4);
+				mag[(size_t)i * n + j] +=
+				    fabsf(xf * dq_rows[(size_t)j * k + c]);
+			}
+	dw = dev_put(q, rb * n);
+	dx = dev_put(x, (size_t)m * k * 2);
+	dy = dev_put(cpu, ny * 4); /* NaN everywhere */
+	assert_int_equal(o1_gemv_q_cpu(cpu, x, q, type, m, n, k, ldy), 0);
+	assert_int_equal(
+	    o1_gemv_q_cuda(dy, dx, dw, type, m, n, k, ldy, false, NULL), 0);
+	dev_get(gpu, dy, ny * 4);
+	assert_int_equal(
+	    o1_gemv_q_cuda(dy, dx, dw, type, m, n, k, ldy, true, NULL), 0);
+	dev_get(again, dy, ny * 4);
+	assert_memory_equal(gpu, again, ny * 4);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < ldy; j++) {
+			float g = gpu[(size_t)i * ldy + j];
+			float c = cpu[(size_t)i * ldy + j];
+
+			if (j >= n) {
+				assert_true(isnan(g));
+				continue;
+			}
+			if (!(fabsf(g - c) <=
+			      0x1p-17f * mag[(size_t)i * n + j] + 1e-30f))
+				fail_msg(
+				    "%s m %u n %u k %u: y[%u][%u] gpu %.9g "
+				    "cpu %.9g (sum |xw| %g)",
+				    o1_quant_name(type), m, n, k, i, j, g, c,
+				    mag[(size_t)i * n + j]);
+		}
+	cudaFree(dw), cudaFree(dx), cudaFree(dy);
+	free(x), free(cpu), free(gpu), free(again), free(mag), free(q);
+	free(dq_rows);
+}
+
+static void test_gemv(void **state)
+{
+	static const uint32_t ks[] = {256, 512, 1024};
+	static const uint32_t ns[] = {1, 5, 37, 256};
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (size_t a = 0; a < sizeof(ks) / sizeof(ks[0]); a++)
+			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
+				for (uint32_t m = 1; m <= 4; m++)
+					if (!quick || m == 1 + (a + b) % 4)
+						check_gemv(types[t], m, ns[b],
+							   ks[a],
+							   ns[b] + (m % 2) * 3);
+	/* rows of 32-blocks not filling a 256 */
+	check_gemv(O1_QUANT_Q8_0, 2, 9, 96, 9);
+	check_gemv(O1_QUANT_Q4_0, 3, 6, 288, 11);
+	/* rows of several batches, the last one short (gemv_q.cu reads a
+	 * row a few KB at a time), and warps striding over rows */
+	check_gemv(O1_QUANT_Q8_0, 2, 61, 8224, 61);
+	check_gemv(O1_QUANT_Q4_0, 1, 37, 14496, 40);
+	check_gemv(O1_QUANT_Q4_K, 3, 61, 15360, 61);
+	check_gemv(O1_QUANT_Q6_K, 4, 37, 10496, 37);
+	if (quick)
+		return;
+	/* decode shapes of real models */
+	check_gemv(O1_QUANT_Q4_K, 1, 4096, 4096, 4096);
+	check_gemv(O1_QUANT_Q6_K, 4, 1024, 14336, 1024);
+	check_gemv(O1_QUANT_Q8_0, 3, 2048, 2048, 6144);
+	check_gemv(O1_QUANT_Q4_0, 2, 896, 4864, 896);
+}
+
+/* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
+ * o1_gemv_q_cuda into (M, 2F) then o1_swiglu_cuda, bitwise (and that
+ * product is check_gemv's). */
+static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
+			 uint32_t k)
+{
+	uint16_t *x = malloc((size_t)m * k * 2);
+	uint16_t *got = malloc((size_t)m * f * 2), *want = malloc((size_t)m * f * 2);
+	uint8_t *q = random_blocks(type, (uint64_t)2 * f * k);
+	uint64_t rb;
+	void *dw, *dx, *dgu, *dact, *dref;
+
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		x[i] = bf16_rne(frand() * 2);
+	memset(got, 0xff, (size_t)m * f * 2); /* NaNs: every element written */
+	dw = dev_put(q, rb * 2 * f);
+	dx = dev_put(x, (size_t)m * k * 2);
+	dgu = dev_put(NULL, (size_t)m * 2 * f * 4);
+	dact = dev_put(got, (size_t)m * f * 2);
+	dref = dev_put(NULL, (size_t)m * f * 2);
+	assert_int_equal(o1_gemv_q_cuda(dgu, dx, dw, type, m, 2 * f, k, 2 * f,
+					false, NULL),
+			 0);
+	assert_int_equal(o1_swiglu_cuda(dref, dgu, (float *)dgu + f, 2 * f, m,
+					f, false, NULL),
+			 0);
+	assert_int_equal(
+	    o1_gemv_q_swiglu_cuda(dact, dx, dw, type, m, f, k, true, NULL), 0);
+	dev_get(want, dref, (size_t)m * f * 2);
+	dev_get(got, dact, (size_t)m * f * 2);
+	for (size_t i = 0; i < (size_t)m * f; i++)
+		if (got[i] != want[i])
+			fail_msg("%s swiglu m %u f %u k %u: element %zu %04x, "
+				 "want %04x",
+				 o1_quant_name(type), m, f, k, i, got[i],
+				 want[i]);
+	cudaFree(dw), cudaFree(dx), cudaFree(dgu), cudaFree(dact);
+	cudaFree(dref);
+	free(x), free(got), free(want), free(q);
+}
+
+static void test_swiglu(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		check_swiglu(types[t], 1 + t % 4, 37, 512);
+		check_swiglu(types[t], 4 - t % 4, 61, 256);
+	}
+	/* rows of several batches (the pair is walked batch by batch) */
+	check_swiglu(O1_QUANT_Q4_K, 2, 19, 15360);
+	check_swiglu(O1_QUANT_Q8_0, 1, 53, 8224);
+	if (quick)
+		return;
+	check_swiglu(O1_QUANT_Q4_K, 1, 8192, 2048);
+	check_swiglu(O1_QUANT_Q6_K, 3, 4864, 896 * 2);
+}
+
+static void test_bad_args(void **state)
+{
+	float *y = dev_put(NULL, 4096);
+	uint16_t *x = dev_put(NULL, 4096);
+	uint8_t *w = dev_put(NULL, 4096);
+
+	(void)state;
+	assert_int_equal(
+	    o1_gemv_q_cuda(y, x, w, O1_QUANT_Q8_0, 5, 1, 32, 1, false, NULL),
+	    -EINVAL);
+	assert_int_equal(
+	    o1_gemv_q_cuda(y, x, w, O1_QUANT_Q4_K, 1, 1, 128, 1, false, NULL),
+	    -EINVAL);
+	assert_int_equal(
+	    o1_gemv_q_cuda(y, x, w, O1_QUANT_Q8_0, 1, 4, 32, 3, false, NULL),
+	    -EINVAL);
+	assert_int_equal(o1_gemv_q_cuda(y, x + 1, w, O1_QUANT_Q8_0, 1, 1, 32, 1,
+					false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemv_q_cuda(y, x, w, (enum o1_quant_type)1, 1, 1,
+					32, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(
+	    o1_quant_dequantize_cuda(O1_QUANT_Q6_K, w, y, 100, NULL), -EINVAL);
+	assert_int_equal(
+	    o1_quant_dequantize_cuda(O1_QUANT_Q8_0, w + 1, y, 32, NULL),
+	    -EINVAL);
+	assert_int_equal(
+	    o1_quant_dequantize_cuda(O1_QUANT_Q4_K, w + 2, y, 256, NULL),
+	    -EINVAL);
+	assert_int_equal(o1_embedding_q_cuda(y, w, O1_QUANT_Q4_K, (int32_t *)x,
+					     1, 128, 4, NULL),
+			 -EINVAL);
+	cudaFree(y), cudaFree(x), cudaFree(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_dequant_vectors),
+	    cmocka_unit_test(test_dequant_random),
+	    cmocka_unit_test(test_embedding),
+	    cmocka_unit_test(test_gemv),
+	    cmocka_unit_test(test_swiglu),
+	    cmocka_unit_test(test_bad_args),
+	};
+
+	quick = getenv("O1_TEST_QUICK") && atoi(getenv("O1_TEST_QUICK"));
+	if (o1_cuda_probe() != 0) {
+		fprintf(stderr, "no CUDA device: skipped\n");
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

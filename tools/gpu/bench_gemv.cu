@@ -1,0 +1,310 @@
+/* bench_gemv: gemv.cu's decode products at the presets' shapes, one input
+ * row, beside the device copy bandwidth: the lab where gemv.cu's launch
+ * setup (GEMV_BPS blocks per multiprocessor, batch_of's pieces per lane)
+ * is chosen.
+ *
+ *   bench_gemv [--iters N] [--quick]
+ *
+ * For each product of qwen2.5-0.5b, llama3.2-1b and llama3-8b (QKV over
+ * the RMSNorm, x += O, SwiGLU over the RMSNorm of the gate/up product,
+ * x += down, LM head over the RMSNorm: the variants the CUDA backend
+ * runs, but for the QKV product's RoPE epilogue), each launch setup (blocks per
+ * multiprocessor 1 to 4; pieces per lane and row in a batch: 4, 8, 16, halved
+ * for the paired SwiGLU rows) and PDL off and on: the time per product from a
+ * CUDA graph of ITERS launches back to back (default 20), each over its own
+ * copy of the weights (the copies span at least 1 GiB, so L2 holds none of them
+ * when it is read), the median of 5 replays after one warm-up. GB/s counts the
+ * weight bytes only (the input and output are a few KB). --quick: the
+ * default setup only (GEMV_BPS, batch_of), PDL on.
+ * The last lines: per product, the default setup's time and bandwidth
+ * and the best setup's. This file includes gemv.cu to reach its
+ * templates (it does not link the library's copy). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/gemv.cu"
+
+#define POOL_BYTES (1ull << 30)
+#define REPLAYS	   5
+
+enum kind { K_QKV, K_O, K_GU, K_DOWN, K_HEAD };
+static const char *kind_name[] = {"qkv", "o", "gate/up", "down", "head"};
+
+struct shape {
+	const char *preset;
+	enum kind kind;
+	uint32_t n, k; /* output columns (gate/up: F), K */
+};
+
+/* dim, qkv rows, ffn, vocab of each preset. */
+static const shape shapes[] = {
+    {"qwen2.5-0.5b", K_QKV, 1152, 896},
+    {"qwen2.5-0.5b", K_O, 896, 896},
+    {"qwen2.5-0.5b", K_GU, 4864, 896},
+    {"qwen2.5-0.5b", K_DOWN, 896, 4864},
+    {"qwen2.5-0.5b", K_HEAD, 151936, 896},
+    {"llama3.2-1b", K_QKV, 3072, 2048},
+    {"llama3.2-1b", K_O, 2048, 2048},
+    {"llama3.2-1b", K_GU, 8192, 2048},
+    {"llama3.2-1b", K_DOWN, 2048, 8192},
+    {"llama3.2-1b", K_HEAD, 128256, 2048},
+    {"llama3-8b", K_QKV, 6144, 4096},
+    {"llama3-8b", K_O, 4096, 4096},
+    {"llama3-8b", K_GU, 14336, 4096},
+    {"llama3-8b", K_DOWN, 4096, 14336},
+    {"llama3-8b", K_HEAD, 128256, 4096},
+};
+
+/* Weight rows of a shape's matrix. */
+static uint64_t w_rows(const shape &s)
+{
+	return s.kind == K_GU ? 2ull * s.n : s.n;
+}
+
+/* Random bf16 in [-1, 1) by a hash of the index (never zeros: they read
+ * faster than data). */
+static __global__ void fill(__nv_bfloat16 *w, uint64_t n, uint32_t seed)
+{
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+	     i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+		uint32_t h = (uint32_t)(i * 2654435761u) ^ seed;
+
+		h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12;
+		w[i] = __float2bfloat16_rn((h >> 8) / 8388608.0f - 1.0f);
+	}
+}
+
+static __global__ void fill_f32(float *x, uint32_t n, float v)
+{
+	for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += gridDim.x * blockDim.x)
+		x[i] = v + (float)(i % 7) * 0.01f;
+}
+
+struct bufs {
+	__nv_bfloat16 *w; /* copies of the matrix, back to back */
+	uint32_t copies;
+	uint16_t *x; /* bf16 input (K) */
+	float *xf, *nw, *y;
+	__nv_bfloat16 *act;
+};
+
+/* One setup of a product: blocks per multiprocessor and P. */
+struct setup {
+	uint32_t bps, p;
+	bool pdl;
+};
+
+/* Launches the shape's variant over copy C with setup U. */
+template <int P>
+static int launch_p(const shape &s, const bufs &b, uint32_t c, const setup &u,
+		    cudaStream_t st)
+{
+	uint64_t bytes = w_rows(s) * s.k * 2;
+	const uint16_t *w = (const uint16_t *)((const char *)b.w + c * bytes);
+	gemv_args a = args(b.x, b.xf, b.nw, 1e-5f, w, s.n, s.k);
+
+	a.y = b.y, a.act = b.act;
+	switch (s.kind) {
+	case K_QKV:
+	case K_HEAD:
+		return launch<1, IN_NORM, OUT_STORE, P>(a, u.bps, u.pdl, st);
+	case K_O:
+	case K_DOWN:
+		return staged(1, s.k)
+			   ? launch<1, IN_STAGED, OUT_ADD, P>(a, u.bps, u.pdl,
+							      st)
+			   : launch<1, IN_BF16, OUT_ADD, P>(a, u.bps, u.pdl,
+							    st);
+	default:
+		return launch<1, IN_NORM, OUT_SWIGLU, P / 2>(a, u.bps, u.pdl,
+							     st);
+	}
+}
+
+static int launch_one(const shape &s, const bufs &b, uint32_t c, const setup &u,
+		      cudaStream_t st)
+{
+	switch (u.p) {
+	case 4:
+		return launch_p<4>(s, b, c, u, st);
+	case 16:
+		return launch_p<16>(s, b, c, u, st);
+	default:
+		return launch_p<8>(s, b, c, u, st);
+	}
+}
+
+/* Microseconds per product: ITERS launches captured, replayed. */
+static double time_setup(const shape &s, const bufs &b, const setup &u,
+			 uint32_t iters, cudaStream_t st)
+{
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t ge = NULL;
+	cudaEvent_t e0, e1;
+	std::vector<float> ms;
+	int err = 0;
+
+	cudaEventCreate(&e0), cudaEventCreate(&e1);
+	if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal))
+		return -1;
+	for (uint32_t i = 0; !err && i < iters; i++)
+		err = launch_one(s, b, i % b.copies, u, st);
+	if (cudaStreamEndCapture(st, &g) || err ||
+	    cudaGraphInstantiate(&ge, g, 0))
+		return -1;
+	for (int r = 0; r <= REPLAYS; r++) {
+		float t = 0;
+
+		cudaEventRecord(e0, st);
+		cudaGraphLaunch(ge, st);
+		cudaEventRecord(e1, st);
+		if (cudaEventSynchronize(e1) ||
+		    cudaEventElapsedTime(&t, e0, e1))
+			return -1;
+		if (r)
+			ms.push_back(t);
+	}
+	std::sort(ms.begin(), ms.end());
+	cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
+	cudaEventDestroy(e0), cudaEventDestroy(e1);
+	return ms[ms.size() / 2] * 1e3 / iters;
+}
+
+static double copy_gbs(void)
+{
+	void *a = NULL, *b = NULL;
+	cudaEvent_t e0, e1;
+	float ms, best = 1e30f;
+
+	cudaMalloc(&a, POOL_BYTES), cudaMalloc(&b, POOL_BYTES);
+	cudaMemset(a, 1, POOL_BYTES);
+	cudaEventCreate(&e0), cudaEventCreate(&e1);
+	for (int i = 0; i < 10; i++) {
+		cudaEventRecord(e0, 0);
+		cudaMemcpy(b, a, POOL_BYTES, cudaMemcpyDeviceToDevice);
+		cudaEventRecord(e1, 0);
+		cudaEventSynchronize(e1);
+		cudaEventElapsedTime(&ms, e0, e1);
+		best = ms < best ? ms : best;
+	}
+	cudaFree(a), cudaFree(b);
+	cudaEventDestroy(e0), cudaEventDestroy(e1);
+	return 2.0 * POOL_BYTES / (best * 1e-3) / 1e9;
+}
+
+static int open_bufs(const shape &s, bufs &b)
+{
+	uint64_t bytes = w_rows(s) * s.k * 2;
+	uint64_t c = (POOL_BYTES + bytes - 1) / bytes;
+
+	b.copies = (uint32_t)(c < 2 ? 2 : c > 64 ? 64 : c);
+	if (cudaMalloc(&b.w, bytes * b.copies) || cudaMalloc(&b.x, s.k * 2) ||
+	    cudaMalloc(&b.xf, s.k * 4) || cudaMalloc(&b.nw, s.k * 4) ||
+	    cudaMalloc(&b.y, s.n * 4ull) || cudaMalloc(&b.act, s.n * 2ull))
+		return -1;
+	fill<<<1024, 256>>>(b.w, bytes / 2 * b.copies, 12345);
+	fill<<<8, 256>>>((__nv_bfloat16 *)b.x, s.k, 777);
+	fill_f32<<<8, 256>>>(b.xf, s.k, 0.5f);
+	fill_f32<<<8, 256>>>(b.nw, s.k, 1.0f);
+	cudaMemset(b.y, 0, s.n * 4ull);
+	return cudaDeviceSynchronize() ? -1 : 0;
+}
+
+static void close_bufs(bufs &b)
+{
+	cudaFree(b.w), cudaFree(b.x), cudaFree(b.xf), cudaFree(b.nw);
+	cudaFree(b.y), cudaFree(b.act);
+}
+
+/* The default setup: what the backend launches. */
+static setup default_setup(void)
+{
+	return setup{GEMV_BPS, batch_of<1, OUT_STORE>(), true};
+}
+
+int main(int argc, char **argv)
+{
+	static const option opts[] = {{"iters", required_argument, NULL, 'i'},
+				      {"quick", no_argument, NULL, 'q'},
+				      {0, 0, 0, 0}};
+	uint32_t iters = 20;
+	bool quick = false;
+	int opt;
+	cudaStream_t st;
+	double bw;
+	std::vector<char> summary;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt == 'i')
+			iters = (uint32_t)strtoul(optarg, NULL, 10);
+		else if (opt == 'q')
+			quick = true;
+		else {
+			fprintf(stderr, "usage: bench_gemv [--iters N] "
+					"[--quick]\n");
+			return 2;
+		}
+	}
+	if (o1_cuda_probe() || !iters) {
+		fprintf(stderr, "bench_gemv: no CUDA device\n");
+		return 1;
+	}
+	cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+	bw = copy_gbs();
+	printf("bench_gemv: copy bandwidth %.0f GB/s, %u multiprocessors, %u "
+	       "launches a graph, median of %d replays\n",
+	       bw, sm_count(), iters, REPLAYS);
+	printf("%-13s %-8s %7s %6s %8s  bps  P pdl %9s %8s %6s\n", "preset",
+	       "product", "N", "K", "MB", "us", "GB/s", "%copy");
+	for (const shape &s : shapes) {
+		bufs b = {};
+		double mb = w_rows(s) * s.k * 2 / 1e6, best = 1e30, dflt = 0;
+		setup bu = default_setup(), d = default_setup();
+		char line[256];
+
+		if (open_bufs(s, b)) {
+			fprintf(stderr, "bench_gemv: cannot allocate\n");
+			return 1;
+		}
+		for (uint32_t bps = 1; bps <= 4; bps++)
+			for (uint32_t p = 4; p <= 16; p *= 2)
+				for (int pdl = 0; pdl < 2; pdl++) {
+					setup u = {bps, p, pdl != 0};
+					bool is_d = bps == d.bps && p == d.p &&
+						    u.pdl == d.pdl;
+					double us;
+
+					if (quick && !is_d)
+						continue;
+					us = time_setup(s, b, u, iters, st);
+					printf("%-13s %-8s %7u %6u %8.1f  %3u "
+					       "%2u %3s %9.2f %8.0f %5.1f%%\n",
+					       s.preset, kind_name[s.kind], s.n,
+					       s.k, mb, bps, p,
+					       pdl ? "on" : "off", us,
+					       mb * 1e3 / us,
+					       100.0 * mb * 1e3 / us / bw);
+					if (us > 0 && us < best)
+						best = us, bu = u;
+					if (is_d)
+						dflt = us;
+				}
+		snprintf(line, sizeof(line),
+			 "SUMMARY %-13s %-8s %8.1f MB: default %8.2f us "
+			 "%5.0f GB/s (%4.1f%%); best bps %u P %2u pdl %-3s "
+			 "%8.2f us %5.0f GB/s\n",
+			 s.preset, kind_name[s.kind], mb, dflt, mb * 1e3 / dflt,
+			 100.0 * mb * 1e3 / dflt / bw, bu.bps, bu.p,
+			 bu.pdl ? "on" : "off", best, mb * 1e3 / best);
+		summary.insert(summary.end(), line, line + strlen(line));
+		close_bufs(b);
+	}
+	fwrite(summary.data(), 1, summary.size(), stdout);
+	return cudaGetLastError() ? 1 : 0;
+}
