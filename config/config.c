@@ -162,7 +162,7 @@ static const struct key keys[] = {
 	U32(sidecar, drain_delay_ms, 0, 3600000, 0, "0"),
 	U32(sidecar, drain_timeout_ms, 0, 86400000, 0, "30000"),
 	U32(sidecar, read_timeout_ms, 100, 3600000, 0, "10000"),
-	U32(sidecar, max_connections_per_address, 0, 65536, 0, "40"),
+	U32(sidecar, max_connections_per_address, 0, 65536, 0, "0"),
 	{"slo", "success_rate", T_DOUBLE, OFF(slo.success_rate), 0, 0, 0,
 	 0.0, 1.0, NULL, 0, "0.99"},
 	U32(slo, p99_ttft_ms, 0, 3600000, 0, "2000"),

@@ -155,7 +155,7 @@ struct o1_config {
 		uint32_t drain_delay_ms;   /* SIGTERM: still accepting */
 		uint32_t drain_timeout_ms; /* then: for requests in flight */
 		uint32_t read_timeout_ms; /* a request's head and body */
-		uint32_t max_connections_per_address; /* 0 = no cap */
+		uint32_t max_connections_per_address; /* 0: max_concurrent + 8 */
 	} sidecar;
 	struct {
 		double success_rate;	    /* finished requests that succeed */

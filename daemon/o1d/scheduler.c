@@ -1022,16 +1022,17 @@ static void schedule_running(struct o1_sched *s, uint32_t *budget)
 	}
 }
 
-/* Whether admission candidate Q of list L at index I goes before BEST:
- * clients below their running share first, then resumed sequences (in
- * order), then new ones of the least-served client (oldest first). */
+/* An admission candidate, as pick() ranks it. */
 struct cand {
 	struct seq *q;
-	bool above; /* its client runs its fair share or more */
-	bool fresh; /* from the waiting list */
-	uint32_t served;
+	bool above;	 /* its client runs its fair share or more */
+	bool fresh;	 /* from the waiting list */
+	uint32_t served; /* its client's admissions so far */
 };
 
+/* Whether A goes before BEST (taken in list order, so the first of equals
+ * wins): clients below their running share first, then resumed sequences
+ * (in order), then new ones of the least-served client (oldest first). */
 static bool better(const struct cand *a, const struct cand *best)
 {
 	if (!best->q)

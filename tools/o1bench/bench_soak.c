@@ -132,7 +132,7 @@ static int soak_parse(int argc, char **argv, struct soak_args *a)
 				.prompts = 8,
 				.kill = 0.1,
 				.seed = 1};
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			soak_usage(stdout);
 			exit(0);
@@ -144,7 +144,6 @@ static int soak_parse(int argc, char **argv, struct soak_args *a)
 		}
 		if (soak_value(a, argv[i], argv[i + 1]))
 			return -EINVAL;
-		i++;
 	}
 	if (!a->socket)
 		a->socket = o1bench_socket;
