@@ -23,6 +23,9 @@ static const char *const o1_error_text[] = {
 	    "model has no tokenizer: send token ids",
 	[O1_E_GRAMMAR - O1_E_BASE] =
 	    "grammar refused, or the output is not allowed by it",
+	[O1_E_STALLED - O1_E_BASE] =
+	    "stream cancelled: the client read none of it for "
+	    "scheduler.stall_timeout_ms",
 };
 _Static_assert(sizeof(o1_error_text) / sizeof(o1_error_text[0]) ==
 		       O1_E_LAST - O1_E_BASE,

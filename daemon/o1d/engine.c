@@ -26,7 +26,6 @@
 #include "metrics/metrics_writer.h"
 
 #define NONE		  UINT32_MAX
-#define BLOCKED_WAIT_NS	  2000000ull   /* sequences wait for a reader */
 #define DRAIN_WAIT_NS	  100000000ull /* wake-ups while draining */
 #define DRAIN_GRACE_NS	  2000000000ull
 #define DRAIN_LINGER_NS	  200000000ull
@@ -162,27 +161,34 @@ static uint32_t take_queue(struct o1_engine *e)
 	return n;
 }
 
-static void engine_wait(struct o1_engine *e, bool busy)
+/* Sleeps after a step that ran nothing, until the front wakes the engine
+ * (a submission, a cancel, a reader that made room: kicked, so a wake-up
+ * that came before the sleep is not lost), the scheduler's next stall
+ * deadline (WAKE_NS, 0: none) or, while draining, DRAIN_WAIT_NS. No
+ * periodic retry: nothing else can make a blocked sequence runnable. */
+static void engine_wait(struct o1_engine *e, uint64_t wake_ns)
 {
 	struct timespec ts;
-	uint64_t wait = 0;
+	uint64_t wait = 0, now = o1_engine_now_ns();
 
 	pthread_mutex_lock(&e->lock);
-	if (!e->stop && !e->q_n && !e->lim_changed) {
-		if (busy)
-			wait = BLOCKED_WAIT_NS;
+	if (!e->stop && !e->q_n && !e->lim_changed && !e->kicked) {
+		if (wake_ns)
+			wait = wake_ns > now ? wake_ns - now : 1;
 		if (e->drain_deadline_ns && (!wait || wait > DRAIN_WAIT_NS))
 			wait = DRAIN_WAIT_NS;
 		if (!wait) {
 			pthread_cond_wait(&e->cond, &e->lock);
 		} else {
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += (long)wait;
+			ts.tv_sec += (time_t)(wait / 1000000000ull);
+			ts.tv_nsec += (long)(wait % 1000000000ull);
 			ts.tv_sec += ts.tv_nsec / 1000000000;
 			ts.tv_nsec %= 1000000000;
 			pthread_cond_timedwait(&e->cond, &e->lock, &ts);
 		}
 	}
+	e->kicked = false;
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -259,6 +265,7 @@ static void *engine_main(void *arg)
 
 	while (!stop) {
 		uint32_t added = take_queue(e);
+		uint32_t held = o1_sched_active(e->sched);
 		bool passed;
 		uint64_t d = deadline(e, &passed);
 		int n;
@@ -273,10 +280,11 @@ static void *engine_main(void *arg)
 			o1_faults_tick(e->o.faults);
 		n = o1_sched_step(e->sched);
 		publish(e);
-		if (n || added || d)
+		/* a FINAL without a step: a cancel, a stalled reader */
+		if (n || added || d || o1_sched_active(e->sched) != held)
 			o1_ipc_server_kick(e->srv);
 		if (!n)
-			engine_wait(e, o1_sched_active(e->sched) > 0);
+			engine_wait(e, o1_sched_wake_ns(e->sched));
 		pthread_mutex_lock(&e->lock);
 		stop = e->stop;
 		pthread_mutex_unlock(&e->lock);
@@ -318,6 +326,7 @@ void o1_engine_stop(struct o1_engine *e)
 static void wake_engine(struct o1_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
+	e->kicked = true;
 	pthread_cond_signal(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 }

@@ -9,7 +9,8 @@
  *   slot once its FINAL is consumed.
  * - engine thread: takes queued slots, runs o1_sched_step in a loop, and
  *   calls o1_ipc_server_kick after producing events; it sleeps on the
- *   condvar when nothing can run (with a short timeout while sequences
+ *   condvar when nothing can run (until the front wakes it or the
+ *   scheduler's next stall deadline: no periodic retry while sequences
  *   wait for a client to read: backpressure).
  * - lock guards the queue, the stop/drain fields and the published stats.
  * Drain (SIGTERM): submissions are refused by the ipc layer, in-flight

@@ -59,6 +59,7 @@ struct o1_engine {
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
+	bool kicked; /* the front woke the engine since its last sleep */
 	uint32_t *queue; /* n_slots entries, ring */
 	uint32_t q_head, q_n;
 	uint64_t drain_deadline_ns; /* 0: none */

@@ -674,6 +674,9 @@ static int create_engine(struct o1d *d)
 		    .max_refine_steps = c->refine.max_steps,
 		    .refine_threshold = (float)c->refine.confidence_threshold,
 		    .sampler_threads = c->scheduler.sampler_threads,
+		    .max_running_per_client =
+			c->scheduler.max_running_per_client,
+		    .stall_timeout_ms = c->scheduler.stall_timeout_ms,
 		    .sample_in_backend = o1_backend_can_sample(d->backend),
 		    .sample_pens =
 			o1_backend_config(d->backend)->max_sample_pens,
@@ -859,6 +862,11 @@ static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
 		report_add(l, cap, "metrics");
 	if (memcmp(&c->grammar, &o->grammar, sizeof(c->grammar)))
 		report_add(l, cap, "grammar");
+	if (c->scheduler.max_running_per_client !=
+	    o->scheduler.max_running_per_client)
+		report_add(l, cap, "scheduler.max_running_per_client");
+	if (c->scheduler.stall_timeout_ms != o->scheduler.stall_timeout_ms)
+		report_add(l, cap, "scheduler.stall_timeout_ms");
 	if (l[0])
 		o1_warn("reload: %s changed but need a restart; not reloaded",
 			l);

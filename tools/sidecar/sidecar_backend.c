@@ -336,6 +336,8 @@ int o1_sidecar_gen_next(struct o1_sidecar_gen *g, struct o1_event *ev)
 		g->got_event = true;
 		if (ev->type == O1_EVENT_TOKEN && !g->t_first_ns)
 			g->t_first_ns = o1_sidecar_now_ns();
+		if (ev->type == O1_EVENT_TOKEN)
+			g->streamed_tokens += ev->n_ids;
 		if (ev->type == O1_EVENT_FINAL) {
 			g->finished = true;
 			g->prompt_tokens = ev->prompt_tokens;

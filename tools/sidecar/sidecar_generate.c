@@ -131,7 +131,9 @@ static void run_free(struct run *r)
 		atomic_fetch_sub(&r->c->h->running, 1);
 	r->c->log.t_first_ns = r->gen.t_first_ns;
 	r->c->log.prompt_tokens = r->gen.prompt_tokens;
-	r->c->log.completion_tokens = r->gen.generated_tokens;
+	r->c->log.completion_tokens = r->gen.finished
+					  ? r->gen.generated_tokens
+					  : r->gen.streamed_tokens;
 	if (r->out.finish)
 		r->c->log.finish = r->out.finish;
 	o1_sidecar_conn_put(r->c);

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sidecar_input.h"
 #include "sidecar_request.h"
 #include "sidecar_format.h"
 
@@ -468,6 +469,9 @@ int o1_sidecar_request_parse(const char *body, size_t len,
 	req->kind = kind;
 	req->sampling.sz = sizeof(req->sampling);
 	req->sampling.temperature = 1;
+	if (o1_sidecar_body_check(body, len, err->message,
+				  sizeof(err->message)))
+		return -EINVAL;
 	root = cJSON_ParseWithLength(body, len);
 	if (!root)
 		return bad(err, "", "the body (%zu bytes) is not valid JSON",
