@@ -13,6 +13,13 @@
 _Static_assert(O1_CLIENT_E_CONTEXT == -O1_E_CONTEXT, "o1_client_check");
 _Static_assert(O1_CLIENT_E_BOUNDS == -O1_E_BOUNDS, "o1_client_check");
 _Static_assert(O1_CLIENT_E_NO_TOKENIZER == -O1_E_NO_TOKENIZER, "client.h");
+_Static_assert(O1_CLIENT_E_GRAMMAR == -O1_E_GRAMMAR, "client.h");
+_Static_assert((int)O1_GRAMMAR_TYPE_TEXT == (int)O1_GRAMMAR_GBNF &&
+		   (int)O1_GRAMMAR_TYPE_JSON_SCHEMA ==
+		       (int)O1_GRAMMAR_JSON_SCHEMA &&
+		   (int)O1_GRAMMAR_TYPE_JSON_OBJECT ==
+		       (int)O1_GRAMMAR_JSON_OBJECT,
+	       "grammar types are the wire's kinds");
 
 int o1_client_limits(const struct o1_client *c, struct o1_client_limits *out)
 {
@@ -27,6 +34,7 @@ int o1_client_limits(const struct o1_client *c, struct o1_client_limits *out)
 	l.max_tokens = c->w.max_tokens;
 	l.max_inflight = c->w.max_inflight;
 	l.vocab_size = c->w.vocab_size;
+	l.max_grammar_bytes = c->w.max_grammar_bytes;
 	memcpy(out, &l, out->sz < sizeof(l) ? out->sz : sizeof(l));
 	return 0;
 }
@@ -85,6 +93,30 @@ static int check_values(const struct o1_client *c,
 	return 0;
 }
 
+/* The grammar of O (fields past o->sz read as 0, see o1_client_check):
+ * its bytes against the daemon's limit. */
+static int check_grammar(const struct o1_client *c,
+			 const struct o1_submit_opts *o,
+			 struct o1_client_refusal *why)
+{
+	uint32_t max = c->w.max_grammar_bytes;
+
+	if (o->grammar_type == O1_GRAMMAR_TYPE_NONE)
+		return 0;
+	if (o->grammar_type > O1_GRAMMAR_TYPE_JSON_OBJECT ||
+	    (o->grammar_type == O1_GRAMMAR_TYPE_JSON_OBJECT) !=
+		(!o->grammar && !o->grammar_len) ||
+	    (o->grammar_len && !o->grammar))
+		return o1_client_fail(O1_CLIENT_E_GRAMMAR,
+				      "grammar_type %u with %zu bytes at %s",
+				      o->grammar_type, o->grammar_len,
+				      o->grammar ? "grammar" : "NULL");
+	if (!max || o->grammar_len > max)
+		return refuse(why, O1_CLIENT_E_BOUNDS, "grammar",
+			      o->grammar_len, max);
+	return 0;
+}
+
 static const char *unit(const char *field, const struct o1_submit_opts *o)
 {
 	if (!strcmp(field, "prompt"))
@@ -93,22 +125,31 @@ static const char *unit(const char *field, const struct o1_submit_opts *o)
 		return "tokens (the context)";
 	if (!strcmp(field, "top_k"))
 		return "(the vocabulary size)";
+	if (!strcmp(field, "grammar"))
+		return "bytes (0: it takes no grammars)";
 	return "(the largest token id)";
 }
 
-int o1_client_check(const struct o1_client *c, const struct o1_submit_opts *o,
+int o1_client_check(const struct o1_client *c, const struct o1_submit_opts *in,
 		    struct o1_client_refusal *why)
 {
 	struct o1_client_refusal r = {.sz = sizeof(r)};
+	struct o1_submit_opts full = {0}, *o = &full;
 	int ret;
 
-	if (!c || !o || o->sz < offsetof(struct o1_submit_opts, sampling))
+	if (!c || !in || in->sz < offsetof(struct o1_submit_opts, sampling))
 		return o1_client_fail(-EINVAL, "bad submit options");
 	if (!c->base)
 		return o1_client_fail(-ECONNRESET, "not connected");
+	/* a caller built against an older header has a shorter struct */
+	memcpy(&full, in, in->sz < sizeof(full) ? in->sz : sizeof(full));
 	ret = check_prompt(c, o, &r);
 	if (!ret)
 		ret = check_values(c, o, &r);
+	if (!ret)
+		ret = check_grammar(c, o, &r);
+	if (ret == O1_CLIENT_E_GRAMMAR)
+		return ret;
 	if (!ret)
 		return 0;
 	if (why && why->sz >= sizeof(why->sz)) {

@@ -132,12 +132,13 @@ static int stops_bytes(const struct o1_submit_opts *o, uint32_t *out)
 	return 0;
 }
 
-/* Writes prompt, stop ids and stop strings into one arena block. */
+/* Writes prompt, stop ids, stop strings and grammar into one arena
+ * block (o1_client_check has checked the grammar). */
 static int write_data(struct o1_client *c, const struct o1_submit_opts *o,
 		      struct o1_wire_submit *s)
 {
 	uint64_t pb = o->text ? o->text_len : o->n_ids * 4ull;
-	uint64_t ib = o->n_stop_ids * 4ull, total;
+	uint64_t ib = o->n_stop_ids * 4ull, gb = o->grammar_len, total;
 	uint32_t sb = 0;
 	int64_t off;
 	uint8_t *a;
@@ -145,7 +146,7 @@ static int write_data(struct o1_client *c, const struct o1_submit_opts *o,
 
 	if (ret)
 		return ret;
-	total = ((pb + 3) & ~3ull) + ib + sb;
+	total = ((pb + 3) & ~3ull) + ib + sb + gb;
 	if (total > c->l.arena_bytes)
 		return o1_client_fail(-E2BIG,
 				      "request needs %llu arena bytes, "
@@ -173,7 +174,22 @@ static int write_data(struct o1_client *c, const struct o1_submit_opts *o,
 		memcpy(a + off, o->stop_strings[i], len);
 		off += len;
 	}
+	if (gb) {
+		s->grammar_off = (uint32_t)off;
+		memcpy(a + off, o->grammar, gb);
+	}
 	return 0;
+}
+
+/* The grammar fields of the entry (its bytes: write_data). */
+static void fill_grammar(struct o1_wire_submit *s,
+			 const struct o1_submit_opts *o)
+{
+	if (o->grammar_type == O1_GRAMMAR_TYPE_NONE)
+		return;
+	s->flags |= O1_SUBMIT_GRAMMAR;
+	s->grammar_kind = (uint8_t)o->grammar_type;
+	s->grammar_len = (uint32_t)o->grammar_len;
 }
 
 int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
@@ -192,12 +208,14 @@ int o1_client_submit(struct o1_client *c, const struct o1_submit_opts *in)
 	tmp.submit.op = O1_OP_SUBMIT;
 	tmp.submit.prompt_kind = o.text ? O1_PROMPT_TEXT : O1_PROMPT_IDS;
 	tmp.submit.prompt_len = (uint32_t)(o.text ? o.text_len : o.n_ids);
-	tmp.submit.flags = (uint16_t)o.flags;
+	/* O1_SUBMIT_GRAMMAR follows grammar_type (fill_grammar) */
+	tmp.submit.flags = (uint16_t)(o.flags & ~(uint32_t)O1_SUBMIT_GRAMMAR);
 	tmp.submit.max_tokens = o.max_tokens ? o.max_tokens : 256;
 	tmp.submit.req_id = o.req_id;
 	tmp.submit.n_stop_ids = (uint32_t)o.n_stop_ids;
 	tmp.submit.refine_steps = o.refine_steps;
 	fill_sampling(&tmp.submit, o.sampling);
+	fill_grammar(&tmp.submit, &o);
 	if (!c->base)
 		return o1_client_fail(-ECONNRESET, "not connected");
 	ret = o1_client_check(c, &o, NULL);
@@ -449,6 +467,8 @@ int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
 		ret = 0;
 		if (ev.req_id != o->req_id)
 			continue;
+		if (ev.type == O1_EVENT_ERROR) /* why the FINAL fails */
+			o1_client_fail(ev.error, "%s", ev.message);
 		if (ev.type == O1_EVENT_FINAL) {
 			*final = ev;
 			return 0;

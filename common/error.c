@@ -21,7 +21,11 @@ static const char *const o1_error_text[] = {
 	[O1_E_NO_DEVOUT - O1_E_BASE] = "no device output area",
 	[O1_E_NO_TOKENIZER - O1_E_BASE] =
 	    "model has no tokenizer: send token ids",
-	[O1_E_GRAMMAR - O1_E_BASE] = "not allowed by the grammar",
+	[O1_E_GRAMMAR - O1_E_BASE] =
+	    "grammar refused, or the output is not allowed by it",
+	[O1_E_STALLED - O1_E_BASE] =
+	    "stream cancelled: the client read none of it for "
+	    "scheduler.stall_timeout_ms",
 };
 _Static_assert(sizeof(o1_error_text) / sizeof(o1_error_text[0]) ==
 		       O1_E_LAST - O1_E_BASE,

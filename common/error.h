@@ -24,7 +24,8 @@ enum o1_error {
 	O1_E_TOKENIZER,   /* text cannot be tokenized as asked */
 	O1_E_NO_DEVOUT,   /* no device output area (CPU backend, off, taken) */
 	O1_E_NO_TOKENIZER, /* a text prompt to a model without a tokenizer */
-	O1_E_GRAMMAR,      /* output not allowed by the request's grammar */
+	O1_E_GRAMMAR,      /* a request's grammar refused, or it allows no token */
+	O1_E_STALLED,     /* the client read nothing of a stream for too long */
 	O1_E_LAST,
 };
 

@@ -103,12 +103,20 @@ struct o1_config {
 		uint32_t max_running;
 		uint32_t prefill_chunk_tokens;
 		uint32_t sampler_threads; /* 0 = min(online CPUs, 8) */
+		uint32_t max_running_per_client; /* 0 = fair share only */
+		uint32_t stall_timeout_ms;	  /* 0 = never */
 	} scheduler;
 	struct {
 		uint32_t max_steps;	     /* refine_steps bound; 0 = off */
 		double confidence_threshold; /* mean logprob that ends it */
 		char review_template[O1_CONFIG_PATH_MAX]; /* "" = built-in */
 	} refine;
+	struct {
+		uint32_t max_bytes;	/* grammar bytes a request may carry */
+		uint32_t cache_entries; /* compiled grammars kept */
+		uint32_t cache_mb;	/* their memory, MiB */
+		uint32_t threads;	/* compile threads */
+	} grammar;
 	struct {
 		bool enabled;
 		struct o1_config_list buckets; /* batch sizes, ascending */
@@ -155,6 +163,8 @@ struct o1_config {
 		uint32_t idle_timeout_s;     /* idle HTTP connection */
 		uint32_t drain_delay_ms;   /* SIGTERM: still accepting */
 		uint32_t drain_timeout_ms; /* then: for requests in flight */
+		uint32_t read_timeout_ms; /* a request's head and body */
+		uint32_t max_connections_per_address; /* 0: max_concurrent + 8 */
 	} sidecar;
 	struct {
 		double success_rate;	    /* finished requests that succeed */

@@ -109,13 +109,17 @@ static __device__ float warp_sum(float v)
 	return v;
 }
 
-/* Elements (K and V words) of a tile a thread loads before it stores any.
- * 8 held 80 registers a thread, and a block of 32 warps (Hq/Hkv = 32) then
- * asks for more than the multiprocessor's 64K: the launch failed. 6 keeps
- * the kernel within 64 registers at no spill, which ATT_MAX_THREADS'
- * launch bound holds the compiler to. */
-#define ATT_LOADS	6
-#define ATT_MAX_THREADS 1024 /* 32 query heads per kv head, a warp each */
+/* Elements (K and V words) of a tile a thread loads before it stores any:
+ * ATT_LOADS for blocks of up to ATT_WIDE_THREADS (16 query heads per kv
+ * head, every model of the presets), held in 76 registers a thread. A
+ * block of 32 warps (Hq/Hkv = 32) cannot have 80 (more than the
+ * multiprocessor's 64K registers: the launch fails), so wider groups take
+ * ATT_LOADS_WIDE, which fits 64 registers with no spill under its launch
+ * bound. */
+#define ATT_LOADS	     8
+#define ATT_LOADS_WIDE	     6
+#define ATT_WIDE_THREADS     512
+#define ATT_MAX_THREADS	     1024 /* 32 query heads per kv head */
 
 /* Element offsets of positions [t0, t0 + n) of kv head KVH (one per
  * position, from the block table) into off, by the first N threads; the
@@ -135,6 +139,7 @@ static __device__ void tile_rows(uint64_t *off, const uint32_t *table,
  * conflicts) and V into vs (n, D/2 words), rows at OFF: each thread issues
  * up to ATT_LOADS K and V loads, then stores them (independent loads in
  * flight, not one position's chain at a time). */
+template <int LOADS>
 static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
 				 const __nv_bfloat16 *kc,
 				 const __nv_bfloat16 *vc, const uint64_t *off,
@@ -142,11 +147,11 @@ static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
 {
 	uint32_t w = a.d / 2, words = n * w;
 
-	for (uint32_t e = threadIdx.x; e < words; e += ATT_LOADS * blockDim.x) {
-		__nv_bfloat162 kw[ATT_LOADS], vw[ATT_LOADS];
+	for (uint32_t e = threadIdx.x; e < words; e += LOADS * blockDim.x) {
+		__nv_bfloat162 kw[LOADS], vw[LOADS];
 
 #pragma unroll
-		for (int i = 0; i < ATT_LOADS; i++) {
+		for (int i = 0; i < LOADS; i++) {
 			uint32_t f = e + i * blockDim.x, jj = f / w;
 
 			if (f < words) {
@@ -158,7 +163,7 @@ static __device__ void load_tile(__nv_bfloat162 *ks, __nv_bfloat162 *vs,
 			}
 		}
 #pragma unroll
-		for (int i = 0; i < ATT_LOADS; i++) {
+		for (int i = 0; i < LOADS; i++) {
 			uint32_t f = e + i * blockDim.x, jj = f / w;
 
 			if (f < words) {
@@ -297,9 +302,10 @@ static __device__ void merge_if_last(__nv_bfloat16 *out, const float *scratch,
 /* out (T,Hq,D) bf16 or scratch partials; q (T,Hq,D) f32; k/v caches
  * (pages,Hkv,P,D) bf16. Block (row, kv head, split), one warp per query
  * head of the group. Shared: q (G,D) f32, K tile, V tile. */
-static __global__ void __launch_bounds__(ATT_MAX_THREADS) attend(__nv_bfloat16 *out, float *scratch,
-			      const float *q, const __nv_bfloat16 *kc,
-			      const __nv_bfloat16 *vc, att_dev a)
+template <int LOADS, int MAX_THREADS>
+static __global__ void __launch_bounds__(MAX_THREADS)
+    attend(__nv_bfloat16 *out, float *scratch, const float *q,
+	   const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, att_dev a)
 {
 	extern __shared__ __align__(16) float smem[];
 	uint32_t row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
@@ -329,7 +335,7 @@ static __global__ void __launch_bounds__(ATT_MAX_THREADS) attend(__nv_bfloat16 *
 		tile_rows(off, a.tables + (size_t)s * a.max_blocks, a, kvh, t0,
 			  n);
 		__syncthreads();
-		load_tile(ks, vs, kc, vc, off, a, n);
+		load_tile<LOADS>(ks, vs, kc, vc, off, a, n);
 		__syncthreads();
 		attend_tile(st, qs + warp * a.d, ks, (__nv_bfloat16 *)vs, a, n);
 	}
@@ -397,15 +403,20 @@ static int launch(__nv_bfloat16 *out, const float *q, const __nv_bfloat16 *kc,
 	size_t smem = ATT_TILE * sizeof(uint64_t) + g * a.d * sizeof(float) +
 		      ATT_TILE * (a.d + 2 + a.d) * sizeof(__nv_bfloat16) +
 		      sizeof(uint32_t);
+	void (*kernel)(__nv_bfloat16 *, float *, const float *,
+		       const __nv_bfloat16 *, const __nv_bfloat16 *, att_dev) =
+	    g * 32 > ATT_WIDE_THREADS
+		? attend<ATT_LOADS_WIDE, ATT_MAX_THREADS>
+		: attend<ATT_LOADS, ATT_WIDE_THREADS>;
 	int err = 0;
 
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-		    attend, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		    kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 		    (int)smem));
 	if (err)
 		return err;
-	return O1_CUDA_LAUNCH("attention", attend,
+	return O1_CUDA_LAUNCH("attention", kernel,
 			      dim3(rows, a.hkv, a.n_splits), dim3(g * 32), smem,
 			      stream, pdl, out, scratch, q, kc, vc, a);
 }

@@ -7,8 +7,9 @@
  * TYPE (quant.h; K whole blocks), LDY >= N the output's row stride (the
  * kernel fills columns [0, N) of a wider output). Each x row is widened to
  * f32 and multiplied with o1_matmul_q_cpu, so the reference is matmul_q.h's
- * arithmetic; the device sums in another order (gemv_q.cu), so the two
- * agree within f32 summation error: |gpu - cpu| <= K * 2^-24 * sum |x w|
+ * arithmetic; the device sums in another order and multiplies a block's
+ * scale into a sum of its integer products (gemv_q.cu), so the two agree
+ * within f32 summation error: |gpu - cpu| <= K * 2^-24 * sum |x w|
  * at worst, ~sqrt(K) * 2^-24 * sum |x w| in practice. For tests: it
  * allocates a row of f32 per call.
  */

@@ -226,6 +226,13 @@ int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
 		   uint32_t ldy, bool pdl, cudaStream_t stream);
 
+/* gemv_q.cu: act (M,F) bf16 = swiglu of o1_gemv_q_cuda's (M, 2F) output
+ * over w (2F rows: gate, then up; one TYPE), as o1_swiglu_cuda computes
+ * it, bit for bit, in one kernel. Operands as o1_gemv_q_cuda's. */
+int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
+			  enum o1_quant_type type, uint32_t m, uint32_t f,
+			  uint32_t k, bool pdl, cudaStream_t stream);
+
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */
 int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,

@@ -12,6 +12,9 @@
  *   Q6_K        of super-block u / 8, half h = (u % 8) / 4 and group
  *               g = u % 4: ql nibbles of 32 bytes, 2 bits of qh each, two
  *               scales (one per 16 elements).
+ * qd_head and qd_octet decode the same unit 8 elements at a time, the
+ * scale kept apart (the decode product's inner loop, which cannot hold 32
+ * values in registers and multiplies by the scale once per octets).
  * Blocks of 34, 18 and 210 bytes sit at 2-byte alignment only, so their
  * bytes are read as 16-bit words; Q4_K (144 bytes) at 16. Loads are plain:
  * callers pass rows of a weight matrix, which no kernel writes.
@@ -162,6 +165,161 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 			lo = g < 2 ? lo & 0xf : lo >> 4;
 			q = (int)(lo | (((hi >> (2 * g)) & 3) << 4)) - 32;
 			v[e] = __fmul_rn(e < 16 ? d0 : d1, (float)q);
+		}
+	}
+}
+
+/* A unit's scales and byte pointers (qd_head), for decoding it 8 elements
+ * at a time (qd_octet) with few registers live. Element e of octet o is
+ * qd_unit's value (quant.h's) as the exact product v[e] * qd_scale(h, o):
+ * for Q8_0, Q4_0 and Q6_K v is the small integer (|v| <= 128, so v times
+ * a bf16 is exact in f32) and the scale the block's (Q6_K: the 16
+ * elements'); for Q4_K v is the value itself (its min is not a factor)
+ * and the scale 1. */
+struct qd_unit_head {
+	const uint8_t *q;  /* Q8_0/Q4_0: the quants; K types: ql / nibbles */
+	const uint8_t *qh; /* Q6_K: the 2-bit highs */
+	float d, d1, m;	   /* scale (Q6_K: elements < 16, d1 the others),
+			      Q4_K's min */
+	uint32_t sel;	   /* Q4_K: nibble (s % 2); Q6_K: group g */
+};
+
+template <int TYPE>
+static __device__ __forceinline__ qd_unit_head qd_head(const uint8_t *row,
+						       uint32_t u)
+{
+	qd_unit_head h = {};
+
+	if constexpr (TYPE == O1_QUANT_Q8_0) {
+		const uint8_t *blk = row + (size_t)u * O1_QUANT_Q8_0_BYTES;
+
+		h.d = qd_f16(qd_u16(blk));
+		h.q = blk + 2;
+	} else if constexpr (TYPE == O1_QUANT_Q4_0) {
+		const uint8_t *blk = row + (size_t)u * O1_QUANT_Q4_0_BYTES;
+
+		h.d = qd_f16(qd_u16(blk));
+		h.q = blk + 2;
+	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
+		const uint8_t *blk =
+		    row + (size_t)(u / 8) * O1_QUANT_Q4_K_BYTES;
+		uint32_t s = u % 8, sc, mn;
+		uint32_t dd = *(const uint32_t *)blk;
+		const uint8_t *x = blk + 4;
+
+		if (s < 4) {
+			sc = x[s] & 63;
+			mn = x[s + 4] & 63;
+		} else {
+			sc = (x[s + 4] & 0xf) | ((x[s - 4] >> 6) << 4);
+			mn = (x[s + 4] >> 4) | ((x[s] >> 6) << 4);
+		}
+		h.d = __fmul_rn(qd_f16(dd & 0xffff), (float)sc);
+		h.m = __fmul_rn(qd_f16(dd >> 16), (float)mn);
+		h.q = blk + 16 + 32 * (s / 2);
+		h.sel = s % 2;
+	} else {
+		const uint8_t *blk =
+		    row + (size_t)(u / 8) * O1_QUANT_Q6_K_BYTES;
+		uint32_t hf = (u % 8) / 4, g = u % 4;
+		const int8_t *sc =
+		    (const int8_t *)(blk + 192) + 8 * hf + 2 * g;
+		float d = qd_f16(qd_u16(blk + 208));
+
+		h.d = __fmul_rn(d, (float)sc[0]);
+		h.d1 = __fmul_rn(d, (float)sc[1]);
+		h.q = blk + 64 * hf + 32 * (g % 2);
+		h.qh = blk + 128 + 32 * hf;
+		h.sel = g;
+	}
+	return h;
+}
+
+/* The small integer I (0 <= I < 2^23) plus 2^23 as f32 bits, so that
+ * subtracting a constant gives an integer's value exactly: one logic op
+ * and one add instead of a conversion (a quarter-rate instruction). */
+static __device__ __forceinline__ float qd_magic(uint32_t i)
+{
+	return __uint_as_float(0x4b000000u | i);
+}
+
+/* 8 bytes at P (2-byte aligned) as two words. */
+static __device__ __forceinline__ void qd_load8(const uint8_t *p,
+						uint32_t (&b)[2])
+{
+	b[0] = qd_u16(p) | (qd_u16(p + 2) << 16);
+	b[1] = qd_u16(p + 4) | (qd_u16(p + 6) << 16);
+}
+
+static __device__ __forceinline__ uint32_t qd_byte8(const uint32_t (&b)[2],
+						    int i)
+{
+	return (b[i / 4] >> (8 * (i % 4))) & 0xff;
+}
+
+/* The factor of octet O's V (qd_octet). */
+template <int TYPE>
+static __device__ __forceinline__ float qd_scale(const qd_unit_head &h, int o)
+{
+	if constexpr (TYPE == O1_QUANT_Q4_K)
+		return 1.0f;
+	else if constexpr (TYPE == O1_QUANT_Q6_K)
+		return o < 2 ? h.d : h.d1;
+	else
+		return h.d;
+}
+
+/* Elements [8 O, 8 O + 8) of the unit H describes, into V (times
+ * qd_scale(H, O)). */
+template <int TYPE>
+static __device__ __forceinline__ void qd_octet(const qd_unit_head &h, int o,
+						float (&v)[8])
+{
+	uint32_t b[2];
+
+	if constexpr (TYPE == O1_QUANT_Q8_0) {
+		qd_load8(h.q + 8 * o, b);
+#pragma unroll
+		for (int e = 0; e < 8; e++)
+			v[e] = __fsub_rn(qd_magic(qd_byte8(b, e) ^ 0x80),
+					 8388736.0f); /* 2^23 + 128 */
+	} else if constexpr (TYPE == O1_QUANT_Q4_0) {
+		/* elements < 16: low nibbles of bytes 0..15, then high */
+		qd_load8(h.q + 8 * (o % 2), b);
+#pragma unroll
+		for (int e = 0; e < 8; e++) {
+			uint32_t q = qd_byte8(b, e);
+
+			q = o < 2 ? q & 0xf : q >> 4;
+			v[e] = __fsub_rn(qd_magic(q),
+					 8388616.0f); /* 2^23 + 8 */
+		}
+	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
+		qd_load8(h.q + 8 * o, b);
+#pragma unroll
+		for (int e = 0; e < 8; e++) {
+			uint32_t q = qd_byte8(b, e);
+
+			q = h.sel ? q >> 4 : q & 0xf;
+			v[e] = __fsub_rn(
+			    __fmul_rn(h.d,
+				      __fsub_rn(qd_magic(q), 8388608.0f)),
+			    h.m);
+		}
+	} else {
+		uint32_t hb[2];
+
+		qd_load8(h.q + 8 * o, b);
+		qd_load8(h.qh + 8 * o, hb);
+#pragma unroll
+		for (int e = 0; e < 8; e++) {
+			uint32_t lo = qd_byte8(b, e), hi = qd_byte8(hb, e);
+			uint32_t q;
+
+			lo = h.sel < 2 ? lo & 0xf : lo >> 4;
+			q = lo | (((hi >> (2 * h.sel)) & 3) << 4);
+			v[e] = __fsub_rn(qd_magic(q),
+					 8388640.0f); /* 2^23 + 32 */
 		}
 	}
 }

@@ -158,10 +158,12 @@ enum o1_metrics_fail o1_metrics_fail_reason(int err)
 	case O1_E_PROTOCOL:
 	case O1_E_UNSUPPORTED:
 	case O1_E_NO_DEVOUT: /* asked for what its connection lacks */
+	case O1_E_GRAMMAR:   /* its grammar refused, or a dead end */
 		return O1_METRICS_FAIL_INVALID;
 	case O1_E_CONTEXT:
 		return O1_METRICS_FAIL_CONTEXT;
 	case O1_E_QUOTA:
+	case O1_E_STALLED: /* a per-client limit: how long it may not read */
 		return O1_METRICS_FAIL_QUOTA;
 	case O1_E_TOKENIZER:
 	case O1_E_NO_TOKENIZER:

@@ -97,12 +97,42 @@ static int check_stops(const struct o1_wire_submit *s,
 	return 0;
 }
 
+/* The grammar of an O1_SUBMIT_GRAMMAR request, or zeros without one. A
+ * grammar this daemon cannot take, or one longer than it takes, is the
+ * request's own mistake ("grammar", "grammar_len"); fields set without
+ * the flag or a kind out of range break the protocol. */
+static int check_grammar(const struct o1_wire_submit *s,
+			 const struct o1_wire_limits *lim, const char **why)
+{
+	if (!(s->flags & O1_SUBMIT_GRAMMAR)) {
+		if (s->grammar_off || s->grammar_len || s->grammar_kind)
+			return fail(O1_E_PROTOCOL, "grammar_kind", why);
+		return 0;
+	}
+	if (s->grammar_kind == O1_GRAMMAR_NONE ||
+	    s->grammar_kind >= O1_GRAMMAR_KIND_COUNT)
+		return fail(O1_E_FORMAT, "grammar_kind", why);
+	if (!lim->max_grammar_bytes)
+		return fail(O1_E_UNSUPPORTED, "grammar", why);
+	if ((s->grammar_kind == O1_GRAMMAR_JSON_OBJECT) != (s->grammar_len == 0))
+		return fail(O1_E_BOUNDS, "grammar_len", why);
+	if (s->grammar_len > lim->max_grammar_bytes)
+		return fail(O1_E_BOUNDS, "grammar_len", why);
+	if (s->grammar_len &&
+	    !in_arena(s->grammar_off, s->grammar_len, lim->arena_bytes))
+		return fail(O1_E_BOUNDS, "grammar_off", why);
+	if (!s->grammar_len && s->grammar_off)
+		return fail(O1_E_PROTOCOL, "grammar_off", why);
+	return 0;
+}
+
 static int decode_submit(const struct o1_wire_submit *s,
 			 const struct o1_wire_limits *lim, const char **why)
 {
 	int ret;
 
-	if (!all_zero(s->pad, sizeof(s->pad)))
+	if (!all_zero(s->pad, sizeof(s->pad)) ||
+	    !all_zero(s->pad1, sizeof(s->pad1)))
 		return fail(O1_E_PROTOCOL, "pad", why);
 	if (s->flags & ~O1_SUBMIT_FLAGS_ALL)
 		return fail(O1_E_PROTOCOL, "flags", why);
@@ -122,6 +152,8 @@ static int decode_submit(const struct o1_wire_submit *s,
 	ret = check_prompt(s, lim, why);
 	if (!ret)
 		ret = check_stops(s, lim, why);
+	if (!ret)
+		ret = check_grammar(s, lim, why);
 	if (!ret)
 		ret = check_sampling(s, why);
 	return ret;

@@ -30,14 +30,24 @@
  * IPC memory and event handles, the ring geometry) or why there is none.
  * SUBMIT may set O1_SUBMIT_DEVICE_LOGITS; each TOKEN of such a request
  * carries one id and, with O1_TOKEN_DEVICE, dev_seq (was pad1): the ring
- * sequence number of the row holding that token's logits. */
+ * sequence number of the row holding that token's logits.
+ *
+ * Version 5: structured output. SUBMIT may set O1_SUBMIT_GRAMMAR and
+ * name grammar_len bytes at grammar_off in the arena (taken from the
+ * padding): grammar text (O1_GRAMMAR_GBNF), a JSON Schema
+ * (O1_GRAMMAR_JSON_SCHEMA), or nothing for any JSON object
+ * (O1_GRAMMAR_JSON_OBJECT), at most the welcome's max_grammar_bytes (0:
+ * this daemon takes no grammars). The daemon copies the bytes out with
+ * the prompt; a grammar that does not compile fails its request alone
+ * with an ERROR event carrying the compiler's message (req_id set) and a
+ * FINAL with -O1_E_GRAMMAR. */
 #ifndef O1_WIRE_H
 #define O1_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define O1_WIRE_VERSION	     4
+#define O1_WIRE_VERSION	     5
 #define O1_WIRE_ENTRY_BYTES  128
 #define O1_WIRE_IDS_MAX	     7	 /* token ids per TOKEN event */
 #define O1_WIRE_TEXT_MAX     48	 /* inline text bytes per TOKEN event */
@@ -76,7 +86,18 @@ enum o1_submit_flags {
 	/* each generated token's logits row into the client's device
 	 * output area (one id per TOKEN, dev_seq names the row) */
 	O1_SUBMIT_DEVICE_LOGITS = 1u << 5,
-	O1_SUBMIT_FLAGS_ALL = 0x3f,
+	/* the output follows the grammar at grammar_off (grammar_kind) */
+	O1_SUBMIT_GRAMMAR = 1u << 6,
+	O1_SUBMIT_FLAGS_ALL = 0x7f,
+};
+
+/* What the bytes of an O1_SUBMIT_GRAMMAR request are (0 without it). */
+enum o1_grammar_kind {
+	O1_GRAMMAR_NONE = 0,
+	O1_GRAMMAR_GBNF = 1,	    /* grammar text (docs/GRAMMAR.md) */
+	O1_GRAMMAR_JSON_SCHEMA = 2, /* a JSON Schema (draft 2020-12 subset) */
+	O1_GRAMMAR_JSON_OBJECT = 3, /* any JSON object; grammar_len 0 */
+	O1_GRAMMAR_KIND_COUNT,
 };
 
 enum o1_finish_reason {
@@ -135,7 +156,13 @@ struct o1_wire_submit {
 	uint32_t refine_steps;	/* 0..O1_WIRE_REFINE_MAX; 0 = off. Needs a
 				 * CHAT text prompt without NO_TEXT */
 	uint64_t sent_ns;	/* client CLOCK_MONOTONIC at publishing */
-	uint8_t pad[32];
+	/* O1_SUBMIT_GRAMMAR: arena bytes (any alignment), <= the limit;
+	 * all three 0 without the flag */
+	uint32_t grammar_off;
+	uint32_t grammar_len;
+	uint8_t grammar_kind; /* enum o1_grammar_kind */
+	uint8_t pad1[3];
+	uint8_t pad[20];
 };
 
 struct o1_wire_cancel {
@@ -255,7 +282,9 @@ _Static_assert(offsetof(struct o1_wire_submit, temperature) == 40, "temp");
 _Static_assert(offsetof(struct o1_wire_submit, seed) == 64, "seed");
 _Static_assert(offsetof(struct o1_wire_submit, refine_steps) == 84, "refine");
 _Static_assert(offsetof(struct o1_wire_submit, sent_ns) == 88, "submit ns");
-_Static_assert(offsetof(struct o1_wire_submit, pad) == 96, "submit pad");
+_Static_assert(offsetof(struct o1_wire_submit, grammar_off) == 96, "grammar");
+_Static_assert(offsetof(struct o1_wire_submit, grammar_kind) == 104, "kind");
+_Static_assert(offsetof(struct o1_wire_submit, pad) == 108, "submit pad");
 _Static_assert(sizeof(struct o1_wire_cancel) == O1_WIRE_ENTRY_BYTES, "cancel");
 _Static_assert(sizeof(struct o1_wire_ping) == O1_WIRE_ENTRY_BYTES, "ping");
 _Static_assert(offsetof(struct o1_wire_ping, daemon_ns) == 24, "ping ns");
@@ -369,10 +398,13 @@ struct o1_wire_welcome {
 	uint32_t max_prompt_bytes;  /* per request (text) */
 	uint32_t max_tokens;	    /* per request */
 	uint32_t vocab_size;	    /* 0 when the daemon has no model */
-	uint8_t pad[24];
+	uint32_t max_grammar_bytes; /* per request; 0: no grammars */
+	uint8_t pad[20];
 	struct o1_wire_devout devout; /* all zero unless the hello asked */
 };
 _Static_assert(sizeof(struct o1_wire_welcome) == 256, "welcome");
+_Static_assert(offsetof(struct o1_wire_welcome, max_grammar_bytes) == 40,
+	       "welcome grammar");
 _Static_assert(offsetof(struct o1_wire_welcome, devout) == 64, "devout");
 
 /* Limits the daemon enforces on submissions (its config and quotas). */
@@ -384,15 +416,17 @@ struct o1_wire_limits {
 	uint32_t max_stop_ids;
 	uint32_t max_stop_bytes;
 	uint32_t vocab_size; /* ids must be below it; 0 = unchecked */
+	uint32_t max_grammar_bytes; /* 0: O1_SUBMIT_GRAMMAR refused */
 };
 
 /* Copies one submission-ring slot into *out and validates the copy against
  * lim. Returns 0, or -O1_E_PROTOCOL (unknown op, non-zero padding or
- * flags), -O1_E_CONTEXT (a prompt longer than max_prompt_bytes or
- * max_prompt_tokens, max_tokens over lim's), -O1_E_BOUNDS (an offset,
- * length or count out of range) or -O1_E_FORMAT (a bad enum or float);
- * *why (if not NULL) then names the offending field. Arena data is not
- * read here. */
+ * flags, grammar fields without O1_SUBMIT_GRAMMAR), -O1_E_CONTEXT (a
+ * prompt longer than max_prompt_bytes or max_prompt_tokens, max_tokens
+ * over lim's), -O1_E_BOUNDS (an offset, length or count out of range),
+ * -O1_E_FORMAT (a bad enum or float) or -O1_E_UNSUPPORTED (a grammar when
+ * max_grammar_bytes is 0); *why (if not NULL) then names the offending
+ * field. Arena data is not read here. */
 int o1_wire_decode_sub(const void *slot, const struct o1_wire_limits *lim,
 		       union o1_wire_entry *out, const char **why);
 /* The same for a completion-ring slot (client side). */

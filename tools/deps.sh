@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config ninja-build clang
   libinih-dev libcjson-dev libcmocka-dev liburing-dev libbpf-dev bpftool
   libpcre2-dev libmicrohttpd-dev libopenblas-dev
-  python3 python3-pytest curl nodejs
+  python3 python3-pytest python3-jsonschema curl nodejs
   haproxy
   scdoc man-db file lintian
 )

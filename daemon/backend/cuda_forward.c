@@ -59,7 +59,9 @@
  * cuBLAS into its columns. The embedding gathers from the block table.
  * Fused products are off for such a model (cuda_backend.c): the block
  * products take the unfused route (RMSNorm, product, SwiGLU, residual add
- * in the next RMSNorm), the same for every layer.
+ * in the next RMSNorm), the same for every layer, except that a decode
+ * step's gate/up product in one block type has SwiGLU in its epilogue
+ * (o1_gemv_q_swiglu_cuda, the same bits) unless cfg.cuda_no_fusion.
  *
  * As a tensor-parallel rank (cfg.tp_size, tp_shard.h, tp_group.h): the
  * model is the rank's shard; the O and down products (f32, in s->o) are
@@ -291,6 +293,16 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	return err ? err : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
 }
 
+/* Whether the gate/up product Q over T rows takes gemv_q.cu's SwiGLU
+ * epilogue: in blocks of one type (one part), a decode step, fusion not
+ * turned off (its bits are the unfused kernels'). */
+static bool q_swiglu(const struct cuda_state *s, const struct cuda_qmat *q,
+		     uint32_t t)
+{
+	return q->n_parts == 1 && t <= O1_GEMV_MAX_ROWS &&
+	       !s->cfg.cuda_no_fusion;
+}
+
 /* The MLP input: RMSNorm (adding the O product, unfused), the gate/up
  * product and SwiGLU into s->act. */
 static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
@@ -307,6 +319,10 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 						     d->dim, pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
 			      d->norm_eps, pdl, s->stream);
+	if (!err && q_swiglu(s, &y->qgu, t))
+		return o1_gemv_q_swiglu_cuda(s->act, s->h, y->qgu.part[0].w,
+					     y->qgu.part[0].type, t, f, d->dim,
+					     pdl, s->stream);
 	err = err ? err
 		  : product(s, s->gu, s->h, y->wgu, &y->qgu, t, 2 * f, d->dim);
 	return err ? err

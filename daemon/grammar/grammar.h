@@ -66,6 +66,8 @@ void o1_grammar_destroy(struct o1_grammar *g);
 /* Sizes of the compiled form, for tests and logs. */
 uint32_t o1_grammar_n_rules(const struct o1_grammar *g);
 uint32_t o1_grammar_n_states(const struct o1_grammar *g);
+/* Heap bytes G holds (for a cache's budget). */
+size_t o1_grammar_bytes(const struct o1_grammar *g);
 
 /* Token kinds for o1_grammar_vocab_create. */
 enum o1_grammar_token_kind {
@@ -99,6 +101,8 @@ int o1_grammar_tokens_create(const struct o1_grammar *g,
 			     uint32_t n_threads,
 			     struct o1_grammar_tokens **out);
 void o1_grammar_tokens_destroy(struct o1_grammar_tokens *t);
+/* Heap bytes T holds (for a cache's budget). */
+size_t o1_grammar_tokens_bytes(const struct o1_grammar_tokens *t);
 
 /* What one matcher may hold; zeros take the defaults. */
 struct o1_grammar_limits {

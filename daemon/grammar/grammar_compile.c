@@ -569,6 +569,19 @@ uint32_t o1_grammar_n_rules(const struct o1_grammar *g)
 	return g->n_rules;
 }
 
+size_t o1_grammar_bytes(const struct o1_grammar *g)
+{
+	size_t n = sizeof(*g) + (g->n_rules + 1) * 2 * sizeof(uint32_t);
+
+	n += (size_t)g->n_states * g->n_classes * sizeof(*g->trans);
+	n += (size_t)g->n_states * sizeof(*g->states);
+	n += (size_t)g->n_refs * sizeof(*g->refs);
+	n += (size_t)g->follow_off[g->n_rules] * sizeof(*g->follow);
+	for (uint32_t r = 0; r < g->n_rules; r++)
+		n += sizeof(char *) + strlen(g->rule_names[r]) + 1;
+	return n;
+}
+
 uint32_t o1_grammar_n_states(const struct o1_grammar *g)
 {
 	return g->n_states;

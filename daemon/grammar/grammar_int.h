@@ -308,6 +308,7 @@ struct o1_grammar_tokens {
 	struct gpos *pos; /* [n_states] */
 	uint32_t *ids;
 	uint32_t *bits; /* bitmasks, n_words each */
+	size_t n_ids, n_bits; /* entries of ids and bits */
 };
 
 /* The mask for a matcher whose closed heads are HEADS (N) with C's frames;

@@ -207,6 +207,8 @@ static int gather(struct job *j, uint32_t n)
 	t->bits = malloc((bits ? bits : 1) * sizeof(*t->bits));
 	if (!t->ids || !t->bits)
 		return -ENOMEM;
+	t->n_ids = ids;
+	t->n_bits = bits;
 	for (uint32_t k = 0; k < n; k++) {
 		if (j->w[k].ids.n)
 			memcpy(t->ids + id_base[k], j->w[k].ids.v,
@@ -285,6 +287,12 @@ out:
 	}
 	*out = t;
 	return 0;
+}
+
+size_t o1_grammar_tokens_bytes(const struct o1_grammar_tokens *t)
+{
+	return sizeof(*t) + t->g->n_states * sizeof(*t->pos) +
+	       t->n_ids * sizeof(*t->ids) + t->n_bits * sizeof(*t->bits);
 }
 
 void o1_grammar_tokens_destroy(struct o1_grammar_tokens *t)

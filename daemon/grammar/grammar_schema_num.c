@@ -15,7 +15,11 @@
  * Formats follow RFC 3339 (date with the days of each month and leap
  * years, time, date-time), RFC 4122's textual uuid, dotted-quad ipv4 and
  * a dot-atom email address (RFC 5321 without quoted local parts or
- * address literals).
+ * address literals). Two RFC 3339 corners are left out rather than let
+ * through wrongly: year 0000 (which ISO 8601 admits only by agreement,
+ * and validators refuse), and leap seconds other than 23:59:60 in UTC
+ * (one at another minute, or under an offset, is valid only at the
+ * matching local time, which this grammar does not work out).
  */
 #include "grammar/grammar_schema_int.h"
 
@@ -305,16 +309,19 @@ static const struct {
 };
 
 static const char format_rules[] =
-	"fmt-date ::= [0-9]{4} \"-\" ( ( \"01\" | \"03\" | \"05\" | \"07\" "
+	"fmt-date ::= fmt-year \"-\" ( ( \"01\" | \"03\" | \"05\" | \"07\" "
 	"| \"08\" | \"10\" | \"12\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | "
 	"\"3\" [01] ) | ( \"04\" | \"06\" | \"09\" | \"11\" ) \"-\" ( \"0\" "
 	"[1-9] | [12] [0-9] | \"30\" ) | \"02-\" ( \"0\" [1-9] | \"1\" [0-9] "
 	"| \"2\" [0-8] ) ) | fmt-leap \"-02-29\"\n"
+	"fmt-year ::= [1-9] [0-9]{3} | \"0\" [1-9] [0-9]{2} | \"00\" [1-9] "
+	"[0-9] | \"000\" [1-9]\n"
 	"fmt-leap ::= [0-9]{2} ( \"0\" [48] | [2468] [048] | [13579] [26] ) "
-	"| ( \"0\" [048] | [2468] [048] | [13579] [26] ) \"00\"\n"
-	"fmt-time ::= ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" "
-	"( [0-5] [0-9] | \"60\" ) ( \".\" [0-9]+ )? ( [Zz] | [+-] ( [01] "
-	"[0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )\n"
+	"| ( \"0\" [48] | [2468] [048] | [13579] [26] ) \"00\"\n"
+	"fmt-time ::= ( ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" "
+	"[0-5] [0-9] ( \".\" [0-9]+ )? ( [Zz] | [+-] ( [01] [0-9] | \"2\" "
+	"[0-3] ) \":\" [0-5] [0-9] ) ) | \"23:59:60\" ( \".\" [0-9]+ )? "
+	"( [Zz] | [+-] \"00:00\" )\n"
 	"fmt-octet ::= [0-9] | [1-9] [0-9] | \"1\" [0-9]{2} | \"2\" [0-4] "
 	"[0-9] | \"25\" [0-5]\n"
 	"fmt-atom ::= [A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-]+\n"

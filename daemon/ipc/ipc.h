@@ -89,6 +89,10 @@ struct o1_ipc_opts {
 	 * -O1_E_NO_DEVOUT in the welcome's devout.status. */
 	const struct o1_wire_devout *devout_areas;
 	uint32_t n_devout_areas;
+	/* Grammar bytes a request may carry (O1_SUBMIT_GRAMMAR); 0 (no
+	 * default): the daemon takes no grammars and such requests fail
+	 * with -O1_E_UNSUPPORTED (their own mistake, not a violation). */
+	uint32_t max_grammar_bytes;
 };
 
 /* What the daemon may know about a connected client. */
@@ -123,6 +127,10 @@ struct o1_ipc_request {
 	 * client without one never reaches ->submit: its FINAL carries
 	 * -O1_E_NO_DEVOUT */
 	int32_t devout_area;
+	/* O1_SUBMIT_GRAMMAR: params.grammar_len bytes (private copy) of
+	 * kind params.grammar_kind, not checked beyond the limit; NULL
+	 * without */
+	const uint8_t *grammar;
 };
 
 struct o1_ipc_consumer {

@@ -2,10 +2,10 @@
  * violations, and posting events to the completion ring.
  *
  * Copy-then-validate: each slot is copied by o1_wire_decode_sub and only
- * the copy is read; prompt and stop data are copied from the arena into
- * the client's private scratch before any check on their contents, all
- * while the slot is still unreleased (the client may reuse the arena space
- * only after the release).
+ * the copy is read; prompt, stop data and grammar are copied from the
+ * arena into the client's private scratch before any check on their
+ * contents, all while the slot is still unreleased (the client may reuse
+ * the arena space only after the release).
  *
  * Wake-up samples: sent_ns in a valid PING or SUBMIT is the client's word,
  * read only to time publish-to-copy-out; a value that would give a
@@ -77,8 +77,8 @@ static int setup_region(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	prompt_max = srv->o.max_prompt_bytes;
 	if ((size_t)srv->o.max_prompt_tokens * 4 > prompt_max)
 		prompt_max = (size_t)srv->o.max_prompt_tokens * 4;
-	c->scratch_bytes =
-	    prompt_max + 4 + srv->o.max_stop_ids * 4 + srv->o.max_stop_bytes;
+	c->scratch_bytes = prompt_max + 4 + srv->o.max_stop_ids * 4 +
+			   srv->o.max_stop_bytes + srv->o.max_grammar_bytes;
 	c->scratch = malloc(c->scratch_bytes);
 	if (!c->scratch)
 		return -ENOMEM;
@@ -99,6 +99,7 @@ static void fill_limits(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	    .max_stop_ids = srv->o.max_stop_ids,
 	    .max_stop_bytes = srv->o.max_stop_bytes,
 	    .vocab_size = srv->o.vocab_size,
+	    .max_grammar_bytes = srv->o.max_grammar_bytes,
 	};
 }
 
@@ -256,6 +257,7 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	w.max_prompt_bytes = srv->o.max_prompt_bytes;
 	w.max_tokens = srv->o.max_tokens;
 	w.vocab_size = srv->o.vocab_size;
+	w.max_grammar_bytes = srv->o.max_grammar_bytes;
 	if (h.flags & O1_HELLO_DEVICE_OUT)
 		give_devout(srv, c, &w);
 	fds[0] = memfd;
@@ -409,7 +411,8 @@ static void pong(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	push_event(srv, c, &ev);
 }
 
-/* Copies the prompt and stop lists out of the arena and checks them. */
+/* Copies the prompt, stop lists and grammar out of the arena and checks
+ * the stop lists and ids. */
 static int copy_request(struct o1_ipc_client *c, const struct o1_wire_submit *s,
 			struct o1_ipc_request *r, const char **why)
 {
@@ -432,6 +435,11 @@ static int copy_request(struct o1_ipc_client *c, const struct o1_wire_submit *s,
 		memcpy(p, arena + s->stop_str_off, s->stop_str_len);
 	r->stop_strings = p;
 	r->stop_strings_bytes = s->stop_str_len;
+	if (s->grammar_len) {
+		memcpy(p + s->stop_str_len, arena + s->grammar_off,
+		       s->grammar_len);
+		r->grammar = p + s->stop_str_len;
+	}
 	n = o1_wire_stop_strings_check(p, s->stop_str_len, c->lim.max_stop_ids);
 	if (n < 0) {
 		*why = "stop strings";
@@ -468,7 +476,7 @@ __attribute__((noinline)) static bool own_mistake(const char *why)
 	    "stop_str_len",	"temperature",	    "top_p",
 	    "min_p",		"repeat_penalty",   "presence_penalty",
 	    "frequency_penalty", "stop strings",    "stop id",
-	    "prompt token id",
+	    "prompt token id",	"grammar",	    "grammar_len",
 	};
 
 	for (size_t i = 0; why && i < sizeof(fields) / sizeof(fields[0]); i++)

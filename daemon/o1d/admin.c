@@ -100,6 +100,8 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	add_readiness(e, o);
 	cJSON_AddNumberToObject(o, "running", st.running);
 	cJSON_AddNumberToObject(o, "waiting", st.waiting);
+	cJSON_AddNumberToObject(o, "parked", st.parked);
+	cJSON_AddNumberToObject(o, "stalled", (double)st.stalled);
 	cJSON_AddNumberToObject(o, "active", e->n_active);
 	cJSON_AddNumberToObject(o, "clients", (double)ist.clients_connected);
 	cJSON_AddNumberToObject(kv, "pages_total", st.pages_total);

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,6 @@
 #include "metrics/metrics_writer.h"
 
 #define NONE		  UINT32_MAX
-#define BLOCKED_WAIT_NS	  2000000ull   /* sequences wait for a reader */
 #define DRAIN_WAIT_NS	  100000000ull /* wake-ups while draining */
 #define DRAIN_GRACE_NS	  2000000000ull
 #define DRAIN_LINGER_NS	  200000000ull
@@ -58,6 +58,23 @@ static int alloc_slab(struct o1_engine *e)
 	return 0;
 }
 
+static void grammar_ready(void *ctx, struct o1_gcache_waiter *w,
+			  struct o1_gentry *g);
+
+static int create_grammars(struct o1_engine *e)
+{
+	struct o1_gcache_opts go = {
+	    .vocab = e->o.grammar_vocab,
+	    .max_entries = e->o.grammar_cache_entries,
+	    .max_bytes = e->o.grammar_cache_bytes,
+	    .threads = e->o.grammar_threads,
+	    .ready = grammar_ready,
+	    .ctx = e,
+	};
+
+	return o1_gcache_create(&go, &e->grammars);
+}
+
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out)
 {
 	struct o1_engine *e = calloc(1, sizeof(*e));
@@ -77,6 +94,8 @@ int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out)
 	err = alloc_slab(e);
 	if (!err)
 		err = o1_sched_create(&o->sched, &e->sched);
+	if (!err && o->grammar_vocab)
+		err = create_grammars(e);
 	if (err) {
 		o1_err("engine: cannot allocate %u request slots: %s",
 		       o->sched.n_slots, o1_strerror(err));
@@ -92,6 +111,10 @@ void o1_engine_destroy(struct o1_engine *e)
 	if (!e)
 		return;
 	o1_sched_destroy(e->sched);
+	for (uint32_t i = 0; e->slots && i < e->n_slots; i++)
+		if (e->slots[i].grammar)
+			o1_gcache_put(e->grammars, e->slots[i].grammar);
+	o1_gcache_destroy(e->grammars);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
 	free(e->slots);
@@ -138,27 +161,34 @@ static uint32_t take_queue(struct o1_engine *e)
 	return n;
 }
 
-static void engine_wait(struct o1_engine *e, bool busy)
+/* Sleeps after a step that ran nothing, until the front wakes the engine
+ * (a submission, a cancel, a reader that made room: kicked, so a wake-up
+ * that came before the sleep is not lost), the scheduler's next stall
+ * deadline (WAKE_NS, 0: none) or, while draining, DRAIN_WAIT_NS. No
+ * periodic retry: nothing else can make a blocked sequence runnable. */
+static void engine_wait(struct o1_engine *e, uint64_t wake_ns)
 {
 	struct timespec ts;
-	uint64_t wait = 0;
+	uint64_t wait = 0, now = o1_engine_now_ns();
 
 	pthread_mutex_lock(&e->lock);
-	if (!e->stop && !e->q_n && !e->lim_changed) {
-		if (busy)
-			wait = BLOCKED_WAIT_NS;
+	if (!e->stop && !e->q_n && !e->lim_changed && !e->kicked) {
+		if (wake_ns)
+			wait = wake_ns > now ? wake_ns - now : 1;
 		if (e->drain_deadline_ns && (!wait || wait > DRAIN_WAIT_NS))
 			wait = DRAIN_WAIT_NS;
 		if (!wait) {
 			pthread_cond_wait(&e->cond, &e->lock);
 		} else {
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += (long)wait;
+			ts.tv_sec += (time_t)(wait / 1000000000ull);
+			ts.tv_nsec += (long)(wait % 1000000000ull);
 			ts.tv_sec += ts.tv_nsec / 1000000000;
 			ts.tv_nsec %= 1000000000;
 			pthread_cond_timedwait(&e->cond, &e->lock, &ts);
 		}
 	}
+	e->kicked = false;
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -235,6 +265,7 @@ static void *engine_main(void *arg)
 
 	while (!stop) {
 		uint32_t added = take_queue(e);
+		uint32_t held = o1_sched_active(e->sched);
 		bool passed;
 		uint64_t d = deadline(e, &passed);
 		int n;
@@ -249,10 +280,11 @@ static void *engine_main(void *arg)
 			o1_faults_tick(e->o.faults);
 		n = o1_sched_step(e->sched);
 		publish(e);
-		if (n || added || d)
+		/* a FINAL without a step: a cancel, a stalled reader */
+		if (n || added || d || o1_sched_active(e->sched) != held)
 			o1_ipc_server_kick(e->srv);
 		if (!n)
-			engine_wait(e, o1_sched_active(e->sched) > 0);
+			engine_wait(e, o1_sched_wake_ns(e->sched));
 		pthread_mutex_lock(&e->lock);
 		stop = e->stop;
 		pthread_mutex_unlock(&e->lock);
@@ -276,6 +308,9 @@ int o1_engine_start(struct o1_engine *e, struct o1_ipc_server *srv)
 
 void o1_engine_stop(struct o1_engine *e)
 {
+	/* first: slots waiting for a grammar get their FINAL */
+	if (e->grammars)
+		o1_gcache_stop(e->grammars);
 	if (!e->thread_started)
 		return;
 	pthread_mutex_lock(&e->lock);
@@ -291,6 +326,7 @@ void o1_engine_stop(struct o1_engine *e)
 static void wake_engine(struct o1_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
+	e->kicked = true;
 	pthread_cond_signal(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 }
@@ -323,6 +359,7 @@ static int fill_slot(struct o1_engine *e, struct o1_req *r,
 	r->stop_str_bytes = q->stop_strings_bytes;
 	r->n_stop_str = q->n_stop_strings;
 	r->devout_area = q->devout_area;
+	r->grammar = NULL;
 	atomic_store_explicit(&r->cancel, O1_REQ_RUN, memory_order_relaxed);
 	atomic_store_explicit(&r->phase, O1_REQ_QUEUED, memory_order_relaxed);
 	atomic_store_explicit(&r->generated, 0, memory_order_relaxed);
@@ -345,6 +382,96 @@ static void no_tokenizer(struct o1_engine *e, const struct o1_ipc_request *q)
 			q->client_id, (unsigned long long)q->params.req_id,
 			o1_strerror(-O1_E_NO_TOKENIZER),
 			(unsigned long long)n);
+}
+
+/* Hands R to the engine thread. */
+static void queue_slot(struct o1_engine *e, struct o1_req *r)
+{
+	pthread_mutex_lock(&e->lock);
+	e->queue[(e->q_head + e->q_n) % e->n_slots] = r->index;
+	e->q_n++;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* R's grammar was refused (or could not be had): its ERROR event with the
+ * compiler's message, then its FINAL, produced here: the slot never
+ * reaches the engine, so this thread (front or compile) is its only
+ * producer. Not a violation: the request's own mistake. */
+static void grammar_refused(struct o1_engine *e, struct o1_req *r, int err,
+			    const char *msg)
+{
+	union o1_wire_entry ev;
+	size_t n = msg ? strlen(msg) : 0;
+
+	o1_info("client %u request %llu: grammar refused: %s%s%s",
+		r->client_id, (unsigned long long)r->req_id, o1_strerror(err),
+		n ? ": " : "", n ? msg : "");
+	if (n && err != -O1_E_DRAINING) {
+		memset(&ev, 0, sizeof(ev));
+		ev.error.op = O1_EV_ERROR;
+		ev.error.error = err;
+		ev.error.req_id = r->req_id;
+		ev.error.msg_len = (uint8_t)(n < O1_WIRE_MSG_MAX ? n
+								: O1_WIRE_MSG_MAX);
+		memcpy(ev.error.msg, msg, ev.error.msg_len);
+		o1_req_out_push(r, &ev);
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.final.op = O1_EV_FINAL;
+	ev.final.reason = O1_FINISH_ERROR;
+	ev.final.error = err;
+	ev.final.req_id = r->req_id;
+	atomic_store_explicit(&r->phase, O1_REQ_FINISHED, memory_order_relaxed);
+	if (e->metrics)
+		o1_metrics_fail(e->metrics, o1_metrics_fail_reason(err));
+	o1_req_out_push(r, &ev); /* the last touch of the slot */
+}
+
+/* R's grammar G is compiled or refused: R goes to the engine, or ends. */
+static void grammar_done(struct o1_engine *e, struct o1_req *r,
+			 struct o1_gentry *g)
+{
+	const char *msg;
+	int err = o1_gentry_error(g, &msg);
+
+	if (err)
+		grammar_refused(e, r, err, msg);
+	else
+		queue_slot(e, r);
+}
+
+/* A compile thread (or o1_gcache_stop) is done with W's grammar. */
+static void grammar_ready(void *ctx, struct o1_gcache_waiter *w,
+			  struct o1_gentry *g)
+{
+	struct o1_engine *e = ctx;
+	struct o1_req *r =
+	    (struct o1_req *)((char *)w - offsetof(struct o1_req, gwait));
+
+	grammar_done(e, r, g);
+	if (o1_gentry_error(g, NULL) && e->srv)
+		o1_ipc_server_kick(e->srv); /* the front posts the FINAL */
+}
+
+/* Front thread: R (taken, active) with a grammar: to the engine when its
+ * grammar is compiled, to grammar_ready when it compiles, or refused. */
+static void get_grammar(struct o1_engine *e, struct o1_req *r,
+			const struct o1_ipc_request *q)
+{
+	int ret;
+
+	if (!e->grammars) {
+		grammar_refused(e, r, -O1_E_UNSUPPORTED,
+				"this daemon takes no grammars");
+		return;
+	}
+	ret = o1_gcache_get(e->grammars, q->params.grammar_kind, q->grammar,
+			    q->params.grammar_len, &r->gwait, &r->grammar);
+	if (ret < 0)
+		grammar_refused(e, r, ret, NULL);
+	else if (ret == 1)
+		grammar_done(e, r, r->grammar);
 }
 
 static int on_submit(void *ctx, struct o1_ipc_server *srv,
@@ -378,11 +505,10 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	if (e->metrics)
 		o1_metrics_add(e->metrics, O1_METRICS_CTR_REQUESTS_SUBMITTED,
 			       1);
-	pthread_mutex_lock(&e->lock);
-	e->queue[(e->q_head + e->q_n) % e->n_slots] = r->index;
-	e->q_n++;
-	pthread_cond_signal(&e->cond);
-	pthread_mutex_unlock(&e->lock);
+	if (q->params.flags & O1_SUBMIT_GRAMMAR)
+		get_grammar(e, r, q);
+	else
+		queue_slot(e, r);
 	return 0;
 }
 
@@ -475,6 +601,9 @@ static void free_slot(struct o1_engine *e, struct o1_req *r)
 
 	e->active[r->active_at] = last;
 	e->slots[last].active_at = r->active_at;
+	if (r->grammar)
+		o1_gcache_put(e->grammars, r->grammar);
+	r->grammar = NULL;
 	r->active = false;
 	r->next_free = e->free_head;
 	e->free_head = r->index;

@@ -9,7 +9,8 @@
  *   slot once its FINAL is consumed.
  * - engine thread: takes queued slots, runs o1_sched_step in a loop, and
  *   calls o1_ipc_server_kick after producing events; it sleeps on the
- *   condvar when nothing can run (with a short timeout while sequences
+ *   condvar when nothing can run (until the front wakes it or the
+ *   scheduler's next stall deadline: no periodic retry while sequences
  *   wait for a client to read: backpressure).
  * - lock guards the queue, the stop/drain fields and the published stats.
  * Drain (SIGTERM): submissions are refused by the ipc layer, in-flight
@@ -62,6 +63,13 @@ struct o1_engine_opts {
 	/* [faults] enabled: the injector (faults.h), whose step wraps
 	 * sched.step; NULL: admin "inject" is refused. Borrowed. */
 	struct o1_faults *faults;
+	/* Structured output: the model's vocabulary as grammar tokens
+	 * (borrowed; NULL: grammars refused) and the grammar cache's bounds
+	 * and compile threads (grammar_cache.h; 0: its defaults). */
+	const struct o1_grammar_vocab *grammar_vocab;
+	uint32_t grammar_cache_entries;
+	uint64_t grammar_cache_bytes;
+	uint32_t grammar_threads;
 };
 
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out);
@@ -71,7 +79,8 @@ void o1_engine_destroy(struct o1_engine *e);
 void o1_engine_consumer(struct o1_engine *e, struct o1_ipc_consumer *out);
 /* Starts the engine thread; SRV is the server built with the consumer. */
 int o1_engine_start(struct o1_engine *e, struct o1_ipc_server *srv);
-/* Stops and joins the engine thread; requests still held are failed. */
+/* Stops the grammar compile threads, then stops and joins the engine
+ * thread; requests still held are failed. */
 void o1_engine_stop(struct o1_engine *e);
 /* Start-up warm-up (warmup.c): before o1_engine_start, runs one greedy
  * request of max_tokens through the scheduler on the calling thread; 0

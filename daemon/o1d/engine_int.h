@@ -24,6 +24,7 @@ struct o1_engine {
 	struct o1_sched *sched; /* engine thread (create/destroy: main) */
 	struct o1_ipc_server *srv;
 	struct o1_metrics *metrics;
+	struct o1_gcache *grammars; /* NULL without a grammar vocabulary */
 	uint64_t start_ns;
 	struct o1_backend_graph_stats graph_last; /* engine thread: counts
 						   * already in the metrics */
@@ -58,6 +59,7 @@ struct o1_engine {
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
+	bool kicked; /* the front woke the engine since its last sleep */
 	uint32_t *queue; /* n_slots entries, ring */
 	uint32_t q_head, q_n;
 	uint64_t drain_deadline_ns; /* 0: none */

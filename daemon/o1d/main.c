@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -34,6 +35,7 @@
 #include "engine.h"
 #include "common/error.h"
 #include "faults.h"
+#include "grammar/grammar_tokenizer.h"
 #include "ipc/control.h"
 #include "common/file.h"
 #include "common/log.h"
@@ -65,6 +67,8 @@ struct o1d {
 	struct o1_engine *engine;
 	struct o1_ipc_server *srv;
 	struct o1_faults *faults; /* [faults] enabled only */
+	struct o1_grammar_vocab *gvocab; /* the tokens as grammar input, or
+					  * NULL: grammars refused */
 	uint32_t ctx;
 };
 
@@ -182,6 +186,29 @@ static int open_model(struct o1d *d)
 			"prompts are answered \"%s\")",
 			d->cfg.model.path, o1_strerror(-O1_E_NO_TOKENIZER));
 	}
+	return 0;
+}
+
+/* Structured output: the tokens' bytes as the grammar matcher reads them,
+ * built once (grammar.max_bytes 0 or no tokenizer: grammars refused). */
+static int open_grammar_vocab(struct o1d *d)
+{
+	struct timespec t0, t1;
+	int err;
+
+	if (!d->tok || !d->cfg.grammar.max_bytes)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	err = o1_grammar_vocab_from_tokenizer(d->tok, &d->gvocab);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (err) {
+		o1_err("grammar vocabulary: %s", o1_strerror(err));
+		return err;
+	}
+	o1_info("grammar vocabulary: %u tokens in %.1f ms",
+		o1_grammar_vocab_size(d->gvocab),
+		(double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
 	return 0;
 }
 
@@ -647,6 +674,9 @@ static int create_engine(struct o1d *d)
 		    .max_refine_steps = c->refine.max_steps,
 		    .refine_threshold = (float)c->refine.confidence_threshold,
 		    .sampler_threads = c->scheduler.sampler_threads,
+		    .max_running_per_client =
+			c->scheduler.max_running_per_client,
+		    .stall_timeout_ms = c->scheduler.stall_timeout_ms,
 		    .sample_in_backend = o1_backend_can_sample(d->backend),
 		    .sample_pens =
 			o1_backend_config(d->backend)->max_sample_pens,
@@ -661,6 +691,10 @@ static int create_engine(struct o1d *d)
 	    .reload_ctx = d,
 	    .graph_stats = graph_stats,
 	    .graph_ctx = d->backend,
+	    .grammar_vocab = d->gvocab,
+	    .grammar_cache_entries = c->grammar.cache_entries,
+	    .grammar_cache_bytes = (uint64_t)c->grammar.cache_mb << 20,
+	    .grammar_threads = c->grammar.threads,
 	};
 
 	if (getrandom(&secret, sizeof(secret), 0) != sizeof(secret))
@@ -785,6 +819,7 @@ static int create_server(struct o1d *d)
 	    .vocab_size = o1_backend_vocab_size(d->backend),
 	    .handle_signals = 1,
 	    .devout_areas = areas,
+	    .max_grammar_bytes = d->gvocab ? c->grammar.max_bytes : 0,
 	};
 
 	_Static_assert(sizeof(areas[0].mem_handle) ==
@@ -828,6 +863,13 @@ static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
 		report_add(l, cap, "ipc");
 	if (memcmp(&c->metrics, &o->metrics, sizeof(c->metrics)))
 		report_add(l, cap, "metrics");
+	if (memcmp(&c->grammar, &o->grammar, sizeof(c->grammar)))
+		report_add(l, cap, "grammar");
+	if (c->scheduler.max_running_per_client !=
+	    o->scheduler.max_running_per_client)
+		report_add(l, cap, "scheduler.max_running_per_client");
+	if (c->scheduler.stall_timeout_ms != o->scheduler.stall_timeout_ms)
+		report_add(l, cap, "scheduler.stall_timeout_ms");
 	if (l[0])
 		o1_warn("reload: %s changed but need a restart; not reloaded",
 			l);
@@ -891,6 +933,8 @@ static int start(struct o1d *d)
 	if (!err)
 		err = open_backend(d);
 	if (!err)
+		err = open_grammar_vocab(d);
+	if (!err)
 		err = o1_kv_pool_create(o1_backend_kv_layout(d->backend),
 					&d->pool);
 	if (!err)
@@ -919,6 +963,7 @@ static void stop(struct o1d *d)
 	o1_metrics_close(d->metrics);
 	o1_kv_pool_destroy(d->pool);
 	o1_backend_destroy(d->backend);
+	o1_grammar_vocab_destroy(d->gvocab);
 	o1_chat_template_destroy(d->chat);
 	o1_tokenizer_destroy(d->tok);
 	o1_model_close(d->model);

@@ -5,7 +5,11 @@
  * - A free slot belongs to the front thread (the free list is its own).
  * - submit: the front fills the request fields (params, prompt copy, stop
  *   lists, client ids, times), then hands the slot to the engine through
- *   the engine queue (mutex: its unlock publishes those writes).
+ *   the engine queue (mutex: its unlock publishes those writes). A slot
+ *   with a grammar that is still compiling is handed over by the compile
+ *   thread once it is compiled; one whose grammar was refused never
+ *   reaches the engine: the front (or the compile thread) produces its
+ *   ERROR and FINAL, as the only producer of that slot.
  * - The engine alone touches the seq part and produces events into the
  *   slot's out ring (single producer); the front alone consumes them and
  *   posts them to the client (single consumer). head and tail are atomics:
@@ -31,6 +35,7 @@
 #include <sys/types.h>
 
 #include "shm/wire.h"
+#include "grammar_cache.h"
 
 #define O1_REQ_OUT_ENTRIES   128 /* power of two */
 #define O1_REQ_FINAL_RESERVE 2	 /* a refinement's last ROUND, the FINAL */
@@ -69,6 +74,11 @@ struct o1_req {
 	uint32_t stop_str_bytes;
 	uint32_t n_stop_str;
 	int32_t devout_area; /* the client's device output area, or -1 */
+	/* O1_SUBMIT_GRAMMAR: its compiled grammar (referenced from the
+	 * submit until the slot is freed; the engine sees only compiled
+	 * ones), else NULL; gwait links the slot while it compiles */
+	struct o1_gentry *grammar;
+	struct o1_gcache_waiter gwait;
 
 	_Atomic int cancel;	    /* enum o1_req_cancel */
 	_Atomic int phase;	    /* enum o1_req_phase */

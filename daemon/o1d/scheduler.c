@@ -1,7 +1,8 @@
 /* The scheduler (see scheduler.h). Sequence i is the state of request slot
  * i. Lists hold slot indices: running (admission order, newest last),
- * resume (preempted, FIFO) and waiting (arrival order). A sequence is in
- * at most one list; it is in none once its FINAL is produced.
+ * resume (preempted or unparked, FIFO), waiting (arrival order) and parked
+ * (out ring full, parking order). A sequence is in at most one list; it is
+ * in none once its FINAL is produced.
  *
  * Invariants of a listed sequence:
  * - tokens[0, n_tokens) are the prompt then the generated tokens;
@@ -12,7 +13,15 @@
  *   salt when n_keyed = 0);
  * - out is the sequence's output stream (seq_output.h: held text, stop
  *   strings, events, the round's counts) and refine its refinement state
- *   (refine.h); both answer verdicts and never call back in here.
+ *   (refine.h); both answer verdicts and never call back in here;
+ * - a sequence in resume or waiting has room in its out ring (only running
+ *   ones produce events), so admission never waits on a reader; one
+ *   without room is parked instead;
+ * - only parked and resumed sequences hold pages without running, and a
+ *   resumed one holding pages (unparked) skips the prefix match: its table
+ *   already covers n_computed;
+ * - share counts every listed sequence as held by its client and every
+ *   running one as running (client_share.h).
  *
  * The scheduler keeps the lists, the pages, the sampler and the metrics;
  * prompt.c makes the tokens a round starts from.
@@ -23,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client_share.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/threads.h"
@@ -36,7 +46,7 @@
 
 #define N_FAIR 1024
 
-enum seq_list { IN_NONE, IN_WAITING, IN_RESUME, IN_RUNNING };
+enum seq_list { IN_NONE, IN_WAITING, IN_RESUME, IN_RUNNING, IN_PARKED };
 
 struct seq {
 	struct o1_req *req;
@@ -50,6 +60,9 @@ struct seq {
 	uint32_t n_keyed;
 	uint64_t last_key, salt;
 	uint64_t last_token_ns;
+	uint64_t idle_ns;   /* parked: when its reader last took something */
+	uint32_t idle_tail; /* parked: the out ring's tail then */
+	uint64_t visit;	    /* the tick of the last step that planned it */
 	enum seq_list list;
 	bool admitted_once;
 };
@@ -74,7 +87,11 @@ struct o1_sched {
 	uint32_t *running, n_running;
 	uint32_t *resume, n_resume;
 	uint32_t *waiting, n_waiting;
+	uint32_t *parked, n_parked;
 	uint32_t served[N_FAIR];
+	struct o1_client_share *share;
+	uint64_t tick;	  /* o1_sched_step calls */
+	uint64_t wake_ns; /* the earliest stall deadline; 0: none */
 	struct batch_ent *batch;
 	struct o1_step_seq *step_seqs;
 	uint32_t n_batch;
@@ -166,6 +183,7 @@ static int alloc_lists(struct o1_sched *s)
 	s->running = malloc(n * sizeof(uint32_t));
 	s->resume = malloc(n * sizeof(uint32_t));
 	s->waiting = malloc(n * sizeof(uint32_t));
+	s->parked = malloc(n * sizeof(uint32_t));
 	s->batch = malloc(s->o.max_running * sizeof(*s->batch));
 	s->step_seqs = malloc(s->o.max_running * sizeof(*s->step_seqs));
 	s->logits =
@@ -182,10 +200,10 @@ static int alloc_lists(struct o1_sched *s)
 		if (!s->rows || !s->results || !s->pens)
 			return -ENOMEM;
 	}
-	if (!s->running || !s->resume || !s->waiting || !s->batch ||
-	    !s->step_seqs || !s->logits)
+	if (!s->running || !s->resume || !s->waiting || !s->parked ||
+	    !s->batch || !s->step_seqs || !s->logits)
 		return -ENOMEM;
-	return 0;
+	return o1_client_share_create(s->o.n_slots, &s->share);
 }
 
 static int make_prompt(struct o1_sched *s)
@@ -265,6 +283,7 @@ void o1_sched_destroy(struct o1_sched *s)
 	if (!s)
 		return;
 	o1_prefix_cache_destroy(s->cache);
+	o1_client_share_destroy(s->share);
 	o1_threads_destroy(s->samplers);
 	for (uint32_t i = 0; s->seqs && i < s->o.n_slots; i++) {
 		o1_kv_table_fini(s->o.pool, &s->seqs[i].table);
@@ -278,6 +297,7 @@ void o1_sched_destroy(struct o1_sched *s)
 	free(s->running);
 	free(s->resume);
 	free(s->waiting);
+	free(s->parked);
 	free(s->batch);
 	free(s->step_seqs);
 	free(s->logits);
@@ -317,17 +337,79 @@ static void list_remove(uint32_t *list, uint32_t *n, uint32_t slot)
 		}
 }
 
+/* List L and its count (NULL for IN_NONE). */
+static uint32_t *list_of(struct o1_sched *s, enum seq_list l, uint32_t **n)
+{
+	switch (l) {
+	case IN_WAITING:
+		*n = &s->n_waiting;
+		return s->waiting;
+	case IN_RESUME:
+		*n = &s->n_resume;
+		return s->resume;
+	case IN_RUNNING:
+		*n = &s->n_running;
+		return s->running;
+	case IN_PARKED:
+		*n = &s->n_parked;
+		return s->parked;
+	default:
+		*n = NULL;
+		return NULL;
+	}
+}
+
 static void unlist(struct o1_sched *s, struct seq *q)
 {
-	uint32_t slot = q->req->index;
+	uint32_t *n, *list = list_of(s, q->list, &n);
 
+	if (list)
+		list_remove(list, n, q->req->index);
 	if (q->list == IN_RUNNING)
-		list_remove(s->running, &s->n_running, slot);
-	else if (q->list == IN_RESUME)
-		list_remove(s->resume, &s->n_resume, slot);
-	else if (q->list == IN_WAITING)
-		list_remove(s->waiting, &s->n_waiting, slot);
+		o1_client_share_run(s->share, q->req->client_id, -1);
 	q->list = IN_NONE;
+}
+
+/* Appends Q (in no list) to list L. */
+static void enlist(struct o1_sched *s, struct seq *q, enum seq_list l)
+{
+	uint32_t *n, *list = list_of(s, l, &n);
+
+	list[(*n)++] = q->req->index;
+	q->list = l;
+	if (l == IN_RUNNING)
+		o1_client_share_run(s->share, q->req->client_id, 1);
+}
+
+static bool holds_kv(const struct seq *q)
+{
+	return q->table.n_pages > 0;
+}
+
+/* Parks Q (in no list): it waits for its reader, keeping its pages, until
+ * its stall deadline. */
+static void park(struct o1_sched *s, struct seq *q)
+{
+	uint64_t limit = (uint64_t)s->o.stall_timeout_ms * 1000000ull;
+
+	q->idle_ns = now_ns();
+	q->idle_tail =
+	    atomic_load_explicit(&q->req->out_tail, memory_order_acquire);
+	enlist(s, q, IN_PARKED);
+	if (limit && (!s->wake_ns || q->idle_ns + limit < s->wake_ns))
+		s->wake_ns = q->idle_ns + limit;
+}
+
+/* Puts Q (in no list, not running) in line again: resumed when its out
+ * ring has room, parked otherwise. */
+static void line_up(struct o1_sched *s, struct seq *q)
+{
+	if (o1_seq_output_room(&q->out))
+		enlist(s, q, IN_RESUME);
+	else
+		park(s, q);
+	atomic_store_explicit(&q->req->phase, O1_REQ_WAITING,
+			      memory_order_relaxed);
 }
 
 /* ---- the end of a sequence ---- */
@@ -362,8 +444,11 @@ static void finish(struct o1_sched *s, struct seq *q,
 		   enum o1_finish_reason reason, int error)
 {
 	struct o1_req *r = q->req;
+	bool held = q->list != IN_NONE;
 
 	unlist(s, q);
+	if (held)
+		o1_client_share_drop(s->share, r->client_id);
 	o1_kv_table_fini(s->o.pool, &q->table);
 	o1_sampler_destroy(q->sampler);
 	q->sampler = NULL;
@@ -415,7 +500,8 @@ static void on_token(struct o1_sched *s, struct seq *q,
 _Static_assert(O1_REQ_STOP_IDS <= O1_SAMPLER_MAX_STOP_IDS,
 	       "every stop id of a request reaches its sampler");
 
-/* The sampler of Q's request, with its prompt recorded (penalties). */
+/* The sampler of Q's request, with its prompt recorded (penalties) and
+ * its grammar (a compiled one: the engine gets no other). */
 static int make_sampler(struct o1_sched *s, struct seq *q)
 {
 	const struct o1_req *r = q->req;
@@ -442,6 +528,10 @@ static int make_sampler(struct o1_sched *s, struct seq *q)
 	err = o1_sampler_create(&p, s->o.vocab_size, &q->sampler);
 	if (!err)
 		err = o1_sampler_add_prompt(q->sampler, q->tokens, q->n_tokens);
+	/* structured output: a matcher at the grammar's start, each round;
+	 * the sampler then samples on the host (o1_sampler_row refuses) */
+	if (!err && r->grammar)
+		err = o1_gentry_constrain(r->grammar, q->sampler);
 	return err;
 }
 
@@ -530,20 +620,23 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r)
 	}
 	count(s, O1_METRICS_CTR_TOKENS_PROMPT, q->n_tokens);
 	o1_refine_start(&q->refine, r->params.refine_steps);
-	q->list = IN_WAITING;
-	s->waiting[s->n_waiting++] = r->index;
+	o1_client_share_hold(s->share, r->client_id);
+	enlist(s, q, IN_WAITING);
 	atomic_store_explicit(&r->phase, O1_REQ_WAITING, memory_order_relaxed);
 }
 
 /* ---- prefix cache ---- */
 
-static void match_prefix(struct o1_sched *s, struct seq *q)
+/* Shares the cached pages of Q's prefix into its table; returns how many
+ * (counted by count_prefix once Q is admitted, so failed admissions count
+ * nothing). */
+static uint32_t match_prefix(struct o1_sched *s, struct seq *q)
 {
 	uint32_t P = s->page_tokens, full = (q->n_tokens - 1) / P;
 	uint32_t hits = 0;
 
 	if (!s->o.prefix_cache)
-		return;
+		return 0;
 	while (q->n_keyed < full) {
 		const int32_t *t = q->tokens + (size_t)q->n_keyed * P;
 		uint64_t key = o1_prefix_cache_key(q->last_key, t, P);
@@ -558,6 +651,16 @@ static void match_prefix(struct o1_sched *s, struct seq *q)
 		hits++;
 	}
 	q->n_computed = q->n_keyed * P;
+	return hits;
+}
+
+static void count_prefix(struct o1_sched *s, const struct seq *q,
+			 uint32_t hits)
+{
+	uint32_t full = (q->n_tokens - 1) / s->page_tokens;
+
+	if (!s->o.prefix_cache)
+		return;
 	s->st.prefix_hits += hits;
 	s->st.prefix_misses += full - hits;
 	count(s, O1_METRICS_CTR_PREFIX_HITS, hits);
@@ -623,10 +726,7 @@ static void requeue(struct o1_sched *s, struct seq *q)
 			      memory_order_relaxed);
 	count(s, O1_METRICS_CTR_TOKENS_PROMPT, q->n_tokens);
 	s->st.refine_rounds++;
-	q->list = IN_RESUME;
-	s->resume[s->n_resume++] = q->req->index;
-	atomic_store_explicit(&q->req->phase, O1_REQ_WAITING,
-			      memory_order_relaxed);
+	line_up(s, q);
 }
 
 /* The current round ended with REASON: report it, then run the next one
@@ -665,37 +765,189 @@ static void preempt(struct o1_sched *s, struct seq *q)
 		q->n_tokens);
 	reset_kv(s, q);
 	unlist(s, q);
-	q->list = IN_RESUME;
-	s->resume[s->n_resume++] = q->req->index;
 	s->st.preemptions++;
 	count(s, O1_METRICS_CTR_PREEMPTIONS, 1);
-	atomic_store_explicit(&q->req->phase, O1_REQ_WAITING,
-			      memory_order_relaxed);
+	line_up(s, q);
 }
 
-/* Covers [0, n) in Q's table, evicting cached pages, then preempting the
- * newest running sequences (Q itself last). Returns 0, or -ENOSPC when Q
- * was preempted or (PREEMPT false) no page could be found. */
+/* Pages that sequences other than Q hold without running (parked or
+ * resumed): what release_idle can give back at most. */
+static uint32_t idle_pages(const struct o1_sched *s, const struct seq *q)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->n_parked; i++)
+		n += s->seqs[s->parked[i]].table.n_pages;
+	for (uint32_t i = 0; i < s->n_resume; i++)
+		if (&s->seqs[s->resume[i]] != q)
+			n += s->seqs[s->resume[i]].table.n_pages;
+	return n;
+}
+
+/* Takes the pages of one sequence other than Q that holds them without
+ * running: the longest parked first, then resumed ones (recomputed when
+ * they run; pages listed in the prefix cache stay there, evictable).
+ * Returns whether there was one. */
+static bool release_idle(struct o1_sched *s, const struct seq *q)
+{
+	static const enum seq_list order[] = {IN_PARKED, IN_RESUME};
+
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t *n, *list = list_of(s, order[k], &n);
+
+		for (uint32_t i = 0; i < *n; i++) {
+			struct seq *v = &s->seqs[list[i]];
+
+			if (v == q || !holds_kv(v))
+				continue;
+			o1_debug("request %llu (client %u) waits for %s: its "
+				 "%u pages go to others",
+				 (unsigned long long)v->req->req_id,
+				 v->req->client_id,
+				 k ? "a running slot" : "its reader",
+				 v->table.n_pages);
+			reset_kv(s, v);
+			s->st.preemptions++;
+			count(s, O1_METRICS_CTR_PREEMPTIONS, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Fills the share's page counts: every listed sequence's pages. */
+static void count_pages(struct o1_sched *s)
+{
+	static const enum seq_list lists[] = {IN_RUNNING, IN_PARKED, IN_RESUME};
+
+	o1_client_share_clear_pages(s->share);
+	for (uint32_t k = 0; k < 3; k++) {
+		uint32_t *n, *list = list_of(s, lists[k], &n);
+
+		for (uint32_t i = 0; i < *n; i++) {
+			const struct seq *q = &s->seqs[list[i]];
+
+			o1_client_share_add_pages(s->share, q->req->client_id,
+						  q->table.n_pages);
+		}
+	}
+}
+
+/* The newest running sequence whose client has the most pages (PAGES) or
+ * running sequences, skipping client SKIP; NULL when none. Call
+ * count_pages first for PAGES. */
+static struct seq *victim(struct o1_sched *s, bool pages, uint32_t skip,
+			  uint32_t *most)
+{
+	struct seq *v = NULL;
+
+	*most = 0;
+	for (uint32_t i = s->n_running; i-- > 0;) {
+		struct seq *q = &s->seqs[s->running[i]];
+		uint32_t c = q->req->client_id;
+		uint32_t k = pages ? o1_client_share_pages(s->share, c)
+				   : o1_client_share_running(s->share, c);
+
+		if (c != skip && k > *most) {
+			*most = k;
+			v = q;
+		}
+	}
+	return v;
+}
+
+/* Takes Q out of this step's batch, if it is in, giving back its tokens
+ * to *BUDGET. */
+static void unbatch(struct o1_sched *s, const struct seq *q, uint32_t *budget)
+{
+	for (uint32_t i = 0; i < s->n_batch; i++) {
+		if (s->batch[i].slot != q->req->index)
+			continue;
+		*budget += s->batch[i].n;
+		s->n_batch--;
+		memmove(s->batch + i, s->batch + i + 1,
+			(s->n_batch - i) * sizeof(*s->batch));
+		memmove(s->step_seqs + i, s->step_seqs + i + 1,
+			(s->n_batch - i) * sizeof(*s->step_seqs));
+		return;
+	}
+}
+
+/* Covers [0, n) in Q's table: evicts cached pages, takes the pages of
+ * sequences that wait (release_idle), then, when Q runs (BUDGET: the
+ * step's token budget; NULL: Q is being admitted and preempts nobody),
+ * preempts the newest running sequence of the client holding the most
+ * pages (Q itself maybe; one already batched leaves the batch). Returns
+ * 0, or -ENOSPC when Q was preempted or no page could be found. */
 static int reserve(struct o1_sched *s, struct seq *q, uint32_t n,
-		   bool may_preempt)
+		   uint32_t *budget)
 {
 	for (;;) {
 		int err = o1_kv_table_reserve(s->o.pool, &q->table, n);
-		uint32_t need;
-		struct seq *victim;
+		uint32_t need, most;
+		struct seq *v;
 
 		if (err != -ENOSPC)
 			return err;
 		need = pages_for(s, n) - q->table.n_pages;
-		if (o1_prefix_cache_evict(s->cache, need))
+		if (o1_prefix_cache_evict(s->cache, need) ||
+		    release_idle(s, q))
 			continue;
-		if (!may_preempt || !s->n_running)
+		if (!budget)
 			return -ENOSPC;
-		victim = &s->seqs[s->running[s->n_running - 1]];
-		preempt(s, victim);
-		if (victim == q)
+		count_pages(s);
+		v = victim(s, true, UINT32_MAX, &most);
+		if (!v)
+			v = q;
+		unbatch(s, v, budget);
+		preempt(s, v);
+		if (v == q)
 			return -ENOSPC;
 	}
+}
+
+/* ---- parked sequences ---- */
+
+/* Parked sequences whose reader made room go back in line with the pages
+ * they kept; those whose reader took nothing for stall_timeout_ms get
+ * their FINAL (-O1_E_STALLED). Sets wake_ns to the next deadline. */
+static void check_parked(struct o1_sched *s)
+{
+	uint64_t now = now_ns();
+	uint64_t limit = (uint64_t)s->o.stall_timeout_ms * 1000000ull;
+
+	s->wake_ns = 0;
+	for (uint32_t i = 0; i < s->n_parked;) {
+		struct seq *q = &s->seqs[s->parked[i]];
+		uint32_t tail = atomic_load_explicit(&q->req->out_tail,
+						     memory_order_acquire);
+
+		if (tail != q->idle_tail) {
+			q->idle_tail = tail;
+			q->idle_ns = now;
+		}
+		if (o1_seq_output_room(&q->out)) {
+			unlist(s, q);
+			enlist(s, q, IN_RESUME);
+		} else if (limit && now - q->idle_ns >= limit) {
+			o1_info("request %llu (client %u): nothing read from "
+				"its stream for %u ms; cancelled",
+				(unsigned long long)q->req->req_id,
+				q->req->client_id, s->o.stall_timeout_ms);
+			s->st.stalled++;
+			finish(s, q, O1_FINISH_ERROR, -O1_E_STALLED);
+		} else {
+			if (limit && (!s->wake_ns || q->idle_ns + limit <
+							 s->wake_ns))
+				s->wake_ns = q->idle_ns + limit;
+			i++;
+		}
+	}
+}
+
+uint64_t o1_sched_wake_ns(const struct o1_sched *s)
+{
+	return s->wake_ns;
 }
 
 /* ---- one step ---- */
@@ -737,90 +989,204 @@ static void batch_add(struct o1_sched *s, struct seq *q, uint32_t n,
 	s->n_batch++;
 }
 
+/* The running sequences visited this step: a prefix of the list (it
+ * keeps its order when sequences leave it). */
+static uint32_t visited(const struct o1_sched *s)
+{
+	uint32_t i = 0;
+
+	while (i < s->n_running && s->seqs[s->running[i]].visit == s->tick)
+		i++;
+	return i;
+}
+
+/* Batches the running sequences, oldest first; one whose out ring has no
+ * room is parked instead. A preemption (reserve) may remove any running
+ * sequence, so the place to go on from is found again after one. */
 static void schedule_running(struct o1_sched *s, uint32_t *budget)
 {
-	for (uint32_t i = 0; i < s->n_running; i++) {
+	uint32_t i = 0;
+
+	while (i < s->n_running && s->n_batch < s->lim_running && *budget) {
 		struct seq *q = &s->seqs[s->running[i]];
+		uint32_t before = s->n_running, n;
 		bool samples;
-		uint32_t n;
 
-		if (s->n_batch == s->lim_running || !*budget)
-			return;
+		q->visit = s->tick;
 		n = plan(s, q, *budget, &samples);
-		if (!n)
-			continue;
-		if (reserve(s, q, q->n_computed + n, true)) {
-			if (q->list != IN_RUNNING)
-				return; /* Q itself was preempted: the last */
+		if (!n) {
+			unlist(s, q);
+			park(s, q);
 			continue;
 		}
-		batch_add(s, q, n, samples);
-		*budget -= n;
+		if (!reserve(s, q, q->n_computed + n, budget)) {
+			batch_add(s, q, n, samples);
+			*budget -= n;
+		}
+		i = s->n_running == before ? i + 1 : visited(s);
 	}
 }
 
-/* The next request to admit: resumed ones first, else the oldest request
- * of the least-served client. */
-static uint32_t pick(const struct o1_sched *s, uint32_t **list, uint32_t **n)
+/* An admission candidate, as pick() ranks it. */
+struct cand {
+	struct seq *q;
+	bool above;	 /* its client runs its fair share or more */
+	bool fresh;	 /* from the waiting list */
+	uint32_t served; /* its client's admissions so far */
+};
+
+/* Whether A goes before BEST (taken in list order, so the first of equals
+ * wins): clients below their running share first, then resumed sequences
+ * (in order), then new ones of the least-served client (oldest first). */
+static bool better(const struct cand *a, const struct cand *best)
 {
-	uint32_t best = 0, best_served = UINT32_MAX;
-
-	if (s->n_resume) {
-		*list = (uint32_t *)s->resume;
-		*n = (uint32_t *)&s->n_resume;
-		return 0;
-	}
-	for (uint32_t i = 0; i < s->n_waiting; i++) {
-		uint32_t c = s->seqs[s->waiting[i]].req->client_id;
-
-		if (s->served[c % N_FAIR] < best_served) {
-			best_served = s->served[c % N_FAIR];
-			best = i;
-		}
-	}
-	*list = (uint32_t *)s->waiting;
-	*n = (uint32_t *)&s->n_waiting;
-	return best;
+	if (!best->q)
+		return true;
+	if (a->above != best->above)
+		return !a->above;
+	if (a->fresh != best->fresh)
+		return !a->fresh;
+	return a->fresh && a->served < best->served;
 }
 
+/* The next sequence to admit (see better), among those whose client runs
+ * fewer than max_running_per_client; NULL when none. */
+static struct seq *pick(const struct o1_sched *s)
+{
+	uint32_t fair = o1_client_share_fair(s->share, s->lim_running);
+	uint32_t cap = s->o.max_running_per_client ? s->o.max_running_per_client
+						   : UINT32_MAX;
+	struct cand best = {0};
+
+	for (uint32_t k = 0; k < 2; k++) {
+		const uint32_t *list = k ? s->waiting : s->resume;
+		uint32_t n = k ? s->n_waiting : s->n_resume;
+
+		for (uint32_t i = 0; i < n; i++) {
+			struct seq *q = &s->seqs[list[i]];
+			uint32_t c = q->req->client_id;
+			uint32_t run = o1_client_share_running(s->share, c);
+			struct cand a = {q, run >= fair, k == 1,
+					 s->served[c % N_FAIR]};
+
+			if (run < cap && better(&a, &best))
+				best = a;
+		}
+	}
+	return best.q;
+}
+
+/* The running set is full and Q's client runs less than its fair share:
+ * the client running the most, when above its share, gives up its newest
+ * sequence. */
+static void share_slots(struct o1_sched *s, const struct seq *q)
+{
+	uint32_t fair = o1_client_share_fair(s->share, s->lim_running);
+	uint32_t c = q->req->client_id, most;
+	struct seq *v;
+
+	if (o1_client_share_running(s->share, c) >= fair)
+		return;
+	v = victim(s, false, c, &most);
+	if (v && most > fair)
+		preempt(s, v);
+}
+
+/* The pool cannot take Q's prompt and Q's client, given it, stays within
+ * its page share: the clients holding the most pages, while above their
+ * share, give up their newest running sequences. Counts Q's prompt as
+ * uncached (it may find some pages cached: then it preempts more than it
+ * had to, never less). */
+static void share_pages(struct o1_sched *s, const struct seq *q)
+{
+	uint32_t total = o1_kv_pool_layout(s->o.pool)->n_pages;
+	uint32_t fair = o1_client_share_fair(s->share, total);
+	uint32_t need = pages_for(s, q->n_tokens + 1) - q->table.n_pages;
+	uint32_t c = q->req->client_id, most;
+
+	for (;;) {
+		struct seq *v;
+		uint32_t avail = o1_kv_pool_free_pages(s->o.pool) +
+				 o1_prefix_cache_evictable(s->cache) +
+				 idle_pages(s, q);
+
+		if (need <= avail)
+			return;
+		count_pages(s);
+		if (o1_client_share_pages(s->share, c) + need > fair)
+			return;
+		v = victim(s, true, c, &most);
+		if (!v || most <= fair)
+			return;
+		preempt(s, v);
+	}
+}
+
+/* Before anything is batched: makes room for the next admission when its
+ * client is below its share (see scheduler.h). Returns that sequence, to
+ * be admitted first (its room is not given to the sequences preempted
+ * for it), or NULL. */
+static struct seq *rebalance(struct o1_sched *s)
+{
+	struct seq *q = pick(s);
+
+	if (!q)
+		return NULL;
+	if (s->n_running >= s->lim_running)
+		share_slots(s, q);
+	share_pages(s, q);
+	return q;
+}
+
+/* Starts Q with this step: its cached prefix unless it kept pages, then
+ * the pages of its first piece. Counts nothing unless it starts. */
 static bool try_admit(struct o1_sched *s, struct seq *q, uint32_t *budget)
 {
-	uint32_t avail, need, n;
+	bool kept = holds_kv(q);
+	uint32_t avail, need, n, hits = 0;
 	bool samples;
 
-	match_prefix(s, q);
+	if (!kept)
+		hits = match_prefix(s, q);
 	need = pages_for(s, q->n_tokens + 1) - q->table.n_pages;
 	avail = o1_kv_pool_free_pages(s->o.pool) +
-		o1_prefix_cache_evictable(s->cache);
+		o1_prefix_cache_evictable(s->cache) + idle_pages(s, q);
 	n = plan(s, q, *budget, &samples);
-	if (need > avail || !n || reserve(s, q, q->n_computed + n, false)) {
-		reset_kv(s, q);
+	if (need > avail || !n ||
+	    reserve(s, q, q->n_computed + n, NULL)) {
+		if (!kept)
+			reset_kv(s, q);
 		return false;
 	}
 	if (!q->admitted_once)
 		observe(s, O1_METRICS_HIST_QUEUE_WAIT,
 			now_ns() - q->req->submit_ns);
-	q->out.cached_round = q->n_keyed * s->page_tokens;
+	if (!kept) {
+		count_prefix(s, q, hits);
+		q->out.cached_round = q->n_keyed * s->page_tokens;
+	}
 	q->admitted_once = true;
 	batch_add(s, q, n, samples);
 	*budget -= n;
 	return true;
 }
 
-static void admit(struct o1_sched *s, uint32_t *budget)
+/* Admits sequences while the budgets last, FIRST (rebalance's, or NULL)
+ * first. */
+static void admit(struct o1_sched *s, uint32_t *budget, struct seq *first)
 {
 	while (s->n_batch < s->lim_running && *budget &&
-	       s->n_running < s->lim_running && (s->n_resume || s->n_waiting)) {
-		uint32_t *list, *n;
-		uint32_t at = pick(s, &list, &n);
-		uint32_t slot = list[at];
-		struct seq *q = &s->seqs[slot];
+	       s->n_running < s->lim_running) {
+		struct seq *q = first && (first->list == IN_WAITING ||
+					  first->list == IN_RESUME)
+				    ? first
+				    : pick(s);
 
-		if (!try_admit(s, q, budget))
+		first = NULL;
+		if (!q || !try_admit(s, q, budget))
 			return;
-		list_remove(list, n, slot);
-		q->list = IN_RUNNING;
-		s->running[s->n_running++] = slot;
+		unlist(s, q);
+		enlist(s, q, IN_RUNNING);
 		s->served[q->req->client_id % N_FAIR]++;
 		atomic_store_explicit(&q->req->phase, O1_REQ_RUNNING,
 				      memory_order_relaxed);
@@ -890,6 +1256,7 @@ static void update_gauges(struct o1_sched *s)
 
 	s->st.running = s->n_running;
 	s->st.waiting = s->n_waiting + s->n_resume;
+	s->st.parked = s->n_parked;
 	s->st.pages_total = l->n_pages;
 	s->st.pages_free = o1_kv_pool_free_pages(s->o.pool);
 	s->st.pages_cached = o1_prefix_cache_evictable(s->cache);
@@ -897,8 +1264,9 @@ static void update_gauges(struct o1_sched *s)
 		return;
 	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_REQUESTS_RUNNING,
 		       s->st.running);
+	/* parked: waiting for their reader */
 	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_REQUESTS_WAITING,
-		       s->st.waiting);
+		       s->st.waiting + s->st.parked);
 	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_KV_PAGES_TOTAL,
 		       s->st.pages_total);
 	o1_metrics_set(s->o.metrics, O1_METRICS_CTR_KV_PAGES_USED,
@@ -999,14 +1367,19 @@ static int run_batch(struct o1_sched *s)
 int o1_sched_step(struct o1_sched *s)
 {
 	uint32_t budget = s->lim_batch;
+	struct seq *first;
 	int err = 0;
 
+	s->tick++;
 	reap(s, s->running, &s->n_running);
 	reap(s, s->resume, &s->n_resume);
 	reap(s, s->waiting, &s->n_waiting);
+	reap(s, s->parked, &s->n_parked);
+	check_parked(s);
 	s->n_batch = 0;
+	first = rebalance(s);
 	schedule_running(s, &budget);
-	admit(s, &budget);
+	admit(s, &budget, first);
 	if (s->n_batch)
 		err = run_batch(s);
 	if (s->n_batch && !err)
@@ -1026,12 +1399,15 @@ void o1_sched_fail_all(struct o1_sched *s)
 	while (s->n_waiting)
 		finish(s, &s->seqs[s->waiting[0]], O1_FINISH_CANCELLED,
 		       -O1_E_DRAINING);
+	while (s->n_parked)
+		finish(s, &s->seqs[s->parked[0]], O1_FINISH_CANCELLED,
+		       -O1_E_DRAINING);
 	update_gauges(s);
 }
 
 uint32_t o1_sched_active(const struct o1_sched *s)
 {
-	return s->n_running + s->n_resume + s->n_waiting;
+	return s->n_running + s->n_resume + s->n_waiting + s->n_parked;
 }
 
 void o1_sched_stats(const struct o1_sched *s, struct o1_sched_stats *out)

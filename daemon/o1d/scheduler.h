@@ -5,16 +5,38 @@
  * (max_running). Running sequences come first, oldest admitted first: one
  * decode token each, or their next prefill chunk (prefill_chunk_tokens at
  * most); then waiting requests are admitted while the budgets last and the
- * pool (free pages plus pages only the prefix cache holds) can take their
- * whole prompt. Preempted sequences resume before new requests; new ones
- * are taken FCFS with fairness across clients: the oldest request of the
- * client admitted least so far.
+ * pool (free pages plus pages only the prefix cache or parked sequences
+ * hold) can take their whole prompt, in the order of the shares below.
  *
  * When a running sequence needs a page and none is free, the prefix cache
- * gives up its least recently used unreferenced page; failing that the
- * newest running sequence is preempted (its pages released, recomputed
- * when it resumes: the logits do not depend on the chunking, so the output
- * is the same) and counted.
+ * gives up its least recently used unreferenced page; failing that a
+ * parked sequence (below) gives up its pages, then the newest running
+ * sequence of the client holding the most pages is preempted (its pages
+ * released, recomputed when it resumes: the logits do not depend on the
+ * chunking, so the output is the same) and counted.
+ *
+ * Careless and hostile readers (a client can only hurt itself):
+ * - Parking: a running sequence whose out ring lacks room for one token's
+ *   events leaves the running set (it no longer takes a running slot) and
+ *   keeps its KV pages only while nobody else needs them: admission and
+ *   growth take them first (preemption by recompute). Once its reader
+ *   made room it goes back in line with whatever pages it kept.
+ * - Stall deadline: a parked sequence whose reader consumed nothing for
+ *   stall_timeout_ms gets its FINAL (ERROR, -O1_E_STALLED); the FINAL has
+ *   its reserved room, so it is always produced.
+ * - Shares: a client runs at most max_running_per_client sequences (0: no
+ *   cap). The fair share of running slots is ceil(max_running / clients
+ *   holding work), of KV pages ceil(pages / clients holding work). The
+ *   next request admitted is one of a client below its running share if
+ *   any, then a resumed one, then the oldest of the least-served client;
+ *   when it cannot start because the running set is full (or the pool is
+ *   short and its client holds less than its page share), the client
+ *   furthest above its share gives up its newest running sequences
+ *   (preempted by recompute).
+ * - No busy retry: a step that admits nothing changes no counter (prefix
+ *   hits are counted when a request is admitted), and with nothing
+ *   runnable the engine sleeps until a reader, a submission or a cancel
+ *   wakes it, or the next stall deadline (o1_sched_wake_ns).
  *
  * Every sampled token goes to the sequence's output stream (seq_output.h:
  * TOKEN events with the detokenized text, held back while it may be the
@@ -108,11 +130,15 @@ struct o1_sched_opts {
 	 * sequence is sampled on the host (see above). */
 	bool sample_in_backend;
 	uint32_t sample_pens;
+	/* readers (see above): 0 = no per-client cap; 0 = never cancel */
+	uint32_t max_running_per_client;
+	uint32_t stall_timeout_ms;
 };
 
 struct o1_sched_stats {
 	uint32_t running;
 	uint32_t waiting; /* queued, including preempted ones */
+	uint32_t parked;  /* waiting for their reader */
 	uint32_t pages_total;
 	uint32_t pages_free;
 	uint32_t pages_cached; /* held by the prefix cache alone */
@@ -122,6 +148,7 @@ struct o1_sched_stats {
 	uint64_t prefix_misses;
 	uint64_t refine_rounds;	       /* refinement rounds after the first */
 	uint64_t refine_cached_tokens; /* their prompt tokens served cached */
+	uint64_t stalled; /* streams cancelled: their reader stalled */
 };
 
 int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out);
@@ -136,8 +163,12 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r);
 int o1_sched_step(struct o1_sched *s);
 /* Finishes every request with CANCELLED (error -O1_E_DRAINING). */
 void o1_sched_fail_all(struct o1_sched *s);
-/* Requests the scheduler holds (running + waiting). */
+/* Requests the scheduler holds (running + waiting + parked). */
 uint32_t o1_sched_active(const struct o1_sched *s);
+/* After a step: the earliest stall deadline of a parked sequence
+ * (CLOCK_MONOTONIC ns), when the engine must step again even if nothing
+ * wakes it; 0: none. */
+uint64_t o1_sched_wake_ns(const struct o1_sched *s);
 void o1_sched_stats(const struct o1_sched *s, struct o1_sched_stats *out);
 /* Counts into M from now on (NULL: nothing is counted); o1d's start-up
  * warm-up runs uncounted. */

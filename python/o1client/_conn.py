@@ -100,6 +100,7 @@ class Request:
         self._dec = codecs.getincrementaldecoder("utf-8")("replace")
         self.trace: Optional[_lib.Trace] = None
         self.rounds: list[RefineRound] = []
+        self.message = ""  # an ERROR event's, e.g. a refused grammar's
         if refine:
             self.trace = _lib.Trace()
             _lib.lib().o1_trace_init(ctypes.byref(self.trace))
@@ -174,8 +175,8 @@ class Request:
                 _refine_stop(ev.refine_stop))
             return self.final
         if t == _lib.EVENT_ERROR:
-            return ErrorEvent(ev.req_id, ev.error,
-                              ev.message.decode("utf-8", "replace"))
+            self.message = ev.message.decode("utf-8", "replace")
+            return ErrorEvent(ev.req_id, ev.error, self.message)
         return None
 
     def failure(self) -> Optional[O1Error]:
@@ -183,7 +184,8 @@ class Request:
         f = self.final
         if f is None or f.finish_reason != "error":
             return None
-        exc = error_for(f.error, _lib.strerror(f.error), req_id=self.id)
+        exc = error_for(f.error, self.message or _lib.strerror(f.error),
+                        req_id=self.id)
         exc.final = f  # type: ignore[attr-defined]
         exc.completion = self.completion()
         return exc

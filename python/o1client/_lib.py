@@ -50,7 +50,14 @@ FLAG_CHAT = 1 << 3
 FLAG_CONFIDENCE = 1 << 4
 FLAG_DEVICE_LOGITS = 1 << 5
 
+# enum o1_grammar_type (o1_submit_opts.grammar_type)
+GRAMMAR_TYPE_NONE = 0
+GRAMMAR_TYPE_TEXT = 1
+GRAMMAR_TYPE_JSON_SCHEMA = 2
+GRAMMAR_TYPE_JSON_OBJECT = 3
+
 E_NO_DEVOUT = -10015
+E_GRAMMAR = -10017
 REFINE_MAX_ROUNDS = 17
 
 # has_logprobs bits of a TOKEN
@@ -116,6 +123,9 @@ class SubmitOpts(Structure):
         ("n_stop_strings", c_size_t),
         ("flags", c_uint32),
         ("refine_steps", c_uint32),
+        ("grammar_type", c_uint32),
+        ("grammar", c_void_p),
+        ("grammar_len", c_size_t),
     ]
 
 

@@ -11,11 +11,20 @@ comes back as a typed O1Error.
 The ranges are wire.c's: temperature [0, 100], top_p (0, 1], min_p
 [0, 1), repeat_penalty (0, 100], presence and frequency penalties
 [-2, 2], logprobs 0..20, refine_steps 0..16, stop strings 1..255 bytes.
+
+Structured output: at most one of grammar (grammar text), json_schema (a
+schema as a mapping, serialized compactly in its own member order, or
+JSON text) and response_format (OpenAI's: {"type": "text" |
+"json_object" | "json_schema", "json_schema": {"schema": ...}}). Their
+shape is checked here; whether the daemon takes the grammar (syntax,
+schema keywords, its size limit) comes back as GrammarError or
+BadRequestError.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
@@ -141,6 +150,64 @@ def _stops(stop: Any) -> list[bytes]:
     return out
 
 
+def _text(name: str, v: Any) -> bytes:
+    if isinstance(v, str):
+        v = v.encode("utf-8")
+    if not isinstance(v, (bytes, bytearray)):
+        raise TypeError(f"{name} must be a str")
+    if not v:
+        raise ValueError(f"{name} is empty")
+    return bytes(v)
+
+
+def _schema(name: str, v: Any) -> bytes:
+    """A JSON Schema as JSON text: a mapping (or bool) serialized in its
+    own order (the order of `properties` is the order of the output's
+    members), or JSON text as given."""
+    if isinstance(v, (Mapping, bool)):
+        return json.dumps(v, separators=(",", ":"),
+                          ensure_ascii=False).encode("utf-8")
+    if isinstance(v, (str, bytes, bytearray)):
+        return _text(name, v)
+    raise TypeError(f"{name} must be a mapping or JSON text")
+
+
+def _response_format(rf: Any) -> tuple[int, Optional[bytes]]:
+    if not isinstance(rf, Mapping):
+        raise TypeError("response_format must be a mapping with a 'type'")
+    kind = rf.get("type")
+    if kind == "text":
+        return _lib.GRAMMAR_TYPE_NONE, None
+    if kind == "json_object":
+        return _lib.GRAMMAR_TYPE_JSON_OBJECT, None
+    if kind == "json_schema":
+        js = rf.get("json_schema")
+        if not isinstance(js, Mapping) or "schema" not in js:
+            raise ValueError("response_format['json_schema'] must be a "
+                             "mapping with a 'schema'")
+        return _lib.GRAMMAR_TYPE_JSON_SCHEMA, _schema(
+            "response_format['json_schema']['schema']", js["schema"])
+    raise ValueError("response_format['type'] must be 'text', "
+                     f"'json_object' or 'json_schema', not {kind!r}")
+
+
+def split_grammar(grammar: Any, json_schema: Any, response_format: Any) \
+        -> tuple[int, Optional[bytes]]:
+    """(grammar type, bytes) from generate()'s three ways to give one."""
+    given = [x is not None for x in (grammar, json_schema, response_format)]
+    if sum(given) > 1:
+        raise TypeError("give at most one of grammar, json_schema, "
+                        "response_format")
+    if grammar is not None:
+        return _lib.GRAMMAR_TYPE_TEXT, _text("grammar", grammar)
+    if json_schema is not None:
+        return _lib.GRAMMAR_TYPE_JSON_SCHEMA, _schema("json_schema",
+                                                      json_schema)
+    if response_format is not None:
+        return _response_format(response_format)
+    return _lib.GRAMMAR_TYPE_NONE, None
+
+
 class Submission:
     """A checked request: struct o1_submit_opts and the buffers it points
     to (kept alive here until o1_client_submit copied them)."""
@@ -156,8 +223,11 @@ class Submission:
                  logprobs: int = 0, confidence: bool = False,
                  refine_steps: int = 0, add_bos: Optional[bool] = None,
                  ignore_eos: bool = False, detokenize: bool = True,
-                 device_logits: bool = False) -> None:
+                 device_logits: bool = False, grammar: Any = None,
+                 json_schema: Any = None,
+                 response_format: Any = None) -> None:
         text, ids, chat = split_prompt(prompt, messages, token_ids)
+        gtype, gbytes = split_grammar(grammar, json_schema, response_format)
         smp = _lib.Sampling(sz=ctypes.sizeof(_lib.Sampling))
         smp.temperature = check_float("temperature", temperature, 0, 100)
         smp.top_p = check_float("top_p", top_p, 0, 1, lo_open=True)
@@ -184,6 +254,7 @@ class Submission:
         self._build(text, ids, check_int("max_tokens", max_tokens, 1,
                                          U32_MAX), stop, stop_token_ids,
                     steps)
+        self._grammar(gtype, gbytes)
         self.chat = chat
 
     @staticmethod
@@ -234,3 +305,10 @@ class Submission:
         o.refine_steps = steps
         self.opts = o
         self.refine = steps > 0
+
+    def _grammar(self, gtype: int, gbytes: Optional[bytes]) -> None:
+        self.opts.grammar_type = gtype
+        if gbytes:
+            self._gbuf = ctypes.create_string_buffer(gbytes, len(gbytes))
+            self.opts.grammar = ctypes.cast(self._gbuf, ctypes.c_void_p)
+            self.opts.grammar_len = len(gbytes)

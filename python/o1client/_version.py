@@ -9,4 +9,4 @@ number counts releases of the Python package for that ABI.
 
 SOVERSION = 2
 CUDA_SOVERSION = 1
-__version__ = f"{SOVERSION}.0.0"
+__version__ = f"{SOVERSION}.1.0"

@@ -203,7 +203,15 @@ class Client:
         list of str), stop_token_ids, logprobs (top alternatives per
         token, 0..20), confidence (per-token logprob and entropy, and a
         summary), refine_steps (self-refinement rounds, chat only),
-        add_bos (default: True for plain text), ignore_eos, detokenize.
+        add_bos (default: True for plain text), ignore_eos, detokenize;
+        structured output, at most one of: grammar (grammar text, see
+        o1d's docs/GRAMMAR.md), json_schema (a mapping or JSON text; the
+        output is JSON it validates, members in `properties` order) or
+        response_format ({"type": "json_object"}, or {"type":
+        "json_schema", "json_schema": {"schema": ...}}, as OpenAI's).
+        A finished document ends with finish_reason "eos"; "length"
+        means max_tokens cut it short. A grammar the daemon refuses
+        raises GrammarError with its reason.
 
         Returns a Completion, or with ``stream=True`` a Stream of events
         (already submitted). ``timeout`` (seconds) bounds the whole

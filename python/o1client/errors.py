@@ -16,6 +16,8 @@ the most specific class; the classes are what callers catch:
    +- BadRequestError: the daemon (or the library) found the request
    |   malformed: bounds, format, tokenizer, too long for the arena
    |   +- ContextLengthError: prompt plus output exceed the context
+   |   +- GrammarError: the request's grammar or JSON schema was refused
+   |       (the message says why), or allowed no token
    +- NoDeviceOutputError: no device output area for this connection
    +- VersionMismatchError: the daemon speaks another wire protocol
    +- ProtocolError: a peer broke the wire protocol
@@ -52,6 +54,8 @@ O1_E_CANCELLED = 10012
 O1_E_PROTOCOL = 10013
 O1_E_TOKENIZER = 10014
 O1_E_NO_DEVOUT = 10015
+O1_E_NO_TOKENIZER = 10016
+O1_E_GRAMMAR = 10017
 
 
 class O1Error(Exception):
@@ -108,6 +112,13 @@ class ContextLengthError(BadRequestError):
     """Prompt plus generation exceed the model's context."""
 
 
+class GrammarError(BadRequestError):
+    """The request's grammar, JSON schema or response_format was refused
+    by the daemon (``message`` has the compiler's words: the place in
+    grammar text, or the schema keyword and its JSON pointer), or it
+    allowed no token of the model's vocabulary."""
+
+
 class NoDeviceOutputError(O1Error):
     """This connection has no device output area."""
 
@@ -162,6 +173,8 @@ _BY_CODE: dict[int, type[O1Error]] = {
     -O1_E_MISSING: BadRequestError,
     -O1_E_SHAPE: BadRequestError,
     -O1_E_TOKENIZER: BadRequestError,
+    -O1_E_NO_TOKENIZER: BadRequestError,
+    -O1_E_GRAMMAR: GrammarError,
     -O1_E_CONTEXT: ContextLengthError,
     -O1_E_QUOTA: QuotaError,
     -O1_E_DRAINING: DrainingError,

@@ -52,6 +52,10 @@ static void test_defaults(void **state)
 	assert_string_equal(c.model.path, "");
 	assert_int_equal(c.ipc.arena_bytes, 1048576);
 	assert_int_equal(c.scheduler.sampler_threads, 0);
+	assert_int_equal(c.scheduler.max_running_per_client, 0);
+	assert_int_equal(c.scheduler.stall_timeout_ms, 30000);
+	assert_int_equal(c.sidecar.read_timeout_ms, 10000);
+	assert_int_equal(c.sidecar.max_connections_per_address, 0);
 }
 
 static void test_shipped_ini_equals_defaults(void **state)

@@ -371,6 +371,9 @@ int admin_status(const char *socket, struct kv_status *st)
 	st->waiting = num(o, "waiting");
 	st->active = num(o, "active");
 	st->clients = num(o, "clients");
+	st->parked = num(o, "parked");
+	st->stalled = num(o, "stalled");
+	st->steps = num(o, "steps");
 	st->preemptions = num(o, "preemptions");
 	st->prefix_hits = num(o, "prefix_hits");
 	st->prefix_misses = num(o, "prefix_misses");

@@ -51,6 +51,9 @@ struct result {
 struct kv_status {
 	int pages_total, pages_free, pages_used, pages_cached;
 	int running, waiting, active, clients;
+	int parked;    /* waiting for their reader */
+	int stalled;   /* streams cancelled: their reader stalled */
+	long long steps;
 	long long preemptions, prefix_hits, prefix_misses;
 	bool draining;
 };

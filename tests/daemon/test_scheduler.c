@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "o1d/prefix_cache.h"
@@ -37,6 +38,8 @@ struct fake {
 };
 
 static uint32_t env_devout_areas; /* the next env_init's devout_areas */
+static uint32_t env_cap;	  /* ... max_running_per_client */
+static uint32_t env_stall_ms;	  /* ... stall_timeout_ms */
 
 /* Records the step's device output entries: each names a row of this
  * step and an area, and no (area, seq) comes twice. */
@@ -131,6 +134,8 @@ static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
 	    .bos_id = -1,
 	    .eos_id = -1,
 	    .devout_areas = env_devout_areas,
+	    .max_running_per_client = env_cap,
+	    .stall_timeout_ms = env_stall_ms,
 	};
 
 	memset(e, 0, sizeof(*e));
@@ -215,11 +220,12 @@ struct seen {
 	uint32_t n_dev;
 };
 
-static void consume(struct o1_req *r, struct seen *s)
+/* Reads at most MAX of R's events into S. */
+static void consume_n(struct o1_req *r, struct seen *s, uint32_t max)
 {
 	uint32_t tail = atomic_load(&r->out_tail);
 
-	while (tail != atomic_load(&r->out_head)) {
+	while (max-- && tail != atomic_load(&r->out_head)) {
 		const union o1_wire_entry *ev =
 		    &r->out[tail & (O1_REQ_OUT_ENTRIES - 1)];
 
@@ -239,6 +245,11 @@ static void consume(struct o1_req *r, struct seen *s)
 		}
 		atomic_store(&r->out_tail, ++tail);
 	}
+}
+
+static void consume(struct o1_req *r, struct seen *s)
+{
+	consume_n(r, s, UINT32_MAX);
 }
 
 static void run_all(struct env *e, struct seen *seen, uint32_t max_steps)
@@ -482,6 +493,360 @@ static void test_device_logits(void **state)
 	env_devout_areas = 0;
 }
 
+/* One step; then the requests READS marks (NULL: all) are read. */
+static void step_some(struct env *e, struct seen *seen, const bool *reads)
+{
+	assert_true(o1_sched_step(e->s) >= 0);
+	for (uint32_t k = 0; k < e->n_reqs; k++)
+		if (!reads || reads[k])
+			consume(&e->reqs[k], &seen[k]);
+}
+
+/* The ids S saw are the exact continuation of PROMPT (however many). */
+static void check_ids(const int32_t *prompt, uint32_t n, const struct seen *s)
+{
+	int32_t all[512];
+
+	memcpy(all, prompt, n * 4);
+	for (uint32_t i = 0; i < s->n; i++) {
+		assert_int_equal(s->ids[i], expect_next(all, n + i));
+		all[n + i] = s->ids[i];
+	}
+}
+
+static uint32_t running_of(const struct env *e, uint32_t client)
+{
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < e->n_reqs; k++)
+		n += e->reqs[k].client_id == client &&
+		     atomic_load(&e->reqs[k].phase) == O1_REQ_RUNNING;
+	return n;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {0, ms * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Two requests whose reader never reads fill their out rings: they leave
+ * the running set (parked) keeping their pages, so with max_running 2
+ * another client's request runs to the end beside them; once read they
+ * finish exact, never recomputed. Before parking, both held the two
+ * running slots until read. */
+static void test_park_frees_slots(void **state)
+{
+	struct env e;
+	struct seen seen[3] = {0};
+	bool reads[3] = {false, false, true};
+	int32_t p[3][12];
+	struct o1_sched_stats st;
+	int i;
+
+	(void)state;
+	env_init(&e, 256, 3, 250, 16, 2);
+	for (uint32_t k = 0; k < 3; k++)
+		make_prompt(p[k], 12, k, 0);
+	submit(&e, 0, 1, 1000, p[0], 12, 200);
+	submit(&e, 1, 1, 1000, p[1], 12, 200);
+	for (i = 0; i < 1000; i++) {
+		step_some(&e, seen, reads);
+		o1_sched_stats(e.s, &st);
+		if (st.parked == 2)
+			break;
+	}
+	assert_int_equal(st.parked, 2);
+	assert_int_equal(st.running, 0);
+	assert_int_equal(o1_sched_step(e.s), 0); /* nothing runnable */
+	submit(&e, 2, 2, 1000, p[2], 12, 30);
+	for (i = 0; i < 200 && !seen[2].finals; i++)
+		step_some(&e, seen, reads);
+	check_stream(p[2], 12, &seen[2], 30);
+	assert_true(atomic_load(&e.reqs[0].generated) < 200);
+	run_all(&e, seen, 10000);
+	check_stream(p[0], 12, &seen[0], 200);
+	check_stream(p[1], 12, &seen[1], 200);
+	o1_sched_stats(e.s, &st);
+	assert_int_equal(st.preemptions, 0);
+	env_fini(&e);
+}
+
+/* Parked sequences keep their pages only while nobody needs them: on a
+ * 44-page pool two unread streams park holding 40 (79 tokens each), and
+ * a 20-token prompt (6 pages) takes theirs; they are recomputed, exact,
+ * once read. */
+static void test_park_gives_up_pages(void **state)
+{
+	struct env e;
+	struct seen seen[3] = {0};
+	bool reads[3] = {false, false, true};
+	int32_t p[3][20];
+	struct o1_sched_stats st;
+	int i;
+
+	(void)state;
+	env_init(&e, 44, 3, 250, 16, 4);
+	for (uint32_t k = 0; k < 3; k++)
+		make_prompt(p[k], k == 2 ? 20 : 3, k, 0);
+	submit(&e, 0, 1, 1000, p[0], 3, 150);
+	submit(&e, 1, 1, 1000, p[1], 3, 150);
+	for (i = 0; i < 1000; i++) {
+		step_some(&e, seen, reads);
+		o1_sched_stats(e.s, &st);
+		if (st.parked == 2)
+			break;
+	}
+	assert_int_equal(st.parked, 2);
+	assert_true(st.pages_free < 6);
+	assert_int_equal(st.preemptions, 0);
+	submit(&e, 2, 2, 1000, p[2], 20, 10);
+	for (i = 0; i < 100 && !seen[2].finals; i++)
+		step_some(&e, seen, reads);
+	check_stream(p[2], 20, &seen[2], 10);
+	o1_sched_stats(e.s, &st);
+	assert_true(st.preemptions > 0);
+	run_all(&e, seen, 10000);
+	check_stream(p[0], 3, &seen[0], 150);
+	check_stream(p[1], 3, &seen[1], 150);
+	env_fini(&e);
+}
+
+/* max_running_per_client 1: whatever it asks, a client never has two
+ * sequences running, and the others' requests are not held up by it. */
+static void test_share_cap(void **state)
+{
+	struct env e;
+	struct seen seen[5] = {0};
+	int32_t p[5][10];
+	uint32_t most = 0;
+
+	(void)state;
+	env_cap = 1;
+	env_init(&e, 256, 5, 64, 32, 4);
+	for (uint32_t k = 0; k < 5; k++) {
+		make_prompt(p[k], 10, k, 0);
+		submit(&e, k, k < 4 ? 1 : 2, 1000, p[k], 10, 8);
+	}
+	for (int i = 0; i < 1000 && o1_sched_active(e.s); i++) {
+		step_some(&e, seen, NULL);
+		assert_true(running_of(&e, 1) <= 1);
+		if (running_of(&e, 2) > most)
+			most = running_of(&e, 2);
+	}
+	assert_int_equal(most, 1);
+	assert_true(seen[4].finals == 1);
+	for (uint32_t k = 0; k < 5; k++)
+		check_stream(p[k], 10, &seen[k], 8);
+	env_fini(&e);
+	env_cap = 0;
+}
+
+/* Fair share of running slots: a client that fills the running set
+ * (max_running 2) gives up its newest sequence as soon as a second client
+ * asks: that one runs within two steps, and every stream stays exact
+ * (the preempted one is recomputed). */
+static void test_fair_share_preempts(void **state)
+{
+	struct env e;
+	struct seen seen[3] = {0};
+	int32_t p[3][10];
+	struct o1_sched_stats st;
+
+	(void)state;
+	env_init(&e, 256, 3, 128, 32, 2);
+	for (uint32_t k = 0; k < 3; k++)
+		make_prompt(p[k], 10, k, 0);
+	submit(&e, 0, 1, 1000, p[0], 10, 60);
+	submit(&e, 1, 1, 1000, p[1], 10, 60);
+	for (int i = 0; i < 4; i++)
+		step_some(&e, seen, NULL);
+	assert_int_equal(running_of(&e, 1), 2);
+	submit(&e, 2, 2, 1000, p[2], 10, 5);
+	step_some(&e, seen, NULL);
+	step_some(&e, seen, NULL);
+	assert_true(seen[2].n > 0);
+	assert_int_equal(running_of(&e, 1), 1);
+	o1_sched_stats(e.s, &st);
+	assert_int_equal(st.preemptions, 1);
+	run_all(&e, seen, 10000);
+	for (uint32_t k = 0; k < 3; k++)
+		check_stream(p[k], 10, &seen[k], k < 2 ? 60 : 5);
+	env_fini(&e);
+}
+
+/* Whether request R, once running, was sent back to wait; updates *RAN. */
+static bool went_back(const struct o1_req *r, bool *ran)
+{
+	int ph = atomic_load(&r->phase);
+
+	if (ph == O1_REQ_RUNNING)
+		*ran = true;
+	return *ran && ph == O1_REQ_WAITING;
+}
+
+/* Fair share of pages at admission: a client holding 18 of 20 pages with
+ * one running stream, just after it took a page (so it needs none for
+ * three steps), gives it up when another client's 8-token prompt (3
+ * pages, within its share of 10) does not fit: that one starts in the
+ * next step, and both streams stay exact. */
+static void test_page_share(void **state)
+{
+	struct env e;
+	struct seen seen[2] = {0};
+	int32_t a[40], b[8];
+	struct o1_sched_stats st;
+	uint32_t last = 20;
+
+	(void)state;
+	env_init(&e, 20, 2, 128, 32, 8);
+	make_prompt(a, 40, 1, 0);
+	make_prompt(b, 8, 2, 0);
+	submit(&e, 0, 1, 1000, a, 40, 40);
+	for (int i = 0; i < 200; i++) {
+		step_some(&e, seen, NULL);
+		o1_sched_stats(e.s, &st);
+		if (st.pages_free + st.pages_cached <= 2 &&
+		    st.pages_free < last)
+			break;
+		last = st.pages_free;
+	}
+	assert_true(st.pages_free + st.pages_cached <= 2);
+	submit(&e, 1, 2, 1000, b, 8, 6);
+	step_some(&e, seen, NULL);
+	assert_int_equal(atomic_load(&e.reqs[1].phase), O1_REQ_RUNNING);
+	run_all(&e, seen, 10000);
+	check_stream(a, 40, &seen[0], 40);
+	check_stream(b, 8, &seen[1], 6);
+	env_fini(&e);
+}
+
+/* Fair share of pages when a running stream needs one: the client
+ * holding the most pages gives up its newest sequence, not the client
+ * whose sequence is newest overall. A 40-token prompt (client 1) and a
+ * 4-token one (client 2, admitted after it) outgrow a 20-page pool:
+ * client 2's stream is never sent back, client 1's is (and stays exact). */
+static void test_page_victim(void **state)
+{
+	struct env e;
+	struct seen seen[2] = {0};
+	int32_t a[40], b[4];
+	struct o1_sched_stats st;
+	bool ran = false;
+
+	(void)state;
+	env_init(&e, 20, 2, 128, 32, 8);
+	make_prompt(a, 40, 1, 0);
+	make_prompt(b, 4, 2, 0);
+	submit(&e, 0, 1, 1000, a, 40, 30);
+	submit(&e, 1, 2, 1000, b, 4, 30);
+	for (int i = 0; i < 10000 && o1_sched_active(e.s); i++) {
+		step_some(&e, seen, NULL);
+		assert_false(went_back(&e.reqs[1], &ran));
+	}
+	o1_sched_stats(e.s, &st);
+	assert_true(st.preemptions > 0);
+	check_stream(a, 40, &seen[0], 30);
+	check_stream(b, 4, &seen[1], 30);
+	env_fini(&e);
+}
+
+/* stall_timeout_ms 1: a parked stream whose reader took nothing for that
+ * long gets one FINAL, ERROR -O1_E_STALLED, after an exact prefix; one
+ * whose reader took anything since is not cancelled; a stream read all
+ * along finishes. The deadline is what o1_sched_wake_ns reports. */
+static void test_stall_deadline(void **state)
+{
+	struct env e;
+	struct seen seen[3] = {0};
+	bool reads[3] = {false, false, true};
+	int32_t p[3][6];
+	struct o1_sched_stats st;
+	struct timespec now;
+	uint64_t wake;
+	int i;
+
+	(void)state;
+	env_stall_ms = 1;
+	env_init(&e, 256, 3, 250, 16, 4);
+	for (uint32_t k = 0; k < 3; k++) {
+		make_prompt(p[k], 6, k, 0);
+		submit(&e, k, k + 1, 1000, p[k], 6, k == 2 ? 20 : 200);
+	}
+	for (i = 0; i < 1000; i++) {
+		step_some(&e, seen, reads);
+		o1_sched_stats(e.s, &st);
+		if (st.parked == 2)
+			break;
+	}
+	assert_int_equal(st.parked, 2);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	wake = o1_sched_wake_ns(e.s);
+	assert_true(wake > 0);
+	assert_true(wake <= (uint64_t)now.tv_sec * 1000000000ull +
+				(uint64_t)now.tv_nsec + 1000000);
+	sleep_ms(5);
+	/* reader 1 takes one event: progress, not a stall */
+	consume_n(&e.reqs[1], &seen[1], 1);
+	step_some(&e, seen, reads);
+	o1_sched_stats(e.s, &st);
+	assert_int_equal(st.stalled, 1);
+	assert_int_not_equal(atomic_load(&e.reqs[1].phase), O1_REQ_FINISHED);
+	consume(&e.reqs[0], &seen[0]);
+	assert_int_equal(seen[0].finals, 1);
+	assert_int_equal(seen[0].reason, O1_FINISH_ERROR);
+	assert_int_equal(seen[0].error, -O1_E_STALLED);
+	assert_true(seen[0].n > 0 && seen[0].n < 200);
+	check_ids(p[0], 6, &seen[0]);
+	run_all(&e, seen, 10000);
+	check_stream(p[2], 6, &seen[2], 20);
+	assert_int_equal(seen[1].finals, 1);
+	check_ids(p[1], 6, &seen[1]);
+	env_fini(&e);
+	env_stall_ms = 0;
+}
+
+/* An admission that fails (the pool is short) counts nothing: the prefix
+ * counters move once, when the request starts, however many steps it
+ * waited. */
+static void test_blocked_admission_counts_nothing(void **state)
+{
+	struct env e;
+	struct seen seen[3] = {0};
+	int32_t a[18], b[40];
+	struct o1_sched_stats before, st;
+	int blocked = 0;
+
+	(void)state;
+	env_init(&e, 12, 3, 64, 32, 4);
+	make_prompt(a, 18, 1, 0);
+	make_prompt(b, 40, 2, 0);
+	submit(&e, 0, 1, 1000, a, 18, 2);
+	run_all(&e, seen, 100);
+	submit(&e, 1, 1, 1000, b, 40, 6);
+	while (!seen[1].n) /* b's prefill holds its pages */
+		step_some(&e, seen, NULL);
+	submit(&e, 2, 1, 1000, a, 18, 2);
+	step_some(&e, seen, NULL);
+	o1_sched_stats(e.s, &before);
+	while (atomic_load(&e.reqs[2].phase) == O1_REQ_WAITING) {
+		o1_sched_stats(e.s, &st);
+		assert_int_equal(st.prefix_hits, before.prefix_hits);
+		assert_int_equal(st.prefix_misses, before.prefix_misses);
+		step_some(&e, seen, NULL);
+		assert_true(++blocked < 100);
+	}
+	assert_true(blocked > 2);
+	o1_sched_stats(e.s, &st);
+	assert_int_equal(st.prefix_hits + st.prefix_misses,
+			 before.prefix_hits + before.prefix_misses + 4);
+	run_all(&e, seen, 1000);
+	check_stream(a, 18, &seen[2], 2);
+	check_stream(b, 40, &seen[1], 6);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +856,14 @@ int main(void)
 	    cmocka_unit_test(test_context_and_cancel),
 	    cmocka_unit_test(test_prefix_cache_lru),
 	    cmocka_unit_test(test_device_logits),
+	    cmocka_unit_test(test_park_frees_slots),
+	    cmocka_unit_test(test_park_gives_up_pages),
+	    cmocka_unit_test(test_share_cap),
+	    cmocka_unit_test(test_fair_share_preempts),
+	    cmocka_unit_test(test_page_share),
+	    cmocka_unit_test(test_page_victim),
+	    cmocka_unit_test(test_stall_deadline),
+	    cmocka_unit_test(test_blocked_admission_counts_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

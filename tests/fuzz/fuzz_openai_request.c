@@ -4,7 +4,9 @@
  * ids, stop strings of 1..255 bytes, at most 4, sampling values in range)
  * or fails with -EINVAL and a message. A parsed request's answer (its own
  * prompt text echoed as a token, then a FINAL) must render as JSON that
- * parses back, whole and as an SSE chunk. */
+ * parses back, whole and as an SSE chunk. A refusal's message renders as
+ * an error body that parses back, and the input made UTF-8 by
+ * o1_sidecar_utf8_clean is UTF-8 (sidecar_input.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -13,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "tools/sidecar/sidecar_input.h"
 #include "tools/sidecar/sidecar_request.h"
 #include "tools/sidecar/sidecar_response.h"
 
@@ -65,6 +68,26 @@ static void render(const struct o1_sidecar_request *r)
 	o1_sidecar_out_fini(&out);
 }
 
+/* A refusal's error body, and the input cleaned to UTF-8 (both may quote
+ * whatever the client sent). */
+static void refusal(const struct o1_sidecar_req_error *e, const uint8_t *data,
+		    size_t size)
+{
+	char in[512], out[512], *json;
+	size_t n = size < sizeof(in) - 1 ? size : sizeof(in) - 1;
+
+	if (o1_sidecar_error_json(e->message, "invalid_request_error",
+				  e->param, "invalid_value", &json))
+		abort();
+	parses_back(json);
+	free(json);
+	memcpy(in, data, n);
+	in[n] = 0;
+	o1_sidecar_utf8_clean(in, out, sizeof(out));
+	if (!o1_sidecar_utf8_valid(out, strlen(out), NULL))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct o1_sidecar_request r;
@@ -83,6 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	} else if (ret == -EINVAL && !e.message[0]) {
 		abort();
+	} else if (ret == -EINVAL) {
+		refusal(&e, data, size);
 	}
 	o1_sidecar_request_fini(&r);
 	return 0;

@@ -3,7 +3,10 @@
  * arena the limits describe, so the daemon's copy-out cannot overrun.
  * Bytes past the slot are also read as a stop-string list and as a
  * welcome's device output description, whose accepted geometry must fit
- * the area it names (libo1client-cuda reads rows and stamps there). */
+ * the area it names (libo1client-cuda reads rows and stamps there). An
+ * accepted grammar (wire version 5) has a known kind, at most the limit's
+ * bytes, all inside the arena; without O1_SUBMIT_GRAMMAR its fields are
+ * zero. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,17 @@ static void check_submit(const struct o1_wire_submit *s,
 	    s->refine_steps > O1_WIRE_REFINE_MAX ||
 	    (s->refine_steps && !(s->flags & O1_SUBMIT_CHAT)))
 		abort();
+	if (!(s->flags & O1_SUBMIT_GRAMMAR)) {
+		if (s->grammar_off || s->grammar_len || s->grammar_kind)
+			abort();
+		return;
+	}
+	if (s->grammar_kind == O1_GRAMMAR_NONE ||
+	    s->grammar_kind >= O1_GRAMMAR_KIND_COUNT ||
+	    s->grammar_len > lim->max_grammar_bytes ||
+	    (uint64_t)s->grammar_off + s->grammar_len > lim->arena_bytes ||
+	    (s->grammar_kind == O1_GRAMMAR_JSON_OBJECT) != !s->grammar_len)
+		abort();
 }
 
 static void check_devout(const uint8_t *data, size_t size)
@@ -53,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						  .max_tokens = 4096,
 						  .max_stop_ids = 16,
 						  .max_stop_bytes = 1024,
-						  .vocab_size = 32000};
+						  .vocab_size = 32000,
+						  .max_grammar_bytes = 8192};
 	uint8_t slot[O1_WIRE_ENTRY_BYTES] = {0};
 	union o1_wire_entry out;
 	const char *why;

@@ -422,6 +422,153 @@ static void test_own_mistakes(void **state)
 	free(big);
 }
 
+static uint32_t byte_sum(const char *s, size_t n)
+{
+	uint32_t sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += (uint8_t)s[i];
+	return sum;
+}
+
+/* One greedy token of a request with grammar G of TYPE: its id. */
+static uint32_t grammar_token(struct o1_client *c, uint32_t type,
+			      const char *g)
+{
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 5,
+				    .text = "abc",
+				    .text_len = 3,
+				    .max_tokens = 1,
+				    .grammar_type = type,
+				    .grammar = g,
+				    .grammar_len = g ? strlen(g) : 0};
+	struct tokens t = {0};
+	struct o1_event fin;
+
+	assert_int_equal(o1_client_generate(c, &so, collect, &t, &fin), 0);
+	assert_int_equal(fin.error, 0);
+	assert_int_equal(t.n, 1);
+	return t.ids[0];
+}
+
+/* A raw SUBMIT with a grammar of LEN bytes of KIND: its FINAL's error. */
+static int raw_grammar(struct raw_client *r, struct o1_ring *sq,
+		       struct o1_ring *cq, uint8_t kind, uint32_t len)
+{
+	uint8_t *arena = o1_region_arena(r->base, &r->l);
+	union o1_wire_entry e, ev;
+
+	memset(&e, 0, sizeof(e));
+	memset(arena, 'g', 256);
+	e.submit.op = O1_OP_SUBMIT;
+	e.submit.req_id = 300 + kind;
+	e.submit.max_tokens = 1;
+	e.submit.prompt_len = 3;
+	e.submit.top_p = 1;
+	e.submit.repeat_penalty = 1;
+	e.submit.flags = O1_SUBMIT_GRAMMAR;
+	e.submit.grammar_kind = kind;
+	e.submit.grammar_off = len ? 8 : 0;
+	e.submit.grammar_len = len;
+	raw_publish(r, sq, &e);
+	do
+		raw_event(r, cq, &ev);
+	while (ev.op != O1_EV_FINAL);
+	assert_int_equal(ev.final.req_id, 300 + kind);
+	return ev.final.error;
+}
+
+/* Grammars (wire protocol 5): their bytes and kind reach the consumer
+ * (the script adds them to the ids), through libo1client and raw; one
+ * longer than the daemon takes, or sent to a daemon that takes none, is
+ * the request's own mistake (its FINAL, no violation), refused by
+ * libo1client before anything is sent; a kind out of range breaks the
+ * protocol. */
+static void test_grammar(void **state)
+{
+	static const char g[] = "root ::= \"x\"";
+	uint32_t abc = byte_sum("abc", 3);
+	char big[80];
+	struct o1_client_limits lim = {.sz = sizeof(lim)};
+	struct o1_client_refusal why = {.sz = sizeof(why)};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .text = "abc",
+				    .text_len = 3,
+				    .grammar_type = O1_GRAMMAR_TYPE_TEXT,
+				    .grammar = big,
+				    .grammar_len = 65};
+	struct o1_wire_hello h;
+	struct server_stats st;
+	struct test_server s;
+	struct raw_client r;
+	struct o1_ring sq, cq;
+	struct o1_client *c;
+
+	(void)state;
+	memset(big, 'x', sizeof(big));
+	start(&s, "--max-grammar", "64", NULL, NULL);
+	c = good_client(&s);
+	assert_int_equal(o1_client_limits(c, &lim), 0);
+	assert_int_equal(lim.max_grammar_bytes, 64);
+	assert_int_equal(grammar_token(c, O1_GRAMMAR_TYPE_TEXT, g),
+			 (abc + byte_sum(g, strlen(g)) + 100) % 1000);
+	assert_int_equal(grammar_token(c, O1_GRAMMAR_TYPE_JSON_SCHEMA, "{}"),
+			 (abc + byte_sum("{}", 2) + 200) % 1000);
+	assert_int_equal(grammar_token(c, O1_GRAMMAR_TYPE_JSON_OBJECT, NULL),
+			 (abc + 300) % 1000);
+	assert_int_equal(o1_client_check(c, &so, &why), O1_CLIENT_E_BOUNDS);
+	assert_string_equal(why.field, "grammar");
+	assert_int_equal(why.value, 65);
+	assert_int_equal(why.limit, 64);
+	so.grammar_len = 64;
+	assert_int_equal(o1_client_check(c, &so, NULL), 0);
+	so.grammar_type = 4;
+	assert_int_equal(o1_client_submit(c, &so), O1_CLIENT_E_GRAMMAR);
+	so.grammar_type = O1_GRAMMAR_TYPE_JSON_OBJECT; /* takes no bytes */
+	assert_int_equal(o1_client_submit(c, &so), O1_CLIENT_E_GRAMMAR);
+	so.grammar_type = O1_GRAMMAR_TYPE_JSON_SCHEMA;
+	so.grammar = NULL;
+	assert_int_equal(o1_client_submit(c, &so), O1_CLIENT_E_GRAMMAR);
+	assert_int_equal(o1_client_inflight(c), 0);
+	o1_client_close(c);
+
+	raw_hello(&h);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	o1_region_rings(r.base, &r.l, &sq, &cq);
+	assert_int_equal(raw_grammar(&r, &sq, &cq, O1_GRAMMAR_GBNF, 65),
+			 -O1_E_BOUNDS);
+	assert_int_equal(raw_grammar(&r, &sq, &cq, O1_GRAMMAR_GBNF, 0),
+			 -O1_E_BOUNDS);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.violations, 0);
+	assert_int_equal(raw_grammar(&r, &sq, &cq, 9, 10), -O1_E_FORMAT);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.violations, 1);
+	raw_close(&r);
+	assert_int_equal(server_stop(&s), 0);
+
+	start(&s, NULL, NULL, NULL, NULL);
+	c = good_client(&s);
+	assert_int_equal(o1_client_limits(c, &lim), 0);
+	assert_int_equal(lim.max_grammar_bytes, 0);
+	so.grammar_type = O1_GRAMMAR_TYPE_JSON_OBJECT;
+	so.grammar_len = 0;
+	assert_int_equal(o1_client_check(c, &so, &why), O1_CLIENT_E_BOUNDS);
+	assert_string_equal(why.field, "grammar");
+	assert_non_null(strstr(o1_last_error(), "takes no grammars"));
+	o1_client_close(c);
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), 0);
+	o1_region_rings(r.base, &r.l, &sq, &cq);
+	assert_int_equal(raw_grammar(&r, &sq, &cq, O1_GRAMMAR_JSON_OBJECT, 0),
+			 -O1_E_UNSUPPORTED);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.violations, 0);
+	raw_close(&r);
+	check_serving(&s);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 struct scribbler {
 	struct raw_client *r;
 	atomic_int stop;
@@ -1214,6 +1361,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_garbage_indices),
 	    cmocka_unit_test(test_garbage_offsets),
 	    cmocka_unit_test(test_own_mistakes),
+	    cmocka_unit_test(test_grammar),
 	    cmocka_unit_test(test_rewriter_thread),
 	    cmocka_unit_test(test_flood_quota),
 	    cmocka_unit_test(test_sigkill_mid_entry),

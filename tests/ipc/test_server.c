@@ -13,11 +13,15 @@
  * with O1_SUBMIT_DEVICE_LOGITS from area a gets tokens with
  * O1_TOKEN_DEVICE and dev_seq 1000 a + i (one reaching ->submit without
  * an area is refused with -EPROTO, which the tests would see).
+ * --max-grammar N takes grammars of up to N bytes (O1_SUBMIT_GRAMMAR):
+ * a request's grammar bytes and 100 x its kind add to the sum the ids
+ * come from, so a test sees what reached the consumer.
  *
  * usage: o1_ipc_test_server --socket PATH [--eventfd] [--allow-uid N]
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
  *        [--hello-ms N] [--max-clients N] [--arena N] [--admin-uid N]
- *        [--devout N] [--max-half-open N] [--per-uid N] [--decay-ms N]
+ *        [--devout N] [--max-grammar N] [--max-half-open N]
+ *        [--per-uid N] [--decay-ms N]
  * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
  * at exit (SIGTERM), with the wake-up samples the loop counted and those
  * it handed to ->observe_wakeup (count and largest). SIGINT toggles draining
@@ -84,6 +88,10 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	q->req_id = r->params.req_id;
 	for (uint32_t i = 0; i < r->prompt_bytes; i++)
 		q->sum += r->prompt[i];
+	for (uint32_t i = 0; r->grammar && i < r->params.grammar_len; i++)
+		q->sum += r->grammar[i];
+	if (r->params.flags & O1_SUBMIT_GRAMMAR)
+		q->sum += 100u * r->params.grammar_kind;
 	q->total = r->params.max_tokens < 1000 ? r->params.max_tokens : 1000;
 	q->prompt_tokens = r->params.prompt_kind == O1_PROMPT_IDS
 			       ? r->prompt_bytes / 4
@@ -348,6 +356,8 @@ static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
 			o->max_clients = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--arena"))
 			o->arena_bytes = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--max-grammar"))
+			o->max_grammar_bytes = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--max-half-open"))
 			o->max_half_open = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--per-uid"))

@@ -56,6 +56,9 @@ static void submit_opts(void)
 	OFF(o1_submit_opts, n_stop_strings);
 	OFF(o1_submit_opts, flags);
 	OFF(o1_submit_opts, refine_steps);
+	OFF(o1_submit_opts, grammar_type);
+	OFF(o1_submit_opts, grammar);
+	OFF(o1_submit_opts, grammar_len);
 }
 
 static void event(void)

@@ -21,6 +21,7 @@ static const struct o1_wire_limits lim = {
     .max_stop_ids = 8,
     .max_stop_bytes = 256,
     .vocab_size = 32000,
+    .max_grammar_bytes = 512,
 };
 
 static union o1_wire_entry valid_submit(void)
@@ -66,8 +67,9 @@ struct bad_case {
 		stmt;                                                          \
 	}
 M(m_op, s->op = 0x7f)
-M(m_pad, s->pad[31] = 1)
-M(m_flags, s->flags = 0x40)
+M(m_pad, s->pad[19] = 1)
+M(m_pad1, s->pad1[2] = 1)
+M(m_flags, s->flags = 0x80)
 M(m_max0, s->max_tokens = 0)
 M(m_maxbig, s->max_tokens = 1001)
 M(m_topk, s->top_k = 32001)
@@ -100,10 +102,31 @@ M(m_refine_big, (s->flags = O1_SUBMIT_CHAT, s->refine_steps = 17))
 M(m_refine_nochat, s->refine_steps = 1)
 M(m_refine_notext,
   (s->flags = O1_SUBMIT_CHAT | O1_SUBMIT_NO_TEXT, s->refine_steps = 1))
+/* grammar fields: the base is a valid grammar request (see grammar()) */
+static void grammar(struct o1_wire_submit *s, uint8_t kind, uint32_t off,
+		    uint32_t len)
+{
+	s->flags |= O1_SUBMIT_GRAMMAR;
+	s->grammar_kind = kind;
+	s->grammar_off = off;
+	s->grammar_len = len;
+}
+M(m_g_noflag, (s->grammar_kind = O1_GRAMMAR_GBNF))
+M(m_g_noflag_len, (s->grammar_len = 3))
+M(m_g_noflag_off, (s->grammar_off = 3))
+M(m_g_kind0, grammar(s, O1_GRAMMAR_NONE, 400, 10))
+M(m_g_kind_big, grammar(s, O1_GRAMMAR_KIND_COUNT, 400, 10))
+M(m_g_len0, grammar(s, O1_GRAMMAR_GBNF, 400, 0))
+M(m_g_len_big, grammar(s, O1_GRAMMAR_JSON_SCHEMA, 400, 513))
+M(m_g_off, grammar(s, O1_GRAMMAR_GBNF, 4000, 100))
+M(m_g_off_wrap, grammar(s, O1_GRAMMAR_GBNF, UINT32_MAX - 2, 10))
+M(m_g_object_len, grammar(s, O1_GRAMMAR_JSON_OBJECT, 400, 2))
+M(m_g_object_off, grammar(s, O1_GRAMMAR_JSON_OBJECT, 400, 0))
 
 static const struct bad_case cases[] = {
     {"op", m_op, O1_E_PROTOCOL, "op"},
     {"pad", m_pad, O1_E_PROTOCOL, "pad"},
+    {"pad1", m_pad1, O1_E_PROTOCOL, "pad"},
     {"flags", m_flags, O1_E_PROTOCOL, "flags"},
     {"max_tokens 0", m_max0, O1_E_BOUNDS, "max_tokens"},
     {"max_tokens big", m_maxbig, O1_E_CONTEXT, "max_tokens"},
@@ -135,6 +158,20 @@ static const struct bad_case cases[] = {
     {"refine_steps big", m_refine_big, O1_E_BOUNDS, "refine_steps"},
     {"refine without chat", m_refine_nochat, O1_E_FORMAT, "refine_steps"},
     {"refine without text", m_refine_notext, O1_E_FORMAT, "refine_steps"},
+    {"grammar kind without flag", m_g_noflag, O1_E_PROTOCOL, "grammar_kind"},
+    {"grammar len without flag", m_g_noflag_len, O1_E_PROTOCOL,
+     "grammar_kind"},
+    {"grammar off without flag", m_g_noflag_off, O1_E_PROTOCOL,
+     "grammar_kind"},
+    {"grammar kind 0", m_g_kind0, O1_E_FORMAT, "grammar_kind"},
+    {"grammar kind big", m_g_kind_big, O1_E_FORMAT, "grammar_kind"},
+    {"grammar len 0", m_g_len0, O1_E_BOUNDS, "grammar_len"},
+    {"grammar over the limit", m_g_len_big, O1_E_BOUNDS, "grammar_len"},
+    {"grammar off", m_g_off, O1_E_BOUNDS, "grammar_off"},
+    {"grammar off wrap", m_g_off_wrap, O1_E_BOUNDS, "grammar_off"},
+    {"json_object with bytes", m_g_object_len, O1_E_BOUNDS, "grammar_len"},
+    {"json_object with an offset", m_g_object_off, O1_E_PROTOCOL,
+     "grammar_off"},
 };
 
 static void test_valid(void **state)
@@ -179,6 +216,35 @@ static void test_every_malformed(void **state)
 			fail_msg("case %s: ret %d why %s", cases[i].name, ret,
 				 why ? why : "(null)");
 	}
+}
+
+/* Each grammar kind decodes; the bytes may end the arena; a daemon that
+ * takes no grammars refuses them as unsupported, not as a violation. */
+static void test_grammar(void **state)
+{
+	struct o1_wire_limits none = lim;
+	union o1_wire_entry in = valid_submit(), out;
+	const char *why = NULL;
+
+	(void)state;
+	grammar(&in.submit, O1_GRAMMAR_GBNF, 4096 - 512, 512);
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	assert_int_equal(out.submit.grammar_off, 4096 - 512);
+	assert_int_equal(out.submit.grammar_len, 512);
+	assert_int_equal(out.submit.grammar_kind, O1_GRAMMAR_GBNF);
+	in = valid_submit();
+	grammar(&in.submit, O1_GRAMMAR_JSON_SCHEMA, 1, 7);
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	in = valid_submit();
+	grammar(&in.submit, O1_GRAMMAR_JSON_OBJECT, 0, 0);
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	none.max_grammar_bytes = 0;
+	assert_int_equal(o1_wire_decode_sub(&in, &none, &out, &why),
+			 -O1_E_UNSUPPORTED);
+	assert_string_equal(why, "grammar");
+	/* without the flag a daemon without grammars decodes as before */
+	in = valid_submit();
+	assert_int_equal(o1_wire_decode_sub(&in, &none, &out, &why), 0);
 }
 
 static void test_small_ops(void **state)
@@ -412,8 +478,14 @@ static void test_sent_ns(void **state)
 	in.raw[offsetof(struct o1_wire_ping, sent_ns) + 8] = 1;
 	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
 			 -O1_E_PROTOCOL);
+	/* after sent_ns: the grammar (version 5), then padding */
 	in = valid_submit();
 	in.raw[offsetof(struct o1_wire_submit, sent_ns) + 8] = 1;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
+			 -O1_E_PROTOCOL);
+	assert_string_equal(why, "grammar_kind");
+	in = valid_submit();
+	in.raw[offsetof(struct o1_wire_submit, grammar_kind) + 1] = 1;
 	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
 			 -O1_E_PROTOCOL);
 	assert_string_equal(why, "pad");
@@ -424,6 +496,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_valid),
 	    cmocka_unit_test(test_every_malformed),
+	    cmocka_unit_test(test_grammar),
 	    cmocka_unit_test(test_small_ops),
 	    cmocka_unit_test(test_events),
 	    cmocka_unit_test(test_stop_strings),

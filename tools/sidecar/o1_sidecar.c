@@ -209,6 +209,10 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 	    .max_concurrent = cfg->sidecar.max_concurrent,
 	    .request_timeout_ms = cfg->sidecar.request_timeout_ms,
 	    .idle_timeout_s = cfg->sidecar.idle_timeout_s,
+	    .read_timeout_ms = cfg->sidecar.read_timeout_ms,
+	    .max_per_address = cfg->sidecar.max_connections_per_address
+				   ? cfg->sidecar.max_connections_per_address
+				   : cfg->sidecar.max_concurrent + 8,
 	    .access_log = log};
 	const char *sock = a->daemon			  ? a->daemon
 			   : cfg->sidecar.daemon_socket[0] ? cfg->sidecar.daemon_socket

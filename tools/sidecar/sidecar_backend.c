@@ -188,6 +188,11 @@ static void fill_opts(const struct o1_sidecar_request *r,
 	o->n_stop_strings = r->n_stop;
 	o->flags = r->kind == O1_SIDECAR_CHAT ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS;
 	o->refine_steps = r->refine_steps;
+	if (r->grammar) { /* response_format, as grammar text */
+		o->grammar_type = O1_GRAMMAR_TYPE_TEXT;
+		o->grammar = r->grammar;
+		o->grammar_len = r->grammar_len;
+	}
 	if (r->ignore_eos)
 		o->flags |= O1_FLAG_IGNORE_EOS;
 }
@@ -331,6 +336,8 @@ int o1_sidecar_gen_next(struct o1_sidecar_gen *g, struct o1_event *ev)
 		g->got_event = true;
 		if (ev->type == O1_EVENT_TOKEN && !g->t_first_ns)
 			g->t_first_ns = o1_sidecar_now_ns();
+		if (ev->type == O1_EVENT_TOKEN)
+			g->streamed_tokens += ev->n_ids;
 		if (ev->type == O1_EVENT_FINAL) {
 			g->finished = true;
 			g->prompt_tokens = ev->prompt_tokens;

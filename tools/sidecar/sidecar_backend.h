@@ -57,6 +57,9 @@ struct o1_sidecar_gen {
 	bool broken;	     /* transport failed: handle not reusable */
 	uint64_t t_submit_ns, t_first_ns, t_end_ns;
 	uint32_t prompt_tokens, generated_tokens; /* from the FINAL */
+	uint32_t streamed_tokens; /* ids the TOKENs carried (no FINAL when
+				   * the daemon died: the access log counts
+				   * these then) */
 	/* gen_start's O1_CLIENT_E_CONTEXT or _BOUNDS: the request's value
 	 * over the daemon's limit, found before anything was sent */
 	struct o1_client_refusal refusal;

@@ -50,6 +50,7 @@ static struct status_map map_error(int err)
 	case -O1_E_NO_TOKENIZER:
 	case -O1_E_FORMAT:
 	case -O1_E_UNSUPPORTED:
+	case -O1_E_GRAMMAR:
 	case -O1_E_PROTOCOL:
 	case -EINVAL:
 	case -E2BIG:
@@ -105,11 +106,15 @@ struct run {
 };
 
 /* A refused FINAL: a refinement request out of the daemon's bounds is
- * most likely refine_steps above its refine.max_steps. */
+ * most likely refine_steps above its refine.max_steps; a refused grammar
+ * is response_format's (the ERROR before the FINAL says why). */
 static enum MHD_Result fail_final(struct run *r, const struct o1_event *ev)
 {
 	char detail[160];
 
+	if (ev->error == -O1_E_GRAMMAR)
+		return fail_param(r->c, ev->error, r->error,
+				  "response_format");
 	if (ev->error != -O1_E_BOUNDS || !r->req.refine_steps)
 		return fail(r->c, ev->error, r->error);
 	snprintf(detail, sizeof(detail),
@@ -126,7 +131,9 @@ static void run_free(struct run *r)
 		atomic_fetch_sub(&r->c->h->running, 1);
 	r->c->log.t_first_ns = r->gen.t_first_ns;
 	r->c->log.prompt_tokens = r->gen.prompt_tokens;
-	r->c->log.completion_tokens = r->gen.generated_tokens;
+	r->c->log.completion_tokens = r->gen.finished
+					  ? r->gen.generated_tokens
+					  : r->gen.streamed_tokens;
 	if (r->out.finish)
 		r->c->log.finish = r->out.finish;
 	o1_sidecar_conn_put(r->c);
@@ -332,6 +339,8 @@ static const char *refused_param(const struct run *r)
 		return "prompt";
 	if (!strcmp(f, "stop_ids"))
 		return "stop";
+	if (!strcmp(f, "grammar"))
+		return "response_format";
 	return f; /* max_tokens, top_k */
 }
 

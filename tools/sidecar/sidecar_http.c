@@ -352,6 +352,7 @@ static enum MHD_Result route(struct o1_sidecar_conn *c, const char *path)
 	bool chat = !strcmp(path, "/v1/chat/completions");
 	char msg[160];
 
+	o1_sidecar_guard_read(c->h->guard, c->mhd);
 	if (c->too_large) {
 		snprintf(msg, sizeof(msg),
 			 "the request body is larger than %u bytes",
@@ -469,8 +470,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 {
 	struct o1_sidecar_conn *c = *con_cls;
 
-	(void)cls;
-	(void)mc;
+	o1_sidecar_guard_answered(((struct o1_sidecar_http *)cls)->guard, mc);
 	if (!c)
 		return;
 	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !c->log.finish)
@@ -587,26 +587,36 @@ static void bound_name(const struct o1_sidecar_http *h, char *buf, size_t cap)
 		 port);
 }
 
+/* libmicrohttpd without a listening socket: the guard accepts and hands
+ * connections over. */
 static int start_mhd(struct o1_sidecar_http *h)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-			 MHD_USE_ITC /* for MHD_quiesce_daemon */ |
-			 MHD_USE_ERROR_LOG;
+			 MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
+			 MHD_USE_ITC;
+	struct o1_sidecar_guard_opts go = {
+	    .listen_fd = h->listen_fd,
+	    .max_connections = 2 * h->o.max_concurrent + 32,
+	    .max_per_address = h->o.max_per_address,
+	    .read_timeout_ms = h->o.read_timeout_ms,
+	    .idle_timeout_ms = h->o.idle_timeout_s * 1000};
+	int ret = o1_sidecar_guard_create(&go, &h->guard);
 
+	if (ret)
+		return ret;
 	h->mhd = MHD_start_daemon(
-	    flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
-	    h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-	    MHD_OPTION_CONNECTION_LIMIT,
-	    (unsigned)(2 * h->o.max_concurrent + 32),
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->o.idle_timeout_s,
-	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK_BYTES,
-	    MHD_OPTION_END);
+	    flags, 0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED,
+	    on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+	    o1_sidecar_guard_notify, h->guard, MHD_OPTION_CONNECTION_LIMIT,
+	    go.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)h->o.idle_timeout_s, MHD_OPTION_THREAD_STACK_SIZE,
+	    (size_t)THREAD_STACK_BYTES, MHD_OPTION_END);
 	if (!h->mhd) {
 		o1_err("sidecar: libmicrohttpd did not start");
 		return -EIO;
 	}
-	return 0;
+	return o1_sidecar_guard_start(h->guard, h->mhd);
 }
 
 int o1_sidecar_http_start(const struct o1_sidecar_http_opts *o,
@@ -648,15 +658,15 @@ void o1_sidecar_http_drain(struct o1_sidecar_http *h)
 	atomic_store(&h->draining, true);
 }
 
+/* The guard accepts (libmicrohttpd has no listening socket): stopping it
+ * stops accepting; connections it had not handed over yet (no request
+ * byte read) are closed. */
 int o1_sidecar_http_quiesce(struct o1_sidecar_http *h)
 {
 	if (h->listen_fd < 0)
 		return 0;
-	if (MHD_quiesce_daemon(h->mhd) == MHD_INVALID_SOCKET) {
-		o1_err("sidecar: libmicrohttpd did not stop accepting");
-		return -EIO;
-	}
-	close(h->listen_fd); /* ours: MHD_OPTION_LISTEN_SOCKET */
+	o1_sidecar_guard_stop(h->guard);
+	close(h->listen_fd);
 	h->listen_fd = -1;
 	if (h->unix_path[0])
 		unlink(h->unix_path);
@@ -673,8 +683,10 @@ void o1_sidecar_http_stop(struct o1_sidecar_http *h)
 {
 	if (!h)
 		return;
+	o1_sidecar_guard_stop(h->guard);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
+	o1_sidecar_guard_destroy(h->guard);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	if (h->unix_path[0])

@@ -6,7 +6,9 @@
  *
  * Concurrency: at most max_concurrent generations run at once (one more
  * is answered 429); at most 2 * max_concurrent + 32 connections are
- * open (more are closed at accept).
+ * open, max_per_address of them from one address, and each request must
+ * be read within read_timeout_ms (the guard, sidecar_guard.h, accepts
+ * and hands connections to libmicrohttpd).
  *
  * Drain: http_drain turns readiness to 503 while requests are still
  * served, http_quiesce stops accepting, http_in_flight tells when the
@@ -32,6 +34,8 @@ struct o1_sidecar_http_opts {
 	uint32_t max_concurrent;
 	uint32_t request_timeout_ms;
 	uint32_t idle_timeout_s;
+	uint32_t read_timeout_ms; /* head and body (sidecar_guard.h) */
+	uint32_t max_per_address; /* connections; 0: no cap */
 	FILE *access_log; /* borrowed; NULL: no access log */
 	const struct o1_sidecar_vocab *vocab; /* borrowed; may be NULL */
 };

@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "metrics/metrics_reader.h"
+#include "sidecar_guard.h"
 #include "sidecar_http.h"
 #include "sidecar_log.h"
 #include "sidecar_request.h"
@@ -33,6 +34,7 @@ struct o1_sidecar_http {
 	char metrics_dir[256];
 	char metrics_shm[320];
 	struct o1_metrics_reader *metrics;
+	struct o1_sidecar_guard *guard;
 	int listen_fd;
 	char unix_path[108];
 };

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sidecar_input.h"
 #include "sidecar_request.h"
 #include "sidecar_format.h"
 
@@ -404,9 +405,8 @@ static int parse_refine(const cJSON *root, struct o1_sidecar_request *r,
 
 /* OpenAI parameters o1d does not implement yet are refused by name, not
  * ignored: a client asking for tool calls would otherwise get plain text
- * and not know. response_format is read by sidecar_format.c (text is what
- * o1d does anyway; a JSON format is checked, then refused in parse_root
- * until the wire protocol carries grammars). */
+ * and not know. response_format is read by sidecar_format.c (a JSON
+ * format becomes grammar text that o1d enforces). */
 static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err)
 {
 	static const char *const names[] = {"tools", "tool_choice",
@@ -453,12 +453,6 @@ static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		ret = parse_unsupported(root, err);
 	if (!ret)
 		ret = o1_sidecar_format_parse(root, r, err);
-	if (!ret && r->grammar) /* valid, but the wire cannot carry it yet */
-		ret = bad(err, "response_format",
-			  "'response_format' other than {\"type\": "
-			  "\"text\"} is not supported by o1-sidecar yet (o1d "
-			  "cannot enforce a grammar until its wire protocol "
-			  "carries one); leave it out");
 	return ret;
 }
 
@@ -475,6 +469,9 @@ int o1_sidecar_request_parse(const char *body, size_t len,
 	req->kind = kind;
 	req->sampling.sz = sizeof(req->sampling);
 	req->sampling.temperature = 1;
+	if (o1_sidecar_body_check(body, len, err->message,
+				  sizeof(err->message)))
+		return -EINVAL;
 	root = cJSON_ParseWithLength(body, len);
 	if (!root)
 		return bad(err, "", "the body (%zu bytes) is not valid JSON",

@@ -47,8 +47,7 @@ struct o1_sidecar_request {
 	uint32_t refine_steps; /* extension: self-refinement rounds after
 				* the first answer (chat only); 0: off */
 	char *grammar; /* response_format as grammar text (sidecar_format.h),
-			* NULL for none; owned. The parser still refuses a
-			* request with one: the wire cannot carry it yet */
+			* NULL for none; owned; o1d enforces it */
 	size_t grammar_len;
 };
 

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sidecar_input.h"
 #include "sidecar_response.h"
 
 void o1_sidecar_out_init(struct o1_sidecar_out *out,
@@ -206,13 +207,17 @@ static int print(cJSON *root, char **json)
 	return *json ? 0 : -ENOMEM;
 }
 
+/* The message may quote the client (a model name, a path): made UTF-8
+ * here, so the answer is valid JSON whatever it sent. */
 int o1_sidecar_error_json(const char *message, const char *type,
 			  const char *param, const char *code, char **json)
 {
 	cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
+	char clean[1024];
 
+	o1_sidecar_utf8_clean(message, clean, sizeof(clean));
 	cJSON_AddItemToObject(root, "error", e);
-	cJSON_AddStringToObject(e, "message", message);
+	cJSON_AddStringToObject(e, "message", clean);
 	cJSON_AddStringToObject(e, "type", type);
 	if (param && *param)
 		cJSON_AddStringToObject(e, "param", param);

@@ -139,6 +139,29 @@ enum o1_refine_stop_reason {
 #define O1_TOKEN_HAS_ENTROPY 2 /* entropy valid (the token's) */
 #define O1_TOKEN_HAS_DEVICE  4 /* dev_seq valid (since 0.3) */
 
+/* Structured output (since 0.5, wire protocol 5): what o1_submit_opts'
+ * grammar holds. The daemon compiles it (JSON Schema through grammar
+ * text: docs/GRAMMAR.md lists the grammar syntax and the schema keywords
+ * it takes) and every generated token then keeps the output a prefix of
+ * a text the grammar accepts; an end token is allowed once the text is
+ * complete, and the request ends as EOS there (finish LENGTH still cuts a
+ * document short). A grammar the daemon refuses (syntax, an unsupported
+ * schema keyword, past its size limits) fails that request alone: an
+ * ERROR event with the request's id and the compiler's message, then a
+ * FINAL with error O1_CLIENT_E_GRAMMAR. Compiled grammars are cached by
+ * the daemon, so a repeated grammar costs nothing to compile. */
+enum o1_grammar_type {
+	O1_GRAMMAR_TYPE_NONE = 0,
+	O1_GRAMMAR_TYPE_TEXT = 1,	 /* grammar text (GBNF-like) */
+	O1_GRAMMAR_TYPE_JSON_SCHEMA = 2, /* a JSON Schema, as JSON text */
+	O1_GRAMMAR_TYPE_JSON_OBJECT = 3, /* any JSON object; no bytes */
+};
+
+/* A request's grammar was refused, or allowed no token of the model's
+ * vocabulary (FINAL error; the ERROR event before it says why). Also
+ * o1_client_check's error for a grammar type out of range. Since 0.5. */
+#define O1_CLIENT_E_GRAMMAR (-10017)
+
 /* Every pointer here is borrowed for the call only: o1_client_submit
  * copies what it needs into the shared arena before it returns. */
 struct o1_submit_opts {
@@ -158,6 +181,12 @@ struct o1_submit_opts {
 	/* since 0.2 */
 	uint32_t refine_steps; /* 0: off; at most the daemon's
 				* refine.max_steps (else FINAL error) */
+	/* since 0.5: the output's grammar (see enum o1_grammar_type): TEXT
+	 * and JSON_SCHEMA take grammar_len (>= 1) bytes at grammar, at most
+	 * o1_client_limits' max_grammar_bytes; JSON_OBJECT takes none */
+	uint32_t grammar_type; /* enum o1_grammar_type; 0: none */
+	const char *grammar;
+	size_t grammar_len;
 };
 
 enum o1_event_type {
@@ -257,6 +286,9 @@ struct o1_client_limits {
 	uint32_t max_tokens;	    /* per request: the context */
 	uint32_t max_inflight;	    /* requests in flight at once */
 	uint32_t vocab_size;	    /* ids below it, top_k at most; 0: none */
+	/* since 0.5: grammar bytes per request; 0: the daemon takes no
+	 * grammars (a model without a tokenizer, or switched off) */
+	uint32_t max_grammar_bytes;
 };
 
 /* Fills *out (set out->sz). Returns 0, -EINVAL or -ECONNRESET. */
@@ -264,7 +296,8 @@ int o1_client_limits(const struct o1_client *c, struct o1_client_limits *out);
 
 /* What o1_client_check found: the field (static text: "prompt" for its
  * length in bytes (text) or tokens (ids), "prompt_ids", "max_tokens",
- * "top_k", "stop_ids"), the request's value and the daemon's limit. */
+ * "top_k", "stop_ids", "grammar" for its length in bytes), the request's
+ * value and the daemon's limit. */
 struct o1_client_refusal {
 	size_t sz;
 	const char *field;
@@ -275,9 +308,12 @@ struct o1_client_refusal {
 /* Checks a request against those limits without sending anything.
  * Returns 0, O1_CLIENT_E_CONTEXT (the prompt or max_tokens is longer than
  * the daemon takes) or O1_CLIENT_E_BOUNDS (a top_k or token id outside
- * the vocabulary), with *why (may be NULL; set why->sz) saying which and
- * o1_last_error() a sentence naming the value and the limit; -EINVAL,
- * -ECONNRESET. o1_client_submit runs the same check first. Since 0.4. */
+ * the vocabulary, a grammar longer than the daemon takes or a grammar to
+ * a daemon that takes none), with *why (may be NULL; set why->sz) saying
+ * which and o1_last_error() a sentence naming the value and the limit;
+ * O1_CLIENT_E_GRAMMAR (a grammar_type out of range, or its bytes missing
+ * or given where none belong), -EINVAL, -ECONNRESET. o1_client_submit
+ * runs the same check first. Since 0.4. */
 int o1_client_check(const struct o1_client *c, const struct o1_submit_opts *o,
 		    struct o1_client_refusal *why);
 /* Asks the daemon to stop a request; its FINAL (CANCELLED) still comes. */
@@ -309,7 +345,9 @@ int o1_client_ping(struct o1_client *c, uint64_t *rtt_ns);
 typedef int (*o1_token_fn)(void *arg, const struct o1_event *ev);
 /* Submits and waits for the FINAL, calling fn for each token. Only with
  * no other request in flight (-EBUSY). *final gets the FINAL event.
- * Returns 0 (see final->finish and final->error) or a transport error. */
+ * Returns 0 (see final->finish and final->error; an ERROR event the
+ * daemon sent for the request, such as a refused grammar's message, is
+ * then in o1_last_error()) or a transport error. */
 int o1_client_generate(struct o1_client *c, const struct o1_submit_opts *o,
 		       o1_token_fn fn, void *arg, struct o1_event *final);
 

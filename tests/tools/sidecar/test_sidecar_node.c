@@ -9,7 +9,9 @@
  * refinement round's) with the ones libo1client gets directly for the
  * same requests; a 240 KB prompt with the client's default retries is one
  * 400 (context_length_exceeded on messages), sent once, and no violation
- * in o1d. */
+ * in o1d; response_format json_schema answers (strict, whole and
+ * streamed) parse and fit their schema, and an unsupported keyword is a
+ * 400 naming it. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -129,6 +131,9 @@ static void test_openai_client(void **state)
 	assert_non_null(strstr(out, "ok   chat: greedy equals libo1client"));
 	assert_non_null(strstr(out, "ok   refine: refinement_trace equals"));
 	assert_non_null(strstr(out, "ok   240 KB prompt: sent once"));
+	assert_non_null(
+	    strstr(out, "ok   json_schema stream: the deltas join to a "
+			"fitting document"));
 	assert_null(strstr(out, "FAIL"));
 	/* the refused prompt was the client's mistake, not o1d's failure */
 	assert_false(log_has(daemon_p.log, "violation"));

@@ -232,8 +232,8 @@ static const struct bad bads[] = {
     {O1_SIDECAR_CHAT,
      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
      "\"content\":\"x\"}],\"response_format\":{\"type\":"
-     "\"json_object\"}}",
-     "response_format", "not supported by o1-sidecar yet"},
+     "\"json_schema\",\"json_schema\":{\"schema\":{\"not\":{}}}}}",
+     "response_format", "keyword 'not'"},
 };
 
 static void test_bad_bodies(void **state)

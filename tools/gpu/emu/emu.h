@@ -109,6 +109,12 @@ static inline float __fmul_rn(float a, float b)
 	return a * b;
 }
 
+/* glibc's fmaf rounds once, as the device's does. */
+static inline float __fmaf_rn(float a, float b, float c)
+{
+	return fmaf(a, b, c);
+}
+
 static inline float __fdiv_rn(float a, float b)
 {
 	return a / b;
@@ -200,6 +206,15 @@ template <class T> static inline T __shfl_sync(unsigned, T v, int src)
 template <class T> static inline T __shfl_up_sync(unsigned, T v, unsigned delta)
 {
 	return emu_shfl(v, emu_lane() - delta, emu_lane() < delta);
+}
+
+/* A warp barrier: an exchange that reads nothing. */
+static inline void __syncwarp(unsigned = 0xffffffffu)
+{
+	unsigned v = 0;
+
+	emu_warp_put(&v, 4);
+	emu_warp_done();
 }
 
 static inline unsigned __ballot_sync(unsigned, int pred)

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs tests/gpu/test_gpu_quant against kernels/quant.cu and
-# kernels/gemv_q.cu emulated on the CPU (emu.h): no GPU needed, so the
-# block decoding and the decode product can be checked before GPU time is
-# spent. The .cu files are copied into build-emu/ so that their
-# "cuda_launch.h" is this folder's (launches through emu_launch, PDL a
-# no-op). Quick mode (O1_TEST_QUICK=1): every launch within the
+# Runs tests/kernels/test_quant_cuda against kernels/quant.cu,
+# kernels/gemv_q.cu and kernels/swiglu.cu (its reference) emulated on the
+# CPU (emu.h): no GPU needed, so the block decoding and the decode
+# products can be checked before GPU time is spent. The .cu files are
+# copied into build-emu/ so that their "cuda_launch.h" is this folder's
+# (launches through emu_launch, PDL a no-op). Quick mode (O1_TEST_QUICK=1): every launch within the
 # emulation's 8192 threads; a few minutes on one core. x86-64, g++ and
 # cmocka.
 #   tools/gpu/emu/run_quant.sh
@@ -18,17 +18,19 @@ emu=$root/tools/gpu/emu
 out=$root/build-emu
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root/kernels" -I"$root" -I"$root/daemon")
-for k in quant gemv_q; do
-	cp "$root/kernels/$k.cu" "$out/${k}_emu.cc"
+# extern __shared__ arrays become emu_smem() (as run_decode.sh does)
+shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
+for k in quant gemv_q swiglu; do
+	sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
 done
 cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -include "$emu/emu.h" "${inc[@]}")
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
     -DO1_SHARED_DIR="\"$root/../shared\"" "${inc[@]}")
-for k in quant gemv_q; do
+for k in quant gemv_q swiglu; do
 	"${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
 done
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
-"${cc[@]}" -c "$root/tests/gpu/test_gpu_quant.c" -o "$out/test_quant.o"
+"${cc[@]}" -c "$root/tests/kernels/test_quant_cuda.c" -o "$out/test_quant.o"
 objs=()
 for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
 	 kernels/embedding kernels/threads common/log common/error; do
@@ -36,6 +38,6 @@ for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
 	"${cc[@]}" -O2 -Wno-psabi -c "$root/$c.c" -o "$o"
 	objs+=("$o")
 done
-g++ -no-pie -o "$out/test_gpu_quant" "$out"/test_quant.o \
-  "$out"/{quant_emu,gemv_q_emu,emu}.o "${objs[@]}" -lcmocka -lm -lpthread
-O1_TEST_QUICK=1 "$out/test_gpu_quant"
+g++ -no-pie -o "$out/test_quant_cuda" "$out"/test_quant.o \
+  "$out"/{quant_emu,gemv_q_emu,swiglu_emu,emu}.o "${objs[@]}" -lcmocka -lm -lpthread
+O1_TEST_QUICK=1 "$out/test_quant_cuda"

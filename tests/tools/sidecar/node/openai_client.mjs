@@ -193,12 +193,62 @@ async function mistakes() {
   check('240 KB prompt: sent once, not retried', calls === 1, String(calls));
 }
 
+// response_format (structured output): json_schema answers, strict, parse
+// and fit the schema, whole and streamed; a schema keyword outside o1d's
+// subset is a 400 naming it on response_format.
+async function structured() {
+  const schema = {
+    type: 'object',
+    properties: {
+      answer: { enum: ['yes', 'no', 'maybe'] },
+      n: { type: 'integer', minimum: 0, maximum: 99 },
+      why: { type: 'string', maxLength: 20 },
+    },
+    required: ['answer', 'n', 'why'],
+    additionalProperties: false,
+  };
+  const rf = { type: 'json_schema', json_schema: { name: 'verdict', strict: true, schema } };
+  const fits = (t) => {
+    try {
+      const o = JSON.parse(t);
+      return Object.keys(o).join() === 'answer,n,why' &&
+        ['yes', 'no', 'maybe'].includes(o.answer) && Number.isInteger(o.n) &&
+        o.n >= 0 && o.n <= 99 && typeof o.why === 'string' && [...o.why].length <= 20;
+    } catch {
+      return false;
+    }
+  };
+  const req = { ...chatReq, temperature: 0.9, max_tokens: 200, response_format: rf };
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({ ...req, seed });
+    const t = r.choices[0].message.content;
+    check(`json_schema seed ${seed}: parses and fits the schema`,
+          fits(t) && r.choices[0].finish_reason === 'stop', JSON.stringify(t));
+  }
+  const s = await client.chat.completions.create({ ...req, seed: 4, stream: true });
+  let joined = '';
+  for await (const chunk of s) joined += chunk.choices[0]?.delta?.content ?? '';
+  check('json_schema stream: the deltas join to a fitting document', fits(joined),
+        JSON.stringify(joined));
+  try {
+    await client.chat.completions.create({
+      ...chatReq, response_format: { type: 'json_schema',
+        json_schema: { name: 'x', schema: { type: 'object', propertyNames: {} } } } });
+    check('unsupported schema keyword: 400', false, 'no error');
+  } catch (e) {
+    check('unsupported schema keyword: 400 naming it on response_format',
+          e instanceof OpenAI.BadRequestError && e.error?.param === 'response_format' &&
+          /propertyNames/.test(e.error?.message ?? ''), String(e));
+  }
+}
+
 try {
   await chat();
   await completions();
   await refine();
   await errors();
   await mistakes();
+  await structured();
 } catch (e) {
   check('no exception', false, e.stack ?? String(e));
 }

@@ -11,7 +11,10 @@
  *   rows, odd and aligned N and K, LDY > N (columns past N untouched):
  *   |gpu - cpu| <= 2^-17 sum_k |x w| + 1e-30 per element (the two sum in
  *   different orders in f32; gemv_q.h), and bitwise equal on a second
- *   launch (one order per element);
+ *   launch (one order per element); rows long enough that the kernel
+ *   reads them in several batches;
+ * - o1_gemv_q_swiglu_cuda equals o1_gemv_q_cuda then o1_swiglu_cuda
+ *   bitwise;
  * - bad operands are refused with -EINVAL.
  * O1_TEST_QUICK=1 keeps every launch within tools/gpu/emu's 8192 threads
  * (run there by tools/gpu/emu/run_quant.sh). Exit 77 without a device. */
@@ -300,6 +303,12 @@ static void test_gemv(void **state)
 	/* rows of 32-blocks not filling a 256 */
 	check_gemv(O1_QUANT_Q8_0, 2, 9, 96, 9);
 	check_gemv(O1_QUANT_Q4_0, 3, 6, 288, 11);
+	/* rows of several batches, the last one short (gemv_q.cu reads a
+	 * row a few KB at a time), and warps striding over rows */
+	check_gemv(O1_QUANT_Q8_0, 2, 61, 8224, 61);
+	check_gemv(O1_QUANT_Q4_0, 1, 37, 14496, 40);
+	check_gemv(O1_QUANT_Q4_K, 3, 61, 15360, 61);
+	check_gemv(O1_QUANT_Q6_K, 4, 37, 10496, 37);
 	if (quick)
 		return;
 	/* decode shapes of real models */
@@ -307,6 +316,64 @@ static void test_gemv(void **state)
 	check_gemv(O1_QUANT_Q6_K, 4, 1024, 14336, 1024);
 	check_gemv(O1_QUANT_Q8_0, 3, 2048, 2048, 6144);
 	check_gemv(O1_QUANT_Q4_0, 2, 896, 4864, 896);
+}
+
+/* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
+ * o1_gemv_q_cuda into (M, 2F) then o1_swiglu_cuda, bitwise (and that
+ * product is check_gemv's). */
+static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
+			 uint32_t k)
+{
+	uint16_t *x = malloc((size_t)m * k * 2);
+	uint16_t *got = malloc((size_t)m * f * 2), *want = malloc((size_t)m * f * 2);
+	uint8_t *q = random_blocks(type, (uint64_t)2 * f * k);
+	uint64_t rb;
+	void *dw, *dx, *dgu, *dact, *dref;
+
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		x[i] = bf16_rne(frand() * 2);
+	memset(got, 0xff, (size_t)m * f * 2); /* NaNs: every element written */
+	dw = dev_put(q, rb * 2 * f);
+	dx = dev_put(x, (size_t)m * k * 2);
+	dgu = dev_put(NULL, (size_t)m * 2 * f * 4);
+	dact = dev_put(got, (size_t)m * f * 2);
+	dref = dev_put(NULL, (size_t)m * f * 2);
+	assert_int_equal(o1_gemv_q_cuda(dgu, dx, dw, type, m, 2 * f, k, 2 * f,
+					false, NULL),
+			 0);
+	assert_int_equal(o1_swiglu_cuda(dref, dgu, (float *)dgu + f, 2 * f, m,
+					f, false, NULL),
+			 0);
+	assert_int_equal(
+	    o1_gemv_q_swiglu_cuda(dact, dx, dw, type, m, f, k, true, NULL), 0);
+	dev_get(want, dref, (size_t)m * f * 2);
+	dev_get(got, dact, (size_t)m * f * 2);
+	for (size_t i = 0; i < (size_t)m * f; i++)
+		if (got[i] != want[i])
+			fail_msg("%s swiglu m %u f %u k %u: element %zu %04x, "
+				 "want %04x",
+				 o1_quant_name(type), m, f, k, i, got[i],
+				 want[i]);
+	cudaFree(dw), cudaFree(dx), cudaFree(dgu), cudaFree(dact);
+	cudaFree(dref);
+	free(x), free(got), free(want), free(q);
+}
+
+static void test_swiglu(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		check_swiglu(types[t], 1 + t % 4, 37, 512);
+		check_swiglu(types[t], 4 - t % 4, 61, 256);
+	}
+	/* rows of several batches (the pair is walked batch by batch) */
+	check_swiglu(O1_QUANT_Q4_K, 2, 19, 15360);
+	check_swiglu(O1_QUANT_Q8_0, 1, 53, 8224);
+	if (quick)
+		return;
+	check_swiglu(O1_QUANT_Q4_K, 1, 8192, 2048);
+	check_swiglu(O1_QUANT_Q6_K, 3, 4864, 896 * 2);
 }
 
 static void test_bad_args(void **state)
@@ -352,6 +419,7 @@ int main(void)
 	    cmocka_unit_test(test_dequant_random),
 	    cmocka_unit_test(test_embedding),
 	    cmocka_unit_test(test_gemv),
+	    cmocka_unit_test(test_swiglu),
 	    cmocka_unit_test(test_bad_args),
 	};
 

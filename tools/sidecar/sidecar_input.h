@@ -1,0 +1,24 @@
+/* Byte-level checks of what an HTTP client sends, before any of it is
+ * parsed or echoed: a request body must be UTF-8 (RFC 8259), hold no NUL
+ * byte, and no JSON string in it may hold \u0000 (C strings end there: a
+ * message would be cut silently); text echoed back in JSON (an error
+ * naming a model or a path) is made valid UTF-8 first. Pure functions. */
+#ifndef O1_SIDECAR_INPUT_H
+#define O1_SIDECAR_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Whether S[0, N) is well-formed UTF-8 (no overlong forms, surrogates or
+ * code points above U+10FFFF); *BAD gets the offset of the first bad
+ * byte (may be NULL). */
+bool o1_sidecar_utf8_valid(const char *s, size_t n, size_t *bad);
+/* 0 when BODY[0, LEN) passes the checks above, else -EINVAL with a
+ * sentence in WHY (CAP bytes) naming the offset. */
+int o1_sidecar_body_check(const char *body, size_t len, char *why, size_t cap);
+/* Copies the NUL-terminated IN into OUT (CAP > 0 bytes, always
+ * terminated), each byte that is not part of a well-formed character
+ * replaced by U+FFFD, never cutting a character. */
+void o1_sidecar_utf8_clean(const char *in, char *out, size_t cap);
+
+#endif
