@@ -50,7 +50,7 @@ static void start(struct test_server *s, const char *const *args)
 	int n = 0;
 
 	memset(s, 0, sizeof(*s));
-	snprintf(s->log, sizeof(s->log), "/tmp/o1guard.%d.log", (int)getpid());
+	snprintf(s->log, sizeof(s->log), "/tmp/o1ipchostile.%d.log", (int)getpid());
 	if (eventfd_mode)
 		all[n++] = "--eventfd";
 	for (int i = 0; args && args[i] && n < 15; i++)
