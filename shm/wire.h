@@ -325,10 +325,10 @@ _Static_assert(sizeof(union o1_wire_entry) == O1_WIRE_ENTRY_BYTES, "entry");
 enum o1_hello_flags {
 	O1_HELLO_ADMIN = 1u << 0,      /* admin connection: no region */
 	O1_HELLO_DEVICE_OUT = 1u << 1, /* asks for a device output area */
-	/* each wake-up of the completion doorbell also sends one byte on
-	 * the control socket, so the client can poll that fd in an event
-	 * loop; the client reads and drops them (a daemon older than this
-	 * flag refuses the hello: -O1_E_PROTOCOL) */
+	/* (protocol 5) each wake-up of the completion doorbell also sends
+	 * one byte on the control socket, so the client can poll that fd
+	 * in an event loop; the client reads and drops them (a daemon
+	 * older than this flag refuses the hello: -O1_E_PROTOCOL) */
 	O1_HELLO_WAKE_SOCKET = 1u << 2,
 	O1_HELLO_FLAGS_ALL = 0x7,
 };

@@ -1,5 +1,6 @@
-/* Hostile clients against the real front loop (the test server), each
- * beside well-behaved ones that must still be served:
+/* Hostile clients against the front loop's guards (daemon/ipc/guard.c,
+ * in the test server), each beside well-behaved ones that must still be
+ * served:
  *   silent flood  a process holds 64 connections that never say hello and
  *                 reopens each one o1d closes;
  *   uid cap       one uid past ipc.max_clients_per_uid;
@@ -49,7 +50,7 @@ static void start(struct test_server *s, const char *const *args)
 	int n = 0;
 
 	memset(s, 0, sizeof(*s));
-	snprintf(s->log, sizeof(s->log), "/tmp/o1hostile.%d.log", (int)getpid());
+	snprintf(s->log, sizeof(s->log), "/tmp/o1ipchostile.%d.log", (int)getpid());
 	if (eventfd_mode)
 		all[n++] = "--eventfd";
 	for (int i = 0; args && args[i] && n < 15; i++)

@@ -299,7 +299,7 @@ static int nonreaders(const struct hostile_args *a)
 static int unix_connect(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
