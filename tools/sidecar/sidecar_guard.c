@@ -19,8 +19,9 @@
 
 #include "common/log.h"
 #include "sidecar_guard.h"
+#include "sidecar_input.h"
 
-#define PEEK_BYTES   16	 /* a method and its space fit */
+#define PEEK_BYTES   O1_SIDECAR_START_BYTES
 #define TICK_MS	     100 /* deadline checks while connections are open */
 #define DRAIN_BYTES  65536
 
@@ -225,27 +226,6 @@ static bool accept_one(struct o1_sidecar_guard *g)
 
 /* ---- the first bytes ---- */
 
-static bool is_method_char(uint8_t c)
-{
-	return c >= 'A' && c <= 'Z';
-}
-
-/* Whether B[0, N) can start a request: empty lines, then 1..15 method
- * letters (uppercase, as every HTTP method is sent) and a space, or a
- * prefix of that. */
-static bool looks_like_request(const uint8_t *b, size_t n)
-{
-	size_t i = 0, j;
-
-	while (i < n && (b[i] == '\r' || b[i] == '\n'))
-		i++;
-	for (j = i; j < n && is_method_char(b[j]); j++)
-		;
-	if (j - i >= PEEK_BYTES - 1)
-		return false;
-	return j == n || (b[j] == ' ' && j > i);
-}
-
 /* Frees E (locked). */
 static void release(struct o1_sidecar_guard *g, struct ent *e)
 {
@@ -265,7 +245,7 @@ static void first_bytes(struct o1_sidecar_guard *g, struct ent *e)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	pthread_mutex_lock(&g->lock);
-	if (n > 0 && looks_like_request(b, (size_t)n)) {
+	if (n > 0 && o1_sidecar_request_start(b, (size_t)n)) {
 		e->state = E_HANDED;
 		pthread_mutex_unlock(&g->lock);
 		if (MHD_add_connection(g->mhd, fd,

@@ -121,3 +121,21 @@ void o1_sidecar_utf8_clean(const char *in, char *out, size_t cap)
 	}
 	out[o] = 0;
 }
+
+static bool is_method_char(uint8_t c)
+{
+	return c >= 'A' && c <= 'Z';
+}
+
+bool o1_sidecar_request_start(const uint8_t *b, size_t n)
+{
+	size_t i = 0, j;
+
+	while (i < n && (b[i] == '\r' || b[i] == '\n'))
+		i++;
+	for (j = i; j < n && is_method_char(b[j]); j++)
+		;
+	if (j - i >= O1_SIDECAR_START_BYTES - 1)
+		return false;
+	return j == n || (b[j] == ' ' && j > i);
+}
