@@ -258,6 +258,14 @@ static const struct bad_case bad_cases[] = {
      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
      "xxxxxx\n",
      {"t.ini:2:", "line longer than"}},
+    /* 199 characters on the last line, with no newline: the same limit as
+     * a line that has one (its dump would add the newline) */
+    {"[kv]\n; "
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxx",
+     {"t.ini:2:", "line longer than 198"}},
 };
 
 static void test_bad_inputs(void **state)
