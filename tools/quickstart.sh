@@ -81,7 +81,7 @@ cmake --build "$build" -j "$(nproc)" --target o1d ||
 o1model=$build/tools/o1model/o1model
 o1chat=$build/tools/o1chat/o1chat
 o1ctl=$build/tools/o1ctl/o1ctl
-o1d=$(find "$build/daemon" -type f -name o1d -perm -u+x | head -n 1)
+o1d=$(find "$build/daemon" -type f -name o1d -perm -u+x -print -quit)
 [ -x "$o1d" ] || fail "no o1d binary under $build/daemon"
 
 model=$(configured_model)

@@ -94,11 +94,11 @@ case "$(field libo1client2 Depends)" in
 "libc6 (>= "*) ;;
 *) fail "libo1client2 Depends: $(field libo1client2 Depends)" ;;
 esac
-control libo1client2 shlibs | grep -qx "libo1client $SOVERSION libo1client2 (>= .*)" ||
+grep -qx "libo1client $SOVERSION libo1client2 (>= .*)" <<<"$(control libo1client2 shlibs)" ||
 	fail "libo1client2: no shlibs entry"
-control libo1client2 triggers | grep -qx "activate-noawait ldconfig" ||
+grep -qx "activate-noawait ldconfig" <<<"$(control libo1client2 triggers)" ||
 	fail "libo1client2: no ldconfig trigger"
-control o1d conffiles | grep -qx "$SYSCONFDIR/o1d/o1d.ini" ||
+grep -qx "$SYSCONFDIR/o1d/o1d.ini" <<<"$(control o1d conffiles)" ||
 	fail "o1d: o1d.ini is not a conffile"
 ok "Depends from shlibs, shlibs and trigger, conffiles"
 

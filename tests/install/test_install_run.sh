@@ -84,8 +84,11 @@ sanitize=()
 "$CC" -std=c11 -Wall -Wextra -Werror "${sanitize[@]}" \
 	-o "$T/client" "$O1_SOURCE_DIR/tests/install/client.c" $flags ||
 	fail "cc client.c \$(pkg-config --cflags --libs o1client)"
-ldd "$T/client" | grep -qF "$D$LIBDIR/libo1client.so.$SOVERSION" ||
-	{ ldd "$T/client"; fail "the client does not load the installed library"; }
+# ldd's whole output first: grep -q stops reading at the first match, and
+# under pipefail ldd's SIGPIPE would fail the check at random.
+libs=$(ldd "$T/client")
+grep -qF "$D$LIBDIR/libo1client.so.$SOVERSION" <<<"$libs" ||
+	{ echo "$libs"; fail "the client does not load the installed library"; }
 timeout 300 "$T/client" "$sock" >"$T/client.out" 2>&1 ||
 	{ cat "$T/client.out"; fail "the pkg-config client"; }
 grep -q "^generated [1-9][0-9]* tokens" "$T/client.out" ||
