@@ -609,7 +609,7 @@ int o1_ipc_post(struct o1_ipc_server *srv, uint32_t client_id,
 
 	if (ev->op != O1_EV_TOKEN && ev->op != O1_EV_FINAL &&
 	    ev->op != O1_EV_ERROR && ev->op != O1_EV_LOGPROBS &&
-	    ev->op != O1_EV_ROUND)
+	    ev->op != O1_EV_ROUND && ev->op != O1_EV_TOP_TEXT)
 		return -EINVAL;
 	if (!c)
 		return -ENOENT;

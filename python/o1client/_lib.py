@@ -162,6 +162,11 @@ class Event(Structure):
         ("text_bytes", c_uint32),
         ("latency_ns", c_uint64),
         ("dev_seq", c_uint32),
+        ("top_first", c_uint32),
+        ("top_off", c_uint8 * 20),
+        ("top_len", c_uint8 * 20),
+        ("top_cut", c_uint8 * 20),
+        ("top_text", c_char * 112),
     ]
 
 

@@ -95,6 +95,11 @@ static void event(void)
 	OFF(o1_event, text_bytes);
 	OFF(o1_event, latency_ns);
 	OFF(o1_event, dev_seq);
+	OFF(o1_event, top_first);
+	OFF(o1_event, top_off);
+	OFF(o1_event, top_len);
+	OFF(o1_event, top_cut);
+	OFF(o1_event, top_text);
 }
 
 static void trace(void)
