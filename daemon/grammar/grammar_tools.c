@@ -198,6 +198,7 @@ static int calls_schema(enum o1_tool_format f, const cJSON *tools,
 
 		if (!arr || !cJSON_AddStringToObject(arr, "type", "array") ||
 		    !cJSON_AddNumberToObject(arr, "minItems", 1) ||
+		    !cJSON_AddNumberToObject(arr, "maxItems", 1) ||
 		    !cJSON_AddItemToObject(arr, "items", alt)) {
 			cJSON_Delete(arr);
 			rc = -ENOMEM;
@@ -218,10 +219,7 @@ static void frame(FILE *o, enum o1_tool_format f, const char *calls)
 {
 	switch (f) {
 	case O1_TOOL_HERMES:
-		fprintf(o,
-			"root ::= tool-call (\"\\n\" tool-call)*\n"
-			"tool-call ::= \"<tool_call>\\n\" %s "
-			"\"\\n</tool_call>\"\n",
+		fprintf(o, "root ::= \"<tool_call>\\n\" %s \"\\n</tool_call>\"\n",
 			calls);
 		break;
 	case O1_TOOL_MISTRAL:

@@ -4,11 +4,12 @@
  * arguments that the tool's `parameters` JSON Schema validates, and
  * o1_tool_calls_parse reads it back as that call.
  *
- * Formats:
+ * The grammar takes exactly one call (so a model cannot run on with call
+ * after call until max_tokens cuts one short); then only the end of the
+ * output is allowed. Formats:
  *   HERMES       <tool_call>\n{"name":"N","arguments":{...}}\n</tool_call>
- *                one or more, separated by "\n"
  *   LLAMA3_JSON  {"name":"N","parameters":{...}}
- *   MISTRAL      [TOOL_CALLS][{"name":"N","arguments":{...}}, ...]
+ *   MISTRAL      [TOOL_CALLS][{"name":"N","arguments":{...}}]
  *   XML          <tool_call>\n<function=N>\n(<parameter=P>\nVALUE\n
  *                </parameter>\n)*</function>\n</tool_call>: the schema's
  *                properties in order, the required ones always; a value
