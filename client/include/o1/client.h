@@ -102,7 +102,7 @@ enum o1_submit_flag {
 	 * messages with tool_calls, role "tool" messages included); the
 	 * model's template renders them with its tools. A request o1d
 	 * refuses (malformed, over 64 messages or 128 tools) gets a FINAL
-	 * with error -O1_E_FORMAT (-10002) or -O1_E_BOUNDS (-10004). */
+	 * with error -O1_E_FORMAT (-10001) or -O1_E_BOUNDS (-10004). */
 	O1_FLAG_CHAT_JSON = 1u << 7,
 };
 
