@@ -430,10 +430,6 @@ enum MHD_Result o1_sidecar_generate(struct o1_sidecar_conn *c,
 		goto out;
 	o1_sidecar_out_init(&r->out, &r->req, r->model);
 	r->out.tool_format = tool_format(r);
-	if (c->h->o.vocab) {
-		r->out.name = o1_sidecar_vocab_text;
-		r->out.name_ctx = c->h->o.vocab;
-	}
 	ret = next(r, &r->first);
 	r->have_first = ret == 1;
 	if (ret < 0) {

@@ -288,7 +288,7 @@ int o1_sidecar_error_json(const char *message, const char *type,
 /* The name an alternative is shown under: its bytes as o1d sent them
  * (made UTF-8: a piece may be part of a character; "bytes" has them
  * raw), else the token's own text when it is the sampled one, else the
- * vocabulary's, else "<id>". */
+ * naming callback's (none in the sidecar now), else "<id>". */
 static const char *top_name(const struct o1_sidecar_out *out,
 			    const struct o1_sidecar_token *t, uint32_t i,
 			    char *buf, size_t cap)

@@ -49,8 +49,8 @@ struct o1_sidecar_out {
 	size_t n_tok, cap_tok;
 	size_t sent_len, sent_tok; /* what chunks carried so far */
 	const char *finish;	   /* static; NULL until the FINAL */
-	/* names top_logprobs alternatives (o1_sidecar_vocab_text); NULL:
-	 * "<id>" unless it is the sampled token */
+	/* names top_logprobs alternatives o1d sent no text for (a stream
+	 * without text); NULL: "<id>" unless it is the sampled token */
 	int (*name)(const void *ctx, uint32_t id, char *buf, size_t cap);
 	const void *name_ctx;
 	uint32_t prompt_tokens, completion_tokens;
