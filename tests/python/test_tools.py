@@ -39,7 +39,8 @@ MSGS = [{"role": "system", "content": "Be brief."},
 
 @pytest.fixture(scope="module")
 def tools_client(start_daemon):
-    d = start_daemon(f"model.chat_template={TEMPLATE}")
+    d = start_daemon(f"model.chat_template={TEMPLATE}", "refine.max_steps=2",
+                     "refine.confidence_threshold=0")
     with o1client.Client(d.socket, name="pytest-tools") as c:
         yield c
     d.stop()
@@ -88,6 +89,20 @@ def test_call_and_result_render(tools_client):
         no_tools.usage.prompt_tokens > plain.usage.prompt_tokens
     assert none.usage.prompt_tokens == no_tools.usage.prompt_tokens
     assert none.tool_calls is None  # "none": nothing read back
+
+
+def test_refinement_of_a_tool_conversation(tools_client):
+    """A refinement round appends the answer and the review to the JSON
+    conversation (the daemon's own turns after the tool result)."""
+    called = MSGS + [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {
+                "name": "get_time", "arguments": {"zone": "utc"}}}]},
+        {"role": "tool", "content": "12:00"}]
+    c = tools_client.generate(messages=called, tools=TOOLS, max_tokens=4,
+                              refine_steps=2)
+    assert len(c.rounds) >= 2
+    assert c.rounds[1].prompt_tokens > c.rounds[0].prompt_tokens
 
 
 def test_top_text_is_the_tokenizer_s(tools_client, o1model_bin, model):
