@@ -9,7 +9,8 @@
 #include "common/error.h"
 #include "common/log.h"
 
-_Static_assert(O1_SEQ_OUT_NEED < O1_REQ_OUT_ENTRIES, "out ring too small");
+_Static_assert(O1_SEQ_OUT_NEED_TOP_TEXT < O1_REQ_OUT_ENTRIES,
+	       "out ring too small");
 _Static_assert(O1_SEQ_TEXT_PER_EV <= O1_WIRE_TEXT_MAX, "TOKEN text room");
 
 static bool is_cont(char c)
@@ -59,7 +60,10 @@ void o1_seq_output_prompt(struct o1_seq_output *o, uint32_t n)
 
 bool o1_seq_output_room(const struct o1_seq_output *o)
 {
-	return o1_req_out_free(o->req) >= O1_SEQ_OUT_NEED;
+	bool top_text = o->tok && o->req->params.n_logprobs;
+
+	return o1_req_out_free(o->req) >=
+	       (top_text ? O1_SEQ_OUT_NEED_TOP_TEXT : O1_SEQ_OUT_NEED);
 }
 
 void o1_seq_output_conf(const struct o1_seq_output *o, float *mean_lp,

@@ -528,6 +528,17 @@ static void test_room(void **state)
 	assert_false(o1_seq_output_room(&f->o));
 	atomic_store(&f->r->out_tail, atomic_load(&f->r->out_head));
 	assert_true(o1_seq_output_room(&f->o));
+	/* with logprobs (and text) a token's TOP_TEXT events count too */
+	f->r->params.n_logprobs = 3;
+	start(f, 0);
+	atomic_store(&f->r->out_head, atomic_load(&f->r->out_tail) +
+					  O1_REQ_OUT_ENTRIES -
+					  O1_SEQ_OUT_NEED_TOP_TEXT + 1);
+	assert_false(o1_seq_output_room(&f->o));
+	start(f, O1_SUBMIT_NO_TEXT); /* no TOP_TEXT without text */
+	assert_true(o1_seq_output_room(&f->o));
+	atomic_store(&f->r->out_tail, atomic_load(&f->r->out_head));
+	f->r->params.n_logprobs = 0;
 }
 
 int main(void)

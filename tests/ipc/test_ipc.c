@@ -517,13 +517,16 @@ static void test_grammar(void **state)
 			 (abc + byte_sum("{}", 2) + 200) % 1000);
 	assert_int_equal(grammar_token(c, O1_GRAMMAR_TYPE_JSON_OBJECT, NULL),
 			 (abc + 300) % 1000);
+	/* protocol 6: a tool-call grammar's bytes are the tools */
+	assert_int_equal(grammar_token(c, O1_GRAMMAR_TYPE_TOOL_CALL, "[]"),
+			 (abc + byte_sum("[]", 2) + 400) % 1000);
 	assert_int_equal(o1_client_check(c, &so, &why), O1_CLIENT_E_BOUNDS);
 	assert_string_equal(why.field, "grammar");
 	assert_int_equal(why.value, 65);
 	assert_int_equal(why.limit, 64);
 	so.grammar_len = 64;
 	assert_int_equal(o1_client_check(c, &so, NULL), 0);
-	so.grammar_type = 4;
+	so.grammar_type = 5;
 	assert_int_equal(o1_client_submit(c, &so), O1_CLIENT_E_GRAMMAR);
 	so.grammar_type = O1_GRAMMAR_TYPE_JSON_OBJECT; /* takes no bytes */
 	assert_int_equal(o1_client_submit(c, &so), O1_CLIENT_E_GRAMMAR);
