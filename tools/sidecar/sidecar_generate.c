@@ -250,9 +250,9 @@ static int step(struct run *r)
 	ret = o1_sidecar_out_add(&r->out, &ev);
 	if (ret || ev.type == O1_EVENT_FINAL)
 		return ret ? ret : finish_stream(r, 0);
-	/* with tools the answer is held to the FINAL: only then is it known
-	 * whether it is a call */
-	if (ev.type != O1_EVENT_TOKEN || r->out.tools)
+	/* with tools, text that may start a call is held to the FINAL */
+	if (ev.type != O1_EVENT_TOKEN ||
+	    !o1_sidecar_chunk_due(&r->out, r->first_chunk))
 		return 0;
 	ret = o1_sidecar_chunk_sse(&r->out, r->first_chunk, &s);
 	r->first_chunk = false;

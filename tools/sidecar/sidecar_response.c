@@ -469,15 +469,18 @@ static cJSON *head(const struct o1_sidecar_out *out, bool chunk)
 
 /* The calls read back, as message.tool_calls (a chunk's delta: with
  * their index, all of a call in one delta); the text around them is the
- * content (null when there is none, as OpenAI sends it). */
+ * content (null when there is none, as OpenAI sends it; a stream sent
+ * the text before the first call as content deltas already). */
 static void add_calls(const struct o1_sidecar_out *out, cJSON *msg,
 		      bool chunk)
 {
 	cJSON *a;
 
-	if (out->calls.content && out->calls.content[0])
+	if (chunk)
+		; /* what came before the calls streamed as content */
+	else if (out->calls.content && out->calls.content[0])
 		cJSON_AddStringToObject(msg, "content", out->calls.content);
-	else if (!chunk)
+	else
 		cJSON_AddNullToObject(msg, "content");
 	a = cJSON_AddArrayToObject(msg, "tool_calls");
 	for (size_t i = 0; i < out->calls.n; i++) {
@@ -586,10 +589,75 @@ static int sse(cJSON *root, char **out)
 	return ret;
 }
 
+/* Bytes of S (N) before where a tool call starting with MARK may begin:
+ * its first occurrence, else the longest end of S that starts it. */
+static size_t before_mark(const char *s, size_t n, const char *mark)
+{
+	size_t m = strlen(mark);
+	const char *at = memmem(s, n, mark, m);
+
+	if (at)
+		return (size_t)(at - s);
+	for (size_t k = m - 1; k > 0; k--)
+		if (k <= n && !memcmp(s + n - k, mark, k))
+			return n - k;
+	return n;
+}
+
+/* With tools, how much of the answer may stream as content before the
+ * FINAL: the text before anything that may start a call in the model's
+ * format (Llama 3's calls are the whole answer: one starting with '{' or
+ * <|python_tag|> is held whole). The rest waits for the read-back. */
+static size_t tool_safe(const struct o1_sidecar_out *out)
+{
+	static const char tag[] = "<|python_tag|>";
+	const char *s = out->text ? out->text : "";
+	size_t n = out->len, lead = 0, a, b;
+
+	switch (out->tool_format) {
+	case O1_TOOLS_HERMES:
+		return before_mark(s, n, "<tool_call>");
+	case O1_TOOLS_XML:
+		a = before_mark(s, n, "<tool_call>");
+		b = before_mark(s, n, "<function=");
+		return a < b ? a : b;
+	case O1_TOOLS_MISTRAL:
+		return before_mark(s, n, "[TOOL_CALLS]");
+	case O1_TOOLS_LLAMA3_JSON:
+		while (lead < n && (s[lead] == ' ' || s[lead] == '\t' ||
+				    s[lead] == '\n' || s[lead] == '\r'))
+			lead++;
+		if (lead == n || s[lead] == '{' ||
+		    !strncmp(s + lead, tag,
+			     n - lead < sizeof(tag) - 1 ? n - lead
+							: sizeof(tag) - 1))
+			return 0;
+		return n;
+	default:
+		return n;
+	}
+}
+
+bool o1_sidecar_chunk_due(const struct o1_sidecar_out *out, bool first)
+{
+	return first || out->finish || !out->tools ||
+	       tool_safe(out) > out->sent_len;
+}
+
 int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first, char **sse_out)
 {
 	size_t end =
 	    out->finish ? out->len : whole(out->text, out->sent_len, out->len);
+
+	if (out->tools && !out->finish) {
+		size_t safe = tool_safe(out);
+
+		end = safe < out->sent_len ? out->sent_len
+		      : safe < end	   ? whole(out->text, out->sent_len, safe)
+					   : end;
+	}
+	if (out->calls.n) /* the content before the calls went already */
+		end = out->sent_len;
 	cJSON *root = head(out, true);
 	cJSON *choices = cJSON_AddArrayToObject(root, "choices");
 	size_t to = out->n_tok;

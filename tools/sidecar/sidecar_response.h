@@ -65,9 +65,10 @@ struct o1_sidecar_out {
 			      * positions count from the first round) */
 	struct o1_trace trace;
 	/* tool calling: with tools (borrowed JSON, NULL: none) the answer
-	 * is held to the FINAL and read back in tool_format's format (the
-	 * daemon's, enum o1_tool_format_type); calls found make the
-	 * message's tool_calls and finish_reason "tool_calls" */
+	 * is read back at the FINAL in tool_format's format (the daemon's,
+	 * enum o1_tool_format_type); calls found make the message's
+	 * tool_calls and finish_reason "tool_calls". Streamed, text streams
+	 * as content up to where a call may start, the rest is held */
 	const char *tools;
 	uint32_t tool_format;
 	struct o1_tool_calls calls;
@@ -94,6 +95,10 @@ int o1_sidecar_error_json(const char *message, const char *type,
 			  const char *param, const char *code, char **json);
 /* The whole non-streaming response. */
 int o1_sidecar_full_json(const struct o1_sidecar_out *out, char **json);
+/* Whether a chunk has anything to carry now: with tools, text that may
+ * start a call is held until the FINAL reads it back (FIRST: the role
+ * chunk is always due). */
+bool o1_sidecar_chunk_due(const struct o1_sidecar_out *out, bool first);
 /* One SSE event with what arrived since the last chunk (first: the
  * assistant role for chat; with the finish reason and "o1_confidence" once
  * finished), and marks it sent. Refinement chunks carry "o1_round"; the

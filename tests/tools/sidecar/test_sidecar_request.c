@@ -548,6 +548,42 @@ static void test_tools_response(void **state)
 	free(s);
 	o1_sidecar_out_fini(&out);
 
+	/* streamed: the text before a call goes as content, the call (and
+	 * what may start one) waits for the FINAL */
+	o1_sidecar_out_init(&out, &r, "served");
+	out.tool_format = O1_TOOLS_HERMES;
+	ev = token(1, "Hello <tool", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_true(o1_sidecar_chunk_due(&out, false));
+	assert_int_equal(o1_sidecar_chunk_sse(&out, true, &s), 0);
+	assert_non_null(strstr(s, "\"content\":\"Hello \""));
+	free(s);
+	ev = token(2, "_call>\n{\"name\": \"a\", \"arguments\": {}}", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_false(o1_sidecar_chunk_due(&out, false));
+	ev = token(3, "\n</tool_call>", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_int_equal(o1_sidecar_out_add(&out, &fin), 0);
+	assert_true(o1_sidecar_chunk_due(&out, false));
+	assert_int_equal(o1_sidecar_chunk_sse(&out, false, &s), 0);
+	assert_non_null(strstr(s, "\"delta\":{\"tool_calls\":[{"));
+	assert_non_null(strstr(s, "\"name\":\"a\",\"arguments\":\"{}\""));
+	free(s);
+	o1_sidecar_out_fini(&out);
+	/* Llama 3: an answer that does not start a call streams at once */
+	o1_sidecar_out_init(&out, &r, "served");
+	out.tool_format = O1_TOOLS_LLAMA3_JSON;
+	ev = token(1, " <|python", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_false(o1_sidecar_chunk_due(&out, false));
+	o1_sidecar_out_fini(&out);
+	o1_sidecar_out_init(&out, &r, "served");
+	out.tool_format = O1_TOOLS_LLAMA3_JSON;
+	ev = token(1, "It is", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_true(o1_sidecar_chunk_due(&out, false));
+	o1_sidecar_out_fini(&out);
+
 	/* a broken call is text */
 	o1_sidecar_out_init(&out, &r, "served");
 	out.tool_format = O1_TOOLS_HERMES;

@@ -10,7 +10,8 @@
  * - tools and a conversation with an assistant tool call and a tool
  *   result reach the template: the answer and prompt_tokens equal what
  *   libo1client gets for the same JSON chat request, and prompt_tokens
- *   grow by the tools (tool_choice "none" renders none);
+ *   grow by the tools (tool_choice "none" renders none); streamed, the
+ *   content deltas join to the same answer;
  * - top_logprobs carry the alternatives' text and bytes as o1d sends
  *   them (TOP_TEXT; the sidecar has no vocabulary here), equal to
  *   libo1client's;
@@ -240,6 +241,42 @@ static char *chat_json(const char *messages, const char *t, const char *tc)
 	return s;
 }
 
+/* The same request streamed: its content deltas join to the answer
+ * (text that could start a call is held, then released at the end). */
+static void streamed_equals(const cJSON *whole, const char *messages,
+			    const char *extra)
+{
+	char more[2200], *b, *out, *line, *save = NULL, joined[8192] = "";
+	int code;
+
+	snprintf(more, sizeof(more), "%s,\"stream\":true", extra);
+	b = body(messages, more);
+	code = post("/v1/chat/completions", b, &out);
+	assert_int_equal(code, 200);
+	for (line = strtok_r(out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *c, *v;
+
+		if (strncmp(line, "data: {", 7))
+			continue;
+		c = cJSON_Parse(line + 6);
+		v = cJSON_GetObjectItem(
+		    cJSON_GetObjectItem(
+			cJSON_GetArrayItem(cJSON_GetObjectItem(c, "choices"), 0),
+			"delta"),
+		    "content");
+		if (cJSON_IsString(v))
+			strncat(joined, v->valuestring,
+				sizeof(joined) - strlen(joined) - 1);
+		cJSON_Delete(c);
+	}
+	if (cJSON_IsString(get(whole, "choices.0.message.content")))
+		assert_string_equal(joined,
+				    str(whole, "choices.0.message.content"));
+	free(out);
+	free(b);
+}
+
 /* Tools, a call and its result reach the template: the same answer and
  * prompt as libo1client's JSON chat request; "none" renders no tools. */
 static void test_rendered(void **state)
@@ -261,6 +298,7 @@ static void test_rendered(void **state)
 	if (!cJSON_IsNull(get(j, "choices.0.message.content")))
 		assert_string_equal(str(j, "choices.0.message.content"),
 				    d.text);
+	streamed_equals(j, msgs_called, extra);
 	plain = chat(msgs_called, ",\"max_tokens\":8");
 	snprintf(extra, sizeof(extra),
 		 ",\"tools\":%s,\"tool_choice\":\"none\",\"max_tokens\":8",
