@@ -156,6 +156,10 @@ static void test_handshake_errors(void **state)
 	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_VERSION);
 	raw_close(&r);
 	raw_hello(&h);
+	h.version = O1_WIRE_VERSION - 1; /* a client of the last protocol */
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_VERSION);
+	raw_close(&r);
+	raw_hello(&h);
 	h.magic = 0x12345678;
 	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_PROTOCOL);
 	raw_close(&r);
