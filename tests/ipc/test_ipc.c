@@ -180,7 +180,7 @@ static void test_handshake_errors(void **state)
 	raw_close(&r);
 	check_serving(&s);
 	assert_int_equal(server_stats(&s, &st), 0);
-	assert_int_equal(st.refused, 5);
+	assert_int_equal(st.refused, 6);
 	close(efd);
 	assert_int_equal(server_stop(&s), 0);
 }
