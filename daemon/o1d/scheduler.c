@@ -430,8 +430,6 @@ static void count_final(struct o1_sched *s, enum o1_finish_reason reason,
 {
 	if (reason == O1_FINISH_ERROR && s->o.metrics)
 		o1_metrics_fail(s->o.metrics, o1_metrics_fail_reason(error));
-	else if (reason == O1_FINISH_CANCELLED && error && s->o.metrics)
-		o1_metrics_fail(s->o.metrics, O1_METRICS_FAIL_DRAINING);
 	else if (reason == O1_FINISH_CANCELLED)
 		count(s, O1_METRICS_CTR_REQUESTS_CANCELLED, 1);
 	else
@@ -1204,8 +1202,10 @@ static void reap(struct o1_sched *s, uint32_t *list, uint32_t *n)
 			i++;
 			continue;
 		}
-		finish(s, q, O1_FINISH_CANCELLED,
-		       c == O1_REQ_DRAIN ? -O1_E_DRAINING : 0);
+		if (c == O1_REQ_DRAIN)
+			finish(s, q, O1_FINISH_ERROR, -O1_E_DRAINING);
+		else
+			finish(s, q, O1_FINISH_CANCELLED, 0);
 	}
 }
 
@@ -1388,20 +1388,20 @@ int o1_sched_step(struct o1_sched *s)
 	return err ? err : (int)s->n_batch;
 }
 
+/* ERROR, not CANCELLED: the wire carries an error code with reason ERROR
+ * only (libo1client refuses any other FINAL as a bad event). */
 void o1_sched_fail_all(struct o1_sched *s)
 {
-	while (s->n_running)
-		finish(s, &s->seqs[s->running[0]], O1_FINISH_CANCELLED,
-		       -O1_E_DRAINING);
-	while (s->n_resume)
-		finish(s, &s->seqs[s->resume[0]], O1_FINISH_CANCELLED,
-		       -O1_E_DRAINING);
-	while (s->n_waiting)
-		finish(s, &s->seqs[s->waiting[0]], O1_FINISH_CANCELLED,
-		       -O1_E_DRAINING);
-	while (s->n_parked)
-		finish(s, &s->seqs[s->parked[0]], O1_FINISH_CANCELLED,
-		       -O1_E_DRAINING);
+	static const enum seq_list lists[] = {IN_RUNNING, IN_RESUME,
+					      IN_WAITING, IN_PARKED};
+
+	for (uint32_t k = 0; k < 4; k++) {
+		uint32_t *n, *list = list_of(s, lists[k], &n);
+
+		while (*n)
+			finish(s, &s->seqs[list[0]], O1_FINISH_ERROR,
+			       -O1_E_DRAINING);
+	}
 	update_gauges(s);
 }
 

@@ -161,7 +161,7 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r);
  * Returns the sequences stepped (0: nothing runnable) or a negative error
  * of the forward pass (the step's requests then failed). */
 int o1_sched_step(struct o1_sched *s);
-/* Finishes every request with CANCELLED (error -O1_E_DRAINING). */
+/* Finishes every request with ERROR -O1_E_DRAINING. */
 void o1_sched_fail_all(struct o1_sched *s);
 /* Requests the scheduler holds (running + waiting + parked). */
 uint32_t o1_sched_active(const struct o1_sched *s);

@@ -229,7 +229,14 @@ static void consume_n(struct o1_req *r, struct seen *s, uint32_t max)
 		const union o1_wire_entry *ev =
 		    &r->out[tail & (O1_REQ_OUT_ENTRIES - 1)];
 
+		union o1_wire_entry dec;
+		const char *why = "";
+
 		assert_int_equal(s->finals, 0); /* nothing after a FINAL */
+		/* what the client library would take from the ring */
+		if (o1_wire_decode_ev(ev, &dec, &why))
+			fail_msg("event %u refused by the client: %s", ev->op,
+				 why);
 		assert_int_equal(ev->token.req_id, r->req_id);
 		if (ev->op == O1_EV_TOKEN && ev->token.n_ids) {
 			assert_true(s->n < 256);
@@ -394,6 +401,43 @@ static void test_context_and_cancel(void **state)
 	assert_int_equal(seen[1].n, 4); /* 16 + 4 = the context of 20 */
 	assert_int_equal(seen[2].finals, 1);
 	assert_int_equal(seen[2].reason, O1_FINISH_CANCELLED);
+	env_fini(&e);
+}
+
+static void step_some(struct env *e, struct seen *seen, const bool *reads);
+
+/* The drain deadline: o1_sched_fail_all ends running, waiting and parked
+ * requests each with one FINAL, ERROR -O1_E_DRAINING (consume checks it
+ * decodes as the client's library would), and frees every page. */
+static void test_fail_all(void **state)
+{
+	struct env e;
+	struct seen seen[4] = {0};
+	bool reads[4] = {true, true, false, true};
+	struct o1_sched_stats st;
+	int32_t p[40];
+
+	(void)state;
+	env_init(&e, 256, 4, 250, 16, 3);
+	make_prompt(p, 40, 3, 0);
+	submit(&e, 0, 1, 1000, p, 4, 200);
+	submit(&e, 1, 2, 1000, p, 40, 200);
+	submit(&e, 2, 3, 1000, p, 6, 200);
+	for (int i = 0; i < 150; i++)
+		step_some(&e, seen, reads);
+	o1_sched_stats(e.s, &st);
+	assert_int_equal(st.running, 2);
+	assert_int_equal(st.parked, 1);
+	submit(&e, 3, 4, 1000, p, 8, 200);
+	assert_int_equal(atomic_load(&e.reqs[3].phase), O1_REQ_WAITING);
+	o1_sched_fail_all(e.s);
+	for (uint32_t k = 0; k < 4; k++) {
+		consume(&e.reqs[k], &seen[k]);
+		assert_int_equal(seen[k].finals, 1);
+		assert_int_equal(seen[k].reason, O1_FINISH_ERROR);
+		assert_int_equal(seen[k].error, -O1_E_DRAINING);
+	}
+	assert_true(seen[2].n > 0 && seen[2].n < 200);
 	env_fini(&e);
 }
 
@@ -854,6 +898,7 @@ int main(void)
 	    cmocka_unit_test(test_prefix_salt),
 	    cmocka_unit_test(test_backpressure),
 	    cmocka_unit_test(test_context_and_cancel),
+	    cmocka_unit_test(test_fail_all),
 	    cmocka_unit_test(test_prefix_cache_lru),
 	    cmocka_unit_test(test_device_logits),
 	    cmocka_unit_test(test_park_frees_slots),
