@@ -31,6 +31,7 @@ struct fake {
 	struct o1_kv_pool *pool;
 	int32_t *kv; /* n_pages x P */
 	uint32_t steps, max_seqs, max_tokens;
+	uint32_t last_tokens; /* new tokens in the last step */
 	/* device output entries seen: the argmax of the row each (area,
 	 * seq) named, -1 for none yet */
 	int32_t dev_tok[DEV_AREAS][DEV_SEQS];
@@ -40,6 +41,7 @@ struct fake {
 static uint32_t env_devout_areas; /* the next env_init's devout_areas */
 static uint32_t env_cap;	  /* ... max_running_per_client */
 static uint32_t env_stall_ms;	  /* ... stall_timeout_ms */
+static uint32_t env_chunk;	  /* ... prefill_chunk_tokens (0: 5) */
 
 /* Records the step's device output entries: each names a row of this
  * step and an area, and no (area, seq) comes twice. */
@@ -95,6 +97,7 @@ static int fake_step(void *ctx, const struct o1_step *st)
 	}
 	assert_true(st->n_seqs <= f->max_seqs);
 	assert_true(total <= f->max_tokens);
+	f->last_tokens = total;
 	fake_devout(f, st);
 	return 0;
 }
@@ -126,7 +129,7 @@ static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
 	    .max_context = ctx,
 	    .max_batch_tokens = batch,
 	    .max_running = running,
-	    .prefill_chunk_tokens = 5,
+	    .prefill_chunk_tokens = env_chunk ? env_chunk : 5,
 	    .n_slots = n_reqs,
 	    .max_prompt_bytes = 4096,
 	    .salt_secret = 12345,
@@ -891,6 +894,89 @@ static void test_blocked_admission_counts_nothing(void **state)
 	env_fini(&e);
 }
 
+/* One step of the budget test: every stream of DEC gets exactly one
+ * token, and the step's tokens besides its decode rows (streams that had
+ * tokens and got one more: nothing is preempted here), its prefill, stay
+ * within B. */
+static void budget_step(struct env *e, struct seen *seen, const bool *reads,
+			const uint32_t *dec, uint32_t n_dec, uint32_t b)
+{
+	uint32_t before[8], rows = 0;
+
+	assert_true(e->n_reqs <= 8);
+	for (uint32_t k = 0; k < e->n_reqs; k++)
+		before[k] = atomic_load(&e->reqs[k].generated);
+	step_some(e, seen, reads);
+	for (uint32_t k = 0; k < n_dec; k++)
+		assert_int_equal(atomic_load(&e->reqs[dec[k]].generated),
+				 before[dec[k]] + 1);
+	for (uint32_t k = 0; k < e->n_reqs; k++)
+		rows += before[k] &&
+			atomic_load(&e->reqs[k].generated) > before[k];
+	assert_true(e->f.last_tokens - rows <= b);
+}
+
+/* Chunked prefill within the step budget (prefill_chunk_tokens B = 6,
+ * max_batch_tokens 32): a lone 100-token prompt takes whole steps of 32
+ * (nobody waits on a decode row). Then four streams decode, one of them
+ * unread until it parks, and two long prompts (300 and 100 tokens)
+ * arrive: every step gives each decoding stream its token and carries at
+ * most B prefill tokens; the parked stream comes back the step after it
+ * is read, the prompts still prefilling. Every stream stays exact, and
+ * nothing is preempted. */
+static void test_prefill_budget(void **state)
+{
+	struct env e;
+	struct seen seen[7] = {0};
+	bool reads[7] = {true, true, true, false, true, true, true};
+	int32_t p[7][300];
+	uint32_t dec[4] = {0, 1, 2, 3}, lens[7] = {3, 3, 3, 3, 300, 100, 100};
+	uint32_t maxt[7] = {250, 250, 250, 240, 5, 5, 5};
+	struct o1_sched_stats st;
+	int i;
+
+	(void)state;
+	env_chunk = 6;
+	env_init(&e, 1024, 7, 400, 32, 8);
+	for (uint32_t k = 0; k < 7; k++)
+		make_prompt(p[k], lens[k], k, 0);
+	submit(&e, 6, 6, 1000, p[6], 100, 5);
+	for (i = 0; i < 3; i++) {
+		step_some(&e, seen, reads);
+		assert_int_equal(e.f.last_tokens, 32);
+	}
+	for (uint32_t k = 0; k < 4; k++)
+		submit(&e, k, k, 1000, p[k], 3, maxt[k]);
+	step_some(&e, seen, reads); /* 6's last 4 tokens, four prompts */
+	assert_int_equal(e.f.last_tokens, 16);
+	for (i = 0; i < 300; i++) {
+		budget_step(&e, seen, reads, dec, 3, 6);
+		o1_sched_stats(e.s, &st);
+		if (st.parked)
+			break;
+	}
+	assert_int_equal(st.parked, 1);
+	submit(&e, 4, 4, 1000, p[4], 300, 5);
+	submit(&e, 5, 5, 1000, p[5], 100, 5);
+	for (i = 0; i < 10; i++)
+		budget_step(&e, seen, reads, dec, 3, 6);
+	reads[3] = true;
+	consume(&e.reqs[3], &seen[3]);
+	for (i = 0; i < 10; i++)
+		budget_step(&e, seen, reads, dec, 4, 6);
+	assert_int_equal(seen[4].n, 0); /* still prefilling */
+	for (i = 0; i < 1000 && !seen[5].n; i++)
+		budget_step(&e, seen, reads, dec, 4, 6);
+	assert_true(seen[4].finals == 1); /* first come, first served */
+	run_all(&e, seen, 1000);
+	for (uint32_t k = 0; k < 7; k++)
+		check_stream(p[k], lens[k], &seen[k], maxt[k]);
+	o1_sched_stats(e.s, &st);
+	assert_int_equal(st.preemptions, 0);
+	env_fini(&e);
+	env_chunk = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -909,6 +995,7 @@ int main(void)
 	    cmocka_unit_test(test_page_victim),
 	    cmocka_unit_test(test_stall_deadline),
 	    cmocka_unit_test(test_blocked_admission_counts_nothing),
+	    cmocka_unit_test(test_prefill_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
