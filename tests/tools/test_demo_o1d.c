@@ -157,8 +157,8 @@ static void test_o1bench_long(void **state)
 	(void)state;
 	snprintf(cmd, sizeof(cmd),
 		 "%s run --socket %s --requests 4 --concurrency 4 "
-		 "--max-tokens 300 --prompt-tokens 12 --cold --long 2 "
-		 "--long-tokens 600 --long-after-ms 200",
+		 "--max-tokens 200 --prompt-tokens 12 --cold --long 2 "
+		 "--long-tokens 400 --long-after-ms 200",
 		 o1bench, sock);
 	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
 	print_message("%s", out);

@@ -50,8 +50,7 @@ static void note(struct o1bench_long *l, const char *what, int err,
 }
 
 /* Submits every long prompt; T0 gets each one's submit time. */
-static int submit_all(struct o1bench_long *l, struct o1_client *c,
-		      uint64_t *t0)
+static int submit_all(struct o1bench_long *l, struct o1_client *c, uint64_t *t0)
 {
 	struct o1_sampling sp = {.sz = sizeof(sp)};
 

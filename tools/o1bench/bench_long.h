@@ -17,10 +17,10 @@ enum o1bench_long_phase {
 
 struct o1bench_long {
 	/* set by the caller before start */
-	const char *socket;	    /* borrowed */
-	long n, words, after_ms;    /* prompts, words each, wait */
+	const char *socket;		 /* borrowed */
+	long n, words, after_ms;	 /* prompts, words each, wait */
 	const atomic_long *first_tokens; /* streams that had a token */
-	long streams;		    /* ... to wait for */
+	long streams;			 /* ... to wait for */
 	/* results, the caller's after join */
 	uint64_t *ttft; /* ns, n_ttft of n entries filled */
 	long n_ttft, done, errors;
