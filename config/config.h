@@ -102,6 +102,7 @@ struct o1_config {
 		uint32_t max_batch_tokens;
 		uint32_t max_running;
 		uint32_t prefill_chunk_tokens; /* beside decode rows */
+		uint32_t prefill_tokens_per_decode; /* ... or this x rows */
 		uint32_t sampler_threads; /* 0 = min(online CPUs, 8) */
 		uint32_t max_running_per_client; /* 0 = fair share only */
 		uint32_t stall_timeout_ms;	  /* 0 = never */

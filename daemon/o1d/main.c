@@ -664,6 +664,8 @@ static int create_engine(struct o1d *d)
 		    .max_batch_tokens = c->scheduler.max_batch_tokens,
 		    .max_running = max_running(c),
 		    .prefill_chunk_tokens = c->scheduler.prefill_chunk_tokens,
+		    .prefill_per_decode =
+			c->scheduler.prefill_tokens_per_decode,
 		    .n_slots = n_slots(c),
 		    .max_prompt_bytes = 65536,
 		    .prefix_cache = true,
@@ -870,6 +872,9 @@ static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
 		report_add(l, cap, "scheduler.max_running_per_client");
 	if (c->scheduler.stall_timeout_ms != o->scheduler.stall_timeout_ms)
 		report_add(l, cap, "scheduler.stall_timeout_ms");
+	if (c->scheduler.prefill_tokens_per_decode !=
+	    o->scheduler.prefill_tokens_per_decode)
+		report_add(l, cap, "scheduler.prefill_tokens_per_decode");
 	if (l[0])
 		o1_warn("reload: %s changed but need a restart; not reloaded",
 			l);

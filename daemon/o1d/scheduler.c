@@ -1068,16 +1068,20 @@ static bool decode_resumes(const struct o1_sched *s)
 }
 
 /* Plans the running sequences (see scheduler.h): every decode row first,
- * then prefill chunks, oldest first, within the prefill budget:
- * prefill_chunk_tokens when the step carries decode rows, else the whole
- * step (a prompt with nobody waiting on their next token goes fastest in
- * the fewest, largest steps). */
+ * then prefill chunks, oldest first, within the prefill budget: with
+ * decode rows the larger of prefill_chunk_tokens and prefill_per_decode
+ * per row, else the whole step (a prompt with nobody waiting on a next
+ * token goes fastest in the fewest, largest steps). */
 static void schedule_running(struct o1_sched *s)
 {
+	uint64_t per_rows;
+
 	s->prefill_left = s->left;
 	schedule_pass(s, true);
+	per_rows = (uint64_t)s->o.prefill_per_decode * s->n_batch;
 	if (s->n_batch || decode_resumes(s))
-		s->prefill_left = s->lim_chunk;
+		s->prefill_left = per_rows > s->lim_chunk ? (uint32_t)per_rows
+							  : s->lim_chunk;
 	schedule_pass(s, false);
 }
 

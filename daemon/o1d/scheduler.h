@@ -6,10 +6,13 @@
  * never stalls the streams already generating:
  * - first every running sequence that decodes (one token left to
  *   compute) gets its decode row, oldest admitted first;
- * - then prefill chunks, within the prefill budget: prefill_chunk_tokens
- *   when the step carries decode rows (or a parked stream comes back to
- *   decode in it), else the whole step (nobody waits on a next token: a
- *   lone prompt goes in the fewest, largest steps). Running sequences
+ * - then prefill chunks, within the prefill budget: when the step carries
+ *   decode rows (or a parked stream comes back to decode in it), the
+ *   larger of prefill_chunk_tokens and prefill_per_decode per decode row
+ *   (a decode row costs at least a prefill token's products, so the
+ *   step's slowdown stays bounded as the rows grow, and a running set
+ *   that turns over stays full); else the whole step (nobody waits on a
+ *   next token: a lone prompt goes in the fewest, largest steps). Running sequences
  *   still prefilling come first, oldest first (a long prompt goes on
  *   where its last chunk ended, its KV pages taken chunk by chunk); then
  *   waiting requests are admitted while the budgets last and the pool
@@ -123,6 +126,7 @@ struct o1_sched_opts {
 	uint32_t max_batch_tokens;
 	uint32_t max_running;
 	uint32_t prefill_chunk_tokens;
+	uint32_t prefill_per_decode; /* prefill tokens per decode row */
 	uint32_t n_slots;	   /* struct o1_req index range */
 	uint32_t max_prompt_bytes; /* chat rendering room */
 	uint64_t salt_secret;	   /* prefix-cache salts */

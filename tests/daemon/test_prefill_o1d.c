@@ -1,14 +1,16 @@
 /* Chunked prefill end to end: o1d on the CPU backend with the tiny model,
  * four streams generating on one connection when two long prompts (300 and
  * 700 tokens) arrive mid-stream. With scheduler.prefill_chunk_tokens 7
- * (odd, so chunks end anywhere in a 16-token page) each long prompt is
- * prefilled over many steps beside the streams' decode rows; every
- * request's ids must equal `o1model run`'s (which prefills in one step up
- * to 512 tokens), and the streams must keep getting tokens while the long
- * prompts prefill. The same run again on a pool too small for everything
- * (preemption by recompute while prompts are half prefilled), then a
- * third prompt sharing 320 tokens with the 700-token one: its cached
- * pages are skipped, the rest chunked, its ids exact too.
+ * and no per-row allowance (odd, so chunks end anywhere in a 16-token
+ * page) each long prompt is prefilled over many steps beside the
+ * streams' decode rows; every request's ids must equal `o1model run`'s
+ * (which prefills in one step up to 512 tokens), and the streams must
+ * keep getting tokens while the long prompts prefill. Then a third
+ * prompt sharing 320 tokens with the 700-token one: its cached pages are
+ * skipped, the rest chunked, its ids exact too. The same run again on a
+ * pool too small for everything (preemption by recompute while prompts
+ * are half prefilled), with the default 2 tokens per decode row (8 a
+ * step beside the four streams).
  * argv: o1d o1model */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -188,7 +190,7 @@ static void on_event(struct o1_client *c, struct run *run,
 
 /* The streams, then the first two long prompts mid-stream, all on one
  * connection; every request exact, and the streams went on generating
- * while the long prompts prefilled (300 tokens at 7 a step: over 40
+ * while the long prompts prefilled (300 tokens at 7 or 8 a step: over 37
  * steps, one token each, however slow the reader). */
 static void run_mid_stream(struct daemon_proc *d)
 {
@@ -243,6 +245,7 @@ static void test_chunked_mid_stream(void **state)
 {
 	struct daemon_proc *d = *state;
 	const char *sets[] = {"scheduler.prefill_chunk_tokens=7",
+			      "scheduler.prefill_tokens_per_decode=0",
 			      "scheduler.max_batch_tokens=64", NULL};
 	struct kv_status a, b;
 

@@ -42,6 +42,7 @@ static uint32_t env_devout_areas; /* the next env_init's devout_areas */
 static uint32_t env_cap;	  /* ... max_running_per_client */
 static uint32_t env_stall_ms;	  /* ... stall_timeout_ms */
 static uint32_t env_chunk;	  /* ... prefill_chunk_tokens (0: 5) */
+static uint32_t env_per_decode;	  /* ... prefill_per_decode */
 
 /* Records the step's device output entries: each names a row of this
  * step and an area, and no (area, seq) comes twice. */
@@ -130,6 +131,7 @@ static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
 	    .max_batch_tokens = batch,
 	    .max_running = running,
 	    .prefill_chunk_tokens = env_chunk ? env_chunk : 5,
+	    .prefill_per_decode = env_per_decode,
 	    .n_slots = n_reqs,
 	    .max_prompt_bytes = 4096,
 	    .salt_secret = 12345,
@@ -977,6 +979,40 @@ static void test_prefill_budget(void **state)
 	env_chunk = 0;
 }
 
+/* prefill_per_decode 2 beside prefill_chunk_tokens 3: with six streams
+ * decoding, a 200-token prompt is prefilled 12 tokens a step (2 per
+ * decode row), never more, the streams getting their token every step. */
+static void test_prefill_per_decode(void **state)
+{
+	struct env e;
+	struct seen seen[7] = {0};
+	int32_t p[7][200];
+	uint32_t dec[6] = {0, 1, 2, 3, 4, 5}, full = 0;
+	int i;
+
+	(void)state;
+	env_chunk = 3;
+	env_per_decode = 2;
+	env_init(&e, 1024, 7, 400, 64, 8);
+	for (uint32_t k = 0; k < 7; k++)
+		make_prompt(p[k], k < 6 ? 3 : 200, k, 0);
+	for (uint32_t k = 0; k < 6; k++)
+		submit(&e, k, k, 1000, p[k], 3, 100);
+	step_some(&e, seen, NULL);
+	submit(&e, 6, 6, 1000, p[6], 200, 4);
+	for (i = 0; i < 100 && !seen[6].n; i++) {
+		budget_step(&e, seen, NULL, dec, 6, 12);
+		full += e.f.last_tokens == 6 + 12;
+	}
+	assert_int_equal(seen[6].n, 1);
+	assert_int_equal(full, 200 / 12);
+	run_all(&e, seen, 1000);
+	for (uint32_t k = 0; k < 7; k++)
+		check_stream(p[k], k < 6 ? 3 : 200, &seen[k], k < 6 ? 100 : 4);
+	env_fini(&e);
+	env_chunk = env_per_decode = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -996,6 +1032,7 @@ int main(void)
 	    cmocka_unit_test(test_stall_deadline),
 	    cmocka_unit_test(test_blocked_admission_counts_nothing),
 	    cmocka_unit_test(test_prefill_budget),
+	    cmocka_unit_test(test_prefill_per_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Prefill/decode separation on the GPU machine (#17 item 5), side by side:
 # o1d on the CUDA backend serving a random bf16 llama3-8b cut to SEP_LAYERS
-# layers (default 4), started once per scheduler.prefill_chunk_tokens
-# budget (default "128 256 512 2048"; 2048 = max_batch_tokens: prefill
-# never held back, as before the separation), each time running
+# layers (default 4), started once per prefill budget B/K (default
+# "256/2 128/0 256/0 512/0 2048/0": scheduler.prefill_chunk_tokens=B and
+# prefill_tokens_per_decode=K, the first the default; 2048/0 = the whole
+# max_batch_tokens, prefill never held back, as before the separation),
+# each time running
 #  1. o1bench run --long: SEP_STREAMS (64) streams of 128-word prompts
 #     generating SEP_GEN (1024) tokens; once they decode, SEP_LONG (8)
 #     cold prompts of SEP_WORDS (5150) words arrive at once: about 8,190
@@ -22,14 +24,14 @@
 # SEP_GEN=300 SEP_TPUT=4.
 # Run by tools/gpu/run.sh sep after the build (O1_GPU_TARGETS="o1d o1model
 # o1bench" builds only these), or alone once build/gpu has them.
-#   tools/gpu/prefill_sep.sh OUT [budgets...]
+#   tools/gpu/prefill_sep.sh OUT [B/K...]
 set -uo pipefail
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
 export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../.."
-out=${1:?usage: prefill_sep.sh OUT [budgets...]}
+out=${1:?usage: prefill_sep.sh OUT [B/K...]}
 shift
-budgets=${*:-128 256 512 2048}
+budgets=${*:-256/2 128/0 256/0 512/0 2048/0}
 layers=${SEP_LAYERS:-4}
 streams=${SEP_STREAMS:-64}
 long=${SEP_LONG:-8}
@@ -44,11 +46,12 @@ sock=$run/o1d.sock
 mkdir -p "$out" "$(dirname "$model")"
 rc=0
 
-start_o1d() { # budget
+start_o1d() { # B/K
   "$bin/daemon/o1d/o1d" --set model.path="$model" --set backend.device="$device" \
     --set ipc.socket="$sock" --set ipc.max_clients=128 \
     --set scheduler.max_running=256 \
-    --set scheduler.prefill_chunk_tokens="$1" >"$run/o1d.log" 2>&1 &
+    --set scheduler.prefill_chunk_tokens="${1%/*}" \
+    --set scheduler.prefill_tokens_per_decode="${1#*/}" >"$run/o1d.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
     grep -q "o1d: ready" "$run/o1d.log" && return 0
@@ -76,7 +79,7 @@ val() { # file key: the last value of key=
   --out "$model" >>"$out/sep.log" 2>&1 ||
   { echo "make failed" | tee -a "$out/sep.txt"; exit 1; }
 for b in $budgets; do
-  f=$run/b$b
+  f=$run/b${b/\//-}
   start_o1d "$b" || { echo "o1d (budget $b) did not start" | tee -a "$out/sep.txt"; rc=1; continue; }
   bench "$f.long" "$streams" "$streams" 128 "$gen" --cold --long "$long" \
     --long-tokens "$words" --long-after-ms 1000
@@ -84,12 +87,12 @@ for b in $budgets; do
   bench "$f.ttft3k" 1 8 2048 1 --cold
   bench "$f.tput" "$tput" $((tput * 2)) 128 128 --cold
   kill -TERM "$pid"; wait "$pid"
-  { echo "## scheduler.prefill_chunk_tokens=$b (o1d exit $?)"; cat "$f".*; } >>"$out/sep.txt"
+  { echo "## prefill_chunk_tokens/prefill_tokens_per_decode=$b (o1d exit $?)"; cat "$f".*; } >>"$out/sep.txt"
 done
 {
   echo "## summary (ms; tok/s): budget | ITL p50 p99 before | ITL p50 p99 during | p99 during / p50 before | long TTFT p50 max | lone TTFT p50 2k 3k | $tput streams tok/s, ITL p50 p99"
   for b in $budgets; do
-    f=$run/b$b
+    f=$run/b${b/\//-}
     [ -e "$f.long" ] || continue
     python3 - "$b" "$(val "$f.long" itl_before_ms_p50)" "$(val "$f.long" itl_before_ms_p99)" \
       "$(val "$f.long" itl_during_ms_p50)" "$(val "$f.long" itl_during_ms_p99)" \
@@ -101,7 +104,7 @@ import sys
 b, *v = sys.argv[1:]
 x = [float(s) if s else float("nan") for s in v]
 r = x[3] / x[0] if x[0] else float("nan")
-print(f"{b:>5} | {x[0]:.2f} {x[1]:.2f} | {x[2]:.2f} {x[3]:.2f} | {r:.2f}x | "
+print(f"{b:>7} | {x[0]:.2f} {x[1]:.2f} | {x[2]:.2f} {x[3]:.2f} | {r:.2f}x | "
       f"{x[4]:.0f} {x[5]:.0f} | {x[6]:.1f} {x[7]:.1f} | {x[8]:.0f}, {x[9]:.2f} {x[10]:.2f}")
 PY
   done

@@ -8,8 +8,8 @@
 # (hf: the CUDA backend against transformers, tools/gpu/hf_compare.sh)
 #   tools/gpu/run.sh tp ["1 2 4"]: the tensor-parallel benchmark
 #   (tools/gpu/bench_tp.sh, llama3-8b) at those TP counts.
-#   tools/gpu/run.sh sep ["128 256 512 2048"]: prefill/decode separation
-#   (tools/gpu/prefill_sep.sh) at those scheduler.prefill_chunk_tokens.
+#   tools/gpu/run.sh sep ["256/2 512/0"]: prefill/decode separation
+#   (tools/gpu/prefill_sep.sh) at those prefill budgets (B/K: see there).
 # NCCL (tensor parallelism) comes from the CUDA toolkit when it has
 # nccl.h, else from the Python wheel nvidia-nccl-cu13 (O1_NCCL_ROOT); the
 # configure log's "o1d:" line says which.
