@@ -75,7 +75,9 @@ static float *run_gemv(const void *dx, const void *dw, uint32_t m, uint32_t n,
 {
 	float *dy = kct_dev((size_t)m * n * 4), *y;
 
-	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, false, 0), 0);
+	assert_int_equal(
+	    o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, O1_GEMV_DEFAULT, false, 0),
+	    0);
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	cudaFree(dy);
 	return y;
@@ -87,7 +89,8 @@ static void check_add(const void *dx, const void *dw, const float *prod,
 	float *y0 = kct_randv((size_t)m * n, 4), *y;
 	float *dy = kct_dev_copy(y0, (size_t)m * n * 4);
 
-	assert_int_equal(o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k, false, 0),
+	assert_int_equal(o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k,
+					       O1_GEMV_DEFAULT, false, 0),
 			 0);
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	for (size_t i = 0; i < (size_t)m * n; i++) {
@@ -178,9 +181,9 @@ static void check_norm_rows(uint32_t n, uint32_t k)
 		void *dh = kct_dev((size_t)m * k * 2);
 		float *y, *u;
 
-		assert_int_equal(o1_gemv_norm_rows_bf16_cuda(dy, in.dx, drows,
-							     in.dnw, EPS, in.dw,
-							     m, n, k, false, 0),
+		assert_int_equal(o1_gemv_norm_rows_bf16_cuda(
+				     dy, in.dx, drows, in.dnw, EPS, in.dw, m, n,
+				     k, O1_GEMV_DEFAULT, false, 0),
 				 0);
 		y = kct_host_copy(dy, (size_t)m * n * 4);
 		assert_int_equal(o1_rmsnorm_cuda(dh, in.dx, NULL, in.dnw, drows,
@@ -212,14 +215,14 @@ static void check_swiglu(uint32_t f, uint32_t k)
 		float *dgu = kct_dev((size_t)m * 2 * f * 4);
 		uint16_t *a, *b;
 
-		assert_int_equal(
-		    o1_gemv_norm_swiglu_bf16_cuda(da, in.dx, in.dnw, EPS, in.dw,
-						  m, f, k, false, 0),
-		    0);
-		assert_int_equal(o1_gemv_norm_bf16_cuda(dgu, in.dx, in.dnw, EPS,
-							in.dw, m, 2 * f, k,
-							false, 0),
+		assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(
+				     da, in.dx, in.dnw, EPS, in.dw, m, f, k,
+				     O1_GEMV_DEFAULT, false, 0),
 				 0);
+		assert_int_equal(
+		    o1_gemv_norm_bf16_cuda(dgu, in.dx, in.dnw, EPS, in.dw, m,
+					   2 * f, k, O1_GEMV_DEFAULT, false, 0),
+		    0);
 		db = kct_dev((size_t)m * f * 2);
 		assert_int_equal(
 		    o1_swiglu_cuda(db, dgu, dgu + f, 2 * f, m, f, false, 0), 0);
@@ -381,14 +384,14 @@ static void check_rope_kv(const struct qkv_shape *s)
 		fused = qkv_out(s, m, pages, &base);
 		plain = qkv_out(s, m, pages, &base);
 		plain.ra.qkv = dqkv;
-		assert_int_equal(
-		    o1_gemv_norm_rope_kv_cuda(&fused.ra, &dm, in.dx, in.dnw,
-					      EPS, in.dw, m, s->k, false, 0),
-		    0);
-		assert_int_equal(o1_gemv_norm_bf16_cuda(dqkv, in.dx, in.dnw,
-							EPS, in.dw, m, w, s->k,
-							false, 0),
+		assert_int_equal(o1_gemv_norm_rope_kv_cuda(
+				     &fused.ra, &dm, in.dx, in.dnw, EPS, in.dw,
+				     m, s->k, O1_GEMV_DEFAULT, false, 0),
 				 0);
+		assert_int_equal(
+		    o1_gemv_norm_bf16_cuda(dqkv, in.dx, in.dnw, EPS, in.dw, m,
+					   w, s->k, O1_GEMV_DEFAULT, false, 0),
+		    0);
 		assert_int_equal(
 		    o1_rope_kv_write_cuda(&plain.ra, &dm, false, 0), 0);
 		same_outputs(&fused, &plain, (size_t)m * s->hq * s->d * 4);
@@ -426,29 +429,32 @@ static void test_errors(void **state)
 
 	(void)state;
 	assert_int_equal(o1_gemv_norm_rows_bf16_cuda(p, p, NULL, p, EPS, b, 5,
-						     1, 8, false, 0),
+						     1, 8, O1_GEMV_DEFAULT,
+						     false, 0),
 			 -EINVAL); /* M above O1_GEMV_MAX_ROWS */
 	assert_int_equal(o1_gemv_norm_rows_bf16_cuda(p, p, NULL, p, EPS, b, 1,
-						     1, 12, false, 0),
+						     1, 12, O1_GEMV_DEFAULT,
+						     false, 0),
 			 -EINVAL); /* K not a multiple of 8 */
-	assert_int_equal(
-	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 2, 8, false, 0),
-	    -EINVAL); /* n_tokens is not M */
+	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 2, 8,
+						   O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL); /* n_tokens is not M */
 	ra.rot_dim = 15;
-	assert_int_equal(
-	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
-	    -EINVAL); /* odd rot_dim */
+	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8,
+						   O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL); /* odd rot_dim */
 	ra.rot_dim = 26;
-	assert_int_equal(
-	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
-	    -EINVAL); /* rot_dim above head_dim */
+	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8,
+						   O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL); /* rot_dim above head_dim */
 	ra.rot_dim = 16, ra.q = NULL;
-	assert_int_equal(
-	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
-	    -EINVAL);
+	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8,
+						   O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL);
 	ra.q = p;
 	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p + 1, EPS, b,
-						   1, 8, false, 0),
+						   1, 8, O1_GEMV_DEFAULT, false,
+						   0),
 			 -EINVAL); /* norm weight not 16-byte aligned */
 	cudaFree(p);
 }
@@ -467,7 +473,9 @@ static void check_gemv(uint32_t m, uint32_t n, uint32_t k)
 	kct_round_bf16(x, (size_t)m * k), kct_round_bf16(w, (size_t)n * k);
 	dx = kct_dev_bf16(x, (size_t)m * k),
 	dw = kct_dev_bf16(w, (size_t)n * k);
-	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, false, 0), 0);
+	assert_int_equal(
+	    o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, O1_GEMV_DEFAULT, false, 0),
+	    0);
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	for (uint32_t i = 0; i < m; i++)
 		for (uint32_t j = 0; j < n; j++) {
@@ -502,14 +510,14 @@ static void test_gemv(void **state)
 	}
 	check_gemv(1, 4099, 264);
 	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p,
-					   O1_GEMV_MAX_ROWS + 1, 1, 8, false,
-					   0),
+					   O1_GEMV_MAX_ROWS + 1, 1, 8,
+					   O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
 	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p, 1,
-					   1, 12, false, 0),
+					   1, 12, O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
 	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p + 1, (uint16_t *)p,
-					   1, 1, 8, false, 0),
+					   1, 1, 8, O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
 	cudaFree(p);
 }
@@ -584,9 +592,11 @@ static void check_gemv_norm(uint32_t m, uint32_t n, uint32_t k, bool pdl)
 	kct_round_bf16(w, (size_t)n * k);
 	dw = kct_dev_bf16(w, (size_t)n * k);
 	assert_int_equal(o1_gemv_norm_bf16_cuda(dy, nc.dx, nc.dnw, NORM_EPS, dw,
-						m, n, k, pdl, kct_stream(pdl)),
+						m, n, k, O1_GEMV_DEFAULT, pdl,
+						kct_stream(pdl)),
 			 0);
-	assert_int_equal(o1_gemv_bf16_cuda(du, nc.dh, dw, m, n, k, false, 0),
+	assert_int_equal(o1_gemv_bf16_cuda(du, nc.dh, dw, m, n, k,
+					   O1_GEMV_DEFAULT, false, 0),
 			 0);
 	y = kct_host_copy(dy, (size_t)m * n * 4),
 	u = kct_host_copy(du, (size_t)m * n * 4);
@@ -623,12 +633,13 @@ static void check_gemv_swiglu(uint32_t m, uint32_t f, uint32_t k, bool pdl)
 	norm_open(&nc, m, k);
 	kct_round_bf16(w, (size_t)2 * f * k);
 	dw = kct_dev_bf16(w, (size_t)2 * f * k);
-	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(dact, nc.dx, nc.dnw,
-						       NORM_EPS, dw, m, f, k,
-						       pdl, kct_stream(pdl)),
+	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(
+			     dact, nc.dx, nc.dnw, NORM_EPS, dw, m, f, k,
+			     O1_GEMV_DEFAULT, pdl, kct_stream(pdl)),
 			 0);
 	assert_int_equal(o1_gemv_norm_bf16_cuda(dgu, nc.dx, nc.dnw, NORM_EPS,
-						dw, m, 2 * f, k, false, 0),
+						dw, m, 2 * f, k,
+						O1_GEMV_DEFAULT, false, 0),
 			 0);
 	assert_int_equal(
 	    o1_swiglu_cuda(dun, dgu, dgu + f, 2 * f, m, f, false, 0), 0);
@@ -677,10 +688,13 @@ static void check_gemv_add(uint32_t m, uint32_t n, uint32_t k, bool pdl)
 	dx = kct_dev_bf16(x, (size_t)m * k),
 	dw = kct_dev_bf16(w, (size_t)n * k);
 	dy = kct_dev_copy(y0, (size_t)m * n * 4);
+	assert_int_equal(o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k,
+					       O1_GEMV_DEFAULT, pdl,
+					       kct_stream(pdl)),
+			 0);
 	assert_int_equal(
-	    o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k, pdl, kct_stream(pdl)),
+	    o1_gemv_bf16_cuda(dout, dx, dw, m, n, k, O1_GEMV_DEFAULT, false, 0),
 	    0);
-	assert_int_equal(o1_gemv_bf16_cuda(dout, dx, dw, m, n, k, false, 0), 0);
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	o = kct_host_copy(dout, (size_t)m * n * 4);
 	assert_int_equal(o1_residual_add_cpu(NULL, o, y0, m, n), 0);
@@ -721,17 +735,18 @@ static void test_gemv_fused(void **state)
 	check_gemv_swiglu(2, 4864, 896, true); /* qwen2.5-0.5b's MLP */
 	check_gemv_swiglu(1, 131, 8, false);
 	assert_int_equal(o1_gemv_norm_bf16_cuda(p, p, p, 1e-5f, b, 1, 1,
-						O1_GEMV_NORM_MAX_K + 8, false,
-						0),
+						O1_GEMV_NORM_MAX_K + 8,
+						O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
-	assert_int_equal(
-	    o1_gemv_norm_bf16_cuda(p, p, p + 1, 1e-5f, b, 1, 1, 8, false, 0),
-	    -EINVAL); /* weight not 16-byte aligned */
-	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(b, p, p, 1e-5f, b,
-						       O1_GEMV_MAX_ROWS + 1, 1,
-						       8, false, 0),
+	assert_int_equal(o1_gemv_norm_bf16_cuda(p, p, p + 1, 1e-5f, b, 1, 1, 8,
+						O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL); /* weight not 16-byte aligned */
+	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(
+			     b, p, p, 1e-5f, b, O1_GEMV_MAX_ROWS + 1, 1, 8,
+			     O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
-	assert_int_equal(o1_gemv_add_bf16_cuda(p, b + 4, b, 1, 1, 8, false, 0),
+	assert_int_equal(o1_gemv_add_bf16_cuda(p, b + 4, b, 1, 1, 8,
+					       O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
 	cudaFree(p);
 }
