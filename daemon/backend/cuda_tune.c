@@ -440,7 +440,9 @@ static int time_path(struct tuner *u, uint32_t i, bool blas, double *us)
 	return err;
 }
 
-/* One line a bucket: the picks, and the sweeps before and after. */
+/* One line a bucket: the picks (gemv: blocks a multiprocessor / pieces a
+ * lane; cuBLAS: gemmex, the default, or lt#i, the heuristic's i-th), and
+ * the sweeps before (all defaults) and after. */
 static void log_bucket(const struct tuner *u, uint32_t i, bool blas,
 		       double (*t)[2])
 {
@@ -450,12 +452,15 @@ static void log_bucket(const struct tuner *u, uint32_t i, bool blas,
 	for (int k = 0; k < CUDA_KINDS && at < (int)sizeof(line); k++) {
 		struct cuda_tune_pick p = u->t->pick[k][i];
 
+		uint8_t d[3] = {0, 0, 0};
+
+		o1_gemv_pieces(variant_of((enum cuda_kind)k), u->t->rows[i], d);
 		if (!blas)
 			at += snprintf(line + at, sizeof(line) - at,
 				       "%s%s gemv %u/%u", k ? ", " : "",
 				       kind_name[k],
 				       p.g.bps ? p.g.bps : O1_GEMV_BPS_DEFAULT,
-				       p.g.pieces);
+				       p.g.pieces ? p.g.pieces : d[0]);
 		else if (p.lt < 0)
 			at += snprintf(line + at, sizeof(line) - at,
 				       "%s%s gemmex", k ? ", " : "",

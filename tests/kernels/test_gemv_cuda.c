@@ -23,6 +23,10 @@
  *   |q| (cos/sin: the host's double cos/sin against the device's) and k,
  *   v within one bf16 rounding (8e-3 relative).
  * - test_errors: bad operands are refused with -EINVAL.
+ * - test_setups (and test_rope_kv): every launch setup (struct
+ *   o1_gemv_setup: 1 .. O1_GEMV_BPS_MAX blocks a multiprocessor, each of
+ *   o1_gemv_pieces's) of every variant gives the default setup's bits,
+ *   for M = 1 .. 4; setups outside those are refused with -EINVAL.
  * - test_gemv: o1_gemv_bf16_cuda for odd N, M 1 to 4, K from 8 to 4864
  *   against a double product (the bound of test_products), and its
  *   refusals.
@@ -81,6 +85,22 @@ static float *run_gemv(const void *dx, const void *dw, uint32_t m, uint32_t n,
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	cudaFree(dy);
 	return y;
+}
+
+/* The setups of VARIANT over M rows other than the default, into OUT
+ * (room for O1_GEMV_BPS_MAX x 3); returns how many. */
+static uint32_t other_setups(enum o1_gemv_variant v, uint32_t m,
+			     struct o1_gemv_setup *out)
+{
+	uint8_t p[3];
+	uint32_t np = o1_gemv_pieces(v, m, p), n = 0;
+
+	assert_true(np >= 1);
+	for (uint32_t b = 1; b <= O1_GEMV_BPS_MAX; b++)
+		for (uint32_t j = 0; j < np; j++)
+			if (b != O1_GEMV_BPS_DEFAULT || j)
+				out[n++] = (struct o1_gemv_setup){b, p[j]};
+	return n;
 }
 
 static void check_add(const void *dx, const void *dw, const float *prod,
@@ -359,6 +379,30 @@ static void qkv_inputs(const struct qkv_shape *s, uint32_t m, int32_t *pos,
 	}
 }
 
+/* Every other setup of the fused QKV launch gives REF's bits. */
+static void check_rope_setups(const struct qkv_shape *s, uint32_t m,
+			      uint32_t pages,
+			      const struct o1_rope_kv_args *base,
+			      const struct norm_in *in,
+			      const struct qkv_out *ref)
+{
+	struct o1_gemv_setup su[O1_GEMV_BPS_MAX * 3];
+	uint32_t n = other_setups(O1_GEMV_ROPE, m, su);
+	struct o1_attn_dims dm = qkv_dims(s);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct qkv_out alt = qkv_out(s, m, pages, base);
+
+		assert_int_equal(o1_gemv_norm_rope_kv_cuda(
+				     &alt.ra, &dm, in->dx, in->dnw, EPS, in->dw,
+				     m, s->k, su[i], true, kct_stream(true)),
+				 0);
+		assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+		same_outputs(ref, &alt, (size_t)m * s->hq * s->d * 4);
+		qkv_free(&alt);
+	}
+}
+
 static void check_rope_kv(const struct qkv_shape *s)
 {
 	uint32_t w = (s->hq + 2 * s->hkv) * s->d, pages = 2 * 4 + 1;
@@ -397,6 +441,7 @@ static void check_rope_kv(const struct qkv_shape *s)
 		same_outputs(&fused, &plain, (size_t)m * s->hq * s->d * 4);
 		check_rope_cpu(s, m, dqkv, bias, pos, slots, inv, scale,
 			       &fused);
+		check_rope_setups(s, m, pages, &base, &in, &fused);
 		qkv_free(&fused), qkv_free(&plain), cudaFree(dqkv);
 		cudaFree((void *)base.pos), cudaFree((void *)base.slots);
 		cudaFree((void *)base.inv_freq), cudaFree((void *)base.bias);
@@ -751,13 +796,121 @@ static void test_gemv_fused(void **state)
 	cudaFree(p);
 }
 
+/* Launches VARIANT (plain, add, norm rows, swiglu) of M rows with setup
+ * U into fresh outputs over shared inputs; the output bytes. */
+struct setup_case {
+	void *dx;	   /* bf16 (4,K) */
+	struct norm_in in; /* f32 rows, norm weight, (2N,K) weights */
+	float *y0;	   /* the add variant's starting y (4,N) */
+	uint32_t *drows;
+	uint32_t n, k;
+};
+
+static void *run_setup(const struct setup_case *c, enum o1_gemv_variant v,
+		       uint32_t m, struct o1_gemv_setup u, size_t *bytes)
+{
+	size_t out = (size_t)m * c->n * (v == O1_GEMV_SWIGLU ? 2 : 4);
+	void *dy = v == O1_GEMV_ADD ? kct_dev_copy(c->y0, out) : kct_dev(out);
+	void *h;
+	int err;
+
+	if (v == O1_GEMV_PLAIN)
+		err = o1_gemv_bf16_cuda(dy, c->dx, c->in.dw, m, c->n, c->k, u,
+					false, 0);
+	else if (v == O1_GEMV_ADD)
+		err = o1_gemv_add_bf16_cuda(dy, c->dx, c->in.dw, m, c->n, c->k,
+					    u, true, kct_stream(true));
+	else if (v == O1_GEMV_NORM)
+		err = o1_gemv_norm_rows_bf16_cuda(dy, c->in.dx, c->drows,
+						  c->in.dnw, EPS, c->in.dw, m,
+						  c->n, c->k, u, false, 0);
+	else
+		err = o1_gemv_norm_swiglu_bf16_cuda(dy, c->in.dx, c->in.dnw,
+						    EPS, c->in.dw, m, c->n,
+						    c->k, u, false, 0);
+	assert_int_equal(err, 0);
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	h = kct_host_copy(dy, out);
+	cudaFree(dy);
+	*bytes = out;
+	return h;
+}
+
+static void check_setups(uint32_t n, uint32_t k)
+{
+	static const enum o1_gemv_variant vs[] = {O1_GEMV_PLAIN, O1_GEMV_ADD,
+						  O1_GEMV_NORM, O1_GEMV_SWIGLU};
+	const uint32_t rows[] = {3, 1, 0, 2};
+	float *x = kct_randv((size_t)4 * k, 1);
+	struct setup_case c = {kct_dev_bf16(x, (size_t)4 * k),
+			       norm_in(4, 2 * n, k),
+			       kct_randv((size_t)4 * n, 4),
+			       kct_dev_copy(rows, sizeof(rows)),
+			       n,
+			       k};
+
+	for (size_t v = 0; v < sizeof(vs) / sizeof(vs[0]); v++)
+		for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
+			struct o1_gemv_setup su[O1_GEMV_BPS_MAX * 3];
+			uint32_t ns = other_setups(vs[v], m, su);
+			size_t b0, b1;
+			void *ref =
+			    run_setup(&c, vs[v], m, O1_GEMV_DEFAULT, &b0);
+
+			for (uint32_t i = 0; i < ns; i++) {
+				void *got = run_setup(&c, vs[v], m, su[i], &b1);
+
+				if (memcmp(ref, got, b0))
+					fail_msg("variant %d m %u n %u k %u: "
+						 "setup %u/%u differs",
+						 (int)vs[v], m, n, k, su[i].bps,
+						 su[i].pieces);
+				free(got);
+			}
+			free(ref);
+		}
+	free(x), free(c.y0), cudaFree(c.dx), cudaFree(c.drows);
+	norm_free(&c.in);
+}
+
+static void test_setups(void **state)
+{
+	float *dy = kct_dev(4 * 64 * 4);
+	uint16_t *dx = kct_dev(4 * 64 * 2);
+	uint8_t p[3];
+
+	(void)state;
+	check_setups(37, 896);
+	check_setups(300, 2048);
+	check_setups(24, 14336); /* input rows not staged from M = 3 */
+	/* refused: too many blocks, pieces not offered, M = 3's half */
+	assert_int_equal(o1_gemv_pieces(O1_GEMV_PLAIN, 3, p), 1);
+	assert_int_equal(o1_gemv_pieces(O1_GEMV_PLAIN, 0, p), 0);
+	assert_int_equal(o1_gemv_pieces(O1_GEMV_VARIANTS, 1, p), 0);
+	assert_int_equal(
+	    o1_gemv_bf16_cuda(dy, dx, dx, 1, 8, 64,
+			      (struct o1_gemv_setup){O1_GEMV_BPS_MAX + 1, 0},
+			      false, 0),
+	    -EINVAL);
+	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dx, 1, 8, 64,
+					   (struct o1_gemv_setup){1, 3}, false,
+					   0),
+			 -EINVAL);
+	o1_gemv_pieces(O1_GEMV_PLAIN, 4, p);
+	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dx, 3, 8, 64,
+					   (struct o1_gemv_setup){1, p[1]},
+					   false, 0),
+			 -EINVAL);
+	cudaFree(dy), cudaFree(dx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_products),   cmocka_unit_test(test_norm_rows),
 	    cmocka_unit_test(test_swiglu),     cmocka_unit_test(test_rope_kv),
 	    cmocka_unit_test(test_errors),     cmocka_unit_test(test_gemv),
-	    cmocka_unit_test(test_gemv_fused),
+	    cmocka_unit_test(test_gemv_fused), cmocka_unit_test(test_setups),
 	};
 
 	return kct_main("test_gemv_cuda", tests,
