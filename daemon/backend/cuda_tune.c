@@ -382,16 +382,16 @@ static int tune_gemv(struct tuner *u, uint32_t i, double (*t)[2])
 	int err = 0;
 
 	for (int k = 0; !err && k < CUDA_KINDS; k++) {
-		struct cuda_tune_pick c[CANDS_MAX];
+		struct cuda_tune_pick c[CANDS_MAX], now = u->t->pick[k][i];
 		uint8_t p[3];
 		uint32_t np = o1_gemv_pieces(variant_of(k), m, p), n = 0;
 
-		c[n++] = u->t->pick[k][i];
+		c[n++] = now;
 		for (uint32_t b = 1; b <= O1_GEMV_BPS_MAX; b++)
 			for (uint32_t j = 0; j < np; j++)
 				if (b != O1_GEMV_BPS_DEFAULT || j)
 					c[n++] = (struct cuda_tune_pick){
-					    {(uint8_t)b, p[j]}, -1};
+					    {(uint8_t)b, p[j]}, now.lt};
 		err = run_job(u, (enum cuda_kind)k, i, c, n, false,
 			      &t[k == CUDA_KIND_HEAD][0],
 			      &t[k == CUDA_KIND_HEAD][1]);
@@ -406,7 +406,7 @@ static int tune_blas(struct tuner *u, uint32_t i, double (*t)[2])
 	int err = 0;
 
 	for (int k = 0; !err && k < CUDA_KINDS && !u->b.spent; k++) {
-		struct cuda_tune_pick c[CANDS_MAX];
+		struct cuda_tune_pick c[CANDS_MAX], now = u->t->pick[k][i];
 		struct cuda_tune_lt *p;
 		uint32_t nn, kk, n = 0;
 
@@ -416,9 +416,9 @@ static int tune_blas(struct tuner *u, uint32_t i, double (*t)[2])
 			continue;
 		free_plan(u->t->plan[k][i]);
 		u->t->plan[k][i] = p;
-		c[n++] = (struct cuda_tune_pick){{0, 0}, -1};
+		c[n++] = (struct cuda_tune_pick){now.g, -1};
 		for (uint32_t j = 0; j < p->n_algos; j++)
-			c[n++] = (struct cuda_tune_pick){{0, 0}, (int8_t)j};
+			c[n++] = (struct cuda_tune_pick){now.g, (int8_t)j};
 		err = run_job(u, (enum cuda_kind)k, i, c, n,
 			      m <= O1_GEMV_MAX_ROWS, &t[k == CUDA_KIND_HEAD][0],
 			      &t[k == CUDA_KIND_HEAD][1]);
@@ -451,7 +451,6 @@ static void log_bucket(const struct tuner *u, uint32_t i, bool blas,
 
 	for (int k = 0; k < CUDA_KINDS && at < (int)sizeof(line); k++) {
 		struct cuda_tune_pick p = u->t->pick[k][i];
-
 		uint8_t d[3] = {0, 0, 0};
 
 		o1_gemv_pieces(variant_of((enum cuda_kind)k), u->t->rows[i], d);
