@@ -560,6 +560,24 @@ static int tune_all(struct tuner *u)
 	return err;
 }
 
+/* After a failed tuning: the defaults everywhere, and the backend goes
+ * on unless the device is gone (a sticky error: the stream cannot finish
+ * its work). */
+static int give_up(struct cuda_state *s, int err)
+{
+	struct cuda_tune *t = &s->tune;
+
+	o1_warn("cuda autotune: failed (%s) after %.0f ms; default launch "
+		"setups",
+		o1_strerror(err), t->ms);
+	for (int k = 0; k < CUDA_KINDS; k++)
+		for (uint32_t i = 0; i < CUDA_TUNE_ROWS_MAX; i++)
+			t->pick[k][i] = (struct cuda_tune_pick){{0, 0}, -1};
+	memset(t->blas, 0, sizeof(t->blas));
+	(void)cudaGetLastError();
+	return O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+}
+
 /* The buckets a step can run (a bucket's rows fit the activations). */
 static void set_rows(struct cuda_state *s, const uint32_t *rows, uint32_t n)
 {
@@ -599,13 +617,12 @@ int o1_cuda_tune_run(struct cuda_state *s, const uint32_t *rows, uint32_t n)
 	if (u.e1)
 		cudaEventDestroy(u.e1);
 	s->tune.ms = o1_tune_budget_ms(&u.b, o1_tune_now_ns());
-	s->tune.done = !err;
-	if (!err)
-		o1_info("cuda autotune: %u buckets, %u timings (sweeps of %u "
-			"layers, %u heads) in %.0f ms, budget %u ms%s",
-			s->tune.n_rows, u.b.timed, u.layers, u.heads,
-			s->tune.ms, ms,
-			u.b.spent ? ": spent, the rest keeps its defaults"
-				  : "");
+	if (err)
+		return give_up(s, err);
+	s->tune.done = true;
+	o1_info("cuda autotune: %u buckets, %u timings (sweeps of %u "
+		"layers, %u heads) in %.0f ms, budget %u ms%s",
+		s->tune.n_rows, u.b.timed, u.layers, u.heads, s->tune.ms, ms,
+		u.b.spent ? ": spent, the rest keeps its defaults" : "");
 	return err;
 }

@@ -78,7 +78,8 @@ struct cuda_state;
  * cfg.cuda_autotune and the backend can (see the top; else logs why not
  * and keeps the defaults): within cfg.cuda_autotune_budget_ms, logging
  * the picks. Call after the weights, activations and inputs exist and
- * before the graphs are captured. Only a CUDA error is an error. */
+ * before the graphs are captured. A tuning that fails keeps the
+ * defaults (logged); only a device left unusable is an error. */
 int o1_cuda_tune_run(struct cuda_state *s, const uint32_t *rows, uint32_t n);
 void o1_cuda_tune_free(struct cuda_tune *t);
 
