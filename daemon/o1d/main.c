@@ -393,6 +393,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	int err;
 
 	bc.graphs_enabled = d->cfg.graphs.enabled;
+	bc.cuda_autotune = d->cfg.cuda.autotune;
+	bc.cuda_autotune_ms = d->cfg.cuda.autotune_ms;
 	bc.n_graph_buckets = buckets->n;
 	if (bc.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
 		o1_warn(
