@@ -233,6 +233,22 @@ int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
 			  enum o1_quant_type type, uint32_t m, uint32_t f,
 			  uint32_t k, bool pdl, cudaStream_t stream);
 
+/* gemv_q.cu, the int8 path (the backend's default: cfg.quant_dot): the
+ * products of o1_gemv_q_cuda and o1_gemv_q_swiglu_cuda (same operands and
+ * limits) with each block launch quantizing the input rows to int8 per
+ * 32 elements first and multiplying the weights' integers with __dp4a;
+ * gemv_q8.h specifies the arithmetic (its CPU reference gives the same
+ * bits) and bounds its distance to the f32 product. Where the quantized
+ * rows would not fit a block's shared memory (o1_gemv_q8_fits false:
+ * M K above ~70 K elements) the launch runs the f32 kernel instead. */
+int o1_gemv_q8_cuda(float *y, const uint16_t *x, const void *w,
+		    enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		    uint32_t ldy, bool pdl, cudaStream_t stream);
+int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
+			   enum o1_quant_type type, uint32_t m, uint32_t f,
+			   uint32_t k, bool pdl, cudaStream_t stream);
+bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k);
+
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */
 int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,

@@ -32,7 +32,7 @@ done
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
 "${cc[@]}" -c "$root/tests/kernels/test_quant_cuda.c" -o "$out/test_quant.o"
 objs=()
-for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
+for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q kernels/gemv_q8 \
 	 kernels/embedding kernels/threads common/log common/error; do
 	o=$out/$(basename "$c")_c.o
 	"${cc[@]}" -O2 -Wno-psabi -c "$root/$c.c" -o "$o"
