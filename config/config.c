@@ -66,6 +66,7 @@ static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
 static const char *const dequantize_modes[] = {"none", "bf16", NULL};
 static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
 static const char *const sample_modes[] = {"auto", "on", "off", NULL};
+static const char *const quant_dots[] = {"int8", "f32", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
@@ -77,6 +78,9 @@ _Static_assert(O1_CONFIG_METRICS_SHM == 2, "metrics_modes order");
 _Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
 	       "enum as int");
 _Static_assert(O1_CONFIG_SAMPLE_OFF == 2, "sample_modes order");
+_Static_assert(O1_CONFIG_QUANT_DOT_F32 == 1, "quant_dots order");
+_Static_assert(sizeof(enum o1_config_quant_dot) == sizeof(int),
+	       "enum as int");
 _Static_assert(sizeof(enum o1_config_sample_mode) == sizeof(int),
 	       "enum as int");
 
@@ -109,6 +113,7 @@ static const struct key keys[] = {
 	U32(backend, tensor_parallel, 1, 8, 0, "1"),
 	ENUM(backend, sample_in_backend, sample_modes, "auto"),
 	U32(backend, sample_penalty_entries, 0, 67108864, 0, "0"),
+	ENUM(backend, quant_dot, quant_dots, "int8"),
 	U32(kv, page_tokens, 1, 256, F_POW2, "16"),
 	U32(kv, pages, 0, 16777216, 0, "0"),
 	{"kv", "memory_fraction", T_DOUBLE, OFF(kv.memory_fraction), 0, 0, 0,

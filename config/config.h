@@ -58,6 +58,13 @@ enum o1_config_dequantize {
 	O1_CONFIG_DEQUANTIZE_BF16, /* to the backend's float type at load */
 };
 
+/* backend.quant_dot: how the CUDA backend's decode products multiply
+ * weights in a GGUF block format. */
+enum o1_config_quant_dot {
+	O1_CONFIG_QUANT_DOT_INT8, /* inputs quantized per 32, __dp4a */
+	O1_CONFIG_QUANT_DOT_F32,  /* weights dequantized, f32 arithmetic */
+};
+
 enum o1_config_dtype {
 	O1_CONFIG_DTYPE_AUTO,
 	O1_CONFIG_DTYPE_F32,
@@ -92,6 +99,7 @@ struct o1_config {
 		uint32_t tensor_parallel;      /* = devices.n */
 		enum o1_config_sample_mode sample_in_backend;
 		uint32_t sample_penalty_entries; /* per step; 0 = derived */
+		enum o1_config_quant_dot quant_dot;
 	} backend;
 	struct {
 		uint32_t page_tokens;

@@ -53,8 +53,10 @@
  *
  * Matrices in GGUF block formats (cuda_weights.c, struct cuda_qmat): a
  * product over at most O1_GEMV_MAX_ROWS rows is gemv_q.cu's, one launch
- * per part (a fused output's parts in their column ranges), dequantizing
- * in registers; a larger one dequantizes each part QTILE_BYTES of bf16
+ * per part (a fused output's parts in their column ranges): by default
+ * its int8 path (the input quantized per 32 elements in the kernel,
+ * __dp4a on the blocks' integers: kernels/gemv_q8.h), with
+ * cfg.cuda_quant_f32 dequantizing in registers in f32; a larger one dequantizes each part QTILE_BYTES of bf16
  * at a time into the tile scratch (quant.cu) and multiplies each tile with
  * cuBLAS into its columns. The embedding gathers from the block table.
  * Fused products are off for such a model (cuda_backend.c): the block
@@ -231,9 +233,10 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 		const struct cuda_qpart *p = &q->part[i];
 
 		if (m <= O1_GEMV_MAX_ROWS)
-			err = o1_gemv_q_cuda(y + p->col0, x, p->w, p->type, m,
-					     p->rows, k, n, step_pdl(s, m),
-					     s->stream);
+			err = (s->cfg.cuda_quant_f32 ? o1_gemv_q_cuda
+						     : o1_gemv_q8_cuda)(
+			    y + p->col0, x, p->w, p->type, m, p->rows, k, n,
+			    step_pdl(s, m), s->stream);
 		else
 			err = tiles_q(s, y, x, p, m, n, k);
 	}
@@ -320,9 +323,10 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
 			      d->norm_eps, pdl, s->stream);
 	if (!err && q_swiglu(s, &y->qgu, t))
-		return o1_gemv_q_swiglu_cuda(s->act, s->h, y->qgu.part[0].w,
-					     y->qgu.part[0].type, t, f, d->dim,
-					     pdl, s->stream);
+		return (s->cfg.cuda_quant_f32 ? o1_gemv_q_swiglu_cuda
+					      : o1_gemv_q8_swiglu_cuda)(
+		    s->act, s->h, y->qgu.part[0].w, y->qgu.part[0].type, t, f,
+		    d->dim, pdl, s->stream);
 	err = err ? err
 		  : product(s, s->gu, s->h, y->wgu, &y->qgu, t, 2 * f, d->dim);
 	return err ? err

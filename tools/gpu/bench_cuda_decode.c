@@ -3,7 +3,7 @@
  *   bench_cuda_decode MODEL [--prompt N] [--tokens N] [--batch N]
  *                     [--graphs on|off|both] [--pdl on|off|both]
  *                     [--fusion on|off|both] [--tp N] [--reps N]
- *                     [--sample host|device]
+ *                     [--sample host|device] [--quant-dot int8|f32|both]
  *
  * --tp N (2 .. 8) runs the tensor-parallel backend over GPUs 0 .. N-1
  * (NCCL; NCCL_NVLS_ENABLE=0 is set before anything starts); the floor is
@@ -27,6 +27,12 @@
  * products or RMSNorm, SwiGLU and the residual adds as kernels of their
  * own (backend.h); both: off, then on. They change nothing above 4
  * sequences, nor on a tensor-parallel rank.
+ *
+ * --quant-dot (default int8, the backend's default) sets
+ * cfg.cuda_quant_f32: the decode products on GGUF block weights with int8
+ * inputs and __dp4a, or in f32 (backend.h); both: f32, then int8, each
+ * within every other combination. It changes nothing for a model without
+ * block weights. The RESULT line says quant_dot=int8|f32.
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
@@ -78,12 +84,13 @@ struct bench_args {
 	const char *model;
 	uint32_t prompt, tokens, batch, tp, reps;
 	int graphs, pdl, fusion; /* 0 off, 1 on, 2 both */
+	int quant_dot;		  /* 0 int8, 1 f32, 2 both */
 	bool device_sample;
 };
 
 /* One run's switches. */
 struct bench_mode {
-	bool graphs, pdl, fusion;
+	bool graphs, pdl, fusion, quant_f32;
 };
 
 struct bench_run {
@@ -190,13 +197,14 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"tp", required_argument, NULL, 't'},
 	    {"reps", required_argument, NULL, 'r'},
 	    {"sample", required_argument, NULL, 's'},
+	    {"quant-dot", required_argument, NULL, 'q'},
 	    {0},
 	};
 	int opt;
 
 	a->prompt = 128, a->tokens = 256, a->batch = 1, a->graphs = 2;
 	a->pdl = a->fusion = 1;
-	a->tp = 1, a->reps = 1, a->device_sample = false;
+	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -207,6 +215,15 @@ static int parse(int argc, char **argv, struct bench_args *a)
 		if (sw) {
 			*sw = on_off_both(optarg);
 			if (*sw < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'q') {
+			a->quant_dot = !strcmp(optarg, "int8")	 ? 0
+				       : !strcmp(optarg, "f32")	 ? 1
+				       : !strcmp(optarg, "both") ? 2
+								 : -1;
+			if (a->quant_dot < 0)
 				return -EINVAL;
 			continue;
 		}
@@ -252,6 +269,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .graphs_enabled = md->graphs,
 	    .cuda_no_pdl = !md->pdl,
 	    .cuda_no_fusion = !md->fusion,
+	    .cuda_quant_f32 = md->quant_f32,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -415,7 +433,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "weights %.3f GB/step per GPU, copy bandwidth %.0f GB/s, floor "
 	       "%.0f steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n"
 	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
-	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
+	       "quant_dot=%s tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
@@ -425,8 +443,9 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), t->prefill_s * 1e3,
 	       a->prompt / t->prefill_s, a->tp, a->batch, on_off(md->graphs),
 	       on_off(md->pdl), on_off(md->fusion),
-	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
-	       k, lo, hi, bw * 1e9 / wb);
+	       a->device_sample ? "device" : "host",
+	       md->quant_f32 ? "f32" : "int8", tps, dt * 1e3 / a->tokens, k,
+	       lo, hi, bw * 1e9 / wb);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -467,7 +486,17 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 	return err;
 }
 
-/* Every asked combination: graphs, then fusion, then PDL, off first. */
+/* Whether MD is one of the asked combinations. */
+static bool asked(const struct bench_args *a, const struct bench_mode *md)
+{
+	return (a->graphs == 2 || a->graphs == md->graphs) &&
+	       (a->fusion == 2 || a->fusion == md->fusion) &&
+	       (a->pdl == 2 || a->pdl == md->pdl) &&
+	       (a->quant_dot == 2 || a->quant_dot == md->quant_f32);
+}
+
+/* Every asked combination: graphs, then fusion, then PDL, off first,
+ * then the quantized product (f32 first). */
 static int run_all(const struct o1_model *m, const struct bench_args *a)
 {
 	double bw = 0;
@@ -475,14 +504,13 @@ static int run_all(const struct o1_model *m, const struct bench_args *a)
 
 	for (int gr = 0; !err && gr < 2; gr++)
 		for (int fu = 0; !err && fu < 2; fu++)
-			for (int pd = 0; !err && pd < 2; pd++) {
-				struct bench_mode md = {gr, pd, fu};
+			for (int pd = 0; !err && pd < 2; pd++)
+				for (int qf = 1; !err && qf >= 0; qf--) {
+					struct bench_mode md = {gr, pd, fu, qf};
 
-				if ((a->graphs == 2 || a->graphs == gr) &&
-				    (a->fusion == 2 || a->fusion == fu) &&
-				    (a->pdl == 2 || a->pdl == pd))
-					err = run(m, a, &md, bw);
-			}
+					if (asked(a, &md))
+						err = run(m, a, &md, bw);
+				}
 	return err;
 }
 
@@ -497,7 +525,8 @@ int main(int argc, char **argv)
 				"[--tokens N] [--batch N (<= 256)] "
 				"[--graphs on|off|both] [--pdl on|off|both] "
 				"[--fusion on|off|both] [--tp N (<= 8)] "
-				"[--reps N (<= 16)] [--sample host|device]\n");
+				"[--reps N (<= 16)] [--sample host|device] "
+				"[--quant-dot int8|f32|both]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */
