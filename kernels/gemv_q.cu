@@ -59,6 +59,7 @@
 #include "cuda_util.h"
 #include "kernels_cuda.h"
 #include "quant_dev.h"
+#include "rms_reduce.h"
 
 extern "C" {
 #include "common/log.h"
@@ -71,8 +72,12 @@ extern "C" {
 #define GQ_BPS	   2
 #define GQ_DEVICES 64 /* multiprocessor counts cached per device */
 
-enum { OUT_STORE, OUT_SWIGLU };
+enum { OUT_STORE, OUT_SWIGLU, OUT_ADD };
 enum { DOT_F32, DOT_I8 };
+/* DOT_I8's input: bf16 rows, or the RMSNorm of f32 rows (gathered
+ * through a row list), normalized by each block as o1_rmsnorm_cuda
+ * would (rms_reduce.h), then quantized. */
+enum { IN_BF16, IN_NORM };
 
 /* Shared memory a block may take (two blocks per multiprocessor, each
  * with its 1 KB reserve, within the H200's 228 KB). DOT_I8 launches whose
@@ -82,7 +87,11 @@ enum { DOT_F32, DOT_I8 };
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
 	__nv_bfloat16 *act; /* OUT_SWIGLU (M, n) */
-	const uint16_t *x;  /* (M, k) bf16 */
+	const uint16_t *x;  /* IN_BF16 (M, k) bf16 */
+	const float *xf;    /* IN_NORM (., k) f32 rows */
+	const uint32_t *rows; /* IN_NORM: input row i is xf row rows[i] */
+	const float *nw;    /* IN_NORM (k): the norm's weight */
+	float eps;	    /* IN_NORM */
 	const uint8_t *w;   /* n rows of row_bytes; OUT_SWIGLU 2 n */
 	uint64_t row_bytes; /* of w */
 	uint32_t n, k, ldy;
@@ -255,19 +264,60 @@ static __device__ void quantize_unit(const float (&v)[32], gq_piece *lo,
 	*ds = make_float2(d, __fmul_rn(d, (float)qsum));
 }
 
-/* Every thread: the M input rows quantized into XQ and DS (one unit a
- * thread at a time), then the block's barrier. */
-template <int M>
-static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds)
+/* Unit U of the normalized row XR (INV its 1 / rms), as o1_rmsnorm_cuda
+ * writes it (bf16), widened. */
+static __device__ void unit_norm(const gq_args &a, const float *xr, float inv,
+				 uint32_t u, float (&v)[32])
 {
-	for (uint32_t c = threadIdx.x; c < M * a.units; c += GQ_THREADS) {
-		uint32_t i = c / a.units, u = c % a.units;
-		gq_piece *q = xq + xq_at(a, i, u);
-		float v[32];
+	const float4 *xv = (const float4 *)(xr + 32 * u);
+	const float4 *wv = (const float4 *)(a.nw + 32 * u);
 
-		unit_in(a, i, u, v);
-		quantize_unit(v, q, q + 32, ds + (size_t)i * a.units + u);
+#pragma unroll
+	for (int c = 0; c < 8; c++) {
+		float4 x = xv[c], w = wv[c];
+
+		v[4 * c] = __bfloat162float(rms_out(w.x, x.x, inv));
+		v[4 * c + 1] = __bfloat162float(rms_out(w.y, x.y, inv));
+		v[4 * c + 2] = __bfloat162float(rms_out(w.z, x.z, inv));
+		v[4 * c + 3] = __bfloat162float(rms_out(w.w, x.w, inv));
 	}
+}
+
+/* Every thread: the M input rows (IN) quantized into XQ and DS (one unit
+ * a thread at a time), then the block's barrier. IN_NORM: PART is the
+ * reduction's scratch. */
+template <int M, int IN>
+static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
+				  float (*part)[RMS_VWARPS])
+{
+	const float *xr[M];
+	float inv[M];
+
+	if constexpr (IN == IN_NORM) {
+		float ss[M];
+
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			xr[i] = a.xf + (size_t)(a.rows ? a.rows[i] : i) * a.k;
+		rms_sums<GQ_THREADS, M>(
+		    ss, a.k, part, [&](int i, uint32_t e) { return xr[i][e]; });
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			inv[i] = rms_inv(ss[i], a.k, a.eps);
+	}
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		for (uint32_t u = threadIdx.x; u < a.units; u += GQ_THREADS) {
+			gq_piece *q = xq + xq_at(a, i, u);
+			float v[32];
+
+			if constexpr (IN == IN_NORM)
+				unit_norm(a, xr[i], inv[i], u, v);
+			else
+				unit_in(a, i, u, v);
+			quantize_unit(v, q, q + 32,
+				      ds + (size_t)i * a.units + u);
+		}
 	__syncthreads();
 }
 
@@ -470,6 +520,10 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
 
 			a.act[(size_t)i * a.n + j] =
 			    __float2bfloat16_rn(g / (1.0f + expf(-g)) * res[1][i]);
+		} else if constexpr (OUT == OUT_ADD) {
+			float *y = a.y + (size_t)i * a.ldy + j;
+
+			*y = *y + res[0][i];
 		} else {
 			a.y[(size_t)i * a.ldy + j] = res[0][i];
 		}
@@ -480,7 +534,7 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
  * b GQ_WARPS + w and striding by the grid's warps (see the top). A unit
  * is R rows of NB batches: batch t of the walk is batch t % NB of row
  * j + (t / NB) n. */
-template <int M, int TYPE, int OUT, int DOT>
+template <int M, int TYPE, int OUT, int DOT, int IN>
 static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 {
 	constexpr int P = pieces_of<TYPE>();
@@ -503,7 +557,8 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		gq_piece *xq = dyn_smem() + GQ_WARPS * 32 * P;
 		float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 
-		quantize_x<M>(a, xq, ds);
+		quantize_x<M, IN>(a, xq, ds,
+				  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
 		xin.q = xq, xin.ds = ds;
 	}
 #pragma unroll
@@ -575,14 +630,15 @@ static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
 	size_t s = (size_t)GQ_WARPS * 32 * pieces * sizeof(gq_piece);
 
 	if (dot == DOT_I8)
-		s += (size_t)m * a.pad * 32 + (size_t)m * a.units * 8;
+		s += (size_t)m * a.pad * 32 + (size_t)m * a.units * 8 +
+		     (size_t)m * RMS_VWARPS * sizeof(float);
 	return s;
 }
 
-template <int M, int TYPE, int OUT, int DOT>
+template <int M, int TYPE, int OUT, int DOT, int IN>
 static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 {
-	void (*k)(gq_args) = gemv_q<M, TYPE, OUT, DOT>;
+	void (*k)(gq_args) = gemv_q<M, TYPE, OUT, DOT, IN>;
 	uint32_t blocks = (a.n + GQ_WARPS - 1) / GQ_WARPS;
 	uint32_t cap = sm_count() * GQ_BPS;
 	size_t smem = smem_of(a, pieces_of<TYPE>(), M, DOT);
@@ -598,46 +654,63 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 				    smem, stream, pdl, a);
 }
 
-template <int TYPE, int OUT, int DOT>
+template <int TYPE, int OUT, int DOT, int IN>
 static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 {
 	switch (m) {
 	case 1:
-		return launch_m<1, TYPE, OUT, DOT>(a, pdl, stream);
+		return launch_m<1, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	case 2:
-		return launch_m<2, TYPE, OUT, DOT>(a, pdl, stream);
+		return launch_m<2, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	case 3:
-		return launch_m<3, TYPE, OUT, DOT>(a, pdl, stream);
+		return launch_m<3, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	default:
-		return launch_m<4, TYPE, OUT, DOT>(a, pdl, stream);
+		return launch_m<4, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	}
 }
 
-template <int TYPE, int OUT>
+/* DOT_I8 where its shared memory fits, else DOT_F32 (bf16 input and the
+ * store or SwiGLU outputs only: the fused variants need DOT_I8, which
+ * their callers check with o1_gemv_q8_fits). */
+template <int TYPE, int OUT, int IN>
 static int launch_dot(const gq_args &a, uint32_t m, int dot, bool pdl,
 		      cudaStream_t stream)
 {
-	if (dot == DOT_I8 &&
-	    smem_of(a, pieces_of<TYPE>(), m, DOT_I8) <= GQ_SMEM_MAX)
-		return launch<TYPE, OUT, DOT_I8>(a, m, pdl, stream);
-	return launch<TYPE, OUT, DOT_F32>(a, m, pdl, stream);
+	if constexpr (IN == IN_BF16 && OUT != OUT_ADD) {
+		if (dot == DOT_I8 &&
+		    smem_of(a, pieces_of<TYPE>(), m, DOT_I8) <= GQ_SMEM_MAX)
+			return launch<TYPE, OUT, DOT_I8, IN>(a, m, pdl, stream);
+		return launch<TYPE, OUT, DOT_F32, IN>(a, m, pdl, stream);
+	} else {
+		(void)dot;
+		if (smem_of(a, pieces_of<TYPE>(), m, DOT_I8) > GQ_SMEM_MAX) {
+			o1_err("gemv_q: fused variant over %u rows of %u: "
+			       "beyond its shared memory",
+			       m, a.k);
+			return -EINVAL;
+		}
+		return launch<TYPE, OUT, DOT_I8, IN>(a, m, pdl, stream);
+	}
 }
 
-/* The instance for TYPE (checked by the caller); DOT_I8 where its
- * shared memory fits, else DOT_F32. */
-template <int OUT>
+/* The instance for TYPE (checked by the caller). */
+template <int OUT, int IN = IN_BF16>
 static int launch_type(const gq_args &a, enum o1_quant_type type, uint32_t m,
 		       int dot, bool pdl, cudaStream_t stream)
 {
 	switch (type) {
 	case O1_QUANT_Q8_0:
-		return launch_dot<O1_QUANT_Q8_0, OUT>(a, m, dot, pdl, stream);
+		return launch_dot<O1_QUANT_Q8_0, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	case O1_QUANT_Q4_0:
-		return launch_dot<O1_QUANT_Q4_0, OUT>(a, m, dot, pdl, stream);
+		return launch_dot<O1_QUANT_Q4_0, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	case O1_QUANT_Q4_K:
-		return launch_dot<O1_QUANT_Q4_K, OUT>(a, m, dot, pdl, stream);
+		return launch_dot<O1_QUANT_Q4_K, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	default:
-		return launch_dot<O1_QUANT_Q6_K, OUT>(a, m, dot, pdl, stream);
+		return launch_dot<O1_QUANT_Q6_K, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	}
 }
 
@@ -645,14 +718,20 @@ static int launch_type(const gq_args &a, enum o1_quant_type type, uint32_t m,
 static int check(const char *what, gq_args &a, const void *out,
 		 enum o1_quant_type type, uint32_t m)
 {
-	if (out && a.x && a.w && m && m <= O1_GEMV_MAX_ROWS && a.n &&
+	const void *x = a.x ? (const void *)a.x : (const void *)a.xf;
+	bool norm_ok = !a.xf || (a.nw && (uintptr_t)a.nw % 16 == 0 &&
+				 a.eps >= 0.0f);
+
+	if (out && x && a.w && m && m <= O1_GEMV_MAX_ROWS && a.n &&
 	    a.ldy >= a.n && !o1_quant_row_bytes(type, a.k, &a.row_bytes) &&
-	    (uintptr_t)a.x % 16 == 0 && o1_quant_dev_aligned(type, a.w))
+	    (uintptr_t)x % 16 == 0 && o1_quant_dev_aligned(type, a.w) &&
+	    norm_ok)
 		return 0;
 	o1_err("%s: bad operands: type %u m %u (at most %d) n %u k %u ldy %u, "
-	       "x %p (16-byte aligned) w %p",
-	       what, (unsigned)type, m, O1_GEMV_MAX_ROWS, a.n, a.k, a.ldy,
-	       (const void *)a.x, (const void *)a.w);
+	       "x %p (16-byte aligned) w %p, norm weight %p (16-byte "
+	       "aligned) eps %g",
+	       what, (unsigned)type, m, O1_GEMV_MAX_ROWS, a.n, a.k, a.ldy, x,
+	       (const void *)a.w, (const void *)a.nw, (double)a.eps);
 	return -EINVAL;
 }
 
@@ -720,6 +799,59 @@ extern "C" int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x,
 				      bool pdl, cudaStream_t stream)
 {
 	return gemv_swiglu(act, x, w, type, DOT_I8, m, f, k, pdl, stream);
+}
+
+extern "C" int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
+				   enum o1_quant_type type, uint32_t m,
+				   uint32_t n, uint32_t k, uint32_t ldy,
+				   bool pdl, cudaStream_t stream)
+{
+	gq_args a = args(y, NULL, x, w, n, k, ldy);
+	int err = check("gemv_q8_add", a, y, type, m);
+
+	return err ? err
+		   : launch_type<OUT_ADD>(a, type, m, DOT_I8, pdl, stream);
+}
+
+/* Arguments of the normalized-input variants. */
+static gq_args norm_args(float *y, uint16_t *act, const float *x,
+			 const uint32_t *rows, const float *nw, float eps,
+			 const void *w, uint32_t n, uint32_t k, uint32_t ldy)
+{
+	gq_args a = args(y, act, NULL, w, n, k, ldy);
+
+	a.xf = x, a.rows = rows, a.nw = nw, a.eps = eps;
+	return a;
+}
+
+extern "C" int o1_gemv_q8_norm_cuda(float *y, const float *x,
+				    const uint32_t *rows, const float *norm_w,
+				    float eps, const void *w,
+				    enum o1_quant_type type, uint32_t m,
+				    uint32_t n, uint32_t k, uint32_t ldy,
+				    bool pdl, cudaStream_t stream)
+{
+	gq_args a = norm_args(y, NULL, x, rows, norm_w, eps, w, n, k, ldy);
+	int err = check("gemv_q8_norm", a, y, type, m);
+
+	return err ? err
+		   : launch_type<OUT_STORE, IN_NORM>(a, type, m, DOT_I8, pdl,
+						     stream);
+}
+
+extern "C" int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
+					   const float *norm_w, float eps,
+					   const void *w,
+					   enum o1_quant_type type, uint32_t m,
+					   uint32_t f, uint32_t k, bool pdl,
+					   cudaStream_t stream)
+{
+	gq_args a = norm_args(NULL, act, x, NULL, norm_w, eps, w, f, k, f);
+	int err = check("gemv_q8_norm_swiglu", a, act, type, m);
+
+	return err ? err
+		   : launch_type<OUT_SWIGLU, IN_NORM>(a, type, m, DOT_I8, pdl,
+						      stream);
 }
 
 extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m,

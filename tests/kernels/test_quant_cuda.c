@@ -24,6 +24,11 @@
  *   bound); on the vectors the largest per input kind is printed (outlier
  *   rows and sums that cancel are far from it, and within the bound);
  *   o1_gemv_q8_swiglu_cuda bitwise o1_gemv_q8_cuda then o1_swiglu_cuda;
+ * - the int8 path's fused variants bitwise their unfused compositions on
+ *   the device: o1_gemv_q8_norm_cuda (with and without a row list) =
+ *   o1_rmsnorm_cuda then o1_gemv_q8_cuda; o1_gemv_q8_norm_swiglu_cuda =
+ *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda; o1_gemv_q8_add_cuda = y +
+ *   o1_gemv_q8_cuda's product;
  * - bad operands are refused with -EINVAL.
  * O1_TEST_QUICK=1 keeps every launch within tools/gpu/emu's 8192 threads
  * (run there by tools/gpu/emu/run_quant.sh). Exit 77 without a device. */
@@ -492,6 +497,98 @@ static void test_gemv_q8_vectors(void **state)
 	printf("\n");
 }
 
+/* The fused int8 variants against their compositions (see the top), M
+ * rows of K from M + 3 f32 rows (the row list picks them backwards). */
+static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
+			uint32_t k)
+{
+	uint32_t xr = m + 3, rows[4];
+	float *xf = malloc((size_t)xr * k * 4), *nw = malloc((size_t)k * 4);
+	float *y0 = malloc((size_t)m * n * 4), *got = malloc((size_t)m * n * 4);
+	float *want = malloc((size_t)m * n * 4);
+	uint16_t *a1 = malloc((size_t)m * n * 2), *a2 = malloc((size_t)m * n * 2);
+	uint8_t *q = random_blocks(type, (uint64_t)2 * n * k);
+	uint64_t rb;
+	void *dw, *dxf, *dnw, *dh, *dy, *drows, *da;
+
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < (size_t)xr * k; i++)
+		xf[i] = frand() * (i % 61 == 0 ? 8.0f : 1.5f);
+	for (uint32_t i = 0; i < k; i++)
+		nw[i] = 0.5f + frand();
+	for (size_t i = 0; i < (size_t)m * n; i++)
+		y0[i] = frand() * 4;
+	for (uint32_t i = 0; i < m; i++)
+		rows[i] = xr - 1 - i;
+	dw = dev_put(q, rb * 2 * n);
+	dxf = dev_put(xf, (size_t)xr * k * 4);
+	dnw = dev_put(nw, (size_t)k * 4);
+	dh = dev_put(NULL, (size_t)m * k * 2);
+	dy = dev_put(NULL, (size_t)m * n * 4);
+	da = dev_put(NULL, (size_t)m * n * 2);
+	drows = dev_put(rows, sizeof(rows));
+	for (int gather = 0; gather < 2; gather++) {
+		const uint32_t *r = gather ? drows : NULL;
+
+		assert_int_equal(o1_rmsnorm_cuda(dh, dxf, NULL, dnw, r, m, k,
+						 1e-5f, false, NULL),
+				 0);
+		assert_int_equal(o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n,
+						 false, NULL),
+				 0);
+		dev_get(want, dy, (size_t)m * n * 4);
+		assert_int_equal(o1_gemv_q8_norm_cuda(dy, dxf, r, dnw, 1e-5f,
+						      dw, type, m, n, k, n,
+						      true, NULL),
+				 0);
+		dev_get(got, dy, (size_t)m * n * 4);
+		assert_memory_equal(got, want, (size_t)m * n * 4);
+	}
+	/* SwiGLU over the same input, 2N rows */
+	assert_int_equal(o1_rmsnorm_cuda(dh, dxf, NULL, dnw, NULL, m, k, 1e-5f,
+					 false, NULL),
+			 0);
+	assert_int_equal(
+	    o1_gemv_q8_swiglu_cuda(da, dh, dw, type, m, n, k, false, NULL), 0);
+	dev_get(a1, da, (size_t)m * n * 2);
+	assert_int_equal(o1_gemv_q8_norm_swiglu_cuda(da, dxf, dnw, 1e-5f, dw,
+						     type, m, n, k, true, NULL),
+			 0);
+	dev_get(a2, da, (size_t)m * n * 2);
+	assert_memory_equal(a1, a2, (size_t)m * n * 2);
+	/* the residual add: y0 + the product of the bf16 rows */
+	assert_int_equal(
+	    o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n, false, NULL), 0);
+	dev_get(want, dy, (size_t)m * n * 4);
+	for (size_t i = 0; i < (size_t)m * n; i++)
+		want[i] = y0[i] + want[i];
+	assert_int_equal(cudaMemcpy(dy, y0, (size_t)m * n * 4,
+				    cudaMemcpyHostToDevice),
+			 cudaSuccess);
+	assert_int_equal(
+	    o1_gemv_q8_add_cuda(dy, dh, dw, type, m, n, k, n, true, NULL), 0);
+	dev_get(got, dy, (size_t)m * n * 4);
+	assert_memory_equal(got, want, (size_t)m * n * 4);
+	cudaFree(dw), cudaFree(dxf), cudaFree(dnw), cudaFree(dh);
+	cudaFree(dy), cudaFree(da), cudaFree(drows);
+	free(xf), free(nw), free(y0), free(got), free(want), free(a1);
+	free(a2), free(q);
+}
+
+static void test_fused_q8(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		check_fused(types[t], 1 + t % 4, 37, 512);
+		check_fused(types[t], 4 - t % 4, 9, 1024);
+	}
+	check_fused(O1_QUANT_Q4_K, 2, 19, 15360);
+	if (quick)
+		return;
+	check_fused(O1_QUANT_Q6_K, 1, 4096, 4096);
+	check_fused(O1_QUANT_Q8_0, 4, 1024, 14336);
+}
+
 /* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
  * o1_gemv_q_cuda into (M, 2F) then o1_swiglu_cuda, bitwise (and that
  * product is check_gemv's). */
@@ -591,6 +688,18 @@ static void test_bad_args(void **state)
 						O1_QUANT_Q4_K, 1, 1, 100,
 						false, NULL),
 			 -EINVAL);
+	assert_int_equal(o1_gemv_q8_norm_cuda(y, (float *)x, NULL, (float *)x + 1,
+					      0, w, O1_QUANT_Q8_0, 1, 1, 32, 1,
+					      false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemv_q8_norm_cuda(y, (float *)x, NULL, (float *)x,
+					      -1, w, O1_QUANT_Q8_0, 1, 1, 32, 1,
+					      false, NULL),
+			 -EINVAL);
+	/* beyond the shared memory of the fused variants */
+	assert_int_equal(o1_gemv_q8_add_cuda(y, x, w, O1_QUANT_Q8_0, 4, 1,
+					     32768, 1, false, NULL),
+			 -EINVAL);
 	assert_int_equal(
 	    o1_quant_dequantize_cuda(O1_QUANT_Q6_K, w, y, 100, NULL), -EINVAL);
 	assert_int_equal(
@@ -614,6 +723,7 @@ int main(void)
 	    cmocka_unit_test(test_gemv),
 	    cmocka_unit_test(test_gemv_q8),
 	    cmocka_unit_test(test_gemv_q8_vectors),
+	    cmocka_unit_test(test_fused_q8),
 	    cmocka_unit_test(test_swiglu),
 	    cmocka_unit_test(test_bad_args),
 	};
