@@ -79,8 +79,7 @@ _Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
 	       "enum as int");
 _Static_assert(O1_CONFIG_SAMPLE_OFF == 2, "sample_modes order");
 _Static_assert(O1_CONFIG_QUANT_DOT_F32 == 1, "quant_dots order");
-_Static_assert(sizeof(enum o1_config_quant_dot) == sizeof(int),
-	       "enum as int");
+_Static_assert(sizeof(enum o1_config_quant_dot) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_sample_mode) == sizeof(int),
 	       "enum as int");
 

@@ -90,8 +90,8 @@ struct gq_args {
 	const uint16_t *x;  /* IN_BF16 (M, k) bf16 */
 	const float *xf;    /* IN_NORM (., k) f32 rows */
 	const uint32_t *rows; /* IN_NORM: input row i is xf row rows[i] */
-	const float *nw;    /* IN_NORM (k): the norm's weight */
-	float eps;	    /* IN_NORM */
+	const float *nw;      /* IN_NORM (k): the norm's weight */
+	float eps;	      /* IN_NORM */
 	const uint8_t *w;   /* n rows of row_bytes; OUT_SWIGLU 2 n */
 	uint64_t row_bytes; /* of w */
 	uint32_t n, k, ldy;
@@ -252,7 +252,8 @@ static __device__ void quantize_unit(const float (&v)[32], gq_piece *lo,
 		w[k] = 0;
 #pragma unroll
 		for (int j = 0; j < 4; j++) {
-			int32_t q = __float2int_rn(__fmul_rn(v[4 * k + j], inv));
+			int32_t q =
+			    __float2int_rn(__fmul_rn(v[4 * k + j], inv));
 
 			qsum += q;
 			w[k] |= ((uint32_t)q & 0xffu) << (8 * j);
@@ -394,19 +395,19 @@ static __device__ __forceinline__ void unit_ints(const qd_unit_head &h,
 /* The unit's product from its integer sums S0 (elements 0..15) and S1
  * and the input unit's (d, sum), in gemv_q8.h's f32 operations. */
 template <int TYPE>
-static __device__ __forceinline__ float unit_scale(const qd_unit_head &h,
-						   float2 ds, int32_t s0,
-						   int32_t s1)
+static __device__ __forceinline__ float
+unit_scale(const qd_unit_head &h, float2 ds, int32_t s0, int32_t s1)
 {
 	if constexpr (TYPE == O1_QUANT_Q8_0)
 		return __fmul_rn(__fmul_rn(h.d, ds.x), (float)(s0 + s1));
 	else if constexpr (TYPE == O1_QUANT_Q4_0)
-		return __fmul_rn(h.d, __fsub_rn(__fmul_rn(ds.x, (float)(s0 + s1)),
-						__fmul_rn(8.0f, ds.y)));
+		return __fmul_rn(h.d,
+				 __fsub_rn(__fmul_rn(ds.x, (float)(s0 + s1)),
+					   __fmul_rn(8.0f, ds.y)));
 	else if constexpr (TYPE == O1_QUANT_Q4_K)
-		return __fsub_rn(__fmul_rn(__fmul_rn(h.d, ds.x),
-					   (float)(s0 + s1)),
-				 __fmul_rn(h.m, ds.y));
+		return __fsub_rn(
+		    __fmul_rn(__fmul_rn(h.d, ds.x), (float)(s0 + s1)),
+		    __fmul_rn(h.m, ds.y));
 	else
 		return __fmul_rn(ds.x, __fadd_rn(__fmul_rn(h.d, (float)s0),
 						 __fmul_rn(h.d1, (float)s1)));
@@ -416,10 +417,9 @@ static __device__ __forceinline__ float unit_scale(const qd_unit_head &h,
  * rows, into D[i]: the weights' integers decoded once, 8 __dp4a per row
  * (integer sums, exact), then unit_scale. */
 template <int M, int TYPE>
-static __device__ __forceinline__ void unit_dots_i8(float (&d)[M],
-						    const uint8_t *row,
-						    const gq_xq &x,
-						    const gq_args &a, uint32_t u)
+static __device__ __forceinline__ void
+unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
+	     const gq_args &a, uint32_t u)
 {
 	qd_unit_head h = qd_head<TYPE>(row, u);
 	int32_t q[8];
@@ -436,8 +436,8 @@ static __device__ __forceinline__ void unit_dots_i8(float (&d)[M],
 			s0 = __dp4a(q[k], (int32_t)x0.v[k], s0);
 			s1 = __dp4a(q[4 + k], (int32_t)x1.v[k], s1);
 		}
-		d[i] = unit_scale<TYPE>(h, x.ds[(size_t)i * a.units + u], s0,
-					s1);
+		d[i] =
+		    unit_scale<TYPE>(h, x.ds[(size_t)i * a.units + u], s0, s1);
 	}
 }
 
@@ -481,8 +481,8 @@ static __device__ void load_batch(gq_piece (&wv)[P], const gq_args &a,
  * memory at SM) . x row i, in increasing unit order. */
 template <int M, int TYPE, int DOT>
 static __device__ void fma_batch(float (&acc)[M], const gq_args &a,
-				 const gq_piece *sm, const gq_xq &x,
-				 uint32_t j, uint32_t b, uint32_t lane)
+				 const gq_piece *sm, const gq_xq &x, uint32_t j,
+				 uint32_t b, uint32_t lane)
 {
 	uint32_t u0, u1, np;
 	const gq_piece *p = batch_span<TYPE>(a, j, b, &u0, &u1, &np);
@@ -557,8 +557,9 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		gq_piece *xq = dyn_smem() + GQ_WARPS * 32 * P;
 		float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 
-		quantize_x<M, IN>(a, xq, ds,
-				  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+		quantize_x<M, IN>(
+		    a, xq, ds,
+		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
 		xin.q = xq, xin.ds = ds;
 	}
 #pragma unroll
@@ -719,8 +720,8 @@ static int check(const char *what, gq_args &a, const void *out,
 		 enum o1_quant_type type, uint32_t m)
 {
 	const void *x = a.x ? (const void *)a.x : (const void *)a.xf;
-	bool norm_ok = !a.xf || (a.nw && (uintptr_t)a.nw % 16 == 0 &&
-				 a.eps >= 0.0f);
+	bool norm_ok =
+	    !a.xf || (a.nw && (uintptr_t)a.nw % 16 == 0 && a.eps >= 0.0f);
 
 	if (out && x && a.w && m && m <= O1_GEMV_MAX_ROWS && a.n &&
 	    a.ldy >= a.n && !o1_quant_row_bytes(type, a.k, &a.row_bytes) &&
@@ -754,8 +755,7 @@ static int gemv_store(float *y, const uint16_t *x, const void *w,
 	gq_args a = args(y, NULL, x, w, n, k, ldy);
 	int err = check("gemv_q", a, y, type, m);
 
-	return err ? err
-		   : launch_type<OUT_STORE>(a, type, m, dot, pdl, stream);
+	return err ? err : launch_type<OUT_STORE>(a, type, m, dot, pdl, stream);
 }
 
 static int gemv_swiglu(uint16_t *act, const uint16_t *x, const void *w,
@@ -854,8 +854,7 @@ extern "C" int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
 						      stream);
 }
 
-extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m,
-				uint32_t k)
+extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k)
 {
 	gq_args a = args(NULL, NULL, NULL, NULL, 1, k, 1);
 	int p = type == O1_QUANT_Q8_0	? pieces_of<O1_QUANT_Q8_0>()

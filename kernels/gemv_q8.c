@@ -68,8 +68,8 @@ static uint32_t u16(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 
-static void decode_unit(enum o1_quant_type type, const uint8_t *row,
-			uint32_t u, struct wunit *h)
+static void decode_unit(enum o1_quant_type type, const uint8_t *row, uint32_t u,
+			struct wunit *h)
 {
 	memset(h, 0, sizeof(*h));
 	if (type == O1_QUANT_Q8_0) {
@@ -150,8 +150,8 @@ static float lane_sum(float (*v)[LANES])
 }
 
 static int check(const char *what, const void *y, const uint16_t *x,
-		 const void *w, enum o1_quant_type type, uint32_t m,
-		 uint32_t n, uint32_t k, uint32_t ldy, uint64_t *rb)
+		 const void *w, enum o1_quant_type type, uint32_t m, uint32_t n,
+		 uint32_t k, uint32_t ldy, uint64_t *rb)
 {
 	if (y && x && w && m && n && ldy >= n && k && k % 32 == 0 &&
 	    !o1_quant_row_bytes(type, k, rb))

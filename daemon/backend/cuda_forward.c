@@ -56,21 +56,21 @@
  * per part (a fused output's parts in their column ranges): by default
  * its int8 path (the input quantized per 32 elements in the kernel,
  * __dp4a on the blocks' integers: kernels/gemv_q8.h), with
- * cfg.cuda_quant_f32 dequantizing in registers in f32; a larger one dequantizes each part QTILE_BYTES of bf16
- * at a time into the tile scratch (quant.cu) and multiplies each tile with
- * cuBLAS into its columns. The embedding gathers from the block table.
- * With the int8 path the fused decode products take block matrices too
- * (gemv_q.cu's fused variants, the bits of the unfused kernels): the
- * QKV parts over the RMSNorm of x (then RoPE and the KV write, a kernel
- * of its own), the gate/up product over the RMSNorm of x with SwiGLU in
- * its epilogue (several parts: the parts, then swiglu.cu), x += the O
- * and down products, the LM head over the final RMSNorm; a layer is 6
- * kernels. With cfg.cuda_quant_f32 (or a block matrix too wide for the
- * fused variants' shared memory: cuda_backend.c) fused products are off
- * for such a model: the block products take the unfused route (RMSNorm,
- * product, SwiGLU, residual add in the next RMSNorm), except that a decode
- * step's gate/up product in one block type has SwiGLU in its epilogue
- * (o1_gemv_q_swiglu_cuda, the same bits) unless cfg.cuda_no_fusion.
+ * cfg.cuda_quant_f32 dequantizing in registers in f32; a larger one dequantizes
+ * each part QTILE_BYTES of bf16 at a time into the tile scratch (quant.cu) and
+ * multiplies each tile with cuBLAS into its columns. The embedding gathers from
+ * the block table. With the int8 path the fused decode products take block
+ * matrices too (gemv_q.cu's fused variants, the bits of the unfused kernels):
+ * the QKV parts over the RMSNorm of x (then RoPE and the KV write, a kernel of
+ * its own), the gate/up product over the RMSNorm of x with SwiGLU in its
+ * epilogue (several parts: the parts, then swiglu.cu), x += the O and down
+ * products, the LM head over the final RMSNorm; a layer is 6 kernels. With
+ * cfg.cuda_quant_f32 (or a block matrix too wide for the fused variants' shared
+ * memory: cuda_backend.c) fused products are off for such a model: the block
+ * products take the unfused route (RMSNorm, product, SwiGLU, residual add in
+ * the next RMSNorm), except that a decode step's gate/up product in one block
+ * type has SwiGLU in its epilogue (o1_gemv_q_swiglu_cuda, the same bits) unless
+ * cfg.cuda_no_fusion.
  *
  * As a tensor-parallel rank (cfg.tp_size, tp_shard.h, tp_group.h): the
  * model is the rank's shard; the O and down products (f32, in s->o) are
@@ -297,12 +297,13 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 		for (uint32_t i = 0; !err && i < y->qqkv.n_parts; i++) {
 			const struct cuda_qpart *p = &y->qqkv.part[i];
 
-			err = o1_gemv_q8_norm_cuda(
-			    s->qkv + p->col0, s->x, NULL, y->attn_norm,
-			    d->norm_eps, p->w, p->type, t, p->rows, d->dim, n,
-			    pdl, s->stream);
+			err = o1_gemv_q8_norm_cuda(s->qkv + p->col0, s->x, NULL,
+						   y->attn_norm, d->norm_eps,
+						   p->w, p->type, t, p->rows,
+						   d->dim, n, pdl, s->stream);
 		}
-		return err ? err : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
+		return err ? err
+			   : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
 	}
 	if (fuse)
 		return o1_gemv_norm_rope_kv_cuda(ra, ad, s->x, y->attn_norm,
@@ -478,8 +479,8 @@ static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n, bool fused)
 
 			err = o1_gemv_q8_norm_cuda(
 			    s->logits + p->col0, s->x, s->dev.rows + c,
-			    s->out_norm, d->norm_eps, p->w, p->type, n,
-			    p->rows, d->dim, d->vocab_size, pdl, s->stream);
+			    s->out_norm, d->norm_eps, p->w, p->type, n, p->rows,
+			    d->dim, d->vocab_size, pdl, s->stream);
 		}
 		return err;
 	}

@@ -62,8 +62,7 @@ static void size_text(uint64_t b, char *out, size_t n)
 		snprintf(out, n, "%llu B", (unsigned long long)b);
 }
 
-int o1_model_weights_text(const struct o1_model_weights *w, char *buf,
-			  size_t n)
+int o1_model_weights_text(const struct o1_model_weights *w, char *buf, size_t n)
 {
 	char sz[32];
 	size_t at = 0;

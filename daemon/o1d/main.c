@@ -365,8 +365,7 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .page_tokens = d->cfg.kv.page_tokens,
 	    .sampling = sample_in_backend(d, kind),
 	    .max_sample_pens = d->cfg.backend.sample_penalty_entries,
-	    .dequantize =
-		d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
+	    .dequantize = d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
 	    .cuda_quant_f32 =
 		d->cfg.backend.quant_dot == O1_CONFIG_QUANT_DOT_F32,
 	};

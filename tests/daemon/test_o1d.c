@@ -832,8 +832,7 @@ static void test_admin(void **state)
 	assert_int_equal(o1ctl(d, "status"), 0);
 	/* the weight bytes by type (the tiny test model: all f32) */
 	assert_int_equal(
-	    admin_send(d->socket, "{\"op\":\"status\"}", buf, sizeof(buf)),
-	    0);
+	    admin_send(d->socket, "{\"op\":\"status\"}", buf, sizeof(buf)), 0);
 	at = strstr(buf, "\"weights\":\"");
 	assert_non_null(at);
 	assert_non_null(strstr(at, "B: F32 "));

@@ -343,7 +343,8 @@ static double check_q8_on(enum o1_quant_type type, const uint8_t *q,
 			  uint32_t ldy)
 {
 	size_t ny = (size_t)m * ldy;
-	float *c8 = malloc(ny * 4), *c32 = malloc(ny * 4), *gpu = malloc(ny * 4);
+	float *c8 = malloc(ny * 4), *c32 = malloc(ny * 4),
+	      *gpu = malloc(ny * 4);
 	float *again = malloc(ny * 4), *bound = malloc((size_t)m * n * 4), *dy;
 	double worst = 0;
 	uint64_t rb;
@@ -430,9 +431,9 @@ static void test_gemv_q8(void **state)
 			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
 				for (uint32_t m = 1; m <= 4; m++)
 					if (!quick || m == 1 + (a + b) % 4) {
-						w = check_q8(types[t], m, ns[b],
-							     ks[a],
-							     ns[b] + (m % 2) * 3);
+						w = check_q8(
+						    types[t], m, ns[b], ks[a],
+						    ns[b] + (m % 2) * 3);
 						worst = w > worst ? w : worst;
 					}
 	check_q8(O1_QUANT_Q8_0, 2, 9, 96, 9);
@@ -506,7 +507,8 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 	float *xf = malloc((size_t)xr * k * 4), *nw = malloc((size_t)k * 4);
 	float *y0 = malloc((size_t)m * n * 4), *got = malloc((size_t)m * n * 4);
 	float *want = malloc((size_t)m * n * 4);
-	uint16_t *a1 = malloc((size_t)m * n * 2), *a2 = malloc((size_t)m * n * 2);
+	uint16_t *a1 = malloc((size_t)m * n * 2),
+		 *a2 = malloc((size_t)m * n * 2);
 	uint8_t *q = random_blocks(type, (uint64_t)2 * n * k);
 	uint64_t rb;
 	void *dw, *dxf, *dnw, *dh, *dy, *drows, *da;
@@ -533,9 +535,9 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 		assert_int_equal(o1_rmsnorm_cuda(dh, dxf, NULL, dnw, r, m, k,
 						 1e-5f, false, NULL),
 				 0);
-		assert_int_equal(o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n,
-						 false, NULL),
-				 0);
+		assert_int_equal(
+		    o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n, false, NULL),
+		    0);
 		dev_get(want, dy, (size_t)m * n * 4);
 		assert_int_equal(o1_gemv_q8_norm_cuda(dy, dxf, r, dnw, 1e-5f,
 						      dw, type, m, n, k, n,
@@ -545,9 +547,9 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 		assert_memory_equal(got, want, (size_t)m * n * 4);
 	}
 	/* SwiGLU over the same input, 2N rows */
-	assert_int_equal(o1_rmsnorm_cuda(dh, dxf, NULL, dnw, NULL, m, k, 1e-5f,
-					 false, NULL),
-			 0);
+	assert_int_equal(
+	    o1_rmsnorm_cuda(dh, dxf, NULL, dnw, NULL, m, k, 1e-5f, false, NULL),
+	    0);
 	assert_int_equal(
 	    o1_gemv_q8_swiglu_cuda(da, dh, dw, type, m, n, k, false, NULL), 0);
 	dev_get(a1, da, (size_t)m * n * 2);
@@ -562,9 +564,9 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 	dev_get(want, dy, (size_t)m * n * 4);
 	for (size_t i = 0; i < (size_t)m * n; i++)
 		want[i] = y0[i] + want[i];
-	assert_int_equal(cudaMemcpy(dy, y0, (size_t)m * n * 4,
-				    cudaMemcpyHostToDevice),
-			 cudaSuccess);
+	assert_int_equal(
+	    cudaMemcpy(dy, y0, (size_t)m * n * 4, cudaMemcpyHostToDevice),
+	    cudaSuccess);
 	assert_int_equal(
 	    o1_gemv_q8_add_cuda(dy, dh, dw, type, m, n, k, n, true, NULL), 0);
 	dev_get(got, dy, (size_t)m * n * 4);
@@ -610,9 +612,10 @@ static void check_swiglu_dot(enum o1_quant_type type, uint32_t m, uint32_t f,
 	dgu = dev_put(NULL, (size_t)m * 2 * f * 4);
 	dact = dev_put(got, (size_t)m * f * 2);
 	dref = dev_put(NULL, (size_t)m * f * 2);
-	assert_int_equal((i8 ? o1_gemv_q8_cuda : o1_gemv_q_cuda)(
-			     dgu, dx, dw, type, m, 2 * f, k, 2 * f, false, NULL),
-			 0);
+	assert_int_equal(
+	    (i8 ? o1_gemv_q8_cuda : o1_gemv_q_cuda)(dgu, dx, dw, type, m, 2 * f,
+						    k, 2 * f, false, NULL),
+	    0);
 	assert_int_equal(o1_swiglu_cuda(dref, dgu, (float *)dgu + f, 2 * f, m,
 					f, false, NULL),
 			 0);
@@ -685,13 +688,13 @@ static void test_bad_args(void **state)
 					 1, false, NULL),
 			 -EINVAL);
 	assert_int_equal(o1_gemv_q8_swiglu_cuda((uint16_t *)y, x, w,
-						O1_QUANT_Q4_K, 1, 1, 100,
-						false, NULL),
+						O1_QUANT_Q4_K, 1, 1, 100, false,
+						NULL),
 			 -EINVAL);
-	assert_int_equal(o1_gemv_q8_norm_cuda(y, (float *)x, NULL, (float *)x + 1,
-					      0, w, O1_QUANT_Q8_0, 1, 1, 32, 1,
-					      false, NULL),
-			 -EINVAL);
+	assert_int_equal(
+	    o1_gemv_q8_norm_cuda(y, (float *)x, NULL, (float *)x + 1, 0, w,
+				 O1_QUANT_Q8_0, 1, 1, 32, 1, false, NULL),
+	    -EINVAL);
 	assert_int_equal(o1_gemv_q8_norm_cuda(y, (float *)x, NULL, (float *)x,
 					      -1, w, O1_QUANT_Q8_0, 1, 1, 32, 1,
 					      false, NULL),

@@ -67,8 +67,8 @@ static void test_many_types(void **state)
 	/* more distinct types than the table holds: the seven real ones,
 	 * then ids no file has (the counter takes any id) */
 	for (size_t i = 0; i < O1_MODEL_WEIGHT_TYPES_MAX + 3; i++)
-		ts[i] = tensor(i < nt ? types[i] : (enum o1_dtype)(100 + i),
-			       100);
+		ts[i] =
+		    tensor(i < nt ? types[i] : (enum o1_dtype)(100 + i), 100);
 	m.tensors = ts, m.n_tensors = O1_MODEL_WEIGHT_TYPES_MAX + 3;
 	o1_model_weights(&m, &w);
 	assert_int_equal(w.n, O1_MODEL_WEIGHT_TYPES_MAX);

@@ -84,7 +84,7 @@ struct bench_args {
 	const char *model;
 	uint32_t prompt, tokens, batch, tp, reps;
 	int graphs, pdl, fusion; /* 0 off, 1 on, 2 both */
-	int quant_dot;		  /* 0 int8, 1 f32, 2 both */
+	int quant_dot;		 /* 0 int8, 1 f32, 2 both */
 	bool device_sample;
 };
 
@@ -427,25 +427,26 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	double lo = (double)a->batch * a->tokens / t->slow_s;
 	double hi = (double)a->batch * a->tokens / t->fast_s;
 
-	printf("%s: %u layers dim %u vocab %u, TP %u, batch %u, prompt %u, "
-	       "%u steps x %u, graphs %s, PDL %s, fusion %s, sampling on the "
-	       "%s: %.1f tok/s (%.3f ms/step; repetitions %.1f .. %.1f); "
-	       "weights %.3f GB/step per GPU, copy bandwidth %.0f GB/s, floor "
-	       "%.0f steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n"
-	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
-	       "quant_dot=%s tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
-	       "floor=%.1f\n",
-	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
-	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
-	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
-	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
-	       lo, hi, wb / 1e9, bw, bw * 1e9 / wb,
-	       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), t->prefill_s * 1e3,
-	       a->prompt / t->prefill_s, a->tp, a->batch, on_off(md->graphs),
-	       on_off(md->pdl), on_off(md->fusion),
-	       a->device_sample ? "device" : "host",
-	       md->quant_f32 ? "f32" : "int8", tps, dt * 1e3 / a->tokens, k,
-	       lo, hi, bw * 1e9 / wb);
+	printf(
+	    "%s: %u layers dim %u vocab %u, TP %u, batch %u, prompt %u, "
+	    "%u steps x %u, graphs %s, PDL %s, fusion %s, sampling on the "
+	    "%s: %.1f tok/s (%.3f ms/step; repetitions %.1f .. %.1f); "
+	    "weights %.3f GB/step per GPU, copy bandwidth %.0f GB/s, floor "
+	    "%.0f steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n"
+	    "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
+	    "quant_dot=%s tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
+	    "floor=%.1f\n",
+	    m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
+	    a->tp, a->batch, a->prompt, a->tokens, a->reps, on_off(md->graphs),
+	    on_off(md->pdl), on_off(md->fusion),
+	    a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens, lo,
+	    hi, wb / 1e9, bw, bw * 1e9 / wb,
+	    100.0 * (a->tokens / dt) / (bw * 1e9 / wb), t->prefill_s * 1e3,
+	    a->prompt / t->prefill_s, a->tp, a->batch, on_off(md->graphs),
+	    on_off(md->pdl), on_off(md->fusion),
+	    a->device_sample ? "device" : "host",
+	    md->quant_f32 ? "f32" : "int8", tps, dt * 1e3 / a->tokens, k, lo,
+	    hi, bw * 1e9 / wb);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }

@@ -1,6 +1,6 @@
-/* o1ctl status: the daemon's model, its weight bytes by type, backend, KV pages, queue, clients
- * and, with CUDA graphs, their replays and fallbacks (admin op
- * "status"). */
+/* o1ctl status: the daemon's model, its weight bytes by type, backend, KV
+ * pages, queue, clients and, with CUDA graphs, their replays and fallbacks
+ * (admin op "status"). */
 #include <stdio.h>
 
 #include "o1ctl.h"

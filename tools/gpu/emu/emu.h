@@ -148,8 +148,7 @@ static inline int __dp4a(int a, int b, int c)
 }
 
 /* The low word of HI:LO shifted right by SHIFT mod 32. */
-static inline unsigned __funnelshift_r(unsigned lo, unsigned hi,
-				       unsigned shift)
+static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift)
 {
 	return (unsigned)((((uint64_t)hi << 32) | lo) >> (shift & 31));
 }
