@@ -240,7 +240,8 @@ int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
  * gemv_q8.h specifies the arithmetic (its CPU reference gives the same
  * bits) and bounds its distance to the f32 product. Where the quantized
  * rows would not fit a block's shared memory (o1_gemv_q8_fits false:
- * M K above ~70 K elements) the launch runs the f32 kernel instead. */
+ * M K above ~60 K elements: 4 rows of 14336 fit) the launch runs the f32
+ * kernel instead. */
 int o1_gemv_q8_cuda(float *y, const uint16_t *x, const void *w,
 		    enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
 		    uint32_t ldy, bool pdl, cudaStream_t stream);
