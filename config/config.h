@@ -58,7 +58,7 @@ enum o1_config_dequantize {
 	O1_CONFIG_DEQUANTIZE_BF16, /* to the backend's float type at load */
 };
 
-/* backend.quant_dot: how the CUDA backend's decode products multiply
+/* cuda.quant_dot: how the CUDA backend's decode products multiply
  * weights in a GGUF block format. */
 enum o1_config_quant_dot {
 	O1_CONFIG_QUANT_DOT_INT8, /* inputs quantized per 32, __dp4a */
@@ -99,7 +99,6 @@ struct o1_config {
 		uint32_t tensor_parallel;      /* = devices.n */
 		enum o1_config_sample_mode sample_in_backend;
 		uint32_t sample_penalty_entries; /* per step; 0 = derived */
-		enum o1_config_quant_dot quant_dot;
 	} backend;
 	struct {
 		uint32_t page_tokens;
@@ -129,6 +128,11 @@ struct o1_config {
 		bool enabled;
 		struct o1_config_list buckets; /* batch sizes, ascending */
 	} graphs;
+	struct {
+		bool autotune;	      /* time the products' setups at load */
+		uint32_t autotune_ms; /* load time it may take */
+		enum o1_config_quant_dot quant_dot;
+	} cuda;
 	struct {
 		char socket[O1_CONFIG_SOCKET_MAX];
 		uint32_t socket_mode; /* permission bits, e.g. 0660 */

@@ -34,7 +34,7 @@
  * the 17-row chunks) against the CPU backend's on the same blocks, with
  * the same bounds: the difference is the GPU's bf16 activations, KV and
  * tiles as for a bf16 model, and the int8 inputs (well inside the bound:
- * gemv_q8.h). Once more with cfg.cuda_quant_f32 (backend.quant_dot = f32:
+ * gemv_q8.h). Once more with cfg.cuda_quant_f32 (cuda.quant_dot = f32:
  * quant.h's values in f32, unfused) and with cfg.dequantize
  * (model.dequantize = bf16): the old dequantize-at-load.
  * Exit 77 without a CUDA device; the hf models are skipped without
