@@ -66,6 +66,7 @@ static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
 static const char *const dequantize_modes[] = {"none", "bf16", NULL};
 static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
 static const char *const sample_modes[] = {"auto", "on", "off", NULL};
+static const char *const quant_dots[] = {"int8", "f32", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
@@ -77,6 +78,8 @@ _Static_assert(O1_CONFIG_METRICS_SHM == 2, "metrics_modes order");
 _Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
 	       "enum as int");
 _Static_assert(O1_CONFIG_SAMPLE_OFF == 2, "sample_modes order");
+_Static_assert(O1_CONFIG_QUANT_DOT_F32 == 1, "quant_dots order");
+_Static_assert(sizeof(enum o1_config_quant_dot) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_sample_mode) == sizeof(int),
 	       "enum as int");
 
@@ -134,6 +137,7 @@ static const struct key keys[] = {
 	     "1,2,4,8,16,24,32,48,64,96,128,192,256"),
 	BOOL(cuda, autotune, "true"),
 	U32(cuda, autotune_ms, 1, 60000, 0, "2000"),
+	ENUM(cuda, quant_dot, quant_dots, "int8"),
 	STR(ipc, socket, F_ABSOLUTE | F_NONEMPTY, "/run/o1d/o1d.sock"),
 	{"ipc", "socket_mode", T_OCTAL, OFF(ipc.socket_mode), 0, 0, 0777, 0, 0,
 	 NULL, 0, "0660"},

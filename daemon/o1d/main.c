@@ -44,6 +44,7 @@
 #include "metrics/metrics_runq.h"
 #include "metrics/metrics_writer.h"
 #include "model/model.h"
+#include "model/weights.h"
 #include "notify.h"
 #include "paths.h"
 #include "tokenizer/tokenizer.h"
@@ -384,8 +385,9 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .page_tokens = d->cfg.kv.page_tokens,
 	    .sampling = sample_in_backend(d, kind),
 	    .max_sample_pens = d->cfg.backend.sample_penalty_entries,
-	    .dequantize =
-		d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
+	    .dequantize = d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
+	    .cuda_quant_f32 =
+		d->cfg.cuda.quant_dot == O1_CONFIG_QUANT_DOT_F32,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	uint32_t dev[O1_CONFIG_LIST_MAX];
@@ -665,11 +667,25 @@ static int backend_step(void *ctx, const struct o1_step *step)
 	return o1_backend_step(ctx, step);
 }
 
+/* admin "status"'s weights line: the model's bytes by type (a longer list
+ * is cut short), and whether block types were dequantized at load. */
+static void weights_text(const struct o1d *d, char *buf, size_t n)
+{
+	struct o1_model_weights w;
+	size_t l;
+
+	o1_model_weights(d->model, &w);
+	(void)o1_model_weights_text(&w, buf, n);
+	l = strlen(buf);
+	if (d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16 && l < n)
+		snprintf(buf + l, n - l, "; block types dequantized at load");
+}
+
 static int create_engine(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
 	uint64_t secret = 0;
-	char *review;
+	char *review, weights[256];
 	int err;
 	struct o1_engine_opts eo = {
 	    .sched =
@@ -709,6 +725,7 @@ static int create_engine(struct o1d *d)
 	    .log_requests = c->log.requests,
 	    .model_name =
 		c->model.name[0] ? c->model.name : d->model->desc.name,
+	    .weights = weights,
 	    .backend_name = o1_backend_name(d->kind),
 	    .reload = reload,
 	    .dump_config = dump_config,
@@ -721,6 +738,7 @@ static int create_engine(struct o1d *d)
 	    .grammar_threads = c->grammar.threads,
 	};
 
+	weights_text(d, weights, sizeof(weights));
 	if (getrandom(&secret, sizeof(secret), 0) != sizeof(secret))
 		o1_warn("getrandom failed: prefix-cache salts are "
 			"predictable");

@@ -882,6 +882,12 @@ static void test_admin(void **state)
 
 	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
 	assert_int_equal(o1ctl(d, "status"), 0);
+	/* the weight bytes by type (the tiny test model: all f32) */
+	assert_int_equal(
+	    admin_send(d->socket, "{\"op\":\"status\"}", buf, sizeof(buf)), 0);
+	at = strstr(buf, "\"weights\":\"");
+	assert_non_null(at);
+	assert_non_null(strstr(at, "B: F32 "));
 	assert_int_equal(o1ctl(d, "drain"), 0);
 	assert_int_equal(spec_run(d->socket, &specs[0], &r), 0);
 	assert_int_equal(r.finals, 1);
