@@ -761,7 +761,7 @@ static void round_end(struct o1_sched *s, struct seq *q,
 
 static void preempt(struct o1_sched *s, struct seq *q)
 {
-	o1_info("preempting request %llu (client %u): %u tokens to "
+	o1_debug("preempting request %llu (client %u): %u tokens to "
 		"recompute",
 		(unsigned long long)q->req->req_id, q->req->client_id,
 		q->n_tokens);
@@ -1224,6 +1224,11 @@ static bool try_admit(struct o1_sched *s, struct seq *q)
 		count_prefix(s, q, hits);
 		q->out.cached_round = q->n_keyed * s->page_tokens;
 	}
+	o1_debug("%s request %llu (client %u): %u tokens, %u from the prefix "
+		 "cache, %u this step",
+		 q->admitted_once ? "resuming" : "admitting",
+		 (unsigned long long)q->req->req_id, q->req->client_id,
+		 q->n_tokens, kept ? 0 : hits * s->page_tokens, n);
 	q->admitted_once = true;
 	batch_add(s, q, n, samples);
 	return true;

@@ -197,7 +197,8 @@ static void test_preemption(void **state)
 {
 	struct daemon_proc *d = *state;
 	const char *sets[] = {"kv.pages=10", "kv.page_tokens=16",
-			      "model.max_context_tokens=160", NULL};
+			      "model.max_context_tokens=160", "log.level=debug",
+			      NULL};
 	struct kv_status st;
 	pid_t pids[4];
 
@@ -213,6 +214,10 @@ static void test_preemption(void **state)
 	assert_int_equal(admin_status(d->socket, &st), 0);
 	assert_int_equal(st.pages_total, 10);
 	assert_true(st.preemptions > 0);
+	/* at debug, each admission, resumption and preemption has its line */
+	assert_true(log_has(d->log, "admitting request "));
+	assert_true(log_has(d->log, "preempting request "));
+	assert_true(log_has(d->log, "resuming request "));
 	assert_int_equal(daemon_stop(d), 0);
 }
 
