@@ -86,6 +86,8 @@ int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out)
 	e->o = *o;
 	snprintf(e->model_name, sizeof(e->model_name), "%s",
 		 o->model_name ? o->model_name : "");
+	snprintf(e->weights, sizeof(e->weights), "%s",
+		 o->weights ? o->weights : "");
 	snprintf(e->backend_name, sizeof(e->backend_name), "%s",
 		 o->backend_name ? o->backend_name : "");
 	e->metrics = o->sched.metrics;

@@ -46,6 +46,9 @@ struct o1_engine_opts {
 	uint32_t drain_timeout_ms;
 	uint32_t log_requests; /* log.requests: a line for 1 of N finished */
 	const char *model_name;	  /* copied */
+	/* the model's weight bytes by type (model/weights.h's text; copied,
+	 * NULL: none), for admin "status" */
+	const char *weights;
 	const char *backend_name; /* copied */
 	/* SIGHUP and admin "reload": called on the front thread; NULL:
 	 * ignored (admin "reload" is refused) */
