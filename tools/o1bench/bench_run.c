@@ -4,6 +4,7 @@
  *               [--connections K] [--cold]
  *               [--prompt-tokens P | --prompt TEXT] [--temperature T]
  *               [--seed S] [--chat] [--confidence] [--refine N] [--json]
+ *               [--json-object | --json-schema FILE | --grammar FILE]
  *
  * C streams run a closed loop: take the next of the N requests, submit
  * it, stream it to its FINAL, repeat. By default each stream has its own
@@ -28,6 +29,9 @@
  * --confidence asks for per-token logprob and entropy; --refine N (with
  * --chat) asks for N refinement rounds and adds the prompt tokens, those
  * the prefix cache served and the rounds run, summed over the FINALs.
+ * --json-object, --json-schema FILE and --grammar FILE constrain every
+ * request (structured output, docs/GRAMMAR.md): the same load with a
+ * grammar, to compare throughput with and without.
  *
  * Invariants: each request index is taken by exactly one thread (atomic
  * counter); a thread writes only its own samples; the main thread reads
@@ -52,6 +56,10 @@ struct run_args {
 	unsigned long long seed;
 	long refine;
 	int chat, json, confidence, cold;
+	uint32_t grammar_type; /* O1_GRAMMAR_TYPE_*, 0: none */
+	const char *grammar_file;
+	char *grammar; /* the file's bytes */
+	size_t grammar_len;
 };
 
 /* One stream's samples, in ns. */
@@ -134,7 +142,9 @@ static void run_usage(FILE *f)
 		"--chat applies the chat template;\n--confidence asks for "
 		"per-token logprob and entropy; --refine N (with --chat)\n"
 		"asks for N self-refinement rounds and reports prompt, "
-		"cached tokens and rounds.\n");
+		"cached tokens and rounds.\n"
+		"--json-object, --json-schema FILE, --grammar FILE constrain "
+		"every request.\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -159,6 +169,15 @@ static int parse_value(struct run_args *a, const char *opt, const char *v)
 
 	if (!strcmp(opt, "--socket"))
 		a->socket = v;
+	else if (!strcmp(opt, "--json-schema") || !strcmp(opt, "--grammar")) {
+		if (a->grammar_type) {
+			fprintf(stderr, "o1bench run: one grammar option\n");
+			return -EINVAL;
+		}
+		a->grammar_type = opt[2] == 'j' ? O1_GRAMMAR_TYPE_JSON_SCHEMA
+						: O1_GRAMMAR_TYPE_TEXT;
+		a->grammar_file = v;
+	}
 	else if (!strcmp(opt, "--prompt"))
 		a->prompt = v;
 	else if (!strcmp(opt, "--requests"))
@@ -206,6 +225,13 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 			a->confidence = 1;
 		} else if (!strcmp(argv[i], "--cold")) {
 			a->cold = 1;
+		} else if (!strcmp(argv[i], "--json-object")) {
+			if (a->grammar_type) {
+				fprintf(stderr,
+					"o1bench run: one grammar option\n");
+				return -EINVAL;
+			}
+			a->grammar_type = O1_GRAMMAR_TYPE_JSON_OBJECT;
 		} else if (!strcmp(argv[i], "-h") ||
 			   !strcmp(argv[i], "--help")) {
 			run_usage(stdout);
@@ -246,6 +272,29 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The bytes of PATH (NUL-terminated), *LEN of them; NULL with errno. */
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
+	    fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		buf[n] = 0;
+		*len = (size_t)n;
+	} else {
+		free(buf);
+		buf = NULL;
+		errno = errno ? errno : EIO;
+	}
+	fclose(f);
+	return buf;
 }
 
 /* P words of plain English text. */
@@ -349,6 +398,9 @@ static int submit_one(struct worker *w, struct o1_client *c,
 	    .flags = (a->chat ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS) |
 		     (a->confidence ? O1_FLAG_CONFIDENCE : 0),
 	    .refine_steps = (uint32_t)a->refine,
+	    .grammar_type = a->grammar_type,
+	    .grammar = a->grammar,
+	    .grammar_len = (uint32_t)a->grammar_len,
 	};
 	int err;
 
@@ -614,8 +666,16 @@ int o1bench_cmd_run(int argc, char **argv)
 			  : make_prompt(a.prompt_tokens ? a.prompt_tokens : 16);
 	if (!prompt)
 		return 1;
+	if (a.grammar_file && !(a.grammar = read_file(a.grammar_file,
+						       &a.grammar_len))) {
+		fprintf(stderr, "o1bench run: %s: %s\n", a.grammar_file,
+			strerror(errno));
+		free(prompt);
+		return 2;
+	}
 	err = run(&a, prompt);
 	free(prompt);
+	free(a.grammar);
 	if (err < 0)
 		fprintf(stderr, "o1bench run: %s\n", strerror(-err));
 	return err ? 1 : 0;
