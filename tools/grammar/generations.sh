@@ -5,8 +5,8 @@
 # python3-jsonschema (/usr/bin/python3 first on PATH), 0 failures; cut
 # ones end with finish LENGTH; the same requests with sampling in the
 # backend (token masks in the step) stream the same events. It is
-# tests/daemon/test_grammar_o1d at a larger count (CI runs it at its
-# default, O1_GRAMMAR_PER_SCHEMA there).
+# tests/daemon/test_grammar_o1d (CI runs the same 1,000, 200 under the
+# sanitizers) with the validator pinned to Debian's.
 #   tools/grammar/generations.sh BUILD_DIR [PER_SCHEMA]
 # BUILD_DIR must hold the targets o1d, o1model and test_grammar_o1d.
 set -eu
