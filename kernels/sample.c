@@ -712,11 +712,10 @@ int o1_sample_rows_masked(struct o1_sample_result *out, const float *logits,
 		if (!row_ok(&rows[r], pens, vocab) || rows[r].mask > n_masks)
 			return -EINVAL;
 	for (uint32_t r = 0; r < n_rows; r++)
-		sample_row(&out[r], logits + (size_t)r * vocab, vocab, &rows[r],
-			   pens,
-			   rows[r].mask ? masks + (rows[r].mask - 1) * words
-					: NULL,
-			   scratch);
+		sample_row(
+		    &out[r], logits + (size_t)r * vocab, vocab, &rows[r], pens,
+		    rows[r].mask ? masks + (rows[r].mask - 1) * words : NULL,
+		    scratch);
 	return 0;
 }
 

@@ -113,7 +113,7 @@ struct smp_part {
 	double bsum[SMP_MAX_BPR], tail; /* the reference's block sums */
 	double th_m[SMP_NTH];		/* mass with e >= threshold */
 	uint32_t th_n[SMP_NTH];
-	uint32_t n_valid; /* tokens whose w is not NaN */
+	uint32_t n_valid;  /* tokens whose w is not NaN */
 	uint32_t first_ok; /* the slice's lowest allowed id (masked rows) */
 	struct smp_red red[2];
 };
@@ -174,9 +174,9 @@ struct smp_geom {
 /* One thread's view of its row and block. */
 struct smp_ctx {
 	struct smp_shared *s;
-	float *w, *e;	  /* this block's slice */
-	float *scr;	  /* the row's slices in scratch, or NULL */
-	const float *raw; /* the row's logits */
+	float *w, *e;	      /* this block's slice */
+	float *scr;	      /* the row's slices in scratch, or NULL */
+	const float *raw;     /* the row's logits */
 	const uint32_t *mask; /* the row's token bitmask, or NULL */
 	uint32_t first_ok;    /* lowest allowed id (SMP_FULL: none) */
 	struct o1_sample_row p;
@@ -1407,8 +1407,9 @@ static __device__ void ctx_init(struct smp_ctx &c, unsigned char *smem,
 	c.m = c.s0 < g.vocab ? min(g.sl, g.vocab - c.s0) : 0;
 	c.raw = logits + (size_t)c.row * g.vocab;
 	c.p = rows[c.row];
-	c.mask = c.p.mask && masks ? masks + (size_t)(c.p.mask - 1) * ((g.vocab + 31) / 32)
-			  : NULL;
+	c.mask = c.p.mask && masks
+		     ? masks + (size_t)(c.p.mask - 1) * ((g.vocab + 31) / 32)
+		     : NULL;
 	c.first_ok = SMP_FULL;
 	c.scr = g.in_smem ? NULL : scratch + (size_t)c.row * SMP_CL * 2 * g.sl;
 	c.w = g.in_smem ? (float *)(smem + SMP_HDR)
@@ -1427,8 +1428,8 @@ static __global__ void __cluster_dims__(SMP_CL, 1, 1)
     __launch_bounds__(SMP_NT, 1)
 	sample_rows(struct o1_sample_result *out, const float *logits,
 		    const struct o1_sample_row *rows,
-		    const struct o1_sample_penalty *pens,
-		    const uint32_t *masks, float *scratch, struct smp_geom g)
+		    const struct o1_sample_penalty *pens, const uint32_t *masks,
+		    float *scratch, struct smp_geom g)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	struct smp_ctx c;
@@ -1524,8 +1525,8 @@ static int allow_smem(uint32_t smem)
 extern "C" int o1_sample_rows_masked_cuda(
     struct o1_sample_result *out, const float *logits, uint32_t n_rows,
     uint32_t vocab, const struct o1_sample_row *rows,
-    const struct o1_sample_penalty *pens, const uint32_t *masks,
-    void *scratch, size_t scratch_bytes, cudaStream_t stream)
+    const struct o1_sample_penalty *pens, const uint32_t *masks, void *scratch,
+    size_t scratch_bytes, cudaStream_t stream)
 {
 	struct smp_geom g;
 	size_t need = o1_sample_rows_cuda_scratch_bytes(n_rows, vocab);

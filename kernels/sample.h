@@ -56,7 +56,7 @@
 extern "C" {
 #endif
 
-#define O1_SAMPLE_MAX_TOP 20
+#define O1_SAMPLE_MAX_TOP  20
 #define O1_SAMPLE_NO_TOKEN (-1) /* a masked row that allows no token */
 
 /* 32-bit words of one token bitmask over VOCAB tokens. */

@@ -264,7 +264,8 @@ static int check_samples(const struct o1_backend *b, const struct o1_step *st,
 		return -O1_E_CONFIG;
 	}
 	if (st->n_pens > b->cfg.max_sample_pens ||
-	    st->n_masks > b->cfg.max_sample_masks || (st->n_masks && !st->masks)) {
+	    st->n_masks > b->cfg.max_sample_masks ||
+	    (st->n_masks && !st->masks)) {
 		o1_err("backend step: %u penalty entries (room for %u), %u "
 		       "token masks (room for %u)%s",
 		       st->n_pens, b->cfg.max_sample_pens, st->n_masks,

@@ -519,9 +519,8 @@ static int upload_masks(struct cuda_state *s, const struct o1_step *st)
 	if (!bytes)
 		return 0;
 	memcpy(m->h.masks, st->masks, bytes);
-	return O1_CUDA_CHECK(cudaMemcpyAsync(m->d.masks, m->h.masks, bytes,
-					     cudaMemcpyHostToDevice,
-					     s->stream));
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    m->d.masks, m->h.masks, bytes, cudaMemcpyHostToDevice, s->stream));
 }
 
 /* Uploads N sample rows (ROWS; NULL: greedy ones), padded to BATCH

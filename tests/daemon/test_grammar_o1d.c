@@ -46,7 +46,7 @@
 #include "daemon_harness.h"
 #include "o1/client.h"
 
-#define N_SCHEMAS  20
+#define N_SCHEMAS	   20
 #define PER_SCHEMA_DEFAULT 50
 #define PER_SCHEMA_MAX	   100
 #define N_OBJECT	   5
@@ -55,8 +55,8 @@
 #define WAVE		   125
 #define MAX_TOK		   320
 #define CUT_TOK		   4 /* one seed in ten */
-#define N_CLIENTS  3
-#define TEXT_CAP   16384
+#define N_CLIENTS	   3
+#define TEXT_CAP	   16384
 
 static const char *o1d_bin, *o1model_bin, *validator;
 
@@ -601,8 +601,9 @@ int main(int argc, char **argv)
 	alone = calloc(n_gen, sizeof(*alone));
 	if (!first || !second || !alone)
 		return 1;
-	fprintf(stderr, "test_grammar_o1d: %u generations under 20 schemas "
-			"(O1_GRAMMAR_PER_SCHEMA=%u)\n",
+	fprintf(stderr,
+		"test_grammar_o1d: %u generations under 20 schemas "
+		"(O1_GRAMMAR_PER_SCHEMA=%u)\n",
 		N_SCHEMAS * per_schema, per_schema);
 	if (system("command -v python3 >/dev/null 2>&1")) {
 		fprintf(stderr, "skipped: no python3 to validate with\n");

@@ -875,7 +875,8 @@ static void mbatch_fill(struct mbatch *b, uint32_t shift)
 	assert_non_null(seen);
 	b->np = b->n_masks = 0;
 	for (uint32_t r = 0; r < b->n; r++) {
-		float *l = b->l + (size_t)r * b->v, *lm = b->lm + (size_t)r * b->v;
+		float *l = b->l + (size_t)r * b->v,
+		      *lm = b->lm + (size_t)r * b->v;
 		uint32_t *m = b->masks + (size_t)b->n_masks * b->words;
 
 		b->kinds[r] = kinds[(r / 3 + shift) % 5];
@@ -901,9 +902,8 @@ static void mbatch_fill(struct mbatch *b, uint32_t shift)
 /* Row R of a masked batch: the device's G against the masked reference C
  * and, through check_id and check_describe, against the reference's walk
  * over the masked copy. */
-static void check_masked_row(struct mbatch *b, struct walk *k,
-			     struct tally *t, uint32_t r,
-			     const struct o1_sample_result *g,
+static void check_masked_row(struct mbatch *b, struct walk *k, struct tally *t,
+			     uint32_t r, const struct o1_sample_result *g,
 			     const struct o1_sample_result *c, void *scratch)
 {
 	const uint32_t *m =
@@ -915,8 +915,9 @@ static void check_masked_row(struct mbatch *b, struct walk *k,
 	struct o1_sample_result h;
 
 	if (b->mk[r] == M_NONE) {
-		if (g->id != O1_SAMPLE_NO_TOKEN || c->id != O1_SAMPLE_NO_TOKEN ||
-		    g->logprob != -INFINITY || g->n_top || g->entropy != 0)
+		if (g->id != O1_SAMPLE_NO_TOKEN ||
+		    c->id != O1_SAMPLE_NO_TOKEN || g->logprob != -INFINITY ||
+		    g->n_top || g->entropy != 0)
 			fail_row("nothing allowed", b->v, r, b->kinds[r], p, g,
 				 c);
 		return;
@@ -930,9 +931,8 @@ static void check_masked_row(struct mbatch *b, struct walk *k,
 	/* the masked reference is the reference over the masked copy, but
 	 * where it replaced a refused answer (degenerate rows) */
 	plain.mask = 0;
-	assert_int_equal(o1_sample_rows(&h, lm, 1, b->v, &plain, b->pens,
-					scratch),
-			 0);
+	assert_int_equal(
+	    o1_sample_rows(&h, lm, 1, b->v, &plain, b->pens, scratch), 0);
 	if (m && (!live_allowed(m, b->l + (size_t)r * b->v, b->v) ||
 		  h.id != c->id)) {
 		if (!mask_has(m, c->id))
@@ -980,10 +980,11 @@ static void check_masked_batch(uint32_t v, uint32_t n, uint32_t shift,
 	mbatch_alloc(&b, v, n);
 	mbatch_fill(&b, shift);
 	dev_init(&d, n, v, b.np);
-	assert_int_equal(cudaMalloc((void **)&dm, (size_t)(b.n_masks + 1) *
-							b.words * 4),
-			 cudaSuccess);
-	assert_int_equal(cudaMemcpy(dm, b.masks, (size_t)b.n_masks * b.words * 4,
+	assert_int_equal(
+	    cudaMalloc((void **)&dm, (size_t)(b.n_masks + 1) * b.words * 4),
+	    cudaSuccess);
+	assert_int_equal(cudaMemcpy(dm, b.masks,
+				    (size_t)b.n_masks * b.words * 4,
 				    cudaMemcpyHostToDevice),
 			 cudaSuccess);
 	assert_int_equal(cudaMemcpy(d.logits, b.l, (size_t)n * v * 4,
@@ -999,11 +1000,10 @@ static void check_masked_batch(uint32_t v, uint32_t n, uint32_t shift,
 				 cudaSuccess);
 	assert_int_equal(cudaMemset(d.out, 0xff, n * sizeof(*got)),
 			 cudaSuccess);
-	assert_int_equal(o1_sample_rows_masked_cuda(d.out, d.logits, n, v,
-						    d.rows, d.pens, dm,
-						    d.scratch, d.scratch_bytes,
-						    0),
-			 0);
+	assert_int_equal(
+	    o1_sample_rows_masked_cuda(d.out, d.logits, n, v, d.rows, d.pens,
+				       dm, d.scratch, d.scratch_bytes, 0),
+	    0);
 	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
 	assert_int_equal(
 	    cudaMemcpy(got, d.out, n * sizeof(*got), cudaMemcpyDeviceToHost),
@@ -1026,9 +1026,8 @@ static void test_masked(void **state)
 	static const struct {
 		uint32_t v, n;
 	} quick_shapes[] = {{7, 18}, {1000, 36}, {32000, 18}, {151936, 3}},
-	  shapes[] = {{7, 64},	     {1000, 256},   {32000, 128},
-		      {128256, 64},  {151936, 1},   {151936, 96},
-		      {256000, 12}};
+	  shapes[] = {{7, 64},	   {1000, 256},	 {32000, 128}, {128256, 64},
+		      {151936, 1}, {151936, 96}, {256000, 12}};
 	struct tally t = {0};
 
 	(void)state;
@@ -1080,11 +1079,10 @@ static void test_masked_graph(void **state)
 	assert_int_equal(
 	    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal),
 	    cudaSuccess);
-	assert_int_equal(o1_sample_rows_masked_cuda(d.out, d.logits, n, v,
-						    d.rows, d.pens, dm,
-						    d.scratch, d.scratch_bytes,
-						    s),
-			 0);
+	assert_int_equal(
+	    o1_sample_rows_masked_cuda(d.out, d.logits, n, v, d.rows, d.pens,
+				       dm, d.scratch, d.scratch_bytes, s),
+	    0);
 	assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
 	assert_int_equal(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
 	for (int round = 0; round < 3; round++) {
@@ -1093,14 +1091,15 @@ static void test_masked_graph(void **state)
 		for (uint32_t r = 0; r < n; r++) {
 			int32_t only;
 
-			rows[r] = (struct o1_sample_row){
-			    .top_p = 1, .repetition_penalty = 1, .n_logprobs = 3};
+			rows[r] =
+			    (struct o1_sample_row){.top_p = 1,
+						   .repetition_penalty = 1,
+						   .n_logprobs = 3};
 			if ((r + (uint32_t)round) % 3 == 0)
 				continue;
-			fill_mask(masks + (size_t)nm * words,
-				  l + (size_t)r * v, v,
-				  (r + (uint32_t)round) % 2 ? M_HALF : M_FIVE,
-				  &only);
+			fill_mask(
+			    masks + (size_t)nm * words, l + (size_t)r * v, v,
+			    (r + (uint32_t)round) % 2 ? M_HALF : M_FIVE, &only);
 			rows[r].mask = ++nm;
 		}
 		assert_int_equal(cudaMemcpy(d.rows, rows, sizeof(rows),
@@ -1114,9 +1113,8 @@ static void test_masked_graph(void **state)
 		assert_int_equal(
 		    cudaMemcpy(got, d.out, sizeof(got), cudaMemcpyDeviceToHost),
 		    cudaSuccess);
-		assert_int_equal(o1_sample_rows_masked(ref, l, n, v, rows,
-						       NULL, masks, nm,
-						       scratch),
+		assert_int_equal(o1_sample_rows_masked(ref, l, n, v, rows, NULL,
+						       masks, nm, scratch),
 				 0);
 		for (uint32_t r = 0; r < n; r++)
 			if (got[r].id != ref[r].id ||
@@ -1163,12 +1161,9 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_rows),
-	    cmocka_unit_test(test_graph),
-	    cmocka_unit_test(test_stats),
-	    cmocka_unit_test(test_masked),
-	    cmocka_unit_test(test_masked_graph),
+	    cmocka_unit_test(test_errors), cmocka_unit_test(test_rows),
+	    cmocka_unit_test(test_graph),  cmocka_unit_test(test_stats),
+	    cmocka_unit_test(test_masked), cmocka_unit_test(test_masked_graph),
 	};
 	const char *seed = getenv("O1_TEST_SEED");
 	const char *filter = getenv("O1_TEST_FILTER");

@@ -255,8 +255,9 @@ static int walk(struct bench *b, const struct o1_grammar *g,
 							  b->n_words);
 			if (rc == -O1_E_BOUNDS)
 				rc = 0; /* the mask holds allowed tokens */
-			rc = rc ?: add(&b->one, now_us(CLOCK_THREAD_CPUTIME_ID) -
-						    t0);
+			rc = rc
+				 ?: add(&b->one,
+					now_us(CLOCK_THREAD_CPUTIME_ID) - t0);
 			id = rc ? 0 : pick(b, o1_prng_next(b->rng) & 1);
 			if (!rc && id < 0) {
 				fprintf(stderr, "a mask with no token\n");
@@ -275,8 +276,7 @@ static int walk(struct bench *b, const struct o1_grammar *g,
 	return rc;
 }
 
-static void on_ready(void *ctx, struct o1_gcache_waiter *w,
-		     struct o1_gentry *e)
+static void on_ready(void *ctx, struct o1_gcache_waiter *w, struct o1_gentry *e)
 {
 	struct bench *b = ctx;
 
@@ -342,8 +342,8 @@ static int run_schema(struct bench *b, struct o1_gcache *c, int idx,
 	int rc = through_cache(b, c, schema, len, &first_ms, &hit_us);
 
 	t0 = now_us(CLOCK_THREAD_CPUTIME_ID);
-	rc = rc ?: o1_grammar_from_schema(schema, len, NULL, &err, &text,
-					  &tlen);
+	rc =
+	    rc ?: o1_grammar_from_schema(schema, len, NULL, &err, &text, &tlen);
 	rc = rc ?: o1_grammar_compile(text, tlen, &err, &g);
 	compile_ms = (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3;
 	t0 = now_us(CLOCK_THREAD_CPUTIME_ID);
