@@ -1,0 +1,114 @@
+/* The engine thread's host time between forward passes (see host_clock.h).
+ */
+#include "host_clock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+
+#define N_ENT (O1_HOST_CLOCK_BATCH_MAX + 1)
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int o1_host_clock_init(struct o1_host_clock *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->t = calloc(N_ENT, sizeof(*c->t));
+	return c->t ? 0 : -ENOMEM;
+}
+
+void o1_host_clock_fini(struct o1_host_clock *c)
+{
+	free(c->t);
+	c->t = NULL;
+}
+
+void o1_host_clock_reset(struct o1_host_clock *c)
+{
+	for (uint32_t b = 0; b < N_ENT; b++) {
+		atomic_store_explicit(&c->t[b].steps, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->t[b].cpu_ns, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->t[b].wall_ns, 0,
+				      memory_order_relaxed);
+	}
+	c->armed = false;
+}
+
+void o1_host_clock_enter(struct o1_host_clock *c)
+{
+	struct o1_host_clock_ent *e;
+
+	if (!c->armed)
+		return;
+	e = &c->t[c->last_batch];
+	atomic_fetch_add_explicit(&e->steps, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(
+	    &e->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - c->last_cpu,
+	    memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->wall_ns,
+				  clock_ns(CLOCK_MONOTONIC) - c->last_wall,
+				  memory_order_relaxed);
+}
+
+void o1_host_clock_leave(struct o1_host_clock *c, uint32_t batch)
+{
+	c->last_batch = batch < N_ENT ? batch : N_ENT - 1;
+	c->armed = true;
+	c->last_wall = clock_ns(CLOCK_MONOTONIC);
+	c->last_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+static uint64_t load(_Atomic uint64_t *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* The batch size with the most steps in SNAP among those not yet picked
+ * (the larger on ties); N_ENT when none is left. */
+static uint32_t busiest(const uint64_t *steps, const bool *picked)
+{
+	uint32_t best = N_ENT;
+
+	for (uint32_t b = 0; b < N_ENT; b++)
+		if (steps[b] && !picked[b] &&
+		    (best == N_ENT || steps[b] >= steps[best]))
+			best = b;
+	return best;
+}
+
+void o1_host_clock_report(struct o1_host_clock *c, uint32_t max_lines)
+{
+	uint64_t steps[N_ENT];
+	bool picked[N_ENT] = {0};
+
+	for (uint32_t b = 0; b < N_ENT; b++)
+		steps[b] = load(&c->t[b].steps);
+	for (uint32_t i = 0; i < max_lines; i++) {
+		uint32_t b = busiest(steps, picked);
+
+		if (b == N_ENT)
+			break;
+		picked[b] = true;
+	}
+	for (uint32_t b = N_ENT; b-- > 0;) {
+		struct o1_host_clock_ent *e = &c->t[b];
+
+		if (!picked[b])
+			continue;
+		o1_info("faults: host_clock: batch %u%s: %llu steps, host cpu "
+			"%.1f us a step, wall %.1f us",
+			b, b == N_ENT - 1 ? "+" : "",
+			(unsigned long long)steps[b],
+			(double)load(&e->cpu_ns) / 1e3 / (double)steps[b],
+			(double)load(&e->wall_ns) / 1e3 / (double)steps[b]);
+	}
+}

@@ -1,0 +1,49 @@
+/* The engine thread's host time between forward passes (the faults module's
+ * host_clock, see faults.h): from one step's return to the next step's
+ * call, the scheduler's bookkeeping, sampling, detokenizing, ring writes
+ * and wake-ups run serially with the forward pass, so this is what o1d
+ * adds to every step on top of the backend. Kept per batch size of the
+ * step before (the one whose outputs that time mostly handles), in thread
+ * CPU time (what the work costs) and wall time (what the step waited,
+ * preemption included).
+ *
+ * Invariants: one thread calls enter/leave/reset (the engine thread);
+ * the entries are relaxed atomics, so that report may run on another
+ * thread while steps go on (each field exact, not a cut across them);
+ * a gap is recorded only between a leave and the next enter, so the first
+ * step after a reset records nothing; batch sizes above the table's last
+ * entry count in it.
+ */
+#ifndef O1_HOST_CLOCK_H
+#define O1_HOST_CLOCK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define O1_HOST_CLOCK_BATCH_MAX 1024 /* the last entry: this and above */
+
+struct o1_host_clock_ent {
+	_Atomic uint64_t steps, cpu_ns, wall_ns;
+};
+
+struct o1_host_clock {
+	struct o1_host_clock_ent *t; /* O1_HOST_CLOCK_BATCH_MAX + 1 */
+	uint64_t last_cpu, last_wall;
+	uint32_t last_batch;
+	bool armed; /* a step returned since the reset */
+};
+
+int o1_host_clock_init(struct o1_host_clock *c);
+void o1_host_clock_fini(struct o1_host_clock *c);
+/* Forgets everything recorded (the next enter records nothing). */
+void o1_host_clock_reset(struct o1_host_clock *c);
+/* Before a step's forward pass: records the gap since the last leave. */
+void o1_host_clock_enter(struct o1_host_clock *c);
+/* After a step of BATCH sequences returned. */
+void o1_host_clock_leave(struct o1_host_clock *c, uint32_t batch);
+/* Logs (info) the batch sizes with the most steps, at most MAX_LINES of
+ * them, largest batch first (any thread; recording goes on). */
+void o1_host_clock_report(struct o1_host_clock *c, uint32_t max_lines);
+
+#endif
