@@ -39,31 +39,41 @@ void o1_host_clock_reset(struct o1_host_clock *c)
 		atomic_store_explicit(&c->t[b].cpu_ns, 0, memory_order_relaxed);
 		atomic_store_explicit(&c->t[b].wall_ns, 0,
 				      memory_order_relaxed);
+		atomic_store_explicit(&c->t[b].fwd_steps, 0,
+				      memory_order_relaxed);
+		atomic_store_explicit(&c->t[b].fwd_ns, 0, memory_order_relaxed);
 	}
 	c->armed = false;
 }
 
+static void add(_Atomic uint64_t *v, uint64_t n)
+{
+	atomic_fetch_add_explicit(v, n, memory_order_relaxed);
+}
+
 void o1_host_clock_enter(struct o1_host_clock *c)
 {
-	struct o1_host_clock_ent *e;
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	struct o1_host_clock_ent *e = &c->t[c->last_batch];
 
+	c->enter_wall = clock_ns(CLOCK_MONOTONIC);
 	if (!c->armed)
 		return;
-	e = &c->t[c->last_batch];
-	atomic_fetch_add_explicit(&e->steps, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(
-	    &e->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - c->last_cpu,
-	    memory_order_relaxed);
-	atomic_fetch_add_explicit(&e->wall_ns,
-				  clock_ns(CLOCK_MONOTONIC) - c->last_wall,
-				  memory_order_relaxed);
+	add(&e->steps, 1);
+	add(&e->cpu_ns, cpu - c->last_cpu);
+	add(&e->wall_ns, c->enter_wall - c->last_wall);
 }
 
 void o1_host_clock_leave(struct o1_host_clock *c, uint32_t batch)
 {
+	struct o1_host_clock_ent *e;
+
 	c->last_batch = batch < N_ENT ? batch : N_ENT - 1;
-	c->armed = true;
 	c->last_wall = clock_ns(CLOCK_MONOTONIC);
+	e = &c->t[c->last_batch];
+	add(&e->fwd_steps, 1);
+	add(&e->fwd_ns, c->last_wall - c->enter_wall);
+	c->armed = true;
 	c->last_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
@@ -101,14 +111,16 @@ void o1_host_clock_report(struct o1_host_clock *c, uint32_t max_lines)
 	}
 	for (uint32_t b = N_ENT; b-- > 0;) {
 		struct o1_host_clock_ent *e = &c->t[b];
+		uint64_t fwd = load(&e->fwd_steps);
 
 		if (!picked[b])
 			continue;
 		o1_info("faults: host_clock: batch %u%s: %llu steps, host cpu "
-			"%.1f us a step, wall %.1f us",
+			"%.1f us a step, wall %.1f us; forward %.1f us",
 			b, b == N_ENT - 1 ? "+" : "",
 			(unsigned long long)steps[b],
 			(double)load(&e->cpu_ns) / 1e3 / (double)steps[b],
-			(double)load(&e->wall_ns) / 1e3 / (double)steps[b]);
+			(double)load(&e->wall_ns) / 1e3 / (double)steps[b],
+			fwd ? (double)load(&e->fwd_ns) / 1e3 / (double)fwd : 0.0);
 	}
 }

@@ -5,7 +5,9 @@
  * adds to every step on top of the backend. Kept per batch size of the
  * step before (the one whose outputs that time mostly handles), in thread
  * CPU time (what the work costs) and wall time (what the step waited,
- * preemption included).
+ * preemption included); beside it, the forward pass's own wall time per
+ * batch size (the step itself), so that on a GPU the two add up to the
+ * period a stream sees.
  *
  * Invariants: one thread calls enter/leave/reset (the engine thread);
  * the entries are relaxed atomics, so that report may run on another
@@ -24,12 +26,13 @@
 #define O1_HOST_CLOCK_BATCH_MAX 1024 /* the last entry: this and above */
 
 struct o1_host_clock_ent {
-	_Atomic uint64_t steps, cpu_ns, wall_ns;
+	_Atomic uint64_t steps, cpu_ns, wall_ns; /* gaps after this batch */
+	_Atomic uint64_t fwd_steps, fwd_ns;	  /* forward passes of it */
 };
 
 struct o1_host_clock {
 	struct o1_host_clock_ent *t; /* O1_HOST_CLOCK_BATCH_MAX + 1 */
-	uint64_t last_cpu, last_wall;
+	uint64_t last_cpu, last_wall, enter_wall;
 	uint32_t last_batch;
 	bool armed; /* a step returned since the reset */
 };
