@@ -23,7 +23,7 @@
 #define LATENCY_DEFAULT_MS 50
 #define LATENCY_MAX_MS	   10000
 #define NULL_IDS_DEFAULT   256
-#define CLOCK_LINES	   4 /* batch sizes host_clock reports */
+#define CLOCK_LINES	   8 /* batch sizes host_clock reports */
 
 struct o1_faults {
 	struct o1_faults_opts o;

@@ -9,7 +9,7 @@
 # what remains is the scheduler, the sampling bookkeeping, detokenizing,
 # stop strings, the out rings and the wake-ups) and host_clock (the engine
 # thread's time between steps), runs o1bench at each stream count
-# (default 1 64 256: as many requests of 512 greedy tokens, twice over),
+# (default 1 64 256: as many streams, each 4 requests of 512 greedy tokens),
 # and prints, per binary and stream count, the host CPU time of the engine
 # thread per step at that batch size (the median of RUNS runs, default 5,
 # and the range), its wall time per step, o1bench's ITL p50 and
@@ -73,7 +73,7 @@ run() {
 	[ -n "${O1D_MODEL:-}" ] || ctl inject null_forward on $ids
 	ctl inject host_clock on
 	"$build/tools/o1bench/o1bench" run --socket "$dir/o1d.sock" \
-		--requests $(($2 * 2)) --concurrency "$2" --max-tokens "$tokens" \
+		--requests $(($2 * 4)) --concurrency "$2" --max-tokens "$tokens" \
 		--prompt-tokens "$prompt" --cold >"$dir/bench"
 	ctl inject host_clock off
 	stop
