@@ -49,7 +49,8 @@ start() { # $1: the o1d binary
 		--set backend.device="$device" --set backend.threads=1 \
 		--set backend.sample_in_backend=on \
 		--set scheduler.max_running=256 \
-		--set ipc.max_clients=1024 --set faults.enabled=true \
+		--set ipc.max_clients=1024 --set ipc.max_half_open=1024 \
+		--set faults.enabled=true \
 		2>>"$dir/o1d.log" &
 	pid=$!
 	i=0
