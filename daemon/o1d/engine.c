@@ -68,6 +68,7 @@ static int create_grammars(struct o1_engine *e)
 	    .max_entries = e->o.grammar_cache_entries,
 	    .max_bytes = e->o.grammar_cache_bytes,
 	    .threads = e->o.grammar_threads,
+	    .tool_format = e->o.tool_format,
 	    .ready = grammar_ready,
 	    .ctx = e,
 	};

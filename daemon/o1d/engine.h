@@ -73,6 +73,9 @@ struct o1_engine_opts {
 	uint32_t grammar_cache_entries;
 	uint64_t grammar_cache_bytes;
 	uint32_t grammar_threads;
+	/* O1_GRAMMAR_TOOL_CALL's format (tokenizer/tool_call.h's
+	 * o1_tool_format); O1_TOOL_NONE: such grammars are refused */
+	uint8_t tool_format;
 };
 
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out);

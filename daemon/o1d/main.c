@@ -145,6 +145,20 @@ static int load_config(struct o1_config *c, int argc, char **argv, char *err,
 	return ret;
 }
 
+/* The format the chat template writes tool calls in (the wire's values:
+ * the welcome tells clients, and tool-call grammars are written in it). */
+static enum o1_tool_format tool_format(const struct o1d *d)
+{
+	_Static_assert((int)O1_TOOL_HERMES == O1_WIRE_TOOLS_HERMES &&
+			   (int)O1_TOOL_XML == O1_WIRE_TOOLS_XML &&
+			   (int)O1_TOOL_LLAMA3_JSON ==
+			       O1_WIRE_TOOLS_LLAMA3_JSON &&
+			   (int)O1_TOOL_MISTRAL == O1_WIRE_TOOLS_MISTRAL &&
+			   (int)O1_TOOL_N == O1_WIRE_TOOLS_COUNT,
+		       "tool formats");
+	return d->chat ? o1_chat_template_tool_format(d->chat) : O1_TOOL_NONE;
+}
+
 /* The chat template (the model's own, or model.chat_template's file).
  * Without one, or when the model's own does not parse, o1d serves
  * prompts and refuses chats; a configured file that fails stops it. */
@@ -721,6 +735,8 @@ static int create_engine(struct o1d *d)
 		    .sample_in_backend = o1_backend_can_sample(d->backend),
 		    .sample_pens =
 			o1_backend_config(d->backend)->max_sample_pens,
+		    .sample_masks =
+			o1_backend_config(d->backend)->max_sample_masks,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
 	    .log_requests = c->log.requests,
@@ -737,6 +753,7 @@ static int create_engine(struct o1d *d)
 	    .grammar_cache_entries = c->grammar.cache_entries,
 	    .grammar_cache_bytes = (uint64_t)c->grammar.cache_mb << 20,
 	    .grammar_threads = c->grammar.threads,
+	    .tool_format = (uint8_t)tool_format(d),
 	};
 
 	weights_text(d, weights, sizeof(weights));
@@ -863,6 +880,7 @@ static int create_server(struct o1d *d)
 	    .handle_signals = 1,
 	    .devout_areas = areas,
 	    .max_grammar_bytes = d->gvocab ? c->grammar.max_bytes : 0,
+	    .tool_format = (uint8_t)tool_format(d),
 	};
 
 	_Static_assert(sizeof(areas[0].mem_handle) ==
