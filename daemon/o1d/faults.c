@@ -185,8 +185,9 @@ static void apply_clock(struct o1_faults *f)
 static int32_t null_token(const struct o1_step_seq *seq, uint32_t row,
 			  uint64_t n_ids)
 {
-	uint64_t h = (uint64_t)(uint32_t)seq->tokens[row] * 0x9e3779b97f4a7c15ull +
-		     (seq->start_pos + row) * 0xbf58476d1ce4e5b9ull;
+	uint64_t h =
+	    (uint64_t)(uint32_t)seq->tokens[row] * 0x9e3779b97f4a7c15ull +
+	    (seq->start_pos + row) * 0xbf58476d1ce4e5b9ull;
 
 	return (int32_t)((h >> 17) % n_ids);
 }
@@ -205,7 +206,8 @@ static void null_row(struct o1_faults *f, const struct o1_step *step,
 		r->entropy = 0;
 		r->n_top = n_top;
 		for (uint32_t j = 0; j < n_top; j++) {
-			r->top_id[j] = (int32_t)(((uint32_t)id + j) % f->o.vocab);
+			r->top_id[j] =
+			    (int32_t)(((uint32_t)id + j) % f->o.vocab);
 			r->top_logprob[j] = j ? -30.0f : 0.0f;
 		}
 	}

@@ -115,12 +115,12 @@ void o1_host_clock_report(struct o1_host_clock *c, uint32_t max_lines)
 
 		if (!picked[b])
 			continue;
-		o1_info("faults: host_clock: batch %u%s: %llu steps, host cpu "
-			"%.1f us a step, wall %.1f us; forward %.1f us",
-			b, b == N_ENT - 1 ? "+" : "",
-			(unsigned long long)steps[b],
-			(double)load(&e->cpu_ns) / 1e3 / (double)steps[b],
-			(double)load(&e->wall_ns) / 1e3 / (double)steps[b],
-			fwd ? (double)load(&e->fwd_ns) / 1e3 / (double)fwd : 0.0);
+		o1_info(
+		    "faults: host_clock: batch %u%s: %llu steps, host cpu "
+		    "%.1f us a step, wall %.1f us; forward %.1f us",
+		    b, b == N_ENT - 1 ? "+" : "", (unsigned long long)steps[b],
+		    (double)load(&e->cpu_ns) / 1e3 / (double)steps[b],
+		    (double)load(&e->wall_ns) / 1e3 / (double)steps[b],
+		    fwd ? (double)load(&e->fwd_ns) / 1e3 / (double)fwd : 0.0);
 	}
 }

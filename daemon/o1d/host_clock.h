@@ -27,7 +27,7 @@
 
 struct o1_host_clock_ent {
 	_Atomic uint64_t steps, cpu_ns, wall_ns; /* gaps after this batch */
-	_Atomic uint64_t fwd_steps, fwd_ns;	  /* forward passes of it */
+	_Atomic uint64_t fwd_steps, fwd_ns;	 /* forward passes of it */
 };
 
 struct o1_host_clock {

@@ -16,10 +16,9 @@ static void flush_hist(struct o1_metrics_batch *b, struct o1_metrics *m,
 	struct o1_metrics_hist *mh = &m->hist->h[h];
 	uint64_t max = __atomic_load_n(&mh->max_us, __ATOMIC_RELAXED);
 
-	while (b->max_us[h] > max &&
-	       !__atomic_compare_exchange_n(&mh->max_us, &max, b->max_us[h],
-					    true, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
+	while (b->max_us[h] > max && !__atomic_compare_exchange_n(
+					 &mh->max_us, &max, b->max_us[h], true,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 	for (unsigned i = 0; i < O1_METRICS_HIST_SLOTS; i++)
 		if (b->slots[h][i])

@@ -500,7 +500,8 @@ static void on_token(struct o1_sched *s, struct seq *q,
 	o1_metrics_batch_add(&s->step_metrics, O1_METRICS_CTR_TOKENS_GENERATED,
 			     1);
 	o1_metrics_batch_observe_us(
-	    &s->step_metrics, t.pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
+	    &s->step_metrics,
+	    t.pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
 	    (now - (t.pos ? q->last_token_ns : r->submit_ns)) / 1000);
 	q->last_token_ns = now;
 	if (o1_seq_output_token(&q->out, &t, &reason) == O1_SEQ_GO)

@@ -243,11 +243,16 @@ static int null_forward_step(struct fake *k, struct o1_sample_result *res,
 					{.n_logprobs = 2},
 					{.n_logprobs = 0},
 					{.n_logprobs = 3}};
-	struct o1_step_seq seqs[2] = {
-	    {.tokens = a, .n_tokens = 3, .pages = pages, .n_pages = 1,
-	     .all_logits = true},
-	    {.tokens = b, .n_tokens = 1, .start_pos = 4, .pages = pages,
-	     .n_pages = 1}};
+	struct o1_step_seq seqs[2] = {{.tokens = a,
+				       .n_tokens = 3,
+				       .pages = pages,
+				       .n_pages = 1,
+				       .all_logits = true},
+				      {.tokens = b,
+				       .n_tokens = 1,
+				       .start_pos = 4,
+				       .pages = pages,
+				       .n_pages = 1}};
 	struct o1_step st = {.seqs = seqs,
 			     .n_seqs = 2,
 			     .logits = logits,
@@ -298,8 +303,7 @@ static void test_null_forward(void **state)
 	assert_int_equal(null_forward_step(&k, r1, NULL), 0);
 	assert_int_equal(null_forward_step(&k, r1, NULL), 0);
 	assert_int_equal(o1_faults_set(k.f, "host_clock", false, 0, &why), 0);
-	assert_int_equal(o1_faults_set(k.f, "null_forward", false, 0, &why),
-			 0);
+	assert_int_equal(o1_faults_set(k.f, "null_forward", false, 0, &why), 0);
 	assert_int_equal(k.steps, 0);
 	assert_int_equal(null_forward_step(&k, r1, NULL), 0);
 	assert_int_equal(k.steps, 1);

@@ -17,9 +17,8 @@
 
 static struct o1_metrics *open_anon(void)
 {
-	struct o1_metrics_opts o = {.sz = sizeof(o),
-				    .mode = O1_METRICS_MODE_ANON,
-				    .gid = -1};
+	struct o1_metrics_opts o = {
+	    .sz = sizeof(o), .mode = O1_METRICS_MODE_ANON, .gid = -1};
 	struct o1_metrics *m = NULL;
 
 	assert_int_equal(o1_metrics_open(&o, &m), 0);
@@ -35,8 +34,8 @@ static void test_same_as_direct(void **state)
 	(void)state;
 	o1_metrics_batch_init(&b);
 	for (uint32_t i = 0; i < 5000; i++) {
-		enum o1_metrics_hist_id h = i % 3 ? O1_METRICS_HIST_ITL
-						  : O1_METRICS_HIST_TTFT;
+		enum o1_metrics_hist_id h =
+		    i % 3 ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT;
 		uint64_t us;
 
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -57,21 +56,18 @@ static void test_same_as_direct(void **state)
 	assert_true(direct->hist->ttft.count > 0 &&
 		    direct->hist->itl.slots[31] > 0 &&
 		    direct->hist->itl.slots[0] > 0);
-	assert_memory_equal(direct->hist, batched->hist,
-			    sizeof(*direct->hist));
+	assert_memory_equal(direct->hist, batched->hist, sizeof(*direct->hist));
 	assert_memory_equal(direct->ctr, batched->ctr, sizeof(*direct->ctr));
 	/* empty after a flush: flushing again changes nothing */
 	o1_metrics_batch_flush(&b, batched);
-	assert_memory_equal(direct->hist, batched->hist,
-			    sizeof(*direct->hist));
+	assert_memory_equal(direct->hist, batched->hist, sizeof(*direct->hist));
 	/* to no metrics: dropped, and the batch is empty afterwards */
 	o1_metrics_batch_observe_us(&b, O1_METRICS_HIST_ITL, 5);
 	o1_metrics_batch_add(&b, O1_METRICS_CTR_STEPS, 3);
 	o1_metrics_batch_flush(&b, NULL);
 	o1_metrics_batch_flush(&b, batched);
 	assert_memory_equal(direct->ctr, batched->ctr, sizeof(*direct->ctr));
-	assert_memory_equal(direct->hist, batched->hist,
-			    sizeof(*direct->hist));
+	assert_memory_equal(direct->hist, batched->hist, sizeof(*direct->hist));
 	o1_metrics_close(direct);
 	o1_metrics_close(batched);
 }
