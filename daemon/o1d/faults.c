@@ -238,6 +238,15 @@ static int null_step(struct o1_faults *f, const struct o1_step *step,
 	return 0;
 }
 
+/* Whether STEP carries prompt tokens (host_clock keeps those apart). */
+static bool has_prompt(const struct o1_step *step)
+{
+	for (uint32_t i = 0; i < step->n_seqs; i++)
+		if (step->seqs[i].n_tokens > 1)
+			return true;
+	return false;
+}
+
 static int forward(struct o1_faults *f, const struct o1_step *step)
 {
 	uint64_t p;
@@ -267,7 +276,7 @@ int o1_faults_step(void *ctx, const struct o1_step *step)
 	}
 	err = forward(f, step);
 	if (f->clock_on)
-		o1_host_clock_leave(&f->clock, step->n_seqs);
+		o1_host_clock_leave(&f->clock, step->n_seqs, has_prompt(step));
 	return err;
 }
 

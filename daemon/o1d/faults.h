@@ -29,9 +29,10 @@
  * - host_clock: times the engine thread between steps (from one step's
  *   return to the next step's call: everything the host does serially
  *   with the forward pass), per batch size of the step before, in thread
- *   CPU time and in wall time; when switched off, logs the batch sizes
- *   that ran most ("faults: host_clock: batch B: N steps, host cpu X us a
- *   step, wall Y us").
+ *   CPU time and in wall time, and the forward passes' wall time (steps
+ *   with prompt tokens apart); when switched off, logs the decode batch
+ *   sizes that ran most ("faults: host_clock: batch B: N steps, host cpu
+ *   X us a step, wall Y us; forward Z us"), then the prefill steps.
  * Threads: o1_faults_set and the counters from any thread (atomics);
  * o1_faults_step and o1_faults_tick on the engine thread only (the held
  * pages and the replay hook are its own); o1_faults_stalled on the front

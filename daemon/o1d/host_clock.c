@@ -3,13 +3,15 @@
 #include "host_clock.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/log.h"
 
-#define N_ENT (O1_HOST_CLOCK_BATCH_MAX + 1)
+#define N_ENT (O1_HOST_CLOCK_BATCH_MAX + 1) /* decode batch sizes */
+#define N_ALL (O1_HOST_CLOCK_PREFILL + 1)
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -22,7 +24,7 @@ static uint64_t clock_ns(clockid_t id)
 int o1_host_clock_init(struct o1_host_clock *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->t = calloc(N_ENT, sizeof(*c->t));
+	c->t = calloc(N_ALL, sizeof(*c->t));
 	return c->t ? 0 : -ENOMEM;
 }
 
@@ -34,7 +36,7 @@ void o1_host_clock_fini(struct o1_host_clock *c)
 
 void o1_host_clock_reset(struct o1_host_clock *c)
 {
-	for (uint32_t b = 0; b < N_ENT; b++) {
+	for (uint32_t b = 0; b < N_ALL; b++) {
 		atomic_store_explicit(&c->t[b].steps, 0, memory_order_relaxed);
 		atomic_store_explicit(&c->t[b].cpu_ns, 0, memory_order_relaxed);
 		atomic_store_explicit(&c->t[b].wall_ns, 0,
@@ -64,11 +66,13 @@ void o1_host_clock_enter(struct o1_host_clock *c)
 	add(&e->wall_ns, c->enter_wall - c->last_wall);
 }
 
-void o1_host_clock_leave(struct o1_host_clock *c, uint32_t batch)
+void o1_host_clock_leave(struct o1_host_clock *c, uint32_t batch, bool prefill)
 {
 	struct o1_host_clock_ent *e;
 
-	c->last_batch = batch < N_ENT ? batch : N_ENT - 1;
+	c->last_batch = prefill		? O1_HOST_CLOCK_PREFILL
+			: batch < N_ENT ? batch
+					: N_ENT - 1;
 	c->last_wall = clock_ns(CLOCK_MONOTONIC);
 	e = &c->t[c->last_batch];
 	add(&e->fwd_steps, 1);
@@ -95,9 +99,29 @@ static uint32_t busiest(const uint64_t *steps, const bool *picked)
 	return best;
 }
 
+/* One line: entry B's STEPS gaps and its forward passes. */
+static void report_entry(struct o1_host_clock *c, uint32_t b, uint64_t steps)
+{
+	struct o1_host_clock_ent *e = &c->t[b];
+	uint64_t fwd = load(&e->fwd_steps);
+	char what[48];
+
+	if (b == O1_HOST_CLOCK_PREFILL)
+		snprintf(what, sizeof(what), "steps with prompt tokens");
+	else
+		snprintf(what, sizeof(what), "batch %u%s", b,
+			 b == N_ENT - 1 ? "+" : "");
+	o1_info("faults: host_clock: %s: %llu steps, host cpu %.1f us a step, "
+		"wall %.1f us; forward %.1f us",
+		what, (unsigned long long)steps,
+		(double)load(&e->cpu_ns) / 1e3 / (double)steps,
+		(double)load(&e->wall_ns) / 1e3 / (double)steps,
+		fwd ? (double)load(&e->fwd_ns) / 1e3 / (double)fwd : 0.0);
+}
+
 void o1_host_clock_report(struct o1_host_clock *c, uint32_t max_lines)
 {
-	uint64_t steps[N_ENT];
+	uint64_t steps[N_ENT], prefill;
 	bool picked[N_ENT] = {0};
 
 	for (uint32_t b = 0; b < N_ENT; b++)
@@ -109,18 +133,10 @@ void o1_host_clock_report(struct o1_host_clock *c, uint32_t max_lines)
 			break;
 		picked[b] = true;
 	}
-	for (uint32_t b = N_ENT; b-- > 0;) {
-		struct o1_host_clock_ent *e = &c->t[b];
-		uint64_t fwd = load(&e->fwd_steps);
-
-		if (!picked[b])
-			continue;
-		o1_info(
-		    "faults: host_clock: batch %u%s: %llu steps, host cpu "
-		    "%.1f us a step, wall %.1f us; forward %.1f us",
-		    b, b == N_ENT - 1 ? "+" : "", (unsigned long long)steps[b],
-		    (double)load(&e->cpu_ns) / 1e3 / (double)steps[b],
-		    (double)load(&e->wall_ns) / 1e3 / (double)steps[b],
-		    fwd ? (double)load(&e->fwd_ns) / 1e3 / (double)fwd : 0.0);
-	}
+	for (uint32_t b = N_ENT; b-- > 0;)
+		if (picked[b])
+			report_entry(c, b, steps[b]);
+	prefill = load(&c->t[O1_HOST_CLOCK_PREFILL].steps);
+	if (prefill)
+		report_entry(c, O1_HOST_CLOCK_PREFILL, prefill);
 }

@@ -2,7 +2,8 @@
  * recorded only between a leave and the next enter, under the batch size
  * of the step before, with CPU time no more than wall time; a forward
  * pass under its own batch size; batch sizes past the table count in its
- * last entry; reset forgets everything (the next enter records nothing);
+ * last entry, steps with prompt tokens in their own; reset forgets
+ * everything (the next enter records nothing);
  * report leaves the figures as they are. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,22 +40,27 @@ static void test_gaps(void **state)
 	(void)state;
 	assert_int_equal(o1_host_clock_init(&c), 0);
 	o1_host_clock_enter(&c); /* nothing before it: no gap */
-	o1_host_clock_leave(&c, 3);
+	o1_host_clock_leave(&c, 3, false);
 	assert_int_equal(steps(&c, 3), 0);
 	assert_int_equal(atomic_load(&c.t[3].fwd_steps), 1);
 	spin();
 	o1_host_clock_enter(&c); /* the gap after the batch of 3 */
-	o1_host_clock_leave(&c, 5);
+	o1_host_clock_leave(&c, 5, false);
 	assert_int_equal(steps(&c, 3), 1);
 	assert_int_equal(steps(&c, 5), 0);
 	assert_true(atomic_load(&c.t[3].cpu_ns) >= 200000);
 	assert_true(atomic_load(&c.t[3].cpu_ns) <=
 		    atomic_load(&c.t[3].wall_ns));
 	o1_host_clock_enter(&c);
-	o1_host_clock_leave(&c, 100000); /* past the table: the last entry */
+	o1_host_clock_leave(&c, 100000, false); /* past the table: the last */
 	o1_host_clock_enter(&c);
-	o1_host_clock_leave(&c, 1);
+	o1_host_clock_leave(&c, 1, true); /* prompt tokens: kept apart */
+	o1_host_clock_enter(&c);
+	o1_host_clock_leave(&c, 1, false);
 	assert_int_equal(steps(&c, 5), 1);
+	assert_int_equal(steps(&c, O1_HOST_CLOCK_PREFILL), 1);
+	assert_int_equal(atomic_load(&c.t[O1_HOST_CLOCK_PREFILL].fwd_steps), 1);
+	assert_int_equal(atomic_load(&c.t[1].fwd_steps), 1);
 	assert_int_equal(steps(&c, O1_HOST_CLOCK_BATCH_MAX), 1);
 	assert_int_equal(atomic_load(&c.t[O1_HOST_CLOCK_BATCH_MAX].fwd_steps),
 			 1);

@@ -80,8 +80,11 @@ run() {
 	stop
 	itl=$(sed -n 's/^itl_ms_p50=//p' "$dir/bench")
 	tps=$(sed -n 's/^throughput_tok_s=//p' "$dir/bench")
-	sed -n "s/.*host_clock: batch $2: [0-9]* steps, host cpu \([0-9.]*\) us a step, wall \([0-9.]*\) us; forward \([0-9.]*\) us.*/\1 \2 \3 $itl $tps/p" \
+	fig='[0-9]* steps, host cpu \([0-9.]*\) us a step, wall \([0-9.]*\) us; forward \([0-9.]*\) us'
+	sed -n "s/.*host_clock: batch $2: $fig.*/\1 \2 \3 $itl $tps/p" \
 		"$dir/o1d.log" >>"$dir/$3"
+	sed -n "s/.*host_clock: steps with prompt tokens: $fig.*/\1 \2 \3 $itl $tps/p" \
+		"$dir/o1d.log" >>"$dir/$3.prefill"
 }
 
 median() { sort -n | awk '{v[NR] = $1} END {printf "%s [%s-%s]", v[int((NR + 1) / 2)], v[1], v[NR]}'; }
@@ -96,18 +99,20 @@ while [ $r -lt "$runs" ]; do
 	r=$((r + 1))
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-6s %7s  %-22s %-22s %-22s %-22s %s\n" binary streams \
+printf "%-14s %7s  %-22s %-22s %-22s %-22s %s\n" binary streams \
 	"host cpu us/step" "host wall us/step" "forward us/step" \
 	"ITL p50 ms" "tok/s"
 for s in $streams; do
-	for b in before after; do
-		f=$dir/$b.$s
+	for b in before after before.prefill after.prefill; do
+		f=$dir/${b%.prefill}.$s${b#${b%.prefill}}
 		[ -s "$f" ] || continue
-		printf "%-6s %7s" $b $s
+		printf "%-14s %7s" $b $s
 		for k in 1 2 3 4; do
 			printf "  %-22s" "$(cut -d' ' -f$k "$f" | median)"
 		done
 		printf "  %s\n" "$(cut -d' ' -f5 "$f" | median)"
 	done
 done
-echo "(median [min-max] of the runs; host = the engine thread between two steps)"
+echo "(median [min-max] of the runs; host = the engine thread between two steps;"
+echo " a batch size's rows: decode steps of that many rows; .prefill: the steps"
+echo " that carried prompt tokens, whatever their size)"
