@@ -293,6 +293,24 @@ void gr_depth_fini(struct gdepth *d);
 int gr_depth_step(struct gdepth *d, struct gcore *c, uint32_t k,
 		  uint8_t byte, struct gstep *st);
 
+/* Positions whose token classes follow from another's walk
+ * (grammar_share.c): orbits of a shift, classed by one walk from their
+ * top. */
+struct gshare {
+	uint32_t *chain; /* [n_states]: chain id, GR_NONE outside chains */
+	uint32_t *top;	 /* [n_states]: top of the state's orbit */
+	uint32_t *phi;	 /* [n_states]: next state of the orbit, GR_NONE */
+	uint32_t *orbit; /* [n_states]: i with state = phi^i(top) */
+	uint32_t *row;	 /* [n_states]: row of die() */
+	uint32_t *die;	 /* [n_rows * n_classes] */
+	uint32_t n_rows;
+	uint32_t *rep;	 /* [n_states]: the equivalent state whose classes
+			  * the state's are (itself: its own) */
+};
+
+int gr_share_build(const struct o1_grammar *g, struct gshare *sh);
+void gr_share_fini(struct gshare *sh);
+
 /* Token classes per position (grammar_mask.c). */
 
 struct gpos {
@@ -310,6 +328,12 @@ struct o1_grammar_tokens {
 	uint32_t *bits; /* bitmasks, n_words each */
 	size_t n_ids, n_bits; /* entries of ids and bits */
 };
+
+/* o1_grammar_tokens_create; SHARE false walks the vocabulary from every
+ * position (the reference that tests compare the shared pass with). */
+int gr_tokens_create(const struct o1_grammar *g,
+		     const struct o1_grammar_vocab *v, uint32_t n_threads,
+		     bool share, struct o1_grammar_tokens **out);
 
 /* The mask for a matcher whose closed heads are HEADS (N) with C's frames;
  * DEPTH is scratch. Frames are back to their count on return. */

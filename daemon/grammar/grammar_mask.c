@@ -53,58 +53,235 @@ static int put(struct u32vec *x, uint32_t val)
 	return 0;
 }
 
+struct memo_ent {
+	uint32_t key; /* state * 256 + byte + 1; 0: free */
+	uint32_t acc_off, n_acc, unc_off, n_unc; /* in the arena */
+};
+
 struct pre {
 	const struct o1_grammar *g;
 	const struct o1_grammar_vocab *v;
+	const struct gshare *sh; /* NULL: every position walks */
 	struct gcore core;
 	struct gdepth dep;
 	struct u32vec acc, unc, ids, bits;
+	/* an orbit's walk: per token of acc and unc, how many of the orbit
+	 * take it (lim: phi^i(top) does when i < lim); per trie level, lim
+	 * so far and whether the walk is still in the chain */
+	struct u32vec acc_lim, unc_lim;
+	uint32_t *lim;
+	uint8_t *in_chain;
+	uint32_t *cur, *tmp, *order, *count; /* store_orbit scratch */
+	uint32_t *cur_bits;
+	uint8_t *simple; /* [n_states]: no calls, does not accept */
+	struct memo_ent *memo; /* NULL: every position walks */
+	uint32_t memo_mask, memo_n;
+	struct u32vec arena; /* the memo's token lists */
 };
 
-/* Tokens ending at node I (or, SUBTREE, anywhere below it too) into VEC. */
+/* Tokens ending at node I (or, SUBTREE, anywhere below it too) into VEC,
+ * and when LIMS, LIM for each into LIMS. */
 static int put_node(struct pre *w, uint32_t i, bool subtree,
-		    struct u32vec *vec)
+		    struct u32vec *vec, struct u32vec *lims, uint32_t lim)
 {
 	const struct o1_grammar_vocab *v = w->v;
 	uint32_t end = subtree ? v->node_skip[i] : i + 1;
 	int rc = 0;
 
-	for (uint32_t k = v->node_tok[i]; k < v->node_tok[end] && !rc; k++)
+	for (uint32_t k = v->node_tok[i]; k < v->node_tok[end] && !rc; k++) {
 		rc = put(vec, v->ids[k]);
+		if (lims && !rc)
+			rc = put(lims, lim);
+	}
 	return rc;
 }
 
-/* The trie walk from (S, GP_BASE): W->acc and W->unc in trie order. */
+/* Level K + 1's lim and chain flag for BYTE, from level K's. While the
+ * walk is in the chain its one head is phi^i of the orbit's ones. */
+static void track(struct pre *w, uint32_t k, uint8_t byte, uint32_t top)
+{
+	const struct o1_grammar *g = w->g;
+	const struct gshare *sh = w->sh;
+	uint32_t lim = w->lim[k];
+	uint8_t on = w->in_chain[k];
+
+	if (on) {
+		uint32_t x = w->dep.pool[w->dep.off[k]].s;
+		int32_t t = gr_next(g, x, byte);
+
+		if (t >= 0) {
+			uint32_t die = sh->die[(size_t)sh->row[x] * g->n_classes +
+					       g->cls[byte]];
+
+			lim = die < lim ? die : lim;
+			on = sh->chain[t] == sh->chain[top];
+		}
+	}
+	w->lim[k + 1] = lim;
+	w->in_chain[k + 1] = on;
+}
+
+/* Trie nodes [LO, HI) walked from level 0: their tokens into W->acc and
+ * W->unc (with lims for ORBIT's top). */
+static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
+		      bool orbit)
+{
+	const struct o1_grammar_vocab *v = w->v;
+	struct gdepth *d = &w->dep;
+	struct u32vec *al = orbit ? &w->acc_lim : NULL;
+	struct u32vec *ul = orbit ? &w->unc_lim : NULL;
+	int rc = 0;
+
+	for (uint32_t i = lo; i < hi && rc != -ENOMEM;) {
+		struct gstep st;
+		uint32_t k = v->node_depth[i] - 1u, lim = 0;
+		int n;
+
+		if (orbit) {
+			track(w, k, v->node_byte[i], s);
+			lim = w->lim[k + 1];
+		}
+		/* most steps: one head staying inside its rule (the fast case
+		 * of gr_depth_step, here without a call per trie node) */
+		if (d->n[k] == 1) {
+			const struct ghead *h = d->pool + d->off[k];
+			int32_t t = gr_next(w->g, h->s, v->node_byte[i]);
+			uint32_t off = d->off[k] + 1;
+
+			if (t < 0) {
+				i = v->node_skip[i];
+				continue;
+			}
+			if (w->simple[t] && off < d->pool_size) {
+				bool ctx = h->p == GP_CTX ||
+					   (h->p < GP_MAXF &&
+					    w->core.frames[h->p].ctx);
+
+				d->pool[off] = (struct ghead){(uint32_t)t, h->p};
+				d->off[k + 1] = off;
+				d->n[k + 1] = 1;
+				d->frames[k + 1] = d->frames[k];
+				rc = ctx ? put_node(w, i, false, &w->unc, ul, lim)
+					 : put_node(w, i, false, &w->acc, al, lim);
+				i++;
+				continue;
+			}
+		}
+		n = gr_depth_step(d, &w->core, k, v->node_byte[i], &st);
+		if (n < 0) {
+			/* past a limit: the runtime check decides */
+			rc = put_node(w, i, true, &w->unc, ul, lim);
+			i = v->node_skip[i];
+			continue;
+		}
+		if (st.n_real)
+			rc = put_node(w, i, false, &w->acc, al, lim);
+		else if (st.n_ctx)
+			rc = put_node(w, i, false, &w->unc, ul, lim);
+		i = n ? i + 1 : v->node_skip[i];
+	}
+	return rc == -ENOMEM ? rc : 0;
+}
+
+/* The memo of first bytes: after byte B from any state s the walk holds
+ * the one head (next(s, B), GP_BASE), so the classes of every token that
+ * starts with B follow from that state (up to equivalence) alone: walked
+ * once per (state, B) and copied for every other position that B takes
+ * there. */
+static struct memo_ent *memo_find(struct pre *w, uint32_t key)
+{
+	uint32_t h = (key * 0x9e3779b1u) & w->memo_mask;
+
+	while (w->memo[h].key && w->memo[h].key != key)
+		h = (h + 1) & w->memo_mask;
+	return &w->memo[h];
+}
+
+static int memo_grow(struct pre *w)
+{
+	struct memo_ent *old = w->memo;
+	uint32_t n = w->memo_mask + 1;
+
+	if (w->memo_n < n / 2)
+		return 0;
+	w->memo = calloc(2 * (size_t)n, sizeof(*w->memo));
+	if (!w->memo) {
+		w->memo = old;
+		return -ENOMEM;
+	}
+	w->memo_mask = 2 * n - 1;
+	for (uint32_t k = 0; k < n; k++)
+		if (old[k].key)
+			*memo_find(w, old[k].key) = old[k];
+	free(old);
+	return 0;
+}
+
+static int append(struct u32vec *to, const uint32_t *from, uint32_t n)
+{
+	int rc = 0;
+
+	for (uint32_t k = 0; k < n && !rc; k++)
+		rc = put(to, from[k]);
+	return rc;
+}
+
+/* Root child R (byte B) from S: from the memo, or walked into it. */
+static int walk_first(struct pre *w, uint32_t s, uint32_t r)
+{
+	const struct o1_grammar_vocab *v = w->v;
+	int32_t t = gr_next(w->g, s, v->node_byte[r]);
+	size_t a0 = w->acc.n, u0 = w->unc.n;
+	struct memo_ent *e;
+	uint32_t key;
+	int rc;
+
+	if (t < 0)
+		return 0;
+	/* an equivalent state classes alike (grammar_share.c) */
+	key = w->sh->rep[t] * 256 + v->node_byte[r] + 1u;
+	e = memo_find(w, key);
+	if (e->key)
+		return append(&w->acc, w->arena.v + e->acc_off, e->n_acc) ?:
+		       append(&w->unc, w->arena.v + e->unc_off, e->n_unc);
+	rc = walk_range(w, s, r, v->node_skip[r], false);
+	if (rc || w->arena.n + (w->acc.n - a0) + (w->unc.n - u0) > UINT32_MAX)
+		return rc;
+	*e = (struct memo_ent){key, (uint32_t)w->arena.n,
+			       (uint32_t)(w->acc.n - a0), 0,
+			       (uint32_t)(w->unc.n - u0)};
+	rc = append(&w->arena, w->acc.v + a0, e->n_acc);
+	e->unc_off = (uint32_t)w->arena.n;
+	rc = rc ?: append(&w->arena, w->unc.v + u0, e->n_unc);
+	w->memo_n++;
+	return rc ?: memo_grow(w);
+}
+
+/* The trie walk from (S, GP_BASE): W->acc and W->unc in trie order; for
+ * the top of an orbit (walked whole: lims depend on S), W->acc_lim and
+ * W->unc_lim too. */
 static int walk(struct pre *w, uint32_t s)
 {
 	const struct o1_grammar_vocab *v = w->v;
 	struct gdepth *d = &w->dep;
+	bool orbit = w->sh && w->sh->top[s] == s;
 	int rc = 0;
 
-	w->acc.n = w->unc.n = 0;
+	w->acc.n = w->unc.n = w->acc_lim.n = w->unc_lim.n = 0;
 	gr_core_truncate(&w->core, 0);
 	d->pool[0] = (struct ghead){s, GP_BASE};
 	d->off[0] = 0;
 	d->n[0] = 1;
 	d->frames[0] = 0;
-	for (uint32_t i = 1; i < v->n_nodes && rc != -ENOMEM;) {
-		struct gstep st;
-		uint32_t k = v->node_depth[i] - 1u;
-		int n = gr_depth_step(d, &w->core, k, v->node_byte[i], &st);
-
-		if (n < 0) {
-			/* past a limit: the runtime check decides */
-			rc = put_node(w, i, true, &w->unc);
-			i = v->node_skip[i];
-			continue;
-		}
-		if (st.n_real)
-			rc = put_node(w, i, false, &w->acc);
-		else if (st.n_ctx)
-			rc = put_node(w, i, false, &w->unc);
-		i = n ? i + 1 : v->node_skip[i];
+	if (orbit) {
+		w->lim[0] = UINT32_MAX;
+		w->in_chain[0] = 1;
 	}
-	return rc == -ENOMEM ? rc : 0;
+	if (!w->memo || orbit)
+		return walk_range(w, s, 1, v->n_nodes, orbit);
+	for (uint32_t r = 1; r < v->n_nodes && !rc; r = v->node_skip[r])
+		rc = walk_first(w, s, r);
+	return rc;
 }
 
 /* Stores the walk's result for S: accepted ids as a list or, when that is
@@ -138,6 +315,119 @@ static int store(struct pre *w, struct o1_grammar_tokens *t, uint32_t s)
 	return rc;
 }
 
+/* The members of TOP's orbit after it, from the walk from TOP: member i
+ * (phi^i(top)) takes the tokens of lim > i. Those sets shrink with i, so
+ * they are built from the last member back, each the next one's plus
+ * the tokens of lim = i + 1 (counting-sorted by lim, in trie order): a
+ * sorted merge while the set is a list, then bits. */
+static int store_orbit(struct pre *w, struct o1_grammar_tokens *t,
+		       uint32_t top, uint8_t *owner, uint8_t id)
+{
+	const struct gshare *sh = w->sh;
+	uint32_t h = 0, n_cur = 0, nw = t->n_words;
+	bool bits = false;
+	int rc = 0;
+
+	for (uint32_t x = sh->phi[top]; x != GR_NONE; x = sh->phi[x])
+		h++;
+	/* lims above h + 1 mean the whole orbit */
+	memset(w->count, 0, ((size_t)h + 3) * sizeof(*w->count));
+	for (size_t k = 0; k < w->acc.n; k++) {
+		uint32_t l = w->acc_lim.v[k] > h + 1 ? h + 1 : w->acc_lim.v[k];
+
+		w->acc_lim.v[k] = l;
+		w->count[l + 1]++;
+	}
+	for (uint32_t l = 0; l <= h + 1; l++)
+		w->count[l + 1] += w->count[l];
+	for (size_t k = 0; k < w->acc.n; k++)
+		w->order[w->count[w->acc_lim.v[k]]++] = (uint32_t)k;
+	/* count[l] is now the end of lim l's run, count[l - 1] its start */
+	for (uint32_t i = h; i >= 1 && !rc; i--) {
+		uint32_t x = top, lo = w->count[i], hi = w->count[i + 1];
+		struct gpos *p;
+
+		for (uint32_t k = 0; k < i; k++)
+			x = sh->phi[x];
+		if (!bits && n_cur + (hi - lo) <= nw) {
+			uint32_t a = 0, b = lo, m = 0;
+
+			while (a < n_cur || b < hi)
+				w->tmp[m++] = b == hi || (a < n_cur &&
+							  w->cur[a] < w->order[b])
+						      ? w->cur[a++]
+						      : w->order[b++];
+			memcpy(w->cur, w->tmp, m * sizeof(*w->cur));
+		} else {
+			if (!bits) {
+				memset(w->cur_bits, 0, nw * sizeof(*w->cur_bits));
+				for (uint32_t k = 0; k < n_cur; k++) {
+					uint32_t tok = w->acc.v[w->cur[k]];
+
+					w->cur_bits[tok / 32] |= 1u << (tok % 32);
+				}
+				bits = true;
+			}
+			for (uint32_t k = lo; k < hi; k++) {
+				uint32_t tok = w->acc.v[w->order[k]];
+
+				w->cur_bits[tok / 32] |= 1u << (tok % 32);
+			}
+		}
+		n_cur += hi - lo;
+		owner[x] = id;
+		p = &t->pos[x];
+		p->acc_bits = GR_NONE;
+		p->n_acc = n_cur;
+		p->acc_off = (uint32_t)w->ids.n;
+		if (bits) {
+			p->acc_bits = (uint32_t)(w->bits.n / nw);
+			for (uint32_t k = 0; k < nw && !rc; k++)
+				rc = put(&w->bits, w->cur_bits[k]);
+		} else {
+			for (uint32_t k = 0; k < n_cur && !rc; k++)
+				rc = put(&w->ids, w->acc.v[w->cur[k]]);
+		}
+		p->unc_off = (uint32_t)w->ids.n;
+		for (size_t k = 0; k < w->unc.n && !rc; k++)
+			if (w->unc_lim.v[k] > i)
+				rc = put(&w->ids, w->unc.v[k]);
+		p->n_unc = (uint32_t)(w->ids.n - p->unc_off);
+	}
+	return rc;
+}
+
+static int pre_init(struct pre *w, const struct o1_grammar *g,
+		    const struct o1_grammar_vocab *v, const struct gshare *sh)
+{
+	uint32_t nw = o1_grammar_mask_words(v), levels = v->max_len + 2;
+
+	*w = (struct pre){.g = g, .v = v, .sh = sh};
+	if (gr_core_init(&w->core, g, PRE_FRAMES, PRE_HEADS) ||
+	    gr_depth_init(&w->dep, v->max_len, PRE_HEADS))
+		return -ENOMEM;
+	w->simple = malloc(g->n_states + 1);
+	if (!w->simple)
+		return -ENOMEM;
+	for (uint32_t s = 0; s < g->n_states; s++)
+		w->simple[s] = !g->states[s].n_ref && !g->states[s].accept;
+	if (!sh)
+		return 0;
+	w->memo_mask = 255;
+	w->memo = calloc(w->memo_mask + 1, sizeof(*w->memo));
+	w->lim = malloc(levels * sizeof(*w->lim));
+	w->in_chain = malloc(levels);
+	w->cur = malloc(((size_t)nw + 1) * sizeof(*w->cur));
+	w->tmp = malloc(((size_t)nw + 1) * sizeof(*w->tmp));
+	w->order = malloc(((size_t)v->n_tokens + 1) * sizeof(*w->order));
+	w->count = malloc(((size_t)g->n_states + 3) * sizeof(*w->count));
+	w->cur_bits = malloc(((size_t)nw + 1) * sizeof(*w->cur_bits));
+	if (!w->memo || !w->lim || !w->in_chain || !w->cur || !w->tmp || !w->order ||
+	    !w->count || !w->cur_bits)
+		return -ENOMEM;
+	return 0;
+}
+
 static void pre_fini(struct pre *w)
 {
 	gr_core_fini(&w->core);
@@ -146,6 +436,18 @@ static void pre_fini(struct pre *w)
 	free(w->unc.v);
 	free(w->ids.v);
 	free(w->bits.v);
+	free(w->acc_lim.v);
+	free(w->unc_lim.v);
+	free(w->lim);
+	free(w->in_chain);
+	free(w->cur);
+	free(w->tmp);
+	free(w->order);
+	free(w->count);
+	free(w->cur_bits);
+	free(w->simple);
+	free(w->memo);
+	free(w->arena.v);
 }
 
 /* The classification shared by the workers: each takes the next state
@@ -177,11 +479,17 @@ static void *worker(void *arg)
 
 		if (s >= g->n_states || __atomic_load_n(&j->rc, __ATOMIC_RELAXED))
 			break;
-		j->t->pos[s].acc_bits = GR_NONE;
 		if (!g->states[s].has_bytes)
+			continue;
+		/* an orbit's members come with its top's walk, an equivalent
+		 * position's classes after the gather */
+		if (w->sh && ((w->sh->top[s] != GR_NONE && w->sh->top[s] != s) ||
+			      w->sh->rep[s] != s))
 			continue;
 		j->owner[s] = a->id;
 		rc = walk(w, s) ?: store(w, j->t, s);
+		if (!rc && w->sh && w->sh->top[s] == s)
+			rc = store_orbit(w, j->t, s, j->owner, a->id);
 		if (rc)
 			__atomic_store_n(&j->rc, rc, __ATOMIC_RELAXED);
 	}
@@ -248,12 +556,13 @@ static int run_workers(struct job *j, uint32_t n)
 	return j->rc;
 }
 
-int o1_grammar_tokens_create(const struct o1_grammar *g,
-			     const struct o1_grammar_vocab *v,
-			     uint32_t n_threads, struct o1_grammar_tokens **out)
+int gr_tokens_create(const struct o1_grammar *g,
+		     const struct o1_grammar_vocab *v, uint32_t n_threads,
+		     bool share, struct o1_grammar_tokens **out)
 {
 	struct o1_grammar_tokens *t = calloc(1, sizeof(*t));
 	struct job j = {.t = t};
+	struct gshare sh = {0};
 	uint32_t n = n_threads ? (n_threads > 64 ? 64 : n_threads) : 1;
 	int rc = -ENOMEM;
 
@@ -268,25 +577,38 @@ int o1_grammar_tokens_create(const struct o1_grammar *g,
 	j.w = calloc(n, sizeof(*j.w));
 	if (!t->pos || !j.owner || !j.w)
 		goto out;
-	for (uint32_t k = 0; k < n; k++) {
-		j.w[k] = (struct pre){.g = g, .v = v};
-		if (gr_core_init(&j.w[k].core, g, PRE_FRAMES, PRE_HEADS) ||
-		    gr_depth_init(&j.w[k].dep, v->max_len, PRE_HEADS))
+	for (uint32_t s = 0; s < g->n_states; s++)
+		t->pos[s].acc_bits = GR_NONE;
+	if (share && (rc = gr_share_build(g, &sh)))
+		goto out;
+	rc = -ENOMEM;
+	for (uint32_t k = 0; k < n; k++)
+		if (pre_init(&j.w[k], g, v, share ? &sh : NULL))
 			goto out;
-	}
 	rc = run_workers(&j, n);
 	rc = rc ?: gather(&j, n);
+	for (uint32_t s = 0; !rc && share && s < g->n_states; s++)
+		if (sh.rep[s] != s)
+			t->pos[s] = t->pos[sh.rep[s]];
 out:
 	for (uint32_t k = 0; j.w && k < n; k++)
 		pre_fini(&j.w[k]);
 	free(j.w);
 	free(j.owner);
+	gr_share_fini(&sh);
 	if (rc) {
 		o1_grammar_tokens_destroy(t);
 		return rc;
 	}
 	*out = t;
 	return 0;
+}
+
+int o1_grammar_tokens_create(const struct o1_grammar *g,
+			     const struct o1_grammar_vocab *v,
+			     uint32_t n_threads, struct o1_grammar_tokens **out)
+{
+	return gr_tokens_create(g, v, n_threads, true, out);
 }
 
 size_t o1_grammar_tokens_bytes(const struct o1_grammar_tokens *t)
