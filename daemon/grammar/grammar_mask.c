@@ -53,6 +53,18 @@ static int put(struct u32vec *x, uint32_t val)
 	return 0;
 }
 
+/* Room for N values (a walk puts each token once at most). */
+static int reserve(struct u32vec *x, size_t n)
+{
+	uint32_t *v = n > x->cap ? realloc(x->v, n * sizeof(*v)) : x->v;
+
+	if (!v)
+		return -ENOMEM;
+	x->v = v;
+	x->cap = n > x->cap ? n : x->cap;
+	return 0;
+}
+
 struct memo_ent {
 	uint32_t key; /* state * 256 + byte + 1; 0: free */
 	uint32_t acc_off, n_acc, unc_off, n_unc; /* in the arena */
@@ -96,29 +108,40 @@ static int put_node(struct pre *w, uint32_t i, bool subtree,
 	return rc;
 }
 
-/* Level K + 1's lim and chain flag for BYTE, from level K's. While the
- * walk is in the chain its one head is phi^i of the orbit's ones. */
-static void track(struct pre *w, uint32_t k, uint8_t byte, uint32_t top)
+/* Level K + 1's lim and chain flag, from level K's, for the step from
+ * state X by BYTE to T (level K holds the one head X when in the chain).
+ * While the walk is in the chain its one head is phi^i of the orbit's. */
+static void track(struct pre *w, uint32_t k, uint32_t x, uint8_t byte,
+		  int32_t t, uint32_t top)
 {
-	const struct o1_grammar *g = w->g;
 	const struct gshare *sh = w->sh;
 	uint32_t lim = w->lim[k];
 	uint8_t on = w->in_chain[k];
 
-	if (on) {
-		uint32_t x = w->dep.pool[w->dep.off[k]].s;
-		int32_t t = gr_next(g, x, byte);
+	if (on && t >= 0) {
+		uint32_t die = sh->die[(size_t)sh->row[x] * w->g->n_classes +
+				       w->g->cls[byte]];
 
-		if (t >= 0) {
-			uint32_t die = sh->die[(size_t)sh->row[x] * g->n_classes +
-					       g->cls[byte]];
-
-			lim = die < lim ? die : lim;
-			on = sh->chain[t] == sh->chain[top];
-		}
+		lim = die < lim ? die : lim;
+		on = sh->chain[t] == sh->chain[top];
 	}
 	w->lim[k + 1] = lim;
 	w->in_chain[k + 1] = on;
+}
+
+/* The tokens ending at node I into VEC (and LIM for each into LIMS);
+ * the vectors have room for every token (pre_init). */
+static void put_fast(struct pre *w, uint32_t i, struct u32vec *vec,
+		     struct u32vec *lims, uint32_t lim)
+{
+	const struct o1_grammar_vocab *v = w->v;
+	uint32_t k0 = v->node_tok[i], k1 = v->node_tok[i + 1];
+
+	for (uint32_t k = k0; k < k1; k++)
+		vec->v[vec->n++] = v->ids[k];
+	if (lims)
+		for (uint32_t k = k0; k < k1; k++)
+			lims->v[lims->n++] = lim;
 }
 
 /* Trie nodes [LO, HI) walked from level 0: their tokens into W->acc and
@@ -137,10 +160,6 @@ static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
 		uint32_t k = v->node_depth[i] - 1u, lim = 0;
 		int n;
 
-		if (orbit) {
-			track(w, k, v->node_byte[i], s);
-			lim = w->lim[k + 1];
-		}
 		/* most steps: one head staying inside its rule (the fast case
 		 * of gr_depth_step, here without a call per trie node) */
 		if (d->n[k] == 1) {
@@ -152,6 +171,10 @@ static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
 				i = v->node_skip[i];
 				continue;
 			}
+			if (orbit) {
+				track(w, k, h->s, v->node_byte[i], t, s);
+				lim = w->lim[k + 1];
+			}
 			if (w->simple[t] && off < d->pool_size) {
 				bool ctx = h->p == GP_CTX ||
 					   (h->p < GP_MAXF &&
@@ -161,11 +184,17 @@ static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
 				d->off[k + 1] = off;
 				d->n[k + 1] = 1;
 				d->frames[k + 1] = d->frames[k];
-				rc = ctx ? put_node(w, i, false, &w->unc, ul, lim)
-					 : put_node(w, i, false, &w->acc, al, lim);
+				if (ctx)
+					put_fast(w, i, &w->unc, ul, lim);
+				else
+					put_fast(w, i, &w->acc, al, lim);
 				i++;
 				continue;
 			}
+		} else if (orbit) {
+			/* several heads: out of the chain */
+			track(w, k, 0, 0, -1, s);
+			lim = w->lim[k + 1];
 		}
 		n = gr_depth_step(d, &w->core, k, v->node_byte[i], &st);
 		if (n < 0) {
@@ -407,12 +436,16 @@ static int pre_init(struct pre *w, const struct o1_grammar *g,
 	    gr_depth_init(&w->dep, v->max_len, PRE_HEADS))
 		return -ENOMEM;
 	w->simple = malloc(g->n_states + 1);
-	if (!w->simple)
+	if (!w->simple || reserve(&w->acc, v->n_tokens) ||
+	    reserve(&w->unc, v->n_tokens))
 		return -ENOMEM;
 	for (uint32_t s = 0; s < g->n_states; s++)
 		w->simple[s] = !g->states[s].n_ref && !g->states[s].accept;
 	if (!sh)
 		return 0;
+	if (reserve(&w->acc_lim, v->n_tokens) ||
+	    reserve(&w->unc_lim, v->n_tokens))
+		return -ENOMEM;
 	w->memo_mask = 255;
 	w->memo = calloc(w->memo_mask + 1, sizeof(*w->memo));
 	w->lim = malloc(levels * sizeof(*w->lim));
