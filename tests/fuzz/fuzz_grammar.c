@@ -4,7 +4,9 @@
  * a small vocabulary (every single byte and a few multi-byte pieces, an
  * end token) must equal feeding each token and rolling it back; a
  * rollback of the whole walk must bring the start state back (the same
- * mask again). Refusals must come with a message. */
+ * mask again). Refusals must come with a message. The token classes of
+ * the shared pass (grammar_share.c) must be those of a walk from every
+ * position (gr_tokens_create without sharing), table for table. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 #include "common/error.h"
 #include "grammar/grammar.h"
+#include "grammar/grammar_int.h"
 
 #define MAX_TEXT  4096
 #define MAX_STEPS 64
@@ -66,6 +69,42 @@ static void check_mask(struct o1_grammar_matcher *m, uint32_t *mask,
 	}
 }
 
+/* Position S's classes in A and B: the same sets, forms and orders. */
+static bool same_pos(const struct o1_grammar_tokens *a,
+		     const struct o1_grammar_tokens *b, uint32_t s)
+{
+	const struct gpos *p = &a->pos[s], *q = &b->pos[s];
+	size_t words = a->n_words * sizeof(*a->bits);
+
+	if (p->n_acc != q->n_acc || p->n_unc != q->n_unc ||
+	    (p->acc_bits == GR_NONE) != (q->acc_bits == GR_NONE))
+		return false;
+	if (p->acc_bits != GR_NONE &&
+	    memcmp(a->bits + (size_t)p->acc_bits * a->n_words,
+		   b->bits + (size_t)q->acc_bits * b->n_words, words))
+		return false;
+	if (p->acc_bits == GR_NONE &&
+	    memcmp(a->ids + p->acc_off, b->ids + q->acc_off,
+		   p->n_acc * sizeof(*a->ids)))
+		return false;
+	return !memcmp(a->ids + p->unc_off, b->ids + q->unc_off,
+		       p->n_unc * sizeof(*a->ids));
+}
+
+static void check_shared(const struct o1_grammar *g,
+			 const struct o1_grammar_vocab *v,
+			 const struct o1_grammar_tokens *t)
+{
+	struct o1_grammar_tokens *plain;
+
+	if (gr_tokens_create(g, v, 1, false, &plain))
+		return;
+	for (uint32_t s = 0; s < g->n_states; s++)
+		if (g->states[s].has_bytes && !same_pos(t, plain, s))
+			abort();
+	o1_grammar_tokens_destroy(plain);
+}
+
 static void walk(struct o1_grammar *g, const uint8_t *in, size_t n)
 {
 	struct o1_grammar_vocab *v = vocab();
@@ -77,6 +116,7 @@ static void walk(struct o1_grammar *g, const uint8_t *in, size_t n)
 
 	if (o1_grammar_tokens_create(g, v, 1, &t))
 		return;
+	check_shared(g, v, t);
 	if (o1_grammar_matcher_create(g, t, &lim, &m)) {
 		o1_grammar_tokens_destroy(t);
 		return;

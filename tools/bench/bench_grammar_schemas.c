@@ -3,7 +3,8 @@
  * repeated one costs, and how long each token's mask takes.
  *
  * usage: bench_grammar_schemas [--pad-to N] [--walks N] [--steps N]
- *                              [--seed S] VOCAB SCHEMAS.jsonl
+ *                              [--seed S] [--repeat N] [--plain 0|1]
+ *                              VOCAB SCHEMAS.jsonl
  * VOCAB is a tokenizer.json or GGUF vocabulary; --pad-to N extends it to
  * N tokens (e.g. 151936, Qwen2's size, when no Qwen vocabulary is at
  * hand) with tokens made by joining two seeded random tokens of it, as a
@@ -15,7 +16,10 @@
  *     (schema to grammar text, compile, token classes over the
  *     vocabulary), and the same parts timed apart in this thread's CPU
  *     time (compile: schema to grammar and grammar compile; classes:
- *     o1_grammar_tokens_create on one thread);
+ *     o1_grammar_tokens_create on one thread), each the median of
+ *     --repeat runs (9), and with --plain 1 the token pass without
+ *     sharing walks between positions (every position walks the whole
+ *     vocabulary, as before grammar_share.c) in the same run;
  *   - a repeated use: o1_gcache_get of the same bytes, which finds the
  *     compiled entry (hash and compare under the cache's mutex);
  *   - the token masks (o1_grammar_matcher_fill_mask, this thread's CPU
@@ -40,6 +44,7 @@
 #include "common/log.h"
 #include "common/prng.h"
 #include "grammar/grammar.h"
+#include "grammar/grammar_int.h"
 #include "grammar/grammar_schema.h"
 #include "grammar/grammar_tokenizer.h"
 #include "o1d/grammar_cache.h"
@@ -52,7 +57,8 @@
 struct opts {
 	const char *vocab, *schemas;
 	uint32_t pad_to;
-	int walks, steps;
+	int walks, steps, repeat;
+	bool plain;
 	uint64_t seed;
 };
 
@@ -324,9 +330,59 @@ static int through_cache(struct bench *b, struct o1_gcache *c,
 }
 
 struct totals {
-	struct samples first, compile, classes;
+	struct samples first, compile, classes, cpu_first, plain;
 	double hit_max_us;
+	int over_10ms, over_10ms_plain;
 };
+
+/* Median of N CPU-time samples of compiling SCHEMA (schema to grammar
+ * text, compile), the grammar kept in *G. */
+static int time_compile(const char *schema, size_t len, int n,
+			struct o1_grammar **g, struct o1_grammar_error *err,
+			double *ms)
+{
+	struct samples t = {0};
+	int rc = 0;
+
+	for (int r = 0; r < n && !rc; r++) {
+		double t0 = now_us(CLOCK_THREAD_CPUTIME_ID);
+		char *text = NULL;
+		size_t tlen;
+
+		o1_grammar_destroy(*g);
+		*g = NULL;
+		rc = o1_grammar_from_schema(schema, len, NULL, err, &text,
+					    &tlen);
+		rc = rc ?: o1_grammar_compile(text, tlen, err, g);
+		free(text);
+		rc = rc ?: add(&t, (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3);
+	}
+	*ms = rc ? 0 : quantile(&t, 0.5);
+	free(t.us);
+	return rc;
+}
+
+/* Median of N CPU-time samples of the token pass on one thread, shared
+ * (o1_grammar_tokens_create) or, SHARE false, walking the vocabulary from
+ * every position (the pass before grammar_share.c); the last kept. */
+static int time_classes(struct bench *b, const struct o1_grammar *g, int n,
+			bool share, struct o1_grammar_tokens **t, double *ms)
+{
+	struct samples x = {0};
+	int rc = 0;
+
+	for (int r = 0; r < n && !rc; r++) {
+		double t0 = now_us(CLOCK_THREAD_CPUTIME_ID);
+
+		o1_grammar_tokens_destroy(*t);
+		*t = NULL;
+		rc = gr_tokens_create(g, b->v, 1, share, t);
+		rc = rc ?: add(&x, (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3);
+	}
+	*ms = rc ? 0 : quantile(&x, 0.5);
+	free(x.us);
+	return rc;
+}
 
 /* One schema: its figures on a line. */
 static int run_schema(struct bench *b, struct o1_gcache *c, int idx,
@@ -336,20 +392,13 @@ static int run_schema(struct bench *b, struct o1_gcache *c, int idx,
 	struct o1_grammar_error err = {0};
 	struct o1_grammar *g = NULL;
 	struct o1_grammar_tokens *t = NULL;
-	double first_ms, hit_us, t0, compile_ms, classes_ms;
-	char *text = NULL;
-	size_t tlen;
+	double first_ms, hit_us, compile_ms, classes_ms, plain_ms = 0;
 	int rc = through_cache(b, c, schema, len, &first_ms, &hit_us);
 
-	t0 = now_us(CLOCK_THREAD_CPUTIME_ID);
-	rc =
-	    rc ?: o1_grammar_from_schema(schema, len, NULL, &err, &text, &tlen);
-	rc = rc ?: o1_grammar_compile(text, tlen, &err, &g);
-	compile_ms = (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3;
-	t0 = now_us(CLOCK_THREAD_CPUTIME_ID);
-	rc = rc ?: o1_grammar_tokens_create(g, b->v, 1, &t);
-	classes_ms = (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3;
-	free(text);
+	rc = rc ?: time_compile(schema, len, o->repeat, &g, &err, &compile_ms);
+	if (!rc && o->plain)
+		rc = time_classes(b, g, o->repeat, false, &t, &plain_ms);
+	rc = rc ?: time_classes(b, g, o->repeat, true, &t, &classes_ms);
 	if (rc) {
 		fprintf(stderr, "schema %d: %s (%s)\n", idx + 1,
 			err.msg[0] ? err.msg : "", o1_strerror(rc));
@@ -359,13 +408,20 @@ static int run_schema(struct bench *b, struct o1_gcache *c, int idx,
 	rc = walk(b, g, t, o);
 	if (rc)
 		goto out;
-	printf("%2d %6u %8.2f %8.2f %9.2f %7.2f %7zu %7.1f %7.1f %8.1f\n",
+	printf("%2d %6u %8.2f %8.2f %8.2f %8.2f %9.2f %7.2f %7zu %7.1f "
+	       "%7.1f %8.1f\n",
 	       idx + 1, o1_grammar_n_states(g), compile_ms, classes_ms,
-	       first_ms, hit_us, b->one.n, quantile(&b->one, 0.5),
-	       quantile(&b->one, 0.99), quantile(&b->one, 1.0));
+	       compile_ms + classes_ms, o->plain ? compile_ms + plain_ms : 0,
+	       first_ms, hit_us, b->one.n,
+	       quantile(&b->one, 0.5), quantile(&b->one, 0.99),
+	       quantile(&b->one, 1.0));
 	rc = add(&tot->first, first_ms * 1e3);
 	rc = rc ?: add(&tot->compile, compile_ms * 1e3);
 	rc = rc ?: add(&tot->classes, classes_ms * 1e3);
+	rc = rc ?: add(&tot->cpu_first, (compile_ms + classes_ms) * 1e3);
+	rc = rc ?: add(&tot->plain, (compile_ms + plain_ms) * 1e3);
+	tot->over_10ms += compile_ms + classes_ms > 10;
+	tot->over_10ms_plain += compile_ms + plain_ms > 10;
 	tot->hit_max_us = hit_us > tot->hit_max_us ? hit_us : tot->hit_max_us;
 out:
 	o1_grammar_tokens_destroy(t);
@@ -393,9 +449,13 @@ static int run(struct bench *b, const struct opts *o)
 	}
 	printf("vocabulary %u tokens; %d walks of up to %d steps a schema\n",
 	       b->n_tok, o->walks, o->steps);
-	printf(" # states  compile  classes first-use  hit-us   masks     "
-	       "p50     p99      max   (ms, ms, ms wall, us wall, mask us "
-	       "CPU)\n");
+	printf("%d runs a schema: compile, classes and their sum (first use, "
+	       "CPU) are medians; plain: compile + classes without sharing "
+	       "(--plain)\n",
+	       o->repeat);
+	printf(" # states  compile  classes    first    plain first-use  "
+	       "hit-us   masks     p50     p99      max   (ms CPU x4, ms "
+	       "wall, us wall, mask us CPU)\n");
 	while (!rc && idx < MAX_SCHEMAS && (n = getline(&line, &cap, f)) > 0) {
 		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 			line[--n] = 0;
@@ -408,14 +468,24 @@ static int run(struct bench *b, const struct opts *o)
 	if (rc)
 		return 1;
 	printf("all %d schemas: masks %zu, p50 %.1f us, p99 %.1f us, max "
-	       "%.1f us; first use p50 %.2f ms, max %.2f ms (compile max "
-	       "%.2f ms, classes max %.2f ms CPU); cache hit max %.2f us\n",
+	       "%.1f us; first use (CPU, compile + classes) p50 %.2f ms, max "
+	       "%.2f ms, over 10 ms: %d (compile max %.2f ms, classes max "
+	       "%.2f ms); first use wall p50 %.2f ms, max %.2f ms; cache hit "
+	       "max %.2f us\n",
 	       idx, b->all.n, quantile(&b->all, 0.5), quantile(&b->all, 0.99),
-	       quantile(&b->all, 1.0), quantile(&tot.first, 0.5) / 1e3,
-	       quantile(&tot.first, 1.0) / 1e3,
+	       quantile(&b->all, 1.0), quantile(&tot.cpu_first, 0.5) / 1e3,
+	       quantile(&tot.cpu_first, 1.0) / 1e3, tot.over_10ms,
 	       quantile(&tot.compile, 1.0) / 1e3,
-	       quantile(&tot.classes, 1.0) / 1e3, tot.hit_max_us);
+	       quantile(&tot.classes, 1.0) / 1e3,
+	       quantile(&tot.first, 0.5) / 1e3, quantile(&tot.first, 1.0) / 1e3,
+	       tot.hit_max_us);
+	if (o->plain)
+		printf("without sharing: first use (CPU) p50 %.2f ms, max %.2f "
+		       "ms, over 10 ms: %d\n",
+		       quantile(&tot.plain, 0.5) / 1e3,
+		       quantile(&tot.plain, 1.0) / 1e3, tot.over_10ms_plain);
 	free(tot.first.us), free(tot.compile.us), free(tot.classes.us);
+	free(tot.cpu_first.us), free(tot.plain.us);
 	return 0;
 }
 
@@ -447,23 +517,29 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->steps = atoi(v);
 		else if (!strcmp(a, "--seed"))
 			o->seed = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--repeat"))
+			o->repeat = atoi(v);
+		else if (!strcmp(a, "--plain"))
+			o->plain = atoi(v) != 0;
 		else
 			return -EINVAL;
 	}
-	if (o->pad_to > (1u << 21) || o->walks < 1 || o->steps < 1)
+	if (o->pad_to > (1u << 21) || o->walks < 1 || o->steps < 1 ||
+	    o->repeat < 1 || o->repeat > 1000)
 		return -EINVAL;
 	return o->vocab && o->schemas ? 0 : -EINVAL;
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.walks = 30, .steps = 200, .seed = 1};
+	struct opts o = {.walks = 30, .steps = 200, .seed = 1, .repeat = 9};
 	struct bench b = {0};
 	int rc;
 
 	if (parse_args(argc, argv, &o)) {
 		fprintf(stderr, "usage: bench_grammar_schemas [--pad-to N] "
-				"[--walks N] [--steps N] [--seed S] VOCAB "
+				"[--walks N] [--steps N] [--seed S] [--repeat N] "
+				"[--plain 0|1] VOCAB "
 				"SCHEMAS.jsonl\n");
 		return 2;
 	}
