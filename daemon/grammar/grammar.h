@@ -94,10 +94,11 @@ int o1_grammar_vocab_kind(const struct o1_grammar_vocab *v, uint32_t id);
 uint32_t o1_grammar_mask_words(const struct o1_grammar_vocab *v);
 
 /* Classifies every token at every grammar position: the expensive part
- * of using a grammar (milliseconds for JSON over 128k tokens, a walk of
- * the vocabulary per state: hundreds of ms for schemas whose lengths make
- * hundreds of counting states). N_THREADS threads share the states (0 or
- * 1: the calling thread alone; at most 64). */
+ * of using a grammar (a walk of the vocabulary trie per position, shared
+ * between positions that differ by a counter, equivalent positions and
+ * positions whose first byte leads to the same state: a few ms for the
+ * test schemas over 128k tokens). N_THREADS threads share the positions
+ * (0 or 1: the calling thread alone; at most 64). */
 int o1_grammar_tokens_create(const struct o1_grammar *g,
 			     const struct o1_grammar_vocab *v,
 			     uint32_t n_threads,

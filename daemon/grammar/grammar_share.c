@@ -29,7 +29,12 @@
  * that contradicts itself (or meets another chain) is dropped. The work
  * is bounded (SHARE_WORK pair x class checks): past it, the positions
  * left are walked as before. Everything here only chooses which walks to
- * skip: the classes are those the walks would give.
+ * skip: the classes are those the walks would give (for equivalent
+ * states, unless one walk would stop at the engine's limits, PRE_HEADS
+ * heads or PRE_FRAMES frames, where the other does not: then the copy
+ * classes what the walk would leave to the runtime check).
+ *
+ * Equivalent positions: see find_equiv.
  */
 #include "grammar/grammar_int.h"
 
