@@ -206,6 +206,21 @@ def test_reader_as_o1d_s(fmt, text):
     same(fmt, text.encode())
 
 
+@pytest.mark.parametrize("params", [
+    {"properties": {"n": True}}, [1], {"properties": ["n"]},
+    {"properties": {"n": "integer"}}])
+def test_reader_on_odd_schemas(params):
+    """A schema the reader cannot type a parameter from (a boolean
+    subschema is valid JSON Schema) leaves its value text, as o1d's
+    reader does, rather than raising."""
+    tools = [{"type": "function",
+              "function": {"name": "f", "parameters": params}}]
+    content, calls = _tools.parse(
+        2, "<function=f>\n<parameter=n>\n5\n</parameter></function>",
+        tools)
+    assert [(c.name, c.args) for c in calls] == [("f", {"n": "5"})]
+
+
 def test_reader_on_the_fuzz_seeds():
     seeds = REPO / "tests" / "fuzz" / "corpus" / "tool_call"
     n = 0
