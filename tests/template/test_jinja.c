@@ -109,6 +109,12 @@ static const struct render_case cases[] = {
 	 "{{ 'ab' \"cd\" 'ef' }}|{{ '\\x41\\u00e9\\U0001F680\\t\\\\\\'\\\"\\q' }}",
 	 NULL,
 	 "abcdef|A\303\251\360\237\232\200\t\\'\"\\q"},
+	/* a lone surrogate is one character, as in Python (common/utf8's
+	 * o1_utf8_decode_surrogates) */
+	{"surrogate_literal",
+	 "{{ '\\ud800'|length }} {{ ('a\\udfffb'[1:])|length }} {{ '\\ud800x'[1] }}",
+	 NULL,
+	 "1 2 x"},
 	{"if_elif",
 	 "{% for v in [1, 2, 3] %}{% if v == 1 %}one{% elif v == 2 %}two{% else %}many{% endif %};{% endfor %}",
 	 NULL,

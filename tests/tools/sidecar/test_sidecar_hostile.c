@@ -36,6 +36,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "common/utf8.h"
 #include "sidecar_harness.h"
 #include "tests/common/test_util.h"
 #include "tools/sidecar/sidecar_input.h"
@@ -151,7 +152,7 @@ static cJSON *json_body(const char *answer)
 
 	assert_non_null(b);
 	b += 4;
-	if (!o1_sidecar_utf8_valid(b, strlen(b), NULL))
+	if (!o1_utf8_valid(b, strlen(b), NULL))
 		fail_msg("answer not UTF-8: %s", b);
 	j = cJSON_Parse(b);
 	if (!j)
