@@ -5,8 +5,8 @@
  * bits from each 10xxxxxx byte, and then asks whether the number is a
  * scalar value (<= U+10FFFF, not a surrogate) written in its shortest
  * form. Both must agree on every sequence of one to three bytes, on every
- * four-byte sequence whose lead has the four-byte pattern, and on every
- * code point's round trip. */
+ * four-byte sequence with a four-byte lead (F0-F4; F5-F7 where the bit
+ * pattern holds), and on every code point's round trip. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,21 +108,32 @@ static void test_short_sequences(void **state)
 	}
 }
 
-/* Every four-byte sequence whose lead reads 11110xxx (F0-F7: the ones the
- * bit pattern alone would take); other leads decide within three bytes. */
+/* Every four-byte sequence that starts with F0-F4 (the leads of four-byte
+ * characters); for F5-F7, which the bit pattern also reads as four-byte
+ * leads, every sequence whose other bytes read as 10xxxxxx (the others
+ * fail the pattern before any range is asked). Other leads decide within
+ * three bytes. */
 static void test_four_byte_sequences(void **state)
 {
 	uint8_t s[4];
 
 	(void)state;
-	for (uint32_t v = 0; v < 8u << 24; v++) {
-		s[0] = (uint8_t)(0xf0 | v >> 24);
+	for (uint32_t v = 0; v < 5u << 24; v++) {
+		s[0] = (uint8_t)(0xf0 + (v >> 24));
 		s[1] = (uint8_t)(v >> 16);
 		s[2] = (uint8_t)(v >> 8);
 		s[3] = (uint8_t)v;
 		check_seq(s, 4);
 		if (stream_len(s, 4) != o1_utf8_decode(s, 4, NULL))
 			fail_msg("stream form disagrees on %08x", v);
+	}
+	for (uint32_t v = 0; v < 3u << 18; v++) {
+		s[0] = (uint8_t)(0xf5 + (v >> 18));
+		s[1] = (uint8_t)(0x80 | (v >> 12 & 0x3f));
+		s[2] = (uint8_t)(0x80 | (v >> 6 & 0x3f));
+		s[3] = (uint8_t)(0x80 | (v & 0x3f));
+		check_seq(s, 4);
+		assert_int_equal(o1_utf8_decode(s, 4, NULL), 0);
 	}
 }
 
