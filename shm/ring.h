@@ -11,7 +11,8 @@
  *   tail      written by the producer only (release), read by the consumer
  *             (acquire): slots before tail are committed and fully written.
  *   flags     written by the consumer only: O1_RING_NEED_WAKEUP (it is about
- *             to sleep), O1_RING_DRAINING (it accepts no new work).
+ *             to sleep), O1_RING_DRAINING (it accepts no new work),
+ *             O1_RING_WANT_ROOM (it sleeps until the peer ring has room).
  *   doorbell  incremented by the producer when it wakes a sleeping consumer;
  *             the consumer waits on it as a futex word (see doorbell.h).
  * Indices are free-running uint32 counters; slot = index & (capacity - 1).
@@ -33,6 +34,12 @@
 enum o1_ring_flags {
 	O1_RING_NEED_WAKEUP = 1u << 0,
 	O1_RING_DRAINING = 1u << 1,
+	/* On a submission ring, set with NEED_WAKEUP: its consumer (the
+	 * daemon) sleeps waiting for room in the peer completion ring, so
+	 * the client notifies this ring's doorbell once it has taken events
+	 * (see daemon/ipc/front.c). Ignored by older clients: the daemon's
+	 * housekeeping tick still retries. */
+	O1_RING_WANT_ROOM = 1u << 2,
 };
 
 struct o1_ring_ctrl {
