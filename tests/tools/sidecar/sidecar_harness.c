@@ -217,3 +217,37 @@ int harness_setup(const char *o1d, const char *o1model, const char *sidecar)
 	start_daemon();
 	return 0;
 }
+
+int harness_teardown(struct proc *const *sidecars, size_t n)
+{
+	int bad = 0, code;
+
+	for (size_t i = 0; i < n; i++) {
+		code = stop(sidecars[i]);
+		if (code) {
+			fprintf(stderr, "sidecar exit code %d (%s)\n", code,
+				sidecars[i]->log);
+			bad = 1;
+		}
+	}
+	code = stop(&daemon_p);
+	if (code) {
+		fprintf(stderr, "o1d exit code %d (%s)\n", code, daemon_p.log);
+		bad = 1;
+	}
+	return bad ? -1 : o1_test_dir_remove(dir);
+}
+
+int harness_args(int argc, char **argv, int max_extra, const char *extra)
+{
+	if (argc < 4 || argc > 4 + max_extra) {
+		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR%s%s\n",
+			argv[0], extra ? " " : "", extra ? extra : "");
+		return 2;
+	}
+	o1d_bin = argv[1];
+	o1model_bin = argv[2];
+	sidecar_bin = argv[3];
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}

@@ -44,6 +44,14 @@ void start_sidecar(struct proc *p, const char *name, const char *const *sets);
 extern const char *harness_preset;
 /* Makes DIR and the model (harness_preset), starts o1d; 0 or -1. */
 int harness_setup(const char *o1d, const char *o1model, const char *sidecar);
+/* A group teardown: stops the N SIDECARS and o1d, then removes DIR;
+ * -1 (each bad exit code on stderr) when any did not exit 0. */
+int harness_teardown(struct proc *const *sidecars, size_t n);
+/* A main's command line: O1D O1MODEL O1_SIDECAR, then up to MAX_EXTRA
+ * more (left in argv[4..], EXTRA names them in the usage line) into the
+ * *_bin names; SIGPIPE ignored (a peer's hang-up is a test's result, not
+ * its death). Returns 0, or 2 after the usage line. */
+int harness_args(int argc, char **argv, int max_extra, const char *extra);
 
 struct direct {
 	char text[8192];

@@ -163,14 +163,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int s = stop(&side), d = stop(&daemon_p);
+	struct proc *const sidecars[] = {&side};
 
 	(void)state;
-	if (s != 0 || d != 0) {
-		fprintf(stderr, "exit codes: sidecar %d, o1d %d\n", s, d);
-		return -1;
-	}
-	return o1_test_dir_remove(dir);
+	return harness_teardown(sidecars, 1);
 }
 
 int main(int argc, char **argv)
@@ -180,13 +176,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_model_switch),
 	};
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR\n", argv[0]);
+	if (harness_args(argc, argv, 0, NULL))
 		return 2;
-	}
-	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	sidecar_bin = argv[3];
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
