@@ -131,6 +131,8 @@ static const struct key keys[] = {
 	BOOL(graphs, enabled, "true"),
 	LIST(graphs, buckets, 1, 4096, F_ASCENDING | F_NONEMPTY,
 	     "1,2,4,8,16,24,32,48,64,96,128,192,256"),
+	BOOL(cuda, autotune, "true"),
+	U32(cuda, autotune_ms, 1, 60000, 0, "2000"),
 	STR(ipc, socket, F_ABSOLUTE | F_NONEMPTY, "/run/o1d/o1d.sock"),
 	{"ipc", "socket_mode", T_OCTAL, OFF(ipc.socket_mode), 0, 0, 0777, 0, 0,
 	 NULL, 0, "0660"},

@@ -122,6 +122,10 @@ struct o1_config {
 		struct o1_config_list buckets; /* batch sizes, ascending */
 	} graphs;
 	struct {
+		bool autotune;	      /* time the products' setups at load */
+		uint32_t autotune_ms; /* load time it may take */
+	} cuda;
+	struct {
 		char socket[O1_CONFIG_SOCKET_MAX];
 		uint32_t socket_mode; /* permission bits, e.g. 0660 */
 		struct o1_config_list allowed_uids;

@@ -241,6 +241,7 @@ static void cuda_destroy(void *state)
 		o1_cuda_sync(s);
 	o1_cuda_devout_free(s);
 	o1_cuda_graphs_destroy(s->graphs);
+	o1_cuda_tune_free(&s->tune);
 	if (s->blas)
 		cublasDestroy(s->blas);
 	if (s->stream)
@@ -406,6 +407,7 @@ static int setup_graphs(struct cuda_state *s)
 					   bucket_sync,
 					   s,
 					   s->cfg.tp_size > 0};
+	int err;
 
 	if (s->cfg.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
 		o1_err("cuda graphs: %u buckets configured, at most %u",
@@ -413,7 +415,9 @@ static int setup_graphs(struct cuda_state *s)
 		return -O1_E_CONFIG;
 	}
 	gc.n_buckets = pick_buckets(&s->cfg, b);
-	return o1_cuda_graphs_create(&gc, &s->graphs);
+	/* the picks first: the graphs capture the tuned launches */
+	err = o1_cuda_tune_run(s, b, gc.n_buckets);
+	return err ? err : o1_cuda_graphs_create(&gc, &s->graphs);
 }
 
 static int cuda_create(const struct o1_model *m,

@@ -110,17 +110,31 @@ static int settle(struct cuda_state *s)
 	return s->cfg.tp_link.wait ? o1_cuda_sync(s) : 0;
 }
 
+/* Whether a step of ROWS rows takes the gemv path: at most
+ * O1_GEMV_MAX_ROWS, unless the autotuner found cuBLAS faster for them. */
+static bool gemv_rows(const struct cuda_state *s, uint32_t rows)
+{
+	return rows <= O1_GEMV_MAX_ROWS && !o1_cuda_tune_blas(&s->tune, rows);
+}
+
 /* Whether a step of ROWS rows (or a head chunk of ROWS rows) launches
  * with PDL. */
 static bool step_pdl(const struct cuda_state *s, uint32_t rows)
 {
-	return s->pdl && rows <= O1_GEMV_MAX_ROWS;
+	return s->pdl && gemv_rows(s, rows);
 }
 
 /* Whether a step of ROWS rows runs the fused products. */
 static bool step_fused(const struct cuda_state *s, uint32_t rows)
 {
-	return s->fused && rows <= O1_GEMV_MAX_ROWS;
+	return s->fused && gemv_rows(s, rows);
+}
+
+/* The gemv setup of product KIND over ROWS rows (cuda_tune.h). */
+static struct o1_gemv_setup setup(const struct cuda_state *s,
+				  enum cuda_kind kind, uint32_t rows)
+{
+	return o1_cuda_tune_gemv(&s->tune, kind, rows);
 }
 
 static int flatten_seq(struct cuda_state *s, const struct o1_step_seq *q,
@@ -172,16 +186,27 @@ static int flatten(struct cuda_state *s, const struct o1_step *st,
 
 /* y (m,n) f32 = x (m,k) bf16 . w (n,k)^T bf16, f32 compute: gemv.cu for
  * up to O1_GEMV_MAX_ROWS rows (decode: it streams the weights near the
- * memory bandwidth, cuBLAS does not at M = 1), cuBLAS above. */
-static int gemm(struct cuda_state *s, float *y, const uint16_t *x,
-		const uint16_t *w, uint32_t m, uint32_t n, uint32_t k)
+ * memory bandwidth, cuBLAS does not at M = 1), cuBLAS above: the
+ * cuBLASLt algorithm the autotuner picked for product KIND over M rows,
+ * else cublasGemmEx's default. */
+static int gemm(struct cuda_state *s, enum cuda_kind kind, float *y,
+		const uint16_t *x, const uint16_t *w, uint32_t m, uint32_t n,
+		uint32_t k)
 {
 	const float one = 1.0f, zero = 0.0f;
+	const struct cuda_tune_lt *p = NULL;
+	const cublasLtMatmulAlgo_t *algo;
 
-	if (m <= O1_GEMV_MAX_ROWS && k % 8 == 0)
-		return o1_gemv_bf16_cuda(y, x, w, m, n, k, step_pdl(s, m),
-					 s->stream);
-
+	if (gemv_rows(s, m) && k % 8 == 0)
+		return o1_gemv_bf16_cuda(y, x, w, m, n, k, setup(s, kind, m),
+					 step_pdl(s, m), s->stream);
+	algo = o1_cuda_tune_lt(&s->tune, kind, m, &p);
+	if (algo)
+		return o1_cuda_blas_check(
+		    cublasLtMatmul(s->tune.lt, p->op, &one, w, p->a, x, p->b,
+				   &zero, y, p->c, y, p->c, algo, s->blas_ws,
+				   BLAS_WS_BYTES, s->stream),
+		    "gemm (cuBLASLt)");
 	return o1_cuda_blas_check(
 	    cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m,
 			 (int)k, &one, w, CUDA_R_16BF, (int)k, x, CUDA_R_16BF,
@@ -240,13 +265,14 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 	return err;
 }
 
-/* The product with a matrix held as bf16 (W) or in blocks (Q). */
-static int product(struct cuda_state *s, float *y, const uint16_t *x,
-		   const uint16_t *w, const struct cuda_qmat *q, uint32_t m,
-		   uint32_t n, uint32_t k)
+/* The product KIND with a matrix held as bf16 (W) or in blocks (Q). */
+static int product(struct cuda_state *s, enum cuda_kind kind, float *y,
+		   const uint16_t *x, const uint16_t *w,
+		   const struct cuda_qmat *q, uint32_t m, uint32_t n,
+		   uint32_t k)
 {
 	return q->n_parts ? gemm_q(s, y, x, q, m, n, k)
-			  : gemm(s, y, x, w, m, n, k);
+			  : gemm(s, kind, y, x, w, m, n, k);
 }
 
 static struct o1_attn_dims attn_dims(const struct cuda_state *s)
@@ -283,13 +309,14 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	int err;
 
 	if (fuse)
-		return o1_gemv_norm_rope_kv_cuda(ra, ad, s->x, y->attn_norm,
-						 d->norm_eps, y->wqkv, t,
-						 d->dim, pdl, s->stream);
+		return o1_gemv_norm_rope_kv_cuda(
+		    ra, ad, s->x, y->attn_norm, d->norm_eps, y->wqkv, t, d->dim,
+		    setup(s, CUDA_KIND_QKV, t), pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
 			      t, d->dim, d->norm_eps, pdl, s->stream);
 	err = err ? err
-		  : product(s, s->qkv, s->h, y->wqkv, &y->qqkv, t, n, d->dim);
+		  : product(s, CUDA_KIND_QKV, s->qkv, s->h, y->wqkv, &y->qqkv,
+			    t, n, d->dim);
 	return err ? err : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
 }
 
@@ -314,9 +341,9 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 	int err;
 
 	if (fuse)
-		return o1_gemv_norm_swiglu_bf16_cuda(s->act, s->x, y->ffn_norm,
-						     d->norm_eps, y->wgu, t, f,
-						     d->dim, pdl, s->stream);
+		return o1_gemv_norm_swiglu_bf16_cuda(
+		    s->act, s->x, y->ffn_norm, d->norm_eps, y->wgu, t, f,
+		    d->dim, setup(s, CUDA_KIND_GU, t), pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
 			      d->norm_eps, pdl, s->stream);
 	if (!err && q_swiglu(s, &y->qgu, t))
@@ -324,26 +351,46 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 					     y->qgu.part[0].type, t, f, d->dim,
 					     pdl, s->stream);
 	err = err ? err
-		  : product(s, s->gu, s->h, y->wgu, &y->qgu, t, 2 * f, d->dim);
+		  : product(s, CUDA_KIND_GU, s->gu, s->h, y->wgu, &y->qgu, t,
+			    2 * f, d->dim);
 	return err ? err
 		   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
 				    s->stream);
 }
 
-/* An output product (O or down) of IN (K wide) by W: added to the
+/* An output product KIND (O or down) of IN (K wide) by W: added to the
  * residual stream when ADD (fused), else into s->o, summed across the
  * ranks, for the next RMSNorm to add. */
-static int out_product(struct cuda_state *s, const uint16_t *in,
-		       const uint16_t *w, const struct cuda_qmat *q, uint32_t t,
-		       uint32_t k, bool add, bool pdl)
+static int out_product(struct cuda_state *s, enum cuda_kind kind,
+		       const uint16_t *in, const uint16_t *w,
+		       const struct cuda_qmat *q, uint32_t t, uint32_t k,
+		       bool add, bool pdl)
 {
 	int err;
 
 	if (add)
-		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k, pdl,
-					     s->stream);
-	err = product(s, s->o, in, w, q, t, s->d.dim, k);
+		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k,
+					     setup(s, kind, t), pdl, s->stream);
+	err = product(s, kind, s->o, in, w, q, t, s->d.dim, k);
 	return err ? err : reduce(s, t);
+}
+
+/* Layer L's RoPE and KV page write over T tokens (the step inputs). */
+static struct o1_rope_kv_args rope_args(const struct cuda_state *s, uint32_t l,
+					uint32_t t)
+{
+	return (struct o1_rope_kv_args){
+	    s->q,
+	    s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0),
+	    s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1),
+	    s->qkv,
+	    s->layers[l].bqkv,
+	    s->dev.pos,
+	    s->dev.slots,
+	    s->inv_freq,
+	    s->rope_scale,
+	    t,
+	    s->d.rope.dim};
 }
 
 static int attention_block(struct cuda_state *s, uint32_t l,
@@ -352,22 +399,18 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[l];
 	struct o1_attn_dims ad = attn_dims(s);
-	uint16_t *kc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0);
-	uint16_t *vc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1);
-	struct o1_rope_kv_args ra = {s->q,	   kc,		vc,
-				     s->qkv,	   y->bqkv,	s->dev.pos,
-				     s->dev.slots, s->inv_freq, s->rope_scale,
-				     f->tokens,	   d->rope.dim};
+	struct o1_rope_kv_args ra = rope_args(s, l, f->tokens);
 	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
 	int err = qkv_in(s, l, &ra, &ad, fuse, pdl);
 
 	err = err ? err
-		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
-				      f->max_len, s->scratch, s->scratch_floats,
-				      pdl, s->stream);
+		  : o1_attention_cuda(s->att, s->q, ra.k_cache, ra.v_cache, &ad,
+				      b, t, f->max_len, s->scratch,
+				      s->scratch_floats, pdl, s->stream);
 	return err ? err
-		   : out_product(s, s->att, y->wo, &y->qo, t, qd, fuse, pdl);
+		   : out_product(s, CUDA_KIND_O, s->att, y->wo, &y->qo, t, qd,
+				 fuse, pdl);
 }
 
 /* Unfused, the down product goes to s->o for the next RMSNorm (the next
@@ -378,8 +421,9 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	int err = mlp_in(s, l, t, fuse, pdl);
 
 	return err ? err
-		   : out_product(s, s->act, s->layers[l].wdown,
-				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse, pdl);
+		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
+				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,
+				 pdl);
 }
 
 /* Uploads the inputs of N_SEQS sequences; the tables come last: only the
@@ -426,12 +470,38 @@ static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n, bool fused)
 	if (fused)
 		return o1_gemv_norm_rows_bf16_cuda(
 		    s->logits, s->x, s->dev.rows + c, s->out_norm, d->norm_eps,
-		    s->out_w, n, d->vocab_size, d->dim, pdl, s->stream);
+		    s->out_w, n, d->vocab_size, d->dim,
+		    setup(s, CUDA_KIND_HEAD, n), pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm, s->dev.rows + c, n,
 			      d->dim, d->norm_eps, pdl, s->stream);
 	return err ? err
-		   : product(s, s->logits, s->h, s->out_w, &s->qout, n,
-			     d->vocab_size, d->dim);
+		   : product(s, CUDA_KIND_HEAD, s->logits, s->h, s->out_w,
+			     &s->qout, n, d->vocab_size, d->dim);
+}
+
+int o1_cuda_forward_stage(struct cuda_state *s, enum cuda_kind kind, uint32_t l,
+			  uint32_t t)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	struct o1_attn_dims ad = attn_dims(s);
+	struct o1_rope_kv_args ra = rope_args(s, l, t);
+	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
+
+	switch (kind) {
+	case CUDA_KIND_QKV:
+		return qkv_in(s, l, &ra, &ad, fuse, pdl);
+	case CUDA_KIND_O:
+		return out_product(s, kind, s->att, y->wo, &y->qo, t,
+				   d->n_heads * d->head_dim, fuse, pdl);
+	case CUDA_KIND_GU:
+		return mlp_in(s, l, t, fuse, pdl);
+	case CUDA_KIND_DOWN:
+		return out_product(s, kind, s->act, y->wdown, &y->qdown, t,
+				   d->ffn_dim, fuse, pdl);
+	default:
+		return head_chunk(s, 0, t, fuse);
+	}
 }
 
 /* Uploads N sample rows (ROWS; NULL: greedy ones), padded to BATCH

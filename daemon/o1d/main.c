@@ -35,6 +35,7 @@
 #include "engine.h"
 #include "common/error.h"
 #include "faults.h"
+#include "kv_budget.h"
 #include "grammar/grammar_tokenizer.h"
 #include "ipc/control.h"
 #include "common/file.h"
@@ -301,34 +302,53 @@ static uint64_t kv_page_bytes(const struct o1d *d, enum o1_backend_kind kind)
 	return o1_backend_kind_kv_page_bytes(kind, &l);
 }
 
+/* The name of the setting behind max_running(): the smaller of the two. */
+static const char *max_running_key(const struct o1_config *c)
+{
+	return c->scheduler.max_running < c->scheduler.max_batch_tokens
+		   ? "scheduler.max_running"
+		   : "scheduler.max_batch_tokens";
+}
+
 /* kv.pages, or kv.memory_fraction of the memory left, but no more than
- * max_running full contexts need. */
+ * max_running full contexts need (kv_budget.c); the line says which bound
+ * decided. */
 static uint32_t kv_pages(const struct o1d *d, enum o1_backend_kind kind)
 {
 	bool cuda = kind == O1_BACKEND_CUDA;
-	uint32_t P = d->cfg.kv.page_tokens;
-	uint64_t per_seq = (d->ctx + 1 + P - 1) / P;
-	uint64_t page_bytes = kv_page_bytes(d, kind);
-	uint64_t avail = cuda ? cuda_available(d) : mem_available();
-	uint64_t n, cap = per_seq * max_running(&d->cfg);
+	struct o1_kv_budget_in in = {
+	    .pages = d->cfg.kv.pages,
+	    .memory_fraction = d->cfg.kv.memory_fraction,
+	    .page_bytes = kv_page_bytes(d, kind),
+	    .context_tokens = d->ctx + 1,
+	    .page_tokens = d->cfg.kv.page_tokens,
+	    .max_running = max_running(&d->cfg),
+	};
+	struct o1_kv_budget b;
+	const char *why;
 
-	if (d->cfg.kv.pages)
-		return d->cfg.kv.pages;
-	if (!page_bytes) /* a backend this build lacks: its create refuses */
-		return (uint32_t)per_seq;
-	n = (uint64_t)(d->cfg.kv.memory_fraction * (double)avail) / page_bytes;
-	if (n > cap)
-		n = cap;
-	if (n < per_seq)
-		n = per_seq;
-	if (n > (1u << 24))
-		n = 1u << 24;
-	o1_info("kv: %llu pages of %llu bytes from kv.memory_fraction %.2f "
-		"of %llu MiB %s memory left",
-		(unsigned long long)n, (unsigned long long)page_bytes,
-		d->cfg.kv.memory_fraction, (unsigned long long)(avail >> 20),
-		cuda ? "device" : "host");
-	return (uint32_t)n;
+	if (!in.page_bytes) /* a backend this build lacks: its create refuses */
+		return o1_kv_budget(&in).pages;
+	in.avail_bytes = in.pages ? 0 : cuda ? cuda_available(d) : mem_available();
+	b = o1_kv_budget(&in);
+	why = b.bound == O1_KV_BOUND_MAX_RUNNING ? max_running_key(&d->cfg)
+						 : o1_kv_bound_name(b.bound);
+	o1_info("kv: %u pages of %llu bytes (%llu tokens, %llu full contexts "
+		"of %llu tokens), set by %s",
+		b.pages, (unsigned long long)in.page_bytes,
+		(unsigned long long)b.pages * in.page_tokens,
+		(unsigned long long)(b.pages / b.per_context),
+		(unsigned long long)in.context_tokens, why);
+	if (!in.pages)
+		o1_info("kv: kv.memory_fraction %.2f of %llu MiB %s memory left "
+			"would give %llu pages",
+			in.memory_fraction,
+			(unsigned long long)(in.avail_bytes >> 20),
+			cuda ? "device" : "host",
+			(unsigned long long)(in.memory_fraction *
+					     (double)in.avail_bytes) /
+			    in.page_bytes);
+	return b.pages;
 }
 
 /* backend.sample_in_backend for KIND: auto is on where the backend is
@@ -373,6 +393,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	int err;
 
 	bc.graphs_enabled = d->cfg.graphs.enabled;
+	bc.cuda_autotune = d->cfg.cuda.autotune;
+	bc.cuda_autotune_ms = d->cfg.cuda.autotune_ms;
 	bc.n_graph_buckets = buckets->n;
 	if (bc.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
 		o1_warn(

@@ -202,6 +202,9 @@ static void test_preemption(void **state)
 	pid_t pids[4];
 
 	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	/* the start-up line names the bound that decided the pool */
+	assert_true(log_has(d->log, "kv: 10 pages of "));
+	assert_true(log_has(d->log, "(160 tokens, 0 full contexts of 161 tokens), set by kv.pages"));
 	for (unsigned c = 0; c < 4; c++)
 		pids[c] = spawn_client(d->socket, c, 4);
 	for (unsigned c = 0; c < 4; c++)
@@ -588,6 +591,9 @@ static void test_notify_and_reload(void **state)
 	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
 	unsetenv("NOTIFY_SOCKET");
 	expect_notify(fd, "READY=1");
+	/* host memory gives more than 4 sequences can use: the cap is said */
+	assert_true(log_has(d->log, "4 full contexts of"));
+	assert_true(log_has(d->log, "set by scheduler.max_running"));
 	write_file(d->config, "[scheduler]\nmax_running = 1\n"
 			      "[kv]\npage_tokens = 32\n");
 	kill(d->pid, SIGHUP);
