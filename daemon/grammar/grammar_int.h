@@ -99,6 +99,15 @@ struct gutf8_seq {
  * how many, or -1 past CAP. */
 int gr_utf8_split(uint32_t lo, uint32_t hi, struct gutf8_seq *out, int cap);
 
+/* A growable uint32 array (grammar_vec.c): all zero is empty, free(v)
+ * releases it. Pushes return 0 or -ENOMEM. */
+struct gvec {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+int gr_vec_push(struct gvec *x, uint32_t val);
+
 /* Per-rule NFA (grammar_nfa.c). */
 
 enum { NE_EPS, NE_BYTE, NE_REF };
