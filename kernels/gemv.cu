@@ -50,8 +50,6 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include <atomic>
-
 #include <cuda_bf16.h>
 
 #include "cuda_launch.h"
@@ -68,8 +66,7 @@ extern "C" {
 #define GEMV_THREADS (GEMV_WARPS * 32)
 /* Blocks per multiprocessor: two, at most 128 registers a thread (the
  * launch bounds), so both fit the register file. */
-#define GEMV_BPS     O1_GEMV_BPS_DEFAULT
-#define GEMV_DEVICES 64 /* multiprocessor counts cached per device */
+#define GEMV_BPS O1_GEMV_BPS_DEFAULT
 
 /* Staged bf16 input rows at most (shared memory per block). */
 #define GEMV_STAGE_BYTES (64u << 10)
