@@ -11,8 +11,7 @@
  *   tail      written by the producer only (release), read by the consumer
  *             (acquire): slots before tail are committed and fully written.
  *   flags     written by the consumer only: O1_RING_NEED_WAKEUP (it is about
- *             to sleep), O1_RING_DRAINING (it accepts no new work),
- *             O1_RING_WANT_ROOM (it sleeps until the peer ring has room).
+ *             to sleep), O1_RING_DRAINING (it accepts no new work).
  *   doorbell  incremented by the producer when it wakes a sleeping consumer;
  *             the consumer waits on it as a futex word (see doorbell.h).
  * Indices are free-running uint32 counters; slot = index & (capacity - 1).
@@ -21,7 +20,10 @@
  * the shared copy of its own index is never read back. The peer's index is
  * untrusted; a value that would put more than capacity entries in the ring
  * is reported as -O1_E_PROTOCOL and the ring stays unchanged. A stale read
- * of the peer's index costs only a spurious "full" or "empty". */
+ * of the peer's index costs only a spurious "full" or "empty".
+ *
+ * The consumer's flags also say, on a submission ring, that it sleeps
+ * waiting for room in the peer ring (O1_RING_WANT_ROOM, below). */
 #ifndef O1_RING_H
 #define O1_RING_H
 

@@ -187,10 +187,7 @@ struct o1_ipc_stats {
 	uint64_t admin_requests;
 	uint64_t wakeups_spin; /* work found while busy-polling */
 	uint64_t sleeps;       /* times the loop slept in io_uring */
-	uint64_t ticks;	       /* housekeeping passes (every 100 ms) */
 	uint64_t cq_full;      /* posts refused for backpressure */
-	uint64_t room_wakes;   /* wake-ups by a reader that made room in a
-				* full completion ring */
 	/* Wake-up latency of valid PING and SUBMIT entries (sent_ns to
 	 * copy-out), by how the loop found them: samples and their sum. */
 	uint64_t wakeup_spin_n, wakeup_spin_ns;
@@ -201,6 +198,9 @@ struct o1_ipc_stats {
 	uint64_t half_open_evicted; /* hello-less connections refused for a
 				     * newer one (max_half_open) */
 	uint64_t uid_refused;	    /* over max_clients_per_uid */
+	uint64_t ticks;		    /* housekeeping passes (every 100 ms) */
+	uint64_t room_wakes; /* wake-ups by a reader that made room in a full
+			      * completion ring */
 	int futex_wait;		 /* 1: IORING_OP_FUTEX_WAIT in use */
 };
 
