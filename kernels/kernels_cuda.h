@@ -266,6 +266,51 @@ int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
 			  enum o1_quant_type type, uint32_t m, uint32_t f,
 			  uint32_t k, bool pdl, cudaStream_t stream);
 
+/* gemv_q.cu, the int8 path (the backend's default: cfg.quant_dot): the
+ * products of o1_gemv_q_cuda and o1_gemv_q_swiglu_cuda (same operands and
+ * limits) with each block launch quantizing the input rows to int8 per
+ * 32 elements first and multiplying the weights' integers with __dp4a;
+ * gemv_q8.h specifies the arithmetic (its CPU reference gives the same
+ * bits) and bounds its distance to the f32 product. Where the quantized
+ * rows would not fit a block's shared memory (o1_gemv_q8_fits false:
+ * M K above ~60 K elements: 4 rows of 14336 fit) the launch runs the f32
+ * kernel instead. */
+int o1_gemv_q8_cuda(float *y, const uint16_t *x, const void *w,
+		    enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		    uint32_t ldy, bool pdl, cudaStream_t stream);
+int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
+			   enum o1_quant_type type, uint32_t m, uint32_t f,
+			   uint32_t k, bool pdl, cudaStream_t stream);
+bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k);
+
+/* gemv_q.cu, the int8 path's fused decode variants (the CUDA backend's
+ * fused products on block weights), each bit for bit the unfused
+ * composition on the device; operands as o1_gemv_q8_cuda's, and they
+ * refuse (-EINVAL, logged) a shape o1_gemv_q8_fits rejects:
+ * - o1_gemv_q8_add_cuda: y[i * ldy + j] += the product (the residual
+ *   add of the O and down products), as o1_gemv_q8_cuda into a buffer and
+ *   the next o1_rmsnorm_cuda's residual add;
+ * - o1_gemv_q8_norm_cuda: the product over bf16(rmsnorm(x)) of the f32
+ *   rows ROWS[0 .. M) of x (ROWS NULL: 0 .. M), NORM_W (K) f32, as
+ *   o1_rmsnorm_cuda (no residual) then o1_gemv_q8_cuda: each block
+ *   normalizes the rows itself (QKV parts, the LM head);
+ * - o1_gemv_q8_norm_swiglu_cuda: the same input, SwiGLU epilogue, as
+ *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda.
+ * x and NORM_W 16-byte aligned, eps >= 0. */
+int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
+			enum o1_quant_type type, uint32_t m, uint32_t n,
+			uint32_t k, uint32_t ldy, bool pdl,
+			cudaStream_t stream);
+int o1_gemv_q8_norm_cuda(float *y, const float *x, const uint32_t *rows,
+			 const float *norm_w, float eps, const void *w,
+			 enum o1_quant_type type, uint32_t m, uint32_t n,
+			 uint32_t k, uint32_t ldy, bool pdl,
+			 cudaStream_t stream);
+int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
+				const float *norm_w, float eps, const void *w,
+				enum o1_quant_type type, uint32_t m, uint32_t f,
+				uint32_t k, bool pdl, cudaStream_t stream);
+
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */
 int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,

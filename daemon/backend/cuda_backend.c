@@ -305,6 +305,26 @@ static int pick_decode(struct cuda_state *s)
 	return err;
 }
 
+/* Whether the fused decode products take the model's block matrices:
+ * only the int8 path has fused variants, and each needs its input's
+ * quantized rows in shared memory (every block type, every product's K,
+ * at the most rows a decode step has). */
+static bool q_fusable(const struct cuda_state *s)
+{
+	static const enum o1_quant_type types[] = {
+	    O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+	const struct o1_model_desc *d = &s->d;
+	uint32_t ks[] = {d->dim, d->n_heads * d->head_dim, d->ffn_dim};
+
+	if (s->cfg.cuda_quant_f32)
+		return false;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
+			if (!o1_gemv_q8_fits(types[t], O1_GEMV_MAX_ROWS, ks[i]))
+				return false;
+	return true;
+}
+
 static int init_state(struct cuda_state *s, const struct o1_model *m,
 		      const struct o1_backend_config *cfg)
 {
@@ -433,10 +453,10 @@ static int cuda_create(const struct o1_model *m,
 		err = setup_streams(s);
 	if (!err)
 		err = o1_cuda_weights_load(s, m);
-	if (!err && s->n_block_mats && s->fused) {
+	if (!err && s->n_block_mats && s->fused && !q_fusable(s)) {
 		s->fused = false; /* the block products are unfused ones */
 		o1_info("cuda backend: fused products off: %u matrices in "
-			"GGUF block formats",
+			"GGUF block formats (quant_dot f32, or rows too long)",
 			s->n_block_mats);
 	}
 	if (!err)

@@ -53,15 +53,24 @@
  *
  * Matrices in GGUF block formats (cuda_weights.c, struct cuda_qmat): a
  * product over at most O1_GEMV_MAX_ROWS rows is gemv_q.cu's, one launch
- * per part (a fused output's parts in their column ranges), dequantizing
- * in registers; a larger one dequantizes each part QTILE_BYTES of bf16
- * at a time into the tile scratch (quant.cu) and multiplies each tile with
- * cuBLAS into its columns. The embedding gathers from the block table.
- * Fused products are off for such a model (cuda_backend.c): the block
- * products take the unfused route (RMSNorm, product, SwiGLU, residual add
- * in the next RMSNorm), the same for every layer, except that a decode
- * step's gate/up product in one block type has SwiGLU in its epilogue
- * (o1_gemv_q_swiglu_cuda, the same bits) unless cfg.cuda_no_fusion.
+ * per part (a fused output's parts in their column ranges): by default
+ * its int8 path (the input quantized per 32 elements in the kernel,
+ * __dp4a on the blocks' integers: kernels/gemv_q8.h), with
+ * cfg.cuda_quant_f32 dequantizing in registers in f32; a larger one dequantizes
+ * each part QTILE_BYTES of bf16 at a time into the tile scratch (quant.cu) and
+ * multiplies each tile with cuBLAS into its columns. The embedding gathers from
+ * the block table. With the int8 path the fused decode products take block
+ * matrices too (gemv_q.cu's fused variants, the bits of the unfused kernels):
+ * the QKV parts over the RMSNorm of x (then RoPE and the KV write, a kernel of
+ * its own), the gate/up product over the RMSNorm of x with SwiGLU in its
+ * epilogue (several parts: the parts, then swiglu.cu), x += the O and down
+ * products, the LM head over the final RMSNorm; a layer is 6 kernels. With
+ * cfg.cuda_quant_f32 (or a block matrix too wide for the fused variants' shared
+ * memory: cuda_backend.c) fused products are off for such a model: the block
+ * products take the unfused route (RMSNorm, product, SwiGLU, residual add in
+ * the next RMSNorm), except that a decode step's gate/up product in one block
+ * type has SwiGLU in its epilogue (o1_gemv_q_swiglu_cuda, the same bits) unless
+ * cfg.cuda_no_fusion.
  *
  * As a tensor-parallel rank (cfg.tp_size, tp_shard.h, tp_group.h): the
  * model is the rank's shard; the O and down products (f32, in s->o) are
@@ -256,9 +265,10 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 		const struct cuda_qpart *p = &q->part[i];
 
 		if (m <= O1_GEMV_MAX_ROWS)
-			err = o1_gemv_q_cuda(y + p->col0, x, p->w, p->type, m,
-					     p->rows, k, n, step_pdl(s, m),
-					     s->stream);
+			err = (s->cfg.cuda_quant_f32 ? o1_gemv_q_cuda
+						     : o1_gemv_q8_cuda)(
+			    y + p->col0, x, p->w, p->type, m, p->rows, k, n,
+			    step_pdl(s, m), s->stream);
 		else
 			err = tiles_q(s, y, x, p, m, n, k);
 	}
@@ -308,6 +318,19 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	uint32_t n = (uint32_t)cuda_qkv_rows(d), t = ra->n_tokens;
 	int err;
 
+	if (fuse && y->qqkv.n_parts) {
+		err = 0;
+		for (uint32_t i = 0; !err && i < y->qqkv.n_parts; i++) {
+			const struct cuda_qpart *p = &y->qqkv.part[i];
+
+			err = o1_gemv_q8_norm_cuda(s->qkv + p->col0, s->x, NULL,
+						   y->attn_norm, d->norm_eps,
+						   p->w, p->type, t, p->rows,
+						   d->dim, n, pdl, s->stream);
+		}
+		return err ? err
+			   : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
+	}
 	if (fuse)
 		return o1_gemv_norm_rope_kv_cuda(
 		    ra, ad, s->x, y->attn_norm, d->norm_eps, y->wqkv, t, d->dim,
@@ -340,6 +363,24 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 	uint32_t f = d->ffn_dim;
 	int err;
 
+	if (fuse && y->qgu.n_parts == 1)
+		return o1_gemv_q8_norm_swiglu_cuda(
+		    s->act, s->x, y->ffn_norm, d->norm_eps, y->qgu.part[0].w,
+		    y->qgu.part[0].type, t, f, d->dim, pdl, s->stream);
+	if (fuse && y->qgu.n_parts) {
+		err = 0;
+		for (uint32_t i = 0; !err && i < y->qgu.n_parts; i++) {
+			const struct cuda_qpart *p = &y->qgu.part[i];
+
+			err = o1_gemv_q8_norm_cuda(
+			    s->gu + p->col0, s->x, NULL, y->ffn_norm,
+			    d->norm_eps, p->w, p->type, t, p->rows, d->dim,
+			    2 * f, pdl, s->stream);
+		}
+		return err ? err
+			   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t,
+					    f, pdl, s->stream);
+	}
 	if (fuse)
 		return o1_gemv_norm_swiglu_bf16_cuda(
 		    s->act, s->x, y->ffn_norm, d->norm_eps, y->wgu, t, f,
@@ -347,9 +388,10 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
 			      d->norm_eps, pdl, s->stream);
 	if (!err && q_swiglu(s, &y->qgu, t))
-		return o1_gemv_q_swiglu_cuda(s->act, s->h, y->qgu.part[0].w,
-					     y->qgu.part[0].type, t, f, d->dim,
-					     pdl, s->stream);
+		return (s->cfg.cuda_quant_f32 ? o1_gemv_q_swiglu_cuda
+					      : o1_gemv_q8_swiglu_cuda)(
+		    s->act, s->h, y->qgu.part[0].w, y->qgu.part[0].type, t, f,
+		    d->dim, pdl, s->stream);
 	err = err ? err
 		  : product(s, CUDA_KIND_GU, s->gu, s->h, y->wgu, &y->qgu, t,
 			    2 * f, d->dim);
@@ -366,8 +408,16 @@ static int out_product(struct cuda_state *s, enum cuda_kind kind,
 		       const struct cuda_qmat *q, uint32_t t, uint32_t k,
 		       bool add, bool pdl)
 {
-	int err;
+	int err = 0;
 
+	if (add && q->n_parts) {
+		for (uint32_t i = 0; !err && i < q->n_parts; i++)
+			err = o1_gemv_q8_add_cuda(s->x + q->part[i].col0, in,
+						  q->part[i].w, q->part[i].type,
+						  t, q->part[i].rows, k,
+						  s->d.dim, pdl, s->stream);
+		return err;
+	}
 	if (add)
 		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k,
 					     setup(s, kind, t), pdl, s->stream);
@@ -465,8 +515,19 @@ static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n, bool fused)
 {
 	const struct o1_model_desc *d = &s->d;
 	bool pdl = step_pdl(s, n);
-	int err;
+	int err = 0;
 
+	if (fused && s->qout.n_parts) {
+		for (uint32_t i = 0; !err && i < s->qout.n_parts; i++) {
+			const struct cuda_qpart *p = &s->qout.part[i];
+
+			err = o1_gemv_q8_norm_cuda(
+			    s->logits + p->col0, s->x, s->dev.rows + c,
+			    s->out_norm, d->norm_eps, p->w, p->type, n, p->rows,
+			    d->dim, d->vocab_size, pdl, s->stream);
+		}
+		return err;
+	}
 	if (fused)
 		return o1_gemv_norm_rows_bf16_cuda(
 		    s->logits, s->x, s->dev.rows + c, s->out_norm, d->norm_eps,

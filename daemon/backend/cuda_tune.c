@@ -533,8 +533,10 @@ static const char *cannot(const struct cuda_state *s)
 		return "off (cuda.autotune)";
 	if (s->cfg.tp_size)
 		return "not on a tensor-parallel rank";
+	if (s->n_block_mats)
+		return "matrices in GGUF block formats (gemv_q.cu, not tuned)";
 	if (!s->fused)
-		return "fused products off (block formats or configured)";
+		return "fused products off (configured)";
 	return NULL;
 }
 
