@@ -87,7 +87,7 @@ static void wait_ticks(struct test_server *s, const struct server_stats *a,
 static void read_stream(struct o1_client *c, int spin, uint32_t n_logprobs)
 {
 	struct o1_event ev;
-	int tokens = 0, finals = 0, lps = 0, ret;
+	int tokens = 0, finals = 0, lps = 0, tops = 0, ret;
 
 	while (!finals) {
 		ret = spin ? o1_client_poll(c, &ev)
@@ -102,6 +102,8 @@ static void read_stream(struct o1_client *c, int spin, uint32_t n_logprobs)
 			tokens++;
 		} else if (ev.type == O1_EVENT_LOGPROBS) {
 			lps++;
+		} else if (ev.type == O1_EVENT_TOP_TEXT) {
+			tops++;
 		} else {
 			assert_int_equal(ev.type, O1_EVENT_FINAL);
 			assert_int_equal(ev.generated_tokens, TOKENS);
@@ -109,8 +111,10 @@ static void read_stream(struct o1_client *c, int spin, uint32_t n_logprobs)
 		}
 	}
 	assert_int_equal(tokens, TOKENS);
-	if (n_logprobs)
-		assert_int_equal(lps, TOKENS * 2); /* 20 alternatives: 14 + 6 */
+	if (!n_logprobs)
+		return;
+	assert_int_equal(lps, TOKENS * 2); /* 20 alternatives: 14 + 6 */
+	assert_int_equal(tops, TOKENS);	   /* and their texts */
 }
 
 /* Parks a stream (its ring full), checks the loop sleeps through it, then
@@ -164,9 +168,10 @@ static void test_parked_spinning_reader(void **state)
 	park_then_read(1, 0);
 }
 
-/* Alternatives go all or nothing (two entries per token here), so a
- * reader that frees one slot may not be room enough yet: the loop must
- * go back to sleep, not spin, and still wake on the next read. */
+/* Alternatives go all or nothing (two entries per token here, then one
+ * of their texts), so a reader that frees one slot may not be room enough
+ * yet: the loop must go back to sleep, not spin, and still wake on the
+ * next read. */
 static void test_parked_logprobs(void **state)
 {
 	(void)state;
