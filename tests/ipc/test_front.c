@@ -26,9 +26,13 @@
 
 static int eventfd_mode;
 
+/* The server with no idle spin: it sleeps as soon as nothing is left to
+ * do, so a refill can only come from a wake-up, never from a spin that
+ * happened to catch the reader. */
 static void start(struct test_server *s)
 {
-	const char *args[2] = {eventfd_mode ? "--eventfd" : NULL, NULL};
+	const char *args[4] = {"--spin-us", "0",
+			       eventfd_mode ? "--eventfd" : NULL, NULL};
 
 	memset(s, 0, sizeof(*s));
 	assert_int_equal(server_start(s, O1_TEST_SERVER, args), 0);
@@ -146,11 +150,14 @@ static void park_then_read(int spin, uint32_t n_logprobs)
 		fail_msg("%llu ticks while reading: refills waited for them",
 			 c1.ticks - c0.ticks);
 	print_message("parked: %llu sleeps, %llu ticks, %llu stats requests; "
-		      "reading: %llu ticks, %llu room wake-ups\n",
+		      "reading: %llu ticks, %llu room wake-ups, %llu empty\n",
 		      sleeps, ticks, hups, c1.ticks - c0.ticks,
-		      c1.room_wakes - c0.room_wakes);
-	assert_true(c1.room_wakes > c0.room_wakes);
-	assert_int_equal(c1.wake_empty, c0.wake_empty);
+		      c1.room_wakes - c0.room_wakes,
+		      c1.wake_empty - c0.wake_empty);
+	/* a ring that crosses the loop's own re-check finds nothing now and
+	 * then (the race every doorbell has); never a storm */
+	assert_true(c1.wake_empty - c0.wake_empty <= 8);
+	assert_int_equal(c1.storms, c0.storms);
 	assert_int_equal(c1.violations, 0);
 	o1_client_close(c);
 	assert_int_equal(server_stop(&s), 0);
