@@ -393,7 +393,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_daemon_killed_mid_stream),
 	};
 
-	if (harness_args(argc, argv, 0, NULL))
+	if (harness_args(argc, argv, 0, 0, NULL))
 		return 2;
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
