@@ -221,6 +221,16 @@ static void parse_call_args(struct parser *p, struct jnode *nd)
 	nd->l2 = vec_done(&kwargs);
 }
 
+/* A call of FN at the current '(': FN(args). */
+static struct jnode *parse_call(struct parser *p, struct jnode *fn)
+{
+	struct jnode *call = node(p, JN_CALL, cur(p));
+
+	call->a = fn;
+	parse_call_args(p, call);
+	return call;
+}
+
 static struct jnode *parse_filter_one(struct parser *p, struct jnode *in)
 {
 	const struct jtoken *name = cur(p);
@@ -301,11 +311,7 @@ static struct jnode *parse_filter_expr(struct parser *p, struct jnode *nd)
 		} else if (is_name(cur(p), "is")) {
 			nd = parse_test(p, nd);
 		} else if (is_op(cur(p), JO_LPAREN)) {
-			struct jnode *call = node(p, JN_CALL, cur(p));
-
-			call->a = nd;
-			parse_call_args(p, call);
-			nd = call;
+			nd = parse_call(p, nd);
 		} else {
 			return nd;
 		}
@@ -383,11 +389,7 @@ static struct jnode *parse_postfix(struct parser *p, struct jnode *nd)
 		if (is_op(cur(p), JO_DOT) || is_op(cur(p), JO_LBRACKET)) {
 			nd = parse_subscript(p, nd);
 		} else if (is_op(cur(p), JO_LPAREN)) {
-			struct jnode *call = node(p, JN_CALL, cur(p));
-
-			call->a = nd;
-			parse_call_args(p, call);
-			nd = call;
+			nd = parse_call(p, nd);
 		} else {
 			return nd;
 		}
