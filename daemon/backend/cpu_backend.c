@@ -19,8 +19,8 @@
  * with o1_sample_rows, one row per task on the worker threads, each worker
  * with its own scratch made at create; a step without a logits buffer of
  * its own gets its rows' logits in the backend's buffer of max_seqs rows,
- * max_seqs rows at a time. The rows' results are o1_sample_rows's exactly,
- * whatever the thread count.
+ * max_seqs rows at a time. The rows' results are o1_sample_rows_masked's
+ * (with the step's token masks) exactly, whatever the thread count.
  * Not implemented: sliding-window attention (Mistral v0.1's 4096-token
  * window); attention is full-causal, exact for contexts within the window.
  *
@@ -574,10 +574,10 @@ static void sample_task(void *arg, uint32_t task, uint32_t worker)
 {
 	struct sample_args *a = arg;
 	uint32_t v = a->s->d.vocab_size, r = a->r0 + task;
-	int err =
-	    o1_sample_rows(&a->st->samples[r], a->logits + (size_t)task * v, 1,
-			   v, &a->st->sample_rows[r], a->st->pens,
-			   a->s->sample_mem + worker * a->s->sample_bytes);
+	int err = o1_sample_rows_masked(
+	    &a->st->samples[r], a->logits + (size_t)task * v, 1, v,
+	    &a->st->sample_rows[r], a->st->pens, a->st->masks, a->st->n_masks,
+	    a->s->sample_mem + worker * a->s->sample_bytes);
 
 	if (err)
 		a->err = err;

@@ -734,6 +734,8 @@ static int create_engine(struct o1d *d)
 		    .sample_in_backend = o1_backend_can_sample(d->backend),
 		    .sample_pens =
 			o1_backend_config(d->backend)->max_sample_pens,
+		    .sample_masks =
+			o1_backend_config(d->backend)->max_sample_masks,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
 	    .log_requests = c->log.requests,

@@ -108,6 +108,8 @@ struct o1_sched {
 	struct o1_sample_result *results;
 	struct o1_sample_penalty *pens; /* sample_pens entries */
 	uint32_t n_pens;		/* used this step */
+	uint32_t *masks;		/* sample_masks token bitmasks */
+	uint32_t n_masks, mask_words;	/* used this step; words of one */
 	struct o1_prompt *prompt;
 	uint32_t answer_cap;
 	struct o1_sched_stats st;
@@ -201,7 +203,11 @@ static int alloc_lists(struct o1_sched *s)
 		s->results = malloc(s->o.max_running * sizeof(*s->results));
 		s->pens =
 		    malloc(((size_t)s->o.sample_pens + 1) * sizeof(*s->pens));
-		if (!s->rows || !s->results || !s->pens)
+		s->mask_words = o1_sample_mask_words(s->o.vocab_size);
+		s->masks = malloc(((size_t)s->o.sample_masks * s->mask_words +
+				   1) *
+				  sizeof(*s->masks));
+		if (!s->rows || !s->results || !s->pens || !s->masks)
 			return -ENOMEM;
 	}
 	if (!s->running || !s->resume || !s->waiting || !s->parked ||
@@ -310,6 +316,7 @@ void o1_sched_destroy(struct o1_sched *s)
 	free(s->rows);
 	free(s->results);
 	free(s->pens);
+	free(s->masks);
 	o1_prompt_destroy(s->prompt);
 	free(s);
 }
@@ -1389,22 +1396,55 @@ static void plan_devout(struct o1_sched *s, struct o1_step *step)
 
 /* Sampling in the backend: batch entry I's row, a greedy one (result
  * ignored) when it does not sample or is sampled on the host because its
- * penalty list does not fit the room left. */
+ * penalty list or its token mask does not fit the room left (or its
+ * grammar allows nothing: the host path says so). */
 static void sample_row(struct o1_sched *s, uint32_t i)
 {
 	struct batch_ent *b = &s->batch[i];
 	struct o1_sample_row *r = &s->rows[i];
+	uint32_t *mask = s->n_masks < s->o.sample_masks
+			     ? s->masks + (size_t)s->n_masks * s->mask_words
+			     : NULL;
 	uint32_t n;
 
 	if (b->samples &&
-	    !o1_sampler_row(s->seqs[b->slot].sampler, r, s->pens + s->n_pens,
-			    s->o.sample_pens - s->n_pens, &n)) {
+	    !o1_sampler_row_masked(s->seqs[b->slot].sampler, r,
+				   s->pens + s->n_pens,
+				   s->o.sample_pens - s->n_pens, &n, mask)) {
 		r->pen_off = s->n_pens;
 		s->n_pens += n;
+		if (r->mask)
+			r->mask = ++s->n_masks;
 		return;
 	}
 	b->host = b->samples;
 	*r = (struct o1_sample_row){.top_p = 1, .repetition_penalty = 1};
+}
+
+/* Computes the next token's mask of batch entry TASK's sampler (a no-op
+ * unless it samples under a grammar): one sequence's state, any thread. */
+static void mask_task(void *arg, uint32_t task, uint32_t worker)
+{
+	struct o1_sched *s = arg;
+	struct batch_ent *b = &s->batch[task];
+
+	(void)worker;
+	if (b->samples) /* an error shows again when the row is made */
+		(void)o1_sampler_prepare(s->seqs[b->slot].sampler);
+}
+
+/* The step's token masks, ahead of the rows: in parallel when several
+ * sequences are constrained (each mask costs tens of microseconds at a
+ * vocabulary of 128k), else where the row is made. */
+static void prepare_masks(struct o1_sched *s)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->n_batch && n < 2; i++)
+		n += s->batch[i].samples &&
+		     o1_sampler_constrained(s->seqs[s->batch[i].slot].sampler);
+	if (n > 1 && s->samplers && s->o.sample_masks)
+		o1_threads_run(s->samplers, s->n_batch, mask_task, s);
 }
 
 /* Asks STEP for samples; returns whether it needs the logits too. */
@@ -1413,6 +1453,8 @@ static bool ask_samples(struct o1_sched *s, struct o1_step *step)
 	bool host = false;
 
 	s->n_pens = 0;
+	s->n_masks = 0;
+	prepare_masks(s);
 	for (uint32_t i = 0; i < s->n_batch; i++) {
 		sample_row(s, i);
 		host |= s->batch[i].host;
@@ -1421,6 +1463,8 @@ static bool ask_samples(struct o1_sched *s, struct o1_step *step)
 	step->pens = s->pens;
 	step->n_pens = s->n_pens;
 	step->samples = s->results;
+	step->masks = s->n_masks ? s->masks : NULL;
+	step->n_masks = s->n_masks;
 	return host;
 }
 
