@@ -660,6 +660,7 @@ static int create_faults(struct o1d *d, struct o1_engine_opts *eo)
 	    .step_ctx = eo->sched.step_ctx,
 	    .pool = d->pool,
 	    .replay_ctx = d->backend,
+	    .vocab = o1_backend_vocab_size(d->backend),
 	};
 	int err;
 

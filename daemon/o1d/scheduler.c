@@ -37,6 +37,7 @@
 #include "common/log.h"
 #include "kernels/threads.h"
 #include "metrics/metrics_writer.h"
+#include "metrics_batch.h"
 #include "prefix_cache.h"
 #include "prompt.h"
 #include "refine.h"
@@ -113,6 +114,7 @@ struct o1_sched {
 	struct o1_prompt *prompt;
 	uint32_t answer_cap;
 	struct o1_sched_stats st;
+	struct o1_metrics_batch step_metrics; /* the step's tokens */
 };
 
 static uint64_t now_ns(void)
@@ -473,28 +475,34 @@ static void finish(struct o1_sched *s, struct seq *q,
 static void round_end(struct o1_sched *s, struct seq *q,
 		      enum o1_finish_reason reason);
 
-/* A sampled token (B's, sampled by sample_task): record, stream, maybe
- * finish. */
+/* A sampled token (B's, sampled by sample_task) at NOW (the step's end):
+ * record, stream, maybe finish. Its counter and latency go to the step's
+ * metrics batch (published once the step's rows are streamed), and the
+ * request's count is stored, not added atomically (the engine is its
+ * only writer): per row, locked adds on lines other threads read cost
+ * more than the rest of the row (issue 17). */
 static void on_token(struct o1_sched *s, struct seq *q,
-		     const struct batch_ent *b)
+		     const struct batch_ent *b, uint64_t now)
 {
 	struct o1_req *r = q->req;
 	struct o1_seq_token t = {
 	    .smp = &b->smp, .dev = b->dev, .dev_seq = b->dev_seq};
 	enum o1_finish_reason reason;
-	uint64_t now = now_ns();
 
 	if (b->err) {
 		finish(s, q, O1_FINISH_ERROR, b->err);
 		return;
 	}
-	t.pos =
-	    atomic_fetch_add_explicit(&r->generated, 1, memory_order_relaxed);
+	t.pos = atomic_load_explicit(&r->generated, memory_order_relaxed);
+	atomic_store_explicit(&r->generated, t.pos + 1, memory_order_relaxed);
 	q->tokens[q->n_tokens++] = b->smp.id;
 	t.full = q->n_tokens >= s->o.max_context;
-	count(s, O1_METRICS_CTR_TOKENS_GENERATED, 1);
-	observe(s, t.pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
-		now - (t.pos ? q->last_token_ns : r->submit_ns));
+	o1_metrics_batch_add(&s->step_metrics, O1_METRICS_CTR_TOKENS_GENERATED,
+			     1);
+	o1_metrics_batch_observe_us(
+	    &s->step_metrics,
+	    t.pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
+	    (now - (t.pos ? q->last_token_ns : r->submit_ns)) / 1000);
 	q->last_token_ns = now;
 	if (o1_seq_output_token(&q->out, &t, &reason) == O1_SEQ_GO)
 		return;
@@ -1326,6 +1334,7 @@ static void sample_task(void *arg, uint32_t task, uint32_t worker)
 static void after_step(struct o1_sched *s)
 {
 	uint32_t n_host = 0;
+	uint64_t now = now_ns();
 
 	for (uint32_t i = 0; i < s->n_batch; i++)
 		n_host += s->batch[i].host;
@@ -1340,8 +1349,9 @@ static void after_step(struct o1_sched *s)
 		q->n_computed += s->batch[i].n;
 		key_pages(s, q);
 		if (s->batch[i].samples)
-			on_token(s, q, &s->batch[i]);
+			on_token(s, q, &s->batch[i], now);
 	}
+	o1_metrics_batch_flush(&s->step_metrics, s->o.metrics);
 }
 
 static void update_gauges(struct o1_sched *s)
