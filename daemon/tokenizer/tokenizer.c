@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8.h"
 
 /* Eight bytes per multiply-xorshift round. */
 uint32_t tok_hash(const char *s, size_t len)
@@ -358,7 +359,7 @@ static int check_utf8(const char *text, size_t len)
 				continue;
 			}
 		}
-		n = tok_utf8_valid((const uint8_t *)text + i, len - i);
+		n = o1_utf8_decode(text + i, len - i, NULL);
 
 		if (!n) {
 			o1_warn("tokenizer: invalid UTF-8 at byte %zu of %zu "
