@@ -33,6 +33,16 @@ static const char *const format_names[O1_TOOL_N] = {
     [O1_TOOL_MISTRAL] = "mistral",
 };
 
+static const char *const markers[] = {
+    "[TOOL_CALLS]", "[ARGS]",	    "[CALL_ID]", "<|python_tag|>",
+    "<tool_call>",  "</tool_call>", NULL,
+};
+
+const char *const *o1_tool_format_markers(void)
+{
+	return markers;
+}
+
 const char *o1_tool_format_name(enum o1_tool_format f)
 {
 	return (unsigned)f < O1_TOOL_N ? format_names[f] : NULL;
