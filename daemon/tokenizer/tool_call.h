@@ -39,7 +39,10 @@ struct o1_tool_call {
 };
 
 struct o1_tool_calls {
-	char *content; /* the text around the calls, trimmed; "" if none */
+	/* the text before the first call, less trailing whitespace ("" if
+	 * none): text after a call is dropped, as OpenAI's API and vLLM do,
+	 * so a stream can send the content as it comes (tools/sidecar) */
+	char *content;
 	struct o1_tool_call *calls;
 	size_t n;
 };
