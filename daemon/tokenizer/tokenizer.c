@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "tool_call.h"
 
 /* Eight bytes per multiply-xorshift round. */
@@ -373,7 +374,7 @@ static int check_utf8(const char *text, size_t len)
 				continue;
 			}
 		}
-		n = tok_utf8_valid((const uint8_t *)text + i, len - i);
+		n = o1_utf8_decode(text + i, len - i, NULL);
 
 		if (!n) {
 			o1_warn("tokenizer: invalid UTF-8 at byte %zu of %zu "

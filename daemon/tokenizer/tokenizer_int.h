@@ -123,10 +123,4 @@ int tok_spm_encode(const struct o1_tokenizer *t, const char *text, size_t len,
 		   bool prefix, struct tok_scratch *scratch,
 		   struct tok_sink *out);
 
-/* UTF-8 helpers (detokenizer.c). Length of the valid character at S (1-4),
- * or 0 when the bytes there do not start one. */
-size_t tok_utf8_valid(const uint8_t *s, size_t len);
-size_t tok_utf8_encode(uint32_t cp, char *out);
-uint32_t tok_utf8_decode(const uint8_t *s, size_t len, size_t *used);
-
 #endif
