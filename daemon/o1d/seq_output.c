@@ -39,10 +39,9 @@ static void conf_reset(struct o1_seq_output *o)
  * token in its v3 and later vocabularies. */
 static unsigned decode_flags(const struct o1_req *r)
 {
-	return O1_DECODE_SKIP_SPECIAL |
-	       (r->params.flags & O1_SUBMIT_CHAT_JSON
-		    ? O1_DECODE_KEEP_TOOL_MARKERS
-		    : 0u);
+	return O1_DECODE_SKIP_SPECIAL | (r->params.flags & O1_SUBMIT_CHAT_JSON
+					     ? O1_DECODE_KEEP_TOOL_MARKERS
+					     : 0u);
 }
 
 void o1_seq_output_start(struct o1_seq_output *o, struct o1_req *r,

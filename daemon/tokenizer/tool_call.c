@@ -1,9 +1,9 @@
 /* Tool calls read back from a model's output (see tool_call.h).
  *
  * Each format's reader walks the text once, collecting the calls and the
- * text before the first one. Any malformed call (JSON that does not parse, a name
- * missing, arguments that are not an object) abandons the reading: the
- * output is then returned whole as content, with no calls.
+ * text before the first one. Any malformed call (JSON that does not parse,
+ * a name missing, arguments that are not an object) abandons the reading:
+ * the output is then returned whole as content, with no calls.
  */
 #include "tool_call.h"
 

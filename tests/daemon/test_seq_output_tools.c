@@ -30,16 +30,22 @@
 
 /* Mistral v3's first control tokens, ids 0..9 as in its tokenizer.json. */
 static const char *const controls[] = {
-    "<unk>",	    "<s>",	    "</s>",
-    "[INST]",	    "[/INST]",	    "[TOOL_CALLS]",
-    "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+    "<unk>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[TOOL_CALLS]",
+    "[AVAILABLE_TOOLS]",
+    "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]",
     "[ARGS]",
 };
-#define N_CONTROLS  10
-#define ID_EOS	    2
-#define ID_CALLS    5
-#define ID_ARGS	    9
-#define ID_SPACE    (N_CONTROLS + 256)
+#define N_CONTROLS 10
+#define ID_EOS	   2
+#define ID_CALLS   5
+#define ID_ARGS	   9
+#define ID_SPACE   (N_CONTROLS + 256)
 
 struct fix {
 	struct o1_vocab *v;
@@ -80,11 +86,11 @@ static char *mistral_json(void)
 		cJSON_AddNumberToObject(vocab, name, N_CONTROLS + b);
 	}
 	cJSON_AddNumberToObject(vocab, "\xe2\x96\x81", N_CONTROLS + 256);
-	norm = cJSON_Parse(
-	    "{\"type\":\"Sequence\",\"normalizers\":["
-	    "{\"type\":\"Prepend\",\"prepend\":\"\xe2\x96\x81\"},"
-	    "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},"
-	    "\"content\":\"\xe2\x96\x81\"}]}");
+	norm =
+	    cJSON_Parse("{\"type\":\"Sequence\",\"normalizers\":["
+			"{\"type\":\"Prepend\",\"prepend\":\"\xe2\x96\x81\"},"
+			"{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},"
+			"\"content\":\"\xe2\x96\x81\"}]}");
 	cJSON_AddItemToObject(root, "normalizer", norm);
 	cJSON_AddNullToObject(root, "pre_tokenizer");
 	cJSON_AddItemToObject(
@@ -195,14 +201,14 @@ static void end(struct fix *f)
 	assert_int_equal(feed(f, ID_EOS, O1_SAMPLER_END_EOS), O1_SEQ_ENDED);
 }
 
-static void assert_call(const struct fix *f, const char *name,
-			const char *args, const char *content)
+static void assert_call(const struct fix *f, const char *name, const char *args,
+			const char *content)
 {
 	struct o1_tool_calls tc = {0};
 
-	assert_int_equal(o1_tool_calls_parse(O1_TOOL_MISTRAL, f->text,
-					     f->n_text, NULL, &tc),
-			 0);
+	assert_int_equal(
+	    o1_tool_calls_parse(O1_TOOL_MISTRAL, f->text, f->n_text, NULL, &tc),
+	    0);
 	assert_int_equal(tc.n, 1);
 	assert_string_equal(tc.calls[0].name, name);
 	assert_string_equal(tc.calls[0].arguments, args);
@@ -227,9 +233,9 @@ static void test_vocab(void **state)
 			 ID_CALLS);
 	assert_true(o1_tokenizer_is_special(f->tok, ID_CALLS));
 	assert_true(o1_tokenizer_is_special(f->tok, ID_ARGS));
-	assert_int_equal(o1_tokenizer_encode(f->tok, "[TOOL_CALLS]", 12, 0,
-					     ids, 32),
-			 13); /* U+2581 and the twelve bytes */
+	assert_int_equal(
+	    o1_tokenizer_encode(f->tok, "[TOOL_CALLS]", 12, 0, ids, 32),
+	    13); /* U+2581 and the twelve bytes */
 }
 
 /* [TOOL_CALLS][{"name": ..., "arguments": {...}}] as ids: the chat

@@ -40,8 +40,8 @@ static const char tools[] =
     "\"additionalProperties\":false}}}]";
 
 /* Writes TEXT to DIR/NAME; the path into PATH. */
-static void put(const struct daemon_proc *d, const char *name,
-		const char *text, char *path, size_t cap)
+static void put(const struct daemon_proc *d, const char *name, const char *text,
+		char *path, size_t cap)
 {
 	FILE *f;
 
@@ -75,8 +75,8 @@ static int o1chat(const struct daemon_proc *d, const char *args, char *out,
 
 static int setup(void **state)
 {
-	static const char *const sets[] = {
-	    "model.chat_template=" TEMPLATE, "kv.pages=256", NULL};
+	static const char *const sets[] = {"model.chat_template=" TEMPLATE,
+					   "kv.pages=256", NULL};
 	struct daemon_proc *d;
 
 	if (harness_setup(state))
@@ -128,8 +128,7 @@ static void check_call_line(const char *out, const char *name)
 	cJSON_Delete(args);
 }
 
-static void forced(struct daemon_proc *d, const char *choice,
-		   const char *name)
+static void forced(struct daemon_proc *d, const char *choice, const char *name)
 {
 	char path[192], args[512], out[8192], err[2048];
 
@@ -177,8 +176,10 @@ static void test_auto(void **state)
 				sizeof(out), err, sizeof(err)),
 			 0);
 	plain = prompt_tokens(err);
-	snprintf(args, sizeof(args), "--tools %s --max-tokens 8 "
-		 "'Weather in Paris?'", path);
+	snprintf(args, sizeof(args),
+		 "--tools %s --max-tokens 8 "
+		 "'Weather in Paris?'",
+		 path);
 	if (o1chat(d, args, out, sizeof(out), err, sizeof(err)))
 		fail_msg("o1chat failed: %s%s", out, err);
 	with = prompt_tokens(err);
@@ -186,8 +187,10 @@ static void test_auto(void **state)
 	assert_true(with > plain + 50);
 	assert_non_null(strstr(err, "tool_calls="));
 	/* none: tools left out of the prompt, nothing read back */
-	snprintf(args, sizeof(args), "--tools %s --tool-choice none "
-		 "--max-tokens 8 'Weather in Paris?'", path);
+	snprintf(args, sizeof(args),
+		 "--tools %s --tool-choice none "
+		 "--max-tokens 8 'Weather in Paris?'",
+		 path);
 	assert_int_equal(o1chat(d, args, out, sizeof(out), err, sizeof(err)),
 			 0);
 	assert_null(strstr(err, "tool_calls="));

@@ -38,9 +38,9 @@ static cJSON *load(const char *path)
 
 	if (ret) {
 		fprintf(stderr, "o1chat: --tools %s: %s\n", path,
-			ret == -ENOENT	       ? "no such file"
+			ret == -ENOENT	      ? "no such file"
 			: ret == -O1_E_BOUNDS ? "over 1 MiB"
-					       : o1_strerror(ret));
+					      : o1_strerror(ret));
 		return NULL;
 	}
 	list = cJSON_ParseWithLength(text, len);

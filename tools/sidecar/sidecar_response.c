@@ -472,8 +472,8 @@ static cJSON *head(const struct o1_sidecar_out *out, bool chunk)
  * call is the content (null when there is none, as OpenAI sends it). A
  * stream sent most of it as content deltas already: REST (may be "") is
  * what it had not, and goes with the calls. */
-static void add_calls(const struct o1_sidecar_out *out, cJSON *msg,
-		      bool chunk, const char *rest)
+static void add_calls(const struct o1_sidecar_out *out, cJSON *msg, bool chunk,
+		      const char *rest)
 {
 	cJSON *a;
 
@@ -649,8 +649,8 @@ static size_t tool_safe(const struct o1_sidecar_out *out)
 	size_t n = call_start(out);
 	char c;
 
-	while (n && ((c = out->text[n - 1]) == ' ' || c == '\t' ||
-		     c == '\n' || c == '\r'))
+	while (n && ((c = out->text[n - 1]) == ' ' || c == '\t' || c == '\n' ||
+		     c == '\r'))
 		n--;
 	return n;
 }

@@ -55,8 +55,7 @@ static const struct canned answers[] = {
      "{\"name\": \"g\", \"parameters\": {}}",
      2},
     {O1_TOOLS_LLAMA3_JSON, " {\"name\": \"f\", \"parameters\": {}}", 1},
-    {O1_TOOLS_LLAMA3_JSON, "{\"name\": \"f\", \"parameters\": {}} trailing",
-     0},
+    {O1_TOOLS_LLAMA3_JSON, "{\"name\": \"f\", \"parameters\": {}} trailing", 0},
     {O1_TOOLS_LLAMA3_JSON, "The answer is {\"name\": \"f\"}", 0},
     {O1_TOOLS_MISTRAL,
      "x [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"n\": 1}, \"id\": "
@@ -129,8 +128,7 @@ static void merge_calls(struct assembled *a, const cJSON *deltas)
 			cJSON_AddStringToObject(c, "type", str_of(d, "type"));
 		if (str_of(fn, "name"))
 			cJSON_ReplaceItemInObject(
-			    f, "name",
-			    cJSON_CreateString(str_of(fn, "name")));
+			    f, "name", cJSON_CreateString(str_of(fn, "name")));
 		if (str_of(fn, "arguments")) {
 			char *s = concat(strdup(str_of(f, "arguments")),
 					 str_of(fn, "arguments"));
@@ -226,8 +224,8 @@ static void whole(const struct o1_sidecar_request *r, const struct canned *c,
 	snprintf(out.id, sizeof(out.id), "chatcmpl-22"); /* the calls' ids */
 	out.tool_format = c->format;
 	for (size_t at = 0; at < n; at += ev.text_len) {
-		ev.text_len = n - at < sizeof(ev.text) - 1 ? n - at
-							   : sizeof(ev.text) - 1;
+		ev.text_len =
+		    n - at < sizeof(ev.text) - 1 ? n - at : sizeof(ev.text) - 1;
 		memcpy(ev.text, c->text + at, ev.text_len);
 		assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
 	}
@@ -238,8 +236,8 @@ static void whole(const struct o1_sidecar_request *r, const struct canned *c,
 	free(json);
 	ch = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
 	msg = cJSON_GetObjectItem(ch, "message");
-	a->content = strdup(str_of(msg, "content") ? str_of(msg, "content")
-						   : "");
+	a->content =
+	    strdup(str_of(msg, "content") ? str_of(msg, "content") : "");
 	calls = cJSON_GetObjectItem(msg, "tool_calls");
 	a->calls = calls ? cJSON_Duplicate(calls, 1) : cJSON_CreateArray();
 	a->finish = strdup(str_of(ch, "finish_reason"));
@@ -259,10 +257,9 @@ static void test_stream_equals_whole(void **state)
 	struct o1_sidecar_req_error e;
 
 	(void)state;
-	assert_int_equal(
-	    o1_sidecar_request_parse(body, strlen(body), O1_SIDECAR_CHAT, &r,
-				     &e),
-	    0);
+	assert_int_equal(o1_sidecar_request_parse(body, strlen(body),
+						  O1_SIDECAR_CHAT, &r, &e),
+			 0);
 	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
 		struct assembled w;
 
