@@ -6,7 +6,8 @@
  * part of a valid character (stray continuation bytes, overlong forms,
  * surrogates, > U+10FFFF, a lead byte cut short) each end as one U+FFFD.
  * Every write is checked against the caller's room first and the state is
- * only updated once the whole piece fits.
+ * only updated once the whole piece fits. Control tokens are skipped on
+ * request (SKIP_SPECIAL), except, when asked, those that mark tool calls.
  */
 #include "tokenizer_int.h"
 
@@ -61,6 +62,18 @@ static void feed(struct o1_detok *d, uint8_t b, struct detok_out *o)
 	}
 }
 
+/* Is control token ID a tool-call marker that D's flags keep? */
+static bool kept_marker(const struct o1_tokenizer *t, const struct o1_detok *d,
+			int32_t id)
+{
+	if (!(d->flags & O1_DECODE_KEEP_TOOL_MARKERS))
+		return false;
+	for (uint32_t i = 0; i < t->n_tool_marker; i++)
+		if (t->tool_marker[i] == id)
+			return true;
+	return false;
+}
+
 void o1_tokenizer_decode_init(struct o1_detok *d, unsigned flags)
 {
 	memset(d, 0, sizeof(*d));
@@ -82,7 +95,7 @@ int o1_tokenizer_decode_step(const struct o1_tokenizer *t, struct o1_detok *d,
 		return -O1_E_BOUNDS;
 	}
 	if ((d->flags & O1_DECODE_SKIP_SPECIAL) &&
-	    t->types[id] == O1_TOKEN_CONTROL)
+	    t->types[id] == O1_TOKEN_CONTROL && !kept_marker(t, d, id))
 		return 0;
 	p = (const uint8_t *)t->piece + t->piece_off[id];
 	len = tok_len(t->piece_off, id);

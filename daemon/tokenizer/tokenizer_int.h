@@ -47,6 +47,8 @@ struct tok_scratch {
 	size_t size;
 };
 
+#define TOK_MAX_TOOL_MARKERS 8
+
 struct o1_tokenizer {
 	enum o1_vocab_kind kind;
 	uint32_t n_tokens;
@@ -67,6 +69,10 @@ struct o1_tokenizer {
 			       * longest first */
 	uint32_t n_specials;
 	uint32_t special_first[257]; /* specials[] range per first byte */
+	/* control tokens whose text is a tool-call marker
+	 * (o1_tool_format_markers), kept by O1_DECODE_KEEP_TOOL_MARKERS */
+	int32_t tool_marker[TOK_MAX_TOOL_MARKERS];
+	uint32_t n_tool_marker;
 	int32_t bos_id, eos_id, unk_id;
 	bool add_bos, add_eos, add_space_prefix, ignore_merges;
 	bool spm_runs; /* SPM: no token has U+2581 after another character */

@@ -203,10 +203,12 @@ class _Reader:
         s, i = self.text, 0
         while i < len(s):
             a = s.find("<tool_call>", i)
-            if a < 0:
-                self.content.append(s[i:])
+            if a < 0:  # text after a call is dropped
+                if not self.calls:
+                    self.content.append(s[i:])
                 return
-            self.content.append(s[i:a])
+            if not self.calls:
+                self.content.append(s[i:a])
             body = a + len("<tool_call>")
             b = s.find("</tool_call>", body)
             j = _exact(s[body:b if b >= 0 else len(s)].strip(WS))
@@ -343,4 +345,4 @@ def parse(fmt: int, text: str, tools: Any = None) \
         return text, []
     if not r.calls:
         return text, []
-    return "".join(r.content).strip(WS), r.calls
+    return "".join(r.content).rstrip(WS), r.calls

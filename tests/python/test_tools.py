@@ -165,6 +165,8 @@ CANNED = [
     (1, '<tool_call>{"name": "f", "arguments": "{\\"s\\": \\"x\\"}"}'
         '</tool_call><tool_call>{"name": "g", "arguments": {}}'),
     (1, '<tool_call>{"name": "f", "arguments": {"n": 1}'),
+    (1, ' Hm,\nok. \n<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+        ' and <tool_call>{"name": "g", "arguments": {}}</tool_call>\nDone.'),
     (1, 'no calls here'),
     (2, 'ok <tool_call>\n<function=f>\n<parameter=n>\n5\n</parameter>\n'
         '<parameter=s>\n5\n</parameter>\n<parameter=o>\n{"a": [1]}\n'
