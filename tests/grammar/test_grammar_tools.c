@@ -241,9 +241,9 @@ static void test_xml_bad(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hermes), cmocka_unit_test(test_llama3),
+	    cmocka_unit_test(test_hermes),  cmocka_unit_test(test_llama3),
 	    cmocka_unit_test(test_mistral), cmocka_unit_test(test_xml),
-	    cmocka_unit_test(test_bad), cmocka_unit_test(test_xml_bad),
+	    cmocka_unit_test(test_bad),	    cmocka_unit_test(test_xml_bad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
