@@ -129,7 +129,7 @@ struct o1_backend_config {
 	 * kernels/gemv_q8.h bounds the difference); true = f32 (each weight
 	 * dequantized in registers and multiplied in f32, gemv_q.h). */
 	bool cuda_quant_f32;
-	/* CUDA backend with graphs (config cuda.autotune, on in o1d):
+	/* CUDA backend with graphs (config cuda.autotune, off by default):
 	 * times the decode products' launch setups and cuBLASLt algorithms
 	 * per bucket at create, for at most cuda_autotune_ms of load time
 	 * (0: 2000), and keeps the fastest (daemon/backend/cuda_tune.h).

@@ -33,28 +33,8 @@
 #define PRE_FRAMES (1u << 16)
 #define PRE_HEADS  256
 
-struct u32vec {
-	uint32_t *v;
-	size_t n, cap;
-};
-
-static int put(struct u32vec *x, uint32_t val)
-{
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 1024;
-		uint32_t *v = realloc(x->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		x->v = v;
-		x->cap = cap;
-	}
-	x->v[x->n++] = val;
-	return 0;
-}
-
 /* Room for N values (a walk puts each token once at most). */
-static int reserve(struct u32vec *x, size_t n)
+static int reserve(struct gvec *x, size_t n)
 {
 	uint32_t *v = n > x->cap ? realloc(x->v, n * sizeof(*v)) : x->v;
 
@@ -76,11 +56,11 @@ struct pre {
 	const struct gshare *sh; /* NULL: every position walks */
 	struct gcore core;
 	struct gdepth dep;
-	struct u32vec acc, unc, ids, bits;
+	struct gvec acc, unc, ids, bits;
 	/* an orbit's walk: per token of acc and unc, how many of the orbit
 	 * take it (lim: phi^i(top) does when i < lim); per trie level, lim
 	 * so far and whether the walk is still in the chain */
-	struct u32vec acc_lim, unc_lim;
+	struct gvec acc_lim, unc_lim;
 	uint32_t *lim;
 	uint8_t *in_chain;
 	uint32_t *cur, *tmp, *order, *count; /* store_orbit scratch */
@@ -88,22 +68,22 @@ struct pre {
 	uint8_t *simple; /* [n_states]: no calls, does not accept */
 	struct memo_ent *memo; /* NULL: every position walks */
 	uint32_t memo_mask, memo_n;
-	struct u32vec arena; /* the memo's token lists */
+	struct gvec arena; /* the memo's token lists */
 };
 
 /* Tokens ending at node I (or, SUBTREE, anywhere below it too) into VEC,
  * and when LIMS, LIM for each into LIMS. */
 static int put_node(struct pre *w, uint32_t i, bool subtree,
-		    struct u32vec *vec, struct u32vec *lims, uint32_t lim)
+		    struct gvec *vec, struct gvec *lims, uint32_t lim)
 {
 	const struct o1_grammar_vocab *v = w->v;
 	uint32_t end = subtree ? v->node_skip[i] : i + 1;
 	int rc = 0;
 
 	for (uint32_t k = v->node_tok[i]; k < v->node_tok[end] && !rc; k++) {
-		rc = put(vec, v->ids[k]);
+		rc = gr_vec_push(vec, v->ids[k]);
 		if (lims && !rc)
-			rc = put(lims, lim);
+			rc = gr_vec_push(lims, lim);
 	}
 	return rc;
 }
@@ -131,8 +111,8 @@ static void track(struct pre *w, uint32_t k, uint32_t x, uint8_t byte,
 
 /* The tokens ending at node I into VEC (and LIM for each into LIMS);
  * the vectors have room for every token (pre_init). */
-static void put_fast(struct pre *w, uint32_t i, struct u32vec *vec,
-		     struct u32vec *lims, uint32_t lim)
+static void put_fast(struct pre *w, uint32_t i, struct gvec *vec,
+		     struct gvec *lims, uint32_t lim)
 {
 	const struct o1_grammar_vocab *v = w->v;
 	uint32_t k0 = v->node_tok[i], k1 = v->node_tok[i + 1];
@@ -151,8 +131,8 @@ static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
 {
 	const struct o1_grammar_vocab *v = w->v;
 	struct gdepth *d = &w->dep;
-	struct u32vec *al = orbit ? &w->acc_lim : NULL;
-	struct u32vec *ul = orbit ? &w->unc_lim : NULL;
+	struct gvec *al = orbit ? &w->acc_lim : NULL;
+	struct gvec *ul = orbit ? &w->unc_lim : NULL;
 	int rc = 0;
 
 	for (uint32_t i = lo; i < hi && rc != -ENOMEM;) {
@@ -246,12 +226,12 @@ static int memo_grow(struct pre *w)
 	return 0;
 }
 
-static int append(struct u32vec *to, const uint32_t *from, uint32_t n)
+static int append(struct gvec *to, const uint32_t *from, uint32_t n)
 {
 	int rc = 0;
 
 	for (uint32_t k = 0; k < n && !rc; k++)
-		rc = put(to, from[k]);
+		rc = gr_vec_push(to, from[k]);
 	return rc;
 }
 
@@ -326,7 +306,7 @@ static int store(struct pre *w, struct o1_grammar_tokens *t, uint32_t s)
 	if (w->acc.n > t->n_words) {
 		p->acc_bits = (uint32_t)(w->bits.n / t->n_words);
 		for (uint32_t k = 0; k < t->n_words && !rc; k++)
-			rc = put(&w->bits, 0);
+			rc = gr_vec_push(&w->bits, 0);
 		for (size_t k = 0; k < w->acc.n && !rc; k++) {
 			uint32_t id = w->acc.v[k];
 
@@ -335,12 +315,12 @@ static int store(struct pre *w, struct o1_grammar_tokens *t, uint32_t s)
 		}
 	} else {
 		for (size_t k = 0; k < w->acc.n && !rc; k++)
-			rc = put(&w->ids, w->acc.v[k]);
+			rc = gr_vec_push(&w->ids, w->acc.v[k]);
 	}
 	p->unc_off = (uint32_t)w->ids.n;
 	p->n_unc = (uint32_t)w->unc.n;
 	for (size_t k = 0; k < w->unc.n && !rc; k++)
-		rc = put(&w->ids, w->unc.v[k]);
+		rc = gr_vec_push(&w->ids, w->unc.v[k]);
 	return rc;
 }
 
@@ -412,15 +392,15 @@ static int store_orbit(struct pre *w, struct o1_grammar_tokens *t,
 		if (bits) {
 			p->acc_bits = (uint32_t)(w->bits.n / nw);
 			for (uint32_t k = 0; k < nw && !rc; k++)
-				rc = put(&w->bits, w->cur_bits[k]);
+				rc = gr_vec_push(&w->bits, w->cur_bits[k]);
 		} else {
 			for (uint32_t k = 0; k < n_cur && !rc; k++)
-				rc = put(&w->ids, w->acc.v[w->cur[k]]);
+				rc = gr_vec_push(&w->ids, w->acc.v[w->cur[k]]);
 		}
 		p->unc_off = (uint32_t)w->ids.n;
 		for (size_t k = 0; k < w->unc.n && !rc; k++)
 			if (w->unc_lim.v[k] > i)
-				rc = put(&w->ids, w->unc.v[k]);
+				rc = gr_vec_push(&w->ids, w->unc.v[k]);
 		p->n_unc = (uint32_t)(w->ids.n - p->unc_off);
 	}
 	return rc;

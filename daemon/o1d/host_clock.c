@@ -86,7 +86,7 @@ static uint64_t load(_Atomic uint64_t *v)
 	return atomic_load_explicit(v, memory_order_relaxed);
 }
 
-/* The batch size with the most steps in SNAP among those not yet picked
+/* The batch size with the most STEPS among those not yet PICKED
  * (the larger on ties); N_ENT when none is left. */
 static uint32_t busiest(const uint64_t *steps, const bool *picked)
 {

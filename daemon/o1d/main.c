@@ -920,6 +920,8 @@ static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
 		report_add(l, cap, "kv");
 	if (memcmp(&c->graphs, &o->graphs, sizeof(c->graphs)))
 		report_add(l, cap, "graphs");
+	if (memcmp(&c->cuda, &o->cuda, sizeof(c->cuda)))
+		report_add(l, cap, "cuda");
 	if (memcmp(&c->ipc, &o->ipc, sizeof(c->ipc)))
 		report_add(l, cap, "ipc");
 	if (memcmp(&c->metrics, &o->metrics, sizeof(c->metrics)))

@@ -33,13 +33,24 @@ static void conf_reset(struct o1_seq_output *o)
 	o->n_conf = 0;
 }
 
+/* Control tokens give no text, but a chat request in JSON (the one that
+ * carries tools) keeps the tool-call markers among them: the client reads
+ * its calls back from the text, and Mistral's [TOOL_CALLS] is a control
+ * token in its v3 and later vocabularies. */
+static unsigned decode_flags(const struct o1_req *r)
+{
+	return O1_DECODE_SKIP_SPECIAL | (r->params.flags & O1_SUBMIT_CHAT_JSON
+					     ? O1_DECODE_KEEP_TOOL_MARKERS
+					     : 0u);
+}
+
 void o1_seq_output_start(struct o1_seq_output *o, struct o1_req *r,
 			 const struct o1_tokenizer *tok, uint64_t start_ns)
 {
 	o->req = r;
 	o->tok = r->params.flags & O1_SUBMIT_NO_TEXT ? NULL : tok;
 	memset(&o->detok, 0, sizeof(o->detok));
-	o1_tokenizer_decode_init(&o->detok, O1_DECODE_SKIP_SPECIAL);
+	o1_tokenizer_decode_init(&o->detok, decode_flags(o->req));
 	o->n_hold = 0;
 	o->round = o->rounds_sent = 0;
 	o->n_prompt = o->prompt_total = 0;
@@ -413,7 +424,7 @@ void o1_seq_output_next_round(struct o1_seq_output *o, uint32_t n,
 			      uint64_t now_ns)
 {
 	memset(&o->detok, 0, sizeof(o->detok));
-	o1_tokenizer_decode_init(&o->detok, O1_DECODE_SKIP_SPECIAL);
+	o1_tokenizer_decode_init(&o->detok, decode_flags(o->req));
 	o->n_hold = 0;
 	o->round++;
 	o->n_prompt = n;

@@ -236,7 +236,7 @@ int o1_sampler_row_masked(struct o1_sampler *s, struct o1_sample_row *row,
 		return -EOPNOTSUPP; /* no room for the mask: on the host */
 	if (n > cap)
 		return -ENOSPC;
-	if (s->gram) { /* before the draw, as o1_sampler_sample */
+	if (s->gram && mask) { /* before the draw, as o1_sampler_sample */
 		err = sampler_grammar_mask(s->gram, &m);
 		if (err)
 			return err;

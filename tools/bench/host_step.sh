@@ -22,6 +22,8 @@
 # also gives the forward pass's wall time per step at that batch, and
 # host + forward is the period a stream sees.
 set -eu
+# NCCL's NVLink multicast stays off wherever o1d starts (issue 10), GPU or not.
+export NCCL_NVLS_ENABLE=0
 build=$1 before=${2:-} runs=${3:-5}
 shift $(($# < 3 ? $# : 3))
 streams=${*:-1 64 256}
