@@ -45,6 +45,16 @@ static int reserve(struct gvec *x, size_t n)
 	return 0;
 }
 
+/* Room for MORE values after X's (doubling, as gr_vec_push does). */
+static int room(struct gvec *x, size_t more)
+{
+	size_t cap = x->cap ? x->cap : 64;
+
+	while (cap < x->n + more)
+		cap *= 2;
+	return cap == x->cap ? 0 : reserve(x, cap);
+}
+
 struct memo_ent {
 	uint32_t key; /* state * 256 + byte + 1; 0: free */
 	uint32_t acc_off, n_acc, unc_off, n_unc; /* in the arena */
@@ -91,7 +101,7 @@ static int put_node(struct pre *w, uint32_t i, bool subtree,
 /* Level K + 1's lim and chain flag, from level K's, for the step from
  * state X by BYTE to T (level K holds the one head X when in the chain).
  * While the walk is in the chain its one head is phi^i of the orbit's. */
-static void track(struct pre *w, uint32_t k, uint32_t x, uint8_t byte,
+static inline void track(struct pre *w, uint32_t k, uint32_t x, uint8_t byte,
 		  int32_t t, uint32_t top)
 {
 	const struct gshare *sh = w->sh;
@@ -111,7 +121,7 @@ static void track(struct pre *w, uint32_t k, uint32_t x, uint8_t byte,
 
 /* The tokens ending at node I into VEC (and LIM for each into LIMS);
  * the vectors have room for every token (pre_init). */
-static void put_fast(struct pre *w, uint32_t i, struct gvec *vec,
+static inline void put_fast(struct pre *w, uint32_t i, struct gvec *vec,
 		     struct gvec *lims, uint32_t lim)
 {
 	const struct o1_grammar_vocab *v = w->v;
@@ -298,30 +308,32 @@ static int walk(struct pre *w, uint32_t s)
 static int store(struct pre *w, struct o1_grammar_tokens *t, uint32_t s)
 {
 	struct gpos *p = &t->pos[s];
-	int rc = 0;
+	bool bits = w->acc.n > t->n_words;
 
+	if (room(&w->bits, bits ? t->n_words : 0) ||
+	    room(&w->ids, (bits ? 0 : w->acc.n) + w->unc.n))
+		return -ENOMEM;
 	p->acc_bits = GR_NONE;
 	p->n_acc = (uint32_t)w->acc.n;
 	p->acc_off = (uint32_t)w->ids.n;
-	if (w->acc.n > t->n_words) {
-		p->acc_bits = (uint32_t)(w->bits.n / t->n_words);
-		for (uint32_t k = 0; k < t->n_words && !rc; k++)
-			rc = gr_vec_push(&w->bits, 0);
-		for (size_t k = 0; k < w->acc.n && !rc; k++) {
-			uint32_t id = w->acc.v[k];
+	if (bits) {
+		uint32_t *b = w->bits.v + w->bits.n;
 
-			w->bits.v[(size_t)p->acc_bits * t->n_words + id / 32] |=
-				1u << (id % 32);
-		}
+		p->acc_bits = (uint32_t)(w->bits.n / t->n_words);
+		memset(b, 0, t->n_words * sizeof(*b));
+		for (size_t k = 0; k < w->acc.n; k++)
+			b[w->acc.v[k] / 32] |= 1u << (w->acc.v[k] % 32);
+		w->bits.n += t->n_words;
 	} else {
-		for (size_t k = 0; k < w->acc.n && !rc; k++)
-			rc = gr_vec_push(&w->ids, w->acc.v[k]);
+		memcpy(w->ids.v + w->ids.n, w->acc.v,
+		       w->acc.n * sizeof(*w->ids.v));
+		w->ids.n += w->acc.n;
 	}
 	p->unc_off = (uint32_t)w->ids.n;
 	p->n_unc = (uint32_t)w->unc.n;
-	for (size_t k = 0; k < w->unc.n && !rc; k++)
-		rc = gr_vec_push(&w->ids, w->unc.v[k]);
-	return rc;
+	memcpy(w->ids.v + w->ids.n, w->unc.v, w->unc.n * sizeof(*w->ids.v));
+	w->ids.n += w->unc.n;
+	return 0;
 }
 
 /* The members of TOP's orbit after it, from the walk from TOP: member i
@@ -389,18 +401,22 @@ static int store_orbit(struct pre *w, struct o1_grammar_tokens *t,
 		p->acc_bits = GR_NONE;
 		p->n_acc = n_cur;
 		p->acc_off = (uint32_t)w->ids.n;
+		if (room(&w->bits, bits ? nw : 0) ||
+		    room(&w->ids, (bits ? 0 : n_cur) + w->unc.n))
+			return -ENOMEM;
 		if (bits) {
 			p->acc_bits = (uint32_t)(w->bits.n / nw);
-			for (uint32_t k = 0; k < nw && !rc; k++)
-				rc = gr_vec_push(&w->bits, w->cur_bits[k]);
+			memcpy(w->bits.v + w->bits.n, w->cur_bits,
+			       nw * sizeof(*w->cur_bits));
+			w->bits.n += nw;
 		} else {
-			for (uint32_t k = 0; k < n_cur && !rc; k++)
-				rc = gr_vec_push(&w->ids, w->acc.v[w->cur[k]]);
+			for (uint32_t k = 0; k < n_cur; k++)
+				w->ids.v[w->ids.n++] = w->acc.v[w->cur[k]];
 		}
 		p->unc_off = (uint32_t)w->ids.n;
-		for (size_t k = 0; k < w->unc.n && !rc; k++)
+		for (size_t k = 0; k < w->unc.n; k++)
 			if (w->unc_lim.v[k] > i)
-				rc = gr_vec_push(&w->ids, w->unc.v[k]);
+				w->ids.v[w->ids.n++] = w->unc.v[k];
 		p->n_unc = (uint32_t)(w->ids.n - p->unc_off);
 	}
 	return rc;
