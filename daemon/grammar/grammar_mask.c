@@ -75,6 +75,7 @@ struct pre {
 	uint8_t *in_chain;
 	uint32_t *cur, *tmp, *order, *count; /* store_orbit scratch */
 	uint32_t *cur_bits;
+	struct gvec xt; /* side walks' records (side_walks) */
 	uint8_t *simple; /* [n_states]: no calls, does not accept */
 	struct memo_ent *memo; /* NULL: every position walks */
 	uint32_t memo_mask, memo_n;
@@ -134,6 +135,9 @@ static inline void put_fast(struct pre *w, uint32_t i, struct gvec *vec,
 			lims->v[lims->n++] = lim;
 }
 
+static int side_walks(struct pre *w, uint32_t k, uint32_t node,
+		      uint32_t top);
+
 /* Trie nodes [LO, HI) walked from level 0: their tokens into W->acc and
  * W->unc (with lims for ORBIT's top). */
 static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
@@ -158,6 +162,8 @@ static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
 			uint32_t off = d->off[k] + 1;
 
 			if (t < 0) {
+				if (orbit && w->in_chain[k])
+					rc = side_walks(w, k, i, s);
 				i = v->node_skip[i];
 				continue;
 			}
@@ -200,6 +206,56 @@ static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
 		i = n ? i + 1 : v->node_skip[i];
 	}
 	return rc == -ENOMEM ? rc : 0;
+}
+
+/* The walk from an orbit's TOP stops at trie node NODE (level K + 1),
+ * its one head x at level K in the chain: the members still alive there
+ * (i < lim) that go on by NODE's byte (die(x, byte) = 0) walk NODE's
+ * subtree from their own head, phi^i(x). Their tokens are kept in W->xt
+ * as records (member, where they go among the top's accepted and
+ * uncertain tokens, how many of each, the ids), in trie order. */
+static int side_walks(struct pre *w, uint32_t k, uint32_t node,
+		      uint32_t top)
+{
+	const struct gshare *sh = w->sh;
+	const struct o1_grammar_vocab *v = w->v;
+	struct gdepth *d = &w->dep;
+	struct ghead save = d->pool[d->off[k]];
+	uint8_t byte = v->node_byte[node];
+	uint32_t x = save.s, z = x, nc = w->g->n_classes;
+	int rc = 0;
+
+	if (sh->die[(size_t)sh->row[x] * nc + w->g->cls[byte]])
+		return 0;
+	for (uint32_t m = 1; m < w->lim[k] && !rc &&
+			     (z = sh->phi[z]) != GR_NONE;
+	     m++) {
+		size_t a0 = w->acc.n, u0 = w->unc.n, na, nu;
+
+		if (gr_next(w->g, z, byte) < 0)
+			continue;
+		d->pool[d->off[k]] = (struct ghead){z, save.p};
+		rc = walk_range(w, top, node, v->node_skip[node], false);
+		d->pool[d->off[k]] = save;
+		na = w->acc.n - a0;
+		nu = w->unc.n - u0;
+		rc = rc ?: room(&w->xt, 5 + na + nu);
+		if (!rc && na + nu) {
+			uint32_t *r = w->xt.v + w->xt.n;
+
+			r[0] = m;
+			r[1] = (uint32_t)a0;
+			r[2] = (uint32_t)u0;
+			r[3] = (uint32_t)na;
+			r[4] = (uint32_t)nu;
+			memcpy(r + 5, w->acc.v + a0, na * sizeof(*r));
+			memcpy(r + 5 + na, w->unc.v + u0, nu * sizeof(*r));
+			w->xt.n += 5 + na + nu;
+		}
+		w->acc.n = a0;
+		w->unc.n = u0;
+	}
+	return rc;
 }
 
 /* The memo of first bytes: after byte B from any state s the walk holds
@@ -286,7 +342,7 @@ static int walk(struct pre *w, uint32_t s)
 	bool orbit = w->sh && w->sh->top[s] == s;
 	int rc = 0;
 
-	w->acc.n = w->unc.n = w->acc_lim.n = w->unc_lim.n = 0;
+	w->acc.n = w->unc.n = w->acc_lim.n = w->unc_lim.n = w->xt.n = 0;
 	gr_core_truncate(&w->core, 0);
 	d->pool[0] = (struct ghead){s, GP_BASE};
 	d->off[0] = 0;
@@ -336,6 +392,79 @@ static int store(struct pre *w, struct o1_grammar_tokens *t, uint32_t s)
 	return 0;
 }
 
+/* Member I of the orbit whose walk W holds: the top's accepted tokens
+ * W->cur (N_CUR indices into W->acc, or W->cur_bits when BITS) and its
+ * uncertain ones of lim > I, with the member's side walks (W->xt) put
+ * where they go in trie order. */
+static int put_member(struct pre *w, const struct o1_grammar_tokens *t,
+		      struct gpos *p, uint32_t i, uint32_t n_cur, bool bits)
+{
+	uint32_t nw = t->n_words, n_acc = n_cur, n_unc = 0, ci = 0;
+	size_t ui = 0;
+
+	for (size_t r = 0; r < w->xt.n; r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4])
+		if (w->xt.v[r] == i) {
+			n_acc += w->xt.v[r + 3];
+			n_unc += w->xt.v[r + 4];
+		}
+	if (room(&w->bits, n_acc > nw ? nw : 0) ||
+	    room(&w->ids, (n_acc > nw ? 0 : n_acc) + w->unc.n + n_unc))
+		return -ENOMEM;
+	p->acc_bits = GR_NONE;
+	p->n_acc = n_acc;
+	p->acc_off = (uint32_t)w->ids.n;
+	if (n_acc > nw) {
+		uint32_t *b = w->bits.v + w->bits.n;
+
+		p->acc_bits = (uint32_t)(w->bits.n / nw);
+		if (bits) {
+			memcpy(b, w->cur_bits, nw * sizeof(*b));
+		} else {
+			memset(b, 0, nw * sizeof(*b));
+			for (uint32_t k = 0; k < n_cur; k++)
+				b[w->acc.v[w->cur[k]] / 32] |=
+					1u << (w->acc.v[w->cur[k]] % 32);
+		}
+		for (size_t r = 0; r < w->xt.n;
+		     r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4])
+			for (uint32_t k = 0; w->xt.v[r] == i && k < w->xt.v[r + 3];
+			     k++)
+				b[w->xt.v[r + 5 + k] / 32] |=
+					1u << (w->xt.v[r + 5 + k] % 32);
+		w->bits.n += nw;
+	} else {
+		/* a list: the top's tokens before each side walk's place */
+		for (size_t r = 0; r < w->xt.n;
+		     r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4]) {
+			if (w->xt.v[r] != i)
+				continue;
+			while (ci < n_cur && w->cur[ci] < w->xt.v[r + 1])
+				w->ids.v[w->ids.n++] = w->acc.v[w->cur[ci++]];
+			memcpy(w->ids.v + w->ids.n, w->xt.v + r + 5,
+			       w->xt.v[r + 3] * sizeof(*w->ids.v));
+			w->ids.n += w->xt.v[r + 3];
+		}
+		while (ci < n_cur)
+			w->ids.v[w->ids.n++] = w->acc.v[w->cur[ci++]];
+	}
+	p->unc_off = (uint32_t)w->ids.n;
+	for (size_t r = 0; r < w->xt.n; r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4]) {
+		if (w->xt.v[r] != i)
+			continue;
+		for (; ui < w->xt.v[r + 2]; ui++)
+			if (w->unc_lim.v[ui] > i)
+				w->ids.v[w->ids.n++] = w->unc.v[ui];
+		memcpy(w->ids.v + w->ids.n, w->xt.v + r + 5 + w->xt.v[r + 3],
+		       w->xt.v[r + 4] * sizeof(*w->ids.v));
+		w->ids.n += w->xt.v[r + 4];
+	}
+	for (; ui < w->unc.n; ui++)
+		if (w->unc_lim.v[ui] > i)
+			w->ids.v[w->ids.n++] = w->unc.v[ui];
+	p->n_unc = (uint32_t)(w->ids.n - p->unc_off);
+	return 0;
+}
+
 /* The members of TOP's orbit after it, from the walk from TOP: member i
  * (phi^i(top)) takes the tokens of lim > i. Those sets shrink with i, so
  * they are built from the last member back, each the next one's plus
@@ -366,7 +495,6 @@ static int store_orbit(struct pre *w, struct o1_grammar_tokens *t,
 	/* count[l] is now the end of lim l's run, count[l - 1] its start */
 	for (uint32_t i = h; i >= 1 && !rc; i--) {
 		uint32_t x = top, lo = w->count[i], hi = w->count[i + 1];
-		struct gpos *p;
 
 		for (uint32_t k = 0; k < i; k++)
 			x = sh->phi[x];
@@ -397,27 +525,7 @@ static int store_orbit(struct pre *w, struct o1_grammar_tokens *t,
 		}
 		n_cur += hi - lo;
 		owner[x] = id;
-		p = &t->pos[x];
-		p->acc_bits = GR_NONE;
-		p->n_acc = n_cur;
-		p->acc_off = (uint32_t)w->ids.n;
-		if (room(&w->bits, bits ? nw : 0) ||
-		    room(&w->ids, (bits ? 0 : n_cur) + w->unc.n))
-			return -ENOMEM;
-		if (bits) {
-			p->acc_bits = (uint32_t)(w->bits.n / nw);
-			memcpy(w->bits.v + w->bits.n, w->cur_bits,
-			       nw * sizeof(*w->cur_bits));
-			w->bits.n += nw;
-		} else {
-			for (uint32_t k = 0; k < n_cur; k++)
-				w->ids.v[w->ids.n++] = w->acc.v[w->cur[k]];
-		}
-		p->unc_off = (uint32_t)w->ids.n;
-		for (size_t k = 0; k < w->unc.n; k++)
-			if (w->unc_lim.v[k] > i)
-				w->ids.v[w->ids.n++] = w->unc.v[k];
-		p->n_unc = (uint32_t)(w->ids.n - p->unc_off);
+		rc = put_member(w, t, &t->pos[x], i, n_cur, bits);
 	}
 	return rc;
 }
@@ -477,6 +585,7 @@ static void pre_fini(struct pre *w)
 	free(w->simple);
 	free(w->memo);
 	free(w->arena.v);
+	free(w->xt.v);
 }
 
 /* The classification shared by the workers: each takes the next state

@@ -11,7 +11,10 @@
  * with x' = next(x, c) and y' = next(phi(x), c):
  *   y' is none, or
  *   x' = y' and x' is outside the chain (both leave it the same way), or
- *   x' is some state and y' = phi(x').
+ *   x' is some state and y' = phi(x'), or
+ *   x' is none and y' is outside the chain (the member goes on where x
+ *   stops: a minimum length, whose first states cannot end the string);
+ * and along each orbit the members that take a class are one run.
  * A walk from phi^i(s) (s in the chain) then holds one head, phi^i of the
  * walk from s's head, until that walk leaves the chain (the same head
  * from there on: the same result) or it dies: at the first byte c taken
@@ -20,7 +23,9 @@
  * orbit's top (a state phi does not reach) classes the whole orbit: token
  * t is, from phi^i(top), of its class from the top when i is below the
  * least die() met on t's bytes while in the chain, and rejected
- * otherwise. The states of a string of at most 12 characters are 13
+ * otherwise; where the walk from the top stops at x by c but members go
+ * on (die(x, c) = 0), those members walk the subtree there apart. The
+ * states of a string of at most 12 characters are 13
  * orbits (the counting states, and one per partial character state): one
  * walk each instead of 13.
  *
@@ -94,6 +99,60 @@ static int note_same(struct find *f, uint32_t x)
 	return 0;
 }
 
+/* Along each orbit, for each byte class, the members that take it must
+ * be one run (dead, alive, dead): a member that stops where the one
+ * before it went on never goes on after it, so the members a walk keeps
+ * are those below a bound (lim). F->same is free here. */
+static bool columns_ok(struct find *f)
+{
+	const struct o1_grammar *g = f->g;
+	uint32_t nc = g->n_classes;
+
+	for (uint32_t k = 0; k < f->n_dom; k++) {
+		uint32_t x = f->dom[k], n = 0;
+
+		if (f->inv[x] != GR_NONE)
+			continue;
+		for (uint32_t y = x; y != GR_NONE && n < f->cap_same;
+		     y = f->phi[y])
+			f->same[n++] = y;
+		for (uint32_t c = 0; c < nc; c++) {
+			int runs = 0;
+			bool prev = false;
+
+			for (uint32_t j = 0; j < n; j++) {
+				bool on = g->trans[(size_t)f->same[j] * nc + c] >= 0;
+
+				runs += on && !prev;
+				prev = on;
+			}
+			if (runs > 1)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* States in the try's longest orbit. An orbit of two saves one walk but
+ * takes its states out of the memo of first bytes and of equivalence
+ * (whose sharing is usually as good), so such shifts are not kept. */
+static uint32_t longest_orbit(const struct find *f)
+{
+	uint32_t best = 0;
+
+	for (uint32_t k = 0; k < f->n_dom; k++) {
+		uint32_t n = 0;
+
+		if (f->inv[f->dom[k]] != GR_NONE)
+			continue;
+		for (uint32_t y = f->dom[k]; y != GR_NONE && n <= f->n_dom;
+		     y = f->phi[y])
+			n++;
+		best = n > best ? n : best;
+	}
+	return best;
+}
+
 /* Follows what phi(S) = T forces; 1 when it is a shift, 0 when not. */
 static int propagate(struct find *f, uint32_t s, uint32_t t)
 {
@@ -113,8 +172,13 @@ static int propagate(struct find *f, uint32_t s, uint32_t t)
 		for (uint32_t c = 0; c < nc; c++) {
 			if (ty[c] < 0)
 				continue;
-			if (tx[c] < 0)
-				return 0;
+			if (tx[c] < 0) {
+				/* the member goes on where x stops: out of
+				 * the chain, walked apart (grammar_mask.c) */
+				if (note_same(f, (uint32_t)ty[c]))
+					return -ENOMEM;
+				continue;
+			}
 			if (tx[c] == ty[c]) {
 				if (note_same(f, (uint32_t)tx[c]))
 					return -ENOMEM;
@@ -128,6 +192,8 @@ static int propagate(struct find *f, uint32_t s, uint32_t t)
 		if (f->phi[f->same[k]] != GR_NONE ||
 		    f->inv[f->same[k]] != GR_NONE)
 			return 0;
+	if (!columns_ok(f) || longest_orbit(f) < 3)
+		return 0;
 	/* no cycles: every state of the chain lies on a path from a top */
 	for (uint32_t k = 0; k < f->n_dom; k++) {
 		uint32_t x = f->dom[k], n = 0;
@@ -184,11 +250,18 @@ static int commit(struct find *f, uint32_t id)
 			sh->orbit[y] = j;
 			for (uint32_t c = 0; c < nc; c++) {
 				uint32_t z = f->phi[y];
+				bool zon = z != GR_NONE &&
+					   g->trans[(size_t)z * nc + c] >= 0;
+				const uint32_t *dz =
+					z == GR_NONE
+						? NULL
+						: sh->die + (size_t)sh->row[z] * nc;
 
-				if (z == GR_NONE || g->trans[(size_t)z * nc + c] < 0)
-					d[c] = 1;
+				if (g->trans[(size_t)y * nc + c] < 0)
+					/* 0: y stops, a later member goes on */
+					d[c] = zon || (dz && !dz[c]) ? 0 : 1;
 				else
-					d[c] = 1 + sh->die[(size_t)sh->row[z] * nc + c];
+					d[c] = zon ? 1 + dz[c] : 1;
 			}
 		}
 		n = 0;

