@@ -308,8 +308,8 @@ struct gshare {
 	uint32_t *row;	 /* [n_states]: row of die() */
 	uint32_t *die;	 /* [n_rows * n_classes] */
 	uint32_t n_rows;
-	uint32_t *rep;	 /* [n_states]: the equivalent state whose classes
-			  * the state's are (itself: its own) */
+	uint32_t *rep; /* [n_states]: the equivalent state whose classes
+			* the state's are (itself: its own) */
 };
 
 int gr_share_build(const struct o1_grammar *g, struct gshare *sh);

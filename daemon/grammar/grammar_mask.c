@@ -14,6 +14,15 @@
  * every step. This is XGrammar's adaptive token mask cache, with its
  * context expansion done by running the callers' own states.
  *
+ * Walks are shared (grammar_share.c decides which): the top of an orbit
+ * walks once for its whole orbit, keeping per token the bound below
+ * which members take it (lim) and walking apart the subtrees where
+ * members go on past the top (side_walks); equivalent positions copy
+ * their representative's classes; and the subtree under a first byte is
+ * walked once per state that byte leads to (the memo). The tables are
+ * those of a walk from every position (gr_tokens_create without
+ * sharing: test_grammar_share).
+ *
  * Per step the mask is the union, over the distinct states of the
  * matcher's heads, of the accepted tokens, plus the uncertain tokens that
  * pass a check from the real heads. Uncertain tokens are kept in trie
@@ -75,8 +84,8 @@ struct pre {
 	uint8_t *in_chain;
 	uint32_t *cur, *tmp, *order, *count; /* store_orbit scratch */
 	uint32_t *cur_bits;
-	struct gvec xt; /* side walks' records (side_walks) */
-	uint8_t *simple; /* [n_states]: no calls, does not accept */
+	struct gvec xt;	       /* side walks' records (side_walks) */
+	uint8_t *simple;       /* [n_states]: no calls, does not accept */
 	struct memo_ent *memo; /* NULL: every position walks */
 	uint32_t memo_mask, memo_n;
 	struct gvec arena; /* the memo's token lists */
@@ -84,8 +93,8 @@ struct pre {
 
 /* Tokens ending at node I (or, SUBTREE, anywhere below it too) into VEC,
  * and when LIMS, LIM for each into LIMS. */
-static int put_node(struct pre *w, uint32_t i, bool subtree,
-		    struct gvec *vec, struct gvec *lims, uint32_t lim)
+static int put_node(struct pre *w, uint32_t i, bool subtree, struct gvec *vec,
+		    struct gvec *lims, uint32_t lim)
 {
 	const struct o1_grammar_vocab *v = w->v;
 	uint32_t end = subtree ? v->node_skip[i] : i + 1;
@@ -103,7 +112,7 @@ static int put_node(struct pre *w, uint32_t i, bool subtree,
  * state X by BYTE to T (level K holds the one head X when in the chain).
  * While the walk is in the chain its one head is phi^i of the orbit's. */
 static inline void track(struct pre *w, uint32_t k, uint32_t x, uint8_t byte,
-		  int32_t t, uint32_t top)
+			 int32_t t, uint32_t top)
 {
 	const struct gshare *sh = w->sh;
 	uint32_t lim = w->lim[k];
@@ -123,7 +132,7 @@ static inline void track(struct pre *w, uint32_t k, uint32_t x, uint8_t byte,
 /* The tokens ending at node I into VEC (and LIM for each into LIMS);
  * the vectors have room for every token (pre_init). */
 static inline void put_fast(struct pre *w, uint32_t i, struct gvec *vec,
-		     struct gvec *lims, uint32_t lim)
+			    struct gvec *lims, uint32_t lim)
 {
 	const struct o1_grammar_vocab *v = w->v;
 	uint32_t k0 = v->node_tok[i], k1 = v->node_tok[i + 1];
@@ -135,8 +144,7 @@ static inline void put_fast(struct pre *w, uint32_t i, struct gvec *vec,
 			lims->v[lims->n++] = lim;
 }
 
-static int side_walks(struct pre *w, uint32_t k, uint32_t node,
-		      uint32_t top);
+static int side_walks(struct pre *w, uint32_t k, uint32_t node, uint32_t top);
 
 /* Trie nodes [LO, HI) walked from level 0: their tokens into W->acc and
  * W->unc (with lims for ORBIT's top). */
@@ -176,7 +184,8 @@ static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
 					   (h->p < GP_MAXF &&
 					    w->core.frames[h->p].ctx);
 
-				d->pool[off] = (struct ghead){(uint32_t)t, h->p};
+				d->pool[off] =
+				    (struct ghead){(uint32_t)t, h->p};
 				d->off[k + 1] = off;
 				d->n[k + 1] = 1;
 				d->frames[k + 1] = d->frames[k];
@@ -214,8 +223,7 @@ static int walk_range(struct pre *w, uint32_t s, uint32_t lo, uint32_t hi,
  * subtree from their own head, phi^i(x). Their tokens are kept in W->xt
  * as records (member, where they go among the top's accepted and
  * uncertain tokens, how many of each, the ids), in trie order. */
-static int side_walks(struct pre *w, uint32_t k, uint32_t node,
-		      uint32_t top)
+static int side_walks(struct pre *w, uint32_t k, uint32_t node, uint32_t top)
 {
 	const struct gshare *sh = w->sh;
 	const struct o1_grammar_vocab *v = w->v;
@@ -227,9 +235,8 @@ static int side_walks(struct pre *w, uint32_t k, uint32_t node,
 
 	if (sh->die[(size_t)sh->row[x] * nc + w->g->cls[byte]])
 		return 0;
-	for (uint32_t m = 1; m < w->lim[k] && !rc &&
-			     (z = sh->phi[z]) != GR_NONE;
-	     m++) {
+	for (uint32_t m = 1;
+	     m < w->lim[k] && !rc && (z = sh->phi[z]) != GR_NONE; m++) {
 		size_t a0 = w->acc.n, u0 = w->unc.n, na, nu;
 
 		if (gr_next(w->g, z, byte) < 0)
@@ -317,8 +324,9 @@ static int walk_first(struct pre *w, uint32_t s, uint32_t r)
 	key = w->sh->rep[t] * 256 + v->node_byte[r] + 1u;
 	e = memo_find(w, key);
 	if (e->key)
-		return append(&w->acc, w->arena.v + e->acc_off, e->n_acc) ?:
-		       append(&w->unc, w->arena.v + e->unc_off, e->n_unc);
+		return append(&w->acc, w->arena.v + e->acc_off, e->n_acc)
+			   ?: append(&w->unc, w->arena.v + e->unc_off,
+				     e->n_unc);
 	rc = walk_range(w, s, r, v->node_skip[r], false);
 	if (rc || w->arena.n + (w->acc.n - a0) + (w->unc.n - u0) > UINT32_MAX)
 		return rc;
@@ -402,7 +410,8 @@ static int put_member(struct pre *w, const struct o1_grammar_tokens *t,
 	uint32_t nw = t->n_words, n_acc = n_cur, n_unc = 0, ci = 0;
 	size_t ui = 0;
 
-	for (size_t r = 0; r < w->xt.n; r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4])
+	for (size_t r = 0; r < w->xt.n;
+	     r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4])
 		if (w->xt.v[r] == i) {
 			n_acc += w->xt.v[r + 3];
 			n_unc += w->xt.v[r + 4];
@@ -423,14 +432,14 @@ static int put_member(struct pre *w, const struct o1_grammar_tokens *t,
 			memset(b, 0, nw * sizeof(*b));
 			for (uint32_t k = 0; k < n_cur; k++)
 				b[w->acc.v[w->cur[k]] / 32] |=
-					1u << (w->acc.v[w->cur[k]] % 32);
+				    1u << (w->acc.v[w->cur[k]] % 32);
 		}
 		for (size_t r = 0; r < w->xt.n;
 		     r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4])
-			for (uint32_t k = 0; w->xt.v[r] == i && k < w->xt.v[r + 3];
-			     k++)
+			for (uint32_t k = 0;
+			     w->xt.v[r] == i && k < w->xt.v[r + 3]; k++)
 				b[w->xt.v[r + 5 + k] / 32] |=
-					1u << (w->xt.v[r + 5 + k] % 32);
+				    1u << (w->xt.v[r + 5 + k] % 32);
 		w->bits.n += nw;
 	} else {
 		/* a list: the top's tokens before each side walk's place */
@@ -448,7 +457,8 @@ static int put_member(struct pre *w, const struct o1_grammar_tokens *t,
 			w->ids.v[w->ids.n++] = w->acc.v[w->cur[ci++]];
 	}
 	p->unc_off = (uint32_t)w->ids.n;
-	for (size_t r = 0; r < w->xt.n; r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4]) {
+	for (size_t r = 0; r < w->xt.n;
+	     r += 5 + w->xt.v[r + 3] + w->xt.v[r + 4]) {
 		if (w->xt.v[r] != i)
 			continue;
 		for (; ui < w->xt.v[r + 2]; ui++)
@@ -470,8 +480,8 @@ static int put_member(struct pre *w, const struct o1_grammar_tokens *t,
  * they are built from the last member back, each the next one's plus
  * the tokens of lim = i + 1 (counting-sorted by lim, in trie order): a
  * sorted merge while the set is a list, then bits. */
-static int store_orbit(struct pre *w, struct o1_grammar_tokens *t,
-		       uint32_t top, uint8_t *owner, uint8_t id)
+static int store_orbit(struct pre *w, struct o1_grammar_tokens *t, uint32_t top,
+		       uint8_t *owner, uint8_t id)
 {
 	const struct gshare *sh = w->sh;
 	uint32_t h = 0, n_cur = 0, nw = t->n_words;
@@ -502,18 +512,21 @@ static int store_orbit(struct pre *w, struct o1_grammar_tokens *t,
 			uint32_t a = 0, b = lo, m = 0;
 
 			while (a < n_cur || b < hi)
-				w->tmp[m++] = b == hi || (a < n_cur &&
-							  w->cur[a] < w->order[b])
-						      ? w->cur[a++]
-						      : w->order[b++];
+				w->tmp[m++] =
+				    b == hi || (a < n_cur &&
+						w->cur[a] < w->order[b])
+					? w->cur[a++]
+					: w->order[b++];
 			memcpy(w->cur, w->tmp, m * sizeof(*w->cur));
 		} else {
 			if (!bits) {
-				memset(w->cur_bits, 0, nw * sizeof(*w->cur_bits));
+				memset(w->cur_bits, 0,
+				       nw * sizeof(*w->cur_bits));
 				for (uint32_t k = 0; k < n_cur; k++) {
 					uint32_t tok = w->acc.v[w->cur[k]];
 
-					w->cur_bits[tok / 32] |= 1u << (tok % 32);
+					w->cur_bits[tok / 32] |= 1u
+								 << (tok % 32);
 				}
 				bits = true;
 			}
@@ -559,8 +572,8 @@ static int pre_init(struct pre *w, const struct o1_grammar *g,
 	w->order = malloc(((size_t)v->n_tokens + 1) * sizeof(*w->order));
 	w->count = malloc(((size_t)g->n_states + 3) * sizeof(*w->count));
 	w->cur_bits = malloc(((size_t)nw + 1) * sizeof(*w->cur_bits));
-	if (!w->memo || !w->lim || !w->in_chain || !w->cur || !w->tmp || !w->order ||
-	    !w->count || !w->cur_bits)
+	if (!w->memo || !w->lim || !w->in_chain || !w->cur || !w->tmp ||
+	    !w->order || !w->count || !w->cur_bits)
 		return -ENOMEM;
 	return 0;
 }
@@ -621,8 +634,9 @@ static void *worker(void *arg)
 			continue;
 		/* an orbit's members come with its top's walk, an equivalent
 		 * position's classes after the gather */
-		if (w->sh && ((w->sh->top[s] != GR_NONE && w->sh->top[s] != s) ||
-			      w->sh->rep[s] != s))
+		if (w->sh &&
+		    ((w->sh->top[s] != GR_NONE && w->sh->top[s] != s) ||
+		     w->sh->rep[s] != s))
 			continue;
 		j->owner[s] = a->id;
 		rc = walk(w, s) ?: store(w, j->t, s);

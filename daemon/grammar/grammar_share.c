@@ -52,12 +52,12 @@
 struct find {
 	const struct o1_grammar *g;
 	struct gshare *sh;
-	uint32_t *phi, *inv;   /* the try's map, GR_NONE elsewhere */
-	uint32_t *dom;	       /* states the try maps, in order */
+	uint32_t *phi, *inv; /* the try's map, GR_NONE elsewhere */
+	uint32_t *dom;	     /* states the try maps, in order */
 	uint32_t n_dom;
-	uint32_t *same;	       /* states both sides reach alike */
+	uint32_t *same; /* states both sides reach alike */
 	uint32_t n_same, cap_same;
-	uint32_t *tried;       /* target stamp per state, for one seed */
+	uint32_t *tried; /* target stamp per state, for one seed */
 	uint64_t work;
 };
 
@@ -65,8 +65,8 @@ static bool chain_state(const struct find *f, uint32_t x, uint32_t rule)
 {
 	const struct gstate *st = &f->g->states[x];
 
-	return st->rule == rule && !st->n_ref && !st->accept &&
-	       st->has_bytes && f->sh->chain[x] == GR_NONE;
+	return st->rule == rule && !st->n_ref && !st->accept && st->has_bytes &&
+	       f->sh->chain[x] == GR_NONE;
 }
 
 /* phi(X) = Y in the try: false on a contradiction. */
@@ -121,7 +121,8 @@ static bool columns_ok(struct find *f)
 			bool prev = false;
 
 			for (uint32_t j = 0; j < n; j++) {
-				bool on = g->trans[(size_t)f->same[j] * nc + c] >= 0;
+				bool on =
+				    g->trans[(size_t)f->same[j] * nc + c] >= 0;
 
 				runs += on && !prev;
 				prev = on;
@@ -253,9 +254,9 @@ static int commit(struct find *f, uint32_t id)
 				bool zon = z != GR_NONE &&
 					   g->trans[(size_t)z * nc + c] >= 0;
 				const uint32_t *dz =
-					z == GR_NONE
-						? NULL
-						: sh->die + (size_t)sh->row[z] * nc;
+				    z == GR_NONE
+					? NULL
+					: sh->die + (size_t)sh->row[z] * nc;
 
 				if (g->trans[(size_t)y * nc + c] < 0)
 					/* 0: y stops, a later member goes on */
@@ -328,8 +329,8 @@ out:
  * states see equivalent head sets after every byte. */
 struct equiv {
 	const struct o1_grammar *g;
-	uint32_t *cls, *ncls;	   /* [n_states] */
-	uint32_t *sig, *sig_off;   /* signatures, [n_states + 1] offsets */
+	uint32_t *cls, *ncls;	 /* [n_states] */
+	uint32_t *sig, *sig_off; /* signatures, [n_states + 1] offsets */
 	size_t cap_sig;
 	uint32_t *efol, *efol_off; /* effective follow per rule */
 	uint32_t *order;	   /* [n_states] */
@@ -522,9 +523,9 @@ static int find_equiv(const struct o1_grammar *g, struct gshare *sh)
 		const struct gstate *st = &g->states[s];
 
 		e.cls[s] = sh->chain[s] != GR_NONE
-				   ? 16 + s
-				   : (uint32_t)(st->accept | st->final << 1 |
-						st->has_bytes << 2);
+			       ? 16 + s
+			       : (uint32_t)(st->accept | st->final << 1 |
+					    st->has_bytes << 2);
 	}
 	for (;;) {
 		uint32_t k;

@@ -37,13 +37,13 @@
 #define MAX_SCHEMAS 64
 
 static const char *const gbnf[] = {
-	"root ::= \"\\\"\" ch{0,12} \"\\\"\"\n"
-	"ch ::= [^\"\\\\] | \"\\\\\" [\"\\\\nu]\n",
-	/* a count of calls: not a chain (calls), still equal positions */
-	"root ::= \"[\" ( item ( \",\" item ){0,4} )? \"]\"\n"
-	"item ::= \"\\\"\" [a-z\\u00e9]{1,3} \"\\\"\"\n",
-	"root ::= \"\\\"\" [^\"]{3,7} \"\\\"\" ( \",\" root )?\n",
-	"root ::= ( [ab] [\\u00e9\\u20ac]{2,5} \":\" ){1,3}\n",
+    "root ::= \"\\\"\" ch{0,12} \"\\\"\"\n"
+    "ch ::= [^\"\\\\] | \"\\\\\" [\"\\\\nu]\n",
+    /* a count of calls: not a chain (calls), still equal positions */
+    "root ::= \"[\" ( item ( \",\" item ){0,4} )? \"]\"\n"
+    "item ::= \"\\\"\" [a-z\\u00e9]{1,3} \"\\\"\"\n",
+    "root ::= \"\\\"\" [^\"]{3,7} \"\\\"\" ( \",\" root )?\n",
+    "root ::= ( [ab] [\\u00e9\\u20ac]{2,5} \":\" ){1,3}\n",
 };
 
 struct schemas {
@@ -85,7 +85,7 @@ static void accepted(const struct o1_grammar_tokens *t, uint32_t s,
 	}
 	for (uint32_t k = 0; k < p->n_acc; k++)
 		mask[t->ids[p->acc_off + k] / 32] |=
-			1u << (t->ids[p->acc_off + k] % 32);
+		    1u << (t->ids[p->acc_off + k] % 32);
 }
 
 static void same_tables(const struct o1_grammar *g,
@@ -105,8 +105,9 @@ static void same_tables(const struct o1_grammar *g,
 		if (p->n_acc != q->n_acc || p->n_unc != q->n_unc ||
 		    (p->acc_bits == GR_NONE) != (q->acc_bits == GR_NONE))
 			fail_msg("%s: state %u: accepted %u / %u, uncertain "
-				 "%u / %u", what, s, p->n_acc, q->n_acc,
-				 p->n_unc, q->n_unc);
+				 "%u / %u",
+				 what, s, p->n_acc, q->n_acc, p->n_unc,
+				 q->n_unc);
 		accepted(a, s, ma);
 		accepted(b, s, mb);
 		if (memcmp(ma, mb, a->n_words * sizeof(*ma)))
@@ -162,9 +163,8 @@ static void check_all(const struct o1_grammar_vocab *v)
 		struct o1_grammar_error err;
 		struct o1_grammar *g;
 
-		assert_int_equal(o1_grammar_compile(gbnf[i], strlen(gbnf[i]),
-						    &err, &g),
-				 0);
+		assert_int_equal(
+		    o1_grammar_compile(gbnf[i], strlen(gbnf[i]), &err, &g), 0);
 		snprintf(what, sizeof(what), "grammar %zu", i);
 		check_grammar(g, v, what);
 		o1_grammar_destroy(g);
@@ -176,11 +176,11 @@ static void check_all(const struct o1_grammar_vocab *v)
 static struct o1_grammar_vocab *made_up_vocab(void)
 {
 	static const char *const sym[] = {
-		"a", "b", "\"", "\\", "u", "0", ":", ",", "[", "]", " ",
-		"n", "\xc3", "\xa9", "\xe2\x82", "\xac", "\xc3\xa9"};
+	    "a", "b", "\"", "\\",   "u",    "0",	":",	",",	   "[",
+	    "]", " ", "n",  "\xc3", "\xa9", "\xe2\x82", "\xac", "\xc3\xa9"};
 	enum { N_SYM = sizeof(sym) / sizeof(sym[0]) };
 	uint32_t n = N_SYM + N_SYM * N_SYM + N_SYM * N_SYM * N_SYM + 1, k = 0;
-	uint8_t (*buf)[8] = malloc(n * sizeof(*buf));
+	uint8_t(*buf)[8] = malloc(n * sizeof(*buf));
 	const uint8_t **bytes = malloc(n * sizeof(*bytes));
 	uint32_t *lens = malloc(n * sizeof(*lens));
 	uint8_t *kinds = calloc(n, 1);
@@ -208,8 +208,7 @@ static struct o1_grammar_vocab *made_up_vocab(void)
 	bytes[k] = buf[0];
 	lens[k] = 0;
 	kinds[k] = O1_GRAMMAR_TOKEN_END;
-	assert_int_equal(o1_grammar_vocab_create(n, bytes, lens, kinds, &v),
-			 0);
+	assert_int_equal(o1_grammar_vocab_create(n, bytes, lens, kinds, &v), 0);
 	free(buf);
 	free(bytes);
 	free(lens);

@@ -355,7 +355,8 @@ static int time_compile(const char *schema, size_t len, int n,
 					    &tlen);
 		rc = rc ?: o1_grammar_compile(text, tlen, err, g);
 		free(text);
-		rc = rc ?: add(&t, (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3);
+		rc =
+		    rc ?: add(&t, (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3);
 	}
 	*ms = rc ? 0 : quantile(&t, 0.5);
 	free(t.us);
@@ -377,7 +378,8 @@ static int time_classes(struct bench *b, const struct o1_grammar *g, int n,
 		o1_grammar_tokens_destroy(*t);
 		*t = NULL;
 		rc = gr_tokens_create(g, b->v, 1, share, t);
-		rc = rc ?: add(&x, (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3);
+		rc =
+		    rc ?: add(&x, (now_us(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e3);
 	}
 	*ms = rc ? 0 : quantile(&x, 0.5);
 	free(x.us);
@@ -412,9 +414,8 @@ static int run_schema(struct bench *b, struct o1_gcache *c, int idx,
 	       "%7.1f %8.1f\n",
 	       idx + 1, o1_grammar_n_states(g), compile_ms, classes_ms,
 	       compile_ms + classes_ms, o->plain ? compile_ms + plain_ms : 0,
-	       first_ms, hit_us, b->one.n,
-	       quantile(&b->one, 0.5), quantile(&b->one, 0.99),
-	       quantile(&b->one, 1.0));
+	       first_ms, hit_us, b->one.n, quantile(&b->one, 0.5),
+	       quantile(&b->one, 0.99), quantile(&b->one, 1.0));
 	rc = add(&tot->first, first_ms * 1e3);
 	rc = rc ?: add(&tot->compile, compile_ms * 1e3);
 	rc = rc ?: add(&tot->classes, classes_ms * 1e3);
@@ -537,10 +538,11 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (parse_args(argc, argv, &o)) {
-		fprintf(stderr, "usage: bench_grammar_schemas [--pad-to N] "
-				"[--walks N] [--steps N] [--seed S] [--repeat N] "
-				"[--plain 0|1] VOCAB "
-				"SCHEMAS.jsonl\n");
+		fprintf(stderr,
+			"usage: bench_grammar_schemas [--pad-to N] "
+			"[--walks N] [--steps N] [--seed S] [--repeat N] "
+			"[--plain 0|1] VOCAB "
+			"SCHEMAS.jsonl\n");
 		return 2;
 	}
 	o1_log_set_level(O1_LOG_WARN);
