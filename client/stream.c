@@ -76,6 +76,8 @@ static int publish(struct o1_client *c)
 	c->ends[(c->sq.local - 1) & c->sq.mask] = c->arena_tail;
 	o1_ring_commit(&c->sq);
 	ret = o1_doorbell_notify(o1_region_sq_ctrl(c->base, &c->l), c->efd);
+	if (ret >= 0)
+		o1_handoff_published(&c->handoff, ret == 1, o1_client_now_ns());
 	return ret < 0 ? o1_client_fail(ret, "cannot wake the daemon") : 0;
 }
 
@@ -407,8 +409,10 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 		if (c->gone)
 			return o1_client_gone_error(c);
 		now = o1_client_now_ns();
-		if (now - start < spin)
+		if (now - start < spin) {
+			o1_handoff_spin(&c->handoff, &c->sq, now);
 			continue;
+		}
 		left = timeout_ns < 0 ? WAIT_SLICE_NS
 				      : timeout_ns - (int64_t)(now - start);
 		if (left <= 0)

@@ -93,6 +93,9 @@ int o1_ring_ready(struct o1_ring *r);
 /* Producer: free slots as of the latest head, or -O1_E_PROTOCOL on a
  * corrupt head. */
 int o1_ring_space(struct o1_ring *r);
+/* Producer: published entries the consumer has not handed back yet (its
+ * head read now), or -O1_E_PROTOCOL on a corrupt head. */
+int o1_ring_unread(struct o1_ring *r);
 
 static inline uint32_t o1_ring_capacity(const struct o1_ring *r)
 {

@@ -51,6 +51,7 @@
 
 #include "control.h"
 #include "shm/doorbell.h"
+#include "shm/handoff.h"
 #include "common/error.h"
 #include "front.h"
 #include "common/log.h"
@@ -482,6 +483,8 @@ static void rearm(struct o1_ipc_server *srv)
  * (and, when it asked, through its control socket too). */
 static void flush(struct o1_ipc_server *srv)
 {
+	uint64_t now = 0;
+
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 		int rang;
@@ -491,6 +494,9 @@ static void flush(struct o1_ipc_server *srv)
 		c->cq_dirty = 0;
 		o1_ring_commit(&c->cq);
 		rang = o1_doorbell_notify(o1_region_cq_ctrl(c->base, &c->l), -1);
+		if (!now)
+			now = now_ns();
+		o1_handoff_published(&c->handoff, rang == 1, now);
 		if (rang < 0)
 			o1_warn("ipc: cannot wake client %u", c->id);
 		if (rang == 1 && c->wake_sock &&
@@ -594,9 +600,22 @@ static void sleep_once(struct o1_ipc_server *srv)
 	finish_sleep(srv);
 }
 
+/* An idle turn of the spin: yields the CPU to a client that may be
+ * queued behind us with completions it has not taken (shm/handoff.h). */
+static void handoff(struct o1_ipc_server *srv, uint64_t now)
+{
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
+
+		if (c->state == O1_IPC_ACTIVE && !c->doomed)
+			srv->st.handoffs +=
+			    (uint64_t)o1_handoff_spin(&c->handoff, &c->cq, now);
+	}
+}
+
 int o1_ipc_server_run(struct o1_ipc_server *srv)
 {
-	uint64_t spin_ns = srv->o.spin_us * 1000ull, last = now_ns();
+	uint64_t spin_ns = srv->o.spin_us * 1000ull, last = now_ns(), now;
 	int work;
 
 	srv->slept = 0;
@@ -613,8 +632,11 @@ int o1_ipc_server_run(struct o1_ipc_server *srv)
 		}
 		if (io_uring_sq_ready(&srv->ring))
 			io_uring_submit(&srv->ring);
-		if (now_ns() - last < spin_ns)
+		now = now_ns();
+		if (now - last < spin_ns) {
+			handoff(srv, now);
 			continue;
+		}
 		sleep_once(srv);
 		srv->slept = 1;
 		last = now_ns();

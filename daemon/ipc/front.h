@@ -12,6 +12,7 @@
 #include <liburing.h>
 
 #include "ipc.h"
+#include "shm/handoff.h"
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/wire.h"
@@ -67,6 +68,7 @@ struct o1_ipc_client {
 	int wake_sock;		    /* wake it on the control socket too */
 	int sock_armed, bell_armed;
 	int cq_dirty;	  /* claimed completions not yet committed */
+	struct o1_handoff handoff; /* completions it may not have taken */
 	int blocked;	  /* completion ring was full this pass */
 	int doomed;	  /* torn down at the end of the pass */
 	int bad_stamp;	  /* an unusable sent_ns was logged */
