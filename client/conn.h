@@ -32,6 +32,7 @@ struct o1_client {
 	uint32_t reclaimed; /* submissions whose arena space is reclaimed */
 	uint64_t spin_ns;
 	struct o1_handoff handoff; /* submissions the daemon may not have run */
+	uint32_t cpu_told;	   /* our CPU as the cq's hint last said */
 	uint64_t ping_seq;
 	unsigned inflight;
 	/* alive.c: the daemon's end closed (sticky until a reconnect), when

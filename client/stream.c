@@ -377,8 +377,12 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 			   int64_t slice_ns)
 {
 	struct o1_ring_ctrl *ctrl = o1_region_cq_ctrl(c->base, &c->l);
-	uint32_t seq = o1_doorbell_prepare(ctrl);
-	int ret = o1_client_take(c, ev);
+	uint32_t seq;
+	int ret;
+
+	o1_handoff_note_cpu(ctrl, &c->cpu_told, o1_handoff_cpu());
+	seq = o1_doorbell_prepare(ctrl);
+	ret = o1_client_take(c, ev);
 
 	if (ret == 0) {
 		ret = o1_doorbell_wait(ctrl, seq, slice_ns);
@@ -402,6 +406,8 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 				      "the daemon is gone");
 	if (timeout_ns >= 0 && (uint64_t)timeout_ns < spin)
 		spin = (uint64_t)timeout_ns;
+	o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l), &c->cpu_told,
+			    o1_handoff_cpu());
 	for (;;) {
 		ret = o1_client_take(c, ev);
 		if (ret)

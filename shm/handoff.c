@@ -10,15 +10,44 @@ void o1_handoff_published(struct o1_handoff *h, int rang, uint64_t now_ns)
 	h->rang |= rang;
 }
 
+uint32_t o1_handoff_cpu(void)
+{
+	int cpu = sched_getcpu(); /* the vDSO: a few ns */
+
+	return cpu < 0 ? 0 : (uint32_t)cpu + 1;
+}
+
+void o1_handoff_note_cpu(struct o1_ring_ctrl *ctrl, uint32_t *told,
+			 uint32_t cpu)
+{
+	if (cpu == *told)
+		return;
+	*told = cpu;
+	atomic_store_explicit(&ctrl->cpu, cpu, memory_order_relaxed);
+}
+
+/* Whether the consumer's hint names a CPU other than ours (an unknown
+ * one, 0, might be ours). */
+static int elsewhere(struct o1_ring *r)
+{
+	uint32_t peer =
+	    atomic_load_explicit(&r->ctrl->cpu, memory_order_relaxed);
+	uint32_t cpu = o1_handoff_cpu();
+
+	return peer && cpu && peer != cpu;
+}
+
 int o1_handoff_spin(struct o1_handoff *h, struct o1_ring *r, uint64_t now_ns)
 {
+	int rang = h->rang;
+
 	if (!h->since_ns)
 		return 0;
-	if (!h->rang && now_ns - h->since_ns < O1_HANDOFF_AFTER_NS)
+	if (!rang && now_ns - h->since_ns < O1_HANDOFF_AFTER_NS)
 		return 0;
 	h->since_ns = 0; /* checked: at most one yield per publication */
 	h->rang = 0;
-	if (o1_ring_unread(r) <= 0)
+	if (elsewhere(r) || o1_ring_unread(r) <= 0)
 		return 0;
 	sched_yield();
 	return 1;

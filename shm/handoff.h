@@ -8,10 +8,14 @@
  *
  * The rule, on each side that produces into a ring and then spins: once
  * per publication, yield the CPU if the peer has not taken what we
- * published, either at once when the publication rang the peer awake, or
- * once the entries stayed unread for O1_HANDOFF_AFTER_NS (a peer spinning
- * on another CPU takes them within a microsecond; one queued behind us
- * never does). A yield with nothing else runnable is one system call.
+ * published and its last CPU (the ring's cpu hint, o1_handoff_note_cpu)
+ * is ours or unknown: at once when the publication rang the peer awake
+ * (the kernel queues the wakee here when it slept here), else once the
+ * entries stayed unread for O1_HANDOFF_AFTER_NS (a peer spinning on
+ * another CPU takes them within a microsecond; one queued behind us never
+ * does). A peer on another CPU is not helped by our yield, which would
+ * hand our CPU to unrelated work for a time slice. A yield with nothing
+ * else runnable is one system call.
  *
  * Invariants: at most one yield per publication (a peer that never reads
  * costs one system call per publication to it, never more); the wake-up
@@ -30,6 +34,12 @@ struct o1_handoff {
 	int rang;	   /* one of them woke the peer */
 };
 
+/* The CPU this thread runs on, plus one (0: unknown). */
+uint32_t o1_handoff_cpu(void);
+/* Consumer: records cpu (o1_handoff_cpu's) in the ring's cpu hint; a
+ * store only when it differs from *told (which starts at 0). */
+void o1_handoff_note_cpu(struct o1_ring_ctrl *ctrl, uint32_t *told,
+			 uint32_t cpu);
 /* Producer: entries were just published at now_ns (never 0); rang: the
  * publication's doorbell woke a sleeping peer. */
 void o1_handoff_published(struct o1_handoff *h, int rang, uint64_t now_ns);

@@ -3,7 +3,8 @@
  * Each pass drains every client's submission ring (copy, validate, hand
  * over), calls the consumer's ->poll, then publishes the completions each
  * client received (one commit and at most one wake-up per client per
- * pass). With no work for spin_us the loop sleeps in io_uring: for each
+ * pass). With no work for spin_us (5 us while none of the last 8 idle
+ * periods was shorter than spin_us) the loop sleeps in io_uring: for each
  * client it reads the submission doorbell and sets NEED_WAKEUP
  * (o1_doorbell_prepare, a full fence), arms one FUTEX_WAIT on the doorbell
  * word (or a POLL_ADD on the client's eventfd), re-checks every ring, and
@@ -62,6 +63,7 @@
 #define O1_FUTEX_MASK_ANY	0xffffffffull
 #define TICK_NS			100000000ll
 #define BACKLOG_WAIT_NS		1000000ll
+#define SPIN_SHORT_NS		5000ull /* the spin while spinning does not pay */
 
 static uint64_t now_ns(void)
 {
@@ -523,14 +525,18 @@ static int drain_client(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 static int pass(struct o1_ipc_server *srv)
 {
 	int work = process_cqes(srv);
+	uint32_t cpu = o1_handoff_cpu();
 
 	srv->backlog = 0;
 	srv->posted = 0;
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
-		if (c->state == O1_IPC_ACTIVE && !c->doomed)
-			work += drain_client(srv, c);
+		if (c->state != O1_IPC_ACTIVE || c->doomed)
+			continue;
+		o1_handoff_note_cpu(o1_region_sq_ctrl(c->base, &c->l),
+				    &c->cpu_told, cpu);
+		work += drain_client(srv, c);
 	}
 	if (srv->cons.poll)
 		srv->cons.poll(srv->cons.ctx, srv);
@@ -613,9 +619,26 @@ static void handoff(struct o1_ipc_server *srv, uint64_t now)
 	}
 }
 
+/* Learns from an idle period of IDLE ns that just ended whether spinning
+ * pays; returns the spin window for the next one: spin_ns while one of
+ * the last 8 idle periods ended within spin_ns (the spin caught it, or
+ * would have), else SPIN_SHORT_NS. A client that calls every few
+ * milliseconds so costs no spin, whose CPU time would also make the
+ * scheduler wake this thread later (it places a thread that ran past its
+ * share behind the others); the first quick follow-up restores it. */
+static uint64_t learn_spin(struct o1_ipc_server *srv, uint64_t idle,
+			   uint64_t spin_ns)
+{
+	srv->spin_hist = (uint8_t)(srv->spin_hist << 1 | (idle < spin_ns));
+	if (srv->spin_hist || spin_ns < SPIN_SHORT_NS)
+		return spin_ns;
+	return SPIN_SHORT_NS;
+}
+
 int o1_ipc_server_run(struct o1_ipc_server *srv)
 {
-	uint64_t spin_ns = srv->o.spin_us * 1000ull, last = now_ns(), now;
+	uint64_t spin_ns = srv->o.spin_us * 1000ull, window = spin_ns;
+	uint64_t last = now_ns(), idle_since = 0, now;
 	int work;
 
 	srv->slept = 0;
@@ -628,12 +651,18 @@ int o1_ipc_server_run(struct o1_ipc_server *srv)
 		srv->slept = 0;
 		if (work) {
 			last = now_ns();
+			if (idle_since)
+				window =
+				    learn_spin(srv, last - idle_since, spin_ns);
+			idle_since = 0;
 			continue;
 		}
+		if (!idle_since)
+			idle_since = last;
 		if (io_uring_sq_ready(&srv->ring))
 			io_uring_submit(&srv->ring);
 		now = now_ns();
-		if (now - last < spin_ns) {
+		if (now - last < window) {
 			handoff(srv, now);
 			continue;
 		}

@@ -69,6 +69,7 @@ struct o1_ipc_client {
 	int sock_armed, bell_armed;
 	int cq_dirty;	  /* claimed completions not yet committed */
 	struct o1_handoff handoff; /* completions it may not have taken */
+	uint32_t cpu_told; /* the loop's CPU as its sq's hint last said */
 	int blocked;	  /* completion ring was full this pass */
 	int doomed;	  /* torn down at the end of the pass */
 	int bad_stamp;	  /* an unusable sent_ns was logged */
@@ -114,6 +115,7 @@ struct o1_ipc_server {
 	int any_doomed;
 	uint32_t posted; /* events posted during the current pass */
 	int slept;	 /* the current pass is the first after a sleep */
+	uint8_t spin_hist; /* a bit per idle period: shorter than spin_us */
 	int accept_armed, kick_armed, sig_armed, timer_armed;
 	struct __kernel_timespec tick;
 	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */

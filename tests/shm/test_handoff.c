@@ -62,6 +62,15 @@ static int take(struct o1_ring *r, uint64_t *v)
 	return 1;
 }
 
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set); /* best effort */
+}
+
 static void test_rule(void **state)
 {
 	struct pair *p = pair_new();
@@ -97,6 +106,40 @@ static void test_rule(void **state)
 	free(p);
 }
 
+/* The consumer's CPU hint: an unread entry (at once when it rang the
+ * consumer, else past its age) is worth a yield only when the consumer
+ * last ran on our CPU, or did not say. */
+static void test_cpu_hint(void **state)
+{
+	struct pair *p = pair_new();
+	struct o1_handoff h = {0};
+	uint32_t told = 0, mine, other;
+	uint64_t t = 1000000, due = t + O1_HANDOFF_AFTER_NS;
+
+	(void)state;
+	pin(sched_getcpu());
+	mine = o1_handoff_cpu();
+	assert_int_not_equal(mine, 0);
+	other = mine + 1;
+	o1_handoff_note_cpu(&p->ctrl, &told, other);
+	assert_int_equal(atomic_load(&p->ctrl.cpu), other);
+	assert_int_equal(told, other);
+	put(&p->prod, 1);
+	o1_handoff_published(&h, 0, t);
+	assert_int_equal(o1_handoff_spin(&h, &p->prod, due), 0);
+	o1_handoff_published(&h, 1, t);
+	assert_int_equal(o1_handoff_spin(&h, &p->prod, t), 0);
+	o1_handoff_note_cpu(&p->ctrl, &told, mine);
+	o1_handoff_published(&h, 1, t);
+	assert_int_equal(o1_handoff_spin(&h, &p->prod, t), 1);
+	o1_handoff_published(&h, 0, t);
+	assert_int_equal(o1_handoff_spin(&h, &p->prod, due), 1);
+	atomic_store(&p->ctrl.cpu, 0); /* a peer that does not say */
+	o1_handoff_published(&h, 0, t);
+	assert_int_equal(o1_handoff_spin(&h, &p->prod, due), 1);
+	free(p);
+}
+
 /* A consumer that publishes an impossible head gets no yield from us. */
 static void test_corrupt_head(void **state)
 {
@@ -120,6 +163,7 @@ struct side {
 	struct o1_ring *in, *out;
 	struct o1_handoff h;
 	int cpu;
+	uint32_t cpu_told;
 	int err;
 	uint64_t yields;
 };
@@ -136,6 +180,7 @@ static uint64_t now_ns(void)
  * the handoff, then prepare, re-check, sleep on the doorbell. */
 static int recv_one(struct side *s, uint64_t *v)
 {
+	o1_handoff_note_cpu(s->in->ctrl, &s->cpu_told, o1_handoff_cpu());
 	for (int spin = 0;; spin++) {
 		uint32_t seq;
 		int ret;
@@ -173,15 +218,6 @@ static int send_one(struct side *s, uint64_t v)
 		return rang;
 	o1_handoff_published(&s->h, rang == 1, now_ns());
 	return 0;
-}
-
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set); /* best effort */
 }
 
 static void *echo_main(void *arg)
@@ -233,6 +269,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rule),
+	    cmocka_unit_test(test_cpu_hint),
 	    cmocka_unit_test(test_corrupt_head),
 	    cmocka_unit_test(test_ping_pong_one_cpu),
 	};
