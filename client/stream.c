@@ -7,6 +7,7 @@
  * data while decoding it, before it releases the slot, so the space of
  * every submission before the daemon's published head is free again. */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "conn.h"
@@ -14,6 +15,8 @@
 #include "common/error.h"
 
 #define WAIT_SLICE_NS 100000000ll /* re-check the socket this often */
+#define WAKING_MAX_NS 200000ull	  /* the longest a daemon wake-up is spun */
+#define WAKING_YIELD_NS 5000ull	  /* and the CPU offered this often */
 
 _Static_assert(sizeof(((struct o1_event *)0)->top_ids) ==
 		   O1_WIRE_TOP_PER * sizeof(uint32_t),
@@ -78,6 +81,7 @@ static int publish(struct o1_client *c)
 	ret = o1_doorbell_notify(o1_region_sq_ctrl(c->base, &c->l), c->efd);
 	if (ret >= 0)
 		o1_handoff_published(&c->handoff, ret == 1, o1_client_now_ns());
+	c->waking |= ret == 1;
 	return ret < 0 ? o1_client_fail(ret, "cannot wake the daemon") : 0;
 }
 
@@ -395,9 +399,35 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 	return ret;
 }
 
+/* Whether the daemon we rang awake is still on its way (it has not taken
+ * our submission, for at most MAX ns after START); once it has,
+ * *spin_from becomes now: the spin window counts from its wake-up. Spinning
+ * through its wake-up, rather than sleeping too, saves our own wake-up when
+ * its answer comes within the window: one wake-up a round trip instead of
+ * two (a Unix socket's costs two). The kernel may have queued the daemon
+ * on our CPU, where it runs only when we stop: we yield every
+ * WAKING_YIELD_NS (the CPU hint cannot tell: it says where it slept). */
+static int daemon_waking(struct o1_client *c, uint64_t start, uint64_t now,
+			 uint64_t max, uint64_t *spin_from)
+{
+	if (!c->waking)
+		return 0;
+	if (now - start < max && o1_ring_unread(&c->sq) > 0) {
+		if (now - c->waking_yield_ns >= WAKING_YIELD_NS) {
+			sched_yield();
+			c->waking_yield_ns = now;
+		}
+		return 1;
+	}
+	c->waking = 0;
+	*spin_from = now;
+	return 0;
+}
+
 int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 {
 	uint64_t start = o1_client_now_ns(), now, spin = c->spin_ns;
+	uint64_t spin_from = start, waking_max = WAKING_MAX_NS;
 	int64_t left, slice;
 	int ret;
 
@@ -406,6 +436,8 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 				      "the daemon is gone");
 	if (timeout_ns >= 0 && (uint64_t)timeout_ns < spin)
 		spin = (uint64_t)timeout_ns;
+	if (timeout_ns >= 0 && (uint64_t)timeout_ns < waking_max)
+		waking_max = (uint64_t)timeout_ns;
 	o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l), &c->cpu_told,
 			    o1_handoff_cpu());
 	for (;;) {
@@ -415,7 +447,8 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 		if (c->gone)
 			return o1_client_gone_error(c);
 		now = o1_client_now_ns();
-		if (now - start < spin) {
+		if (daemon_waking(c, start, now, waking_max, &spin_from) ||
+		    now - spin_from < spin) {
 			o1_handoff_spin(&c->handoff, &c->sq, now);
 			continue;
 		}
