@@ -35,6 +35,7 @@ int o1_client_limits(const struct o1_client *c, struct o1_client_limits *out)
 	l.max_inflight = c->w.max_inflight;
 	l.vocab_size = c->w.vocab_size;
 	l.max_grammar_bytes = c->w.max_grammar_bytes;
+	l.tool_format = c->w.tool_format;
 	memcpy(out, &l, out->sz < sizeof(l) ? out->sz : sizeof(l));
 	return 0;
 }
@@ -103,7 +104,7 @@ static int check_grammar(const struct o1_client *c,
 
 	if (o->grammar_type == O1_GRAMMAR_TYPE_NONE)
 		return 0;
-	if (o->grammar_type > O1_GRAMMAR_TYPE_JSON_OBJECT ||
+	if (o->grammar_type > O1_GRAMMAR_TYPE_TOOL_CALL ||
 	    (o->grammar_type == O1_GRAMMAR_TYPE_JSON_OBJECT) !=
 		(!o->grammar && !o->grammar_len) ||
 	    (o->grammar_len && !o->grammar))

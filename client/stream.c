@@ -34,6 +34,16 @@ _Static_assert((unsigned)O1_FLAG_DEVICE_LOGITS ==
 	       "flag");
 _Static_assert(O1_TOKEN_HAS_DEVICE == O1_TOKEN_DEVICE, "token bits");
 _Static_assert(O1_CLIENT_E_NO_DEVOUT == -O1_E_NO_DEVOUT, "error code");
+_Static_assert((unsigned)O1_FLAG_CHAT_JSON == (unsigned)O1_SUBMIT_CHAT_JSON,
+	       "flag");
+_Static_assert((int)O1_GRAMMAR_TYPE_TOOL_CALL == (int)O1_GRAMMAR_TOOL_CALL,
+	       "grammar kind");
+_Static_assert(sizeof(((struct o1_event *)0)->top_text) ==
+		   O1_WIRE_TOP_TEXT_MAX,
+	       "o1_event holds one TOP_TEXT entry");
+_Static_assert(sizeof(((struct o1_event *)0)->top_len) ==
+		   O1_WIRE_LOGPROBS_MAX,
+	       "o1_event holds one TOP_TEXT entry");
 
 static uint32_t sq_head(struct o1_client *c)
 {
@@ -280,6 +290,28 @@ static void round_event(const struct o1_wire_round *r, struct o1_event *ev)
 	ev->latency_ns = r->latency_ns;
 }
 
+/* A TOP_TEXT entry (decoded: its packing is checked) as offsets into a
+ * copy of its data. */
+static void top_text(struct o1_event *ev, const struct o1_wire_top_text *t)
+{
+	const uint8_t *b;
+	uint32_t at = 0, len;
+	int cut;
+
+	ev->type = O1_EVENT_TOP_TEXT;
+	ev->req_id = t->req_id;
+	ev->position = t->position;
+	ev->top_first = t->first;
+	memcpy(ev->top_text, t->data, sizeof(ev->top_text));
+	for (uint32_t i = 0;
+	     i < t->n && !o1_wire_top_text_next(t, &at, &b, &len, &cut); i++) {
+		ev->top_off[i] = (uint8_t)(b - t->data);
+		ev->top_len[i] = (uint8_t)len;
+		ev->top_cut[i] = (uint8_t)cut;
+		ev->n_top = i + 1;
+	}
+}
+
 static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));
@@ -322,6 +354,9 @@ static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 		ev->req_id = e->error.req_id;
 		ev->error = e->error.error;
 		memcpy(ev->message, e->error.msg, e->error.msg_len);
+		break;
+	case O1_EV_TOP_TEXT:
+		top_text(ev, &e->top_text);
 		break;
 	case O1_EV_LOGPROBS:
 		ev->type = O1_EVENT_LOGPROBS;

@@ -2,7 +2,7 @@
 # configures with -DCMAKE_INSTALL_PREFIX=/usr, the prefix a package needs):
 #   o1d                component daemon: the programs, /etc/o1d, the units,
 #                      sysusers.d and tmpfiles.d entries, pages, completions
-#   libo1client2       component lib: libo1client.so.2 (SONAME, shlibs)
+#   libo1client3       component lib: libo1client.so.3 (SONAME, shlibs)
 #   libo1client-dev    component dev: headers, the .so link, pkg-config,
 #                      libo1client(3)
 #   libo1client-cuda1  component cuda, in CUDA builds
@@ -17,14 +17,14 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# libo1client.so.2 is not installed while o1d's programs are scanned
+# libo1client.so.3 is not installed while o1d's programs are scanned
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/client)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 
-set(o1_packages daemon o1d lib libo1client2 dev libo1client-dev)
+set(o1_packages daemon o1d lib libo1client3 dev libo1client-dev)
 if(O1_HAVE_CUDA)
   list(APPEND o1_packages cuda libo1client-cuda1)
 endif()

@@ -1,6 +1,6 @@
 /* The version every o1d program prints for --version, in one shape:
  *
- *   PROG 0.1.0 (wire protocol 4, libo1client.so.2, metrics layout 2)
+ *   PROG 0.1.0 (wire protocol 6, libo1client.so.3, metrics layout 2)
  *
  * The release comes from the CMake project, the wire protocol from
  * shm/wire.h, the SOVERSION from the o1client target and the metrics

@@ -66,6 +66,7 @@ static const char *const dtypes[] = {"auto", "f32", "f16", "bf16", NULL};
 static const char *const dequantize_modes[] = {"none", "bf16", NULL};
 static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
 static const char *const sample_modes[] = {"auto", "on", "off", NULL};
+static const char *const quant_dots[] = {"int8", "f32", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
@@ -77,6 +78,8 @@ _Static_assert(O1_CONFIG_METRICS_SHM == 2, "metrics_modes order");
 _Static_assert(sizeof(enum o1_config_metrics_mode) == sizeof(int),
 	       "enum as int");
 _Static_assert(O1_CONFIG_SAMPLE_OFF == 2, "sample_modes order");
+_Static_assert(O1_CONFIG_QUANT_DOT_F32 == 1, "quant_dots order");
+_Static_assert(sizeof(enum o1_config_quant_dot) == sizeof(int), "enum as int");
 _Static_assert(sizeof(enum o1_config_sample_mode) == sizeof(int),
 	       "enum as int");
 
@@ -115,7 +118,8 @@ static const struct key keys[] = {
 	 0.01, 1.0, NULL, 0, "0.9"},
 	U32(scheduler, max_batch_tokens, 1, 1048576, 0, "2048"),
 	U32(scheduler, max_running, 1, 4096, 0, "256"),
-	U32(scheduler, prefill_chunk_tokens, 1, 1048576, 0, "512"),
+	U32(scheduler, prefill_chunk_tokens, 1, 1048576, 0, "256"),
+	U32(scheduler, prefill_tokens_per_decode, 0, 64, 0, "2"),
 	U32(scheduler, sampler_threads, 0, 256, 0, "0"),
 	U32(scheduler, max_running_per_client, 0, 4096, 0, "0"),
 	U32(scheduler, stall_timeout_ms, 0, 86400000, 0, "30000"),
@@ -131,6 +135,9 @@ static const struct key keys[] = {
 	BOOL(graphs, enabled, "true"),
 	LIST(graphs, buckets, 1, 4096, F_ASCENDING | F_NONEMPTY,
 	     "1,2,4,8,16,24,32,48,64,96,128,192,256"),
+	BOOL(cuda, autotune, "true"),
+	U32(cuda, autotune_ms, 1, 60000, 0, "2000"),
+	ENUM(cuda, quant_dot, quant_dots, "int8"),
 	STR(ipc, socket, F_ABSOLUTE | F_NONEMPTY, "/run/o1d/o1d.sock"),
 	{"ipc", "socket_mode", T_OCTAL, OFF(ipc.socket_mode), 0, 0, 0777, 0, 0,
 	 NULL, 0, "0660"},

@@ -58,6 +58,13 @@ enum o1_config_dequantize {
 	O1_CONFIG_DEQUANTIZE_BF16, /* to the backend's float type at load */
 };
 
+/* cuda.quant_dot: how the CUDA backend's decode products multiply
+ * weights in a GGUF block format. */
+enum o1_config_quant_dot {
+	O1_CONFIG_QUANT_DOT_INT8, /* inputs quantized per 32, __dp4a */
+	O1_CONFIG_QUANT_DOT_F32,  /* weights dequantized, f32 arithmetic */
+};
+
 enum o1_config_dtype {
 	O1_CONFIG_DTYPE_AUTO,
 	O1_CONFIG_DTYPE_F32,
@@ -101,7 +108,8 @@ struct o1_config {
 	struct {
 		uint32_t max_batch_tokens;
 		uint32_t max_running;
-		uint32_t prefill_chunk_tokens;
+		uint32_t prefill_chunk_tokens; /* beside decode rows */
+		uint32_t prefill_tokens_per_decode; /* ... or this x rows */
 		uint32_t sampler_threads; /* 0 = min(online CPUs, 8) */
 		uint32_t max_running_per_client; /* 0 = fair share only */
 		uint32_t stall_timeout_ms;	  /* 0 = never */
@@ -121,6 +129,11 @@ struct o1_config {
 		bool enabled;
 		struct o1_config_list buckets; /* batch sizes, ascending */
 	} graphs;
+	struct {
+		bool autotune;	      /* time the products' setups at load */
+		uint32_t autotune_ms; /* load time it may take */
+		enum o1_config_quant_dot quant_dot;
+	} cuda;
 	struct {
 		char socket[O1_CONFIG_SOCKET_MAX];
 		uint32_t socket_mode; /* permission bits, e.g. 0660 */

@@ -68,7 +68,7 @@ extern "C" {
 #define GEMV_THREADS (GEMV_WARPS * 32)
 /* Blocks per multiprocessor: two, at most 128 registers a thread (the
  * launch bounds), so both fit the register file. */
-#define GEMV_BPS     2
+#define GEMV_BPS     O1_GEMV_BPS_DEFAULT
 #define GEMV_DEVICES 64 /* multiprocessor counts cached per device */
 
 /* Staged bf16 input rows at most (shared memory per block). */
@@ -536,25 +536,113 @@ static int launch(gemv_args a, uint32_t bps, bool pdl, cudaStream_t stream)
 				    smem, stream, pdl, a);
 }
 
+/* The pieces per lane a batch that a setup may name for M rows and
+ * variant OUT: the default D = batch_of, and D / 2 when at least 2 (M =
+ * 3, which no bucket step has, only D). Not 2 D: batch_of's values are
+ * the most the registers hold (ptxas spills above them at 128 registers a
+ * thread, the launch bounds). */
+template <int M, int OUT> static uint32_t pieces_of(uint8_t (&out)[3])
+{
+	constexpr int D = batch_of<M, OUT>();
+	uint32_t n = 0;
+
+	out[n++] = D;
+	if (M != 3 && D / 2 >= 2)
+		out[n++] = D / 2;
+	return n;
+}
+
+/* The instance for M rows and setup U (checked by setup_ok): the
+ * default's batch or half of it. */
+template <int M, int IN, int OUT>
+static int launch_setup(const gemv_args &a, o1_gemv_setup u, bool pdl,
+			cudaStream_t stream)
+{
+	constexpr int D = batch_of<M, OUT>();
+	constexpr int LO = M != 3 && D / 2 >= 2 ? D / 2 : D;
+	uint32_t bps = u.bps ? u.bps : GEMV_BPS;
+
+	if (u.pieces == LO)
+		return launch<M, IN, OUT, LO>(a, bps, pdl, stream);
+	return launch<M, IN, OUT, D>(a, bps, pdl, stream);
+}
+
 /* The instance for M rows (1 .. O1_GEMV_MAX_ROWS, checked). */
 template <int IN, int OUT>
-static int launch_rows(const gemv_args &a, uint32_t m, bool pdl,
-		       cudaStream_t stream)
+static int launch_rows(const gemv_args &a, uint32_t m, o1_gemv_setup u,
+		       bool pdl, cudaStream_t stream)
 {
 	switch (m) {
 	case 1:
-		return launch<1, IN, OUT, batch_of<1, OUT>()>(a, GEMV_BPS, pdl,
-							      stream);
+		return launch_setup<1, IN, OUT>(a, u, pdl, stream);
 	case 2:
-		return launch<2, IN, OUT, batch_of<2, OUT>()>(a, GEMV_BPS, pdl,
-							      stream);
+		return launch_setup<2, IN, OUT>(a, u, pdl, stream);
 	case 3:
-		return launch<3, IN, OUT, batch_of<3, OUT>()>(a, GEMV_BPS, pdl,
-							      stream);
+		return launch_setup<3, IN, OUT>(a, u, pdl, stream);
 	default:
-		return launch<4, IN, OUT, batch_of<4, OUT>()>(a, GEMV_BPS, pdl,
-							      stream);
+		return launch_setup<4, IN, OUT>(a, u, pdl, stream);
 	}
+}
+
+/* The OUT variant of the public enum. */
+template <int OUT> static uint32_t pieces_rows(uint32_t m, uint8_t (&out)[3])
+{
+	switch (m) {
+	case 1:
+		return pieces_of<1, OUT>(out);
+	case 2:
+		return pieces_of<2, OUT>(out);
+	case 3:
+		return pieces_of<3, OUT>(out);
+	default:
+		return pieces_of<4, OUT>(out);
+	}
+}
+
+extern "C" uint32_t o1_gemv_pieces(enum o1_gemv_variant v, uint32_t m,
+				   uint8_t out[3])
+{
+	uint8_t p[3] = {0, 0, 0};
+	uint32_t n = 0;
+
+	if (!m || m > O1_GEMV_MAX_ROWS)
+		return 0;
+	switch (v) {
+	case O1_GEMV_PLAIN:
+	case O1_GEMV_ADD:
+	case O1_GEMV_NORM:
+		n = pieces_rows<OUT_STORE>(m, p);
+		break;
+	case O1_GEMV_SWIGLU:
+		n = pieces_rows<OUT_SWIGLU>(m, p);
+		break;
+	case O1_GEMV_ROPE:
+		n = pieces_rows<OUT_ROPE>(m, p);
+		break;
+	default:
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = p[i];
+	return n;
+}
+
+/* Whether U is a setup of variant V over M rows: -EINVAL (logged) if not. */
+static int setup_ok(const char *what, enum o1_gemv_variant v, uint32_t m,
+		    o1_gemv_setup u)
+{
+	uint8_t p[3];
+	uint32_t n = o1_gemv_pieces(v, m, p);
+	bool ok = u.bps <= O1_GEMV_BPS_MAX && !u.pieces;
+
+	for (uint32_t i = 0; i < n && !ok; i++)
+		ok = u.bps <= O1_GEMV_BPS_MAX && u.pieces == p[i];
+	if (ok)
+		return 0;
+	o1_err("%s: bad setup: %u blocks a multiprocessor (at most %d), %u "
+	       "pieces (not one of the %u offered for %u rows)",
+	       what, u.bps, O1_GEMV_BPS_MAX, u.pieces, n, m);
+	return -EINVAL;
 }
 
 /* Shapes and alignment every variant needs; OUT and W are the output and
@@ -601,70 +689,79 @@ static gemv_args args(const uint16_t *x, const float *xf, const float *nw,
 }
 
 extern "C" int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
-				 uint32_t m, uint32_t n, uint32_t k, bool pdl,
+				 uint32_t m, uint32_t n, uint32_t k,
+				 struct o1_gemv_setup u, bool pdl,
 				 cudaStream_t stream)
 {
 	gemv_args a = args(x, NULL, NULL, 0, w, n, k);
 	int err = check("gemv", y, x, w, m, n, k);
 
+	err = err ? err : setup_ok("gemv", O1_GEMV_PLAIN, m, u);
 	a.y = y;
 	if (err)
 		return err;
 	return staged(m, k)
-		   ? launch_rows<IN_STAGED, OUT_STORE>(a, m, pdl, stream)
-		   : launch_rows<IN_BF16, OUT_STORE>(a, m, pdl, stream);
+		   ? launch_rows<IN_STAGED, OUT_STORE>(a, m, u, pdl, stream)
+		   : launch_rows<IN_BF16, OUT_STORE>(a, m, u, pdl, stream);
 }
 
 extern "C" int o1_gemv_add_bf16_cuda(float *y, const uint16_t *x,
 				     const uint16_t *w, uint32_t m, uint32_t n,
-				     uint32_t k, bool pdl, cudaStream_t stream)
+				     uint32_t k, struct o1_gemv_setup u,
+				     bool pdl, cudaStream_t stream)
 {
 	gemv_args a = args(x, NULL, NULL, 0, w, n, k);
 	int err = check("gemv_add", y, x, w, m, n, k);
 
+	err = err ? err : setup_ok("gemv_add", O1_GEMV_ADD, m, u);
 	a.y = y;
 	if (err)
 		return err;
-	return staged(m, k) ? launch_rows<IN_STAGED, OUT_ADD>(a, m, pdl, stream)
-			    : launch_rows<IN_BF16, OUT_ADD>(a, m, pdl, stream);
+	return staged(m, k)
+		   ? launch_rows<IN_STAGED, OUT_ADD>(a, m, u, pdl, stream)
+		   : launch_rows<IN_BF16, OUT_ADD>(a, m, u, pdl, stream);
 }
 
 extern "C" int o1_gemv_norm_bf16_cuda(float *y, const float *x,
 				      const float *norm_w, float eps,
 				      const uint16_t *w, uint32_t m, uint32_t n,
-				      uint32_t k, bool pdl, cudaStream_t stream)
+				      uint32_t k, struct o1_gemv_setup u,
+				      bool pdl, cudaStream_t stream)
 {
 	return o1_gemv_norm_rows_bf16_cuda(y, x, NULL, norm_w, eps, w, m, n, k,
-					   pdl, stream);
+					   u, pdl, stream);
 }
 
-extern "C" int o1_gemv_norm_rows_bf16_cuda(float *y, const float *x,
-					   const uint32_t *rows,
-					   const float *norm_w, float eps,
-					   const uint16_t *w, uint32_t m,
-					   uint32_t n, uint32_t k, bool pdl,
-					   cudaStream_t stream)
+extern "C" int o1_gemv_norm_rows_bf16_cuda(
+    float *y, const float *x, const uint32_t *rows, const float *norm_w,
+    float eps, const uint16_t *w, uint32_t m, uint32_t n, uint32_t k,
+    struct o1_gemv_setup u, bool pdl, cudaStream_t stream)
 {
 	gemv_args a = args(NULL, x, norm_w, eps, w, n, k);
 	int err = check("gemv_norm", y, x, w, m, n, k);
 
 	err = err ? err : check_norm("gemv_norm", norm_w, k, eps);
+	err = err ? err : setup_ok("gemv_norm", O1_GEMV_NORM, m, u);
 	a.y = y, a.rows = rows;
-	return err ? err : launch_rows<IN_NORM, OUT_STORE>(a, m, pdl, stream);
+	return err ? err
+		   : launch_rows<IN_NORM, OUT_STORE>(a, m, u, pdl, stream);
 }
 
 extern "C" int o1_gemv_norm_swiglu_bf16_cuda(uint16_t *act, const float *x,
 					     const float *norm_w, float eps,
 					     const uint16_t *w, uint32_t m,
-					     uint32_t f, uint32_t k, bool pdl,
+					     uint32_t f, uint32_t k,
+					     struct o1_gemv_setup u, bool pdl,
 					     cudaStream_t stream)
 {
 	gemv_args a = args(NULL, x, norm_w, eps, w, f, k);
 	int err = check("gemv_norm_swiglu", act, x, w, m, f, k);
 
 	err = err ? err : check_norm("gemv_norm_swiglu", norm_w, k, eps);
+	err = err ? err : setup_ok("gemv_norm_swiglu", O1_GEMV_SWIGLU, m, u);
 	a.act = (__nv_bfloat16 *)act;
-	return err ? err : launch_rows<IN_NORM, OUT_SWIGLU>(a, m, pdl, stream);
+	return err ? err
+		   : launch_rows<IN_NORM, OUT_SWIGLU>(a, m, u, pdl, stream);
 }
 
 /* What OUT_ROPE needs beyond check() and check_norm(): the operands and
@@ -691,7 +788,8 @@ extern "C" int o1_gemv_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
 					 const struct o1_attn_dims *d,
 					 const float *x, const float *norm_w,
 					 float eps, const uint16_t *w,
-					 uint32_t m, uint32_t k, bool pdl,
+					 uint32_t m, uint32_t k,
+					 struct o1_gemv_setup u, bool pdl,
 					 cudaStream_t stream)
 {
 	uint32_t n = (d->n_heads + 2 * d->n_kv_heads) * d->head_dim;
@@ -700,6 +798,7 @@ extern "C" int o1_gemv_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
 
 	err = err ? err : check("gemv_norm_rope_kv", r->q, x, w, m, n, k);
 	err = err ? err : check_norm("gemv_norm_rope_kv", norm_w, k, eps);
+	err = err ? err : setup_ok("gemv_norm_rope_kv", O1_GEMV_ROPE, m, u);
 	a.units = n / 2;
 	a.r = gemv_rope{r->q,
 			(__nv_bfloat16 *)r->k_cache,
@@ -715,5 +814,5 @@ extern "C" int o1_gemv_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
 			r->rot_dim / 2,
 			d->page_tokens,
 			d->page_stride};
-	return err ? err : launch_rows<IN_NORM, OUT_ROPE>(a, m, pdl, stream);
+	return err ? err : launch_rows<IN_NORM, OUT_ROPE>(a, m, u, pdl, stream);
 }

@@ -59,6 +59,7 @@
 #include "cuda_util.h"
 #include "kernels_cuda.h"
 #include "quant_dev.h"
+#include "rms_reduce.h"
 
 extern "C" {
 #include "common/log.h"
@@ -71,17 +72,32 @@ extern "C" {
 #define GQ_BPS	   2
 #define GQ_DEVICES 64 /* multiprocessor counts cached per device */
 
-enum { OUT_STORE, OUT_SWIGLU };
+enum { OUT_STORE, OUT_SWIGLU, OUT_ADD };
+enum { DOT_F32, DOT_I8 };
+/* DOT_I8's input: bf16 rows, or the RMSNorm of f32 rows (gathered
+ * through a row list), normalized by each block as o1_rmsnorm_cuda
+ * would (rms_reduce.h), then quantized. */
+enum { IN_BF16, IN_NORM };
+
+/* Shared memory a block may take (two blocks per multiprocessor, each
+ * with its 1 KB reserve, within the H200's 228 KB). DOT_I8 launches whose
+ * quantized input would not fit run DOT_F32 (gemv_q8_fits). */
+#define GQ_SMEM_MAX (112u << 10)
 
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
 	__nv_bfloat16 *act; /* OUT_SWIGLU (M, n) */
-	const uint16_t *x;  /* (M, k) bf16 */
+	const uint16_t *x;  /* IN_BF16 (M, k) bf16 */
+	const float *xf;    /* IN_NORM (., k) f32 rows */
+	const uint32_t *rows; /* IN_NORM: input row i is xf row rows[i] */
+	const float *nw;      /* IN_NORM (k): the norm's weight */
+	float eps;	      /* IN_NORM */
 	const uint8_t *w;   /* n rows of row_bytes; OUT_SWIGLU 2 n */
 	uint64_t row_bytes; /* of w */
 	uint32_t n, k, ldy;
 	uint32_t units;	 /* k / 32 */
 	uint32_t stride; /* warps in the grid */
+	uint32_t pad;	 /* DOT_I8: units rounded up to 32 */
 };
 
 struct __align__(16) gq_piece
@@ -179,6 +195,252 @@ static __device__ __forceinline__ void unit_dots(float (&d)[M],
 		       __fmul_rn(o[i][2] + o[i][3], qd_scale<TYPE>(h, 2));
 }
 
+/* DOT_I8's input in shared memory (gemv_q8.h's quantization of x): unit
+ * u of row i is 32 int8 in two pieces, 32 pieces apart, so that the
+ * lanes of a warp (consecutive units) read consecutive pieces; then each
+ * unit's scale d and d times the sum of its quants. */
+struct gq_xq {
+	const gq_piece *q; /* (M, pad / 32, 2, 32) pieces */
+	const float2 *ds;  /* (M, units) */
+};
+
+static __device__ __forceinline__ size_t xq_at(const gq_args &a, uint32_t i,
+					       uint32_t u)
+{
+	return (size_t)i * a.pad * 2 + (u & ~31u) * 2 + (u & 31);
+}
+
+/* The 32 bf16 of unit U of input row I, widened (exact). */
+static __device__ void unit_in(const gq_args &a, uint32_t i, uint32_t u,
+			       float (&v)[32])
+{
+	const gq_piece *p = (const gq_piece *)(a.x + (size_t)i * a.k + 32 * u);
+
+#pragma unroll
+	for (int c = 0; c < 4; c++) {
+		gq_piece q = p[c];
+
+#pragma unroll
+		for (int e = 0; e < 4; e++) {
+			v[8 * c + 2 * e] = qd_bf16(q.v[e] & 0xffff);
+			v[8 * c + 2 * e + 1] = qd_bf16(q.v[e] >> 16);
+		}
+	}
+}
+
+/* V quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax) into
+ * the pieces LO (elements 0..15) and HI, (d = amax / 127, d times the
+ * sum of the q) into DS; a NaN in V makes d NaN (so every product of the
+ * unit is NaN, as the f32 path's). */
+static __device__ void quantize_unit(const float (&v)[32], gq_piece *lo,
+				     gq_piece *hi, float2 *ds)
+{
+	float amax = 0.0f, d, inv;
+	uint32_t w[8];
+	int32_t qsum = 0;
+	bool nan = false;
+
+#pragma unroll
+	for (int e = 0; e < 32; e++) {
+		amax = fmaxf(amax, fabsf(v[e]));
+		nan = nan || v[e] != v[e];
+	}
+	d = nan ? __int_as_float(0x7fc00000) : __fdiv_rn(amax, 127.0f);
+	inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+#pragma unroll
+	for (int k = 0; k < 8; k++) {
+		w[k] = 0;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			int32_t q =
+			    __float2int_rn(__fmul_rn(v[4 * k + j], inv));
+
+			qsum += q;
+			w[k] |= ((uint32_t)q & 0xffu) << (8 * j);
+		}
+	}
+#pragma unroll
+	for (int k = 0; k < 4; k++)
+		lo->v[k] = w[k], hi->v[k] = w[4 + k];
+	*ds = make_float2(d, __fmul_rn(d, (float)qsum));
+}
+
+/* Unit U of the normalized row XR (INV its 1 / rms), as o1_rmsnorm_cuda
+ * writes it (bf16), widened. */
+static __device__ void unit_norm(const gq_args &a, const float *xr, float inv,
+				 uint32_t u, float (&v)[32])
+{
+	const float4 *xv = (const float4 *)(xr + 32 * u);
+	const float4 *wv = (const float4 *)(a.nw + 32 * u);
+
+#pragma unroll
+	for (int c = 0; c < 8; c++) {
+		float4 x = xv[c], w = wv[c];
+
+		v[4 * c] = __bfloat162float(rms_out(w.x, x.x, inv));
+		v[4 * c + 1] = __bfloat162float(rms_out(w.y, x.y, inv));
+		v[4 * c + 2] = __bfloat162float(rms_out(w.z, x.z, inv));
+		v[4 * c + 3] = __bfloat162float(rms_out(w.w, x.w, inv));
+	}
+}
+
+/* Every thread: the M input rows (IN) quantized into XQ and DS (one unit
+ * a thread at a time), then the block's barrier. IN_NORM: PART is the
+ * reduction's scratch. */
+template <int M, int IN>
+static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
+				  float (*part)[RMS_VWARPS])
+{
+	const float *xr[M];
+	float inv[M];
+
+	if constexpr (IN == IN_NORM) {
+		float ss[M];
+
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			xr[i] = a.xf + (size_t)(a.rows ? a.rows[i] : i) * a.k;
+		rms_sums<GQ_THREADS, M>(
+		    ss, a.k, part, [&](int i, uint32_t e) { return xr[i][e]; });
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			inv[i] = rms_inv(ss[i], a.k, a.eps);
+	}
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		for (uint32_t u = threadIdx.x; u < a.units; u += GQ_THREADS) {
+			gq_piece *q = xq + xq_at(a, i, u);
+			float v[32];
+
+			if constexpr (IN == IN_NORM)
+				unit_norm(a, xr[i], inv[i], u, v);
+			else
+				unit_in(a, i, u, v);
+			quantize_unit(v, q, q + 32,
+				      ds + (size_t)i * a.units + u);
+		}
+	__syncthreads();
+}
+
+/* N 32-bit words from P (2-byte aligned, shared memory): the aligned
+ * words around them, funnel-shifted (a unit of Q8_0, Q4_0 or Q6_K starts
+ * at any even address; the last word is read only when it holds some of
+ * the N words' bytes). */
+template <int N>
+static __device__ __forceinline__ void ld_words(const uint8_t *p,
+						uint32_t (&w)[N])
+{
+	const uint32_t *b = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
+	uint32_t sh = (uint32_t)((uintptr_t)p & 3) * 8, c = b[0];
+
+#pragma unroll
+	for (int i = 0; i < N; i++) {
+		uint32_t nx = i + 1 < N || sh ? b[i + 1] : 0;
+
+		w[i] = __funnelshift_r(c, nx, sh);
+		c = nx;
+	}
+}
+
+/* The unit's weights as 8 words of 4 int8, element order (gemv_q8.h):
+ * Q8_0 its quants, Q4_0 and Q4_K nibbles (0..15, the offset and min are
+ * applied to the unit's sum), Q6_K q - 32. */
+template <int TYPE>
+static __device__ __forceinline__ void unit_ints(const qd_unit_head &h,
+						 int32_t (&q)[8])
+{
+	if constexpr (TYPE == O1_QUANT_Q4_0) {
+		uint32_t w[4];
+
+		ld_words<4>(h.q, w);
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			q[k] = (int32_t)(w[k] & 0x0f0f0f0fu);
+			q[4 + k] = (int32_t)((w[k] >> 4) & 0x0f0f0f0fu);
+		}
+	} else {
+		uint32_t w[8];
+
+		ld_words<8>(h.q, w);
+#pragma unroll
+		for (int k = 0; k < 8; k++) {
+			if constexpr (TYPE == O1_QUANT_Q8_0)
+				q[k] = (int32_t)w[k];
+			else if constexpr (TYPE == O1_QUANT_Q4_K)
+				q[k] = (int32_t)((w[k] >> (4 * h.sel)) &
+						 0x0f0f0f0fu);
+		}
+		if constexpr (TYPE == O1_QUANT_Q6_K) {
+			uint32_t hb[8];
+
+			ld_words<8>(h.qh, hb);
+#pragma unroll
+			for (int k = 0; k < 8; k++) {
+				uint32_t v =
+				    ((w[k] >> (h.sel < 2 ? 0 : 4)) &
+				     0x0f0f0f0fu) |
+				    (((hb[k] >> (2 * h.sel)) & 0x03030303u)
+				     << 4);
+
+				/* bytes 0..63 to -32..31: no borrow crosses
+				 * a byte from 128..191 */
+				q[k] = (int32_t)(((v | 0x80808080u) -
+						  0x20202020u) ^
+						 0x80808080u);
+			}
+		}
+	}
+}
+
+/* The unit's product from its integer sums S0 (elements 0..15) and S1
+ * and the input unit's (d, sum), in gemv_q8.h's f32 operations. */
+template <int TYPE>
+static __device__ __forceinline__ float
+unit_scale(const qd_unit_head &h, float2 ds, int32_t s0, int32_t s1)
+{
+	if constexpr (TYPE == O1_QUANT_Q8_0)
+		return __fmul_rn(__fmul_rn(h.d, ds.x), (float)(s0 + s1));
+	else if constexpr (TYPE == O1_QUANT_Q4_0)
+		return __fmul_rn(h.d,
+				 __fsub_rn(__fmul_rn(ds.x, (float)(s0 + s1)),
+					   __fmul_rn(8.0f, ds.y)));
+	else if constexpr (TYPE == O1_QUANT_Q4_K)
+		return __fsub_rn(
+		    __fmul_rn(__fmul_rn(h.d, ds.x), (float)(s0 + s1)),
+		    __fmul_rn(h.m, ds.y));
+	else
+		return __fmul_rn(ds.x, __fadd_rn(__fmul_rn(h.d, (float)s0),
+						 __fmul_rn(h.d1, (float)s1)));
+}
+
+/* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
+ * rows, into D[i]: the weights' integers decoded once, 8 __dp4a per row
+ * (integer sums, exact), then unit_scale. */
+template <int M, int TYPE>
+static __device__ __forceinline__ void
+unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
+	     const gq_args &a, uint32_t u)
+{
+	qd_unit_head h = qd_head<TYPE>(row, u);
+	int32_t q[8];
+
+	unit_ints<TYPE>(h, q);
+#pragma unroll
+	for (int i = 0; i < M; i++) {
+		const gq_piece *xp = x.q + xq_at(a, i, u);
+		gq_piece x0 = xp[0], x1 = xp[32];
+		int32_t s0 = 0, s1 = 0;
+
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			s0 = __dp4a(q[k], (int32_t)x0.v[k], s0);
+			s1 = __dp4a(q[4 + k], (int32_t)x1.v[k], s1);
+		}
+		d[i] =
+		    unit_scale<TYPE>(h, x.ds[(size_t)i * a.units + u], s0, s1);
+	}
+}
+
 /* Batch B of row J: its units [*U0, *U1), and the first of its aligned
  * pieces and how many there are. */
 template <int TYPE>
@@ -217,10 +479,10 @@ static __device__ void load_batch(gq_piece (&wv)[P], const gq_args &a,
 
 /* acc[i] += the lane's units of batch B of row J (its pieces in shared
  * memory at SM) . x row i, in increasing unit order. */
-template <int M, int TYPE>
+template <int M, int TYPE, int DOT>
 static __device__ void fma_batch(float (&acc)[M], const gq_args &a,
-				 const gq_piece *sm, uint32_t j, uint32_t b,
-				 uint32_t lane)
+				 const gq_piece *sm, const gq_xq &x, uint32_t j,
+				 uint32_t b, uint32_t lane)
 {
 	uint32_t u0, u1, np;
 	const gq_piece *p = batch_span<TYPE>(a, j, b, &u0, &u1, &np);
@@ -233,7 +495,10 @@ static __device__ void fma_batch(float (&acc)[M], const gq_args &a,
 	for (uint32_t u = u0 + lane; u < u1; u += 32) {
 		float d[M];
 
-		unit_dots<M, TYPE>(d, row, a.x, a.k, u);
+		if constexpr (DOT == DOT_I8)
+			unit_dots_i8<M, TYPE>(d, row, x, a, u);
+		else
+			unit_dots<M, TYPE>(d, row, a.x, a.k, u);
 #pragma unroll
 		for (int i = 0; i < M; i++)
 			acc[i] = acc[i] + d[i];
@@ -255,6 +520,10 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
 
 			a.act[(size_t)i * a.n + j] =
 			    __float2bfloat16_rn(g / (1.0f + expf(-g)) * res[1][i]);
+		} else if constexpr (OUT == OUT_ADD) {
+			float *y = a.y + (size_t)i * a.ldy + j;
+
+			*y = *y + res[0][i];
 		} else {
 			a.y[(size_t)i * a.ldy + j] = res[0][i];
 		}
@@ -265,7 +534,7 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
  * b GQ_WARPS + w and striding by the grid's warps (see the top). A unit
  * is R rows of NB batches: batch t of the walk is batch t % NB of row
  * j + (t / NB) n. */
-template <int M, int TYPE, int OUT>
+template <int M, int TYPE, int OUT, int DOT, int IN>
 static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 {
 	constexpr int P = pieces_of<TYPE>();
@@ -280,8 +549,19 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 
 	if (j < a.n)
 		load_batch<TYPE, P>(wv, a, j, 0, lane);
+	gq_xq xin = {NULL, NULL};
+
 	o1_pdl_wait();
 	o1_pdl_trigger();
+	if constexpr (DOT == DOT_I8) {
+		gq_piece *xq = dyn_smem() + GQ_WARPS * 32 * P;
+		float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
+
+		quantize_x<M, IN>(
+		    a, xq, ds,
+		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+		xin.q = xq, xin.ds = ds;
+	}
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		acc[i] = 0.0f;
@@ -299,7 +579,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		if (nj < a.n)
 			load_batch<TYPE, P>(wv, a, nj + ntt / nb * a.n,
 					    ntt % nb, lane);
-		fma_batch<M, TYPE>(acc, a, sm, j + r * a.n, b, lane);
+		fma_batch<M, TYPE, DOT>(acc, a, sm, xin, j + r * a.n, b, lane);
 		if (b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
@@ -344,49 +624,94 @@ static uint32_t sm_count(void)
 	return (uint32_t)n;
 }
 
-template <int M, int TYPE, int OUT>
+/* Dynamic shared memory of a launch: the warps' weight slices, and
+ * DOT_I8's quantized input rows (xq_at's layout) with their (d, sum). */
+static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
+{
+	size_t s = (size_t)GQ_WARPS * 32 * pieces * sizeof(gq_piece);
+
+	if (dot == DOT_I8)
+		s += (size_t)m * a.pad * 32 + (size_t)m * a.units * 8 +
+		     (size_t)m * RMS_VWARPS * sizeof(float);
+	return s;
+}
+
+template <int M, int TYPE, int OUT, int DOT, int IN>
 static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 {
+	void (*k)(gq_args) = gemv_q<M, TYPE, OUT, DOT, IN>;
 	uint32_t blocks = (a.n + GQ_WARPS - 1) / GQ_WARPS;
 	uint32_t cap = sm_count() * GQ_BPS;
-	size_t smem = (size_t)GQ_WARPS * 32 * pieces_of<TYPE>() *
-		      sizeof(gq_piece);
+	size_t smem = smem_of(a, pieces_of<TYPE>(), M, DOT);
+	int err = 0;
 
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
-	return O1_CUDA_LAUNCH("gemv_q", (gemv_q<M, TYPE, OUT>), dim3(blocks),
-			      dim3(GQ_THREADS), smem, stream, pdl, a);
+	if (smem > 48 * 1024)
+		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+	return err ? err
+		   : O1_CUDA_LAUNCH("gemv_q", k, dim3(blocks), dim3(GQ_THREADS),
+				    smem, stream, pdl, a);
 }
 
-template <int TYPE, int OUT>
+template <int TYPE, int OUT, int DOT, int IN>
 static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 {
 	switch (m) {
 	case 1:
-		return launch_m<1, TYPE, OUT>(a, pdl, stream);
+		return launch_m<1, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	case 2:
-		return launch_m<2, TYPE, OUT>(a, pdl, stream);
+		return launch_m<2, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	case 3:
-		return launch_m<3, TYPE, OUT>(a, pdl, stream);
+		return launch_m<3, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	default:
-		return launch_m<4, TYPE, OUT>(a, pdl, stream);
+		return launch_m<4, TYPE, OUT, DOT, IN>(a, pdl, stream);
+	}
+}
+
+/* DOT_I8 where its shared memory fits, else DOT_F32 (bf16 input and the
+ * store or SwiGLU outputs only: the fused variants need DOT_I8, which
+ * their callers check with o1_gemv_q8_fits). */
+template <int TYPE, int OUT, int IN>
+static int launch_dot(const gq_args &a, uint32_t m, int dot, bool pdl,
+		      cudaStream_t stream)
+{
+	if constexpr (IN == IN_BF16 && OUT != OUT_ADD) {
+		if (dot == DOT_I8 &&
+		    smem_of(a, pieces_of<TYPE>(), m, DOT_I8) <= GQ_SMEM_MAX)
+			return launch<TYPE, OUT, DOT_I8, IN>(a, m, pdl, stream);
+		return launch<TYPE, OUT, DOT_F32, IN>(a, m, pdl, stream);
+	} else {
+		(void)dot;
+		if (smem_of(a, pieces_of<TYPE>(), m, DOT_I8) > GQ_SMEM_MAX) {
+			o1_err("gemv_q: fused variant over %u rows of %u: "
+			       "beyond its shared memory",
+			       m, a.k);
+			return -EINVAL;
+		}
+		return launch<TYPE, OUT, DOT_I8, IN>(a, m, pdl, stream);
 	}
 }
 
 /* The instance for TYPE (checked by the caller). */
-template <int OUT>
+template <int OUT, int IN = IN_BF16>
 static int launch_type(const gq_args &a, enum o1_quant_type type, uint32_t m,
-		       bool pdl, cudaStream_t stream)
+		       int dot, bool pdl, cudaStream_t stream)
 {
 	switch (type) {
 	case O1_QUANT_Q8_0:
-		return launch<O1_QUANT_Q8_0, OUT>(a, m, pdl, stream);
+		return launch_dot<O1_QUANT_Q8_0, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	case O1_QUANT_Q4_0:
-		return launch<O1_QUANT_Q4_0, OUT>(a, m, pdl, stream);
+		return launch_dot<O1_QUANT_Q4_0, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	case O1_QUANT_Q4_K:
-		return launch<O1_QUANT_Q4_K, OUT>(a, m, pdl, stream);
+		return launch_dot<O1_QUANT_Q4_K, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	default:
-		return launch<O1_QUANT_Q6_K, OUT>(a, m, pdl, stream);
+		return launch_dot<O1_QUANT_Q6_K, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	}
 }
 
@@ -394,15 +719,54 @@ static int launch_type(const gq_args &a, enum o1_quant_type type, uint32_t m,
 static int check(const char *what, gq_args &a, const void *out,
 		 enum o1_quant_type type, uint32_t m)
 {
-	if (out && a.x && a.w && m && m <= O1_GEMV_MAX_ROWS && a.n &&
+	const void *x = a.x ? (const void *)a.x : (const void *)a.xf;
+	bool norm_ok =
+	    !a.xf || (a.nw && (uintptr_t)a.nw % 16 == 0 && a.eps >= 0.0f);
+
+	if (out && x && a.w && m && m <= O1_GEMV_MAX_ROWS && a.n &&
 	    a.ldy >= a.n && !o1_quant_row_bytes(type, a.k, &a.row_bytes) &&
-	    (uintptr_t)a.x % 16 == 0 && o1_quant_dev_aligned(type, a.w))
+	    (uintptr_t)x % 16 == 0 && o1_quant_dev_aligned(type, a.w) &&
+	    norm_ok)
 		return 0;
 	o1_err("%s: bad operands: type %u m %u (at most %d) n %u k %u ldy %u, "
-	       "x %p (16-byte aligned) w %p",
-	       what, (unsigned)type, m, O1_GEMV_MAX_ROWS, a.n, a.k, a.ldy,
-	       (const void *)a.x, (const void *)a.w);
+	       "x %p (16-byte aligned) w %p, norm weight %p (16-byte "
+	       "aligned) eps %g",
+	       what, (unsigned)type, m, O1_GEMV_MAX_ROWS, a.n, a.k, a.ldy, x,
+	       (const void *)a.w, (const void *)a.nw, (double)a.eps);
 	return -EINVAL;
+}
+
+/* Arguments of both entry points. */
+static gq_args args(float *y, uint16_t *act, const uint16_t *x, const void *w,
+		    uint32_t n, uint32_t k, uint32_t ldy)
+{
+	gq_args a = {};
+
+	a.y = y, a.act = (__nv_bfloat16 *)act, a.x = x;
+	a.w = (const uint8_t *)w, a.n = n, a.k = k, a.ldy = ldy;
+	a.units = k / 32, a.pad = (a.units + 31) / 32 * 32;
+	return a;
+}
+
+static int gemv_store(float *y, const uint16_t *x, const void *w,
+		      enum o1_quant_type type, int dot, uint32_t m, uint32_t n,
+		      uint32_t k, uint32_t ldy, bool pdl, cudaStream_t stream)
+{
+	gq_args a = args(y, NULL, x, w, n, k, ldy);
+	int err = check("gemv_q", a, y, type, m);
+
+	return err ? err : launch_type<OUT_STORE>(a, type, m, dot, pdl, stream);
+}
+
+static int gemv_swiglu(uint16_t *act, const uint16_t *x, const void *w,
+		       enum o1_quant_type type, int dot, uint32_t m, uint32_t f,
+		       uint32_t k, bool pdl, cudaStream_t stream)
+{
+	gq_args a = args(NULL, act, x, w, f, k, f);
+	int err = check("gemv_q_swiglu", a, act, type, m);
+
+	return err ? err
+		   : launch_type<OUT_SWIGLU>(a, type, m, dot, pdl, stream);
 }
 
 extern "C" int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
@@ -410,10 +774,7 @@ extern "C" int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
 			      uint32_t k, uint32_t ldy, bool pdl,
 			      cudaStream_t stream)
 {
-	gq_args a = {y, NULL, x, (const uint8_t *)w, 0, n, k, ldy, k / 32, 0};
-	int err = check("gemv_q", a, y, type, m);
-
-	return err ? err : launch_type<OUT_STORE>(a, type, m, pdl, stream);
+	return gemv_store(y, x, w, type, DOT_F32, m, n, k, ldy, pdl, stream);
 }
 
 extern "C" int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x,
@@ -421,9 +782,85 @@ extern "C" int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x,
 				     uint32_t m, uint32_t f, uint32_t k,
 				     bool pdl, cudaStream_t stream)
 {
-	gq_args a = {NULL, (__nv_bfloat16 *)act, x, (const uint8_t *)w, 0, f,
-		     k, f, k / 32, 0};
-	int err = check("gemv_q_swiglu", a, act, type, m);
+	return gemv_swiglu(act, x, w, type, DOT_F32, m, f, k, pdl, stream);
+}
 
-	return err ? err : launch_type<OUT_SWIGLU>(a, type, m, pdl, stream);
+extern "C" int o1_gemv_q8_cuda(float *y, const uint16_t *x, const void *w,
+			       enum o1_quant_type type, uint32_t m, uint32_t n,
+			       uint32_t k, uint32_t ldy, bool pdl,
+			       cudaStream_t stream)
+{
+	return gemv_store(y, x, w, type, DOT_I8, m, n, k, ldy, pdl, stream);
+}
+
+extern "C" int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x,
+				      const void *w, enum o1_quant_type type,
+				      uint32_t m, uint32_t f, uint32_t k,
+				      bool pdl, cudaStream_t stream)
+{
+	return gemv_swiglu(act, x, w, type, DOT_I8, m, f, k, pdl, stream);
+}
+
+extern "C" int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
+				   enum o1_quant_type type, uint32_t m,
+				   uint32_t n, uint32_t k, uint32_t ldy,
+				   bool pdl, cudaStream_t stream)
+{
+	gq_args a = args(y, NULL, x, w, n, k, ldy);
+	int err = check("gemv_q8_add", a, y, type, m);
+
+	return err ? err
+		   : launch_type<OUT_ADD>(a, type, m, DOT_I8, pdl, stream);
+}
+
+/* Arguments of the normalized-input variants. */
+static gq_args norm_args(float *y, uint16_t *act, const float *x,
+			 const uint32_t *rows, const float *nw, float eps,
+			 const void *w, uint32_t n, uint32_t k, uint32_t ldy)
+{
+	gq_args a = args(y, act, NULL, w, n, k, ldy);
+
+	a.xf = x, a.rows = rows, a.nw = nw, a.eps = eps;
+	return a;
+}
+
+extern "C" int o1_gemv_q8_norm_cuda(float *y, const float *x,
+				    const uint32_t *rows, const float *norm_w,
+				    float eps, const void *w,
+				    enum o1_quant_type type, uint32_t m,
+				    uint32_t n, uint32_t k, uint32_t ldy,
+				    bool pdl, cudaStream_t stream)
+{
+	gq_args a = norm_args(y, NULL, x, rows, norm_w, eps, w, n, k, ldy);
+	int err = check("gemv_q8_norm", a, y, type, m);
+
+	return err ? err
+		   : launch_type<OUT_STORE, IN_NORM>(a, type, m, DOT_I8, pdl,
+						     stream);
+}
+
+extern "C" int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
+					   const float *norm_w, float eps,
+					   const void *w,
+					   enum o1_quant_type type, uint32_t m,
+					   uint32_t f, uint32_t k, bool pdl,
+					   cudaStream_t stream)
+{
+	gq_args a = norm_args(NULL, act, x, NULL, norm_w, eps, w, f, k, f);
+	int err = check("gemv_q8_norm_swiglu", a, act, type, m);
+
+	return err ? err
+		   : launch_type<OUT_SWIGLU, IN_NORM>(a, type, m, DOT_I8, pdl,
+						      stream);
+}
+
+extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k)
+{
+	gq_args a = args(NULL, NULL, NULL, NULL, 1, k, 1);
+	int p = type == O1_QUANT_Q8_0	? pieces_of<O1_QUANT_Q8_0>()
+		: type == O1_QUANT_Q4_0 ? pieces_of<O1_QUANT_Q4_0>()
+		: type == O1_QUANT_Q4_K ? pieces_of<O1_QUANT_Q4_K>()
+					: pieces_of<O1_QUANT_Q6_K>();
+
+	return smem_of(a, p, m, DOT_I8) <= GQ_SMEM_MAX;
 }

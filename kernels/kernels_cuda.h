@@ -60,10 +60,9 @@ int o1_quant_dequantize_bf16_cuda(enum o1_quant_type type, const void *src,
  * elements of TYPE, aligned as above), dequantized as quant.h does (the
  * twin of embedding.h's o1_embedding_q_cpu); an id outside [0, vocab)
  * gives a zero row. */
-int o1_embedding_q_cuda(float *out, const void *table,
-			enum o1_quant_type type, const int32_t *ids,
-			uint32_t n_tokens, uint32_t dim, uint32_t vocab,
-			cudaStream_t stream);
+int o1_embedding_q_cuda(float *out, const void *table, enum o1_quant_type type,
+			const int32_t *ids, uint32_t n_tokens, uint32_t dim,
+			uint32_t vocab, cudaStream_t stream);
 
 /* rmsnorm.cu: RMSNorm fused with the residual add. For output row i and
  * source row r = ROWS ? rows[i] : i: when RESIDUAL is not NULL, x[r] +=
@@ -166,8 +165,38 @@ int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
  * element (bitwise reproducible; a row's result ignores the other rows).
  * With PDL each warp loads its first weights before it waits. */
 #define O1_GEMV_MAX_ROWS 4
+/* A launch setup of gemv.cu's products (cuda_tune.h picks one per
+ * product at load): BPS blocks a multiprocessor at most (1 ..
+ * O1_GEMV_BPS_MAX) and PIECES 16-byte loads a lane and weight row keeps
+ * in flight (one of o1_gemv_pieces's); 0 = the default of each. A setup
+ * changes the schedule only: a lane sums its pieces c = lane, lane + 32,
+ * ... in that order whatever PIECES, and the grid only decides which warp
+ * runs a column, so every setup gives the same bits. A setup outside
+ * these is refused (-EINVAL). */
+struct o1_gemv_setup {
+	uint8_t bps, pieces;
+};
+#define O1_GEMV_BPS_MAX	    4
+#define O1_GEMV_BPS_DEFAULT 2
+#ifndef __cplusplus
+#define O1_GEMV_DEFAULT ((struct o1_gemv_setup){0, 0})
+#endif
+enum o1_gemv_variant {
+	O1_GEMV_PLAIN,	/* o1_gemv_bf16_cuda */
+	O1_GEMV_ADD,	/* o1_gemv_add_bf16_cuda */
+	O1_GEMV_NORM,	/* o1_gemv_norm(_rows)_bf16_cuda */
+	O1_GEMV_SWIGLU, /* o1_gemv_norm_swiglu_bf16_cuda */
+	O1_GEMV_ROPE,	/* o1_gemv_norm_rope_kv_cuda */
+	O1_GEMV_VARIANTS
+};
+/* The PIECES values a setup of VARIANT over M rows may name (the default,
+ * and half of it where that is at least 2), the default
+ * first, into OUT; returns how many (0 for a bad M or VARIANT). */
+uint32_t o1_gemv_pieces(enum o1_gemv_variant variant, uint32_t m,
+			uint8_t out[3]);
 int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
-		      uint32_t m, uint32_t n, uint32_t k, bool pdl,
+		      uint32_t m, uint32_t n, uint32_t k,
+		      struct o1_gemv_setup setup, bool pdl,
 		      cudaStream_t stream);
 
 /* gemv.cu, fused decode variants: o1_gemv_bf16_cuda's product (same
@@ -194,27 +223,31 @@ int o1_gemv_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
  *   rows ((Hq + 2 Hkv) D of DIMS, from w ((Hq + 2 Hkv) D, K)) then
  *   o1_rope_kv_write_cuda(R, DIMS), without the f32 QKV rows in between
  *   (R->qkv is not used; R->n_tokens must be M): q, the K and V pages.
- * x and NORM_W 16-byte aligned. */
+ * x and NORM_W 16-byte aligned. SETUP as o1_gemv_bf16_cuda's. */
 #define O1_GEMV_NORM_MAX_K 16384
 int o1_gemv_add_bf16_cuda(float *y, const uint16_t *x, const uint16_t *w,
-			  uint32_t m, uint32_t n, uint32_t k, bool pdl,
+			  uint32_t m, uint32_t n, uint32_t k,
+			  struct o1_gemv_setup setup, bool pdl,
 			  cudaStream_t stream);
 int o1_gemv_norm_bf16_cuda(float *y, const float *x, const float *norm_w,
 			   float eps, const uint16_t *w, uint32_t m, uint32_t n,
-			   uint32_t k, bool pdl, cudaStream_t stream);
-int o1_gemv_norm_rows_bf16_cuda(float *y, const float *x,
-				const uint32_t *rows, const float *norm_w,
-				float eps, const uint16_t *w, uint32_t m,
-				uint32_t n, uint32_t k, bool pdl,
-				cudaStream_t stream);
+			   uint32_t k, struct o1_gemv_setup setup, bool pdl,
+			   cudaStream_t stream);
+int o1_gemv_norm_rows_bf16_cuda(float *y, const float *x, const uint32_t *rows,
+				const float *norm_w, float eps,
+				const uint16_t *w, uint32_t m, uint32_t n,
+				uint32_t k, struct o1_gemv_setup setup,
+				bool pdl, cudaStream_t stream);
 int o1_gemv_norm_swiglu_bf16_cuda(uint16_t *act, const float *x,
 				  const float *norm_w, float eps,
 				  const uint16_t *w, uint32_t m, uint32_t f,
-				  uint32_t k, bool pdl, cudaStream_t stream);
+				  uint32_t k, struct o1_gemv_setup setup,
+				  bool pdl, cudaStream_t stream);
 int o1_gemv_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
 			      const struct o1_attn_dims *dims, const float *x,
 			      const float *norm_w, float eps, const uint16_t *w,
-			      uint32_t m, uint32_t k, bool pdl,
+			      uint32_t m, uint32_t k,
+			      struct o1_gemv_setup setup, bool pdl,
 			      cudaStream_t stream);
 
 /* gemv_q.cu: y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . dequant(w) (N,K)^T
@@ -232,6 +265,51 @@ int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
 int o1_gemv_q_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
 			  enum o1_quant_type type, uint32_t m, uint32_t f,
 			  uint32_t k, bool pdl, cudaStream_t stream);
+
+/* gemv_q.cu, the int8 path (the backend's default: cfg.quant_dot): the
+ * products of o1_gemv_q_cuda and o1_gemv_q_swiglu_cuda (same operands and
+ * limits) with each block launch quantizing the input rows to int8 per
+ * 32 elements first and multiplying the weights' integers with __dp4a;
+ * gemv_q8.h specifies the arithmetic (its CPU reference gives the same
+ * bits) and bounds its distance to the f32 product. Where the quantized
+ * rows would not fit a block's shared memory (o1_gemv_q8_fits false:
+ * M K above ~60 K elements: 4 rows of 14336 fit) the launch runs the f32
+ * kernel instead. */
+int o1_gemv_q8_cuda(float *y, const uint16_t *x, const void *w,
+		    enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		    uint32_t ldy, bool pdl, cudaStream_t stream);
+int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
+			   enum o1_quant_type type, uint32_t m, uint32_t f,
+			   uint32_t k, bool pdl, cudaStream_t stream);
+bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k);
+
+/* gemv_q.cu, the int8 path's fused decode variants (the CUDA backend's
+ * fused products on block weights), each bit for bit the unfused
+ * composition on the device; operands as o1_gemv_q8_cuda's, and they
+ * refuse (-EINVAL, logged) a shape o1_gemv_q8_fits rejects:
+ * - o1_gemv_q8_add_cuda: y[i * ldy + j] += the product (the residual
+ *   add of the O and down products), as o1_gemv_q8_cuda into a buffer and
+ *   the next o1_rmsnorm_cuda's residual add;
+ * - o1_gemv_q8_norm_cuda: the product over bf16(rmsnorm(x)) of the f32
+ *   rows ROWS[0 .. M) of x (ROWS NULL: 0 .. M), NORM_W (K) f32, as
+ *   o1_rmsnorm_cuda (no residual) then o1_gemv_q8_cuda: each block
+ *   normalizes the rows itself (QKV parts, the LM head);
+ * - o1_gemv_q8_norm_swiglu_cuda: the same input, SwiGLU epilogue, as
+ *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda.
+ * x and NORM_W 16-byte aligned, eps >= 0. */
+int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
+			enum o1_quant_type type, uint32_t m, uint32_t n,
+			uint32_t k, uint32_t ldy, bool pdl,
+			cudaStream_t stream);
+int o1_gemv_q8_norm_cuda(float *y, const float *x, const uint32_t *rows,
+			 const float *norm_w, float eps, const void *w,
+			 enum o1_quant_type type, uint32_t m, uint32_t n,
+			 uint32_t k, uint32_t ldy, bool pdl,
+			 cudaStream_t stream);
+int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
+				const float *norm_w, float eps, const void *w,
+				enum o1_quant_type type, uint32_t m, uint32_t f,
+				uint32_t k, bool pdl, cudaStream_t stream);
 
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */

@@ -149,6 +149,9 @@ static int decode_submit(const struct o1_wire_submit *s,
 	     (s->flags & (O1_SUBMIT_CHAT | O1_SUBMIT_NO_TEXT)) !=
 		 O1_SUBMIT_CHAT))
 		return fail(O1_E_FORMAT, "refine_steps", why);
+	if ((s->flags & O1_SUBMIT_CHAT_JSON) &&
+	    (s->prompt_kind != O1_PROMPT_TEXT || !(s->flags & O1_SUBMIT_CHAT)))
+		return fail(O1_E_FORMAT, "chat_json", why);
 	ret = check_prompt(s, lim, why);
 	if (!ret)
 		ret = check_stops(s, lim, why);
@@ -247,6 +250,44 @@ static int decode_logprobs(const struct o1_wire_logprobs *l, const char **why)
 	return 0;
 }
 
+int o1_wire_top_text_next(const struct o1_wire_top_text *t, uint32_t *at,
+			  const uint8_t **bytes, uint32_t *len, int *cut)
+{
+	uint32_t l;
+
+	if (*at >= O1_WIRE_TOP_TEXT_MAX)
+		return -1;
+	l = t->data[*at] & ~O1_TOP_TEXT_CUT;
+	if (l > O1_WIRE_TOP_TEXT_MAX - 1 - *at)
+		return -1;
+	*cut = !!(t->data[*at] & O1_TOP_TEXT_CUT);
+	*bytes = t->data + *at + 1;
+	*len = l;
+	*at += 1 + l;
+	return 0;
+}
+
+/* N (u8 len, bytes) items exactly, zeros after them. */
+static int decode_top_text(const struct o1_wire_top_text *t, const char **why)
+{
+	uint32_t at = 0, len;
+	const uint8_t *b;
+	int cut;
+
+	if (t->n == 0 || t->n > O1_WIRE_LOGPROBS_MAX ||
+	    t->first >= O1_WIRE_LOGPROBS_MAX ||
+	    t->n > O1_WIRE_LOGPROBS_MAX - t->first)
+		return fail(O1_E_BOUNDS, "n", why);
+	if (t->pad0)
+		return fail(O1_E_PROTOCOL, "pad", why);
+	for (unsigned i = 0; i < t->n; i++)
+		if (o1_wire_top_text_next(t, &at, &b, &len, &cut))
+			return fail(O1_E_BOUNDS, "data", why);
+	if (!all_zero(t->data + at, O1_WIRE_TOP_TEXT_MAX - at))
+		return fail(O1_E_PROTOCOL, "data", why);
+	return 0;
+}
+
 int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 		      const char **why)
 {
@@ -262,6 +303,8 @@ int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 		return decode_round(&out->round, why);
 	case O1_EV_LOGPROBS:
 		return decode_logprobs(&out->logprobs, why);
+	case O1_EV_TOP_TEXT:
+		return decode_top_text(&out->top_text, why);
 	case O1_EV_ERROR:
 		if (out->error.msg_len > O1_WIRE_MSG_MAX)
 			return fail(O1_E_BOUNDS, "msg_len", why);
@@ -321,6 +364,8 @@ const char *o1_wire_op_name(unsigned op)
 		return "ERROR";
 	case O1_EV_LOGPROBS:
 		return "LOGPROBS";
+	case O1_EV_TOP_TEXT:
+		return "TOP_TEXT";
 	case O1_EV_ROUND:
 		return "ROUND";
 	default:

@@ -40,14 +40,26 @@
  * this daemon takes no grammars). The daemon copies the bytes out with
  * the prompt; a grammar that does not compile fails its request alone
  * with an ERROR event carrying the compiler's message (req_id set) and a
- * FINAL with -O1_E_GRAMMAR. */
+ * FINAL with -O1_E_GRAMMAR.
+ *
+ * Version 6: tools (issue 22) and the text of top logprobs (issue 20).
+ * O1_SUBMIT_CHAT_JSON (with O1_SUBMIT_CHAT, a text prompt): the prompt is
+ * a JSON object {"messages": [...], "tools": [...], "tool_choice": ...}
+ * as OpenAI's chat API takes them, given to the chat template as its
+ * variables messages, tools and tool_choice (messages with tool_calls and
+ * role "tool" included). O1_GRAMMAR_TOOL_CALL: the grammar bytes are a
+ * JSON list of tools, and the output is constrained to a call of one of
+ * them, in the template's tool-call format, its arguments valid for the
+ * tool's parameters schema. The welcome's tool_format names that format
+ * (enum o1_wire_tool_format) so clients read calls back. TOP_TEXT events
+ * follow a token's LOGPROBS events with the bytes of each alternative. */
 #ifndef O1_WIRE_H
 #define O1_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define O1_WIRE_VERSION	     5
+#define O1_WIRE_VERSION	     6
 #define O1_WIRE_ENTRY_BYTES  128
 #define O1_WIRE_IDS_MAX	     7	 /* token ids per TOKEN event */
 #define O1_WIRE_TEXT_MAX     48	 /* inline text bytes per TOKEN event */
@@ -56,6 +68,7 @@
 #define O1_WIRE_TOP_PER	     14	 /* alternatives per LOGPROBS event */
 #define O1_WIRE_STOP_STR_MAX 255 /* bytes per stop string */
 #define O1_WIRE_REFINE_MAX   16	 /* refine_steps upper bound */
+#define O1_WIRE_TOP_TEXT_MAX 112 /* packed text bytes per TOP_TEXT event */
 
 enum o1_wire_op {
 	O1_OP_NONE = 0,
@@ -70,6 +83,7 @@ enum o1_wire_op {
 	O1_EV_ERROR = 0x84,
 	O1_EV_LOGPROBS = 0x85,
 	O1_EV_ROUND = 0x86,
+	O1_EV_TOP_TEXT = 0x87, /* protocol 6 */
 };
 
 enum o1_prompt_kind {
@@ -88,7 +102,10 @@ enum o1_submit_flags {
 	O1_SUBMIT_DEVICE_LOGITS = 1u << 5,
 	/* the output follows the grammar at grammar_off (grammar_kind) */
 	O1_SUBMIT_GRAMMAR = 1u << 6,
-	O1_SUBMIT_FLAGS_ALL = 0x7f,
+	/* (protocol 6) with CHAT and a text prompt: the prompt is a JSON
+	 * object of messages, tools and tool_choice (see the top) */
+	O1_SUBMIT_CHAT_JSON = 1u << 7,
+	O1_SUBMIT_FLAGS_ALL = 0xff,
 };
 
 /* What the bytes of an O1_SUBMIT_GRAMMAR request are (0 without it). */
@@ -97,7 +114,21 @@ enum o1_grammar_kind {
 	O1_GRAMMAR_GBNF = 1,	    /* grammar text (docs/GRAMMAR.md) */
 	O1_GRAMMAR_JSON_SCHEMA = 2, /* a JSON Schema (draft 2020-12 subset) */
 	O1_GRAMMAR_JSON_OBJECT = 3, /* any JSON object; grammar_len 0 */
+	/* (protocol 6) a JSON list of OpenAI tools: the output is one call
+	 * of one of them in the model's tool-call format */
+	O1_GRAMMAR_TOOL_CALL = 4,
 	O1_GRAMMAR_KIND_COUNT,
+};
+
+/* The format a model's chat template writes tool calls in (the welcome's
+ * tool_format; the values of tokenizer/tool_call.h's o1_tool_format). */
+enum o1_wire_tool_format {
+	O1_WIRE_TOOLS_NONE = 0,	       /* the template knows no tools */
+	O1_WIRE_TOOLS_HERMES = 1,      /* <tool_call>{json}</tool_call> */
+	O1_WIRE_TOOLS_XML = 2,	       /* <function=NAME><parameter=...> */
+	O1_WIRE_TOOLS_LLAMA3_JSON = 3, /* {"name", "parameters"} */
+	O1_WIRE_TOOLS_MISTRAL = 4,     /* [TOOL_CALLS][{...}] */
+	O1_WIRE_TOOLS_COUNT,
 };
 
 enum o1_finish_reason {
@@ -263,6 +294,24 @@ struct o1_wire_logprobs {
 	float logprobs[O1_WIRE_TOP_PER]; /* natural log, <= 0, descending */
 };
 
+/* (protocol 6) The bytes of the alternatives of one LOGPROBS set, in
+ * order, sent right after the set's LOGPROBS entries (all or none, with
+ * them): alternative FIRST + i is the i-th (u8 len, len bytes) in DATA,
+ * N of them, the rest of DATA zero. A length byte's top bit
+ * (O1_TOP_TEXT_CUT) marks bytes cut to fit one entry; each alternative's
+ * bytes are its token's piece (possibly part of a UTF-8 character). */
+#define O1_TOP_TEXT_CUT 0x80u
+
+struct o1_wire_top_text {
+	uint8_t op;    /* O1_EV_TOP_TEXT */
+	uint8_t n;     /* alternatives in this entry, >= 1 */
+	uint8_t first; /* index of the first one in the set */
+	uint8_t pad0;
+	uint32_t position; /* as in LOGPROBS */
+	uint64_t req_id;
+	uint8_t data[O1_WIRE_TOP_TEXT_MAX];
+};
+
 union o1_wire_entry {
 	uint8_t op;
 	struct o1_wire_submit submit;
@@ -273,6 +322,7 @@ union o1_wire_entry {
 	struct o1_wire_error error;
 	struct o1_wire_logprobs logprobs;
 	struct o1_wire_round round;
+	struct o1_wire_top_text top_text;
 	uint8_t raw[O1_WIRE_ENTRY_BYTES];
 };
 
@@ -304,6 +354,8 @@ _Static_assert(sizeof(struct o1_wire_error) == O1_WIRE_ENTRY_BYTES, "error");
 _Static_assert(offsetof(struct o1_wire_error, msg) == 32, "error msg");
 _Static_assert(sizeof(struct o1_wire_logprobs) == O1_WIRE_ENTRY_BYTES, "lp");
 _Static_assert(offsetof(struct o1_wire_logprobs, logprobs) == 72, "lp pairs");
+_Static_assert(sizeof(struct o1_wire_top_text) == O1_WIRE_ENTRY_BYTES, "tt");
+_Static_assert(offsetof(struct o1_wire_top_text, data) == 16, "tt data");
 _Static_assert(sizeof(union o1_wire_entry) == O1_WIRE_ENTRY_BYTES, "entry");
 
 /* Control-socket handshake (AF_UNIX SOCK_SEQPACKET, one message each way).
@@ -399,12 +451,15 @@ struct o1_wire_welcome {
 	uint32_t max_tokens;	    /* per request */
 	uint32_t vocab_size;	    /* 0 when the daemon has no model */
 	uint32_t max_grammar_bytes; /* per request; 0: no grammars */
-	uint8_t pad[20];
+	uint8_t tool_format;	    /* enum o1_wire_tool_format (6) */
+	uint8_t pad1[3];
+	uint8_t pad[16];
 	struct o1_wire_devout devout; /* all zero unless the hello asked */
 };
 _Static_assert(sizeof(struct o1_wire_welcome) == 256, "welcome");
 _Static_assert(offsetof(struct o1_wire_welcome, max_grammar_bytes) == 40,
 	       "welcome grammar");
+_Static_assert(offsetof(struct o1_wire_welcome, tool_format) == 44, "tools");
 _Static_assert(offsetof(struct o1_wire_welcome, devout) == 64, "devout");
 
 /* Limits the daemon enforces on submissions (its config and quotas). */
@@ -429,7 +484,8 @@ struct o1_wire_limits {
  * field. Arena data is not read here. */
 int o1_wire_decode_sub(const void *slot, const struct o1_wire_limits *lim,
 		       union o1_wire_entry *out, const char **why);
-/* The same for a completion-ring slot (client side). */
+/* The same for a completion-ring slot (client side). A TOP_TEXT entry's
+ * packing is checked too (o1_wire_top_text_next walks it safely). */
 int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
 		      const char **why);
 /* Validates a stop-string list copied out of the arena: a sequence of
@@ -437,6 +493,11 @@ int o1_wire_decode_ev(const void *slot, union o1_wire_entry *out,
  * strings. Returns the count or -O1_E_FORMAT. */
 int o1_wire_stop_strings_check(const uint8_t *buf, uint32_t len,
 			       uint32_t max_count);
+/* The next alternative of a decoded TOP_TEXT entry: *AT (start at 0) is
+ * the offset in data; sets *BYTES, *LEN and *CUT and advances *AT.
+ * Returns 0, or -1 when the entry holds no more. */
+int o1_wire_top_text_next(const struct o1_wire_top_text *t, uint32_t *at,
+			  const uint8_t **bytes, uint32_t *len, int *cut);
 const char *o1_wire_op_name(unsigned op);
 /* "stop", "length", "eos", "cancelled", "error", or "?". */
 const char *o1_wire_finish_name(unsigned reason);

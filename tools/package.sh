@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Debian packages (o1d, libo1client2, libo1client-dev, and
+# Builds the Debian packages (o1d, libo1client3, libo1client-dev, and
 # libo1client-cuda1 with CUDA) through CPack's DEB generator from a Release
 # build with the /usr prefix, then runs lintian on them when it is
 # installed (errors fail). The .deb files end up in build/package/ (or

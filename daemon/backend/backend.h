@@ -118,6 +118,20 @@ struct o1_backend_config {
 	 * the same bits either way. */
 	bool cuda_no_pdl;
 	bool cuda_no_fusion;
+	/* CUDA backend, decode products on GGUF block weights (config
+	 * cuda.quant_dot): false = int8 (the default: the input rows
+	 * quantized to int8 per 32 elements, __dp4a on the blocks' integers,
+	 * kernels/gemv_q8.h bounds the difference); true = f32 (each weight
+	 * dequantized in registers and multiplied in f32, gemv_q.h). */
+	bool cuda_quant_f32;
+	/* CUDA backend with graphs (config cuda.autotune, on in o1d):
+	 * times the decode products' launch setups and cuBLASLt algorithms
+	 * per bucket at create, for at most cuda_autotune_ms of load time
+	 * (0: 2000), and keeps the fastest (daemon/backend/cuda_tune.h).
+	 * gemv setups give the same bits; a cuBLAS algorithm may round
+	 * differently from the default one. */
+	bool cuda_autotune;
+	uint32_t cuda_autotune_ms;
 	uint32_t n_graph_buckets; /* 0 = the default list */
 	uint32_t graph_buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
 	uint32_t device; /* CUDA ordinal of a one-device backend */

@@ -241,6 +241,7 @@ static void cuda_destroy(void *state)
 		o1_cuda_sync(s);
 	o1_cuda_devout_free(s);
 	o1_cuda_graphs_destroy(s->graphs);
+	o1_cuda_tune_free(&s->tune);
 	if (s->blas)
 		cublasDestroy(s->blas);
 	if (s->stream)
@@ -302,6 +303,26 @@ static int pick_decode(struct cuda_state *s)
 		o1_info("cuda backend: decode steps: PDL %s, fused products %s",
 			s->pdl ? "on" : "off", s->fused ? "on" : "off");
 	return err;
+}
+
+/* Whether the fused decode products take the model's block matrices:
+ * only the int8 path has fused variants, and each needs its input's
+ * quantized rows in shared memory (every block type, every product's K,
+ * at the most rows a decode step has). */
+static bool q_fusable(const struct cuda_state *s)
+{
+	static const enum o1_quant_type types[] = {
+	    O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+	const struct o1_model_desc *d = &s->d;
+	uint32_t ks[] = {d->dim, d->n_heads * d->head_dim, d->ffn_dim};
+
+	if (s->cfg.cuda_quant_f32)
+		return false;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
+			if (!o1_gemv_q8_fits(types[t], O1_GEMV_MAX_ROWS, ks[i]))
+				return false;
+	return true;
 }
 
 static int init_state(struct cuda_state *s, const struct o1_model *m,
@@ -406,6 +427,7 @@ static int setup_graphs(struct cuda_state *s)
 					   bucket_sync,
 					   s,
 					   s->cfg.tp_size > 0};
+	int err;
 
 	if (s->cfg.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
 		o1_err("cuda graphs: %u buckets configured, at most %u",
@@ -413,7 +435,9 @@ static int setup_graphs(struct cuda_state *s)
 		return -O1_E_CONFIG;
 	}
 	gc.n_buckets = pick_buckets(&s->cfg, b);
-	return o1_cuda_graphs_create(&gc, &s->graphs);
+	/* the picks first: the graphs capture the tuned launches */
+	err = o1_cuda_tune_run(s, b, gc.n_buckets);
+	return err ? err : o1_cuda_graphs_create(&gc, &s->graphs);
 }
 
 static int cuda_create(const struct o1_model *m,
@@ -429,10 +453,10 @@ static int cuda_create(const struct o1_model *m,
 		err = setup_streams(s);
 	if (!err)
 		err = o1_cuda_weights_load(s, m);
-	if (!err && s->n_block_mats && s->fused) {
+	if (!err && s->n_block_mats && s->fused && !q_fusable(s)) {
 		s->fused = false; /* the block products are unfused ones */
 		o1_info("cuda backend: fused products off: %u matrices in "
-			"GGUF block formats",
+			"GGUF block formats (quant_dot f32, or rows too long)",
 			s->n_block_mats);
 	}
 	if (!err)

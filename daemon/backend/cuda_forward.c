@@ -53,15 +53,24 @@
  *
  * Matrices in GGUF block formats (cuda_weights.c, struct cuda_qmat): a
  * product over at most O1_GEMV_MAX_ROWS rows is gemv_q.cu's, one launch
- * per part (a fused output's parts in their column ranges), dequantizing
- * in registers; a larger one dequantizes each part QTILE_BYTES of bf16
- * at a time into the tile scratch (quant.cu) and multiplies each tile with
- * cuBLAS into its columns. The embedding gathers from the block table.
- * Fused products are off for such a model (cuda_backend.c): the block
- * products take the unfused route (RMSNorm, product, SwiGLU, residual add
- * in the next RMSNorm), the same for every layer, except that a decode
- * step's gate/up product in one block type has SwiGLU in its epilogue
- * (o1_gemv_q_swiglu_cuda, the same bits) unless cfg.cuda_no_fusion.
+ * per part (a fused output's parts in their column ranges): by default
+ * its int8 path (the input quantized per 32 elements in the kernel,
+ * __dp4a on the blocks' integers: kernels/gemv_q8.h), with
+ * cfg.cuda_quant_f32 dequantizing in registers in f32; a larger one dequantizes
+ * each part QTILE_BYTES of bf16 at a time into the tile scratch (quant.cu) and
+ * multiplies each tile with cuBLAS into its columns. The embedding gathers from
+ * the block table. With the int8 path the fused decode products take block
+ * matrices too (gemv_q.cu's fused variants, the bits of the unfused kernels):
+ * the QKV parts over the RMSNorm of x (then RoPE and the KV write, a kernel of
+ * its own), the gate/up product over the RMSNorm of x with SwiGLU in its
+ * epilogue (several parts: the parts, then swiglu.cu), x += the O and down
+ * products, the LM head over the final RMSNorm; a layer is 6 kernels. With
+ * cfg.cuda_quant_f32 (or a block matrix too wide for the fused variants' shared
+ * memory: cuda_backend.c) fused products are off for such a model: the block
+ * products take the unfused route (RMSNorm, product, SwiGLU, residual add in
+ * the next RMSNorm), except that a decode step's gate/up product in one block
+ * type has SwiGLU in its epilogue (o1_gemv_q_swiglu_cuda, the same bits) unless
+ * cfg.cuda_no_fusion.
  *
  * As a tensor-parallel rank (cfg.tp_size, tp_shard.h, tp_group.h): the
  * model is the rank's shard; the O and down products (f32, in s->o) are
@@ -110,17 +119,31 @@ static int settle(struct cuda_state *s)
 	return s->cfg.tp_link.wait ? o1_cuda_sync(s) : 0;
 }
 
+/* Whether a step of ROWS rows takes the gemv path: at most
+ * O1_GEMV_MAX_ROWS, unless the autotuner found cuBLAS faster for them. */
+static bool gemv_rows(const struct cuda_state *s, uint32_t rows)
+{
+	return rows <= O1_GEMV_MAX_ROWS && !o1_cuda_tune_blas(&s->tune, rows);
+}
+
 /* Whether a step of ROWS rows (or a head chunk of ROWS rows) launches
  * with PDL. */
 static bool step_pdl(const struct cuda_state *s, uint32_t rows)
 {
-	return s->pdl && rows <= O1_GEMV_MAX_ROWS;
+	return s->pdl && gemv_rows(s, rows);
 }
 
 /* Whether a step of ROWS rows runs the fused products. */
 static bool step_fused(const struct cuda_state *s, uint32_t rows)
 {
-	return s->fused && rows <= O1_GEMV_MAX_ROWS;
+	return s->fused && gemv_rows(s, rows);
+}
+
+/* The gemv setup of product KIND over ROWS rows (cuda_tune.h). */
+static struct o1_gemv_setup setup(const struct cuda_state *s,
+				  enum cuda_kind kind, uint32_t rows)
+{
+	return o1_cuda_tune_gemv(&s->tune, kind, rows);
 }
 
 static int flatten_seq(struct cuda_state *s, const struct o1_step_seq *q,
@@ -172,16 +195,27 @@ static int flatten(struct cuda_state *s, const struct o1_step *st,
 
 /* y (m,n) f32 = x (m,k) bf16 . w (n,k)^T bf16, f32 compute: gemv.cu for
  * up to O1_GEMV_MAX_ROWS rows (decode: it streams the weights near the
- * memory bandwidth, cuBLAS does not at M = 1), cuBLAS above. */
-static int gemm(struct cuda_state *s, float *y, const uint16_t *x,
-		const uint16_t *w, uint32_t m, uint32_t n, uint32_t k)
+ * memory bandwidth, cuBLAS does not at M = 1), cuBLAS above: the
+ * cuBLASLt algorithm the autotuner picked for product KIND over M rows,
+ * else cublasGemmEx's default. */
+static int gemm(struct cuda_state *s, enum cuda_kind kind, float *y,
+		const uint16_t *x, const uint16_t *w, uint32_t m, uint32_t n,
+		uint32_t k)
 {
 	const float one = 1.0f, zero = 0.0f;
+	const struct cuda_tune_lt *p = NULL;
+	const cublasLtMatmulAlgo_t *algo;
 
-	if (m <= O1_GEMV_MAX_ROWS && k % 8 == 0)
-		return o1_gemv_bf16_cuda(y, x, w, m, n, k, step_pdl(s, m),
-					 s->stream);
-
+	if (gemv_rows(s, m) && k % 8 == 0)
+		return o1_gemv_bf16_cuda(y, x, w, m, n, k, setup(s, kind, m),
+					 step_pdl(s, m), s->stream);
+	algo = o1_cuda_tune_lt(&s->tune, kind, m, &p);
+	if (algo)
+		return o1_cuda_blas_check(
+		    cublasLtMatmul(s->tune.lt, p->op, &one, w, p->a, x, p->b,
+				   &zero, y, p->c, y, p->c, algo, s->blas_ws,
+				   BLAS_WS_BYTES, s->stream),
+		    "gemm (cuBLASLt)");
 	return o1_cuda_blas_check(
 	    cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m,
 			 (int)k, &one, w, CUDA_R_16BF, (int)k, x, CUDA_R_16BF,
@@ -231,22 +265,24 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 		const struct cuda_qpart *p = &q->part[i];
 
 		if (m <= O1_GEMV_MAX_ROWS)
-			err = o1_gemv_q_cuda(y + p->col0, x, p->w, p->type, m,
-					     p->rows, k, n, step_pdl(s, m),
-					     s->stream);
+			err = (s->cfg.cuda_quant_f32 ? o1_gemv_q_cuda
+						     : o1_gemv_q8_cuda)(
+			    y + p->col0, x, p->w, p->type, m, p->rows, k, n,
+			    step_pdl(s, m), s->stream);
 		else
 			err = tiles_q(s, y, x, p, m, n, k);
 	}
 	return err;
 }
 
-/* The product with a matrix held as bf16 (W) or in blocks (Q). */
-static int product(struct cuda_state *s, float *y, const uint16_t *x,
-		   const uint16_t *w, const struct cuda_qmat *q, uint32_t m,
-		   uint32_t n, uint32_t k)
+/* The product KIND with a matrix held as bf16 (W) or in blocks (Q). */
+static int product(struct cuda_state *s, enum cuda_kind kind, float *y,
+		   const uint16_t *x, const uint16_t *w,
+		   const struct cuda_qmat *q, uint32_t m, uint32_t n,
+		   uint32_t k)
 {
 	return q->n_parts ? gemm_q(s, y, x, q, m, n, k)
-			  : gemm(s, y, x, w, m, n, k);
+			  : gemm(s, kind, y, x, w, m, n, k);
 }
 
 static struct o1_attn_dims attn_dims(const struct cuda_state *s)
@@ -282,14 +318,28 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	uint32_t n = (uint32_t)cuda_qkv_rows(d), t = ra->n_tokens;
 	int err;
 
+	if (fuse && y->qqkv.n_parts) {
+		err = 0;
+		for (uint32_t i = 0; !err && i < y->qqkv.n_parts; i++) {
+			const struct cuda_qpart *p = &y->qqkv.part[i];
+
+			err = o1_gemv_q8_norm_cuda(s->qkv + p->col0, s->x, NULL,
+						   y->attn_norm, d->norm_eps,
+						   p->w, p->type, t, p->rows,
+						   d->dim, n, pdl, s->stream);
+		}
+		return err ? err
+			   : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
+	}
 	if (fuse)
-		return o1_gemv_norm_rope_kv_cuda(ra, ad, s->x, y->attn_norm,
-						 d->norm_eps, y->wqkv, t,
-						 d->dim, pdl, s->stream);
+		return o1_gemv_norm_rope_kv_cuda(
+		    ra, ad, s->x, y->attn_norm, d->norm_eps, y->wqkv, t, d->dim,
+		    setup(s, CUDA_KIND_QKV, t), pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
 			      t, d->dim, d->norm_eps, pdl, s->stream);
 	err = err ? err
-		  : product(s, s->qkv, s->h, y->wqkv, &y->qqkv, t, n, d->dim);
+		  : product(s, CUDA_KIND_QKV, s->qkv, s->h, y->wqkv, &y->qqkv,
+			    t, n, d->dim);
 	return err ? err : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
 }
 
@@ -313,37 +363,84 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 	uint32_t f = d->ffn_dim;
 	int err;
 
+	if (fuse && y->qgu.n_parts == 1)
+		return o1_gemv_q8_norm_swiglu_cuda(
+		    s->act, s->x, y->ffn_norm, d->norm_eps, y->qgu.part[0].w,
+		    y->qgu.part[0].type, t, f, d->dim, pdl, s->stream);
+	if (fuse && y->qgu.n_parts) {
+		err = 0;
+		for (uint32_t i = 0; !err && i < y->qgu.n_parts; i++) {
+			const struct cuda_qpart *p = &y->qgu.part[i];
+
+			err = o1_gemv_q8_norm_cuda(
+			    s->gu + p->col0, s->x, NULL, y->ffn_norm,
+			    d->norm_eps, p->w, p->type, t, p->rows, d->dim,
+			    2 * f, pdl, s->stream);
+		}
+		return err ? err
+			   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t,
+					    f, pdl, s->stream);
+	}
 	if (fuse)
-		return o1_gemv_norm_swiglu_bf16_cuda(s->act, s->x, y->ffn_norm,
-						     d->norm_eps, y->wgu, t, f,
-						     d->dim, pdl, s->stream);
+		return o1_gemv_norm_swiglu_bf16_cuda(
+		    s->act, s->x, y->ffn_norm, d->norm_eps, y->wgu, t, f,
+		    d->dim, setup(s, CUDA_KIND_GU, t), pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, y->ffn_norm, NULL, t, d->dim,
 			      d->norm_eps, pdl, s->stream);
 	if (!err && q_swiglu(s, &y->qgu, t))
-		return o1_gemv_q_swiglu_cuda(s->act, s->h, y->qgu.part[0].w,
-					     y->qgu.part[0].type, t, f, d->dim,
-					     pdl, s->stream);
+		return (s->cfg.cuda_quant_f32 ? o1_gemv_q_swiglu_cuda
+					      : o1_gemv_q8_swiglu_cuda)(
+		    s->act, s->h, y->qgu.part[0].w, y->qgu.part[0].type, t, f,
+		    d->dim, pdl, s->stream);
 	err = err ? err
-		  : product(s, s->gu, s->h, y->wgu, &y->qgu, t, 2 * f, d->dim);
+		  : product(s, CUDA_KIND_GU, s->gu, s->h, y->wgu, &y->qgu, t,
+			    2 * f, d->dim);
 	return err ? err
 		   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
 				    s->stream);
 }
 
-/* An output product (O or down) of IN (K wide) by W: added to the
+/* An output product KIND (O or down) of IN (K wide) by W: added to the
  * residual stream when ADD (fused), else into s->o, summed across the
  * ranks, for the next RMSNorm to add. */
-static int out_product(struct cuda_state *s, const uint16_t *in,
-		       const uint16_t *w, const struct cuda_qmat *q, uint32_t t,
-		       uint32_t k, bool add, bool pdl)
+static int out_product(struct cuda_state *s, enum cuda_kind kind,
+		       const uint16_t *in, const uint16_t *w,
+		       const struct cuda_qmat *q, uint32_t t, uint32_t k,
+		       bool add, bool pdl)
 {
-	int err;
+	int err = 0;
 
+	if (add && q->n_parts) {
+		for (uint32_t i = 0; !err && i < q->n_parts; i++)
+			err = o1_gemv_q8_add_cuda(s->x + q->part[i].col0, in,
+						  q->part[i].w, q->part[i].type,
+						  t, q->part[i].rows, k,
+						  s->d.dim, pdl, s->stream);
+		return err;
+	}
 	if (add)
-		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k, pdl,
-					     s->stream);
-	err = product(s, s->o, in, w, q, t, s->d.dim, k);
+		return o1_gemv_add_bf16_cuda(s->x, in, w, t, s->d.dim, k,
+					     setup(s, kind, t), pdl, s->stream);
+	err = product(s, kind, s->o, in, w, q, t, s->d.dim, k);
 	return err ? err : reduce(s, t);
+}
+
+/* Layer L's RoPE and KV page write over T tokens (the step inputs). */
+static struct o1_rope_kv_args rope_args(const struct cuda_state *s, uint32_t l,
+					uint32_t t)
+{
+	return (struct o1_rope_kv_args){
+	    s->q,
+	    s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0),
+	    s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1),
+	    s->qkv,
+	    s->layers[l].bqkv,
+	    s->dev.pos,
+	    s->dev.slots,
+	    s->inv_freq,
+	    s->rope_scale,
+	    t,
+	    s->d.rope.dim};
 }
 
 static int attention_block(struct cuda_state *s, uint32_t l,
@@ -352,22 +449,18 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[l];
 	struct o1_attn_dims ad = attn_dims(s);
-	uint16_t *kc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 0);
-	uint16_t *vc = s->kv + o1_kv_layout_offset(&s->kvl, 0, l, 1);
-	struct o1_rope_kv_args ra = {s->q,	   kc,		vc,
-				     s->qkv,	   y->bqkv,	s->dev.pos,
-				     s->dev.slots, s->inv_freq, s->rope_scale,
-				     f->tokens,	   d->rope.dim};
+	struct o1_rope_kv_args ra = rope_args(s, l, f->tokens);
 	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
 	int err = qkv_in(s, l, &ra, &ad, fuse, pdl);
 
 	err = err ? err
-		  : o1_attention_cuda(s->att, s->q, kc, vc, &ad, b, t,
-				      f->max_len, s->scratch, s->scratch_floats,
-				      pdl, s->stream);
+		  : o1_attention_cuda(s->att, s->q, ra.k_cache, ra.v_cache, &ad,
+				      b, t, f->max_len, s->scratch,
+				      s->scratch_floats, pdl, s->stream);
 	return err ? err
-		   : out_product(s, s->att, y->wo, &y->qo, t, qd, fuse, pdl);
+		   : out_product(s, CUDA_KIND_O, s->att, y->wo, &y->qo, t, qd,
+				 fuse, pdl);
 }
 
 /* Unfused, the down product goes to s->o for the next RMSNorm (the next
@@ -378,8 +471,9 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	int err = mlp_in(s, l, t, fuse, pdl);
 
 	return err ? err
-		   : out_product(s, s->act, s->layers[l].wdown,
-				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse, pdl);
+		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
+				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,
+				 pdl);
 }
 
 /* Uploads the inputs of N_SEQS sequences; the tables come last: only the
@@ -421,17 +515,54 @@ static int head_chunk(struct cuda_state *s, uint32_t c, uint32_t n, bool fused)
 {
 	const struct o1_model_desc *d = &s->d;
 	bool pdl = step_pdl(s, n);
-	int err;
+	int err = 0;
 
+	if (fused && s->qout.n_parts) {
+		for (uint32_t i = 0; !err && i < s->qout.n_parts; i++) {
+			const struct cuda_qpart *p = &s->qout.part[i];
+
+			err = o1_gemv_q8_norm_cuda(
+			    s->logits + p->col0, s->x, s->dev.rows + c,
+			    s->out_norm, d->norm_eps, p->w, p->type, n, p->rows,
+			    d->dim, d->vocab_size, pdl, s->stream);
+		}
+		return err;
+	}
 	if (fused)
 		return o1_gemv_norm_rows_bf16_cuda(
 		    s->logits, s->x, s->dev.rows + c, s->out_norm, d->norm_eps,
-		    s->out_w, n, d->vocab_size, d->dim, pdl, s->stream);
+		    s->out_w, n, d->vocab_size, d->dim,
+		    setup(s, CUDA_KIND_HEAD, n), pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, s->o, s->out_norm, s->dev.rows + c, n,
 			      d->dim, d->norm_eps, pdl, s->stream);
 	return err ? err
-		   : product(s, s->logits, s->h, s->out_w, &s->qout, n,
-			     d->vocab_size, d->dim);
+		   : product(s, CUDA_KIND_HEAD, s->logits, s->h, s->out_w,
+			     &s->qout, n, d->vocab_size, d->dim);
+}
+
+int o1_cuda_forward_stage(struct cuda_state *s, enum cuda_kind kind, uint32_t l,
+			  uint32_t t)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
+	struct o1_attn_dims ad = attn_dims(s);
+	struct o1_rope_kv_args ra = rope_args(s, l, t);
+	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
+
+	switch (kind) {
+	case CUDA_KIND_QKV:
+		return qkv_in(s, l, &ra, &ad, fuse, pdl);
+	case CUDA_KIND_O:
+		return out_product(s, kind, s->att, y->wo, &y->qo, t,
+				   d->n_heads * d->head_dim, fuse, pdl);
+	case CUDA_KIND_GU:
+		return mlp_in(s, l, t, fuse, pdl);
+	case CUDA_KIND_DOWN:
+		return out_product(s, kind, s->act, y->wdown, &y->qdown, t,
+				   d->ffn_dim, fuse, pdl);
+	default:
+		return head_chunk(s, 0, t, fuse);
+	}
 }
 
 /* Uploads N sample rows (ROWS; NULL: greedy ones), padded to BATCH

@@ -23,6 +23,7 @@
 
 #include "backend.h"
 #include "cuda_graphs.h"
+#include "cuda_tune.h"
 #include "kernels/kernels_cuda.h"
 #include "kv_pool.h"
 #include "model/model.h"
@@ -124,6 +125,7 @@ struct cuda_state {
 	    fused;     /* decode steps: PDL, fused products (cuda_forward.c) */
 	bool sampling; /* cfg.sampling on a rank that has the LM head */
 	struct cuda_sampling smp;
+	struct cuda_tune tune; /* cuda_tune.c's picks */
 };
 
 /* A step flattened into the pinned inputs (cuda_forward.c): its token
@@ -170,6 +172,13 @@ int o1_cuda_forward_step(struct cuda_state *s, const struct o1_step *st,
 			 uint32_t *rows);
 int o1_cuda_forward_bucket(void *ctx, uint32_t batch);
 int o1_cuda_forward_prepare(void *ctx, uint32_t batch);
+/* cuda_forward.c, for the autotuner: enqueues product KIND of layer L
+ * (the LM head: L ignored) over T rows as a step of T rows runs it, with
+ * what goes with it on that path (unfused: the RMSNorm before, RoPE and
+ * the KV write or SwiGLU after), over the inputs o1_cuda_forward_prepare
+ * uploaded for T rows. */
+int o1_cuda_forward_stage(struct cuda_state *s, enum cuda_kind kind,
+			  uint32_t l, uint32_t t);
 
 /* cuda_devout.c: the areas of cfg.devout_areas (alloc at create, free
  * accepts a partly made set), serving a step's entries whose rows are [C,

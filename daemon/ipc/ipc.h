@@ -93,6 +93,9 @@ struct o1_ipc_opts {
 	 * default): the daemon takes no grammars and such requests fail
 	 * with -O1_E_UNSUPPORTED (their own mistake, not a violation). */
 	uint32_t max_grammar_bytes;
+	/* (protocol 6) the format the model's chat template writes tool
+	 * calls in, told in the welcome (enum o1_wire_tool_format) */
+	uint8_t tool_format;
 };
 
 /* What the daemon may know about a connected client. */

@@ -258,6 +258,7 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	w.max_tokens = srv->o.max_tokens;
 	w.vocab_size = srv->o.vocab_size;
 	w.max_grammar_bytes = srv->o.max_grammar_bytes;
+	w.tool_format = srv->o.tool_format;
 	if (h.flags & O1_HELLO_DEVICE_OUT)
 		give_devout(srv, c, &w);
 	fds[0] = memfd;
@@ -608,7 +609,7 @@ int o1_ipc_post(struct o1_ipc_server *srv, uint32_t client_id,
 
 	if (ev->op != O1_EV_TOKEN && ev->op != O1_EV_FINAL &&
 	    ev->op != O1_EV_ERROR && ev->op != O1_EV_LOGPROBS &&
-	    ev->op != O1_EV_ROUND)
+	    ev->op != O1_EV_ROUND && ev->op != O1_EV_TOP_TEXT)
 		return -EINVAL;
 	if (!c)
 		return -ENOENT;

@@ -92,6 +92,7 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	pthread_mutex_unlock(&e->lock);
 	o1_ipc_server_stats(e->srv, &ist);
 	cJSON_AddStringToObject(o, "model", e->model_name);
+	cJSON_AddStringToObject(o, "weights", e->weights);
 	cJSON_AddBoolToObject(o, "model_loaded", e->sched != NULL);
 	cJSON_AddStringToObject(o, "backend", e->backend_name);
 	cJSON_AddNumberToObject(

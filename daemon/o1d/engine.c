@@ -68,6 +68,7 @@ static int create_grammars(struct o1_engine *e)
 	    .max_entries = e->o.grammar_cache_entries,
 	    .max_bytes = e->o.grammar_cache_bytes,
 	    .threads = e->o.grammar_threads,
+	    .tool_format = e->o.tool_format,
 	    .ready = grammar_ready,
 	    .ctx = e,
 	};
@@ -85,6 +86,8 @@ int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out)
 	e->o = *o;
 	snprintf(e->model_name, sizeof(e->model_name), "%s",
 		 o->model_name ? o->model_name : "");
+	snprintf(e->weights, sizeof(e->weights), "%s",
+		 o->weights ? o->weights : "");
 	snprintf(e->backend_name, sizeof(e->backend_name), "%s",
 		 o->backend_name ? o->backend_name : "");
 	e->metrics = o->sched.metrics;

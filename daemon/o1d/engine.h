@@ -46,6 +46,9 @@ struct o1_engine_opts {
 	uint32_t drain_timeout_ms;
 	uint32_t log_requests; /* log.requests: a line for 1 of N finished */
 	const char *model_name;	  /* copied */
+	/* the model's weight bytes by type (model/weights.h's text; copied,
+	 * NULL: none), for admin "status" */
+	const char *weights;
 	const char *backend_name; /* copied */
 	/* SIGHUP and admin "reload": called on the front thread; NULL:
 	 * ignored (admin "reload" is refused) */
@@ -70,6 +73,9 @@ struct o1_engine_opts {
 	uint32_t grammar_cache_entries;
 	uint64_t grammar_cache_bytes;
 	uint32_t grammar_threads;
+	/* O1_GRAMMAR_TOOL_CALL's format (tokenizer/tool_call.h's
+	 * o1_tool_format); O1_TOOL_NONE: such grammars are refused */
+	uint8_t tool_format;
 };
 
 int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out);

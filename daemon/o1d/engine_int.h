@@ -20,6 +20,7 @@ struct o1_engine_graphs {
 struct o1_engine {
 	struct o1_engine_opts o;
 	char model_name[128];
+	char weights[256];
 	char backend_name[32];
 	struct o1_sched *sched; /* engine thread (create/destroy: main) */
 	struct o1_ipc_server *srv;

@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "grammar/grammar_schema.h"
+#include "grammar/grammar_tools.h"
 #include "sampler/sampler.h"
 #include "shm/wire.h"
 
@@ -90,6 +91,8 @@ static const char *kind_name(uint8_t kind)
 		return "JSON schema";
 	case O1_GRAMMAR_JSON_OBJECT:
 		return "json_object";
+	case O1_GRAMMAR_TOOL_CALL:
+		return "tool call";
 	default:
 		return "?";
 	}
@@ -174,8 +177,8 @@ static void evict(struct o1_gcache *c)
 
 /* ---- compiling (no lock) ---- */
 
-static int compile_text(const struct o1_gentry *e, struct o1_grammar_error *ge,
-			struct o1_grammar **g)
+static int compile_text(const struct o1_gcache *c, const struct o1_gentry *e,
+			struct o1_grammar_error *ge, struct o1_grammar **g)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -193,6 +196,10 @@ static int compile_text(const struct o1_gentry *e, struct o1_grammar_error *ge,
 		rc = rc ?: o1_grammar_compile(text, len, ge, g);
 		free(text);
 		return rc;
+	case O1_GRAMMAR_TOOL_CALL:
+		return o1_grammar_compile_tools(
+		    (enum o1_tool_format)c->o.tool_format,
+		    (const char *)e->bytes, e->len, ge, g);
 	default:
 		snprintf(ge->msg, sizeof(ge->msg), "unknown grammar kind %u",
 			 e->kind);
@@ -206,7 +213,7 @@ static void compile(struct o1_gcache *c, struct o1_gentry *e)
 {
 	struct o1_grammar_error ge = {0};
 	uint64_t t0 = now_ns(), t1, t2;
-	int rc = compile_text(e, &ge, &e->g);
+	int rc = compile_text(c, e, &ge, &e->g);
 
 	t1 = now_ns();
 	if (!rc)

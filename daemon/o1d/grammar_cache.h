@@ -43,6 +43,9 @@ struct o1_gcache_opts {
 	uint32_t max_entries;		      /* 0: 64 */
 	uint64_t max_bytes;		      /* 0: 512 MiB */
 	uint32_t threads;		      /* compile threads; 0: 1 */
+	/* O1_GRAMMAR_TOOL_CALL: the tool-call format (enum o1_tool_format,
+	 * tokenizer/tool_call.h) calls are written in; 0: refused */
+	uint8_t tool_format;
 	/* W's entry E is compiled or refused (o1_gentry_error): called on
 	 * a compile thread, or by o1_gcache_stop */
 	void (*ready)(void *ctx, struct o1_gcache_waiter *w,

@@ -35,6 +35,7 @@
 #include "engine.h"
 #include "common/error.h"
 #include "faults.h"
+#include "kv_budget.h"
 #include "grammar/grammar_tokenizer.h"
 #include "ipc/control.h"
 #include "common/file.h"
@@ -43,6 +44,7 @@
 #include "metrics/metrics_runq.h"
 #include "metrics/metrics_writer.h"
 #include "model/model.h"
+#include "model/weights.h"
 #include "notify.h"
 #include "paths.h"
 #include "tokenizer/tokenizer.h"
@@ -141,6 +143,20 @@ static int load_config(struct o1_config *c, int argc, char **argv, char *err,
 	}
 	free(copy);
 	return ret;
+}
+
+/* The format the chat template writes tool calls in (the wire's values:
+ * the welcome tells clients, and tool-call grammars are written in it). */
+static enum o1_tool_format tool_format(const struct o1d *d)
+{
+	_Static_assert((int)O1_TOOL_HERMES == O1_WIRE_TOOLS_HERMES &&
+			   (int)O1_TOOL_XML == O1_WIRE_TOOLS_XML &&
+			   (int)O1_TOOL_LLAMA3_JSON ==
+			       O1_WIRE_TOOLS_LLAMA3_JSON &&
+			   (int)O1_TOOL_MISTRAL == O1_WIRE_TOOLS_MISTRAL &&
+			   (int)O1_TOOL_N == O1_WIRE_TOOLS_COUNT,
+		       "tool formats");
+	return d->chat ? o1_chat_template_tool_format(d->chat) : O1_TOOL_NONE;
 }
 
 /* The chat template (the model's own, or model.chat_template's file).
@@ -301,34 +317,53 @@ static uint64_t kv_page_bytes(const struct o1d *d, enum o1_backend_kind kind)
 	return o1_backend_kind_kv_page_bytes(kind, &l);
 }
 
+/* The name of the setting behind max_running(): the smaller of the two. */
+static const char *max_running_key(const struct o1_config *c)
+{
+	return c->scheduler.max_running < c->scheduler.max_batch_tokens
+		   ? "scheduler.max_running"
+		   : "scheduler.max_batch_tokens";
+}
+
 /* kv.pages, or kv.memory_fraction of the memory left, but no more than
- * max_running full contexts need. */
+ * max_running full contexts need (kv_budget.c); the line says which bound
+ * decided. */
 static uint32_t kv_pages(const struct o1d *d, enum o1_backend_kind kind)
 {
 	bool cuda = kind == O1_BACKEND_CUDA;
-	uint32_t P = d->cfg.kv.page_tokens;
-	uint64_t per_seq = (d->ctx + 1 + P - 1) / P;
-	uint64_t page_bytes = kv_page_bytes(d, kind);
-	uint64_t avail = cuda ? cuda_available(d) : mem_available();
-	uint64_t n, cap = per_seq * max_running(&d->cfg);
+	struct o1_kv_budget_in in = {
+	    .pages = d->cfg.kv.pages,
+	    .memory_fraction = d->cfg.kv.memory_fraction,
+	    .page_bytes = kv_page_bytes(d, kind),
+	    .context_tokens = d->ctx + 1,
+	    .page_tokens = d->cfg.kv.page_tokens,
+	    .max_running = max_running(&d->cfg),
+	};
+	struct o1_kv_budget b;
+	const char *why;
 
-	if (d->cfg.kv.pages)
-		return d->cfg.kv.pages;
-	if (!page_bytes) /* a backend this build lacks: its create refuses */
-		return (uint32_t)per_seq;
-	n = (uint64_t)(d->cfg.kv.memory_fraction * (double)avail) / page_bytes;
-	if (n > cap)
-		n = cap;
-	if (n < per_seq)
-		n = per_seq;
-	if (n > (1u << 24))
-		n = 1u << 24;
-	o1_info("kv: %llu pages of %llu bytes from kv.memory_fraction %.2f "
-		"of %llu MiB %s memory left",
-		(unsigned long long)n, (unsigned long long)page_bytes,
-		d->cfg.kv.memory_fraction, (unsigned long long)(avail >> 20),
-		cuda ? "device" : "host");
-	return (uint32_t)n;
+	if (!in.page_bytes) /* a backend this build lacks: its create refuses */
+		return o1_kv_budget(&in).pages;
+	in.avail_bytes = in.pages ? 0 : cuda ? cuda_available(d) : mem_available();
+	b = o1_kv_budget(&in);
+	why = b.bound == O1_KV_BOUND_MAX_RUNNING ? max_running_key(&d->cfg)
+						 : o1_kv_bound_name(b.bound);
+	o1_info("kv: %u pages of %llu bytes (%llu tokens, %llu full contexts "
+		"of %llu tokens), set by %s",
+		b.pages, (unsigned long long)in.page_bytes,
+		(unsigned long long)b.pages * in.page_tokens,
+		(unsigned long long)(b.pages / b.per_context),
+		(unsigned long long)in.context_tokens, why);
+	if (!in.pages)
+		o1_info("kv: kv.memory_fraction %.2f of %llu MiB %s memory left "
+			"would give %llu pages",
+			in.memory_fraction,
+			(unsigned long long)(in.avail_bytes >> 20),
+			cuda ? "device" : "host",
+			(unsigned long long)(in.memory_fraction *
+					     (double)in.avail_bytes) /
+			    in.page_bytes);
+	return b.pages;
 }
 
 /* backend.sample_in_backend for KIND: auto is on where the backend is
@@ -364,8 +399,9 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .page_tokens = d->cfg.kv.page_tokens,
 	    .sampling = sample_in_backend(d, kind),
 	    .max_sample_pens = d->cfg.backend.sample_penalty_entries,
-	    .dequantize =
-		d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
+	    .dequantize = d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16,
+	    .cuda_quant_f32 =
+		d->cfg.cuda.quant_dot == O1_CONFIG_QUANT_DOT_F32,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	uint32_t dev[O1_CONFIG_LIST_MAX];
@@ -373,6 +409,8 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	int err;
 
 	bc.graphs_enabled = d->cfg.graphs.enabled;
+	bc.cuda_autotune = d->cfg.cuda.autotune;
+	bc.cuda_autotune_ms = d->cfg.cuda.autotune_ms;
 	bc.n_graph_buckets = buckets->n;
 	if (bc.n_graph_buckets > O1_BACKEND_GRAPH_BUCKETS_MAX) {
 		o1_warn(
@@ -643,11 +681,25 @@ static int backend_step(void *ctx, const struct o1_step *step)
 	return o1_backend_step(ctx, step);
 }
 
+/* admin "status"'s weights line: the model's bytes by type (a longer list
+ * is cut short), and whether block types were dequantized at load. */
+static void weights_text(const struct o1d *d, char *buf, size_t n)
+{
+	struct o1_model_weights w;
+	size_t l;
+
+	o1_model_weights(d->model, &w);
+	(void)o1_model_weights_text(&w, buf, n);
+	l = strlen(buf);
+	if (d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16 && l < n)
+		snprintf(buf + l, n - l, "; block types dequantized at load");
+}
+
 static int create_engine(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
 	uint64_t secret = 0;
-	char *review;
+	char *review, weights[256];
 	int err;
 	struct o1_engine_opts eo = {
 	    .sched =
@@ -664,6 +716,8 @@ static int create_engine(struct o1d *d)
 		    .max_batch_tokens = c->scheduler.max_batch_tokens,
 		    .max_running = max_running(c),
 		    .prefill_chunk_tokens = c->scheduler.prefill_chunk_tokens,
+		    .prefill_per_decode =
+			c->scheduler.prefill_tokens_per_decode,
 		    .n_slots = n_slots(c),
 		    .max_prompt_bytes = 65536,
 		    .prefix_cache = true,
@@ -685,6 +739,7 @@ static int create_engine(struct o1d *d)
 	    .log_requests = c->log.requests,
 	    .model_name =
 		c->model.name[0] ? c->model.name : d->model->desc.name,
+	    .weights = weights,
 	    .backend_name = o1_backend_name(d->kind),
 	    .reload = reload,
 	    .dump_config = dump_config,
@@ -695,8 +750,10 @@ static int create_engine(struct o1d *d)
 	    .grammar_cache_entries = c->grammar.cache_entries,
 	    .grammar_cache_bytes = (uint64_t)c->grammar.cache_mb << 20,
 	    .grammar_threads = c->grammar.threads,
+	    .tool_format = (uint8_t)tool_format(d),
 	};
 
+	weights_text(d, weights, sizeof(weights));
 	if (getrandom(&secret, sizeof(secret), 0) != sizeof(secret))
 		o1_warn("getrandom failed: prefix-cache salts are "
 			"predictable");
@@ -820,6 +877,7 @@ static int create_server(struct o1d *d)
 	    .handle_signals = 1,
 	    .devout_areas = areas,
 	    .max_grammar_bytes = d->gvocab ? c->grammar.max_bytes : 0,
+	    .tool_format = (uint8_t)tool_format(d),
 	};
 
 	_Static_assert(sizeof(areas[0].mem_handle) ==
@@ -870,6 +928,9 @@ static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
 		report_add(l, cap, "scheduler.max_running_per_client");
 	if (c->scheduler.stall_timeout_ms != o->scheduler.stall_timeout_ms)
 		report_add(l, cap, "scheduler.stall_timeout_ms");
+	if (c->scheduler.prefill_tokens_per_decode !=
+	    o->scheduler.prefill_tokens_per_decode)
+		report_add(l, cap, "scheduler.prefill_tokens_per_decode");
 	if (l[0])
 		o1_warn("reload: %s changed but need a restart; not reloaded",
 			l);

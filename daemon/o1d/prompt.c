@@ -9,8 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/error.h"
 #include "common/log.h"
+#include "tokenizer/chat_request.h"
 
 /* The review instruction when none is configured (config/refine_review.txt
  * ships the same text). */
@@ -86,6 +89,70 @@ static int chat_split(const struct o1_req *r, char *buf, size_t n,
 	return 0;
 }
 
+/* Appends a refinement round's turns to VARS' messages: the previous
+ * answer PREV and the review instruction. */
+static int add_review(cJSON *vars, const char *prev, const char *review)
+{
+	cJSON *msgs = cJSON_GetObjectItemCaseSensitive(vars, "messages");
+	const char *role[2] = {"assistant", "user"}, *text[2] = {prev, review};
+
+	for (int i = 0; i < 2; i++) {
+		cJSON *m = cJSON_CreateObject();
+
+		if (!m || !cJSON_AddItemToArray(msgs, m) ||
+		    !cJSON_AddStringToObject(m, "role", role[i]) ||
+		    !cJSON_AddStringToObject(m, "content", text[i]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* R's prompt is a chat request as JSON (O1_SUBMIT_CHAT_JSON: messages
+ * with tool calls and tool results, tools): checked, then rendered with
+ * those variables into chat_buf; *len gets its length. */
+static int render_json(struct o1_prompt *p, const struct o1_req *r,
+		       const char *prev, size_t *len)
+{
+	struct o1_jinja_error err = {0};
+	char msg[160], *text = NULL;
+	cJSON *vars = NULL;
+	size_t n = 0;
+	int ret = o1_chat_request_parse((const char *)r->prompt,
+					r->prompt_bytes, &vars, msg,
+					sizeof(msg));
+
+	if (ret) {
+		o1_warn("request %llu: chat request refused: %s",
+			(unsigned long long)r->req_id, msg);
+		return ret;
+	}
+	if (prev)
+		ret = add_review(vars, prev, p->review);
+	if (!ret && !cJSON_AddBoolToObject(vars, "add_generation_prompt", 1))
+		ret = -ENOMEM;
+	if (!ret)
+		ret = o1_chat_template_render_vars(p->o.chat, vars, &text, &n,
+						   &err);
+	cJSON_Delete(vars);
+	if (ret == -EINVAL || ret == -O1_E_BOUNDS)
+		o1_warn("request %llu: the chat template failed at %u:%u: %s",
+			(unsigned long long)r->req_id, err.line, err.col,
+			err.msg);
+	if (!ret && n >= p->chat_cap) {
+		o1_warn("request %llu: rendered chat prompt of %zu bytes "
+			"exceeds %zu",
+			(unsigned long long)r->req_id, n, p->chat_cap);
+		ret = -O1_E_BOUNDS;
+	}
+	if (!ret) {
+		memcpy(p->chat_buf, text, n);
+		p->chat_buf[n] = 0;
+		*len = n;
+	}
+	free(text);
+	return ret;
+}
+
 /* Renders R's chat prompt into chat_buf (after PREV and the review
  * instruction for a refinement round); *len gets its length. */
 static int render_chat(struct o1_prompt *p, const struct o1_req *r,
@@ -104,6 +171,8 @@ static int render_chat(struct o1_prompt *p, const struct o1_req *r,
 			(unsigned long long)r->req_id);
 		return -O1_E_UNSUPPORTED;
 	}
+	if (r->params.flags & O1_SUBMIT_CHAT_JSON)
+		return render_json(p, r, prev, len);
 	memcpy(p->chat_buf, r->prompt, n);
 	p->chat_buf[n] = 0;
 	ret = chat_split(r, p->chat_buf, n, msg, &n_msg);

@@ -4,7 +4,8 @@
  * An id prompt is copied (after a BOS when the request asks for one and
  * the model has one) and every id checked against the vocabulary. A text
  * prompt is encoded; a chat prompt ("role\0content\0role\0content...", or
- * text without a NUL as one user message) is rendered with the chat
+ * text without a NUL as one user message; with O1_SUBMIT_CHAT_JSON a chat
+ * request as JSON, tokenizer/chat_request.h) is rendered with the chat
  * template first (which writes BOS where the model wants one), then
  * encoded with its special tokens parsed and nothing added. A
  * refinement round's chat prompt adds the previous answer (assistant) and

@@ -62,7 +62,7 @@ struct seq {
 	uint64_t last_token_ns;
 	uint64_t idle_ns;   /* parked: when its reader last took something */
 	uint32_t idle_tail; /* parked: the out ring's tail then */
-	uint64_t visit;	    /* the tick of the last step that planned it */
+	uint64_t visit;	    /* the stamp of the last pass that planned it */
 	enum seq_list list;
 	bool admitted_once;
 };
@@ -70,6 +70,7 @@ struct seq {
 struct batch_ent {
 	uint32_t slot;
 	uint32_t n;
+	bool prefill; /* n counts against the step's prefill budget */
 	bool samples;
 	bool host;	  /* sampled on the host, from the step's logits */
 	bool dev;	  /* its row goes to a device output area */
@@ -90,7 +91,10 @@ struct o1_sched {
 	uint32_t *parked, n_parked;
 	uint32_t served[N_FAIR];
 	struct o1_client_share *share;
-	uint64_t tick;	  /* o1_sched_step calls */
+	uint64_t stamp;	  /* the current scheduling pass (see visited) */
+	/* this step's budgets: tokens left, prefill tokens left (the step
+	 * carries min of the two at most in prefill chunks) */
+	uint32_t left, prefill_left;
 	uint64_t wake_ns; /* the earliest stall deadline; 0: none */
 	struct batch_ent *batch;
 	struct o1_step_seq *step_seqs;
@@ -430,8 +434,6 @@ static void count_final(struct o1_sched *s, enum o1_finish_reason reason,
 {
 	if (reason == O1_FINISH_ERROR && s->o.metrics)
 		o1_metrics_fail(s->o.metrics, o1_metrics_fail_reason(error));
-	else if (reason == O1_FINISH_CANCELLED && error && s->o.metrics)
-		o1_metrics_fail(s->o.metrics, O1_METRICS_FAIL_DRAINING);
 	else if (reason == O1_FINISH_CANCELLED)
 		count(s, O1_METRICS_CTR_REQUESTS_CANCELLED, 1);
 	else
@@ -759,7 +761,7 @@ static void round_end(struct o1_sched *s, struct seq *q,
 
 static void preempt(struct o1_sched *s, struct seq *q)
 {
-	o1_info("preempting request %llu (client %u): %u tokens to "
+	o1_debug("preempting request %llu (client %u): %u tokens to "
 		"recompute",
 		(unsigned long long)q->req->req_id, q->req->client_id,
 		q->n_tokens);
@@ -857,13 +859,15 @@ static struct seq *victim(struct o1_sched *s, bool pages, uint32_t skip,
 }
 
 /* Takes Q out of this step's batch, if it is in, giving back its tokens
- * to *BUDGET. */
-static void unbatch(struct o1_sched *s, const struct seq *q, uint32_t *budget)
+ * to the step's budgets. */
+static void unbatch(struct o1_sched *s, const struct seq *q)
 {
 	for (uint32_t i = 0; i < s->n_batch; i++) {
 		if (s->batch[i].slot != q->req->index)
 			continue;
-		*budget += s->batch[i].n;
+		s->left += s->batch[i].n;
+		if (s->batch[i].prefill)
+			s->prefill_left += s->batch[i].n;
 		s->n_batch--;
 		memmove(s->batch + i, s->batch + i + 1,
 			(s->n_batch - i) * sizeof(*s->batch));
@@ -874,13 +878,12 @@ static void unbatch(struct o1_sched *s, const struct seq *q, uint32_t *budget)
 }
 
 /* Covers [0, n) in Q's table: evicts cached pages, takes the pages of
- * sequences that wait (release_idle), then, when Q runs (BUDGET: the
- * step's token budget; NULL: Q is being admitted and preempts nobody),
- * preempts the newest running sequence of the client holding the most
- * pages (Q itself maybe; one already batched leaves the batch). Returns
- * 0, or -ENOSPC when Q was preempted or no page could be found. */
-static int reserve(struct o1_sched *s, struct seq *q, uint32_t n,
-		   uint32_t *budget)
+ * sequences that wait (release_idle), then, when Q RUNS (false: Q is
+ * being admitted and preempts nobody), preempts the newest running
+ * sequence of the client holding the most pages (Q itself maybe; one
+ * already batched leaves the batch). Returns 0, or -ENOSPC when Q was
+ * preempted or no page could be found. */
+static int reserve(struct o1_sched *s, struct seq *q, uint32_t n, bool runs)
 {
 	for (;;) {
 		int err = o1_kv_table_reserve(s->o.pool, &q->table, n);
@@ -893,13 +896,13 @@ static int reserve(struct o1_sched *s, struct seq *q, uint32_t n,
 		if (o1_prefix_cache_evict(s->cache, need) ||
 		    release_idle(s, q))
 			continue;
-		if (!budget)
+		if (!runs)
 			return -ENOSPC;
 		count_pages(s);
 		v = victim(s, true, UINT32_MAX, &most);
 		if (!v)
 			v = q;
-		unbatch(s, v, budget);
+		unbatch(s, v);
 		preempt(s, v);
 		if (v == q)
 			return -ENOSPC;
@@ -952,16 +955,30 @@ uint64_t o1_sched_wake_ns(const struct o1_sched *s)
 
 /* ---- one step ---- */
 
+/* Whether Q's next piece is a decode row: its last token alone is left
+ * to compute (a prompt fully cached but its last token counts too). */
+static bool decodes(const struct seq *q)
+{
+	return q->n_tokens - q->n_computed == 1;
+}
+
+/* What Q may compute this step: a decode row draws on the step's tokens
+ * alone, a prefill chunk on the prefill budget as well. */
+static uint32_t budget_for(const struct o1_sched *s, const struct seq *q)
+{
+	if (decodes(q))
+		return s->left;
+	return s->prefill_left < s->left ? s->prefill_left : s->left;
+}
+
 /* Tokens of Q to compute this step (0: none); samples when it reaches
  * the end of the known tokens, which needs room in the out ring. */
-static uint32_t plan(const struct o1_sched *s, struct seq *q, uint32_t budget,
-		     bool *samples)
+static uint32_t plan(const struct o1_sched *s, struct seq *q, bool *samples)
 {
 	uint32_t left = q->n_tokens - q->n_computed;
+	uint32_t budget = budget_for(s, q);
 	uint32_t n = left < budget ? left : budget;
 
-	if (left > 1 && n > s->lim_chunk)
-		n = s->lim_chunk;
 	*samples = n == left;
 	if (*samples && !o1_seq_output_room(&q->out)) {
 		n--;
@@ -970,6 +987,7 @@ static uint32_t plan(const struct o1_sched *s, struct seq *q, uint32_t budget,
 	return n;
 }
 
+/* Adds Q's next N tokens to the step and takes them from its budgets. */
 static void batch_add(struct o1_sched *s, struct seq *q, uint32_t n,
 		      bool samples)
 {
@@ -978,6 +996,7 @@ static void batch_add(struct o1_sched *s, struct seq *q, uint32_t n,
 
 	b->slot = q->req->index;
 	b->n = n;
+	b->prefill = !decodes(q);
 	b->samples = samples;
 	b->host = samples && !s->o.sample_in_backend;
 	ss->tokens = q->tokens + q->n_computed;
@@ -987,44 +1006,83 @@ static void batch_add(struct o1_sched *s, struct seq *q, uint32_t n,
 	ss->n_pages = q->table.n_pages;
 	ss->all_logits = false;
 	s->n_batch++;
+	s->left -= n;
+	if (b->prefill)
+		s->prefill_left -= n;
 }
 
-/* The running sequences visited this step: a prefix of the list (it
- * keeps its order when sequences leave it). */
+/* The running sequences visited by the current pass: a prefix of the
+ * list (it keeps its order when sequences leave it). */
 static uint32_t visited(const struct o1_sched *s)
 {
 	uint32_t i = 0;
 
-	while (i < s->n_running && s->seqs[s->running[i]].visit == s->tick)
+	while (i < s->n_running &&
+	       s->seqs[s->running[i]].visit == s->stamp)
 		i++;
 	return i;
 }
 
-/* Batches the running sequences, oldest first; one whose out ring has no
- * room is parked instead. A preemption (reserve) may remove any running
- * sequence, so the place to go on from is found again after one. */
-static void schedule_running(struct o1_sched *s, uint32_t *budget)
+/* One pass over the running sequences, oldest first, batching those that
+ * decode (DECODE) or those that prefill (!DECODE) while the budgets last;
+ * a decode row whose out ring has no room is parked instead. A
+ * preemption (reserve) may remove any running sequence, so the place to
+ * go on from is found again after one. */
+static void schedule_pass(struct o1_sched *s, bool decode)
 {
 	uint32_t i = 0;
 
-	while (i < s->n_running && s->n_batch < s->lim_running && *budget) {
+	s->stamp++;
+	while (i < s->n_running && s->n_batch < s->lim_running && s->left) {
 		struct seq *q = &s->seqs[s->running[i]];
 		uint32_t before = s->n_running, n;
 		bool samples;
 
-		q->visit = s->tick;
-		n = plan(s, q, *budget, &samples);
+		q->visit = s->stamp;
+		if (decodes(q) != decode) {
+			i++;
+			continue;
+		}
+		n = plan(s, q, &samples);
+		if (!n && !decode)
+			return; /* the prefill budget is spent */
 		if (!n) {
 			unlist(s, q);
 			park(s, q);
 			continue;
 		}
-		if (!reserve(s, q, q->n_computed + n, budget)) {
+		if (!reserve(s, q, q->n_computed + n, true))
 			batch_add(s, q, n, samples);
-			*budget -= n;
-		}
 		i = s->n_running == before ? i + 1 : visited(s);
 	}
+}
+
+/* Whether a sequence that held its pages waits to decode again (parked,
+ * its reader made room): it comes back this step, as a decode row. */
+static bool decode_resumes(const struct o1_sched *s)
+{
+	for (uint32_t i = 0; i < s->n_resume; i++)
+		if (decodes(&s->seqs[s->resume[i]]))
+			return true;
+	return false;
+}
+
+/* Plans the running sequences (see scheduler.h): every decode row first,
+ * then prefill chunks, oldest first, within the prefill budget: with
+ * decode rows the larger of prefill_chunk_tokens and prefill_per_decode
+ * per row, else the whole step (a prompt with nobody waiting on a next
+ * token goes fastest in the fewest, largest steps). */
+static void schedule_running(struct o1_sched *s)
+{
+	uint64_t per_rows;
+
+	s->prefill_left = s->left;
+	schedule_pass(s, true);
+	per_rows = (uint64_t)s->o.prefill_per_decode * s->n_batch;
+	if (s->n_batch || decode_resumes(s))
+		s->prefill_left = per_rows > s->lim_chunk ? (uint32_t)per_rows
+							  : s->lim_chunk;
+	schedule_pass(s, false);
 }
 
 /* An admission candidate, as pick() ranks it. */
@@ -1050,8 +1108,9 @@ static bool better(const struct cand *a, const struct cand *best)
 }
 
 /* The next sequence to admit (see better), among those whose client runs
- * fewer than max_running_per_client; NULL when none. */
-static struct seq *pick(const struct o1_sched *s)
+ * fewer than max_running_per_client (and, with DECODE_ONLY, those that
+ * only decode); NULL when none. */
+static struct seq *pick(const struct o1_sched *s, bool decode_only)
 {
 	uint32_t fair = o1_client_share_fair(s->share, s->lim_running);
 	uint32_t cap = s->o.max_running_per_client ? s->o.max_running_per_client
@@ -1069,7 +1128,8 @@ static struct seq *pick(const struct o1_sched *s)
 			struct cand a = {q, run >= fair, k == 1,
 					 s->served[c % N_FAIR]};
 
-			if (run < cap && better(&a, &best))
+			if (run < cap && (!decode_only || decodes(q)) &&
+			    better(&a, &best))
 				best = a;
 		}
 	}
@@ -1128,7 +1188,7 @@ static void share_pages(struct o1_sched *s, const struct seq *q)
  * for it), or NULL. */
 static struct seq *rebalance(struct o1_sched *s)
 {
-	struct seq *q = pick(s);
+	struct seq *q = pick(s, false);
 
 	if (!q)
 		return NULL;
@@ -1140,7 +1200,7 @@ static struct seq *rebalance(struct o1_sched *s)
 
 /* Starts Q with this step: its cached prefix unless it kept pages, then
  * the pages of its first piece. Counts nothing unless it starts. */
-static bool try_admit(struct o1_sched *s, struct seq *q, uint32_t *budget)
+static bool try_admit(struct o1_sched *s, struct seq *q)
 {
 	bool kept = holds_kv(q);
 	uint32_t avail, need, n, hits = 0;
@@ -1151,9 +1211,8 @@ static bool try_admit(struct o1_sched *s, struct seq *q, uint32_t *budget)
 	need = pages_for(s, q->n_tokens + 1) - q->table.n_pages;
 	avail = o1_kv_pool_free_pages(s->o.pool) +
 		o1_prefix_cache_evictable(s->cache) + idle_pages(s, q);
-	n = plan(s, q, *budget, &samples);
-	if (need > avail || !n ||
-	    reserve(s, q, q->n_computed + n, NULL)) {
+	n = plan(s, q, &samples);
+	if (need > avail || !n || reserve(s, q, q->n_computed + n, false)) {
 		if (!kept)
 			reset_kv(s, q);
 		return false;
@@ -1165,26 +1224,52 @@ static bool try_admit(struct o1_sched *s, struct seq *q, uint32_t *budget)
 		count_prefix(s, q, hits);
 		q->out.cached_round = q->n_keyed * s->page_tokens;
 	}
+	o1_debug("%s request %llu (client %u): %u tokens, %u from the prefix "
+		 "cache, %u this step",
+		 q->admitted_once ? "resuming" : "admitting",
+		 (unsigned long long)q->req->req_id, q->req->client_id,
+		 q->n_tokens, kept ? 0 : hits * s->page_tokens, n);
 	q->admitted_once = true;
 	batch_add(s, q, n, samples);
-	*budget -= n;
 	return true;
 }
 
-/* Admits sequences while the budgets last, FIRST (rebalance's, or NULL)
- * first. */
-static void admit(struct o1_sched *s, uint32_t *budget, struct seq *first)
+/* The next sequence to admit: *FIRST (rebalance's, taken once) while it
+ * waits, else pick's; with DECODE_ONLY one that decodes. */
+static struct seq *next_admission(const struct o1_sched *s,
+				  struct seq **first, bool decode_only)
 {
-	while (s->n_batch < s->lim_running && *budget &&
-	       s->n_running < s->lim_running) {
-		struct seq *q = first && (first->list == IN_WAITING ||
-					  first->list == IN_RESUME)
-				    ? first
-				    : pick(s);
+	struct seq *q = *first;
 
-		first = NULL;
-		if (!q || !try_admit(s, q, budget))
+	*first = NULL;
+	if (q && (q->list == IN_WAITING || q->list == IN_RESUME) &&
+	    (!decode_only || decodes(q)))
+		return q;
+	return pick(s, decode_only);
+}
+
+/* Admits sequences while the budgets last, FIRST (rebalance's, or NULL)
+ * first. Once the prefill budget is spent, or a prompt could not start,
+ * only sequences that decode (parked ones back with their pages) may
+ * still come in: a prompt never holds them up. */
+static void admit(struct o1_sched *s, struct seq *first)
+{
+	bool decode_only = false;
+
+	while (s->n_batch < s->lim_running && s->left &&
+	       s->n_running < s->lim_running) {
+		struct seq *q;
+
+		decode_only |= !s->prefill_left;
+		q = next_admission(s, &first, decode_only);
+		if (!q)
 			return;
+		if (!try_admit(s, q)) {
+			if (decodes(q))
+				return;
+			decode_only = true;
+			continue;
+		}
 		unlist(s, q);
 		enlist(s, q, IN_RUNNING);
 		s->served[q->req->client_id % N_FAIR]++;
@@ -1204,8 +1289,10 @@ static void reap(struct o1_sched *s, uint32_t *list, uint32_t *n)
 			i++;
 			continue;
 		}
-		finish(s, q, O1_FINISH_CANCELLED,
-		       c == O1_REQ_DRAIN ? -O1_E_DRAINING : 0);
+		if (c == O1_REQ_DRAIN)
+			finish(s, q, O1_FINISH_ERROR, -O1_E_DRAINING);
+		else
+			finish(s, q, O1_FINISH_CANCELLED, 0);
 	}
 }
 
@@ -1366,20 +1453,19 @@ static int run_batch(struct o1_sched *s)
 
 int o1_sched_step(struct o1_sched *s)
 {
-	uint32_t budget = s->lim_batch;
 	struct seq *first;
 	int err = 0;
 
-	s->tick++;
 	reap(s, s->running, &s->n_running);
 	reap(s, s->resume, &s->n_resume);
 	reap(s, s->waiting, &s->n_waiting);
 	reap(s, s->parked, &s->n_parked);
 	check_parked(s);
 	s->n_batch = 0;
+	s->left = s->lim_batch;
 	first = rebalance(s);
-	schedule_running(s, &budget);
-	admit(s, &budget, first);
+	schedule_running(s);
+	admit(s, first);
 	if (s->n_batch)
 		err = run_batch(s);
 	if (s->n_batch && !err)
@@ -1388,20 +1474,20 @@ int o1_sched_step(struct o1_sched *s)
 	return err ? err : (int)s->n_batch;
 }
 
+/* ERROR, not CANCELLED: the wire carries an error code with reason ERROR
+ * only (libo1client refuses any other FINAL as a bad event). */
 void o1_sched_fail_all(struct o1_sched *s)
 {
-	while (s->n_running)
-		finish(s, &s->seqs[s->running[0]], O1_FINISH_CANCELLED,
-		       -O1_E_DRAINING);
-	while (s->n_resume)
-		finish(s, &s->seqs[s->resume[0]], O1_FINISH_CANCELLED,
-		       -O1_E_DRAINING);
-	while (s->n_waiting)
-		finish(s, &s->seqs[s->waiting[0]], O1_FINISH_CANCELLED,
-		       -O1_E_DRAINING);
-	while (s->n_parked)
-		finish(s, &s->seqs[s->parked[0]], O1_FINISH_CANCELLED,
-		       -O1_E_DRAINING);
+	static const enum seq_list lists[] = {IN_RUNNING, IN_RESUME,
+					      IN_WAITING, IN_PARKED};
+
+	for (uint32_t k = 0; k < 4; k++) {
+		uint32_t *n, *list = list_of(s, lists[k], &n);
+
+		while (*n)
+			finish(s, &s->seqs[list[0]], O1_FINISH_ERROR,
+			       -O1_E_DRAINING);
+	}
 	update_gauges(s);
 }
 

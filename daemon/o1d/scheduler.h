@@ -1,12 +1,28 @@
 /* The scheduler: iteration-level continuous batching over the paged KV
  * pool, run by the engine thread only.
  *
- * Each step has a token budget (max_batch_tokens) and a sequence budget
- * (max_running). Running sequences come first, oldest admitted first: one
- * decode token each, or their next prefill chunk (prefill_chunk_tokens at
- * most); then waiting requests are admitted while the budgets last and the
- * pool (free pages plus pages only the prefix cache or parked sequences
- * hold) can take their whole prompt, in the order of the shares below.
+ * Each step has a token budget (max_batch_tokens), a sequence budget
+ * (max_running) and a prefill budget. Prefill is chunked so that a prompt
+ * never stalls the streams already generating:
+ * - first every running sequence that decodes (one token left to
+ *   compute) gets its decode row, oldest admitted first;
+ * - then prefill chunks, within the prefill budget: when the step carries
+ *   decode rows (or a parked stream comes back to decode in it), the
+ *   larger of prefill_chunk_tokens and prefill_per_decode per decode row
+ *   (a decode row costs at least a prefill token's products, so the
+ *   step's slowdown stays bounded as the rows grow, and a running set
+ *   that turns over stays full); else the whole step (nobody waits on a
+ *   next token: a lone prompt goes in the fewest, largest steps). Running sequences
+ *   still prefilling come first, oldest first (a long prompt goes on
+ *   where its last chunk ended, its KV pages taken chunk by chunk); then
+ *   waiting requests are admitted while the budgets last and the pool
+ *   (free pages plus pages only the prefix cache or parked sequences
+ *   hold) can take their whole prompt, in the order of the shares below
+ *   (their cached prefix is skipped, so it costs no budget). Once the
+ *   prefill budget is spent, or a prompt cannot start, only sequences
+ *   that decode (parked ones back with their pages) are still admitted.
+ * A sequence's logits do not depend on how its prompt was chunked (the
+ * backends' promise), so neither do its tokens.
  *
  * When a running sequence needs a page and none is free, the prefix cache
  * gives up its least recently used unreferenced page; failing that a
@@ -110,6 +126,7 @@ struct o1_sched_opts {
 	uint32_t max_batch_tokens;
 	uint32_t max_running;
 	uint32_t prefill_chunk_tokens;
+	uint32_t prefill_per_decode; /* prefill tokens per decode row */
 	uint32_t n_slots;	   /* struct o1_req index range */
 	uint32_t max_prompt_bytes; /* chat rendering room */
 	uint64_t salt_secret;	   /* prefix-cache salts */
@@ -161,7 +178,7 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r);
  * Returns the sequences stepped (0: nothing runnable) or a negative error
  * of the forward pass (the step's requests then failed). */
 int o1_sched_step(struct o1_sched *s);
-/* Finishes every request with CANCELLED (error -O1_E_DRAINING). */
+/* Finishes every request with ERROR -O1_E_DRAINING. */
 void o1_sched_fail_all(struct o1_sched *s);
 /* Requests the scheduler holds (running + waiting + parked). */
 uint32_t o1_sched_active(const struct o1_sched *s);

@@ -9,7 +9,8 @@
 #include "common/error.h"
 #include "common/log.h"
 
-_Static_assert(O1_SEQ_OUT_NEED < O1_REQ_OUT_ENTRIES, "out ring too small");
+_Static_assert(O1_SEQ_OUT_NEED_TOP_TEXT < O1_REQ_OUT_ENTRIES,
+	       "out ring too small");
 _Static_assert(O1_SEQ_TEXT_PER_EV <= O1_WIRE_TEXT_MAX, "TOKEN text room");
 
 static bool is_cont(char c)
@@ -59,7 +60,10 @@ void o1_seq_output_prompt(struct o1_seq_output *o, uint32_t n)
 
 bool o1_seq_output_room(const struct o1_seq_output *o)
 {
-	return o1_req_out_free(o->req) >= O1_SEQ_OUT_NEED;
+	bool top_text = o->tok && o->req->params.n_logprobs;
+
+	return o1_req_out_free(o->req) >=
+	       (top_text ? O1_SEQ_OUT_NEED_TOP_TEXT : O1_SEQ_OUT_NEED);
 }
 
 void o1_seq_output_conf(const struct o1_seq_output *o, float *mean_lp,
@@ -145,6 +149,48 @@ static void push_logprobs(struct o1_seq_output *o, const struct o1_seq_token *t)
 		}
 		o1_req_out_push(o->req, &ev);
 	}
+}
+
+/* TOP_TEXT events after T's LOGPROBS (when the stream has text): each
+ * alternative's bytes, packed (u8 len, bytes) into as few events as they
+ * fit, a piece longer than one event cut and marked. */
+static void push_top_text(struct o1_seq_output *o, const struct o1_seq_token *t)
+{
+	const struct o1_sampler_out *smp = t->smp;
+	union o1_wire_entry ev = {0};
+	uint32_t at = 0;
+
+	for (uint32_t i = 0; i < smp->n_top; i++) {
+		size_t len = 0;
+		const uint8_t *b =
+		    o1_tokenizer_token_bytes(o->tok, smp->top[i].id, &len);
+		uint8_t cut = 0;
+
+		if (!b)
+			len = 0;
+		if (len > O1_WIRE_TOP_TEXT_MAX - 1) {
+			len = O1_WIRE_TOP_TEXT_MAX - 1;
+			cut = O1_TOP_TEXT_CUT;
+		}
+		if (ev.top_text.n && at + 1 + len > O1_WIRE_TOP_TEXT_MAX) {
+			o1_req_out_push(o->req, &ev);
+			memset(&ev, 0, sizeof(ev));
+			at = 0;
+		}
+		if (!ev.top_text.n) {
+			ev.top_text.op = O1_EV_TOP_TEXT;
+			ev.top_text.first = (uint8_t)i;
+			ev.top_text.position = t->pos;
+			ev.top_text.req_id = o->req->req_id;
+		}
+		ev.top_text.data[at] = (uint8_t)(len | cut);
+		if (len)
+			memcpy(ev.top_text.data + at + 1, b, len);
+		at += 1 + (uint32_t)len;
+		ev.top_text.n++;
+	}
+	if (ev.top_text.n)
+		o1_req_out_push(o->req, &ev);
 }
 
 /* ---- the held text and stop strings ---- */
@@ -264,6 +310,8 @@ static bool release(struct o1_seq_output *o, const struct o1_seq_token *t,
 	answer_append(o, o->hold, out);
 	if (t->smp->n_top)
 		push_logprobs(o, t);
+	if (t->smp->n_top && o->tok)
+		push_top_text(o, t);
 	memmove(o->hold, o->hold + out, o->n_hold - out);
 	o->n_hold -= out;
 	return stopped;

@@ -41,10 +41,12 @@
 #define O1_SEQ_HOLD_BYTES  2048
 #define O1_SEQ_TEXT_PER_EV 44 /* text bytes per event, room for a cut */
 /* Out ring entries one token may need: its TOKEN events (a full hold
- * released), LOGPROBS, a ROUND and the FINAL's reserve. */
+ * released), LOGPROBS, a ROUND and the FINAL's reserve; a request with
+ * logprobs and text also its TOP_TEXT (one per alternative at worst). */
 #define O1_SEQ_OUT_NEED                                                        \
 	(1 + O1_SEQ_HOLD_BYTES / O1_SEQ_TEXT_PER_EV + 1 + 2 +                  \
 	 O1_REQ_FINAL_RESERVE)
+#define O1_SEQ_OUT_NEED_TOP_TEXT (O1_SEQ_OUT_NEED + O1_WIRE_LOGPROBS_MAX)
 
 enum o1_seq_verdict {
 	O1_SEQ_GO,    /* the sequence goes on */

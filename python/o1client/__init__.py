@@ -47,8 +47,10 @@ from .types import (
     RoundEvent,
     TokenEvent,
     TokenLogprob,
+    TopTextEvent,
     Usage,
 )
+from ._tools import ToolCall
 
 __all__ = [
     "SOVERSION", "__version__", "Client", "Stream", "AsyncClient",
@@ -61,7 +63,7 @@ __all__ = [
     "ClientClosedError", "CudaError",
     "Completion", "Confidence", "DeviceOutputInfo", "ErrorEvent", "Event",
     "FinalEvent", "Latency", "LogprobsEvent", "RefineRound", "RoundEvent",
-    "TokenEvent", "TokenLogprob", "Usage",
+    "TokenEvent", "TokenLogprob", "ToolCall", "TopTextEvent", "Usage",
 ]
 
 

@@ -32,11 +32,12 @@ import collections
 import ctypes
 import errno
 import itertools
+import json
 import threading
 import time
 from typing import Callable, Optional
 
-from . import _lib
+from . import _lib, _tools
 from .errors import (
     ClientClosedError,
     DaemonGoneError,
@@ -53,6 +54,7 @@ from .types import (
     FinalEvent,
     LogprobsEvent,
     RefineRound,
+    TopTextEvent,
     RoundEvent,
     TokenEvent,
     TokenLogprob,
@@ -62,6 +64,7 @@ from .types import (
 SLICE_NS = 10_000_000  # longest sleep in o1_client_wait while pumping
 BATCH_MAX = 256  # events taken per pump
 _TEXT_OFF = _lib.Event.text.offset
+_TOP_TEXT_OFF = _lib.Event.top_text.offset
 
 
 class WouldBlock(Exception):
@@ -96,6 +99,9 @@ class Request:
         self.text: list[str] = []
         self.tokens: list[tuple[int, Optional[float], Optional[float]]] = []
         self.top: dict[int, list[tuple[int, float]]] = {}
+        self.top_text: dict[int, list[bytes]] = {}
+        # with tools: (the connection's tool format, the tools' JSON)
+        self.tools: Optional[tuple[int, str]] = None
         self.round = 0
         self._dec = codecs.getincrementaldecoder("utf-8")("replace")
         self.trace: Optional[_lib.Trace] = None
@@ -119,6 +125,7 @@ class Request:
     def _new_round(self, r: int) -> None:
         self.round = r
         self.ids, self.tokens, self.text, self.top = [], [], [], {}
+        self.top_text = {}
         self._dec = codecs.getincrementaldecoder("utf-8")("replace")
 
     def _token(self, ev: _lib.Event) -> TokenEvent:
@@ -146,6 +153,15 @@ class Request:
         self.top.setdefault(ev.position, []).extend(top)
         return LogprobsEvent(ev.req_id, ev.position, top)
 
+    def _top_text(self, ev: _lib.Event) -> TopTextEvent:
+        base = ctypes.addressof(ev) + _TOP_TEXT_OFF
+        texts = tuple(ctypes.string_at(base + ev.top_off[i], ev.top_len[i])
+                      for i in range(ev.n_top))
+        got = self.top_text.setdefault(ev.position, [])
+        if len(got) == ev.top_first:
+            got.extend(texts)
+        return TopTextEvent(ev.req_id, ev.position, ev.top_first, texts)
+
     def accept(self, ev: _lib.Event) -> Optional[Event]:
         """The Python event for ev (a struct reused by the caller)."""
         if self.trace is not None:
@@ -156,6 +172,8 @@ class Request:
             return self._token(ev)
         if t == _lib.EVENT_LOGPROBS:
             return self._logprobs(ev)
+        if t == _lib.EVENT_TOP_TEXT:
+            return self._top_text(ev)
         if t == _lib.EVENT_ROUND:
             return RoundEvent(ev.req_id, ev.round, _finish(ev.finish),
                               _refine_stop(ev.refine_stop),
@@ -210,7 +228,8 @@ class Request:
                    for _, lp, e in self.tokens) or self.top
         if not have:
             return None
-        return [TokenLogprob(t, lp, e, tuple(self.top.get(i, ())))
+        return [TokenLogprob(t, lp, e, tuple(self.top.get(i, ())),
+                             tuple(self.top_text.get(i, ())))
                 for i, (t, lp, e) in enumerate(self.tokens)]
 
     def completion(self) -> Completion:
@@ -223,11 +242,17 @@ class Request:
         text = "".join(self.text)
         if rounds and rounds[-1].round == self.round:
             text = rounds[-1].text
-        return Completion(self.id, text, list(self.ids), f.finish_reason,
+        finish, calls, content = f.finish_reason, None, None
+        if self.tools is not None and finish != "error":
+            content, calls = _tools.parse(self.tools[0], text,
+                                          json.loads(self.tools[1]))
+            if calls:
+                finish = "tool_calls"
+        return Completion(self.id, text, list(self.ids), finish,
                           Usage(f.prompt_tokens, f.generated_tokens,
                                 f.cached_tokens),
                           self._token_logprobs(), conf, rounds,
-                          f.refine_stop)
+                          f.refine_stop, calls, content)
 
 
 class Conn:
@@ -303,12 +328,18 @@ class Conn:
         return next(self._ids)
 
     def submit(self, sub, req: Request, blocking: bool = True) -> None:
-        """Registers req and publishes its submission."""
+        """Registers req and publishes its submission; a request with
+        tools learns how the daemon's model writes calls (its welcome's
+        tool_format, for reading them back)."""
         sub.opts.req_id = req.id
         ptr = self._enter(blocking)
         try:
             if self._dead is not None:
                 raise self._dead
+            if getattr(sub, "tools", None) is not None:
+                lim = _lib.ClientLimits(sz=ctypes.sizeof(_lib.ClientLimits))
+                if self._lib.o1_client_limits(ptr, ctypes.byref(lim)) == 0:
+                    req.tools = (lim.tool_format, sub.tools)
             self._reqs[req.id] = req
             rc = self._lib.o1_client_submit(ptr, ctypes.byref(sub.opts))
             if rc < 0:

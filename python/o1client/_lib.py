@@ -49,12 +49,14 @@ FLAG_NO_TEXT = 1 << 2
 FLAG_CHAT = 1 << 3
 FLAG_CONFIDENCE = 1 << 4
 FLAG_DEVICE_LOGITS = 1 << 5
+FLAG_CHAT_JSON = 1 << 7  # text is a chat request as JSON (protocol 6)
 
 # enum o1_grammar_type (o1_submit_opts.grammar_type)
 GRAMMAR_TYPE_NONE = 0
 GRAMMAR_TYPE_TEXT = 1
 GRAMMAR_TYPE_JSON_SCHEMA = 2
 GRAMMAR_TYPE_JSON_OBJECT = 3
+GRAMMAR_TYPE_TOOL_CALL = 4  # bytes: the tools a call may use
 
 E_NO_DEVOUT = -10015
 E_GRAMMAR = -10017
@@ -72,6 +74,7 @@ EVENT_ERROR = 3
 EVENT_PONG = 4
 EVENT_LOGPROBS = 5
 EVENT_ROUND = 6
+EVENT_TOP_TEXT = 7
 
 FINISH_NAMES = ("stop", "length", "eos", "cancelled", "error")
 REFINE_STOP_NAMES = (None, "steps", "confident", "repeat", "limit",
@@ -88,6 +91,19 @@ class ClientOpts(Structure):
         ("arena_bytes", c_uint32),
         ("spin_us", c_uint32),
         ("flags", c_uint32),
+    ]
+
+
+class ClientLimits(Structure):
+    _fields_ = [
+        ("sz", c_size_t),
+        ("max_prompt_bytes", c_uint32),
+        ("max_prompt_tokens", c_uint32),
+        ("max_tokens", c_uint32),
+        ("max_inflight", c_uint32),
+        ("vocab_size", c_uint32),
+        ("max_grammar_bytes", c_uint32),
+        ("tool_format", c_uint32),
     ]
 
 
@@ -162,6 +178,11 @@ class Event(Structure):
         ("text_bytes", c_uint32),
         ("latency_ns", c_uint64),
         ("dev_seq", c_uint32),
+        ("top_first", c_uint32),
+        ("top_off", c_uint8 * 20),
+        ("top_len", c_uint8 * 20),
+        ("top_cut", c_uint8 * 20),
+        ("top_text", c_char * 112),
     ]
 
 
@@ -223,6 +244,7 @@ _PROTOS = (
     ("o1_client_ping", c_int, [c_void_p, POINTER(c_uint64)]),
     ("o1_client_inflight", c_uint, [c_void_p]),
     ("o1_client_device_output", c_int, [c_void_p, POINTER(DeviceOutput)]),
+    ("o1_client_limits", c_int, [c_void_p, POINTER(ClientLimits)]),
     ("o1_client_strerror", c_char_p, [c_int]),
     ("o1_last_error", c_char_p, []),
     ("o1_trace_init", None, [POINTER(Trace)]),

@@ -12,6 +12,10 @@ The ranges are wire.c's: temperature [0, 100], top_p (0, 1], min_p
 [0, 1), repeat_penalty (0, 100], presence and frequency penalties
 [-2, 2], logprobs 0..20, refine_steps 0..16, stop strings 1..255 bytes.
 
+Tools (_tools.py): tools and tool_choice as OpenAI's, or messages with
+tool_calls or role "tool", send the chat as JSON; "required" or a named
+function is a grammar too, so it excludes the three below.
+
 Structured output: at most one of grammar (grammar text), json_schema (a
 schema as a mapping, serialized compactly in its own member order, or
 JSON text) and response_format (OpenAI's: {"type": "text" |
@@ -29,7 +33,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from . import _lib
+from . import _lib, _tools
 
 U32_MAX = (1 << 32) - 1
 U64_MAX = (1 << 64) - 1
@@ -224,10 +228,27 @@ class Submission:
                  refine_steps: int = 0, add_bos: Optional[bool] = None,
                  ignore_eos: bool = False, detokenize: bool = True,
                  device_logits: bool = False, grammar: Any = None,
-                 json_schema: Any = None,
-                 response_format: Any = None) -> None:
-        text, ids, chat = split_prompt(prompt, messages, token_ids)
+                 json_schema: Any = None, response_format: Any = None,
+                 tools: Any = None, tool_choice: Any = None) -> None:
+        if sum(x is not None for x in (prompt, messages, token_ids)) != 1:
+            raise TypeError("give exactly one of prompt, messages, "
+                            "token_ids")
         gtype, gbytes = split_grammar(grammar, json_schema, response_format)
+        tr = _tools.chat_request(messages if messages is not None
+                                 else prompt, tools, tool_choice)
+        self.tools: Optional[str] = None
+        if tr is None:
+            text, ids, chat = split_prompt(prompt, messages, token_ids)
+        else:  # a chat request as JSON (tools, tool calls, results)
+            text, ttype, tbytes, self.tools = tr
+            ids, chat = None, True
+            if ttype != _lib.GRAMMAR_TYPE_NONE:
+                if gtype != _lib.GRAMMAR_TYPE_NONE:
+                    raise TypeError("tool_choice 'required' or a named "
+                                    "function is a grammar: give no "
+                                    "grammar, json_schema or "
+                                    "response_format with it")
+                gtype, gbytes = ttype, tbytes
         smp = _lib.Sampling(sz=ctypes.sizeof(_lib.Sampling))
         smp.temperature = check_float("temperature", temperature, 0, 100)
         smp.top_p = check_float("top_p", top_p, 0, 1, lo_open=True)
@@ -255,6 +276,8 @@ class Submission:
                                          U32_MAX), stop, stop_token_ids,
                     steps)
         self._grammar(gtype, gbytes)
+        if tr is not None:
+            self.opts.flags |= _lib.FLAG_CHAT_JSON
         self.chat = chat
 
     @staticmethod

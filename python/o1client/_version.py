@@ -7,6 +7,6 @@ structs (struct o1_event above all) change size with it. The minor
 number counts releases of the Python package for that ABI.
 """
 
-SOVERSION = 2
+SOVERSION = 3
 CUDA_SOVERSION = 1
-__version__ = f"{SOVERSION}.1.0"
+__version__ = f"{SOVERSION}.0.0"

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from ._tools import ToolCall
+
 
 @dataclass(frozen=True)
 class TokenEvent:
@@ -42,6 +44,19 @@ class LogprobsEvent:
     req_id: int
     position: int
     top: tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True)
+class TopTextEvent:
+    """The bytes of alternatives ``first``, ``first`` + 1, ... of the
+    token at ``position`` (in LogprobsEvent order), as the daemon's
+    tokenizer writes them: raw bytes, since a token may be part of a
+    UTF-8 character."""
+
+    req_id: int
+    position: int
+    first: int
+    texts: tuple[bytes, ...]
 
 
 @dataclass(frozen=True)
@@ -93,7 +108,8 @@ class ErrorEvent:
     message: str
 
 
-Event = Union[TokenEvent, LogprobsEvent, RoundEvent, FinalEvent, ErrorEvent]
+Event = Union[TokenEvent, LogprobsEvent, TopTextEvent, RoundEvent,
+              FinalEvent, ErrorEvent]
 
 
 @dataclass(frozen=True)
@@ -112,12 +128,15 @@ class Usage:
 @dataclass(frozen=True)
 class TokenLogprob:
     """One generated token: its logprob and entropy when sent, and the
-    top alternatives when logprobs=N asked for them."""
+    top alternatives when logprobs=N asked for them, with each one's
+    bytes in ``top_text`` (same order; empty when the daemon sent none,
+    e.g. detokenize=False)."""
 
     token_id: int
     logprob: Optional[float]
     entropy: Optional[float] = None
     top: tuple[tuple[int, float], ...] = ()
+    top_text: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,7 +178,9 @@ class Completion:
     daemon sent per-token values (logprobs=N or confidence=True), else
     None; ``confidence`` is set when the daemon summarised the answer;
     ``rounds`` is the refinement trace (empty without refine_steps) and
-    ``refine_stop`` why it ended."""
+    ``refine_stop`` why it ended. With ``tools``, ``tool_calls`` holds the
+    calls read back from the answer (finish_reason is then "tool_calls"
+    and ``content`` the text around them), else None."""
 
     id: int
     text: str
@@ -170,6 +191,8 @@ class Completion:
     confidence: Optional[Confidence] = None
     rounds: list[RefineRound] = field(default_factory=list)
     refine_stop: Optional[str] = None
+    tool_calls: Optional[list[ToolCall]] = None
+    content: Optional[str] = None
 
 
 @dataclass(frozen=True)

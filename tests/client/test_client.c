@@ -304,7 +304,8 @@ static void test_ids_and_stops(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
-/* n_logprobs 16: each token is followed by 14 + 2 alternatives. */
+/* n_logprobs 16: each token is followed by 14 + 2 alternatives, then
+ * their texts (TOP_TEXT: the test server's are the ids in decimal). */
 static void test_logprobs(void **state)
 {
 	struct o1_sampling sp = {.sz = sizeof(sp), .n_logprobs = 16};
@@ -317,7 +318,7 @@ static void test_logprobs(void **state)
 	struct test_server s;
 	struct o1_client *c;
 	struct o1_event ev;
-	uint32_t tok = 0, seen = 0, tokens = 0;
+	uint32_t tok = 0, seen = 0, tokens = 0, texts = 0;
 
 	(void)state;
 	start(&s);
@@ -341,8 +342,26 @@ static void test_logprobs(void **state)
 						   1e-6);
 			}
 			seen += ev.n_top;
+		} else if (ev.type == O1_EVENT_TOP_TEXT) {
+			assert_int_equal(seen, 16);
+			assert_int_equal(ev.position, tokens - 1);
+			assert_int_equal(ev.top_first, 0);
+			assert_int_equal(ev.n_top, 16);
+			for (uint32_t k = 0; k < ev.n_top; k++) {
+				char want[8];
+				int n = snprintf(want, sizeof(want), "%u",
+						 (tok + k + 1) % 1000);
+
+				assert_int_equal(ev.top_len[k], n);
+				assert_int_equal(ev.top_cut[k], 0);
+				assert_memory_equal(
+				    ev.top_text + ev.top_off[k], want,
+				    (size_t)n);
+			}
+			texts++;
 		}
 	} while (ev.type != O1_EVENT_FINAL);
+	assert_int_equal(texts, 3);
 	assert_int_equal(tokens, 3);
 	assert_int_equal(seen, 16);
 	sp.n_logprobs = 21; /* above the protocol's limit */

@@ -197,11 +197,15 @@ static void test_preemption(void **state)
 {
 	struct daemon_proc *d = *state;
 	const char *sets[] = {"kv.pages=10", "kv.page_tokens=16",
-			      "model.max_context_tokens=160", NULL};
+			      "model.max_context_tokens=160", "log.level=debug",
+			      NULL};
 	struct kv_status st;
 	pid_t pids[4];
 
 	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	/* the start-up line names the bound that decided the pool */
+	assert_true(log_has(d->log, "kv: 10 pages of "));
+	assert_true(log_has(d->log, "(160 tokens, 0 full contexts of 161 tokens), set by kv.pages"));
 	for (unsigned c = 0; c < 4; c++)
 		pids[c] = spawn_client(d->socket, c, 4);
 	for (unsigned c = 0; c < 4; c++)
@@ -210,6 +214,10 @@ static void test_preemption(void **state)
 	assert_int_equal(admin_status(d->socket, &st), 0);
 	assert_int_equal(st.pages_total, 10);
 	assert_true(st.preemptions > 0);
+	/* at debug, each admission, resumption and preemption has its line */
+	assert_true(log_has(d->log, "admitting request "));
+	assert_true(log_has(d->log, "preempting request "));
+	assert_true(log_has(d->log, "resuming request "));
 	assert_int_equal(daemon_stop(d), 0);
 }
 
@@ -401,6 +409,52 @@ static void test_drain(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* SIGTERM with daemon.drain_timeout_ms=0: a request still generating is
+ * failed at the drain deadline. Its reader (stopped after the first token,
+ * so the stream parks instead of finishing) then reads an exact prefix and
+ * one FINAL that libo1client's decoder takes: reason ERROR with
+ * -O1_E_DRAINING (an error code with any other reason is a bad event). */
+static void test_drain_deadline(void **state)
+{
+	struct daemon_proc *d = *state;
+	const char *sets[] = {"daemon.drain_timeout_ms=0", NULL};
+	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = d->socket};
+	const struct spec *sp = &specs[0];
+	struct o1_sampling smp = {.sz = sizeof(smp)};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 3,
+				    .ids = sp->ids,
+				    .n_ids = sp->n_ids,
+				    .sampling = &smp,
+				    .max_tokens = 1500,
+				    .flags = O1_FLAG_IGNORE_EOS};
+	struct o1_client *c;
+	struct o1_event ev;
+	struct result r = {0};
+	uint32_t n;
+
+	assert_true(sp->temperature == 0);
+	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(o1_client_submit(c, &so), 0);
+	while (!r.n_ids && !r.finals) {
+		assert_int_equal(o1_client_wait(c, &ev, 30000000000ll), 1);
+		result_add_event(&r, &ev);
+	}
+	kill(d->pid, SIGTERM);
+	while (!r.finals) {
+		assert_int_equal(o1_client_wait(c, &ev, 30000000000ll), 1);
+		result_add_event(&r, &ev);
+	}
+	o1_client_close(c);
+	assert_int_equal(r.finish, O1_FINISH_REASON_ERROR);
+	assert_int_equal(r.error, -O1_E_DRAINING);
+	assert_true(r.n_ids > 0 && r.n_ids < 1500);
+	n = r.n_ids < refs[0].n_ids ? r.n_ids : refs[0].n_ids;
+	assert_memory_equal(r.ids, refs[0].ids, n * sizeof(uint32_t));
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 /* o1model run --prompt TEXT: ids into ref, the decoded text into *text
  * (malloc'd; the last newline removed). */
 static int text_reference(const struct daemon_proc *d, const char *prompt,
@@ -588,6 +642,9 @@ static void test_notify_and_reload(void **state)
 	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
 	unsetenv("NOTIFY_SOCKET");
 	expect_notify(fd, "READY=1");
+	/* host memory gives more than 4 sequences can use: the cap is said */
+	assert_true(log_has(d->log, "4 full contexts of"));
+	assert_true(log_has(d->log, "set by scheduler.max_running"));
 	write_file(d->config, "[scheduler]\nmax_running = 1\n"
 			      "[kv]\npage_tokens = 32\n");
 	kill(d->pid, SIGHUP);
@@ -830,6 +887,12 @@ static void test_admin(void **state)
 
 	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
 	assert_int_equal(o1ctl(d, "status"), 0);
+	/* the weight bytes by type (the tiny test model: all f32) */
+	assert_int_equal(
+	    admin_send(d->socket, "{\"op\":\"status\"}", buf, sizeof(buf)), 0);
+	at = strstr(buf, "\"weights\":\"");
+	assert_non_null(at);
+	assert_non_null(strstr(at, "B: F32 "));
 	assert_int_equal(o1ctl(d, "drain"), 0);
 	assert_int_equal(spec_run(d->socket, &specs[0], &r), 0);
 	assert_int_equal(r.finals, 1);
@@ -890,6 +953,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_cancel),
 	    cmocka_unit_test(test_prefix_cache),
 	    cmocka_unit_test(test_drain),
+	    cmocka_unit_test_teardown(test_drain_deadline, harness_stop),
 	    cmocka_unit_test(test_admin),
 	    cmocka_unit_test(test_text_stop_chat),
 	    cmocka_unit_test(test_notify_and_reload),

@@ -63,6 +63,12 @@ static void record(struct trace *t, const struct o1_event *ev)
 		put(t, ev->top_logprobs,
 		    ev->n_top * sizeof(ev->top_logprobs[0]));
 		break;
+	case O1_EVENT_TOP_TEXT: /* the alternatives' bytes, in order */
+		put(t, &ev->position, sizeof(ev->position));
+		put(t, &ev->top_first, sizeof(ev->top_first));
+		for (uint32_t i = 0; i < ev->n_top; i++)
+			put(t, ev->top_text + ev->top_off[i], ev->top_len[i]);
+		break;
 	case O1_EVENT_FINAL:
 		put(t, &ev->finish, sizeof(ev->finish));
 		put(t, &ev->error, sizeof(ev->error));

@@ -31,6 +31,7 @@ struct fake {
 	struct o1_kv_pool *pool;
 	int32_t *kv; /* n_pages x P */
 	uint32_t steps, max_seqs, max_tokens;
+	uint32_t last_tokens; /* new tokens in the last step */
 	/* device output entries seen: the argmax of the row each (area,
 	 * seq) named, -1 for none yet */
 	int32_t dev_tok[DEV_AREAS][DEV_SEQS];
@@ -40,6 +41,8 @@ struct fake {
 static uint32_t env_devout_areas; /* the next env_init's devout_areas */
 static uint32_t env_cap;	  /* ... max_running_per_client */
 static uint32_t env_stall_ms;	  /* ... stall_timeout_ms */
+static uint32_t env_chunk;	  /* ... prefill_chunk_tokens (0: 5) */
+static uint32_t env_per_decode;	  /* ... prefill_per_decode */
 
 /* Records the step's device output entries: each names a row of this
  * step and an area, and no (area, seq) comes twice. */
@@ -95,6 +98,7 @@ static int fake_step(void *ctx, const struct o1_step *st)
 	}
 	assert_true(st->n_seqs <= f->max_seqs);
 	assert_true(total <= f->max_tokens);
+	f->last_tokens = total;
 	fake_devout(f, st);
 	return 0;
 }
@@ -126,7 +130,8 @@ static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
 	    .max_context = ctx,
 	    .max_batch_tokens = batch,
 	    .max_running = running,
-	    .prefill_chunk_tokens = 5,
+	    .prefill_chunk_tokens = env_chunk ? env_chunk : 5,
+	    .prefill_per_decode = env_per_decode,
 	    .n_slots = n_reqs,
 	    .max_prompt_bytes = 4096,
 	    .salt_secret = 12345,
@@ -229,7 +234,14 @@ static void consume_n(struct o1_req *r, struct seen *s, uint32_t max)
 		const union o1_wire_entry *ev =
 		    &r->out[tail & (O1_REQ_OUT_ENTRIES - 1)];
 
+		union o1_wire_entry dec;
+		const char *why = "";
+
 		assert_int_equal(s->finals, 0); /* nothing after a FINAL */
+		/* what the client library would take from the ring */
+		if (o1_wire_decode_ev(ev, &dec, &why))
+			fail_msg("event %u refused by the client: %s", ev->op,
+				 why);
 		assert_int_equal(ev->token.req_id, r->req_id);
 		if (ev->op == O1_EV_TOKEN && ev->token.n_ids) {
 			assert_true(s->n < 256);
@@ -394,6 +406,43 @@ static void test_context_and_cancel(void **state)
 	assert_int_equal(seen[1].n, 4); /* 16 + 4 = the context of 20 */
 	assert_int_equal(seen[2].finals, 1);
 	assert_int_equal(seen[2].reason, O1_FINISH_CANCELLED);
+	env_fini(&e);
+}
+
+static void step_some(struct env *e, struct seen *seen, const bool *reads);
+
+/* The drain deadline: o1_sched_fail_all ends running, waiting and parked
+ * requests each with one FINAL, ERROR -O1_E_DRAINING (consume checks it
+ * decodes as the client's library would), and frees every page. */
+static void test_fail_all(void **state)
+{
+	struct env e;
+	struct seen seen[4] = {0};
+	bool reads[4] = {true, true, false, true};
+	struct o1_sched_stats st;
+	int32_t p[40];
+
+	(void)state;
+	env_init(&e, 256, 4, 250, 16, 3);
+	make_prompt(p, 40, 3, 0);
+	submit(&e, 0, 1, 1000, p, 4, 200);
+	submit(&e, 1, 2, 1000, p, 40, 200);
+	submit(&e, 2, 3, 1000, p, 6, 200);
+	for (int i = 0; i < 150; i++)
+		step_some(&e, seen, reads);
+	o1_sched_stats(e.s, &st);
+	assert_int_equal(st.running, 2);
+	assert_int_equal(st.parked, 1);
+	submit(&e, 3, 4, 1000, p, 8, 200);
+	assert_int_equal(atomic_load(&e.reqs[3].phase), O1_REQ_WAITING);
+	o1_sched_fail_all(e.s);
+	for (uint32_t k = 0; k < 4; k++) {
+		consume(&e.reqs[k], &seen[k]);
+		assert_int_equal(seen[k].finals, 1);
+		assert_int_equal(seen[k].reason, O1_FINISH_ERROR);
+		assert_int_equal(seen[k].error, -O1_E_DRAINING);
+	}
+	assert_true(seen[2].n > 0 && seen[2].n < 200);
 	env_fini(&e);
 }
 
@@ -847,6 +896,123 @@ static void test_blocked_admission_counts_nothing(void **state)
 	env_fini(&e);
 }
 
+/* One step of the budget test: every stream of DEC gets exactly one
+ * token, and the step's tokens besides its decode rows (streams that had
+ * tokens and got one more: nothing is preempted here), its prefill, stay
+ * within B. */
+static void budget_step(struct env *e, struct seen *seen, const bool *reads,
+			const uint32_t *dec, uint32_t n_dec, uint32_t b)
+{
+	uint32_t before[8], rows = 0;
+
+	assert_true(e->n_reqs <= 8);
+	for (uint32_t k = 0; k < e->n_reqs; k++)
+		before[k] = atomic_load(&e->reqs[k].generated);
+	step_some(e, seen, reads);
+	for (uint32_t k = 0; k < n_dec; k++)
+		assert_int_equal(atomic_load(&e->reqs[dec[k]].generated),
+				 before[dec[k]] + 1);
+	for (uint32_t k = 0; k < e->n_reqs; k++)
+		rows += before[k] &&
+			atomic_load(&e->reqs[k].generated) > before[k];
+	assert_true(e->f.last_tokens - rows <= b);
+}
+
+/* Chunked prefill within the step budget (prefill_chunk_tokens B = 6,
+ * max_batch_tokens 32): a lone 100-token prompt takes whole steps of 32
+ * (nobody waits on a decode row). Then four streams decode, one of them
+ * unread until it parks, and two long prompts (300 and 100 tokens)
+ * arrive: every step gives each decoding stream its token and carries at
+ * most B prefill tokens; the parked stream comes back the step after it
+ * is read, the prompts still prefilling. Every stream stays exact, and
+ * nothing is preempted. */
+static void test_prefill_budget(void **state)
+{
+	struct env e;
+	struct seen seen[7] = {0};
+	bool reads[7] = {true, true, true, false, true, true, true};
+	int32_t p[7][300];
+	uint32_t dec[4] = {0, 1, 2, 3}, lens[7] = {3, 3, 3, 3, 300, 100, 100};
+	uint32_t maxt[7] = {250, 250, 250, 240, 5, 5, 5};
+	struct o1_sched_stats st;
+	int i;
+
+	(void)state;
+	env_chunk = 6;
+	env_init(&e, 1024, 7, 400, 32, 8);
+	for (uint32_t k = 0; k < 7; k++)
+		make_prompt(p[k], lens[k], k, 0);
+	submit(&e, 6, 6, 1000, p[6], 100, 5);
+	for (i = 0; i < 3; i++) {
+		step_some(&e, seen, reads);
+		assert_int_equal(e.f.last_tokens, 32);
+	}
+	for (uint32_t k = 0; k < 4; k++)
+		submit(&e, k, k, 1000, p[k], 3, maxt[k]);
+	step_some(&e, seen, reads); /* 6's last 4 tokens, four prompts */
+	assert_int_equal(e.f.last_tokens, 16);
+	for (i = 0; i < 300; i++) {
+		budget_step(&e, seen, reads, dec, 3, 6);
+		o1_sched_stats(e.s, &st);
+		if (st.parked)
+			break;
+	}
+	assert_int_equal(st.parked, 1);
+	submit(&e, 4, 4, 1000, p[4], 300, 5);
+	submit(&e, 5, 5, 1000, p[5], 100, 5);
+	for (i = 0; i < 10; i++)
+		budget_step(&e, seen, reads, dec, 3, 6);
+	reads[3] = true;
+	consume(&e.reqs[3], &seen[3]);
+	for (i = 0; i < 10; i++)
+		budget_step(&e, seen, reads, dec, 4, 6);
+	assert_int_equal(seen[4].n, 0); /* still prefilling */
+	for (i = 0; i < 1000 && !seen[5].n; i++)
+		budget_step(&e, seen, reads, dec, 4, 6);
+	assert_true(seen[4].finals == 1); /* first come, first served */
+	run_all(&e, seen, 1000);
+	for (uint32_t k = 0; k < 7; k++)
+		check_stream(p[k], lens[k], &seen[k], maxt[k]);
+	o1_sched_stats(e.s, &st);
+	assert_int_equal(st.preemptions, 0);
+	env_fini(&e);
+	env_chunk = 0;
+}
+
+/* prefill_per_decode 2 beside prefill_chunk_tokens 3: with six streams
+ * decoding, a 200-token prompt is prefilled 12 tokens a step (2 per
+ * decode row), never more, the streams getting their token every step. */
+static void test_prefill_per_decode(void **state)
+{
+	struct env e;
+	struct seen seen[7] = {0};
+	int32_t p[7][200];
+	uint32_t dec[6] = {0, 1, 2, 3, 4, 5}, full = 0;
+	int i;
+
+	(void)state;
+	env_chunk = 3;
+	env_per_decode = 2;
+	env_init(&e, 1024, 7, 400, 64, 8);
+	for (uint32_t k = 0; k < 7; k++)
+		make_prompt(p[k], k < 6 ? 3 : 200, k, 0);
+	for (uint32_t k = 0; k < 6; k++)
+		submit(&e, k, k, 1000, p[k], 3, 100);
+	step_some(&e, seen, NULL);
+	submit(&e, 6, 6, 1000, p[6], 200, 4);
+	for (i = 0; i < 100 && !seen[6].n; i++) {
+		budget_step(&e, seen, NULL, dec, 6, 12);
+		full += e.f.last_tokens == 6 + 12;
+	}
+	assert_int_equal(seen[6].n, 1);
+	assert_int_equal(full, 200 / 12);
+	run_all(&e, seen, 1000);
+	for (uint32_t k = 0; k < 7; k++)
+		check_stream(p[k], k < 6 ? 3 : 200, &seen[k], k < 6 ? 100 : 4);
+	env_fini(&e);
+	env_chunk = env_per_decode = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -854,6 +1020,7 @@ int main(void)
 	    cmocka_unit_test(test_prefix_salt),
 	    cmocka_unit_test(test_backpressure),
 	    cmocka_unit_test(test_context_and_cancel),
+	    cmocka_unit_test(test_fail_all),
 	    cmocka_unit_test(test_prefix_cache_lru),
 	    cmocka_unit_test(test_device_logits),
 	    cmocka_unit_test(test_park_frees_slots),
@@ -864,6 +1031,8 @@ int main(void)
 	    cmocka_unit_test(test_page_victim),
 	    cmocka_unit_test(test_stall_deadline),
 	    cmocka_unit_test(test_blocked_admission_counts_nothing),
+	    cmocka_unit_test(test_prefill_budget),
+	    cmocka_unit_test(test_prefill_per_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

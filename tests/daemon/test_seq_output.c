@@ -335,7 +335,8 @@ static void test_event_fields(void **state)
 	start(f, O1_SUBMIT_CONFIDENCE);
 	assert_int_equal(o1_seq_output_token(&f->o, &t, &why), O1_SEQ_GO);
 	drain(f);
-	assert_int_equal(f->n_ev, 3);
+	assert_int_equal(f->n_ev, 4); /* TOKEN, 2 LOGPROBS, TOP_TEXT */
+	assert_int_equal(f->ev[3].top_text.op, O1_EV_TOP_TEXT);
 	assert_int_equal(f->ev[0].token.req_id, 77);
 	assert_int_equal(f->ev[0].token.has_logprobs,
 			 O1_TOKEN_LOGPROB | O1_TOKEN_ENTROPY | O1_TOKEN_DEVICE);
@@ -359,6 +360,56 @@ static void test_event_fields(void **state)
 	assert_int_equal(f->ev[0].token.has_logprobs, 0);
 	assert_true(f->ev[0].token.entropy == 0.0f);
 	assert_int_equal(f->ev[0].token.dev_seq, 0);
+}
+
+/* TOP_TEXT after the LOGPROBS: each alternative's bytes in order, as
+ * the wire decoder reads them back, packed into as few events as fit;
+ * none for a stream without text. */
+static void test_top_text(void **state)
+{
+	struct fix *f = *state;
+	struct o1_sampler_out smp = {.id = 'q', .logprob = -1.0f, .n_top = 20};
+	struct o1_seq_token t = {.smp = &smp, .pos = 4};
+	enum o1_finish_reason why;
+	uint32_t seen = 0;
+
+	for (int i = 0; i < 20; i++)
+		smp.top[i] = (struct o1_sampler_logprob){'a' + i, -0.1f * i};
+	smp.top[7].id = 0xe9; /* half a character: its byte alone */
+	start(f, 0);
+	assert_int_equal(o1_seq_output_token(&f->o, &t, &why), O1_SEQ_GO);
+	drain(f);
+	for (uint32_t e = 0; e < f->n_ev; e++) {
+		union o1_wire_entry d;
+		const uint8_t *b;
+		uint32_t at = 0, len;
+		int cut;
+
+		if (f->ev[e].op != O1_EV_TOP_TEXT)
+			continue;
+		assert_int_equal(o1_wire_decode_ev(&f->ev[e], &d, NULL), 0);
+		assert_int_equal(d.top_text.position, 4);
+		assert_int_equal(d.top_text.req_id, 77);
+		assert_int_equal(d.top_text.first, seen);
+		for (uint32_t i = 0; i < d.top_text.n; i++, seen++) {
+			assert_int_equal(
+			    o1_wire_top_text_next(&d.top_text, &at, &b, &len,
+						  &cut),
+			    0);
+			assert_int_equal(len, 1);
+			assert_int_equal(cut, 0);
+			assert_int_equal(b[0], (uint8_t)smp.top[seen].id);
+		}
+	}
+	assert_int_equal(seen, 20);
+	assert_int_equal(f->n_ev, 4);
+
+	f->n_ev = 0;
+	start(f, O1_SUBMIT_NO_TEXT);
+	assert_int_equal(o1_seq_output_token(&f->o, &t, &why), O1_SEQ_GO);
+	drain(f);
+	for (uint32_t e = 0; e < f->n_ev; e++)
+		assert_int_not_equal(f->ev[e].op, O1_EV_TOP_TEXT);
 }
 
 /* The FINAL's counts and the confidence summary (mean and minimum
@@ -477,6 +528,17 @@ static void test_room(void **state)
 	assert_false(o1_seq_output_room(&f->o));
 	atomic_store(&f->r->out_tail, atomic_load(&f->r->out_head));
 	assert_true(o1_seq_output_room(&f->o));
+	/* with logprobs (and text) a token's TOP_TEXT events count too */
+	f->r->params.n_logprobs = 3;
+	start(f, 0);
+	atomic_store(&f->r->out_head, atomic_load(&f->r->out_tail) +
+					  O1_REQ_OUT_ENTRIES -
+					  O1_SEQ_OUT_NEED_TOP_TEXT + 1);
+	assert_false(o1_seq_output_room(&f->o));
+	start(f, O1_SUBMIT_NO_TEXT); /* no TOP_TEXT without text */
+	assert_true(o1_seq_output_room(&f->o));
+	atomic_store(&f->r->out_tail, atomic_load(&f->r->out_head));
+	f->r->params.n_logprobs = 0;
 }
 
 int main(void)
@@ -498,6 +560,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_event_fields, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_final, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_top_text, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rounds, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_answer_cut, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_room, setup, teardown),

@@ -6,7 +6,9 @@
  * prompt text echoed as a token, then a FINAL) must render as JSON that
  * parses back, whole and as an SSE chunk. A refusal's message renders as
  * an error body that parses back, and the input made UTF-8 by
- * o1_sidecar_utf8_clean is UTF-8 (sidecar_input.h). */
+ * o1_sidecar_utf8_clean is UTF-8 (sidecar_input.h). Tools, tool_choice
+ * and messages with tool calls go through sidecar_tools.c, and a request
+ * with tools reads its echoed text back as calls. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -52,6 +54,7 @@ static void render(const struct o1_sidecar_request *r)
 	char *s;
 
 	o1_sidecar_out_init(&out, r, r->model);
+	out.tool_format = O1_TOOLS_HERMES; /* read back when tools are set */
 	memcpy(tok.text, r->prompt ? r->prompt : "", n);
 	tok.text_len = n;
 	if (o1_sidecar_out_add(&out, &tok) || o1_sidecar_out_add(&out, &fin))

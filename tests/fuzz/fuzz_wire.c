@@ -6,7 +6,8 @@
  * the area it names (libo1client-cuda reads rows and stamps there). An
  * accepted grammar (wire version 5) has a known kind, at most the limit's
  * bytes, all inside the arena; without O1_SUBMIT_GRAMMAR its fields are
- * zero. */
+ * zero. Version 6: CHAT_JSON only with CHAT on a text prompt; an accepted
+ * TOP_TEXT entry walks to exactly its n items inside its data. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,10 @@ static void check_submit(const struct o1_wire_submit *s,
 	    s->n_stop_ids > lim->max_stop_ids || s->max_tokens == 0 ||
 	    !(s->temperature >= 0.0f) || !(s->top_p > 0.0f) ||
 	    s->refine_steps > O1_WIRE_REFINE_MAX ||
-	    (s->refine_steps && !(s->flags & O1_SUBMIT_CHAT)))
+	    (s->refine_steps && !(s->flags & O1_SUBMIT_CHAT)) ||
+	    ((s->flags & O1_SUBMIT_CHAT_JSON) &&
+	     (!(s->flags & O1_SUBMIT_CHAT) ||
+	      s->prompt_kind != O1_PROMPT_TEXT)))
 		abort();
 	if (!(s->flags & O1_SUBMIT_GRAMMAR)) {
 		if (s->grammar_off || s->grammar_len || s->grammar_kind)
@@ -59,6 +63,21 @@ static void check_devout(const uint8_t *data, size_t size)
 		abort();
 }
 
+static void check_top_text(const struct o1_wire_top_text *t)
+{
+	uint32_t at = 0, len, n = 0;
+	const uint8_t *b;
+	int cut;
+
+	while (n < t->n && !o1_wire_top_text_next(t, &at, &b, &len, &cut)) {
+		if (b < t->data || b + len > t->data + O1_WIRE_TOP_TEXT_MAX)
+			abort();
+		n++;
+	}
+	if (n != t->n || t->first + t->n > O1_WIRE_LOGPROBS_MAX)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct o1_wire_limits lim = {.arena_bytes = 65536,
@@ -77,7 +96,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (o1_wire_decode_sub(slot, &lim, &out, &why) == 0 &&
 	    out.op == O1_OP_SUBMIT)
 		check_submit(&out.submit, &lim);
-	o1_wire_decode_ev(slot, &out, &why);
+	if (o1_wire_decode_ev(slot, &out, &why) == 0 &&
+	    out.op == O1_EV_TOP_TEXT)
+		check_top_text(&out.top_text);
 	if (size > sizeof(slot)) {
 		o1_wire_stop_strings_check(data + sizeof(slot),
 					   (uint32_t)(size - sizeof(slot)), 16);

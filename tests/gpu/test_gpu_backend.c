@@ -28,12 +28,15 @@
  * shape: q8_0, q4_0, q6_k, q4_k_m, whose layer 1 has a Q6_K V beside Q4_K
  * Q and K, two parts of one fused product; and of a two-layer qwen2.5-0.5b
  * shape, whose rows of 896 make q4_k_m fall back to Q8_0 in places): the
- * CUDA backend's block products (gemv_q.cu for the
- * decode steps, bf16 tiles and cuBLAS for the 17-row chunks) against the
- * CPU backend's on the same blocks, with the same bounds: both multiply
- * quant.h's dequantized values, so the difference is the GPU's bf16
- * activations, KV and tiles, as for a bf16 model. Once more with
- * cfg.dequantize (model.dequantize = bf16): the old dequantize-at-load.
+ * CUDA backend's block products (gemv_q.cu for the decode steps: by
+ * default its int8 path with the fused variants, whose inputs are
+ * quantized per 32 elements, kernels/gemv_q8.h; bf16 tiles and cuBLAS for
+ * the 17-row chunks) against the CPU backend's on the same blocks, with
+ * the same bounds: the difference is the GPU's bf16 activations, KV and
+ * tiles as for a bf16 model, and the int8 inputs (well inside the bound:
+ * gemv_q8.h). Once more with cfg.cuda_quant_f32 (cuda.quant_dot = f32:
+ * quant.h's values in f32, unfused) and with cfg.dequantize
+ * (model.dequantize = bf16): the old dequantize-at-load.
  * Exit 77 without a CUDA device; the hf models are skipped without
  * ../shared. */
 #include <setjmp.h>
@@ -77,6 +80,7 @@ struct stats {
 
 static uint64_t rng = 1234;
 static bool dequantize; /* the CUDA side's cfg.dequantize */
+static bool quant_f32;	/* the CUDA side's cfg.cuda_quant_f32 */
 
 static uint32_t urand(uint32_t n)
 {
@@ -96,6 +100,7 @@ static void side_open(struct side *sd, enum o1_backend_kind k,
 	memset(sd, 0, sizeof(*sd));
 	cfg.graphs_enabled = k == O1_BACKEND_CUDA;
 	cfg.dequantize = k == O1_BACKEND_CUDA && dequantize;
+	cfg.cuda_quant_f32 = k == O1_BACKEND_CUDA && quant_f32;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -384,6 +389,9 @@ static void test_quantized(void **state)
 		quantize_model(src, mixes[i], "q.gguf", path, sizeof(path));
 		check_model(name, path);
 	}
+	quant_f32 = true;
+	check_model("llama3.2-1b x2 layers q4_k_m, f32 block products", path);
+	quant_f32 = false;
 	dequantize = true;
 	check_model("llama3.2-1b x2 layers q4_k_m, dequantized at load", path);
 	dequantize = false;

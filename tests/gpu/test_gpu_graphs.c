@@ -25,6 +25,11 @@
  * sides, cuBLAS's products among them, and so have the same kernels and
  * edges (cuBLAS may launch its own kernels with programmatic
  * dependencies: seen on the H200 with CUDA 13, issue 17).
+ * A fifth backend, graphs on with cuda_autotune (cuda_tune.h: the gemv
+ * setups and cuBLASLt algorithms timed at create), must give the graph
+ * side's bits at n = 1 (bucket 1 only changes gemv.cu's launch setups,
+ * which keep the bits) and be within the graphs-off bound (rel L2 1e-2)
+ * everywhere (a cuBLASLt algorithm may sum in another order).
  * test_oversize: buckets {1, 3} with max_seqs 4: a batch of 4 runs eagerly
  * (oversize) and equals a graphs-off backend bitwise, 2 pads to 3.
  * test_replay_fault: buckets {1, 4}; with o1_backend_fail_replays every
@@ -49,10 +54,10 @@
 
 #include "backend/backend.h"
 #include "backend/cuda_backend.h"
-#include "kernels/cuda_util.h"
+#include "backend/kv_pool.h"
 #include "common/error.h"
 #include "gpu_test.h"
-#include "backend/kv_pool.h"
+#include "kernels/cuda_util.h"
 #include "model/model.h"
 
 #define N_SEQS	   256
@@ -61,7 +66,7 @@
 #define STEPS	   3
 #define PREFILL_BY 8
 
-enum { GRAPH, EAGER, PLAIN, UNFUSED, N_SIDES };
+enum { GRAPH, EAGER, PLAIN, UNFUSED, TUNED, N_SIDES };
 
 static uint64_t rng = 99;
 
@@ -78,7 +83,7 @@ struct world {
 	uint32_t vocab, len[N_SEQS];
 	int32_t ids[N_SEQS][SEQ_PAGES * PAGE];
 	struct side sd[N_SIDES];
-	float max_rel;
+	float max_rel, max_rel_tuned;
 };
 
 static uint32_t urand(uint32_t n)
@@ -180,6 +185,15 @@ static void compare(struct world *w, uint32_t rows, const char *what)
 		printf("%s: graphs off is %.3g away (rel L2)\n", what, rel);
 		fail();
 	}
+	if (!w->sd[TUNED].b)
+		return;
+	rel = rel_l2(w->sd[TUNED].logits, w->sd[GRAPH].logits, n);
+	w->max_rel_tuned =
+	    rel > w->max_rel_tuned ? (float)rel : w->max_rel_tuned;
+	if (rel > 1e-2) {
+		printf("%s: autotuned is %.3g away (rel L2)\n", what, rel);
+		fail();
+	}
 }
 
 static void prefill_all(struct world *w)
@@ -222,6 +236,12 @@ static void decode(struct world *w, uint32_t n)
 				    side_step(&w->sd[k], w, 0, n, ones), 0);
 		snprintf(what, sizeof(what), "decode n %u step %d", n, step);
 		compare(w, n, what);
+		if (n == 1 && w->sd[TUNED].b &&
+		    memcmp(w->sd[GRAPH].logits, w->sd[TUNED].logits,
+			   (size_t)w->vocab * 4)) {
+			printf("%s: autotuned logits differ\n", what);
+			fail();
+		}
 		for (uint32_t s = 0; s < n; s++) {
 			w->len[s]++;
 			w->ids[s][w->len[s]] = (int32_t)argmax(
@@ -355,10 +375,14 @@ static void test_buckets(void **state)
 	side_open(&w.sd[PLAIN], w.m, &cfg);
 	cfg.graphs_enabled = cfg.cuda_no_pdl = cfg.cuda_no_fusion = true;
 	side_open(&w.sd[UNFUSED], w.m, &cfg);
+	cfg.cuda_no_pdl = cfg.cuda_no_fusion = false;
+	cfg.cuda_autotune = true;
+	side_open(&w.sd[TUNED], w.m, &cfg);
 	allocs = o1_cuda_backend_alloc_count();
 	prefill_all(&w);
 	run_buckets(&w, &want);
-	printf("graphs off vs graphs: max rel L2 %.3g\n", w.max_rel);
+	printf("graphs off vs graphs: max rel L2 %.3g; autotuned %.3g\n",
+	       w.max_rel, w.max_rel_tuned);
 	check_stats(&w, &want);
 	assert_true(o1_cuda_backend_alloc_count() == allocs);
 	for (int k = 0; k < N_SIDES; k++)

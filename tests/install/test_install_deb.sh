@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian packages of this build (CPack's DEB generator, as
-# tools/package.sh runs it): o1d, libo1client2, libo1client-dev (and
+# tools/package.sh runs it): o1d, libo1client3, libo1client-dev (and
 # libo1client-cuda1 with CUDA). Each package's file list (dpkg-deb -c) is
 # the expected one; unpacked together (dpkg-deb -x) they hold exactly the
 # files of the DESTDIR install; the libraries carry shlibs and the ldconfig
@@ -17,7 +17,7 @@ install_destdir
 (cd "$T" && cpack -G DEB -B "$T/cpack" --config "$O1_BUILD_DIR/CPackConfig.cmake") \
 	>"$T/cpack.log" 2>&1 || { cat "$T/cpack.log"; fail "cpack -G DEB"; }
 deb() { ls "$T"/cpack/"$1"_*.deb 2>/dev/null | head -1; }
-packages=(o1d libo1client2 libo1client-dev)
+packages=(o1d libo1client3 libo1client-dev)
 [ "$HAVE_CUDA" = ON ] && packages+=(libo1client-cuda1)
 for p in "${packages[@]}"; do [ -n "$(deb "$p")" ] || fail "no $p package"; done
 [ "$(ls "$T"/cpack/*.deb | wc -l)" = "${#packages[@]}" ] ||
@@ -41,7 +41,7 @@ expect_o1d() {
 		[ "$page" = libo1client.3 ] || echo "$MANDIR/man${page##*.}/$page.gz"
 	done
 }
-expect_libo1client2() {
+expect_libo1client3() {
 	echo "$LIBDIR/libo1client.so.$SOVERSION"
 	basename "$(readlink -f "$D$LIBDIR/libo1client.so.$SOVERSION")" |
 		sed "s|^|$LIBDIR/|"
@@ -83,21 +83,21 @@ ok "the packages hold exactly what cmake --install installs"
 field() { dpkg-deb -f "$(deb "$1")" "$2"; }
 control() { dpkg-deb --ctrl-tarfile "$(deb "$1")" | tar -xO "./$2" 2>/dev/null; }
 case "$(field o1d Depends)" in
-*"libo1client2 (= "*"libc6 (>= "*) ;;
+*"libo1client3 (= "*"libc6 (>= "*) ;;
 *) fail "o1d Depends: $(field o1d Depends)" ;;
 esac
 case "$(field libo1client-dev Depends)" in
-*"libo1client2 (= "*) ;;
+*"libo1client3 (= "*) ;;
 *) fail "libo1client-dev Depends: $(field libo1client-dev Depends)" ;;
 esac
-case "$(field libo1client2 Depends)" in
+case "$(field libo1client3 Depends)" in
 "libc6 (>= "*) ;;
-*) fail "libo1client2 Depends: $(field libo1client2 Depends)" ;;
+*) fail "libo1client3 Depends: $(field libo1client3 Depends)" ;;
 esac
-grep -qx "libo1client $SOVERSION libo1client2 (>= .*)" <<<"$(control libo1client2 shlibs)" ||
-	fail "libo1client2: no shlibs entry"
-grep -qx "activate-noawait ldconfig" <<<"$(control libo1client2 triggers)" ||
-	fail "libo1client2: no ldconfig trigger"
+grep -qx "libo1client $SOVERSION libo1client3 (>= .*)" <<<"$(control libo1client3 shlibs)" ||
+	fail "libo1client3: no shlibs entry"
+grep -qx "activate-noawait ldconfig" <<<"$(control libo1client3 triggers)" ||
+	fail "libo1client3: no ldconfig trigger"
 grep -qx "$SYSCONFDIR/o1d/o1d.ini" <<<"$(control o1d conffiles)" ||
 	fail "o1d: o1d.ini is not a conffile"
 ok "Depends from shlibs, shlibs and trigger, conffiles"

@@ -156,6 +156,10 @@ static void test_handshake_errors(void **state)
 	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_VERSION);
 	raw_close(&r);
 	raw_hello(&h);
+	h.version = O1_WIRE_VERSION - 1; /* a client of the last protocol */
+	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_VERSION);
+	raw_close(&r);
+	raw_hello(&h);
 	h.magic = 0x12345678;
 	assert_int_equal(raw_connect(&r, s.path, &h, NULL, 0), -O1_E_PROTOCOL);
 	raw_close(&r);
@@ -176,7 +180,7 @@ static void test_handshake_errors(void **state)
 	raw_close(&r);
 	check_serving(&s);
 	assert_int_equal(server_stats(&s, &st), 0);
-	assert_int_equal(st.refused, 5);
+	assert_int_equal(st.refused, 6);
 	close(efd);
 	assert_int_equal(server_stop(&s), 0);
 }
@@ -517,13 +521,16 @@ static void test_grammar(void **state)
 			 (abc + byte_sum("{}", 2) + 200) % 1000);
 	assert_int_equal(grammar_token(c, O1_GRAMMAR_TYPE_JSON_OBJECT, NULL),
 			 (abc + 300) % 1000);
+	/* protocol 6: a tool-call grammar's bytes are the tools */
+	assert_int_equal(grammar_token(c, O1_GRAMMAR_TYPE_TOOL_CALL, "[]"),
+			 (abc + byte_sum("[]", 2) + 400) % 1000);
 	assert_int_equal(o1_client_check(c, &so, &why), O1_CLIENT_E_BOUNDS);
 	assert_string_equal(why.field, "grammar");
 	assert_int_equal(why.value, 65);
 	assert_int_equal(why.limit, 64);
 	so.grammar_len = 64;
 	assert_int_equal(o1_client_check(c, &so, NULL), 0);
-	so.grammar_type = 4;
+	so.grammar_type = 5;
 	assert_int_equal(o1_client_submit(c, &so), O1_CLIENT_E_GRAMMAR);
 	so.grammar_type = O1_GRAMMAR_TYPE_JSON_OBJECT; /* takes no bytes */
 	assert_int_equal(o1_client_submit(c, &so), O1_CLIENT_E_GRAMMAR);

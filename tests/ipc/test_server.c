@@ -7,7 +7,8 @@
  * starts with "hold" yields nothing until cancelled. Every request gets
  * exactly one FINAL; usage: prompt_tokens = prompt bytes (text) or ids.
  * With n_logprobs, each token is followed by its alternatives: ids
- * id+1..id+n (mod 1000) with logprobs -0.25, -0.5, ...
+ * id+1..id+n (mod 1000) with logprobs -0.25, -0.5, ..., then one
+ * TOP_TEXT event with each alternative's text: its id in decimal.
  * --devout N gives the loop N fake device output areas (8 rows of 1000
  * floats; handle bytes 0x10 + area) and a vocabulary of 1000; a request
  * with O1_SUBMIT_DEVICE_LOGITS from area a gets tokens with
@@ -146,6 +147,32 @@ static int post_logprobs(struct o1_ipc_server *srv, struct req *q)
 	ret = o1_ipc_post_logprobs(srv, q->client_id, q->req_id, p, ids, lp,
 				   q->n_logprobs);
 	if (!ret)
+		q->lp_pending = 2; /* the TOP_TEXT next */
+	return ret;
+}
+
+/* The alternatives' texts: "<id>" each, in one TOP_TEXT event (20 ids of
+ * at most 3 digits fit). */
+static int post_top_text(struct o1_ipc_server *srv, struct req *q)
+{
+	uint32_t p = q->next - 1, id = (q->sum + p) % 1000, at = 0;
+	union o1_wire_entry ev;
+	int ret;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.top_text.op = O1_EV_TOP_TEXT;
+	ev.top_text.n = (uint8_t)q->n_logprobs;
+	ev.top_text.position = p;
+	ev.top_text.req_id = q->req_id;
+	for (uint32_t k = 0; k < q->n_logprobs; k++) {
+		int n = snprintf((char *)ev.top_text.data + at + 1, 5, "%u",
+				 (id + k + 1) % 1000);
+
+		ev.top_text.data[at] = (uint8_t)n;
+		at += 1 + (uint32_t)n;
+	}
+	ret = o1_ipc_post(srv, q->client_id, &ev);
+	if (!ret)
 		q->lp_pending = 0;
 	return ret;
 }
@@ -175,6 +202,8 @@ static int step(struct o1_ipc_server *srv, struct req *q)
 	char text[16];
 	int ret, n;
 
+	if (q->lp_pending == 2)
+		return post_top_text(srv, q);
 	if (q->lp_pending)
 		return post_logprobs(srv, q);
 	if (q->cancelled)

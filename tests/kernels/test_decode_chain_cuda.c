@@ -180,7 +180,7 @@ static int chain_layer(struct chain *c, bool first, bool pdl, cudaStream_t st)
 
 	err = err ? err
 		  : o1_gemv_bf16_cuda((float *)c->ra.qkv, c->h, c->wqkv, m, w,
-				      d, pdl, st);
+				      d, O1_GEMV_DEFAULT, pdl, st);
 	err = err ? err : o1_rope_kv_write_cuda(&c->ra, &dm, pdl, st);
 	err =
 	    err ? err
@@ -188,18 +188,20 @@ static int chain_layer(struct chain *c, bool first, bool pdl, cudaStream_t st)
 				    c->ra.v_cache, &dm, &c->b, m, CHAIN_CTX + 1,
 				    c->scratch, c->scratch_floats, pdl, st);
 	err = err ? err
-		  : o1_gemv_bf16_cuda(c->o, c->att, c->wo, m, d, qd, pdl, st);
+		  : o1_gemv_bf16_cuda(c->o, c->att, c->wo, m, d, qd,
+				      O1_GEMV_DEFAULT, pdl, st);
 	err = err ? err
 		  : o1_rmsnorm_cuda(c->h, c->x, c->o, c->nw2, NULL, m, d, 1e-6f,
 				    pdl, st);
-	err =
-	    err ? err
-		: o1_gemv_bf16_cuda(c->gu, c->h, c->wgu, m, 2 * f, d, pdl, st);
+	err = err ? err
+		  : o1_gemv_bf16_cuda(c->gu, c->h, c->wgu, m, 2 * f, d,
+				      O1_GEMV_DEFAULT, pdl, st);
 	err = err ? err
 		  : o1_swiglu_cuda(c->act, c->gu, c->gu + f, 2 * f, m, f, pdl,
 				   st);
 	return err ? err
-		   : o1_gemv_bf16_cuda(c->o, c->act, c->wd, m, d, f, pdl, st);
+		   : o1_gemv_bf16_cuda(c->o, c->act, c->wd, m, d, f,
+				       O1_GEMV_DEFAULT, pdl, st);
 }
 
 /* The layer with gemv.cu's fused variants, as the CUDA backend runs it:
@@ -210,23 +212,25 @@ static int chain_layer_fused(struct chain *c, bool pdl, cudaStream_t st)
 {
 	struct o1_attn_dims dm = kct_kv_dims(&c->k);
 	uint32_t m = c->m, d = CHAIN_DIM, f = CHAIN_FFN, qd = c->k.hq * c->k.d;
-	int err = o1_gemv_norm_rope_kv_cuda(&c->ra, &dm, c->x, c->nw, 1e-6f,
-					    c->wqkv, m, d, pdl, st);
+	int err =
+	    o1_gemv_norm_rope_kv_cuda(&c->ra, &dm, c->x, c->nw, 1e-6f, c->wqkv,
+				      m, d, O1_GEMV_DEFAULT, pdl, st);
 
 	err =
 	    err ? err
 		: o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
 				    c->ra.v_cache, &dm, &c->b, m, CHAIN_CTX + 1,
 				    c->scratch, c->scratch_floats, pdl, st);
-	err =
-	    err ? err
-		: o1_gemv_add_bf16_cuda(c->x, c->att, c->wo, m, d, qd, pdl, st);
+	err = err ? err
+		  : o1_gemv_add_bf16_cuda(c->x, c->att, c->wo, m, d, qd,
+					  O1_GEMV_DEFAULT, pdl, st);
 	err = err ? err
 		  : o1_gemv_norm_swiglu_bf16_cuda(c->act, c->x, c->nw2, 1e-6f,
-						  c->wgu, m, f, d, pdl, st);
+						  c->wgu, m, f, d,
+						  O1_GEMV_DEFAULT, pdl, st);
 	return err ? err
-		   : o1_gemv_add_bf16_cuda(c->x, c->act, c->wd, m, d, f, pdl,
-					   st);
+		   : o1_gemv_add_bf16_cuda(c->x, c->act, c->wd, m, d, f,
+					   O1_GEMV_DEFAULT, pdl, st);
 }
 
 /* Every layer (FUSED: chain_layer_fused), then the final RMSNorm (adding

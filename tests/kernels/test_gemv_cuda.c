@@ -23,6 +23,10 @@
  *   |q| (cos/sin: the host's double cos/sin against the device's) and k,
  *   v within one bf16 rounding (8e-3 relative).
  * - test_errors: bad operands are refused with -EINVAL.
+ * - test_setups (and test_rope_kv): every launch setup (struct
+ *   o1_gemv_setup: 1 .. O1_GEMV_BPS_MAX blocks a multiprocessor, each of
+ *   o1_gemv_pieces's) of every variant gives the default setup's bits,
+ *   for M = 1 .. 4; setups outside those are refused with -EINVAL.
  * - test_gemv: o1_gemv_bf16_cuda for odd N, M 1 to 4, K from 8 to 4864
  *   against a double product (the bound of test_products), and its
  *   refusals.
@@ -75,10 +79,28 @@ static float *run_gemv(const void *dx, const void *dw, uint32_t m, uint32_t n,
 {
 	float *dy = kct_dev((size_t)m * n * 4), *y;
 
-	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, false, 0), 0);
+	assert_int_equal(
+	    o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, O1_GEMV_DEFAULT, false, 0),
+	    0);
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	cudaFree(dy);
 	return y;
+}
+
+/* The setups of VARIANT over M rows other than the default, into OUT
+ * (room for O1_GEMV_BPS_MAX x 3); returns how many. */
+static uint32_t other_setups(enum o1_gemv_variant v, uint32_t m,
+			     struct o1_gemv_setup *out)
+{
+	uint8_t p[3];
+	uint32_t np = o1_gemv_pieces(v, m, p), n = 0;
+
+	assert_true(np >= 1);
+	for (uint32_t b = 1; b <= O1_GEMV_BPS_MAX; b++)
+		for (uint32_t j = 0; j < np; j++)
+			if (b != O1_GEMV_BPS_DEFAULT || j)
+				out[n++] = (struct o1_gemv_setup){b, p[j]};
+	return n;
 }
 
 static void check_add(const void *dx, const void *dw, const float *prod,
@@ -87,7 +109,8 @@ static void check_add(const void *dx, const void *dw, const float *prod,
 	float *y0 = kct_randv((size_t)m * n, 4), *y;
 	float *dy = kct_dev_copy(y0, (size_t)m * n * 4);
 
-	assert_int_equal(o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k, false, 0),
+	assert_int_equal(o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k,
+					       O1_GEMV_DEFAULT, false, 0),
 			 0);
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	for (size_t i = 0; i < (size_t)m * n; i++) {
@@ -178,9 +201,9 @@ static void check_norm_rows(uint32_t n, uint32_t k)
 		void *dh = kct_dev((size_t)m * k * 2);
 		float *y, *u;
 
-		assert_int_equal(o1_gemv_norm_rows_bf16_cuda(dy, in.dx, drows,
-							     in.dnw, EPS, in.dw,
-							     m, n, k, false, 0),
+		assert_int_equal(o1_gemv_norm_rows_bf16_cuda(
+				     dy, in.dx, drows, in.dnw, EPS, in.dw, m, n,
+				     k, O1_GEMV_DEFAULT, false, 0),
 				 0);
 		y = kct_host_copy(dy, (size_t)m * n * 4);
 		assert_int_equal(o1_rmsnorm_cuda(dh, in.dx, NULL, in.dnw, drows,
@@ -212,14 +235,14 @@ static void check_swiglu(uint32_t f, uint32_t k)
 		float *dgu = kct_dev((size_t)m * 2 * f * 4);
 		uint16_t *a, *b;
 
-		assert_int_equal(
-		    o1_gemv_norm_swiglu_bf16_cuda(da, in.dx, in.dnw, EPS, in.dw,
-						  m, f, k, false, 0),
-		    0);
-		assert_int_equal(o1_gemv_norm_bf16_cuda(dgu, in.dx, in.dnw, EPS,
-							in.dw, m, 2 * f, k,
-							false, 0),
+		assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(
+				     da, in.dx, in.dnw, EPS, in.dw, m, f, k,
+				     O1_GEMV_DEFAULT, false, 0),
 				 0);
+		assert_int_equal(
+		    o1_gemv_norm_bf16_cuda(dgu, in.dx, in.dnw, EPS, in.dw, m,
+					   2 * f, k, O1_GEMV_DEFAULT, false, 0),
+		    0);
 		db = kct_dev((size_t)m * f * 2);
 		assert_int_equal(
 		    o1_swiglu_cuda(db, dgu, dgu + f, 2 * f, m, f, false, 0), 0);
@@ -356,6 +379,30 @@ static void qkv_inputs(const struct qkv_shape *s, uint32_t m, int32_t *pos,
 	}
 }
 
+/* Every other setup of the fused QKV launch gives REF's bits. */
+static void check_rope_setups(const struct qkv_shape *s, uint32_t m,
+			      uint32_t pages,
+			      const struct o1_rope_kv_args *base,
+			      const struct norm_in *in,
+			      const struct qkv_out *ref)
+{
+	struct o1_gemv_setup su[O1_GEMV_BPS_MAX * 3];
+	uint32_t n = other_setups(O1_GEMV_ROPE, m, su);
+	struct o1_attn_dims dm = qkv_dims(s);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct qkv_out alt = qkv_out(s, m, pages, base);
+
+		assert_int_equal(o1_gemv_norm_rope_kv_cuda(
+				     &alt.ra, &dm, in->dx, in->dnw, EPS, in->dw,
+				     m, s->k, su[i], true, kct_stream(true)),
+				 0);
+		assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+		same_outputs(ref, &alt, (size_t)m * s->hq * s->d * 4);
+		qkv_free(&alt);
+	}
+}
+
 static void check_rope_kv(const struct qkv_shape *s)
 {
 	uint32_t w = (s->hq + 2 * s->hkv) * s->d, pages = 2 * 4 + 1;
@@ -381,19 +428,20 @@ static void check_rope_kv(const struct qkv_shape *s)
 		fused = qkv_out(s, m, pages, &base);
 		plain = qkv_out(s, m, pages, &base);
 		plain.ra.qkv = dqkv;
-		assert_int_equal(
-		    o1_gemv_norm_rope_kv_cuda(&fused.ra, &dm, in.dx, in.dnw,
-					      EPS, in.dw, m, s->k, false, 0),
-		    0);
-		assert_int_equal(o1_gemv_norm_bf16_cuda(dqkv, in.dx, in.dnw,
-							EPS, in.dw, m, w, s->k,
-							false, 0),
+		assert_int_equal(o1_gemv_norm_rope_kv_cuda(
+				     &fused.ra, &dm, in.dx, in.dnw, EPS, in.dw,
+				     m, s->k, O1_GEMV_DEFAULT, false, 0),
 				 0);
+		assert_int_equal(
+		    o1_gemv_norm_bf16_cuda(dqkv, in.dx, in.dnw, EPS, in.dw, m,
+					   w, s->k, O1_GEMV_DEFAULT, false, 0),
+		    0);
 		assert_int_equal(
 		    o1_rope_kv_write_cuda(&plain.ra, &dm, false, 0), 0);
 		same_outputs(&fused, &plain, (size_t)m * s->hq * s->d * 4);
 		check_rope_cpu(s, m, dqkv, bias, pos, slots, inv, scale,
 			       &fused);
+		check_rope_setups(s, m, pages, &base, &in, &fused);
 		qkv_free(&fused), qkv_free(&plain), cudaFree(dqkv);
 		cudaFree((void *)base.pos), cudaFree((void *)base.slots);
 		cudaFree((void *)base.inv_freq), cudaFree((void *)base.bias);
@@ -426,29 +474,32 @@ static void test_errors(void **state)
 
 	(void)state;
 	assert_int_equal(o1_gemv_norm_rows_bf16_cuda(p, p, NULL, p, EPS, b, 5,
-						     1, 8, false, 0),
+						     1, 8, O1_GEMV_DEFAULT,
+						     false, 0),
 			 -EINVAL); /* M above O1_GEMV_MAX_ROWS */
 	assert_int_equal(o1_gemv_norm_rows_bf16_cuda(p, p, NULL, p, EPS, b, 1,
-						     1, 12, false, 0),
+						     1, 12, O1_GEMV_DEFAULT,
+						     false, 0),
 			 -EINVAL); /* K not a multiple of 8 */
-	assert_int_equal(
-	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 2, 8, false, 0),
-	    -EINVAL); /* n_tokens is not M */
+	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 2, 8,
+						   O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL); /* n_tokens is not M */
 	ra.rot_dim = 15;
-	assert_int_equal(
-	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
-	    -EINVAL); /* odd rot_dim */
+	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8,
+						   O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL); /* odd rot_dim */
 	ra.rot_dim = 26;
-	assert_int_equal(
-	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
-	    -EINVAL); /* rot_dim above head_dim */
+	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8,
+						   O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL); /* rot_dim above head_dim */
 	ra.rot_dim = 16, ra.q = NULL;
-	assert_int_equal(
-	    o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8, false, 0),
-	    -EINVAL);
+	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p, EPS, b, 1, 8,
+						   O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL);
 	ra.q = p;
 	assert_int_equal(o1_gemv_norm_rope_kv_cuda(&ra, &dm, p, p + 1, EPS, b,
-						   1, 8, false, 0),
+						   1, 8, O1_GEMV_DEFAULT, false,
+						   0),
 			 -EINVAL); /* norm weight not 16-byte aligned */
 	cudaFree(p);
 }
@@ -467,7 +518,9 @@ static void check_gemv(uint32_t m, uint32_t n, uint32_t k)
 	kct_round_bf16(x, (size_t)m * k), kct_round_bf16(w, (size_t)n * k);
 	dx = kct_dev_bf16(x, (size_t)m * k),
 	dw = kct_dev_bf16(w, (size_t)n * k);
-	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, false, 0), 0);
+	assert_int_equal(
+	    o1_gemv_bf16_cuda(dy, dx, dw, m, n, k, O1_GEMV_DEFAULT, false, 0),
+	    0);
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	for (uint32_t i = 0; i < m; i++)
 		for (uint32_t j = 0; j < n; j++) {
@@ -502,14 +555,14 @@ static void test_gemv(void **state)
 	}
 	check_gemv(1, 4099, 264);
 	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p,
-					   O1_GEMV_MAX_ROWS + 1, 1, 8, false,
-					   0),
+					   O1_GEMV_MAX_ROWS + 1, 1, 8,
+					   O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
 	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p, (uint16_t *)p, 1,
-					   1, 12, false, 0),
+					   1, 12, O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
 	assert_int_equal(o1_gemv_bf16_cuda(p, (uint16_t *)p + 1, (uint16_t *)p,
-					   1, 1, 8, false, 0),
+					   1, 1, 8, O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
 	cudaFree(p);
 }
@@ -584,9 +637,11 @@ static void check_gemv_norm(uint32_t m, uint32_t n, uint32_t k, bool pdl)
 	kct_round_bf16(w, (size_t)n * k);
 	dw = kct_dev_bf16(w, (size_t)n * k);
 	assert_int_equal(o1_gemv_norm_bf16_cuda(dy, nc.dx, nc.dnw, NORM_EPS, dw,
-						m, n, k, pdl, kct_stream(pdl)),
+						m, n, k, O1_GEMV_DEFAULT, pdl,
+						kct_stream(pdl)),
 			 0);
-	assert_int_equal(o1_gemv_bf16_cuda(du, nc.dh, dw, m, n, k, false, 0),
+	assert_int_equal(o1_gemv_bf16_cuda(du, nc.dh, dw, m, n, k,
+					   O1_GEMV_DEFAULT, false, 0),
 			 0);
 	y = kct_host_copy(dy, (size_t)m * n * 4),
 	u = kct_host_copy(du, (size_t)m * n * 4);
@@ -623,12 +678,13 @@ static void check_gemv_swiglu(uint32_t m, uint32_t f, uint32_t k, bool pdl)
 	norm_open(&nc, m, k);
 	kct_round_bf16(w, (size_t)2 * f * k);
 	dw = kct_dev_bf16(w, (size_t)2 * f * k);
-	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(dact, nc.dx, nc.dnw,
-						       NORM_EPS, dw, m, f, k,
-						       pdl, kct_stream(pdl)),
+	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(
+			     dact, nc.dx, nc.dnw, NORM_EPS, dw, m, f, k,
+			     O1_GEMV_DEFAULT, pdl, kct_stream(pdl)),
 			 0);
 	assert_int_equal(o1_gemv_norm_bf16_cuda(dgu, nc.dx, nc.dnw, NORM_EPS,
-						dw, m, 2 * f, k, false, 0),
+						dw, m, 2 * f, k,
+						O1_GEMV_DEFAULT, false, 0),
 			 0);
 	assert_int_equal(
 	    o1_swiglu_cuda(dun, dgu, dgu + f, 2 * f, m, f, false, 0), 0);
@@ -677,10 +733,13 @@ static void check_gemv_add(uint32_t m, uint32_t n, uint32_t k, bool pdl)
 	dx = kct_dev_bf16(x, (size_t)m * k),
 	dw = kct_dev_bf16(w, (size_t)n * k);
 	dy = kct_dev_copy(y0, (size_t)m * n * 4);
+	assert_int_equal(o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k,
+					       O1_GEMV_DEFAULT, pdl,
+					       kct_stream(pdl)),
+			 0);
 	assert_int_equal(
-	    o1_gemv_add_bf16_cuda(dy, dx, dw, m, n, k, pdl, kct_stream(pdl)),
+	    o1_gemv_bf16_cuda(dout, dx, dw, m, n, k, O1_GEMV_DEFAULT, false, 0),
 	    0);
-	assert_int_equal(o1_gemv_bf16_cuda(dout, dx, dw, m, n, k, false, 0), 0);
 	y = kct_host_copy(dy, (size_t)m * n * 4);
 	o = kct_host_copy(dout, (size_t)m * n * 4);
 	assert_int_equal(o1_residual_add_cpu(NULL, o, y0, m, n), 0);
@@ -721,19 +780,128 @@ static void test_gemv_fused(void **state)
 	check_gemv_swiglu(2, 4864, 896, true); /* qwen2.5-0.5b's MLP */
 	check_gemv_swiglu(1, 131, 8, false);
 	assert_int_equal(o1_gemv_norm_bf16_cuda(p, p, p, 1e-5f, b, 1, 1,
-						O1_GEMV_NORM_MAX_K + 8, false,
-						0),
+						O1_GEMV_NORM_MAX_K + 8,
+						O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
-	assert_int_equal(
-	    o1_gemv_norm_bf16_cuda(p, p, p + 1, 1e-5f, b, 1, 1, 8, false, 0),
-	    -EINVAL); /* weight not 16-byte aligned */
-	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(b, p, p, 1e-5f, b,
-						       O1_GEMV_MAX_ROWS + 1, 1,
-						       8, false, 0),
+	assert_int_equal(o1_gemv_norm_bf16_cuda(p, p, p + 1, 1e-5f, b, 1, 1, 8,
+						O1_GEMV_DEFAULT, false, 0),
+			 -EINVAL); /* weight not 16-byte aligned */
+	assert_int_equal(o1_gemv_norm_swiglu_bf16_cuda(
+			     b, p, p, 1e-5f, b, O1_GEMV_MAX_ROWS + 1, 1, 8,
+			     O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
-	assert_int_equal(o1_gemv_add_bf16_cuda(p, b + 4, b, 1, 1, 8, false, 0),
+	assert_int_equal(o1_gemv_add_bf16_cuda(p, b + 4, b, 1, 1, 8,
+					       O1_GEMV_DEFAULT, false, 0),
 			 -EINVAL);
 	cudaFree(p);
+}
+
+/* Launches VARIANT (plain, add, norm rows, swiglu) of M rows with setup
+ * U into fresh outputs over shared inputs; the output bytes. */
+struct setup_case {
+	void *dx;	   /* bf16 (4,K) */
+	struct norm_in in; /* f32 rows, norm weight, (2N,K) weights */
+	float *y0;	   /* the add variant's starting y (4,N) */
+	uint32_t *drows;
+	uint32_t n, k;
+};
+
+static void *run_setup(const struct setup_case *c, enum o1_gemv_variant v,
+		       uint32_t m, struct o1_gemv_setup u, size_t *bytes)
+{
+	size_t out = (size_t)m * c->n * (v == O1_GEMV_SWIGLU ? 2 : 4);
+	void *dy = v == O1_GEMV_ADD ? kct_dev_copy(c->y0, out) : kct_dev(out);
+	void *h;
+	int err;
+
+	if (v == O1_GEMV_PLAIN)
+		err = o1_gemv_bf16_cuda(dy, c->dx, c->in.dw, m, c->n, c->k, u,
+					false, 0);
+	else if (v == O1_GEMV_ADD)
+		err = o1_gemv_add_bf16_cuda(dy, c->dx, c->in.dw, m, c->n, c->k,
+					    u, true, kct_stream(true));
+	else if (v == O1_GEMV_NORM)
+		err = o1_gemv_norm_rows_bf16_cuda(dy, c->in.dx, c->drows,
+						  c->in.dnw, EPS, c->in.dw, m,
+						  c->n, c->k, u, false, 0);
+	else
+		err = o1_gemv_norm_swiglu_bf16_cuda(dy, c->in.dx, c->in.dnw,
+						    EPS, c->in.dw, m, c->n,
+						    c->k, u, false, 0);
+	assert_int_equal(err, 0);
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	h = kct_host_copy(dy, out);
+	cudaFree(dy);
+	*bytes = out;
+	return h;
+}
+
+static void check_setups(uint32_t n, uint32_t k)
+{
+	static const enum o1_gemv_variant vs[] = {O1_GEMV_PLAIN, O1_GEMV_ADD,
+						  O1_GEMV_NORM, O1_GEMV_SWIGLU};
+	const uint32_t rows[] = {3, 1, 0, 2};
+	float *x = kct_randv((size_t)4 * k, 1);
+	struct setup_case c = {kct_dev_bf16(x, (size_t)4 * k),
+			       norm_in(4, 2 * n, k),
+			       kct_randv((size_t)4 * n, 4),
+			       kct_dev_copy(rows, sizeof(rows)),
+			       n,
+			       k};
+
+	for (size_t v = 0; v < sizeof(vs) / sizeof(vs[0]); v++)
+		for (uint32_t m = 1; m <= O1_GEMV_MAX_ROWS; m++) {
+			struct o1_gemv_setup su[O1_GEMV_BPS_MAX * 3];
+			uint32_t ns = other_setups(vs[v], m, su);
+			size_t b0, b1;
+			void *ref =
+			    run_setup(&c, vs[v], m, O1_GEMV_DEFAULT, &b0);
+
+			for (uint32_t i = 0; i < ns; i++) {
+				void *got = run_setup(&c, vs[v], m, su[i], &b1);
+
+				if (memcmp(ref, got, b0))
+					fail_msg("variant %d m %u n %u k %u: "
+						 "setup %u/%u differs",
+						 (int)vs[v], m, n, k, su[i].bps,
+						 su[i].pieces);
+				free(got);
+			}
+			free(ref);
+		}
+	free(x), free(c.y0), cudaFree(c.dx), cudaFree(c.drows);
+	norm_free(&c.in);
+}
+
+static void test_setups(void **state)
+{
+	float *dy = kct_dev(4 * 64 * 4);
+	uint16_t *dx = kct_dev(4 * 64 * 2);
+	uint8_t p[3];
+
+	(void)state;
+	check_setups(37, 896);
+	check_setups(300, 2048);
+	check_setups(24, 14336); /* input rows not staged from M = 3 */
+	/* refused: too many blocks, pieces not offered, M = 3's half */
+	assert_int_equal(o1_gemv_pieces(O1_GEMV_PLAIN, 3, p), 1);
+	assert_int_equal(o1_gemv_pieces(O1_GEMV_PLAIN, 0, p), 0);
+	assert_int_equal(o1_gemv_pieces(O1_GEMV_VARIANTS, 1, p), 0);
+	assert_int_equal(
+	    o1_gemv_bf16_cuda(dy, dx, dx, 1, 8, 64,
+			      (struct o1_gemv_setup){O1_GEMV_BPS_MAX + 1, 0},
+			      false, 0),
+	    -EINVAL);
+	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dx, 1, 8, 64,
+					   (struct o1_gemv_setup){1, 3}, false,
+					   0),
+			 -EINVAL);
+	o1_gemv_pieces(O1_GEMV_PLAIN, 4, p);
+	assert_int_equal(o1_gemv_bf16_cuda(dy, dx, dx, 3, 8, 64,
+					   (struct o1_gemv_setup){1, p[1]},
+					   false, 0),
+			 -EINVAL);
+	cudaFree(dy), cudaFree(dx);
 }
 
 int main(void)
@@ -742,7 +910,7 @@ int main(void)
 	    cmocka_unit_test(test_products),   cmocka_unit_test(test_norm_rows),
 	    cmocka_unit_test(test_swiglu),     cmocka_unit_test(test_rope_kv),
 	    cmocka_unit_test(test_errors),     cmocka_unit_test(test_gemv),
-	    cmocka_unit_test(test_gemv_fused),
+	    cmocka_unit_test(test_gemv_fused), cmocka_unit_test(test_setups),
 	};
 
 	return kct_main("test_gemv_cuda", tests,

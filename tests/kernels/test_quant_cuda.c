@@ -15,6 +15,20 @@
  *   reads them in several batches;
  * - o1_gemv_q_swiglu_cuda equals o1_gemv_q_cuda then o1_swiglu_cuda
  *   bitwise;
+ * - the int8 path (o1_gemv_q8_cuda, gemv_q8.h): bitwise o1_gemv_q8_cpu
+ *   (the device's operations in its order) on the shapes above and on
+ *   llama.cpp's vectors (their blocks as weights, their input rows of
+ *   every kind as activations), and o1_gemv_q8_cpu within gemv_q8.h's
+ *   bound of the f32 reference o1_gemv_q_cpu; on random rows of at least
+ *   32 outputs, relative L2 to the f32 product <= 2e-2 (the backend's
+ *   bound); on the vectors the largest per input kind is printed (outlier
+ *   rows and sums that cancel are far from it, and within the bound);
+ *   o1_gemv_q8_swiglu_cuda bitwise o1_gemv_q8_cuda then o1_swiglu_cuda;
+ * - the int8 path's fused variants bitwise their unfused compositions on
+ *   the device: o1_gemv_q8_norm_cuda (with and without a row list) =
+ *   o1_rmsnorm_cuda then o1_gemv_q8_cuda; o1_gemv_q8_norm_swiglu_cuda =
+ *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda; o1_gemv_q8_add_cuda = y +
+ *   o1_gemv_q8_cuda's product;
  * - bad operands are refused with -EINVAL.
  * O1_TEST_QUICK=1 keeps every launch within tools/gpu/emu's 8192 threads
  * (run there by tools/gpu/emu/run_quant.sh). Exit 77 without a device. */
@@ -35,6 +49,7 @@
 #include "kernels/cuda_util.h"
 #include "kernels/embedding.h"
 #include "kernels/gemv_q.h"
+#include "kernels/gemv_q8.h"
 #include "kernels/kernels_cuda.h"
 #include "kernels/quant.h"
 
@@ -318,11 +333,269 @@ static void test_gemv(void **state)
 	check_gemv(O1_QUANT_Q4_0, 2, 896, 4864, 896);
 }
 
+/* The int8 path on weights Q (N rows of K of TYPE) and inputs X (M rows):
+ * GPU bitwise the CPU reference (twice, PDL on the second), columns past
+ * N untouched; the reference within gemv_q8.h's bound of the f32 one.
+ * Returns the largest relative L2 distance of an output row to the f32
+ * reference (rows with a nonzero reference). */
+static double check_q8_on(enum o1_quant_type type, const uint8_t *q,
+			  const uint16_t *x, uint32_t m, uint32_t n, uint32_t k,
+			  uint32_t ldy)
+{
+	size_t ny = (size_t)m * ldy;
+	float *c8 = malloc(ny * 4), *c32 = malloc(ny * 4),
+	      *gpu = malloc(ny * 4);
+	float *again = malloc(ny * 4), *bound = malloc((size_t)m * n * 4), *dy;
+	double worst = 0;
+	uint64_t rb;
+	void *dw, *dx;
+
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < ny; i++)
+		c8[i] = c32[i] = NAN;
+	dw = dev_put(q, rb * n);
+	dx = dev_put(x, (size_t)m * k * 2);
+	dy = dev_put(c8, ny * 4); /* NaN everywhere */
+	assert_int_equal(o1_gemv_q8_cpu(c8, x, q, type, m, n, k, ldy), 0);
+	assert_int_equal(o1_gemv_q_cpu(c32, x, q, type, m, n, k, ldy), 0);
+	assert_int_equal(o1_gemv_q8_bound_cpu(bound, x, q, type, m, n, k), 0);
+	assert_int_equal(
+	    o1_gemv_q8_cuda(dy, dx, dw, type, m, n, k, ldy, false, NULL), 0);
+	dev_get(gpu, dy, ny * 4);
+	assert_int_equal(
+	    o1_gemv_q8_cuda(dy, dx, dw, type, m, n, k, ldy, true, NULL), 0);
+	dev_get(again, dy, ny * 4);
+	assert_memory_equal(gpu, again, ny * 4);
+	for (uint32_t i = 0; i < m; i++) {
+		double d2 = 0, r2 = 0;
+
+		for (uint32_t j = 0; j < ldy; j++) {
+			size_t at = (size_t)i * ldy + j;
+
+			if (j >= n) {
+				assert_true(isnan(gpu[at]));
+				continue;
+			}
+			if (o1_gemv_q8_fits(type, m, k) &&
+			    memcmp(&gpu[at], &c8[at], 4))
+				fail_msg("%s q8 m %u n %u k %u: y[%u][%u] gpu "
+					 "%.9g cpu %.9g",
+					 o1_quant_name(type), m, n, k, i, j,
+					 gpu[at], c8[at]);
+			if (!(fabsf(c8[at] - c32[at]) <=
+			      bound[(size_t)i * n + j]))
+				fail_msg("%s q8 m %u n %u k %u: y[%u][%u] int8 "
+					 "%.9g f32 %.9g, bound %g",
+					 o1_quant_name(type), m, n, k, i, j,
+					 c8[at], c32[at],
+					 bound[(size_t)i * n + j]);
+			d2 += ((double)c8[at] - c32[at]) *
+			      ((double)c8[at] - c32[at]);
+			r2 += (double)c32[at] * c32[at];
+		}
+		if (r2 > 0 && sqrt(d2 / r2) > worst)
+			worst = sqrt(d2 / r2);
+	}
+	cudaFree(dw), cudaFree(dx), cudaFree(dy);
+	free(c8), free(c32), free(gpu), free(again), free(bound);
+	return worst;
+}
+
+/* check_q8_on with random blocks and inputs (as check_gemv's). */
+static double check_q8(enum o1_quant_type type, uint32_t m, uint32_t n,
+		       uint32_t k, uint32_t ldy)
+{
+	uint16_t *x = malloc((size_t)m * k * 2);
+	uint8_t *q = random_blocks(type, (uint64_t)n * k);
+	double worst;
+
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		x[i] = bf16_rne(frand() * 2);
+	worst = check_q8_on(type, q, x, m, n, k, ldy);
+	/* a row of few outputs is too few for a distance */
+	if (n >= 32)
+		assert_true(worst <= 2e-2);
+	free(x), free(q);
+	return worst;
+}
+
+static void test_gemv_q8(void **state)
+{
+	static const uint32_t ks[] = {256, 512, 1024};
+	static const uint32_t ns[] = {1, 5, 37, 256};
+	double worst = 0, w;
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (size_t a = 0; a < sizeof(ks) / sizeof(ks[0]); a++)
+			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
+				for (uint32_t m = 1; m <= 4; m++)
+					if (!quick || m == 1 + (a + b) % 4) {
+						w = check_q8(
+						    types[t], m, ns[b], ks[a],
+						    ns[b] + (m % 2) * 3);
+						worst = w > worst ? w : worst;
+					}
+	check_q8(O1_QUANT_Q8_0, 2, 9, 96, 9);
+	check_q8(O1_QUANT_Q4_0, 3, 6, 288, 11);
+	check_q8(O1_QUANT_Q8_0, 2, 61, 8224, 61);
+	check_q8(O1_QUANT_Q4_0, 1, 37, 14496, 40);
+	check_q8(O1_QUANT_Q4_K, 3, 61, 15360, 61);
+	check_q8(O1_QUANT_Q6_K, 4, 37, 10496, 37);
+	if (!quick) {
+		check_q8(O1_QUANT_Q4_K, 1, 4096, 4096, 4096);
+		check_q8(O1_QUANT_Q6_K, 4, 1024, 14336, 1024);
+		check_q8(O1_QUANT_Q8_0, 3, 2048, 2048, 6144);
+		check_q8(O1_QUANT_Q4_0, 2, 896, 4864, 896);
+		/* past o1_gemv_q8_fits: the f32 kernel, same bounds */
+		assert_false(o1_gemv_q8_fits(O1_QUANT_Q8_0, 4, 20480));
+		check_q8(O1_QUANT_Q8_0, 4, 64, 20480, 64);
+	}
+	printf("int8 path, random rows: largest relative L2 %.3g\n", worst);
+}
+
+/* llama.cpp's blocks as weights (64 rows of 1024, every kind) and its
+ * input rows as activations, four rows of one kind (r0 % 8) at a time:
+ * every kind of input (weights, tiny, outliers, zeros, constants,
+ * ramps...) meets every kind of block. */
+static void test_gemv_q8_vectors(void **state)
+{
+	enum { ROWS = 64, COLS = 1024 };
+	float *in;
+	uint16_t x[4 * COLS];
+	char name[64];
+	double worst[8] = {0};
+
+	(void)state;
+	if (access(QDIR "/input.f32", R_OK) != 0)
+		skip();
+	in = read_file("input.f32", sizeof(float) * ROWS * COLS);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		uint64_t rb;
+		uint8_t *q;
+
+		assert_int_equal(o1_quant_row_bytes(types[i], COLS, &rb), 0);
+		snprintf(name, sizeof(name), "%s.bin", files[i]);
+		q = read_file(name, rb * ROWS);
+		for (uint32_t r0 = 0; r0 < (quick ? 8 : 16); r0++) {
+			double w;
+
+			for (uint32_t e = 0; e < 4 * COLS; e++)
+				x[e] = bf16_rne(
+				    in[(size_t)(r0 + 16 * (e / COLS)) * COLS +
+				       e % COLS]);
+			w = check_q8_on(types[i], q, x, 4, ROWS, COLS, ROWS);
+			if (w > worst[r0 % 8])
+				worst[r0 % 8] = w;
+		}
+		free(q);
+	}
+	free(in);
+	printf("int8 path, llama.cpp vectors: largest relative L2 by input "
+	       "kind (README):");
+	for (int c = 0; c < 8; c++)
+		printf(" %d:%.3g", c, worst[c]);
+	printf("\n");
+}
+
+/* The fused int8 variants against their compositions (see the top), M
+ * rows of K from M + 3 f32 rows (the row list picks them backwards). */
+static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
+			uint32_t k)
+{
+	uint32_t xr = m + 3, rows[4];
+	float *xf = malloc((size_t)xr * k * 4), *nw = malloc((size_t)k * 4);
+	float *y0 = malloc((size_t)m * n * 4), *got = malloc((size_t)m * n * 4);
+	float *want = malloc((size_t)m * n * 4);
+	uint16_t *a1 = malloc((size_t)m * n * 2),
+		 *a2 = malloc((size_t)m * n * 2);
+	uint8_t *q = random_blocks(type, (uint64_t)2 * n * k);
+	uint64_t rb;
+	void *dw, *dxf, *dnw, *dh, *dy, *drows, *da;
+
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < (size_t)xr * k; i++)
+		xf[i] = frand() * (i % 61 == 0 ? 8.0f : 1.5f);
+	for (uint32_t i = 0; i < k; i++)
+		nw[i] = 0.5f + frand();
+	for (size_t i = 0; i < (size_t)m * n; i++)
+		y0[i] = frand() * 4;
+	for (uint32_t i = 0; i < m; i++)
+		rows[i] = xr - 1 - i;
+	dw = dev_put(q, rb * 2 * n);
+	dxf = dev_put(xf, (size_t)xr * k * 4);
+	dnw = dev_put(nw, (size_t)k * 4);
+	dh = dev_put(NULL, (size_t)m * k * 2);
+	dy = dev_put(NULL, (size_t)m * n * 4);
+	da = dev_put(NULL, (size_t)m * n * 2);
+	drows = dev_put(rows, sizeof(rows));
+	for (int gather = 0; gather < 2; gather++) {
+		const uint32_t *r = gather ? drows : NULL;
+
+		assert_int_equal(o1_rmsnorm_cuda(dh, dxf, NULL, dnw, r, m, k,
+						 1e-5f, false, NULL),
+				 0);
+		assert_int_equal(
+		    o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n, false, NULL),
+		    0);
+		dev_get(want, dy, (size_t)m * n * 4);
+		assert_int_equal(o1_gemv_q8_norm_cuda(dy, dxf, r, dnw, 1e-5f,
+						      dw, type, m, n, k, n,
+						      true, NULL),
+				 0);
+		dev_get(got, dy, (size_t)m * n * 4);
+		assert_memory_equal(got, want, (size_t)m * n * 4);
+	}
+	/* SwiGLU over the same input, 2N rows */
+	assert_int_equal(
+	    o1_rmsnorm_cuda(dh, dxf, NULL, dnw, NULL, m, k, 1e-5f, false, NULL),
+	    0);
+	assert_int_equal(
+	    o1_gemv_q8_swiglu_cuda(da, dh, dw, type, m, n, k, false, NULL), 0);
+	dev_get(a1, da, (size_t)m * n * 2);
+	assert_int_equal(o1_gemv_q8_norm_swiglu_cuda(da, dxf, dnw, 1e-5f, dw,
+						     type, m, n, k, true, NULL),
+			 0);
+	dev_get(a2, da, (size_t)m * n * 2);
+	assert_memory_equal(a1, a2, (size_t)m * n * 2);
+	/* the residual add: y0 + the product of the bf16 rows */
+	assert_int_equal(
+	    o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n, false, NULL), 0);
+	dev_get(want, dy, (size_t)m * n * 4);
+	for (size_t i = 0; i < (size_t)m * n; i++)
+		want[i] = y0[i] + want[i];
+	assert_int_equal(
+	    cudaMemcpy(dy, y0, (size_t)m * n * 4, cudaMemcpyHostToDevice),
+	    cudaSuccess);
+	assert_int_equal(
+	    o1_gemv_q8_add_cuda(dy, dh, dw, type, m, n, k, n, true, NULL), 0);
+	dev_get(got, dy, (size_t)m * n * 4);
+	assert_memory_equal(got, want, (size_t)m * n * 4);
+	cudaFree(dw), cudaFree(dxf), cudaFree(dnw), cudaFree(dh);
+	cudaFree(dy), cudaFree(da), cudaFree(drows);
+	free(xf), free(nw), free(y0), free(got), free(want), free(a1);
+	free(a2), free(q);
+}
+
+static void test_fused_q8(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		check_fused(types[t], 1 + t % 4, 37, 512);
+		check_fused(types[t], 4 - t % 4, 9, 1024);
+	}
+	check_fused(O1_QUANT_Q4_K, 2, 19, 15360);
+	if (quick)
+		return;
+	check_fused(O1_QUANT_Q6_K, 1, 4096, 4096);
+	check_fused(O1_QUANT_Q8_0, 4, 1024, 14336);
+}
+
 /* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
  * o1_gemv_q_cuda into (M, 2F) then o1_swiglu_cuda, bitwise (and that
  * product is check_gemv's). */
-static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
-			 uint32_t k)
+static void check_swiglu_dot(enum o1_quant_type type, uint32_t m, uint32_t f,
+			     uint32_t k, bool i8)
 {
 	uint16_t *x = malloc((size_t)m * k * 2);
 	uint16_t *got = malloc((size_t)m * f * 2), *want = malloc((size_t)m * f * 2);
@@ -339,14 +612,16 @@ static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
 	dgu = dev_put(NULL, (size_t)m * 2 * f * 4);
 	dact = dev_put(got, (size_t)m * f * 2);
 	dref = dev_put(NULL, (size_t)m * f * 2);
-	assert_int_equal(o1_gemv_q_cuda(dgu, dx, dw, type, m, 2 * f, k, 2 * f,
-					false, NULL),
-			 0);
+	assert_int_equal(
+	    (i8 ? o1_gemv_q8_cuda : o1_gemv_q_cuda)(dgu, dx, dw, type, m, 2 * f,
+						    k, 2 * f, false, NULL),
+	    0);
 	assert_int_equal(o1_swiglu_cuda(dref, dgu, (float *)dgu + f, 2 * f, m,
 					f, false, NULL),
 			 0);
-	assert_int_equal(
-	    o1_gemv_q_swiglu_cuda(dact, dx, dw, type, m, f, k, true, NULL), 0);
+	assert_int_equal((i8 ? o1_gemv_q8_swiglu_cuda : o1_gemv_q_swiglu_cuda)(
+			     dact, dx, dw, type, m, f, k, true, NULL),
+			 0);
 	dev_get(want, dref, (size_t)m * f * 2);
 	dev_get(got, dact, (size_t)m * f * 2);
 	for (size_t i = 0; i < (size_t)m * f; i++)
@@ -358,6 +633,14 @@ static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
 	cudaFree(dw), cudaFree(dx), cudaFree(dgu), cudaFree(dact);
 	cudaFree(dref);
 	free(x), free(got), free(want), free(q);
+}
+
+/* Both paths. */
+static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
+			 uint32_t k)
+{
+	check_swiglu_dot(type, m, f, k, false);
+	check_swiglu_dot(type, m, f, k, true);
 }
 
 static void test_swiglu(void **state)
@@ -399,6 +682,28 @@ static void test_bad_args(void **state)
 					32, 1, false, NULL),
 			 -EINVAL);
 	assert_int_equal(
+	    o1_gemv_q8_cuda(y, x, w, O1_QUANT_Q8_0, 5, 1, 32, 1, false, NULL),
+	    -EINVAL);
+	assert_int_equal(o1_gemv_q8_cuda(y, x + 1, w, O1_QUANT_Q8_0, 1, 1, 32,
+					 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemv_q8_swiglu_cuda((uint16_t *)y, x, w,
+						O1_QUANT_Q4_K, 1, 1, 100, false,
+						NULL),
+			 -EINVAL);
+	assert_int_equal(
+	    o1_gemv_q8_norm_cuda(y, (float *)x, NULL, (float *)x + 1, 0, w,
+				 O1_QUANT_Q8_0, 1, 1, 32, 1, false, NULL),
+	    -EINVAL);
+	assert_int_equal(o1_gemv_q8_norm_cuda(y, (float *)x, NULL, (float *)x,
+					      -1, w, O1_QUANT_Q8_0, 1, 1, 32, 1,
+					      false, NULL),
+			 -EINVAL);
+	/* beyond the shared memory of the fused variants */
+	assert_int_equal(o1_gemv_q8_add_cuda(y, x, w, O1_QUANT_Q8_0, 4, 1,
+					     32768, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(
 	    o1_quant_dequantize_cuda(O1_QUANT_Q6_K, w, y, 100, NULL), -EINVAL);
 	assert_int_equal(
 	    o1_quant_dequantize_cuda(O1_QUANT_Q8_0, w + 1, y, 32, NULL),
@@ -419,6 +724,9 @@ int main(void)
 	    cmocka_unit_test(test_dequant_random),
 	    cmocka_unit_test(test_embedding),
 	    cmocka_unit_test(test_gemv),
+	    cmocka_unit_test(test_gemv_q8),
+	    cmocka_unit_test(test_gemv_q8_vectors),
+	    cmocka_unit_test(test_fused_q8),
 	    cmocka_unit_test(test_swiglu),
 	    cmocka_unit_test(test_bad_args),
 	};

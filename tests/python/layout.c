@@ -95,6 +95,24 @@ static void event(void)
 	OFF(o1_event, text_bytes);
 	OFF(o1_event, latency_ns);
 	OFF(o1_event, dev_seq);
+	OFF(o1_event, top_first);
+	OFF(o1_event, top_off);
+	OFF(o1_event, top_len);
+	OFF(o1_event, top_cut);
+	OFF(o1_event, top_text);
+}
+
+static void client_limits(void)
+{
+	SIZE(o1_client_limits);
+	OFF(o1_client_limits, sz);
+	OFF(o1_client_limits, max_prompt_bytes);
+	OFF(o1_client_limits, max_prompt_tokens);
+	OFF(o1_client_limits, max_tokens);
+	OFF(o1_client_limits, max_inflight);
+	OFF(o1_client_limits, vocab_size);
+	OFF(o1_client_limits, max_grammar_bytes);
+	OFF(o1_client_limits, tool_format);
 }
 
 static void trace(void)
@@ -143,5 +161,6 @@ int main(void)
 	event();
 	trace();
 	device_output();
+	client_limits();
 	return 0;
 }

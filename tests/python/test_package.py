@@ -23,6 +23,7 @@ STRUCTS = {
     "o1_trace_round": _lib.TraceRound,
     "o1_trace": _lib.Trace,
     "o1_device_output": _lib.DeviceOutput,
+    "o1_client_limits": _lib.ClientLimits,
 }
 
 

@@ -69,7 +69,7 @@ struct bad_case {
 M(m_op, s->op = 0x7f)
 M(m_pad, s->pad[19] = 1)
 M(m_pad1, s->pad1[2] = 1)
-M(m_flags, s->flags = 0x80)
+M(m_flags, s->flags = 0x100)
 M(m_max0, s->max_tokens = 0)
 M(m_maxbig, s->max_tokens = 1001)
 M(m_topk, s->top_k = 32001)
@@ -245,6 +245,82 @@ static void test_grammar(void **state)
 	/* without the flag a daemon without grammars decodes as before */
 	in = valid_submit();
 	assert_int_equal(o1_wire_decode_sub(&in, &none, &out, &why), 0);
+}
+
+/* Protocol 6: chat requests as JSON need CHAT and a text prompt; a tool
+ * call grammar takes its tools list as bytes. */
+static void test_chat_json(void **state)
+{
+	union o1_wire_entry in = valid_submit(), out;
+	const char *why = NULL;
+
+	(void)state;
+	in.submit.flags = O1_SUBMIT_CHAT | O1_SUBMIT_CHAT_JSON;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	in.submit.flags = O1_SUBMIT_CHAT_JSON;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
+			 -O1_E_FORMAT);
+	assert_string_equal(why, "chat_json");
+	in.submit.flags = O1_SUBMIT_CHAT | O1_SUBMIT_CHAT_JSON;
+	in.submit.prompt_kind = O1_PROMPT_IDS;
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
+			 -O1_E_FORMAT);
+	in = valid_submit();
+	grammar(&in.submit, O1_GRAMMAR_TOOL_CALL, 64, 100);
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why), 0);
+	grammar(&in.submit, O1_GRAMMAR_TOOL_CALL, 0, 0);
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
+			 -O1_E_BOUNDS);
+	grammar(&in.submit, O1_GRAMMAR_KIND_COUNT, 64, 100);
+	assert_int_equal(o1_wire_decode_sub(&in, &lim, &out, &why),
+			 -O1_E_FORMAT);
+}
+
+/* TOP_TEXT: N packed alternatives exactly, zeros after them; a cut one
+ * is flagged; counts past 20 and overlong lengths are refused. */
+static void test_top_text(void **state)
+{
+	union o1_wire_entry in, out;
+	const uint8_t *b;
+	uint32_t at = 0, len;
+	int cut;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	in.top_text.op = O1_EV_TOP_TEXT;
+	in.top_text.n = 2;
+	in.top_text.first = 18;
+	in.top_text.position = 5;
+	memcpy(in.top_text.data, "\002hi\203abc", 7);
+	assert_int_equal(o1_wire_decode_ev(&in, &out, NULL), 0);
+	assert_int_equal(o1_wire_top_text_next(&out.top_text, &at, &b, &len,
+					       &cut),
+			 0);
+	assert_int_equal(len, 2);
+	assert_memory_equal(b, "hi", 2);
+	assert_int_equal(cut, 0);
+	assert_int_equal(o1_wire_top_text_next(&out.top_text, &at, &b, &len,
+					       &cut),
+			 0);
+	assert_int_equal(len, 3);
+	assert_int_equal(cut, 1);
+	in.top_text.first = 19; /* 19 + 2 > 20 */
+	assert_int_equal(o1_wire_decode_ev(&in, &out, NULL), -O1_E_BOUNDS);
+	in.top_text.first = 0;
+	in.top_text.n = 3; /* the third is a zero-length piece: fine */
+	assert_int_equal(o1_wire_decode_ev(&in, &out, NULL), 0);
+	in.top_text.n = 2;
+	in.top_text.data[20] = 1; /* garbage after the last */
+	assert_int_equal(o1_wire_decode_ev(&in, &out, NULL), -O1_E_PROTOCOL);
+	in.top_text.data[20] = 0;
+	in.top_text.data[0] = 120; /* past the end of data */
+	assert_int_equal(o1_wire_decode_ev(&in, &out, NULL), -O1_E_BOUNDS);
+	in.top_text.data[0] = 2;
+	in.top_text.n = 0;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, NULL), -O1_E_BOUNDS);
+	in.top_text.n = 1;
+	in.top_text.pad0 = 1;
+	assert_int_equal(o1_wire_decode_ev(&in, &out, NULL), -O1_E_PROTOCOL);
 }
 
 static void test_small_ops(void **state)
@@ -503,6 +579,8 @@ int main(void)
 	    cmocka_unit_test(test_device_token),
 	    cmocka_unit_test(test_devout),
 	    cmocka_unit_test(test_sent_ns),
+	    cmocka_unit_test(test_chat_json),
+	    cmocka_unit_test(test_top_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

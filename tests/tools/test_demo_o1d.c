@@ -7,7 +7,9 @@
  * - o1chat with the chat template and temperature 0.8 ends with EOS or
  *   the token limit, with tokens streamed and timings printed;
  * - o1bench run, 24 requests over 4 connections, completes every request
- *   with no error and at most max_tokens tokens each;
+ *   with no error and at most max_tokens tokens each; with --long, two
+ *   long prompts arrive while 4 streams decode: both complete, and the
+ *   streams' token intervals are counted before and during their prefill;
  * - SIGTERM stops o1d with exit status 0. */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -148,6 +150,30 @@ static void test_o1bench(void **state)
 	assert_true(kv(out, "\ntokens") <= 24 * 32);
 }
 
+static void test_o1bench_long(void **state)
+{
+	char cmd[1024], out[4096];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --socket %s --requests 4 --concurrency 4 "
+		 "--max-tokens 200 --prompt-tokens 12 --cold --long 2 "
+		 "--long-tokens 400 --long-after-ms 200",
+		 o1bench, sock);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
+	print_message("%s", out);
+	assert_int_equal(kv(out, "\ncompleted"), 4);
+	assert_int_equal(kv(out, "\nerrors"), 0);
+	assert_int_equal(kv(out, "\nlong_completed"), 2);
+	assert_true(kv(out, "\nitl_before_n") > 0);
+	assert_true(kv(out, "\nitl_during_n") > 0);
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --socket %s --requests 4 --concurrency 4 "
+		 "--max-tokens 3 --long-tokens 600 2>/dev/null",
+		 o1bench, sock);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
+}
+
 static int setup(void **state)
 {
 	char cmd[1024];
@@ -195,6 +221,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_greedy_matches_o1model),
 	    cmocka_unit_test(test_chat_sampled),
 	    cmocka_unit_test(test_o1bench),
+	    cmocka_unit_test(test_o1bench_long),
 	};
 
 	if (argc < 5) {

@@ -3,7 +3,8 @@
  *   bench_cuda_decode MODEL [--prompt N] [--tokens N] [--batch N]
  *                     [--graphs on|off|both] [--pdl on|off|both]
  *                     [--fusion on|off|both] [--tp N] [--reps N]
- *                     [--sample host|device]
+ *                     [--sample host|device] [--autotune on|off|both]
+ *                     [--quant-dot int8|f32|both]
  *
  * --tp N (2 .. 8) runs the tensor-parallel backend over GPUs 0 .. N-1
  * (NCCL; NCCL_NVLS_ENABLE=0 is set before anything starts); the floor is
@@ -27,6 +28,18 @@
  * products or RMSNorm, SwiGLU and the residual adds as kernels of their
  * own (backend.h); both: off, then on. They change nothing above 4
  * sequences, nor on a tensor-parallel rank.
+ *
+ * --autotune (default on, as o1d's cuda.autotune) sets cfg.cuda_autotune:
+ * the backend times its products' launch setups per bucket at create and
+ * keeps the fastest (cuda_tune.h; it logs its picks and the load time);
+ * both: off, then on, innermost. It needs graphs on (the buckets).
+ *
+ * --quant-dot (default int8, the backend's default) sets
+ * cfg.cuda_quant_f32: the decode products on GGUF block weights with int8
+ * inputs and __dp4a (and the fused variants), or in f32, unfused
+ * (backend.h); both: f32, then int8, within every other combination. It
+ * changes nothing for a model without block weights. The RESULT line
+ * ends with quant_dot=int8|f32.
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
@@ -61,11 +74,11 @@
 #include <cuda_runtime_api.h>
 
 #include "backend/backend.h"
-#include "common/error.h"
 #include "backend/kv_pool.h"
+#include "backend/tp_shard.h"
+#include "common/error.h"
 #include "kernels/quant.h"
 #include "model/model.h"
-#include "backend/tp_shard.h"
 
 #define BW_BYTES (1ull << 30)
 
@@ -77,13 +90,14 @@
 struct bench_args {
 	const char *model;
 	uint32_t prompt, tokens, batch, tp, reps;
-	int graphs, pdl, fusion; /* 0 off, 1 on, 2 both */
+	int graphs, pdl, fusion, autotune; /* 0 off, 1 on, 2 both */
+	int quant_dot;			   /* 0 int8, 1 f32, 2 both */
 	bool device_sample;
 };
 
 /* One run's switches. */
 struct bench_mode {
-	bool graphs, pdl, fusion;
+	bool graphs, pdl, fusion, autotune, quant_f32;
 };
 
 struct bench_run {
@@ -94,7 +108,7 @@ struct bench_run {
 	struct o1_step_seq q[MAX_BATCH];
 	int32_t *ids; /* batch rows of `total` ids */
 	float *logits;
-	struct o1_sample_row rows[MAX_BATCH];	 /* greedy (all zero) */
+	struct o1_sample_row rows[MAX_BATCH];	/* greedy (all zero) */
 	struct o1_sample_result res[MAX_BATCH]; /* --sample device */
 	uint32_t vocab, total, batch;
 	bool device_sample;
@@ -190,23 +204,35 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"tp", required_argument, NULL, 't'},
 	    {"reps", required_argument, NULL, 'r'},
 	    {"sample", required_argument, NULL, 's'},
+	    {"autotune", required_argument, NULL, 'a'},
+	    {"quant-dot", required_argument, NULL, 'q'},
 	    {0},
 	};
 	int opt;
 
 	a->prompt = 128, a->tokens = 256, a->batch = 1, a->graphs = 2;
-	a->pdl = a->fusion = 1;
-	a->tp = 1, a->reps = 1, a->device_sample = false;
+	a->pdl = a->fusion = a->autotune = 1;
+	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
 			  : opt == 'd' ? &a->pdl
 			  : opt == 'f' ? &a->fusion
+			  : opt == 'a' ? &a->autotune
 				       : NULL;
 
 		if (sw) {
 			*sw = on_off_both(optarg);
 			if (*sw < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'q') {
+			a->quant_dot = !strcmp(optarg, "int8")	 ? 0
+				       : !strcmp(optarg, "f32")	 ? 1
+				       : !strcmp(optarg, "both") ? 2
+								 : -1;
+			if (a->quant_dot < 0)
 				return -EINVAL;
 			continue;
 		}
@@ -252,6 +278,8 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .graphs_enabled = md->graphs,
 	    .cuda_no_pdl = !md->pdl,
 	    .cuda_no_fusion = !md->fusion,
+	    .cuda_autotune = md->autotune,
+	    .cuda_quant_f32 = md->quant_f32,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -410,23 +438,25 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	double hi = (double)a->batch * a->tokens / t->fast_s;
 
 	printf("%s: %u layers dim %u vocab %u, TP %u, batch %u, prompt %u, "
-	       "%u steps x %u, graphs %s, PDL %s, fusion %s, sampling on the "
+	       "%u steps x %u, graphs %s, PDL %s, fusion %s, autotune %s, "
+	       "sampling on the "
 	       "%s: %.1f tok/s (%.3f ms/step; repetitions %.1f .. %.1f); "
 	       "weights %.3f GB/step per GPU, copy bandwidth %.0f GB/s, floor "
 	       "%.0f steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n"
 	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
-	       "floor=%.1f\n",
+	       "floor=%.1f autotune=%s quant_dot=%s\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
-	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
-	       lo, hi, wb / 1e9, bw, bw * 1e9 / wb,
+	       on_off(md->autotune), a->device_sample ? "device" : "host", tps,
+	       dt * 1e3 / a->tokens, lo, hi, wb / 1e9, bw, bw * 1e9 / wb,
 	       100.0 * (a->tokens / dt) / (bw * 1e9 / wb), t->prefill_s * 1e3,
 	       a->prompt / t->prefill_s, a->tp, a->batch, on_off(md->graphs),
 	       on_off(md->pdl), on_off(md->fusion),
 	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
-	       k, lo, hi, bw * 1e9 / wb);
+	       k, lo, hi, bw * 1e9 / wb, on_off(md->autotune),
+	       md->quant_f32 ? "f32" : "int8");
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -467,7 +497,29 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 	return err;
 }
 
-/* Every asked combination: graphs, then fusion, then PDL, off first. */
+/* The asked block-product paths (f32 first) of one combination of the
+ * other switches, when it is asked. */
+static int run_dots(const struct o1_model *m, const struct bench_args *a,
+		    int gr, int fu, int pd, int at, double bw)
+{
+	int err = 0;
+
+	if ((a->graphs != 2 && a->graphs != gr) ||
+	    (a->fusion != 2 && a->fusion != fu) ||
+	    (a->pdl != 2 && a->pdl != pd) ||
+	    (a->autotune != 2 && a->autotune != at))
+		return 0;
+	for (int qf = 1; !err && qf >= 0; qf--) {
+		struct bench_mode md = {gr, pd, fu, at, qf};
+
+		if (a->quant_dot == 2 || a->quant_dot == qf)
+			err = run(m, a, &md, bw);
+	}
+	return err;
+}
+
+/* Every asked combination: graphs, then fusion, then PDL, then autotune,
+ * off first. */
 static int run_all(const struct o1_model *m, const struct bench_args *a)
 {
 	double bw = 0;
@@ -475,14 +527,10 @@ static int run_all(const struct o1_model *m, const struct bench_args *a)
 
 	for (int gr = 0; !err && gr < 2; gr++)
 		for (int fu = 0; !err && fu < 2; fu++)
-			for (int pd = 0; !err && pd < 2; pd++) {
-				struct bench_mode md = {gr, pd, fu};
-
-				if ((a->graphs == 2 || a->graphs == gr) &&
-				    (a->fusion == 2 || a->fusion == fu) &&
-				    (a->pdl == 2 || a->pdl == pd))
-					err = run(m, a, &md, bw);
-			}
+			for (int pd = 0; !err && pd < 2; pd++)
+				for (int at = 0; !err && at < 2; at++)
+					err = run_dots(m, a, gr, fu, pd, at,
+						       bw);
 	return err;
 }
 
@@ -497,7 +545,9 @@ int main(int argc, char **argv)
 				"[--tokens N] [--batch N (<= 256)] "
 				"[--graphs on|off|both] [--pdl on|off|both] "
 				"[--fusion on|off|both] [--tp N (<= 8)] "
-				"[--reps N (<= 16)] [--sample host|device]\n");
+				"[--reps N (<= 16)] [--sample host|device] "
+				"[--autotune on|off|both] "
+				"[--quant-dot int8|f32|both]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

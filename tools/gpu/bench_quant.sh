@@ -6,7 +6,8 @@
 # o1model make; the whole 8b takes minutes), converts each to Q8_0 and
 # Q4_K_M (o1model convert --quantize), and runs bench_cuda_decode on
 # every file: 128-token prompt, 3 x 128 decode steps, graphs on, sampling
-# on the device. Logs under OUT; the RESULT lines (tok/s, share of the
+# on the device (the quantized files with --quant-dot both: f32, then
+# int8 block products; QUANT_DOT=int8 or f32 for one). Logs under OUT; the RESULT lines (tok/s, share of the
 # floor) are printed at the end. A llama3-8b step is about 4 x the 8-layer
 # one's layer time plus its head: compare the 8-layer files with each
 # other, or run with FULL8B=1 for the whole model (slower to make).
@@ -48,9 +49,11 @@ for p in llama3.2-1b llama3-8b; do
   for f in "$p" "$p-q8_0" "$p-q4_k_m"; do
     [ -e "$models/$f.gguf" ] || continue
     echo "# $f" >>"$log"
-    timeout 90 "$bin/tools/gpu/bench_cuda_decode" "$models/$f.gguf" \
+    qd=()
+    [ "$f" = "$p" ] || qd=(--quant-dot "${QUANT_DOT:-both}")
+    timeout 150 "$bin/tools/gpu/bench_cuda_decode" "$models/$f.gguf" \
       --prompt 128 --tokens 128 --reps 3 --graphs on --sample device \
-      >>"$log" 2>&1
+      "${qd[@]}" >>"$log" 2>&1
   done
 done
 grep -E "^#|^RESULT|floor|share|tests rc" "$log"

@@ -4,10 +4,12 @@
 # configures and builds with CUDA, runs every test (GPU tests included) and
 # the GPU benchmarks, and writes logs and results to OUT (default $OUT or
 # ./gpu-out).
-#   tools/gpu/run.sh [build|test|bench|e2e|hf|tp|all] [ctest -R pattern]
+#   tools/gpu/run.sh [build|test|bench|e2e|hf|tp|sep|all] [ctest -R pattern]
 # (hf: the CUDA backend against transformers, tools/gpu/hf_compare.sh)
 #   tools/gpu/run.sh tp ["1 2 4"]: the tensor-parallel benchmark
 #   (tools/gpu/bench_tp.sh, llama3-8b) at those TP counts.
+#   tools/gpu/run.sh sep ["256/2 512/0"]: prefill/decode separation
+#   (tools/gpu/prefill_sep.sh) at those prefill budgets (B/K: see there).
 # NCCL (tensor parallelism) comes from the CUDA toolkit when it has
 # nccl.h, else from the Python wheel nvidia-nccl-cu13 (O1_NCCL_ROOT); the
 # configure log's "o1d:" line says which.
@@ -105,6 +107,7 @@ case "$what" in
   e2e) build && tools/gpu/e2e.sh "$out" ;;
   hf) build && tools/gpu/hf_compare.sh "$out" ;;
   tp) build && tools/gpu/bench_tp.sh "$out" $pattern ;;
+  sep) build && tools/gpu/prefill_sep.sh "$out" $pattern ;;
   all) build && { run_tests; rc=$?; run_bench; exit $rc; } ;;
-  *) echo "usage: $0 [build|test|bench|e2e|hf|tp|all] [pattern | TP counts]"; exit 2 ;;
+  *) echo "usage: $0 [build|test|bench|e2e|hf|tp|sep|all] [pattern | TP counts | budgets]"; exit 2 ;;
 esac

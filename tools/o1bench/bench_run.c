@@ -4,6 +4,7 @@
  *               [--connections K] [--cold]
  *               [--prompt-tokens P | --prompt TEXT] [--temperature T]
  *               [--seed S] [--chat] [--confidence] [--refine N] [--json]
+ *               [--long L [--long-tokens P] [--long-after-ms T]]
  *
  * C streams run a closed loop: take the next of the N requests, submit
  * it, stream it to its FINAL, repeat. By default each stream has its own
@@ -28,6 +29,11 @@
  * --confidence asks for per-token logprob and entropy; --refine N (with
  * --chat) asks for N refinement rounds and adds the prompt tokens, those
  * the prefix cache served and the rounds run, summed over the FINALs.
+ * --long L: once every stream decodes, L cold prompts of P words (default
+ * 8192) arrive at once (bench_long.h); the streams' inter-token samples
+ * are also reported before they arrive (itl_before) and while they
+ * prefill, until each has its first token (itl_during), with their TTFT
+ * (long_ttft). Give the streams enough --max-tokens to outlast them.
  *
  * Invariants: each request index is taken by exactly one thread (atomic
  * counter); a thread writes only its own samples; the main thread reads
@@ -40,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_long.h"
 #include "o1/client.h"
 #include "o1bench.h"
 
@@ -52,6 +59,7 @@ struct run_args {
 	unsigned long long seed;
 	long refine;
 	int chat, json, confidence, cold;
+	long long_n, long_words, long_after_ms; /* --long */
 };
 
 /* One stream's samples, in ns. */
@@ -74,8 +82,11 @@ struct worker {
 	const char *prompt;
 	atomic_long *next;
 	atomic_long *inflight, *peak; /* over every worker */
+	atomic_long *first_tokens;    /* streams' first tokens, all workers */
+	const struct o1bench_long *lp; /* --long, else NULL */
 	pthread_t thread;
 	struct samples ttft, itl, e2e;
+	struct samples itl_phase[2]; /* --long: before, during */
 	uint64_t tokens, prompt_tokens, cached_tokens, rounds;
 	long done, errors;
 	char first_error[160];
@@ -134,7 +145,10 @@ static void run_usage(FILE *f)
 		"--chat applies the chat template;\n--confidence asks for "
 		"per-token logprob and entropy; --refine N (with --chat)\n"
 		"asks for N self-refinement rounds and reports prompt, "
-		"cached tokens and rounds.\n");
+		"cached tokens and rounds.\n--long L: L cold prompts of "
+		"--long-tokens P words (8192) arrive at once --long-after-ms "
+		"T\n(1000) after every stream decodes; adds the streams' "
+		"itl_before/itl_during\nand the long prompts' long_ttft.\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -173,6 +187,12 @@ static int parse_value(struct run_args *a, const char *opt, const char *v)
 		return parse_long(opt, v, 1, 1 << 20, &a->prompt_tokens);
 	else if (!strcmp(opt, "--refine"))
 		return parse_long(opt, v, 0, 16, &a->refine);
+	else if (!strcmp(opt, "--long"))
+		return parse_long(opt, v, 1, 1024, &a->long_n);
+	else if (!strcmp(opt, "--long-tokens"))
+		return parse_long(opt, v, 1, 1 << 20, &a->long_words);
+	else if (!strcmp(opt, "--long-after-ms"))
+		return parse_long(opt, v, 0, 3600000, &a->long_after_ms);
 	else if (!strcmp(opt, "--seed")) {
 		if (parse_long(opt, v, 0, 1L << 62, &x))
 			return -EINVAL;
@@ -245,6 +265,15 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 		fprintf(stderr, "o1bench run: --refine needs --chat\n");
 		return -EINVAL;
 	}
+	if ((a->long_words || a->long_after_ms >= 0) && !a->long_n) {
+		fprintf(stderr, "o1bench run: --long-tokens and "
+				"--long-after-ms need --long\n");
+		return -EINVAL;
+	}
+	if (!a->long_words)
+		a->long_words = 8192;
+	if (a->long_after_ms < 0)
+		a->long_after_ms = 1000;
 	return 0;
 }
 
@@ -280,13 +309,19 @@ static void on_token(struct worker *w, struct stream *st,
 		     const struct o1_event *ev)
 {
 	uint64_t t = now_ns();
+	int phase = w->lp ? o1bench_long_phase(w->lp) : O1BENCH_LONG_AFTER;
 
-	if (!st->got)
+	if (!st->got) {
 		w->failed |= samples_add(&w->ttft, t - st->t_submit);
-	else
-		for (uint32_t i = 0; i < ev->n_ids; i++)
-			w->failed |=
-			    samples_add(&w->itl, (t - st->t_prev) / ev->n_ids);
+		atomic_fetch_add(w->first_tokens, 1);
+	}
+	for (uint32_t i = 0; st->got && i < ev->n_ids; i++) {
+		uint64_t gap = (t - st->t_prev) / ev->n_ids;
+
+		w->failed |= samples_add(&w->itl, gap);
+		if (phase != O1BENCH_LONG_AFTER)
+			w->failed |= samples_add(&w->itl_phase[phase], gap);
+	}
 	st->got += ev->n_ids;
 	st->t_prev = t;
 }
@@ -449,8 +484,11 @@ static double pct_ms(const struct samples *s, int q)
 
 struct totals {
 	struct samples ttft, itl, e2e;
+	struct samples itl_phase[2]; /* --long: before, during */
+	struct samples long_ttft;
 	uint64_t tokens, prompt_tokens, cached_tokens, rounds;
 	long done, errors, peak_inflight;
+	long long_done; /* --long prompts that got their FINAL */
 	double wall_s;
 	const char *first_error;
 };
@@ -478,6 +516,30 @@ static void print_dist(const struct run_args *a, const char *name,
 	}
 }
 
+/* --long: the streams' token interval before the long prompts came and
+ * while they prefilled (sample counts with them), their TTFT. */
+static void print_long(const struct run_args *a, struct totals *t, int *first)
+{
+	static const char *const name[2] = {"itl_before", "itl_during"};
+	char key[64];
+
+	for (int k = 0; k < 2; k++) {
+		samples_sort(&t->itl_phase[k]);
+		snprintf(key, sizeof(key), "%s_n", name[k]);
+		print_metric(a, key, (double)t->itl_phase[k].n, 0, first);
+		snprintf(key, sizeof(key), "%s_ms", name[k]);
+		print_dist(a, key, &t->itl_phase[k], first);
+	}
+	samples_sort(&t->long_ttft);
+	print_metric(a, "long_requests", (double)a->long_n, 0, first);
+	print_metric(a, "long_completed", (double)t->long_done, 0, first);
+	print_dist(a, "long_ttft_ms", &t->long_ttft, first);
+	print_metric(a, "long_ttft_max_ms",
+		     t->long_ttft.n ? t->long_ttft.v[t->long_ttft.n - 1] / 1e6
+				    : 0,
+		     4, first);
+}
+
 static void print_totals(const struct run_args *a, struct totals *t)
 {
 	int first = 1;
@@ -498,6 +560,8 @@ static void print_totals(const struct run_args *a, struct totals *t)
 	print_dist(a, "ttft_ms", &t->ttft, &first);
 	print_dist(a, "itl_ms", &t->itl, &first);
 	print_dist(a, "e2e_ms", &t->e2e, &first);
+	if (a->long_n)
+		print_long(a, t, &first);
 	if (a->refine) {
 		print_metric(a, "prompt_tokens", (double)t->prompt_tokens, 0,
 			     &first);
@@ -519,7 +583,10 @@ static int collect(struct worker *w, long n, struct totals *t)
 	for (long i = 0; i < n; i++) {
 		err |= samples_merge(&t->ttft, &w[i].ttft) |
 		       samples_merge(&t->itl, &w[i].itl) |
-		       samples_merge(&t->e2e, &w[i].e2e) | w[i].failed;
+		       samples_merge(&t->e2e, &w[i].e2e) |
+		       samples_merge(&t->itl_phase[0], &w[i].itl_phase[0]) |
+		       samples_merge(&t->itl_phase[1], &w[i].itl_phase[1]) |
+		       w[i].failed;
 		t->tokens += w[i].tokens;
 		t->prompt_tokens += w[i].prompt_tokens;
 		t->cached_tokens += w[i].cached_tokens;
@@ -541,10 +608,15 @@ static void free_all(struct worker *w, long n, struct totals *t)
 		free(w[i].ttft.v);
 		free(w[i].itl.v);
 		free(w[i].e2e.v);
+		free(w[i].itl_phase[0].v);
+		free(w[i].itl_phase[1].v);
 	}
 	free(t->ttft.v);
 	free(t->itl.v);
 	free(t->e2e.v);
+	free(t->itl_phase[0].v);
+	free(t->itl_phase[1].v);
+	free(t->long_ttft.v);
 	free(w);
 }
 
@@ -561,17 +633,49 @@ static int make_streams(struct worker *w, const struct run_args *a, long i)
 	return 0;
 }
 
+/* --long's thread, waiting for every stream (or every request, when
+ * fewer) to decode; FIRST counts the streams' first tokens. */
+static int start_long(const struct run_args *a, struct o1bench_long *l,
+		      const atomic_long *first)
+{
+	*l = (struct o1bench_long){
+	    .socket = a->socket,
+	    .n = a->long_n,
+	    .words = a->long_words,
+	    .after_ms = a->long_after_ms,
+	    .first_tokens = first,
+	    .streams =
+		a->requests < a->concurrency ? a->requests : a->concurrency,
+	};
+	return a->long_n ? o1bench_long_start(l) : 0;
+}
+
+/* --long's results into T (after o1bench_long_join): its TTFT samples,
+ * its failures counted as errors (and the first described when the
+ * streams had none). */
+static int finish_long(struct o1bench_long *l, struct totals *t)
+{
+	int err = 0;
+
+	for (long i = 0; i < l->n_ttft && !err; i++)
+		err = samples_add(&t->long_ttft, l->ttft[i]);
+	t->long_done = l->done;
+	t->errors += l->errors + (l->n - l->done);
+	if (!t->first_error && l->first_error[0])
+		t->first_error = l->first_error;
+	return err;
+}
+
 static int run(const struct run_args *a, const char *prompt)
 {
 	struct worker *w = calloc((size_t)a->connections, sizeof(*w));
 	struct totals t = {0};
-	atomic_long next = 0, inflight = 0, peak = 0;
+	struct o1bench_long lp;
+	atomic_long next = 0, inflight = 0, peak = 0, first = 0;
 	uint64_t t0 = now_ns();
 	long started = 0;
-	int err = 0;
+	int err = w ? start_long(a, &lp, &first) : -ENOMEM;
 
-	if (!w)
-		return -ENOMEM;
 	for (long i = 0; i < a->connections && !err; i++)
 		err = make_streams(&w[i], a, i);
 	for (; started < a->connections && !err; started++) {
@@ -580,29 +684,38 @@ static int run(const struct run_args *a, const char *prompt)
 		w[started].next = &next;
 		w[started].inflight = &inflight;
 		w[started].peak = &peak;
+		w[started].first_tokens = &first;
+		w[started].lp = a->long_n ? &lp : NULL;
 		err = -pthread_create(&w[started].thread, NULL, worker_main,
 				      &w[started]);
 	}
-	if (err)
+	if (err && started)
 		started--;
 	for (long i = 0; i < started; i++)
 		pthread_join(w[i].thread, NULL);
+	if (a->long_n)
+		o1bench_long_join(&lp);
 	t.wall_s = (now_ns() - t0) / 1e9;
 	t.peak_inflight = atomic_load(&peak);
 	if (!err)
 		err = collect(w, started, &t);
+	if (!err && a->long_n)
+		err = finish_long(&lp, &t);
 	if (!err) {
 		t.errors += a->requests - t.done;
 		print_totals(a, &t);
 		err = t.errors ? 1 : 0;
 	}
-	free_all(w, a->connections, &t);
+	if (w)
+		free_all(w, a->connections, &t);
+	if (a->long_n)
+		o1bench_long_fini(&lp);
 	return err;
 }
 
 int o1bench_cmd_run(int argc, char **argv)
 {
-	struct run_args a = {0};
+	struct run_args a = {.long_after_ms = -1};
 	char *prompt;
 	int err;
 

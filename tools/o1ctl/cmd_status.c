@@ -1,6 +1,6 @@
-/* o1ctl status: the daemon's model, backend, KV pages, queue, clients
- * and, with CUDA graphs, their replays and fallbacks (admin op
- * "status"). */
+/* o1ctl status: the daemon's model, its weight bytes by type, backend, KV
+ * pages, queue, clients and, with CUDA graphs, their replays and fallbacks
+ * (admin op "status"). */
 #include <stdio.h>
 
 #include "o1ctl.h"
@@ -38,8 +38,11 @@ static void print(const cJSON *r)
 {
 	const cJSON *kv = cJSON_GetObjectItemCaseSensitive(r, "kv");
 
-	printf("model:      %s\nbackend:    %s\nuptime:     %.0f s%s\n",
-	       str(r, "model"), str(r, "backend"), num(r, "uptime_s"),
+	printf("model:      %s\n", str(r, "model"));
+	if (*str(r, "weights") && *str(r, "weights") != '?')
+		printf("weights:    %s\n", str(r, "weights"));
+	printf("backend:    %s\nuptime:     %.0f s%s\n", str(r, "backend"),
+	       num(r, "uptime_s"),
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "draining"))
 		   ? " (draining)"
 		   : "");

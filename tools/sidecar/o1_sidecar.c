@@ -35,7 +35,6 @@
 #include "metrics/metrics_writer.h"
 #include "sidecar_backend.h"
 #include "sidecar_http.h"
-#include "sidecar_vocab.h"
 
 struct args {
 	const char *daemon, *listen, *access_log;
@@ -219,7 +218,6 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 							   : cfg->ipc.socket;
 	struct o1_sidecar_backend *b = NULL;
 	struct o1_sidecar_http *h = NULL;
-	struct o1_sidecar_vocab *vocab = NULL;
 	char fallback[128], bound[160], shm[O1_CONFIG_PATH_MAX + 32];
 	sigset_t set;
 	int ret, sig;
@@ -237,13 +235,6 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* threads inherit it */
 	signal(SIGPIPE, SIG_IGN);
-	if (cfg->model.path[0] &&
-	    o1_sidecar_vocab_open(cfg->model.path,
-				  cfg->model.max_context_tokens, &vocab))
-		o1_warn("sidecar: no vocabulary from %s: top_logprobs "
-			"alternatives are named by id",
-			cfg->model.path);
-	o.vocab = vocab;
 	ret = o1_sidecar_backend_create(sock, cfg->sidecar.max_concurrent,
 					cfg->model.max_context_tokens, &b);
 	if (!ret)
@@ -257,7 +248,6 @@ static int serve(const struct o1_config *cfg, const struct args *a, FILE *log)
 out:
 	o1_sidecar_http_stop(h);
 	o1_sidecar_backend_destroy(b);
-	o1_sidecar_vocab_close(vocab);
 	return ret;
 }
 

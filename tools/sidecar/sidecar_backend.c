@@ -188,8 +188,11 @@ static void fill_opts(const struct o1_sidecar_request *r,
 	o->n_stop_strings = r->n_stop;
 	o->flags = r->kind == O1_SIDECAR_CHAT ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS;
 	o->refine_steps = r->refine_steps;
-	if (r->grammar) { /* response_format, as grammar text */
-		o->grammar_type = O1_GRAMMAR_TYPE_TEXT;
+	if (r->chat_json)
+		o->flags |= O1_FLAG_CHAT_JSON;
+	if (r->grammar) { /* response_format as grammar text, or tools */
+		o->grammar_type =
+		    r->grammar_type ? r->grammar_type : O1_GRAMMAR_TYPE_TEXT;
 		o->grammar = r->grammar;
 		o->grammar_len = r->grammar_len;
 	}

@@ -250,7 +250,9 @@ static int step(struct run *r)
 	ret = o1_sidecar_out_add(&r->out, &ev);
 	if (ret || ev.type == O1_EVENT_FINAL)
 		return ret ? ret : finish_stream(r, 0);
-	if (ev.type != O1_EVENT_TOKEN)
+	/* with tools, text that may start a call is held to the FINAL */
+	if (ev.type != O1_EVENT_TOKEN ||
+	    !o1_sidecar_chunk_due(&r->out, r->first_chunk))
 		return 0;
 	ret = o1_sidecar_chunk_sse(&r->out, r->first_chunk, &s);
 	r->first_chunk = false;
@@ -340,7 +342,9 @@ static const char *refused_param(const struct run *r)
 	if (!strcmp(f, "stop_ids"))
 		return "stop";
 	if (!strcmp(f, "grammar"))
-		return "response_format";
+		return r->req.grammar_type == O1_GRAMMAR_TYPE_TOOL_CALL
+			   ? "tools"
+			   : "response_format";
 	return f; /* max_tokens, top_k */
 }
 
@@ -353,6 +357,16 @@ static enum MHD_Result fail_refused(struct run *r, int err)
 
 	snprintf(detail, sizeof(detail), "%s", o1_last_error());
 	return fail_param(r->c, err, detail, refused_param(r));
+}
+
+/* How o1d's model writes tool calls (its welcome's, through the handle
+ * the request runs on). */
+static uint32_t tool_format(struct run *r)
+{
+	struct o1_client_limits l = {.sz = sizeof(l)};
+
+	return r->gen.c && !o1_client_limits(r->gen.c, &l) ? l.tool_format
+							    : O1_TOOLS_NONE;
 }
 
 /* Parses, checks and submits; on success R runs. Else answers itself. */
@@ -415,10 +429,7 @@ enum MHD_Result o1_sidecar_generate(struct o1_sidecar_conn *c,
 	if (prepare(r, kind, &res))
 		goto out;
 	o1_sidecar_out_init(&r->out, &r->req, r->model);
-	if (c->h->o.vocab) {
-		r->out.name = o1_sidecar_vocab_text;
-		r->out.name_ctx = c->h->o.vocab;
-	}
+	r->out.tool_format = tool_format(r);
 	ret = next(r, &r->first);
 	r->have_first = ret == 1;
 	if (ret < 0) {

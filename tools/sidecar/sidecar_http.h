@@ -20,7 +20,6 @@
 #include <stdio.h>
 
 #include "sidecar_backend.h"
-#include "sidecar_vocab.h"
 
 struct o1_sidecar_http_opts {
 	const char *listen;	    /* "host:port" (port 0: any) or
@@ -37,7 +36,6 @@ struct o1_sidecar_http_opts {
 	uint32_t read_timeout_ms; /* head and body (sidecar_guard.h) */
 	uint32_t max_per_address; /* connections; 0: no cap */
 	FILE *access_log; /* borrowed; NULL: no access log */
-	const struct o1_sidecar_vocab *vocab; /* borrowed; may be NULL */
 };
 
 struct o1_sidecar_http;

@@ -16,6 +16,7 @@
 #include "sidecar_input.h"
 #include "sidecar_request.h"
 #include "sidecar_format.h"
+#include "sidecar_tools.h"
 
 #define MAX_TOKENS_LIMIT (1u << 24)
 #define PROMPT_IDS_MAX	 (1u << 24)
@@ -160,7 +161,7 @@ static int parse_messages(const cJSON *root, struct o1_sidecar_request *r,
 		while (k < 5 && cJSON_IsString(role) &&
 		       strcmp(role->valuestring, roles[k]))
 			k++;
-		if (k == 5)
+		if (k == 5 || !cJSON_IsString(role))
 			return bad(err, "messages",
 				   "message %d: 'role' must be one of system, "
 				   "developer, user, assistant, tool",
@@ -409,15 +410,13 @@ static int parse_refine(const cJSON *root, struct o1_sidecar_request *r,
  * format becomes grammar text that o1d enforces). */
 static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err)
 {
-	static const char *const names[] = {"tools", "tool_choice",
-					    "functions", "function_call",
-					    "parallel_tool_calls"};
+	static const char *const names[] = {"functions", "function_call"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (field(root, names[i]) &&
 		    !cJSON_IsNull(field(root, names[i])))
 			return bad(err, names[i],
-				   "'%s' is not supported by o1-sidecar yet "
-				   "(no tool calling); leave it out",
+				   "'%s' is deprecated and not supported: "
+				   "use 'tools' and 'tool_choice'",
 				   names[i]);
 	return 0;
 }
@@ -453,6 +452,8 @@ static int parse_root(const cJSON *root, struct o1_sidecar_request *r,
 		ret = parse_unsupported(root, err);
 	if (!ret)
 		ret = o1_sidecar_format_parse(root, r, err);
+	if (!ret)
+		ret = o1_sidecar_tools_parse(root, r, err);
 	return ret;
 }
 
@@ -491,5 +492,6 @@ void o1_sidecar_request_fini(struct o1_sidecar_request *req)
 	for (size_t i = 0; i < req->n_stop; i++)
 		free(req->stop[i]);
 	free(req->grammar);
+	free(req->tools);
 	memset(req, 0, sizeof(*req));
 }

@@ -4,7 +4,8 @@
  * The parser trusts nothing: any body (not JSON, wrong types, values out of
  * range, NUL bytes inside strings) gives -EINVAL with an OpenAI-style
  * message and the offending parameter's name, never a crash. Unknown
- * fields are ignored, as OpenAI's own server mostly does. */
+ * fields are ignored, as OpenAI's own server mostly does. Tool calling is
+ * read by sidecar_tools.c. */
 #ifndef O1_SIDECAR_REQUEST_H
 #define O1_SIDECAR_REQUEST_H
 
@@ -49,6 +50,14 @@ struct o1_sidecar_request {
 	char *grammar; /* response_format as grammar text (sidecar_format.h),
 			* NULL for none; owned; o1d enforces it */
 	size_t grammar_len;
+	/* enum o1_grammar_type of grammar: 0 is grammar text; a tool-call
+	 * grammar's bytes are the tools it may call (sidecar_tools.h) */
+	uint32_t grammar_type;
+	/* tool calling (sidecar_tools.h): the prompt is the JSON chat
+	 * request; tools (owned, compact JSON; NULL: none, or tool_choice
+	 * "none") are what calls are read back against */
+	bool chat_json;
+	char *tools;
 };
 
 /* Error detail of a refused body: OpenAI's "message" and "param" (the

@@ -29,10 +29,18 @@ void o1_sidecar_out_init(struct o1_sidecar_out *out,
 	out->n_top = req->top_logprobs;
 	out->refine = req->refine_steps > 0;
 	out->include_usage = req->include_usage;
+	out->tools = req->tools;
 	o1_trace_init(&out->trace);
 	snprintf(out->id, sizeof(out->id), "%s-%llx%09lx%llx",
 		 req->kind == O1_SIDECAR_CHAT ? "chatcmpl" : "cmpl",
 		 (long long)ts.tv_sec, (long)ts.tv_nsec, ++seq);
+}
+
+static void token_free(struct o1_sidecar_token *t)
+{
+	free(t->text);
+	for (uint32_t i = 0; i < O1_SIDECAR_MAX_TOP_LOGPROBS; i++)
+		free(t->top_text[i]);
 }
 
 void o1_sidecar_out_fini(struct o1_sidecar_out *out)
@@ -40,8 +48,9 @@ void o1_sidecar_out_fini(struct o1_sidecar_out *out)
 	if (!out)
 		return;
 	for (size_t i = 0; i < out->n_tok; i++)
-		free(out->tok[i].text);
+		token_free(&out->tok[i]);
 	free(out->tok);
+	o1_tool_calls_fini(&out->calls);
 	free(out->text);
 	o1_trace_free(&out->trace);
 	memset(out, 0, sizeof(*out));
@@ -148,11 +157,55 @@ static void add_top(struct o1_sidecar_out *out, const struct o1_event *ev)
 	}
 }
 
+/* The alternatives' bytes (o1d's TOP_TEXT) for the token at position. */
+static int add_top_text(struct o1_sidecar_out *out, const struct o1_event *ev)
+{
+	struct o1_sidecar_token *t;
+
+	if (ev->position < out->round_base ||
+	    ev->position - out->round_base >= out->n_tok)
+		return 0;
+	t = &out->tok[ev->position - out->round_base];
+	for (uint32_t i = 0; i < ev->n_top && i < 20; i++) {
+		uint32_t k = ev->top_first + i;
+
+		if (k >= O1_SIDECAR_MAX_TOP_LOGPROBS || t->top_text[k])
+			continue;
+		t->top_text[k] = malloc((size_t)ev->top_len[i] + 1);
+		if (!t->top_text[k])
+			return -ENOMEM;
+		memcpy(t->top_text[k], ev->top_text + ev->top_off[i],
+		       ev->top_len[i]);
+		t->top_text[k][ev->top_len[i]] = 0;
+		t->top_len[k] = ev->top_len[i];
+	}
+	return 0;
+}
+
+/* With tools: the answer read back as tool calls in the daemon's format;
+ * any call makes the finish reason "tool_calls". */
+static int read_calls(struct o1_sidecar_out *out)
+{
+	cJSON *tools;
+	int ret;
+
+	if (!out->tools || out->kind != O1_SIDECAR_CHAT)
+		return 0;
+	tools = cJSON_Parse(out->tools);
+	ret = o1_tool_calls_parse((enum o1_tool_format)out->tool_format,
+				  out->text ? out->text : "", out->len, tools,
+				  &out->calls);
+	cJSON_Delete(tools);
+	if (!ret && out->calls.n)
+		out->finish = "tool_calls";
+	return ret;
+}
+
 /* A round that is not the last ended: what follows is the next answer. */
 static void next_round(struct o1_sidecar_out *out)
 {
 	for (size_t i = 0; i < out->n_tok; i++)
-		free(out->tok[i].text);
+		token_free(&out->tok[i]);
 	out->n_tok = out->sent_tok = 0;
 	out->len = out->sent_len = 0;
 	if (out->text)
@@ -182,6 +235,8 @@ int o1_sidecar_out_add(struct o1_sidecar_out *out, const struct o1_event *ev)
 	case O1_EVENT_LOGPROBS:
 		add_top(out, ev);
 		return 0;
+	case O1_EVENT_TOP_TEXT:
+		return add_top_text(out, ev);
 	case O1_EVENT_ROUND:
 		if (!out->refine)
 			return 0;
@@ -194,7 +249,7 @@ int o1_sidecar_out_add(struct o1_sidecar_out *out, const struct o1_event *ev)
 		return 0;
 	case O1_EVENT_FINAL:
 		add_final(out, ev);
-		return 0;
+		return read_calls(out);
 	default:
 		return 0;
 	}
@@ -230,12 +285,18 @@ int o1_sidecar_error_json(const char *message, const char *type,
 	return print(root, json);
 }
 
-/* The name an alternative is shown under: the token's own text when it
- * is the sampled one, else the vocabulary's, else "<id>". */
+/* The name an alternative is shown under: its bytes as o1d sent them
+ * (made UTF-8: a piece may be part of a character; "bytes" has them
+ * raw), else the token's own text when it is the sampled one, else the
+ * naming callback's (none in the sidecar now), else "<id>". */
 static const char *top_name(const struct o1_sidecar_out *out,
 			    const struct o1_sidecar_token *t, uint32_t i,
 			    char *buf, size_t cap)
 {
+	if (t->top_text[i]) {
+		o1_sidecar_utf8_clean(t->top_text[i], buf, cap);
+		return buf;
+	}
 	if (t->top_ids[i] == t->id)
 		return t->text;
 	if (out->name && out->name(out->name_ctx, t->top_ids[i], buf, cap) >= 0)
@@ -277,8 +338,11 @@ static cJSON *chat_logprobs(const struct o1_sidecar_out *out, size_t from,
 			cJSON_AddStringToObject(a, "token", name);
 			cJSON_AddNumberToObject(a, "logprob",
 						t->top_logprobs[i]);
-			cJSON_AddItemToObject(a, "bytes",
-					      bytes_of(name, strlen(name)));
+			cJSON_AddItemToObject(
+			    a, "bytes",
+			    t->top_text[i]
+				? bytes_of(t->top_text[i], t->top_len[i])
+				: bytes_of(name, strlen(name)));
 			cJSON_AddItemToArray(tops, a);
 		}
 		cJSON_AddItemToObject(e, "top_logprobs", tops);
@@ -403,6 +467,45 @@ static cJSON *head(const struct o1_sidecar_out *out, bool chunk)
 	return root;
 }
 
+/* The calls read back, as message.tool_calls (a chunk's delta: with
+ * their index, all of a call in one delta); the text around them is the
+ * content (null when there is none, as OpenAI sends it; a stream sent
+ * the text before the first call as content deltas already). */
+static void add_calls(const struct o1_sidecar_out *out, cJSON *msg,
+		      bool chunk)
+{
+	cJSON *a;
+
+	if (chunk)
+		; /* what came before the calls streamed as content */
+	else if (out->calls.content && out->calls.content[0])
+		cJSON_AddStringToObject(msg, "content", out->calls.content);
+	else
+		cJSON_AddNullToObject(msg, "content");
+	a = cJSON_AddArrayToObject(msg, "tool_calls");
+	for (size_t i = 0; i < out->calls.n; i++) {
+		const struct o1_tool_call *tc = &out->calls.calls[i];
+		cJSON *c = cJSON_CreateObject(), *f;
+		char id[80];
+
+		if (tc->id)
+			snprintf(id, sizeof(id), "%.70s", tc->id);
+		else
+			snprintf(id, sizeof(id), "call_%.48s_%zu",
+				 strchr(out->id, '-') ? strchr(out->id, '-') + 1
+						      : out->id,
+				 i);
+		if (chunk)
+			cJSON_AddNumberToObject(c, "index", (double)i);
+		cJSON_AddStringToObject(c, "id", id);
+		cJSON_AddStringToObject(c, "type", "function");
+		f = cJSON_AddObjectToObject(c, "function");
+		cJSON_AddStringToObject(f, "name", tc->name);
+		cJSON_AddStringToObject(f, "arguments", tc->arguments);
+		cJSON_AddItemToArray(a, c);
+	}
+}
+
 /* One choice carrying TEXT (N bytes) and tokens [FROM, TO). */
 static cJSON *choice(const struct o1_sidecar_out *out, const char *text,
 		     size_t n, size_t from, size_t to, bool chunk, bool first)
@@ -415,7 +518,10 @@ static cJSON *choice(const struct o1_sidecar_out *out, const char *text,
 		msg = cJSON_AddObjectToObject(c, chunk ? "delta" : "message");
 		if (!chunk || first)
 			cJSON_AddStringToObject(msg, "role", "assistant");
-		cJSON_AddStringToObject(msg, "content", s ? s : "");
+		if (out->calls.n)
+			add_calls(out, msg, chunk);
+		else
+			cJSON_AddStringToObject(msg, "content", s ? s : "");
 	} else {
 		cJSON_AddStringToObject(c, "text", s ? s : "");
 	}
@@ -483,10 +589,75 @@ static int sse(cJSON *root, char **out)
 	return ret;
 }
 
+/* Bytes of S (N) before where a tool call starting with MARK may begin:
+ * its first occurrence, else the longest end of S that starts it. */
+static size_t before_mark(const char *s, size_t n, const char *mark)
+{
+	size_t m = strlen(mark);
+	const char *at = memmem(s, n, mark, m);
+
+	if (at)
+		return (size_t)(at - s);
+	for (size_t k = m - 1; k > 0; k--)
+		if (k <= n && !memcmp(s + n - k, mark, k))
+			return n - k;
+	return n;
+}
+
+/* With tools, how much of the answer may stream as content before the
+ * FINAL: the text before anything that may start a call in the model's
+ * format (Llama 3's calls are the whole answer: one starting with '{' or
+ * <|python_tag|> is held whole). The rest waits for the read-back. */
+static size_t tool_safe(const struct o1_sidecar_out *out)
+{
+	static const char tag[] = "<|python_tag|>";
+	const char *s = out->text ? out->text : "";
+	size_t n = out->len, lead = 0, a, b;
+
+	switch (out->tool_format) {
+	case O1_TOOLS_HERMES:
+		return before_mark(s, n, "<tool_call>");
+	case O1_TOOLS_XML:
+		a = before_mark(s, n, "<tool_call>");
+		b = before_mark(s, n, "<function=");
+		return a < b ? a : b;
+	case O1_TOOLS_MISTRAL:
+		return before_mark(s, n, "[TOOL_CALLS]");
+	case O1_TOOLS_LLAMA3_JSON:
+		while (lead < n && (s[lead] == ' ' || s[lead] == '\t' ||
+				    s[lead] == '\n' || s[lead] == '\r'))
+			lead++;
+		if (lead == n || s[lead] == '{' ||
+		    !strncmp(s + lead, tag,
+			     n - lead < sizeof(tag) - 1 ? n - lead
+							: sizeof(tag) - 1))
+			return 0;
+		return n;
+	default:
+		return n;
+	}
+}
+
+bool o1_sidecar_chunk_due(const struct o1_sidecar_out *out, bool first)
+{
+	return first || out->finish || !out->tools ||
+	       tool_safe(out) > out->sent_len;
+}
+
 int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first, char **sse_out)
 {
 	size_t end =
 	    out->finish ? out->len : whole(out->text, out->sent_len, out->len);
+
+	if (out->tools && !out->finish) {
+		size_t safe = tool_safe(out);
+
+		end = safe < out->sent_len ? out->sent_len
+		      : safe < end	   ? whole(out->text, out->sent_len, safe)
+					   : end;
+	}
+	if (out->calls.n) /* the content before the calls went already */
+		end = out->sent_len;
 	cJSON *root = head(out, true);
 	cJSON *choices = cJSON_AddArrayToObject(root, "choices");
 	size_t to = out->n_tok;

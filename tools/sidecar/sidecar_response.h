@@ -20,6 +20,7 @@
 #include <o1/client.h>
 
 #include "sidecar_request.h"
+#include "tokenizer/tool_call.h"
 
 struct o1_sidecar_token {
 	char *text; /* owned; the event text that came with the id */
@@ -29,6 +30,10 @@ struct o1_sidecar_token {
 	uint32_t n_top;
 	uint32_t top_ids[O1_SIDECAR_MAX_TOP_LOGPROBS];
 	float top_logprobs[O1_SIDECAR_MAX_TOP_LOGPROBS];
+	/* the alternatives' bytes from o1d (TOP_TEXT), owned; NULL until
+	 * they came */
+	char *top_text[O1_SIDECAR_MAX_TOP_LOGPROBS];
+	uint8_t top_len[O1_SIDECAR_MAX_TOP_LOGPROBS];
 };
 
 struct o1_sidecar_out {
@@ -44,8 +49,8 @@ struct o1_sidecar_out {
 	size_t n_tok, cap_tok;
 	size_t sent_len, sent_tok; /* what chunks carried so far */
 	const char *finish;	   /* static; NULL until the FINAL */
-	/* names top_logprobs alternatives (o1_sidecar_vocab_text); NULL:
-	 * "<id>" unless it is the sampled token */
+	/* names top_logprobs alternatives o1d sent no text for (a stream
+	 * without text); NULL: "<id>" unless it is the sampled token */
 	int (*name)(const void *ctx, uint32_t id, char *buf, size_t cap);
 	const void *name_ctx;
 	uint32_t prompt_tokens, completion_tokens;
@@ -59,6 +64,14 @@ struct o1_sidecar_out {
 	uint32_t round_base; /* tokens generated before it (LOGPROBS
 			      * positions count from the first round) */
 	struct o1_trace trace;
+	/* tool calling: with tools (borrowed JSON, NULL: none) the answer
+	 * is read back at the FINAL in tool_format's format (the daemon's,
+	 * enum o1_tool_format_type); calls found make the message's
+	 * tool_calls and finish_reason "tool_calls". Streamed, text streams
+	 * as content up to where a call may start, the rest is held */
+	const char *tools;
+	uint32_t tool_format;
+	struct o1_tool_calls calls;
 };
 
 /* Prepares OUT for a request of REQ's kind served as MODEL (borrowed). */
@@ -66,8 +79,9 @@ void o1_sidecar_out_init(struct o1_sidecar_out *out,
 			 const struct o1_sidecar_request *req,
 			 const char *model);
 void o1_sidecar_out_fini(struct o1_sidecar_out *out);
-/* Adds a TOKEN, LOGPROBS, ROUND or FINAL event. Returns 0, -ENOMEM or
- * -EPROTO (refinement events out of order). */
+/* Adds a TOKEN, LOGPROBS, TOP_TEXT, ROUND or FINAL event (a FINAL reads
+ * tool calls back when tools are set). Returns 0, -ENOMEM or -EPROTO
+ * (refinement events out of order). */
 int o1_sidecar_out_add(struct o1_sidecar_out *out, const struct o1_event *ev);
 /* OpenAI's finish_reason for a daemon finish code. */
 const char *o1_sidecar_finish_name(enum o1_finish f);
@@ -81,6 +95,10 @@ int o1_sidecar_error_json(const char *message, const char *type,
 			  const char *param, const char *code, char **json);
 /* The whole non-streaming response. */
 int o1_sidecar_full_json(const struct o1_sidecar_out *out, char **json);
+/* Whether a chunk has anything to carry now: with tools, text that may
+ * start a call is held until the FINAL reads it back (FIRST: the role
+ * chunk is always due). */
+bool o1_sidecar_chunk_due(const struct o1_sidecar_out *out, bool first);
 /* One SSE event with what arrived since the last chunk (first: the
  * assistant role for chat; with the finish reason and "o1_confidence" once
  * finished), and marks it sent. Refinement chunks carry "o1_round"; the

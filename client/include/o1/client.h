@@ -96,6 +96,14 @@ enum o1_submit_flag {
 	 * carries one id, O1_TOKEN_HAS_DEVICE and dev_seq. Without an area
 	 * the request gets one FINAL with error O1_CLIENT_E_NO_DEVOUT. */
 	O1_FLAG_DEVICE_LOGITS = 1u << 5,
+	/* since 0.6 (wire protocol 6): with O1_FLAG_CHAT, text is a chat
+	 * request as JSON, {"messages": [...], "tools": [...]?,
+	 * "tool_choice": ...?} as OpenAI's chat API takes them (assistant
+	 * messages with tool_calls, role "tool" messages included); the
+	 * model's template renders them with its tools. A request o1d
+	 * refuses (malformed, over 64 messages or 128 tools) gets a FINAL
+	 * with error -O1_E_FORMAT (-10001) or -O1_E_BOUNDS (-10004). */
+	O1_FLAG_CHAT_JSON = 1u << 7,
 };
 
 /* The error a request or o1_client_device_output gets when the daemon has
@@ -155,6 +163,21 @@ enum o1_grammar_type {
 	O1_GRAMMAR_TYPE_TEXT = 1,	 /* grammar text (GBNF-like) */
 	O1_GRAMMAR_TYPE_JSON_SCHEMA = 2, /* a JSON Schema, as JSON text */
 	O1_GRAMMAR_TYPE_JSON_OBJECT = 3, /* any JSON object; no bytes */
+	/* since 0.6: grammar is a JSON list of OpenAI tools; the output is
+	 * a call of one of them in the model's tool-call format (see
+	 * o1_client_limits' tool_format), its arguments valid for the
+	 * tool's parameters schema: tool_choice "required" (all the
+	 * tools) or a named function (that one alone) */
+	O1_GRAMMAR_TYPE_TOOL_CALL = 4,
+};
+
+/* How the model writes tool calls (o1_client_limits' tool_format). */
+enum o1_tool_format_type {
+	O1_TOOLS_NONE = 0,	  /* its template knows no tools */
+	O1_TOOLS_HERMES = 1,	  /* <tool_call>{"name", "arguments"}</tool_call> */
+	O1_TOOLS_XML = 2,	  /* <function=NAME><parameter=P>...</function> */
+	O1_TOOLS_LLAMA3_JSON = 3, /* {"name", "parameters"} */
+	O1_TOOLS_MISTRAL = 4,	  /* [TOOL_CALLS][{"name", "arguments"}] */
 };
 
 /* A request's grammar was refused, or allowed no token of the model's
@@ -196,6 +219,9 @@ enum o1_event_type {
 	O1_EVENT_PONG = 4,
 	O1_EVENT_LOGPROBS = 5, /* top alternatives of one generated token */
 	O1_EVENT_ROUND = 6,    /* one refinement round ended (since 0.2) */
+	/* the bytes of LOGPROBS alternatives (since 0.6): after a token's
+	 * LOGPROBS events, when the request streams text */
+	O1_EVENT_TOP_TEXT = 7,
 };
 
 enum o1_finish {
@@ -252,6 +278,15 @@ struct o1_event {
 	 * the row holding ids[0]'s logits in the device output area (row
 	 * dev_seq % rows); libo1client-cuda turns it into a device pointer */
 	uint32_t dev_seq;
+	/* since 0.6. TOP_TEXT (at position): alternative top_first + i (of
+	 * the LOGPROBS events' order), for i < n_top, is the token's piece
+	 * top_len[i] bytes at top_text + top_off[i] (raw bytes: a piece may
+	 * be part of a UTF-8 character), cut short when top_cut[i] */
+	uint32_t top_first;
+	uint8_t top_off[20];
+	uint8_t top_len[20];
+	uint8_t top_cut[20];
+	char top_text[112];
 };
 
 /* Connects and maps the region; *out is yours until o1_client_close. */
@@ -289,6 +324,9 @@ struct o1_client_limits {
 	/* since 0.5: grammar bytes per request; 0: the daemon takes no
 	 * grammars (a model without a tokenizer, or switched off) */
 	uint32_t max_grammar_bytes;
+	/* since 0.6: how the model writes tool calls (enum
+	 * o1_tool_format_type), for reading them back from answers */
+	uint32_t tool_format;
 };
 
 /* Fills *out (set out->sz). Returns 0, -EINVAL or -ECONNRESET. */

@@ -432,12 +432,19 @@ static void test_logprobs(void **state)
 		assert_true(num(top, "1.logprob") >= num(top, "2.logprob"));
 		assert_true(fabs(num(top, "0.logprob") - lp) < 1e-4);
 		assert_string_equal(str(top, "0.token"), str(t, "token"));
-		for (int k = 1; k < 3; k++) { /* named from the vocabulary */
+		for (int k = 1; k < 3; k++) { /* named by o1d's TOP_TEXT */
 			char name[16];
+			const char *v;
+			size_t n;
 
 			snprintf(name, sizeof(name), "%d.token", k);
-			assert_true(strspn(str(top, name), "<0123456789>") <
-				    strlen(str(top, name)));
+			v = str(top, name);
+			n = strlen(v);
+			/* not the "<id>" stand-in */
+			assert_false(n > 2 && v[0] == '<' && v[n - 1] == '>' &&
+				     strspn(v + 1, "0123456789") == n - 2);
+			snprintf(name, sizeof(name), "%d.bytes", k);
+			assert_true(cJSON_GetArraySize(get(top, name)) > 0);
 		}
 	}
 	cJSON_Delete(j);

@@ -11,7 +11,10 @@
  * 400 (context_length_exceeded on messages), sent once, and no violation
  * in o1d; response_format json_schema answers (strict, whole and
  * streamed) parse and fit their schema, and an unsupported keyword is a
- * 400 naming it. */
+ * 400 naming it; tool calls (o1d on a Hermes-style template): a forced
+ * call fits its schema, whole and through the SDK's stream helper,
+ * runTools runs a named function and sends the call and its result back,
+ * and top_logprobs carry o1d's token text. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -134,6 +137,9 @@ static void test_openai_client(void **state)
 	assert_non_null(
 	    strstr(out, "ok   json_schema stream: the deltas join to a "
 			"fitting document"));
+	assert_non_null(strstr(out, "ok   tools stream: the SDK assembles"));
+	assert_non_null(strstr(out, "ok   runTools: the call and its result"));
+	assert_non_null(strstr(out, "ok   top_logprobs: o1d names every"));
 	assert_null(strstr(out, "FAIL"));
 	/* the refused prompt was the client's mistake, not o1d's failure */
 	assert_false(log_has(daemon_p.log, "violation"));
@@ -142,6 +148,9 @@ static void test_openai_client(void **state)
 static int setup(void **state)
 {
 	(void)state;
+	/* a template that knows tools (ChatML without them, as the demo's) */
+	daemon_sets[0] = "model.chat_template=" O1_SOURCE_DIR
+			 "/tests/tools/sidecar/data/hermes_tools.jinja";
 	if (harness_setup(o1d_bin, o1model_bin, sidecar_bin))
 		return -1;
 	start_sidecar(&side, "node", NULL);

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,15 +221,19 @@ static const struct bad bads[] = {
     {O1_SIDECAR_COMPLETION,
      "{\"model\":\"m\",\"prompt\":\"x\",\"refine_steps\":2}", "refine_steps",
      "chat conversations only"},
-    /* not implemented yet: refused by name, never ignored */
+    /* tools (sidecar_tools.h; more in test_sidecar_tools) */
     {O1_SIDECAR_CHAT,
      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
      "\"content\":\"x\"}],\"tools\":[]}",
-     "tools", "not supported by o1-sidecar yet"},
+     "tools", "list of 1 to 128"},
     {O1_SIDECAR_CHAT,
      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
      "\"content\":\"x\"}],\"tool_choice\":\"auto\"}",
-     "tool_choice", "not supported by o1-sidecar yet"},
+     "tool_choice", "only allowed when 'tools'"},
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":\"x\"}],\"function_call\":\"auto\"}",
+     "function_call", "deprecated"},
     {O1_SIDECAR_CHAT,
      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
      "\"content\":\"x\"}],\"response_format\":{\"type\":"
@@ -376,6 +381,224 @@ static void test_whole_and_chunks(void **state)
 	assert_non_null(strstr(s, "\"content\":\"\xc3\xa9!\""));
 	assert_non_null(strstr(s, "\"finish_reason\":\"stop\""));
 	free(s);
+	o1_sidecar_out_fini(&out);
+	o1_sidecar_request_fini(&r);
+}
+
+/* Tools: the JSON chat request o1d renders (tools, tool_choice, the
+ * messages' calls and results, "developer" as "system"), the grammar of
+ * "required" (every tool) and of a named function (that one); a request
+ * without tools keeps the packed form. */
+static void test_tools_request(void **state)
+{
+	static const char t2[] =
+	    "[{\"type\":\"function\",\"function\":{\"name\":\"a\"}},"
+	    "{\"type\":\"function\",\"function\":{\"name\":\"b\","
+	    "\"parameters\":{\"type\":\"object\"}}}]";
+	struct o1_sidecar_request r;
+	struct o1_sidecar_req_error e;
+	char body[1024];
+	cJSON *p;
+
+	(void)state;
+	snprintf(body, sizeof(body),
+		 "{\"model\":\"m\",\"messages\":[{\"role\":\"developer\","
+		 "\"content\":\"d\"},{\"role\":\"assistant\",\"content\":"
+		 "null,\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\","
+		 "\"function\":{\"name\":\"a\",\"arguments\":\"{}\"}}]},"
+		 "{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":"
+		 "[{\"type\":\"text\",\"text\":\"o\"},{\"type\":\"text\","
+		 "\"text\":\"k\"}]}],\"tools\":%s,\"tool_choice\":"
+		 "\"required\"}",
+		 t2);
+	assert_int_equal(parse(body, O1_SIDECAR_CHAT, &r, &e), 0);
+	assert_true(r.chat_json);
+	assert_int_equal(r.prompt_len, strlen(r.prompt));
+	p = cJSON_Parse(r.prompt);
+	assert_non_null(p);
+	assert_string_equal(
+	    cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(p, "messages"), 0),
+		"role")
+		->valuestring,
+	    "system");
+	assert_string_equal(
+	    cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(p, "messages"), 2),
+		"content")
+		->valuestring,
+	    "ok");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(p, "tools")),
+			 2);
+	assert_string_equal(cJSON_GetObjectItem(p, "tool_choice")->valuestring,
+			    "required");
+	cJSON_Delete(p);
+	assert_int_equal(r.grammar_type, O1_GRAMMAR_TYPE_TOOL_CALL);
+	p = cJSON_Parse(r.grammar);
+	assert_int_equal(cJSON_GetArraySize(p), 2);
+	cJSON_Delete(p);
+	assert_non_null(r.tools);
+	o1_sidecar_request_fini(&r);
+
+	snprintf(body, sizeof(body),
+		 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":{\"type\":"
+		 "\"function\",\"function\":{\"name\":\"b\"}}}",
+		 t2);
+	assert_int_equal(parse(body, O1_SIDECAR_CHAT, &r, &e), 0);
+	p = cJSON_Parse(r.grammar);
+	assert_int_equal(cJSON_GetArraySize(p), 1);
+	assert_string_equal(
+	    cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(p, 0), "function"),
+		"name")
+		->valuestring,
+	    "b");
+	cJSON_Delete(p);
+	o1_sidecar_request_fini(&r);
+
+	snprintf(body, sizeof(body),
+		 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":\"none\"}",
+		 t2);
+	assert_int_equal(parse(body, O1_SIDECAR_CHAT, &r, &e), 0);
+	assert_true(r.chat_json);
+	assert_null(r.grammar);
+	assert_null(r.tools); /* no calls read back */
+	o1_sidecar_request_fini(&r);
+
+	assert_int_equal(parse("{\"model\":\"m\",\"messages\":[{\"role\":"
+			       "\"user\",\"content\":\"x\"}]}",
+			       O1_SIDECAR_CHAT, &r, &e),
+			 0);
+	assert_false(r.chat_json);
+	o1_sidecar_request_fini(&r);
+}
+
+/* Answers read back as calls: message.tool_calls and "tool_calls" (whole
+ * and streamed, the text around a call as content); a malformed call is
+ * text and "stop"; TOP_TEXT names the alternatives, bytes raw. */
+static void test_tools_response(void **state)
+{
+	static const char call[] =
+	    "Sure.\n<tool_call>\n{\"name\": \"a\", \"arguments\": "
+	    "{\"x\": 1}}\n</tool_call>";
+	struct o1_sidecar_request r;
+	struct o1_sidecar_req_error e;
+	struct o1_sidecar_out out;
+	struct o1_event ev, fin = {.type = O1_EVENT_FINAL,
+				   .finish = O1_FINISH_REASON_EOS};
+	const cJSON *c, *tc;
+	char *s;
+	cJSON *j;
+
+	(void)state;
+	assert_int_equal(
+	    parse("{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"x\"}],\"logprobs\":true,\"top_logprobs\":1,"
+		  "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+		  "\"a\"}}]}",
+		  O1_SIDECAR_CHAT, &r, &e),
+	    0);
+	o1_sidecar_out_init(&out, &r, "served");
+	out.tool_format = O1_TOOLS_HERMES;
+	for (size_t k = 0; k < sizeof(call) - 1; k += 40) {
+		char piece[41];
+
+		snprintf(piece, sizeof(piece), "%.40s", call + k);
+		ev = token((uint32_t)k, piece, -0.5f);
+		assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	}
+	ev = (struct o1_event){.type = O1_EVENT_LOGPROBS, .n_top = 1};
+	ev.top_ids[0] = 3;
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	ev = (struct o1_event){.type = O1_EVENT_TOP_TEXT, .n_top = 1};
+	ev.top_len[0] = 2;
+	ev.top_off[0] = 1;
+	memcpy(ev.top_text, "\002\xc3\xa9", 3);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_int_equal(o1_sidecar_out_add(&out, &fin), 0);
+	assert_int_equal(o1_sidecar_full_json(&out, &s), 0);
+	j = json_of(s);
+	c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+	assert_string_equal(path_str(c, "finish_reason", NULL), "tool_calls");
+	assert_string_equal(path_str(c, "message", "content"), "Sure.");
+	tc = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "tool_calls"),
+	    0);
+	assert_string_equal(path_str(tc, "type", NULL), "function");
+	assert_non_null(strstr(path_str(tc, "id", NULL), "call_"));
+	assert_string_equal(path_str(tc, "function", "name"), "a");
+	assert_string_equal(path_str(tc, "function", "arguments"), "{\"x\":1}");
+	tc = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(
+		cJSON_GetArrayItem(
+		    cJSON_GetObjectItem(
+			cJSON_GetObjectItem(c, "logprobs"), "content"),
+		    0),
+		"top_logprobs"),
+	    0);
+	assert_string_equal(path_str(tc, "token", NULL), "\xc3\xa9");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(tc, "bytes")),
+			 2);
+	cJSON_Delete(j);
+	assert_int_equal(o1_sidecar_chunk_sse(&out, true, &s), 0);
+	assert_non_null(strstr(s, "\"tool_calls\":[{\"index\":0,"));
+	assert_non_null(strstr(s, "\"finish_reason\":\"tool_calls\""));
+	free(s);
+	o1_sidecar_out_fini(&out);
+
+	/* streamed: the text before a call goes as content, the call (and
+	 * what may start one) waits for the FINAL */
+	o1_sidecar_out_init(&out, &r, "served");
+	out.tool_format = O1_TOOLS_HERMES;
+	ev = token(1, "Hello <tool", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_true(o1_sidecar_chunk_due(&out, false));
+	assert_int_equal(o1_sidecar_chunk_sse(&out, true, &s), 0);
+	assert_non_null(strstr(s, "\"content\":\"Hello \""));
+	free(s);
+	ev = token(2, "_call>\n{\"name\": \"a\", \"arguments\": {}}", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_false(o1_sidecar_chunk_due(&out, false));
+	ev = token(3, "\n</tool_call>", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_int_equal(o1_sidecar_out_add(&out, &fin), 0);
+	assert_true(o1_sidecar_chunk_due(&out, false));
+	assert_int_equal(o1_sidecar_chunk_sse(&out, false, &s), 0);
+	assert_non_null(strstr(s, "\"delta\":{\"tool_calls\":[{"));
+	assert_non_null(strstr(s, "\"name\":\"a\",\"arguments\":\"{}\""));
+	free(s);
+	o1_sidecar_out_fini(&out);
+	/* Llama 3: an answer that does not start a call streams at once */
+	o1_sidecar_out_init(&out, &r, "served");
+	out.tool_format = O1_TOOLS_LLAMA3_JSON;
+	ev = token(1, " <|python", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_false(o1_sidecar_chunk_due(&out, false));
+	o1_sidecar_out_fini(&out);
+	o1_sidecar_out_init(&out, &r, "served");
+	out.tool_format = O1_TOOLS_LLAMA3_JSON;
+	ev = token(1, "It is", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_true(o1_sidecar_chunk_due(&out, false));
+	o1_sidecar_out_fini(&out);
+
+	/* a broken call is text */
+	o1_sidecar_out_init(&out, &r, "served");
+	out.tool_format = O1_TOOLS_HERMES;
+	ev = token(1, "<tool_call>\n{\"name\": ", -0.5f);
+	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	assert_int_equal(o1_sidecar_out_add(&out, &fin), 0);
+	assert_int_equal(o1_sidecar_full_json(&out, &s), 0);
+	j = json_of(s);
+	c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+	assert_string_equal(path_str(c, "finish_reason", NULL), "stop");
+	assert_string_equal(path_str(c, "message", "content"),
+			    "<tool_call>\n{\"name\": ");
+	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"),
+					"tool_calls"));
+	cJSON_Delete(j);
 	o1_sidecar_out_fini(&out);
 	o1_sidecar_request_fini(&r);
 }
@@ -551,6 +774,8 @@ int main(void)
 	    cmocka_unit_test(test_text_format_accepted),
 	    cmocka_unit_test(test_error_shape),
 	    cmocka_unit_test(test_whole_and_chunks),
+	    cmocka_unit_test(test_tools_request),
+	    cmocka_unit_test(test_tools_response),
 	    cmocka_unit_test(test_refine_fields),
 	    cmocka_unit_test(test_refine_response),
 	};

@@ -125,6 +125,34 @@ static inline int __float2int_rz(float x)
 	return (int)x;
 }
 
+/* Round to nearest even (the host's default mode); NaN gives 0 as the
+ * device's cvt.rni.s32.f32 does, out-of-range values saturate. */
+static inline int __float2int_rn(float x)
+{
+	if (x != x)
+		return 0;
+	if (x >= 2147483647.0f)
+		return 2147483647;
+	if (x <= -2147483648.0f)
+		return (-2147483647 - 1);
+	return (int)nearbyintf(x);
+}
+
+/* Four signed byte products of A and B added to C (sm_61+). */
+static inline int __dp4a(int a, int b, int c)
+{
+	for (int i = 0; i < 4; i++)
+		c += (int)(int8_t)((uint32_t)a >> (8 * i)) *
+		     (int)(int8_t)((uint32_t)b >> (8 * i));
+	return c;
+}
+
+/* The low word of HI:LO shifted right by SHIFT mod 32. */
+static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift)
+{
+	return (unsigned)((((uint64_t)hi << 32) | lo) >> (shift & 31));
+}
+
 static inline unsigned long long __double2ull_rn(double x)
 {
 	return (unsigned long long)nearbyint(x);

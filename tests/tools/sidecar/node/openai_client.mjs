@@ -242,6 +242,73 @@ async function structured() {
   }
 }
 
+// Tool calling (o1d serves a Hermes-style template): tool_choice
+// "required" forces a call whose arguments fit the schema; the SDK's
+// stream helper assembles the same call from the deltas; runTools with a
+// named function calls it and the conversation with the call and its
+// result goes back to the model; top_logprobs carry o1d's token text.
+async function tools() {
+  const parameters = {
+    type: 'object',
+    properties: { city: { enum: ['Paris', 'Oslo'] }, unit: { enum: ['c', 'f'] } },
+    required: ['city', 'unit'], additionalProperties: false,
+  };
+  const fns = [{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters } },
+               { type: 'function', function: { name: 'get_time', parameters: {
+                 type: 'object', properties: { zone: { enum: ['utc', 'cet'] } },
+                 required: ['zone'], additionalProperties: false } } }];
+  const fits = (c) => {
+    try {
+      const a = JSON.parse(c.function.arguments);
+      return c.type === 'function' && c.id.length > 0 && (c.function.name === 'get_weather'
+        ? ['Paris', 'Oslo'].includes(a.city) && ['c', 'f'].includes(a.unit) && Object.keys(a).length === 2
+        : c.function.name === 'get_time' && ['utc', 'cet'].includes(a.zone));
+    } catch {
+      return false;
+    }
+  };
+  const req = { ...chatReq, max_tokens: 300, tools: fns, tool_choice: 'required' };
+  const r = await client.chat.completions.create(req);
+  const m = r.choices[0].message;
+  check('tools required: a call that fits its schema', r.choices[0].finish_reason === 'tool_calls' &&
+        m.content === null && m.tool_calls?.length === 1 && fits(m.tool_calls[0]), JSON.stringify(r.choices[0]));
+  const s = client.beta.chat.completions.stream(req);
+  const f = await s.finalChatCompletion();
+  const fm = f.choices[0].message;
+  check('tools stream: the SDK assembles the same call', f.choices[0].finish_reason === 'tool_calls' &&
+        fm.tool_calls?.length === 1 && fm.tool_calls[0].function.name === m.tool_calls?.[0]?.function.name &&
+        fm.tool_calls[0].function.arguments === m.tool_calls?.[0]?.function.arguments, JSON.stringify(fm));
+  let got = null;
+  const runner = client.beta.chat.completions.runTools({
+    ...chatReq, max_tokens: 300,
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters, parse: JSON.parse,
+                                             function: (a) => { got = a; return { temp: 18 }; } } }],
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+  });
+  await runner.done();
+  check('runTools: the named function ran with fitting arguments',
+        got && ['Paris', 'Oslo'].includes(got.city) && ['c', 'f'].includes(got.unit), JSON.stringify(got));
+  const msgs = runner.messages;
+  check('runTools: the call and its result are in the conversation',
+        msgs.some((x) => x.role === 'assistant' && x.tool_calls?.length === 1) &&
+        msgs.some((x) => x.role === 'tool' && x.content === '{"temp":18}'), JSON.stringify(msgs));
+  const back = await client.chat.completions.create({ ...chatReq, max_tokens: 8, tools: fns, messages: msgs });
+  check('tools: the call and result go back to the model', back.usage.prompt_tokens > r.usage.prompt_tokens,
+        JSON.stringify(back.usage) + ' vs ' + JSON.stringify(r.usage));
+  const lp = await client.chat.completions.create({ ...chatReq, max_tokens: 8, logprobs: true, top_logprobs: 3 });
+  const tops = lp.choices[0].logprobs.content.flatMap((c) => c.top_logprobs);
+  check('top_logprobs: o1d names every alternative, with its bytes', tops.length === 3 * lp.usage.completion_tokens &&
+        tops.every((t) => !/^<\d+>$/.test(t.token) && Array.isArray(t.bytes) && t.bytes.length > 0),
+        JSON.stringify(tops.slice(0, 6)));
+  try {
+    await client.chat.completions.create({ ...chatReq, tools: fns, tool_choice: { type: 'function', function: { name: 'nope' } } });
+    check('tool_choice naming no tool: 400', false, 'no error');
+  } catch (e) {
+    check('tool_choice naming no tool: 400 on tool_choice', e instanceof OpenAI.BadRequestError &&
+          e.error?.param === 'tool_choice', String(e));
+  }
+}
+
 try {
   await chat();
   await completions();
@@ -249,6 +316,7 @@ try {
   await errors();
   await mistakes();
   await structured();
+  await tools();
 } catch (e) {
   check('no exception', false, e.stack ?? String(e));
 }
