@@ -585,17 +585,23 @@ static void finish_sleep(struct o1_ipc_server *srv)
 	}
 }
 
-static void sleep_once(struct o1_ipc_server *srv)
+/* Sleeps until a completion, or for at most limit_ns (0: no limit);
+ * returns 1 when the limit ended it. */
+static int sleep_once(struct o1_ipc_server *srv, uint64_t limit_ns)
 {
-	struct __kernel_timespec ts = {.tv_nsec = BACKLOG_WAIT_NS};
+	struct __kernel_timespec ts;
 	struct io_uring_cqe *cqe;
-	int ret;
+	int ret = 0;
 
+	if (srv->backlog && (!limit_ns || limit_ns > BACKLOG_WAIT_NS))
+		limit_ns = BACKLOG_WAIT_NS;
+	ts.tv_sec = (long long)(limit_ns / 1000000000ull);
+	ts.tv_nsec = (long long)(limit_ns % 1000000000ull);
 	if (prepare_sleep(srv) || atomic_load(&srv->stop)) {
 		io_uring_submit(&srv->ring);
 	} else {
 		srv->st.sleeps++;
-		if (srv->backlog)
+		if (limit_ns)
 			ret = io_uring_submit_and_wait_timeout(&srv->ring, &cqe,
 							       1, &ts, NULL);
 		else
@@ -604,6 +610,26 @@ static void sleep_once(struct o1_ipc_server *srv)
 			o1_warn("ipc: io_uring wait: %s", strerror(-ret));
 	}
 	finish_sleep(srv);
+	return ret == -ETIME;
+}
+
+/* The loop has been idle past its spin window at now: spins on (0) while
+ * a post is due soon by the consumer's cadence, else sleeps (1), waking
+ * in time for the next post when one is expected. */
+static int idle_sleep(struct o1_ipc_server *srv, uint64_t now)
+{
+	uint64_t until = 0,
+		 wake = o1_ipc_cadence_wake(&srv->cadence, now, &until);
+
+	if (wake && wake <= now) {
+		srv->spin_until_ns = until;
+		return 0;
+	}
+	if (sleep_once(srv, wake ? wake - now : 0) && wake) {
+		srv->spin_until_ns = until;
+		srv->st.cadence_wakes++;
+	}
+	return 1;
 }
 
 /* An idle turn of the spin: yields the CPU to a client that may be
@@ -651,6 +677,8 @@ int o1_ipc_server_run(struct o1_ipc_server *srv)
 		srv->slept = 0;
 		if (work) {
 			last = now_ns();
+			if (srv->posted)
+				o1_ipc_cadence_post(&srv->cadence, last);
 			if (idle_since)
 				window =
 				    learn_spin(srv, last - idle_since, spin_ns);
@@ -662,11 +690,11 @@ int o1_ipc_server_run(struct o1_ipc_server *srv)
 		if (io_uring_sq_ready(&srv->ring))
 			io_uring_submit(&srv->ring);
 		now = now_ns();
-		if (now - last < window) {
+		if (now - last < window || now < srv->spin_until_ns ||
+		    !idle_sleep(srv, now)) {
 			handoff(srv, now);
 			continue;
 		}
-		sleep_once(srv);
 		srv->slept = 1;
 		last = now_ns();
 	}

@@ -11,6 +11,7 @@
 
 #include <liburing.h>
 
+#include "cadence.h"
 #include "ipc.h"
 #include "shm/handoff.h"
 #include "shm/region.h"
@@ -116,6 +117,8 @@ struct o1_ipc_server {
 	uint32_t posted; /* events posted during the current pass */
 	int slept;	 /* the current pass is the first after a sleep */
 	uint8_t spin_hist; /* a bit per idle period: shorter than spin_us */
+	struct o1_ipc_cadence cadence; /* the consumer's posting pace */
+	uint64_t spin_until_ns;	       /* spin through a post due by then */
 	int accept_armed, kick_armed, sig_armed, timer_armed;
 	struct __kernel_timespec tick;
 	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */

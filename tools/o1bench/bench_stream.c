@@ -223,6 +223,7 @@ static int shm_stream(const struct stream_args *a, const char *label, int n,
 				.spin_us = a->spin_us,
 				.max_clients = 4};
 	struct stream *s = aligned_alloc(64, sizeof(*s));
+	struct o1_ipc_stats st = {0};
 	pthread_t ts, te;
 	int ret = -ENOMEM;
 
@@ -252,10 +253,18 @@ static int shm_stream(const struct stream_args *a, const char *label, int n,
 	}
 	o1_ipc_server_stop(s->srv);
 	pthread_join(ts, NULL);
+	o1_ipc_server_stats(s->srv, &st);
 destroy:
 	o1_ipc_server_destroy(s->srv);
-	if (!ret)
+	if (!ret) {
 		o1bench_print_latency(label, ns, (size_t)n);
+		printf("%s-loop sleeps=%llu wake_spin=%llu handoffs=%llu "
+		       "cadence_wakes=%llu\n",
+		       label, (unsigned long long)st.sleeps,
+		       (unsigned long long)st.wakeups_spin,
+		       (unsigned long long)st.handoffs,
+		       (unsigned long long)st.cadence_wakes);
+	}
 out:
 	free(s->stamp);
 	free(s);
