@@ -17,7 +17,7 @@ void o1_ipc_cadence_post(struct o1_ipc_cadence *k, uint64_t now_ns)
 		k->n = 0;
 	} else if (!k->n++) {
 		k->gap_ns = gap;
-		k->dev_ns = gap / 8;
+		k->dev_ns = 0;
 	} else {
 		k->dev_ns =
 		    k->dev_ns - k->dev_ns / 8 + diff(gap, k->gap_ns) / 8;
@@ -31,11 +31,8 @@ uint64_t o1_ipc_cadence_wake(const struct o1_ipc_cadence *k, uint64_t now_ns,
 {
 	uint64_t margin = 2 * k->dev_ns + 10000, due;
 
-	if (k->n < O1_CADENCE_MIN_N)
-		return 0;
-	if (margin > O1_CADENCE_MARGIN_MAX_NS)
-		margin = O1_CADENCE_MARGIN_MAX_NS;
-	if (k->gap_ns < 4 * margin)
+	if (k->n < O1_CADENCE_MIN_N || margin > O1_CADENCE_MARGIN_MAX_NS ||
+	    k->gap_ns < 4 * margin)
 		return 0;
 	due = k->last_ns + k->gap_ns;
 	if (now_ns >= due + margin)

@@ -8,10 +8,15 @@
  * its mean deviation are running averages (1/8 weight). A gap over
  * O1_CADENCE_MAX_GAP_NS starts afresh. Once O1_CADENCE_MIN_N gaps are
  * known, the wake-up is due margin before the expected arrival and the
- * spin lasts until margin after it, margin = 2 deviations + 10 us, at most
- * O1_CADENCE_MARGIN_MAX_NS; a cadence shorter than 4 margins is left to
- * the spin window. A miss costs nothing but that spin: the kick still
- * wakes the loop. Pure arithmetic over the times passed in. */
+ * spin lasts until margin after it, margin = 2 deviations + 10 us. A pace
+ * that needs a margin over O1_CADENCE_MARGIN_MAX_NS is not steady enough
+ * to predict, and one shorter than 4 margins is left to the spin window:
+ * the spin costs at most a quarter of the loop's time, 2 margins a gap
+ * (a GPU step of a few ms: a few percent). A miss costs nothing but that
+ * spin: the kick still wakes the loop. Measured on a loaded 2-vCPU box, a
+ * wider margin (200 us) made the p99 worse: the scheduler wakes a thread
+ * that spun past its share later. Pure arithmetic over the times passed
+ * in. */
 #ifndef O1_IPC_CADENCE_H
 #define O1_IPC_CADENCE_H
 
@@ -20,7 +25,7 @@
 #define O1_CADENCE_BURST_NS	 20000ull
 #define O1_CADENCE_MAX_GAP_NS	 100000000ull
 #define O1_CADENCE_MIN_N	 3
-#define O1_CADENCE_MARGIN_MAX_NS 200000ull
+#define O1_CADENCE_MARGIN_MAX_NS 50000ull
 
 struct o1_ipc_cadence {
 	uint64_t
