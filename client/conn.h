@@ -34,7 +34,6 @@ struct o1_client {
 	struct o1_handoff handoff; /* submissions the daemon may not have run */
 	uint32_t cpu_told;	   /* our CPU as the cq's hint last said */
 	int waking; /* we rang the daemon awake; it has not taken it yet */
-	uint64_t waking_yield_ns; /* when we last yielded while it woke */
 	uint64_t ping_seq;
 	unsigned inflight;
 	/* alive.c: the daemon's end closed (sticky until a reconnect), when

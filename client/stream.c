@@ -7,7 +7,6 @@
  * data while decoding it, before it releases the slot, so the space of
  * every submission before the daemon's published head is free again. */
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 
 #include "conn.h"
@@ -15,8 +14,7 @@
 #include "common/error.h"
 
 #define WAIT_SLICE_NS 100000000ll /* re-check the socket this often */
-#define WAKING_MAX_NS 200000ull	  /* the longest a daemon wake-up is spun */
-#define WAKING_YIELD_NS 5000ull	  /* and the CPU offered this often */
+#define WAKING_MAX_NS 50000ull	  /* the longest a daemon wake-up is spun */
 
 _Static_assert(sizeof(((struct o1_event *)0)->top_ids) ==
 		   O1_WIRE_TOP_PER * sizeof(uint32_t),
@@ -439,21 +437,18 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
  * *spin_from becomes now: the spin window counts from its wake-up. Spinning
  * through its wake-up, rather than sleeping too, saves our own wake-up when
  * its answer comes within the window: one wake-up a round trip instead of
- * two (a Unix socket's costs two). The kernel may have queued the daemon
- * on our CPU, where it runs only when we stop: we yield every
- * WAKING_YIELD_NS (the CPU hint cannot tell: it says where it slept). */
+ * two (a Unix socket's costs two). Short: the kernel may have queued the
+ * daemon on our CPU, where it runs only when we stop (the handoff's yield
+ * covers that only when its CPU hint, where it slept, is ours); yielding
+ * every few us instead gave our CPU to unrelated work on a loaded host
+ * (p99 in ms). */
 static int daemon_waking(struct o1_client *c, uint64_t start, uint64_t now,
 			 uint64_t max, uint64_t *spin_from)
 {
 	if (!c->waking)
 		return 0;
-	if (now - start < max && o1_ring_unread(&c->sq) > 0) {
-		if (now - c->waking_yield_ns >= WAKING_YIELD_NS) {
-			sched_yield();
-			c->waking_yield_ns = now;
-		}
+	if (now - start < max && o1_ring_unread(&c->sq) > 0)
 		return 1;
-	}
 	c->waking = 0;
 	*spin_from = now;
 	return 0;
