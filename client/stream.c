@@ -479,6 +479,8 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 		now = o1_client_now_ns();
 		if (daemon_waking(c, start, now, waking_max, &spin_from) ||
 		    now - spin_from < spin) {
+			o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l),
+					    &c->cpu_told, o1_handoff_cpu());
 			o1_handoff_spin(&c->handoff, &c->sq, now);
 			continue;
 		}

@@ -26,28 +26,31 @@ void o1_handoff_note_cpu(struct o1_ring_ctrl *ctrl, uint32_t *told,
 	atomic_store_explicit(&ctrl->cpu, cpu, memory_order_relaxed);
 }
 
-/* Whether the consumer's hint names a CPU other than ours (an unknown
- * one, 0, might be ours). */
-static int elsewhere(struct o1_ring *r)
+/* Where the consumer's hint says it last ran: 1 on our CPU, -1 on
+ * another, 0 unknown. */
+static int peer_place(struct o1_ring *r)
 {
 	uint32_t peer =
 	    atomic_load_explicit(&r->ctrl->cpu, memory_order_relaxed);
 	uint32_t cpu = o1_handoff_cpu();
 
-	return peer && cpu && peer != cpu;
+	if (!peer || !cpu)
+		return 0;
+	return peer == cpu ? 1 : -1;
 }
 
 int o1_handoff_spin(struct o1_handoff *h, struct o1_ring *r, uint64_t now_ns)
 {
-	int rang = h->rang;
+	int place;
 
 	if (!h->since_ns)
 		return 0;
-	if (!rang && now_ns - h->since_ns < O1_HANDOFF_AFTER_NS)
+	place = peer_place(r);
+	if (!place && !h->rang && now_ns - h->since_ns < O1_HANDOFF_AFTER_NS)
 		return 0;
 	h->since_ns = 0; /* checked: at most one yield per publication */
 	h->rang = 0;
-	if (elsewhere(r) || o1_ring_unread(r) <= 0)
+	if (place < 0 || o1_ring_unread(r) <= 0)
 		return 0;
 	sched_yield();
 	return 1;

@@ -8,14 +8,15 @@
  *
  * The rule, on each side that produces into a ring and then spins: once
  * per publication, yield the CPU if the peer has not taken what we
- * published and its last CPU (the ring's cpu hint, o1_handoff_note_cpu)
- * is ours or unknown: at once when the publication rang the peer awake
- * (the kernel queues the wakee here when it slept here), else once the
- * entries stayed unread for O1_HANDOFF_AFTER_NS (a peer spinning on
- * another CPU takes them within a microsecond; one queued behind us never
- * does). A peer on another CPU is not helped by our yield, which would
- * hand our CPU to unrelated work for a time slice. A yield with nothing
- * else runnable is one system call.
+ * published and its last CPU (the ring's cpu hint, kept fresh by the
+ * consumer with o1_handoff_note_cpu) is ours: at once, since a peer whose
+ * CPU we hold cannot be running. With no hint (0), as when it is ours, but
+ * only once the publication rang the peer awake (the kernel often queues
+ * the wakee here) or its entries stayed unread for O1_HANDOFF_AFTER_NS (a
+ * peer spinning on another CPU takes them within a microsecond; one
+ * queued behind us never does). A peer on another CPU gets no yield: it
+ * is not helped, and our CPU would go to unrelated work for a time slice.
+ * A yield with nothing else runnable is one system call.
  *
  * Invariants: at most one yield per publication (a peer that never reads
  * costs one system call per publication to it, never more); the wake-up

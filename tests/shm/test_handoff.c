@@ -106,9 +106,9 @@ static void test_rule(void **state)
 	free(p);
 }
 
-/* The consumer's CPU hint: an unread entry (at once when it rang the
- * consumer, else past its age) is worth a yield only when the consumer
- * last ran on our CPU, or did not say. */
+/* The consumer's CPU hint: an unread entry is worth a yield at once when
+ * the consumer last ran on our CPU, never when it ran on another, and
+ * with no hint when it rang the consumer or is past its age. */
 static void test_cpu_hint(void **state)
 {
 	struct pair *p = pair_new();
@@ -133,9 +133,10 @@ static void test_cpu_hint(void **state)
 	o1_handoff_published(&h, 1, t);
 	assert_int_equal(o1_handoff_spin(&h, &p->prod, t), 1);
 	o1_handoff_published(&h, 0, t);
-	assert_int_equal(o1_handoff_spin(&h, &p->prod, due), 1);
+	assert_int_equal(o1_handoff_spin(&h, &p->prod, t), 1); /* at once */
 	atomic_store(&p->ctrl.cpu, 0); /* a peer that does not say */
 	o1_handoff_published(&h, 0, t);
+	assert_int_equal(o1_handoff_spin(&h, &p->prod, t), 0);
 	assert_int_equal(o1_handoff_spin(&h, &p->prod, due), 1);
 	free(p);
 }
