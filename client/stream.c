@@ -1,7 +1,10 @@
 /* The data path: submissions into the ring and the arena, events out of
  * the completion ring, and the wake-up protocol of shm/doorbell.h on both
  * rings (we wake the daemon only when it set NEED_WAKEUP; we sleep on the
- * completion doorbell only after announcing it and re-checking).
+ * completion doorbell only after announcing it and re-checking). A daemon
+ * that sleeps on our full completion ring sets WANT_ROOM: taking an event,
+ * or finding none, we look at it and ring (daemon/ipc/front.c has the
+ * pairing; every wait passes a full fence before its last look).
  *
  * Arena ownership: the arena is ours alone; the daemon copies a request's
  * data while decoding it, before it releases the slot, so the space of
@@ -374,6 +377,20 @@ static void to_event(const union o1_wire_entry *e, struct o1_event *ev)
 	}
 }
 
+/* Wakes the daemon if it sleeps waiting for room in our completion ring;
+ * after a take, or when the ring is found empty. A relaxed look keeps the
+ * common case (flag clear) free of fences. */
+static void room_made(struct o1_client *c)
+{
+	struct o1_ring_ctrl *sq = o1_region_sq_ctrl(c->base, &c->l);
+
+	uint32_t both = O1_RING_WANT_ROOM | O1_RING_NEED_WAKEUP;
+
+	if ((atomic_load_explicit(&sq->flags, memory_order_relaxed) & both) ==
+	    both)
+		o1_doorbell_notify(sq, c->efd);
+}
+
 int o1_client_take(struct o1_client *c, struct o1_event *ev)
 {
 	union o1_wire_entry e;
@@ -382,8 +399,10 @@ int o1_client_take(struct o1_client *c, struct o1_event *ev)
 	int ret;
 
 	ret = o1_ring_peek(&c->cq, &slot);
-	if (ret == -EAGAIN)
+	if (ret == -EAGAIN) {
+		room_made(c);
 		return 0;
+	}
 	if (!ret)
 		ret = o1_wire_decode_ev(slot, &e, &why);
 	if (ret)
@@ -391,6 +410,7 @@ int o1_client_take(struct o1_client *c, struct o1_event *ev)
 				      why);
 	o1_ring_advance(&c->cq);
 	o1_ring_release(&c->cq);
+	room_made(c);
 	to_event(&e, ev);
 	if (ev->type == O1_EVENT_FINAL && c->inflight)
 		c->inflight--;

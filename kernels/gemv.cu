@@ -50,8 +50,6 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include <atomic>
-
 #include <cuda_bf16.h>
 
 #include "cuda_launch.h"
@@ -68,8 +66,7 @@ extern "C" {
 #define GEMV_THREADS (GEMV_WARPS * 32)
 /* Blocks per multiprocessor: two, at most 128 registers a thread (the
  * launch bounds), so both fit the register file. */
-#define GEMV_BPS     O1_GEMV_BPS_DEFAULT
-#define GEMV_DEVICES 64 /* multiprocessor counts cached per device */
+#define GEMV_BPS O1_GEMV_BPS_DEFAULT
 
 /* Staged bf16 input rows at most (shared memory per block). */
 #define GEMV_STAGE_BYTES (64u << 10)
@@ -484,36 +481,12 @@ static __global__ void __launch_bounds__(GEMV_THREADS, GEMV_BPS)
 	}
 }
 
-/* Multiprocessors of the current device, asked once per device. */
-static uint32_t sm_count(void)
-{
-	static std::atomic<int> cached[GEMV_DEVICES];
-	int dev = 0, n = 0;
-
-	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 ||
-	    dev >= GEMV_DEVICES) {
-		cudaGetLastError();
-		return 132;
-	}
-	n = cached[dev].load(std::memory_order_relaxed);
-	if (!n &&
-	    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) ==
-		cudaSuccess &&
-	    n > 0)
-		cached[dev].store(n, std::memory_order_relaxed);
-	if (n <= 0) {
-		cudaGetLastError();
-		return 132;
-	}
-	return (uint32_t)n;
-}
-
 /* The grid for A's units at BPS blocks per multiprocessor (the launch
  * setup bench_gemv.cu varies); sets A's stride. */
 static uint32_t grid_for(gemv_args &a, uint32_t bps)
 {
 	uint32_t blocks = (a.units + GEMV_WARPS - 1) / GEMV_WARPS;
-	uint32_t cap = sm_count() * (bps ? bps : 1);
+	uint32_t cap = o1_cuda_sm_count() * (bps ? bps : 1);
 
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GEMV_WARPS;

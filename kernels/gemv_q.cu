@@ -51,8 +51,6 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include <atomic>
-
 #include <cuda_bf16.h>
 
 #include "cuda_launch.h"
@@ -70,7 +68,6 @@ extern "C" {
 /* Blocks per multiprocessor: at most 128 registers a thread (the launch
  * bounds), so two fit the register file. */
 #define GQ_BPS	   2
-#define GQ_DEVICES 64 /* multiprocessor counts cached per device */
 
 enum { OUT_STORE, OUT_SWIGLU, OUT_ADD };
 enum { DOT_F32, DOT_I8 };
@@ -600,30 +597,6 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 	}
 }
 
-/* Multiprocessors of the current device, asked once per device. */
-static uint32_t sm_count(void)
-{
-	static std::atomic<int> cached[GQ_DEVICES];
-	int dev = 0, n = 0;
-
-	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 ||
-	    dev >= GQ_DEVICES) {
-		cudaGetLastError();
-		return 132;
-	}
-	n = cached[dev].load(std::memory_order_relaxed);
-	if (!n &&
-	    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) ==
-		cudaSuccess &&
-	    n > 0)
-		cached[dev].store(n, std::memory_order_relaxed);
-	if (n <= 0) {
-		cudaGetLastError();
-		return 132;
-	}
-	return (uint32_t)n;
-}
-
 /* Dynamic shared memory of a launch: the warps' weight slices, and
  * DOT_I8's quantized input rows (xq_at's layout) with their (d, sum). */
 static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
@@ -641,7 +614,7 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 {
 	void (*k)(gq_args) = gemv_q<M, TYPE, OUT, DOT, IN>;
 	uint32_t blocks = (a.n + GQ_WARPS - 1) / GQ_WARPS;
-	uint32_t cap = sm_count() * GQ_BPS;
+	uint32_t cap = o1_cuda_sm_count() * GQ_BPS;
 	size_t smem = smem_of(a, pieces_of<TYPE>(), M, DOT);
 	int err = 0;
 

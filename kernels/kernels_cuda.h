@@ -330,6 +330,17 @@ int o1_sample_rows_cuda(struct o1_sample_result *out, const float *logits,
 			const struct o1_sample_penalty *pens, void *scratch,
 			size_t scratch_bytes, cudaStream_t stream);
 size_t o1_sample_rows_cuda_scratch_bytes(uint32_t n_rows, uint32_t vocab);
+/* o1_sample_rows_masked (sample.h) on the device: as o1_sample_rows_cuda,
+ * MASKS a device array of the bitmasks the rows' mask fields index
+ * (o1_sample_mask_words(vocab) words each; the caller checked every
+ * row's mask against their count). With MASKS NULL every row is
+ * unmasked, whatever its mask field (o1_sample_rows_cuda). */
+int o1_sample_rows_masked_cuda(struct o1_sample_result *out,
+			       const float *logits, uint32_t n_rows,
+			       uint32_t vocab, const struct o1_sample_row *rows,
+			       const struct o1_sample_penalty *pens,
+			       const uint32_t *masks, void *scratch,
+			       size_t scratch_bytes, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

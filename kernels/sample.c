@@ -15,8 +15,14 @@
  * exponent), with the whole vocabulary as the exact fallback. Penalties
  * touch only the row's penalty list, on a copy of the logits.
  *
+ * Masks (sample.h): a masked row is copied with its refused tokens at
+ * -inf (the masked copy, the raw row from then on) and sampled as any
+ * row; a refused answer (degenerate rows only) becomes the lowest allowed
+ * id.
+ *
  * Scratch: each row carves what its parameters use (processed logits,
- * block sums, candidate ids, probabilities) from the front of SCRATCH, so
+ * block sums, candidate ids, probabilities, the masked copy) from the
+ * front of SCRATCH, so
  * o1_sample_scratch_bytes() (every path) fits any row and
  * o1_sample_row_scratch_bytes() fits rows like the one it was given.
  */
@@ -49,6 +55,7 @@ struct row_ctx {
 	float *prob;	 /* exp(work - max), top-p and min-p only */
 	uint32_t *order; /* candidate ids */
 	double *bsum;	 /* per block of BLOCK tokens, the draw's index */
+	float *masked;	 /* the raw row with refused tokens at -inf */
 };
 
 /* A top-n entry while the raw logits are scanned. */
@@ -113,11 +120,12 @@ static size_t up64(size_t n)
 	return (n + 63) / 64 * 64;
 }
 
-/* Bytes of work, bsum, order and prob for rows like P (NULL: any row):
- * ORDER holds the whole vocabulary only for the sorts (top-p, min-p,
+/* Bytes of work, bsum, order, prob and masked for rows like P (NULL: any
+ * row): ORDER holds the whole vocabulary only for the sorts (top-p, min-p,
  * top-k above TOP_K_MAX), PROB only for top-p and min-p over the whole
- * vocabulary; a greedy row without penalties needs nothing. */
-static void layout(const struct o1_sample_row *p, uint32_t v, size_t sz[4])
+ * vocabulary, MASKED only for masked rows; a greedy row without penalties
+ * or mask needs nothing. */
+static void layout(const struct o1_sample_row *p, uint32_t v, size_t sz[5])
 {
 	bool greedy = p && is_greedy(p), small = p && small_top_k(p, v);
 	bool big_k = p && !small && p->top_k && p->top_k < v;
@@ -130,30 +138,37 @@ static void layout(const struct o1_sample_row *p, uint32_t v, size_t sz[4])
 		: big_k || need_prob ? v * sizeof(uint32_t)
 				     : 0;
 	sz[3] = need_prob ? v * sizeof(float) : 0;
+	sz[4] = !p || p->mask ? v * sizeof(float) : 0;
+}
+
+static size_t total(const size_t sz[5])
+{
+	return up64(sz[0]) + up64(sz[1]) + up64(sz[2]) + up64(sz[3]) +
+	       up64(sz[4]);
 }
 
 size_t o1_sample_scratch_bytes(uint32_t vocab)
 {
-	size_t sz[4];
+	size_t sz[5];
 
 	layout(NULL, vocab, sz);
-	return up64(sz[0]) + up64(sz[1]) + up64(sz[2]) + up64(sz[3]);
+	return total(sz);
 }
 
 size_t o1_sample_row_scratch_bytes(const struct o1_sample_row *row,
 				   uint32_t vocab)
 {
-	size_t sz[4];
+	size_t sz[5];
 
 	layout(row, vocab, sz);
-	return up64(sz[0]) + up64(sz[1]) + up64(sz[2]) + up64(sz[3]);
+	return total(sz);
 }
 
 static void carve(struct row_ctx *s, const struct o1_sample_row *p,
 		  uint32_t vocab, void *scratch)
 {
 	char *at = scratch;
-	size_t sz[4];
+	size_t sz[5];
 
 	layout(p, vocab, sz);
 	s->p = p;
@@ -161,7 +176,38 @@ static void carve(struct row_ctx *s, const struct o1_sample_row *p,
 	s->work = (float *)at;
 	s->bsum = (double *)(at += up64(sz[0]));
 	s->order = (uint32_t *)(at += up64(sz[1]));
-	s->prob = (float *)(at + up64(sz[2]));
+	s->prob = (float *)(at += up64(sz[2]));
+	s->masked = (float *)(at + up64(sz[3]));
+}
+
+static bool allowed(const uint32_t *mask, uint32_t id)
+{
+	return mask[id / 32] >> (id % 32) & 1;
+}
+
+/* LOGITS with the tokens MASK refuses at -inf, into s->masked; the lowest
+ * allowed id, or vocab when none is. */
+static uint32_t apply_mask(const struct row_ctx *s, const float *logits,
+			   const uint32_t *mask)
+{
+	uint32_t first = s->vocab;
+
+	for (uint32_t w = 0; w * 32 < s->vocab; w++) {
+		uint32_t bits = mask[w], base = w * 32;
+		uint32_t n = s->vocab - base < 32 ? s->vocab - base : 32;
+
+		if (bits && first == s->vocab)
+			first = base + (uint32_t)__builtin_ctz(bits);
+		if (bits == UINT32_MAX && n == 32) {
+			memcpy(s->masked + base, logits + base,
+			       32 * sizeof(float));
+			continue;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			s->masked[base + i] =
+			    bits >> i & 1 ? logits[base + i] : -INFINITY;
+	}
+	return first < s->vocab ? first : s->vocab;
 }
 
 /* Copies LOGITS to work with the penalties applied to the N tokens of
@@ -591,17 +637,28 @@ static void describe(const struct row_ctx *s, const float *l, float mx,
 	out->entropy = (float)(log(z) - zl / z);
 }
 
-/* Steps 1-6 and the description of one row. */
+/* Steps 1-6 and the description of one row; MASK the row's, or NULL. */
 static void sample_row(struct o1_sample_result *out, const float *logits,
 		       uint32_t vocab, const struct o1_sample_row *row,
-		       const struct o1_sample_penalty *pens, void *scratch)
+		       const struct o1_sample_penalty *pens,
+		       const uint32_t *mask, void *scratch)
 {
 	struct row_ctx s;
 	const float *l;
-	uint32_t id;
+	uint32_t id, first = 0;
 	float mx, raw_mx;
 
 	carve(&s, row, vocab, scratch);
+	if (mask) {
+		first = apply_mask(&s, logits, mask);
+		if (first == vocab) {
+			memset(out, 0, sizeof(*out));
+			out->id = O1_SAMPLE_NO_TOKEN;
+			out->logprob = -INFINITY;
+			return;
+		}
+		logits = s.masked;
+	}
 	l = penalised(&s, logits, row->n_pen ? pens + row->pen_off : NULL,
 		      row->n_pen);
 	if (is_greedy(row))
@@ -612,6 +669,8 @@ static void sample_row(struct o1_sample_result *out, const float *logits,
 		argmax(logits, vocab, &raw_mx);
 	else
 		raw_mx = mx;
+	if (mask && !allowed(mask, id))
+		id = first;
 	memset(out, 0, sizeof(*out));
 	describe(&s, logits, raw_mx, id, out);
 	out->id = (int32_t)id;
@@ -638,18 +697,33 @@ static bool row_ok(const struct o1_sample_row *r,
 	return true;
 }
 
+int o1_sample_rows_masked(struct o1_sample_result *out, const float *logits,
+			  uint32_t n_rows, uint32_t vocab,
+			  const struct o1_sample_row *rows,
+			  const struct o1_sample_penalty *pens,
+			  const uint32_t *masks, uint32_t n_masks,
+			  void *scratch)
+{
+	size_t words = o1_sample_mask_words(vocab);
+
+	if (!vocab || (n_masks && !masks))
+		return -EINVAL;
+	for (uint32_t r = 0; r < n_rows; r++)
+		if (!row_ok(&rows[r], pens, vocab) || rows[r].mask > n_masks)
+			return -EINVAL;
+	for (uint32_t r = 0; r < n_rows; r++)
+		sample_row(
+		    &out[r], logits + (size_t)r * vocab, vocab, &rows[r], pens,
+		    rows[r].mask ? masks + (rows[r].mask - 1) * words : NULL,
+		    scratch);
+	return 0;
+}
+
 int o1_sample_rows(struct o1_sample_result *out, const float *logits,
 		   uint32_t n_rows, uint32_t vocab,
 		   const struct o1_sample_row *rows,
 		   const struct o1_sample_penalty *pens, void *scratch)
 {
-	if (!vocab)
-		return -EINVAL;
-	for (uint32_t r = 0; r < n_rows; r++)
-		if (!row_ok(&rows[r], pens, vocab))
-			return -EINVAL;
-	for (uint32_t r = 0; r < n_rows; r++)
-		sample_row(&out[r], logits + (size_t)r * vocab, vocab, &rows[r],
-			   pens, scratch);
-	return 0;
+	return o1_sample_rows_masked(out, logits, n_rows, vocab, rows, pens,
+				     NULL, 0, scratch);
 }

@@ -40,6 +40,13 @@
  *     of integers, so every order gives the same bits), merged over the
  *     cluster, until the bin that holds the crossing has at most SMP_CAP
  *     tokens, which block 0 then sorts and walks.
+ * Masks (sample.h): a masked row's refused tokens become -inf as the
+ * slice is loaded (one 32-bit word read per 32 tokens, through the
+ * read-only cache), so everything after sees the masked row as the
+ * reference's masked copy; each block also finds its lowest allowed id,
+ * which answers when the row allows nothing (id -1) or the draw lands on
+ * a refused token (degenerate rows), as the reference does. A row with
+ * mask 0 pays one test of a register per loaded group.
  * Nothing here synchronises with the host or allocates; n_rows and vocab
  * fix the launch, every per-row value is read on the device, so a launch
  * replays from a CUDA graph.
@@ -106,7 +113,8 @@ struct smp_part {
 	double bsum[SMP_MAX_BPR], tail; /* the reference's block sums */
 	double th_m[SMP_NTH];		/* mass with e >= threshold */
 	uint32_t th_n[SMP_NTH];
-	uint32_t n_valid; /* tokens whose w is not NaN */
+	uint32_t n_valid;  /* tokens whose w is not NaN */
+	uint32_t first_ok; /* the slice's lowest allowed id (masked rows) */
 	struct smp_red red[2];
 };
 
@@ -166,9 +174,11 @@ struct smp_geom {
 /* One thread's view of its row and block. */
 struct smp_ctx {
 	struct smp_shared *s;
-	float *w, *e;	  /* this block's slice */
-	float *scr;	  /* the row's slices in scratch, or NULL */
-	const float *raw; /* the row's logits */
+	float *w, *e;	      /* this block's slice */
+	float *scr;	      /* the row's slices in scratch, or NULL */
+	const float *raw;     /* the row's logits */
+	const uint32_t *mask; /* the row's token bitmask, or NULL */
+	uint32_t first_ok;    /* lowest allowed id (SMP_FULL: none) */
 	struct o1_sample_row p;
 	uint32_t row, rank, s0, m, vocab, sl, bpr, n_top;
 	uint32_t gbase; /* r.gather_n before the current gather */
@@ -378,13 +388,41 @@ static __device__ float e_at(const struct smp_ctx &c, uint32_t g)
 	return at_rank(c.e, r)[g - r * c.sl];
 }
 
-/* Copies the slice of raw logits into w; returns this thread's best key. */
-static __device__ unsigned long long load_slice(struct smp_ctx &c)
+/* Bit ID of the row's mask. */
+static __device__ __forceinline__ bool allowed(const struct smp_ctx &c,
+					       uint32_t id)
+{
+	return __ldg(c.mask + id / 32) >> (id % 32) & 1;
+}
+
+/* V with the refused ones of the 4 tokens from ID (a multiple of 4) at
+ * -inf; *FIRST lowered to the lowest allowed of them. */
+static __device__ __forceinline__ float4 mask4(const struct smp_ctx &c,
+					       float4 v, uint32_t id,
+					       uint32_t *first)
+{
+	uint32_t b = __ldg(c.mask + id / 32) >> (id % 32) & 15;
+
+	if (b && id + __ffs(b) - 1 < *first)
+		*first = id + __ffs(b) - 1;
+	v.x = b & 1 ? v.x : -INFINITY;
+	v.y = b & 2 ? v.y : -INFINITY;
+	v.z = b & 4 ? v.z : -INFINITY;
+	v.w = b & 8 ? v.w : -INFINITY;
+	return v;
+}
+
+/* Copies the slice of raw logits into w (a masked row's refused tokens
+ * at -inf); returns this thread's best key and, for a masked row, its
+ * lowest allowed id in *FIRST (SMP_FULL: none). */
+static __device__ unsigned long long load_slice(struct smp_ctx &c,
+						uint32_t *first)
 {
 	const float *src = c.raw + c.s0;
 	unsigned long long best = 0;
 	uint32_t n4 = 0;
 
+	*first = SMP_FULL;
 	if (!(((uintptr_t)src | (uintptr_t)c.w) & 15)) {
 		const float4 *s4 = (const float4 *)src;
 		float4 *d4 = (float4 *)c.w;
@@ -407,6 +445,8 @@ static __device__ unsigned long long load_slice(struct smp_ctx &c)
 
 				if (i >= n4)
 					continue;
+				if (c.mask)
+					v[u] = mask4(c, v[u], id, first);
 				d4[i] = v[u];
 				k = key64(v[u].x, id);
 				k = op_max()(k, key64(v[u].y, id + 1));
@@ -419,6 +459,10 @@ static __device__ unsigned long long load_slice(struct smp_ctx &c)
 	for (uint32_t i = n4 * 4 + threadIdx.x; i < c.m; i += SMP_NT) {
 		float v = __ldg(src + i);
 
+		if (c.mask && !allowed(c, c.s0 + i))
+			v = -INFINITY;
+		else if (c.mask && c.s0 + i < *first)
+			*first = c.s0 + i;
 		c.w[i] = v;
 		best = op_max()(best, key64(v, c.s0 + i));
 	}
@@ -1282,7 +1326,9 @@ static __device__ void sample(struct smp_ctx &c, bool pen)
 	float sm = key_value(c.src_best), mx;
 	int32_t id = -1;
 
-	if (p.temperature == 0 || p.top_k == 1)
+	if (c.mask && c.first_ok == SMP_FULL)
+		id = 0; /* nothing allowed: write_result answers -1 */
+	else if (p.temperature == 0 || p.top_k == 1)
 		id = (int32_t)key_id(c.src_best);
 	mx = sm == sm ? __fdiv_rn(sm, p.temperature) : -INFINITY;
 	if (id < 0 && mx == -INFINITY) /* the reference's NaN sums */
@@ -1319,6 +1365,17 @@ static __device__ void write_result(const struct smp_ctx &c,
 
 	if ((uint32_t)id >= c.vocab) /* every path answers a token */
 		id = 0;
+	if (c.mask && c.first_ok == SMP_FULL) {
+		if (!j) {
+			o->id = O1_SAMPLE_NO_TOKEN, o->logprob = -INFINITY;
+			o->entropy = 0, o->n_top = 0;
+		}
+		if (j < O1_SAMPLE_MAX_TOP)
+			o->top_id[j] = 0, o->top_logprob[j] = 0;
+		return;
+	}
+	if (c.mask && !allowed(c, (uint32_t)id))
+		id = (int32_t)c.first_ok;
 	if (!j) {
 		o->id = id;
 		o->logprob = (float)((double)c.raw[id] - lse);
@@ -1339,7 +1396,8 @@ static __device__ void write_result(const struct smp_ctx &c,
 static __device__ void ctx_init(struct smp_ctx &c, unsigned char *smem,
 				const float *logits,
 				const struct o1_sample_row *rows,
-				float *scratch, const struct smp_geom &g)
+				const uint32_t *masks, float *scratch,
+				const struct smp_geom &g)
 {
 	c.s = (struct smp_shared *)smem;
 	c.row = blockIdx.y;
@@ -1349,6 +1407,10 @@ static __device__ void ctx_init(struct smp_ctx &c, unsigned char *smem,
 	c.m = c.s0 < g.vocab ? min(g.sl, g.vocab - c.s0) : 0;
 	c.raw = logits + (size_t)c.row * g.vocab;
 	c.p = rows[c.row];
+	c.mask = c.p.mask && masks
+		     ? masks + (size_t)(c.p.mask - 1) * ((g.vocab + 31) / 32)
+		     : NULL;
+	c.first_ok = SMP_FULL;
 	c.scr = g.in_smem ? NULL : scratch + (size_t)c.row * SMP_CL * 2 * g.sl;
 	c.w = g.in_smem ? (float *)(smem + SMP_HDR)
 			: c.scr + (size_t)c.rank * 2 * g.sl;
@@ -1366,21 +1428,29 @@ static __global__ void __cluster_dims__(SMP_CL, 1, 1)
     __launch_bounds__(SMP_NT, 1)
 	sample_rows(struct o1_sample_result *out, const float *logits,
 		    const struct o1_sample_row *rows,
-		    const struct o1_sample_penalty *pens, float *scratch,
-		    struct smp_geom g)
+		    const struct o1_sample_penalty *pens, const uint32_t *masks,
+		    float *scratch, struct smp_geom g)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	struct smp_ctx c;
 	unsigned long long best;
+	uint32_t first;
 	bool pen;
 
-	ctx_init(c, smem, logits, rows, scratch, g);
-	best = publish_best(c, load_slice(c), c.s->p.wmax_raw);
+	ctx_init(c, smem, logits, rows, masks, scratch, g);
+	best = publish_best(c, load_slice(c, &first), c.s->p.wmax_raw);
 	if (!threadIdx.x)
 		c.s->p.raw_best = best;
+	if (c.mask) { /* the row's value: every thread of the block */
+		first = block_reduce(first, op_min(), c.s->tmp_i);
+		if (!threadIdx.x)
+			c.s->p.first_ok = first;
+	}
 	raw_sums(c, key_value(best));
 	cluster_sync();
 	merge_raw(c);
+	for (uint32_t r = 0; c.mask && r < SMP_CL; r++)
+		c.first_ok = min(c.first_ok, part_of(c, r)->first_ok);
 	if (c.n_top)
 		top_n(c);
 	pen = c.p.n_pen &&
@@ -1452,13 +1522,11 @@ static int allow_smem(uint32_t smem)
 	return err;
 }
 
-extern "C" int o1_sample_rows_cuda(struct o1_sample_result *out,
-				   const float *logits, uint32_t n_rows,
-				   uint32_t vocab,
-				   const struct o1_sample_row *rows,
-				   const struct o1_sample_penalty *pens,
-				   void *scratch, size_t scratch_bytes,
-				   cudaStream_t stream)
+extern "C" int o1_sample_rows_masked_cuda(
+    struct o1_sample_result *out, const float *logits, uint32_t n_rows,
+    uint32_t vocab, const struct o1_sample_row *rows,
+    const struct o1_sample_penalty *pens, const uint32_t *masks, void *scratch,
+    size_t scratch_bytes, cudaStream_t stream)
 {
 	struct smp_geom g;
 	size_t need = o1_sample_rows_cuda_scratch_bytes(n_rows, vocab);
@@ -1478,6 +1546,19 @@ extern "C" int o1_sample_rows_cuda(struct o1_sample_result *out,
 	if (err || !n_rows)
 		return err;
 	sample_rows<<<dim3(SMP_CL, n_rows), SMP_NT, g.smem, stream>>>(
-	    out, logits, rows, pens, (float *)scratch, g);
+	    out, logits, rows, pens, masks, (float *)scratch, g);
 	return O1_CUDA_LAUNCHED("sample");
+}
+
+extern "C" int o1_sample_rows_cuda(struct o1_sample_result *out,
+				   const float *logits, uint32_t n_rows,
+				   uint32_t vocab,
+				   const struct o1_sample_row *rows,
+				   const struct o1_sample_penalty *pens,
+				   void *scratch, size_t scratch_bytes,
+				   cudaStream_t stream)
+{
+	return o1_sample_rows_masked_cuda(out, logits, n_rows, vocab, rows,
+					  pens, NULL, scratch, scratch_bytes,
+					  stream);
 }

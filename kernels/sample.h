@@ -23,6 +23,22 @@
  * logprob, entropy and the top-n describe the raw row (before penalties
  * and temperature).
  *
+ * Token masks (structured output, daemon/grammar): a row whose mask is k
+ * >= 1 may draw only the tokens whose bit is set in bitmask k - 1 of the
+ * call's MASKS (o1_sample_mask_words(vocab) words each, token t at bit
+ * t % 32 of word t / 32, bits past the vocabulary ignored). Such a row is
+ * sampled as if its raw logits had every refused token at -inf, before
+ * step 1: the penalties, every mode, and the logprob, entropy and top-n,
+ * which are then those of the masked row (the distribution over the
+ * allowed tokens; a refused token in the top-n has logprob -inf), as the
+ * sampler's host path has always reported them. A masked row never
+ * answers a refused token: when every allowed logit is -inf or NaN, or a
+ * draw's rounding runs past the last allowed token onto weight-0 ones,
+ * the answer is the lowest allowed id instead. A mask that allows no
+ * token answers id O1_SAMPLE_NO_TOKEN (-1), logprob -inf, entropy 0, no
+ * top-n: the caller's typed error (the sampler's -O1_E_GRAMMAR), never a
+ * token. Rows with mask 0 read no mask and cost nothing more.
+ *
  * The CPU reference is bitwise the sampler's arithmetic (o1_sampler_sample
  * is o1_sample_rows over one row plus the per-request bookkeeping). The
  * CUDA twin sums in another order, so its draw can differ from the
@@ -40,7 +56,14 @@
 extern "C" {
 #endif
 
-#define O1_SAMPLE_MAX_TOP 20
+#define O1_SAMPLE_MAX_TOP  20
+#define O1_SAMPLE_NO_TOKEN (-1) /* a masked row that allows no token */
+
+/* 32-bit words of one token bitmask over VOCAB tokens. */
+static inline uint32_t o1_sample_mask_words(uint32_t vocab)
+{
+	return (vocab + 31) / 32;
+}
 
 /* One row's parameters; the same layout on the host and the device. */
 struct o1_sample_row {
@@ -56,6 +79,8 @@ struct o1_sample_row {
 	uint32_t n_logprobs;	  /* <= O1_SAMPLE_MAX_TOP */
 	uint32_t pen_off;	  /* first entry in the penalty array */
 	uint32_t n_pen;		  /* entries: distinct ids, 0 = none */
+	uint32_t mask;		  /* 0 = every token; k: bitmask k - 1 */
+	uint32_t reserved;	  /* 0 */
 };
 
 /* A token seen by the request, for the penalties. */
@@ -75,7 +100,7 @@ struct o1_sample_result {
 };
 
 #ifndef __cplusplus
-_Static_assert(sizeof(struct o1_sample_row) == 48, "o1_sample_row layout");
+_Static_assert(sizeof(struct o1_sample_row) == 56, "o1_sample_row layout");
 _Static_assert(sizeof(struct o1_sample_penalty) == 12,
 	       "o1_sample_penalty layout");
 _Static_assert(sizeof(struct o1_sample_result) == 176,
@@ -108,6 +133,16 @@ int o1_sample_rows(struct o1_sample_result *out, const float *logits,
 		   uint32_t n_rows, uint32_t vocab,
 		   const struct o1_sample_row *rows,
 		   const struct o1_sample_penalty *pens, void *scratch);
+/* o1_sample_rows with token masks: MASKS holds N_MASKS bitmasks of
+ * o1_sample_mask_words(vocab) words (NULL when N_MASKS is 0); -EINVAL
+ * also for a row whose mask is above N_MASKS. o1_sample_rows is this with
+ * no masks. */
+int o1_sample_rows_masked(struct o1_sample_result *out, const float *logits,
+			  uint32_t n_rows, uint32_t vocab,
+			  const struct o1_sample_row *rows,
+			  const struct o1_sample_penalty *pens,
+			  const uint32_t *masks, uint32_t n_masks,
+			  void *scratch);
 
 #ifdef __cplusplus
 }

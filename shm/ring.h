@@ -22,7 +22,10 @@
  * the shared copy of its own index is never read back. The peer's index is
  * untrusted; a value that would put more than capacity entries in the ring
  * is reported as -O1_E_PROTOCOL and the ring stays unchanged. A stale read
- * of the peer's index costs only a spurious "full" or "empty". */
+ * of the peer's index costs only a spurious "full" or "empty".
+ *
+ * The consumer's flags also say, on a submission ring, that it sleeps
+ * waiting for room in the peer ring (O1_RING_WANT_ROOM, below). */
 #ifndef O1_RING_H
 #define O1_RING_H
 
@@ -35,6 +38,12 @@
 enum o1_ring_flags {
 	O1_RING_NEED_WAKEUP = 1u << 0,
 	O1_RING_DRAINING = 1u << 1,
+	/* On a submission ring, set with NEED_WAKEUP: its consumer (the
+	 * daemon) sleeps waiting for room in the peer completion ring, so
+	 * the client notifies this ring's doorbell once it has taken events
+	 * (see daemon/ipc/front.c). Ignored by older clients: the daemon's
+	 * housekeeping tick still retries. */
+	O1_RING_WANT_ROOM = 1u << 2,
 };
 
 struct o1_ring_ctrl {

@@ -46,13 +46,14 @@
  * O1_SUBMIT_CHAT_JSON (with O1_SUBMIT_CHAT, a text prompt): the prompt is
  * a JSON object {"messages": [...], "tools": [...], "tool_choice": ...}
  * as OpenAI's chat API takes them, given to the chat template as its
- * variables messages, tools and tool_choice (messages with tool_calls and
- * role "tool" included). O1_GRAMMAR_TOOL_CALL: the grammar bytes are a
- * JSON list of tools, and the output is constrained to a call of one of
- * them, in the template's tool-call format, its arguments valid for the
- * tool's parameters schema. The welcome's tool_format names that format
- * (enum o1_wire_tool_format) so clients read calls back. TOP_TEXT events
- * follow a token's LOGPROBS events with the bytes of each alternative. */
+ * variables messages and tools (messages with tool_calls and role "tool"
+ * included; tool_choice is checked, not passed: tokenizer/chat_request.h).
+ * O1_GRAMMAR_TOOL_CALL: the grammar bytes are a JSON list of tools, and
+ * the output is constrained to a call of one of them, in the template's
+ * tool-call format, its arguments valid for the tool's parameters schema.
+ * The welcome's tool_format names that format (enum o1_wire_tool_format)
+ * so clients read calls back. TOP_TEXT events follow a token's LOGPROBS
+ * events with the bytes of each alternative. */
 #ifndef O1_WIRE_H
 #define O1_WIRE_H
 

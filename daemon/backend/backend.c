@@ -82,6 +82,8 @@ static int resolve_config(const struct o1_model_desc *d,
 					 ? (uint32_t)n
 					 : O1_BACKEND_SAMPLE_PENS_DEFAULT_MAX;
 	}
+	if (!c->max_sample_masks)
+		c->max_sample_masks = c->max_seqs;
 	if (!c->max_batch_tokens || !c->max_seqs || !c->n_pages ||
 	    !c->max_context_tokens || c->max_seqs > c->max_batch_tokens ||
 	    c->n_threads > 256 || c->tensor_parallel > O1_BACKEND_DEVICES_MAX ||
@@ -261,9 +263,14 @@ static int check_samples(const struct o1_backend *b, const struct o1_step *st,
 		       st->n_pens && !st->pens);
 		return -O1_E_CONFIG;
 	}
-	if (st->n_pens > b->cfg.max_sample_pens) {
-		o1_err("backend step: %u penalty entries (room for %u)",
-		       st->n_pens, b->cfg.max_sample_pens);
+	if (st->n_pens > b->cfg.max_sample_pens ||
+	    st->n_masks > b->cfg.max_sample_masks ||
+	    (st->n_masks && !st->masks)) {
+		o1_err("backend step: %u penalty entries (room for %u), %u "
+		       "token masks (room for %u)%s",
+		       st->n_pens, b->cfg.max_sample_pens, st->n_masks,
+		       b->cfg.max_sample_masks,
+		       st->n_masks && !st->masks ? ", masks NULL" : "");
 		return -O1_E_BOUNDS;
 	}
 	for (uint64_t i = 0; i < rows; i++) {
@@ -272,6 +279,11 @@ static int check_samples(const struct o1_backend *b, const struct o1_step *st,
 		err = check_sample_row(r, (uint32_t)i);
 		if (err)
 			return err;
+		if (r->mask > st->n_masks) {
+			o1_err("backend step: sample row %u: mask %u of %u",
+			       (uint32_t)i, r->mask, st->n_masks);
+			return -O1_E_BOUNDS;
+		}
 		if ((uint64_t)r->pen_off + r->n_pen > st->n_pens) {
 			o1_err("backend step: sample row %u: penalties "
 			       "[%u, +%u) outside the %u entries",

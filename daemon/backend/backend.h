@@ -33,7 +33,12 @@
  * per row). Logits may then be NULL: only the results come back (with
  * logits too, both come back). o1_backend_step checks every row's
  * parameters, its uniform, its penalty range and every penalty id on the
- * host before the backend sees the step.
+ * host before the backend sees the step. Token masks (structured output):
+ * a row whose mask field is k >= 1 draws only from bitmask k - 1 of the
+ * step's masks (kernels/sample.h says how: logprobs over the allowed
+ * tokens, id -1 when none is); the CUDA backend uploads them with the
+ * rows, into buffers made at create, so bucket graphs replay unchanged
+ * and rows without a mask read none.
  *
  * A backend runs one step at a time, called from one thread (the engine
  * loop); the CPU backend spreads each kernel over its own worker threads.
@@ -124,7 +129,7 @@ struct o1_backend_config {
 	 * kernels/gemv_q8.h bounds the difference); true = f32 (each weight
 	 * dequantized in registers and multiplied in f32, gemv_q.h). */
 	bool cuda_quant_f32;
-	/* CUDA backend with graphs (config cuda.autotune, on in o1d):
+	/* CUDA backend with graphs (config cuda.autotune, off by default):
 	 * times the decode products' launch setups and cuBLASLt algorithms
 	 * per bucket at create, for at most cuda_autotune_ms of load time
 	 * (0: 2000), and keeps the fastest (daemon/backend/cuda_tune.h).
@@ -156,6 +161,8 @@ struct o1_backend_config {
 	/* Penalty entries one step may pass; 0 = max_seqs x min(vocab,
 	 * context), at most O1_BACKEND_SAMPLE_PENS_DEFAULT_MAX. */
 	uint32_t max_sample_pens;
+	/* Token bitmasks one step may pass; 0 = max_seqs. */
+	uint32_t max_sample_masks;
 };
 
 /* One device output area (o1_backend_devout): CUDA IPC handles (opaque
@@ -231,6 +238,10 @@ struct o1_step {
 	const struct o1_sample_penalty *pens;	 /* n_pens entries */
 	uint32_t n_pens;			 /* <= cfg.max_sample_pens */
 	struct o1_sample_result *samples;	 /* out: one per logits row */
+	/* n_masks bitmasks of o1_sample_mask_words(vocab) words, which the
+	 * rows' mask fields index (sample.h); n_masks <= cfg.max_sample_masks */
+	const uint32_t *masks;
+	uint32_t n_masks;
 };
 
 /* What a backend implements. STATE is the backend's own. */

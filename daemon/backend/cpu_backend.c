@@ -19,8 +19,8 @@
  * with o1_sample_rows, one row per task on the worker threads, each worker
  * with its own scratch made at create; a step without a logits buffer of
  * its own gets its rows' logits in the backend's buffer of max_seqs rows,
- * max_seqs rows at a time. The rows' results are o1_sample_rows's exactly,
- * whatever the thread count.
+ * max_seqs rows at a time. The rows' results are o1_sample_rows_masked's
+ * (with the step's token masks) exactly, whatever the thread count.
  * Not implemented: sliding-window attention (Mistral v0.1's 4096-token
  * window); attention is full-causal, exact for contexts within the window.
  *
@@ -171,35 +171,6 @@ static int count_weight(struct cpu_state *s, const struct o1_model *m,
 	return 0;
 }
 
-/* Copies matrix T's blocks to DST, row by row in canonical order (GGUF's
- * Q/K rows un-permuted: a row is whole blocks). */
-static int copy_blocks(const struct o1_model *m, const struct o1_tensor *t,
-		       uint8_t *dst)
-{
-	uint64_t rows = t->shape[0], rb;
-
-	if (o1_quant_row_bytes(t->dtype, t->shape[1], &rb) ||
-	    rb * rows != t->n_bytes) {
-		o1_err("cpu backend: %s (layer %d): %llu bytes of %s for "
-		       "[%llu, %llu]: rows are not whole blocks",
-		       o1_tensor_role_name(t->role), t->layer,
-		       (unsigned long long)t->n_bytes, o1_dtype_name(t->dtype),
-		       (unsigned long long)rows,
-		       (unsigned long long)t->shape[1]);
-		return -O1_E_SHAPE;
-	}
-	if (!t->qk_interleaved) {
-		memcpy(dst, t->data, t->n_bytes);
-		return 0;
-	}
-	for (uint64_t r = 0; r < rows; r++)
-		memcpy(dst + r * rb,
-		       (const uint8_t *)t->data +
-			   o1_model_interleaved_row(r, m->desc.head_dim) * rb,
-		       rb);
-	return 0;
-}
-
 /* Running offsets into the two allocations. */
 struct weight_at {
 	uint64_t floats, qbytes;
@@ -218,7 +189,7 @@ static int read_weight(struct cpu_state *s, const struct o1_model *m,
 		dst.q->data = p;
 		dst.q->type = (enum o1_quant_type)t->dtype;
 		at->qbytes += (t->n_bytes + 63) / 64 * 64;
-		return copy_blocks(m, t, p);
+		return o1_tensor_read_blocks(m, t, p);
 	}
 	*dst.f = s->weights + at->floats;
 	at->floats += o1_tensor_elements(t);
@@ -603,10 +574,10 @@ static void sample_task(void *arg, uint32_t task, uint32_t worker)
 {
 	struct sample_args *a = arg;
 	uint32_t v = a->s->d.vocab_size, r = a->r0 + task;
-	int err =
-	    o1_sample_rows(&a->st->samples[r], a->logits + (size_t)task * v, 1,
-			   v, &a->st->sample_rows[r], a->st->pens,
-			   a->s->sample_mem + worker * a->s->sample_bytes);
+	int err = o1_sample_rows_masked(
+	    &a->st->samples[r], a->logits + (size_t)task * v, 1, v,
+	    &a->st->sample_rows[r], a->st->pens, a->st->masks, a->st->n_masks,
+	    a->s->sample_mem + worker * a->s->sample_bytes);
 
 	if (err)
 		a->err = err;

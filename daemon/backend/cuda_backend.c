@@ -154,6 +154,9 @@ static uint64_t layout_sampling(struct cuda_state *s, uintptr_t base,
 	    base, &off, (uint64_t)s->cfg.max_sample_pens * sizeof(*b->pens));
 	b->res =
 	    cuda_carve(base, &off, (uint64_t)m->max_rows * sizeof(*b->res));
+	b->masks = cuda_carve(base, &off,
+			      (uint64_t)s->cfg.max_sample_masks *
+				  o1_sample_mask_words(s->d.vocab_size) * 4);
 	if (scratch && m->scratch_bytes)
 		m->scratch = cuda_carve(base, &off, m->scratch_bytes);
 	return off;
@@ -192,8 +195,9 @@ static int alloc_sampling(struct cuda_state *s)
 		return -O1_E_UNSUPPORTED;
 	}
 	o1_info("cuda backend: sampling on the device (%.1f MiB, %u rows, %u "
-		"penalty entries)",
-		dev_bytes / 1048576.0, m->max_rows, s->cfg.max_sample_pens);
+		"penalty entries, %u token masks)",
+		dev_bytes / 1048576.0, m->max_rows, s->cfg.max_sample_pens,
+		s->cfg.max_sample_masks);
 	return 0;
 }
 

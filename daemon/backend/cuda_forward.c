@@ -86,9 +86,11 @@
  * Sampling (cfg.sampling, kernels/sample.h, on rank 0 of a tensor-parallel
  * group, the rank with the LM head): create makes one device allocation
  * for max_batch_tokens sample rows, cfg.max_sample_pens penalty entries,
- * max_batch_tokens results and sample.cu's scratch for head_rows rows, and
- * pinned mirrors of the rows, penalties and results. A step with samples
- * uploads its rows and penalties after its inputs (two async copies),
+ * max_batch_tokens results, cfg.max_sample_masks token bitmasks and
+ * sample.cu's scratch for head_rows rows, and pinned mirrors of the rows,
+ * penalties, results and masks. A step with samples uploads its rows,
+ * penalties and masks after its inputs (up to three async copies: a
+ * step's masks are only those of its masked rows, which index them),
  * samples each LM head chunk right after its head (and its device
  * outputs) with o1_sample_rows_cuda over the device logits, copies the
  * results (176 bytes a row) to the pinned mirror, and the logits only
@@ -565,13 +567,31 @@ int o1_cuda_forward_stage(struct cuda_state *s, enum cuda_kind kind, uint32_t l,
 	}
 }
 
+/* Uploads the N_MASKS token masks of ST (none without ST) through the
+ * pinned mirror. */
+static int upload_masks(struct cuda_state *s, const struct o1_step *st)
+{
+	struct cuda_sampling *m = &s->smp;
+	size_t bytes = st && st->n_masks
+			   ? (size_t)st->n_masks *
+				 o1_sample_mask_words(s->d.vocab_size) * 4
+			   : 0;
+
+	if (!bytes)
+		return 0;
+	memcpy(m->h.masks, st->masks, bytes);
+	return O1_CUDA_CHECK(cudaMemcpyAsync(
+	    m->d.masks, m->h.masks, bytes, cudaMemcpyHostToDevice, s->stream));
+}
+
 /* Uploads N sample rows (ROWS; NULL: greedy ones), padded to BATCH
- * with greedy rows (u 0, no penalties, no logprobs: all zero), and
- * N_PENS penalty entries, through the pinned mirrors. */
+ * with greedy rows (u 0, no penalties, no logprobs, no mask: all zero),
+ * N_PENS penalty entries and the masks of ST (NULL: none), through the
+ * pinned mirrors. */
 static int upload_samples(struct cuda_state *s,
 			  const struct o1_sample_row *rows, uint32_t n,
 			  uint32_t batch, const struct o1_sample_penalty *pens,
-			  uint32_t n_pens)
+			  uint32_t n_pens, const struct o1_step *st)
 {
 	struct cuda_sampling *m = &s->smp;
 	uint32_t k = rows ? n : 0;
@@ -583,6 +603,7 @@ static int upload_samples(struct cuda_state *s,
 	err = O1_CUDA_CHECK(cudaMemcpyAsync(m->d.rows, m->h.rows,
 					    (size_t)batch * sizeof(*rows),
 					    cudaMemcpyHostToDevice, s->stream));
+	err = err ? err : upload_masks(s, rows ? st : NULL);
 	if (err || !pens || !n_pens)
 		return err;
 	memcpy(m->h.pens, pens, (size_t)n_pens * sizeof(*pens));
@@ -597,9 +618,9 @@ static int sample_chunk(struct cuda_state *s, uint32_t c, uint32_t n)
 {
 	struct cuda_sampling *m = &s->smp;
 
-	return o1_sample_rows_cuda(m->d.res + c, s->logits, n, s->d.vocab_size,
-				   m->d.rows + c, m->d.pens, m->scratch,
-				   m->scratch_bytes, s->stream);
+	return o1_sample_rows_masked_cuda(
+	    m->d.res + c, s->logits, n, s->d.vocab_size, m->d.rows + c,
+	    m->d.pens, m->d.masks, m->scratch, m->scratch_bytes, s->stream);
 }
 
 /* The first N results to the pinned mirror; cuda_step hands them over
@@ -655,7 +676,7 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 
 	if (!err && s->sampling && st->samples)
 		err = upload_samples(s, st->sample_rows, f->rows, f->rows,
-				     st->pens, st->n_pens);
+				     st->pens, st->n_pens, st);
 	err = err ? err : layers(s, st->n_seqs, f);
 	err = err ? err : settle(s);
 	if (err || s->cfg.tp_rank)
@@ -705,7 +726,7 @@ int o1_cuda_forward_prepare(void *ctx, uint32_t batch)
 	err = upload_inputs(s, batch);
 	if (err || !s->sampling)
 		return err;
-	return upload_samples(s, NULL, 0, batch, NULL, 0);
+	return upload_samples(s, NULL, 0, batch, NULL, 0, NULL);
 }
 
 static bool is_decode(const struct o1_step *st)
@@ -732,7 +753,7 @@ static int bucket_step(struct cuda_state *s, const struct o1_step *st)
 	err = upload_inputs(s, batch);
 	if (!err && s->sampling)
 		err = upload_samples(s, rows, n, batch, rows ? st->pens : NULL,
-				     rows ? st->n_pens : 0);
+				     rows ? st->n_pens : 0, st);
 	err = err ? err : o1_cuda_graphs_run(s->graphs, n, batch);
 	err = err ? err : settle(s);
 	if (err || s->cfg.tp_rank)

@@ -81,6 +81,7 @@ struct cuda_sample_bufs {
 	struct o1_sample_row *rows;
 	struct o1_sample_penalty *pens;
 	struct o1_sample_result *res;
+	uint32_t *masks; /* cfg.max_sample_masks token bitmasks */
 };
 
 struct cuda_sampling {

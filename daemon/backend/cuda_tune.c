@@ -46,6 +46,13 @@
 #define CANDS_MAX	     16	  /* >= 4 bps x 2 pieces, 1 + CUDA_TUNE_ALGOS */
 #define CUDA_TUNE_MS_DEFAULT 2000 /* load time the tuning may take */
 
+/* tune_gemv fills c[] with the pick in use and every (bps, pieces) but
+ * the default (o1_gemv_pieces fills at most its 3 places), tune_blas with
+ * gemmex and the heuristic's algorithms. */
+_Static_assert(CANDS_MAX >= O1_GEMV_BPS_MAX * 3 &&
+		   CANDS_MAX >= 1 + CUDA_TUNE_ALGOS,
+	       "candidates fit c[CANDS_MAX]");
+
 static const char *const kind_name[CUDA_KINDS] = {"qkv", "o", "gate/up", "down",
 						  "head"};
 

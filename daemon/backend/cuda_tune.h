@@ -76,7 +76,7 @@ struct cuda_state;
 
 /* Tunes S's products for the buckets ROWS[0 .. N) (ascending) when
  * cfg.cuda_autotune and the backend can (see the top; else logs why not
- * and keeps the defaults): within cfg.cuda_autotune_budget_ms, logging
+ * and keeps the defaults): within cfg.cuda_autotune_ms, logging
  * the picks. Call after the weights, activations and inputs exist and
  * before the graphs are captured. A tuning that fails keeps the
  * defaults (logged); only a device left unusable is an error. */

@@ -240,29 +240,12 @@ static int upload_blocks(struct cuda_state *s, const struct o1_model *m,
 			 const struct o1_tensor *t, void *dst,
 			 struct staging *st)
 {
-	uint64_t rows = t->shape[0], rb = 0;
-	uint8_t *h = (uint8_t *)st->host;
+	int err = o1_tensor_read_blocks(m, t, st->host);
 
-	if (o1_quant_row_bytes(t->dtype, t->shape[1], &rb) ||
-	    rb * rows != t->n_bytes) {
-		o1_err("cuda backend: %s (layer %d): %llu bytes of %s for "
-		       "[%llu, %llu]: rows are not whole blocks",
-		       o1_tensor_role_name(t->role), t->layer,
-		       (unsigned long long)t->n_bytes, o1_dtype_name(t->dtype),
-		       (unsigned long long)rows,
-		       (unsigned long long)t->shape[1]);
-		return -O1_E_SHAPE;
-	}
-	for (uint64_t r = 0; r < rows; r++) {
-		uint64_t src =
-		    t->qk_interleaved
-			? o1_model_interleaved_row(r, m->desc.head_dim)
-			: r;
-
-		memcpy(h + r * rb, (const uint8_t *)t->data + src * rb, rb);
-	}
+	if (err)
+		return err;
 	return O1_CUDA_CHECK(cudaMemcpyAsync(
-	    dst, h, t->n_bytes, cudaMemcpyHostToDevice, s->stream));
+	    dst, st->host, t->n_bytes, cudaMemcpyHostToDevice, s->stream));
 }
 
 /* Copies through the backend's stream (a plain cudaMemcpy runs on the

@@ -1,7 +1,8 @@
 /* KV page allocator: a LIFO stack of free page ids and a refcount per page.
  * Invariant: a page is on the free stack exactly when its refcount is 0;
  * n_free counts the stack. Block tables only ever hold pages with a
- * refcount they own. */
+ * refcount they own. A kept page (o1_kv_pool_keep) is held (refcount >=
+ * 1); n_kept_idle counts the kept pages whose refcount is 1. */
 #include "kv_pool.h"
 
 #include <errno.h>
@@ -15,6 +16,8 @@ struct o1_kv_pool {
 	uint32_t n_free;
 	uint32_t *free_stack; /* n_pages entries, top at n_free - 1 */
 	uint32_t *refs;	      /* n_pages */
+	bool *kept;	      /* n_pages */
+	uint32_t n_kept_idle;
 };
 
 int o1_kv_layout_check(const struct o1_kv_layout *l, uint64_t *elems)
@@ -53,7 +56,8 @@ int o1_kv_pool_create(const struct o1_kv_layout *layout,
 	p->layout = *layout;
 	p->free_stack = malloc(layout->n_pages * sizeof(uint32_t));
 	p->refs = calloc(layout->n_pages, sizeof(uint32_t));
-	if (!p->free_stack || !p->refs) {
+	p->kept = calloc(layout->n_pages, sizeof(bool));
+	if (!p->free_stack || !p->refs || !p->kept) {
 		o1_kv_pool_destroy(p);
 		return -ENOMEM;
 	}
@@ -70,6 +74,7 @@ void o1_kv_pool_destroy(struct o1_kv_pool *p)
 		return;
 	free(p->free_stack);
 	free(p->refs);
+	free(p->kept);
 	free(p);
 }
 
@@ -105,9 +110,12 @@ int o1_kv_pool_get(struct o1_kv_pool *p, uint32_t page)
 {
 	int err = check_held(p, page, "get");
 
-	if (!err)
-		p->refs[page]++;
-	return err;
+	if (err)
+		return err;
+	if (p->kept[page] && p->refs[page] == 1)
+		p->n_kept_idle--;
+	p->refs[page]++;
+	return 0;
 }
 
 int o1_kv_pool_put(struct o1_kv_pool *p, uint32_t page)
@@ -116,14 +124,35 @@ int o1_kv_pool_put(struct o1_kv_pool *p, uint32_t page)
 
 	if (err)
 		return err;
-	if (--p->refs[page] == 0)
+	if (p->kept[page] && p->refs[page] <= 2)
+		p->n_kept_idle += p->refs[page] == 2 ? 1u : -1u;
+	if (--p->refs[page] == 0) {
+		p->kept[page] = false; /* the keeper's reference went */
 		p->free_stack[p->n_free++] = page;
+	}
 	return 0;
 }
 
 uint32_t o1_kv_pool_refs(const struct o1_kv_pool *p, uint32_t page)
 {
 	return page < p->layout.n_pages ? p->refs[page] : 0;
+}
+
+int o1_kv_pool_keep(struct o1_kv_pool *p, uint32_t page, bool keep)
+{
+	int err = check_held(p, page, keep ? "keep" : "unkeep");
+
+	if (err || p->kept[page] == keep)
+		return err;
+	p->kept[page] = keep;
+	if (p->refs[page] == 1)
+		p->n_kept_idle += keep ? 1u : -1u;
+	return 0;
+}
+
+uint32_t o1_kv_pool_kept_idle(const struct o1_kv_pool *p)
+{
+	return p->n_kept_idle;
 }
 
 void o1_kv_table_init(struct o1_block_table *t, uint32_t *storage,

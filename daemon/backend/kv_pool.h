@@ -25,6 +25,7 @@
 #ifndef O1_KV_POOL_H
 #define O1_KV_POOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct o1_kv_layout {
@@ -78,6 +79,14 @@ int o1_kv_pool_get(struct o1_kv_pool *pool, uint32_t page);
 int o1_kv_pool_put(struct o1_kv_pool *pool, uint32_t page);
 /* Reference count of PAGE (0 = free or out of range). */
 uint32_t o1_kv_pool_refs(const struct o1_kv_pool *pool, uint32_t page);
+/* Marks a held PAGE as kept (KEEP true) by one holder, the prefix cache,
+ * whose reference it is until unmarked (the holder unmarks before it
+ * drops that reference), or unmarks it. -O1_E_BOUNDS as for get. */
+int o1_kv_pool_keep(struct o1_kv_pool *pool, uint32_t page, bool keep);
+/* Kept pages whose only reference is the keeper's (what the keeper could
+ * free now), counted as references change: O(1), where walking the kept
+ * pages costs a cache miss each. */
+uint32_t o1_kv_pool_kept_idle(const struct o1_kv_pool *pool);
 
 struct o1_block_table {
 	uint32_t *pages;   /* borrowed from the caller, capacity entries */

@@ -23,6 +23,8 @@ uint32_t o1_tune_pick(const double *us, uint32_t n, double margin)
 {
 	uint32_t best = 0;
 
+	if (!n)
+		return 0;
 	for (uint32_t i = 1; i < n; i++)
 		if (us[i] > 0 && (us[best] <= 0 || us[i] < us[best]))
 			best = i;

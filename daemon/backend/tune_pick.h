@@ -22,7 +22,8 @@ double o1_tune_median(double *v, uint32_t n);
 /* The index of the candidate to keep among US[0 .. N) (microseconds;
  * <= 0: not measured, e.g. failed or cut by the budget): the fastest
  * measured one if it beats US[0] by more than MARGIN (relative), else 0.
- * When US[0] is not measured, the fastest measured one (0 if none). */
+ * When US[0] is not measured, the fastest measured one (0 if none, or
+ * when N is 0: US is not read). */
 uint32_t o1_tune_pick(const double *us, uint32_t n, double margin);
 
 struct o1_tune_budget {

@@ -87,6 +87,8 @@ uint32_t o1_grammar_vocab_size(const struct o1_grammar_vocab *v);
 /* Token ID's bytes (owned by V) and *LEN; NULL for an id out of range. */
 const uint8_t *o1_grammar_vocab_token(const struct o1_grammar_vocab *v,
 				      uint32_t id, uint32_t *len);
+/* Token ID's enum o1_grammar_token_kind; -EINVAL for an id out of range. */
+int o1_grammar_vocab_kind(const struct o1_grammar_vocab *v, uint32_t id);
 /* uint32 words of a mask: one bit per token, token i at bit i % 32 of
  * word i / 32; a set bit allows the token. */
 uint32_t o1_grammar_mask_words(const struct o1_grammar_vocab *v);

@@ -37,34 +37,13 @@ uint32_t gr_byte_classes(const struct gnfa *nfas, uint32_t n_rules,
 	return c + 1;
 }
 
-/* A growable uint32 vector. */
-struct vec {
-	uint32_t *v;
-	uint32_t n, cap;
-};
-
-static int vec_push(struct vec *x, uint32_t val)
-{
-	if (x->n == x->cap) {
-		uint32_t cap = x->cap ? x->cap * 2 : 64;
-		uint32_t *v = realloc(x->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		x->v = v;
-		x->cap = cap;
-	}
-	x->v[x->n++] = val;
-	return 0;
-}
-
 /* Subset construction state: DFA state i is the NFA set
  * pool[set_off[i] .. set_off[i + 1]). */
 struct subset {
 	const struct gnfa *nfa;
 	uint32_t n_classes, max_states;
 	uint64_t *work;
-	struct vec pool, set_off, stack, tmp, pairs;
+	struct gvec pool, set_off, stack, tmp, pairs;
 	uint32_t *mark, gen;
 	uint32_t *table; /* hash of sets -> state + 1 */
 	uint32_t table_mask;
@@ -99,21 +78,21 @@ static int closure(struct subset *sc)
 	for (uint32_t i = 0; i < sc->tmp.n && !rc; i++) {
 		if (sc->mark[sc->tmp.v[i]] != sc->gen) {
 			sc->mark[sc->tmp.v[i]] = sc->gen;
-			rc = vec_push(&sc->stack, sc->tmp.v[i]);
+			rc = gr_vec_push(&sc->stack, sc->tmp.v[i]);
 		}
 	}
 	sc->tmp.n = 0;
 	while (!rc && sc->stack.n) {
 		uint32_t s = sc->stack.v[--sc->stack.n];
 
-		rc = vec_push(&sc->tmp, s);
+		rc = gr_vec_push(&sc->tmp, s);
 		for (uint32_t e = n->off[s]; !rc && e < n->off[s + 1]; e++) {
 			uint32_t t = n->e[e].to;
 
 			if (n->e[e].kind != NE_EPS || sc->mark[t] == sc->gen)
 				continue;
 			sc->mark[t] = sc->gen;
-			rc = vec_push(&sc->stack, t);
+			rc = gr_vec_push(&sc->stack, t);
 		}
 	}
 	*sc->work += sc->tmp.n;
@@ -189,8 +168,8 @@ static int intern(struct subset *sc, int32_t *out)
 	if (sc->d->n == sc->cap_states)
 		rc = grow_states(sc);
 	for (uint32_t i = 0; !rc && i < n; i++)
-		rc = vec_push(&sc->pool, sc->tmp.v[i]);
-	rc = rc ?: vec_push(&sc->set_off, sc->pool.n);
+		rc = gr_vec_push(&sc->pool, sc->tmp.v[i]);
+	rc = rc ?: gr_vec_push(&sc->set_off, sc->pool.n);
 	if (rc)
 		return rc;
 	sc->table[h] = sc->d->n + 1;
@@ -244,7 +223,7 @@ static int follow_pairs(struct subset *sc, uint32_t state, bool ref)
 
 		sc->tmp.n = 0;
 		for (; j < n && p[2 * j] == sym && !rc; j++)
-			rc = vec_push(&sc->tmp, p[2 * j + 1]);
+			rc = gr_vec_push(&sc->tmp, p[2 * j + 1]);
 		rc = rc ?: closure(sc);
 		rc = rc ?: intern(sc, &to);
 		if (!rc && ref)
@@ -277,14 +256,16 @@ static int expand(struct subset *sc, uint32_t state, const uint8_t *cls)
 				const struct nfa_edge *x = &n->e[e];
 
 				if (ref && x->kind == NE_REF)
-					rc = vec_push(&sc->pairs, x->rule) ?:
-					     vec_push(&sc->pairs, x->to);
+					rc = gr_vec_push(&sc->pairs, x->rule)
+						 ?: gr_vec_push(&sc->pairs,
+								x->to);
 				for (uint32_t c = cls[x->lo];
 				     !ref && x->kind == NE_BYTE &&
 				     c <= cls[x->hi] && !rc;
 				     c++)
-					rc = vec_push(&sc->pairs, c) ?:
-					     vec_push(&sc->pairs, x->to);
+					rc = gr_vec_push(&sc->pairs, c)
+						 ?: gr_vec_push(&sc->pairs,
+								x->to);
 			}
 		}
 		/* follow_pairs may move the rows: ROW is not used again */
@@ -312,8 +293,8 @@ static int subset(struct subset *sc, const uint8_t *cls)
 	sc->mark = calloc(sc->nfa->n_states, sizeof(*sc->mark));
 	if (!sc->mark)
 		return -ENOMEM;
-	rc = vec_push(&sc->set_off, 0) ?: rehash(sc);
-	rc = rc ?: vec_push(&sc->tmp, sc->nfa->start);
+	rc = gr_vec_push(&sc->set_off, 0) ?: rehash(sc);
+	rc = rc ?: gr_vec_push(&sc->tmp, sc->nfa->start);
 	rc = rc ?: closure(sc);
 	rc = rc ?: intern(sc, &start);
 	for (uint32_t s = 0; !rc && s < sc->d->n; s++)

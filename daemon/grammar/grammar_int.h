@@ -98,11 +98,15 @@ struct gutf8_seq {
  * byte sequence patterns that match exactly their UTF-8 forms; returns
  * how many, or -1 past CAP. */
 int gr_utf8_split(uint32_t lo, uint32_t hi, struct gutf8_seq *out, int cap);
-/* Encodes CP (a valid scalar value) into OUT, returns bytes written. */
-int gr_utf8_put(uint32_t cp, uint8_t *out);
-/* Decodes the character at S (LEN bytes left): its length, or 0 when the
- * bytes there are not valid UTF-8 (surrogates and overlongs refused). */
-int gr_utf8_get(const uint8_t *s, size_t len, uint32_t *cp);
+
+/* A growable uint32 array (grammar_vec.c): all zero is empty, free(v)
+ * releases it. Pushes return 0 or -ENOMEM. */
+struct gvec {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+int gr_vec_push(struct gvec *x, uint32_t val);
 
 /* Per-rule NFA (grammar_nfa.c). */
 

@@ -33,44 +33,23 @@
 #define PRE_FRAMES (1u << 16)
 #define PRE_HEADS  256
 
-struct u32vec {
-	uint32_t *v;
-	size_t n, cap;
-};
-
-static int put(struct u32vec *x, uint32_t val)
-{
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 1024;
-		uint32_t *v = realloc(x->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		x->v = v;
-		x->cap = cap;
-	}
-	x->v[x->n++] = val;
-	return 0;
-}
-
 struct pre {
 	const struct o1_grammar *g;
 	const struct o1_grammar_vocab *v;
 	struct gcore core;
 	struct gdepth dep;
-	struct u32vec acc, unc, ids, bits;
+	struct gvec acc, unc, ids, bits;
 };
 
 /* Tokens ending at node I (or, SUBTREE, anywhere below it too) into VEC. */
-static int put_node(struct pre *w, uint32_t i, bool subtree,
-		    struct u32vec *vec)
+static int put_node(struct pre *w, uint32_t i, bool subtree, struct gvec *vec)
 {
 	const struct o1_grammar_vocab *v = w->v;
 	uint32_t end = subtree ? v->node_skip[i] : i + 1;
 	int rc = 0;
 
 	for (uint32_t k = v->node_tok[i]; k < v->node_tok[end] && !rc; k++)
-		rc = put(vec, v->ids[k]);
+		rc = gr_vec_push(vec, v->ids[k]);
 	return rc;
 }
 
@@ -120,7 +99,7 @@ static int store(struct pre *w, struct o1_grammar_tokens *t, uint32_t s)
 	if (w->acc.n > t->n_words) {
 		p->acc_bits = (uint32_t)(w->bits.n / t->n_words);
 		for (uint32_t k = 0; k < t->n_words && !rc; k++)
-			rc = put(&w->bits, 0);
+			rc = gr_vec_push(&w->bits, 0);
 		for (size_t k = 0; k < w->acc.n && !rc; k++) {
 			uint32_t id = w->acc.v[k];
 
@@ -129,12 +108,12 @@ static int store(struct pre *w, struct o1_grammar_tokens *t, uint32_t s)
 		}
 	} else {
 		for (size_t k = 0; k < w->acc.n && !rc; k++)
-			rc = put(&w->ids, w->acc.v[k]);
+			rc = gr_vec_push(&w->ids, w->acc.v[k]);
 	}
 	p->unc_off = (uint32_t)w->ids.n;
 	p->n_unc = (uint32_t)w->unc.n;
 	for (size_t k = 0; k < w->unc.n && !rc; k++)
-		rc = put(&w->ids, w->unc.v[k]);
+		rc = gr_vec_push(&w->ids, w->unc.v[k]);
 	return rc;
 }
 

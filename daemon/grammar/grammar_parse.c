@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 struct lexer {
 	const uint8_t *s;
@@ -266,7 +267,7 @@ static int code_point(struct lexer *lx, uint32_t *cp)
 				       "escape U+%X is not a character", *cp);
 		return 0;
 	}
-	n = gr_utf8_get(lx->s + lx->pos, lx->len - lx->pos, cp);
+	n = o1_utf8_decode(lx->s + lx->pos, lx->len - lx->pos, cp);
 	if (!n)
 		return lx_fail(lx, "invalid UTF-8");
 	for (int i = 0; i < n; i++)
@@ -294,7 +295,8 @@ static int parse_literal(struct lexer *lx, uint32_t *out)
 			rc = -ENOMEM;
 		if (!rc) {
 			p->bytes = b;
-			p->n_bytes += (uint32_t)gr_utf8_put(cp, b + p->n_bytes);
+			p->n_bytes +=
+			    (uint32_t)o1_utf8_encode(cp, b + p->n_bytes);
 		}
 	}
 	if (rc)

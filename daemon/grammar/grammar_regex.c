@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 struct rx {
 	const uint8_t *s;
@@ -237,7 +238,7 @@ static int char_escape(struct rx *x, bool in_class, uint32_t *cp)
 			return rx_fail(x, -O1_E_UNSUPPORTED, "backreference");
 		/* an identity escape: the character itself */
 		x->pos--;
-		c = gr_utf8_get(x->s + x->pos, x->n - x->pos, cp);
+		c = o1_utf8_decode(x->s + x->pos, x->n - x->pos, cp);
 		if (!c)
 			return rx_fail(x, -O1_E_FORMAT, "invalid UTF-8");
 		x->pos += (size_t)c;
@@ -262,7 +263,7 @@ static int class_char(struct rx *x, uint32_t *cp)
 		x->pos++;
 		return char_escape(x, true, cp);
 	}
-	n = gr_utf8_get(x->s + x->pos, x->n - x->pos, cp);
+	n = o1_utf8_decode(x->s + x->pos, x->n - x->pos, cp);
 	if (!n)
 		return rx_fail(x, -O1_E_FORMAT, "invalid UTF-8");
 	x->pos += (size_t)n;
@@ -371,7 +372,7 @@ static int parse_atom(struct rx *x, struct gbuf *out)
 		rc = char_escape(x, false, &cp);
 		break;
 	default:
-		n = gr_utf8_get(x->s + x->pos, x->n - x->pos, &cp);
+		n = o1_utf8_decode(x->s + x->pos, x->n - x->pos, &cp);
 		rc = n ? 0 : rx_fail(x, -O1_E_FORMAT, "invalid UTF-8");
 		x->pos += (size_t)n;
 	}

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 enum { KW_ANNOT, KW_CONTAINER, KW_ROOT, KW_VALID };
 
@@ -693,7 +694,7 @@ static int trie_add(struct ktrie **t, uint32_t *n, uint32_t *cap,
 	size_t len = strlen(name);
 
 	for (size_t i = 0; i < len;) {
-		int k = gr_utf8_get((const uint8_t *)name + i, len - i, &cp);
+		int k = o1_utf8_decode(name + i, len - i, &cp);
 		uint32_t x;
 
 		if (!k)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 void gb_putn(struct gbuf *b, const char *s, size_t n)
 {
@@ -92,7 +93,7 @@ static int json_escape(uint32_t cp, char *out)
 	}
 	if (cp < 0x20)
 		return sprintf(out, "\\u%04x", cp);
-	return gr_utf8_put(cp, (uint8_t *)out);
+	return (int)o1_utf8_encode(cp, out);
 }
 
 static bool special(uint32_t cp)
@@ -170,7 +171,7 @@ int gs_json_string(struct gbuf *b, const char *s)
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
 		char esc[8];
-		int n = gr_utf8_get((const uint8_t *)s + i, len - i, &cp);
+		int n = o1_utf8_decode(s + i, len - i, &cp);
 
 		if (!n)
 			return -O1_E_FORMAT;

@@ -339,6 +339,29 @@ static void xml_function(FILE *o, int i, const char *name,
 	fputs(" \"</function>\\n\"\n", o);
 }
 
+/* The members xml_function walks, checked first: no schema compiler
+ * reads the XML format's parameters, and an array's items have no
+ * names. */
+static int xml_params_ok(const cJSON *params, int i,
+			 struct o1_grammar_error *err)
+{
+	const cJSON *props =
+	    cJSON_GetObjectItemCaseSensitive(params, "properties");
+	const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+
+	if (props && !cJSON_IsObject(props))
+		return fail(err, -O1_E_FORMAT,
+			    "tools[%d].function.parameters.properties: not an "
+			    "object",
+			    i);
+	if (req && !cJSON_IsArray(req))
+		return fail(err, -O1_E_FORMAT,
+			    "tools[%d].function.parameters.required: not a "
+			    "list",
+			    i);
+	return 0;
+}
+
 static int xml_format(const cJSON *tools, struct o1_grammar_error *err,
 		      FILE *o)
 {
@@ -354,6 +377,8 @@ static int xml_format(const cJSON *tools, struct o1_grammar_error *err,
 	cJSON_ArrayForEach(t, tools)
 	{
 		rc = tool_at(t, i, err, &name, &params);
+		if (!rc)
+			rc = xml_params_ok(params, i, err);
 		if (rc)
 			return rc;
 		xml_function(o, i++, name, params);

@@ -195,6 +195,11 @@ const uint8_t *o1_grammar_vocab_token(const struct o1_grammar_vocab *v,
 	return gr_tok(v, id, len);
 }
 
+int o1_grammar_vocab_kind(const struct o1_grammar_vocab *v, uint32_t id)
+{
+	return id < v->n_tokens ? v->kind[id] : -EINVAL;
+}
+
 uint32_t o1_grammar_mask_words(const struct o1_grammar_vocab *v)
 {
 	return (v->n_tokens + 31) / 32;

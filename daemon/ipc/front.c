@@ -36,7 +36,20 @@
  * that asked for socket wake-ups (O1_HELLO_WAKE_SOCKET, for event loops
  * that poll an fd) gets one byte on its control socket with each wake-up
  * of its completion doorbell; a full socket buffer drops it (the socket
- * is readable already). */
+ * is readable already).
+ *
+ * A full completion ring: events for a client whose ring is full wait in
+ * the consumer, and the loop sleeps like any other time (no retry timer:
+ * a parked stream costs nothing). Before the sleep it sets WANT_ROOM with
+ * NEED_WAKEUP on that client's submission ring, fences, and looks at the
+ * completion head once more; libo1client, having taken events, looks at
+ * WANT_ROOM (after a fence where it is about to wait) and rings the
+ * submission doorbell. The same Dekker pair as shm/doorbell.h: either our
+ * look sees the head moved or the client sees the flag. A client that
+ * spins without waiting looks on every empty poll, so it sees the flag
+ * within a few polls. A doorbell wake-up that finds room is not an empty
+ * one; one that finds the head where it was still is. Clients that never
+ * ring (older libraries, raw ones) get the housekeeping tick's pass. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -62,7 +75,6 @@
 #define O1_FUTEX2_SIZE_U32	0x02 /* futex2 flags; no FUTEX2_PRIVATE */
 #define O1_FUTEX_MASK_ANY	0xffffffffull
 #define TICK_NS			100000000ll
-#define BACKLOG_WAIT_NS		1000000ll
 #define SPIN_SHORT_NS		5000ull /* the spin while spinning does not pay */
 
 static uint64_t now_ns(void)
@@ -358,6 +370,7 @@ static void housekeeping(struct o1_ipc_server *srv)
 {
 	uint64_t now = now_ns();
 
+	srv->st.ticks++;
 	linger_check(srv, now);
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
@@ -509,14 +522,30 @@ static void flush(struct o1_ipc_server *srv)
 	}
 }
 
-/* Drains one client; a doorbell wake-up that found nothing is counted. */
+/* Whether C's reader moved its completion head forward past the one we
+ * last read (room made since the ring blocked us). A head moved backwards
+ * or out of the ring is not room: a client writing garbage there cannot
+ * keep the loop awake (the next post finds it corrupt). */
+static int room_made(struct o1_ipc_client *c)
+{
+	uint32_t head = atomic_load_explicit(
+	    &o1_region_cq_ctrl(c->base, &c->l)->head, memory_order_acquire);
+
+	return (int32_t)(head - c->cq.peer) > 0 &&
+	       c->cq.pub - head <= o1_ring_capacity(&c->cq);
+}
+
+/* Drains one client; a doorbell wake-up that found nothing (no entry, no
+ * room made in a blocked ring) is counted. */
 static int drain_client(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 {
+	int room = c->woke && c->blocked && room_made(c);
 	int n = o1_ipc_drain(srv, c);
 
 	if (c->woke) {
 		c->woke = 0;
-		if (!n && !c->doomed && !o1_ring_ready(&c->sq))
+		srv->st.room_wakes += room;
+		if (!n && !room && !c->doomed && !o1_ring_ready(&c->sq))
 			o1_ipc_empty_wake(srv, c);
 	}
 	return n;
@@ -527,7 +556,6 @@ static int pass(struct o1_ipc_server *srv)
 	int work = process_cqes(srv);
 	uint32_t cpu = o1_handoff_cpu();
 
-	srv->backlog = 0;
 	srv->posted = 0;
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
@@ -546,9 +574,11 @@ static int pass(struct o1_ipc_server *srv)
 	return work + (int)srv->posted;
 }
 
-/* Announces the sleep on every ring, arms the doorbells, re-checks; returns
- * 1 when a ring has work after all. A throttled client's doorbell is left
- * alone: its ring waits for the next pass (at the latest, the tick). */
+/* Announces the sleep on every ring (asking blocked clients for room),
+ * arms the doorbells, re-checks; returns 1 when a ring has work after all:
+ * entries to drain, or room made where events wait. A throttled client's
+ * doorbell is left alone: its ring waits for the next pass (at the
+ * latest, the tick). */
 static int prepare_sleep(struct o1_ipc_server *srv)
 {
 	uint64_t now = now_ns();
@@ -561,6 +591,11 @@ static int prepare_sleep(struct o1_ipc_server *srv)
 		if (c->state != O1_IPC_ACTIVE || c->doomed ||
 		    o1_ipc_throttled(c, now))
 			continue;
+		if (c->blocked)
+			atomic_fetch_or_explicit(
+			    &o1_region_sq_ctrl(c->base, &c->l)->flags,
+			    O1_RING_WANT_ROOM, memory_order_relaxed);
+		/* its seq_cst fence orders WANT_ROOM before the look below */
 		seq = o1_doorbell_prepare(o1_region_sq_ctrl(c->base, &c->l));
 		if (!c->bell_armed)
 			c->bell_armed =
@@ -570,7 +605,8 @@ static int prepare_sleep(struct o1_ipc_server *srv)
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
 		if (c->state == O1_IPC_ACTIVE && !c->doomed)
-			found = o1_ring_ready(&c->sq) != 0 && !c->blocked;
+			found = c->blocked ? room_made(c)
+					   : o1_ring_ready(&c->sq) != 0;
 	}
 	return found;
 }
@@ -580,8 +616,12 @@ static void finish_sleep(struct o1_ipc_server *srv)
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
-		if (c->state == O1_IPC_ACTIVE && !c->doomed)
-			o1_doorbell_cancel(o1_region_sq_ctrl(c->base, &c->l));
+		if (c->state != O1_IPC_ACTIVE || c->doomed)
+			continue;
+		o1_doorbell_cancel(o1_region_sq_ctrl(c->base, &c->l));
+		atomic_fetch_and_explicit(
+		    &o1_region_sq_ctrl(c->base, &c->l)->flags,
+		    ~(uint32_t)O1_RING_WANT_ROOM, memory_order_relaxed);
 	}
 }
 
@@ -593,8 +633,6 @@ static int sleep_once(struct o1_ipc_server *srv, uint64_t limit_ns)
 	struct io_uring_cqe *cqe;
 	int ret = 0;
 
-	if (srv->backlog && (!limit_ns || limit_ns > BACKLOG_WAIT_NS))
-		limit_ns = BACKLOG_WAIT_NS;
 	ts.tv_sec = (long long)(limit_ns / 1000000000ull);
 	ts.tv_nsec = (long long)(limit_ns % 1000000000ull);
 	if (prepare_sleep(srv) || atomic_load(&srv->stop)) {

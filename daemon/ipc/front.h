@@ -112,7 +112,6 @@ struct o1_ipc_server {
 	uint32_t n_live;
 	atomic_int stop;
 	int draining;
-	int backlog; /* some client is blocked on its completion ring */
 	int any_doomed;
 	uint32_t posted; /* events posted during the current pass */
 	int slept;	 /* the current pass is the first after a sleep */

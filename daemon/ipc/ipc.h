@@ -205,6 +205,9 @@ struct o1_ipc_stats {
 	uint64_t half_open_evicted; /* hello-less connections refused for a
 				     * newer one (max_half_open) */
 	uint64_t uid_refused;	    /* over max_clients_per_uid */
+	uint64_t ticks;		    /* housekeeping passes (every 100 ms) */
+	uint64_t room_wakes; /* wake-ups by a reader that made room in a full
+			      * completion ring */
 	int futex_wait;		 /* 1: IORING_OP_FUTEX_WAIT in use */
 };
 

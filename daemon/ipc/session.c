@@ -311,7 +311,6 @@ static int push_event(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	if (ret == -EAGAIN) {
 		srv->st.cq_full++;
 		c->blocked = 1;
-		srv->backlog = 1;
 		return ret;
 	}
 	if (ret) {
@@ -580,7 +579,6 @@ int o1_ipc_drain(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 		}
 		if (space == 0) {
 			c->blocked = 1;
-			srv->backlog = 1;
 			break;
 		}
 		ret = o1_ring_peek(&c->sq, &slot);
@@ -677,7 +675,6 @@ int o1_ipc_post_logprobs(struct o1_ipc_server *srv, uint32_t client_id,
 	if (space >= 0 && space < (int)need) {
 		srv->st.cq_full++;
 		c->blocked = 1;
-		srv->backlog = 1;
 		return -EAGAIN; /* all or nothing */
 	}
 	for (unsigned i = 0; i < n; i += O1_WIRE_TOP_PER) {

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "kernels/quant.h"
 
 static const char *const o1_arch_names[] = {
 	[O1_ARCH_LLAMA] = "llama",
@@ -266,6 +267,34 @@ uint64_t o1_model_interleaved_row(uint64_t r, uint32_t head_dim)
 	uint64_t j = in_head / half, i = in_head % half;
 
 	return head * head_dim + i * 2 + j;
+}
+
+int o1_tensor_read_blocks(const struct o1_model *m, const struct o1_tensor *t,
+			  void *dst)
+{
+	uint64_t rows = t->shape[0], rb = 0;
+	uint8_t *d = dst;
+
+	if (o1_quant_row_bytes(t->dtype, t->shape[1], &rb) ||
+	    rb * rows != t->n_bytes) {
+		o1_err("model: %s (layer %d): %llu bytes of %s for [%llu, "
+		       "%llu]: rows are not whole blocks",
+		       o1_tensor_role_name(t->role), t->layer,
+		       (unsigned long long)t->n_bytes, o1_dtype_name(t->dtype),
+		       (unsigned long long)rows,
+		       (unsigned long long)t->shape[1]);
+		return -O1_E_SHAPE;
+	}
+	if (!t->qk_interleaved) {
+		memcpy(d, t->data, t->n_bytes);
+		return 0;
+	}
+	for (uint64_t r = 0; r < rows; r++)
+		memcpy(d + r * rb,
+		       (const uint8_t *)t->data +
+			   o1_model_interleaved_row(r, m->desc.head_dim) * rb,
+		       rb);
+	return 0;
 }
 
 int o1_tensor_read_f32(const struct o1_model *m, const struct o1_tensor *t,

@@ -117,6 +117,14 @@ int o1_model_validate(const struct o1_model *model);
 int o1_tensor_read_f32(const struct o1_model *model, const struct o1_tensor *t,
 		       float *dst);
 
+/* Copies T, a matrix of block-format rows (Q8_0, Q4_K, ...), into DST
+ * (t->n_bytes) as it is, blocks untouched, rows put back in canonical
+ * order when stored permuted (see o1_model_interleaved_row): the form the
+ * backends keep weights in. Returns 0, or -O1_E_SHAPE (logged) when the
+ * rows are not whole blocks. */
+int o1_tensor_read_blocks(const struct o1_model *model,
+			  const struct o1_tensor *t, void *dst);
+
 uint64_t o1_tensor_elements(const struct o1_tensor *t);
 
 /* GGUF llama stores each head's Q/K rows interleaved (pair i of the rotary

@@ -79,6 +79,17 @@ static void add_graphs(const struct o1_engine_graphs *g, cJSON *o)
 	cJSON_AddNumberToObject(j, "prefill", (double)g->prefill);
 }
 
+/* The front loop's sleeps and housekeeping ticks: with every stream
+ * parked, sleeps grow with the ticks (and the admin requests), no faster. */
+static void add_front(const struct o1_ipc_stats *ist, cJSON *o)
+{
+	cJSON *f = cJSON_AddObjectToObject(o, "front");
+
+	cJSON_AddNumberToObject(f, "sleeps", (double)ist->sleeps);
+	cJSON_AddNumberToObject(f, "ticks", (double)ist->ticks);
+	cJSON_AddNumberToObject(f, "room_wakes", (double)ist->room_wakes);
+}
+
 static void add_status(struct o1_engine *e, cJSON *o)
 {
 	struct o1_sched_stats st;
@@ -119,6 +130,7 @@ static void add_status(struct o1_engine *e, cJSON *o)
 				(double)st.refine_cached_tokens);
 	add_graphs(&gr, o);
 	add_faults(e, o);
+	add_front(&ist, o);
 }
 
 static void add_request(struct o1_engine *e, cJSON *list,

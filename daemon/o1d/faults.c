@@ -18,9 +18,12 @@
 #include "common/error.h"
 #include "faults.h"
 #include "common/log.h"
+#include "host_clock.h"
 
 #define LATENCY_DEFAULT_MS 50
 #define LATENCY_MAX_MS	   10000
+#define NULL_IDS_DEFAULT   256
+#define CLOCK_LINES	   8 /* batch sizes host_clock reports */
 
 struct o1_faults {
 	struct o1_faults_opts o;
@@ -35,6 +38,10 @@ struct o1_faults {
 	uint64_t kv_seen;	     /* engine thread: the gen target is for */
 	_Atomic uint64_t replay_gen; /* bumped by each graph_replay set */
 	uint64_t replay_seen;	     /* engine thread: the gen the hook has */
+	_Atomic uint64_t clock_gen;  /* bumped by each host_clock set */
+	uint64_t clock_seen;	     /* engine thread: the gen clock is for */
+	bool clock_on;		     /* engine thread: clock is recording */
+	struct o1_host_clock clock;  /* engine thread's */
 };
 
 static const char *const names[O1_FAULT__COUNT] = {
@@ -43,6 +50,8 @@ static const char *const names[O1_FAULT__COUNT] = {
     [O1_FAULT_STALL] = "stall",
     [O1_FAULT_KV_EXHAUST] = "kv_exhaust",
     [O1_FAULT_GRAPH_REPLAY] = "graph_replay",
+    [O1_FAULT_NULL_FORWARD] = "null_forward",
+    [O1_FAULT_HOST_CLOCK] = "host_clock",
 };
 _Static_assert(sizeof(names) / sizeof(names[0]) == O1_FAULT__COUNT,
 	       "one name per fault");
@@ -61,7 +70,8 @@ int o1_faults_create(const struct o1_faults_opts *o, struct o1_faults **out)
 	f->o = *o;
 	f->cap = o1_kv_pool_layout(o->pool)->n_pages;
 	f->held = calloc(f->cap ? f->cap : 1, sizeof(uint32_t));
-	if (!f->held) {
+	if (!f->held || o1_host_clock_init(&f->clock)) {
+		free(f->held);
 		free(f);
 		return -ENOMEM;
 	}
@@ -83,6 +93,7 @@ void o1_faults_destroy(struct o1_faults *f)
 	if (!f)
 		return;
 	release(f);
+	o1_host_clock_fini(&f->clock);
 	free(f->held);
 	free(f);
 }
@@ -156,12 +167,105 @@ static void apply_replay(struct o1_faults *f)
 		       o1_strerror(err));
 }
 
+/* host_clock: records from scratch once switched on (o1_faults_set
+ * reports when it is switched off). */
+static void apply_clock(struct o1_faults *f)
+{
+	uint64_t gen = atomic_load(&f->clock_gen), p;
+
+	if (gen == f->clock_seen)
+		return;
+	f->clock_seen = gen;
+	o1_host_clock_reset(&f->clock);
+	f->clock_on = is_on(f, O1_FAULT_HOST_CLOCK, &p);
+}
+
+/* null_forward's token for logits row ROW of sequence SEQ: a hash of its
+ * last token there and its position, below N_IDS. */
+static int32_t null_token(const struct o1_step_seq *seq, uint32_t row,
+			  uint64_t n_ids)
+{
+	uint64_t h =
+	    (uint64_t)(uint32_t)seq->tokens[row] * 0x9e3779b97f4a7c15ull +
+	    (seq->start_pos + row) * 0xbf58476d1ce4e5b9ull;
+
+	return (int32_t)((h >> 17) % n_ids);
+}
+
+static void null_row(struct o1_faults *f, const struct o1_step *step,
+		     uint32_t row, int32_t id)
+{
+	float *l;
+
+	if (step->samples) {
+		struct o1_sample_result *r = &step->samples[row];
+		uint32_t n_top = step->sample_rows[row].n_logprobs;
+
+		r->id = id;
+		r->logprob = 0;
+		r->entropy = 0;
+		r->n_top = n_top;
+		for (uint32_t j = 0; j < n_top; j++) {
+			r->top_id[j] =
+			    (int32_t)(((uint32_t)id + j) % f->o.vocab);
+			r->top_logprob[j] = j ? -30.0f : 0.0f;
+		}
+	}
+	if (!step->logits)
+		return;
+	l = step->logits + (size_t)row * f->o.vocab;
+	for (uint32_t v = 0; v < f->o.vocab; v++)
+		l[v] = -1e30f;
+	l[id] = 0;
+}
+
+/* A step without its forward pass (null_forward): what the host sees of
+ * one, at no cost. */
+static int null_step(struct o1_faults *f, const struct o1_step *step,
+		     uint64_t n_ids)
+{
+	uint32_t row = 0;
+
+	if (n_ids > f->o.vocab)
+		n_ids = f->o.vocab;
+	for (uint32_t i = 0; i < step->n_seqs; i++) {
+		const struct o1_step_seq *q = &step->seqs[i];
+		uint32_t first = q->all_logits ? 0 : q->n_tokens - 1;
+
+		for (uint32_t t = first; t < q->n_tokens; t++)
+			null_row(f, step, row++, null_token(q, t, n_ids));
+	}
+	return 0;
+}
+
+/* Whether STEP carries prompt tokens (host_clock keeps those apart). */
+static bool has_prompt(const struct o1_step *step)
+{
+	for (uint32_t i = 0; i < step->n_seqs; i++)
+		if (step->seqs[i].n_tokens > 1)
+			return true;
+	return false;
+}
+
+static int forward(struct o1_faults *f, const struct o1_step *step)
+{
+	uint64_t p;
+
+	if (is_on(f, O1_FAULT_NULL_FORWARD, &p))
+		return null_step(f, step, p);
+	return f->o.step(f->o.step_ctx, step);
+}
+
 int o1_faults_step(void *ctx, const struct o1_step *step)
 {
 	struct o1_faults *f = ctx;
 	uint64_t p;
+	int err;
 
 	apply_replay(f);
+	apply_clock(f);
+	if (f->clock_on)
+		o1_host_clock_enter(&f->clock);
 	if (is_on(f, O1_FAULT_LATENCY, &p)) {
 		sleep_ms(p);
 		atomic_fetch_add_explicit(&f->delayed, 1, memory_order_relaxed);
@@ -170,7 +274,10 @@ int o1_faults_step(void *ctx, const struct o1_step *step)
 		atomic_fetch_add_explicit(&f->failed, 1, memory_order_relaxed);
 		return -EIO;
 	}
-	return f->o.step(f->o.step_ctx, step);
+	err = forward(f, step);
+	if (f->clock_on)
+		o1_host_clock_leave(&f->clock, step->n_seqs, has_prompt(step));
+	return err;
 }
 
 bool o1_faults_stalled(struct o1_faults *f, uint32_t client)
@@ -189,6 +296,8 @@ static uint64_t param_default(enum o1_fault k, uint64_t param)
 		return LATENCY_DEFAULT_MS;
 	if ((k == O1_FAULT_STEP_FAIL || k == O1_FAULT_GRAPH_REPLAY) && !param)
 		return 1;
+	if (k == O1_FAULT_NULL_FORWARD && !param)
+		return NULL_IDS_DEFAULT;
 	return param;
 }
 
@@ -201,13 +310,17 @@ int o1_faults_set(struct o1_faults *f, const char *name, bool on,
 		k++;
 	if (k == O1_FAULT__COUNT) {
 		*why = "unknown fault (latency, step_fail, stall, kv_exhaust, "
-		       "graph_replay)";
+		       "graph_replay, null_forward, host_clock)";
 		return -EINVAL;
 	}
 	if (k == O1_FAULT_GRAPH_REPLAY && !f->o.fail_replays) {
 		*why =
 		    "graph_replay needs the CUDA backend with graphs enabled "
 		    "and captured ([graphs] enabled = true)";
+		return -O1_E_UNSUPPORTED;
+	}
+	if (k == O1_FAULT_NULL_FORWARD && !f->o.vocab) {
+		*why = "null_forward: no vocabulary size given";
 		return -O1_E_UNSUPPORTED;
 	}
 	if (k == O1_FAULT_LATENCY && param > LATENCY_MAX_MS) {
@@ -220,6 +333,10 @@ int o1_faults_set(struct o1_faults *f, const char *name, bool on,
 		atomic_fetch_add(&f->kv_gen, 1);
 	if (k == O1_FAULT_GRAPH_REPLAY)
 		atomic_fetch_add(&f->replay_gen, 1);
+	if (k == O1_FAULT_HOST_CLOCK && !on)
+		o1_host_clock_report(&f->clock, CLOCK_LINES);
+	if (k == O1_FAULT_HOST_CLOCK)
+		atomic_fetch_add(&f->clock_gen, 1);
 	o1_warn("faults: %s %s (param %llu)", names[k], on ? "on" : "off",
 		(unsigned long long)param_default(k, param));
 	return 0;

@@ -18,7 +18,21 @@
  *   each) fails as a failed cudaGraphLaunch does: the decode step runs
  *   eagerly (same tokens) and the backend counts a fallback
  *   (o1_backend_fail_replays). Only with a replay hook (the CUDA backend
- *   with graphs on and captured); refused (-O1_E_UNSUPPORTED) otherwise.
+ *   with graphs on and captured); refused (-O1_E_UNSUPPORTED) otherwise;
+ * - null_forward PARAM: steps skip the forward pass: each sampled row
+ *   gets token (a hash of the row's last token and position) % PARAM
+ *   (default 256: byte tokens, never a special token in the project's
+ *   vocabularies), and asked-for logits rows are -1e30 but at that token
+ *   (0). The host's work per step (scheduler, sampling bookkeeping,
+ *   detokenizing, stop strings, rings, wake-ups) then runs alone: the
+ *   host_clock fault measures it (tools/bench/host_step.sh);
+ * - host_clock: times the engine thread between steps (from one step's
+ *   return to the next step's call: everything the host does serially
+ *   with the forward pass), per batch size of the step before, in thread
+ *   CPU time and in wall time, and the forward passes' wall time (steps
+ *   with prompt tokens apart); when switched off, logs the decode batch
+ *   sizes that ran most ("faults: host_clock: batch B: N steps, host cpu
+ *   X us a step, wall Y us; forward Z us"), then the prefill steps.
  * Threads: o1_faults_set and the counters from any thread (atomics);
  * o1_faults_step and o1_faults_tick on the engine thread only (the held
  * pages and the replay hook are its own); o1_faults_stalled on the front
@@ -39,6 +53,8 @@ enum o1_fault {
 	O1_FAULT_STALL,
 	O1_FAULT_KV_EXHAUST,
 	O1_FAULT_GRAPH_REPLAY,
+	O1_FAULT_NULL_FORWARD,
+	O1_FAULT_HOST_CLOCK,
 	O1_FAULT__COUNT,
 };
 
@@ -64,6 +80,8 @@ struct o1_faults_opts {
 	 * (graph_replay is then refused). Engine thread, before a step. */
 	int (*fail_replays)(void *ctx, uint32_t every);
 	void *replay_ctx;
+	/* null_forward's logits rows (0: null_forward is refused). */
+	uint32_t vocab;
 };
 
 /* O is copied; what it points to is borrowed until destroy. */
@@ -77,7 +95,7 @@ void o1_faults_tick(struct o1_faults *f);
 /* Front thread: whether CLIENT's events are held back now (counted). */
 bool o1_faults_stalled(struct o1_faults *f, uint32_t client);
 /* NAME: latency, step_fail, stall, kv_exhaust, graph_replay (refused
- * without a replay hook); PARAM 0: the fault's default. 0, or -EINVAL /
+ * without a replay hook), null_forward, host_clock; PARAM 0: the fault's default. 0, or -EINVAL /
  * -O1_E_UNSUPPORTED with *why set. */
 int o1_faults_set(struct o1_faults *f, const char *name, bool on,
 		  uint64_t param, const char **why);

@@ -660,6 +660,7 @@ static int create_faults(struct o1d *d, struct o1_engine_opts *eo)
 	    .step_ctx = eo->sched.step_ctx,
 	    .pool = d->pool,
 	    .replay_ctx = d->backend,
+	    .vocab = o1_backend_vocab_size(d->backend),
 	};
 	int err;
 
@@ -734,6 +735,8 @@ static int create_engine(struct o1d *d)
 		    .sample_in_backend = o1_backend_can_sample(d->backend),
 		    .sample_pens =
 			o1_backend_config(d->backend)->max_sample_pens,
+		    .sample_masks =
+			o1_backend_config(d->backend)->max_sample_masks,
 		},
 	    .drain_timeout_ms = c->daemon.drain_timeout_ms,
 	    .log_requests = c->log.requests,
@@ -917,6 +920,8 @@ static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
 		report_add(l, cap, "kv");
 	if (memcmp(&c->graphs, &o->graphs, sizeof(c->graphs)))
 		report_add(l, cap, "graphs");
+	if (memcmp(&c->cuda, &o->cuda, sizeof(c->cuda)))
+		report_add(l, cap, "cuda");
 	if (memcmp(&c->ipc, &o->ipc, sizeof(c->ipc)))
 		report_add(l, cap, "ipc");
 	if (memcmp(&c->metrics, &o->metrics, sizeof(c->metrics)))

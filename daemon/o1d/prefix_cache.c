@@ -161,6 +161,7 @@ int o1_prefix_cache_insert(struct o1_prefix_cache *c, uint64_t key,
 	err = o1_kv_pool_get(c->pool, page);
 	if (err)
 		return err;
+	o1_kv_pool_keep(c->pool, page, true);
 	e->key = key;
 	e->parent = parent;
 	e->listed = true;
@@ -183,6 +184,7 @@ static void drop(struct o1_prefix_cache *c, uint32_t p)
 	lru_unlink(c, p);
 	c->ent[p].listed = false;
 	c->size--;
+	o1_kv_pool_keep(c->pool, p, false);
 	o1_kv_pool_put(c->pool, p);
 }
 
@@ -212,13 +214,12 @@ uint32_t o1_prefix_cache_size(const struct o1_prefix_cache *c)
 	return c->size;
 }
 
+/* The pool counts them as references change: the scheduler asks every
+ * step, and a walk of the LRU list cost a cache miss per cached page
+ * (tens of thousands of pages on a GPU: issue 17). */
 uint32_t o1_prefix_cache_evictable(const struct o1_prefix_cache *c)
 {
-	uint32_t n = 0;
-
-	for (uint32_t p = c->lru_head; p != NONE; p = c->ent[p].next_lru)
-		n += o1_kv_pool_refs(c->pool, p) == 1;
-	return n;
+	return o1_kv_pool_kept_idle(c->pool);
 }
 
 void o1_prefix_cache_destroy(struct o1_prefix_cache *c)

@@ -37,6 +37,7 @@
 #include "common/log.h"
 #include "kernels/threads.h"
 #include "metrics/metrics_writer.h"
+#include "metrics_batch.h"
 #include "prefix_cache.h"
 #include "prompt.h"
 #include "refine.h"
@@ -108,9 +109,12 @@ struct o1_sched {
 	struct o1_sample_result *results;
 	struct o1_sample_penalty *pens; /* sample_pens entries */
 	uint32_t n_pens;		/* used this step */
+	uint32_t *masks;		/* sample_masks token bitmasks */
+	uint32_t n_masks, mask_words;	/* used this step; words of one */
 	struct o1_prompt *prompt;
 	uint32_t answer_cap;
 	struct o1_sched_stats st;
+	struct o1_metrics_batch step_metrics; /* the step's tokens */
 };
 
 static uint64_t now_ns(void)
@@ -201,7 +205,11 @@ static int alloc_lists(struct o1_sched *s)
 		s->results = malloc(s->o.max_running * sizeof(*s->results));
 		s->pens =
 		    malloc(((size_t)s->o.sample_pens + 1) * sizeof(*s->pens));
-		if (!s->rows || !s->results || !s->pens)
+		s->mask_words = o1_sample_mask_words(s->o.vocab_size);
+		s->masks = malloc(((size_t)s->o.sample_masks * s->mask_words +
+				   1) *
+				  sizeof(*s->masks));
+		if (!s->rows || !s->results || !s->pens || !s->masks)
 			return -ENOMEM;
 	}
 	if (!s->running || !s->resume || !s->waiting || !s->parked ||
@@ -310,6 +318,7 @@ void o1_sched_destroy(struct o1_sched *s)
 	free(s->rows);
 	free(s->results);
 	free(s->pens);
+	free(s->masks);
 	o1_prompt_destroy(s->prompt);
 	free(s);
 }
@@ -466,28 +475,34 @@ static void finish(struct o1_sched *s, struct seq *q,
 static void round_end(struct o1_sched *s, struct seq *q,
 		      enum o1_finish_reason reason);
 
-/* A sampled token (B's, sampled by sample_task): record, stream, maybe
- * finish. */
+/* A sampled token (B's, sampled by sample_task) at NOW (the step's end):
+ * record, stream, maybe finish. Its counter and latency go to the step's
+ * metrics batch (published once the step's rows are streamed), and the
+ * request's count is stored, not added atomically (the engine is its
+ * only writer): per row, locked adds on lines other threads read cost
+ * more than the rest of the row (issue 17). */
 static void on_token(struct o1_sched *s, struct seq *q,
-		     const struct batch_ent *b)
+		     const struct batch_ent *b, uint64_t now)
 {
 	struct o1_req *r = q->req;
 	struct o1_seq_token t = {
 	    .smp = &b->smp, .dev = b->dev, .dev_seq = b->dev_seq};
 	enum o1_finish_reason reason;
-	uint64_t now = now_ns();
 
 	if (b->err) {
 		finish(s, q, O1_FINISH_ERROR, b->err);
 		return;
 	}
-	t.pos =
-	    atomic_fetch_add_explicit(&r->generated, 1, memory_order_relaxed);
+	t.pos = atomic_load_explicit(&r->generated, memory_order_relaxed);
+	atomic_store_explicit(&r->generated, t.pos + 1, memory_order_relaxed);
 	q->tokens[q->n_tokens++] = b->smp.id;
 	t.full = q->n_tokens >= s->o.max_context;
-	count(s, O1_METRICS_CTR_TOKENS_GENERATED, 1);
-	observe(s, t.pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
-		now - (t.pos ? q->last_token_ns : r->submit_ns));
+	o1_metrics_batch_add(&s->step_metrics, O1_METRICS_CTR_TOKENS_GENERATED,
+			     1);
+	o1_metrics_batch_observe_us(
+	    &s->step_metrics,
+	    t.pos ? O1_METRICS_HIST_ITL : O1_METRICS_HIST_TTFT,
+	    (now - (t.pos ? q->last_token_ns : r->submit_ns)) / 1000);
 	q->last_token_ns = now;
 	if (o1_seq_output_token(&q->out, &t, &reason) == O1_SEQ_GO)
 		return;
@@ -1319,6 +1334,7 @@ static void sample_task(void *arg, uint32_t task, uint32_t worker)
 static void after_step(struct o1_sched *s)
 {
 	uint32_t n_host = 0;
+	uint64_t now = now_ns();
 
 	for (uint32_t i = 0; i < s->n_batch; i++)
 		n_host += s->batch[i].host;
@@ -1333,8 +1349,9 @@ static void after_step(struct o1_sched *s)
 		q->n_computed += s->batch[i].n;
 		key_pages(s, q);
 		if (s->batch[i].samples)
-			on_token(s, q, &s->batch[i]);
+			on_token(s, q, &s->batch[i], now);
 	}
+	o1_metrics_batch_flush(&s->step_metrics, s->o.metrics);
 }
 
 static void update_gauges(struct o1_sched *s)
@@ -1389,22 +1406,55 @@ static void plan_devout(struct o1_sched *s, struct o1_step *step)
 
 /* Sampling in the backend: batch entry I's row, a greedy one (result
  * ignored) when it does not sample or is sampled on the host because its
- * penalty list does not fit the room left. */
+ * penalty list or its token mask does not fit the room left (or its
+ * grammar allows nothing: the host path says so). */
 static void sample_row(struct o1_sched *s, uint32_t i)
 {
 	struct batch_ent *b = &s->batch[i];
 	struct o1_sample_row *r = &s->rows[i];
+	uint32_t *mask = s->n_masks < s->o.sample_masks
+			     ? s->masks + (size_t)s->n_masks * s->mask_words
+			     : NULL;
 	uint32_t n;
 
 	if (b->samples &&
-	    !o1_sampler_row(s->seqs[b->slot].sampler, r, s->pens + s->n_pens,
-			    s->o.sample_pens - s->n_pens, &n)) {
+	    !o1_sampler_row_masked(s->seqs[b->slot].sampler, r,
+				   s->pens + s->n_pens,
+				   s->o.sample_pens - s->n_pens, &n, mask)) {
 		r->pen_off = s->n_pens;
 		s->n_pens += n;
+		if (r->mask)
+			r->mask = ++s->n_masks;
 		return;
 	}
 	b->host = b->samples;
 	*r = (struct o1_sample_row){.top_p = 1, .repetition_penalty = 1};
+}
+
+/* Computes the next token's mask of batch entry TASK's sampler (a no-op
+ * unless it samples under a grammar): one sequence's state, any thread. */
+static void mask_task(void *arg, uint32_t task, uint32_t worker)
+{
+	struct o1_sched *s = arg;
+	struct batch_ent *b = &s->batch[task];
+
+	(void)worker;
+	if (b->samples) /* an error shows again when the row is made */
+		(void)o1_sampler_prepare(s->seqs[b->slot].sampler);
+}
+
+/* The step's token masks, ahead of the rows: in parallel when several
+ * sequences are constrained (each mask costs tens of microseconds at a
+ * vocabulary of 128k), else where the row is made. */
+static void prepare_masks(struct o1_sched *s)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->n_batch && n < 2; i++)
+		n += s->batch[i].samples &&
+		     o1_sampler_constrained(s->seqs[s->batch[i].slot].sampler);
+	if (n > 1 && s->samplers && s->o.sample_masks)
+		o1_threads_run(s->samplers, s->n_batch, mask_task, s);
 }
 
 /* Asks STEP for samples; returns whether it needs the logits too. */
@@ -1413,6 +1463,8 @@ static bool ask_samples(struct o1_sched *s, struct o1_step *step)
 	bool host = false;
 
 	s->n_pens = 0;
+	s->n_masks = 0;
+	prepare_masks(s);
 	for (uint32_t i = 0; i < s->n_batch; i++) {
 		sample_row(s, i);
 		host |= s->batch[i].host;
@@ -1421,6 +1473,8 @@ static bool ask_samples(struct o1_sched *s, struct o1_step *step)
 	step->pens = s->pens;
 	step->n_pens = s->n_pens;
 	step->samples = s->results;
+	step->masks = s->n_masks ? s->masks : NULL;
+	step->n_masks = s->n_masks;
 	return host;
 }
 

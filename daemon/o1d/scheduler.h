@@ -74,7 +74,13 @@
  * chunk) gets a greedy row whose result is ignored. A sequence whose
  * penalty list does not fit the room left that step is sampled on the host
  * instead: the step then asks for the logits as well (both come back) and
- * only that step pays for the copy. No other feature needs a full logits
+ * only that step pays for the copy. A constrained sequence (a grammar) is
+ * sampled in the backend too while the step has room for its token mask
+ * (sample_masks, the backend's max_sample_masks): the masks are computed
+ * before the step (on the sampler threads when several), sent with the
+ * rows, and only those rows read one; one without room, or whose grammar
+ * allows nothing (the host path then reports it), is sampled on the
+ * host. No other feature needs a full logits
  * row on the host (confidence and refinement use the sampled logprob and
  * entropy, device logits go device to device through the step's devout
  * entries either way, and the scheduler never asks for all_logits).
@@ -147,6 +153,7 @@ struct o1_sched_opts {
 	 * sequence is sampled on the host (see above). */
 	bool sample_in_backend;
 	uint32_t sample_pens;
+	uint32_t sample_masks; /* 0: constrained rows sample on the host */
 	/* readers (see above): 0 = no per-client cap; 0 = never cancel */
 	uint32_t max_running_per_client;
 	uint32_t stall_timeout_ms;

@@ -10,7 +10,10 @@
  * its logprob and confidence terms), then the token's alternatives in
  * LOGPROBS events. A stop string ends the stream: its text and what
  * follows are never sent. At the end of the stream everything held goes
- * out, with the detokenizer's leftovers.
+ * out, with the detokenizer's leftovers. Control tokens give no text,
+ * except the tool-call markers ([TOOL_CALLS], <|python_tag|> ...) in a
+ * chat request in JSON (O1_SUBMIT_CHAT_JSON, the form tools come in), so
+ * the client can read the calls back.
  *
  * The stream never calls into the scheduler: o1_seq_output_token returns
  * a verdict, GO or ENDED with the wire's finish reason. The sampler's end

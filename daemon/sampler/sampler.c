@@ -149,15 +149,37 @@ void o1_sampler_destroy(struct o1_sampler *s)
 	free(s);
 }
 
+/* A constrained sampler's rows are masked: their scratch holds the
+ * masked copy too (kernels/sample.c). */
+static int grow_scratch(struct o1_sampler *s)
+{
+	struct o1_sample_row row = row_of(&s->p, 0, 0);
+	void *p;
+
+	row.mask = 1;
+	p = aligned_alloc(64, o1_sample_row_scratch_bytes(&row, s->vocab));
+	if (!p)
+		return -ENOMEM;
+	free(s->scratch);
+	s->scratch = p;
+	return 0;
+}
+
 int o1_sampler_constrain(struct o1_sampler *s, struct o1_grammar_matcher *m)
 {
 	uint32_t words = o1_grammar_matcher_mask_words(m);
 	int err = s->gram ? -EBUSY : words ? 0 : -EINVAL;
 
+	err = err ?: grow_scratch(s);
 	err = err ?: sampler_grammar_create(m, s->vocab, words, &s->gram);
 	if (err)
 		o1_grammar_matcher_destroy(m);
 	return err;
+}
+
+bool o1_sampler_constrained(const struct o1_sampler *s)
+{
+	return s->gram != NULL;
 }
 
 int o1_sampler_prepare(struct o1_sampler *s)
@@ -202,21 +224,37 @@ uint32_t o1_sampler_generated(const struct o1_sampler *s)
 	return s->n_generated;
 }
 
+int o1_sampler_row_masked(struct o1_sampler *s, struct o1_sample_row *row,
+			  struct o1_sample_penalty *pens, uint32_t cap,
+			  uint32_t *n_pens, uint32_t *mask)
+{
+	uint32_t n = s->penalties ? s->n_seen : 0;
+	const uint32_t *m = NULL;
+	int err;
+
+	if (s->gram && !mask)
+		return -EOPNOTSUPP; /* no room for the mask: on the host */
+	if (n > cap)
+		return -ENOSPC;
+	if (s->gram && mask) { /* before the draw, as o1_sampler_sample */
+		err = sampler_grammar_mask(s->gram, &m);
+		if (err)
+			return err;
+		memcpy(mask, m, o1_sample_mask_words(s->vocab) * sizeof(*m));
+	}
+	if (n)
+		memcpy(pens, s->seen, n * sizeof(*pens));
+	make_row(s, row, n);
+	row->mask = m ? 1 : 0;
+	*n_pens = n;
+	return 0;
+}
+
 int o1_sampler_row(struct o1_sampler *s, struct o1_sample_row *row,
 		   struct o1_sample_penalty *pens, uint32_t cap,
 		   uint32_t *n_pens)
 {
-	uint32_t n = s->penalties ? s->n_seen : 0;
-
-	if (s->gram)
-		return -EOPNOTSUPP; /* the mask is applied on the host */
-	if (n > cap)
-		return -ENOSPC;
-	if (n)
-		memcpy(pens, s->seen, n * sizeof(*pens));
-	make_row(s, row, n);
-	*n_pens = n;
-	return 0;
+	return o1_sampler_row_masked(s, row, pens, cap, n_pens, NULL);
 }
 
 static enum o1_sampler_end end_of(const struct o1_sampler *s, int32_t id)
@@ -250,6 +288,8 @@ int o1_sampler_accept(struct o1_sampler *s, const struct o1_sample_result *r,
 	struct o1_sample_penalty *e;
 	int end_token = 0;
 
+	if (s->gram && r->id == O1_SAMPLE_NO_TOKEN)
+		return -O1_E_GRAMMAR; /* a masked row that allowed nothing */
 	if (!result_ok(s, r)) {
 		o1_err("sampler: result id %d (%u alternatives) outside the "
 		       "vocabulary of %u",
@@ -283,13 +323,14 @@ int o1_sampler_sample(struct o1_sampler *s, const float *logits,
 {
 	struct o1_sample_row row;
 	struct o1_sample_result r;
-	int err = s->gram ? sampler_grammar_apply(s->gram, logits, &logits)
-			  : 0;
+	const uint32_t *mask = NULL;
+	int err = s->gram ? sampler_grammar_mask(s->gram, &mask) : 0;
 
 	if (err)
 		return err;
 	make_row(s, &row, s->penalties ? s->n_seen : 0);
-	err =
-	    o1_sample_rows(&r, logits, 1, s->vocab, &row, s->seen, s->scratch);
+	row.mask = mask ? 1 : 0;
+	err = o1_sample_rows_masked(&r, logits, 1, s->vocab, &row, s->seen,
+				    mask, mask ? 1 : 0, s->scratch);
 	return err ? err : o1_sampler_accept(s, &r, out);
 }

@@ -54,11 +54,15 @@
  * grammar matcher (daemon/grammar). Each token is then drawn from the
  * logits with every token the grammar refuses at -inf (the mask, computed
  * by o1_sampler_prepare ahead of time or when the logits arrive), and the
- * drawn token advances the matcher. Such a sampler draws on the host
- * only: o1_sampler_row refuses, so its row is sampled by
- * o1_sampler_sample. Its logprobs, entropy and alternatives are those of
- * the masked row (over the allowed tokens). An end token the grammar
- * allows (EOS, <|eot_id|> ...) ends the request as EOS does.
+ * drawn token advances the matcher. The row is a masked row of
+ * kernels/sample.h, sampled by o1_sampler_sample on the host or, through
+ * o1_sampler_row_masked (which hands out the mask with the row), in a
+ * backend: the same draws either way (the backend's copy of the
+ * arithmetic and the same U). o1_sampler_row refuses a constrained
+ * sampler (a caller with no room for the mask samples it on the host).
+ * Its logprobs, entropy and alternatives are those of the masked row
+ * (over the allowed tokens). An end token the grammar allows (EOS,
+ * <|eot_id|> ...) ends the request as EOS does.
  */
 #ifndef O1_SAMPLER_H
 #define O1_SAMPLER_H
@@ -140,6 +144,16 @@ int o1_sampler_sample(struct o1_sampler *s, const float *logits,
 int o1_sampler_row(struct o1_sampler *s, struct o1_sample_row *row,
 		   struct o1_sample_penalty *pens, uint32_t cap,
 		   uint32_t *n_pens);
+/* o1_sampler_row for any sampler: a constrained one also writes its next
+ * token's mask (computed now unless prepared) to MASK
+ * (o1_sample_mask_words(vocab) words) and sets ROW's mask to 1 (the
+ * caller sets it to the mask's place in its step); unconstrained, MASK is
+ * not touched and ROW's mask is 0. -O1_E_GRAMMAR when the grammar allows
+ * no token, -EOPNOTSUPP for a constrained sampler without MASK, -ENOSPC
+ * as o1_sampler_row: nothing drawn then. */
+int o1_sampler_row_masked(struct o1_sampler *s, struct o1_sample_row *row,
+			  struct o1_sample_penalty *pens, uint32_t cap,
+			  uint32_t *n_pens, uint32_t *mask);
 /* Records R, the sampled result of the last o1_sampler_row, as generated
  * and fills OUT (id, logprob, entropy, top-n, end). -O1_E_BOUNDS
  * (logged) for an id outside the vocabulary or too many alternatives; the
@@ -161,5 +175,7 @@ int o1_sampler_constrain(struct o1_sampler *s, struct o1_grammar_matcher *m);
  * runs the step that makes the logits), so o1_sampler_sample only applies
  * it. 0 when unconstrained or already prepared. */
 int o1_sampler_prepare(struct o1_sampler *s);
+/* Whether o1_sampler_constrain gave the sampler a grammar. */
+bool o1_sampler_constrained(const struct o1_sampler *s);
 
 #endif

@@ -1,24 +1,23 @@
 /* The grammar constraint of a sampler (sampler_grammar.h). The mask is
  * computed once per token, either ahead (sampler_grammar_prepare, e.g.
- * while the device runs the step) or when the logits are there; it is
- * spent by the token the sampler then draws. Tokens past the grammar's
- * vocabulary (a padded logits row) are never allowed. Everything is
- * allocated at create.
+ * before the step that samples it) or when the logits are there; it is
+ * spent by the token the sampler then draws (on the host or in a backend:
+ * kernels/sample.h's masked rows). Tokens past the grammar's vocabulary
+ * (a padded logits row) are never allowed: the mask has the row's words,
+ * those past the grammar's stay 0. Everything is allocated at create.
  */
 #include "sampler_grammar.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/error.h"
 
 struct sampler_grammar {
 	struct o1_grammar_matcher *m; /* owned */
-	uint32_t *mask;		      /* [n_words] */
-	uint32_t n_words, vocab;
-	float *row; /* [vocab] */
+	uint32_t *mask; /* [max(n_words, row_words)]: the matcher writes
+			 * n_words, sampling reads row_words */
+	uint32_t n_words, row_words, vocab;
 	bool ready; /* mask is the next token's */
 };
 
@@ -26,19 +25,19 @@ int sampler_grammar_create(struct o1_grammar_matcher *m, uint32_t vocab,
 			   uint32_t n_words, struct sampler_grammar **out)
 {
 	struct sampler_grammar *g = calloc(1, sizeof(*g));
+	uint32_t row_words = o1_sample_mask_words(vocab);
 
 	if (!g)
 		return -ENOMEM;
-	g->mask = calloc(n_words ? n_words : 1, sizeof(*g->mask));
-	g->row = malloc((size_t)vocab * sizeof(*g->row));
-	if (!g->mask || !g->row) {
-		free(g->mask);
-		free(g->row);
+	g->mask = calloc(n_words > row_words ? n_words : row_words,
+			 sizeof(*g->mask));
+	if (!g->mask) {
 		free(g);
 		return -ENOMEM;
 	}
 	g->m = m;
 	g->n_words = n_words;
+	g->row_words = row_words;
 	g->vocab = vocab;
 	*out = g;
 	return 0;
@@ -50,7 +49,6 @@ void sampler_grammar_destroy(struct sampler_grammar *g)
 		return;
 	o1_grammar_matcher_destroy(g->m);
 	free(g->mask);
-	free(g->row);
 	free(g);
 }
 
@@ -68,29 +66,18 @@ int sampler_grammar_prepare(struct sampler_grammar *g)
 	return 0;
 }
 
-int sampler_grammar_apply(struct sampler_grammar *g, const float *logits,
-			  const float **row)
+int sampler_grammar_mask(struct sampler_grammar *g, const uint32_t **mask)
 {
-	uint32_t any = 0, words = (g->vocab + 31) / 32;
+	uint32_t any = 0, tail = g->vocab % 32;
 	int err = sampler_grammar_prepare(g);
 
 	if (err)
 		return err;
-	for (uint32_t w = 0; w < words; w++) {
-		uint32_t bits = w < g->n_words ? g->mask[w] : 0;
-		uint32_t base = w * 32;
-		uint32_t n = g->vocab - base < 32 ? g->vocab - base : 32;
-
-		any |= bits;
-		if (bits == UINT32_MAX && n == 32) {
-			memcpy(g->row + base, logits + base, 32 * sizeof(float));
-			continue;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			g->row[base + i] =
-			    bits >> i & 1 ? logits[base + i] : -INFINITY;
-	}
-	*row = g->row;
+	if (tail) /* tokens past the row */
+		g->mask[g->row_words - 1] &= (1u << tail) - 1;
+	for (uint32_t w = 0; w < g->row_words && !any; w++)
+		any |= g->mask[w];
+	*mask = g->mask;
 	return any ? 0 : -O1_E_GRAMMAR;
 }
 

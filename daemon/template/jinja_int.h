@@ -430,9 +430,9 @@ size_t ju_len(struct jstr s); /* code points */
 /* Byte offset of code point I (I <= ju_len). */
 size_t ju_offset(struct jstr s, size_t i);
 /* Decodes one code point at S[*i] (advancing *i); invalid bytes are taken
- * one at a time as themselves. */
+ * one at a time as themselves, a surrogate's three-byte form is one code
+ * point (Python's surrogatepass: a "\ud800" literal makes one). */
 uint32_t ju_next(struct jstr s, size_t *i);
-size_t ju_encode(uint32_t cp, char out[4]);
 bool ju_isspace(uint32_t cp);
 struct jstr ju_strip(struct jstr s, struct jstr *chars, bool left,
 		     bool right);

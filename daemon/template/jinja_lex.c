@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "template/jinja_int.h"
 
 struct lexer {
@@ -497,7 +498,7 @@ static size_t unescape_one(struct lexer *lx, const char *q, size_t n,
 			     q[*i] <= '7';
 		     digits++)
 			cp = cp * 8 + (q[(*i)++] - '0');
-		return ju_encode((uint32_t)cp, out);
+		return o1_utf8_encode((uint32_t)cp, out);
 	}
 	digits = ch == 'x' ? 2 : ch == 'u' ? 4 : ch == 'U' ? 8 : 0;
 	if (!digits) {
@@ -509,7 +510,7 @@ static size_t unescape_one(struct lexer *lx, const char *q, size_t n,
 		lex_fail(lx, "truncated or invalid \\%c escape in a string",
 			 (char[]){ch, 0});
 	*i += 1 + (size_t)digits;
-	return ju_encode((uint32_t)cp, out);
+	return o1_utf8_encode((uint32_t)cp, out);
 }
 
 /* A quoted string at I: its unescaped value into the arena. */

@@ -221,6 +221,16 @@ static void parse_call_args(struct parser *p, struct jnode *nd)
 	nd->l2 = vec_done(&kwargs);
 }
 
+/* A call of FN at the current '(': FN(args). */
+static struct jnode *parse_call(struct parser *p, struct jnode *fn)
+{
+	struct jnode *call = node(p, JN_CALL, cur(p));
+
+	call->a = fn;
+	parse_call_args(p, call);
+	return call;
+}
+
 static struct jnode *parse_filter_one(struct parser *p, struct jnode *in)
 {
 	const struct jtoken *name = cur(p);
@@ -301,11 +311,7 @@ static struct jnode *parse_filter_expr(struct parser *p, struct jnode *nd)
 		} else if (is_name(cur(p), "is")) {
 			nd = parse_test(p, nd);
 		} else if (is_op(cur(p), JO_LPAREN)) {
-			struct jnode *call = node(p, JN_CALL, cur(p));
-
-			call->a = nd;
-			parse_call_args(p, call);
-			nd = call;
+			nd = parse_call(p, nd);
 		} else {
 			return nd;
 		}
@@ -383,11 +389,7 @@ static struct jnode *parse_postfix(struct parser *p, struct jnode *nd)
 		if (is_op(cur(p), JO_DOT) || is_op(cur(p), JO_LBRACKET)) {
 			nd = parse_subscript(p, nd);
 		} else if (is_op(cur(p), JO_LPAREN)) {
-			struct jnode *call = node(p, JN_CALL, cur(p));
-
-			call->a = nd;
-			parse_call_args(p, call);
-			nd = call;
+			nd = parse_call(p, nd);
 		} else {
 			return nd;
 		}
@@ -537,34 +539,83 @@ static struct jnode *binop(struct parser *p, const struct jtoken *at,
 	return nd;
 }
 
-static struct jnode *parse_pow(struct parser *p)
+/* The expression grammar under the conditional, loosest level first, as
+ * Jinja2's parser has it: each level's operands are the next level's, the
+ * last level's are unary expressions with their filters. Binary levels are
+ * left-associative and driven by the table; not, the chained comparisons
+ * and ~ (one node for a whole chain) have shapes of their own. */
+enum jlevel {
+	JL_OR,
+	JL_AND,
+	JL_NOT,
+	JL_COMPARE,
+	JL_ADD,
+	JL_CONCAT,
+	JL_MUL,
+	JL_POW,
+	JL_N,
+};
+
+enum jshape { JS_BINARY, JS_NOT, JS_COMPARE, JS_CONCAT };
+
+#define OPS(x) (1u << (x))
+_Static_assert(JO_N <= 32, "an operator set fits a mask");
+
+static const struct jlevel_def {
+	enum jshape shape;
+	const char *word; /* JS_BINARY: the keyword operator, or NULL */
+	uint32_t ops;	  /* JS_BINARY: symbol operators, OPS(enum jop) */
+	enum jn_kind kind;
+} jlevels[] = {
+    [JL_OR] = {JS_BINARY, "or", 0, JN_OR},
+    [JL_AND] = {JS_BINARY, "and", 0, JN_AND},
+    [JL_NOT] = {JS_NOT, NULL, 0, JN_NOT},
+    [JL_COMPARE] = {JS_COMPARE, NULL, 0, JN_COMPARE},
+    [JL_ADD] = {JS_BINARY, NULL, OPS(JO_ADD) | OPS(JO_SUB), JN_BINOP},
+    [JL_CONCAT] = {JS_CONCAT, NULL, 0, JN_CONCAT},
+    [JL_MUL] = {JS_BINARY, NULL,
+		OPS(JO_MUL) | OPS(JO_DIV) | OPS(JO_FLOORDIV) | OPS(JO_MOD),
+		JN_BINOP},
+    [JL_POW] = {JS_BINARY, NULL, OPS(JO_POW), JN_BINOP},
+};
+_Static_assert(sizeof(jlevels) / sizeof(jlevels[0]) == JL_N,
+	       "a shape per level");
+
+static struct jnode *parse_level(struct parser *p, enum jlevel lv);
+
+/* An operand of level LV: an expression of the next level. */
+static struct jnode *parse_operand(struct parser *p, enum jlevel lv)
 {
-	struct jnode *left = parse_unary(p, true);
-
-	while (is_op(cur(p), JO_POW)) {
-		const struct jtoken *at = next(p);
-
-		left = binop(p, at, JN_BINOP, left, parse_unary(p, true));
-	}
-	return left;
+	return lv + 1 == JL_N ? parse_unary(p, true)
+			      : parse_level(p, (enum jlevel)(lv + 1));
 }
 
-static struct jnode *parse_math2(struct parser *p)
+/* Whether the current token is one of D's binary operators. */
+static bool level_op(const struct parser *p, const struct jlevel_def *d)
 {
-	struct jnode *left = parse_pow(p);
+	const struct jtoken *t = cur(p);
 
-	while (is_op(cur(p), JO_MUL) || is_op(cur(p), JO_DIV) ||
-	       is_op(cur(p), JO_FLOORDIV) || is_op(cur(p), JO_MOD)) {
+	if (d->word)
+		return is_name(t, d->word);
+	return t->type == JT_OP && t->op < JO_N && (d->ops & OPS(t->op));
+}
+
+static struct jnode *parse_binary(struct parser *p, enum jlevel lv)
+{
+	const struct jlevel_def *d = &jlevels[lv];
+	struct jnode *left = parse_operand(p, lv);
+
+	while (level_op(p, d)) {
 		const struct jtoken *at = next(p);
 
-		left = binop(p, at, JN_BINOP, left, parse_pow(p));
+		left = binop(p, at, d->kind, left, parse_operand(p, lv));
 	}
 	return left;
 }
 
 static struct jnode *parse_concat(struct parser *p)
 {
-	struct jnode *first = parse_math2(p), *nd;
+	struct jnode *first = parse_operand(p, JL_CONCAT), *nd;
 	struct nodevec items = {0};
 
 	if (!is_op(cur(p), JO_TILDE))
@@ -572,21 +623,9 @@ static struct jnode *parse_concat(struct parser *p)
 	nd = node(p, JN_CONCAT, cur(p));
 	vec_push(p, &items, first);
 	while (skip_op(p, JO_TILDE))
-		vec_push(p, &items, parse_math2(p));
+		vec_push(p, &items, parse_operand(p, JL_CONCAT));
 	nd->l1 = vec_done(&items);
 	return nd;
-}
-
-static struct jnode *parse_math1(struct parser *p)
-{
-	struct jnode *left = parse_concat(p);
-
-	while (is_op(cur(p), JO_ADD) || is_op(cur(p), JO_SUB)) {
-		const struct jtoken *at = next(p);
-
-		left = binop(p, at, JN_BINOP, left, parse_concat(p));
-	}
-	return left;
 }
 
 static bool compare_op(struct parser *p, enum jop *op)
@@ -614,7 +653,7 @@ static bool compare_op(struct parser *p, enum jop *op)
 static struct jnode *parse_compare(struct parser *p)
 {
 	const struct jtoken *at = cur(p);
-	struct jnode *first = parse_math1(p), *nd;
+	struct jnode *first = parse_operand(p, JL_COMPARE), *nd;
 	struct nodevec rhs = {0};
 	uint8_t ops[64];
 	enum jop op;
@@ -623,7 +662,7 @@ static struct jnode *parse_compare(struct parser *p)
 		if (rhs.n == sizeof(ops))
 			fail_at(p, cur(p), "too many chained comparisons");
 		ops[rhs.n] = (uint8_t)op;
-		vec_push(p, &rhs, parse_math1(p));
+		vec_push(p, &rhs, parse_operand(p, JL_COMPARE));
 	}
 	if (!rhs.n)
 		return first;
@@ -641,7 +680,7 @@ static struct jnode *parse_not(struct parser *p)
 	struct jnode *nd;
 
 	if (!skip_name(p, "not"))
-		return parse_compare(p);
+		return parse_operand(p, JL_NOT);
 	enter(p);
 	nd = node(p, JN_NOT, at);
 	nd->a = parse_not(p);
@@ -649,28 +688,23 @@ static struct jnode *parse_not(struct parser *p)
 	return nd;
 }
 
-static struct jnode *parse_and(struct parser *p)
+static struct jnode *parse_level(struct parser *p, enum jlevel lv)
 {
-	struct jnode *left = parse_not(p);
-
-	while (is_name(cur(p), "and")) {
-		const struct jtoken *at = next(p);
-
-		left = binop(p, at, JN_AND, left, parse_not(p));
+	switch (jlevels[lv].shape) {
+	case JS_NOT:
+		return parse_not(p);
+	case JS_COMPARE:
+		return parse_compare(p);
+	case JS_CONCAT:
+		return parse_concat(p);
+	default:
+		return parse_binary(p, lv);
 	}
-	return left;
 }
 
 static struct jnode *parse_or(struct parser *p)
 {
-	struct jnode *left = parse_and(p);
-
-	while (is_name(cur(p), "or")) {
-		const struct jtoken *at = next(p);
-
-		left = binop(p, at, JN_OR, left, parse_and(p));
-	}
-	return left;
+	return parse_level(p, JL_OR);
 }
 
 static struct jnode *parse_condexpr(struct parser *p)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "template/jinja_int.h"
 
 enum { MAX_NEST = 500 };
@@ -53,7 +54,7 @@ static void repr_char(struct jctx *c, const struct jnode *at, struct jbuf *b,
 	if (esc) {
 		jbuf_puts(c, at, b, esc);
 	} else if (printable(cp)) {
-		jbuf_put(c, at, b, tmp, ju_encode(cp, tmp));
+		jbuf_put(c, at, b, tmp, o1_utf8_encode(cp, tmp));
 	} else {
 		snprintf(tmp, sizeof(tmp),
 			 cp <= 0xff     ? "\\x%02x"

@@ -9,64 +9,20 @@
  */
 #include <string.h>
 
+#include "common/utf8.h"
 #include "template/jinja_int.h"
 
 uint32_t ju_next(struct jstr s, size_t *i)
 {
-	const unsigned char *p = (const unsigned char *)s.p + *i;
-	size_t left = s.n - *i, len;
-	uint32_t cp, min;
+	uint32_t cp;
+	size_t n = o1_utf8_decode_surrogates(s.p + *i, s.n - *i, &cp);
 
-	if (p[0] < 0x80 || left < 2) {
+	if (!n) {
 		(*i)++;
-		return p[0];
+		return (unsigned char)s.p[*i - 1];
 	}
-	if ((p[0] & 0xe0) == 0xc0)
-		len = 2, cp = p[0] & 0x1f, min = 0x80;
-	else if ((p[0] & 0xf0) == 0xe0)
-		len = 3, cp = p[0] & 0x0f, min = 0x800;
-	else if ((p[0] & 0xf8) == 0xf0)
-		len = 4, cp = p[0] & 0x07, min = 0x10000;
-	else
-		len = 0, cp = 0, min = 0;
-	if (!len || len > left)
-		goto single;
-	for (size_t k = 1; k < len; k++) {
-		if ((p[k] & 0xc0) != 0x80)
-			goto single;
-		cp = cp << 6 | (p[k] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff)
-		goto single;
-	*i += len;
+	*i += n;
 	return cp;
-single:
-	(*i)++;
-	return p[0];
-}
-
-size_t ju_encode(uint32_t cp, char out[4])
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | cp >> 6);
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | cp >> 12);
-		out[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | cp >> 18);
-	out[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	out[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
 }
 
 size_t ju_len(struct jstr s)
@@ -222,7 +178,7 @@ static void put_cp(struct jctx *c, const struct jnode *at, struct jbuf *b,
 		return;
 	}
 	cp = upper ? to_upper(cp) : to_lower(cp);
-	jbuf_put(c, at, b, enc, ju_encode(cp, enc));
+	jbuf_put(c, at, b, enc, o1_utf8_encode(cp, enc));
 }
 
 /* How code point number K (preceded by PREV) is cased, as put_cp's

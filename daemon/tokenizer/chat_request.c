@@ -114,12 +114,13 @@ static int message(struct ctx *c, int i, cJSON *m)
 	}
 	if (!calls)
 		return 0;
-	if (!cJSON_IsArray(calls) ||
-	    cJSON_GetArraySize(calls) > O1_CHAT_REQUEST_MAX_MESSAGES)
+	if (!cJSON_IsArray(calls))
 		return bad(c, -O1_E_FORMAT,
-			   "messages[%d].tool_calls: not a list of at most %d "
-			   "calls",
-			   i, O1_CHAT_REQUEST_MAX_MESSAGES);
+			   "messages[%d].tool_calls: not a list", i);
+	if (cJSON_GetArraySize(calls) > O1_CHAT_REQUEST_MAX_CALLS)
+		return bad(
+		    c, -O1_E_BOUNDS, "messages[%d].tool_calls: %d, at most %d",
+		    i, cJSON_GetArraySize(calls), O1_CHAT_REQUEST_MAX_CALLS);
 	cJSON_ArrayForEach(tc, calls) if ((rc = tool_call(c, i, j++, tc)))
 	    return rc;
 	return 0;

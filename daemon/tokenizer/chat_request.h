@@ -7,10 +7,11 @@
  * - messages: 1 to O1_CHAT_REQUEST_MAX_MESSAGES objects, each with a
  *   role (a string of 1 to 64 bytes) and content (a string, null, or a
  *   list of parts); an assistant message may carry tool_calls instead of
- *   content: [{"id"?, "type"?: "function", "function": {"name",
- *   "arguments"}}], whose arguments (JSON text, as OpenAI sends them) are
- *   given to the template as the object they encode (templates write
- *   them with tojson); a tool message may carry tool_call_id and name.
+ *   content: at most O1_CHAT_REQUEST_MAX_CALLS [{"id"?, "type"?:
+ *   "function", "function": {"name", "arguments"}}], whose arguments
+ *   (JSON text, as OpenAI sends them) are given to the template as the
+ *   object they encode (templates write them with tojson); a tool
+ *   message may carry tool_call_id and name.
  *   Other members are passed through untouched.
  * - tools: 1 to O1_CHAT_REQUEST_MAX_TOOLS OpenAI function tools, passed
  *   as they are (the template reads their name, description and
@@ -31,6 +32,7 @@
 struct cJSON;
 
 #define O1_CHAT_REQUEST_MAX_MESSAGES 64
+#define O1_CHAT_REQUEST_MAX_CALLS    64 /* tool_calls of one message */
 #define O1_CHAT_REQUEST_MAX_TOOLS    128
 
 /* Parses LEN bytes of TEXT into *VARS (a new cJSON object holding

@@ -1,4 +1,4 @@
-/* Incremental detokenizer and the UTF-8 rules shared by the tokenizer.
+/* Incremental detokenizer.
  *
  * Each token's decoded bytes (built at create time) are fed through a
  * UTF-8 assembler: a character is written only once all its bytes are
@@ -6,7 +6,8 @@
  * part of a valid character (stray continuation bytes, overlong forms,
  * surrogates, > U+10FFFF, a lead byte cut short) each end as one U+FFFD.
  * Every write is checked against the caller's room first and the state is
- * only updated once the whole piece fits.
+ * only updated once the whole piece fits. Control tokens are skipped on
+ * request (SKIP_SPECIAL), except, when asked, those that mark tool calls.
  */
 #include "tokenizer_int.h"
 
@@ -16,89 +17,9 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8.h"
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
-
-/* Expected length of a character starting with byte B, 0 if B cannot
- * start one. */
-static size_t lead_len(uint8_t b)
-{
-	if (b < 0x80)
-		return 1;
-	if (b >= 0xc2 && b <= 0xdf)
-		return 2;
-	if (b >= 0xe0 && b <= 0xef)
-		return 3;
-	if (b >= 0xf0 && b <= 0xf4)
-		return 4;
-	return 0;
-}
-
-/* Is B valid as byte I (>= 1) of a character starting with LEAD? */
-static bool cont_ok(uint8_t lead, size_t i, uint8_t b)
-{
-	if (i == 1) {
-		if (lead == 0xe0)
-			return b >= 0xa0 && b <= 0xbf;
-		if (lead == 0xed)
-			return b >= 0x80 && b <= 0x9f;
-		if (lead == 0xf0)
-			return b >= 0x90 && b <= 0xbf;
-		if (lead == 0xf4)
-			return b >= 0x80 && b <= 0x8f;
-	}
-	return b >= 0x80 && b <= 0xbf;
-}
-
-size_t tok_utf8_valid(const uint8_t *s, size_t len)
-{
-	size_t n = len ? lead_len(s[0]) : 0;
-
-	if (!n || n > len)
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if (!cont_ok(s[0], i, s[i]))
-			return 0;
-	return n;
-}
-
-size_t tok_utf8_encode(uint32_t cp, char *out)
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | cp >> 6);
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | cp >> 12);
-		out[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | cp >> 18);
-	out[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	out[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
-uint32_t tok_utf8_decode(const uint8_t *s, size_t len, size_t *used)
-{
-	size_t n = tok_utf8_valid(s, len);
-	uint32_t cp;
-
-	*used = n;
-	if (!n)
-		return 0;
-	cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
-	for (size_t i = 1; i < n; i++)
-		cp = cp << 6 | (s[i] & 0x3f);
-	return cp;
-}
 
 struct detok_out {
 	char *buf;
@@ -119,12 +40,12 @@ static void put(struct detok_out *o, const void *s, size_t n)
 /* Feeds one byte through the assembler state D. */
 static void feed(struct o1_detok *d, uint8_t b, struct detok_out *o)
 {
-	if (d->n_pend && !cont_ok(d->pend[0], d->n_pend, b)) {
+	if (d->n_pend && !o1_utf8_cont_ok(d->pend[0], d->n_pend, b)) {
 		put(o, replacement, 3);
 		d->n_pend = 0;
 	}
 	if (!d->n_pend) {
-		size_t n = lead_len(b);
+		size_t n = o1_utf8_lead_len(b);
 
 		if (n == 1)
 			put(o, &b, 1);
@@ -135,10 +56,22 @@ static void feed(struct o1_detok *d, uint8_t b, struct detok_out *o)
 		return;
 	}
 	d->pend[d->n_pend++] = b;
-	if (d->n_pend == lead_len(d->pend[0])) {
+	if (d->n_pend == o1_utf8_lead_len(d->pend[0])) {
 		put(o, d->pend, d->n_pend);
 		d->n_pend = 0;
 	}
+}
+
+/* Is control token ID a tool-call marker that D's flags keep? */
+static bool kept_marker(const struct o1_tokenizer *t, const struct o1_detok *d,
+			int32_t id)
+{
+	if (!(d->flags & O1_DECODE_KEEP_TOOL_MARKERS))
+		return false;
+	for (uint32_t i = 0; i < t->n_tool_marker; i++)
+		if (t->tool_marker[i] == id)
+			return true;
+	return false;
 }
 
 void o1_tokenizer_decode_init(struct o1_detok *d, unsigned flags)
@@ -162,7 +95,7 @@ int o1_tokenizer_decode_step(const struct o1_tokenizer *t, struct o1_detok *d,
 		return -O1_E_BOUNDS;
 	}
 	if ((d->flags & O1_DECODE_SKIP_SPECIAL) &&
-	    t->types[id] == O1_TOKEN_CONTROL)
+	    t->types[id] == O1_TOKEN_CONTROL && !kept_marker(t, d, id))
 		return 0;
 	p = (const uint8_t *)t->piece + t->piece_off[id];
 	len = tok_len(t->piece_off, id);

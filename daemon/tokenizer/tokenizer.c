@@ -13,6 +13,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8.h"
+#include "tool_call.h"
 
 /* Eight bytes per multiply-xorshift round. */
 uint32_t tok_hash(const char *s, size_t len)
@@ -263,6 +265,18 @@ static int collect_specials(struct o1_tokenizer *t)
 	return 0;
 }
 
+/* The control tokens whose text is a tool-call marker (by_text is built). */
+static void collect_tool_markers(struct o1_tokenizer *t)
+{
+	for (const char *const *m = o1_tool_format_markers(); *m; m++) {
+		int32_t id = tok_strmap_get(&t->by_text, *m, strlen(*m));
+
+		if (id >= 0 && t->types[id] == O1_TOKEN_CONTROL &&
+		    t->n_tool_marker < TOK_MAX_TOOL_MARKERS)
+			t->tool_marker[t->n_tool_marker++] = id;
+	}
+}
+
 void o1_tokenizer_destroy(struct o1_tokenizer *t)
 {
 	if (!t)
@@ -298,6 +312,8 @@ int o1_tokenizer_create(const struct o1_vocab *v, struct o1_tokenizer **out)
 				      t->text_off, want_all, t);
 	if (!ret)
 		ret = collect_specials(t);
+	if (!ret)
+		collect_tool_markers(t);
 	if (!ret)
 		ret = v->kind == O1_VOCAB_SPM ? tok_spm_init(t)
 					      : tok_bpe_init(t, v);
@@ -358,7 +374,7 @@ static int check_utf8(const char *text, size_t len)
 				continue;
 			}
 		}
-		n = tok_utf8_valid((const uint8_t *)text + i, len - i);
+		n = o1_utf8_decode(text + i, len - i, NULL);
 
 		if (!n) {
 			o1_warn("tokenizer: invalid UTF-8 at byte %zu of %zu "

@@ -76,6 +76,10 @@ enum o1_decode_flags {
 	/* SentencePiece with a dummy prefix: drop the one leading space of the
 	 * first text piece (decoding a whole prompt, not a continuation) */
 	O1_DECODE_STRIP_PREFIX = 1u << 1,
+	/* with SKIP_SPECIAL: control tokens that are tool-call markers
+	 * ([TOOL_CALLS], <|python_tag|> ..., tool_call.h) keep their text, so
+	 * the calls of a request with tools can be read back */
+	O1_DECODE_KEEP_TOOL_MARKERS = 1u << 2,
 };
 
 /* Per-sequence incremental detokenizer state, in the caller's storage.

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "merge_heap.h"
 
 /* Pre-tokenizer regexes of HF tokenizers, by family. HF compiles them with
@@ -94,9 +95,8 @@ static int unmap_text(const char *s, size_t len, char *out)
 	size_t n = 0;
 
 	for (size_t i = 0; i < len;) {
-		size_t used;
-		uint32_t cp =
-		    tok_utf8_decode((const uint8_t *)s + i, len - i, &used);
+		uint32_t cp = 0;
+		size_t used = o1_utf8_decode(s + i, len - i, &cp);
 		int b = used ? tok_cp_to_byte(cp) : -1;
 
 		if (b < 0)
@@ -151,7 +151,7 @@ static int find_byte_ids(struct o1_tokenizer *t)
 
 	for (uint32_t b = 0; b < 256; b++) {
 		char s[4];
-		size_t n = tok_utf8_encode(tok_byte_to_cp((uint8_t)b), s);
+		size_t n = o1_utf8_encode(tok_byte_to_cp((uint8_t)b), s);
 
 		t->byte_id[b] = tok_strmap_get(&t->by_text, s, n);
 		missing += t->byte_id[b] < 0;
@@ -485,7 +485,7 @@ static int split(const struct o1_tokenizer *t, const char *text, size_t len,
 		if (ov[0] > pos)
 			ret = bpe_word(t, u + pos, ov[0] - pos, scratch, out);
 		if (ov[1] == ov[0]) /* empty match: take one character */
-			ov[1] += tok_utf8_valid(u + ov[0], len - ov[0]);
+			ov[1] += o1_utf8_decode(u + ov[0], len - ov[0], NULL);
 		if (!ret)
 			ret =
 			    bpe_word(t, u + ov[0], ov[1] - ov[0], scratch, out);

@@ -47,6 +47,8 @@ struct tok_scratch {
 	size_t size;
 };
 
+#define TOK_MAX_TOOL_MARKERS 8
+
 struct o1_tokenizer {
 	enum o1_vocab_kind kind;
 	uint32_t n_tokens;
@@ -67,6 +69,10 @@ struct o1_tokenizer {
 			       * longest first */
 	uint32_t n_specials;
 	uint32_t special_first[257]; /* specials[] range per first byte */
+	/* control tokens whose text is a tool-call marker
+	 * (o1_tool_format_markers), kept by O1_DECODE_KEEP_TOOL_MARKERS */
+	int32_t tool_marker[TOK_MAX_TOOL_MARKERS];
+	uint32_t n_tool_marker;
 	int32_t bos_id, eos_id, unk_id;
 	bool add_bos, add_eos, add_space_prefix, ignore_merges;
 	bool spm_runs; /* SPM: no token has U+2581 after another character */
@@ -116,11 +122,5 @@ int tok_spm_init(struct o1_tokenizer *t);
 int tok_spm_encode(const struct o1_tokenizer *t, const char *text, size_t len,
 		   bool prefix, struct tok_scratch *scratch,
 		   struct tok_sink *out);
-
-/* UTF-8 helpers (detokenizer.c). Length of the valid character at S (1-4),
- * or 0 when the bytes there do not start one. */
-size_t tok_utf8_valid(const uint8_t *s, size_t len);
-size_t tok_utf8_encode(uint32_t cp, char *out);
-uint32_t tok_utf8_decode(const uint8_t *s, size_t len, size_t *used);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "merge_heap.h"
 
 static const char spm_space[] = "\xe2\x96\x81"; /* U+2581 */
@@ -213,8 +214,7 @@ static uint32_t split_chars(struct spm_work *w, size_t start, size_t end)
 	uint32_t count = 0;
 
 	for (size_t i = start; i < end;) {
-		size_t c =
-		    tok_utf8_valid((const uint8_t *)w->text + i, end - i);
+		size_t c = o1_utf8_decode(w->text + i, end - i, NULL);
 
 		if (!c)
 			c = 1;

@@ -1,9 +1,9 @@
 /* Tool calls read back from a model's output (see tool_call.h).
  *
  * Each format's reader walks the text once, collecting the calls and the
- * text around them. Any malformed call (JSON that does not parse, a name
- * missing, arguments that are not an object) abandons the reading: the
- * output is then returned whole as content, with no calls.
+ * text before the first one. Any malformed call (JSON that does not parse,
+ * a name missing, arguments that are not an object) abandons the reading:
+ * the output is then returned whole as content, with no calls.
  */
 #include "tool_call.h"
 
@@ -32,6 +32,16 @@ static const char *const format_names[O1_TOOL_N] = {
     [O1_TOOL_LLAMA3_JSON] = "llama3_json",
     [O1_TOOL_MISTRAL] = "mistral",
 };
+
+static const char *const markers[] = {
+    "[TOOL_CALLS]", "[ARGS]",	    "[CALL_ID]", "<|python_tag|>",
+    "<tool_call>",  "</tool_call>", NULL,
+};
+
+const char *const *o1_tool_format_markers(void)
+{
+	return markers;
+}
 
 const char *o1_tool_format_name(enum o1_tool_format f)
 {
@@ -217,11 +227,13 @@ static void read_hermes(struct reader *r)
 		size_t len;
 		cJSON *j;
 
-		if (!a) {
-			add_content(r, s, (size_t)(end - s));
+		if (!a) { /* text after a call is dropped */
+			if (!r->out->n)
+				add_content(r, s, (size_t)(end - s));
 			break;
 		}
-		add_content(r, s, (size_t)(a - s));
+		if (!r->out->n)
+			add_content(r, s, (size_t)(a - s));
 		body = a + strlen(open);
 		b = find(body, (size_t)(end - body), close);
 		len = (size_t)((b ? b : end) - body);
@@ -456,8 +468,9 @@ static void read_mistral(struct reader *r)
 	cJSON_Delete(list);
 }
 
-/* The outcome: trimmed content and the calls, or all text when a call
- * was malformed. */
+/* The outcome: the content (the text before the first call, trailing
+ * whitespace removed) and the calls, or all text when a call was
+ * malformed. */
 static int finish(struct reader *r, struct o1_tool_calls *out)
 {
 	const char *c;
@@ -476,7 +489,8 @@ static int finish(struct reader *r, struct o1_tool_calls *out)
 	}
 	c = r->content ? r->content : "";
 	n = r->content_n;
-	trim(&c, &n);
+	while (n && is_space(c[n - 1]))
+		n--;
 	out->content = dup_n(c, n);
 	free(r->content);
 	if (!out->content) {

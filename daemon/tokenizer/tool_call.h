@@ -39,7 +39,10 @@ struct o1_tool_call {
 };
 
 struct o1_tool_calls {
-	char *content; /* the text around the calls, trimmed; "" if none */
+	/* the text before the first call, less trailing whitespace ("" if
+	 * none): text after a call is dropped, as OpenAI's API and vLLM do,
+	 * so a stream can send the content as it comes (tools/sidecar) */
+	char *content;
 	struct o1_tool_call *calls;
 	size_t n;
 };
@@ -47,6 +50,11 @@ struct o1_tool_calls {
 /* The format a chat template TMPL (NUL-terminated; NULL: none) writes
  * tool calls in. */
 enum o1_tool_format o1_tool_format_detect(const char *tmpl);
+/* The marker texts the formats' readers look for (NULL-terminated list):
+ * where a vocabulary has one as a control token (Mistral's [TOOL_CALLS],
+ * Llama 3's <|python_tag|>), the detokenizer keeps its text for requests
+ * with tools (O1_DECODE_KEEP_TOOL_MARKERS), or no call could be read. */
+const char *const *o1_tool_format_markers(void);
 /* "none", "hermes", "xml", "llama3_json", "mistral"; NULL out of range. */
 const char *o1_tool_format_name(enum o1_tool_format f);
 

@@ -203,10 +203,12 @@ class _Reader:
         s, i = self.text, 0
         while i < len(s):
             a = s.find("<tool_call>", i)
-            if a < 0:
-                self.content.append(s[i:])
+            if a < 0:  # text after a call is dropped
+                if not self.calls:
+                    self.content.append(s[i:])
                 return
-            self.content.append(s[i:a])
+            if not self.calls:
+                self.content.append(s[i:a])
             body = a + len("<tool_call>")
             b = s.find("</tool_call>", body)
             j = _exact(s[body:b if b >= 0 else len(s)].strip(WS))
@@ -216,14 +218,17 @@ class _Reader:
             i = b + len("</tool_call>") if b >= 0 else len(s)
 
     def _param_type(self, fn: str, p: str) -> Optional[str]:
+        """The type parameter p of tool fn declares, or None. Any level
+        may be something other than an object (a boolean schema is valid
+        JSON Schema): then None, as o1d's reader says (no type: text)."""
         for t in self.tools or ():
             f = t.get("function", t) if isinstance(t, dict) else None
             if not isinstance(f, dict) or f.get("name") != fn:
                 continue
-            props = (f.get("parameters") or {}).get("properties") or {}
-            ty = (props.get(p) or {}).get("type") \
-                if isinstance(props, dict) else None
-            return ty if isinstance(ty, str) else None
+            v: Any = f
+            for key in ("parameters", "properties", p, "type"):
+                v = v.get(key) if isinstance(v, dict) else None
+            return v if isinstance(v, str) else None
         return None
 
     def _params(self, fn: str, s: str) -> dict:
@@ -340,4 +345,4 @@ def parse(fmt: int, text: str, tools: Any = None) \
         return text, []
     if not r.calls:
         return text, []
-    return "".join(r.content).strip(WS), r.calls
+    return "".join(r.content).rstrip(WS), r.calls

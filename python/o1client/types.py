@@ -180,7 +180,8 @@ class Completion:
     ``rounds`` is the refinement trace (empty without refine_steps) and
     ``refine_stop`` why it ended. With ``tools``, ``tool_calls`` holds the
     calls read back from the answer (finish_reason is then "tool_calls"
-    and ``content`` the text around them), else None."""
+    and ``content`` the text before the first call, text after a call
+    dropped), else None."""
 
     id: int
     text: str

@@ -1,7 +1,9 @@
 /* KV pool: layout offsets, alloc/get/put refcounts, block tables growing
- * all-or-nothing, sharing, truncation, and every page free at the end. */
+ * all-or-nothing, sharing, truncation, and every page free at the end;
+ * the count of kept pages held by their keeper alone against a walk. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,6 +61,65 @@ static void test_refcounts(void **state)
 	o1_kv_pool_destroy(NULL);
 }
 
+/* Kept pages whose refcount is 1, the slow way (what the prefix cache
+ * walked before the pool counted them). */
+static uint32_t kept_idle_walk(const struct o1_kv_pool *p, const bool *kept,
+			       uint32_t n)
+{
+	uint32_t idle = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		idle += kept[i] && o1_kv_pool_refs(p, i) == 1;
+	return idle;
+}
+
+static void test_kept(void **state)
+{
+	enum { N = 8 };
+	struct o1_kv_layout l = {N, 1, 1, 4, 2};
+	struct o1_kv_pool *p;
+	bool kept[N] = {false};
+	uint32_t pg, seed = 12345;
+
+	(void)state;
+	assert_int_equal(o1_kv_pool_create(&l, &p), 0);
+	assert_int_equal(o1_kv_pool_keep(p, 0, true), -O1_E_BOUNDS); /* free */
+	assert_int_equal(o1_kv_pool_keep(p, N, true), -O1_E_BOUNDS);
+	/* random gets, puts, keeps and unkeeps: the count follows the walk */
+	for (int i = 0; i < 20000; i++) {
+		uint32_t page, op;
+
+		seed = seed * 1103515245u + 12345u;
+		page = (seed >> 8) % N, op = (seed >> 20) % 5;
+		if (op == 0) {
+			if (o1_kv_pool_alloc(p, &pg) == 0)
+				assert_false(kept[pg]);
+		} else if (op == 1) {
+			o1_kv_pool_get(p, page);
+		} else if (op == 2 && o1_kv_pool_refs(p, page) &&
+			   (!kept[page] || o1_kv_pool_refs(p, page) > 1)) {
+			assert_int_equal(o1_kv_pool_put(p, page), 0);
+		} else if (op == 3 && o1_kv_pool_refs(p, page)) {
+			assert_int_equal(o1_kv_pool_keep(p, page, true), 0);
+			kept[page] = true;
+		} else if (op == 4 && o1_kv_pool_refs(p, page)) {
+			assert_int_equal(o1_kv_pool_keep(p, page, false), 0);
+			kept[page] = false;
+		}
+		assert_int_equal(o1_kv_pool_kept_idle(p),
+				 kept_idle_walk(p, kept, N));
+	}
+	/* a kept page's last reference going unkeeps it */
+	for (uint32_t i = 0; i < N; i++)
+		while (o1_kv_pool_refs(p, i))
+			assert_int_equal(o1_kv_pool_put(p, i), 0);
+	assert_int_equal(o1_kv_pool_kept_idle(p), 0);
+	assert_int_equal(o1_kv_pool_free_pages(p), N);
+	assert_int_equal(o1_kv_pool_alloc(p, &pg), 0);
+	assert_int_equal(o1_kv_pool_kept_idle(p), 0);
+	o1_kv_pool_destroy(p);
+}
+
 static void test_tables(void **state)
 {
 	struct o1_kv_layout l = {5, 2, 1, 4, 2};
@@ -101,6 +162,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_layout),
 	    cmocka_unit_test(test_refcounts),
+	    cmocka_unit_test(test_kept),
 	    cmocka_unit_test(test_tables),
 	};
 

@@ -34,6 +34,8 @@ static void test_pick_fastest(void **state)
 	assert_int_equal(o1_tune_pick(us, 5, O1_TUNE_MARGIN), 2);
 	assert_int_equal(o1_tune_pick(tie, 3, O1_TUNE_MARGIN), 0);
 	assert_int_equal(o1_tune_pick(us, 1, O1_TUNE_MARGIN), 0);
+	/* no candidates: nothing is read */
+	assert_int_equal(o1_tune_pick(NULL, 0, O1_TUNE_MARGIN), 0);
 }
 
 static void test_pick_margin(void **state)

@@ -377,6 +377,10 @@ int admin_status(const char *socket, struct kv_status *st)
 	st->preemptions = num(o, "preemptions");
 	st->prefix_hits = num(o, "prefix_hits");
 	st->prefix_misses = num(o, "prefix_misses");
+	st->front_sleeps =
+	    num(cJSON_GetObjectItemCaseSensitive(o, "front"), "sleeps");
+	st->front_ticks =
+	    num(cJSON_GetObjectItemCaseSensitive(o, "front"), "ticks");
 	st->draining =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "draining"));
 	cJSON_Delete(o);

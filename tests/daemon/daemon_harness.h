@@ -55,6 +55,7 @@ struct kv_status {
 	int stalled;   /* streams cancelled: their reader stalled */
 	long long steps;
 	long long preemptions, prefix_hits, prefix_misses;
+	long long front_sleeps, front_ticks; /* the front loop's */
 	bool draining;
 };
 

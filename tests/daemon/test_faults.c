@@ -4,7 +4,10 @@
  * switch reaches the hook once, on the stepping (engine) thread, before
  * the next step, with PARAM (default 1) or 0 when off, also while another
  * thread switches it many times; step_fail and kv_exhaust keep working
- * beside it. */
+ * beside it. null_forward answers steps without the real one (refused
+ * without a vocabulary size): tokens below PARAM, the same for the same
+ * inputs, logits rows that pick them, the real step again once off;
+ * host_clock leaves steps alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,10 +55,11 @@ static int fake_hook(void *ctx, uint32_t every)
 	return k->hook_err;
 }
 
-static void open_fake(struct fake *k, bool hook)
+static void open_fake_vocab(struct fake *k, bool hook, uint32_t vocab)
 {
 	const struct o1_kv_layout l = {8, 1, 1, 16, 8};
-	struct o1_faults_opts o = {.step = fake_step, .step_ctx = k};
+	struct o1_faults_opts o = {
+	    .step = fake_step, .step_ctx = k, .vocab = vocab};
 
 	memset(k, 0, sizeof(*k));
 	k->hook_every = NO_CALL;
@@ -67,6 +71,11 @@ static void open_fake(struct fake *k, bool hook)
 		o.replay_ctx = k;
 	}
 	assert_int_equal(o1_faults_create(&o, &k->f), 0);
+}
+
+static void open_fake(struct fake *k, bool hook)
+{
+	open_fake_vocab(k, hook, 0);
 }
 
 static void close_fake(struct fake *k)
@@ -101,7 +110,7 @@ static void test_refused_without_hook(void **state)
 	assert_false(s.on[O1_FAULT_GRAPH_REPLAY]);
 	assert_int_equal(o1_faults_set(k.f, "graph_replays", true, 0, &why),
 			 -EINVAL);
-	assert_non_null(strstr(why, "graph_replay)"));
+	assert_non_null(strstr(why, "graph_replay, null_forward, host_clock)"));
 	assert_int_equal(step(&k), 0);
 	assert_int_equal(k.steps, 1);
 	assert_string_equal(o1_faults_name(O1_FAULT_GRAPH_REPLAY),
@@ -222,6 +231,86 @@ static void test_beside_other_faults(void **state)
 	close_fake(&k);
 }
 
+#define VOCAB 50
+
+/* A step of two sequences: 3 tokens with every logits row, then 1. */
+static int null_forward_step(struct fake *k, struct o1_sample_result *res,
+			     float *logits)
+{
+	static const int32_t a[3] = {5, 6, 7}, b[1] = {9};
+	static const uint32_t pages[1] = {0};
+	struct o1_sample_row rows[4] = {{.n_logprobs = 0},
+					{.n_logprobs = 2},
+					{.n_logprobs = 0},
+					{.n_logprobs = 3}};
+	struct o1_step_seq seqs[2] = {{.tokens = a,
+				       .n_tokens = 3,
+				       .pages = pages,
+				       .n_pages = 1,
+				       .all_logits = true},
+				      {.tokens = b,
+				       .n_tokens = 1,
+				       .start_pos = 4,
+				       .pages = pages,
+				       .n_pages = 1}};
+	struct o1_step st = {.seqs = seqs,
+			     .n_seqs = 2,
+			     .logits = logits,
+			     .logits_rows = 4,
+			     .sample_rows = rows,
+			     .samples = res};
+
+	return o1_faults_step(k->f, &st);
+}
+
+static void test_null_forward(void **state)
+{
+	struct o1_sample_result r1[4], r2[4];
+	float logits[4 * VOCAB];
+	const char *why = NULL;
+	struct fake k;
+
+	(void)state;
+	open_fake(&k, false);
+	assert_int_equal(o1_faults_set(k.f, "null_forward", true, 0, &why),
+			 -O1_E_UNSUPPORTED);
+	assert_non_null(strstr(why, "vocabulary"));
+	close_fake(&k);
+	open_fake_vocab(&k, false, VOCAB);
+	assert_int_equal(o1_faults_set(k.f, "null_forward", true, 7, &why), 0);
+	memset(r1, 0xff, sizeof(r1));
+	assert_int_equal(null_forward_step(&k, r1, logits), 0);
+	assert_int_equal(null_forward_step(&k, r2, NULL), 0);
+	assert_int_equal(k.steps, 0); /* the real step never ran */
+	for (uint32_t i = 0; i < 4; i++) {
+		assert_true(r1[i].id >= 0 && r1[i].id < 7);
+		assert_int_equal(r1[i].id, r2[i].id); /* same inputs */
+		assert_int_equal(r1[i].n_top, i == 1 ? 2 : i == 3 ? 3 : 0);
+		for (uint32_t j = 0; j < r1[i].n_top; j++)
+			assert_true(r1[i].top_id[j] >= 0 &&
+				    r1[i].top_id[j] < VOCAB);
+		for (uint32_t v = 0; v < VOCAB; v++)
+			assert_true(logits[i * VOCAB + v] ==
+				    ((int32_t)v == r1[i].id ? 0.0f : -1e30f));
+	}
+	/* the default: ids below 256, here the vocabulary's 50 */
+	assert_int_equal(o1_faults_set(k.f, "null_forward", true, 0, &why), 0);
+	assert_int_equal(null_forward_step(&k, r1, NULL), 0);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_true(r1[i].id >= 0 && r1[i].id < VOCAB);
+	/* host_clock beside it, then both off: the real step again */
+	assert_int_equal(o1_faults_set(k.f, "host_clock", true, 0, &why), 0);
+	assert_int_equal(null_forward_step(&k, r1, NULL), 0);
+	assert_int_equal(null_forward_step(&k, r1, NULL), 0);
+	assert_int_equal(o1_faults_set(k.f, "host_clock", false, 0, &why), 0);
+	assert_int_equal(o1_faults_set(k.f, "null_forward", false, 0, &why), 0);
+	assert_int_equal(k.steps, 0);
+	assert_int_equal(null_forward_step(&k, r1, NULL), 0);
+	assert_int_equal(k.steps, 1);
+	assert_string_equal(o1_faults_name(O1_FAULT_HOST_CLOCK), "host_clock");
+	close_fake(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +318,7 @@ int main(void)
 	    cmocka_unit_test(test_hook_on_step),
 	    cmocka_unit_test(test_switch_from_another_thread),
 	    cmocka_unit_test(test_beside_other_faults),
+	    cmocka_unit_test(test_null_forward),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

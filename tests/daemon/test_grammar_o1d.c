@@ -2,16 +2,23 @@
  * tiny random model, requests through libo1client.
  *
  * - 20 JSON Schemas (objects, enums, nested arrays, recursion through
- *   $ref, patterns, formats, bounds, anyOf, allOf, prefixItems) x 5 seeds
- *   sampled at temperature 1, json_object requests, and unconstrained
- *   requests, all in flight at once: every constrained request ends with
- *   EOS (a whole document) or LENGTH (cut by max_tokens); every whole
+ *   $ref, patterns, formats, bounds, anyOf, allOf, prefixItems) x N seeds
+ *   sampled at temperature 1 (N = O1_GRAMMAR_PER_SCHEMA, 50 by default:
+ *   issue 23's 1,000; the sanitizer build sets 10, tests/daemon's
+ *   CMakeLists.txt; tools/grammar/generations.sh runs the 1,000 with
+ *   Debian's python3-jsonschema), json_object requests, and
+ *   unconstrained requests, in waves of up to 125 in flight at once (the
+ *   unconstrained ones in the first): every constrained request ends with
+ *   EOS (a whole document) or LENGTH (cut by max_tokens: one seed in ten
+ *   gets max_tokens 4, which cuts most documents short); every whole
  *   document parses with Python's json module and validates with the
  *   jsonschema package (tests/daemon/validate_json.py; draft 2020-12,
- *   formats checked); the unconstrained requests stream exactly what
- *   they stream alone; each grammar was compiled once (the cache). The
- *   same run with sampling in the backend (constrained rows then sampled
- *   on the host) streams the same events.
+ *   formats checked), 0 failures; a LENGTH one used all its max_tokens;
+ *   the unconstrained requests stream exactly what they stream alone;
+ *   each grammar was compiled once (the cache). The same run with
+ *   sampling in the backend (constrained rows then sampled in the
+ *   backend's step with their token masks, kernels/sample.h) streams the
+ *   same events.
  * - Refused grammars (syntax, an unsupported keyword, text that is not
  *   JSON, a recursion without a base case): a FINAL with
  *   O1_CLIENT_E_GRAMMAR after an ERROR naming the problem, never a
@@ -39,14 +46,17 @@
 #include "daemon_harness.h"
 #include "o1/client.h"
 
-#define N_SCHEMAS  20
-#define PER_SCHEMA 5
-#define N_OBJECT   5
-#define N_FREE	   20
-#define N_GEN	   (N_SCHEMAS * PER_SCHEMA + N_OBJECT + N_FREE)
-#define MAX_TOK	   320
-#define N_CLIENTS  3
-#define TEXT_CAP   16384
+#define N_SCHEMAS	   20
+#define PER_SCHEMA_DEFAULT 50
+#define PER_SCHEMA_MAX	   100
+#define N_OBJECT	   5
+#define N_FREE		   20
+#define N_HEAD		   (N_OBJECT + N_FREE) /* the first requests */
+#define WAVE		   125
+#define MAX_TOK		   320
+#define CUT_TOK		   4 /* one seed in ten */
+#define N_CLIENTS	   3
+#define TEXT_CAP	   16384
 
 static const char *o1d_bin, *o1model_bin, *validator;
 
@@ -120,13 +130,23 @@ struct gen {
 	char message[100];
 };
 
-static struct gen first[N_GEN], second[N_GEN];
+/* Requests: json_object ones, unconstrained ones, then per_schema of
+ * each schema; n_gen in all. */
+static unsigned per_schema, n_gen;
+static struct gen *first, *second, *alone;
 
 static int kind_of(unsigned i)
 {
-	if (i < N_SCHEMAS * PER_SCHEMA)
-		return (int)(i / PER_SCHEMA);
-	return i < N_SCHEMAS * PER_SCHEMA + N_OBJECT ? OBJECT : FREE;
+	if (i < N_HEAD)
+		return i < N_OBJECT ? OBJECT : FREE;
+	return (int)((i - N_HEAD) / per_schema);
+}
+
+/* Request I's max_tokens (constrained ones: one seed in ten is cut). */
+static uint32_t max_tok_of(unsigned i)
+{
+	return i >= N_HEAD && (i - N_HEAD) % per_schema % 10 == 9 ? CUT_TOK
+								  : MAX_TOK;
 }
 
 static void add_event(struct gen *g, const struct o1_event *ev)
@@ -165,7 +185,7 @@ static void fill(unsigned i, struct o1_submit_opts *so, struct o1_sampling *s,
 	*so = (struct o1_submit_opts){.sz = sizeof(*so),
 				      .req_id = i,
 				      .sampling = s,
-				      .max_tokens = MAX_TOK};
+				      .max_tokens = max_tok_of(i)};
 	if (kind == FREE) {
 		struct spec sp;
 
@@ -195,11 +215,11 @@ static void fill(unsigned i, struct o1_submit_opts *so, struct o1_sampling *s,
  * collects their events into out[]. */
 static void run(const char *socket, unsigned lo, unsigned hi, struct gen *out)
 {
-	static uint32_t ids[N_GEN][SPEC_IDS_MAX];
+	static uint32_t ids[WAVE][SPEC_IDS_MAX];
+	static struct o1_sampling smp[WAVE];
 	struct o1_client_opts co = {
 	    .sz = sizeof(co), .socket_path = socket, .name = "grammar"};
 	struct o1_client *c[N_CLIENTS];
-	struct o1_sampling smp[N_GEN];
 	struct o1_event ev;
 	unsigned done = 0;
 
@@ -213,7 +233,7 @@ static void run(const char *socket, unsigned lo, unsigned hi, struct gen *out)
 		struct o1_submit_opts so;
 		int ret;
 
-		fill(i, &so, &smp[i], ids[i]);
+		fill(i, &so, &smp[i - lo], ids[i - lo]);
 		ret = o1_client_submit(c[i % N_CLIENTS], &so);
 		if (ret)
 			fail_msg("submit %u: %d %s", i, ret, o1_last_error());
@@ -272,7 +292,7 @@ static int validate(const struct daemon_proc *d, const struct gen *g)
 	snprintf(path, sizeof(path), "%s/docs.jsonl", d->dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
-	for (unsigned i = 0; i < N_GEN; i++) {
+	for (unsigned i = 0; i < n_gen; i++) {
 		cJSON *o, *schema;
 		char *line, text[TEXT_CAP + 1];
 
@@ -303,19 +323,24 @@ static int validate(const struct daemon_proc *d, const struct gen *g)
 	return n;
 }
 
+/* Every request in waves of at most WAVE, the first holding the head. */
+static void run_all(const char *socket, struct gen *out)
+{
+	for (unsigned lo = 0; lo < n_gen; lo += WAVE)
+		run(socket, lo, lo + WAVE < n_gen ? lo + WAVE : n_gen, out);
+}
+
 static void test_structured_mixed(void **state)
 {
 	static const char *const in_backend[] = {"backend.sample_in_backend=on",
 						 NULL};
-	static struct gen alone[N_GEN];
 	struct daemon_proc *d = *state;
-	unsigned free_lo = N_SCHEMAS * PER_SCHEMA + N_OBJECT;
 	int eos = 0, length = 0, docs;
 
 	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
-	run(d->socket, free_lo, N_GEN, alone);
-	run(d->socket, 0, N_GEN, first);
-	for (unsigned i = 0; i < N_GEN; i++) {
+	run(d->socket, N_OBJECT, N_HEAD, alone);
+	run_all(d->socket, first);
+	for (unsigned i = 0; i < n_gen; i++) {
 		const struct gen *g = &first[i];
 
 		if (g->finals != 1 || g->error)
@@ -330,6 +355,10 @@ static void test_structured_mixed(void **state)
 		}
 		assert_true(g->finish == O1_FINISH_REASON_EOS ||
 			    g->finish == O1_FINISH_REASON_LENGTH);
+		if (g->finish == O1_FINISH_REASON_LENGTH &&
+		    g->n_ids != max_tok_of(i))
+			fail_msg("request %u: LENGTH after %u of %u tokens", i,
+				 g->n_ids, max_tok_of(i));
 		eos += g->finish == O1_FINISH_REASON_EOS;
 		length += g->finish == O1_FINISH_REASON_LENGTH;
 	}
@@ -339,15 +368,16 @@ static void test_structured_mixed(void **state)
 		      eos + length, eos, length);
 	assert_int_equal(docs, eos);
 	/* random weights, bounded schemas: most documents end */
-	assert_true(eos >= (eos + length) * 3 / 4);
+	assert_true(eos >= (eos + length) * 2 / 3);
+	assert_true(length > 0); /* the cut seeds */
 	/* one compile per grammar: 20 schemas and json_object */
 	assert_int_equal(log_count(d->log, " compiled: "), N_SCHEMAS + 1);
 	assert_false(log_has(d->log, "violation"));
 	assert_int_equal(daemon_stop(d), 0);
 
 	assert_int_equal(daemon_start(d, o1d_bin, in_backend), 0);
-	run(d->socket, 0, N_GEN, second);
-	for (unsigned i = 0; i < N_GEN; i++)
+	run_all(d->socket, second);
+	for (unsigned i = 0; i < n_gen; i++)
 		if (!same_gen(&first[i], &second[i]))
 			fail_msg("request %u: sampling in the backend streamed "
 				 "otherwise",
@@ -557,6 +587,24 @@ int main(int argc, char **argv)
 	o1d_bin = argv[1];
 	o1model_bin = argv[2];
 	validator = argv[3];
+	per_schema = getenv("O1_GRAMMAR_PER_SCHEMA")
+			 ? (unsigned)atoi(getenv("O1_GRAMMAR_PER_SCHEMA"))
+			 : PER_SCHEMA_DEFAULT;
+	if (!per_schema || per_schema > PER_SCHEMA_MAX) {
+		fprintf(stderr, "O1_GRAMMAR_PER_SCHEMA: 1 to %d\n",
+			PER_SCHEMA_MAX);
+		return 2;
+	}
+	n_gen = N_HEAD + N_SCHEMAS * per_schema;
+	first = calloc(n_gen, sizeof(*first));
+	second = calloc(n_gen, sizeof(*second));
+	alone = calloc(n_gen, sizeof(*alone));
+	if (!first || !second || !alone)
+		return 1;
+	fprintf(stderr,
+		"test_grammar_o1d: %u generations under 20 schemas "
+		"(O1_GRAMMAR_PER_SCHEMA=%u)\n",
+		N_SCHEMAS * per_schema, per_schema);
 	if (system("command -v python3 >/dev/null 2>&1")) {
 		fprintf(stderr, "skipped: no python3 to validate with\n");
 		return 77;

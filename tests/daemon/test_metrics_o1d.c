@@ -413,12 +413,14 @@ static void check_reload(struct daemon_proc *d)
 
 	write_config(d, "[log]\nlevel = debug\n[kv]\npages = 77\n"
 			"[scheduler]\nmax_batch_tokens = 4096\n"
-			"max_running = 3\nprefill_chunk_tokens = 64\n");
+			"max_running = 3\nprefill_chunk_tokens = 64\n"
+			"[cuda]\nautotune_ms = 5\n");
 	assert_int_equal(ctl(d, "reload --json", out, sizeof(out)), 0);
 	r = cJSON_Parse(out);
 	assert_non_null(r);
 	assert_true(list_has(r, "reloaded", "log.level"));
 	assert_true(list_has(r, "not_reloaded", "kv"));
+	assert_true(list_has(r, "not_reloaded", "cuda")); /* read at load */
 	assert_false(list_has(r, "not_reloaded", "ipc"));
 	cJSON_Delete(r);
 	/* the effective config: the new level, the old page count */

@@ -36,13 +36,17 @@ struct fake {
 	 * seq) named, -1 for none yet */
 	int32_t dev_tok[DEV_AREAS][DEV_SEQS];
 	uint32_t dev_entries;
+	uint32_t devout_areas; /* the scheduler's */
 };
 
-static uint32_t env_devout_areas; /* the next env_init's devout_areas */
-static uint32_t env_cap;	  /* ... max_running_per_client */
-static uint32_t env_stall_ms;	  /* ... stall_timeout_ms */
-static uint32_t env_chunk;	  /* ... prefill_chunk_tokens (0: 5) */
-static uint32_t env_per_decode;	  /* ... prefill_per_decode */
+/* Scheduler options a test turns on (all 0: off, or the default). */
+struct env_knobs {
+	uint32_t devout_areas;
+	uint32_t cap;	     /* max_running_per_client */
+	uint32_t stall_ms;   /* stall_timeout_ms */
+	uint32_t chunk;	     /* prefill_chunk_tokens (0: 5) */
+	uint32_t per_decode; /* prefill_per_decode */
+};
 
 /* Records the step's device output entries: each names a row of this
  * step and an area, and no (area, seq) comes twice. */
@@ -54,7 +58,7 @@ static void fake_devout(struct fake *f, const struct o1_step *st)
 		int32_t best = 0;
 
 		assert_true(d->row < st->n_seqs);
-		assert_true(d->area < env_devout_areas);
+		assert_true(d->area < f->devout_areas);
 		assert_true(d->seq < DEV_SEQS);
 		assert_int_equal(f->dev_tok[d->area][d->seq], -1);
 		for (int32_t v = 1; v < VOCAB; v++)
@@ -120,8 +124,10 @@ struct env {
 	uint32_t n_reqs;
 };
 
-static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
-		     uint32_t ctx, uint32_t batch, uint32_t running)
+/* The fake backend and a scheduler over it with the knobs K. */
+static void env_init_with(struct env *e, uint32_t pages, uint32_t n_reqs,
+			  uint32_t ctx, uint32_t batch, uint32_t running,
+			  const struct env_knobs *k)
 {
 	struct o1_kv_layout l = {pages, 1, 1, P, 1};
 	struct o1_sched_opts o = {
@@ -130,17 +136,17 @@ static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
 	    .max_context = ctx,
 	    .max_batch_tokens = batch,
 	    .max_running = running,
-	    .prefill_chunk_tokens = env_chunk ? env_chunk : 5,
-	    .prefill_per_decode = env_per_decode,
+	    .prefill_chunk_tokens = k->chunk ? k->chunk : 5,
+	    .prefill_per_decode = k->per_decode,
 	    .n_slots = n_reqs,
 	    .max_prompt_bytes = 4096,
 	    .salt_secret = 12345,
 	    .prefix_cache = true,
 	    .bos_id = -1,
 	    .eos_id = -1,
-	    .devout_areas = env_devout_areas,
-	    .max_running_per_client = env_cap,
-	    .stall_timeout_ms = env_stall_ms,
+	    .devout_areas = k->devout_areas,
+	    .max_running_per_client = k->cap,
+	    .stall_timeout_ms = k->stall_ms,
 	};
 
 	memset(e, 0, sizeof(*e));
@@ -149,6 +155,7 @@ static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
 	e->f.kv = calloc((size_t)pages * P, sizeof(int32_t));
 	e->f.max_seqs = running;
 	e->f.max_tokens = batch;
+	e->f.devout_areas = k->devout_areas;
 	o.pool = e->f.pool;
 	o.step_ctx = &e->f;
 	assert_int_equal(o1_sched_create(&o, &e->s), 0);
@@ -158,6 +165,13 @@ static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
 		e->reqs[i].index = i;
 		e->reqs[i].prompt = malloc(4096);
 	}
+}
+
+static void env_init(struct env *e, uint32_t pages, uint32_t n_reqs,
+		     uint32_t ctx, uint32_t batch, uint32_t running)
+{
+	env_init_with(e, pages, n_reqs, ctx, batch, running,
+		      &(struct env_knobs){0});
 }
 
 static void env_fini(struct env *e)
@@ -506,8 +520,8 @@ static void test_device_logits(void **state)
 	uint32_t used[DEV_AREAS] = {0}, tokens = 0;
 
 	(void)state;
-	env_devout_areas = DEV_AREAS;
-	env_init(&e, 64, 6, 64, 16, 4);
+	env_init_with(&e, 64, 6, 64, 16, 4,
+		      &(struct env_knobs){.devout_areas = DEV_AREAS});
 	for (uint32_t i = 0; i < 6; i++) {
 		make_prompt(prompts[i], 5 + i, i, 0);
 		e.reqs[i].devout_area = area_of[i];
@@ -539,7 +553,6 @@ static void test_device_logits(void **state)
 		for (uint32_t q = 0; q < DEV_SEQS; q++)
 			assert_int_equal(e.f.dev_tok[a][q] >= 0, q < used[a]);
 	env_fini(&e);
-	env_devout_areas = 0;
 }
 
 /* One step; then the requests READS marks (NULL: all) are read. */
@@ -672,8 +685,7 @@ static void test_share_cap(void **state)
 	uint32_t most = 0;
 
 	(void)state;
-	env_cap = 1;
-	env_init(&e, 256, 5, 64, 32, 4);
+	env_init_with(&e, 256, 5, 64, 32, 4, &(struct env_knobs){.cap = 1});
 	for (uint32_t k = 0; k < 5; k++) {
 		make_prompt(p[k], 10, k, 0);
 		submit(&e, k, k < 4 ? 1 : 2, 1000, p[k], 10, 8);
@@ -689,7 +701,6 @@ static void test_share_cap(void **state)
 	for (uint32_t k = 0; k < 5; k++)
 		check_stream(p[k], 10, &seen[k], 8);
 	env_fini(&e);
-	env_cap = 0;
 }
 
 /* Fair share of running slots: a client that fills the running set
@@ -817,8 +828,8 @@ static void test_stall_deadline(void **state)
 	int i;
 
 	(void)state;
-	env_stall_ms = 1;
-	env_init(&e, 256, 3, 250, 16, 4);
+	env_init_with(&e, 256, 3, 250, 16, 4,
+		      &(struct env_knobs){.stall_ms = 1});
 	for (uint32_t k = 0; k < 3; k++) {
 		make_prompt(p[k], 6, k, 0);
 		submit(&e, k, k + 1, 1000, p[k], 6, k == 2 ? 20 : 200);
@@ -853,7 +864,6 @@ static void test_stall_deadline(void **state)
 	assert_int_equal(seen[1].finals, 1);
 	check_ids(p[1], 6, &seen[1]);
 	env_fini(&e);
-	env_stall_ms = 0;
 }
 
 /* An admission that fails (the pool is short) counts nothing: the prefix
@@ -938,8 +948,7 @@ static void test_prefill_budget(void **state)
 	int i;
 
 	(void)state;
-	env_chunk = 6;
-	env_init(&e, 1024, 7, 400, 32, 8);
+	env_init_with(&e, 1024, 7, 400, 32, 8, &(struct env_knobs){.chunk = 6});
 	for (uint32_t k = 0; k < 7; k++)
 		make_prompt(p[k], lens[k], k, 0);
 	submit(&e, 6, 6, 1000, p[6], 100, 5);
@@ -976,7 +985,6 @@ static void test_prefill_budget(void **state)
 	o1_sched_stats(e.s, &st);
 	assert_int_equal(st.preemptions, 0);
 	env_fini(&e);
-	env_chunk = 0;
 }
 
 /* prefill_per_decode 2 beside prefill_chunk_tokens 3: with six streams
@@ -991,9 +999,8 @@ static void test_prefill_per_decode(void **state)
 	int i;
 
 	(void)state;
-	env_chunk = 3;
-	env_per_decode = 2;
-	env_init(&e, 1024, 7, 400, 64, 8);
+	env_init_with(&e, 1024, 7, 400, 64, 8,
+		      &(struct env_knobs){.chunk = 3, .per_decode = 2});
 	for (uint32_t k = 0; k < 7; k++)
 		make_prompt(p[k], k < 6 ? 3 : 200, k, 0);
 	for (uint32_t k = 0; k < 6; k++)
@@ -1010,7 +1017,6 @@ static void test_prefill_per_decode(void **state)
 	for (uint32_t k = 0; k < 7; k++)
 		check_stream(p[k], k < 6 ? 3 : 200, &seen[k], k < 6 ? 100 : 4);
 	env_fini(&e);
-	env_chunk = env_per_decode = 0;
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/utf8.h"
 #include "tools/sidecar/sidecar_input.h"
 #include "tools/sidecar/sidecar_request.h"
 #include "tools/sidecar/sidecar_response.h"
@@ -87,7 +88,7 @@ static void refusal(const struct o1_sidecar_req_error *e, const uint8_t *data,
 	memcpy(in, data, n);
 	in[n] = 0;
 	o1_sidecar_utf8_clean(in, out, sizeof(out));
-	if (!o1_sidecar_utf8_valid(out, strlen(out), NULL))
+	if (!o1_utf8_valid(out, strlen(out), NULL))
 		abort();
 }
 

@@ -16,10 +16,15 @@
  * penalties over the sequence's own tokens) and a fresh U. Per step kind
  * (cycling): both logits and samples; samples only; logits only (on the
  * backends that sample, a bucket step then replays the sampling graph
- * over greedy rows and ignores the results).
+ * over greedy rows and ignores the results). Token masks (structured
+ * output): one row in three carries a bitmask (half the tokens, five,
+ * one, or none at all) in the step's masks, which the
+ * backend uploads with the rows (graphs replay them).
  *
- * Checks where a step asked for both, per row, against o1_sample_rows on
- * the returned logits: greedy ids, n_top and top-n ids exact; logprob,
+ * Checks where a step asked for both, per row, against
+ * o1_sample_rows_masked on the returned logits and the step's masks:
+ * a masked row never answers a refused token, one allowing nothing
+ * answers -1; greedy ids, n_top and top-n ids exact; logprob,
  * entropy and top logprobs within 3e-5 + 2^-21 |cpu| (test_sample_cuda's
  * bound: the device sums in another order); sampled ids equal, except
  * where the draw lies within DELTA = 1e-8 of a boundary between two
@@ -63,6 +68,10 @@
 #define DELTA	    1e-8
 #define SIDE_GRAPHS 1
 #define SIDE_EAGER  2
+#define MAX_MASKS   64
+
+/* The step's token masks (MAX_MASKS of mask_words words). */
+static uint32_t *masks, mask_words;
 
 static uint64_t rng = 4321;
 
@@ -105,6 +114,7 @@ static void side_open(struct side *sd, uint32_t kind, const struct o1_model *m)
 					.page_tokens = 16,
 					.sampling = true,
 					.max_sample_pens = MAX_PENS,
+					.max_sample_masks = MAX_MASKS,
 					.n_graph_buckets = 3,
 					.graph_buckets = {1, 2, 4}};
 
@@ -141,7 +151,7 @@ struct step_in {
 	bool want_logits, want_samples;
 	struct o1_sample_row rows[MAX_TOKENS];
 	struct o1_sample_penalty pens[MAX_PENS];
-	uint32_t n_rows, n_pens;
+	uint32_t n_rows, n_pens, n_masks;
 };
 
 static void side_step(struct side *sd, const struct step_in *in)
@@ -170,7 +180,9 @@ static void side_step(struct side *sd, const struct step_in *in)
 		    .sample_rows = in->want_samples ? in->rows : NULL,
 		    .pens = in->want_samples && in->n_pens ? in->pens : NULL,
 		    .n_pens = in->want_samples ? in->n_pens : 0,
-		    .samples = in->want_samples ? sd->res : NULL}),
+		    .samples = in->want_samples ? sd->res : NULL,
+		    .masks = in->want_samples && in->n_masks ? masks : NULL,
+		    .n_masks = in->want_samples ? in->n_masks : 0}),
 	    0);
 }
 
@@ -239,6 +251,27 @@ static struct o1_sample_row make_row(struct step_in *in, uint32_t r,
 	return w;
 }
 
+/* Row R's mask, one row in three while there is room: half the tokens,
+ * five, one, or none. */
+static void add_mask(struct step_in *in, struct o1_sample_row *w, uint32_t r,
+		     uint32_t v)
+{
+	uint32_t *m = masks + (size_t)in->n_masks * mask_words;
+	uint32_t kind = r / 3 % 4;
+
+	if (r % 3 != 1 || in->n_masks == MAX_MASKS)
+		return;
+	memset(m, 0, mask_words * sizeof(*m));
+	for (uint32_t i = 0; kind == 0 && i < v; i++)
+		m[i / 32] |= (uint32_t)(next64() & 1) << (i % 32);
+	for (uint32_t j = 0; j < (kind == 1 ? 5u : kind == 2 ? 1u : 0u); j++) {
+		uint32_t i = urand(v);
+
+		m[i / 32] |= 1u << (i % 32);
+	}
+	w->mask = ++in->n_masks;
+}
+
 static bool close_to(float g, float c)
 {
 	if (isnan(c) || isnan(g))
@@ -255,12 +288,14 @@ static int32_t ref_id(const float *l, uint32_t v, struct o1_sample_row w,
 	struct o1_sample_result r;
 
 	w.u = u < 0 ? 0 : u >= 1 ? nextafter(1.0, 0.0) : u;
-	assert_int_equal(o1_sample_rows(&r, l, 1, v, &w, pens, scratch), 0);
+	assert_int_equal(o1_sample_rows_masked(&r, l, 1, v, &w, pens, masks,
+					       MAX_MASKS, scratch),
+			 0);
 	return r.id;
 }
 
 struct tally {
-	uint32_t rows, greedy, drawn, boundary;
+	uint32_t rows, greedy, drawn, boundary, masked, none;
 };
 
 /* Row R of a side's results against the reference on its logits. */
@@ -273,8 +308,23 @@ static void check_row(const struct side *sd, const struct step_in *in,
 	struct o1_sample_result c;
 	bool greedy = w->temperature == 0 || w->top_k == 1;
 
-	assert_int_equal(o1_sample_rows(&c, l, 1, v, w, in->pens, scratch), 0);
+	assert_int_equal(o1_sample_rows_masked(&c, l, 1, v, w, in->pens, masks,
+					       in->n_masks, scratch),
+			 0);
 	t->rows++;
+	if (w->mask) {
+		const uint32_t *m = masks + (size_t)(w->mask - 1) * mask_words;
+
+		t->masked++;
+		if (c.id == O1_SAMPLE_NO_TOKEN) {
+			t->none++;
+			assert_int_equal(g->id, O1_SAMPLE_NO_TOKEN);
+			assert_true(g->logprob == -INFINITY && !g->n_top);
+			return;
+		}
+		assert_true(g->id >= 0 && (uint32_t)g->id < v);
+		assert_true(m[g->id / 32] >> (g->id % 32) & 1);
+	}
 	assert_true(close_to(g->logprob, c.logprob));
 	assert_true(close_to(g->entropy, c.entropy));
 	assert_int_equal(g->n_top, c.n_top);
@@ -340,8 +390,10 @@ static void prefill(struct side *sd, struct seq *sq, uint32_t v, void *scratch,
 		for (uint32_t i = 0; i < PROMPT; i++)
 			sq[s].tok[i] = (int32_t)urand(v);
 		in.seq[s] = s, in.n_tok[s] = PROMPT, in.ids[s] = sq[s].tok;
-		for (uint32_t i = 0; i < PROMPT; i++, in.n_rows++)
+		for (uint32_t i = 0; i < PROMPT; i++, in.n_rows++) {
 			in.rows[in.n_rows] = make_row(&in, in.n_rows, &sq[s]);
+			add_mask(&in, &in.rows[in.n_rows], in.n_rows, v);
+		}
 	}
 	run_step(sd, &in, v, scratch, t);
 }
@@ -364,6 +416,7 @@ static void decode(struct side *sd, struct seq *sq, uint32_t v, void *scratch,
 			in.n_tok[i] = 1, in.pos[i] = q->len;
 			in.ids[i] = &q->tok[q->len++];
 			in.rows[i] = make_row(&in, i + k, q);
+			add_mask(&in, &in.rows[i], i + k, v);
 		}
 		in.n_rows = in.n;
 		run_step(sd, &in, v, scratch, t);
@@ -383,6 +436,9 @@ static void check_model(const char *name, const char *path)
 
 	assert_int_equal(o1_model_open(path, &m), 0);
 	v = m->desc.vocab_size;
+	mask_words = o1_sample_mask_words(v);
+	masks = calloc((size_t)MAX_MASKS * mask_words, sizeof(*masks));
+	assert_non_null(masks);
 	scratch =
 	    aligned_alloc(64, (o1_sample_scratch_bytes(v) + 63) / 64 * 64);
 	assert_non_null(scratch);
@@ -393,10 +449,10 @@ static void check_model(const char *name, const char *path)
 	decode(sd, sq, v, scratch, &t);
 	o1_backend_graph_stats(sd[SIDE_GRAPHS].b, &g);
 	printf("%s: %u rows checked (%u greedy, %u drawn, %u within %g of a "
-	       "boundary), graph hits %llu %llu %llu, allocations after "
-	       "create %llu\n",
-	       name, t.rows, t.greedy, t.drawn, t.boundary, DELTA,
-	       (unsigned long long)g.buckets[0].hits,
+	       "boundary; %u masked, %u of them allowing nothing), graph hits "
+	       "%llu %llu %llu, allocations after create %llu\n",
+	       name, t.rows, t.greedy, t.drawn, t.boundary, DELTA, t.masked,
+	       t.none, (unsigned long long)g.buckets[0].hits,
 	       (unsigned long long)g.buckets[1].hits,
 	       (unsigned long long)g.buckets[2].hits,
 	       (unsigned long long)(o1_cuda_backend_alloc_count() - allocs));
@@ -409,6 +465,7 @@ static void check_model(const char *name, const char *path)
 	for (uint32_t k = 0; k < N_SIDES; k++)
 		side_close(&sd[k]);
 	free(scratch);
+	free(masks);
 	o1_model_close(m);
 }
 

@@ -211,12 +211,39 @@ static void test_bad(void **state)
 	assert_null(text);
 }
 
+/* The XML format reads properties and required itself (no schema
+ * compiler on its path): a properties member that is not an object is
+ * refused, not walked as if it had names. */
+static void test_xml_bad(void **state)
+{
+	static const char *const bad[] = {
+	    "[{\"function\":{\"name\":\"x\",\"parameters\":{"
+	    "\"properties\":[{\"type\":\"string\"}]}}}]",
+	    "[{\"function\":{\"name\":\"x\",\"parameters\":{"
+	    "\"properties\":[{}],\"required\":[\"a\"]}}}]",
+	    "[{\"function\":{\"name\":\"x\",\"parameters\":{"
+	    "\"properties\":\"a\"}}}]",
+	};
+	struct o1_grammar_error err;
+	struct o1_grammar *g;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(o1_grammar_compile_tools(O1_TOOL_XML, bad[i],
+							  strlen(bad[i]), &err,
+							  &g),
+				 -O1_E_FORMAT);
+		assert_null(g);
+		assert_non_null(strstr(err.msg, "properties"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hermes), cmocka_unit_test(test_llama3),
+	    cmocka_unit_test(test_hermes),  cmocka_unit_test(test_llama3),
 	    cmocka_unit_test(test_mistral), cmocka_unit_test(test_xml),
-	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_bad),	    cmocka_unit_test(test_xml_bad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,6 +32,9 @@ struct server_stats {
 	/* guards: empty doorbell wake-ups, storms throttled, silent
 	 * connections evicted, connections over their uid's cap */
 	unsigned long long wake_empty, storms, evicted, uid_refused;
+	/* housekeeping ticks, posts refused for a full completion ring,
+	 * wake-ups by readers that made room there */
+	unsigned long long ticks, cq_full, room_wakes;
 };
 
 /* Starts the server binary with extra args (NULL-terminated); 0 or -1.

@@ -7,7 +7,12 @@
  * and finish must be equal token after token, every row of a batch
  * reading its own penalty entries. Bad parameters are refused with
  * -EINVAL and nothing written; the sampler's penalty list, -ENOSPC
- * without a draw, and results outside the vocabulary refused. */
+ * without a draw, and results outside the vocabulary refused. Token masks
+ * (o1_sample_rows_masked): every mode over random masks equals
+ * o1_sample_rows on the masked copy (refused tokens at -inf) bit for bit;
+ * only the lowest logit allowed is drawn in every mode; no refused token
+ * on all -inf rows; nothing allowed is id -1; a mask index past the
+ * masks, -EINVAL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -278,6 +283,122 @@ static void test_bad_params(void **state)
 		assert_memory_equal(out, before, sizeof(out));
 	}
 	assert_int_equal(o1_sample_rows(out, l, 1, 0, rows, NULL, scratch),
+			 -EINVAL);
+	free(scratch);
+}
+
+/* Masked rows against the reference on the masked copy. */
+static void test_masked(void **state)
+{
+	const uint32_t v = 1000, words = o1_sample_mask_words(v);
+	static const struct o1_sample_row modes[] = {
+	    {.top_p = 1, .repetition_penalty = 1, .n_logprobs = 5},
+	    {.temperature = 0.8f, .top_p = 1, .repetition_penalty = 1},
+	    {.temperature = 1, .top_k = 40, .top_p = 1,
+	     .repetition_penalty = 1, .n_logprobs = 3},
+	    {.temperature = 1, .top_p = 0.9f, .repetition_penalty = 1},
+	    {.temperature = 1.2f, .top_p = 1, .min_p = 0.05f,
+	     .repetition_penalty = 1, .n_logprobs = 20},
+	    {.temperature = 1, .top_k = 400, .top_p = 1,
+	     .repetition_penalty = 1},
+	    {.temperature = 1, .top_p = 1, .repetition_penalty = 1.3f,
+	     .presence_penalty = 0.5f, .n_pen = 3},
+	};
+	const struct o1_sample_penalty pens[3] = {{5, 1, 0}, {17, 0, 1},
+						  {900, 2, 1}};
+	float *l = malloc(v * sizeof(float)), *lm = malloc(v * sizeof(float));
+	uint32_t *mask = malloc(words * 4);
+	void *scratch = aligned_alloc(64, o1_sample_scratch_bytes(v));
+	uint64_t x = 99;
+
+	(void)state;
+	assert_true(l && lm && mask && scratch);
+	for (int round = 0; round < 40; round++) {
+		uint32_t lo = 0;
+
+		for (uint32_t i = 0; i < v; i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			l[i] = (float)((x >> 40) % 2000) / 200.0f - 5;
+			lo = l[i] < l[lo] ? i : lo;
+		}
+		for (uint32_t w = 0; w < words; w++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			mask[w] = round % 4 == 3 ? 0 : (uint32_t)(x >> 32);
+		}
+		if (round % 4 == 2) { /* only the lowest logit */
+			memset(mask, 0, words * 4);
+			mask[lo / 32] = 1u << (lo % 32);
+		}
+		for (uint32_t i = 0; i < v; i++)
+			lm[i] = mask[i / 32] >> (i % 32) & 1 ? l[i] : -INFINITY;
+		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+			struct o1_sample_row r = modes[m];
+			struct o1_sample_result got, want;
+
+			r.u = (double)(round * 7 + (int)m) / 300.0;
+			r.mask = 1;
+			assert_int_equal(o1_sample_rows_masked(&got, l, 1, v, &r,
+							       pens, mask, 1,
+							       scratch),
+					 0);
+			if (round % 4 == 3) {
+				assert_int_equal(got.id, O1_SAMPLE_NO_TOKEN);
+				assert_true(got.logprob == -INFINITY);
+				assert_int_equal(got.n_top, 0);
+				continue;
+			}
+			r.mask = 0;
+			assert_int_equal(o1_sample_rows(&want, lm, 1, v, &r,
+							pens, scratch),
+					 0);
+			assert_memory_equal(&got, &want, sizeof(got));
+			assert_true(mask[got.id / 32] >> (got.id % 32) & 1);
+			if (round % 4 == 2)
+				assert_int_equal(got.id, (int32_t)lo);
+		}
+	}
+	free(l), free(lm), free(mask), free(scratch);
+}
+
+/* Rows whose allowed tokens are all -inf answer an allowed one; a mask
+ * index past the masks is refused. */
+static void test_masked_degenerate(void **state)
+{
+	float l[V];
+	uint32_t mask = 0x90; /* tokens 4 and 7 */
+	struct o1_sample_row r = greedy_row();
+	struct o1_sample_result out;
+	void *scratch = aligned_alloc(64, o1_sample_scratch_bytes(V));
+
+	(void)state;
+	assert_non_null(scratch);
+	for (int i = 0; i < V; i++)
+		l[i] = -INFINITY;
+	l[0] = 3; /* refused */
+	r.mask = 1;
+	assert_int_equal(
+	    o1_sample_rows_masked(&out, l, 1, V, &r, NULL, &mask, 1, scratch),
+	    0);
+	assert_int_equal(out.id, 4);
+	r.temperature = 1, r.u = 0.999;
+	assert_int_equal(
+	    o1_sample_rows_masked(&out, l, 1, V, &r, NULL, &mask, 1, scratch),
+	    0);
+	assert_int_equal(out.id, 4);
+	r.top_k = 5;
+	assert_int_equal(
+	    o1_sample_rows_masked(&out, l, 1, V, &r, NULL, &mask, 1, scratch),
+	    0);
+	assert_int_equal(out.id, 4);
+	r.mask = 2;
+	assert_int_equal(
+	    o1_sample_rows_masked(&out, l, 1, V, &r, NULL, &mask, 1, scratch),
+	    -EINVAL);
+	assert_int_equal(
+	    o1_sample_rows_masked(&out, l, 1, V, &r, NULL, NULL, 1, scratch),
+	    -EINVAL);
+	r.mask = 1;
+	assert_int_equal(o1_sample_rows(&out, l, 1, V, &r, NULL, scratch),
 			 -EINVAL);
 	free(scratch);
 }
@@ -612,6 +733,8 @@ int main(void)
 	    cmocka_unit_test(test_describe),
 	    cmocka_unit_test(test_bad_params),
 	    cmocka_unit_test(test_scratch_bytes),
+	    cmocka_unit_test(test_masked),
+	    cmocka_unit_test(test_masked_degenerate),
 	    cmocka_unit_test(test_against_sampler),
 	    cmocka_unit_test(test_against_sampler_large),
 	    cmocka_unit_test(test_penalty_list),

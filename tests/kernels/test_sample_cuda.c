@@ -40,8 +40,19 @@
  * consecutive kept tokens (in draw order) expecting >= 20 draws each, below
  * the 1 - 1e-6 quantile (Wilson-Hilferty). Graphs: a captured launch
  * replayed after the rows changed on the device samples the new rows.
+ * Masks (o1_sample_rows_masked_cuda): batches where two rows in three
+ * carry a token bitmask (half the tokens, five, only the row's lowest
+ * logit, all, none, only the last token with the bits past the
+ * vocabulary set) beside unmasked rows, every mode: against
+ * o1_sample_rows_masked, and as above against the reference on the
+ * masked copy (refused tokens at -inf, what the sampler's host path
+ * draws from); a masked row never answers a refused token, a row whose
+ * only allowed token has the lowest logit answers it in every mode, a row
+ * allowing nothing answers -1 (no crash, the other rows as usual); a
+ * captured launch replayed with new masks and flags follows them.
  * O1_TEST_QUICK=1 runs fewer and smaller batches and draws (for the CPU
- * emulation of tools/gpu/emu, where a row costs seconds).
+ * emulation of tools/gpu/emu, where a row costs seconds);
+ * O1_TEST_FILTER=NAME runs the tests NAME matches (cmocka's filter).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -792,6 +803,332 @@ static void test_graph(void **state)
 	free(l), free(scratch), free(seen);
 }
 
+/* ---- masks ---- */
+
+enum mask_kind { M_HALF, M_FIVE, M_LOWEST, M_ALL, M_NONE, M_TAIL, N_MASKS };
+
+/* Mask KIND for row L (V tokens) into M (words); *ONLY the one token it
+ * must answer (M_LOWEST, M_TAIL), else -1. */
+static void fill_mask(uint32_t *m, const float *l, uint32_t v, int kind,
+		      int32_t *only)
+{
+	uint32_t words = o1_sample_mask_words(v), lo = 0;
+
+	memset(m, 0, words * sizeof(*m));
+	*only = -1;
+	for (uint32_t i = 0; i < v; i++) {
+		bool on = kind == M_ALL || (kind == M_HALF && next64() & 1);
+
+		if (on)
+			m[i / 32] |= 1u << (i % 32);
+		if (!isnan(l[i]) && (isnan(l[lo]) || l[i] < l[lo]))
+			lo = i;
+	}
+	if (kind == M_FIVE)
+		for (int j = 0; j < 5; j++) {
+			uint32_t i = (uint32_t)(next64() % v);
+
+			m[i / 32] |= 1u << (i % 32);
+		}
+	if (kind == M_LOWEST) {
+		m[lo / 32] |= 1u << (lo % 32);
+		*only = (int32_t)lo;
+	}
+	if (kind == M_TAIL) {
+		m[words - 1] = v % 32 ? ~0u << (v % 32 - 1) : 1u << 31;
+		*only = (int32_t)v - 1;
+	}
+}
+
+static bool mask_has(const uint32_t *m, int32_t id)
+{
+	return m[id / 32] >> (id % 32) & 1;
+}
+
+/* Whether mask M allows a token of L whose logit is above -inf. */
+static bool live_allowed(const uint32_t *m, const float *l, uint32_t v)
+{
+	for (uint32_t i = 0; i < v; i++)
+		if (mask_has(m, (int32_t)i) && l[i] > -INFINITY)
+			return true;
+	return false;
+}
+
+struct mbatch {
+	uint32_t v, n, words, n_masks;
+	float *l, *lm; /* raw rows; the masked copies (raw where unmasked) */
+	struct o1_sample_row *rows;
+	struct o1_sample_penalty *pens;
+	uint32_t np, *masks;
+	int kinds[MAX_ROWS], mk[MAX_ROWS]; /* mask kind, -1: unmasked */
+	int32_t only[MAX_ROWS];
+};
+
+/* Rows of kinds without NaN (whose ids the reference leaves open), two
+ * in three masked, each mask kind in turn. */
+static void mbatch_fill(struct mbatch *b, uint32_t shift)
+{
+	static const int kinds[] = {K_PEAK, K_FLAT, K_TIED, K_NEGINF,
+				    K_ALL_NEGINF};
+	uint8_t *seen = malloc(b->v);
+
+	assert_non_null(seen);
+	b->np = b->n_masks = 0;
+	for (uint32_t r = 0; r < b->n; r++) {
+		float *l = b->l + (size_t)r * b->v,
+		      *lm = b->lm + (size_t)r * b->v;
+		uint32_t *m = b->masks + (size_t)b->n_masks * b->words;
+
+		b->kinds[r] = kinds[(r / 3 + shift) % 5];
+		fill_row(l, b->v, b->kinds[r]);
+		b->rows[r] = make_row(&modes[(r * 7 + shift) % N_MODES], b->v,
+				      b->pens, &b->np, seen);
+		b->mk[r] = (r + shift) % 3 == 2
+			       ? -1
+			       : (int)((r / 3 * 2 + (r + shift) % 3 + shift) %
+				       N_MASKS);
+		b->only[r] = -1;
+		memcpy(lm, l, b->v * sizeof(float));
+		if (b->mk[r] < 0)
+			continue;
+		fill_mask(m, l, b->v, b->mk[r], &b->only[r]);
+		b->rows[r].mask = ++b->n_masks;
+		for (uint32_t i = 0; i < b->v; i++)
+			lm[i] = mask_has(m, (int32_t)i) ? l[i] : -INFINITY;
+	}
+	free(seen);
+}
+
+/* Row R of a masked batch: the device's G against the masked reference C
+ * and, through check_id and check_describe, against the reference's walk
+ * over the masked copy. */
+static void check_masked_row(struct mbatch *b, struct walk *k, struct tally *t,
+			     uint32_t r, const struct o1_sample_result *g,
+			     const struct o1_sample_result *c, void *scratch)
+{
+	const uint32_t *m =
+	    b->mk[r] < 0 ? NULL
+			 : b->masks + (size_t)(b->rows[r].mask - 1) * b->words;
+	const float *lm = b->lm + (size_t)r * b->v;
+	const struct o1_sample_row *p = &b->rows[r];
+	struct o1_sample_row plain = *p;
+	struct o1_sample_result h;
+
+	if (b->mk[r] == M_NONE) {
+		if (g->id != O1_SAMPLE_NO_TOKEN ||
+		    c->id != O1_SAMPLE_NO_TOKEN || g->logprob != -INFINITY ||
+		    g->n_top || g->entropy != 0)
+			fail_row("nothing allowed", b->v, r, b->kinds[r], p, g,
+				 c);
+		return;
+	}
+	if (g->id < 0 || (uint32_t)g->id >= b->v || (m && !mask_has(m, g->id)))
+		fail_row("refused token", b->v, r, b->kinds[r], p, g, c);
+	if (b->only[r] >= 0 && (g->id != b->only[r] || c->id != b->only[r]))
+		fail_row("the only allowed token", b->v, r, b->kinds[r], p, g,
+			 c);
+	check_describe(b->v, r, b->kinds[r], false, p, g, c);
+	/* the masked reference is the reference over the masked copy, but
+	 * where it replaced a refused answer (degenerate rows) */
+	plain.mask = 0;
+	assert_int_equal(
+	    o1_sample_rows(&h, lm, 1, b->v, &plain, b->pens, scratch), 0);
+	if (m && (!live_allowed(m, b->l + (size_t)r * b->v, b->v) ||
+		  h.id != c->id)) {
+		if (!mask_has(m, c->id))
+			fail_row("reference refused token", b->v, r,
+				 b->kinds[r], p, g, c);
+		if (g->id != c->id && (p->temperature == 0 || p->top_k == 1))
+			fail_row("degenerate greedy", b->v, r, b->kinds[r], p,
+				 g, c);
+		return;
+	}
+	if (memcmp(&h, c, sizeof(h)))
+		fail_row("masked reference", b->v, r, b->kinds[r], p, &h, c);
+	check_id(k, t, lm, b->v, r, b->kinds[r], p, b->pens, g, c);
+}
+
+static void mbatch_alloc(struct mbatch *b, uint32_t v, uint32_t n)
+{
+	b->v = v, b->n = n, b->words = o1_sample_mask_words(v);
+	b->l = malloc((size_t)n * v * sizeof(float));
+	b->lm = malloc((size_t)n * v * sizeof(float));
+	b->rows = calloc(n, sizeof(*b->rows));
+	b->pens = malloc((size_t)n * 2000 * sizeof(*b->pens));
+	b->masks = malloc((size_t)n * b->words * sizeof(uint32_t));
+	assert_true(b->l && b->lm && b->rows && b->pens && b->masks);
+}
+
+static void mbatch_free(struct mbatch *b)
+{
+	free(b->l), free(b->lm), free(b->rows), free(b->pens), free(b->masks);
+}
+
+static void check_masked_batch(uint32_t v, uint32_t n, uint32_t shift,
+			       struct tally *t)
+{
+	struct o1_sample_result *got = malloc(n * sizeof(*got));
+	struct o1_sample_result *ref = malloc(n * sizeof(*ref));
+	void *scratch =
+	    aligned_alloc(64, (o1_sample_scratch_bytes(v) + 63) / 64 * 64);
+	uint32_t *dm;
+	struct mbatch b;
+	struct dev d;
+	struct walk k;
+
+	assert_true(got && ref && scratch);
+	mbatch_alloc(&b, v, n);
+	mbatch_fill(&b, shift);
+	dev_init(&d, n, v, b.np);
+	assert_int_equal(
+	    cudaMalloc((void **)&dm, (size_t)(b.n_masks + 1) * b.words * 4),
+	    cudaSuccess);
+	assert_int_equal(cudaMemcpy(dm, b.masks,
+				    (size_t)b.n_masks * b.words * 4,
+				    cudaMemcpyHostToDevice),
+			 cudaSuccess);
+	assert_int_equal(cudaMemcpy(d.logits, b.l, (size_t)n * v * 4,
+				    cudaMemcpyHostToDevice),
+			 cudaSuccess);
+	assert_int_equal(cudaMemcpy(d.rows, b.rows, n * sizeof(*b.rows),
+				    cudaMemcpyHostToDevice),
+			 cudaSuccess);
+	if (b.np)
+		assert_int_equal(cudaMemcpy(d.pens, b.pens,
+					    b.np * sizeof(*b.pens),
+					    cudaMemcpyHostToDevice),
+				 cudaSuccess);
+	assert_int_equal(cudaMemset(d.out, 0xff, n * sizeof(*got)),
+			 cudaSuccess);
+	assert_int_equal(
+	    o1_sample_rows_masked_cuda(d.out, d.logits, n, v, d.rows, d.pens,
+				       dm, d.scratch, d.scratch_bytes, 0),
+	    0);
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	assert_int_equal(
+	    cudaMemcpy(got, d.out, n * sizeof(*got), cudaMemcpyDeviceToHost),
+	    cudaSuccess);
+	assert_int_equal(o1_sample_rows_masked(ref, b.l, n, v, b.rows, b.pens,
+					       b.masks, b.n_masks, scratch),
+			 0);
+	walk_init(&k, v);
+	for (uint32_t r = 0; r < n; r++)
+		check_masked_row(&b, &k, t, r, &got[r], &ref[r], scratch);
+	walk_fini(&k);
+	cudaFree(dm);
+	dev_fini(&d);
+	mbatch_free(&b);
+	free(got), free(ref), free(scratch);
+}
+
+static void test_masked(void **state)
+{
+	static const struct {
+		uint32_t v, n;
+	} quick_shapes[] = {{7, 18}, {1000, 36}, {32000, 18}, {151936, 3}},
+	  shapes[] = {{7, 64},	   {1000, 256},	 {32000, 128}, {128256, 64},
+		      {151936, 1}, {151936, 96}, {256000, 12}};
+	struct tally t = {0};
+
+	(void)state;
+	for (size_t s = 0; !quick && s < sizeof(shapes) / sizeof(shapes[0]);
+	     s++)
+		check_masked_batch(shapes[s].v, shapes[s].n,
+				   (uint32_t)(next64() % 64), &t);
+	for (size_t s = 0;
+	     quick && s < sizeof(quick_shapes) / sizeof(quick_shapes[0]); s++)
+		check_masked_batch(quick_shapes[s].v, quick_shapes[s].n,
+				   (uint32_t)(next64() % 64), &t);
+	fprintf(stderr,
+		"test_sample_cuda: masked: %llu draws compared, %llu near a "
+		"boundary, %llu of those differ\n",
+		(unsigned long long)t.draws, (unsigned long long)t.near,
+		(unsigned long long)t.differ);
+	assert_true(t.differ * 100 <= t.draws);
+}
+
+/* A captured masked launch reads the masks and the rows' flags on the
+ * device: replayed after both changed, it follows them (greedy rows with
+ * a mask per round; some rounds leave a row unmasked). */
+static void test_masked_graph(void **state)
+{
+	const uint32_t v = 32000, n = 6, words = o1_sample_mask_words(v);
+	float *l = malloc((size_t)n * v * sizeof(float));
+	uint32_t *masks = calloc((size_t)n * words, sizeof(uint32_t));
+	struct o1_sample_row rows[6];
+	struct o1_sample_result got[6], ref[6];
+	void *scratch =
+	    aligned_alloc(64, (o1_sample_scratch_bytes(v) + 63) / 64 * 64);
+	uint32_t *dm;
+	cudaStream_t s;
+	cudaGraph_t g;
+	cudaGraphExec_t x;
+	struct dev d;
+
+	(void)state;
+	assert_true(l && masks && scratch);
+	for (uint32_t r = 0; r < n; r++)
+		fill_row(l + (size_t)r * v, v, K_PEAK);
+	dev_init(&d, n, v, 1);
+	assert_int_equal(cudaMalloc((void **)&dm, (size_t)n * words * 4),
+			 cudaSuccess);
+	assert_int_equal(cudaMemcpy(d.logits, l, (size_t)n * v * sizeof(float),
+				    cudaMemcpyHostToDevice),
+			 cudaSuccess);
+	assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+	assert_int_equal(
+	    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal),
+	    cudaSuccess);
+	assert_int_equal(
+	    o1_sample_rows_masked_cuda(d.out, d.logits, n, v, d.rows, d.pens,
+				       dm, d.scratch, d.scratch_bytes, s),
+	    0);
+	assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
+	assert_int_equal(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+	for (int round = 0; round < 3; round++) {
+		uint32_t nm = 0;
+
+		for (uint32_t r = 0; r < n; r++) {
+			int32_t only;
+
+			rows[r] =
+			    (struct o1_sample_row){.top_p = 1,
+						   .repetition_penalty = 1,
+						   .n_logprobs = 3};
+			if ((r + (uint32_t)round) % 3 == 0)
+				continue;
+			fill_mask(
+			    masks + (size_t)nm * words, l + (size_t)r * v, v,
+			    (r + (uint32_t)round) % 2 ? M_HALF : M_FIVE, &only);
+			rows[r].mask = ++nm;
+		}
+		assert_int_equal(cudaMemcpy(d.rows, rows, sizeof(rows),
+					    cudaMemcpyHostToDevice),
+				 cudaSuccess);
+		assert_int_equal(cudaMemcpy(dm, masks, (size_t)nm * words * 4,
+					    cudaMemcpyHostToDevice),
+				 cudaSuccess);
+		assert_int_equal(cudaGraphLaunch(x, s), cudaSuccess);
+		assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+		assert_int_equal(
+		    cudaMemcpy(got, d.out, sizeof(got), cudaMemcpyDeviceToHost),
+		    cudaSuccess);
+		assert_int_equal(o1_sample_rows_masked(ref, l, n, v, rows, NULL,
+						       masks, nm, scratch),
+				 0);
+		for (uint32_t r = 0; r < n; r++)
+			if (got[r].id != ref[r].id ||
+			    got[r].n_top != ref[r].n_top ||
+			    got[r].top_id[2] != ref[r].top_id[2])
+				fail_row("masked graph replay", v, r, K_PEAK,
+					 &rows[r], &got[r], &ref[r]);
+	}
+	cudaGraphExecDestroy(x), cudaGraphDestroy(g), cudaStreamDestroy(s);
+	cudaFree(dm);
+	dev_fini(&d);
+	free(l), free(masks), free(scratch);
+}
+
 /* Bad operands are refused before anything is enqueued. */
 static void test_errors(void **state)
 {
@@ -824,12 +1161,12 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_rows),
-	    cmocka_unit_test(test_graph),
-	    cmocka_unit_test(test_stats),
+	    cmocka_unit_test(test_errors), cmocka_unit_test(test_rows),
+	    cmocka_unit_test(test_graph),  cmocka_unit_test(test_stats),
+	    cmocka_unit_test(test_masked), cmocka_unit_test(test_masked_graph),
 	};
 	const char *seed = getenv("O1_TEST_SEED");
+	const char *filter = getenv("O1_TEST_FILTER");
 
 	if (o1_cuda_probe() != 0) {
 		fprintf(stderr, "no CUDA device: skipped\n");
@@ -837,6 +1174,8 @@ int main(void)
 	}
 	rng = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
 	quick = getenv("O1_TEST_QUICK") && atoi(getenv("O1_TEST_QUICK"));
+	if (filter && *filter)
+		cmocka_set_test_filter(filter);
 	fprintf(stderr, "test_sample_cuda: seed %llu (O1_TEST_SEED)\n",
 		(unsigned long long)rng);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -697,6 +697,37 @@ static void test_quantized_q(void **state)
 		assert_true(out[r * 32 + 1] == gguf_row(r, 4) * 10 + 1);
 }
 
+/* The same matrix read as blocks (the backends' form): bytes untouched,
+ * rows in canonical order; stored order when not permuted; rows that are
+ * not whole blocks refused. */
+static void test_quantized_blocks(void **state)
+{
+	struct o1_model m = {0};
+	struct o1_tensor t = {0};
+	uint8_t q8[8 * 34], out[8 * 34];
+
+	(void)state;
+	m.desc.head_dim = 4;
+	for (size_t i = 0; i < sizeof(q8); i++)
+		q8[i] = (uint8_t)(i * 7 + i / 34);
+	t.role = O1_T_WK;
+	t.dtype = O1_DTYPE_Q8_0;
+	t.n_dims = 2;
+	t.shape[0] = 8;
+	t.shape[1] = 32;
+	t.data = q8;
+	t.n_bytes = sizeof(q8);
+	t.qk_interleaved = true;
+	assert_int_equal(o1_tensor_read_blocks(&m, &t, out), 0);
+	for (int r = 0; r < 8; r++)
+		assert_memory_equal(out + r * 34, q8 + gguf_row(r, 4) * 34, 34);
+	t.qk_interleaved = false;
+	assert_int_equal(o1_tensor_read_blocks(&m, &t, out), 0);
+	assert_memory_equal(out, q8, sizeof(q8));
+	t.shape[1] = 48; /* a block and a half a row */
+	assert_int_equal(o1_tensor_read_blocks(&m, &t, out), -O1_E_SHAPE);
+}
+
 /* Q8_0 rows of COLS (multiple of 32) columns: scale 1/64, int8 values
  * from rand(); dequantized copy in REF. */
 static uint8_t *q8_matrix(uint64_t rows, uint64_t cols, float *ref)
@@ -1214,6 +1245,7 @@ int main(void)
 	    cmocka_unit_test(test_vocab_defaults),
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_quantized_q),
+	    cmocka_unit_test(test_quantized_blocks),
 	    cmocka_unit_test(test_quantized_model),
 	    cmocka_unit_test(test_quantized_bad_input),
 	    cmocka_unit_test(test_extra_tensors),

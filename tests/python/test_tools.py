@@ -165,6 +165,8 @@ CANNED = [
     (1, '<tool_call>{"name": "f", "arguments": "{\\"s\\": \\"x\\"}"}'
         '</tool_call><tool_call>{"name": "g", "arguments": {}}'),
     (1, '<tool_call>{"name": "f", "arguments": {"n": 1}'),
+    (1, ' Hm,\nok. \n<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+        ' and <tool_call>{"name": "g", "arguments": {}}</tool_call>\nDone.'),
     (1, 'no calls here'),
     (2, 'ok <tool_call>\n<function=f>\n<parameter=n>\n5\n</parameter>\n'
         '<parameter=s>\n5\n</parameter>\n<parameter=o>\n{"a": [1]}\n'
@@ -204,6 +206,21 @@ def same(fmt: int, text: bytes) -> None:
 @pytest.mark.parametrize("fmt, text", CANNED)
 def test_reader_as_o1d_s(fmt, text):
     same(fmt, text.encode())
+
+
+@pytest.mark.parametrize("params", [
+    {"properties": {"n": True}}, [1], {"properties": ["n"]},
+    {"properties": {"n": "integer"}}])
+def test_reader_on_odd_schemas(params):
+    """A schema the reader cannot type a parameter from (a boolean
+    subschema is valid JSON Schema) leaves its value text, as o1d's
+    reader does, rather than raising."""
+    tools = [{"type": "function",
+              "function": {"name": "f", "parameters": params}}]
+    content, calls = _tools.parse(
+        2, "<function=f>\n<parameter=n>\n5\n</parameter></function>",
+        tools)
+    assert [(c.name, c.args) for c in calls] == [("f", {"n": "5"})]
 
 
 def test_reader_on_the_fuzz_seeds():

@@ -1,6 +1,9 @@
 /* The sampler under a grammar (o1_sampler_constrain): every token drawn is
  * one the grammar allows, greedy picks the best allowed token, the
- * device path is refused, a refused token is not recorded, end tokens end
+ * device path without room for a mask is refused, the backend path
+ * (o1_sampler_row_masked, o1_sample_rows_masked, o1_sampler_accept) draws
+ * what the host path draws, bit for bit, in every mode, with -1 (nothing
+ * allowed) a grammar error, a refused token is not recorded, end tokens end
  * the request, an empty mask is an error, max_tokens still cuts, and
  * preparing the mask ahead draws the same tokens. Then, over Llama 3's
  * vocabulary (../shared; skipped without it), 120 generations from random
@@ -276,6 +279,106 @@ static void test_prepare_same_draws(void **state)
 	unmake(&f);
 }
 
+/* The backend's path of a constrained sampler (its row and mask, the
+ * row sampler run elsewhere, the result accepted) against the host's
+ * o1_sampler_sample, over several modes: the same tokens and the same
+ * bits of logprob, entropy and top-n, token after token. */
+static void test_backend_path_same_draws(void **state)
+{
+	static const struct {
+		float t, top_p, min_p, rep;
+		uint32_t top_k, n_logprobs;
+	} modes[] = {{0, 1, 0, 1, 0, 3},     {1, 1, 0, 1, 0, 0},
+		     {0.8f, 0.9f, 0, 1, 0, 5}, {1, 1, 0.05f, 1, 0, 0},
+		     {1.2f, 1, 0, 1, 3, 2},   {1, 1, 0, 1.3f, 0, 1}};
+	struct fixture f;
+	void *scratch = aligned_alloc(64, o1_sample_scratch_bytes(V));
+
+	(void)state;
+	assert_non_null(scratch);
+	make(&f, "root ::= \"{\\\"a\\\":\" [0-9]{1,4} \"}\" | \"yes\" | \"no\"");
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+		for (int run = 0; run < 20; run++) {
+			struct o1_sampler_params p;
+			struct o1_sampler *a, *b;
+			struct o1_sampler_out oa = {0}, ob = {0};
+			unsigned seed = (unsigned)(run * 31 + (int)m);
+			float l[V];
+
+			o1_sampler_params_init(&p);
+			p.temperature = modes[m].t, p.top_p = modes[m].top_p;
+			p.min_p = modes[m].min_p, p.top_k = modes[m].top_k;
+			p.repetition_penalty = modes[m].rep;
+			p.n_logprobs = modes[m].n_logprobs;
+			p.seed = (uint64_t)run, p.eos_id = EOS;
+			a = constrained(&f, &p);
+			b = constrained(&f, &p);
+			for (int i = 0; i < 12 && oa.end == O1_SAMPLER_CONTINUE;
+			     i++) {
+				struct o1_sample_row row;
+				struct o1_sample_penalty pens[V];
+				struct o1_sample_result r;
+				uint32_t mask[(V + 31) / 32], n;
+
+				random_logits(l, V, &seed);
+				assert_int_equal(o1_sampler_sample(a, l, &oa),
+						 0);
+				assert_int_equal(o1_sampler_row_masked(
+						     b, &row, pens, V, &n, mask),
+						 0);
+				assert_int_equal(row.mask, 1);
+				assert_int_equal(
+				    o1_sample_rows_masked(&r, l, 1, V, &row,
+							  pens, mask, 1,
+							  scratch),
+				    0);
+				assert_int_equal(o1_sampler_accept(b, &r, &ob),
+						 0);
+				assert_memory_equal(&oa, &ob, sizeof(oa));
+			}
+			assert_int_equal(oa.end, O1_SAMPLER_END_EOS);
+			o1_sampler_destroy(a);
+			o1_sampler_destroy(b);
+		}
+	/* nothing allowed: an error before the draw, and -1 from a backend
+	 * is the grammar's error too */
+	{
+		struct o1_sampler_params p;
+		struct o1_sampler *s;
+		struct o1_sample_row row;
+		struct o1_sample_result none = {.id = O1_SAMPLE_NO_TOKEN}, r_eos;
+		struct o1_sampler_out out;
+		uint32_t mask[(V + 31) / 32], n;
+		float l[V] = {0};
+
+		o1_sampler_params_init(&p);
+		p.eos_id = EOS;
+		s = constrained(&f, &p);
+		assert_int_equal(o1_sampler_accept(s, &none, &out),
+				 -O1_E_GRAMMAR);
+		l[256 + 3] = 5;
+		assert_int_equal(o1_sampler_sample(s, l, &out), 0);
+		assert_int_equal(out.id, 256 + 3); /* "yes" */
+		assert_int_equal(o1_sampler_row_masked(s, &row, NULL, 0, &n,
+						       mask),
+				 0);
+		assert_true(mask[EOS / 32] >> (EOS % 32) & 1);
+		assert_false(mask['y' / 32] >> ('y' % 32) & 1);
+		assert_int_equal(o1_sampler_row(s, &row, NULL, 0, &n),
+				 -EOPNOTSUPP);
+		r_eos = (struct o1_sample_result){.id = EOS};
+		assert_int_equal(o1_sampler_accept(s, &r_eos, &out), 0);
+		assert_int_equal(out.end, O1_SAMPLER_END_EOS);
+		assert_int_equal(o1_sampler_row_masked(s, &row, NULL, 0, &n,
+						       mask),
+				 -O1_E_GRAMMAR);
+		assert_int_equal(o1_sampler_generated(s), 2);
+		o1_sampler_destroy(s);
+	}
+	free(scratch);
+	unmake(&f);
+}
+
 static const char schema[] =
 	"{\"type\":\"object\",\"properties\":{"
 	"\"name\":{\"type\":\"string\",\"maxLength\":12},"
@@ -427,6 +530,7 @@ int main(void)
 	    cmocka_unit_test(test_greedy_and_refusals),
 	    cmocka_unit_test(test_empty_mask_and_length),
 	    cmocka_unit_test(test_prepare_same_draws),
+	    cmocka_unit_test(test_backend_path_same_draws),
 	    cmocka_unit_test(test_schema_generations),
 	};
 

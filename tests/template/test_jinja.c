@@ -65,326 +65,390 @@ struct render_case {
 };
 
 static const struct render_case cases[] = {
-	{"trim_blocks",
-	 "{% if t %}\nA\n{% endif %}\nB",
-	 NULL,
-	 "A\nB"},
-	{"lstrip_blocks",
-	 "  {% if t %}\n\t x\n  {% endif %}\ny",
-	 NULL,
-	 "\t x\ny"},
-	{"lstrip_plus",
-	 "  {%+ if t %}x{% endif +%}\ny",
-	 NULL,
-	 "  x\ny"},
-	{"dash_strip",
-	 "a  \n {%- if t -%} \n b \n {%- endif -%}\n  c {{- n -}}  d",
-	 NULL,
-	 "abc7d"},
-	{"comments",
-	 "a {# c #} b\n  {# own line #}\nc {#- x -#} d",
-	 NULL,
-	 "a  b\ncd"},
-	{"raw",
-	 "{% raw %}{{ x }}{% if %}{% endraw %}|  {%- raw -%}  y  {%- endraw %}",
-	 NULL,
-	 "{{ x }}{% if %}|y"},
-	{"trailing_newline",
-	 "{{ n }}\n",
-	 NULL,
-	 "7"},
-	{"crlf",
-	 "x\r\n{% if t %}\r\n  y\r\n{% endif %}\r\nz",
-	 NULL,
-	 "x\n  y\nz"},
-	{"var_braces",
-	 "{{ {'a': {'b': 1}} }}|{{ {'a':{'b':1}}}}",
-	 NULL,
-	 "{'a': {'b': 1}}|{'a': {'b': 1}}"},
-	{"numbers",
-	 "{{ 0x1F }} {{ 1_000 }} {{ 1e3 }} {{ 0b101 }} {{ 0o17 }} {{ 1.5e-3 }} {{ 10.0 }}",
-	 NULL,
-	 "31 1000 1000.0 5 15 0.0015 10.0"},
-	{"strings",
-	 "{{ 'ab' \"cd\" 'ef' }}|{{ '\\x41\\u00e9\\U0001F680\\t\\\\\\'\\\"\\q' }}",
-	 NULL,
-	 "abcdef|A\303\251\360\237\232\200\t\\'\"\\q"},
-	{"if_elif",
-	 "{% for v in [1, 2, 3] %}{% if v == 1 %}one{% elif v == 2 %}two{% else %}many{% endif %};{% endfor %}",
-	 NULL,
-	 "one;two;many;"},
-	{"for_loop_vars",
-	 "{% for x in l %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}",
-	 NULL,
-	 "1032TrueFalse3;2121FalseFalse3;3210FalseTrue3;"},
-	{"for_prev_next_cycle",
-	 "{% for x in l %}{{ loop.cycle('a', 'b') }}[{{ loop.previtem }},{{ loop.nextitem }}]{% endfor %}",
-	 NULL,
-	 "a[,1]b[3,2]a[1,]"},
-	{"for_else_filter",
-	 "{% for x in l if x > 1 %}{{ x }}/{{ loop.length }} {% else %}none{% endfor %}|{% for x in [] %}a{% else %}empty{% endfor %}",
-	 NULL,
-	 "3/2 2/2 |empty"},
-	{"for_break_continue",
-	 "{% for x in [1, 2, 3, 4] %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %}",
-	 NULL,
-	 "13"},
-	{"for_unpack",
-	 "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{% for a, b in [(1, 2), (3, 4)] %}{{ a * b }}{% endfor %}|{% for k in d %}{{ k }}{% endfor %}|{% for ch in 'h\303\251' %}[{{ ch }}]{% endfor %}",
-	 NULL,
-	 "b=2;a=1;c=None;|212|bac|[h][\303\251]"},
-	{"for_recursive",
-	 "{% for x in [[1, [2]], [3], 4] recursive %}{% if x is iterable %}({{ loop(x) }}){% else %}{{ x }}@{{ loop.depth }}{% endif %}{% endfor %}",
-	 NULL,
-	 "(1@2(2@3))(3@2)4@1"},
-	{"for_changed",
-	 "{% for x in [1, 1, 2, 2, 1] %}{{ loop.changed(x) }}{% endfor %}",
-	 NULL,
-	 "TrueFalseTrueFalseTrue"},
-	{"for_nested",
-	 "{% for i in range(2) %}{% for j in range(2) %}{{ i }}{{ j }}{% endfor %}/{% endfor %}",
-	 NULL,
-	 "0001/1011/"},
-	{"set_scoping",
-	 "{% set x = 1 %}{% if t %}{% set x = 2 %}{% endif %}{{ x }}{% for i in [1] %}{% set x = 3 %}{{ x }}{% endfor %}{{ x }}{% for i in [1, 2] %}{% if loop.first %}{% set y = 5 %}{% endif %}[{{ y }}]{% endfor %}",
-	 NULL,
-	 "232[5][]"},
-	{"set_tuple",
-	 "{% set a, b = 1, 2 %}{{ a }}{{ b }}|{% set c = 1, 2 %}{{ c }}",
-	 NULL,
-	 "12|(1, 2)"},
-	{"namespace",
-	 "{% set ns = namespace(found=false, n=0) %}{% for m in messages %}{% if m.role == 'user' %}{% set ns.found = true %}{% endif %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.found }}{{ ns.n }}",
-	 NULL,
-	 "True3"},
-	{"set_block",
-	 "{% set x %}  in {{ n }}  {% endset %}[{{ x }}]|{% set y | trim | upper %}  yy  {% endset %}[{{ y }}]",
-	 NULL,
-	 "[  in 7  ]|[YY]"},
-	{"macro_defaults",
-	 "{% macro greet(name, greeting='Hello', punct='!') %}{{ greeting }}, {{ name }}{{ punct }}{% endmacro %}{{ greet('Bob') }}|{{ greet('Al', punct='?') }}|{{ greet('X', 'Hi') }}",
-	 NULL,
-	 "Hello, Bob!|Hello, Al?|Hi, X!"},
-	{"macro_late_binding",
-	 "{% macro m() %}{{ x }}{% endmacro %}{% set x = 1 %}{{ m() }}",
-	 NULL,
-	 "1"},
-	{"macro_varargs",
-	 "{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, 3, k=4) }}",
-	 NULL,
-	 "1(2, 3){'k': 4}"},
-	{"call_block",
-	 "{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}bold {{ s }}{% endcall %}",
-	 NULL,
-	 "<b>bold Hello World</b>"},
-	{"call_block_args",
-	 "{% macro each(xs) %}{% for x in xs %}{{ caller(x) }}{% endfor %}{% endmacro %}{% call(item) each(l) %}[{{ item }}]{% endcall %}",
-	 NULL,
-	 "[3][1][2]"},
-	{"macro_recursive",
-	 "{% macro r(v) %}{% if v is mapping %}{% for k, x in v.items() %}{{ k }}:({{ r(x) }}){% endfor %}{% elif v is iterable and v is not string %}[{% for x in v %}{{ r(x) }}{% if not loop.last %},{% endif %}{% endfor %}]{% else %}{{ v }}{% endif %}{% endmacro %}{{ r(messages[2].tool_calls[0]) }}",
-	 NULL,
-	 "function:(name:(f)arguments:(a:(1)b:([1,2.5,None,True,x])))"},
-	{"filter_block",
-	 "{% filter upper %}abc {{ s }}{% endfilter %}|{% filter replace('a', 'b') | trim %}  aaa  {% endfilter %}",
-	 NULL,
-	 "ABC HELLO WORLD|bbb"},
-	{"with_block",
-	 "{% with x = 5, y = 6 %}{{ x + y }}{% endwith %}[{{ x }}]",
-	 NULL,
-	 "11[]"},
-	{"generation_block",
-	 "{% generation %}gen {{ n }}{% endgeneration %}",
-	 NULL,
-	 "gen 7"},
-	{"print_stmt",
-	 "{% print n + 1 %}",
-	 NULL,
-	 "8"},
-	{"arith_int",
-	 "{{ n + 1 }}|{{ n - 10 }}|{{ n * 3 }}|{{ n / 2 }}|{{ n // 2 }}|{{ -n // 2 }}|{{ n % 3 }}|{{ -n % 3 }}|{{ n ** 2 }}|{{ 2 ** -2 }}|{{ big * 3 }}",
-	 NULL,
-	 "8|-3|21|3.5|3|-4|1|2|49|0.25|37037036703"},
-	{"arith_float",
-	 "{{ f + 1 }}|{{ f * 2 }}|{{ 7.5 // 2 }}|{{ -7.5 % 2 }}|{{ 1 / 3 }}|{{ -0.0 }}|{{ 10 / 2 }}|{{ 0.1 + 0.2 }}",
-	 NULL,
-	 "3.5|5.0|3.0|0.5|0.3333333333333333|-0.0|5.0|0.30000000000000004"},
-	{"concat_repeat",
-	 "{{ 'abc' ~ 1 ~ none ~ nosuch ~ true ~ 2.0 }}|{{ l + [4] }}|{{ s * 2 }}|{{ l * 2 }}|{{ (1, 2) + (3,) }}",
-	 NULL,
-	 "abc1NoneTrue2.0|[3, 1, 2, 4]|Hello WorldHello World|[3, 1, 2, 3, 1, 2]|(1, 2, 3)"},
-	{"compare",
-	 "{{ 1 < n < 10 }}{{ 1 < n > 100 }}{{ n == 7.0 }}{{ true == 1 }}{{ 'a' < 'b' }}{{ [1, 2] < [1, 3] }}{{ l != [3, 1, 2] }}",
-	 NULL,
-	 "TrueFalseTrueTrueTrueTrueFalse"},
-	{"in_operator",
-	 "{{ 'ell' in s }}{{ 3 in l }}{{ 'a' in d }}{{ 'q' not in s }}{{ 9 not in l }}{{ 'x' in nosuch }}",
-	 NULL,
-	 "TrueTrueTrueTrueTrueFalse"},
-	{"logic",
-	 "{{ t and 'yes' or 'no' }}|{{ nil or e or 'dflt' }}|{{ 0 and 1 }}|{{ not t }}|{{ not nil }}|{{ 'a' if t else 'b' }}{{ 'a' if nil else 'b' }}[{{ 'a' if nil }}]",
-	 NULL,
-	 "yes|dflt|0|False|True|ab[]"},
-	{"access",
-	 "{{ messages[1].role }}|{{ messages[1]['content'] }}|{{ d.a }}|{{ d['b'] }}|{{ l[-1] }}|{{ l.0 }}|[{{ d.zz }}][{{ l[10] }}][{{ s.nope }}]|{{ messages[-1].tool_calls[0].function.name }}",
-	 NULL,
-	 "user|  Hi there  |1|2|2|3|[][][]|f"},
-	{"slices",
-	 "{{ s[0] }}{{ s[-1] }}{{ s[1:4] }}|{{ s[::-1] }}|{{ s[::2] }}|{{ s[-3:] }}|{{ s[:-3] }}|{{ u[1:3] }}|{{ l[::-1] }}{{ l[1:] }}{{ l[5:] }}|{{ s[2:100] }}",
-	 NULL,
-	 "Hdell|dlroW olleH|HloWrd|rld|Hello Wo|\303\240\303\274|[2, 1, 3][1, 2][]|llo World"},
-	{"literals",
-	 "{{ [] }}{{ {} }}{{ () }}{{ (1,) }}{{ (1, 'a') }}{{ [1, 'a', none, true, 1.5] }}{{ {'a': 1, 'b': [1, (2, 3)], 'c': {'d': none}} }}",
-	 NULL,
-	 "[]{}()(1,)(1, 'a')[1, 'a', None, True, 1.5]{'a': 1, 'b': [1, (2, 3)], 'c': {'d': None}}"},
-	{"repr_strings",
-	 "{{ [\"quote's\", 'dq\"', 'both\\'\"', 'nl\\nx', 'tab\\t', 'bs\\\\', '\\x01\\x7f\\xa0\\u200b', '\\U0001F680\\u00e9'] }}",
-	 NULL,
-	 "[\"quote's\", 'dq\"', 'both\\'\"', 'nl\\nx', 'tab\\t', 'bs\\\\', '\\x01\\x7f\\xa0\\u200b', '\360\237\232\200\303\251']"},
-	{"print_values",
-	 "{{ none }}|{{ true }}|{{ 1.0 }}|{{ 1e16 }}|{{ 1e15 }}|{{ 0.00001 }}|{{ 1/3 }}|{{ d }}|{{ nosuch }}",
-	 NULL,
-	 "None|True|1.0|1e+16|1000000000000000.0|1e-05|0.3333333333333333|{'b': 2, 'a': 1, 'c': None}|"},
-	{"f_case",
-	 "{{ s|upper }}|{{ s|lower }}|{{ 'hello wORLD-foo(bar'|title }}|{{ s|capitalize }}|{{ u|upper }}|{{ u|lower }}",
-	 NULL,
-	 "HELLO WORLD|hello world|Hello World-Foo(Bar|Hello world|\303\211\303\200\303\234 SS\316\243 \303\200\303\211|\303\251\303\240\303\274 \303\237\317\203 \303\240\303\251"},
-	{"f_trim_replace",
-	 "[{{ '  x  '|trim }}][{{ 'xxyxx'|trim('x') }}][{{ s|replace('o', '0') }}][{{ s|replace('l', 'L', 2) }}]",
-	 NULL,
-	 "[x][y][Hell0 W0rld][HeLLo World]"},
-	{"f_length_first_last",
-	 "{{ l|length }}{{ s|length }}{{ u|length }}{{ d|length }}{{ l|count }}|{{ l|first }}{{ l|last }}{{ s|first }}[{{ []|first }}]",
-	 NULL,
-	 "311933|32H[]"},
-	{"f_list_reverse",
-	 "{{ l|reverse|list }}|{{ s|reverse }}|{{ s|list }}|{{ d|list }}",
-	 NULL,
-	 "[2, 1, 3]|dlroW olleH|['H', 'e', 'l', 'l', 'o', ' ', 'W', 'o', 'r', 'l', 'd']|['b', 'a', 'c']"},
-	{"f_join",
-	 "{{ l|join }}|{{ l|join(', ') }}|{{ objs|join('-', attribute='n') }}|{{ d|join(',') }}",
-	 NULL,
-	 "312|3, 1, 2|x-y-z|b,a,c"},
-	{"f_default",
-	 "{{ nosuch|default('dflt') }}|{{ e|default('dflt') }}|{{ e|default('dflt', true) }}|{{ nil|default('x') }}|{{ nosuch|d('y') }}",
-	 NULL,
-	 "dflt||dflt|None|y"},
-	{"f_sort_unique",
-	 "{{ l|sort }}{{ l|sort(reverse=true) }}{{ words|sort }}{{ words|sort(case_sensitive=true) }}{{ words|unique|list }}{{ objs|sort(attribute='v')|map(attribute='n')|join }}",
-	 NULL,
-	 "[1, 2, 3][3, 2, 1]['A', 'b', 'B', 'c']['A', 'B', 'b', 'c']['b', 'A', 'c']yxz"},
-	{"f_min_max_sum",
-	 "{{ l|max }}{{ l|min }}{{ words|max }}{{ l|sum }}{{ objs|sum(attribute='v') }}{{ objs|max(attribute='v') }}",
-	 NULL,
-	 "31c66{'n': 'z', 'v': 3}"},
-	{"f_select",
-	 "{{ objs|selectattr('ok')|map(attribute='n')|list }}{{ objs|rejectattr('ok')|map(attribute='n')|list }}{{ objs|selectattr('v', 'gt', 1)|list|length }}{{ l|select('odd')|list }}{{ l|reject('odd')|list }}{{ l|select|list }}",
-	 NULL,
-	 "['x']['y', 'z']2[3, 1][2][3, 1, 2]"},
-	{"f_map",
-	 "{{ objs|map(attribute='ok', default='no')|list }}|{{ l|map('string')|join('-') }}|{{ messages|map(attribute='role')|join(',') }}|{{ ['a', 'b']|map('upper')|list }}",
-	 NULL,
-	 "[True, False, 'no']|3-1-2|system,user,assistant|['A', 'B']"},
-	{"f_items_dictsort",
-	 "{{ d|items|list }}|{{ d|dictsort }}|{{ d|dictsort(reverse=true) }}|{{ {'x': 2, 'y': 1}|dictsort(by='value') }}",
-	 NULL,
-	 "[('b', 2), ('a', 1), ('c', None)]|[('a', 1), ('b', 2), ('c', None)]|[('c', None), ('b', 2), ('a', 1)]|[('y', 1), ('x', 2)]"},
-	{"f_numbers",
-	 "{{ n|string + 'x' }}|{{ '42'|int + 1 }}|{{ '4.7'|int }}|{{ 'zz'|int }}|{{ 'zz'|int(9) }}|{{ '3.5'|float }}|{{ n|float }}|{{ f|int }}|{{ -f|abs }}|{{ neg|abs }}",
-	 NULL,
-	 "7x|43|4|0|9|3.5|7.0|2|2.5|3"},
-	{"f_round",
-	 "{{ 2.5|round }}|{{ 3.5|round }}|{{ 2.675|round(2) }}|{{ 2.5|round(method='floor') }}|{{ 2.1|round(method='ceil') }}|{{ 12|round(-1) }}|{{ 15|round(-1) }}|{{ 7|round }}",
-	 NULL,
-	 "2.0|4.0|2.67|2.0|3.0|10|20|7"},
-	{"f_indent_center",
-	 "[{{ 'a\\nb\\n\\nc'|indent(2) }}][{{ 'a\\nb'|indent(2, true) }}][{{ 'a\\n\\nb\\n'|indent(width='> ', blank=true) }}][{{ 'hi'|center(7) }}]",
-	 NULL,
-	 "[a\n  b\n\n  c][  a\n  b][a\n> \n> b\n> ][   hi  ]"},
-	{"f_misc",
-	 "{{ 'one two  three'|wordcount }}|{{ '<a href=\"x\">&\\'</a>'|e }}|{{ '%s-%s'|format(1, 'b') }}|{{ s|safe }}|{{ l|pprint }}|{{ n|string|length }}",
-	 NULL,
-	 "3|&lt;a href=&#34;x&#34;&gt;&amp;&#39;&lt;/a&gt;|1-b|Hello World|[3, 1, 2]|1"},
-	{"f_tojson",
-	 "{{ d|tojson }}|{{ d|tojson(indent=2) }}|{{ d|tojson(sort_keys=true) }}|{{ d|tojson(separators=(',', ':')) }}|{{ u|tojson }}|{{ u|tojson(ensure_ascii=true) }}",
-	 NULL,
-	 "{\"b\": 2, \"a\": 1, \"c\": null}|{\n  \"b\": 2,\n  \"a\": 1,\n  \"c\": null\n}|{\"a\": 1, \"b\": 2, \"c\": null}|{\"b\":2,\"a\":1,\"c\":null}|\"\303\251\303\240\303\274 \303\237\317\203 \303\200\303\211\"|\"\\u00e9\\u00e0\\u00fc \\u00df\\u03c3 \\u00c0\\u00c9\""},
-	{"f_tojson_values",
-	 "{{ [1.0, 1e20, 1e-7, 0.1, -0.0, 3.14159, 1/3, 2.5e-5, none, true, '\\x01\\n\"\\\\/'] |tojson }}|{{ {1: 'a', true: 'b', none: 'c', 2.5: 'd'}|tojson }}|{{ []|tojson(indent=2) }}{{ {}|tojson(indent=2) }}|{{ n|tojson(2) }}",
-	 NULL,
-	 "[1.0, 1e+20, 1e-07, 0.1, -0.0, 3.14159, 0.3333333333333333, 2.5e-05, null, true, \"\\u0001\\n\\\"\\\\/\"]|{\"1\": \"b\", \"null\": \"c\", \"2.5\": \"d\"}|[]{}|7"},
-	{"f_tojson_tools",
-	 "{{ tools|tojson(indent=4) }}",
-	 NULL,
-	 "[\n    {\n        \"type\": \"function\",\n        \"function\": {\n            \"name\": \"f\",\n            \"parameters\": {\n                \"type\": \"object\",\n                \"properties\": {\n                    \"a\": {\n                        \"type\": \"integer\"\n                    },\n                    \"z\": {\n                        \"type\": \"string\"\n                    }\n                }\n            }\n        }\n    }\n]"},
-	{"tests_types",
-	 "{{ nosuch is defined }}{{ n is defined }}{{ nosuch is undefined }}{{ nil is none }}{{ n is number }}{{ t is number }}{{ t is integer }}{{ f is float }}{{ s is string }}{{ d is mapping }}{{ l is mapping }}{{ t is boolean }}",
-	 NULL,
-	 "FalseTrueTrueTrueTrueTrueFalseTrueTrueTrueFalseTrue"},
-	{"tests_iter",
-	 "{{ l is iterable }}{{ s is iterable }}{{ nosuch is iterable }}{{ n is iterable }}{{ d is sequence }}{{ l is sequence }}{{ n is sequence }}",
-	 NULL,
-	 "TrueTrueTrueFalseTrueTrueFalse"},
-	{"tests_values",
-	 "{{ n is odd }}{{ n is even }}{{ n is divisibleby 7 }}{{ n is divisibleby(2) }}{{ t is true }}{{ t is false }}{{ s is lower }}{{ 'abc' is lower }}{{ 'ABC' is upper }}{{ n is eq 7 }}{{ n is ne 7 }}{{ n is gt 3 }}{{ n is lessthan 3 }}{{ 3 is in l }}{{ nil is sameas none }}{{ 'upper' is filter }}{{ 'odd' is test }}{{ n is not none }}",
-	 NULL,
-	 "TrueFalseTrueFalseTrueFalseFalseTrueTrueTrueFalseTrueFalseTrueTrueTrueTrueTrue"},
-	{"m_split",
-	 "{{ s.split() }}{{ s.split('o') }}{{ 'a,b,,c'.split(',') }}{{ 'a,b,c'.split(',', 1) }}{{ 'a,b,c'.rsplit(',', 1) }}{{ '  a  b  '.split() }}{{ '  a  b  '.split(None, 1) }}{{ '  a  b  '.rsplit(None, 1) }}",
-	 NULL,
-	 "['Hello', 'World']['Hell', ' W', 'rld']['a', 'b', '', 'c']['a', 'b,c']['a,b', 'c']['a', 'b']['a', 'b  ']['  a', 'b']"},
-	{"m_splitlines",
-	 "{{ 'x\\ny\\r\\nz'.splitlines() }}{{ 'x\\ny\\n'.splitlines(true) }}",
-	 NULL,
-	 "['x', 'y', 'z']['x\\n', 'y\\n']"},
-	{"m_str",
-	 "{{ s.startswith('He') }}{{ s.endswith(('x', 'ld')) }}{{ s.find('o') }}{{ s.rfind('o') }}{{ s.find('zz') }}{{ u.find('\303\274') }}{{ s.count('l') }}|{{ s.replace('l', 'L') }}|{{ '-'.join(['a', 'b']) }}|{{ s.strip('Hd') }}|{{ 'xxhixx'.lstrip('x') }}|{{ 'xxhixx'.rstrip('x') }}|{{ '  pad '.strip() }}",
-	 NULL,
-	 "TrueTrue47-123|HeLLo WorLd|a-b|ello Worl|hixx|xxhi|pad"},
-	{"m_str_case",
-	 "{{ s.upper() }}{{ s.lower() }}{{ \"it's a dog's life\".title() }}{{ u.title() }}{{ 'hELLO'.capitalize() }}{{ '123'.isdigit() }}{{ 'abc'.isalpha() }}{{ ' '.isspace() }}{{ s.upper().isupper() }}{{ s.islower() }}",
-	 NULL,
-	 "HELLO WORLDhello worldIt'S A Dog'S Life\303\211\303\240\303\274 Ss\317\203 \303\200\303\251HelloTrueTrueTrueTrueFalse"},
-	{"m_format",
-	 "{{ '%s-%d-%05.2f-%r-%x' % ('a', 42, 3.14159, 'q', 255) }}|{{ '%s' % s }}|{{ '%(a)s/%(b)s' % {'a': 1, 'b': 2} }}|{{ '{} and {}'.format('x', 'y') }}|{{ '{1}{0}{name}'.format('a', 'b', name='c') }}",
-	 NULL,
-	 "a-42-03.14-'q'-ff|Hello World|1/2|x and y|bac"},
-	{"m_dict_list",
-	 "{{ d.get('a') }}{{ d.get('zz') }}{{ d.get('zz', 5) }}|{{ d.keys()|list }}{{ d.values()|list }}|{{ d.items()|list }}|{{ l.index(1) }}{{ l.count(3) }}",
-	 NULL,
-	 "1None5|['b', 'a', 'c'][2, 1, None]|[('b', 2), ('a', 1), ('c', None)]|11"},
-	{"g_range",
-	 "{{ range(5)|list }}{{ range(2, 10, 3)|list }}{{ range(10, 0, -3)|list }}{{ range(0)|list }}",
-	 NULL,
-	 "[0, 1, 2, 3, 4][2, 5, 8][10, 7, 4, 1][]"},
-	{"g_dict_namespace",
-	 "{{ dict(a=1, b='x') }}|{{ namespace(a=1).a }}|{{ namespace(d).b }}",
-	 NULL,
-	 "{'a': 1, 'b': 'x'}|1|2"},
-	{"g_strftime_now",
-	 "{{ strftime_now('%Y-%m-%d %H:%M:%S %b %A') }}",
-	 NULL,
-	 "2025-03-07 14:05:09 Mar Friday"},
-	{"idiom_system_split",
-	 "{% if messages[0]['role'] == 'system' %}{% set sys = messages[0]['content'] %}{% set rest = messages[1:] %}{% else %}{% set rest = messages %}{% endif %}{{ sys }}|{{ rest|length }}",
-	 NULL,
-	 "Sys|2"},
-	{"idiom_think_split",
-	 "{{ messages[2].content.split('</think>')[-1].lstrip('\\n') }}|{{ (messages[2].content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n')) }}",
-	 "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"assistant\", \"content\": \"<think>\\nplan\\n</think>\\n\\nanswer\"}]}",
-	 "answer|plan"},
-	{"idiom_reverse_ns",
-	 "{% set ns = namespace(last=-1) %}{% for m in messages[::-1] %}{% set i = (messages|length - 1) - loop.index0 %}{% if ns.last == -1 and m.role == 'user' %}{% set ns.last = i %}{% endif %}{% endfor %}{{ ns.last }}",
-	 NULL,
-	 "1"},
-	{"generators",
-	 "{{ 'yes' if messages|selectattr('role', 'equalto', 'nobody') else 'no' }}|{{ l|map('string')|list|length }}|{{ d.items() }}|{{ d.keys() }}|{{ d.values()|length }}|{{ l|select|first }}|{{ l|reverse|join }}|{{ (l|unique|list)[0] }}",
-	 NULL,
-	 "yes|3|dict_items([('b', 2), ('a', 1), ('c', None)])|dict_keys(['b', 'a', 'c'])|3|3|213|3"},
-	{"idiom_tool_args",
-	 "{% for tc in messages[2].tool_calls %}{% for k, v in tc.function.arguments|items %}<{{ k }}>{{ v|tojson if v is not string else v }}</{{ k }}>{% endfor %}{% endfor %}",
-	 NULL,
-	 "<a>1</a><b>[1, 2.5, null, true, \"x\"]</b>"},
+    {"trim_blocks", "{% if t %}\nA\n{% endif %}\nB", NULL, "A\nB"},
+    {"lstrip_blocks", "  {% if t %}\n\t x\n  {% endif %}\ny", NULL, "\t x\ny"},
+    {"lstrip_plus", "  {%+ if t %}x{% endif +%}\ny", NULL, "  x\ny"},
+    {"dash_strip", "a  \n {%- if t -%} \n b \n {%- endif -%}\n  c {{- n -}}  d",
+     NULL, "abc7d"},
+    {"comments", "a {# c #} b\n  {# own line #}\nc {#- x -#} d", NULL,
+     "a  b\ncd"},
+    {"raw",
+     "{% raw %}{{ x }}{% if %}{% endraw %}|  {%- raw -%}  y  {%- endraw %}",
+     NULL, "{{ x }}{% if %}|y"},
+    {"trailing_newline", "{{ n }}\n", NULL, "7"},
+    {"crlf", "x\r\n{% if t %}\r\n  y\r\n{% endif %}\r\nz", NULL, "x\n  y\nz"},
+    {"var_braces", "{{ {'a': {'b': 1}} }}|{{ {'a':{'b':1}}}}", NULL,
+     "{'a': {'b': 1}}|{'a': {'b': 1}}"},
+    {"numbers",
+     "{{ 0x1F }} {{ 1_000 }} {{ 1e3 }} {{ 0b101 }} {{ 0o17 }} {{ 1.5e-3 }} {{ "
+     "10.0 }}",
+     NULL, "31 1000 1000.0 5 15 0.0015 10.0"},
+    {"strings",
+     "{{ 'ab' \"cd\" 'ef' }}|{{ '\\x41\\u00e9\\U0001F680\\t\\\\\\'\\\"\\q' }}",
+     NULL, "abcdef|A\303\251\360\237\232\200\t\\'\"\\q"},
+    /* a lone surrogate is one character, as in Python (common/utf8's
+     * o1_utf8_decode_surrogates) */
+    {"surrogate_literal",
+     "{{ '\\ud800'|length }} {{ ('a\\udfffb'[1:])|length }} {{ '\\ud800x'[1] "
+     "}}",
+     NULL, "1 2 x"},
+    /* every level of the expression grammar against its neighbours
+     * (jinja_parse.c's table; jinja2 3.1.6 gave the expected text) */
+    {"precedence",
+     "{{ 2 ** 3 ** 2 }}|{{ -2 ** 2 }}|{{ 1 + 2 * 3 - 4 / 2 }}|{{ 10 - 2 - 3 "
+     "}}|{{ 7 // 2 * 2 }}|{{ 2 * 3 % 4 }}|{{ 'a' ~ 2 * 3 ~ 'b' }}|{{ (1 ~ 2) + "
+     "'3' }}|{{ not 1 == 2 }}|{{ 1 < 2 < 3 }}|{{ 3 > 2 > 2 }}|{{ 'a' in 'abc' "
+     "and not 'd' in 'abc' or false }}|{{ false and true or true }}|{{ not "
+     "false and false }}|{{ 1 if not 0 else 2 }}|{{ 2 + 3 == 5 }}|{{ 'x' if 0 "
+     "else 'y' ~ 3 * 2 }}|{{ '1' + 1 ~ 1 }}",
+     NULL,
+     "64|4|5.0|5|6|2|a6b|123|True|True|False|True|True|False|1|True|y6|111"},
+    {"if_elif",
+     "{% for v in [1, 2, 3] %}{% if v == 1 %}one{% elif v == 2 %}two{% else "
+     "%}many{% endif %};{% endfor %}",
+     NULL, "one;two;many;"},
+    {"for_loop_vars",
+     "{% for x in l %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ "
+     "loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% "
+     "endfor %}",
+     NULL, "1032TrueFalse3;2121FalseFalse3;3210FalseTrue3;"},
+    {"for_prev_next_cycle",
+     "{% for x in l %}{{ loop.cycle('a', 'b') }}[{{ loop.previtem }},{{ "
+     "loop.nextitem }}]{% endfor %}",
+     NULL, "a[,1]b[3,2]a[1,]"},
+    {"for_else_filter",
+     "{% for x in l if x > 1 %}{{ x }}/{{ loop.length }} {% else %}none{% "
+     "endfor %}|{% for x in [] %}a{% else %}empty{% endfor %}",
+     NULL, "3/2 2/2 |empty"},
+    {"for_break_continue",
+     "{% for x in [1, 2, 3, 4] %}{% if x == 2 %}{% continue %}{% endif %}{% if "
+     "x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %}",
+     NULL, "13"},
+    {"for_unpack",
+     "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{% for a, b in "
+     "[(1, 2), (3, 4)] %}{{ a * b }}{% endfor %}|{% for k in d %}{{ k }}{% "
+     "endfor %}|{% for ch in 'h\303\251' %}[{{ ch }}]{% endfor %}",
+     NULL, "b=2;a=1;c=None;|212|bac|[h][\303\251]"},
+    {"for_recursive",
+     "{% for x in [[1, [2]], [3], 4] recursive %}{% if x is iterable %}({{ "
+     "loop(x) }}){% else %}{{ x }}@{{ loop.depth }}{% endif %}{% endfor %}",
+     NULL, "(1@2(2@3))(3@2)4@1"},
+    {"for_changed",
+     "{% for x in [1, 1, 2, 2, 1] %}{{ loop.changed(x) }}{% endfor %}", NULL,
+     "TrueFalseTrueFalseTrue"},
+    {"for_nested",
+     "{% for i in range(2) %}{% for j in range(2) %}{{ i }}{{ j }}{% endfor "
+     "%}/{% endfor %}",
+     NULL, "0001/1011/"},
+    {"set_scoping",
+     "{% set x = 1 %}{% if t %}{% set x = 2 %}{% endif %}{{ x }}{% for i in "
+     "[1] %}{% set x = 3 %}{{ x }}{% endfor %}{{ x }}{% for i in [1, 2] %}{% "
+     "if loop.first %}{% set y = 5 %}{% endif %}[{{ y }}]{% endfor %}",
+     NULL, "232[5][]"},
+    {"set_tuple",
+     "{% set a, b = 1, 2 %}{{ a }}{{ b }}|{% set c = 1, 2 %}{{ c }}", NULL,
+     "12|(1, 2)"},
+    {"namespace",
+     "{% set ns = namespace(found=false, n=0) %}{% for m in messages %}{% if "
+     "m.role == 'user' %}{% set ns.found = true %}{% endif %}{% set ns.n = "
+     "ns.n + 1 %}{% endfor %}{{ ns.found }}{{ ns.n }}",
+     NULL, "True3"},
+    {"set_block",
+     "{% set x %}  in {{ n }}  {% endset %}[{{ x }}]|{% set y | trim | upper "
+     "%}  yy  {% endset %}[{{ y }}]",
+     NULL, "[  in 7  ]|[YY]"},
+    {"macro_defaults",
+     "{% macro greet(name, greeting='Hello', punct='!') %}{{ greeting }}, {{ "
+     "name }}{{ punct }}{% endmacro %}{{ greet('Bob') }}|{{ greet('Al', "
+     "punct='?') }}|{{ greet('X', 'Hi') }}",
+     NULL, "Hello, Bob!|Hello, Al?|Hi, X!"},
+    {"macro_late_binding",
+     "{% macro m() %}{{ x }}{% endmacro %}{% set x = 1 %}{{ m() }}", NULL, "1"},
+    {"macro_varargs",
+     "{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, "
+     "3, k=4) }}",
+     NULL, "1(2, 3){'k': 4}"},
+    {"call_block",
+     "{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro "
+     "%}{% call wrap('b') %}bold {{ s }}{% endcall %}",
+     NULL, "<b>bold Hello World</b>"},
+    {"call_block_args",
+     "{% macro each(xs) %}{% for x in xs %}{{ caller(x) }}{% endfor %}{% "
+     "endmacro %}{% call(item) each(l) %}[{{ item }}]{% endcall %}",
+     NULL, "[3][1][2]"},
+    {"macro_recursive",
+     "{% macro r(v) %}{% if v is mapping %}{% for k, x in v.items() %}{{ k "
+     "}}:({{ r(x) }}){% endfor %}{% elif v is iterable and v is not string "
+     "%}[{% for x in v %}{{ r(x) }}{% if not loop.last %},{% endif %}{% endfor "
+     "%}]{% else %}{{ v }}{% endif %}{% endmacro %}{{ "
+     "r(messages[2].tool_calls[0]) }}",
+     NULL, "function:(name:(f)arguments:(a:(1)b:([1,2.5,None,True,x])))"},
+    {"filter_block",
+     "{% filter upper %}abc {{ s }}{% endfilter %}|{% filter replace('a', 'b') "
+     "| trim %}  aaa  {% endfilter %}",
+     NULL, "ABC HELLO WORLD|bbb"},
+    {"with_block", "{% with x = 5, y = 6 %}{{ x + y }}{% endwith %}[{{ x }}]",
+     NULL, "11[]"},
+    {"generation_block", "{% generation %}gen {{ n }}{% endgeneration %}", NULL,
+     "gen 7"},
+    {"print_stmt", "{% print n + 1 %}", NULL, "8"},
+    {"arith_int",
+     "{{ n + 1 }}|{{ n - 10 }}|{{ n * 3 }}|{{ n / 2 }}|{{ n // 2 }}|{{ -n // 2 "
+     "}}|{{ n % 3 }}|{{ -n % 3 }}|{{ n ** 2 }}|{{ 2 ** -2 }}|{{ big * 3 }}",
+     NULL, "8|-3|21|3.5|3|-4|1|2|49|0.25|37037036703"},
+    {"arith_float",
+     "{{ f + 1 }}|{{ f * 2 }}|{{ 7.5 // 2 }}|{{ -7.5 % 2 }}|{{ 1 / 3 }}|{{ "
+     "-0.0 }}|{{ 10 / 2 }}|{{ 0.1 + 0.2 }}",
+     NULL, "3.5|5.0|3.0|0.5|0.3333333333333333|-0.0|5.0|0.30000000000000004"},
+    {"concat_repeat",
+     "{{ 'abc' ~ 1 ~ none ~ nosuch ~ true ~ 2.0 }}|{{ l + [4] }}|{{ s * 2 "
+     "}}|{{ l * 2 }}|{{ (1, 2) + (3,) }}",
+     NULL,
+     "abc1NoneTrue2.0|[3, 1, 2, 4]|Hello WorldHello World|[3, 1, 2, 3, 1, "
+     "2]|(1, 2, 3)"},
+    {"compare",
+     "{{ 1 < n < 10 }}{{ 1 < n > 100 }}{{ n == 7.0 }}{{ true == 1 }}{{ 'a' < "
+     "'b' }}{{ [1, 2] < [1, 3] }}{{ l != [3, 1, 2] }}",
+     NULL, "TrueFalseTrueTrueTrueTrueFalse"},
+    {"in_operator",
+     "{{ 'ell' in s }}{{ 3 in l }}{{ 'a' in d }}{{ 'q' not in s }}{{ 9 not in "
+     "l }}{{ 'x' in nosuch }}",
+     NULL, "TrueTrueTrueTrueTrueFalse"},
+    {"logic",
+     "{{ t and 'yes' or 'no' }}|{{ nil or e or 'dflt' }}|{{ 0 and 1 }}|{{ not "
+     "t }}|{{ not nil }}|{{ 'a' if t else 'b' }}{{ 'a' if nil else 'b' }}[{{ "
+     "'a' if nil }}]",
+     NULL, "yes|dflt|0|False|True|ab[]"},
+    {"access",
+     "{{ messages[1].role }}|{{ messages[1]['content'] }}|{{ d.a }}|{{ d['b'] "
+     "}}|{{ l[-1] }}|{{ l.0 }}|[{{ d.zz }}][{{ l[10] }}][{{ s.nope }}]|{{ "
+     "messages[-1].tool_calls[0].function.name }}",
+     NULL, "user|  Hi there  |1|2|2|3|[][][]|f"},
+    {"slices",
+     "{{ s[0] }}{{ s[-1] }}{{ s[1:4] }}|{{ s[::-1] }}|{{ s[::2] }}|{{ s[-3:] "
+     "}}|{{ s[:-3] }}|{{ u[1:3] }}|{{ l[::-1] }}{{ l[1:] }}{{ l[5:] }}|{{ "
+     "s[2:100] }}",
+     NULL,
+     "Hdell|dlroW olleH|HloWrd|rld|Hello Wo|\303\240\303\274|[2, 1, 3][1, "
+     "2][]|llo World"},
+    {"literals",
+     "{{ [] }}{{ {} }}{{ () }}{{ (1,) }}{{ (1, 'a') }}{{ [1, 'a', none, true, "
+     "1.5] }}{{ {'a': 1, 'b': [1, (2, 3)], 'c': {'d': none}} }}",
+     NULL,
+     "[]{}()(1,)(1, 'a')[1, 'a', None, True, 1.5]{'a': 1, 'b': [1, (2, 3)], "
+     "'c': {'d': None}}"},
+    {"repr_strings",
+     "{{ [\"quote's\", 'dq\"', 'both\\'\"', 'nl\\nx', 'tab\\t', 'bs\\\\', "
+     "'\\x01\\x7f\\xa0\\u200b', '\\U0001F680\\u00e9'] }}",
+     NULL,
+     "[\"quote's\", 'dq\"', 'both\\'\"', 'nl\\nx', 'tab\\t', 'bs\\\\', "
+     "'\\x01\\x7f\\xa0\\u200b', '\360\237\232\200\303\251']"},
+    {"print_values",
+     "{{ none }}|{{ true }}|{{ 1.0 }}|{{ 1e16 }}|{{ 1e15 }}|{{ 0.00001 }}|{{ "
+     "1/3 }}|{{ d }}|{{ nosuch }}",
+     NULL,
+     "None|True|1.0|1e+16|1000000000000000.0|1e-05|0.3333333333333333|{'b': 2, "
+     "'a': 1, 'c': None}|"},
+    {"f_case",
+     "{{ s|upper }}|{{ s|lower }}|{{ 'hello wORLD-foo(bar'|title }}|{{ "
+     "s|capitalize }}|{{ u|upper }}|{{ u|lower }}",
+     NULL,
+     "HELLO WORLD|hello world|Hello World-Foo(Bar|Hello "
+     "world|\303\211\303\200\303\234 SS\316\243 "
+     "\303\200\303\211|\303\251\303\240\303\274 \303\237\317\203 "
+     "\303\240\303\251"},
+    {"f_trim_replace",
+     "[{{ '  x  '|trim }}][{{ 'xxyxx'|trim('x') }}][{{ s|replace('o', '0') "
+     "}}][{{ s|replace('l', 'L', 2) }}]",
+     NULL, "[x][y][Hell0 W0rld][HeLLo World]"},
+    {"f_length_first_last",
+     "{{ l|length }}{{ s|length }}{{ u|length }}{{ d|length }}{{ l|count }}|{{ "
+     "l|first }}{{ l|last }}{{ s|first }}[{{ []|first }}]",
+     NULL, "311933|32H[]"},
+    {"f_list_reverse",
+     "{{ l|reverse|list }}|{{ s|reverse }}|{{ s|list }}|{{ d|list }}", NULL,
+     "[2, 1, 3]|dlroW olleH|['H', 'e', 'l', 'l', 'o', ' ', 'W', 'o', 'r', 'l', "
+     "'d']|['b', 'a', 'c']"},
+    {"f_join",
+     "{{ l|join }}|{{ l|join(', ') }}|{{ objs|join('-', attribute='n') }}|{{ "
+     "d|join(',') }}",
+     NULL, "312|3, 1, 2|x-y-z|b,a,c"},
+    {"f_default",
+     "{{ nosuch|default('dflt') }}|{{ e|default('dflt') }}|{{ "
+     "e|default('dflt', true) }}|{{ nil|default('x') }}|{{ nosuch|d('y') }}",
+     NULL, "dflt||dflt|None|y"},
+    {"f_sort_unique",
+     "{{ l|sort }}{{ l|sort(reverse=true) }}{{ words|sort }}{{ "
+     "words|sort(case_sensitive=true) }}{{ words|unique|list }}{{ "
+     "objs|sort(attribute='v')|map(attribute='n')|join }}",
+     NULL,
+     "[1, 2, 3][3, 2, 1]['A', 'b', 'B', 'c']['A', 'B', 'b', 'c']['b', 'A', "
+     "'c']yxz"},
+    {"f_min_max_sum",
+     "{{ l|max }}{{ l|min }}{{ words|max }}{{ l|sum }}{{ "
+     "objs|sum(attribute='v') }}{{ objs|max(attribute='v') }}",
+     NULL, "31c66{'n': 'z', 'v': 3}"},
+    {"f_select",
+     "{{ objs|selectattr('ok')|map(attribute='n')|list }}{{ "
+     "objs|rejectattr('ok')|map(attribute='n')|list }}{{ objs|selectattr('v', "
+     "'gt', 1)|list|length }}{{ l|select('odd')|list }}{{ l|reject('odd')|list "
+     "}}{{ l|select|list }}",
+     NULL, "['x']['y', 'z']2[3, 1][2][3, 1, 2]"},
+    {"f_map",
+     "{{ objs|map(attribute='ok', default='no')|list }}|{{ "
+     "l|map('string')|join('-') }}|{{ messages|map(attribute='role')|join(',') "
+     "}}|{{ ['a', 'b']|map('upper')|list }}",
+     NULL, "[True, False, 'no']|3-1-2|system,user,assistant|['A', 'B']"},
+    {"f_items_dictsort",
+     "{{ d|items|list }}|{{ d|dictsort }}|{{ d|dictsort(reverse=true) }}|{{ "
+     "{'x': 2, 'y': 1}|dictsort(by='value') }}",
+     NULL,
+     "[('b', 2), ('a', 1), ('c', None)]|[('a', 1), ('b', 2), ('c', "
+     "None)]|[('c', None), ('b', 2), ('a', 1)]|[('y', 1), ('x', 2)]"},
+    {"f_numbers",
+     "{{ n|string + 'x' }}|{{ '42'|int + 1 }}|{{ '4.7'|int }}|{{ 'zz'|int "
+     "}}|{{ 'zz'|int(9) }}|{{ '3.5'|float }}|{{ n|float }}|{{ f|int }}|{{ "
+     "-f|abs }}|{{ neg|abs }}",
+     NULL, "7x|43|4|0|9|3.5|7.0|2|2.5|3"},
+    {"f_round",
+     "{{ 2.5|round }}|{{ 3.5|round }}|{{ 2.675|round(2) }}|{{ "
+     "2.5|round(method='floor') }}|{{ 2.1|round(method='ceil') }}|{{ "
+     "12|round(-1) }}|{{ 15|round(-1) }}|{{ 7|round }}",
+     NULL, "2.0|4.0|2.67|2.0|3.0|10|20|7"},
+    {"f_indent_center",
+     "[{{ 'a\\nb\\n\\nc'|indent(2) }}][{{ 'a\\nb'|indent(2, true) }}][{{ "
+     "'a\\n\\nb\\n'|indent(width='> ', blank=true) }}][{{ 'hi'|center(7) }}]",
+     NULL, "[a\n  b\n\n  c][  a\n  b][a\n> \n> b\n> ][   hi  ]"},
+    {"f_misc",
+     "{{ 'one two  three'|wordcount }}|{{ '<a href=\"x\">&\\'</a>'|e }}|{{ "
+     "'%s-%s'|format(1, 'b') }}|{{ s|safe }}|{{ l|pprint }}|{{ n|string|length "
+     "}}",
+     NULL,
+     "3|&lt;a href=&#34;x&#34;&gt;&amp;&#39;&lt;/a&gt;|1-b|Hello World|[3, 1, "
+     "2]|1"},
+    {"f_tojson",
+     "{{ d|tojson }}|{{ d|tojson(indent=2) }}|{{ d|tojson(sort_keys=true) "
+     "}}|{{ d|tojson(separators=(',', ':')) }}|{{ u|tojson }}|{{ "
+     "u|tojson(ensure_ascii=true) }}",
+     NULL,
+     "{\"b\": 2, \"a\": 1, \"c\": null}|{\n  \"b\": 2,\n  \"a\": 1,\n  \"c\": "
+     "null\n}|{\"a\": 1, \"b\": 2, \"c\": "
+     "null}|{\"b\":2,\"a\":1,\"c\":null}|\"\303\251\303\240\303\274 "
+     "\303\237\317\203 \303\200\303\211\"|\"\\u00e9\\u00e0\\u00fc "
+     "\\u00df\\u03c3 \\u00c0\\u00c9\""},
+    {"f_tojson_values",
+     "{{ [1.0, 1e20, 1e-7, 0.1, -0.0, 3.14159, 1/3, 2.5e-5, none, true, "
+     "'\\x01\\n\"\\\\/'] |tojson }}|{{ {1: 'a', true: 'b', none: 'c', 2.5: "
+     "'d'}|tojson }}|{{ []|tojson(indent=2) }}{{ {}|tojson(indent=2) }}|{{ "
+     "n|tojson(2) }}",
+     NULL,
+     "[1.0, 1e+20, 1e-07, 0.1, -0.0, 3.14159, 0.3333333333333333, 2.5e-05, "
+     "null, true, \"\\u0001\\n\\\"\\\\/\"]|{\"1\": \"b\", \"null\": \"c\", "
+     "\"2.5\": \"d\"}|[]{}|7"},
+    {"f_tojson_tools", "{{ tools|tojson(indent=4) }}", NULL,
+     "[\n    {\n        \"type\": \"function\",\n        \"function\": {\n     "
+     "       \"name\": \"f\",\n            \"parameters\": {\n                "
+     "\"type\": \"object\",\n                \"properties\": {\n               "
+     "     \"a\": {\n                        \"type\": \"integer\"\n           "
+     "         },\n                    \"z\": {\n                        "
+     "\"type\": \"string\"\n                    }\n                }\n         "
+     "   }\n        }\n    }\n]"},
+    {"tests_types",
+     "{{ nosuch is defined }}{{ n is defined }}{{ nosuch is undefined }}{{ nil "
+     "is none }}{{ n is number }}{{ t is number }}{{ t is integer }}{{ f is "
+     "float }}{{ s is string }}{{ d is mapping }}{{ l is mapping }}{{ t is "
+     "boolean }}",
+     NULL, "FalseTrueTrueTrueTrueTrueFalseTrueTrueTrueFalseTrue"},
+    {"tests_iter",
+     "{{ l is iterable }}{{ s is iterable }}{{ nosuch is iterable }}{{ n is "
+     "iterable }}{{ d is sequence }}{{ l is sequence }}{{ n is sequence }}",
+     NULL, "TrueTrueTrueFalseTrueTrueFalse"},
+    {"tests_values",
+     "{{ n is odd }}{{ n is even }}{{ n is divisibleby 7 }}{{ n is "
+     "divisibleby(2) }}{{ t is true }}{{ t is false }}{{ s is lower }}{{ 'abc' "
+     "is lower }}{{ 'ABC' is upper }}{{ n is eq 7 }}{{ n is ne 7 }}{{ n is gt "
+     "3 }}{{ n is lessthan 3 }}{{ 3 is in l }}{{ nil is sameas none }}{{ "
+     "'upper' is filter }}{{ 'odd' is test }}{{ n is not none }}",
+     NULL,
+     "TrueFalseTrueFalseTrueFalseFalseTrueTrueTrueFalseTrueFalseTrueTrueTrueTru"
+     "eTrue"},
+    {"m_split",
+     "{{ s.split() }}{{ s.split('o') }}{{ 'a,b,,c'.split(',') }}{{ "
+     "'a,b,c'.split(',', 1) }}{{ 'a,b,c'.rsplit(',', 1) }}{{ '  a  b  "
+     "'.split() }}{{ '  a  b  '.split(None, 1) }}{{ '  a  b  '.rsplit(None, 1) "
+     "}}",
+     NULL,
+     "['Hello', 'World']['Hell', ' W', 'rld']['a', 'b', '', 'c']['a', "
+     "'b,c']['a,b', 'c']['a', 'b']['a', 'b  ']['  a', 'b']"},
+    {"m_splitlines",
+     "{{ 'x\\ny\\r\\nz'.splitlines() }}{{ 'x\\ny\\n'.splitlines(true) }}", NULL,
+     "['x', 'y', 'z']['x\\n', 'y\\n']"},
+    {"m_str",
+     "{{ s.startswith('He') }}{{ s.endswith(('x', 'ld')) }}{{ s.find('o') }}{{ "
+     "s.rfind('o') }}{{ s.find('zz') }}{{ u.find('\303\274') }}{{ s.count('l') "
+     "}}|{{ s.replace('l', 'L') }}|{{ '-'.join(['a', 'b']) }}|{{ s.strip('Hd') "
+     "}}|{{ 'xxhixx'.lstrip('x') }}|{{ 'xxhixx'.rstrip('x') }}|{{ '  pad "
+     "'.strip() }}",
+     NULL, "TrueTrue47-123|HeLLo WorLd|a-b|ello Worl|hixx|xxhi|pad"},
+    {"m_str_case",
+     "{{ s.upper() }}{{ s.lower() }}{{ \"it's a dog's life\".title() }}{{ "
+     "u.title() }}{{ 'hELLO'.capitalize() }}{{ '123'.isdigit() }}{{ "
+     "'abc'.isalpha() }}{{ ' '.isspace() }}{{ s.upper().isupper() }}{{ "
+     "s.islower() }}",
+     NULL,
+     "HELLO WORLDhello worldIt'S A Dog'S Life\303\211\303\240\303\274 "
+     "Ss\317\203 \303\200\303\251HelloTrueTrueTrueTrueFalse"},
+    {"m_format",
+     "{{ '%s-%d-%05.2f-%r-%x' % ('a', 42, 3.14159, 'q', 255) }}|{{ '%s' % s "
+     "}}|{{ '%(a)s/%(b)s' % {'a': 1, 'b': 2} }}|{{ '{} and {}'.format('x', "
+     "'y') }}|{{ '{1}{0}{name}'.format('a', 'b', name='c') }}",
+     NULL, "a-42-03.14-'q'-ff|Hello World|1/2|x and y|bac"},
+    {"m_dict_list",
+     "{{ d.get('a') }}{{ d.get('zz') }}{{ d.get('zz', 5) }}|{{ d.keys()|list "
+     "}}{{ d.values()|list }}|{{ d.items()|list }}|{{ l.index(1) }}{{ "
+     "l.count(3) }}",
+     NULL,
+     "1None5|['b', 'a', 'c'][2, 1, None]|[('b', 2), ('a', 1), ('c', None)]|11"},
+    {"g_range",
+     "{{ range(5)|list }}{{ range(2, 10, 3)|list }}{{ range(10, 0, -3)|list "
+     "}}{{ range(0)|list }}",
+     NULL, "[0, 1, 2, 3, 4][2, 5, 8][10, 7, 4, 1][]"},
+    {"g_dict_namespace",
+     "{{ dict(a=1, b='x') }}|{{ namespace(a=1).a }}|{{ namespace(d).b }}", NULL,
+     "{'a': 1, 'b': 'x'}|1|2"},
+    {"g_strftime_now", "{{ strftime_now('%Y-%m-%d %H:%M:%S %b %A') }}", NULL,
+     "2025-03-07 14:05:09 Mar Friday"},
+    {"idiom_system_split",
+     "{% if messages[0]['role'] == 'system' %}{% set sys = "
+     "messages[0]['content'] %}{% set rest = messages[1:] %}{% else %}{% set "
+     "rest = messages %}{% endif %}{{ sys }}|{{ rest|length }}",
+     NULL, "Sys|2"},
+    {"idiom_think_split",
+     "{{ messages[2].content.split('</think>')[-1].lstrip('\\n') }}|{{ "
+     "(messages[2].content.split('</"
+     "think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n')) }}",
+     "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": "
+     "\"user\", \"content\": \"q\"}, {\"role\": \"assistant\", \"content\": "
+     "\"<think>\\nplan\\n</think>\\n\\nanswer\"}]}",
+     "answer|plan"},
+    {"idiom_reverse_ns",
+     "{% set ns = namespace(last=-1) %}{% for m in messages[::-1] %}{% set i = "
+     "(messages|length - 1) - loop.index0 %}{% if ns.last == -1 and m.role == "
+     "'user' %}{% set ns.last = i %}{% endif %}{% endfor %}{{ ns.last }}",
+     NULL, "1"},
+    {"generators",
+     "{{ 'yes' if messages|selectattr('role', 'equalto', 'nobody') else 'no' "
+     "}}|{{ l|map('string')|list|length }}|{{ d.items() }}|{{ d.keys() }}|{{ "
+     "d.values()|length }}|{{ l|select|first }}|{{ l|reverse|join }}|{{ "
+     "(l|unique|list)[0] }}",
+     NULL,
+     "yes|3|dict_items([('b', 2), ('a', 1), ('c', None)])|dict_keys(['b', 'a', "
+     "'c'])|3|3|213|3"},
+    {"idiom_tool_args",
+     "{% for tc in messages[2].tool_calls %}{% for k, v in "
+     "tc.function.arguments|items %}<{{ k }}>{{ v|tojson if v is not string "
+     "else v }}</{{ k }}>{% endfor %}{% endfor %}",
+     NULL, "<a>1</a><b>[1, 2.5, null, true, \"x\"]</b>"},
 };
 
 struct error_case {

@@ -99,6 +99,20 @@ static void test_refused(void **state)
 				      i ? "," : "");
 	snprintf(many + n, sizeof(many) - n, "]}");
 	refused(many, -O1_E_BOUNDS, "at most 64");
+	/* a message's calls past their count: BOUNDS, like the others */
+	n = (size_t)snprintf(many, sizeof(many),
+			     "{\"messages\":[{\"role\":\"assistant\","
+			     "\"tool_calls\":[");
+	for (int i = 0; i < O1_CHAT_REQUEST_MAX_CALLS + 1; i++)
+		n += (size_t)snprintf(many + n, sizeof(many) - n,
+				      "%s{\"function\":{\"name\":\"f\","
+				      "\"arguments\":{}}}",
+				      i ? "," : "");
+	snprintf(many + n, sizeof(many) - n, "]}]}");
+	refused(many, -O1_E_BOUNDS, "messages[0].tool_calls");
+	refused("{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":"
+		"{}}]}",
+		-O1_E_FORMAT, "messages[0].tool_calls");
 }
 
 static void test_vars(void **state)

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "tok_fixture.h"
 #include "tokenizer/tokenizer_int.h"
 #include "tokenizer/vocab_gpt2.h"
@@ -307,7 +308,7 @@ static size_t random_text(unsigned *seed, char *out, size_t n)
 		const uint32_t *r = ranges[rand_r(seed) % 10];
 		uint32_t cp = r[0] + (uint32_t)rand_r(seed) % (r[1] - r[0] + 1);
 
-		len += tok_utf8_encode(cp, out + len);
+		len += o1_utf8_encode(cp, out + len);
 	}
 	out[len] = 0;
 	return len;

@@ -86,6 +86,14 @@ static void test_hermes(void **state)
 	       "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": "
 	       "\"news\"}}",
 	       NULL, "", two + 1, 1);
+	/* the content is the text before the first call, leading space kept,
+	 * trailing space gone; text between and after calls is dropped */
+	expect(O1_TOOL_HERMES,
+	       " Hm,\nok. \n<tool_call>{\"name\": \"get_weather\", "
+	       "\"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}"
+	       "</tool_call> and <tool_call>{\"name\": \"search\", "
+	       "\"arguments\": {\"q\": \"news\"}}</tool_call>\nDone.",
+	       NULL, " Hm,\nok.", two, 2);
 	expect_text(O1_TOOL_HERMES, "No tools needed: 4.");
 	expect_text(O1_TOOL_HERMES,
 		    "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\""

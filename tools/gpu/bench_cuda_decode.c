@@ -29,7 +29,7 @@
  * own (backend.h); both: off, then on. They change nothing above 4
  * sequences, nor on a tensor-parallel rank.
  *
- * --autotune (default on, as o1d's cuda.autotune) sets cfg.cuda_autotune:
+ * --autotune (default off, as o1d's cuda.autotune) sets cfg.cuda_autotune:
  * the backend times its products' launch setups per bucket at create and
  * keeps the fastest (cuda_tune.h; it logs its picks and the load time);
  * both: off, then on, innermost. It needs graphs on (the buckets).
@@ -211,7 +211,8 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	int opt;
 
 	a->prompt = 128, a->tokens = 256, a->batch = 1, a->graphs = 2;
-	a->pdl = a->fusion = a->autotune = 1;
+	a->pdl = a->fusion = 1;
+	a->autotune = 0;
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);

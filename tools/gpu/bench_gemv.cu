@@ -259,7 +259,7 @@ int main(int argc, char **argv)
 	bw = copy_gbs();
 	printf("bench_gemv: copy bandwidth %.0f GB/s, %u multiprocessors, %u "
 	       "launches a graph, median of %d replays\n",
-	       bw, sm_count(), iters, REPLAYS);
+	       bw, o1_cuda_sm_count(), iters, REPLAYS);
 	printf("%-13s %-8s %7s %6s %8s  bps  P pdl %9s %8s %6s\n", "preset",
 	       "product", "N", "K", "MB", "us", "GB/s", "%copy");
 	for (const shape &s : shapes) {

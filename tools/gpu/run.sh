@@ -16,7 +16,8 @@
 # O1_GPU_TARGETS="t1 t2": build only these targets (a half-written file
 # elsewhere in the tree then cannot break the run). The hf reference models
 # live in ../shared beside the checkout, which does not travel: copy
-# ../shared/testdata into .gpu-testdata/ (git-ignored) and carry it; it is
+# the folder ../shared/testdata into .gpu-testdata/ (so .gpu-testdata/testdata/hf
+# and so on; git-ignored) and carry it; it is
 # linked as ../shared there.
 set -uo pipefail
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).

@@ -4,6 +4,7 @@
  *               [--connections K] [--cold]
  *               [--prompt-tokens P | --prompt TEXT] [--temperature T]
  *               [--seed S] [--chat] [--confidence] [--refine N] [--json]
+ *               [--json-object | --json-schema FILE | --grammar FILE]
  *               [--long L [--long-tokens P] [--long-after-ms T]]
  *
  * C streams run a closed loop: take the next of the N requests, submit
@@ -29,6 +30,9 @@
  * --confidence asks for per-token logprob and entropy; --refine N (with
  * --chat) asks for N refinement rounds and adds the prompt tokens, those
  * the prefix cache served and the rounds run, summed over the FINALs.
+ * --json-object, --json-schema FILE and --grammar FILE constrain every
+ * request (structured output, docs/GRAMMAR.md): the same load with a
+ * grammar, to compare throughput with and without.
  * --long L: once every stream decodes, L cold prompts of P words (default
  * 8192) arrive at once (bench_long.h); the streams' inter-token samples
  * are also reported before they arrive (itl_before) and while they
@@ -59,6 +63,10 @@ struct run_args {
 	unsigned long long seed;
 	long refine;
 	int chat, json, confidence, cold;
+	uint32_t grammar_type; /* O1_GRAMMAR_TYPE_*, 0: none */
+	const char *grammar_file;
+	char *grammar; /* the file's bytes */
+	size_t grammar_len;
 	long long_n, long_words, long_after_ms; /* --long */
 };
 
@@ -148,7 +156,9 @@ static void run_usage(FILE *f)
 		"cached tokens and rounds.\n--long L: L cold prompts of "
 		"--long-tokens P words (8192) arrive at once --long-after-ms "
 		"T\n(1000) after every stream decodes; adds the streams' "
-		"itl_before/itl_during\nand the long prompts' long_ttft.\n");
+		"itl_before/itl_during\nand the long prompts' long_ttft.\n"
+		"--json-object, --json-schema FILE, --grammar FILE constrain "
+		"every request.\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -173,6 +183,15 @@ static int parse_value(struct run_args *a, const char *opt, const char *v)
 
 	if (!strcmp(opt, "--socket"))
 		a->socket = v;
+	else if (!strcmp(opt, "--json-schema") || !strcmp(opt, "--grammar")) {
+		if (a->grammar_type) {
+			fprintf(stderr, "o1bench run: one grammar option\n");
+			return -EINVAL;
+		}
+		a->grammar_type = opt[2] == 'j' ? O1_GRAMMAR_TYPE_JSON_SCHEMA
+						: O1_GRAMMAR_TYPE_TEXT;
+		a->grammar_file = v;
+	}
 	else if (!strcmp(opt, "--prompt"))
 		a->prompt = v;
 	else if (!strcmp(opt, "--requests"))
@@ -226,6 +245,13 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 			a->confidence = 1;
 		} else if (!strcmp(argv[i], "--cold")) {
 			a->cold = 1;
+		} else if (!strcmp(argv[i], "--json-object")) {
+			if (a->grammar_type) {
+				fprintf(stderr,
+					"o1bench run: one grammar option\n");
+				return -EINVAL;
+			}
+			a->grammar_type = O1_GRAMMAR_TYPE_JSON_OBJECT;
 		} else if (!strcmp(argv[i], "-h") ||
 			   !strcmp(argv[i], "--help")) {
 			run_usage(stdout);
@@ -275,6 +301,29 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 	if (a->long_after_ms < 0)
 		a->long_after_ms = 1000;
 	return 0;
+}
+
+/* The bytes of PATH (NUL-terminated), *LEN of them; NULL with errno. */
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
+	    fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		buf[n] = 0;
+		*len = (size_t)n;
+	} else {
+		free(buf);
+		buf = NULL;
+		errno = errno ? errno : EIO;
+	}
+	fclose(f);
+	return buf;
 }
 
 /* P words of plain English text. */
@@ -384,6 +433,9 @@ static int submit_one(struct worker *w, struct o1_client *c,
 	    .flags = (a->chat ? O1_FLAG_CHAT : O1_FLAG_ADD_BOS) |
 		     (a->confidence ? O1_FLAG_CONFIDENCE : 0),
 	    .refine_steps = (uint32_t)a->refine,
+	    .grammar_type = a->grammar_type,
+	    .grammar = a->grammar,
+	    .grammar_len = (uint32_t)a->grammar_len,
 	};
 	int err;
 
@@ -727,8 +779,16 @@ int o1bench_cmd_run(int argc, char **argv)
 			  : make_prompt(a.prompt_tokens ? a.prompt_tokens : 16);
 	if (!prompt)
 		return 1;
+	if (a.grammar_file && !(a.grammar = read_file(a.grammar_file,
+						       &a.grammar_len))) {
+		fprintf(stderr, "o1bench run: %s: %s\n", a.grammar_file,
+			strerror(errno));
+		free(prompt);
+		return 2;
+	}
 	err = run(&a, prompt);
 	free(prompt);
+	free(a.grammar);
 	if (err < 0)
 		fprintf(stderr, "o1bench run: %s\n", strerror(-err));
 	return err ? 1 : 0;

@@ -2,10 +2,14 @@
  * to stdout as the tokens arrive, and prints the timings on stderr:
  *
  *   o1chat [-c FILE] [--set section.key=value ...] [--socket PATH]
- *          [--max-tokens N] [--temperature T] [--seed S] [--raw] "prompt"
+ *          [--max-tokens N] [--temperature T] [--seed S] [--raw]
+ *          [--tools FILE [--tool-choice auto|none|required|NAME]] "prompt"
  *
  * The prompt is a user message rendered with the model's chat template
- * (--raw: plain text completion, BOS added). Timings: time to first
+ * (--raw: plain text completion, BOS added). --tools offers the model
+ * the tools of FILE (a JSON list in OpenAI's shape, chat_tools.h): the
+ * answer is then read back and printed as its content and one
+ * "tool_call: NAME ARGUMENTS" line per call. Timings: time to first
  * token (submit to the first TOKEN event), decode rate (tokens after the
  * first over the time after the first) and the total. Exit 0 when the
  * request finished (stop, length or EOS), 1 when it failed or was
@@ -21,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chat_tools.h"
 #include "common/version.h"
 #include "config/config.h"
 #include "o1/client.h"
@@ -32,11 +37,16 @@ struct chat_args {
 	float temperature;
 	unsigned long long seed;
 	int raw;
+	const char *tools, *tool_choice; /* --tools FILE, --tool-choice */
 };
 
 struct chat_stream {
 	uint64_t t_submit, t_first, t_last;
 	uint32_t tokens;
+	/* with tools read back: the answer, printed once read */
+	char *text;
+	size_t len, cap;
+	int nomem;
 };
 
 static uint64_t now_ns(void)
@@ -52,11 +62,16 @@ static void usage(FILE *f)
 	fprintf(f, "usage: o1chat [-c FILE] [--set section.key=value ...] "
 		   "[--socket PATH]\n"
 		   "              [--max-tokens N] [--temperature T] [--seed S] "
-		   "[--raw] PROMPT\n"
+		   "[--raw]\n"
+		   "              [--tools FILE [--tool-choice "
+		   "auto|none|required|NAME]] PROMPT\n"
 		   "       o1chat --help | --version\n"
 		   "Streams the answer to stdout, timings to stderr. "
 		   "Defaults: --max-tokens 128,\ngreedy, the model's chat "
 		   "template.\n"
+		   "--tools FILE: a JSON list of OpenAI tools; the answer's "
+		   "calls are printed as\n\"tool_call: NAME ARGUMENTS\" "
+		   "lines (--tool-choice: default auto)\n"
 		   "socket: --socket, else $O1D_SOCKET, else ipc.socket of the "
 		   "configuration\n"
 		   "exit codes: 0 finished, 1 failed or cancelled (or o1d not "
@@ -104,6 +119,12 @@ static int parse_option(int opt, struct chat_args *a)
 	case 'r':
 		a->raw = 1;
 		break;
+	case 'T':
+		a->tools = optarg;
+		break;
+	case 'C':
+		a->tool_choice = optarg;
+		break;
 	default:
 		err = -EINVAL;
 	}
@@ -118,6 +139,8 @@ static int parse(int argc, char **argv, struct chat_args *a)
 	    {"temperature", required_argument, NULL, 't'},
 	    {"seed", required_argument, NULL, 'S'},
 	    {"raw", no_argument, NULL, 'r'},
+	    {"tools", required_argument, NULL, 'T'},
+	    {"tool-choice", required_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
@@ -141,6 +164,12 @@ static int parse(int argc, char **argv, struct chat_args *a)
 		return -EINVAL;
 	}
 	a->prompt = argv[optind];
+	if ((a->tool_choice && !a->tools) || (a->tools && a->raw)) {
+		fprintf(stderr, "o1chat: %s\n",
+			a->raw ? "--tools is for chat, not --raw"
+			       : "--tool-choice needs --tools");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -152,6 +181,23 @@ static int on_token(void *arg, const struct o1_event *ev)
 	if (!s->tokens)
 		s->t_first = s->t_last;
 	s->tokens += ev->n_ids;
+	if (s->cap) { /* kept for the read-back */
+		if (!ev->text_len)
+			return 0;
+		if (s->len + ev->text_len >= s->cap) {
+			char *t = realloc(s->text, 2 * s->cap + ev->text_len);
+
+			if (!t) {
+				s->nomem = 1;
+				return 0;
+			}
+			s->text = t;
+			s->cap = 2 * s->cap + ev->text_len;
+		}
+		memcpy(s->text + s->len, ev->text, ev->text_len);
+		s->len += ev->text_len;
+		return 0;
+	}
 	fwrite(ev->text, 1, ev->text_len, stdout);
 	fflush(stdout);
 	return 0;
@@ -165,24 +211,54 @@ static const char *finish_name(enum o1_finish f)
 	return (unsigned)f < 5 ? names[f] : "?";
 }
 
+/* CALLS: the calls read back and printed, -1 when the answer streamed. */
 static void print_timings(const struct chat_stream *s,
-			  const struct o1_event *fin, uint64_t t_end)
+			  const struct o1_event *fin, uint64_t t_end, int calls)
 {
 	double ttft = s->tokens ? (s->t_first - s->t_submit) / 1e6 : 0;
 	double decode_s = (s->t_last - s->t_first) / 1e9;
+	char tool_calls[32] = "";
 
-	printf("\n");
+	if (calls < 0)
+		printf("\n");
+	else
+		snprintf(tool_calls, sizeof(tool_calls), " tool_calls=%d",
+			 calls);
 	fflush(stdout);
 	fprintf(stderr,
 		"o1chat: finish=%s prompt_tokens=%u tokens=%u ttft_ms=%.2f "
-		"decode_tok_s=%.1f total_ms=%.2f\n",
+		"decode_tok_s=%.1f total_ms=%.2f%s\n",
 		finish_name(fin->finish), fin->prompt_tokens,
 		fin->generated_tokens, ttft,
 		s->tokens > 1 && decode_s > 0 ? (s->tokens - 1) / decode_s : 0,
-		(t_end - s->t_submit) / 1e6);
+		(t_end - s->t_submit) / 1e6, tool_calls);
 }
 
-static int chat(struct o1_client *c, const struct chat_args *a)
+/* The answer kept in S read back as T's calls and printed; the number of
+ * calls, or -1 (said on stderr). */
+static int read_back(struct o1_client *c, const struct chat_tools *t,
+		     const struct chat_stream *s)
+{
+	struct o1_client_limits l = {.sz = sizeof(l)};
+	int n;
+
+	if (s->nomem) {
+		fprintf(stderr, "o1chat: out of memory\n");
+		return -1;
+	}
+	if (o1_client_limits(c, &l) || l.tool_format == O1_TOOLS_NONE)
+		fprintf(stderr, "o1chat: the model's template has no tool-call "
+				"format: the answer is text\n");
+	n = chat_tools_print(t, l.tool_format, s->text ? s->text : "", s->len,
+			     stdout);
+	if (n < 0)
+		fprintf(stderr, "o1chat: out of memory\n");
+	return n;
+}
+
+/* Sends A's prompt (as T's chat request when T is not NULL). */
+static int chat(struct o1_client *c, const struct chat_args *a,
+		const struct chat_tools *t)
 {
 	struct o1_sampling sp = {
 	    .sz = sizeof(sp), .temperature = a->temperature, .seed = a->seed};
@@ -195,16 +271,35 @@ static int chat(struct o1_client *c, const struct chat_args *a)
 	    .max_tokens = (uint32_t)a->max_tokens,
 	    .flags = a->raw ? O1_FLAG_ADD_BOS : O1_FLAG_CHAT,
 	};
-	struct chat_stream s = {.t_submit = now_ns()};
+	struct chat_stream s = {0};
 	struct o1_event fin;
-	int err = o1_client_generate(c, &o, on_token, &s, &fin);
+	int err, calls = -1;
 
+	if (t) {
+		o.text = t->request;
+		o.text_len = strlen(t->request);
+		o.flags |= O1_FLAG_CHAT_JSON;
+		if (t->grammar) {
+			o.grammar_type = O1_GRAMMAR_TYPE_TOOL_CALL;
+			o.grammar = t->grammar;
+			o.grammar_len = strlen(t->grammar);
+		}
+		s.cap = t->read_back ? 1 : 0; /* grows from the first token */
+	}
+	s.t_submit = now_ns();
+	err = o1_client_generate(c, &o, on_token, &s, &fin);
 	if (err) {
 		fprintf(stderr, "o1chat: %s (%s)\n", o1_client_strerror(err),
 			o1_last_error());
+		free(s.text);
 		return 1;
 	}
-	print_timings(&s, &fin, now_ns());
+	if (s.cap)
+		calls = read_back(c, t, &s);
+	free(s.text);
+	print_timings(&s, &fin, now_ns(), calls);
+	if (s.cap && calls < 0)
+		return 1;
 	if (fin.finish == O1_FINISH_REASON_ERROR) {
 		fprintf(stderr, "o1chat: the request failed: %s\n",
 			o1_client_strerror(fin.error));
@@ -240,6 +335,7 @@ int main(int argc, char **argv)
 	struct chat_args a = {.max_tokens = 128};
 	struct o1_client_opts co = {.sz = sizeof(co), .name = "o1chat"};
 	const char *socket;
+	struct chat_tools t = {0};
 	struct o1_client *c;
 	int err;
 
@@ -249,15 +345,19 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (a.tools && chat_tools_make(a.tools, a.tool_choice, a.prompt, &t))
+		return 2;
 	co.socket_path = a.socket ? a.socket : socket;
 	err = o1_client_connect(&co, &c);
 	if (err) {
 		fprintf(stderr, "o1chat: connect %s: %s (%s)\n",
 			co.socket_path,
 			o1_client_strerror(err), o1_last_error());
+		chat_tools_fini(&t);
 		return 1;
 	}
-	err = chat(c, &a);
+	err = chat(c, &a, a.tools ? &t : NULL);
 	o1_client_close(c);
+	chat_tools_fini(&t);
 	return err;
 }

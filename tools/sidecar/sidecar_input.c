@@ -4,53 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "sidecar_input.h"
-
-/* The length of the well-formed character at S (N bytes left), 0 when
- * S[0] does not start one. Ranges from the Unicode standard's table of
- * well-formed byte sequences. */
-static size_t char_len(const uint8_t *s, size_t n)
-{
-	uint8_t lo = 0x80, hi = 0xbf;
-	size_t len;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] < 0xc2 || s[0] > 0xf4)
-		return 0;
-	len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
-	if (s[0] == 0xe0)
-		lo = 0xa0; /* overlong */
-	else if (s[0] == 0xed)
-		hi = 0x9f; /* surrogates */
-	else if (s[0] == 0xf0)
-		lo = 0x90; /* overlong */
-	else if (s[0] == 0xf4)
-		hi = 0x8f; /* above U+10FFFF */
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return len;
-}
-
-bool o1_sidecar_utf8_valid(const char *s, size_t n, size_t *bad)
-{
-	const uint8_t *p = (const uint8_t *)s;
-
-	for (size_t i = 0; i < n;) {
-		size_t k = char_len(p + i, n - i);
-
-		if (!k) {
-			if (bad)
-				*bad = i;
-			return false;
-		}
-		i += k;
-	}
-	return true;
-}
 
 /* The offset of the first \u0000 escape inside a JSON string of
  * S[0, N), or N. Outside strings a backslash means nothing; inside, it
@@ -86,7 +41,7 @@ int o1_sidecar_body_check(const char *body, size_t len, char *why, size_t cap)
 			 (size_t)(nul - body));
 		return -EINVAL;
 	}
-	if (!o1_sidecar_utf8_valid(body, len, &at)) {
+	if (!o1_utf8_valid(body, len, &at)) {
 		snprintf(why, cap,
 			 "the body is not UTF-8 (a bad byte at offset %zu)",
 			 at);
@@ -109,7 +64,7 @@ void o1_sidecar_utf8_clean(const char *in, char *out, size_t cap)
 	size_t n = strlen(in), o = 0;
 
 	for (size_t i = 0; i < n;) {
-		size_t k = char_len(p + i, n - i);
+		size_t k = o1_utf8_decode(p + i, n - i, NULL);
 		const char *src = k ? in + i : "\xef\xbf\xbd";
 		size_t len = k ? k : 3;
 

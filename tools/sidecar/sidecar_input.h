@@ -15,12 +15,8 @@
  * the longest method and its space fit. */
 #define O1_SIDECAR_START_BYTES 16
 
-/* Whether S[0, N) is well-formed UTF-8 (no overlong forms, surrogates or
- * code points above U+10FFFF); *BAD gets the offset of the first bad
- * byte (may be NULL). */
-bool o1_sidecar_utf8_valid(const char *s, size_t n, size_t *bad);
-/* 0 when BODY[0, LEN) passes the checks above, else -EINVAL with a
- * sentence in WHY (CAP bytes) naming the offset. */
+/* 0 when BODY[0, LEN) passes the checks above (UTF-8 as common/utf8.h), else
+ * -EINVAL with a sentence in WHY (CAP bytes) naming the offset. */
 int o1_sidecar_body_check(const char *body, size_t len, char *why, size_t cap);
 /* Copies the NUL-terminated IN into OUT (CAP > 0 bytes, always
  * terminated), each byte that is not part of a well-formed character

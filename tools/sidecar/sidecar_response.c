@@ -468,17 +468,19 @@ static cJSON *head(const struct o1_sidecar_out *out, bool chunk)
 }
 
 /* The calls read back, as message.tool_calls (a chunk's delta: with
- * their index, all of a call in one delta); the text around them is the
- * content (null when there is none, as OpenAI sends it; a stream sent
- * the text before the first call as content deltas already). */
-static void add_calls(const struct o1_sidecar_out *out, cJSON *msg,
-		      bool chunk)
+ * their index, all of a call in one delta); the text before the first
+ * call is the content (null when there is none, as OpenAI sends it). A
+ * stream sent most of it as content deltas already: REST (may be "") is
+ * what it had not, and goes with the calls. */
+static void add_calls(const struct o1_sidecar_out *out, cJSON *msg, bool chunk,
+		      const char *rest)
 {
 	cJSON *a;
 
-	if (chunk)
-		; /* what came before the calls streamed as content */
-	else if (out->calls.content && out->calls.content[0])
+	if (chunk) {
+		if (rest && rest[0])
+			cJSON_AddStringToObject(msg, "content", rest);
+	} else if (out->calls.content && out->calls.content[0])
 		cJSON_AddStringToObject(msg, "content", out->calls.content);
 	else
 		cJSON_AddNullToObject(msg, "content");
@@ -519,7 +521,7 @@ static cJSON *choice(const struct o1_sidecar_out *out, const char *text,
 		if (!chunk || first)
 			cJSON_AddStringToObject(msg, "role", "assistant");
 		if (out->calls.n)
-			add_calls(out, msg, chunk);
+			add_calls(out, msg, chunk, s);
 		else
 			cJSON_AddStringToObject(msg, "content", s ? s : "");
 	} else {
@@ -604,11 +606,10 @@ static size_t before_mark(const char *s, size_t n, const char *mark)
 	return n;
 }
 
-/* With tools, how much of the answer may stream as content before the
- * FINAL: the text before anything that may start a call in the model's
+/* Where a tool call may start in the answer so far, in the model's
  * format (Llama 3's calls are the whole answer: one starting with '{' or
- * <|python_tag|> is held whole). The rest waits for the read-back. */
-static size_t tool_safe(const struct o1_sidecar_out *out)
+ * <|python_tag|> is held whole). */
+static size_t call_start(const struct o1_sidecar_out *out)
 {
 	static const char tag[] = "<|python_tag|>";
 	const char *s = out->text ? out->text : "";
@@ -638,6 +639,33 @@ static size_t tool_safe(const struct o1_sidecar_out *out)
 	}
 }
 
+/* With tools, how much of the answer may stream as content before the
+ * FINAL: the text before where a call may start, less its trailing
+ * whitespace (the read-back's content drops it when a call follows, and
+ * the stream must carry exactly that content). The rest waits for the
+ * read-back. */
+static size_t tool_safe(const struct o1_sidecar_out *out)
+{
+	size_t n = call_start(out);
+	char c;
+
+	while (n && ((c = out->text[n - 1]) == ' ' || c == '\t' || c == '\n' ||
+		     c == '\r'))
+		n--;
+	return n;
+}
+
+/* With calls read back, the end of their content in the text (a prefix
+ * of it, tool_call.h), never before what was sent. */
+static size_t calls_content_end(const struct o1_sidecar_out *out)
+{
+	size_t n = strlen(out->calls.content ? out->calls.content : "");
+
+	if (n > out->len || (n && memcmp(out->text, out->calls.content, n)))
+		return out->sent_len; /* not a prefix: nothing more to add */
+	return n > out->sent_len ? n : out->sent_len;
+}
+
 bool o1_sidecar_chunk_due(const struct o1_sidecar_out *out, bool first)
 {
 	return first || out->finish || !out->tools ||
@@ -656,8 +684,8 @@ int o1_sidecar_chunk_sse(struct o1_sidecar_out *out, bool first, char **sse_out)
 		      : safe < end	   ? whole(out->text, out->sent_len, safe)
 					   : end;
 	}
-	if (out->calls.n) /* the content before the calls went already */
-		end = out->sent_len;
+	if (out->calls.n) /* the content not sent yet, then the calls */
+		end = calls_content_end(out);
 	cJSON *root = head(out, true);
 	cJSON *choices = cJSON_AddArrayToObject(root, "choices");
 	size_t to = out->n_tok;

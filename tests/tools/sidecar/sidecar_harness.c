@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
 #include "sidecar_harness.h"
 #include "tests/common/test_util.h"
 
@@ -216,4 +218,99 @@ int harness_setup(const char *o1d, const char *o1model, const char *sidecar)
 		return -1;
 	start_daemon();
 	return 0;
+}
+
+int harness_teardown(struct proc *const *sidecars, size_t n)
+{
+	int bad = 0, code;
+
+	for (size_t i = 0; i < n; i++) {
+		code = stop(sidecars[i]);
+		if (code) {
+			fprintf(stderr, "sidecar exit code %d (%s)\n", code,
+				sidecars[i]->log);
+			bad = 1;
+		}
+	}
+	code = stop(&daemon_p);
+	if (code) {
+		fprintf(stderr, "o1d exit code %d (%s)\n", code, daemon_p.log);
+		bad = 1;
+	}
+	return bad ? -1 : o1_test_dir_remove(dir);
+}
+
+int harness_args(int argc, char **argv, int min_extra, int max_extra,
+		 const char *extra)
+{
+	if (argc < 4 + min_extra || argc > 4 + max_extra) {
+		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR%s%s\n",
+			argv[0], extra ? " " : "", extra ? extra : "");
+		return 2;
+	}
+	o1d_bin = argv[1];
+	o1model_bin = argv[2];
+	sidecar_bin = argv[3];
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+int http_to(const struct proc *p, const char *method, const char *path,
+	    const char *body, char **out)
+{
+	char cmd[1024], data[128] = "", *res = malloc(1 << 20), *nl;
+	int code;
+
+	assert_non_null(res);
+	if (body) {
+		o1_test_file_put(dir, "body.json", body);
+		snprintf(data, sizeof(data), "--data-binary @%s/body.json",
+			 dir);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "curl -sN --max-time 120 -X %s %s "
+		 "-H 'Content-Type: application/json' -w '\\n%%{http_code}' "
+		 "http://127.0.0.1:%d%s",
+		 method, data, p->port, path);
+	assert_int_equal(o1_test_run(cmd, res, 1 << 20), 0);
+	nl = strrchr(res, '\n');
+	assert_non_null(nl);
+	code = atoi(nl + 1);
+	*nl = 0;
+	*out = res;
+	return code;
+}
+
+const cJSON *json_at(const cJSON *j, const char *path)
+{
+	char buf[128], *tok, *save;
+	const cJSON *j0 = j;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok && j;
+	     tok = strtok_r(NULL, ".", &save))
+		j = *tok >= '0' && *tok <= '9'
+			? cJSON_GetArrayItem(j, atoi(tok))
+			: cJSON_GetObjectItemCaseSensitive(j, tok);
+	if (!j)
+		fail_msg("no %s in %s", path, cJSON_PrintUnformatted(j0));
+	return j;
+}
+
+const char *json_str(const cJSON *j, const char *path)
+{
+	const cJSON *v = json_at(j, path);
+
+	if (!cJSON_IsString(v))
+		fail_msg("%s is not a string", path);
+	return v->valuestring;
+}
+
+double json_num(const cJSON *j, const char *path)
+{
+	const cJSON *v = json_at(j, path);
+
+	if (!cJSON_IsNumber(v))
+		fail_msg("%s is not a number", path);
+	return v->valuedouble;
 }

@@ -44,6 +44,28 @@ void start_sidecar(struct proc *p, const char *name, const char *const *sets);
 extern const char *harness_preset;
 /* Makes DIR and the model (harness_preset), starts o1d; 0 or -1. */
 int harness_setup(const char *o1d, const char *o1model, const char *sidecar);
+/* A group teardown: stops the N SIDECARS and o1d, then removes DIR;
+ * -1 (each bad exit code on stderr) when any did not exit 0. */
+int harness_teardown(struct proc *const *sidecars, size_t n);
+/* A main's command line: O1D O1MODEL O1_SIDECAR into the *_bin names,
+ * then MIN_EXTRA to MAX_EXTRA more (left in argv[4..], EXTRA names them
+ * in the usage line); SIGPIPE ignored (a peer's hang-up is a test's
+ * result, not its death). Returns 0, or 2 after the usage line. */
+int harness_args(int argc, char **argv, int min_extra, int max_extra,
+		 const char *extra);
+
+struct cJSON;
+
+/* METHOD PATH to sidecar P with BODY (NULL: none) through curl; the
+ * answer's body into *OUT (malloc'd, NUL-terminated); returns the HTTP
+ * status. */
+int http_to(const struct proc *p, const char *method, const char *path,
+	    const char *body, char **out);
+/* The member at PATH in J ("a.b.0.c": names and array indices); a
+ * missing one, or one of the wrong type, fails the test. */
+const struct cJSON *json_at(const struct cJSON *j, const char *path);
+const char *json_str(const struct cJSON *j, const char *path);
+double json_num(const struct cJSON *j, const char *path);
 
 struct direct {
 	char text[8192];

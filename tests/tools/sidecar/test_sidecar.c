@@ -48,34 +48,6 @@
 static struct proc side;
 static char access_log[192];
 
-/* curl METHOD PATH with BODY (NULL: none) to the sidecar P; the body
- * of the answer into OUT (malloc'd); returns the HTTP status. */
-static int http_to(const struct proc *p, const char *method, const char *path,
-		   const char *body, char **out)
-{
-	char cmd[1024], data[128] = "", *res = malloc(1 << 20), *nl;
-	int code;
-
-	assert_non_null(res);
-	if (body) {
-		o1_test_file_put(dir, "body.json", body);
-		snprintf(data, sizeof(data), "--data-binary @%s/body.json",
-			 dir);
-	}
-	snprintf(cmd, sizeof(cmd),
-		 "curl -sN --max-time 60 -X %s %s "
-		 "-H 'Content-Type: application/json' -w '\\n%%{http_code}' "
-		 "http://127.0.0.1:%d%s",
-		 method, data, p->port, path);
-	assert_int_equal(o1_test_run(cmd, res, 1 << 20), 0);
-	nl = strrchr(res, '\n');
-	assert_non_null(nl);
-	code = atoi(nl + 1);
-	*nl = 0;
-	*out = res;
-	return code;
-}
-
 static int http(const char *method, const char *path, const char *body,
 		char **out)
 {
@@ -91,40 +63,6 @@ static cJSON *parse_json(const char *s)
 	return j;
 }
 
-static const cJSON *get(const cJSON *j, const char *path)
-{
-	char buf[128], *tok, *save;
-	const cJSON *j0 = j;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && j;
-	     tok = strtok_r(NULL, ".", &save))
-		j = *tok >= '0' && *tok <= '9'
-			? cJSON_GetArrayItem(j, atoi(tok))
-			: cJSON_GetObjectItemCaseSensitive(j, tok);
-	if (!j)
-		fail_msg("no %s in %s", path, cJSON_PrintUnformatted(j0));
-	return j;
-}
-
-static const char *str(const cJSON *j, const char *path)
-{
-	const cJSON *v = get(j, path);
-
-	if (!cJSON_IsString(v))
-		fail_msg("%s is not a string", path);
-	return v->valuestring;
-}
-
-static double num(const cJSON *j, const char *path)
-{
-	const cJSON *v = get(j, path);
-
-	if (!cJSON_IsNumber(v))
-		fail_msg("%s is not a number", path);
-	return v->valuedouble;
-}
-
 /* Status and OpenAI's error shape, with CODE when not NULL. */
 static void expect_error(const char *method, const char *path, const char *body,
 			 int status, const char *code)
@@ -137,12 +75,12 @@ static void expect_error(const char *method, const char *path, const char *body,
 		fail_msg("%s %s %.200s: %d, not %d: %s", method, path,
 			 body ? body : "", got, status, out);
 	j = parse_json(out);
-	assert_true(strlen(str(j, "error.message")) > 0);
-	assert_true(strlen(str(j, "error.type")) > 0);
-	assert_non_null(cJSON_GetObjectItem(get(j, "error"), "param"));
-	assert_non_null(cJSON_GetObjectItem(get(j, "error"), "code"));
+	assert_true(strlen(json_str(j, "error.message")) > 0);
+	assert_true(strlen(json_str(j, "error.type")) > 0);
+	assert_non_null(cJSON_GetObjectItem(json_at(j, "error"), "param"));
+	assert_non_null(cJSON_GetObjectItem(json_at(j, "error"), "code"));
 	if (code)
-		assert_string_equal(str(j, "error.code"), code);
+		assert_string_equal(json_str(j, "error.code"), code);
 	cJSON_Delete(j);
 	free(out);
 }
@@ -161,7 +99,7 @@ static cJSON *admin(const char *req)
 static int active_now(void)
 {
 	cJSON *st = admin("{\"op\":\"status\"}");
-	int active = (int)num(st, "active");
+	int active = (int)json_num(st, "active");
 
 	cJSON_Delete(st);
 	return active;
@@ -174,7 +112,7 @@ static int wait_idle(int ms)
 
 	while (now_ms() - t0 < (uint64_t)ms) {
 		cJSON *st = admin("{\"op\":\"status\"}");
-		int active = (int)num(st, "active");
+		int active = (int)json_num(st, "active");
 
 		cJSON_Delete(st);
 		if (active == 0)
@@ -197,13 +135,13 @@ static void test_endpoints(void **state)
 	free(out);
 	assert_int_equal(http("GET", "/health/ready", NULL, &out), 200);
 	j = parse_json(out);
-	assert_string_equal(str(j, "status"), "ready");
+	assert_string_equal(json_str(j, "status"), "ready");
 	cJSON_Delete(j);
 	free(out);
 	assert_int_equal(http("GET", "/v1/models", NULL, &out), 200);
 	j = parse_json(out);
-	assert_string_equal(str(j, "object"), "list");
-	assert_string_equal(str(j, "data.0.id"), "o1 demo bigram");
+	assert_string_equal(json_str(j, "object"), "list");
+	assert_string_equal(json_str(j, "data.0.id"), "o1 demo bigram");
 	cJSON_Delete(j);
 	free(out);
 	assert_int_equal(http("GET", "/v1/models/default", NULL, &out), 200);
@@ -226,7 +164,7 @@ static char *completion(const char *body, cJSON **j)
 		fail_msg("%d: %s", status, out);
 	*j = parse_json(out);
 	free(out);
-	return (char *)str(*j, "choices.0.text");
+	return (char *)json_str(*j, "choices.0.text");
 }
 
 static void test_completion_equals_client(void **state)
@@ -243,11 +181,12 @@ static void test_completion_equals_client(void **state)
 	print_message("completion: %s\n", text);
 	assert_true(d.len > 0);
 	assert_string_equal(text, d.text);
-	assert_string_equal(str(j, "object"), "text_completion");
-	assert_int_equal(num(j, "usage.completion_tokens"),
+	assert_string_equal(json_str(j, "object"), "text_completion");
+	assert_int_equal(json_num(j, "usage.completion_tokens"),
 			 d.final.generated_tokens);
-	assert_int_equal(num(j, "usage.prompt_tokens"), d.final.prompt_tokens);
-	assert_string_equal(str(j, "choices.0.finish_reason"),
+	assert_int_equal(json_num(j, "usage.prompt_tokens"),
+			 d.final.prompt_tokens);
+	assert_string_equal(json_str(j, "choices.0.finish_reason"),
 			    d.final.finish == O1_FINISH_REASON_LENGTH ? "length"
 								      : "stop");
 	cJSON_Delete(j);
@@ -272,12 +211,12 @@ static void test_chat_equals_client(void **state)
 	j = parse_json(out);
 	free(out);
 	direct(packed, sizeof(packed) - 1, O1_FLAG_CHAT, 40, NULL, &d);
-	print_message("chat: %s\n", str(j, "choices.0.message.content"));
+	print_message("chat: %s\n", json_str(j, "choices.0.message.content"));
 	assert_true(d.len > 0);
-	assert_string_equal(str(j, "choices.0.message.content"), d.text);
-	assert_string_equal(str(j, "choices.0.message.role"), "assistant");
-	assert_string_equal(str(j, "object"), "chat.completion");
-	assert_int_equal(num(j, "usage.total_tokens"),
+	assert_string_equal(json_str(j, "choices.0.message.content"), d.text);
+	assert_string_equal(json_str(j, "choices.0.message.role"), "assistant");
+	assert_string_equal(json_str(j, "object"), "chat.completion");
+	assert_int_equal(json_num(j, "usage.total_tokens"),
 			 d.final.prompt_tokens + d.final.generated_tokens);
 	cJSON_Delete(j);
 }
@@ -307,12 +246,13 @@ static void join_sse(char *sse, bool chat, char *text, size_t cap,
 		c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
 		u = cJSON_GetObjectItem(j, "usage");
 		if (c) {
-			strncat(text, str(c, chat ? "delta.content" : "text"),
+			strncat(text,
+				json_str(c, chat ? "delta.content" : "text"),
 				cap - strlen(text) - 1);
 			if (cJSON_IsString(
 				cJSON_GetObjectItem(c, "finish_reason"))) {
 				snprintf(fin, sizeof(fin), "%s",
-					 str(c, "finish_reason"));
+					 json_str(c, "finish_reason"));
 				*finish = fin;
 			}
 		}
@@ -341,12 +281,12 @@ static void test_stream_equals_whole(void **state)
 	assert_non_null(strstr(out, "\"role\":\"assistant\""));
 	join_sse(out, true, text, sizeof(text), &usage, &finish);
 	free(out);
-	assert_string_equal(text, str(whole, "choices.0.message.content"));
+	assert_string_equal(text, json_str(whole, "choices.0.message.content"));
 	assert_non_null(finish);
-	assert_string_equal(finish, str(whole, "choices.0.finish_reason"));
+	assert_string_equal(finish, json_str(whole, "choices.0.finish_reason"));
 	assert_non_null(usage);
-	assert_int_equal(num(usage, "completion_tokens"),
-			 num(whole, "usage.completion_tokens"));
+	assert_int_equal(json_num(usage, "completion_tokens"),
+			 json_num(whole, "usage.completion_tokens"));
 	cJSON_Delete(usage);
 	cJSON_Delete(whole);
 }
@@ -387,7 +327,7 @@ static void test_stop_sequence(void **state)
 	full = completion(body, &j);
 	print_message("stop '%s': '%s'\n", stop, full);
 	assert_string_equal(full, want);
-	assert_string_equal(str(j, "choices.0.finish_reason"), "stop");
+	assert_string_equal(json_str(j, "choices.0.finish_reason"), "stop");
 	cJSON_Delete(j);
 	snprintf(body, sizeof(body),
 		 "{\"model\":\"default\",\"prompt\":\"The daemon\","
@@ -419,32 +359,35 @@ static void test_logprobs(void **state)
 	    200);
 	j = parse_json(out);
 	free(out);
-	content = get(j, "choices.0.logprobs.content");
+	content = json_at(j, "choices.0.logprobs.content");
 	assert_int_equal(cJSON_GetArraySize(content), 8);
 	for (int i = 0; i < 8; i++) {
 		const cJSON *t = cJSON_GetArrayItem(content, i);
-		const cJSON *top = get(t, "top_logprobs");
-		double lp = num(t, "logprob");
+		const cJSON *top = json_at(t, "top_logprobs");
+		double lp = json_num(t, "logprob");
 
 		assert_int_equal(cJSON_GetArraySize(top), 3);
 		assert_true(lp <= 0);
-		assert_true(num(top, "0.logprob") >= num(top, "1.logprob"));
-		assert_true(num(top, "1.logprob") >= num(top, "2.logprob"));
-		assert_true(fabs(num(top, "0.logprob") - lp) < 1e-4);
-		assert_string_equal(str(top, "0.token"), str(t, "token"));
+		assert_true(json_num(top, "0.logprob") >=
+			    json_num(top, "1.logprob"));
+		assert_true(json_num(top, "1.logprob") >=
+			    json_num(top, "2.logprob"));
+		assert_true(fabs(json_num(top, "0.logprob") - lp) < 1e-4);
+		assert_string_equal(json_str(top, "0.token"),
+				    json_str(t, "token"));
 		for (int k = 1; k < 3; k++) { /* named by o1d's TOP_TEXT */
 			char name[16];
 			const char *v;
 			size_t n;
 
 			snprintf(name, sizeof(name), "%d.token", k);
-			v = str(top, name);
+			v = json_str(top, name);
 			n = strlen(v);
 			/* not the "<id>" stand-in */
 			assert_false(n > 2 && v[0] == '<' && v[n - 1] == '>' &&
 				     strspn(v + 1, "0123456789") == n - 2);
 			snprintf(name, sizeof(name), "%d.bytes", k);
-			assert_true(cJSON_GetArraySize(get(top, name)) > 0);
+			assert_true(cJSON_GetArraySize(json_at(top, name)) > 0);
 		}
 	}
 	cJSON_Delete(j);
@@ -461,8 +404,8 @@ static void test_default_max_tokens(void **state)
 	completion("{\"model\":\"default\",\"prompt\":\"The\","
 		   "\"temperature\":0,\"ignore_eos\":true}",
 		   &j);
-	assert_int_equal(num(j, "usage.completion_tokens"), 300);
-	assert_string_equal(str(j, "choices.0.finish_reason"), "length");
+	assert_int_equal(json_num(j, "usage.completion_tokens"), 300);
+	assert_string_equal(json_str(j, "choices.0.finish_reason"), "length");
 	cJSON_Delete(j);
 }
 
@@ -741,9 +684,9 @@ static void expect_refused(const char *path, const char *body,
 	if (got != 400)
 		fail_msg("%s: %d, not 400: %s", path, got, out);
 	j = parse_json(out);
-	assert_string_equal(str(j, "error.code"), code);
-	assert_string_equal(str(j, "error.param"), param);
-	if (!strstr(str(j, "error.message"), what))
+	assert_string_equal(json_str(j, "error.code"), code);
+	assert_string_equal(json_str(j, "error.param"), param);
+	if (!strstr(json_str(j, "error.message"), what))
 		fail_msg("message lacks \"%s\": %s", what, out);
 	cJSON_Delete(j);
 	free(out);
@@ -949,9 +892,9 @@ static void test_response_format(void **state)
 		} else {
 			j = parse_json(out);
 			snprintf(text, sizeof(text), "%s",
-				 str(j, "choices.0.message.content"));
-			assert_string_equal(str(j, "choices.0.finish_reason"),
-					    "stop");
+				 json_str(j, "choices.0.message.content"));
+			assert_string_equal(
+			    json_str(j, "choices.0.finish_reason"), "stop");
 			finish = "stop";
 			cJSON_Delete(j);
 		}
@@ -973,11 +916,11 @@ static void test_response_format(void **state)
 	j = parse_json(out);
 	/* the demo bigrams rarely close a key: a document cut short is
 	 * "length", never a "stop" */
-	assert_int_equal(str(j, "choices.0.text")[0], '{');
-	if (!strcmp(str(j, "choices.0.finish_reason"), "stop"))
-		add_doc(f, NULL, str(j, "choices.0.text"));
+	assert_int_equal(json_str(j, "choices.0.text")[0], '{');
+	if (!strcmp(json_str(j, "choices.0.finish_reason"), "stop"))
+		add_doc(f, NULL, json_str(j, "choices.0.text"));
 	else
-		assert_string_equal(str(j, "choices.0.finish_reason"),
+		assert_string_equal(json_str(j, "choices.0.finish_reason"),
 				    "length");
 	cJSON_Delete(j);
 	free(out);
@@ -997,8 +940,8 @@ static void test_response_format(void **state)
 	assert_int_equal(http("POST", "/v1/chat/completions", body, &out),
 			 400);
 	j = parse_json(out);
-	assert_string_equal(str(j, "error.param"), "response_format");
-	assert_non_null(strstr(str(j, "error.message"), "propertyNames"));
+	assert_string_equal(json_str(j, "error.param"), "response_format");
+	assert_non_null(strstr(json_str(j, "error.message"), "propertyNames"));
 	cJSON_Delete(j);
 	free(out);
 }
@@ -1020,14 +963,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int s = stop(&side), d = stop(&daemon_p);
+	struct proc *const sidecars[] = {&side};
 
 	(void)state;
-	if (s != 0 || d != 0) {
-		fprintf(stderr, "exit codes: sidecar %d, o1d %d\n", s, d);
-		return -1;
-	}
-	return o1_test_dir_remove(dir);
+	return harness_teardown(sidecars, 1);
 }
 
 int main(int argc, char **argv)
@@ -1052,17 +991,9 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_response_format),
 	};
 
-	if (argc != 4 && argc != 5) {
-		fprintf(stderr,
-			"usage: %s O1D O1MODEL O1_SIDECAR [VALIDATE_JSON]\n",
-			argv[0]);
+	if (harness_args(argc, argv, 0, 1, "[VALIDATE_JSON]"))
 		return 2;
-	}
-	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	sidecar_bin = argv[3];
 	if (argc == 5 && !system("command -v python3 >/dev/null 2>&1"))
 		validator = argv[4];
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -380,14 +380,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int d = stop(&daemon_p);
-
 	(void)state;
-	if (d != 0) {
-		fprintf(stderr, "o1d exit code %d\n", d);
-		return -1;
-	}
-	return o1_test_dir_remove(dir);
+	return harness_teardown(NULL, 0);
 }
 
 int main(int argc, char **argv)
@@ -399,13 +393,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_daemon_killed_mid_stream),
 	};
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR\n", argv[0]);
+	if (harness_args(argc, argv, 0, 0, NULL))
 		return 2;
-	}
-	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	sidecar_bin = argv[3];
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

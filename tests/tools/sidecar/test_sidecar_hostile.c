@@ -36,6 +36,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "common/utf8.h"
 #include "sidecar_harness.h"
 #include "tests/common/test_util.h"
 #include "tools/sidecar/sidecar_input.h"
@@ -151,7 +152,7 @@ static cJSON *json_body(const char *answer)
 
 	assert_non_null(b);
 	b += 4;
-	if (!o1_sidecar_utf8_valid(b, strlen(b), NULL))
+	if (!o1_utf8_valid(b, strlen(b), NULL))
 		fail_msg("answer not UTF-8: %s", b);
 	j = cJSON_Parse(b);
 	if (!j)
@@ -484,15 +485,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int s = stop(&side), w = stop(&slow), d = stop(&daemon_p);
+	struct proc *const sidecars[] = {&side, &slow};
 
 	(void)state;
-	if (s != 0 || w != 0 || d != 0) {
-		fprintf(stderr, "exit codes: sidecars %d %d, o1d %d\n", s, w,
-			d);
-		return -1;
-	}
-	return o1_test_dir_remove(dir);
+	return harness_teardown(sidecars, 2);
 }
 
 int main(int argc, char **argv)
@@ -504,13 +500,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_cut_by_crash),
 	};
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR\n", argv[0]);
+	if (harness_args(argc, argv, 0, 0, NULL))
 		return 2;
-	}
-	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	sidecar_bin = argv[3];
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,5 @@
 /* The sidecar's byte-level input checks (tools/sidecar/sidecar_input.c):
- * the UTF-8 validator against the standard's edge cases, a body's NUL
+ * a body that is not UTF-8 (the rules: tests/common/test_utf8.c), NUL
  * bytes and \u0000 escapes (inside strings only, not an escaped
  * backslash's "u0000"), and text made UTF-8 for echoing. */
 #include <setjmp.h>
@@ -13,33 +13,6 @@
 #include <string.h>
 
 #include "tools/sidecar/sidecar_input.h"
-
-static bool valid(const char *s)
-{
-	return o1_sidecar_utf8_valid(s, strlen(s), NULL);
-}
-
-static void test_utf8(void **state)
-{
-	size_t bad = 0;
-
-	(void)state;
-	assert_true(valid("plain ascii"));
-	assert_true(valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
-	assert_true(valid("\xf4\x8f\xbf\xbf"));	 /* U+10FFFF */
-	assert_true(valid("\xed\x9f\xbf"));	 /* U+D7FF */
-	assert_false(valid("\xc0\xaf"));	 /* overlong '/' */
-	assert_false(valid("\xe0\x80\xaf"));	 /* overlong */
-	assert_false(valid("\xf0\x80\x80\xaf")); /* overlong */
-	assert_false(valid("\xed\xa0\x80"));	 /* a surrogate */
-	assert_false(valid("\xf4\x90\x80\x80")); /* above U+10FFFF */
-	assert_false(valid("\xf5\x80\x80\x80"));
-	assert_false(valid("\xff"));
-	assert_false(valid("\x80"));		 /* a lone continuation */
-	assert_false(valid("ab\xe2\x82"));	 /* cut short */
-	assert_false(o1_sidecar_utf8_valid("ok\xc3(", 4, &bad));
-	assert_int_equal(bad, 2);
-}
 
 static void test_body(void **state)
 {
@@ -58,6 +31,10 @@ static void test_body(void **state)
 					       sizeof(why)),
 			 -EINVAL);
 	assert_non_null(strstr(why, "not UTF-8"));
+	assert_int_equal(o1_sidecar_body_check("{\"m\":\"\xed\xa0\x80\"}", 11,
+					       why, sizeof(why)),
+			 -EINVAL);
+	assert_non_null(strstr(why, "bad byte at offset 6"));
 	/* \u0000 in a string, in a key too */
 	assert_int_equal(
 	    o1_sidecar_body_check("{\"c\":\"a\\u0000b\"}", 16, why,
@@ -103,7 +80,6 @@ static void test_clean(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_utf8),
 	    cmocka_unit_test(test_body),
 	    cmocka_unit_test(test_clean),
 	};

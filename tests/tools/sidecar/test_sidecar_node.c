@@ -159,12 +159,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int s = stop(&side), d = stop(&daemon_p);
+	struct proc *const sidecars[] = {&side};
 
 	(void)state;
-	if (s != 0 || d != 0)
-		return -1;
-	return o1_test_dir_remove(dir);
+	return harness_teardown(sidecars, 1);
 }
 
 int main(int argc, char **argv)
@@ -174,21 +172,12 @@ int main(int argc, char **argv)
 	};
 	int ret;
 
-	if (argc != 6) {
-		fprintf(stderr,
-			"usage: %s O1D O1MODEL O1_SIDECAR NODE_SRC "
-			"NODE_DIR\n",
-			argv[0]);
+	if (harness_args(argc, argv, 2, 2, "NODE_SRC NODE_DIR"))
 		return 2;
-	}
-	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	sidecar_bin = argv[3];
 	node_src = argv[4];
 	snprintf(node_dir, sizeof(node_dir), "%s", argv[5]);
 	ret = npm_install();
 	if (ret)
 		return ret;
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -46,64 +46,10 @@ static const char chat_body[] =
 /* greedy, refining: what most requests here add */
 #define REFINE ",\"temperature\":0,\"refine_steps\":"
 
-/* POST BODY to PATH on the sidecar; the answer into *OUT (malloc'd). */
-static int post(const char *path, const char *body, char **out)
-{
-	char cmd[512], *res = malloc(1 << 20), *nl;
-
-	assert_non_null(res);
-	o1_test_file_put(dir, "body.json", body);
-	snprintf(cmd, sizeof(cmd),
-		 "curl -sN --max-time 120 -X POST --data-binary @%s/body.json "
-		 "-H 'Content-Type: application/json' -w '\\n%%{http_code}' "
-		 "http://127.0.0.1:%d%s",
-		 dir, side.port, path);
-	assert_int_equal(o1_test_run(cmd, res, 1 << 20), 0);
-	nl = strrchr(res, '\n');
-	assert_non_null(nl);
-	*nl = 0;
-	*out = res;
-	return atoi(nl + 1);
-}
-
-static const cJSON *get(const cJSON *j, const char *path)
-{
-	char buf[128], *tok, *save;
-	const cJSON *j0 = j;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && j;
-	     tok = strtok_r(NULL, ".", &save))
-		j = *tok >= '0' && *tok <= '9'
-			? cJSON_GetArrayItem(j, atoi(tok))
-			: cJSON_GetObjectItemCaseSensitive(j, tok);
-	if (!j)
-		fail_msg("no %s in %s", path, cJSON_PrintUnformatted(j0));
-	return j;
-}
-
-static double num(const cJSON *j, const char *path)
-{
-	const cJSON *v = get(j, path);
-
-	if (!cJSON_IsNumber(v))
-		fail_msg("%s is not a number", path);
-	return v->valuedouble;
-}
-
-static const char *str(const cJSON *j, const char *path)
-{
-	const cJSON *v = get(j, path);
-
-	if (!cJSON_IsString(v))
-		fail_msg("%s is not a string", path);
-	return v->valuestring;
-}
-
 /* A JSON float rendered from a float: exactly that float again. */
 static void float_equal(const cJSON *j, const char *path, float want)
 {
-	float got = (float)num(j, path);
+	float got = (float)json_num(j, path);
 
 	if (got != want)
 		fail_msg("%s: %.9g, libo1client %.9g", path, got, want);
@@ -116,7 +62,7 @@ static cJSON *chat(const char *extra)
 	int code;
 
 	snprintf(body, sizeof(body), chat_body, extra);
-	code = post("/v1/chat/completions", body, &out);
+	code = http_to(&side, "POST", "/v1/chat/completions", body, &out);
 	if (code != 200)
 		fail_msg("%d: %s", code, out);
 	j = cJSON_Parse(out);
@@ -170,29 +116,29 @@ static void check_round(const cJSON *r, const struct o1_trace_round *t)
 		      "%.4f: %s\n",
 		      t->round, t->prompt_tokens, t->generated_tokens,
 		      t->cached_tokens, t->mean_logprob, t->text);
-	assert_int_equal(num(r, "index"), t->round);
-	assert_string_equal(str(r, "text"), t->text);
-	assert_int_equal(num(r, "tokens.prompt"), t->prompt_tokens);
-	assert_int_equal(num(r, "tokens.cached"), t->cached_tokens);
-	assert_int_equal(num(r, "tokens.generated"), t->generated_tokens);
+	assert_int_equal(json_num(r, "index"), t->round);
+	assert_string_equal(json_str(r, "text"), t->text);
+	assert_int_equal(json_num(r, "tokens.prompt"), t->prompt_tokens);
+	assert_int_equal(json_num(r, "tokens.cached"), t->cached_tokens);
+	assert_int_equal(json_num(r, "tokens.generated"), t->generated_tokens);
 	float_equal(r, "confidence.mean_logprob", t->mean_logprob);
 	float_equal(r, "confidence.min_logprob", t->min_logprob);
 	float_equal(r, "confidence.mean_entropy", t->mean_entropy);
-	assert_true(num(r, "latency_ms") > 0);
-	assert_string_equal(str(r, "finish_reason"),
+	assert_true(json_num(r, "latency_ms") > 0);
+	assert_string_equal(json_str(r, "finish_reason"),
 			    t->finish == O1_FINISH_REASON_LENGTH ? "length"
 								 : "stop");
 }
 
 static void check_trace(const cJSON *j, const struct o1_trace *t)
 {
-	const cJSON *tr = get(j, "refinement_trace");
+	const cJSON *tr = json_at(j, "refinement_trace");
 
 	assert_true(cJSON_IsArray(tr));
 	assert_int_equal(cJSON_GetArraySize(tr), t->n_rounds);
 	for (uint32_t i = 0; i < t->n_rounds; i++)
 		check_round(cJSON_GetArrayItem(tr, (int)i), &t->rounds[i]);
-	assert_string_equal(str(j, "refinement_stop_reason"),
+	assert_string_equal(json_str(j, "refinement_stop_reason"),
 			    stop_name(t->stop));
 }
 
@@ -201,7 +147,8 @@ static void check_confidence(const cJSON *c, const struct o1_event *final)
 	float_equal(c, "o1_confidence.mean_logprob", final->mean_logprob);
 	float_equal(c, "o1_confidence.min_logprob", final->min_logprob);
 	float_equal(c, "o1_confidence.mean_entropy", final->mean_entropy);
-	assert_int_equal(num(c, "o1_confidence.tokens"), final->conf_tokens);
+	assert_int_equal(json_num(c, "o1_confidence.tokens"),
+			 final->conf_tokens);
 }
 
 /* The sidecar's answer to EXTRA (refine_steps and sampling) against
@@ -215,8 +162,8 @@ static void compare(const char *extra, const struct o1_sampling *sampling,
 
 	/* the first run fills the prefix cache for the two compared ones */
 	warm = chat(extra);
-	assert_true(cJSON_GetArraySize(get(warm, "refinement_trace")) >= 2);
-	assert_true(num(warm, "refinement_trace.1.tokens.cached") > 0);
+	assert_true(cJSON_GetArraySize(json_at(warm, "refinement_trace")) >= 2);
+	assert_true(json_num(warm, "refinement_trace.1.tokens.cached") > 0);
 	cJSON_Delete(warm);
 	reference(sampling, &t, &final);
 	j = chat(extra);
@@ -230,14 +177,16 @@ static void compare(const char *extra, const struct o1_sampling *sampling,
 		assert_string_equal(t.rounds[t.n_rounds - 1].text,
 				    t.rounds[t.n_rounds - 2].text);
 	check_trace(j, &t);
-	assert_string_equal(str(j, "choices.0.message.content"),
+	assert_string_equal(json_str(j, "choices.0.message.content"),
 			    t.rounds[t.n_rounds - 1].text);
-	assert_int_equal(num(j, "usage.prompt_tokens"), final.prompt_tokens);
-	assert_int_equal(num(j, "usage.completion_tokens"),
+	assert_int_equal(json_num(j, "usage.prompt_tokens"),
+			 final.prompt_tokens);
+	assert_int_equal(json_num(j, "usage.completion_tokens"),
 			 final.generated_tokens);
-	assert_int_equal(num(j, "usage.prompt_tokens_details.cached_tokens"),
-			 final.cached_tokens);
-	check_confidence(get(j, "choices.0"), &final);
+	assert_int_equal(
+	    json_num(j, "usage.prompt_tokens_details.cached_tokens"),
+	    final.cached_tokens);
+	check_confidence(json_at(j, "choices.0"), &final);
 	cJSON_Delete(j);
 	o1_trace_free(&t);
 }
@@ -265,15 +214,15 @@ static void test_trace_sampled(void **state)
 static void stream_chunk(const cJSON *j, char rounds[][4096], int *last_round,
 			 bool *confident)
 {
-	const cJSON *c = cJSON_GetArrayItem(get(j, "choices"), 0);
+	const cJSON *c = cJSON_GetArrayItem(json_at(j, "choices"), 0);
 	int r;
 
 	if (!c)
 		return;
-	r = (int)num(j, "o1_round");
+	r = (int)json_num(j, "o1_round");
 	assert_true(r >= *last_round && r <= STEPS);
 	*last_round = r;
-	strncat(rounds[r], str(c, "delta.content"),
+	strncat(rounds[r], json_str(c, "delta.content"),
 		4096 - strlen(rounds[r]) - 1);
 	if (cJSON_IsString(cJSON_GetObjectItem(c, "finish_reason")))
 		*confident =
@@ -294,7 +243,8 @@ static void test_stream(void **state)
 	snprintf(body, sizeof(body), chat_body,
 		 REFINE "3,\"stream\":true,\"stream_options\":"
 			"{\"include_usage\":true}");
-	assert_int_equal(post("/v1/chat/completions", body, &out), 200);
+	assert_int_equal(
+	    http_to(&side, "POST", "/v1/chat/completions", body, &out), 200);
 	for (line = strtok_r(out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		assert_int_equal(strncmp(line, "data: ", 6), 0);
@@ -310,21 +260,22 @@ static void test_stream(void **state)
 	assert_true(confident);
 	assert_non_null(prev);
 	j = cJSON_Parse(prev); /* the last chunk before [DONE] */
-	assert_int_equal(cJSON_GetArraySize(get(j, "refinement_trace")),
-			 cJSON_GetArraySize(get(whole, "refinement_trace")));
+	assert_int_equal(
+	    cJSON_GetArraySize(json_at(j, "refinement_trace")),
+	    cJSON_GetArraySize(json_at(whole, "refinement_trace")));
 	assert_int_equal(last_round + 1,
-			 cJSON_GetArraySize(get(j, "refinement_trace")));
+			 cJSON_GetArraySize(json_at(j, "refinement_trace")));
 	for (int i = 0; i <= last_round; i++) {
 		char path[64];
 
 		snprintf(path, sizeof(path), "refinement_trace.%d.text", i);
-		assert_string_equal(rounds[i], str(j, path));
-		assert_string_equal(rounds[i], str(whole, path));
+		assert_string_equal(rounds[i], json_str(j, path));
+		assert_string_equal(rounds[i], json_str(whole, path));
 	}
-	assert_string_equal(str(j, "refinement_stop_reason"),
-			    str(whole, "refinement_stop_reason"));
-	assert_int_equal(num(j, "usage.completion_tokens"),
-			 num(whole, "usage.completion_tokens"));
+	assert_string_equal(json_str(j, "refinement_stop_reason"),
+			    json_str(whole, "refinement_stop_reason"));
+	assert_int_equal(json_num(j, "usage.completion_tokens"),
+			 json_num(whole, "usage.completion_tokens"));
 	cJSON_Delete(j);
 	cJSON_Delete(whole);
 	free(out);
@@ -336,9 +287,9 @@ static void test_plain_has_confidence(void **state)
 
 	(void)state;
 	assert_null(cJSON_GetObjectItem(j, "refinement_trace"));
-	assert_true(num(j, "choices.0.o1_confidence.tokens") > 0);
-	assert_true(num(j, "choices.0.o1_confidence.mean_logprob") <= 0);
-	assert_true(num(j, "choices.0.o1_confidence.mean_entropy") >= 0);
+	assert_true(json_num(j, "choices.0.o1_confidence.tokens") > 0);
+	assert_true(json_num(j, "choices.0.o1_confidence.mean_logprob") <= 0);
+	assert_true(json_num(j, "choices.0.o1_confidence.mean_entropy") >= 0);
 	cJSON_Delete(j);
 }
 
@@ -347,19 +298,20 @@ static void test_plain_has_confidence(void **state)
 static void test_logprobs(void **state)
 {
 	cJSON *j = chat(REFINE "3,\"logprobs\":true,\"top_logprobs\":2");
-	const cJSON *tr = get(j, "refinement_trace");
-	const cJSON *lp = get(j, "choices.0.logprobs.content"), *e;
+	const cJSON *tr = json_at(j, "refinement_trace");
+	const cJSON *lp = json_at(j, "choices.0.logprobs.content"), *e;
 	char path[64];
 
 	(void)state;
 	snprintf(path, sizeof(path), "%d.tokens.generated",
 		 cJSON_GetArraySize(tr) - 1);
-	assert_int_equal(cJSON_GetArraySize(lp), num(tr, path));
+	assert_int_equal(cJSON_GetArraySize(lp), json_num(tr, path));
 	cJSON_ArrayForEach(e, lp)
 	{
-		assert_int_equal(cJSON_GetArraySize(get(e, "top_logprobs")), 2);
-		assert_true(num(e, "logprob") >=
-			    num(e, "top_logprobs.0.logprob") - 1e-4);
+		assert_int_equal(cJSON_GetArraySize(json_at(e, "top_logprobs")),
+				 2);
+		assert_true(json_num(e, "logprob") >=
+			    json_num(e, "top_logprobs.0.logprob") - 1e-4);
 	}
 	cJSON_Delete(j);
 }
@@ -367,13 +319,13 @@ static void test_logprobs(void **state)
 static void expect_400(const char *path, const char *body, const char *says)
 {
 	char *out;
-	int code = post(path, body, &out);
+	int code = http_to(&side, "POST", path, body, &out);
 	cJSON *j = cJSON_Parse(out);
 
 	if (code != 400 || !j || !strstr(out, says))
 		fail_msg("%s %s: %d %s", path, body, code, out);
-	assert_string_equal(str(j, "error.param"), "refine_steps");
-	assert_string_equal(str(j, "error.type"), "invalid_request_error");
+	assert_string_equal(json_str(j, "error.param"), "refine_steps");
+	assert_string_equal(json_str(j, "error.type"), "invalid_request_error");
 	cJSON_Delete(j);
 	free(out);
 }
@@ -411,14 +363,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int s = stop(&side), d = stop(&daemon_p);
+	struct proc *const sidecars[] = {&side};
 
 	(void)state;
-	if (s != 0 || d != 0) {
-		fprintf(stderr, "exit codes: sidecar %d, o1d %d\n", s, d);
-		return -1;
-	}
-	return o1_test_dir_remove(dir);
+	return harness_teardown(sidecars, 1);
 }
 
 int main(int argc, char **argv)
@@ -432,13 +380,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_refused),
 	};
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR\n", argv[0]);
+	if (harness_args(argc, argv, 0, 0, NULL))
 		return 2;
-	}
-	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	sidecar_bin = argv[3];
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -556,7 +556,8 @@ static void test_tools_response(void **state)
 	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
 	assert_true(o1_sidecar_chunk_due(&out, false));
 	assert_int_equal(o1_sidecar_chunk_sse(&out, true, &s), 0);
-	assert_non_null(strstr(s, "\"content\":\"Hello \""));
+	/* (its trailing space waits: no content ends in one before a call) */
+	assert_non_null(strstr(s, "\"content\":\"Hello\""));
 	free(s);
 	ev = token(2, "_call>\n{\"name\": \"a\", \"arguments\": {}}", -0.5f);
 	assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);

@@ -26,32 +26,10 @@
 
 static struct proc side;
 
-/* curl METHOD PATH with BODY (NULL: none); the answer's body into OUT
- * (malloc'd); returns the HTTP status. */
 static int http(const char *method, const char *path, const char *body,
 		char **out)
 {
-	char cmd[1024], data[128] = "", *res = malloc(1 << 20), *nl;
-	int code;
-
-	assert_non_null(res);
-	if (body) {
-		o1_test_file_put(dir, "body.json", body);
-		snprintf(data, sizeof(data), "--data-binary @%s/body.json",
-			 dir);
-	}
-	snprintf(cmd, sizeof(cmd),
-		 "curl -sN --max-time 60 -X %s %s "
-		 "-H 'Content-Type: application/json' -w '\\n%%{http_code}' "
-		 "http://127.0.0.1:%d%s",
-		 method, data, side.port, path);
-	assert_int_equal(o1_test_run(cmd, res, 1 << 20), 0);
-	nl = strrchr(res, '\n');
-	assert_non_null(nl);
-	code = atoi(nl + 1);
-	*nl = 0;
-	*out = res;
-	return code;
+	return http_to(&side, method, path, body, out);
 }
 
 static void kill_daemon(void)
@@ -163,14 +141,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int s = stop(&side), d = stop(&daemon_p);
+	struct proc *const sidecars[] = {&side};
 
 	(void)state;
-	if (s != 0 || d != 0) {
-		fprintf(stderr, "exit codes: sidecar %d, o1d %d\n", s, d);
-		return -1;
-	}
-	return o1_test_dir_remove(dir);
+	return harness_teardown(sidecars, 1);
 }
 
 int main(int argc, char **argv)
@@ -180,13 +154,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_model_switch),
 	};
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR\n", argv[0]);
+	if (harness_args(argc, argv, 0, 0, NULL))
 		return 2;
-	}
-	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	sidecar_bin = argv[3];
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -62,50 +62,6 @@ static const char msgs_called[] =
     "\\\"unit\\\":\\\"c\\\"}\"}}]},{\"role\":\"tool\",\"tool_call_id\":"
     "\"call_1\",\"content\":\"18 C\"}]";
 
-static int post(const char *path, const char *body, char **out)
-{
-	char cmd[512], *res = malloc(1 << 20), *nl;
-
-	assert_non_null(res);
-	o1_test_file_put(dir, "body.json", body);
-	snprintf(cmd, sizeof(cmd),
-		 "curl -sN --max-time 120 -X POST --data-binary @%s/body.json "
-		 "-H 'Content-Type: application/json' -w '\\n%%{http_code}' "
-		 "http://127.0.0.1:%d%s",
-		 dir, side.port, path);
-	assert_int_equal(o1_test_run(cmd, res, 1 << 20), 0);
-	nl = strrchr(res, '\n');
-	assert_non_null(nl);
-	*nl = 0;
-	*out = res;
-	return atoi(nl + 1);
-}
-
-static const cJSON *get(const cJSON *j, const char *path)
-{
-	char buf[128], *tok, *save;
-	const cJSON *j0 = j;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && j;
-	     tok = strtok_r(NULL, ".", &save))
-		j = *tok >= '0' && *tok <= '9'
-			? cJSON_GetArrayItem(j, atoi(tok))
-			: cJSON_GetObjectItemCaseSensitive(j, tok);
-	if (!j)
-		fail_msg("no %s in %s", path, cJSON_PrintUnformatted(j0));
-	return j;
-}
-
-static const char *str(const cJSON *j, const char *path)
-{
-	const cJSON *v = get(j, path);
-
-	if (!cJSON_IsString(v))
-		fail_msg("%s is not a string", path);
-	return v->valuestring;
-}
-
 /* A chat request: MESSAGES, then EXTRA members (",..." or ""). */
 static char *body(const char *messages, const char *extra)
 {
@@ -121,7 +77,7 @@ static char *body(const char *messages, const char *extra)
 static cJSON *chat(const char *messages, const char *extra)
 {
 	char *b = body(messages, extra), *out;
-	int code = post("/v1/chat/completions", b, &out);
+	int code = http_to(&side, "POST", "/v1/chat/completions", b, &out);
 	cJSON *j = cJSON_Parse(out);
 
 	if (code != 200 || !j)
@@ -138,20 +94,20 @@ static void check_call(const cJSON *call, const char *name)
 	cJSON *args;
 	const char *city, *unit;
 
-	assert_true(strlen(str(call, "id")) > 0);
-	assert_string_equal(str(call, "type"), "function");
+	assert_true(strlen(json_str(call, "id")) > 0);
+	assert_string_equal(json_str(call, "type"), "function");
 	if (!name)
-		name = str(call, "function.name");
-	assert_string_equal(str(call, "function.name"), name);
-	args = cJSON_Parse(str(call, "function.arguments"));
+		name = json_str(call, "function.name");
+	assert_string_equal(json_str(call, "function.name"), name);
+	args = cJSON_Parse(json_str(call, "function.arguments"));
 	assert_true(cJSON_IsObject(args));
 	if (!strcmp(name, "get_time")) {
-		city = str(args, "zone");
+		city = json_str(args, "zone");
 		assert_true(!strcmp(city, "utc") || !strcmp(city, "cet"));
 		assert_int_equal(cJSON_GetArraySize(args), 1);
 	} else {
-		city = str(args, "city");
-		unit = str(args, "unit");
+		city = json_str(args, "city");
+		unit = json_str(args, "unit");
 		assert_true(!strcmp(city, "Paris") || !strcmp(city, "Oslo"));
 		assert_true(!strcmp(unit, "c") || !strcmp(unit, "f"));
 		assert_int_equal(cJSON_GetArraySize(args), 2);
@@ -170,18 +126,18 @@ static void forced(const char *choice, const char *name)
 		 ",\"tools\":%s,\"tool_choice\":%s,\"max_tokens\":300", tools,
 		 choice);
 	j = chat(msgs, extra);
-	if (strcmp(str(j, "choices.0.finish_reason"), "tool_calls"))
+	if (strcmp(json_str(j, "choices.0.finish_reason"), "tool_calls"))
 		fail_msg("no call: %s", cJSON_PrintUnformatted(j));
-	m = (cJSON *)get(j, "choices.0.message");
-	assert_true(cJSON_IsNull(get(m, "content")));
-	assert_int_equal(cJSON_GetArraySize(get(m, "tool_calls")), 1);
-	check_call(get(m, "tool_calls.0"), name);
+	m = (cJSON *)json_at(j, "choices.0.message");
+	assert_true(cJSON_IsNull(json_at(m, "content")));
+	assert_int_equal(cJSON_GetArraySize(json_at(m, "tool_calls")), 1);
+	check_call(json_at(m, "tool_calls.0"), name);
 
 	/* streamed: one delta with the same call, then tool_calls */
 	snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
 		 ",\"stream\":true");
 	b = body(msgs, extra);
-	code = post("/v1/chat/completions", b, &out);
+	code = http_to(&side, "POST", "/v1/chat/completions", b, &out);
 	assert_int_equal(code, 200);
 	for (line = strtok_r(out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -190,19 +146,19 @@ static void forced(const char *choice, const char *name)
 		if (strncmp(line, "data: {", 7))
 			continue;
 		c = cJSON_Parse(line + 6);
-		d = (cJSON *)get(c, "choices.0.delta");
+		d = (cJSON *)json_at(c, "choices.0.delta");
 		calls = cJSON_GetObjectItem(d, "tool_calls");
 		if (calls) {
 			assert_int_equal(cJSON_GetArraySize(calls), 1);
-			assert_int_equal((int)get(calls, "0.index")->valuedouble,
-					 0);
-			check_call(get(calls, "0"), name);
+			assert_int_equal(
+			    (int)json_at(calls, "0.index")->valuedouble, 0);
+			check_call(json_at(calls, "0"), name);
 			snprintf(args, sizeof(args), "%s",
-				 str(calls, "0.function.arguments"));
+				 json_str(calls, "0.function.arguments"));
 			deltas++;
 		}
-		if (cJSON_IsString(get(c, "choices.0.finish_reason")))
-			finish = strcmp(str(c, "choices.0.finish_reason"),
+		if (cJSON_IsString(json_at(c, "choices.0.finish_reason")))
+			finish = strcmp(json_str(c, "choices.0.finish_reason"),
 					"tool_calls")
 				     ? "other"
 				     : "tool_calls";
@@ -211,7 +167,8 @@ static void forced(const char *choice, const char *name)
 	assert_int_equal(deltas, 1);
 	assert_non_null(finish);
 	assert_string_equal(finish, "tool_calls");
-	assert_string_equal(args, str(m, "tool_calls.0.function.arguments"));
+	assert_string_equal(args,
+			    json_str(m, "tool_calls.0.function.arguments"));
 	cJSON_Delete(j);
 	free(out);
 	free(b);
@@ -251,7 +208,7 @@ static void streamed_equals(const cJSON *whole, const char *messages,
 
 	snprintf(more, sizeof(more), "%s,\"stream\":true", extra);
 	b = body(messages, more);
-	code = post("/v1/chat/completions", b, &out);
+	code = http_to(&side, "POST", "/v1/chat/completions", b, &out);
 	assert_int_equal(code, 200);
 	for (line = strtok_r(out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -270,9 +227,9 @@ static void streamed_equals(const cJSON *whole, const char *messages,
 				sizeof(joined) - strlen(joined) - 1);
 		cJSON_Delete(c);
 	}
-	if (cJSON_IsString(get(whole, "choices.0.message.content")))
-		assert_string_equal(joined,
-				    str(whole, "choices.0.message.content"));
+	if (cJSON_IsString(json_at(whole, "choices.0.message.content")))
+		assert_string_equal(
+		    joined, json_str(whole, "choices.0.message.content"));
 	free(out);
 	free(b);
 }
@@ -293,10 +250,10 @@ static void test_rendered(void **state)
 	j = chat(msgs_called, extra);
 	direct(req, strlen(req), O1_FLAG_CHAT | O1_FLAG_CHAT_JSON, 60, NULL,
 	       &d);
-	pt = get(j, "usage.prompt_tokens")->valuedouble;
+	pt = json_at(j, "usage.prompt_tokens")->valuedouble;
 	assert_int_equal((uint32_t)pt, d.final.prompt_tokens);
-	if (!cJSON_IsNull(get(j, "choices.0.message.content")))
-		assert_string_equal(str(j, "choices.0.message.content"),
+	if (!cJSON_IsNull(json_at(j, "choices.0.message.content")))
+		assert_string_equal(json_str(j, "choices.0.message.content"),
 				    d.text);
 	streamed_equals(j, msgs_called, extra);
 	plain = chat(msgs_called, ",\"max_tokens\":8");
@@ -304,9 +261,10 @@ static void test_rendered(void **state)
 		 ",\"tools\":%s,\"tool_choice\":\"none\",\"max_tokens\":8",
 		 tools);
 	none = chat(msgs_called, extra);
-	assert_true(pt > get(plain, "usage.prompt_tokens")->valuedouble + 50);
-	assert_true(get(none, "usage.prompt_tokens")->valuedouble ==
-		    get(plain, "usage.prompt_tokens")->valuedouble);
+	assert_true(pt >
+		    json_at(plain, "usage.prompt_tokens")->valuedouble + 50);
+	assert_true(json_at(none, "usage.prompt_tokens")->valuedouble ==
+		    json_at(plain, "usage.prompt_tokens")->valuedouble);
 	cJSON_Delete(j);
 	cJSON_Delete(plain);
 	cJSON_Delete(none);
@@ -370,7 +328,7 @@ static void test_top_logprobs_text(void **state)
 	assert_true(t->n > 0);
 	j = chat(msgs, ",\"max_tokens\":12,\"logprobs\":true,"
 		       "\"top_logprobs\":3");
-	content = get(j, "choices.0.logprobs.content");
+	content = json_at(j, "choices.0.logprobs.content");
 	cJSON_ArrayForEach(e, content)
 	{
 		for (int i = 0; i < 3 && k < t->n; i++) {
@@ -378,7 +336,7 @@ static void test_top_logprobs_text(void **state)
 			char path[32];
 
 			snprintf(path, sizeof(path), "top_logprobs.%d.bytes", i);
-			b = get(e, path);
+			b = json_at(e, path);
 			assert_int_equal(cJSON_GetArraySize(b),
 					 (int)t->len[k][i]);
 			for (uint32_t x = 0; x < t->len[k][i]; x++)
@@ -387,7 +345,7 @@ static void test_top_logprobs_text(void **state)
 					->valuedouble,
 				    (uint8_t)t->text[k][i][x]);
 			snprintf(path, sizeof(path), "top_logprobs.%d.token", i);
-			assert_true(str(e, path)[0] != '<' ||
+			assert_true(json_str(e, path)[0] != '<' ||
 				    t->text[k][i][0] == '<');
 		}
 		k++;
@@ -402,12 +360,12 @@ static void expect_400(const char *path, const char *b, const char *param,
 		       const char *says)
 {
 	char *out;
-	int code = post(path, b, &out);
+	int code = http_to(&side, "POST", path, b, &out);
 	cJSON *j = cJSON_Parse(out);
 
 	if (code != 400 || !j || !strstr(out, says))
 		fail_msg("%s: %d %s", b, code, out);
-	assert_string_equal(str(j, "error.param"), param);
+	assert_string_equal(json_str(j, "error.param"), param);
 	cJSON_Delete(j);
 	free(out);
 }
@@ -486,14 +444,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int s = stop(&side), d = stop(&daemon_p);
+	struct proc *const sidecars[] = {&side};
 
 	(void)state;
-	if (s != 0 || d != 0) {
-		fprintf(stderr, "exit codes: sidecar %d, o1d %d\n", s, d);
-		return -1;
-	}
-	return o1_test_dir_remove(dir);
+	return harness_teardown(sidecars, 1);
 }
 
 int main(int argc, char **argv)
@@ -506,12 +460,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_refused),
 	};
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s O1D O1MODEL O1_SIDECAR\n", argv[0]);
+	if (harness_args(argc, argv, 0, 0, NULL))
 		return 2;
-	}
-	o1d_bin = argv[1];
-	o1model_bin = argv[2];
-	sidecar_bin = argv[3];
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
