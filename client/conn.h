@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "o1/client.h"
+#include "shm/handoff.h"
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/wire.h"
@@ -30,6 +31,9 @@ struct o1_client {
 	uint64_t *ends;
 	uint32_t reclaimed; /* submissions whose arena space is reclaimed */
 	uint64_t spin_ns;
+	struct o1_handoff handoff; /* submissions the daemon may not have run */
+	uint32_t cpu_told;	   /* our CPU as the cq's hint last said */
+	int waking; /* we rang the daemon awake; it has not taken it yet */
 	uint64_t ping_seq;
 	unsigned inflight;
 	/* alive.c: the daemon's end closed (sticky until a reconnect), when

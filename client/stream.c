@@ -17,6 +17,7 @@
 #include "common/error.h"
 
 #define WAIT_SLICE_NS 100000000ll /* re-check the socket this often */
+#define WAKING_MAX_NS 50000ull	  /* the longest a daemon wake-up is spun */
 
 _Static_assert(sizeof(((struct o1_event *)0)->top_ids) ==
 		   O1_WIRE_TOP_PER * sizeof(uint32_t),
@@ -89,6 +90,9 @@ static int publish(struct o1_client *c)
 	c->ends[(c->sq.local - 1) & c->sq.mask] = c->arena_tail;
 	o1_ring_commit(&c->sq);
 	ret = o1_doorbell_notify(o1_region_sq_ctrl(c->base, &c->l), c->efd);
+	if (ret >= 0)
+		o1_handoff_published(&c->handoff, ret == 1, o1_client_now_ns());
+	c->waking |= ret == 1;
 	return ret < 0 ? o1_client_fail(ret, "cannot wake the daemon") : 0;
 }
 
@@ -430,8 +434,12 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 			   int64_t slice_ns)
 {
 	struct o1_ring_ctrl *ctrl = o1_region_cq_ctrl(c->base, &c->l);
-	uint32_t seq = o1_doorbell_prepare(ctrl);
-	int ret = o1_client_take(c, ev);
+	uint32_t seq;
+	int ret;
+
+	o1_handoff_note_cpu(ctrl, &c->cpu_told, o1_handoff_cpu());
+	seq = o1_doorbell_prepare(ctrl);
+	ret = o1_client_take(c, ev);
 
 	if (ret == 0) {
 		ret = o1_doorbell_wait(ctrl, seq, slice_ns);
@@ -444,9 +452,32 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 	return ret;
 }
 
+/* Whether the daemon we rang awake is still on its way (it has not taken
+ * our submission, for at most MAX ns after START); once it has,
+ * *spin_from becomes now: the spin window counts from its wake-up. Spinning
+ * through its wake-up, rather than sleeping too, saves our own wake-up when
+ * its answer comes within the window: one wake-up a round trip instead of
+ * two (a Unix socket's costs two). Short: the kernel may have queued the
+ * daemon on our CPU, where it runs only when we stop (the handoff's yield
+ * covers that only when its CPU hint, where it slept, is ours); yielding
+ * every few us instead gave our CPU to unrelated work on a loaded host
+ * (p99 in ms). */
+static int daemon_waking(struct o1_client *c, uint64_t start, uint64_t now,
+			 uint64_t max, uint64_t *spin_from)
+{
+	if (!c->waking)
+		return 0;
+	if (now - start < max && o1_ring_unread(&c->sq) > 0)
+		return 1;
+	c->waking = 0;
+	*spin_from = now;
+	return 0;
+}
+
 int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 {
 	uint64_t start = o1_client_now_ns(), now, spin = c->spin_ns;
+	uint64_t spin_from = start, waking_max = WAKING_MAX_NS;
 	int64_t left, slice;
 	int ret;
 
@@ -455,6 +486,10 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 				      "the daemon is gone");
 	if (timeout_ns >= 0 && (uint64_t)timeout_ns < spin)
 		spin = (uint64_t)timeout_ns;
+	if (timeout_ns >= 0 && (uint64_t)timeout_ns < waking_max)
+		waking_max = (uint64_t)timeout_ns;
+	o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l), &c->cpu_told,
+			    o1_handoff_cpu());
 	for (;;) {
 		ret = o1_client_take(c, ev);
 		if (ret)
@@ -462,8 +497,13 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 		if (c->gone)
 			return o1_client_gone_error(c);
 		now = o1_client_now_ns();
-		if (now - start < spin)
+		if (daemon_waking(c, start, now, waking_max, &spin_from) ||
+		    now - spin_from < spin) {
+			o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l),
+					    &c->cpu_told, o1_handoff_cpu());
+			o1_handoff_spin(&c->handoff, &c->sq, now);
 			continue;
+		}
 		left = timeout_ns < 0 ? WAIT_SLICE_NS
 				      : timeout_ns - (int64_t)(now - start);
 		if (left <= 0)

@@ -89,6 +89,13 @@ int o1_ring_space(struct o1_ring *r)
 	return (int)(o1_ring_capacity(r) - (r->local - r->peer));
 }
 
+int o1_ring_unread(struct o1_ring *r)
+{
+	int ret = reload_head(r);
+
+	return ret ? ret : (int)(r->pub - r->peer);
+}
+
 /* Reloads the producer's tail; it must lie within capacity past the head
  * we published and not behind what we have already read. */
 static int reload_tail(struct o1_ring *r)

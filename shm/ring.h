@@ -12,6 +12,8 @@
  *             (acquire): slots before tail are committed and fully written.
  *   flags     written by the consumer only: O1_RING_NEED_WAKEUP (it is about
  *             to sleep), O1_RING_DRAINING (it accepts no new work).
+ *   cpu       (flags' line) written by the consumer only: the CPU it last
+ *             ran on, plus one; a scheduling hint, never trusted.
  *   doorbell  incremented by the producer when it wakes a sleeping consumer;
  *             the consumer waits on it as a futex word (see doorbell.h).
  * Indices are free-running uint32 counters; slot = index & (capacity - 1).
@@ -48,6 +50,8 @@ struct o1_ring_ctrl {
 	_Alignas(O1_CACHELINE) _Atomic uint32_t head;
 	_Alignas(O1_CACHELINE) _Atomic uint32_t tail;
 	_Alignas(O1_CACHELINE) _Atomic uint32_t flags;
+	_Atomic uint32_t cpu; /* consumer: its CPU + 1 (0: unknown), a hint
+			       * for the producer's handoff (handoff.h) */
 	_Alignas(O1_CACHELINE) _Atomic uint32_t doorbell;
 };
 _Static_assert(sizeof(struct o1_ring_ctrl) == 4 * O1_CACHELINE, "ring ctrl");
@@ -102,6 +106,9 @@ int o1_ring_ready(struct o1_ring *r);
 /* Producer: free slots as of the latest head, or -O1_E_PROTOCOL on a
  * corrupt head. */
 int o1_ring_space(struct o1_ring *r);
+/* Producer: published entries the consumer has not handed back yet (its
+ * head read now), or -O1_E_PROTOCOL on a corrupt head. */
+int o1_ring_unread(struct o1_ring *r);
 
 static inline uint32_t o1_ring_capacity(const struct o1_ring *r)
 {

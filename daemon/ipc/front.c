@@ -3,7 +3,8 @@
  * Each pass drains every client's submission ring (copy, validate, hand
  * over), calls the consumer's ->poll, then publishes the completions each
  * client received (one commit and at most one wake-up per client per
- * pass). With no work for spin_us the loop sleeps in io_uring: for each
+ * pass). With no work for spin_us (5 us while none of the last 8 idle
+ * periods was shorter than spin_us) the loop sleeps in io_uring: for each
  * client it reads the submission doorbell and sets NEED_WAKEUP
  * (o1_doorbell_prepare, a full fence), arms one FUTEX_WAIT on the doorbell
  * word (or a POLL_ADD on the client's eventfd), re-checks every ring, and
@@ -64,6 +65,7 @@
 
 #include "control.h"
 #include "shm/doorbell.h"
+#include "shm/handoff.h"
 #include "common/error.h"
 #include "front.h"
 #include "common/log.h"
@@ -73,6 +75,7 @@
 #define O1_FUTEX2_SIZE_U32	0x02 /* futex2 flags; no FUTEX2_PRIVATE */
 #define O1_FUTEX_MASK_ANY	0xffffffffull
 #define TICK_NS			100000000ll
+#define SPIN_SHORT_NS		5000ull /* the spin while spinning does not pay */
 
 static uint64_t now_ns(void)
 {
@@ -495,6 +498,8 @@ static void rearm(struct o1_ipc_server *srv)
  * (and, when it asked, through its control socket too). */
 static void flush(struct o1_ipc_server *srv)
 {
+	uint64_t now = 0;
+
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 		int rang;
@@ -504,6 +509,9 @@ static void flush(struct o1_ipc_server *srv)
 		c->cq_dirty = 0;
 		o1_ring_commit(&c->cq);
 		rang = o1_doorbell_notify(o1_region_cq_ctrl(c->base, &c->l), -1);
+		if (!now)
+			now = now_ns();
+		o1_handoff_published(&c->handoff, rang == 1, now);
 		if (rang < 0)
 			o1_warn("ipc: cannot wake client %u", c->id);
 		if (rang == 1 && c->wake_sock &&
@@ -546,13 +554,17 @@ static int drain_client(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 static int pass(struct o1_ipc_server *srv)
 {
 	int work = process_cqes(srv);
+	uint32_t cpu = o1_handoff_cpu();
 
 	srv->posted = 0;
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
-		if (c->state == O1_IPC_ACTIVE && !c->doomed)
-			work += drain_client(srv, c);
+		if (c->state != O1_IPC_ACTIVE || c->doomed)
+			continue;
+		o1_handoff_note_cpu(o1_region_sq_ctrl(c->base, &c->l),
+				    &c->cpu_told, cpu);
+		work += drain_client(srv, c);
 	}
 	if (srv->cons.poll)
 		srv->cons.poll(srv->cons.ctx, srv);
@@ -613,24 +625,84 @@ static void finish_sleep(struct o1_ipc_server *srv)
 	}
 }
 
-static void sleep_once(struct o1_ipc_server *srv)
+/* Sleeps until a completion, or for at most limit_ns (0: no limit);
+ * returns 1 when the limit ended it. */
+static int sleep_once(struct o1_ipc_server *srv, uint64_t limit_ns)
 {
-	int ret;
+	struct __kernel_timespec ts;
+	struct io_uring_cqe *cqe;
+	int ret = 0;
 
+	ts.tv_sec = (long long)(limit_ns / 1000000000ull);
+	ts.tv_nsec = (long long)(limit_ns % 1000000000ull);
 	if (prepare_sleep(srv) || atomic_load(&srv->stop)) {
 		io_uring_submit(&srv->ring);
 	} else {
 		srv->st.sleeps++;
-		ret = io_uring_submit_and_wait(&srv->ring, 1);
-		if (ret < 0 && ret != -EINTR)
+		if (limit_ns)
+			ret = io_uring_submit_and_wait_timeout(&srv->ring, &cqe,
+							       1, &ts, NULL);
+		else
+			ret = io_uring_submit_and_wait(&srv->ring, 1);
+		if (ret < 0 && ret != -ETIME && ret != -EINTR)
 			o1_warn("ipc: io_uring wait: %s", strerror(-ret));
 	}
 	finish_sleep(srv);
+	return ret == -ETIME;
+}
+
+/* The loop has been idle past its spin window at now: spins on (0) while
+ * a post is due soon by the consumer's cadence, else sleeps (1), waking
+ * in time for the next post when one is expected. */
+static int idle_sleep(struct o1_ipc_server *srv, uint64_t now)
+{
+	uint64_t until = 0,
+		 wake = o1_ipc_cadence_wake(&srv->cadence, now, &until);
+
+	if (wake && wake <= now) {
+		srv->spin_until_ns = until;
+		return 0;
+	}
+	if (sleep_once(srv, wake ? wake - now : 0) && wake) {
+		srv->spin_until_ns = until;
+		srv->st.cadence_wakes++;
+	}
+	return 1;
+}
+
+/* An idle turn of the spin: yields the CPU to a client that may be
+ * queued behind us with completions it has not taken (shm/handoff.h). */
+static void handoff(struct o1_ipc_server *srv, uint64_t now)
+{
+	for (uint32_t i = srv->n_live; i-- > 0;) {
+		struct o1_ipc_client *c = o1_ipc_live(srv, i);
+
+		if (c->state == O1_IPC_ACTIVE && !c->doomed)
+			srv->st.handoffs +=
+			    (uint64_t)o1_handoff_spin(&c->handoff, &c->cq, now);
+	}
+}
+
+/* Learns from an idle period of IDLE ns that just ended whether spinning
+ * pays; returns the spin window for the next one: spin_ns while one of
+ * the last 8 idle periods ended within spin_ns (the spin caught it, or
+ * would have), else SPIN_SHORT_NS. A client that calls every few
+ * milliseconds so costs no spin, whose CPU time would also make the
+ * scheduler wake this thread later (it places a thread that ran past its
+ * share behind the others); the first quick follow-up restores it. */
+static uint64_t learn_spin(struct o1_ipc_server *srv, uint64_t idle,
+			   uint64_t spin_ns)
+{
+	srv->spin_hist = (uint8_t)(srv->spin_hist << 1 | (idle < spin_ns));
+	if (srv->spin_hist || spin_ns < SPIN_SHORT_NS)
+		return spin_ns;
+	return SPIN_SHORT_NS;
 }
 
 int o1_ipc_server_run(struct o1_ipc_server *srv)
 {
-	uint64_t spin_ns = srv->o.spin_us * 1000ull, last = now_ns();
+	uint64_t spin_ns = srv->o.spin_us * 1000ull, window = spin_ns;
+	uint64_t last = now_ns(), idle_since = 0, now;
 	int work;
 
 	srv->slept = 0;
@@ -643,13 +715,24 @@ int o1_ipc_server_run(struct o1_ipc_server *srv)
 		srv->slept = 0;
 		if (work) {
 			last = now_ns();
+			if (srv->posted)
+				o1_ipc_cadence_post(&srv->cadence, last);
+			if (idle_since)
+				window =
+				    learn_spin(srv, last - idle_since, spin_ns);
+			idle_since = 0;
 			continue;
 		}
+		if (!idle_since)
+			idle_since = last;
 		if (io_uring_sq_ready(&srv->ring))
 			io_uring_submit(&srv->ring);
-		if (now_ns() - last < spin_ns)
+		now = now_ns();
+		if (now - last < window || now < srv->spin_until_ns ||
+		    !idle_sleep(srv, now)) {
+			handoff(srv, now);
 			continue;
-		sleep_once(srv);
+		}
 		srv->slept = 1;
 		last = now_ns();
 	}

@@ -11,7 +11,9 @@
 
 #include <liburing.h>
 
+#include "cadence.h"
 #include "ipc.h"
+#include "shm/handoff.h"
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/wire.h"
@@ -67,6 +69,8 @@ struct o1_ipc_client {
 	int wake_sock;		    /* wake it on the control socket too */
 	int sock_armed, bell_armed;
 	int cq_dirty;	  /* claimed completions not yet committed */
+	struct o1_handoff handoff; /* completions it may not have taken */
+	uint32_t cpu_told; /* the loop's CPU as its sq's hint last said */
 	int blocked;	  /* completion ring was full this pass */
 	int doomed;	  /* torn down at the end of the pass */
 	int bad_stamp;	  /* an unusable sent_ns was logged */
@@ -111,6 +115,9 @@ struct o1_ipc_server {
 	int any_doomed;
 	uint32_t posted; /* events posted during the current pass */
 	int slept;	 /* the current pass is the first after a sleep */
+	uint8_t spin_hist; /* a bit per idle period: shorter than spin_us */
+	struct o1_ipc_cadence cadence; /* the consumer's posting pace */
+	uint64_t spin_until_ns;	       /* spin through a post due by then */
 	int accept_armed, kick_armed, sig_armed, timer_armed;
 	struct __kernel_timespec tick;
 	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */

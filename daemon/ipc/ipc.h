@@ -190,6 +190,10 @@ struct o1_ipc_stats {
 	uint64_t admin_requests;
 	uint64_t wakeups_spin; /* work found while busy-polling */
 	uint64_t sleeps;       /* times the loop slept in io_uring */
+	uint64_t handoffs;     /* CPU yielded to a client that had not yet
+				* taken its completions (shm/handoff.h) */
+	uint64_t cadence_wakes; /* sleeps ended early for a post due by the
+				 * consumer's pace (cadence.h) */
 	uint64_t cq_full;      /* posts refused for backpressure */
 	/* Wake-up latency of valid PING and SUBMIT entries (sent_ns to
 	 * copy-out), by how the loop found them: samples and their sum. */

@@ -130,6 +130,27 @@ static void test_commit_wrap(void **state)
 	free(f);
 }
 
+/* The producer's count of entries published and not handed back: claims
+ * count only once committed, the consumer's advance only once released. */
+static void test_unread(void **state)
+{
+	struct fixture *f = fx_new(4);
+	void *slot;
+
+	(void)state;
+	assert_int_equal(o1_ring_unread(&f->prod), 0);
+	assert_int_equal(o1_ring_claim(&f->prod, &slot), 0);
+	assert_int_equal(o1_ring_unread(&f->prod), 0);
+	o1_ring_commit(&f->prod);
+	push(&f->prod, 7);
+	assert_int_equal(o1_ring_unread(&f->prod), 2);
+	pop(&f->cons);
+	assert_int_equal(o1_ring_unread(&f->prod), 1);
+	assert_int_equal(pop(&f->cons), 7);
+	assert_int_equal(o1_ring_unread(&f->prod), 0);
+	free(f);
+}
+
 /* A peer that publishes an impossible index is reported, not trusted. */
 static void test_corrupt_indices(void **state)
 {
@@ -149,6 +170,7 @@ static void test_corrupt_indices(void **state)
 	atomic_store(&f->ctrl.head, 9); /* consumer claims to be ahead */
 	assert_int_equal(o1_ring_claim(&f->prod, &slot), -O1_E_PROTOCOL);
 	assert_int_equal(o1_ring_space(&f->prod), -O1_E_PROTOCOL);
+	assert_int_equal(o1_ring_unread(&f->prod), -O1_E_PROTOCOL);
 	atomic_store(&f->ctrl.head, 0);
 	assert_int_equal(o1_ring_claim(&f->prod, &slot), -EAGAIN);
 	free(f);
@@ -248,6 +270,7 @@ int main(void)
 	    cmocka_unit_test(test_init_rejects),
 	    cmocka_unit_test(test_empty_full),
 	    cmocka_unit_test(test_commit_wrap),
+	    cmocka_unit_test(test_unread),
 	    cmocka_unit_test(test_corrupt_indices),
 	    cmocka_unit_test(test_two_threads),
 	};

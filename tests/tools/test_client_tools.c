@@ -239,6 +239,36 @@ static void test_o1bench_ping(void **state)
 	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
 }
 
+/* o1bench stream serves its own socket (front loop and engine thread in
+ * process): every path reports every token, and bad arguments exit 2. */
+static void test_o1bench_stream(void **state)
+{
+	static const char *const lines[] = {
+	    "stream-spin", "stream-sleep", "stream-sleep-client-default",
+	    "unix-stream", "unix-stream-sleep"};
+	static const int counts[] = {300, 20, 20, 300, 20};
+	char cmd[1024], out[4096];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd),
+		 "%s stream --socket %s.stream --tokens 300 --sleep-tokens 20 "
+		 "--gap-us 300 --spin-gap-us 5 --spin-us 50 2>/dev/null",
+		 o1bench, srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(line_kv(out, lines[i], "n"), counts[i]);
+		assert_true(line_kv(out, lines[i], "p50_us") > 0);
+		assert_true(line_kv(out, lines[i], "p50_us") <=
+			    line_kv(out, lines[i], "p99_us"));
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "%s stream --socket %s.stream --tokens 0 2>/dev/null", o1bench,
+		 srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
+	snprintf(cmd, sizeof(cmd), "%s stream --tokens 2>/dev/null", o1bench);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
+}
+
 static void test_o1bench_errors(void **state)
 {
 	char cmd[1024], out[4096];
@@ -287,6 +317,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_o1bench_run),
 	    cmocka_unit_test(test_o1bench_connections),
 	    cmocka_unit_test(test_o1bench_ping),
+	    cmocka_unit_test(test_o1bench_stream),
 	    cmocka_unit_test(test_o1bench_errors),
 	};
 
