@@ -587,6 +587,28 @@ static int parse_braces(struct lexer *lx, uint32_t *min, uint32_t *max)
 	return 0;
 }
 
+/* x?, x* or x+: the quantifiers that nest into one (below). */
+static bool unit_rep(uint32_t min, uint32_t max)
+{
+	return (min == 0 && max == 1) || (min <= 1 && max == GR_INF);
+}
+
+/* A unit quantifier on a unit repetition is one repetition: (x+)+ = x+,
+ * (x?)+ = (x+)? = x*, (x?)? = x? (min the product, max unbounded if
+ * either is). Built as written, each + copies its operand (x x*), so
+ * nested ones grew the NFA as 2^depth: 18 plus signs took seconds. */
+static bool fold_rep(struct gparse *p, uint32_t item, uint32_t min,
+		     uint32_t max)
+{
+	struct gast *a = &p->ast[item];
+
+	if (a->kind != GA_REP || !unit_rep(a->a, a->b) || !unit_rep(min, max))
+		return false;
+	a->b = a->b == GR_INF || max == GR_INF ? GR_INF : 1;
+	a->a = a->a * min;
+	return true;
+}
+
 static int wrap_rep(struct lexer *lx, uint32_t *item)
 {
 	uint32_t line = lx->line, col = lx->col, min = 0, max = GR_INF, rep;
@@ -600,6 +622,8 @@ static int wrap_rep(struct lexer *lx, uint32_t *item)
 		rc = parse_braces(lx, &min, &max);
 	else
 		advance(lx);
+	if (!rc && fold_rep(lx->p, *item, min, max))
+		return 0;
 	if (!rc)
 		rc = new_node(lx, GA_REP, line, col, &rep);
 	if (rc)

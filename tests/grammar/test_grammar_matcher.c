@@ -132,6 +132,50 @@ static void test_ambiguity(void **state)
 	o1_grammar_destroy(g);
 }
 
+/* Nested ?, * and + are one repetition: same language, and 40 nested
+ * plus signs compile to what one does (each + used to copy its operand:
+ * 2^depth states, seconds at 18). Counted repetitions stay as written. */
+static void test_nested_quantifiers(void **state)
+{
+	static const struct {
+		const char *text, *in;
+		int want;
+	} cases[] = {
+	    {"root ::= (\"a\"?)+", "", 2},   {"root ::= (\"a\"?)+", "aaa", 2},
+	    {"root ::= (\"a\"+)?", "", 2},   {"root ::= (\"a\"+)?", "aa", 2},
+	    {"root ::= (\"a\"?)?", "a", 2},  {"root ::= (\"a\"?)?", "aa", 0},
+	    {"root ::= (\"a\"*)+", "", 2},   {"root ::= (\"a\"+)+", "", 1},
+	    {"root ::= (\"a\"{2}){2}", "aaa", 1},
+	    {"root ::= (\"a\"{2}){2}", "aaaa", 2},
+	    {"root ::= (\"a\"{2}){2}", "aaaaa", 0},
+	};
+	char deep[64] = "root ::= \"a\"";
+	struct o1_grammar *one = compile("root ::= \"a\"+"), *g;
+	struct o1_grammar_matcher *m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		g = compile(cases[i].text);
+		assert_int_equal(o1_grammar_matcher_create(g, NULL, NULL, &m),
+				 0);
+		if (judge(m, cases[i].in) != cases[i].want)
+			fail_msg("%s on '%s': %d, not %d", cases[i].text,
+				 cases[i].in, judge(m, cases[i].in),
+				 cases[i].want);
+		o1_grammar_matcher_destroy(m);
+		o1_grammar_destroy(g);
+	}
+	memset(deep + strlen(deep), '+', 40);
+	g = compile(deep);
+	assert_int_equal(o1_grammar_n_states(g), o1_grammar_n_states(one));
+	assert_int_equal(o1_grammar_matcher_create(g, NULL, NULL, &m), 0);
+	assert_int_equal(judge(m, "aaaa"), 2);
+	assert_int_equal(judge(m, ""), 1);
+	o1_grammar_matcher_destroy(m);
+	o1_grammar_destroy(g);
+	o1_grammar_destroy(one);
+}
+
 static void test_recursion_limits(void **state)
 {
 	struct o1_grammar *g = compile("root ::= \"(\" root \")\" | \"x\"");
@@ -290,6 +334,7 @@ int main(void)
 	    cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_split_steps),
 	    cmocka_unit_test(test_ambiguity),
+	    cmocka_unit_test(test_nested_quantifiers),
 	    cmocka_unit_test(test_recursion_limits),
 	    cmocka_unit_test(test_stack_limit),
 	    cmocka_unit_test(test_rollback),
