@@ -366,6 +366,8 @@ static void sock_event(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	}
 }
 
+static int room_made(struct o1_ipc_client *c);
+
 static void housekeeping(struct o1_ipc_server *srv)
 {
 	uint64_t now = now_ns();
@@ -375,6 +377,8 @@ static void housekeeping(struct o1_ipc_server *srv)
 	for (uint32_t i = srv->n_live; i-- > 0;) {
 		struct o1_ipc_client *c = o1_ipc_live(srv, i);
 
+		if (c->blocked && room_made(c))
+			srv->st.tick_refills++;
 		o1_ipc_guard_tick(srv, c, now);
 		if (c->state == O1_IPC_HELLO && !c->doomed &&
 		    now > c->hello_deadline_ns)

@@ -208,6 +208,8 @@ struct o1_ipc_stats {
 	uint64_t ticks;		    /* housekeeping passes (every 100 ms) */
 	uint64_t room_wakes; /* wake-ups by a reader that made room in a full
 			      * completion ring */
+	uint64_t tick_refills; /* full rings a housekeeping pass found with
+				* room made: refills no wake-up brought */
 	int futex_wait;		 /* 1: IORING_OP_FUTEX_WAIT in use */
 };
 

@@ -88,6 +88,7 @@ static void add_front(const struct o1_ipc_stats *ist, cJSON *o)
 	cJSON_AddNumberToObject(f, "sleeps", (double)ist->sleeps);
 	cJSON_AddNumberToObject(f, "ticks", (double)ist->ticks);
 	cJSON_AddNumberToObject(f, "room_wakes", (double)ist->room_wakes);
+	cJSON_AddNumberToObject(f, "tick_refills", (double)ist->tick_refills);
 }
 
 static void add_status(struct o1_engine *e, cJSON *o)

@@ -84,14 +84,14 @@ int server_stats(struct test_server *s, struct server_stats *st)
 		   "wake_sleep=%llu wake_sleep_ns=%llu wake_invalid=%llu "
 		   "observed=%llu observed_max_ns=%llu wake_empty=%llu "
 		   "storms=%llu evicted=%llu uid_refused=%llu ticks=%llu "
-		   "cq_full=%llu room_wakes=%llu",
+		   "cq_full=%llu room_wakes=%llu tick_refills=%llu",
 		   &st->connected, &st->total, &st->refused, &st->deaths,
 		   &st->violations, &st->kicked, &st->requests, &st->pings,
 		   &st->sleeps, &st->futex, &st->wake_spin, &st->wake_spin_ns,
 		   &st->wake_sleep, &st->wake_sleep_ns, &st->wake_invalid,
 		   &st->observed, &st->observed_max_ns, &st->wake_empty,
 		   &st->storms, &st->evicted, &st->uid_refused, &st->ticks,
-		   &st->cq_full, &st->room_wakes) != 24)
+		   &st->cq_full, &st->room_wakes, &st->tick_refills) != 25)
 		return -1;
 	return 0;
 }

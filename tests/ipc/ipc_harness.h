@@ -34,7 +34,7 @@ struct server_stats {
 	unsigned long long wake_empty, storms, evicted, uid_refused;
 	/* housekeeping ticks, posts refused for a full completion ring,
 	 * wake-ups by readers that made room there */
-	unsigned long long ticks, cq_full, room_wakes;
+	unsigned long long ticks, cq_full, room_wakes, tick_refills;
 };
 
 /* Starts the server binary with extra args (NULL-terminated); 0 or -1.

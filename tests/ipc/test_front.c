@@ -145,13 +145,17 @@ static void park_then_read(int spin, uint32_t n_logprobs)
 	read_stream(c, spin, n_logprobs);
 	assert_int_equal(server_stats(&s, &c1), 0);
 	/* 25+ refills: without the reader's wake-ups most of them wait for
-	 * the 100 ms tick (20 or more ticks, measured so) */
-	if (c1.ticks - c0.ticks > 12)
-		fail_msg("%llu ticks while reading: refills waited for them",
-			 c1.ticks - c0.ticks);
+	 * the 100 ms tick, which then finds their room (counted, not timed:
+	 * a slow machine makes more ticks go by, not more of these); a few
+	 * may meet a tick by chance, as room made just before it */
+	if (c1.tick_refills - c0.tick_refills > 6)
+		fail_msg("%llu refills found at a tick: they waited for it",
+			 c1.tick_refills - c0.tick_refills);
 	print_message("parked: %llu sleeps, %llu ticks, %llu stats requests; "
-		      "reading: %llu ticks, %llu room wake-ups, %llu empty\n",
+		      "reading: %llu ticks, %llu refills at a tick, %llu room "
+		      "wake-ups, %llu empty\n",
 		      sleeps, ticks, hups, c1.ticks - c0.ticks,
+		      c1.tick_refills - c0.tick_refills,
 		      c1.room_wakes - c0.room_wakes,
 		      c1.wake_empty - c0.wake_empty);
 	/* a ring that crosses the loop's own re-check finds nothing now and

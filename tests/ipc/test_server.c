@@ -263,7 +263,7 @@ static void print_stats(struct o1_ipc_server *srv)
 	    "wake_sleep=%llu wake_sleep_ns=%llu wake_invalid=%llu "
 	    "observed=%llu observed_max_ns=%llu wake_empty=%llu storms=%llu "
 	    "evicted=%llu uid_refused=%llu ticks=%llu cq_full=%llu "
-	    "room_wakes=%llu\n",
+	    "room_wakes=%llu tick_refills=%llu\n",
 	    (unsigned long long)st.clients_connected,
 	    (unsigned long long)st.clients_total,
 	    (unsigned long long)st.clients_refused,
@@ -280,7 +280,8 @@ static void print_stats(struct o1_ipc_server *srv)
 	    (unsigned long long)st.wake_storms,
 	    (unsigned long long)st.half_open_evicted,
 	    (unsigned long long)st.uid_refused, (unsigned long long)st.ticks,
-	    (unsigned long long)st.cq_full, (unsigned long long)st.room_wakes);
+	    (unsigned long long)st.cq_full, (unsigned long long)st.room_wakes,
+	    (unsigned long long)st.tick_refills);
 	fflush(stdout);
 }
 
