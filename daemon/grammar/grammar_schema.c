@@ -568,6 +568,7 @@ struct obj {
 	char add[16];	   /* additional members' values, "" for none */
 	const cJSON *props; /* names additional keys must avoid */
 	const cJSON *req;
+	const char *path; /* the object's, for a refused property name */
 };
 
 static bool is_required(const cJSON *req, const char *name)
@@ -622,6 +623,7 @@ static int object_parts(struct gsc *c, const cJSON *s, const char *path,
 	uint32_t cap = 0;
 	int rc = 0;
 
+	o->path = path;
 	o->props = cJSON_GetObjectItemCaseSensitive(s, "properties");
 	o->req = cJSON_GetObjectItemCaseSensitive(s, "required");
 	if ((o->props && !cJSON_IsObject(o->props)) ||
@@ -663,10 +665,14 @@ static int object_parts(struct gsc *c, const cJSON *s, const char *path,
 }
 
 /* One known member: "key" : value. */
-static int member_text(struct gsc *c, const struct member *m, struct gbuf *e)
+static int member_text(struct gsc *c, const struct obj *o,
+		       const struct member *m, struct gbuf *e)
 {
 	struct gbuf key = {0};
 	int rc = gs_json_string(&key, m->name);
+
+	if (rc == -O1_E_FORMAT)
+		rc = gs_fail(c, rc, o->path, "a property name is not UTF-8");
 
 	if (!rc && !key.oom) {
 		gb_lit(e, key.p, key.n);
@@ -821,6 +827,8 @@ static int extra_key(struct gsc *c, const struct obj *o, struct gbuf *e)
 	rc = t ? 0 : -ENOMEM;
 	for (const cJSON *x = o->props->child; x && !rc; x = x->next)
 		rc = trie_add(&t, &n, &cap, x->string);
+	if (rc == -O1_E_FORMAT)
+		rc = gs_fail(c, rc, o->path, "a property name is not UTF-8");
 	for (uint32_t node = 0; node < n && !rc; node++)
 		rc = key_rule(c, t, set, node);
 	if (!rc)
@@ -866,15 +874,15 @@ static int members_required(struct gsc *c, const struct obj *o,
 		first++;
 	for (uint32_t i = 0; i < first && !rc; i++) {
 		gb_put(e, "(");
-		rc = member_text(c, &o->m[i], e);
+		rc = member_text(c, o, &o->m[i], e);
 		comma(c, e);
 		gb_put(e, ")? ");
 	}
-	rc = rc ?: member_text(c, &o->m[first], e);
+	rc = rc ?: member_text(c, o, &o->m[first], e);
 	for (uint32_t i = first + 1; i < o->n && !rc; i++) {
 		gb_put(e, o->m[i].required ? " " : " (");
 		comma(c, e);
-		rc = member_text(c, &o->m[i], e);
+		rc = member_text(c, o, &o->m[i], e);
 		gb_put(e, o->m[i].required ? "" : ")?");
 	}
 	return rc ?: extra_rest(c, o, e);
@@ -892,7 +900,7 @@ static int members_optional(struct gsc *c, const struct obj *o,
 	for (uint32_t j = o->n; j-- > 1 && !rc;) {
 		gb_printf(&c->rules, "t%u-%u ::= (", set, j);
 		comma(c, &c->rules);
-		rc = member_text(c, &o->m[j], &c->rules);
+		rc = member_text(c, o, &o->m[j], &c->rules);
 		if (j + 1 < o->n)
 			gb_printf(&c->rules, ")? t%u-%u\n", set, j + 1);
 		else
@@ -901,7 +909,7 @@ static int members_optional(struct gsc *c, const struct obj *o,
 	gb_put(e, "(");
 	for (uint32_t i = 0; i < o->n && !rc; i++) {
 		gb_put(e, i ? " | " : "");
-		rc = member_text(c, &o->m[i], e);
+		rc = member_text(c, o, &o->m[i], e);
 		if (i + 1 < o->n)
 			gb_printf(e, " t%u-%u", set, i + 1);
 		rc = rc ?: extra_rest(c, o, e);
@@ -935,8 +943,6 @@ static int gen_object(struct gsc *c, const cJSON *s, const char *path,
 		gb_put(e, "\"}\")");
 	}
 	free(o.m);
-	if (rc == -O1_E_FORMAT)
-		rc = gs_fail(c, rc, path, "a property name is not UTF-8");
 	return rc;
 }
 

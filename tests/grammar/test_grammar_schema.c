@@ -612,6 +612,19 @@ static void test_refusals(void **state)
 	    {"{\"enum\":[1],\"minimum\":0}", -O1_E_UNSUPPORTED,
 	     "'enum' beside"},
 	    {"{\"type\":\"bogus\"}", -O1_E_FORMAT, "'type' must name"},
+	    /* an object's refused member or keyword keeps its own message
+	     * (gen_object once said "a property name is not UTF-8" for
+	     * every format error below an object) */
+	    {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+	     "\"bogus\"}}}",
+	     -O1_E_FORMAT, "'type' must name JSON types (at #/properties/a)"},
+	    {"{\"type\":\"object\",\"properties\":5}", -O1_E_FORMAT,
+	     "'properties' must be an object"},
+	    {"{\"type\":\"object\",\"properties\":{\"a\xff\":{}}}",
+	     -O1_E_FORMAT, "a property name is not UTF-8 (at #)"},
+	    {"{\"properties\":{\"b\":{\"type\":\"object\",\"properties\":"
+	     "{\"a\xff\":{}},\"additionalProperties\":false}}}",
+	     -O1_E_FORMAT, "a property name is not UTF-8 (at #/properties/b)"},
 	    {"{\"minLength\":-1}", -O1_E_FORMAT, "non-negative integer"},
 	    {"{\"maxItems\":20000}", -O1_E_UNSUPPORTED, "over 10000"},
 	    {"{\"anyOf\":[]}", -O1_E_FORMAT, "non-empty list"},
