@@ -107,14 +107,18 @@ struct run {
 
 /* A refused FINAL: a refinement request out of the daemon's bounds is
  * most likely refine_steps above its refine.max_steps; a refused grammar
- * is response_format's (the ERROR before the FINAL says why). */
+ * is response_format's, or the tools' when tool_choice forced a call
+ * (the ERROR before the FINAL says why). */
 static enum MHD_Result fail_final(struct run *r, const struct o1_event *ev)
 {
 	char detail[160];
 
 	if (ev->error == -O1_E_GRAMMAR)
 		return fail_param(r->c, ev->error, r->error,
-				  "response_format");
+				  r->req.grammar_type ==
+					  O1_GRAMMAR_TYPE_TOOL_CALL
+				      ? "tools"
+				      : "response_format");
 	if (ev->error != -O1_E_BOUNDS || !r->req.refine_steps)
 		return fail(r->c, ev->error, r->error);
 	snprintf(detail, sizeof(detail),

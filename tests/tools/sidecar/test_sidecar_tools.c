@@ -406,6 +406,13 @@ static void test_refused(void **state)
 		       "{\"name\":\"f\"}}],\"tool_choice\":\"required\","
 		       "\"response_format\":{\"type\":\"json_object\"}",
 		 "tool_choice", "response_format");
+	/* parameters o1d's schema compiler refuses: the 400 names tools
+	 * (not response_format) and says why, at the member's place */
+	bad_chat(msgs, ",\"tools\":[{\"type\":\"function\",\"function\":"
+		       "{\"name\":\"f\",\"parameters\":{\"type\":\"object\","
+		       "\"properties\":{\"a\":{\"type\":\"bogus\"}}}}}],"
+		       "\"tool_choice\":\"required\"",
+		 "tools", "'type' must name JSON types");
 	bad_chat("[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"x\","
 		 "\"type\":\"function\",\"function\":{\"name\":\"f\","
 		 "\"arguments\":\"{oops\"}}]}]",
