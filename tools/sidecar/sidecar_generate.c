@@ -435,6 +435,8 @@ enum MHD_Result o1_sidecar_generate(struct o1_sidecar_conn *c,
 	o1_sidecar_out_init(&r->out, &r->req, r->model);
 	r->out.tool_format = tool_format(r);
 	ret = next(r, &r->first);
+	if (ret == 1 && r->first.type == O1_EVENT_ERROR) /* why; the FINAL */
+		ret = next(r, &r->first); /* that fails follows at once */
 	r->have_first = ret == 1;
 	if (ret < 0) {
 		res = fail(c, ret, NULL);

@@ -413,6 +413,12 @@ static void test_refused(void **state)
 		       "\"properties\":{\"a\":{\"type\":\"bogus\"}}}}}],"
 		       "\"tool_choice\":\"required\"",
 		 "tools", "'type' must name JSON types");
+	/* streamed too: a 400 before any event, not an error event in a
+	 * 200 stream (the ERROR came before the FINAL that fails) */
+	bad_chat(msgs, ",\"stream\":true,\"tools\":[{\"type\":\"function\","
+		       "\"function\":{\"name\":\"f\",\"parameters\":{\"type\":"
+		       "\"bogus\"}}}],\"tool_choice\":\"required\"",
+		 "tools", "'type' must name JSON types");
 	bad_chat("[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"x\","
 		 "\"type\":\"function\",\"function\":{\"name\":\"f\","
 		 "\"arguments\":\"{oops\"}}]}]",
