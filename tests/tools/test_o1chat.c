@@ -209,6 +209,8 @@ static void test_bad_uses(void **state)
 	    {tools, "--tool-choice get_date x", "--tool-choice get_date"},
 	    {NULL, "--tool-choice auto x", "needs --tools"},
 	    {tools, "--raw x", "not --raw"},
+	    /* ranges printed as numbers, not %g's 1.04858e+06 */
+	    {NULL, "--max-tokens 0 x", "[1, 1048576]"},
 	};
 	struct daemon_proc *d = *state;
 	char path[192], args[512], out[1024], err[2048];
@@ -228,6 +230,25 @@ static void test_bad_uses(void **state)
 	}
 }
 
+/* Parameters o1d's schema compiler refuses: exit 1 and the daemon's
+ * reason on stderr, not only the error code's text. */
+static void test_refused_parameters(void **state)
+{
+	struct daemon_proc *d = *state;
+	char path[192], args[512], out[1024], err[2048];
+
+	put(d, "bogus.json",
+	    "[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+	    "\"parameters\":{\"type\":\"bogus\"}}}]",
+	    path, sizeof(path));
+	snprintf(args, sizeof(args), "--tools %s --tool-choice required x",
+		 path);
+	assert_int_equal(o1chat(d, args, out, sizeof(out), err, sizeof(err)),
+			 1);
+	if (!strstr(err, "'type' must name JSON types"))
+		fail_msg("no reason: %s", err);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +256,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_named),
 	    cmocka_unit_test(test_auto),
 	    cmocka_unit_test(test_bad_uses),
+	    cmocka_unit_test(test_refused_parameters),
 	};
 
 	if (argc < 4) {

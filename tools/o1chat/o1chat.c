@@ -88,7 +88,7 @@ static int parse_num(const char *opt, const char *s, double lo, double hi,
 	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
 		fprintf(stderr,
 			"o1chat: %s '%s': expected a number in "
-			"[%g, %g]\n",
+			"[%.15g, %.15g]\n",
 			opt, s, lo, hi);
 		return -EINVAL;
 	}
@@ -301,8 +301,10 @@ static int chat(struct o1_client *c, const struct chat_args *a,
 	if (s.cap && calls < 0)
 		return 1;
 	if (fin.finish == O1_FINISH_REASON_ERROR) {
-		fprintf(stderr, "o1chat: the request failed: %s\n",
-			o1_client_strerror(fin.error));
+		/* the daemon's ERROR event said why (a refused grammar) */
+		fprintf(stderr, "o1chat: the request failed: %s%s%s\n",
+			o1_client_strerror(fin.error),
+			*o1_last_error() ? ": " : "", o1_last_error());
 		return 1;
 	}
 	if (fin.finish == O1_FINISH_REASON_CANCELLED) {
