@@ -240,27 +240,45 @@ static int finish_stream(struct run *r, int err)
 	return ret ? ret : push(r, strdup("data: [DONE]\n\n"));
 }
 
+/* A chunk of what came since the last one, when it may go out (with
+ * tools, text that may start a call is held to the FINAL). */
+static int send_due(struct run *r)
+{
+	char *s = NULL;
+	int ret;
+
+	if (!o1_sidecar_chunk_due(&r->out, r->first_chunk))
+		return 0;
+	ret = o1_sidecar_chunk_sse(&r->out, r->first_chunk, &s);
+	r->first_chunk = false;
+	return ret ? ret : push(r, s);
+}
+
 /* Reads one event and turns it into pending SSE bytes. */
 static int step(struct run *r)
 {
 	struct o1_event ev;
-	char *s = NULL;
 	int ret = next(r, &ev);
 
 	if (ret < 0)
 		return ret == -ECONNABORTED ? ret : finish_stream(r, ret);
 	if (failed_final(&ev))
 		return finish_stream(r, ev.error);
+	/* a token's alternatives (LOGPROBS, TOP_TEXT) follow its TOKEN:
+	 * with top_logprobs, the tokens so far go out when the next TOKEN
+	 * (or ROUND) comes; the FINAL sends the rest */
+	if (r->out.n_top && r->out.sent_tok < r->out.n_tok &&
+	    (ev.type == O1_EVENT_TOKEN || ev.type == O1_EVENT_ROUND)) {
+		ret = send_due(r);
+		if (ret)
+			return ret;
+	}
 	ret = o1_sidecar_out_add(&r->out, &ev);
 	if (ret || ev.type == O1_EVENT_FINAL)
 		return ret ? ret : finish_stream(r, 0);
-	/* with tools, text that may start a call is held to the FINAL */
-	if (ev.type != O1_EVENT_TOKEN ||
-	    !o1_sidecar_chunk_due(&r->out, r->first_chunk))
+	if (ev.type != O1_EVENT_TOKEN || r->out.n_top)
 		return 0;
-	ret = o1_sidecar_chunk_sse(&r->out, r->first_chunk, &s);
-	r->first_chunk = false;
-	return ret ? ret : push(r, s);
+	return send_due(r);
 }
 
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)

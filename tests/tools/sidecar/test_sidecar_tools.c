@@ -297,6 +297,47 @@ static int on_top(void *arg, const struct o1_event *ev)
 	return 0;
 }
 
+/* The same request streamed: its chunks' logprobs.content entries, in
+ * order, equal the whole answer's (alternatives included: a token's
+ * LOGPROBS and TOP_TEXT follow its TOKEN, so a chunk sent at the TOKEN
+ * had none). */
+static void streamed_logprobs_equal(const cJSON *whole, const char *extra)
+{
+	const cJSON *want = json_at(whole, "choices.0.logprobs.content");
+	char more[512], *b, *out, *line, *save = NULL;
+	int code, k = 0;
+
+	snprintf(more, sizeof(more), "%s,\"stream\":true", extra);
+	b = body(msgs, more);
+	code = http_to(&side, "POST", "/v1/chat/completions", b, &out);
+	assert_int_equal(code, 200);
+	for (line = strtok_r(out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		cJSON *c = NULL;
+		const cJSON *e;
+
+		if (strncmp(line, "data: {", 7))
+			continue;
+		c = cJSON_Parse(line + 6);
+		cJSON_ArrayForEach(e, json_at(c, "choices.0.logprobs.content"))
+		{
+			char *got = cJSON_PrintUnformatted(e);
+			char *exp = cJSON_PrintUnformatted(
+			    cJSON_GetArrayItem(want, k++));
+
+			if (!exp || strcmp(got, exp))
+				fail_msg("token %d streamed %s, whole %s",
+					 k - 1, got, exp ? exp : "(none)");
+			free(got);
+			free(exp);
+		}
+		cJSON_Delete(c);
+	}
+	assert_int_equal(k, cJSON_GetArraySize(want));
+	free(out);
+	free(b);
+}
+
 static void test_top_logprobs_text(void **state)
 {
 	struct o1_client_opts co = {.sz = sizeof(co), .socket_path = sock};
@@ -351,6 +392,8 @@ static void test_top_logprobs_text(void **state)
 		k++;
 	}
 	assert_int_equal(k, t->n);
+	streamed_logprobs_equal(j, ",\"max_tokens\":12,\"logprobs\":true,"
+				   "\"top_logprobs\":3");
 	cJSON_Delete(j);
 	free(t);
 	free(req);
