@@ -8,8 +8,14 @@
 source "$(dirname "$0")/common.sh" "$1"
 install_destdir
 
-for p in o1d o1ctl o1-sidecar o1model o1bench; do
+for p in o1d o1ctl o1-sidecar o1model o1bench o1chat; do
 	[ -x "$D$BINDIR/$p" ] || fail "$BINDIR/$p is not an installed program"
+done
+# a page of sections 1 and 8 describes a program that is installed
+for page in $MAN_PAGES; do
+	case $page in *.1 | *.8) ;; *) continue ;; esac
+	[ -x "$D$BINDIR/${page%.*}" ] ||
+		fail "man page $page for a program not installed"
 done
 has "$LIBDIR/libo1client.so.$SOVERSION"
 has "$LIBDIR/libo1client.so"

@@ -26,7 +26,7 @@ for p in "${packages[@]}"; do [ -n "$(deb "$p")" ] || fail "no $p package"; done
 # Expected file lists (files and links, not folders), by package.
 doc=$DATADIR/doc
 expect_o1d() {
-	for b in o1d o1ctl o1-sidecar o1model o1bench; do echo "$BINDIR/$b"; done
+	for b in o1d o1ctl o1-sidecar o1model o1bench o1chat; do echo "$BINDIR/$b"; done
 	echo "$SYSCONFDIR/o1d/o1d.ini"
 	echo "$SYSCONFDIR/o1d/refine_review.txt"
 	echo "$DATADIR/o1d/o1d-alerts.yml"
