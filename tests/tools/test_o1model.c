@@ -529,6 +529,36 @@ static void test_bad_arguments(void **state)
 	}
 }
 
+/* Every command `o1model help` lists has its entry in the man page
+ * (docs/man/o1model.1.scd), and convert's page names --quantize. */
+static void test_man_page_lists_commands(void **state)
+{
+	static const char *const help[] = {"help", NULL};
+	char *page, *line, *save = NULL, want[64];
+	size_t n;
+	int listed = 0;
+
+	(void)state;
+	assert_int_equal(run_argv(help), 0);
+	page = o1_test_file_read(O1_SOURCE_DIR "/docs/man/o1model.1.scd", &n);
+	assert_non_null(page);
+	for (line = strtok_r(out_text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char cmd[32];
+
+		if (strncmp(line, "  ", 2) || sscanf(line, " %31s", cmd) != 1 ||
+		    !strcmp(cmd, "help"))
+			continue;
+		snprintf(want, sizeof(want), "\n*%s*", cmd);
+		if (!strstr(page, want))
+			fail_msg("o1model.1 has no entry for '%s'", cmd);
+		listed++;
+	}
+	assert_true(listed >= 10);
+	assert_non_null(strstr(page, "*--quantize*"));
+	free(page);
+}
+
 /* quant / dequant reproduce llama.cpp's vectors byte for byte (see
  * tests/kernels/test_quant.c for the counts behind "identical"). */
 static void assert_file_is(const char *name, const char *ref)
@@ -1048,6 +1078,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_vocab_padding),
 	    cmocka_unit_test(test_presets),
 	    cmocka_unit_test(test_bad_arguments),
+	    cmocka_unit_test(test_man_page_lists_commands),
 	    cmocka_unit_test(test_chat_render),
 	    cmocka_unit_test(test_chat_render_renderings),
 	    cmocka_unit_test(test_vectors_bad_input),
