@@ -1,6 +1,6 @@
 """Fixtures of the o1client tests: a real o1d on the CPU backend, serving
 the tiny model that `o1model make --preset tiny` makes (the preset and
-the o1d settings of tests/daemon/harness.c), and references from
+the o1d settings of tests/daemon/daemon_harness.c), and references from
 `o1model run` with the same parameters.
 
 The binaries come from the environment that tests/python/CMakeLists.txt
