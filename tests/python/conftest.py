@@ -169,7 +169,7 @@ class Spec:
 
 
 def spec(i: int) -> Spec:
-    """Deterministic mixed spec number i (as harness.c's spec_make)."""
+    """Deterministic mixed spec number i (as daemon_harness.c's spec_make)."""
     n = 2 + (i * 7) % 45
     ids = tuple((i * 31 + j * 17 + j * j) % 490 for j in range(n))
     return Spec(ids, 3 + (i * 5) % 18,
