@@ -241,7 +241,7 @@ static __device__ __forceinline__ float key_value(unsigned long long k)
 	return __uint_as_float(h & 0x80000000u ? h & 0x7fffffffu : ~h);
 }
 
-/* sampler.c's exp_neg, operation for operation (no FMA contraction): e^x
+/* sample.c's exp_neg, operation for operation (no FMA contraction): e^x
  * for x <= 0, 0 below -87. */
 static __device__ __forceinline__ float exp_neg(float x)
 {

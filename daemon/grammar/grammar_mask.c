@@ -29,6 +29,13 @@
  * order, so consecutive checks share their common prefix (levels of a
  * gdepth) and a rejected prefix rejects every token after it that starts
  * with it. End tokens are allowed when the matcher is complete.
+ *
+ * Invariants of the threaded precompute (struct job): each worker takes
+ * the next state from an atomic counter and writes only its own lists
+ * and the gpos entries of the states it took (an orbit's members with
+ * their top); all are joined before the gather rebases the offsets into
+ * one array, so a position's classes do not depend on which worker
+ * walked it; the first error stops every worker before its next state.
  */
 #include "grammar/grammar_int.h"
 

@@ -1,5 +1,5 @@
 /* A request slot: everything the daemon keeps for one request, allocated
- * once at start-up in a slab (struct o1_req_slab) and reused.
+ * once at start-up in the engine's slab (engine_int.h: slots) and reused.
  *
  * Ownership (two threads: front = the io_uring loop, engine = steps):
  * - A free slot belongs to the front thread (the free list is its own).

@@ -1,6 +1,6 @@
 """Fixtures of the o1client tests: a real o1d on the CPU backend, serving
 the tiny model that `o1model make --preset tiny` makes (the preset and
-the o1d settings of tests/daemon/harness.c), and references from
+the o1d settings of tests/daemon/daemon_harness.c), and references from
 `o1model run` with the same parameters.
 
 The binaries come from the environment that tests/python/CMakeLists.txt
@@ -169,7 +169,7 @@ class Spec:
 
 
 def spec(i: int) -> Spec:
-    """Deterministic mixed spec number i (as harness.c's spec_make)."""
+    """Deterministic mixed spec number i (as daemon_harness.c's spec_make)."""
     n = 2 + (i * 7) % 45
     ids = tuple((i * 31 + j * 17 + j * j) % 490 for j in range(n))
     return Spec(ids, 3 + (i * 5) % 18,

@@ -1,6 +1,6 @@
 /* Prints the size of every struct of <o1/client.h> that the Python
  * package mirrors with ctypes, and the offset of each field, one
- * "struct.field offset" or "struct size" per line; test_layout.py compares
+ * "struct.field offset" or "struct size" per line; test_package.py compares
  * them with the ctypes structures, so the two cannot drift apart. */
 #include <stddef.h>
 #include <stdio.h>
