@@ -411,6 +411,8 @@ static int parse_refine(const cJSON *root, struct o1_sidecar_request *r,
 static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err)
 {
 	static const char *const names[] = {"functions", "function_call"};
+	const cJSON *bias = field(root, "logit_bias");
+
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (field(root, names[i]) &&
 		    !cJSON_IsNull(field(root, names[i])))
@@ -418,6 +420,12 @@ static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err
 				   "'%s' is deprecated and not supported: "
 				   "use 'tools' and 'tool_choice'",
 				   names[i]);
+	/* null or {} asks for nothing */
+	if (bias && !cJSON_IsNull(bias) &&
+	    !(cJSON_IsObject(bias) && !bias->child))
+		return bad(err, "logit_bias",
+			   "'logit_bias' is not supported (o1d has no "
+			   "per-token bias)");
 	return 0;
 }
 

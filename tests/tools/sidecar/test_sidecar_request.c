@@ -234,6 +234,15 @@ static const struct bad bads[] = {
      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
      "\"content\":\"x\"}],\"function_call\":\"auto\"}",
      "function_call", "deprecated"},
+    /* refused, not ignored: a bias that changes nothing would pass
+     * unnoticed */
+    {O1_SIDECAR_CHAT,
+     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+     "\"content\":\"x\"}],\"logit_bias\":{\"5\":10}}",
+     "logit_bias", "'logit_bias' is not supported"},
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\",\"logit_bias\":{\"5\":-100}}",
+     "logit_bias", "'logit_bias' is not supported"},
     {O1_SIDECAR_CHAT,
      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
      "\"content\":\"x\"}],\"response_format\":{\"type\":"
