@@ -420,6 +420,11 @@ static int parse_unsupported(const cJSON *root, struct o1_sidecar_req_error *err
 				   "'%s' is deprecated and not supported: "
 				   "use 'tools' and 'tool_choice'",
 				   names[i]);
+	if (field(root, "best_of") && !cJSON_IsNull(field(root, "best_of")) &&
+	    !(cJSON_IsNumber(field(root, "best_of")) &&
+	      field(root, "best_of")->valuedouble == 1))
+		return bad(err, "best_of",
+			   "'best_of' other than 1 is not supported");
 	/* null or {} asks for nothing */
 	if (bias && !cJSON_IsNull(bias) &&
 	    !(cJSON_IsObject(bias) && !bias->child))

@@ -243,6 +243,9 @@ static const struct bad bads[] = {
     {O1_SIDECAR_COMPLETION,
      "{\"model\":\"m\",\"prompt\":\"x\",\"logit_bias\":{\"5\":-100}}",
      "logit_bias", "'logit_bias' is not supported"},
+    {O1_SIDECAR_COMPLETION,
+     "{\"model\":\"m\",\"prompt\":\"x\",\"best_of\":3}", "best_of",
+     "'best_of' other than 1"},
     {O1_SIDECAR_CHAT,
      "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
      "\"content\":\"x\"}],\"response_format\":{\"type\":"
