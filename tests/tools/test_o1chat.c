@@ -206,6 +206,9 @@ static void test_bad_uses(void **state)
 	    {"[]", "x", "0 tools"},
 	    {"[{\"type\": \"function\", \"function\": {}}]", "x",
 	     "tool 0 is not"},
+	    {"[{\"type\": \"function\", \"function\": {\"name\": \"f\", "
+	     "\"parameters\": 5}}]",
+	     "x", "tool 0 is not"},
 	    {tools, "--tool-choice get_date x", "--tool-choice get_date"},
 	    {NULL, "--tool-choice auto x", "needs --tools"},
 	    {tools, "--raw x", "not --raw"},

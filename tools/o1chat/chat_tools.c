@@ -14,16 +14,19 @@
 #define MAX_TOOLS      128
 #define MAX_TOOLS_FILE (1u << 20)
 
-/* TOOL's function name, or NULL when TOOL is not a function tool. */
+/* TOOL's function name, or NULL when TOOL is not a function tool (its
+ * parameters, when given, a JSON Schema object: o1d refuses others with
+ * no more than "malformed data"). */
 static const char *tool_name(const cJSON *tool)
 {
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(tool, "type");
 	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
 
 	if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") ||
 	    !cJSON_IsObject(fn) || !cJSON_IsString(name) ||
-	    !name->valuestring[0])
+	    !name->valuestring[0] || (params && !cJSON_IsObject(params)))
 		return NULL;
 	return name->valuestring;
 }
@@ -56,7 +59,7 @@ static cJSON *load(const char *path)
 			fprintf(stderr,
 				"o1chat: --tools %s: tool %d is not "
 				"{\"type\": \"function\", \"function\": "
-				"{\"name\": ...}}\n",
+				"{\"name\": ..., \"parameters\": {...}?}}\n",
 				path, n);
 			cJSON_Delete(list);
 			return NULL;
