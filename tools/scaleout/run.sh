@@ -32,9 +32,13 @@
 #   drain_errors=     failed requests of the drain phase
 # --odd-model adds a host serving another model name (HAProxy's check must
 # keep it out: odd_model_prompt_tokens=0); --dead-host adds a server
-# line where nothing listens; --check exits 1 unless affinity >= 0.9 x
-# single, failover_errors = 0, drain_errors = 0 (and the odd host got
-# nothing). --short: 2 hosts, 8 users x 4 turns, --odd-model --dead-host
+# line where nothing listens; --check exits 1 unless every turn of a
+# conversation stayed on its host (affinity_host_switches = 0), affinity's
+# hit rate is at least round robin's, failover_errors = 0, drain_errors =
+# 0 (and the odd host got nothing). Affinity against the single host is
+# printed, not checked: with few users the one system prompt each host
+# caches apart moves it by several points (0.65 against 0.72 with 2 hosts
+# and 8 users on a busy machine). --short: 2 hosts, 8 users x 4 turns, --odd-model --dead-host
 # --check (CTest's scaleout_short). Exit 77 when haproxy is missing.
 #
 # Binaries: $O1D_BIN, $O1_SIDECAR_BIN, $O1CTL_BIN, $O1MODEL_BIN, else
@@ -313,19 +317,22 @@ if [ "$odd" = 1 ]; then
 fi
 
 if [ "$check" = 1 ]; then
-  python3 - "$affinity" "$single" "$(field drain failed)" "$rc_sidecar" \
-    "$odd_tokens" "$work/failover.figures" "$work/failover_o1d.figures" <<'EOF' || exit 1
+  python3 - "$affinity" "$roundrobin" "$(field affinity host_switches)" \
+    "$(field drain failed)" "$rc_sidecar" "$odd_tokens" \
+    "$work/failover.figures" "$work/failover_o1d.figures" <<'EOF' || exit 1
 import sys
-aff, single, drain, rc, odd = sys.argv[1:6]
+aff, rr, switches, drain, rc, odd = sys.argv[1:7]
 bad = []
-for fig in sys.argv[6:]:
+for fig in sys.argv[7:]:
     for line in open(fig):
         for kv in line.split():
             k, v = kv.split("=")
             if k.endswith("_errors") and v != "0":
                 bad.append(kv)
-if not float(aff) >= 0.9 * float(single):
-    bad.append("affinity_hit_rate %s < 0.9 x single_host_hit_rate %s" % (aff, single))
+if switches != "0":
+    bad.append("affinity_host_switches=%s: a conversation moved between hosts" % switches)
+if not float(aff) >= float(rr):
+    bad.append("affinity_hit_rate %s < roundrobin_hit_rate %s" % (aff, rr))
 if drain != "0":
     bad.append("drain_errors=%s" % drain)
 if rc != "0":
