@@ -335,7 +335,7 @@ static uint32_t kv_pages(const struct o1d *d, enum o1_backend_kind kind)
 	    .pages = d->cfg.kv.pages,
 	    .memory_fraction = d->cfg.kv.memory_fraction,
 	    .page_bytes = kv_page_bytes(d, kind),
-	    .context_tokens = d->ctx + 1,
+	    .context_tokens = d->ctx + 1, /* a full context and its next token */
 	    .page_tokens = d->cfg.kv.page_tokens,
 	    .max_running = max_running(&d->cfg),
 	};
@@ -353,7 +353,7 @@ static uint32_t kv_pages(const struct o1d *d, enum o1_backend_kind kind)
 		b.pages, (unsigned long long)in.page_bytes,
 		(unsigned long long)b.pages * in.page_tokens,
 		(unsigned long long)(b.pages / b.per_context),
-		(unsigned long long)in.context_tokens, why);
+		(unsigned long long)d->ctx, why);
 	if (!in.pages)
 		o1_info("kv: kv.memory_fraction %.2f of %llu MiB %s memory left "
 			"would give %llu pages",

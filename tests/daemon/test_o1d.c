@@ -205,7 +205,7 @@ static void test_preemption(void **state)
 	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
 	/* the start-up line names the bound that decided the pool */
 	assert_true(log_has(d->log, "kv: 10 pages of "));
-	assert_true(log_has(d->log, "(160 tokens, 0 full contexts of 161 tokens), set by kv.pages"));
+	assert_true(log_has(d->log, "(160 tokens, 0 full contexts of 160 tokens), set by kv.pages"));
 	for (unsigned c = 0; c < 4; c++)
 		pids[c] = spawn_client(d->socket, c, 4);
 	for (unsigned c = 0; c < 4; c++)
