@@ -25,6 +25,14 @@ void o1_model_weights(const struct o1_model *m, struct o1_model_weights *out)
 		out->t[k].tensors++;
 		out->t[k].bytes += t->n_bytes;
 	}
+	for (uint32_t i = 1; i < out->n; i++) /* largest first; few types */
+		for (uint32_t k = i; k && out->t[k].bytes > out->t[k - 1].bytes;
+		     k--) {
+			struct o1_model_weight_type x = out->t[k];
+
+			out->t[k] = out->t[k - 1];
+			out->t[k - 1] = x;
+		}
 }
 
 /* Appends to BUF at *AT; false once it does not fit. */

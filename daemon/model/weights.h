@@ -1,6 +1,6 @@
 /* A model's weight bytes by storage type (o1ctl status): every tensor's
  * n_bytes (what its file holds: GGUF blocks stay blocks) counted under
- * its dtype, types in order of first appearance. */
+ * its dtype, the types largest first (the ones that matter lead). */
 #ifndef O1_MODEL_WEIGHTS_H
 #define O1_MODEL_WEIGHTS_H
 
@@ -14,7 +14,7 @@
 struct o1_model_weights {
 	uint64_t total; /* bytes, every tensor */
 	uint32_t n;	/* distinct types (more than the max: in "other") */
-	struct {
+	struct o1_model_weight_type {
 		enum o1_dtype type;
 		uint32_t tensors;
 		uint64_t bytes;
