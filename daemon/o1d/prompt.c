@@ -6,6 +6,7 @@
 #include "prompt.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ struct o1_prompt {
 	char *chat_buf;
 	size_t chat_cap;
 	char *review;
+	char why[160]; /* o1_prompt_why */
 };
 
 int o1_prompt_create(const struct o1_prompt_opts *o, struct o1_prompt **out)
@@ -124,6 +126,7 @@ static int render_json(struct o1_prompt *p, const struct o1_req *r,
 	if (ret) {
 		o1_warn("request %llu: chat request refused: %s",
 			(unsigned long long)r->req_id, msg);
+		snprintf(p->why, sizeof(p->why), "%s", msg);
 		return ret;
 	}
 	if (prev)
@@ -134,10 +137,12 @@ static int render_json(struct o1_prompt *p, const struct o1_req *r,
 		ret = o1_chat_template_render_vars(p->o.chat, vars, &text, &n,
 						   &err);
 	cJSON_Delete(vars);
-	if (ret == -EINVAL || ret == -O1_E_BOUNDS)
+	if (ret == -EINVAL || ret == -O1_E_BOUNDS) {
 		o1_warn("request %llu: the chat template failed at %u:%u: %s",
 			(unsigned long long)r->req_id, err.line, err.col,
 			err.msg);
+		snprintf(p->why, sizeof(p->why), "chat template: %.140s", err.msg);
+	}
 	if (!ret && n >= p->chat_cap) {
 		o1_warn("request %llu: rendered chat prompt of %zu bytes "
 			"exceeds %zu",
@@ -169,6 +174,9 @@ static int render_chat(struct o1_prompt *p, const struct o1_req *r,
 			"template: send a prompt (completions), or set "
 			"model.chat_template",
 			(unsigned long long)r->req_id);
+		snprintf(p->why, sizeof(p->why),
+			 "model has no chat template: send a prompt "
+			 "(completions), or set model.chat_template");
 		return -O1_E_UNSUPPORTED;
 	}
 	if (r->params.flags & O1_SUBMIT_CHAT_JSON)
@@ -185,10 +193,12 @@ static int render_chat(struct o1_prompt *p, const struct o1_req *r,
 	cap = p->chat_cap - n - 1;
 	ret = o1_chat_template_render(p->o.chat, msg, n_msg, true, out, cap,
 				      &err);
-	if (ret < 0)
+	if (ret < 0) {
 		o1_warn("request %llu: the chat template failed at %u:%u: %s",
 			(unsigned long long)r->req_id, err.line, err.col,
 			err.msg);
+		snprintf(p->why, sizeof(p->why), "chat template: %.140s", err.msg);
+	}
 	if (ret >= 0 && (size_t)ret >= cap) {
 		o1_warn("request %llu: rendered chat prompt of %d bytes "
 			"exceeds %zu",
@@ -258,7 +268,13 @@ static int encode_text(struct o1_prompt *p, const struct o1_req *r,
 int o1_prompt_tokenize(struct o1_prompt *p, const struct o1_req *r,
 		       const char *prev, int32_t *tokens, uint32_t *n)
 {
+	p->why[0] = 0;
 	if (r->params.prompt_kind == O1_PROMPT_IDS)
 		return copy_ids(p, r, tokens, n);
 	return encode_text(p, r, prev, tokens, n);
+}
+
+const char *o1_prompt_why(const struct o1_prompt *p)
+{
+	return p->why;
 }

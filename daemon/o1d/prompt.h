@@ -52,5 +52,9 @@ void o1_prompt_destroy(struct o1_prompt *p);
  * -O1_E_TOKENIZER (no tokens), or the tokenizer's error. */
 int o1_prompt_tokenize(struct o1_prompt *p, const struct o1_req *r,
 		       const char *prev, int32_t *tokens, uint32_t *n);
+/* Why the last o1_prompt_tokenize failed, in words for the client (the
+ * chat request's fault, the template's message, no template), or "" when
+ * the error code says it all. Valid until the next call. */
+const char *o1_prompt_why(const struct o1_prompt *p);
 
 #endif

@@ -632,6 +632,7 @@ void o1_sched_add(struct o1_sched *s, struct o1_req *r)
 		o1_info("request %llu of client %u refused: %s",
 			(unsigned long long)r->req_id, r->client_id,
 			o1_strerror(err));
+		o1_seq_output_error(&q->out, err, o1_prompt_why(s->prompt));
 		finish(s, q, O1_FINISH_ERROR, err);
 		return;
 	}

@@ -435,6 +435,21 @@ void o1_seq_output_next_round(struct o1_seq_output *o, uint32_t n,
 	conf_reset(o);
 }
 
+void o1_seq_output_error(struct o1_seq_output *o, int error, const char *msg)
+{
+	union o1_wire_entry ev = {0};
+	size_t n = strlen(msg);
+
+	if (!n)
+		return;
+	ev.error.op = O1_EV_ERROR;
+	ev.error.error = error;
+	ev.error.req_id = o->req->req_id;
+	ev.error.msg_len = (uint8_t)(n < O1_WIRE_MSG_MAX ? n : O1_WIRE_MSG_MAX);
+	memcpy(ev.error.msg, msg, ev.error.msg_len);
+	o1_req_out_push(o->req, &ev);
+}
+
 void o1_seq_output_final(struct o1_seq_output *o, enum o1_finish_reason reason,
 			 int error)
 {

@@ -134,6 +134,9 @@ void o1_seq_output_next_round(struct o1_seq_output *o, uint32_t n,
 			      uint64_t now_ns);
 /* Produces the FINAL (the last event; the caller published everything
  * else about the slot before): REASON, ERROR (0 or a negative error). */
+/* An ERROR event carrying MSG (cut to the wire's inline message; nothing
+ * when MSG is empty) for ERROR, before the FINAL that ends the stream. */
+void o1_seq_output_error(struct o1_seq_output *o, int error, const char *msg);
 void o1_seq_output_final(struct o1_seq_output *o, enum o1_finish_reason reason,
 			 int error);
 

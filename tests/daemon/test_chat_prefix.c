@@ -146,10 +146,80 @@ static void test_turns_hit(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* JSON's chat request through libo1client; the FINAL into *FIN. */
+static int send_json(struct o1_client *c, const char *json,
+		     struct o1_event *fin)
+{
+	struct o1_sampling sp = {.sz = sizeof(sp)};
+	struct o1_submit_opts o = {.sz = sizeof(o),
+				   .req_id = 2,
+				   .sampling = &sp,
+				   .max_tokens = 4,
+				   .text = json,
+				   .text_len = strlen(json),
+				   .flags = O1_FLAG_CHAT | O1_FLAG_CHAT_JSON};
+	struct turn t;
+
+	return o1_client_generate(c, &o, collect, &t, fin);
+}
+
+/* A chat request o1d refuses says why, to the client that sent it (an
+ * ERROR event before the FINAL: libo1client's last error), not only in
+ * the daemon's log; the same for a template that raises. The daemon
+ * serves on. */
+static void test_refused_with_reason(void **state)
+{
+	static const char bad_tools[] =
+	    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+	    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+	    "\"f\",\"parameters\":5}}]}";
+	static const char fine[] =
+	    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+	static const char *const with[] = {"model.chat_template=" TEMPLATE,
+					   NULL};
+	struct daemon_proc *d = *state;
+	struct o1_client_opts co = {
+	    .sz = sizeof(co), .socket_path = d->socket, .name = "test"};
+	struct o1_client *c;
+	struct o1_event fin;
+	char path[200], set[240];
+	const char *raising[] = {set, NULL};
+	FILE *f;
+
+	assert_int_equal(daemon_start(d, o1d_bin, with), 0);
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(send_json(c, bad_tools, &fin), 0);
+	assert_int_equal(fin.finish, O1_FINISH_REASON_ERROR);
+	if (!strstr(o1_last_error(), "tools[0]: not {"))
+		fail_msg("the client was told '%s'", o1_last_error());
+	assert_int_equal(send_json(c, fine, &fin), 0);
+	assert_int_not_equal(fin.finish, O1_FINISH_REASON_ERROR);
+	o1_client_close(c);
+	assert_int_equal(daemon_stop(d), 0);
+
+	/* a template that raises: its message reaches the client */
+	snprintf(path, sizeof(path), "%s/raises.jinja", d->dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{{ raise_exception('no chat here, send a prompt') }}", f);
+	fclose(f);
+	snprintf(set, sizeof(set), "model.chat_template=%s", path);
+	assert_int_equal(daemon_start(d, o1d_bin, raising), 0);
+	assert_int_equal(o1_client_connect(&co, &c), 0);
+	assert_int_equal(send_json(c, fine, &fin), 0);
+	assert_int_equal(fin.finish, O1_FINISH_REASON_ERROR);
+	if (!strstr(o1_last_error(), "chat template: no chat here, send a "
+				     "prompt"))
+		fail_msg("the client was told '%s'", o1_last_error());
+	o1_client_close(c);
+	assert_int_equal(daemon_stop(d), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_turns_hit, harness_stop),
+	    cmocka_unit_test_teardown(test_refused_with_reason, harness_stop),
 	};
 
 	if (argc < 3) {
