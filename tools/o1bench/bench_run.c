@@ -51,6 +51,8 @@
 #include <time.h>
 
 #include "bench_long.h"
+#include "common/error.h"
+#include "common/file.h"
 #include "o1/client.h"
 #include "o1bench.h"
 
@@ -301,29 +303,6 @@ static int run_parse(int argc, char **argv, struct run_args *a)
 	if (a->long_after_ms < 0)
 		a->long_after_ms = 1000;
 	return 0;
-}
-
-/* The bytes of PATH (NUL-terminated), *LEN of them; NULL with errno. */
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
-	    fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		buf[n] = 0;
-		*len = (size_t)n;
-	} else {
-		free(buf);
-		buf = NULL;
-		errno = errno ? errno : EIO;
-	}
-	fclose(f);
-	return buf;
 }
 
 /* P words of plain English text. */
@@ -779,10 +758,12 @@ int o1bench_cmd_run(int argc, char **argv)
 			  : make_prompt(a.prompt_tokens ? a.prompt_tokens : 16);
 	if (!prompt)
 		return 1;
-	if (a.grammar_file && !(a.grammar = read_file(a.grammar_file,
-						       &a.grammar_len))) {
+	/* a grammar or schema file: the daemon caps it far lower (its welcome's
+	 * max_grammar_bytes); this only keeps a wrong path from eating memory */
+	if (a.grammar_file && (err = o1_file_read(a.grammar_file, 16u << 20,
+						  &a.grammar, &a.grammar_len))) {
 		fprintf(stderr, "o1bench run: %s: %s\n", a.grammar_file,
-			strerror(errno));
+			o1_strerror(err));
 		free(prompt);
 		return 2;
 	}
