@@ -427,8 +427,8 @@ static int attention_rows(uint16_t *out, const float *q, const uint16_t *kc,
 			  const uint16_t *vc, const struct o1_attn_dims *d,
 			  const struct o1_attn_batch *b, uint32_t n_rows,
 			  uint32_t max_len, float *scratch,
-			  uint64_t scratch_floats, uint32_t skip_new, bool pdl,
-			  cudaStream_t stream)
+			  uint64_t scratch_floats, uint32_t skip_new,
+			  bool legacy, bool pdl, cudaStream_t stream)
 {
 	att_dev a = {b->q_offsets,   b->start_pos,  b->block_tables,
 		     d->page_stride, d->scale,	    d->n_heads,
@@ -443,6 +443,11 @@ static int attention_rows(uint16_t *out, const float *q, const uint16_t *kc,
 	}
 	if (err || !n_rows)
 		return err;
+	if (!legacy && o1_attention_decode_fits(d, out, q, kc, vc))
+		return o1_attention_decode_cuda(out, q, kc, vc, d, b, n_rows,
+						max_len, scratch,
+						scratch_floats, skip_new, NULL,
+						pdl, stream);
 	a.n_splits = pick_splits(n_rows, a.hkv, a.hq, a.d, max_len,
 				 scratch ? scratch_floats : 0);
 	return launch((__nv_bfloat16 *)out, q, (const __nv_bfloat16 *)kc,
@@ -484,7 +489,7 @@ o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 	else
 		err = attention_rows(out, q, k_cache, v_cache, d, b, n_rows,
 				     max_len, scratch, scratch_floats, tiled,
-				     pdl, stream);
+				     false, pdl, stream);
 	if (err || tiled == UINT32_MAX || !n_rows)
 		return err;
 	return o1_attention_tiled_cuda(out, q, k_cache, v_cache, d, b, n_rows,
@@ -499,5 +504,17 @@ o1_attention_rows_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		       uint64_t scratch_floats, bool pdl, cudaStream_t stream)
 {
 	return attention_rows(out, q, k_cache, v_cache, d, b, n_rows, max_len,
-			      scratch, scratch_floats, UINT32_MAX, pdl, stream);
+			      scratch, scratch_floats, UINT32_MAX, false, pdl,
+			      stream);
+}
+
+extern "C" int o1_attention_rows_legacy_cuda(
+    uint16_t *out, const float *q, const uint16_t *k_cache,
+    const uint16_t *v_cache, const struct o1_attn_dims *d,
+    const struct o1_attn_batch *b, uint32_t n_rows, uint32_t max_len,
+    float *scratch, uint64_t scratch_floats, bool pdl, cudaStream_t stream)
+{
+	return attention_rows(out, q, k_cache, v_cache, d, b, n_rows, max_len,
+			      scratch, scratch_floats, UINT32_MAX, true, pdl,
+			      stream);
 }

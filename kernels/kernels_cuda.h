@@ -125,8 +125,9 @@ int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		      const struct o1_attn_batch *batch, uint32_t n_rows,
 		      uint32_t max_len, float *scratch, uint64_t scratch_floats,
 		      bool pdl, cudaStream_t stream);
-/* The row kernel for every row (a block per row, kv head and split; f32
- * FMAs): o1_attention_cuda without the tiled kernel. */
+/* The row kernels for every row (attention_decode.cu when the shape fits
+ * it, else the old row kernel; f32 FMAs): o1_attention_cuda without the
+ * tiled kernel. */
 int o1_attention_rows_cuda(uint16_t *out, const float *q,
 			   const uint16_t *k_cache, const uint16_t *v_cache,
 			   const struct o1_attn_dims *dims,
@@ -134,6 +135,47 @@ int o1_attention_rows_cuda(uint16_t *out, const float *q,
 			   uint32_t max_len, float *scratch,
 			   uint64_t scratch_floats, bool pdl,
 			   cudaStream_t stream);
+/* The old row kernel (attention.cu: a block per row, kv head and split,
+ * K/V tiles staged in shared memory), whatever the shape: what
+ * o1_attention_rows_cuda ran before attention_decode.cu, kept for A/B
+ * benchmarks (tools/gpu/bench_decode_attn) and as the fallback for shapes
+ * the decode kernel does not take. Same operands. */
+int o1_attention_rows_legacy_cuda(uint16_t *out, const float *q,
+				  const uint16_t *k_cache,
+				  const uint16_t *v_cache,
+				  const struct o1_attn_dims *dims,
+				  const struct o1_attn_batch *batch,
+				  uint32_t n_rows, uint32_t max_len,
+				  float *scratch, uint64_t scratch_floats,
+				  bool pdl, cudaStream_t stream);
+/* attention_decode.cu: the row kernel's rows when the shape fits
+ * (o1_attention_decode_fits: head_dim 32, 64, 128 or 256, page_stride a
+ * multiple of 8, q and the caches 16-byte aligned): K/V read straight from
+ * global memory with 16-byte loads, D/8 lanes a position, and per row on
+ * the device only as many of the launch's splits as its own length needs
+ * (a graph's MAX_LEN costs short rows nothing). Same operands and scratch
+ * as o1_attention_cuda; rows of sequences with at least SKIP_NEW new
+ * tokens are left alone (UINT32_MAX: none). TUNE (NULL: the defaults)
+ * sets the block's warps (1-8), the rounds (warps x 32/(D/8) x 4
+ * positions) a split takes at least, and the blocks a launch aims for
+ * before it splits rows: the benchmark's sweep. Split launches merge
+ * through tickets of their own, under the same rule as the row kernel's
+ * (launches on one device never overlap). */
+struct o1_attn_decode_tune {
+	uint32_t warps, split_rounds, target_blocks; /* 0: the default */
+};
+bool o1_attention_decode_fits(const struct o1_attn_dims *dims,
+			      const uint16_t *out, const float *q,
+			      const uint16_t *k_cache,
+			      const uint16_t *v_cache);
+int o1_attention_decode_cuda(uint16_t *out, const float *q,
+			     const uint16_t *k_cache, const uint16_t *v_cache,
+			     const struct o1_attn_dims *dims,
+			     const struct o1_attn_batch *batch,
+			     uint32_t n_rows, uint32_t max_len, float *scratch,
+			     uint64_t scratch_floats, uint32_t skip_new,
+			     const struct o1_attn_decode_tune *tune, bool pdl,
+			     cudaStream_t stream);
 /* attention_prefill.cu: the tiled prefill kernel (bf16 tensor cores, see
  * the file for its rounding) for the rows of the sequences with at least
  * MIN_NEW new tokens; other rows of OUT are not written. Same operands as

@@ -1,0 +1,491 @@
+/* The decode attention kernel (attention.h is the specification): paged
+ * causal GQA attention for rows that each read their sequence's cached K/V
+ * once, computed with an online softmax in f32 (base 2: q is scaled by
+ * scale * log2(e) on load, exp2f after). attention.cu's dispatch sends the
+ * row kernel's rows here whenever the shape fits (o1_attention_decode_fits).
+ *
+ * Work layout. Grid (row, kv head x head chunk, split); a block serves up
+ * to HG query heads of one kv head (GQA: each K/V row is read once for all
+ * of them; groups wider than HG take several chunks, each reading K/V
+ * again). A position is read by L = D/8 lanes, 16 bytes of K and of V a
+ * lane (straight from global memory, no shared-memory staging); a warp
+ * holds 32/L positions at once, and each lane group takes DEC_UNROLL
+ * positions a round, loaded before any is used, so a warp keeps
+ * 2 x DEC_UNROLL 16-byte loads a lane in flight. A lane keeps its 8 dims of
+ * q for each head in registers; the dot products are 8 FMAs and a shuffle
+ * reduction over the L lanes. Each lane group runs its own online softmax
+ * (running max, sum, 8 accumulator dims a head), merged at the end by
+ * shuffles across the groups of a warp and through shared memory across
+ * the warps of the block.
+ *
+ * Splits. The launch has N_SPLITS blocks along the sequence (host: enough
+ * blocks to fill the GPU at its batch, at most DEC_MAX_SPLITS, within
+ * scratch and tickets); each row decides on the device how many of them it
+ * uses: ceil(len / split_min) capped at N_SPLITS, over chunks of whole
+ * rounds, len = its causal length. Blocks past a row's last split exit at
+ * once, so a graph captured at MAX_LEN = the longest context costs a short
+ * sequence only its own splits. A row with one split writes its output
+ * directly; otherwise each split stores its partial (acc, max, sum) in
+ * scratch and the last of them to finish, by a ticket counter per (row,
+ * block column), merges exactly the used splits and sets the ticket back
+ * to zero (one kernel, no merge launch).
+ *
+ * Invariants: D in {32, 64, 128, 256}; page_stride, the caches and q
+ * 16-byte aligned (fits); tickets zero between launches (device memory
+ * starts zeroed; launches on one device never overlap: the CUDA backend
+ * has one stream per device); PDL: every thread waits first.
+ */
+#include <errno.h>
+#include <math.h>
+
+#include <cuda_bf16.h>
+
+#include "cuda_launch.h"
+#include "cuda_util.h"
+#include "kernels_cuda.h"
+
+extern "C" {
+#include "common/log.h"
+}
+
+#define DEC_UNROLL	 4    /* positions a lane group loads per round */
+#define DEC_HG		 8    /* most query heads a block serves */
+#define DEC_MAX_WARPS	 8
+#define DEC_MAX_SPLITS	 32
+#define DEC_TICKETS	 2048 /* (row, block column) pairs of a split launch */
+#define DEC_LOG2E	 1.4426950408889634f
+#define DEC_WARPS	 4    /* defaults (o1_attn_decode_tune) */
+#define DEC_SPLIT_ROUNDS 1
+#define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
+
+static __device__ uint32_t dec_tickets[DEC_TICKETS];
+
+struct dec_dev {
+	const uint32_t *q_off, *start, *tables;
+	uint64_t page_stride;
+	float qscale; /* scale * log2(e) */
+	uint32_t hq, hkv, p, n_seqs, max_blocks, n_splits, chunks;
+	uint32_t split_min; /* positions a split takes at least (whole rounds) */
+	uint32_t round;	    /* positions a block covers a round */
+	uint32_t skip_new;  /* rows of sequences with >= this many new tokens
+			       belong to the tiled kernel: left alone */
+};
+
+static __device__ uint32_t dec_min(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static __device__ uint32_t dec_seq_of_row(const uint32_t *q_off, uint32_t n,
+					  uint32_t row)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (hi - lo > 1) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (q_off[mid] <= row)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Splits a row of causal length LEN uses, and the positions each takes
+ * (*CHUNK, whole rounds): every used split is non-empty. */
+static __device__ uint32_t dec_splits(const dec_dev &a, uint32_t len,
+				      uint32_t *chunk)
+{
+	uint32_t n = dec_min(a.n_splits, (len + a.split_min - 1) / a.split_min);
+	uint32_t c = (len + n - 1) / n;
+
+	c = (c + a.round - 1) / a.round * a.round;
+	*chunk = c;
+	return (len + c - 1) / c;
+}
+
+/* bf16 pairs of a 32-bit word as floats (element 2i in the low half). */
+static __device__ void dec_unpack(const uint4 &w, float *f)
+{
+	f[0] = __uint_as_float(w.x << 16), f[1] = __uint_as_float(w.x & 0xffff0000u);
+	f[2] = __uint_as_float(w.y << 16), f[3] = __uint_as_float(w.y & 0xffff0000u);
+	f[4] = __uint_as_float(w.z << 16), f[5] = __uint_as_float(w.z & 0xffff0000u);
+	f[6] = __uint_as_float(w.w << 16), f[7] = __uint_as_float(w.w & 0xffff0000u);
+}
+
+/* 2^(M - TOP), 0 for an empty state (M = -inf): weights in a merge. */
+static __device__ float dec_weight(float m, float top)
+{
+	return m == -INFINITY ? 0.0f : exp2f(m - top);
+}
+
+template <int HG> struct dec_state {
+	float m[HG], l[HG], acc[HG][8];
+};
+
+/* One round's scores SC (U, HG; -inf past the split) and V rows VF into
+ * the lane's online softmax, head by head. */
+template <int HG>
+static __device__ void dec_update(dec_state<HG> &st,
+				  const float (&sc)[DEC_UNROLL][HG],
+				  const float (&vf)[DEC_UNROLL][8])
+{
+#pragma unroll
+	for (int h = 0; h < HG; h++) {
+		float top = st.m[h], corr;
+
+#pragma unroll
+		for (int u = 0; u < DEC_UNROLL; u++)
+			top = fmaxf(top, sc[u][h]);
+		if (top == -INFINITY)
+			continue; /* nothing seen yet by this lane group */
+		corr = exp2f(st.m[h] - top);
+		st.l[h] *= corr;
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			st.acc[h][i] *= corr;
+#pragma unroll
+		for (int u = 0; u < DEC_UNROLL; u++) {
+			float e = exp2f(sc[u][h] - top);
+
+			st.l[h] += e;
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				st.acc[h][i] += e * vf[u][i];
+		}
+		st.m[h] = top;
+	}
+}
+
+/* Merges the states of the lane groups of a warp (xor over the group
+ * bits), so every lane group ends with the warp's. */
+template <int L, int HG> static __device__ void dec_warp_merge(dec_state<HG> &st)
+{
+#pragma unroll
+	for (int o = L; o < 32; o *= 2) {
+#pragma unroll
+		for (int h = 0; h < HG; h++) {
+			float m2 = __shfl_xor_sync(0xffffffffu, st.m[h], o);
+			float l2 = __shfl_xor_sync(0xffffffffu, st.l[h], o);
+			float top = fmaxf(st.m[h], m2);
+			float w1 = dec_weight(st.m[h], top), w2 = dec_weight(m2, top);
+
+			st.l[h] = st.l[h] * w1 + l2 * w2;
+#pragma unroll
+			for (int i = 0; i < 8; i++) {
+				float a2 = __shfl_xor_sync(0xffffffffu,
+							   st.acc[h][i], o);
+
+				st.acc[h][i] = st.acc[h][i] * w1 + a2 * w2;
+			}
+			st.m[h] = top;
+		}
+	}
+}
+
+/* Dim DD of one (row, head) from the partials PART of its USED splits
+ * (D + 2 floats each), read around L1 (__ldcg: other blocks wrote them). */
+static __device__ float dec_merge_dim(const float *part, uint32_t d,
+				      uint32_t used, uint32_t dd)
+{
+	float top = -INFINITY, l = 0, acc = 0;
+
+	for (uint32_t s = 0; s < used; s++)
+		top = fmaxf(top, __ldcg(part + s * (d + 2) + d));
+#pragma unroll 4
+	for (uint32_t s = 0; s < used; s++) {
+		const float *ps = part + s * (d + 2);
+		float w = dec_weight(__ldcg(ps + d), top);
+
+		l += __ldcg(ps + d + 1) * w;
+		acc += __ldcg(ps + dd) * w;
+	}
+	return acc / l;
+}
+
+/* out (T,Hq,D) bf16 or scratch partials ((T,Hq,n_splits), D + 2 floats:
+ * acc, max (base 2), sum); q (T,Hq,D) f32; k/v caches (pages,Hkv,P,D)
+ * bf16. D = 8 L. Block (row, kv head x head chunk, split) of 1 to
+ * DEC_MAX_WARPS warps. Shared: the warps' states (warps, HG, D + 2) f32,
+ * then the merge flag. */
+template <int L, int HG>
+static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
+    attend_dec(__nv_bfloat16 *out, float *scratch, const float *q,
+	       const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, dec_dev a)
+{
+	constexpr uint32_t D = 8 * L, GPW = 32 / L;
+	extern __shared__ __align__(16) float dsm[];
+	uint32_t lane = threadIdx.x % 32, sub = lane % L, warp = threadIdx.x / 32;
+	uint32_t nw = blockDim.x / 32, ng = nw * GPW, gid = threadIdx.x / L;
+	uint32_t row = blockIdx.x, split = blockIdx.z;
+	uint32_t kvh = blockIdx.y / a.chunks, hc = blockIdx.y % a.chunks;
+	uint32_t g = a.hq / a.hkv, h0 = kvh * g + hc * HG;
+	uint32_t nh = dec_min(HG, g - hc * HG);
+	uint32_t s, len, used, chunk, j0, j1;
+	uint32_t *flag = (uint32_t *)(dsm + nw * HG * (D + 2));
+	const uint32_t *table;
+	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
+	float qv[HG][8];
+	dec_state<HG> st;
+
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	s = dec_seq_of_row(a.q_off, a.n_seqs, row);
+	if (a.q_off[s + 1] - a.q_off[s] >= a.skip_new)
+		return; /* the whole block: the tiled kernel's row */
+	len = a.start[s] + row - a.q_off[s] + 1;
+	used = dec_splits(a, len, &chunk);
+	if (split >= used)
+		return; /* the whole block: past this row's splits */
+	j0 = split * chunk, j1 = dec_min(j0 + chunk, len);
+	table = a.tables + (size_t)s * a.max_blocks;
+#pragma unroll
+	for (int h = 0; h < HG; h++) {
+		const float4 *qr = (const float4 *)(q + ((size_t)row * a.hq + h0 +
+							 dec_min(h, nh - 1)) *
+								D +
+						    8 * sub);
+		float4 x = qr[0], y = qr[1];
+
+		qv[h][0] = x.x * a.qscale, qv[h][1] = x.y * a.qscale;
+		qv[h][2] = x.z * a.qscale, qv[h][3] = x.w * a.qscale;
+		qv[h][4] = y.x * a.qscale, qv[h][5] = y.y * a.qscale;
+		qv[h][6] = y.z * a.qscale, qv[h][7] = y.w * a.qscale;
+		st.m[h] = -INFINITY, st.l[h] = 0;
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			st.acc[h][i] = 0;
+	}
+	for (uint32_t base = j0; base < j1; base += a.round) {
+		uint4 kr[DEC_UNROLL], vr[DEC_UNROLL];
+		float sc[DEC_UNROLL][HG], vf[DEC_UNROLL][8];
+
+#pragma unroll
+		for (int u = 0; u < DEC_UNROLL; u++) {
+			uint32_t pos = base + u * ng + gid;
+
+			kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+			if (pos < j1) {
+				uint64_t off = table[pos / a.p] * a.page_stride +
+					       (uint64_t)(pos % a.p) * D + kvoff;
+
+				kr[u] = *(const uint4 *)(kc + off);
+				vr[u] = *(const uint4 *)(vc + off);
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < DEC_UNROLL; u++) {
+			float kf[8];
+			bool ok = base + u * ng + gid < j1;
+
+			dec_unpack(kr[u], kf);
+			dec_unpack(vr[u], vf[u]);
+#pragma unroll
+			for (int h = 0; h < HG; h++) {
+				float x = 0;
+
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+					x += qv[h][i] * kf[i];
+#pragma unroll
+				for (int o = 1; o < L; o *= 2)
+					x += __shfl_xor_sync(0xffffffffu, x, o);
+				sc[u][h] = ok ? x : -INFINITY;
+			}
+		}
+		dec_update<HG>(st, sc, vf);
+	}
+	dec_warp_merge<L, HG>(st);
+	if (lane < L) {
+#pragma unroll
+		for (int h = 0; h < HG; h++) {
+			float *w = dsm + (warp * HG + h) * (D + 2);
+
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				w[8 * sub + i] = st.acc[h][i];
+			if (sub == 0)
+				w[D] = st.m[h], w[D + 1] = st.l[h];
+		}
+	}
+	__syncthreads();
+	for (uint32_t o = threadIdx.x; o < nh * D; o += blockDim.x) {
+		uint32_t h = o / D, d = o % D;
+		size_t rh = (size_t)row * a.hq + h0 + h;
+		float top = -INFINITY, l = 0, acc = 0;
+
+		for (uint32_t w = 0; w < nw; w++)
+			top = fmaxf(top, dsm[(w * HG + h) * (D + 2) + D]);
+		for (uint32_t w = 0; w < nw; w++) {
+			const float *ws = dsm + (w * HG + h) * (D + 2);
+			float wt = dec_weight(ws[D], top);
+
+			l += ws[D + 1] * wt, acc += ws[d] * wt;
+		}
+		if (used == 1) {
+			out[rh * D + d] = __float2bfloat16_rn(acc / l);
+		} else {
+			float *part =
+			    scratch + (rh * a.n_splits + split) * (D + 2);
+
+			part[d] = acc;
+			if (d == 0)
+				part[D] = top, part[D + 1] = l;
+		}
+	}
+	if (used == 1)
+		return;
+	__threadfence(); /* the partials, before the ticket */
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		uint32_t *ticket =
+		    &dec_tickets[(size_t)row * gridDim.y + blockIdx.y];
+
+		*flag = atomicAdd(ticket, 1u) == used - 1;
+		if (*flag)
+			*ticket = 0;
+	}
+	__syncthreads();
+	if (!*flag)
+		return;
+	__threadfence(); /* the other blocks' partials, after the ticket */
+	for (uint32_t o = threadIdx.x; o < nh * D; o += blockDim.x) {
+		size_t rh = (size_t)row * a.hq + h0 + o / D;
+
+		out[rh * D + o % D] = __float2bfloat16_rn(dec_merge_dim(
+		    scratch + rh * a.n_splits * (D + 2), D, used, o % D));
+	}
+}
+
+typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
+			   const __nv_bfloat16 *, const __nv_bfloat16 *,
+			   dec_dev);
+
+/* The instance for head dim D and HG heads a block (1, 2, 4 or 8). */
+template <int L> static dec_kernel dec_pick_hg(uint32_t hg)
+{
+	return hg == 1	 ? attend_dec<L, 1>
+	       : hg == 2 ? attend_dec<L, 2>
+	       : hg == 4 ? attend_dec<L, 4>
+			 : attend_dec<L, 8>;
+}
+
+static dec_kernel dec_pick(uint32_t d, uint32_t hg)
+{
+	return d == 32	 ? dec_pick_hg<4>(hg)
+	       : d == 64 ? dec_pick_hg<8>(hg)
+	       : d == 128 ? dec_pick_hg<16>(hg)
+			  : dec_pick_hg<32>(hg);
+}
+
+extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
+					 const uint16_t *out, const float *q,
+					 const uint16_t *k_cache,
+					 const uint16_t *v_cache)
+{
+	(void)out;
+	return (d->head_dim == 32 || d->head_dim == 64 ||
+		d->head_dim == 128 || d->head_dim == 256) &&
+	       d->page_stride % 8 == 0 && (uintptr_t)q % 16 == 0 &&
+	       (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0;
+}
+
+/* Heads a block serves: the group rounded up to a power of two, at most
+ * DEC_HG (wider groups take several chunks). */
+static uint32_t dec_heads(uint32_t g)
+{
+	uint32_t hg = 1;
+
+	while (hg < g && hg < DEC_HG)
+		hg *= 2;
+	return hg;
+}
+
+/* Splits to launch: enough blocks to reach TARGET when the batch has
+ * fewer, at most one per split_min of MAX_LEN, within DEC_MAX_SPLITS,
+ * the tickets and scratch. */
+static uint32_t dec_pick_splits(const dec_dev &a, uint32_t rows,
+				uint32_t max_len, uint32_t target,
+				uint64_t scratch_floats, uint32_t d)
+{
+	uint64_t blocks = (uint64_t)rows * a.hkv * a.chunks;
+	uint32_t s = blocks >= target
+			 ? 1
+			 : (uint32_t)((target + blocks - 1) / blocks);
+	uint32_t most = (max_len + a.split_min - 1) / a.split_min;
+
+	s = s > most ? most : s;
+	s = s > DEC_MAX_SPLITS ? DEC_MAX_SPLITS : s;
+	if (blocks > DEC_TICKETS)
+		s = 1;
+	while (s > 1 && o1_attention_cuda_scratch_floats(rows, a.hq, d, s) >
+			    scratch_floats)
+		s--;
+	return s ? s : 1;
+}
+
+extern "C" int o1_attention_decode_cuda(
+    uint16_t *out, const float *q, const uint16_t *k_cache,
+    const uint16_t *v_cache, const struct o1_attn_dims *d,
+    const struct o1_attn_batch *b, uint32_t n_rows, uint32_t max_len,
+    float *scratch, uint64_t scratch_floats, uint32_t skip_new,
+    const struct o1_attn_decode_tune *tune, bool pdl, cudaStream_t stream)
+{
+	uint32_t warps = tune && tune->warps ? tune->warps : DEC_WARPS;
+	uint32_t rounds =
+	    tune && tune->split_rounds ? tune->split_rounds : DEC_SPLIT_ROUNDS;
+	uint32_t target =
+	    tune && tune->target_blocks ? tune->target_blocks : DEC_TARGET;
+	uint32_t g, hg, dd = d->head_dim;
+	dec_dev a;
+	size_t smem;
+	dec_kernel k;
+	int err;
+
+	if (!d->n_kv_heads || !d->n_heads || d->n_heads % d->n_kv_heads ||
+	    !d->page_tokens || !b->n_seqs || !max_len || warps > DEC_MAX_WARPS ||
+	    (uint64_t)b->max_blocks * d->page_tokens < max_len || !out ||
+	    !o1_attention_decode_fits(d, out, q, k_cache, v_cache)) {
+		o1_err("attention (decode): bad shape: heads %u/%u of %u, "
+		       "page %u tokens stride %llu, %u warps, max_len %u",
+		       d->n_heads, d->n_kv_heads, dd, d->page_tokens,
+		       (unsigned long long)d->page_stride, warps, max_len);
+		return -EINVAL;
+	}
+	if (!n_rows)
+		return 0;
+	g = d->n_heads / d->n_kv_heads, hg = dec_heads(g);
+	a = dec_dev{b->q_offsets,
+		    b->start_pos,
+		    b->block_tables,
+		    d->page_stride,
+		    d->scale * DEC_LOG2E,
+		    d->n_heads,
+		    d->n_kv_heads,
+		    d->page_tokens,
+		    b->n_seqs,
+		    b->max_blocks,
+		    1,
+		    (g + hg - 1) / hg,
+		    0,
+		    warps * (32 / (dd / 8)) * DEC_UNROLL,
+		    skip_new};
+	a.split_min = rounds * a.round;
+	a.n_splits = dec_pick_splits(a, n_rows, max_len, target,
+				     scratch ? scratch_floats : 0, dd);
+	smem = (size_t)warps * hg * (dd + 2) * sizeof(float) + 16;
+	k = dec_pick(dd, hg);
+	if (smem > 48 * 1024) {
+		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+		if (err)
+			return err;
+	}
+	return O1_CUDA_LAUNCH("attention (decode)", k,
+			      dim3(n_rows, a.hkv * a.chunks, a.n_splits),
+			      dim3(warps * 32), smem, stream, pdl,
+			      (__nv_bfloat16 *)out, scratch, q,
+			      (const __nv_bfloat16 *)k_cache,
+			      (const __nv_bfloat16 *)v_cache, a);
+}

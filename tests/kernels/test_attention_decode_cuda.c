@@ -1,0 +1,336 @@
+/* attention_decode.cu: the decode attention kernel (16-byte K/V loads,
+ * D/8 lanes a position, per-row split counts decided on the device) on
+ * fresh random inputs (O1_TEST_SEED or the time), output poisoned with
+ * NaN, against attention.c (o1_attention_cpu) within
+ * |gpu - cpu| <= 8e-3 |cpu| + 1e-3 x the row's largest |cpu| (as
+ * test_attention_cuda: one bf16 rounding of the output plus the f32
+ * reduction order). Exit 77 without a CUDA device;
+ * tools/gpu/emu/run_decode.sh runs it on the CPU emulation, where the
+ * blocks of a launch run one at a time in a shuffled order (any block may
+ * be the last of a split merge).
+ * - test_contexts: contexts 1, 31, 33, 130, 1000 and 8192 at batch 1,
+ *   head dims 64 and 128, groups 1, 4 and 7 (qwen2.5-0.5b's 14/2), each
+ *   launched as a CUDA graph would be (MAX_LEN far past the context, so
+ *   most of the launch's splits have nothing to do) and at MAX_LEN = the
+ *   context, with the default tuning and the benchmark's extremes.
+ * - test_batches: 256 sequences of mixed lengths (1 to 300) and a batch
+ *   with some sequences bringing several new rows, through
+ *   o1_attention_cuda's dispatch (which picks this kernel for the shape).
+ * - test_replay: a split launch repeated, and captured into a graph and
+ *   replayed, gives the same bits (a ticket left non-zero would merge
+ *   early), with launches of other split counts in between; groups wider
+ *   than a block's 8 heads (16, 32) and head dims 32 and 256.
+ * - test_decode_errors: shapes the kernel does not take are refused with
+ *   -EINVAL (o1_attention_cuda sends them to the old row kernel:
+ *   test_attention_cuda's unaligned pages).
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cuda_runtime_api.h>
+
+#include "kernel_cuda_test.h"
+#include "kernels/attention.h"
+#include "kernels/kernels_cuda.h"
+
+#define PAGE	    16
+#define GRAPH_LEN   32768 /* a graph's MAX_LEN: the longest context served */
+#define MAX_SPLITS  32	  /* the CUDA backend's scratch (ATT_SPLITS_MAX) */
+
+/* Heads, kv heads, head dim; per sequence its context and new rows. */
+struct dec_case {
+	uint32_t hq, hkv, d, n_seqs;
+	const uint32_t *len, *n_new;
+};
+
+struct dec_run {
+	struct o1_attn_dims dm;
+	struct o1_attn_batch db; /* device arrays */
+	uint32_t rows, max_len, max_blocks;
+	size_t cache, out_n;
+	float *ref;
+	void *dkc, *dvc, *dq;
+};
+
+/* Random bf16 K/V in pages scattered over the pool (8 more elements
+ * between pages: rows stay 16-byte aligned, pages are not contiguous),
+ * random q, the CPU's output. */
+static void run_open(const struct dec_case *c, struct dec_run *r)
+{
+	uint32_t *q_off = calloc(c->n_seqs + 1, 4), *start = calloc(c->n_seqs, 4);
+	uint32_t *tables, used = 0, pages = 0, nb;
+	struct o1_attn_batch hb;
+	float *kc, *vc, *q, *scratch;
+
+	r->rows = r->max_len = 0;
+	for (uint32_t s = 0; s < c->n_seqs; s++) {
+		q_off[s] = r->rows, start[s] = c->len[s] - c->n_new[s];
+		r->rows += c->n_new[s];
+		r->max_len = c->len[s] > r->max_len ? c->len[s] : r->max_len;
+		pages += (c->len[s] + PAGE - 1) / PAGE;
+	}
+	q_off[c->n_seqs] = r->rows;
+	/* tables wide enough for a graph's MAX_LEN */
+	nb = r->max_blocks = GRAPH_LEN / PAGE;
+	tables = calloc((size_t)c->n_seqs * nb, 4);
+	pages += 3;
+	pages += pages % 5 == 0; /* (used * 5 + 2) % pages: a permutation */
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		for (uint32_t b = 0; b * PAGE < c->len[s]; b++, used++)
+			tables[(size_t)s * nb + b] = (used * 5 + 2) % pages;
+	r->dm = (struct o1_attn_dims){c->hq,
+				      c->hkv,
+				      c->d,
+				      PAGE,
+				      (uint64_t)c->hkv * PAGE * c->d + 8,
+				      (float)(1.0 / sqrt(c->d))};
+	r->cache = (size_t)pages * r->dm.page_stride;
+	kc = kct_randv(r->cache, 2), vc = kct_randv(r->cache, 2);
+	kct_round_bf16(kc, r->cache), kct_round_bf16(vc, r->cache);
+	r->out_n = (size_t)r->rows * c->hq * c->d;
+	q = kct_randv(r->out_n, 2);
+	hb = (struct o1_attn_batch){c->n_seqs, q_off, start, tables, nb};
+	r->ref = malloc(r->out_n * 4);
+	scratch = malloc(o1_attention_scratch_floats(1, r->max_len) * 4);
+	assert_int_equal(o1_attention_cpu(NULL, r->ref, q, kc, vc, &r->dm, &hb,
+					  scratch, r->max_len),
+			 0);
+	r->db = (struct o1_attn_batch){
+	    c->n_seqs, kct_dev_copy(q_off, (c->n_seqs + 1) * 4),
+	    kct_dev_copy(start, c->n_seqs * 4),
+	    kct_dev_copy(tables, (size_t)c->n_seqs * nb * 4), nb};
+	r->dkc = kct_dev_bf16(kc, r->cache), r->dvc = kct_dev_bf16(vc, r->cache);
+	r->dq = kct_dev_copy(q, r->out_n * 4);
+	free(scratch), free(q_off), free(start), free(tables);
+	free(kc), free(vc), free(q);
+}
+
+static void run_close(struct dec_run *r)
+{
+	cudaFree((void *)r->db.q_offsets), cudaFree((void *)r->db.start_pos);
+	cudaFree((void *)r->db.block_tables);
+	cudaFree(r->dkc), cudaFree(r->dvc), cudaFree(r->dq);
+	free(r->ref);
+}
+
+enum dec_path { DECODE, DISPATCH, GRAPH };
+
+/* One launch over the case (PATH: the kernel alone, o1_attention_cuda, or
+ * the kernel captured into a graph and replayed twice) with scratch for
+ * MAX_SPLITS splits; the output (bf16 bits). */
+static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
+			const struct o1_attn_decode_tune *tune,
+			enum dec_path path)
+{
+	uint64_t sf = o1_attention_cuda_scratch_floats(
+	    r->rows, r->dm.n_heads, r->dm.head_dim, MAX_SPLITS);
+	float *sc = kct_dev(sf * 4);
+	void *out = kct_dev(r->out_n * 2);
+	cudaStream_t st = NULL;
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	uint16_t *h;
+
+	if (path == DISPATCH) {
+		assert_int_equal(o1_attention_cuda(out, r->dq, r->dkc, r->dvc,
+						   &r->dm, &r->db, r->rows,
+						   max_len, sc, sf, true,
+						   kct_stream(true)),
+				 0);
+	} else if (path == DECODE) {
+		assert_int_equal(o1_attention_decode_cuda(
+				     out, r->dq, r->dkc, r->dvc, &r->dm, &r->db,
+				     r->rows, max_len, sc, sf, UINT32_MAX, tune,
+				     false, 0),
+				 0);
+	} else {
+		assert_int_equal(cudaStreamCreate(&st), cudaSuccess);
+		assert_int_equal(cudaStreamBeginCapture(
+				     st, cudaStreamCaptureModeThreadLocal),
+				 cudaSuccess);
+		assert_int_equal(o1_attention_decode_cuda(
+				     out, r->dq, r->dkc, r->dvc, &r->dm, &r->db,
+				     r->rows, max_len, sc, sf, UINT32_MAX, tune,
+				     false, st),
+				 0);
+		assert_int_equal(cudaStreamEndCapture(st, &g), cudaSuccess);
+		assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(cudaGraphLaunch(ge, st), cudaSuccess);
+		assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
+		cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
+		cudaStreamDestroy(st);
+	}
+	h = kct_host_copy(out, r->out_n * 2);
+	cudaFree(sc), cudaFree(out);
+	return h;
+}
+
+static void check_cpu(const struct dec_run *r, const uint16_t *got)
+{
+	size_t row_n = (size_t)r->dm.n_heads * r->dm.head_dim;
+	float *g = malloc(row_n * 4);
+
+	for (uint32_t t = 0; t < r->rows; t++) {
+		const float *ref = r->ref + t * row_n;
+
+		for (size_t i = 0; i < row_n; i++)
+			g[i] = kct_f32_of(got[t * row_n + i]);
+		kct_check_close("attention (decode)", g, ref, row_n, 8e-3,
+				1e-3 * kct_max_abs(ref, row_n));
+	}
+	free(g);
+}
+
+/* The case with each tuning of TUNES at MAX_LEN = its longest context and
+ * at a graph's; every output against the CPU. */
+static void check_case(const struct dec_case *c,
+		       const struct o1_attn_decode_tune *tunes, size_t n_tunes)
+{
+	struct dec_run r;
+
+	run_open(c, &r);
+	for (size_t i = 0; i < n_tunes; i++) {
+		uint16_t *a = launch(&r, r.max_len, &tunes[i], DECODE);
+		uint16_t *b = launch(&r, GRAPH_LEN, &tunes[i], DECODE);
+
+		check_cpu(&r, a), check_cpu(&r, b);
+		free(a), free(b);
+	}
+	run_close(&r);
+}
+
+static void test_contexts(void **state)
+{
+	static const uint32_t lens[] = {1, 31, 33, 130, 1000, 8192};
+	static const uint32_t shapes[][3] = {
+	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {8, 2, 128}, {7, 1, 128}};
+	const struct o1_attn_decode_tune tunes[] = {
+	    {0, 0, 0}, {1, 1, 8}, {8, 4, 0}, {2, 2, 100000}};
+	const uint32_t one = 1;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]);
+		     k++) {
+			struct dec_case c = {shapes[k][0], shapes[k][1],
+					     shapes[k][2], 1, &lens[i], &one};
+
+			/* the longest contexts with the default tuning only */
+			check_case(&c, tunes, lens[i] > 1000 ? 1 : 4);
+		}
+}
+
+static void test_batches(void **state)
+{
+	uint32_t len[256], n_new[256];
+	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0}, {4, 1, 4096}};
+	struct dec_case c = {14, 2, 64, 256, len, n_new};
+	struct dec_run r;
+	uint16_t *got;
+
+	(void)state;
+	for (uint32_t s = 0; s < 256; s++)
+		len[s] = 1 + (s * 37) % 300, n_new[s] = 1;
+	check_case(&c, tunes, 2);
+	c = (struct dec_case){8, 2, 128, 256, len, n_new};
+	check_case(&c, tunes, 1);
+	/* prompt chunks the tiled kernel would not take: several rows */
+	for (uint32_t s = 0; s < 5; s++)
+		len[s] = 20 + 50 * s, n_new[s] = 1 + 3 * s;
+	c = (struct dec_case){14, 2, 64, 5, len, n_new};
+	run_open(&c, &r);
+	got = launch(&r, GRAPH_LEN, NULL, DISPATCH);
+	check_cpu(&r, got);
+	free(got);
+	run_close(&r);
+}
+
+/* Repeated launches (and graph replays) of one case give the same bits,
+ * launches of other split counts in between. */
+static void check_replay(const struct dec_case *c)
+{
+	const struct o1_attn_decode_tune tunes[] = {
+	    {0, 0, 0}, {2, 1, 4096}, {1, 3, 1}, {4, 1, 64}};
+	struct dec_run r;
+
+	run_open(c, &r);
+	for (size_t i = 0; i < sizeof(tunes) / sizeof(tunes[0]); i++) {
+		uint16_t *a = launch(&r, GRAPH_LEN, &tunes[i], DECODE);
+		uint16_t *b = launch(&r, GRAPH_LEN, &tunes[i], GRAPH);
+		uint16_t *d = launch(&r, GRAPH_LEN, &tunes[i], DECODE);
+
+		check_cpu(&r, a);
+		assert_memory_equal(a, b, r.out_n * 2);
+		assert_memory_equal(a, d, r.out_n * 2);
+		free(a), free(b), free(d);
+	}
+	run_close(&r);
+}
+
+static void test_replay(void **state)
+{
+	static const uint32_t len[] = {700, 37, 1, 300}, n_new[] = {1, 1, 1, 2};
+	const struct dec_case cases[] = {
+	    {14, 2, 64, 4, len, n_new},	 {32, 2, 128, 2, len, n_new},
+	    {32, 1, 64, 1, len, n_new},	 {8, 4, 32, 4, len, n_new},
+	    {16, 2, 256, 3, len, n_new},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check_replay(&cases[i]);
+}
+
+static void test_decode_errors(void **state)
+{
+	struct o1_attn_dims dm = {8, 2, 96, 16, 2 * 16 * 96, 0.1f};
+	uint32_t dummy[4] = {0, 1};
+	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
+	const struct o1_attn_decode_tune nine = {9, 0, 0};
+	uint16_t *p = kct_dev(1 << 16);
+	float *fq = (float *)p;
+
+	(void)state;
+	assert_false(o1_attention_decode_fits(&dm, p, fq, p, p)); /* D 96 */
+	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 1,
+						  NULL, 0, UINT32_MAX, NULL,
+						  false, 0),
+			 -EINVAL);
+	dm.head_dim = 64, dm.page_stride = 2 * 16 * 64;
+	assert_true(o1_attention_decode_fits(&dm, p, fq, p, p));
+	assert_false(o1_attention_decode_fits(&dm, p, fq, p + 4, p));
+	assert_false(o1_attention_decode_fits(&dm, p, fq + 2, p, p));
+	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 1,
+						  NULL, 0, UINT32_MAX, &nine,
+						  false, 0),
+			 -EINVAL); /* more warps than a block takes */
+	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 17,
+						  NULL, 0, UINT32_MAX, NULL,
+						  false, 0),
+			 -EINVAL); /* context past the table */
+	dm.page_stride += 2; /* rows no longer 16-byte aligned */
+	assert_false(o1_attention_decode_fits(&dm, p, fq, p, p));
+	cudaFree(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_contexts),
+	    cmocka_unit_test(test_batches),
+	    cmocka_unit_test(test_replay),
+	    cmocka_unit_test(test_decode_errors),
+	};
+
+	return kct_main("test_attention_decode_cuda", tests,
+			sizeof(tests) / sizeof(tests[0]));
+}
