@@ -13,6 +13,11 @@
  * batch, one row per sequence, always does (the captured decode graphs
  * are unchanged).
  *
+ * The row kernel's rows go to attention_decode.cu's kernel whenever the
+ * shape fits it (o1_attention_decode_fits: the presets' head dims, aligned
+ * pages); the row kernel below serves the other shapes and
+ * o1_attention_rows_legacy_cuda (the benchmark's A/B).
+ *
  * Row kernel. Grid (row, kv head, split): a block serves the Hq/Hkv query
  * heads that share one kv head (GQA-aware: each K/V tile is read from the
  * pool once for all of them), one warp per query head. The block walks its

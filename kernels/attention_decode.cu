@@ -76,6 +76,11 @@ static __device__ uint32_t dec_min(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
+static __device__ uint32_t dec_max(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
 static __device__ uint32_t dec_seq_of_row(const uint32_t *q_off, uint32_t n,
 					  uint32_t row)
 {
@@ -184,30 +189,66 @@ template <int L, int HG> static __device__ void dec_warp_merge(dec_state<HG> &st
 	}
 }
 
-/* Dim DD of one (row, head) from the partials PART of its USED splits
- * (D + 2 floats each), read around L1 (__ldcg: other blocks wrote them). */
-static __device__ float dec_merge_dim(const float *part, uint32_t d,
-				      uint32_t used, uint32_t dd)
+/* The last block of a split row: merges the USED splits' partials of the
+ * NH heads from H0 of ROW into out. First every split's max and sum per
+ * head into shared memory (W and W + NH * DEC_MAX_SPLITS, one parallel
+ * round of loads), then each head's weights 2^(max - top) in place of the
+ * maxima and its total sum (after the sums), then each output dim as the
+ * weighted sum of its partials, every split's load issued before the sum
+ * needs it. Partials are read around L1 (__ldcg: other blocks wrote
+ * them). */
+static __device__ void dec_merge(__nv_bfloat16 *out, const float *scratch,
+				 float *w, const dec_dev &a, uint32_t d,
+				 uint32_t row, uint32_t h0, uint32_t nh,
+				 uint32_t used)
 {
-	float top = -INFINITY, l = 0, acc = 0;
+	float *ls = w + nh * DEC_MAX_SPLITS, *sum = ls + nh * DEC_MAX_SPLITS;
 
-	for (uint32_t s = 0; s < used; s++)
-		top = fmaxf(top, __ldcg(part + s * (d + 2) + d));
-#pragma unroll 4
-	for (uint32_t s = 0; s < used; s++) {
-		const float *ps = part + s * (d + 2);
-		float w = dec_weight(__ldcg(ps + d), top);
+	for (uint32_t i = threadIdx.x; i < nh * DEC_MAX_SPLITS;
+	     i += blockDim.x) {
+		uint32_t h = i / DEC_MAX_SPLITS, sp = i % DEC_MAX_SPLITS;
+		const float *part =
+		    scratch +
+		    (((size_t)row * a.hq + h0 + h) * a.n_splits + sp) * (d + 2);
 
-		l += __ldcg(ps + d + 1) * w;
-		acc += __ldcg(ps + dd) * w;
+		w[i] = sp < used ? __ldcg(part + d) : -INFINITY;
+		ls[i] = sp < used ? __ldcg(part + d + 1) : 0.0f;
 	}
-	return acc / l;
+	__syncthreads();
+	for (uint32_t h = threadIdx.x; h < nh; h += blockDim.x) {
+		float top = -INFINITY, l = 0;
+
+		for (uint32_t sp = 0; sp < used; sp++)
+			top = fmaxf(top, w[h * DEC_MAX_SPLITS + sp]);
+		for (uint32_t sp = 0; sp < used; sp++) {
+			float *x = &w[h * DEC_MAX_SPLITS + sp];
+
+			*x = dec_weight(*x, top);
+			l += ls[h * DEC_MAX_SPLITS + sp] * *x;
+		}
+		sum[h] = l;
+	}
+	__syncthreads();
+	for (uint32_t o = threadIdx.x; o < nh * d; o += blockDim.x) {
+		uint32_t h = o / d;
+		size_t rh = (size_t)row * a.hq + h0 + h;
+		const float *part = scratch + rh * a.n_splits * (d + 2) + o % d;
+		float acc = 0;
+
+#pragma unroll
+		for (uint32_t sp = 0; sp < DEC_MAX_SPLITS; sp++)
+			if (sp < used)
+				acc += w[h * DEC_MAX_SPLITS + sp] *
+				       __ldcg(part + sp * (d + 2));
+		out[rh * d + o % d] = __float2bfloat16_rn(acc / sum[h]);
+	}
 }
 
 /* out (T,Hq,D) bf16 or scratch partials ((T,Hq,n_splits), D + 2 floats:
  * acc, max (base 2), sum); q (T,Hq,D) f32; k/v caches (pages,Hkv,P,D)
  * bf16. D = 8 L. Block (row, kv head x head chunk, split) of 1 to
- * DEC_MAX_WARPS warps. Shared: the warps' states (warps, HG, D + 2) f32,
+ * DEC_MAX_WARPS warps. Shared: the warps' states (warps, HG, D + 2) f32
+ * (then the merge's maxima, sums and totals, HG (2 DEC_MAX_SPLITS + 1)),
  * then the merge flag. */
 template <int L, int HG>
 static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
@@ -223,7 +264,8 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	uint32_t g = a.hq / a.hkv, h0 = kvh * g + hc * HG;
 	uint32_t nh = dec_min(HG, g - hc * HG);
 	uint32_t s, len, used, chunk, j0, j1;
-	uint32_t *flag = (uint32_t *)(dsm + nw * HG * (D + 2));
+	uint32_t *flag = (uint32_t *)(dsm + dec_max(nw * HG * (D + 2),
+						    HG * (2 * DEC_MAX_SPLITS + 1)));
 	const uint32_t *table;
 	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
 	float qv[HG][8];
@@ -350,12 +392,7 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	if (!*flag)
 		return;
 	__threadfence(); /* the other blocks' partials, after the ticket */
-	for (uint32_t o = threadIdx.x; o < nh * D; o += blockDim.x) {
-		size_t rh = (size_t)row * a.hq + h0 + o / D;
-
-		out[rh * D + o % D] = __float2bfloat16_rn(dec_merge_dim(
-		    scratch + rh * a.n_splits * (D + 2), D, used, o % D));
-	}
+	dec_merge(out, scratch, dsm, a, D, row, h0, nh, used);
 }
 
 typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
@@ -392,12 +429,12 @@ extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
 }
 
 /* Heads a block serves: the group rounded up to a power of two, at most
- * DEC_HG (wider groups take several chunks). */
-static uint32_t dec_heads(uint32_t g)
+ * MOST (a power of two <= DEC_HG; wider groups take several chunks). */
+static uint32_t dec_heads(uint32_t g, uint32_t most)
 {
 	uint32_t hg = 1;
 
-	while (hg < g && hg < DEC_HG)
+	while (hg < g && hg < most)
 		hg *= 2;
 	return hg;
 }
@@ -437,6 +474,7 @@ extern "C" int o1_attention_decode_cuda(
 	    tune && tune->split_rounds ? tune->split_rounds : DEC_SPLIT_ROUNDS;
 	uint32_t target =
 	    tune && tune->target_blocks ? tune->target_blocks : DEC_TARGET;
+	uint32_t most = tune && tune->heads ? tune->heads : DEC_HG;
 	uint32_t g, hg, dd = d->head_dim;
 	dec_dev a;
 	size_t smem;
@@ -445,17 +483,20 @@ extern "C" int o1_attention_decode_cuda(
 
 	if (!d->n_kv_heads || !d->n_heads || d->n_heads % d->n_kv_heads ||
 	    !d->page_tokens || !b->n_seqs || !max_len || warps > DEC_MAX_WARPS ||
+	    most > DEC_HG || (most & (most - 1)) ||
 	    (uint64_t)b->max_blocks * d->page_tokens < max_len || !out ||
 	    !o1_attention_decode_fits(d, out, q, k_cache, v_cache)) {
 		o1_err("attention (decode): bad shape: heads %u/%u of %u, "
-		       "page %u tokens stride %llu, %u warps, max_len %u",
+		       "page %u tokens stride %llu, %u warps, %u heads a "
+		       "block, max_len %u",
 		       d->n_heads, d->n_kv_heads, dd, d->page_tokens,
-		       (unsigned long long)d->page_stride, warps, max_len);
+		       (unsigned long long)d->page_stride, warps, most,
+		       max_len);
 		return -EINVAL;
 	}
 	if (!n_rows)
 		return 0;
-	g = d->n_heads / d->n_kv_heads, hg = dec_heads(g);
+	g = d->n_heads / d->n_kv_heads, hg = dec_heads(g, most);
 	a = dec_dev{b->q_offsets,
 		    b->start_pos,
 		    b->block_tables,
@@ -474,7 +515,11 @@ extern "C" int o1_attention_decode_cuda(
 	a.split_min = rounds * a.round;
 	a.n_splits = dec_pick_splits(a, n_rows, max_len, target,
 				     scratch ? scratch_floats : 0, dd);
-	smem = (size_t)warps * hg * (dd + 2) * sizeof(float) + 16;
+	smem = (size_t)warps * hg * (dd + 2);
+	smem = smem > hg * (2 * DEC_MAX_SPLITS + 1)
+		   ? smem
+		   : hg * (2 * DEC_MAX_SPLITS + 1);
+	smem = smem * sizeof(float) + 16;
 	k = dec_pick(dd, hg);
 	if (smem > 48 * 1024) {
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(

@@ -214,7 +214,7 @@ static void test_contexts(void **state)
 	static const uint32_t shapes[][3] = {
 	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {8, 2, 128}, {7, 1, 128}};
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0}, {1, 1, 8}, {8, 4, 0}, {2, 2, 100000}};
+	    {0, 0, 0, 0}, {1, 1, 8, 2}, {8, 4, 0, 0}, {2, 2, 100000, 4}};
 	const uint32_t one = 1;
 
 	(void)state;
@@ -232,7 +232,8 @@ static void test_contexts(void **state)
 static void test_batches(void **state)
 {
 	uint32_t len[256], n_new[256];
-	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0}, {4, 1, 4096}};
+	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0},
+						    {4, 1, 4096, 4}};
 	struct dec_case c = {14, 2, 64, 256, len, n_new};
 	struct dec_run r;
 	uint16_t *got;
@@ -259,7 +260,7 @@ static void test_batches(void **state)
 static void check_replay(const struct dec_case *c)
 {
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0}, {2, 1, 4096}, {1, 3, 1}, {4, 1, 64}};
+	    {0, 0, 0, 0}, {2, 1, 4096, 1}, {1, 3, 1, 0}, {4, 1, 64, 2}};
 	struct dec_run r;
 
 	run_open(c, &r);
@@ -295,7 +296,8 @@ static void test_decode_errors(void **state)
 	struct o1_attn_dims dm = {8, 2, 96, 16, 2 * 16 * 96, 0.1f};
 	uint32_t dummy[4] = {0, 1};
 	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
-	const struct o1_attn_decode_tune nine = {9, 0, 0};
+	const struct o1_attn_decode_tune nine = {9, 0, 0, 0};
+	const struct o1_attn_decode_tune three = {0, 0, 0, 3};
 	uint16_t *p = kct_dev(1 << 16);
 	float *fq = (float *)p;
 
@@ -313,6 +315,10 @@ static void test_decode_errors(void **state)
 						  NULL, 0, UINT32_MAX, &nine,
 						  false, 0),
 			 -EINVAL); /* more warps than a block takes */
+	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 1,
+						  NULL, 0, UINT32_MAX, &three,
+						  false, 0),
+			 -EINVAL); /* heads a block: a power of two */
 	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 17,
 						  NULL, 0, UINT32_MAX, NULL,
 						  false, 0),

@@ -1,0 +1,392 @@
+/* bench_decode_attn: one layer's decode attention (one new row per
+ * sequence, every sequence CTX tokens long, pages of 16 tokens scattered
+ * over the pool, random bf16 K/V and q) in the presets' shapes
+ * (qwen2.5-0.5b 14/2 heads of 64, llama3.2-1b 32/8 of 64, llama3-8b 32/8
+ * of 128), at batch 1, 64 and 256 and contexts 128, 1024 and 4096:
+ *   bench_decode_attn [--sweep] [--graph-len N] [--batch B] [--ctx C]
+ * For each it times the old row kernel (o1_attention_rows_legacy_cuda)
+ * and the decode kernel (o1_attention_decode_cuda, default tuning), each
+ * launched with MAX_LEN = the context and with MAX_LEN = the graph length
+ * (default 8192: what a captured decode graph passes, the longest context
+ * it serves), and prints microseconds a call and the KV bytes read over
+ * that time (GB/s), and the largest |new - old| output difference.
+ * Times: "cold", L2 flushed before each launch (as in a decode step, where
+ * the weights stream through L2 between two layers' attention; median of
+ * RUNS, CUDA events around the one launch), and "warm", RUNS launches back
+ * to back over the same data (their mean). --sweep adds, per case, the
+ * decode kernel's best tuning (warps, split rounds, target blocks, heads
+ * a block; cold times, graph MAX_LEN) beside the default's. --batch/--ctx take one
+ * value each instead of the lists.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda_util.h"
+#include "kernels/kernels_cuda.h"
+
+#define PAGE_TOKENS 16
+#define RUNS	    20
+#define WARMUP	    3
+#define FLUSH_BYTES (256u << 20) /* past the H200's 60 MB of L2 */
+#define MAX_SPLITS  32		 /* the CUDA backend's scratch */
+
+struct shape {
+	const char *name;
+	uint32_t hq, hkv, d;
+};
+
+struct bench {
+	struct o1_attn_dims dims;
+	struct o1_attn_batch batch;
+	uint32_t rows, ctx;
+	uint64_t scratch_floats;
+	uint16_t *kc, *vc, *out_old, *out_new;
+	float *q, *scratch;
+	void *dev_batch, *flush;
+};
+
+enum which { OLD, NEW };
+
+struct variant {
+	enum which w;
+	uint32_t max_len;
+	const struct o1_attn_decode_tune *tune;
+};
+
+static uint64_t rng = 12345;
+
+static float frand(void)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (float)((rng >> 40) / (double)(1 << 24)) * 2 - 1;
+}
+
+static uint16_t bf16_of(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+static float f32_of(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static int upload(void *dst, const void *src, size_t bytes)
+{
+	return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) ? -1 : 0;
+}
+
+/* N random values (bf16, or f32 when F32) uploaded to DST: one chunk of
+ * random host values, repeated (timing does not care, and the largest
+ * caches are gigabytes). */
+static int upload_random(void *dst, size_t n, int f32)
+{
+	size_t chunk = 1u << 22, es = f32 ? 4 : 2;
+	void *h = malloc(chunk * es);
+	int err = h ? 0 : -1;
+
+	for (size_t i = 0; !err && i < chunk; i++)
+		if (f32)
+			((float *)h)[i] = frand() * 2;
+		else
+			((uint16_t *)h)[i] = bf16_of(frand() * 2);
+	for (size_t o = 0; !err && o < n; o += chunk)
+		err = upload((char *)dst + o * es, h,
+			     (n - o < chunk ? n - o : chunk) * es);
+	free(h);
+	return err;
+}
+
+/* Device arrays of ROWS sequences of CTX tokens, one new row each:
+ * q_offsets 0..rows, start_pos ctx - 1, block tables wide enough for
+ * MAX_LEN whose pages (of a pool of rows x ctx/16) are shuffled. */
+static int setup_batch(struct bench *b, uint32_t pages, uint32_t max_blocks)
+{
+	size_t n = (size_t)2 * b->rows + 1 + (size_t)b->rows * max_blocks;
+	uint32_t *h = calloc(n, 4), *perm = malloc((size_t)pages * 4);
+	uint32_t per = (b->ctx + PAGE_TOKENS - 1) / PAGE_TOKENS;
+	int err = h && perm ? 0 : -1;
+
+	for (uint32_t i = 0; !err && i < pages; i++)
+		perm[i] = i;
+	for (uint32_t i = pages; !err && i > 1; i--) {
+		uint32_t j = (uint32_t)(rng = rng * 6364136223846793005ULL +
+					      1442695040888963407ULL) %
+			     i,
+			 t = perm[i - 1];
+
+		perm[i - 1] = perm[j], perm[j] = t;
+	}
+	for (uint32_t s = 0; !err && s <= b->rows; s++)
+		h[s] = s;
+	for (uint32_t s = 0; !err && s < b->rows; s++) {
+		h[b->rows + 1 + s] = b->ctx - 1;
+		for (uint32_t k = 0; k < per; k++)
+			h[2 * b->rows + 1 + (size_t)s * max_blocks + k] =
+			    perm[s * per + k];
+	}
+	err = err ? err : (cudaMalloc(&b->dev_batch, n * 4) ? -1 : 0);
+	err = err ? err : upload(b->dev_batch, h, n * 4);
+	free(h), free(perm);
+	b->batch = (struct o1_attn_batch){
+	    b->rows, (uint32_t *)b->dev_batch,
+	    (uint32_t *)b->dev_batch + b->rows + 1,
+	    (uint32_t *)b->dev_batch + 2 * b->rows + 1, max_blocks};
+	return err;
+}
+
+static int setup(struct bench *b, const struct shape *s, uint32_t rows,
+		 uint32_t ctx, uint32_t graph_len)
+{
+	uint32_t per = (ctx + PAGE_TOKENS - 1) / PAGE_TOKENS,
+		 pages = per * rows;
+	uint32_t max_len = graph_len > ctx ? graph_len : ctx;
+	uint64_t stride = (uint64_t)s->hkv * PAGE_TOKENS * s->d;
+	size_t out_n = (size_t)rows * s->hq * s->d;
+
+	memset(b, 0, sizeof(*b));
+	b->rows = rows, b->ctx = ctx;
+	b->dims = (struct o1_attn_dims){s->hq,	s->hkv,
+					s->d,	PAGE_TOKENS,
+					stride, 1.0f / sqrtf((float)s->d)};
+	b->scratch_floats =
+	    o1_attention_cuda_scratch_floats(rows, s->hq, s->d, MAX_SPLITS);
+	if (cudaMalloc((void **)&b->kc, pages * stride * 2) ||
+	    cudaMalloc((void **)&b->vc, pages * stride * 2) ||
+	    cudaMalloc((void **)&b->q, out_n * 4) ||
+	    cudaMalloc((void **)&b->out_old, out_n * 2) ||
+	    cudaMalloc((void **)&b->out_new, out_n * 2) ||
+	    cudaMalloc((void **)&b->scratch, b->scratch_floats * 4) ||
+	    cudaMalloc(&b->flush, FLUSH_BYTES))
+		return -1;
+	if (upload_random(b->kc, pages * stride, 0) ||
+	    upload_random(b->vc, pages * stride, 0) ||
+	    upload_random(b->q, out_n, 1))
+		return -1;
+	return setup_batch(b, pages,
+			   (max_len + PAGE_TOKENS - 1) / PAGE_TOKENS);
+}
+
+static void teardown(struct bench *b)
+{
+	cudaFree(b->kc), cudaFree(b->vc), cudaFree(b->q);
+	cudaFree(b->out_old), cudaFree(b->out_new), cudaFree(b->scratch);
+	cudaFree(b->dev_batch), cudaFree(b->flush);
+}
+
+static int launch(struct bench *b, const struct variant *v)
+{
+	if (v->w == OLD)
+		return o1_attention_rows_legacy_cuda(
+		    b->out_old, b->q, b->kc, b->vc, &b->dims, &b->batch,
+		    b->rows, v->max_len, b->scratch, b->scratch_floats, false,
+		    0);
+	return o1_attention_decode_cuda(b->out_new, b->q, b->kc, b->vc,
+					&b->dims, &b->batch, b->rows,
+					v->max_len, b->scratch,
+					b->scratch_floats, UINT32_MAX, v->tune,
+					false, 0);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Microseconds a launch of V: cold (L2 flushed before each, median) into
+ * *COLD, warm (back to back, mean) into *WARM. -1 on failure. */
+static int time_us(struct bench *b, const struct variant *v, double *cold,
+		   double *warm)
+{
+	cudaEvent_t e0, e1;
+	float ms[RUNS], all;
+	int err = 0;
+
+	if (cudaEventCreate(&e0) || cudaEventCreate(&e1))
+		return -1;
+	for (int i = 0; !err && i < WARMUP; i++)
+		err = launch(b, v);
+	for (int i = 0; !err && i < RUNS; i++) {
+		err = cudaMemsetAsync(b->flush, i, FLUSH_BYTES, 0) ? -1 : 0;
+		cudaEventRecord(e0, 0);
+		err = err ? err : launch(b, v);
+		cudaEventRecord(e1, 0);
+		if (err || cudaEventSynchronize(e1) ||
+		    cudaEventElapsedTime(&ms[i], e0, e1))
+			err = -1;
+	}
+	if (!err) {
+		cudaEventRecord(e0, 0);
+		for (int i = 0; !err && i < RUNS; i++)
+			err = launch(b, v);
+		cudaEventRecord(e1, 0);
+		if (err || cudaEventSynchronize(e1) ||
+		    cudaEventElapsedTime(&all, e0, e1))
+			err = -1;
+	}
+	cudaEventDestroy(e0), cudaEventDestroy(e1);
+	if (err || cudaDeviceSynchronize())
+		return -1;
+	qsort(ms, RUNS, sizeof(ms[0]), cmp_float);
+	*cold = ms[RUNS / 2] * 1e3;
+	*warm = all * 1e3 / RUNS;
+	return 0;
+}
+
+/* Largest |new - old| over the outputs (as floats); NaN anywhere wins. */
+static double max_diff(const struct bench *b)
+{
+	size_t n = (size_t)b->rows * b->dims.n_heads * b->dims.head_dim;
+	uint16_t *o = malloc(n * 2), *w = malloc(n * 2);
+	double m = -1;
+
+	if (o && w &&
+	    !cudaMemcpy(o, b->out_old, n * 2, cudaMemcpyDeviceToHost) &&
+	    !cudaMemcpy(w, b->out_new, n * 2, cudaMemcpyDeviceToHost)) {
+		m = 0;
+		for (size_t i = 0; i < n; i++) {
+			double e = fabs((double)f32_of(o[i]) - f32_of(w[i]));
+
+			m = e > m || isnan(e) ? e : m;
+		}
+	}
+	free(o), free(w);
+	return m;
+}
+
+/* The decode kernel's best tuning at the graph MAX_LEN (cold times):
+ * warps, split rounds, target blocks, and 4 heads a block beside the
+ * default 8 for groups wider than 4. */
+static int sweep(struct bench *b, uint32_t graph_len, double dflt)
+{
+	static const uint32_t warps[] = {1, 2, 4, 8}, rounds[] = {1, 2, 4},
+			      targets[] = {132, 264, 528, 1056},
+			      heads[] = {0, 4};
+	uint32_t g = b->dims.n_heads / b->dims.n_kv_heads;
+	struct o1_attn_decode_tune best = {0, 0, 0, 0}, t;
+	double best_us = 1e30, cold, warm;
+
+	for (size_t h = 0; h < (g > 4 ? 2u : 1u); h++)
+		for (size_t i = 0; i < 4; i++)
+			for (size_t j = 0; j < 3; j++)
+				for (size_t k = 0; k < 4; k++) {
+					struct variant v = {NEW, graph_len,
+							    &t};
+
+					t = (struct o1_attn_decode_tune){
+					    warps[i], rounds[j], targets[k],
+					    heads[h]};
+					if (time_us(b, &v, &cold, &warm))
+						return -1;
+					if (cold < best_us)
+						best_us = cold, best = t;
+				}
+	printf("    sweep: best warps %u split_rounds %u target_blocks %u "
+	       "heads %u: %.2f us (default %.2f us)\n",
+	       best.warps, best.split_rounds, best.target_blocks, best.heads,
+	       best_us, dflt);
+	return 0;
+}
+
+static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
+	       uint32_t graph_len, int do_sweep)
+{
+	struct bench b;
+	uint32_t gl = graph_len > ctx ? graph_len : ctx;
+	const struct variant vs[4] = {
+	    {OLD, ctx, NULL}, {OLD, gl, NULL}, {NEW, ctx, NULL}, {NEW, gl, NULL}};
+	double cold[4], warm[4], diff, gb;
+	int err = setup(&b, s, rows, ctx, graph_len);
+
+	for (int i = 0; !err && i < 4; i++)
+		err = time_us(&b, &vs[i], &cold[i], &warm[i]);
+	diff = err ? -1 : max_diff(&b);
+	if (!err && do_sweep)
+		err = sweep(&b, gl, cold[3]);
+	teardown(&b);
+	if (err) {
+		fprintf(stderr, "bench_decode_attn: %s batch %u ctx %u failed\n",
+			s->name, rows, ctx);
+		return -1;
+	}
+	gb = (double)rows * ctx * s->hkv * s->d * 2 * 2 / 1e9;
+	printf("%-12s batch %3u ctx %4u (%.3f GB KV): cold us old %.2f "
+	       "(graph %.2f) new %.2f (graph %.2f), %.2fx, new %.0f GB/s; "
+	       "warm us old %.2f new %.2f (graph %.2f); max |new - old| "
+	       "%.3g\n",
+	       s->name, rows, ctx, gb, cold[0], cold[1], cold[2], cold[3],
+	       cold[1] / cold[3], gb / (cold[3] * 1e-6), warm[0], warm[2],
+	       warm[3], diff);
+	fflush(stdout);
+	return 0;
+}
+
+static int arg_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *v)
+{
+	char *end;
+	long x = strtol(s, &end, 10);
+
+	if (*end || x < (long)lo || x > (long)hi)
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct shape shapes[] = {
+	    {"qwen2.5-0.5b", 14, 2, 64},
+	    {"llama3.2-1b", 32, 8, 64},
+	    {"llama3-8b", 32, 8, 128},
+	};
+	uint32_t batches[3] = {1, 64, 256}, ctxs[3] = {128, 1024, 4096};
+	uint32_t nb = 3, nc = 3, graph_len = 8192;
+	int do_sweep = 0, rc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		int bad = 0;
+
+		if (!strcmp(argv[i], "--sweep"))
+			do_sweep = 1;
+		else if (!strcmp(argv[i], "--graph-len") && i + 1 < argc)
+			bad = arg_u32(argv[++i], 1, 131072, &graph_len);
+		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+			bad = arg_u32(argv[++i], 1, 1024, &batches[0]), nb = 1;
+		else if (!strcmp(argv[i], "--ctx") && i + 1 < argc)
+			bad = arg_u32(argv[++i], 1, 131072, &ctxs[0]), nc = 1;
+		else
+			bad = 1;
+		if (bad) {
+			fprintf(stderr, "usage: bench_decode_attn [--sweep] "
+					"[--graph-len N] [--batch B] [--ctx "
+					"C]\n");
+			return 2;
+		}
+	}
+	if (o1_cuda_probe() != 0) {
+		fprintf(stderr, "bench_decode_attn: no CUDA device\n");
+		return 1;
+	}
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+		for (uint32_t i = 0; i < nb; i++)
+			for (uint32_t j = 0; j < nc; j++)
+				rc |= run(&shapes[k], batches[i], ctxs[j],
+					  graph_len, do_sweep)
+					  ? 1
+					  : 0;
+	return rc;
+}
