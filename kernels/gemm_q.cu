@@ -3,21 +3,23 @@
  *
  *   y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . bf16(dequant(w)) (N,K)^T
  *
- * A block computes a tile of GQ_BN rows of x (tokens) by GQ_BM rows of w
- * (outputs), GQ_BK elements of K at a time: its threads decode the tile's
- * weight units (quant_dev.h's qd_unit: quant.h's values, each rounded to
- * bf16 to nearest even, the values o1_quant_dequantize_bf16_cuda writes)
- * into shared memory, copy the x tile there in 16-byte pieces, and four
- * warps multiply them with mma.sync m16n8k16 (mma_dev.h), each a 32x32
- * piece of the tile, accumulating in f32 registers across all of K. A
- * weight tile is decoded once per token tile, so the weights are read
- * from memory once per ceil(M / GQ_BN) (from L2 after the first: the
- * blocks of one weight tile are consecutive in the launch order).
+ * A block computes a tile of BN rows of x (tokens: 128, or 64 where 128
+ * would leave the GPU too few blocks) by GQ_BM rows of w (outputs), one
+ * 32-element unit of K a step: its threads decode the tile's weight units
+ * (quant_dev.h's qd_head/qd_octet: quant.h's values, each rounded to bf16
+ * to nearest even, the values o1_quant_dequantize_bf16_cuda writes) into
+ * shared memory, copy the x tile there in 16-byte pieces, and four warps
+ * multiply them with mma.sync m16n8k16 (mma_dev.h), each a 32 x BN/2
+ * piece of the tile, accumulating in f32 registers across all of K; two
+ * stages of shared tiles, so that a step's loads overlap the previous
+ * step's products. A weight tile is decoded once per token tile, so the
+ * weights are read from memory once per ceil(M / BN) (from L2 after the
+ * first: the blocks of one weight tile are consecutive in the launch
+ * order).
  *
- * Rows past M and past N, and units past K (K a multiple of 32 but not of
- * GQ_BK), are zeros in shared memory and never written out. Accumulation
- * in f32 over K in steps of 16 products: the difference from an exact
- * sum of the same bf16 products is bounded by the tests
+ * Rows past M and past N are zeros in shared memory and never written
+ * out. Accumulation in f32 over K in steps of 16 products: the difference
+ * from an exact sum of the same bf16 products is bounded by the tests
  * (tests/kernels/test_gemm_q_cuda.c).
  * Invariants: x 16-byte aligned, K a multiple of 32 (256 for the K
  * types), w aligned as quant.cu's SRC, LDY >= N; fewer than 2^16 weight
@@ -37,105 +39,132 @@ extern "C" {
 }
 
 #define GQ_BM	   64 /* weight rows (outputs) a block */
-#define GQ_BN	   64 /* x rows (tokens) a block */
-#define GQ_BK	   64 /* elements of K a step: two units */
+#define GQ_BK	   32 /* elements of K a step: one unit */
 #define GQ_THREADS 128
-/* shared rows padded by 16 bytes: ldmatrix's 8 rows of a phase, 144
- * bytes apart, fall on distinct banks */
+/* shared rows padded by 16 bytes: ldmatrix's 8 rows of a phase, 80 bytes
+ * apart, fall on distinct banks */
 #define GQ_LD (GQ_BK + 8)
+/* a launch of token tiles of 128 when it still makes this many blocks
+ * (two waves or more of 4 warps a multiprocessor on an H200's 132), of
+ * 64 otherwise */
+#define GQ_WIDE_BLOCKS 256
 
-/* The weight tile's step KB: thread T decodes unit 2 KB + T % 2 of row
- * T / 2 of the tile (the two units of a row are adjacent threads, so a
- * warp reads 16 rows' consecutive bytes), bf16 into WS. */
+/* Half the weight tile's unit KB: thread T decodes octets 2 (T % 2) and
+ * 2 (T % 2) + 1 of unit KB of row T / 2 (quant_dev.h's qd_octet: no
+ * integer conversions; each value times its scale is qd_unit's, exactly)
+ * to bf16 in WS. */
 template <int TYPE>
-static __device__ __forceinline__ void
-gq_load_w(uint16_t (*ws)[GQ_LD], const uint8_t *w, uint64_t row_bytes,
-	  uint32_t r0, uint32_t n, uint32_t units, uint32_t kb)
-{
-	uint32_t t = threadIdx.x, r = t / 2, u = 2 * kb + t % 2;
-	uint4 *dst = (uint4 *)&ws[r][32 * (t % 2)];
-	float v[32];
-
-	if (r0 + r >= n || u >= units) {
-#pragma unroll
-		for (int c = 0; c < 4; c++)
-			dst[c] = make_uint4(0, 0, 0, 0);
-		return;
-	}
-	qd_unit<TYPE>(w + (size_t)(r0 + r) * row_bytes, u, v);
-#pragma unroll
-	for (int c = 0; c < 4; c++) {
-		uint32_t p[4];
-
-#pragma unroll
-		for (int e = 0; e < 4; e++)
-			p[e] = qd_to_bf16(v[8 * c + 2 * e]) |
-			       (uint32_t)qd_to_bf16(v[8 * c + 2 * e + 1]) << 16;
-		dst[c] = make_uint4(p[0], p[1], p[2], p[3]);
-	}
-}
-
-/* The x tile's step KB (GQ_BN rows of GQ_BK elements, 8 pieces of 16
- * bytes a row) into XS; zeros past M and K. */
-static __device__ __forceinline__ void gq_load_x(uint16_t (*xs)[GQ_LD],
-						 const uint16_t *x, uint32_t m0,
-						 uint32_t m, uint32_t k,
+static __device__ __forceinline__ void gq_load_w(uint16_t (*ws)[GQ_LD],
+						 const uint8_t *w,
+						 uint64_t row_bytes,
+						 uint32_t r0, uint32_t n,
 						 uint32_t kb)
 {
-#pragma unroll
-	for (int i = 0; i < GQ_BN * GQ_BK / 8 / GQ_THREADS; i++) {
-		uint32_t p = threadIdx.x + GQ_THREADS * i, r = p / 8,
-			 c = kb * GQ_BK + 8 * (p % 8);
-		uint4 v = make_uint4(0, 0, 0, 0);
+	uint32_t t = threadIdx.x, r = t / 2;
 
-		if (m0 + r < m && c < k)
-			v = *(const uint4 *)(x + (size_t)(m0 + r) * k + c);
-		*(uint4 *)&xs[r][8 * (p % 8)] = v;
+	if (r0 + r >= n) {
+		*(uint4 *)&ws[r][16 * (t % 2)] = make_uint4(0, 0, 0, 0);
+		*(uint4 *)&ws[r][16 * (t % 2) + 8] = make_uint4(0, 0, 0, 0);
+		return;
+	}
+	qd_unit_head h = qd_head<TYPE>(w + (size_t)(r0 + r) * row_bytes, kb);
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		int o = 2 * (t % 2) + i;
+		float v[8], sc = qd_scale<TYPE>(h, o);
+		uint32_t p[4];
+
+		qd_octet<TYPE>(h, o, v);
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			p[e] = mma_pack_bf16(__fmul_rn(v[2 * e], sc),
+					     __fmul_rn(v[2 * e + 1], sc));
+		*(uint4 *)&ws[r][8 * o] = make_uint4(p[0], p[1], p[2], p[3]);
 	}
 }
 
-/* Grid: (token tiles, weight tiles); GQ_THREADS threads. Warp q computes
- * weight rows 32 (q % 2) .. + 32 by tokens 32 (q / 2) .. + 32 of the tile:
- * two 16-row A fragments by four 8-token B fragments. */
-template <int TYPE>
+/* The x tile's step KB (BN rows of GQ_BK elements, 4 pieces of 16 bytes a
+ * row) into registers V; zeros past M. */
+template <int BN>
+static __device__ __forceinline__ void gq_fetch_x(uint4 (&v)[BN / 32],
+						  const uint16_t *x, uint32_t m0,
+						  uint32_t m, uint32_t k,
+						  uint32_t kb)
+{
+#pragma unroll
+	for (int i = 0; i < BN / 32; i++) {
+		uint32_t p = threadIdx.x + GQ_THREADS * i, r = p / 4;
+
+		v[i] = make_uint4(0, 0, 0, 0);
+		if (m0 + r < m)
+			v[i] = *(const uint4 *)(x + (size_t)(m0 + r) * k +
+						kb * GQ_BK + 8 * (p % 4));
+	}
+}
+
+template <int BN>
+static __device__ __forceinline__ void gq_store_x(uint16_t (*xs)[GQ_LD],
+						  const uint4 (&v)[BN / 32])
+{
+#pragma unroll
+	for (int i = 0; i < BN / 32; i++) {
+		uint32_t p = threadIdx.x + GQ_THREADS * i;
+
+		*(uint4 *)&xs[p / 4][8 * (p % 4)] = v[i];
+	}
+}
+
+/* Grid: (token tiles of BN, weight tiles); GQ_THREADS threads. Warp q
+ * computes weight rows 32 (q % 2) .. + 32 by tokens BN/2 (q / 2) .. +
+ * BN/2 of the tile: two 16-row A fragments by BN/16 8-token B fragments.
+ * Two stages of shared tiles: while the warps multiply step KB's, they
+ * fetch step KB + 1's into the other (x first into registers, its loads
+ * in flight during the products), one barrier a step. */
+template <int TYPE, int BN>
 static __global__ void __launch_bounds__(GQ_THREADS)
     gemm_q(float *y, const uint16_t *x, const uint8_t *w, uint32_t m,
 	   uint32_t n, uint32_t k, uint32_t ldy, uint64_t row_bytes)
 {
-	__shared__ uint4 ws4[GQ_BM * GQ_LD * 2 / 16];
-	__shared__ uint4 xs4[GQ_BN * GQ_LD * 2 / 16];
-	uint16_t (*ws)[GQ_LD] = (uint16_t (*)[GQ_LD])ws4;
-	uint16_t (*xs)[GQ_LD] = (uint16_t (*)[GQ_LD])xs4;
-	uint32_t m0 = blockIdx.x * GQ_BN, r0 = blockIdx.y * GQ_BM;
+	constexpr int NJ = BN / 16; /* 8-token fragments a warp */
+	__shared__ uint4 ws4[2 * GQ_BM * GQ_LD * 2 / 16];
+	__shared__ uint4 xs4[2 * BN * GQ_LD * 2 / 16];
+	uint16_t (*ws)[GQ_BM][GQ_LD] = (uint16_t (*)[GQ_BM][GQ_LD])ws4;
+	uint16_t (*xs)[BN][GQ_LD] = (uint16_t (*)[BN][GQ_LD])xs4;
+	uint32_t m0 = blockIdx.x * BN, r0 = blockIdx.y * GQ_BM;
 	uint32_t lane = threadIdx.x % 32, q = threadIdx.x / 32;
-	uint32_t wr = 32 * (q % 2), wn = 32 * (q / 2);
-	uint32_t units = k / 32, steps = (k + GQ_BK - 1) / GQ_BK;
-	float acc[2][4][4] = {};
+	uint32_t wr = 32 * (q % 2), wn = (BN / 2) * (q / 2);
+	uint32_t steps = k / GQ_BK;
+	float acc[2][NJ][4] = {};
+	uint4 xv[BN / 32];
 
 	o1_pdl_wait();
 	o1_pdl_trigger();
+	gq_fetch_x<BN>(xv, x, m0, m, k, 0);
+	gq_load_w<TYPE>(ws[0], w, row_bytes, r0, n, 0);
+	gq_store_x<BN>(xs[0], xv);
+	__syncthreads();
 	for (uint32_t kb = 0; kb < steps; kb++) {
-		__syncthreads(); /* the previous step's reads are done */
-		gq_load_w<TYPE>(ws, w, row_bytes, r0, n, units, kb);
-		gq_load_x(xs, x, m0, m, k, kb);
-		__syncthreads();
+		uint32_t s = kb % 2;
+
+		if (kb + 1 < steps)
+			gq_fetch_x<BN>(xv, x, m0, m, k, kb + 1);
 #pragma unroll
 		for (int k16 = 0; k16 < GQ_BK; k16 += 16) {
-			uint32_t a[2][4], b[4][2];
+			uint32_t a[2][4], b[NJ][2];
 
 			/* A: matrices (rows 0-7, 8-15) x (k 0-7, 8-15) */
 #pragma unroll
 			for (int i = 0; i < 2; i++)
-				mma_ldsm_x4(&ws[wr + 16 * i + lane % 16]
+				mma_ldsm_x4(&ws[s][wr + 16 * i + lane % 16]
 					       [k16 + 8 * (lane / 16)],
 					    a[i]);
 			/* B: tokens 0-7 (k 0-7, 8-15), tokens 8-15 (...) */
 #pragma unroll
-			for (int j = 0; j < 2; j++) {
+			for (int j = 0; j < NJ / 2; j++) {
 				uint32_t r[4];
 
-				mma_ldsm_x4(&xs[wn + 16 * j + lane % 8 +
-						8 * (lane / 16)]
+				mma_ldsm_x4(&xs[s][wn + 16 * j + lane % 8 +
+						   8 * (lane / 16)]
 					       [k16 + 8 * (lane / 8 % 2)],
 					    r);
 				b[2 * j][0] = r[0], b[2 * j][1] = r[1];
@@ -144,14 +173,20 @@ static __global__ void __launch_bounds__(GQ_THREADS)
 #pragma unroll
 			for (int i = 0; i < 2; i++)
 #pragma unroll
-				for (int j = 0; j < 4; j++)
+				for (int j = 0; j < NJ; j++)
 					mma_bf16(acc[i][j], a[i], b[j]);
 		}
+		/* stage s ^ 1 was last read before the previous barrier */
+		if (kb + 1 < steps) {
+			gq_load_w<TYPE>(ws[s ^ 1], w, row_bytes, r0, n, kb + 1);
+			gq_store_x<BN>(xs[s ^ 1], xv);
+		}
+		__syncthreads();
 	}
 #pragma unroll
 	for (int i = 0; i < 2; i++)
 #pragma unroll
-		for (int j = 0; j < 4; j++)
+		for (int j = 0; j < NJ; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
 				uint32_t row = r0 + wr + 16 * i + lane / 4 +
@@ -171,11 +206,17 @@ static int launch(float *y, const uint16_t *x, const void *w, uint32_t m,
 		  cudaStream_t stream)
 {
 	uint64_t rb = 0;
-	dim3 grid((m + GQ_BN - 1) / GQ_BN, (n + GQ_BM - 1) / GQ_BM);
+	uint32_t rt = (n + GQ_BM - 1) / GQ_BM, wide = (m + 127) / 128;
 
 	o1_quant_row_bytes(TYPE, k, &rb);
-	return O1_CUDA_LAUNCH("gemm_q", gemm_q<TYPE>, grid, dim3(GQ_THREADS),
-			      0, stream, pdl, y, x, (const uint8_t *)w, m, n, k,
+	if (m > 64 && (uint64_t)wide * rt >= GQ_WIDE_BLOCKS)
+		return O1_CUDA_LAUNCH("gemm_q", gemm_q<TYPE, 128>,
+				      dim3(wide, rt), dim3(GQ_THREADS), 0,
+				      stream, pdl, y, x, (const uint8_t *)w, m,
+				      n, k, ldy, rb);
+	return O1_CUDA_LAUNCH("gemm_q", gemm_q<TYPE, 64>,
+			      dim3((m + 63) / 64, rt), dim3(GQ_THREADS), 0,
+			      stream, pdl, y, x, (const uint8_t *)w, m, n, k,
 			      ldy, rb);
 }
 

@@ -14,6 +14,11 @@
  *                 + {0, 1}), B[j] holds B(2t + 8j + {0, 1}, g), and D[i]
  *                 is D(g + 8 (i / 2), 2t + i % 2); a pair's lower index in
  *                 the low half of its word.
+
+ *   mma_pack_bf16 two f32 as bf16 (rounded to nearest even) in one word,
+ *                 LO in the low half: cvt.rn.bf16x2.f32, one instruction
+ *                 for quant_dev.h's qd_to_bf16 twice (the same bits but
+ *                 for NaN, which comes out as the canonical 0x7fff).
  *
  * On the device these are the PTX instructions (sm_80 and later). Under
  * tools/gpu/emu (emu.h included first, O1_EMU_H defined) they are warp
@@ -27,6 +32,8 @@
 #define O1_MMA_DEV_H
 
 #include <stdint.h>
+
+#include "quant_dev.h"
 
 #ifdef O1_EMU_H
 
@@ -43,6 +50,11 @@ static inline void mma_ldsm_x4(const void *row, uint32_t (&r)[4])
 		memcpy(&r[j], (const uint8_t *)(uintptr_t)p + 4 * (l % 4), 4);
 	}
 	emu_warp_done();
+}
+
+static inline uint32_t mma_pack_bf16(float lo, float hi)
+{
+	return qd_to_bf16(lo) | (uint32_t)qd_to_bf16(hi) << 16;
 }
 
 static inline float mma_bf16_lo(uint32_t w)
@@ -112,6 +124,14 @@ static __device__ __forceinline__ void mma_ldsm_x4(const void *row,
 		     "{%0, %1, %2, %3}, [%4];"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
 		     : "r"(at));
+}
+
+static __device__ __forceinline__ uint32_t mma_pack_bf16(float lo, float hi)
+{
+	uint32_t r;
+
+	asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
 }
 
 static __device__ __forceinline__ void mma_bf16(float (&d)[4],

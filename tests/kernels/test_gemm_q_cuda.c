@@ -1,8 +1,8 @@
 /* The tensor-core product on block-format weights (kernels/gemm_q.cu,
  * o1_gemm_q_cuda) against the CPU, for Q8_0, Q4_0, Q4_K and Q6_K, on M of
  * 9 to 300 rows (not multiples of its 64-row tiles), N not a multiple of
- * its tiles, K of one to many 64-element steps (for the 32-blocks also K
- * an odd number of blocks, half a step at the end), LDY > N:
+ * its tiles (64 or 128 tokens by 64 weight rows), K of one to many
+ * 32-element steps, LDY > N:
  * - against the exact sum (double) of the products it is specified to
  *   add: x (bf16) times the weights dequantized by quant.c and rounded to
  *   bf16 to nearest even (the values o1_quant_dequantize_bf16_cuda
@@ -232,12 +232,14 @@ static void test_gemm(void **state)
 						check_gemm(types[t], ms[a],
 							   ns[b], ks[c],
 							   ns[b] + (a % 2) * 5);
-	/* 32-blocks: an odd number of them (the last step half full) */
+	/* 32-blocks: an odd number of them */
 	check_gemm(O1_QUANT_Q8_0, 17, 9, 96, 9);
 	check_gemm(O1_QUANT_Q4_0, 70, 66, 288, 70);
 	/* long rows: many steps */
 	check_gemm(O1_QUANT_Q4_K, 33, 65, 4096, 65);
 	check_gemm(O1_QUANT_Q6_K, 65, 40, 2560, 41);
+	/* enough weight tiles for token tiles of 128 */
+	check_gemm(O1_QUANT_Q4_K, 130, 8200, 256, 8203);
 	if (quick)
 		return;
 	/* shapes of real models */
