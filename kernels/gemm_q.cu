@@ -200,24 +200,57 @@ static __global__ void __launch_bounds__(GQ_THREADS)
 			}
 }
 
-template <int TYPE>
+/* The token tile width for M rows over N weight rows. */
+static int gq_width(uint32_t m, uint32_t n)
+{
+	uint64_t rt = (n + GQ_BM - 1) / GQ_BM, wide = (m + 127) / 128;
+
+	return m > 64 && wide * rt >= GQ_WIDE_BLOCKS ? 128 : 64;
+}
+
+template <int TYPE, int BN>
 static int launch(float *y, const uint16_t *x, const void *w, uint32_t m,
 		  uint32_t n, uint32_t k, uint32_t ldy, bool pdl,
 		  cudaStream_t stream)
 {
 	uint64_t rb = 0;
-	uint32_t rt = (n + GQ_BM - 1) / GQ_BM, wide = (m + 127) / 128;
+	dim3 grid((m + BN - 1) / BN, (n + GQ_BM - 1) / GQ_BM);
 
 	o1_quant_row_bytes(TYPE, k, &rb);
-	if (m > 64 && (uint64_t)wide * rt >= GQ_WIDE_BLOCKS)
-		return O1_CUDA_LAUNCH("gemm_q", gemm_q<TYPE, 128>,
-				      dim3(wide, rt), dim3(GQ_THREADS), 0,
-				      stream, pdl, y, x, (const uint8_t *)w, m,
-				      n, k, ldy, rb);
-	return O1_CUDA_LAUNCH("gemm_q", gemm_q<TYPE, 64>,
-			      dim3((m + 63) / 64, rt), dim3(GQ_THREADS), 0,
-			      stream, pdl, y, x, (const uint8_t *)w, m, n, k,
-			      ldy, rb);
+	return O1_CUDA_LAUNCH("gemm_q", gemm_q<TYPE, BN>, grid,
+			      dim3(GQ_THREADS), 0, stream, pdl, y, x,
+			      (const uint8_t *)w, m, n, k, ldy, rb);
+}
+
+template <int TYPE>
+static int launch_w(int bn, float *y, const uint16_t *x, const void *w,
+		    uint32_t m, uint32_t n, uint32_t k, uint32_t ldy, bool pdl,
+		    cudaStream_t stream)
+{
+	return (bn == 128 ? launch<TYPE, 128> : launch<TYPE, 64>)(
+	    y, x, w, m, n, k, ldy, pdl, stream);
+}
+
+/* o1_gemm_q_cuda's launch with token tiles of BN (64 or 128; tools/gpu/
+ * bench_gemm_q.cu times both). Operands checked by the caller. */
+static int gq_dispatch(int bn, float *y, const uint16_t *x, const void *w,
+		       enum o1_quant_type type, uint32_t m, uint32_t n,
+		       uint32_t k, uint32_t ldy, bool pdl, cudaStream_t stream)
+{
+	switch (type) {
+	case O1_QUANT_Q8_0:
+		return launch_w<O1_QUANT_Q8_0>(bn, y, x, w, m, n, k, ldy, pdl,
+					       stream);
+	case O1_QUANT_Q4_0:
+		return launch_w<O1_QUANT_Q4_0>(bn, y, x, w, m, n, k, ldy, pdl,
+					       stream);
+	case O1_QUANT_Q4_K:
+		return launch_w<O1_QUANT_Q4_K>(bn, y, x, w, m, n, k, ldy, pdl,
+					       stream);
+	default:
+		return launch_w<O1_QUANT_Q6_K>(bn, y, x, w, m, n, k, ldy, pdl,
+					       stream);
+	}
 }
 
 extern "C" bool o1_gemm_q_fits(enum o1_quant_type type, uint32_t n,
@@ -242,18 +275,6 @@ extern "C" int o1_gemm_q_cuda(float *y, const uint16_t *x, const void *w,
 	}
 	if (!m)
 		return 0;
-	switch (type) {
-	case O1_QUANT_Q8_0:
-		return launch<O1_QUANT_Q8_0>(y, x, w, m, n, k, ldy, pdl,
-					     stream);
-	case O1_QUANT_Q4_0:
-		return launch<O1_QUANT_Q4_0>(y, x, w, m, n, k, ldy, pdl,
-					     stream);
-	case O1_QUANT_Q4_K:
-		return launch<O1_QUANT_Q4_K>(y, x, w, m, n, k, ldy, pdl,
-					     stream);
-	default:
-		return launch<O1_QUANT_Q6_K>(y, x, w, m, n, k, ldy, pdl,
-					     stream);
-	}
+	return gq_dispatch(gq_width(m, n), y, x, w, type, m, n, k, ldy, pdl,
+			   stream);
 }

@@ -4,9 +4,11 @@
  *
  *   bench_gemm_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k]
  *
- * For M = 16, 64, 256 and 2048 input rows and each type, three ways:
+ * For M = 16, 64, 256 and 2048 input rows and each type:
  *   mma    gemm_q.cu's tensor-core kernel (o1_gemm_q_cuda: the CUDA
- *          backend's path for M > O1_GEMV_MAX_ROWS);
+ *          backend's path for M > O1_GEMV_MAX_ROWS), with the token tile
+ *          width it picks, then forced to 64 and to 128 (mma64, mma128:
+ *          the lab for gemm_q.cu's gq_width);
  *   tiles  the fallback: the whole matrix dequantized to bf16
  *          (o1_quant_dequantize_bf16_cuda) then cublasGemmEx;
  *   bf16   cublasGemmEx on a bf16 matrix of the same shape (the bf16
@@ -16,8 +18,11 @@
  * block bytes for mma and tiles, 2 N K for bf16). The weights are 64
  * rows quantized from random values, repeated over N (their speed does
  * not depend on the values). One line per (shape, M, type):
- *   RESULT shape=gu|down m=M type=T mma_us=.. mma_tflops=.. mma_gbs=..
- *          tiles_us=.. bf16_us=.. bf16_tflops=..
+ *   RESULT shape=gu|down m=M type=T bn=64|128 mma_us=.. mma_tflops=..
+ *          mma_gbs=.. mma64_us=.. mma128_us=.. tiles_us=.. bf16_us=..
+ *          bf16_tflops=.. bf16_gbs=..
+ * This file includes gemm_q.cu to reach its launch by width (it does not
+ * link the library's copy).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,8 +35,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "kernels/kernels_cuda.h"
-#include "kernels/quant.h"
+#include "kernels/gemm_q.cu"
 
 #define WARMUP 3
 #define SEED_ROWS 64
@@ -82,13 +86,13 @@ static int put_weights(struct bufs *b, enum o1_quant_type type, uint32_t n,
 		       uint32_t k, uint64_t *bytes)
 {
 	uint64_t rb = 0;
-	float *f = malloc((size_t)SEED_ROWS * k * sizeof(float));
+	float *f = (float *)malloc((size_t)SEED_ROWS * k * sizeof(float));
 	uint8_t *q = NULL;
 	int err = -ENOMEM;
 
 	if (o1_quant_row_bytes(type, k, &rb) || !f)
 		goto out;
-	q = malloc(rb * SEED_ROWS);
+	q = (uint8_t *)malloc(rb * SEED_ROWS);
 	if (!q)
 		goto out;
 	for (size_t i = 0; i < (size_t)SEED_ROWS * k; i++)
@@ -121,7 +125,7 @@ static int bf16_gemm(struct bufs *b, const uint16_t *w, uint32_t m,
 		       : 0;
 }
 
-enum way { MMA, TILES, BF16 };
+enum way { MMA, MMA64, MMA128, TILES, BF16 };
 
 static int run_one(struct bufs *b, enum way way, enum o1_quant_type type,
 		   uint32_t m, uint32_t n, uint32_t k)
@@ -132,6 +136,10 @@ static int run_one(struct bufs *b, enum way way, enum o1_quant_type type,
 	case MMA:
 		return o1_gemm_q_cuda(b->y, b->x, b->w, type, m, n, k, n, false,
 				      NULL);
+	case MMA64:
+	case MMA128:
+		return gq_dispatch(way == MMA64 ? 64 : 128, b->y, b->x, b->w,
+				   type, m, n, k, n, false, NULL);
 	case TILES:
 		err = o1_quant_dequantize_bf16_cuda(type, b->w, b->wb,
 						    (uint64_t)n * k, NULL);
@@ -178,18 +186,25 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			double fl = 2.0 * m * s->n * s->k;
 			double mma = time_way(b, MMA, types[t].type, m, s->n,
 					      s->k, iters);
+			double m64 = time_way(b, MMA64, types[t].type, m,
+					      s->n, s->k, iters);
+			double m128 = time_way(b, MMA128, types[t].type, m,
+					       s->n, s->k, iters);
 			double tiles = time_way(b, TILES, types[t].type, m,
 						s->n, s->k, iters);
 			double bf = time_way(b, BF16, types[t].type, m, s->n,
 					     s->k, iters);
 
-			if (mma < 0 || tiles < 0 || bf < 0)
+			if (mma < 0 || m64 < 0 || m128 < 0 || tiles < 0 ||
+			    bf < 0)
 				return -EIO;
-			printf("RESULT shape=%s m=%u type=%s mma_us=%.1f "
-			       "mma_tflops=%.1f mma_gbs=%.0f tiles_us=%.1f "
-			       "bf16_us=%.1f bf16_tflops=%.1f bf16_gbs=%.0f\n",
-			       s->name, m, types[t].name, mma, fl / mma / 1e6,
-			       bytes / mma / 1e3, tiles, bf, fl / bf / 1e6,
+			printf("RESULT shape=%s m=%u type=%s bn=%d mma_us=%.1f "
+			       "mma_tflops=%.1f mma_gbs=%.0f mma64_us=%.1f "
+			       "mma128_us=%.1f tiles_us=%.1f bf16_us=%.1f "
+			       "bf16_tflops=%.1f bf16_gbs=%.0f\n",
+			       s->name, m, types[t].name, gq_width(m, s->n),
+			       mma, fl / mma / 1e6, bytes / mma / 1e3, m64,
+			       m128, tiles, bf, fl / bf / 1e6,
 			       2.0 * s->n * s->k / bf / 1e3);
 			fflush(stdout);
 		}
@@ -212,9 +227,9 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"iters", required_argument, NULL, 'i'},
 	    {"types", required_argument, NULL, 't'},
-	    {0},
+	    {NULL, 0, NULL, 0},
 	};
-	struct bufs b = {0};
+	struct bufs b = {};
 	size_t most = (size_t)14336 * 4096;
 	unsigned mask = 0xf;
 	int iters = 20, opt, err = 0;
