@@ -11,7 +11,10 @@
  * lane (straight from global memory, no shared-memory staging); a warp
  * holds 32/L positions at once, and each lane group takes DEC_UNROLL
  * positions a round, loaded before any is used, so a warp keeps
- * 2 x DEC_UNROLL 16-byte loads a lane in flight. A lane keeps its 8 dims of
+ * 2 x DEC_UNROLL 16-byte loads a lane in flight; blocks of up to 4
+ * heads (PIPE; 8 heads have no registers left for it) issue the next
+ * round's loads before this round's arithmetic (twice that in flight
+ * while they compute). A lane keeps its 8 dims of
  * q for each head in registers; the dot products are 8 FMAs and a shuffle
  * reduction over the L lanes. Each lane group runs its own online softmax
  * (running max, sum, 8 accumulator dims a head), merged at the end by
@@ -189,15 +192,57 @@ template <int L, int HG> static __device__ void dec_warp_merge(dec_state<HG> &st
 	}
 }
 
+/* A lane group's DEC_UNROLL positions POS, POS + STEP, ... of a round:
+ * its 16 bytes of each K and V row (KVOFF: the kv head's rows and the
+ * lane's dims), zeros at and past END (no load). */
+template <uint32_t D>
+static __device__ void dec_load(uint4 (&kr)[DEC_UNROLL],
+				uint4 (&vr)[DEC_UNROLL],
+				const __nv_bfloat16 *kc,
+				const __nv_bfloat16 *vc, const uint32_t *table,
+				const dec_dev &a, uint64_t kvoff, uint32_t pos,
+				uint32_t step, uint32_t end)
+{
+#pragma unroll
+	for (int u = 0; u < DEC_UNROLL; u++, pos += step) {
+		kr[u] = vr[u] = uint4{0, 0, 0, 0};
+		if (pos < end) {
+			uint64_t off = table[pos / a.p] * a.page_stride +
+				       (uint64_t)(pos % a.p) * D + kvoff;
+
+			kr[u] = *(const uint4 *)(kc + off);
+			vr[u] = *(const uint4 *)(vc + off);
+		}
+	}
+}
+
+/* A split launch's scratch (o1_attention_cuda_scratch_floats's count):
+ * the partial accumulators (rows, Hq, n_splits, D), rows 16-byte aligned
+ * (the scratch is), then their (max (base 2), sum) pairs (rows, Hq,
+ * n_splits, 2). RH: row * Hq + head. */
+static __device__ float *dec_acc(float *scratch, const dec_dev &a, size_t rh,
+				 uint32_t sp, uint32_t d)
+{
+	return scratch + (rh * a.n_splits + sp) * d;
+}
+
+static __device__ float *dec_ml(float *scratch, const dec_dev &a, size_t rh,
+				uint32_t sp, uint32_t d)
+{
+	return scratch + (size_t)gridDim.x * a.hq * a.n_splits * d +
+	       (rh * a.n_splits + sp) * 2;
+}
+
 /* The last block of a split row: merges the USED splits' partials of the
  * NH heads from H0 of ROW into out. First every split's max and sum per
  * head into shared memory (W and W + NH * DEC_MAX_SPLITS, one parallel
  * round of loads), then each head's weights 2^(max - top) in place of the
- * maxima and its total sum (after the sums), then each output dim as the
- * weighted sum of its partials, every split's load issued before the sum
- * needs it. Partials are read around L1 (__ldcg: other blocks wrote
- * them). */
-static __device__ void dec_merge(__nv_bfloat16 *out, const float *scratch,
+ * maxima and its total sum (after the sums), then 4 output dims a thread
+ * as the weighted sums of their partials (16-byte loads, every split's
+ * issued before the sum needs it: one more round for blocks of at least
+ * NH * D / 4 threads). Partials are read around L1 (__ldcg: other blocks
+ * wrote them). */
+static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch,
 				 float *w, const dec_dev &a, uint32_t d,
 				 uint32_t row, uint32_t h0, uint32_t nh,
 				 uint32_t used)
@@ -207,12 +252,11 @@ static __device__ void dec_merge(__nv_bfloat16 *out, const float *scratch,
 	for (uint32_t i = threadIdx.x; i < nh * DEC_MAX_SPLITS;
 	     i += blockDim.x) {
 		uint32_t h = i / DEC_MAX_SPLITS, sp = i % DEC_MAX_SPLITS;
-		const float *part =
-		    scratch +
-		    (((size_t)row * a.hq + h0 + h) * a.n_splits + sp) * (d + 2);
+		const float *ml =
+		    dec_ml(scratch, a, (size_t)row * a.hq + h0 + h, sp, d);
 
-		w[i] = sp < used ? __ldcg(part + d) : -INFINITY;
-		ls[i] = sp < used ? __ldcg(part + d + 1) : 0.0f;
+		w[i] = sp < used ? __ldcg(ml) : -INFINITY;
+		ls[i] = sp < used ? __ldcg(ml + 1) : 0.0f;
 	}
 	__syncthreads();
 	for (uint32_t h = threadIdx.x; h < nh; h += blockDim.x) {
@@ -229,28 +273,37 @@ static __device__ void dec_merge(__nv_bfloat16 *out, const float *scratch,
 		sum[h] = l;
 	}
 	__syncthreads();
-	for (uint32_t o = threadIdx.x; o < nh * d; o += blockDim.x) {
+	for (uint32_t o = 4 * threadIdx.x; o < nh * d; o += 4 * blockDim.x) {
 		uint32_t h = o / d;
 		size_t rh = (size_t)row * a.hq + h0 + h;
-		const float *part = scratch + rh * a.n_splits * (d + 2) + o % d;
-		float acc = 0;
+		float4 acc = {0, 0, 0, 0};
 
 #pragma unroll
-		for (uint32_t sp = 0; sp < DEC_MAX_SPLITS; sp++)
-			if (sp < used)
-				acc += w[h * DEC_MAX_SPLITS + sp] *
-				       __ldcg(part + sp * (d + 2));
-		out[rh * d + o % d] = __float2bfloat16_rn(acc / sum[h]);
+		for (uint32_t sp = 0; sp < DEC_MAX_SPLITS; sp++) {
+			if (sp < used) {
+				float4 x = __ldcg(
+				    (const float4 *)(dec_acc(scratch, a, rh, sp,
+							     d) +
+						     o % d));
+				float wt = w[h * DEC_MAX_SPLITS + sp];
+
+				acc.x += wt * x.x, acc.y += wt * x.y;
+				acc.z += wt * x.z, acc.w += wt * x.w;
+			}
+		}
+		out[rh * d + o % d] = __float2bfloat16_rn(acc.x / sum[h]);
+		out[rh * d + o % d + 1] = __float2bfloat16_rn(acc.y / sum[h]);
+		out[rh * d + o % d + 2] = __float2bfloat16_rn(acc.z / sum[h]);
+		out[rh * d + o % d + 3] = __float2bfloat16_rn(acc.w / sum[h]);
 	}
 }
 
-/* out (T,Hq,D) bf16 or scratch partials ((T,Hq,n_splits), D + 2 floats:
- * acc, max (base 2), sum); q (T,Hq,D) f32; k/v caches (pages,Hkv,P,D)
+/* out (T,Hq,D) bf16 or scratch partials (dec_acc, dec_ml); q (T,Hq,D) f32; k/v caches (pages,Hkv,P,D)
  * bf16. D = 8 L. Block (row, kv head x head chunk, split) of 1 to
  * DEC_MAX_WARPS warps. Shared: the warps' states (warps, HG, D + 2) f32
  * (then the merge's maxima, sums and totals, HG (2 DEC_MAX_SPLITS + 1)),
  * then the merge flag. */
-template <int L, int HG>
+template <int L, int HG, bool PIPE>
 static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
     attend_dec(__nv_bfloat16 *out, float *scratch, const float *q,
 	       const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, dec_dev a)
@@ -268,6 +321,7 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 						    HG * (2 * DEC_MAX_SPLITS + 1)));
 	const uint32_t *table;
 	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
+	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL];
 	float qv[HG][8];
 	dec_state<HG> st;
 
@@ -299,23 +353,20 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		for (int i = 0; i < 8; i++)
 			st.acc[h][i] = 0;
 	}
+	if (PIPE)
+		dec_load<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng, j1);
 	for (uint32_t base = j0; base < j1; base += a.round) {
-		uint4 kr[DEC_UNROLL], vr[DEC_UNROLL];
+		uint4 kn[DEC_UNROLL], vn[DEC_UNROLL];
 		float sc[DEC_UNROLL][HG], vf[DEC_UNROLL][8];
 
-#pragma unroll
-		for (int u = 0; u < DEC_UNROLL; u++) {
-			uint32_t pos = base + u * ng + gid;
-
-			kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
-			if (pos < j1) {
-				uint64_t off = table[pos / a.p] * a.page_stride +
-					       (uint64_t)(pos % a.p) * D + kvoff;
-
-				kr[u] = *(const uint4 *)(kc + off);
-				vr[u] = *(const uint4 *)(vc + off);
-			}
-		}
+		/* pipelined: the next round's loads fly during this one's
+		 * arithmetic */
+		if (PIPE)
+			dec_load<D>(kn, vn, kc, vc, table, a, kvoff,
+				    base + a.round + gid, ng, j1);
+		else
+			dec_load<D>(kr, vr, kc, vc, table, a, kvoff, base + gid,
+				    ng, j1);
 #pragma unroll
 		for (int u = 0; u < DEC_UNROLL; u++) {
 			float kf[8];
@@ -337,6 +388,11 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 			}
 		}
 		dec_update<HG>(st, sc, vf);
+		if (PIPE) {
+#pragma unroll
+			for (int u = 0; u < DEC_UNROLL; u++)
+				kr[u] = kn[u], vr[u] = vn[u];
+		}
 	}
 	dec_warp_merge<L, HG>(st);
 	if (lane < L) {
@@ -352,10 +408,11 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		}
 	}
 	__syncthreads();
-	for (uint32_t o = threadIdx.x; o < nh * D; o += blockDim.x) {
+	for (uint32_t o = 4 * threadIdx.x; o < nh * D; o += 4 * blockDim.x) {
 		uint32_t h = o / D, d = o % D;
 		size_t rh = (size_t)row * a.hq + h0 + h;
-		float top = -INFINITY, l = 0, acc = 0;
+		float top = -INFINITY, l = 0;
+		float4 acc = {0, 0, 0, 0};
 
 		for (uint32_t w = 0; w < nw; w++)
 			top = fmaxf(top, dsm[(w * HG + h) * (D + 2) + D]);
@@ -363,17 +420,22 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 			const float *ws = dsm + (w * HG + h) * (D + 2);
 			float wt = dec_weight(ws[D], top);
 
-			l += ws[D + 1] * wt, acc += ws[d] * wt;
+			l += ws[D + 1] * wt;
+			acc.x += ws[d] * wt, acc.y += ws[d + 1] * wt;
+			acc.z += ws[d + 2] * wt, acc.w += ws[d + 3] * wt;
 		}
 		if (used == 1) {
-			out[rh * D + d] = __float2bfloat16_rn(acc / l);
+			out[rh * D + d] = __float2bfloat16_rn(acc.x / l);
+			out[rh * D + d + 1] = __float2bfloat16_rn(acc.y / l);
+			out[rh * D + d + 2] = __float2bfloat16_rn(acc.z / l);
+			out[rh * D + d + 3] = __float2bfloat16_rn(acc.w / l);
 		} else {
-			float *part =
-			    scratch + (rh * a.n_splits + split) * (D + 2);
+			*(float4 *)(dec_acc(scratch, a, rh, split, D) + d) = acc;
+			if (d == 0) {
+				float *ml = dec_ml(scratch, a, rh, split, D);
 
-			part[d] = acc;
-			if (d == 0)
-				part[D] = top, part[D + 1] = l;
+				ml[0] = top, ml[1] = l;
+			}
 		}
 	}
 	if (used == 1)
@@ -399,21 +461,24 @@ typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
 			   const __nv_bfloat16 *, const __nv_bfloat16 *,
 			   dec_dev);
 
-/* The instance for head dim D and HG heads a block (1, 2, 4 or 8). */
-template <int L> static dec_kernel dec_pick_hg(uint32_t hg)
+/* The instance for head dim D and HG heads a block (1, 2, 4 or 8),
+ * loading a round ahead (PIPE) unless FLAT (4 heads: the benchmark's A/B;
+ * fewer heads always do, 8 never). */
+template <int L> static dec_kernel dec_pick_hg(uint32_t hg, bool flat)
 {
-	return hg == 1	 ? attend_dec<L, 1>
-	       : hg == 2 ? attend_dec<L, 2>
-	       : hg == 4 ? attend_dec<L, 4>
-			 : attend_dec<L, 8>;
+	return hg == 1	 ? attend_dec<L, 1, true>
+	       : hg == 2 ? attend_dec<L, 2, true>
+	       : hg == 4 ? (flat ? attend_dec<L, 4, false>
+				 : attend_dec<L, 4, true>)
+			 : attend_dec<L, 8, false>;
 }
 
-static dec_kernel dec_pick(uint32_t d, uint32_t hg)
+static dec_kernel dec_pick(uint32_t d, uint32_t hg, bool flat)
 {
-	return d == 32	 ? dec_pick_hg<4>(hg)
-	       : d == 64 ? dec_pick_hg<8>(hg)
-	       : d == 128 ? dec_pick_hg<16>(hg)
-			  : dec_pick_hg<32>(hg);
+	return d == 32	 ? dec_pick_hg<4>(hg, flat)
+	       : d == 64 ? dec_pick_hg<8>(hg, flat)
+	       : d == 128 ? dec_pick_hg<16>(hg, flat)
+			  : dec_pick_hg<32>(hg, flat);
 }
 
 extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
@@ -441,10 +506,11 @@ static uint32_t dec_heads(uint32_t g, uint32_t most)
 
 /* Splits to launch: enough blocks to reach TARGET when the batch has
  * fewer, at most one per split_min of MAX_LEN, within DEC_MAX_SPLITS,
- * the tickets and scratch. */
+ * the tickets and SCRATCH (16-byte aligned for the partials' rows). */
 static uint32_t dec_pick_splits(const dec_dev &a, uint32_t rows,
 				uint32_t max_len, uint32_t target,
-				uint64_t scratch_floats, uint32_t d)
+				const float *scratch, uint64_t scratch_floats,
+				uint32_t d)
 {
 	uint64_t blocks = (uint64_t)rows * a.hkv * a.chunks;
 	uint32_t s = blocks >= target
@@ -454,7 +520,7 @@ static uint32_t dec_pick_splits(const dec_dev &a, uint32_t rows,
 
 	s = s > most ? most : s;
 	s = s > DEC_MAX_SPLITS ? DEC_MAX_SPLITS : s;
-	if (blocks > DEC_TICKETS)
+	if (blocks > DEC_TICKETS || (uintptr_t)scratch % 16)
 		s = 1;
 	while (s > 1 && o1_attention_cuda_scratch_floats(rows, a.hq, d, s) >
 			    scratch_floats)
@@ -513,14 +579,14 @@ extern "C" int o1_attention_decode_cuda(
 		    warps * (32 / (dd / 8)) * DEC_UNROLL,
 		    skip_new};
 	a.split_min = rounds * a.round;
-	a.n_splits = dec_pick_splits(a, n_rows, max_len, target,
+	a.n_splits = dec_pick_splits(a, n_rows, max_len, target, scratch,
 				     scratch ? scratch_floats : 0, dd);
 	smem = (size_t)warps * hg * (dd + 2);
 	smem = smem > hg * (2 * DEC_MAX_SPLITS + 1)
 		   ? smem
 		   : hg * (2 * DEC_MAX_SPLITS + 1);
 	smem = smem * sizeof(float) + 16;
-	k = dec_pick(dd, hg);
+	k = dec_pick(dd, hg, tune && tune->flat);
 	if (smem > 48 * 1024) {
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));

@@ -158,12 +158,14 @@ int o1_attention_rows_legacy_cuda(uint16_t *out, const float *q,
  * tokens are left alone (UINT32_MAX: none). TUNE (NULL: the defaults)
  * sets the block's warps (1-8), the rounds (warps x 32/(D/8) x 4
  * positions) a split takes at least, the blocks a launch aims for before
- * it splits rows, and the most query heads a block serves (1, 2, 4 or 8;
- * wider groups read K/V once a chunk): the benchmark's sweep. Split
- * launches merge through tickets of their own, under the same rule as the
- * row kernel's (launches on one device never overlap). */
+ * it splits rows, the most query heads a block serves (1, 2, 4 or 8;
+ * wider groups read K/V once a chunk), and FLAT: blocks of 4 heads load
+ * each round as it starts instead of a round ahead: the benchmark's
+ * sweep. Split launches merge through tickets of their own, under the
+ * same rule as the row kernel's (launches on one device never overlap). */
 struct o1_attn_decode_tune {
 	uint32_t warps, split_rounds, target_blocks, heads; /* 0: default */
+	bool flat;
 };
 bool o1_attention_decode_fits(const struct o1_attn_dims *dims,
 			      const uint16_t *out, const float *q,

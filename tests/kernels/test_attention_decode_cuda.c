@@ -213,8 +213,10 @@ static void test_contexts(void **state)
 	static const uint32_t lens[] = {1, 31, 33, 130, 1000, 8192};
 	static const uint32_t shapes[][3] = {
 	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {8, 2, 128}, {7, 1, 128}};
-	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0}, {1, 1, 8, 2}, {8, 4, 0, 0}, {2, 2, 100000, 4}};
+	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0, false},
+						    {1, 1, 8, 2, false},
+						    {8, 4, 0, 0, true},
+						    {2, 2, 100000, 4, true}};
 	const uint32_t one = 1;
 
 	(void)state;
@@ -232,8 +234,8 @@ static void test_contexts(void **state)
 static void test_batches(void **state)
 {
 	uint32_t len[256], n_new[256];
-	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0},
-						    {4, 1, 4096, 4}};
+	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0, false},
+						    {4, 1, 4096, 4, true}};
 	struct dec_case c = {14, 2, 64, 256, len, n_new};
 	struct dec_run r;
 	uint16_t *got;
@@ -260,7 +262,11 @@ static void test_batches(void **state)
 static void check_replay(const struct dec_case *c)
 {
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0}, {2, 1, 4096, 1}, {1, 3, 1, 0}, {4, 1, 64, 2}};
+	    {0, 0, 0, 0, false},
+	    {2, 1, 4096, 1, false},
+	    {1, 3, 1, 0, true},
+	    {4, 1, 64, 2, false},
+	    {2, 1, 0, 4, true}};
 	struct dec_run r;
 
 	run_open(c, &r);
@@ -296,8 +302,8 @@ static void test_decode_errors(void **state)
 	struct o1_attn_dims dm = {8, 2, 96, 16, 2 * 16 * 96, 0.1f};
 	uint32_t dummy[4] = {0, 1};
 	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
-	const struct o1_attn_decode_tune nine = {9, 0, 0, 0};
-	const struct o1_attn_decode_tune three = {0, 0, 0, 3};
+	const struct o1_attn_decode_tune nine = {9, 0, 0, 0, false};
+	const struct o1_attn_decode_tune three = {0, 0, 0, 3, false};
 	uint16_t *p = kct_dev(1 << 16);
 	float *fq = (float *)p;
 

@@ -15,7 +15,7 @@
  * RUNS, CUDA events around the one launch), and "warm", RUNS launches back
  * to back over the same data (their mean). --sweep adds, per case, the
  * decode kernel's best tuning (warps, split rounds, target blocks, heads
- * a block; cold times, graph MAX_LEN) beside the default's. --batch/--ctx take one
+ * a block, flat loads; cold times, graph MAX_LEN) beside the default's. --batch/--ctx take one
  * value each instead of the lists.
  */
 #include <math.h>
@@ -269,36 +269,42 @@ static double max_diff(const struct bench *b)
 }
 
 /* The decode kernel's best tuning at the graph MAX_LEN (cold times):
- * warps, split rounds, target blocks, and 4 heads a block beside the
- * default 8 for groups wider than 4. */
+ * warps, split rounds, target blocks; for groups wider than 4 also 4
+ * heads a block beside the default 8, and for blocks of 4 heads loading
+ * each round as it starts (flat) beside a round ahead. */
 static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 {
 	static const uint32_t warps[] = {1, 2, 4, 8}, rounds[] = {1, 2, 4},
-			      targets[] = {132, 264, 528, 1056},
-			      heads[] = {0, 4};
+			      targets[] = {132, 264, 528, 1056};
+	static const struct o1_attn_decode_tune kinds[] = {
+	    {0, 0, 0, 0, false}, {0, 0, 0, 4, false}, {0, 0, 0, 4, true}};
 	uint32_t g = b->dims.n_heads / b->dims.n_kv_heads;
-	struct o1_attn_decode_tune best = {0, 0, 0, 0}, t;
+	struct o1_attn_decode_tune best = kinds[0], t;
 	double best_us = 1e30, cold, warm;
 
-	for (size_t h = 0; h < (g > 4 ? 2u : 1u); h++)
+	for (size_t h = 0; h < 3; h++) {
+		if ((h == 1 && g <= 4) || (h == 2 && g < 3))
+			continue; /* the same kernel as kinds[0] */
 		for (size_t i = 0; i < 4; i++)
 			for (size_t j = 0; j < 3; j++)
 				for (size_t k = 0; k < 4; k++) {
 					struct variant v = {NEW, graph_len,
 							    &t};
 
-					t = (struct o1_attn_decode_tune){
-					    warps[i], rounds[j], targets[k],
-					    heads[h]};
+					t = kinds[h];
+					t.warps = warps[i];
+					t.split_rounds = rounds[j];
+					t.target_blocks = targets[k];
 					if (time_us(b, &v, &cold, &warm))
 						return -1;
 					if (cold < best_us)
 						best_us = cold, best = t;
 				}
+	}
 	printf("    sweep: best warps %u split_rounds %u target_blocks %u "
-	       "heads %u: %.2f us (default %.2f us)\n",
+	       "heads %u%s: %.2f us (default %.2f us)\n",
 	       best.warps, best.split_rounds, best.target_blocks, best.heads,
-	       best_us, dflt);
+	       best.flat ? " flat" : "", best_us, dflt);
 	return 0;
 }
 
