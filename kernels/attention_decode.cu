@@ -60,6 +60,8 @@ extern "C" {
 #define DEC_WARPS	 4    /* defaults (o1_attn_decode_tune) */
 #define DEC_SPLIT_ROUNDS 1
 #define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
+#define DEC_HEADS	 DEC_HG
+#define DEC_FLAT	 false
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
 
@@ -540,7 +542,7 @@ extern "C" int o1_attention_decode_cuda(
 	    tune && tune->split_rounds ? tune->split_rounds : DEC_SPLIT_ROUNDS;
 	uint32_t target =
 	    tune && tune->target_blocks ? tune->target_blocks : DEC_TARGET;
-	uint32_t most = tune && tune->heads ? tune->heads : DEC_HG;
+	uint32_t most = tune && tune->heads ? tune->heads : DEC_HEADS;
 	uint32_t g, hg, dd = d->head_dim;
 	dec_dev a;
 	size_t smem;
@@ -586,7 +588,7 @@ extern "C" int o1_attention_decode_cuda(
 		   ? smem
 		   : hg * (2 * DEC_MAX_SPLITS + 1);
 	smem = smem * sizeof(float) + 16;
-	k = dec_pick(dd, hg, tune && tune->flat);
+	k = dec_pick(dd, hg, tune ? tune->flat : DEC_FLAT);
 	if (smem > 48 * 1024) {
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
