@@ -397,19 +397,18 @@ static void test_whole_and_chunks(void **state)
 	o1_sidecar_request_fini(&r);
 }
 
-/* The text_offset list of a completion's JSON (whole or an SSE chunk's)
- * into OFFS; returns how many. */
+/* The text_offset list of a completion's JSON (whole or an SSE chunk's;
+ * freed here) into OFFS; returns how many. */
 static int offsets_of(char *json, double *offs, int cap)
 {
-	cJSON *j = json_of(strncmp(json, "data: ", 6) ? json
-						       : strdup(json + 6));
+	cJSON *j = cJSON_Parse(strncmp(json, "data: ", 6) ? json : json + 6);
 	const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
 	const cJSON *a = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "logprobs"),
 					     "text_offset");
 	int n = cJSON_GetArraySize(a);
 
-	if (!strncmp(json, "data: ", 6))
-		free(json);
+	free(json);
+	assert_non_null(j);
 	assert_true(n <= cap);
 	for (int i = 0; i < n; i++)
 		offs[i] = cJSON_GetArrayItem(a, i)->valuedouble;
