@@ -43,9 +43,9 @@ void gs_json_number(double x, char out[40]);
  * GS_INT_DIGITS digits (or as many as a one-sided bound has), at most
  * GS_FRAC_DIGITS fraction digits (more where a bound's fraction needs
  * them) and GS_EXP_DIGITS exponent digits (a double's exponent has 3). */
-#define GS_INT_DIGITS 16
+#define GS_INT_DIGITS  16
 #define GS_FRAC_DIGITS 16
-#define GS_EXP_DIGITS 3
+#define GS_EXP_DIGITS  3
 
 /* Integers in [LO, HI] (each optional) in canonical decimal, no "-0".
  * A missing bound stops at the larger of GS_INT_DIGITS digits and the

@@ -178,8 +178,8 @@ static bool frac(struct gbuf *b, const char *lo, bool ls, const char *hi,
 
 /* What follows an integer part: nothing (a zero fraction) or "." and
  * digits, the fraction within the bounds; false when none qualifies. */
-static bool tail_frac(struct gbuf *b, const char *lo, bool ls,
-		      const char *hi, bool hs, int room)
+static bool tail_frac(struct gbuf *b, const char *lo, bool ls, const char *hi,
+		      bool hs, int room)
 {
 	struct gbuf t = {0};
 	bool zero = (!lo || (!*lo && !ls)) && (!hi || *hi || !hs);
@@ -222,8 +222,8 @@ static bool magnitudes(struct gbuf *b, const struct dec *lo,
 
 	gb_put(b, "(");
 	if (lo->set && hi->set && lo->ip == hi->ip) {
-		at_ip(b, &first, lo->ip, lo->fp, lo->strict, hi->fp,
-		      hi->strict, room);
+		at_ip(b, &first, lo->ip, lo->fp, lo->strict, hi->fp, hi->strict,
+		      room);
 	} else {
 		if (!hi->set || (hi->ip > 0 && a <= hi->ip - 1)) {
 			gs_int_range(b, true, (int64_t)a, hi->set,

@@ -398,8 +398,8 @@ static cJSON *text_logprobs(const struct o1_sidecar_out *out, size_t from,
 
 		cJSON_AddItemToArray(toks, cJSON_CreateString(t->text));
 		cJSON_AddItemToArray(lps, cJSON_CreateNumber(t->logprob));
-		cJSON_AddItemToArray(offs,
-				     cJSON_CreateNumber((double)t->text_offset));
+		cJSON_AddItemToArray(
+		    offs, cJSON_CreateNumber((double)t->text_offset));
 		for (uint32_t i = 0; i < t->n_top; i++) {
 			name = top_name(out, t, i, buf, sizeof(buf));
 			cJSON_AddNumberToObject(top, name, t->top_logprobs[i]);
@@ -563,8 +563,8 @@ static cJSON *choice(const struct o1_sidecar_out *out, const char *text,
 		cJSON_AddItemToObject(c, "logprobs",
 				      chat_logprobs(out, from, to));
 	else
-		cJSON_AddItemToObject(
-		    c, "logprobs", text_logprobs(out, from, to));
+		cJSON_AddItemToObject(c, "logprobs",
+				      text_logprobs(out, from, to));
 	if (out->finish && (!chunk || to == out->n_tok)) {
 		cJSON_AddStringToObject(c, "finish_reason", out->finish);
 		cJSON_AddItemToObject(c, "o1_confidence",
