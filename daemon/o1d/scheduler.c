@@ -1553,6 +1553,10 @@ static void observe_step(struct o1_sched *s, uint64_t ns)
 		}
 	}
 	o1_prefill_budget_observe(&s->pb, rows, tokens, ctx, ns);
+	if (rows && tokens)
+		o1_debug("prefill budget: %u decode rows + %u prompt tokens "
+			 "(at %u): %.1f us",
+			 rows, tokens, ctx, (double)ns / 1e3);
 }
 
 int o1_sched_step(struct o1_sched *s)

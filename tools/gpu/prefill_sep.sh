@@ -20,7 +20,9 @@
 #  2. TTFT of one cold prompt alone, 1290 words (~2,050 tokens) and 2048
 #     words (~3,250): a lone prompt must not get slower;
 #  3. 256 streams, 128-word prompts, 128 new tokens: throughput and ITL.
-# Then one summary table. Results in OUT/sep.txt, logs in OUT/sep.log.
+# Then one summary table. Results in OUT/sep.txt, logs in OUT/sep.log and
+# o1d's own in OUT/o1d-BUDGET.log (SEP_SETS: more o1d options, e.g.
+# "--set log.level=debug": each mixed step's rows, prompt tokens and time).
 # SEP_DEVICE, SEP_BIN, SEP_MODEL (made when absent), SEP_TPUT (256): a
 # short check of the script itself on the CPU, e.g. SEP_DEVICE=cpu
 # SEP_BIN=build SEP_MODEL=demo.gguf SEP_STREAMS=4 SEP_LONG=2 SEP_WORDS=300
@@ -63,10 +65,10 @@ budget_sets() { # B/K | time | time:R: o1d's --set options for it
 start_o1d() { # B/K | time | time:R
   local sets
   sets=$(budget_sets "$1") || { echo "bad budget $1 (B/K, time or time:R)"; return 1; }
-  # shellcheck disable=SC2086 # sets: words without spaces inside
+  # shellcheck disable=SC2086 # the sets: words without spaces inside
   "$bin/daemon/o1d/o1d" --set model.path="$model" --set backend.device="$device" \
     --set ipc.socket="$sock" --set ipc.max_clients=128 \
-    --set scheduler.max_running=256 $sets >"$run/o1d.log" 2>&1 &
+    --set scheduler.max_running=256 $sets ${SEP_SETS:-} >"$run/o1d.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
     grep -q "o1d: ready" "$run/o1d.log" && return 0
@@ -102,6 +104,7 @@ for b in $budgets; do
   bench "$f.ttft3k" 1 8 2048 1 --cold
   bench "$f.tput" "$tput" $((tput * 2)) 128 128 --cold
   kill -TERM "$pid"; wait "$pid"; ex=$?
+  cp "$run/o1d.log" "$out/o1d-${b/\//-}.log"
   { echo "## budget $b: $(budget_sets "$b") (o1d exit $ex)"; cat "$f".*; } >>"$out/sep.txt"
 done
 {
