@@ -7,11 +7,20 @@
 #include <stdbool.h>
 #include <string.h>
 
-/* EWMA weights of a new sample: decode steps are many and steady, prompt
- * costs move with the prompt's position and must catch up within a burst
- * of a few hundred steps. */
-#define DECODE_ALPHA 0.125
-#define TOKEN_ALPHA 0.25
+/* EWMA weights of a new sample, bad news (a budget too large: a decode
+ * step faster, a prompt token dearer than thought) learnt faster than
+ * good news, and good news taken at most GOOD_MAX x the estimate (a
+ * decode step twice as slow, a token half as dear), so an outlier (a
+ * step that captures a CUDA graph, a preempted thread) moves the budget
+ * by a few percent at most, and the budget errs on the side of the
+ * target. Decode steps are many and steady (their time drifts as contexts
+ * grow); prompt costs move with the prompt's position and must catch up
+ * within a burst of a few hundred steps. */
+#define DECODE_DOWN 0.5
+#define DECODE_UP 0.0625
+#define TOKEN_UP 0.5
+#define TOKEN_DOWN 0.25
+#define GOOD_MAX 2.0
 /* a prompt token costs at least this (ns): a mixed step measured faster
  * than its decode rows alone (noise) must not make the budget unbounded */
 #define TOKEN_MIN_NS 1.0
@@ -54,9 +63,29 @@ static uint32_t ctx_bucket(uint32_t ctx)
 	return i < O1_PREFILL_CTX_BUCKETS ? i : O1_PREFILL_CTX_BUCKETS - 1;
 }
 
-static void ewma(double *v, double x, double alpha)
+/* Moves *V toward X by UP or DOWN of the gap; the first sample sets it. */
+static void ewma(double *v, double x, double up, double down)
 {
-	*v = *v > 0 ? *v + alpha * (x - *v) : x;
+	if (*v > 0)
+		*v += (x > *v ? up : down) * (x - *v);
+	else
+		*v = x;
+}
+
+static void learn_decode(double *v, double x)
+{
+	if (*v > 0 && x > GOOD_MAX * *v)
+		x = GOOD_MAX * *v;
+	ewma(v, x, DECODE_UP, DECODE_DOWN);
+}
+
+static void learn_token(double *v, double x)
+{
+	if (x < TOKEN_MIN_NS)
+		x = TOKEN_MIN_NS;
+	if (*v > 0 && x < *v / GOOD_MAX)
+		x = *v / GOOD_MAX;
+	ewma(v, x, TOKEN_UP, TOKEN_DOWN);
 }
 
 /* The estimate of bucket I, else of the nearest measured one on the
@@ -99,8 +128,8 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 	if (!ns || (!decode_rows && !prefill_tokens))
 		return;
 	if (!prefill_tokens) {
-		ewma(&b->decode_ns[row_bucket(decode_rows)], (double)ns,
-		     DECODE_ALPHA);
+		learn_decode(&b->decode_ns[row_bucket(decode_rows)],
+			     (double)ns);
 		return;
 	}
 	if (!decode_rows && prefill_tokens < O1_PREFILL_LONE_MIN)
@@ -110,8 +139,7 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 	if (decode_rows && !base)
 		return;
 	t = ((double)ns - base) / prefill_tokens;
-	ewma(&b->token_ns[ctx_bucket(ctx)], t > TOKEN_MIN_NS ? t : TOKEN_MIN_NS,
-	     TOKEN_ALPHA);
+	learn_token(&b->token_ns[ctx_bucket(ctx)], t);
 }
 
 uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,

@@ -11,6 +11,9 @@
  *   the step's chunks start (EWMA of (step time - decode time of its
  *   rows) / prompt tokens, from steps that mixed both, and from large
  *   steps of prompt tokens alone).
+ * Each EWMA takes bad news (a shorter decode step, a dearer token) faster
+ * than good news, and good news bounded: a one-off slow step cannot
+ * inflate the budget.
  * The budget is ratio x decode time / token cost, clamped to [floor, cap]
  * (the floor keeps prompts moving when even a few tokens overshoot; the
  * cap is the token settings). While either estimate is missing it is the
