@@ -51,13 +51,13 @@ extern "C" {
 #include "common/log.h"
 }
 
-#define DEC_UNROLL	 4    /* positions a lane group loads per round */
-#define DEC_HG		 8    /* most query heads a block serves */
+#define DEC_UNROLL	 4 /* positions a lane group loads per round */
+#define DEC_HG		 8 /* most query heads a block serves */
 #define DEC_MAX_WARPS	 8
 #define DEC_MAX_SPLITS	 32
 #define DEC_TICKETS	 2048 /* (row, block column) pairs of a split launch */
 #define DEC_LOG2E	 1.4426950408889634f
-#define DEC_WARPS	 4    /* defaults (o1_attn_decode_tune) */
+#define DEC_WARPS	 4 /* defaults (o1_attn_decode_tune) */
 #define DEC_SPLIT_ROUNDS 1
 #define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
 #define DEC_HEADS	 DEC_HG
@@ -70,7 +70,7 @@ struct dec_dev {
 	uint64_t page_stride;
 	float qscale; /* scale * log2(e) */
 	uint32_t hq, hkv, p, n_seqs, max_blocks, n_splits, chunks;
-	uint32_t split_min; /* positions a split takes at least (whole rounds) */
+	uint32_t split_min; /* least positions a split takes (rounds) */
 	uint32_t round;	    /* positions a block covers a round */
 	uint32_t skip_new;  /* rows of sequences with >= this many new tokens
 			       belong to the tiled kernel: left alone */
@@ -118,10 +118,14 @@ static __device__ uint32_t dec_splits(const dec_dev &a, uint32_t len,
 /* bf16 pairs of a 32-bit word as floats (element 2i in the low half). */
 static __device__ void dec_unpack(const uint4 &w, float *f)
 {
-	f[0] = __uint_as_float(w.x << 16), f[1] = __uint_as_float(w.x & 0xffff0000u);
-	f[2] = __uint_as_float(w.y << 16), f[3] = __uint_as_float(w.y & 0xffff0000u);
-	f[4] = __uint_as_float(w.z << 16), f[5] = __uint_as_float(w.z & 0xffff0000u);
-	f[6] = __uint_as_float(w.w << 16), f[7] = __uint_as_float(w.w & 0xffff0000u);
+	f[0] = __uint_as_float(w.x << 16),
+	f[1] = __uint_as_float(w.x & 0xffff0000u);
+	f[2] = __uint_as_float(w.y << 16),
+	f[3] = __uint_as_float(w.y & 0xffff0000u);
+	f[4] = __uint_as_float(w.z << 16),
+	f[5] = __uint_as_float(w.z & 0xffff0000u);
+	f[6] = __uint_as_float(w.w << 16),
+	f[7] = __uint_as_float(w.w & 0xffff0000u);
 }
 
 /* 2^(M - TOP), 0 for an empty state (M = -inf): weights in a merge. */
@@ -170,7 +174,8 @@ static __device__ void dec_update(dec_state<HG> &st,
 
 /* Merges the states of the lane groups of a warp (xor over the group
  * bits), so every lane group ends with the warp's. */
-template <int L, int HG> static __device__ void dec_warp_merge(dec_state<HG> &st)
+template <int L, int HG>
+static __device__ void dec_warp_merge(dec_state<HG> &st)
 {
 #pragma unroll
 	for (int o = L; o < 32; o *= 2) {
@@ -179,7 +184,8 @@ template <int L, int HG> static __device__ void dec_warp_merge(dec_state<HG> &st
 			float m2 = __shfl_xor_sync(0xffffffffu, st.m[h], o);
 			float l2 = __shfl_xor_sync(0xffffffffu, st.l[h], o);
 			float top = fmaxf(st.m[h], m2);
-			float w1 = dec_weight(st.m[h], top), w2 = dec_weight(m2, top);
+			float w1 = dec_weight(st.m[h], top),
+			      w2 = dec_weight(m2, top);
 
 			st.l[h] = st.l[h] * w1 + l2 * w2;
 #pragma unroll
@@ -198,12 +204,11 @@ template <int L, int HG> static __device__ void dec_warp_merge(dec_state<HG> &st
  * its 16 bytes of each K and V row (KVOFF: the kv head's rows and the
  * lane's dims), zeros at and past END (no load). */
 template <uint32_t D>
-static __device__ void dec_load(uint4 (&kr)[DEC_UNROLL],
-				uint4 (&vr)[DEC_UNROLL],
-				const __nv_bfloat16 *kc,
-				const __nv_bfloat16 *vc, const uint32_t *table,
-				const dec_dev &a, uint64_t kvoff, uint32_t pos,
-				uint32_t step, uint32_t end)
+static __device__ void
+dec_load(uint4 (&kr)[DEC_UNROLL], uint4 (&vr)[DEC_UNROLL],
+	 const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
+	 const uint32_t *table, const dec_dev &a, uint64_t kvoff, uint32_t pos,
+	 uint32_t step, uint32_t end)
 {
 #pragma unroll
 	for (int u = 0; u < DEC_UNROLL; u++, pos += step) {
@@ -244,10 +249,9 @@ static __device__ float *dec_ml(float *scratch, const dec_dev &a, size_t rh,
  * issued before the sum needs it: one more round for blocks of at least
  * NH * D / 4 threads). Partials are read around L1 (__ldcg: other blocks
  * wrote them). */
-static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch,
-				 float *w, const dec_dev &a, uint32_t d,
-				 uint32_t row, uint32_t h0, uint32_t nh,
-				 uint32_t used)
+static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch, float *w,
+				 const dec_dev &a, uint32_t d, uint32_t row,
+				 uint32_t h0, uint32_t nh, uint32_t used)
 {
 	float *ls = w + nh * DEC_MAX_SPLITS, *sum = ls + nh * DEC_MAX_SPLITS;
 
@@ -283,10 +287,10 @@ static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch,
 #pragma unroll
 		for (uint32_t sp = 0; sp < DEC_MAX_SPLITS; sp++) {
 			if (sp < used) {
-				float4 x = __ldcg(
-				    (const float4 *)(dec_acc(scratch, a, rh, sp,
-							     d) +
-						     o % d));
+				float4 x =
+				    __ldcg((const float4 *)(dec_acc(scratch, a,
+								    rh, sp, d) +
+							    o % d));
 				float wt = w[h * DEC_MAX_SPLITS + sp];
 
 				acc.x += wt * x.x, acc.y += wt * x.y;
@@ -300,10 +304,10 @@ static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch,
 	}
 }
 
-/* out (T,Hq,D) bf16 or scratch partials (dec_acc, dec_ml); q (T,Hq,D) f32; k/v caches (pages,Hkv,P,D)
- * bf16. D = 8 L. Block (row, kv head x head chunk, split) of 1 to
- * DEC_MAX_WARPS warps. Shared: the warps' states (warps, HG, D + 2) f32
- * (then the merge's maxima, sums and totals, HG (2 DEC_MAX_SPLITS + 1)),
+/* out (T,Hq,D) bf16 or scratch partials (dec_acc, dec_ml); q (T,Hq,D) f32; k/v
+ * caches (pages,Hkv,P,D) bf16. D = 8 L. Block (row, kv head x head chunk,
+ * split) of 1 to DEC_MAX_WARPS warps. Shared: the warps' states (warps, HG, D +
+ * 2) f32 (then the merge's maxima, sums and totals, HG (2 DEC_MAX_SPLITS + 1)),
  * then the merge flag. */
 template <int L, int HG, bool PIPE>
 static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
@@ -312,15 +316,17 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 {
 	constexpr uint32_t D = 8 * L, GPW = 32 / L;
 	extern __shared__ __align__(16) float dsm[];
-	uint32_t lane = threadIdx.x % 32, sub = lane % L, warp = threadIdx.x / 32;
+	uint32_t lane = threadIdx.x % 32, sub = lane % L,
+		 warp = threadIdx.x / 32;
 	uint32_t nw = blockDim.x / 32, ng = nw * GPW, gid = threadIdx.x / L;
 	uint32_t row = blockIdx.x, split = blockIdx.z;
 	uint32_t kvh = blockIdx.y / a.chunks, hc = blockIdx.y % a.chunks;
 	uint32_t g = a.hq / a.hkv, h0 = kvh * g + hc * HG;
 	uint32_t nh = dec_min(HG, g - hc * HG);
 	uint32_t s, len, used, chunk, j0, j1;
-	uint32_t *flag = (uint32_t *)(dsm + dec_max(nw * HG * (D + 2),
-						    HG * (2 * DEC_MAX_SPLITS + 1)));
+	uint32_t *flag =
+	    (uint32_t *)(dsm + dec_max(nw * HG * (D + 2),
+				       HG * (2 * DEC_MAX_SPLITS + 1)));
 	const uint32_t *table;
 	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
 	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL];
@@ -340,9 +346,10 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	table = a.tables + (size_t)s * a.max_blocks;
 #pragma unroll
 	for (int h = 0; h < HG; h++) {
-		const float4 *qr = (const float4 *)(q + ((size_t)row * a.hq + h0 +
-							 dec_min(h, nh - 1)) *
-								D +
+		const float4 *qr = (const float4 *)(q +
+						    ((size_t)row * a.hq + h0 +
+						     dec_min(h, nh - 1)) *
+							D +
 						    8 * sub);
 		float4 x = qr[0], y = qr[1];
 
@@ -432,7 +439,8 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 			out[rh * D + d + 2] = __float2bfloat16_rn(acc.z / l);
 			out[rh * D + d + 3] = __float2bfloat16_rn(acc.w / l);
 		} else {
-			*(float4 *)(dec_acc(scratch, a, rh, split, D) + d) = acc;
+			*(float4 *)(dec_acc(scratch, a, rh, split, D) + d) =
+			    acc;
 			if (d == 0) {
 				float *ml = dec_ml(scratch, a, rh, split, D);
 
@@ -470,15 +478,15 @@ template <int L> static dec_kernel dec_pick_hg(uint32_t hg, bool flat)
 {
 	return hg == 1	 ? attend_dec<L, 1, true>
 	       : hg == 2 ? attend_dec<L, 2, true>
-	       : hg == 4 ? (flat ? attend_dec<L, 4, false>
-				 : attend_dec<L, 4, true>)
-			 : attend_dec<L, 8, false>;
+	       : hg == 4
+		   ? (flat ? attend_dec<L, 4, false> : attend_dec<L, 4, true>)
+		   : attend_dec<L, 8, false>;
 }
 
 static dec_kernel dec_pick(uint32_t d, uint32_t hg, bool flat)
 {
-	return d == 32	 ? dec_pick_hg<4>(hg, flat)
-	       : d == 64 ? dec_pick_hg<8>(hg, flat)
+	return d == 32	  ? dec_pick_hg<4>(hg, flat)
+	       : d == 64  ? dec_pick_hg<8>(hg, flat)
 	       : d == 128 ? dec_pick_hg<16>(hg, flat)
 			  : dec_pick_hg<32>(hg, flat);
 }
@@ -489,8 +497,8 @@ extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
 					 const uint16_t *v_cache)
 {
 	(void)out;
-	return (d->head_dim == 32 || d->head_dim == 64 ||
-		d->head_dim == 128 || d->head_dim == 256) &&
+	return (d->head_dim == 32 || d->head_dim == 64 || d->head_dim == 128 ||
+		d->head_dim == 256) &&
 	       d->page_stride % 8 == 0 && (uintptr_t)q % 16 == 0 &&
 	       (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0;
 }
@@ -515,9 +523,8 @@ static uint32_t dec_pick_splits(const dec_dev &a, uint32_t rows,
 				uint32_t d)
 {
 	uint64_t blocks = (uint64_t)rows * a.hkv * a.chunks;
-	uint32_t s = blocks >= target
-			 ? 1
-			 : (uint32_t)((target + blocks - 1) / blocks);
+	uint32_t s =
+	    blocks >= target ? 1 : (uint32_t)((target + blocks - 1) / blocks);
 	uint32_t most = (max_len + a.split_min - 1) / a.split_min;
 
 	s = s > most ? most : s;
@@ -550,8 +557,8 @@ extern "C" int o1_attention_decode_cuda(
 	int err;
 
 	if (!d->n_kv_heads || !d->n_heads || d->n_heads % d->n_kv_heads ||
-	    !d->page_tokens || !b->n_seqs || !max_len || warps > DEC_MAX_WARPS ||
-	    most > DEC_HG || (most & (most - 1)) ||
+	    !d->page_tokens || !b->n_seqs || !max_len ||
+	    warps > DEC_MAX_WARPS || most > DEC_HG || (most & (most - 1)) ||
 	    (uint64_t)b->max_blocks * d->page_tokens < max_len || !out ||
 	    !o1_attention_decode_fits(d, out, q, k_cache, v_cache)) {
 		o1_err("attention (decode): bad shape: heads %u/%u of %u, "
@@ -595,10 +602,9 @@ extern "C" int o1_attention_decode_cuda(
 		if (err)
 			return err;
 	}
-	return O1_CUDA_LAUNCH("attention (decode)", k,
-			      dim3(n_rows, a.hkv * a.chunks, a.n_splits),
-			      dim3(warps * 32), smem, stream, pdl,
-			      (__nv_bfloat16 *)out, scratch, q,
-			      (const __nv_bfloat16 *)k_cache,
-			      (const __nv_bfloat16 *)v_cache, a);
+	return O1_CUDA_LAUNCH(
+	    "attention (decode)", k, dim3(n_rows, a.hkv * a.chunks, a.n_splits),
+	    dim3(warps * 32), smem, stream, pdl, (__nv_bfloat16 *)out, scratch,
+	    q, (const __nv_bfloat16 *)k_cache, (const __nv_bfloat16 *)v_cache,
+	    a);
 }

@@ -41,9 +41,9 @@
 #include "kernels/attention.h"
 #include "kernels/kernels_cuda.h"
 
-#define PAGE	    16
-#define GRAPH_LEN   32768 /* a graph's MAX_LEN: the longest context served */
-#define MAX_SPLITS  32	  /* the CUDA backend's scratch (ATT_SPLITS_MAX) */
+#define PAGE	   16
+#define GRAPH_LEN  32768 /* a graph's MAX_LEN: the longest context served */
+#define MAX_SPLITS 32	 /* the CUDA backend's scratch (ATT_SPLITS_MAX) */
 
 /* Heads, kv heads, head dim; per sequence its context and new rows. */
 struct dec_case {
@@ -65,7 +65,8 @@ struct dec_run {
  * random q, the CPU's output. */
 static void run_open(const struct dec_case *c, struct dec_run *r)
 {
-	uint32_t *q_off = calloc(c->n_seqs + 1, 4), *start = calloc(c->n_seqs, 4);
+	uint32_t *q_off = calloc(c->n_seqs + 1, 4),
+		 *start = calloc(c->n_seqs, 4);
 	uint32_t *tables, used = 0, pages = 0, nb;
 	struct o1_attn_batch hb;
 	float *kc, *vc, *q, *scratch;
@@ -107,7 +108,8 @@ static void run_open(const struct dec_case *c, struct dec_run *r)
 	    c->n_seqs, kct_dev_copy(q_off, (c->n_seqs + 1) * 4),
 	    kct_dev_copy(start, c->n_seqs * 4),
 	    kct_dev_copy(tables, (size_t)c->n_seqs * nb * 4), nb};
-	r->dkc = kct_dev_bf16(kc, r->cache), r->dvc = kct_dev_bf16(vc, r->cache);
+	r->dkc = kct_dev_bf16(kc, r->cache),
+	r->dvc = kct_dev_bf16(vc, r->cache);
 	r->dq = kct_dev_copy(q, r->out_n * 4);
 	free(scratch), free(q_off), free(start), free(tables);
 	free(kc), free(vc), free(q);
@@ -146,21 +148,21 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 						   kct_stream(true)),
 				 0);
 	} else if (path == DECODE) {
-		assert_int_equal(o1_attention_decode_cuda(
-				     out, r->dq, r->dkc, r->dvc, &r->dm, &r->db,
-				     r->rows, max_len, sc, sf, UINT32_MAX, tune,
-				     false, 0),
-				 0);
+		assert_int_equal(
+		    o1_attention_decode_cuda(out, r->dq, r->dkc, r->dvc, &r->dm,
+					     &r->db, r->rows, max_len, sc, sf,
+					     UINT32_MAX, tune, false, 0),
+		    0);
 	} else {
 		assert_int_equal(cudaStreamCreate(&st), cudaSuccess);
 		assert_int_equal(cudaStreamBeginCapture(
 				     st, cudaStreamCaptureModeThreadLocal),
 				 cudaSuccess);
-		assert_int_equal(o1_attention_decode_cuda(
-				     out, r->dq, r->dkc, r->dvc, &r->dm, &r->db,
-				     r->rows, max_len, sc, sf, UINT32_MAX, tune,
-				     false, st),
-				 0);
+		assert_int_equal(
+		    o1_attention_decode_cuda(out, r->dq, r->dkc, r->dvc, &r->dm,
+					     &r->db, r->rows, max_len, sc, sf,
+					     UINT32_MAX, tune, false, st),
+		    0);
 		assert_int_equal(cudaStreamEndCapture(st, &g), cudaSuccess);
 		assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
 		for (int i = 0; i < 2; i++)
@@ -224,7 +226,8 @@ static void test_contexts(void **state)
 		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]);
 		     k++) {
 			struct dec_case c = {shapes[k][0], shapes[k][1],
-					     shapes[k][2], 1, &lens[i], &one};
+					     shapes[k][2], 1,
+					     &lens[i],	   &one};
 
 			/* the longest contexts with the default tuning only */
 			check_case(&c, tunes, lens[i] > 1000 ? 1 : 4);
@@ -261,12 +264,11 @@ static void test_batches(void **state)
  * launches of other split counts in between. */
 static void check_replay(const struct dec_case *c)
 {
-	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false},
-	    {2, 1, 4096, 1, false},
-	    {1, 3, 1, 0, true},
-	    {4, 1, 64, 2, false},
-	    {2, 1, 0, 4, true}};
+	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0, false},
+						    {2, 1, 4096, 1, false},
+						    {1, 3, 1, 0, true},
+						    {4, 1, 64, 2, false},
+						    {2, 1, 0, 4, true}};
 	struct dec_run r;
 
 	run_open(c, &r);
@@ -329,7 +331,7 @@ static void test_decode_errors(void **state)
 						  NULL, 0, UINT32_MAX, NULL,
 						  false, 0),
 			 -EINVAL); /* context past the table */
-	dm.page_stride += 2; /* rows no longer 16-byte aligned */
+	dm.page_stride += 2;	   /* rows no longer 16-byte aligned */
 	assert_false(o1_attention_decode_fits(&dm, p, fq, p, p));
 	cudaFree(p);
 }

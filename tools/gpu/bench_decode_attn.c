@@ -15,8 +15,8 @@
  * RUNS, CUDA events around the one launch), and "warm", RUNS launches back
  * to back over the same data (their mean). --sweep adds, per case, the
  * decode kernel's best tuning (warps, split rounds, target blocks, heads
- * a block, flat loads; cold times, graph MAX_LEN) beside the default's. --batch/--ctx take one
- * value each instead of the lists.
+ * a block, flat loads; cold times, graph MAX_LEN) beside the default's.
+ * --batch/--ctx take one value each instead of the lists.
  */
 #include <math.h>
 #include <stdint.h>
@@ -175,8 +175,7 @@ static int setup(struct bench *b, const struct shape *s, uint32_t rows,
 	    upload_random(b->vc, pages * stride, 0) ||
 	    upload_random(b->q, out_n, 1))
 		return -1;
-	return setup_batch(b, pages,
-			   (max_len + PAGE_TOKENS - 1) / PAGE_TOKENS);
+	return setup_batch(b, pages, (max_len + PAGE_TOKENS - 1) / PAGE_TOKENS);
 }
 
 static void teardown(struct bench *b)
@@ -193,11 +192,10 @@ static int launch(struct bench *b, const struct variant *v)
 		    b->out_old, b->q, b->kc, b->vc, &b->dims, &b->batch,
 		    b->rows, v->max_len, b->scratch, b->scratch_floats, false,
 		    0);
-	return o1_attention_decode_cuda(b->out_new, b->q, b->kc, b->vc,
-					&b->dims, &b->batch, b->rows,
-					v->max_len, b->scratch,
-					b->scratch_floats, UINT32_MAX, v->tune,
-					false, 0);
+	return o1_attention_decode_cuda(
+	    b->out_new, b->q, b->kc, b->vc, &b->dims, &b->batch, b->rows,
+	    v->max_len, b->scratch, b->scratch_floats, UINT32_MAX, v->tune,
+	    false, 0);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -288,8 +286,7 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 		for (size_t i = 0; i < 4; i++)
 			for (size_t j = 0; j < 3; j++)
 				for (size_t k = 0; k < 4; k++) {
-					struct variant v = {NEW, graph_len,
-							    &t};
+					struct variant v = {NEW, graph_len, &t};
 
 					t = kinds[h];
 					t.warps = warps[i];
@@ -313,8 +310,10 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 {
 	struct bench b;
 	uint32_t gl = graph_len > ctx ? graph_len : ctx;
-	const struct variant vs[4] = {
-	    {OLD, ctx, NULL}, {OLD, gl, NULL}, {NEW, ctx, NULL}, {NEW, gl, NULL}};
+	const struct variant vs[4] = {{OLD, ctx, NULL},
+				      {OLD, gl, NULL},
+				      {NEW, ctx, NULL},
+				      {NEW, gl, NULL}};
 	double cold[4], warm[4], diff, gb;
 	int err = setup(&b, s, rows, ctx, graph_len);
 
@@ -325,7 +324,8 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 		err = sweep(&b, gl, cold[3]);
 	teardown(&b);
 	if (err) {
-		fprintf(stderr, "bench_decode_attn: %s batch %u ctx %u failed\n",
+		fprintf(stderr,
+			"bench_decode_attn: %s batch %u ctx %u failed\n",
 			s->name, rows, ctx);
 		return -1;
 	}
