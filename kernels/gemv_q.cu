@@ -410,18 +410,98 @@ unit_scale(const qd_unit_head &h, float2 ds, int32_t s0, int32_t s1)
 						 __fmul_rn(h.d1, (float)s1)));
 }
 
+/* Q4_K's unit head for gemv_qp: qd_head's values bit for bit, its 12
+ * scale bytes read as three words (a Q4_K block lies at 4-byte alignment
+ * in shared memory, as in w) and unpacked with shifts and selects instead
+ * of byte loads and a branch on the sub-block. */
+static __device__ __forceinline__ qd_unit_head q4k_head(const uint8_t *row,
+							uint32_t u)
+{
+	const uint8_t *blk = row + (size_t)(u / 8) * O1_QUANT_Q4_K_BYTES;
+	const uint32_t *bw = (const uint32_t *)blk;
+	uint32_t s = u % 8, sh = 8 * (s % 4), dd = bw[0];
+	uint32_t lo = bw[1] >> sh, mid = bw[2] >> sh, hi = bw[3] >> sh;
+	/* quant.h: sub-blocks 0..3 take the low 6 bits of bytes s and s + 4;
+	 * 4..7 the nibbles of byte s + 4 and the top 2 bits of s - 4 and s */
+	uint32_t sc = s < 4 ? lo & 63 : (hi & 15) | ((lo >> 2) & 48);
+	uint32_t mn = s < 4 ? mid & 63 : ((hi >> 4) & 15) | ((mid >> 2) & 48);
+	qd_unit_head h = {};
+
+	h.d = __fmul_rn(qd_f16(dd & 0xffff), (float)sc);
+	h.m = __fmul_rn(qd_f16(dd >> 16), (float)mn);
+	h.q = blk + 16 + 32 * (s / 2);
+	h.sel = s % 2;
+	return h;
+}
+
+/* unit_ints for Q4_K at H (4-byte aligned): two 16-byte reads where the
+ * blocks are 16-byte aligned (the same for every block of w: 144 bytes
+ * each), else eight words; no funnel shifts. */
+static __device__ __forceinline__ void q4k_ints(const qd_unit_head &h,
+						int32_t (&q)[8])
+{
+	uint32_t sh = 4 * h.sel, w[8];
+
+	if (((uintptr_t)h.q & 15) == 0) {
+		gq_piece p0 = ((const gq_piece *)h.q)[0];
+		gq_piece p1 = ((const gq_piece *)h.q)[1];
+
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			w[k] = p0.v[k], w[4 + k] = p1.v[k];
+	} else {
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+			w[k] = ((const uint32_t *)h.q)[k];
+	}
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		q[k] = (int32_t)((w[k] >> sh) & 0x0f0f0f0fu);
+}
+
+/* unit_ints for Q6_K in gemv_qp: the 6-bit values q6 (0..63, not
+ * q6 - 32: unit_dots_i8 subtracts 32 times the input's sums instead),
+ * each word's two parts placed with a shift, a rotate and two logic ops
+ * (the group's shifts are the lane's constants). */
+static __device__ __forceinline__ void q6k_ints(const qd_unit_head &h,
+						int32_t (&q)[8])
+{
+	uint32_t w[8], hb[8];
+	uint32_t sl = h.sel < 2 ? 0 : 4, rot = (4 - 2 * h.sel) & 31;
+
+	ld_words<8>(h.q, w);
+	ld_words<8>(h.qh, hb);
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		/* bits 2 g, 2 g + 1 of each qh byte to bits 4, 5: a left
+		 * rotate by 4 - 2 g (g = 3: right by 2; what wraps is
+		 * masked off) */
+		q[k] = (int32_t)(((w[k] >> sl) & 0x0f0f0f0fu) |
+				 (__funnelshift_l(hb[k], hb[k], rot) &
+				  0x30303030u));
+}
+
 /* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
  * rows, into D[i]: the weights' integers decoded once, 8 __dp4a per row
  * (integer sums, exact), then unit_scale. */
-template <int M, int TYPE>
+template <int M, int TYPE, int V = 0>
 static __device__ __forceinline__ void
 unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 	     const gq_args &a, uint32_t u)
 {
-	qd_unit_head h = qd_head<TYPE>(row, u);
+	qd_unit_head h;
 	int32_t q[8];
 
-	unit_ints<TYPE>(h, q);
+	if constexpr (V && TYPE == O1_QUANT_Q4_K) {
+		h = q4k_head(row, u);
+		q4k_ints(h, q);
+	} else if constexpr (V && TYPE == O1_QUANT_Q6_K) {
+		h = qd_head<TYPE>(row, u);
+		q6k_ints(h, q);
+	} else {
+		h = qd_head<TYPE>(row, u);
+		unit_ints<TYPE>(h, q);
+	}
 #pragma unroll
 	for (int i = 0; i < M; i++) {
 		const gq_piece *xp = x.q + xq_at(a, i, u);
@@ -433,6 +513,18 @@ unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 			s0 = __dp4a(q[k], (int32_t)x0.v[k], s0);
 			s1 = __dp4a(q[4 + k], (int32_t)x1.v[k], s1);
 		}
+		if constexpr (V && TYPE == O1_QUANT_Q6_K) {
+			/* sum (q6 - 32) x = sum q6 x - 32 sum x: the same
+			 * integers */
+			int32_t c0 = 0, c1 = 0;
+
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				c0 = __dp4a(0x20202020, (int32_t)x0.v[k], c0);
+				c1 = __dp4a(0x20202020, (int32_t)x1.v[k], c1);
+			}
+			s0 -= c0, s1 -= c1;
+		}
 		d[i] =
 		    unit_scale<TYPE>(h, x.ds[(size_t)i * a.units + u], s0, s1);
 	}
@@ -440,12 +532,12 @@ unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 
 /* Batch B of row J: its units [*U0, *U1), and the first of its aligned
  * pieces and how many there are. */
-template <int TYPE>
+template <int TYPE, uint32_t G = groups_of<TYPE>()>
 static __device__ const gq_piece *batch_span(const gq_args &a, uint32_t j,
 					     uint32_t b, uint32_t *u0,
 					     uint32_t *u1, uint32_t *np)
 {
-	constexpr uint32_t per = 32 * groups_of<TYPE>();
+	constexpr uint32_t per = 32 * G;
 	const uint8_t *row = a.w + (size_t)j * a.row_bytes;
 	uintptr_t lo, hi;
 
@@ -597,6 +689,190 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 	}
 }
 
+/* gemv_qp: DOT_I8's pipelined schedule (the default; gemv_q above
+ * stays for DOT_F32 and for launches whose ring would not fit). The
+ * arithmetic is gemv_q's to the bit: lane l still adds the products of
+ * units l, l + 32, ... of a row in increasing order, then the same warp
+ * tree. What changes is how the bytes arrive: instead of one batch in
+ * registers per warp (a K-quant row of 4096 is a single 2.3 KB batch, so a
+ * warp had under 2.3 KB in flight and waited for each row), each warp
+ * keeps a ring of qp_stages() batches of about 2 KB in its slice of
+ * shared memory, filled by cp.async (global to shared, no registers, not
+ * kept in L1): qp_stages() - 1 batches are in flight while it decodes
+ * one, across row ends. A lane decodes its units of a batch with their
+ * loads hoisted (fma_batch_p), Q4_K's head with word reads (q4k_head). */
+
+/* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
+ * 2304, a llama3 row of 4096, Q6_K 1680). */
+template <int TYPE> static __host__ __device__ constexpr uint32_t qp_groups()
+{
+	return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2 : 4;
+}
+
+template <int TYPE> static __host__ __device__ constexpr int qp_pieces()
+{
+	return (int)((qp_groups<TYPE>() * group_bytes<TYPE>() / 16 + 1 + 31) /
+		     32);
+}
+
+/* Batches in a warp's ring: fewer with more input rows (their quantized
+ * copies share the block's shared memory). */
+template <int M> static __host__ __device__ constexpr int qp_stages()
+{
+	return M == 1 ? 4 : 2;
+}
+
+/* A 16-byte copy from global to shared memory, asynchronous on the
+ * device (cp.async, L2 only); the emulation copies at once. */
+static __device__ __forceinline__ void cpa16(gq_piece *dst,
+					     const gq_piece *src)
+{
+#ifdef __CUDA_ARCH__
+	uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
+		     "l"(src)
+		     : "memory");
+#else
+	*dst = *src;
+#endif
+}
+
+static __device__ __forceinline__ void cpa_commit(void)
+{
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+/* Until at most N of the thread's committed groups are pending. */
+template <int N> static __device__ __forceinline__ void cpa_wait(void)
+{
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/* Step T of the warp whose first output is J0 (a unit of NT = R NB
+ * batches per output, outputs J0, J0 + stride, ...): its batch's pieces
+ * copied into SLOT; one commit group per step, empty past the end. */
+template <int TYPE, int P>
+static __device__ void qp_issue(gq_piece *slot, const gq_args &a, uint32_t j0,
+				uint32_t nb, uint32_t nt, uint32_t t,
+				uint32_t lane)
+{
+	uint32_t j = j0 + t / nt * a.stride, tt = t % nt;
+
+	if (j < a.n) {
+		uint32_t u0, u1, np;
+		const gq_piece *p = batch_span<TYPE, qp_groups<TYPE>()>(
+		    a, j + tt / nb * a.n, tt % nb, &u0, &u1, &np);
+
+#pragma unroll
+		for (int i = 0; i < P; i++)
+			if (lane + 32 * i < np)
+				cpa16(slot + lane + 32 * i, p + lane + 32 * i);
+	}
+	cpa_commit();
+}
+
+/* fma_batch for gemv_qp: the lane's units of the batch (up to G) decoded
+ * and multiplied first, independently, then added to acc in increasing
+ * unit order (the same sums as fma_batch's loop). */
+template <int M, int TYPE>
+static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
+				   const gq_piece *sm, const gq_xq &x,
+				   uint32_t j, uint32_t b, uint32_t lane)
+{
+	constexpr uint32_t G = qp_groups<TYPE>();
+	uint32_t u0, u1, np;
+	const gq_piece *p = batch_span<TYPE, G>(a, j, b, &u0, &u1, &np);
+	const uint8_t *row = (const uint8_t *)sm +
+			     ((uintptr_t)(a.w + (size_t)j * a.row_bytes) -
+			      (uintptr_t)p);
+	float d[G][M];
+
+#pragma unroll
+	for (uint32_t g = 0; g < G; g++) {
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			d[g][i] = 0.0f;
+		if (u0 + lane + 32 * g < u1)
+			unit_dots_i8<M, TYPE, 1>(d[g], row, x, a,
+						 u0 + lane + 32 * g);
+	}
+#pragma unroll
+	for (uint32_t g = 0; g < G; g++)
+		if (u0 + lane + 32 * g < u1) {
+#pragma unroll
+			for (int i = 0; i < M; i++)
+				acc[i] = acc[i] + d[g][i];
+		}
+}
+
+/* The grid as gemv_q's (warp w of block b starts at output b GQ_WARPS +
+ * w, strides by the grid's warps); step t of a warp is batch t % NT of
+ * its output t / NT (batch t % NB of row j + (t % NT / NB) n). */
+template <int M, int TYPE, int OUT, int IN>
+static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
+{
+	constexpr int P = qp_pieces<TYPE>(), S = qp_stages<M>();
+	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
+	constexpr uint32_t per = 32 * qp_groups<TYPE>();
+	uint32_t lane = threadIdx.x % 32;
+	uint32_t j0 = blockIdx.x * GQ_WARPS + threadIdx.x / 32;
+	uint32_t nb = (a.units + per - 1) / per, nt = R * nb;
+	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
+	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
+	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
+	gq_xq xin = {xq, ds};
+	float acc[M], res[R][M];
+
+	/* the weights: no kernel writes them, so before the wait */
+#pragma unroll
+	for (int s = 0; s < S - 1; s++)
+		qp_issue<TYPE, P>(ring + s * 32 * P, a, j0, nb, nt, s, lane);
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	quantize_x<M, IN>(a, xq, ds,
+			  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		acc[i] = 0.0f;
+	for (uint32_t t = 0;; t++) {
+		uint32_t j = j0 + t / nt * a.stride, tt = t % nt;
+		uint32_t r = tt / nb, b = tt % nb;
+
+		if (j >= a.n)
+			break;
+		/* the slot of step t - 1 is read by every lane: refill it */
+		__syncwarp();
+		qp_issue<TYPE, P>(ring + (t + S - 1) % S * 32 * P, a, j0, nb,
+				  nt, t + S - 1, lane);
+		cpa_wait<S - 1>();
+		__syncwarp();
+		fma_batch_p<M, TYPE>(acc, a, ring + t % S * 32 * P, xin,
+				     j + r * a.n, b, lane);
+		if (b + 1 == nb) {
+#pragma unroll
+			for (int i = 0; i < M; i++) {
+				for (int o = 16; o; o /= 2)
+					acc[i] = acc[i] +
+						 __shfl_xor_sync(0xffffffffu,
+								 acc[i], o);
+#pragma unroll
+				for (int q = 0; q < R; q++)
+					if ((uint32_t)q == r)
+						res[q][i] = acc[i];
+				acc[i] = 0.0f;
+			}
+		}
+		if (tt + 1 == nt)
+			epilogue<M, OUT>(a, j, res, lane);
+	}
+	cpa_wait<0>();
+}
+
 /* Dynamic shared memory of a launch: the warps' weight slices, and
  * DOT_I8's quantized input rows (xq_at's layout) with their (d, sum). */
 static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
@@ -609,7 +885,9 @@ static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
 	return s;
 }
 
-template <int M, int TYPE, int OUT, int DOT, int IN>
+/* PIPE: gemv_qp where DOT is DOT_I8 and its ring fits (the default;
+ * tools/gpu/bench_gemv_q.cu times both). */
+template <int M, int TYPE, int OUT, int DOT, int IN, bool PIPE = true>
 static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 {
 	void (*k)(gq_args) = gemv_q<M, TYPE, OUT, DOT, IN>;
@@ -617,6 +895,14 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 	uint32_t cap = o1_cuda_sm_count() * GQ_BPS;
 	size_t smem = smem_of(a, pieces_of<TYPE>(), M, DOT);
 	int err = 0;
+
+	if constexpr (PIPE && DOT == DOT_I8) {
+		size_t ps = smem_of(a, qp_stages<M>() * qp_pieces<TYPE>(), M,
+				    DOT_I8);
+
+		if (ps <= GQ_SMEM_MAX)
+			k = gemv_qp<M, TYPE, OUT, IN>, smem = ps;
+	}
 
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
