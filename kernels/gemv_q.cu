@@ -43,6 +43,11 @@
  * so the result is o1_gemv_q_cuda then o1_swiglu_cuda bit for bit,
  * without the f32 gate/up rows and the second kernel.
  *
+ * The int8 path (DOT_I8, the backend's default) runs gemv_qp instead
+ * where its ring of batches fits in shared memory: the same arithmetic
+ * and lane order (so the same bits), the bytes brought by cp.async several
+ * batches ahead (see there).
+ *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
  * writes the weights). Invariants: K a multiple of the type's block, x
@@ -703,23 +708,31 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
  * loads hoisted (fma_batch_p), Q4_K's head with word reads (q4k_head). */
 
 /* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
- * 2304, a llama3 row of 4096, Q6_K 1680). */
-template <int TYPE> static __host__ __device__ constexpr uint32_t qp_groups()
+ * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
+ * bench_gemv_q's sweep: 1 half the batch, 2 twice (with the stages of
+ * qp_stages). */
+template <int TYPE, int X = 0>
+static __host__ __device__ constexpr uint32_t qp_groups()
 {
-	return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2 : 4;
+	return (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2 : 4) *
+	       (X == 2 ? 2 : 1) / (X == 1 ? 2 : 1);
 }
 
-template <int TYPE> static __host__ __device__ constexpr int qp_pieces()
+template <int TYPE, int X = 0>
+static __host__ __device__ constexpr int qp_pieces()
 {
-	return (int)((qp_groups<TYPE>() * group_bytes<TYPE>() / 16 + 1 + 31) /
+	return (int)((qp_groups<TYPE, X>() * group_bytes<TYPE>() / 16 + 1 +
+		      31) /
 		     32);
 }
 
 /* Batches in a warp's ring: fewer with more input rows (their quantized
- * copies share the block's shared memory). */
-template <int M> static __host__ __device__ constexpr int qp_stages()
+ * copies share the block's shared memory); X's variants keep about the
+ * bytes of the default ring. */
+template <int M, int X = 0>
+static __host__ __device__ constexpr int qp_stages()
 {
-	return M == 1 ? 4 : 2;
+	return M == 1 ? (X == 1 ? 6 : X == 2 ? 2 : 4) : M == 2 ? 3 : 2;
 }
 
 /* A 16-byte copy from global to shared memory, asynchronous on the
@@ -756,7 +769,7 @@ template <int N> static __device__ __forceinline__ void cpa_wait(void)
 /* Step T of the warp whose first output is J0 (a unit of NT = R NB
  * batches per output, outputs J0, J0 + stride, ...): its batch's pieces
  * copied into SLOT; one commit group per step, empty past the end. */
-template <int TYPE, int P>
+template <int TYPE, int P, uint32_t G>
 static __device__ void qp_issue(gq_piece *slot, const gq_args &a, uint32_t j0,
 				uint32_t nb, uint32_t nt, uint32_t t,
 				uint32_t lane)
@@ -765,7 +778,7 @@ static __device__ void qp_issue(gq_piece *slot, const gq_args &a, uint32_t j0,
 
 	if (j < a.n) {
 		uint32_t u0, u1, np;
-		const gq_piece *p = batch_span<TYPE, qp_groups<TYPE>()>(
+		const gq_piece *p = batch_span<TYPE, G>(
 		    a, j + tt / nb * a.n, tt % nb, &u0, &u1, &np);
 
 #pragma unroll
@@ -779,12 +792,11 @@ static __device__ void qp_issue(gq_piece *slot, const gq_args &a, uint32_t j0,
 /* fma_batch for gemv_qp: the lane's units of the batch (up to G) decoded
  * and multiplied first, independently, then added to acc in increasing
  * unit order (the same sums as fma_batch's loop). */
-template <int M, int TYPE>
+template <int M, int TYPE, uint32_t G>
 static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 				   const gq_piece *sm, const gq_xq &x,
 				   uint32_t j, uint32_t b, uint32_t lane)
 {
-	constexpr uint32_t G = qp_groups<TYPE>();
 	uint32_t u0, u1, np;
 	const gq_piece *p = batch_span<TYPE, G>(a, j, b, &u0, &u1, &np);
 	const uint8_t *row = (const uint8_t *)sm +
@@ -813,12 +825,12 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 /* The grid as gemv_q's (warp w of block b starts at output b GQ_WARPS +
  * w, strides by the grid's warps); step t of a warp is batch t % NT of
  * its output t / NT (batch t % NB of row j + (t % NT / NB) n). */
-template <int M, int TYPE, int OUT, int IN>
+template <int M, int TYPE, int OUT, int IN, int X>
 static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
 {
-	constexpr int P = qp_pieces<TYPE>(), S = qp_stages<M>();
+	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
 	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
-	constexpr uint32_t per = 32 * qp_groups<TYPE>();
+	constexpr uint32_t G = qp_groups<TYPE, X>(), per = 32 * G;
 	uint32_t lane = threadIdx.x % 32;
 	uint32_t j0 = blockIdx.x * GQ_WARPS + threadIdx.x / 32;
 	uint32_t nb = (a.units + per - 1) / per, nt = R * nb;
@@ -831,7 +843,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
 	/* the weights: no kernel writes them, so before the wait */
 #pragma unroll
 	for (int s = 0; s < S - 1; s++)
-		qp_issue<TYPE, P>(ring + s * 32 * P, a, j0, nb, nt, s, lane);
+		qp_issue<TYPE, P, G>(ring + s * 32 * P, a, j0, nb, nt, s, lane);
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	quantize_x<M, IN>(a, xq, ds,
@@ -847,11 +859,11 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
 			break;
 		/* the slot of step t - 1 is read by every lane: refill it */
 		__syncwarp();
-		qp_issue<TYPE, P>(ring + (t + S - 1) % S * 32 * P, a, j0, nb,
+		qp_issue<TYPE, P, G>(ring + (t + S - 1) % S * 32 * P, a, j0, nb,
 				  nt, t + S - 1, lane);
 		cpa_wait<S - 1>();
 		__syncwarp();
-		fma_batch_p<M, TYPE>(acc, a, ring + t % S * 32 * P, xin,
+		fma_batch_p<M, TYPE, G>(acc, a, ring + t % S * 32 * P, xin,
 				     j + r * a.n, b, lane);
 		if (b + 1 == nb) {
 #pragma unroll
@@ -885,9 +897,10 @@ static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
 	return s;
 }
 
-/* PIPE: gemv_qp where DOT is DOT_I8 and its ring fits (the default;
- * tools/gpu/bench_gemv_q.cu times both). */
-template <int M, int TYPE, int OUT, int DOT, int IN, bool PIPE = true>
+/* PIPE: gemv_qp (variant X of qp_groups) where DOT is DOT_I8 and its
+ * ring fits (the default; tools/gpu/bench_gemv_q.cu times the others). */
+template <int M, int TYPE, int OUT, int DOT, int IN, bool PIPE = true,
+	  int X = 0>
 static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 {
 	void (*k)(gq_args) = gemv_q<M, TYPE, OUT, DOT, IN>;
@@ -897,13 +910,12 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 	int err = 0;
 
 	if constexpr (PIPE && DOT == DOT_I8) {
-		size_t ps = smem_of(a, qp_stages<M>() * qp_pieces<TYPE>(), M,
-				    DOT_I8);
+		size_t ps = smem_of(
+		    a, qp_stages<M, X>() * qp_pieces<TYPE, X>(), M, DOT_I8);
 
 		if (ps <= GQ_SMEM_MAX)
-			k = gemv_qp<M, TYPE, OUT, IN>, smem = ps;
+			k = gemv_qp<M, TYPE, OUT, IN, X>, smem = ps;
 	}
-
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
 	if (smem > 48 * 1024)

@@ -8,8 +8,9 @@
  * Shapes (N outputs x K inputs): 4096 x 4096 (O), 14336 x 4096 (gate or
  * up), 4096 x 14336 (down), 128256 x 4096 (LM head). For each: bf16
  * (o1_gemv_bf16_cuda, its default setup), then each type's old schedule
- * (gemv_q: one batch a warp in registers) and new (gemv_qp: the cp.async
- * ring, what the backend launches), checked to give the same bits. Time
+ * (gemv_q: one batch a warp in registers), new (gemv_qp: the cp.async
+ * ring, what the backend launches) and new's variants with half and twice
+ * its batch (qp_groups), each checked to give the old one's bits. Time
  * per product: a CUDA graph of ITERS launches (default 20) with PDL, each
  * over its own copy of the weights (the copies span at least 1 GiB, so L2
  * holds none of them), the median of 5 replays after a warm-up. GB/s
@@ -90,8 +91,10 @@ static __global__ void fill_bf16(uint16_t *x, uint32_t n)
 		    (hash32(i, 7) >> 8) / 8388608.0f - 1.0f));
 }
 
-enum kernel { K_BF16, K_OLD, K_NEW };
-static const char *kernel_name[] = {"bf16", "old", "new"};
+/* bf16, gemv_q, gemv_qp (the default), gemv_qp with half and twice its
+ * batch (qp_groups's X = 1, 2) */
+enum kernel { K_BF16, K_OLD, K_NEW, K_HALF, K_TWICE };
+static const char *kernel_name[] = {"bf16", "old", "new", "new/2", "new*2"};
 
 struct bufs {
 	uint8_t *w; /* copies of the matrix, back to back */
@@ -102,37 +105,45 @@ struct bufs {
 };
 
 template <int TYPE>
-static int launch_q(const shape &s, const bufs &b, uint32_t c, bool pipe,
-		    cudaStream_t st)
+static int launch_q(const shape &s, const bufs &b, uint32_t c,
+		    enum kernel kn, cudaStream_t st)
 {
 	gq_args a = args(b.y, NULL, b.x, b.w + c * b.bytes, s.n, s.k, s.n);
 
 	if (check("bench_gemv_q", a, b.y, (enum o1_quant_type)TYPE, 1))
 		return -1;
-	return pipe ? launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true>(
-			  a, true, st)
-		    : launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, false>(
-			  a, true, st);
+	switch (kn) {
+	case K_OLD:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, false>(
+		    a, true, st);
+	case K_HALF:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 1>(
+		    a, true, st);
+	case K_TWICE:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 2>(
+		    a, true, st);
+	default:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 0>(
+		    a, true, st);
+	}
 }
 
 static int launch_one(const shape &s, const bufs &b, enum o1_quant_type type,
 		      enum kernel kn, uint32_t c, cudaStream_t st)
 {
-	bool pipe = kn == K_NEW;
-
 	if (kn == K_BF16)
 		return o1_gemv_bf16_cuda(
 		    b.y, b.x, (const uint16_t *)(b.w + c * b.bytes), 1, s.n,
 		    s.k, o1_gemv_setup{0, 0}, true, st);
 	switch (type) {
 	case O1_QUANT_Q8_0:
-		return launch_q<O1_QUANT_Q8_0>(s, b, c, pipe, st);
+		return launch_q<O1_QUANT_Q8_0>(s, b, c, kn, st);
 	case O1_QUANT_Q4_0:
-		return launch_q<O1_QUANT_Q4_0>(s, b, c, pipe, st);
+		return launch_q<O1_QUANT_Q4_0>(s, b, c, kn, st);
 	case O1_QUANT_Q4_K:
-		return launch_q<O1_QUANT_Q4_K>(s, b, c, pipe, st);
+		return launch_q<O1_QUANT_Q4_K>(s, b, c, kn, st);
 	default:
-		return launch_q<O1_QUANT_Q6_K>(s, b, c, pipe, st);
+		return launch_q<O1_QUANT_Q6_K>(s, b, c, kn, st);
 	}
 }
 
@@ -244,17 +255,17 @@ static void block_of(enum o1_quant_type type, uint32_t *blk, uint32_t *at0,
 	}
 }
 
-/* Old and new schedules' outputs over copy 0, bitwise: 1 same, 0 not,
- * -1 on an error. */
+/* The old schedule's outputs and KN's over copy 0, bitwise: 1 same, 0
+ * not, -1 on an error. */
 static int same_bits(const shape &s, const bufs &b, enum o1_quant_type type,
-		     cudaStream_t st)
+		     enum kernel kn, cudaStream_t st)
 {
 	std::vector<float> y0(s.n), y1(s.n);
 
 	if (launch_one(s, b, type, K_OLD, 0, st) ||
 	    cudaMemcpyAsync(y0.data(), b.y, s.n * 4ull, cudaMemcpyDeviceToHost,
 			    st) ||
-	    launch_one(s, b, type, K_NEW, 0, st) ||
+	    launch_one(s, b, type, kn, 0, st) ||
 	    cudaMemcpyAsync(y1.data(), b.y, s.n * 4ull, cudaMemcpyDeviceToHost,
 			    st) ||
 	    cudaStreamSynchronize(st))
@@ -326,7 +337,7 @@ int main(int argc, char **argv)
 			    open_bufs(s, rb * s.n, blk, at0, at1, b))
 				goto nomem;
 			mb = (double)rb * s.n / 1e6;
-			for (int kn = K_OLD; kn <= K_NEW; kn++) {
+			for (int kn = K_OLD; kn <= K_TWICE; kn++) {
 				us = time_kernel(s, b, t.type, (enum kernel)kn,
 						 iters, st);
 				if (us <= 0) {
@@ -337,16 +348,21 @@ int main(int argc, char **argv)
 					continue;
 				}
 				report(t.name, s, (enum kernel)kn, mb, us, bw,
-				       kn == K_NEW ? old_us : 0);
+				       old_us);
 				if (kn == K_OLD)
 					old_us = us;
 			}
-			int same = same_bits(s, b, t.type, st);
+			for (int kn = K_NEW; kn <= K_TWICE; kn++) {
+				int same = same_bits(s, b, t.type,
+						     (enum kernel)kn, st);
 
-			printf("%-5s %-5s bits old vs new: %s\n", t.name,
-			       s.name,
-			       same > 0 ? "same" : same ? "ERROR" : "DIFFER");
-			rc |= same <= 0;
+				printf("%-5s %-5s bits old vs %s: %s\n",
+				       t.name, s.name, kernel_name[kn],
+				       same > 0 ? "same"
+				       : same	? "ERROR"
+						: "DIFFER");
+				rc |= same <= 0;
+			}
 			close_bufs(b);
 		}
 	}
