@@ -766,20 +766,33 @@ template <int N> static __device__ __forceinline__ void cpa_wait(void)
 #endif
 }
 
-/* Step T of the warp whose first output is J0 (a unit of NT = R NB
- * batches per output, outputs J0, J0 + stride, ...): its batch's pieces
- * copied into SLOT; one commit group per step, empty past the end. */
-template <int TYPE, int P, uint32_t G>
-static __device__ void qp_issue(gq_piece *slot, const gq_args &a, uint32_t j0,
-				uint32_t nb, uint32_t nt, uint32_t t,
-				uint32_t lane)
-{
-	uint32_t j = j0 + t / nt * a.stride, tt = t % nt;
+/* Where a warp's walk is: batch B of row R (0: gate or the only one, 1:
+ * up) of output J; next() moves one batch on (the batches of a row, the
+ * rows of an output, then output J + stride). */
+struct qp_pos {
+	uint32_t j, r, b;
 
-	if (j < a.n) {
+	template <int R>
+	__device__ __forceinline__ void next(uint32_t nb, uint32_t stride)
+	{
+		if (++b == nb) {
+			b = 0;
+			if (++r == R)
+				r = 0, j += stride;
+		}
+	}
+};
+
+/* The warp's batch at C: its pieces copied into SLOT; one commit group
+ * per call, empty past the last output. */
+template <int TYPE, int P, uint32_t G>
+static __device__ void qp_issue(gq_piece *slot, const gq_args &a,
+				const qp_pos &c, uint32_t lane)
+{
+	if (c.j < a.n) {
 		uint32_t u0, u1, np;
-		const gq_piece *p = batch_span<TYPE, G>(
-		    a, j + tt / nb * a.n, tt % nb, &u0, &u1, &np);
+		const gq_piece *p = batch_span<TYPE, G>(a, c.j + c.r * a.n,
+							c.b, &u0, &u1, &np);
 
 #pragma unroll
 		for (int i = 0; i < P; i++)
@@ -823,8 +836,8 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 }
 
 /* The grid as gemv_q's (warp w of block b starts at output b GQ_WARPS +
- * w, strides by the grid's warps); step t of a warp is batch t % NT of
- * its output t / NT (batch t % NB of row j + (t % NT / NB) n). */
+ * w, strides by the grid's warps); the ring's slot t % S holds the
+ * warp's step t (qp_pos's walk), issued S - 1 steps ahead. */
 template <int M, int TYPE, int OUT, int IN, int X>
 static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
 {
@@ -832,8 +845,8 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
 	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
 	constexpr uint32_t G = qp_groups<TYPE, X>(), per = 32 * G;
 	uint32_t lane = threadIdx.x % 32;
-	uint32_t j0 = blockIdx.x * GQ_WARPS + threadIdx.x / 32;
-	uint32_t nb = (a.units + per - 1) / per, nt = R * nb;
+	uint32_t nb = (a.units + per - 1) / per;
+	qp_pos c = {blockIdx.x * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
 	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
 	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
 	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
@@ -842,8 +855,10 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
 
 	/* the weights: no kernel writes them, so before the wait */
 #pragma unroll
-	for (int s = 0; s < S - 1; s++)
-		qp_issue<TYPE, P, G>(ring + s * 32 * P, a, j0, nb, nt, s, lane);
+	for (int s = 0; s < S - 1; s++) {
+		qp_issue<TYPE, P, G>(ring + s * 32 * P, a, ci, lane);
+		ci.next<R>(nb, a.stride);
+	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	quantize_x<M, IN>(a, xq, ds,
@@ -851,21 +866,17 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		acc[i] = 0.0f;
-	for (uint32_t t = 0;; t++) {
-		uint32_t j = j0 + t / nt * a.stride, tt = t % nt;
-		uint32_t r = tt / nb, b = tt % nb;
-
-		if (j >= a.n)
-			break;
+	for (uint32_t t = 0; c.j < a.n; t++) {
 		/* the slot of step t - 1 is read by every lane: refill it */
 		__syncwarp();
-		qp_issue<TYPE, P, G>(ring + (t + S - 1) % S * 32 * P, a, j0, nb,
-				  nt, t + S - 1, lane);
+		qp_issue<TYPE, P, G>(ring + (t + S - 1) % S * 32 * P, a, ci,
+				     lane);
+		ci.next<R>(nb, a.stride);
 		cpa_wait<S - 1>();
 		__syncwarp();
 		fma_batch_p<M, TYPE, G>(acc, a, ring + t % S * 32 * P, xin,
-				     j + r * a.n, b, lane);
-		if (b + 1 == nb) {
+					c.j + c.r * a.n, c.b, lane);
+		if (c.b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
 				for (int o = 16; o; o /= 2)
@@ -874,13 +885,14 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
 								 acc[i], o);
 #pragma unroll
 				for (int q = 0; q < R; q++)
-					if ((uint32_t)q == r)
+					if ((uint32_t)q == c.r)
 						res[q][i] = acc[i];
 				acc[i] = 0.0f;
 			}
+			if (c.r + 1 == R)
+				epilogue<M, OUT>(a, c.j, res, lane);
 		}
-		if (tt + 1 == nt)
-			epilogue<M, OUT>(a, j, res, lane);
+		c.next<R>(nb, a.stride);
 	}
 	cpa_wait<0>();
 }
