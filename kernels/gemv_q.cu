@@ -709,8 +709,8 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 
 /* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
  * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
- * bench_gemv_q's sweep: 1 half the batch, 2 twice (with the stages of
- * qp_stages). */
+ * bench_gemv_q's sweep: 1 half the batch, 2 twice, 3 the default's with
+ * fewer stages and three blocks a multiprocessor (qp_stages). */
 template <int TYPE, int X = 0>
 static __host__ __device__ constexpr uint32_t qp_groups()
 {
@@ -727,12 +727,27 @@ static __host__ __device__ constexpr int qp_pieces()
 }
 
 /* Batches in a warp's ring: fewer with more input rows (their quantized
- * copies share the block's shared memory); X's variants keep about the
- * bytes of the default ring. */
+ * copies share the block's shared memory); X's variants 1 and 2 keep
+ * about the bytes of the default ring, 3 takes 3 stages so that three
+ * blocks fit a multiprocessor (where the input is short enough). */
 template <int M, int X = 0>
 static __host__ __device__ constexpr int qp_stages()
 {
-	return M == 1 ? (X == 1 ? 6 : X == 2 ? 2 : 4) : M == 2 ? 3 : 2;
+	return M == 1 ? (X == 1 ? 6 : X == 2 ? 2 : X == 3 ? 3 : 4)
+	       : M == 2 ? 3
+			: 2;
+}
+
+/* Blocks a multiprocessor (the launch bounds) and the shared memory a
+ * block may then take. */
+template <int X> static __host__ __device__ constexpr int qp_bps()
+{
+	return X == 3 ? 3 : GQ_BPS;
+}
+
+template <int X> static constexpr size_t qp_smem_max()
+{
+	return X == 3 ? (size_t)74 << 10 : GQ_SMEM_MAX;
 }
 
 /* A 16-byte copy from global to shared memory, asynchronous on the
@@ -839,7 +854,8 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
  * w, strides by the grid's warps); the ring's slot t % S holds the
  * warp's step t (qp_pos's walk), issued S - 1 steps ahead. */
 template <int M, int TYPE, int OUT, int IN, int X>
-static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_qp(gq_args a)
+static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
+    gemv_qp(gq_args a)
 {
 	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
 	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
@@ -924,9 +940,14 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 	if constexpr (PIPE && DOT == DOT_I8) {
 		size_t ps = smem_of(
 		    a, qp_stages<M, X>() * qp_pieces<TYPE, X>(), M, DOT_I8);
+		size_t p0 = smem_of(
+		    a, qp_stages<M, 0>() * qp_pieces<TYPE, 0>(), M, DOT_I8);
 
-		if (ps <= GQ_SMEM_MAX)
-			k = gemv_qp<M, TYPE, OUT, IN, X>, smem = ps;
+		if (ps <= qp_smem_max<X>())
+			k = gemv_qp<M, TYPE, OUT, IN, X>, smem = ps,
+			cap = o1_cuda_sm_count() * qp_bps<X>();
+		else if (p0 <= GQ_SMEM_MAX)
+			k = gemv_qp<M, TYPE, OUT, IN, 0>, smem = p0;
 	}
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
