@@ -212,71 +212,28 @@ static __device__ __forceinline__ size_t xq_at(const gq_args &a, uint32_t i,
 	return (size_t)i * a.pad * 2 + (u & ~31u) * 2 + (u & 31);
 }
 
-/* The 32 bf16 of unit U of input row I, widened (exact). */
-static __device__ void unit_in(const gq_args &a, uint32_t i, uint32_t u,
-			       float (&v)[32])
+/* Elements [8 Q, 8 Q + 8) of unit U of input row I, widened (exact). */
+static __device__ void part_in(const gq_args &a, uint32_t i, uint32_t u,
+			       uint32_t q, float (&v)[8])
 {
-	const gq_piece *p = (const gq_piece *)(a.x + (size_t)i * a.k + 32 * u);
+	gq_piece p = ((const gq_piece *)(a.x + (size_t)i * a.k + 32 * u))[q];
 
 #pragma unroll
-	for (int c = 0; c < 4; c++) {
-		gq_piece q = p[c];
-
-#pragma unroll
-		for (int e = 0; e < 4; e++) {
-			v[8 * c + 2 * e] = qd_bf16(q.v[e] & 0xffff);
-			v[8 * c + 2 * e + 1] = qd_bf16(q.v[e] >> 16);
-		}
+	for (int e = 0; e < 4; e++) {
+		v[2 * e] = qd_bf16(p.v[e] & 0xffff);
+		v[2 * e + 1] = qd_bf16(p.v[e] >> 16);
 	}
 }
 
-/* V quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax) into
- * the pieces LO (elements 0..15) and HI, (d = amax / 127, d times the
- * sum of the q) into DS; a NaN in V makes d NaN (so every product of the
- * unit is NaN, as the f32 path's). */
-static __device__ void quantize_unit(const float (&v)[32], gq_piece *lo,
-				     gq_piece *hi, float2 *ds)
+/* Elements [8 Q, 8 Q + 8) of unit_norm's unit U. */
+static __device__ void part_norm(const gq_args &a, const float *xr, float inv,
+				 uint32_t u, uint32_t q, float (&v)[8])
 {
-	float amax = 0.0f, d, inv;
-	uint32_t w[8];
-	int32_t qsum = 0;
-	bool nan = false;
+	const float4 *xv = (const float4 *)(xr + 32 * u + 8 * q);
+	const float4 *wv = (const float4 *)(a.nw + 32 * u + 8 * q);
 
 #pragma unroll
-	for (int e = 0; e < 32; e++) {
-		amax = fmaxf(amax, fabsf(v[e]));
-		nan = nan || v[e] != v[e];
-	}
-	d = nan ? __int_as_float(0x7fc00000) : __fdiv_rn(amax, 127.0f);
-	inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-#pragma unroll
-	for (int k = 0; k < 8; k++) {
-		w[k] = 0;
-#pragma unroll
-		for (int j = 0; j < 4; j++) {
-			int32_t q =
-			    __float2int_rn(__fmul_rn(v[4 * k + j], inv));
-
-			qsum += q;
-			w[k] |= ((uint32_t)q & 0xffu) << (8 * j);
-		}
-	}
-#pragma unroll
-	for (int k = 0; k < 4; k++)
-		lo->v[k] = w[k], hi->v[k] = w[4 + k];
-	*ds = make_float2(d, __fmul_rn(d, (float)qsum));
-}
-
-/* Unit U of the normalized row XR (INV its 1 / rms), as o1_rmsnorm_cuda
- * writes it (bf16), widened. */
-static __device__ void unit_norm(const gq_args &a, const float *xr, float inv,
-				 uint32_t u, float (&v)[32])
-{
-	const float4 *xv = (const float4 *)(xr + 32 * u);
-	const float4 *wv = (const float4 *)(a.nw + 32 * u);
-
-#pragma unroll
-	for (int c = 0; c < 8; c++) {
+	for (int c = 0; c < 2; c++) {
 		float4 x = xv[c], w = wv[c];
 
 		v[4 * c] = __bfloat162float(rms_out(w.x, x.x, inv));
@@ -286,9 +243,62 @@ static __device__ void unit_norm(const gq_args &a, const float *xr, float inv,
 	}
 }
 
-/* Every thread: the M input rows (IN) quantized into XQ and DS (one unit
- * a thread at a time), then the block's barrier. IN_NORM: PART is the
- * reduction's scratch. */
+/* A unit quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax)
+ * into the pieces LO (elements 0..15) and HI, (d = amax / 127, d times
+ * the sum of the q) into DS; a NaN in the unit makes d NaN (so every
+ * product of the unit is NaN, as the f32 path's). By the 4 lanes 4 g ..
+ * 4 g + 3 of a warp, lane 4 g + Q holding elements [8 Q, 8 Q + 8) in V
+ * (max, NaN and the integer sum exchanged: the values of one lane's
+ * whole-unit loop), each lane storing its 8 quants, lane 4 g the (d,
+ * sum). Every lane of the
+ * warp calls it (the exchanges are the warp's); ON: whether the lane's
+ * unit exists (else it stores nothing). */
+static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
+				     gq_piece *lo, gq_piece *hi, float2 *ds)
+{
+	float amax = 0.0f, d, inv;
+	uint32_t w[2];
+	int32_t qsum = 0, nan = 0;
+
+#pragma unroll
+	for (int e = 0; e < 8; e++) {
+		amax = fmaxf(amax, fabsf(v[e]));
+		nan |= v[e] != v[e];
+	}
+#pragma unroll
+	for (int o = 1; o < 4; o *= 2) {
+		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+		nan |= __shfl_xor_sync(0xffffffffu, nan, o);
+	}
+	d = nan ? __int_as_float(0x7fc00000) : __fdiv_rn(amax, 127.0f);
+	inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+#pragma unroll
+	for (int k = 0; k < 2; k++) {
+		w[k] = 0;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			int32_t x =
+			    __float2int_rn(__fmul_rn(v[4 * k + j], inv));
+
+			qsum += x;
+			w[k] |= ((uint32_t)x & 0xffu) << (8 * j);
+		}
+	}
+#pragma unroll
+	for (int o = 1; o < 4; o *= 2)
+		qsum += __shfl_xor_sync(0xffffffffu, qsum, o);
+	if (!on)
+		return;
+	gq_piece *t = q < 2 ? lo : hi;
+
+	t->v[2 * (q % 2)] = w[0], t->v[2 * (q % 2) + 1] = w[1];
+	if (q == 0)
+		*ds = make_float2(d, __fmul_rn(d, (float)qsum));
+}
+
+/* Every thread: the M input rows (IN) quantized into XQ and DS (a unit
+ * by 4 lanes at a time, quantize_part), then the block's barrier.
+ * IN_NORM: PART is the reduction's scratch. */
 template <int M, int IN>
 static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 				  float (*part)[RMS_VWARPS])
@@ -310,15 +320,20 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 	}
 #pragma unroll
 	for (int i = 0; i < M; i++)
-		for (uint32_t u = threadIdx.x; u < a.units; u += GQ_THREADS) {
-			gq_piece *q = xq + xq_at(a, i, u);
-			float v[32];
+		/* every thread takes every round (the warp's exchanges) */
+		for (uint32_t e0 = 0; e0 < 4 * a.units; e0 += GQ_THREADS) {
+			uint32_t e = e0 + threadIdx.x, u = e / 4, q = e % 4;
+			bool on = u < a.units;
+			gq_piece *p = xq + xq_at(a, i, on ? u : 0);
+			float v[8] = {0};
 
-			if constexpr (IN == IN_NORM)
-				unit_norm(a, xr[i], inv[i], u, v);
-			else
-				unit_in(a, i, u, v);
-			quantize_unit(v, q, q + 32,
+			if (on) {
+				if constexpr (IN == IN_NORM)
+					part_norm(a, xr[i], inv[i], u, q, v);
+				else
+					part_in(a, i, u, q, v);
+			}
+			quantize_part(v, q, on, p, p + 32,
 				      ds + (size_t)i * a.units + u);
 		}
 	__syncthreads();
