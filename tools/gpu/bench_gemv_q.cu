@@ -13,7 +13,8 @@
  * and twice its batch; 3 stages and 3 blocks a multiprocessor, where the
  * input is short enough, else new itself), each checked to give the old
  * one's bits. Time
- * per product: a CUDA graph of ITERS launches (default 20) with PDL, each
+ * per product: a CUDA graph of ITERS launches (default 20; fewer where
+ * they would read over 4 GB) with PDL, each
  * over its own copy of the weights (the copies span at least 1 GiB, so L2
  * holds none of them), the median of 5 replays after a warm-up. GB/s
  * counts the weight bytes. The blocks are random bytes with sane scales
@@ -166,6 +167,11 @@ static double time_kernel(const shape &s, const bufs &b,
 	std::vector<float> ms;
 	int err = 0;
 
+	/* at most about 4 GB a replay (the LM head's large copies) */
+	if (iters > 4 && (double)b.bytes * iters > 4e9)
+		iters = (uint32_t)(4e9 / (double)b.bytes) > 4
+			    ? (uint32_t)(4e9 / (double)b.bytes)
+			    : 4;
 	cudaEventCreate(&e0), cudaEventCreate(&e1);
 	if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal))
 		return -1;
