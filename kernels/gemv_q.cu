@@ -430,6 +430,32 @@ unit_scale(const qd_unit_head &h, float2 ds, int32_t s0, int32_t s1)
 						 __fmul_rn(h.d1, (float)s1)));
 }
 
+/* quant_dev.h's qd_f16 (of H's low 16 bits) for gemv_qp: the device's
+ * conversion instruction (exact, as qd_f16; a NaN may come out with
+ * another payload, but every use multiplies it, and a product of a NaN is
+ * the canonical NaN either way); the emulation computes qd_f16's three
+ * cases without branches. One instruction instead of about twenty. */
+static __device__ __forceinline__ float qp_f16(uint32_t h)
+{
+#ifdef __CUDA_ARCH__
+	float f;
+
+	asm("{.reg .b16 t;\n\tcvt.u16.u32 t, %1;\n\tcvt.f32.f16 %0, t;}"
+	    : "=f"(f)
+	    : "r"(h));
+	return f;
+#else
+	uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f,
+		 mant = h & 0x3ff;
+	float sub = __fmul_rn(sign ? -(float)mant : (float)mant,
+			      5.9604644775390625e-8f);
+	uint32_t big = exp == 0x1f ? sign | 0x7f800000u | (mant << 13)
+				   : sign | ((exp + 112) << 23) | (mant << 13);
+
+	return exp ? __uint_as_float(big) : sub;
+#endif
+}
+
 /* Q4_K's unit head for gemv_qp: qd_head's values bit for bit, its 12
  * scale bytes read as three words (a Q4_K block lies at 4-byte alignment
  * in shared memory, as in w) and unpacked with shifts and selects instead
@@ -447,36 +473,42 @@ static __device__ __forceinline__ qd_unit_head q4k_head(const uint8_t *row,
 	uint32_t mn = s < 4 ? mid & 63 : ((hi >> 4) & 15) | ((mid >> 2) & 48);
 	qd_unit_head h = {};
 
-	h.d = __fmul_rn(qd_f16(dd & 0xffff), (float)sc);
-	h.m = __fmul_rn(qd_f16(dd >> 16), (float)mn);
+	h.d = __fmul_rn(qp_f16(dd & 0xffff), (float)sc);
+	h.m = __fmul_rn(qp_f16(dd >> 16), (float)mn);
 	h.q = blk + 16 + 32 * (s / 2);
 	h.sel = s % 2;
 	return h;
 }
 
-/* unit_ints for Q4_K at H (4-byte aligned): two 16-byte reads where the
- * blocks are 16-byte aligned (the same for every block of w: 144 bytes
- * each), else eight words; no funnel shifts. */
+/* unit_ints for Q4_K at H (4-byte aligned: eight word reads, no funnel
+ * shifts, no branch on the alignment). */
 static __device__ __forceinline__ void q4k_ints(const qd_unit_head &h,
 						int32_t (&q)[8])
 {
-	uint32_t sh = 4 * h.sel, w[8];
+	const uint32_t *w = (const uint32_t *)h.q;
+	uint32_t sh = 4 * h.sel;
 
-	if (((uintptr_t)h.q & 15) == 0) {
-		gq_piece p0 = ((const gq_piece *)h.q)[0];
-		gq_piece p1 = ((const gq_piece *)h.q)[1];
-
-#pragma unroll
-		for (int k = 0; k < 4; k++)
-			w[k] = p0.v[k], w[4 + k] = p1.v[k];
-	} else {
-#pragma unroll
-		for (int k = 0; k < 8; k++)
-			w[k] = ((const uint32_t *)h.q)[k];
-	}
 #pragma unroll
 	for (int k = 0; k < 8; k++)
 		q[k] = (int32_t)((w[k] >> sh) & 0x0f0f0f0fu);
+}
+
+/* Q6_K's unit head for gemv_qp: qd_head's, with qp_f16. */
+static __device__ __forceinline__ qd_unit_head q6k_head(const uint8_t *row,
+							uint32_t u)
+{
+	const uint8_t *blk = row + (size_t)(u / 8) * O1_QUANT_Q6_K_BYTES;
+	uint32_t hf = (u % 8) / 4, g = u % 4;
+	uint32_t sc = qd_u16(blk + 192 + 8 * hf + 2 * g);
+	float d = qp_f16(qd_u16(blk + 208));
+	qd_unit_head h = {};
+
+	h.d = __fmul_rn(d, (float)(int8_t)(sc & 0xff));
+	h.d1 = __fmul_rn(d, (float)(int8_t)(sc >> 8));
+	h.q = blk + 64 * hf + 32 * (g % 2);
+	h.qh = blk + 128 + 32 * hf;
+	h.sel = g;
+	return h;
 }
 
 /* unit_ints for Q6_K in gemv_qp: the 6-bit values q6 (0..63, not
@@ -509,14 +541,18 @@ static __device__ __forceinline__ void
 unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 	     const gq_args &a, uint32_t u)
 {
-	qd_unit_head h;
+	qd_unit_head h = {};
 	int32_t q[8];
 
-	if constexpr (V && TYPE == O1_QUANT_Q4_K) {
+	if constexpr (V && TYPE == O1_QUANT_Q8_0) {
+		h.q = row + (size_t)u * O1_QUANT_Q8_0_BYTES + 2;
+		h.d = qp_f16(qd_u16(h.q - 2));
+		unit_ints<TYPE>(h, q);
+	} else if constexpr (V && TYPE == O1_QUANT_Q4_K) {
 		h = q4k_head(row, u);
 		q4k_ints(h, q);
 	} else if constexpr (V && TYPE == O1_QUANT_Q6_K) {
-		h = qd_head<TYPE>(row, u);
+		h = q6k_head(row, u);
 		q6k_ints(h, q);
 	} else {
 		h = qd_head<TYPE>(row, u);
@@ -847,6 +883,21 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 			      (uintptr_t)p);
 	float d[G][M];
 
+	if (u1 - u0 == 32 * G) {
+		/* a whole batch (the warp's choice): no guards, so the
+		 * units' loads and decoding interleave */
+#pragma unroll
+		for (uint32_t g = 0; g < G; g++)
+			unit_dots_i8<M, TYPE, 1>(d[g], row, x, a,
+						 u0 + lane + 32 * g);
+#pragma unroll
+		for (uint32_t g = 0; g < G; g++) {
+#pragma unroll
+			for (int i = 0; i < M; i++)
+				acc[i] = acc[i] + d[g][i];
+		}
+		return;
+	}
 #pragma unroll
 	for (uint32_t g = 0; g < G; g++) {
 #pragma unroll
