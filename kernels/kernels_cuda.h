@@ -259,6 +259,17 @@ int o1_gemv_q_cuda(float *y, const uint16_t *x, const void *w,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
 		   uint32_t ldy, bool pdl, cudaStream_t stream);
 
+/* gemm_q.cu: o1_gemv_q_cuda's product for any number of rows M, on the
+ * tensor cores: each weight dequantized as o1_quant_dequantize_bf16_cuda
+ * does (bf16), times x, summed in f32 (in an order of its own: the tests
+ * bound the difference to the exact sum). x 16-byte aligned, w as
+ * quant.cu's SRC, LDY >= N; -EINVAL (logged) for a shape o1_gemm_q_fits
+ * rejects (K not whole blocks, N of 2^22 rows or more). */
+int o1_gemm_q_cuda(float *y, const uint16_t *x, const void *w,
+		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		   uint32_t ldy, bool pdl, cudaStream_t stream);
+bool o1_gemm_q_fits(enum o1_quant_type type, uint32_t n, uint32_t k);
+
 /* gemv_q.cu: act (M,F) bf16 = swiglu of o1_gemv_q_cuda's (M, 2F) output
  * over w (2F rows: gate, then up; one TYPE), as o1_swiglu_cuda computes
  * it, bit for bit, in one kernel. Operands as o1_gemv_q_cuda's. */

@@ -4,8 +4,16 @@
  * read), and the embedding gather from a block-format table.
  *
  * A thread per 32-element unit (quant_dev.h): it decodes the unit's block
- * bytes once and writes its 32 outputs. A tensor of rows of whole blocks is
- * one long row of units, so a launch covers any number of rows. The
+ * bytes once. A tensor of rows of whole blocks is one long row of units,
+ * so a launch covers any number of rows. The dequantization stages a
+ * warp's 32 units (one contiguous span of the output) in shared memory and
+ * the warp then writes the span in 16-byte pieces, consecutive lanes on
+ * consecutive pieces: a unit's 32 outputs written by its own thread would
+ * be 32 scalar stores 64 or 128 bytes apart across the warp, which use a
+ * fraction of each memory transaction (the cuBLAS fallback of
+ * cuda_forward.c's quantized products dequantizes whole matrices through
+ * it, so it must run at the memory bandwidth). An output not 16-byte
+ * aligned takes the unstaged kernel. The
  * embedding: a thread per (token, unit of the token's row); a token id
  * outside [0, vocab) (which the caller refuses first) gives zeros.
  * Invariants: SRC and tables aligned to 4 bytes (Q4_K) or 2 (the others:
@@ -49,6 +57,63 @@ static __global__ void __launch_bounds__(DQ_THREADS)
 	}
 }
 
+/* A unit's staging slot: its outputs plus 16 bytes, so that the 16-byte
+ * stores of 8 consecutive threads (one shared-memory wavefront) fall on
+ * distinct banks. */
+#define DQ_SLOT(OUT) (32 * ((OUT) == DQ_F32 ? 4 : 2) + 16)
+
+/* dequant's output through shared memory: units [0, UNITS) of SRC to DST
+ * (16-byte aligned). Every lane of a warp reaches the __syncwarp, those
+ * past the end included (they decode nothing). */
+template <int TYPE, int OUT>
+static __global__ void __launch_bounds__(DQ_THREADS)
+    dequant_wide(const uint8_t *src, void *dst, uint32_t units)
+{
+	__shared__ uint4 stage4[DQ_THREADS * DQ_SLOT(OUT) / 16];
+	uint8_t *stage = (uint8_t *)stage4;
+	const uint32_t slot = DQ_SLOT(OUT), unit_bytes = slot - 16;
+	uint32_t t = blockIdx.x * DQ_THREADS + threadIdx.x;
+	uint32_t lane = threadIdx.x % 32, first = t - lane;
+	uint8_t *mine = stage + threadIdx.x * slot;
+	uint8_t *warp = stage + (threadIdx.x - lane) * slot;
+	uint32_t n = first < units ? (units - first < 32 ? units - first : 32)
+				   : 0;
+	float v[32];
+
+	if (t < units) {
+		qd_unit<TYPE>(src, t, v);
+		/* CH 16-byte chunks of 4 words, each word one f32 or two
+		 * bf16 (the lower element in the low half) */
+		constexpr int CH = OUT == DQ_F32 ? 8 : 4, PER = 32 / CH;
+
+#pragma unroll
+		for (int c = 0; c < CH; c++) {
+			uint32_t w[4];
+
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				const float *p = v + PER * c + (PER / 4) * e;
+
+				if constexpr (OUT == DQ_F32)
+					w[e] = __float_as_uint(p[0]);
+				else
+					w[e] = qd_to_bf16(p[0]) |
+					       (uint32_t)qd_to_bf16(p[1]) << 16;
+			}
+			*(uint4 *)(mine + 16 * c) =
+			    make_uint4(w[0], w[1], w[2], w[3]);
+		}
+	}
+	__syncwarp();
+	/* the warp's span: n units of unit_bytes, from unit FIRST on */
+	for (uint32_t p = lane; p < n * unit_bytes / 16; p += 32) {
+		uint32_t u = p / (unit_bytes / 16), c = p % (unit_bytes / 16);
+
+		((uint4 *)((uint8_t *)dst + (size_t)first * unit_bytes))[p] =
+		    *(const uint4 *)(warp + u * slot + 16 * c);
+	}
+}
+
 /* out (T, dim) f32 = rows ids (T) of TABLE; UPR units a row, ROW_BYTES a
  * row. */
 template <int TYPE>
@@ -80,6 +145,15 @@ static int launch_dequant(const void *src, void *dst, uint32_t units, bool bf16,
 {
 	dim3 grid((units + DQ_THREADS - 1) / DQ_THREADS), block(DQ_THREADS);
 
+	if ((uintptr_t)dst % 16 == 0) {
+		if (bf16)
+			return O1_CUDA_LAUNCH(
+			    "dequant", dequant_wide<TYPE, DQ_BF16>, grid, block,
+			    0, stream, false, (const uint8_t *)src, dst, units);
+		return O1_CUDA_LAUNCH("dequant", dequant_wide<TYPE, DQ_F32>,
+				      grid, block, 0, stream, false,
+				      (const uint8_t *)src, dst, units);
+	}
 	if (bf16)
 		return O1_CUDA_LAUNCH("dequant", dequant<TYPE, DQ_BF16>, grid,
 				      block, 0, stream, false,

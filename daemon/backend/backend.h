@@ -129,6 +129,11 @@ struct o1_backend_config {
 	 * kernels/gemv_q8.h bounds the difference); true = f32 (each weight
 	 * dequantized in registers and multiplied in f32, gemv_q.h). */
 	bool cuda_quant_f32;
+	/* CUDA backend, products of more rows on block weights: false =
+	 * gemm_q.cu's tensor-core kernel (the default); true = each matrix
+	 * dequantized to bf16 tiles and multiplied by cuBLAS (the slower
+	 * fallback, kept to compare). */
+	bool cuda_quant_tiles;
 	/* CUDA backend with graphs (config cuda.autotune, off by default):
 	 * times the decode products' launch setups and cuBLASLt algorithms
 	 * per bucket at create, for at most cuda_autotune_ms of load time

@@ -1209,10 +1209,14 @@ static void common_rules(struct gsc *c, struct gbuf *b)
 		  "[0-9a-fA-F]{2}\n"
 		  "json-cchar ::= [^\"\\\\\\x00-\\x1f] | \"\\\\\" "
 		  "[\"\\\\bfnrt] | \"\\\\u00\" ( \"0\" [0-7] | \"0b\" | "
-		  "\"0e\" | \"0f\" | \"1\" [0-9a-f] )\n"
-		  "json-number ::= \"-\"? ( \"0\" | [1-9] [0-9]* ) "
-		  "( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n"
-		  "json-integer ::= \"-\"? ( \"0\" | [1-9] [0-9]* )\n");
+		  "\"0e\" | \"0f\" | \"1\" [0-9a-f] )\n");
+	/* digits capped (grammar_schema_int.h); leading zeros only in
+	 * the fraction and the exponent, as JSON has it */
+	gb_printf(b,
+		  "json-number ::= json-integer ( \".\" [0-9]{1,%d} )? "
+		  "( [eE] [-+]? [0-9]{1,%d} )?\n"
+		  "json-integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,%d} )\n",
+		  GS_FRAC_DIGITS, GS_EXP_DIGITS, GS_INT_DIGITS - 1);
 	if (c->o.ws_max)
 		gb_printf(b, "ws ::= [ \\t\\n\\r]{0,%u}\n", c->o.ws_max);
 }

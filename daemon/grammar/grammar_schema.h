@@ -25,7 +25,10 @@
  * control characters, everything else raw), numbers in an enum as the
  * shortest decimal that reads back (integers without a fraction), object
  * members of an enum or const value sorted by key. Bounded numbers are
- * written without an exponent. A `$schema` other than a JSON Schema draft
+ * written without an exponent. Digits are capped (at most 16 integer
+ * digits unless a one-sided bound has more, 16 fraction digits unless a
+ * bound's fraction needs more, 3 exponent digits), so a model cannot
+ * write digits until max_tokens. A `$schema` other than a JSON Schema draft
  * (a custom metaschema) is refused.
  */
 #ifndef O1_GRAMMAR_SCHEMA_H

@@ -38,7 +38,18 @@ int gs_json_write(struct gbuf *b, const cJSON *v);
 /* The canonical text of a number. */
 void gs_json_number(double x, char out[40]);
 
-/* Integers in [LO, HI] (each optional) in canonical decimal, no "-0". */
+/* Digit caps where a schema leaves a number unbounded, so that a model
+ * cannot write digits until max_tokens: an integer part of at most
+ * GS_INT_DIGITS digits (or as many as a one-sided bound has), at most
+ * GS_FRAC_DIGITS fraction digits (more where a bound's fraction needs
+ * them) and GS_EXP_DIGITS exponent digits (a double's exponent has 3). */
+#define GS_INT_DIGITS  16
+#define GS_FRAC_DIGITS 16
+#define GS_EXP_DIGITS  3
+
+/* Integers in [LO, HI] (each optional) in canonical decimal, no "-0".
+ * A missing bound stops at the larger of GS_INT_DIGITS digits and the
+ * other bound's digit count. */
 void gs_int_range(struct gbuf *b, bool has_lo, int64_t lo, bool has_hi,
 		  int64_t hi);
 

@@ -12,6 +12,13 @@
  * that bound on to the rest. Bounds are read as the shortest decimal that
  * gives the double back (1.1, not 1.1000000000000001).
  *
+ * Digits are capped (grammar_schema_int.h) so that a model cannot write
+ * them forever: an integer part without an upper bound stops at
+ * max(GS_INT_DIGITS, the lower bound's digits); a fraction has at most
+ * ROOM digits, max(GS_FRAC_DIGITS, 1 + the longest bound fraction), so
+ * that between two distinct bounds a fraction always fits (a and b with
+ * L digits have a + 5e-(L+1) strictly between them).
+ *
  * Formats follow RFC 3339 (date with the days of each month and leap
  * years, time, date-time), RFC 4122's textual uuid, dotted-quad ipv4 and
  * a dot-atom email address (RFC 5321 without quoted local parts or
@@ -85,16 +92,26 @@ static void put_frac(struct gbuf *b, bool *first, const char *piece)
 	*first = false;
 }
 
-static bool frac(struct gbuf *b, const char *lo, bool ls, const char *hi,
-		 bool hs, bool nonempty);
+/* ATOM repeated MIN to MAX times (MAX 0: the empty string). */
+static void reps(struct gbuf *b, const char *atom, int min, int max)
+{
+	if (!max)
+		gb_put(b, "\"\"");
+	else
+		gb_printf(b, "%s{%d,%d}", atom, min, max);
+}
 
-/* D starting with digit C, then the rest within LO..HI. */
+static bool frac(struct gbuf *b, const char *lo, bool ls, const char *hi,
+		 bool hs, bool nonempty, int room);
+
+/* D starting with digit C, then the rest (ROOM digits at most) within
+ * LO..HI. */
 static void frac_digit(struct gbuf *b, bool *first, int c, const char *lo,
-		       bool ls, const char *hi, bool hs)
+		       bool ls, const char *hi, bool hs, int room)
 {
 	struct gbuf t = {0};
 
-	if (frac(&t, lo, ls, hi, hs, false)) {
+	if (frac(&t, lo, ls, hi, hs, false, room)) {
 		gb_printf(b, "%s\"%d\" ", *first ? "" : " | ", c);
 		gb_putn(b, t.p, t.n);
 		*first = false;
@@ -103,11 +120,12 @@ static void frac_digit(struct gbuf *b, bool *first, int c, const char *lo,
 	free(t.p);
 }
 
-/* Fraction digit strings D with LO < 0.D < HI (<= unless strict): NULL
- * is no bound, "" a bound of 0 from here on. NONEMPTY leaves D = "" out.
- * False when no D qualifies. */
+/* Fraction digit strings D of at most ROOM digits with LO < 0.D < HI
+ * (<= unless strict): NULL is no bound, "" a bound of 0 from here on (a
+ * non-empty bound is above 0: fractions carry no trailing zeros).
+ * NONEMPTY leaves D = "" out. False when no D qualifies. */
 static bool frac(struct gbuf *b, const char *lo, bool ls, const char *hi,
-		 bool hs, bool nonempty)
+		 bool hs, bool nonempty, int room)
 {
 	bool lo_none = !lo || (!*lo && !ls), lo_pos = lo && !*lo && ls;
 	int l = lo_none ? -1 : lo_pos ? 0 : lo[0] - '0';
@@ -115,35 +133,40 @@ static bool frac(struct gbuf *b, const char *lo, bool ls, const char *hi,
 	bool first = true;
 
 	if (hi && !*hi) { /* only zeros are left, D <= 0 */
-		if (hs || !lo_none)
+		if (hs || !lo_none || (nonempty && !room))
 			return false;
-		gb_put(b, nonempty ? "\"0\"+" : "\"0\"*");
+		reps(b, "\"0\"", nonempty, room);
+		return true;
+	}
+	if (!room) { /* D = "": 0, below HI (not "" here) */
+		if (nonempty || !lo_none)
+			return false;
+		gb_put(b, "\"\"");
 		return true;
 	}
 	if (lo_none && !hi) {
-		gb_put(b, nonempty ? "[0-9]+" : "[0-9]*");
-		return true;
-	}
-	if (lo_pos && !hi) {
-		gb_put(b, "[0-9]* [1-9] [0-9]*");
+		reps(b, "[0-9]", nonempty, room);
 		return true;
 	}
 	gb_put(b, "(");
 	if (!nonempty && lo_none)
 		put_frac(b, &first, "\"\"");
 	if (l + 1 <= h - 1) {
-		gb_printf(b, "%s[%d-%d] [0-9]*", first ? "" : " | ", l + 1,
-			  h - 1);
+		gb_printf(b, "%s[%d-%d] ", first ? "" : " | ", l + 1, h - 1);
+		reps(b, "[0-9]", 0, room - 1);
 		first = false;
 	}
+	/* a positive lower bound recurses on "0": ROOM ends it */
 	if (l >= 0 && l == h) {
-		frac_digit(b, &first, l, lo_pos ? "" : lo + 1, ls, hi + 1, hs);
+		frac_digit(b, &first, l, lo_pos ? "" : lo + 1, ls, hi + 1, hs,
+			   room - 1);
 	} else {
 		if (l >= 0 && l < h)
 			frac_digit(b, &first, l, lo_pos ? "" : lo + 1, ls, NULL,
-				   false);
+				   false, room - 1);
 		if (hi && h > l)
-			frac_digit(b, &first, h, NULL, false, hi + 1, hs);
+			frac_digit(b, &first, h, NULL, false, hi + 1, hs,
+				   room - 1);
 	}
 	gb_put(b, ")");
 	if (first) { /* nothing: take the "(" ")" back */
@@ -155,12 +178,12 @@ static bool frac(struct gbuf *b, const char *lo, bool ls, const char *hi,
 
 /* What follows an integer part: nothing (a zero fraction) or "." and
  * digits, the fraction within the bounds; false when none qualifies. */
-static bool tail_frac(struct gbuf *b, const char *lo, bool ls,
-		      const char *hi, bool hs)
+static bool tail_frac(struct gbuf *b, const char *lo, bool ls, const char *hi,
+		      bool hs, int room)
 {
 	struct gbuf t = {0};
 	bool zero = (!lo || (!*lo && !ls)) && (!hi || *hi || !hs);
-	bool some = frac(&t, lo, ls, hi, hs, true);
+	bool some = frac(&t, lo, ls, hi, hs, true, room);
 
 	if (some) {
 		gb_put(b, "(\".\" ");
@@ -174,12 +197,12 @@ static bool tail_frac(struct gbuf *b, const char *lo, bool ls,
 
 /* Integer part IP, then its fraction; appended as an alternative. */
 static void at_ip(struct gbuf *b, bool *first, uint64_t ip, const char *lo,
-		  bool ls, const char *hi, bool hs)
+		  bool ls, const char *hi, bool hs, int room)
 {
 	struct gbuf t = {0};
 
 	gb_printf(&t, "\"%llu\" ", (unsigned long long)ip);
-	if (tail_frac(&t, lo, ls, hi, hs)) {
+	if (tail_frac(&t, lo, ls, hi, hs, room)) {
 		gb_put(b, *first ? "" : " | ");
 		gb_putn(b, t.p, t.n);
 		*first = false;
@@ -189,30 +212,31 @@ static void at_ip(struct gbuf *b, bool *first, uint64_t ip, const char *lo,
 }
 
 /* Magnitudes ip(.fp)? between LO and HI (each may be unset: >= 0, or
- * no upper bound). False when there are none. */
+ * no upper bound), fractions of ROOM digits at most. False when there
+ * are none. */
 static bool magnitudes(struct gbuf *b, const struct dec *lo,
-		       const struct dec *hi)
+		       const struct dec *hi, int room)
 {
 	uint64_t a = lo->set ? lo->ip + 1 : 0;
 	bool first = true;
 
 	gb_put(b, "(");
 	if (lo->set && hi->set && lo->ip == hi->ip) {
-		at_ip(b, &first, lo->ip, lo->fp, lo->strict, hi->fp,
-		      hi->strict);
+		at_ip(b, &first, lo->ip, lo->fp, lo->strict, hi->fp, hi->strict,
+		      room);
 	} else {
 		if (!hi->set || (hi->ip > 0 && a <= hi->ip - 1)) {
 			gs_int_range(b, true, (int64_t)a, hi->set,
 				     hi->set ? (int64_t)hi->ip - 1 : 0);
-			gb_put(b, " (\".\" [0-9]+)?");
+			gb_printf(b, " (\".\" [0-9]{1,%d})?", room);
 			first = false;
 		}
 		if (lo->set)
 			at_ip(b, &first, lo->ip, lo->fp, lo->strict, NULL,
-			      false);
+			      false, room);
 		if (hi->set)
 			at_ip(b, &first, hi->ip, NULL, false, hi->fp,
-			      hi->strict);
+			      hi->strict, room);
 	}
 	gb_put(b, ")");
 	return !first;
@@ -253,11 +277,16 @@ int gs_number_range(struct gsc *c, const cJSON *s, const char *path,
 	struct dec lo = {0}, hi = {0}, mlo, mhi;
 	bool first = true;
 	int rc = bound(c, s, "minimum", "exclusiveMinimum", true, path, &lo);
+	int room = GS_FRAC_DIGITS;
 
 	rc = rc ?: bound(c, s, "maximum", "exclusiveMaximum", false, path,
 			 &hi);
 	if (rc)
 		return rc;
+	if ((int)strlen(lo.fp) + 1 > room)
+		room = (int)strlen(lo.fp) + 1;
+	if ((int)strlen(hi.fp) + 1 > room)
+		room = (int)strlen(hi.fp) + 1;
 	if (lo.set && hi.set &&
 	    (lo.value > hi.value ||
 	     (lo.value == hi.value && (lo.strict || hi.strict))))
@@ -270,7 +299,7 @@ int gs_number_range(struct gsc *c, const cJSON *s, const char *path,
 		mlo = hi.set && hi.neg ? hi : (struct dec){.set = true,
 							     .strict = true};
 		mhi = lo.set ? lo : (struct dec){0};
-		if (magnitudes(&t, &mlo, &mhi)) {
+		if (magnitudes(&t, &mlo, &mhi, room)) {
 			gb_put(e, "\"-\" ");
 			gb_putn(e, t.p, t.n);
 			first = false;
@@ -283,7 +312,7 @@ int gs_number_range(struct gsc *c, const cJSON *s, const char *path,
 		struct gbuf t = {0};
 
 		mlo = lo.set && !lo.neg ? lo : (struct dec){0};
-		if (magnitudes(&t, &mlo, &hi)) {
+		if (magnitudes(&t, &mlo, &hi, room)) {
 			gb_put(e, first ? "" : " | ");
 			gb_putn(e, t.p, t.n);
 			first = false;

@@ -297,7 +297,8 @@ static uint64_t pow10u(size_t n)
 	return p;
 }
 
-/* Non-negative integers from A to B (B unbounded unless HAS_B). */
+/* Non-negative integers from A to B; without B (HAS_B false) every
+ * integer from A with up to max(GS_INT_DIGITS, digits of A) digits. */
 static void pos_range(struct gbuf *b, uint64_t a, bool has_b, uint64_t hi)
 {
 	char x[24], y[24];
@@ -317,8 +318,8 @@ static void pos_range(struct gbuf *b, uint64_t a, bool has_b, uint64_t hi)
 		gb_put(b, L == la ? "" : " | ");
 		same_len(b, x, y, L);
 	}
-	if (!has_b)
-		gb_printf(b, " | [1-9] [0-9]{%zu,}", la);
+	if (!has_b && la < GS_INT_DIGITS)
+		gb_printf(b, " | [1-9] [0-9]{%zu,%d}", la, GS_INT_DIGITS - 1);
 	gb_put(b, ")");
 }
 

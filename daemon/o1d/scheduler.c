@@ -38,6 +38,7 @@
 #include "kernels/threads.h"
 #include "metrics/metrics_writer.h"
 #include "metrics_batch.h"
+#include "prefill_budget.h"
 #include "prefix_cache.h"
 #include "prompt.h"
 #include "refine.h"
@@ -115,6 +116,7 @@ struct o1_sched {
 	uint32_t answer_cap;
 	struct o1_sched_stats st;
 	struct o1_metrics_batch step_metrics; /* the step's tokens */
+	struct o1_prefill_budget pb;	      /* prefill_time_ratio's */
 };
 
 static uint64_t now_ns(void)
@@ -271,6 +273,7 @@ int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out)
 	s->lim_running = o->max_running;
 	s->lim_chunk = o->prefill_chunk_tokens;
 	s->page_tokens = o1_kv_pool_layout(o->pool)->page_tokens;
+	o1_prefill_budget_init(&s->pb, o->prefill_time_ratio, s->page_tokens);
 	s->answer_cap = o->max_prompt_bytes;
 	err = alloc_seqs(s);
 	if (!err)
@@ -1083,21 +1086,37 @@ static bool decode_resumes(const struct o1_sched *s)
 	return false;
 }
 
+/* Where the next prompt chunk starts: the oldest running sequence still
+ * prefilling goes first (0: only admissions prefill this step). */
+static uint32_t prefill_ctx(const struct o1_sched *s)
+{
+	for (uint32_t i = 0; i < s->n_running; i++) {
+		const struct seq *q = &s->seqs[s->running[i]];
+
+		if (!decodes(q))
+			return q->n_computed;
+	}
+	return 0;
+}
+
 /* Plans the running sequences (see scheduler.h): every decode row first,
  * then prefill chunks, oldest first, within the prefill budget: with
  * decode rows the larger of prefill_chunk_tokens and prefill_per_decode
- * per row, else the whole step (a prompt with nobody waiting on a next
+ * per row, or with prefill_time_ratio what of that fits the step's time
+ * target; else the whole step (a prompt with nobody waiting on a next
  * token goes fastest in the fewest, largest steps). */
 static void schedule_running(struct o1_sched *s)
 {
 	uint64_t per_rows;
+	uint32_t cap;
 
 	s->prefill_left = s->left;
 	schedule_pass(s, true);
 	per_rows = (uint64_t)s->o.prefill_per_decode * s->n_batch;
+	cap = per_rows > s->lim_chunk ? (uint32_t)per_rows : s->lim_chunk;
 	if (s->n_batch || decode_resumes(s))
-		s->prefill_left = per_rows > s->lim_chunk ? (uint32_t)per_rows
-							  : s->lim_chunk;
+		s->prefill_left = o1_prefill_budget_tokens(
+		    &s->pb, s->n_batch ? s->n_batch : 1, prefill_ctx(s), cap);
 	schedule_pass(s, false);
 }
 
@@ -1506,9 +1525,44 @@ static int run_batch(struct o1_sched *s)
 	return err;
 }
 
+static uint64_t clock_of(const struct o1_sched *s)
+{
+	return s->o.clock_ns ? s->o.clock_ns(s->o.step_ctx) : now_ns();
+}
+
+/* Teaches the prefill budget the step's time: its forward pass and the
+ * host work after it (sampling, page keys), which the streams wait on
+ * too. */
+static void observe_step(struct o1_sched *s, uint64_t ns)
+{
+	uint32_t rows = 0, tokens = 0, big = 0, ctx = 0;
+
+	if (!s->pb.ratio)
+		return;
+	for (uint32_t i = 0; i < s->n_batch; i++) {
+		const struct batch_ent *b = &s->batch[i];
+
+		if (!b->prefill) {
+			rows++;
+			continue;
+		}
+		tokens += b->n;
+		if (b->n > big) {
+			big = b->n;
+			ctx = s->step_seqs[i].start_pos;
+		}
+	}
+	o1_prefill_budget_observe(&s->pb, rows, tokens, ctx, ns);
+	if (rows && tokens)
+		o1_debug("prefill budget: %u decode rows + %u prompt tokens "
+			 "(at %u): %.1f us",
+			 rows, tokens, ctx, (double)ns / 1e3);
+}
+
 int o1_sched_step(struct o1_sched *s)
 {
 	struct seq *first;
+	uint64_t t0 = 0;
 	int err = 0;
 
 	reap(s, s->running, &s->n_running);
@@ -1521,10 +1575,15 @@ int o1_sched_step(struct o1_sched *s)
 	first = rebalance(s);
 	schedule_running(s);
 	admit(s, first);
+	if (s->n_batch && s->pb.ratio)
+		t0 = clock_of(s);
 	if (s->n_batch)
 		err = run_batch(s);
-	if (s->n_batch && !err)
+	if (s->n_batch && !err) {
 		after_step(s);
+		if (s->pb.ratio)
+			observe_step(s, clock_of(s) - t0);
+	}
 	update_gauges(s);
 	return err ? err : (int)s->n_batch;
 }

@@ -11,8 +11,12 @@
  *   larger of prefill_chunk_tokens and prefill_per_decode per decode row
  *   (a decode row costs at least a prefill token's products, so the
  *   step's slowdown stays bounded as the rows grow, and a running set
- *   that turns over stays full); else the whole step (nobody waits on a
- *   next token: a lone prompt goes in the fewest, largest steps). Running sequences
+ *   that turns over stays full), and with prefill_time_ratio only as
+ *   many of those as keep the step within (1 + ratio) x the measured
+ *   time of a decode step of as many rows (prefill_budget.h: learnt from
+ *   the steps' times, at least a page's worth); else the whole step
+ *   (nobody waits on a next token: a lone prompt goes in the fewest,
+ *   largest steps). Running sequences
  *   still prefilling come first, oldest first (a long prompt goes on
  *   where its last chunk ended, its KV pages taken chunk by chunk); then
  *   waiting requests are admitted while the budgets last and the pool
@@ -133,6 +137,12 @@ struct o1_sched_opts {
 	uint32_t max_running;
 	uint32_t prefill_chunk_tokens;
 	uint32_t prefill_per_decode; /* prefill tokens per decode row */
+	/* > 0: the prefill budget beside decode rows is set by time
+	 * (prefill_budget.h), the token budget above its cap; 0: tokens */
+	double prefill_time_ratio;
+	/* the clock timing steps for it (CLOCK_MONOTONIC ns); NULL: the real
+	 * one (tests pass a fake; called with step_ctx) */
+	uint64_t (*clock_ns)(void *ctx);
 	uint32_t n_slots;	   /* struct o1_req index range */
 	uint32_t max_prompt_bytes; /* chat rendering room */
 	uint64_t salt_secret;	   /* prefix-cache salts */

@@ -248,6 +248,8 @@ class Request:
                                           json.loads(self.tools[1]))
             if calls:
                 finish = "tool_calls"
+            else:  # as OpenAI's message.tool_calls: None without calls
+                calls = None
         return Completion(self.id, text, list(self.ids), finish,
                           Usage(f.prompt_tokens, f.generated_tokens,
                                 f.cached_tokens),

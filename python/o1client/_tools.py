@@ -22,6 +22,7 @@ does not parse is not guessed at: the whole answer is then text.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -31,6 +32,13 @@ from . import _lib
 WS = " \t\n\r"
 TOOLS_MAX = 128
 FORMATS = ("none", "hermes", "xml", "llama3_json", "mistral")
+# The sidecar's rule for function names (tools/sidecar/sidecar_tools.c
+# name_ok, OpenAI's): 1 to 64 ASCII letters, digits, '_' or '-'.
+NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _name_ok(name: Any) -> bool:
+    return isinstance(name, str) and NAME_RE.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -69,10 +77,28 @@ def _check_tools(tools: Any) -> list:
                 not isinstance(f.get("name"), str) or not f["name"]:
             raise ValueError(f"tools[{i}] must be {{'type': 'function', "
                              "'function': {'name': str, ...}}")
+        if not _name_ok(f["name"]):
+            raise ValueError(f"tools[{i}]['function']['name'] must be 1 to "
+                             "64 letters, digits, '_' or '-' (OpenAI's "
+                             f"rule), not {f['name']!r}")
         if "parameters" in f and not isinstance(f["parameters"], Mapping):
             raise TypeError(f"tools[{i}]['function']['parameters'] must "
                             "be a mapping (a JSON Schema)")
     return list(tools)
+
+
+def _check_call_names(calls: Any, i: int) -> None:
+    """Names of message I's tool_calls by the same rule as the tools'
+    (as the sidecar checks them); their shape is o1d's to check."""
+    if isinstance(calls, (str, bytes)) or not isinstance(calls, Sequence):
+        return
+    for j, c in enumerate(calls):
+        f = c.get("function") if isinstance(c, Mapping) else None
+        name = f.get("name") if isinstance(f, Mapping) else None
+        if isinstance(name, str) and not _name_ok(name):
+            raise ValueError(f"messages[{i}]['tool_calls'][{j}]: function "
+                             "name must be 1 to 64 letters, digits, '_' "
+                             f"or '-', not {name!r}")
 
 
 def _named(tools: list, choice: Any) -> Optional[Mapping]:
@@ -111,6 +137,7 @@ def chat_request(messages: Any, tools: Any, tool_choice: Any) \
         if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
             raise TypeError(f"messages[{i}] must be a mapping with a "
                             "'role' str")
+        _check_call_names(m.get("tool_calls"), i)
     req: dict[str, Any] = {"messages": list(messages)}
     gtype, gbytes, back = _lib.GRAMMAR_TYPE_NONE, None, None
     if tools is not None:

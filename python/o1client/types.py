@@ -178,10 +178,13 @@ class Completion:
     daemon sent per-token values (logprobs=N or confidence=True), else
     None; ``confidence`` is set when the daemon summarised the answer;
     ``rounds`` is the refinement trace (empty without refine_steps) and
-    ``refine_stop`` why it ended. With ``tools``, ``tool_calls`` holds the
-    calls read back from the answer (finish_reason is then "tool_calls"
-    and ``content`` the text before the first call, text after a call
-    dropped), else None."""
+    ``refine_stop`` why it ended. ``tool_calls`` holds the calls read
+    back from the answer, a non-empty list (finish_reason is then
+    "tool_calls"), or None when there are none, as OpenAI's
+    ``message.tool_calls``: no ``tools``, tool_choice "none", or "auto"
+    answered in text. ``content`` is the text before the first call (text
+    after a call dropped), the whole text for "auto" without a call, None
+    without tools or with "none"."""
 
     id: int
     text: str

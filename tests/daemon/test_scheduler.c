@@ -37,6 +37,9 @@ struct fake {
 	int32_t dev_tok[DEV_AREAS][DEV_SEQS];
 	uint32_t dev_entries;
 	uint32_t devout_areas; /* the scheduler's */
+	/* the fake clock (prefill_time_ratio): a step advances it by
+	 * fake_cost's time, the last step's in last_ns */
+	uint64_t now, last_ns;
 };
 
 /* Scheduler options a test turns on (all 0: off, or the default). */
@@ -46,7 +49,29 @@ struct env_knobs {
 	uint32_t stall_ms;   /* stall_timeout_ms */
 	uint32_t chunk;	     /* prefill_chunk_tokens (0: 5) */
 	uint32_t per_decode; /* prefill_per_decode */
+	double time_ratio;   /* prefill_time_ratio, on the fake clock */
 };
+
+/* A step's time on the fake clock (ns): decode rows (one token) cost
+ * 60 us plus 10 us a row; prompt chunks 20 us when any (a mixed step's
+ * fixed cost) plus 2 us a token. */
+static uint64_t fake_cost(const struct o1_step *st)
+{
+	uint64_t rows = 0, tokens = 0;
+
+	for (uint32_t s = 0; s < st->n_seqs; s++) {
+		if (st->seqs[s].n_tokens == 1)
+			rows++;
+		else
+			tokens += st->seqs[s].n_tokens;
+	}
+	return 60000 + 10000 * rows + (tokens ? 20000 + 2000 * tokens : 0);
+}
+
+static uint64_t fake_clock(void *ctx)
+{
+	return ((struct fake *)ctx)->now;
+}
 
 /* Records the step's device output entries: each names a row of this
  * step and an area, and no (area, seq) comes twice. */
@@ -103,6 +128,8 @@ static int fake_step(void *ctx, const struct o1_step *st)
 	assert_true(st->n_seqs <= f->max_seqs);
 	assert_true(total <= f->max_tokens);
 	f->last_tokens = total;
+	f->last_ns = fake_cost(st);
+	f->now += f->last_ns;
 	fake_devout(f, st);
 	return 0;
 }
@@ -138,6 +165,8 @@ static void env_init_with(struct env *e, uint32_t pages, uint32_t n_reqs,
 	    .max_running = running,
 	    .prefill_chunk_tokens = k->chunk ? k->chunk : 5,
 	    .prefill_per_decode = k->per_decode,
+	    .prefill_time_ratio = k->time_ratio,
+	    .clock_ns = k->time_ratio > 0 ? fake_clock : NULL,
 	    .n_slots = n_reqs,
 	    .max_prompt_bytes = 4096,
 	    .salt_secret = 12345,
@@ -1019,6 +1048,56 @@ static void test_prefill_per_decode(void **state)
 	env_fini(&e);
 }
 
+/* The prefill budget by time (prefill_time_ratio 1, on the fake clock of
+ * fake_cost): six streams decode (a step of 120 us), then a 300-token
+ * prompt arrives. Its first chunk is the token cap (64: nothing measured
+ * yet); from then on the budget learnt from the steps' times brings the
+ * steps down to 2 x 120 us, the (120 - 20) / 2 = 50 tokens that fit, and
+ * holds them there, the streams getting a token every step. Alone, a
+ * prompt takes whole steps (max_batch_tokens). Every stream stays exact. */
+static void test_prefill_time_budget(void **state)
+{
+	struct env e;
+	struct seen seen[8] = {0};
+	int32_t p[8][500];
+	uint32_t dec[6] = {0, 1, 2, 3, 4, 5}, n = 0;
+	int i;
+
+	(void)state;
+	env_init_with(&e, 1024, 8, 600, 128, 8,
+		      &(struct env_knobs){.chunk = 64, .time_ratio = 1.0});
+	for (uint32_t k = 0; k < 8; k++)
+		make_prompt(p[k], k < 6 ? 3 : 500, k, 0);
+	for (uint32_t k = 0; k < 6; k++)
+		submit(&e, k, k, 1000, p[k], 3, 100);
+	for (i = 0; i < 3; i++)
+		step_some(&e, seen, NULL);
+	assert_int_equal(e.f.last_tokens, 6);
+	assert_int_equal(e.f.last_ns, 120000);
+	submit(&e, 6, 6, 1000, p[6], 500, 4);
+	budget_step(&e, seen, NULL, dec, 6, 64);
+	assert_int_equal(e.f.last_tokens, 6 + 64);
+	for (i = 0; i < 4; i++)
+		budget_step(&e, seen, NULL, dec, 6, 64);
+	for (; i < 200 && !seen[6].n; i++, n++) {
+		budget_step(&e, seen, NULL, dec, 6, 64);
+		if (seen[6].n) /* the prompt's last chunk */
+			break;
+		assert_in_range(e.f.last_tokens - 6, 48, 51);
+		assert_in_range(e.f.last_ns, 232000, 242000);
+	}
+	assert_int_equal(seen[6].n, 1);
+	assert_true(n >= 2);
+	run_all(&e, seen, 1000);
+	submit(&e, 7, 7, 1000, p[7], 500, 4);
+	step_some(&e, seen, NULL);
+	assert_int_equal(e.f.last_tokens, 128);
+	run_all(&e, seen, 1000);
+	for (uint32_t k = 0; k < 8; k++)
+		check_stream(p[k], k < 6 ? 3 : 500, &seen[k], k < 6 ? 100 : 4);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1039,6 +1118,7 @@ int main(void)
 	    cmocka_unit_test(test_blocked_admission_counts_nothing),
 	    cmocka_unit_test(test_prefill_budget),
 	    cmocka_unit_test(test_prefill_per_decode),
+	    cmocka_unit_test(test_prefill_time_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -524,6 +524,75 @@ static void test_numbers(void **state)
 	      (const char *[]){"3.141", "3.139", "3", NULL});
 }
 
+/* Digit caps (grammar_schema_int.h): an unbounded integer part stops at
+ * 16 digits, or at a one-sided bound's own count; fractions at 16, or
+ * one more than a bound's fraction; exponents at 3. JSON's leading-zero
+ * rule holds throughout. */
+static void test_digit_caps(void **state)
+{
+	(void)state;
+	check("{\"type\":\"integer\"}", NULL,
+	      (const char *[]){"0", "9999999999999999", "-9999999999999999",
+			       "1000000000000000", NULL},
+	      (const char *[]){"10000000000000000", "-10000000000000000",
+			       "12345678901234567", "01", "00", "1.0", NULL});
+	check("{\"type\":\"integer\",\"minimum\":0}", NULL,
+	      (const char *[]){"0", "7", "9999999999999999", NULL},
+	      (const char *[]){"10000000000000000", "-1", "007", NULL});
+	check("{\"type\":\"integer\",\"maximum\":-5}", NULL,
+	      (const char *[]){"-5", "-9999999999999999", NULL},
+	      (const char *[]){"-10000000000000000", "-4", "-05", NULL});
+	/* a bound longer than the cap: its own digit count (bounds exact
+	 * as doubles: 1e17) */
+	check("{\"type\":\"integer\",\"minimum\":100000000000000000}", NULL,
+	      (const char *[]){"100000000000000000", "999999999999999999",
+			       NULL},
+	      (const char *[]){"99999999999999999", "1000000000000000000",
+			       NULL});
+	check("{\"type\":\"integer\",\"minimum\":-100000000000000000}",
+	      NULL,
+	      (const char *[]){"-100000000000000000", "-1",
+			       "9999999999999999", NULL},
+	      (const char *[]){"-100000000000000001", "10000000000000000",
+			       NULL});
+	/* both bounds: the range itself */
+	check("{\"type\":\"integer\",\"minimum\":-3,\"maximum\":250}", NULL,
+	      (const char *[]){"-3", "250", "99", NULL},
+	      (const char *[]){"251", "-4", "0250", "2500", NULL});
+	check("{\"type\":\"number\"}", NULL,
+	      (const char *[]){"1.0000000000000001", "-1.5e308", "1E-005",
+			       "9999999999999999.9999999999999999", "0.0",
+			       NULL},
+	      (const char *[]){"1.00000000000000001", "1e1000",
+			       "12345678901234567", "01.5", "1.", ".5", NULL});
+	check("{\"type\":\"number\",\"minimum\":0}", NULL,
+	      (const char *[]){"9999999999999999.9999999999999999", "0",
+			       "0.5", NULL},
+	      (const char *[]){"10000000000000000", "0.12345678901234567",
+			       "1e5", NULL});
+	check("{\"type\":\"number\",\"exclusiveMinimum\":0}", NULL,
+	      (const char *[]){"0.0000000000000001", "0.5", "3", NULL},
+	      (const char *[]){"0", "0.0", "0.00000000000000001",
+			       "10000000000000000", NULL});
+	check("{\"type\":\"number\",\"maximum\":0.5}", NULL,
+	      (const char *[]){"0.5", "0.4999999999999999", "-0.5",
+			       "-9999999999999999.9999999999999999", NULL},
+	      (const char *[]){"0.50000000000000001", "0.49999999999999999",
+			       "-10000000000000000", NULL});
+	/* a bound's fraction longer than the cap: one digit more fits */
+	check("{\"type\":\"number\",\"minimum\":1e-22}", NULL,
+	      (const char *[]){"0.0000000000000000000001",
+			       "0.00000000000000000000011", "2", NULL},
+	      (const char *[]){"0.000000000000000000000111",
+			       "0.00000000000000000000009", "0", NULL});
+	check("{\"type\":\"number\",\"exclusiveMinimum\":1e-20,"
+	      "\"exclusiveMaximum\":2e-20}",
+	      NULL, (const char *[]){"0.000000000000000000015", NULL},
+	      (const char *[]){"0.00000000000000000001",
+			       "0.00000000000000000002",
+			       "0.0000000000000000000155", NULL});
+}
+
 static void test_combinators(void **state)
 {
 	(void)state;
@@ -658,6 +727,7 @@ int main(void)
 	    cmocka_unit_test(test_objects),
 	    cmocka_unit_test(test_arrays_and_strings),
 	    cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_digit_caps),
 	    cmocka_unit_test(test_combinators),
 	    cmocka_unit_test(test_whitespace_and_object),
 	    cmocka_unit_test(test_refusals),

@@ -91,6 +91,25 @@ def test_call_and_result_render(tools_client):
     assert none.tool_calls is None  # "none": nothing read back
 
 
+def test_no_call_is_none_for_auto_and_none(tools_client):
+    """tool_calls is None whenever the answer holds no call (as OpenAI's
+    message.tool_calls), whatever tool_choice was: "auto" answered in
+    text (4 tokens cannot hold a whole call) gives None, as "none" and no
+    tools do, and content is then the whole text."""
+    auto = tools_client.generate(messages=MSGS, tools=TOOLS,
+                                 tool_choice="auto", max_tokens=4)
+    none = tools_client.generate(messages=MSGS, tools=TOOLS,
+                                 tool_choice="none", max_tokens=4)
+    plain = tools_client.generate(messages=MSGS, max_tokens=4)
+    assert auto.finish_reason != "tool_calls", auto.text
+    assert auto.tool_calls is None and auto.content == auto.text
+    assert none.tool_calls is None and plain.tool_calls is None
+    assert none.content is None and plain.content is None
+    forced = tools_client.generate(messages=MSGS, tools=TOOLS,
+                                   tool_choice="required", max_tokens=300)
+    assert isinstance(forced.tool_calls, list) and forced.tool_calls
+
+
 def test_refinement_of_a_tool_conversation(tools_client):
     """A refinement round appends the answer and the review to the JSON
     conversation (the daemon's own turns after the tool result)."""

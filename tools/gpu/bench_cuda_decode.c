@@ -41,6 +41,12 @@
  * changes nothing for a model without block weights. The RESULT line
  * ends with quant_dot=int8|f32.
  *
+ * --quant-gemm (default mma) sets cfg.cuda_quant_tiles: the products of
+ * more than O1_GEMV_MAX_ROWS rows on GGUF block weights (prefill, batched
+ * decode) on gemm_q.cu's tensor-core kernel, or (tiles) dequantized to
+ * bf16 tiles and multiplied by cuBLAS. The RESULT line ends with
+ * quant_gemm=mma|tiles.
+ *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
  * setting: prefills N random prompt ids (seeded) per sequence, one
@@ -93,6 +99,7 @@ struct bench_args {
 	int graphs, pdl, fusion, autotune; /* 0 off, 1 on, 2 both */
 	int quant_dot;			   /* 0 int8, 1 f32, 2 both */
 	bool device_sample;
+	bool quant_tiles; /* --quant-gemm tiles */
 };
 
 /* One run's switches. */
@@ -112,6 +119,7 @@ struct bench_run {
 	struct o1_sample_result res[MAX_BATCH]; /* --sample device */
 	uint32_t vocab, total, batch;
 	bool device_sample;
+	bool quant_tiles; /* --quant-gemm tiles */
 };
 
 static double now_s(void)
@@ -206,6 +214,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"sample", required_argument, NULL, 's'},
 	    {"autotune", required_argument, NULL, 'a'},
 	    {"quant-dot", required_argument, NULL, 'q'},
+	    {"quant-gemm", required_argument, NULL, 'Q'},
 	    {0},
 	};
 	int opt;
@@ -214,6 +223,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->pdl = a->fusion = 1;
 	a->autotune = 0;
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
+	a->quant_tiles = false;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -234,6 +244,12 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				       : !strcmp(optarg, "both") ? 2
 								 : -1;
 			if (a->quant_dot < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'Q') {
+			a->quant_tiles = !strcmp(optarg, "tiles");
+			if (!a->quant_tiles && strcmp(optarg, "mma"))
 				return -EINVAL;
 			continue;
 		}
@@ -281,6 +297,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_no_fusion = !md->fusion,
 	    .cuda_autotune = md->autotune,
 	    .cuda_quant_f32 = md->quant_f32,
+	    .cuda_quant_tiles = a->quant_tiles,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -446,7 +463,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "%.0f steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n"
 	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
-	       "floor=%.1f autotune=%s quant_dot=%s\n",
+	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -457,7 +474,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       on_off(md->pdl), on_off(md->fusion),
 	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
 	       k, lo, hi, bw * 1e9 / wb, on_off(md->autotune),
-	       md->quant_f32 ? "f32" : "int8");
+	       md->quant_f32 ? "f32" : "int8",
+	       a->quant_tiles ? "tiles" : "mma");
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -548,7 +566,8 @@ int main(int argc, char **argv)
 				"[--fusion on|off|both] [--tp N (<= 8)] "
 				"[--reps N (<= 16)] [--sample host|device] "
 				"[--autotune on|off|both] "
-				"[--quant-dot int8|f32|both]\n");
+				"[--quant-dot int8|f32|both] "
+				"[--quant-gemm mma|tiles]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Prefill/decode separation on the GPU machine (#17 item 5), side by side:
 # o1d on the CUDA backend serving a random bf16 llama3-8b cut to SEP_LAYERS
-# layers (default 4), started once per prefill budget B/K (default
-# "256/2 128/0 256/0 512/0 2048/0": scheduler.prefill_chunk_tokens=B and
-# prefill_tokens_per_decode=K, the first the default; 2048/0 = the whole
-# max_batch_tokens, prefill never held back, as before the separation),
-# each time running
+# layers (default 4), started once per prefill budget (default "time 256/2
+# 2048/0"): B/K is scheduler.prefill_chunk_tokens=B and
+# prefill_tokens_per_decode=K with the time budget off
+# (prefill_time_ratio=0; 2048/0 = the whole max_batch_tokens, prefill never
+# held back, as before the separation); "time" is o1d's default (the budget
+# set by time, scheduler.prefill_time_ratio, under the default token caps),
+# "time:R" the same with ratio R (a step with prefill <= (1 + R) x a decode
+# step); each time running
 #  1. o1bench run --long: SEP_STREAMS (64) streams of 128-word prompts
 #     generating SEP_GEN (1024) tokens; once they decode, SEP_LONG (8)
 #     cold prompts of SEP_WORDS (5150) words arrive at once: about 8,190
@@ -17,21 +20,23 @@
 #  2. TTFT of one cold prompt alone, 1290 words (~2,050 tokens) and 2048
 #     words (~3,250): a lone prompt must not get slower;
 #  3. 256 streams, 128-word prompts, 128 new tokens: throughput and ITL.
-# Then one summary table. Results in OUT/sep.txt, logs in OUT/sep.log.
+# Then one summary table. Results in OUT/sep.txt, logs in OUT/sep.log and
+# o1d's own in OUT/o1d-BUDGET.log (SEP_SETS: more o1d options, e.g.
+# "--set log.level=debug": each mixed step's rows, prompt tokens and time).
 # SEP_DEVICE, SEP_BIN, SEP_MODEL (made when absent), SEP_TPUT (256): a
 # short check of the script itself on the CPU, e.g. SEP_DEVICE=cpu
 # SEP_BIN=build SEP_MODEL=demo.gguf SEP_STREAMS=4 SEP_LONG=2 SEP_WORDS=300
 # SEP_GEN=300 SEP_TPUT=4.
 # Run by tools/gpu/run.sh sep after the build (O1_GPU_TARGETS="o1d o1model
 # o1bench" builds only these), or alone once build/gpu has them.
-#   tools/gpu/prefill_sep.sh OUT [B/K...]
+#   tools/gpu/prefill_sep.sh OUT [B/K|time|time:R...]
 set -uo pipefail
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
 export NCCL_NVLS_ENABLE=0
-cd "$(dirname "$0")/../.."
-out=${1:?usage: prefill_sep.sh OUT [B/K...]}
+cd "$(dirname "$0")/../.." || exit 1
+out=${1:?usage: prefill_sep.sh OUT [B/K|time|time:R...]}
 shift
-budgets=${*:-256/2 128/0 256/0 512/0 2048/0}
+budgets=${*:-time 256/2 2048/0}
 layers=${SEP_LAYERS:-4}
 streams=${SEP_STREAMS:-64}
 long=${SEP_LONG:-8}
@@ -46,12 +51,24 @@ sock=$run/o1d.sock
 mkdir -p "$out" "$(dirname "$model")"
 rc=0
 
-start_o1d() { # B/K
+budget_sets() { # B/K | time | time:R: o1d's --set options for it
+  case $1 in
+    time) ;;
+    time:*) echo "--set scheduler.prefill_time_ratio=${1#time:}" ;;
+    */*) echo "--set scheduler.prefill_time_ratio=0" \
+      "--set scheduler.prefill_chunk_tokens=${1%/*}" \
+      "--set scheduler.prefill_tokens_per_decode=${1#*/}" ;;
+    *) return 1 ;;
+  esac
+}
+
+start_o1d() { # B/K | time | time:R
+  local sets
+  sets=$(budget_sets "$1") || { echo "bad budget $1 (B/K, time or time:R)"; return 1; }
+  # shellcheck disable=SC2086 # the sets: words without spaces inside
   "$bin/daemon/o1d/o1d" --set model.path="$model" --set backend.device="$device" \
     --set ipc.socket="$sock" --set ipc.max_clients=128 \
-    --set scheduler.max_running=256 \
-    --set scheduler.prefill_chunk_tokens="${1%/*}" \
-    --set scheduler.prefill_tokens_per_decode="${1#*/}" >"$run/o1d.log" 2>&1 &
+    --set scheduler.max_running=256 $sets ${SEP_SETS:-} >"$run/o1d.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
     grep -q "o1d: ready" "$run/o1d.log" && return 0
@@ -86,8 +103,9 @@ for b in $budgets; do
   bench "$f.ttft2k" 1 8 1290 1 --cold
   bench "$f.ttft3k" 1 8 2048 1 --cold
   bench "$f.tput" "$tput" $((tput * 2)) 128 128 --cold
-  kill -TERM "$pid"; wait "$pid"
-  { echo "## prefill_chunk_tokens/prefill_tokens_per_decode=$b (o1d exit $?)"; cat "$f".*; } >>"$out/sep.txt"
+  kill -TERM "$pid"; wait "$pid"; ex=$?
+  cp "$run/o1d.log" "$out/o1d-${b/\//-}.log"
+  { echo "## budget $b: $(budget_sets "$b") (o1d exit $ex)"; cat "$f".*; } >>"$out/sep.txt"
 done
 {
   echo "## summary (ms; tok/s): budget | ITL p50 p99 before | ITL p50 p99 during | p99 during / p50 before | long TTFT p50 max | lone TTFT p50 2k 3k | $tput streams tok/s, ITL p50 p99"

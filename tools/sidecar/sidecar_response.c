@@ -100,8 +100,28 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 	return 0;
 }
 
+static size_t whole(const char *text, size_t from, size_t len);
+
+/* Code points begun in the N bytes at S (UTF-8 lead bytes). */
+static size_t lead_bytes(const char *s, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return k;
+}
+
+/* Whole code points in the first N bytes of the text, BEGUN of them
+ * begun: a character cut at N counts for the token that finishes it. */
+static size_t chars_before(const struct o1_sidecar_out *out, size_t n,
+			   size_t begun)
+{
+	return begun - (n && whole(out->text, 0, n) != n);
+}
+
 static int add_token(struct o1_sidecar_out *out, const struct o1_event *ev,
-		     uint32_t i)
+		     uint32_t i, size_t text_offset)
 {
 	struct o1_sidecar_token *t;
 
@@ -120,25 +140,32 @@ static int add_token(struct o1_sidecar_out *out, const struct o1_event *ev,
 	t->logprob = ev->has_logprobs ? ev->logprobs[i] : 0;
 	t->text = strndup(i == 0 ? ev->text : "", i == 0 ? ev->text_len : 0);
 	t->len = i == 0 ? ev->text_len : 0;
+	t->text_offset = text_offset;
 	return t->text ? 0 : -ENOMEM;
 }
 
 static int add_text(struct o1_sidecar_out *out, const struct o1_event *ev)
 {
-	size_t cap;
+	size_t cap, before = out->len, begun = out->begun;
 	int ret =
 	    append(&out->text, &out->len, &out->cap, ev->text, ev->text_len);
 	struct o1_sidecar_token *t;
 
-	if (ret || !out->logprobs)
+	if (ret)
 		return ret;
+	out->begun += lead_bytes(ev->text, ev->text_len);
+	if (!out->logprobs)
+		return 0;
 	if (ev->n_ids == 0 && out->n_tok > 0) {
 		t = &out->tok[out->n_tok - 1];
 		cap = t->len + 1;
 		return append(&t->text, &t->len, &cap, ev->text, ev->text_len);
 	}
+	/* the event's text is its first token's; the others start after */
 	for (uint32_t i = 0; i < ev->n_ids && i < 8 && !ret; i++)
-		ret = add_token(out, ev, i);
+		ret = add_token(out, ev, i,
+				i ? chars_before(out, out->len, out->begun)
+				  : chars_before(out, before, begun));
 	return ret;
 }
 
@@ -207,7 +234,7 @@ static void next_round(struct o1_sidecar_out *out)
 	for (size_t i = 0; i < out->n_tok; i++)
 		token_free(&out->tok[i]);
 	out->n_tok = out->sent_tok = 0;
-	out->len = out->sent_len = 0;
+	out->len = out->sent_len = out->begun = 0;
 	if (out->text)
 		out->text[0] = 0;
 }
@@ -351,9 +378,11 @@ static cJSON *chat_logprobs(const struct o1_sidecar_out *out, size_t from,
 	return lp;
 }
 
-/* Completions: {"tokens","token_logprobs","top_logprobs","text_offset"} */
+/* Completions: {"tokens","token_logprobs","top_logprobs","text_offset"},
+ * text_offset in code points of the whole answer (not bytes: clients
+ * index the decoded text with it) */
 static cJSON *text_logprobs(const struct o1_sidecar_out *out, size_t from,
-			    size_t to, size_t offset)
+			    size_t to)
 {
 	cJSON *lp = cJSON_CreateObject();
 	cJSON *toks = cJSON_AddArrayToObject(lp, "tokens");
@@ -369,8 +398,8 @@ static cJSON *text_logprobs(const struct o1_sidecar_out *out, size_t from,
 
 		cJSON_AddItemToArray(toks, cJSON_CreateString(t->text));
 		cJSON_AddItemToArray(lps, cJSON_CreateNumber(t->logprob));
-		cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
-		offset += t->len;
+		cJSON_AddItemToArray(
+		    offs, cJSON_CreateNumber((double)t->text_offset));
 		for (uint32_t i = 0; i < t->n_top; i++) {
 			name = top_name(out, t, i, buf, sizeof(buf));
 			cJSON_AddNumberToObject(top, name, t->top_logprobs[i]);
@@ -534,8 +563,8 @@ static cJSON *choice(const struct o1_sidecar_out *out, const char *text,
 		cJSON_AddItemToObject(c, "logprobs",
 				      chat_logprobs(out, from, to));
 	else
-		cJSON_AddItemToObject(
-		    c, "logprobs", text_logprobs(out, from, to, out->sent_len));
+		cJSON_AddItemToObject(c, "logprobs",
+				      text_logprobs(out, from, to));
 	if (out->finish && (!chunk || to == out->n_tok)) {
 		cJSON_AddStringToObject(c, "finish_reason", out->finish);
 		cJSON_AddItemToObject(c, "o1_confidence",

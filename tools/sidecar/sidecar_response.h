@@ -25,6 +25,11 @@
 struct o1_sidecar_token {
 	char *text; /* owned; the event text that came with the id */
 	size_t len;
+	/* code points of the answer before it, as Python's str counts them
+	 * (a character split between tokens is the finishing token's):
+	 * /v1/completions' logprobs.text_offset, which clients slice the
+	 * text with */
+	size_t text_offset;
 	uint32_t id;
 	float logprob;
 	uint32_t n_top;
@@ -45,6 +50,7 @@ struct o1_sidecar_out {
 	uint32_t n_top;	   /* alternatives kept per token */
 	char *text;	   /* owned */
 	size_t len, cap;
+	size_t begun; /* code points begun in text (its lead bytes) */
 	struct o1_sidecar_token *tok; /* owned */
 	size_t n_tok, cap_tok;
 	size_t sent_len, sent_tok; /* what chunks carried so far */

@@ -393,6 +393,73 @@ static void test_logprobs(void **state)
 	cJSON_Delete(j);
 }
 
+/* Whole code points in the first N bytes of S (a character cut at N is
+ * not counted): a Python str's length of the bytes decoded so far. */
+static size_t code_points(const char *s, size_t n)
+{
+	size_t k = 0, i = 0;
+
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		size_t len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+
+		if (i + len > n)
+			break;
+		i += len;
+		k++;
+	}
+	return k;
+}
+
+/* /v1/completions logprobs.text_offset counts code points (what a
+ * Python client indexes the text with), not bytes: each token's offset
+ * is the whole code points of the tokens before it. A multi-byte prompt,
+ * and an answer held to multi-byte text by a const schema (the demo's
+ * byte-level vocabulary writes the emoji a byte at a time, so tokens
+ * also split characters). */
+static void test_text_offset(void **state)
+{
+	static const char want[] =
+	    "\"\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xe2\x89\xa4 "
+	    "\xf0\x9f\x98\x80\"";
+	char joined[4096];
+	const cJSON *toks, *offs;
+	size_t n = 0;
+	int count;
+	cJSON *j;
+	char *text;
+
+	(void)state;
+	text = completion(
+	    "{\"model\":\"default\",\"prompt\":\"\u00e9t\u00e9 \u2014\","
+	    "\"max_tokens\":64,\"temperature\":0,\"logprobs\":1,"
+	    "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+	    "{\"name\":\"t\",\"schema\":{\"const\":\"\u00e9t\u00e9 "
+	    "\u65e5\u672c \u2264 \\ud83d\\ude00\"}}}}",
+	    &j);
+	assert_string_equal(text, want);
+	toks = json_at(j, "choices.0.logprobs.tokens");
+	offs = json_at(j, "choices.0.logprobs.text_offset");
+	count = cJSON_GetArraySize(toks);
+	assert_true(count > 0);
+	assert_int_equal(cJSON_GetArraySize(offs), count);
+	for (int k = 0; k < count; k++) {
+		const char *t = cJSON_GetArrayItem(toks, k)->valuestring;
+
+		assert_int_equal(cJSON_GetArrayItem(offs, k)->valuedouble,
+				 (double)code_points(joined, n));
+		assert_true(n + strlen(t) < sizeof(joined));
+		memcpy(joined + n, t, strlen(t));
+		n += strlen(t);
+	}
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(joined, want, n);
+	assert_int_equal(code_points(want, n), 12); /* in 23 bytes */
+	print_message("text_offset: %d tokens, last at %d\n", count,
+		      (int)cJSON_GetArrayItem(offs, count - 1)->valuedouble);
+	cJSON_Delete(j);
+}
+
 /* Without max_tokens the answer may run to the context: o1d's, as its
  * welcome gave it, here capped by the sidecar's model.max_context_tokens
  * (300, below o1d's own). */
@@ -978,6 +1045,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_stream_equals_whole),
 	    cmocka_unit_test(test_stop_sequence),
 	    cmocka_unit_test(test_logprobs),
+	    cmocka_unit_test(test_text_offset),
 	    cmocka_unit_test(test_default_max_tokens),
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_connections_dropped),

@@ -397,6 +397,71 @@ static void test_whole_and_chunks(void **state)
 	o1_sidecar_request_fini(&r);
 }
 
+/* The text_offset list of a completion's JSON (whole or an SSE chunk's;
+ * freed here) into OFFS; returns how many. */
+static int offsets_of(char *json, double *offs, int cap)
+{
+	cJSON *j = cJSON_Parse(strncmp(json, "data: ", 6) ? json : json + 6);
+	const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+	const cJSON *a = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "logprobs"),
+					     "text_offset");
+	int n = cJSON_GetArraySize(a);
+
+	free(json);
+	assert_non_null(j);
+	assert_true(n <= cap);
+	for (int i = 0; i < n; i++)
+		offs[i] = cJSON_GetArrayItem(a, i)->valuedouble;
+	cJSON_Delete(j);
+	return n;
+}
+
+/* /v1/completions logprobs.text_offset counts code points of the answer
+ * (Python's str indices: "a\u00e9\u65e5\U0001f600!" is 5 long), not
+ * bytes; a character split between tokens is the finishing token's, as
+ * the streamed text gives it. Whole and streamed answers agree. */
+static void test_text_offset_code_points(void **state)
+{
+	static const char *const pieces[] = {
+	    "a", "\xc3", "\xa9\xe6\x97\xa5", "\xf0\x9f\x98", "\x80!"};
+	static const double want[] = {0, 1, 1, 3, 3};
+	struct o1_sidecar_request r;
+	struct o1_sidecar_req_error e;
+	struct o1_sidecar_out out;
+	struct o1_event ev, fin = {.type = O1_EVENT_FINAL,
+				   .finish = O1_FINISH_REASON_LENGTH,
+				   .generated_tokens = 5};
+	double offs[8];
+	char *s;
+
+	(void)state;
+	assert_int_equal(parse("{\"model\":\"m\",\"prompt\":\"\u00e9t\u00e9 "
+			       "\u65e5\",\"logprobs\":2}",
+			       O1_SIDECAR_COMPLETION, &r, &e),
+			 0);
+	o1_sidecar_out_init(&out, &r, "served");
+	for (int i = 0; i < 3; i++) {
+		ev = token((uint32_t)i, pieces[i], -1.0f);
+		assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	}
+	assert_int_equal(o1_sidecar_chunk_sse(&out, true, &s), 0);
+	assert_int_equal(offsets_of(s, offs, 8), 3);
+	assert_memory_equal(offs, want, 3 * sizeof(*offs));
+	for (int i = 3; i < 5; i++) {
+		ev = token((uint32_t)i, pieces[i], -1.0f);
+		assert_int_equal(o1_sidecar_out_add(&out, &ev), 0);
+	}
+	assert_int_equal(o1_sidecar_out_add(&out, &fin), 0);
+	assert_int_equal(o1_sidecar_full_json(&out, &s), 0);
+	assert_int_equal(offsets_of(s, offs, 8), 5);
+	assert_memory_equal(offs, want, 5 * sizeof(*offs));
+	assert_int_equal(o1_sidecar_chunk_sse(&out, false, &s), 0);
+	assert_int_equal(offsets_of(s, offs, 8), 2);
+	assert_memory_equal(offs, want + 3, 2 * sizeof(*offs));
+	o1_sidecar_out_fini(&out);
+	o1_sidecar_request_fini(&r);
+}
+
 /* Tools: the JSON chat request o1d renders (tools, tool_choice, the
  * messages' calls and results, "developer" as "system"), the grammar of
  * "required" (every tool) and of a named function (that one); a request
@@ -787,6 +852,7 @@ int main(void)
 	    cmocka_unit_test(test_text_format_accepted),
 	    cmocka_unit_test(test_error_shape),
 	    cmocka_unit_test(test_whole_and_chunks),
+	    cmocka_unit_test(test_text_offset_code_points),
 	    cmocka_unit_test(test_tools_request),
 	    cmocka_unit_test(test_tools_response),
 	    cmocka_unit_test(test_refine_fields),

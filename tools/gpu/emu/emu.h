@@ -73,6 +73,11 @@ struct uint4 {
 	unsigned x, y, z, w;
 };
 
+static inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d)
+{
+	return {a, b, c, d};
+}
+
 /* The memory model beyond barriers is not emulated (fibers switch only
  * at barriers, warp exchanges and atomics). */
 static inline void __threadfence(void)

@@ -1,0 +1,62 @@
+/* The prefill budget of a step, set by time (scheduler.prefill_time_ratio):
+ * how many prompt tokens a step that carries decode rows may add so that
+ * it takes at most (1 + ratio) x the time of the same step without them.
+ *
+ * A fixed token count cannot do that: a decode step of 64 rows and one of
+ * 256 differ in time, and a prompt token's cost depends on the model, the
+ * device and the prompt's position (attention over what precedes it). So
+ * the estimator learns both from the steps the scheduler measures:
+ * - the time of a pure decode step, per bucket of decode rows (EWMA);
+ * - the marginal time of one prompt token, per range of the context where
+ *   the step's chunks start (EWMA of (step time - decode time of its
+ *   rows) / prompt tokens, from steps that mixed both, and from large
+ *   steps of prompt tokens alone).
+ * Each EWMA takes bad news (a shorter decode step, a dearer token) faster
+ * than good news, and good news bounded: a one-off slow step cannot
+ * inflate the budget.
+ * The budget is ratio x decode time / token cost, clamped to [floor, cap]
+ * (the floor keeps prompts moving when even a few tokens overshoot; the
+ * cap is the token settings). While either estimate is missing it is the
+ * cap, which measures one. The step time is a fixed point of this rule
+ * (a too-large budget raises the measured cost per token, which lowers
+ * the next budget), whatever fixed cost a mixed step has beyond its
+ * tokens, as long as a budget above the floor fits the target at all.
+ *
+ * Pure arithmetic on the times it is given (no clock), so a test feeds it
+ * synthetic step times; nothing is allocated. */
+#ifndef O1_PREFILL_BUDGET_H
+#define O1_PREFILL_BUDGET_H
+
+#include <stdint.h>
+
+#define O1_PREFILL_ROW_BUCKETS 52
+#define O1_PREFILL_CTX_BUCKETS 12
+
+struct o1_prefill_budget {
+	double ratio;	/* 0: off, the budget is always the cap */
+	uint32_t floor; /* tokens a step gets at least (when the cap allows) */
+	/* ns; 0 = not measured yet */
+	double decode_ns[O1_PREFILL_ROW_BUCKETS];
+	double token_ns[O1_PREFILL_CTX_BUCKETS];
+};
+
+/* A prompt step alone (no decode rows) teaches the token cost only from
+ * this many tokens on: a short one is mostly the weights' read, which a
+ * mixed step pays for its decode rows already. */
+#define O1_PREFILL_LONE_MIN 256
+
+void o1_prefill_budget_init(struct o1_prefill_budget *b, double ratio,
+			    uint32_t floor);
+/* A step of DECODE_ROWS decode rows and PREFILL_TOKENS prompt tokens, its
+ * largest chunk starting at context position CTX, took NS. */
+void o1_prefill_budget_observe(struct o1_prefill_budget *b,
+			       uint32_t decode_rows, uint32_t prefill_tokens,
+			       uint32_t ctx, uint64_t ns);
+/* Prompt tokens for a step of DECODE_ROWS (> 0) decode rows whose first
+ * chunk (the oldest prompt's) starts at CTX, within [min(floor, cap),
+ * cap]. */
+uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,
+				  uint32_t decode_rows, uint32_t ctx,
+				  uint32_t cap);
+
+#endif

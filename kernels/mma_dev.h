@@ -1,0 +1,151 @@
+/* Warp-level tensor-core operations for the .cu files (gemm_q.cu), each a
+ * warp-collective (every lane of the warp calls it together):
+ *
+ *   mma_ldsm_x4   ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8x8
+ *                 matrices of 16-bit elements from shared memory, lane i
+ *                 giving the address of row i % 8 of matrix i / 8 (16
+ *                 bytes, 16-byte aligned); lane l receives in R[j] the
+ *                 elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1)
+ *                 of matrix j, the first in the low half.
+ *   mma_bf16      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32:
+ *                 D (16x8) += A (16x16) B (16x8), bf16 products summed
+ *                 in f32, in the PTX ISA's fragment layout: with g = l / 4
+ *                 and t = l % 4, A[j] holds A(g + 8 (j % 2), 2t + 8 (j / 2)
+ *                 + {0, 1}), B[j] holds B(2t + 8j + {0, 1}, g), and D[i]
+ *                 is D(g + 8 (i / 2), 2t + i % 2); a pair's lower index in
+ *                 the low half of its word.
+
+ *   mma_pack_bf16 two f32 as bf16 (rounded to nearest even) in one word,
+ *                 LO in the low half: cvt.rn.bf16x2.f32, one instruction
+ *                 for quant_dev.h's qd_to_bf16 twice (the same bits but
+ *                 for NaN, which comes out as the canonical 0x7fff).
+ *
+ * On the device these are the PTX instructions (sm_80 and later). Under
+ * tools/gpu/emu (emu.h included first, O1_EMU_H defined) they are warp
+ * exchanges over the lanes' fibers that move exactly the elements the
+ * layouts above name, so a kernel's fragment indexing is checked on the
+ * CPU; the emulated product sums the 16 products of each element in k
+ * order in f32 (the device's order and rounding inside one mma are
+ * unspecified: the tests bound the difference).
+ */
+#ifndef O1_MMA_DEV_H
+#define O1_MMA_DEV_H
+
+#include <stdint.h>
+
+#include "quant_dev.h"
+
+#ifdef O1_EMU_H
+
+static inline void mma_ldsm_x4(const void *row, uint32_t (&r)[4])
+{
+	uint64_t mine = (uint64_t)(uintptr_t)row;
+	unsigned l = emu_lane();
+
+	emu_warp_put(&mine, 8);
+	for (unsigned j = 0; j < 4; j++) {
+		uint64_t p;
+
+		emu_warp_get(8 * j + l / 4, &p, 8);
+		memcpy(&r[j], (const uint8_t *)(uintptr_t)p + 4 * (l % 4), 4);
+	}
+	emu_warp_done();
+}
+
+static inline uint32_t mma_pack_bf16(float lo, float hi)
+{
+	return qd_to_bf16(lo) | (uint32_t)qd_to_bf16(hi) << 16;
+}
+
+static inline float mma_bf16_lo(uint32_t w)
+{
+	return __uint_as_float(w << 16);
+}
+
+static inline float mma_bf16_hi(uint32_t w)
+{
+	return __uint_as_float(w & 0xffff0000u);
+}
+
+static inline void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
+			    const uint32_t (&b)[2])
+{
+	float A[16][16], B[16][8];
+	unsigned l = emu_lane(), g = l / 4, t = l % 4;
+
+	/* three rounds of 8 bytes a lane (the exchange slot) */
+	for (unsigned round = 0; round < 3; round++) {
+		uint32_t mine[2] = {round < 2 ? a[2 * round] : b[0],
+				    round < 2 ? a[2 * round + 1] : b[1]};
+
+		emu_warp_put(mine, 8);
+		for (unsigned s = 0; s < 32; s++) {
+			uint32_t w[2];
+			unsigned sg = s / 4, st = s % 4;
+
+			emu_warp_get(s, w, 8);
+			for (unsigned h = 0; h < 2; h++) {
+				unsigned j = round < 2 ? 2 * round + h : h;
+
+				if (round < 2) {
+					unsigned r = sg + 8 * (j % 2),
+						 c = 2 * st + 8 * (j / 2);
+
+					A[r][c] = mma_bf16_lo(w[h]);
+					A[r][c + 1] = mma_bf16_hi(w[h]);
+				} else {
+					unsigned k = 2 * st + 8 * j;
+
+					B[k][sg] = mma_bf16_lo(w[h]);
+					B[k + 1][sg] = mma_bf16_hi(w[h]);
+				}
+			}
+		}
+		emu_warp_done();
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		unsigned r = g + 8 * (i / 2), c = 2 * t + i % 2;
+		float s = d[i];
+
+		for (unsigned k = 0; k < 16; k++)
+			s += A[r][k] * B[k][c];
+		d[i] = s;
+	}
+}
+
+#else
+
+static __device__ __forceinline__ void mma_ldsm_x4(const void *row,
+						   uint32_t (&r)[4])
+{
+	uint32_t at = (uint32_t)__cvta_generic_to_shared(row);
+
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+		     "{%0, %1, %2, %3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(at));
+}
+
+static __device__ __forceinline__ uint32_t mma_pack_bf16(float lo, float hi)
+{
+	uint32_t r;
+
+	asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
+}
+
+static __device__ __forceinline__ void mma_bf16(float (&d)[4],
+						const uint32_t (&a)[4],
+						const uint32_t (&b)[2])
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+		     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+		     "{%0, %1, %2, %3};"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+		       "r"(b[1]));
+}
+
+#endif
+
+#endif

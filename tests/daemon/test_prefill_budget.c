@@ -1,0 +1,246 @@
+/* o1_prefill_budget (daemon/o1d/prefill_budget.c), fed synthetic step
+ * times (no clock): the budget is the cap while off or unmeasured, ratio x
+ * decode time / token cost once measured, per row bucket and context
+ * range; it settles where a mixed step takes (1 + ratio) x a decode step
+ * under a cost model with a fixed mixed-step cost; it keeps the floor and
+ * the cap, ignores short lone prompt steps and survives extreme inputs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "o1d/prefill_budget.h"
+
+#define US 1000ull
+
+static void test_off_and_cold(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 0, 16);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, 64, 512, 0, 4000 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 2048);
+
+	o1_prefill_budget_init(&b, 1.0, 16);
+	/* nothing measured: the cap (the step that follows measures) */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 2048);
+	/* a mixed step before any decode step teaches nothing */
+	o1_prefill_budget_observe(&b, 64, 512, 0, 4000 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 2048);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 2048);
+	/* no decode rows: the whole cap (a lone prompt) */
+	o1_prefill_budget_observe(&b, 64, 2048, 0, (1600 + 4096) * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 0, 0, 2048), 2048);
+}
+
+/* One decode time and one token cost: ratio x decode / cost. */
+static void test_ratio(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 1.0, 16);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	/* 2048 tokens add 8192 us: 4 us a token */
+	o1_prefill_budget_observe(&b, 64, 2048, 0, (1600 + 8192) * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 400);
+	b.ratio = 0.5;
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 200);
+	/* the cap wins when lower */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 128), 128);
+}
+
+/* Decode steps of 64 and of 256 rows: each budget from its own time, an
+ * unmeasured row count from the nearest fewer rows measured. */
+static void test_row_buckets(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 1.0, 16);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, 256, 0, 0, 2600 * US);
+	o1_prefill_budget_observe(&b, 64, 1000, 0, (1600 + 4000) * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 400);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 256, 0, 4096), 650);
+	/* 128 rows: 64's time (the smaller, safe side) */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 128, 0, 4096), 400);
+	/* 8 rows, none measured below: the nearest above */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 8, 0, 4096), 400);
+	/* the mixed step of 256 rows is measured against 256's time */
+	o1_prefill_budget_observe(&b, 256, 1000, 0, (2600 + 4000) * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 256, 0, 4096), 650);
+	/* a slower decode step moves the estimate by 1/16 of the gap, a
+	 * faster one by half */
+	o1_prefill_budget_observe(&b, 64, 0, 0, 3200 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 425);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1500 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 400);
+}
+
+/* Chunks late in a long prompt cost more (attention): each context range
+ * has its own cost; an unmeasured one takes the nearest later range
+ * measured, else the nearest earlier. */
+static void test_ctx_buckets(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 1.0, 16);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, 64, 400, 0, (1600 + 1600) * US);
+	o1_prefill_budget_observe(&b, 64, 200, 6000, (1600 + 1600) * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 100, 4096), 400);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 7000, 4096), 200);
+	/* 1000 (unmeasured): 6000's range, the dearer side */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 1000, 4096), 200);
+	/* beyond any measured range: the nearest earlier */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 100000, 4096), 200);
+}
+
+/* Under a cost model where a mixed step costs a fixed A beyond its tokens
+ * (launches, a path without graphs) plus B a token, the budget the
+ * estimator gives settles where the step takes (1 + ratio) x the decode
+ * step, from a first step at the cap. */
+static void test_settles(void **st)
+{
+	const double dec = 1600, a = 800, per = 4; /* us */
+	const double ratios[] = {1.0, 0.75, 2.0};
+
+	(void)st;
+	for (uint32_t k = 0; k < 3; k++) {
+		struct o1_prefill_budget b;
+		double target = (1 + ratios[k]) * dec, t = 0;
+		uint32_t n = 0, want = (uint32_t)((ratios[k] * dec - a) / per);
+
+		o1_prefill_budget_init(&b, ratios[k], 16);
+		o1_prefill_budget_observe(&b, 64, 0, 0, (uint64_t)(dec * US));
+		for (uint32_t i = 0; i < 200; i++) {
+			n = o1_prefill_budget_tokens(&b, 64, 0, 2048);
+			t = dec + a + per * n;
+			o1_prefill_budget_observe(&b, 64, n, 0,
+						  (uint64_t)(t * US));
+		}
+		assert_true(t <= target * 1.01);
+		assert_true(t >= target * 0.97);
+		assert_true(n + 2 >= want && n <= want + 2);
+	}
+}
+
+/* Outliers: a first decode step 60x slow (a CUDA graph captured in it)
+ * is forgotten within a few steps; a one-off slow decode step, or a
+ * mixed step that looks free, moves the budget a little, while a dearer
+ * token counts at once by half. */
+static void test_outliers(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 1.0, 16);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 100000 * US);
+	for (uint32_t i = 0; i < 16; i++)
+		o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, 64, 400, 0, 3200 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 400);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 50000 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 425);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	/* (decode back down by half the gap) a mixed step no slower than its
+	 * decode rows: its tokens count as half the cost at most, by 1/4 */
+	o1_prefill_budget_observe(&b, 64, 400, 0, 1600 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 472);
+	/* tokens twice as dear: half of that counts at once */
+	o1_prefill_budget_observe(&b, 64, 400, 0, 4800 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 290);
+}
+
+/* When even a few tokens overshoot the target (the fixed cost alone is
+ * above it), prompts still move by the floor each step; a cap below the
+ * floor wins. */
+static void test_floor(void **st)
+{
+	struct o1_prefill_budget b;
+	uint32_t n = 0;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 0.5, 16);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	for (uint32_t i = 0; i < 100; i++) {
+		n = o1_prefill_budget_tokens(&b, 64, 0, 2048);
+		o1_prefill_budget_observe(&b, 64, n, 0,
+					  (1600 + 1000 + 4 * n) * US);
+	}
+	assert_int_equal(n, 16);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 8), 8);
+}
+
+/* A lone prompt step teaches the token cost only when large (a short one
+ * is mostly the weights' read), less the time of a one-row decode step. */
+static void test_lone_steps(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 1.0, 16);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, 0, O1_PREFILL_LONE_MIN - 1, 0,
+				  5000 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 2048);
+	o1_prefill_budget_observe(&b, 1, 0, 0, 800 * US);
+	o1_prefill_budget_observe(&b, 0, 2000, 0, (800 + 8000) * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 400);
+}
+
+/* Noise and extremes: a mixed step measured faster than its decode rows
+ * counts its tokens at 1 ns, not 0 or less (a bounded budget); huge row counts and positions
+ * stay in their last buckets; zero times and empty steps are ignored. */
+static void test_extremes(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 16.0, 16);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, 64, 100, 0, 1000 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, UINT32_MAX),
+			 16 * 1600 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 2048);
+
+	o1_prefill_budget_init(&b, 1.0, 16);
+	o1_prefill_budget_observe(&b, 0, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 0);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 2048);
+	o1_prefill_budget_observe(&b, UINT32_MAX, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, UINT32_MAX, 400, UINT32_MAX,
+				  3200 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 100000, UINT32_MAX,
+						  2048),
+			 400);
+	assert_int_equal(o1_prefill_budget_tokens(&b, UINT32_MAX, 0, 2048),
+			 400);
+	o1_prefill_budget_observe(&b, 64, 1, 0, UINT64_MAX);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 16);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_off_and_cold),
+	    cmocka_unit_test(test_ratio),
+	    cmocka_unit_test(test_row_buckets),
+	    cmocka_unit_test(test_ctx_buckets),
+	    cmocka_unit_test(test_settles),
+	    cmocka_unit_test(test_outliers),
+	    cmocka_unit_test(test_floor),
+	    cmocka_unit_test(test_lone_steps),
+	    cmocka_unit_test(test_extremes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
