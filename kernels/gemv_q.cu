@@ -43,6 +43,11 @@
  * so the result is o1_gemv_q_cuda then o1_swiglu_cuda bit for bit,
  * without the f32 gate/up rows and the second kernel.
  *
+ * The int8 path (DOT_I8, the backend's default) runs gemv_qp instead
+ * where its ring of batches fits in shared memory: the same arithmetic
+ * and lane order (so the same bits), the bytes brought by cp.async several
+ * batches ahead (see there).
+ *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
  * writes the weights). Invariants: K a multiple of the type's block, x
@@ -207,71 +212,28 @@ static __device__ __forceinline__ size_t xq_at(const gq_args &a, uint32_t i,
 	return (size_t)i * a.pad * 2 + (u & ~31u) * 2 + (u & 31);
 }
 
-/* The 32 bf16 of unit U of input row I, widened (exact). */
-static __device__ void unit_in(const gq_args &a, uint32_t i, uint32_t u,
-			       float (&v)[32])
+/* Elements [8 Q, 8 Q + 8) of unit U of input row I, widened (exact). */
+static __device__ void part_in(const gq_args &a, uint32_t i, uint32_t u,
+			       uint32_t q, float (&v)[8])
 {
-	const gq_piece *p = (const gq_piece *)(a.x + (size_t)i * a.k + 32 * u);
+	gq_piece p = ((const gq_piece *)(a.x + (size_t)i * a.k + 32 * u))[q];
 
 #pragma unroll
-	for (int c = 0; c < 4; c++) {
-		gq_piece q = p[c];
-
-#pragma unroll
-		for (int e = 0; e < 4; e++) {
-			v[8 * c + 2 * e] = qd_bf16(q.v[e] & 0xffff);
-			v[8 * c + 2 * e + 1] = qd_bf16(q.v[e] >> 16);
-		}
+	for (int e = 0; e < 4; e++) {
+		v[2 * e] = qd_bf16(p.v[e] & 0xffff);
+		v[2 * e + 1] = qd_bf16(p.v[e] >> 16);
 	}
 }
 
-/* V quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax) into
- * the pieces LO (elements 0..15) and HI, (d = amax / 127, d times the
- * sum of the q) into DS; a NaN in V makes d NaN (so every product of the
- * unit is NaN, as the f32 path's). */
-static __device__ void quantize_unit(const float (&v)[32], gq_piece *lo,
-				     gq_piece *hi, float2 *ds)
+/* Elements [8 Q, 8 Q + 8) of unit_norm's unit U. */
+static __device__ void part_norm(const gq_args &a, const float *xr, float inv,
+				 uint32_t u, uint32_t q, float (&v)[8])
 {
-	float amax = 0.0f, d, inv;
-	uint32_t w[8];
-	int32_t qsum = 0;
-	bool nan = false;
+	const float4 *xv = (const float4 *)(xr + 32 * u + 8 * q);
+	const float4 *wv = (const float4 *)(a.nw + 32 * u + 8 * q);
 
 #pragma unroll
-	for (int e = 0; e < 32; e++) {
-		amax = fmaxf(amax, fabsf(v[e]));
-		nan = nan || v[e] != v[e];
-	}
-	d = nan ? __int_as_float(0x7fc00000) : __fdiv_rn(amax, 127.0f);
-	inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-#pragma unroll
-	for (int k = 0; k < 8; k++) {
-		w[k] = 0;
-#pragma unroll
-		for (int j = 0; j < 4; j++) {
-			int32_t q =
-			    __float2int_rn(__fmul_rn(v[4 * k + j], inv));
-
-			qsum += q;
-			w[k] |= ((uint32_t)q & 0xffu) << (8 * j);
-		}
-	}
-#pragma unroll
-	for (int k = 0; k < 4; k++)
-		lo->v[k] = w[k], hi->v[k] = w[4 + k];
-	*ds = make_float2(d, __fmul_rn(d, (float)qsum));
-}
-
-/* Unit U of the normalized row XR (INV its 1 / rms), as o1_rmsnorm_cuda
- * writes it (bf16), widened. */
-static __device__ void unit_norm(const gq_args &a, const float *xr, float inv,
-				 uint32_t u, float (&v)[32])
-{
-	const float4 *xv = (const float4 *)(xr + 32 * u);
-	const float4 *wv = (const float4 *)(a.nw + 32 * u);
-
-#pragma unroll
-	for (int c = 0; c < 8; c++) {
+	for (int c = 0; c < 2; c++) {
 		float4 x = xv[c], w = wv[c];
 
 		v[4 * c] = __bfloat162float(rms_out(w.x, x.x, inv));
@@ -281,9 +243,62 @@ static __device__ void unit_norm(const gq_args &a, const float *xr, float inv,
 	}
 }
 
-/* Every thread: the M input rows (IN) quantized into XQ and DS (one unit
- * a thread at a time), then the block's barrier. IN_NORM: PART is the
- * reduction's scratch. */
+/* A unit quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax)
+ * into the pieces LO (elements 0..15) and HI, (d = amax / 127, d times
+ * the sum of the q) into DS; a NaN in the unit makes d NaN (so every
+ * product of the unit is NaN, as the f32 path's). By the 4 lanes 4 g ..
+ * 4 g + 3 of a warp, lane 4 g + Q holding elements [8 Q, 8 Q + 8) in V
+ * (max, NaN and the integer sum exchanged: the values of one lane's
+ * whole-unit loop), each lane storing its 8 quants, lane 4 g the (d,
+ * sum). Every lane of the
+ * warp calls it (the exchanges are the warp's); ON: whether the lane's
+ * unit exists (else it stores nothing). */
+static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
+				     gq_piece *lo, gq_piece *hi, float2 *ds)
+{
+	float amax = 0.0f, d, inv;
+	uint32_t w[2];
+	int32_t qsum = 0, nan = 0;
+
+#pragma unroll
+	for (int e = 0; e < 8; e++) {
+		amax = fmaxf(amax, fabsf(v[e]));
+		nan |= v[e] != v[e];
+	}
+#pragma unroll
+	for (int o = 1; o < 4; o *= 2) {
+		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+		nan |= __shfl_xor_sync(0xffffffffu, nan, o);
+	}
+	d = nan ? __int_as_float(0x7fc00000) : __fdiv_rn(amax, 127.0f);
+	inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+#pragma unroll
+	for (int k = 0; k < 2; k++) {
+		w[k] = 0;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			int32_t x =
+			    __float2int_rn(__fmul_rn(v[4 * k + j], inv));
+
+			qsum += x;
+			w[k] |= ((uint32_t)x & 0xffu) << (8 * j);
+		}
+	}
+#pragma unroll
+	for (int o = 1; o < 4; o *= 2)
+		qsum += __shfl_xor_sync(0xffffffffu, qsum, o);
+	if (!on)
+		return;
+	gq_piece *t = q < 2 ? lo : hi;
+
+	t->v[2 * (q % 2)] = w[0], t->v[2 * (q % 2) + 1] = w[1];
+	if (q == 0)
+		*ds = make_float2(d, __fmul_rn(d, (float)qsum));
+}
+
+/* Every thread: the M input rows (IN) quantized into XQ and DS (a unit
+ * by 4 lanes at a time, quantize_part), then the block's barrier.
+ * IN_NORM: PART is the reduction's scratch. */
 template <int M, int IN>
 static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 				  float (*part)[RMS_VWARPS])
@@ -305,15 +320,20 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 	}
 #pragma unroll
 	for (int i = 0; i < M; i++)
-		for (uint32_t u = threadIdx.x; u < a.units; u += GQ_THREADS) {
-			gq_piece *q = xq + xq_at(a, i, u);
-			float v[32];
+		/* every thread takes every round (the warp's exchanges) */
+		for (uint32_t e0 = 0; e0 < 4 * a.units; e0 += GQ_THREADS) {
+			uint32_t e = e0 + threadIdx.x, u = e / 4, q = e % 4;
+			bool on = u < a.units;
+			gq_piece *p = xq + xq_at(a, i, on ? u : 0);
+			float v[8] = {0};
 
-			if constexpr (IN == IN_NORM)
-				unit_norm(a, xr[i], inv[i], u, v);
-			else
-				unit_in(a, i, u, v);
-			quantize_unit(v, q, q + 32,
+			if (on) {
+				if constexpr (IN == IN_NORM)
+					part_norm(a, xr[i], inv[i], u, q, v);
+				else
+					part_in(a, i, u, q, v);
+			}
+			quantize_part(v, q, on, p, p + 32,
 				      ds + (size_t)i * a.units + u);
 		}
 	__syncthreads();
@@ -410,18 +430,134 @@ unit_scale(const qd_unit_head &h, float2 ds, int32_t s0, int32_t s1)
 						 __fmul_rn(h.d1, (float)s1)));
 }
 
+/* quant_dev.h's qd_f16 (of H's low 16 bits) for gemv_qp: the device's
+ * conversion instruction (exact, as qd_f16; a NaN may come out with
+ * another payload, but every use multiplies it, and a product of a NaN is
+ * the canonical NaN either way); the emulation computes qd_f16's three
+ * cases without branches. One instruction instead of about twenty. */
+static __device__ __forceinline__ float qp_f16(uint32_t h)
+{
+#ifdef __CUDA_ARCH__
+	float f;
+
+	asm("{.reg .b16 t;\n\tcvt.u16.u32 t, %1;\n\tcvt.f32.f16 %0, t;}"
+	    : "=f"(f)
+	    : "r"(h));
+	return f;
+#else
+	uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f,
+		 mant = h & 0x3ff;
+	float sub = __fmul_rn(sign ? -(float)mant : (float)mant,
+			      5.9604644775390625e-8f);
+	uint32_t big = exp == 0x1f ? sign | 0x7f800000u | (mant << 13)
+				   : sign | ((exp + 112) << 23) | (mant << 13);
+
+	return exp ? __uint_as_float(big) : sub;
+#endif
+}
+
+/* Q4_K's unit head for gemv_qp: qd_head's values bit for bit, its 12
+ * scale bytes read as three words (a Q4_K block lies at 4-byte alignment
+ * in shared memory, as in w) and unpacked with shifts and selects instead
+ * of byte loads and a branch on the sub-block. */
+static __device__ __forceinline__ qd_unit_head q4k_head(const uint8_t *row,
+							uint32_t u)
+{
+	const uint8_t *blk = row + (size_t)(u / 8) * O1_QUANT_Q4_K_BYTES;
+	const uint32_t *bw = (const uint32_t *)blk;
+	uint32_t s = u % 8, sh = 8 * (s % 4), dd = bw[0];
+	uint32_t lo = bw[1] >> sh, mid = bw[2] >> sh, hi = bw[3] >> sh;
+	/* quant.h: sub-blocks 0..3 take the low 6 bits of bytes s and s + 4;
+	 * 4..7 the nibbles of byte s + 4 and the top 2 bits of s - 4 and s */
+	uint32_t sc = s < 4 ? lo & 63 : (hi & 15) | ((lo >> 2) & 48);
+	uint32_t mn = s < 4 ? mid & 63 : ((hi >> 4) & 15) | ((mid >> 2) & 48);
+	qd_unit_head h = {};
+
+	h.d = __fmul_rn(qp_f16(dd & 0xffff), (float)sc);
+	h.m = __fmul_rn(qp_f16(dd >> 16), (float)mn);
+	h.q = blk + 16 + 32 * (s / 2);
+	h.sel = s % 2;
+	return h;
+}
+
+/* unit_ints for Q4_K at H (4-byte aligned: eight word reads, no funnel
+ * shifts, no branch on the alignment). */
+static __device__ __forceinline__ void q4k_ints(const qd_unit_head &h,
+						int32_t (&q)[8])
+{
+	const uint32_t *w = (const uint32_t *)h.q;
+	uint32_t sh = 4 * h.sel;
+
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		q[k] = (int32_t)((w[k] >> sh) & 0x0f0f0f0fu);
+}
+
+/* Q6_K's unit head for gemv_qp: qd_head's, with qp_f16. */
+static __device__ __forceinline__ qd_unit_head q6k_head(const uint8_t *row,
+							uint32_t u)
+{
+	const uint8_t *blk = row + (size_t)(u / 8) * O1_QUANT_Q6_K_BYTES;
+	uint32_t hf = (u % 8) / 4, g = u % 4;
+	uint32_t sc = qd_u16(blk + 192 + 8 * hf + 2 * g);
+	float d = qp_f16(qd_u16(blk + 208));
+	qd_unit_head h = {};
+
+	h.d = __fmul_rn(d, (float)(int8_t)(sc & 0xff));
+	h.d1 = __fmul_rn(d, (float)(int8_t)(sc >> 8));
+	h.q = blk + 64 * hf + 32 * (g % 2);
+	h.qh = blk + 128 + 32 * hf;
+	h.sel = g;
+	return h;
+}
+
+/* unit_ints for Q6_K in gemv_qp: the 6-bit values q6 (0..63, not
+ * q6 - 32: unit_dots_i8 subtracts 32 times the input's sums instead),
+ * each word's two parts placed with a shift, a rotate and two logic ops
+ * (the group's shifts are the lane's constants). */
+static __device__ __forceinline__ void q6k_ints(const qd_unit_head &h,
+						int32_t (&q)[8])
+{
+	uint32_t w[8], hb[8];
+	uint32_t sl = h.sel < 2 ? 0 : 4, rot = (4 - 2 * h.sel) & 31;
+
+	ld_words<8>(h.q, w);
+	ld_words<8>(h.qh, hb);
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		/* bits 2 g, 2 g + 1 of each qh byte to bits 4, 5: a left
+		 * rotate by 4 - 2 g (g = 3: right by 2; what wraps is
+		 * masked off) */
+		q[k] = (int32_t)(((w[k] >> sl) & 0x0f0f0f0fu) |
+				 (__funnelshift_l(hb[k], hb[k], rot) &
+				  0x30303030u));
+}
+
 /* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
  * rows, into D[i]: the weights' integers decoded once, 8 __dp4a per row
  * (integer sums, exact), then unit_scale. */
-template <int M, int TYPE>
+template <int M, int TYPE, int V = 0>
 static __device__ __forceinline__ void
 unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 	     const gq_args &a, uint32_t u)
 {
-	qd_unit_head h = qd_head<TYPE>(row, u);
+	qd_unit_head h = {};
 	int32_t q[8];
 
-	unit_ints<TYPE>(h, q);
+	if constexpr (V && TYPE == O1_QUANT_Q8_0) {
+		h.q = row + (size_t)u * O1_QUANT_Q8_0_BYTES + 2;
+		h.d = qp_f16(qd_u16(h.q - 2));
+		unit_ints<TYPE>(h, q);
+	} else if constexpr (V && TYPE == O1_QUANT_Q4_K) {
+		h = q4k_head(row, u);
+		q4k_ints(h, q);
+	} else if constexpr (V && TYPE == O1_QUANT_Q6_K) {
+		h = q6k_head(row, u);
+		q6k_ints(h, q);
+	} else {
+		h = qd_head<TYPE>(row, u);
+		unit_ints<TYPE>(h, q);
+	}
 #pragma unroll
 	for (int i = 0; i < M; i++) {
 		const gq_piece *xp = x.q + xq_at(a, i, u);
@@ -433,6 +569,18 @@ unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 			s0 = __dp4a(q[k], (int32_t)x0.v[k], s0);
 			s1 = __dp4a(q[4 + k], (int32_t)x1.v[k], s1);
 		}
+		if constexpr (V && TYPE == O1_QUANT_Q6_K) {
+			/* sum (q6 - 32) x = sum q6 x - 32 sum x: the same
+			 * integers */
+			int32_t c0 = 0, c1 = 0;
+
+#pragma unroll
+			for (int k = 0; k < 4; k++) {
+				c0 = __dp4a(0x20202020, (int32_t)x0.v[k], c0);
+				c1 = __dp4a(0x20202020, (int32_t)x1.v[k], c1);
+			}
+			s0 -= c0, s1 -= c1;
+		}
 		d[i] =
 		    unit_scale<TYPE>(h, x.ds[(size_t)i * a.units + u], s0, s1);
 	}
@@ -440,12 +588,12 @@ unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 
 /* Batch B of row J: its units [*U0, *U1), and the first of its aligned
  * pieces and how many there are. */
-template <int TYPE>
+template <int TYPE, uint32_t G = groups_of<TYPE>()>
 static __device__ const gq_piece *batch_span(const gq_args &a, uint32_t j,
 					     uint32_t b, uint32_t *u0,
 					     uint32_t *u1, uint32_t *np)
 {
-	constexpr uint32_t per = 32 * groups_of<TYPE>();
+	constexpr uint32_t per = 32 * G;
 	const uint8_t *row = a.w + (size_t)j * a.row_bytes;
 	uintptr_t lo, hi;
 
@@ -597,6 +745,240 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 	}
 }
 
+/* gemv_qp: DOT_I8's pipelined schedule (the default; gemv_q above
+ * stays for DOT_F32 and for launches whose ring would not fit). The
+ * arithmetic is gemv_q's to the bit: lane l still adds the products of
+ * units l, l + 32, ... of a row in increasing order, then the same warp
+ * tree. What changes is how the bytes arrive: instead of one batch in
+ * registers per warp (a K-quant row of 4096 is a single 2.3 KB batch, so a
+ * warp had under 2.3 KB in flight and waited for each row), each warp
+ * keeps a ring of qp_stages() batches of about 2 KB in its slice of
+ * shared memory, filled by cp.async (global to shared, no registers, not
+ * kept in L1): qp_stages() - 1 batches are in flight while it decodes
+ * one, across row ends. A lane decodes its units of a batch with their
+ * loads hoisted (fma_batch_p), Q4_K's head with word reads (q4k_head). */
+
+/* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
+ * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
+ * bench_gemv_q's sweep: 1 half the batch, 2 twice, 3 the default's with
+ * fewer stages and three blocks a multiprocessor (qp_stages). */
+template <int TYPE, int X = 0>
+static __host__ __device__ constexpr uint32_t qp_groups()
+{
+	return (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2 : 4) *
+	       (X == 2 ? 2 : 1) / (X == 1 ? 2 : 1);
+}
+
+template <int TYPE, int X = 0>
+static __host__ __device__ constexpr int qp_pieces()
+{
+	return (int)((qp_groups<TYPE, X>() * group_bytes<TYPE>() / 16 + 1 +
+		      31) /
+		     32);
+}
+
+/* Batches in a warp's ring: fewer with more input rows (their quantized
+ * copies share the block's shared memory); X's variants 1 and 2 keep
+ * about the bytes of the default ring, 3 takes 3 stages so that three
+ * blocks fit a multiprocessor (where the input is short enough). */
+template <int M, int X = 0>
+static __host__ __device__ constexpr int qp_stages()
+{
+	return M == 1 ? (X == 1 ? 6 : X == 2 ? 2 : X == 3 ? 3 : 4)
+	       : M == 2 ? 3
+			: 2;
+}
+
+/* Blocks a multiprocessor (the launch bounds) and the shared memory a
+ * block may then take. */
+template <int X> static __host__ __device__ constexpr int qp_bps()
+{
+	return X == 3 ? 3 : GQ_BPS;
+}
+
+template <int X> static constexpr size_t qp_smem_max()
+{
+	return X == 3 ? (size_t)74 << 10 : GQ_SMEM_MAX;
+}
+
+/* A 16-byte copy from global to shared memory, asynchronous on the
+ * device (cp.async, L2 only); the emulation copies at once. */
+static __device__ __forceinline__ void cpa16(gq_piece *dst,
+					     const gq_piece *src)
+{
+#ifdef __CUDA_ARCH__
+	uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
+		     "l"(src)
+		     : "memory");
+#else
+	*dst = *src;
+#endif
+}
+
+static __device__ __forceinline__ void cpa_commit(void)
+{
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+/* Until at most N of the thread's committed groups are pending. */
+template <int N> static __device__ __forceinline__ void cpa_wait(void)
+{
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/* Where a warp's walk is: batch B of row R (0: gate or the only one, 1:
+ * up) of output J; next() moves one batch on (the batches of a row, the
+ * rows of an output, then output J + stride). */
+struct qp_pos {
+	uint32_t j, r, b;
+
+	template <int R>
+	__device__ __forceinline__ void next(uint32_t nb, uint32_t stride)
+	{
+		if (++b == nb) {
+			b = 0;
+			if (++r == R)
+				r = 0, j += stride;
+		}
+	}
+};
+
+/* The warp's batch at C: its pieces copied into SLOT; one commit group
+ * per call, empty past the last output. */
+template <int TYPE, int P, uint32_t G>
+static __device__ void qp_issue(gq_piece *slot, const gq_args &a,
+				const qp_pos &c, uint32_t lane)
+{
+	if (c.j < a.n) {
+		uint32_t u0, u1, np;
+		const gq_piece *p = batch_span<TYPE, G>(a, c.j + c.r * a.n,
+							c.b, &u0, &u1, &np);
+
+#pragma unroll
+		for (int i = 0; i < P; i++)
+			if (lane + 32 * i < np)
+				cpa16(slot + lane + 32 * i, p + lane + 32 * i);
+	}
+	cpa_commit();
+}
+
+/* fma_batch for gemv_qp: the lane's units of the batch (up to G) decoded
+ * and multiplied first, independently, then added to acc in increasing
+ * unit order (the same sums as fma_batch's loop). */
+template <int M, int TYPE, uint32_t G>
+static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
+				   const gq_piece *sm, const gq_xq &x,
+				   uint32_t j, uint32_t b, uint32_t lane)
+{
+	uint32_t u0, u1, np;
+	const gq_piece *p = batch_span<TYPE, G>(a, j, b, &u0, &u1, &np);
+	const uint8_t *row = (const uint8_t *)sm +
+			     ((uintptr_t)(a.w + (size_t)j * a.row_bytes) -
+			      (uintptr_t)p);
+	float d[G][M];
+
+	if (u1 - u0 == 32 * G) {
+		/* a whole batch (the warp's choice): no guards, so the
+		 * units' loads and decoding interleave */
+#pragma unroll
+		for (uint32_t g = 0; g < G; g++)
+			unit_dots_i8<M, TYPE, 1>(d[g], row, x, a,
+						 u0 + lane + 32 * g);
+#pragma unroll
+		for (uint32_t g = 0; g < G; g++) {
+#pragma unroll
+			for (int i = 0; i < M; i++)
+				acc[i] = acc[i] + d[g][i];
+		}
+		return;
+	}
+#pragma unroll
+	for (uint32_t g = 0; g < G; g++) {
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			d[g][i] = 0.0f;
+		if (u0 + lane + 32 * g < u1)
+			unit_dots_i8<M, TYPE, 1>(d[g], row, x, a,
+						 u0 + lane + 32 * g);
+	}
+#pragma unroll
+	for (uint32_t g = 0; g < G; g++)
+		if (u0 + lane + 32 * g < u1) {
+#pragma unroll
+			for (int i = 0; i < M; i++)
+				acc[i] = acc[i] + d[g][i];
+		}
+}
+
+/* The grid as gemv_q's (warp w of block b starts at output b GQ_WARPS +
+ * w, strides by the grid's warps); the ring's slot t % S holds the
+ * warp's step t (qp_pos's walk), issued S - 1 steps ahead. */
+template <int M, int TYPE, int OUT, int IN, int X>
+static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
+    gemv_qp(gq_args a)
+{
+	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
+	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
+	constexpr uint32_t G = qp_groups<TYPE, X>(), per = 32 * G;
+	uint32_t lane = threadIdx.x % 32;
+	uint32_t nb = (a.units + per - 1) / per;
+	qp_pos c = {blockIdx.x * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
+	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
+	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
+	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
+	gq_xq xin = {xq, ds};
+	float acc[M], res[R][M];
+
+	/* the weights: no kernel writes them, so before the wait */
+#pragma unroll
+	for (int s = 0; s < S - 1; s++) {
+		qp_issue<TYPE, P, G>(ring + s * 32 * P, a, ci, lane);
+		ci.next<R>(nb, a.stride);
+	}
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	quantize_x<M, IN>(a, xq, ds,
+			  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		acc[i] = 0.0f;
+	for (uint32_t t = 0; c.j < a.n; t++) {
+		/* the slot of step t - 1 is read by every lane: refill it */
+		__syncwarp();
+		qp_issue<TYPE, P, G>(ring + (t + S - 1) % S * 32 * P, a, ci,
+				     lane);
+		ci.next<R>(nb, a.stride);
+		cpa_wait<S - 1>();
+		__syncwarp();
+		fma_batch_p<M, TYPE, G>(acc, a, ring + t % S * 32 * P, xin,
+					c.j + c.r * a.n, c.b, lane);
+		if (c.b + 1 == nb) {
+#pragma unroll
+			for (int i = 0; i < M; i++) {
+				for (int o = 16; o; o /= 2)
+					acc[i] = acc[i] +
+						 __shfl_xor_sync(0xffffffffu,
+								 acc[i], o);
+#pragma unroll
+				for (int q = 0; q < R; q++)
+					if ((uint32_t)q == c.r)
+						res[q][i] = acc[i];
+				acc[i] = 0.0f;
+			}
+			if (c.r + 1 == R)
+				epilogue<M, OUT>(a, c.j, res, lane);
+		}
+		c.next<R>(nb, a.stride);
+	}
+	cpa_wait<0>();
+}
+
 /* Dynamic shared memory of a launch: the warps' weight slices, and
  * DOT_I8's quantized input rows (xq_at's layout) with their (d, sum). */
 static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
@@ -609,7 +991,10 @@ static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
 	return s;
 }
 
-template <int M, int TYPE, int OUT, int DOT, int IN>
+/* PIPE: gemv_qp (variant X of qp_groups) where DOT is DOT_I8 and its
+ * ring fits (the default; tools/gpu/bench_gemv_q.cu times the others). */
+template <int M, int TYPE, int OUT, int DOT, int IN, bool PIPE = true,
+	  int X = 0>
 static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 {
 	void (*k)(gq_args) = gemv_q<M, TYPE, OUT, DOT, IN>;
@@ -618,6 +1003,18 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 	size_t smem = smem_of(a, pieces_of<TYPE>(), M, DOT);
 	int err = 0;
 
+	if constexpr (PIPE && DOT == DOT_I8) {
+		size_t ps = smem_of(
+		    a, qp_stages<M, X>() * qp_pieces<TYPE, X>(), M, DOT_I8);
+		size_t p0 = smem_of(
+		    a, qp_stages<M, 0>() * qp_pieces<TYPE, 0>(), M, DOT_I8);
+
+		if (ps <= qp_smem_max<X>())
+			k = gemv_qp<M, TYPE, OUT, IN, X>, smem = ps,
+			cap = o1_cuda_sm_count() * qp_bps<X>();
+		else if (p0 <= GQ_SMEM_MAX)
+			k = gemv_qp<M, TYPE, OUT, IN, 0>, smem = p0;
+	}
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
 	if (smem > 48 * 1024)

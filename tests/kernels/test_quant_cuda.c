@@ -333,14 +333,16 @@ static void test_gemv(void **state)
 	check_gemv(O1_QUANT_Q4_0, 2, 896, 4864, 896);
 }
 
-/* The int8 path on weights Q (N rows of K of TYPE) and inputs X (M rows):
+/* The int8 path on weights Q (N rows of K of TYPE, put on the device
+ * OFF bytes past a 256-byte boundary: the kernels' alignment cases) and
+ * inputs X (M rows):
  * GPU bitwise the CPU reference (twice, PDL on the second), columns past
  * N untouched; the reference within gemv_q8.h's bound of the f32 one.
  * Returns the largest relative L2 distance of an output row to the f32
  * reference (rows with a nonzero reference). */
 static double check_q8_on(enum o1_quant_type type, const uint8_t *q,
 			  const uint16_t *x, uint32_t m, uint32_t n, uint32_t k,
-			  uint32_t ldy)
+			  uint32_t ldy, uint32_t off)
 {
 	size_t ny = (size_t)m * ldy;
 	float *c8 = malloc(ny * 4), *c32 = malloc(ny * 4),
@@ -353,17 +355,22 @@ static double check_q8_on(enum o1_quant_type type, const uint8_t *q,
 	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
 	for (size_t i = 0; i < ny; i++)
 		c8[i] = c32[i] = NAN;
-	dw = dev_put(q, rb * n);
+	dw = dev_put(NULL, rb * n + off);
+	assert_int_equal(cudaMemcpy((uint8_t *)dw + off, q, rb * n,
+				    cudaMemcpyHostToDevice),
+			 cudaSuccess);
 	dx = dev_put(x, (size_t)m * k * 2);
 	dy = dev_put(c8, ny * 4); /* NaN everywhere */
 	assert_int_equal(o1_gemv_q8_cpu(c8, x, q, type, m, n, k, ldy), 0);
 	assert_int_equal(o1_gemv_q_cpu(c32, x, q, type, m, n, k, ldy), 0);
 	assert_int_equal(o1_gemv_q8_bound_cpu(bound, x, q, type, m, n, k), 0);
-	assert_int_equal(
-	    o1_gemv_q8_cuda(dy, dx, dw, type, m, n, k, ldy, false, NULL), 0);
+	assert_int_equal(o1_gemv_q8_cuda(dy, dx, (uint8_t *)dw + off, type, m,
+					 n, k, ldy, false, NULL),
+			 0);
 	dev_get(gpu, dy, ny * 4);
-	assert_int_equal(
-	    o1_gemv_q8_cuda(dy, dx, dw, type, m, n, k, ldy, true, NULL), 0);
+	assert_int_equal(o1_gemv_q8_cuda(dy, dx, (uint8_t *)dw + off, type, m,
+					 n, k, ldy, true, NULL),
+			 0);
 	dev_get(again, dy, ny * 4);
 	assert_memory_equal(gpu, again, ny * 4);
 	for (uint32_t i = 0; i < m; i++) {
@@ -402,8 +409,8 @@ static double check_q8_on(enum o1_quant_type type, const uint8_t *q,
 }
 
 /* check_q8_on with random blocks and inputs (as check_gemv's). */
-static double check_q8(enum o1_quant_type type, uint32_t m, uint32_t n,
-		       uint32_t k, uint32_t ldy)
+static double check_q8_at(enum o1_quant_type type, uint32_t m, uint32_t n,
+			  uint32_t k, uint32_t ldy, uint32_t off)
 {
 	uint16_t *x = malloc((size_t)m * k * 2);
 	uint8_t *q = random_blocks(type, (uint64_t)n * k);
@@ -411,12 +418,18 @@ static double check_q8(enum o1_quant_type type, uint32_t m, uint32_t n,
 
 	for (size_t i = 0; i < (size_t)m * k; i++)
 		x[i] = bf16_rne(frand() * 2);
-	worst = check_q8_on(type, q, x, m, n, k, ldy);
+	worst = check_q8_on(type, q, x, m, n, k, ldy, off);
 	/* a row of few outputs is too few for a distance */
 	if (n >= 32)
 		assert_true(worst <= 2e-2);
 	free(x), free(q);
 	return worst;
+}
+
+static double check_q8(enum o1_quant_type type, uint32_t m, uint32_t n,
+		       uint32_t k, uint32_t ldy)
+{
+	return check_q8_at(type, m, n, k, ldy, 0);
 }
 
 static void test_gemv_q8(void **state)
@@ -442,6 +455,13 @@ static void test_gemv_q8(void **state)
 	check_q8(O1_QUANT_Q4_0, 1, 37, 14496, 40);
 	check_q8(O1_QUANT_Q4_K, 3, 61, 15360, 61);
 	check_q8(O1_QUANT_Q6_K, 4, 37, 10496, 37);
+	/* weights at 4 and 2 bytes past 16-byte alignment (Q4_K's and the
+	 * others' least) */
+	check_q8_at(O1_QUANT_Q4_K, 1, 70, 2048, 70, 4);
+	check_q8_at(O1_QUANT_Q4_K, 2, 33, 1024, 33, 12);
+	check_q8_at(O1_QUANT_Q8_0, 1, 70, 2048, 70, 2);
+	check_q8_at(O1_QUANT_Q6_K, 1, 70, 2048, 70, 6);
+	check_q8_at(O1_QUANT_Q4_0, 3, 33, 1024, 33, 10);
 	if (!quick) {
 		check_q8(O1_QUANT_Q4_K, 1, 4096, 4096, 4096);
 		check_q8(O1_QUANT_Q6_K, 4, 1024, 14336, 1024);
@@ -484,7 +504,8 @@ static void test_gemv_q8_vectors(void **state)
 				x[e] = bf16_rne(
 				    in[(size_t)(r0 + 16 * (e / COLS)) * COLS +
 				       e % COLS]);
-			w = check_q8_on(types[i], q, x, 4, ROWS, COLS, ROWS);
+			w = check_q8_on(types[i], q, x, 4, ROWS, COLS, ROWS,
+					0);
 			if (w > worst[r0 % 8])
 				worst[r0 % 8] = w;
 		}

@@ -158,6 +158,12 @@ static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift)
 	return (unsigned)((((uint64_t)hi << 32) | lo) >> (shift & 31));
 }
 
+/* The high word of HI:LO shifted left by SHIFT mod 32. */
+static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift)
+{
+	return (unsigned)(((((uint64_t)hi << 32) | lo) << (shift & 31)) >> 32);
+}
+
 static inline unsigned long long __double2ull_rn(double x)
 {
 	return (unsigned long long)nearbyint(x);

@@ -1,0 +1,386 @@
+/* bench_gemv_q: gemv_q.cu's int8 decode product (o1_gemv_q8_cuda, one
+ * input row, the plain store variant) per block type at llama3-8b's
+ * shapes, beside bf16's gemv.cu on the same shape and the device copy
+ * bandwidth: the per-kernel A/B of gemv_q.cu's schedules.
+ *
+ *   bench_gemv_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k]
+ *
+ * Shapes (N outputs x K inputs): 4096 x 4096 (O), 14336 x 4096 (gate or
+ * up), 4096 x 14336 (down), 128256 x 4096 (LM head). For each: bf16
+ * (o1_gemv_bf16_cuda, its default setup), then each type's old schedule
+ * (gemv_q: one batch a warp in registers), new (gemv_qp: the cp.async
+ * ring, what the backend launches) and new's variants (qp_groups: half
+ * and twice its batch; 3 stages and 3 blocks a multiprocessor, where the
+ * input is short enough, else new itself), each checked to give the old
+ * one's bits. Time
+ * per product: a CUDA graph of ITERS launches (default 20; fewer where
+ * they would read over 4 GB) with PDL, each
+ * over its own copy of the weights (the copies span at least 1 GiB, so L2
+ * holds none of them), the median of 5 replays after a warm-up. GB/s
+ * counts the weight bytes. The blocks are random bytes with sane scales
+ * (f16 in [2^-10, 2^-6)). Includes gemv_q.cu to reach its templates (it
+ * does not link the library's copy). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/gemv_q.cu"
+
+#define POOL_BYTES (1ull << 30)
+#define REPLAYS	   5
+
+struct shape {
+	const char *name;
+	uint32_t n, k;
+};
+
+static const shape shapes[] = {
+    {"o", 4096, 4096},
+    {"gate", 14336, 4096},
+    {"down", 4096, 14336},
+    {"head", 128256, 4096},
+};
+
+static const struct {
+	const char *name;
+	enum o1_quant_type type;
+} types[] = {
+    {"q8_0", O1_QUANT_Q8_0},
+    {"q4_0", O1_QUANT_Q4_0},
+    {"q4_k", O1_QUANT_Q4_K},
+    {"q6_k", O1_QUANT_Q6_K},
+};
+
+static __device__ uint32_t hash32(uint64_t i, uint32_t seed)
+{
+	uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)(i >> 32) ^ seed;
+
+	h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12, h *= 0x297a2d39u;
+	return h ^ (h >> 15);
+}
+
+/* Random words (never zeros: they read faster than data). */
+static __global__ void fill_words(uint32_t *w, uint64_t n, uint32_t seed)
+{
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+	     i < n; i += (uint64_t)gridDim.x * blockDim.x)
+		w[i] = hash32(i, seed) | 0x01010101u;
+}
+
+/* The f16 scales of every block set to [2^-10, 2^-6) (the type's offsets
+ * of its d / dmin). */
+static __global__ void fix_scales(uint8_t *w, uint64_t blocks, uint32_t bytes,
+				  uint32_t at0, uint32_t at1)
+{
+	for (uint64_t b = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+	     b < blocks; b += (uint64_t)gridDim.x * blockDim.x) {
+		uint16_t v = (uint16_t)(0x1400u | (hash32(b, 99) & 0xfffu));
+
+		memcpy(w + b * bytes + at0, &v, 2);
+		if (at1 != at0)
+			memcpy(w + b * bytes + at1, &v, 2);
+	}
+}
+
+static __global__ void fill_bf16(uint16_t *x, uint32_t n)
+{
+	for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += gridDim.x * blockDim.x)
+		x[i] = __bfloat16_as_ushort(__float2bfloat16_rn(
+		    (hash32(i, 7) >> 8) / 8388608.0f - 1.0f));
+}
+
+/* bf16, gemv_q, gemv_qp (the default), gemv_qp with half and twice its
+ * batch, and with 3 stages and 3 blocks a multiprocessor (qp_groups's
+ * X = 1, 2, 3) */
+enum kernel { K_BF16, K_OLD, K_NEW, K_HALF, K_TWICE, K_3B };
+static const char *kernel_name[] = {"bf16",  "old",   "new",
+				    "new/2", "new*2", "new3b"};
+
+struct bufs {
+	uint8_t *w; /* copies of the matrix, back to back */
+	uint64_t bytes;
+	uint32_t copies;
+	uint16_t *x;
+	float *y;
+};
+
+template <int TYPE>
+static int launch_q(const shape &s, const bufs &b, uint32_t c,
+		    enum kernel kn, cudaStream_t st)
+{
+	gq_args a = args(b.y, NULL, b.x, b.w + c * b.bytes, s.n, s.k, s.n);
+
+	if (check("bench_gemv_q", a, b.y, (enum o1_quant_type)TYPE, 1))
+		return -1;
+	switch (kn) {
+	case K_OLD:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, false>(
+		    a, true, st);
+	case K_HALF:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 1>(
+		    a, true, st);
+	case K_TWICE:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 2>(
+		    a, true, st);
+	case K_3B:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 3>(
+		    a, true, st);
+	default:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 0>(
+		    a, true, st);
+	}
+}
+
+static int launch_one(const shape &s, const bufs &b, enum o1_quant_type type,
+		      enum kernel kn, uint32_t c, cudaStream_t st)
+{
+	if (kn == K_BF16)
+		return o1_gemv_bf16_cuda(
+		    b.y, b.x, (const uint16_t *)(b.w + c * b.bytes), 1, s.n,
+		    s.k, o1_gemv_setup{0, 0}, true, st);
+	switch (type) {
+	case O1_QUANT_Q8_0:
+		return launch_q<O1_QUANT_Q8_0>(s, b, c, kn, st);
+	case O1_QUANT_Q4_0:
+		return launch_q<O1_QUANT_Q4_0>(s, b, c, kn, st);
+	case O1_QUANT_Q4_K:
+		return launch_q<O1_QUANT_Q4_K>(s, b, c, kn, st);
+	default:
+		return launch_q<O1_QUANT_Q6_K>(s, b, c, kn, st);
+	}
+}
+
+/* Microseconds per product: ITERS launches captured, replayed; < 0 on
+ * an error. */
+static double time_kernel(const shape &s, const bufs &b,
+			  enum o1_quant_type type, enum kernel kn,
+			  uint32_t iters, cudaStream_t st)
+{
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t ge = NULL;
+	cudaEvent_t e0, e1;
+	std::vector<float> ms;
+	int err = 0;
+
+	/* at most about 4 GB a replay (the LM head's large copies) */
+	if (iters > 4 && (double)b.bytes * iters > 4e9)
+		iters = (uint32_t)(4e9 / (double)b.bytes) > 4
+			    ? (uint32_t)(4e9 / (double)b.bytes)
+			    : 4;
+	cudaEventCreate(&e0), cudaEventCreate(&e1);
+	if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal))
+		return -1;
+	for (uint32_t i = 0; !err && i < iters; i++)
+		err = launch_one(s, b, type, kn, i % b.copies, st);
+	if (cudaStreamEndCapture(st, &g) || err ||
+	    cudaGraphInstantiate(&ge, g, 0))
+		return -1;
+	for (int r = 0; r <= REPLAYS; r++) {
+		float t = 0;
+
+		cudaEventRecord(e0, st);
+		cudaGraphLaunch(ge, st);
+		cudaEventRecord(e1, st);
+		if (cudaEventSynchronize(e1) ||
+		    cudaEventElapsedTime(&t, e0, e1))
+			return -1;
+		if (r)
+			ms.push_back(t);
+	}
+	std::sort(ms.begin(), ms.end());
+	cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
+	cudaEventDestroy(e0), cudaEventDestroy(e1);
+	return ms[ms.size() / 2] * 1e3 / iters;
+}
+
+static double copy_gbs(void)
+{
+	void *a = NULL, *b = NULL;
+	cudaEvent_t e0, e1;
+	float ms, best = 1e30f;
+
+	cudaMalloc(&a, POOL_BYTES), cudaMalloc(&b, POOL_BYTES);
+	cudaMemset(a, 1, POOL_BYTES);
+	cudaEventCreate(&e0), cudaEventCreate(&e1);
+	for (int i = 0; i < 10; i++) {
+		cudaEventRecord(e0, 0);
+		cudaMemcpy(b, a, POOL_BYTES, cudaMemcpyDeviceToDevice);
+		cudaEventRecord(e1, 0);
+		cudaEventSynchronize(e1);
+		cudaEventElapsedTime(&ms, e0, e1);
+		best = ms < best ? ms : best;
+	}
+	cudaFree(a), cudaFree(b);
+	cudaEventDestroy(e0), cudaEventDestroy(e1);
+	return 2.0 * POOL_BYTES / (best * 1e-3) / 1e9;
+}
+
+/* Buffers for BYTES of weights a copy; BLK bytes a block with its f16
+ * scales at AT0 and AT1 (BLK 0: bf16, left random). */
+static int open_bufs(const shape &s, uint64_t bytes, uint32_t blk,
+		     uint32_t at0, uint32_t at1, bufs &b)
+{
+	uint64_t c = (POOL_BYTES + bytes - 1) / bytes;
+
+	b.bytes = bytes;
+	b.copies = (uint32_t)(c < 2 ? 2 : c > 64 ? 64 : c);
+	if (cudaMalloc(&b.w, bytes * b.copies + 16) ||
+	    cudaMalloc(&b.x, s.k * 2) || cudaMalloc(&b.y, s.n * 4ull))
+		return -1;
+	fill_words<<<1024, 256>>>((uint32_t *)b.w,
+				  (bytes * b.copies + 16) / 4, 12345);
+	if (blk)
+		fix_scales<<<1024, 256>>>(b.w, bytes * b.copies / blk, blk,
+					  at0, at1);
+	fill_bf16<<<8, 256>>>(b.x, s.k);
+	cudaMemset(b.y, 0, s.n * 4ull);
+	return cudaDeviceSynchronize() ? -1 : 0;
+}
+
+static void close_bufs(bufs &b)
+{
+	cudaFree(b.w), cudaFree(b.x), cudaFree(b.y);
+	b = bufs{};
+}
+
+/* The block bytes of TYPE and where its f16 scales lie. */
+static void block_of(enum o1_quant_type type, uint32_t *blk, uint32_t *at0,
+		     uint32_t *at1)
+{
+	switch (type) {
+	case O1_QUANT_Q8_0:
+		*blk = O1_QUANT_Q8_0_BYTES, *at0 = *at1 = 0;
+		break;
+	case O1_QUANT_Q4_0:
+		*blk = O1_QUANT_Q4_0_BYTES, *at0 = *at1 = 0;
+		break;
+	case O1_QUANT_Q4_K:
+		*blk = O1_QUANT_Q4_K_BYTES, *at0 = 0, *at1 = 2;
+		break;
+	default:
+		*blk = O1_QUANT_Q6_K_BYTES, *at0 = *at1 = 208;
+		break;
+	}
+}
+
+/* The old schedule's outputs and KN's over copy 0, bitwise: 1 same, 0
+ * not, -1 on an error. */
+static int same_bits(const shape &s, const bufs &b, enum o1_quant_type type,
+		     enum kernel kn, cudaStream_t st)
+{
+	std::vector<float> y0(s.n), y1(s.n);
+
+	if (launch_one(s, b, type, K_OLD, 0, st) ||
+	    cudaMemcpyAsync(y0.data(), b.y, s.n * 4ull, cudaMemcpyDeviceToHost,
+			    st) ||
+	    launch_one(s, b, type, kn, 0, st) ||
+	    cudaMemcpyAsync(y1.data(), b.y, s.n * 4ull, cudaMemcpyDeviceToHost,
+			    st) ||
+	    cudaStreamSynchronize(st))
+		return -1;
+	return memcmp(y0.data(), y1.data(), s.n * 4ull) ? 0 : 1;
+}
+
+static void report(const char *type, const shape &s, enum kernel kn,
+		   double mb, double us, double bw, double ref_us)
+{
+	printf("%-5s %-5s %7u %6u %-4s %8.1f MB %9.2f us %6.0f GB/s %5.1f%% "
+	       "copy",
+	       type, s.name, s.n, s.k, kernel_name[kn], mb, us, mb * 1e3 / us,
+	       100.0 * mb * 1e3 / us / bw);
+	if (ref_us > 0)
+		printf("  x%.2f vs old", ref_us / us);
+	printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const option opts[] = {{"iters", required_argument, NULL, 'i'},
+				      {"types", required_argument, NULL, 't'},
+				      {0, 0, 0, 0}};
+	uint32_t iters = 20;
+	const char *want = "q8_0,q4_0,q4_k,q6_k";
+	int opt, rc = 0;
+	cudaStream_t st;
+	double bw;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt == 'i')
+			iters = (uint32_t)strtoul(optarg, NULL, 10);
+		else if (opt == 't')
+			want = optarg;
+		else {
+			fprintf(stderr, "usage: bench_gemv_q [--iters N] "
+					"[--types q8_0,q4_0,q4_k,q6_k]\n");
+			return 2;
+		}
+	}
+	if (o1_cuda_probe() || !iters) {
+		fprintf(stderr, "bench_gemv_q: no CUDA device\n");
+		return 1;
+	}
+	cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+	bw = copy_gbs();
+	printf("bench_gemv_q: copy bandwidth %.0f GB/s, %u multiprocessors, "
+	       "%u launches a graph, median of %d replays, 1 input row\n",
+	       bw, o1_cuda_sm_count(), iters, REPLAYS);
+	for (const shape &s : shapes) {
+		bufs b = {};
+		double mb = (double)s.n * s.k * 2 / 1e6, us;
+
+		if (open_bufs(s, (uint64_t)s.n * s.k * 2, 0, 0, 0, b))
+			goto nomem;
+		us = time_kernel(s, b, O1_QUANT_Q8_0, K_BF16, iters, st);
+		report("bf16", s, K_BF16, mb, us, bw, 0);
+		close_bufs(b);
+		for (const auto &t : types) {
+			uint32_t blk, at0, at1;
+			uint64_t rb;
+			double old_us = 0;
+
+			if (!strstr(want, t.name))
+				continue;
+			block_of(t.type, &blk, &at0, &at1);
+			if (o1_quant_row_bytes(t.type, s.k, &rb) ||
+			    open_bufs(s, rb * s.n, blk, at0, at1, b))
+				goto nomem;
+			mb = (double)rb * s.n / 1e6;
+			for (int kn = K_OLD; kn <= K_3B; kn++) {
+				us = time_kernel(s, b, t.type, (enum kernel)kn,
+						 iters, st);
+				if (us <= 0) {
+					fprintf(stderr, "bench_gemv_q: %s %s "
+							"failed\n",
+						t.name, kernel_name[kn]);
+					rc = 1;
+					continue;
+				}
+				report(t.name, s, (enum kernel)kn, mb, us, bw,
+				       old_us);
+				if (kn == K_OLD)
+					old_us = us;
+			}
+			for (int kn = K_NEW; kn <= K_3B; kn++) {
+				int same = same_bits(s, b, t.type,
+						     (enum kernel)kn, st);
+
+				printf("%-5s %-5s bits old vs %s: %s\n",
+				       t.name, s.name, kernel_name[kn],
+				       same > 0 ? "same"
+				       : same	? "ERROR"
+						: "DIFFER");
+				rc |= same <= 0;
+			}
+			close_bufs(b);
+		}
+	}
+	return rc || cudaGetLastError() ? 1 : 0;
+nomem:
+	fprintf(stderr, "bench_gemv_q: cannot allocate\n");
+	return 1;
+}
