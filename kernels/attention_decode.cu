@@ -57,10 +57,10 @@ extern "C" {
 #define DEC_MAX_SPLITS	 32
 #define DEC_TICKETS	 2048 /* (row, block column) pairs of a split launch */
 #define DEC_LOG2E	 1.4426950408889634f
-#define DEC_WARPS	 4 /* defaults (o1_attn_decode_tune) */
+/* defaults (o1_attn_decode_tune); the warps a block: dec_warps */
 #define DEC_SPLIT_ROUNDS 1
 #define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
-#define DEC_HEADS	 DEC_HG
+#define DEC_HEADS	 4
 #define DEC_FLAT	 false
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
@@ -537,6 +537,18 @@ static uint32_t dec_pick_splits(const dec_dev &a, uint32_t rows,
 	return s ? s : 1;
 }
 
+/* Warps a block by the launch's rows, from bench_decode_attn --sweep on the
+ * H200 (2026-12-01, three head shapes, contexts 128-4096): a lone row wants
+ * the most warps on its few positions (8b, 130 positions: 9.3 against 11.2
+ * us with 4), a full batch the fewest (256 rows: 1 warp 67 against 86 us
+ * with 4), 64 rows two (22.6 against 41.3 us). With at most 4 heads a block
+ * (DEC_HEADS) for the same reason: qwen2.5-0.5b's group of 7 in blocks of 4
+ * and 3 took 7.9 us where a block of 7 took 12.5. */
+static uint32_t dec_warps(uint32_t n_rows)
+{
+	return n_rows <= 8 ? 8 : n_rows <= 128 ? 2 : 1;
+}
+
 extern "C" int o1_attention_decode_cuda(
     uint16_t *out, const float *q, const uint16_t *k_cache,
     const uint16_t *v_cache, const struct o1_attn_dims *d,
@@ -544,7 +556,8 @@ extern "C" int o1_attention_decode_cuda(
     float *scratch, uint64_t scratch_floats, uint32_t skip_new,
     const struct o1_attn_decode_tune *tune, bool pdl, cudaStream_t stream)
 {
-	uint32_t warps = tune && tune->warps ? tune->warps : DEC_WARPS;
+	uint32_t warps =
+	    tune && tune->warps ? tune->warps : dec_warps(n_rows);
 	uint32_t rounds =
 	    tune && tune->split_rounds ? tune->split_rounds : DEC_SPLIT_ROUNDS;
 	uint32_t target =

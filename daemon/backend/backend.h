@@ -129,11 +129,14 @@ struct o1_backend_config {
 	 * kernels/gemv_q8.h bounds the difference); true = f32 (each weight
 	 * dequantized in registers and multiplied in f32, gemv_q.h). */
 	bool cuda_quant_f32;
-	/* CUDA backend, products of more rows on block weights: false =
-	 * gemm_q.cu's tensor-core kernel (the default); true = each matrix
-	 * dequantized to bf16 tiles and multiplied by cuBLAS (the slower
-	 * fallback, kept to compare). */
-	bool cuda_quant_tiles;
+	/* CUDA backend, products of more rows on block weights: false = each
+	 * matrix dequantized to bf16 tiles of cuda_quant_tile_bytes (0:
+	 * QTILE_BYTES, the most) multiplied by cuBLAS (the default); true =
+	 * gemm_q.cu's tensor-core kernel, 2.6-7x slower than the tiles on the
+	 * H200 (docs/PERFORMANCE.md), kept as the start of an in-kernel
+	 * product. */
+	bool cuda_quant_mma;
+	uint32_t cuda_quant_tile_bytes;
 	/* CUDA backend with graphs (config cuda.autotune, off by default):
 	 * times the decode products' launch setups and cuBLASLt algorithms
 	 * per bucket at create, for at most cuda_autotune_ms of load time

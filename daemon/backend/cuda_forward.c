@@ -56,11 +56,12 @@
  * per part (a fused output's parts in their column ranges): by default
  * its int8 path (the input quantized per 32 elements in the kernel,
  * __dp4a on the blocks' integers: kernels/gemv_q8.h), with
- * cfg.cuda_quant_f32 dequantizing in registers in f32; a larger one is
- * gemm_q.cu's tensor-core product (weight tiles dequantized to bf16 in shared
- * memory), or, with cfg.cuda_quant_tiles or a shape it refuses, dequantizes
- * each part QTILE_BYTES of bf16 at a time into the tile scratch (quant.cu) and
- * multiplies each tile with cuBLAS into its columns. The embedding gathers from
+ * cfg.cuda_quant_f32 dequantizing in registers in f32; a larger one
+ * dequantizes each part cfg.cuda_quant_tile_bytes (at most QTILE_BYTES) of
+ * bf16 at a time into the tile scratch (quant.cu) and multiplies each tile
+ * with cuBLAS into its columns, or with cfg.cuda_quant_mma is gemm_q.cu's
+ * tensor-core product (weight tiles dequantized to bf16 in shared memory;
+ * slower so far). The embedding gathers from
  * the block table. With the int8 path the fused decode products take block
  * matrices too (gemv_q.cu's fused variants, the bits of the unfused kernels):
  * the QKV parts over the RMSNorm of x (then RoPE and the KV write, a kernel of
@@ -236,7 +237,11 @@ static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
 		   uint32_t k)
 {
 	const float one = 1.0f, zero = 0.0f;
-	uint32_t per = QTILE_BYTES / 2 / k;
+	uint32_t bytes = s->cfg.cuda_quant_tile_bytes &&
+				 s->cfg.cuda_quant_tile_bytes < QTILE_BYTES
+			     ? s->cfg.cuda_quant_tile_bytes
+			     : QTILE_BYTES;
+	uint32_t per = bytes / 2 / k ? bytes / 2 / k : 1;
 	int err = 0;
 
 	for (uint32_t r0 = 0; !err && r0 < p->rows; r0 += per) {
@@ -259,8 +264,8 @@ static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
 }
 
 /* y (m,n) f32 = x (m,k) bf16 . W^T for W in blocks (Q): gemv_q.cu for up
- * to O1_GEMV_MAX_ROWS rows, gemm_q.cu above, the tile path above that with
- * cfg.cuda_quant_tiles or for a shape gemm_q.cu refuses. */
+ * to O1_GEMV_MAX_ROWS rows, the tile path above that, or gemm_q.cu with
+ * cfg.cuda_quant_mma where it takes the shape. */
 static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 		  const struct cuda_qmat *q, uint32_t m, uint32_t n, uint32_t k)
 {
@@ -274,7 +279,7 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 						     : o1_gemv_q8_cuda)(
 			    y + p->col0, x, p->w, p->type, m, p->rows, k, n,
 			    step_pdl(s, m), s->stream);
-		else if (!s->cfg.cuda_quant_tiles &&
+		else if (s->cfg.cuda_quant_mma &&
 			 o1_gemm_q_fits(p->type, p->rows, k))
 			err = o1_gemm_q_cuda(y + p->col0, x, p->w, p->type, m,
 					     p->rows, k, n, step_pdl(s, m),

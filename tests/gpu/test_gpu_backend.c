@@ -30,13 +30,13 @@
  * shape, whose rows of 896 make q4_k_m fall back to Q8_0 in places): the
  * CUDA backend's block products (gemv_q.cu for the decode steps: by
  * default its int8 path with the fused variants, whose inputs are
- * quantized per 32 elements, kernels/gemv_q8.h; gemm_q.cu's tensor-core
- * product for the 17-row chunks) against the CPU backend's on the same
+ * quantized per 32 elements, kernels/gemv_q8.h; bf16 tiles and cuBLAS
+ * for the 17-row chunks) against the CPU backend's on the same
  * blocks, with the same bounds: the difference is the GPU's bf16 activations, KV and
  * tiles as for a bf16 model, and the int8 inputs (well inside the bound:
  * gemv_q8.h). Once more with cfg.cuda_quant_f32 (cuda.quant_dot = f32:
- * quant.h's values in f32, unfused), with cfg.cuda_quant_tiles (the
- * 17-row chunks on bf16 tiles and cuBLAS) and with cfg.dequantize
+ * quant.h's values in f32, unfused), with cfg.cuda_quant_mma (the
+ * 17-row chunks on gemm_q.cu's tensor-core product) and with cfg.dequantize
  * (model.dequantize = bf16): the old dequantize-at-load.
  * Exit 77 without a CUDA device; the hf models are skipped without
  * ../shared. */
@@ -82,7 +82,7 @@ struct stats {
 static uint64_t rng = 1234;
 static bool dequantize; /* the CUDA side's cfg.dequantize */
 static bool quant_f32;	/* the CUDA side's cfg.cuda_quant_f32 */
-static bool quant_tiles; /* the CUDA side's cfg.cuda_quant_tiles */
+static bool quant_mma; /* the CUDA side's cfg.cuda_quant_mma */
 
 static uint32_t urand(uint32_t n)
 {
@@ -103,7 +103,7 @@ static void side_open(struct side *sd, enum o1_backend_kind k,
 	cfg.graphs_enabled = k == O1_BACKEND_CUDA;
 	cfg.dequantize = k == O1_BACKEND_CUDA && dequantize;
 	cfg.cuda_quant_f32 = k == O1_BACKEND_CUDA && quant_f32;
-	cfg.cuda_quant_tiles = k == O1_BACKEND_CUDA && quant_tiles;
+	cfg.cuda_quant_mma = k == O1_BACKEND_CUDA && quant_mma;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -395,10 +395,10 @@ static void test_quantized(void **state)
 	quant_f32 = true;
 	check_model("llama3.2-1b x2 layers q4_k_m, f32 block products", path);
 	quant_f32 = false;
-	quant_tiles = true;
-	check_model("llama3.2-1b x2 layers q4_k_m, bf16 tiles and cuBLAS",
+	quant_mma = true;
+	check_model("llama3.2-1b x2 layers q4_k_m, gemm_q.cu's tensor cores",
 		    path);
-	quant_tiles = false;
+	quant_mma = false;
 	dequantize = true;
 	check_model("llama3.2-1b x2 layers q4_k_m, dequantized at load", path);
 	dequantize = false;

@@ -41,11 +41,13 @@
  * changes nothing for a model without block weights. The RESULT line
  * ends with quant_dot=int8|f32.
  *
- * --quant-gemm (default mma) sets cfg.cuda_quant_tiles: the products of
- * more than O1_GEMV_MAX_ROWS rows on GGUF block weights (prefill, batched
- * decode) on gemm_q.cu's tensor-core kernel, or (tiles) dequantized to
- * bf16 tiles and multiplied by cuBLAS. The RESULT line ends with
- * quant_gemm=mma|tiles.
+ * --quant-gemm (default tiles, the backend's default) sets
+ * cfg.cuda_quant_mma: the products of more than O1_GEMV_MAX_ROWS rows on
+ * GGUF block weights (prefill, batched decode) dequantized to bf16 tiles
+ * and multiplied by cuBLAS, or (mma) on gemm_q.cu's tensor-core kernel;
+ * --quant-tile-mb N sets the tiles' size (cfg.cuda_quant_tile_bytes, at
+ * most 64). The RESULT line ends with quant_gemm=tiles|mma and
+ * quant_tile_mb=N (0: the default).
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
@@ -99,7 +101,8 @@ struct bench_args {
 	int graphs, pdl, fusion, autotune; /* 0 off, 1 on, 2 both */
 	int quant_dot;			   /* 0 int8, 1 f32, 2 both */
 	bool device_sample;
-	bool quant_tiles; /* --quant-gemm tiles */
+	bool quant_mma;	       /* --quant-gemm mma */
+	uint32_t quant_tile_mb; /* --quant-tile-mb */
 };
 
 /* One run's switches. */
@@ -119,7 +122,6 @@ struct bench_run {
 	struct o1_sample_result res[MAX_BATCH]; /* --sample device */
 	uint32_t vocab, total, batch;
 	bool device_sample;
-	bool quant_tiles; /* --quant-gemm tiles */
 };
 
 static double now_s(void)
@@ -215,6 +217,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"autotune", required_argument, NULL, 'a'},
 	    {"quant-dot", required_argument, NULL, 'q'},
 	    {"quant-gemm", required_argument, NULL, 'Q'},
+	    {"quant-tile-mb", required_argument, NULL, 'M'},
 	    {0},
 	};
 	int opt;
@@ -223,7 +226,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->pdl = a->fusion = 1;
 	a->autotune = 0;
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
-	a->quant_tiles = false;
+	a->quant_mma = false, a->quant_tile_mb = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -248,9 +251,18 @@ static int parse(int argc, char **argv, struct bench_args *a)
 			continue;
 		}
 		if (opt == 'Q') {
-			a->quant_tiles = !strcmp(optarg, "tiles");
-			if (!a->quant_tiles && strcmp(optarg, "mma"))
+			a->quant_mma = !strcmp(optarg, "mma");
+			if (!a->quant_mma && strcmp(optarg, "tiles"))
 				return -EINVAL;
+			continue;
+		}
+		if (opt == 'M') {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || v < 1 || v > 64)
+				return -EINVAL;
+			a->quant_tile_mb = (uint32_t)v;
 			continue;
 		}
 		if (opt == 's') {
@@ -297,7 +309,8 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_no_fusion = !md->fusion,
 	    .cuda_autotune = md->autotune,
 	    .cuda_quant_f32 = md->quant_f32,
-	    .cuda_quant_tiles = a->quant_tiles,
+	    .cuda_quant_mma = a->quant_mma,
+	    .cuda_quant_tile_bytes = a->quant_tile_mb << 20,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -463,7 +476,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "%.0f steps/s, %.1f%% of it; prefill %.2f ms (%.0f tok/s)\n"
 	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
-	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s\n",
+	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
+	       "quant_tile_mb=%u\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -475,7 +489,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
 	       k, lo, hi, bw * 1e9 / wb, on_off(md->autotune),
 	       md->quant_f32 ? "f32" : "int8",
-	       a->quant_tiles ? "tiles" : "mma");
+	       a->quant_mma ? "mma" : "tiles", a->quant_tile_mb);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -567,7 +581,7 @@ int main(int argc, char **argv)
 				"[--reps N (<= 16)] [--sample host|device] "
 				"[--autotune on|off|both] "
 				"[--quant-dot int8|f32|both] "
-				"[--quant-gemm mma|tiles]\n");
+				"[--quant-gemm tiles|mma] [--quant-tile-mb N]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */
