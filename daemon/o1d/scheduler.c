@@ -1530,10 +1530,11 @@ static uint64_t clock_of(const struct o1_sched *s)
 	return s->o.clock_ns ? s->o.clock_ns(s->o.step_ctx) : now_ns();
 }
 
-/* Teaches the prefill budget the step's time: its forward pass and the
- * host work after it (sampling, page keys), which the streams wait on
- * too. */
-static void observe_step(struct o1_sched *s, uint64_t ns)
+/* Teaches the prefill budget the step's time NS: its forward pass
+ * (FORWARD_NS, logged apart so that a slow step shows which half it was)
+ * and the host work after it (sampling, page keys), which the streams
+ * wait on too. */
+static void observe_step(struct o1_sched *s, uint64_t ns, uint64_t forward_ns)
 {
 	uint32_t rows = 0, tokens = 0, big = 0, ctx = 0;
 
@@ -1555,14 +1556,15 @@ static void observe_step(struct o1_sched *s, uint64_t ns)
 	o1_prefill_budget_observe(&s->pb, rows, tokens, ctx, ns);
 	if (rows && tokens)
 		o1_debug("prefill budget: %u decode rows + %u prompt tokens "
-			 "(at %u): %.1f us",
-			 rows, tokens, ctx, (double)ns / 1e3);
+			 "(at %u): %.1f us (forward %.1f us)",
+			 rows, tokens, ctx, (double)ns / 1e3,
+			 (double)forward_ns / 1e3);
 }
 
 int o1_sched_step(struct o1_sched *s)
 {
 	struct seq *first;
-	uint64_t t0 = 0;
+	uint64_t t0 = 0, t1 = 0;
 	int err = 0;
 
 	reap(s, s->running, &s->n_running);
@@ -1579,10 +1581,12 @@ int o1_sched_step(struct o1_sched *s)
 		t0 = clock_of(s);
 	if (s->n_batch)
 		err = run_batch(s);
+	if (s->n_batch && s->pb.ratio)
+		t1 = clock_of(s);
 	if (s->n_batch && !err) {
 		after_step(s);
 		if (s->pb.ratio)
-			observe_step(s, clock_of(s) - t0);
+			observe_step(s, clock_of(s) - t0, t1 - t0);
 	}
 	update_gauges(s);
 	return err ? err : (int)s->n_batch;

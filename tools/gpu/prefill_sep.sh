@@ -5,8 +5,8 @@
 # 2048/0"): B/K is scheduler.prefill_chunk_tokens=B and
 # prefill_tokens_per_decode=K with the time budget off
 # (prefill_time_ratio=0; 2048/0 = the whole max_batch_tokens, prefill never
-# held back, as before the separation); "time" is o1d's default (the budget
-# set by time, scheduler.prefill_time_ratio, under the default token caps),
+# held back, as before the separation); "time" is the budget set by time
+# (scheduler.prefill_time_ratio=1, off by default, under the token caps),
 # "time:R" the same with ratio R (a step with prefill <= (1 + R) x a decode
 # step); each time running
 #  1. o1bench run --long: SEP_STREAMS (64) streams of 128-word prompts
@@ -53,7 +53,7 @@ rc=0
 
 budget_sets() { # B/K | time | time:R: o1d's --set options for it
   case $1 in
-    time) ;;
+    time) echo "--set scheduler.prefill_time_ratio=1" ;;
     time:*) echo "--set scheduler.prefill_time_ratio=${1#time:}" ;;
     */*) echo "--set scheduler.prefill_time_ratio=0" \
       "--set scheduler.prefill_chunk_tokens=${1%/*}" \
