@@ -26,7 +26,11 @@
  * through wrongly: year 0000 (which ISO 8601 admits only by agreement,
  * and validators refuse), and leap seconds other than 23:59:60 in UTC
  * (one at another minute, or under an offset, is valid only at the
- * matching local time, which this grammar does not work out).
+ * matching local time, which this grammar does not work out). A time's
+ * fraction of a second has 1 to 9 digits: RFC 3339 sets no limit, but
+ * nanoseconds are the finest any clock or date library keeps (a tenth
+ * digit is noise to every reader), and without a cap a model could write
+ * digits until max_tokens, as the number caps above prevent elsewhere.
  */
 #include "grammar/grammar_schema_int.h"
 
@@ -348,8 +352,9 @@ static const char format_rules[] =
 	"fmt-leap ::= [0-9]{2} ( \"0\" [48] | [2468] [048] | [13579] [26] ) "
 	"| ( \"0\" [48] | [2468] [048] | [13579] [26] ) \"00\"\n"
 	"fmt-time ::= ( ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" "
-	"[0-5] [0-9] ( \".\" [0-9]+ )? ( [Zz] | [+-] ( [01] [0-9] | \"2\" "
-	"[0-3] ) \":\" [0-5] [0-9] ) ) | \"23:59:60\" ( \".\" [0-9]+ )? "
+	"[0-5] [0-9] ( \".\" [0-9]{1,9} )? ( [Zz] | [+-] ( [01] [0-9] | "
+	"\"2\" [0-3] ) \":\" [0-5] [0-9] ) ) | \"23:59:60\" ( \".\" "
+	"[0-9]{1,9} )? "
 	"( [Zz] | [+-] \"00:00\" )\n"
 	"fmt-octet ::= [0-9] | [1-9] [0-9] | \"1\" [0-9]{2} | \"2\" [0-4] "
 	"[0-9] | \"25\" [0-5]\n"

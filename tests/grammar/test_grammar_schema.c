@@ -501,6 +501,13 @@ static void test_arrays_and_strings(void **state)
 			       "\"23:59:60z\"", NULL},
 	      (const char *[]){"\"08:50:60+17:48\"", "\"21:25:40\"",
 			       "\"21:60:00Z\"", NULL});
+	/* fractions of a second: 1 to 9 digits (nanoseconds), the leap
+	 * second's too */
+	check("{\"type\":\"string\",\"format\":\"time\"}", NULL,
+	      (const char *[]){"\"21:25:40.5Z\"", "\"21:25:40.123456789Z\"",
+			       "\"23:59:60.123456789Z\"", NULL},
+	      (const char *[]){"\"21:25:40.1234567890Z\"", "\"21:25:40.Z\"",
+			       "\"23:59:60.0000000000Z\"", NULL});
 	check("{\"type\":\"string\",\"format\":\"uuid\"}", NULL,
 	      (const char *[]){"\"123e4567-e89b-12d3-a456-426614174000\"",
 			       NULL},
