@@ -14,8 +14,16 @@
  * \\ \" \xNN \uNNNN \UNNNNNNNN), [class] of code points with ranges and ^
  * for the complement, . (any code point), a rule name, ( ... ) groups,
  * postfix * + ? {n} {n,} {n,m}. Classes and literals are code points, so
- * everything a grammar accepts is valid UTF-8; the matcher runs over the
+ * every text a grammar accepts is valid UTF-8; the matcher runs over the
  * UTF-8 bytes, so a token may end inside a character.
+ *
+ * One item names a control token: @"[TOOL_CALLS]" is the vocabulary's
+ * control token of that text (O1_GRAMMAR_TOKEN_CONTROL), that one token
+ * and never the text spelled out. It stands for the bytes 0xFF NAME 0xFF,
+ * which no UTF-8 text contains, so a grammar allows a control token only
+ * where it names it (the tool-call markers of grammar_tools.h), and text
+ * tokens with a 0xFF byte (byte fallback) are never allowed. A name the
+ * vocabulary does not hold as a control token matches no token.
  *
  * Refused at compile time (an error with line:col): syntax errors,
  * undefined or doubly defined rules, left recursion (a rule that can reach
@@ -74,6 +82,8 @@ enum o1_grammar_token_kind {
 	O1_GRAMMAR_TOKEN_TEXT,	 /* its bytes are output text */
 	O1_GRAMMAR_TOKEN_END,	 /* ends the output (EOS, <|eot_id|>) */
 	O1_GRAMMAR_TOKEN_IGNORE, /* never allowed (other control tokens) */
+	O1_GRAMMAR_TOKEN_CONTROL, /* a control token, its bytes its name:
+				   * allowed only where a grammar names it */
 };
 
 /* A vocabulary of N tokens: token i is LENS[i] bytes at BYTES[i] (copied)
@@ -84,7 +94,12 @@ int o1_grammar_vocab_create(uint32_t n, const uint8_t *const *bytes,
 			    struct o1_grammar_vocab **out);
 void o1_grammar_vocab_destroy(struct o1_grammar_vocab *v);
 uint32_t o1_grammar_vocab_size(const struct o1_grammar_vocab *v);
-/* Token ID's bytes (owned by V) and *LEN; NULL for an id out of range. */
+/* The id of the control token named LEN bytes at NAME, or -1 when V has
+ * none of that name (a scan of the vocabulary: for compiling). */
+int32_t o1_grammar_vocab_control(const struct o1_grammar_vocab *v,
+				 const char *name, size_t len);
+/* Token ID's bytes (owned by V) and *LEN, a control token's name; NULL
+ * for an id out of range. */
 const uint8_t *o1_grammar_vocab_token(const struct o1_grammar_vocab *v,
 				      uint32_t id, uint32_t *len);
 /* Token ID's enum o1_grammar_token_kind; -EINVAL for an id out of range. */

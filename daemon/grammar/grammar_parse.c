@@ -307,6 +307,46 @@ static int parse_literal(struct lexer *lx, uint32_t *out)
 	return 0;
 }
 
+static int push_byte(struct gparse *p, uint8_t c)
+{
+	uint8_t *b = grow(p->bytes, &p->cap_bytes, p->n_bytes + 1, 1);
+
+	if (!b)
+		return -ENOMEM;
+	p->bytes = b;
+	p->bytes[p->n_bytes++] = c;
+	return 0;
+}
+
+/* @"NAME": a control token, the literal 0xFF NAME 0xFF (grammar.h). */
+static int parse_control(struct lexer *lx, uint32_t *out)
+{
+	struct gparse *p = lx->p;
+	uint32_t line = lx->line, col = lx->col, off = p->n_bytes;
+	int rc;
+
+	advance(lx); /* the '@' */
+	if (peek(lx) != '"')
+		return lx_fail(lx, "expected a token's name in quotes after @");
+	rc = push_byte(p, 0xff);
+	rc = rc ?: parse_literal(lx, out);
+	rc = rc ?: push_byte(p, 0xff);
+	if (rc)
+		return rc;
+	if (p->n_bytes - off == 2)
+		return gr_fail(lx->err, -O1_E_FORMAT, line, col,
+			       "a control token's name is empty");
+	if (p->n_bytes - off > GR_MAX_TOKEN)
+		return gr_fail(lx->err, -O1_E_FORMAT, line, col,
+			       "a control token's name is over %u bytes",
+			       GR_MAX_TOKEN - 2);
+	p->ast[*out].a = off;
+	p->ast[*out].b = p->n_bytes - off;
+	p->ast[*out].line = line;
+	p->ast[*out].col = col;
+	return 0;
+}
+
 static int cmp_range(const void *a, const void *b)
 {
 	const struct gcp_range *x = a, *y = b;
@@ -527,6 +567,8 @@ static int parse_primary(struct lexer *lx, int depth, uint32_t *out)
 	switch (peek(lx)) {
 	case '"':
 		return parse_literal(lx, out);
+	case '@':
+		return parse_control(lx, out);
 	case '[':
 		return parse_class(lx, out);
 	case '.':

@@ -1,12 +1,19 @@
 /* The grammar vocabulary of a tokenizer: every token's output bytes, the
- * tokens that end a turn as end tokens, other control tokens ignored
- * (a grammar never allows them). Built once per model.
+ * tokens that end a turn as end tokens, the tool-call markers that are
+ * control tokens as control tokens (a grammar allows one only where it
+ * names it: grammar_tools.h), other control tokens ignored (a grammar
+ * never allows them). Only the markers are nameable because only their
+ * text reaches the client (the detokenizer keeps it for requests with
+ * tools, tool_call.h); any other control token would vanish from the
+ * output. Built once per model.
  */
 #include "grammar/grammar_tokenizer.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tokenizer/tool_call.h"
 
 /* Control tokens that end the output besides the vocabulary's EOS. */
 static const char *const end_names[] = {
@@ -26,6 +33,9 @@ static uint8_t kind_of(const struct o1_tokenizer *t, int32_t id)
 	for (size_t i = 0; i < sizeof(end_names) / sizeof(end_names[0]); i++)
 		if (!strcmp(text, end_names[i]))
 			return O1_GRAMMAR_TOKEN_END;
+	for (const char *const *m = o1_tool_format_markers(); *m; m++)
+		if (!strcmp(text, *m))
+			return O1_GRAMMAR_TOKEN_CONTROL;
 	return O1_GRAMMAR_TOKEN_IGNORE;
 }
 
@@ -44,9 +54,15 @@ int o1_grammar_vocab_from_tokenizer(const struct o1_tokenizer *t,
 	for (uint32_t i = 0; i < n; i++) {
 		size_t len;
 
-		bytes[i] = o1_tokenizer_token_bytes(t, (int32_t)i, &len);
-		lens[i] = (uint32_t)len;
 		kinds[i] = kind_of(t, (int32_t)i);
+		if (kinds[i] == O1_GRAMMAR_TOKEN_CONTROL) { /* its name */
+			bytes[i] = (const uint8_t *)o1_tokenizer_token_text(
+			    t, (int32_t)i);
+			len = strlen((const char *)bytes[i]);
+		} else {
+			bytes[i] = o1_tokenizer_token_bytes(t, (int32_t)i, &len);
+		}
+		lens[i] = (uint32_t)len;
 	}
 	rc = o1_grammar_vocab_create(n, bytes, lens, kinds, out);
 out:

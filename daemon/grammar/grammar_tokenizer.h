@@ -1,8 +1,10 @@
 /* A grammar vocabulary (grammar.h) from the model's tokenizer: text
  * tokens are their decoded bytes; EOS and the control tokens that end a
  * turn (<|eot_id|>, <|eom_id|>, <|end_of_text|>, <|endoftext|>,
- * <|im_end|>, <|end|>, </s>) are end tokens; other control tokens are
- * never allowed. */
+ * <|im_end|>, <|end|>, </s>) are end tokens; the tool-call markers
+ * (o1_tool_format_markers) that are control tokens are control tokens,
+ * allowed where a grammar names them; other control tokens are never
+ * allowed. */
 #ifndef O1_GRAMMAR_TOKENIZER_H
 #define O1_GRAMMAR_TOKENIZER_H
 

@@ -3,7 +3,12 @@
  * whose name is a const and whose arguments are the tool's parameters),
  * let the schema compiler write its grammar, and replace the compiler's
  * first line ("root ::= sN", always its form) with the format's frame
- * around sN. The XML format is written here directly. */
+ * around sN. The XML format is written here directly. A marker
+ * ([TOOL_CALLS], <tool_call>, </tool_call>) that the vocabulary holds as
+ * a control token is named as that token (@"..."), never spelled out:
+ * the model was trained to emit the one token, the text would cost a
+ * dozen tokens off its training, and the reader takes either. Without
+ * such a token the text is the only form (the model was trained on it). */
 #include "grammar_tools.h"
 
 #include <cjson/cJSON.h>
@@ -214,16 +219,32 @@ static int calls_schema(enum o1_tool_format f, const cJSON *tools,
 	return 0;
 }
 
+/* Marker TEXT (no quote or backslash in it): the control token of
+ * that name where V has one, else the text. */
+static void marker(FILE *o, const struct o1_grammar_vocab *v,
+		   const char *text)
+{
+	bool ctl = v && o1_grammar_vocab_control(v, text, strlen(text)) >= 0;
+
+	fprintf(o, "%s\"%s\"", ctl ? "@" : "", text);
+}
+
 /* The frame of format F around the calls' rule CALLS. */
-static void frame(FILE *o, enum o1_tool_format f, const char *calls)
+static void frame(FILE *o, enum o1_tool_format f,
+		  const struct o1_grammar_vocab *v, const char *calls)
 {
 	switch (f) {
 	case O1_TOOL_HERMES:
-		fprintf(o, "root ::= \"<tool_call>\\n\" %s \"\\n</tool_call>\"\n",
-			calls);
+		fputs("root ::= ", o);
+		marker(o, v, "<tool_call>");
+		fprintf(o, " \"\\n\" %s \"\\n\" ", calls);
+		marker(o, v, "</tool_call>");
+		fputc('\n', o);
 		break;
 	case O1_TOOL_MISTRAL:
-		fprintf(o, "root ::= \"[TOOL_CALLS]\" %s\n", calls);
+		fputs("root ::= ", o);
+		marker(o, v, "[TOOL_CALLS]");
+		fprintf(o, " %s\n", calls);
 		break;
 	default: /* LLAMA3_JSON */
 		fprintf(o, "root ::= %s\n", calls);
@@ -232,6 +253,7 @@ static void frame(FILE *o, enum o1_tool_format f, const char *calls)
 }
 
 static int json_format(enum o1_tool_format f, const cJSON *tools,
+		       const struct o1_grammar_vocab *v,
 		       struct o1_grammar_error *err, FILE *o)
 {
 	cJSON *schema = NULL;
@@ -250,7 +272,7 @@ static int json_format(enum o1_tool_format f, const cJSON *tools,
 		rc = fail(err, -O1_E_FORMAT, "unexpected schema grammar");
 	if (!rc) {
 		snprintf(calls, sizeof(calls), "s%u", id);
-		frame(o, f, calls);
+		frame(o, f, v, calls);
 		fputs(nl + 1, o);
 	}
 	free(text);
@@ -362,18 +384,22 @@ static int xml_params_ok(const cJSON *params, int i,
 	return 0;
 }
 
-static int xml_format(const cJSON *tools, struct o1_grammar_error *err,
-		      FILE *o)
+static int xml_format(const cJSON *tools, const struct o1_grammar_vocab *v,
+		      struct o1_grammar_error *err, FILE *o)
 {
 	const cJSON *t;
 	const char *name;
 	const cJSON *params;
 	int i = 0, rc;
 
-	fputs("root ::= \"<tool_call>\\n\" (", o);
+	fputs("root ::= ", o);
+	marker(o, v, "<tool_call>");
+	fputs(" \"\\n\" (", o);
 	for (int k = 0; k < cJSON_GetArraySize(tools); k++)
 		fprintf(o, "%sf%d", k ? " | " : "", k);
-	fputs(") \"</tool_call>\"\n", o);
+	fputs(") ", o);
+	marker(o, v, "</tool_call>");
+	fputc('\n', o);
 	cJSON_ArrayForEach(t, tools)
 	{
 		rc = tool_at(t, i, err, &name, &params);
@@ -389,6 +415,15 @@ static int xml_format(const cJSON *tools, struct o1_grammar_error *err,
 int o1_grammar_from_tools(enum o1_tool_format f, const char *tools,
 			  size_t len, struct o1_grammar_error *err,
 			  char **text, size_t *text_len)
+{
+	return o1_grammar_from_tools_for(f, tools, len, NULL, err, text,
+					 text_len);
+}
+
+int o1_grammar_from_tools_for(enum o1_tool_format f, const char *tools,
+			      size_t len, const struct o1_grammar_vocab *v,
+			      struct o1_grammar_error *err, char **text,
+			      size_t *text_len)
 {
 	cJSON *list = NULL;
 	char *buf = NULL;
@@ -411,8 +446,8 @@ int o1_grammar_from_tools(enum o1_tool_format f, const char *tools,
 		cJSON_Delete(list);
 		return fail(err, -ENOMEM, "out of memory");
 	}
-	rc = f == O1_TOOL_XML ? xml_format(list, err, o)
-			      : json_format(f, list, err, o);
+	rc = f == O1_TOOL_XML ? xml_format(list, v, err, o)
+			      : json_format(f, list, v, err, o);
 	if (fclose(o) && !rc)
 		rc = fail(err, -ENOMEM, "out of memory");
 	cJSON_Delete(list);
@@ -429,9 +464,17 @@ int o1_grammar_compile_tools(enum o1_tool_format f, const char *tools,
 			     size_t len, struct o1_grammar_error *err,
 			     struct o1_grammar **out)
 {
+	return o1_grammar_compile_tools_for(f, tools, len, NULL, err, out);
+}
+
+int o1_grammar_compile_tools_for(enum o1_tool_format f, const char *tools,
+				 size_t len, const struct o1_grammar_vocab *v,
+				 struct o1_grammar_error *err,
+				 struct o1_grammar **out)
+{
 	char *text;
 	size_t n;
-	int rc = o1_grammar_from_tools(f, tools, len, err, &text, &n);
+	int rc = o1_grammar_from_tools_for(f, tools, len, v, err, &text, &n);
 
 	*out = NULL;
 	if (rc)

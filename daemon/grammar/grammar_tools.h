@@ -22,6 +22,11 @@
  * `$ref`s inside parameters ("#/...") are read relative to the
  * parameters, as a tool's author wrote them.
  *
+ * The markers ([TOOL_CALLS], <tool_call>, </tool_call>) are text, or,
+ * given a vocabulary that holds one as a control token (Mistral v3 and
+ * later: [TOOL_CALLS]; grammar_tokenizer.h), that single token and never
+ * its text spelled out.
+ *
  * The tools list is OpenAI's: [{"type": "function", "function": {"name",
  * "description"?, "parameters"?}}, ...], 1 to O1_GRAMMAR_TOOLS_MAX tools,
  * names non-empty and at most 256 bytes; parameters absent means any
@@ -50,5 +55,17 @@ int o1_grammar_from_tools(enum o1_tool_format f, const char *tools,
 int o1_grammar_compile_tools(enum o1_tool_format f, const char *tools,
 			     size_t len, struct o1_grammar_error *err,
 			     struct o1_grammar **out);
+
+/* Both for vocabulary V (NULL: markers as text, as above): a marker V
+ * holds as a control token is that token. V is only read during the
+ * call; the grammar is for V alone. */
+int o1_grammar_from_tools_for(enum o1_tool_format f, const char *tools,
+			      size_t len, const struct o1_grammar_vocab *v,
+			      struct o1_grammar_error *err, char **text,
+			      size_t *text_len);
+int o1_grammar_compile_tools_for(enum o1_tool_format f, const char *tools,
+				 size_t len, const struct o1_grammar_vocab *v,
+				 struct o1_grammar_error *err,
+				 struct o1_grammar **out);
 
 #endif

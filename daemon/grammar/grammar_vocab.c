@@ -6,10 +6,16 @@
  * contiguous range [i, skip[i]) and a walk that rejects a prefix jumps
  * over everything below it. Tokens with equal bytes share a node. Empty
  * tokens and tokens over GR_MAX_TOKEN bytes are left out (never allowed).
+ *
+ * A control token is held as 0xFF NAME 0xFF, the bytes a grammar's
+ * @"NAME" item stands for (grammar.h); a text token with a 0xFF byte is
+ * never allowed (no UTF-8 text has one, so no grammar could allow it
+ * anyway), which keeps byte-fallback tokens from spelling that form.
  */
 #include "grammar/grammar_int.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,13 +35,28 @@ static int cmp_token(const void *a, const void *b, void *arg)
 	return x < y ? -1 : 1;
 }
 
+/* Token I's kind as held: out-of-range kinds, tokens too long and text
+ * with a 0xFF byte are ignored. */
+static uint8_t held_kind(const uint8_t *bytes, uint32_t len, uint8_t k)
+{
+	if (k > O1_GRAMMAR_TOKEN_CONTROL)
+		return O1_GRAMMAR_TOKEN_IGNORE;
+	if (k == O1_GRAMMAR_TOKEN_TEXT &&
+	    (len > GR_MAX_TOKEN || (len && memchr(bytes, 0xff, len))))
+		return O1_GRAMMAR_TOKEN_IGNORE;
+	if (k == O1_GRAMMAR_TOKEN_CONTROL &&
+	    (!len || len > GR_MAX_TOKEN - 2 || memchr(bytes, 0xff, len)))
+		return O1_GRAMMAR_TOKEN_IGNORE;
+	return k;
+}
+
 static int copy_tokens(struct o1_grammar_vocab *v, const uint8_t *const *bytes,
 		       const uint32_t *lens, const uint8_t *kinds)
 {
 	size_t total = 0;
 
 	for (uint32_t i = 0; i < v->n_tokens; i++)
-		total += lens[i];
+		total += lens[i] + 2u; /* room for a control token's 0xFFs */
 	if (total > UINT32_MAX)
 		return -EINVAL;
 	v->kind = malloc(v->n_tokens);
@@ -47,17 +68,20 @@ static int copy_tokens(struct o1_grammar_vocab *v, const uint8_t *const *bytes,
 	total = 0;
 	for (uint32_t i = 0; i < v->n_tokens; i++) {
 		uint8_t k = kinds ? kinds[i] : O1_GRAMMAR_TOKEN_TEXT;
+		bool ctl;
 
-		v->kind[i] = k <= O1_GRAMMAR_TOKEN_IGNORE ? k
-							  : O1_GRAMMAR_TOKEN_IGNORE;
-		if (k == O1_GRAMMAR_TOKEN_TEXT && lens[i] > GR_MAX_TOKEN)
-			v->kind[i] = O1_GRAMMAR_TOKEN_IGNORE;
+		v->kind[i] = held_kind(bytes[i], lens[i], k);
+		ctl = v->kind[i] == O1_GRAMMAR_TOKEN_CONTROL;
 		if (v->kind[i] == O1_GRAMMAR_TOKEN_END)
 			v->end_ids[v->n_end++] = i;
 		v->tok_off[i] = (uint32_t)total;
+		if (ctl)
+			v->blob[total++] = 0xff;
 		if (lens[i])
 			memcpy(v->blob + total, bytes[i], lens[i]);
 		total += lens[i];
+		if (ctl)
+			v->blob[total++] = 0xff;
 	}
 	v->tok_off[v->n_tokens] = (uint32_t)total;
 	return 0;
@@ -133,7 +157,8 @@ static int build_trie(struct o1_grammar_vocab *v)
 	if (!sorted)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < v->n_tokens; i++)
-		if (v->kind[i] == O1_GRAMMAR_TOKEN_TEXT &&
+		if ((v->kind[i] == O1_GRAMMAR_TOKEN_TEXT ||
+		     v->kind[i] == O1_GRAMMAR_TOKEN_CONTROL) &&
 		    v->tok_off[i + 1] > v->tok_off[i])
 			sorted[n++] = i;
 	qsort_r(sorted, n, sizeof(*sorted), cmp_token, v);
@@ -190,9 +215,30 @@ uint32_t o1_grammar_vocab_size(const struct o1_grammar_vocab *v)
 const uint8_t *o1_grammar_vocab_token(const struct o1_grammar_vocab *v,
 				      uint32_t id, uint32_t *len)
 {
+	const uint8_t *b;
+
 	if (id >= v->n_tokens)
 		return NULL;
-	return gr_tok(v, id, len);
+	b = gr_tok(v, id, len);
+	if (v->kind[id] == O1_GRAMMAR_TOKEN_CONTROL) {
+		*len -= 2;
+		b++;
+	}
+	return b;
+}
+
+int32_t o1_grammar_vocab_control(const struct o1_grammar_vocab *v,
+				 const char *name, size_t len)
+{
+	for (uint32_t i = 0; i < v->n_tokens; i++) {
+		uint32_t n;
+		const uint8_t *b = gr_tok(v, i, &n);
+
+		if (v->kind[i] == O1_GRAMMAR_TOKEN_CONTROL && n == len + 2 &&
+		    !memcmp(b + 1, name, len))
+			return (int32_t)i;
+	}
+	return -1;
 }
 
 int o1_grammar_vocab_kind(const struct o1_grammar_vocab *v, uint32_t id)

@@ -197,9 +197,9 @@ static int compile_text(const struct o1_gcache *c, const struct o1_gentry *e,
 		free(text);
 		return rc;
 	case O1_GRAMMAR_TOOL_CALL:
-		return o1_grammar_compile_tools(
+		return o1_grammar_compile_tools_for(
 		    (enum o1_tool_format)c->o.tool_format,
-		    (const char *)e->bytes, e->len, ge, g);
+		    (const char *)e->bytes, e->len, c->o.vocab, ge, g);
 	default:
 		snprintf(ge->msg, sizeof(ge->msg), "unknown grammar kind %u",
 			 e->kind);

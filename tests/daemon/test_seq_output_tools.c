@@ -25,27 +25,15 @@
 #include "o1d/seq_output.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tool_call.h"
+#include "tests/tokenizer/tok_fixture_mistral.h"
 
 #define ANSWER_CAP 64
 
-/* Mistral v3's first control tokens, ids 0..9 as in its tokenizer.json. */
-static const char *const controls[] = {
-    "<unk>",
-    "<s>",
-    "</s>",
-    "[INST]",
-    "[/INST]",
-    "[TOOL_CALLS]",
-    "[AVAILABLE_TOOLS]",
-    "[/AVAILABLE_TOOLS]",
-    "[TOOL_RESULTS]",
-    "[ARGS]",
-};
-#define N_CONTROLS 10
-#define ID_EOS	   2
-#define ID_CALLS   5
-#define ID_ARGS	   9
-#define ID_SPACE   (N_CONTROLS + 256)
+#define ID_EOS	 TOK_MISTRAL_EOS
+#define ID_CALLS TOK_MISTRAL_CALLS
+#define ID_ARGS	 TOK_MISTRAL_ARGS
+#define ID_SPACE TOK_MISTRAL_SPACE
+#define N_CONTROLS TOK_MISTRAL_N_CONTROLS
 
 struct fix {
 	struct o1_vocab *v;
@@ -58,66 +46,12 @@ struct fix {
 	uint32_t n_text;
 };
 
-/* The tokenizer.json: added tokens (all special), the byte tokens
- * <0x00>..<0xFF> at 10..265, U+2581 at 266, no merges. */
-static char *mistral_json(void)
-{
-	cJSON *root = cJSON_CreateObject(), *added, *model, *vocab, *norm;
-	char name[8], *s;
-
-	added = cJSON_AddArrayToObject(root, "added_tokens");
-	model = cJSON_AddObjectToObject(root, "model");
-	cJSON_AddStringToObject(model, "type", "BPE");
-	cJSON_AddStringToObject(model, "unk_token", "<unk>");
-	cJSON_AddBoolToObject(model, "byte_fallback", 1);
-	vocab = cJSON_AddObjectToObject(model, "vocab");
-	cJSON_AddArrayToObject(model, "merges");
-	for (int i = 0; i < N_CONTROLS; i++) {
-		cJSON *t = cJSON_CreateObject();
-
-		cJSON_AddNumberToObject(t, "id", i);
-		cJSON_AddStringToObject(t, "content", controls[i]);
-		cJSON_AddBoolToObject(t, "special", 1);
-		cJSON_AddItemToArray(added, t);
-		cJSON_AddNumberToObject(vocab, controls[i], i);
-	}
-	for (int b = 0; b < 256; b++) {
-		snprintf(name, sizeof(name), "<0x%02X>", b);
-		cJSON_AddNumberToObject(vocab, name, N_CONTROLS + b);
-	}
-	cJSON_AddNumberToObject(vocab, "\xe2\x96\x81", N_CONTROLS + 256);
-	norm =
-	    cJSON_Parse("{\"type\":\"Sequence\",\"normalizers\":["
-			"{\"type\":\"Prepend\",\"prepend\":\"\xe2\x96\x81\"},"
-			"{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},"
-			"\"content\":\"\xe2\x96\x81\"}]}");
-	cJSON_AddItemToObject(root, "normalizer", norm);
-	cJSON_AddNullToObject(root, "pre_tokenizer");
-	cJSON_AddItemToObject(
-	    root, "decoder",
-	    cJSON_Parse("{\"type\":\"Sequence\",\"decoders\":[{\"type\":"
-			"\"ByteFallback\"}]}"));
-	s = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	return s;
-}
-
 static int setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
-	char path[] = "/tmp/o1-test-mistral-XXXXXX";
-	char *json = mistral_json();
-	int fd = mkstemp(path), ret;
 
-	if (!f || !json || fd < 0)
-		return -1;
-	ret = write(fd, json, strlen(json)) == (ssize_t)strlen(json) ? 0 : -1;
-	close(fd);
-	free(json);
-	if (!ret)
-		ret = o1_vocab_load_tokenizer_json(path, &f->v);
-	unlink(path);
-	if (ret || o1_tokenizer_create(f->v, &f->tok))
+	if (!f || tok_fixture_mistral_v3(&f->v) ||
+	    o1_tokenizer_create(f->v, &f->tok))
 		return -1;
 	f->r = calloc(1, sizeof(*f->r));
 	if (!f->r)

@@ -70,7 +70,11 @@ static void test_syntax_errors(void **state)
 	    {"root ::= \"a\"{x}", -O1_E_FORMAT, 1, 14, "expected a number"},
 	    {"root \"a\"", -O1_E_FORMAT, 1, 1, "expected ::="},
 	    {"::= \"a\"", -O1_E_FORMAT, 1, 1, "expected a rule name"},
-	    {"root ::= \"a\" @", -O1_E_FORMAT, 1, 14, "unexpected '@'"},
+	    {"root ::= \"a\" %", -O1_E_FORMAT, 1, 14, "unexpected '%'"},
+	    {"root ::= \"a\" @", -O1_E_FORMAT, 1, 15, "token's name in quotes"},
+	    {"root ::= @x", -O1_E_FORMAT, 1, 11, "token's name in quotes"},
+	    {"root ::= @\"\"", -O1_E_FORMAT, 1, 10, "name is empty"},
+	    {"root ::= @\"[T", -O1_E_FORMAT, 1, 11, "unterminated string"},
 	    {"root ::= \"a\" \x80", -O1_E_FORMAT, 1, 14, "unexpected byte"},
 	};
 
@@ -203,6 +207,11 @@ static void test_syntax_accepted(void **state)
 		       (const char *[]){"d", NULL});
 	check_language("root ::= a-b_c9\na-b_c9 ::= \"k\"",
 		       (const char *[]){"k", NULL}, NULL);
+	/* a control token is 0xFF NAME 0xFF: never its text spelled out */
+	check_language("root ::= @\"[TOOL_CALLS]\" \"x\" | \"y\"",
+		       (const char *[]){"\xff[TOOL_CALLS]\xffx", "y", NULL},
+		       (const char *[]){"[TOOL_CALLS]x", "\xff[TOOL_CALLS]x",
+					"\xff[TOOL_CALLS]\xffy", NULL});
 	/* a rule nobody calls is checked but not compiled */
 	check_language("root ::= \"a\"\nunused ::= \"b\"",
 		       (const char *[]){"a", NULL}, (const char *[]){"b", NULL});
