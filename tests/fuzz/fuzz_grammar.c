@@ -1,8 +1,8 @@
 /* libFuzzer harness for grammar text: the input up to the first NUL byte
  * (or all of it) is compiled; a grammar that compiles gets a matcher fed
  * the bytes after the NUL one at a time, and at every step the mask over
- * a small vocabulary (every single byte and a few multi-byte pieces, an
- * end token) must equal feeding each token and rolling it back; a
+ * a small vocabulary (every single byte and a few multi-byte pieces, a
+ * control token a grammar can name as @"[TOOL_CALLS]", an end token) must equal feeding each token and rolling it back; a
  * rollback of the whole walk must bring the start state back (the same
  * mask again). Refusals must come with a message. The token classes of
  * the shared pass (grammar_share.c) must be those of a walk from every
@@ -26,7 +26,7 @@ static const char *const pieces[] = {"\"", "ab", "\":", "{\"", "},", "\\u",
 static struct o1_grammar_vocab *vocab(void)
 {
 	static struct o1_grammar_vocab *v;
-	enum { N = 256 + sizeof(pieces) / sizeof(pieces[0]) + 1 };
+	enum { N = 256 + sizeof(pieces) / sizeof(pieces[0]) + 2 };
 	static uint8_t all[256], kinds[N];
 	static const uint8_t *bytes[N];
 	static uint32_t lens[N];
@@ -42,6 +42,9 @@ static struct o1_grammar_vocab *vocab(void)
 		bytes[256 + i] = (const uint8_t *)pieces[i];
 		lens[256 + i] = (uint32_t)strlen(pieces[i]);
 	}
+	bytes[N - 2] = (const uint8_t *)"[TOOL_CALLS]";
+	lens[N - 2] = 12;
+	kinds[N - 2] = O1_GRAMMAR_TOKEN_CONTROL;
 	bytes[N - 1] = (const uint8_t *)"</s>";
 	lens[N - 1] = 4;
 	kinds[N - 1] = O1_GRAMMAR_TOKEN_END;
