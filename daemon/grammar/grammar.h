@@ -79,9 +79,9 @@ size_t o1_grammar_bytes(const struct o1_grammar *g);
 
 /* Token kinds for o1_grammar_vocab_create. */
 enum o1_grammar_token_kind {
-	O1_GRAMMAR_TOKEN_TEXT,	 /* its bytes are output text */
-	O1_GRAMMAR_TOKEN_END,	 /* ends the output (EOS, <|eot_id|>) */
-	O1_GRAMMAR_TOKEN_IGNORE, /* never allowed (other control tokens) */
+	O1_GRAMMAR_TOKEN_TEXT,	  /* its bytes are output text */
+	O1_GRAMMAR_TOKEN_END,	  /* ends the output (EOS, <|eot_id|>) */
+	O1_GRAMMAR_TOKEN_IGNORE,  /* never allowed (other control tokens) */
 	O1_GRAMMAR_TOKEN_CONTROL, /* a control token, its bytes its name:
 				   * allowed only where a grammar names it */
 };

@@ -479,10 +479,11 @@ int o1_grammar_matcher_accept_token(struct o1_grammar_matcher *m,
 		return 1;
 	}
 	b = gr_tok(v, (uint32_t)id, &len);
+	/* a control token's bytes are 0xFF NAME 0xFF (grammar.h) */
 	if ((v->kind[id] != O1_GRAMMAR_TOKEN_TEXT &&
 	     v->kind[id] != O1_GRAMMAR_TOKEN_CONTROL) ||
 	    !len)
-		return -O1_E_GRAMMAR; /* a control token's bytes: 0xFF NAME 0xFF */
+		return -O1_E_GRAMMAR;
 	return o1_grammar_matcher_accept_bytes(m, b, len);
 }
 

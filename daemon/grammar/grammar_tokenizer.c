@@ -60,7 +60,8 @@ int o1_grammar_vocab_from_tokenizer(const struct o1_tokenizer *t,
 			    t, (int32_t)i);
 			len = strlen((const char *)bytes[i]);
 		} else {
-			bytes[i] = o1_tokenizer_token_bytes(t, (int32_t)i, &len);
+			bytes[i] =
+			    o1_tokenizer_token_bytes(t, (int32_t)i, &len);
 		}
 		lens[i] = (uint32_t)len;
 	}

@@ -221,8 +221,7 @@ static int calls_schema(enum o1_tool_format f, const cJSON *tools,
 
 /* Marker TEXT (no quote or backslash in it): the control token of
  * that name where V has one, else the text. */
-static void marker(FILE *o, const struct o1_grammar_vocab *v,
-		   const char *text)
+static void marker(FILE *o, const struct o1_grammar_vocab *v, const char *text)
 {
 	bool ctl = v && o1_grammar_vocab_control(v, text, strlen(text)) >= 0;
 

@@ -23,16 +23,16 @@
 #include <unistd.h>
 
 #include "o1d/seq_output.h"
+#include "tests/tokenizer/tok_fixture_mistral.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tool_call.h"
-#include "tests/tokenizer/tok_fixture_mistral.h"
 
 #define ANSWER_CAP 64
 
-#define ID_EOS	 TOK_MISTRAL_EOS
-#define ID_CALLS TOK_MISTRAL_CALLS
-#define ID_ARGS	 TOK_MISTRAL_ARGS
-#define ID_SPACE TOK_MISTRAL_SPACE
+#define ID_EOS	   TOK_MISTRAL_EOS
+#define ID_CALLS   TOK_MISTRAL_CALLS
+#define ID_ARGS	   TOK_MISTRAL_ARGS
+#define ID_SPACE   TOK_MISTRAL_SPACE
 #define N_CONTROLS TOK_MISTRAL_N_CONTROLS
 
 struct fix {

@@ -2,11 +2,12 @@
  * (or all of it) is compiled; a grammar that compiles gets a matcher fed
  * the bytes after the NUL one at a time, and at every step the mask over
  * a small vocabulary (every single byte and a few multi-byte pieces, a
- * control token a grammar can name as @"[TOOL_CALLS]", an end token) must equal feeding each token and rolling it back; a
- * rollback of the whole walk must bring the start state back (the same
- * mask again). Refusals must come with a message. The token classes of
- * the shared pass (grammar_share.c) must be those of a walk from every
- * position (gr_tokens_create without sharing), table for table. */
+ * control token that @"[TOOL_CALLS]" names, an end token) must equal
+ * feeding each token and rolling it back; a rollback of the whole walk
+ * must bring the start state back (the same mask again). Refusals must
+ * come with a message. The token classes of the shared pass
+ * (grammar_share.c) must be those of a walk from every position
+ * (gr_tokens_create without sharing), table for table. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

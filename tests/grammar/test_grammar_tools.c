@@ -20,8 +20,8 @@
 
 #include "common/error.h"
 #include "grammar/grammar.h"
-#include "grammar/grammar_tools.h"
 #include "grammar/grammar_tokenizer.h"
+#include "grammar/grammar_tools.h"
 #include "tests/tokenizer/tok_fixture_mistral.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tool_call.h"
@@ -342,21 +342,20 @@ static size_t generate(const struct mistral *m, const struct o1_grammar *g,
 
 /* IDS decoded as the client gets them (markers kept) and read back: one
  * call of a tool of small_tools, no other text. */
-static void reads_back(const struct mistral *m, const int32_t *ids,
-		       size_t n)
+static void reads_back(const struct mistral *m, const int32_t *ids, size_t n)
 {
 	struct o1_tool_calls tc = {0};
 	cJSON *list = cJSON_Parse(small_tools);
 	char text[1024];
-	int len = o1_tokenizer_decode(
-	    m->tok, ids, n,
-	    O1_DECODE_SKIP_SPECIAL | O1_DECODE_KEEP_TOOL_MARKERS, text,
-	    sizeof(text));
+	int len = o1_tokenizer_decode(m->tok, ids, n,
+				      O1_DECODE_SKIP_SPECIAL |
+					  O1_DECODE_KEEP_TOOL_MARKERS,
+				      text, sizeof(text));
 
 	assert_true(len > 0 && (size_t)len < sizeof(text));
-	assert_int_equal(o1_tool_calls_parse(O1_TOOL_MISTRAL, text,
-					     (size_t)len, list, &tc),
-			 0);
+	assert_int_equal(
+	    o1_tool_calls_parse(O1_TOOL_MISTRAL, text, (size_t)len, list, &tc),
+	    0);
 	if (tc.n != 1)
 		fail_msg("not one call: %s", text);
 	assert_true(!strcmp(tc.calls[0].name, "set_unit") ||
@@ -419,16 +418,16 @@ static void test_mistral_control_marker(void **state)
 	words = o1_grammar_mask_words(m.gv);
 	first = calloc(words, sizeof(*first));
 	assert_non_null(first);
-	assert_int_equal(o1_grammar_from_tools_for(
-			     O1_TOOL_MISTRAL, small_tools, strlen(small_tools),
-			     m.gv, &err, &text, &len),
+	assert_int_equal(o1_grammar_from_tools_for(O1_TOOL_MISTRAL, small_tools,
+						   strlen(small_tools), m.gv,
+						   &err, &text, &len),
 			 0);
 	assert_non_null(strstr(text, "root ::= @\"[TOOL_CALLS]\" "));
 	free(text);
-	assert_int_equal(o1_grammar_compile_tools_for(
-			     O1_TOOL_MISTRAL, small_tools, strlen(small_tools),
-			     m.gv, &err, &gc),
-			 0);
+	assert_int_equal(
+	    o1_grammar_compile_tools_for(O1_TOOL_MISTRAL, small_tools,
+					 strlen(small_tools), m.gv, &err, &gc),
+	    0);
 	assert_int_equal(o1_grammar_compile_tools(O1_TOOL_MISTRAL, small_tools,
 						  strlen(small_tools), &err,
 						  &gs),
@@ -448,8 +447,7 @@ static void test_mistral_control_marker(void **state)
 	assert_true(allowed(first, TOK_MISTRAL_BYTE('[')));
 	reads_back(&m, spelled, n_spelled);
 	assert_int_equal(n_spelled - n_ctl, 11);
-	assert_memory_equal(ctl + 1, spelled + 12,
-			    (n_ctl - 1) * sizeof(*ctl));
+	assert_memory_equal(ctl + 1, spelled + 12, (n_ctl - 1) * sizeof(*ctl));
 
 	/* a token the grammar does not name stays out: [ARGS] is never
 	 * allowed, and the control token is refused as the second token */
@@ -460,18 +458,17 @@ static void test_mistral_control_marker(void **state)
 		assert_int_equal(o1_grammar_tokens_create(gc, m.gv, 1, &t), 0);
 		assert_int_equal(o1_grammar_matcher_create(gc, t, NULL, &mt),
 				 0);
-		assert_int_equal(o1_grammar_matcher_accept_token(
-				     mt, TOK_MISTRAL_ARGS),
-				 -O1_E_GRAMMAR);
-		assert_int_equal(o1_grammar_matcher_accept_token(
-				     mt, TOK_MISTRAL_BYTE('[')),
-				 -O1_E_GRAMMAR);
-		assert_int_equal(o1_grammar_matcher_accept_token(
-				     mt, TOK_MISTRAL_CALLS),
-				 0);
-		assert_int_equal(o1_grammar_matcher_accept_token(
-				     mt, TOK_MISTRAL_CALLS),
-				 -O1_E_GRAMMAR);
+		assert_int_equal(
+		    o1_grammar_matcher_accept_token(mt, TOK_MISTRAL_ARGS),
+		    -O1_E_GRAMMAR);
+		assert_int_equal(
+		    o1_grammar_matcher_accept_token(mt, TOK_MISTRAL_BYTE('[')),
+		    -O1_E_GRAMMAR);
+		assert_int_equal(
+		    o1_grammar_matcher_accept_token(mt, TOK_MISTRAL_CALLS), 0);
+		assert_int_equal(
+		    o1_grammar_matcher_accept_token(mt, TOK_MISTRAL_CALLS),
+		    -O1_E_GRAMMAR);
 		o1_grammar_matcher_destroy(mt);
 		o1_grammar_tokens_destroy(t);
 	}
@@ -532,11 +529,11 @@ static void test_mistral_unnamed(void **state)
 		char *text;
 		size_t len;
 
-		assert_int_equal(o1_grammar_from_tools_for(
-				     O1_TOOL_HERMES, small_tools,
-				     strlen(small_tools), m.gv, &err, &text,
-				     &len),
-				 0);
+		assert_int_equal(
+		    o1_grammar_from_tools_for(O1_TOOL_HERMES, small_tools,
+					      strlen(small_tools), m.gv, &err,
+					      &text, &len),
+		    0);
 		assert_non_null(strstr(text, "root ::= \"<tool_call>\" "));
 		assert_null(strchr(text, '@') ? strstr(text, "@\"") : NULL);
 		free(text);
@@ -548,9 +545,12 @@ static void test_mistral_unnamed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hermes),  cmocka_unit_test(test_llama3),
-	    cmocka_unit_test(test_mistral), cmocka_unit_test(test_xml),
-	    cmocka_unit_test(test_bad),	    cmocka_unit_test(test_xml_bad),
+	    cmocka_unit_test(test_hermes),
+	    cmocka_unit_test(test_llama3),
+	    cmocka_unit_test(test_mistral),
+	    cmocka_unit_test(test_xml),
+	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_xml_bad),
 	    cmocka_unit_test(test_mistral_vocab),
 	    cmocka_unit_test(test_mistral_control_marker),
 	    cmocka_unit_test(test_mistral_unnamed),

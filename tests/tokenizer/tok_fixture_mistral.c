@@ -8,9 +8,15 @@
 #include <unistd.h>
 
 static const char *const controls[TOK_MISTRAL_N_CONTROLS] = {
-    "<unk>",	     "<s>",		 "</s>",
-    "[INST]",	     "[/INST]",		 "[TOOL_CALLS]",
-    "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+    "<unk>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[TOOL_CALLS]",
+    "[AVAILABLE_TOOLS]",
+    "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]",
     "[ARGS]",
 };
 
