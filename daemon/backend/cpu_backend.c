@@ -49,6 +49,7 @@
 #include "kernels/sample.h"
 #include "kernels/swiglu.h"
 #include "kernels/threads.h"
+#include "step_trace.h"
 
 /* A matrix kept in its block format: rows of whole blocks of TYPE. */
 struct cpu_blocks {
@@ -83,6 +84,7 @@ struct cpu_state {
 	float *head_logits;  /* max_seqs rows, when the step brings none */
 	char *sample_mem;    /* a scratch per worker */
 	size_t sample_bytes; /* per worker */
+	struct o1_step_trace trace; /* slow steps' phases (step_trace.h) */
 };
 
 static const enum o1_tensor_role layer_roles[] = {
@@ -611,29 +613,51 @@ static int head_and_sample(struct cpu_state *s, const struct o1_step *st,
 	return err;
 }
 
+/* The step's trace ends (its phases: prep, layers, head); a slow one
+ * is logged. */
+static void trace_end(struct cpu_state *s, const struct o1_step *st)
+{
+	struct o1_step_info in;
+
+	if (!s->trace.on)
+		return;
+	o1_step_trace_shape(st, &in);
+	in.products = "matmul";
+	in.attention = "rows";
+	o1_step_trace_end(&s->trace, "cpu", &in);
+}
+
 static int cpu_step(void *state, const struct o1_step *st)
 {
 	struct cpu_state *s = state;
-	uint32_t r = prepare(s, st), t = s->q_off[st->n_seqs];
+	uint32_t r, t;
 	struct o1_attn_batch b = {st->n_seqs, s->q_off, s->start, s->tables,
 				  s->max_blocks};
 	const struct cpu_blocks *eq = &s->gq[O1_T_TOKEN_EMBD];
-	int err = eq->data ? o1_embedding_q_cpu(s->tp, s->x, eq->data, eq->type,
-						s->ids, t, s->d.dim,
-						s->d.vocab_size)
-			   : o1_embedding_cpu(s->tp, s->x,
-					      s->global[O1_T_TOKEN_EMBD], s->ids,
-					      t, s->d.dim, s->d.vocab_size);
+	int err;
 
+	o1_step_trace_begin(&s->trace);
+	r = prepare(s, st);
+	t = s->q_off[st->n_seqs];
+	o1_step_trace_mark(&s->trace, O1_STEP_PREP);
+	err = eq->data
+		  ? o1_embedding_q_cpu(s->tp, s->x, eq->data, eq->type, s->ids,
+				       t, s->d.dim, s->d.vocab_size)
+		  : o1_embedding_cpu(s->tp, s->x, s->global[O1_T_TOKEN_EMBD],
+				     s->ids, t, s->d.dim, s->d.vocab_size);
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++) {
 		err = attention_block(s, l, t, &b);
 		if (!err)
 			err = mlp_block(s, l, t);
 	}
+	o1_step_trace_mark(&s->trace, O1_STEP_LAYERS);
 	if (!err && !s->cfg.tp_rank)
 		err = head_and_sample(s, st, r);
+	o1_step_trace_mark(&s->trace, O1_STEP_HEAD);
 	if (err && s->cfg.tp_link.fail)
 		s->cfg.tp_link.fail(s->cfg.tp_link.ctx);
+	if (!err)
+		trace_end(s, st);
 	return err;
 }
 

@@ -369,21 +369,43 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 	return s->layers ? check_model(&s->d) : -ENOMEM;
 }
 
+/* The step's trace ends: its shape beside the paths cuda_forward.c
+ * noted; logged when slow (step_trace.h). */
+static void trace_end(struct cuda_state *s, const struct o1_step *st)
+{
+	struct o1_step_info in;
+
+	if (!s->trace.on)
+		return;
+	o1_step_trace_shape(st, &in);
+	in.bucket = s->trace_info.bucket;
+	in.products = s->trace_info.products;
+	in.attention = s->trace_info.attention;
+	o1_step_trace_end(&s->trace, "cuda", &in);
+}
+
 static int cuda_step(void *state, const struct o1_step *st)
 {
 	struct cuda_state *s = state;
 	uint32_t rows = 0;
-	int err = use_device(s), e;
+	int err, e;
 
+	o1_step_trace_begin(&s->trace);
+	s->trace_info = (struct o1_step_info){0};
+	err = use_device(s);
 	err = err ? err : o1_cuda_forward_step(s, st, &rows);
 	if (err && s->cfg.tp_link.fail)
 		s->cfg.tp_link.fail(s->cfg.tp_link.ctx);
 	/* Even after a failed enqueue: the pinned inputs may be in flight. */
 	e = o1_cuda_sync(s);
+	o1_step_trace_mark(&s->trace, O1_STEP_WAIT);
 	err = err ? err : e;
 	if (!err && s->sampling && st->samples)
 		memcpy(st->samples, s->smp.h.res,
 		       (size_t)rows * sizeof(*st->samples));
+	o1_step_trace_mark(&s->trace, O1_STEP_OUT);
+	if (!err)
+		trace_end(s, st);
 	return err;
 }
 

@@ -210,23 +210,27 @@ static int gemm(struct cuda_state *s, enum cuda_kind kind, float *y,
 	const float one = 1.0f, zero = 0.0f;
 	const struct cuda_tune_lt *p = NULL;
 	const cublasLtMatmulAlgo_t *algo;
+	cublasStatus_t st;
+	uint64_t t0;
 
 	if (gemv_rows(s, m) && k % 8 == 0)
 		return o1_gemv_bf16_cuda(y, x, w, m, n, k, setup(s, kind, m),
 					 step_pdl(s, m), s->stream);
 	algo = o1_cuda_tune_lt(&s->tune, kind, m, &p);
+	t0 = o1_step_trace_now(&s->trace);
 	if (algo)
-		return o1_cuda_blas_check(
-		    cublasLtMatmul(s->tune.lt, p->op, &one, w, p->a, x, p->b,
-				   &zero, y, p->c, y, p->c, algo, s->blas_ws,
-				   BLAS_WS_BYTES, s->stream),
-		    "gemm (cuBLASLt)");
-	return o1_cuda_blas_check(
-	    cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m,
-			 (int)k, &one, w, CUDA_R_16BF, (int)k, x, CUDA_R_16BF,
-			 (int)k, &zero, y, CUDA_R_32F, (int)n,
-			 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-	    "gemm");
+		st = cublasLtMatmul(s->tune.lt, p->op, &one, w, p->a, x, p->b,
+				    &zero, y, p->c, y, p->c, algo, s->blas_ws,
+				    BLAS_WS_BYTES, s->stream);
+	else
+		st = cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n,
+				  (int)m, (int)k, &one, w, CUDA_R_16BF, (int)k,
+				  x, CUDA_R_16BF, (int)k, &zero, y, CUDA_R_32F,
+				  (int)n, CUBLAS_COMPUTE_32F,
+				  CUBLAS_GEMM_DEFAULT);
+	if (t0)
+		o1_step_trace_lib(&s->trace, o1_step_trace_now(&s->trace) - t0);
+	return o1_cuda_blas_check(st, algo ? "gemm (cuBLASLt)" : "gemm");
 }
 
 /* Part P of a block matrix over M > O1_GEMV_MAX_ROWS rows: its rows as
@@ -250,7 +254,9 @@ static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
 		err = o1_quant_dequantize_bf16_cuda(
 		    p->type, (const char *)p->w + r0 * p->row_bytes, s->qtile,
 		    (uint64_t)nr * k, s->stream);
-		if (!err)
+		if (!err) {
+			uint64_t t0 = o1_step_trace_now(&s->trace);
+
 			err = o1_cuda_blas_check(
 			    cublasGemmEx(
 				s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr,
@@ -259,6 +265,11 @@ static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
 				y + p->col0 + r0, CUDA_R_32F, (int)n,
 				CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
 			    "gemm_q");
+			if (t0)
+				o1_step_trace_lib(&s->trace,
+						  o1_step_trace_now(&s->trace) -
+						      t0);
+		}
 	}
 	return err;
 }
@@ -681,6 +692,35 @@ static int head(struct cuda_state *s, const struct o1_step *st,
 	return err ? err : o1_cuda_devout_record(s, touched);
 }
 
+/* The paths a step of F's tokens over N_SEQS sequences takes, for its
+ * trace: the products' (bf16 matrices; "blocks" when the QKV matrix is
+ * in GGUF blocks) and attention's (as attention.cu's dispatch decides:
+ * the tiled kernel can take a sequence only when the rows beyond one a
+ * sequence reach O1_ATTN_TILED_MIN_NEW). */
+static void trace_paths(struct cuda_state *s, uint32_t n_seqs,
+			const struct flat *f)
+{
+	const struct cuda_tune_lt *p = NULL;
+	uint32_t t = f->tokens;
+	bool tiled = t >= n_seqs && t - n_seqs + 1 >= O1_ATTN_TILED_MIN_NEW;
+
+	if (s->layers[0].qqkv.n_parts)
+		s->trace_info.products =
+		    t <= O1_GEMV_MAX_ROWS ? "blocks gemv_q" : "blocks tiles";
+	else if (gemv_rows(s, t) && s->d.dim % 8 == 0)
+		s->trace_info.products =
+		    step_fused(s, t) ? "gemv fused" : "gemv";
+	else if (o1_cuda_tune_lt(&s->tune, CUDA_KIND_QKV, t, &p))
+		s->trace_info.products = "cublasLt (tuned)";
+	else
+		s->trace_info.products = "cublasGemmEx (default)";
+	if (!tiled)
+		s->trace_info.attention = "rows";
+	else
+		s->trace_info.attention =
+		    n_seqs == 1 ? "tiled" : "rows + tiled";
+}
+
 /* Any step, eagerly. */
 static int forward(struct cuda_state *s, const struct o1_step *st,
 		   const struct flat *f)
@@ -690,11 +730,17 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 	if (!err && s->sampling && st->samples)
 		err = upload_samples(s, st->sample_rows, f->rows, f->rows,
 				     st->pens, st->n_pens, st);
+	o1_step_trace_mark(&s->trace, O1_STEP_UPLOAD);
+	if (s->trace.on)
+		trace_paths(s, st->n_seqs, f);
 	err = err ? err : layers(s, st->n_seqs, f);
 	err = err ? err : settle(s);
+	o1_step_trace_mark(&s->trace, O1_STEP_LAYERS);
 	if (err || s->cfg.tp_rank)
 		return err;
-	return head(s, st, f);
+	err = head(s, st, f);
+	o1_step_trace_mark(&s->trace, O1_STEP_HEAD);
+	return err;
 }
 
 /* The bucket step of BATCH one-token rows, logits left on the device,
@@ -767,8 +813,11 @@ static int bucket_step(struct cuda_state *s, const struct o1_step *st)
 	if (!err && s->sampling)
 		err = upload_samples(s, rows, n, batch, rows ? st->pens : NULL,
 				     rows ? st->n_pens : 0, st);
+	o1_step_trace_mark(&s->trace, O1_STEP_UPLOAD);
+	s->trace_info.bucket = batch;
 	err = err ? err : o1_cuda_graphs_run(s->graphs, n, batch);
 	err = err ? err : settle(s);
+	o1_step_trace_mark(&s->trace, O1_STEP_LAYERS);
 	if (err || s->cfg.tp_rank)
 		return err;
 	err = o1_cuda_devout_rows(s, st, 0, n, &touched);
@@ -777,6 +826,7 @@ static int bucket_step(struct cuda_state *s, const struct o1_step *st)
 		err = copy_logits(s, st->logits, n);
 	if (!err && s->sampling && st->samples)
 		err = copy_samples(s, n);
+	o1_step_trace_mark(&s->trace, O1_STEP_HEAD);
 	return err;
 }
 
@@ -801,6 +851,7 @@ int o1_cuda_forward_step(struct cuda_state *s, const struct o1_step *st,
 	struct flat f = {0, 0, 0};
 	int err = flatten(s, st, &f);
 
+	o1_step_trace_mark(&s->trace, O1_STEP_PREP);
 	*rows = f.rows;
 	return err ? err : run_step(s, st, &f);
 }

@@ -27,6 +27,7 @@
 #include "kernels/kernels_cuda.h"
 #include "kv_pool.h"
 #include "model/model.h"
+#include "step_trace.h"
 
 #define ALIGN_BYTES    256
 #define HEAD_ROWS_MAX  256 /* LM head rows per chunk */
@@ -127,6 +128,10 @@ struct cuda_state {
 	bool sampling; /* cfg.sampling on a rank that has the LM head */
 	struct cuda_sampling smp;
 	struct cuda_tune tune; /* cuda_tune.c's picks */
+	/* the step's phases, logged when slow (step_trace.h); trace_info:
+	 * the paths cuda_forward.c took (bucket, products, attention) */
+	struct o1_step_trace trace;
+	struct o1_step_info trace_info;
 };
 
 /* A step flattened into the pinned inputs (cuda_forward.c): its token
