@@ -185,12 +185,12 @@ static void test_late_learned(void **state)
  * paces drawn from a seeded generator, a loop whose wake-ups come late,
  * by the kick (kick_late) or by its timed sleep (timer_late). */
 struct pace {
-	uint64_t gap_ns, jitter_ns;	  /* gap: gap_ns +- jitter_ns */
-	uint64_t gap_max_ns;		  /* > gap_ns: uniform up to it */
-	int alternate;			  /* gaps gap_ns, gap_max_ns by turns */
-	uint64_t late_lo_ns, late_hi_ns;  /* wake-up latencies, uniform */
-	int outlier_every;		  /* a post 0.5-2 ms late, 0: none */
-	int timer_outlier_every;	  /* a timed wake-up 300 us late */
+	uint64_t gap_ns, jitter_ns;	 /* gap: gap_ns +- jitter_ns */
+	uint64_t gap_max_ns;		 /* > gap_ns: uniform up to it */
+	int alternate;			 /* gaps gap_ns, gap_max_ns by turns */
+	uint64_t late_lo_ns, late_hi_ns; /* wake-up latencies, uniform */
+	int outlier_every;		 /* a post 0.5-2 ms late, 0: none */
+	int timer_outlier_every;	 /* a timed wake-up 300 us late */
 };
 
 struct outcome {
