@@ -657,21 +657,52 @@ static int sleep_once(struct o1_ipc_server *srv, uint64_t limit_ns)
 
 /* The loop has been idle past its spin window at now: spins on (0) while
  * a post is due soon by the consumer's cadence, else sleeps (1), waking
- * in time for the next post when one is expected. */
+ * in time for the next post when one is expected (cadence.h: early by
+ * the margin and by what its timed wake-ups overshoot, which each one
+ * that came at or after its time teaches). A cadence spin that ends here
+ * ended without the post. */
 static int idle_sleep(struct o1_ipc_server *srv, uint64_t now)
 {
-	uint64_t until = 0,
-		 wake = o1_ipc_cadence_wake(&srv->cadence, now, &until);
+	uint64_t until = 0, wake;
+	int timed_out;
 
+	if (srv->cadence_from_ns) {
+		srv->st.cadence_spin_ns += now - srv->cadence_from_ns;
+		srv->cadence_from_ns = 0;
+	}
+	wake = o1_ipc_cadence_wake(&srv->cadence, now, &until);
 	if (wake && wake <= now) {
 		srv->spin_until_ns = until;
+		srv->cadence_from_ns = now;
 		return 0;
 	}
-	if (sleep_once(srv, wake ? wake - now : 0) && wake) {
+	timed_out = sleep_once(srv, wake ? wake - now : 0);
+	if (!wake)
+		return 1;
+	now = now_ns();
+	o1_ipc_cadence_woke(&srv->cadence, wake, now);
+	if (timed_out) {
 		srv->spin_until_ns = until;
+		srv->cadence_from_ns = now;
 		srv->st.cadence_wakes++;
 	}
 	return 1;
+}
+
+/* A pass that posted, at now: the arrival for the cadence, dated by the
+ * consumer's kick when that is this post's (cadence.h), and the end of a
+ * cadence spin, which caught the post unless the loop slept since. */
+static void cadence_arrival(struct o1_ipc_server *srv, uint64_t now)
+{
+	if (srv->cadence_from_ns) {
+		srv->st.cadence_spin_ns += now - srv->cadence_from_ns;
+		srv->st.cadence_caught += !srv->slept;
+		srv->cadence_from_ns = 0;
+	}
+	srv->spin_until_ns = 0;
+	o1_ipc_cadence_post(
+	    &srv->cadence, now,
+	    atomic_load_explicit(&srv->kick_ns, memory_order_relaxed));
 }
 
 /* An idle turn of the spin: yields the CPU to a client that may be
@@ -716,11 +747,12 @@ int o1_ipc_server_run(struct o1_ipc_server *srv)
 		work = pass(srv);
 		if (work && !srv->slept)
 			srv->st.wakeups_spin++;
+		if (work)
+			last = now_ns();
+		if (srv->posted)
+			cadence_arrival(srv, last);
 		srv->slept = 0;
 		if (work) {
-			last = now_ns();
-			if (srv->posted)
-				o1_ipc_cadence_post(&srv->cadence, last);
 			if (idle_since)
 				window =
 				    learn_spin(srv, last - idle_since, spin_ns);

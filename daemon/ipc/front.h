@@ -118,6 +118,7 @@ struct o1_ipc_server {
 	uint8_t spin_hist; /* a bit per idle period: shorter than spin_us */
 	struct o1_ipc_cadence cadence; /* the consumer's posting pace */
 	uint64_t spin_until_ns;	       /* spin through a post due by then */
+	uint64_t cadence_from_ns; /* that spin's start, 0: none going on */
 	int accept_armed, kick_armed, sig_armed, timer_armed;
 	struct __kernel_timespec tick;
 	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */
@@ -127,6 +128,12 @@ struct o1_ipc_server {
 	 * sent is read, or until their deadline: -1 for a free place. */
 	int linger_fd[O1_IPC_LINGER_MAX];
 	uint64_t linger_deadline_ns[O1_IPC_LINGER_MAX];
+	/* When the consumer last kicked (CLOCK_MONOTONIC ns): written by its
+	 * thread, read by the loop to date a post it was woken for
+	 * (cadence.h); a line of its own, so the consumer's store never
+	 * takes the loop's fields away from it. A stale read dates one
+	 * arrival by the pass instead. */
+	_Alignas(64) _Atomic uint64_t kick_ns;
 };
 
 /* The I-th live client; callers walk I downwards, so a teardown during the

@@ -194,6 +194,10 @@ struct o1_ipc_stats {
 				* taken its completions (shm/handoff.h) */
 	uint64_t cadence_wakes; /* sleeps ended early for a post due by the
 				 * consumer's pace (cadence.h) */
+	uint64_t cadence_caught;  /* posts that came while the loop spun
+				   * for them: no wake-up of the loop */
+	uint64_t cadence_spin_ns; /* time spun for the cadence, caught or
+				   * not */
 	uint64_t cq_full;      /* posts refused for backpressure */
 	/* Wake-up latency of valid PING and SUBMIT entries (sent_ns to
 	 * copy-out), by how the loop found them: samples and their sum. */

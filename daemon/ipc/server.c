@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -147,9 +148,10 @@ int o1_ipc_server_create(const struct o1_ipc_opts *opts,
 
 	if (!opts || opts->sz < offsetof(struct o1_ipc_opts, spin_us))
 		return -EINVAL;
-	srv = calloc(1, sizeof(*srv));
+	srv = aligned_alloc(_Alignof(struct o1_ipc_server), sizeof(*srv));
 	if (!srv)
 		return -ENOMEM;
+	memset(srv, 0, sizeof(*srv));
 	srv->lfd = srv->kick_fd = srv->sfd = -1;
 	srv->ring.ring_fd = -1;
 	for (int i = 0; i < O1_IPC_LINGER_MAX; i++)
@@ -208,7 +210,16 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 void o1_ipc_server_kick(struct o1_ipc_server *srv)
 {
 	uint64_t one = 1;
-	ssize_t n = write(srv->kick_fd, &one, sizeof(one));
+	struct timespec ts;
+	ssize_t n;
+
+	/* the post's time for the loop's cadence (front.h: kick_ns) */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	atomic_store_explicit(&srv->kick_ns,
+			      (uint64_t)ts.tv_sec * 1000000000ull +
+				  (uint64_t)ts.tv_nsec,
+			      memory_order_relaxed);
+	n = write(srv->kick_fd, &one, sizeof(one));
 
 	(void)n; /* EAGAIN: a kick is already pending */
 }

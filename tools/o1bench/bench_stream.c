@@ -259,11 +259,14 @@ destroy:
 	if (!ret) {
 		o1bench_print_latency(label, ns, (size_t)n);
 		printf("%s-loop sleeps=%llu wake_spin=%llu handoffs=%llu "
-		       "cadence_wakes=%llu\n",
+		       "cadence_wakes=%llu cadence_caught=%llu "
+		       "cadence_spin_us_per_token=%.1f\n",
 		       label, (unsigned long long)st.sleeps,
 		       (unsigned long long)st.wakeups_spin,
 		       (unsigned long long)st.handoffs,
-		       (unsigned long long)st.cadence_wakes);
+		       (unsigned long long)st.cadence_wakes,
+		       (unsigned long long)st.cadence_caught,
+		       (double)st.cadence_spin_ns / 1e3 / n);
 	}
 out:
 	free(s->stamp);
