@@ -12,9 +12,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "conn.h"
 #include "shm/doorbell.h"
-#include "common/error.h"
 
 #define WAIT_SLICE_NS 100000000ll /* re-check the socket this often */
 #define WAKING_MAX_NS 50000ull	  /* the longest a daemon wake-up is spun */
@@ -39,11 +39,9 @@ _Static_assert((unsigned)O1_FLAG_CHAT_JSON == (unsigned)O1_SUBMIT_CHAT_JSON,
 	       "flag");
 _Static_assert((int)O1_GRAMMAR_TYPE_TOOL_CALL == (int)O1_GRAMMAR_TOOL_CALL,
 	       "grammar kind");
-_Static_assert(sizeof(((struct o1_event *)0)->top_text) ==
-		   O1_WIRE_TOP_TEXT_MAX,
+_Static_assert(sizeof(((struct o1_event *)0)->top_text) == O1_WIRE_TOP_TEXT_MAX,
 	       "o1_event holds one TOP_TEXT entry");
-_Static_assert(sizeof(((struct o1_event *)0)->top_len) ==
-		   O1_WIRE_LOGPROBS_MAX,
+_Static_assert(sizeof(((struct o1_event *)0)->top_len) == O1_WIRE_LOGPROBS_MAX,
 	       "o1_event holds one TOP_TEXT entry");
 
 static uint32_t sq_head(struct o1_client *c)
@@ -430,8 +428,11 @@ int o1_client_poll(struct o1_client *c, struct o1_event *ev)
 	return ret ? ret : o1_client_idle(c, ev);
 }
 
+/* Sleeps on the completion doorbell for at most slice_ns; *how: 0 when
+ * the re-check found an event (no sleep), 1 when the sleep ended
+ * otherwise, 2 when it ended by its timeout. */
 static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
-			   int64_t slice_ns)
+			   int64_t slice_ns, int *how)
 {
 	struct o1_ring_ctrl *ctrl = o1_region_cq_ctrl(c->base, &c->l);
 	uint32_t seq;
@@ -440,9 +441,10 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 	o1_handoff_note_cpu(ctrl, &c->cpu_told, o1_handoff_cpu());
 	seq = o1_doorbell_prepare(ctrl);
 	ret = o1_client_take(c, ev);
-
+	*how = 0;
 	if (ret == 0) {
 		ret = o1_doorbell_wait(ctrl, seq, slice_ns);
+		*how = ret == -ETIMEDOUT ? 2 : 1;
 		ret = ret == -EINTR || ret == -ETIMEDOUT ? 0 : ret;
 		if (!ret)
 			ret = o1_client_take(c, ev);
@@ -450,6 +452,24 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 	o1_doorbell_cancel(ctrl);
 	c->fd_armed = 0;
 	return ret;
+}
+
+/* An event was taken by the wait at now; slept: a doorbell woke it. A
+ * stream's events feed its pace (pace.h). */
+static int took(struct o1_client *c, const struct o1_event *ev, int slept)
+{
+	if (ev->type == O1_EVENT_TOKEN || ev->type == O1_EVENT_ROUND)
+		o1_client_pace_took(&c->pace, o1_client_now_ns(), slept);
+	return 1;
+}
+
+/* The wait found nothing at now and may sleep at most slice: how long,
+ * or 0 to spin through an event due by the stream's pace. */
+static int64_t pace_slice(struct o1_client *c, uint64_t now, int64_t slice)
+{
+	if (!c->inflight)
+		return slice;
+	return o1_client_pace_sleep(&c->pace, now, slice);
 }
 
 /* Whether the daemon we rang awake is still on its way (it has not taken
@@ -479,7 +499,7 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 	uint64_t start = o1_client_now_ns(), now, spin = c->spin_ns;
 	uint64_t spin_from = start, waking_max = WAKING_MAX_NS;
 	int64_t left, slice;
-	int ret;
+	int ret, how = 0;
 
 	if (!c->base)
 		return o1_client_fail(O1_CLIENT_E_DAEMON_GONE,
@@ -493,27 +513,33 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 	for (;;) {
 		ret = o1_client_take(c, ev);
 		if (ret)
-			return ret;
+			return ret > 0 ? took(c, ev, how == 1) : ret;
+		how = 0;
 		if (c->gone)
 			return o1_client_gone_error(c);
 		now = o1_client_now_ns();
+		left = timeout_ns < 0 ? WAIT_SLICE_NS
+				      : timeout_ns - (int64_t)(now - start);
 		if (daemon_waking(c, start, now, waking_max, &spin_from) ||
-		    now - spin_from < spin) {
+		    now - spin_from < spin ||
+		    (left > 0 && o1_client_pace_spin(&c->pace, now))) {
 			o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l),
 					    &c->cpu_told, o1_handoff_cpu());
 			o1_handoff_spin(&c->handoff, &c->sq, now);
 			continue;
 		}
-		left = timeout_ns < 0 ? WAIT_SLICE_NS
-				      : timeout_ns - (int64_t)(now - start);
 		if (left <= 0)
 			return o1_client_fail(-ETIMEDOUT, "no event in time");
 		if (o1_client_gone(c, 1))
 			continue; /* what it sent before it went comes first */
 		slice = left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS;
-		ret = sleep_for_event(c, ev, slice);
+		slice = pace_slice(c, now, slice);
+		if (!slice)
+			continue; /* spin through the event due */
+		ret = sleep_for_event(c, ev, slice, &how);
+		o1_client_pace_woke(&c->pace, o1_client_now_ns(), how == 2);
 		if (ret)
-			return ret;
+			return ret > 0 ? took(c, ev, how == 1) : ret;
 	}
 }
 
