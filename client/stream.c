@@ -10,11 +10,12 @@
  * data while decoding it, before it releases the slot, so the space of
  * every submission before the daemon's published head is free again. */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
-#include "common/error.h"
 #include "conn.h"
 #include "shm/doorbell.h"
+#include "common/error.h"
 
 #define WAIT_SLICE_NS 100000000ll /* re-check the socket this often */
 #define WAKING_MAX_NS 50000ull	  /* the longest a daemon wake-up is spun */
@@ -39,9 +40,11 @@ _Static_assert((unsigned)O1_FLAG_CHAT_JSON == (unsigned)O1_SUBMIT_CHAT_JSON,
 	       "flag");
 _Static_assert((int)O1_GRAMMAR_TYPE_TOOL_CALL == (int)O1_GRAMMAR_TOOL_CALL,
 	       "grammar kind");
-_Static_assert(sizeof(((struct o1_event *)0)->top_text) == O1_WIRE_TOP_TEXT_MAX,
+_Static_assert(sizeof(((struct o1_event *)0)->top_text) ==
+		   O1_WIRE_TOP_TEXT_MAX,
 	       "o1_event holds one TOP_TEXT entry");
-_Static_assert(sizeof(((struct o1_event *)0)->top_len) == O1_WIRE_LOGPROBS_MAX,
+_Static_assert(sizeof(((struct o1_event *)0)->top_len) ==
+		   O1_WIRE_LOGPROBS_MAX,
 	       "o1_event holds one TOP_TEXT entry");
 
 static uint32_t sq_head(struct o1_client *c)
@@ -520,9 +523,13 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 		now = o1_client_now_ns();
 		left = timeout_ns < 0 ? WAIT_SLICE_NS
 				      : timeout_ns - (int64_t)(now - start);
+		if (left > 0 && now - spin_from >= spin && !c->waking &&
+		    o1_client_pace_spin(&c->pace, now)) {
+			sched_yield(); /* see pace.h: a spin that yields */
+			continue;
+		}
 		if (daemon_waking(c, start, now, waking_max, &spin_from) ||
-		    now - spin_from < spin ||
-		    (left > 0 && o1_client_pace_spin(&c->pace, now))) {
+		    now - spin_from < spin) {
 			o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l),
 					    &c->cpu_told, o1_handoff_cpu());
 			o1_handoff_spin(&c->handoff, &c->sq, now);
