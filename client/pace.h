@@ -15,14 +15,17 @@
  * front loop's 40-60), and dating by take - lateness caught fewer posts
  * on the dev box (34-526 of 421-753 timed wakes, against 483-731).
  *
- * The spin yields the CPU each turn (sched_yield): the event comes only
- * after the engine thread and the front loop have run, and on a host
- * with fewer free CPUs than those three threads the one it needs may be
- * queued behind this spin. On the 2-vCPU dev box (load 2.4-3.3) a spin
- * that did not yield caught 365-689 of 1,018-1,253 timed wakes and cost
- * the front loop catches too (p50 20-26 us); yielding, 1,395-1,655 of
- * 1,421-1,667 (p50 5-16 us). With nothing else runnable a yield is one
- * system call (well under a microsecond).
+ * The spin yields the CPU each turn while the front loop last ran on our
+ * CPU (the sq ring's cpu hint; or no hint): the event comes only after
+ * the engine thread and the front loop ran, and on a host with fewer
+ * free CPUs than those three threads the one it needs may be queued
+ * behind the spin. On the 2-vCPU dev box (load 2.4-3.3, one run each) a
+ * spin that never yielded caught 365-689 of 1,018-1,253 timed wakes
+ * (p50 20-26 us); one that always yielded 1,395-1,655 of 1,421-1,667
+ * (p50 5-16 us) but, at load 4-6, gave the CPU to unrelated work for a
+ * time slice (p99 2-4 ms in half the runs); gated by the hint, p50 13-16
+ * and p99 69-335 us in the same runs. With nothing else runnable (an
+ * idle host) a yield is one system call, under a microsecond.
  *
  * Invariants: only the timing of o1_client_wait's sleep changes (shorter,
  * never longer than asked; the doorbell protocol and the spin windows are

@@ -497,6 +497,21 @@ static int daemon_waking(struct o1_client *c, uint64_t start, uint64_t now,
 	return 0;
 }
 
+/* A turn of the spin for an event due by the pace: yields the CPU when
+ * the front loop last ran on ours (or we do not know), since it, or the
+ * engine thread whose kick it waits for, may be queued behind the spin;
+ * else spins on (a yield there gives the CPU to unrelated work for a
+ * time slice on a loaded host: p99 in ms). See pace.h. */
+static void pace_turn(struct o1_client *c)
+{
+	uint32_t front = atomic_load_explicit(
+	    &o1_region_sq_ctrl(c->base, &c->l)->cpu, memory_order_relaxed);
+	uint32_t cpu = o1_handoff_cpu();
+
+	if (!front || !cpu || front == cpu)
+		sched_yield();
+}
+
 int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 {
 	uint64_t start = o1_client_now_ns(), now, spin = c->spin_ns;
@@ -525,7 +540,7 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 				      : timeout_ns - (int64_t)(now - start);
 		if (left > 0 && now - spin_from >= spin && !c->waking &&
 		    o1_client_pace_spin(&c->pace, now)) {
-			sched_yield(); /* see pace.h: a spin that yields */
+			pace_turn(c);
 			continue;
 		}
 		if (daemon_waking(c, start, now, waking_max, &spin_from) ||
