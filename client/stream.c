@@ -508,6 +508,8 @@ static void pace_turn(struct o1_client *c)
 	    &o1_region_sq_ctrl(c->base, &c->l)->cpu, memory_order_relaxed);
 	uint32_t cpu = o1_handoff_cpu();
 
+	o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l), &c->cpu_told,
+			    cpu); /* for the front loop's handoff */
 	if (!front || !cpu || front == cpu)
 		sched_yield();
 }
