@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "o1/client.h"
+#include "pace.h"
 #include "shm/handoff.h"
 #include "shm/region.h"
 #include "shm/ring.h"
@@ -35,6 +36,7 @@ struct o1_client {
 	uint32_t cpu_told;	   /* our CPU as the cq's hint last said */
 	int waking; /* we rang the daemon awake; it has not taken it yet */
 	uint64_t ping_seq;
+	struct o1_client_pace pace; /* a stream's pace, for the wait */
 	unsigned inflight;
 	/* alive.c: the daemon's end closed (sticky until a reconnect), when
 	 * the socket was last looked at, and whether NEED_WAKEUP was left

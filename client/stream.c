@@ -10,6 +10,7 @@
  * data while decoding it, before it releases the slot, so the space of
  * every submission before the daemon's published head is free again. */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "conn.h"
@@ -430,8 +431,11 @@ int o1_client_poll(struct o1_client *c, struct o1_event *ev)
 	return ret ? ret : o1_client_idle(c, ev);
 }
 
+/* Sleeps on the completion doorbell for at most slice_ns; *how: 0 when
+ * the re-check found an event (no sleep), 1 when the sleep ended
+ * otherwise, 2 when it ended by its timeout. */
 static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
-			   int64_t slice_ns)
+			   int64_t slice_ns, int *how)
 {
 	struct o1_ring_ctrl *ctrl = o1_region_cq_ctrl(c->base, &c->l);
 	uint32_t seq;
@@ -440,9 +444,10 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 	o1_handoff_note_cpu(ctrl, &c->cpu_told, o1_handoff_cpu());
 	seq = o1_doorbell_prepare(ctrl);
 	ret = o1_client_take(c, ev);
-
+	*how = 0;
 	if (ret == 0) {
 		ret = o1_doorbell_wait(ctrl, seq, slice_ns);
+		*how = ret == -ETIMEDOUT ? 2 : 1;
 		ret = ret == -EINTR || ret == -ETIMEDOUT ? 0 : ret;
 		if (!ret)
 			ret = o1_client_take(c, ev);
@@ -450,6 +455,24 @@ static int sleep_for_event(struct o1_client *c, struct o1_event *ev,
 	o1_doorbell_cancel(ctrl);
 	c->fd_armed = 0;
 	return ret;
+}
+
+/* An event was taken by the wait at now; slept: a doorbell woke it. A
+ * stream's events feed its pace (pace.h). */
+static int took(struct o1_client *c, const struct o1_event *ev, int slept)
+{
+	if (ev->type == O1_EVENT_TOKEN || ev->type == O1_EVENT_ROUND)
+		o1_client_pace_took(&c->pace, o1_client_now_ns(), slept);
+	return 1;
+}
+
+/* The wait found nothing at now and may sleep at most slice: how long,
+ * or 0 to spin through an event due by the stream's pace. */
+static int64_t pace_slice(struct o1_client *c, uint64_t now, int64_t slice)
+{
+	if (!c->inflight)
+		return slice;
+	return o1_client_pace_sleep(&c->pace, now, slice);
 }
 
 /* Whether the daemon we rang awake is still on its way (it has not taken
@@ -474,12 +497,29 @@ static int daemon_waking(struct o1_client *c, uint64_t start, uint64_t now,
 	return 0;
 }
 
+/* A turn of the spin for an event due by the pace: yields the CPU when
+ * the front loop last ran on ours (or we do not know), since it, or the
+ * engine thread whose kick it waits for, may be queued behind the spin;
+ * else spins on (a yield there gives the CPU to unrelated work for a
+ * time slice on a loaded host: p99 in ms). See pace.h. */
+static void pace_turn(struct o1_client *c)
+{
+	uint32_t front = atomic_load_explicit(
+	    &o1_region_sq_ctrl(c->base, &c->l)->cpu, memory_order_relaxed);
+	uint32_t cpu = o1_handoff_cpu();
+
+	o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l), &c->cpu_told,
+			    cpu); /* for the front loop's handoff */
+	if (!front || !cpu || front == cpu)
+		sched_yield();
+}
+
 int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 {
 	uint64_t start = o1_client_now_ns(), now, spin = c->spin_ns;
 	uint64_t spin_from = start, waking_max = WAKING_MAX_NS;
 	int64_t left, slice;
-	int ret;
+	int ret, how = 0;
 
 	if (!c->base)
 		return o1_client_fail(O1_CLIENT_E_DAEMON_GONE,
@@ -493,10 +533,18 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 	for (;;) {
 		ret = o1_client_take(c, ev);
 		if (ret)
-			return ret;
+			return ret > 0 ? took(c, ev, how == 1) : ret;
+		how = 0;
 		if (c->gone)
 			return o1_client_gone_error(c);
 		now = o1_client_now_ns();
+		left = timeout_ns < 0 ? WAIT_SLICE_NS
+				      : timeout_ns - (int64_t)(now - start);
+		if (left > 0 && now - spin_from >= spin && !c->waking &&
+		    o1_client_pace_spin(&c->pace, now)) {
+			pace_turn(c);
+			continue;
+		}
 		if (daemon_waking(c, start, now, waking_max, &spin_from) ||
 		    now - spin_from < spin) {
 			o1_handoff_note_cpu(o1_region_cq_ctrl(c->base, &c->l),
@@ -504,16 +552,18 @@ int o1_client_wait(struct o1_client *c, struct o1_event *ev, int64_t timeout_ns)
 			o1_handoff_spin(&c->handoff, &c->sq, now);
 			continue;
 		}
-		left = timeout_ns < 0 ? WAIT_SLICE_NS
-				      : timeout_ns - (int64_t)(now - start);
 		if (left <= 0)
 			return o1_client_fail(-ETIMEDOUT, "no event in time");
 		if (o1_client_gone(c, 1))
 			continue; /* what it sent before it went comes first */
 		slice = left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS;
-		ret = sleep_for_event(c, ev, slice);
+		slice = pace_slice(c, now, slice);
+		if (!slice)
+			continue; /* spin through the event due */
+		ret = sleep_for_event(c, ev, slice, &how);
+		o1_client_pace_woke(&c->pace, o1_client_now_ns(), how == 2);
 		if (ret)
-			return ret;
+			return ret > 0 ? took(c, ev, how == 1) : ret;
 	}
 }
 

@@ -670,7 +670,7 @@ static int idle_sleep(struct o1_ipc_server *srv, uint64_t now)
 		srv->st.cadence_spin_ns += now - srv->cadence_from_ns;
 		srv->cadence_from_ns = 0;
 	}
-	wake = o1_ipc_cadence_wake(&srv->cadence, now, &until);
+	wake = o1_cadence_wake(&srv->cadence, now, &until);
 	if (wake && wake <= now) {
 		srv->spin_until_ns = until;
 		srv->cadence_from_ns = now;
@@ -680,7 +680,7 @@ static int idle_sleep(struct o1_ipc_server *srv, uint64_t now)
 	if (!wake)
 		return 1;
 	now = now_ns();
-	o1_ipc_cadence_woke(&srv->cadence, wake, now);
+	o1_cadence_woke(&srv->cadence, wake, now);
 	if (timed_out) {
 		srv->spin_until_ns = until;
 		srv->cadence_from_ns = now;
@@ -700,7 +700,7 @@ static void cadence_arrival(struct o1_ipc_server *srv, uint64_t now)
 		srv->cadence_from_ns = 0;
 	}
 	srv->spin_until_ns = 0;
-	o1_ipc_cadence_post(
+	o1_cadence_post(
 	    &srv->cadence, now,
 	    atomic_load_explicit(&srv->kick_ns, memory_order_relaxed));
 }

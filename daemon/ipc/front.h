@@ -11,7 +11,7 @@
 
 #include <liburing.h>
 
-#include "cadence.h"
+#include "shm/cadence.h"
 #include "ipc.h"
 #include "shm/handoff.h"
 #include "shm/region.h"
@@ -116,7 +116,7 @@ struct o1_ipc_server {
 	uint32_t posted; /* events posted during the current pass */
 	int slept;	 /* the current pass is the first after a sleep */
 	uint8_t spin_hist; /* a bit per idle period: shorter than spin_us */
-	struct o1_ipc_cadence cadence; /* the consumer's posting pace */
+	struct o1_cadence cadence; /* the consumer's posting pace */
 	uint64_t spin_until_ns;	       /* spin through a post due by then */
 	uint64_t cadence_from_ns; /* that spin's start, 0: none going on */
 	int accept_armed, kick_armed, sig_armed, timer_armed;

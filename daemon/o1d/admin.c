@@ -89,7 +89,7 @@ static void add_front(const struct o1_ipc_stats *ist, cJSON *o)
 	cJSON_AddNumberToObject(f, "ticks", (double)ist->ticks);
 	cJSON_AddNumberToObject(f, "room_wakes", (double)ist->room_wakes);
 	cJSON_AddNumberToObject(f, "tick_refills", (double)ist->tick_refills);
-	/* the engine's steps the loop spun through (ipc/cadence.h) */
+	/* the engine's steps the loop spun through (shm/cadence.h) */
 	cJSON_AddNumberToObject(f, "cadence_wakes", (double)ist->cadence_wakes);
 	cJSON_AddNumberToObject(f, "cadence_caught",
 				(double)ist->cadence_caught);

@@ -35,7 +35,7 @@
  * post (2 deviations caught no more posts in the model, for 20% more
  * spin). Without it (and with arrivals dated by the pass) the loop woke
  * after the post more often than not: 406 of 2,000 tokens caught on the
- * idle H200 host, 20% in tests/ipc/test_cadence.c's model of it.
+ * idle H200 host, 20% in tests/shm/test_cadence.c's model of it.
  *
  * What a prediction may cost: a margin over O1_CADENCE_MARGIN_MAX_NS, or
  * over 1/16 of the gap, is not steady enough to predict (the spin would
@@ -43,9 +43,14 @@
  * the spin window). A 2 ms pace with +-30 us of jitter needs ~40-60 us (a
  * 50 us cap left one post in twenty unpredicted). A miss costs nothing
  * but the spin: the kick still wakes the loop. Pure arithmetic over the
- * times passed in. */
-#ifndef O1_IPC_CADENCE_H
-#define O1_IPC_CADENCE_H
+ * times passed in.
+ *
+ * Two users, one estimate each: o1d's front loop (daemon/ipc/front.c,
+ * the engine's posts, dated by its kick) and libo1client's wait
+ * (client/pace.c, the front loop's posts of a stream's events, dated by
+ * the take, or by the doorbell's wake-up less the learned lateness). */
+#ifndef O1_SHM_CADENCE_H
+#define O1_SHM_CADENCE_H
 
 #include <stdint.h>
 
@@ -56,7 +61,7 @@
 #define O1_CADENCE_OUTLIER_NS	 100000ull
 #define O1_CADENCE_LATE_MAX_NS	 100000ull
 
-struct o1_ipc_cadence {
+struct o1_cadence {
 	uint64_t last_ns; /* the latest arrival's post time, 0: none */
 	uint64_t gap_ns;  /* mean gap between arrivals */
 	uint64_t dev_ns;  /* mean absolute deviation of the gap */
@@ -69,17 +74,15 @@ struct o1_ipc_cadence {
 /* A pass at now_ns posted events; kick_ns: the time of the consumer's
  * latest kick (0: none), taken as the post's when newer than the previous
  * arrival (by a burst) and not after now_ns. */
-void o1_ipc_cadence_post(struct o1_ipc_cadence *k, uint64_t now_ns,
-			 uint64_t kick_ns);
+void o1_cadence_post(struct o1_cadence *k, uint64_t now_ns, uint64_t kick_ns);
 /* With the loop about to sleep at now_ns: 0 when no arrival is expected,
  * else the time to be awake by (<= now_ns: do not sleep) and, in *until,
  * the time to spin until. */
-uint64_t o1_ipc_cadence_wake(const struct o1_ipc_cadence *k, uint64_t now_ns,
-			     uint64_t *until);
+uint64_t o1_cadence_wake(const struct o1_cadence *k, uint64_t now_ns,
+			 uint64_t *until);
 /* A sleep that asked to end at asked_ns ended at now_ns (>= asked_ns: by
  * its timeout, or by an event that came first after it, a lower bound of
  * the timeout's lateness either way). */
-void o1_ipc_cadence_woke(struct o1_ipc_cadence *k, uint64_t asked_ns,
-			 uint64_t now_ns);
+void o1_cadence_woke(struct o1_cadence *k, uint64_t asked_ns, uint64_t now_ns);
 
 #endif

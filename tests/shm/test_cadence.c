@@ -16,93 +16,93 @@
 
 #include <cmocka.h>
 
-#include "ipc/cadence.h"
+#include "shm/cadence.h"
 
 #define MS 1000000ull
 #define US 1000ull
 
-static void steady(struct o1_ipc_cadence *k, uint64_t *t, uint64_t gap, int n)
+static void steady(struct o1_cadence *k, uint64_t *t, uint64_t gap, int n)
 {
 	for (int i = 0; i < n; i++) {
 		*t += gap;
-		o1_ipc_cadence_post(k, *t, 0);
+		o1_cadence_post(k, *t, 0);
 	}
 }
 
 static void test_steady(void **state)
 {
-	struct o1_ipc_cadence k = {0};
+	struct o1_cadence k = {0};
 	uint64_t t = 1000 * MS, until = 0, wake, margin;
 
 	(void)state;
-	o1_ipc_cadence_post(&k, t, 0);
+	o1_cadence_post(&k, t, 0);
 	steady(&k, &t, 2 * MS, 2);
-	assert_int_equal(o1_ipc_cadence_wake(&k, t + 1, &until), 0);
+	assert_int_equal(o1_cadence_wake(&k, t + 1, &until), 0);
 	steady(&k, &t, 2 * MS, 1);
-	wake = o1_ipc_cadence_wake(&k, t + 1, &until);
+	wake = o1_cadence_wake(&k, t + 1, &until);
 	assert_int_equal(wake, t + 2 * MS - 10 * US);
 	assert_int_equal(until, t + 2 * MS + 10 * US);
 	/* A gap 80 us late widens the margin; steady ones narrow it again. */
 	steady(&k, &t, 2 * MS + 80 * US, 1);
-	assert_true(o1_ipc_cadence_wake(&k, t + 1, &until) > 0);
+	assert_true(o1_cadence_wake(&k, t + 1, &until) > 0);
 	margin = until - (k.last_ns + k.gap_ns);
 	assert_true(margin > 10 * US && margin <= O1_CADENCE_MARGIN_MAX_NS);
 	steady(&k, &t, 2 * MS, 40);
-	wake = o1_ipc_cadence_wake(&k, t + 1, &until);
+	wake = o1_cadence_wake(&k, t + 1, &until);
 	assert_true(until - (k.last_ns + k.gap_ns) < margin);
 	assert_true(until - (k.last_ns + k.gap_ns) >= 10 * US);
 	/* Inside the margin: no sleep; past it: no prediction. */
-	assert_true(o1_ipc_cadence_wake(&k, wake + 1, &until) <= wake + 1);
-	assert_int_equal(o1_ipc_cadence_wake(&k, until, &until), 0);
+	assert_true(o1_cadence_wake(&k, wake + 1, &until) <= wake + 1);
+	assert_int_equal(o1_cadence_wake(&k, until, &until), 0);
 }
 
 static void test_burst_and_pause(void **state)
 {
-	struct o1_ipc_cadence k = {0};
+	struct o1_cadence k = {0};
 	uint64_t t = 5 * MS, until;
 
 	(void)state;
-	o1_ipc_cadence_post(&k, t, 0);
+	o1_cadence_post(&k, t, 0);
 	for (int i = 0; i < 4; i++) {
 		t += 3 * MS;
-		o1_ipc_cadence_post(&k, t, 0);
-		o1_ipc_cadence_post(&k, t + 5 * US, 0); /* the same burst */
+		o1_cadence_post(&k, t, 0);
+		o1_cadence_post(&k, t + 5 * US, 0); /* the same burst */
 	}
 	assert_int_equal(k.n, 4);
 	assert_int_equal(k.gap_ns, 3 * MS);
 	assert_int_equal(k.last_ns, t);
 	t += O1_CADENCE_MAX_GAP_NS + 1;
-	o1_ipc_cadence_post(&k, t, 0);
+	o1_cadence_post(&k, t, 0);
 	assert_int_equal(k.n, 0);
-	assert_int_equal(o1_ipc_cadence_wake(&k, t + 1, &until), 0);
-	o1_ipc_cadence_post(&k, t - 1, 0); /* a clock that went back */
+	assert_int_equal(o1_cadence_wake(&k, t + 1, &until), 0);
+	o1_cadence_post(&k, t - 1, 0); /* a clock that went back */
 	assert_int_equal(k.n, 0);
 }
 
 /* Gaps of 1 and 3 ms by turns: too unsteady for any margin. */
 static void test_unsteady(void **state)
 {
-	struct o1_ipc_cadence k = {0};
+	struct o1_cadence k = {0};
 	uint64_t t = MS, until;
 
 	(void)state;
-	o1_ipc_cadence_post(&k, t, 0);
+	o1_cadence_post(&k, t, 0);
 	for (int i = 0; i < 20; i++) {
 		steady(&k, &t, MS, 1);
 		steady(&k, &t, 3 * MS, 1);
 	}
-	assert_int_equal(o1_ipc_cadence_wake(&k, t + 1, &until), 0);
+	assert_int_equal(o1_cadence_wake(&k, t + 1, &until), 0);
 }
 
 static void test_too_quick(void **state)
 {
-	struct o1_ipc_cadence k = {0};
+	struct o1_cadence k = {0};
 	uint64_t t = MS, until;
 
 	(void)state;
-	o1_ipc_cadence_post(&k, t, 0);
+	o1_cadence_post(&k, t, 0);
 	steady(&k, &t, 30 * US, 50);
-	assert_int_equal(o1_ipc_cadence_wake(&k, t + 1, &until), 0);
+	assert_int_equal(o1_cadence_wake(&k, t + 1, &until), 0);
 }
 
 /* An arrival is dated by the consumer's kick when it is this post's (the
@@ -110,18 +110,18 @@ static void test_too_quick(void **state)
  * one in the future, leaves the pass's time. */
 static void test_kick_dates_arrival(void **state)
 {
-	struct o1_ipc_cadence k = {0};
+	struct o1_cadence k = {0};
 	uint64_t t = 10 * MS;
 
 	(void)state;
-	o1_ipc_cadence_post(&k, t + 40 * US, t);
+	o1_cadence_post(&k, t + 40 * US, t);
 	assert_int_equal(k.last_ns, t);
-	o1_ipc_cadence_post(&k, t + 2 * MS + 35 * US, t + 2 * MS);
+	o1_cadence_post(&k, t + 2 * MS + 35 * US, t + 2 * MS);
 	assert_int_equal(k.last_ns, t + 2 * MS);
 	assert_int_equal(k.gap_ns, 2 * MS);
-	o1_ipc_cadence_post(&k, t + 4 * MS, t + 2 * MS); /* stale */
+	o1_cadence_post(&k, t + 4 * MS, t + 2 * MS); /* stale */
 	assert_int_equal(k.last_ns, t + 4 * MS);
-	o1_ipc_cadence_post(&k, t + 6 * MS, t + 7 * MS); /* future */
+	o1_cadence_post(&k, t + 6 * MS, t + 7 * MS); /* future */
 	assert_int_equal(k.last_ns, t + 6 * MS);
 	assert_int_equal(k.n, 3);
 }
@@ -130,11 +130,11 @@ static void test_kick_dates_arrival(void **state)
  * goes on from it; a second one soon after restarts the estimate. */
 static void test_outlier(void **state)
 {
-	struct o1_ipc_cadence k = {0};
+	struct o1_cadence k = {0};
 	uint64_t t = MS, until, gap, dev;
 
 	(void)state;
-	o1_ipc_cadence_post(&k, t, 0);
+	o1_cadence_post(&k, t, 0);
 	steady(&k, &t, 2 * MS, 10);
 	gap = k.gap_ns;
 	dev = k.dev_ns;
@@ -142,7 +142,7 @@ static void test_outlier(void **state)
 	assert_int_equal(k.gap_ns, gap);
 	assert_int_equal(k.dev_ns, dev);
 	assert_int_equal(k.last_ns, t);
-	assert_int_equal(o1_ipc_cadence_wake(&k, t + 1, &until),
+	assert_int_equal(o1_cadence_wake(&k, t + 1, &until),
 			 t + 2 * MS - 10 * US);
 	steady(&k, &t, 2 * MS, 3); /* forgotten after three regular gaps */
 	steady(&k, &t, 3 * MS, 1);
@@ -151,7 +151,7 @@ static void test_outlier(void **state)
 	steady(&k, &t, 5 * MS, 1); /* a second one soon: the pace changed */
 	assert_int_equal(k.n, 1);
 	assert_int_equal(k.gap_ns, 5 * MS);
-	assert_int_equal(o1_ipc_cadence_wake(&k, t + 1, &until), 0);
+	assert_int_equal(o1_cadence_wake(&k, t + 1, &until), 0);
 }
 
 /* Timed wake-ups that come 40 us late make the wake-up 40 us earlier; a
@@ -159,24 +159,24 @@ static void test_outlier(void **state)
  * late (a preempted loop) counts as O1_CADENCE_LATE_MAX_NS. */
 static void test_late_learned(void **state)
 {
-	struct o1_ipc_cadence k = {0};
+	struct o1_cadence k = {0};
 	uint64_t t = MS, until, wake;
 
 	(void)state;
-	o1_ipc_cadence_post(&k, t, 0);
+	o1_cadence_post(&k, t, 0);
 	steady(&k, &t, 2 * MS, 5);
-	o1_ipc_cadence_woke(&k, t, t - 1); /* early: nothing */
+	o1_cadence_woke(&k, t, t - 1); /* early: nothing */
 	assert_int_equal(k.late_ns, 0);
 	for (int i = 0; i < 20; i++)
-		o1_ipc_cadence_woke(&k, t, t + 40 * US);
-	wake = o1_ipc_cadence_wake(&k, t + 1, &until);
+		o1_cadence_woke(&k, t, t + 40 * US);
+	wake = o1_cadence_wake(&k, t + 1, &until);
 	assert_int_equal(wake, t + 2 * MS - 10 * US - 40 * US);
 	assert_int_equal(until, t + 2 * MS + 10 * US);
-	o1_ipc_cadence_woke(&k, t, t + MS);
+	o1_cadence_woke(&k, t, t + MS);
 	assert_true(k.late_ns <= 40 * US + O1_CADENCE_LATE_MAX_NS / 8);
 	for (int i = 0; i < 200; i++)
-		o1_ipc_cadence_woke(&k, t, t + MS);
-	wake = o1_ipc_cadence_wake(&k, t + 1, &until);
+		o1_cadence_woke(&k, t, t + MS);
+	wake = o1_cadence_wake(&k, t + 1, &until);
 	assert_true(wake >= t + 2 * MS - 10 * US - O1_CADENCE_LATE_MAX_NS);
 }
 
@@ -229,13 +229,13 @@ static uint64_t next_gap(const struct pace *p, int i)
 
 /* One post at post_ns, the loop having handled the previous one at
  * *h_ns: where the loop is when it handles this one, in *h_ns. */
-static void play_post(const struct pace *p, struct o1_ipc_cadence *k,
+static void play_post(const struct pace *p, struct o1_cadence *k,
 		      uint64_t post_ns, uint64_t *h_ns, struct outcome *o,
 		      int i)
 {
 	uint64_t h = *h_ns, until = 0, from, fire;
 	uint64_t kick = post_ns + uniform(p->late_lo_ns, p->late_hi_ns);
-	uint64_t wake = o1_ipc_cadence_wake(k, h, &until);
+	uint64_t wake = o1_cadence_wake(k, h, &until);
 
 	if (!wake) {
 		o->unpredicted++;
@@ -249,11 +249,11 @@ static void play_post(const struct pace *p, struct o1_ipc_cadence *k,
 			fire = wake + 300 * US;
 		if (kick <= fire) { /* the kick came first */
 			o->kick_first++;
-			o1_ipc_cadence_woke(k, wake, kick);
+			o1_cadence_woke(k, wake, kick);
 			*h_ns = kick;
 			goto arrived;
 		}
-		o1_ipc_cadence_woke(k, wake, fire);
+		o1_cadence_woke(k, wake, fire);
 		if (post_ns <= fire) { /* woke after the post: a miss */
 			o->woke_late++;
 			*h_ns = fire;
@@ -271,18 +271,18 @@ static void play_post(const struct pace *p, struct o1_ipc_cadence *k,
 	o->caught++;
 	*h_ns = post_ns + 2 * US; /* the pass that posted */
 arrived:
-	o1_ipc_cadence_post(k, *h_ns, post_ns);
+	o1_cadence_post(k, *h_ns, post_ns);
 	o->posts++;
 }
 
 static struct outcome play(const struct pace *p, int n, uint64_t seed)
 {
-	struct o1_ipc_cadence k = {0};
+	struct o1_cadence k = {0};
 	struct outcome o = {0};
 	uint64_t t = 1000 * MS, h = t + 30 * US;
 
 	rng_state = seed;
-	o1_ipc_cadence_post(&k, h, t);
+	o1_cadence_post(&k, h, t);
 	for (int i = 0; i < n; i++) {
 		t += next_gap(p, i);
 		play_post(p, &k, t, &h, &o, i);

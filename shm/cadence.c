@@ -1,5 +1,6 @@
-/* The front loop's estimate of the consumer's posting pace and of its own
- * timed wake-ups' lateness; see cadence.h. */
+/* A waiter's estimate of its producer's posting pace and of its own timed
+ * wake-ups' lateness (o1d's front loop, libo1client's wait); see
+ * cadence.h. */
 #include "cadence.h"
 
 static uint64_t diff(uint64_t a, uint64_t b)
@@ -16,7 +17,7 @@ static uint64_t avg8(uint64_t mean, uint64_t x)
 /* A gap more than O1_CADENCE_OUTLIER_NS off the mean, at time t: 1 when it
  * ends the estimate (the pace changed), else 0 (left out of the
  * averages; the next step follows this one). */
-static int outlier(struct o1_ipc_cadence *k, uint64_t t)
+static int outlier(struct o1_cadence *k, uint64_t t)
 {
 	k->odd += 3;
 	if (k->odd >= 4)
@@ -25,8 +26,7 @@ static int outlier(struct o1_ipc_cadence *k, uint64_t t)
 	return 0;
 }
 
-void o1_ipc_cadence_post(struct o1_ipc_cadence *k, uint64_t now_ns,
-			 uint64_t kick_ns)
+void o1_cadence_post(struct o1_cadence *k, uint64_t now_ns, uint64_t kick_ns)
 {
 	uint64_t t = now_ns, gap;
 
@@ -57,8 +57,8 @@ void o1_ipc_cadence_post(struct o1_ipc_cadence *k, uint64_t now_ns,
 	k->last_ns = t;
 }
 
-uint64_t o1_ipc_cadence_wake(const struct o1_ipc_cadence *k, uint64_t now_ns,
-			     uint64_t *until)
+uint64_t o1_cadence_wake(const struct o1_cadence *k, uint64_t now_ns,
+			 uint64_t *until)
 {
 	uint64_t margin = 2 * k->dev_ns + 10000, due, early;
 
@@ -76,8 +76,7 @@ uint64_t o1_ipc_cadence_wake(const struct o1_ipc_cadence *k, uint64_t now_ns,
 	return due > early ? due - early : 1;
 }
 
-void o1_ipc_cadence_woke(struct o1_ipc_cadence *k, uint64_t asked_ns,
-			 uint64_t now_ns)
+void o1_cadence_woke(struct o1_cadence *k, uint64_t asked_ns, uint64_t now_ns)
 {
 	uint64_t late;
 
