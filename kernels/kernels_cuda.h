@@ -315,6 +315,19 @@ int o1_gemm_q_cuda(float *y, const uint16_t *x, const void *w,
 		   uint32_t ldy, bool pdl, cudaStream_t stream);
 bool o1_gemm_q_fits(enum o1_quant_type type, uint32_t n, uint32_t k);
 
+/* gemm_qp.cu: o1_gemm_q_cuda's product (the same values, summed in an
+ * order of its own: the tests bound the difference to the exact sum), on
+ * a pipeline of asynchronous copies of the blocks and x, the blocks
+ * decoded to bf16 in shared memory once per tile; K split in two halves
+ * (y zeroed by a kernel first, each half added atomically: the same bits
+ * every run) where the grid is small. x and w 16-byte aligned, LDY >= N;
+ * -EINVAL (logged) for a shape o1_gemm_qp_fits rejects. */
+int o1_gemm_qp_cuda(float *y, const uint16_t *x, const void *w,
+		    enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		    uint32_t ldy, bool pdl, cudaStream_t stream);
+bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
+		     const void *w);
+
 /* gemv_q.cu: act (M,F) bf16 = swiglu of o1_gemv_q_cuda's (M, 2F) output
  * over w (2F rows: gate, then up; one TYPE), as o1_swiglu_cuda computes
  * it, bit for bit, in one kernel. Operands as o1_gemv_q_cuda's. */

@@ -20,6 +20,19 @@
  *                 for quant_dev.h's qd_to_bf16 twice (the same bits but
  *                 for NaN, which comes out as the canonical 0x7fff).
  *
+ * And per thread, the asynchronous copies of a pipelined kernel (gemm_qp.cu):
+ *   mma_cp16      cp.async.cg.shared.global: 16 bytes from global SRC to
+ *                 shared DST (both 16-byte aligned), the first BYTES (0 to
+ *                 16) of them read and the rest zeros;
+ *   mma_cp_commit cp.async.commit_group: the copies issued since the last
+ *                 commit form a group;
+ *   mma_cp_wait<N> cp.async.wait_group: waits until at most N of the
+ *                 thread's groups are still in flight (the others' bytes
+ *                 are in shared memory; other threads see them after a
+ *                 barrier).
+ * The emulation copies at once (so waits do nothing): a stage overwritten
+ * while another warp still reads it shows as wrong products there.
+ *
  * On the device these are the PTX instructions (sm_80 and later). Under
  * tools/gpu/emu (emu.h included first, O1_EMU_H defined) they are warp
  * exchanges over the lanes' fibers that move exactly the elements the
@@ -55,6 +68,20 @@ static inline void mma_ldsm_x4(const void *row, uint32_t (&r)[4])
 static inline uint32_t mma_pack_bf16(float lo, float hi)
 {
 	return qd_to_bf16(lo) | (uint32_t)qd_to_bf16(hi) << 16;
+}
+
+static inline void mma_cp16(void *dst, const void *src, uint32_t bytes)
+{
+	memset(dst, 0, 16);
+	memcpy(dst, src, bytes < 16 ? bytes : 16);
+}
+
+static inline void mma_cp_commit(void)
+{
+}
+
+template <int N> static inline void mma_cp_wait(void)
+{
 }
 
 static inline float mma_bf16_lo(uint32_t w)
@@ -132,6 +159,26 @@ static __device__ __forceinline__ uint32_t mma_pack_bf16(float lo, float hi)
 
 	asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
 	return r;
+}
+
+static __device__ __forceinline__ void mma_cp16(void *dst, const void *src,
+						uint32_t bytes)
+{
+	uint32_t at = (uint32_t)__cvta_generic_to_shared(dst);
+
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(at),
+		     "l"(src), "r"(bytes)
+		     : "memory");
+}
+
+static __device__ __forceinline__ void mma_cp_commit(void)
+{
+	asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+template <int N> static __device__ __forceinline__ void mma_cp_wait(void)
+{
+	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 static __device__ __forceinline__ void mma_bf16(float (&d)[4],

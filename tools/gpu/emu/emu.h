@@ -286,6 +286,16 @@ static inline unsigned atomicAdd(unsigned *p, unsigned v)
 	return o;
 }
 
+static inline float atomicAdd(float *p, float v)
+{
+	float o;
+
+	emu_yield_maybe();
+	o = *p;
+	*p = o + v;
+	return o;
+}
+
 /* Runs F for every thread of a (GX, GY) grid of NT-thread blocks in
  * clusters of GX blocks, one cluster after another, with SMEM bytes of
  * shared memory per block. */

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs tests/kernels/test_gemm_q_cuda against kernels/gemm_q.cu emulated on
-# the CPU (emu.h; mma_dev.h's tensor-core operations become warp exchanges
-# that move the elements of PTX's fragment layouts), so the tile loads,
-# the masks and the fragment indexing are checked before GPU time is
-# spent. The .cu file is copied into build-emu/ so that its
-# "cuda_launch.h" is this folder's. Quick mode (O1_TEST_QUICK=1): a subset
-# of the shapes; a few minutes on one core. x86-64, g++ and cmocka.
-#   tools/gpu/emu/run_gemm_q.sh
+# Runs tests/kernels/test_gemm_q_cuda and test_gemm_qp_cuda against
+# kernels/gemm_q.cu and gemm_qp.cu emulated on the CPU (emu.h; mma_dev.h's
+# tensor-core operations become warp exchanges that move the elements of
+# PTX's fragment layouts, its asynchronous copies plain copies), so the
+# tile loads, the masks, the pipeline's stages and the fragment indexing
+# are checked before GPU time is spent. The .cu files are copied into
+# build-emu/ so that their "cuda_launch.h" is this folder's (extern
+# __shared__ arrays become emu_smem()). Quick mode (O1_TEST_QUICK=1): a
+# subset of the shapes; a few minutes on one core. x86-64, g++ and cmocka.
+#   tools/gpu/emu/run_gemm_q.sh [gemm_q|gemm_qp]   (default: both)
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
 # one runs on the CPU, the rule is kept anyway so every script reads alike.
@@ -17,13 +19,11 @@ emu=$root/tools/gpu/emu
 out=$root/build-emu
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root/kernels" -I"$root" -I"$root/daemon")
-cp "$root/kernels/gemm_q.cu" "$out/gemm_q_emu.cc"
+shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
 cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -include "$emu/emu.h" "${inc[@]}")
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
     -DO1_SHARED_DIR="\"$root/../shared\"" "${inc[@]}")
-"${cxx[@]}" -c "$out/gemm_q_emu.cc" -o "$out/gemm_q_emu.o"
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
-"${cc[@]}" -c "$root/tests/kernels/test_gemm_q_cuda.c" -o "$out/test_gemm_q.o"
 objs=()
 for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
 	 kernels/threads common/log common/error; do
@@ -31,6 +31,11 @@ for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
 	"${cc[@]}" -O2 -Wno-psabi -c "$root/$c.c" -o "$o"
 	objs+=("$o")
 done
-g++ -no-pie -o "$out/test_gemm_q_cuda" "$out"/test_gemm_q.o \
-  "$out"/{gemm_q_emu,emu}.o "${objs[@]}" -lcmocka -lm -lpthread
-O1_TEST_QUICK=${O1_TEST_QUICK:-1} "$out/test_gemm_q_cuda"
+for k in ${1:-gemm_q gemm_qp}; do
+	sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
+	"${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
+	"${cc[@]}" -c "$root/tests/kernels/test_${k}_cuda.c" -o "$out/test_$k.o"
+	g++ -no-pie -o "$out/test_${k}_cuda" "$out/test_$k.o" \
+	  "$out/${k}_emu.o" "$out/emu.o" "${objs[@]}" -lcmocka -lm -lpthread
+	O1_TEST_QUICK=${O1_TEST_QUICK:-1} "$out/test_${k}_cuda"
+done

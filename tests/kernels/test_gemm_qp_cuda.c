@@ -1,0 +1,320 @@
+/* The pipelined tensor-core product on block-format weights
+ * (kernels/gemm_qp.cu, o1_gemm_qp_cuda) against the CPU, for Q8_0, Q4_0,
+ * Q4_K and Q6_K, on M of 9 to 300 rows (token tiles of 32, 64 and 128,
+ * none a multiple), N not a multiple of its weight tiles (64 or 128), K
+ * of one to many 64-element steps and 256-element raw stages (a partial
+ * last stage for the 32-blocks), K split in two where the grid is small
+ * (always on the emulation's 3 multiprocessors), LDY > N, rows of w at
+ * 2-byte offsets from the 16-byte pieces the kernel copies:
+ * - against the exact sum (double) of the products it is specified to
+ *   add: x (bf16) times the weights dequantized by quant.c and rounded to
+ *   bf16 to nearest even (the values o1_quant_dequantize_bf16_cuda
+ *   writes; both products are exact in f32). The device adds 16 products
+ *   in one mma and K/16 such sums into an f32 accumulator (plus one
+ *   addition of the halves of a split K); each addition errs by at most
+ *   an ulp of a partial sum (2^-23 of sum |x w|, allowing the tensor
+ *   core's truncation), hence
+ *     |gpu - exact| <= (K/16 + 16) * 2^-23 * sum |x w| + 1e-30;
+ *   a wrong fragment index, tile mask or pipeline stage errs by the size
+ *   of whole terms (~2^-4 of sum |x w| and more) and fails it at every K
+ *   here;
+ * - against the CPU backend's quantized product (o1_gemv_q_cpu: the same
+ *   x, the weights in f32): relative L2 distance of each row <= 1e-2 (the
+ *   bf16 rounding of the weights alone gives ~2^-9 / sqrt(3));
+ * - a second launch (with PDL) bitwise equal to the first (the split
+ *   K's atomic adds included), columns past N of each output row
+ *   untouched;
+ * - bad operands refused with -EINVAL.
+ * O1_TEST_QUICK=1 runs fewer shapes (tools/gpu/emu/run_gemm_q.sh runs it
+ * on the CPU emulation). Exit 77 without a device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+
+#include "kernels/cuda_util.h"
+#include "kernels/gemv_q.h"
+#include "kernels/kernels_cuda.h"
+#include "kernels/quant.h"
+
+static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
+					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+static bool quick;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float frand(void)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (float)((rng >> 40) / (double)(1 << 24)) * 2 - 1;
+}
+
+static void *dev_put(const void *host, size_t bytes)
+{
+	void *d = NULL;
+
+	assert_int_equal(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
+	if (host && bytes)
+		assert_int_equal(
+		    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice),
+		    cudaSuccess);
+	return d;
+}
+
+static void dev_get(void *host, const void *dev, size_t bytes)
+{
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	assert_int_equal(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost),
+			 cudaSuccess);
+}
+
+/* f32 -> bf16 bits, to nearest even (dtype.h's rounding). */
+static uint16_t bf16_rne(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((u >> 16) | 0x40);
+	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+static float bf16_f32(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* N random elements of TYPE: uniform, every third 256 scaled down (block
+ * scales far apart within a row). */
+static uint8_t *random_blocks(enum o1_quant_type type, uint64_t n)
+{
+	float *x = malloc(n * sizeof(float));
+	uint64_t bytes;
+	uint8_t *q;
+
+	assert_int_equal(o1_quant_row_bytes(type, n, &bytes), 0);
+	q = malloc(bytes);
+	assert_non_null(x);
+	assert_non_null(q);
+	for (uint64_t i = 0; i < n; i++)
+		x[i] = frand() * (i / 256 % 3 == 0 ? 0.02f : 3.0f);
+	assert_int_equal(o1_quant_quantize(type, x, q, n), 0);
+	free(x);
+	return q;
+}
+
+/* The bound of the header comment on OUT against EXACT (sum |x w| MAG). */
+static void check_exact(enum o1_quant_type type, uint32_t m, uint32_t n,
+			uint32_t k, uint32_t ldy, const float *gpu,
+			const double *exact, const double *mag)
+{
+	double f = ((double)k / 16 + 16) * 0x1p-23;
+
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < ldy; j++) {
+			float g = gpu[(size_t)i * ldy + j];
+			double e = exact[(size_t)i * n + j];
+			double b = f * mag[(size_t)i * n + j] + 1e-30;
+
+			if (j >= n) {
+				if (!isnan(g))
+					fail_msg("%s m %u n %u k %u: y[%u][%u] "
+						 "past N written",
+						 o1_quant_name(type), m, n, k,
+						 i, j);
+				continue;
+			}
+			if (!(fabs(g - e) <= b))
+				fail_msg("%s m %u n %u k %u: y[%u][%u] gpu %.9g "
+					 "exact %.9g (bound %g)",
+					 o1_quant_name(type), m, n, k, i, j, g,
+					 e, b);
+		}
+}
+
+/* Each row's relative L2 distance to the CPU backend's product. */
+static void check_cpu(enum o1_quant_type type, uint32_t m, uint32_t n,
+		      uint32_t k, uint32_t ldy, const float *gpu,
+		      const float *cpu)
+{
+	for (uint32_t i = 0; i < m; i++) {
+		double d = 0, r = 0;
+
+		for (uint32_t j = 0; j < n; j++) {
+			double g = gpu[(size_t)i * ldy + j],
+			       c = cpu[(size_t)i * ldy + j];
+
+			d += (g - c) * (g - c);
+			r += c * c;
+		}
+		if (!(sqrt(d) <= 1e-2 * sqrt(r)))
+			fail_msg("%s m %u n %u k %u: row %u relative L2 %g "
+				 "to the CPU backend",
+				 o1_quant_name(type), m, n, k, i,
+				 sqrt(d / r));
+	}
+}
+
+static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
+		       uint32_t k, uint32_t ldy)
+{
+	size_t ny = (size_t)m * ldy;
+	uint16_t *x = malloc((size_t)m * k * 2);
+	float *wf = malloc((size_t)n * k * 4), *cpu = malloc(ny * 4),
+	      *gpu = malloc(ny * 4), *again = malloc(ny * 4), *dy;
+	double *exact = calloc((size_t)m * n, sizeof(double)),
+	       *mag = calloc((size_t)m * n, sizeof(double));
+	uint8_t *q = random_blocks(type, (uint64_t)n * k);
+	uint64_t rb;
+	void *dw, *dx;
+
+	assert_non_null(x), assert_non_null(wf), assert_non_null(cpu);
+	assert_non_null(gpu), assert_non_null(again);
+	assert_non_null(exact), assert_non_null(mag);
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		x[i] = bf16_rne(frand() * 2);
+	for (size_t i = 0; i < ny; i++)
+		cpu[i] = NAN;
+	o1_quant_dequantize(type, q, wf, (uint64_t)n * k);
+	for (size_t i = 0; i < (size_t)n * k; i++)
+		wf[i] = bf16_f32(bf16_rne(wf[i]));
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			const uint16_t *xr = x + (size_t)i * k;
+			const float *wr = wf + (size_t)j * k;
+			double s = 0, a = 0;
+
+			for (uint32_t c = 0; c < k; c++) {
+				double p = (double)bf16_f32(xr[c]) * wr[c];
+
+				s += p, a += fabs(p);
+			}
+			exact[(size_t)i * n + j] = s;
+			mag[(size_t)i * n + j] = a;
+		}
+	dw = dev_put(q, rb * n);
+	dx = dev_put(x, (size_t)m * k * 2);
+	dy = dev_put(cpu, ny * 4); /* NaN everywhere */
+	assert_int_equal(o1_gemv_q_cpu(cpu, x, q, type, m, n, k, ldy), 0);
+	assert_int_equal(
+	    o1_gemm_qp_cuda(dy, dx, dw, type, m, n, k, ldy, false, NULL), 0);
+	dev_get(gpu, dy, ny * 4);
+	assert_int_equal(
+	    o1_gemm_qp_cuda(dy, dx, dw, type, m, n, k, ldy, true, NULL), 0);
+	dev_get(again, dy, ny * 4);
+	assert_memory_equal(gpu, again, ny * 4);
+	check_exact(type, m, n, k, ldy, gpu, exact, mag);
+	check_cpu(type, m, n, k, ldy, gpu, cpu);
+	cudaFree(dw), cudaFree(dx), cudaFree(dy);
+	free(x), free(wf), free(cpu), free(gpu), free(again), free(exact);
+	free(mag), free(q);
+}
+
+static void test_gemm(void **state)
+{
+	static const uint32_t ms[] = {9, 17, 40, 100, 300};
+	static const uint32_t ns[] = {37, 130};
+	static const uint32_t ks[] = {256, 768};
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (size_t a = 0; a < sizeof(ms) / sizeof(ms[0]); a++)
+			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
+				for (size_t c = 0; c < sizeof(ks) / sizeof(ks[0]);
+				     c++)
+					if (!quick || (a + b + c + t) % 4 == 0)
+						check_gemm(types[t], ms[a],
+							   ns[b], ks[c],
+							   ns[b] + (a % 2) * 5);
+	/* 32-blocks: an odd number of them */
+	check_gemm(O1_QUANT_Q8_0, 17, 9, 96, 9);
+	check_gemm(O1_QUANT_Q4_0, 70, 66, 288, 70);
+	/* long rows: many steps */
+	check_gemm(O1_QUANT_Q4_K, 33, 65, 4096, 65);
+	check_gemm(O1_QUANT_Q6_K, 65, 40, 2560, 41);
+	/* enough weight tiles for tiles of 128 by 128, one raw stage */
+	check_gemm(O1_QUANT_Q4_K, 130, 8200, 256, 8203);
+	/* 128-row weight tiles, tokens of 32 and 64, K split */
+	check_gemm(O1_QUANT_Q8_0, 20, 1000, 1024, 1000);
+	check_gemm(O1_QUANT_Q6_K, 50, 700, 512, 703);
+	/* Q8_0 rows 2 bytes off a 16-byte piece: 34 * 3 blocks a row */
+	check_gemm(O1_QUANT_Q8_0, 33, 70, 96 + 256, 70);
+	if (quick)
+		return;
+	/* shapes of real models */
+	check_gemm(O1_QUANT_Q4_K, 128, 512, 4096, 512);
+	check_gemm(O1_QUANT_Q6_K, 200, 256, 14336, 256);
+	check_gemm(O1_QUANT_Q8_0, 256, 1024, 4096, 1024);
+	check_gemm(O1_QUANT_Q4_0, 300, 896, 4864, 896);
+}
+
+static void test_bad_args(void **state)
+{
+	float *y = dev_put(NULL, 1 << 16);
+	uint16_t *x = dev_put(NULL, 1 << 16);
+	uint8_t *w = dev_put(NULL, 1 << 16);
+
+	(void)state;
+	/* K not whole blocks */
+	assert_int_equal(o1_gemm_qp_cuda(y, x, w, O1_QUANT_Q4_K, 16, 1, 128,
+					 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(
+	    o1_gemm_qp_cuda(y, x, w, O1_QUANT_Q8_0, 16, 1, 48, 1, false, NULL),
+	    -EINVAL);
+	/* LDY < N, x misaligned, w not 16-byte aligned, not a block type,
+	 * no rows of w */
+	assert_int_equal(
+	    o1_gemm_qp_cuda(y, x, w, O1_QUANT_Q8_0, 16, 4, 32, 3, false, NULL),
+	    -EINVAL);
+	assert_int_equal(o1_gemm_qp_cuda(y, x + 1, w, O1_QUANT_Q8_0, 16, 1, 32,
+					 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qp_cuda(y, x, w + 2, O1_QUANT_Q8_0, 16, 1, 32,
+					 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qp_cuda(y, x, w + 8, O1_QUANT_Q4_K, 16, 1,
+					 256, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qp_cuda(y, x, w, (enum o1_quant_type)1, 16, 1,
+					 32, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(
+	    o1_gemm_qp_cuda(y, x, w, O1_QUANT_Q8_0, 16, 0, 32, 1, false, NULL),
+	    -EINVAL);
+	assert_false(o1_gemm_qp_fits(O1_QUANT_Q8_0, 1u << 22, 32, w));
+	assert_true(o1_gemm_qp_fits(O1_QUANT_Q8_0, (1u << 22) - 64, 32, w));
+	assert_false(o1_gemm_qp_fits(O1_QUANT_Q8_0, 64, 32, w + 16 + 2));
+	/* no x rows: nothing to do */
+	assert_int_equal(
+	    o1_gemm_qp_cuda(y, x, w, O1_QUANT_Q8_0, 0, 1, 32, 1, false, NULL),
+	    0);
+	cudaFree(y), cudaFree(x), cudaFree(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_gemm),
+	    cmocka_unit_test(test_bad_args),
+	};
+
+	quick = getenv("O1_TEST_QUICK") && atoi(getenv("O1_TEST_QUICK"));
+	if (o1_cuda_probe() != 0) {
+		fprintf(stderr, "no CUDA device: skipped\n");
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
