@@ -137,6 +137,12 @@ struct o1_backend_config {
 	 * product. */
 	bool cuda_quant_mma;
 	uint32_t cuda_quant_tile_bytes;
+	/* CUDA backend: products of O1_GEMV_MAX_ROWS < M <= cuda_quant_qp_rows
+	 * rows on block weights run gemm_qp.cu's pipelined tensor-core kernel
+	 * (before cuda_quant_mma and the tiles; 0, the default: never). The
+	 * same values as the tiles' summed in another order (its tests bound
+	 * the difference). */
+	uint32_t cuda_quant_qp_rows;
 	/* CUDA backend with graphs (config cuda.autotune, off by default):
 	 * times the decode products' launch setups and cuBLASLt algorithms
 	 * per bucket at create, for at most cuda_autotune_ms of load time

@@ -275,8 +275,9 @@ static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
 }
 
 /* y (m,n) f32 = x (m,k) bf16 . W^T for W in blocks (Q): gemv_q.cu for up
- * to O1_GEMV_MAX_ROWS rows, the tile path above that, or gemm_q.cu with
- * cfg.cuda_quant_mma where it takes the shape. */
+ * to O1_GEMV_MAX_ROWS rows, the tile path above that, or gemm_qp.cu up to
+ * cfg.cuda_quant_qp_rows rows, or gemm_q.cu with cfg.cuda_quant_mma, where
+ * they take the shape. */
 static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 		  const struct cuda_qmat *q, uint32_t m, uint32_t n, uint32_t k)
 {
@@ -290,6 +291,11 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 						     : o1_gemv_q8_cuda)(
 			    y + p->col0, x, p->w, p->type, m, p->rows, k, n,
 			    step_pdl(s, m), s->stream);
+		else if (m <= s->cfg.cuda_quant_qp_rows &&
+			 o1_gemm_qp_fits(p->type, p->rows, k, p->w))
+			err = o1_gemm_qp_cuda(y + p->col0, x, p->w, p->type, m,
+					      p->rows, k, n, step_pdl(s, m),
+					      s->stream);
 		else if (s->cfg.cuda_quant_mma &&
 			 o1_gemm_q_fits(p->type, p->rows, k))
 			err = o1_gemm_q_cuda(y + p->col0, x, p->w, p->type, m,

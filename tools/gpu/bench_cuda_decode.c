@@ -42,12 +42,14 @@
  * ends with quant_dot=int8|f32.
  *
  * --quant-gemm (default tiles, the backend's default) sets
- * cfg.cuda_quant_mma: the products of more than O1_GEMV_MAX_ROWS rows on
- * GGUF block weights (prefill, batched decode) dequantized to bf16 tiles
- * and multiplied by cuBLAS, or (mma) on gemm_q.cu's tensor-core kernel;
+ * cfg.cuda_quant_mma and cfg.cuda_quant_qp_rows: the products of more
+ * than O1_GEMV_MAX_ROWS rows on GGUF block weights (prefill, batched
+ * decode) dequantized to bf16 tiles and multiplied by cuBLAS, or (mma) on
+ * gemm_q.cu's tensor-core kernel, or (qp) on gemm_qp.cu's pipelined one;
+ * --quant-qp-rows N: qp up to N rows only (the tiles above; implies qp);
  * --quant-tile-mb N sets the tiles' size (cfg.cuda_quant_tile_bytes, at
- * most 64). The RESULT line ends with quant_gemm=tiles|mma and
- * quant_tile_mb=N (0: the default).
+ * most 64). The RESULT line ends with quant_gemm=tiles|mma|qp,
+ * quant_tile_mb=N (0: the default) and quant_qp_rows=N.
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
@@ -102,6 +104,7 @@ struct bench_args {
 	int quant_dot;			   /* 0 int8, 1 f32, 2 both */
 	bool device_sample;
 	bool quant_mma;	       /* --quant-gemm mma */
+	uint32_t quant_qp_rows; /* --quant-gemm qp, --quant-qp-rows */
 	uint32_t quant_tile_mb; /* --quant-tile-mb */
 };
 
@@ -217,6 +220,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"autotune", required_argument, NULL, 'a'},
 	    {"quant-dot", required_argument, NULL, 'q'},
 	    {"quant-gemm", required_argument, NULL, 'Q'},
+	    {"quant-qp-rows", required_argument, NULL, 'R'},
 	    {"quant-tile-mb", required_argument, NULL, 'M'},
 	    {0},
 	};
@@ -226,7 +230,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->pdl = a->fusion = 1;
 	a->autotune = 0;
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
-	a->quant_mma = false, a->quant_tile_mb = 0;
+	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -252,8 +256,20 @@ static int parse(int argc, char **argv, struct bench_args *a)
 		}
 		if (opt == 'Q') {
 			a->quant_mma = !strcmp(optarg, "mma");
-			if (!a->quant_mma && strcmp(optarg, "tiles"))
+			a->quant_qp_rows = !strcmp(optarg, "qp") ? UINT32_MAX
+								 : 0;
+			if (!a->quant_mma && !a->quant_qp_rows &&
+			    strcmp(optarg, "tiles"))
 				return -EINVAL;
+			continue;
+		}
+		if (opt == 'R') {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || v < 1 || v > UINT32_MAX)
+				return -EINVAL;
+			a->quant_qp_rows = (uint32_t)v;
 			continue;
 		}
 		if (opt == 'M') {
@@ -311,6 +327,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_f32 = md->quant_f32,
 	    .cuda_quant_mma = a->quant_mma,
 	    .cuda_quant_tile_bytes = a->quant_tile_mb << 20,
+	    .cuda_quant_qp_rows = a->quant_qp_rows,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -477,7 +494,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
-	       "quant_tile_mb=%u\n",
+	       "quant_tile_mb=%u quant_qp_rows=%u\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -489,7 +506,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
 	       k, lo, hi, bw * 1e9 / wb, on_off(md->autotune),
 	       md->quant_f32 ? "f32" : "int8",
-	       a->quant_mma ? "mma" : "tiles", a->quant_tile_mb);
+	       a->quant_qp_rows ? "qp" : a->quant_mma ? "mma" : "tiles",
+	       a->quant_tile_mb, a->quant_qp_rows);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -581,7 +599,8 @@ int main(int argc, char **argv)
 				"[--reps N (<= 16)] [--sample host|device] "
 				"[--autotune on|off|both] "
 				"[--quant-dot int8|f32|both] "
-				"[--quant-gemm tiles|mma] [--quant-tile-mb N]\n");
+				"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
+				"[--quant-tile-mb N]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

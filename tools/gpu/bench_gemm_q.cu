@@ -1,31 +1,40 @@
 /* bench_gemm_q: the products over more rows than decode on GGUF block
- * weights, at llama3-8b's MLP shapes (gate/up 4096 -> 14336, down
- * 14336 -> 4096), beside cuBLAS on the same shape in bf16:
+ * weights, at llama3-8b's shapes, beside cuBLAS on the same shape in
+ * bf16:
  *
  *   bench_gemm_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k]
+ *                [--shapes qkv,o,gu,down,head] [--sweep]
  *
- * For M = 16, 64, 256 and 2048 input rows and each type:
- *   mma    gemm_q.cu's tensor-core kernel (o1_gemm_q_cuda: the CUDA
- *          backend's path for M > O1_GEMV_MAX_ROWS), with the token tile
- *          width it picks, then forced to 64 and to 128 (mma64, mma128:
- *          the lab for gemm_q.cu's gq_width);
+ * Shapes (N outputs x K): qkv 6144 x 4096, o 4096 x 4096, gu 28672 x 4096
+ * (gate and up together), down 4096 x 14336, head 128256 x 4096; default
+ * types q8_0,q4_k,q6_k, every shape. For M = 16, 64, 128, 256, 512 and
+ * 2048 input rows:
  *   tiles  the fallback: the whole matrix dequantized to bf16
  *          (o1_quant_dequantize_bf16_cuda) then cublasGemmEx;
+ *   mma    gemm_q.cu's tensor-core kernel (o1_gemm_q_cuda);
+ *   qp     gemm_qp.cu's pipelined kernel (o1_gemm_qp_cuda) with the tiles
+ *          and split it picks (shown as plan=BMxBN/splits);
  *   bf16   cublasGemmEx on a bf16 matrix of the same shape (the bf16
- *          model's product, the speed to reach).
+ *          model's product, the speed to reach);
+ *   with --sweep, qp forced to each plan (BM 64/128 x BN 32/64/128 x
+ *          split 1/2), the best shown as best=.. (the lab for gp_pick).
  * Each: the mean over ITERS launches (default 20) after 3 warm-up ones,
- * timed with events; TFLOP/s counts 2 M N K, GB/s the weight bytes (the
- * block bytes for mma and tiles, 2 N K for bf16). The weights are 64
- * rows quantized from random values, repeated over N (their speed does
- * not depend on the values). One line per (shape, M, type):
- *   RESULT shape=gu|down m=M type=T bn=64|128 mma_us=.. mma_tflops=..
- *          mma_gbs=.. mma64_us=.. mma128_us=.. tiles_us=.. bf16_us=..
- *          bf16_tflops=.. bf16_gbs=..
- * This file includes gemm_q.cu to reach its launch by width (it does not
- * link the library's copy).
+ * timed with events; TFLOP/s counts 2 M N K. qp_rel is the relative L2
+ * distance of qp's first rows (up to 16) to the tiles' (both are the same
+ * bf16 products summed in f32: ~1e-6; 1e-3 or more is a bug). The
+ * weights are 64 rows quantized from random values, repeated over N, x
+ * random. One line per (shape, M, type):
+ *   RESULT shape=S m=M type=T tiles_us=.. tiles_tflops=.. mma_us=..
+ *          mma_tflops=.. qp_us=.. qp_tflops=.. plan=.. bf16_us=..
+ *          bf16_tflops=.. qp_vs_tiles=.. qp_vs_bf16=.. qp_rel=..
+ *          [best=PLAN best_us=..]
+ * (qp_vs_tiles > 1: qp is faster than the tiles). This file includes
+ * gemm_q.cu and gemm_qp.cu to reach their launches by plan (it does not
+ * link the library's copies).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +45,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/gemm_q.cu"
+#include "kernels/gemm_qp.cu"
 
 #define WARMUP 3
 #define SEED_ROWS 64
@@ -45,9 +55,16 @@ struct shape {
 	uint32_t n, k;
 };
 
-static const struct shape shapes[] = {{"gu", 14336, 4096},
-				      {"down", 4096, 14336}};
-static const uint32_t ms[] = {16, 64, 256, 2048};
+static const struct shape shapes[] = {{"qkv", 6144, 4096},
+				      {"o", 4096, 4096},
+				      {"gu", 28672, 4096},
+				      {"down", 4096, 14336},
+				      {"head", 128256, 4096}};
+static const uint32_t ms[] = {16, 64, 128, 256, 512, 2048};
+#define MOST_NK ((size_t)128256 * 4096)
+#define MOST_M	2048
+#define MOST_K	14336
+#define CHECK_ROWS 16
 static const struct {
 	const char *name;
 	enum o1_quant_type type;
@@ -125,10 +142,10 @@ static int bf16_gemm(struct bufs *b, const uint16_t *w, uint32_t m,
 		       : 0;
 }
 
-enum way { MMA, MMA64, MMA128, TILES, BF16 };
+enum way { MMA, QP, QP_PLAN, TILES, BF16 };
 
-static int run_one(struct bufs *b, enum way way, enum o1_quant_type type,
-		   uint32_t m, uint32_t n, uint32_t k)
+static int run_one(struct bufs *b, enum way way, gp_plan plan,
+		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k)
 {
 	int err;
 
@@ -136,10 +153,12 @@ static int run_one(struct bufs *b, enum way way, enum o1_quant_type type,
 	case MMA:
 		return o1_gemm_q_cuda(b->y, b->x, b->w, type, m, n, k, n, false,
 				      NULL);
-	case MMA64:
-	case MMA128:
-		return gq_dispatch(way == MMA64 ? 64 : 128, b->y, b->x, b->w,
-				   type, m, n, k, n, false, NULL);
+	case QP:
+		return o1_gemm_qp_cuda(b->y, b->x, b->w, type, m, n, k, n,
+				       false, NULL);
+	case QP_PLAN:
+		return gp_dispatch(plan, b->y, b->x, b->w, type, m, n, k, n,
+				   false, NULL);
 	case TILES:
 		err = o1_quant_dequantize_bf16_cuda(type, b->w, b->wb,
 						    (uint64_t)n * k, NULL);
@@ -150,17 +169,18 @@ static int run_one(struct bufs *b, enum way way, enum o1_quant_type type,
 }
 
 /* Mean microseconds of one product, or a negative value on an error. */
-static double time_way(struct bufs *b, enum way way, enum o1_quant_type type,
-		       uint32_t m, uint32_t n, uint32_t k, int iters)
+static double time_way(struct bufs *b, enum way way, gp_plan plan,
+		       enum o1_quant_type type, uint32_t m, uint32_t n,
+		       uint32_t k, int iters)
 {
 	float ms_total = 0;
 	int err = 0;
 
 	for (int i = 0; !err && i < WARMUP; i++)
-		err = run_one(b, way, type, m, n, k);
+		err = run_one(b, way, plan, type, m, n, k);
 	err = err ? err : check(cudaEventRecord(b->t0, NULL), "event");
 	for (int i = 0; !err && i < iters; i++)
-		err = run_one(b, way, type, m, n, k);
+		err = run_one(b, way, plan, type, m, n, k);
 	err = err ? err : check(cudaEventRecord(b->t1, NULL), "event");
 	err = err ? err : check(cudaEventSynchronize(b->t1), "sync");
 	err = err ? err
@@ -169,55 +189,125 @@ static double time_way(struct bufs *b, enum way way, enum o1_quant_type type,
 	return err ? -1.0 : ms_total * 1e3 / iters;
 }
 
+/* The first rows of y (up to CHECK_ROWS of N) after one run of WAY, into
+ * OUT. */
+static int rows_of(struct bufs *b, enum way way, enum o1_quant_type type,
+		   uint32_t m, uint32_t n, uint32_t k, float *out)
+{
+	uint32_t r = m < CHECK_ROWS ? m : CHECK_ROWS;
+	int err = check(cudaMemset(b->y, 0xff, (size_t)r * n * 4), "memset");
+
+	err = err ? err : run_one(b, way, gp_plan{}, type, m, n, k);
+	err = err ? err : check(cudaDeviceSynchronize(), "sync");
+	return err ? err
+		   : check(cudaMemcpy(out, b->y, (size_t)r * n * 4,
+				      cudaMemcpyDeviceToHost),
+			   "copy");
+}
+
+/* Relative L2 distance of qp's first rows to the tiles'. */
+static double qp_rel(struct bufs *b, enum o1_quant_type type, uint32_t m,
+		     uint32_t n, uint32_t k)
+{
+	size_t cnt = (size_t)(m < CHECK_ROWS ? m : CHECK_ROWS) * n;
+	float *t = (float *)malloc(cnt * 4), *q = (float *)malloc(cnt * 4);
+	double d = 0, r = 0;
+
+	if (!t || !q || rows_of(b, TILES, type, m, n, k, t) ||
+	    rows_of(b, QP, type, m, n, k, q)) {
+		free(t), free(q);
+		return -1.0;
+	}
+	for (size_t i = 0; i < cnt; i++)
+		d += ((double)q[i] - t[i]) * ((double)q[i] - t[i]),
+		    r += (double)t[i] * t[i];
+	free(t), free(q);
+	return r > 0 ? sqrt(d / r) : (d > 0 ? 1.0 : 0.0);
+}
+
+/* With --sweep: the fastest forced plan's time into *BEST_US. */
+static int sweep(struct bufs *b, enum o1_quant_type type, uint32_t m,
+		 uint32_t n, uint32_t k, int iters, gp_plan *best,
+		 double *best_us)
+{
+	static const int bms[] = {64, 128}, bns[] = {32, 64, 128};
+
+	*best_us = 1e30;
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			for (uint32_t sp = 1; sp <= 2; sp++) {
+				gp_plan p = {bms[i], bns[j], sp};
+				double us = time_way(b, QP_PLAN, p, type, m, n,
+						     k, iters);
+
+				if (us < 0)
+					return -EIO;
+				if (us < *best_us)
+					*best_us = us, *best = p;
+			}
+	return 0;
+}
+
 static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
-		       int iters)
+		       int iters, bool do_sweep)
 {
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		enum o1_quant_type ty = types[t].type;
 		uint64_t bytes = 0;
 		int err;
 
 		if (!(mask & (1u << t)))
 			continue;
-		err = put_weights(b, types[t].type, s->n, s->k, &bytes);
+		err = put_weights(b, ty, s->n, s->k, &bytes);
 		if (err)
 			return err;
 		for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
 			uint32_t m = ms[i];
-			double fl = 2.0 * m * s->n * s->k;
-			double mma = time_way(b, MMA, types[t].type, m, s->n,
-					      s->k, iters);
-			double m64 = time_way(b, MMA64, types[t].type, m,
-					      s->n, s->k, iters);
-			double m128 = time_way(b, MMA128, types[t].type, m,
-					       s->n, s->k, iters);
-			double tiles = time_way(b, TILES, types[t].type, m,
-						s->n, s->k, iters);
-			double bf = time_way(b, BF16, types[t].type, m, s->n,
-					     s->k, iters);
+			double fl = 2.0 * m * s->n * s->k, best_us = 0;
+			gp_plan p = gp_pick(m, s->n, s->k), best = {};
+			double tiles = time_way(b, TILES, p, ty, m, s->n, s->k,
+						iters);
+			double mma = time_way(b, MMA, p, ty, m, s->n, s->k,
+					      iters);
+			double qp =
+			    time_way(b, QP, p, ty, m, s->n, s->k, iters);
+			double bf =
+			    time_way(b, BF16, p, ty, m, s->n, s->k, iters);
+			double rel = qp_rel(b, ty, m, s->n, s->k);
 
-			if (mma < 0 || m64 < 0 || m128 < 0 || tiles < 0 ||
-			    bf < 0)
+			if (tiles < 0 || mma < 0 || qp < 0 || bf < 0 ||
+			    rel < 0)
 				return -EIO;
-			printf("RESULT shape=%s m=%u type=%s bn=%d mma_us=%.1f "
-			       "mma_tflops=%.1f mma_gbs=%.0f mma64_us=%.1f "
-			       "mma128_us=%.1f tiles_us=%.1f bf16_us=%.1f "
-			       "bf16_tflops=%.1f bf16_gbs=%.0f\n",
-			       s->name, m, types[t].name, gq_width(m, s->n),
-			       mma, fl / mma / 1e6, bytes / mma / 1e3, m64,
-			       m128, tiles, bf, fl / bf / 1e6,
-			       2.0 * s->n * s->k / bf / 1e3);
+			if (do_sweep &&
+			    sweep(b, ty, m, s->n, s->k, iters, &best, &best_us))
+				return -EIO;
+			printf("RESULT shape=%s m=%u type=%s tiles_us=%.1f "
+			       "tiles_tflops=%.1f mma_us=%.1f mma_tflops=%.1f "
+			       "qp_us=%.1f qp_tflops=%.1f plan=%dx%d/%u "
+			       "bf16_us=%.1f bf16_tflops=%.1f "
+			       "qp_vs_tiles=%.2f qp_vs_bf16=%.2f qp_rel=%.1e",
+			       s->name, m, types[t].name, tiles,
+			       fl / tiles / 1e6, mma, fl / mma / 1e6, qp,
+			       fl / qp / 1e6, p.bm, p.bn,
+			       (s->k > 256 ? p.splits : 1u), bf, fl / bf / 1e6,
+			       tiles / qp, bf / qp, rel);
+			if (do_sweep)
+				printf(" best=%dx%d/%u best_us=%.1f", best.bm,
+				       best.bn, best.splits, best_us);
+			printf("\n");
 			fflush(stdout);
 		}
 	}
 	return 0;
 }
 
-static unsigned parse_types(const char *list)
+static unsigned parse_list(const char *list, const char *const *names,
+			   size_t n)
 {
 	unsigned mask = 0;
 
-	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
-		if (strstr(list, types[t].name))
+	for (size_t t = 0; t < n; t++)
+		if (strstr(list, names[t]))
 			mask |= 1u << t;
 	return mask;
 }
@@ -227,40 +317,67 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"iters", required_argument, NULL, 'i'},
 	    {"types", required_argument, NULL, 't'},
+	    {"shapes", required_argument, NULL, 's'},
+	    {"sweep", no_argument, NULL, 'w'},
 	    {NULL, 0, NULL, 0},
 	};
+	static const char *const tnames[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
+	static const char *const snames[] = {"qkv", "o", "gu", "down", "head"};
 	struct bufs b = {};
-	size_t most = (size_t)14336 * 4096;
-	unsigned mask = 0xf;
+	unsigned mask = 0xd, smask = 0x1f;
 	int iters = 20, opt, err = 0;
+	bool do_sweep = false;
+	uint16_t *hx;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (opt == 'i' && atoi(optarg) > 0) {
 			iters = atoi(optarg);
-		} else if (opt == 't' && parse_types(optarg)) {
-			mask = parse_types(optarg);
+		} else if (opt == 't' && parse_list(optarg, tnames, 4)) {
+			mask = parse_list(optarg, tnames, 4);
+		} else if (opt == 's' && parse_list(optarg, snames, 5)) {
+			smask = parse_list(optarg, snames, 5);
+		} else if (opt == 'w') {
+			do_sweep = true;
 		} else {
-			fprintf(stderr, "usage: bench_gemm_q [--iters N] "
-					"[--types q8_0,q4_0,q4_k,q6_k]\n");
+			fprintf(stderr,
+				"usage: bench_gemm_q [--iters N] "
+				"[--types q8_0,q4_0,q4_k,q6_k] "
+				"[--shapes qkv,o,gu,down,head] [--sweep]\n");
 			return 2;
 		}
 	}
-	if (check(cudaMalloc(&b.w, most * 2), "malloc") ||
-	    check(cudaMalloc((void **)&b.wb, most * 2), "malloc") ||
-	    check(cudaMalloc((void **)&b.x, (size_t)2048 * 14336 * 2),
+	hx = (uint16_t *)malloc((size_t)MOST_M * MOST_K * 2);
+	if (!hx)
+		return 1;
+	for (size_t i = 0; i < (size_t)MOST_M * MOST_K; i++) {
+		float f = frand();
+		uint32_t u;
+
+		memcpy(&u, &f, 4);
+		hx[i] = (uint16_t)(u >> 16);
+	}
+	if (check(cudaMalloc(&b.w, MOST_NK * 2), "malloc") ||
+	    check(cudaMalloc((void **)&b.wb, MOST_NK * 2), "malloc") ||
+	    check(cudaMalloc((void **)&b.x, (size_t)MOST_M * MOST_K * 2),
 		  "malloc") ||
-	    check(cudaMalloc((void **)&b.y, (size_t)2048 * 14336 * 4),
+	    check(cudaMalloc((void **)&b.y, (size_t)MOST_M * 128256 * 4),
 		  "malloc") ||
-	    check(cudaMemset(b.x, 0x3c, (size_t)2048 * 14336 * 2), "memset") ||
-	    check(cudaMemset(b.wb, 0x3c, most * 2), "memset") ||
+	    check(cudaMemcpy(b.x, hx, (size_t)MOST_M * MOST_K * 2,
+			     cudaMemcpyHostToDevice),
+		  "x") ||
+	    check(cudaMemset(b.wb, 0x3c, MOST_NK * 2), "memset") ||
 	    check(cudaEventCreate(&b.t0), "event") ||
 	    check(cudaEventCreate(&b.t1), "event") ||
 	    cublasCreate(&b.blas) != CUBLAS_STATUS_SUCCESS) {
 		fprintf(stderr, "bench_gemm_q: no device or out of memory\n");
+		free(hx);
 		return 1;
 	}
+	free(hx);
 	for (size_t s = 0; !err && s < sizeof(shapes) / sizeof(shapes[0]); s++)
-		err = bench_shape(&b, &shapes[s], mask, iters);
+		if (smask & (1u << s))
+			err = bench_shape(&b, &shapes[s], mask, iters,
+					  do_sweep);
 	cublasDestroy(b.blas);
 	cudaFree(b.w), cudaFree(b.wb), cudaFree(b.x), cudaFree(b.y);
 	if (err)
