@@ -354,21 +354,16 @@ static gp_plan gp_pick(uint32_t m, uint32_t n, uint32_t k)
 template <int TYPE, int BM, int BN>
 static int gp_launch(const gp_args &a, bool pdl, cudaStream_t stream)
 {
-	static bool smem_set;
 	constexpr uint32_t smem = gp_smem<TYPE, BM, BN>::total;
 	dim3 grid((a.m + BN - 1) / BN, (a.n + BM - 1) / BM, a.splits);
-	int err;
+	/* every launch, as the other kernels do (no state to share between
+	 * threads; allowed while a stream captures) */
+	int err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+	    gemm_qp<TYPE, BM, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	    (int)smem));
 
-	if (!smem_set) {
-		err = o1_cuda_check(
-		    cudaFuncSetAttribute(
-			gemm_qp<TYPE, BM, BN>,
-			cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-		    "gemm_qp smem", __FILE__, __LINE__);
-		if (err)
-			return err;
-		smem_set = true;
-	}
+	if (err)
+		return err;
 	if (a.splits > 1) {
 		uint64_t total = (uint64_t)a.m * a.n;
 		unsigned blocks = (unsigned)((total + 255) / 256 < 1024
