@@ -20,7 +20,8 @@
  *        nearest even: o1_quant_dequantize_bf16_cuda's values), two
  *        stages: the warps decode step t + 1 right after their products of
  *        step t.
- * One barrier a step. Each warp multiplies a BM/4 x BN/2 piece with
+ * One barrier a step; each thread's share of step t + 1's decode sits
+ * between the 16-element slices of step t's products. Each warp multiplies a BM/4 x BN/2 piece with
  * ldmatrix.x4 and mma.sync m16n8k16 (mma_dev.h) from rows padded to 144
  * bytes (the 8 rows of an ldmatrix phase on distinct banks), accumulating
  * in f32 registers. A weight tile is decoded once per token tile; the
@@ -135,45 +136,60 @@ static __device__ __forceinline__ void gp_load_x(uint16_t (*xs)[GP_LD],
 	}
 }
 
-/* Quarter Q of raw stage J (units 2Q, 2Q + 1 of its 8) decoded to bf16 in
- * WS: thread T takes BM / 32 consecutive octets (8 elements) of one
- * unit; zeros for rows past N and units past K. */
+/* A thread's share of decoding quarter Q of raw stage J (units 2Q, 2Q + 1
+ * of its 8) to bf16: BM / 32 consecutive octets (8 elements) of one unit
+ * of one row, from octet O0; zeros for rows past N and units past K. */
+struct gp_dec {
+	qd_unit_head h;
+	uint16_t *dst; /* the unit's 32 elements in the w tile */
+	uint32_t o0;
+	bool zero;
+};
+
 template <int TYPE, int BM>
-static __device__ __forceinline__ void gp_decode(uint16_t (*ws)[GP_LD],
-						 const uint8_t *raw,
-						 const gp_args &a, uint32_t r0,
-						 uint32_t j, uint32_t q)
+static __device__ __forceinline__ gp_dec gp_dec_head(uint16_t (*ws)[GP_LD],
+						     const uint8_t *raw,
+						     const gp_args &a,
+						     uint32_t r0, uint32_t j,
+						     uint32_t q)
 {
 	constexpr int OPT = BM / 32;
 	uint32_t i0 = threadIdx.x * OPT, r = i0 / 8, us = i0 / 4 % 2;
-	uint32_t o0 = i0 % 4, ul = 2 * q + us;
-	uint16_t *dst = &ws[r][32 * us];
+	uint32_t ul = 2 * q + us;
+	gp_dec d = {};
 
-	if (r0 + r >= a.n || 8 * j + ul >= a.k / 32) {
-#pragma unroll
-		for (int o = 0; o < OPT; o++)
-			*(uint4 *)(dst + 8 * (o0 + o)) = make_uint4(0, 0, 0, 0);
+	d.dst = &ws[r][32 * us];
+	d.o0 = i0 % 4;
+	d.zero = r0 + r >= a.n || 8 * j + ul >= a.k / 32;
+	if (!d.zero)
+		d.h = qd_head<TYPE>(
+		    raw + r * gp_raw<TYPE>::ld +
+			((uintptr_t)(a.w + (uint64_t)(r0 + r) * a.rb +
+				     (uint64_t)j * gp_raw<TYPE>::bytes) &
+			 15),
+		    ul);
+	return d;
+}
+
+/* Octet O (0 .. BM / 32 - 1) of the thread's share D. */
+template <int TYPE>
+static __device__ __forceinline__ void gp_dec_octet(const gp_dec &d, int o)
+{
+	int oc = (int)d.o0 + o;
+	float v[8], sc;
+	uint32_t p[4];
+
+	if (d.zero) {
+		*(uint4 *)(d.dst + 8 * oc) = make_uint4(0, 0, 0, 0);
 		return;
 	}
-	const uint8_t *row =
-	    raw + r * gp_raw<TYPE>::ld +
-	    ((uintptr_t)(a.w + (uint64_t)(r0 + r) * a.rb +
-			 (uint64_t)j * gp_raw<TYPE>::bytes) &
-	     15);
-	qd_unit_head h = qd_head<TYPE>(row, ul);
+	sc = qd_scale<TYPE>(d.h, oc);
+	qd_octet<TYPE>(d.h, oc, v);
 #pragma unroll
-	for (int o = 0; o < OPT; o++) {
-		int oc = (int)o0 + o;
-		float v[8], sc = qd_scale<TYPE>(h, oc);
-		uint32_t p[4];
-
-		qd_octet<TYPE>(h, oc, v);
-#pragma unroll
-		for (int e = 0; e < 4; e++)
-			p[e] = mma_pack_bf16(__fmul_rn(v[2 * e], sc),
-					     __fmul_rn(v[2 * e + 1], sc));
-		*(uint4 *)(dst + 8 * oc) = make_uint4(p[0], p[1], p[2], p[3]);
-	}
+	for (int e = 0; e < 4; e++)
+		p[e] = mma_pack_bf16(__fmul_rn(v[2 * e], sc),
+				     __fmul_rn(v[2 * e + 1], sc));
+	*(uint4 *)(d.dst + 8 * oc) = make_uint4(p[0], p[1], p[2], p[3]);
 }
 
 /* Local copy group G of a block: x step G (of T) and, where G = 4 L - 1,
@@ -193,43 +209,39 @@ gp_issue(uint8_t *raw, uint16_t (*xs)[BN][GP_LD], const gp_args &a,
 	mma_cp_commit();
 }
 
-/* The products of one step: warp Q's BM/4 weight rows from WR by BN/2
- * tokens from WN, MI 16-row A fragments by NJ 8-token B fragments a
- * 16-element slice of K. */
+/* The products of slice K16 (16 elements of K) of a step: warp Q's
+ * BM/4 weight rows from WR by BN/2 tokens from WN, MI 16-row A fragments
+ * by NJ 8-token B fragments. */
 template <int BM, int BN>
 static __device__ __forceinline__ void
 gp_mma(float (&acc)[BM / 64][BN / 16][4], uint16_t (*w)[GP_LD],
-       uint16_t (*x)[GP_LD], uint32_t wr, uint32_t wn, uint32_t lane)
+       uint16_t (*x)[GP_LD], uint32_t wr, uint32_t wn, uint32_t lane,
+       int k16)
 {
 	constexpr int MI = BM / 64, NJ = BN / 16;
+	uint32_t af[MI][4], bf[NJ][2];
 
+	/* A: matrices (rows 0-7, 8-15) x (k 0-7, 8-15) */
 #pragma unroll
-	for (int k16 = 0; k16 < GP_BK; k16 += 16) {
-		uint32_t af[MI][4], bf[NJ][2];
+	for (int i = 0; i < MI; i++)
+		mma_ldsm_x4(&w[wr + 16 * i + lane % 16][k16 + 8 * (lane / 16)],
+			    af[i]);
+	/* B: tokens 0-7 (k 0-7, 8-15), tokens 8-15 (...) */
+#pragma unroll
+	for (int j = 0; j < NJ / 2; j++) {
+		uint32_t r[4];
 
-		/* A: matrices (rows 0-7, 8-15) x (k 0-7, 8-15) */
-#pragma unroll
-		for (int i = 0; i < MI; i++)
-			mma_ldsm_x4(&w[wr + 16 * i + lane % 16]
-				      [k16 + 8 * (lane / 16)],
-				    af[i]);
-		/* B: tokens 0-7 (k 0-7, 8-15), tokens 8-15 (...) */
-#pragma unroll
-		for (int j = 0; j < NJ / 2; j++) {
-			uint32_t r[4];
-
-			mma_ldsm_x4(&x[wn + 16 * j + lane % 8 + 8 * (lane / 16)]
-				      [k16 + 8 * (lane / 8 % 2)],
-				    r);
-			bf[2 * j][0] = r[0], bf[2 * j][1] = r[1];
-			bf[2 * j + 1][0] = r[2], bf[2 * j + 1][1] = r[3];
-		}
-#pragma unroll
-		for (int i = 0; i < MI; i++)
-#pragma unroll
-			for (int j = 0; j < NJ; j++)
-				mma_bf16(acc[i][j], af[i], bf[j]);
+		mma_ldsm_x4(&x[wn + 16 * j + lane % 8 + 8 * (lane / 16)]
+			      [k16 + 8 * (lane / 8 % 2)],
+			    r);
+		bf[2 * j][0] = r[0], bf[2 * j][1] = r[1];
+		bf[2 * j + 1][0] = r[2], bf[2 * j + 1][1] = r[3];
 	}
+#pragma unroll
+	for (int i = 0; i < MI; i++)
+#pragma unroll
+		for (int j = 0; j < NJ; j++)
+			mma_bf16(acc[i][j], af[i], bf[j]);
 }
 
 /* Grid: (token tiles of BN, weight tiles of BM, parts of K). Step t of
@@ -266,18 +278,36 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 				       g);
 	mma_cp_wait<GP_XS - 2>();
 	__syncthreads();
-	if (t_n)
-		gp_decode<TYPE, BM>(ws[0], raw, a, r0, js, 0);
+	if (t_n) {
+		gp_dec d = gp_dec_head<TYPE, BM>(ws[0], raw, a, r0, js, 0);
+
+#pragma unroll
+		for (int o = 0; o < BM / 32; o++)
+			gp_dec_octet<TYPE>(d, o);
+	}
 	for (uint32_t t = 0; t < t_n; t++) {
+		bool next = t + 1 < t_n;
+		gp_dec d = {};
+
 		mma_cp_wait<GP_XS - 3>();
 		__syncthreads();
 		gp_issue<TYPE, BM, BN>(raw, xs, a, r0, m0, kb0, js, t_n, lj_n,
 				       t + GP_XS - 1);
-		gp_mma<BM, BN>(acc, ws[t % 2], xs[t % GP_XS], wr, wn, lane);
-		if (t + 1 < t_n)
-			gp_decode<TYPE, BM>(ws[(t + 1) % 2],
-					    raw + sm::raw * ((t + 1) / 4 % 2), a,
-					    r0, js + (t + 1) / 4, (t + 1) % 4);
+		if (next)
+			d = gp_dec_head<TYPE, BM>(
+			    ws[(t + 1) % 2], raw + sm::raw * ((t + 1) / 4 % 2),
+			    a, r0, js + (t + 1) / 4, (t + 1) % 4);
+		/* step t + 1's decode between the slices of step t's
+		 * products, so that each warp's stream mixes the tensor
+		 * cores' work with the decode's (the warps reach this
+		 * together after the barrier) */
+#pragma unroll
+		for (int k16 = 0; k16 < GP_BK / 16; k16++) {
+			gp_mma<BM, BN>(acc, ws[t % 2], xs[t % GP_XS], wr, wn,
+				       lane, 16 * k16);
+			if (next && k16 % (128 / BM) == 0)
+				gp_dec_octet<TYPE>(d, k16 / (128 / BM));
+		}
 	}
 	mma_cp_wait<0>();
 #pragma unroll
