@@ -7,7 +7,8 @@
  *
  * A block of 8 warps computes BM rows of w (outputs: 128, or 64 where 128
  * would leave multiprocessors idle) by BN rows of x (tokens: 32, 64 or
- * 128 by M). Three kinds of shared tiles, each a pipeline of its own:
+ * 128 by M; or 64 x 256 over 128 rows: half the decode per token). Three
+ * kinds of shared tiles, each a pipeline of its own:
  *   raw  the tile's weight bytes of 256 elements of K a row (8 blocks of
  *        Q8_0/Q4_0, a super-block of Q4_K/Q6_K), copied as they are with
  *        cp.async in the 16-byte pieces that cover them (a row's bytes
@@ -361,9 +362,12 @@ static int gp_sms(void)
 	return sms;
 }
 
-/* A launch's tiles: BN by M (the fewest rows past M), BM 128 while that
- * fills every multiprocessor, else 64; K in two where the grid still
- * leaves multiprocessors idle and K has two raw stages. */
+/* A launch's tiles: over 128 rows 64 x 256 where that fills every
+ * multiprocessor (half the decode per token of 128 x 128: the decode, ~7
+ * instructions an element, is most of a step's issue slots); else BN by M
+ * (the fewest rows past M), BM 128 while that fills every multiprocessor,
+ * else 64; K in two where the grid still leaves multiprocessors idle and
+ * K has two raw stages. bench_gemm_q --sweep times the others. */
 struct gp_plan {
 	int bm, bn;
 	uint32_t splits;
@@ -374,6 +378,10 @@ static gp_plan gp_pick(uint32_t m, uint32_t n, uint32_t k)
 	gp_plan p;
 	uint64_t tt, sms = (uint64_t)gp_sms();
 
+	if (m > 128 && (n + 63) / 64 * ((m + 255) / 256) >= sms) {
+		p.bm = 64, p.bn = 256, p.splits = 1;
+		return p;
+	}
 	p.bn = m <= 32 ? 32 : m <= 64 ? 64 : 128;
 	tt = (m + p.bn - 1) / p.bn;
 	p.bm = (n + 127) / 128 * tt >= sms ? 128 : 64;
@@ -418,13 +426,15 @@ static int gp_launch_t(const gp_args &a, int bm, int bn, bool pdl,
 		return (bn == 128  ? gp_launch<TYPE, 128, 128>
 			: bn == 64 ? gp_launch<TYPE, 128, 64>
 				   : gp_launch<TYPE, 128, 32>)(a, pdl, stream);
+	if (bn == 256)
+		return gp_launch<TYPE, 64, 256>(a, pdl, stream);
 	return (bn == 128  ? gp_launch<TYPE, 64, 128>
 		: bn == 64 ? gp_launch<TYPE, 64, 64>
 			   : gp_launch<TYPE, 64, 32>)(a, pdl, stream);
 }
 
 /* o1_gemm_qp_cuda's launch with the tiles and split of PLAN (BM 64 or
- * 128, BN 32, 64 or 128, splits 1 or 2; tools/gpu/bench_gemm_q.cu times
+ * 128, BN 32, 64 or 128, or 64 x 256; splits 1 or 2; bench_gemm_q times
  * them all). Operands checked by the caller. */
 static int gp_dispatch(gp_plan plan, float *y, const uint16_t *x,
 		       const void *w, enum o1_quant_type type, uint32_t m,
