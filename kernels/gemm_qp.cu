@@ -19,13 +19,13 @@
  *   w    the weights of one 64-element step decoded to bf16 (quant_dev.h's
  *        qd_head/qd_octet, each value times its scale rounded to bf16 to
  *        nearest even: o1_quant_dequantize_bf16_cuda's values), two
- *        stages: the warps decode step t + 1 right after their products of
- *        step t.
+ *        stages: the warps decode step t + 1 while they multiply step t.
  * One barrier a step; each thread's share of step t + 1's decode sits
- * between the 16-element slices of step t's products. Each warp multiplies a BM/4 x BN/2 piece with
- * ldmatrix.x4 and mma.sync m16n8k16 (mma_dev.h) from rows padded to 144
- * bytes (the 8 rows of an ldmatrix phase on distinct banks), accumulating
- * in f32 registers. A weight tile is decoded once per token tile; the
+ * between the 16-element slices of step t's products. Each warp
+ * multiplies a piece of the tile (gp_warps: 32 x 64 where the tile
+ * allows) with ldmatrix.x4 and mma.sync m16n8k16 (mma_dev.h) from rows
+ * padded to 144 bytes (the 8 rows of an ldmatrix phase on distinct
+ * banks), accumulating in f32 registers. A weight tile is decoded once per token tile; the
  * blocks of one weight tile are consecutive in the launch order, so its
  * bytes come from DRAM once. Where the grid still has fewer blocks than
  * the GPU has multiprocessors, K is split in two halves (whole raw
@@ -80,6 +80,16 @@ template <int TYPE, int BM, int BN> struct gp_smem {
 	static constexpr uint32_t xs = BN * GP_LD * 2;
 	static constexpr uint32_t ws = BM * GP_LD * 2;
 	static constexpr uint32_t total = 2 * raw + GP_XS * xs + 2 * ws;
+};
+
+/* The warps of a BM x BN tile: WM along w's rows by 8 / WM along the
+ * tokens, each MI 16-row A fragments by NJ 8-token B fragments. 32 x 64
+ * pieces where the tile allows (6 ldmatrix.x4 for 16 mma: shared memory's
+ * bandwidth, not the tensor cores, bounds mma.sync at smaller pieces). */
+template <int BM, int BN> struct gp_warps {
+	static constexpr int wm = BM == 64 && BN >= 128 ? 2 : 4;
+	static constexpr int mi = BM / wm / 16;
+	static constexpr int nj = BN / (8 / wm) / 8;
 };
 
 struct gp_args {
@@ -210,16 +220,14 @@ gp_issue(uint8_t *raw, uint16_t (*xs)[BN][GP_LD], const gp_args &a,
 	mma_cp_commit();
 }
 
-/* The products of slice K16 (16 elements of K) of a step: warp Q's
- * BM/4 weight rows from WR by BN/2 tokens from WN, MI 16-row A fragments
- * by NJ 8-token B fragments. */
-template <int BM, int BN>
+/* The products of slice K16 (16 elements of K) of a step: the warp's
+ * MI 16-row A fragments from weight row WR by NJ 8-token B fragments from
+ * token WN. */
+template <int MI, int NJ>
 static __device__ __forceinline__ void
-gp_mma(float (&acc)[BM / 64][BN / 16][4], uint16_t (*w)[GP_LD],
-       uint16_t (*x)[GP_LD], uint32_t wr, uint32_t wn, uint32_t lane,
-       int k16)
+gp_mma(float (&acc)[MI][NJ][4], uint16_t (*w)[GP_LD], uint16_t (*x)[GP_LD],
+       uint32_t wr, uint32_t wn, uint32_t lane, int k16)
 {
-	constexpr int MI = BM / 64, NJ = BN / 16;
 	uint32_t af[MI][4], bf[NJ][2];
 
 	/* A: matrices (rows 0-7, 8-15) x (k 0-7, 8-15) */
@@ -261,13 +269,15 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 	    (uint16_t (*)[BM][GP_LD])(raw + 2 * sm::raw + GP_XS * sm::xs);
 	uint32_t m0 = blockIdx.x * BN, r0 = blockIdx.y * BM;
 	uint32_t lane = threadIdx.x % 32, q = threadIdx.x / 32;
-	uint32_t wr = (BM / 4) * (q % 4), wn = (BN / 2) * (q / 4);
+	constexpr int WM = gp_warps<BM, BN>::wm, MI = gp_warps<BM, BN>::mi;
+	constexpr int NJ = gp_warps<BM, BN>::nj;
+	uint32_t wr = (BM / WM) * (q % WM), wn = (BN * WM / 8) * (q / WM);
 	uint32_t stages = (a.k + 255) / 256;
 	uint32_t js = stages * blockIdx.z / a.splits;
 	uint32_t je = stages * (blockIdx.z + 1) / a.splits;
 	uint32_t kb0 = 4 * js, steps = (a.k + GP_BK - 1) / GP_BK;
 	uint32_t t_n = min(4 * je, steps) - kb0, lj_n = je - js;
-	float acc[BM / 64][BN / 16][4] = {};
+	float acc[MI][NJ][4] = {};
 
 	/* the weights: no kernel writes them, so before the wait */
 	if (t_n)
@@ -304,7 +314,7 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 		 * together after the barrier) */
 #pragma unroll
 		for (int k16 = 0; k16 < GP_BK / 16; k16++) {
-			gp_mma<BM, BN>(acc, ws[t % 2], xs[t % GP_XS], wr, wn,
+			gp_mma<MI, NJ>(acc, ws[t % 2], xs[t % GP_XS], wr, wn,
 				       lane, 16 * k16);
 			if (next && k16 % (128 / BM) == 0)
 				gp_dec_octet<TYPE>(d, k16 / (128 / BM));
@@ -312,9 +322,9 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 	}
 	mma_cp_wait<0>();
 #pragma unroll
-	for (int i = 0; i < BM / 64; i++)
+	for (int i = 0; i < MI; i++)
 #pragma unroll
-		for (int j = 0; j < BN / 16; j++)
+		for (int j = 0; j < NJ; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
 				uint32_t row = r0 + wr + 16 * i + lane / 4 +
