@@ -25,13 +25,13 @@
  * multiplies a piece of the tile (gp_warps: 32 x 64 where the tile
  * allows) with ldmatrix.x4 and mma.sync m16n8k16 (mma_dev.h) from rows
  * padded to 144 bytes (the 8 rows of an ldmatrix phase on distinct
- * banks), accumulating in f32 registers. A weight tile is decoded once per token tile; the
- * blocks of one weight tile are consecutive in the launch order, so its
- * bytes come from DRAM once. Where the grid still has fewer blocks than
- * the GPU has multiprocessors, K is split in two halves (whole raw
- * stages): y is zeroed by a kernel of its own first and each half adds
- * its sum with atomicAdd; 0 + a + b and 0 + b + a are the same float, so
- * the result does not depend on the order.
+ * banks), accumulating in f32 registers. A weight tile is decoded once
+ * per token tile; the blocks of one weight tile are consecutive in the
+ * launch order, so its bytes come from DRAM once. Where the grid still has
+ * fewer blocks than the GPU has multiprocessors, K is split in two halves
+ * (whole raw stages): y is zeroed by a kernel of its own first and each
+ * half adds its sum with atomicAdd; 0 + a + b and 0 + b + a are the same
+ * float, so the result does not depend on the order.
  *
  * Rows past M and N, elements past K: zeros in shared memory, never
  * written out. Accumulation in f32 over K in steps of 16 products (and
