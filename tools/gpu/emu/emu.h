@@ -152,6 +152,17 @@ static inline int __dp4a(int a, int b, int c)
 	return c;
 }
 
+/* Byte I of the result: byte (S >> 4 I) & 7 of B:A (A the low word). */
+static inline unsigned __byte_perm(unsigned a, unsigned b, unsigned s)
+{
+	uint64_t v = (uint64_t)b << 32 | a;
+	unsigned r = 0;
+
+	for (int i = 0; i < 4; i++)
+		r |= (unsigned)(v >> (8 * ((s >> (4 * i)) & 7)) & 0xff) << (8 * i);
+	return r;
+}
+
 /* The low word of HI:LO shifted right by SHIFT mod 32. */
 static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift)
 {
