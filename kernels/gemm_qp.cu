@@ -7,7 +7,7 @@
  *
  * A block of 8 warps computes BM rows of w (outputs: 128, or 64 where 128
  * would leave multiprocessors idle) by BN rows of x (tokens: 32, 64 or
- * 128 by M; or 64 x 256 over 128 rows: half the decode per token). Three
+ * 128 by M; 64 x 256 for bench_gemm_q's sweep). Three
  * kinds of shared tiles, each a pipeline of its own:
  *   raw  the tile's weight bytes of 256 elements of K a row (8 blocks of
  *        Q8_0/Q4_0, a super-block of Q4_K/Q6_K), copied as they are with
@@ -196,23 +196,23 @@ static __device__ __forceinline__ void gp_octet(const qd_unit_head &h, int o,
 		qd_load8(h.q + 8 * o, b);
 #pragma unroll
 		for (int w = 0; w < 2; w++) {
-			uint32_t x = TYPE == O1_QUANT_Q8_0
-					 ? b[w] ^ 0x80808080u
-					 : (h.sel ? b[w] >> 4 : b[w]) & 0x0f0f0f0fu;
+			uint32_t x = b[w] ^ 0x80808080u;
 
+			if (TYPE == O1_QUANT_Q4_K)
+				x = (h.sel ? b[w] >> 4 : b[w]) & 0x0f0f0f0fu;
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
 				/* bytes: x's byte e, 0, 0, 0x4b */
 				float f = __uint_as_float(
 				    __byte_perm(x, 0x4b000000u, 0x7440u + e));
+				/* 2^23 + 128 (Q8_0's flipped sign), 2^23 */
+				float q = __fsub_rn(f, TYPE == O1_QUANT_Q8_0
+							   ? 8388736.0f
+							   : 8388608.0f);
 
-				v[4 * w + e] =
-				    TYPE == O1_QUANT_Q8_0
-					? __fsub_rn(f, 8388736.0f) /* 2^23+128 */
-					: __fsub_rn(
-					      __fmul_rn(h.d,
-							__fsub_rn(f, 8388608.0f)),
-					      h.m);
+				if (TYPE == O1_QUANT_Q4_K)
+					q = __fsub_rn(__fmul_rn(h.d, q), h.m);
+				v[4 * w + e] = q;
 			}
 		}
 	} else {
@@ -302,7 +302,8 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 	using sm = gp_smem<TYPE, BM, BN>;
 	extern __shared__ __align__(16) uint4 gp_shared[];
 	uint8_t *raw = (uint8_t *)gp_shared;
-	uint16_t (*xs)[BN][GP_LD] = (uint16_t (*)[BN][GP_LD])(raw + 2 * sm::raw);
+	uint16_t (*xs)[BN][GP_LD] =
+	    (uint16_t (*)[BN][GP_LD])(raw + 2 * sm::raw);
 	uint16_t (*ws)[BM][GP_LD] =
 	    (uint16_t (*)[BM][GP_LD])(raw + 2 * sm::raw + GP_XS * sm::xs);
 	uint32_t m0 = blockIdx.x * BN, r0 = blockIdx.y * BM;
@@ -410,12 +411,12 @@ static int gp_sms(void)
 	return sms;
 }
 
-/* A launch's tiles: over 128 rows 64 x 256 where that fills every
- * multiprocessor (half the decode per token of 128 x 128: the decode, ~7
- * instructions an element, is most of a step's issue slots); else BN by M
- * (the fewest rows past M), BM 128 while that fills every multiprocessor,
- * else 64; K in two where the grid still leaves multiprocessors idle and
- * K has two raw stages. bench_gemm_q --sweep times the others. */
+/* A launch's tiles: BN by M (the fewest rows past M), BM 128 while that
+ * fills every multiprocessor, else 64; K in two where the grid still
+ * leaves multiprocessors idle and K has two raw stages. bench_gemm_q
+ * --sweep times the others, 64 x 256 among them (half the decode per
+ * token of 128 x 128, but 1.5 times its bytes from L2 a step: the
+ * device decides). */
 struct gp_plan {
 	int bm, bn;
 	uint32_t splits;
@@ -426,10 +427,6 @@ static gp_plan gp_pick(uint32_t m, uint32_t n, uint32_t k)
 	gp_plan p;
 	uint64_t tt, sms = (uint64_t)gp_sms();
 
-	if (m > 128 && (n + 63) / 64 * ((m + 255) / 256) >= sms) {
-		p.bm = 64, p.bn = 256, p.splits = 1;
-		return p;
-	}
 	p.bn = m <= 32 ? 32 : m <= 64 ? 64 : 128;
 	tt = (m + p.bn - 1) / p.bn;
 	p.bm = (n + 127) / 128 * tt >= sms ? 128 : 64;

@@ -18,7 +18,7 @@
  *          model's product, the speed to reach);
  *   with --sweep, qp forced to each plan (BM 64/128 x BN 32/64/128, and
  *          64 x 256; split 1/2), the best shown as best=.. (the lab for
- *          gp_pick).
+ *          gp_pick), sweep_rel_max the worst qp_rel of them all.
  * Each: the mean over ITERS launches (default 20) after 3 warm-up ones,
  * timed with events; TFLOP/s counts 2 M N K. qp_rel is the relative L2
  * distance of qp's first rows (up to 16) to the tiles' (both are the same
@@ -28,7 +28,7 @@
  *   RESULT shape=S m=M type=T tiles_us=.. tiles_tflops=.. mma_us=..
  *          mma_tflops=.. qp_us=.. qp_tflops=.. plan=.. bf16_us=..
  *          bf16_tflops=.. qp_vs_tiles=.. qp_vs_bf16=.. qp_rel=..
- *          [best=PLAN best_us=..]
+ *          [best=PLAN best_us=.. sweep_rel_max=..]
  * (qp_vs_tiles > 1: qp is faster than the tiles). This file includes
  * gemm_q.cu and gemm_qp.cu to reach their launches by plan (it does not
  * link the library's copies).
@@ -192,13 +192,14 @@ static double time_way(struct bufs *b, enum way way, gp_plan plan,
 
 /* The first rows of y (up to CHECK_ROWS of N) after one run of WAY, into
  * OUT. */
-static int rows_of(struct bufs *b, enum way way, enum o1_quant_type type,
-		   uint32_t m, uint32_t n, uint32_t k, float *out)
+static int rows_of(struct bufs *b, enum way way, gp_plan plan,
+		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		   float *out)
 {
 	uint32_t r = m < CHECK_ROWS ? m : CHECK_ROWS;
 	int err = check(cudaMemset(b->y, 0xff, (size_t)r * n * 4), "memset");
 
-	err = err ? err : run_one(b, way, gp_plan{}, type, m, n, k);
+	err = err ? err : run_one(b, way, plan, type, m, n, k);
 	err = err ? err : check(cudaDeviceSynchronize(), "sync");
 	return err ? err
 		   : check(cudaMemcpy(out, b->y, (size_t)r * n * 4,
@@ -206,16 +207,18 @@ static int rows_of(struct bufs *b, enum way way, enum o1_quant_type type,
 			   "copy");
 }
 
-/* Relative L2 distance of qp's first rows to the tiles'. */
-static double qp_rel(struct bufs *b, enum o1_quant_type type, uint32_t m,
-		     uint32_t n, uint32_t k)
+/* Relative L2 distance of the first rows of qp (WAY QP, or QP_PLAN with
+ * PLAN) to the tiles'. */
+static double qp_rel(struct bufs *b, enum way way, gp_plan plan,
+		     enum o1_quant_type type, uint32_t m, uint32_t n,
+		     uint32_t k)
 {
 	size_t cnt = (size_t)(m < CHECK_ROWS ? m : CHECK_ROWS) * n;
 	float *t = (float *)malloc(cnt * 4), *q = (float *)malloc(cnt * 4);
 	double d = 0, r = 0;
 
-	if (!t || !q || rows_of(b, TILES, type, m, n, k, t) ||
-	    rows_of(b, QP, type, m, n, k, q)) {
+	if (!t || !q || rows_of(b, TILES, plan, type, m, n, k, t) ||
+	    rows_of(b, way, plan, type, m, n, k, q)) {
 		free(t), free(q);
 		return -1.0;
 	}
@@ -226,23 +229,28 @@ static double qp_rel(struct bufs *b, enum o1_quant_type type, uint32_t m,
 	return r > 0 ? sqrt(d / r) : (d > 0 ? 1.0 : 0.0);
 }
 
-/* With --sweep: the fastest forced plan's time into *BEST_US. */
+/* With --sweep: the fastest forced plan's time into *BEST_US, the worst
+ * qp_rel of them all into *WORST. */
 static int sweep(struct bufs *b, enum o1_quant_type type, uint32_t m,
 		 uint32_t n, uint32_t k, int iters, gp_plan *best,
-		 double *best_us)
+		 double *best_us, double *worst)
 {
 	static const int bms[] = {64, 128}, bns[] = {32, 64, 128, 256};
 
-	*best_us = 1e30;
+	*best_us = 1e30, *worst = 0;
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 4 - i; j++)
 			for (uint32_t sp = 1; sp <= 2; sp++) {
 				gp_plan p = {bms[i], bns[j], sp};
 				double us = time_way(b, QP_PLAN, p, type, m, n,
 						     k, iters);
+				double rel =
+				    qp_rel(b, QP_PLAN, p, type, m, n, k);
 
-				if (us < 0)
+				if (us < 0 || rel < 0)
 					return -EIO;
+				if (rel > *worst)
+					*worst = rel;
 				if (us < *best_us)
 					*best_us = us, *best = p;
 			}
@@ -264,7 +272,8 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			return err;
 		for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
 			uint32_t m = ms[i];
-			double fl = 2.0 * m * s->n * s->k, best_us = 0;
+			double fl = 2.0 * m * s->n * s->k;
+			double best_us = 0, worst = 0;
 			gp_plan p = gp_pick(m, s->n, s->k), best = {};
 			double tiles = time_way(b, TILES, p, ty, m, s->n, s->k,
 						iters);
@@ -274,13 +283,14 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			    time_way(b, QP, p, ty, m, s->n, s->k, iters);
 			double bf =
 			    time_way(b, BF16, p, ty, m, s->n, s->k, iters);
-			double rel = qp_rel(b, ty, m, s->n, s->k);
+			double rel = qp_rel(b, QP, p, ty, m, s->n, s->k);
 
 			if (tiles < 0 || mma < 0 || qp < 0 || bf < 0 ||
 			    rel < 0)
 				return -EIO;
 			if (do_sweep &&
-			    sweep(b, ty, m, s->n, s->k, iters, &best, &best_us))
+			    sweep(b, ty, m, s->n, s->k, iters, &best, &best_us,
+				  &worst))
 				return -EIO;
 			printf("RESULT shape=%s m=%u type=%s tiles_us=%.1f "
 			       "tiles_tflops=%.1f mma_us=%.1f mma_tflops=%.1f "
@@ -293,8 +303,10 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			       (s->k > 256 ? p.splits : 1u), bf, fl / bf / 1e6,
 			       tiles / qp, bf / qp, rel);
 			if (do_sweep)
-				printf(" best=%dx%d/%u best_us=%.1f", best.bm,
-				       best.bn, best.splits, best_us);
+				printf(" best=%dx%d/%u best_us=%.1f "
+				       "sweep_rel_max=%.1e",
+				       best.bm, best.bn, best.splits, best_us,
+				       worst);
 			printf("\n");
 			fflush(stdout);
 		}

@@ -158,8 +158,11 @@ static inline unsigned __byte_perm(unsigned a, unsigned b, unsigned s)
 	uint64_t v = (uint64_t)b << 32 | a;
 	unsigned r = 0;
 
-	for (int i = 0; i < 4; i++)
-		r |= (unsigned)(v >> (8 * ((s >> (4 * i)) & 7)) & 0xff) << (8 * i);
+	for (int i = 0; i < 4; i++) {
+		unsigned sel = (s >> (4 * i)) & 7;
+
+		r |= (unsigned)(v >> (8 * sel) & 0xff) << (8 * i);
+	}
 	return r;
 }
 

@@ -8,6 +8,7 @@
 # build-emu/ so that their "cuda_launch.h" is this folder's (extern
 # __shared__ arrays become emu_smem()). Quick mode (O1_TEST_QUICK=1): a
 # subset of the shapes; a few minutes on one core. x86-64, g++ and cmocka.
+# O1_EMU_OUT=DIR builds in DIR instead (two runs side by side).
 #   tools/gpu/emu/run_gemm_q.sh [gemm_q|gemm_qp]   (default: both)
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
@@ -16,7 +17,7 @@ export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
 root=$PWD
 emu=$root/tools/gpu/emu
-out=$root/build-emu
+out=${O1_EMU_OUT:-$root/build-emu}
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root/kernels" -I"$root" -I"$root/daemon")
 shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
