@@ -7,15 +7,16 @@
  *
  * A block of 8 warps computes BM rows of w (outputs: 128, or 64 where 128
  * would leave multiprocessors idle) by BN rows of x (tokens: 32, 64 or
- * 128 by M; 64 x 256 for bench_gemm_q's sweep). Three
- * kinds of shared tiles, each a pipeline of its own:
+ * 128 by M; 256 by 128 rows of w over 128 tokens where the grid is
+ * large; 64 x 256 for bench_gemm_q's sweep). Three kinds of shared tiles,
+ * each a pipeline of its own:
  *   raw  the tile's weight bytes of 256 elements of K a row (8 blocks of
  *        Q8_0/Q4_0, a super-block of Q4_K/Q6_K), copied as they are with
  *        cp.async in the 16-byte pieces that cover them (a row's bytes
  *        sit at any 2-byte offset; w itself is 16-byte aligned), two
  *        stages: stage j + 2 lands while stage j is decoded;
- *   x    BN rows of 64 elements of K, cp.async, GP_XS (4) stages: three
- *        steps in flight ahead of the products;
+ *   x    BN rows of 64 elements of K, cp.async, 4 stages (three steps
+ *        in flight ahead of the products; 3 at 128 x 256);
  *   w    the weights of one 64-element step decoded to bf16 (quant_dev.h's
  *        qd_head/qd_octet, each value times its scale rounded to bf16 to
  *        nearest even: o1_quant_dequantize_bf16_cuda's values), two
@@ -57,7 +58,6 @@ extern "C" {
 
 #define GP_THREADS 256
 #define GP_BK	   64		/* elements of K a step */
-#define GP_XS	   4		/* stages of the x tile */
 #define GP_LD	   (GP_BK + 8) /* bf16 pitch of the x and w tiles */
 
 /* A raw stage's row: BYTES for 256 elements of K; PIECES of 16 bytes
@@ -73,21 +73,32 @@ template <int TYPE> struct gp_raw {
 	static constexpr uint32_t ld = 16 * pieces;
 };
 
-/* Dynamic shared memory of a block: raw [2][BM][ld], x [GP_XS][BN][GP_LD]
- * bf16, w [2][BM][GP_LD] bf16. */
+/* Stages of the x tile: 4 (three steps in flight ahead of the products),
+ * 3 for 128 x 256 (whose 4 would not fit in shared memory). */
+template <int BM, int BN> struct gp_xs {
+	static constexpr int n = BM == 128 && BN == 256 ? 3 : 4;
+};
+
+/* Dynamic shared memory of a block: raw [2][BM][ld], x [XS][BN][GP_LD]
+ * bf16, w [2][BM][GP_LD] bf16 (at most 225,280 bytes: Q8_0 at 128 x
+ * 256). */
 template <int TYPE, int BM, int BN> struct gp_smem {
 	static constexpr uint32_t raw = BM * gp_raw<TYPE>::ld;
 	static constexpr uint32_t xs = BN * GP_LD * 2;
 	static constexpr uint32_t ws = BM * GP_LD * 2;
-	static constexpr uint32_t total = 2 * raw + GP_XS * xs + 2 * ws;
+	static constexpr uint32_t total =
+	    2 * raw + gp_xs<BM, BN>::n * xs + 2 * ws;
 };
 
 /* The warps of a BM x BN tile: WM along w's rows by 8 / WM along the
- * tokens, each MI 16-row A fragments by NJ 8-token B fragments. 32 x 64
- * pieces where the tile allows (6 ldmatrix.x4 for 16 mma: shared memory's
- * bandwidth, not the tensor cores, bounds mma.sync at smaller pieces). */
+ * tokens, each MI 16-row A fragments by NJ 8-token B fragments. Pieces of
+ * 64 x 64 at 128 x 256 (8 ldmatrix.x4 for 32 mma), 32 x 64 where the tile
+ * allows (6 for 16): shared memory's bandwidth, not the tensor cores,
+ * bounds mma.sync at smaller pieces. */
 template <int BM, int BN> struct gp_warps {
-	static constexpr int wm = BM == 64 && BN >= 128 ? 2 : 4;
+	static constexpr int wm = BN == 256 ? BM / 64
+				  : BM == 64 && BN >= 128 ? 2
+							  : 4;
 	static constexpr int mi = BM / wm / 16;
 	static constexpr int nj = BN / (8 / wm) / 8;
 };
@@ -250,7 +261,7 @@ gp_issue(uint8_t *raw, uint16_t (*xs)[BN][GP_LD], const gp_args &a,
 	 uint32_t lj_n, uint32_t g)
 {
 	if (g < t_n)
-		gp_load_x<BN>(xs[g % GP_XS], a, m0, kb0 + g);
+		gp_load_x<BN>(xs[g % gp_xs<BM, BN>::n], a, m0, kb0 + g);
 	if (g % 4 == 3 && (g + 1) / 4 < lj_n)
 		gp_load_raw<TYPE, BM>(raw + gp_smem<TYPE, BM, BN>::raw *
 						((g + 1) / 4 % 2),
@@ -294,22 +305,22 @@ gp_mma(float (&acc)[MI][NJ][4], uint16_t (*w)[GP_LD], uint16_t (*x)[GP_LD],
 /* Grid: (token tiles of BN, weight tiles of BM, parts of K). Step t of
  * the block's T: wait for copy group t + 1 (x step t + 1, and the raw
  * stage of step t + 1), barrier (everyone is past step t - 1's products
- * and decode, so their stages are free), issue group t + 3, multiply step
- * t, decode step t + 1. */
+ * and decode, so their stages are free), issue group t + XS - 1,
+ * multiply step t, decode step t + 1. */
 template <int TYPE, int BM, int BN>
 static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 {
 	using sm = gp_smem<TYPE, BM, BN>;
+	constexpr int WM = gp_warps<BM, BN>::wm, MI = gp_warps<BM, BN>::mi;
+	constexpr int NJ = gp_warps<BM, BN>::nj, XS = gp_xs<BM, BN>::n;
 	extern __shared__ __align__(16) uint4 gp_shared[];
 	uint8_t *raw = (uint8_t *)gp_shared;
 	uint16_t (*xs)[BN][GP_LD] =
 	    (uint16_t (*)[BN][GP_LD])(raw + 2 * sm::raw);
 	uint16_t (*ws)[BM][GP_LD] =
-	    (uint16_t (*)[BM][GP_LD])(raw + 2 * sm::raw + GP_XS * sm::xs);
+	    (uint16_t (*)[BM][GP_LD])(raw + 2 * sm::raw + XS * sm::xs);
 	uint32_t m0 = blockIdx.x * BN, r0 = blockIdx.y * BM;
 	uint32_t lane = threadIdx.x % 32, q = threadIdx.x / 32;
-	constexpr int WM = gp_warps<BM, BN>::wm, MI = gp_warps<BM, BN>::mi;
-	constexpr int NJ = gp_warps<BM, BN>::nj;
 	uint32_t wr = (BM / WM) * (q % WM), wn = (BN * WM / 8) * (q / WM);
 	uint32_t stages = (a.k + 255) / 256;
 	uint32_t js = stages * blockIdx.z / a.splits;
@@ -323,10 +334,10 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 		gp_load_raw<TYPE, BM>(raw, a, r0, js);
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	for (uint32_t g = 0; g < GP_XS - 1; g++)
+	for (uint32_t g = 0; g < XS - 1; g++)
 		gp_issue<TYPE, BM, BN>(raw, xs, a, r0, m0, kb0, js, t_n, lj_n,
 				       g);
-	mma_cp_wait<GP_XS - 2>();
+	mma_cp_wait<XS - 2>();
 	__syncthreads();
 	if (t_n) {
 		gp_dec d = gp_dec_head<TYPE, BM>(ws[0], raw, a, r0, js, 0);
@@ -339,10 +350,10 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 		bool next = t + 1 < t_n;
 		gp_dec d = {};
 
-		mma_cp_wait<GP_XS - 3>();
+		mma_cp_wait<XS - 3>();
 		__syncthreads();
 		gp_issue<TYPE, BM, BN>(raw, xs, a, r0, m0, kb0, js, t_n, lj_n,
-				       t + GP_XS - 1);
+				       t + XS - 1);
 		if (next)
 			d = gp_dec_head<TYPE, BM>(
 			    ws[(t + 1) % 2], raw + sm::raw * ((t + 1) / 4 % 2),
@@ -353,7 +364,7 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 		 * together after the barrier) */
 #pragma unroll
 		for (int k16 = 0; k16 < GP_BK / 16; k16++) {
-			gp_mma<MI, NJ>(acc, ws[t % 2], xs[t % GP_XS], wr, wn,
+			gp_mma<MI, NJ>(acc, ws[t % 2], xs[t % XS], wr, wn,
 				       lane, 16 * k16);
 			if (next && k16 % (128 / BM) == 0)
 				gp_dec_octet<TYPE>(d, k16 / (128 / BM));
@@ -411,12 +422,12 @@ static int gp_sms(void)
 	return sms;
 }
 
-/* A launch's tiles: BN by M (the fewest rows past M), BM 128 while that
- * fills every multiprocessor, else 64; K in two where the grid still
- * leaves multiprocessors idle and K has two raw stages. bench_gemm_q
- * --sweep times the others, 64 x 256 among them (half the decode per
- * token of 128 x 128, but 1.5 times its bytes from L2 a step: the
- * device decides). */
+/* A launch's tiles: over 128 rows 128 x 256 where that fills every
+ * multiprocessor (half the decode per token of 128 x 128, warps of 64 x
+ * 64, fewer bytes from L2 a product); else BN by M (the fewest rows past
+ * M), BM 128 while that fills every multiprocessor, else 64; K in two
+ * where the grid still leaves multiprocessors idle and K has two raw
+ * stages. bench_gemm_q --sweep times the others. */
 struct gp_plan {
 	int bm, bn;
 	uint32_t splits;
@@ -427,6 +438,10 @@ static gp_plan gp_pick(uint32_t m, uint32_t n, uint32_t k)
 	gp_plan p;
 	uint64_t tt, sms = (uint64_t)gp_sms();
 
+	if (m > 128 && (n + 127) / 128 * ((m + 255) / 256) >= sms) {
+		p.bm = 128, p.bn = 256, p.splits = 1;
+		return p;
+	}
 	p.bn = m <= 32 ? 32 : m <= 64 ? 64 : 128;
 	tt = (m + p.bn - 1) / p.bn;
 	p.bm = (n + 127) / 128 * tt >= sms ? 128 : 64;
@@ -467,6 +482,8 @@ template <int TYPE>
 static int gp_launch_t(const gp_args &a, int bm, int bn, bool pdl,
 		       cudaStream_t stream)
 {
+	if (bm == 128 && bn == 256)
+		return gp_launch<TYPE, 128, 256>(a, pdl, stream);
 	if (bm == 128)
 		return (bn == 128  ? gp_launch<TYPE, 128, 128>
 			: bn == 64 ? gp_launch<TYPE, 128, 64>
@@ -479,7 +496,7 @@ static int gp_launch_t(const gp_args &a, int bm, int bn, bool pdl,
 }
 
 /* o1_gemm_qp_cuda's launch with the tiles and split of PLAN (BM 64 or
- * 128, BN 32, 64 or 128, or 64 x 256; splits 1 or 2; bench_gemm_q times
+ * 128, BN 32, 64, 128 or 256; splits 1 or 2; bench_gemm_q times
  * them all). Operands checked by the caller. */
 static int gp_dispatch(gp_plan plan, float *y, const uint16_t *x,
 		       const void *w, enum o1_quant_type type, uint32_t m,

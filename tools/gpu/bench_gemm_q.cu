@@ -16,8 +16,8 @@
  *          and split it picks (shown as plan=BMxBN/splits);
  *   bf16   cublasGemmEx on a bf16 matrix of the same shape (the bf16
  *          model's product, the speed to reach);
- *   with --sweep, qp forced to each plan (BM 64/128 x BN 32/64/128, and
- *          64 x 256; split 1/2), the best shown as best=.. (the lab for
+ *   with --sweep, qp forced to each plan (BM 64/128 x BN 32/64/128/256
+ *          x split 1/2), the best shown as best=.. (the lab for
  *          gp_pick), sweep_rel_max the worst qp_rel of them all.
  * Each: the mean over ITERS launches (default 20) after 3 warm-up ones,
  * timed with events; TFLOP/s counts 2 M N K. qp_rel is the relative L2
@@ -239,7 +239,7 @@ static int sweep(struct bufs *b, enum o1_quant_type type, uint32_t m,
 
 	*best_us = 1e30, *worst = 0;
 	for (int i = 0; i < 2; i++)
-		for (int j = 0; j < 4 - i; j++)
+		for (int j = 0; j < 4; j++)
 			for (uint32_t sp = 1; sp <= 2; sp++) {
 				gp_plan p = {bms[i], bns[j], sp};
 				double us = time_way(b, QP_PLAN, p, type, m, n,
