@@ -43,6 +43,15 @@
  * so the result is o1_gemv_q_cuda then o1_swiglu_cuda bit for bit,
  * without the f32 gate/up rows and the second kernel.
  *
+ * OUT_ROPE (o1_gemv_q8_norm_rope_kv_cuda, a part of the fused QKV
+ * matrix whose rows are whole heads): a warp's work unit is a pair of
+ * rows that rope.cu's o1_rope_kv_write_cuda rotates together (rope_row);
+ * lane i writes input row i's pair as that kernel writes it from the f32
+ * QKV row (bias, rope_dev.h's rotation, q as f32, k and v as bf16 into
+ * their KV page), so the result is o1_gemv_q8_norm_cuda then
+ * o1_rope_kv_write_cuda bit for bit, without the f32 QKV rows and the
+ * second kernel.
+ *
  * The int8 path (DOT_I8, the backend's default) runs gemv_qp instead
  * where its ring of batches fits in shared memory: the same arithmetic
  * and lane order (so the same bits), the bytes brought by cp.async several
@@ -63,6 +72,7 @@
 #include "kernels_cuda.h"
 #include "quant_dev.h"
 #include "rms_reduce.h"
+#include "rope_dev.h"
 
 extern "C" {
 #include "common/log.h"
@@ -74,7 +84,7 @@ extern "C" {
  * bounds), so two fit the register file. */
 #define GQ_BPS	   2
 
-enum { OUT_STORE, OUT_SWIGLU, OUT_ADD };
+enum { OUT_STORE, OUT_SWIGLU, OUT_ADD, OUT_ROPE };
 enum { DOT_F32, DOT_I8 };
 /* DOT_I8's input: bf16 rows, or the RMSNorm of f32 rows (gathered
  * through a row list), normalized by each block as o1_rmsnorm_cuda
@@ -85,6 +95,21 @@ enum { IN_BF16, IN_NORM };
  * with its 1 KB reserve, within the H200's 228 KB). DOT_I8 launches whose
  * quantized input would not fit run DOT_F32 (gemv_q8_fits). */
 #define GQ_SMEM_MAX (112u << 10)
+
+/* OUT_ROPE's operands (kernels_cuda.h's struct o1_rope_kv_args and
+ * o1_attn_dims); the launch's rows are [col0, col0 + 2 n) of the fused
+ * QKV matrix. */
+struct gq_rope {
+	float *q;
+	__nv_bfloat16 *kc, *vc;
+	const float *bias;
+	const int32_t *pos;
+	const uint32_t *slots;
+	const float *inv_freq;
+	float scale;
+	uint32_t hq, hkv, d, half, p, col0;
+	uint64_t page_stride;
+};
 
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
@@ -100,7 +125,45 @@ struct gq_args {
 	uint32_t units;	 /* k / 32 */
 	uint32_t stride; /* warps in the grid */
 	uint32_t pad;	 /* DOT_I8: units rounded up to 32 */
+	gq_rope r;	 /* OUT_ROPE */
 };
+
+/* Weight rows per output (a warp's work unit): SwiGLU's gate and up,
+ * RoPE's pair. */
+template <int OUT> static __host__ __device__ constexpr int rows_of()
+{
+	return OUT == OUT_SWIGLU || OUT == OUT_ROPE ? 2 : 1;
+}
+
+/* Global row (of the fused QKV matrix) R (0 or 1) of OUT_ROPE's unit U:
+ * unit = (head, e), e < D/2 (heads counted from the launch's first row).
+ * q and k heads pair (e, e + half) for e < half, then their unrotated
+ * dims [2 half, D) two at a time; v heads pair (e, e + D/2). Every row
+ * of the launch's heads is in exactly one pair. */
+static __device__ __forceinline__ uint32_t rope_row(const gq_rope &g,
+						    uint32_t u, uint32_t r)
+{
+	uint32_t hd2 = g.d / 2, head = g.col0 / g.d + u / hd2, e = u % hd2;
+	uint32_t base = head * g.d;
+
+	if (head >= g.hq + g.hkv)
+		return base + e + r * hd2;
+	if (e < g.half)
+		return base + e + r * g.half;
+	return base + g.half + e + r * (hd2 - g.half);
+}
+
+/* Row (of w) R of output J: the only row, gate (0) or up (1) of SwiGLU,
+ * or a RoPE pair's. */
+template <int OUT>
+static __device__ __forceinline__ uint32_t wrow(const gq_args &a, uint32_t j,
+						uint32_t r)
+{
+	if constexpr (OUT == OUT_ROPE)
+		return rope_row(a.r, j, r) - a.r.col0;
+	else
+		return j + r * a.n;
+}
 
 struct __align__(16) gq_piece
 {
@@ -650,12 +713,58 @@ static __device__ void fma_batch(float (&acc)[M], const gq_args &a,
 	}
 }
 
-/* The sums of the unit's rows (every lane holds them), stored. */
+/* OUT_ROPE for input row M: the pair (V0, V1) of unit J, as
+ * rope.cu's o1_rope_kv_write_cuda writes it from the f32 QKV row: bias,
+ * the rotation (rope_dev.h, q and k heads' dims below 2 half), q stored
+ * as f32, k and v as bf16 into their KV page at slots[M]. */
+static __device__ void rope_out(const gq_args &a, uint32_t m, uint32_t j,
+				float v0, float v1)
+{
+	const gq_rope &g = a.r;
+	uint32_t r0 = rope_row(g, j, 0), r1 = rope_row(g, j, 1);
+	uint32_t head = r0 / g.d, d0 = r0 % g.d, d1 = r1 % g.d;
+
+	if (g.bias)
+		v0 = v0 + g.bias[r0], v1 = v1 + g.bias[r1];
+	if (head < g.hq + g.hkv && d0 < g.half) {
+		float c, s, t;
+
+		rope_cs(g.pos[m], g.inv_freq[d0], g.scale, &c, &s);
+		t = rope_lo(v0, v1, c, s);
+		v1 = rope_hi(v0, v1, c, s);
+		v0 = t;
+	}
+	if (head < g.hq) {
+		float *q = g.q + ((size_t)m * g.hq + head) * g.d;
+
+		q[d0] = v0, q[d1] = v1;
+	} else {
+		bool k = head < g.hq + g.hkv;
+		uint32_t kvh = (head - g.hq) % g.hkv, slot = g.slots[m];
+		__nv_bfloat16 *c = (k ? g.kc : g.vc) +
+				   (slot / g.p) * g.page_stride +
+				   ((size_t)kvh * g.p + slot % g.p) * g.d;
+
+		c[d0] = __float2bfloat16_rn(v0);
+		c[d1] = __float2bfloat16_rn(v1);
+	}
+}
+
+/* The sums of the unit's rows (every lane holds them), stored: by lane
+ * 0, or OUT_ROPE's input row i by lane i (its cos/sin are the costly
+ * part). */
 template <int M, int OUT>
 static __device__ void epilogue(const gq_args &a, uint32_t j,
-				const float (&res)[OUT == OUT_SWIGLU ? 2 : 1][M],
+				const float (&res)[rows_of<OUT>()][M],
 				uint32_t lane)
 {
+	if constexpr (OUT == OUT_ROPE) {
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			if (lane == (uint32_t)i)
+				rope_out(a, i, j, res[0][i], res[1][i]);
+		return;
+	}
 	if (lane)
 		return;
 #pragma unroll
@@ -683,7 +792,7 @@ template <int M, int TYPE, int OUT, int DOT, int IN>
 static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 {
 	constexpr int P = pieces_of<TYPE>();
-	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
+	constexpr int R = rows_of<OUT>();
 	constexpr uint32_t per = 32 * groups_of<TYPE>();
 	uint32_t lane = threadIdx.x % 32, t = 0;
 	uint32_t j = blockIdx.x * GQ_WARPS + threadIdx.x / 32;
@@ -693,7 +802,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 	float acc[M], res[R][M];
 
 	if (j < a.n)
-		load_batch<TYPE, P>(wv, a, j, 0, lane);
+		load_batch<TYPE, P>(wv, a, wrow<OUT>(a, j, 0), 0, lane);
 	gq_xq xin = {NULL, NULL};
 
 	o1_pdl_wait();
@@ -722,9 +831,10 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 			sm[lane + 32 * i] = wv[i];
 		__syncwarp();
 		if (nj < a.n)
-			load_batch<TYPE, P>(wv, a, nj + ntt / nb * a.n,
+			load_batch<TYPE, P>(wv, a, wrow<OUT>(a, nj, ntt / nb),
 					    ntt % nb, lane);
-		fma_batch<M, TYPE, DOT>(acc, a, sm, xin, j + r * a.n, b, lane);
+		fma_batch<M, TYPE, DOT>(acc, a, sm, xin, wrow<OUT>(a, j, r), b,
+					lane);
 		if (b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
@@ -851,14 +961,14 @@ struct qp_pos {
 
 /* The warp's batch at C: its pieces copied into SLOT; one commit group
  * per call, empty past the last output. */
-template <int TYPE, int P, uint32_t G>
+template <int TYPE, int P, uint32_t G, int OUT>
 static __device__ void qp_issue(gq_piece *slot, const gq_args &a,
 				const qp_pos &c, uint32_t lane)
 {
 	if (c.j < a.n) {
 		uint32_t u0, u1, np;
-		const gq_piece *p = batch_span<TYPE, G>(a, c.j + c.r * a.n,
-							c.b, &u0, &u1, &np);
+		const gq_piece *p = batch_span<TYPE, G>(
+		    a, wrow<OUT>(a, c.j, c.r), c.b, &u0, &u1, &np);
 
 #pragma unroll
 		for (int i = 0; i < P; i++)
@@ -924,7 +1034,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
     gemv_qp(gq_args a)
 {
 	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
-	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
+	constexpr int R = rows_of<OUT>();
 	constexpr uint32_t G = qp_groups<TYPE, X>(), per = 32 * G;
 	uint32_t lane = threadIdx.x % 32;
 	uint32_t nb = (a.units + per - 1) / per;
@@ -938,7 +1048,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
 	/* the weights: no kernel writes them, so before the wait */
 #pragma unroll
 	for (int s = 0; s < S - 1; s++) {
-		qp_issue<TYPE, P, G>(ring + s * 32 * P, a, ci, lane);
+		qp_issue<TYPE, P, G, OUT>(ring + s * 32 * P, a, ci, lane);
 		ci.next<R>(nb, a.stride);
 	}
 	o1_pdl_wait();
@@ -951,13 +1061,13 @@ static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
 	for (uint32_t t = 0; c.j < a.n; t++) {
 		/* the slot of step t - 1 is read by every lane: refill it */
 		__syncwarp();
-		qp_issue<TYPE, P, G>(ring + (t + S - 1) % S * 32 * P, a, ci,
-				     lane);
+		qp_issue<TYPE, P, G, OUT>(ring + (t + S - 1) % S * 32 * P, a,
+					  ci, lane);
 		ci.next<R>(nb, a.stride);
 		cpa_wait<S - 1>();
 		__syncwarp();
 		fma_batch_p<M, TYPE, G>(acc, a, ring + t % S * 32 * P, xin,
-					c.j + c.r * a.n, c.b, lane);
+					wrow<OUT>(a, c.j, c.r), c.b, lane);
 		if (c.b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
@@ -1235,6 +1345,67 @@ extern "C" int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
 	return err ? err
 		   : launch_type<OUT_SWIGLU, IN_NORM>(a, type, m, DOT_I8, pdl,
 						      stream);
+}
+
+/* What OUT_ROPE needs beyond check(): rope.cu's operands and shapes, and
+ * a part of whole heads within the fused QKV rows. */
+static int check_rope(const struct o1_rope_kv_args *r,
+		      const struct o1_attn_dims *d, uint32_t col0,
+		      uint32_t rows)
+{
+	uint64_t all =
+	    d->head_dim ? (uint64_t)(d->n_heads + 2 * (uint64_t)d->n_kv_heads) *
+			      d->head_dim
+			: 0;
+
+	if (r->q && r->k_cache && r->v_cache && r->pos && r->slots &&
+	    r->inv_freq && r->n_tokens && d->n_heads && d->n_kv_heads &&
+	    d->n_heads % d->n_kv_heads == 0 && d->head_dim &&
+	    d->head_dim % 2 == 0 && d->page_tokens && r->rot_dim &&
+	    r->rot_dim % 2 == 0 && r->rot_dim <= d->head_dim &&
+	    d->page_stride >=
+		(uint64_t)d->n_kv_heads * d->page_tokens * d->head_dim &&
+	    rows && col0 % d->head_dim == 0 && rows % d->head_dim == 0 &&
+	    (uint64_t)col0 + rows <= all)
+		return 0;
+	o1_err("gemv_q8_norm_rope_kv: bad shape: rows [%u, +%u) of heads "
+	       "%u/%u of %u, rot_dim %u, page %u tokens stride %llu",
+	       col0, rows, d->n_heads, d->n_kv_heads, d->head_dim, r->rot_dim,
+	       d->page_tokens, (unsigned long long)d->page_stride);
+	return -EINVAL;
+}
+
+extern "C" int o1_gemv_q8_norm_rope_kv_cuda(
+    const struct o1_rope_kv_args *r, const struct o1_attn_dims *d,
+    const float *x, const float *norm_w, float eps, const void *w,
+    enum o1_quant_type type, uint32_t col0, uint32_t rows, uint32_t k, bool pdl,
+    cudaStream_t stream)
+{
+	uint32_t m = r->n_tokens;
+	int err = check_rope(r, d, col0, rows);
+	/* the units are pairs of rows; ldy is unused */
+	gq_args a = norm_args(r->q, NULL, x, NULL, norm_w, eps, w, rows / 2, k,
+			      rows / 2);
+
+	err = err ? err : check("gemv_q8_norm_rope_kv", a, r->q, type, m);
+	if (err)
+		return err;
+	a.r = gq_rope{r->q,
+		      (__nv_bfloat16 *)r->k_cache,
+		      (__nv_bfloat16 *)r->v_cache,
+		      r->bias,
+		      r->pos,
+		      r->slots,
+		      r->inv_freq,
+		      r->scale,
+		      d->n_heads,
+		      d->n_kv_heads,
+		      d->head_dim,
+		      r->rot_dim / 2,
+		      d->page_tokens,
+		      col0,
+		      d->page_stride};
+	return launch_type<OUT_ROPE, IN_NORM>(a, type, m, DOT_I8, pdl, stream);
 }
 
 extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k)

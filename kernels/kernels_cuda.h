@@ -366,6 +366,19 @@ int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
 				const float *norm_w, float eps, const void *w,
 				enum o1_quant_type type, uint32_t m, uint32_t f,
 				uint32_t k, bool pdl, cudaStream_t stream);
+/* gemv_q.cu: o1_gemv_q8_norm_cuda's product for rows [COL0, COL0 + ROWS)
+ * of the fused QKV matrix (W: that part, in blocks of TYPE; COL0 and ROWS
+ * multiples of DIMS' head_dim) over the R->n_tokens rows 0 .. of x, with
+ * o1_rope_kv_write_cuda(R, DIMS)'s writes for those rows as its epilogue:
+ * bitwise the two kernels, without the f32 QKV rows (R->qkv is not read)
+ * and the second launch. A QKV matrix in several parts takes one call per
+ * part. Same operands' rules as both. */
+int o1_gemv_q8_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
+				 const struct o1_attn_dims *dims,
+				 const float *x, const float *norm_w, float eps,
+				 const void *w, enum o1_quant_type type,
+				 uint32_t col0, uint32_t rows, uint32_t k,
+				 bool pdl, cudaStream_t stream);
 
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */

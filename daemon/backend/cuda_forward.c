@@ -64,10 +64,12 @@
  * slower so far). The embedding gathers from
  * the block table. With the int8 path the fused decode products take block
  * matrices too (gemv_q.cu's fused variants, the bits of the unfused kernels):
- * the QKV parts over the RMSNorm of x (then RoPE and the KV write, a kernel of
- * its own), the gate/up product over the RMSNorm of x with SwiGLU in its
- * epilogue (several parts: the parts, then swiglu.cu), x += the O and down
- * products, the LM head over the final RMSNorm; a layer is 6 kernels. With
+ * the QKV parts over the RMSNorm of x with RoPE and the KV write in their
+ * epilogue (parts of whole heads, as GGUF's per-tensor types give: else RoPE
+ * and the KV write are a kernel of their own), the gate/up product over the
+ * RMSNorm of x with SwiGLU in its epilogue (several parts: the parts, then
+ * swiglu.cu), x += the O and down products, the LM head over the final
+ * RMSNorm; a layer is 5 kernels, one more per extra QKV part. With
  * cfg.cuda_quant_f32 (or a block matrix too wide for the fused variants' shared
  * memory: cuda_backend.c) fused products are off for such a model: the block
  * products take the unfused route (RMSNorm, product, SwiGLU, residual add in
@@ -332,6 +334,17 @@ static int reduce(struct cuda_state *s, uint32_t t)
 	return k->sum(k->ctx, s->o, (uint64_t)t * s->d.dim, s->stream);
 }
 
+/* Whether every part of the block matrix Q is whole heads of HEAD_DIM
+ * rows (each part's product can then take the RoPE and KV write as its
+ * epilogue: a rotated pair never spans two parts). */
+static bool qparts_whole_heads(const struct cuda_qmat *q, uint32_t head_dim)
+{
+	for (uint32_t i = 0; i < q->n_parts; i++)
+		if (q->part[i].col0 % head_dim || q->part[i].rows % head_dim)
+			return false;
+	return true;
+}
+
 /* The attention input: RMSNorm of the residual stream (adding the
  * previous layer's down product), the QKV product, then RoPE with the bias
  * and the KV page write (RA); fused, one kernel does all three. */
@@ -345,16 +358,24 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	int err;
 
 	if (fuse && y->qqkv.n_parts) {
+		bool heads = qparts_whole_heads(&y->qqkv, d->head_dim);
+
 		err = 0;
 		for (uint32_t i = 0; !err && i < y->qqkv.n_parts; i++) {
 			const struct cuda_qpart *p = &y->qqkv.part[i];
 
-			err = o1_gemv_q8_norm_cuda(s->qkv + p->col0, s->x, NULL,
-						   y->attn_norm, d->norm_eps,
-						   p->w, p->type, t, p->rows,
-						   d->dim, n, pdl, s->stream);
+			err = heads ? o1_gemv_q8_norm_rope_kv_cuda(
+					  ra, ad, s->x, y->attn_norm,
+					  d->norm_eps, p->w, p->type, p->col0,
+					  p->rows, d->dim, pdl, s->stream)
+				    : o1_gemv_q8_norm_cuda(
+					  s->qkv + p->col0, s->x, NULL,
+					  y->attn_norm, d->norm_eps, p->w,
+					  p->type, t, p->rows, d->dim, n, pdl,
+					  s->stream);
 		}
-		return err ? err
+		return err || heads
+			   ? err
 			   : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
 	}
 	if (fuse)
