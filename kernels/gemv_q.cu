@@ -1027,18 +1027,19 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 }
 
 /* The grid as gemv_q's (warp w of block b starts at output b GQ_WARPS +
- * w, strides by the grid's warps); the ring's slot t % S holds the
- * warp's step t (qp_pos's walk), issued S - 1 steps ahead. */
+ * w, strides by a.stride, the warps of the blocks running A); the ring's
+ * slot t % S holds the warp's step t (qp_pos's walk), issued S - 1 steps
+ * ahead. BLOCK: this block's index among those. */
 template <int M, int TYPE, int OUT, int IN, int X>
-static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
-    gemv_qp(gq_args a)
+static __device__ __forceinline__ void qp_run(const gq_args &a,
+					      uint32_t block)
 {
 	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
 	constexpr int R = rows_of<OUT>();
 	constexpr uint32_t G = qp_groups<TYPE, X>(), per = 32 * G;
 	uint32_t lane = threadIdx.x % 32;
 	uint32_t nb = (a.units + per - 1) / per;
-	qp_pos c = {blockIdx.x * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
+	qp_pos c = {block * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
 	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
 	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
 	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
@@ -1087,6 +1088,31 @@ static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
 		c.next<R>(nb, a.stride);
 	}
 	cpa_wait<0>();
+}
+
+template <int M, int TYPE, int OUT, int IN, int X>
+static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
+    gemv_qp(gq_args a)
+{
+	qp_run<M, TYPE, OUT, IN, X>(a, blockIdx.x);
+}
+
+/* Two parts of one output in one launch (a QKV matrix whose v rows are
+ * in another block type: Q4_K_M's Q4_K q and k beside Q6_K v): blocks
+ * [0, B0) run part A0 (TYPE T0), the others A1, each part's warps
+ * striding over its own outputs, so every row is computed as the part's
+ * own launch would (the same bits) without a second kernel's launch,
+ * ramp-up and tail. X0, X1: each part's ring variant, at GQ_BPS blocks a
+ * multiprocessor (the launch bounds; the dynamic shared memory is the
+ * larger part's). */
+template <int M, int T0, int X0, int T1, int X1, int OUT, int IN>
+static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS)
+    gemv_qp2(gq_args a0, gq_args a1, uint32_t b0)
+{
+	if (blockIdx.x < b0)
+		qp_run<M, T0, OUT, IN, X0>(a0, blockIdx.x);
+	else
+		qp_run<M, T1, OUT, IN, X1>(a1, blockIdx.x - b0);
 }
 
 /* Dynamic shared memory of a launch: the warps' weight slices, and
@@ -1161,6 +1187,57 @@ static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 	default:
 		return launch_m<4, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	}
+}
+
+/* A part's ring variant in gemv_qp2: the type's one-row choice where it
+ * runs at GQ_BPS blocks a multiprocessor, else the default. */
+template <int M, int TYPE> static constexpr int qp2_variant()
+{
+	return M == 1 && qp_bps<qp_variant_1<TYPE>()>() == GQ_BPS
+		   ? qp_variant_1<TYPE>()
+		   : 0;
+}
+
+/* gemv_qp2 over A0 (blocks of T0) and A1 (T1), M rows each; -ENOSPC
+ * (nothing launched) where a part's ring and input would not fit. The
+ * grid's GQ_BPS blocks a multiprocessor are shared in proportion to the
+ * parts' bytes, each part at least one block and at most a warp an
+ * output. */
+template <int M, int T0, int T1, int OUT, int IN>
+static int launch_pair_m(gq_args a0, gq_args a1, bool pdl,
+			 cudaStream_t stream)
+{
+	constexpr int X0 = qp2_variant<M, T0>(), X1 = qp2_variant<M, T1>();
+	void (*k)(gq_args, gq_args, uint32_t) =
+	    gemv_qp2<M, T0, X0, T1, X1, OUT, IN>;
+	size_t s0 = smem_of(a0, qp_stages<M, X0>() * qp_pieces<T0, X0>(), M,
+			    DOT_I8);
+	size_t s1 = smem_of(a1, qp_stages<M, X1>() * qp_pieces<T1, X1>(), M,
+			    DOT_I8);
+	size_t smem = s0 > s1 ? s0 : s1;
+	uint32_t cap = o1_cuda_sm_count() * GQ_BPS;
+	uint32_t need0 = (a0.n + GQ_WARPS - 1) / GQ_WARPS;
+	uint32_t need1 = (a1.n + GQ_WARPS - 1) / GQ_WARPS;
+	double by0 = (double)a0.n * a0.row_bytes;
+	double by1 = (double)a1.n * a1.row_bytes;
+	uint32_t b0, b1;
+	int err = 0;
+
+	if (smem > GQ_SMEM_MAX || cap < 2)
+		return -ENOSPC;
+	b0 = (uint32_t)(cap * by0 / (by0 + by1) + 0.5);
+	b0 = b0 < 1 ? 1 : b0 > cap - 1 ? cap - 1 : b0;
+	b1 = cap - b0;
+	b0 = b0 < need0 ? b0 : need0;
+	b1 = b1 < need1 ? b1 : need1;
+	a0.stride = b0 * GQ_WARPS, a1.stride = b1 * GQ_WARPS;
+	if (smem > 48 * 1024)
+		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+	return err ? err
+		   : O1_CUDA_LAUNCH("gemv_q2", k, dim3(b0 + b1),
+				    dim3(GQ_THREADS), smem, stream, pdl, a0, a1,
+				    b0);
 }
 
 /* DOT_I8 where its shared memory fits, else DOT_F32 (bf16 input and the
@@ -1375,37 +1452,117 @@ static int check_rope(const struct o1_rope_kv_args *r,
 	return -EINVAL;
 }
 
+/* OUT_ROPE's arguments for the part P, checked, into *A. */
+static int rope_args_of(gq_args *a, const struct o1_rope_kv_args *r,
+			const struct o1_attn_dims *d, const float *x,
+			const float *norm_w, float eps,
+			const struct o1_gemv_q_part *p, uint32_t k)
+{
+	uint32_t col0 = p->col0, rows = p->rows;
+	int err = check_rope(r, d, col0, rows);
+
+	/* the units are pairs of rows; ldy is unused */
+	*a = norm_args(r->q, NULL, x, NULL, norm_w, eps, p->w, rows / 2, k,
+		       rows / 2);
+	err = err ? err
+		  : check("gemv_q8_norm_rope_kv", *a, r->q, p->type,
+			  r->n_tokens);
+	if (err)
+		return err;
+	a->r = gq_rope{r->q,
+		       (__nv_bfloat16 *)r->k_cache,
+		       (__nv_bfloat16 *)r->v_cache,
+		       r->bias,
+		       r->pos,
+		       r->slots,
+		       r->inv_freq,
+		       r->scale,
+		       d->n_heads,
+		       d->n_kv_heads,
+		       d->head_dim,
+		       r->rot_dim / 2,
+		       d->page_tokens,
+		       col0,
+		       d->page_stride};
+	return 0;
+}
+
 extern "C" int o1_gemv_q8_norm_rope_kv_cuda(
     const struct o1_rope_kv_args *r, const struct o1_attn_dims *d,
     const float *x, const float *norm_w, float eps, const void *w,
-    enum o1_quant_type type, uint32_t col0, uint32_t rows, uint32_t k, bool pdl,
-    cudaStream_t stream)
+    enum o1_quant_type type, uint32_t col0, uint32_t rows, uint32_t k,
+    bool pdl, cudaStream_t stream)
 {
-	uint32_t m = r->n_tokens;
-	int err = check_rope(r, d, col0, rows);
-	/* the units are pairs of rows; ldy is unused */
-	gq_args a = norm_args(r->q, NULL, x, NULL, norm_w, eps, w, rows / 2, k,
-			      rows / 2);
+	struct o1_gemv_q_part p = {w, type, col0, rows};
+	gq_args a;
+	int err = rope_args_of(&a, r, d, x, norm_w, eps, &p, k);
 
-	err = err ? err : check("gemv_q8_norm_rope_kv", a, r->q, type, m);
+	return err ? err
+		   : launch_type<OUT_ROPE, IN_NORM>(a, type, r->n_tokens,
+						    DOT_I8, pdl, stream);
+}
+
+/* The QKV parts PT[0], PT[1] (each whole heads, checked by
+ * rope_args_of) through gemv_qp2: 1 (nothing launched) where they are not
+ * the pair it is built for (Q4_K then Q6_K: Q4_K_M's layers with a Q6_K
+ * v) or would not fit, else 0 or the launch's error. */
+static int rope_kv_pair(const struct o1_rope_kv_args *r,
+			const struct o1_attn_dims *d, const float *x,
+			const float *norm_w, float eps,
+			const struct o1_gemv_q_part *pt, uint32_t k, bool pdl,
+			cudaStream_t stream)
+{
+	gq_args a[2];
+	int err = 0;
+
+	if (pt[0].type != O1_QUANT_Q4_K || pt[1].type != O1_QUANT_Q6_K)
+		return 1;
+	for (int i = 0; !err && i < 2; i++)
+		err = rope_args_of(&a[i], r, d, x, norm_w, eps, &pt[i], k);
 	if (err)
 		return err;
-	a.r = gq_rope{r->q,
-		      (__nv_bfloat16 *)r->k_cache,
-		      (__nv_bfloat16 *)r->v_cache,
-		      r->bias,
-		      r->pos,
-		      r->slots,
-		      r->inv_freq,
-		      r->scale,
-		      d->n_heads,
-		      d->n_kv_heads,
-		      d->head_dim,
-		      r->rot_dim / 2,
-		      d->page_tokens,
-		      col0,
-		      d->page_stride};
-	return launch_type<OUT_ROPE, IN_NORM>(a, type, m, DOT_I8, pdl, stream);
+	switch (r->n_tokens) {
+	case 1:
+		err = launch_pair_m<1, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
+				    IN_NORM>(a[0], a[1], pdl, stream);
+		break;
+	case 2:
+		err = launch_pair_m<2, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
+				    IN_NORM>(a[0], a[1], pdl, stream);
+		break;
+	case 3:
+		err = launch_pair_m<3, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
+				    IN_NORM>(a[0], a[1], pdl, stream);
+		break;
+	default:
+		err = launch_pair_m<4, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
+				    IN_NORM>(a[0], a[1], pdl, stream);
+	}
+	return err == -ENOSPC ? 1 : err;
+}
+
+extern "C" int o1_gemv_q8_norm_rope_kv_parts_cuda(
+    const struct o1_rope_kv_args *r, const struct o1_attn_dims *d,
+    const float *x, const float *norm_w, float eps,
+    const struct o1_gemv_q_part *parts, uint32_t n_parts, uint32_t k,
+    bool pdl, cudaStream_t stream)
+{
+	int err = 1;
+
+	if (!parts || !n_parts) {
+		o1_err("gemv_q8_norm_rope_kv_parts: no parts");
+		return -EINVAL;
+	}
+	if (n_parts == 2)
+		err = rope_kv_pair(r, d, x, norm_w, eps, parts, k, pdl, stream);
+	if (err != 1)
+		return err;
+	err = 0;
+	for (uint32_t i = 0; !err && i < n_parts; i++)
+		err = o1_gemv_q8_norm_rope_kv_cuda(
+		    r, d, x, norm_w, eps, parts[i].w, parts[i].type,
+		    parts[i].col0, parts[i].rows, k, pdl, stream);
+	return err;
 }
 
 extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k)

@@ -379,6 +379,22 @@ int o1_gemv_q8_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
 				 const void *w, enum o1_quant_type type,
 				 uint32_t col0, uint32_t rows, uint32_t k,
 				 bool pdl, cudaStream_t stream);
+/* o1_gemv_q8_norm_rope_kv_cuda over every part of the QKV matrix
+ * (PARTS[0 .. N_PARTS), the rows of each whole heads): bitwise one call
+ * per part, in one launch where the parts are Q4_K then Q6_K (Q4_K_M's
+ * layers with a Q6_K v: gemv_q.cu's gemv_qp2), else one a part. */
+struct o1_gemv_q_part {
+	const void *w;
+	enum o1_quant_type type;
+	uint32_t col0, rows;
+};
+int o1_gemv_q8_norm_rope_kv_parts_cuda(const struct o1_rope_kv_args *r,
+				       const struct o1_attn_dims *dims,
+				       const float *x, const float *norm_w,
+				       float eps,
+				       const struct o1_gemv_q_part *parts,
+				       uint32_t n_parts, uint32_t k, bool pdl,
+				       cudaStream_t stream);
 
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */

@@ -69,7 +69,8 @@
  * and the KV write are a kernel of their own), the gate/up product over the
  * RMSNorm of x with SwiGLU in its epilogue (several parts: the parts, then
  * swiglu.cu), x += the O and down products, the LM head over the final
- * RMSNorm; a layer is 5 kernels, one more per extra QKV part. With
+ * RMSNorm; a layer is 5 kernels (QKV parts Q4_K then Q6_K, Q4_K_M's, share
+ * one launch; other mixes take one a part). With
  * cfg.cuda_quant_f32 (or a block matrix too wide for the fused variants' shared
  * memory: cuda_backend.c) fused products are off for such a model: the block
  * products take the unfused route (RMSNorm, product, SwiGLU, residual add in
@@ -357,25 +358,31 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	uint32_t n = (uint32_t)cuda_qkv_rows(d), t = ra->n_tokens;
 	int err;
 
-	if (fuse && y->qqkv.n_parts) {
-		bool heads = qparts_whole_heads(&y->qqkv, d->head_dim);
+	if (fuse && y->qqkv.n_parts &&
+	    qparts_whole_heads(&y->qqkv, d->head_dim)) {
+		struct o1_gemv_q_part pt[CUDA_QPARTS_MAX];
 
+		for (uint32_t i = 0; i < y->qqkv.n_parts; i++) {
+			const struct cuda_qpart *p = &y->qqkv.part[i];
+
+			pt[i] = (struct o1_gemv_q_part){p->w, p->type, p->col0,
+							p->rows};
+		}
+		return o1_gemv_q8_norm_rope_kv_parts_cuda(
+		    ra, ad, s->x, y->attn_norm, d->norm_eps, pt,
+		    y->qqkv.n_parts, d->dim, pdl, s->stream);
+	}
+	if (fuse && y->qqkv.n_parts) {
 		err = 0;
 		for (uint32_t i = 0; !err && i < y->qqkv.n_parts; i++) {
 			const struct cuda_qpart *p = &y->qqkv.part[i];
 
-			err = heads ? o1_gemv_q8_norm_rope_kv_cuda(
-					  ra, ad, s->x, y->attn_norm,
-					  d->norm_eps, p->w, p->type, p->col0,
-					  p->rows, d->dim, pdl, s->stream)
-				    : o1_gemv_q8_norm_cuda(
-					  s->qkv + p->col0, s->x, NULL,
-					  y->attn_norm, d->norm_eps, p->w,
-					  p->type, t, p->rows, d->dim, n, pdl,
-					  s->stream);
+			err = o1_gemv_q8_norm_cuda(s->qkv + p->col0, s->x, NULL,
+						   y->attn_norm, d->norm_eps,
+						   p->w, p->type, t, p->rows,
+						   d->dim, n, pdl, s->stream);
 		}
-		return err || heads
-			   ? err
+		return err ? err
 			   : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
 	}
 	if (fuse)

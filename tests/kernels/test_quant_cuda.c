@@ -29,8 +29,9 @@
  *   o1_rmsnorm_cuda then o1_gemv_q8_cuda; o1_gemv_q8_norm_swiglu_cuda =
  *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda; o1_gemv_q8_add_cuda = y +
  *   o1_gemv_q8_cuda's product; o1_gemv_q8_norm_rope_kv_cuda (a part of
- *   the fused QKV matrix at a time, parts of different types) =
- *   o1_gemv_q8_norm_cuda per part into the f32 QKV rows then
+ *   the fused QKV matrix at a time, parts of different types) and
+ *   o1_gemv_q8_norm_rope_kv_parts_cuda (all parts: Q4_K then Q6_K in one
+ *   launch) = o1_gemv_q8_norm_cuda per part into the f32 QKV rows then
  *   o1_rope_kv_write_cuda: q, both KV caches (pages around the written
  *   slots included) equal, with and without a bias, partial and full
  *   rotation, scaled or not;
@@ -638,9 +639,12 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 	       qn = (size_t)m * hq * d;
 	float *xf = malloc((size_t)m * k * 4), *nw = malloc((size_t)k * 4);
 	float *bs = malloc((size_t)n * 4), *inv = malloc((size_t)rot / 2 * 4);
-	float *q[2] = {malloc(qn * 4), malloc(qn * 4)};
-	uint16_t *kc[2] = {malloc(cache * 2), malloc(cache * 2)};
-	uint16_t *vc[2] = {malloc(cache * 2), malloc(cache * 2)};
+	float *q[3] = {malloc(qn * 4), malloc(qn * 4), malloc(qn * 4)};
+	uint16_t *kc[3] = {malloc(cache * 2), malloc(cache * 2),
+			   malloc(cache * 2)};
+	uint16_t *vc[3] = {malloc(cache * 2), malloc(cache * 2),
+			   malloc(cache * 2)};
+	struct o1_gemv_q_part gp[3];
 	uint16_t *fill = malloc(cache * 2);
 	void *dw[3], *dxf, *dnw, *dq, *dkc, *dvc, *dqkv, *dpos, *dsl, *dinv,
 	    *dbs;
@@ -664,6 +668,8 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 
 		assert_int_equal(o1_quant_row_bytes(pt->type[i], k, &rb), 0);
 		dw[i] = dev_put(qb, rb * rows);
+		gp[i] = (struct o1_gemv_q_part){dw[i], pt->type[i],
+						pt->col0[i], rows};
 		free(qb);
 	}
 	dxf = dev_put(xf, (size_t)m * k * 4);
@@ -680,7 +686,8 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 				     dpos, dsl, dinv, scale, m,
 				     rot};
 
-	for (int fused = 0; fused < 2; fused++) {
+	/* 0: the composition, 1: a fused call a part, 2: the parts' call */
+	for (int fused = 0; fused < 3; fused++) {
 		assert_int_equal(
 		    cudaMemcpy(dkc, fill, cache * 2, cudaMemcpyHostToDevice),
 		    cudaSuccess);
@@ -688,7 +695,12 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 		    cudaMemcpy(dvc, fill, cache * 2, cudaMemcpyHostToDevice),
 		    cudaSuccess);
 		assert_int_equal(cudaMemset(dq, 0x7f, qn * 4), cudaSuccess);
-		for (uint32_t i = 0; i < pt->n; i++) {
+		if (fused == 2)
+			assert_int_equal(o1_gemv_q8_norm_rope_kv_parts_cuda(
+					     &ra, &ad, dxf, dnw, 1e-5f, gp,
+					     pt->n, k, true, NULL),
+					 0);
+		for (uint32_t i = 0; fused < 2 && i < pt->n; i++) {
 			uint32_t c0 = pt->col0[i], rows = pt->col0[i + 1] - c0;
 
 			if (fused)
@@ -712,9 +724,11 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 		dev_get(kc[fused], dkc, cache * 2);
 		dev_get(vc[fused], dvc, cache * 2);
 	}
-	assert_memory_equal(q[0], q[1], qn * 4);
-	assert_memory_equal(kc[0], kc[1], cache * 2);
-	assert_memory_equal(vc[0], vc[1], cache * 2);
+	for (int i = 1; i < 3; i++) {
+		assert_memory_equal(q[0], q[i], qn * 4);
+		assert_memory_equal(kc[0], kc[i], cache * 2);
+		assert_memory_equal(vc[0], vc[i], cache * 2);
+	}
 	/* the writes happened: token 0's first k and v elements (slot 19:
 	 * page 1, slot 3) moved */
 	size_t at = (size_t)hkv * pt_tok * d + (size_t)3 * d;
@@ -726,7 +740,7 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 	cudaFree(dvc), cudaFree(dqkv), cudaFree(dpos), cudaFree(dsl);
 	cudaFree(dinv), cudaFree(dbs);
 	free(xf), free(nw), free(bs), free(inv), free(fill);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		free(q[i]), free(kc[i]), free(vc[i]);
 }
 
@@ -740,8 +754,12 @@ static void test_rope_kv_q8(void **state)
 	    {0, 4 * 64, 5 * 64, 6 * 64},
 	    {O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q4_K}};
 	const struct qkv_parts one = {1, {0, 8 * 32}, {O1_QUANT_Q6_K}};
+	/* llama3-8b's heads (32 q, 8 kv of 128) */
+	const struct qkv_parts l8 = {
+	    2, {0, 40 * 128, 48 * 128}, {O1_QUANT_Q4_K, O1_QUANT_Q6_K}};
 
 	(void)state;
+	check_rope_kv(&l8, 1, 32, 8, 128, 128, false, 1.0f, 256);
 	for (uint32_t m = 1; m <= 4; m++)
 		check_rope_kv(&qk_v, m, 4, 2, 64, 64, m % 2, 1.0f, 512);
 	check_rope_kv(&q_k_v, 3, 4, 1, 64, 32, true, 0.75f, 1024);
@@ -873,6 +891,10 @@ static void test_bad_args(void **state)
 		assert_int_equal(o1_gemv_q8_norm_rope_kv_cuda(
 				     &ra, &ad, (float *)x, (float *)x, 1e-5f, w,
 				     O1_QUANT_Q8_0, 448, 128, 32, false, NULL),
+				 -EINVAL);
+		assert_int_equal(o1_gemv_q8_norm_rope_kv_parts_cuda(
+				     &ra, &ad, (float *)x, (float *)x, 1e-5f,
+				     NULL, 0, 32, false, NULL),
 				 -EINVAL);
 		ra.n_tokens = 5;
 		assert_int_equal(o1_gemv_q8_norm_rope_kv_cuda(
