@@ -59,7 +59,11 @@
  *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
- * writes the weights). Invariants: K a multiple of the type's block, x
+ * writes the weights). A gemv_qp launch may also prefetch the next
+ * product's weights into L2 (o1_gemv_q_prefetch_next): each warp, its
+ * rows done, asks for a chunk of them, so the kernel's tail (warps done,
+ * DRAM idle) and the kernel between (attention after the QKV product)
+ * bring bytes the next product then reads from L2. No bit changes. Invariants: K a multiple of the type's block, x
  * 16-byte aligned, w as quant_dev.h's loads need, LDY >= N.
  */
 #include <errno.h>
@@ -126,6 +130,10 @@ struct gq_args {
 	uint32_t stride; /* warps in the grid */
 	uint32_t pad;	 /* DOT_I8: units rounded up to 32 */
 	gq_rope r;	 /* OUT_ROPE */
+	/* gemv_qp: regions to prefetch into L2 once the warps are done
+	 * (o1_gemv_q_prefetch_next; bytes 0: none) */
+	const uint8_t *pf[2];
+	uint64_t pf_bytes[2];
 };
 
 /* Weight rows per output (a warp's work unit): SwiGLU's gate and up,
@@ -1026,6 +1034,36 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 		}
 }
 
+/* o1_gemv_q_prefetch_next's regions, from a warp whose rows are done:
+ * the regions' bytes (as one range) cut into a 256-byte aligned chunk a
+ * warp of the grid, lane 0 asking L2 for its chunk with one bulk
+ * prefetch (cuda_launch.h; nothing on the emulation). The warps that
+ * finish first fill the kernel's tail with the next product's reads. */
+static __device__ void qp_prefetch_next(const gq_args &a)
+{
+	uint64_t total = a.pf_bytes[0] + a.pf_bytes[1], chunk, at, end;
+	uint32_t warps = gridDim.x * GQ_WARPS;
+	uint32_t w = blockIdx.x * GQ_WARPS + threadIdx.x / 32;
+
+	if (!total || threadIdx.x % 32)
+		return;
+	chunk = (total / warps + 255) & ~(uint64_t)255;
+	at = (uint64_t)w * chunk;
+	end = at + chunk < total ? at + chunk : total;
+	/* the part of [at, end) in each region */
+	for (int i = 0; i < 2 && at < end; i++) {
+		uint64_t n = a.pf_bytes[i];
+
+		if (at < n) {
+			uint64_t e = end < n ? end : n;
+
+			o1_prefetch_l2(a.pf[i] + at, (uint32_t)(e - at));
+		}
+		at = at > n ? at - n : 0;
+		end = end > n ? end - n : 0;
+	}
+}
+
 /* The grid as gemv_q's (warp w of block b starts at output b GQ_WARPS +
  * w, strides by a.stride, the warps of the blocks running A); the ring's
  * slot t % S holds the warp's step t (qp_pos's walk), issued S - 1 steps
@@ -1088,6 +1126,7 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 		c.next<R>(nb, a.stride);
 	}
 	cpa_wait<0>();
+	qp_prefetch_next(a);
 }
 
 template <int M, int TYPE, int OUT, int IN, int X>
@@ -1113,6 +1152,37 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS)
 		qp_run<M, T0, OUT, IN, X0>(a0, blockIdx.x);
 	else
 		qp_run<M, T1, OUT, IN, X1>(a1, blockIdx.x - b0);
+}
+
+/* o1_gemv_q_prefetch_next's regions, for the calling thread's next
+ * gemv_qp launch. */
+static thread_local struct {
+	const uint8_t *p[2];
+	uint64_t bytes[2];
+} pf_next;
+
+extern "C" void o1_gemv_q_prefetch_next(const void *w0, uint64_t bytes0,
+					const void *w1, uint64_t bytes1)
+{
+	const void *w[2] = {w0, w1};
+	uint64_t n[2] = {bytes0, bytes1};
+
+	for (int i = 0; i < 2; i++) {
+		/* the bulk prefetch takes 16-byte aligned whole pieces */
+		bool ok = w[i] && (uintptr_t)w[i] % 16 == 0;
+
+		pf_next.p[i] = ok ? (const uint8_t *)w[i] : NULL;
+		pf_next.bytes[i] = ok ? n[i] & ~(uint64_t)15 : 0;
+	}
+}
+
+/* The hint into A (the launch's), cleared: it is for one launch. */
+static void take_prefetch(gq_args *a)
+{
+	for (int i = 0; i < 2; i++) {
+		a->pf[i] = pf_next.p[i], a->pf_bytes[i] = pf_next.bytes[i];
+		pf_next.p[i] = NULL, pf_next.bytes[i] = 0;
+	}
 }
 
 /* Dynamic shared memory of a launch: the warps' weight slices, and
@@ -1151,6 +1221,7 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 		else if (p0 <= GQ_SMEM_MAX)
 			k = gemv_qp<M, TYPE, OUT, IN, 0>, smem = p0;
 	}
+	take_prefetch(&a); /* gemv_q ignores it */
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
 	if (smem > 48 * 1024)
@@ -1225,6 +1296,9 @@ static int launch_pair_m(gq_args a0, gq_args a1, bool pdl,
 
 	if (smem > GQ_SMEM_MAX || cap < 2)
 		return -ENOSPC;
+	take_prefetch(&a0);
+	a1.pf[0] = a0.pf[0], a1.pf[1] = a0.pf[1];
+	a1.pf_bytes[0] = a0.pf_bytes[0], a1.pf_bytes[1] = a0.pf_bytes[1];
 	b0 = (uint32_t)(cap * by0 / (by0 + by1) + 0.5);
 	b0 = b0 < 1 ? 1 : b0 > cap - 1 ? cap - 1 : b0;
 	b1 = cap - b0;

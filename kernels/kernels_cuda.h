@@ -379,6 +379,15 @@ int o1_gemv_q8_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
 				 const void *w, enum o1_quant_type type,
 				 uint32_t col0, uint32_t rows, uint32_t k,
 				 bool pdl, cudaStream_t stream);
+/* gemv_q.cu: the calling thread's next int8 block product launch (any
+ * o1_gemv_q8_* above whose pipelined kernel runs: the default) will, as
+ * its warps finish their rows, prefetch [W0, W0 + BYTES0) and [W1, W1 +
+ * BYTES1) into L2 (the weights of a later product, read from L2 then; a
+ * region NULL or not 16-byte aligned is skipped, bytes past the last
+ * whole 16 are not fetched). The hint is for that one launch; it changes
+ * no result. */
+void o1_gemv_q_prefetch_next(const void *w0, uint64_t bytes0, const void *w1,
+			     uint64_t bytes1);
 /* o1_gemv_q8_norm_rope_kv_cuda over every part of the QKV matrix
  * (PARTS[0 .. N_PARTS), the rows of each whole heads): bitwise one call
  * per part, in one launch where the parts are Q4_K then Q6_K (Q4_K_M's

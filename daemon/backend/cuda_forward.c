@@ -335,6 +335,30 @@ static int reduce(struct cuda_state *s, uint32_t t)
 	return k->sum(k->ctx, s->o, (uint64_t)t * s->d.dim, s->stream);
 }
 
+/* The most weight bytes a product prefetches into L2 for a later one: the
+ * QKV and O matrices of a 8B model fit (9-15 MB in Q4_K_M), next to what
+ * the products between stream through L2. */
+#define PREFETCH_MAX (24u << 20)
+
+/* The next block product launch prefetches the weights of Q (a later
+ * product: its first two parts) into L2 as its warps finish
+ * (o1_gemv_q_prefetch_next), unless Q is larger than PREFETCH_MAX or
+ * cfg.cuda_no_prefetch. */
+static void prefetch_next(const struct cuda_state *s,
+			  const struct cuda_qmat *q)
+{
+	const void *w[2] = {NULL, NULL};
+	uint64_t n[2] = {0, 0};
+
+	if (s->cfg.cuda_no_prefetch)
+		return;
+	for (uint32_t i = 0; i < q->n_parts && i < 2; i++)
+		w[i] = q->part[i].w,
+		n[i] = (uint64_t)q->part[i].rows * q->part[i].row_bytes;
+	if (n[0] && n[0] + n[1] <= PREFETCH_MAX)
+		o1_gemv_q_prefetch_next(w[0], n[0], w[1], n[1]);
+}
+
 /* Whether every part of the block matrix Q is whole heads of HEAD_DIM
  * rows (each part's product can then take the RoPE and KV write as its
  * epilogue: a rotated pair never spans two parts). */
@@ -368,6 +392,8 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 			pt[i] = (struct o1_gemv_q_part){p->w, p->type, p->col0,
 							p->rows};
 		}
+		/* the O product's weights arrive during attention */
+		prefetch_next(s, &y->qo);
 		return o1_gemv_q8_norm_rope_kv_parts_cuda(
 		    ra, ad, s->x, y->attn_norm, d->norm_eps, pt,
 		    y->qqkv.n_parts, d->dim, pdl, s->stream);
@@ -524,6 +550,9 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
 	int err = mlp_in(s, l, t, fuse, pdl);
 
+	/* the down product's tail brings the next layer's QKV weights */
+	if (fuse && s->layers[l].qdown.n_parts && l + 1 < s->d.n_layers)
+		prefetch_next(s, &s->layers[l + 1].qqkv);
 	return err ? err
 		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
 				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,

@@ -11,12 +11,18 @@
  *            epilogue: 2 or 3 kernels);
  *   fused    o1_gemv_q8_norm_rope_kv_cuda a part (1 or 2 kernels);
  *   parts    o1_gemv_q8_norm_rope_kv_parts_cuda (what the backend runs
- *            now: Q4_K then Q6_K in one kernel, gemv_qp2).
+ *            now: Q4_K then Q6_K in one kernel, gemv_qp2);
+ *   parts+o  parts, then the O product (4096 x 4096 Q4_K,
+ *            o1_gemv_q8_add_cuda over a bf16 row: the layer's next
+ *            block product);
+ *   +o pf    parts+o with o1_gemv_q_prefetch_next(O's weights) before
+ *            the QKV launch, as the backend does: O read from L2.
  * Time per layer: a CUDA graph of ITERS (default 50) such layers with
  * PDL, each over its own copy of the weights (the copies span at least
  * 1 GiB, so L2 holds none), the median of 5 replays after a warm-up;
- * GB/s counts the weight bytes, beside the device copy bandwidth. Each
- * path's q and KV pages must equal the unfused path's bitwise ("bits
+ * GB/s counts the weight bytes (O's too on the +o paths), beside the
+ * device copy bandwidth. Each path's q and KV pages must equal the
+ * unfused path's bitwise, and "+o pf"'s O output parts+o's ("bits
  * same"; exit 1 otherwise). M (default 1, at most 4) input rows. */
 #include <getopt.h>
 #include <math.h>
@@ -43,8 +49,9 @@
 #endif
 #define REPLAYS 5
 
-enum path { UNFUSED, FUSED, PARTS, N_PATHS };
-static const char *const path_name[] = {"unfused", "fused", "parts"};
+enum path { UNFUSED, FUSED, PARTS, PARTS_O, PARTS_O_PF, N_PATHS };
+static const char *const path_name[] = {"unfused", "fused", "parts", "parts+o",
+					"+o pf"};
 
 struct layout {
 	const char *name;
@@ -61,11 +68,11 @@ static const struct layout layouts[] = {
 };
 
 struct bench {
-	uint8_t *w; /* copies of the layout's parts, back to back */
-	uint64_t copy_bytes, part_off[2];
+	uint8_t *w; /* copies of the layout's parts and O, back to back */
+	uint64_t copy_bytes, part_off[2], o_off, o_bytes;
 	uint32_t copies, m;
-	float *x, *nw, *qkv, *q, *inv;
-	uint16_t *kc, *vc;
+	float *x, *nw, *qkv, *q, *inv, *y;
+	uint16_t *kc, *vc, *att;
 	int32_t *pos;
 	uint32_t *slots;
 	struct o1_attn_dims dims;
@@ -92,6 +99,9 @@ static void *dev_put(const void *host, size_t bytes)
 	return d;
 }
 
+/* The O product's matrix: HQ HD inputs, DIM outputs. */
+#define O_TYPE O1_QUANT_Q4_K
+
 /* ROWS x DIM of TYPE quantized from random weights (a few blocks scaled
  * apart) into the device at DST. */
 static int put_part(uint8_t *dst, enum o1_quant_type type, uint32_t rows)
@@ -117,6 +127,7 @@ out:
 static int open_bench(struct bench *b, const struct layout *l, uint32_t m)
 {
 	float x[4 * DIM], nw[DIM], inv[HD / 2];
+	uint16_t att[4 * DIM];
 	int32_t pos[4] = {100, 7, 2000, 31};
 	uint32_t slots[4] = {5, 17, 34, 63};
 	size_t cache = (size_t)PAGES * HKV * PAGE_TOKENS * HD * 2;
@@ -130,6 +141,10 @@ static int open_bench(struct bench *b, const struct layout *l, uint32_t m)
 		b->part_off[i] = b->copy_bytes;
 		b->copy_bytes += (rb * l->part[i].rows + 255) / 256 * 256;
 	}
+	if (o1_quant_row_bytes(O_TYPE, HQ * HD, &rb))
+		return -1;
+	b->o_off = b->copy_bytes, b->o_bytes = rb * DIM;
+	b->copy_bytes += (b->o_bytes + 255) / 256 * 256;
 	b->copies =
 	    (uint32_t)((POOL_BYTES + b->copy_bytes - 1) / b->copy_bytes);
 	b->copies = b->copies < 2 ? 2 : b->copies > 128 ? 128 : b->copies;
@@ -139,6 +154,9 @@ static int open_bench(struct bench *b, const struct layout *l, uint32_t m)
 		if (put_part(b->w + b->part_off[i], l->part[i].type,
 			     l->part[i].rows))
 			return -1;
+	/* HQ HD == DIM: put_part's rows of DIM */
+	if (put_part(b->w + b->o_off, O_TYPE, DIM))
+		return -1;
 	for (uint32_t c = 1; c < b->copies; c++)
 		if (cudaMemcpy(b->w + c * b->copy_bytes, b->w, b->copy_bytes,
 			       cudaMemcpyDeviceToDevice))
@@ -149,6 +167,13 @@ static int open_bench(struct bench *b, const struct layout *l, uint32_t m)
 		nw[i] = 0.5f + frand() * 0.25f;
 	for (uint32_t i = 0; i < HD / 2; i++)
 		inv[i] = (float)pow(500000.0, -2.0 * i / HD);
+	for (uint32_t i = 0; i < 4 * DIM; i++) {
+		float f = frand();
+		uint32_t u;
+
+		memcpy(&u, &f, 4);
+		att[i] = (uint16_t)(u >> 16);
+	}
 	b->x = dev_put(x, sizeof(x));
 	b->nw = dev_put(nw, sizeof(nw));
 	b->inv = dev_put(inv, sizeof(inv));
@@ -158,6 +183,8 @@ static int open_bench(struct bench *b, const struct layout *l, uint32_t m)
 	b->q = dev_put(NULL, (size_t)4 * HQ * HD * 4);
 	b->kc = dev_put(NULL, cache);
 	b->vc = dev_put(NULL, cache);
+	b->att = dev_put(att, sizeof(att));
+	b->y = dev_put(NULL, (size_t)4 * DIM * 4);
 	b->dims = (struct o1_attn_dims){HQ,
 					HKV,
 					HD,
@@ -165,7 +192,7 @@ static int open_bench(struct bench *b, const struct layout *l, uint32_t m)
 					(uint64_t)HKV * PAGE_TOKENS * HD,
 					1.0f / sqrtf(HD)};
 	if (!b->x || !b->nw || !b->inv || !b->pos || !b->slots || !b->qkv ||
-	    !b->q || !b->kc || !b->vc)
+	    !b->q || !b->kc || !b->vc || !b->att || !b->y)
 		return -1;
 	return cudaMemset(b->kc, 0, cache) || cudaMemset(b->vc, 0, cache) ||
 		       cudaDeviceSynchronize()
@@ -178,6 +205,7 @@ static void close_bench(struct bench *b)
 	cudaFree(b->w), cudaFree(b->x), cudaFree(b->nw), cudaFree(b->inv);
 	cudaFree(b->pos), cudaFree(b->slots), cudaFree(b->qkv);
 	cudaFree(b->q), cudaFree(b->kc), cudaFree(b->vc);
+	cudaFree(b->att), cudaFree(b->y);
 }
 
 /* One layer's attention input by path P over copy C. */
@@ -188,16 +216,24 @@ static int run_path(const struct bench *b, const struct layout *l, enum path p,
 				     NULL, b->pos, b->slots, b->inv,
 				     1.0f, b->m,   HD};
 	struct o1_gemv_q_part pt[2];
+	const uint8_t *o = b->w + c * b->copy_bytes + b->o_off;
 	int err = 0;
 
 	for (uint32_t i = 0; i < l->n_parts; i++) {
 		pt[i] = l->part[i];
 		pt[i].w = b->w + c * b->copy_bytes + b->part_off[i];
 	}
-	if (p == PARTS)
-		return o1_gemv_q8_norm_rope_kv_parts_cuda(
+	if (p >= PARTS) {
+		if (p == PARTS_O_PF)
+			o1_gemv_q_prefetch_next(o, b->o_bytes, NULL, 0);
+		err = o1_gemv_q8_norm_rope_kv_parts_cuda(
 		    &ra, &b->dims, b->x, b->nw, 1e-5f, pt, l->n_parts, DIM,
 		    true, st);
+		return err || p == PARTS
+			   ? err
+			   : o1_gemv_q8_add_cuda(b->y, b->att, o, O_TYPE, b->m,
+						 DIM, HQ * HD, DIM, true, st);
+	}
 	for (uint32_t i = 0; !err && i < l->n_parts; i++)
 		err =
 		    p == FUSED
@@ -257,40 +293,46 @@ static double time_path(const struct bench *b, const struct layout *l,
 	return ms[REPLAYS / 2] * 1e3 / iters;
 }
 
-/* Path P's q and KV pages against the unfused path's over copy 0: 1 the
- * same bits, 0 not, -1 on an error. */
+/* Path P's q and KV pages against the unfused path's over copy 0, and
+ * +o pf's O output against parts+o's: 1 the same bits, 0 not, -1 on an
+ * error. */
 static int same_bits(const struct bench *b, const struct layout *l, enum path p,
 		     cudaStream_t st)
 {
-	size_t qn = (size_t)b->m * HQ * HD * 4,
-	       cn = (size_t)PAGES * HKV * PAGE_TOKENS * HD * 2;
-	uint8_t *h[2][3];
+	size_t n[4] = {(size_t)b->m * HQ * HD * 4,
+		       (size_t)PAGES * HKV * PAGE_TOKENS * HD * 2,
+		       (size_t)PAGES * HKV * PAGE_TOKENS * HD * 2,
+		       (size_t)b->m * DIM * 4};
+	void *dev[4] = {b->q, b->kc, b->vc, b->y};
+	enum path ref = p == PARTS_O_PF ? PARTS_O : UNFUSED;
+	uint8_t *h[2][4] = {{NULL}};
 	int same = -1;
 
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < 4; i++)
+			if (!(h[s][i] = malloc(n[i])))
+				goto out;
 	for (int s = 0; s < 2; s++) {
-		h[s][0] = malloc(qn), h[s][1] = malloc(cn),
-		h[s][2] = malloc(cn);
-		if (!h[s][0] || !h[s][1] || !h[s][2])
+		for (int i = 0; i < 4; i++)
+			if (cudaMemsetAsync(dev[i], 0, n[i], st))
+				goto out;
+		if (run_path(b, l, s ? p : ref, 0, st))
+			goto out;
+		for (int i = 0; i < 4; i++)
+			if (cudaMemcpyAsync(h[s][i], dev[i], n[i],
+					    cudaMemcpyDeviceToHost, st))
+				goto out;
+		if (cudaStreamSynchronize(st))
 			goto out;
 	}
-	for (int s = 0; s < 2; s++)
-		if (cudaMemsetAsync(b->q, 0, qn, st) ||
-		    cudaMemsetAsync(b->kc, 0, cn, st) ||
-		    cudaMemsetAsync(b->vc, 0, cn, st) ||
-		    run_path(b, l, s ? p : UNFUSED, 0, st) ||
-		    cudaMemcpyAsync(h[s][0], b->q, qn, cudaMemcpyDeviceToHost,
-				    st) ||
-		    cudaMemcpyAsync(h[s][1], b->kc, cn, cudaMemcpyDeviceToHost,
-				    st) ||
-		    cudaMemcpyAsync(h[s][2], b->vc, cn, cudaMemcpyDeviceToHost,
-				    st) ||
-		    cudaStreamSynchronize(st))
-			goto out;
-	same = !memcmp(h[0][0], h[1][0], qn) && !memcmp(h[0][1], h[1][1], cn) &&
-	       !memcmp(h[0][2], h[1][2], cn);
+	same = 1;
+	/* O's output only where both ran it */
+	for (int i = 0; i < (ref == PARTS_O ? 4 : 3); i++)
+		same &= !memcmp(h[0][i], h[1][i], n[i]);
 out:
 	for (int s = 0; s < 2; s++)
-		free(h[s][0]), free(h[s][1]), free(h[s][2]);
+		for (int i = 0; i < 4; i++)
+			free(h[s][i]);
 	return same;
 }
 
@@ -363,9 +405,13 @@ int main(int argc, char **argv)
 				l->name);
 			return 1;
 		}
-		mb = (double)b.copy_bytes / 1e6;
 		for (int p = 0; p < N_PATHS; p++) {
 			int same = p ? same_bits(&b, l, (enum path)p, st) : 1;
+
+			/* the weights the path reads */
+			mb = (double)(b.copy_bytes -
+				      (p >= PARTS_O ? 0 : b.o_bytes)) /
+			     1e6;
 
 			us = time_path(&b, l, (enum path)p, iters, st);
 			if (us <= 0) {
@@ -374,11 +420,12 @@ int main(int argc, char **argv)
 				rc = 1;
 				continue;
 			}
-			base = p ? base : us;
+			base = p == UNFUSED || p == PARTS_O ? us : base;
 			printf("%-8s %-8s %6.1f MB %8.2f us %6.0f GB/s %5.1f%% "
-			       "copy  x%.2f vs unfused  bits %s\n",
+			       "copy  x%.2f vs %s  bits %s\n",
 			       l->name, path_name[p], mb, us, mb * 1e3 / us,
 			       100.0 * mb * 1e3 / us / bw, base / us,
+			       p >= PARTS_O ? "parts+o" : "unfused",
 			       same > 0 ? "same"
 			       : same	? "ERROR"
 					: "DIFFER");
