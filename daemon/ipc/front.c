@@ -605,9 +605,9 @@ static void prefetch_rings(struct o1_ipc_server *srv)
 		if (c->state == O1_IPC_ACTIVE &&
 		    atomic_load_explicit(&r->ctrl->tail,
 					 memory_order_relaxed) != r->local)
-			__builtin_prefetch(r->slots + (size_t)(r->local &
-							       r->mask) *
-							  r->slot_bytes,
+			__builtin_prefetch(r->slots +
+					       (size_t)(r->local & r->mask) *
+						   r->slot_bytes,
 					   0, 3);
 	}
 }

@@ -291,10 +291,10 @@ static void at_once(const char *const *args, uint32_t client_spin_us,
 	assert_int_equal(server_stats(&s, &a), 0);
 	pthread_barrier_init(&go, NULL, (unsigned)n + 1);
 	for (int i = 0; i < n; i++) {
-		p[i] = (struct pinger){s.path, client_spin_us, gap_us, &go,
-				      0, 0};
-		assert_int_equal(pthread_create(&t[i], NULL, pinger_main, &p[i]),
-				 0);
+		p[i] =
+		    (struct pinger){s.path, client_spin_us, gap_us, &go, 0, 0};
+		assert_int_equal(
+		    pthread_create(&t[i], NULL, pinger_main, &p[i]), 0);
 	}
 	pthread_barrier_wait(&go);
 	for (int i = 0; i < HOSTILE && hostile; i++)
@@ -303,14 +303,15 @@ static void at_once(const char *const *args, uint32_t client_spin_us,
 		pthread_join(t[i], NULL);
 		if (p[i].err)
 			fail_msg("client %d: %d after %d pings (%s)", i,
-				 p[i].err, p[i].done, o1_client_strerror(p[i].err));
+				 p[i].err, p[i].done,
+				 o1_client_strerror(p[i].err));
 		assert_int_equal(p[i].done, PINGS);
 	}
 	pthread_barrier_destroy(&go);
 	assert_int_equal(server_stats(&s, &b), 0);
 	/* the corrupting client's ninth PING finds the head, never a PONG */
-	assert_int_equal(b.pings - a.pings,
-			 (unsigned long long)n * PINGS + (hostile ? 8 * HOSTILE : 0));
+	assert_int_equal(b.pings - a.pings, (unsigned long long)n * PINGS +
+						(hostile ? 8 * HOSTILE : 0));
 	assert_int_equal(b.violations - a.violations, hostile ? HOSTILE : 0);
 	print_message("%d clients at once: %llu pings, %llu sleeps, %llu "
 		      "spin wake-ups, %llu violations\n",
