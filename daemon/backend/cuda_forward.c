@@ -304,14 +304,77 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 	return err;
 }
 
+/* The row count product KIND runs at for a step of M rows. cuBLAS's first
+ * product of a new row count costs ~1 ms of heuristics on the host and,
+ * for one count in six, 10-65 ms loading kernels, whatever
+ * CUDA_MODULE_LOADING says (bench_blas_first on the H200: 82 of the counts
+ * 5-512 slow at first use): a mixed step of a count not seen before
+ * stalled every stream for that long. So above O1_GEMV_MAX_ROWS rows an
+ * untuned product runs at M rounded up to a multiple of 16 (of 64 above
+ * 256 rows, of 128 above 1,024), at most the buffers' rows: a set small
+ * enough that o1_cuda_forward_warm runs each once at create. The rows
+ * added read whatever the activation buffers hold and their results are
+ * never read: the rows of a product are independent. */
+static uint32_t blas_rows(const struct cuda_state *s, enum cuda_kind kind,
+			  uint32_t m)
+{
+	const struct cuda_tune_lt *p = NULL;
+	uint32_t cap = kind == CUDA_KIND_HEAD ? s->head_rows
+					      : s->cfg.max_batch_tokens;
+	uint32_t g = m <= 256 ? 16 : m <= 1024 ? 64 : 128, r;
+
+	if (m <= O1_GEMV_MAX_ROWS || o1_cuda_tune_lt(&s->tune, kind, m, &p))
+		return m;
+	r = (m + g - 1) / g * g;
+	return r < cap ? r : cap;
+}
+
 /* The product KIND with a matrix held as bf16 (W) or in blocks (Q). */
 static int product(struct cuda_state *s, enum cuda_kind kind, float *y,
 		   const uint16_t *x, const uint16_t *w,
 		   const struct cuda_qmat *q, uint32_t m, uint32_t n,
 		   uint32_t k)
 {
+	m = blas_rows(s, kind, m);
 	return q->n_parts ? gemm_q(s, y, x, q, m, n, k)
 			  : gemm(s, kind, y, x, w, m, n, k);
+}
+
+/* Every product of layer 0 and the LM head at every row count blas_rows
+ * gives, once, then a wait: after create no step meets a cuBLAS shape it
+ * has not run (the other layers' matrices have the same shapes). */
+int o1_cuda_forward_warm(struct cuda_state *s, uint32_t *shapes)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[0];
+	uint32_t qd = d->n_heads * d->head_dim, prev = 0, m = 1;
+	int err = 0;
+
+	*shapes = 0;
+	for (; !err && m <= s->cfg.max_batch_tokens; m++) {
+		uint32_t r = blas_rows(s, CUDA_KIND_QKV, m);
+
+		if (r == prev)
+			continue;
+		prev = r;
+		++*shapes;
+		err = product(s, CUDA_KIND_QKV, s->qkv, s->h, y->wqkv,
+			      &y->qqkv, r, cuda_qkv_rows(d), d->dim);
+		err = err ? err
+			  : product(s, CUDA_KIND_O, s->o, s->att, y->wo, &y->qo,
+				    r, d->dim, qd);
+		err = err ? err
+			  : product(s, CUDA_KIND_GU, s->gu, s->h, y->wgu,
+				    &y->qgu, r, 2 * d->ffn_dim, d->dim);
+		err = err ? err
+			  : product(s, CUDA_KIND_DOWN, s->o, s->act, y->wdown,
+				    &y->qdown, r, d->dim, d->ffn_dim);
+		if (!err && r <= s->head_rows && (s->out_w || s->qout.n_parts))
+			err = product(s, CUDA_KIND_HEAD, s->logits, s->h,
+				      s->out_w, &s->qout, r, d->vocab_size,
+				      d->dim);
+	}
+	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
 }
 
 static struct o1_attn_dims attn_dims(const struct cuda_state *s)
