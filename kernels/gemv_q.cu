@@ -63,8 +63,9 @@
  * product's weights into L2 (o1_gemv_q_prefetch_next): each warp, its
  * rows done, asks for a chunk of them, so the kernel's tail (warps done,
  * DRAM idle) and the kernel between (attention after the QKV product)
- * bring bytes the next product then reads from L2. No bit changes. Invariants: K a multiple of the type's block, x
- * 16-byte aligned, w as quant_dev.h's loads need, LDY >= N.
+ * bring bytes the next product then reads from L2. No bit changes.
+ * Invariants: K a multiple of the type's block, x 16-byte aligned, w as
+ * quant_dev.h's loads need, LDY >= N.
  */
 #include <errno.h>
 #include <stdint.h>
