@@ -880,7 +880,9 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 /* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
  * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
  * bench_gemv_q's sweep: 1 half the batch, 2 twice, 3 the default's with
- * fewer stages and three blocks a multiprocessor (qp_stages). */
+ * fewer stages and three blocks a multiprocessor (qp_stages), 4 with two
+ * stages and four blocks (more warps to hide the decoding's latency, at
+ * most 64 registers a thread). */
 template <int TYPE, int X = 0>
 static __host__ __device__ constexpr uint32_t qp_groups()
 {
@@ -899,11 +901,12 @@ static __host__ __device__ constexpr int qp_pieces()
 /* Batches in a warp's ring: fewer with more input rows (their quantized
  * copies share the block's shared memory); X's variants 1 and 2 keep
  * about the bytes of the default ring, 3 takes 3 stages so that three
- * blocks fit a multiprocessor (where the input is short enough). */
+ * blocks fit a multiprocessor (where the input is short enough), 4 two
+ * stages for four. */
 template <int M, int X = 0>
 static __host__ __device__ constexpr int qp_stages()
 {
-	return M == 1 ? (X == 1 ? 6 : X == 2 ? 2 : X == 3 ? 3 : 4)
+	return M == 1 ? (X == 1 ? 6 : X == 2 || X == 4 ? 2 : X == 3 ? 3 : 4)
 	       : M == 2 ? 3
 			: 2;
 }
@@ -912,12 +915,14 @@ static __host__ __device__ constexpr int qp_stages()
  * block may then take. */
 template <int X> static __host__ __device__ constexpr int qp_bps()
 {
-	return X == 3 ? 3 : GQ_BPS;
+	return X == 3 ? 3 : X == 4 ? 4 : GQ_BPS;
 }
 
 template <int X> static constexpr size_t qp_smem_max()
 {
-	return X == 3 ? (size_t)74 << 10 : GQ_SMEM_MAX;
+	return X == 3	? (size_t)74 << 10
+	       : X == 4 ? (size_t)56 << 10
+			: GQ_SMEM_MAX;
 }
 
 /* A 16-byte copy from global to shared memory, asynchronous on the
