@@ -5,8 +5,9 @@
  *
  *   bench_gemv_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k]
  *
- * Shapes (N outputs x K inputs): 4096 x 4096 (O), 14336 x 4096 (gate or
- * up), 4096 x 14336 (down), 128256 x 4096 (LM head). For each: bf16
+ * Shapes (N outputs x K inputs): 6144 x 4096 (QKV), 4096 x 4096 (O),
+ * 14336 x 4096 (gate or up), 4096 x 14336 (down), 128256 x 4096 (LM
+ * head). For each: bf16
  * (o1_gemv_bf16_cuda, its default setup), then each type's old schedule
  * (gemv_q: one batch a warp in registers), new (gemv_qp: the cp.async
  * ring, what the backend launches) and new's variants (qp_groups: half
@@ -39,6 +40,7 @@ struct shape {
 };
 
 static const shape shapes[] = {
+    {"qkv", 6144, 4096},
     {"o", 4096, 4096},
     {"gate", 14336, 4096},
     {"down", 4096, 14336},
