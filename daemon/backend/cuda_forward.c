@@ -64,10 +64,13 @@
  * slower so far). The embedding gathers from
  * the block table. With the int8 path the fused decode products take block
  * matrices too (gemv_q.cu's fused variants, the bits of the unfused kernels):
- * the QKV parts over the RMSNorm of x (then RoPE and the KV write, a kernel of
- * its own), the gate/up product over the RMSNorm of x with SwiGLU in its
- * epilogue (several parts: the parts, then swiglu.cu), x += the O and down
- * products, the LM head over the final RMSNorm; a layer is 6 kernels. With
+ * the QKV parts over the RMSNorm of x with RoPE and the KV write in their
+ * epilogue (parts of whole heads, as GGUF's per-tensor types give: else RoPE
+ * and the KV write are a kernel of their own), the gate/up product over the
+ * RMSNorm of x with SwiGLU in its epilogue (several parts: the parts, then
+ * swiglu.cu), x += the O and down products, the LM head over the final
+ * RMSNorm; a layer is 5 kernels (QKV parts Q4_K then Q6_K, Q4_K_M's, share
+ * one launch; other mixes take one a part). With
  * cfg.cuda_quant_f32 (or a block matrix too wide for the fused variants' shared
  * memory: cuda_backend.c) fused products are off for such a model: the block
  * products take the unfused route (RMSNorm, product, SwiGLU, residual add in
@@ -401,6 +404,41 @@ static int reduce(struct cuda_state *s, uint32_t t)
 	return k->sum(k->ctx, s->o, (uint64_t)t * s->d.dim, s->stream);
 }
 
+/* The most weight bytes a product prefetches into L2 for a later one: the
+ * QKV and O matrices of a 8B model fit (9-15 MB in Q4_K_M), next to what
+ * the products between stream through L2. */
+#define PREFETCH_MAX (24u << 20)
+
+/* The next block product launch prefetches the weights of Q (a later
+ * product: its first two parts) into L2 as its warps finish
+ * (o1_gemv_q_prefetch_next), unless Q is larger than PREFETCH_MAX or
+ * cfg.cuda_no_prefetch. */
+static void prefetch_next(const struct cuda_state *s,
+			  const struct cuda_qmat *q)
+{
+	const void *w[2] = {NULL, NULL};
+	uint64_t n[2] = {0, 0};
+
+	if (s->cfg.cuda_no_prefetch)
+		return;
+	for (uint32_t i = 0; i < q->n_parts && i < 2; i++)
+		w[i] = q->part[i].w,
+		n[i] = (uint64_t)q->part[i].rows * q->part[i].row_bytes;
+	if (n[0] && n[0] + n[1] <= PREFETCH_MAX)
+		o1_gemv_q_prefetch_next(w[0], n[0], w[1], n[1]);
+}
+
+/* Whether every part of the block matrix Q is whole heads of HEAD_DIM
+ * rows (each part's product can then take the RoPE and KV write as its
+ * epilogue: a rotated pair never spans two parts). */
+static bool qparts_whole_heads(const struct cuda_qmat *q, uint32_t head_dim)
+{
+	for (uint32_t i = 0; i < q->n_parts; i++)
+		if (q->part[i].col0 % head_dim || q->part[i].rows % head_dim)
+			return false;
+	return true;
+}
+
 /* The attention input: RMSNorm of the residual stream (adding the
  * previous layer's down product), the QKV product, then RoPE with the bias
  * and the KV page write (RA); fused, one kernel does all three. */
@@ -413,6 +451,22 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	uint32_t n = (uint32_t)cuda_qkv_rows(d), t = ra->n_tokens;
 	int err;
 
+	if (fuse && y->qqkv.n_parts &&
+	    qparts_whole_heads(&y->qqkv, d->head_dim)) {
+		struct o1_gemv_q_part pt[CUDA_QPARTS_MAX];
+
+		for (uint32_t i = 0; i < y->qqkv.n_parts; i++) {
+			const struct cuda_qpart *p = &y->qqkv.part[i];
+
+			pt[i] = (struct o1_gemv_q_part){p->w, p->type, p->col0,
+							p->rows};
+		}
+		/* the O product's weights arrive during attention */
+		prefetch_next(s, &y->qo);
+		return o1_gemv_q8_norm_rope_kv_parts_cuda(
+		    ra, ad, s->x, y->attn_norm, d->norm_eps, pt,
+		    y->qqkv.n_parts, d->dim, pdl, s->stream);
+	}
 	if (fuse && y->qqkv.n_parts) {
 		err = 0;
 		for (uint32_t i = 0; !err && i < y->qqkv.n_parts; i++) {
@@ -565,6 +619,9 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
 	int err = mlp_in(s, l, t, fuse, pdl);
 
+	/* the down product's tail brings the next layer's QKV weights */
+	if (fuse && s->layers[l].qdown.n_parts && l + 1 < s->d.n_layers)
+		prefetch_next(s, &s->layers[l + 1].qqkv);
 	return err ? err
 		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
 				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,
