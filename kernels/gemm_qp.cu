@@ -193,10 +193,11 @@ static __device__ __forceinline__ gp_dec gp_dec_head(uint16_t (*ws)[GP_LD],
 	return d;
 }
 
-/* quant_dev.h's qd_octet, the same values, in fewer instructions for Q8_0
- * and Q4_K: one byte permutation makes each element's magic float
+/* quant_dev.h's qd_octet, the same values, in fewer instructions for Q8_0,
+ * Q4_K and Q6_K: one byte permutation makes each element's magic float
  * (qd_magic: 0x4b0000 and the byte) from a word whose bytes were prepared
- * four at a time (Q8_0's sign flip, Q4_K's nibble). */
+ * four at a time (Q8_0's sign flip, Q4_K's nibble, Q6_K's nibble and high
+ * bits). */
 template <int TYPE>
 static __device__ __forceinline__ void gp_octet(const qd_unit_head &h, int o,
 						float (&v)[8])
@@ -225,6 +226,26 @@ static __device__ __forceinline__ void gp_octet(const qd_unit_head &h, int o,
 					q = __fsub_rn(__fmul_rn(h.d, q), h.m);
 				v[4 * w + e] = q;
 			}
+		}
+	} else if constexpr (TYPE == O1_QUANT_Q6_K) {
+		uint32_t b[2], hb[2];
+
+		qd_load8(h.q + 8 * o, b);
+		qd_load8(h.qh + 8 * o, hb);
+#pragma unroll
+		for (int w = 0; w < 2; w++) {
+			/* each byte: its nibble, then bits 4-5 from qh */
+			uint32_t lo = h.sel < 2 ? b[w] : b[w] >> 4;
+			uint32_t hi = hb[w] >> (2 * h.sel);
+			uint32_t x = (lo & 0x0f0f0f0fu) |
+				     (hi & 0x03030303u) << 4;
+
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				v[4 * w + e] = __fsub_rn(
+				    __uint_as_float(__byte_perm(
+					x, 0x4b000000u, 0x7440u + e)),
+				    8388640.0f); /* 2^23 + 32 */
 		}
 	} else {
 		qd_octet<TYPE>(h, o, v);

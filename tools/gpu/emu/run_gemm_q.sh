@@ -4,7 +4,8 @@
 # tensor-core operations become warp exchanges that move the elements of
 # PTX's fragment layouts, its asynchronous copies plain copies), so the
 # tile loads, the masks, the pipeline's stages and the fragment indexing
-# are checked before GPU time is spent. The .cu files are copied into
+# are checked before GPU time is spent; gemm_qp_octets.cc checks gemm_qp's
+# decode against quant_dev.h's bitwise. The .cu files are copied into
 # build-emu/ so that their "cuda_launch.h" is this folder's (extern
 # __shared__ arrays become emu_smem()). Quick mode (O1_TEST_QUICK=1): a
 # subset of the shapes; a few minutes on one core. x86-64, g++ and cmocka.
@@ -39,4 +40,11 @@ for k in ${1:-gemm_q gemm_qp}; do
 	g++ -no-pie -o "$out/test_${k}_cuda" "$out/test_$k.o" \
 	  "$out/${k}_emu.o" "$out/emu.o" "${objs[@]}" -lcmocka -lm -lpthread
 	O1_TEST_QUICK=${O1_TEST_QUICK:-1} "$out/test_${k}_cuda"
+	if [ "$k" = gemm_qp ]; then # its decode against quant_dev.h's, bitwise
+		"${cxx[@]}" -I"$out" -c "$emu/gemm_qp_octets.cc" \
+		  -o "$out/gemm_qp_octets.o"
+		g++ -no-pie -o "$out/gemm_qp_octets" "$out/gemm_qp_octets.o" \
+		  "$out/emu.o" "${objs[@]}" -lcmocka -lm -lpthread
+		"$out/gemm_qp_octets"
+	fi
 done
