@@ -33,10 +33,22 @@
  * block column), merges exactly the used splits and sets the ticket back
  * to zero (one kernel, no merge launch).
  *
+ * PDL (cuda_launch.h). Before it waits for the previous kernel a block
+ * reads its row's step inputs (offsets, start, block table) and issues
+ * the loads of its first rounds (two with PIPE, one without) for the
+ * positions before the sequence's first new token: those K/V rows were
+ * written by earlier steps, before the step's first kernel, so the
+ * block-table, DRAM and L2 latencies of a short context overlap the
+ * previous kernel (the QKV product); after the wait it reads q and loads
+ * the new positions (the previous kernel wrote them). Where they are
+ * loaded changes no bit.
+ *
  * Invariants: D in {32, 64, 128, 256}; page_stride, the caches and q
  * 16-byte aligned (fits); tickets zero between launches (device memory
  * starts zeroed; launches on one device never overlap: the CUDA backend
- * has one stream per device); PDL: every thread waits first.
+ * has one stream per device); PDL: every thread waits, early exits
+ * included, and nothing is written or read from q, scratch or tickets
+ * before it; K/V rows of positions >= start[seq] only after it.
  */
 #include <errno.h>
 #include <math.h>
@@ -223,6 +235,27 @@ dec_load(uint4 (&kr)[DEC_UNROLL], uint4 (&vr)[DEC_UNROLL],
 	}
 }
 
+/* dec_load's positions in [FROM, END) again (the others keep what they
+ * hold): after the PDL wait, the rows the previous kernel wrote. */
+template <uint32_t D>
+static __device__ void
+dec_reload(uint4 (&kr)[DEC_UNROLL], uint4 (&vr)[DEC_UNROLL],
+	   const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
+	   const uint32_t *table, const dec_dev &a, uint64_t kvoff,
+	   uint32_t pos, uint32_t step, uint32_t from, uint32_t end)
+{
+#pragma unroll
+	for (int u = 0; u < DEC_UNROLL; u++, pos += step) {
+		if (pos >= from && pos < end) {
+			uint64_t off = table[pos / a.p] * a.page_stride +
+				       (uint64_t)(pos % a.p) * D + kvoff;
+
+			kr[u] = *(const uint4 *)(kc + off);
+			vr[u] = *(const uint4 *)(vc + off);
+		}
+	}
+}
+
 /* A split launch's scratch (o1_attention_cuda_scratch_floats's count):
  * the partial accumulators (rows, Hq, n_splits, D), rows 16-byte aligned
  * (the scratch is), then their (max (base 2), sum) pairs (rows, Hq,
@@ -323,27 +356,45 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	uint32_t kvh = blockIdx.y / a.chunks, hc = blockIdx.y % a.chunks;
 	uint32_t g = a.hq / a.hkv, h0 = kvh * g + hc * HG;
 	uint32_t nh = dec_min(HG, g - hc * HG);
-	uint32_t s, len, used, chunk, j0, j1;
+	uint32_t s, len, used, chunk, j0, j1, safe;
+	bool idle;
 	uint32_t *flag =
 	    (uint32_t *)(dsm + dec_max(nw * HG * (D + 2),
 				       HG * (2 * DEC_MAX_SPLITS + 1)));
 	const uint32_t *table;
 	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
-	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL];
+	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL], kn[DEC_UNROLL], vn[DEC_UNROLL];
 	float qv[HG][8];
 	dec_state<HG> st;
 
-	o1_pdl_wait();
-	o1_pdl_trigger();
+	/* Before the wait (PDL), only step inputs and the K/V rows of
+	 * positions before the sequence's first new token (written by earlier
+	 * steps): see the top. */
 	s = dec_seq_of_row(a.q_off, a.n_seqs, row);
-	if (a.q_off[s + 1] - a.q_off[s] >= a.skip_new)
-		return; /* the whole block: the tiled kernel's row */
 	len = a.start[s] + row - a.q_off[s] + 1;
 	used = dec_splits(a, len, &chunk);
-	if (split >= used)
-		return; /* the whole block: past this row's splits */
+	idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new || split >= used;
 	j0 = split * chunk, j1 = dec_min(j0 + chunk, len);
+	safe = dec_min(j1, a.start[s]);
 	table = a.tables + (size_t)s * a.max_blocks;
+	if (!idle) {
+		dec_load<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng,
+			    safe);
+		if (PIPE)
+			dec_load<D>(kn, vn, kc, vc, table, a, kvoff,
+				    j0 + a.round + gid, ng, safe);
+	}
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	if (idle)
+		return; /* the whole block: the tiled kernel's row, or past
+			   this row's splits */
+	/* this step's new positions: written by the previous kernel */
+	dec_reload<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng, safe,
+		      j1);
+	if (PIPE)
+		dec_reload<D>(kn, vn, kc, vc, table, a, kvoff,
+			      j0 + a.round + gid, ng, safe, j1);
 #pragma unroll
 	for (int h = 0; h < HG; h++) {
 		const float4 *qr = (const float4 *)(q +
@@ -362,18 +413,15 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		for (int i = 0; i < 8; i++)
 			st.acc[h][i] = 0;
 	}
-	if (PIPE)
-		dec_load<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng, j1);
 	for (uint32_t base = j0; base < j1; base += a.round) {
-		uint4 kn[DEC_UNROLL], vn[DEC_UNROLL];
 		float sc[DEC_UNROLL][HG], vf[DEC_UNROLL][8];
 
 		/* pipelined: the next round's loads fly during this one's
-		 * arithmetic */
-		if (PIPE)
+		 * arithmetic (the first two rounds were loaded above) */
+		if (PIPE && base != j0)
 			dec_load<D>(kn, vn, kc, vc, table, a, kvoff,
 				    base + a.round + gid, ng, j1);
-		else
+		else if (!PIPE && base != j0)
 			dec_load<D>(kr, vr, kc, vc, table, a, kvoff, base + gid,
 				    ng, j1);
 #pragma unroll
