@@ -25,7 +25,10 @@
  * blocks to fill the GPU at its batch, at most DEC_MAX_SPLITS, within
  * scratch and tickets); each row decides on the device how many of them it
  * uses: ceil(len / split_min) capped at N_SPLITS, over chunks of whole
- * rounds, len = its causal length. Blocks past a row's last split exit at
+ * rounds, len = its causal length; one up to len = solo (2 rounds at up
+ * to 8 rows, dec_solo: no merge for a short context, where the merge's
+ * fence, ticket and dependent loads of partials cost more than a second
+ * round of arithmetic on rows loaded before the PDL wait). Blocks past a row's last split exit at
  * once, so a graph captured at MAX_LEN = the longest context costs a short
  * sequence only its own splits. A row with one split writes its output
  * directly; otherwise each split stores its partial (acc, max, sum) in
@@ -83,6 +86,7 @@ struct dec_dev {
 	float qscale; /* scale * log2(e) */
 	uint32_t hq, hkv, p, n_seqs, max_blocks, n_splits, chunks;
 	uint32_t split_min; /* least positions a split takes (rounds) */
+	uint32_t solo;	    /* longest context served by one split */
 	uint32_t round;	    /* positions a block covers a round */
 	uint32_t skip_new;  /* rows of sequences with >= this many new tokens
 			       belong to the tiled kernel: left alone */
@@ -119,7 +123,9 @@ static __device__ uint32_t dec_seq_of_row(const uint32_t *q_off, uint32_t n,
 static __device__ uint32_t dec_splits(const dec_dev &a, uint32_t len,
 				      uint32_t *chunk)
 {
-	uint32_t n = dec_min(a.n_splits, (len + a.split_min - 1) / a.split_min);
+	uint32_t n = len <= a.solo ? 1
+				   : dec_min(a.n_splits,
+					     (len + a.split_min - 1) / a.split_min);
 	uint32_t c = (len + n - 1) / n;
 
 	c = (c + a.round - 1) / a.round * a.round;
@@ -597,6 +603,15 @@ static uint32_t dec_warps(uint32_t n_rows)
 	return n_rows <= 8 ? 8 : n_rows <= 128 ? 2 : 1;
 }
 
+/* Rounds of the longest context one split serves, by the launch's rows:
+ * a few rows take two (both loaded before the PDL wait: 256 positions of
+ * 8 warps at D = 64), longer contexts split as split_min says; a full
+ * batch has blocks enough without. */
+static uint32_t dec_solo(uint32_t n_rows)
+{
+	return n_rows <= 8 ? 2 : 1;
+}
+
 extern "C" int o1_attention_decode_cuda(
     uint16_t *out, const float *q, const uint16_t *k_cache,
     const uint16_t *v_cache, const struct o1_attn_dims *d,
@@ -646,9 +661,14 @@ extern "C" int o1_attention_decode_cuda(
 		    1,
 		    (g + hg - 1) / hg,
 		    0,
+		    0,
 		    warps * (32 / (dd / 8)) * DEC_UNROLL,
 		    skip_new};
 	a.split_min = rounds * a.round;
+	a.solo = tune && tune->split_rounds
+		     ? a.split_min
+		     : dec_solo(n_rows) * a.round;
+	a.solo = a.solo > a.split_min ? a.solo : a.split_min;
 	a.n_splits = dec_pick_splits(a, n_rows, max_len, target, scratch,
 				     scratch ? scratch_floats : 0, dd);
 	smem = (size_t)warps * hg * (dd + 2);
