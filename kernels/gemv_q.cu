@@ -43,6 +43,15 @@
  * so the result is o1_gemv_q_cuda then o1_swiglu_cuda bit for bit,
  * without the f32 gate/up rows and the second kernel.
  *
+ * OUT_ROPE (o1_gemv_q8_norm_rope_kv_cuda, a part of the fused QKV
+ * matrix whose rows are whole heads): a warp's work unit is a pair of
+ * rows that rope.cu's o1_rope_kv_write_cuda rotates together (rope_row);
+ * lane i writes input row i's pair as that kernel writes it from the f32
+ * QKV row (bias, rope_dev.h's rotation, q as f32, k and v as bf16 into
+ * their KV page), so the result is o1_gemv_q8_norm_cuda then
+ * o1_rope_kv_write_cuda bit for bit, without the f32 QKV rows and the
+ * second kernel.
+ *
  * The int8 path (DOT_I8, the backend's default) runs gemv_qp instead
  * where its ring of batches fits in shared memory: the same arithmetic
  * and lane order (so the same bits), the bytes brought by cp.async several
@@ -50,8 +59,13 @@
  *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
- * writes the weights). Invariants: K a multiple of the type's block, x
- * 16-byte aligned, w as quant_dev.h's loads need, LDY >= N.
+ * writes the weights). A gemv_qp launch may also prefetch the next
+ * product's weights into L2 (o1_gemv_q_prefetch_next): each warp, its
+ * rows done, asks for a chunk of them, so the kernel's tail (warps done,
+ * DRAM idle) and the kernel between (attention after the QKV product)
+ * bring bytes the next product then reads from L2. No bit changes.
+ * Invariants: K a multiple of the type's block, x 16-byte aligned, w as
+ * quant_dev.h's loads need, LDY >= N.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -63,6 +77,7 @@
 #include "kernels_cuda.h"
 #include "quant_dev.h"
 #include "rms_reduce.h"
+#include "rope_dev.h"
 
 extern "C" {
 #include "common/log.h"
@@ -74,7 +89,7 @@ extern "C" {
  * bounds), so two fit the register file. */
 #define GQ_BPS	   2
 
-enum { OUT_STORE, OUT_SWIGLU, OUT_ADD };
+enum { OUT_STORE, OUT_SWIGLU, OUT_ADD, OUT_ROPE };
 enum { DOT_F32, DOT_I8 };
 /* DOT_I8's input: bf16 rows, or the RMSNorm of f32 rows (gathered
  * through a row list), normalized by each block as o1_rmsnorm_cuda
@@ -85,6 +100,21 @@ enum { IN_BF16, IN_NORM };
  * with its 1 KB reserve, within the H200's 228 KB). DOT_I8 launches whose
  * quantized input would not fit run DOT_F32 (gemv_q8_fits). */
 #define GQ_SMEM_MAX (112u << 10)
+
+/* OUT_ROPE's operands (kernels_cuda.h's struct o1_rope_kv_args and
+ * o1_attn_dims); the launch's rows are [col0, col0 + 2 n) of the fused
+ * QKV matrix. */
+struct gq_rope {
+	float *q;
+	__nv_bfloat16 *kc, *vc;
+	const float *bias;
+	const int32_t *pos;
+	const uint32_t *slots;
+	const float *inv_freq;
+	float scale;
+	uint32_t hq, hkv, d, half, p, col0;
+	uint64_t page_stride;
+};
 
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
@@ -100,7 +130,49 @@ struct gq_args {
 	uint32_t units;	 /* k / 32 */
 	uint32_t stride; /* warps in the grid */
 	uint32_t pad;	 /* DOT_I8: units rounded up to 32 */
+	gq_rope r;	 /* OUT_ROPE */
+	/* gemv_qp: regions to prefetch into L2 once the warps are done
+	 * (o1_gemv_q_prefetch_next; bytes 0: none) */
+	const uint8_t *pf[2];
+	uint64_t pf_bytes[2];
 };
+
+/* Weight rows per output (a warp's work unit): SwiGLU's gate and up,
+ * RoPE's pair. */
+template <int OUT> static __host__ __device__ constexpr int rows_of()
+{
+	return OUT == OUT_SWIGLU || OUT == OUT_ROPE ? 2 : 1;
+}
+
+/* Global row (of the fused QKV matrix) R (0 or 1) of OUT_ROPE's unit U:
+ * unit = (head, e), e < D/2 (heads counted from the launch's first row).
+ * q and k heads pair (e, e + half) for e < half, then their unrotated
+ * dims [2 half, D) two at a time; v heads pair (e, e + D/2). Every row
+ * of the launch's heads is in exactly one pair. */
+static __device__ __forceinline__ uint32_t rope_row(const gq_rope &g,
+						    uint32_t u, uint32_t r)
+{
+	uint32_t hd2 = g.d / 2, head = g.col0 / g.d + u / hd2, e = u % hd2;
+	uint32_t base = head * g.d;
+
+	if (head >= g.hq + g.hkv)
+		return base + e + r * hd2;
+	if (e < g.half)
+		return base + e + r * g.half;
+	return base + g.half + e + r * (hd2 - g.half);
+}
+
+/* Row (of w) R of output J: the only row, gate (0) or up (1) of SwiGLU,
+ * or a RoPE pair's. */
+template <int OUT>
+static __device__ __forceinline__ uint32_t wrow(const gq_args &a, uint32_t j,
+						uint32_t r)
+{
+	if constexpr (OUT == OUT_ROPE)
+		return rope_row(a.r, j, r) - a.r.col0;
+	else
+		return j + r * a.n;
+}
 
 struct __align__(16) gq_piece
 {
@@ -650,12 +722,58 @@ static __device__ void fma_batch(float (&acc)[M], const gq_args &a,
 	}
 }
 
-/* The sums of the unit's rows (every lane holds them), stored. */
+/* OUT_ROPE for input row M: the pair (V0, V1) of unit J, as
+ * rope.cu's o1_rope_kv_write_cuda writes it from the f32 QKV row: bias,
+ * the rotation (rope_dev.h, q and k heads' dims below 2 half), q stored
+ * as f32, k and v as bf16 into their KV page at slots[M]. */
+static __device__ void rope_out(const gq_args &a, uint32_t m, uint32_t j,
+				float v0, float v1)
+{
+	const gq_rope &g = a.r;
+	uint32_t r0 = rope_row(g, j, 0), r1 = rope_row(g, j, 1);
+	uint32_t head = r0 / g.d, d0 = r0 % g.d, d1 = r1 % g.d;
+
+	if (g.bias)
+		v0 = v0 + g.bias[r0], v1 = v1 + g.bias[r1];
+	if (head < g.hq + g.hkv && d0 < g.half) {
+		float c, s, t;
+
+		rope_cs(g.pos[m], g.inv_freq[d0], g.scale, &c, &s);
+		t = rope_lo(v0, v1, c, s);
+		v1 = rope_hi(v0, v1, c, s);
+		v0 = t;
+	}
+	if (head < g.hq) {
+		float *q = g.q + ((size_t)m * g.hq + head) * g.d;
+
+		q[d0] = v0, q[d1] = v1;
+	} else {
+		bool k = head < g.hq + g.hkv;
+		uint32_t kvh = (head - g.hq) % g.hkv, slot = g.slots[m];
+		__nv_bfloat16 *c = (k ? g.kc : g.vc) +
+				   (slot / g.p) * g.page_stride +
+				   ((size_t)kvh * g.p + slot % g.p) * g.d;
+
+		c[d0] = __float2bfloat16_rn(v0);
+		c[d1] = __float2bfloat16_rn(v1);
+	}
+}
+
+/* The sums of the unit's rows (every lane holds them), stored: by lane
+ * 0, or OUT_ROPE's input row i by lane i (its cos/sin are the costly
+ * part). */
 template <int M, int OUT>
 static __device__ void epilogue(const gq_args &a, uint32_t j,
-				const float (&res)[OUT == OUT_SWIGLU ? 2 : 1][M],
+				const float (&res)[rows_of<OUT>()][M],
 				uint32_t lane)
 {
+	if constexpr (OUT == OUT_ROPE) {
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			if (lane == (uint32_t)i)
+				rope_out(a, i, j, res[0][i], res[1][i]);
+		return;
+	}
 	if (lane)
 		return;
 #pragma unroll
@@ -683,7 +801,7 @@ template <int M, int TYPE, int OUT, int DOT, int IN>
 static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 {
 	constexpr int P = pieces_of<TYPE>();
-	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
+	constexpr int R = rows_of<OUT>();
 	constexpr uint32_t per = 32 * groups_of<TYPE>();
 	uint32_t lane = threadIdx.x % 32, t = 0;
 	uint32_t j = blockIdx.x * GQ_WARPS + threadIdx.x / 32;
@@ -693,7 +811,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 	float acc[M], res[R][M];
 
 	if (j < a.n)
-		load_batch<TYPE, P>(wv, a, j, 0, lane);
+		load_batch<TYPE, P>(wv, a, wrow<OUT>(a, j, 0), 0, lane);
 	gq_xq xin = {NULL, NULL};
 
 	o1_pdl_wait();
@@ -722,9 +840,10 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 			sm[lane + 32 * i] = wv[i];
 		__syncwarp();
 		if (nj < a.n)
-			load_batch<TYPE, P>(wv, a, nj + ntt / nb * a.n,
+			load_batch<TYPE, P>(wv, a, wrow<OUT>(a, nj, ntt / nb),
 					    ntt % nb, lane);
-		fma_batch<M, TYPE, DOT>(acc, a, sm, xin, j + r * a.n, b, lane);
+		fma_batch<M, TYPE, DOT>(acc, a, sm, xin, wrow<OUT>(a, j, r), b,
+					lane);
 		if (b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
@@ -761,7 +880,9 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 /* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
  * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
  * bench_gemv_q's sweep: 1 half the batch, 2 twice, 3 the default's with
- * fewer stages and three blocks a multiprocessor (qp_stages). */
+ * fewer stages and three blocks a multiprocessor (qp_stages), 4 with two
+ * stages and four blocks (more warps to hide the decoding's latency, at
+ * most 64 registers a thread). */
 template <int TYPE, int X = 0>
 static __host__ __device__ constexpr uint32_t qp_groups()
 {
@@ -780,11 +901,12 @@ static __host__ __device__ constexpr int qp_pieces()
 /* Batches in a warp's ring: fewer with more input rows (their quantized
  * copies share the block's shared memory); X's variants 1 and 2 keep
  * about the bytes of the default ring, 3 takes 3 stages so that three
- * blocks fit a multiprocessor (where the input is short enough). */
+ * blocks fit a multiprocessor (where the input is short enough), 4 two
+ * stages for four. */
 template <int M, int X = 0>
 static __host__ __device__ constexpr int qp_stages()
 {
-	return M == 1 ? (X == 1 ? 6 : X == 2 ? 2 : X == 3 ? 3 : 4)
+	return M == 1 ? (X == 1 ? 6 : X == 2 || X == 4 ? 2 : X == 3 ? 3 : 4)
 	       : M == 2 ? 3
 			: 2;
 }
@@ -793,12 +915,14 @@ static __host__ __device__ constexpr int qp_stages()
  * block may then take. */
 template <int X> static __host__ __device__ constexpr int qp_bps()
 {
-	return X == 3 ? 3 : GQ_BPS;
+	return X == 3 ? 3 : X == 4 ? 4 : GQ_BPS;
 }
 
 template <int X> static constexpr size_t qp_smem_max()
 {
-	return X == 3 ? (size_t)74 << 10 : GQ_SMEM_MAX;
+	return X == 3	? (size_t)74 << 10
+	       : X == 4 ? (size_t)56 << 10
+			: GQ_SMEM_MAX;
 }
 
 /* A 16-byte copy from global to shared memory, asynchronous on the
@@ -851,14 +975,14 @@ struct qp_pos {
 
 /* The warp's batch at C: its pieces copied into SLOT; one commit group
  * per call, empty past the last output. */
-template <int TYPE, int P, uint32_t G>
+template <int TYPE, int P, uint32_t G, int OUT>
 static __device__ void qp_issue(gq_piece *slot, const gq_args &a,
 				const qp_pos &c, uint32_t lane)
 {
 	if (c.j < a.n) {
 		uint32_t u0, u1, np;
-		const gq_piece *p = batch_span<TYPE, G>(a, c.j + c.r * a.n,
-							c.b, &u0, &u1, &np);
+		const gq_piece *p = batch_span<TYPE, G>(
+		    a, wrow<OUT>(a, c.j, c.r), c.b, &u0, &u1, &np);
 
 #pragma unroll
 		for (int i = 0; i < P; i++)
@@ -916,19 +1040,50 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 		}
 }
 
+/* o1_gemv_q_prefetch_next's regions, from a warp whose rows are done:
+ * the regions' bytes (as one range) cut into a 256-byte aligned chunk a
+ * warp of the grid, lane 0 asking L2 for its chunk with one bulk
+ * prefetch (cuda_launch.h; nothing on the emulation). The warps that
+ * finish first fill the kernel's tail with the next product's reads. */
+static __device__ void qp_prefetch_next(const gq_args &a)
+{
+	uint64_t total = a.pf_bytes[0] + a.pf_bytes[1], chunk, at, end;
+	uint32_t warps = gridDim.x * GQ_WARPS;
+	uint32_t w = blockIdx.x * GQ_WARPS + threadIdx.x / 32;
+
+	if (!total || threadIdx.x % 32)
+		return;
+	chunk = (total / warps + 255) & ~(uint64_t)255;
+	at = (uint64_t)w * chunk;
+	end = at + chunk < total ? at + chunk : total;
+	/* the part of [at, end) in each region */
+	for (int i = 0; i < 2 && at < end; i++) {
+		uint64_t n = a.pf_bytes[i];
+
+		if (at < n) {
+			uint64_t e = end < n ? end : n;
+
+			o1_prefetch_l2(a.pf[i] + at, (uint32_t)(e - at));
+		}
+		at = at > n ? at - n : 0;
+		end = end > n ? end - n : 0;
+	}
+}
+
 /* The grid as gemv_q's (warp w of block b starts at output b GQ_WARPS +
- * w, strides by the grid's warps); the ring's slot t % S holds the
- * warp's step t (qp_pos's walk), issued S - 1 steps ahead. */
+ * w, strides by a.stride, the warps of the blocks running A); the ring's
+ * slot t % S holds the warp's step t (qp_pos's walk), issued S - 1 steps
+ * ahead. BLOCK: this block's index among those. */
 template <int M, int TYPE, int OUT, int IN, int X>
-static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
-    gemv_qp(gq_args a)
+static __device__ __forceinline__ void qp_run(const gq_args &a,
+					      uint32_t block)
 {
 	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
-	constexpr int R = OUT == OUT_SWIGLU ? 2 : 1;
+	constexpr int R = rows_of<OUT>();
 	constexpr uint32_t G = qp_groups<TYPE, X>(), per = 32 * G;
 	uint32_t lane = threadIdx.x % 32;
 	uint32_t nb = (a.units + per - 1) / per;
-	qp_pos c = {blockIdx.x * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
+	qp_pos c = {block * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
 	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
 	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
 	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
@@ -938,7 +1093,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
 	/* the weights: no kernel writes them, so before the wait */
 #pragma unroll
 	for (int s = 0; s < S - 1; s++) {
-		qp_issue<TYPE, P, G>(ring + s * 32 * P, a, ci, lane);
+		qp_issue<TYPE, P, G, OUT>(ring + s * 32 * P, a, ci, lane);
 		ci.next<R>(nb, a.stride);
 	}
 	o1_pdl_wait();
@@ -951,13 +1106,13 @@ static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
 	for (uint32_t t = 0; c.j < a.n; t++) {
 		/* the slot of step t - 1 is read by every lane: refill it */
 		__syncwarp();
-		qp_issue<TYPE, P, G>(ring + (t + S - 1) % S * 32 * P, a, ci,
-				     lane);
+		qp_issue<TYPE, P, G, OUT>(ring + (t + S - 1) % S * 32 * P, a,
+					  ci, lane);
 		ci.next<R>(nb, a.stride);
 		cpa_wait<S - 1>();
 		__syncwarp();
 		fma_batch_p<M, TYPE, G>(acc, a, ring + t % S * 32 * P, xin,
-					c.j + c.r * a.n, c.b, lane);
+					wrow<OUT>(a, c.j, c.r), c.b, lane);
 		if (c.b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
@@ -977,6 +1132,63 @@ static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
 		c.next<R>(nb, a.stride);
 	}
 	cpa_wait<0>();
+	qp_prefetch_next(a);
+}
+
+template <int M, int TYPE, int OUT, int IN, int X>
+static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
+    gemv_qp(gq_args a)
+{
+	qp_run<M, TYPE, OUT, IN, X>(a, blockIdx.x);
+}
+
+/* Two parts of one output in one launch (a QKV matrix whose v rows are
+ * in another block type: Q4_K_M's Q4_K q and k beside Q6_K v): blocks
+ * [0, B0) run part A0 (TYPE T0), the others A1, each part's warps
+ * striding over its own outputs, so every row is computed as the part's
+ * own launch would (the same bits) without a second kernel's launch,
+ * ramp-up and tail. X0, X1: each part's ring variant, at GQ_BPS blocks a
+ * multiprocessor (the launch bounds; the dynamic shared memory is the
+ * larger part's). */
+template <int M, int T0, int X0, int T1, int X1, int OUT, int IN>
+static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS)
+    gemv_qp2(gq_args a0, gq_args a1, uint32_t b0)
+{
+	if (blockIdx.x < b0)
+		qp_run<M, T0, OUT, IN, X0>(a0, blockIdx.x);
+	else
+		qp_run<M, T1, OUT, IN, X1>(a1, blockIdx.x - b0);
+}
+
+/* o1_gemv_q_prefetch_next's regions, for the calling thread's next
+ * gemv_qp launch. */
+static thread_local struct {
+	const uint8_t *p[2];
+	uint64_t bytes[2];
+} pf_next;
+
+extern "C" void o1_gemv_q_prefetch_next(const void *w0, uint64_t bytes0,
+					const void *w1, uint64_t bytes1)
+{
+	const void *w[2] = {w0, w1};
+	uint64_t n[2] = {bytes0, bytes1};
+
+	for (int i = 0; i < 2; i++) {
+		/* the bulk prefetch takes 16-byte aligned whole pieces */
+		bool ok = w[i] && (uintptr_t)w[i] % 16 == 0;
+
+		pf_next.p[i] = ok ? (const uint8_t *)w[i] : NULL;
+		pf_next.bytes[i] = ok ? n[i] & ~(uint64_t)15 : 0;
+	}
+}
+
+/* The hint into A (the launch's), cleared: it is for one launch. */
+static void take_prefetch(gq_args *a)
+{
+	for (int i = 0; i < 2; i++) {
+		a->pf[i] = pf_next.p[i], a->pf_bytes[i] = pf_next.bytes[i];
+		pf_next.p[i] = NULL, pf_next.bytes[i] = 0;
+	}
 }
 
 /* Dynamic shared memory of a launch: the warps' weight slices, and
@@ -1015,6 +1227,7 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 		else if (p0 <= GQ_SMEM_MAX)
 			k = gemv_qp<M, TYPE, OUT, IN, 0>, smem = p0;
 	}
+	take_prefetch(&a); /* gemv_q ignores it */
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
 	if (smem > 48 * 1024)
@@ -1051,6 +1264,60 @@ static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 	default:
 		return launch_m<4, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	}
+}
+
+/* A part's ring variant in gemv_qp2: the type's one-row choice where it
+ * runs at GQ_BPS blocks a multiprocessor, else the default. */
+template <int M, int TYPE> static constexpr int qp2_variant()
+{
+	return M == 1 && qp_bps<qp_variant_1<TYPE>()>() == GQ_BPS
+		   ? qp_variant_1<TYPE>()
+		   : 0;
+}
+
+/* gemv_qp2 over A0 (blocks of T0) and A1 (T1), M rows each; -ENOSPC
+ * (nothing launched) where a part's ring and input would not fit. The
+ * grid's GQ_BPS blocks a multiprocessor are shared in proportion to the
+ * parts' bytes, each part at least one block and at most a warp an
+ * output. */
+template <int M, int T0, int T1, int OUT, int IN>
+static int launch_pair_m(gq_args a0, gq_args a1, bool pdl,
+			 cudaStream_t stream)
+{
+	constexpr int X0 = qp2_variant<M, T0>(), X1 = qp2_variant<M, T1>();
+	void (*k)(gq_args, gq_args, uint32_t) =
+	    gemv_qp2<M, T0, X0, T1, X1, OUT, IN>;
+	size_t s0 = smem_of(a0, qp_stages<M, X0>() * qp_pieces<T0, X0>(), M,
+			    DOT_I8);
+	size_t s1 = smem_of(a1, qp_stages<M, X1>() * qp_pieces<T1, X1>(), M,
+			    DOT_I8);
+	size_t smem = s0 > s1 ? s0 : s1;
+	uint32_t cap = o1_cuda_sm_count() * GQ_BPS;
+	uint32_t need0 = (a0.n + GQ_WARPS - 1) / GQ_WARPS;
+	uint32_t need1 = (a1.n + GQ_WARPS - 1) / GQ_WARPS;
+	double by0 = (double)a0.n * a0.row_bytes;
+	double by1 = (double)a1.n * a1.row_bytes;
+	uint32_t b0, b1;
+	int err = 0;
+
+	if (smem > GQ_SMEM_MAX || cap < 2)
+		return -ENOSPC;
+	take_prefetch(&a0);
+	a1.pf[0] = a0.pf[0], a1.pf[1] = a0.pf[1];
+	a1.pf_bytes[0] = a0.pf_bytes[0], a1.pf_bytes[1] = a0.pf_bytes[1];
+	b0 = (uint32_t)(cap * by0 / (by0 + by1) + 0.5);
+	b0 = b0 < 1 ? 1 : b0 > cap - 1 ? cap - 1 : b0;
+	b1 = cap - b0;
+	b0 = b0 < need0 ? b0 : need0;
+	b1 = b1 < need1 ? b1 : need1;
+	a0.stride = b0 * GQ_WARPS, a1.stride = b1 * GQ_WARPS;
+	if (smem > 48 * 1024)
+		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+	return err ? err
+		   : O1_CUDA_LAUNCH("gemv_q2", k, dim3(b0 + b1),
+				    dim3(GQ_THREADS), smem, stream, pdl, a0, a1,
+				    b0);
 }
 
 /* DOT_I8 where its shared memory fits, else DOT_F32 (bf16 input and the
@@ -1235,6 +1502,147 @@ extern "C" int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
 	return err ? err
 		   : launch_type<OUT_SWIGLU, IN_NORM>(a, type, m, DOT_I8, pdl,
 						      stream);
+}
+
+/* What OUT_ROPE needs beyond check(): rope.cu's operands and shapes, and
+ * a part of whole heads within the fused QKV rows. */
+static int check_rope(const struct o1_rope_kv_args *r,
+		      const struct o1_attn_dims *d, uint32_t col0,
+		      uint32_t rows)
+{
+	uint64_t all =
+	    d->head_dim ? (uint64_t)(d->n_heads + 2 * (uint64_t)d->n_kv_heads) *
+			      d->head_dim
+			: 0;
+
+	if (r->q && r->k_cache && r->v_cache && r->pos && r->slots &&
+	    r->inv_freq && r->n_tokens && d->n_heads && d->n_kv_heads &&
+	    d->n_heads % d->n_kv_heads == 0 && d->head_dim &&
+	    d->head_dim % 2 == 0 && d->page_tokens && r->rot_dim &&
+	    r->rot_dim % 2 == 0 && r->rot_dim <= d->head_dim &&
+	    d->page_stride >=
+		(uint64_t)d->n_kv_heads * d->page_tokens * d->head_dim &&
+	    rows && col0 % d->head_dim == 0 && rows % d->head_dim == 0 &&
+	    (uint64_t)col0 + rows <= all)
+		return 0;
+	o1_err("gemv_q8_norm_rope_kv: bad shape: rows [%u, +%u) of heads "
+	       "%u/%u of %u, rot_dim %u, page %u tokens stride %llu",
+	       col0, rows, d->n_heads, d->n_kv_heads, d->head_dim, r->rot_dim,
+	       d->page_tokens, (unsigned long long)d->page_stride);
+	return -EINVAL;
+}
+
+/* OUT_ROPE's arguments for the part P, checked, into *A. */
+static int rope_args_of(gq_args *a, const struct o1_rope_kv_args *r,
+			const struct o1_attn_dims *d, const float *x,
+			const float *norm_w, float eps,
+			const struct o1_gemv_q_part *p, uint32_t k)
+{
+	uint32_t col0 = p->col0, rows = p->rows;
+	int err = check_rope(r, d, col0, rows);
+
+	/* the units are pairs of rows; ldy is unused */
+	*a = norm_args(r->q, NULL, x, NULL, norm_w, eps, p->w, rows / 2, k,
+		       rows / 2);
+	err = err ? err
+		  : check("gemv_q8_norm_rope_kv", *a, r->q, p->type,
+			  r->n_tokens);
+	if (err)
+		return err;
+	a->r = gq_rope{r->q,
+		       (__nv_bfloat16 *)r->k_cache,
+		       (__nv_bfloat16 *)r->v_cache,
+		       r->bias,
+		       r->pos,
+		       r->slots,
+		       r->inv_freq,
+		       r->scale,
+		       d->n_heads,
+		       d->n_kv_heads,
+		       d->head_dim,
+		       r->rot_dim / 2,
+		       d->page_tokens,
+		       col0,
+		       d->page_stride};
+	return 0;
+}
+
+extern "C" int o1_gemv_q8_norm_rope_kv_cuda(
+    const struct o1_rope_kv_args *r, const struct o1_attn_dims *d,
+    const float *x, const float *norm_w, float eps, const void *w,
+    enum o1_quant_type type, uint32_t col0, uint32_t rows, uint32_t k,
+    bool pdl, cudaStream_t stream)
+{
+	struct o1_gemv_q_part p = {w, type, col0, rows};
+	gq_args a;
+	int err = rope_args_of(&a, r, d, x, norm_w, eps, &p, k);
+
+	return err ? err
+		   : launch_type<OUT_ROPE, IN_NORM>(a, type, r->n_tokens,
+						    DOT_I8, pdl, stream);
+}
+
+/* The QKV parts PT[0], PT[1] (each whole heads, checked by
+ * rope_args_of) through gemv_qp2: 1 (nothing launched) where they are not
+ * the pair it is built for (Q4_K then Q6_K: Q4_K_M's layers with a Q6_K
+ * v) or would not fit, else 0 or the launch's error. */
+static int rope_kv_pair(const struct o1_rope_kv_args *r,
+			const struct o1_attn_dims *d, const float *x,
+			const float *norm_w, float eps,
+			const struct o1_gemv_q_part *pt, uint32_t k, bool pdl,
+			cudaStream_t stream)
+{
+	gq_args a[2];
+	int err = 0;
+
+	if (pt[0].type != O1_QUANT_Q4_K || pt[1].type != O1_QUANT_Q6_K)
+		return 1;
+	for (int i = 0; !err && i < 2; i++)
+		err = rope_args_of(&a[i], r, d, x, norm_w, eps, &pt[i], k);
+	if (err)
+		return err;
+	switch (r->n_tokens) {
+	case 1:
+		err = launch_pair_m<1, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
+				    IN_NORM>(a[0], a[1], pdl, stream);
+		break;
+	case 2:
+		err = launch_pair_m<2, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
+				    IN_NORM>(a[0], a[1], pdl, stream);
+		break;
+	case 3:
+		err = launch_pair_m<3, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
+				    IN_NORM>(a[0], a[1], pdl, stream);
+		break;
+	default:
+		err = launch_pair_m<4, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
+				    IN_NORM>(a[0], a[1], pdl, stream);
+	}
+	return err == -ENOSPC ? 1 : err;
+}
+
+extern "C" int o1_gemv_q8_norm_rope_kv_parts_cuda(
+    const struct o1_rope_kv_args *r, const struct o1_attn_dims *d,
+    const float *x, const float *norm_w, float eps,
+    const struct o1_gemv_q_part *parts, uint32_t n_parts, uint32_t k,
+    bool pdl, cudaStream_t stream)
+{
+	int err = 1;
+
+	if (!parts || !n_parts) {
+		o1_err("gemv_q8_norm_rope_kv_parts: no parts");
+		return -EINVAL;
+	}
+	if (n_parts == 2)
+		err = rope_kv_pair(r, d, x, norm_w, eps, parts, k, pdl, stream);
+	if (err != 1)
+		return err;
+	err = 0;
+	for (uint32_t i = 0; !err && i < n_parts; i++)
+		err = o1_gemv_q8_norm_rope_kv_cuda(
+		    r, d, x, norm_w, eps, parts[i].w, parts[i].type,
+		    parts[i].col0, parts[i].rows, k, pdl, stream);
+	return err;
 }
 
 extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k)

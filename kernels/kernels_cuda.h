@@ -366,6 +366,44 @@ int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
 				const float *norm_w, float eps, const void *w,
 				enum o1_quant_type type, uint32_t m, uint32_t f,
 				uint32_t k, bool pdl, cudaStream_t stream);
+/* gemv_q.cu: o1_gemv_q8_norm_cuda's product for rows [COL0, COL0 + ROWS)
+ * of the fused QKV matrix (W: that part, in blocks of TYPE; COL0 and ROWS
+ * multiples of DIMS' head_dim) over the R->n_tokens rows 0 .. of x, with
+ * o1_rope_kv_write_cuda(R, DIMS)'s writes for those rows as its epilogue:
+ * bitwise the two kernels, without the f32 QKV rows (R->qkv is not read)
+ * and the second launch. A QKV matrix in several parts takes one call per
+ * part. Same operands' rules as both. */
+int o1_gemv_q8_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
+				 const struct o1_attn_dims *dims,
+				 const float *x, const float *norm_w, float eps,
+				 const void *w, enum o1_quant_type type,
+				 uint32_t col0, uint32_t rows, uint32_t k,
+				 bool pdl, cudaStream_t stream);
+/* gemv_q.cu: the calling thread's next int8 block product launch (any
+ * o1_gemv_q8_* above whose pipelined kernel runs: the default) will, as
+ * its warps finish their rows, prefetch [W0, W0 + BYTES0) and [W1, W1 +
+ * BYTES1) into L2 (the weights of a later product, read from L2 then; a
+ * region NULL or not 16-byte aligned is skipped, bytes past the last
+ * whole 16 are not fetched). The hint is for that one launch; it changes
+ * no result. */
+void o1_gemv_q_prefetch_next(const void *w0, uint64_t bytes0, const void *w1,
+			     uint64_t bytes1);
+/* o1_gemv_q8_norm_rope_kv_cuda over every part of the QKV matrix
+ * (PARTS[0 .. N_PARTS), the rows of each whole heads): bitwise one call
+ * per part, in one launch where the parts are Q4_K then Q6_K (Q4_K_M's
+ * layers with a Q6_K v: gemv_q.cu's gemv_qp2), else one a part. */
+struct o1_gemv_q_part {
+	const void *w;
+	enum o1_quant_type type;
+	uint32_t col0, rows;
+};
+int o1_gemv_q8_norm_rope_kv_parts_cuda(const struct o1_rope_kv_args *r,
+				       const struct o1_attn_dims *dims,
+				       const float *x, const float *norm_w,
+				       float eps,
+				       const struct o1_gemv_q_part *parts,
+				       uint32_t n_parts, uint32_t k, bool pdl,
+				       cudaStream_t stream);
 
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */

@@ -60,11 +60,16 @@ int o1_doorbell_ring(struct o1_ring_ctrl *ctrl, int efd)
 	return 1;
 }
 
-int o1_doorbell_notify(struct o1_ring_ctrl *ctrl, int efd)
+int o1_doorbell_notify_fenced(struct o1_ring_ctrl *ctrl, int efd)
 {
-	atomic_thread_fence(memory_order_seq_cst);
 	if (!(atomic_load_explicit(&ctrl->flags, memory_order_relaxed) &
 	      O1_RING_NEED_WAKEUP))
 		return 0;
 	return o1_doorbell_ring(ctrl, efd);
+}
+
+int o1_doorbell_notify(struct o1_ring_ctrl *ctrl, int efd)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	return o1_doorbell_notify_fenced(ctrl, efd);
 }

@@ -36,6 +36,10 @@ int o1_doorbell_wait(struct o1_ring_ctrl *ctrl, uint32_t seq,
  * eventfd when efd >= 0, else a futex wake. Returns 1 when it rang, 0 when
  * no wake-up was needed, or -errno. */
 int o1_doorbell_notify(struct o1_ring_ctrl *ctrl, int efd);
+/* The same after the caller's own seq_cst fence, run after its commits:
+ * one fence serves every ring a pass published (a fence waits for the
+ * stores before it, so a fence per ring costs a cache miss per ring). */
+int o1_doorbell_notify_fenced(struct o1_ring_ctrl *ctrl, int efd);
 /* Rings unconditionally (used to break a sleeper out, e.g. on shutdown). */
 int o1_doorbell_ring(struct o1_ring_ctrl *ctrl, int efd);
 

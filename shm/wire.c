@@ -15,14 +15,22 @@ static int fail(int code, const char *field, const char **why)
 	return -code;
 }
 
+/* Eight bytes at a time (memcpy: no alignment assumed), then the rest:
+ * a PING's padding is checked on every round trip of the spin path, where
+ * a byte loop was a tenth of the front loop's time (issue 19). */
 static int all_zero(const void *p, size_t n)
 {
 	const uint8_t *b = p;
+	uint64_t acc = 0, w;
+	size_t i = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return 0;
-	return 1;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, b + i, 8);
+		acc |= w;
+	}
+	for (; i < n; i++)
+		acc |= b[i];
+	return acc == 0;
 }
 
 /* True when [off, off + len) lies inside an arena of arena_bytes. */

@@ -123,6 +123,12 @@ struct o1_backend_config {
 	 * the same bits either way. */
 	bool cuda_no_pdl;
 	bool cuda_no_fusion;
+	/* CUDA backend, decode steps on GGUF block weights, fused: false
+	 * (the default) = the products before a small one (the QKV product
+	 * before O, the down product before the next layer's QKV) prefetch
+	 * its weights into L2 as their warps finish
+	 * (o1_gemv_q_prefetch_next); true = no prefetch (A/B; same bits). */
+	bool cuda_no_prefetch;
 	/* CUDA backend, decode products on GGUF block weights (config
 	 * cuda.quant_dot): false = int8 (the default: the input rows
 	 * quantized to int8 per 32 elements, __dp4a on the blocks' integers,

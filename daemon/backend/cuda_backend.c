@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -127,6 +128,11 @@ static int alloc_buffers(struct cuda_state *s)
 	if (err)
 		return err;
 	layout_arena(s, (uintptr_t)s->arena);
+	/* zeros, not stale bits, in the rows a padded product reads
+	 * (cuda_forward.c's blas_rows) */
+	err = O1_CUDA_CHECK(cudaMemsetAsync(s->arena, 0, bytes, s->stream));
+	if (err)
+		return err;
 	s->in_bytes = layout_inputs(s, 0, &s->dev);
 	err = o1_cuda_dev_alloc(&s->in_dev, s->in_bytes, "step inputs");
 	if (!err)
@@ -441,6 +447,26 @@ static uint32_t pick_buckets(const struct o1_backend_config *c, uint32_t *out)
 	return k;
 }
 
+/* cuBLAS's first use of each product shape a step can give it, before
+ * READY (cuda_forward.c's blas_rows says why). */
+static int warm_products(struct cuda_state *s)
+{
+	struct timespec a, b;
+	uint32_t shapes;
+	int err;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	err = o1_cuda_forward_warm(s, &shapes);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if (!err)
+		o1_info("cuda backend: products warmed at %u row counts in "
+			"%.0f ms",
+			shapes,
+			(double)(b.tv_sec - a.tv_sec) * 1e3 +
+			    (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+	return err;
+}
+
 static int setup_graphs(struct cuda_state *s)
 {
 	uint32_t b[O1_BACKEND_GRAPH_BUCKETS_MAX];
@@ -497,6 +523,8 @@ static int cuda_create(const struct o1_model *m,
 		    "set workspace");
 	if (!err)
 		err = o1_cuda_devout_alloc(s);
+	if (!err)
+		err = warm_products(s);
 	if (!err && cfg->graphs_enabled)
 		err = setup_graphs(s);
 	if (err) {

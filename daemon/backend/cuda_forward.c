@@ -64,10 +64,13 @@
  * slower so far). The embedding gathers from
  * the block table. With the int8 path the fused decode products take block
  * matrices too (gemv_q.cu's fused variants, the bits of the unfused kernels):
- * the QKV parts over the RMSNorm of x (then RoPE and the KV write, a kernel of
- * its own), the gate/up product over the RMSNorm of x with SwiGLU in its
- * epilogue (several parts: the parts, then swiglu.cu), x += the O and down
- * products, the LM head over the final RMSNorm; a layer is 6 kernels. With
+ * the QKV parts over the RMSNorm of x with RoPE and the KV write in their
+ * epilogue (parts of whole heads, as GGUF's per-tensor types give: else RoPE
+ * and the KV write are a kernel of their own), the gate/up product over the
+ * RMSNorm of x with SwiGLU in its epilogue (several parts: the parts, then
+ * swiglu.cu), x += the O and down products, the LM head over the final
+ * RMSNorm; a layer is 5 kernels (QKV parts Q4_K then Q6_K, Q4_K_M's, share
+ * one launch; other mixes take one a part). With
  * cfg.cuda_quant_f32 (or a block matrix too wide for the fused variants' shared
  * memory: cuda_backend.c) fused products are off for such a model: the block
  * products take the unfused route (RMSNorm, product, SwiGLU, residual add in
@@ -301,14 +304,77 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 	return err;
 }
 
+/* The row count product KIND runs at for a step of M rows. cuBLAS's first
+ * product of a new row count costs ~1 ms of heuristics on the host and,
+ * for one count in six, 10-65 ms loading kernels, whatever
+ * CUDA_MODULE_LOADING says (bench_blas_first on the H200: 82 of the counts
+ * 5-512 slow at first use): a mixed step of a count not seen before
+ * stalled every stream for that long. So above O1_GEMV_MAX_ROWS rows an
+ * untuned product runs at M rounded up to a multiple of 16 (of 64 above
+ * 256 rows, of 128 above 1,024), at most the buffers' rows: a set small
+ * enough that o1_cuda_forward_warm runs each once at create. The rows
+ * added read whatever the activation buffers hold and their results are
+ * never read: the rows of a product are independent. */
+static uint32_t blas_rows(const struct cuda_state *s, enum cuda_kind kind,
+			  uint32_t m)
+{
+	const struct cuda_tune_lt *p = NULL;
+	uint32_t cap = kind == CUDA_KIND_HEAD ? s->head_rows
+					      : s->cfg.max_batch_tokens;
+	uint32_t g = m <= 256 ? 16 : m <= 1024 ? 64 : 128, r;
+
+	if (m <= O1_GEMV_MAX_ROWS || o1_cuda_tune_lt(&s->tune, kind, m, &p))
+		return m;
+	r = (m + g - 1) / g * g;
+	return r < cap ? r : cap;
+}
+
 /* The product KIND with a matrix held as bf16 (W) or in blocks (Q). */
 static int product(struct cuda_state *s, enum cuda_kind kind, float *y,
 		   const uint16_t *x, const uint16_t *w,
 		   const struct cuda_qmat *q, uint32_t m, uint32_t n,
 		   uint32_t k)
 {
+	m = blas_rows(s, kind, m);
 	return q->n_parts ? gemm_q(s, y, x, q, m, n, k)
 			  : gemm(s, kind, y, x, w, m, n, k);
+}
+
+/* Every product of layer 0 and the LM head at every row count blas_rows
+ * gives, once, then a wait: after create no step meets a cuBLAS shape it
+ * has not run (the other layers' matrices have the same shapes). */
+int o1_cuda_forward_warm(struct cuda_state *s, uint32_t *shapes)
+{
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[0];
+	uint32_t qd = d->n_heads * d->head_dim, prev = 0, m = 1;
+	int err = 0;
+
+	*shapes = 0;
+	for (; !err && m <= s->cfg.max_batch_tokens; m++) {
+		uint32_t r = blas_rows(s, CUDA_KIND_QKV, m);
+
+		if (r == prev)
+			continue;
+		prev = r;
+		++*shapes;
+		err = product(s, CUDA_KIND_QKV, s->qkv, s->h, y->wqkv,
+			      &y->qqkv, r, cuda_qkv_rows(d), d->dim);
+		err = err ? err
+			  : product(s, CUDA_KIND_O, s->o, s->att, y->wo, &y->qo,
+				    r, d->dim, qd);
+		err = err ? err
+			  : product(s, CUDA_KIND_GU, s->gu, s->h, y->wgu,
+				    &y->qgu, r, 2 * d->ffn_dim, d->dim);
+		err = err ? err
+			  : product(s, CUDA_KIND_DOWN, s->o, s->act, y->wdown,
+				    &y->qdown, r, d->dim, d->ffn_dim);
+		if (!err && r <= s->head_rows && (s->out_w || s->qout.n_parts))
+			err = product(s, CUDA_KIND_HEAD, s->logits, s->h,
+				      s->out_w, &s->qout, r, d->vocab_size,
+				      d->dim);
+	}
+	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
 }
 
 static struct o1_attn_dims attn_dims(const struct cuda_state *s)
@@ -332,6 +398,41 @@ static int reduce(struct cuda_state *s, uint32_t t)
 	return k->sum(k->ctx, s->o, (uint64_t)t * s->d.dim, s->stream);
 }
 
+/* The most weight bytes a product prefetches into L2 for a later one: the
+ * QKV and O matrices of a 8B model fit (9-15 MB in Q4_K_M), next to what
+ * the products between stream through L2. */
+#define PREFETCH_MAX (24u << 20)
+
+/* The next block product launch prefetches the weights of Q (a later
+ * product: its first two parts) into L2 as its warps finish
+ * (o1_gemv_q_prefetch_next), unless Q is larger than PREFETCH_MAX or
+ * cfg.cuda_no_prefetch. */
+static void prefetch_next(const struct cuda_state *s,
+			  const struct cuda_qmat *q)
+{
+	const void *w[2] = {NULL, NULL};
+	uint64_t n[2] = {0, 0};
+
+	if (s->cfg.cuda_no_prefetch)
+		return;
+	for (uint32_t i = 0; i < q->n_parts && i < 2; i++)
+		w[i] = q->part[i].w,
+		n[i] = (uint64_t)q->part[i].rows * q->part[i].row_bytes;
+	if (n[0] && n[0] + n[1] <= PREFETCH_MAX)
+		o1_gemv_q_prefetch_next(w[0], n[0], w[1], n[1]);
+}
+
+/* Whether every part of the block matrix Q is whole heads of HEAD_DIM
+ * rows (each part's product can then take the RoPE and KV write as its
+ * epilogue: a rotated pair never spans two parts). */
+static bool qparts_whole_heads(const struct cuda_qmat *q, uint32_t head_dim)
+{
+	for (uint32_t i = 0; i < q->n_parts; i++)
+		if (q->part[i].col0 % head_dim || q->part[i].rows % head_dim)
+			return false;
+	return true;
+}
+
 /* The attention input: RMSNorm of the residual stream (adding the
  * previous layer's down product), the QKV product, then RoPE with the bias
  * and the KV page write (RA); fused, one kernel does all three. */
@@ -344,6 +445,22 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	uint32_t n = (uint32_t)cuda_qkv_rows(d), t = ra->n_tokens;
 	int err;
 
+	if (fuse && y->qqkv.n_parts &&
+	    qparts_whole_heads(&y->qqkv, d->head_dim)) {
+		struct o1_gemv_q_part pt[CUDA_QPARTS_MAX];
+
+		for (uint32_t i = 0; i < y->qqkv.n_parts; i++) {
+			const struct cuda_qpart *p = &y->qqkv.part[i];
+
+			pt[i] = (struct o1_gemv_q_part){p->w, p->type, p->col0,
+							p->rows};
+		}
+		/* the O product's weights arrive during attention */
+		prefetch_next(s, &y->qo);
+		return o1_gemv_q8_norm_rope_kv_parts_cuda(
+		    ra, ad, s->x, y->attn_norm, d->norm_eps, pt,
+		    y->qqkv.n_parts, d->dim, pdl, s->stream);
+	}
 	if (fuse && y->qqkv.n_parts) {
 		err = 0;
 		for (uint32_t i = 0; !err && i < y->qqkv.n_parts; i++) {
@@ -496,6 +613,9 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
 	int err = mlp_in(s, l, t, fuse, pdl);
 
+	/* the down product's tail brings the next layer's QKV weights */
+	if (fuse && s->layers[l].qdown.n_parts && l + 1 < s->d.n_layers)
+		prefetch_next(s, &s->layers[l + 1].qqkv);
 	return err ? err
 		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
 				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,

@@ -185,6 +185,10 @@ int o1_cuda_forward_prepare(void *ctx, uint32_t batch);
  * uploaded for T rows. */
 int o1_cuda_forward_stage(struct cuda_state *s, enum cuda_kind kind,
 			  uint32_t l, uint32_t t);
+/* cuda_forward.c, at create: runs every product at every row count a step
+ * can give cuBLAS, once (*SHAPES: how many counts), so that no step after
+ * READY pays cuBLAS's first use of a shape. */
+int o1_cuda_forward_warm(struct cuda_state *s, uint32_t *shapes);
 
 /* cuda_devout.c: the areas of cfg.devout_areas (alloc at create, free
  * accepts a partly made set), serving a step's entries whose rows are [C,

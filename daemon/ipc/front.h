@@ -69,6 +69,8 @@ struct o1_ipc_client {
 	int wake_sock;		    /* wake it on the control socket too */
 	int sock_armed, bell_armed;
 	int cq_dirty;	  /* claimed completions not yet committed */
+	int cq_unrung;	  /* committed this pass, doorbell not yet looked
+			   * at (flush: one fence for every client) */
 	struct o1_handoff handoff; /* completions it may not have taken */
 	uint32_t cpu_told; /* the loop's CPU as its sq's hint last said */
 	int blocked;	  /* completion ring was full this pass */
@@ -114,6 +116,7 @@ struct o1_ipc_server {
 	int draining;
 	int any_doomed;
 	uint32_t posted; /* events posted during the current pass */
+	uint64_t copy_ns; /* when the last valid entry was copied out */
 	int slept;	 /* the current pass is the first after a sleep */
 	uint8_t spin_hist; /* a bit per idle period: shorter than spin_us */
 	struct o1_cadence cadence; /* the consumer's posting pace */

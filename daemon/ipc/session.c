@@ -373,6 +373,7 @@ static void wakeup_sample(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	    e->op == O1_OP_PING ? e->ping.sent_ns : e->submit.sent_ns;
 	uint64_t now = now_ns(), ns = now - sent;
 
+	srv->copy_ns = now;
 	if (sent == 0 || sent > now || ns > O1_IPC_WAKEUP_MAX_NS) {
 		srv->st.wakeup_invalid++;
 		if (!c->bad_stamp)
@@ -406,7 +407,9 @@ static void pong(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	ev.ping.op = O1_EV_PONG;
 	ev.ping.cookie = p->cookie;
 	ev.ping.client_ns = p->client_ns;
-	ev.ping.daemon_ns = now_ns();
+	/* the copy-out's clock read (wakeup_sample, just before): one read
+	 * a ping, not two */
+	ev.ping.daemon_ns = srv->copy_ns;
 	srv->st.pings++;
 	push_event(srv, c, &ev);
 }

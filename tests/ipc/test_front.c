@@ -6,8 +6,15 @@
  * Everything is counted through the server's counters, never timed: a
  * refill that waited for a tick shows as a tick per refill, a retry timer
  * as sleeps beyond the ticks. Run with --eventfd for the POLL_ADD doorbell
- * fallback. */
+ * fallback.
+ *
+ * Clients at once: many clients pinging together, spinning or asleep, each
+ * get every answer (a pass publishes each client's completions as soon as
+ * it drained it, and looks at all their doorbells after one fence: a lost
+ * wake-up would be a ping that never returns), also beside a client that
+ * corrupts its completion ring over and over. Counted, never timed. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +27,7 @@
 
 #include "ipc_harness.h"
 #include "o1/client.h"
+#include "shm/ring.h"
 
 #define RING   8   /* completion entries of the slow client */
 #define TOKENS 200 /* 201 events: at least 25 refills of the ring */
@@ -189,12 +197,167 @@ static void test_parked_logprobs(void **state)
 	park_then_read(0, 20);
 }
 
+#define AT_ONCE 16  /* clients pinging together */
+#define PINGS	300 /* each */
+#define HOSTILE 10  /* connections of the corrupting client, one by one */
+
+struct pinger {
+	const char *path;
+	uint32_t spin_us; /* the client's spin before it sleeps */
+	int gap_us;	  /* a pause before each ping: the loop sleeps */
+	pthread_barrier_t *go;
+	int done, err;
+};
+
+static void *pinger_main(void *arg)
+{
+	struct pinger *p = arg;
+	struct o1_client_opts o = {.sz = sizeof(o),
+				   .socket_path = p->path,
+				   .name = "pinger",
+				   .spin_us = p->spin_us};
+	struct o1_client *c = NULL;
+
+	p->err = o1_client_connect(&o, &c);
+	pthread_barrier_wait(p->go);
+	for (int i = 0; i < PINGS && !p->err; i++) {
+		if (p->gap_us)
+			usleep((useconds_t)p->gap_us);
+		p->err = o1_client_ping(c, NULL);
+		p->done += !p->err;
+	}
+	o1_client_close(c);
+	return NULL;
+}
+
+/* A raw client that fills its 8-entry completion ring with PONGs, then
+ * writes an impossible head and pings once more: the loop must cut it off
+ * at that ping (a violation), serving the others meanwhile. Its
+ * completion ring asks for a wake-up all along (NEED_WAKEUP, never
+ * cleared): the loop rings it on every pass that posts to it. */
+static void corrupting_client(const char *path)
+{
+	struct o1_wire_hello h;
+	struct raw_client r;
+	struct o1_ring sq, cq;
+	union o1_wire_entry e;
+	void *slot;
+	int ready = 0;
+
+	raw_hello(&h);
+	h.cq_entries = 8;
+	assert_int_equal(raw_connect(&r, path, &h, NULL, 0), 0);
+	assert_int_equal(o1_region_rings(r.base, &r.l, &sq, &cq), 0);
+	atomic_fetch_or(&o1_region_cq_ctrl(r.base, &r.l)->flags,
+			O1_RING_NEED_WAKEUP);
+	memset(&e, 0, sizeof(e));
+	e.ping.op = O1_OP_PING;
+	for (int i = 0; i < 9; i++) {
+		if (i == 8) { /* the ring is full: the next PONG reads head */
+			for (int t = 0; t < 5000 && ready < 8; t++) {
+				ready = o1_ring_ready(&cq);
+				if (ready < 8)
+					usleep(1000);
+			}
+			assert_int_equal(ready, 8);
+			atomic_store(&o1_region_cq_ctrl(r.base, &r.l)->head,
+				     0x40000000u);
+		}
+		e.ping.cookie = (uint64_t)i + 1;
+		assert_int_equal(o1_ring_claim(&sq, &slot), 0);
+		memcpy(slot, &e, sizeof(e));
+		o1_ring_commit(&sq);
+		raw_ring(&r);
+	}
+	assert_true(raw_hung_up(&r, 10000));
+	raw_close(&r);
+}
+
+/* AT_ONCE clients (the last one corrupting its ring HOSTILE times over
+ * when hostile) ping together against a server started with ARGS; every
+ * good ping is answered and counted once. */
+static void at_once(const char *const *args, uint32_t client_spin_us,
+		    int gap_us, int hostile)
+{
+	int n = hostile ? AT_ONCE - 1 : AT_ONCE;
+	struct pinger p[AT_ONCE];
+	pthread_t t[AT_ONCE];
+	pthread_barrier_t go;
+	struct server_stats a, b;
+	struct test_server s;
+
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(server_start(&s, O1_TEST_SERVER, args), 0);
+	assert_int_equal(server_stats(&s, &a), 0);
+	pthread_barrier_init(&go, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++) {
+		p[i] =
+		    (struct pinger){s.path, client_spin_us, gap_us, &go, 0, 0};
+		assert_int_equal(
+		    pthread_create(&t[i], NULL, pinger_main, &p[i]), 0);
+	}
+	pthread_barrier_wait(&go);
+	for (int i = 0; i < HOSTILE && hostile; i++)
+		corrupting_client(s.path);
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		if (p[i].err)
+			fail_msg("client %d: %d after %d pings (%s)", i,
+				 p[i].err, p[i].done,
+				 o1_client_strerror(p[i].err));
+		assert_int_equal(p[i].done, PINGS);
+	}
+	pthread_barrier_destroy(&go);
+	assert_int_equal(server_stats(&s, &b), 0);
+	/* the corrupting client's ninth PING finds the head, never a PONG */
+	assert_int_equal(b.pings - a.pings, (unsigned long long)n * PINGS +
+						(hostile ? 8 * HOSTILE : 0));
+	assert_int_equal(b.violations - a.violations, hostile ? HOSTILE : 0);
+	print_message("%d clients at once: %llu pings, %llu sleeps, %llu "
+		      "spin wake-ups, %llu violations\n",
+		      n, b.pings - a.pings, b.sleeps - a.sleeps,
+		      b.wake_spin - a.wake_spin, b.violations - a.violations);
+	assert_int_equal(server_stop(&s), 0);
+}
+
+/* Both sides spin (the loop's default window, the clients' 20 us). */
+static void test_at_once_spinning(void **state)
+{
+	const char *args[] = {eventfd_mode ? "--eventfd" : NULL, NULL};
+
+	(void)state;
+	at_once(args, 0, 0, 0);
+}
+
+/* Both sides sleep (the clients pause 200 us between pings, the loop does
+ * not spin): answers need the loop's doorbell looks after its one fence,
+ * several clients' in one pass when their pings meet. */
+static void test_at_once_asleep(void **state)
+{
+	const char *args[] = {"--spin-us", "0",
+			      eventfd_mode ? "--eventfd" : NULL, NULL};
+
+	(void)state;
+	at_once(args, 1, 200, 0);
+}
+
+static void test_at_once_beside_hostile(void **state)
+{
+	const char *args[] = {eventfd_mode ? "--eventfd" : NULL, NULL};
+
+	(void)state;
+	at_once(args, 0, 0, 1);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parked_sleeping_reader),
 	    cmocka_unit_test(test_parked_spinning_reader),
 	    cmocka_unit_test(test_parked_logprobs),
+	    cmocka_unit_test(test_at_once_spinning),
+	    cmocka_unit_test(test_at_once_asleep),
+	    cmocka_unit_test(test_at_once_beside_hostile),
 	};
 
 	eventfd_mode = argc > 1 && !strcmp(argv[1], "--eventfd");

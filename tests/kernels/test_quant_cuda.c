@@ -28,7 +28,13 @@
  *   the device: o1_gemv_q8_norm_cuda (with and without a row list) =
  *   o1_rmsnorm_cuda then o1_gemv_q8_cuda; o1_gemv_q8_norm_swiglu_cuda =
  *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda; o1_gemv_q8_add_cuda = y +
- *   o1_gemv_q8_cuda's product;
+ *   o1_gemv_q8_cuda's product; o1_gemv_q8_norm_rope_kv_cuda (a part of
+ *   the fused QKV matrix at a time, parts of different types) and
+ *   o1_gemv_q8_norm_rope_kv_parts_cuda (all parts: Q4_K then Q6_K in one
+ *   launch) = o1_gemv_q8_norm_cuda per part into the f32 QKV rows then
+ *   o1_rope_kv_write_cuda: q, both KV caches (pages around the written
+ *   slots included) equal, with and without a bias, partial and full
+ *   rotation, scaled or not;
  * - bad operands are refused with -EINVAL.
  * O1_TEST_QUICK=1 keeps every launch within tools/gpu/emu's 8192 threads
  * (run there by tools/gpu/emu/run_quant.sh). Exit 77 without a device. */
@@ -612,6 +618,157 @@ static void test_fused_q8(void **state)
 	check_fused(O1_QUANT_Q8_0, 4, 1024, 14336);
 }
 
+/* A fused QKV matrix in parts: rows [col0[i], col0[i + 1]) of TYPE[i]. */
+struct qkv_parts {
+	uint32_t n;
+	uint32_t col0[4];
+	enum o1_quant_type type[3];
+};
+
+/* The RoPE epilogue against its composition (see the top): M tokens at
+ * distinct slots of 4 pages of 16, HQ/HKV heads of D, rotation over ROT
+ * dims, the QKV matrix in the parts PT, K inputs. */
+static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
+			  uint32_t hkv, uint32_t d, uint32_t rot, bool bias,
+			  float scale, uint32_t k)
+{
+	const int32_t pos[4] = {7, 0, 1023, 33};
+	const uint32_t slots[4] = {19, 2, 63, 40};
+	uint32_t n = (hq + 2 * hkv) * d, pages = 4, pt_tok = 16;
+	size_t cache = (size_t)pages * hkv * pt_tok * d,
+	       qn = (size_t)m * hq * d;
+	float *xf = malloc((size_t)m * k * 4), *nw = malloc((size_t)k * 4);
+	float *bs = malloc((size_t)n * 4), *inv = malloc((size_t)rot / 2 * 4);
+	float *q[3] = {malloc(qn * 4), malloc(qn * 4), malloc(qn * 4)};
+	uint16_t *kc[3] = {malloc(cache * 2), malloc(cache * 2),
+			   malloc(cache * 2)};
+	uint16_t *vc[3] = {malloc(cache * 2), malloc(cache * 2),
+			   malloc(cache * 2)};
+	struct o1_gemv_q_part gp[3];
+	uint16_t *fill = malloc(cache * 2);
+	void *dw[3], *dxf, *dnw, *dq, *dkc, *dvc, *dqkv, *dpos, *dsl, *dinv,
+	    *dbs;
+	struct o1_attn_dims ad = {
+	    hq, hkv, d, pt_tok, (uint64_t)hkv * pt_tok * d, 1.0f};
+
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		xf[i] = frand() * (i % 53 == 0 ? 6.0f : 1.5f);
+	for (uint32_t i = 0; i < k; i++)
+		nw[i] = 0.5f + frand();
+	for (uint32_t i = 0; i < n; i++)
+		bs[i] = frand() * 0.25f;
+	for (uint32_t i = 0; i < rot / 2; i++)
+		inv[i] = (float)pow(10000.0, -2.0 * i / rot);
+	for (size_t i = 0; i < cache; i++)
+		fill[i] = (uint16_t)(0x3c00 + i % 977);
+	for (uint32_t i = 0; i < pt->n; i++) {
+		uint32_t rows = pt->col0[i + 1] - pt->col0[i];
+		uint8_t *qb = random_blocks(pt->type[i], (uint64_t)rows * k);
+		uint64_t rb;
+
+		assert_int_equal(o1_quant_row_bytes(pt->type[i], k, &rb), 0);
+		dw[i] = dev_put(qb, rb * rows);
+		gp[i] = (struct o1_gemv_q_part){dw[i], pt->type[i],
+						pt->col0[i], rows};
+		free(qb);
+	}
+	dxf = dev_put(xf, (size_t)m * k * 4);
+	dnw = dev_put(nw, (size_t)k * 4);
+	dq = dev_put(NULL, qn * 4);
+	dkc = dev_put(NULL, cache * 2);
+	dvc = dev_put(NULL, cache * 2);
+	dqkv = dev_put(NULL, (size_t)m * n * 4);
+	dpos = dev_put(pos, sizeof(pos));
+	dsl = dev_put(slots, sizeof(slots));
+	dinv = dev_put(inv, (size_t)rot / 2 * 4);
+	dbs = dev_put(bs, (size_t)n * 4);
+	struct o1_rope_kv_args ra = {dq,   dkc, dvc,  dqkv,  bias ? dbs : NULL,
+				     dpos, dsl, dinv, scale, m,
+				     rot};
+
+	/* 0: the composition, 1: a fused call a part, 2: the parts' call */
+	for (int fused = 0; fused < 3; fused++) {
+		assert_int_equal(
+		    cudaMemcpy(dkc, fill, cache * 2, cudaMemcpyHostToDevice),
+		    cudaSuccess);
+		assert_int_equal(
+		    cudaMemcpy(dvc, fill, cache * 2, cudaMemcpyHostToDevice),
+		    cudaSuccess);
+		assert_int_equal(cudaMemset(dq, 0x7f, qn * 4), cudaSuccess);
+		if (fused == 2)
+			assert_int_equal(o1_gemv_q8_norm_rope_kv_parts_cuda(
+					     &ra, &ad, dxf, dnw, 1e-5f, gp,
+					     pt->n, k, true, NULL),
+					 0);
+		for (uint32_t i = 0; fused < 2 && i < pt->n; i++) {
+			uint32_t c0 = pt->col0[i], rows = pt->col0[i + 1] - c0;
+
+			if (fused)
+				assert_int_equal(o1_gemv_q8_norm_rope_kv_cuda(
+						     &ra, &ad, dxf, dnw, 1e-5f,
+						     dw[i], pt->type[i], c0,
+						     rows, k, true, NULL),
+						 0);
+			else
+				assert_int_equal(o1_gemv_q8_norm_cuda(
+						     (float *)dqkv + c0, dxf,
+						     NULL, dnw, 1e-5f, dw[i],
+						     pt->type[i], m, rows, k, n,
+						     false, NULL),
+						 0);
+		}
+		if (!fused)
+			assert_int_equal(
+			    o1_rope_kv_write_cuda(&ra, &ad, false, NULL), 0);
+		dev_get(q[fused], dq, qn * 4);
+		dev_get(kc[fused], dkc, cache * 2);
+		dev_get(vc[fused], dvc, cache * 2);
+	}
+	for (int i = 1; i < 3; i++) {
+		assert_memory_equal(q[0], q[i], qn * 4);
+		assert_memory_equal(kc[0], kc[i], cache * 2);
+		assert_memory_equal(vc[0], vc[i], cache * 2);
+	}
+	/* the writes happened: token 0's first k and v elements (slot 19:
+	 * page 1, slot 3) moved */
+	size_t at = (size_t)hkv * pt_tok * d + (size_t)3 * d;
+
+	assert_true(kc[1][at] != fill[at] && vc[1][at] != fill[at]);
+	for (uint32_t i = 0; i < pt->n; i++)
+		cudaFree(dw[i]);
+	cudaFree(dxf), cudaFree(dnw), cudaFree(dq), cudaFree(dkc);
+	cudaFree(dvc), cudaFree(dqkv), cudaFree(dpos), cudaFree(dsl);
+	cudaFree(dinv), cudaFree(dbs);
+	free(xf), free(nw), free(bs), free(inv), free(fill);
+	for (int i = 0; i < 3; i++)
+		free(q[i]), free(kc[i]), free(vc[i]);
+}
+
+static void test_rope_kv_q8(void **state)
+{
+	/* llama3's split in a Q4_K_M file: q and k in Q4_K, v in Q6_K */
+	const struct qkv_parts qk_v = {
+	    2, {0, 6 * 64, 8 * 64}, {O1_QUANT_Q4_K, O1_QUANT_Q6_K}};
+	const struct qkv_parts q_k_v = {
+	    3,
+	    {0, 4 * 64, 5 * 64, 6 * 64},
+	    {O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q4_K}};
+	const struct qkv_parts one = {1, {0, 8 * 32}, {O1_QUANT_Q6_K}};
+	/* llama3-8b's heads (32 q, 8 kv of 128) */
+	const struct qkv_parts l8 = {
+	    2, {0, 40 * 128, 48 * 128}, {O1_QUANT_Q4_K, O1_QUANT_Q6_K}};
+
+	(void)state;
+	check_rope_kv(&l8, 1, 32, 8, 128, 128, false, 1.0f, 256);
+	for (uint32_t m = 1; m <= 4; m++)
+		check_rope_kv(&qk_v, m, 4, 2, 64, 64, m % 2, 1.0f, 512);
+	check_rope_kv(&q_k_v, 3, 4, 1, 64, 32, true, 0.75f, 1024);
+	check_rope_kv(&one, 2, 4, 2, 32, 32, false, 1.0f, 256);
+	if (quick)
+		return;
+	check_rope_kv(&qk_v, 1, 4, 2, 64, 64, false, 1.0f, 4096);
+}
+
 /* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
  * o1_gemv_q_cuda into (M, 2F) then o1_swiglu_cuda, bitwise (and that
  * product is check_gemv's). */
@@ -720,6 +877,31 @@ static void test_bad_args(void **state)
 					      -1, w, O1_QUANT_Q8_0, 1, 1, 32, 1,
 					      false, NULL),
 			 -EINVAL);
+	/* a part of the QKV rows that splits a head */
+	{
+		struct o1_rope_kv_args ra = {
+		    y, x,    x, y, NULL, (int32_t *)x, (uint32_t *)x,
+		    y, 1.0f, 1, 64};
+		struct o1_attn_dims ad = {4, 2, 64, 16, 4 * 2 * 16 * 64, 1.0f};
+
+		assert_int_equal(o1_gemv_q8_norm_rope_kv_cuda(
+				     &ra, &ad, (float *)x, (float *)x, 1e-5f, w,
+				     O1_QUANT_Q8_0, 32, 64, 32, false, NULL),
+				 -EINVAL);
+		assert_int_equal(o1_gemv_q8_norm_rope_kv_cuda(
+				     &ra, &ad, (float *)x, (float *)x, 1e-5f, w,
+				     O1_QUANT_Q8_0, 448, 128, 32, false, NULL),
+				 -EINVAL);
+		assert_int_equal(o1_gemv_q8_norm_rope_kv_parts_cuda(
+				     &ra, &ad, (float *)x, (float *)x, 1e-5f,
+				     NULL, 0, 32, false, NULL),
+				 -EINVAL);
+		ra.n_tokens = 5;
+		assert_int_equal(o1_gemv_q8_norm_rope_kv_cuda(
+				     &ra, &ad, (float *)x, (float *)x, 1e-5f, w,
+				     O1_QUANT_Q8_0, 0, 64, 32, false, NULL),
+				 -EINVAL);
+	}
 	/* beyond the shared memory of the fused variants */
 	assert_int_equal(o1_gemv_q8_add_cuda(y, x, w, O1_QUANT_Q8_0, 4, 1,
 					     32768, 1, false, NULL),
@@ -748,6 +930,7 @@ int main(void)
 	    cmocka_unit_test(test_gemv_q8),
 	    cmocka_unit_test(test_gemv_q8_vectors),
 	    cmocka_unit_test(test_fused_q8),
+	    cmocka_unit_test(test_rope_kv_q8),
 	    cmocka_unit_test(test_swiglu),
 	    cmocka_unit_test(test_bad_args),
 	};

@@ -47,7 +47,9 @@
  * and multiplied by cuBLAS, or (mma) on gemm_q.cu's tensor-core kernel;
  * --quant-tile-mb N sets the tiles' size (cfg.cuda_quant_tile_bytes, at
  * most 64). The RESULT line ends with quant_gemm=tiles|mma and
- * quant_tile_mb=N (0: the default).
+ * quant_tile_mb=N (0: the default). --prefetch off (default on) sets
+ * cfg.cuda_no_prefetch: the fused block products no longer prefetch the
+ * next small product's weights into L2 (same bits).
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
@@ -103,6 +105,7 @@ struct bench_args {
 	bool device_sample;
 	bool quant_mma;	       /* --quant-gemm mma */
 	uint32_t quant_tile_mb; /* --quant-tile-mb */
+	bool no_prefetch;	/* --prefetch off */
 };
 
 /* One run's switches. */
@@ -218,6 +221,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-dot", required_argument, NULL, 'q'},
 	    {"quant-gemm", required_argument, NULL, 'Q'},
 	    {"quant-tile-mb", required_argument, NULL, 'M'},
+	    {"prefetch", required_argument, NULL, 'P'},
 	    {0},
 	};
 	int opt;
@@ -247,6 +251,12 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				       : !strcmp(optarg, "both") ? 2
 								 : -1;
 			if (a->quant_dot < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'P') {
+			a->no_prefetch = !strcmp(optarg, "off");
+			if (!a->no_prefetch && strcmp(optarg, "on"))
 				return -EINVAL;
 			continue;
 		}
@@ -311,6 +321,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_f32 = md->quant_f32,
 	    .cuda_quant_mma = a->quant_mma,
 	    .cuda_quant_tile_bytes = a->quant_tile_mb << 20,
+	    .cuda_no_prefetch = a->no_prefetch,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -581,7 +592,8 @@ int main(int argc, char **argv)
 				"[--reps N (<= 16)] [--sample host|device] "
 				"[--autotune on|off|both] "
 				"[--quant-dot int8|f32|both] "
-				"[--quant-gemm tiles|mma] [--quant-tile-mb N]\n");
+				"[--quant-gemm tiles|mma] [--quant-tile-mb N] "
+				"[--prefetch on|off]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

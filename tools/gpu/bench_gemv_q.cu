@@ -5,14 +5,15 @@
  *
  *   bench_gemv_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k]
  *
- * Shapes (N outputs x K inputs): 4096 x 4096 (O), 14336 x 4096 (gate or
- * up), 4096 x 14336 (down), 128256 x 4096 (LM head). For each: bf16
+ * Shapes (N outputs x K inputs): 6144 x 4096 (QKV), 4096 x 4096 (O),
+ * 14336 x 4096 (gate or up), 4096 x 14336 (down), 128256 x 4096 (LM
+ * head). For each: bf16
  * (o1_gemv_bf16_cuda, its default setup), then each type's old schedule
  * (gemv_q: one batch a warp in registers), new (gemv_qp: the cp.async
  * ring, what the backend launches) and new's variants (qp_groups: half
- * and twice its batch; 3 stages and 3 blocks a multiprocessor, where the
- * input is short enough, else new itself), each checked to give the old
- * one's bits. Time
+ * and twice its batch; 3 stages and 3 blocks a multiprocessor, and 2
+ * stages and 4 blocks, where the input is short enough, else new
+ * itself), each checked to give the old one's bits. Time
  * per product: a CUDA graph of ITERS launches (default 20; fewer where
  * they would read over 4 GB) with PDL, each
  * over its own copy of the weights (the copies span at least 1 GiB, so L2
@@ -39,6 +40,7 @@ struct shape {
 };
 
 static const shape shapes[] = {
+    {"qkv", 6144, 4096},
     {"o", 4096, 4096},
     {"gate", 14336, 4096},
     {"down", 4096, 14336},
@@ -95,11 +97,11 @@ static __global__ void fill_bf16(uint16_t *x, uint32_t n)
 }
 
 /* bf16, gemv_q, gemv_qp (the default), gemv_qp with half and twice its
- * batch, and with 3 stages and 3 blocks a multiprocessor (qp_groups's
- * X = 1, 2, 3) */
-enum kernel { K_BF16, K_OLD, K_NEW, K_HALF, K_TWICE, K_3B };
-static const char *kernel_name[] = {"bf16",  "old",   "new",
-				    "new/2", "new*2", "new3b"};
+ * batch, with 3 stages and 3 blocks a multiprocessor, and with 2 stages
+ * and 4 blocks (qp_groups's X = 1, 2, 3, 4) */
+enum kernel { K_BF16, K_OLD, K_NEW, K_HALF, K_TWICE, K_3B, K_4B };
+static const char *kernel_name[] = {"bf16",  "old",   "new",  "new/2",
+				    "new*2", "new3b", "new4b"};
 
 struct bufs {
 	uint8_t *w; /* copies of the matrix, back to back */
@@ -129,6 +131,9 @@ static int launch_q(const shape &s, const bufs &b, uint32_t c,
 		    a, true, st);
 	case K_3B:
 		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 3>(
+		    a, true, st);
+	case K_4B:
+		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 4>(
 		    a, true, st);
 	default:
 		return launch_m<1, TYPE, OUT_STORE, DOT_I8, IN_BF16, true, 0>(
@@ -350,7 +355,7 @@ int main(int argc, char **argv)
 			    open_bufs(s, rb * s.n, blk, at0, at1, b))
 				goto nomem;
 			mb = (double)rb * s.n / 1e6;
-			for (int kn = K_OLD; kn <= K_3B; kn++) {
+			for (int kn = K_OLD; kn <= K_4B; kn++) {
 				us = time_kernel(s, b, t.type, (enum kernel)kn,
 						 iters, st);
 				if (us <= 0) {
@@ -365,7 +370,7 @@ int main(int argc, char **argv)
 				if (kn == K_OLD)
 					old_us = us;
 			}
-			for (int kn = K_NEW; kn <= K_3B; kn++) {
+			for (int kn = K_NEW; kn <= K_4B; kn++) {
 				int same = same_bits(s, b, t.type,
 						     (enum kernel)kn, st);
 

@@ -1,5 +1,6 @@
 /* The part of the CUDA runtime API that kernels/sample.cu, gemv.cu,
- * attention.cu, rope.cu, rmsnorm.cu and their tests use, for the CPU
+ * attention.cu, rope.cu, rmsnorm.cu, their tests and tools/gpu's
+ * bench_qkv_q use, for the CPU
  * emulation (emu.h): memory
  * is host memory, launches run at once (or are recorded while a stream
  * captures), events and streams are placeholders. */
@@ -25,6 +26,9 @@ enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
 typedef struct emu_stream *cudaStream_t;
 typedef struct emu_graph *cudaGraph_t;
 typedef struct emu_graph *cudaGraphExec_t;
+/* an event: the host's clock when recorded (work runs at once) */
+typedef struct emu_event *cudaEvent_t;
+enum { cudaStreamNonBlocking = 1 };
 
 cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
@@ -41,6 +45,16 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g,
 cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x);
 cudaError_t cudaGraphDestroy(cudaGraph_t g);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+/* the asynchronous copies run at once (no stream capture) */
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, int kind,
+			    cudaStream_t st);
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st);
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
 cudaError_t cudaGetLastError(void);
 const char *cudaGetErrorString(cudaError_t e);
 /* EMU_SMS for the multiprocessor count (C tests size cases by it too). */

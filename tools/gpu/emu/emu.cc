@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
 #include <random>
@@ -366,6 +367,55 @@ cudaError_t cudaMemset(void *d, int v, size_t n)
 	return cudaSuccess;
 }
 
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, int kind,
+			    cudaStream_t st)
+{
+	(void)st;
+	return cudaMemcpy(d, s, n, kind);
+}
+
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
+{
+	(void)st;
+	return cudaMemset(d, v, n);
+}
+
+struct emu_event {
+	struct timespec t;
+};
+
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+	*e = (cudaEvent_t)calloc(1, sizeof(struct emu_event));
+	return *e ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+	free(e);
+	return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+	(void)s;
+	clock_gettime(CLOCK_MONOTONIC, &e->t);
+	return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+	(void)e;
+	return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+	*ms = (float)((b->t.tv_sec - a->t.tv_sec) * 1e3 +
+		      (b->t.tv_nsec - a->t.tv_nsec) / 1e6);
+	return cudaSuccess;
+}
+
 cudaError_t cudaDeviceSynchronize(void)
 {
 	return cudaSuccess;
@@ -375,6 +425,12 @@ cudaError_t cudaStreamCreate(cudaStream_t *s)
 {
 	*s = (cudaStream_t)malloc(1);
 	return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+	(void)flags;
+	return cudaStreamCreate(s);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs tests/kernels/test_quant_cuda against kernels/quant.cu,
-# kernels/gemv_q.cu, kernels/swiglu.cu and kernels/rmsnorm.cu (references
-# of its fused variants) emulated on the
+# kernels/gemv_q.cu, kernels/swiglu.cu, kernels/rmsnorm.cu and
+# kernels/rope.cu (references of its fused variants) emulated on the
 # CPU (emu.h): no GPU needed, so the block decoding and the decode
 # products can be checked before GPU time is spent. The .cu files are
 # copied into build-emu/ so that their "cuda_launch.h" is this folder's
@@ -21,7 +21,7 @@ mkdir -p "$out"
 inc=(-I"$emu" -I"$root/kernels" -I"$root" -I"$root/daemon")
 # extern __shared__ arrays become emu_smem() (as run_decode.sh does)
 shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
-for k in quant gemv_q swiglu rmsnorm; do
+for k in quant gemv_q swiglu rmsnorm rope; do
 	sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
 done
 # rms_reduce.h's guard against non-CUDA compilers goes (the copy beside
@@ -30,7 +30,7 @@ sed -e '/^#ifndef __CUDACC__$/,/^#endif$/d' "$root/kernels/rms_reduce.h" >"$out/
 cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -include "$emu/emu.h" "${inc[@]}")
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
     -DO1_SHARED_DIR="\"$root/../shared\"" "${inc[@]}")
-for k in quant gemv_q swiglu rmsnorm; do
+for k in quant gemv_q swiglu rmsnorm rope; do
 	"${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
 done
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
@@ -43,5 +43,5 @@ for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q kernels/g
 	objs+=("$o")
 done
 g++ -no-pie -o "$out/test_quant_cuda" "$out"/test_quant.o \
-  "$out"/{quant_emu,gemv_q_emu,swiglu_emu,rmsnorm_emu,emu}.o "${objs[@]}" -lcmocka -lm -lpthread
+  "$out"/{quant_emu,gemv_q_emu,swiglu_emu,rmsnorm_emu,rope_emu,emu}.o "${objs[@]}" -lcmocka -lm -lpthread
 O1_TEST_QUICK=1 "$out/test_quant_cuda"

@@ -1,0 +1,60 @@
+#!/bin/sh
+# Spin pings of many clients at once through o1d (issue 19,
+# docs/PERFORMANCE.md "16 clients at once"):
+#   tools/bench/ipc_clients.sh BUILD_DIR [O1D_BEFORE] [RUNS] [CLIENTS...]
+# Starts o1d (BUILD_DIR's, and O1D_BEFORE, an o1d binary built from an
+# older commit, when given: the two by turns, so both see the same machine
+# load) on the CPU backend with the demo model (kv.pages=256,
+# backend.threads=2, metrics off), and runs `o1bench ping` against it once
+# per run and client count (default 1 8 12 16): with one client, its
+# shm-spin line beside the unix-socket line and o1d's idle CPU; with N,
+# the pooled shm-spin-Nclients line. Each line is prefixed with the
+# binary, the client count and the load average at its start. PING_COUNT
+# (default 200000) pings in all per run.
+set -eu
+build=$1 before=${2:-} runs=${3:-3}
+shift $(($# < 3 ? $# : 3))
+clients=${*:-1 8 12 16}
+count=${PING_COUNT:-200000}
+dir=$(mktemp -d /tmp/o1-ipc-clients-XXXXXX)
+pid=
+trap '[ -z "$pid" ] || kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
+"$build/tools/o1model/o1model" make --preset demo --out "$dir/demo.gguf" \
+	>/dev/null 2>&1
+
+# one_run BINARY LABEL N: o1d up, one o1bench ping, o1d down
+one_run() {
+	sock=$dir/o1d.sock
+	"$1" --set model.path="$dir/demo.gguf" --set ipc.socket="$sock" \
+		--set kv.pages=256 --set backend.threads=2 \
+		--set metrics.enabled=false >"$dir/o1d.log" 2>&1 &
+	pid=$!
+	i=0
+	while [ ! -S "$sock" ] && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -S "$sock" ] || { cat "$dir/o1d.log" >&2; exit 1; }
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	if [ "$3" = 1 ]; then
+		"$build/tools/o1bench/o1bench" ping --socket "$sock" \
+			--count "$count" --sleep-count 2000 |
+			grep -E '^(shm-spin|unix-socket|idle-cpu) '
+	else
+		"$build/tools/o1bench/o1bench" ping --socket "$sock" \
+			--count "$count" --sleep-count 200 --clients "$3" |
+			grep -E '^shm-spin-'
+	fi | sed "s/^/$2 clients=$3 load=$load /"
+	kill $pid
+	wait $pid || true
+	pid=
+}
+
+r=0
+while [ $r -lt "$runs" ]; do
+	for n in $clients; do
+		[ -z "$before" ] || one_run "$before" before "$n"
+		one_run "$build/daemon/o1d/o1d" after "$n"
+	done
+	r=$((r + 1))
+done
