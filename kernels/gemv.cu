@@ -26,7 +26,10 @@
  * default launch is gemv2 instead: two register buffers of half the
  * pieces taken in turn, so two units' loads are in flight (both before
  * the PDL wait at the start) where gemv waited on DRAM once a unit; the
- * same pieces in the same order, the same bits. Weights are read with
+ * same pieces in the same order, the same bits. Likewise a lone input
+ * row's product whose row is just over one batch (qwen2.5-0.5b's down
+ * product, K = 4864) takes it in one batch of GEMV_WHOLE pieces
+ * (whole_row), not a second of 3 to wait for. Weights are read with
  * the non-coherent path without L1 allocation (each byte is read once;
  * L1 keeps the input rows).
  *
@@ -78,6 +81,8 @@ extern "C" {
 #define GEMV_STAGE_BYTES (64u << 10)
 /* Input pieces a thread loads at once when staging them. */
 #define GEMV_STAGE_LOADS 4
+/* Pieces a lane a batch of whole_row's launch (one row, one unit a warp). */
+#define GEMV_WHOLE 20
 
 enum { IN_BF16, IN_STAGED, IN_NORM };
 enum { OUT_STORE, OUT_ADD, OUT_SWIGLU, OUT_ROPE };
@@ -614,6 +619,18 @@ static bool two_buffers(gemv_args a, uint32_t lo, uint32_t bps)
 	return a.k8 <= 32 * lo && a.units > a.stride;
 }
 
+/* Whether the default setup of one input row runs gemv with batches of
+ * GEMV_WHOLE pieces: a row is more than one batch of D but one of
+ * GEMV_WHOLE, and every warp has one unit (qwen2.5-0.5b's down product,
+ * K = 4864: 19 pieces a lane, where D = 16 left a second batch of 3 to
+ * wait for after the first). Bf16 inputs only: the normalizing stage
+ * leaves too few registers for the batch. */
+static bool whole_row(gemv_args a, uint32_t d, uint32_t bps)
+{
+	grid_for(a, bps);
+	return a.k8 > 32 * d && a.k8 <= 32 * GEMV_WHOLE && a.units <= a.stride;
+}
+
 /* The pieces per lane a batch that a setup may name for M rows and
  * variant OUT: the default D = batch_of, and D / 2 when at least 2 (M =
  * 3, which no bucket step has, only D). Not 2 D: batch_of's values are
@@ -646,6 +663,11 @@ static int launch_setup(const gemv_args &a, o1_gemv_setup u, bool pdl,
 		if (two_buffers(a, LO, bps))
 			return launch<M, IN, OUT, LO, true>(a, bps, pdl,
 							    stream);
+	}
+	if constexpr (M == 1 && rows_of<OUT>() == 1 && IN != IN_NORM) {
+		if (whole_row(a, D, bps))
+			return launch<M, IN, OUT, GEMV_WHOLE>(a, bps, pdl,
+							      stream);
 	}
 	return launch<M, IN, OUT, D>(a, bps, pdl, stream);
 }

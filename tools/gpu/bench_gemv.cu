@@ -8,20 +8,22 @@
  * For each product of qwen2.5-0.5b, llama3.2-1b and llama3-8b (QKV over
  * the RMSNorm, x += O, SwiGLU over the RMSNorm of the gate/up product,
  * x += down, LM head over the RMSNorm: the variants the CUDA backend
- * runs, but for the QKV product's RoPE epilogue), each launch setup (blocks per
- * multiprocessor 1 to 4; pieces per lane and row in a batch: 4, 8, 16, halved
- * for the paired SwiGLU rows) and PDL off and on: the time per product from a
- * CUDA graph of ITERS launches back to back (default 20), each over its own
- * copy of the weights (the copies span at least 1 GiB, so L2 holds none of them
- * when it is read), the median of 5 replays after one warm-up; each setup
- * with one batch in flight a warp (gemv) and, where a row is one batch,
- * two (gemv2). GB/s counts the weight bytes only (the input and output
- * are a few KB). --quick: the default setup (GEMV_BPS, batch_of, one
- * buffer) and the backend's only, PDL on. The last lines: per product,
- * the one-buffer default setup's time and bandwidth, what the backend
- * launches now (launch_setup: gemv2 with half the pieces where
- * two_buffers says so) and the best setup's. This file includes gemv.cu
- * to reach its templates (it does not link the library's copy). */
+ * runs, but for the QKV product's RoPE epilogue), each launch setup
+ * (blocks per multiprocessor 1 to 4; pieces per lane and row in a batch:
+ * 4, 8, 16, halved for the paired SwiGLU rows, and GEMV_WHOLE for x += O
+ * and x += down), PDL off and on, one batch in flight a warp (gemv) and,
+ * where a row is one batch, two (gemv2): the time per product from a
+ * CUDA graph of ITERS launches back to back (default 20), each over its
+ * own copy of the weights (the copies span at least 1 GiB, so L2 holds
+ * none of them when it is read), the median of 5 replays after one
+ * warm-up. GB/s counts the weight bytes only (the input and output are a
+ * few KB). --quick: the one-buffer default setup (GEMV_BPS, batch_of) and
+ * the backend's only, PDL on. The last lines: per product, the one-buffer
+ * default's time and bandwidth, what the backend launches now
+ * (launch_setup: gemv2 with half the pieces where two_buffers says so,
+ * GEMV_WHOLE pieces where whole_row does) and the best setup's. This
+ * file includes gemv.cu to reach its templates (it does not link the
+ * library's copy). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +144,8 @@ static int launch_one(const shape &s, const bufs &b, uint32_t c, const setup &u,
 	case 16:
 		return u.two ? launch_p<16, true>(s, b, c, u, st)
 			     : launch_p<16, false>(s, b, c, u, st);
+	case GEMV_WHOLE: /* x += O and x += down only (whole_row) */
+		return launch_p<GEMV_WHOLE, false>(s, b, c, u, st);
 	default:
 		return u.two ? launch_p<8, true>(s, b, c, u, st)
 			     : launch_p<8, false>(s, b, c, u, st);
@@ -252,6 +256,9 @@ static setup backend_setup(const shape &s)
 
 	if (two_buffers(a, s.kind == K_GU ? lo / 2 : lo, GEMV_BPS))
 		return setup{GEMV_BPS, lo, true, true};
+	if ((s.kind == K_O || s.kind == K_DOWN) &&
+	    whole_row(a, 2 * lo, GEMV_BPS))
+		return setup{GEMV_BPS, GEMV_WHOLE, true, false};
 	return default_setup();
 }
 
@@ -303,7 +310,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		for (uint32_t bps = 1; bps <= 4; bps++)
-			for (uint32_t p = 4; p <= 16; p *= 2)
+			for (uint32_t p : {4u, 8u, 16u, (uint32_t)GEMV_WHOLE})
 				for (int v = 0; v < 4; v++) {
 					setup u = {bps, p, (v & 1) != 0,
 						   v >= 2};
@@ -316,7 +323,10 @@ int main(int argc, char **argv)
 					double us;
 
 					if ((quick && !is_d && !is_k) ||
-					    (u.two && !one_batch(s, p)))
+					    (u.two && !one_batch(s, p)) ||
+					    (p == GEMV_WHOLE &&
+					     (u.two || (s.kind != K_O &&
+							s.kind != K_DOWN))))
 						continue;
 					us = time_setup(s, b, u, iters, st);
 					printf("%-13s %-8s %7u %6u %8.1f  %3u "
