@@ -76,6 +76,7 @@ extern "C" {
 #define DEC_SPLIT_ROUNDS 1
 #define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
 #define DEC_HEADS	 4
+#define DEC_HEADS_FEW	 2 /* at up to 8 rows: dec_most */
 #define DEC_FLAT	 false
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
@@ -603,6 +604,18 @@ static uint32_t dec_warps(uint32_t n_rows)
 	return n_rows <= 8 ? 8 : n_rows <= 128 ? 2 : 1;
 }
 
+/* Most heads a block serves, by the launch's rows: at up to 8 rows
+ * DEC_HEADS_FEW. A lone row's blocks are few (qwen2.5-0.5b: 2 kv heads),
+ * and once its K/V loads are issued before the PDL wait what is left
+ * after it is the block's arithmetic, which is per head: blocks of 2 heads
+ * (128 registers a thread, so one also fits beside a product's block on a
+ * multiprocessor) do half a block of 4's, on twice the blocks, reading
+ * the same K/V rows twice (L2). */
+static uint32_t dec_most(uint32_t n_rows)
+{
+	return n_rows <= 8 ? DEC_HEADS_FEW : DEC_HEADS;
+}
+
 /* Rounds of the longest context one split serves, by the launch's rows:
  * a few rows take two (both loaded before the PDL wait: 256 positions of
  * 8 warps at D = 64), longer contexts split as split_min says; a full
@@ -625,7 +638,7 @@ extern "C" int o1_attention_decode_cuda(
 	    tune && tune->split_rounds ? tune->split_rounds : DEC_SPLIT_ROUNDS;
 	uint32_t target =
 	    tune && tune->target_blocks ? tune->target_blocks : DEC_TARGET;
-	uint32_t most = tune && tune->heads ? tune->heads : DEC_HEADS;
+	uint32_t most = tune && tune->heads ? tune->heads : dec_most(n_rows);
 	uint32_t g, hg, dd = d->head_dim;
 	dec_dev a;
 	size_t smem;

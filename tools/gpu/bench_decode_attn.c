@@ -268,10 +268,10 @@ static double max_diff(const struct bench *b)
 }
 
 /* The decode kernel's best tuning at the graph MAX_LEN (cold times):
- * warps, split rounds, target blocks; for groups wider than 4 also 4
- * heads a block beside the default 8, and for blocks of 4 heads loading
- * each round as it starts (flat) beside a round ahead; blocks of 2 and 1
- * heads (more blocks, less arithmetic each: a lone row's few blocks). A
+ * warps, split rounds, target blocks; for each the default heads a block
+ * (4, or 2 at up to 8 rows), 4, 4 loading each round as it starts (flat)
+ * rather than a round ahead, 2 and 1 (more blocks, less arithmetic
+ * each), where the group makes them differ. A
  * tuning that names its split rounds splits every context longer than
  * them (the default keeps contexts of up to 2 rounds whole at <= 8
  * rows). */
@@ -287,9 +287,9 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 	double best_us = 1e30, cold, warm;
 
 	for (size_t h = 0; h < sizeof(kinds) / sizeof(kinds[0]); h++) {
-		if ((h == 1 && g <= 4) || (h == 2 && g < 3) ||
-		    (h == 3 && g <= 2) || (h == 4 && g <= 1))
-			continue; /* the same kernel as kinds[0] */
+		if ((h == 1 && g <= 2) || (h == 2 && g < 3) ||
+		    (h == 3 && g <= 1) || (h == 4 && g <= 1))
+			continue; /* the same kernel as a kind before */
 		for (size_t i = 0; i < 4; i++)
 			for (size_t j = 0; j < 3; j++)
 				for (size_t k = 0; k < 4; k++) {
