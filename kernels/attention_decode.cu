@@ -25,7 +25,10 @@
  * blocks to fill the GPU at its batch, at most DEC_MAX_SPLITS, within
  * scratch and tickets); each row decides on the device how many of them it
  * uses: ceil(len / split_min) capped at N_SPLITS, over chunks of whole
- * rounds, len = its causal length. Blocks past a row's last split exit at
+ * rounds, len = its causal length; one up to len = solo (2 rounds at up
+ * to 8 rows, dec_solo: no merge for a short context, where the merge's
+ * fence, ticket and dependent loads of partials cost more than a second
+ * round of arithmetic on rows loaded before the PDL wait). Blocks past a row's last split exit at
  * once, so a graph captured at MAX_LEN = the longest context costs a short
  * sequence only its own splits. A row with one split writes its output
  * directly; otherwise each split stores its partial (acc, max, sum) in
@@ -33,10 +36,22 @@
  * block column), merges exactly the used splits and sets the ticket back
  * to zero (one kernel, no merge launch).
  *
+ * PDL (cuda_launch.h). Before it waits for the previous kernel a block
+ * reads its row's step inputs (offsets, start, block table) and issues
+ * the loads of its first rounds (two with PIPE, one without) for the
+ * positions before the sequence's first new token: those K/V rows were
+ * written by earlier steps, before the step's first kernel, so the
+ * block-table, DRAM and L2 latencies of a short context overlap the
+ * previous kernel (the QKV product); after the wait it reads q and loads
+ * the new positions (the previous kernel wrote them). Where they are
+ * loaded changes no bit.
+ *
  * Invariants: D in {32, 64, 128, 256}; page_stride, the caches and q
  * 16-byte aligned (fits); tickets zero between launches (device memory
  * starts zeroed; launches on one device never overlap: the CUDA backend
- * has one stream per device); PDL: every thread waits first.
+ * has one stream per device); PDL: every thread waits, early exits
+ * included, and nothing is written or read from q, scratch or tickets
+ * before it; K/V rows of positions >= start[seq] only after it.
  */
 #include <errno.h>
 #include <math.h>
@@ -61,6 +76,7 @@ extern "C" {
 #define DEC_SPLIT_ROUNDS 1
 #define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
 #define DEC_HEADS	 4
+#define DEC_HEADS_FEW	 2 /* at up to 8 rows: dec_most */
 #define DEC_FLAT	 false
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
@@ -71,6 +87,7 @@ struct dec_dev {
 	float qscale; /* scale * log2(e) */
 	uint32_t hq, hkv, p, n_seqs, max_blocks, n_splits, chunks;
 	uint32_t split_min; /* least positions a split takes (rounds) */
+	uint32_t solo;	    /* longest context served by one split */
 	uint32_t round;	    /* positions a block covers a round */
 	uint32_t skip_new;  /* rows of sequences with >= this many new tokens
 			       belong to the tiled kernel: left alone */
@@ -107,7 +124,9 @@ static __device__ uint32_t dec_seq_of_row(const uint32_t *q_off, uint32_t n,
 static __device__ uint32_t dec_splits(const dec_dev &a, uint32_t len,
 				      uint32_t *chunk)
 {
-	uint32_t n = dec_min(a.n_splits, (len + a.split_min - 1) / a.split_min);
+	uint32_t n = len <= a.solo ? 1
+				   : dec_min(a.n_splits,
+					     (len + a.split_min - 1) / a.split_min);
 	uint32_t c = (len + n - 1) / n;
 
 	c = (c + a.round - 1) / a.round * a.round;
@@ -223,6 +242,27 @@ dec_load(uint4 (&kr)[DEC_UNROLL], uint4 (&vr)[DEC_UNROLL],
 	}
 }
 
+/* dec_load's positions in [FROM, END) again (the others keep what they
+ * hold): after the PDL wait, the rows the previous kernel wrote. */
+template <uint32_t D>
+static __device__ void
+dec_reload(uint4 (&kr)[DEC_UNROLL], uint4 (&vr)[DEC_UNROLL],
+	   const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
+	   const uint32_t *table, const dec_dev &a, uint64_t kvoff,
+	   uint32_t pos, uint32_t step, uint32_t from, uint32_t end)
+{
+#pragma unroll
+	for (int u = 0; u < DEC_UNROLL; u++, pos += step) {
+		if (pos >= from && pos < end) {
+			uint64_t off = table[pos / a.p] * a.page_stride +
+				       (uint64_t)(pos % a.p) * D + kvoff;
+
+			kr[u] = *(const uint4 *)(kc + off);
+			vr[u] = *(const uint4 *)(vc + off);
+		}
+	}
+}
+
 /* A split launch's scratch (o1_attention_cuda_scratch_floats's count):
  * the partial accumulators (rows, Hq, n_splits, D), rows 16-byte aligned
  * (the scratch is), then their (max (base 2), sum) pairs (rows, Hq,
@@ -323,27 +363,45 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	uint32_t kvh = blockIdx.y / a.chunks, hc = blockIdx.y % a.chunks;
 	uint32_t g = a.hq / a.hkv, h0 = kvh * g + hc * HG;
 	uint32_t nh = dec_min(HG, g - hc * HG);
-	uint32_t s, len, used, chunk, j0, j1;
+	uint32_t s, len, used, chunk, j0, j1, safe;
+	bool idle;
 	uint32_t *flag =
 	    (uint32_t *)(dsm + dec_max(nw * HG * (D + 2),
 				       HG * (2 * DEC_MAX_SPLITS + 1)));
 	const uint32_t *table;
 	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
-	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL];
+	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL], kn[DEC_UNROLL], vn[DEC_UNROLL];
 	float qv[HG][8];
 	dec_state<HG> st;
 
-	o1_pdl_wait();
-	o1_pdl_trigger();
+	/* Before the wait (PDL), only step inputs and the K/V rows of
+	 * positions before the sequence's first new token (written by earlier
+	 * steps): see the top. */
 	s = dec_seq_of_row(a.q_off, a.n_seqs, row);
-	if (a.q_off[s + 1] - a.q_off[s] >= a.skip_new)
-		return; /* the whole block: the tiled kernel's row */
 	len = a.start[s] + row - a.q_off[s] + 1;
 	used = dec_splits(a, len, &chunk);
-	if (split >= used)
-		return; /* the whole block: past this row's splits */
+	idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new || split >= used;
 	j0 = split * chunk, j1 = dec_min(j0 + chunk, len);
+	safe = dec_min(j1, a.start[s]);
 	table = a.tables + (size_t)s * a.max_blocks;
+	if (!idle) {
+		dec_load<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng,
+			    safe);
+		if (PIPE)
+			dec_load<D>(kn, vn, kc, vc, table, a, kvoff,
+				    j0 + a.round + gid, ng, safe);
+	}
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	if (idle)
+		return; /* the whole block: the tiled kernel's row, or past
+			   this row's splits */
+	/* this step's new positions: written by the previous kernel */
+	dec_reload<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng, safe,
+		      j1);
+	if (PIPE)
+		dec_reload<D>(kn, vn, kc, vc, table, a, kvoff,
+			      j0 + a.round + gid, ng, safe, j1);
 #pragma unroll
 	for (int h = 0; h < HG; h++) {
 		const float4 *qr = (const float4 *)(q +
@@ -362,18 +420,15 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		for (int i = 0; i < 8; i++)
 			st.acc[h][i] = 0;
 	}
-	if (PIPE)
-		dec_load<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng, j1);
 	for (uint32_t base = j0; base < j1; base += a.round) {
-		uint4 kn[DEC_UNROLL], vn[DEC_UNROLL];
 		float sc[DEC_UNROLL][HG], vf[DEC_UNROLL][8];
 
 		/* pipelined: the next round's loads fly during this one's
-		 * arithmetic */
-		if (PIPE)
+		 * arithmetic (the first two rounds were loaded above) */
+		if (PIPE && base != j0)
 			dec_load<D>(kn, vn, kc, vc, table, a, kvoff,
 				    base + a.round + gid, ng, j1);
-		else
+		else if (!PIPE && base != j0)
 			dec_load<D>(kr, vr, kc, vc, table, a, kvoff, base + gid,
 				    ng, j1);
 #pragma unroll
@@ -549,6 +604,27 @@ static uint32_t dec_warps(uint32_t n_rows)
 	return n_rows <= 8 ? 8 : n_rows <= 128 ? 2 : 1;
 }
 
+/* Most heads a block serves, by the launch's rows: at up to 8 rows
+ * DEC_HEADS_FEW. A lone row's blocks are few (qwen2.5-0.5b: 2 kv heads),
+ * and once its K/V loads are issued before the PDL wait what is left
+ * after it is the block's arithmetic, which is per head: blocks of 2 heads
+ * (128 registers a thread, so one also fits beside a product's block on a
+ * multiprocessor) do half a block of 4's, on twice the blocks, reading
+ * the same K/V rows twice (L2). */
+static uint32_t dec_most(uint32_t n_rows)
+{
+	return n_rows <= 8 ? DEC_HEADS_FEW : DEC_HEADS;
+}
+
+/* Rounds of the longest context one split serves, by the launch's rows:
+ * a few rows take two (both loaded before the PDL wait: 256 positions of
+ * 8 warps at D = 64), longer contexts split as split_min says; a full
+ * batch has blocks enough without. */
+static uint32_t dec_solo(uint32_t n_rows)
+{
+	return n_rows <= 8 ? 2 : 1;
+}
+
 extern "C" int o1_attention_decode_cuda(
     uint16_t *out, const float *q, const uint16_t *k_cache,
     const uint16_t *v_cache, const struct o1_attn_dims *d,
@@ -562,7 +638,7 @@ extern "C" int o1_attention_decode_cuda(
 	    tune && tune->split_rounds ? tune->split_rounds : DEC_SPLIT_ROUNDS;
 	uint32_t target =
 	    tune && tune->target_blocks ? tune->target_blocks : DEC_TARGET;
-	uint32_t most = tune && tune->heads ? tune->heads : DEC_HEADS;
+	uint32_t most = tune && tune->heads ? tune->heads : dec_most(n_rows);
 	uint32_t g, hg, dd = d->head_dim;
 	dec_dev a;
 	size_t smem;
@@ -598,9 +674,14 @@ extern "C" int o1_attention_decode_cuda(
 		    1,
 		    (g + hg - 1) / hg,
 		    0,
+		    0,
 		    warps * (32 / (dd / 8)) * DEC_UNROLL,
 		    skip_new};
 	a.split_min = rounds * a.round;
+	a.solo = tune && tune->split_rounds
+		     ? a.split_min
+		     : dec_solo(n_rows) * a.round;
+	a.solo = a.solo > a.split_min ? a.solo : a.split_min;
 	a.n_splits = dec_pick_splits(a, n_rows, max_len, target, scratch,
 				     scratch ? scratch_floats : 0, dd);
 	smem = (size_t)warps * hg * (dd + 2);

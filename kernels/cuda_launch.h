@@ -7,8 +7,9 @@
  * o1_pdl_wait before it reads anything an earlier kernel of the stream
  * wrote and before it writes anything (the wait returns once the previous
  * kernel has completed and its writes are visible); before the wait it may
- * only read what no kernel writes (weights, step inputs uploaded before
- * the step's first kernel) and prefetch. Every kernel here that can be
+ * only read what no kernel of this step writes (weights; step inputs
+ * uploaded before the step's first kernel; the KV rows of earlier steps'
+ * tokens, also complete before the step's upload) and prefetch. Every kernel here that can be
  * launched with PDL waits in every block, early exits included, so its
  * completion implies its predecessors': the chain is ordered end to end.
  * o1_pdl_trigger only lets the next kernel launch (it orders no memory),

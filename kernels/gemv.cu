@@ -21,8 +21,17 @@
  * per lane and row: the P 16-byte loads of a batch are issued before any
  * is used, and the next batch (of this unit or the next) is loaded before
  * the warp sums and stores the finished unit, so a warp always has loads
- * in flight. Weights are read with the non-coherent path without L1
- * allocation (each byte is read once; L1 keeps the input rows).
+ * in flight. Where a row is one batch of half the pieces and warps have
+ * several units (K = 896: qwen2.5-0.5b's gate/up and LM head), the
+ * default launch is gemv2 instead: two register buffers of half the
+ * pieces taken in turn, so two units' loads are in flight (both before
+ * the PDL wait at the start) where gemv waited on DRAM once a unit; the
+ * same pieces in the same order, the same bits. Likewise a lone input
+ * row's product whose row is just over one batch (qwen2.5-0.5b's down
+ * product, K = 4864) takes it in one batch of GEMV_WHOLE pieces
+ * (whole_row), not a second of 3 to wait for. Weights are read with
+ * the non-coherent path without L1 allocation (each byte is read once;
+ * L1 keeps the input rows).
  *
  * Variants (one kernel template; kernels_cuda.h has the contracts). The
  * input is bf16 rows, copied into shared memory by each block first
@@ -70,6 +79,10 @@ extern "C" {
 
 /* Staged bf16 input rows at most (shared memory per block). */
 #define GEMV_STAGE_BYTES (64u << 10)
+/* Input pieces a thread loads at once when staging them. */
+#define GEMV_STAGE_LOADS 4
+/* Pieces a lane a batch of whole_row's launch (one row, one unit a warp). */
+#define GEMV_WHOLE 20
 
 enum { IN_BF16, IN_STAGED, IN_NORM };
 enum { OUT_STORE, OUT_ADD, OUT_SWIGLU, OUT_ROPE };
@@ -216,14 +229,29 @@ static __device__ void stage_norm(const gemv_args &a, unsigned char *sm)
 	__syncthreads();
 }
 
-/* IN_STAGED: the M rows of x copied into shared memory as norm rows are. */
+/* IN_STAGED: the M rows of x copied into shared memory as norm rows are,
+ * GEMV_STAGE_LOADS pieces a thread loaded before any is stored (one L2
+ * round trip for up to that many pieces a thread, where a load-store loop
+ * waits for each: qwen2.5-0.5b's down input is 2.4 pieces a thread). */
 template <int M>
 static __device__ void stage_x(const gemv_args &a, unsigned char *sm)
 {
 	uint4 *xs = (uint4 *)(sm + norm_rows_off(M));
+	uint32_t n = M * a.k8;
 
-	for (uint32_t c = threadIdx.x; c < M * a.k8; c += GEMV_THREADS)
-		xs[c] = a.x[c];
+	for (uint32_t c = threadIdx.x; c < n;
+	     c += GEMV_STAGE_LOADS * GEMV_THREADS) {
+		uint4 v[GEMV_STAGE_LOADS];
+
+#pragma unroll
+		for (int i = 0; i < GEMV_STAGE_LOADS; i++)
+			if (c + i * GEMV_THREADS < n)
+				v[i] = a.x[c + i * GEMV_THREADS];
+#pragma unroll
+		for (int i = 0; i < GEMV_STAGE_LOADS; i++)
+			if (c + i * GEMV_THREADS < n)
+				xs[c + i * GEMV_THREADS] = v[i];
+	}
 	__syncthreads();
 }
 
@@ -481,6 +509,75 @@ static __global__ void __launch_bounds__(GEMV_THREADS, GEMV_BPS)
 	}
 }
 
+/* One unit of gemv2: consumes WV (unit U's one batch), loads into it
+ * the unit after the one in the other buffer (U + 2 strides), sums and
+ * stores U. A unit's weight rows are found again where needed (a few
+ * integer operations; registers are what limits the batch). */
+template <int M, int IN, int OUT, int P>
+static __device__ void step2(const gemv_args &a, const unsigned char *sm,
+			     uint32_t lane, uint4 (&wv)[rows_of<OUT>()][P],
+			     float (&acc)[rows_of<OUT>()][M], uint32_t u)
+{
+	constexpr int R = rows_of<OUT>();
+	uint32_t u2 = u + 2 * a.stride, row[R];
+	float y_old = 0.0f;
+
+	/* OUT_ADD: read before the sums, as gemv does */
+	if (OUT == OUT_ADD && lane < M)
+		y_old = a.y[(size_t)lane * a.n + u];
+	fma_batch<M, R, P, IN>(acc, wv, a, sm, 0, lane);
+	if (u2 < a.units) {
+		unit_rows<OUT>(a, u2, row);
+		load_batch<R, P>(wv, a, row, 0, lane);
+	}
+	unit_rows<OUT>(a, u, row);
+	warp_sums<M, R>(acc);
+	epilogue<M, OUT>(a, u, row, acc, y_old, lane);
+	zero<M, R>(acc);
+}
+
+/* gemv for rows of one batch with two in flight a warp (register buffers
+ * taken in turn, a unit each): while one unit is summed the next is
+ * loaded, and the one after is already on its way; the first two units'
+ * weights are loaded before the PDL wait. A warp waits on DRAM about half
+ * as many times as gemv's (launch_setup picks it: two_buffers). The
+ * pieces, their order and the sums are gemv's: the same bits.
+ * Invariant: k8 <= 32 P. */
+template <int M, int IN, int OUT, int P>
+static __global__ void __launch_bounds__(GEMV_THREADS, GEMV_BPS)
+    gemv2(gemv_args a)
+{
+	constexpr int R = rows_of<OUT>();
+	uint32_t lane = threadIdx.x % 32;
+	uint32_t u = blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+	unsigned char *sm = dyn_smem();
+	uint32_t row[R];
+	uint4 w0[R][P], w1[R][P];
+	float acc[R][M];
+
+	if (u < a.units) {
+		unit_rows<OUT>(a, u, row);
+		load_batch<R, P>(w0, a, row, 0, lane);
+	}
+	if (u + a.stride < a.units) {
+		unit_rows<OUT>(a, u + a.stride, row);
+		load_batch<R, P>(w1, a, row, 0, lane);
+	}
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	if constexpr (IN == IN_NORM)
+		stage_norm<M>(a, sm);
+	else if constexpr (IN == IN_STAGED)
+		stage_x<M>(a, sm);
+	zero<M, R>(acc);
+	for (; u < a.units; u += 2 * a.stride) {
+		step2<M, IN, OUT, P>(a, sm, lane, w0, acc, u);
+		if (u + a.stride >= a.units)
+			break;
+		step2<M, IN, OUT, P>(a, sm, lane, w1, acc, u + a.stride);
+	}
+}
+
 /* The grid for A's units at BPS blocks per multiprocessor (the launch
  * setup bench_gemv.cu varies); sets A's stride. */
 static uint32_t grid_for(gemv_args &a, uint32_t bps)
@@ -493,7 +590,7 @@ static uint32_t grid_for(gemv_args &a, uint32_t bps)
 	return blocks;
 }
 
-template <int M, int IN, int OUT, int P>
+template <int M, int IN, int OUT, int P, bool TWO = false>
 static int launch(gemv_args a, uint32_t bps, bool pdl, cudaStream_t stream)
 {
 	void (*k)(gemv_args) = gemv<M, IN, OUT, P>;
@@ -501,12 +598,37 @@ static int launch(gemv_args a, uint32_t bps, bool pdl, cudaStream_t stream)
 	uint32_t blocks = grid_for(a, bps);
 	int err = 0;
 
+	if constexpr (TWO)
+		k = gemv2<M, IN, OUT, P>;
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	return err ? err
 		   : O1_CUDA_LAUNCH("gemv", k, dim3(blocks), dim3(GEMV_THREADS),
 				    smem, stream, pdl, a);
+}
+
+/* Whether the default setup runs gemv2 with batches of LO pieces (half
+ * the default's, the same registers for two): a row is one such batch and
+ * some warp has two units or more (qwen2.5-0.5b's gate/up and head, K =
+ * 896; llama3.2-1b's head). Rows of several batches keep gemv's one
+ * batch of twice the pieces. */
+static bool two_buffers(gemv_args a, uint32_t lo, uint32_t bps)
+{
+	grid_for(a, bps);
+	return a.k8 <= 32 * lo && a.units > a.stride;
+}
+
+/* Whether the default setup of one input row runs gemv with batches of
+ * GEMV_WHOLE pieces: a row is more than one batch of D but one of
+ * GEMV_WHOLE, and every warp has one unit (qwen2.5-0.5b's down product,
+ * K = 4864: 19 pieces a lane, where D = 16 left a second batch of 3 to
+ * wait for after the first). Bf16 inputs only: the normalizing stage
+ * leaves too few registers for the batch. */
+static bool whole_row(gemv_args a, uint32_t d, uint32_t bps)
+{
+	grid_for(a, bps);
+	return a.k8 > 32 * d && a.k8 <= 32 * GEMV_WHOLE && a.units <= a.stride;
 }
 
 /* The pieces per lane a batch that a setup may name for M rows and
@@ -537,6 +659,16 @@ static int launch_setup(const gemv_args &a, o1_gemv_setup u, bool pdl,
 
 	if (u.pieces == LO)
 		return launch<M, IN, OUT, LO>(a, bps, pdl, stream);
+	if constexpr (LO != D) {
+		if (two_buffers(a, LO, bps))
+			return launch<M, IN, OUT, LO, true>(a, bps, pdl,
+							    stream);
+	}
+	if constexpr (M == 1 && rows_of<OUT>() == 1 && IN != IN_NORM) {
+		if (whole_row(a, D, bps))
+			return launch<M, IN, OUT, GEMV_WHOLE>(a, bps, pdl,
+							      stream);
+	}
 	return launch<M, IN, OUT, D>(a, bps, pdl, stream);
 }
 

@@ -12,7 +12,11 @@
  *   head dims 64 and 128, groups 1, 4 and 7 (qwen2.5-0.5b's 14/2), each
  *   launched as a CUDA graph would be (MAX_LEN far past the context, so
  *   most of the launch's splits have nothing to do) and at MAX_LEN = the
- *   context, with the default tuning and the benchmark's extremes.
+ *   context, with the default tuning and the benchmark's extremes. At
+ *   the default a lone row of up to two rounds is one split (130 at head
+ *   dim 64: dec_solo), longer ones split; the new position is loaded
+ *   after the PDL wait, apart from the earlier ones (a lost reload leaves
+ *   its K/V zero: the output is off).
  * - test_batches: 256 sequences of mixed lengths (1 to 300) and a batch
  *   with some sequences bringing several new rows, through
  *   o1_attention_cuda's dispatch (which picks this kernel for the shape).

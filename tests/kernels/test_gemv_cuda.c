@@ -26,7 +26,11 @@
  * - test_setups (and test_rope_kv): every launch setup (struct
  *   o1_gemv_setup: 1 .. O1_GEMV_BPS_MAX blocks a multiprocessor, each of
  *   o1_gemv_pieces's) of every variant gives the default setup's bits,
- *   for M = 1 .. 4; setups outside those are refused with -EINVAL.
+ *   for M = 1 .. 4; setups outside those are refused with -EINVAL. With
+ *   more columns than the grid's warps and rows of one half batch, the
+ *   default is gemv2 (two batches in flight a warp) and the halves gemv;
+ *   with rows of 4864 (19 pieces a lane) and one unit a warp, the one-row
+ *   default is gemv with batches of 20 pieces (whole_row).
  * - test_gemv: o1_gemv_bf16_cuda for odd N, M 1 to 4, K from 8 to 4864
  *   against a double product (the bound of test_products), and its
  *   refusals.
@@ -873,6 +877,18 @@ static void check_setups(uint32_t n, uint32_t k)
 	norm_free(&c.in);
 }
 
+/* Columns past the widest grid's warps: 8 a block, O1_GEMV_BPS_MAX
+ * blocks a multiprocessor. */
+static uint32_t setups_wide_n(void)
+{
+	int sms = 0;
+
+	assert_int_equal(cudaDeviceGetAttribute(
+			     &sms, cudaDevAttrMultiProcessorCount, 0),
+			 cudaSuccess);
+	return (uint32_t)sms * 8 * O1_GEMV_BPS_MAX + 37;
+}
+
 static void test_setups(void **state)
 {
 	float *dy = kct_dev(4 * 64 * 4);
@@ -883,6 +899,13 @@ static void test_setups(void **state)
 	check_setups(37, 896);
 	check_setups(300, 2048);
 	check_setups(24, 14336); /* input rows not staged from M = 3 */
+	/* more units than any grid has warps (8 a block), rows one half
+	 * batch covers: the default setup runs gemv2, two batches in flight
+	 * a warp (qwen2.5-0.5b's gate/up and head), its halves gemv */
+	check_setups(setups_wide_n(), 896);
+	/* a row just over one batch, one unit a warp: the default takes the
+	 * row in one batch of 20 pieces a lane at one input row (whole_row) */
+	check_setups(40, 4864);
 	/* refused: too many blocks, pieces not offered, M = 3's half */
 	assert_int_equal(o1_gemv_pieces(O1_GEMV_PLAIN, 3, p), 1);
 	assert_int_equal(o1_gemv_pieces(O1_GEMV_PLAIN, 0, p), 0);

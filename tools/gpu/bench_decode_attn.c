@@ -15,7 +15,8 @@
  * RUNS, CUDA events around the one launch), and "warm", RUNS launches back
  * to back over the same data (their mean). --sweep adds, per case, the
  * decode kernel's best tuning (warps, split rounds, target blocks, heads
- * a block, flat loads; cold times, graph MAX_LEN) beside the default's.
+ * a block: 8, 4, 2 or 1, flat loads; cold times, graph MAX_LEN) beside
+ * the default's.
  * --batch/--ctx take one value each instead of the lists.
  */
 #include <math.h>
@@ -267,22 +268,28 @@ static double max_diff(const struct bench *b)
 }
 
 /* The decode kernel's best tuning at the graph MAX_LEN (cold times):
- * warps, split rounds, target blocks; for groups wider than 4 also 4
- * heads a block beside the default 8, and for blocks of 4 heads loading
- * each round as it starts (flat) beside a round ahead. */
+ * warps, split rounds, target blocks; for each the default heads a block
+ * (4, or 2 at up to 8 rows), 4, 4 loading each round as it starts (flat)
+ * rather than a round ahead, 2 and 1 (more blocks, less arithmetic
+ * each), where the group makes them differ. A
+ * tuning that names its split rounds splits every context longer than
+ * them (the default keeps contexts of up to 2 rounds whole at <= 8
+ * rows). */
 static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 {
 	static const uint32_t warps[] = {1, 2, 4, 8}, rounds[] = {1, 2, 4},
 			      targets[] = {132, 264, 528, 1056};
 	static const struct o1_attn_decode_tune kinds[] = {
-	    {0, 0, 0, 0, false}, {0, 0, 0, 4, false}, {0, 0, 0, 4, true}};
+	    {0, 0, 0, 0, false}, {0, 0, 0, 4, false}, {0, 0, 0, 4, true},
+	    {0, 0, 0, 2, false}, {0, 0, 0, 1, false}};
 	uint32_t g = b->dims.n_heads / b->dims.n_kv_heads;
 	struct o1_attn_decode_tune best = kinds[0], t;
 	double best_us = 1e30, cold, warm;
 
-	for (size_t h = 0; h < 3; h++) {
-		if ((h == 1 && g <= 4) || (h == 2 && g < 3))
-			continue; /* the same kernel as kinds[0] */
+	for (size_t h = 0; h < sizeof(kinds) / sizeof(kinds[0]); h++) {
+		if ((h == 1 && g <= 2) || (h == 2 && g < 3) ||
+		    (h == 3 && g <= 1) || (h == 4 && g <= 1))
+			continue; /* the same kernel as a kind before */
 		for (size_t i = 0; i < 4; i++)
 			for (size_t j = 0; j < 3; j++)
 				for (size_t k = 0; k < 4; k++) {

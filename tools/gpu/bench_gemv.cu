@@ -8,17 +8,22 @@
  * For each product of qwen2.5-0.5b, llama3.2-1b and llama3-8b (QKV over
  * the RMSNorm, x += O, SwiGLU over the RMSNorm of the gate/up product,
  * x += down, LM head over the RMSNorm: the variants the CUDA backend
- * runs, but for the QKV product's RoPE epilogue), each launch setup (blocks per
- * multiprocessor 1 to 4; pieces per lane and row in a batch: 4, 8, 16, halved
- * for the paired SwiGLU rows) and PDL off and on: the time per product from a
- * CUDA graph of ITERS launches back to back (default 20), each over its own
- * copy of the weights (the copies span at least 1 GiB, so L2 holds none of them
- * when it is read), the median of 5 replays after one warm-up. GB/s counts the
- * weight bytes only (the input and output are a few KB). --quick: the
- * default setup only (GEMV_BPS, batch_of), PDL on.
- * The last lines: per product, the default setup's time and bandwidth
- * and the best setup's. This file includes gemv.cu to reach its
- * templates (it does not link the library's copy). */
+ * runs, but for the QKV product's RoPE epilogue), each launch setup
+ * (blocks per multiprocessor 1 to 4; pieces per lane and row in a batch:
+ * 4, 8, 16, halved for the paired SwiGLU rows, and GEMV_WHOLE for x += O
+ * and x += down), PDL off and on, one batch in flight a warp (gemv) and,
+ * where a row is one batch, two (gemv2): the time per product from a
+ * CUDA graph of ITERS launches back to back (default 20), each over its
+ * own copy of the weights (the copies span at least 1 GiB, so L2 holds
+ * none of them when it is read), the median of 5 replays after one
+ * warm-up. GB/s counts the weight bytes only (the input and output are a
+ * few KB). --quick: the one-buffer default setup (GEMV_BPS, batch_of) and
+ * the backend's only, PDL on. The last lines: per product, the one-buffer
+ * default's time and bandwidth, what the backend launches now
+ * (launch_setup: gemv2 with half the pieces where two_buffers says so,
+ * GEMV_WHOLE pieces where whole_row does) and the best setup's. This
+ * file includes gemv.cu to reach its templates (it does not link the
+ * library's copy). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,14 +99,15 @@ struct bufs {
 	__nv_bfloat16 *act;
 };
 
-/* One setup of a product: blocks per multiprocessor and P. */
+/* One setup of a product: blocks per multiprocessor, P, PDL, and two
+ * batches in flight a warp (gemv2) or one (gemv). */
 struct setup {
 	uint32_t bps, p;
-	bool pdl;
+	bool pdl, two;
 };
 
 /* Launches the shape's variant over copy C with setup U. */
-template <int P>
+template <int P, bool TWO>
 static int launch_p(const shape &s, const bufs &b, uint32_t c, const setup &u,
 		    cudaStream_t st)
 {
@@ -113,17 +119,18 @@ static int launch_p(const shape &s, const bufs &b, uint32_t c, const setup &u,
 	switch (s.kind) {
 	case K_QKV:
 	case K_HEAD:
-		return launch<1, IN_NORM, OUT_STORE, P>(a, u.bps, u.pdl, st);
+		return launch<1, IN_NORM, OUT_STORE, P, TWO>(a, u.bps, u.pdl,
+							     st);
 	case K_O:
 	case K_DOWN:
 		return staged(1, s.k)
-			   ? launch<1, IN_STAGED, OUT_ADD, P>(a, u.bps, u.pdl,
-							      st)
-			   : launch<1, IN_BF16, OUT_ADD, P>(a, u.bps, u.pdl,
-							    st);
+			   ? launch<1, IN_STAGED, OUT_ADD, P, TWO>(
+				 a, u.bps, u.pdl, st)
+			   : launch<1, IN_BF16, OUT_ADD, P, TWO>(a, u.bps,
+								 u.pdl, st);
 	default:
-		return launch<1, IN_NORM, OUT_SWIGLU, P / 2>(a, u.bps, u.pdl,
-							     st);
+		return launch<1, IN_NORM, OUT_SWIGLU, P / 2, TWO>(a, u.bps,
+								  u.pdl, st);
 	}
 }
 
@@ -132,11 +139,16 @@ static int launch_one(const shape &s, const bufs &b, uint32_t c, const setup &u,
 {
 	switch (u.p) {
 	case 4:
-		return launch_p<4>(s, b, c, u, st);
+		return u.two ? launch_p<4, true>(s, b, c, u, st)
+			     : launch_p<4, false>(s, b, c, u, st);
 	case 16:
-		return launch_p<16>(s, b, c, u, st);
+		return u.two ? launch_p<16, true>(s, b, c, u, st)
+			     : launch_p<16, false>(s, b, c, u, st);
+	case GEMV_WHOLE: /* x += O and x += down only (whole_row) */
+		return launch_p<GEMV_WHOLE, false>(s, b, c, u, st);
 	default:
-		return launch_p<8>(s, b, c, u, st);
+		return u.two ? launch_p<8, true>(s, b, c, u, st)
+			     : launch_p<8, false>(s, b, c, u, st);
 	}
 }
 
@@ -222,10 +234,32 @@ static void close_bufs(bufs &b)
 	cudaFree(b.y), cudaFree(b.act);
 }
 
-/* The default setup: what the backend launches. */
+/* Whether a weight row of S is one batch of P pieces a lane (P / 2 for
+ * the gate/up pairs): gemv2's invariant. */
+static bool one_batch(const shape &s, uint32_t p)
+{
+	return s.k / 8 <= 32 * (s.kind == K_GU ? p / 2 : p);
+}
+
+/* The one-buffer default (gemv, the backend's launch before gemv2). */
 static setup default_setup(void)
 {
-	return setup{GEMV_BPS, batch_of<1, OUT_STORE>(), true};
+	return setup{GEMV_BPS, batch_of<1, OUT_STORE>(), true, false};
+}
+
+/* What the backend launches for shape S (launch_setup's default): gemv2
+ * with half the pieces where two_buffers says so. */
+static setup backend_setup(const shape &s)
+{
+	gemv_args a = args(NULL, NULL, NULL, 0, NULL, s.n, s.k);
+	uint32_t lo = batch_of<1, OUT_STORE>() / 2;
+
+	if (two_buffers(a, s.kind == K_GU ? lo / 2 : lo, GEMV_BPS))
+		return setup{GEMV_BPS, lo, true, true};
+	if ((s.kind == K_O || s.kind == K_DOWN) &&
+	    whole_row(a, 2 * lo, GEMV_BPS))
+		return setup{GEMV_BPS, GEMV_WHOLE, true, false};
+	return default_setup();
 }
 
 int main(int argc, char **argv)
@@ -260,12 +294,15 @@ int main(int argc, char **argv)
 	printf("bench_gemv: copy bandwidth %.0f GB/s, %u multiprocessors, %u "
 	       "launches a graph, median of %d replays\n",
 	       bw, o1_cuda_sm_count(), iters, REPLAYS);
-	printf("%-13s %-8s %7s %6s %8s  bps  P pdl %9s %8s %6s\n", "preset",
+	printf("%-13s %-8s %7s %6s %8s  bps  P pdl buf %9s %8s %6s\n",
+	       "preset",
 	       "product", "N", "K", "MB", "us", "GB/s", "%copy");
 	for (const shape &s : shapes) {
 		bufs b = {};
 		double mb = w_rows(s) * s.k * 2 / 1e6, best = 1e30, dflt = 0;
-		setup bu = default_setup(), d = default_setup();
+		double back = 0;
+		setup bu = default_setup(), d = default_setup(),
+		      k = backend_setup(s);
 		char line[256];
 
 		if (open_bufs(s, b)) {
@@ -273,35 +310,50 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		for (uint32_t bps = 1; bps <= 4; bps++)
-			for (uint32_t p = 4; p <= 16; p *= 2)
-				for (int pdl = 0; pdl < 2; pdl++) {
-					setup u = {bps, p, pdl != 0};
+			for (uint32_t p : {4u, 8u, 16u, (uint32_t)GEMV_WHOLE})
+				for (int v = 0; v < 4; v++) {
+					setup u = {bps, p, (v & 1) != 0,
+						   v >= 2};
 					bool is_d = bps == d.bps && p == d.p &&
-						    u.pdl == d.pdl;
+						    u.pdl == d.pdl &&
+						    u.two == d.two;
+					bool is_k = bps == k.bps && p == k.p &&
+						    u.pdl == k.pdl &&
+						    u.two == k.two;
 					double us;
 
-					if (quick && !is_d)
+					if ((quick && !is_d && !is_k) ||
+					    (u.two && !one_batch(s, p)) ||
+					    (p == GEMV_WHOLE &&
+					     (u.two || (s.kind != K_O &&
+							s.kind != K_DOWN))))
 						continue;
 					us = time_setup(s, b, u, iters, st);
 					printf("%-13s %-8s %7u %6u %8.1f  %3u "
-					       "%2u %3s %9.2f %8.0f %5.1f%%\n",
+					       "%2u %3s %3s %9.2f %8.0f "
+					       "%5.1f%%\n",
 					       s.preset, kind_name[s.kind], s.n,
 					       s.k, mb, bps, p,
-					       pdl ? "on" : "off", us,
+					       u.pdl ? "on" : "off",
+					       u.two ? "2" : "1", us,
 					       mb * 1e3 / us,
 					       100.0 * mb * 1e3 / us / bw);
 					if (us > 0 && us < best)
 						best = us, bu = u;
 					if (is_d)
 						dflt = us;
+					if (is_k)
+						back = us;
 				}
 		snprintf(line, sizeof(line),
 			 "SUMMARY %-13s %-8s %8.1f MB: default %8.2f us "
-			 "%5.0f GB/s (%4.1f%%); best bps %u P %2u pdl %-3s "
-			 "%8.2f us %5.0f GB/s\n",
+			 "%5.0f GB/s (%4.1f%%); backend (P %2u, %u buf) "
+			 "%8.2f us %5.0f GB/s; best bps %u P %2u pdl %-3s "
+			 "buf %u %8.2f us %5.0f GB/s\n",
 			 s.preset, kind_name[s.kind], mb, dflt, mb * 1e3 / dflt,
-			 100.0 * mb * 1e3 / dflt / bw, bu.bps, bu.p,
-			 bu.pdl ? "on" : "off", best, mb * 1e3 / best);
+			 100.0 * mb * 1e3 / dflt / bw, k.p, k.two ? 2 : 1, back,
+			 mb * 1e3 / back, bu.bps, bu.p, bu.pdl ? "on" : "off",
+			 bu.two ? 2 : 1, best, mb * 1e3 / best);
 		summary.insert(summary.end(), line, line + strlen(line));
 		close_bufs(b);
 	}

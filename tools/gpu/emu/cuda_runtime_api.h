@@ -57,6 +57,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
 cudaError_t cudaGetLastError(void);
 const char *cudaGetErrorString(cudaError_t e);
+/* EMU_SMS for the multiprocessor count (C tests size cases by it too). */
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int dev);
 
 #ifdef __cplusplus
 }
@@ -75,13 +77,6 @@ static inline cudaError_t cudaGetDevice(int *dev)
 	return cudaSuccess;
 }
 
-static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a,
-						 int dev)
-{
-	(void)a, (void)dev;
-	*v = EMU_SMS;
-	return cudaSuccess;
-}
 #endif
 
 #endif

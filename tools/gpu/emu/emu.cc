@@ -488,6 +488,13 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g)
 	return cudaSuccess;
 }
 
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int dev)
+{
+	(void)a, (void)dev;
+	*v = EMU_SMS;
+	return cudaSuccess;
+}
+
 cudaError_t cudaGetLastError(void)
 {
 	return cudaSuccess;
