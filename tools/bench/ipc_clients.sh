@@ -12,6 +12,8 @@
 # binary, the client count and the load average at its start. PING_COUNT
 # (default 200000) pings in all per run.
 set -eu
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
+export NCCL_NVLS_ENABLE=0
 build=$1 before=${2:-} runs=${3:-3}
 shift $(($# < 3 ? $# : 3))
 clients=${*:-1 8 12 16}
