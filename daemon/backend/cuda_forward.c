@@ -16,7 +16,9 @@
  * the caller's, after the logits copy at the end, and no step allocates.
  * Products go through cublasGemmEx with bf16 inputs, f32 compute and f32
  * outputs, with the workspace set at create (so cuBLAS never allocates, in
- * a capture too).
+ * a capture too), over more than 4 rows at a row count from a bounded set
+ * that o1_cuda_forward_warm runs once at create (blas_rows: cuBLAS's first
+ * use of a shape costs 1-65 ms).
  *
  * CUDA Graphs (cuda_graphs.h, with graphs_enabled): a decode step of n
  * sequences runs as the bucket step of the smallest bucket B >= n: steps
