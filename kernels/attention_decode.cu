@@ -76,7 +76,7 @@ extern "C" {
 #define DEC_SPLIT_ROUNDS 1
 #define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
 #define DEC_HEADS	 4
-#define DEC_HEADS_FEW	 2 /* at up to 8 rows: dec_most */
+#define DEC_HEADS_FEW	 1 /* at up to 8 rows: dec_most */
 #define DEC_FLAT	 false
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
@@ -607,10 +607,12 @@ static uint32_t dec_warps(uint32_t n_rows)
 /* Most heads a block serves, by the launch's rows: at up to 8 rows
  * DEC_HEADS_FEW. A lone row's blocks are few (qwen2.5-0.5b: 2 kv heads),
  * and once its K/V loads are issued before the PDL wait what is left
- * after it is the block's arithmetic, which is per head: blocks of 2 heads
- * (128 registers a thread, so one also fits beside a product's block on a
- * multiprocessor) do half a block of 4's, on twice the blocks, reading
- * the same K/V rows twice (L2). */
+ * after it is the block's arithmetic, which is per head: blocks of one
+ * head (128 registers a thread, so one also fits beside a product's block
+ * on a multiprocessor) on more blocks, reading the same K/V rows from L2
+ * once a head. bench_decode_attn --sweep on the H200, batch 1, ctx 128 /
+ * 256: 1 head a block 6.78-7.97 us against 2 heads' 7.23-8.64 (qwen2.5-0.5b,
+ * llama3.2-1b; llama3-8b 7.74 / 10.50 against 8.35 / 11.10). */
 static uint32_t dec_most(uint32_t n_rows)
 {
 	return n_rows <= 8 ? DEC_HEADS_FEW : DEC_HEADS;
