@@ -1099,29 +1099,12 @@ static uint32_t prefill_ctx(const struct o1_sched *s)
 	return 0;
 }
 
-/* Requests waiting for their first token: running sequences still
- * prefilling, waiting ones and preempted ones to resume. */
-static uint32_t prompts_waiting(const struct o1_sched *s)
-{
-	uint32_t n = s->n_waiting + s->n_resume;
-
-	for (uint32_t i = 0; i < s->n_running; i++)
-		n += !decodes(&s->seqs[s->running[i]]);
-	return n;
-}
-
 /* Plans the running sequences (see scheduler.h): every decode row first,
  * then prefill chunks, oldest first, within the prefill budget: with
  * decode rows the larger of prefill_chunk_tokens and prefill_per_decode
  * per row, or with prefill_time_ratio what of that fits the step's time
  * target; else the whole step (a prompt with nobody waiting on a next
- * token goes fastest in the fewest, largest steps). The time target holds
- * prompts back only while they are fewer than the rows it protects:
- * holding a prompt delays its request's first token, letting it through
- * delays every decoding row's next one, and when most requests wait for
- * their first token (a burst of new streams) holding them back only
- * keeps the batch small (on the H200 it halved the throughput of 256 new
- * streams). */
+ * token goes fastest in the fewest, largest steps). */
 static void schedule_running(struct o1_sched *s)
 {
 	uint64_t per_rows;
@@ -1132,12 +1115,8 @@ static void schedule_running(struct o1_sched *s)
 	per_rows = (uint64_t)s->o.prefill_per_decode * s->n_batch;
 	cap = per_rows > s->lim_chunk ? (uint32_t)per_rows : s->lim_chunk;
 	if (s->n_batch || decode_resumes(s))
-		s->prefill_left =
-		    prompts_waiting(s) > s->n_batch
-			? cap
-			: o1_prefill_budget_tokens(&s->pb,
-						   s->n_batch ? s->n_batch : 1,
-						   prefill_ctx(s), cap);
+		s->prefill_left = o1_prefill_budget_tokens(
+		    &s->pb, s->n_batch ? s->n_batch : 1, prefill_ctx(s), cap);
 	schedule_pass(s, false);
 }
 
