@@ -36,7 +36,7 @@
  *
  * Rows past M and N, elements past K: zeros in shared memory, never
  * written out. Accumulation in f32 over K in steps of 16 products (and
- * one addition of the halves): tests/kernels/test_gemm_qp_cuda.c bounds
+ * one addition of the halves): tests/kernels/test_gemm_q_cuda.c bounds
  * the difference from the exact sum of the same bf16 products.
  * Invariants: x 16-byte aligned, w 16-byte aligned, K a multiple of 32
  * (256 for the K types), LDY >= N; fewer than 2^16 weight tiles of 64

@@ -379,33 +379,7 @@ static __device__ __nv_bfloat16 silu_mul(float g, float u)
 static __device__ void rope_out(const gemv_args &a, uint32_t m,
 				const uint32_t (&row)[2], float v0, float v1)
 {
-	const gemv_rope &g = a.r;
-	uint32_t head = row[0] / g.d, d0 = row[0] % g.d, d1 = row[1] % g.d;
-
-	if (g.bias)
-		v0 = v0 + g.bias[row[0]], v1 = v1 + g.bias[row[1]];
-	if (head < g.hq + g.hkv && d0 < g.half) {
-		float c, s, r0;
-
-		rope_cs(g.pos[m], g.inv_freq[d0], g.scale, &c, &s);
-		r0 = rope_lo(v0, v1, c, s);
-		v1 = rope_hi(v0, v1, c, s);
-		v0 = r0;
-	}
-	if (head < g.hq) {
-		float *q = g.q + ((size_t)m * g.hq + head) * g.d;
-
-		q[d0] = v0, q[d1] = v1;
-	} else {
-		bool k = head < g.hq + g.hkv;
-		uint32_t kvh = (head - g.hq) % g.hkv, slot = g.slots[m];
-		__nv_bfloat16 *c = (k ? g.kc : g.vc) +
-				   (slot / g.p) * g.page_stride +
-				   ((size_t)kvh * g.p + slot % g.p) * g.d;
-
-		c[d0] = __float2bfloat16_rn(v0);
-		c[d1] = __float2bfloat16_rn(v1);
-	}
+	rope_store_pair(a.r, m, row[0], row[1], v0, v1);
 }
 
 /* The finished unit U (weight rows ROW), every lane holding the sums:

@@ -729,34 +729,8 @@ static __device__ void fma_batch(float (&acc)[M], const gq_args &a,
 static __device__ void rope_out(const gq_args &a, uint32_t m, uint32_t j,
 				float v0, float v1)
 {
-	const gq_rope &g = a.r;
-	uint32_t r0 = rope_row(g, j, 0), r1 = rope_row(g, j, 1);
-	uint32_t head = r0 / g.d, d0 = r0 % g.d, d1 = r1 % g.d;
-
-	if (g.bias)
-		v0 = v0 + g.bias[r0], v1 = v1 + g.bias[r1];
-	if (head < g.hq + g.hkv && d0 < g.half) {
-		float c, s, t;
-
-		rope_cs(g.pos[m], g.inv_freq[d0], g.scale, &c, &s);
-		t = rope_lo(v0, v1, c, s);
-		v1 = rope_hi(v0, v1, c, s);
-		v0 = t;
-	}
-	if (head < g.hq) {
-		float *q = g.q + ((size_t)m * g.hq + head) * g.d;
-
-		q[d0] = v0, q[d1] = v1;
-	} else {
-		bool k = head < g.hq + g.hkv;
-		uint32_t kvh = (head - g.hq) % g.hkv, slot = g.slots[m];
-		__nv_bfloat16 *c = (k ? g.kc : g.vc) +
-				   (slot / g.p) * g.page_stride +
-				   ((size_t)kvh * g.p + slot % g.p) * g.d;
-
-		c[d0] = __float2bfloat16_rn(v0);
-		c[d1] = __float2bfloat16_rn(v1);
-	}
+	rope_store_pair(a.r, m, rope_row(a.r, j, 0), rope_row(a.r, j, 1), v0,
+			v1);
 }
 
 /* The sums of the unit's rows (every lane holds them), stored: by lane

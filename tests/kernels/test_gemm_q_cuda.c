@@ -1,24 +1,30 @@
-/* The tensor-core product on block-format weights (kernels/gemm_q.cu,
- * o1_gemm_q_cuda) against the CPU, for Q8_0, Q4_0, Q4_K and Q6_K, on M of
- * 9 to 300 rows (not multiples of its 64-row tiles), N not a multiple of
- * its tiles (64 or 128 tokens by 64 weight rows), K of one to many
- * 32-element steps, LDY > N:
- * - against the exact sum (double) of the products it is specified to
+/* The tensor-core products on block-format weights over more than 4 rows,
+ * kernels/gemm_q.cu (o1_gemm_q_cuda) and gemm_qp.cu's pipeline
+ * (o1_gemm_qp_cuda), against the CPU, for Q8_0, Q4_0, Q4_K and Q6_K, on M
+ * of 9 to 300 rows (not multiples of their token tiles of 32, 64 and
+ * 128), N not a multiple of their weight tiles (64 or 128), K of one to
+ * many steps (and, for gemm_qp, 256-element raw stages with a partial
+ * last one for the 32-blocks, K split in two where the grid is small:
+ * always on the emulation's 3 multiprocessors), LDY > N, rows of w at
+ * 2-byte offsets from 16-byte pieces:
+ * - against the exact sum (double) of the products they are specified to
  *   add: x (bf16) times the weights dequantized by quant.c and rounded to
  *   bf16 to nearest even (the values o1_quant_dequantize_bf16_cuda
  *   writes; both products are exact in f32). The device adds 16 products
- *   in one mma and K/16 such sums into an f32 accumulator; each addition
- *   errs by at most an ulp of a partial sum (2^-23 of sum |x w|, allowing
- *   the tensor core's truncation), hence
+ *   in one mma and K/16 such sums into an f32 accumulator (plus one
+ *   addition of the halves of a split K); each addition errs by at most
+ *   an ulp of a partial sum (2^-23 of sum |x w|, allowing the tensor
+ *   core's truncation), hence
  *     |gpu - exact| <= (K/16 + 16) * 2^-23 * sum |x w| + 1e-30;
- *   a wrong fragment index or tile mask errs by the size of whole terms
- *   (~2^-4 of sum |x w| and more) and fails it at every K here;
+ *   a wrong fragment index, tile mask or pipeline stage errs by the size
+ *   of whole terms (~2^-4 of sum |x w| and more) and fails it at every K
+ *   here;
  * - against the CPU backend's quantized product (o1_gemv_q_cpu: the same
  *   x, the weights in f32): relative L2 distance of each row <= 1e-2 (the
  *   bf16 rounding of the weights alone gives ~2^-9 / sqrt(3));
- * - a second launch (with PDL) bitwise equal to the first, columns past N
- *   of each output row untouched;
- * - bad operands refused with -EINVAL.
+ * - a second launch (with PDL) bitwise equal to the first (a split K's
+ *   atomic adds included), columns past N of each output row untouched;
+ * - bad operands refused with -EINVAL (each kernel's own alignment rules).
  * O1_TEST_QUICK=1 runs fewer shapes (tools/gpu/emu/run_gemm_q.sh runs it
  * on the CPU emulation). Exit 77 without a device. */
 #include <setjmp.h>
@@ -41,6 +47,17 @@
 
 static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
 					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+/* A product under test: both take the same operands. */
+struct kernel {
+	const char *name;
+	int (*run)(float *y, const uint16_t *x, const void *w,
+		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		   uint32_t ldy, bool pdl, cudaStream_t stream);
+};
+
+static const struct kernel kernels[] = {{"gemm_q", o1_gemm_q_cuda},
+					{"gemm_qp", o1_gemm_qp_cuda}};
+static const struct kernel *kern; /* the one check_gemm runs */
 static bool quick;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -123,17 +140,17 @@ static void check_exact(enum o1_quant_type type, uint32_t m, uint32_t n,
 
 			if (j >= n) {
 				if (!isnan(g))
-					fail_msg("%s m %u n %u k %u: y[%u][%u] "
+					fail_msg("%s %s m %u n %u k %u: y[%u][%u] "
 						 "past N written",
-						 o1_quant_name(type), m, n, k,
-						 i, j);
+						 kern->name, o1_quant_name(type),
+						 m, n, k, i, j);
 				continue;
 			}
 			if (!(fabs(g - e) <= b))
-				fail_msg("%s m %u n %u k %u: y[%u][%u] gpu %.9g "
-					 "exact %.9g (bound %g)",
-					 o1_quant_name(type), m, n, k, i, j, g,
-					 e, b);
+				fail_msg("%s %s m %u n %u k %u: y[%u][%u] gpu "
+					 "%.9g exact %.9g (bound %g)",
+					 kern->name, o1_quant_name(type), m, n,
+					 k, i, j, g, e, b);
 		}
 }
 
@@ -153,9 +170,9 @@ static void check_cpu(enum o1_quant_type type, uint32_t m, uint32_t n,
 			r += c * c;
 		}
 		if (!(sqrt(d) <= 1e-2 * sqrt(r)))
-			fail_msg("%s m %u n %u k %u: row %u relative L2 %g "
-				 "to the CPU backend",
-				 o1_quant_name(type), m, n, k, i,
+			fail_msg("%s %s m %u n %u k %u: row %u relative L2 "
+				 "%g to the CPU backend",
+				 kern->name, o1_quant_name(type), m, n, k, i,
 				 sqrt(d / r));
 	}
 }
@@ -202,11 +219,11 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 	dx = dev_put(x, (size_t)m * k * 2);
 	dy = dev_put(cpu, ny * 4); /* NaN everywhere */
 	assert_int_equal(o1_gemv_q_cpu(cpu, x, q, type, m, n, k, ldy), 0);
-	assert_int_equal(
-	    o1_gemm_q_cuda(dy, dx, dw, type, m, n, k, ldy, false, NULL), 0);
+	assert_int_equal(kern->run(dy, dx, dw, type, m, n, k, ldy, false, NULL),
+			 0);
 	dev_get(gpu, dy, ny * 4);
-	assert_int_equal(
-	    o1_gemm_q_cuda(dy, dx, dw, type, m, n, k, ldy, true, NULL), 0);
+	assert_int_equal(kern->run(dy, dx, dw, type, m, n, k, ldy, true, NULL),
+			 0);
 	dev_get(again, dy, ny * 4);
 	assert_memory_equal(gpu, again, ny * 4);
 	check_exact(type, m, n, k, ldy, gpu, exact, mag);
@@ -216,13 +233,14 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 	free(mag), free(q);
 }
 
-static void test_gemm(void **state)
+/* Every shape of the header comment through kernel G. */
+static void gemm_shapes(const struct kernel *g)
 {
-	static const uint32_t ms[] = {9, 17, 100, 256, 300};
+	static const uint32_t ms[] = {9, 17, 40, 100, 256, 300};
 	static const uint32_t ns[] = {37, 130};
 	static const uint32_t ks[] = {256, 768};
 
-	(void)state;
+	kern = g;
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
 		for (size_t a = 0; a < sizeof(ms) / sizeof(ms[0]); a++)
 			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
@@ -238,8 +256,13 @@ static void test_gemm(void **state)
 	/* long rows: many steps */
 	check_gemm(O1_QUANT_Q4_K, 33, 65, 4096, 65);
 	check_gemm(O1_QUANT_Q6_K, 65, 40, 2560, 41);
-	/* enough weight tiles for token tiles of 128 */
+	/* enough weight tiles for tiles of 128 by 128, one raw stage */
 	check_gemm(O1_QUANT_Q4_K, 130, 8200, 256, 8203);
+	/* 128-row weight tiles, tokens of 32 and 64, K split */
+	check_gemm(O1_QUANT_Q8_0, 20, 1000, 1024, 1000);
+	check_gemm(O1_QUANT_Q6_K, 50, 700, 512, 703);
+	/* Q8_0 rows 2 bytes off a 16-byte piece: 34 * 11 bytes a row */
+	check_gemm(O1_QUANT_Q8_0, 33, 70, 96 + 256, 70);
 	if (quick)
 		return;
 	/* shapes of real models */
@@ -249,6 +272,47 @@ static void test_gemm(void **state)
 	check_gemm(O1_QUANT_Q4_0, 300, 896, 4864, 896);
 }
 
+static void test_gemm_q(void **state)
+{
+	(void)state;
+	gemm_shapes(&kernels[0]);
+}
+
+static void test_gemm_qp(void **state)
+{
+	(void)state;
+	gemm_shapes(&kernels[1]);
+}
+
+/* Operands both kernels refuse, through kernel G. */
+static void bad_args(const struct kernel *g, float *y, uint16_t *x,
+		     uint8_t *w)
+{
+	/* K not whole blocks */
+	assert_int_equal(
+	    g->run(y, x, w, O1_QUANT_Q4_K, 16, 1, 128, 1, false, NULL),
+	    -EINVAL);
+	assert_int_equal(
+	    g->run(y, x, w, O1_QUANT_Q8_0, 16, 1, 48, 1, false, NULL),
+	    -EINVAL);
+	/* LDY < N, x misaligned, not a block type, no rows of w */
+	assert_int_equal(g->run(y, x, w, O1_QUANT_Q8_0, 16, 4, 32, 3, false,
+				NULL),
+			 -EINVAL);
+	assert_int_equal(g->run(y, x + 1, w, O1_QUANT_Q8_0, 16, 1, 32, 1,
+				false, NULL),
+			 -EINVAL);
+	assert_int_equal(g->run(y, x, w, (enum o1_quant_type)1, 16, 1, 32, 1,
+				false, NULL),
+			 -EINVAL);
+	assert_int_equal(
+	    g->run(y, x, w, O1_QUANT_Q8_0, 16, 0, 32, 1, false, NULL),
+	    -EINVAL);
+	/* no x rows: nothing to do */
+	assert_int_equal(
+	    g->run(y, x, w, O1_QUANT_Q8_0, 0, 1, 32, 1, false, NULL), 0);
+}
+
 static void test_bad_args(void **state)
 {
 	float *y = dev_put(NULL, 1 << 16);
@@ -256,42 +320,32 @@ static void test_bad_args(void **state)
 	uint8_t *w = dev_put(NULL, 1 << 16);
 
 	(void)state;
-	/* K not whole blocks */
-	assert_int_equal(
-	    o1_gemm_q_cuda(y, x, w, O1_QUANT_Q4_K, 16, 1, 128, 1, false, NULL),
-	    -EINVAL);
-	assert_int_equal(
-	    o1_gemm_q_cuda(y, x, w, O1_QUANT_Q8_0, 16, 1, 48, 1, false, NULL),
-	    -EINVAL);
-	/* LDY < N, x misaligned, w misaligned, not a block type, no rows */
-	assert_int_equal(
-	    o1_gemm_q_cuda(y, x, w, O1_QUANT_Q8_0, 16, 4, 32, 3, false, NULL),
-	    -EINVAL);
-	assert_int_equal(o1_gemm_q_cuda(y, x + 1, w, O1_QUANT_Q8_0, 16, 1, 32,
-					1, false, NULL),
-			 -EINVAL);
+	bad_args(&kernels[0], y, x, w);
+	bad_args(&kernels[1], y, x, w);
+	/* gemm_q: w as quant.cu's source (a K-quant block's 2-byte fields) */
 	assert_int_equal(o1_gemm_q_cuda(y, x, w + 2, O1_QUANT_Q4_K, 16, 1, 256,
 					1, false, NULL),
 			 -EINVAL);
-	assert_int_equal(o1_gemm_q_cuda(y, x, w, (enum o1_quant_type)1, 16, 1,
-					32, 1, false, NULL),
-			 -EINVAL);
-	assert_int_equal(
-	    o1_gemm_q_cuda(y, x, w, O1_QUANT_Q8_0, 16, 0, 32, 1, false, NULL),
-	    -EINVAL);
 	assert_false(o1_gemm_q_fits(O1_QUANT_Q8_0, 1u << 22, 32));
 	assert_true(o1_gemm_q_fits(O1_QUANT_Q8_0, (1u << 22) - 64, 32));
-	/* no x rows: nothing to do */
-	assert_int_equal(
-	    o1_gemm_q_cuda(y, x, w, O1_QUANT_Q8_0, 0, 1, 32, 1, false, NULL),
-	    0);
+	/* gemm_qp: w 16-byte aligned (its cp.async copies) */
+	assert_int_equal(o1_gemm_qp_cuda(y, x, w + 2, O1_QUANT_Q8_0, 16, 1, 32,
+					 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qp_cuda(y, x, w + 8, O1_QUANT_Q4_K, 16, 1,
+					 256, 1, false, NULL),
+			 -EINVAL);
+	assert_false(o1_gemm_qp_fits(O1_QUANT_Q8_0, 1u << 22, 32, w));
+	assert_true(o1_gemm_qp_fits(O1_QUANT_Q8_0, (1u << 22) - 64, 32, w));
+	assert_false(o1_gemm_qp_fits(O1_QUANT_Q8_0, 64, 32, w + 16 + 2));
 	cudaFree(y), cudaFree(x), cudaFree(w);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_gemm),
+	    cmocka_unit_test(test_gemm_q),
+	    cmocka_unit_test(test_gemm_qp),
 	    cmocka_unit_test(test_bad_args),
 	};
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs tests/kernels/test_gemm_q_cuda and test_gemm_qp_cuda against
-# kernels/gemm_q.cu and gemm_qp.cu emulated on the CPU (emu.h; mma_dev.h's
+# Runs tests/kernels/test_gemm_q_cuda against kernels/gemm_q.cu and
+# gemm_qp.cu emulated on the CPU (emu.h; mma_dev.h's
 # tensor-core operations become warp exchanges that move the elements of
 # PTX's fragment layouts, its asynchronous copies plain copies), so the
 # tile loads, the masks, the pipeline's stages and the fragment indexing
@@ -10,7 +10,7 @@
 # __shared__ arrays become emu_smem()). Quick mode (O1_TEST_QUICK=1): a
 # subset of the shapes; a few minutes on one core. x86-64, g++ and cmocka.
 # O1_EMU_OUT=DIR builds in DIR instead (two runs side by side).
-#   tools/gpu/emu/run_gemm_q.sh [gemm_q|gemm_qp]   (default: both)
+#   tools/gpu/emu/run_gemm_q.sh
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
 # one runs on the CPU, the rule is kept anyway so every script reads alike.
@@ -33,18 +33,18 @@ for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
 	"${cc[@]}" -O2 -Wno-psabi -c "$root/$c.c" -o "$o"
 	objs+=("$o")
 done
-for k in ${1:-gemm_q gemm_qp}; do
+kobjs=()
+for k in gemm_q gemm_qp; do
 	sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
 	"${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
-	"${cc[@]}" -c "$root/tests/kernels/test_${k}_cuda.c" -o "$out/test_$k.o"
-	g++ -no-pie -o "$out/test_${k}_cuda" "$out/test_$k.o" \
-	  "$out/${k}_emu.o" "$out/emu.o" "${objs[@]}" -lcmocka -lm -lpthread
-	O1_TEST_QUICK=${O1_TEST_QUICK:-1} "$out/test_${k}_cuda"
-	if [ "$k" = gemm_qp ]; then # its decode against quant_dev.h's, bitwise
-		"${cxx[@]}" -I"$out" -c "$emu/gemm_qp_octets.cc" \
-		  -o "$out/gemm_qp_octets.o"
-		g++ -no-pie -o "$out/gemm_qp_octets" "$out/gemm_qp_octets.o" \
-		  "$out/emu.o" "${objs[@]}" -lcmocka -lm -lpthread
-		"$out/gemm_qp_octets"
-	fi
+	kobjs+=("$out/${k}_emu.o")
 done
+"${cc[@]}" -c "$root/tests/kernels/test_gemm_q_cuda.c" -o "$out/test_gemm_q.o"
+g++ -no-pie -o "$out/test_gemm_q_cuda" "$out/test_gemm_q.o" "${kobjs[@]}" \
+  "$out/emu.o" "${objs[@]}" -lcmocka -lm -lpthread
+O1_TEST_QUICK=${O1_TEST_QUICK:-1} "$out/test_gemm_q_cuda"
+# gemm_qp's decode against quant_dev.h's, bitwise
+"${cxx[@]}" -I"$out" -c "$emu/gemm_qp_octets.cc" -o "$out/gemm_qp_octets.o"
+g++ -no-pie -o "$out/gemm_qp_octets" "$out/gemm_qp_octets.o" \
+  "$out/emu.o" "${objs[@]}" -lcmocka -lm -lpthread
+"$out/gemm_qp_octets"
