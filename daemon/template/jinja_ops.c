@@ -222,6 +222,15 @@ struct spec {
 	struct jstr key;
 };
 
+/* V with the decimal digit D appended, at most SPEC_MAX: a template's
+ * "%99999999999d" must not overflow an int (the fuzzer's find). */
+#define SPEC_MAX 4096
+static int digit_in(int v, char d)
+{
+	v = v * 10 + (d - '0');
+	return v > SPEC_MAX ? SPEC_MAX : v;
+}
+
 static size_t parse_spec(struct jstr f, size_t i, struct spec *sp)
 {
 	size_t nf = 0;
@@ -238,17 +247,13 @@ static size_t parse_spec(struct jstr f, size_t i, struct spec *sp)
 	while (i < f.n && strchr("-+ #0", f.p[i]) && f.p[i] && nf < 6)
 		sp->flags[nf++] = f.p[i++];
 	for (; i < f.n && f.p[i] >= '0' && f.p[i] <= '9'; i++)
-		sp->width = (sp->width < 0 ? 0 : sp->width) * 10 + f.p[i] - '0';
+		sp->width = digit_in(sp->width < 0 ? 0 : sp->width, f.p[i]);
 	if (i < f.n && f.p[i] == '.')
 		for (sp->prec = 0, i++; i < f.n && f.p[i] >= '0' &&
 					f.p[i] <= '9';
 		     i++)
-			sp->prec = sp->prec * 10 + f.p[i] - '0';
+			sp->prec = digit_in(sp->prec, f.p[i]);
 	sp->type = i < f.n ? f.p[i++] : 0;
-	if (sp->width > 4096)
-		sp->width = 4096;
-	if (sp->prec > 4096)
-		sp->prec = 4096;
 	return i;
 }
 

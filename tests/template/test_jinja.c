@@ -403,6 +403,10 @@ static const struct render_case cases[] = {
      "}}|{{ '%(a)s/%(b)s' % {'a': 1, 'b': 2} }}|{{ '{} and {}'.format('x', "
      "'y') }}|{{ '{1}{0}{name}'.format('a', 'b', name='c') }}",
      NULL, "a-42-03.14-'q'-ff|Hello World|1/2|x and y|bac"},
+    {"m_format_huge",
+     "{{ ('%99999999999d' % 7)|length }}|{{ ('%.99999999999f' % 1.5)|length "
+     "}}",
+     NULL, "4096|4098"},
     {"m_dict_list",
      "{{ d.get('a') }}{{ d.get('zz') }}{{ d.get('zz', 5) }}|{{ d.keys()|list "
      "}}{{ d.values()|list }}|{{ d.items()|list }}|{{ l.index(1) }}{{ "
