@@ -1,8 +1,9 @@
 /* o1bench run --long: long prompts arriving while the streams decode.
  *
  * A thread of its own waits until every stream has had its first token
- * (the streams are decoding) and --long-after-ms more (their undisturbed
- * inter-token times accumulate), then submits N cold prompts of P words
+ * (the streams are decoding), --long-after-ms more and as many
+ * inter-token samples as streams (their undisturbed inter-token times
+ * accumulate, however slow the machine), then submits N cold prompts of P words
  * at once on its own connection, each asking for one new token, and
  * reads them to their FINALs. The phase it publishes (before the
  * submission, during it: until every long prompt has its first token,
@@ -119,8 +120,8 @@ static int read_all(struct o1bench_long *l, struct o1_client *c,
 	return 0;
 }
 
-/* Waits until every stream decodes, then AFTER_MS; false (noted) when
- * the streams ended first. */
+/* Waits until every stream decodes, then AFTER_MS and a sample of the
+ * token interval a stream; false (noted) when the streams ended first. */
 static bool wait_streams(struct o1bench_long *l)
 {
 	uint64_t end = 0;
@@ -129,7 +130,8 @@ static bool wait_streams(struct o1bench_long *l)
 		if (!end && atomic_load(l->first_tokens) >= l->streams)
 			end = o1bench_now_ns() +
 			      (uint64_t)l->after_ms * 1000000ull;
-		if (end && o1bench_now_ns() >= end)
+		if (end && o1bench_now_ns() >= end &&
+		    atomic_load(l->before_gaps) >= l->streams)
 			return true;
 		o1bench_sleep_ms(1);
 	}

@@ -20,6 +20,7 @@ struct o1bench_long {
 	const char *socket;		 /* borrowed */
 	long n, words, after_ms;	 /* prompts, words each, wait */
 	const atomic_long *first_tokens; /* streams that had a token */
+	const atomic_long *before_gaps;	 /* inter-token samples taken so far */
 	long streams;			 /* ... to wait for */
 	/* results, the caller's after join */
 	uint64_t *ttft; /* ns, n_ttft of n entries filled */

@@ -93,6 +93,7 @@ struct worker {
 	atomic_long *next;
 	atomic_long *inflight, *peak; /* over every worker */
 	atomic_long *first_tokens;    /* streams' first tokens, all workers */
+	atomic_long *before_gaps;     /* --long: itl_before samples, all */
 	const struct o1bench_long *lp; /* --long, else NULL */
 	pthread_t thread;
 	struct samples ttft, itl, e2e;
@@ -157,7 +158,8 @@ static void run_usage(FILE *f)
 		"asks for N self-refinement rounds and reports prompt, "
 		"cached tokens and rounds.\n--long L: L cold prompts of "
 		"--long-tokens P words (8192) arrive at once --long-after-ms "
-		"T\n(1000) after every stream decodes; adds the streams' "
+		"T\n(1000) after every stream decodes (and once the streams "
+		"have as many\ntoken intervals); adds the streams' "
 		"itl_before/itl_during\nand the long prompts' long_ttft.\n"
 		"--json-object, --json-schema FILE, --grammar FILE constrain "
 		"every request.\n");
@@ -349,6 +351,8 @@ static void on_token(struct worker *w, struct stream *st,
 		w->failed |= samples_add(&w->itl, gap);
 		if (phase != O1BENCH_LONG_AFTER)
 			w->failed |= samples_add(&w->itl_phase[phase], gap);
+		if (phase == O1BENCH_LONG_BEFORE && w->lp)
+			atomic_fetch_add(w->before_gaps, 1);
 	}
 	st->got += ev->n_ids;
 	st->t_prev = t;
@@ -665,9 +669,10 @@ static int make_streams(struct worker *w, const struct run_args *a, long i)
 }
 
 /* --long's thread, waiting for every stream (or every request, when
- * fewer) to decode; FIRST counts the streams' first tokens. */
+ * fewer) to decode; FIRST counts the streams' first tokens, GAPS their
+ * inter-token samples before the long prompts. */
 static int start_long(const struct run_args *a, struct o1bench_long *l,
-		      const atomic_long *first)
+		      const atomic_long *first, const atomic_long *gaps)
 {
 	*l = (struct o1bench_long){
 	    .socket = a->socket,
@@ -675,6 +680,7 @@ static int start_long(const struct run_args *a, struct o1bench_long *l,
 	    .words = a->long_words,
 	    .after_ms = a->long_after_ms,
 	    .first_tokens = first,
+	    .before_gaps = gaps,
 	    .streams =
 		a->requests < a->concurrency ? a->requests : a->concurrency,
 	};
@@ -702,10 +708,10 @@ static int run(const struct run_args *a, const char *prompt)
 	struct worker *w = calloc((size_t)a->connections, sizeof(*w));
 	struct totals t = {0};
 	struct o1bench_long lp;
-	atomic_long next = 0, inflight = 0, peak = 0, first = 0;
+	atomic_long next = 0, inflight = 0, peak = 0, first = 0, gaps = 0;
 	uint64_t t0 = now_ns();
 	long started = 0;
-	int err = w ? start_long(a, &lp, &first) : -ENOMEM;
+	int err = w ? start_long(a, &lp, &first, &gaps) : -ENOMEM;
 
 	for (long i = 0; i < a->connections && !err; i++)
 		err = make_streams(&w[i], a, i);
@@ -716,6 +722,7 @@ static int run(const struct run_args *a, const char *prompt)
 		w[started].inflight = &inflight;
 		w[started].peak = &peak;
 		w[started].first_tokens = &first;
+		w[started].before_gaps = &gaps;
 		w[started].lp = a->long_n ? &lp : NULL;
 		err = -pthread_create(&w[started].thread, NULL, worker_main,
 				      &w[started]);
