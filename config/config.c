@@ -122,6 +122,8 @@ static const struct key keys[] = {
 	U32(scheduler, prefill_tokens_per_decode, 0, 64, 0, "0"),
 	{"scheduler", "prefill_time_ratio", T_DOUBLE,
 	 OFF(scheduler.prefill_time_ratio), 0, 0, 0, 0.0, 16.0, NULL, 0, "0"},
+	{"scheduler", "prefill_whole_ratio", T_DOUBLE,
+	 OFF(scheduler.prefill_whole_ratio), 0, 0, 0, 0.0, 16.0, NULL, 0, "1"},
 	U32(scheduler, sampler_threads, 0, 256, 0, "0"),
 	U32(scheduler, max_running_per_client, 0, 4096, 0, "0"),
 	U32(scheduler, stall_timeout_ms, 0, 86400000, 0, "30000"),

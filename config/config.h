@@ -113,6 +113,7 @@ struct o1_config {
 		/* > 0: prefill beside decode rows costs at most this x the
 		 * decode step's time (learnt); the two above cap it */
 		double prefill_time_ratio;
+		double prefill_whole_ratio;
 		uint32_t sampler_threads; /* 0 = min(online CPUs, 8) */
 		uint32_t max_running_per_client; /* 0 = fair share only */
 		uint32_t stall_timeout_ms;	  /* 0 = never */

@@ -720,6 +720,7 @@ static int create_engine(struct o1d *d)
 		    .prefill_per_decode =
 			c->scheduler.prefill_tokens_per_decode,
 		    .prefill_time_ratio = c->scheduler.prefill_time_ratio,
+		    .prefill_whole_ratio = c->scheduler.prefill_whole_ratio,
 		    .n_slots = n_slots(c),
 		    .max_prompt_bytes = 65536,
 		    .prefix_cache = true,
@@ -939,6 +940,9 @@ static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
 		report_add(l, cap, "scheduler.prefill_tokens_per_decode");
 	if (c->scheduler.prefill_time_ratio != o->scheduler.prefill_time_ratio)
 		report_add(l, cap, "scheduler.prefill_time_ratio");
+	if (c->scheduler.prefill_whole_ratio !=
+	    o->scheduler.prefill_whole_ratio)
+		report_add(l, cap, "scheduler.prefill_whole_ratio");
 	if (l[0])
 		o1_warn("reload: %s changed but need a restart; not reloaded",
 			l);

@@ -146,16 +146,23 @@ uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,
 				  uint32_t decode_rows, uint32_t ctx,
 				  uint32_t cap)
 {
+	return o1_prefill_budget_tokens_at(b, b->ratio, decode_rows, ctx, cap);
+}
+
+uint32_t o1_prefill_budget_tokens_at(const struct o1_prefill_budget *b,
+				     double ratio, uint32_t decode_rows,
+				     uint32_t ctx, uint32_t cap)
+{
 	double dec, tok, n;
 	uint32_t lo = b->floor < cap ? b->floor : cap;
 
-	if (!b->ratio || !decode_rows)
+	if (!b->ratio || !(ratio > 0) || !decode_rows)
 		return cap;
 	dec = decode_ns(b, decode_rows);
 	tok = token_ns(b, ctx);
 	if (!dec || !tok)
 		return cap;
-	n = b->ratio * dec / tok;
+	n = ratio * dec / tok;
 	if (n >= cap)
 		return cap;
 	return n > lo ? (uint32_t)n : lo;

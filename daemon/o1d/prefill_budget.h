@@ -58,5 +58,10 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,
 				  uint32_t decode_rows, uint32_t ctx,
 				  uint32_t cap);
+/* The same for another RATIO (> 0) on the same estimates: the budget of
+ * prompts computed whole in the step (scheduler.prefill_whole_ratio). */
+uint32_t o1_prefill_budget_tokens_at(const struct o1_prefill_budget *b,
+				     double ratio, uint32_t decode_rows,
+				     uint32_t ctx, uint32_t cap);
 
 #endif

@@ -14,7 +14,11 @@
  *   that turns over stays full), and with prefill_time_ratio only as
  *   many of those as keep the step within (1 + ratio) x the measured
  *   time of a decode step of as many rows (prefill_budget.h: learnt from
- *   the steps' times, at least a page's worth); else the whole step
+ *   the steps' times, at least a page's worth) as will run once the
+ *   requests waiting have joined (at most max_running: the streams' step
+ *   grows to that anyway), and a prompt whose rest fits within
+ *   prefill_whole_ratio's budget goes in whole beside the chunks (one
+ *   slower step instead of a run of them); else the whole step
  *   (nobody waits on a next token: a lone prompt goes in the fewest,
  *   largest steps). Running sequences
  *   still prefilling come first, oldest first (a long prompt goes on
@@ -140,6 +144,9 @@ struct o1_sched_opts {
 	/* > 0: the prefill budget beside decode rows is set by time
 	 * (prefill_budget.h), the token budget above its cap; 0: tokens */
 	double prefill_time_ratio;
+	/* with prefill_time_ratio: the ratio for prompts computed whole in
+	 * the step (the larger of the two applies) */
+	double prefill_whole_ratio;
 	/* the clock timing steps for it (CLOCK_MONOTONIC ns); NULL: the real
 	 * one (tests pass a fake; called with step_ctx) */
 	uint64_t (*clock_ns)(void *ctx);

@@ -54,6 +54,15 @@ static void test_ratio(void **st)
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 200);
 	/* the cap wins when lower */
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 128), 128);
+	/* another ratio on the same estimates (the whole-prompt budget) */
+	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 0, 2048),
+			 600);
+	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 0, 500),
+			 500);
+	/* the budget off: the cap, whatever the ratio asked */
+	b.ratio = 0;
+	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 0, 2048),
+			 2048);
 }
 
 /* Decode steps of 64 and of 256 rows: each budget from its own time, an

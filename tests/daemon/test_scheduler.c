@@ -32,6 +32,7 @@ struct fake {
 	int32_t *kv; /* n_pages x P */
 	uint32_t steps, max_seqs, max_tokens;
 	uint32_t last_tokens; /* new tokens in the last step */
+	uint32_t last_prompt; /* of those, in rows of more than one */
 	/* device output entries seen: the argmax of the row each (area,
 	 * seq) named, -1 for none yet */
 	int32_t dev_tok[DEV_AREAS][DEV_SEQS];
@@ -50,6 +51,7 @@ struct env_knobs {
 	uint32_t chunk;	     /* prefill_chunk_tokens (0: 5) */
 	uint32_t per_decode; /* prefill_per_decode */
 	double time_ratio;   /* prefill_time_ratio, on the fake clock */
+	double whole_ratio;  /* prefill_whole_ratio */
 };
 
 /* A step's time on the fake clock (ns): decode rows (one token) cost
@@ -102,7 +104,7 @@ static uint32_t mix(uint32_t h, int32_t t)
 static int fake_step(void *ctx, const struct o1_step *st)
 {
 	struct fake *f = ctx;
-	uint32_t total = 0;
+	uint32_t total = 0, prompt = 0;
 
 	f->steps++;
 	for (uint32_t s = 0; s < st->n_seqs; s++) {
@@ -111,6 +113,7 @@ static int fake_step(void *ctx, const struct o1_step *st)
 		float *row = st->logits + (size_t)s * VOCAB;
 
 		total += q->n_tokens;
+		prompt += q->n_tokens > 1 ? q->n_tokens : 0;
 		assert_true(end <= q->n_pages * P);
 		for (uint32_t i = 0; i < q->n_tokens; i++) {
 			uint32_t pos = q->start_pos + i;
@@ -128,6 +131,7 @@ static int fake_step(void *ctx, const struct o1_step *st)
 	assert_true(st->n_seqs <= f->max_seqs);
 	assert_true(total <= f->max_tokens);
 	f->last_tokens = total;
+	f->last_prompt = prompt;
 	f->last_ns = fake_cost(st);
 	f->now += f->last_ns;
 	fake_devout(f, st);
@@ -166,6 +170,7 @@ static void env_init_with(struct env *e, uint32_t pages, uint32_t n_reqs,
 	    .prefill_chunk_tokens = k->chunk ? k->chunk : 5,
 	    .prefill_per_decode = k->per_decode,
 	    .prefill_time_ratio = k->time_ratio,
+	    .prefill_whole_ratio = k->whole_ratio,
 	    .clock_ns = k->time_ratio > 0 ? fake_clock : NULL,
 	    .n_slots = n_reqs,
 	    .max_prompt_bytes = 4096,
@@ -1098,6 +1103,105 @@ static void test_prefill_time_budget(void **state)
 	env_fini(&e);
 }
 
+/* The time budget is relative to the batch that will run once the
+ * waiting prompts joined it, not to the few rows decoding while it fills
+ * (fake_cost: a decode step of 1 row 70 us, of 8 rows 140 us; a prompt
+ * token 2 us, 20 us a mixed step). Eight streams decode to their ends,
+ * two steps apart (the estimator learns 8 rows down to 1), then one alone,
+ * then seven
+ * 200-token prompts arrive beside it (40 new tokens each, so all eight
+ * stay running until the last prompt is in): ratio 1 lets each mixed
+ * step carry
+ * (140 - 20) / 2 = 60 prompt tokens while they wait, where the lone row's
+ * 70 us would let (70 - 20) / 2 = 25 through. Every stream stays exact. */
+static void test_prefill_time_budget_joining(void **state)
+{
+	struct env e;
+	struct seen seen[16] = {0};
+	int32_t p[16][200];
+	uint32_t mixed = 0;
+
+	(void)state;
+	env_init_with(&e, 1024, 16, 600, 128, 8,
+		      &(struct env_knobs){.chunk = 64, .time_ratio = 1.0});
+	for (uint32_t k = 0; k < 16; k++)
+		make_prompt(p[k], k < 9 ? 3 : 200, k, 0);
+	for (uint32_t k = 0; k < 8; k++)
+		submit(&e, k, k, 1000, p[k], 3, 20 + 2 * k);
+	run_all(&e, seen, 1000);
+	submit(&e, 8, 8, 1000, p[8], 3, 200);
+	for (int i = 0; i < 4; i++)
+		step_some(&e, seen, NULL);
+	assert_int_equal(e.f.last_tokens, 1);
+	assert_int_equal(e.f.last_ns, 70000);
+	for (uint32_t k = 9; k < 16; k++) /* decoding till all are in */
+		submit(&e, k, k, 1000, p[k], 200, 40);
+	for (int i = 0; i < 100; i++) {
+		uint32_t left = 0;
+
+		for (uint32_t k = 9; k < 16; k++)
+			left += !seen[k].n;
+		if (!left)
+			break;
+		step_some(&e, seen, NULL);
+		/* the first step measures a token's cost (the cap, 64);
+		 * the last prompt's last chunk is what is left of it */
+		if (i >= 1 && left >= 2) {
+			assert_in_range(e.f.last_prompt, 56, 64);
+			mixed++;
+		}
+	}
+	assert_true(mixed >= 5);
+	run_all(&e, seen, 2000);
+	for (uint32_t k = 0; k < 16; k++)
+		check_stream(p[k], k < 9 ? 3 : 200, &seen[k],
+			     k < 8 ? 20 + 2 * k : k == 8 ? 200 : 40);
+	env_fini(&e);
+}
+
+/* A prompt that fits the whole-prompt budget goes in whole beside a long
+ * one's chunks (prefill_time_ratio 1, prefill_whole_ratio 3, fake_cost):
+ * six streams decode, a 500-token prompt goes on at its ~50 tokens a
+ * step (prefill_chunk_tokens 128, the most either budget gives), and a
+ * 60-token prompt arriving then is computed in the next step
+ * beside the long one's chunk, its first token out of it, where at the
+ * chunk budget alone it would have waited for the long prompt to end (the
+ * long prompt's own rest goes in whole too, once it fits). Every stream
+ * stays exact. */
+static void test_prefill_whole_prompt(void **state)
+{
+	struct env e;
+	struct seen seen[8] = {0};
+	int32_t p[8][500];
+	uint32_t dec[6] = {0, 1, 2, 3, 4, 5};
+
+	(void)state;
+	env_init_with(&e, 1024, 8, 600, 160, 8,
+		      &(struct env_knobs){.chunk = 128,
+					  .time_ratio = 1.0,
+					  .whole_ratio = 3.0});
+	for (uint32_t k = 0; k < 8; k++)
+		make_prompt(p[k], k < 6 ? 3 : k == 6 ? 500 : 60, k, 0);
+	for (uint32_t k = 0; k < 6; k++)
+		submit(&e, k, k, 1000, p[k], 3, 100);
+	for (int i = 0; i < 3; i++)
+		step_some(&e, seen, NULL);
+	submit(&e, 6, 6, 1000, p[6], 500, 4);
+	for (int i = 0; i < 5; i++)
+		budget_step(&e, seen, NULL, dec, 6, 128);
+	assert_in_range(e.f.last_prompt, 48, 51);
+	submit(&e, 7, 7, 1000, p[7], 60, 4);
+	budget_step(&e, seen, NULL, dec, 6, 128);
+	assert_int_equal(seen[7].n, 1);
+	assert_in_range(e.f.last_prompt, 60 + 40, 60 + 51);
+	assert_int_equal(seen[6].n, 0);
+	run_all(&e, seen, 1000);
+	for (uint32_t k = 0; k < 8; k++)
+		check_stream(p[k], k < 6 ? 3 : k == 6 ? 500 : 60, &seen[k],
+			     k < 6 ? 100 : 4);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1119,6 +1223,8 @@ int main(void)
 	    cmocka_unit_test(test_prefill_budget),
 	    cmocka_unit_test(test_prefill_per_decode),
 	    cmocka_unit_test(test_prefill_time_budget),
+	    cmocka_unit_test(test_prefill_time_budget_joining),
+	    cmocka_unit_test(test_prefill_whole_prompt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
