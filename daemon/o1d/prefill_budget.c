@@ -128,10 +128,18 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 	if (!ns || (!decode_rows && !prefill_tokens))
 		return;
 	if (!prefill_tokens) {
-		learn_decode(&b->decode_ns[row_bucket(decode_rows)],
-			     (double)ns);
+		uint32_t i = row_bucket(decode_rows);
+
+		/* a stale estimate takes a fresh measurement at once: the
+		 * contexts grew meanwhile (o1_prefill_budget_stale) */
+		if (o1_prefill_budget_stale(b, decode_rows))
+			b->decode_ns[i] = (double)ns;
+		else
+			learn_decode(&b->decode_ns[i], (double)ns);
+		b->decode_at[i] = ++b->steps;
 		return;
 	}
+	b->steps++;
 	if (!decode_rows && prefill_tokens < O1_PREFILL_LONE_MIN)
 		return;
 	/* a lone prompt step pays the weights' read a one-row step pays */
@@ -140,6 +148,15 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 		return;
 	t = ((double)ns - base) / prefill_tokens;
 	learn_token(&b->token_ns[ctx_bucket(ctx)], t);
+}
+
+bool o1_prefill_budget_stale(const struct o1_prefill_budget *b,
+			     uint32_t decode_rows)
+{
+	uint32_t i = row_bucket(decode_rows);
+
+	return b->ratio && b->decode_ns[i] > 0 &&
+	       b->steps - b->decode_at[i] > O1_PREFILL_STALE_STEPS;
 }
 
 uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,

@@ -27,6 +27,7 @@
 #ifndef O1_PREFILL_BUDGET_H
 #define O1_PREFILL_BUDGET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define O1_PREFILL_ROW_BUCKETS 52
@@ -38,7 +39,18 @@ struct o1_prefill_budget {
 	/* ns; 0 = not measured yet */
 	double decode_ns[O1_PREFILL_ROW_BUCKETS];
 	double token_ns[O1_PREFILL_CTX_BUCKETS];
+	/* steps observed, and the count when each decode bucket was last
+	 * measured (o1_prefill_budget_stale) */
+	uint64_t steps;
+	uint64_t decode_at[O1_PREFILL_ROW_BUCKETS];
 };
+
+/* Steps after which a decode estimate is stale: the streams' contexts
+ * grow (decode attention with them) while every step carries prompt
+ * tokens, and the growth was then charged to the prompt tokens (on
+ * sched_sim's whole llama3-8b, 8 prompts of 8k beside 64 streams ran at
+ * the floor's page a step for 9 s). */
+#define O1_PREFILL_STALE_STEPS 32
 
 /* A prompt step alone (no decode rows) teaches the token cost only from
  * this many tokens on: a short one is mostly the weights' read, which a
@@ -52,6 +64,11 @@ void o1_prefill_budget_init(struct o1_prefill_budget *b, double ratio,
 void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 			       uint32_t decode_rows, uint32_t prefill_tokens,
 			       uint32_t ctx, uint64_t ns);
+/* Whether the time of a decode step of DECODE_ROWS rows was measured,
+ * but not within the last O1_PREFILL_STALE_STEPS steps: the scheduler
+ * then runs one step without prompt tokens, which measures it again. */
+bool o1_prefill_budget_stale(const struct o1_prefill_budget *b,
+			     uint32_t decode_rows);
 /* Prompt tokens for a step of DECODE_ROWS (> 0) decode rows whose first
  * chunk (the oldest prompt's) starts at CTX, within [min(floor, cap),
  * cap]. */

@@ -990,17 +990,17 @@ static bool decodes(const struct seq *q)
 }
 
 /* What Q may compute this step: a decode row draws on the step's tokens
- * alone, a prefill chunk on the prefill budget as well, and a prompt whose
- * rest fits the whole-prompt budget goes in whole (one slower step, not a
- * run of them). */
+ * alone, a prefill chunk on the prefill budget as well, and a prompt
+ * admitted now that fits the whole-prompt budget goes in whole (one slower
+ * step, not a run of them; a long prompt's last chunk is not one). */
 static uint32_t budget_for(const struct o1_sched *s, const struct seq *q)
 {
 	uint32_t rest = q->n_tokens - q->n_computed;
 
 	if (decodes(q))
 		return s->left;
-	if (rest <= s->whole_left && rest <= s->left)
-		return rest;
+	if (q->list != IN_RUNNING && rest <= s->whole_left && rest <= s->left)
+		return rest; /* admitted whole: never a long prompt's tail */
 	return s->prefill_left < s->left ? s->prefill_left : s->left;
 }
 
@@ -1080,12 +1080,8 @@ static void schedule_pass(struct o1_sched *s, bool decode)
 			continue;
 		}
 		n = plan(s, q, &samples);
-		if (!n && !decode) { /* a prompt whole may still fit */
-			if (!s->whole_left)
-				return; /* the prefill budgets are spent */
-			i++;
-			continue;
-		}
+		if (!n && !decode)
+			return; /* the prefill budget is spent */
 		if (!n) {
 			unlist(s, q);
 			park(s, q);
@@ -1163,6 +1159,9 @@ static void schedule_running(struct o1_sched *s)
 		    o1_prefill_budget_tokens(&s->pb, rows, ctx, cap);
 		s->whole_left = o1_prefill_budget_tokens_at(
 		    &s->pb, s->whole_ratio, rows, ctx, cap);
+		/* a step of decode rows alone measures their time afresh */
+		if (s->n_batch && o1_prefill_budget_stale(&s->pb, s->n_batch))
+			s->prefill_left = s->whole_left = 0;
 	}
 	schedule_pass(s, false);
 }

@@ -16,9 +16,11 @@
  *   time of a decode step of as many rows (prefill_budget.h: learnt from
  *   the steps' times, at least a page's worth) as will run once the
  *   requests waiting have joined (at most max_running: the streams' step
- *   grows to that anyway), and a prompt whose rest fits within
- *   prefill_whole_ratio's budget goes in whole beside the chunks (one
- *   slower step instead of a run of them); else the whole step
+ *   grows to that anyway; a step of decode rows alone now and then
+ *   measures their time again as the contexts grow), and a prompt
+ *   admitted that fits prefill_whole_ratio's budget goes in whole beside
+ *   the chunks (one slower step instead of a run of them); else the
+ *   whole step
  *   (nobody waits on a next token: a lone prompt goes in the fewest,
  *   largest steps). Running sequences
  *   still prefilling come first, oldest first (a long prompt goes on

@@ -237,6 +237,38 @@ static void test_extremes(void **st)
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 16);
 }
 
+/* A decode estimate not measured for O1_PREFILL_STALE_STEPS steps is
+ * stale, and the next measurement replaces it (contexts grew meanwhile:
+ * the slow EWMA of good news would lag behind for hundreds of steps). */
+static void test_stale_decode(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 1.0, 16);
+	assert_false(o1_prefill_budget_stale(&b, 64)); /* never measured */
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	o1_prefill_budget_observe(&b, 64, 2048, 0, (1600 + 8192) * US);
+	for (int i = 0; i < O1_PREFILL_STALE_STEPS - 1; i++)
+		o1_prefill_budget_observe(&b, 64, 400, 0, (1600 + 1600) * US);
+	assert_false(o1_prefill_budget_stale(&b, 64));
+	o1_prefill_budget_observe(&b, 64, 400, 0, (1600 + 1600) * US);
+	assert_true(o1_prefill_budget_stale(&b, 64));
+	assert_false(o1_prefill_budget_stale(&b, 8)); /* never measured */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 400);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 3200 * US);
+	assert_false(o1_prefill_budget_stale(&b, 64));
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 800);
+	/* fresh again: the next one moves it by the EWMA's small step */
+	o1_prefill_budget_observe(&b, 64, 0, 0, 6400 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 850);
+	/* with the budget off nothing is stale */
+	b.ratio = 0;
+	for (int i = 0; i < 2 * O1_PREFILL_STALE_STEPS; i++)
+		o1_prefill_budget_observe(&b, 64, 400, 0, (1600 + 1600) * US);
+	assert_false(o1_prefill_budget_stale(&b, 64));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +281,7 @@ int main(void)
 	    cmocka_unit_test(test_floor),
 	    cmocka_unit_test(test_lone_steps),
 	    cmocka_unit_test(test_extremes),
+	    cmocka_unit_test(test_stale_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

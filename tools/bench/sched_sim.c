@@ -488,8 +488,9 @@ static void tput_token(void *ctx, struct world *w, uint32_t k, bool first,
 	push(first ? &t->ttft : &t->itl, gap);
 }
 
-/* Round ROUND of the closed-loop throughput run in W. */
-static int run_tput(struct world *w, uint32_t round)
+/* Round ROUND of the closed-loop throughput run in W (its line unless
+ * QUIET). */
+static int run_tput(struct world *w, uint32_t round, bool quiet)
 {
 	const struct args *a = w->a;
 	struct tput t = {0};
@@ -515,7 +516,8 @@ static int run_tput(struct world *w, uint32_t round)
 			}
 		}
 	}
-	printf("tput round=%u streams=%u requests=%u prompt=%u gen=%u %s "
+	if (!quiet)
+		printf("tput round=%u streams=%u requests=%u prompt=%u gen=%u %s "
 	       "ratio=%g tok_s=%.0f itl_p50_ms=%.2f itl_p99_ms=%.2f "
 	       "p99_over_p50=%.2f ttft_p50_ms=%.1f steps=%llu sim_s=%.2f\n",
 	       round, a->streams, a->requests, a->prompt, a->gen,
@@ -531,11 +533,26 @@ static int run_tput(struct world *w, uint32_t round)
 	return 0;
 }
 
+/* The throughput rounds (none with --only long: a fresh daemon). */
+static int run_tput_rounds(struct world *w, bool quiet)
+{
+	int err = 0;
+
+	for (uint32_t r = 0; !err && w->a->only != 2 && r < w->a->rounds; r++)
+		err = run_tput(w, r, quiet);
+	return err;
+}
+
 /* ---- the long-prompt run ---- */
 
 enum { BEFORE, DURING, AFTER };
 
+/* One pass of the long-prompt run. With n_long 0 and a window (the
+ * baseline: the same streams without the long prompts), the intervals
+ * that end inside [lo, hi) are the "during" samples. */
 struct longrun {
+	uint32_t n_long;
+	uint64_t lo, hi; /* the long prompts' window (ns) */
 	int phase;
 	uint32_t firsts;      /* streams with their first token */
 	uint64_t firsts_ns;   /* when the last of them came */
@@ -553,8 +570,10 @@ static void long_token(void *ctx, struct world *w, uint32_t k, bool first,
 	if (w->st[k].is_long) {
 		if (first) {
 			push(&l->ttft, gap);
-			if (++l->firsts_long == w->a->n_long)
+			if (++l->firsts_long == l->n_long) {
 				l->phase = AFTER;
+				l->hi = w->sim.now;
+			}
 		}
 		return;
 	}
@@ -567,22 +586,36 @@ static void long_token(void *ctx, struct world *w, uint32_t k, bool first,
 		l->has_gap[k] = true;
 		l->gapped++;
 	}
+	if (!l->n_long && l->hi) { /* the baseline */
+		if (w->sim.now >= l->lo && w->sim.now < l->hi)
+			push(&l->during, gap);
+		return;
+	}
 	if (l->phase == BEFORE)
 		push(&l->before, gap);
 	else if (l->phase == DURING)
 		push(&l->during, gap);
 }
 
-/* The long-prompt run in W. */
-static int run_long(struct world *w)
+static void longrun_free(struct longrun *l)
+{
+	free(l->before.v);
+	free(l->during.v);
+	free(l->ttft.v);
+	free(l->has_gap);
+}
+
+/* The streams of the long-prompt run in W, and L->n_long long prompts
+ * once they decode (o1bench --long's timing: every stream had its first
+ * token --long-after-ms ago, and an interval). */
+static int run_long(struct world *w, struct longrun *l)
 {
 	const struct args *a = w->a;
-	struct longrun l = {0};
-	struct taker tk = {long_token, &l};
+	struct taker tk = {long_token, l};
 	uint32_t n = a->long_streams, live = 0;
 
-	l.has_gap = calloc(n + a->n_long, sizeof(bool));
-	if (!l.has_gap)
+	l->has_gap = calloc(n + a->n_long, sizeof(bool));
+	if (!l->has_gap)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < n; k++, live++)
 		submit(w, k, k % a->clients, a->prompt, a->long_gen, false);
@@ -591,38 +624,73 @@ static int run_long(struct world *w)
 			fprintf(stderr, "sched_sim: nothing runnable\n");
 			return -EINVAL;
 		}
-		for (uint32_t k = 0; k < n + a->n_long; k++)
+		for (uint32_t k = 0; k < n + l->n_long; k++)
 			if (w->st[k].slot != UINT32_MAX && take(w, k, &tk))
 				live--;
-		/* o1bench --long: every stream decodes, --long-after-ms
-		 * later, and every stream has had an interval */
-		if (l.phase == BEFORE && l.firsts == n &&
-		    w->sim.now - l.firsts_ns >= a->long_after_ms * 1e6 &&
-		    l.gapped == n) {
-			for (uint32_t i = 0; i < a->n_long; i++, live++) {
+		if (l->phase == BEFORE && l->firsts == n &&
+		    w->sim.now - l->firsts_ns >= a->long_after_ms * 1e6 &&
+		    l->gapped == n && l->n_long) {
+			for (uint32_t i = 0; i < l->n_long; i++, live++) {
 				w->st[n + i].is_long = true;
 				submit(w, n + i, (n + i) % a->clients,
 				       a->long_prompt, 1, false);
 			}
-			l.phase = a->n_long ? DURING : AFTER;
+			l->phase = DURING;
+			l->lo = w->sim.now;
 		}
 	}
-	printf("long streams=%u gen=%u long=%u x %u ratio=%g "
-	       "before_p50_ms=%.2f before_p99_ms=%.2f during_p50_ms=%.2f "
-	       "during_p99_ms=%.2f during_p99_over_before_p50=%.2f "
-	       "long_ttft_p50_ms=%.1f long_ttft_max_ms=%.1f n_during=%zu\n",
-	       n, a->long_gen, a->n_long, a->long_prompt, a->ratio,
-	       pct_ms(&l.before, 50), pct_ms(&l.before, 99),
-	       pct_ms(&l.during, 50), pct_ms(&l.during, 99),
-	       pct_ms(&l.during, 99) / pct_ms(&l.before, 50),
-	       pct_ms(&l.ttft, 50), pct_ms(&l.ttft, 100), l.during.n);
-	free(l.before.v);
-	free(l.during.v);
-	free(l.ttft.v);
-	for (uint32_t k = 0; k < n + a->n_long; k++)
+	for (uint32_t k = 0; k < n + l->n_long; k++)
 		w->st[k].is_long = false;
-	free(l.has_gap);
 	return 0;
+}
+
+/* The long-prompt run after the throughput rounds (as o1d would have
+ * learnt from them), then the same again without the long prompts: the
+ * streams' intervals in the same window are what they would have been
+ * without them (their contexts grow meanwhile: a long window alone makes
+ * the steps slower than before it). */
+static int run_tput_rounds(struct world *w, bool quiet);
+
+static int run_long_both(const struct args *a)
+{
+	struct longrun l = {.n_long = a->n_long}, base = {0};
+	struct world w, wb;
+	int err = world_init(&w, a);
+
+	if (!err)
+		err = run_tput_rounds(&w, true);
+	if (!err)
+		err = run_long(&w, &l);
+	world_fini(&w);
+	base.lo = l.lo;
+	base.hi = l.hi;
+	if (!err)
+		err = world_init(&wb, a);
+	if (!err)
+		err = run_tput_rounds(&wb, true);
+	if (!err)
+		err = run_long(&wb, &base);
+	if (!err)
+		world_fini(&wb);
+	if (!err)
+		printf("long streams=%u gen=%u long=%u x %u ratio=%g "
+		       "before_p50_ms=%.2f before_p99_ms=%.2f "
+		       "during_p50_ms=%.2f during_p99_ms=%.2f "
+		       "during_p99_over_before_p50=%.2f "
+		       "without_p50_ms=%.2f during_p99_over_without_p50=%.2f "
+		       "long_ttft_p50_ms=%.1f long_ttft_max_ms=%.1f "
+		       "n_during=%zu\n",
+		       a->long_streams, a->long_gen, a->n_long,
+		       a->long_prompt, a->ratio, pct_ms(&l.before, 50),
+		       pct_ms(&l.before, 99), pct_ms(&l.during, 50),
+		       pct_ms(&l.during, 99),
+		       pct_ms(&l.during, 99) / pct_ms(&l.before, 50),
+		       pct_ms(&base.during, 50),
+		       pct_ms(&l.during, 99) / pct_ms(&base.during, 50),
+		       pct_ms(&l.ttft, 50), pct_ms(&l.ttft, 100), l.during.n);
+	longrun_free(&l);
+	longrun_free(&base);
+	return err;
 }
 
 /* ---- arguments ---- */
@@ -783,12 +851,14 @@ int main(int argc, char **argv)
 	       shape_ms(&a.m, 1, 128, 0), shape_ms(&a.m, 64, 700, 0),
 	       shape_ms(&a.m, 256, 144, 0), shape_ms(&a.m, 0, 0, 128),
 	       shape_ms(&a.m, 0, 0, 2048));
-	err = world_init(&w, &a);
-	for (uint32_t r = 0; !err && a.only != 2 && r < a.rounds; r++)
-		err = run_tput(&w, r);
+	if (a.only != 2) {
+		err = world_init(&w, &a);
+		if (!err)
+			err = run_tput_rounds(&w, false);
+		world_fini(&w);
+	}
 	if (!err && a.only != 1)
-		err = run_long(&w);
-	world_fini(&w);
+		err = run_long_both(&a);
 	if (err)
 		fprintf(stderr, "sched_sim: %s\n", o1_strerror(err));
 	return err ? 1 : 0;
