@@ -24,6 +24,13 @@ void kct_seed(void)
 	printf("O1_TEST_SEED=%llu\n", (unsigned long long)rng);
 }
 
+bool kct_quick(void)
+{
+	const char *q = getenv("O1_TEST_QUICK");
+
+	return q && atoi(q);
+}
+
 float kct_frand(void)
 {
 	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -105,6 +112,13 @@ void *kct_host_copy(const void *d, size_t bytes)
 	assert_int_equal(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost),
 			 cudaSuccess);
 	return h;
+}
+
+void kct_get(void *h, const void *d, size_t bytes)
+{
+	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+	assert_int_equal(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost),
+			 cudaSuccess);
 }
 
 float *kct_host_bf16(const void *d, size_t n)

@@ -1,6 +1,7 @@
 /* Helpers of the CUDA kernel tests in tests/kernels (test_<op>_cuda.c):
  * seeded random values, bf16 rounding as the device does it, device
- * buffers poisoned with NaN, copies both ways, and the tolerance check.
+ * buffers poisoned with NaN, copies both ways, and the tolerance check
+ * (quant_cuda_test.h adds weights in GGUF block formats).
  * Only the plain runtime calls the CPU emulation (tools/gpu/emu) has, so
  * the same tests run there. Failures are cmocka assertions. */
 #ifndef O1_KERNEL_CUDA_TEST_H
@@ -14,6 +15,9 @@
 
 /* The seed: O1_TEST_SEED, else the time; printed. */
 void kct_seed(void);
+/* O1_TEST_QUICK set (not 0): a test runs a subset of its shapes (the CPU
+ * emulation, tools/gpu/emu). */
+bool kct_quick(void);
 /* Uniform in [-1, 1). */
 float kct_frand(void);
 /* N values uniform in [-SCALE, SCALE) (malloc'd). */
@@ -30,6 +34,8 @@ void *kct_dev_copy(const void *h, size_t bytes);
 void *kct_dev_bf16(const float *h, size_t n);
 /* BYTES of D after the device is idle (malloc'd). */
 void *kct_host_copy(const void *d, size_t bytes);
+/* The same into H. */
+void kct_get(void *h, const void *d, size_t bytes);
 /* N bf16 values of D as floats (malloc'd). */
 float *kct_host_bf16(const void *d, size_t n);
 

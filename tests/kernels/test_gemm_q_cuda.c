@@ -40,7 +40,9 @@
 #include <errno.h>
 #include <math.h>
 
+#include "kernel_cuda_test.h"
 #include "kernels/cuda_util.h"
+#include "quant_cuda_test.h"
 #include "kernels/gemv_q.h"
 #include "kernels/kernels_cuda.h"
 #include "kernels/quant.h"
@@ -58,72 +60,6 @@ struct kernel {
 static const struct kernel kernels[] = {{"gemm_q", o1_gemm_q_cuda},
 					{"gemm_qp", o1_gemm_qp_cuda}};
 static const struct kernel *kern; /* the one check_gemm runs */
-static bool quick;
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static float frand(void)
-{
-	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (float)((rng >> 40) / (double)(1 << 24)) * 2 - 1;
-}
-
-static void *dev_put(const void *host, size_t bytes)
-{
-	void *d = NULL;
-
-	assert_int_equal(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
-	if (host && bytes)
-		assert_int_equal(
-		    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice),
-		    cudaSuccess);
-	return d;
-}
-
-static void dev_get(void *host, const void *dev, size_t bytes)
-{
-	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-	assert_int_equal(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost),
-			 cudaSuccess);
-}
-
-/* f32 -> bf16 bits, to nearest even (dtype.h's rounding). */
-static uint16_t bf16_rne(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffff) > 0x7f800000)
-		return (uint16_t)((u >> 16) | 0x40);
-	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
-static float bf16_f32(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-/* N random elements of TYPE: uniform, every third 256 scaled down (block
- * scales far apart within a row). */
-static uint8_t *random_blocks(enum o1_quant_type type, uint64_t n)
-{
-	float *x = malloc(n * sizeof(float));
-	uint64_t bytes;
-	uint8_t *q;
-
-	assert_int_equal(o1_quant_row_bytes(type, n, &bytes), 0);
-	q = malloc(bytes);
-	assert_non_null(x);
-	assert_non_null(q);
-	for (uint64_t i = 0; i < n; i++)
-		x[i] = frand() * (i / 256 % 3 == 0 ? 0.02f : 3.0f);
-	assert_int_equal(o1_quant_quantize(type, x, q, n), 0);
-	free(x);
-	return q;
-}
 
 /* The bound of the header comment on OUT against EXACT (sum |x w| MAG). */
 static void check_exact(enum o1_quant_type type, uint32_t m, uint32_t n,
@@ -186,7 +122,7 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 	      *gpu = malloc(ny * 4), *again = malloc(ny * 4), *dy;
 	double *exact = calloc((size_t)m * n, sizeof(double)),
 	       *mag = calloc((size_t)m * n, sizeof(double));
-	uint8_t *q = random_blocks(type, (uint64_t)n * k);
+	uint8_t *q = qct_random_blocks(type, (uint64_t)n * k);
 	uint64_t rb;
 	void *dw, *dx;
 
@@ -195,12 +131,11 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 	assert_non_null(exact), assert_non_null(mag);
 	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
 	for (size_t i = 0; i < (size_t)m * k; i++)
-		x[i] = bf16_rne(frand() * 2);
+		x[i] = kct_bf16_of(kct_frand() * 2);
 	for (size_t i = 0; i < ny; i++)
 		cpu[i] = NAN;
 	o1_quant_dequantize(type, q, wf, (uint64_t)n * k);
-	for (size_t i = 0; i < (size_t)n * k; i++)
-		wf[i] = bf16_f32(bf16_rne(wf[i]));
+	kct_round_bf16(wf, (size_t)n * k);
 	for (uint32_t i = 0; i < m; i++)
 		for (uint32_t j = 0; j < n; j++) {
 			const uint16_t *xr = x + (size_t)i * k;
@@ -208,23 +143,23 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 			double s = 0, a = 0;
 
 			for (uint32_t c = 0; c < k; c++) {
-				double p = (double)bf16_f32(xr[c]) * wr[c];
+				double p = (double)kct_f32_of(xr[c]) * wr[c];
 
 				s += p, a += fabs(p);
 			}
 			exact[(size_t)i * n + j] = s;
 			mag[(size_t)i * n + j] = a;
 		}
-	dw = dev_put(q, rb * n);
-	dx = dev_put(x, (size_t)m * k * 2);
-	dy = dev_put(cpu, ny * 4); /* NaN everywhere */
+	dw = kct_dev_copy(q, rb * n);
+	dx = kct_dev_copy(x, (size_t)m * k * 2);
+	dy = kct_dev_copy(cpu, ny * 4); /* NaN everywhere */
 	assert_int_equal(o1_gemv_q_cpu(cpu, x, q, type, m, n, k, ldy), 0);
 	assert_int_equal(kern->run(dy, dx, dw, type, m, n, k, ldy, false, NULL),
 			 0);
-	dev_get(gpu, dy, ny * 4);
+	kct_get(gpu, dy, ny * 4);
 	assert_int_equal(kern->run(dy, dx, dw, type, m, n, k, ldy, true, NULL),
 			 0);
-	dev_get(again, dy, ny * 4);
+	kct_get(again, dy, ny * 4);
 	assert_memory_equal(gpu, again, ny * 4);
 	check_exact(type, m, n, k, ldy, gpu, exact, mag);
 	check_cpu(type, m, n, k, ldy, gpu, cpu);
@@ -246,7 +181,8 @@ static void gemm_shapes(const struct kernel *g)
 			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
 				for (size_t c = 0; c < sizeof(ks) / sizeof(ks[0]);
 				     c++)
-					if (!quick || (a + b + c + t) % 4 == 0)
+					if (!kct_quick() ||
+					    (a + b + c + t) % 4 == 0)
 						check_gemm(types[t], ms[a],
 							   ns[b], ks[c],
 							   ns[b] + (a % 2) * 5);
@@ -263,7 +199,7 @@ static void gemm_shapes(const struct kernel *g)
 	check_gemm(O1_QUANT_Q6_K, 50, 700, 512, 703);
 	/* Q8_0 rows 2 bytes off a 16-byte piece: 34 * 11 bytes a row */
 	check_gemm(O1_QUANT_Q8_0, 33, 70, 96 + 256, 70);
-	if (quick)
+	if (kct_quick())
 		return;
 	/* shapes of real models */
 	check_gemm(O1_QUANT_Q4_K, 128, 512, 4096, 512);
@@ -315,9 +251,9 @@ static void bad_args(const struct kernel *g, float *y, uint16_t *x,
 
 static void test_bad_args(void **state)
 {
-	float *y = dev_put(NULL, 1 << 16);
-	uint16_t *x = dev_put(NULL, 1 << 16);
-	uint8_t *w = dev_put(NULL, 1 << 16);
+	float *y = kct_dev(1 << 16);
+	uint16_t *x = kct_dev(1 << 16);
+	uint8_t *w = kct_dev(1 << 16);
 
 	(void)state;
 	bad_args(&kernels[0], y, x, w);
@@ -349,10 +285,6 @@ int main(void)
 	    cmocka_unit_test(test_bad_args),
 	};
 
-	quick = getenv("O1_TEST_QUICK") && atoi(getenv("O1_TEST_QUICK"));
-	if (o1_cuda_probe() != 0) {
-		fprintf(stderr, "no CUDA device: skipped\n");
-		return 77;
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return kct_main("test_gemm_q_cuda", tests,
+			sizeof(tests) / sizeof(tests[0]));
 }

@@ -52,7 +52,9 @@
 #include <errno.h>
 #include <math.h>
 
+#include "kernel_cuda_test.h"
 #include "kernels/cuda_util.h"
+#include "quant_cuda_test.h"
 #include "kernels/embedding.h"
 #include "kernels/gemv_q.h"
 #include "kernels/gemv_q8.h"
@@ -64,62 +66,6 @@
 static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
 					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
 static const char *const files[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
-static bool quick;
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static float frand(void)
-{
-	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (float)((rng >> 40) / (double)(1 << 24)) * 2 - 1;
-}
-
-static void *dev_put(const void *host, size_t bytes)
-{
-	void *d = NULL;
-
-	assert_int_equal(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
-	if (host && bytes)
-		assert_int_equal(
-		    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice),
-		    cudaSuccess);
-	return d;
-}
-
-static void dev_get(void *host, const void *dev, size_t bytes)
-{
-	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-	assert_int_equal(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost),
-			 cudaSuccess);
-}
-
-/* N random elements of TYPE (uniform, a few blocks scaled apart). */
-static uint8_t *random_blocks(enum o1_quant_type type, uint64_t n)
-{
-	float *x = malloc(n * sizeof(float));
-	uint64_t bytes;
-	uint8_t *q;
-
-	assert_int_equal(o1_quant_row_bytes(type, n, &bytes), 0);
-	q = malloc(bytes);
-	assert_non_null(x);
-	assert_non_null(q);
-	for (uint64_t i = 0; i < n; i++)
-		x[i] = frand() * (i / 256 % 3 == 0 ? 0.02f : 3.0f);
-	assert_int_equal(o1_quant_quantize(type, x, q, n), 0);
-	free(x);
-	return q;
-}
-
-/* f32 -> bf16 bits, to nearest even (the rounding dtype.h specifies). */
-static uint16_t bf16_rne(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffff) > 0x7f800000)
-		return (uint16_t)((u >> 16) | 0x40);
-	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
 
 /* Device dequantization of the N elements at Q (f32 and bf16) against the
  * CPU's, and against WANT (when not NULL) bitwise. */
@@ -132,23 +78,23 @@ static void check_dequant(enum o1_quant_type type, const uint8_t *q, uint64_t n,
 	void *dq;
 
 	assert_int_equal(o1_quant_row_bytes(type, n, &bytes), 0);
-	dq = dev_put(q, bytes);
-	dout = dev_put(NULL, n * 4);
-	d16 = dev_put(NULL, n * 2);
+	dq = kct_dev_copy(q, bytes);
+	dout = kct_dev(n * 4);
+	d16 = kct_dev(n * 2);
 	o1_quant_dequantize(type, q, cpu, n);
 	assert_int_equal(o1_quant_dequantize_cuda(type, dq, dout, n, NULL), 0);
 	assert_int_equal(o1_quant_dequantize_bf16_cuda(type, dq, d16, n, NULL),
 			 0);
-	dev_get(gpu, dout, n * 4);
-	dev_get(g16, d16, n * 2);
+	kct_get(gpu, dout, n * 4);
+	kct_get(g16, d16, n * 2);
 	assert_memory_equal(gpu, cpu, n * 4);
 	if (want)
 		assert_memory_equal(gpu, want, n * 4);
 	for (uint64_t i = 0; i < n; i++)
-		if (g16[i] != bf16_rne(cpu[i]))
+		if (g16[i] != kct_bf16_of(cpu[i]))
 			fail_msg("%s bf16 element %llu: %04x, want %04x",
 				 o1_quant_name(type), (unsigned long long)i,
-				 g16[i], bf16_rne(cpu[i]));
+				 g16[i], kct_bf16_of(cpu[i]));
 	cudaFree(dq), cudaFree(dout), cudaFree(d16);
 	free(cpu), free(gpu), free(g16);
 }
@@ -192,11 +138,11 @@ static void test_dequant_vectors(void **state)
 
 static void test_dequant_random(void **state)
 {
-	uint64_t n = quick ? 8192 : 1u << 20;
+	uint64_t n = kct_quick() ? 8192 : 1u << 20;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		uint8_t *q = random_blocks(types[i], n);
+		uint8_t *q = qct_random_blocks(types[i], n);
 
 		check_dequant(types[i], q, n, NULL);
 		free(q);
@@ -211,15 +157,15 @@ static void test_embedding(void **state)
 	int32_t *did;
 
 	(void)state;
-	did = dev_put(ids, sizeof(ids));
-	dout = dev_put(NULL, T * DIM * 4);
+	did = kct_dev_copy(ids, sizeof(ids));
+	dout = kct_dev(T * DIM * 4);
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		uint64_t rb;
-		uint8_t *q = random_blocks(types[i], VOCAB * DIM);
+		uint8_t *q = qct_random_blocks(types[i], VOCAB * DIM);
 		void *dq;
 
 		assert_int_equal(o1_quant_row_bytes(types[i], DIM, &rb), 0);
-		dq = dev_put(q, rb * VOCAB);
+		dq = kct_dev_copy(q, rb * VOCAB);
 		/* the reference refuses bad ids: the good rows one by one */
 		for (int t = 0; t < T; t++)
 			if (ids[t] >= 0 && ids[t] < VOCAB)
@@ -233,7 +179,7 @@ static void test_embedding(void **state)
 		assert_int_equal(o1_embedding_q_cuda(dout, dq, types[i], did, T,
 						     DIM, VOCAB, NULL),
 				 0);
-		dev_get(gpu, dout, T * DIM * 4);
+		kct_get(gpu, dout, T * DIM * 4);
 		assert_memory_equal(gpu, cpu, T * DIM * 4);
 		cudaFree(dq);
 		free(q);
@@ -252,13 +198,13 @@ static void check_gemv(enum o1_quant_type type, uint32_t m, uint32_t n,
 	float *cpu = malloc(ny * 4), *gpu = malloc(ny * 4),
 	      *again = malloc(ny * 4);
 	float *mag = calloc((size_t)m * n, sizeof(float)), *dq_rows, *dy;
-	uint8_t *q = random_blocks(type, (uint64_t)n * k);
+	uint8_t *q = qct_random_blocks(type, (uint64_t)n * k);
 	uint64_t rb;
 	void *dw, *dx;
 
 	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
 	for (size_t i = 0; i < (size_t)m * k; i++)
-		x[i] = bf16_rne(frand() * 2);
+		x[i] = kct_bf16_of(kct_frand() * 2);
 	for (size_t i = 0; i < ny; i++)
 		cpu[i] = NAN;
 	dq_rows = malloc((size_t)n * k * 4);
@@ -274,16 +220,16 @@ static void check_gemv(enum o1_quant_type type, uint32_t m, uint32_t n,
 				mag[(size_t)i * n + j] +=
 				    fabsf(xf * dq_rows[(size_t)j * k + c]);
 			}
-	dw = dev_put(q, rb * n);
-	dx = dev_put(x, (size_t)m * k * 2);
-	dy = dev_put(cpu, ny * 4); /* NaN everywhere */
+	dw = kct_dev_copy(q, rb * n);
+	dx = kct_dev_copy(x, (size_t)m * k * 2);
+	dy = kct_dev_copy(cpu, ny * 4); /* NaN everywhere */
 	assert_int_equal(o1_gemv_q_cpu(cpu, x, q, type, m, n, k, ldy), 0);
 	assert_int_equal(
 	    o1_gemv_q_cuda(dy, dx, dw, type, m, n, k, ldy, false, NULL), 0);
-	dev_get(gpu, dy, ny * 4);
+	kct_get(gpu, dy, ny * 4);
 	assert_int_equal(
 	    o1_gemv_q_cuda(dy, dx, dw, type, m, n, k, ldy, true, NULL), 0);
-	dev_get(again, dy, ny * 4);
+	kct_get(again, dy, ny * 4);
 	assert_memory_equal(gpu, again, ny * 4);
 	for (uint32_t i = 0; i < m; i++)
 		for (uint32_t j = 0; j < ldy; j++) {
@@ -317,7 +263,7 @@ static void test_gemv(void **state)
 		for (size_t a = 0; a < sizeof(ks) / sizeof(ks[0]); a++)
 			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
 				for (uint32_t m = 1; m <= 4; m++)
-					if (!quick || m == 1 + (a + b) % 4)
+					if (!kct_quick() || m == 1 + (a + b) % 4)
 						check_gemv(types[t], m, ns[b],
 							   ks[a],
 							   ns[b] + (m % 2) * 3);
@@ -330,7 +276,7 @@ static void test_gemv(void **state)
 	check_gemv(O1_QUANT_Q4_0, 1, 37, 14496, 40);
 	check_gemv(O1_QUANT_Q4_K, 3, 61, 15360, 61);
 	check_gemv(O1_QUANT_Q6_K, 4, 37, 10496, 37);
-	if (quick)
+	if (kct_quick())
 		return;
 	/* decode shapes of real models */
 	check_gemv(O1_QUANT_Q4_K, 1, 4096, 4096, 4096);
@@ -361,23 +307,23 @@ static double check_q8_on(enum o1_quant_type type, const uint8_t *q,
 	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
 	for (size_t i = 0; i < ny; i++)
 		c8[i] = c32[i] = NAN;
-	dw = dev_put(NULL, rb * n + off);
+	dw = kct_dev(rb * n + off);
 	assert_int_equal(cudaMemcpy((uint8_t *)dw + off, q, rb * n,
 				    cudaMemcpyHostToDevice),
 			 cudaSuccess);
-	dx = dev_put(x, (size_t)m * k * 2);
-	dy = dev_put(c8, ny * 4); /* NaN everywhere */
+	dx = kct_dev_copy(x, (size_t)m * k * 2);
+	dy = kct_dev_copy(c8, ny * 4); /* NaN everywhere */
 	assert_int_equal(o1_gemv_q8_cpu(c8, x, q, type, m, n, k, ldy), 0);
 	assert_int_equal(o1_gemv_q_cpu(c32, x, q, type, m, n, k, ldy), 0);
 	assert_int_equal(o1_gemv_q8_bound_cpu(bound, x, q, type, m, n, k), 0);
 	assert_int_equal(o1_gemv_q8_cuda(dy, dx, (uint8_t *)dw + off, type, m,
 					 n, k, ldy, false, NULL),
 			 0);
-	dev_get(gpu, dy, ny * 4);
+	kct_get(gpu, dy, ny * 4);
 	assert_int_equal(o1_gemv_q8_cuda(dy, dx, (uint8_t *)dw + off, type, m,
 					 n, k, ldy, true, NULL),
 			 0);
-	dev_get(again, dy, ny * 4);
+	kct_get(again, dy, ny * 4);
 	assert_memory_equal(gpu, again, ny * 4);
 	for (uint32_t i = 0; i < m; i++) {
 		double d2 = 0, r2 = 0;
@@ -419,11 +365,11 @@ static double check_q8_at(enum o1_quant_type type, uint32_t m, uint32_t n,
 			  uint32_t k, uint32_t ldy, uint32_t off)
 {
 	uint16_t *x = malloc((size_t)m * k * 2);
-	uint8_t *q = random_blocks(type, (uint64_t)n * k);
+	uint8_t *q = qct_random_blocks(type, (uint64_t)n * k);
 	double worst;
 
 	for (size_t i = 0; i < (size_t)m * k; i++)
-		x[i] = bf16_rne(frand() * 2);
+		x[i] = kct_bf16_of(kct_frand() * 2);
 	worst = check_q8_on(type, q, x, m, n, k, ldy, off);
 	/* a row of few outputs is too few for a distance */
 	if (n >= 32)
@@ -449,7 +395,7 @@ static void test_gemv_q8(void **state)
 		for (size_t a = 0; a < sizeof(ks) / sizeof(ks[0]); a++)
 			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
 				for (uint32_t m = 1; m <= 4; m++)
-					if (!quick || m == 1 + (a + b) % 4) {
+					if (!kct_quick() || m == 1 + (a + b) % 4) {
 						w = check_q8(
 						    types[t], m, ns[b], ks[a],
 						    ns[b] + (m % 2) * 3);
@@ -468,7 +414,7 @@ static void test_gemv_q8(void **state)
 	check_q8_at(O1_QUANT_Q8_0, 1, 70, 2048, 70, 2);
 	check_q8_at(O1_QUANT_Q6_K, 1, 70, 2048, 70, 6);
 	check_q8_at(O1_QUANT_Q4_0, 3, 33, 1024, 33, 10);
-	if (!quick) {
+	if (!kct_quick()) {
 		check_q8(O1_QUANT_Q4_K, 1, 4096, 4096, 4096);
 		check_q8(O1_QUANT_Q6_K, 4, 1024, 14336, 1024);
 		check_q8(O1_QUANT_Q8_0, 3, 2048, 2048, 6144);
@@ -503,11 +449,11 @@ static void test_gemv_q8_vectors(void **state)
 		assert_int_equal(o1_quant_row_bytes(types[i], COLS, &rb), 0);
 		snprintf(name, sizeof(name), "%s.bin", files[i]);
 		q = read_file(name, rb * ROWS);
-		for (uint32_t r0 = 0; r0 < (quick ? 8 : 16); r0++) {
+		for (uint32_t r0 = 0; r0 < (kct_quick() ? 8 : 16); r0++) {
 			double w;
 
 			for (uint32_t e = 0; e < 4 * COLS; e++)
-				x[e] = bf16_rne(
+				x[e] = kct_bf16_of(
 				    in[(size_t)(r0 + 16 * (e / COLS)) * COLS +
 				       e % COLS]);
 			w = check_q8_on(types[i], q, x, 4, ROWS, COLS, ROWS,
@@ -536,26 +482,26 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 	float *want = malloc((size_t)m * n * 4);
 	uint16_t *a1 = malloc((size_t)m * n * 2),
 		 *a2 = malloc((size_t)m * n * 2);
-	uint8_t *q = random_blocks(type, (uint64_t)2 * n * k);
+	uint8_t *q = qct_random_blocks(type, (uint64_t)2 * n * k);
 	uint64_t rb;
 	void *dw, *dxf, *dnw, *dh, *dy, *drows, *da;
 
 	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
 	for (size_t i = 0; i < (size_t)xr * k; i++)
-		xf[i] = frand() * (i % 61 == 0 ? 8.0f : 1.5f);
+		xf[i] = kct_frand() * (i % 61 == 0 ? 8.0f : 1.5f);
 	for (uint32_t i = 0; i < k; i++)
-		nw[i] = 0.5f + frand();
+		nw[i] = 0.5f + kct_frand();
 	for (size_t i = 0; i < (size_t)m * n; i++)
-		y0[i] = frand() * 4;
+		y0[i] = kct_frand() * 4;
 	for (uint32_t i = 0; i < m; i++)
 		rows[i] = xr - 1 - i;
-	dw = dev_put(q, rb * 2 * n);
-	dxf = dev_put(xf, (size_t)xr * k * 4);
-	dnw = dev_put(nw, (size_t)k * 4);
-	dh = dev_put(NULL, (size_t)m * k * 2);
-	dy = dev_put(NULL, (size_t)m * n * 4);
-	da = dev_put(NULL, (size_t)m * n * 2);
-	drows = dev_put(rows, sizeof(rows));
+	dw = kct_dev_copy(q, rb * 2 * n);
+	dxf = kct_dev_copy(xf, (size_t)xr * k * 4);
+	dnw = kct_dev_copy(nw, (size_t)k * 4);
+	dh = kct_dev((size_t)m * k * 2);
+	dy = kct_dev((size_t)m * n * 4);
+	da = kct_dev((size_t)m * n * 2);
+	drows = kct_dev_copy(rows, sizeof(rows));
 	for (int gather = 0; gather < 2; gather++) {
 		const uint32_t *r = gather ? drows : NULL;
 
@@ -565,12 +511,12 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 		assert_int_equal(
 		    o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n, false, NULL),
 		    0);
-		dev_get(want, dy, (size_t)m * n * 4);
+		kct_get(want, dy, (size_t)m * n * 4);
 		assert_int_equal(o1_gemv_q8_norm_cuda(dy, dxf, r, dnw, 1e-5f,
 						      dw, type, m, n, k, n,
 						      true, NULL),
 				 0);
-		dev_get(got, dy, (size_t)m * n * 4);
+		kct_get(got, dy, (size_t)m * n * 4);
 		assert_memory_equal(got, want, (size_t)m * n * 4);
 	}
 	/* SwiGLU over the same input, 2N rows */
@@ -579,16 +525,16 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 	    0);
 	assert_int_equal(
 	    o1_gemv_q8_swiglu_cuda(da, dh, dw, type, m, n, k, false, NULL), 0);
-	dev_get(a1, da, (size_t)m * n * 2);
+	kct_get(a1, da, (size_t)m * n * 2);
 	assert_int_equal(o1_gemv_q8_norm_swiglu_cuda(da, dxf, dnw, 1e-5f, dw,
 						     type, m, n, k, true, NULL),
 			 0);
-	dev_get(a2, da, (size_t)m * n * 2);
+	kct_get(a2, da, (size_t)m * n * 2);
 	assert_memory_equal(a1, a2, (size_t)m * n * 2);
 	/* the residual add: y0 + the product of the bf16 rows */
 	assert_int_equal(
 	    o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n, false, NULL), 0);
-	dev_get(want, dy, (size_t)m * n * 4);
+	kct_get(want, dy, (size_t)m * n * 4);
 	for (size_t i = 0; i < (size_t)m * n; i++)
 		want[i] = y0[i] + want[i];
 	assert_int_equal(
@@ -596,7 +542,7 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 	    cudaSuccess);
 	assert_int_equal(
 	    o1_gemv_q8_add_cuda(dy, dh, dw, type, m, n, k, n, true, NULL), 0);
-	dev_get(got, dy, (size_t)m * n * 4);
+	kct_get(got, dy, (size_t)m * n * 4);
 	assert_memory_equal(got, want, (size_t)m * n * 4);
 	cudaFree(dw), cudaFree(dxf), cudaFree(dnw), cudaFree(dh);
 	cudaFree(dy), cudaFree(da), cudaFree(drows);
@@ -612,7 +558,7 @@ static void test_fused_q8(void **state)
 		check_fused(types[t], 4 - t % 4, 9, 1024);
 	}
 	check_fused(O1_QUANT_Q4_K, 2, 19, 15360);
-	if (quick)
+	if (kct_quick())
 		return;
 	check_fused(O1_QUANT_Q6_K, 1, 4096, 4096);
 	check_fused(O1_QUANT_Q8_0, 4, 1024, 14336);
@@ -652,36 +598,36 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 	    hq, hkv, d, pt_tok, (uint64_t)hkv * pt_tok * d, 1.0f};
 
 	for (size_t i = 0; i < (size_t)m * k; i++)
-		xf[i] = frand() * (i % 53 == 0 ? 6.0f : 1.5f);
+		xf[i] = kct_frand() * (i % 53 == 0 ? 6.0f : 1.5f);
 	for (uint32_t i = 0; i < k; i++)
-		nw[i] = 0.5f + frand();
+		nw[i] = 0.5f + kct_frand();
 	for (uint32_t i = 0; i < n; i++)
-		bs[i] = frand() * 0.25f;
+		bs[i] = kct_frand() * 0.25f;
 	for (uint32_t i = 0; i < rot / 2; i++)
 		inv[i] = (float)pow(10000.0, -2.0 * i / rot);
 	for (size_t i = 0; i < cache; i++)
 		fill[i] = (uint16_t)(0x3c00 + i % 977);
 	for (uint32_t i = 0; i < pt->n; i++) {
 		uint32_t rows = pt->col0[i + 1] - pt->col0[i];
-		uint8_t *qb = random_blocks(pt->type[i], (uint64_t)rows * k);
+		uint8_t *qb = qct_random_blocks(pt->type[i], (uint64_t)rows * k);
 		uint64_t rb;
 
 		assert_int_equal(o1_quant_row_bytes(pt->type[i], k, &rb), 0);
-		dw[i] = dev_put(qb, rb * rows);
+		dw[i] = kct_dev_copy(qb, rb * rows);
 		gp[i] = (struct o1_gemv_q_part){dw[i], pt->type[i],
 						pt->col0[i], rows};
 		free(qb);
 	}
-	dxf = dev_put(xf, (size_t)m * k * 4);
-	dnw = dev_put(nw, (size_t)k * 4);
-	dq = dev_put(NULL, qn * 4);
-	dkc = dev_put(NULL, cache * 2);
-	dvc = dev_put(NULL, cache * 2);
-	dqkv = dev_put(NULL, (size_t)m * n * 4);
-	dpos = dev_put(pos, sizeof(pos));
-	dsl = dev_put(slots, sizeof(slots));
-	dinv = dev_put(inv, (size_t)rot / 2 * 4);
-	dbs = dev_put(bs, (size_t)n * 4);
+	dxf = kct_dev_copy(xf, (size_t)m * k * 4);
+	dnw = kct_dev_copy(nw, (size_t)k * 4);
+	dq = kct_dev(qn * 4);
+	dkc = kct_dev(cache * 2);
+	dvc = kct_dev(cache * 2);
+	dqkv = kct_dev((size_t)m * n * 4);
+	dpos = kct_dev_copy(pos, sizeof(pos));
+	dsl = kct_dev_copy(slots, sizeof(slots));
+	dinv = kct_dev_copy(inv, (size_t)rot / 2 * 4);
+	dbs = kct_dev_copy(bs, (size_t)n * 4);
 	struct o1_rope_kv_args ra = {dq,   dkc, dvc,  dqkv,  bias ? dbs : NULL,
 				     dpos, dsl, dinv, scale, m,
 				     rot};
@@ -720,9 +666,9 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 		if (!fused)
 			assert_int_equal(
 			    o1_rope_kv_write_cuda(&ra, &ad, false, NULL), 0);
-		dev_get(q[fused], dq, qn * 4);
-		dev_get(kc[fused], dkc, cache * 2);
-		dev_get(vc[fused], dvc, cache * 2);
+		kct_get(q[fused], dq, qn * 4);
+		kct_get(kc[fused], dkc, cache * 2);
+		kct_get(vc[fused], dvc, cache * 2);
 	}
 	for (int i = 1; i < 3; i++) {
 		assert_memory_equal(q[0], q[i], qn * 4);
@@ -764,7 +710,7 @@ static void test_rope_kv_q8(void **state)
 		check_rope_kv(&qk_v, m, 4, 2, 64, 64, m % 2, 1.0f, 512);
 	check_rope_kv(&q_k_v, 3, 4, 1, 64, 32, true, 0.75f, 1024);
 	check_rope_kv(&one, 2, 4, 2, 32, 32, false, 1.0f, 256);
-	if (quick)
+	if (kct_quick())
 		return;
 	check_rope_kv(&qk_v, 1, 4, 2, 64, 64, false, 1.0f, 4096);
 }
@@ -777,19 +723,19 @@ static void check_swiglu_dot(enum o1_quant_type type, uint32_t m, uint32_t f,
 {
 	uint16_t *x = malloc((size_t)m * k * 2);
 	uint16_t *got = malloc((size_t)m * f * 2), *want = malloc((size_t)m * f * 2);
-	uint8_t *q = random_blocks(type, (uint64_t)2 * f * k);
+	uint8_t *q = qct_random_blocks(type, (uint64_t)2 * f * k);
 	uint64_t rb;
 	void *dw, *dx, *dgu, *dact, *dref;
 
 	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
 	for (size_t i = 0; i < (size_t)m * k; i++)
-		x[i] = bf16_rne(frand() * 2);
+		x[i] = kct_bf16_of(kct_frand() * 2);
 	memset(got, 0xff, (size_t)m * f * 2); /* NaNs: every element written */
-	dw = dev_put(q, rb * 2 * f);
-	dx = dev_put(x, (size_t)m * k * 2);
-	dgu = dev_put(NULL, (size_t)m * 2 * f * 4);
-	dact = dev_put(got, (size_t)m * f * 2);
-	dref = dev_put(NULL, (size_t)m * f * 2);
+	dw = kct_dev_copy(q, rb * 2 * f);
+	dx = kct_dev_copy(x, (size_t)m * k * 2);
+	dgu = kct_dev((size_t)m * 2 * f * 4);
+	dact = kct_dev_copy(got, (size_t)m * f * 2);
+	dref = kct_dev((size_t)m * f * 2);
 	assert_int_equal(
 	    (i8 ? o1_gemv_q8_cuda : o1_gemv_q_cuda)(dgu, dx, dw, type, m, 2 * f,
 						    k, 2 * f, false, NULL),
@@ -800,8 +746,8 @@ static void check_swiglu_dot(enum o1_quant_type type, uint32_t m, uint32_t f,
 	assert_int_equal((i8 ? o1_gemv_q8_swiglu_cuda : o1_gemv_q_swiglu_cuda)(
 			     dact, dx, dw, type, m, f, k, true, NULL),
 			 0);
-	dev_get(want, dref, (size_t)m * f * 2);
-	dev_get(got, dact, (size_t)m * f * 2);
+	kct_get(want, dref, (size_t)m * f * 2);
+	kct_get(got, dact, (size_t)m * f * 2);
 	for (size_t i = 0; i < (size_t)m * f; i++)
 		if (got[i] != want[i])
 			fail_msg("%s swiglu m %u f %u k %u: element %zu %04x, "
@@ -831,7 +777,7 @@ static void test_swiglu(void **state)
 	/* rows of several batches (the pair is walked batch by batch) */
 	check_swiglu(O1_QUANT_Q4_K, 2, 19, 15360);
 	check_swiglu(O1_QUANT_Q8_0, 1, 53, 8224);
-	if (quick)
+	if (kct_quick())
 		return;
 	check_swiglu(O1_QUANT_Q4_K, 1, 8192, 2048);
 	check_swiglu(O1_QUANT_Q6_K, 3, 4864, 896 * 2);
@@ -839,9 +785,9 @@ static void test_swiglu(void **state)
 
 static void test_bad_args(void **state)
 {
-	float *y = dev_put(NULL, 4096);
-	uint16_t *x = dev_put(NULL, 4096);
-	uint8_t *w = dev_put(NULL, 4096);
+	float *y = kct_dev(4096);
+	uint16_t *x = kct_dev(4096);
+	uint8_t *w = kct_dev(4096);
 
 	(void)state;
 	assert_int_equal(
@@ -935,10 +881,6 @@ int main(void)
 	    cmocka_unit_test(test_bad_args),
 	};
 
-	quick = getenv("O1_TEST_QUICK") && atoi(getenv("O1_TEST_QUICK"));
-	if (o1_cuda_probe() != 0) {
-		fprintf(stderr, "no CUDA device: skipped\n");
-		return 77;
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return kct_main("test_quant_cuda", tests,
+			sizeof(tests) / sizeof(tests[0]));
 }

@@ -9,8 +9,9 @@
 # build-emu/ so that their "cuda_launch.h" is this folder's (extern
 # __shared__ arrays become emu_smem()). Quick mode (O1_TEST_QUICK=1): a
 # subset of the shapes; a few minutes on one core. x86-64, g++ and cmocka.
-# O1_EMU_OUT=DIR builds in DIR instead (two runs side by side).
-#   tools/gpu/emu/run_gemm_q.sh
+# O1_EMU_OUT=DIR builds in DIR instead (two runs side by side). SEED:
+# O1_TEST_SEED (default: the time).
+#   tools/gpu/emu/run_gemm_q.sh [SEED]
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
 # one runs on the CPU, the rule is kept anyway so every script reads alike.
@@ -28,7 +29,8 @@ cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
 objs=()
 for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
-	 kernels/threads common/log common/error; do
+	 kernels/threads common/log common/error \
+	 tests/kernels/kernel_cuda_test tests/kernels/quant_cuda_test; do
 	o=$out/$(basename "$c")_c.o
 	"${cc[@]}" -O2 -Wno-psabi -c "$root/$c.c" -o "$o"
 	objs+=("$o")
@@ -42,7 +44,8 @@ done
 "${cc[@]}" -c "$root/tests/kernels/test_gemm_q_cuda.c" -o "$out/test_gemm_q.o"
 g++ -no-pie -o "$out/test_gemm_q_cuda" "$out/test_gemm_q.o" "${kobjs[@]}" \
   "$out/emu.o" "${objs[@]}" -lcmocka -lm -lpthread
-O1_TEST_QUICK=${O1_TEST_QUICK:-1} "$out/test_gemm_q_cuda"
+O1_TEST_QUICK=${O1_TEST_QUICK:-1} O1_TEST_SEED=${1:-$(date +%s)} \
+  "$out/test_gemm_q_cuda"
 # gemm_qp's decode against quant_dev.h's, bitwise
 "${cxx[@]}" -I"$out" -c "$emu/gemm_qp_octets.cc" -o "$out/gemm_qp_octets.o"
 g++ -no-pie -o "$out/gemm_qp_octets" "$out/gemm_qp_octets.o" \

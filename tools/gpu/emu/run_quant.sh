@@ -7,8 +7,8 @@
 # copied into build-emu/ so that their "cuda_launch.h" is this folder's
 # (launches through emu_launch, PDL a no-op). Quick mode (O1_TEST_QUICK=1): every launch within the
 # emulation's 8192 threads; a few minutes on one core. x86-64, g++ and
-# cmocka.
-#   tools/gpu/emu/run_quant.sh
+# cmocka. SEED: O1_TEST_SEED (default: the time).
+#   tools/gpu/emu/run_quant.sh [SEED]
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
 # one runs on the CPU, the rule is kept anyway so every script reads alike.
@@ -37,11 +37,12 @@ done
 "${cc[@]}" -c "$root/tests/kernels/test_quant_cuda.c" -o "$out/test_quant.o"
 objs=()
 for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q kernels/gemv_q8 \
-	 kernels/embedding kernels/threads common/log common/error; do
+	 kernels/embedding kernels/threads common/log common/error \
+	 tests/kernels/kernel_cuda_test tests/kernels/quant_cuda_test; do
 	o=$out/$(basename "$c")_c.o
 	"${cc[@]}" -O2 -Wno-psabi -c "$root/$c.c" -o "$o"
 	objs+=("$o")
 done
 g++ -no-pie -o "$out/test_quant_cuda" "$out"/test_quant.o \
   "$out"/{quant_emu,gemv_q_emu,swiglu_emu,rmsnorm_emu,rope_emu,emu}.o "${objs[@]}" -lcmocka -lm -lpthread
-O1_TEST_QUICK=1 "$out/test_quant_cuda"
+O1_TEST_QUICK=1 O1_TEST_SEED=${1:-$(date +%s)} "$out/test_quant_cuda"
