@@ -22,6 +22,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_bench.h"
+
 #include "common/prng.h"
 #include "kernels/cuda_util.h"
 #include "kernels/kernels_cuda.h"
@@ -81,30 +83,8 @@ static void fill(float *l, uint32_t rows, uint32_t v, int flat)
 /* Device copy bandwidth, GB/s (1e9 bytes, read + write). */
 static int copy_bandwidth(double *gbs)
 {
-	void *a = NULL, *b = NULL;
-	cudaEvent_t e0 = NULL, e1 = NULL;
-	float ms, best = 1e30f;
-	int err = -1;
-
-	if (cudaMalloc(&a, BW_BYTES) || cudaMalloc(&b, BW_BYTES) ||
-	    cudaEventCreate(&e0) || cudaEventCreate(&e1) ||
-	    cudaMemset(a, 1, BW_BYTES))
-		goto out;
-	for (int i = 0; i < 10; i++) {
-		cudaEventRecord(e0, 0);
-		cudaMemcpy(b, a, BW_BYTES, cudaMemcpyDeviceToDevice);
-		cudaEventRecord(e1, 0);
-		if (cudaEventSynchronize(e1) ||
-		    cudaEventElapsedTime(&ms, e0, e1))
-			goto out;
-		best = ms < best ? ms : best;
-	}
-	*gbs = 2.0 * BW_BYTES / (best * 1e-3) / 1e9;
-	err = 0;
-out:
-	cudaEventDestroy(e0), cudaEventDestroy(e1);
-	cudaFree(a), cudaFree(b);
-	return err;
+	*gbs = gpu_bench_copy_gbs(BW_BYTES);
+	return *gbs > 0 ? 0 : -1;
 }
 
 struct bench {

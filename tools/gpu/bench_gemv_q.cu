@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <algorithm>
 #include <vector>
 
+#include "gpu_bench.h"
 #include "kernels/gemv_q.cu"
 
 #define POOL_BYTES (1ull << 30)
@@ -160,69 +160,39 @@ static int launch_one(const shape &s, const bufs &b, enum o1_quant_type type,
 	}
 }
 
+struct timed {
+	const shape *s;
+	const bufs *b;
+	enum o1_quant_type type;
+	enum kernel kn;
+};
+
+static int launch_timed(void *ctx, uint32_t i, cudaStream_t st)
+{
+	const timed *t = (const timed *)ctx;
+
+	return launch_one(*t->s, *t->b, t->type, t->kn, i % t->b->copies, st);
+}
+
 /* Microseconds per product: ITERS launches captured, replayed; < 0 on
  * an error. */
 static double time_kernel(const shape &s, const bufs &b,
 			  enum o1_quant_type type, enum kernel kn,
 			  uint32_t iters, cudaStream_t st)
 {
-	cudaGraph_t g = NULL;
-	cudaGraphExec_t ge = NULL;
-	cudaEvent_t e0, e1;
-	std::vector<float> ms;
-	int err = 0;
+	timed t = {&s, &b, type, kn};
 
 	/* at most about 4 GB a replay (the LM head's large copies) */
 	if (iters > 4 && (double)b.bytes * iters > 4e9)
 		iters = (uint32_t)(4e9 / (double)b.bytes) > 4
 			    ? (uint32_t)(4e9 / (double)b.bytes)
 			    : 4;
-	cudaEventCreate(&e0), cudaEventCreate(&e1);
-	if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal))
-		return -1;
-	for (uint32_t i = 0; !err && i < iters; i++)
-		err = launch_one(s, b, type, kn, i % b.copies, st);
-	if (cudaStreamEndCapture(st, &g) || err ||
-	    cudaGraphInstantiate(&ge, g, 0))
-		return -1;
-	for (int r = 0; r <= REPLAYS; r++) {
-		float t = 0;
-
-		cudaEventRecord(e0, st);
-		cudaGraphLaunch(ge, st);
-		cudaEventRecord(e1, st);
-		if (cudaEventSynchronize(e1) ||
-		    cudaEventElapsedTime(&t, e0, e1))
-			return -1;
-		if (r)
-			ms.push_back(t);
-	}
-	std::sort(ms.begin(), ms.end());
-	cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
-	cudaEventDestroy(e0), cudaEventDestroy(e1);
-	return ms[ms.size() / 2] * 1e3 / iters;
+	return gpu_bench_graph_us(st, iters, REPLAYS, launch_timed, &t);
 }
 
 static double copy_gbs(void)
 {
-	void *a = NULL, *b = NULL;
-	cudaEvent_t e0, e1;
-	float ms, best = 1e30f;
-
-	cudaMalloc(&a, POOL_BYTES), cudaMalloc(&b, POOL_BYTES);
-	cudaMemset(a, 1, POOL_BYTES);
-	cudaEventCreate(&e0), cudaEventCreate(&e1);
-	for (int i = 0; i < 10; i++) {
-		cudaEventRecord(e0, 0);
-		cudaMemcpy(b, a, POOL_BYTES, cudaMemcpyDeviceToDevice);
-		cudaEventRecord(e1, 0);
-		cudaEventSynchronize(e1);
-		cudaEventElapsedTime(&ms, e0, e1);
-		best = ms < best ? ms : best;
-	}
-	cudaFree(a), cudaFree(b);
-	cudaEventDestroy(e0), cudaEventDestroy(e1);
-	return 2.0 * POOL_BYTES / (best * 1e-3) / 1e9;
+	return gpu_bench_copy_gbs(POOL_BYTES);
 }
 
 /* Buffers for BYTES of weights a copy; BLK bytes a block with its f16

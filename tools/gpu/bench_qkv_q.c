@@ -33,6 +33,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_bench.h"
 #include "kernels/cuda_util.h"
 #include "kernels/kernels_cuda.h"
 #include "kernels/quant.h"
@@ -249,11 +250,18 @@ static int run_path(const struct bench *b, const struct layout *l, enum path p,
 	return err;
 }
 
-static int cmp_float(const void *a, const void *b)
-{
-	float x = *(const float *)a, y = *(const float *)b;
 
-	return (x > y) - (x < y);
+struct timed {
+	const struct bench *b;
+	const struct layout *l;
+	enum path p;
+};
+
+static int launch_timed(void *ctx, uint32_t i, cudaStream_t st)
+{
+	const struct timed *t = ctx;
+
+	return run_path(t->b, t->l, t->p, i % t->b->copies, st);
 }
 
 /* Microseconds a layer: ITERS layers captured, replayed; < 0 on an
@@ -261,36 +269,9 @@ static int cmp_float(const void *a, const void *b)
 static double time_path(const struct bench *b, const struct layout *l,
 			enum path p, uint32_t iters, cudaStream_t st)
 {
-	cudaGraph_t g = NULL;
-	cudaGraphExec_t ge = NULL;
-	cudaEvent_t e0, e1;
-	float ms[REPLAYS];
-	int err = 0;
+	struct timed t = {b, l, p};
 
-	if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal))
-		return -1;
-	for (uint32_t i = 0; !err && i < iters; i++)
-		err = run_path(b, l, p, i % b->copies, st);
-	if (cudaStreamEndCapture(st, &g) || err ||
-	    cudaGraphInstantiate(&ge, g, 0))
-		return -1;
-	cudaEventCreate(&e0), cudaEventCreate(&e1);
-	for (int r = -1; r < REPLAYS; r++) {
-		float t = 0;
-
-		cudaEventRecord(e0, st);
-		cudaGraphLaunch(ge, st);
-		cudaEventRecord(e1, st);
-		if (cudaEventSynchronize(e1) ||
-		    cudaEventElapsedTime(&t, e0, e1))
-			return -1;
-		if (r >= 0)
-			ms[r] = t;
-	}
-	qsort(ms, REPLAYS, sizeof(float), cmp_float);
-	cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
-	cudaEventDestroy(e0), cudaEventDestroy(e1);
-	return ms[REPLAYS / 2] * 1e3 / iters;
+	return gpu_bench_graph_us(st, iters, REPLAYS, launch_timed, &t);
 }
 
 /* Path P's q and KV pages against the unfused path's over copy 0, and
@@ -338,25 +319,7 @@ out:
 
 static double copy_gbs(void)
 {
-	void *a = NULL, *b = NULL;
-	cudaEvent_t e0, e1;
-	float ms, best = 1e30f;
-
-	if (cudaMalloc(&a, POOL_BYTES) || cudaMalloc(&b, POOL_BYTES))
-		return 0;
-	cudaMemset(a, 1, POOL_BYTES);
-	cudaEventCreate(&e0), cudaEventCreate(&e1);
-	for (int i = 0; i < 10; i++) {
-		cudaEventRecord(e0, 0);
-		cudaMemcpy(b, a, POOL_BYTES, cudaMemcpyDeviceToDevice);
-		cudaEventRecord(e1, 0);
-		cudaEventSynchronize(e1);
-		cudaEventElapsedTime(&ms, e0, e1);
-		best = ms < best ? ms : best;
-	}
-	cudaFree(a), cudaFree(b);
-	cudaEventDestroy(e0), cudaEventDestroy(e1);
-	return 2.0 * POOL_BYTES / (best * 1e-3) / 1e9;
+	return gpu_bench_copy_gbs(POOL_BYTES);
 }
 
 int main(int argc, char **argv)
