@@ -27,6 +27,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_bench.h"
+
 #include "kernels/cuda_util.h"
 #include "kernels/kernels_cuda.h"
 
@@ -59,57 +61,6 @@ struct variant {
 	const struct o1_attn_decode_tune *tune;
 };
 
-static uint64_t rng = 12345;
-
-static float frand(void)
-{
-	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (float)((rng >> 40) / (double)(1 << 24)) * 2 - 1;
-}
-
-static uint16_t bf16_of(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
-
-static float f32_of(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static int upload(void *dst, const void *src, size_t bytes)
-{
-	return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) ? -1 : 0;
-}
-
-/* N random values (bf16, or f32 when F32) uploaded to DST: one chunk of
- * random host values, repeated (timing does not care, and the largest
- * caches are gigabytes). */
-static int upload_random(void *dst, size_t n, int f32)
-{
-	size_t chunk = 1u << 22, es = f32 ? 4 : 2;
-	void *h = malloc(chunk * es);
-	int err = h ? 0 : -1;
-
-	for (size_t i = 0; !err && i < chunk; i++)
-		if (f32)
-			((float *)h)[i] = frand() * 2;
-		else
-			((uint16_t *)h)[i] = bf16_of(frand() * 2);
-	for (size_t o = 0; !err && o < n; o += chunk)
-		err = upload((char *)dst + o * es, h,
-			     (n - o < chunk ? n - o : chunk) * es);
-	free(h);
-	return err;
-}
-
 /* Device arrays of ROWS sequences of CTX tokens, one new row each:
  * q_offsets 0..rows, start_pos ctx - 1, block tables wide enough for
  * MAX_LEN whose pages (of a pool of rows x ctx/16) are shuffled. */
@@ -123,10 +74,7 @@ static int setup_batch(struct bench *b, uint32_t pages, uint32_t max_blocks)
 	for (uint32_t i = 0; !err && i < pages; i++)
 		perm[i] = i;
 	for (uint32_t i = pages; !err && i > 1; i--) {
-		uint32_t j = (uint32_t)(rng = rng * 6364136223846793005ULL +
-					      1442695040888963407ULL) %
-			     i,
-			 t = perm[i - 1];
+		uint32_t j = (uint32_t)(gpu_bench_rand() % i), t = perm[i - 1];
 
 		perm[i - 1] = perm[j], perm[j] = t;
 	}
@@ -139,7 +87,7 @@ static int setup_batch(struct bench *b, uint32_t pages, uint32_t max_blocks)
 			    perm[s * per + k];
 	}
 	err = err ? err : (cudaMalloc(&b->dev_batch, n * 4) ? -1 : 0);
-	err = err ? err : upload(b->dev_batch, h, n * 4);
+	err = err ? err : gpu_bench_upload(b->dev_batch, h, n * 4);
 	free(h), free(perm);
 	b->batch = (struct o1_attn_batch){
 	    b->rows, (uint32_t *)b->dev_batch,
@@ -172,9 +120,9 @@ static int setup(struct bench *b, const struct shape *s, uint32_t rows,
 	    cudaMalloc((void **)&b->scratch, b->scratch_floats * 4) ||
 	    cudaMalloc(&b->flush, FLUSH_BYTES))
 		return -1;
-	if (upload_random(b->kc, pages * stride, 0) ||
-	    upload_random(b->vc, pages * stride, 0) ||
-	    upload_random(b->q, out_n, 1))
+	if (gpu_bench_upload_random(b->kc, pages * stride, 0) ||
+	    gpu_bench_upload_random(b->vc, pages * stride, 0) ||
+	    gpu_bench_upload_random(b->q, out_n, 1))
 		return -1;
 	return setup_batch(b, pages, (max_len + PAGE_TOKENS - 1) / PAGE_TOKENS);
 }
@@ -258,7 +206,7 @@ static double max_diff(const struct bench *b)
 	    !cudaMemcpy(w, b->out_new, n * 2, cudaMemcpyDeviceToHost)) {
 		m = 0;
 		for (size_t i = 0; i < n; i++) {
-			double e = fabs((double)f32_of(o[i]) - f32_of(w[i]));
+			double e = fabs((double)gpu_bench_f32(o[i]) - gpu_bench_f32(w[i]));
 
 			m = e > m || isnan(e) ? e : m;
 		}

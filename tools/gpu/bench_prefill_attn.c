@@ -20,6 +20,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_bench.h"
+
 #include "kernels/cuda_util.h"
 #include "kernels/kernels_cuda.h"
 
@@ -44,52 +46,6 @@ struct bench {
 
 enum which { ROWS, DISPATCH, TILED };
 
-static uint64_t rng = 12345;
-
-static float frand(void)
-{
-	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (float)((rng >> 40) / (double)(1 << 24)) * 2 - 1;
-}
-
-static uint16_t bf16_of(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
-
-static float f32_of(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static int upload(void *dst, const void *src, size_t bytes)
-{
-	return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) ? -1 : 0;
-}
-
-/* Random host data of N bf16 (or f32 when F32) uploaded to DST. */
-static int upload_random(void *dst, size_t n, int f32)
-{
-	void *h = malloc(n * (f32 ? 4 : 2));
-	int err = h ? 0 : -1;
-
-	for (size_t i = 0; !err && i < n; i++)
-		if (f32)
-			((float *)h)[i] = frand() * 2;
-		else
-			((uint16_t *)h)[i] = bf16_of(frand() * 2);
-	err = err ? err : upload(dst, h, n * (f32 ? 4 : 2));
-	free(h);
-	return err;
-}
-
 /* Device arrays of a one-sequence batch of T new tokens at position 0:
  * q_offsets {0, T}, start_pos {0}, block table of pages in reverse. */
 static int setup_batch(struct bench *b, uint32_t pages)
@@ -104,7 +60,7 @@ static int setup_batch(struct bench *b, uint32_t pages)
 		err =
 		    cudaMalloc(&b->dev_batch, (3 + (size_t)pages) * 4) ? -1 : 0;
 	}
-	err = err ? err : upload(b->dev_batch, h, (3 + (size_t)pages) * 4);
+	err = err ? err : gpu_bench_upload(b->dev_batch, h, (3 + (size_t)pages) * 4);
 	free(h);
 	b->batch = (struct o1_attn_batch){1, (uint32_t *)b->dev_batch,
 					  (uint32_t *)b->dev_batch + 2,
@@ -129,9 +85,9 @@ static int setup(struct bench *b, const struct shape *s, uint32_t t)
 	    cudaMalloc((void **)&b->out_old, out_n * 2) ||
 	    cudaMalloc((void **)&b->out_new, out_n * 2))
 		return -1;
-	if (upload_random(b->kc, pages * stride, 0) ||
-	    upload_random(b->vc, pages * stride, 0) ||
-	    upload_random(b->q, out_n, 1))
+	if (gpu_bench_upload_random(b->kc, pages * stride, 0) ||
+	    gpu_bench_upload_random(b->vc, pages * stride, 0) ||
+	    gpu_bench_upload_random(b->q, out_n, 1))
 		return -1;
 	return setup_batch(b, pages);
 }
@@ -190,7 +146,7 @@ static double max_diff(const struct bench *b)
 	    !cudaMemcpy(w, b->out_new, n * 2, cudaMemcpyDeviceToHost)) {
 		m = 0;
 		for (size_t i = 0; i < n; i++) {
-			double e = fabs((double)f32_of(o[i]) - f32_of(w[i]));
+			double e = fabs((double)gpu_bench_f32(o[i]) - gpu_bench_f32(w[i]));
 
 			m = e > m || isnan(e) ? e : m;
 		}

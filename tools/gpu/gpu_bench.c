@@ -2,6 +2,9 @@
 #include "gpu_bench.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 12345;
 
 double gpu_bench_copy_gbs(size_t bytes)
 {
@@ -78,4 +81,55 @@ out:
 	cudaEventDestroy(e0), cudaEventDestroy(e1);
 	free(ms);
 	return us;
+}
+
+uint64_t gpu_bench_rand(void)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return rng;
+}
+
+float gpu_bench_frand(void)
+{
+	return (float)((gpu_bench_rand() >> 40) / (double)(1 << 24)) * 2 - 1;
+}
+
+uint16_t gpu_bench_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+float gpu_bench_f32(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+int gpu_bench_upload(void *dst, const void *src, size_t bytes)
+{
+	return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) ? -1 : 0;
+}
+
+int gpu_bench_upload_random(void *dst, size_t n, int f32)
+{
+	size_t chunk = (size_t)1 << 22, es = f32 ? 4 : 2;
+	void *h = malloc(chunk * es);
+	int err = h ? 0 : -1;
+
+	for (size_t i = 0; !err && i < chunk; i++)
+		if (f32)
+			((float *)h)[i] = gpu_bench_frand() * 2;
+		else
+			((uint16_t *)h)[i] = gpu_bench_bf16(gpu_bench_frand() * 2);
+	for (size_t o = 0; !err && o < n; o += chunk)
+		err = gpu_bench_upload((char *)dst + o * es, h,
+				       (n - o < chunk ? n - o : chunk) * es);
+	free(h);
+	return err;
 }
