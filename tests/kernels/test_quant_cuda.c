@@ -263,7 +263,8 @@ static void test_gemv(void **state)
 		for (size_t a = 0; a < sizeof(ks) / sizeof(ks[0]); a++)
 			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
 				for (uint32_t m = 1; m <= 4; m++)
-					if (!kct_quick() || m == 1 + (a + b) % 4)
+					if (!kct_quick() ||
+					    m == 1 + (a + b) % 4)
 						check_gemv(types[t], m, ns[b],
 							   ks[a],
 							   ns[b] + (m % 2) * 3);
@@ -395,7 +396,8 @@ static void test_gemv_q8(void **state)
 		for (size_t a = 0; a < sizeof(ks) / sizeof(ks[0]); a++)
 			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
 				for (uint32_t m = 1; m <= 4; m++)
-					if (!kct_quick() || m == 1 + (a + b) % 4) {
+					if (!kct_quick() ||
+					    m == 1 + (a + b) % 4) {
 						w = check_q8(
 						    types[t], m, ns[b], ks[a],
 						    ns[b] + (m % 2) * 3);
@@ -609,7 +611,8 @@ static void check_rope_kv(const struct qkv_parts *pt, uint32_t m, uint32_t hq,
 		fill[i] = (uint16_t)(0x3c00 + i % 977);
 	for (uint32_t i = 0; i < pt->n; i++) {
 		uint32_t rows = pt->col0[i + 1] - pt->col0[i];
-		uint8_t *qb = qct_random_blocks(pt->type[i], (uint64_t)rows * k);
+		uint8_t *qb =
+		    qct_random_blocks(pt->type[i], (uint64_t)rows * k);
 		uint64_t rb;
 
 		assert_int_equal(o1_quant_row_bytes(pt->type[i], k, &rb), 0);

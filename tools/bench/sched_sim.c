@@ -60,27 +60,28 @@
 #include "o1d/request.h"
 #include "o1d/scheduler.h"
 
-#define VOCAB	   256 /* ids of the made-up tokens; no specials */
-#define PAGE	   16
-#define MAX_CTX	   8192
-#define N_PAGES	   60000 /* an H200 holds ~50k llama3-8b pages beside it */
-#define MAX_SLOTS  1024
-#define ID_BYTES   4
+#define VOCAB	  256 /* ids of the made-up tokens; no specials */
+#define PAGE	  16
+#define MAX_CTX	  8192
+#define N_PAGES	  60000 /* an H200 holds ~50k llama3-8b pages beside it */
+#define MAX_SLOTS 1024
+#define ID_BYTES  4
 
 struct model {
-	double base_us, token_ns, row_ns, dattn_ps, pattn_ps, host_ns,
-	    eager_us, jitter;
+	double base_us, token_ns, row_ns, dattn_ps, pattn_ps, host_ns, eager_us,
+	    jitter;
 };
 
 /* Whole llama3-8b, bf16, one H200 (docs/PERFORMANCE.md, sixth session):
  * a 1-row step 4.11 ms; 256 rows at ~190 positions 12.1 ms; a cold
  * 2,048-token prompt 57.9 ms to its first token; a 128-token prompt 6.7
  * ms. Decode attention 54-64 ns a position read (bench_decode_attn at
- * 64-256 rows of 1,024 positions, 32 layers); prefill attention at ~350 TFLOP/s (4 x 128 x 32 heads x 32
- * layers flops a pair); host 0.7 us a row (host_step.sh on the H200).
- * Jitter 0.15: o1d's decode intervals on the H200 had p99 / p50 1.26-1.55
- * (a log-normal of sigma 0.1-0.19), and with it the 4-layer cut's long-
- * prompt runs come out as measured (docs/PERFORMANCE.md). */
+ * 64-256 rows of 1,024 positions, 32 layers); prefill attention at ~350 TFLOP/s
+ * (4 x 128 x 32 heads x 32 layers flops a pair); host 0.7 us a row
+ * (host_step.sh on the H200). Jitter 0.15: o1d's decode intervals on the H200
+ * had p99 / p50 1.26-1.55 (a log-normal of sigma 0.1-0.19), and with it the
+ * 4-layer cut's long- prompt runs come out as measured (docs/PERFORMANCE.md).
+ */
 static const struct model llama3_8b = {
     .base_us = 4000,
     .token_ns = 24000,
@@ -196,9 +197,8 @@ static uint64_t jittered(struct sim *s, uint64_t ns)
 		return ns;
 	u1 = o1_prng_uniform(s->rng);
 	u2 = o1_prng_uniform(s->rng);
-	return (uint64_t)((double)ns *
-			  exp(s->jitter * sqrt(-2 * log(1 - u1)) *
-			      cos(2 * M_PI * u2)));
+	return (uint64_t)((double)ns * exp(s->jitter * sqrt(-2 * log(1 - u1)) *
+					   cos(2 * M_PI * u2)));
 }
 
 static int sim_step(void *ctx, const struct o1_step *st)
@@ -226,8 +226,9 @@ static int sim_step(void *ctx, const struct o1_step *st)
 				rows++;
 			else
 				tokens += st->seqs[i].n_tokens;
-		fprintf(stderr, "step %llu at %.3f ms: %u decode rows, %u "
-				"prompt tokens, %.3f ms\n",
+		fprintf(stderr,
+			"step %llu at %.3f ms: %u decode rows, %u "
+			"prompt tokens, %.3f ms\n",
 			(unsigned long long)s->steps, (double)s->now / 1e6,
 			rows, tokens, (double)step_ns(s->m, st) / 1e6);
 	}
@@ -244,10 +245,10 @@ static uint64_t sim_clock(void *ctx)
 /* ---- requests and what their clients see ---- */
 
 struct stream {
-	uint32_t slot;	     /* its request's, or UINT32_MAX: idle */
-	uint64_t submit_ns;  /* of its request */
-	uint64_t last_ns;    /* its last token, 0: none yet */
-	uint32_t done;	     /* requests finished */
+	uint32_t slot;	    /* its request's, or UINT32_MAX: idle */
+	uint64_t submit_ns; /* of its request */
+	uint64_t last_ns;   /* its last token, 0: none yet */
+	uint32_t done;	    /* requests finished */
 	bool is_long;
 };
 
@@ -466,8 +467,7 @@ static bool step(struct world *w)
 	int n = o1_sched_step(w->s);
 
 	if (n < 0) {
-		fprintf(stderr, "sched_sim: step failed: %s\n",
-			o1_strerror(n));
+		fprintf(stderr, "sched_sim: step failed: %s\n", o1_strerror(n));
 		exit(1);
 	}
 	return n > 0;
@@ -517,17 +517,20 @@ static int run_tput(struct world *w, uint32_t round, bool quiet)
 		}
 	}
 	if (!quiet)
-		printf("tput round=%u streams=%u requests=%u prompt=%u gen=%u %s "
-	       "ratio=%g tok_s=%.0f itl_p50_ms=%.2f itl_p99_ms=%.2f "
-	       "p99_over_p50=%.2f ttft_p50_ms=%.1f steps=%llu sim_s=%.2f\n",
-	       round, a->streams, a->requests, a->prompt, a->gen,
-	       a->shared ? "shared" : "cold", a->ratio,
-	       (double)(w->tokens - tokens0) /
-		   ((double)(w->sim.now - t0) / 1e9),
-	       pct_ms(&t.itl, 50), pct_ms(&t.itl, 99),
-	       pct_ms(&t.itl, 99) / pct_ms(&t.itl, 50), pct_ms(&t.ttft, 50),
-	       (unsigned long long)(w->sim.steps - steps0),
-	       (double)(w->sim.now - t0) / 1e9);
+		printf(
+		    "tput round=%u streams=%u requests=%u prompt=%u gen=%u %s "
+		    "ratio=%g tok_s=%.0f itl_p50_ms=%.2f itl_p99_ms=%.2f "
+		    "p99_over_p50=%.2f ttft_p50_ms=%.1f steps=%llu "
+		    "sim_s=%.2f\n",
+		    round, a->streams, a->requests, a->prompt, a->gen,
+		    a->shared ? "shared" : "cold", a->ratio,
+		    (double)(w->tokens - tokens0) /
+			((double)(w->sim.now - t0) / 1e9),
+		    pct_ms(&t.itl, 50), pct_ms(&t.itl, 99),
+		    pct_ms(&t.itl, 99) / pct_ms(&t.itl, 50),
+		    pct_ms(&t.ttft, 50),
+		    (unsigned long long)(w->sim.steps - steps0),
+		    (double)(w->sim.now - t0) / 1e9);
 	free(t.itl.v);
 	free(t.ttft.v);
 	return 0;
@@ -680,10 +683,9 @@ static int run_long_both(const struct args *a)
 		       "without_p50_ms=%.2f during_p99_over_without_p50=%.2f "
 		       "long_ttft_p50_ms=%.1f long_ttft_max_ms=%.1f "
 		       "n_during=%zu\n",
-		       a->long_streams, a->long_gen, a->n_long,
-		       a->long_prompt, a->ratio, pct_ms(&l.before, 50),
-		       pct_ms(&l.before, 99), pct_ms(&l.during, 50),
-		       pct_ms(&l.during, 99),
+		       a->long_streams, a->long_gen, a->n_long, a->long_prompt,
+		       a->ratio, pct_ms(&l.before, 50), pct_ms(&l.before, 99),
+		       pct_ms(&l.during, 50), pct_ms(&l.during, 99),
 		       pct_ms(&l.during, 99) / pct_ms(&l.before, 50),
 		       pct_ms(&base.during, 50),
 		       pct_ms(&l.during, 99) / pct_ms(&base.during, 50),
@@ -768,7 +770,7 @@ static void parse(int argc, char **argv, struct args *a)
 		} else if (!strcmp(o, "--only")) {
 			if (!v)
 				usage();
-			a->only = !strcmp(v, "tput") ? 1
+			a->only = !strcmp(v, "tput")   ? 1
 				  : !strcmp(v, "long") ? 2
 						       : (usage(), 0);
 		} else if (!strcmp(o, "--ratio")) {

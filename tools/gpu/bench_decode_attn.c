@@ -206,7 +206,8 @@ static double max_diff(const struct bench *b)
 	    !cudaMemcpy(w, b->out_new, n * 2, cudaMemcpyDeviceToHost)) {
 		m = 0;
 		for (size_t i = 0; i < n; i++) {
-			double e = fabs((double)gpu_bench_f32(o[i]) - gpu_bench_f32(w[i]));
+			double e = fabs((double)gpu_bench_f32(o[i]) -
+					gpu_bench_f32(w[i]));
 
 			m = e > m || isnan(e) ? e : m;
 		}

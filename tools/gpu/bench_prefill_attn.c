@@ -60,7 +60,8 @@ static int setup_batch(struct bench *b, uint32_t pages)
 		err =
 		    cudaMalloc(&b->dev_batch, (3 + (size_t)pages) * 4) ? -1 : 0;
 	}
-	err = err ? err : gpu_bench_upload(b->dev_batch, h, (3 + (size_t)pages) * 4);
+	err = err ? err
+		  : gpu_bench_upload(b->dev_batch, h, (3 + (size_t)pages) * 4);
 	free(h);
 	b->batch = (struct o1_attn_batch){1, (uint32_t *)b->dev_batch,
 					  (uint32_t *)b->dev_batch + 2,
@@ -146,7 +147,8 @@ static double max_diff(const struct bench *b)
 	    !cudaMemcpy(w, b->out_new, n * 2, cudaMemcpyDeviceToHost)) {
 		m = 0;
 		for (size_t i = 0; i < n; i++) {
-			double e = fabs((double)gpu_bench_f32(o[i]) - gpu_bench_f32(w[i]));
+			double e = fabs((double)gpu_bench_f32(o[i]) -
+					gpu_bench_f32(w[i]));
 
 			m = e > m || isnan(e) ? e : m;
 		}

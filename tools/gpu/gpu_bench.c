@@ -126,7 +126,8 @@ int gpu_bench_upload_random(void *dst, size_t n, int f32)
 		if (f32)
 			((float *)h)[i] = gpu_bench_frand() * 2;
 		else
-			((uint16_t *)h)[i] = gpu_bench_bf16(gpu_bench_frand() * 2);
+			((uint16_t *)h)[i] =
+			    gpu_bench_bf16(gpu_bench_frand() * 2);
 	for (size_t o = 0; !err && o < n; o += chunk)
 		err = gpu_bench_upload((char *)dst + o * es, h,
 				       (n - o < chunk ? n - o : chunk) * es);
