@@ -46,6 +46,7 @@
 
 #include <cuda_bf16.h>
 
+#include "attention_dev.h"
 #include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
@@ -73,22 +74,6 @@ struct att_dev {
 	uint32_t skip_new; /* rows of sequences with >= this many new tokens
 			      belong to the tiled kernel: left alone */
 };
-
-static __device__ uint32_t seq_of_row(const uint32_t *q_off, uint32_t n,
-				      uint32_t row)
-{
-	uint32_t lo = 0, hi = n;
-
-	while (hi - lo > 1) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (q_off[mid] <= row)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
 
 /* Positions per split of sequence S: its length over the splits, in whole
  * tiles. */
@@ -325,7 +310,7 @@ static __global__ void __launch_bounds__(MAX_THREADS)
 
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	s = seq_of_row(a.q_off, a.n_seqs, row);
+	s = attn_seq_of_row(a.q_off, a.n_seqs, row);
 	pos = a.start[s] + row - a.q_off[s];
 	chunk = seq_chunk(a, s);
 	j0 = split * chunk, j1 = min(j0 + chunk, pos + 1);

@@ -58,6 +58,7 @@
 
 #include <cuda_bf16.h>
 
+#include "attention_dev.h"
 #include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
@@ -101,22 +102,6 @@ static __device__ uint32_t dec_min(uint32_t a, uint32_t b)
 static __device__ uint32_t dec_max(uint32_t a, uint32_t b)
 {
 	return a > b ? a : b;
-}
-
-static __device__ uint32_t dec_seq_of_row(const uint32_t *q_off, uint32_t n,
-					  uint32_t row)
-{
-	uint32_t lo = 0, hi = n;
-
-	while (hi - lo > 1) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (q_off[mid] <= row)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 /* Splits a row of causal length LEN uses, and the positions each takes
@@ -377,7 +362,7 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	/* Before the wait (PDL), only step inputs and the K/V rows of
 	 * positions before the sequence's first new token (written by earlier
 	 * steps): see the top. */
-	s = dec_seq_of_row(a.q_off, a.n_seqs, row);
+	s = attn_seq_of_row(a.q_off, a.n_seqs, row);
 	len = a.start[s] + row - a.q_off[s] + 1;
 	used = dec_splits(a, len, &chunk);
 	idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new || split >= used;
