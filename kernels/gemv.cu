@@ -87,19 +87,6 @@ extern "C" {
 enum { IN_BF16, IN_STAGED, IN_NORM };
 enum { OUT_STORE, OUT_ADD, OUT_SWIGLU, OUT_ROPE };
 
-/* OUT_ROPE's operands (kernels_cuda.h's struct o1_rope_kv_args). */
-struct gemv_rope {
-	float *q;		      /* (M,Hq,D) */
-	__nv_bfloat16 *kc, *vc;	      /* (pages,Hkv,P,D) */
-	const float *bias;	      /* ((Hq + 2 Hkv) D) or NULL */
-	const int32_t *pos;	      /* (M) */
-	const uint32_t *slots;	      /* (M): page * P + slot */
-	const float *inv_freq;	      /* (half) */
-	float scale;		      /* on cos/sin */
-	uint32_t hq, hkv, d, half, p; /* heads, head dim, rot_dim / 2, P */
-	uint64_t page_stride;	      /* elements */
-};
-
 struct gemv_args {
 	float *y;		/* OUT_STORE (M,N); OUT_ADD (M,N), added to */
 	__nv_bfloat16 *act;	/* OUT_SWIGLU (M,N) */
@@ -111,7 +98,7 @@ struct gemv_args {
 	uint32_t n, k8;		/* output columns; K / 8 */
 	uint32_t units, stride; /* work units; warps in the grid */
 	float eps;		/* IN_NORM */
-	gemv_rope r;		/* OUT_ROPE */
+	rope_kv_epi r;		/* OUT_ROPE */
 };
 
 /* Weight rows a work unit reads: two for the paired outputs. */
@@ -879,19 +866,6 @@ extern "C" int o1_gemv_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
 	err = err ? err : check_norm("gemv_norm_rope_kv", norm_w, k, eps);
 	err = err ? err : setup_ok("gemv_norm_rope_kv", O1_GEMV_ROPE, m, u);
 	a.units = n / 2;
-	a.r = gemv_rope{r->q,
-			(__nv_bfloat16 *)r->k_cache,
-			(__nv_bfloat16 *)r->v_cache,
-			r->bias,
-			r->pos,
-			r->slots,
-			r->inv_freq,
-			r->scale,
-			d->n_heads,
-			d->n_kv_heads,
-			d->head_dim,
-			r->rot_dim / 2,
-			d->page_tokens,
-			d->page_stride};
+	a.r = rope_kv_epi_of(r, d, 0);
 	return err ? err : launch_rows<IN_NORM, OUT_ROPE>(a, m, u, pdl, stream);
 }

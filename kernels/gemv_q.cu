@@ -101,21 +101,6 @@ enum { IN_BF16, IN_NORM };
  * quantized input would not fit run DOT_F32 (gemv_q8_fits). */
 #define GQ_SMEM_MAX (112u << 10)
 
-/* OUT_ROPE's operands (kernels_cuda.h's struct o1_rope_kv_args and
- * o1_attn_dims); the launch's rows are [col0, col0 + 2 n) of the fused
- * QKV matrix. */
-struct gq_rope {
-	float *q;
-	__nv_bfloat16 *kc, *vc;
-	const float *bias;
-	const int32_t *pos;
-	const uint32_t *slots;
-	const float *inv_freq;
-	float scale;
-	uint32_t hq, hkv, d, half, p, col0;
-	uint64_t page_stride;
-};
-
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
 	__nv_bfloat16 *act; /* OUT_SWIGLU (M, n) */
@@ -130,7 +115,7 @@ struct gq_args {
 	uint32_t units;	 /* k / 32 */
 	uint32_t stride; /* warps in the grid */
 	uint32_t pad;	 /* DOT_I8: units rounded up to 32 */
-	gq_rope r;	 /* OUT_ROPE */
+	rope_kv_epi r;	 /* OUT_ROPE */
 	/* gemv_qp: regions to prefetch into L2 once the warps are done
 	 * (o1_gemv_q_prefetch_next; bytes 0: none) */
 	const uint8_t *pf[2];
@@ -149,7 +134,7 @@ template <int OUT> static __host__ __device__ constexpr int rows_of()
  * q and k heads pair (e, e + half) for e < half, then their unrotated
  * dims [2 half, D) two at a time; v heads pair (e, e + D/2). Every row
  * of the launch's heads is in exactly one pair. */
-static __device__ __forceinline__ uint32_t rope_row(const gq_rope &g,
+static __device__ __forceinline__ uint32_t rope_row(const rope_kv_epi &g,
 						    uint32_t u, uint32_t r)
 {
 	uint32_t hd2 = g.d / 2, head = g.col0 / g.d + u / hd2, e = u % hd2;
@@ -1523,21 +1508,7 @@ static int rope_args_of(gq_args *a, const struct o1_rope_kv_args *r,
 			  r->n_tokens);
 	if (err)
 		return err;
-	a->r = gq_rope{r->q,
-		       (__nv_bfloat16 *)r->k_cache,
-		       (__nv_bfloat16 *)r->v_cache,
-		       r->bias,
-		       r->pos,
-		       r->slots,
-		       r->inv_freq,
-		       r->scale,
-		       d->n_heads,
-		       d->n_kv_heads,
-		       d->head_dim,
-		       r->rot_dim / 2,
-		       d->page_tokens,
-		       col0,
-		       d->page_stride};
+	a->r = rope_kv_epi_of(r, d, col0);
 	return 0;
 }
 

@@ -15,6 +15,8 @@
 
 #include <cuda_bf16.h>
 
+#include "kernels_cuda.h"
+
 /* cos and sin of pos * inv (one f32 product), times SCALE unless 1. */
 static inline __device__ void rope_cs(int32_t pos, float inv, float scale,
 				      float *c, float *s)
@@ -38,17 +40,51 @@ static inline __device__ float rope_hi(float x0, float x1, float c, float s)
 	return __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
 }
 
-/* The fused QKV products' epilogue (gemv.cu, gemv_q.cu), as rope.cu's
- * o1_rope_kv_write_cuda writes from the f32 QKV row: the pair (V0 at row R0
- * of the fused output, V1 at R1, one head) of token M gets its bias, the
- * rotation (q and k heads' dims below HALF), then goes to q as f32 or to
- * its K or V page at slots[M] as bf16. G: the kernel's copy of
- * o1_rope_kv_args (fields q, kc, vc, bias, pos, slots, inv_freq, scale,
- * hq, hkv, d, half, p, page_stride). */
-template <class G>
-static inline __device__ void rope_store_pair(const G &g, uint32_t m,
-					      uint32_t r0, uint32_t r1,
-					      float v0, float v1)
+/* The fused QKV products' epilogue operands (gemv.cu, gemv_q.cu): the
+ * kernel's copy of o1_rope_kv_args and the attention dims. */
+struct rope_kv_epi {
+	float *q;		      /* (M,Hq,D) */
+	__nv_bfloat16 *kc, *vc;	      /* (pages,Hkv,P,D) */
+	const float *bias;	      /* ((Hq + 2 Hkv) D) or NULL */
+	const int32_t *pos;	      /* (M) */
+	const uint32_t *slots;	      /* (M): page * P + slot */
+	const float *inv_freq;	      /* (half) */
+	float scale;		      /* on cos/sin */
+	uint32_t hq, hkv, d, half, p; /* heads, head dim, rot_dim / 2, P */
+	uint32_t col0;		      /* the launch's first row of QKV */
+	uint64_t page_stride;	      /* elements */
+};
+
+/* Host: R and D's operands for a launch of QKV rows from COL0. */
+static inline rope_kv_epi rope_kv_epi_of(const struct o1_rope_kv_args *r,
+					 const struct o1_attn_dims *d,
+					 uint32_t col0)
+{
+	return rope_kv_epi{r->q,
+			   (__nv_bfloat16 *)r->k_cache,
+			   (__nv_bfloat16 *)r->v_cache,
+			   r->bias,
+			   r->pos,
+			   r->slots,
+			   r->inv_freq,
+			   r->scale,
+			   d->n_heads,
+			   d->n_kv_heads,
+			   d->head_dim,
+			   r->rot_dim / 2,
+			   d->page_tokens,
+			   col0,
+			   d->page_stride};
+}
+
+/* The fused QKV products' epilogue, as rope.cu's o1_rope_kv_write_cuda
+ * writes from the f32 QKV row: the pair (V0 at row R0 of the fused
+ * output, V1 at R1, one head) of token M gets its bias, the rotation (q
+ * and k heads' dims below HALF), then goes to q as f32 or to its K or V
+ * page at slots[M] as bf16. */
+static inline __device__ void rope_store_pair(const rope_kv_epi &g,
+					      uint32_t m, uint32_t r0,
+					      uint32_t r1, float v0, float v1)
 {
 	uint32_t head = r0 / g.d, d0 = r0 % g.d, d1 = r1 % g.d;
 
