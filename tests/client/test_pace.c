@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "client/pace.h"
+#include "tests/common/test_rng.h"
 
 #define MS	 1000000ull
 #define US	 1000ull
@@ -101,26 +102,14 @@ struct outcome {
 
 static uint64_t rng_state;
 
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static uint64_t uniform(uint64_t lo, uint64_t hi)
-{
-	return lo + rng() % (hi - lo + 1);
-}
-
 /* One event posted at post, the client having taken the previous one at
  * *h: o1_client_wait's turns (its spin window, then the pace's sleep or
  * spin, then the doorbell) until it holds it, at *h. */
 static void play_event(const struct stream_model *m, struct o1_client_pace *p,
 		       uint64_t post, uint64_t *h, struct outcome *o)
 {
-	uint64_t now = *h + SPIN_NS, bell = post + uniform(20 * US, 50 * US);
+	uint64_t now = *h + SPIN_NS,
+		 bell = post + o1_test_uniform(&rng_state, 20 * US, 50 * US);
 	int64_t s;
 	int slept = 1;
 
@@ -131,7 +120,8 @@ static void play_event(const struct stream_model *m, struct o1_client_pace *p,
 	}
 	s = m->use_pace ? o1_client_pace_sleep(p, now, SLICE_NS) : SLICE_NS;
 	if (s > 0) {
-		uint64_t fire = now + (uint64_t)s + uniform(60 * US, 100 * US);
+		uint64_t fire = now + (uint64_t)s +
+				o1_test_uniform(&rng_state, 60 * US, 100 * US);
 
 		if (bell <= fire) {
 			o1_client_pace_woke(p, bell, 0);
@@ -176,13 +166,15 @@ static struct outcome play(const struct stream_model *m, int n, uint64_t seed)
 	rng_state = seed;
 	o1_client_pace_took(&p, h, 1);
 	for (int i = 0; i < n; i++) {
-		g = m->gap_ns - m->jitter_ns + uniform(0, 2 * m->jitter_ns);
+		g = m->gap_ns - m->jitter_ns +
+		    o1_test_uniform(&rng_state, 0, 2 * m->jitter_ns);
 		if (m->gap_max_ns > m->gap_ns)
-			g = uniform(m->gap_ns, m->gap_max_ns);
+			g = o1_test_uniform(&rng_state, m->gap_ns,
+					    m->gap_max_ns);
 		t += g;
 		post = t;
 		if (m->front_late_every && i % m->front_late_every == 1)
-			post += uniform(20 * US, 60 * US);
+			post += o1_test_uniform(&rng_state, 20 * US, 60 * US);
 		play_event(m, &p, post, &h, &o);
 	}
 	o.span_ns = t - 1000 * MS;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "shm/cadence.h"
+#include "tests/common/test_rng.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -201,29 +202,17 @@ struct outcome {
 
 static uint64_t rng_state;
 
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static uint64_t uniform(uint64_t lo, uint64_t hi)
-{
-	return lo + rng() % (hi - lo + 1);
-}
-
 static uint64_t next_gap(const struct pace *p, int i)
 {
-	uint64_t g = p->gap_ns - p->jitter_ns + uniform(0, 2 * p->jitter_ns);
+	uint64_t g = p->gap_ns - p->jitter_ns +
+		     o1_test_uniform(&rng_state, 0, 2 * p->jitter_ns);
 
 	if (p->alternate)
 		g = i % 2 ? p->gap_max_ns : p->gap_ns;
 	else if (p->gap_max_ns > p->gap_ns)
-		g = uniform(p->gap_ns, p->gap_max_ns);
+		g = o1_test_uniform(&rng_state, p->gap_ns, p->gap_max_ns);
 	if (p->outlier_every && i % p->outlier_every == p->outlier_every / 2)
-		g += uniform(500 * US, 2 * MS);
+		g += o1_test_uniform(&rng_state, 500 * US, 2 * MS);
 	return g;
 }
 
@@ -234,7 +223,8 @@ static void play_post(const struct pace *p, struct o1_cadence *k,
 		      int i)
 {
 	uint64_t h = *h_ns, until = 0, from, fire;
-	uint64_t kick = post_ns + uniform(p->late_lo_ns, p->late_hi_ns);
+	uint64_t kick =
+	    post_ns + o1_test_uniform(&rng_state, p->late_lo_ns, p->late_hi_ns);
 	uint64_t wake = o1_cadence_wake(k, h, &until);
 
 	if (!wake) {
@@ -244,7 +234,8 @@ static void play_post(const struct pace *p, struct o1_cadence *k,
 	}
 	from = h;
 	if (wake > h) {
-		fire = wake + uniform(p->late_lo_ns, p->late_hi_ns);
+		fire = wake + o1_test_uniform(&rng_state, p->late_lo_ns,
+					      p->late_hi_ns);
 		if (p->timer_outlier_every && i % p->timer_outlier_every == 1)
 			fire = wake + 300 * US;
 		if (kick <= fire) { /* the kick came first */
