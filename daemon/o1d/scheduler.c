@@ -97,9 +97,8 @@ struct o1_sched {
 	struct o1_client_share *share;
 	uint64_t stamp;	  /* the current scheduling pass (see visited) */
 	/* this step's budgets: tokens left, prefill tokens left (the step
-	 * carries min of the two at most in prefill chunks) */
-	/* the step's tokens left; its prefill budget left (chunks); what a
-	 * prompt computed whole in it may still take (prefill_whole_ratio) */
+	 * carries min of the two at most in prefill chunks), and what a
+	 * prompt admitted whole may still take (prefill_whole_ratio) */
 	uint32_t left, prefill_left, whole_left;
 	uint64_t wake_ns; /* the earliest stall deadline; 0: none */
 	struct batch_ent *batch;
@@ -1122,8 +1121,8 @@ static uint32_t prefill_ctx(const struct o1_sched *s)
  * batch fills whatever the budget does; a budget relative to a batch still
  * filling (a few rows, a short step) held the prompts that fill it to a
  * few tokens a step: on tools/bench/sched_sim's modelled H200, 256 cold
- * streams ran at 6,967 tok/s (TTFT p50 3.2 s) against 8,406 (1.5 s) with
- * ratio 0.5, and the long prompts beside 64 streams did the same. */
+ * streams at ratio 0.5 ran at 5,031 tok/s (TTFT p50 5.2 s) before, 7,804
+ * (1.9 s) with this alone (docs/PERFORMANCE.md). */
 static uint32_t budget_rows(const struct o1_sched *s)
 {
 	uint32_t rows = s->n_batch ? s->n_batch : 1;
