@@ -208,22 +208,32 @@ static double line_kv(const char *out, const char *label, const char *key)
 }
 
 /* Every path o1bench ping claims ran with the samples it claims, four
- * clients at once among them, and the server's idle CPU is reported. */
+ * clients at once among them, through the daemon and (--inproc) an
+ * in-process front loop in the same run, and the server's idle CPU is
+ * reported. */
 static void test_o1bench_ping(void **state)
 {
-	static const char *const lines[] = {
-	    "shm-spin",	   "shm-spin-4clients", "shm-sleep",
-	    "shm-sleep-daemon", "unix-socket",	"unix-socket-sleep"};
-	static const int counts[] = {400, 400, 20, 20, 400, 20};
-	char cmd[1024], out[4096];
+	static const char *const lines[] = {"shm-spin",
+					    "shm-spin-4clients",
+					    "shm-sleep",
+					    "shm-sleep-daemon",
+					    "unix-socket",
+					    "unix-socket-sleep",
+					    "inproc-shm-spin",
+					    "inproc-shm-spin-4clients",
+					    "inproc-shm-sleep",
+					    "inproc-shm-sleep-daemon"};
+	static const int counts[] = {400, 400, 20, 20, 400,
+				     20,  400, 400, 20, 20};
+	char cmd[1024], out[8192];
 
 	(void)state;
 	snprintf(cmd, sizeof(cmd),
 		 "%s ping --socket %s --count 400 --sleep-count 20 "
-		 "--gap-us 300 --clients 4",
+		 "--gap-us 300 --clients 4 --inproc",
 		 o1bench, srv.path);
 	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 10; i++) {
 		assert_int_equal(line_kv(out, lines[i], "n"), counts[i]);
 		assert_true(line_kv(out, lines[i], "p50_us") > 0);
 		assert_true(line_kv(out, lines[i], "p50_us") <=
@@ -235,6 +245,10 @@ static void test_o1bench_ping(void **state)
 	assert_true(line_kv(out, "idle-cpu", "percent") >= 0);
 	snprintf(cmd, sizeof(cmd),
 		 "%s ping --socket %s --clients 65 2>/dev/null", o1bench,
+		 srv.path);
+	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
+	snprintf(cmd, sizeof(cmd),
+		 "%s ping --socket %s --serve --inproc 2>/dev/null", o1bench,
 		 srv.path);
 	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 2);
 }

@@ -2,9 +2,13 @@
  * on the spin path (client and daemon both busy-polling) and on the sleep
  * path (both asleep: futex wake-ups each way), and of a 128-byte
  * request/response over a plain Unix stream socket as the baseline, all in
- * one run. --serve runs the front loop in-process on a thread. --clients N
- * adds the spin path with N clients pinging at once (their samples pooled),
- * and the serving process's CPU use while idle is reported beside. */
+ * one run. --serve runs the front loop in-process on a thread instead of
+ * pinging the daemon at --socket; --inproc does both in one run: the
+ * daemon's paths, then the same shared-memory paths against an in-process
+ * front loop on SOCKET.inproc (lines "inproc-..."), the floor of what the
+ * daemon adds. --clients N adds the spin path with N clients pinging at
+ * once (their samples pooled), and the serving process's CPU use while
+ * idle is reported beside. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -23,7 +27,8 @@
 
 struct ping_args {
 	const char *socket;
-	int serve;
+	const char *prefix; /* of the shm lines' labels ("inproc-" or "") */
+	int serve, inproc;
 	int count;
 	int sleep_count;
 	int gap_us;
@@ -44,8 +49,8 @@ static int parse(int argc, char **argv, struct ping_args *a)
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(argv[i], "--serve")) {
-			a->serve = 1;
+		if (!strcmp(argv[i], "--serve") || !strcmp(argv[i], "--inproc")) {
+			*(argv[i][2] == 's' ? &a->serve : &a->inproc) = 1;
 			continue;
 		}
 		if (!v)
@@ -68,7 +73,10 @@ static int parse(int argc, char **argv, struct ping_args *a)
 	}
 	if (!a->socket)
 		a->socket = o1bench_socket;
-	return a->socket && a->count > 0 && a->sleep_count > 0 ? 0 : -1;
+	return a->socket && a->count > 0 && a->sleep_count > 0 &&
+		       !(a->serve && a->inproc)
+		   ? 0
+		   : -1;
 }
 
 static void *serve_main(void *arg)
@@ -92,6 +100,16 @@ static int start_server(const struct ping_args *a, struct o1_ipc_server **srv,
 		return ret;
 	}
 	return pthread_create(t, NULL, serve_main, *srv) ? -EAGAIN : 0;
+}
+
+/* A shared-memory path's line, its label after the run's prefix. */
+static void print_shm(const struct ping_args *a, const char *label,
+		      uint64_t *ns, size_t n)
+{
+	char l[64];
+
+	snprintf(l, sizeof(l), "%s%s", a->prefix, label);
+	o1bench_print_latency(l, ns, n);
 }
 
 static int shm_path(const struct ping_args *a, const char *label,
@@ -119,7 +137,7 @@ static int shm_path(const struct ping_args *a, const char *label,
 	if (ret)
 		fprintf(stderr, "o1bench: ping: %s\n", o1_last_error());
 	else
-		o1bench_print_latency(label, ns, (size_t)n);
+		print_shm(a, label, ns, (size_t)n);
 	o1_client_close(c);
 	return ret;
 }
@@ -190,7 +208,7 @@ static int shm_clients(const struct ping_args *a, int n_clients, uint64_t *ns)
 		return ret;
 	}
 	snprintf(label, sizeof(label), "shm-spin-%dclients", n_clients);
-	o1bench_print_latency(label, ns, (size_t)per * n_clients);
+	print_shm(a, label, ns, (size_t)per * n_clients);
 	return 0;
 }
 
@@ -303,20 +321,13 @@ static int unix_path(const char *label, int n, int gap_us, uint64_t *ns)
 	return ret;
 }
 
-static int run(const struct ping_args *a, uint64_t *ns)
+/* The shared-memory paths against the front loop at a->socket. */
+static int shm_paths(const struct ping_args *a, uint64_t *ns)
 {
-	int ret;
-
-	printf("# o1bench ping: count=%d sleep_count=%d gap_us=%d clients=%d "
-	       "serve=%s",
-	       a->count, a->sleep_count, a->gap_us, a->clients,
-	       a->serve ? "yes" : "no");
-	if (a->serve)
-		printf(" daemon_spin_us=%u", a->spin_us);
-	printf("\n");
 	/* Spin: back-to-back pings keep the daemon inside its spin window;
 	 * the client busy-polls for the reply. */
-	ret = shm_path(a, "shm-spin", 1000000, a->count, 0, ns);
+	int ret = shm_path(a, "shm-spin", 1000000, a->count, 0, ns);
+
 	if (!ret && a->clients > 1)
 		ret = shm_clients(a, a->clients, ns);
 	/* Sleep: a pause longer than the daemon's spin window before each
@@ -329,6 +340,21 @@ static int run(const struct ping_args *a, uint64_t *ns)
 	if (!ret)
 		ret = shm_path(a, "shm-sleep-daemon", 0, a->sleep_count,
 			       a->gap_us, ns);
+	return ret;
+}
+
+static int run(const struct ping_args *a, uint64_t *ns)
+{
+	int ret;
+
+	printf("# o1bench ping: count=%d sleep_count=%d gap_us=%d clients=%d "
+	       "serve=%s",
+	       a->count, a->sleep_count, a->gap_us, a->clients,
+	       a->serve ? "yes" : a->inproc ? "both" : "no");
+	if (a->serve || a->inproc)
+		printf(" daemon_spin_us=%u", a->spin_us);
+	printf("\n");
+	ret = shm_paths(a, ns);
 	if (!ret)
 		ret = unix_path("unix-socket", a->count, 0, ns);
 	if (!ret)
@@ -339,9 +365,38 @@ static int run(const struct ping_args *a, uint64_t *ns)
 	return ret;
 }
 
+/* --inproc: the shared-memory paths again against a front loop of this
+ * process on SOCKET.inproc. */
+static int run_inproc(const struct ping_args *a, uint64_t *ns)
+{
+	struct ping_args b = *a;
+	struct o1_ipc_server *srv = NULL;
+	char path[256];
+	pthread_t t;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s.inproc", a->socket);
+	b.socket = path;
+	b.prefix = "inproc-";
+	b.serve = 1;
+	if (b.gap_us <= (int)b.spin_us)
+		b.gap_us = (int)b.spin_us + 1000;
+	unlink(path);
+	ret = start_server(&b, &srv, &t);
+	if (ret)
+		return ret;
+	ret = shm_paths(&b, ns);
+	o1_ipc_server_stop(srv);
+	pthread_join(t, NULL);
+	o1_ipc_server_destroy(srv);
+	unlink(path);
+	return ret;
+}
+
 int o1bench_cmd_ping(int argc, char **argv)
 {
-	struct ping_args a = {.count = 100000,
+	struct ping_args a = {.prefix = "",
+			      .count = 100000,
 			      .sleep_count = 2000,
 			      .gap_us = 2000,
 			      .clients = 1,
@@ -360,7 +415,7 @@ int o1bench_cmd_ping(int argc, char **argv)
 		fprintf(help ? stdout : stderr,
 			"usage: o1bench ping --socket PATH [--count N] "
 			"[--sleep-count N] [--gap-us US] [--clients N "
-			"(1-64)] [--serve [--spin-us US]]\n");
+			"(1-64)] [--serve | --inproc] [--spin-us US]\n");
 		return help ? 0 : 2;
 	}
 	if (a.gap_us <= (int)a.spin_us && a.serve)
@@ -370,6 +425,8 @@ int o1bench_cmd_ping(int argc, char **argv)
 	if (!ns || (a.serve && start_server(&a, &srv, &t)))
 		return 1;
 	ret = run(&a, ns);
+	if (!ret && a.inproc)
+		ret = run_inproc(&a, ns);
 	if (srv) {
 		o1_ipc_server_stop(srv);
 		pthread_join(t, NULL);
