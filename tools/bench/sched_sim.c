@@ -1,49 +1,57 @@
 /* sched_sim: o1d's scheduler (daemon/o1d/scheduler.c itself, with the
  * prefix cache, the client shares and the prefill budget) driven on a
  * simulated clock by a model of the device's step time, so that a
- * scheduling policy can be tried on both of issue 17's workloads in
- * seconds on any machine, before device time is spent on it
- * (docs/PERFORMANCE.md, "The scheduler on a modelled H200").
+ * scheduling policy can be tried on both of issue 17's workloads in a
+ * second on any machine, before device time is spent on it
+ * (docs/PERFORMANCE.md, "The scheduler on a modelled H200";
+ * tools/bench/sched_sim_table.sh makes its table).
  *
  *   sched_sim [--preset llama3-8b|llama3-8b-4l] [--ratio R] [--whole R]
- *             [--chunk N]
- *             [--per-decode N] [--batch-tokens N] [--running N]
+ *             [--chunk N] [--per-decode N] [--batch-tokens N]
+ *             [--running N] [--only tput|long] [--seed N] [--trace]
  *             [throughput options] [long-prompt options] [model options]
  *
- * Two runs, one line each:
- * - tput: --streams C closed-loop streams (default 256) over --clients
- *   clients (16, as o1bench's connections) run --requests R requests
- *   (512) of --prompt P prompt tokens (200, o1bench's 128 words) and
- *   --gen G new tokens (128); cold (every prompt its own) unless
- *   --shared. Prints tok/s (every generated token over the run), ITL p50 /
- *   p99 and TTFT p50, as `o1bench run` does.
- * - long: --long-streams S streams (64) generating --long-gen G tokens
- *   (1024); once every stream has a token interval, --long N cold prompts
- *   (8) of --long-prompt L tokens (8,180) arrive at once, 1 new token
- *   each. Prints the streams' ITL p50 / p99 before them and during them
- *   (until every long prompt has its first token: o1bench --long's
- *   phases), the ratio p99 during / p50 before (issue 17 item 5 asks
- *   <= 2), and the long prompts' TTFT p50 / max.
- * --only tput|long runs one of them.
+ * --ratio and --whole are scheduler.prefill_time_ratio (0) and
+ * prefill_whole_ratio (1); --chunk, --per-decode, --batch-tokens and
+ * --running the other scheduler settings (o1d's defaults). Two runs, one
+ * line each (--only: one of them):
+ * - tput: --streams C closed-loop streams (256) over --clients clients
+ *   (16, as o1bench's connections) run --requests R requests (512) of
+ *   --prompt P prompt tokens (200, o1bench's 128 words) and --gen G new
+ *   tokens (128); cold (every prompt its own) unless --shared. --rounds N
+ *   (2) runs it N times in one scheduler and prints each (the first
+ *   teaches the estimates, as earlier traffic does in a running o1d).
+ *   Prints tok/s (every generated token over the round), ITL p50 / p99
+ *   and TTFT p50, as `o1bench run` does.
+ * - long: after the throughput rounds, --long-streams S streams (64)
+ *   generating --long-gen G tokens (1,024); --long-after-ms T (1,000)
+ *   after every stream has its first token (and each an interval),
+ *   --long N cold prompts (8) of --long-prompt L tokens (8,180) arrive at
+ *   once, 1 new token each: o1bench --long's timing. Prints the streams'
+ *   ITL p50 / p99 before them and during them (until every long prompt
+ *   has its first token), the ratio p99 during / p50 before (issue 17
+ *   item 5 asks <= 2), the same streams' p50 in the same window in a
+ *   second run without the long prompts (their contexts grow meanwhile)
+ *   and the ratio to it, and the long prompts' TTFT p50 / max.
  *
- * The step model (ns; every term from a measurement on the H200, see the
- * presets): base + token x M' + row x (sequences: the LM head's rows) +
- * decode attention x (context positions read by the decode rows) +
- * prefill attention x (query-key pairs of the prompt chunks) + host x
- * sequences (the engine's own work a row) + eager when the step carries
- * prompt tokens (no graph). M' is the step's tokens rounded up as
- * cuda_forward.c's blas_rows does (16 / 64 / 128 above 4, 256, 1,024).
- * Override any term with --base-us, --token-ns, --row-ns, --dattn-ps,
- * --pattn-ps, --host-ns, --eager-us. --jitter S (the presets' 0.15)
- * multiplies each step's time by a log-normal factor (median 1, sigma S;
- * --seed N): a real device's steps vary, and the budget learns from what
- * it measures.
+ * The step model (ns; each term from a measurement on the H200, see the
+ * presets; --preset first, the overrides after): base + token x M' + row
+ * x (sequences: the LM head's rows) + decode attention x (context
+ * positions read by the decode rows) + prefill attention x (query-key
+ * pairs of the prompt chunks) + host x sequences (the engine's own work
+ * a row) + eager when the step carries prompt tokens (no graph). M' is
+ * the step's tokens rounded up as cuda_forward.c's blas_rows does (16 /
+ * 64 / 128 above 4, 256, 1,024). Overrides: --base-us, --token-ns,
+ * --row-ns, --dattn-ps, --pattn-ps, --host-ns, --eager-us; --jitter S
+ * (the presets' 0.15) multiplies each step's time by a log-normal factor
+ * of median 1 and sigma S (a real device's steps vary, and the budget
+ * learns from what it measures). --trace: a line a step on stderr.
  *
  * Deterministic: the same arguments (seed included) give the same
- * figures. Not a device:
- * what the model leaves out (a product's speed changing with its shape
- * beyond the linear term, the sampling kernel, the front loop's delivery)
- * is not here; the presets reproduce the measured steps within ~10%. */
+ * figures. Not a device: what the model leaves out (a product's speed
+ * changing with its shape beyond the linear term, the sampling kernel,
+ * the front loop's delivery) is not here; the presets reproduce the
+ * measured steps within ~10% (PERFORMANCE.md has the comparison). */
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -76,12 +84,11 @@ struct model {
  * a 1-row step 4.11 ms; 256 rows at ~190 positions 12.1 ms; a cold
  * 2,048-token prompt 57.9 ms to its first token; a 128-token prompt 6.7
  * ms. Decode attention 54-64 ns a position read (bench_decode_attn at
- * 64-256 rows of 1,024 positions, 32 layers); prefill attention at ~350 TFLOP/s
- * (4 x 128 x 32 heads x 32 layers flops a pair); host 0.7 us a row
- * (host_step.sh on the H200). Jitter 0.15: o1d's decode intervals on the H200
- * had p99 / p50 1.26-1.55 (a log-normal of sigma 0.1-0.19), and with it the
- * 4-layer cut's long- prompt runs come out as measured (docs/PERFORMANCE.md).
- */
+ * 64-256 rows of 1,024 positions, 32 layers); prefill attention at ~350
+ * TFLOP/s (4 x 128 x 32 heads x 32 layers flops a pair); host 0.7 us a row
+ * (host_step.sh on the H200). Jitter 0.15: o1d's decode intervals on the
+ * H200 had p99 / p50 1.26-1.55 (a log-normal of sigma 0.1-0.19), and with
+ * it the 4-layer cut's long-prompt runs come out as measured. */
 static const struct model llama3_8b = {
     .base_us = 4000,
     .token_ns = 24000,
@@ -248,7 +255,6 @@ struct stream {
 	uint32_t slot;	    /* its request's, or UINT32_MAX: idle */
 	uint64_t submit_ns; /* of its request */
 	uint64_t last_ns;   /* its last token, 0: none yet */
-	uint32_t done;	    /* requests finished */
 	bool is_long;
 };
 
@@ -298,7 +304,6 @@ struct world {
 	struct o1_req *reqs;
 	uint32_t *free_slots, n_free;
 	struct stream *st; /* by stream index */
-	uint32_t *owner;   /* slot -> stream index */
 	uint64_t req_seq;
 	uint64_t tokens;
 };
@@ -345,9 +350,8 @@ static int world_init(struct world *w, const struct args *a)
 		return err;
 	w->reqs = calloc(MAX_SLOTS, sizeof(*w->reqs));
 	w->free_slots = malloc(MAX_SLOTS * sizeof(uint32_t));
-	w->owner = malloc(MAX_SLOTS * sizeof(uint32_t));
 	w->st = calloc(MAX_SLOTS, sizeof(*w->st));
-	if (!w->reqs || !w->free_slots || !w->owner || !w->st)
+	if (!w->reqs || !w->free_slots || !w->st)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < MAX_SLOTS; i++) {
 		w->reqs[i].index = i;
@@ -368,7 +372,6 @@ static void world_fini(struct world *w)
 		free(w->reqs[i].prompt);
 	free(w->reqs);
 	free(w->free_slots);
-	free(w->owner);
 	free(w->st);
 	o1_kv_pool_destroy(w->pool);
 }
@@ -405,7 +408,6 @@ static void submit(struct world *w, uint32_t k, uint32_t client, uint32_t n,
 	atomic_store(&r->generated, 0);
 	atomic_store(&r->out_head, 0);
 	atomic_store(&r->out_tail, 0);
-	w->owner[slot] = k;
 	w->st[k].slot = slot;
 	w->st[k].submit_ns = w->sim.now;
 	w->st[k].last_ns = 0;
@@ -456,7 +458,6 @@ static bool take(struct world *w, uint32_t k, const struct taker *t)
 	if (final) {
 		w->free_slots[w->n_free++] = s->slot;
 		s->slot = UINT32_MAX;
-		s->done++;
 	}
 	return final;
 }
