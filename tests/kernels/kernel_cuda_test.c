@@ -103,22 +103,20 @@ void *kct_dev_bf16(const float *h, size_t n)
 	return p;
 }
 
-void *kct_host_copy(const void *d, size_t bytes)
-{
-	void *h = malloc(bytes + 1);
-
-	assert_non_null(h);
-	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-	assert_int_equal(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost),
-			 cudaSuccess);
-	return h;
-}
-
 void kct_get(void *h, const void *d, size_t bytes)
 {
 	assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
 	assert_int_equal(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost),
 			 cudaSuccess);
+}
+
+void *kct_host_copy(const void *d, size_t bytes)
+{
+	void *h = malloc(bytes + 1);
+
+	assert_non_null(h);
+	kct_get(h, d, bytes);
+	return h;
 }
 
 float *kct_host_bf16(const void *d, size_t n)

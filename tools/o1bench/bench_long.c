@@ -3,8 +3,8 @@
  * A thread of its own waits until every stream has had its first token
  * (the streams are decoding), --long-after-ms more and as many
  * inter-token samples as streams (their undisturbed inter-token times
- * accumulate, however slow the machine), then submits N cold prompts of P words
- * at once on its own connection, each asking for one new token, and
+ * accumulate, however slow the machine), then submits N cold prompts of
+ * P words at once on its own connection, each asking for one new token, and
  * reads them to their FINALs. The phase it publishes (before the
  * submission, during it: until every long prompt has its first token,
  * after) sorts the streams' inter-token samples, so one run gives the
