@@ -417,8 +417,8 @@ static __device__ __forceinline__ void ld_words(const uint8_t *p,
 }
 
 /* The unit's weights as 8 words of 4 int8, element order (gemv_q8.h):
- * Q8_0 its quants, Q4_0 and Q4_K nibbles (0..15, the offset and min are
- * applied to the unit's sum), Q6_K q - 32. */
+ * Q8_0 its quants, Q4_0 nibbles (0..15, the offset is applied to the
+ * unit's sum). */
 template <int TYPE>
 static __device__ __forceinline__ void unit_ints(const qd_unit_head &h,
 						 int32_t (&q)[8])
@@ -437,32 +437,8 @@ static __device__ __forceinline__ void unit_ints(const qd_unit_head &h,
 
 		ld_words<8>(h.q, w);
 #pragma unroll
-		for (int k = 0; k < 8; k++) {
-			if constexpr (TYPE == O1_QUANT_Q8_0)
-				q[k] = (int32_t)w[k];
-			else if constexpr (TYPE == O1_QUANT_Q4_K)
-				q[k] = (int32_t)((w[k] >> (4 * h.sel)) &
-						 0x0f0f0f0fu);
-		}
-		if constexpr (TYPE == O1_QUANT_Q6_K) {
-			uint32_t hb[8];
-
-			ld_words<8>(h.qh, hb);
-#pragma unroll
-			for (int k = 0; k < 8; k++) {
-				uint32_t v =
-				    ((w[k] >> (h.sel < 2 ? 0 : 4)) &
-				     0x0f0f0f0fu) |
-				    (((hb[k] >> (2 * h.sel)) & 0x03030303u)
-				     << 4);
-
-				/* bytes 0..63 to -32..31: no borrow crosses
-				 * a byte from 128..191 */
-				q[k] = (int32_t)(((v | 0x80808080u) -
-						  0x20202020u) ^
-						 0x80808080u);
-			}
-		}
+		for (int k = 0; k < 8; k++)
+			q[k] = (int32_t)w[k];
 	}
 }
 
@@ -513,108 +489,28 @@ static __device__ __forceinline__ float qp_f16(uint32_t h)
 #endif
 }
 
-/* Q4_K's unit head for gemv_qp: qd_head's values bit for bit, its 12
- * scale bytes read as three words (a Q4_K block lies at 4-byte alignment
- * in shared memory, as in w) and unpacked with shifts and selects instead
- * of byte loads and a branch on the sub-block. */
-static __device__ __forceinline__ qd_unit_head q4k_head(const uint8_t *row,
-							uint32_t u)
-{
-	const uint8_t *blk = row + (size_t)(u / 8) * O1_QUANT_Q4_K_BYTES;
-	const uint32_t *bw = (const uint32_t *)blk;
-	uint32_t s = u % 8, sh = 8 * (s % 4), dd = bw[0];
-	uint32_t lo = bw[1] >> sh, mid = bw[2] >> sh, hi = bw[3] >> sh;
-	/* quant.h: sub-blocks 0..3 take the low 6 bits of bytes s and s + 4;
-	 * 4..7 the nibbles of byte s + 4 and the top 2 bits of s - 4 and s */
-	uint32_t sc = s < 4 ? lo & 63 : (hi & 15) | ((lo >> 2) & 48);
-	uint32_t mn = s < 4 ? mid & 63 : ((hi >> 4) & 15) | ((mid >> 2) & 48);
-	qd_unit_head h = {};
-
-	h.d = __fmul_rn(qp_f16(dd & 0xffff), (float)sc);
-	h.m = __fmul_rn(qp_f16(dd >> 16), (float)mn);
-	h.q = blk + 16 + 32 * (s / 2);
-	h.sel = s % 2;
-	return h;
-}
-
-/* unit_ints for Q4_K at H (4-byte aligned: eight word reads, no funnel
- * shifts, no branch on the alignment). */
-static __device__ __forceinline__ void q4k_ints(const qd_unit_head &h,
-						int32_t (&q)[8])
-{
-	const uint32_t *w = (const uint32_t *)h.q;
-	uint32_t sh = 4 * h.sel;
-
-#pragma unroll
-	for (int k = 0; k < 8; k++)
-		q[k] = (int32_t)((w[k] >> sh) & 0x0f0f0f0fu);
-}
-
-/* Q6_K's unit head for gemv_qp: qd_head's, with qp_f16. */
-static __device__ __forceinline__ qd_unit_head q6k_head(const uint8_t *row,
-							uint32_t u)
-{
-	const uint8_t *blk = row + (size_t)(u / 8) * O1_QUANT_Q6_K_BYTES;
-	uint32_t hf = (u % 8) / 4, g = u % 4;
-	uint32_t sc = qd_u16(blk + 192 + 8 * hf + 2 * g);
-	float d = qp_f16(qd_u16(blk + 208));
-	qd_unit_head h = {};
-
-	h.d = __fmul_rn(d, (float)(int8_t)(sc & 0xff));
-	h.d1 = __fmul_rn(d, (float)(int8_t)(sc >> 8));
-	h.q = blk + 64 * hf + 32 * (g % 2);
-	h.qh = blk + 128 + 32 * hf;
-	h.sel = g;
-	return h;
-}
-
-/* unit_ints for Q6_K in gemv_qp: the 6-bit values q6 (0..63, not
- * q6 - 32: unit_dots_i8 subtracts 32 times the input's sums instead),
- * each word's two parts placed with a shift, a rotate and two logic ops
- * (the group's shifts are the lane's constants). */
-static __device__ __forceinline__ void q6k_ints(const qd_unit_head &h,
-						int32_t (&q)[8])
-{
-	uint32_t w[8], hb[8];
-	uint32_t sl = h.sel < 2 ? 0 : 4, rot = (4 - 2 * h.sel) & 31;
-
-	ld_words<8>(h.q, w);
-	ld_words<8>(h.qh, hb);
-#pragma unroll
-	for (int k = 0; k < 8; k++)
-		/* bits 2 g, 2 g + 1 of each qh byte to bits 4, 5: a left
-		 * rotate by 4 - 2 g (g = 3: right by 2; what wraps is
-		 * masked off) */
-		q[k] = (int32_t)(((w[k] >> sl) & 0x0f0f0f0fu) |
-				 (__funnelshift_l(hb[k], hb[k], rot) &
-				  0x30303030u));
-}
-
 /* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
- * rows, into D[i]: the weights' integers decoded once, 8 __dp4a per row
- * (integer sums, exact), then unit_scale. */
+ * rows, into D[i] for the types decoded a unit at a time (Q8_0, Q4_0;
+ * Q4_K and Q6_K go by pairs: pair_dots): the weights' integers decoded
+ * once, 8 __dp4a per row (integer sums, exact), then unit_scale. V:
+ * Q8_0's scale converted by the device's instruction (gemv_qp). */
 template <int M, int TYPE, int V = 0>
 static __device__ __forceinline__ void
 unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 	     const gq_args &a, uint32_t u)
 {
+	static_assert(TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0,
+		      "K types go by pairs");
 	qd_unit_head h = {};
 	int32_t q[8];
 
 	if constexpr (V && TYPE == O1_QUANT_Q8_0) {
 		h.q = row + (size_t)u * O1_QUANT_Q8_0_BYTES + 2;
 		h.d = qp_f16(qd_u16(h.q - 2));
-		unit_ints<TYPE>(h, q);
-	} else if constexpr (V && TYPE == O1_QUANT_Q4_K) {
-		h = q4k_head(row, u);
-		q4k_ints(h, q);
-	} else if constexpr (V && TYPE == O1_QUANT_Q6_K) {
-		h = q6k_head(row, u);
-		q6k_ints(h, q);
 	} else {
 		h = qd_head<TYPE>(row, u);
-		unit_ints<TYPE>(h, q);
 	}
+	unit_ints<TYPE>(h, q);
 #pragma unroll
 	for (int i = 0; i < M; i++) {
 		const gq_piece *xp = x.q + xq_at(a, i, u);
@@ -626,21 +522,231 @@ unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 			s0 = __dp4a(q[k], (int32_t)x0.v[k], s0);
 			s1 = __dp4a(q[4 + k], (int32_t)x1.v[k], s1);
 		}
-		if constexpr (V && TYPE == O1_QUANT_Q6_K) {
-			/* sum (q6 - 32) x = sum q6 x - 32 sum x: the same
-			 * integers */
-			int32_t c0 = 0, c1 = 0;
-
-#pragma unroll
-			for (int k = 0; k < 4; k++) {
-				c0 = __dp4a(0x20202020, (int32_t)x0.v[k], c0);
-				c1 = __dp4a(0x20202020, (int32_t)x1.v[k], c1);
-			}
-			s0 -= c0, s1 -= c1;
-		}
 		d[i] =
 		    unit_scale<TYPE>(h, x.ds[(size_t)i * a.units + u], s0, s1);
 	}
+}
+
+/* Q4_K's pair P of a row (units 2 P and 2 P + 1: a super-block's two
+ * sub-blocks that share one 32-byte run of quants, the low nibbles unit
+ * 2 P's, the high 2 P + 1's) at ROW (shared memory, 4-byte aligned; A16:
+ * 16-byte aligned, so 16-byte reads) . the M quantized rows, into D0[i]
+ * and D1[i]: gemv_q8.h's values for the two units (the scales qd_head
+ * decodes, the same integers, unit_scale), with the super-block's head
+ * and the quants read once for both (the int8 path's lane order for
+ * Q4_K, gemv_q8.h: lane l takes the pairs l, l + 32, ...). */
+template <int M, bool A16>
+static __device__ __forceinline__ void
+pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
+	      const gq_xq &x, const gq_args &a, uint32_t p)
+{
+	const uint8_t *blk = row + (size_t)(p / 4) * O1_QUANT_Q4_K_BYTES;
+	uint32_t t = p % 4, hd[4], w[8];
+
+	if constexpr (A16) {
+		gq_piece h = *(const gq_piece *)blk;
+		gq_piece q0 = *(const gq_piece *)(blk + 16 + 32 * t);
+		gq_piece q1 = *(const gq_piece *)(blk + 32 + 32 * t);
+
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			hd[k] = h.v[k], w[k] = q0.v[k], w[4 + k] = q1.v[k];
+	} else {
+		const uint32_t *bw = (const uint32_t *)blk;
+		const uint32_t *qw = (const uint32_t *)(blk + 16 + 32 * t);
+
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			hd[k] = bw[k];
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+			w[k] = qw[k];
+	}
+	/* quant.h's 6-bit scale and min of sub-blocks 2 t and 2 t + 1 at
+	 * once, from the 12 scale bytes read as three words (0..3 take the
+	 * low 6 bits of bytes s and s + 4; 4..7 the nibbles of byte s + 4
+	 * and the top 2 bits of s - 4 and s): the pair's two bytes lie side
+	 * by side in each word (bytes 2 (t % 2) and up) */
+	uint32_t sh = 16 * (t % 2), lo = hd[1] >> sh, mid = hd[2] >> sh,
+		 hi = hd[3] >> sh;
+	uint32_t sc = t < 2 ? lo & 0x3f3fu
+			    : (hi & 0x0f0fu) | ((lo >> 2) & 0x3030u);
+	uint32_t mn = t < 2 ? mid & 0x3f3fu
+			    : ((hi >> 4) & 0x0f0fu) | ((mid >> 2) & 0x3030u);
+	float d = qp_f16(hd[0] & 0xffff), dm = qp_f16(hd[0] >> 16);
+	qd_unit_head h0 = {}, h1 = {};
+	int32_t lq[8], hq[8];
+
+	h0.d = __fmul_rn(d, (float)(sc & 0xff));
+	h1.d = __fmul_rn(d, (float)(sc >> 8));
+	h0.m = __fmul_rn(dm, (float)(mn & 0xff));
+	h1.m = __fmul_rn(dm, (float)(mn >> 8));
+
+#pragma unroll
+	for (int k = 0; k < 8; k++) {
+		lq[k] = (int32_t)(w[k] & 0x0f0f0f0fu);
+		hq[k] = (int32_t)((w[k] >> 4) & 0x0f0f0f0fu);
+	}
+#pragma unroll
+	for (int i = 0; i < M; i++) {
+		const gq_piece *xp = x.q + xq_at(a, i, 2 * p);
+		gq_piece x0 = xp[0], x1 = xp[32], y0 = xp[1], y1 = xp[33];
+		float4 ds = *(const float4 *)(x.ds + (size_t)i * a.units +
+					      2 * p);
+		int32_t s0 = 0, s1 = 0, r0 = 0, r1 = 0;
+
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			s0 = __dp4a(lq[k], (int32_t)x0.v[k], s0);
+			s1 = __dp4a(lq[4 + k], (int32_t)x1.v[k], s1);
+			r0 = __dp4a(hq[k], (int32_t)y0.v[k], r0);
+			r1 = __dp4a(hq[4 + k], (int32_t)y1.v[k], r1);
+		}
+		d0[i] = unit_scale<O1_QUANT_Q4_K>(h0, make_float2(ds.x, ds.y),
+						  s0, s1);
+		d1[i] = unit_scale<O1_QUANT_Q4_K>(h1, make_float2(ds.z, ds.w),
+						  r0, r1);
+	}
+}
+
+/* Q6_K's pair P of a row (units u = 8 b + 4 h + g and u + 2 of block b
+ * = P / 4, half h = P / 2 % 2, g = P % 2: the two units that share a
+ * 32-byte run of low bits, the low nibbles unit u's and the high u + 2's,
+ * and a run of high bits) at ROW (shared memory, 2-byte aligned) . the M
+ * quantized rows, into D0[i] (unit u) and D1[i] (u + 2): gemv_q8.h's
+ * values for the two units (qd_head's scales, the same integers,
+ * unit_scale), both runs read once for both. */
+template <int M>
+static __device__ __forceinline__ void
+pair_dots_q6k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
+	      const gq_xq &x, const gq_args &a, uint32_t p)
+{
+	const uint8_t *blk = row + (size_t)(p / 4) * O1_QUANT_Q6_K_BYTES;
+	uint32_t h = p / 2 % 2, g = p % 2, u = p / 4 * 8 + 4 * h + g;
+	uint32_t sa = qd_u16(blk + 192 + 8 * h + 2 * g),
+		 sb = qd_u16(blk + 196 + 8 * h + 2 * g);
+	float d = qp_f16(qd_u16(blk + 208));
+	qd_unit_head h0 = {}, h1 = {};
+	uint32_t ql[8], qh[8];
+	int32_t lq[8], hq[8];
+
+	h0.d = __fmul_rn(d, (float)(int8_t)(sa & 0xff));
+	h0.d1 = __fmul_rn(d, (float)(int8_t)(sa >> 8));
+	h1.d = __fmul_rn(d, (float)(int8_t)(sb & 0xff));
+	h1.d1 = __fmul_rn(d, (float)(int8_t)(sb >> 8));
+
+	ld_words<8>(blk + 64 * h + 32 * g, ql);
+	ld_words<8>(blk + 128 + 32 * h, qh);
+#pragma unroll
+	for (int k = 0; k < 8; k++) {
+		/* q6 (0..63; the 32 is taken off the sums below): unit u's
+		 * high bits are bits 2 g, 2 g + 1 of each qh byte, u + 2's
+		 * bits 2 g + 4, 2 g + 5 */
+		lq[k] = (int32_t)((ql[k] & 0x0f0f0f0fu) |
+				  ((qh[k] << (4 - 2 * g)) & 0x30303030u));
+		hq[k] = (int32_t)(((ql[k] >> 4) & 0x0f0f0f0fu) |
+				  ((qh[k] >> (2 * g)) & 0x30303030u));
+	}
+#pragma unroll
+	for (int i = 0; i < M; i++) {
+		const gq_piece *xp = x.q + xq_at(a, i, u);
+		gq_piece x0 = xp[0], x1 = xp[32], y0 = xp[2], y1 = xp[34];
+		float2 da = x.ds[(size_t)i * a.units + u],
+		       db = x.ds[(size_t)i * a.units + u + 2];
+		int32_t s0 = 0, s1 = 0, r0 = 0, r1 = 0;
+		int32_t c0 = 0, c1 = 0, e0 = 0, e1 = 0;
+
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			s0 = __dp4a(lq[k], (int32_t)x0.v[k], s0);
+			s1 = __dp4a(lq[4 + k], (int32_t)x1.v[k], s1);
+			r0 = __dp4a(hq[k], (int32_t)y0.v[k], r0);
+			r1 = __dp4a(hq[4 + k], (int32_t)y1.v[k], r1);
+			/* sum (q6 - 32) x = sum q6 x - 32 sum x (exact
+			 * integers) */
+			c0 = __dp4a(0x20202020, (int32_t)x0.v[k], c0);
+			c1 = __dp4a(0x20202020, (int32_t)x1.v[k], c1);
+			e0 = __dp4a(0x20202020, (int32_t)y0.v[k], e0);
+			e1 = __dp4a(0x20202020, (int32_t)y1.v[k], e1);
+		}
+		d0[i] = unit_scale<O1_QUANT_Q6_K>(h0, da, s0 - c0, s1 - c1);
+		d1[i] = unit_scale<O1_QUANT_Q6_K>(h1, db, r0 - e0, r1 - e1);
+	}
+}
+
+/* Q4_K's or Q6_K's pair P decoded (pair_dots_q4k, pair_dots_q6k). */
+template <int M, int TYPE, bool A16>
+static __device__ __forceinline__ void pair_dots(float (&d0)[M], float (&d1)[M],
+						 const uint8_t *row,
+						 const gq_xq &x,
+						 const gq_args &a, uint32_t p)
+{
+	if constexpr (TYPE == O1_QUANT_Q4_K)
+		pair_dots_q4k<M, A16>(d0, d1, row, x, a, p);
+	else
+		pair_dots_q6k<M>(d0, d1, row, x, a, p);
+}
+
+/* acc[i] += the pairs [P0, P1) of the row at ROW (TYPE Q4_K or Q6_K)
+ * taken by LANE (p % 32 = lane), in increasing order, each pair's two
+ * units one after the other. H: pairs a lane takes in a whole batch of
+ * 32 H pairs (the loads of its pairs then issue together); 0: any span,
+ * guarded. */
+template <int M, int TYPE, bool A16, uint32_t H>
+static __device__ __forceinline__ void
+pairs_i8(float (&acc)[M], const uint8_t *row, const gq_xq &x,
+	 const gq_args &a, uint32_t p0, uint32_t p1, uint32_t lane)
+{
+	if constexpr (H) {
+		float d[H][2][M];
+
+#pragma unroll
+		for (uint32_t h = 0; h < H; h++)
+			pair_dots<M, TYPE, A16>(d[h][0], d[h][1], row, x, a,
+						p0 + lane + 32 * h);
+#pragma unroll
+		for (uint32_t h = 0; h < H; h++) {
+#pragma unroll
+			for (int i = 0; i < M; i++)
+				acc[i] = (acc[i] + d[h][0][i]) + d[h][1][i];
+		}
+	} else {
+		for (uint32_t p = p0 + ((lane - p0) & 31); p < p1; p += 32) {
+			float d0[M], d1[M];
+
+			pair_dots<M, TYPE, A16>(d0, d1, row, x, a, p);
+#pragma unroll
+			for (int i = 0; i < M; i++)
+				acc[i] = (acc[i] + d0[i]) + d1[i];
+		}
+	}
+}
+
+/* pairs_i8 over units [U0, U1) (whole blocks), Q4_K's alignment decided
+ * at run time (every lane of the grid takes the same branch): with w
+ * 16-byte aligned every super-block is (a Q4_K row is 144 K / 256 bytes,
+ * a multiple of 16), and shared memory keeps each byte's address mod 16
+ * (the batches are copied as aligned pieces to aligned slots). Q6_K's
+ * blocks are 2-byte aligned whatever w's. */
+template <int M, int TYPE, uint32_t H>
+static __device__ __forceinline__ void
+pairs_at(float (&acc)[M], const uint8_t *row, const gq_xq &x,
+	 const gq_args &a, uint32_t u0, uint32_t u1, uint32_t lane)
+{
+	if constexpr (TYPE == O1_QUANT_Q4_K) {
+		if ((uintptr_t)a.w % 16 == 0) {
+			pairs_i8<M, TYPE, true, H>(acc, row, x, a, u0 / 2,
+						   u1 / 2, lane);
+			return;
+		}
+	}
+	pairs_i8<M, TYPE, false, H>(acc, row, x, a, u0 / 2, u1 / 2, lane);
+}
+
+/* Whether the int8 path decodes TYPE by pairs of units. */
+template <int TYPE> static __host__ __device__ constexpr bool by_pairs()
+{
+	return TYPE == O1_QUANT_Q4_K || TYPE == O1_QUANT_Q6_K;
 }
 
 /* Batch B of row J: its units [*U0, *U1), and the first of its aligned
@@ -694,16 +800,20 @@ static __device__ void fma_batch(float (&acc)[M], const gq_args &a,
 			     ((uintptr_t)(a.w + (size_t)j * a.row_bytes) -
 			      (uintptr_t)p);
 
-	for (uint32_t u = u0 + lane; u < u1; u += 32) {
-		float d[M];
+	if constexpr (DOT == DOT_I8 && by_pairs<TYPE>()) {
+		pairs_at<M, TYPE, 0>(acc, row, x, a, u0, u1, lane);
+	} else {
+		for (uint32_t u = u0 + lane; u < u1; u += 32) {
+			float d[M];
 
-		if constexpr (DOT == DOT_I8)
-			unit_dots_i8<M, TYPE>(d, row, x, a, u);
-		else
-			unit_dots<M, TYPE>(d, row, a.x, a.k, u);
+			if constexpr (DOT == DOT_I8)
+				unit_dots_i8<M, TYPE>(d, row, x, a, u);
+			else
+				unit_dots<M, TYPE>(d, row, a.x, a.k, u);
 #pragma unroll
-		for (int i = 0; i < M; i++)
-			acc[i] = acc[i] + d[i];
+			for (int i = 0; i < M; i++)
+				acc[i] = acc[i] + d[i];
+		}
 	}
 }
 
@@ -826,15 +936,16 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 /* gemv_qp: DOT_I8's pipelined schedule (the default; gemv_q above
  * stays for DOT_F32 and for launches whose ring would not fit). The
  * arithmetic is gemv_q's to the bit: lane l still adds the products of
- * units l, l + 32, ... of a row in increasing order, then the same warp
- * tree. What changes is how the bytes arrive: instead of one batch in
+ * its units of a row in increasing order (units l, l + 32, ...; Q4_K's
+ * and Q6_K's pairs l, l + 32, ...: pairs_i8), then the same warp tree. What changes is how the bytes arrive: instead of one batch in
  * registers per warp (a K-quant row of 4096 is a single 2.3 KB batch, so a
  * warp had under 2.3 KB in flight and waited for each row), each warp
  * keeps a ring of qp_stages() batches of about 2 KB in its slice of
  * shared memory, filled by cp.async (global to shared, no registers, not
  * kept in L1): qp_stages() - 1 batches are in flight while it decodes
  * one, across row ends. A lane decodes its units of a batch with their
- * loads hoisted (fma_batch_p), Q4_K's head with word reads (q4k_head). */
+ * loads hoisted (fma_batch_p), Q4_K and Q6_K a pair of units at a time
+ * (the bytes the two share read once: pair_dots_q4k, pair_dots_q6k). */
 
 /* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
  * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
@@ -885,18 +996,32 @@ template <int X> static constexpr size_t qp_smem_max()
 }
 
 /* A 16-byte copy from global to shared memory, asynchronous on the
- * device (cp.async, L2 only); the emulation copies at once. */
-static __device__ __forceinline__ void cpa16(gq_piece *dst,
+ * device (cp.async, L2 only) to the shared-memory address SDST (DST's:
+ * the caller computes it from one conversion a kernel, as a generic
+ * pointer's conversion costs several instructions a copy); the emulation
+ * copies to DST at once. */
+static __device__ __forceinline__ void cpa16(gq_piece *dst, uint32_t sdst,
 					     const gq_piece *src)
 {
 #ifdef __CUDA_ARCH__
-	uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
+	(void)dst;
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sdst),
 		     "l"(src)
 		     : "memory");
 #else
+	(void)sdst;
 	*dst = *src;
+#endif
+}
+
+/* P's shared-memory address (cpa16's SDST; 0 on the emulation). */
+static __device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+#ifdef __CUDA_ARCH__
+	return (uint32_t)__cvta_generic_to_shared(p);
+#else
+	(void)p;
+	return 0;
 #endif
 }
 
@@ -932,11 +1057,12 @@ struct qp_pos {
 	}
 };
 
-/* The warp's batch at C: its pieces copied into SLOT; one commit group
- * per call, empty past the last output. */
+/* The warp's batch at C: its pieces copied into SLOT (at shared address
+ * SLOT_S); one commit group per call, empty past the last output. */
 template <int TYPE, int P, uint32_t G, int OUT>
-static __device__ void qp_issue(gq_piece *slot, const gq_args &a,
-				const qp_pos &c, uint32_t lane)
+static __device__ void qp_issue(gq_piece *slot, uint32_t slot_s,
+				const gq_args &a, const qp_pos &c,
+				uint32_t lane)
 {
 	if (c.j < a.n) {
 		uint32_t u0, u1, np;
@@ -946,29 +1072,24 @@ static __device__ void qp_issue(gq_piece *slot, const gq_args &a,
 #pragma unroll
 		for (int i = 0; i < P; i++)
 			if (lane + 32 * i < np)
-				cpa16(slot + lane + 32 * i, p + lane + 32 * i);
+				cpa16(slot + lane + 32 * i,
+				      slot_s + 16 * (lane + 32 * i),
+				      p + lane + 32 * i);
 	}
 	cpa_commit();
 }
 
-/* fma_batch for gemv_qp: the lane's units of the batch (up to G) decoded
- * and multiplied first, independently, then added to acc in increasing
- * unit order (the same sums as fma_batch's loop). */
+/* fma_batch_p's units for the types decoded a unit at a time: the whole
+ * batch's (the warp's choice) without guards, so that the units' loads
+ * and decoding interleave, else each guarded. */
 template <int M, int TYPE, uint32_t G>
-static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
-				   const gq_piece *sm, const gq_xq &x,
-				   uint32_t j, uint32_t b, uint32_t lane)
+static __device__ __forceinline__ void
+units_p(float (&acc)[M], const uint8_t *row, const gq_xq &x, const gq_args &a,
+	uint32_t u0, uint32_t u1, uint32_t lane)
 {
-	uint32_t u0, u1, np;
-	const gq_piece *p = batch_span<TYPE, G>(a, j, b, &u0, &u1, &np);
-	const uint8_t *row = (const uint8_t *)sm +
-			     ((uintptr_t)(a.w + (size_t)j * a.row_bytes) -
-			      (uintptr_t)p);
 	float d[G][M];
 
 	if (u1 - u0 == 32 * G) {
-		/* a whole batch (the warp's choice): no guards, so the
-		 * units' loads and decoding interleave */
 #pragma unroll
 		for (uint32_t g = 0; g < G; g++)
 			unit_dots_i8<M, TYPE, 1>(d[g], row, x, a,
@@ -997,6 +1118,32 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 			for (int i = 0; i < M; i++)
 				acc[i] = acc[i] + d[g][i];
 		}
+}
+
+/* fma_batch for gemv_qp: the lane's units of the batch (up to G) decoded
+ * and multiplied first, independently, then added to acc in increasing
+ * unit order (the same sums as fma_batch's loop); Q4_K by pairs. */
+template <int M, int TYPE, uint32_t G>
+static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
+				   const gq_piece *sm, const gq_xq &x,
+				   uint32_t j, uint32_t b, uint32_t lane)
+{
+	uint32_t u0, u1, np;
+	const gq_piece *p = batch_span<TYPE, G>(a, j, b, &u0, &u1, &np);
+	const uint8_t *row = (const uint8_t *)sm +
+			     ((uintptr_t)(a.w + (size_t)j * a.row_bytes) -
+			      (uintptr_t)p);
+
+	if constexpr (by_pairs<TYPE>()) {
+		/* a whole batch of 32 G units is 16 G pairs: G / 2 a lane
+		 * where G is even */
+		if (G % 2 == 0 && u1 - u0 == 32 * G)
+			pairs_at<M, TYPE, G / 2>(acc, row, x, a, u0, u1, lane);
+		else
+			pairs_at<M, TYPE, 0>(acc, row, x, a, u0, u1, lane);
+	} else {
+		units_p<M, TYPE, G>(acc, row, x, a, u0, u1, lane);
+	}
 }
 
 /* o1_gemv_q_prefetch_next's regions, from a warp whose rows are done:
@@ -1044,6 +1191,7 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	uint32_t nb = (a.units + per - 1) / per;
 	qp_pos c = {block * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
 	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
+	uint32_t ring_s = smem_addr(ring);
 	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
 	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 	gq_xq xin = {xq, ds};
@@ -1052,7 +1200,9 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	/* the weights: no kernel writes them, so before the wait */
 #pragma unroll
 	for (int s = 0; s < S - 1; s++) {
-		qp_issue<TYPE, P, G, OUT>(ring + s * 32 * P, a, ci, lane);
+		qp_issue<TYPE, P, G, OUT>(ring + s * 32 * P,
+					  ring_s + 16 * s * 32 * P, a, ci,
+					  lane);
 		ci.next<R>(nb, a.stride);
 	}
 	o1_pdl_wait();
@@ -1062,15 +1212,19 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		acc[i] = 0.0f;
-	for (uint32_t t = 0; c.j < a.n; t++) {
-		/* the slot of step t - 1 is read by every lane: refill it */
+	/* step t reads slot t % S (USE) and refills slot (t - 1) % S (FILL) */
+	for (uint32_t use = 0, fill = S - 1; c.j < a.n;
+	     use = use + 1 < S ? use + 1 : 0,
+		      fill = fill + 1 < S ? fill + 1 : 0) {
+		/* the previous step's slot was read by every lane: refill it */
 		__syncwarp();
-		qp_issue<TYPE, P, G, OUT>(ring + (t + S - 1) % S * 32 * P, a,
-					  ci, lane);
+		qp_issue<TYPE, P, G, OUT>(ring + fill * 32 * P,
+					  ring_s + 16 * fill * 32 * P, a, ci,
+					  lane);
 		ci.next<R>(nb, a.stride);
 		cpa_wait<S - 1>();
 		__syncwarp();
-		fma_batch_p<M, TYPE, G>(acc, a, ring + t % S * 32 * P, xin,
+		fma_batch_p<M, TYPE, G>(acc, a, ring + use * 32 * P, xin,
 					wrow<OUT>(a, c.j, c.r), c.b, lane);
 		if (c.b + 1 == nb) {
 #pragma unroll
@@ -1197,11 +1351,16 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 				    smem, stream, pdl, a);
 }
 
-/* gemv_qp's variant for one input row by block type, from bench_gemv_q
- * on the H200 (2026-12-01, llama3-8b's o, gate, down and head shapes):
- * Q8_0 and Q6_K twice the batch (Q6_K head 3,264 against 2,779 GB/s, Q8_0
- * o 3,118 against 2,606), Q4_K three blocks a multiprocessor (gate 2,851
- * against 2,645; within 1% elsewhere). The bits are the same for all. */
+/* gemv_qp's variant for one input row by block type, from the H200:
+ * twice the batch for Q8_0 and Q6_K (bench_gemv_q, 2026-12-01: Q6_K head
+ * 3,264 against 2,779 GB/s, Q8_0 o 3,118 against 2,606; with Q6_K by
+ * pairs, 2026-12-02: head 3,890 against 3,221, down 2,570 against 2,388),
+ * Q4_K three blocks a multiprocessor. Alone, Q4_K by pairs runs faster
+ * with twice the batch (gate 3,149 against 3,016, qkv 2,397 against
+ * 2,011), but in the decode step's chain of launches the 4-layer
+ * Q4_K_M cut ran at 2,187 tok/s with it against 2,256 with three blocks
+ * (bench_cuda_decode, batch 1): its 80 KB blocks leave the next product
+ * less room to start under PDL. The bits are the same for all. */
 template <int TYPE> static constexpr int qp_variant_1()
 {
 	return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2

@@ -136,6 +136,17 @@ static float unit_product(enum o1_quant_type type, const struct wunit *h,
 	}
 }
 
+/* The lane that adds unit U: Q4_K's and Q6_K's lanes take pairs of units
+ * (gemv_q8.h). */
+static uint32_t lane_of(enum o1_quant_type type, uint32_t u)
+{
+	if (type == O1_QUANT_Q4_K)
+		return u / 2 % LANES;
+	if (type == O1_QUANT_Q6_K)
+		return (u / 8 * 4 + u % 8 / 4 * 2 + u % 2) % LANES;
+	return u % LANES;
+}
+
 /* The lanes' sums (the kernel's xor butterfly), lane 0's result. */
 static float lane_sum(float (*v)[LANES])
 {
@@ -192,11 +203,12 @@ int o1_gemv_q8_cpu(float *y, const uint16_t *x, const void *w,
 			float lanes[LANES] = {0};
 
 			for (uint32_t u = 0; u < units; u++) {
+				uint32_t l = lane_of(type, u);
+
 				decode_unit(type, row, u, &h);
-				lanes[u % LANES] =
-				    lanes[u % LANES] +
-				    unit_product(type, &h,
-						 &xu[(size_t)i * units + u]);
+				lanes[l] = lanes[l] +
+					   unit_product(type, &h,
+							&xu[(size_t)i * units + u]);
 			}
 			y[(size_t)i * ldy + j] = lane_sum(&lanes);
 		}

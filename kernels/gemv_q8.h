@@ -21,8 +21,12 @@
  *   Q8_0  (d dx) S            Q4_0  d (dx S - 8 s)
  *   Q4_K  (D dx) S - M s      Q6_K  dx (D0 S0 + D1 S1)
  * (dx, s: the input unit's d and s). Units are summed as the kernel's
- * lanes do: lane l adds units u = l, l + 32, ... in increasing u to 0, then
- * the xor butterfly (offsets 16, 8, 4, 2, 1) sums the lanes; y is lane 0's.
+ * lanes do: lane l adds units u = l, l + 32, ... in increasing u to 0
+ * (Q4_K and Q6_K: the units of pairs p = l, l + 32, ..., the two units
+ * that share a run of quants, in increasing u; Q4_K's pair p is units
+ * 2 p and 2 p + 1, Q6_K's units 8 b + 4 h + g and that + 2 with b = p / 4,
+ * h = p / 2 % 2, g = p % 2), then the xor butterfly (offsets 16, 8, 4, 2,
+ * 1) sums the lanes; y is lane 0's.
  *
  * Distance to the f32 product (gemv_q.h, quant.h's exact weights w). The
  * offset and min multiply s = the sum of the quantized inputs q dx, so a

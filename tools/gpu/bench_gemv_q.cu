@@ -10,7 +10,8 @@
  * head). For each: bf16
  * (o1_gemv_bf16_cuda, its default setup), then each type's old schedule
  * (gemv_q: one batch a warp in registers), new (gemv_qp: the cp.async
- * ring, what the backend launches) and new's variants (qp_groups: half
+ * ring, variant 0; the backend launches qp_variant_1's per type: Q8_0
+ * and Q6_K new*2, Q4_K new3b) and new's variants (qp_groups: half
  * and twice its batch; 3 stages and 3 blocks a multiprocessor, and 2
  * stages and 4 blocks, where the input is short enough, else new
  * itself), each checked to give the old one's bits. Time
