@@ -7,20 +7,34 @@
 #include <stdbool.h>
 #include <string.h>
 
-/* EWMA weights of a new sample, bad news (a budget too large: a decode
- * step faster, a prompt token dearer than thought) learnt faster than
- * good news, and good news taken at most GOOD_MAX x the estimate (a
- * decode step twice as slow, a token half as dear), so an outlier (a
- * step that captures a CUDA graph, a preempted thread) moves the budget
- * by a few percent at most, and the budget errs on the side of the
- * target. Decode steps are many and steady (their time drifts as contexts
- * grow); prompt costs move with the prompt's position and must catch up
- * within a burst of a few hundred steps. */
+/* EWMA weights of a new decode sample, bad news (a budget too large: a
+ * decode step faster than thought) learnt faster than good news, and good
+ * news taken at most GOOD_MAX x the estimate (a decode step twice as
+ * slow), so an outlier (a step that captures a CUDA graph, a preempted
+ * thread) moves the budget by a few percent at most. Decode steps are
+ * many and steady (their time drifts as contexts grow).
+ *
+ * A prompt token's cost is an EWMA weighted by tokens instead, up and
+ * down alike: a step's sample (its time beyond its decode rows, per
+ * prompt token) weighs its tokens over TOKEN_WINDOW. A sample's noise is
+ * the step's jitter over its tokens: 16 tokens beside 64 rows of a 1.4 ms
+ * step with 15% jitter put +-13 us on a 3 us token. An EWMA of bad news
+ * faster than good (0.5 and 0.25 a step, whatever the tokens) settled at
+ * a high quantile of such samples, several times the cost, which held the
+ * budget at its floor, where the samples are noisiest (with the two rules
+ * of decode_ns and o1_prefill_budget_stale, what made 256 cold streams
+ * after a run of long prompts run at 11,524 tok/s on the H200 against
+ * 67,958 with the budget off: docs/PERFORMANCE.md). Weighed by tokens the
+ * floor's samples average out, and a large step's count at once (400 of
+ * 1,024: 39%). A sample of at least CLIP_MIN tokens that looks cheaper
+ * than 1 / GOOD_MAX of the estimate counts as that (a large step that
+ * looks free is an outlier; a small one is noise, which the weights
+ * average). */
 #define DECODE_DOWN 0.5
 #define DECODE_UP 0.0625
-#define TOKEN_UP 0.5
-#define TOKEN_DOWN 0.25
 #define GOOD_MAX 2.0
+#define TOKEN_WINDOW 1024.0
+#define CLIP_MIN 64
 /* a prompt token costs at least this (ns): a mixed step measured faster
  * than its decode rows alone (noise) must not make the budget unbounded */
 #define TOKEN_MIN_NS 1.0
@@ -79,13 +93,16 @@ static void learn_decode(double *v, double x)
 	ewma(v, x, DECODE_UP, DECODE_DOWN);
 }
 
-static void learn_token(double *v, double x)
+/* *V learns X, a sample of TOKENS prompt tokens. */
+static void learn_token(double *v, double x, uint32_t tokens)
 {
+	double w = tokens < TOKEN_WINDOW ? tokens / TOKEN_WINDOW : 1.0;
+
 	if (x < TOKEN_MIN_NS)
 		x = TOKEN_MIN_NS;
-	if (*v > 0 && x < *v / GOOD_MAX)
+	if (*v > 0 && tokens >= CLIP_MIN && x < *v / GOOD_MAX)
 		x = *v / GOOD_MAX;
-	ewma(v, x, TOKEN_UP, TOKEN_DOWN);
+	ewma(v, x, w, w);
 }
 
 /* The estimate of bucket I, else of the nearest measured one on the
@@ -103,12 +120,56 @@ static double nearest(const double *v, uint32_t n, uint32_t i, bool low_first)
 	return 0;
 }
 
-/* A decode step's time: toward fewer rows first (a shorter estimate gives
- * a smaller budget, the safe side). */
+/* The nearest measured row bucket from I (excluded) downwards (DIR -1)
+ * or upwards (+1); -1 when none. */
+static int measured_from(const struct o1_prefill_budget *b, int i, int dir)
+{
+	for (int j = i + dir; j >= 0 && j < O1_PREFILL_ROW_BUCKETS; j += dir)
+		if (b->decode_ns[j] > 0)
+			return j;
+	return -1;
+}
+
+/* The time at ROWS on the line through row buckets A and C (their last
+ * samples' row counts and estimates; the slope at least 0: more rows are
+ * never faster). */
+static double on_line(const struct o1_prefill_budget *b, int a, int c,
+		      uint32_t rows)
+{
+	double ra = b->decode_rows[a], rc = b->decode_rows[c];
+	double slope = rc != ra ? (b->decode_ns[c] - b->decode_ns[a]) /
+				      (rc - ra)
+				: 0;
+
+	if (slope < 0)
+		slope = 0;
+	return b->decode_ns[a] + slope * ((double)rows - ra);
+}
+
+/* A decode step's time at ROWS: its bucket's estimate, else the line
+ * through the measured buckets around it (or the two below it: a batch
+ * filling up is measured at fewer rows only), else the one measured.
+ * Decode time is close to linear in rows (the weights' read, plus a
+ * row's share). Another bucket's estimate as it is (before: the nearest
+ * below) was off by the growth between them, which a mixed step's sample
+ * then charged to its prompt tokens: on sched_sim's 4-layer cut, 1.53 ms
+ * for 153 rows that took 1.95, 25 us a prompt token against its 3. */
 static double decode_ns(const struct o1_prefill_budget *b, uint32_t rows)
 {
-	return nearest(b->decode_ns, O1_PREFILL_ROW_BUCKETS, row_bucket(rows),
-		       true);
+	int i = (int)row_bucket(rows), lo, hi;
+
+	if (b->decode_ns[i] > 0)
+		return b->decode_ns[i];
+	lo = measured_from(b, i, -1);
+	hi = measured_from(b, i, +1);
+	if (lo >= 0 && hi >= 0)
+		return on_line(b, lo, hi, rows);
+	if (lo >= 0) {
+		int lo2 = measured_from(b, lo, -1);
+
+		return lo2 >= 0 ? on_line(b, lo2, lo, rows) : b->decode_ns[lo];
+	}
+	return hi >= 0 ? b->decode_ns[hi] : 0;
 }
 
 /* A prompt token's cost: toward later positions first (they cost more:
@@ -137,6 +198,7 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 		else
 			learn_decode(&b->decode_ns[i], (double)ns);
 		b->decode_at[i] = ++b->steps;
+		b->decode_rows[i] = decode_rows;
 		return;
 	}
 	b->steps++;
@@ -147,7 +209,7 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 	if (decode_rows && !base)
 		return;
 	t = ((double)ns - base) / prefill_tokens;
-	learn_token(&b->token_ns[ctx_bucket(ctx)], t);
+	learn_token(&b->token_ns[ctx_bucket(ctx)], t, prefill_tokens);
 }
 
 bool o1_prefill_budget_stale(const struct o1_prefill_budget *b,
@@ -155,8 +217,11 @@ bool o1_prefill_budget_stale(const struct o1_prefill_budget *b,
 {
 	uint32_t i = row_bucket(decode_rows);
 
-	return b->ratio && b->decode_ns[i] > 0 &&
-	       b->steps - b->decode_at[i] > O1_PREFILL_STALE_STEPS;
+	if (!b->ratio || !decode_rows)
+		return false;
+	if (!(b->decode_ns[i] > 0))
+		return decode_rows > O1_PREFILL_MEASURE_ROWS;
+	return b->steps - b->decode_at[i] > O1_PREFILL_STALE_STEPS;
 }
 
 uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,

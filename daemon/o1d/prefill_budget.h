@@ -9,11 +9,13 @@
  * - the time of a pure decode step, per bucket of decode rows (EWMA);
  * - the marginal time of one prompt token, per range of the context where
  *   the step's chunks start (EWMA of (step time - decode time of its
- *   rows) / prompt tokens, from steps that mixed both, and from large
- *   steps of prompt tokens alone).
- * Each EWMA takes bad news (a shorter decode step, a dearer token) faster
- * than good news, and good news bounded: a one-off slow step cannot
- * inflate the budget.
+ *   rows) / prompt tokens, weighted by the tokens, from steps that mixed
+ *   both, and from large steps of prompt tokens alone).
+ * The decode EWMA takes bad news (a shorter step) faster than good news,
+ * and good news bounded: a one-off slow step cannot inflate the budget.
+ * A row count whose bucket has no estimate gets the line through its
+ * measured neighbours; above O1_PREFILL_MEASURE_ROWS rows it is measured
+ * (o1_prefill_budget_stale).
  * The budget is ratio x decode time / token cost, clamped to [floor, cap]
  * (the floor keeps prompts moving when even a few tokens overshoot; the
  * cap is the token settings). While either estimate is missing it is the
@@ -43,6 +45,9 @@ struct o1_prefill_budget {
 	 * measured (o1_prefill_budget_stale) */
 	uint64_t steps;
 	uint64_t decode_at[O1_PREFILL_ROW_BUCKETS];
+	/* the row count of each bucket's last decode sample (interpolation
+	 * between buckets) */
+	uint32_t decode_rows[O1_PREFILL_ROW_BUCKETS];
 };
 
 /* Steps after which a decode estimate is stale: the streams' contexts
@@ -64,9 +69,23 @@ void o1_prefill_budget_init(struct o1_prefill_budget *b, double ratio,
 void o1_prefill_budget_observe(struct o1_prefill_budget *b,
 			       uint32_t decode_rows, uint32_t prefill_tokens,
 			       uint32_t ctx, uint64_t ns);
+/* Row counts up to this one get an unmeasured bucket's estimate from its
+ * neighbours only: their buckets are a row each, close to each other, and
+ * a batch of a few rows changes bucket every few steps (a step without
+ * prompt tokens for each cost 256 cold streams 3% of their throughput in
+ * sched_sim); above it a bucket spans a quarter octave, and a batch
+ * filling up to 256 rows crosses 16 of them. */
+#define O1_PREFILL_MEASURE_ROWS 16
+
 /* Whether the time of a decode step of DECODE_ROWS rows was measured,
- * but not within the last O1_PREFILL_STALE_STEPS steps: the scheduler
- * then runs one step without prompt tokens, which measures it again. */
+ * but not within the last O1_PREFILL_STALE_STEPS steps, or never (above
+ * O1_PREFILL_MEASURE_ROWS rows): the scheduler then runs one step without
+ * prompt tokens, which measures it. While every step carries prompt
+ * tokens a batch's buckets were never measured, and their estimates (the
+ * nearest measured bucket's, or a line through two far away) were
+ * charged to the prompt tokens: with the token cost's sampling noise,
+ * what held 256 cold streams' prompts at the floor after a run of long
+ * prompts (docs/PERFORMANCE.md). Never with the budget off. */
 bool o1_prefill_budget_stale(const struct o1_prefill_budget *b,
 			     uint32_t decode_rows);
 /* Prompt tokens for a step of DECODE_ROWS (> 0) decode rows whose first

@@ -2,8 +2,9 @@
  * times (no clock): the budget is the cap while off or unmeasured, ratio x
  * decode time / token cost once measured, per row bucket and context
  * range; it settles where a mixed step takes (1 + ratio) x a decode step
- * under a cost model with a fixed mixed-step cost; it keeps the floor and
- * the cap, ignores short lone prompt steps and survives extreme inputs. */
+ * under a cost model with a fixed mixed-step cost, and under jittered step
+ * times from a cost far too high; it keeps the floor and the cap, ignores
+ * short lone prompt steps and survives extreme inputs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "o1d/prefill_budget.h"
+#include "tests/common/test_rng.h"
 
 #define US 1000ull
 
@@ -66,7 +68,8 @@ static void test_ratio(void **st)
 }
 
 /* Decode steps of 64 and of 256 rows: each budget from its own time, an
- * unmeasured row count from the nearest fewer rows measured. */
+ * unmeasured row count on the line through the measured ones around it
+ * (or the nearest, when on one side only one is measured). */
 static void test_row_buckets(void **st)
 {
 	struct o1_prefill_budget b;
@@ -78,10 +81,12 @@ static void test_row_buckets(void **st)
 	o1_prefill_budget_observe(&b, 64, 1000, 0, (1600 + 4000) * US);
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 400);
 	assert_int_equal(o1_prefill_budget_tokens(&b, 256, 0, 4096), 650);
-	/* 128 rows: 64's time (the smaller, safe side) */
-	assert_int_equal(o1_prefill_budget_tokens(&b, 128, 0, 4096), 400);
+	/* 128 rows: 1600 + (2600 - 1600) x 64 / 192 us */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 128, 0, 4096), 483);
 	/* 8 rows, none measured below: the nearest above */
 	assert_int_equal(o1_prefill_budget_tokens(&b, 8, 0, 4096), 400);
+	/* 512 rows, above both: their line, extended */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 512, 0, 8192), 983);
 	/* the mixed step of 256 rows is measured against 256's time */
 	o1_prefill_budget_observe(&b, 256, 1000, 0, (2600 + 4000) * US);
 	assert_int_equal(o1_prefill_budget_tokens(&b, 256, 0, 4096), 650);
@@ -142,10 +147,48 @@ static void test_settles(void **st)
 	}
 }
 
+/* Jitter from a token cost 8x too high (what a run of long prompts left,
+ * or a stale decode time): 64 rows decode in 1.4 ms, a token costs 3 us,
+ * every step 15% slower or faster at random, ratio 0.2. The target is
+ * 0.2 x 1400 / 3 = 93 tokens; the first budget is 12, the floor 16, and
+ * the floor's samples carry +-13 us of noise on the 3 us token. Within 300
+ * steps the budget reaches the target's neighbourhood and stays there:
+ * the mean of the last 100 budgets is 75-110 tokens (an EWMA of bad news
+ * faster than good sat at the floor here). */
+static void test_jitter_from_high(void **st)
+{
+	struct o1_prefill_budget b;
+	uint64_t rng = 0x5eed;
+	double sum = 0;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 0.2, 16);
+	for (int i = 0; i < 4; i++)
+		o1_prefill_budget_observe(&b, 64, 0, 0, 1400 * US);
+	o1_prefill_budget_observe(&b, 64, 2048, 0, (1400 + 8 * 3 * 2048) * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 2048), 16);
+	for (int i = 0; i < 300; i++) {
+		uint32_t n = o1_prefill_budget_tokens(&b, 64, 0, 2048);
+		double f = 0.85 + 0.3 * (double)o1_test_uniform(&rng, 0, 1000) /
+				      1000;
+
+		if (o1_prefill_budget_stale(&b, 64))
+			o1_prefill_budget_observe(&b, 64, 0, 0,
+						  (uint64_t)(f * 1400 * US));
+		else
+			o1_prefill_budget_observe(
+			    &b, 64, n, 0,
+			    (uint64_t)(f * (1400 + 3.0 * n) * US));
+		if (i >= 200)
+			sum += n;
+	}
+	assert_in_range((uint64_t)(sum / 100), 75, 110);
+}
+
 /* Outliers: a first decode step 60x slow (a CUDA graph captured in it)
- * is forgotten within a few steps; a one-off slow decode step, or a
- * mixed step that looks free, moves the budget a little, while a dearer
- * token counts at once by half. */
+ * is forgotten within a few steps; a one-off slow decode step moves the
+ * budget a little; a mixed step of 400 tokens counts by 400 / 1,024 of
+ * the gap either way, one that looks free as half the cost at most. */
 static void test_outliers(void **st)
 {
 	struct o1_prefill_budget b;
@@ -160,18 +203,25 @@ static void test_outliers(void **st)
 	o1_prefill_budget_observe(&b, 64, 0, 0, 50000 * US);
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 425);
 	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
-	/* (decode back down by half the gap) a mixed step no slower than its
-	 * decode rows: its tokens count as half the cost at most, by 1/4 */
+	/* (decode back down by half the gap, 1651 us) a mixed step no slower
+	 * than its decode rows: its tokens count as 2 us (half the cost),
+	 * 4 + (2 - 4) 400 / 1024 = 3.22 us */
 	o1_prefill_budget_observe(&b, 64, 400, 0, 1600 * US);
-	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 472);
-	/* tokens twice as dear: half of that counts at once */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 513);
+	/* tokens at 7.9 us: 3.22 + (7.87 - 3.22) 400 / 1024 = 5.03 us */
 	o1_prefill_budget_observe(&b, 64, 400, 0, 4800 * US);
-	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 290);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 327);
+	/* a small step's sample is not clipped (noise, which the weights
+	 * average) and weighs its tokens: 16 tokens that look free move the
+	 * cost by 16 / 1024 of it */
+	o1_prefill_budget_observe(&b, 64, 16, 0, 1600 * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 333);
 }
 
 /* When even a few tokens overshoot the target (the fixed cost alone is
- * above it), prompts still move by the floor each step; a cap below the
- * floor wins. */
+ * above it), prompts still move by the floor each step, reached within
+ * 200 steps from the cap (the small steps' samples weigh little); a cap
+ * below the floor wins. */
 static void test_floor(void **st)
 {
 	struct o1_prefill_budget b;
@@ -180,7 +230,7 @@ static void test_floor(void **st)
 	(void)st;
 	o1_prefill_budget_init(&b, 0.5, 16);
 	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
-	for (uint32_t i = 0; i < 100; i++) {
+	for (uint32_t i = 0; i < 200; i++) {
 		n = o1_prefill_budget_tokens(&b, 64, 0, 2048);
 		o1_prefill_budget_observe(&b, 64, n, 0,
 					  (1600 + 1000 + 4 * n) * US);
@@ -239,14 +289,18 @@ static void test_extremes(void **st)
 
 /* A decode estimate not measured for O1_PREFILL_STALE_STEPS steps is
  * stale, and the next measurement replaces it (contexts grew meanwhile:
- * the slow EWMA of good news would lag behind for hundreds of steps). */
+ * the slow EWMA of good news would lag behind for hundreds of steps); one
+ * never measured is stale above O1_PREFILL_MEASURE_ROWS rows. */
 static void test_stale_decode(void **st)
 {
 	struct o1_prefill_budget b;
 
 	(void)st;
 	o1_prefill_budget_init(&b, 1.0, 16);
-	assert_false(o1_prefill_budget_stale(&b, 64)); /* never measured */
+	assert_true(o1_prefill_budget_stale(&b, 64)); /* never measured */
+	assert_false(o1_prefill_budget_stale(&b, O1_PREFILL_MEASURE_ROWS));
+	assert_true(o1_prefill_budget_stale(&b, O1_PREFILL_MEASURE_ROWS + 1));
+	assert_false(o1_prefill_budget_stale(&b, 0));
 	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
 	o1_prefill_budget_observe(&b, 64, 2048, 0, (1600 + 8192) * US);
 	for (int i = 0; i < O1_PREFILL_STALE_STEPS - 1; i++)
@@ -255,6 +309,7 @@ static void test_stale_decode(void **st)
 	o1_prefill_budget_observe(&b, 64, 400, 0, (1600 + 1600) * US);
 	assert_true(o1_prefill_budget_stale(&b, 64));
 	assert_false(o1_prefill_budget_stale(&b, 8)); /* never measured */
+	assert_true(o1_prefill_budget_stale(&b, 200)); /* never measured */
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 400);
 	o1_prefill_budget_observe(&b, 64, 0, 0, 3200 * US);
 	assert_false(o1_prefill_budget_stale(&b, 64));
@@ -277,6 +332,7 @@ int main(void)
 	    cmocka_unit_test(test_row_buckets),
 	    cmocka_unit_test(test_ctx_buckets),
 	    cmocka_unit_test(test_settles),
+	    cmocka_unit_test(test_jitter_from_high),
 	    cmocka_unit_test(test_outliers),
 	    cmocka_unit_test(test_floor),
 	    cmocka_unit_test(test_lone_steps),

@@ -21,8 +21,11 @@ int o1_gpu_test_main(int argc, char **argv, const char *name,
 {
 	int rc;
 
-	if (argc < 2)
+	if (argc < 2) {
+		/* ctest passes it (tests/gpu/CMakeLists.txt) */
+		fprintf(stderr, "usage: %s PATH-TO-o1model\n", argv[0]);
 		return 2;
+	}
 	o1_gpu_o1model = argv[1];
 	if (o1_cuda_probe() != 0) {
 		fprintf(stderr, "no CUDA device: skipped\n");

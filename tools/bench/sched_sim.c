@@ -8,7 +8,7 @@
  *
  *   sched_sim [--preset llama3-8b|llama3-8b-4l] [--ratio R] [--whole R]
  *             [--chunk N] [--per-decode N] [--batch-tokens N]
- *             [--running N] [--only tput|long] [--seed N] [--trace]
+ *             [--running N] [--only tput|long|sep] [--seed N] [--trace]
  *             [throughput options] [long-prompt options] [model options]
  *
  * --ratio and --whole are scheduler.prefill_time_ratio (0) and
@@ -33,6 +33,10 @@
  *   item 5 asks <= 2), the same streams' p50 in the same window in a
  *   second run without the long prompts (their contexts grow meanwhile)
  *   and the ratio to it, and the long prompts' TTFT p50 / max.
+ * - sep (--only sep): prefill_sep.sh's order in one scheduler: the long
+ *   run first (not printed), then one throughput round, printed as tput's
+ *   (what an o1d that served long prompts then does with 256 new cold
+ *   streams: its estimates learned on the long run).
  *
  * The step model (ns; each term from a measurement on the H200, see the
  * presets; --preset first, the overrides after): base + token x M' + row
@@ -123,7 +127,7 @@ struct args {
 	uint64_t seed;
 	uint32_t long_streams, long_gen, n_long, long_prompt;
 	double long_after_ms;
-	int only; /* 0 both, 1 tput, 2 long */
+	int only; /* 0 both, 1 tput, 2 long, 3 sep */
 };
 
 /* ---- the simulated device ---- */
@@ -696,6 +700,23 @@ static int run_long_both(const struct args *a)
 	return err;
 }
 
+/* --only sep: the long run, then a throughput round in the same
+ * scheduler (prefill_sep.sh's order). */
+static int run_sep(const struct args *a)
+{
+	struct longrun l = {.n_long = a->n_long};
+	struct world w;
+	int err = world_init(&w, a);
+
+	if (!err)
+		err = run_long(&w, &l);
+	if (!err)
+		err = run_tput(&w, 0, false);
+	world_fini(&w);
+	longrun_free(&l);
+	return err;
+}
+
 /* ---- arguments ---- */
 
 static void usage(void)
@@ -704,7 +725,7 @@ static void usage(void)
 		"usage: sched_sim [--preset llama3-8b|llama3-8b-4l] "
 		"[--ratio R] [--whole R] [--chunk N]\n"
 		"  [--per-decode N] [--batch-tokens N] [--running N] "
-		"[--only tput|long]\n"
+		"[--only tput|long|sep]\n"
 		"  [--streams C] [--clients N] [--requests R] [--rounds N] "
 		"[--prompt P] "
 		"[--gen G] [--shared] [--trace]\n"
@@ -773,6 +794,7 @@ static void parse(int argc, char **argv, struct args *a)
 				usage();
 			a->only = !strcmp(v, "tput")   ? 1
 				  : !strcmp(v, "long") ? 2
+				  : !strcmp(v, "sep")  ? 3
 						       : (usage(), 0);
 		} else if (!strcmp(o, "--ratio")) {
 			a->ratio = num(o, v, 0, 16);
@@ -854,13 +876,15 @@ int main(int argc, char **argv)
 	       shape_ms(&a.m, 1, 128, 0), shape_ms(&a.m, 64, 700, 0),
 	       shape_ms(&a.m, 256, 144, 0), shape_ms(&a.m, 0, 0, 128),
 	       shape_ms(&a.m, 0, 0, 2048));
-	if (a.only != 2) {
+	if (a.only == 3) {
+		err = run_sep(&a);
+	} else if (a.only != 2) {
 		err = world_init(&w, &a);
 		if (!err)
 			err = run_tput_rounds(&w, false);
 		world_fini(&w);
 	}
-	if (!err && a.only != 1)
+	if (!err && (a.only == 0 || a.only == 2))
 		err = run_long_both(&a);
 	if (err)
 		fprintf(stderr, "sched_sim: %s\n", o1_strerror(err));
