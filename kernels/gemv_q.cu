@@ -52,10 +52,12 @@
  * o1_rope_kv_write_cuda bit for bit, without the f32 QKV rows and the
  * second kernel.
  *
- * The int8 path (DOT_I8, the backend's default) runs gemv_qp instead
- * where its ring of batches fits in shared memory: the same arithmetic
- * and lane order (so the same bits), the bytes brought by cp.async several
- * batches ahead (see there).
+ * The int8 path (DOT_I8, the backend's default) is gemv_q8.h's
+ * arithmetic; its lanes take Q4_K's and Q6_K's units by pairs, the two
+ * that share a run of quants (pairs_i8), the other types' as above. It
+ * runs gemv_qp where its ring of batches fits in shared memory: the same
+ * arithmetic and lane order (so the same bits), the bytes brought by
+ * cp.async several batches ahead (see there).
  *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
