@@ -491,6 +491,22 @@ static __device__ __forceinline__ float qp_f16(uint32_t h)
 #endif
 }
 
+/* A unit's integer sums: its 8 words of 4 int8 (element order) . the
+ * input unit's two pieces, elements 0..15 into S0 and 16..31 into S1
+ * (exact). */
+static __device__ __forceinline__ void unit_sums(const int32_t *q,
+						 const gq_piece &lo,
+						 const gq_piece &hi,
+						 int32_t &s0, int32_t &s1)
+{
+	s0 = 0, s1 = 0;
+#pragma unroll
+	for (int k = 0; k < 4; k++) {
+		s0 = __dp4a(q[k], (int32_t)lo.v[k], s0);
+		s1 = __dp4a(q[4 + k], (int32_t)hi.v[k], s1);
+	}
+}
+
 /* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
  * rows, into D[i] for the types decoded a unit at a time (Q8_0, Q4_0;
  * Q4_K and Q6_K go by pairs: pair_dots): the weights' integers decoded
@@ -516,14 +532,9 @@ unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 #pragma unroll
 	for (int i = 0; i < M; i++) {
 		const gq_piece *xp = x.q + xq_at(a, i, u);
-		gq_piece x0 = xp[0], x1 = xp[32];
-		int32_t s0 = 0, s1 = 0;
+		int32_t s0, s1;
 
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			s0 = __dp4a(q[k], (int32_t)x0.v[k], s0);
-			s1 = __dp4a(q[4 + k], (int32_t)x1.v[k], s1);
-		}
+		unit_sums(q, xp[0], xp[32], s0, s1);
 		d[i] =
 		    unit_scale<TYPE>(h, x.ds[(size_t)i * a.units + u], s0, s1);
 	}
@@ -592,18 +603,12 @@ pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 #pragma unroll
 	for (int i = 0; i < M; i++) {
 		const gq_piece *xp = x.q + xq_at(a, i, 2 * p);
-		gq_piece x0 = xp[0], x1 = xp[32], y0 = xp[1], y1 = xp[33];
 		float4 ds = *(const float4 *)(x.ds + (size_t)i * a.units +
 					      2 * p);
-		int32_t s0 = 0, s1 = 0, r0 = 0, r1 = 0;
+		int32_t s0, s1, r0, r1;
 
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			s0 = __dp4a(lq[k], (int32_t)x0.v[k], s0);
-			s1 = __dp4a(lq[4 + k], (int32_t)x1.v[k], s1);
-			r0 = __dp4a(hq[k], (int32_t)y0.v[k], r0);
-			r1 = __dp4a(hq[4 + k], (int32_t)y1.v[k], r1);
-		}
+		unit_sums(lq, xp[0], xp[32], s0, s1);
+		unit_sums(hq, xp[1], xp[33], r0, r1);
 		d0[i] = unit_scale<O1_QUANT_Q4_K>(h0, make_float2(ds.x, ds.y),
 						  s0, s1);
 		d1[i] = unit_scale<O1_QUANT_Q4_K>(h1, make_float2(ds.z, ds.w),
@@ -629,6 +634,9 @@ pair_dots_q6k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 		 sb = qd_u16(blk + 196 + 8 * h + 2 * g);
 	float d = qp_f16(qd_u16(blk + 208));
 	qd_unit_head h0 = {}, h1 = {};
+	const int32_t k32[8] = {0x20202020, 0x20202020, 0x20202020,
+				0x20202020, 0x20202020, 0x20202020,
+				0x20202020, 0x20202020};
 	uint32_t ql[8], qh[8];
 	int32_t lq[8], hq[8];
 
@@ -652,25 +660,15 @@ pair_dots_q6k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 #pragma unroll
 	for (int i = 0; i < M; i++) {
 		const gq_piece *xp = x.q + xq_at(a, i, u);
-		gq_piece x0 = xp[0], x1 = xp[32], y0 = xp[2], y1 = xp[34];
 		float2 da = x.ds[(size_t)i * a.units + u],
 		       db = x.ds[(size_t)i * a.units + u + 2];
-		int32_t s0 = 0, s1 = 0, r0 = 0, r1 = 0;
-		int32_t c0 = 0, c1 = 0, e0 = 0, e1 = 0;
+		int32_t s0, s1, r0, r1, c0, c1, e0, e1;
 
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			s0 = __dp4a(lq[k], (int32_t)x0.v[k], s0);
-			s1 = __dp4a(lq[4 + k], (int32_t)x1.v[k], s1);
-			r0 = __dp4a(hq[k], (int32_t)y0.v[k], r0);
-			r1 = __dp4a(hq[4 + k], (int32_t)y1.v[k], r1);
-			/* sum (q6 - 32) x = sum q6 x - 32 sum x (exact
-			 * integers) */
-			c0 = __dp4a(0x20202020, (int32_t)x0.v[k], c0);
-			c1 = __dp4a(0x20202020, (int32_t)x1.v[k], c1);
-			e0 = __dp4a(0x20202020, (int32_t)y0.v[k], e0);
-			e1 = __dp4a(0x20202020, (int32_t)y1.v[k], e1);
-		}
+		unit_sums(lq, xp[0], xp[32], s0, s1);
+		unit_sums(hq, xp[2], xp[34], r0, r1);
+		/* sum (q6 - 32) x = sum q6 x - 32 sum x (exact integers) */
+		unit_sums(k32, xp[0], xp[32], c0, c1);
+		unit_sums(k32, xp[2], xp[34], e0, e1);
 		d0[i] = unit_scale<O1_QUANT_Q6_K>(h0, da, s0 - c0, s1 - c1);
 		d1[i] = unit_scale<O1_QUANT_Q6_K>(h1, db, r0 - e0, r1 - e1);
 	}
