@@ -102,6 +102,21 @@ static int start_server(const struct ping_args *a, struct o1_ipc_server **srv,
 	return pthread_create(t, NULL, serve_main, *srv) ? -EAGAIN : 0;
 }
 
+static void stop_server(struct o1_ipc_server *srv, pthread_t t)
+{
+	o1_ipc_server_stop(srv);
+	pthread_join(t, NULL);
+	o1_ipc_server_destroy(srv);
+}
+
+/* Against an in-process front loop the sleep paths' gap must outlast its
+ * spin window (else they measure the spin path). */
+static void gap_past_spin(struct ping_args *a)
+{
+	if (a->gap_us <= (int)a->spin_us)
+		a->gap_us = (int)a->spin_us + 1000;
+}
+
 /* A shared-memory path's line, its label after the run's prefix. */
 static void print_shm(const struct ping_args *a, const char *label,
 		      uint64_t *ns, size_t n)
@@ -379,16 +394,13 @@ static int run_inproc(const struct ping_args *a, uint64_t *ns)
 	b.socket = path;
 	b.prefix = "inproc-";
 	b.serve = 1;
-	if (b.gap_us <= (int)b.spin_us)
-		b.gap_us = (int)b.spin_us + 1000;
+	gap_past_spin(&b);
 	unlink(path);
 	ret = start_server(&b, &srv, &t);
 	if (ret)
 		return ret;
 	ret = shm_paths(&b, ns);
-	o1_ipc_server_stop(srv);
-	pthread_join(t, NULL);
-	o1_ipc_server_destroy(srv);
+	stop_server(srv, t);
 	unlink(path);
 	return ret;
 }
@@ -418,8 +430,8 @@ int o1bench_cmd_ping(int argc, char **argv)
 			"(1-64)] [--serve | --inproc] [--spin-us US]\n");
 		return help ? 0 : 2;
 	}
-	if (a.gap_us <= (int)a.spin_us && a.serve)
-		a.gap_us = (int)a.spin_us + 1000;
+	if (a.serve)
+		gap_past_spin(&a);
 	ns = calloc((size_t)(a.count > a.sleep_count ? a.count : a.sleep_count),
 		    sizeof(*ns));
 	if (!ns || (a.serve && start_server(&a, &srv, &t)))
@@ -427,11 +439,8 @@ int o1bench_cmd_ping(int argc, char **argv)
 	ret = run(&a, ns);
 	if (!ret && a.inproc)
 		ret = run_inproc(&a, ns);
-	if (srv) {
-		o1_ipc_server_stop(srv);
-		pthread_join(t, NULL);
-		o1_ipc_server_destroy(srv);
-	}
+	if (srv)
+		stop_server(srv, t);
 	free(ns);
 	return ret ? 1 : 0;
 }
