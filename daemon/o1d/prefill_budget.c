@@ -105,27 +105,12 @@ static void learn_token(double *v, double x, uint32_t tokens)
 	ewma(v, x, w, w);
 }
 
-/* The estimate of bucket I, else of the nearest measured one on the
- * LOW_FIRST side (lower buckets, else higher ones), else of the nearest on
- * the other side; 0 when none is measured. */
-static double nearest(const double *v, uint32_t n, uint32_t i, bool low_first)
+/* The first measured bucket of V (N buckets) from FROM on, downwards (DIR
+ * -1) or upwards (+1); -1 when none. */
+static int measured(const double *v, int n, int from, int dir)
 {
-	for (uint32_t side = 0; side < 2; side++) {
-		bool down = (side == 0) == low_first;
-
-		for (uint32_t j = i; j < n; j = down ? j - 1 : j + 1)
-			if (v[j] > 0)
-				return v[j];
-	}
-	return 0;
-}
-
-/* The nearest measured row bucket from I (excluded) downwards (DIR -1)
- * or upwards (+1); -1 when none. */
-static int measured_from(const struct o1_prefill_budget *b, int i, int dir)
-{
-	for (int j = i + dir; j >= 0 && j < O1_PREFILL_ROW_BUCKETS; j += dir)
-		if (b->decode_ns[j] > 0)
+	for (int j = from; j >= 0 && j < n; j += dir)
+		if (v[j] > 0)
 			return j;
 	return -1;
 }
@@ -160,12 +145,13 @@ static double decode_ns(const struct o1_prefill_budget *b, uint32_t rows)
 
 	if (b->decode_ns[i] > 0)
 		return b->decode_ns[i];
-	lo = measured_from(b, i, -1);
-	hi = measured_from(b, i, +1);
+	lo = measured(b->decode_ns, O1_PREFILL_ROW_BUCKETS, i - 1, -1);
+	hi = measured(b->decode_ns, O1_PREFILL_ROW_BUCKETS, i + 1, +1);
 	if (lo >= 0 && hi >= 0)
 		return on_line(b, lo, hi, rows);
 	if (lo >= 0) {
-		int lo2 = measured_from(b, lo, -1);
+		int lo2 = measured(b->decode_ns, O1_PREFILL_ROW_BUCKETS,
+				   lo - 1, -1);
 
 		return lo2 >= 0 ? on_line(b, lo2, lo, rows) : b->decode_ns[lo];
 	}
@@ -176,8 +162,12 @@ static double decode_ns(const struct o1_prefill_budget *b, uint32_t rows)
  * the safe side). */
 static double token_ns(const struct o1_prefill_budget *b, uint32_t ctx)
 {
-	return nearest(b->token_ns, O1_PREFILL_CTX_BUCKETS, ctx_bucket(ctx),
-		       false);
+	int i = (int)ctx_bucket(ctx);
+	int j = measured(b->token_ns, O1_PREFILL_CTX_BUCKETS, i, +1);
+
+	if (j < 0)
+		j = measured(b->token_ns, O1_PREFILL_CTX_BUCKETS, i - 1, -1);
+	return j < 0 ? 0 : b->token_ns[j];
 }
 
 void o1_prefill_budget_observe(struct o1_prefill_budget *b,
