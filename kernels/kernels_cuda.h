@@ -114,17 +114,20 @@ int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
  * Rows of sequences with at least O1_ATTN_TILED_MIN_NEW new tokens go to
  * the tiled kernel (o1_attention_tiled_cuda) when the shape fits it, the
  * others to the row kernel; a batch with one row per sequence (decode)
- * launches the row kernel alone, exactly as o1_attention_rows_cuda. PDL
+ * launches the row kernel alone, exactly as o1_attention_rows_cuda (TUNE:
+ * the decode kernel's launch shape, NULL for its defaults). PDL
  * applies to the row kernel (the tiled kernel is launched without it),
  * which merges its splits itself, through ticket counters that every
  * launch of the device shares: launches on one device must not run at the
  * same time (the CUDA backend has one stream per device). */
 #define O1_ATTN_TILED_MIN_NEW 16
+struct o1_attn_decode_tune;
 int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		      const uint16_t *v_cache, const struct o1_attn_dims *dims,
 		      const struct o1_attn_batch *batch, uint32_t n_rows,
 		      uint32_t max_len, float *scratch, uint64_t scratch_floats,
-		      bool pdl, cudaStream_t stream);
+		      const struct o1_attn_decode_tune *tune, bool pdl,
+		      cudaStream_t stream);
 /* The row kernels for every row (attention_decode.cu when the shape fits
  * it, else the old row kernel; f32 FMAs): o1_attention_cuda without the
  * tiled kernel. */

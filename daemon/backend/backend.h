@@ -129,6 +129,16 @@ struct o1_backend_config {
 	 * its weights into L2 as their warps finish
 	 * (o1_gemv_q_prefetch_next); true = no prefetch (A/B; same bits). */
 	bool cuda_no_prefetch;
+	/* CUDA backend, decode attention's launch shape, A/B for benchmarks
+	 * (0: attention_decode.cu's defaults): warps a block, rounds a split
+	 * takes at least, blocks a launch aims for, most query heads a
+	 * block (o1_attn_decode_tune). Splits change the order of the
+	 * softmax's sums, not the result beyond f32 rounding.
+	 * cuda_no_attention (benchmarks only: the results are wrong) leaves
+	 * the attention kernel out of every step: what it costs inside one. */
+	uint32_t cuda_attn_warps, cuda_attn_split_rounds, cuda_attn_target,
+	    cuda_attn_heads;
+	bool cuda_no_attention;
 	/* CUDA backend, decode products on GGUF block weights (config
 	 * cuda.quant_dot): false = int8 (the default: the input rows
 	 * quantized to int8 per 32 elements, __dp4a on the blocks' integers,

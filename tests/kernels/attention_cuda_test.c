@@ -75,12 +75,17 @@ float *kct_att_gpu(const struct kct_att_case *c, const struct kct_att_host *h,
 							 &b, h->rows, min_new,
 							 0),
 				 0);
-	else
-		assert_int_equal((path == ATT_ROWS ? o1_attention_rows_cuda
-						   : o1_attention_cuda)(
+	else if (path == ATT_ROWS)
+		assert_int_equal(o1_attention_rows_cuda(
 				     out, q, kc, vc, &dm, &b, h->rows,
 				     h->max_len, sc, scratch_floats, pdl,
 				     kct_stream(pdl)),
+				 0);
+	else
+		assert_int_equal(o1_attention_cuda(out, q, kc, vc, &dm, &b,
+						   h->rows, h->max_len, sc,
+						   scratch_floats, NULL, pdl,
+						   kct_stream(pdl)),
 				 0);
 	got = kct_host_bf16(out, out_n);
 	cudaFree((void *)b.q_offsets), cudaFree((void *)b.start_pos);

@@ -148,7 +148,7 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 	if (path == DISPATCH) {
 		assert_int_equal(o1_attention_cuda(out, r->dq, r->dkc, r->dvc,
 						   &r->dm, &r->db, r->rows,
-						   max_len, sc, sf, true,
+						   max_len, sc, sf, NULL, true,
 						   kct_stream(true)),
 				 0);
 	} else if (path == DECODE) {

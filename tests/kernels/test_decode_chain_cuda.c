@@ -186,7 +186,8 @@ static int chain_layer(struct chain *c, bool first, bool pdl, cudaStream_t st)
 	    err ? err
 		: o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
 				    c->ra.v_cache, &dm, &c->b, m, CHAIN_CTX + 1,
-				    c->scratch, c->scratch_floats, pdl, st);
+				    c->scratch, c->scratch_floats, NULL, pdl,
+				    st);
 	err = err ? err
 		  : o1_gemv_bf16_cuda(c->o, c->att, c->wo, m, d, qd,
 				      O1_GEMV_DEFAULT, pdl, st);
@@ -220,7 +221,8 @@ static int chain_layer_fused(struct chain *c, bool pdl, cudaStream_t st)
 	    err ? err
 		: o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
 				    c->ra.v_cache, &dm, &c->b, m, CHAIN_CTX + 1,
-				    c->scratch, c->scratch_floats, pdl, st);
+				    c->scratch, c->scratch_floats, NULL, pdl,
+				    st);
 	err = err ? err
 		  : o1_gemv_add_bf16_cuda(c->x, c->att, c->wo, m, d, qd,
 					  O1_GEMV_DEFAULT, pdl, st);

@@ -53,6 +53,13 @@
  * (default on) sets cfg.cuda_no_prefetch: the fused block products no
  * longer prefetch the next small product's weights into L2 (same bits).
  *
+ * --attn W,R,T,H sets the decode attention's launch shape
+ * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
+ * a launch aims for, most heads a block; 0 keeps a default); --attention
+ * off (cfg.cuda_no_attention) leaves the attention kernel out of the
+ * steps (wrong tokens: the step's cost without it). The RESULT line ends
+ * with attn=W,R,T,H and attention=on|off.
+ *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
  * setting: prefills N random prompt ids (seeded) per sequence, one
@@ -111,6 +118,8 @@ struct bench_args {
 	uint32_t quant_qp_rows; /* --quant-gemm qp, --quant-qp-rows */
 	uint32_t quant_tile_mb; /* --quant-tile-mb */
 	bool no_prefetch;	/* --prefetch off */
+	uint32_t attn[4];	/* --attn W,R,T,H */
+	bool no_attention;	/* --attention off */
 };
 
 /* One run's switches. */
@@ -206,6 +215,8 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-qp-rows", required_argument, NULL, 'R'},
 	    {"quant-tile-mb", required_argument, NULL, 'M'},
 	    {"prefetch", required_argument, NULL, 'P'},
+	    {"attn", required_argument, NULL, 'A'},
+	    {"attention", required_argument, NULL, 'N'},
 	    {0},
 	};
 	int opt;
@@ -215,7 +226,8 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->autotune = 0;
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
-	a->no_prefetch = false;
+	a->no_prefetch = false, a->no_attention = false;
+	memset(a->attn, 0, sizeof(a->attn));
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -242,6 +254,18 @@ static int parse(int argc, char **argv, struct bench_args *a)
 		if (opt == 'P') {
 			a->no_prefetch = !strcmp(optarg, "off");
 			if (!a->no_prefetch && strcmp(optarg, "on"))
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'A') {
+			if (sscanf(optarg, "%u,%u,%u,%u", &a->attn[0],
+				   &a->attn[1], &a->attn[2], &a->attn[3]) != 4)
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'N') {
+			a->no_attention = !strcmp(optarg, "off");
+			if (!a->no_attention && strcmp(optarg, "on"))
 				return -EINVAL;
 			continue;
 		}
@@ -320,6 +344,11 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_tile_bytes = a->quant_tile_mb << 20,
 	    .cuda_quant_qp_rows = a->quant_qp_rows,
 	    .cuda_no_prefetch = a->no_prefetch,
+	    .cuda_attn_warps = a->attn[0],
+	    .cuda_attn_split_rounds = a->attn[1],
+	    .cuda_attn_target = a->attn[2],
+	    .cuda_attn_heads = a->attn[3],
+	    .cuda_no_attention = a->no_attention,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -486,7 +515,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
-	       "quant_tile_mb=%u quant_qp_rows=%u\n",
+	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
+	       "attention=%s\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -499,7 +529,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       k, lo, hi, bw * 1e9 / wb, on_off(md->autotune),
 	       md->quant_f32 ? "f32" : "int8",
 	       a->quant_qp_rows ? "qp" : a->quant_mma ? "mma" : "tiles",
-	       a->quant_tile_mb, a->quant_qp_rows);
+	       a->quant_tile_mb, a->quant_qp_rows, a->attn[0], a->attn[1],
+	       a->attn[2], a->attn[3], on_off(!a->no_attention));
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -592,7 +623,8 @@ int main(int argc, char **argv)
 				"[--autotune on|off|both] "
 				"[--quant-dot int8|f32|both] "
 				"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
-				"[--quant-tile-mb N] [--prefetch on|off]\n");
+				"[--quant-tile-mb N] [--prefetch on|off] "
+				"[--attn W,R,T,H] [--attention on|off]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */
