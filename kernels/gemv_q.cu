@@ -491,6 +491,16 @@ static __device__ __forceinline__ float qp_f16(uint32_t h)
 #endif
 }
 
+/* A piece of the quantized input (shared memory) in one 16-byte load:
+ * unit_sums reads every word, and through a reference the compiler
+ * issued four 4-byte loads a piece. */
+static __device__ __forceinline__ gq_piece ldx(const gq_piece *p)
+{
+	uint4 v = *(const uint4 *)p;
+
+	return gq_piece{{v.x, v.y, v.z, v.w}};
+}
+
 /* A unit's integer sums: its 8 words of 4 int8 (element order) . the
  * input unit's two pieces, elements 0..15 into S0 and 16..31 into S1
  * (exact). */
@@ -505,6 +515,42 @@ static __device__ __forceinline__ void unit_sums(const int32_t *q,
 		s0 = __dp4a(q[k], (int32_t)lo.v[k], s0);
 		s1 = __dp4a(q[4 + k], (int32_t)hi.v[k], s1);
 	}
+}
+
+/* Four products of A's unsigned bytes by B's signed bytes added to C
+ * (dp4a.u32.s32; exact). */
+static __device__ __forceinline__ int32_t dp4a_us(uint32_t a, uint32_t b,
+						  int32_t c)
+{
+#ifdef __CUDA_ARCH__
+	int32_t r;
+
+	asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+	return r;
+#else
+	for (int i = 0; i < 4; i++)
+		c += (int32_t)((a >> (8 * i)) & 0xff) *
+		     (int32_t)(int8_t)(b >> (8 * i));
+	return c;
+#endif
+}
+
+/* unit_sums of the high nibbles of the words W (Q4_K's second unit of a
+ * pair): the bytes masked in place (16 times the nibble) and each sum
+ * shifted back once, one instruction a word fewer than shifting every
+ * word (the sums are multiples of 16: exact). */
+static __device__ __forceinline__ void unit_sums_hi(const uint32_t *w,
+						    const gq_piece &lo,
+						    const gq_piece &hi,
+						    int32_t &s0, int32_t &s1)
+{
+	s0 = 0, s1 = 0;
+#pragma unroll
+	for (int k = 0; k < 4; k++) {
+		s0 = dp4a_us(w[k] & 0xf0f0f0f0u, lo.v[k], s0);
+		s1 = dp4a_us(w[4 + k] & 0xf0f0f0f0u, hi.v[k], s1);
+	}
+	s0 >>= 4, s1 >>= 4;
 }
 
 /* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
@@ -534,7 +580,7 @@ unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 		const gq_piece *xp = x.q + xq_at(a, i, u);
 		int32_t s0, s1;
 
-		unit_sums(q, xp[0], xp[32], s0, s1);
+		unit_sums(q, ldx(xp), ldx(xp + 32), s0, s1);
 		d[i] =
 		    unit_scale<TYPE>(h, x.ds[(size_t)i * a.units + u], s0, s1);
 	}
@@ -588,7 +634,7 @@ pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 			    : ((hi >> 4) & 0x0f0fu) | ((mid >> 2) & 0x3030u);
 	float d = qp_f16(hd[0] & 0xffff), dm = qp_f16(hd[0] >> 16);
 	qd_unit_head h0 = {}, h1 = {};
-	int32_t lq[8], hq[8];
+	int32_t lq[8];
 
 	h0.d = __fmul_rn(d, (float)(sc & 0xff));
 	h1.d = __fmul_rn(d, (float)(sc >> 8));
@@ -596,10 +642,8 @@ pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 	h1.m = __fmul_rn(dm, (float)(mn >> 8));
 
 #pragma unroll
-	for (int k = 0; k < 8; k++) {
+	for (int k = 0; k < 8; k++)
 		lq[k] = (int32_t)(w[k] & 0x0f0f0f0fu);
-		hq[k] = (int32_t)((w[k] >> 4) & 0x0f0f0f0fu);
-	}
 #pragma unroll
 	for (int i = 0; i < M; i++) {
 		const gq_piece *xp = x.q + xq_at(a, i, 2 * p);
@@ -607,8 +651,11 @@ pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 					      2 * p);
 		int32_t s0, s1, r0, r1;
 
-		unit_sums(lq, xp[0], xp[32], s0, s1);
-		unit_sums(hq, xp[1], xp[33], r0, r1);
+		gq_piece x0 = ldx(xp), x1 = ldx(xp + 32), x2 = ldx(xp + 1),
+			 x3 = ldx(xp + 33);
+
+		unit_sums(lq, x0, x1, s0, s1);
+		unit_sums_hi(w, x2, x3, r0, r1);
 		d0[i] = unit_scale<O1_QUANT_Q4_K>(h0, make_float2(ds.x, ds.y),
 						  s0, s1);
 		d1[i] = unit_scale<O1_QUANT_Q4_K>(h1, make_float2(ds.z, ds.w),
@@ -664,11 +711,14 @@ pair_dots_q6k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 		       db = x.ds[(size_t)i * a.units + u + 2];
 		int32_t s0, s1, r0, r1, c0, c1, e0, e1;
 
-		unit_sums(lq, xp[0], xp[32], s0, s1);
-		unit_sums(hq, xp[2], xp[34], r0, r1);
+		gq_piece x0 = ldx(xp), x1 = ldx(xp + 32), x2 = ldx(xp + 2),
+			 x3 = ldx(xp + 34);
+
+		unit_sums(lq, x0, x1, s0, s1);
+		unit_sums(hq, x2, x3, r0, r1);
 		/* sum (q6 - 32) x = sum q6 x - 32 sum x (exact integers) */
-		unit_sums(k32, xp[0], xp[32], c0, c1);
-		unit_sums(k32, xp[2], xp[34], e0, e1);
+		unit_sums(k32, x0, x1, c0, c1);
+		unit_sums(k32, x2, x3, e0, e1);
 		d0[i] = unit_scale<O1_QUANT_Q6_K>(h0, da, s0 - c0, s1 - c1);
 		d1[i] = unit_scale<O1_QUANT_Q6_K>(h1, db, r0 - e0, r1 - e1);
 	}
@@ -1067,14 +1117,16 @@ static __device__ void qp_issue(gq_piece *slot, uint32_t slot_s,
 	if (c.j < a.n) {
 		uint32_t u0, u1, np;
 		const gq_piece *p = batch_span<TYPE, G>(
-		    a, wrow<OUT>(a, c.j, c.r), c.b, &u0, &u1, &np);
+		    a, wrow<OUT>(a, c.j, c.r), c.b, &u0, &u1, &np) + lane;
+		uint32_t ds = slot_s + 16 * lane;
 
+		/* the lane's pieces lane + 32 i below np, its addresses
+		 * once */
+		slot += lane;
 #pragma unroll
 		for (int i = 0; i < P; i++)
 			if (lane + 32 * i < np)
-				cpa16(slot + lane + 32 * i,
-				      slot_s + 16 * (lane + 32 * i),
-				      p + lane + 32 * i);
+				cpa16(slot + 32 * i, ds + 512 * i, p + 32 * i);
 	}
 	cpa_commit();
 }

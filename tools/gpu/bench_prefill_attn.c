@@ -106,9 +106,12 @@ static int launch(struct bench *b, enum which w)
 	if (w == TILED)
 		return o1_attention_tiled_cuda(out, b->q, b->kc, b->vc,
 					       &b->dims, &b->batch, b->t, 1, 0);
-	return (w == ROWS ? o1_attention_rows_cuda : o1_attention_cuda)(
-	    out, b->q, b->kc, b->vc, &b->dims, &b->batch, b->t, b->t, NULL, 0,
-	    false, 0);
+	if (w == ROWS)
+		return o1_attention_rows_cuda(out, b->q, b->kc, b->vc, &b->dims,
+					      &b->batch, b->t, b->t, NULL, 0,
+					      false, 0);
+	return o1_attention_cuda(out, b->q, b->kc, b->vc, &b->dims, &b->batch,
+				 b->t, b->t, NULL, 0, NULL, false, 0);
 }
 
 /* Best time of RUNS launches of W, microseconds; < 0 on failure. */
