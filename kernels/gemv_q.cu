@@ -1409,10 +1409,10 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
  * pairs, 2026-12-02: head 3,890 against 3,221, down 2,570 against 2,388),
  * Q4_K three blocks a multiprocessor. Alone, Q4_K by pairs runs faster
  * with twice the batch (gate 3,149 against 3,016, qkv 2,397 against
- * 2,011), but in the decode step's chain of launches the 4-layer
- * Q4_K_M cut ran at 2,187 tok/s with it against 2,256 with three blocks
- * (bench_cuda_decode, batch 1): its 80 KB blocks leave the next product
- * less room to start under PDL. The bits are the same for all. */
+ * 2,011); in the decode step's chain of launches the 4-layer Q4_K_M cut
+ * ran at 2,187 tok/s with it and at 2,177-2,193 with three blocks
+ * (bench_cuda_decode, batch 1, 2026-12-02, both with Q6_K by pairs): no
+ * difference measured in the chain. The bits are the same for all. */
 template <int TYPE> static constexpr int qp_variant_1()
 {
 	return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2
