@@ -501,22 +501,6 @@ static __device__ __forceinline__ gq_piece ldx(const gq_piece *p)
 	return gq_piece{{v.x, v.y, v.z, v.w}};
 }
 
-/* A unit's integer sums: its 8 words of 4 int8 (element order) . the
- * input unit's two pieces, elements 0..15 into S0 and 16..31 into S1
- * (exact). */
-static __device__ __forceinline__ void unit_sums(const int32_t *q,
-						 const gq_piece &lo,
-						 const gq_piece &hi,
-						 int32_t &s0, int32_t &s1)
-{
-	s0 = 0, s1 = 0;
-#pragma unroll
-	for (int k = 0; k < 4; k++) {
-		s0 = __dp4a(q[k], (int32_t)lo.v[k], s0);
-		s1 = __dp4a(q[4 + k], (int32_t)hi.v[k], s1);
-	}
-}
-
 /* Four products of A's unsigned bytes by B's signed bytes added to C
  * (dp4a.u32.s32; exact). */
 static __device__ __forceinline__ int32_t dp4a_us(uint32_t a, uint32_t b,
@@ -535,22 +519,32 @@ static __device__ __forceinline__ int32_t dp4a_us(uint32_t a, uint32_t b,
 #endif
 }
 
-/* unit_sums of the high nibbles of the words W (Q4_K's second unit of a
- * pair): the bytes masked in place (16 times the nibble) and each sum
- * shifted back once, one instruction a word fewer than shifting every
- * word (the sums are multiples of 16: exact). */
-static __device__ __forceinline__ void unit_sums_hi(const uint32_t *w,
-						    const gq_piece &lo,
-						    const gq_piece &hi,
-						    int32_t &s0, int32_t &s1)
+/* A unit's integer sums: its 8 words of 4 int8 (element order) . the
+ * input unit's two pieces, elements 0..15 into S0 and 16..31 into S1
+ * (exact). HI: Q are Q4_K's raw quant words and the unit is their high
+ * nibbles (a pair's second unit): the bytes masked in place (16 times
+ * the nibble) and each sum shifted back once, one instruction a word
+ * fewer than shifting every word (the sums are multiples of 16). */
+template <bool HI = false>
+static __device__ __forceinline__ void unit_sums(const int32_t *q,
+						 const gq_piece &lo,
+						 const gq_piece &hi,
+						 int32_t &s0, int32_t &s1)
 {
 	s0 = 0, s1 = 0;
 #pragma unroll
 	for (int k = 0; k < 4; k++) {
-		s0 = dp4a_us(w[k] & 0xf0f0f0f0u, lo.v[k], s0);
-		s1 = dp4a_us(w[4 + k] & 0xf0f0f0f0u, hi.v[k], s1);
+		if constexpr (HI) {
+			s0 = dp4a_us((uint32_t)q[k] & 0xf0f0f0f0u, lo.v[k], s0);
+			s1 = dp4a_us((uint32_t)q[4 + k] & 0xf0f0f0f0u,
+				     hi.v[k], s1);
+		} else {
+			s0 = __dp4a(q[k], (int32_t)lo.v[k], s0);
+			s1 = __dp4a(q[4 + k], (int32_t)hi.v[k], s1);
+		}
 	}
-	s0 >>= 4, s1 >>= 4;
+	if constexpr (HI)
+		s0 >>= 4, s1 >>= 4;
 }
 
 /* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
@@ -655,7 +649,7 @@ pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 			 x3 = ldx(xp + 33);
 
 		unit_sums(lq, x0, x1, s0, s1);
-		unit_sums_hi(w, x2, x3, r0, r1);
+		unit_sums<true>((const int32_t *)w, x2, x3, r0, r1);
 		d0[i] = unit_scale<O1_QUANT_Q4_K>(h0, make_float2(ds.x, ds.y),
 						  s0, s1);
 		d1[i] = unit_scale<O1_QUANT_Q4_K>(h1, make_float2(ds.z, ds.w),

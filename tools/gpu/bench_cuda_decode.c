@@ -251,21 +251,18 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'P') {
-			a->no_prefetch = !strcmp(optarg, "off");
-			if (!a->no_prefetch && strcmp(optarg, "on"))
+		if (opt == 'P' || opt == 'N') {
+			int on = on_off_both(optarg);
+
+			if (on != 0 && on != 1)
 				return -EINVAL;
+			*(opt == 'P' ? &a->no_prefetch : &a->no_attention) =
+			    !on;
 			continue;
 		}
 		if (opt == 'A') {
 			if (sscanf(optarg, "%u,%u,%u,%u", &a->attn[0],
 				   &a->attn[1], &a->attn[2], &a->attn[3]) != 4)
-				return -EINVAL;
-			continue;
-		}
-		if (opt == 'N') {
-			a->no_attention = !strcmp(optarg, "off");
-			if (!a->no_attention && strcmp(optarg, "on"))
 				return -EINVAL;
 			continue;
 		}
