@@ -29,6 +29,7 @@ enum key_type {
 	T_U32,
 	T_U64,
 	T_DOUBLE,
+	T_DOUBLE_AUTO, /* T_DOUBLE, or "auto" (O1_CONFIG_RATIO_AUTO) */
 	T_BOOL,
 	T_STR,
 	T_ENUM,
@@ -54,7 +55,7 @@ struct key {
 	size_t offset;
 	size_t size;		  /* T_STR: buffer size */
 	uint64_t min, max;	  /* integers, list entries, octal */
-	double dmin, dmax;	  /* T_DOUBLE, inclusive */
+	double dmin, dmax;	  /* T_DOUBLE(_AUTO), inclusive; dmin >= 0 */
 	const char *const *names; /* T_ENUM: NULL-terminated */
 	unsigned flags;
 	const char *def;
@@ -120,9 +121,9 @@ static const struct key keys[] = {
 	U32(scheduler, max_running, 1, 4096, 0, "256"),
 	U32(scheduler, prefill_chunk_tokens, 1, 1048576, 0, "2048"),
 	U32(scheduler, prefill_tokens_per_decode, 0, 64, 0, "0"),
-	{"scheduler", "prefill_time_ratio", T_DOUBLE,
+	{"scheduler", "prefill_time_ratio", T_DOUBLE_AUTO,
 	 OFF(scheduler.prefill_time_ratio), 0, 0, 0, 0.0, 16.0, NULL, 0,
-	 "0.15"},
+	 "auto"},
 	{"scheduler", "prefill_whole_ratio", T_DOUBLE,
 	 OFF(scheduler.prefill_whole_ratio), 0, 0, 0, 0.0, 16.0, NULL, 0, "1"},
 	U32(scheduler, sampler_threads, 0, 256, 0, "0"),
@@ -312,6 +313,16 @@ static int parse_double(const struct key *k, const char *v, void *field,
 	return 0;
 }
 
+static int parse_double_auto(const struct key *k, const char *v,
+			     void *field, char *why, size_t wl)
+{
+	if (strcmp(v, "auto") == 0) {
+		*(double *)field = O1_CONFIG_RATIO_AUTO;
+		return 0;
+	}
+	return parse_double(k, v, field, why, wl);
+}
+
 static int parse_bool(const struct key *k, const char *v, void *field,
 		      char *why, size_t wl)
 {
@@ -483,6 +494,15 @@ static void print_double(const struct key *k, const void *field, FILE *f)
 	print_double_exact(*(const double *)field, f);
 }
 
+static void print_double_auto(const struct key *k, const void *field,
+			      FILE *f)
+{
+	if (*(const double *)field < 0)
+		fputs("auto", f);
+	else
+		print_double(k, field, f);
+}
+
 static void print_bool(const struct key *k, const void *field, FILE *f)
 {
 	(void)k;
@@ -535,6 +555,11 @@ static void allowed_double(const struct key *k, char *buf, size_t len)
 	snprintf(buf, len, "a number %g..%g", k->dmin, k->dmax);
 }
 
+static void allowed_double_auto(const struct key *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "auto or a number %g..%g", k->dmin, k->dmax);
+}
+
 static void allowed_bool(const struct key *k, char *buf, size_t len)
 {
 	(void)k;
@@ -585,6 +610,8 @@ static const struct type_ops type_ops[] = {
     [T_U32] = {parse_u32, print_u32, allowed_int},
     [T_U64] = {parse_u64, print_u64, allowed_int},
     [T_DOUBLE] = {parse_double, print_double, allowed_double},
+    [T_DOUBLE_AUTO] = {parse_double_auto, print_double_auto,
+		       allowed_double_auto},
     [T_BOOL] = {parse_bool, print_bool, allowed_bool},
     [T_STR] = {parse_str, print_str, allowed_str},
     [T_ENUM] = {parse_enum, print_enum, allowed_enum},

@@ -28,6 +28,8 @@
 #define O1_CONFIG_PATH_MAX   4096
 #define O1_CONFIG_NAME_MAX   128
 #define O1_CONFIG_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+/* A ratio given as "auto" (scheduler.prefill_time_ratio). */
+#define O1_CONFIG_RATIO_AUTO (-1.0)
 
 struct o1_config_list {
 	uint32_t n;
@@ -111,7 +113,8 @@ struct o1_config {
 		uint32_t prefill_chunk_tokens; /* beside decode rows */
 		uint32_t prefill_tokens_per_decode; /* ... or this x rows */
 		/* > 0: prefill beside decode rows costs at most this x the
-		 * decode step's time (learnt); the two above cap it */
+		 * decode step's time (learnt); the two above cap it;
+		 * O1_CONFIG_RATIO_AUTO: o1d picks (main.c: time_ratio) */
 		double prefill_time_ratio;
 		double prefill_whole_ratio;
 		uint32_t sampler_threads; /* 0 = min(online CPUs, 8) */

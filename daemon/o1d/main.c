@@ -52,6 +52,8 @@
 
 #define SLOTS_MAX     1024
 #define WARMUP_TOKENS 4
+/* scheduler.prefill_time_ratio's "auto" where it applies (time_ratio) */
+#define TIME_RATIO_AUTO 0.15
 
 struct o1d {
 	struct o1_config cfg;  /* as at start-up */
@@ -696,6 +698,42 @@ static void weights_text(const struct o1d *d, char *buf, size_t n)
 		snprintf(buf + l, n - l, "; block types dequantized at load");
 }
 
+/* Whether a matrix of the model (the token embedding aside: it is
+ * gathered, not multiplied) is kept in a GGUF block format. */
+static bool block_matrices(const struct o1d *d)
+{
+	if (d->cfg.model.dequantize == O1_CONFIG_DEQUANTIZE_BF16)
+		return false;
+	for (uint32_t i = 0; i < d->model->n_tensors; i++) {
+		const struct o1_tensor *t = &d->model->tensors[i];
+
+		if (t->n_dims == 2 && t->role != O1_T_TOKEN_EMBD &&
+		    !o1_dtype_is_float(t->dtype))
+			return true;
+	}
+	return false;
+}
+
+/* scheduler.prefill_time_ratio, "auto" resolved: TIME_RATIO_AUTO
+ * (measured on the H200: docs/PERFORMANCE.md, ninth session), but off on
+ * the CUDA backend with block-format matrices. There a step of more than
+ * a few rows dequantizes every matrix to bf16 tiles (about 14 ms on
+ * llama3-8b against a 2.3 ms decode step), a fixed cost the budget's
+ * per-token model cannot express: beside a few decoding streams it
+ * would let a long prompt in one KV page a step, each step that slow. */
+static double time_ratio(const struct o1d *d)
+{
+	double r = d->cfg.scheduler.prefill_time_ratio;
+
+	if (r >= 0)
+		return r;
+	r = d->kind == O1_BACKEND_CUDA && block_matrices(d) ? 0.0
+							    : TIME_RATIO_AUTO;
+	o1_info("scheduler: prefill_time_ratio auto: %g%s", r,
+		r > 0 ? "" : " (block-format matrices on the GPU)");
+	return r;
+}
+
 static int create_engine(struct o1d *d)
 {
 	const struct o1_config *c = &d->cfg;
@@ -719,7 +757,7 @@ static int create_engine(struct o1d *d)
 		    .prefill_chunk_tokens = c->scheduler.prefill_chunk_tokens,
 		    .prefill_per_decode =
 			c->scheduler.prefill_tokens_per_decode,
-		    .prefill_time_ratio = c->scheduler.prefill_time_ratio,
+		    .prefill_time_ratio = time_ratio(d),
 		    .prefill_whole_ratio = c->scheduler.prefill_whole_ratio,
 		    .n_slots = n_slots(c),
 		    .max_prompt_bytes = 65536,

@@ -31,6 +31,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.kv.page_tokens, 16);
 	assert_int_equal(c.kv.pages, 0);
 	assert_true(c.kv.memory_fraction == 0.9);
+	assert_true(c.scheduler.prefill_time_ratio == O1_CONFIG_RATIO_AUTO);
 	assert_int_equal(c.graphs.buckets.n, 13);
 	assert_int_equal(c.graphs.buckets.v[0], 1);
 	assert_int_equal(c.graphs.buckets.v[12], 256);
@@ -244,6 +245,11 @@ static const struct bad_case bad_cases[] = {
     {"[sidecar]\nlisten = localhost\n", {"t.ini:2:", "not host:port"}},
     {"[sidecar]\nlisten = :80\n", {"t.ini:2:", "not host:port"}},
     {"[slo]\nsuccess_rate = 1.5\n", {"t.ini:2:", "out of range", "0..1"}},
+    /* "auto" or a number in range: never a negative one (auto's value) */
+    {"[scheduler]\nprefill_time_ratio = -1\n",
+     {"t.ini:2:", "out of range", "auto or a number 0..16"}},
+    {"[scheduler]\nprefill_time_ratio = Auto\n", {"t.ini:2:", "not a number"}},
+    {"[scheduler]\nprefill_time_ratio = 17\n", {"t.ini:2:", "out of range"}},
     {"[slo]\nwindow_s = 0\n", {"t.ini:2:", "window_s", "1..86400"}},
     {"[slo]\np99_ttft_ms = -1\n", {"t.ini:2:", "p99_ttft_ms"}},
     {"[faults]\nenabled = maybe\n", {"t.ini:2:", "true|false"}},
@@ -332,6 +338,14 @@ static void test_set(void **state)
 	    o1_config_set(&c, "faults.enabled=true", err, sizeof(err)), 0);
 	assert_true(c.slo.success_rate == 0.995);
 	assert_int_equal(c.slo.p99_itl_ms, 80);
+	assert_int_equal(o1_config_set(&c, "scheduler.prefill_time_ratio=0.25",
+				       err, sizeof(err)),
+			 0);
+	assert_true(c.scheduler.prefill_time_ratio == 0.25);
+	assert_int_equal(o1_config_set(&c, "scheduler.prefill_time_ratio=auto",
+				       err, sizeof(err)),
+			 0);
+	assert_true(c.scheduler.prefill_time_ratio == O1_CONFIG_RATIO_AUTO);
 	assert_true(c.faults.enabled);
 	assert_int_equal(d.slo.window_s, 60);
 	assert_false(d.faults.enabled);
@@ -561,6 +575,7 @@ static void test_dump_round_trip(void **state)
 	    "model.dequantize=bf16",
 	    "ipc.arena_bytes=4294967296",
 	    "sidecar.listen=[::1]:9000",
+	    "scheduler.prefill_time_ratio=0.5",
 	};
 	struct o1_config c, back;
 	char err[512], *text = NULL;
@@ -578,6 +593,7 @@ static void test_dump_round_trip(void **state)
 	assert_non_null(strstr(text, "[kv]\npage_tokens = 16\n"));
 	assert_non_null(strstr(text, "socket_mode = 0640\n"));
 	assert_non_null(strstr(text, "memory_fraction = 0.123456789\n"));
+	assert_non_null(strstr(text, "prefill_time_ratio = 0.5\n"));
 	defaults(&back);
 	assert_int_equal(
 	    o1_config_load_string(&back, text, "dump", err, sizeof(err)), 0);

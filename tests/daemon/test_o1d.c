@@ -206,6 +206,8 @@ static void test_preemption(void **state)
 	/* the start-up line names the bound that decided the pool */
 	assert_true(log_has(d->log, "kv: 10 pages of "));
 	assert_true(log_has(d->log, "(160 tokens, 0 full contexts of 160 tokens), set by kv.pages"));
+	/* the time budget's "auto" on the CPU backend */
+	assert_true(log_has(d->log, "scheduler: prefill_time_ratio auto: 0.15"));
 	for (unsigned c = 0; c < 4; c++)
 		pids[c] = spawn_client(d->socket, c, 4);
 	for (unsigned c = 0; c < 4; c++)
