@@ -6,7 +6,7 @@
 # prefill_tokens_per_decode=K with the time budget off
 # (prefill_time_ratio=0; 2048/0 = the whole max_batch_tokens, prefill never
 # held back, as before the separation); "time" is the budget set by time
-# (scheduler.prefill_time_ratio=1, off by default, under the token caps),
+# (scheduler.prefill_time_ratio=1; o1d's default is auto: 0.15 on float weights),
 # "time:R" the same with ratio R (a step with prefill <= (1 + R) x a decode
 # step); each time running
 #  1. o1bench run --long: SEP_STREAMS (64) streams of 128-word prompts
