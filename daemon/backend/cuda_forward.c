@@ -279,8 +279,20 @@ static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
 	return err;
 }
 
+/* Part P of a block matrix over rows [R, R + MR) of x (MR <=
+ * O1_GEMV_MAX_ROWS): gemv_q.cu, reading the blocks once. */
+static int gemv_part(struct cuda_state *s, float *y, const uint16_t *x,
+		     const struct cuda_qpart *p, uint32_t r, uint32_t mr,
+		     uint32_t n, uint32_t k, bool pdl)
+{
+	return (s->cfg.cuda_quant_f32 ? o1_gemv_q_cuda : o1_gemv_q8_cuda)(
+	    y + (size_t)r * n + p->col0, x + (size_t)r * k, p->w, p->type, mr,
+	    p->rows, k, n, pdl, s->stream);
+}
+
 /* y (m,n) f32 = x (m,k) bf16 . W^T for W in blocks (Q): gemv_q.cu for up
- * to O1_GEMV_MAX_ROWS rows, the tile path above that, or gemm_qp.cu up to
+ * to O1_GEMV_MAX_ROWS rows (and in passes of that many up to
+ * cfg.cuda_quant_pass_rows), the tile path above that, or gemm_qp.cu up to
  * cfg.cuda_quant_qp_rows rows, or gemm_q.cu with cfg.cuda_quant_mma, where
  * they take the shape. */
 static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
@@ -291,12 +303,17 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 	for (uint32_t i = 0; !err && i < q->n_parts; i++) {
 		const struct cuda_qpart *p = &q->part[i];
 
-		if (m <= O1_GEMV_MAX_ROWS)
-			err = (s->cfg.cuda_quant_f32 ? o1_gemv_q_cuda
-						     : o1_gemv_q8_cuda)(
-			    y + p->col0, x, p->w, p->type, m, p->rows, k, n,
-			    step_pdl(s, m), s->stream);
-		else if (m <= s->cfg.cuda_quant_qp_rows &&
+		if (m <= O1_GEMV_MAX_ROWS || m <= s->cfg.cuda_quant_pass_rows) {
+			/* rows are independent: more than O1_GEMV_MAX_ROWS
+			 * in passes of that many */
+			for (uint32_t r = 0; !err && r < m;
+			     r += O1_GEMV_MAX_ROWS)
+				err = gemv_part(
+				    s, y, x, p, r,
+				    m - r < O1_GEMV_MAX_ROWS ? m - r
+							     : O1_GEMV_MAX_ROWS,
+				    n, k, step_pdl(s, m));
+		} else if (m <= s->cfg.cuda_quant_qp_rows &&
 			 o1_gemm_qp_fits(p->type, p->rows, k, p->w))
 			err = o1_gemm_qp_cuda(y + p->col0, x, p->w, p->type, m,
 					      p->rows, k, n, step_pdl(s, m),
@@ -343,7 +360,10 @@ static int product(struct cuda_state *s, enum cuda_kind kind, float *y,
 		   const struct cuda_qmat *q, uint32_t m, uint32_t n,
 		   uint32_t k)
 {
-	m = blas_rows(s, kind, m);
+	/* passes over block products take the step's own rows: no cuBLAS
+	 * shape to keep to the warmed set */
+	if (!q->n_parts || m > s->cfg.cuda_quant_pass_rows)
+		m = blas_rows(s, kind, m);
 	return q->n_parts ? gemm_q(s, y, x, q, m, n, k)
 			  : gemm(s, kind, y, x, w, m, n, k);
 }

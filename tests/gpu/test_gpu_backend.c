@@ -42,8 +42,10 @@
  * gemv_q8.h). Once more with cfg.cuda_quant_f32 (cuda.quant_dot = f32:
  * quant.h's values in f32, unfused), with cfg.cuda_quant_mma (the
  * 17-row chunks on gemm_q.cu's tensor-core product), with
- * cfg.cuda_quant_qp_rows (the same on gemm_qp.cu's pipeline) and with cfg.dequantize
- * (model.dequantize = bf16): the old dequantize-at-load.
+ * cfg.cuda_quant_qp_rows (the same on gemm_qp.cu's pipeline), with
+ * cfg.cuda_quant_pass_rows (the same in passes of the decode products)
+ * and with cfg.dequantize (model.dequantize = bf16): the old
+ * dequantize-at-load.
  * Exit 77 without a CUDA device; the hf models are skipped without
  * ../shared. */
 #include <setjmp.h>
@@ -90,6 +92,7 @@ static bool dequantize; /* the CUDA side's cfg.dequantize */
 static bool quant_f32;	/* the CUDA side's cfg.cuda_quant_f32 */
 static bool quant_mma; /* the CUDA side's cfg.cuda_quant_mma */
 static bool quant_qp;  /* the CUDA side's cfg.cuda_quant_qp_rows (all) */
+static bool quant_pass; /* the CUDA side's cfg.cuda_quant_pass_rows (all) */
 
 static uint32_t urand(uint32_t n)
 {
@@ -113,6 +116,8 @@ static void side_open(struct side *sd, enum o1_backend_kind k,
 	cfg.cuda_quant_mma = k == O1_BACKEND_CUDA && quant_mma;
 	cfg.cuda_quant_qp_rows =
 	    k == O1_BACKEND_CUDA && quant_qp ? UINT32_MAX : 0;
+	cfg.cuda_quant_pass_rows =
+	    k == O1_BACKEND_CUDA && quant_pass ? UINT32_MAX : 0;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -412,6 +417,10 @@ static void test_quantized(void **state)
 	check_model("llama3.2-1b x2 layers q4_k_m, gemm_qp.cu's pipeline",
 		    path);
 	quant_qp = false;
+	quant_pass = true;
+	check_model("llama3.2-1b x2 layers q4_k_m, passes of decode products",
+		    path);
+	quant_pass = false;
 	dequantize = true;
 	check_model("llama3.2-1b x2 layers q4_k_m, dequantized at load", path);
 	dequantize = false;

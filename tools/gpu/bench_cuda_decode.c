@@ -53,6 +53,11 @@
  * (default on) sets cfg.cuda_no_prefetch: the fused block products no
  * longer prefetch the next small product's weights into L2 (same bits).
  *
+ * --quant-pass-rows N sets cfg.cuda_quant_pass_rows: products of 5..N
+ * rows on GGUF block weights in passes of the decode products (4 rows
+ * each) instead of the tiles. The RESULT line ends with
+ * quant_pass_rows=N.
+ *
  * --attn W,R,T,H sets the decode attention's launch shape
  * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
  * a launch aims for, most heads a block; 0 keeps a default); --attention
@@ -117,6 +122,7 @@ struct bench_args {
 	bool quant_mma;	       /* --quant-gemm mma */
 	uint32_t quant_qp_rows; /* --quant-gemm qp, --quant-qp-rows */
 	uint32_t quant_tile_mb; /* --quant-tile-mb */
+	uint32_t quant_pass_rows; /* --quant-pass-rows */
 	bool no_prefetch;	/* --prefetch off */
 	uint32_t attn[4];	/* --attn W,R,T,H */
 	bool no_attention;	/* --attention off */
@@ -215,6 +221,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-qp-rows", required_argument, NULL, 'R'},
 	    {"quant-tile-mb", required_argument, NULL, 'M'},
 	    {"prefetch", required_argument, NULL, 'P'},
+	    {"quant-pass-rows", required_argument, NULL, 'K'},
 	    {"attn", required_argument, NULL, 'A'},
 	    {"attention", required_argument, NULL, 'N'},
 	    {0},
@@ -226,6 +233,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->autotune = 0;
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
+	a->quant_pass_rows = 0;
 	a->no_prefetch = false, a->no_attention = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -284,6 +292,15 @@ static int parse(int argc, char **argv, struct bench_args *a)
 			a->quant_qp_rows = (uint32_t)v;
 			continue;
 		}
+		if (opt == 'K') {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || v < 1 || v > 256)
+				return -EINVAL;
+			a->quant_pass_rows = (uint32_t)v;
+			continue;
+		}
 		if (opt == 'M') {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -340,6 +357,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_mma = a->quant_mma,
 	    .cuda_quant_tile_bytes = a->quant_tile_mb << 20,
 	    .cuda_quant_qp_rows = a->quant_qp_rows,
+	    .cuda_quant_pass_rows = a->quant_pass_rows,
 	    .cuda_no_prefetch = a->no_prefetch,
 	    .cuda_attn_warps = a->attn[0],
 	    .cuda_attn_split_rounds = a->attn[1],
@@ -513,7 +531,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
-	       "attention=%s\n",
+	       "attention=%s quant_pass_rows=%u\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -527,7 +545,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       md->quant_f32 ? "f32" : "int8",
 	       a->quant_qp_rows ? "qp" : a->quant_mma ? "mma" : "tiles",
 	       a->quant_tile_mb, a->quant_qp_rows, a->attn[0], a->attn[1],
-	       a->attn[2], a->attn[3], on_off(!a->no_attention));
+	       a->attn[2], a->attn[3], on_off(!a->no_attention),
+	       a->quant_pass_rows);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -621,7 +640,8 @@ int main(int argc, char **argv)
 				"[--quant-dot int8|f32|both] "
 				"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
 				"[--quant-tile-mb N] [--prefetch on|off] "
-				"[--attn W,R,T,H] [--attention on|off]\n");
+				"[--quant-pass-rows N] [--attn W,R,T,H] "
+				"[--attention on|off]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */
