@@ -623,16 +623,14 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 	struct o1_rope_kv_args ra = rope_args(s, l, f->tokens);
 	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
-	struct o1_attn_decode_tune tune = {
-	    s->cfg.cuda_attn_warps, s->cfg.cuda_attn_split_rounds,
-	    s->cfg.cuda_attn_target, s->cfg.cuda_attn_heads, false};
 	int err = qkv_in(s, l, &ra, &ad, fuse, pdl);
 
 	err = err || s->cfg.cuda_no_attention
 		  ? err
 		  : o1_attention_cuda(s->att, s->q, ra.k_cache, ra.v_cache, &ad,
 				      b, t, f->max_len, s->scratch,
-				      s->scratch_floats, &tune, pdl, s->stream);
+				      s->scratch_floats, &s->attn_tune, pdl,
+				      s->stream);
 	return err ? err
 		   : out_product(s, CUDA_KIND_O, s->att, y->wo, &y->qo, t, qd,
 				 fuse, pdl);

@@ -96,6 +96,7 @@ struct cuda_sampling {
 struct cuda_state {
 	struct o1_model_desc d;
 	struct o1_backend_config cfg;
+	struct o1_attn_decode_tune attn_tune; /* cfg.cuda_attn_*, once */
 	struct o1_kv_layout kvl;
 	cudaStream_t stream;
 	cublasHandle_t blas;

@@ -194,6 +194,19 @@ static double weight_bytes(const struct o1_model *m, uint32_t tp)
 	return n;
 }
 
+/* S as a whole decimal number in [LO, HI] into *OUT; -EINVAL else. */
+static int parse_in(const char *s, unsigned long lo, unsigned long hi,
+		    uint32_t *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* 0 off, 1 on, 2 both; -1 for anything else. */
 static int on_off_both(const char *s)
 {
@@ -269,8 +282,12 @@ static int parse(int argc, char **argv, struct bench_args *a)
 			continue;
 		}
 		if (opt == 'A') {
-			if (sscanf(optarg, "%u,%u,%u,%u", &a->attn[0],
-				   &a->attn[1], &a->attn[2], &a->attn[3]) != 4)
+			int used = -1;
+
+			if (sscanf(optarg, "%u,%u,%u,%u%n", &a->attn[0],
+				   &a->attn[1], &a->attn[2], &a->attn[3],
+				   &used) != 4 ||
+			    optarg[used])
 				return -EINVAL;
 			continue;
 		}
@@ -283,31 +300,15 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'R') {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || v < 1 || v > UINT32_MAX)
+		if (opt == 'R' || opt == 'K' || opt == 'M') {
+			if (parse_in(optarg, 1,
+				     opt == 'R'	  ? UINT32_MAX
+				     : opt == 'K' ? 256
+						  : 64,
+				     opt == 'R'	  ? &a->quant_qp_rows
+				     : opt == 'K' ? &a->quant_pass_rows
+						  : &a->quant_tile_mb))
 				return -EINVAL;
-			a->quant_qp_rows = (uint32_t)v;
-			continue;
-		}
-		if (opt == 'K') {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || v < 1 || v > 256)
-				return -EINVAL;
-			a->quant_pass_rows = (uint32_t)v;
-			continue;
-		}
-		if (opt == 'M') {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || v < 1 || v > 64)
-				return -EINVAL;
-			a->quant_tile_mb = (uint32_t)v;
 			continue;
 		}
 		if (opt == 's') {
