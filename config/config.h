@@ -140,6 +140,7 @@ struct o1_config {
 		bool autotune;	      /* time the products' setups at load */
 		uint32_t autotune_ms; /* load time it may take */
 		enum o1_config_quant_dot quant_dot;
+		uint32_t quant_pass_rows; /* block products in passes up to */
 	} cuda;
 	struct {
 		char socket[O1_CONFIG_SOCKET_MAX];

@@ -159,12 +159,12 @@ struct o1_backend_config {
 	 * same values as the tiles' summed in another order (its tests bound
 	 * the difference). */
 	uint32_t cuda_quant_qp_rows;
-	/* CUDA backend, A/B for benchmarks: products of O1_GEMV_MAX_ROWS <
-	 * M <= cuda_quant_pass_rows rows on block weights run the decode
-	 * products (gemv_q.cu) in passes of O1_GEMV_MAX_ROWS rows, each
-	 * reading the blocks once, instead of dequantizing every matrix to
-	 * tiles (0, the default: never). Other bits than the tiles' (the
-	 * decode products' int8 arithmetic), within the same bounds. */
+	/* CUDA backend (config cuda.quant_pass_rows, o1d's default 12):
+	 * products of O1_GEMV_MAX_ROWS < M <= cuda_quant_pass_rows rows on
+	 * block weights run the decode products (gemv_q.cu) in passes of
+	 * O1_GEMV_MAX_ROWS rows, each reading the blocks once, instead of
+	 * dequantizing every matrix to tiles (0 here: never). Other bits than
+	 * the tiles' (the decode products' int8 inputs, kernels/gemv_q8.h). */
 	uint32_t cuda_quant_pass_rows;
 	/* CUDA backend with graphs (config cuda.autotune, off by default):
 	 * times the decode products' launch setups and cuBLASLt algorithms

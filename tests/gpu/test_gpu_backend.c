@@ -43,7 +43,8 @@
  * quant.h's values in f32, unfused), with cfg.cuda_quant_mma (the
  * 17-row chunks on gemm_q.cu's tensor-core product), with
  * cfg.cuda_quant_qp_rows (the same on gemm_qp.cu's pipeline), with
- * cfg.cuda_quant_pass_rows (the same in passes of the decode products)
+ * cfg.cuda_quant_pass_rows (the same in passes of the decode products,
+ * so on int8 inputs: the bound of decode rows, see check_model)
  * and with cfg.dequantize (model.dequantize = bf16): the old
  * dequantize-at-load.
  * Exit 77 without a CUDA device; the hf models are skipped without
@@ -83,7 +84,7 @@ struct side {
 };
 
 struct stats {
-	double max_rel;
+	double max_rel, max_rel_decode; /* prompt rows, decode rows */
 	uint32_t rows, top1, near, greedy, steps, far; /* far: not a tie */
 };
 
@@ -184,6 +185,18 @@ static double rms(const float *c, uint32_t vocab)
  * its maximum is a near tie (inside the bf16 tolerance), printed. */
 #define NEAR_TIE 6e-2
 
+/* |g - c| / |c| over a row of logits; a NaN anywhere: infinity. */
+static double rel_l2(const float *g, const float *c, uint32_t vocab)
+{
+	double num = 0, den = 0;
+
+	for (uint32_t i = 0; i < vocab; i++) {
+		num += ((double)g[i] - c[i]) * (g[i] - c[i]);
+		den += (double)c[i] * c[i];
+	}
+	return isnan(num) || isnan(den) ? INFINITY : sqrt(num / den);
+}
+
 static void compare_rows(const float *g, const float *c, uint32_t rows,
 			 uint32_t vocab, struct stats *st)
 {
@@ -191,14 +204,8 @@ static void compare_rows(const float *g, const float *c, uint32_t rows,
 		const float *gr = g + (size_t)r * vocab,
 			    *cr = c + (size_t)r * vocab;
 		uint32_t ga = argmax(gr, vocab), ca = argmax(cr, vocab);
-		double num = 0, den = 0;
 
-		for (uint32_t i = 0; i < vocab; i++) {
-			num += ((double)gr[i] - cr[i]) * (gr[i] - cr[i]);
-			den += (double)cr[i] * cr[i];
-		}
-		if (sqrt(num / den) > st->max_rel || isnan(num))
-			st->max_rel = isnan(num) ? INFINITY : sqrt(num / den);
+		st->max_rel = fmax(st->max_rel, rel_l2(gr, cr, vocab));
 		st->top1 += ga == ca;
 		st->rows++;
 		if (ga == ca)
@@ -251,6 +258,10 @@ static void decode(struct side *gpu, struct side *cpu, const uint32_t *len,
 			const float *c = cpu->logits + (size_t)s * vocab;
 			uint32_t g =
 			    argmax(gpu->logits + (size_t)s * vocab, vocab);
+
+			st->max_rel_decode = fmax(
+			    st->max_rel_decode,
+			    rel_l2(gpu->logits + (size_t)s * vocab, c, vocab));
 			if (c[argmax(c, vocab)] - c[g] >
 			    NEAR_TIE * rms(c, vocab)) {
 				printf("decode %d seq %d: gpu %u (cpu %g) cpu "
@@ -322,16 +333,23 @@ static void check_model(const char *name, const char *path)
 	decode(&gpu, &cpu, len, vocab, &st);
 	assert_int_equal(cudaMemGetInfo(&free1, &total), cudaSuccess);
 	check_bad_id(&gpu, vocab);
-	printf("%s: %u prompt rows, max rel L2 %.3g, top-1 %u/%u (+%u near "
-	       "ties), greedy "
+	printf("%s: %u prompt rows, max rel L2 %.3g (decode rows %.3g), "
+	       "top-1 %u/%u (+%u near ties), greedy "
 	       "%u/%u exact (%u not near ties), allocations after create %llu, "
 	       "device memory "
 	       "taken while decoding %lld bytes\n",
-	       name, st.rows, st.max_rel, st.top1, st.rows, st.near, st.greedy,
+	       name, st.rows, st.max_rel, st.max_rel_decode, st.top1, st.rows, st.near, st.greedy,
 	       st.steps, st.far,
 	       (unsigned long long)(o1_cuda_backend_alloc_count() - allocs),
 	       (long long)free0 - (long long)free1);
-	assert_true(st.max_rel <= 2e-2);
+	/* Prompt rows in passes of the decode products run on int8 inputs
+	 * (quantized per 32 elements, kernels/gemv_q8.h: ~0.1-0.5% a
+	 * product, compounding over two layers' nine products), as decode
+	 * rows do everywhere but with cuda_quant_f32: 3e-2 for those (the
+	 * H200, 2026-12-02: 0.0259 prompt rows, passes), 2e-2 for bf16
+	 * products and tiles. */
+	assert_true(st.max_rel <= (quant_pass ? 3e-2 : 2e-2));
+	assert_true(st.max_rel_decode <= 3e-2);
 	assert_int_equal(st.far, 0);
 	assert_true((st.top1 + st.near) * 100 >= st.rows * 98);
 	assert_true(o1_cuda_backend_alloc_count() == allocs);

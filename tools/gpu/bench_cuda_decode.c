@@ -55,7 +55,8 @@
  *
  * --quant-pass-rows N sets cfg.cuda_quant_pass_rows: products of 5..N
  * rows on GGUF block weights in passes of the decode products (4 rows
- * each) instead of the tiles. The RESULT line ends with
+ * each) instead of the tiles; default 12, o1d's (cuda.quant_pass_rows),
+ * 0 for the tiles at every row count above 4. The RESULT line ends with
  * quant_pass_rows=N.
  *
  * --attn W,R,T,H sets the decode attention's launch shape
@@ -246,7 +247,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->autotune = 0;
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
-	a->quant_pass_rows = 0;
+	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->no_prefetch = false, a->no_attention = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
