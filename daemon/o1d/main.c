@@ -717,8 +717,8 @@ static bool block_matrices(const struct o1d *d)
 
 /* scheduler.prefill_time_ratio, "auto" resolved: TIME_RATIO_AUTO
  * (measured on the H200: docs/PERFORMANCE.md, ninth session), but off on
- * the CUDA backend with block-format matrices. There a step of more than
- * a few rows dequantizes every matrix to bf16 tiles (about 14 ms on
+ * the CUDA backend with block-format matrices. There a step of more rows
+ * than cuda.quant_pass_rows (12) dequantizes every matrix to bf16 tiles (about 14 ms on
  * llama3-8b against a 2.3 ms decode step), a fixed cost the budget's
  * per-token model cannot express: beside a few decoding streams it
  * would let a long prompt in one KV page a step, each step that slow. */
