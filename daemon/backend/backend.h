@@ -139,6 +139,11 @@ struct o1_backend_config {
 	uint32_t cuda_attn_warps, cuda_attn_split_rounds, cuda_attn_target,
 	    cuda_attn_heads;
 	bool cuda_no_attention;
+	/* CUDA backend: products on bf16 weights over at most cuda_gemv_rows
+	 * rows (1..O1_GEMV_MAX_ROWS) run gemv.cu's decode products, fused
+	 * and with PDL; over more, cuBLAS's (0: O1_GEMV_MAX_ROWS). Block
+	 * weights always take gemv_q.cu's up to O1_GEMV_MAX_ROWS. */
+	uint32_t cuda_gemv_rows;
 	/* CUDA backend, decode products on GGUF block weights (config
 	 * cuda.quant_dot): false = int8 (the default: the input rows
 	 * quantized to int8 per 32 elements, __dp4a on the blocks' integers,

@@ -130,10 +130,16 @@ static int settle(struct cuda_state *s)
 }
 
 /* Whether a step of ROWS rows takes the gemv path: at most
- * O1_GEMV_MAX_ROWS, unless the autotuner found cuBLAS faster for them. */
+ * O1_GEMV_MAX_ROWS (bf16 weights: cfg.cuda_gemv_rows when set), unless
+ * the autotuner found cuBLAS faster for them. */
 static bool gemv_rows(const struct cuda_state *s, uint32_t rows)
 {
-	return rows <= O1_GEMV_MAX_ROWS && !o1_cuda_tune_blas(&s->tune, rows);
+	uint32_t most = !s->layers[0].qqkv.n_parts && s->cfg.cuda_gemv_rows &&
+				s->cfg.cuda_gemv_rows < O1_GEMV_MAX_ROWS
+			    ? s->cfg.cuda_gemv_rows
+			    : O1_GEMV_MAX_ROWS;
+
+	return rows <= most && !o1_cuda_tune_blas(&s->tune, rows);
 }
 
 /* Whether a step of ROWS rows (or a head chunk of ROWS rows) launches

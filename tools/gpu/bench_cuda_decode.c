@@ -66,6 +66,10 @@
  * steps (wrong tokens: the step's cost without it). The RESULT line ends
  * with attn=W,R,T,H and attention=on|off.
  *
+ * --gemv-rows N sets cfg.cuda_gemv_rows: products on bf16 weights over at
+ * most N rows (1..4) run gemv.cu's, over more cuBLAS's (default: the
+ * backend's). The RESULT line ends with gemv_rows=N (0: the default).
+ *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
  * setting: prefills N random prompt ids (seeded) per sequence, one
@@ -127,6 +131,7 @@ struct bench_args {
 	bool no_prefetch;	/* --prefetch off */
 	uint32_t attn[4];	/* --attn W,R,T,H */
 	bool no_attention;	/* --attention off */
+	uint32_t gemv_rows;	/* --gemv-rows */
 };
 
 /* One run's switches. */
@@ -238,6 +243,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-pass-rows", required_argument, NULL, 'K'},
 	    {"attn", required_argument, NULL, 'A'},
 	    {"attention", required_argument, NULL, 'N'},
+	    {"gemv-rows", required_argument, NULL, 'G'},
 	    {0},
 	};
 	int opt;
@@ -248,7 +254,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
-	a->no_prefetch = false, a->no_attention = false;
+	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	memset(a->attn, 0, sizeof(a->attn));
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
@@ -301,8 +307,14 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
+		if (opt == 'G') {
+			if (parse_in(optarg, 1, 4, &a->gemv_rows))
+				return -EINVAL;
+			continue;
+		}
 		if (opt == 'R' || opt == 'K' || opt == 'M') {
-			if (parse_in(optarg, 1,
+			/* --quant-pass-rows 0: the tiles above 4 rows */
+			if (parse_in(optarg, opt == 'K' ? 0 : 1,
 				     opt == 'R'	  ? UINT32_MAX
 				     : opt == 'K' ? 256
 						  : 64,
@@ -366,6 +378,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_attn_target = a->attn[2],
 	    .cuda_attn_heads = a->attn[3],
 	    .cuda_no_attention = a->no_attention,
+	    .cuda_gemv_rows = a->gemv_rows,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -533,7 +546,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
-	       "attention=%s quant_pass_rows=%u\n",
+	       "attention=%s quant_pass_rows=%u gemv_rows=%u\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -548,7 +561,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       a->quant_qp_rows ? "qp" : a->quant_mma ? "mma" : "tiles",
 	       a->quant_tile_mb, a->quant_qp_rows, a->attn[0], a->attn[1],
 	       a->attn[2], a->attn[3], on_off(!a->no_attention),
-	       a->quant_pass_rows);
+	       a->quant_pass_rows, a->gemv_rows);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -643,7 +656,7 @@ int main(int argc, char **argv)
 				"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
 				"[--quant-tile-mb N] [--prefetch on|off] "
 				"[--quant-pass-rows N] [--attn W,R,T,H] "
-				"[--attention on|off]\n");
+				"[--attention on|off] [--gemv-rows N (1..4)]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */
