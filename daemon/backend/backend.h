@@ -141,8 +141,9 @@ struct o1_backend_config {
 	bool cuda_no_attention;
 	/* CUDA backend: products on bf16 weights over at most cuda_gemv_rows
 	 * rows (1..O1_GEMV_MAX_ROWS) run gemv.cu's decode products, fused
-	 * and with PDL; over more, cuBLAS's (0: O1_GEMV_MAX_ROWS). Block
-	 * weights always take gemv_q.cu's up to O1_GEMV_MAX_ROWS. */
+	 * and with PDL; over more, cuBLAS's (0: by the model's width, as
+	 * measured: 2 from 4,096 wide, else O1_GEMV_MAX_ROWS). Block weights
+	 * always take gemv_q.cu's up to O1_GEMV_MAX_ROWS. */
 	uint32_t cuda_gemv_rows;
 	/* CUDA backend, decode products on GGUF block weights (config
 	 * cuda.quant_dot): false = int8 (the default: the input rows

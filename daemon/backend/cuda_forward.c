@@ -129,15 +129,28 @@ static int settle(struct cuda_state *s)
 	return s->cfg.tp_link.wait ? o1_cuda_sync(s) : 0;
 }
 
+/* Rows up to which products on bf16 weights take gemv.cu's path:
+ * cfg.cuda_gemv_rows when set, else 2 for models 4,096 wide and up, else
+ * O1_GEMV_MAX_ROWS. The H200 (2026-12-02, bench_cuda_decode --gemv-rows,
+ * docs/PERFORMANCE.md): at 3 and 4 rows cuBLAS beat gemv.cu by 12% and
+ * 24% on llama3-8b's layers, while on qwen2.5-0.5b and llama3.2-1b gemv.cu
+ * was 3-11% faster at 3 rows and within 3% at 4. */
+static uint32_t bf16_gemv_most(const struct cuda_state *s)
+{
+	if (s->cfg.cuda_gemv_rows)
+		return s->cfg.cuda_gemv_rows < O1_GEMV_MAX_ROWS
+			   ? s->cfg.cuda_gemv_rows
+			   : O1_GEMV_MAX_ROWS;
+	return s->d.dim >= 4096 ? 2 : O1_GEMV_MAX_ROWS;
+}
+
 /* Whether a step of ROWS rows takes the gemv path: at most
- * O1_GEMV_MAX_ROWS (bf16 weights: cfg.cuda_gemv_rows when set), unless
- * the autotuner found cuBLAS faster for them. */
+ * O1_GEMV_MAX_ROWS on block weights (gemv_q.cu), bf16_gemv_most on bf16
+ * ones, unless the autotuner found cuBLAS faster for them. */
 static bool gemv_rows(const struct cuda_state *s, uint32_t rows)
 {
-	uint32_t most = !s->layers[0].qqkv.n_parts && s->cfg.cuda_gemv_rows &&
-				s->cfg.cuda_gemv_rows < O1_GEMV_MAX_ROWS
-			    ? s->cfg.cuda_gemv_rows
-			    : O1_GEMV_MAX_ROWS;
+	uint32_t most = s->layers[0].qqkv.n_parts ? O1_GEMV_MAX_ROWS
+						 : bf16_gemv_most(s);
 
 	return rows <= most && !o1_cuda_tune_blas(&s->tune, rows);
 }
