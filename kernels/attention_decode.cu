@@ -25,8 +25,8 @@
  * blocks to fill the GPU at its batch, at most DEC_MAX_SPLITS, within
  * scratch and tickets); each row decides on the device how many of them it
  * uses: ceil(len / split_min) capped at N_SPLITS, over chunks of whole
- * rounds, len = its causal length; one up to len = solo (2 rounds at up
- * to 8 rows, dec_solo: no merge for a short context, where the merge's
+ * rounds, len = its causal length; one up to len = solo (2-4 rounds at
+ * up to 8 rows, dec_solo: no merge for a short context, where the merge's
  * fence, ticket and dependent loads of partials cost more than a second
  * round of arithmetic on rows loaded before the PDL wait). Blocks past a row's last split exit at
  * once, so a graph captured at MAX_LEN = the longest context costs a short
@@ -603,13 +603,18 @@ static uint32_t dec_most(uint32_t n_rows)
 	return n_rows <= 8 ? DEC_HEADS_FEW : DEC_HEADS;
 }
 
-/* Rounds of the longest context one split serves, by the launch's rows:
- * a few rows take two (both loaded before the PDL wait: 256 positions of
- * 8 warps at D = 64), longer contexts split as split_min says; a full
- * batch has blocks enough without. */
-static uint32_t dec_solo(uint32_t n_rows)
+/* Rounds of the longest context one split serves, by the launch's rows
+ * and its blocks a split (BLOCKS: rows x kv heads x head chunks): a few
+ * rows take two (both loaded before the PDL wait: 256 positions of 8
+ * warps at D = 64), four where a split has under 32 blocks, longer
+ * contexts split as split_min says; a full batch has blocks enough
+ * without. Four: on the H200 (2026-12-02, bench_cuda_decode --attn
+ * 0,4,0,0, contexts 308-564) qwen2.5-0.5b's 14 blocks a split ran its
+ * step 3.3% faster in one split than in up to five with their merge;
+ * the 32 of llama3.2-1b and llama3-8b gained nothing (+0.1..1.2%). */
+static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks)
 {
-	return n_rows <= 8 ? 2 : 1;
+	return n_rows > 8 ? 1 : blocks < 32 ? 4 : 2;
 }
 
 extern "C" int o1_attention_decode_cuda(
@@ -667,7 +672,7 @@ extern "C" int o1_attention_decode_cuda(
 	a.split_min = rounds * a.round;
 	a.solo = tune && tune->split_rounds
 		     ? a.split_min
-		     : dec_solo(n_rows) * a.round;
+		     : dec_solo(n_rows, n_rows * a.hkv * a.chunks) * a.round;
 	a.solo = a.solo > a.split_min ? a.solo : a.split_min;
 	a.n_splits = dec_pick_splits(a, n_rows, max_len, target, scratch,
 				     scratch ? scratch_floats : 0, dd);

@@ -8,13 +8,15 @@
  * tools/gpu/emu/run_decode.sh runs it on the CPU emulation, where the
  * blocks of a launch run one at a time in a shuffled order (any block may
  * be the last of a split merge).
- * - test_contexts: contexts 1, 31, 33, 130, 1000 and 8192 at batch 1,
+ * - test_contexts: contexts 1, 31, 33, 130, 400, 1000 and 8192 at batch 1,
  *   head dims 64 and 128, groups 1, 4 and 7 (qwen2.5-0.5b's 14/2), each
  *   launched as a CUDA graph would be (MAX_LEN far past the context, so
  *   most of the launch's splits have nothing to do) and at MAX_LEN = the
  *   context, with the default tuning and the benchmark's extremes. At
  *   the default a lone row of up to two rounds is one split (130 at head
- *   dim 64: dec_solo), longer ones split; the new position is loaded
+ *   dim 64: dec_solo), of up to four where a split has under 32 blocks
+ *   (400 at head dim 64 with few kv heads: two rounds loaded before the
+ *   wait, two after), longer ones split; the new position is loaded
  *   after the PDL wait, apart from the earlier ones (a lost reload leaves
  *   its K/V zero: the output is off).
  * - test_batches: 256 sequences of mixed lengths (1 to 300) and a batch
@@ -216,7 +218,7 @@ static void check_case(const struct dec_case *c,
 
 static void test_contexts(void **state)
 {
-	static const uint32_t lens[] = {1, 31, 33, 130, 1000, 8192};
+	static const uint32_t lens[] = {1, 31, 33, 130, 400, 1000, 8192};
 	static const uint32_t shapes[][3] = {
 	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {8, 2, 128}, {7, 1, 128}};
 	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0, false},
