@@ -57,7 +57,8 @@
  * that share a run of quants (pairs_i8), the other types' as above. It
  * runs gemv_qp where its ring of batches fits in shared memory: the same
  * arithmetic and lane order (so the same bits), the bytes brought by
- * cp.async several batches ahead (see there).
+ * cp.async several batches ahead (see there); one input row's SwiGLU
+ * product on Q4_K by qp_run2, a batch of both rows a step.
  *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
@@ -1733,11 +1734,16 @@ template <int TYPE> static constexpr int qp_variant_1()
 /* O1_GEMV_Q_SWIGLU_2ROWS (the A/B switch, 1 by default; build with
  * -DO1_GEMV_Q_SWIGLU_2ROWS=0 for the one-row schedule): one input row's
  * SwiGLU product on Q4_K runs qp_run2's variant QP_SWIGLU_X, two rows a
- * step, instead of qp_variant_1's. Same bits either way. */
+ * step, instead of qp_variant_1's. Same bits either way. Variant 7 (half
+ * batches of both rows, 5 stages, 2 blocks a multiprocessor): llama3's
+ * gate+up (2 x 14336 x 4096) 17.45-17.52 us against 18.90-19.05 for
+ * variant 3 (bench_gemv_q --swiglu, H200, 2026-12-02, three runs); 6
+ * 17.8-17.9, 9 18.2-18.4, 8 18.6-18.7, 5 19.1-19.3. Not yet measured in
+ * the decode step's chain (bench_cuda_decode). */
 #ifndef O1_GEMV_Q_SWIGLU_2ROWS
 #define O1_GEMV_Q_SWIGLU_2ROWS 1
 #endif
-#define QP_SWIGLU_X 5
+#define QP_SWIGLU_X 7
 
 template <int TYPE, int OUT> static constexpr int qp_variant_m1()
 {
