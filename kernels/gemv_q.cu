@@ -57,7 +57,8 @@
  * that share a run of quants (pairs_i8), the other types' as above. It
  * runs gemv_qp where its ring of batches fits in shared memory: the same
  * arithmetic and lane order (so the same bits), the bytes brought by
- * cp.async several batches ahead (see there).
+ * cp.async several batches ahead (see there); one input row's SwiGLU
+ * product on Q4_K by qp_run2, a batch of both rows a step.
  *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
@@ -582,19 +583,22 @@ unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 
 /* Q4_K's pair P of a row (units 2 P and 2 P + 1: a super-block's two
  * sub-blocks that share one 32-byte run of quants, the low nibbles unit
- * 2 P's, the high 2 P + 1's) at ROW (shared memory, 4-byte aligned; A16:
- * 16-byte aligned, so 16-byte reads) . the M quantized rows, into D0[i]
- * and D1[i]: gemv_q8.h's values for the two units (the scales qd_head
- * decodes, the same integers, unit_scale), with the super-block's head
- * and the quants read once for both (the int8 path's lane order for
- * Q4_K, gemv_q8.h: lane l takes the pairs l, l + 32, ...). */
-template <int M, bool A16>
-static __device__ __forceinline__ void
-pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
-	      const gq_xq &x, const gq_args &a, uint32_t p)
+ * 2 P's, the high 2 P + 1's) decoded from ROW (shared memory, 4-byte
+ * aligned; A16: 16-byte aligned, so 16-byte reads): the two units'
+ * scales and mins (qd_head's), unit 2 P's quants and the raw words. */
+struct q4k_pair {
+	qd_unit_head h0, h1;
+	int32_t lq[8];
+	uint32_t w[8];
+};
+
+template <bool A16>
+static __device__ __forceinline__ void q4k_pair_of(q4k_pair &o,
+						   const uint8_t *row,
+						   uint32_t p)
 {
 	const uint8_t *blk = row + (size_t)(p / 4) * O1_QUANT_Q4_K_BYTES;
-	uint32_t t = p % 4, hd[4], w[8];
+	uint32_t t = p % 4, hd[4];
 
 	if constexpr (A16) {
 		gq_piece h = *(const gq_piece *)blk;
@@ -603,7 +607,7 @@ pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 
 #pragma unroll
 		for (int k = 0; k < 4; k++)
-			hd[k] = h.v[k], w[k] = q0.v[k], w[4 + k] = q1.v[k];
+			hd[k] = h.v[k], o.w[k] = q0.v[k], o.w[4 + k] = q1.v[k];
 	} else {
 		const uint32_t *bw = (const uint32_t *)blk;
 		const uint32_t *qw = (const uint32_t *)(blk + 16 + 32 * t);
@@ -613,7 +617,7 @@ pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 			hd[k] = bw[k];
 #pragma unroll
 		for (int k = 0; k < 8; k++)
-			w[k] = qw[k];
+			o.w[k] = qw[k];
 	}
 	/* quant.h's 6-bit scale and min of sub-blocks 2 t and 2 t + 1 at
 	 * once, from the 12 scale bytes read as three words (0..3 take the
@@ -627,33 +631,103 @@ pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
 	uint32_t mn = t < 2 ? mid & 0x3f3fu
 			    : ((hi >> 4) & 0x0f0fu) | ((mid >> 2) & 0x3030u);
 	float d = qp_f16(hd[0] & 0xffff), dm = qp_f16(hd[0] >> 16);
-	qd_unit_head h0 = {}, h1 = {};
-	int32_t lq[8];
 
-	h0.d = __fmul_rn(d, (float)(sc & 0xff));
-	h1.d = __fmul_rn(d, (float)(sc >> 8));
-	h0.m = __fmul_rn(dm, (float)(mn & 0xff));
-	h1.m = __fmul_rn(dm, (float)(mn >> 8));
-
+	o.h0 = {}, o.h1 = {};
+	o.h0.d = __fmul_rn(d, (float)(sc & 0xff));
+	o.h1.d = __fmul_rn(d, (float)(sc >> 8));
+	o.h0.m = __fmul_rn(dm, (float)(mn & 0xff));
+	o.h1.m = __fmul_rn(dm, (float)(mn >> 8));
 #pragma unroll
 	for (int k = 0; k < 8; k++)
-		lq[k] = (int32_t)(w[k] & 0x0f0f0f0fu);
+		o.lq[k] = (int32_t)(o.w[k] & 0x0f0f0f0fu);
+}
+
+/* The input's side of Q4_K's pair P for quantized row I: units 2 P and
+ * 2 P + 1's pieces (XV: 2 P's low and high halves, then 2 P + 1's) and
+ * their (d, sum)s in one float4. */
+static __device__ __forceinline__ void q4k_pair_x(gq_piece (&xv)[4],
+						  float4 &ds, const gq_xq &x,
+						  const gq_args &a, uint32_t i,
+						  uint32_t p)
+{
+	const gq_piece *xp = x.q + xq_at(a, i, 2 * p);
+
+	ds = *(const float4 *)(x.ds + (size_t)i * a.units + 2 * p);
+	xv[0] = ldx(xp), xv[1] = ldx(xp + 32), xv[2] = ldx(xp + 1);
+	xv[3] = ldx(xp + 33);
+}
+
+/* A decoded pair Q . the input's side (XV, DS) into D0 (unit 2 P) and D1:
+ * the same integers (exact), then unit_scale. */
+static __device__ __forceinline__ void q4k_pair_dot(const q4k_pair &q,
+						    const gq_piece (&xv)[4],
+						    float4 ds, float &d0,
+						    float &d1)
+{
+	int32_t s0, s1, r0, r1;
+
+	unit_sums(q.lq, xv[0], xv[1], s0, s1);
+	unit_sums<true>((const int32_t *)q.w, xv[2], xv[3], r0, r1);
+	d0 = unit_scale<O1_QUANT_Q4_K>(q.h0, make_float2(ds.x, ds.y), s0, s1);
+	d1 = unit_scale<O1_QUANT_Q4_K>(q.h1, make_float2(ds.z, ds.w), r0, r1);
+}
+
+/* Q4_K's pair P of the row at ROW . the M quantized rows, into D0[i] and
+ * D1[i]: gemv_q8.h's values for the two units (the scales qd_head
+ * decodes, the same integers, unit_scale), with the super-block's head
+ * and the quants read once for both (the int8 path's lane order for
+ * Q4_K, gemv_q8.h: lane l takes the pairs l, l + 32, ...). */
+template <int M, bool A16>
+static __device__ __forceinline__ void
+pair_dots_q4k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
+	      const gq_xq &x, const gq_args &a, uint32_t p)
+{
+	q4k_pair q;
+
+	q4k_pair_of<A16>(q, row, p);
 #pragma unroll
 	for (int i = 0; i < M; i++) {
-		const gq_piece *xp = x.q + xq_at(a, i, 2 * p);
-		float4 ds = *(const float4 *)(x.ds + (size_t)i * a.units +
-					      2 * p);
-		int32_t s0, s1, r0, r1;
+		gq_piece xv[4];
+		float4 ds;
 
-		gq_piece x0 = ldx(xp), x1 = ldx(xp + 32), x2 = ldx(xp + 1),
-			 x3 = ldx(xp + 33);
+		q4k_pair_x(xv, ds, x, a, i, p);
+		q4k_pair_dot(q, xv, ds, d0[i], d1[i]);
+	}
+}
 
-		unit_sums(lq, x0, x1, s0, s1);
-		unit_sums<true>((const int32_t *)w, x2, x3, r0, r1);
-		d0[i] = unit_scale<O1_QUANT_Q4_K>(h0, make_float2(ds.x, ds.y),
-						  s0, s1);
-		d1[i] = unit_scale<O1_QUANT_Q4_K>(h1, make_float2(ds.z, ds.w),
-						  r0, r1);
+/* The input's side of pair P for the M rows (q4k_pair_x). */
+template <int M> struct q4k_xin {
+	gq_piece xv[M][4];
+	float4 ds[M];
+};
+
+template <int M>
+static __device__ __forceinline__ void q4k_xin_of(q4k_xin<M> &o,
+						  const gq_xq &x,
+						  const gq_args &a, uint32_t p)
+{
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		q4k_pair_x(o.xv[i], o.ds[i], x, a, i, p);
+}
+
+/* pair_dots_q4k for the pair P of two rows at once (SwiGLU's gate at
+ * ROW0 and up at ROW1, qp_run2), the input's side XI read once for both;
+ * D[r][0][i], D[r][1][i] are row r's D0[i], D1[i], each the value
+ * pair_dots_q4k gives. */
+template <int M, bool A16>
+static __device__ __forceinline__ void
+pair_dots_q4k2(float (&d)[2][2][M], const uint8_t *row0, const uint8_t *row1,
+	       const q4k_xin<M> &xi, uint32_t p)
+{
+	q4k_pair q0, q1;
+
+	q4k_pair_of<A16>(q0, row0, p);
+	q4k_pair_of<A16>(q1, row1, p);
+#pragma unroll
+	for (int i = 0; i < M; i++) {
+		q4k_pair_dot(q0, xi.xv[i], xi.ds[i], d[0][0][i], d[0][1][i]);
+		q4k_pair_dot(q1, xi.xv[i], xi.ds[i], d[1][0][i], d[1][1][i]);
 	}
 }
 
@@ -991,23 +1065,38 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
  * loads hoisted (fma_batch_p), Q4_K and Q6_K a pair of units at a time
  * (the bytes the two share read once: pair_dots_q4k, pair_dots_q6k). */
 
+/* X >= 5: qp_run2's variants, a step taking one batch of both rows of
+ * a SwiGLU output (Q4_K only, see there). */
+template <int X> static __host__ __device__ constexpr bool qp_two()
+{
+	return X >= 5;
+}
+
 /* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
  * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
  * bench_gemv_q's sweep: 1 half the batch, 2 twice, 3 the default's with
  * fewer stages and three blocks a multiprocessor (qp_stages), 4 with two
  * stages and four blocks (more warps to hide the decoding's latency, at
- * most 64 registers a thread). */
+ * most 64 registers a thread); two rows a step: 5 half the batch, 3
+ * stages, 3 blocks; 6 the whole batch, 2 stages, 2 blocks; 7 half, 5
+ * stages, 2 blocks; 8 half, 2 stages, 4 blocks; 9 as 6, the input's
+ * side of the lane's pairs kept in registers where a row is one batch. */
 template <int TYPE, int X = 0>
 static __host__ __device__ constexpr uint32_t qp_groups()
 {
 	return (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2 : 4) *
-	       (X == 2 ? 2 : 1) / (X == 1 ? 2 : 1);
+	       (X == 2 ? 2 : 1) /
+	       (X == 1 || X == 5 || X == 7 || X == 8 ? 2 : 1);
 }
 
+/* 16-byte pieces a lane of a ring slot: a batch at any alignment, or
+ * qp_two's two (one after the other). */
 template <int TYPE, int X = 0>
 static __host__ __device__ constexpr int qp_pieces()
 {
-	return (int)((qp_groups<TYPE, X>() * group_bytes<TYPE>() / 16 + 1 +
+	return (int)(((qp_two<X>() ? 2 : 1) *
+			  (qp_groups<TYPE, X>() * group_bytes<TYPE>() / 16 +
+			   1) +
 		      31) /
 		     32);
 }
@@ -1020,7 +1109,11 @@ static __host__ __device__ constexpr int qp_pieces()
 template <int M, int X = 0>
 static __host__ __device__ constexpr int qp_stages()
 {
-	return M == 1 ? (X == 1 ? 6 : X == 2 || X == 4 ? 2 : X == 3 ? 3 : 4)
+	return M == 1 ? (X == 1			    ? 6
+			 : X == 2 || X == 4 || X == 6 || X == 8 || X == 9 ? 2
+			 : X == 3 || X == 5		    ? 3
+			 : X == 7			    ? 5
+							    : 4)
 	       : M == 2 ? 3
 			: 2;
 }
@@ -1029,14 +1122,14 @@ static __host__ __device__ constexpr int qp_stages()
  * block may then take. */
 template <int X> static __host__ __device__ constexpr int qp_bps()
 {
-	return X == 3 ? 3 : X == 4 ? 4 : GQ_BPS;
+	return X == 3 || X == 5 ? 3 : X == 4 || X == 8 ? 4 : GQ_BPS;
 }
 
 template <int X> static constexpr size_t qp_smem_max()
 {
-	return X == 3	? (size_t)74 << 10
-	       : X == 4 ? (size_t)56 << 10
-			: GQ_SMEM_MAX;
+	return qp_bps<X>() == 3	  ? (size_t)74 << 10
+	       : qp_bps<X>() == 4 ? (size_t)56 << 10
+				  : GQ_SMEM_MAX;
 }
 
 /* A 16-byte copy from global to shared memory, asynchronous on the
@@ -1192,6 +1285,14 @@ static __device__ void fma_batch_p(float (&acc)[M], const gq_args &a,
 	}
 }
 
+/* V summed over the warp by the fixed tree (every lane gets the sum). */
+static __device__ __forceinline__ float warp_sum(float v)
+{
+	for (int o = 16; o; o /= 2)
+		v = v + __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
 /* o1_gemv_q_prefetch_next's regions, from a warp whose rows are done:
  * the regions' bytes (as one range) cut into a 256-byte aligned chunk a
  * warp of the grid, lane 0 asking L2 for its chunk with one bulk
@@ -1275,10 +1376,7 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 		if (c.b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
-				for (int o = 16; o; o /= 2)
-					acc[i] = acc[i] +
-						 __shfl_xor_sync(0xffffffffu,
-								 acc[i], o);
+				acc[i] = warp_sum(acc[i]);
 #pragma unroll
 				for (int q = 0; q < R; q++)
 					if ((uint32_t)q == c.r)
@@ -1294,11 +1392,230 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	qp_prefetch_next(a);
 }
 
+/* qp_run2's batch B, alike in every row (a Q4_K row is a multiple of 16
+ * bytes, so all rows lie alike across their aligned pieces): units [U0,
+ * U1), its first piece LO counted from the row's aligned start, NP
+ * pieces, and OFF where the row's byte 0 falls from the staged window's
+ * start (bytes; negative past the first batch). batch_span's values in
+ * 32-bit arithmetic from the batch's index alone. */
+struct qp_span2 {
+	uint32_t u0, u1, lo, np;
+	int32_t off;
+};
+
+template <int TYPE, uint32_t G>
+static __device__ __forceinline__ qp_span2 span2_of(const gq_args &a,
+						    uint32_t b)
+{
+	constexpr uint32_t per = 32 * G;
+	uint32_t w16 = (uint32_t)((uintptr_t)a.w % 16), lo, hi;
+	qp_span2 s;
+
+	s.u0 = b * per;
+	s.u1 = s.u0 + per < a.units ? s.u0 + per : a.units;
+	lo = w16 + s.u0 / 32 * group_bytes<TYPE>();
+	hi = w16 + (s.u1 == a.units ? (uint32_t)a.row_bytes
+				    : s.u1 / 32 * group_bytes<TYPE>());
+	s.lo = lo / 16;
+	s.np = (hi - 1) / 16 - s.lo + 1;
+	s.off = (int32_t)w16 - (int32_t)(16 * s.lo);
+	return s;
+}
+
+/* qp_run2's step C (batch C.b of output C.j's gate and up rows) into
+ * SLOT (at shared address SLOT_S): the gate row's NP pieces, then the up
+ * row's, UP pieces on; one commit group, empty past the last output. */
+template <int TYPE, int P, uint32_t G>
+static __device__ void qp_issue2(gq_piece *slot, uint32_t slot_s,
+				 const gq_args &a, const qp_pos &c, size_t up,
+				 uint32_t lane)
+{
+	if (c.j < a.n) {
+		qp_span2 s = span2_of<TYPE, G>(a, c.b);
+		const gq_piece *g =
+		    (const gq_piece *)(((uintptr_t)a.w & ~(uintptr_t)15) +
+				       (size_t)c.j * a.row_bytes) +
+		    s.lo;
+		uint32_t ds = slot_s + 16 * lane;
+
+		up -= s.np; /* slot piece k >= np is the up row's k - np */
+		slot += lane;
+#pragma unroll
+		for (int i = 0; i < P; i++) {
+			uint32_t k = lane + 32 * i;
+
+			if (k < 2 * s.np)
+				cpa16(slot + 32 * i, ds + 512 * i,
+				      g + k + (k < s.np ? 0 : up));
+		}
+	}
+	cpa_commit();
+}
+
+/* acc[r][i] += the lane's pairs of batch B of the gate (r 0) and up rows
+ * staged at SM (qp_issue2's layout) . x row i, each row's pairs in
+ * increasing order as pairs_i8 adds them (the lane takes pairs p % 32 =
+ * lane of the row, whatever G); the input's side of a pair is read once
+ * for both rows (pair_dots_q4k2), or taken from XH where HELD (a whole
+ * batch that is the whole row: the lane's pairs are the same every
+ * step). */
+template <int M, bool A16, uint32_t G>
+static __device__ __forceinline__ void
+pairs2_i8(float (&acc)[2][M], const uint8_t *row0, const uint8_t *row1,
+	  const gq_xq &x, const gq_args &a, const qp_span2 &s,
+	  const q4k_xin<M> (&xh)[G / 2], bool held, uint32_t lane)
+{
+	constexpr uint32_t H = G / 2;
+	uint32_t p0 = s.u0 / 2, p1 = s.u1 / 2;
+
+	if (s.u1 - s.u0 == 32 * G) {
+		float d[H][2][2][M];
+
+#pragma unroll
+		for (uint32_t h = 0; h < H; h++) {
+			uint32_t p = p0 + lane + 32 * h;
+
+			if (held) {
+				pair_dots_q4k2<M, A16>(d[h], row0, row1, xh[h],
+						       p);
+			} else {
+				q4k_xin<M> xi;
+
+				q4k_xin_of<M>(xi, x, a, p);
+				pair_dots_q4k2<M, A16>(d[h], row0, row1, xi,
+						       p);
+			}
+		}
+#pragma unroll
+		for (uint32_t h = 0; h < H; h++) {
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+#pragma unroll
+				for (int i = 0; i < M; i++)
+					acc[r][i] = (acc[r][i] + d[h][r][0][i]) +
+						    d[h][r][1][i];
+			}
+		}
+		return;
+	}
+	for (uint32_t p = p0 + ((lane - p0) & 31); p < p1; p += 32) {
+		float d[2][2][M];
+		q4k_xin<M> xi;
+
+		q4k_xin_of<M>(xi, x, a, p);
+		pair_dots_q4k2<M, A16>(d, row0, row1, xi, p);
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+#pragma unroll
+			for (int i = 0; i < M; i++)
+				acc[r][i] = (acc[r][i] + d[r][0][i]) +
+					    d[r][1][i];
+		}
+	}
+}
+
+/* qp_run2's decoding of batch B staged at SM: pairs2_i8 with Q4_K's
+ * alignment decided at run time (as pairs_at). */
+template <int M, int TYPE, uint32_t G>
+static __device__ __forceinline__ void
+fma_batch2(float (&acc)[2][M], const gq_args &a, const gq_piece *sm,
+	   const gq_xq &x, const q4k_xin<M> (&xh)[G / 2], bool held,
+	   uint32_t b, uint32_t lane)
+{
+	qp_span2 s = span2_of<TYPE, G>(a, b);
+	const uint8_t *row = (const uint8_t *)sm + s.off;
+
+	if ((uintptr_t)a.w % 16 == 0)
+		pairs2_i8<M, true, G>(acc, row, row + 16 * s.np, x, a, s, xh,
+				      held, lane);
+	else
+		pairs2_i8<M, false, G>(acc, row, row + 16 * s.np, x, a, s, xh,
+				       held, lane);
+}
+
+/* qp_run for SwiGLU's Q4_K product with a step of one batch of both rows
+ * of output j (qp_two's variants): the input's pieces and scales are read
+ * from shared memory once for both rows, one copy, commit, wait and span
+ * serve both; a ring slot holds the two batches. Each row's sums are
+ * qp_run's (the lane's pairs in the same order, the same warp tree and
+ * epilogue), so the bits are. */
+template <int M, int TYPE, int OUT, int IN, int X>
+static __device__ __forceinline__ void qp_run2(const gq_args &a,
+					       uint32_t block)
+{
+	static_assert(OUT == OUT_SWIGLU && TYPE == O1_QUANT_Q4_K,
+		      "rows j and j + n of whole 16-byte pieces");
+	static_assert(qp_groups<TYPE, X>() % 2 == 0, "whole pairs a lane");
+	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
+	constexpr uint32_t G = qp_groups<TYPE, X>(), per = 32 * G;
+	uint32_t lane = threadIdx.x % 32;
+	uint32_t nb = (a.units + per - 1) / per;
+	size_t up = (size_t)a.n * a.row_bytes / 16;
+	qp_pos c = {block * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
+	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
+	uint32_t ring_s = smem_addr(ring);
+	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
+	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
+	gq_xq xin = {xq, ds};
+	float acc[2][M], res[2][M];
+	/* variant 9: the input's side of the lane's pairs in registers
+	 * where a row is one whole batch */
+	bool held = X == 9 && a.units == per;
+	q4k_xin<M> xh[G / 2];
+
+#pragma unroll
+	for (int s = 0; s < S - 1; s++) {
+		qp_issue2<TYPE, P, G>(ring + s * 32 * P,
+				      ring_s + 16 * s * 32 * P, a, ci, up, lane);
+		ci.next<1>(nb, a.stride);
+	}
+	o1_pdl_wait();
+	o1_pdl_trigger();
+	quantize_x<M, IN>(a, xq, ds,
+			  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+	if (held) {
+#pragma unroll
+		for (uint32_t h = 0; h < G / 2; h++)
+			q4k_xin_of<M>(xh[h], xin, a, lane + 32 * h);
+	}
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		acc[0][i] = 0.0f, acc[1][i] = 0.0f;
+	for (uint32_t use = 0, fill = S - 1; c.j < a.n;
+	     use = use + 1 < S ? use + 1 : 0,
+		      fill = fill + 1 < S ? fill + 1 : 0) {
+		__syncwarp();
+		qp_issue2<TYPE, P, G>(ring + fill * 32 * P,
+				      ring_s + 16 * fill * 32 * P, a, ci, up,
+				      lane);
+		ci.next<1>(nb, a.stride);
+		cpa_wait<S - 1>();
+		__syncwarp();
+		fma_batch2<M, TYPE, G>(acc, a, ring + use * 32 * P, xin, xh,
+				       held, c.b, lane);
+		if (c.b + 1 == nb) {
+#pragma unroll
+			for (int i = 0; i < M; i++) {
+				res[0][i] = warp_sum(acc[0][i]);
+				res[1][i] = warp_sum(acc[1][i]);
+				acc[0][i] = 0.0f, acc[1][i] = 0.0f;
+			}
+			epilogue<M, OUT>(a, c.j, res, lane);
+		}
+		c.next<1>(nb, a.stride);
+	}
+	cpa_wait<0>();
+	qp_prefetch_next(a);
+}
+
 template <int M, int TYPE, int OUT, int IN, int X>
 static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
     gemv_qp(gq_args a)
 {
-	qp_run<M, TYPE, OUT, IN, X>(a, blockIdx.x);
+	if constexpr (qp_two<X>())
+		qp_run2<M, TYPE, OUT, IN, X>(a, blockIdx.x);
+	else
+		qp_run<M, TYPE, OUT, IN, X>(a, blockIdx.x);
 }
 
 /* Two parts of one output in one launch (a QKV matrix whose v rows are
@@ -1414,13 +1731,35 @@ template <int TYPE> static constexpr int qp_variant_1()
 								: 0;
 }
 
+/* O1_GEMV_Q_SWIGLU_2ROWS (the A/B switch, 1 by default; build with
+ * -DO1_GEMV_Q_SWIGLU_2ROWS=0 for the one-row schedule): one input row's
+ * SwiGLU product on Q4_K runs qp_run2's variant QP_SWIGLU_X, two rows a
+ * step, instead of qp_variant_1's. Same bits either way. Variant 7 (half
+ * batches of both rows, 5 stages, 2 blocks a multiprocessor): llama3's
+ * gate+up (2 x 14336 x 4096) 17.45-17.52 us against 18.90-19.05 for
+ * variant 3 (bench_gemv_q --swiglu, H200, 2026-12-02, three runs); 6
+ * 17.8-17.9, 9 18.2-18.4, 8 18.6-18.7, 5 19.1-19.3. Not yet measured in
+ * the decode step's chain (bench_cuda_decode). */
+#ifndef O1_GEMV_Q_SWIGLU_2ROWS
+#define O1_GEMV_Q_SWIGLU_2ROWS 1
+#endif
+#define QP_SWIGLU_X 7
+
+template <int TYPE, int OUT> static constexpr int qp_variant_m1()
+{
+	return O1_GEMV_Q_SWIGLU_2ROWS && OUT == OUT_SWIGLU &&
+			   TYPE == O1_QUANT_Q4_K
+		   ? QP_SWIGLU_X
+		   : qp_variant_1<TYPE>();
+}
+
 template <int TYPE, int OUT, int DOT, int IN>
 static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 {
 	switch (m) {
 	case 1:
 		return launch_m<1, TYPE, OUT, DOT, IN, true,
-				qp_variant_1<TYPE>()>(a, pdl, stream);
+				qp_variant_m1<TYPE, OUT>()>(a, pdl, stream);
 	case 2:
 		return launch_m<2, TYPE, OUT, DOT, IN>(a, pdl, stream);
 	case 3:

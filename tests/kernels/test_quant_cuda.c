@@ -560,6 +560,7 @@ static void test_fused_q8(void **state)
 		check_fused(types[t], 4 - t % 4, 9, 1024);
 	}
 	check_fused(O1_QUANT_Q4_K, 2, 19, 15360);
+	check_fused(O1_QUANT_Q4_K, 1, 37, 2560);
 	if (kct_quick())
 		return;
 	check_fused(O1_QUANT_Q6_K, 1, 4096, 4096);
@@ -721,8 +722,8 @@ static void test_rope_kv_q8(void **state)
 /* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
  * o1_gemv_q_cuda into (M, 2F) then o1_swiglu_cuda, bitwise (and that
  * product is check_gemv's). */
-static void check_swiglu_dot(enum o1_quant_type type, uint32_t m, uint32_t f,
-			     uint32_t k, bool i8)
+static void check_swiglu_at(enum o1_quant_type type, uint32_t m, uint32_t f,
+			    uint32_t k, bool i8, uint32_t off)
 {
 	uint16_t *x = malloc((size_t)m * k * 2);
 	uint16_t *got = malloc((size_t)m * f * 2), *want = malloc((size_t)m * f * 2);
@@ -734,20 +735,24 @@ static void check_swiglu_dot(enum o1_quant_type type, uint32_t m, uint32_t f,
 	for (size_t i = 0; i < (size_t)m * k; i++)
 		x[i] = kct_bf16_of(kct_frand() * 2);
 	memset(got, 0xff, (size_t)m * f * 2); /* NaNs: every element written */
-	dw = kct_dev_copy(q, rb * 2 * f);
+	dw = kct_dev(rb * 2 * f + off);
+	assert_int_equal(cudaMemcpy((uint8_t *)dw + off, q, rb * 2 * f,
+				    cudaMemcpyHostToDevice),
+			 cudaSuccess);
 	dx = kct_dev_copy(x, (size_t)m * k * 2);
 	dgu = kct_dev((size_t)m * 2 * f * 4);
 	dact = kct_dev_copy(got, (size_t)m * f * 2);
 	dref = kct_dev((size_t)m * f * 2);
-	assert_int_equal(
-	    (i8 ? o1_gemv_q8_cuda : o1_gemv_q_cuda)(dgu, dx, dw, type, m, 2 * f,
-						    k, 2 * f, false, NULL),
-	    0);
+	assert_int_equal((i8 ? o1_gemv_q8_cuda : o1_gemv_q_cuda)(
+			     dgu, dx, (uint8_t *)dw + off, type, m, 2 * f, k,
+			     2 * f, false, NULL),
+			 0);
 	assert_int_equal(o1_swiglu_cuda(dref, dgu, (float *)dgu + f, 2 * f, m,
 					f, false, NULL),
 			 0);
 	assert_int_equal((i8 ? o1_gemv_q8_swiglu_cuda : o1_gemv_q_swiglu_cuda)(
-			     dact, dx, dw, type, m, f, k, true, NULL),
+			     dact, dx, (uint8_t *)dw + off, type, m, f, k, true,
+			     NULL),
 			 0);
 	kct_get(want, dref, (size_t)m * f * 2);
 	kct_get(got, dact, (size_t)m * f * 2);
@@ -762,12 +767,12 @@ static void check_swiglu_dot(enum o1_quant_type type, uint32_t m, uint32_t f,
 	free(x), free(got), free(want), free(q);
 }
 
-/* Both paths. */
+/* Both paths, the weights 16-byte aligned. */
 static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
 			 uint32_t k)
 {
-	check_swiglu_dot(type, m, f, k, false);
-	check_swiglu_dot(type, m, f, k, true);
+	check_swiglu_at(type, m, f, k, false, 0);
+	check_swiglu_at(type, m, f, k, true, 0);
 }
 
 static void test_swiglu(void **state)
@@ -780,6 +785,11 @@ static void test_swiglu(void **state)
 	/* rows of several batches (the pair is walked batch by batch) */
 	check_swiglu(O1_QUANT_Q4_K, 2, 19, 15360);
 	check_swiglu(O1_QUANT_Q8_0, 1, 53, 8224);
+	/* one input row on Q4_K (two rows a step, gemv_q.cu's qp_run2):
+	 * whole and partial batches, the weights 4 bytes past alignment */
+	check_swiglu(O1_QUANT_Q4_K, 1, 37, 4096);
+	check_swiglu(O1_QUANT_Q4_K, 1, 19, 2560);
+	check_swiglu_at(O1_QUANT_Q4_K, 1, 21, 2560, true, 4);
 	if (kct_quick())
 		return;
 	check_swiglu(O1_QUANT_Q4_K, 1, 8192, 2048);

@@ -3,7 +3,7 @@
  * shapes, beside bf16's gemv.cu on the same shape and the device copy
  * bandwidth: the per-kernel A/B of gemv_q.cu's schedules.
  *
- *   bench_gemv_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k]
+ *   bench_gemv_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k] [--swiglu]
  *
  * Shapes (N outputs x K inputs): 6144 x 4096 (QKV), 4096 x 4096 (O),
  * 14336 x 4096 (gate or up), 4096 x 14336 (down), 128256 x 4096 (LM
@@ -21,7 +21,15 @@
  * holds none of them), the median of 5 replays after a warm-up. GB/s
  * counts the weight bytes. The blocks are random bytes with sane scales
  * (f16 in [2^-10, 2^-6)). Includes gemv_q.cu to reach its templates (it
- * does not link the library's copy). */
+ * does not link the library's copy).
+ * Then, with q4_k among the types, the SwiGLU product (gate and up, 2 x
+ * 14336 x 4096 in one matrix, o1_gemv_q8_swiglu_cuda's OUT_SWIGLU, bf16
+ * out): old, new, new3b (the one-row default), and qp_run2's two rows a
+ * step: 2r (variant 5: half batches, 3 stages, 3 blocks a
+ * multiprocessor), 2r-w (6: whole, 2 stages, 2 blocks), 2r5s (7: half, 5
+ * stages, 2 blocks), 2r4b (8: half, 2 stages, 4 blocks), 2r-x (9: as
+ * 2r-w, the input's side of a lane's pairs in registers), timed against
+ * new3b and checked to give old's bits. --swiglu: that product only. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,9 +108,27 @@ static __global__ void fill_bf16(uint16_t *x, uint32_t n)
 /* bf16, gemv_q, gemv_qp (the default), gemv_qp with half and twice its
  * batch, with 3 stages and 3 blocks a multiprocessor, and with 2 stages
  * and 4 blocks (qp_groups's X = 1, 2, 3, 4) */
-enum kernel { K_BF16, K_OLD, K_NEW, K_HALF, K_TWICE, K_3B, K_4B };
-static const char *kernel_name[] = {"bf16",  "old",   "new",  "new/2",
-				    "new*2", "new3b", "new4b"};
+enum kernel {
+	K_BF16,
+	K_OLD,
+	K_NEW,
+	K_HALF,
+	K_TWICE,
+	K_3B,
+	K_4B,
+	/* the SwiGLU product's (Q4_K) */
+	K_S_OLD,
+	K_S_NEW,
+	K_S_3B,
+	K_S_2R,
+	K_S_2RW,
+	K_S_2R5,
+	K_S_2R4,
+	K_S_2RX,
+};
+static const char *kernel_name[] = {
+    "bf16", "old", "new", "new/2", "new*2", "new3b", "new4b", "old",
+    "new",  "new3b", "2r", "2r-w", "2r5s", "2r4b", "2r-x"};
 
 struct bufs {
 	uint8_t *w; /* copies of the matrix, back to back */
@@ -142,9 +168,50 @@ static int launch_q(const shape &s, const bufs &b, uint32_t c,
 	}
 }
 
+/* The SwiGLU product over gate and up (2 S.n rows of Q4_K) into b.y's
+ * first S.n bf16. */
+static int launch_sw(const shape &s, const bufs &b, uint32_t c,
+		     enum kernel kn, cudaStream_t st)
+{
+	constexpr int T = O1_QUANT_Q4_K;
+	gq_args a = args(NULL, (uint16_t *)b.y, b.x, b.w + c * b.bytes, s.n,
+			 s.k, s.n);
+
+	if (check("bench_gemv_q", a, b.y, (enum o1_quant_type)T, 1))
+		return -1;
+	switch (kn) {
+	case K_S_OLD:
+		return launch_m<1, T, OUT_SWIGLU, DOT_I8, IN_BF16, false>(
+		    a, true, st);
+	case K_S_NEW:
+		return launch_m<1, T, OUT_SWIGLU, DOT_I8, IN_BF16, true, 0>(
+		    a, true, st);
+	case K_S_3B:
+		return launch_m<1, T, OUT_SWIGLU, DOT_I8, IN_BF16, true, 3>(
+		    a, true, st);
+	case K_S_2R:
+		return launch_m<1, T, OUT_SWIGLU, DOT_I8, IN_BF16, true, 5>(
+		    a, true, st);
+	case K_S_2RW:
+		return launch_m<1, T, OUT_SWIGLU, DOT_I8, IN_BF16, true, 6>(
+		    a, true, st);
+	case K_S_2R5:
+		return launch_m<1, T, OUT_SWIGLU, DOT_I8, IN_BF16, true, 7>(
+		    a, true, st);
+	case K_S_2R4:
+		return launch_m<1, T, OUT_SWIGLU, DOT_I8, IN_BF16, true, 8>(
+		    a, true, st);
+	default:
+		return launch_m<1, T, OUT_SWIGLU, DOT_I8, IN_BF16, true, 9>(
+		    a, true, st);
+	}
+}
+
 static int launch_one(const shape &s, const bufs &b, enum o1_quant_type type,
 		      enum kernel kn, uint32_t c, cudaStream_t st)
 {
+	if (kn >= K_S_OLD)
+		return launch_sw(s, b, c, kn, st);
 	if (kn == K_BF16)
 		return o1_gemv_bf16_cuda(
 		    b.y, b.x, (const uint16_t *)(b.w + c * b.bytes), 1, s.n,
@@ -244,44 +311,90 @@ static void block_of(enum o1_quant_type type, uint32_t *blk, uint32_t *at0,
 	}
 }
 
-/* The old schedule's outputs and KN's over copy 0, bitwise: 1 same, 0
- * not, -1 on an error. */
+/* REF's outputs and KN's over copy 0, bitwise (S.n f32, or bf16 for the
+ * SwiGLU product): 1 same, 0 not, -1 on an error. */
 static int same_bits(const shape &s, const bufs &b, enum o1_quant_type type,
-		     enum kernel kn, cudaStream_t st)
+		     enum kernel ref, enum kernel kn, cudaStream_t st)
 {
+	size_t bytes = s.n * (kn >= K_S_OLD ? 2ull : 4ull);
 	std::vector<float> y0(s.n), y1(s.n);
 
-	if (launch_one(s, b, type, K_OLD, 0, st) ||
-	    cudaMemcpyAsync(y0.data(), b.y, s.n * 4ull, cudaMemcpyDeviceToHost,
+	if (launch_one(s, b, type, ref, 0, st) ||
+	    cudaMemcpyAsync(y0.data(), b.y, bytes, cudaMemcpyDeviceToHost,
 			    st) ||
+	    cudaMemsetAsync(b.y, 0xff, bytes, st) ||
 	    launch_one(s, b, type, kn, 0, st) ||
-	    cudaMemcpyAsync(y1.data(), b.y, s.n * 4ull, cudaMemcpyDeviceToHost,
+	    cudaMemcpyAsync(y1.data(), b.y, bytes, cudaMemcpyDeviceToHost,
 			    st) ||
 	    cudaStreamSynchronize(st))
 		return -1;
-	return memcmp(y0.data(), y1.data(), s.n * 4ull) ? 0 : 1;
+	return memcmp(y0.data(), y1.data(), bytes) ? 0 : 1;
 }
 
 static void report(const char *type, const shape &s, enum kernel kn,
-		   double mb, double us, double bw, double ref_us)
+		   double mb, double us, double bw, double ref_us,
+		   const char *ref)
 {
 	printf("%-5s %-5s %7u %6u %-4s %8.1f MB %9.2f us %6.0f GB/s %5.1f%% "
 	       "copy",
 	       type, s.name, s.n, s.k, kernel_name[kn], mb, us, mb * 1e3 / us,
 	       100.0 * mb * 1e3 / us / bw);
 	if (ref_us > 0)
-		printf("  x%.2f vs old", ref_us / us);
+		printf("  x%.2f vs %s", ref_us / us, ref);
 	printf("\n");
+}
+
+/* The SwiGLU product on Q4_K (see the top): each kernel timed, then its
+ * bits against old's. 0, or 1 where one failed or differed. */
+static int bench_swiglu(uint32_t iters, double bw, cudaStream_t st)
+{
+	static const shape sw = {"gate+up", 14336, 4096};
+	uint32_t blk, at0, at1;
+	uint64_t rb;
+	bufs b = {};
+	double mb, us, ref_us = 0;
+	int rc = 0;
+
+	block_of(O1_QUANT_Q4_K, &blk, &at0, &at1);
+	if (o1_quant_row_bytes(O1_QUANT_Q4_K, sw.k, &rb) ||
+	    open_bufs(sw, rb * 2 * sw.n, blk, at0, at1, b))
+		return 1;
+	mb = (double)rb * 2 * sw.n / 1e6;
+	for (int kn = K_S_OLD; kn <= K_S_2RX; kn++) {
+		us = time_kernel(sw, b, O1_QUANT_Q4_K, (enum kernel)kn, iters,
+				 st);
+		if (us <= 0) {
+			fprintf(stderr, "bench_gemv_q: swiglu %s failed\n",
+				kernel_name[kn]);
+			rc = 1;
+			continue;
+		}
+		report("q4_k", sw, (enum kernel)kn, mb, us, bw, ref_us,
+		       "new3b");
+		if (kn == K_S_3B)
+			ref_us = us;
+	}
+	for (int kn = K_S_NEW; kn <= K_S_2RX; kn++) {
+		int same = same_bits(sw, b, O1_QUANT_Q4_K, K_S_OLD,
+				     (enum kernel)kn, st);
+
+		printf("q4_k  gate+up bits old vs %s: %s\n", kernel_name[kn],
+		       same > 0 ? "same" : same ? "ERROR" : "DIFFER");
+		rc |= same <= 0;
+	}
+	close_bufs(b);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	static const option opts[] = {{"iters", required_argument, NULL, 'i'},
 				      {"types", required_argument, NULL, 't'},
+				      {"swiglu", no_argument, NULL, 's'},
 				      {0, 0, 0, 0}};
 	uint32_t iters = 20;
 	const char *want = "q8_0,q4_0,q4_k,q6_k";
-	int opt, rc = 0;
+	int opt, rc = 0, swiglu_only = 0;
 	cudaStream_t st;
 	double bw;
 
@@ -290,9 +403,12 @@ int main(int argc, char **argv)
 			iters = (uint32_t)strtoul(optarg, NULL, 10);
 		else if (opt == 't')
 			want = optarg;
+		else if (opt == 's')
+			swiglu_only = 1;
 		else {
 			fprintf(stderr, "usage: bench_gemv_q [--iters N] "
-					"[--types q8_0,q4_0,q4_k,q6_k]\n");
+					"[--types q8_0,q4_0,q4_k,q6_k] "
+					"[--swiglu]\n");
 			return 2;
 		}
 	}
@@ -307,12 +423,15 @@ int main(int argc, char **argv)
 	       bw, o1_cuda_sm_count(), iters, REPLAYS);
 	for (const shape &s : shapes) {
 		bufs b = {};
+
+		if (swiglu_only)
+			break;
 		double mb = (double)s.n * s.k * 2 / 1e6, us;
 
 		if (open_bufs(s, (uint64_t)s.n * s.k * 2, 0, 0, 0, b))
 			goto nomem;
 		us = time_kernel(s, b, O1_QUANT_Q8_0, K_BF16, iters, st);
-		report("bf16", s, K_BF16, mb, us, bw, 0);
+		report("bf16", s, K_BF16, mb, us, bw, 0, "old");
 		close_bufs(b);
 		for (const auto &t : types) {
 			uint32_t blk, at0, at1;
@@ -337,12 +456,12 @@ int main(int argc, char **argv)
 					continue;
 				}
 				report(t.name, s, (enum kernel)kn, mb, us, bw,
-				       old_us);
+				       old_us, "old");
 				if (kn == K_OLD)
 					old_us = us;
 			}
 			for (int kn = K_NEW; kn <= K_4B; kn++) {
-				int same = same_bits(s, b, t.type,
+				int same = same_bits(s, b, t.type, K_OLD,
 						     (enum kernel)kn, st);
 
 				printf("%-5s %-5s bits old vs %s: %s\n",
@@ -355,6 +474,8 @@ int main(int argc, char **argv)
 			close_bufs(b);
 		}
 	}
+	if (strstr(want, "q4_k"))
+		rc |= bench_swiglu(iters, bw, st);
 	return rc || cudaGetLastError() ? 1 : 0;
 nomem:
 	fprintf(stderr, "bench_gemv_q: cannot allocate\n");
