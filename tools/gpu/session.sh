@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Helpers for one device call of a session (docs/STATUS.md "GPU sessions"),
+# sourced by the call's own script, so that a call is a few lines and the
+# boilerplate does not have to be rewritten each session (the device's
+# checkout keeps no git-ignored file from one session to the next):
+#
+#   OUT=$OUT bash -c '. tools/gpu/session.sh
+#     s_build                      # every GPU target (tools/gpu/run.sh build)
+#     s_models qw l4 l4-q4km &     # made under /tmp/o1m (CPU) while...
+#     s_ctest                      # ...ctest -L gpu runs; the error lines logged
+#     wait
+#     s_bench l4-q4km --prompt 128 --tokens 128 --reps 3
+#     s_o1d_start /tmp/o1m/qw.gguf && { s_o1bench1; s_o1bench1; s_o1d_stop; }
+#     s_pack'
+#
+# Every line of results goes to $OUT/session.txt (and stdout); s_pack tars
+# $OUT's logs, since only 8 files come back from a call. Models (s_models):
+# qw (qwen2.5-0.5b), l1 (llama3.2-1b), l4 (llama3-8b cut to 4 layers), w8
+# (the whole llama3-8b; minutes with 16 threads), each bf16 GGUF, and NAME-q8
+# or NAME-q4km for its Q8_0 or Q4_K_M conversion. Needs tools/gpu/run.sh's
+# prerequisites (.debs carried, .gpu-testdata for the hf tests).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+s_root=$PWD
+s_out=${OUT:?OUT, the output folder of the call}
+s_bin=$s_root/build/gpu
+s_models_dir=/tmp/o1m
+s_prefix=/tmp/o1-debs
+s_lib=$s_prefix/usr/lib/x86_64-linux-gnu
+s_run=$(mktemp -d /tmp/o1-session.XXXXXX)
+s_sock=$s_run/o1d.sock
+s_pid=
+mkdir -p "$s_out" "$s_models_dir"
+export LD_LIBRARY_PATH=$s_lib:$s_lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# A line to the log, stamped.
+s_log() { echo "[$(date +%T)] $*" | tee -a "$s_out/session.txt"; }
+
+# Every GPU target (or O1_GPU_TARGETS), through run.sh (it unpacks .debs).
+s_build() {
+	s_log "build"
+	bash tools/gpu/run.sh build >"$s_out/build.txt" 2>&1
+	tail -2 "$s_out/build.txt" | tee -a "$s_out/session.txt"
+}
+
+# ctest -L gpu; its summary and test_gpu_backend's error lines logged.
+s_ctest() {
+	s_log "ctest -L gpu"
+	[ -e "$s_root/../shared" ] || ln -s "$s_root/.gpu-testdata" "$s_root/../shared"
+	ctest --test-dir build/gpu -L gpu --output-on-failure -j 4 >"$s_out/ctest.txt" 2>&1
+	tail -6 "$s_out/ctest.txt" | tee -a "$s_out/session.txt"
+	grep -h "max rel L2" build/gpu/Testing/Temporary/LastTest.log |
+		cut -c1-160 | tee -a "$s_out/session.txt"
+	cp build/gpu/Testing/Temporary/LastTest.log "$s_out/"
+}
+
+# The named models (see above), made when absent.
+s_models() {
+	local n base q preset layers
+	for n in "$@"; do
+		base=${n%-q8}
+		base=${base%-q4km}
+		case $base in
+		qw) preset=qwen2.5-0.5b layers= ;;
+		l1) preset=llama3.2-1b layers= ;;
+		l4) preset=llama3-8b layers="--layers 4" ;;
+		w8) preset=llama3-8b layers= ;;
+		*) s_log "s_models: unknown model $n"; return 1 ;;
+		esac
+		# shellcheck disable=SC2086 # $layers: empty or two words
+		[ -e "$s_models_dir/$base.gguf" ] ||
+			"$s_bin/tools/o1model/o1model" make --preset "$preset" $layers \
+				--threads "$(nproc)" --format gguf --dtype bf16 \
+				--out "$s_models_dir/$base.gguf" >>"$s_out/make.txt" 2>&1
+		q=
+		case $n in *-q8) q=q8_0 ;; *-q4km) q=q4_k_m ;; esac
+		[ -z "$q" ] || [ -e "$s_models_dir/$n.gguf" ] ||
+			"$s_bin/tools/o1model/o1model" convert "$s_models_dir/$base.gguf" \
+				"$s_models_dir/$n.gguf" --quantize "$q" >>"$s_out/make.txt" 2>&1
+	done
+}
+
+# bench_cuda_decode on model NAME, graphs on, sampling on the device, with
+# the given options; its RESULT line logged. S_BIN=dir: another build's.
+s_bench() {
+	local m=$1
+	shift
+	echo "# bench_cuda_decode $m $*" >>"$s_out/session.txt"
+	"${S_BIN:-$s_bin}/tools/gpu/bench_cuda_decode" "$s_models_dir/$m.gguf" \
+		--graphs on --sample device "$@" 2>&1 | grep RESULT |
+		tee -a "$s_out/session.txt"
+}
+
+# o1d on the GPU serving MODEL (a path) with any --set options; waits for
+# "o1d: ready" (3 minutes at most).
+s_o1d_start() {
+	local m=$1
+	shift
+	"$s_bin/daemon/o1d/o1d" --set model.path="$m" --set backend.device=cuda:0 \
+		--set ipc.socket="$s_sock" --set metrics.mode=shm "$@" \
+		>"$s_run/o1d.log" 2>&1 &
+	s_pid=$!
+	for _ in $(seq 1 900); do
+		grep -q "o1d: ready" "$s_run/o1d.log" && return 0
+		kill -0 "$s_pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	s_log "o1d did not start"
+	tail -20 "$s_run/o1d.log" | tee -a "$s_out/session.txt"
+	return 1
+}
+
+s_o1d_stop() {
+	kill -TERM "$s_pid" && wait "$s_pid"
+	cat "$s_run/o1d.log" >>"$s_out/o1d.log"
+}
+
+# Batch-1 decode through o1d as issue 17 measures it (8 requests one at a
+# time, 128-word prompts, 128 new tokens, cold); one summary line logged.
+s_o1bench1() {
+	"$s_bin/tools/o1bench/o1bench" run --socket "$s_sock" --requests 8 \
+		--concurrency 1 --connections 1 --max-tokens 128 --prompt-tokens 128 \
+		--cold "$@" 2>&1 |
+		grep -E "throughput_tok_s|itl_ms_p50|itl_ms_p99|ttft_ms_p50" |
+		tr '\n' ' ' | tee -a "$s_out/session.txt"
+	echo | tee -a "$s_out/session.txt"
+}
+
+# $OUT's text and logs in one archive (what comes back is 8 files).
+s_pack() {
+	(cd "$s_out" && tar czf session-logs.tgz ./*.txt ./*.log 2>/dev/null)
+}
