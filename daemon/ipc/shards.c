@@ -57,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "front.h"
@@ -94,12 +95,23 @@ struct o1_ipc_server *o1_ipc_front_of(struct o1_ipc_server *lead, uint32_t f)
 	return lead->group ? lead->group->fronts[f] : lead;
 }
 
+/* Wakes front F for its inbox or the draining state: its kick eventfd,
+ * without o1_ipc_server_kick's time stamp, which dates the consumer's
+ * posts for the front's cadence (cadence.h). */
+static void wake(struct o1_ipc_shards *g, uint32_t f)
+{
+	uint64_t one = 1;
+	ssize_t n = write(g->fronts[f]->kick_fd, &one, sizeof(one));
+
+	(void)n; /* EAGAIN: a wake-up is already pending */
+}
+
 static void push(struct o1_ipc_shards *g, uint32_t f, uint32_t idx)
 {
 	pthread_mutex_lock(&g->lock);
 	g->inbox[f][g->n_inbox[f]++] = idx;
 	pthread_mutex_unlock(&g->lock);
-	o1_ipc_server_kick(g->fronts[f]);
+	wake(g, f);
 }
 
 /* The lead's clients, not counting C (just welcomed). */
@@ -293,7 +305,7 @@ void o1_ipc_server_set_draining(struct o1_ipc_server *srv, int on)
 					memory_order_release) +
 	      1;
 	for (uint32_t f = 1; f < g->n; f++)
-		o1_ipc_server_kick(g->fronts[f]);
+		wake(g, f);
 	if (g->threads_running)
 		drain_ack(g, seq);
 }
