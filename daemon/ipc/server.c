@@ -185,6 +185,8 @@ int o1_ipc_server_create(const struct o1_ipc_opts *opts,
 	memset(srv, 0, sizeof(*srv));
 	srv->lfd = srv->kick_fd = srv->sfd = -1;
 	srv->ring.ring_fd = -1;
+	for (int i = 0; i < O1_IPC_LINGER_MAX; i++)
+		srv->linger_fd[i] = -1;
 	srv->lead = srv;
 	if (consumer)
 		srv->cons = *consumer;
@@ -288,4 +290,3 @@ void o1_ipc_set_draining_local(struct o1_ipc_server *srv, int on)
 					 ~(uint32_t)O1_RING_DRAINING);
 	}
 }
-
