@@ -152,6 +152,7 @@ static const struct key keys[] = {
 	LIST(ipc, allowed_gids, 0, UINT32_MAX - 1, 0, ""),
 	LIST(ipc, admin_uids, 0, UINT32_MAX - 1, 0, ""),
 	U32(ipc, spin_us, 0, 1000000, 0, "50"),
+	U32(ipc, front_threads, 0, 64, 0, "0"),
 	U32(ipc, max_clients, 1, 4096, 0, "64"),
 	U32(ipc, ring_entries, 8, 65536, F_POW2, "256"),
 	U32(ipc, max_inflight, 1, 65536, 0, "64"),

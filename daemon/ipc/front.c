@@ -1,4 +1,5 @@
-/* The front loop: one thread, one io_uring.
+/* The front loop: one thread, one io_uring (with ipc.front_threads > 1,
+ * one loop per front thread, each over its own clients: shards.c).
  *
  * Each pass drains every client's submission ring (copy, validate, hand
  * over), calls the consumer's ->poll, then publishes the completions each
@@ -13,7 +14,9 @@
  * requests too.
  *
  * Invariants: a client slot is torn down only at the end of a pass, never
- * inside a consumer callback (callbacks just mark it doomed); every request
+ * inside a consumer callback (callbacks just mark it doomed), by the front
+ * thread serving it (->disconnect runs there, before its mapping and fds
+ * go; only the lead frees the slot, shards.c); every request
  * tagged with a slot carries the slot's generation, so completions of
  * requests armed for an earlier occupant are ignored; the daemon never
  * reads its region geometry back from shared memory; a refused socket is
@@ -194,7 +197,7 @@ void o1_ipc_client_doom(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 	srv->any_doomed = 1;
 }
 
-static void teardown(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+void o1_ipc_disarm(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 {
 	uint32_t idx = (uint32_t)(c - srv->clients);
 
@@ -202,10 +205,43 @@ static void teardown(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 		cancel_ud(srv, ud_make(O1_IPC_UD_SOCK, idx, c->gen));
 	if (c->bell_armed)
 		cancel_ud(srv, ud_make(O1_IPC_UD_BELL, idx, c->gen));
+	c->sock_armed = c->bell_armed = 0;
+}
+
+void o1_ipc_live_add(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	c->live_at = srv->n_live;
+	srv->live[srv->n_live++] = (uint32_t)(c - srv->clients);
+}
+
+void o1_ipc_live_remove(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	srv->live[c->live_at] = srv->live[--srv->n_live];
+	srv->clients[srv->live[c->live_at]].live_at = c->live_at;
+}
+
+void o1_ipc_slot_free(struct o1_ipc_client *c)
+{
+	memset(c, 0, offsetof(struct o1_ipc_client, gen));
+	c->gen++;
+	c->fd = c->efd = -1;
+	c->devout = -1;
+	c->state = O1_IPC_FREE;
+}
+
+/* Releases what C holds on this front. On the lead the slot is free at
+ * once; another front gives it back to the lead, which still counts it
+ * (its copy is AWAY) and frees it (shards.c). */
+static void teardown(struct o1_ipc_server *srv, struct o1_ipc_client *c)
+{
+	uint32_t idx = (uint32_t)(c - srv->clients);
+	int lead = srv == srv->lead;
+
+	o1_ipc_disarm(srv, c);
 	if (c->state == O1_IPC_ACTIVE) {
 		if (srv->cons.disconnect)
 			srv->cons.disconnect(srv->cons.ctx, srv, c->id);
-		srv->st.clients_connected--;
+		srv->st.clients_connected -= lead;
 	}
 	if (c->base)
 		munmap(c->base, c->l.total_bytes);
@@ -214,14 +250,12 @@ static void teardown(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->scratch);
-	o1_ipc_devout_release(srv, c->devout);
-	srv->live[c->live_at] = srv->live[--srv->n_live];
-	srv->clients[srv->live[c->live_at]].live_at = c->live_at;
-	memset(c, 0, offsetof(struct o1_ipc_client, gen));
-	c->gen++;
-	c->fd = c->efd = -1;
-	c->devout = -1;
-	c->state = O1_IPC_FREE;
+	if (lead)
+		o1_ipc_devout_release(srv, c->devout);
+	o1_ipc_live_remove(srv, c);
+	o1_ipc_slot_free(c);
+	if (!lead)
+		o1_ipc_shard_give_back(srv, idx);
 }
 
 void o1_ipc_drop_silent(struct o1_ipc_server *srv, struct o1_ipc_client *c)
@@ -322,8 +356,7 @@ static void new_client(struct o1_ipc_server *srv, int fd)
 		return;
 	}
 	c->state = O1_IPC_HELLO;
-	c->live_at = srv->n_live;
-	srv->live[srv->n_live++] = (uint32_t)(c - srv->clients);
+	o1_ipc_live_add(srv, c);
 	c->fd = fd;
 	c->cred = cred;
 	c->id = (c->gen & 0xffff) << 16 | (uint32_t)(c - srv->clients);
@@ -359,7 +392,7 @@ static void sock_event(struct o1_ipc_server *srv, struct o1_ipc_client *c,
 		o1_ipc_admin_serve(srv, c);
 	else if (c->state == O1_IPC_ACTIVE && (res & POLLIN))
 		unexpected_data(srv, c);
-	if (hup && !c->doomed) {
+	if (hup && !c->doomed && c->state != O1_IPC_AWAY) {
 		if (c->state == O1_IPC_ACTIVE && c->inflight)
 			srv->st.client_deaths++;
 		o1_ipc_client_doom(srv, c, "hang-up");
@@ -384,6 +417,8 @@ static void housekeeping(struct o1_ipc_server *srv)
 		    now > c->hello_deadline_ns)
 			o1_ipc_refuse(srv, c, -ETIMEDOUT, "no hello in time");
 	}
+	if (srv->group)
+		o1_ipc_shard_publish(srv);
 	o1_log_flush_suppressed(0);
 }
 
@@ -408,8 +443,10 @@ static void client_cqe(struct o1_ipc_server *srv, enum o1_ipc_ud kind,
 	if (idx >= srv->n_slots)
 		return;
 	c = &srv->clients[idx];
-	if (c->gen != gen || c->state == O1_IPC_FREE)
-		return; /* armed for an earlier occupant of the slot */
+	if (c->gen != gen || c->state == O1_IPC_FREE ||
+	    c->state == O1_IPC_AWAY)
+		return; /* armed for an earlier occupant of the slot, or
+			 * before the client went to another front */
 	if (kind == O1_IPC_UD_BELL) {
 		c->bell_armed = 0;
 		c->woke |= cqe->res != -ECANCELED;
@@ -446,6 +483,8 @@ static void handle_cqe(struct o1_ipc_server *srv, struct io_uring_cqe *cqe)
 		if (read(srv->kick_fd, &v, sizeof(v)) < 0)
 			v = 0;
 		srv->kick_armed = more;
+		if (srv->group)
+			o1_ipc_shard_inbox(srv);
 		break;
 	case O1_IPC_UD_SIGNAL:
 		read_signals(srv);
@@ -482,7 +521,7 @@ static int process_cqes(struct o1_ipc_server *srv)
 /* Re-arms the server-wide requests that ended. */
 static void rearm(struct o1_ipc_server *srv)
 {
-	if (!srv->accept_armed)
+	if (srv->lfd >= 0 && !srv->accept_armed)
 		srv->accept_armed = !o1_ipc_arm(srv, O1_IPC_UD_ACCEPT, NULL, 0);
 	if (!srv->kick_armed)
 		srv->kick_armed = !o1_ipc_arm(srv, O1_IPC_UD_KICK, NULL, 0);
@@ -702,6 +741,8 @@ static int sleep_once(struct o1_ipc_server *srv, uint64_t limit_ns)
 		io_uring_submit(&srv->ring);
 	} else {
 		srv->st.sleeps++;
+		if (srv->group) /* idle: its counters as they are now */
+			o1_ipc_shard_publish(srv);
 		if (limit_ns)
 			ret = io_uring_submit_and_wait_timeout(&srv->ring, &cqe,
 							       1, &ts, NULL);
@@ -794,6 +835,11 @@ static uint64_t learn_spin(struct o1_ipc_server *srv, uint64_t idle,
 }
 
 int o1_ipc_server_run(struct o1_ipc_server *srv)
+{
+	return srv->group ? o1_ipc_shards_run(srv) : o1_ipc_loop(srv);
+}
+
+int o1_ipc_loop(struct o1_ipc_server *srv)
 {
 	uint64_t spin_ns = srv->o.spin_us * 1000ull, window = spin_ns;
 	uint64_t last = now_ns(), idle_since = 0, now;

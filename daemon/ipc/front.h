@@ -1,7 +1,10 @@
 /* Internal state of the front loop, shared by front.c (the loop),
- * session.c (handshake, entry processing, posting) and server.c (set-up
- * and tear-down). Everything here is touched by the loop thread only,
- * except `stop` (atomic) and the kick eventfd. */
+ * session.c (handshake, entry processing, posting), server.c (set-up
+ * and tear-down) and shards.c (several front threads). One struct
+ * o1_ipc_server is one front thread's loop (a shard); everything here is
+ * touched by that thread only, except `stop`, `kick_ns` (atomic) and the
+ * kick eventfd, and what shards.c's header names for struct
+ * o1_ipc_shards. */
 #ifndef O1_IPC_FRONT_H
 #define O1_IPC_FRONT_H
 
@@ -46,6 +49,8 @@ enum o1_ipc_state {
 	O1_IPC_HELLO,  /* connected, handshake not done */
 	O1_IPC_ACTIVE, /* region sent */
 	O1_IPC_ADMIN,  /* admin connection: messages to ->admin */
+	O1_IPC_AWAY,   /* the lead's copy of a client another front thread
+			* serves (shards.c): counted, listed, not touched */
 };
 
 struct o1_ipc_client {
@@ -94,8 +99,17 @@ struct o1_ipc_devout {
 	int held;
 };
 
+struct o1_ipc_shards;
+
 struct o1_ipc_server {
 	struct o1_ipc_opts o; /* defaults filled, lists copied */
+	/* Front threads (shards.c): the lead (front 0) owns the listener,
+	 * signals, hand-shakes and admin connections, and hands each new
+	 * client to the front thread with the fewest. lead: front 0 (itself
+	 * there); group: NULL with one front thread. */
+	struct o1_ipc_server *lead;
+	struct o1_ipc_shards *group;
+	uint32_t front; /* this loop's index, 0: the lead */
 	char *path;
 	uint32_t *uids, *gids, *admins; /* copies of the allow lists */
 	struct o1_ipc_consumer cons;
@@ -201,5 +215,42 @@ static inline int o1_ipc_throttled(const struct o1_ipc_client *c,
 	return now < c->throttle_until_ns;
 }
 uint64_t o1_ipc_now_ns(void);
+/* Cancels C's socket poll and doorbell wait on srv's io_uring. */
+void o1_ipc_disarm(struct o1_ipc_server *srv, struct o1_ipc_client *c);
+/* Adds C to srv's live list, or takes it off (outside any walk of it). */
+void o1_ipc_live_add(struct o1_ipc_server *srv, struct o1_ipc_client *c);
+void o1_ipc_live_remove(struct o1_ipc_server *srv, struct o1_ipc_client *c);
+/* Makes C a FREE slot of the next generation (what it held released). */
+void o1_ipc_slot_free(struct o1_ipc_client *c);
+/* Serves srv's clients until stop (front.c): one front thread's loop. */
+int o1_ipc_loop(struct o1_ipc_server *srv);
+/* Sets up one loop's own part (server.c): client table, io_uring, kick
+ * eventfd; the lead adds the listener and signals. */
+int o1_ipc_loop_setup(struct o1_ipc_server *srv);
+void o1_ipc_loop_fini(struct o1_ipc_server *srv);
+/* Applies draining to srv's own clients (its thread). */
+void o1_ipc_set_draining_local(struct o1_ipc_server *srv, int on);
+/* Several front threads (shards.c); each is a no-op, or answers for one
+ * thread, when srv->group is NULL. */
+int o1_ipc_shards_create(struct o1_ipc_server *lead);
+void o1_ipc_shards_destroy(struct o1_ipc_server *lead);
+int o1_ipc_shards_run(struct o1_ipc_server *lead);
+/* Front F of the lead's server (the lead itself without a group). */
+struct o1_ipc_server *o1_ipc_front_of(struct o1_ipc_server *lead, uint32_t f);
+/* Lead, after a client's welcome: moves it to the front thread with the
+ * fewest clients (it may stay). Outside any walk of the live list. */
+void o1_ipc_hand_over(struct o1_ipc_server *lead, struct o1_ipc_client *c);
+/* A kick arrived: takes the clients handed to srv (or, on the lead, the
+ * slots given back) and the draining state. */
+void o1_ipc_shard_inbox(struct o1_ipc_server *srv);
+/* Teardown of a client on a front thread other than the lead: its slot
+ * goes back to the lead. */
+void o1_ipc_shard_give_back(struct o1_ipc_server *srv, uint32_t idx);
+/* Established clients the lead handed away (counted against max_clients)
+ * and those of UID among them. */
+uint32_t o1_ipc_away(const struct o1_ipc_server *lead, int by_uid, uid_t uid);
+/* A housekeeping tick of a front thread: its counters for the lead's
+ * o1_ipc_server_stats. */
+void o1_ipc_shard_publish(struct o1_ipc_server *srv);
 
 #endif

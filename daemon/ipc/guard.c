@@ -46,7 +46,7 @@ uint32_t o1_ipc_established(struct o1_ipc_server *srv)
 		n += !c->doomed && (c->state == O1_IPC_ACTIVE ||
 				    c->state == O1_IPC_ADMIN);
 	}
-	return n;
+	return n + o1_ipc_away(srv, 0, 0);
 }
 
 /* The oldest connection still waiting for its hello, or NULL. */
@@ -98,6 +98,7 @@ int o1_ipc_admit(struct o1_ipc_server *srv, const struct ucred *cred)
 		same_uid += c->cred.uid == cred->uid;
 		half_open += c->state == O1_IPC_HELLO;
 	}
+	same_uid += o1_ipc_away(srv, 1, cred->uid);
 	if (srv->o.max_clients_per_uid &&
 	    same_uid >= srv->o.max_clients_per_uid) {
 		srv->st.uid_refused++;

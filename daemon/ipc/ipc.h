@@ -10,6 +10,18 @@
  * loop through its own queue (an o1_ring over private memory serves: see
  * shm/ring.h), kicks, and ->poll posts them.
  *
+ * With front_threads > 1 there are several loops (front threads), each
+ * serving its own clients: o1_ipc_server_run() runs front 0 (the lead) on
+ * the calling thread and starts the others. A client belongs to one front
+ * for its lifetime; ->submit, ->cancel, ->disconnect, ->observe_wakeup
+ * and ->refused for it run on its front's thread, with that front's srv
+ * (o1_ipc_server_front() says which); ->poll runs on every front with its
+ * own srv, and o1_ipc_post() on a front's srv reaches only that front's
+ * clients (-ENOENT for the others). ->admin and ->signal run on the lead
+ * only. So callbacks of different fronts may run at once: a consumer that
+ * keeps state across clients must guard it (o1d's engine: engine.c). With
+ * one front thread nothing of this changes.
+ *
  * Trust: clients are untrusted. Every entry is copied out of shared memory
  * and validated (o1_wire_decode_sub), prompts and stop lists are copied
  * into private scratch before the consumer sees them, and quotas are
@@ -96,7 +108,12 @@ struct o1_ipc_opts {
 	/* (protocol 6) the format the model's chat template writes tool
 	 * calls in, told in the welcome (enum o1_wire_tool_format) */
 	uint8_t tool_format;
+	/* Front threads serving clients, each its own io_uring and spin
+	 * (see Threading); 0 or 1: one. At most O1_IPC_FRONTS_MAX. */
+	uint32_t front_threads;
 };
+
+#define O1_IPC_FRONTS_MAX 64
 
 /* What the daemon may know about a connected client. */
 struct o1_ipc_client_info {
@@ -227,17 +244,28 @@ int o1_ipc_server_create(const struct o1_ipc_opts *opts,
 void o1_ipc_server_destroy(struct o1_ipc_server *srv);
 /* Runs the front loop until o1_ipc_server_stop(). Returns 0 or -errno. */
 int o1_ipc_server_run(struct o1_ipc_server *srv);
-/* Thread-safe, async-signal-safe. */
+/* Thread-safe, async-signal-safe. Stop ends every front thread; kick
+ * wakes the front whose srv it is given, kick_front front FRONT of srv's
+ * server (an engine thread kicks the fronts its requests belong to). */
 void o1_ipc_server_stop(struct o1_ipc_server *srv);
 void o1_ipc_server_kick(struct o1_ipc_server *srv);
+void o1_ipc_server_kick_front(struct o1_ipc_server *srv, uint32_t front);
+/* Front threads of srv's server, and which one srv is (0: the lead,
+ * the srv o1_ipc_server_create gave). Any thread. */
+uint32_t o1_ipc_server_fronts(const struct o1_ipc_server *srv);
+uint32_t o1_ipc_server_front(const struct o1_ipc_server *srv);
 /* New submissions get FINAL -O1_E_DRAINING while on; clients see
- * O1_RING_DRAINING in their submission ring flags. Loop thread. */
+ * O1_RING_DRAINING in their submission ring flags. Lead's thread; the
+ * other fronts take it at their next kick. */
 void o1_ipc_server_set_draining(struct o1_ipc_server *srv, int on);
+/* The lead's counters plus the other fronts' as of their last
+ * housekeeping tick (every 100 ms, and when they stop). Lead's thread. */
 void o1_ipc_server_stats(const struct o1_ipc_server *srv,
 			 struct o1_ipc_stats *out);
 
 /* Fills out with up to cap connected (data) clients; returns how many
- * there are (may exceed cap). Loop thread only. */
+ * there are (may exceed cap). Lead's thread only: for a client another
+ * front serves, inflight and violations are 0 (that front's). */
 int o1_ipc_clients(const struct o1_ipc_server *srv,
 		   struct o1_ipc_client_info *out, size_t cap);
 

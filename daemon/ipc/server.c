@@ -106,10 +106,14 @@ static int setup_signals(struct o1_ipc_server *srv)
 	return srv->sfd < 0 ? -errno : 0;
 }
 
-static int setup(struct o1_ipc_server *srv)
+int o1_ipc_loop_setup(struct o1_ipc_server *srv)
 {
 	int ret;
 
+	srv->lfd = srv->kick_fd = srv->sfd = -1;
+	srv->ring.ring_fd = -1;
+	for (int i = 0; i < O1_IPC_LINGER_MAX; i++)
+		srv->linger_fd[i] = -1;
 	srv->clients = calloc(srv->n_slots, sizeof(*srv->clients));
 	srv->live = calloc(srv->n_slots, sizeof(*srv->live));
 	if (!srv->clients || !srv->live)
@@ -125,18 +129,45 @@ static int setup(struct o1_ipc_server *srv)
 	}
 	srv->use_futex = !srv->o.force_eventfd && probe_futex(srv);
 	srv->st.futex_wait = srv->use_futex;
-	o1_info("ipc: doorbells through %s",
-		srv->use_futex ? "io_uring FUTEX_WAIT" : "eventfd POLL_ADD");
 	srv->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (srv->kick_fd < 0)
 		return -errno;
+	srv->tick.tv_nsec = 100000000;
+	return 0;
+}
+
+void o1_ipc_loop_fini(struct o1_ipc_server *srv)
+{
+	if (srv->ring.ring_fd >= 0)
+		io_uring_queue_exit(&srv->ring);
+	if (srv->kick_fd >= 0)
+		close(srv->kick_fd);
+	free(srv->clients);
+	free(srv->live);
+}
+
+/* The lead's part: its loop, signals, the listener, the other fronts. */
+static int setup(struct o1_ipc_server *srv)
+{
+	int ret = o1_ipc_loop_setup(srv);
+
+	if (ret)
+		return ret;
 	if (srv->o.handle_signals) {
 		ret = setup_signals(srv);
 		if (ret)
 			return ret;
 	}
-	srv->tick.tv_nsec = 100000000;
-	return o1_ipc_listen(srv->path, srv->o.socket_mode, &srv->lfd);
+	ret = o1_ipc_listen(srv->path, srv->o.socket_mode, &srv->lfd);
+	if (!ret)
+		ret = o1_ipc_shards_create(srv);
+	if (!ret)
+		o1_info("ipc: doorbells through %s, %u front thread%s",
+			srv->use_futex ? "io_uring FUTEX_WAIT"
+				       : "eventfd POLL_ADD",
+			o1_ipc_server_fronts(srv),
+			o1_ipc_server_fronts(srv) > 1 ? "s" : "");
+	return ret;
 }
 
 int o1_ipc_server_create(const struct o1_ipc_opts *opts,
@@ -156,6 +187,7 @@ int o1_ipc_server_create(const struct o1_ipc_opts *opts,
 	srv->ring.ring_fd = -1;
 	for (int i = 0; i < O1_IPC_LINGER_MAX; i++)
 		srv->linger_fd[i] = -1;
+	srv->lead = srv;
 	if (consumer)
 		srv->cons = *consumer;
 	ret = copy_opts(srv, opts);
@@ -175,6 +207,7 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 {
 	if (!srv)
 		return;
+	o1_ipc_shards_destroy(srv); /* their clients' slots come back */
 	for (uint32_t i = srv->n_live; srv->live && i-- > 0;) {
 		o1_ipc_client_doom(srv, o1_ipc_live(srv, i), NULL);
 		o1_ipc_reap(srv);
@@ -183,8 +216,7 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 		if (srv->linger_fd[i] >= 0)
 			close(srv->linger_fd[i]);
 	o1_log_flush_suppressed(1); /* the counts of the last floods */
-	if (srv->ring.ring_fd >= 0)
-		io_uring_queue_exit(&srv->ring);
+	o1_ipc_loop_fini(srv);
 	if (srv->lfd >= 0) {
 		/* unlink while still bound: a daemon starting now finds
 		 * either our live socket or none, never a stale one it would
@@ -192,12 +224,8 @@ void o1_ipc_server_destroy(struct o1_ipc_server *srv)
 		unlink(srv->path);
 		close(srv->lfd);
 	}
-	if (srv->kick_fd >= 0)
-		close(srv->kick_fd);
 	if (srv->sfd >= 0)
 		close(srv->sfd);
-	free(srv->clients);
-	free(srv->live);
 	free(srv->path);
 	free(srv->uids);
 	free(srv->gids);
@@ -226,11 +254,26 @@ void o1_ipc_server_kick(struct o1_ipc_server *srv)
 
 void o1_ipc_server_stop(struct o1_ipc_server *srv)
 {
-	atomic_store(&srv->stop, 1);
-	o1_ipc_server_kick(srv);
+	struct o1_ipc_server *lead = srv->lead;
+
+	for (uint32_t f = 0; f < o1_ipc_server_fronts(lead); f++) {
+		atomic_store(&o1_ipc_front_of(lead, f)->stop, 1);
+		o1_ipc_server_kick(o1_ipc_front_of(lead, f));
+	}
 }
 
-void o1_ipc_server_set_draining(struct o1_ipc_server *srv, int on)
+void o1_ipc_server_kick_front(struct o1_ipc_server *srv, uint32_t front)
+{
+	if (front < o1_ipc_server_fronts(srv))
+		o1_ipc_server_kick(o1_ipc_front_of(srv->lead, front));
+}
+
+uint32_t o1_ipc_server_front(const struct o1_ipc_server *srv)
+{
+	return srv->front;
+}
+
+void o1_ipc_set_draining_local(struct o1_ipc_server *srv, int on)
 {
 	srv->draining = !!on;
 	for (uint32_t i = srv->n_live; i-- > 0;) {
@@ -246,10 +289,4 @@ void o1_ipc_server_set_draining(struct o1_ipc_server *srv, int on)
 			atomic_fetch_and(&ctrl->flags,
 					 ~(uint32_t)O1_RING_DRAINING);
 	}
-}
-
-void o1_ipc_server_stats(const struct o1_ipc_server *srv,
-			 struct o1_ipc_stats *out)
-{
-	*out = srv->st;
 }

@@ -190,7 +190,9 @@ int o1_ipc_clients(const struct o1_ipc_server *srv,
 	for (uint32_t i = 0; i < srv->n_slots; i++) {
 		const struct o1_ipc_client *c = &srv->clients[i];
 
-		if (c->state != O1_IPC_ACTIVE || c->doomed)
+		/* AWAY: served by another front (shards.c), listed here */
+		if ((c->state != O1_IPC_ACTIVE && c->state != O1_IPC_AWAY) ||
+		    c->doomed)
 			continue;
 		if (n < cap)
 			o1_ipc_client_fill_info(c, &out[n]);
@@ -280,6 +282,7 @@ void o1_ipc_handshake(struct o1_ipc_server *srv, struct o1_ipc_client *c)
 		       "ipc: client %u connected (%s, pid %d, uid %u, %u bytes)",
 		       c->id, c->name, (int)c->cred.pid, (unsigned)c->cred.uid,
 		       c->l.total_bytes);
+	o1_ipc_hand_over(srv, c);
 }
 
 void o1_ipc_violation(struct o1_ipc_server *srv, struct o1_ipc_client *c,

@@ -121,7 +121,7 @@ static void add_status(struct o1_engine *e, cJSON *o)
 	cJSON_AddNumberToObject(o, "waiting", st.waiting);
 	cJSON_AddNumberToObject(o, "parked", st.parked);
 	cJSON_AddNumberToObject(o, "stalled", (double)st.stalled);
-	cJSON_AddNumberToObject(o, "active", e->n_active);
+	cJSON_AddNumberToObject(o, "active", o1_engine_held(e));
 	cJSON_AddNumberToObject(o, "clients", (double)ist.clients_connected);
 	cJSON_AddNumberToObject(kv, "pages_total", st.pages_total);
 	cJSON_AddNumberToObject(kv, "pages_free", st.pages_free);

@@ -4,12 +4,24 @@
  * - a slot is in exactly one place: the free list (front), the queue
  *   (under lock), or held by the scheduler until its FINAL is in its out
  *   ring, then active on the front side until that FINAL is consumed;
- * - n_active counts slots not on the free list; the front stops the loop
- *   when exiting and n_active reaches 0;
- * - active[0..n_active) lists exactly those slots (front thread), so a
- *   front pass costs what is in flight, not the slab's size: a slot is a
- *   16 KiB out ring, and touching 1024 of them each pass cost the spin
- *   path microseconds (issue 19).
+ * - n_held counts slots not on the free list; the lead stops the loops
+ *   when exiting and n_held reaches 0;
+ * - each front's active[0..n_active) lists exactly the slots it took
+ *   (r->front), so a front pass costs what is in flight on that front,
+ *   not the slab's size: a slot is a 16 KiB out ring, and touching 1024
+ *   of them each pass cost the spin path microseconds (issue 19);
+ * - a slot's events reach its client's completion ring only from the
+ *   front serving that client (its one producer): a client stays on one
+ *   front, so the front that took the slot is the one that posts to it;
+ * - several fronts (ipc.front_threads > 1) share the free list and
+ *   n_held, under front_lock; a front changes only its own active list,
+ *   under front_lock, and reads it without (no other thread changes it);
+ *   a walk of every list (cancel from admin) and a slot's dead flag are
+ *   under front_lock too. With one front front_lock is never taken: the
+ *   pass is what it was. The engine thread kicks each front with requests
+ *   (busy, a relaxed mirror of n_active: a front that just took its first
+ *   slot stored it before queue_slot's lock, so the engine thread sees it
+ *   once it sees the slot) and the lead always (drain, metrics, exit).
  */
 #include <errno.h>
 #include <signal.h>
@@ -46,8 +58,7 @@ static int alloc_slab(struct o1_engine *e)
 	e->slots = calloc(e->n_slots, sizeof(struct o1_req));
 	e->prompt_mem = malloc((size_t)e->n_slots * e->prompt_cap);
 	e->queue = malloc(e->n_slots * sizeof(uint32_t));
-	e->active = malloc(e->n_slots * sizeof(uint32_t));
-	if (!e->slots || !e->prompt_mem || !e->queue || !e->active)
+	if (!e->slots || !e->prompt_mem || !e->queue)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < e->n_slots; i++) {
 		e->slots[i].index = i;
@@ -56,6 +67,54 @@ static int alloc_slab(struct o1_engine *e)
 	}
 	e->free_head = 0;
 	return 0;
+}
+
+static void free_fronts(struct o1_engine *e)
+{
+	for (uint32_t f = 0; e->fronts && f < e->n_fronts; f++)
+		free(e->fronts[f].active);
+	free(e->fronts);
+	e->fronts = NULL;
+	e->n_fronts = 0;
+}
+
+/* N fronts' active lists, each as long as the slab. */
+static int alloc_fronts(struct o1_engine *e, uint32_t n)
+{
+	free_fronts(e);
+	e->fronts = calloc(n, sizeof(*e->fronts));
+	if (!e->fronts)
+		return -ENOMEM;
+	e->n_fronts = n;
+	for (uint32_t f = 0; f < n; f++) {
+		e->fronts[f].active = malloc(e->n_slots * sizeof(uint32_t));
+		if (!e->fronts[f].active)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* front_lock, taken only with several fronts (engine.c's head). */
+static void front_lock(struct o1_engine *e)
+{
+	if (e->n_fronts > 1)
+		pthread_mutex_lock(&e->front_lock);
+}
+
+static void front_unlock(struct o1_engine *e)
+{
+	if (e->n_fronts > 1)
+		pthread_mutex_unlock(&e->front_lock);
+}
+
+uint32_t o1_engine_held(struct o1_engine *e)
+{
+	uint32_t n;
+
+	front_lock(e);
+	n = e->n_held;
+	front_unlock(e);
+	return n;
 }
 
 static void grammar_ready(void *ctx, struct o1_gcache_waiter *w,
@@ -93,8 +152,11 @@ int o1_engine_create(const struct o1_engine_opts *o, struct o1_engine **out)
 	e->metrics = o->sched.metrics;
 	e->start_ns = o1_engine_now_ns();
 	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->front_lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
 	err = alloc_slab(e);
+	if (!err)
+		err = alloc_fronts(e, 1);
 	if (!err)
 		err = o1_sched_create(&o->sched, &e->sched);
 	if (!err && o->grammar_vocab)
@@ -119,11 +181,12 @@ void o1_engine_destroy(struct o1_engine *e)
 			o1_gcache_put(e->grammars, e->slots[i].grammar);
 	o1_gcache_destroy(e->grammars);
 	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->front_lock);
 	pthread_cond_destroy(&e->cond);
+	free_fronts(e);
 	free(e->slots);
 	free(e->prompt_mem);
 	free(e->queue);
-	free(e->active);
 	free(e);
 }
 
@@ -261,6 +324,17 @@ static void publish(struct o1_engine *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* Wakes the fronts that may have events to post: the only one, or the
+ * lead and each front holding requests (engine.c's head: busy). */
+static void kick_fronts(struct o1_engine *e)
+{
+	o1_ipc_server_kick(e->srv);
+	for (uint32_t f = 1; f < e->n_fronts; f++)
+		if (atomic_load_explicit(&e->fronts[f].busy,
+					 memory_order_relaxed))
+			o1_ipc_server_kick_front(e->srv, f);
+}
+
 static void *engine_main(void *arg)
 {
 	struct o1_engine *e = arg;
@@ -285,7 +359,7 @@ static void *engine_main(void *arg)
 		publish(e);
 		/* a FINAL without a step: a cancel, a stalled reader */
 		if (n || added || d || o1_sched_active(e->sched) != held)
-			o1_ipc_server_kick(e->srv);
+			kick_fronts(e);
 		if (!n)
 			engine_wait(e, o1_sched_wake_ns(e->sched));
 		pthread_mutex_lock(&e->lock);
@@ -302,6 +376,13 @@ int o1_engine_start(struct o1_engine *e, struct o1_ipc_server *srv)
 	int err;
 
 	e->srv = srv;
+	if (o1_ipc_server_fronts(srv) > 1) {
+		err = alloc_fronts(e, o1_ipc_server_fronts(srv));
+		if (err) {
+			o1_err("engine: cannot allocate the front lists");
+			return err;
+		}
+	}
 	err = -pthread_create(&e->thread, NULL, engine_main, e);
 	if (err)
 		o1_err("engine: cannot start its thread: %s", o1_strerror(err));
@@ -378,7 +459,9 @@ static int fill_slot(struct o1_engine *e, struct o1_req *r,
  * powers of two so a looping client cannot flood the log). */
 static void no_tokenizer(struct o1_engine *e, const struct o1_ipc_request *q)
 {
-	uint64_t n = ++e->no_tokenizer_refusals;
+	uint64_t n = atomic_fetch_add_explicit(&e->no_tokenizer_refusals, 1,
+					       memory_order_relaxed) +
+		     1;
 
 	if (n <= 1 || !(n & (n - 1)))
 		o1_warn("client %u request %llu: %s (%llu such refusals)",
@@ -452,9 +535,11 @@ static void grammar_ready(void *ctx, struct o1_gcache_waiter *w,
 	struct o1_req *r =
 	    (struct o1_req *)((char *)w - offsetof(struct o1_req, gwait));
 
+	uint32_t front = r->front; /* r may be freed once refused */
+
 	grammar_done(e, r, g);
 	if (o1_gentry_error(g, NULL) && e->srv)
-		o1_ipc_server_kick(e->srv); /* the front posts the FINAL */
+		o1_ipc_server_kick_front(e->srv, front); /* it posts the FINAL */
 }
 
 /* Front thread: R (taken, active) with a grammar: to the engine when its
@@ -477,6 +562,44 @@ static void get_grammar(struct o1_engine *e, struct o1_req *r,
 		grammar_done(e, r, r->grammar);
 }
 
+/* A slot off the free list, or NULL when all are held. */
+static struct o1_req *take_slot(struct o1_engine *e)
+{
+	struct o1_req *r = NULL;
+
+	front_lock(e);
+	if (e->free_head != NONE) {
+		r = &e->slots[e->free_head];
+		e->free_head = r->next_free;
+		e->n_held++;
+	}
+	front_unlock(e);
+	return r;
+}
+
+static void put_slot(struct o1_engine *e, struct o1_req *r)
+{
+	r->next_free = e->free_head;
+	e->free_head = r->index;
+	e->n_held--;
+}
+
+/* R, filled, joins front F's active list. */
+static void activate(struct o1_engine *e, struct o1_req *r, uint32_t f)
+{
+	struct o1_engine_front *fr = &e->fronts[f];
+
+	front_lock(e);
+	r->front = f;
+	r->active = true;
+	r->active_at = fr->n_active;
+	fr->active[fr->n_active++] = r->index;
+	if (e->n_fronts > 1)
+		atomic_store_explicit(&fr->busy, fr->n_active,
+				      memory_order_relaxed);
+	front_unlock(e);
+}
+
 static int on_submit(void *ctx, struct o1_ipc_server *srv,
 		     const struct o1_ipc_request *q)
 {
@@ -484,27 +607,27 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	struct o1_req *r;
 	int err;
 
-	(void)srv;
 	if (q->params.prompt_kind == O1_PROMPT_TEXT && !e->o.sched.tok) {
 		no_tokenizer(e, q);
 		return -O1_E_NO_TOKENIZER;
 	}
-	if (e->free_head == NONE) {
+	r = take_slot(e);
+	if (!r) {
 		o1_warn("client %u request %llu refused: all %u request "
 			"slots in use",
 			q->client_id, (unsigned long long)q->params.req_id,
 			e->n_slots);
 		return -O1_E_QUOTA;
 	}
-	r = &e->slots[e->free_head];
 	err = fill_slot(e, r, q);
-	if (err)
+	if (err) {
+		front_lock(e);
+		put_slot(e, r);
+		front_unlock(e);
 		return err;
+	}
 	r->first_token_ns = 0;
-	e->free_head = r->next_free;
-	r->active = true;
-	r->active_at = e->n_active;
-	e->active[e->n_active++] = r->index;
+	activate(e, r, o1_ipc_server_front(srv));
 	if (e->metrics)
 		o1_metrics_add(e->metrics, O1_METRICS_CTR_REQUESTS_SUBMITTED,
 			       1);
@@ -527,20 +650,40 @@ static void on_refused(void *ctx, int err)
 	o1_metrics_fail(e->metrics, o1_metrics_fail_reason(err));
 }
 
+/* The live request REQ_ID of CLIENT_ID on front F's list, or NULL. */
+static struct o1_req *find_req(struct o1_engine *e, uint32_t f,
+			       uint32_t client_id, uint64_t req_id)
+{
+	const struct o1_engine_front *fr = &e->fronts[f];
+
+	for (uint32_t i = 0; i < fr->n_active; i++) {
+		struct o1_req *r = &e->slots[fr->active[i]];
+
+		if (!r->dead && r->client_id == client_id &&
+		    r->req_id == req_id)
+			return r;
+	}
+	return NULL;
+}
+
+/* Every front's list: admin's cancel names a client of any front. */
 int o1_engine_cancel_req(struct o1_engine *e, uint32_t client_id,
 			 uint64_t req_id, int why)
 {
-	for (uint32_t i = 0; i < e->n_active; i++) {
-		struct o1_req *r = &e->slots[e->active[i]];
+	struct o1_req *r = NULL;
 
-		if (r->dead || r->client_id != client_id ||
-		    r->req_id != req_id)
-			continue;
-		atomic_store_explicit(&r->cancel, why, memory_order_relaxed);
-		wake_engine(e);
-		return 0;
+	front_lock(e);
+	for (uint32_t f = 0; f < e->n_fronts && !r; f++) {
+		r = find_req(e, f, client_id, req_id);
+		if (r)
+			atomic_store_explicit(&r->cancel, why,
+					      memory_order_relaxed);
 	}
-	return -ENOENT;
+	front_unlock(e);
+	if (!r)
+		return -ENOENT;
+	wake_engine(e);
+	return 0;
 }
 
 static void on_cancel(void *ctx, struct o1_ipc_server *srv, uint32_t client_id,
@@ -554,11 +697,13 @@ static void on_disconnect(void *ctx, struct o1_ipc_server *srv,
 			  uint32_t client_id)
 {
 	struct o1_engine *e = ctx;
+	const struct o1_engine_front *fr =
+	    &e->fronts[o1_ipc_server_front(srv)];
 	uint32_t n = 0;
 
-	(void)srv;
-	for (uint32_t i = 0; i < e->n_active; i++) {
-		struct o1_req *r = &e->slots[e->active[i]];
+	front_lock(e);
+	for (uint32_t i = 0; i < fr->n_active; i++) {
+		struct o1_req *r = &e->slots[fr->active[i]];
 
 		if (r->client_id != client_id)
 			continue;
@@ -567,6 +712,7 @@ static void on_disconnect(void *ctx, struct o1_ipc_server *srv,
 				      memory_order_relaxed);
 		n++;
 	}
+	front_unlock(e);
 	if (n) {
 		o1_info("client %u gone: cancelling its %u requests", client_id,
 			n);
@@ -580,9 +726,9 @@ static void log_finished(struct o1_engine *e, const struct o1_req *r,
 			 const struct o1_wire_final *f)
 {
 	uint64_t now = o1_engine_now_ns();
+	uint64_t n = ++e->fronts[r->front].finished;
 
-	e->finished++;
-	if (!e->o.log_requests || e->finished % e->o.log_requests)
+	if (!e->o.log_requests || n % e->o.log_requests)
 		return;
 	o1_info("request done: client %u req %llu finish=%s%s%s "
 		"prompt_tokens=%u output_tokens=%u ttft_ms=%.1f "
@@ -597,23 +743,39 @@ static void log_finished(struct o1_engine *e, const struct o1_req *r,
 		(double)(now - r->submit_ns) / 1e6);
 }
 
-/* Back to the free list; the active list's last entry takes its place. */
+/* Back to the free list; its front's last active entry takes its place. */
 static void free_slot(struct o1_engine *e, struct o1_req *r)
 {
-	uint32_t last = e->active[--e->n_active];
+	struct o1_engine_front *fr = &e->fronts[r->front];
+	uint32_t last;
 
-	e->active[r->active_at] = last;
-	e->slots[last].active_at = r->active_at;
 	if (r->grammar)
 		o1_gcache_put(e->grammars, r->grammar);
 	r->grammar = NULL;
+	front_lock(e);
+	last = fr->active[--fr->n_active];
+	fr->active[r->active_at] = last;
+	e->slots[last].active_at = r->active_at;
+	if (e->n_fronts > 1)
+		atomic_store_explicit(&fr->busy, fr->n_active,
+				      memory_order_relaxed);
 	r->active = false;
-	r->next_free = e->free_head;
-	e->free_head = r->index;
+	put_slot(e, r);
+	front_unlock(e);
 }
 
-/* Posts R's queued events; returns 1 when something moved. */
-static int drain_slot(struct o1_engine *e, struct o1_req *r)
+/* R's client is gone (a post found no such client). */
+static void mark_dead(struct o1_engine *e, struct o1_req *r)
+{
+	front_lock(e);
+	r->dead = true;
+	front_unlock(e);
+}
+
+/* Posts R's queued events through SRV, the front serving its client;
+ * returns 1 when something moved. */
+static int drain_slot(struct o1_engine *e, struct o1_ipc_server *srv,
+		      struct o1_req *r)
 {
 	uint32_t tail =
 	    atomic_load_explicit(&r->out_tail, memory_order_relaxed);
@@ -627,12 +789,12 @@ static int drain_slot(struct o1_engine *e, struct o1_req *r)
 	while (tail != head) {
 		const union o1_wire_entry *ev =
 		    &r->out[tail & (O1_REQ_OUT_ENTRIES - 1)];
-		int err = r->dead ? 0 : o1_ipc_post(e->srv, r->client_id, ev);
+		int err = r->dead ? 0 : o1_ipc_post(srv, r->client_id, ev);
 
 		if (err == -EAGAIN)
 			break;
 		if (err == -ENOENT)
-			r->dead = true;
+			mark_dead(e, r);
 		tail++;
 		moved = 1;
 		atomic_store_explicit(&r->out_tail, tail, memory_order_release);
@@ -679,18 +841,20 @@ static void exit_when_idle(struct o1_engine *e, struct o1_ipc_server *srv)
 	late =
 	    e->drain_deadline_ns && now > e->drain_deadline_ns + DRAIN_GRACE_NS;
 	pthread_mutex_unlock(&e->lock);
-	if (e->n_active && !late) {
+	uint32_t held = o1_engine_held(e);
+
+	if (held && !late) {
 		e->idle_since_ns = 0;
 		return;
 	}
-	if (!e->n_active && !e->idle_since_ns)
+	if (!held && !e->idle_since_ns)
 		e->idle_since_ns = now;
 	if (!late && now - e->idle_since_ns < DRAIN_LINGER_NS)
 		return;
-	if (e->n_active)
+	if (held)
 		o1_warn("drain: %u requests' events not read by their "
 			"clients; exiting anyway",
-			e->n_active);
+			held);
 	o1_ipc_server_stop(srv);
 }
 
@@ -705,16 +869,22 @@ static void on_wakeup(void *ctx, uint64_t ns, int slept)
 				      ns / 1000);
 }
 
+/* Front srv's pass: its own requests' events; the lead's also the
+ * metrics and the exit. */
 static void on_poll(void *ctx, struct o1_ipc_server *srv)
 {
 	struct o1_engine *e = ctx;
+	uint32_t f = srv == e->srv ? 0 : o1_ipc_server_front(srv);
+	const struct o1_engine_front *fr = &e->fronts[f];
 	int moved = 0;
 
 	/* Backwards: a slot freed at i is replaced by one already visited. */
-	for (uint32_t i = e->n_active; i-- > 0;)
-		moved |= drain_slot(e, &e->slots[e->active[i]]);
+	for (uint32_t i = fr->n_active; i-- > 0;)
+		moved |= drain_slot(e, srv, &e->slots[fr->active[i]]);
 	if (moved)
 		wake_engine(e);
+	if (f)
+		return;
 	feed_ipc_metrics(e);
 	if (e->exiting)
 		exit_when_idle(e, srv);
@@ -758,7 +928,7 @@ static void on_signal(void *ctx, struct o1_ipc_server *srv, int signo)
 		return;
 	}
 	o1_info("signal %d: draining %u requests (deadline %u ms)", signo,
-		e->n_active, e->o.drain_timeout_ms);
+		o1_engine_held(e), e->o.drain_timeout_ms);
 	o1_engine_drain(e, true, true);
 }
 

@@ -12,6 +12,10 @@
  *   condvar when nothing can run (until the front wakes it or the
  *   scheduler's next stall deadline: no periodic retry while sequences
  *   wait for a client to read: backpressure).
+ * - several front threads (ipc.front_threads): each runs the callbacks
+ *   of its own clients (ipc.h), and each slot belongs to the front that
+ *   took it: only that front posts its events and frees it. engine.c's
+ *   head says what they share and how.
  * - lock guards the queue, the stop/drain fields and the published stats.
  * Drain (SIGTERM): submissions are refused by the ipc layer, in-flight
  * requests run until the deadline, then get a CANCELLED FINAL; once every

@@ -17,6 +17,18 @@ struct o1_engine_graphs {
 	uint64_t oversize, prefill;	  /* eager, unpadded steps */
 };
 
+/* One front thread's requests (ipc.front_threads): those its clients
+ * submitted, which only its ->poll posts. active and n_active change on
+ * that thread only (under front_lock with several fronts); busy mirrors
+ * n_active for the engine thread's kicks (several fronts only). */
+struct o1_engine_front {
+	uint32_t n_active;
+	uint32_t *active; /* n_active slot indices, in no order: the front's
+			   * passes visit these, never the whole slab */
+	_Atomic uint32_t busy;
+	uint64_t finished; /* FINALs it posted (log.requests samples them) */
+};
+
 struct o1_engine {
 	struct o1_engine_opts o;
 	char model_name[128];
@@ -36,17 +48,23 @@ struct o1_engine {
 	uint32_t n_slots;
 	uint32_t prompt_cap;
 
-	/* front thread only */
+	/* front threads: with one, its own; with several, under front_lock
+	 * (free list, n_held, the active lists' changes, a slot's dead flag
+	 * and any walk of another front's list) */
+	pthread_mutex_t front_lock;
+	uint32_t n_fronts; /* set by o1_engine_start (ipc.front_threads) */
+	struct o1_engine_front *fronts;
 	uint32_t free_head; /* UINT32_MAX: none */
-	uint32_t n_active;
-	uint32_t *active; /* n_active slot indices, in no order: the front's
-			   * passes visit these, never the whole slab */
+	uint32_t n_held;    /* slots not on the free list */
+
+	/* the lead front thread only (admin, signals, metrics, exit) */
 	uint64_t next_stats_ns;
-	bool exiting;		/* SIGTERM seen: stop once idle */
+	bool exiting;		/* SIGTERM seen: stop once idle (read by the
+				 * others only with a fault plan: tests) */
 	uint64_t idle_since_ns; /* exiting with nothing held since then */
 	bool admin_drain;
-	uint64_t no_tokenizer_refusals; /* text prompts refused: no tokenizer */
-	uint64_t finished; /* FINALs posted (log.requests samples them) */
+	/* text prompts refused, no tokenizer: any front (rate of a log) */
+	_Atomic uint64_t no_tokenizer_refusals;
 
 	/* readiness, set by main before the engine thread starts */
 	bool warmup_ok;		  /* o1_engine_warmup succeeded */
@@ -77,6 +95,8 @@ int o1_engine_admin(void *ctx, struct o1_ipc_server *srv,
 /* Front thread: sets the cancel flag of a live request; -ENOENT. */
 int o1_engine_cancel_req(struct o1_engine *e, uint32_t client_id,
 			 uint64_t req_id, int why);
+/* Requests held (submitted, FINAL not yet posted), on every front. */
+uint32_t o1_engine_held(struct o1_engine *e);
 /* Front thread: starts refusing work; EXIT: stop once idle. */
 void o1_engine_drain(struct o1_engine *e, bool on, bool exit);
 uint64_t o1_engine_now_ns(void);

@@ -885,6 +885,19 @@ static uint32_t devout_descs(const struct o1d *d, struct o1_wire_devout *out)
 	return n;
 }
 
+/* ipc.front_threads, 0 (auto) resolved: one per 4 online cores, 1..4;
+ * a front thread that spins needs a core of its own to pay. */
+static uint32_t front_threads(const struct o1_config *c)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (c->ipc.front_threads)
+		return c->ipc.front_threads;
+	if (cores < 8)
+		return 1;
+	return cores >= 16 ? 4 : (uint32_t)(cores / 4);
+}
+
 static int create_server(struct o1d *d)
 {
 	struct o1_wire_devout areas[O1_BACKEND_DEVOUT_AREAS_MAX];
@@ -902,6 +915,7 @@ static int create_server(struct o1d *d)
 	    .admin_uids = admins,
 	    .n_admin_uids = with_self(&c->ipc.admin_uids, admins),
 	    .spin_us = c->ipc.spin_us,
+	    .front_threads = front_threads(c),
 	    .max_clients = c->ipc.max_clients,
 	    .sq_entries = c->ipc.ring_entries,
 	    .cq_entries = c->ipc.ring_entries,

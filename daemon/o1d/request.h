@@ -20,7 +20,8 @@
  *   the FINAL (posted, or dropped for a client that is gone).
  * - cancel is written by the front (relaxed atomic, monotonic: 0 until set
  *   once) and polled by the engine; dead (front only) marks a client that
- *   is gone: its events are dropped, not posted.
+ *   is gone: its events are dropped, not posted. "front" means the front
+ *   thread serving the request's client (ipc.front_threads: engine.c).
  * - The ring keeps O1_REQ_FINAL_RESERVE entries for the FINAL (and the
  *   ROUND a refinement cut short sends before it), so a FINAL can always
  *   be produced; tokens wait while the ring lacks room for one
@@ -90,7 +91,8 @@ struct o1_req {
 	bool dead;
 	uint64_t first_token_ns; /* its first TOKEN posted; 0: none yet */
 	uint32_t next_free;
-	uint32_t active_at; /* its index in the engine's active list */
+	uint32_t active_at; /* its index in its front's active list */
+	uint32_t front;	    /* the front thread serving its client */
 
 	/* the out ring: engine produces, front consumes */
 	_Atomic uint32_t out_head;

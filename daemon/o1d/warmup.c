@@ -5,7 +5,7 @@
  *
  * Invariants: called once, before o1_engine_start (no other thread touches
  * the engine yet); the slot is taken from and returned to the free list
- * here, so n_active is unchanged; nothing of it reaches the metrics (the
+ * here, so n_held is unchanged; nothing of it reaches the metrics (the
  * scheduler counts nothing meanwhile, the graph counters it moved are
  * taken as the baseline), so SLOs see client traffic only.
  */

@@ -115,7 +115,7 @@ static void exec_daemon(const struct daemon_proc *d, const char *o1d,
 			const char *const *sets)
 {
 	const char *argv[64];
-	char sock[192], model[192];
+	char sock[192], model[192], fronts[64];
 	int n = 0, fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
 	if (fd < 0 || dup2(fd, 2) < 0)
@@ -137,9 +137,16 @@ static void exec_daemon(const struct daemon_proc *d, const char *o1d,
 	argv[n++] = "backend.device=cpu";
 	argv[n++] = "--set";
 	argv[n++] = "backend.threads=2";
-	for (int i = 0; sets && sets[i] && n < 60; i++) {
+	for (int i = 0; sets && sets[i] && n < 58; i++) {
 		argv[n++] = "--set";
 		argv[n++] = sets[i];
+	}
+	/* the same tests with several front threads (ctest's *_fronts) */
+	if (getenv("O1_TEST_FRONT_THREADS")) {
+		snprintf(fronts, sizeof(fronts), "ipc.front_threads=%s",
+			 getenv("O1_TEST_FRONT_THREADS"));
+		argv[n++] = "--set";
+		argv[n++] = fronts;
 	}
 	argv[n] = NULL;
 	execv(o1d, (char *const *)argv);

@@ -38,8 +38,12 @@ int server_start(struct test_server *s, const char *binary,
 	argv[n++] = binary;
 	argv[n++] = "--socket";
 	argv[n++] = s->path;
-	for (int i = 0; args && args[i] && n < 30; i++)
+	for (int i = 0; args && args[i] && n < 28; i++)
 		argv[n++] = args[i];
+	if (getenv("O1_TEST_FRONTS")) { /* the same tests, sharded */
+		argv[n++] = "--fronts";
+		argv[n++] = getenv("O1_TEST_FRONTS");
+	}
 	argv[n] = NULL;
 	s->pid = fork();
 	if (s->pid < 0)

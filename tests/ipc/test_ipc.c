@@ -743,6 +743,12 @@ static int deaths_at_least(const struct server_stats *st, void *arg)
 	       st->connected == 1;
 }
 
+/* With several front threads the others' counters come at their tick. */
+static int requests_at_least(const struct server_stats *st, void *arg)
+{
+	return st->requests >= (unsigned long long)(uintptr_t)arg;
+}
+
 static void test_sigkill_mid_entry(void **state)
 {
 	struct server_stats st;
@@ -775,11 +781,18 @@ static void test_sigkill_mid_entry(void **state)
 		/* Slots freed: with 3 slots, two new clients fit again. */
 		check_serving(&s);
 		assert_int_equal(o1_client_ping(keep, NULL), 0);
+		/* its slot is free once its hang-up is seen: at once with one
+		 * front thread, a hand-back later with several (shards.c) */
+		assert_int_equal(server_wait(&s, one_client, (void *)1, &st),
+				 0);
 	}
 	/* check_serving's hang-ups (nothing in flight) are not deaths */
 	assert_int_equal(
 	    server_wait(&s, deaths_at_least, (void *)(uintptr_t)3, &st), 0);
 	assert_int_equal(st.deaths, 3);
+	assert_int_equal(server_wait(&s, requests_at_least,
+				     (void *)(uintptr_t)(9 + 3), &st),
+			 0);
 	assert_int_equal(st.requests, 9 + 3); /* 3 holds per round + checks */
 	assert_int_equal(st.connected, 1);
 	o1_client_close(keep);

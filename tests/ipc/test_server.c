@@ -17,17 +17,22 @@
  * --max-grammar N takes grammars of up to N bytes (O1_SUBMIT_GRAMMAR):
  * a request's grammar bytes and 100 x its kind add to the sum the ids
  * come from, so a test sees what reached the consumer.
+ * --fronts N runs N front threads (ipc.h: Threading): the script's table
+ * is guarded by a mutex, each request remembers the front that took it,
+ * and only that front's ->poll advances it. "fronts" (admin) answers
+ * "fronts=N served=A,B,..": requests each front has taken so far.
  *
  * usage: o1_ipc_test_server --socket PATH [--eventfd] [--allow-uid N]
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
  *        [--hello-ms N] [--max-clients N] [--arena N] [--admin-uid N]
  *        [--devout N] [--max-grammar N] [--max-half-open N]
- *        [--per-uid N] [--decay-ms N]
+ *        [--per-uid N] [--decay-ms N] [--fronts N]
  * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
  * at exit (SIGTERM), with the wake-up samples the loop counted and those
  * it handed to ->observe_wakeup (count and largest). SIGINT toggles draining
  * and prints "draining=N". */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +59,14 @@ struct req {
 	uint32_t n_logprobs;
 	int lp_pending; /* the last token's LOGPROBS are not posted yet */
 	int32_t dev;	/* device output area, or -1 */
+	uint32_t front; /* the front thread that took it */
 };
 
 static struct req reqs[MAX_REQS];
 static int live; /* requests in use: ->poll is a no-op without any */
+/* Callbacks of several fronts may run at once: all of them take this. */
+static pthread_mutex_t script_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long served[O1_IPC_FRONTS_MAX];
 
 static void release(struct req *q)
 {
@@ -66,13 +75,11 @@ static void release(struct req *q)
 }
 static int draining;
 
-static int on_submit(void *ctx, struct o1_ipc_server *srv,
-		     const struct o1_ipc_request *r)
+static int submit_locked(struct o1_ipc_server *srv,
+			 const struct o1_ipc_request *r)
 {
 	struct req *q = NULL;
 
-	(void)ctx;
-	(void)srv;
 	for (int i = 0; i < MAX_REQS && !q; i++)
 		if (!reqs[i].used)
 			q = &reqs[i];
@@ -82,6 +89,8 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 		return -EPROTO;
 	memset(q, 0, sizeof(*q));
 	q->used = 1;
+	q->front = o1_ipc_server_front(srv);
+	served[q->front]++;
 	q->dev =
 	    r->params.flags & O1_SUBMIT_DEVICE_LOGITS ? r->devout_area : -1;
 	live++;
@@ -105,24 +114,40 @@ static int on_submit(void *ctx, struct o1_ipc_server *srv,
 	return 0;
 }
 
+static int on_submit(void *ctx, struct o1_ipc_server *srv,
+		     const struct o1_ipc_request *r)
+{
+	int ret;
+
+	(void)ctx;
+	pthread_mutex_lock(&script_lock);
+	ret = submit_locked(srv, r);
+	pthread_mutex_unlock(&script_lock);
+	return ret;
+}
+
 static void on_cancel(void *ctx, struct o1_ipc_server *srv, uint32_t client,
 		      uint64_t req_id)
 {
 	(void)ctx;
 	(void)srv;
+	pthread_mutex_lock(&script_lock);
 	for (int i = 0; i < MAX_REQS; i++)
 		if (reqs[i].used && reqs[i].client_id == client &&
 		    reqs[i].req_id == req_id)
 			reqs[i].cancelled = 1;
+	pthread_mutex_unlock(&script_lock);
 }
 
 static void on_disconnect(void *ctx, struct o1_ipc_server *srv, uint32_t client)
 {
 	(void)ctx;
 	(void)srv;
+	pthread_mutex_lock(&script_lock);
 	for (int i = 0; i < MAX_REQS; i++)
 		if (reqs[i].used && reqs[i].client_id == client)
 			release(&reqs[i]);
+	pthread_mutex_unlock(&script_lock);
 }
 
 static int is_stop(const struct req *q, uint32_t id)
@@ -233,10 +258,15 @@ static int step(struct o1_ipc_server *srv, struct req *q)
 
 static void on_poll(void *ctx, struct o1_ipc_server *srv)
 {
+	uint32_t f = o1_ipc_server_front(srv);
+
 	(void)ctx;
+	pthread_mutex_lock(&script_lock);
 	for (int i = 0; i < MAX_REQS && live; i++)
-		if (reqs[i].used && step(srv, &reqs[i]) == -ENOENT)
+		if (reqs[i].used && reqs[i].front == f &&
+		    step(srv, &reqs[i]) == -ENOENT)
 			release(&reqs[i]);
+	pthread_mutex_unlock(&script_lock);
 }
 
 /* Wake-up samples the loop handed to ->observe_wakeup. */
@@ -246,9 +276,11 @@ static void on_wakeup(void *ctx, uint64_t ns, int slept)
 {
 	(void)ctx;
 	(void)slept;
+	pthread_mutex_lock(&script_lock);
 	observed++;
 	if (ns > observed_max_ns)
 		observed_max_ns = ns;
+	pthread_mutex_unlock(&script_lock);
 }
 
 static void print_stats(struct o1_ipc_server *srv)
@@ -256,6 +288,7 @@ static void print_stats(struct o1_ipc_server *srv)
 	struct o1_ipc_stats st;
 
 	o1_ipc_server_stats(srv, &st);
+	pthread_mutex_lock(&script_lock);
 	printf(
 	    "stats connected=%llu total=%llu refused=%llu deaths=%llu "
 	    "violations=%llu kicked=%llu requests=%llu pings=%llu "
@@ -283,6 +316,21 @@ static void print_stats(struct o1_ipc_server *srv)
 	    (unsigned long long)st.cq_full, (unsigned long long)st.room_wakes,
 	    (unsigned long long)st.tick_refills);
 	fflush(stdout);
+	pthread_mutex_unlock(&script_lock);
+}
+
+/* "fronts=N served=A,B,..." */
+static int fronts_reply(struct o1_ipc_server *srv, char *reply, size_t cap)
+{
+	uint32_t n = o1_ipc_server_fronts(srv);
+	int at = snprintf(reply, cap, "fronts=%u served=", n);
+
+	pthread_mutex_lock(&script_lock);
+	for (uint32_t f = 0; f < n && at > 0 && (size_t)at < cap; f++)
+		at += snprintf(reply + at, cap - (size_t)at, "%s%llu",
+			       f ? "," : "", served[f]);
+	pthread_mutex_unlock(&script_lock);
+	return at;
 }
 
 /* Admin fixture: "clients" -> "clients=N first=NAME", "violations" ->
@@ -296,6 +344,8 @@ static int on_admin(void *ctx, struct o1_ipc_server *srv,
 	int n;
 
 	(void)ctx;
+	if (len == 6 && !memcmp(req, "fronts", 6))
+		return fronts_reply(srv, reply, cap);
 	if (len == 7 && !memcmp(req, "clients", 7)) {
 		n = o1_ipc_clients(srv, info, 4);
 		return snprintf(reply, cap, "clients=%d first=%s", n,
@@ -396,6 +446,8 @@ static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
 			o->max_clients_per_uid = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--decay-ms"))
 			o->violation_decay_ms = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--fronts"))
+			o->front_threads = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--devout")) {
 			if (fake_devout(o, atoi(v)))
 				return -1;

@@ -10,7 +10,9 @@
 # shm-spin line beside the unix-socket line and o1d's idle CPU; with N,
 # the pooled shm-spin-Nclients line. Each line is prefixed with the
 # binary, the client count and the load average at its start. PING_COUNT
-# (default 200000) pings in all per run.
+# (default 200000) pings in all per run. FRONTS (default 1): the
+# ipc.front_threads values to run BUILD_DIR's o1d with, by turns (lines
+# "after-fN"; O1D_BEFORE runs with its own default).
 set -eu
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10).
 export NCCL_NVLS_ENABLE=0
@@ -24,12 +26,14 @@ trap '[ -z "$pid" ] || kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
 "$build/tools/o1model/o1model" make --preset demo --out "$dir/demo.gguf" \
 	>/dev/null 2>&1
 
-# one_run BINARY LABEL N: o1d up, one o1bench ping, o1d down
+# one_run BINARY LABEL N [FRONT_THREADS]: o1d up, one o1bench ping, o1d
+# down
 one_run() {
 	sock=$dir/o1d.sock
 	"$1" --set model.path="$dir/demo.gguf" --set ipc.socket="$sock" \
 		--set kv.pages=256 --set backend.threads=2 \
-		--set metrics.enabled=false >"$dir/o1d.log" 2>&1 &
+		--set metrics.enabled=false \
+		${4:+--set ipc.front_threads=$4} >"$dir/o1d.log" 2>&1 &
 	pid=$!
 	i=0
 	while [ ! -S "$sock" ] && [ $i -lt 300 ]; do
@@ -56,7 +60,9 @@ r=0
 while [ $r -lt "$runs" ]; do
 	for n in $clients; do
 		[ -z "$before" ] || one_run "$before" before "$n"
-		one_run "$build/daemon/o1d/o1d" after "$n"
+		for f in ${FRONTS:-1}; do
+			one_run "$build/daemon/o1d/o1d" "after-f$f" "$n" "$f"
+		done
 	done
 	r=$((r + 1))
 done
