@@ -134,7 +134,7 @@ static int settle(struct cuda_state *s)
  * O1_GEMV_MAX_ROWS. The H200 (2026-12-02, bench_cuda_decode --gemv-rows,
  * docs/PERFORMANCE.md): at 3 and 4 rows cuBLAS beat gemv.cu by 12% and
  * 24% on llama3-8b's layers, while on qwen2.5-0.5b and llama3.2-1b gemv.cu
- * was 3-11% faster at 3 rows and within 3% at 4. */
+ * was 9-11% faster at 3 rows and within 3% at 4. */
 static uint32_t bf16_gemv_most(const struct cuda_state *s)
 {
 	if (s->cfg.cuda_gemv_rows)
