@@ -104,7 +104,9 @@ int server_wait(struct test_server *s,
 		int (*pred)(const struct server_stats *, void *), void *arg,
 		struct server_stats *st)
 {
-	for (int i = 0; i < 500; i++) {
+	/* 20 s at least: generous for a loaded machine under ASan, where
+	 * other front threads publish their counters at a 100 ms tick */
+	for (int i = 0; i < 2000; i++) {
 		if (server_stats(s, st))
 			return -1;
 		if (pred(st, arg))
