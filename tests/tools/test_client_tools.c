@@ -156,6 +156,10 @@ static void test_o1bench_run(void **state)
 	assert_non_null(root);
 	assert_int_equal(json_num(root, "completed"), 7);
 	assert_int_equal(json_num(root, "tokens"), 35);
+	/* the test server counts a text prompt's bytes: o1bench's 16 words,
+	 * "the daemon keeps one model in memory and serves every local
+	 * client the daemon keeps one", are 87 */
+	assert_true(json_num(root, "prompt_tokens_per_request") == 87);
 	assert_int_equal(json_num(root, "errors"), 0);
 	assert_true(json_num(root, "itl_ms_p99") >=
 		    json_num(root, "itl_ms_p50"));

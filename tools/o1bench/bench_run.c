@@ -17,7 +17,9 @@
  * --cold starts every prompt with its request's number, so no request
  * finds another's prefix in the cache. peak_inflight is the most requests
  * submitted and not yet finished at once, counted over all connections:
- * the concurrency that actually ran.
+ * the concurrency that actually ran. prompt_tokens_per_request is the
+ * prompt's tokens as the daemon counted them (the FINALs'), averaged over
+ * the completed requests: the token count a word count P makes.
  *
  * Per request: TTFT = submit to the first TOKEN event; inter-token
  * latency = the gap between TOKEN events divided by the ids the later
@@ -586,6 +588,12 @@ static void print_totals(const struct run_args *a, struct totals *t)
 	print_metric(a, "completed", (double)t->done, 0, &first);
 	print_metric(a, "errors", (double)t->errors, 0, &first);
 	print_metric(a, "tokens", (double)t->tokens, 0, &first);
+	/* as the daemon counted them: what a --prompt-tokens word count
+	 * makes with the model's tokenizer (issue 17 asks for TTFT at an
+	 * exact token count) */
+	print_metric(a, "prompt_tokens_per_request",
+		     t->done ? (double)t->prompt_tokens / (double)t->done : 0,
+		     1, &first);
 	print_metric(a, "concurrency", (double)a->concurrency, 0, &first);
 	print_metric(a, "connections", (double)a->connections, 0, &first);
 	print_metric(a, "peak_inflight", (double)t->peak_inflight, 0, &first);
