@@ -417,8 +417,6 @@ static void housekeeping(struct o1_ipc_server *srv)
 		    now > c->hello_deadline_ns)
 			o1_ipc_refuse(srv, c, -ETIMEDOUT, "no hello in time");
 	}
-	if (srv->group)
-		o1_ipc_shard_publish(srv);
 	o1_log_flush_suppressed(0);
 }
 
@@ -856,6 +854,8 @@ int o1_ipc_loop(struct o1_ipc_server *srv)
 			last = now_ns();
 		if (srv->posted)
 			cadence_arrival(srv, last);
+		if (work && srv->group) /* for the lead's stats, at once */
+			o1_ipc_shard_publish(srv);
 		srv->slept = 0;
 		if (work) {
 			if (idle_since)

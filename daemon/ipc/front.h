@@ -249,8 +249,9 @@ void o1_ipc_shard_give_back(struct o1_ipc_server *srv, uint32_t idx);
 /* Established clients the lead handed away (counted against max_clients)
  * and those of UID among them. */
 uint32_t o1_ipc_away(const struct o1_ipc_server *lead, int by_uid, uid_t uid);
-/* A housekeeping tick of a front thread: its counters for the lead's
- * o1_ipc_server_stats. */
+/* A front thread other than the lead copies its counters for the lead's
+ * o1_ipc_server_stats: after each pass that did work, before it sleeps,
+ * when it stops (shards.c's head). No-op on the lead. */
 void o1_ipc_shard_publish(struct o1_ipc_server *srv);
 
 #endif

@@ -258,8 +258,10 @@ uint32_t o1_ipc_server_front(const struct o1_ipc_server *srv);
  * O1_RING_DRAINING in their submission ring flags. Lead's thread; the
  * other fronts take it at their next kick. */
 void o1_ipc_server_set_draining(struct o1_ipc_server *srv, int on);
-/* The lead's counters plus the other fronts' as of their last
- * housekeeping tick (every 100 ms, and when they stop). Lead's thread. */
+/* The lead's counters plus the other fronts' as of the end of their last
+ * pass that did work (shards.c): a count is in once the pass that made
+ * it ends, so one made before the pass that posted an answer the caller
+ * has seen is in. Lead's thread. */
 void o1_ipc_server_stats(const struct o1_ipc_server *srv,
 			 struct o1_ipc_stats *out);
 

@@ -47,13 +47,22 @@
  *   DRAIN_ACK_NS: a front's pass is bounded by its quotas), so once
  *   o1_ipc_server_set_draining returns every client's ring shows it and
  *   new submissions are refused, as with one thread.
- * - Counters: each front other than the lead publishes its own into
- *   st_pub under `lock` at every housekeeping tick and when it stops; the
- *   lead adds them to its own.
+ * - Counters: each front other than the lead copies its own into its
+ *   st_pub[f] (relaxed atomic stores; f writes only its own, on cache
+ *   lines of its own) after every pass that did work, before every sleep
+ *   and when it stops; the lead adds relaxed loads of them to its own,
+ *   without a lock. So a count made in a pass is there once that pass
+ *   ends, whether the front then sleeps, spins or stays busy (it no longer
+ *   waits for a tick, which a front with work on every pass never
+ *   submits); anything the front posted in a later pass (an answer the
+ *   reader saw, then asked for stats) orders the copy before the read.
+ *   Each counter is exact as of that copy; two counters of one front may
+ *   come from copies a pass apart.
  * With one front thread there is no group: none of this runs, and the
  * loop's pass is what it was. */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -62,6 +71,21 @@
 #include "common/log.h"
 #include "front.h"
 
+/* Every counter of struct o1_ipc_stats but the last (futex_wait) is a
+ * uint64_t, summed over the fronts. */
+_Static_assert(offsetof(struct o1_ipc_stats, futex_wait) % 8 == 0 &&
+		   offsetof(struct o1_ipc_stats, futex_wait) +
+			   sizeof(uint64_t) >=
+		       sizeof(struct o1_ipc_stats),
+	       "o1_ipc_stats: uint64_t counters, then futex_wait");
+
+#define N_COUNTERS (offsetof(struct o1_ipc_stats, futex_wait) / 8)
+
+/* A front's published counters, on cache lines no other front writes. */
+struct shard_counters {
+	_Alignas(64) _Atomic uint64_t v[N_COUNTERS];
+};
+
 struct o1_ipc_shards {
 	uint32_t n;			/* front threads */
 	struct o1_ipc_server **fronts;	/* [0]: the lead */
@@ -69,11 +93,11 @@ struct o1_ipc_shards {
 	int threads_running;		/* the lead's: between start and join */
 	pthread_mutex_t lock;
 	/* under lock: slot indices queued to each front (to adopt; to the
-	 * lead: given back), the copies on their way, published counters */
+	 * lead: given back), the copies on their way */
 	uint32_t **inbox;
 	uint32_t *n_inbox;
 	struct o1_ipc_client *moving; /* n_slots */
-	struct o1_ipc_stats *st_pub;
+	struct shard_counters *st_pub; /* [f]: written by f only (see head) */
 	/* the lead's only: clients each front serves (for f >= 1), and the
 	 * front each AWAY slot went to */
 	uint32_t *served;
@@ -237,45 +261,29 @@ uint32_t o1_ipc_away(const struct o1_ipc_server *lead, int by_uid, uid_t uid)
 
 void o1_ipc_shard_publish(struct o1_ipc_server *srv)
 {
-	struct o1_ipc_shards *g = srv->group;
+	const uint64_t *st = (const uint64_t *)&srv->st;
+	_Atomic uint64_t *pub;
 
 	if (!srv->front)
 		return;
-	pthread_mutex_lock(&g->lock);
-	g->st_pub[srv->front] = srv->st;
-	pthread_mutex_unlock(&g->lock);
-}
-
-/* Every counter of struct o1_ipc_stats but the last (futex_wait) is a
- * uint64_t, summed over the fronts. */
-_Static_assert(offsetof(struct o1_ipc_stats, futex_wait) % 8 == 0 &&
-		   offsetof(struct o1_ipc_stats, futex_wait) +
-			   sizeof(uint64_t) >=
-		       sizeof(struct o1_ipc_stats),
-	       "o1_ipc_stats: uint64_t counters, then futex_wait");
-
-static void add_stats(struct o1_ipc_stats *to, const struct o1_ipc_stats *st)
-{
-	uint64_t *a = (uint64_t *)to;
-	const uint64_t *b = (const uint64_t *)st;
-
-	for (size_t i = 0; i < offsetof(struct o1_ipc_stats, futex_wait) / 8;
-	     i++)
-		a[i] += b[i];
+	pub = srv->group->st_pub[srv->front].v;
+	for (size_t i = 0; i < N_COUNTERS; i++)
+		atomic_store_explicit(&pub[i], st[i], memory_order_relaxed);
 }
 
 void o1_ipc_server_stats(const struct o1_ipc_server *srv,
 			 struct o1_ipc_stats *out)
 {
 	struct o1_ipc_shards *g = srv->group;
+	uint64_t *sum = (uint64_t *)out;
 
 	*out = srv->st;
 	if (!g || srv->front)
 		return;
-	pthread_mutex_lock(&g->lock);
 	for (uint32_t f = 1; f < g->n; f++)
-		add_stats(out, &g->st_pub[f]);
-	pthread_mutex_unlock(&g->lock);
+		for (size_t i = 0; i < N_COUNTERS; i++)
+			sum[i] += atomic_load_explicit(&g->st_pub[f].v[i],
+						       memory_order_relaxed);
 }
 
 /* Waits until every running front applied drain_seq SEQ (see head). */
@@ -365,7 +373,10 @@ static int group_alloc(struct o1_ipc_server *lead, uint32_t n)
 	g->threads = calloc(n, sizeof(*g->threads));
 	g->inbox = calloc(n, sizeof(*g->inbox));
 	g->n_inbox = calloc(n, sizeof(*g->n_inbox));
-	g->st_pub = calloc(n, sizeof(*g->st_pub));
+	g->st_pub = aligned_alloc(_Alignof(struct shard_counters),
+				  n * sizeof(*g->st_pub));
+	if (g->st_pub)
+		memset(g->st_pub, 0, n * sizeof(*g->st_pub));
 	g->served = calloc(n, sizeof(*g->served));
 	g->moving = calloc(lead->n_slots, sizeof(*g->moving));
 	g->away_front = calloc(lead->n_slots, sizeof(*g->away_front));

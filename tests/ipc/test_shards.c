@@ -219,6 +219,42 @@ static void test_hang_up_on_every_front(void **state)
 	assert_int_equal(server_stop(&s), 0);
 }
 
+/* Counts of every front reach the lead's stats at once, with no tick or
+ * sleep of theirs: the fronts spin for 10 s (--spin-us) after their last
+ * work, and the stats are read once, right after each client's FINAL,
+ * which its front posted a pass after counting the ping and the request
+ * (shards.c's head). Before, a front's counts came at its next 100 ms
+ * tick or sleep, so this read missed the last front's. */
+static void test_counted_at_once(void **state)
+{
+	struct o1_client *c[FRONTS];
+	struct server_stats st;
+	struct test_server s;
+	char reply[128];
+	int fd;
+
+	(void)state;
+	start(&s, "--spin-us", "10000000");
+	for (int i = 0; i < FRONTS; i++)
+		c[i] = connect_client(&s, "counted");
+	for (int i = 0; i < FRONTS; i++)
+		serve_one(c[i], (uint64_t)i);
+	assert_int_equal(server_stats(&s, &st), 0);
+	assert_int_equal(st.pings, FRONTS);
+	assert_int_equal(st.requests, FRONTS);
+	fd = admin_connect(s.path);
+	admin_ask(fd, "fronts", reply, sizeof(reply));
+	assert_string_equal(reply, "fronts=4 served=1,1,1,1");
+	close(fd);
+	for (int i = 0; i < FRONTS; i++)
+		o1_client_close(c[i]);
+	assert_int_equal(server_wait(&s, connected_is, (void *)0, &st), 0);
+	assert_int_equal(st.pings, FRONTS);
+	assert_int_equal(st.requests, FRONTS);
+	assert_int_equal(st.deaths, 0);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 /* Toggles draining through the server's SIGINT and reads its answer. */
 static void toggle_draining(struct test_server *s, const char *want)
 {
@@ -336,6 +372,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_spread_and_served),
 	    cmocka_unit_test(test_hang_up_on_every_front),
+	    cmocka_unit_test(test_counted_at_once),
 	    cmocka_unit_test(test_drain_in_flight),
 	    cmocka_unit_test(test_stop_in_flight),
 	    cmocka_unit_test(test_admin_and_caps),
