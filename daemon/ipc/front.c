@@ -31,8 +31,9 @@
  * Reading (and discarding) the hello first, then closing, leaves nothing
  * unread: the peer reads the refusal, then end of file. The front loop
  * never waits for it: the socket is polled on the housekeeping tick, at
- * most O1_IPC_LINGER_MAX at a time (beyond that, closed at once: the
- * client library still reads a refusal past a reset).
+ * most O1_IPC_LINGER_MAX at a time (when they are all taken, those whose
+ * peer is done are closed first; beyond that, closed at once: the client
+ * library still reads a refusal past a reset).
  *
  * What a connection may cost (guard.c): silent connections have their own
  * budget, each uid a cap, a doorbell storm throttles its client. A client
@@ -274,24 +275,6 @@ void o1_ipc_reap(struct o1_ipc_server *srv)
 			teardown(srv, o1_ipc_live(srv, i));
 }
 
-/* Closes a refused socket (its welcome sent) once its peer's hello is
- * read, never waiting: now, on a later tick, or at hello_timeout_ms. */
-static void linger(struct o1_ipc_server *srv, int fd)
-{
-	if (o1_ipc_discard(fd) != -EAGAIN)
-		goto close_fd;
-	for (uint32_t i = 0; i < O1_IPC_LINGER_MAX; i++) {
-		if (srv->linger_fd[i] >= 0)
-			continue;
-		srv->linger_fd[i] = fd;
-		srv->linger_deadline_ns[i] =
-		    now_ns() + srv->o.hello_timeout_ms * 1000000ull;
-		return;
-	}
-close_fd:
-	close(fd);
-}
-
 /* Closes the lingering sockets whose peer spoke, hung up or timed out. */
 static void linger_check(struct o1_ipc_server *srv, uint64_t now)
 {
@@ -304,6 +287,41 @@ static void linger_check(struct o1_ipc_server *srv, uint64_t now)
 		close(fd);
 		srv->linger_fd[i] = -1;
 	}
+}
+
+static int linger_add(struct o1_ipc_server *srv, int fd, uint64_t now)
+{
+	for (uint32_t i = 0; i < O1_IPC_LINGER_MAX; i++) {
+		if (srv->linger_fd[i] >= 0)
+			continue;
+		srv->linger_fd[i] = fd;
+		srv->linger_deadline_ns[i] =
+		    now + srv->o.hello_timeout_ms * 1000000ull;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+/* Closes a refused socket (its welcome sent) once its peer's hello is
+ * read, never waiting: now, on a later tick, or at hello_timeout_ms.
+ * A full table first gives back the entries whose peers are done (they
+ * wait for the next tick, 100 ms: a refused client that reconnects at
+ * once fills the table with them well within one); only a table of
+ * silent peers closes the new one at once. */
+static void linger(struct o1_ipc_server *srv, int fd)
+{
+	uint64_t now;
+
+	if (o1_ipc_discard(fd) != -EAGAIN)
+		goto close_fd;
+	now = now_ns();
+	if (!linger_add(srv, fd, now))
+		return;
+	linger_check(srv, now);
+	if (!linger_add(srv, fd, now))
+		return;
+close_fd:
+	close(fd);
 }
 
 /* Refuses a connection that got no slot: the welcome, then linger. */
