@@ -50,6 +50,25 @@ static __device__ __forceinline__ float qd_f16(uint32_t h)
 			 5.9604644775390625e-8f);
 }
 
+/* (float)(B - K) for B in [0, 2^22) and a small integer K, exact, without
+ * an int-to-float conversion (a quarter-rate instruction on sm_90, which
+ * bounded the dequantization's throughput): B in the low mantissa bits of
+ * 1.5 x 2^23, whose step is 1, less 1.5 x 2^23 + K (both exact). */
+static __device__ __forceinline__ float qd_float_less(uint32_t b, int k)
+{
+	return __fsub_rn(__uint_as_float(0x4B400000u | b),
+			 12582912.0f + (float)k);
+}
+
+/* qd_float_less (byte I of W, K), the byte moved into 1.5 x 2^23's
+ * mantissa by one byte permutation. */
+static __device__ __forceinline__ float qd_byte_less(uint32_t w, int i, int k)
+{
+	return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B400000u,
+						      0x7650u + (uint32_t)i)),
+			 12582912.0f + (float)k);
+}
+
 /* bf16 bits -> f32 (exact). */
 static __device__ __forceinline__ float qd_bf16(uint32_t b)
 {
@@ -101,8 +120,14 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 
 		qd_load32(blk + 2, b);
 #pragma unroll
-		for (int e = 0; e < 32; e++)
-			v[e] = __fmul_rn((float)(int8_t)qd_byte(b, e), d);
+		for (int i = 0; i < 8; i++) {
+			uint32_t w = b[i] ^ 0x80808080u; /* int8s plus 128 */
+
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				v[4 * i + j] =
+				    __fmul_rn(qd_byte_less(w, j, 128), d);
+		}
 	} else if constexpr (TYPE == O1_QUANT_Q4_0) {
 		const uint8_t *blk = row + (size_t)u * O1_QUANT_Q4_0_BYTES;
 		float d = qd_f16(qd_u16(blk));
@@ -116,9 +141,9 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 				uint32_t q = (w >> (8 * h)) & 0xff;
 
 				v[2 * i + h] =
-				    __fmul_rn((float)((int)(q & 0xf) - 8), d);
+				    __fmul_rn(qd_float_less(q & 0xf, 8), d);
 				v[16 + 2 * i + h] =
-				    __fmul_rn((float)((int)(q >> 4) - 8), d);
+				    __fmul_rn(qd_float_less(q >> 4, 8), d);
 			}
 		}
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
@@ -138,13 +163,17 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 		}
 		d = __fmul_rn(qd_f16(dd & 0xffff), (float)sc);
 		m = __fmul_rn(qd_f16(dd >> 16), (float)mn);
-		qd_load32(blk + 16 + 32 * (s / 2), b);
-#pragma unroll
-		for (int e = 0; e < 32; e++) {
-			uint32_t q = qd_byte(b, e);
+		/* 4-byte aligned (the blocks are: quant.cu's invariants) */
+		const uint32_t *qs = (const uint32_t *)(blk + 16 + 32 * (s / 2));
 
-			q = s % 2 ? q >> 4 : q & 0xf;
-			v[e] = __fsub_rn(__fmul_rn(d, (float)q), m);
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			uint32_t w = (qs[i] >> (4 * (s % 2))) & 0x0f0f0f0fu;
+
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				v[4 * i + j] = __fsub_rn(
+				    __fmul_rn(d, qd_byte_less(w, j, 0)), m);
 		}
 	} else {
 		const uint8_t *blk =
@@ -158,13 +187,15 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 		qd_load32(blk + 64 * h + 32 * (g % 2), b);
 		qd_load32(blk + 128 + 32 * h, hb);
 #pragma unroll
-		for (int e = 0; e < 32; e++) {
-			uint32_t lo = qd_byte(b, e), hi = qd_byte(hb, e);
-			int q;
+		for (int i = 0; i < 8; i++) {
+			/* four 6-bit quants, one a byte */
+			uint32_t w = ((b[i] >> (g < 2 ? 0 : 4)) & 0x0f0f0f0fu) |
+				     ((hb[i] >> (2 * g)) & 0x03030303u) << 4;
 
-			lo = g < 2 ? lo & 0xf : lo >> 4;
-			q = (int)(lo | (((hi >> (2 * g)) & 3) << 4)) - 32;
-			v[e] = __fmul_rn(e < 16 ? d0 : d1, (float)q);
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				v[4 * i + j] = __fmul_rn(
+				    i < 4 ? d0 : d1, qd_byte_less(w, j, 32));
 		}
 	}
 }

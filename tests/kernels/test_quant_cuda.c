@@ -68,33 +68,44 @@ static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
 static const char *const files[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
 
 /* Device dequantization of the N elements at Q (f32 and bf16) against the
- * CPU's, and against WANT (when not NULL) bitwise. */
+ * CPU's, and against WANT (when not NULL) bitwise; the blocks on the
+ * device at an aligned address and 4 bytes past it (every type needs only
+ * 2 or 4). */
 static void check_dequant(enum o1_quant_type type, const uint8_t *q, uint64_t n,
 			  const float *want)
 {
 	uint64_t bytes;
 	float *cpu = malloc(n * 4), *gpu = malloc(n * 4), *dout;
 	uint16_t *g16 = malloc(n * 2), *d16;
-	void *dq;
+	uint8_t *dq;
 
 	assert_int_equal(o1_quant_row_bytes(type, n, &bytes), 0);
-	dq = kct_dev_copy(q, bytes);
+	dq = kct_dev(bytes + 4);
 	dout = kct_dev(n * 4);
 	d16 = kct_dev(n * 2);
 	o1_quant_dequantize(type, q, cpu, n);
-	assert_int_equal(o1_quant_dequantize_cuda(type, dq, dout, n, NULL), 0);
-	assert_int_equal(o1_quant_dequantize_bf16_cuda(type, dq, d16, n, NULL),
-			 0);
-	kct_get(gpu, dout, n * 4);
-	kct_get(g16, d16, n * 2);
-	assert_memory_equal(gpu, cpu, n * 4);
-	if (want)
-		assert_memory_equal(gpu, want, n * 4);
-	for (uint64_t i = 0; i < n; i++)
-		if (g16[i] != kct_bf16_of(cpu[i]))
-			fail_msg("%s bf16 element %llu: %04x, want %04x",
-				 o1_quant_name(type), (unsigned long long)i,
-				 g16[i], kct_bf16_of(cpu[i]));
+	for (uint32_t off = 0; off <= 4; off += 4) {
+		assert_int_equal(cudaMemcpy(dq + off, q, bytes,
+					    cudaMemcpyHostToDevice),
+				 cudaSuccess);
+		assert_int_equal(
+		    o1_quant_dequantize_cuda(type, dq + off, dout, n, NULL), 0);
+		assert_int_equal(o1_quant_dequantize_bf16_cuda(type, dq + off,
+							       d16, n, NULL),
+				 0);
+		kct_get(gpu, dout, n * 4);
+		kct_get(g16, d16, n * 2);
+		assert_memory_equal(gpu, cpu, n * 4);
+		if (want)
+			assert_memory_equal(gpu, want, n * 4);
+		for (uint64_t i = 0; i < n; i++)
+			if (g16[i] != kct_bf16_of(cpu[i]))
+				fail_msg("%s bf16 element %llu (blocks at "
+					 "+%u): %04x, want %04x",
+					 o1_quant_name(type),
+					 (unsigned long long)i, off, g16[i],
+					 kct_bf16_of(cpu[i]));
+	}
 	cudaFree(dq), cudaFree(dout), cudaFree(d16);
 	free(cpu), free(gpu), free(g16);
 }
@@ -138,15 +149,18 @@ static void test_dequant_vectors(void **state)
 
 static void test_dequant_random(void **state)
 {
-	uint64_t n = kct_quick() ? 8192 : 1u << 20;
+	/* whole warps of 32 units; 37 super-blocks: a last warp of 8 units,
+	 * whose Q6_K span (210 bytes) ends 2 bytes past its last 8-byte word */
+	uint64_t sizes[] = {kct_quick() ? 8192 : 1u << 20, 37 * 256};
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		uint8_t *q = qct_random_blocks(types[i], n);
+	for (size_t k = 0; k < 2; k++)
+		for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+			uint8_t *q = qct_random_blocks(types[i], sizes[k]);
 
-		check_dequant(types[i], q, n, NULL);
-		free(q);
-	}
+			check_dequant(types[i], q, sizes[k], NULL);
+			free(q);
+		}
 }
 
 static void test_embedding(void **state)
