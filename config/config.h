@@ -149,7 +149,7 @@ struct o1_config {
 		struct o1_config_list allowed_gids;
 		struct o1_config_list admin_uids;
 		uint32_t spin_us;
-		uint32_t front_threads; /* 0 = auto: one per 4 cores, 1..4 */
+		uint32_t front_threads; /* 0 = auto: one per 8 cores, 1..4 */
 		uint32_t max_clients;
 		uint32_t ring_entries;
 		uint32_t max_inflight;

@@ -885,17 +885,21 @@ static uint32_t devout_descs(const struct o1d *d, struct o1_wire_devout *out)
 	return n;
 }
 
-/* ipc.front_threads, 0 (auto) resolved: one per 4 online cores, 1..4;
- * a front thread that spins needs a core of its own to pay. */
+/* ipc.front_threads, 0 (auto) resolved: one per 8 online cores, 1..4;
+ * a front thread that spins needs a core of its own to pay. On the
+ * 16-core H200 host (docs/PERFORMANCE.md, "Several front threads"), 16
+ * clients pinging at once: 2 fronts p50 / p99 1.42-1.72 / 2.46-3.14 us,
+ * 4 fronts 1.08-1.16 / 4.69-8.86 (20 spinning threads on 16 cores), 1
+ * front 2.60-2.63 / 4.15-6.49. */
 static uint32_t front_threads(const struct o1_config *c)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (c->ipc.front_threads)
 		return c->ipc.front_threads;
-	if (cores < 8)
+	if (cores < 16)
 		return 1;
-	return cores >= 16 ? 4 : (uint32_t)(cores / 4);
+	return cores >= 32 ? 4 : (uint32_t)(cores / 8);
 }
 
 static int create_server(struct o1d *d)
