@@ -41,6 +41,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/matmul.h"
+#include "kernels/gemv_q8.h"
 #include "kernels/matmul_q.h"
 #include "kernels/quant.h"
 #include "kernels/residual.h"
@@ -49,6 +50,7 @@
 #include "kernels/sample.h"
 #include "kernels/swiglu.h"
 #include "kernels/threads.h"
+#include "model/dtype.h"
 #include "step_trace.h"
 
 /* A matrix kept in its block format: rows of whole blocks of TYPE. */
@@ -77,6 +79,7 @@ struct cpu_state {
 	float *kv;    /* owned: the pool */
 	float *arena; /* owned: activations below */
 	float *x, *h, *q, *k, *v, *att, *o, *gate, *up, *scratch;
+	uint16_t *xbf; /* owned: cfg.cpu_quant_int8's bf16 inputs */
 	int32_t *ids, *pos;
 	uint32_t *slots, *q_off, *start, *tables, *rows;
 	uint32_t max_blocks;
@@ -340,6 +343,18 @@ static int alloc_sampling(struct cpu_state *s)
 	return 0;
 }
 
+/* cfg.cpu_quant_int8: a bf16 copy of the widest product input a step
+ * has (max_batch_tokens rows). */
+static int alloc_int8_inputs(struct cpu_state *s)
+{
+	const struct o1_model_desc *d = &s->d;
+	uint32_t k = d->dim > d->ffn_dim ? d->dim : d->ffn_dim;
+
+	k = k > d->n_heads * d->head_dim ? k : d->n_heads * d->head_dim;
+	s->xbf = malloc((size_t)s->cfg.max_batch_tokens * k * sizeof(uint16_t));
+	return s->xbf ? 0 : -ENOMEM;
+}
+
 static void cpu_destroy(void *state)
 {
 	struct cpu_state *s = state;
@@ -350,6 +365,7 @@ static void cpu_destroy(void *state)
 	free(s->head_logits);
 	free(s->sample_mem);
 	free(s->arena);
+	free(s->xbf);
 	free(s->kv);
 	free(s->inv_freq);
 	free(s->weights);
@@ -387,6 +403,8 @@ static int cpu_create(const struct o1_model *m,
 		err = o1_threads_create(cfg->n_threads, &s->tp);
 	if (!err && cfg->sampling && !cfg->tp_rank)
 		err = alloc_sampling(s);
+	if (!err && cfg->cpu_quant_int8)
+		err = alloc_int8_inputs(s);
 	if (err) {
 		cpu_destroy(s);
 		return err;
@@ -435,11 +453,32 @@ static struct o1_attn_dims attn_dims(const struct cpu_state *s)
 				     (float)(1.0 / sqrt(d->head_dim))};
 }
 
+/* y (M,N) = x (M,K) . Q^T + BIAS on the CUDA backend's int8 path
+ * (cfg.cpu_quant_int8): x rounded to bf16 as the device's activations
+ * are, then o1_gemv_q8_cpu (its bits), the bias added after as the
+ * device's epilogue does. */
+static int int8_product(struct cpu_state *s, float *y, const float *x,
+			const struct cpu_blocks *q, const float *bias,
+			uint32_t m, uint32_t n, uint32_t k)
+{
+	int err;
+
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		s->xbf[i] = o1_f32_to_bf16(x[i]);
+	err = o1_gemv_q8_cpu(y, s->xbf, q->data, q->type, m, n, k, n);
+	for (uint32_t r = 0; !err && bias && r < m; r++)
+		for (uint32_t j = 0; j < n; j++)
+			y[(size_t)r * n + j] += bias[j];
+	return err;
+}
+
 /* y (M,N) = x (M,K) . W^T + BIAS for W held as f32 (F) or in blocks (Q). */
 static int product(struct cpu_state *s, float *y, const float *x,
 		   const float *f, const struct cpu_blocks *q,
 		   const float *bias, uint32_t m, uint32_t n, uint32_t k)
 {
+	if (q->data && s->cfg.cpu_quant_int8)
+		return int8_product(s, y, x, q, bias, m, n, k);
 	if (q->data)
 		return o1_matmul_q_cpu(s->tp, y, x, q->data, q->type, bias, m,
 				       n, k);
