@@ -29,6 +29,9 @@ s_models_dir=/tmp/o1m
 s_prefix=/tmp/o1-debs
 s_lib=$s_prefix/usr/lib/x86_64-linux-gnu
 s_run=$(mktemp -d /tmp/o1-session.XXXXXX)
+# the run folder (socket, o1d's log: s_o1d_stop copies it to $OUT) goes
+# with the call's shell; a caller's own EXIT trap replaces this one
+trap 'rm -rf "$s_run"' EXIT
 s_sock=$s_run/o1d.sock
 s_pid=
 mkdir -p "$s_out" "$s_models_dir"
