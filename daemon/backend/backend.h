@@ -151,15 +151,15 @@ struct o1_backend_config {
 	 * kernels/gemv_q8.h bounds the difference); true = f32 (each weight
 	 * dequantized in registers and multiplied in f32, gemv_q.h). */
 	bool cuda_quant_f32;
-	/* CPU backend: products of at most cpu_quant_int8_rows rows (0:
-	 * none) on GGUF block weights take the CUDA backend's int8 decode
-	 * path bit for bit (kernels/gemv_q8.h: the input rows rounded to
-	 * bf16, quantized to int8 per 32 elements, integer sums): a reference
-	 * for that path's logits (O1_GEMV_MAX_ROWS: the device's decode
-	 * steps) and, at every row count, the measure of the scheme's own
-	 * distance to the f32 products (tools/bench/int8_error,
-	 * test_cpu_backend). Slow; not a serving mode. */
-	uint32_t cpu_quant_int8_rows;
+	/* CPU backend: products on GGUF block weights take the CUDA
+	 * backend's int8 decode path bit for bit (kernels/gemv_q8.h: the input
+	 * rows rounded to bf16, quantized to int8 per 32 elements, integer
+	 * sums), at every row count: the measure of the scheme's own distance
+	 * to the f32 products (tools/bench/int8_error, test_cpu_backend). Not
+	 * a reference for the device's rows: inputs a bf16 rounding apart
+	 * round to other int8 steps (docs/PERFORMANCE.md). Slow; not a
+	 * serving mode. */
+	bool cpu_quant_int8;
 	/* CUDA backend, products of more rows on block weights: false = each
 	 * matrix dequantized to bf16 tiles of cuda_quant_tile_bytes (0:
 	 * QTILE_BYTES, the most) multiplied by cuBLAS (the default); true =

@@ -79,7 +79,7 @@ struct cpu_state {
 	float *kv;    /* owned: the pool */
 	float *arena; /* owned: activations below */
 	float *x, *h, *q, *k, *v, *att, *o, *gate, *up, *scratch;
-	uint16_t *xbf; /* owned: cfg.cpu_quant_int8_rows' bf16 inputs */
+	uint16_t *xbf; /* owned: cfg.cpu_quant_int8's bf16 inputs */
 	int32_t *ids, *pos;
 	uint32_t *slots, *q_off, *start, *tables, *rows;
 	uint32_t max_blocks;
@@ -343,18 +343,15 @@ static int alloc_sampling(struct cpu_state *s)
 	return 0;
 }
 
-/* cfg.cpu_quant_int8_rows: a bf16 copy of the widest product input it
- * takes (at most max_batch_tokens rows). */
+/* cfg.cpu_quant_int8: a bf16 copy of the widest product input a step
+ * has (max_batch_tokens rows). */
 static int alloc_int8_inputs(struct cpu_state *s)
 {
 	const struct o1_model_desc *d = &s->d;
 	uint32_t k = d->dim > d->ffn_dim ? d->dim : d->ffn_dim;
-	uint32_t rows = s->cfg.cpu_quant_int8_rows < s->cfg.max_batch_tokens
-			    ? s->cfg.cpu_quant_int8_rows
-			    : s->cfg.max_batch_tokens;
 
 	k = k > d->n_heads * d->head_dim ? k : d->n_heads * d->head_dim;
-	s->xbf = malloc((size_t)rows * k * sizeof(uint16_t));
+	s->xbf = malloc((size_t)s->cfg.max_batch_tokens * k * sizeof(uint16_t));
 	return s->xbf ? 0 : -ENOMEM;
 }
 
@@ -406,7 +403,7 @@ static int cpu_create(const struct o1_model *m,
 		err = o1_threads_create(cfg->n_threads, &s->tp);
 	if (!err && cfg->sampling && !cfg->tp_rank)
 		err = alloc_sampling(s);
-	if (!err && cfg->cpu_quant_int8_rows)
+	if (!err && cfg->cpu_quant_int8)
 		err = alloc_int8_inputs(s);
 	if (err) {
 		cpu_destroy(s);
@@ -457,7 +454,7 @@ static struct o1_attn_dims attn_dims(const struct cpu_state *s)
 }
 
 /* y (M,N) = x (M,K) . Q^T + BIAS on the CUDA backend's int8 path
- * (cfg.cpu_quant_int8_rows): x rounded to bf16 as the device's activations
+ * (cfg.cpu_quant_int8): x rounded to bf16 as the device's activations
  * are, then o1_gemv_q8_cpu (its bits), the bias added after as the
  * device's epilogue does. */
 static int int8_product(struct cpu_state *s, float *y, const float *x,
@@ -480,7 +477,7 @@ static int product(struct cpu_state *s, float *y, const float *x,
 		   const float *f, const struct cpu_blocks *q,
 		   const float *bias, uint32_t m, uint32_t n, uint32_t k)
 {
-	if (q->data && m <= s->cfg.cpu_quant_int8_rows)
+	if (q->data && s->cfg.cpu_quant_int8)
 		return int8_product(s, y, x, q, bias, m, n, k);
 	if (q->data)
 		return o1_matmul_q_cpu(s->tp, y, x, q->data, q->type, bias, m,

@@ -11,7 +11,7 @@
  * refused. Weights in GGUF block formats (Q8_0, Q4_0, Q4_K, Q6_K, Q/K rows
  * in GGUF order) give logits bitwise those of the same model dequantized to
  * f32 (matmul_q.h's contract), kept in blocks or dequantized at load.
- * With cfg.cpu_quant_int8_rows (the CUDA backend's int8 decode products,
+ * With cfg.cpu_quant_int8 (the CUDA backend's int8 decode products,
  * kernels/gemv_q8.h, bit for bit) the same model's logits differ from the
  * f32 products' by the scheme's own error: above zero (the path runs) and
  * within 8e-2 rel L2 a row, twice what this model measures (3.9%; o1model's
@@ -657,7 +657,7 @@ static void dequantized_copy(const struct mem_model *f, struct mem_model *g)
 	}
 }
 
-static uint32_t quant_int8; /* run_logits' cfg.cpu_quant_int8_rows */
+static bool quant_int8; /* run_logits' cfg.cpu_quant_int8 */
 
 /* Every row's logits of a 9-token prefill and two decodes. */
 static float *run_logits(const struct o1_model *m, bool dequantize)
@@ -667,7 +667,7 @@ static float *run_logits(const struct o1_model *m, bool dequantize)
 	struct o1_backend_config cfg = {
 	    .n_threads = n_threads, .max_batch_tokens = 16, .max_seqs = 2,
 	    .max_context_tokens = 64, .n_pages = 8, .page_tokens = 16,
-	    .dequantize = dequantize, .cpu_quant_int8_rows = quant_int8};
+	    .dequantize = dequantize, .cpu_quant_int8 = quant_int8};
 	float *out = malloc(11 * 300 * sizeof(float));
 	struct engine e;
 	struct seq s;
@@ -730,9 +730,9 @@ static void test_int8_products(void **state)
 	(void)state;
 	quantized_model(&f, false);
 	ref = run_logits(&f.m, false);
-	quant_int8 = UINT32_MAX;
+	quant_int8 = true;
 	q8 = run_logits(&f.m, false);
-	quant_int8 = 0;
+	quant_int8 = false;
 	for (uint32_t r = 0; r < 11; r++) {
 		double e = row_rel_l2(q8 + r * 300, ref + r * 300, 300);
 

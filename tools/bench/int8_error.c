@@ -5,8 +5,7 @@
  *   int8_error MODEL [--prompt N] [--decode N] [--seed N] [--threads N]
  *
  * Two CPU backends over the same GGUF block weights, one with
- * cfg.cpu_quant_int8_rows at every row count (o1_gemv_q8_cpu, the
- * device's bits): N random prompt
+ * cfg.cpu_quant_int8 (o1_gemv_q8_cpu, the device's bits): N random prompt
  * ids (seeded) prefilled with logits at every position, then N greedy
  * decode steps, each fed the f32 side's pick. Prints the relative L2
  * distance ||int8 - f32|| / ||f32|| of the prompt rows and of the decode
@@ -59,7 +58,7 @@ static int side_open(struct side *sd, const struct o1_model *m,
 	    .max_context_tokens = MAX_PAGES * PAGE,
 	    .n_pages = MAX_PAGES,
 	    .page_tokens = PAGE,
-	    .cpu_quant_int8_rows = int8 ? UINT32_MAX : 0};
+	    .cpu_quant_int8 = int8};
 	int err = o1_backend_create(O1_BACKEND_CPU, m, &cfg, &sd->b);
 
 	err = err ? err
