@@ -28,10 +28,10 @@
  * rounds, len = its causal length; one up to len = solo (2-4 rounds at
  * up to 8 rows, dec_solo: no merge for a short context, where the merge's
  * fence, ticket and dependent loads of partials cost more than a second
- * round of arithmetic on rows loaded before the PDL wait). Blocks past a row's last split exit at
- * once, so a graph captured at MAX_LEN = the longest context costs a short
- * sequence only its own splits. A row with one split writes its output
- * directly; otherwise each split stores its partial (acc, max, sum) in
+ * round of arithmetic on rows loaded before the PDL wait). Blocks past a row's
+ * last split exit at once, so a graph captured at MAX_LEN = the longest context
+ * costs a short sequence only its own splits. A row with one split writes its
+ * output directly; otherwise each split stores its partial (acc, max, sum) in
  * scratch and the last of them to finish, by a ticket counter per (row,
  * block column), merges exactly the used splits and sets the ticket back
  * to zero (one kernel, no merge launch).
@@ -45,6 +45,10 @@
  * previous kernel (the QKV product); after the wait it reads q and loads
  * the new positions (the previous kernel wrote them). Where they are
  * loaded changes no bit.
+ *
+ * Tensor cores. Launches of many rows (rows x kv heads >= DEC_TC_BLOCKS,
+ * enough blocks without splits) go to attention_decode_tc.cu, whose mma
+ * tiles serve a GQA group's heads at once (o1_attn_decode_tune's tc).
  *
  * Invariants: D in {32, 64, 128, 256}; page_stride, the caches and q
  * 16-byte aligned (fits); tickets zero between launches (device memory
@@ -79,6 +83,9 @@ extern "C" {
 #define DEC_HEADS	 4
 #define DEC_HEADS_FEW	 1 /* at up to 8 rows: dec_most */
 #define DEC_FLAT	 false
+/* launches of at least this many (row, kv head) blocks go to
+ * attention_decode_tc.cu (dec_tensor_cores) */
+#define DEC_TC_BLOCKS 512
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
 
@@ -617,6 +624,23 @@ static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks)
 	return n_rows > 8 ? 1 : blocks < 32 ? 4 : 2;
 }
 
+/* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
+ * AUTO): rows x kv heads of at least DEC_TC_BLOCKS, a block each with no
+ * splits. */
+static bool dec_tensor_cores(const struct o1_attn_dims *d, const uint16_t *out,
+			     const float *q, const uint16_t *kc,
+			     const uint16_t *vc, uint32_t n_rows,
+			     const struct o1_attn_decode_tune *tune)
+{
+	uint32_t tc = tune ? tune->tc : (uint32_t)O1_ATTN_TC_AUTO;
+
+	if (tc == O1_ATTN_TC_OFF ||
+	    !o1_attention_decode_tc_fits(d, out, q, kc, vc))
+		return false;
+	return tc == O1_ATTN_TC_ON ||
+	       (uint64_t)n_rows * d->n_kv_heads >= DEC_TC_BLOCKS;
+}
+
 extern "C" int o1_attention_decode_cuda(
     uint16_t *out, const float *q, const uint16_t *k_cache,
     const uint16_t *v_cache, const struct o1_attn_dims *d,
@@ -652,6 +676,11 @@ extern "C" int o1_attention_decode_cuda(
 	}
 	if (!n_rows)
 		return 0;
+	if (dec_tensor_cores(d, out, q, k_cache, v_cache, n_rows, tune))
+		return o1_attention_decode_tc_cuda(out, q, k_cache, v_cache, d,
+						   b, n_rows, skip_new,
+						   tune ? tune->tc_stages : 0,
+						   pdl, stream);
 	g = d->n_heads / d->n_kv_heads, hg = dec_heads(g, most);
 	a = dec_dev{b->q_offsets,
 		    b->start_pos,

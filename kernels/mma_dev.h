@@ -7,6 +7,10 @@
  *                 bytes, 16-byte aligned); lane l receives in R[j] the
  *                 elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1)
  *                 of matrix j, the first in the low half.
+ *   mma_ldsm_x4_trans the same with .trans: lane l receives in R[j] the
+ *                 elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4)
+ *                 of matrix j (an mma B fragment of a row-major K x N
+ *                 block: attention_decode_tc.cu's V).
  *   mma_bf16      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32:
  *                 D (16x8) += A (16x16) B (16x8), bf16 products summed
  *                 in f32, in the PTX ISA's fragment layout: with g = l / 4
@@ -61,6 +65,25 @@ static inline void mma_ldsm_x4(const void *row, uint32_t (&r)[4])
 
 		emu_warp_get(8 * j + l / 4, &p, 8);
 		memcpy(&r[j], (const uint8_t *)(uintptr_t)p + 4 * (l % 4), 4);
+	}
+	emu_warp_done();
+}
+
+static inline void mma_ldsm_x4_trans(const void *row, uint32_t (&r)[4])
+{
+	uint64_t mine = (uint64_t)(uintptr_t)row;
+	unsigned l = emu_lane();
+
+	emu_warp_put(&mine, 8);
+	for (unsigned j = 0; j < 4; j++) {
+		uint64_t p0, p1;
+		uint16_t lo, hi;
+
+		emu_warp_get(8 * j + 2 * (l % 4), &p0, 8);
+		emu_warp_get(8 * j + 2 * (l % 4) + 1, &p1, 8);
+		memcpy(&lo, (const uint8_t *)(uintptr_t)p0 + 2 * (l / 4), 2);
+		memcpy(&hi, (const uint8_t *)(uintptr_t)p1 + 2 * (l / 4), 2);
+		r[j] = lo | (uint32_t)hi << 16;
 	}
 	emu_warp_done();
 }
@@ -148,6 +171,17 @@ static __device__ __forceinline__ void mma_ldsm_x4(const void *row,
 	uint32_t at = (uint32_t)__cvta_generic_to_shared(row);
 
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+		     "{%0, %1, %2, %3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(at));
+}
+
+static __device__ __forceinline__ void mma_ldsm_x4_trans(const void *row,
+							 uint32_t (&r)[4])
+{
+	uint32_t at = (uint32_t)__cvta_generic_to_shared(row);
+
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
 		     "{%0, %1, %2, %3}, [%4];"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
 		     : "r"(at));

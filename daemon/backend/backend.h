@@ -138,6 +138,9 @@ struct o1_backend_config {
 	 * the attention kernel out of every step: what it costs inside one. */
 	uint32_t cuda_attn_warps, cuda_attn_split_rounds, cuda_attn_target,
 	    cuda_attn_heads;
+	/* CUDA backend: whether decode rows go to the tensor-core kernel
+	 * (enum o1_attn_tc: 0 auto, wide batches; A/B for benchmarks) */
+	uint32_t cuda_attn_tc;
 	bool cuda_no_attention;
 	/* CUDA backend: products on bf16 weights over at most cuda_gemv_rows
 	 * rows (1..O1_GEMV_MAX_ROWS) run gemv.cu's decode products, fused

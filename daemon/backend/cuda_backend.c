@@ -345,9 +345,13 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 		return err;
 	}
 	s->cfg = *cfg;
-	s->attn_tune = (struct o1_attn_decode_tune){
-	    cfg->cuda_attn_warps, cfg->cuda_attn_split_rounds,
-	    cfg->cuda_attn_target, cfg->cuda_attn_heads, false};
+	s->attn_tune = (struct o1_attn_decode_tune){cfg->cuda_attn_warps,
+						    cfg->cuda_attn_split_rounds,
+						    cfg->cuda_attn_target,
+						    cfg->cuda_attn_heads,
+						    false,
+						    cfg->cuda_attn_tc,
+						    0};
 	err = O1_CUDA_CHECK(cudaGetDeviceCount(&n));
 	if (!err && cfg->device >= (uint32_t)n) {
 		o1_err("cuda backend: no device cuda:%u (%d devices)",

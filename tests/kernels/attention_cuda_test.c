@@ -75,11 +75,18 @@ float *kct_att_gpu(const struct kct_att_case *c, const struct kct_att_host *h,
 							 &b, h->rows, min_new,
 							 0),
 				 0);
-	else if (path == ATT_ROWS)
-		assert_int_equal(o1_attention_rows_cuda(
+	else if (path == ATT_DECODE_TC || path == ATT_DECODE_TC2)
+		assert_int_equal(o1_attention_decode_tc_cuda(
 				     out, q, kc, vc, &dm, &b, h->rows,
-				     h->max_len, sc, scratch_floats, pdl,
+				     min_new ? min_new : UINT32_MAX,
+				     path == ATT_DECODE_TC2 ? 2 : 0, pdl,
 				     kct_stream(pdl)),
+				 0);
+	else if (path == ATT_ROWS)
+		assert_int_equal(o1_attention_rows_cuda(out, q, kc, vc, &dm, &b,
+							h->rows, h->max_len, sc,
+							scratch_floats, pdl,
+							kct_stream(pdl)),
 				 0);
 	else
 		assert_int_equal(o1_attention_cuda(out, q, kc, vc, &dm, &b,

@@ -19,9 +19,11 @@
  *   wait, two after), longer ones split; the new position is loaded
  *   after the PDL wait, apart from the earlier ones (a lost reload leaves
  *   its K/V zero: the output is off).
- * - test_batches: 256 sequences of mixed lengths (1 to 300) and a batch
- *   with some sequences bringing several new rows, through
- *   o1_attention_cuda's dispatch (which picks this kernel for the shape).
+ * - test_batches: 256 sequences of mixed lengths (1 to 300) with the
+ *   tensor-core kernel turned off, the same through o1_attention_cuda's
+ *   dispatch (which sends 512 blocks to attention_decode_tc.cu: the same
+ *   bits as its direct launch), and a batch with some sequences bringing
+ *   several new rows (this kernel).
  * - test_replay: a split launch repeated, and captured into a graph and
  *   replayed, gives the same bits (a ticket left non-zero would merge
  *   early), with launches of other split counts in between; groups wider
@@ -129,7 +131,7 @@ static void run_close(struct dec_run *r)
 	free(r->ref);
 }
 
-enum dec_path { DECODE, DISPATCH, GRAPH };
+enum dec_path { DECODE, DISPATCH, GRAPH, TENSOR_CORES };
 
 /* One launch over the case (PATH: the kernel alone, o1_attention_cuda, or
  * the kernel captured into a graph and replayed twice) with scratch for
@@ -152,6 +154,11 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 						   &r->dm, &r->db, r->rows,
 						   max_len, sc, sf, NULL, true,
 						   kct_stream(true)),
+				 0);
+	} else if (path == TENSOR_CORES) {
+		assert_int_equal(o1_attention_decode_tc_cuda(
+				     out, r->dq, r->dkc, r->dvc, &r->dm, &r->db,
+				     r->rows, UINT32_MAX, 0, false, 0),
 				 0);
 	} else if (path == DECODE) {
 		assert_int_equal(
@@ -221,10 +228,11 @@ static void test_contexts(void **state)
 	static const uint32_t lens[] = {1, 31, 33, 130, 400, 1000, 8192};
 	static const uint32_t shapes[][3] = {
 	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {8, 2, 128}, {7, 1, 128}};
-	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0, false},
-						    {1, 1, 8, 2, false},
-						    {8, 4, 0, 0, true},
-						    {2, 2, 100000, 4, true}};
+	const struct o1_attn_decode_tune tunes[] = {
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
+	    {1, 1, 8, 2, false, O1_ATTN_TC_OFF, 0},
+	    {8, 4, 0, 0, true, O1_ATTN_TC_OFF, 0},
+	    {2, 2, 100000, 4, true, O1_ATTN_TC_OFF, 0}};
 	const uint32_t one = 1;
 
 	(void)state;
@@ -243,11 +251,12 @@ static void test_contexts(void **state)
 static void test_batches(void **state)
 {
 	uint32_t len[256], n_new[256];
-	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0, false},
-						    {4, 1, 4096, 4, true}};
+	const struct o1_attn_decode_tune tunes[] = {
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
+	    {4, 1, 4096, 4, true, O1_ATTN_TC_OFF, 0}};
 	struct dec_case c = {14, 2, 64, 256, len, n_new};
 	struct dec_run r;
-	uint16_t *got;
+	uint16_t *got, *tc;
 
 	(void)state;
 	for (uint32_t s = 0; s < 256; s++)
@@ -255,6 +264,15 @@ static void test_batches(void **state)
 	check_case(&c, tunes, 2);
 	c = (struct dec_case){8, 2, 128, 256, len, n_new};
 	check_case(&c, tunes, 1);
+	/* 512 (row, kv head) blocks: the default sends them to the
+	 * tensor-core kernel (test_attention_prefill_cuda checks its
+	 * output against its own bound) */
+	run_open(&c, &r);
+	got = launch(&r, GRAPH_LEN, NULL, DISPATCH);
+	tc = launch(&r, GRAPH_LEN, NULL, TENSOR_CORES);
+	assert_memory_equal(got, tc, r.out_n * 2);
+	free(got), free(tc);
+	run_close(&r);
 	/* prompt chunks the tiled kernel would not take: several rows */
 	for (uint32_t s = 0; s < 5; s++)
 		len[s] = 20 + 50 * s, n_new[s] = 1 + 3 * s;
@@ -270,11 +288,12 @@ static void test_batches(void **state)
  * launches of other split counts in between. */
 static void check_replay(const struct dec_case *c)
 {
-	const struct o1_attn_decode_tune tunes[] = {{0, 0, 0, 0, false},
-						    {2, 1, 4096, 1, false},
-						    {1, 3, 1, 0, true},
-						    {4, 1, 64, 2, false},
-						    {2, 1, 0, 4, true}};
+	const struct o1_attn_decode_tune tunes[] = {
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
+	    {2, 1, 4096, 1, false, O1_ATTN_TC_OFF, 0},
+	    {1, 3, 1, 0, true, O1_ATTN_TC_OFF, 0},
+	    {4, 1, 64, 2, false, O1_ATTN_TC_OFF, 0},
+	    {2, 1, 0, 4, true, O1_ATTN_TC_OFF, 0}};
 	struct dec_run r;
 
 	run_open(c, &r);
@@ -310,8 +329,10 @@ static void test_decode_errors(void **state)
 	struct o1_attn_dims dm = {8, 2, 96, 16, 2 * 16 * 96, 0.1f};
 	uint32_t dummy[4] = {0, 1};
 	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
-	const struct o1_attn_decode_tune nine = {9, 0, 0, 0, false};
-	const struct o1_attn_decode_tune three = {0, 0, 0, 3, false};
+	const struct o1_attn_decode_tune nine = {9, 0,	   0,
+						 0, false, O1_ATTN_TC_OFF, 0};
+	const struct o1_attn_decode_tune three = {0, 0,	    0,
+						  3, false, O1_ATTN_TC_OFF, 0};
 	uint16_t *p = kct_dev(1 << 16);
 	float *fq = (float *)p;
 

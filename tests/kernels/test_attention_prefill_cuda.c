@@ -1,5 +1,8 @@
 /* attention_prefill.cu, the tiled prefill kernel, alone and behind
- * o1_attention_cuda's dispatch, against attention.c (o1_attention_cpu) on
+ * o1_attention_cuda's dispatch, and attention_decode_tc.cu, the decode
+ * rows on tensor cores (the same rounding, so the same bound; alone where
+ * tools/gpu/emu/run_decode.sh emulates it, without the tiled kernel),
+ * against attention.c (o1_attention_cpu) on
  * fresh random inputs (O1_TEST_SEED or the time, printed), output
  * poisoned with NaN, K/V slots past each sequence's end poisoned too.
  * Exit 77 without a CUDA device. The tolerance is computed per element
@@ -186,16 +189,37 @@ static void poison_tails(const struct kct_att_case *c, struct kct_att_host *h)
 				}
 }
 
+/* The CPU's output *REF (o1_attention_cpu) and each element's tolerance
+ * *TOL (the bound above) for case C (malloc'd). */
+static void pf_expect(const struct kct_att_case *c,
+		      const struct kct_att_host *h, float **ref, float **tol)
+{
+	struct o1_attn_dims dm = kct_kv_dims(&c->k);
+	struct o1_attn_batch b = {c->n_seqs, h->q_off, h->start, h->tables,
+				  h->max_blocks};
+	size_t out_n = (size_t)h->rows * c->k.hq * c->k.d;
+	float *scratch = malloc(
+	    o1_attention_scratch_floats(o1_threads_count(pool), h->max_len) *
+	    4);
+
+	*ref = malloc(out_n * 4), *tol = malloc(out_n * 4);
+	assert_non_null(scratch);
+	assert_int_equal(o1_attention_cpu(pool, *ref, h->q, h->kc, h->vc, &dm,
+					  &b, scratch, h->max_len),
+			 0);
+	o1_threads_run(pool, h->rows * c->k.hq, pf_bound_task,
+		       &(struct pf_bound){c, h, *ref, *tol});
+	free(scratch);
+}
+
 /* The tiled kernel for every sequence, then for those with at least
  * O1_ATTN_TILED_MIN_NEW new tokens (the other rows stay poisoned), then
  * o1_attention_cuda (the row kernel takes the short ones). */
 static void check_prefill(const struct kct_att_case *c)
 {
 	struct kct_att_host h;
-	struct o1_attn_dims dm = kct_kv_dims(&c->k);
-	struct o1_attn_batch b;
-	size_t row_n = (size_t)c->k.hq * c->k.d, out_n;
-	float *ref, *tol, *scratch, *got;
+	size_t row_n = (size_t)c->k.hq * c->k.d;
+	float *ref, *tol, *got;
 
 	fprintf(stderr, "prefill: Hq %u Hkv %u D %u P %u, new/start:", c->k.hq,
 		c->k.hkv, c->k.d, c->k.p);
@@ -204,17 +228,7 @@ static void check_prefill(const struct kct_att_case *c)
 	fprintf(stderr, "\n");
 	kct_att_fill(c, &h);
 	poison_tails(c, &h);
-	b = (struct o1_attn_batch){c->n_seqs, h.q_off, h.start, h.tables,
-				   h.max_blocks};
-	out_n = h.rows * row_n;
-	ref = malloc(out_n * 4), tol = malloc(out_n * 4);
-	scratch = malloc(
-	    o1_attention_scratch_floats(o1_threads_count(pool), h.max_len) * 4);
-	assert_int_equal(o1_attention_cpu(pool, ref, h.q, h.kc, h.vc, &dm, &b,
-					  scratch, h.max_len),
-			 0);
-	o1_threads_run(pool, h.rows * c->k.hq, pf_bound_task,
-		       &(struct pf_bound){c, &h, ref, tol});
+	pf_expect(c, &h, &ref, &tol);
 	got = kct_att_gpu(c, &h, 0, ATT_TILED, 1, false);
 	check_tol("attention tiled", got, ref, tol, 0, h.rows, row_n);
 	free(got);
@@ -235,7 +249,53 @@ static void check_prefill(const struct kct_att_case *c)
 	    o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32),
 	    ATT_AUTO, 0, false);
 	check_tol("attention (dispatch)", got, ref, tol, 0, h.rows, row_n);
-	free(got), free(ref), free(tol), free(scratch), free(h.tables);
+	free(got), free(ref), free(tol), free(h.tables);
+	free(h.kc), free(h.vc), free(h.q);
+}
+
+/* The tensor-core decode kernel (attention_decode_tc.cu: the tiled
+ * kernel's rounding, so its bound) over every row, with and without PDL
+ * and with 2 tiles in flight instead of 3 (the same bits), then leaving
+ * the rows of sequences with at least 2 new tokens alone (they stay
+ * poisoned). */
+static void check_decode_tc(const struct kct_att_case *c)
+{
+	struct kct_att_host h;
+	size_t row_n = (size_t)c->k.hq * c->k.d;
+	float *ref, *tol, *got, *pdl;
+
+	fprintf(stderr,
+		"decode (tensor cores): Hq %u Hkv %u D %u P %u, "
+		"new/start:",
+		c->k.hq, c->k.hkv, c->k.d, c->k.p);
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
+	fprintf(stderr, "\n");
+	kct_att_fill(c, &h);
+	poison_tails(c, &h);
+	pf_expect(c, &h, &ref, &tol);
+	got = kct_att_gpu(c, &h, 0, ATT_DECODE_TC, 0, false);
+	check_tol("attention (decode, tensor cores)", got, ref, tol, 0, h.rows,
+		  row_n);
+	pdl = kct_att_gpu(c, &h, 0, ATT_DECODE_TC, 0, true);
+	assert_memory_equal(got, pdl, h.rows * row_n * 4);
+	free(pdl);
+	pdl = kct_att_gpu(c, &h, 0, ATT_DECODE_TC2, 0, false);
+	assert_memory_equal(got, pdl, h.rows * row_n * 4);
+	free(got), free(pdl);
+	got = kct_att_gpu(c, &h, 0, ATT_DECODE_TC, 2, false);
+	for (uint32_t s = 0; s < c->n_seqs; s++) {
+		if (c->n_new[s] < 2) {
+			check_tol("attention (decode, tensor cores), skip 2",
+				  got, ref, tol, h.q_off[s], h.q_off[s + 1],
+				  row_n);
+			continue;
+		}
+		for (size_t i = h.q_off[s] * row_n; i < h.q_off[s + 1] * row_n;
+		     i++)
+			assert_true(isnan(got[i])); /* not written */
+	}
+	free(got), free(ref), free(tol), free(h.tables);
 	free(h.kc), free(h.vc), free(h.q);
 }
 
@@ -323,6 +383,34 @@ static void test_attention_prefill_long(void **state)
 	check_prefill(&c);
 }
 
+/* The tensor-core decode kernel: contexts at the tile edges (64
+ * positions a tile, 16 a warp) and past three tiles in flight, sequences
+ * bringing 1 to 3 new rows, groups of 1, 4, 7 and 16 query heads, head
+ * dims 64 and 128, page sizes 16, 7 and 5. */
+static void test_attention_decode_tc(void **state)
+{
+	static const uint32_t starts[][ATT_MAX_SEQS] = {
+	    {0, 14, 15, 16, 47, 63, 64, 65},
+	    {127, 128, 191, 192, 193, 255, 400, 1000},
+	};
+	static const uint32_t n_new[ATT_MAX_SEQS] = {1, 1, 2, 1, 3, 1, 1, 2};
+	const struct kct_kv_shape shapes[] = {
+	    {14, 2, 64, 16, 0, true}, {32, 8, 128, 16, 0, true},
+	    {8, 8, 64, 7, 0, true},   {28, 4, 128, 5, 0, true},
+	    {32, 2, 64, 16, 0, true},
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+		for (size_t i = 0; i < sizeof(starts) / sizeof(starts[0]);
+		     i++) {
+			struct kct_att_case c = prefill_case(
+			    shapes[k], ATT_MAX_SEQS, n_new, starts[i]);
+
+			check_decode_tc(&c);
+		}
+}
+
 /* A decode batch (one row per sequence) through o1_attention_cuda is the
  * row kernel's launch, bit for bit (the captured decode graphs depend on
  * it); shapes the tiled kernel does not take are refused by it. */
@@ -361,10 +449,16 @@ static void test_attention_prefill_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_attention_decode_tc),
 	    cmocka_unit_test(test_attention_prefill_edges),
 	    cmocka_unit_test(test_attention_prefill_sweep),
 	    cmocka_unit_test(test_attention_prefill_long),
 	};
+	const struct CMUnitTest emulated[] = {
+	    cmocka_unit_test(test_attention_decode_tc),
+	};
+	struct o1_attn_dims dm = {8, 2, 64, 16, 2 * 16 * 64, 0.1f};
+	static uint16_t aligned[8] __attribute__((aligned(16)));
 	long ncpu;
 	int rc;
 
@@ -380,7 +474,12 @@ int main(void)
 					  : (uint32_t)ncpu,
 			      &pool) != 0)
 		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	/* tools/gpu/emu/run_decode.sh builds no tiled kernel (its stub
+	 * takes no shape): the tensor-core decode kernel's test alone */
+	rc = o1_attention_tiled_fits(&dm, aligned, (float *)aligned, aligned,
+				     aligned)
+		 ? cmocka_run_group_tests(tests, NULL, NULL)
+		 : cmocka_run_group_tests(emulated, NULL, NULL);
 	o1_threads_destroy(pool);
 	return rc;
 }

@@ -845,6 +845,16 @@ static bool mask_has(const uint32_t *m, int32_t id)
 	return m[id / 32] >> (id % 32) & 1;
 }
 
+/* Whether mask M allows no token of V (M_NONE; a half of a small
+ * vocabulary can be empty too: 1 row in 128 at 7 tokens). */
+static bool mask_empty(const uint32_t *m, uint32_t v)
+{
+	for (uint32_t i = 0; i < v; i++)
+		if (mask_has(m, (int32_t)i))
+			return false;
+	return true;
+}
+
 /* Whether mask M allows a token of L whose logit is above -inf. */
 static bool live_allowed(const uint32_t *m, const float *l, uint32_t v)
 {
@@ -914,7 +924,7 @@ static void check_masked_row(struct mbatch *b, struct walk *k, struct tally *t,
 	struct o1_sample_row plain = *p;
 	struct o1_sample_result h;
 
-	if (b->mk[r] == M_NONE) {
+	if (m && mask_empty(m, b->v)) {
 		if (g->id != O1_SAMPLE_NO_TOKEN ||
 		    c->id != O1_SAMPLE_NO_TOKEN || g->logprob != -INFINITY ||
 		    g->n_top || g->entropy != 0)

@@ -63,8 +63,10 @@
  * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
  * a launch aims for, most heads a block; 0 keeps a default); --attention
  * off (cfg.cuda_no_attention) leaves the attention kernel out of the
- * steps (wrong tokens: the step's cost without it). The RESULT line ends
- * with attn=W,R,T,H and attention=on|off.
+ * steps (wrong tokens: the step's cost without it); --attn-tc
+ * auto|on|off (cfg.cuda_attn_tc) whether decode rows go to the
+ * tensor-core kernel (attention_decode_tc.cu; auto: wide batches). The
+ * RESULT line ends with attn=W,R,T,H, attn_tc= and attention=on|off.
  *
  * --gemv-rows N sets cfg.cuda_gemv_rows: products on bf16 weights over at
  * most N rows (1..4) run gemv.cu's, over more cuBLAS's (default: the
@@ -108,6 +110,7 @@
 #include "backend/kv_pool.h"
 #include "backend/tp_shard.h"
 #include "common/error.h"
+#include "kernels/kernels_cuda.h"
 #include "kernels/quant.h"
 #include "model/model.h"
 
@@ -128,10 +131,11 @@ struct bench_args {
 	uint32_t quant_qp_rows; /* --quant-gemm qp, --quant-qp-rows */
 	uint32_t quant_tile_mb; /* --quant-tile-mb */
 	uint32_t quant_pass_rows; /* --quant-pass-rows */
-	bool no_prefetch;	/* --prefetch off */
-	uint32_t attn[4];	/* --attn W,R,T,H */
-	bool no_attention;	/* --attention off */
-	uint32_t gemv_rows;	/* --gemv-rows */
+	bool no_prefetch;	  /* --prefetch off */
+	uint32_t attn[4];	  /* --attn W,R,T,H */
+	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
+	bool no_attention;	  /* --attention off */
+	uint32_t gemv_rows;	  /* --gemv-rows */
 };
 
 /* One run's switches. */
@@ -242,6 +246,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"prefetch", required_argument, NULL, 'P'},
 	    {"quant-pass-rows", required_argument, NULL, 'K'},
 	    {"attn", required_argument, NULL, 'A'},
+	    {"attn-tc", required_argument, NULL, 'T'},
 	    {"attention", required_argument, NULL, 'N'},
 	    {"gemv-rows", required_argument, NULL, 'G'},
 	    {0},
@@ -256,6 +261,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	memset(a->attn, 0, sizeof(a->attn));
+	a->attn_tc = O1_ATTN_TC_AUTO;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -286,6 +292,17 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			*(opt == 'P' ? &a->no_prefetch : &a->no_attention) =
 			    !on;
+			continue;
+		}
+		if (opt == 'T') {
+			if (!strcmp(optarg, "auto"))
+				a->attn_tc = O1_ATTN_TC_AUTO;
+			else if (!strcmp(optarg, "on"))
+				a->attn_tc = O1_ATTN_TC_ON;
+			else if (!strcmp(optarg, "off"))
+				a->attn_tc = O1_ATTN_TC_OFF;
+			else
+				return -EINVAL;
 			continue;
 		}
 		if (opt == 'A') {
@@ -377,6 +394,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_attn_split_rounds = a->attn[1],
 	    .cuda_attn_target = a->attn[2],
 	    .cuda_attn_heads = a->attn[3],
+	    .cuda_attn_tc = a->attn_tc,
 	    .cuda_no_attention = a->no_attention,
 	    .cuda_gemv_rows = a->gemv_rows,
 	    .sampling = a->device_sample,
@@ -546,7 +564,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
-	       "attention=%s quant_pass_rows=%u gemv_rows=%u\n",
+	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -560,8 +578,11 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       md->quant_f32 ? "f32" : "int8",
 	       a->quant_qp_rows ? "qp" : a->quant_mma ? "mma" : "tiles",
 	       a->quant_tile_mb, a->quant_qp_rows, a->attn[0], a->attn[1],
-	       a->attn[2], a->attn[3], on_off(!a->no_attention),
-	       a->quant_pass_rows, a->gemv_rows);
+	       a->attn[2], a->attn[3],
+	       a->attn_tc == O1_ATTN_TC_ON    ? "on"
+	       : a->attn_tc == O1_ATTN_TC_OFF ? "off"
+					      : "auto",
+	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -646,17 +667,19 @@ int main(int argc, char **argv)
 	int err = parse(argc, argv, &a);
 
 	if (err) {
-		fprintf(stderr, "usage: bench_cuda_decode MODEL [--prompt N] "
-				"[--tokens N] [--batch N (<= 256)] "
-				"[--graphs on|off|both] [--pdl on|off|both] "
-				"[--fusion on|off|both] [--tp N (<= 8)] "
-				"[--reps N (<= 16)] [--sample host|device] "
-				"[--autotune on|off|both] "
-				"[--quant-dot int8|f32|both] "
-				"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
-				"[--quant-tile-mb N] [--prefetch on|off] "
-				"[--quant-pass-rows N] [--attn W,R,T,H] "
-				"[--attention on|off] [--gemv-rows N (1..4)]\n");
+		fprintf(stderr,
+			"usage: bench_cuda_decode MODEL [--prompt N] "
+			"[--tokens N] [--batch N (<= 256)] "
+			"[--graphs on|off|both] [--pdl on|off|both] "
+			"[--fusion on|off|both] [--tp N (<= 8)] "
+			"[--reps N (<= 16)] [--sample host|device] "
+			"[--autotune on|off|both] "
+			"[--quant-dot int8|f32|both] "
+			"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
+			"[--quant-tile-mb N] [--prefetch on|off] "
+			"[--quant-pass-rows N] [--attn W,R,T,H] "
+			"[--attn-tc auto|on|off] "
+			"[--attention on|off] [--gemv-rows N (1..4)]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

@@ -5,11 +5,15 @@
  * of 128), at batch 1, 64 and 256 and contexts 128, 1024 and 4096:
  *   bench_decode_attn [--sweep] [--graph-len N] [--batch B] [--ctx C]
  * For each it times the old row kernel (o1_attention_rows_legacy_cuda)
- * and the decode kernel (o1_attention_decode_cuda, default tuning), each
- * launched with MAX_LEN = the context and with MAX_LEN = the graph length
- * (default 8192: what a captured decode graph passes, the longest context
- * it serves), and prints microseconds a call and the KV bytes read over
- * that time (GB/s), and the largest |new - old| output difference.
+ * and the decode kernel (o1_attention_decode_cuda, default tuning with
+ * the tensor-core kernel off), each launched with MAX_LEN = the context
+ * and with MAX_LEN = the graph length (default 8192: what a captured
+ * decode graph passes, the longest context it serves), then the
+ * tensor-core decode kernel (attention_decode_tc.cu, "tc"; 3 tiles in
+ * flight, the default, and 2), and prints
+ * microseconds a call and the KV bytes read over that time (GB/s), and
+ * the largest |new - old| and |tc - new| output differences (tc rounds q
+ * and the weights to bf16: attention_prefill.cu's bound).
  * Times: "cold", L2 flushed before each launch (as in a decode step, where
  * the weights stream through L2 between two layers' attention; median of
  * RUNS, CUDA events around the one launch), and "warm", RUNS launches back
@@ -48,12 +52,12 @@ struct bench {
 	struct o1_attn_batch batch;
 	uint32_t rows, ctx;
 	uint64_t scratch_floats;
-	uint16_t *kc, *vc, *out_old, *out_new;
+	uint16_t *kc, *vc, *out_old, *out_new, *out_tc;
 	float *q, *scratch;
 	void *dev_batch, *flush;
 };
 
-enum which { OLD, NEW };
+enum which { OLD, NEW, TC };
 
 struct variant {
 	enum which w;
@@ -117,6 +121,7 @@ static int setup(struct bench *b, const struct shape *s, uint32_t rows,
 	    cudaMalloc((void **)&b->q, out_n * 4) ||
 	    cudaMalloc((void **)&b->out_old, out_n * 2) ||
 	    cudaMalloc((void **)&b->out_new, out_n * 2) ||
+	    cudaMalloc((void **)&b->out_tc, out_n * 2) ||
 	    cudaMalloc((void **)&b->scratch, b->scratch_floats * 4) ||
 	    cudaMalloc(&b->flush, FLUSH_BYTES))
 		return -1;
@@ -130,7 +135,8 @@ static int setup(struct bench *b, const struct shape *s, uint32_t rows,
 static void teardown(struct bench *b)
 {
 	cudaFree(b->kc), cudaFree(b->vc), cudaFree(b->q);
-	cudaFree(b->out_old), cudaFree(b->out_new), cudaFree(b->scratch);
+	cudaFree(b->out_old), cudaFree(b->out_new), cudaFree(b->out_tc);
+	cudaFree(b->scratch);
 	cudaFree(b->dev_batch), cudaFree(b->flush);
 }
 
@@ -142,9 +148,9 @@ static int launch(struct bench *b, const struct variant *v)
 		    b->rows, v->max_len, b->scratch, b->scratch_floats, false,
 		    0);
 	return o1_attention_decode_cuda(
-	    b->out_new, b->q, b->kc, b->vc, &b->dims, &b->batch, b->rows,
-	    v->max_len, b->scratch, b->scratch_floats, UINT32_MAX, v->tune,
-	    false, 0);
+	    v->w == TC ? b->out_tc : b->out_new, b->q, b->kc, b->vc, &b->dims,
+	    &b->batch, b->rows, v->max_len, b->scratch, b->scratch_floats,
+	    UINT32_MAX, v->tune, false, 0);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -194,16 +200,16 @@ static int time_us(struct bench *b, const struct variant *v, double *cold,
 	return 0;
 }
 
-/* Largest |new - old| over the outputs (as floats); NaN anywhere wins. */
-static double max_diff(const struct bench *b)
+/* Largest |x - y| over two outputs (as floats); NaN anywhere wins. */
+static double max_diff(const struct bench *b, const uint16_t *x,
+		       const uint16_t *y)
 {
 	size_t n = (size_t)b->rows * b->dims.n_heads * b->dims.head_dim;
 	uint16_t *o = malloc(n * 2), *w = malloc(n * 2);
 	double m = -1;
 
-	if (o && w &&
-	    !cudaMemcpy(o, b->out_old, n * 2, cudaMemcpyDeviceToHost) &&
-	    !cudaMemcpy(w, b->out_new, n * 2, cudaMemcpyDeviceToHost)) {
+	if (o && w && !cudaMemcpy(o, x, n * 2, cudaMemcpyDeviceToHost) &&
+	    !cudaMemcpy(w, y, n * 2, cudaMemcpyDeviceToHost)) {
 		m = 0;
 		for (size_t i = 0; i < n; i++) {
 			double e = fabs((double)gpu_bench_f32(o[i]) -
@@ -229,8 +235,11 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 	static const uint32_t warps[] = {1, 2, 4, 8}, rounds[] = {1, 2, 4},
 			      targets[] = {132, 264, 528, 1056};
 	static const struct o1_attn_decode_tune kinds[] = {
-	    {0, 0, 0, 0, false}, {0, 0, 0, 4, false}, {0, 0, 0, 4, true},
-	    {0, 0, 0, 2, false}, {0, 0, 0, 1, false}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
+	    {0, 0, 0, 4, false, O1_ATTN_TC_OFF, 0},
+	    {0, 0, 0, 4, true, O1_ATTN_TC_OFF, 0},
+	    {0, 0, 0, 2, false, O1_ATTN_TC_OFF, 0},
+	    {0, 0, 0, 1, false, O1_ATTN_TC_OFF, 0}};
 	uint32_t g = b->dims.n_heads / b->dims.n_kv_heads;
 	struct o1_attn_decode_tune best = kinds[0], t;
 	double best_us = 1e30, cold, warm;
@@ -264,18 +273,22 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	       uint32_t graph_len, int do_sweep)
 {
+	static const struct o1_attn_decode_tune
+	    rowk = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
+	    tck = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 0},
+	    tck2 = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 2};
 	struct bench b;
 	uint32_t gl = graph_len > ctx ? graph_len : ctx;
-	const struct variant vs[4] = {{OLD, ctx, NULL},
-				      {OLD, gl, NULL},
-				      {NEW, ctx, NULL},
-				      {NEW, gl, NULL}};
-	double cold[4], warm[4], diff, gb;
+	const struct variant vs[6] = {{OLD, ctx, NULL}, {OLD, gl, NULL},
+				      {NEW, ctx, &rowk}, {NEW, gl, &rowk},
+				      {TC, gl, &tck},	 {TC, gl, &tck2}};
+	double cold[6], warm[6], diff, diff_tc, gb;
 	int err = setup(&b, s, rows, ctx, graph_len);
 
-	for (int i = 0; !err && i < 4; i++)
+	for (int i = 0; !err && i < 6; i++)
 		err = time_us(&b, &vs[i], &cold[i], &warm[i]);
-	diff = err ? -1 : max_diff(&b);
+	diff = err ? -1 : max_diff(&b, b.out_old, b.out_new);
+	diff_tc = err ? -1 : max_diff(&b, b.out_new, b.out_tc);
 	if (!err && do_sweep)
 		err = sweep(&b, gl, cold[3]);
 	teardown(&b);
@@ -289,10 +302,12 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	printf("%-12s batch %3u ctx %4u (%.3f GB KV): cold us old %.2f "
 	       "(graph %.2f) new %.2f (graph %.2f), %.2fx, new %.0f GB/s; "
 	       "warm us old %.2f new %.2f (graph %.2f); max |new - old| "
-	       "%.3g\n",
+	       "%.3g; tc cold %.2f us (%.0f GB/s, %.2fx new) warm %.2f, "
+	       "2 stages %.2f us, max |tc - new| %.3g\n",
 	       s->name, rows, ctx, gb, cold[0], cold[1], cold[2], cold[3],
 	       cold[1] / cold[3], gb / (cold[3] * 1e-6), warm[0], warm[2],
-	       warm[3], diff);
+	       warm[3], diff, cold[4], gb / (cold[4] * 1e-6), cold[3] / cold[4],
+	       warm[4], cold[5], diff_tc);
 	fflush(stdout);
 	return 0;
 }

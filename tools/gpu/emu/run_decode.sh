@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs tests/kernels/test_gemv_cuda, test_attention_cuda and
-# test_attention_decode_cuda against the
-# decode kernels (gemv.cu, attention.cu's row kernel, attention_decode.cu,
-# and the rope.cu, rmsnorm.cu and swiglu.cu they are compared with)
+# Runs tests/kernels/test_gemv_cuda, test_attention_cuda,
+# test_attention_decode_cuda and test_attention_prefill_cuda (its
+# tensor-core decode test alone: the tiled prefill kernel is a stub here)
+# against the decode kernels (gemv.cu, attention.cu's row kernel,
+# attention_decode.cu, attention_decode_tc.cu, and the rope.cu, rmsnorm.cu
+# and swiglu.cu they are compared with)
 # emulated on the CPU
 # (emu.h): no GPU needed, so a change to a kernel's logic can be checked
 # before GPU time is spent. The emulated device has EMU_SMS (3)
@@ -25,7 +27,7 @@ inc=(-I"$emu" -I"$root" -I"$root/kernels" -I"$root/tests/kernels")
 # The dynamic shared arrays are the one line C++ cannot take: each becomes
 # the emulation's; rms_reduce.h's guard against non-CUDA compilers goes.
 shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
-for k in gemv attention attention_decode rope rmsnorm swiglu; do
+for k in gemv attention attention_decode attention_decode_tc rope rmsnorm swiglu; do
   sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
   if grep -q 'extern __shared__' "$out/${k}_emu.cc"; then
     echo "run_decode.sh: a shared array of $k.cu was not rewritten"; exit 1
@@ -36,7 +38,7 @@ cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -Wno-unknown-pragmas
      -include "$emu/emu.h" "${inc[@]}")
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off "${inc[@]}")
 objs=()
-for k in gemv attention attention_decode rope rmsnorm swiglu; do
+for k in gemv attention attention_decode attention_decode_tc rope rmsnorm swiglu; do
   "${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
   objs+=("$out/${k}_emu.o")
 done
@@ -50,7 +52,7 @@ for f in kernels/rmsnorm kernels/rope kernels/attention kernels/swiglu \
   objs+=("$out/$(basename "$f").o")
 done
 seed=${1:-$(date +%s)}
-for t in ${2:-gemv attention attention_decode}; do
+for t in ${2:-gemv attention attention_decode attention_prefill}; do
   "${cc[@]}" -c "$root/tests/kernels/test_${t}_cuda.c" -o "$out/test_${t}_cuda.o"
   g++ -no-pie -o "$out/test_${t}_cuda" "$out/test_${t}_cuda.o" "$out/emu.o" \
     "${objs[@]}" -lcmocka -lm -lpthread
