@@ -1135,12 +1135,30 @@ static uint32_t budget_rows(const struct o1_sched *s)
 	return rows;
 }
 
+/* Whether the requests waiting to start (or to resume) are a burst: at
+ * least a BURST_SHARE-th of max_running. A burst's prompts get the
+ * whole-prompt ratio's budget, not the time ratio's: at 0.15 a step's
+ * time, 256 new prompts just too long to go in whole (~430 tokens at 256
+ * rows of llama3-8b) took ~60 tokens a step, 30 s to enter (on the H200,
+ * 256 cold 510-token prompts ran at 1,120 tok/s, TTFT p50 20.6 s), while
+ * shorter ones went in whole. A few long prompts beside many streams (8
+ * of 8,192 tokens beside 64: issue 17's stall case) are no burst, and
+ * keep the time ratio. tools/bench/sched_sim, docs/PERFORMANCE.md. */
+#define BURST_SHARE 4
+
+static bool burst(const struct o1_sched *s)
+{
+	return ((uint64_t)s->n_waiting + s->n_resume) * BURST_SHARE >=
+	       s->lim_running;
+}
+
 /* Plans the running sequences (see scheduler.h): every decode row first,
  * then prefill chunks, oldest first, within the prefill budget: with
  * decode rows the larger of prefill_chunk_tokens and prefill_per_decode
  * per row, or with prefill_time_ratio what of that fits the step's time
- * target; else the whole step (a prompt with nobody waiting on a next
- * token goes fastest in the fewest, largest steps). */
+ * target (prefill_whole_ratio's in a burst); else the whole step (a
+ * prompt with nobody waiting on a next token goes fastest in the fewest,
+ * largest steps). */
 static void schedule_running(struct o1_sched *s)
 {
 	uint64_t per_rows;
@@ -1154,8 +1172,9 @@ static void schedule_running(struct o1_sched *s)
 	if (s->n_batch || decode_resumes(s)) {
 		uint32_t rows = budget_rows(s), ctx = prefill_ctx(s);
 
-		s->prefill_left =
-		    o1_prefill_budget_tokens(&s->pb, rows, ctx, cap);
+		s->prefill_left = o1_prefill_budget_tokens_at(
+		    &s->pb, burst(s) ? s->whole_ratio : s->pb.ratio, rows, ctx,
+		    cap);
 		s->whole_left = o1_prefill_budget_tokens_at(
 		    &s->pb, s->whole_ratio, rows, ctx, cap);
 		/* a step of decode rows alone measures their time afresh */

@@ -19,8 +19,10 @@
  *   grows to that anyway; a step of decode rows alone now and then
  *   measures their time again as the contexts grow), and a prompt
  *   admitted that fits prefill_whole_ratio's budget goes in whole beside
- *   the chunks (one slower step instead of a run of them); else the
- *   whole step
+ *   the chunks (one slower step instead of a run of them), and while
+ *   the requests waiting to start are at least a quarter of
+ *   max_running (a burst) the chunks get prefill_whole_ratio's budget
+ *   too; else the whole step
  *   (nobody waits on a next token: a lone prompt goes in the fewest,
  *   largest steps). Running sequences
  *   still prefilling come first, oldest first (a long prompt goes on
@@ -147,7 +149,8 @@ struct o1_sched_opts {
 	 * (prefill_budget.h), the token budget above its cap; 0: tokens */
 	double prefill_time_ratio;
 	/* with prefill_time_ratio: the ratio for prompts computed whole in
-	 * the step (the larger of the two applies) */
+	 * the step, and for every chunk in a burst (the larger of the two
+	 * applies) */
 	double prefill_whole_ratio;
 	/* the clock timing steps for it (CLOCK_MONOTONIC ns); NULL: the real
 	 * one (tests pass a fake; called with step_ctx) */

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 /* cmocka.h needs the four headers above first */
 #include <cmocka.h>
 
@@ -1209,6 +1210,68 @@ static void test_prefill_whole_prompt(void **state)
 	env_fini(&e);
 }
 
+/* A burst (requests waiting to start at least a quarter of max_running)
+ * gets the whole-prompt ratio's budget, not the time ratio's (fake_cost;
+ * prefill_time_ratio 0.5, prefill_whole_ratio 1, max_running 6): four
+ * streams decode (100 us a step); a 500-token prompt alone (nobody waits:
+ * no burst) settles at the time ratio's ~17 prompt tokens a step (steps
+ * of ~1.5 x 100 us: the mixed step's fixed 20 us is learnt as part of a
+ * token's cost); then three more arrive, one runs and two wait (a burst):
+ * while they wait the steps carry the whole ratio's 34-44 (up to ~2 x
+ * 100 us), and once one of them runs, with one left waiting (no burst),
+ * the time ratio's again. Every decoding stream gets its token every
+ * step, and every stream stays exact. */
+static void test_prefill_burst(void **state)
+{
+	struct env e;
+	struct seen seen[8] = {0};
+	struct o1_sched_stats st;
+	int32_t p[8][500];
+	uint32_t dec[4] = {0, 1, 2, 3}, crowd = 0, after = 0;
+	int i;
+
+	(void)state;
+	env_init_with(&e, 1024, 8, 600, 160, 6,
+		      &(struct env_knobs){.chunk = 128,
+					  .time_ratio = 0.5,
+					  .whole_ratio = 1.0});
+	for (uint32_t k = 0; k < 8; k++)
+		make_prompt(p[k], k < 4 ? 3 : 500, k, 0);
+	for (uint32_t k = 0; k < 4; k++)
+		submit(&e, k, k, 1000, p[k], 3, 200);
+	for (i = 0; i < 3; i++)
+		step_some(&e, seen, NULL);
+	submit(&e, 4, 4, 1000, p[4], 500, 4);
+	for (i = 0; i < 12; i++) {
+		budget_step(&e, seen, NULL, dec, 4, 128);
+		if (i >= 8) { /* settled */
+			assert_in_range(e.f.last_prompt, 14, 20);
+			assert_in_range(e.f.last_ns, 145000, 160000);
+		}
+	}
+	for (uint32_t k = 5; k < 8; k++)
+		submit(&e, k, k, 1000, p[k], 500, 4);
+	for (i = 0; i < 60 && !seen[7].n; i++) {
+		o1_sched_stats(e.s, &st);
+		budget_step(&e, seen, NULL, dec, 4, 128);
+		if (st.waiting == 2 && i >= 1) { /* the burst */
+			assert_in_range(e.f.last_prompt, 30, 46);
+			assert_in_range(e.f.last_ns, 180000, 220000);
+			crowd++;
+		} else if (st.waiting == 0 && seen[5].n && !seen[7].n &&
+			   e.f.last_prompt) {
+			assert_in_range(e.f.last_prompt, 12, 36);
+			after++;
+		}
+	}
+	assert_true(crowd >= 3);
+	assert_true(after >= 3);
+	run_all(&e, seen, 2000);
+	for (uint32_t k = 0; k < 8; k++)
+		check_stream(p[k], k < 4 ? 3 : 500, &seen[k], k < 4 ? 200 : 4);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1232,6 +1295,7 @@ int main(void)
 	    cmocka_unit_test(test_prefill_time_budget),
 	    cmocka_unit_test(test_prefill_time_budget_joining),
 	    cmocka_unit_test(test_prefill_whole_prompt),
+	    cmocka_unit_test(test_prefill_burst),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
