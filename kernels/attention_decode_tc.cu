@@ -1,11 +1,11 @@
 /* Decode attention on tensor cores, for batches wide enough to fill the GPU
  * without splitting a row's context (attention_decode.cu's dispatch sends
- * them here: o1_attention_decode_cuda). The row kernel spends a position's
- * 16-byte loads on FMAs, shuffles and a per-head softmax update; at 256
- * rows that arithmetic, not DRAM, set its pace (llama3-8b, ~130
- * positions: ~1.6 TB/s of K/V). Here a GQA group's query heads are the
- * rows of one mma tile, so a position costs a few tensor-core
- * instructions for every head at once.
+ * them here: o1_attention_decode_cuda). The row kernel pays a position's
+ * FMAs, shuffles and softmax update once per query head, in blocks whose
+ * registers leave few warps a multiprocessor: at 256 rows it moved
+ * 1.6-2.0 TB/s of K/V (llama3-8b, 128-640 positions). Here a GQA group's
+ * query heads are the rows of one mma tile, so a position costs a few
+ * tensor-core instructions for every head at once.
  *
  * Work layout. One block per (row, kv head), 4 warps. The block walks the
  * row's causal positions in tiles of TC_BN = 64, each K/V tile copied once
@@ -14,9 +14,9 @@
  * positions 16 w .. 16 w + 15 of every tile: S (16 x 16) = Q K^T over the
  * group's heads (the mma's 16 rows: heads g .. 15 repeat the last one and
  * are never written), an online softmax of its own (f32, base 2), O += P
- * V; the four warps' states are merged through shared memory at the end. No splits: each
- * block reads its row's K/V once, and the launch has rows x kv heads
- * blocks (the dispatch asks for enough of them).
+ * V; the four warps' states are merged through shared memory at the end.
+ * No splits: each block reads its row's K/V once, and the launch has rows
+ * x kv heads blocks (the dispatch asks for enough of them).
  *
  * Rounding, as attention_prefill.cu's tiled kernel (its comment states the
  * bound; tests/kernels/test_attention_prefill_cuda.c checks both kernels
