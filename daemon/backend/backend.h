@@ -148,6 +148,11 @@ struct o1_backend_config {
 	 * measured: 2 from 4,096 wide, else O1_GEMV_MAX_ROWS). Block weights
 	 * always take gemv_q.cu's up to O1_GEMV_MAX_ROWS. */
 	uint32_t cuda_gemv_rows;
+	/* CUDA backend: the gate/up product where cuBLAS makes it (prefill
+	 * and wide decode steps) writes bf16 for SwiGLU, half the bytes of
+	 * f32 both ways (the rounding transformers' bf16 models make too);
+	 * true keeps f32 there (A/B for benchmarks). */
+	bool cuda_gu_f32;
 	/* CUDA backend, decode products on GGUF block weights (config
 	 * cuda.quant_dot): false = int8 (the default: the input rows
 	 * quantized to int8 per 32 elements, __dp4a on the blocks' integers,

@@ -222,21 +222,43 @@ static int flatten(struct cuda_state *s, const struct o1_step *st,
 	return err;
 }
 
+/* y (m, n of LD) bf16 = x (m,k) bf16 . w (n,k)^T by cuBLAS, f32
+ * accumulation, one rounding to bf16. */
+static int blas_bf16(struct cuda_state *s, uint16_t *y, const uint16_t *x,
+		     const uint16_t *w, uint32_t m, uint32_t n, uint32_t k,
+		     uint32_t ld, const char *what)
+{
+	const float one = 1.0f, zero = 0.0f;
+	uint64_t t0 = o1_step_trace_now(&s->trace);
+	cublasStatus_t st = cublasGemmEx(
+	    s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, w,
+	    CUDA_R_16BF, (int)k, x, CUDA_R_16BF, (int)k, &zero, y, CUDA_R_16BF,
+	    (int)ld, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+
+	if (t0)
+		o1_step_trace_lib(&s->trace, o1_step_trace_now(&s->trace) - t0);
+	return o1_cuda_blas_check(st, what);
+}
+
 /* y (m,n) f32 = x (m,k) bf16 . w (n,k)^T bf16, f32 compute: gemv.cu for
  * up to O1_GEMV_MAX_ROWS rows (decode: it streams the weights near the
  * memory bandwidth, cuBLAS does not at M = 1), cuBLAS above: the
  * cuBLASLt algorithm the autotuner picked for product KIND over M rows,
- * else cublasGemmEx's default. */
-static int gemm(struct cuda_state *s, enum cuda_kind kind, float *y,
-		const uint16_t *x, const uint16_t *w, uint32_t m, uint32_t n,
-		uint32_t k)
+ * else cublasGemmEx's default. With BF16 (only where cuBLAS's default
+ * multiplies: product_bf16) y is bf16. */
+static int gemm(struct cuda_state *s, enum cuda_kind kind, void *out,
+		bool bf16, const uint16_t *x, const uint16_t *w, uint32_t m,
+		uint32_t n, uint32_t k)
 {
 	const float one = 1.0f, zero = 0.0f;
 	const struct cuda_tune_lt *p = NULL;
 	const cublasLtMatmulAlgo_t *algo;
+	float *y = out;
 	cublasStatus_t st;
 	uint64_t t0;
 
+	if (bf16) /* only where cuBLAS multiplies: blas_bf16 */
+		return blas_bf16(s, out, x, w, m, n, k, n, "gemm (bf16 out)");
 	if (gemv_rows(s, m) && k % 8 == 0)
 		return o1_gemv_bf16_cuda(y, x, w, m, n, k, setup(s, kind, m),
 					 step_pdl(s, m), s->stream);
@@ -259,10 +281,10 @@ static int gemm(struct cuda_state *s, enum cuda_kind kind, float *y,
 
 /* Part P of a block matrix over M > O1_GEMV_MAX_ROWS rows: its rows as
  * bf16 tiles of at most QTILE_BYTES, each multiplied by cuBLAS into its
- * columns of y (N wide). */
-static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
-		   const struct cuda_qpart *p, uint32_t m, uint32_t n,
-		   uint32_t k)
+ * columns of y (N wide; f32, or bf16 with BF16). */
+static int tiles_q(struct cuda_state *s, void *y, bool bf16,
+		   const uint16_t *x, const struct cuda_qpart *p, uint32_t m,
+		   uint32_t n, uint32_t k)
 {
 	const float one = 1.0f, zero = 0.0f;
 	uint32_t bytes = s->cfg.cuda_quant_tile_bytes &&
@@ -274,11 +296,15 @@ static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
 
 	for (uint32_t r0 = 0; !err && r0 < p->rows; r0 += per) {
 		uint32_t nr = p->rows - r0 < per ? p->rows - r0 : per;
+		uint32_t col = p->col0 + r0;
 
 		err = o1_quant_dequantize_bf16_cuda(
 		    p->type, (const char *)p->w + r0 * p->row_bytes, s->qtile,
 		    (uint64_t)nr * k, s->stream);
-		if (!err) {
+		if (!err && bf16) {
+			err = blas_bf16(s, (uint16_t *)y + col, x, s->qtile, m,
+					nr, k, n, "gemm_q (bf16 out)");
+		} else if (!err) {
 			uint64_t t0 = o1_step_trace_now(&s->trace);
 
 			err = o1_cuda_blas_check(
@@ -286,7 +312,7 @@ static int tiles_q(struct cuda_state *s, float *y, const uint16_t *x,
 				s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr,
 				(int)m, (int)k, &one, s->qtile, CUDA_R_16BF,
 				(int)k, x, CUDA_R_16BF, (int)k, &zero,
-				y + p->col0 + r0, CUDA_R_32F, (int)n,
+				(float *)y + col, CUDA_R_32F, (int)n,
 				CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
 			    "gemm_q");
 			if (t0)
@@ -309,20 +335,41 @@ static int gemv_part(struct cuda_state *s, float *y, const uint16_t *x,
 	    p->rows, k, n, pdl, s->stream);
 }
 
-/* y (m,n) f32 = x (m,k) bf16 . W^T for W in blocks (Q): gemv_q.cu for up
- * to O1_GEMV_MAX_ROWS rows (and in passes of that many up to
+/* Which kernel multiplies part P of a block matrix over M rows: gemv_q.cu
+ * for up to O1_GEMV_MAX_ROWS rows (and in passes of that many up to
  * cfg.cuda_quant_pass_rows), the tile path above that, or gemm_qp.cu up to
  * cfg.cuda_quant_qp_rows rows, or gemm_q.cu with cfg.cuda_quant_mma, where
  * they take the shape. */
-static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
-		  const struct cuda_qmat *q, uint32_t m, uint32_t n, uint32_t k)
+enum q_route { Q_PASSES, Q_QP, Q_MMA, Q_TILES };
+
+static enum q_route q_route(const struct cuda_state *s,
+			    const struct cuda_qpart *p, uint32_t m, uint32_t k)
 {
+	if (m <= O1_GEMV_MAX_ROWS || m <= s->cfg.cuda_quant_pass_rows)
+		return Q_PASSES;
+	if (m <= s->cfg.cuda_quant_qp_rows &&
+	    o1_gemm_qp_fits(p->type, p->rows, k, p->w))
+		return Q_QP;
+	if (s->cfg.cuda_quant_mma && o1_gemm_q_fits(p->type, p->rows, k))
+		return Q_MMA;
+	return Q_TILES;
+}
+
+/* y (m,n) = x (m,k) bf16 . W^T for W in blocks (Q), each part by its
+ * q_route; y is f32, or bf16 with BF16 (only where every part takes the
+ * tiles: product_bf16). */
+static int gemm_q(struct cuda_state *s, void *out, bool bf16,
+		  const uint16_t *x, const struct cuda_qmat *q, uint32_t m,
+		  uint32_t n, uint32_t k)
+{
+	float *y = out;
 	int err = 0;
 
 	for (uint32_t i = 0; !err && i < q->n_parts; i++) {
 		const struct cuda_qpart *p = &q->part[i];
 
-		if (m <= O1_GEMV_MAX_ROWS || m <= s->cfg.cuda_quant_pass_rows) {
+		switch (q_route(s, p, m, k)) {
+		case Q_PASSES:
 			/* rows are independent: more than O1_GEMV_MAX_ROWS
 			 * in passes of that many */
 			for (uint32_t r = 0; !err && r < m;
@@ -332,18 +379,21 @@ static int gemm_q(struct cuda_state *s, float *y, const uint16_t *x,
 				    m - r < O1_GEMV_MAX_ROWS ? m - r
 							     : O1_GEMV_MAX_ROWS,
 				    n, k, step_pdl(s, m));
-		} else if (m <= s->cfg.cuda_quant_qp_rows &&
-			 o1_gemm_qp_fits(p->type, p->rows, k, p->w))
+			break;
+		case Q_QP:
 			err = o1_gemm_qp_cuda(y + p->col0, x, p->w, p->type, m,
 					      p->rows, k, n, step_pdl(s, m),
 					      s->stream);
-		else if (s->cfg.cuda_quant_mma &&
-			 o1_gemm_q_fits(p->type, p->rows, k))
+			break;
+		case Q_MMA:
 			err = o1_gemm_q_cuda(y + p->col0, x, p->w, p->type, m,
 					     p->rows, k, n, step_pdl(s, m),
 					     s->stream);
-		else
-			err = tiles_q(s, y, x, p, m, n, k);
+			break;
+		case Q_TILES:
+			err = tiles_q(s, out, bf16, x, p, m, n, k);
+			break;
+		}
 	}
 	return err;
 }
@@ -373,18 +423,55 @@ static uint32_t blas_rows(const struct cuda_state *s, enum cuda_kind kind,
 	return r < cap ? r : cap;
 }
 
-/* The product KIND with a matrix held as bf16 (W) or in blocks (Q). */
+/* The row count a product of M rows on a matrix in blocks (Q) or bf16
+ * runs at: passes over block products take the step's own rows (no
+ * cuBLAS shape to keep to the warmed set). */
+static uint32_t product_rows(const struct cuda_state *s, enum cuda_kind kind,
+			     const struct cuda_qmat *q, uint32_t m)
+{
+	return !q->n_parts || m > s->cfg.cuda_quant_pass_rows
+		   ? blas_rows(s, kind, m)
+		   : m;
+}
+
+/* Whether product KIND over M rows (K wide) can write bf16: where
+ * cuBLAS's default multiplies (the bf16 matrix past gemv.cu's rows and
+ * untuned; every part of a block matrix on the tiles). Only the gate/up
+ * product does (SwiGLU reads it back; cfg.cuda_gu_f32 for A/B). */
+static bool product_bf16(const struct cuda_state *s, enum cuda_kind kind,
+			 const struct cuda_qmat *q, uint32_t m, uint32_t k)
+{
+	const struct cuda_tune_lt *p = NULL;
+
+	if (kind != CUDA_KIND_GU || s->cfg.cuda_gu_f32)
+		return false;
+	m = product_rows(s, kind, q, m);
+	if (!q->n_parts)
+		return !gemv_rows(s, m) && !o1_cuda_tune_lt(&s->tune, kind, m, &p);
+	for (uint32_t i = 0; i < q->n_parts; i++)
+		if (q_route(s, &q->part[i], m, k) != Q_TILES)
+			return false;
+	return true;
+}
+
+/* The product KIND with a matrix held as bf16 (W) or in blocks (Q) into Y:
+ * f32, or bf16 with BF16 (where product_bf16 allows it). */
+static int product_to(struct cuda_state *s, enum cuda_kind kind, void *y,
+		      bool bf16, const uint16_t *x, const uint16_t *w,
+		      const struct cuda_qmat *q, uint32_t m, uint32_t n,
+		      uint32_t k)
+{
+	m = product_rows(s, kind, q, m);
+	return q->n_parts ? gemm_q(s, y, bf16, x, q, m, n, k)
+			  : gemm(s, kind, y, bf16, x, w, m, n, k);
+}
+
 static int product(struct cuda_state *s, enum cuda_kind kind, float *y,
 		   const uint16_t *x, const uint16_t *w,
 		   const struct cuda_qmat *q, uint32_t m, uint32_t n,
 		   uint32_t k)
 {
-	/* passes over block products take the step's own rows: no cuBLAS
-	 * shape to keep to the warmed set */
-	if (!q->n_parts || m > s->cfg.cuda_quant_pass_rows)
-		m = blas_rows(s, kind, m);
-	return q->n_parts ? gemm_q(s, y, x, q, m, n, k)
-			  : gemm(s, kind, y, x, w, m, n, k);
+	return product_to(s, kind, y, false, x, w, q, m, n, k);
 }
 
 /* Every product of layer 0 and the LM head at every row count blas_rows
@@ -411,8 +498,11 @@ int o1_cuda_forward_warm(struct cuda_state *s, uint32_t *shapes)
 			  : product(s, CUDA_KIND_O, s->o, s->att, y->wo, &y->qo,
 				    r, d->dim, qd);
 		err = err ? err
-			  : product(s, CUDA_KIND_GU, s->gu, s->h, y->wgu,
-				    &y->qgu, r, 2 * d->ffn_dim, d->dim);
+			  : product_to(s, CUDA_KIND_GU, s->gu,
+				       product_bf16(s, CUDA_KIND_GU, &y->qgu,
+						    r, d->dim),
+				       s->h, y->wgu, &y->qgu, r,
+				       2 * d->ffn_dim, d->dim);
 		err = err ? err
 			  : product(s, CUDA_KIND_DOWN, s->o, s->act, y->wdown,
 				    &y->qdown, r, d->dim, d->ffn_dim);
@@ -551,6 +641,7 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[l];
 	uint32_t f = d->ffn_dim;
+	bool bf16;
 	int err;
 
 	if (fuse && y->qgu.n_parts == 1)
@@ -582,12 +673,17 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 					      : o1_gemv_q8_swiglu_cuda)(
 		    s->act, s->h, y->qgu.part[0].w, y->qgu.part[0].type, t, f,
 		    d->dim, pdl, s->stream);
+	bf16 = product_bf16(s, CUDA_KIND_GU, &y->qgu, t, d->dim);
 	err = err ? err
-		  : product(s, CUDA_KIND_GU, s->gu, s->h, y->wgu, &y->qgu, t,
-			    2 * f, d->dim);
-	return err ? err
-		   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f, t, f, pdl,
-				    s->stream);
+		  : product_to(s, CUDA_KIND_GU, s->gu, bf16, s->h, y->wgu,
+			       &y->qgu, t, 2 * f, d->dim);
+	if (err || !bf16)
+		return err ? err
+			   : o1_swiglu_cuda(s->act, s->gu, s->gu + f, 2 * f,
+					    t, f, pdl, s->stream);
+	return o1_swiglu_bf16_cuda(s->act, (const uint16_t *)s->gu,
+				   (const uint16_t *)s->gu + f, 2 * f, t, f,
+				   pdl, s->stream);
 }
 
 /* An output product KIND (O or down) of IN (K wide) by W: added to the

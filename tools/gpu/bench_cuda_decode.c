@@ -72,6 +72,10 @@
  * most N rows (1..4) run gemv.cu's, over more cuBLAS's (default: the
  * backend's). The RESULT line ends with gemv_rows=N (0: the default).
  *
+ * --gu-out bf16|f32 (default bf16, the backend's) sets cfg.cuda_gu_f32:
+ * the gate/up product where cuBLAS makes it (prefill, wide steps) writes
+ * bf16 or f32 for SwiGLU. The RESULT line ends with gu_out=bf16|f32.
+ *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
  * setting: prefills N random prompt ids (seeded) per sequence, one
@@ -136,6 +140,7 @@ struct bench_args {
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
 	bool no_attention;	  /* --attention off */
 	uint32_t gemv_rows;	  /* --gemv-rows */
+	bool gu_f32;		  /* --gu-out f32 */
 };
 
 /* One run's switches. */
@@ -249,6 +254,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"attn-tc", required_argument, NULL, 'T'},
 	    {"attention", required_argument, NULL, 'N'},
 	    {"gemv-rows", required_argument, NULL, 'G'},
+	    {"gu-out", required_argument, NULL, 'U'},
 	    {0},
 	};
 	int opt;
@@ -260,6 +266,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
+	a->gu_f32 = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	a->attn_tc = O1_ATTN_TC_AUTO;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -326,6 +333,12 @@ static int parse(int argc, char **argv, struct bench_args *a)
 		}
 		if (opt == 'G') {
 			if (parse_in(optarg, 1, 4, &a->gemv_rows))
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'U') {
+			a->gu_f32 = !strcmp(optarg, "f32");
+			if (!a->gu_f32 && strcmp(optarg, "bf16"))
 				return -EINVAL;
 			continue;
 		}
@@ -397,6 +410,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_attn_tc = a->attn_tc,
 	    .cuda_no_attention = a->no_attention,
 	    .cuda_gemv_rows = a->gemv_rows,
+	    .cuda_gu_f32 = a->gu_f32,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -564,7 +578,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
-	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u\n",
+	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
+	       "gu_out=%s\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -582,7 +597,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       a->attn_tc == O1_ATTN_TC_ON    ? "on"
 	       : a->attn_tc == O1_ATTN_TC_OFF ? "off"
 					      : "auto",
-	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows);
+	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
+	       a->gu_f32 ? "f32" : "bf16");
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -679,7 +695,8 @@ int main(int argc, char **argv)
 			"[--quant-tile-mb N] [--prefetch on|off] "
 			"[--quant-pass-rows N] [--attn W,R,T,H] "
 			"[--attn-tc auto|on|off] "
-			"[--attention on|off] [--gemv-rows N (1..4)]\n");
+			"[--attention on|off] [--gemv-rows N (1..4)] "
+			"[--gu-out bf16|f32]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

@@ -47,4 +47,9 @@ static inline __nv_bfloat162 __halves2bfloat162(__nv_bfloat16 a,
 	return {a, b};
 }
 
+static inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b)
+{
+	return {__float2bfloat16_rn(a), __float2bfloat16_rn(b)};
+}
+
 #endif
