@@ -485,7 +485,8 @@ o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 	if (err || tiled == UINT32_MAX || !n_rows)
 		return err;
 	return o1_attention_tiled_cuda(out, q, k_cache, v_cache, d, b, n_rows,
-				       tiled, stream);
+				       tiled, max_len, 0, scratch,
+				       scratch ? scratch_floats : 0, stream);
 }
 
 extern "C" int

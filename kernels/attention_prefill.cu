@@ -18,6 +18,18 @@
  * pair's own row (causal). Blocks start in reverse order: the last tiles
  * of a sequence, which walk the most positions, are scheduled first.
  *
+ * Splits. A few tiles over a long context (a prompt chunk of 16-64
+ * tokens at 8k positions: 16-40 blocks of llama3-8b on 132 SMs) would
+ * walk it one tile after another, a chain of latencies: ~4 ms a step on
+ * the whole model, what made issue 17's stall case (8 prompts of 8,192
+ * tokens entering beside 64 streams) triple the streams' intervals. So a
+ * grid too small to fill the GPU is split along the positions (grid y):
+ * split k walks its share of the block's K/V tiles and leaves its
+ * unnormalized O, running max and sum in scratch; pf_merge combines a
+ * tile's splits (a second launch). A split may hold no position of a row
+ * (or none at all): its max stays -inf and the merge skips it; split 0
+ * holds position 0, so every row has a finite max.
+ *
  * Rounding against attention.h (f32 arithmetic over the bf16 K/V): q is
  * rounded to bf16 for Q K^T (round to nearest even, relative error at most
  * u = 2^-8 per element), and each weight e^(s - m) is rounded to bf16 once
@@ -38,11 +50,15 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <math.h>
+
 #include <cuda_bf16.h>
 
 #include "attention_tiles.h"
+#include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
+#include "mma_dev.h"
 
 extern "C" {
 #include "common/log.h"
@@ -56,6 +72,14 @@ extern "C" {
 #define PF_BN	 64 /* positions per K/V tile */
 #define PF_WARPS 4  /* 16 pairs each */
 #define PF_PAD	 8  /* bf16 after each shared row: no bank conflicts */
+/* Splits: at most as many as the scratch's rows are sized for
+ * (o1_attention_cuda_scratch_floats at ATT_SPLITS_MAX); each walks at
+ * least PF_SPLIT_TILES K/V tiles (a split's partials, (D + 2) floats a
+ * pair written and read back, cost about a tile's compute); enough for
+ * PF_SPLIT_WAVES rounds of resident blocks. */
+#define PF_MAX_SPLITS  32
+#define PF_SPLIT_TILES 8
+#define PF_SPLIT_WAVES 2
 
 typedef __nv_bfloat16 bf16;
 
@@ -64,6 +88,8 @@ struct pf_dev {
 	uint64_t page_stride;
 	float scale_log2; /* scale * log2(e): scores in base 2 */
 	uint32_t hq, hkv, g, p, n_seqs, max_blocks, min_new;
+	uint32_t n_splits; /* > 1: partials in part (pf_part) */
+	float *part;
 };
 
 /* Shared memory of one block: K tiles 0 and 1, then V tiles 0 and 1, each
@@ -74,66 +100,6 @@ template <int D> struct pf_smem {
 	static constexpr int tile = PF_BN * ld;
 	static constexpr size_t bytes = 4 * (size_t)tile * sizeof(bf16);
 };
-
-static __device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-	return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-static __device__ __forceinline__ void cp_async16(void *dst, const void *src)
-{
-	asm volatile(
-	    "cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)),
-	    "l"(src)
-	    : "memory");
-}
-
-static __device__ __forceinline__ void cp_async_commit(void)
-{
-	asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/* Waits until at most one committed group is still in flight. */
-static __device__ __forceinline__ void cp_async_wait1(void)
-{
-	asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-}
-
-/* Four 8x8 bf16 matrices, transposed: lanes 8i..8i+7 give the row
- * addresses of matrix i; register i gets matrix i's elements (2 (lane % 4)
- * and + 1, lane / 4), i.e. an mma B fragment of a row-major K x N block. */
-static __device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4],
-						     const bf16 *p)
-{
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
-		     "{%0, %1, %2, %3}, [%4];\n"
-		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(smem_addr(p))
-		     : "memory");
-}
-
-/* c (16x8 f32) += a (16x16 bf16, row) . b (16x8 bf16, col). */
-static __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4],
-						uint32_t b0, uint32_t b1)
-{
-	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-		     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-		     "{%0, %1, %2, %3};\n"
-		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-		       "r"(b1));
-}
-
-/* bf16(lo) in the low half, bf16(hi) in the high half (round to nearest
- * even): the lower column of a fragment pair sits in the low half. */
-static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
-{
-	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-	uint32_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	return u;
-}
 
 static __device__ __forceinline__ float quad_max(float v)
 {
@@ -169,8 +135,8 @@ static __device__ void pf_load(bf16 *ks, bf16 *vs, const bf16 *kc,
 				     ((size_t)kvh * a.p + pos % a.p) * D +
 				     c * 8;
 
-			cp_async16(kd, kc + src);
-			cp_async16(vd, vc + src);
+			mma_cp16(kd, kc + src, 16);
+			mma_cp16(vd, vc + src, 16);
 		} else {
 			*(uint4 *)kd = make_uint4(0, 0, 0, 0);
 			*(uint4 *)vd = make_uint4(0, 0, 0, 0);
@@ -194,10 +160,10 @@ static __device__ void pf_load_q(uint32_t qf[D / 16][4], const float *qa,
 		float2 a1 = *(const float2 *)(qa + 16 * k + 8 + c);
 		float2 b1 = *(const float2 *)(qb + 16 * k + 8 + c);
 
-		qf[k][0] = pack_bf16(a0.x, a0.y);
-		qf[k][1] = pack_bf16(b0.x, b0.y);
-		qf[k][2] = pack_bf16(a1.x, a1.y);
-		qf[k][3] = pack_bf16(b1.x, b1.y);
+		qf[k][0] = mma_pack_bf16(a0.x, a0.y);
+		qf[k][1] = mma_pack_bf16(b0.x, b0.y);
+		qf[k][2] = mma_pack_bf16(a1.x, a1.y);
+		qf[k][3] = mma_pack_bf16(b1.x, b1.y);
 	}
 }
 
@@ -228,9 +194,13 @@ pf_scores(float sc[PF_BN / 8][4], const uint32_t qf[D / 16][4], const bf16 *ks,
 
 		sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
 #pragma unroll
-		for (int k = 0; k < D / 16; k++)
-			mma_bf16(sc[n], qf[k], *(const uint32_t *)(kr + 16 * k),
-				 *(const uint32_t *)(kr + 16 * k + 8));
+		for (int k = 0; k < D / 16; k++) {
+			const uint32_t kb[2] = {
+			    *(const uint32_t *)(kr + 16 * k),
+			    *(const uint32_t *)(kr + 16 * k + 8)};
+
+			mma_bf16(sc[n], qf[k], kb);
+		}
 #pragma unroll
 		for (int e = 0; e < 4; e++) {
 			uint32_t pos = t0 + n * 8 + 2 * tig + (e & 1);
@@ -246,9 +216,11 @@ pf_scores(float sc[PF_BN / 8][4], const uint32_t qf[D / 16][4], const bf16 *ks,
 	*max_a = quad_max(xa), *max_b = quad_max(xb);
 }
 
-/* One K/V tile for the warp: scores, online softmax rescale, O += P V. The
- * first tile holds position 0, which no row masks, so the running maxima
- * are finite from then on (no -inf - -inf). */
+/* One K/V tile for the warp: scores, online softmax rescale, O += P V. A
+ * row whose positions so far were all masked (a split's tiles past it)
+ * keeps max -inf, and its exponentials take base 0 instead (no -inf -
+ * -inf): its weights, sum and O stay 0. Unsplit, the first tile holds
+ * position 0, which no row masks, so the bases are the maxima. */
 template <int D>
 static __device__ void pf_tile(pf_state<D> &st, const uint32_t qf[D / 16][4],
 			       const bf16 *ks, const bf16 *vs, const pf_dev &a,
@@ -261,9 +233,12 @@ static __device__ void pf_tile(pf_state<D> &st, const uint32_t qf[D / 16][4],
 	pf_scores<D>(sc, qf, ks, st, a, t0, mask, &xa, &xb);
 	xa = fmaxf(st.ma, xa), xb = fmaxf(st.mb, xb);
 	{
-		float ca = exp2f(st.ma - xa), cb = exp2f(st.mb - xb);
+		float ba = xa == -INFINITY ? 0.0f : xa,
+		      bb = xb == -INFINITY ? 0.0f : xb;
+		float ca = exp2f(st.ma - ba), cb = exp2f(st.mb - bb);
 
 		st.la *= ca, st.lb *= cb, st.ma = xa, st.mb = xb;
+		xa = ba, xb = bb; /* the bases from here on */
 #pragma unroll
 		for (int d = 0; d < D / 8; d++) {
 			st.o[d][0] *= ca, st.o[d][1] *= ca;
@@ -284,17 +259,25 @@ static __device__ void pf_tile(pf_state<D> &st, const uint32_t qf[D / 16][4],
 		}
 		st.la += p[0] + p[1] + p[4] + p[5];
 		st.lb += p[2] + p[3] + p[6] + p[7];
-		pa[0] = pack_bf16(p[0], p[1]), pa[1] = pack_bf16(p[2], p[3]);
-		pa[2] = pack_bf16(p[4], p[5]), pa[3] = pack_bf16(p[6], p[7]);
+		pa[0] = mma_pack_bf16(p[0], p[1]);
+		pa[1] = mma_pack_bf16(p[2], p[3]);
+		pa[2] = mma_pack_bf16(p[4], p[5]);
+		pa[3] = mma_pack_bf16(p[6], p[7]);
 #pragma unroll
 		for (int dp = 0; dp < D / 16; dp++) {
 			uint32_t vb[4];
 
-			ldsm_x4_trans(vb,
-				      vs + (16 * kk + (mi & 1) * 8 + r) * ld +
-					  16 * dp + (mi >> 1) * 8);
-			mma_bf16(st.o[2 * dp], pa, vb[0], vb[1]);
-			mma_bf16(st.o[2 * dp + 1], pa, vb[2], vb[3]);
+			mma_ldsm_x4_trans(vs + (16 * kk + (mi & 1) * 8 + r) *
+						   ld +
+					      16 * dp + (mi >> 1) * 8,
+					  vb);
+			{
+				const uint32_t lo[2] = {vb[0], vb[1]},
+					       hi[2] = {vb[2], vb[3]};
+
+				mma_bf16(st.o[2 * dp], pa, lo);
+				mma_bf16(st.o[2 * dp + 1], pa, hi);
+			}
 		}
 	}
 }
@@ -323,6 +306,44 @@ static __device__ void pf_store(bf16 *out, const pf_state<D> &st,
 			*(__nv_bfloat162 *)(ob + 8 * d) = __floats2bfloat162_rn(
 			    st.o[d][2] * ib, st.o[d][3] * ib);
 	}
+}
+
+/* Split K's partial of (ROW, HEAD) in scratch: D floats of unnormalized
+ * O, then the running max (base 2) and the sum. */
+template <int D>
+static __device__ float *pf_part(const pf_dev &a, uint32_t row, uint32_t head,
+				 uint32_t k)
+{
+	return a.part + (((size_t)row * a.hq + head) * a.n_splits + k) * (D + 2);
+}
+
+/* The split's partials of pairs MA and MB (clamped rows are not
+ * written). */
+template <int D>
+static __device__ void pf_store_part(const pf_state<D> &st, const pf_dev &a,
+				     uint32_t row0, uint32_t kvh, uint32_t ma,
+				     uint32_t mb, bool ok_a, bool ok_b)
+{
+	int c = 2 * (threadIdx.x % 4);
+	float la = quad_sum(st.la), lb = quad_sum(st.lb);
+	float *pa = pf_part<D>(a, row0 + ma / a.g, kvh * a.g + ma % a.g,
+			       blockIdx.y);
+	float *pb = pf_part<D>(a, row0 + mb / a.g, kvh * a.g + mb % a.g,
+			       blockIdx.y);
+
+#pragma unroll
+	for (int d = 0; d < D / 8; d++) {
+		if (ok_a)
+			*(float2 *)(pa + 8 * d + c) =
+			    make_float2(st.o[d][0], st.o[d][1]);
+		if (ok_b)
+			*(float2 *)(pb + 8 * d + c) =
+			    make_float2(st.o[d][2], st.o[d][3]);
+	}
+	if (c == 0 && ok_a)
+		pa[D] = st.ma, pa[D + 1] = la;
+	if (c == 0 && ok_b)
+		pb[D] = st.mb, pb[D + 1] = lb;
 }
 
 /* What one block does (attention_tiles.h): sequence, first pair M0 and
@@ -362,7 +383,7 @@ static __global__ void __launch_bounds__(PF_WARPS * 32)
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 	pf_work w;
 	pf_state<D> st = {};
-	uint32_t qf[D / 16][4], ma, mb, start, end, diag, row0, n_tiles;
+	uint32_t qf[D / 16][4], ma, mb, start, end, diag, row0, n_tiles, j0, j1;
 	const uint32_t *table;
 
 	if (!pf_find(a, w))
@@ -383,24 +404,82 @@ static __global__ void __launch_bounds__(PF_WARPS * 32)
 			  w.kvh * a.g + min(mb, w.m_last) % a.g) *
 			     D);
 	n_tiles = (end + PF_BN - 1) / PF_BN;
-	pf_load<D>(ks, vs, kc, vc, table, a, w.kvh, 0, end);
-	cp_async_commit();
-	for (uint32_t j = 0; j < n_tiles; j++) {
-		int cur = (j & 1) * pf_smem<D>::tile,
+	j0 = 0, j1 = n_tiles;
+	if (a.n_splits > 1) { /* this split's share of the tiles */
+		uint32_t per = (n_tiles + a.n_splits - 1) / a.n_splits;
+
+		j0 = min(blockIdx.y * per, n_tiles);
+		j1 = min(j0 + per, n_tiles);
+	}
+	if (j0 < j1)
+		pf_load<D>(ks, vs, kc, vc, table, a, w.kvh, j0 * PF_BN, end);
+	mma_cp_commit();
+	for (uint32_t j = j0; j < j1; j++) {
+		int cur = ((j - j0) & 1) * pf_smem<D>::tile,
 		    nxt = pf_smem<D>::tile - cur;
 
-		if (j + 1 < n_tiles)
+		if (j + 1 < j1)
 			pf_load<D>(ks + nxt, vs + nxt, kc, vc, table, a, w.kvh,
 				   (j + 1) * PF_BN, end);
-		cp_async_commit(); /* maybe empty: the wait stays uniform */
-		cp_async_wait1();  /* tile j has landed */
+		mma_cp_commit(); /* maybe empty: the wait stays uniform */
+		mma_cp_wait<1>(); /* tile j has landed */
 		__syncthreads();
 		pf_tile<D>(st, qf, ks + cur, vs + cur, a, j * PF_BN,
 			   j * PF_BN + PF_BN - 1 > diag);
 		__syncthreads(); /* before tile j + 2 overwrites it */
 	}
-	pf_store<D>(out, st, a, row0, w.kvh, min(ma, w.m_last),
-		    min(mb, w.m_last), ma <= w.m_last, mb <= w.m_last);
+	if (a.n_splits > 1)
+		pf_store_part<D>(st, a, row0, w.kvh, min(ma, w.m_last),
+				 min(mb, w.m_last), ma <= w.m_last,
+				 mb <= w.m_last);
+	else
+		pf_store<D>(out, st, a, row0, w.kvh, min(ma, w.m_last),
+			    min(mb, w.m_last), ma <= w.m_last, mb <= w.m_last);
+}
+
+/* The output of a split launch: block = the same tile of pairs, a warp a
+ * pair at a time; lane k brings split k's max and sum (n_splits <= 32),
+ * each lane D / 32 of the columns. out as attend_tiled's. */
+template <int D>
+static __global__ void __launch_bounds__(PF_WARPS * 32)
+    pf_merge(bf16 *out, pf_dev a)
+{
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+	pf_work w;
+
+	if (!pf_find(a, w))
+		return;
+	for (uint32_t m = w.m0 + warp; m <= w.m_last; m += PF_WARPS) {
+		uint32_t row = a.q_off[w.s] + m / a.g,
+			 head = w.kvh * a.g + m % a.g;
+		const float *p = pf_part<D>(a, row, head, 0);
+		float mk = -INFINITY, lk = 0.0f, mx, wk, l, acc[D / 32] = {};
+		bf16 *o = out + ((size_t)row * a.hq + head) * D;
+
+		if ((uint32_t)lane < a.n_splits)
+			mk = p[lane * (D + 2) + D], lk = p[lane * (D + 2) + D + 1];
+		mx = mk;
+#pragma unroll
+		for (int x = 16; x; x /= 2)
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
+		wk = mk == -INFINITY ? 0.0f : exp2f(mk - mx);
+		l = lk * wk;
+#pragma unroll
+		for (int x = 16; x; x /= 2)
+			l += __shfl_xor_sync(0xffffffffu, l, x);
+		for (uint32_t k = 0; k < a.n_splits; k++) {
+			float wt = __shfl_sync(0xffffffffu, wk, (int)k);
+
+			if (wt == 0.0f) /* no position of the row there */
+				continue;
+#pragma unroll
+			for (int i = 0; i < D / 32; i++)
+				acc[i] += wt * p[k * (D + 2) + lane + 32 * i];
+		}
+#pragma unroll
+		for (int i = 0; i < D / 32; i++)
+			o[lane + 32 * i] = __float2bfloat16_rn(acc[i] / l);
+	}
 }
 
 static bool aligned(const void *p, uintptr_t n)
@@ -445,32 +524,78 @@ static int check_tiled(const struct o1_attn_dims *d,
 	return 0;
 }
 
+/* Splits for BLOCKS blocks of D dims (PF_MAX_SPLITS and PF_SPLIT_TILES
+ * above): enough for PF_SPLIT_WAVES rounds of the blocks the SMs hold at
+ * once (their shared memory's bound), within SCRATCH_FLOATS. */
+template <int D>
+static uint32_t pf_pick_splits(uint64_t blocks, uint32_t max_len,
+			       uint32_t rows, uint32_t hq,
+			       uint64_t scratch_floats)
+{
+	uint64_t target = (uint64_t)PF_SPLIT_WAVES * o1_cuda_sm_count() *
+			  (228 * 1024 / (pf_smem<D>::bytes + 1024));
+	uint64_t s = blocks >= target ? 1 : (target + blocks - 1) / blocks;
+	uint32_t most =
+	    (max_len + PF_BN * PF_SPLIT_TILES - 1) / (PF_BN * PF_SPLIT_TILES);
+
+	s = s > most ? most : s;
+	s = s > PF_MAX_SPLITS ? PF_MAX_SPLITS : s;
+	while (s > 1 && o1_attention_cuda_scratch_floats(rows, hq, D, (uint32_t)s) >
+			    scratch_floats)
+		s--;
+	return s ? (uint32_t)s : 1;
+}
+
 template <int D>
 static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
-			const uint16_t *vc, const pf_dev &a, uint32_t n_rows,
-			cudaStream_t stream)
+			const uint16_t *vc, pf_dev a, uint32_t n_rows,
+			uint32_t max_len, uint32_t splits, float *scratch,
+			uint64_t scratch_floats, cudaStream_t stream)
 {
 	size_t smem = pf_smem<D>::bytes;
 	uint64_t blocks =
 	    o1_attn_tile_grid(n_rows, a.n_seqs, a.g, PF_BM) * a.hkv;
 	int err = 0;
 
+	if (!splits)
+		splits = pf_pick_splits<D>(blocks, max_len, n_rows, a.hq,
+					   scratch ? scratch_floats : 0);
+	if (splits > PF_MAX_SPLITS ||
+	    (splits > 1 &&
+	     (!scratch || (uintptr_t)scratch % 8 ||
+	      o1_attention_cuda_scratch_floats(n_rows, a.hq, D, splits) >
+		  scratch_floats))) {
+		o1_err("attention tiled: %u splits of %u rows: over %u or "
+		       "over the scratch's %llu floats",
+		       splits, n_rows, PF_MAX_SPLITS,
+		       (unsigned long long)scratch_floats);
+		return -EINVAL;
+	}
+	a.n_splits = splits, a.part = scratch;
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    attend_tiled<D>,
 		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-	if (err)
-		return err;
-	attend_tiled<D><<<(unsigned)blocks, PF_WARPS * 32, smem, stream>>>(
-	    (bf16 *)out, q, (const bf16 *)kc, (const bf16 *)vc, a);
-	return O1_CUDA_LAUNCHED("attention tiled");
+	if (!err)
+		err = O1_CUDA_LAUNCH("attention tiled", attend_tiled<D>,
+				     dim3((unsigned)blocks, splits),
+				     dim3(PF_WARPS * 32), smem, stream, false,
+				     (bf16 *)out, q, (const bf16 *)kc,
+				     (const bf16 *)vc, a);
+	if (!err && splits > 1)
+		err = O1_CUDA_LAUNCH("attention tiled merge", pf_merge<D>,
+				     dim3((unsigned)blocks), dim3(PF_WARPS * 32),
+				     0, stream, false, (bf16 *)out, a);
+	return err;
 }
 
 extern "C" int
 o1_attention_tiled_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 			const uint16_t *v_cache, const struct o1_attn_dims *d,
 			const struct o1_attn_batch *b, uint32_t n_rows,
-			uint32_t min_new, cudaStream_t stream)
+			uint32_t min_new, uint32_t max_len, uint32_t splits,
+			float *scratch, uint64_t scratch_floats,
+			cudaStream_t stream)
 {
 	pf_dev a;
 	int err = check_tiled(d, b, n_rows, out, q, k_cache, v_cache);
@@ -488,9 +613,13 @@ o1_attention_tiled_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		   d->page_tokens,
 		   b->n_seqs,
 		   b->max_blocks,
-		   min_new ? min_new : 1};
+		   min_new ? min_new : 1,
+		   1,
+		   NULL};
 	if (d->head_dim == 64)
 		return launch_tiled<64>(out, q, k_cache, v_cache, a, n_rows,
-					stream);
-	return launch_tiled<128>(out, q, k_cache, v_cache, a, n_rows, stream);
+					max_len, splits, scratch,
+					scratch_floats, stream);
+	return launch_tiled<128>(out, q, k_cache, v_cache, a, n_rows, max_len,
+				 splits, scratch, scratch_floats, stream);
 }

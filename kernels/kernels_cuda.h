@@ -210,13 +210,19 @@ int o1_attention_decode_tc_cuda(uint16_t *out, const float *q,
 /* attention_prefill.cu: the tiled prefill kernel (bf16 tensor cores, see
  * the file for its rounding) for the rows of the sequences with at least
  * MIN_NEW new tokens; other rows of OUT are not written. Same operands as
- * o1_attention_cuda; no scratch, no MAX_LEN (each block reads its own
- * sequence's length). -EINVAL unless o1_attention_tiled_fits. */
+ * o1_attention_cuda. A grid too small to fill the GPU is split along the
+ * positions (MAX_LEN bounds every sequence's length) into SPLITS ranges
+ * whose partials go to SCRATCH (SCRATCH_FLOATS floats: the split count is
+ * lowered to what fits) and are merged by a second launch; SPLITS 0 picks
+ * the count, 1 never splits; -EINVAL for more than 32 or more than SCRATCH
+ * holds. -EINVAL unless o1_attention_tiled_fits. */
 int o1_attention_tiled_cuda(uint16_t *out, const float *q,
 			    const uint16_t *k_cache, const uint16_t *v_cache,
 			    const struct o1_attn_dims *dims,
 			    const struct o1_attn_batch *batch, uint32_t n_rows,
-			    uint32_t min_new, cudaStream_t stream);
+			    uint32_t min_new, uint32_t max_len, uint32_t splits,
+			    float *scratch, uint64_t scratch_floats,
+			    cudaStream_t stream);
 /* Whether the tiled kernel takes this shape: head_dim 64 or 128,
  * page_stride % 8 == 0, caches 16-byte, q 8-byte, out 4-byte aligned. */
 bool o1_attention_tiled_fits(const struct o1_attn_dims *dims,

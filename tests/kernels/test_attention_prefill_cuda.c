@@ -1,7 +1,8 @@
-/* attention_prefill.cu, the tiled prefill kernel, alone and behind
- * o1_attention_cuda's dispatch, and attention_decode_tc.cu, the decode
- * rows on tensor cores (the same rounding, so the same bound; alone where
- * tools/gpu/emu/run_decode.sh emulates it, without the tiled kernel),
+/* attention_prefill.cu, the tiled prefill kernel, alone (unsplit and
+ * split along the positions) and behind o1_attention_cuda's dispatch, and
+ * attention_decode_tc.cu, the decode rows on tensor cores (the same
+ * rounding, so the same bound; tools/gpu/emu/run_decode.sh emulates both
+ * with O1_TEST_QUICK, on the smaller shapes),
  * against attention.c (o1_attention_cpu) on
  * fresh random inputs (O1_TEST_SEED or the time, printed), output
  * poisoned with NaN, K/V slots past each sequence's end poisoned too.
@@ -383,6 +384,81 @@ static void test_attention_prefill_long(void **state)
 	check_prefill(&c);
 }
 
+/* The tiled kernel split along the positions (partials merged by its
+ * second launch), against the same bound, in SPLITS[] splits (past the
+ * K/V tile count some splits are empty; a split past a row's position
+ * holds none of its positions), then through the dispatch (its pick,
+ * with a scratch for 32). */
+static void check_splits(const struct kct_att_case *c)
+{
+	static const uint32_t splits[] = {1, 2, 3, 7, 32};
+	struct kct_att_host h;
+	size_t row_n = (size_t)c->k.hq * c->k.d;
+	float *ref, *tol, *got;
+	uint64_t sf;
+
+	fprintf(stderr, "prefill, split: Hq %u Hkv %u D %u P %u, new/start:",
+		c->k.hq, c->k.hkv, c->k.d, c->k.p);
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
+	fprintf(stderr, "\n");
+	kct_att_fill(c, &h);
+	poison_tails(c, &h);
+	pf_expect(c, &h, &ref, &tol);
+	sf = o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32);
+	for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "attention tiled, %u splits",
+			 splits[i]);
+		h.tiled_splits = splits[i];
+		got = kct_att_gpu(c, &h, sf, ATT_TILED, 1, false);
+		check_tol(what, got, ref, tol, 0, h.rows, row_n);
+		free(got);
+	}
+	h.tiled_splits = 0;
+	got = kct_att_gpu(c, &h, sf, ATT_AUTO, 0, false);
+	check_tol("attention (dispatch), split", got, ref, tol, 0, h.rows,
+		  row_n);
+	free(got), free(ref), free(tol), free(h.tables);
+	free(h.kc), free(h.vc), free(h.q);
+}
+
+/* Short chunks over long contexts (issue 17's stall case: a few tiles of
+ * pairs walking many K/V tiles), where the kernel splits: one 16-row
+ * chunk of llama3-8b's shape at 700 positions, chunks beside decode rows
+ * and short chunks, G = 7 over 5-token pages; the larger ones on the
+ * device only (O1_TEST_QUICK: the CPU emulation's time). */
+static void test_attention_prefill_splits(void **state)
+{
+	const struct kct_kv_shape qwen = {14, 2, 64, 16, 0, true},
+				  l8b = {32, 8, 128, 16, 0, true},
+				  g7 = {28, 4, 128, 5, 0, true};
+	const struct {
+		struct kct_kv_shape k;
+		uint32_t n_seqs, n_new[3], start[3];
+		bool big;
+	} cases[] = {
+	    {l8b, 1, {16}, {700}, false},
+	    {qwen, 3, {40, 1, 17}, {300, 90, 250}, false},
+	    {g7, 1, {20}, {130}, false},
+	    {l8b, 3, {64, 1, 3}, {2000, 50, 900}, true},
+	    {qwen, 2, {40, 17}, {1500, 3000}, true},
+	    {g7, 2, {20, 9}, {1000, 333}, true},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct kct_att_case c;
+
+		if (cases[i].big && kct_quick())
+			continue;
+		c = prefill_case(cases[i].k, cases[i].n_seqs, cases[i].n_new,
+				 cases[i].start);
+		check_splits(&c);
+	}
+}
+
 /* The tensor-core decode kernel: contexts at the tile edges (64
  * positions a tile, 16 a warp) and past three tiles in flight, sequences
  * bringing 1 to 3 new rows, groups of 1, 4, 7 and 16 query heads, head
@@ -435,14 +511,30 @@ static void test_attention_prefill_edges(void **state)
 	free(a), free(b), free(h.tables), free(h.kc), free(h.vc), free(h.q);
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p)); /* D 96 */
 	assert_int_equal(
-	    o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 0), -EINVAL);
+	    o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 1, 0, NULL, 0,
+				    0),
+	    -EINVAL);
 	dm.head_dim = 64, dm.page_stride = 2 * 16 * 64;
 	assert_true(o1_attention_tiled_fits(&dm, p, fq, p, p));
+	/* more splits than 32, or than the scratch holds */
+	assert_int_equal(o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1,
+						 64, 33, fq, 1 << 14, 0),
+			 -EINVAL);
+	assert_int_equal(o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1,
+						 64, 2, NULL, 0, 0),
+			 -EINVAL);
+	assert_int_equal(o1_attention_tiled_cuda(
+			     p, fq, p, p, &dm, &bt, 1, 1, 64, 2, fq,
+			     o1_attention_cuda_scratch_floats(1, 8, 64, 2) - 1,
+			     0),
+			 -EINVAL);
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p + 4, p));
 	dm.page_stride += 2; /* rows no longer 16-byte aligned */
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p));
 	assert_int_equal(
-	    o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 0), -EINVAL);
+	    o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 1, 0, NULL, 0,
+				    0),
+	    -EINVAL);
 	cudaFree(p);
 }
 
@@ -453,12 +545,13 @@ int main(void)
 	    cmocka_unit_test(test_attention_prefill_edges),
 	    cmocka_unit_test(test_attention_prefill_sweep),
 	    cmocka_unit_test(test_attention_prefill_long),
+	    cmocka_unit_test(test_attention_prefill_splits),
 	};
-	const struct CMUnitTest emulated[] = {
+	const struct CMUnitTest quick[] = {
 	    cmocka_unit_test(test_attention_decode_tc),
+	    cmocka_unit_test(test_attention_prefill_edges),
+	    cmocka_unit_test(test_attention_prefill_splits),
 	};
-	struct o1_attn_dims dm = {8, 2, 64, 16, 2 * 16 * 64, 0.1f};
-	static uint16_t aligned[8] __attribute__((aligned(16)));
 	long ncpu;
 	int rc;
 
@@ -474,12 +567,10 @@ int main(void)
 					  : (uint32_t)ncpu,
 			      &pool) != 0)
 		return 1;
-	/* tools/gpu/emu/run_decode.sh builds no tiled kernel (its stub
-	 * takes no shape): the tensor-core decode kernel's test alone */
-	rc = o1_attention_tiled_fits(&dm, aligned, (float *)aligned, aligned,
-				     aligned)
-		 ? cmocka_run_group_tests(tests, NULL, NULL)
-		 : cmocka_run_group_tests(emulated, NULL, NULL);
+	/* O1_TEST_QUICK (tools/gpu/emu/run_decode.sh): the tensor-core
+	 * kernels at the shapes the CPU emulation runs in minutes */
+	rc = kct_quick() ? cmocka_run_group_tests(quick, NULL, NULL)
+			 : cmocka_run_group_tests(tests, NULL, NULL);
 	o1_threads_destroy(pool);
 	return rc;
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs tests/kernels/test_gemv_cuda, test_attention_cuda,
-# test_attention_decode_cuda and test_attention_prefill_cuda (its
-# tensor-core decode test alone: the tiled prefill kernel is a stub here)
-# against the decode kernels (gemv.cu, attention.cu's row kernel,
-# attention_decode.cu, attention_decode_tc.cu, and the rope.cu, rmsnorm.cu
-# and swiglu.cu they are compared with)
+# test_attention_decode_cuda and test_attention_prefill_cuda (its quick
+# list: O1_TEST_QUICK=1 is set here) against the decode kernels (gemv.cu,
+# attention.cu's row kernel, attention_decode.cu, attention_decode_tc.cu,
+# attention_prefill.cu's tiled kernel, and the rope.cu, rmsnorm.cu and
+# swiglu.cu they are compared with)
 # emulated on the CPU
 # (emu.h): no GPU needed, so a change to a kernel's logic can be checked
 # before GPU time is spent. The emulated device has EMU_SMS (3)
@@ -24,10 +24,11 @@ emu=$root/tools/gpu/emu
 out=$root/build-emu
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root" -I"$root/kernels" -I"$root/tests/kernels")
+kernels="gemv attention attention_decode attention_decode_tc attention_prefill rope rmsnorm swiglu"
 # The dynamic shared arrays are the one line C++ cannot take: each becomes
 # the emulation's; rms_reduce.h's guard against non-CUDA compilers goes.
 shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
-for k in gemv attention attention_decode attention_decode_tc rope rmsnorm swiglu; do
+for k in $kernels; do
   sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
   if grep -q 'extern __shared__' "$out/${k}_emu.cc"; then
     echo "run_decode.sh: a shared array of $k.cu was not rewritten"; exit 1
@@ -38,13 +39,11 @@ cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -Wno-unknown-pragmas
      -include "$emu/emu.h" "${inc[@]}")
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off "${inc[@]}")
 objs=()
-for k in gemv attention attention_decode attention_decode_tc rope rmsnorm swiglu; do
+for k in $kernels; do
   "${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
   objs+=("$out/${k}_emu.o")
 done
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
-"${cxx[@]}" -c "$emu/decode_stubs.cc" -o "$out/decode_stubs.o"
-objs+=("$out/decode_stubs.o")
 for f in kernels/rmsnorm kernels/rope kernels/attention kernels/swiglu \
          kernels/residual kernels/threads common/log common/error \
          tests/kernels/kernel_cuda_test tests/kernels/attention_cuda_test; do
@@ -56,5 +55,5 @@ for t in ${2:-gemv attention attention_decode attention_prefill}; do
   "${cc[@]}" -c "$root/tests/kernels/test_${t}_cuda.c" -o "$out/test_${t}_cuda.o"
   g++ -no-pie -o "$out/test_${t}_cuda" "$out/test_${t}_cuda.o" "$out/emu.o" \
     "${objs[@]}" -lcmocka -lm -lpthread
-  O1_TEST_SEED=$seed "$out/test_${t}_cuda"
+  O1_TEST_QUICK=${O1_TEST_QUICK:-1} O1_TEST_SEED=$seed "$out/test_${t}_cuda"
 done
