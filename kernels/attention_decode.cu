@@ -84,8 +84,13 @@ extern "C" {
 #define DEC_HEADS_FEW	 1 /* at up to 8 rows: dec_most */
 #define DEC_FLAT	 false
 /* launches of at least this many (row, kv head) blocks go to
- * attention_decode_tc.cu (dec_tensor_cores) */
-#define DEC_TC_BLOCKS 512
+ * attention_decode_tc.cu (dec_tensor_cores): measured on the H200
+ * (bench_decode_attn, docs/PERFORMANCE.md's fourteenth session), at 128
+ * blocks it ran 1.25-1.91x the row kernel's speed (16 rows of llama3-8b
+ * and llama3.2-1b, 64 of qwen2.5-0.5b, 2,048 and 4,096 positions), and
+ * 1.5-1.9x at 16-32 rows of short contexts; at 64 and fewer blocks over
+ * long contexts it lost (0.4-0.84x: no splits) */
+#define DEC_TC_BLOCKS 128
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
 

@@ -8,9 +8,9 @@
  * head's group side by side, row-major (attention_tiles.h numbers the
  * tiles of a batch), 16 pairs per warp. The block walks positions 0 .. its
  * last row's position in tiles of BN = 64; each K/V tile is copied once
- * from the pages (through the block table, cp.async, double-buffered:
- * tile j + 1 loads while tile j is computed) into shared memory for all 64
- * pairs. S = Q K^T and O += P V run on bf16 mma.sync m16n8k16 with f32
+ * from the pages (through the block table, cp.async, PF_STAGES buffers:
+ * tiles j + 1 and j + 2 load while tile j is computed) into shared memory
+ * for all 64 pairs. S = Q K^T and O += P V run on bf16 mma.sync m16n8k16 with f32
  * accumulation; Q stays in registers as bf16 fragments for the whole walk;
  * the softmax is online in f32 per pair (running max and sum, base 2).
  * Tiles entirely above the diagonal are never loaded (the walk stops at
@@ -27,8 +27,8 @@
  * split k walks its share of the block's K/V tiles and leaves its
  * unnormalized O, running max and sum in scratch; pf_merge combines a
  * tile's splits (a second launch). A split may hold no position of a row
- * (or none at all): its max stays -inf and the merge skips it; split 0
- * holds position 0, so every row has a finite max.
+ * (or none at all): its max stays -inf, its O 0, and the merge weighs it
+ * 0; split 0 holds position 0, so every row has a finite max.
  *
  * Rounding against attention.h (f32 arithmetic over the bf16 K/V): q is
  * rounded to bf16 for Q K^T (round to nearest even, relative error at most
@@ -75,11 +75,9 @@ extern "C" {
 /* Splits: at most as many as the scratch's rows are sized for
  * (o1_attention_cuda_scratch_floats at ATT_SPLITS_MAX); each walks at
  * least PF_SPLIT_TILES K/V tiles (a split's partials, (D + 2) floats a
- * pair written and read back, cost about a tile's compute); enough for
- * PF_SPLIT_WAVES rounds of resident blocks. */
+ * pair written and read back, cost about a tile's compute). */
 #define PF_MAX_SPLITS  32
 #define PF_SPLIT_TILES 8
-#define PF_SPLIT_WAVES 2
 
 typedef __nv_bfloat16 bf16;
 
@@ -92,13 +90,21 @@ struct pf_dev {
 	float *part;
 };
 
-/* Shared memory of one block: K tiles 0 and 1, then V tiles 0 and 1, each
- * BN rows of D + PAD bf16 (the padding keeps rows 16-byte aligned and
- * shifts each row by 4 banks). */
+/* K/V tiles in flight: a block (4 warps, ~200 registers a thread at head
+ * dim 128: 2 blocks a multiprocessor) waits on its copies, not on its
+ * tensor cores (one tile's mma work is ~0.3 us; the H200 took 3.6 us a
+ * tile with 2 buffers, 16 rows over 8k positions), and a third buffer
+ * (104 KB at head dim 128) still fits 2 blocks a multiprocessor. */
+#define PF_STAGES 3
+
+/* Shared memory of one block: PF_STAGES K tiles, then as many V tiles,
+ * each BN rows of D + PAD bf16 (the padding keeps rows 16-byte aligned
+ * and shifts each row by 4 banks). */
 template <int D> struct pf_smem {
 	static constexpr int ld = D + PF_PAD;
 	static constexpr int tile = PF_BN * ld;
-	static constexpr size_t bytes = 4 * (size_t)tile * sizeof(bf16);
+	static constexpr size_t bytes =
+	    2 * PF_STAGES * (size_t)tile * sizeof(bf16);
 };
 
 static __device__ __forceinline__ float quad_max(float v)
@@ -379,7 +385,7 @@ static __global__ void __launch_bounds__(PF_WARPS * 32)
 		 pf_dev a)
 {
 	extern __shared__ __align__(16) unsigned char pf_raw[];
-	bf16 *ks = (bf16 *)pf_raw, *vs = ks + 2 * pf_smem<D>::tile;
+	bf16 *ks = (bf16 *)pf_raw, *vs = ks + PF_STAGES * pf_smem<D>::tile;
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 	pf_work w;
 	pf_state<D> st = {};
@@ -411,22 +417,30 @@ static __global__ void __launch_bounds__(PF_WARPS * 32)
 		j0 = min(blockIdx.y * per, n_tiles);
 		j1 = min(j0 + per, n_tiles);
 	}
-	if (j0 < j1)
-		pf_load<D>(ks, vs, kc, vc, table, a, w.kvh, j0 * PF_BN, end);
-	mma_cp_commit();
+	/* tiles j0 .. j0 + STAGES - 2 in flight, a commit group each (maybe
+	 * empty: the waits stay uniform) */
+	for (uint32_t i = 0; i + 1 < PF_STAGES; i++) {
+		if (j0 + i < j1)
+			pf_load<D>(ks + i * pf_smem<D>::tile,
+				   vs + i * pf_smem<D>::tile, kc, vc, table, a,
+				   w.kvh, (j0 + i) * PF_BN, end);
+		mma_cp_commit();
+	}
 	for (uint32_t j = j0; j < j1; j++) {
-		int cur = ((j - j0) & 1) * pf_smem<D>::tile,
-		    nxt = pf_smem<D>::tile - cur;
+		uint32_t ahead = j + PF_STAGES - 1;
+		int cur = (int)((j - j0) % PF_STAGES) * pf_smem<D>::tile,
+		    nxt = (int)((ahead - j0) % PF_STAGES) * pf_smem<D>::tile;
 
-		if (j + 1 < j1)
+		/* buffer nxt held tile j - 1, done since the barrier below */
+		if (ahead < j1)
 			pf_load<D>(ks + nxt, vs + nxt, kc, vc, table, a, w.kvh,
-				   (j + 1) * PF_BN, end);
-		mma_cp_commit(); /* maybe empty: the wait stays uniform */
-		mma_cp_wait<1>(); /* tile j has landed */
+				   ahead * PF_BN, end);
+		mma_cp_commit();
+		mma_cp_wait<PF_STAGES - 1>(); /* tile j has landed */
 		__syncthreads();
 		pf_tile<D>(st, qf, ks + cur, vs + cur, a, j * PF_BN,
 			   j * PF_BN + PF_BN - 1 > diag);
-		__syncthreads(); /* before tile j + 2 overwrites it */
+		__syncthreads(); /* before a later load overwrites it */
 	}
 	if (a.n_splits > 1)
 		pf_store_part<D>(st, a, row0, w.kvh, min(ma, w.m_last),
@@ -437,49 +451,63 @@ static __global__ void __launch_bounds__(PF_WARPS * 32)
 			    min(mb, w.m_last), ma <= w.m_last, mb <= w.m_last);
 }
 
-/* The output of a split launch: block = the same tile of pairs, a warp a
- * pair at a time; lane k brings split k's max and sum (n_splits <= 32),
- * each lane D / 32 of the columns. out as attend_tiled's. */
+/* The output of a split launch: grid (the same tiles of pairs, PF_BM /
+ * PF_MERGE_WARPS), a warp a pair; lane k brings split k's max and sum
+ * (n_splits <= 32), each lane D / 32 of the columns, the splits' rows
+ * read 8 at a time (a warp a pair and loads in flight: with
+ * a warp walking its tile's 64 pairs, each split's row one dependent
+ * load, the merge took 150 us of a 16-row chunk at 8k positions). Every
+ * split writes every pair of its tile (zeros where it holds no
+ * position), so no row read is garbage. out as attend_tiled's. */
+#define PF_MERGE_WARPS 8
+
 template <int D>
-static __global__ void __launch_bounds__(PF_WARPS * 32)
+static __global__ void __launch_bounds__(PF_MERGE_WARPS * 32)
     pf_merge(bf16 *out, pf_dev a)
 {
+	constexpr int per = D / 32; /* columns a lane: 2 or 4 */
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+	uint32_t m, row, head;
+	const float *p;
+	float mk = -INFINITY, lk = 0.0f, mx, wk, l, acc[per] = {};
+	bf16 *o;
 	pf_work w;
 
 	if (!pf_find(a, w))
 		return;
-	for (uint32_t m = w.m0 + warp; m <= w.m_last; m += PF_WARPS) {
-		uint32_t row = a.q_off[w.s] + m / a.g,
-			 head = w.kvh * a.g + m % a.g;
-		const float *p = pf_part<D>(a, row, head, 0);
-		float mk = -INFINITY, lk = 0.0f, mx, wk, l, acc[D / 32] = {};
-		bf16 *o = out + ((size_t)row * a.hq + head) * D;
+	m = w.m0 + blockIdx.y * PF_MERGE_WARPS + warp;
+	if (m > w.m_last)
+		return;
+	row = a.q_off[w.s] + m / a.g, head = w.kvh * a.g + m % a.g;
+	p = pf_part<D>(a, row, head, 0);
+	if ((uint32_t)lane < a.n_splits)
+		mk = p[lane * (D + 2) + D], lk = p[lane * (D + 2) + D + 1];
+	mx = mk;
+#pragma unroll
+	for (int x = 16; x; x /= 2)
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
+	wk = mk == -INFINITY ? 0.0f : exp2f(mk - mx);
+	l = lk * wk;
+#pragma unroll
+	for (int x = 16; x; x /= 2)
+		l += __shfl_xor_sync(0xffffffffu, l, x);
+#pragma unroll 8 /* rows in flight (a macro is not expanded here) */
+	for (uint32_t k = 0; k < a.n_splits; k++) {
+		float wt = __shfl_sync(0xffffffffu, wk, (int)k);
+		const float *r = p + k * (D + 2);
 
-		if ((uint32_t)lane < a.n_splits)
-			mk = p[lane * (D + 2) + D], lk = p[lane * (D + 2) + D + 1];
-		mx = mk;
 #pragma unroll
-		for (int x = 16; x; x /= 2)
-			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
-		wk = mk == -INFINITY ? 0.0f : exp2f(mk - mx);
-		l = lk * wk;
-#pragma unroll
-		for (int x = 16; x; x /= 2)
-			l += __shfl_xor_sync(0xffffffffu, l, x);
-		for (uint32_t k = 0; k < a.n_splits; k++) {
-			float wt = __shfl_sync(0xffffffffu, wk, (int)k);
+		for (int i = 0; i < per / 2; i++) {
+			float2 v = *(const float2 *)(r + 64 * i + 2 * lane);
 
-			if (wt == 0.0f) /* no position of the row there */
-				continue;
-#pragma unroll
-			for (int i = 0; i < D / 32; i++)
-				acc[i] += wt * p[k * (D + 2) + lane + 32 * i];
+			acc[2 * i] += wt * v.x, acc[2 * i + 1] += wt * v.y;
 		}
-#pragma unroll
-		for (int i = 0; i < D / 32; i++)
-			o[lane + 32 * i] = __float2bfloat16_rn(acc[i] / l);
 	}
+	o = out + ((size_t)row * a.hq + head) * D;
+#pragma unroll
+	for (int i = 0; i < per / 2; i++)
+		*(__nv_bfloat162 *)(o + 64 * i + 2 * lane) =
+		    __floats2bfloat162_rn(acc[2 * i] / l, acc[2 * i + 1] / l);
 }
 
 static bool aligned(const void *p, uintptr_t n)
@@ -524,26 +552,40 @@ static int check_tiled(const struct o1_attn_dims *d,
 	return 0;
 }
 
-/* Splits for BLOCKS blocks of D dims (PF_MAX_SPLITS and PF_SPLIT_TILES
- * above): enough for PF_SPLIT_WAVES rounds of the blocks the SMs hold at
- * once (their shared memory's bound), within SCRATCH_FLOATS. */
+/* Splits for BLOCKS blocks of D dims walking up to MAX_LEN positions:
+ * the count with the fewest waves x tiles a block walks, the fewest
+ * splits among equals (PF_MAX_SPLITS, PF_SPLIT_TILES above; within
+ * SCRATCH_FLOATS). A wave is the blocks the SMs hold at once (shared
+ * memory's bound; at head dim 128 the registers' too), and a block's time
+ * its tiles (each waits on its copies much as alone). So a grid of one
+ * wave or more is not split (a 2,048-token prompt: 1,032 blocks of
+ * llama3-8b; split in two it took 168 us against 138 at llama3.2-1b's
+ * shape on the H200), a 16-row chunk over 8k positions is (16 blocks: 457
+ * us unsplit, 45 us in 16), and a grid of a little over a wave is not
+ * split into two waves' worth of a slightly shorter walk. */
 template <int D>
 static uint32_t pf_pick_splits(uint64_t blocks, uint32_t max_len,
 			       uint32_t rows, uint32_t hq,
 			       uint64_t scratch_floats)
 {
-	uint64_t target = (uint64_t)PF_SPLIT_WAVES * o1_cuda_sm_count() *
-			  (228 * 1024 / (pf_smem<D>::bytes + 1024));
-	uint64_t s = blocks >= target ? 1 : (target + blocks - 1) / blocks;
-	uint32_t most =
-	    (max_len + PF_BN * PF_SPLIT_TILES - 1) / (PF_BN * PF_SPLIT_TILES);
+	uint64_t wave = (uint64_t)o1_cuda_sm_count() *
+			(228 * 1024 / (pf_smem<D>::bytes + 1024));
+	uint32_t tiles = (max_len + PF_BN - 1) / PF_BN;
+	uint32_t most = tiles / PF_SPLIT_TILES, best = 1;
+	uint64_t best_cost = UINT64_MAX;
 
-	s = s > most ? most : s;
-	s = s > PF_MAX_SPLITS ? PF_MAX_SPLITS : s;
-	while (s > 1 && o1_attention_cuda_scratch_floats(rows, hq, D, (uint32_t)s) >
-			    scratch_floats)
-		s--;
-	return s ? (uint32_t)s : 1;
+	most = most > PF_MAX_SPLITS ? PF_MAX_SPLITS : most;
+	for (uint32_t s = 1; s <= most || s == 1; s++) {
+		uint64_t waves = (blocks * s + wave - 1) / (wave ? wave : 1);
+		uint64_t cost = waves * ((tiles + s - 1) / s);
+
+		if (s > 1 && o1_attention_cuda_scratch_floats(rows, hq, D, s) >
+				 scratch_floats)
+			break;
+		if (cost < best_cost)
+			best_cost = cost, best = s;
+	}
+	return best;
 }
 
 template <int D>
@@ -584,8 +626,10 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 				     (const bf16 *)vc, a);
 	if (!err && splits > 1)
 		err = O1_CUDA_LAUNCH("attention tiled merge", pf_merge<D>,
-				     dim3((unsigned)blocks), dim3(PF_WARPS * 32),
-				     0, stream, false, (bf16 *)out, a);
+				     dim3((unsigned)blocks,
+					  PF_BM / PF_MERGE_WARPS),
+				     dim3(PF_MERGE_WARPS * 32), 0, stream, false,
+				     (bf16 *)out, a);
 	return err;
 }
 

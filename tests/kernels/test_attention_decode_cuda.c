@@ -21,7 +21,7 @@
  *   its K/V zero: the output is off).
  * - test_batches: 256 sequences of mixed lengths (1 to 300) with the
  *   tensor-core kernel turned off, the same through o1_attention_cuda's
- *   dispatch (which sends 512 blocks to attention_decode_tc.cu: the same
+ *   dispatch (which sends its 512 blocks to attention_decode_tc.cu: the same
  *   bits as its direct launch), and a batch with some sequences bringing
  *   several new rows (this kernel).
  * - test_replay: a split launch repeated, and captured into a graph and
