@@ -10,8 +10,9 @@
  * last row's position in tiles of BN = 64; each K/V tile is copied once
  * from the pages (through the block table, cp.async, PF_STAGES buffers:
  * tiles j + 1 and j + 2 load while tile j is computed) into shared memory
- * for all 64 pairs. S = Q K^T and O += P V run on bf16 mma.sync m16n8k16 with f32
- * accumulation; Q stays in registers as bf16 fragments for the whole walk;
+ * for all 64 pairs. S = Q K^T and O += P V run on bf16 mma.sync m16n8k16
+ * (mma_dev.h) with f32 accumulation; Q stays in registers as bf16
+ * fragments for the whole walk;
  * the softmax is online in f32 per pair (running max and sum, base 2).
  * Tiles entirely above the diagonal are never loaded (the walk stops at
  * the block's last row); tiles that cross it mask the positions past each
@@ -47,10 +48,8 @@
  * pieces), q 8-byte and out 4-byte aligned. Needs sm_80 or newer.
  */
 #include <errno.h>
-#include <stdint.h>
-#include <string.h>
-
 #include <math.h>
+#include <stdint.h>
 
 #include <cuda_bf16.h>
 
@@ -273,10 +272,10 @@ static __device__ void pf_tile(pf_state<D> &st, const uint32_t qf[D / 16][4],
 		for (int dp = 0; dp < D / 16; dp++) {
 			uint32_t vb[4];
 
-			mma_ldsm_x4_trans(vs + (16 * kk + (mi & 1) * 8 + r) *
-						   ld +
-					      16 * dp + (mi >> 1) * 8,
-					  vb);
+			mma_ldsm_x4_trans(
+			    vs + (16 * kk + (mi & 1) * 8 + r) * ld + 16 * dp +
+				(mi >> 1) * 8,
+			    vb);
 			{
 				const uint32_t lo[2] = {vb[0], vb[1]},
 					       hi[2] = {vb[2], vb[3]};
@@ -320,7 +319,8 @@ template <int D>
 static __device__ float *pf_part(const pf_dev &a, uint32_t row, uint32_t head,
 				 uint32_t k)
 {
-	return a.part + (((size_t)row * a.hq + head) * a.n_splits + k) * (D + 2);
+	return a.part +
+	       (((size_t)row * a.hq + head) * a.n_splits + k) * (D + 2);
 }
 
 /* The split's partials of pairs MA and MB (clamped rows are not
@@ -332,10 +332,10 @@ static __device__ void pf_store_part(const pf_state<D> &st, const pf_dev &a,
 {
 	int c = 2 * (threadIdx.x % 4);
 	float la = quad_sum(st.la), lb = quad_sum(st.lb);
-	float *pa = pf_part<D>(a, row0 + ma / a.g, kvh * a.g + ma % a.g,
-			       blockIdx.y);
-	float *pb = pf_part<D>(a, row0 + mb / a.g, kvh * a.g + mb % a.g,
-			       blockIdx.y);
+	float *pa =
+	    pf_part<D>(a, row0 + ma / a.g, kvh * a.g + ma % a.g, blockIdx.y);
+	float *pb =
+	    pf_part<D>(a, row0 + mb / a.g, kvh * a.g + mb % a.g, blockIdx.y);
 
 #pragma unroll
 	for (int d = 0; d < D / 8; d++) {
@@ -564,9 +564,8 @@ static int check_tiled(const struct o1_attn_dims *d,
  * us unsplit, 45 us in 16), and a grid of a little over a wave is not
  * split into two waves' worth of a slightly shorter walk. */
 template <int D>
-static uint32_t pf_pick_splits(uint64_t blocks, uint32_t max_len,
-			       uint32_t rows, uint32_t hq,
-			       uint64_t scratch_floats)
+static uint32_t pf_pick_splits(uint64_t blocks, uint32_t max_len, uint32_t rows,
+			       uint32_t hq, uint64_t scratch_floats)
 {
 	uint64_t wave = (uint64_t)o1_cuda_sm_count() *
 			(228 * 1024 / (pf_smem<D>::bytes + 1024));
@@ -603,10 +602,9 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 		splits = pf_pick_splits<D>(blocks, max_len, n_rows, a.hq,
 					   scratch ? scratch_floats : 0);
 	if (splits > PF_MAX_SPLITS ||
-	    (splits > 1 &&
-	     (!scratch || (uintptr_t)scratch % 8 ||
-	      o1_attention_cuda_scratch_floats(n_rows, a.hq, D, splits) >
-		  scratch_floats))) {
+	    (splits > 1 && (!scratch || (uintptr_t)scratch % 8 ||
+			    o1_attention_cuda_scratch_floats(
+				n_rows, a.hq, D, splits) > scratch_floats))) {
 		o1_err("attention tiled: %u splits of %u rows: over %u or "
 		       "over the scratch's %llu floats",
 		       splits, n_rows, PF_MAX_SPLITS,
@@ -625,11 +623,11 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 				     (bf16 *)out, q, (const bf16 *)kc,
 				     (const bf16 *)vc, a);
 	if (!err && splits > 1)
-		err = O1_CUDA_LAUNCH("attention tiled merge", pf_merge<D>,
-				     dim3((unsigned)blocks,
-					  PF_BM / PF_MERGE_WARPS),
-				     dim3(PF_MERGE_WARPS * 32), 0, stream, false,
-				     (bf16 *)out, a);
+		err = O1_CUDA_LAUNCH(
+		    "attention tiled merge", pf_merge<D>,
+		    dim3((unsigned)blocks, PF_BM / PF_MERGE_WARPS),
+		    dim3(PF_MERGE_WARPS * 32), 0, stream, false, (bf16 *)out,
+		    a);
 	return err;
 }
 

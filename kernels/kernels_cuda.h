@@ -238,9 +238,9 @@ int o1_swiglu_cuda(uint16_t *out, const float *gate, const float *up,
 		   uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim, bool pdl,
 		   cudaStream_t stream);
 /* The same from bf16 gate and up (LD elements between rows). */
-int o1_swiglu_bf16_cuda(uint16_t *out, const uint16_t *gate,
-			const uint16_t *up, uint32_t ld, uint32_t n_tokens,
-			uint32_t ffn_dim, bool pdl, cudaStream_t stream);
+int o1_swiglu_bf16_cuda(uint16_t *out, const uint16_t *gate, const uint16_t *up,
+			uint32_t ld, uint32_t n_tokens, uint32_t ffn_dim,
+			bool pdl, cudaStream_t stream);
 
 /* gemv.cu: y (M,N) f32 = x (M,K) bf16 . w (N,K)^T bf16 (matmul.h without
  * bias) for 1 <= M <= O1_GEMV_MAX_ROWS, K a multiple of 8, x and w 16-byte

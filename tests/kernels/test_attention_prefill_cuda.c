@@ -397,8 +397,9 @@ static void check_splits(const struct kct_att_case *c)
 	float *ref, *tol, *got;
 	uint64_t sf;
 
-	fprintf(stderr, "prefill, split: Hq %u Hkv %u D %u P %u, new/start:",
-		c->k.hq, c->k.hkv, c->k.d, c->k.p);
+	fprintf(stderr,
+		"prefill, split: Hq %u Hkv %u D %u P %u, new/start:", c->k.hq,
+		c->k.hkv, c->k.d, c->k.p);
 	for (uint32_t s = 0; s < c->n_seqs; s++)
 		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
 	fprintf(stderr, "\n");
@@ -510,10 +511,9 @@ static void test_attention_prefill_edges(void **state)
 	assert_memory_equal(a, b, (size_t)h.rows * 14 * 64 * 4);
 	free(a), free(b), free(h.tables), free(h.kc), free(h.vc), free(h.q);
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p)); /* D 96 */
-	assert_int_equal(
-	    o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 1, 0, NULL, 0,
-				    0),
-	    -EINVAL);
+	assert_int_equal(o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 1,
+						 0, NULL, 0, 0),
+			 -EINVAL);
 	dm.head_dim = 64, dm.page_stride = 2 * 16 * 64;
 	assert_true(o1_attention_tiled_fits(&dm, p, fq, p, p));
 	/* more splits than 32, or than the scratch holds */
@@ -531,10 +531,9 @@ static void test_attention_prefill_edges(void **state)
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p + 4, p));
 	dm.page_stride += 2; /* rows no longer 16-byte aligned */
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p));
-	assert_int_equal(
-	    o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 1, 0, NULL, 0,
-				    0),
-	    -EINVAL);
+	assert_int_equal(o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1, 1,
+						 0, NULL, 0, 0),
+			 -EINVAL);
 	cudaFree(p);
 }
 

@@ -87,8 +87,8 @@ static int setup(struct bench *b, const struct shape *s, uint32_t t,
 
 	memset(b, 0, sizeof(*b));
 	b->t = t, b->start = start;
-	b->scratch_floats = o1_attention_cuda_scratch_floats(
-	    SCRATCH_ROWS, s->hq, s->d, 32);
+	b->scratch_floats =
+	    o1_attention_cuda_scratch_floats(SCRATCH_ROWS, s->hq, s->d, 32);
 	b->dims = (struct o1_attn_dims){s->hq,	s->hkv,
 					s->d,	PAGE_TOKENS,
 					stride, 1.0f / sqrtf((float)s->d)};
@@ -127,8 +127,8 @@ static int launch(struct bench *b, enum which w)
 					      &b->batch, b->t, len, b->scratch,
 					      b->scratch_floats, false, 0);
 	return o1_attention_cuda(out, b->q, b->kc, b->vc, &b->dims, &b->batch,
-				 b->t, len, b->scratch, b->scratch_floats,
-				 NULL, false, 0);
+				 b->t, len, b->scratch, b->scratch_floats, NULL,
+				 false, 0);
 }
 
 /* Best time of RUNS launches of W, microseconds; < 0 on failure. */
@@ -201,10 +201,9 @@ static int run(const struct shape *s, uint32_t t, uint32_t start)
 	       "us split), %.1fx; floor %.1f us (%.2f GFLOP at %.0f "
 	       "TFLOP/s), new at %.0f%% of it (%.0f TFLOP/s); max |new - "
 	       "old| %.3g\n",
-	       s->name, s->hq, s->hkv, s->d, t, start, old_us, new_us,
-	       tiled_us, split_us, old_us / new_us, floor_us, flops / 1e9,
-	       PEAK_TFLOPS, 100.0 * floor_us / new_us,
-	       flops / (new_us * 1e6), diff);
+	       s->name, s->hq, s->hkv, s->d, t, start, old_us, new_us, tiled_us,
+	       split_us, old_us / new_us, floor_us, flops / 1e9, PEAK_TFLOPS,
+	       100.0 * floor_us / new_us, flops / (new_us * 1e6), diff);
 	return 0;
 }
 
