@@ -80,6 +80,7 @@
 #define O1_FUTEX_MASK_ANY	0xffffffffull
 #define TICK_NS			100000000ll
 #define SPIN_SHORT_NS		5000ull /* the spin while spinning does not pay */
+#define BUSY_SUBMIT_NS		200000ull /* see busy_submit */
 
 static uint64_t now_ns(void)
 {
@@ -850,6 +851,21 @@ static uint64_t learn_spin(struct o1_ipc_server *srv, uint64_t idle,
 	return SPIN_SHORT_NS;
 }
 
+/* A loop with work on every pass never reaches the idle turn's submit:
+ * what its passes queued (the tick, the signal read, the listener's
+ * accept, new clients' sockets) would wait until it is next idle, so
+ * housekeeping, signals and new connections would stall behind busy
+ * clients (issue 19). While busy it submits every BUSY_SUBMIT_NS: a
+ * syscall a fifth of a millisecond, well under the tick's 100 ms. */
+static void busy_submit(struct o1_ipc_server *srv, uint64_t now)
+{
+	if (now - srv->busy_submit_ns < BUSY_SUBMIT_NS)
+		return;
+	srv->busy_submit_ns = now;
+	if (io_uring_sq_ready(&srv->ring))
+		io_uring_submit(&srv->ring);
+}
+
 int o1_ipc_server_run(struct o1_ipc_server *srv)
 {
 	return srv->group ? o1_ipc_shards_run(srv) : o1_ipc_loop(srv);
@@ -880,6 +896,7 @@ int o1_ipc_loop(struct o1_ipc_server *srv)
 				window =
 				    learn_spin(srv, last - idle_since, spin_ns);
 			idle_since = 0;
+			busy_submit(srv, last);
 			continue;
 		}
 		if (!idle_since)

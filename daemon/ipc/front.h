@@ -137,6 +137,7 @@ struct o1_ipc_server {
 	uint64_t spin_until_ns;	       /* spin through a post due by then */
 	uint64_t cadence_from_ns; /* that spin's start, 0: none going on */
 	int accept_armed, kick_armed, sig_armed, timer_armed;
+	uint64_t busy_submit_ns; /* the last submit of a busy stretch */
 	struct __kernel_timespec tick;
 	uint8_t *admin_buf; /* O1_ADMIN_MSG_MAX request + as much reply */
 	struct o1_ipc_devout *devout; /* o.n_devout_areas */

@@ -12,11 +12,15 @@
  * get every answer (a pass publishes each client's completions as soon as
  * it drained it, and looks at all their doorbells after one fence: a lost
  * wake-up would be a ping that never returns), also beside a client that
- * corrupts its completion ring over and over. Counted, never timed. */
+ * corrupts its completion ring over and over. Counted, never timed.
+ *
+ * A loop with work on every pass (an endless stream) still runs its
+ * housekeeping ticks, answers signals and accepts a new client. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -197,6 +201,96 @@ static void test_parked_logprobs(void **state)
 	park_then_read(0, 20);
 }
 
+/* Reads the script's endless stream (test_server.c), spinning, until
+ * told to stop: then cancels it and reads to its FINAL. */
+struct endless {
+	struct o1_client *c;
+	atomic_int stop;
+	atomic_llong tokens;
+	int err, cancelled;
+};
+
+static void *endless_main(void *arg)
+{
+	struct endless *e = arg;
+	struct o1_event ev;
+	int ret, asked = 0;
+
+	for (;;) {
+		if (!asked && atomic_load(&e->stop)) {
+			e->err = o1_client_cancel(e->c, 5);
+			asked = 1;
+		}
+		ret = o1_client_poll(e->c, &ev);
+		if (ret < 0 || e->err) {
+			e->err = ret < 0 ? ret : e->err;
+			return NULL;
+		}
+		if (ret && ev.type == O1_EVENT_TOKEN)
+			atomic_fetch_add(&e->tokens, 1);
+		else if (ret && ev.type == O1_EVENT_FINAL) {
+			e->cancelled = ev.finish == O1_FINISH_REASON_CANCELLED;
+			return NULL;
+		}
+	}
+}
+
+/* A stream that brings the loop work on every pass, so that it never
+ * turns idle while its reader keeps up: housekeeping ticks, signals (each
+ * stats request is a SIGHUP) and a new client must still get through
+ * (issue 19: what a pass re-armed waited in the submission queue until
+ * the loop was next idle, so the second stats request was never read).
+ * The script's steps take 20 us (--poll-delay-us), so that the reader
+ * keeps up: a full ring would park the stream and let the loop idle.
+ * A loop that misses them hangs here: the alarm fails the test instead. */
+static void test_busy_loop_housekeeping(void **state)
+{
+	struct o1_client_opts o = {.sz = sizeof(o), .name = "endless"};
+	struct o1_submit_opts so = {.sz = sizeof(so),
+				    .req_id = 5,
+				    .text = "endless",
+				    .text_len = 7,
+				    .max_tokens = 1000};
+	struct server_stats a, b;
+	unsigned long long hups;
+	struct test_server s;
+	struct endless e = {0};
+	struct o1_client *late = NULL;
+	const char *args[] = {"--poll-delay-us", "20", NULL};
+	pthread_t t;
+
+	(void)state;
+	alarm(300);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(server_start(&s, O1_TEST_SERVER, args), 0);
+	o.socket_path = s.path;
+	if (o1_client_connect(&o, &e.c))
+		fail_msg("connect: %s", o1_last_error());
+	assert_int_equal(o1_client_submit(e.c, &so), 0);
+	assert_int_equal(pthread_create(&t, NULL, endless_main, &e), 0);
+	for (int i = 0; i < 30000 && atomic_load(&e.tokens) < 2000; i++)
+		usleep(1000);
+	assert_true(atomic_load(&e.tokens) >= 2000);
+	assert_int_equal(server_stats(&s, &a), 0);
+	wait_ticks(&s, &a, 3, &b, &hups);
+	o.name = "late";
+	if (o1_client_connect(&o, &late))
+		fail_msg("connect beside the stream: %s", o1_last_error());
+	assert_int_equal(o1_client_ping(late, NULL), 0);
+	o1_client_close(late);
+	atomic_store(&e.stop, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	alarm(0);
+	assert_int_equal(e.err, 0);
+	assert_true(e.cancelled);
+	print_message("%lld tokens; %llu ticks in %llu stats requests, %llu "
+		      "sleeps, %llu posts to a full ring\n",
+		      (long long)atomic_load(&e.tokens), b.ticks - a.ticks,
+		      hups, b.sleeps - a.sleeps, b.cq_full - a.cq_full);
+	o1_client_close(e.c);
+	assert_int_equal(server_stop(&s), 0);
+}
+
 #define AT_ONCE 16  /* clients pinging together */
 #define PINGS	300 /* each */
 #define HOSTILE 10  /* connections of the corrupting client, one by one */
@@ -369,6 +463,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_parked_sleeping_reader),
 	    cmocka_unit_test(test_parked_spinning_reader),
 	    cmocka_unit_test(test_parked_logprobs),
+	    cmocka_unit_test(test_busy_loop_housekeeping),
 	    cmocka_unit_test(test_at_once_spinning),
 	    cmocka_unit_test(test_at_once_asleep),
 	    cmocka_unit_test(test_at_once_beside_hostile),

@@ -4,7 +4,9 @@
  * Script: a request yields min(max_tokens, 1000) tokens, one per loop pass;
  * token i has id (sum of prompt bytes + i) % 1000 and text "<id> ". A
  * stop id ends it with STOP when that id comes up. A text prompt that
- * starts with "hold" yields nothing until cancelled. Every request gets
+ * starts with "hold" yields nothing until cancelled; one that starts with
+ * "endless" yields a token on every pass until cancelled (a loop that
+ * always has work). Every request gets
  * exactly one FINAL; usage: prompt_tokens = prompt bytes (text) or ids.
  * With n_logprobs, each token is followed by its alternatives: ids
  * id+1..id+n (mod 1000) with logprobs -0.25, -0.5, ..., then one
@@ -17,6 +19,8 @@
  * --max-grammar N takes grammars of up to N bytes (O1_SUBMIT_GRAMMAR):
  * a request's grammar bytes and 100 x its kind add to the sum the ids
  * come from, so a test sees what reached the consumer.
+ * --poll-delay-us N makes each ->poll with a request going take N us
+ * more, as an engine's step would: a reader keeps up with the stream.
  * --fronts N runs N front threads (ipc.h: Threading): the script's table
  * is guarded by a mutex, each request remembers the front that took it,
  * and only that front's ->poll advances it. "fronts" (admin) answers
@@ -26,7 +30,7 @@
  *        [--max-inflight N] [--max-violations N] [--spin-us N]
  *        [--hello-ms N] [--max-clients N] [--arena N] [--admin-uid N]
  *        [--devout N] [--max-grammar N] [--max-half-open N]
- *        [--per-uid N] [--decay-ms N] [--fronts N]
+ *        [--per-uid N] [--decay-ms N] [--fronts N] [--poll-delay-us N]
  * Prints "ready" on stdout when listening, and a stats line on SIGHUP and
  * at exit (SIGTERM), with the wake-up samples the loop counted and those
  * it handed to ->observe_wakeup (count and largest). SIGINT toggles draining
@@ -67,6 +71,7 @@ static int live; /* requests in use: ->poll is a no-op without any */
 /* Callbacks of several fronts may run at once: all of them take this. */
 static pthread_mutex_t script_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long served[O1_IPC_FRONTS_MAX];
+static useconds_t poll_delay_us;
 
 static void release(struct req *q)
 {
@@ -103,6 +108,9 @@ static int submit_locked(struct o1_ipc_server *srv,
 	if (r->params.flags & O1_SUBMIT_GRAMMAR)
 		q->sum += 100u * r->params.grammar_kind;
 	q->total = r->params.max_tokens < 1000 ? r->params.max_tokens : 1000;
+	if (r->params.prompt_kind == O1_PROMPT_TEXT && r->prompt_bytes >= 7 &&
+	    !memcmp(r->prompt, "endless", 7))
+		q->total = UINT32_MAX;
 	q->prompt_tokens = r->params.prompt_kind == O1_PROMPT_IDS
 			       ? r->prompt_bytes / 4
 			       : r->prompt_bytes;
@@ -261,6 +269,8 @@ static void on_poll(void *ctx, struct o1_ipc_server *srv)
 	uint32_t f = o1_ipc_server_front(srv);
 
 	(void)ctx;
+	if (poll_delay_us && live)
+		usleep(poll_delay_us);
 	pthread_mutex_lock(&script_lock);
 	for (int i = 0; i < MAX_REQS && live; i++)
 		if (reqs[i].used && reqs[i].front == f &&
@@ -448,6 +458,8 @@ static int parse_args(int argc, char **argv, struct o1_ipc_opts *o,
 			o->violation_decay_ms = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--fronts"))
 			o->front_threads = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--poll-delay-us"))
+			poll_delay_us = (useconds_t)atoi(v);
 		else if (!strcmp(a, "--devout")) {
 			if (fake_devout(o, atoi(v)))
 				return -1;
