@@ -351,6 +351,7 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 						    cfg->cuda_attn_heads,
 						    false,
 						    cfg->cuda_attn_tc,
+						    0,
 						    0};
 	err = O1_CUDA_CHECK(cudaGetDeviceCount(&n));
 	if (!err && cfg->device >= (uint32_t)n) {
