@@ -46,9 +46,10 @@
  * the new positions (the previous kernel wrote them). Where they are
  * loaded changes no bit.
  *
- * Tensor cores. Launches of many rows (rows x kv heads >= DEC_TC_BLOCKS,
- * enough blocks without splits) go to attention_decode_tc.cu, whose mma
- * tiles serve a GQA group's heads at once (o1_attn_decode_tune's tc).
+ * Tensor cores. Launches of many rows (rows x kv heads >= DEC_TC_BLOCKS)
+ * go to attention_decode_tc.cu, whose mma tiles serve a GQA group's heads
+ * at once (o1_attn_decode_tune's tc); it splits long rows itself, in the
+ * same scratch (its merge is a second launch, no tickets).
  *
  * Invariants: D in {32, 64, 128, 256}; page_stride, the caches and q
  * 16-byte aligned (fits); tickets zero between launches (device memory
@@ -89,7 +90,8 @@ extern "C" {
  * blocks it ran 1.25-1.91x the row kernel's speed (16 rows of llama3-8b
  * and llama3.2-1b, 64 of qwen2.5-0.5b, 2,048 and 4,096 positions), and
  * 1.5-1.9x at 16-32 rows of short contexts; at 64 and fewer blocks over
- * long contexts it lost (0.4-0.84x: no splits) */
+ * long contexts it lost (0.4-0.84x, measured before it split long rows:
+ * to measure again) */
 #define DEC_TC_BLOCKS 128
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
@@ -630,8 +632,8 @@ static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks)
 }
 
 /* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
- * AUTO): rows x kv heads of at least DEC_TC_BLOCKS, a block each with no
- * splits. */
+ * AUTO): rows x kv heads of at least DEC_TC_BLOCKS (a block each, and
+ * more where it splits long rows: its own choice). */
 static bool dec_tensor_cores(const struct o1_attn_dims *d, const uint16_t *out,
 			     const float *q, const uint16_t *kc,
 			     const uint16_t *vc, uint32_t n_rows,
@@ -682,10 +684,11 @@ extern "C" int o1_attention_decode_cuda(
 	if (!n_rows)
 		return 0;
 	if (dec_tensor_cores(d, out, q, k_cache, v_cache, n_rows, tune))
-		return o1_attention_decode_tc_cuda(out, q, k_cache, v_cache, d,
-						   b, n_rows, skip_new,
-						   tune ? tune->tc_stages : 0,
-						   pdl, stream);
+		return o1_attention_decode_tc_cuda(
+		    out, q, k_cache, v_cache, d, b, n_rows, max_len,
+		    tune ? tune->tc_splits : 0, scratch,
+		    scratch ? scratch_floats : 0, skip_new,
+		    tune ? tune->tc_stages : 0, pdl, stream);
 	g = d->n_heads / d->n_kv_heads, hg = dec_heads(g, most);
 	a = dec_dev{b->q_offsets,
 		    b->start_pos,

@@ -1,22 +1,35 @@
-/* Decode attention on tensor cores, for batches wide enough to fill the GPU
- * without splitting a row's context (attention_decode.cu's dispatch sends
- * them here: o1_attention_decode_cuda). The row kernel pays a position's
+/* Decode attention on tensor cores, for batches of many rows
+ * (attention_decode.cu's dispatch sends them here:
+ * o1_attention_decode_cuda). The row kernel pays a position's
  * FMAs, shuffles and softmax update once per query head, in blocks whose
  * registers leave few warps a multiprocessor: at 256 rows it moved
  * 1.6-2.0 TB/s of K/V (llama3-8b, 128-640 positions). Here a GQA group's
  * query heads are the rows of one mma tile, so a position costs a few
  * tensor-core instructions for every head at once.
  *
- * Work layout. One block per (row, kv head), 4 warps. The block walks the
- * row's causal positions in tiles of TC_BN = 64, each K/V tile copied once
- * through the block table into shared memory (cp.async, 2 or 3 tiles in
- * flight: TC_TWO_STAGE_BLOCKS) for all the group's heads. Warp w takes
- * positions 16 w .. 16 w + 15 of every tile: S (16 x 16) = Q K^T over the
+ * Work layout. One block per (row, kv head, split), 4 warps. The block
+ * walks its share of the row's causal positions in tiles of TC_BN = 64,
+ * each K/V tile copied once through the block table into shared memory
+ * (cp.async, 2 or 3 tiles in flight: TC_TWO_STAGE_BLOCKS) for all the
+ * group's heads. Warp w takes positions 16 w .. 16 w + 15 of every tile:
+ * S (16 x 16) = Q K^T over the
  * group's heads (the mma's 16 rows: heads g .. 15 repeat the last one and
  * are never written), an online softmax of its own (f32, base 2), O += P
  * V; the four warps' states are merged through shared memory at the end.
- * No splits: each block reads its row's K/V once, and the launch has rows
- * x kv heads blocks (the dispatch asks for enough of them).
+ *
+ * Splits. A block walks its tiles one after another (~2.5 us a tile on
+ * the H200), so a row of 8k positions (128 tiles) held a whole launch of
+ * short rows for hundreds of microseconds, and a few rows over long
+ * contexts left most multiprocessors idle. So the grid has a third
+ * dimension of S splits (host: tc_pick_splits, from rows x kv heads,
+ * MAX_LEN, the multiprocessors and the scratch; never per-step values,
+ * so a graph replays it), and each row decides on the device how many it
+ * uses (tc_used): one a TC_SPLIT_TILES tiles, at most S, every used split
+ * at least one tile (so its maximum is finite). A row of one split
+ * writes its output as before (the same bits); a row of several leaves
+ * each split's unnormalized O, max (base 2) and sum in scratch, and
+ * tc_merge, a second launch, combines them. Blocks past a row's used
+ * splits exit after the PDL wait.
  *
  * Rounding, as attention_prefill.cu's tiled kernel (its comment states the
  * bound; tests/kernels/test_attention_prefill_cuda.c checks both kernels
@@ -27,11 +40,12 @@
  * PDL (cuda_launch.h): before the wait a block reads its row's step inputs
  * and issues the copies of its first tiles' positions before the
  * sequence's first new token (written by earlier steps); the new positions
- * (the previous kernel wrote them) and q only after it.
+ * (the previous kernel wrote them), q and scratch only after it. The
+ * merge waits in every block before it reads scratch.
  *
  * Invariants (o1_attention_decode_tc_fits): head_dim 64 or 128, at most 16
  * query heads a kv head, page_stride a multiple of 8, caches and q 16-byte
- * aligned.
+ * aligned; split launches: scratch 8-byte aligned (launch_tc).
  */
 #include <errno.h>
 #include <math.h>
@@ -60,6 +74,16 @@ extern "C" {
 #define TC_TWO_STAGE_BLOCKS 1024
 #define TC_PAD	  8  /* bf16 after each shared row: no bank conflicts */
 #define TC_GMAX	  16 /* query heads a kv head: the mma's rows */
+/* Splits: at most a lane each in the merge (and what the backend's scratch
+ * holds: ATT_SPLITS_MAX); a row takes one a TC_SPLIT_TILES tiles
+ * (O1_ATTN_DECODE_TC_SPLIT_MIN positions: shorter rows write their output
+ * directly), and a launch at most TC_SPLIT_WAVES waves of blocks (blocks
+ * past a row's splits still cost a launch and a few loads each: a graph's
+ * MAX_LEN splits short rows' launches too) */
+#define TC_MAX_SPLITS  32
+#define TC_SPLIT_TILES (O1_ATTN_DECODE_TC_SPLIT_MIN / TC_BN)
+#define TC_SPLIT_WAVES 8
+#define TC_MERGE_WARPS 8 /* a (row, head) each */
 
 typedef __nv_bfloat16 bf16;
 
@@ -68,7 +92,32 @@ struct tc_dev {
 	uint64_t page_stride;
 	float scale_log2; /* scale * log2(e): scores in base 2 */
 	uint32_t hq, hkv, g, p, n_seqs, max_blocks, skip_new;
+	uint32_t n_splits; /* > 1: partials in part (tc_part) */
+	float *part;
 };
+
+/* Splits a row of TILES K/V tiles uses, and the tiles each walks (*PER):
+ * one a TC_SPLIT_TILES at most N_SPLITS, none empty. */
+static __device__ uint32_t tc_used(uint32_t n_splits, uint32_t tiles,
+				   uint32_t *per)
+{
+	uint32_t n = (tiles + TC_SPLIT_TILES - 1) / TC_SPLIT_TILES;
+
+	n = n < n_splits ? n : n_splits;
+	*per = (tiles + n - 1) / n;
+	return (tiles + *per - 1) / *per;
+}
+
+/* Split K's partial of (ROW, HEAD) in scratch: D floats of unnormalized
+ * O, then the max (base 2) and the sum (attention_prefill.cu's layout:
+ * o1_attention_cuda_scratch_floats). */
+template <int D>
+static __device__ float *tc_part(const tc_dev &a, uint32_t row, uint32_t head,
+				 uint32_t k)
+{
+	return a.part +
+	       (((size_t)row * a.hq + head) * a.n_splits + k) * (D + 2);
+}
 
 /* Shared memory: S stages of a K tile then a V tile (TC_BN rows of D + PAD
  * bf16: rows stay 16-byte aligned, each shifted by 4 banks); at the end
@@ -240,9 +289,9 @@ static __device__ void tc_load_q(uint32_t (&qf)[D / 16][4], const float *qa,
 	}
 }
 
-/* out (T,Hq,D) bf16; q (T,Hq,D) f32; k/v caches (pages,Hkv,P,D) bf16.
- * Block (row, kv head) of TC_WARPS warps, S stages; shared memory as
- * tc_smem. */
+/* out (T,Hq,D) bf16 or the partials (tc_part); q (T,Hq,D) f32; k/v caches
+ * (pages,Hkv,P,D) bf16. Block (row, kv head, split) of TC_WARPS warps, S
+ * stages; shared memory as tc_smem. */
 template <int D, int S>
 static __global__ void __launch_bounds__(TC_WARPS * 32)
     attend_dec_tc(bf16 *out, const float *q, const bf16 *kc, const bf16 *vc,
@@ -253,35 +302,40 @@ static __global__ void __launch_bounds__(TC_WARPS * 32)
 	bf16 *sm = (bf16 *)tc_raw; /* stage i: K at 2 i tile, V after it */
 	uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 	uint32_t grp = lane / 4, tig = lane % 4;
-	uint32_t row = blockIdx.x, kvh = blockIdx.y, g = a.g;
-	uint32_t s = attn_seq_of_row(a.q_off, a.n_seqs, row);
+	uint32_t row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+	uint32_t g = a.g, s = attn_seq_of_row(a.q_off, a.n_seqs, row);
 	uint32_t start = a.start[s], len = start + row - a.q_off[s] + 1;
-	uint32_t n_tiles = (len + TC_BN - 1) / TC_BN, head = kvh * g;
-	bool idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new;
+	uint32_t tiles = (len + TC_BN - 1) / TC_BN, per;
+	uint32_t used = tc_used(a.n_splits, tiles, &per);
+	/* this split's tiles: j0 .. j0 + n_tiles - 1 */
+	uint32_t j0 = split * per, head = kvh * g, n_tiles;
+	bool idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new || split >= used;
 	const uint32_t *table = a.tables + (size_t)s * a.max_blocks;
 	uint32_t qf[D / 16][4];
 	tc_state<D> st;
 	float *ms = (float *)tc_raw;
 
+	n_tiles = idle ? 0 : min(per, tiles - j0);
 	/* before the wait: the earlier steps' positions of the first tiles
 	 * (one commit group a stage, empty or not: the waits below count) */
 #pragma unroll
 	for (uint32_t j = 0; j < S - 1; j++) {
-		if (!idle && j < n_tiles)
+		if (j < n_tiles)
 			tc_load<D>(sm + 2 * j * tile, sm + (2 * j + 1) * tile,
-				   kc, vc, table, a, kvh, j * TC_BN, 0, start,
-				   len);
+				   kc, vc, table, a, kvh, (j0 + j) * TC_BN, 0,
+				   start, len);
 		mma_cp_commit();
 	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if (idle)
-		return; /* the tiled kernel's row */
+		return; /* the tiled kernel's row, or past the row's splits */
 	/* this step's new positions in those tiles: the previous kernel
 	 * wrote them */
 	for (uint32_t j = 0; j < S - 1 && j < n_tiles; j++)
 		tc_load<D>(sm + 2 * j * tile, sm + (2 * j + 1) * tile, kc, vc,
-			   table, a, kvh, j * TC_BN, start, len, UINT32_MAX);
+			   table, a, kvh, (j0 + j) * TC_BN, start, len,
+			   UINT32_MAX);
 	mma_cp_commit();
 	{
 		uint32_t ha = head + (grp < g ? grp : g - 1),
@@ -301,8 +355,8 @@ static __global__ void __launch_bounds__(TC_WARPS * 32)
 			__syncthreads(); /* tile j - 1's stage is free */
 		if (nt < n_tiles)
 			tc_load<D>(sm + 2 * ns * tile, sm + (2 * ns + 1) * tile,
-				   kc, vc, table, a, kvh, nt * TC_BN, 0, len,
-				   len);
+				   kc, vc, table, a, kvh, (j0 + nt) * TC_BN, 0,
+				   len, len);
 		mma_cp_commit();
 		/* tile j landed: at j = 0 everything but the newest group
 		 * (the prologue and its reloads), later all but the
@@ -314,7 +368,7 @@ static __global__ void __launch_bounds__(TC_WARPS * 32)
 		__syncthreads();
 		tc_tile<D>(st, qf, sm + 2 * cur * tile,
 			   sm + (2 * cur + 1) * tile, a.scale_log2, 16 * warp,
-			   j * TC_BN + 16 * warp, len);
+			   (j0 + j) * TC_BN + 16 * warp, len);
 		cur = cur + 1 == S ? 0 : cur + 1;
 	}
 	/* the warps' states into shared memory (the stages are free once
@@ -351,9 +405,72 @@ static __global__ void __launch_bounds__(TC_WARPS * 32)
 
 			l += ws[D + 1] * wt, acc += ws[d] * wt;
 		}
-		out[((size_t)row * a.hq + head + h) * D + d] =
-		    __float2bfloat16_rn(acc / l);
+		if (used == 1) {
+			out[((size_t)row * a.hq + head + h) * D + d] =
+			    __float2bfloat16_rn(acc / l);
+		} else {
+			float *p = tc_part<D>(a, row, head + h, split);
+
+			p[d] = acc;
+			if (d == 0)
+				p[D] = top, p[D + 1] = l;
+		}
 	}
+}
+
+/* The rows of several splits: grid (rows, heads / TC_MERGE_WARPS), a warp
+ * a (row, head) (attention_prefill.cu's pf_merge): lane k brings split
+ * k's max and sum, each lane D / 32 of the columns, the splits' rows read
+ * 8 at a time. Only the row's used splits are read (each wrote all of
+ * its partial); rows of one split were written by attend_dec_tc. */
+template <int D>
+static __global__ void __launch_bounds__(TC_MERGE_WARPS * 32)
+    tc_merge(bf16 *out, tc_dev a)
+{
+	constexpr int per = D / 32; /* columns a lane: 2 or 4 */
+	uint32_t lane = threadIdx.x % 32, row = blockIdx.x;
+	uint32_t head = blockIdx.y * TC_MERGE_WARPS + threadIdx.x / 32;
+	uint32_t s = attn_seq_of_row(a.q_off, a.n_seqs, row);
+	uint32_t len = a.start[s] + row - a.q_off[s] + 1, chunk;
+	uint32_t used = tc_used(a.n_splits, (len + TC_BN - 1) / TC_BN, &chunk);
+	bool idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new;
+	float mk = -INFINITY, lk = 0.0f, mx, wk, l, acc[per] = {};
+	const float *p;
+	bf16 *o;
+
+	o1_pdl_wait(); /* attend_dec_tc's partials */
+	o1_pdl_trigger();
+	if (idle || used < 2 || head >= a.hq)
+		return;
+	p = tc_part<D>(a, row, head, 0);
+	if (lane < used)
+		mk = p[lane * (D + 2) + D], lk = p[lane * (D + 2) + D + 1];
+	mx = mk;
+#pragma unroll
+	for (int x = 16; x; x /= 2)
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
+	wk = lane < used ? exp2f(mk - mx) : 0.0f; /* every used max finite */
+	l = lk * wk;
+#pragma unroll
+	for (int x = 16; x; x /= 2)
+		l += __shfl_xor_sync(0xffffffffu, l, x);
+#pragma unroll 8 /* rows in flight (a macro is not expanded here) */
+	for (uint32_t k = 0; k < used; k++) {
+		float wt = __shfl_sync(0xffffffffu, wk, (int)k);
+		const float *r = p + k * (D + 2);
+
+#pragma unroll
+		for (int i = 0; i < per / 2; i++) {
+			float2 v = *(const float2 *)(r + 64 * i + 2 * lane);
+
+			acc[2 * i] += wt * v.x, acc[2 * i + 1] += wt * v.y;
+		}
+	}
+	o = out + ((size_t)row * a.hq + head) * D;
+#pragma unroll
+	for (int i = 0; i < per / 2; i++)
+		*(__nv_bfloat162 *)(o + 64 * i + 2 * lane) =
+		    __floats2bfloat162_rn(acc[2 * i] / l, acc[2 * i + 1] / l);
 }
 
 extern "C" bool o1_attention_decode_tc_fits(const struct o1_attn_dims *d,
@@ -369,30 +486,90 @@ extern "C" bool o1_attention_decode_tc_fits(const struct o1_attn_dims *d,
 	       (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0;
 }
 
+/* Splits for BLOCKS (row, kv head) blocks walking up to MAX_LEN positions,
+ * SMEM bytes of shared memory a block: the count with the fewest waves x
+ * (tiles a split walks + 1) for rows of MAX_LEN (attention_prefill.cu's
+ * pf_pick_splits; the 1 is a split's partial and merge, about a tile, and
+ * keeps a wave's rounding from buying many splits), the fewest among
+ * equals, within TC_SPLIT_WAVES waves of blocks, one a TC_SPLIT_TILES of
+ * MAX_LEN, TC_MAX_SPLITS and SCRATCH_FLOATS. A wave: the blocks shared
+ * memory lets the SMs hold. So a full batch is not split (256 rows x 8
+ * kv heads), 72 rows of llama3-8b over 8k positions are split in 3 (576
+ * blocks, 2 a multiprocessor of the H200), 16 rows over 4k in 2. Not yet
+ * measured: the constants are the model's. */
+static uint32_t tc_pick_splits(uint64_t blocks, uint32_t max_len, size_t smem,
+			       uint32_t rows, uint32_t hq, uint32_t d,
+			       uint64_t scratch_floats)
+{
+	uint64_t wave =
+	    (uint64_t)o1_cuda_sm_count() * (228 * 1024 / (smem + 1024));
+	uint32_t tiles = (max_len + TC_BN - 1) / TC_BN;
+	uint32_t most = (tiles + TC_SPLIT_TILES - 1) / TC_SPLIT_TILES, best = 1;
+	uint64_t best_cost = UINT64_MAX;
+
+	wave = wave ? wave : 1;
+	most = most > TC_MAX_SPLITS ? TC_MAX_SPLITS : most;
+	for (uint32_t s = 1; s <= most || s == 1; s++) {
+		uint64_t cost =
+		    (blocks * s + wave - 1) / wave * ((tiles + s - 1) / s + 1);
+
+		if (s > 1 && (blocks * s > TC_SPLIT_WAVES * wave ||
+			      o1_attention_cuda_scratch_floats(rows, hq, d, s) >
+				  scratch_floats))
+			break;
+		if (cost < best_cost)
+			best_cost = cost, best = s;
+	}
+	return best;
+}
+
 template <int D, int S>
 static int launch_tc(uint16_t *out, const float *q, const uint16_t *kc,
-		     const uint16_t *vc, const tc_dev &a, uint32_t n_rows,
-		     bool pdl, cudaStream_t stream)
+		     const uint16_t *vc, tc_dev a, uint32_t n_rows,
+		     uint32_t max_len, uint32_t splits, float *scratch,
+		     uint64_t scratch_floats, bool pdl, cudaStream_t stream)
 {
 	size_t smem = tc_smem<D, S>::bytes;
 	int err = 0;
 
+	if (!splits)
+		splits = tc_pick_splits((uint64_t)n_rows * a.hkv, max_len, smem,
+					n_rows, a.hq, D,
+					scratch ? scratch_floats : 0);
+	if (splits > TC_MAX_SPLITS ||
+	    (splits > 1 && (!scratch || (uintptr_t)scratch % 8 ||
+			    o1_attention_cuda_scratch_floats(
+				n_rows, a.hq, D, splits) > scratch_floats))) {
+		o1_err("attention (decode, tensor cores): %u splits of %u "
+		       "rows: over %u or over the scratch's %llu floats",
+		       splits, n_rows, TC_MAX_SPLITS,
+		       (unsigned long long)scratch_floats);
+		return -EINVAL;
+	}
+	a.n_splits = splits, a.part = scratch;
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    attend_dec_tc<D, S>,
 		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-	return err ? err
-		   : O1_CUDA_LAUNCH("attention (decode, tensor cores)",
-				    attend_dec_tc<D, S>, dim3(n_rows, a.hkv),
-				    dim3(TC_WARPS * 32), smem, stream, pdl,
-				    (bf16 *)out, q, (const bf16 *)kc,
-				    (const bf16 *)vc, a);
+	if (!err)
+		err = O1_CUDA_LAUNCH(
+		    "attention (decode, tensor cores)", attend_dec_tc<D, S>,
+		    dim3(n_rows, a.hkv, splits), dim3(TC_WARPS * 32), smem,
+		    stream, pdl, (bf16 *)out, q, (const bf16 *)kc,
+		    (const bf16 *)vc, a);
+	if (!err && splits > 1)
+		err = O1_CUDA_LAUNCH(
+		    "attention (decode, tensor cores) merge", tc_merge<D>,
+		    dim3(n_rows, (a.hq + TC_MERGE_WARPS - 1) / TC_MERGE_WARPS),
+		    dim3(TC_MERGE_WARPS * 32), 0, stream, pdl, (bf16 *)out, a);
+	return err;
 }
 
 extern "C" int o1_attention_decode_tc_cuda(
     uint16_t *out, const float *q, const uint16_t *k_cache,
     const uint16_t *v_cache, const struct o1_attn_dims *d,
-    const struct o1_attn_batch *b, uint32_t n_rows, uint32_t skip_new,
+    const struct o1_attn_batch *b, uint32_t n_rows, uint32_t max_len,
+    uint32_t splits, float *scratch, uint64_t scratch_floats, uint32_t skip_new,
     uint32_t stages, bool pdl, cudaStream_t stream)
 {
 	tc_dev a;
@@ -401,13 +578,14 @@ extern "C" int o1_attention_decode_tc_cuda(
 		stages = (uint64_t)n_rows * d->n_kv_heads >= TC_TWO_STAGE_BLOCKS
 			     ? 2
 			     : TC_STAGES;
-	if (!o1_attention_decode_tc_fits(d, out, q, k_cache, v_cache) ||
-	    !out || !d->page_tokens || !b->n_seqs || n_rows > INT32_MAX ||
+	if (!o1_attention_decode_tc_fits(d, out, q, k_cache, v_cache) || !out ||
+	    !d->page_tokens || !b->n_seqs || n_rows > INT32_MAX || !max_len ||
 	    (stages != 2 && stages != 3)) {
 		o1_err("attention (decode, tensor cores): bad shape: heads "
-		       "%u/%u of %u, page %u tokens stride %llu, %u stages",
+		       "%u/%u of %u, page %u tokens stride %llu, %u stages, "
+		       "max_len %u",
 		       d->n_heads, d->n_kv_heads, d->head_dim, d->page_tokens,
-		       (unsigned long long)d->page_stride, stages);
+		       (unsigned long long)d->page_stride, stages, max_len);
 		return -EINVAL;
 	}
 	if (!n_rows)
@@ -423,14 +601,21 @@ extern "C" int o1_attention_decode_tc_cuda(
 		   d->page_tokens,
 		   b->n_seqs,
 		   b->max_blocks,
-		   skip_new};
+		   skip_new,
+		   1,
+		   NULL};
 	if (d->head_dim == 64)
-		return stages == 2 ? launch_tc<64, 2>(out, q, k_cache, v_cache,
-						      a, n_rows, pdl, stream)
-				   : launch_tc<64, 3>(out, q, k_cache, v_cache,
-						      a, n_rows, pdl, stream);
+		return stages == 2
+			   ? launch_tc<64, 2>(out, q, k_cache, v_cache, a,
+					      n_rows, max_len, splits, scratch,
+					      scratch_floats, pdl, stream)
+			   : launch_tc<64, 3>(out, q, k_cache, v_cache, a,
+					      n_rows, max_len, splits, scratch,
+					      scratch_floats, pdl, stream);
 	return stages == 2 ? launch_tc<128, 2>(out, q, k_cache, v_cache, a,
-					       n_rows, pdl, stream)
+					       n_rows, max_len, splits, scratch,
+					       scratch_floats, pdl, stream)
 			   : launch_tc<128, 3>(out, q, k_cache, v_cache, a,
-					       n_rows, pdl, stream);
+					       n_rows, max_len, splits, scratch,
+					       scratch_floats, pdl, stream);
 }

@@ -168,14 +168,15 @@ int o1_attention_rows_legacy_cuda(uint16_t *out, const float *q,
  * same rule as the row kernel's (launches on one device never overlap).
  * TC: whether launches of many rows go to the tensor-core kernel
  * (attention_decode_tc.cu, rounding as the tiled prefill kernel's): AUTO
- * when rows x kv heads fill the GPU without splits, ON whenever the shape
- * fits it, OFF never; TC_STAGES its K/V tiles in flight (0: default). */
+ * from rows x kv heads of DEC_TC_BLOCKS, ON whenever the shape fits it,
+ * OFF never; TC_STAGES its K/V tiles in flight (0: default), TC_SPLITS
+ * its splits (0: its pick; o1_attention_decode_tc_cuda's SPLITS). */
 enum o1_attn_tc { O1_ATTN_TC_AUTO, O1_ATTN_TC_OFF, O1_ATTN_TC_ON };
 struct o1_attn_decode_tune {
 	uint32_t warps, split_rounds, target_blocks, heads; /* 0: default */
 	bool flat;
 	uint32_t tc; /* enum o1_attn_tc */
-	uint32_t tc_stages;
+	uint32_t tc_stages, tc_splits;
 };
 bool o1_attention_decode_fits(const struct o1_attn_dims *dims,
 			      const uint16_t *out, const float *q,
@@ -190,23 +191,29 @@ int o1_attention_decode_cuda(uint16_t *out, const float *q,
 			     const struct o1_attn_decode_tune *tune, bool pdl,
 			     cudaStream_t stream);
 /* attention_decode_tc.cu: decode rows on tensor cores, a block per (row,
- * kv head), no splits (o1_attention_decode_cuda picks it; the operands and
- * SKIP_NEW as there; STAGES: K/V tiles in flight, 2 or 3, 0 for the
- * default). Whether it takes the shape: head_dim 64 or 128, at
- * most 16 query heads a kv head, page_stride % 8 == 0, q and the caches
- * 16-byte aligned; -EINVAL otherwise. */
+ * kv head, split) (o1_attention_decode_cuda picks it; the operands,
+ * MAX_LEN, SCRATCH and SKIP_NEW as there; STAGES: K/V tiles in flight, 2
+ * or 3, 0 for the default). SPLITS along the positions (0: picked from
+ * the rows, MAX_LEN, the GPU and what SCRATCH holds; 1 never splits;
+ * -EINVAL for more than 32 or than SCRATCH holds); each row uses a split
+ * a started O1_ATTN_DECODE_TC_SPLIT_MIN positions of its own length, at
+ * most SPLITS: rows up to that length write their output as unsplit (the
+ * same bits), longer ones leave partials in SCRATCH, merged by a second
+ * launch.
+ * Whether it takes the shape: head_dim 64 or 128, at most 16 query heads
+ * a kv head, page_stride % 8 == 0, q and the caches 16-byte aligned;
+ * -EINVAL otherwise. */
+#define O1_ATTN_DECODE_TC_SPLIT_MIN 1024 /* a multiple of 64 */
 bool o1_attention_decode_tc_fits(const struct o1_attn_dims *dims,
 				 const uint16_t *out, const float *q,
 				 const uint16_t *k_cache,
 				 const uint16_t *v_cache);
-int o1_attention_decode_tc_cuda(uint16_t *out, const float *q,
-				const uint16_t *k_cache,
-				const uint16_t *v_cache,
-				const struct o1_attn_dims *dims,
-				const struct o1_attn_batch *batch,
-				uint32_t n_rows, uint32_t skip_new,
-				uint32_t stages, bool pdl,
-				cudaStream_t stream);
+int o1_attention_decode_tc_cuda(
+    uint16_t *out, const float *q, const uint16_t *k_cache,
+    const uint16_t *v_cache, const struct o1_attn_dims *dims,
+    const struct o1_attn_batch *batch, uint32_t n_rows, uint32_t max_len,
+    uint32_t splits, float *scratch, uint64_t scratch_floats, uint32_t skip_new,
+    uint32_t stages, bool pdl, cudaStream_t stream);
 /* attention_prefill.cu: the tiled prefill kernel (bf16 tensor cores, see
  * the file for its rounding) for the rows of the sequences with at least
  * MIN_NEW new tokens; other rows of OUT are not written. Same operands as

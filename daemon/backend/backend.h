@@ -141,6 +141,10 @@ struct o1_backend_config {
 	/* CUDA backend: whether decode rows go to the tensor-core kernel
 	 * (enum o1_attn_tc: 0 auto, wide batches; A/B for benchmarks) */
 	uint32_t cuda_attn_tc;
+	/* CUDA backend (config cuda.attention_splits): the tensor-core decode
+	 * attention's splits along the positions at most (0: its pick, a
+	 * split per O1_ATTN_DECODE_TC_SPLIT_MIN positions of a row; 1: none) */
+	uint32_t cuda_attn_tc_splits;
 	bool cuda_no_attention;
 	/* CUDA backend: products on bf16 weights over at most cuda_gemv_rows
 	 * rows (1..O1_GEMV_MAX_ROWS) run gemv.cu's decode products, fused

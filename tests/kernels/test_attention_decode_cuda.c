@@ -158,7 +158,8 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 	} else if (path == TENSOR_CORES) {
 		assert_int_equal(o1_attention_decode_tc_cuda(
 				     out, r->dq, r->dkc, r->dvc, &r->dm, &r->db,
-				     r->rows, UINT32_MAX, 0, false, 0),
+				     r->rows, max_len, 0, sc, sf, UINT32_MAX, 0,
+				     false, 0),
 				 0);
 	} else if (path == DECODE) {
 		assert_int_equal(
@@ -229,10 +230,10 @@ static void test_contexts(void **state)
 	static const uint32_t shapes[][3] = {
 	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {8, 2, 128}, {7, 1, 128}};
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
-	    {1, 1, 8, 2, false, O1_ATTN_TC_OFF, 0},
-	    {8, 4, 0, 0, true, O1_ATTN_TC_OFF, 0},
-	    {2, 2, 100000, 4, true, O1_ATTN_TC_OFF, 0}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    {1, 1, 8, 2, false, O1_ATTN_TC_OFF, 0, 0},
+	    {8, 4, 0, 0, true, O1_ATTN_TC_OFF, 0, 0},
+	    {2, 2, 100000, 4, true, O1_ATTN_TC_OFF, 0, 0}};
 	const uint32_t one = 1;
 
 	(void)state;
@@ -252,8 +253,8 @@ static void test_batches(void **state)
 {
 	uint32_t len[256], n_new[256];
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
-	    {4, 1, 4096, 4, true, O1_ATTN_TC_OFF, 0}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    {4, 1, 4096, 4, true, O1_ATTN_TC_OFF, 0, 0}};
 	struct dec_case c = {14, 2, 64, 256, len, n_new};
 	struct dec_run r;
 	uint16_t *got, *tc;
@@ -289,11 +290,11 @@ static void test_batches(void **state)
 static void check_replay(const struct dec_case *c)
 {
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
-	    {2, 1, 4096, 1, false, O1_ATTN_TC_OFF, 0},
-	    {1, 3, 1, 0, true, O1_ATTN_TC_OFF, 0},
-	    {4, 1, 64, 2, false, O1_ATTN_TC_OFF, 0},
-	    {2, 1, 0, 4, true, O1_ATTN_TC_OFF, 0}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    {2, 1, 4096, 1, false, O1_ATTN_TC_OFF, 0, 0},
+	    {1, 3, 1, 0, true, O1_ATTN_TC_OFF, 0, 0},
+	    {4, 1, 64, 2, false, O1_ATTN_TC_OFF, 0, 0},
+	    {2, 1, 0, 4, true, O1_ATTN_TC_OFF, 0, 0}};
 	struct dec_run r;
 
 	run_open(c, &r);
@@ -329,10 +330,10 @@ static void test_decode_errors(void **state)
 	struct o1_attn_dims dm = {8, 2, 96, 16, 2 * 16 * 96, 0.1f};
 	uint32_t dummy[4] = {0, 1};
 	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
-	const struct o1_attn_decode_tune nine = {9, 0,	   0,
-						 0, false, O1_ATTN_TC_OFF, 0};
-	const struct o1_attn_decode_tune three = {0, 0,	    0,
-						  3, false, O1_ATTN_TC_OFF, 0};
+	const struct o1_attn_decode_tune nine = {
+	    9, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0};
+	const struct o1_attn_decode_tune three = {
+	    0, 0, 0, 3, false, O1_ATTN_TC_OFF, 0, 0};
 	uint16_t *p = kct_dev(1 << 16);
 	float *fq = (float *)p;
 

@@ -1,6 +1,7 @@
 /* attention_prefill.cu, the tiled prefill kernel, alone (unsplit and
  * split along the positions) and behind o1_attention_cuda's dispatch, and
- * attention_decode_tc.cu, the decode rows on tensor cores (the same
+ * attention_decode_tc.cu, the decode rows on tensor cores, unsplit and
+ * split (the same
  * rounding, so the same bound; tools/gpu/emu/run_decode.sh emulates both
  * with O1_TEST_QUICK, on the smaller shapes),
  * against attention.c (o1_attention_cpu) on
@@ -264,6 +265,7 @@ static void check_decode_tc(const struct kct_att_case *c)
 	struct kct_att_host h;
 	size_t row_n = (size_t)c->k.hq * c->k.d;
 	float *ref, *tol, *got, *pdl;
+	uint64_t sf;
 
 	fprintf(stderr,
 		"decode (tensor cores): Hq %u Hkv %u D %u P %u, "
@@ -275,16 +277,17 @@ static void check_decode_tc(const struct kct_att_case *c)
 	kct_att_fill(c, &h);
 	poison_tails(c, &h);
 	pf_expect(c, &h, &ref, &tol);
-	got = kct_att_gpu(c, &h, 0, ATT_DECODE_TC, 0, false);
+	sf = o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32);
+	got = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 0, false);
 	check_tol("attention (decode, tensor cores)", got, ref, tol, 0, h.rows,
 		  row_n);
-	pdl = kct_att_gpu(c, &h, 0, ATT_DECODE_TC, 0, true);
+	pdl = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 0, true);
 	assert_memory_equal(got, pdl, h.rows * row_n * 4);
 	free(pdl);
-	pdl = kct_att_gpu(c, &h, 0, ATT_DECODE_TC2, 0, false);
+	pdl = kct_att_gpu(c, &h, sf, ATT_DECODE_TC2, 0, false);
 	assert_memory_equal(got, pdl, h.rows * row_n * 4);
 	free(got), free(pdl);
-	got = kct_att_gpu(c, &h, 0, ATT_DECODE_TC, 2, false);
+	got = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 2, false);
 	for (uint32_t s = 0; s < c->n_seqs; s++) {
 		if (c->n_new[s] < 2) {
 			check_tol("attention (decode, tensor cores), skip 2",
@@ -297,6 +300,82 @@ static void check_decode_tc(const struct kct_att_case *c)
 			assert_true(isnan(got[i])); /* not written */
 	}
 	free(got), free(ref), free(tol), free(h.tables);
+	free(h.kc), free(h.vc), free(h.q);
+}
+
+/* The tensor-core decode kernel split along the positions: unsplit (1),
+ * in SPLITS[] (forced: each row still takes at most one split a
+ * O1_ATTN_DECODE_TC_SPLIT_MIN positions; 32 leaves blocks past every
+ * row's splits) and its own pick, against the bound; rows of at most
+ * O1_ATTN_DECODE_TC_SPLIT_MIN positions (one split) the same bits as
+ * unsplit; with PDL the same bits, and with 2 tiles in flight in forced
+ * splits (the pick counts the blocks shared memory lets in); then
+ * leaving the rows of sequences with at least 2 new tokens alone. */
+static void check_decode_tc_splits(const struct kct_att_case *c)
+{
+	static const uint32_t splits[] = {2, 3, 5, 32, 0};
+	struct kct_att_host h;
+	size_t row_n = (size_t)c->k.hq * c->k.d;
+	float *ref, *tol, *one, *got, *again;
+	uint64_t sf;
+
+	fprintf(stderr,
+		"decode (tensor cores), split: Hq %u Hkv %u D %u P %u, "
+		"new/start:",
+		c->k.hq, c->k.hkv, c->k.d, c->k.p);
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
+	fprintf(stderr, "\n");
+	kct_att_fill(c, &h);
+	poison_tails(c, &h);
+	pf_expect(c, &h, &ref, &tol);
+	sf = o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32);
+	h.tc_splits = 1;
+	one = kct_att_gpu(c, &h, 0, ATT_DECODE_TC, 0, false);
+	check_tol("attention (decode, tensor cores), 1 split", one, ref, tol, 0,
+		  h.rows, row_n);
+	for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
+		char what[80];
+
+		snprintf(what, sizeof(what),
+			 "attention (decode, tensor cores), %u splits",
+			 splits[i]);
+		h.tc_splits = splits[i];
+		got = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 0, false);
+		check_tol(what, got, ref, tol, 0, h.rows, row_n);
+		for (uint32_t s = 0; s < c->n_seqs; s++)
+			for (uint32_t r = h.q_off[s]; r < h.q_off[s + 1]; r++)
+				if (h.start[s] + r - h.q_off[s] + 1 <=
+				    O1_ATTN_DECODE_TC_SPLIT_MIN)
+					assert_memory_equal(got + r * row_n,
+							    one + r * row_n,
+							    row_n * 4);
+		again = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 0, true);
+		assert_memory_equal(got, again, h.rows * row_n * 4);
+		free(again);
+		if (splits[i]) { /* (the pick depends on the stages) */
+			again =
+			    kct_att_gpu(c, &h, sf, ATT_DECODE_TC2, 0, false);
+			assert_memory_equal(got, again, h.rows * row_n * 4);
+			free(again);
+		}
+		free(got);
+	}
+	h.tc_splits = 3;
+	got = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 2, false);
+	for (uint32_t s = 0; s < c->n_seqs; s++) {
+		if (c->n_new[s] < 2) {
+			check_tol("attention (decode, tensor cores), split, "
+				  "skip 2",
+				  got, ref, tol, h.q_off[s], h.q_off[s + 1],
+				  row_n);
+			continue;
+		}
+		for (size_t i = h.q_off[s] * row_n; i < h.q_off[s + 1] * row_n;
+		     i++)
+			assert_true(isnan(got[i])); /* not written */
+	}
+	free(got), free(one), free(ref), free(tol), free(h.tables);
 	free(h.kc), free(h.vc), free(h.q);
 }
 
@@ -488,6 +567,45 @@ static void test_attention_decode_tc(void **state)
 		}
 }
 
+/* The tensor-core decode kernel over long contexts (1,500-5,000
+ * positions) beside short ones: rows at and just past a split's 1,024
+ * positions, a sequence whose two new rows take 2 and 3 splits, 79 tiles
+ * in 5 splits (the last one shorter); groups of 7, 4 and 16, head dims
+ * 64 and 128, pages of 5. The larger ones on the device only
+ * (O1_TEST_QUICK: the CPU emulation's time). */
+static void test_attention_decode_tc_splits(void **state)
+{
+	const struct kct_kv_shape qwen = {14, 2, 64, 16, 0, true},
+				  l8b = {32, 8, 128, 16, 0, true},
+				  g7 = {28, 4, 128, 5, 0, true},
+				  g16 = {32, 2, 64, 16, 0, true};
+	const struct {
+		struct kct_kv_shape k;
+		uint32_t n_seqs, n_new[ATT_MAX_SEQS], start[ATT_MAX_SEQS];
+		bool big;
+	} cases[] = {
+	    {qwen,
+	     8,
+	     {1, 1, 1, 3, 2, 1, 2, 1},
+	     {4999, 1023, 1024, 1500, 2047, 3, 64, 700},
+	     false},
+	    {l8b, 4, {1, 1, 2, 1}, {3000, 1, 1100, 63}, false},
+	    {g7, 4, {1, 2, 1, 1}, {4095, 1600, 10, 2100}, true},
+	    {g16, 5, {1, 1, 1, 1, 3}, {5000, 2500, 1024, 1, 1300}, true},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct kct_att_case c;
+
+		if (cases[i].big && kct_quick())
+			continue;
+		c = prefill_case(cases[i].k, cases[i].n_seqs, cases[i].n_new,
+				 cases[i].start);
+		check_decode_tc_splits(&c);
+	}
+}
+
 /* A decode batch (one row per sequence) through o1_attention_cuda is the
  * row kernel's launch, bit for bit (the captured decode graphs depend on
  * it); shapes the tiled kernel does not take are refused by it. */
@@ -528,6 +646,20 @@ static void test_attention_prefill_edges(void **state)
 			     o1_attention_cuda_scratch_floats(1, 8, 64, 2) - 1,
 			     0),
 			 -EINVAL);
+	/* the same for the tensor-core decode kernel's splits */
+	assert_int_equal(o1_attention_decode_tc_cuda(p, fq, p, p, &dm, &bt, 1,
+						     64, 33, fq, 1 << 14,
+						     UINT32_MAX, 0, false, 0),
+			 -EINVAL);
+	assert_int_equal(o1_attention_decode_tc_cuda(p, fq, p, p, &dm, &bt, 1,
+						     64, 2, NULL, 0, UINT32_MAX,
+						     0, false, 0),
+			 -EINVAL);
+	assert_int_equal(o1_attention_decode_tc_cuda(
+			     p, fq, p, p, &dm, &bt, 1, 64, 2, fq,
+			     o1_attention_cuda_scratch_floats(1, 8, 64, 2) - 1,
+			     UINT32_MAX, 0, false, 0),
+			 -EINVAL);
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p + 4, p));
 	dm.page_stride += 2; /* rows no longer 16-byte aligned */
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p));
@@ -541,6 +673,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_attention_decode_tc),
+	    cmocka_unit_test(test_attention_decode_tc_splits),
 	    cmocka_unit_test(test_attention_prefill_edges),
 	    cmocka_unit_test(test_attention_prefill_sweep),
 	    cmocka_unit_test(test_attention_prefill_long),
@@ -548,6 +681,7 @@ int main(void)
 	};
 	const struct CMUnitTest quick[] = {
 	    cmocka_unit_test(test_attention_decode_tc),
+	    cmocka_unit_test(test_attention_decode_tc_splits),
 	    cmocka_unit_test(test_attention_prefill_edges),
 	    cmocka_unit_test(test_attention_prefill_splits),
 	};

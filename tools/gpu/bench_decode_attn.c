@@ -4,6 +4,7 @@
  * (qwen2.5-0.5b 14/2 heads of 64, llama3.2-1b 32/8 of 64, llama3-8b 32/8
  * of 128), at batch 1, 64 and 256 and contexts 128, 1024 and 4096:
  *   bench_decode_attn [--sweep] [--graph-len N] [--batch B] [--ctx C]
+ *                     [--tc-splits S]
  * For each it times the old row kernel (o1_attention_rows_legacy_cuda)
  * and the decode kernel (o1_attention_decode_cuda, default tuning with
  * the tensor-core kernel off), each launched with MAX_LEN = the context
@@ -21,7 +22,8 @@
  * decode kernel's best tuning (warps, split rounds, target blocks, heads
  * a block: 8, 4, 2 or 1, flat loads; cold times, graph MAX_LEN) beside
  * the default's.
- * --batch/--ctx take one value each instead of the lists.
+ * --batch/--ctx take one value each instead of the lists; --tc-splits
+ * forces the tensor-core kernel's splits (1: none; default 0, its pick).
  */
 #include <math.h>
 #include <stdint.h>
@@ -235,11 +237,11 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 	static const uint32_t warps[] = {1, 2, 4, 8}, rounds[] = {1, 2, 4},
 			      targets[] = {132, 264, 528, 1056};
 	static const struct o1_attn_decode_tune kinds[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
-	    {0, 0, 0, 4, false, O1_ATTN_TC_OFF, 0},
-	    {0, 0, 0, 4, true, O1_ATTN_TC_OFF, 0},
-	    {0, 0, 0, 2, false, O1_ATTN_TC_OFF, 0},
-	    {0, 0, 0, 1, false, O1_ATTN_TC_OFF, 0}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    {0, 0, 0, 4, false, O1_ATTN_TC_OFF, 0, 0},
+	    {0, 0, 0, 4, true, O1_ATTN_TC_OFF, 0, 0},
+	    {0, 0, 0, 2, false, O1_ATTN_TC_OFF, 0, 0},
+	    {0, 0, 0, 1, false, O1_ATTN_TC_OFF, 0, 0}};
 	uint32_t g = b->dims.n_heads / b->dims.n_kv_heads;
 	struct o1_attn_decode_tune best = kinds[0], t;
 	double best_us = 1e30, cold, warm;
@@ -271,12 +273,12 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 }
 
 static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
-	       uint32_t graph_len, int do_sweep)
+	       uint32_t graph_len, uint32_t tc_splits, int do_sweep)
 {
-	static const struct o1_attn_decode_tune
-	    rowk = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0},
-	    tck = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 0},
-	    tck2 = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 2};
+	const struct o1_attn_decode_tune
+	    rowk = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    tck = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 0, tc_splits},
+	    tck2 = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 2, tc_splits};
 	struct bench b;
 	uint32_t gl = graph_len > ctx ? graph_len : ctx;
 	const struct variant vs[6] = {{OLD, ctx, NULL}, {OLD, gl, NULL},
@@ -331,7 +333,7 @@ int main(int argc, char **argv)
 	    {"llama3-8b", 32, 8, 128},
 	};
 	uint32_t batches[3] = {1, 64, 256}, ctxs[3] = {128, 1024, 4096};
-	uint32_t nb = 3, nc = 3, graph_len = 8192;
+	uint32_t nb = 3, nc = 3, graph_len = 8192, tc_splits = 0;
 	int do_sweep = 0, rc = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -345,12 +347,14 @@ int main(int argc, char **argv)
 			bad = arg_u32(argv[++i], 1, 1024, &batches[0]), nb = 1;
 		else if (!strcmp(argv[i], "--ctx") && i + 1 < argc)
 			bad = arg_u32(argv[++i], 1, 131072, &ctxs[0]), nc = 1;
+		else if (!strcmp(argv[i], "--tc-splits") && i + 1 < argc)
+			bad = arg_u32(argv[++i], 0, 32, &tc_splits);
 		else
 			bad = 1;
 		if (bad) {
 			fprintf(stderr, "usage: bench_decode_attn [--sweep] "
 					"[--graph-len N] [--batch B] [--ctx "
-					"C]\n");
+					"C] [--tc-splits S]\n");
 			return 2;
 		}
 	}
@@ -362,7 +366,7 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < nb; i++)
 			for (uint32_t j = 0; j < nc; j++)
 				rc |= run(&shapes[k], batches[i], ctxs[j],
-					  graph_len, do_sweep)
+					  graph_len, tc_splits, do_sweep)
 					  ? 1
 					  : 0;
 	return rc;
