@@ -33,6 +33,7 @@ struct kct_att_host {
 	uint32_t q_off[ATT_MAX_SEQS + 1], start[ATT_MAX_SEQS], *tables;
 	uint32_t max_blocks, rows, max_len;
 	uint32_t tiled_splits; /* ATT_TILED's splits (0, as filled: its pick) */
+	uint32_t tiled_variant; /* ATT_TILED's (0, as filled: the default) */
 	size_t cache;
 	float *kc, *vc, *q;
 };
@@ -44,7 +45,8 @@ enum att_path { ATT_AUTO, ATT_ROWS, ATT_TILED, ATT_DECODE_TC, ATT_DECODE_TC2 };
 void kct_att_fill(const struct kct_att_case *c, struct kct_att_host *h);
 
 /* Runs PATH (ATT_TILED: o1_attention_tiled_cuda for the sequences with at
- * least MIN_NEW new tokens, in H's tiled_splits; ATT_DECODE_TC:
+ * least MIN_NEW new tokens, in H's tiled_splits and tiled_variant;
+ * ATT_DECODE_TC:
  * o1_attention_decode_tc_cuda, leaving alone the rows of sequences with at
  * least MIN_NEW new tokens, 0 for none; ATT_DECODE_TC2 the same with 2 tiles in
  * flight) on poisoned output, the row kernel and its merge (and the tensor-core
