@@ -8,12 +8,17 @@
  * head's group side by side, row-major (attention_tiles.h numbers the
  * tiles of a batch), 16 pairs per warp. The block walks positions 0 .. its
  * last row's position in tiles of BN = 64; each K/V tile is copied once
- * from the pages (through the block table, cp.async, PF_STAGES buffers:
- * tiles j + 1 and j + 2 load while tile j is computed) into shared memory
- * for all 64 pairs. S = Q K^T and O += P V run on bf16 mma.sync m16n8k16
- * (mma_dev.h) with f32 accumulation; Q stays in registers as bf16
- * fragments for the whole walk;
- * the softmax is online in f32 per pair (running max and sum, base 2).
+ * from the pages (through the block table, cp.async, 2 buffers: tile j + 1
+ * loads while tile j is computed) into shared memory for all 64 pairs.
+ * S = Q K^T and O += P V run on bf16 mma.sync m16n8k16 (mma_dev.h) with
+ * f32 accumulation, the K and V fragments read by ldmatrix; Q stays in
+ * registers as bf16 fragments for the whole walk; the softmax is online
+ * in f32 per pair (running max and sum, base 2, the scale folded into the
+ * exponent's FMA). At head dim 128 that is 168 registers and 68 KB of
+ * shared memory: 3 blocks a multiprocessor, the warps that hide each
+ * other's mma and exponent latencies (a block of 4 warps waits on its own
+ * instruction chain). Other variants of the block (enum
+ * o1_attn_pf_variant, pf_cfg) remain for A/B timing.
  * Tiles entirely above the diagonal are never loaded (the walk stops at
  * the block's last row); tiles that cross it mask the positions past each
  * pair's own row (causal). Blocks start in reverse order: the last tiles
@@ -35,7 +40,10 @@
  * rounded to bf16 for Q K^T (round to nearest even, relative error at most
  * u = 2^-8 per element), and each weight e^(s - m) is rounded to bf16 once
  * and used for both P V and the sum Z (so the weights still sum to 1);
- * products accumulate in f32 in the tensor cores' order. A score then
+ * products accumulate in f32 in the tensor cores' order; the exponent's
+ * argument is one f32 FMA (s scale log2(e) - m) and 2^x the hardware's
+ * ex2.approx (exp2f's own instruction; weights under 2^-126 flush to 0),
+ * f32-level differences far inside the bound below. A score then
  * moves by at most u scale sum_d |q_d k_d|, and the weights' rounding
  * moves an output by at most u sum_j w_j |v_j - out| / (1 - u) (w the
  * exact weights): an average of V, off by a few u of V's spread around
@@ -43,7 +51,8 @@
  * tests/kernels/test_attention_prefill_cuda.c turns this into a
  * per-element tolerance.
  *
- * Supported (o1_attention_tiled_fits): head_dim 64 or 128, page_stride a
+ * Supported (o1_attention_tiled_fits): head_dim 64 or 128, scale > 0
+ * (the lean softmax takes the maximum of the unscaled scores), page_stride a
  * multiple of 8 and the caches 16-byte aligned (rows are copied in 16-byte
  * pieces), q 8-byte and out 4-byte aligned. Needs sm_80 or newer.
  */
@@ -67,9 +76,7 @@ extern "C" {
 #error "attention_prefill.cu needs sm_80 (bf16 mma.sync, cp.async)"
 #endif
 
-#define PF_BM	 64 /* (row, head) pairs per block */
 #define PF_BN	 64 /* positions per K/V tile */
-#define PF_WARPS 4  /* 16 pairs each */
 #define PF_PAD	 8  /* bf16 after each shared row: no bank conflicts */
 /* Splits: at most as many as the scratch's rows are sized for
  * (o1_attention_cuda_scratch_floats at ATT_SPLITS_MAX); each walks at
@@ -77,6 +84,8 @@ extern "C" {
  * pair written and read back, cost about a tile's compute). */
 #define PF_MAX_SPLITS  32
 #define PF_SPLIT_TILES 8
+/* The smallest tile of pairs of any variant (check_tiled's grid bound). */
+#define PF_BM_MIN 64
 
 typedef __nv_bfloat16 bf16;
 
@@ -89,21 +98,22 @@ struct pf_dev {
 	float *part;
 };
 
-/* K/V tiles in flight: a block (4 warps, ~200 registers a thread at head
- * dim 128: 2 blocks a multiprocessor) waits on its copies, not on its
- * tensor cores (one tile's mma work is ~0.3 us; the H200 took 3.6 us a
- * tile with 2 buffers, 16 rows over 8k positions), and a third buffer
- * (104 KB at head dim 128) still fits 2 blocks a multiprocessor. */
-#define PF_STAGES 3
-
-/* Shared memory of one block: PF_STAGES K tiles, then as many V tiles,
- * each BN rows of D + PAD bf16 (the padding keeps rows 16-byte aligned
- * and shifts each row by 4 banks). */
-template <int D> struct pf_smem {
+/* A variant of the kernel (enum o1_attn_pf_variant): WARPS warps of 16
+ * pairs (a tile of BM = 16 WARPS pairs), STAGES K/V tiles in flight, K
+ * fragments through ldmatrix (KLDSM) or 32-bit loads, and the LEAN softmax
+ * (pf_tile). No register cap: a minimum of blocks in __launch_bounds__
+ * made ptxas take more registers (2 blocks at head dim 128: 215 against
+ * 170) or spill (3 blocks). Shared memory: STAGES K tiles, then as many V
+ * tiles, each BN rows of D + PAD bf16 (the padding keeps rows 16-byte
+ * aligned and shifts each row by 4 banks). */
+template <int D, int WARPS, int STAGES, bool KLDSM, bool LEAN> struct pf_cfg {
+	static constexpr int d = D, warps = WARPS, bm = 16 * WARPS;
+	static constexpr int stages = STAGES;
+	static constexpr bool kldsm = KLDSM, lean = LEAN;
 	static constexpr int ld = D + PF_PAD;
 	static constexpr int tile = PF_BN * ld;
 	static constexpr size_t bytes =
-	    2 * PF_STAGES * (size_t)tile * sizeof(bf16);
+	    2 * STAGES * (size_t)tile * sizeof(bf16);
 };
 
 static __device__ __forceinline__ float quad_max(float v)
@@ -122,15 +132,15 @@ static __device__ __forceinline__ float quad_sum(float v)
  * ld bf16) through the block table. Rows at or past END (beyond the
  * block's causal reach, possibly past the sequence's pages) are zeroed
  * instead: their weight is 0, and 0 x garbage could be NaN. */
-template <int D>
+template <class C>
 static __device__ void pf_load(bf16 *ks, bf16 *vs, const bf16 *kc,
 			       const bf16 *vc, const uint32_t *table,
 			       const pf_dev &a, uint32_t kvh, uint32_t t0,
 			       uint32_t end)
 {
-	constexpr int pieces = D / 8, ld = pf_smem<D>::ld;
+	constexpr int D = C::d, pieces = D / 8, ld = C::ld;
 
-	for (int e = threadIdx.x; e < PF_BN * pieces; e += PF_WARPS * 32) {
+	for (int e = threadIdx.x; e < PF_BN * pieces; e += C::warps * 32) {
 		int r = e / pieces, c = e % pieces;
 		uint32_t pos = t0 + r;
 		bf16 *kd = ks + r * ld + c * 8, *vd = vs + r * ld + c * 8;
@@ -181,35 +191,76 @@ template <int D> struct pf_state {
 	uint32_t pos_a, pos_b; /* the rows' positions: the causal limit */
 };
 
-/* S (16 x BN) = Q K^T for the warp, scaled to base 2; with MASK,
- * positions past a row's own get -inf. Returns the rows' tile maxima. */
-template <int D>
+/* 2^x: exp2f, or in LEAN the bare ex2.approx.ftz (exp2f's own instruction
+ * without its rescaling of results under 2^-126, flushed to 0 here: such a
+ * weight is below bf16's normal range, beside a largest weight of 1). */
+template <class C> static __device__ __forceinline__ float pf_exp2(float x)
+{
+#ifndef O1_EMU_H
+	if constexpr (C::lean) {
+		float y;
+
+		asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+		return y;
+	}
+#endif
+	return exp2f(x);
+}
+
+/* S (16 x BN) = Q K^T for the warp; with MASK, positions past a row's
+ * own get -inf. Returns the rows' tile maxima. LEAN leaves the scores
+ * unscaled: pf_tile folds the scale into the exponent's FMA, and since
+ * scale > 0 the scaled tile maximum is the unscaled one times scale_log2
+ * (rounding keeps the order); otherwise they come back in base 2. K's B
+ * fragments: with KLDSM one ldmatrix x4 gives two k-steps' (matrices of 8
+ * positions by 8 dims, lane l at position l % 8, dims 8 (l / 8) on), else two
+ * 32-bit loads a k-step. */
+template <class C>
 static __device__ void
-pf_scores(float sc[PF_BN / 8][4], const uint32_t qf[D / 16][4], const bf16 *ks,
-	  const pf_state<D> &st, const pf_dev &a, uint32_t t0, bool mask,
-	  float *max_a, float *max_b)
+pf_scores(float sc[PF_BN / 8][4], const uint32_t qf[C::d / 16][4],
+	  const bf16 *ks, const pf_state<C::d> &st, const pf_dev &a,
+	  uint32_t t0, bool mask, float *max_a, float *max_b)
 {
 	int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
-	constexpr int ld = pf_smem<D>::ld;
+	constexpr int D = C::d, ld = C::ld;
 	float xa = -INFINITY, xb = -INFINITY;
 
 #pragma unroll
 	for (int n = 0; n < PF_BN / 8; n++) {
-		const bf16 *kr = ks + (n * 8 + grp) * ld + 2 * tig;
-
 		sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
-#pragma unroll
-		for (int k = 0; k < D / 16; k++) {
-			const uint32_t kb[2] = {
-			    *(const uint32_t *)(kr + 16 * k),
-			    *(const uint32_t *)(kr + 16 * k + 8)};
+		if constexpr (C::kldsm) {
+			const bf16 *kr =
+			    ks + (n * 8 + lane % 8) * ld + 8 * (lane / 8);
 
-			mma_bf16(sc[n], qf[k], kb);
+#pragma unroll
+			for (int k = 0; k < D / 16; k += 2) {
+				uint32_t kb[4];
+
+				mma_ldsm_x4(kr + 16 * k, kb);
+				{
+					const uint32_t lo[2] = {kb[0], kb[1]},
+						       hi[2] = {kb[2], kb[3]};
+
+					mma_bf16(sc[n], qf[k], lo);
+					mma_bf16(sc[n], qf[k + 1], hi);
+				}
+			}
+		} else {
+			const bf16 *kr = ks + (n * 8 + grp) * ld + 2 * tig;
+
+#pragma unroll
+			for (int k = 0; k < D / 16; k++) {
+				const uint32_t kb[2] = {
+				    *(const uint32_t *)(kr + 16 * k),
+				    *(const uint32_t *)(kr + 16 * k + 8)};
+
+				mma_bf16(sc[n], qf[k], kb);
+			}
 		}
 #pragma unroll
 		for (int e = 0; e < 4; e++) {
 			uint32_t pos = t0 + n * 8 + 2 * tig + (e & 1);
-			float x = sc[n][e] * a.scale_log2;
+			float x = C::lean ? sc[n][e] : sc[n][e] * a.scale_log2;
 
 			if (mask && pos > (e < 2 ? st.pos_a : st.pos_b))
 				x = -INFINITY;
@@ -221,40 +272,31 @@ pf_scores(float sc[PF_BN / 8][4], const uint32_t qf[D / 16][4], const bf16 *ks,
 	*max_a = quad_max(xa), *max_b = quad_max(xb);
 }
 
-/* One K/V tile for the warp: scores, online softmax rescale, O += P V. A
- * row whose positions so far were all masked (a split's tiles past it)
- * keeps max -inf, and its exponentials take base 0 instead (no -inf -
- * -inf): its weights, sum and O stay 0. Unsplit, the first tile holds
- * position 0, which no row masks, so the bases are the maxima. */
-template <int D>
-static __device__ void pf_tile(pf_state<D> &st, const uint32_t qf[D / 16][4],
-			       const bf16 *ks, const bf16 *vs, const pf_dev &a,
-			       uint32_t t0, bool mask)
+/* The weights of k-step KK of the tile (scores in SC, bases XA and XB in
+ * base 2) as the mma's A fragment, each rounded to bf16 once; adds them to
+ * the lane's sums. LEAN rounds by packing first (cvt.rn.bf16x2, one
+ * instruction for two) and sums the packed halves: the same numbers in
+ * the same order as the conversions one at a time. */
+template <class C>
+static __device__ __forceinline__ void
+pf_weights(uint32_t pa[4], pf_state<C::d> &st, const float sc[PF_BN / 8][4],
+	   int kk, float xa, float xb, float scale_log2)
 {
-	constexpr int ld = pf_smem<D>::ld;
-	int lane = threadIdx.x % 32, mi = lane / 8, r = lane % 8;
-	float sc[PF_BN / 8][4], xa, xb;
+	float p[8];
 
-	pf_scores<D>(sc, qf, ks, st, a, t0, mask, &xa, &xb);
-	xa = fmaxf(st.ma, xa), xb = fmaxf(st.mb, xb);
-	{
-		float ba = xa == -INFINITY ? 0.0f : xa,
-		      bb = xb == -INFINITY ? 0.0f : xb;
-		float ca = exp2f(st.ma - ba), cb = exp2f(st.mb - bb);
-
-		st.la *= ca, st.lb *= cb, st.ma = xa, st.mb = xb;
-		xa = ba, xb = bb; /* the bases from here on */
+	if constexpr (C::lean) {
 #pragma unroll
-		for (int d = 0; d < D / 8; d++) {
-			st.o[d][0] *= ca, st.o[d][1] *= ca;
-			st.o[d][2] *= cb, st.o[d][3] *= cb;
+		for (int e = 0; e < 8; e++)
+			p[e] = pf_exp2<C>(fmaf(sc[2 * kk + e / 4][e % 4],
+					       scale_log2,
+					       -(e % 4 < 2 ? xa : xb)));
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			pa[i] = mma_pack_bf16(p[2 * i], p[2 * i + 1]);
+			p[2 * i] = __uint_as_float(pa[i] << 16);
+			p[2 * i + 1] = __uint_as_float(pa[i] & 0xffff0000u);
 		}
-	}
-#pragma unroll
-	for (int kk = 0; kk < PF_BN / 16; kk++) {
-		float p[8];
-		uint32_t pa[4];
-
+	} else {
 #pragma unroll
 		for (int e = 0; e < 8; e++) {
 			float x = sc[2 * kk + e / 4][e % 4];
@@ -262,12 +304,56 @@ static __device__ void pf_tile(pf_state<D> &st, const uint32_t qf[D / 16][4],
 			p[e] = __bfloat162float(__float2bfloat16_rn(
 			    exp2f(x - (e % 4 < 2 ? xa : xb))));
 		}
-		st.la += p[0] + p[1] + p[4] + p[5];
-		st.lb += p[2] + p[3] + p[6] + p[7];
 		pa[0] = mma_pack_bf16(p[0], p[1]);
 		pa[1] = mma_pack_bf16(p[2], p[3]);
 		pa[2] = mma_pack_bf16(p[4], p[5]);
 		pa[3] = mma_pack_bf16(p[6], p[7]);
+	}
+	st.la += p[0] + p[1] + p[4] + p[5];
+	st.lb += p[2] + p[3] + p[6] + p[7];
+}
+
+/* One K/V tile for the warp: scores, online softmax rescale, O += P V. A
+ * row whose positions so far were all masked (a split's tiles past it)
+ * keeps max -inf, and its exponentials take base 0 instead (no -inf -
+ * -inf): its weights, sum and O stay 0. Unsplit, the first tile holds
+ * position 0, which no row masks, so the bases are the maxima. LEAN skips
+ * the rescale of O when no row's maximum moved (factors all exactly 1,
+ * the common case past the first tiles). */
+template <class C>
+static __device__ void
+pf_tile(pf_state<C::d> &st, const uint32_t qf[C::d / 16][4], const bf16 *ks,
+	const bf16 *vs, const pf_dev &a, uint32_t t0, bool mask)
+{
+	constexpr int D = C::d, ld = C::ld;
+	int lane = threadIdx.x % 32, mi = lane / 8, r = lane % 8;
+	float sc[PF_BN / 8][4], xa, xb;
+
+	pf_scores<C>(sc, qf, ks, st, a, t0, mask, &xa, &xb);
+	if constexpr (C::lean)
+		xa *= a.scale_log2, xb *= a.scale_log2;
+	xa = fmaxf(st.ma, xa), xb = fmaxf(st.mb, xb);
+	{
+		float ba = xa == -INFINITY ? 0.0f : xa,
+		      bb = xb == -INFINITY ? 0.0f : xb;
+		float ca = pf_exp2<C>(st.ma - ba), cb = pf_exp2<C>(st.mb - bb);
+
+		st.la *= ca, st.lb *= cb, st.ma = xa, st.mb = xb;
+		xa = ba, xb = bb; /* the bases from here on */
+		if (!C::lean ||
+		    !__all_sync(0xffffffffu, ca == 1.0f && cb == 1.0f)) {
+#pragma unroll
+			for (int d = 0; d < D / 8; d++) {
+				st.o[d][0] *= ca, st.o[d][1] *= ca;
+				st.o[d][2] *= cb, st.o[d][3] *= cb;
+			}
+		}
+	}
+#pragma unroll
+	for (int kk = 0; kk < PF_BN / 16; kk++) {
+		uint32_t pa[4];
+
+		pf_weights<C>(pa, st, sc, kk, xa, xb, a.scale_log2);
 #pragma unroll
 		for (int dp = 0; dp < D / 16; dp++) {
 			uint32_t vb[4];
@@ -359,40 +445,41 @@ struct pf_work {
 	uint32_t s, m0, m_last, kvh;
 };
 
-static __device__ bool pf_find(const pf_dev &a, pf_work &w)
+template <int BM> static __device__ bool pf_find(const pf_dev &a, pf_work &w)
 {
 	uint64_t b = (gridDim.x - 1 - blockIdx.x) / a.hkv, tile;
 	uint32_t n_new, pairs;
 
 	w.kvh = (gridDim.x - 1 - blockIdx.x) % a.hkv;
-	w.s = o1_attn_tile_seq(a.q_off, a.n_seqs, a.g, PF_BM, b);
+	w.s = o1_attn_tile_seq(a.q_off, a.n_seqs, a.g, BM, b);
 	n_new = a.q_off[w.s + 1] - a.q_off[w.s];
 	pairs = n_new * a.g;
-	tile = b - o1_attn_tile_base(a.q_off, w.s, a.g, PF_BM);
-	if (n_new < a.min_new || tile * PF_BM >= pairs)
+	tile = b - o1_attn_tile_base(a.q_off, w.s, a.g, BM);
+	if (n_new < a.min_new || tile * BM >= pairs)
 		return false;
-	w.m0 = (uint32_t)tile * PF_BM;
-	w.m_last = min(w.m0 + PF_BM, pairs) - 1;
+	w.m0 = (uint32_t)tile * BM;
+	w.m_last = min(w.m0 + BM, pairs) - 1;
 	return true;
 }
 
 /* out (T,Hq,D) bf16; q (T,Hq,D) f32; k/v caches (pages,Hkv,P,D) bf16.
  * Block = one tile of (row, head) pairs for one kv head; shared memory as
- * pf_smem. */
-template <int D>
-static __global__ void __launch_bounds__(PF_WARPS * 32)
+ * pf_cfg. */
+template <class C>
+static __global__ void __launch_bounds__(C::warps * 32)
     attend_tiled(bf16 *out, const float *q, const bf16 *kc, const bf16 *vc,
 		 pf_dev a)
 {
+	constexpr int D = C::d, S = C::stages;
 	extern __shared__ __align__(16) unsigned char pf_raw[];
-	bf16 *ks = (bf16 *)pf_raw, *vs = ks + PF_STAGES * pf_smem<D>::tile;
+	bf16 *ks = (bf16 *)pf_raw, *vs = ks + S * C::tile;
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 	pf_work w;
 	pf_state<D> st = {};
 	uint32_t qf[D / 16][4], ma, mb, start, end, diag, row0, n_tiles, j0, j1;
 	const uint32_t *table;
 
-	if (!pf_find(a, w))
+	if (!pf_find<C::bm>(a, w))
 		return;
 	ma = w.m0 + warp * 16 + lane / 4, mb = ma + 8;
 	start = a.start[w.s], row0 = a.q_off[w.s];
@@ -419,26 +506,25 @@ static __global__ void __launch_bounds__(PF_WARPS * 32)
 	}
 	/* tiles j0 .. j0 + STAGES - 2 in flight, a commit group each (maybe
 	 * empty: the waits stay uniform) */
-	for (uint32_t i = 0; i + 1 < PF_STAGES; i++) {
+	for (uint32_t i = 0; i + 1 < S; i++) {
 		if (j0 + i < j1)
-			pf_load<D>(ks + i * pf_smem<D>::tile,
-				   vs + i * pf_smem<D>::tile, kc, vc, table, a,
-				   w.kvh, (j0 + i) * PF_BN, end);
+			pf_load<C>(ks + i * C::tile, vs + i * C::tile, kc, vc,
+				   table, a, w.kvh, (j0 + i) * PF_BN, end);
 		mma_cp_commit();
 	}
 	for (uint32_t j = j0; j < j1; j++) {
-		uint32_t ahead = j + PF_STAGES - 1;
-		int cur = (int)((j - j0) % PF_STAGES) * pf_smem<D>::tile,
-		    nxt = (int)((ahead - j0) % PF_STAGES) * pf_smem<D>::tile;
+		uint32_t ahead = j + S - 1;
+		int cur = (int)((j - j0) % S) * C::tile,
+		    nxt = (int)((ahead - j0) % S) * C::tile;
 
 		/* buffer nxt held tile j - 1, done since the barrier below */
 		if (ahead < j1)
-			pf_load<D>(ks + nxt, vs + nxt, kc, vc, table, a, w.kvh,
+			pf_load<C>(ks + nxt, vs + nxt, kc, vc, table, a, w.kvh,
 				   ahead * PF_BN, end);
 		mma_cp_commit();
-		mma_cp_wait<PF_STAGES - 1>(); /* tile j has landed */
+		mma_cp_wait<S - 1>(); /* tile j has landed */
 		__syncthreads();
-		pf_tile<D>(st, qf, ks + cur, vs + cur, a, j * PF_BN,
+		pf_tile<C>(st, qf, ks + cur, vs + cur, a, j * PF_BN,
 			   j * PF_BN + PF_BN - 1 > diag);
 		__syncthreads(); /* before a later load overwrites it */
 	}
@@ -451,7 +537,7 @@ static __global__ void __launch_bounds__(PF_WARPS * 32)
 			    min(mb, w.m_last), ma <= w.m_last, mb <= w.m_last);
 }
 
-/* The output of a split launch: grid (the same tiles of pairs, PF_BM /
+/* The output of a split launch: grid (the same tiles of BM pairs, BM /
  * PF_MERGE_WARPS), a warp a pair; lane k brings split k's max and sum
  * (n_splits <= 32), each lane D / 32 of the columns, the splits' rows
  * read 8 at a time (a warp a pair and loads in flight: with
@@ -461,7 +547,7 @@ static __global__ void __launch_bounds__(PF_WARPS * 32)
  * position), so no row read is garbage. out as attend_tiled's. */
 #define PF_MERGE_WARPS 8
 
-template <int D>
+template <int D, int BM>
 static __global__ void __launch_bounds__(PF_MERGE_WARPS * 32)
     pf_merge(bf16 *out, pf_dev a)
 {
@@ -473,7 +559,7 @@ static __global__ void __launch_bounds__(PF_MERGE_WARPS * 32)
 	bf16 *o;
 	pf_work w;
 
-	if (!pf_find(a, w))
+	if (!pf_find<BM>(a, w))
 		return;
 	m = w.m0 + blockIdx.y * PF_MERGE_WARPS + warp;
 	if (m > w.m_last)
@@ -520,8 +606,8 @@ extern "C" bool o1_attention_tiled_fits(const struct o1_attn_dims *d,
 					const uint16_t *k_cache,
 					const uint16_t *v_cache)
 {
-	return (d->head_dim == 64 || d->head_dim == 128) && d->n_kv_heads &&
-	       d->n_heads && d->n_heads % d->n_kv_heads == 0 &&
+	return (d->head_dim == 64 || d->head_dim == 128) && d->scale > 0 &&
+	       d->n_kv_heads && d->n_heads && d->n_heads % d->n_kv_heads == 0 &&
 	       d->page_stride % 8 == 0 && aligned(k_cache, 16) &&
 	       aligned(v_cache, 16) && aligned(q, 8) && aligned(out, 4);
 }
@@ -539,7 +625,7 @@ static int check_tiled(const struct o1_attn_dims *d,
 		(uint64_t)d->n_kv_heads * d->page_tokens * d->head_dim ||
 	    !b->n_seqs || !b->q_offsets || !b->start_pos || !b->block_tables ||
 	    !b->max_blocks || (uint64_t)n_rows * g > INT32_MAX ||
-	    o1_attn_tile_grid(n_rows, b->n_seqs, g, PF_BM) * d->n_kv_heads >
+	    o1_attn_tile_grid(n_rows, b->n_seqs, g, PF_BM_MIN) * d->n_kv_heads >
 		INT32_MAX) {
 		o1_err("attention tiled: unsupported shape: heads %u/%u of "
 		       "%u, page %u tokens stride %llu, %u seqs, %u blocks, "
@@ -552,34 +638,43 @@ static int check_tiled(const struct o1_attn_dims *d,
 	return 0;
 }
 
-/* Splits for BLOCKS blocks of D dims walking up to MAX_LEN positions:
+/* Splits for BLOCKS blocks of variant C walking up to MAX_LEN positions:
  * the count with the fewest waves x tiles a block walks, the fewest
  * splits among equals (PF_MAX_SPLITS, PF_SPLIT_TILES above; within
- * SCRATCH_FLOATS). A wave is the blocks the SMs hold at once (shared
- * memory's bound; at head dim 128 the registers' too), and a block's time
+ * SCRATCH_FLOATS). A wave is the blocks the SMs hold at once (the
+ * runtime's occupancy: shared memory's and the registers' bound; shared
+ * memory's alone if it cannot say), and a block's time
  * its tiles (each waits on its copies much as alone). So a grid of one
  * wave or more is not split (a 2,048-token prompt: 1,032 blocks of
  * llama3-8b; split in two it took 168 us against 138 at llama3.2-1b's
  * shape on the H200), a 16-row chunk over 8k positions is (16 blocks: 457
  * us unsplit, 45 us in 16), and a grid of a little over a wave is not
  * split into two waves' worth of a slightly shorter walk. */
-template <int D>
+template <class C>
 static uint32_t pf_pick_splits(uint64_t blocks, uint32_t max_len, uint32_t rows,
 			       uint32_t hq, uint64_t scratch_floats)
 {
-	uint64_t wave = (uint64_t)o1_cuda_sm_count() *
-			(228 * 1024 / (pf_smem<D>::bytes + 1024));
+	int per_sm = 0;
+	uint64_t wave;
 	uint32_t tiles = (max_len + PF_BN - 1) / PF_BN;
 	uint32_t most = tiles / PF_SPLIT_TILES, best = 1;
 	uint64_t best_cost = UINT64_MAX;
 
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+		&per_sm, attend_tiled<C>, C::warps * 32, C::bytes) !=
+		cudaSuccess ||
+	    per_sm < 1) {
+		cudaGetLastError();
+		per_sm = (int)(228 * 1024 / (C::bytes + 1024));
+	}
+	wave = (uint64_t)o1_cuda_sm_count() * (uint64_t)per_sm;
 	most = most > PF_MAX_SPLITS ? PF_MAX_SPLITS : most;
 	for (uint32_t s = 1; s <= most || s == 1; s++) {
 		uint64_t waves = (blocks * s + wave - 1) / (wave ? wave : 1);
 		uint64_t cost = waves * ((tiles + s - 1) / s);
 
-		if (s > 1 && o1_attention_cuda_scratch_floats(rows, hq, D, s) >
-				 scratch_floats)
+		if (s > 1 && o1_attention_cuda_scratch_floats(
+				 rows, hq, C::d, s) > scratch_floats)
 			break;
 		if (cost < best_cost)
 			best_cost = cost, best = s;
@@ -587,19 +682,27 @@ static uint32_t pf_pick_splits(uint64_t blocks, uint32_t max_len, uint32_t rows,
 	return best;
 }
 
-template <int D>
+template <class C>
 static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 			const uint16_t *vc, pf_dev a, uint32_t n_rows,
 			uint32_t max_len, uint32_t splits, float *scratch,
 			uint64_t scratch_floats, cudaStream_t stream)
 {
-	size_t smem = pf_smem<D>::bytes;
+	constexpr int D = C::d;
+	size_t smem = C::bytes;
 	uint64_t blocks =
-	    o1_attn_tile_grid(n_rows, a.n_seqs, a.g, PF_BM) * a.hkv;
+	    o1_attn_tile_grid(n_rows, a.n_seqs, a.g, C::bm) * a.hkv;
 	int err = 0;
 
+	/* before the occupancy query of pf_pick_splits */
+	if (smem > 48 * 1024)
+		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+		    attend_tiled<C>,
+		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+	if (err)
+		return err;
 	if (!splits)
-		splits = pf_pick_splits<D>(blocks, max_len, n_rows, a.hq,
+		splits = pf_pick_splits<C>(blocks, max_len, n_rows, a.hq,
 					   scratch ? scratch_floats : 0);
 	if (splits > PF_MAX_SPLITS ||
 	    (splits > 1 && (!scratch || (uintptr_t)scratch % 8 ||
@@ -612,36 +715,65 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 		return -EINVAL;
 	}
 	a.n_splits = splits, a.part = scratch;
-	if (smem > 48 * 1024)
-		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-		    attend_tiled<D>,
-		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-	if (!err)
-		err = O1_CUDA_LAUNCH("attention tiled", attend_tiled<D>,
-				     dim3((unsigned)blocks, splits),
-				     dim3(PF_WARPS * 32), smem, stream, false,
-				     (bf16 *)out, q, (const bf16 *)kc,
-				     (const bf16 *)vc, a);
+	err = O1_CUDA_LAUNCH(
+	    "attention tiled", attend_tiled<C>, dim3((unsigned)blocks, splits),
+	    dim3(C::warps * 32), smem, stream, false, (bf16 *)out, q,
+	    (const bf16 *)kc, (const bf16 *)vc, a);
 	if (!err && splits > 1)
 		err = O1_CUDA_LAUNCH(
-		    "attention tiled merge", pf_merge<D>,
-		    dim3((unsigned)blocks, PF_BM / PF_MERGE_WARPS),
+		    "attention tiled merge", pf_merge<D, C::bm>,
+		    dim3((unsigned)blocks, C::bm / PF_MERGE_WARPS),
 		    dim3(PF_MERGE_WARPS * 32), 0, stream, false, (bf16 *)out,
 		    a);
 	return err;
 }
 
-extern "C" int
-o1_attention_tiled_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
-			const uint16_t *v_cache, const struct o1_attn_dims *d,
-			const struct o1_attn_batch *b, uint32_t n_rows,
-			uint32_t min_new, uint32_t max_len, uint32_t splits,
-			float *scratch, uint64_t scratch_floats,
-			cudaStream_t stream)
+/* The variants (enum o1_attn_pf_variant). */
+template <int D>
+static int launch_variant(uint32_t variant, uint16_t *out, const float *q,
+			  const uint16_t *kc, const uint16_t *vc, pf_dev a,
+			  uint32_t n_rows, uint32_t max_len, uint32_t splits,
+			  float *scratch, uint64_t scratch_floats,
+			  cudaStream_t stream)
+{
+	switch (variant) {
+	case O1_ATTN_PF_BASE:
+		return launch_tiled<pf_cfg<D, 4, 3, false, false>>(
+		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
+		    scratch_floats, stream);
+	case O1_ATTN_PF_LDSM:
+		return launch_tiled<pf_cfg<D, 4, 3, true, false>>(
+		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
+		    scratch_floats, stream);
+	case O1_ATTN_PF_LEAN:
+		return launch_tiled<pf_cfg<D, 4, 3, true, true>>(
+		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
+		    scratch_floats, stream);
+	case O1_ATTN_PF_WIDE:
+		return launch_tiled<pf_cfg<D, 8, 3, true, true>>(
+		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
+		    scratch_floats, stream);
+	default: /* O1_ATTN_PF_DEFAULT, O1_ATTN_PF_LEAN3 */
+		return launch_tiled<pf_cfg<D, 4, 2, true, true>>(
+		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
+		    scratch_floats, stream);
+	}
+}
+
+extern "C" int o1_attention_tiled_variant_cuda(
+    uint16_t *out, const float *q, const uint16_t *k_cache,
+    const uint16_t *v_cache, const struct o1_attn_dims *d,
+    const struct o1_attn_batch *b, uint32_t n_rows, uint32_t min_new,
+    uint32_t max_len, uint32_t splits, float *scratch, uint64_t scratch_floats,
+    uint32_t variant, cudaStream_t stream)
 {
 	pf_dev a;
 	int err = check_tiled(d, b, n_rows, out, q, k_cache, v_cache);
 
+	if (!err && variant >= O1_ATTN_PF_VARIANTS) {
+		o1_err("attention tiled: no variant %u", variant);
+		err = -EINVAL;
+	}
 	if (err || !n_rows)
 		return err;
 	a = pf_dev{b->q_offsets,
@@ -659,9 +791,23 @@ o1_attention_tiled_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		   1,
 		   NULL};
 	if (d->head_dim == 64)
-		return launch_tiled<64>(out, q, k_cache, v_cache, a, n_rows,
-					max_len, splits, scratch,
-					scratch_floats, stream);
-	return launch_tiled<128>(out, q, k_cache, v_cache, a, n_rows, max_len,
-				 splits, scratch, scratch_floats, stream);
+		return launch_variant<64>(variant, out, q, k_cache, v_cache, a,
+					  n_rows, max_len, splits, scratch,
+					  scratch_floats, stream);
+	return launch_variant<128>(variant, out, q, k_cache, v_cache, a, n_rows,
+				   max_len, splits, scratch, scratch_floats,
+				   stream);
+}
+
+extern "C" int
+o1_attention_tiled_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
+			const uint16_t *v_cache, const struct o1_attn_dims *d,
+			const struct o1_attn_batch *b, uint32_t n_rows,
+			uint32_t min_new, uint32_t max_len, uint32_t splits,
+			float *scratch, uint64_t scratch_floats,
+			cudaStream_t stream)
+{
+	return o1_attention_tiled_variant_cuda(
+	    out, q, k_cache, v_cache, d, b, n_rows, min_new, max_len, splits,
+	    scratch, scratch_floats, O1_ATTN_PF_DEFAULT, stream);
 }

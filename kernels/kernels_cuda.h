@@ -230,8 +230,28 @@ int o1_attention_tiled_cuda(uint16_t *out, const float *q,
 			    uint32_t min_new, uint32_t max_len, uint32_t splits,
 			    float *scratch, uint64_t scratch_floats,
 			    cudaStream_t stream);
-/* Whether the tiled kernel takes this shape: head_dim 64 or 128,
- * page_stride % 8 == 0, caches 16-byte, q 8-byte, out 4-byte aligned. */
+/* The tiled kernel in one of its variants, for A/B timing
+ * (tools/gpu/bench_prefill_attn --variant) and the tests: a bench-lab
+ * knob; the daemon runs O1_ATTN_PF_DEFAULT (o1_attention_tiled_cuda).
+ * Same results up to the file's rounding; -EINVAL for an unknown one. */
+enum o1_attn_pf_variant {
+	O1_ATTN_PF_DEFAULT, /* the pick: LEAN3 */
+	O1_ATTN_PF_BASE,    /* 4 warps, K by 32-bit loads, 3 stages */
+	O1_ATTN_PF_LDSM,    /* BASE with K by ldmatrix */
+	O1_ATTN_PF_LEAN,    /* LDSM with the lean softmax */
+	O1_ATTN_PF_LEAN3,   /* LEAN, 2 stages: 3 blocks a multiprocessor */
+	O1_ATTN_PF_WIDE,    /* LEAN, 8 warps: 128 pairs a block */
+	O1_ATTN_PF_VARIANTS
+};
+int o1_attention_tiled_variant_cuda(
+    uint16_t *out, const float *q, const uint16_t *k_cache,
+    const uint16_t *v_cache, const struct o1_attn_dims *dims,
+    const struct o1_attn_batch *batch, uint32_t n_rows, uint32_t min_new,
+    uint32_t max_len, uint32_t splits, float *scratch, uint64_t scratch_floats,
+    uint32_t variant, cudaStream_t stream);
+/* Whether the tiled kernel takes this shape: head_dim 64 or 128, scale >
+ * 0, page_stride % 8 == 0, caches 16-byte, q 8-byte, out 4-byte
+ * aligned. */
 bool o1_attention_tiled_fits(const struct o1_attn_dims *dims,
 			     const uint16_t *out, const float *q,
 			     const uint16_t *k_cache, const uint16_t *v_cache);

@@ -30,7 +30,7 @@ void kct_att_fill(const struct kct_att_case *c, struct kct_att_host *h)
 	uint32_t used = 0;
 
 	h->max_blocks = 0, h->rows = 0, h->max_len = 0, h->tiled_splits = 0;
-	h->tc_splits = 0;
+	h->tc_splits = 0, h->tiled_variant = 0;
 	for (uint32_t s = 0; s < c->n_seqs; s++) {
 		uint32_t nb = (c->len[s] + c->k.p - 1) / c->k.p;
 
@@ -72,10 +72,10 @@ float *kct_att_gpu(const struct kct_att_case *c, const struct kct_att_host *h,
 	float *got;
 
 	if (path == ATT_TILED)
-		assert_int_equal(o1_attention_tiled_cuda(
+		assert_int_equal(o1_attention_tiled_variant_cuda(
 				     out, q, kc, vc, &dm, &b, h->rows, min_new,
 				     h->max_len, h->tiled_splits, sc,
-				     scratch_floats, 0),
+				     scratch_floats, h->tiled_variant, 0),
 				 0);
 	else if (path == ATT_DECODE_TC || path == ATT_DECODE_TC2)
 		assert_int_equal(

@@ -34,6 +34,7 @@ struct kct_att_host {
 	uint32_t max_blocks, rows, max_len;
 	uint32_t tiled_splits; /* ATT_TILED's splits (0, as filled: its pick) */
 	uint32_t tc_splits;    /* ATT_DECODE_TC(2)'s, the same way */
+	uint32_t tiled_variant; /* ATT_TILED's (0, as filled: the default) */
 	size_t cache;
 	float *kc, *vc, *q;
 };
@@ -45,12 +46,13 @@ enum att_path { ATT_AUTO, ATT_ROWS, ATT_TILED, ATT_DECODE_TC, ATT_DECODE_TC2 };
 void kct_att_fill(const struct kct_att_case *c, struct kct_att_host *h);
 
 /* Runs PATH (ATT_TILED: o1_attention_tiled_cuda for the sequences with at
- * least MIN_NEW new tokens, in H's tiled_splits; ATT_DECODE_TC:
- * o1_attention_decode_tc_cuda in H's tc_splits, leaving alone the rows of
- * sequences with at least MIN_NEW new tokens, 0 for none; ATT_DECODE_TC2 the
- * same with 2 tiles in flight) on poisoned output, with SCRATCH_FLOATS of
- * scratch, the row kernel and its merge (and the tensor-core decode kernel
- * and its merge) with PDL when PDL is set; returns the output. */
+ * least MIN_NEW new tokens, in H's tiled_splits and tiled_variant;
+ * ATT_DECODE_TC: o1_attention_decode_tc_cuda in H's tc_splits, leaving
+ * alone the rows of sequences with at least MIN_NEW new tokens, 0 for
+ * none; ATT_DECODE_TC2 the same with 2 tiles in flight) on poisoned
+ * output, with SCRATCH_FLOATS of scratch, the row kernel and its merge
+ * (and the tensor-core decode kernel and its merge) with PDL when PDL is
+ * set; returns the output. */
 float *kct_att_gpu(const struct kct_att_case *c, const struct kct_att_host *h,
 		   uint64_t scratch_floats, enum att_path path,
 		   uint32_t min_new, bool pdl);

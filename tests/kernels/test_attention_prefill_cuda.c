@@ -466,11 +466,12 @@ static void test_attention_prefill_long(void **state)
 /* The tiled kernel split along the positions (partials merged by its
  * second launch), against the same bound, in SPLITS[] splits (past the
  * K/V tile count some splits are empty; a split past a row's position
- * holds none of its positions), then through the dispatch (its pick,
- * with a scratch for 32). */
+ * holds none of its positions), each other variant unsplit and in 3,
+ * then through the dispatch (its pick, with a scratch for 32). */
 static void check_splits(const struct kct_att_case *c)
 {
 	static const uint32_t splits[] = {1, 2, 3, 7, 32};
+	static const uint32_t some[] = {1, 3};
 	struct kct_att_host h;
 	size_t row_n = (size_t)c->k.hq * c->k.d;
 	float *ref, *tol, *got;
@@ -496,7 +497,19 @@ static void check_splits(const struct kct_att_case *c)
 		check_tol(what, got, ref, tol, 0, h.rows, row_n);
 		free(got);
 	}
-	h.tiled_splits = 0;
+	for (uint32_t v = 1; v < O1_ATTN_PF_VARIANTS; v++)
+		for (size_t i = 0; i < sizeof(some) / sizeof(some[0]); i++) {
+			char what[64];
+
+			snprintf(what, sizeof(what),
+				 "attention tiled, variant %u, %u splits", v,
+				 some[i]);
+			h.tiled_variant = v, h.tiled_splits = some[i];
+			got = kct_att_gpu(c, &h, sf, ATT_TILED, 1, false);
+			check_tol(what, got, ref, tol, 0, h.rows, row_n);
+			free(got);
+		}
+	h.tiled_splits = 0, h.tiled_variant = 0;
 	got = kct_att_gpu(c, &h, sf, ATT_AUTO, 0, false);
 	check_tol("attention (dispatch), split", got, ref, tol, 0, h.rows,
 		  row_n);

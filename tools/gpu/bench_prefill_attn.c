@@ -3,8 +3,11 @@
  * tokens, random bf16 K/V, random q), in the presets' shapes
  * (qwen2.5-0.5b 14/2 heads of 64, llama3.2-1b 32/8 of 64, llama3-8b 32/8
  * of 128), for T = 512 and 2048 (or the chunks given):
- *   bench_prefill_attn [T[@START]...]
+ *   bench_prefill_attn [--variant V] [T[@START]...]
  * e.g. 64@8128: a 64-token chunk of an 8k prompt (issue 17's stall case).
+ * V (enum o1_attn_pf_variant, by name or number; default: default) is
+ * the tiled kernel's variant in the two "tiled alone" timings; the
+ * dispatch runs the default.
  * Times (CUDA events, best of 20 launches after 3 warm-ups) the row kernel
  * alone (o1_attention_rows_cuda: a block per row, f32 FMAs; what prefill
  * used before the tiled kernel), o1_attention_cuda (the dispatch: the row
@@ -51,7 +54,11 @@ struct bench {
 	float *q, *scratch;
 	uint64_t scratch_floats;
 	void *dev_batch;
+	uint32_t variant; /* enum o1_attn_pf_variant */
 };
+
+static const char *const variants[O1_ATTN_PF_VARIANTS] = {
+    "default", "base", "ldsm", "lean", "lean3", "wide"};
 
 enum which { ROWS, DISPATCH, TILED, TILED_SPLIT };
 
@@ -119,9 +126,10 @@ static int launch(struct bench *b, enum which w)
 	uint32_t len = b->start + b->t;
 
 	if (w == TILED || w == TILED_SPLIT)
-		return o1_attention_tiled_cuda(
+		return o1_attention_tiled_variant_cuda(
 		    out, b->q, b->kc, b->vc, &b->dims, &b->batch, b->t, 1, len,
-		    w == TILED ? 1 : 0, b->scratch, b->scratch_floats, 0);
+		    w == TILED ? 1 : 0, b->scratch, b->scratch_floats,
+		    b->variant, 0);
 	if (w == ROWS)
 		return o1_attention_rows_cuda(out, b->q, b->kc, b->vc, &b->dims,
 					      &b->batch, b->t, len, b->scratch,
@@ -177,12 +185,14 @@ static double max_diff(const struct bench *b)
 	return m;
 }
 
-static int run(const struct shape *s, uint32_t t, uint32_t start)
+static int run(const struct shape *s, uint32_t t, uint32_t start,
+	       uint32_t variant)
 {
 	struct bench b;
 	double old_us, new_us, tiled_us, split_us, diff, flops, floor_us;
 	int err = setup(&b, s, t, start);
 
+	b.variant = variant;
 	old_us = err ? -1 : time_us(&b, ROWS);
 	new_us = old_us < 0 ? -1 : time_us(&b, DISPATCH);
 	diff = new_us < 0 ? -1 : max_diff(&b);
@@ -197,13 +207,14 @@ static int run(const struct shape *s, uint32_t t, uint32_t start)
 	flops = 2.0 * t * (2.0 * start + t) * s->hq * s->d;
 	floor_us = flops / (PEAK_TFLOPS * 1e12) * 1e6;
 	printf("%s (Hq %u Hkv %u D %u), T %u@%u: row kernel %.1f us, "
-	       "o1_attention_cuda %.1f us (tiled alone %.1f us unsplit, %.1f "
-	       "us split), %.1fx; floor %.1f us (%.2f GFLOP at %.0f "
+	       "o1_attention_cuda %.1f us (tiled %s alone %.1f us unsplit, "
+	       "%.1f us split), %.1fx; floor %.1f us (%.2f GFLOP at %.0f "
 	       "TFLOP/s), new at %.0f%% of it (%.0f TFLOP/s); max |new - "
 	       "old| %.3g\n",
-	       s->name, s->hq, s->hkv, s->d, t, start, old_us, new_us, tiled_us,
-	       split_us, old_us / new_us, floor_us, flops / 1e9, PEAK_TFLOPS,
-	       100.0 * floor_us / new_us, flops / (new_us * 1e6), diff);
+	       s->name, s->hq, s->hkv, s->d, t, start, old_us, new_us,
+	       variants[variant], tiled_us, split_us, old_us / new_us, floor_us,
+	       flops / 1e9, PEAK_TFLOPS, 100.0 * floor_us / new_us,
+	       flops / (new_us * 1e6), diff);
 	return 0;
 }
 
@@ -215,15 +226,32 @@ int main(int argc, char **argv)
 	    {"llama3-8b", 32, 8, 128},
 	};
 	uint32_t ts[16] = {512, 2048}, starts[16] = {0, 0}, n_t = 2;
-	int rc = 0;
+	uint32_t variant = O1_ATTN_PF_DEFAULT;
+	int rc = 0, first = 1;
 
 	if (o1_cuda_probe() != 0) {
 		fprintf(stderr, "bench_prefill_attn: no CUDA device\n");
 		return 1;
 	}
-	if (argc > 1) {
+	if (argc > 2 && !strcmp(argv[1], "--variant")) {
+		char *end;
+
+		variant = (uint32_t)strtoul(argv[2], &end, 10);
+		if (*end || end == argv[2])
+			for (variant = 0; variant < O1_ATTN_PF_VARIANTS &&
+					  strcmp(variants[variant], argv[2]);
+			     variant++)
+				;
+		if (variant >= O1_ATTN_PF_VARIANTS) {
+			fprintf(stderr, "bench_prefill_attn: no variant %s\n",
+				argv[2]);
+			return 2;
+		}
+		first = 3;
+	}
+	if (argc > first) {
 		n_t = 0;
-		for (int i = 1; i < argc && n_t < 16; i++) {
+		for (int i = first; i < argc && n_t < 16; i++) {
 			char *end;
 			long v = strtol(argv[i], &end, 10), at = 0;
 
@@ -233,8 +261,8 @@ int main(int argc, char **argv)
 			    at > 65536) {
 				fprintf(stderr,
 					"usage: bench_prefill_attn "
-					"[T[@START]...] (1 <= T <= 65536, "
-					"START <= 65536)\n");
+					"[--variant V] [T[@START]...] (1 <= "
+					"T <= 65536, START <= 65536)\n");
 				return 2;
 			}
 			starts[n_t] = (uint32_t)at, ts[n_t++] = (uint32_t)v;
@@ -242,6 +270,7 @@ int main(int argc, char **argv)
 	}
 	for (uint32_t i = 0; i < n_t; i++)
 		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
-			rc |= run(&shapes[k], ts[i], starts[i]) ? 1 : 0;
+			rc |=
+			    run(&shapes[k], ts[i], starts[i], variant) ? 1 : 0;
 	return rc;
 }

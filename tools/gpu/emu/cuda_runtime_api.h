@@ -68,6 +68,20 @@ template <class F> static inline cudaError_t cudaFuncSetAttribute(F, int, int)
 	return cudaSuccess;
 }
 
+/* Blocks a multiprocessor holds: shared memory's bound (228 KB, 1 KB a
+ * block reserved) and 2048 threads'; registers are not modelled. */
+template <class F>
+static inline cudaError_t
+cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F, int threads,
+					      size_t smem)
+{
+	int by_smem = (int)(228 * 1024 / (smem + 1024)),
+	    by_threads = threads > 0 ? 2048 / threads : 0;
+
+	*n = by_smem < by_threads ? by_smem : by_threads;
+	return cudaSuccess;
+}
+
 /* One emulated device, of EMU_SMS multiprocessors (few: grids sized by
  * the multiprocessor count stay small, and their blocks stride). */
 #define EMU_SMS 3
