@@ -650,24 +650,30 @@ static int check_tiled(const struct o1_attn_dims *d,
  * shape on the H200), a 16-row chunk over 8k positions is (16 blocks: 457
  * us unsplit, 45 us in 16), and a grid of a little over a wave is not
  * split into two waves' worth of a slightly shorter walk. */
+template <class C> static int pf_blocks_per_sm(void)
+{
+	int n = 0;
+
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+		&n, attend_tiled<C>, C::warps * 32, C::bytes) != cudaSuccess ||
+	    n < 1) {
+		cudaGetLastError();
+		n = (int)(228 * 1024 / (C::bytes + 1024));
+	}
+	return n;
+}
+
 template <class C>
 static uint32_t pf_pick_splits(uint64_t blocks, uint32_t max_len, uint32_t rows,
 			       uint32_t hq, uint64_t scratch_floats)
 {
-	int per_sm = 0;
-	uint64_t wave;
+	/* asked once: a mixed step launches this per layer */
+	static const int per_sm = pf_blocks_per_sm<C>();
+	uint64_t wave = (uint64_t)o1_cuda_sm_count() * (uint64_t)per_sm;
 	uint32_t tiles = (max_len + PF_BN - 1) / PF_BN;
 	uint32_t most = tiles / PF_SPLIT_TILES, best = 1;
 	uint64_t best_cost = UINT64_MAX;
 
-	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-		&per_sm, attend_tiled<C>, C::warps * 32, C::bytes) !=
-		cudaSuccess ||
-	    per_sm < 1) {
-		cudaGetLastError();
-		per_sm = (int)(228 * 1024 / (C::bytes + 1024));
-	}
-	wave = (uint64_t)o1_cuda_sm_count() * (uint64_t)per_sm;
 	most = most > PF_MAX_SPLITS ? PF_MAX_SPLITS : most;
 	for (uint32_t s = 1; s <= most || s == 1; s++) {
 		uint64_t waves = (blocks * s + wave - 1) / (wave ? wave : 1);
