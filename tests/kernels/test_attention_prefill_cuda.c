@@ -214,6 +214,49 @@ static void pf_expect(const struct kct_att_case *c,
 	free(scratch);
 }
 
+/* A case's banner (KIND and its sequences), its host side filled with
+ * poisoned tails, and the reference with its per-element tolerance. */
+static void pf_case_open(const char *kind, const struct kct_att_case *c,
+			 struct kct_att_host *h, float **ref, float **tol)
+{
+	fprintf(stderr, "%s: Hq %u Hkv %u D %u P %u, new/start:", kind, c->k.hq,
+		c->k.hkv, c->k.d, c->k.p);
+	for (uint32_t s = 0; s < c->n_seqs; s++)
+		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
+	fprintf(stderr, "\n");
+	kct_att_fill(c, h);
+	poison_tails(c, h);
+	pf_expect(c, h, ref, tol);
+}
+
+static void pf_case_close(struct kct_att_host *h, float *ref, float *tol)
+{
+	free(ref), free(tol), free(h->tables);
+	free(h->kc), free(h->vc), free(h->q);
+}
+
+/* A launch that takes only some sequences' rows: those with at least
+ * MIN_NEW new tokens (LONG) or with fewer (!LONG) are checked against the
+ * bound, the others must still hold the poison. */
+static void check_some(const char *what, const struct kct_att_case *c,
+		       const struct kct_att_host *h, const float *got,
+		       const float *ref, const float *tol, uint32_t min_new,
+		       bool long_ones)
+{
+	size_t row_n = (size_t)c->k.hq * c->k.d;
+
+	for (uint32_t s = 0; s < c->n_seqs; s++) {
+		if ((c->n_new[s] >= min_new) == long_ones) {
+			check_tol(what, got, ref, tol, h->q_off[s],
+				  h->q_off[s + 1], row_n);
+			continue;
+		}
+		for (size_t i = h->q_off[s] * row_n;
+		     i < h->q_off[s + 1] * row_n; i++)
+			assert_true(isnan(got[i])); /* not written */
+	}
+}
+
 /* The tiled kernel for every sequence, then for those with at least
  * O1_ATTN_TILED_MIN_NEW new tokens (the other rows stay poisoned), then
  * o1_attention_cuda (the row kernel takes the short ones). */
@@ -223,36 +266,21 @@ static void check_prefill(const struct kct_att_case *c)
 	size_t row_n = (size_t)c->k.hq * c->k.d;
 	float *ref, *tol, *got;
 
-	fprintf(stderr, "prefill: Hq %u Hkv %u D %u P %u, new/start:", c->k.hq,
-		c->k.hkv, c->k.d, c->k.p);
-	for (uint32_t s = 0; s < c->n_seqs; s++)
-		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
-	fprintf(stderr, "\n");
-	kct_att_fill(c, &h);
-	poison_tails(c, &h);
-	pf_expect(c, &h, &ref, &tol);
+	pf_case_open("prefill", c, &h, &ref, &tol);
 	got = kct_att_gpu(c, &h, 0, ATT_TILED, 1, false);
 	check_tol("attention tiled", got, ref, tol, 0, h.rows, row_n);
 	free(got);
 	got = kct_att_gpu(c, &h, 0, ATT_TILED, O1_ATTN_TILED_MIN_NEW, false);
-	for (uint32_t s = 0; s < c->n_seqs; s++) {
-		if (c->n_new[s] >= O1_ATTN_TILED_MIN_NEW) {
-			check_tol("attention tiled, long sequences", got, ref,
-				  tol, h.q_off[s], h.q_off[s + 1], row_n);
-			continue;
-		}
-		for (size_t i = h.q_off[s] * row_n; i < h.q_off[s + 1] * row_n;
-		     i++)
-			assert_true(isnan(got[i])); /* not written */
-	}
+	check_some("attention tiled, long sequences", c, &h, got, ref, tol,
+		   O1_ATTN_TILED_MIN_NEW, true);
 	free(got);
 	got = kct_att_gpu(
 	    c, &h,
 	    o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32),
 	    ATT_AUTO, 0, false);
 	check_tol("attention (dispatch)", got, ref, tol, 0, h.rows, row_n);
-	free(got), free(ref), free(tol), free(h.tables);
-	free(h.kc), free(h.vc), free(h.q);
+	free(got);
+	pf_case_close(&h, ref, tol);
 }
 
 /* The tensor-core decode kernel (attention_decode_tc.cu: the tiled
@@ -267,16 +295,7 @@ static void check_decode_tc(const struct kct_att_case *c)
 	float *ref, *tol, *got, *pdl;
 	uint64_t sf;
 
-	fprintf(stderr,
-		"decode (tensor cores): Hq %u Hkv %u D %u P %u, "
-		"new/start:",
-		c->k.hq, c->k.hkv, c->k.d, c->k.p);
-	for (uint32_t s = 0; s < c->n_seqs; s++)
-		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
-	fprintf(stderr, "\n");
-	kct_att_fill(c, &h);
-	poison_tails(c, &h);
-	pf_expect(c, &h, &ref, &tol);
+	pf_case_open("decode (tensor cores)", c, &h, &ref, &tol);
 	sf = o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32);
 	got = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 0, false);
 	check_tol("attention (decode, tensor cores)", got, ref, tol, 0, h.rows,
@@ -288,19 +307,10 @@ static void check_decode_tc(const struct kct_att_case *c)
 	assert_memory_equal(got, pdl, h.rows * row_n * 4);
 	free(got), free(pdl);
 	got = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 2, false);
-	for (uint32_t s = 0; s < c->n_seqs; s++) {
-		if (c->n_new[s] < 2) {
-			check_tol("attention (decode, tensor cores), skip 2",
-				  got, ref, tol, h.q_off[s], h.q_off[s + 1],
-				  row_n);
-			continue;
-		}
-		for (size_t i = h.q_off[s] * row_n; i < h.q_off[s + 1] * row_n;
-		     i++)
-			assert_true(isnan(got[i])); /* not written */
-	}
-	free(got), free(ref), free(tol), free(h.tables);
-	free(h.kc), free(h.vc), free(h.q);
+	check_some("attention (decode, tensor cores), skip 2", c, &h, got, ref,
+		   tol, 2, false);
+	free(got);
+	pf_case_close(&h, ref, tol);
 }
 
 /* The tensor-core decode kernel split along the positions: unsplit (1),
@@ -319,16 +329,7 @@ static void check_decode_tc_splits(const struct kct_att_case *c)
 	float *ref, *tol, *one, *got, *again;
 	uint64_t sf;
 
-	fprintf(stderr,
-		"decode (tensor cores), split: Hq %u Hkv %u D %u P %u, "
-		"new/start:",
-		c->k.hq, c->k.hkv, c->k.d, c->k.p);
-	for (uint32_t s = 0; s < c->n_seqs; s++)
-		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
-	fprintf(stderr, "\n");
-	kct_att_fill(c, &h);
-	poison_tails(c, &h);
-	pf_expect(c, &h, &ref, &tol);
+	pf_case_open("decode (tensor cores), split", c, &h, &ref, &tol);
 	sf = o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32);
 	h.tc_splits = 1;
 	one = kct_att_gpu(c, &h, 0, ATT_DECODE_TC, 0, false);
@@ -363,20 +364,10 @@ static void check_decode_tc_splits(const struct kct_att_case *c)
 	}
 	h.tc_splits = 3;
 	got = kct_att_gpu(c, &h, sf, ATT_DECODE_TC, 2, false);
-	for (uint32_t s = 0; s < c->n_seqs; s++) {
-		if (c->n_new[s] < 2) {
-			check_tol("attention (decode, tensor cores), split, "
-				  "skip 2",
-				  got, ref, tol, h.q_off[s], h.q_off[s + 1],
-				  row_n);
-			continue;
-		}
-		for (size_t i = h.q_off[s] * row_n; i < h.q_off[s + 1] * row_n;
-		     i++)
-			assert_true(isnan(got[i])); /* not written */
-	}
-	free(got), free(one), free(ref), free(tol), free(h.tables);
-	free(h.kc), free(h.vc), free(h.q);
+	check_some("attention (decode, tensor cores), split, skip 2", c, &h,
+		   got, ref, tol, 2, false);
+	free(got), free(one);
+	pf_case_close(&h, ref, tol);
 }
 
 /* A case of SHAPE with the given new tokens and earlier context per
@@ -477,15 +468,7 @@ static void check_splits(const struct kct_att_case *c)
 	float *ref, *tol, *got;
 	uint64_t sf;
 
-	fprintf(stderr,
-		"prefill, split: Hq %u Hkv %u D %u P %u, new/start:", c->k.hq,
-		c->k.hkv, c->k.d, c->k.p);
-	for (uint32_t s = 0; s < c->n_seqs; s++)
-		fprintf(stderr, " %u/%u", c->n_new[s], c->len[s] - c->n_new[s]);
-	fprintf(stderr, "\n");
-	kct_att_fill(c, &h);
-	poison_tails(c, &h);
-	pf_expect(c, &h, &ref, &tol);
+	pf_case_open("prefill, split", c, &h, &ref, &tol);
 	sf = o1_attention_cuda_scratch_floats(h.rows, c->k.hq, c->k.d, 32);
 	for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
 		char what[64];
@@ -513,8 +496,8 @@ static void check_splits(const struct kct_att_case *c)
 	got = kct_att_gpu(c, &h, sf, ATT_AUTO, 0, false);
 	check_tol("attention (dispatch), split", got, ref, tol, 0, h.rows,
 		  row_n);
-	free(got), free(ref), free(tol), free(h.tables);
-	free(h.kc), free(h.vc), free(h.q);
+	free(got);
+	pf_case_close(&h, ref, tol);
 }
 
 /* Short chunks over long contexts (issue 17's stall case: a few tiles of
