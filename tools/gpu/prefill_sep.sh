@@ -17,6 +17,10 @@
 #     streams' token interval undisturbed, itl_during while the long
 #     prompts prefill (target: its p99 <= 2x itl_before's p50), long_ttft
 #     their time to first token;
+#  1b. the same streams alone (no long prompts): their ITL p50 over the
+#     whole run, at the contexts the streams reach during the long
+#     prompts (issue 17 item 5 compares the p99 during with the streams'
+#     p50 "without them"; itl_before is the stricter, shorter-context one);
 #  2. TTFT of one cold prompt alone, 1290 words (~2,050 tokens) and 2048
 #     words (~3,250): a lone prompt must not get slower;
 #  3. 256 streams, 128-word prompts, 128 new tokens: throughput and ITL.
@@ -100,6 +104,7 @@ for b in $budgets; do
   start_o1d "$b" || { echo "o1d (budget $b) did not start" | tee -a "$out/sep.txt"; rc=1; continue; }
   bench "$f.long" "$streams" "$streams" 128 "$gen" --cold --long "$long" \
     --long-tokens "$words" --long-after-ms 1000
+  bench "$f.alone" "$streams" "$streams" 128 "$gen" --cold
   bench "$f.ttft2k" 1 8 1290 1 --cold
   bench "$f.ttft3k" 1 8 2048 1 --cold
   bench "$f.tput" "$tput" $((tput * 2)) 128 128 --cold
@@ -108,7 +113,7 @@ for b in $budgets; do
   { echo "## budget $b: $(budget_sets "$b") (o1d exit $ex)"; cat "$f".*; } >>"$out/sep.txt"
 done
 {
-  echo "## summary (ms; tok/s): budget | ITL p50 p99 before | ITL p50 p99 during | p99 during / p50 before | long TTFT p50 max | lone TTFT p50 2k 3k | $tput streams tok/s, ITL p50 p99"
+  echo "## summary (ms; tok/s): budget | ITL p50 p99 before | ITL p50 p99 during | p99 during / p50 before | ITL p50 alone, p99 during / it | long TTFT p50 max | lone TTFT p50 2k 3k | $tput streams tok/s, ITL p50 p99"
   for b in $budgets; do
     f=$run/b${b/\//-}
     [ -e "$f.long" ] || continue
@@ -117,12 +122,14 @@ done
       "$(val "$f.long" long_ttft_ms_p50)" "$(val "$f.long" long_ttft_max_ms)" \
       "$(val "$f.ttft2k" ttft_ms_p50)" "$(val "$f.ttft3k" ttft_ms_p50)" \
       "$(val "$f.tput" throughput_tok_s)" "$(val "$f.tput" itl_ms_p50)" \
-      "$(val "$f.tput" itl_ms_p99)" <<'PY'
+      "$(val "$f.tput" itl_ms_p99)" "$(val "$f.alone" itl_ms_p50)" <<'PY'
 import sys
 b, *v = sys.argv[1:]
 x = [float(s) if s else float("nan") for s in v]
 r = x[3] / x[0] if x[0] else float("nan")
+ra = x[3] / x[11] if x[11] else float("nan")
 print(f"{b:>7} | {x[0]:.2f} {x[1]:.2f} | {x[2]:.2f} {x[3]:.2f} | {r:.2f}x | "
+      f"{x[11]:.2f}, {ra:.2f}x | "
       f"{x[4]:.0f} {x[5]:.0f} | {x[6]:.1f} {x[7]:.1f} | {x[8]:.0f}, {x[9]:.2f} {x[10]:.2f}")
 PY
   done
