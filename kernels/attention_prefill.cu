@@ -3,21 +3,30 @@
  * of attention.h up to the rounding stated below. attention.cu's
  * o1_attention_cuda sends them here and keeps the other rows (decode).
  *
- * Grid: one block per (tile, kv head), 4 warps. A tile is BM = 64 (row,
- * query head) pairs of ONE sequence: the G = Hq/Hkv heads of the kv
- * head's group side by side, row-major (attention_tiles.h numbers the
- * tiles of a batch), 16 pairs per warp. The block walks positions 0 .. its
+ * Grid: one block per (tile, kv head), 8 warps (head dim 128; 64: see
+ * below). A tile is BM = 128 (row, query head) pairs of ONE sequence: the
+ * G = Hq/Hkv heads of the kv head's group side by side, row-major
+ * (attention_tiles.h numbers the tiles of a batch), 16 pairs per warp. The block walks positions 0 .. its
  * last row's position in tiles of BN = 64; each K/V tile is copied once
- * from the pages (through the block table, cp.async, 2 buffers: tile j + 1
- * loads while tile j is computed) into shared memory for all 64 pairs.
+ * from the pages (through the block table, cp.async, 3 buffers: tiles
+ * j + 1 and j + 2 load while tile j is computed) into shared memory for
+ * all 128 pairs.
  * S = Q K^T and O += P V run on bf16 mma.sync m16n8k16 (mma_dev.h) with
  * f32 accumulation, the K and V fragments read by ldmatrix; Q stays in
  * registers as bf16 fragments for the whole walk; the softmax is online
  * in f32 per pair (running max and sum, base 2, the scale folded into the
- * exponent's FMA). At head dim 128 that is 168 registers and 68 KB of
- * shared memory: 3 blocks a multiprocessor, the warps that hide each
+ * exponent's FMA). At head dim 128 that is 195 registers and 104 KB of
+ * shared memory, one block a multiprocessor: its 8 warps hide each
  * other's mma and exponent latencies (a block of 4 warps waits on its own
- * instruction chain). Other variants of the block (enum
+ * instruction chain), and a K/V tile copied once feeds twice the pairs.
+ * On the H200 (bench_prefill_attn, llama3-8b, a layer) a 2,048-token
+ * prompt takes 210 us against the 4-warp kernel's 275, and the 4-warp
+ * kernel with these loads and 3 blocks a multiprocessor (LEAN3) 206;
+ * short chunks over long contexts are 6-14% faster with 8 warps than
+ * with LEAN3 (docs/PERFORMANCE.md, fifteenth session). At head dim 64
+ * the default is LEAN3 (4 warps, 2 buffers, 128 registers): 8 warps
+ * there ran faster only with ptxas's 128 registers and a spill, which
+ * the build refuses. The other variants of the block (enum
  * o1_attn_pf_variant, pf_cfg) remain for A/B timing.
  * Tiles entirely above the diagonal are never loaded (the walk stops at
  * the block's last row); tiles that cross it mask the positions past each
@@ -464,11 +473,11 @@ template <int BM> static __device__ bool pf_find(const pf_dev &a, pf_work &w)
 
 /* out (T,Hq,D) bf16; q (T,Hq,D) f32; k/v caches (pages,Hkv,P,D) bf16.
  * Block = one tile of (row, head) pairs for one kv head; shared memory as
- * pf_cfg. */
+ * pf_cfg. The kernels below wrap it. */
 template <class C>
-static __global__ void __launch_bounds__(C::warps * 32)
-    attend_tiled(bf16 *out, const float *q, const bf16 *kc, const bf16 *vc,
-		 pf_dev a)
+static __device__ __forceinline__ void
+attend_tile(bf16 *out, const float *q, const bf16 *kc, const bf16 *vc,
+	    const pf_dev &a)
 {
 	constexpr int D = C::d, S = C::stages;
 	extern __shared__ __align__(16) unsigned char pf_raw[];
@@ -535,6 +544,34 @@ static __global__ void __launch_bounds__(C::warps * 32)
 	else
 		pf_store<D>(out, st, a, row0, w.kvh, min(ma, w.m_last),
 			    min(mb, w.m_last), ma <= w.m_last, mb <= w.m_last);
+}
+
+/* The 4-warp variants leave the registers to ptxas (any minimum of
+ * blocks changed its choice, see pf_cfg); the 8-warp ones ask for one
+ * block a multiprocessor, without which ptxas held head dim 64 to 128
+ * registers and spilled (151 with it; head dim 128: 195 either way). */
+template <class C>
+static __global__ void __launch_bounds__(C::warps * 32)
+    attend_tiled(bf16 *out, const float *q, const bf16 *kc, const bf16 *vc,
+		 pf_dev a)
+{
+	attend_tile<C>(out, q, kc, vc, a);
+}
+
+template <class C>
+static __global__ void __launch_bounds__(C::warps * 32, 1)
+    attend_tiled_wide(bf16 *out, const float *q, const bf16 *kc,
+		      const bf16 *vc, pf_dev a)
+{
+	attend_tile<C>(out, q, kc, vc, a);
+}
+
+template <class C> static constexpr auto pf_kernel()
+{
+	if constexpr (C::warps > 4)
+		return attend_tiled_wide<C>;
+	else
+		return attend_tiled<C>;
 }
 
 /* The output of a split launch: grid (the same tiles of BM pairs, BM /
@@ -644,18 +681,20 @@ static int check_tiled(const struct o1_attn_dims *d,
  * SCRATCH_FLOATS). A wave is the blocks the SMs hold at once (the
  * runtime's occupancy: shared memory's and the registers' bound; shared
  * memory's alone if it cannot say), and a block's time
- * its tiles (each waits on its copies much as alone). So a grid of one
- * wave or more is not split (a 2,048-token prompt: 1,032 blocks of
- * llama3-8b; split in two it took 168 us against 138 at llama3.2-1b's
- * shape on the H200), a 16-row chunk over 8k positions is (16 blocks: 457
- * us unsplit, 45 us in 16), and a grid of a little over a wave is not
- * split into two waves' worth of a slightly shorter walk. */
+ * its tiles (each waits on its copies much as alone). A grid of one wave
+ * or more is never split: its blocks walk a causal prompt's tiles, most
+ * of them far fewer than MAX_LEN's, which the count above does not see
+ * (a 2,048-token prompt of llama3-8b in 3 splits at 3 blocks a
+ * multiprocessor: 306 us against 206 unsplit on the H200). A 16-row
+ * chunk over 8k positions is split (16 blocks: 457 us unsplit, 45 us in
+ * 16), and a grid of a little over a wave is not split into two waves'
+ * worth of a slightly shorter walk. */
 template <class C> static int pf_blocks_per_sm(void)
 {
 	int n = 0;
 
 	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-		&n, attend_tiled<C>, C::warps * 32, C::bytes) != cudaSuccess ||
+		&n, pf_kernel<C>(), C::warps * 32, C::bytes) != cudaSuccess ||
 	    n < 1) {
 		cudaGetLastError();
 		n = (int)(228 * 1024 / (C::bytes + 1024));
@@ -674,6 +713,8 @@ static uint32_t pf_pick_splits(uint64_t blocks, uint32_t max_len, uint32_t rows,
 	uint32_t most = tiles / PF_SPLIT_TILES, best = 1;
 	uint64_t best_cost = UINT64_MAX;
 
+	if (blocks >= wave)
+		return 1;
 	most = most > PF_MAX_SPLITS ? PF_MAX_SPLITS : most;
 	for (uint32_t s = 1; s <= most || s == 1; s++) {
 		uint64_t waves = (blocks * s + wave - 1) / (wave ? wave : 1);
@@ -703,7 +744,7 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 	/* before the occupancy query of pf_pick_splits */
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-		    attend_tiled<C>,
+		    pf_kernel<C>(),
 		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	if (err)
 		return err;
@@ -722,7 +763,7 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 	}
 	a.n_splits = splits, a.part = scratch;
 	err = O1_CUDA_LAUNCH(
-	    "attention tiled", attend_tiled<C>, dim3((unsigned)blocks, splits),
+	    "attention tiled", pf_kernel<C>(), dim3((unsigned)blocks, splits),
 	    dim3(C::warps * 32), smem, stream, false, (bf16 *)out, q,
 	    (const bf16 *)kc, (const bf16 *)vc, a);
 	if (!err && splits > 1)
@@ -755,12 +796,20 @@ static int launch_variant(uint32_t variant, uint16_t *out, const float *q,
 		return launch_tiled<pf_cfg<D, 4, 3, true, true>>(
 		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
 		    scratch_floats, stream);
+	case O1_ATTN_PF_LEAN3:
+		return launch_tiled<pf_cfg<D, 4, 2, true, true>>(
+		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
+		    scratch_floats, stream);
 	case O1_ATTN_PF_WIDE:
 		return launch_tiled<pf_cfg<D, 8, 3, true, true>>(
 		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
 		    scratch_floats, stream);
-	default: /* O1_ATTN_PF_DEFAULT, O1_ATTN_PF_LEAN3 */
-		return launch_tiled<pf_cfg<D, 4, 2, true, true>>(
+	default: /* O1_ATTN_PF_DEFAULT: WIDE at head dim 128, else LEAN3 */
+		if (D == 64)
+			return launch_tiled<pf_cfg<D, 4, 2, true, true>>(
+			    out, q, kc, vc, a, n_rows, max_len, splits,
+			    scratch, scratch_floats, stream);
+		return launch_tiled<pf_cfg<D, 8, 3, true, true>>(
 		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
 		    scratch_floats, stream);
 	}

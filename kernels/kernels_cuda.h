@@ -235,7 +235,7 @@ int o1_attention_tiled_cuda(uint16_t *out, const float *q,
  * knob; the daemon runs O1_ATTN_PF_DEFAULT (o1_attention_tiled_cuda).
  * Same results up to the file's rounding; -EINVAL for an unknown one. */
 enum o1_attn_pf_variant {
-	O1_ATTN_PF_DEFAULT, /* the pick: LEAN3 */
+	O1_ATTN_PF_DEFAULT, /* the pick: WIDE, at head dim 64 LEAN3 */
 	O1_ATTN_PF_BASE,    /* 4 warps, K by 32-bit loads, 3 stages */
 	O1_ATTN_PF_LDSM,    /* BASE with K by ldmatrix */
 	O1_ATTN_PF_LEAN,    /* LDSM with the lean softmax */
