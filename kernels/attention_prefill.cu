@@ -675,7 +675,10 @@ static int check_tiled(const struct o1_attn_dims *d,
 	return 0;
 }
 
-/* Splits for BLOCKS blocks of variant C walking up to MAX_LEN positions:
+/* Splits for BLOCKS blocks with work (o1_attn_tile_busy: a mixed step's
+ * decode sequences add an idle block each, which once made a 16-row
+ * chunk beside 45 decode rows look like 49 tiles, split in 2-3 instead
+ * of 16) of variant C walking up to MAX_LEN positions:
  * the count with the fewest waves x tiles a block walks, the fewest
  * splits among equals (PF_MAX_SPLITS, PF_SPLIT_TILES above; within
  * SCRATCH_FLOATS). A wave is the blocks the SMs hold at once (the
@@ -739,6 +742,9 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 	size_t smem = C::bytes;
 	uint64_t blocks =
 	    o1_attn_tile_grid(n_rows, a.n_seqs, a.g, C::bm) * a.hkv;
+	uint64_t busy = o1_attn_tile_busy(n_rows, a.n_seqs, a.g, C::bm,
+					  a.min_new) *
+			a.hkv;
 	int err = 0;
 
 	/* before the occupancy query of pf_pick_splits */
@@ -749,7 +755,7 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 	if (err)
 		return err;
 	if (!splits)
-		splits = pf_pick_splits<C>(blocks, max_len, n_rows, a.hq,
+		splits = pf_pick_splits<C>(busy, max_len, n_rows, a.hq,
 					   scratch ? scratch_floats : 0);
 	if (splits > PF_MAX_SPLITS ||
 	    (splits > 1 && (!scratch || (uintptr_t)scratch % 8 ||

@@ -51,6 +51,31 @@ static inline O1_ATTN_HD uint64_t o1_attn_tile_grid(uint32_t rows,
 	return (uint64_t)rows * g / bm + n_seqs;
 }
 
+/* An upper bound, from the host's counts alone, on the tiles of the
+ * sequences with at least MIN_NEW rows: the blocks with work when a
+ * launch leaves the other sequences alone (the split count is sized on
+ * them, not on a mixed batch's one idle tile per decode sequence). With
+ * every sequence holding a row or more, k such sequences hold at least
+ * k MIN_NEW rows beside the others' one each, so k <= (ROWS - N_SEQS) /
+ * (MIN_NEW - 1), and their rows are at most ROWS - N_SEQS + k; their
+ * tiles at most those rows' G / BM plus one a sequence, as the grid's.
+ * MIN_NEW <= 1, or fewer rows than sequences: the grid. */
+static inline O1_ATTN_HD uint64_t o1_attn_tile_busy(uint32_t rows,
+						    uint32_t n_seqs, uint32_t g,
+						    uint32_t bm,
+						    uint32_t min_new)
+{
+	uint64_t k = n_seqs, r = rows;
+
+	if (min_new > 1 && rows >= n_seqs) {
+		uint64_t most = (uint64_t)(rows - n_seqs) / (min_new - 1);
+
+		k = most < n_seqs ? most : n_seqs;
+		r = rows - n_seqs + k;
+	}
+	return r * g / bm + k;
+}
+
 /* The sequence block B falls in: the last s with base(s) <= B (binary
  * search; base is strictly increasing and base(0) = 0). */
 static inline O1_ATTN_HD uint32_t o1_attn_tile_seq(const uint32_t *q_off,

@@ -3,7 +3,8 @@
  * batches, every block of the grid maps to at most one tile, every tile of
  * every sequence is reached by exactly one block, tiles cover each
  * sequence's (row, head) pairs exactly, and idle blocks are at most one per
- * sequence. */
+ * sequence; o1_attn_tile_busy bounds the tiles of the sequences with at
+ * least MIN_NEW rows, exactly where a chunk sits beside decode rows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,6 +66,37 @@ static void check_batch(const uint32_t *q_off, uint32_t n_seqs, uint32_t g,
 			    (uint64_t)(q_off[s + 1] - q_off[s]) * g);
 	}
 	assert_true(idle <= n_seqs);
+	for (uint32_t min_new = 1; min_new <= 64; min_new *= 2) {
+		uint64_t busy = 0;
+
+		for (uint32_t s = 0; s < n_seqs; s++)
+			if (q_off[s + 1] - q_off[s] >= min_new)
+				busy += o1_attn_tile_count(q_off, s, g, bm);
+		assert_true(busy <=
+			    o1_attn_tile_busy(rows, n_seqs, g, bm, min_new));
+	}
+	assert_true(o1_attn_tile_busy(rows, n_seqs, g, bm, 1) == grid);
+}
+
+/* Issue 17's stall case: a 16-row chunk beside 45 decode rows is one
+ * tile with work (of 47 blocks a kv head); beside a 40-row chunk (2
+ * tiles) the counts allow two sequences of 16+ rows: 3. */
+static void test_tiles_busy(void **state)
+{
+	uint32_t q_off[48];
+
+	(void)state;
+	for (uint32_t s = 0; s <= 45; s++)
+		q_off[s] = s;
+	q_off[46] = 45 + 16;
+	assert_int_equal(o1_attn_tile_grid(61, 46, 4, 128), 47);
+	assert_int_equal(o1_attn_tile_busy(61, 46, 4, 128, 16), 1);
+	check_batch(q_off, 46, 4, 128);
+	q_off[46] = 45 + 40;
+	assert_int_equal(o1_attn_tile_busy(85, 46, 4, 128, 16), 3);
+	check_batch(q_off, 46, 4, 128);
+	/* prompts alone: their own tiles */
+	assert_int_equal(o1_attn_tile_busy(2048, 1, 4, 128, 16), 65);
 }
 
 static void test_tiles_edges(void **state)
@@ -112,6 +144,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tiles_edges),
 	    cmocka_unit_test(test_tiles_random),
+	    cmocka_unit_test(test_tiles_busy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
