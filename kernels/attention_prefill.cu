@@ -11,9 +11,9 @@
  * 64; each K/V tile is copied once from the pages (through the block
  * table, cp.async, 3 buffers: tiles j + 1 and j + 2 load while tile j is
  * computed) into shared memory for all 128 pairs. S = Q K^T and O += P V
- * run on bf16 mma.sync m16n8k16 (mma_dev.h) with f32 accumulation, the K and V fragments read by ldmatrix; Q stays in
- * registers as bf16 fragments for the whole walk; the softmax is online
- * in f32 per pair (running max and sum, base 2, the scale folded into the
+ * run on bf16 mma.sync m16n8k16 (mma_dev.h) with f32 accumulation, the
+ * K and V fragments read by ldmatrix; Q stays in registers as bf16
+ * fragments for the whole walk; the softmax is online in f32 per pair (running max and sum, base 2, the scale folded into the
  * exponent's FMA). At head dim 128 that is 195 registers and 104 KB of
  * shared memory, one block a multiprocessor: its 8 warps hide each
  * other's mma and exponent latencies (a block of 4 warps waits on its own
