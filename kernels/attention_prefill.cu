@@ -6,26 +6,28 @@
  * Grid: one block per (tile, kv head), 8 warps (head dim 128; 64: see
  * below). A tile is BM = 128 (row, query head) pairs of ONE sequence: the
  * G = Hq/Hkv heads of the kv head's group side by side, row-major
- * (attention_tiles.h numbers the tiles of a batch), 16 pairs per warp.
- * The block walks positions 0 .. its last row's position in tiles of BN =
- * 64; each K/V tile is copied once from the pages (through the block
- * table, cp.async, 3 buffers: tiles j + 1 and j + 2 load while tile j is
+ * (attention_tiles.h numbers the tiles of a batch), 16 pairs per warp. The
+ * block walks positions 0 .. its last row's position in tiles of BN = 64;
+ * each K/V tile is copied once from the pages (through the block table,
+ * cp.async, 3 buffers: tiles j + 1 and j + 2 load while tile j is
  * computed) into shared memory for all 128 pairs. S = Q K^T and O += P V
- * run on bf16 mma.sync m16n8k16 (mma_dev.h) with f32 accumulation, the
- * K and V fragments read by ldmatrix; Q stays in registers as bf16
- * fragments for the whole walk; the softmax is online in f32 per pair (running max and sum, base 2, the scale folded into the
- * exponent's FMA). At head dim 128 that is 195 registers and 104 KB of
- * shared memory, one block a multiprocessor: its 8 warps hide each
- * other's mma and exponent latencies (a block of 4 warps waits on its own
- * instruction chain), and a K/V tile copied once feeds twice the pairs.
- * On the H200 (bench_prefill_attn, llama3-8b, a layer) a 2,048-token
- * prompt takes 210 us against the 4-warp kernel's 275, and the 4-warp
- * kernel with these loads and 3 blocks a multiprocessor (LEAN3) 206;
- * short chunks over long contexts are 6-14% faster with 8 warps than
- * with LEAN3 (docs/PERFORMANCE.md, fifteenth session). At head dim 64
- * the default is LEAN3 (4 warps, 2 buffers, 128 registers): 8 warps
- * there ran faster only with ptxas's 128 registers and a spill, which
- * the build refuses. The other variants of the block (enum
+ * run on bf16 mma.sync m16n8k16 (mma_dev.h) with f32 accumulation, the K
+ * and V fragments read by ldmatrix; Q stays in registers as bf16 fragments
+ * for the whole walk; the softmax is online in f32 per pair (running max
+ * and sum, base 2, the scale folded into the exponent's FMA). At head dim
+ * 128 that is 195 registers and 104 KB of shared memory, one block a
+ * multiprocessor: its 8 warps hide each other's mma and exponent latencies
+ * (a block of 4 warps waits on its own instruction chain), and a K/V tile
+ * copied once feeds twice the pairs. On the H200 (bench_prefill_attn,
+ * llama3-8b, a layer) a 2,048-token prompt takes 210 us against the 4-warp
+ * kernel's 275, and the 4-warp kernel with these loads and 3 blocks a
+ * multiprocessor (LEAN3) 206; short chunks over long contexts are 6-14%
+ * faster with 8 warps than with LEAN3 (docs/PERFORMANCE.md, fifteenth
+ * session). At head dim 64 the default is LEAN3 (4 warps, 2 buffers, 128
+ * registers): 8 warps there ran faster only with ptxas's 128 registers and
+ * a spill, which the build refuses (with the 151 registers one block a
+ * multiprocessor allows, llama3.2-1b's 2,048-token prompt took 130 us a
+ * layer against LEAN3's 102). The other variants of the block (enum
  * o1_attn_pf_variant, pf_cfg) remain for A/B timing.
  * Tiles entirely above the diagonal are never loaded (the walk stops at
  * the block's last row); tiles that cross it mask the positions past each
