@@ -419,58 +419,27 @@ static __global__ void __launch_bounds__(TC_WARPS * 32)
 }
 
 /* The rows of several splits: grid (rows, heads / TC_MERGE_WARPS), a warp
- * a (row, head) (attention_prefill.cu's pf_merge): lane k brings split
- * k's max and sum, each lane D / 32 of the columns, the splits' rows read
- * 8 at a time. Only the row's used splits are read (each wrote all of
- * its partial); rows of one split were written by attend_dec_tc. */
+ * a (row, head) merging its splits (attention_dev.h's attn_merge_splits,
+ * as attention_prefill.cu's pf_merge). Only the row's used splits are
+ * read (each wrote all of its partial, every max finite); rows of one
+ * split were written by attend_dec_tc. */
 template <int D>
 static __global__ void __launch_bounds__(TC_MERGE_WARPS * 32)
     tc_merge(bf16 *out, tc_dev a)
 {
-	constexpr int per = D / 32; /* columns a lane: 2 or 4 */
 	uint32_t lane = threadIdx.x % 32, row = blockIdx.x;
 	uint32_t head = blockIdx.y * TC_MERGE_WARPS + threadIdx.x / 32;
 	uint32_t s = attn_seq_of_row(a.q_off, a.n_seqs, row);
 	uint32_t len = a.start[s] + row - a.q_off[s] + 1, chunk;
 	uint32_t used = tc_used(a.n_splits, (len + TC_BN - 1) / TC_BN, &chunk);
 	bool idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new;
-	float mk = -INFINITY, lk = 0.0f, mx, wk, l, acc[per] = {};
-	const float *p;
-	bf16 *o;
 
 	o1_pdl_wait(); /* attend_dec_tc's partials */
 	o1_pdl_trigger();
 	if (idle || used < 2 || head >= a.hq)
 		return;
-	p = tc_part<D>(a, row, head, 0);
-	if (lane < used)
-		mk = p[lane * (D + 2) + D], lk = p[lane * (D + 2) + D + 1];
-	mx = mk;
-#pragma unroll
-	for (int x = 16; x; x /= 2)
-		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
-	wk = lane < used ? exp2f(mk - mx) : 0.0f; /* every used max finite */
-	l = lk * wk;
-#pragma unroll
-	for (int x = 16; x; x /= 2)
-		l += __shfl_xor_sync(0xffffffffu, l, x);
-#pragma unroll 8 /* rows in flight (a macro is not expanded here) */
-	for (uint32_t k = 0; k < used; k++) {
-		float wt = __shfl_sync(0xffffffffu, wk, (int)k);
-		const float *r = p + k * (D + 2);
-
-#pragma unroll
-		for (int i = 0; i < per / 2; i++) {
-			float2 v = *(const float2 *)(r + 64 * i + 2 * lane);
-
-			acc[2 * i] += wt * v.x, acc[2 * i + 1] += wt * v.y;
-		}
-	}
-	o = out + ((size_t)row * a.hq + head) * D;
-#pragma unroll
-	for (int i = 0; i < per / 2; i++)
-		*(__nv_bfloat162 *)(o + 64 * i + 2 * lane) =
-		    __floats2bfloat162_rn(acc[2 * i] / l, acc[2 * i + 1] / l);
+	attn_merge_splits<D>(out + ((size_t)row * a.hq + head) * D,
+			     tc_part<D>(a, row, head, 0), used, lane);
 }
 
 extern "C" bool o1_attention_decode_tc_fits(const struct o1_attn_dims *d,

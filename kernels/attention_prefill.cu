@@ -72,6 +72,7 @@
 
 #include <cuda_bf16.h>
 
+#include "attention_dev.h"
 #include "attention_tiles.h"
 #include "cuda_launch.h"
 #include "cuda_util.h"
@@ -576,25 +577,20 @@ template <class C> static constexpr auto pf_kernel()
 }
 
 /* The output of a split launch: grid (the same tiles of BM pairs, BM /
- * PF_MERGE_WARPS), a warp a pair; lane k brings split k's max and sum
- * (n_splits <= 32), each lane D / 32 of the columns, the splits' rows
- * read 8 at a time (a warp a pair and loads in flight: with
- * a warp walking its tile's 64 pairs, each split's row one dependent
- * load, the merge took 150 us of a 16-row chunk at 8k positions). Every
- * split writes every pair of its tile (zeros where it holds no
- * position), so no row read is garbage. out as attend_tiled's. */
+ * PF_MERGE_WARPS), a warp a pair merging its splits (attention_dev.h's
+ * attn_merge_splits; a warp walking its tile's 64 pairs, each split's
+ * row one dependent load, took 150 us of a 16-row chunk at 8k
+ * positions). Every split writes every pair of its tile (zeros and max
+ * -inf where it holds no position), so no row read is garbage. out as
+ * attend_tiled's. */
 #define PF_MERGE_WARPS 8
 
 template <int D, int BM>
 static __global__ void __launch_bounds__(PF_MERGE_WARPS * 32)
     pf_merge(bf16 *out, pf_dev a)
 {
-	constexpr int per = D / 32; /* columns a lane: 2 or 4 */
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 	uint32_t m, row, head;
-	const float *p;
-	float mk = -INFINITY, lk = 0.0f, mx, wk, l, acc[per] = {};
-	bf16 *o;
 	pf_work w;
 
 	if (!pf_find<BM>(a, w))
@@ -603,35 +599,9 @@ static __global__ void __launch_bounds__(PF_MERGE_WARPS * 32)
 	if (m > w.m_last)
 		return;
 	row = a.q_off[w.s] + m / a.g, head = w.kvh * a.g + m % a.g;
-	p = pf_part<D>(a, row, head, 0);
-	if ((uint32_t)lane < a.n_splits)
-		mk = p[lane * (D + 2) + D], lk = p[lane * (D + 2) + D + 1];
-	mx = mk;
-#pragma unroll
-	for (int x = 16; x; x /= 2)
-		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
-	wk = mk == -INFINITY ? 0.0f : exp2f(mk - mx);
-	l = lk * wk;
-#pragma unroll
-	for (int x = 16; x; x /= 2)
-		l += __shfl_xor_sync(0xffffffffu, l, x);
-#pragma unroll 8 /* rows in flight (a macro is not expanded here) */
-	for (uint32_t k = 0; k < a.n_splits; k++) {
-		float wt = __shfl_sync(0xffffffffu, wk, (int)k);
-		const float *r = p + k * (D + 2);
-
-#pragma unroll
-		for (int i = 0; i < per / 2; i++) {
-			float2 v = *(const float2 *)(r + 64 * i + 2 * lane);
-
-			acc[2 * i] += wt * v.x, acc[2 * i + 1] += wt * v.y;
-		}
-	}
-	o = out + ((size_t)row * a.hq + head) * D;
-#pragma unroll
-	for (int i = 0; i < per / 2; i++)
-		*(__nv_bfloat162 *)(o + 64 * i + 2 * lane) =
-		    __floats2bfloat162_rn(acc[2 * i] / l, acc[2 * i + 1] / l);
+	attn_merge_splits<D>(out + ((size_t)row * a.hq + head) * D,
+			     pf_part<D>(a, row, head, 0), a.n_splits,
+			     (uint32_t)lane);
 }
 
 static bool aligned(const void *p, uintptr_t n)

@@ -630,6 +630,13 @@ static void test_attention_prefill_edges(void **state)
 			 -EINVAL);
 	dm.head_dim = 64, dm.page_stride = 2 * 16 * 64;
 	assert_true(o1_attention_tiled_fits(&dm, p, fq, p, p));
+	dm.scale = 0.0f; /* the lean softmax orders unscaled scores */
+	assert_false(o1_attention_tiled_fits(&dm, p, fq, p, p));
+	dm.scale = 0.1f;
+	assert_int_equal(o1_attention_tiled_variant_cuda(
+			     p, fq, p, p, &dm, &bt, 1, 1, 64, 1, NULL, 0,
+			     O1_ATTN_PF_VARIANTS, 0),
+			 -EINVAL);
 	/* more splits than 32, or than the scratch holds */
 	assert_int_equal(o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1,
 						 64, 33, fq, 1 << 14, 0),
