@@ -86,7 +86,10 @@ int o1_rope_cuda(float *x, const int32_t *pos, uint32_t n_tokens,
  * rope(k + bk), v + bv as bf16 into the caches at slots[t] (= page * P +
  * slot) with the layout of attention.h (page_stride in elements). With
  * PDL, POS, SLOTS and INV_FREQ are read before the wait: no kernel of the
- * stream may write them. */
+ * stream may write them. o1_rope_kv_write_bf16_cuda reads the rows from
+ * QKV_BF16 (T,(Hq+2Hkv)D) bf16 instead (A->qkv is not read): the product
+ * that makes them writes half the bytes, and RoPE reads half (the same
+ * results as f32 rows holding those bf16 values). */
 struct o1_rope_kv_args {
 	float *q;
 	uint16_t *k_cache, *v_cache;
@@ -100,6 +103,10 @@ struct o1_rope_kv_args {
 int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
 			  const struct o1_attn_dims *dims, bool pdl,
 			  cudaStream_t stream);
+int o1_rope_kv_write_bf16_cuda(const struct o1_rope_kv_args *a,
+			       const uint16_t *qkv_bf16,
+			       const struct o1_attn_dims *dims, bool pdl,
+			       cudaStream_t stream);
 
 /* attention.cu: paged causal GQA attention with the arithmetic of
  * attention.h up to rounding (online softmax, f32), out (T,Hq,D) bf16,

@@ -85,15 +85,24 @@ struct rope_kv_dev {
 	uint64_t page_stride;
 };
 
+/* A qkv row: f32, or bf16 (o1_rope_kv_write_bf16_cuda). */
+struct qkv_row {
+	const float *f;
+	const __nv_bfloat16 *h;
+};
+
 /* Element J of a qkv row plus its bias. */
-static __device__ float biased(const float *row, const float *bias, uint32_t j)
+static __device__ float biased(const qkv_row &row, const float *bias,
+			       uint32_t j)
 {
-	return bias ? row[j] + bias[j] : row[j];
+	float x = row.h ? __bfloat162float(row.h[j]) : row.f[j];
+
+	return bias ? x + bias[j] : x;
 }
 
 /* Element d of the head starting at BASE of a biased qkv row, rotated
  * (rotated() over global memory). */
-static __device__ float rotated_at(const float *row, const float *bias,
+static __device__ float rotated_at(const qkv_row &row, const float *bias,
 				   uint32_t base, uint32_t d, uint32_t half,
 				   const float *cs)
 {
@@ -108,18 +117,21 @@ static __device__ float rotated_at(const float *row, const float *bias,
 	return biased(row, bias, base + d);
 }
 
-/* qkv (T,(Hq+2Hkv)D) f32 + bias -> q (T,Hq,D) f32 roped; K roped and V
- * as bf16 into k_cache/v_cache (pages,Hkv,P,D) at slots (T). Block (t, y)
- * = elements [y * blockDim, (y + 1) * blockDim) of row t, one per thread
- * (many blocks even for one decode row). Shared: cos/sin (2 half). */
-static __global__ void rope_kv(struct o1_rope_kv_args a, struct rope_kv_dev g)
+/* qkv (T,(Hq+2Hkv)D) f32, or bf16 where QKV_BF16 is set, + bias -> q
+ * (T,Hq,D) f32 roped; K roped and V as bf16 into k_cache/v_cache
+ * (pages,Hkv,P,D) at slots (T). Block (t, y) = elements [y * blockDim,
+ * (y + 1) * blockDim) of row t, one per thread (many blocks even for one
+ * decode row). Shared: cos/sin (2 half). */
+static __global__ void rope_kv(struct o1_rope_kv_args a, struct rope_kv_dev g,
+			       const __nv_bfloat16 *qkv_bf16)
 {
 	extern __shared__ float sh[];
 	uint32_t t = blockIdx.x, w = (g.hq + 2 * g.hkv) * g.d;
 	uint32_t qd = g.hq * g.d, kvd = g.hkv * g.d;
 	uint32_t i = blockIdx.y * blockDim.x + threadIdx.x;
 	uint32_t d = i % g.d, head = i / g.d;
-	const float *src = a.qkv + (size_t)t * w;
+	qkv_row src = {qkv_bf16 ? NULL : a.qkv + (size_t)t * w,
+		       qkv_bf16 ? qkv_bf16 + (size_t)t * w : NULL};
 	uint32_t page = a.slots[t] / g.p, slot = a.slots[t] % g.p;
 	/* Hq is a multiple of Hkv: head % Hkv is the kv head */
 	size_t at = page * g.page_stride +
@@ -141,10 +153,10 @@ static __global__ void rope_kv(struct o1_rope_kv_args a, struct rope_kv_dev g)
 		    __float2bfloat16_rn(biased(src, a.bias, i));
 }
 
-static int check_rope_kv(const struct o1_rope_kv_args *a,
+static int check_rope_kv(const struct o1_rope_kv_args *a, const void *qkv,
 			 const struct o1_attn_dims *dm, size_t smem)
 {
-	if (!a->q || !a->k_cache || !a->v_cache || !a->qkv || !a->pos ||
+	if (!a->q || !a->k_cache || !a->v_cache || !qkv || !a->pos ||
 	    !a->slots || !a->inv_freq || !dm->n_heads || !dm->n_kv_heads ||
 	    dm->n_heads % dm->n_kv_heads || !dm->head_dim || !dm->page_tokens ||
 	    !a->rot_dim || a->rot_dim % 2 || a->rot_dim > dm->head_dim ||
@@ -160,21 +172,40 @@ static int check_rope_kv(const struct o1_rope_kv_args *a,
 	return 0;
 }
 
-extern "C" int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
-				     const struct o1_attn_dims *dm, bool pdl,
-				     cudaStream_t stream)
+/* The rows from A->qkv, or with BF16 from QKV_BF16. */
+static int rope_kv_write(const struct o1_rope_kv_args *a, bool bf16,
+			 const uint16_t *qkv_bf16,
+			 const struct o1_attn_dims *dm, bool pdl,
+			 cudaStream_t stream)
 {
 	struct rope_kv_dev g = {dm->n_heads,	 dm->n_kv_heads,
 				dm->head_dim,	 a->rot_dim / 2,
 				dm->page_tokens, dm->page_stride};
 	uint32_t w = (g.hq + 2 * g.hkv) * g.d;
 	size_t smem = a->rot_dim * sizeof(float);
-	int err = check_rope_kv(a, dm, smem);
+	int err = check_rope_kv(
+	    a, bf16 ? (const void *)qkv_bf16 : (const void *)a->qkv, dm, smem);
 
 	if (err || !a->n_tokens)
 		return err;
 	return O1_CUDA_LAUNCH(
 	    "rope_kv_write", rope_kv,
 	    dim3(a->n_tokens, (w + ROPE_THREADS - 1) / ROPE_THREADS),
-	    dim3(ROPE_THREADS), smem, stream, pdl, *a, g);
+	    dim3(ROPE_THREADS), smem, stream, pdl, *a, g,
+	    bf16 ? (const __nv_bfloat16 *)qkv_bf16 : NULL);
+}
+
+extern "C" int o1_rope_kv_write_cuda(const struct o1_rope_kv_args *a,
+				     const struct o1_attn_dims *dm, bool pdl,
+				     cudaStream_t stream)
+{
+	return rope_kv_write(a, false, NULL, dm, pdl, stream);
+}
+
+extern "C" int o1_rope_kv_write_bf16_cuda(const struct o1_rope_kv_args *a,
+					  const uint16_t *qkv_bf16,
+					  const struct o1_attn_dims *dm,
+					  bool pdl, cudaStream_t stream)
+{
+	return rope_kv_write(a, true, qkv_bf16, dm, pdl, stream);
 }

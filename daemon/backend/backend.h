@@ -157,6 +157,10 @@ struct o1_backend_config {
 	 * f32 both ways (the rounding transformers' bf16 models make too);
 	 * true keeps f32 there (A/B for benchmarks). */
 	bool cuda_gu_f32;
+	/* CUDA backend: the QKV product where cuBLAS makes it writes bf16
+	 * rows for RoPE the same way (half the bytes both ways); true keeps
+	 * f32 (A/B for benchmarks). */
+	bool cuda_qkv_f32;
 	/* CUDA backend, decode products on GGUF block weights (config
 	 * cuda.quant_dot): false = int8 (the default: the input rows
 	 * quantized to int8 per 32 elements, __dp4a on the blocks' integers,

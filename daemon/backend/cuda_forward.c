@@ -436,14 +436,17 @@ static uint32_t product_rows(const struct cuda_state *s, enum cuda_kind kind,
 
 /* Whether product KIND over M rows (K wide) can write bf16: where
  * cuBLAS's default multiplies (the bf16 matrix past gemv.cu's rows and
- * untuned; every part of a block matrix on the tiles). Only the gate/up
- * product does (SwiGLU reads it back; cfg.cuda_gu_f32 for A/B). */
+ * untuned; every part of a block matrix on the tiles). The gate/up
+ * product does (SwiGLU reads it back; cfg.cuda_gu_f32 for A/B), and the
+ * QKV product (RoPE reads it back; cfg.cuda_qkv_f32). */
 static bool product_bf16(const struct cuda_state *s, enum cuda_kind kind,
 			 const struct cuda_qmat *q, uint32_t m, uint32_t k)
 {
 	const struct cuda_tune_lt *p = NULL;
 
-	if (kind != CUDA_KIND_GU || s->cfg.cuda_gu_f32)
+	if (kind == CUDA_KIND_GU ? s->cfg.cuda_gu_f32
+	    : kind == CUDA_KIND_QKV ? s->cfg.cuda_qkv_f32
+				    : true)
 		return false;
 	m = product_rows(s, kind, q, m);
 	if (!q->n_parts)
@@ -492,8 +495,11 @@ int o1_cuda_forward_warm(struct cuda_state *s, uint32_t *shapes)
 			continue;
 		prev = r;
 		++*shapes;
-		err = product(s, CUDA_KIND_QKV, s->qkv, s->h, y->wqkv,
-			      &y->qqkv, r, cuda_qkv_rows(d), d->dim);
+		err = product_to(s, CUDA_KIND_QKV, s->qkv,
+				 product_bf16(s, CUDA_KIND_QKV, &y->qqkv, r,
+					      d->dim),
+				 s->h, y->wqkv, &y->qqkv, r, cuda_qkv_rows(d),
+				 d->dim);
 		err = err ? err
 			  : product(s, CUDA_KIND_O, s->o, s->att, y->wo, &y->qo,
 				    r, d->dim, qd);
@@ -580,6 +586,7 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[l];
 	uint32_t n = (uint32_t)cuda_qkv_rows(d), t = ra->n_tokens;
+	bool bf16;
 	int err;
 
 	if (fuse && y->qqkv.n_parts &&
@@ -617,10 +624,15 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 		    setup(s, CUDA_KIND_QKV, t), pdl, s->stream);
 	err = o1_rmsnorm_cuda(s->h, s->x, l ? s->o : NULL, y->attn_norm, NULL,
 			      t, d->dim, d->norm_eps, pdl, s->stream);
+	bf16 = product_bf16(s, CUDA_KIND_QKV, &y->qqkv, t, d->dim);
 	err = err ? err
-		  : product(s, CUDA_KIND_QKV, s->qkv, s->h, y->wqkv, &y->qqkv,
-			    t, n, d->dim);
-	return err ? err : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
+		  : product_to(s, CUDA_KIND_QKV, s->qkv, bf16, s->h, y->wqkv,
+			       &y->qqkv, t, n, d->dim);
+	if (err)
+		return err;
+	return bf16 ? o1_rope_kv_write_bf16_cuda(ra, (const uint16_t *)s->qkv,
+						 ad, pdl, s->stream)
+		    : o1_rope_kv_write_cuda(ra, ad, pdl, s->stream);
 }
 
 /* Whether the gate/up product Q over T rows takes gemv_q.cu's SwiGLU

@@ -7,7 +7,8 @@
  * by nvcc: within 1e-5 of the row's largest |value|. K and V in the pool
  * are bf16: within one bf16 rounding (8e-3 and 4e-3 relative); no slot
  * but the written ones changes (the rest stay NaN). Bad shapes are
- * refused.
+ * refused. QKV rows given as bf16 (o1_rope_kv_write_bf16_cuda) give the
+ * bits of f32 rows holding the same values.
  */
 #include <errno.h>
 #include <math.h>
@@ -65,8 +66,10 @@ static void test_rope(void **state)
 	check_rope(40, 32, 128, 128, 1);
 }
 
-/* Fused QKV epilogue: rope(q + bq); rope(k + bk), v + bv into the pages. */
-static void check_rope_kv(const struct kct_kv_shape *k, uint32_t t, bool bias)
+/* Fused QKV epilogue: rope(q + bq); rope(k + bk), v + bv into the pages.
+ * BF16_IN: the rows rounded to bf16, then also read as bf16. */
+static void check_rope_kv(const struct kct_kv_shape *k, uint32_t t, bool bias,
+			  bool bf16_in)
 {
 	struct o1_attn_dims dm = kct_kv_dims(k);
 	uint32_t w = (k->hq + 2 * k->hkv) * k->d, qd = k->hq * k->d,
@@ -84,6 +87,8 @@ static void check_rope_kv(const struct kct_kv_shape *k, uint32_t t, bool bias)
 
 	for (size_t i = 0; i < cache; i++)
 		kc[i] = vc[i] = NAN;
+	if (bf16_in)
+		kct_round_bf16(qkv, (size_t)t * w);
 	for (uint32_t i = 0; i < t; i++) {
 		pos[i] = (int32_t)(100 + i);
 		slots[i] = (i * 5 + 2) % (k->n_pages * k->p);
@@ -121,6 +126,26 @@ static void check_rope_kv(const struct kct_kv_shape *k, uint32_t t, bool bias)
 		gq = kct_host_copy(a.q, (size_t)t * qd * 4);
 		gk = kct_host_bf16(a.k_cache, cache);
 		gv = kct_host_bf16(a.v_cache, cache);
+		if (bf16_in) { /* the same bits from the bf16 rows */
+			uint16_t *h = kct_dev_bf16(qkv, (size_t)t * w);
+			float *q2, *k2, *v2;
+
+			assert_int_equal(cudaMemset(a.q, 0xff, (size_t)t * qd * 4),
+					 cudaSuccess);
+			assert_int_equal(
+			    o1_rope_kv_write_bf16_cuda(&a, h, &dm, false, 0), 0);
+			q2 = kct_host_copy(a.q, (size_t)t * qd * 4);
+			k2 = kct_host_bf16(a.k_cache, cache);
+			v2 = kct_host_bf16(a.v_cache, cache);
+			assert_memory_equal(q2, gq, (size_t)t * qd * 4);
+			assert_memory_equal(k2, gk, cache * 4);
+			assert_memory_equal(v2, gv, cache * 4);
+			free(q2), free(k2), free(v2);
+			assert_int_equal(o1_rope_kv_write_bf16_cuda(
+					     &a, NULL, &dm, false, 0),
+					 -EINVAL);
+			cudaFree(h);
+		}
 		a.rot_dim = k->d + 2;
 		assert_int_equal(o1_rope_kv_write_cuda(&a, &dm, false, 0),
 				 -EINVAL);
@@ -152,9 +177,11 @@ static void test_rope_kv(void **state)
 			    c = {32, 8, 128, 16, 2, false};
 
 	(void)state;
-	check_rope_kv(&a, 9, true);
-	check_rope_kv(&b, 13, false);
-	check_rope_kv(&c, 1, true);
+	check_rope_kv(&a, 9, true, false);
+	check_rope_kv(&b, 13, false, false);
+	check_rope_kv(&c, 1, true, false);
+	check_rope_kv(&a, 9, true, true);
+	check_rope_kv(&c, 5, false, true);
 }
 
 int main(void)

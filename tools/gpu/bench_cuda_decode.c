@@ -75,6 +75,8 @@
  * --gu-out bf16|f32 (default bf16, the backend's) sets cfg.cuda_gu_f32:
  * the gate/up product where cuBLAS makes it (prefill, wide steps) writes
  * bf16 or f32 for SwiGLU. The RESULT line ends with gu_out=bf16|f32.
+ * --qkv-out bf16|f32 (default bf16) sets cfg.cuda_qkv_f32 the same way for
+ * the QKV product that RoPE reads; RESULT ends with qkv_out=bf16|f32.
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
@@ -141,6 +143,7 @@ struct bench_args {
 	bool no_attention;	  /* --attention off */
 	uint32_t gemv_rows;	  /* --gemv-rows */
 	bool gu_f32;		  /* --gu-out f32 */
+	bool qkv_f32;		  /* --qkv-out f32 */
 };
 
 /* One run's switches. */
@@ -255,6 +258,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"attention", required_argument, NULL, 'N'},
 	    {"gemv-rows", required_argument, NULL, 'G'},
 	    {"gu-out", required_argument, NULL, 'U'},
+	    {"qkv-out", required_argument, NULL, 'Q'},
 	    {0},
 	};
 	int opt;
@@ -266,7 +270,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
-	a->gu_f32 = false;
+	a->gu_f32 = a->qkv_f32 = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	a->attn_tc = O1_ATTN_TC_AUTO;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -336,9 +340,11 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'U') {
-			a->gu_f32 = !strcmp(optarg, "f32");
-			if (!a->gu_f32 && strcmp(optarg, "bf16"))
+		if (opt == 'U' || opt == 'Q') {
+			bool *f32 = opt == 'U' ? &a->gu_f32 : &a->qkv_f32;
+
+			*f32 = !strcmp(optarg, "f32");
+			if (!*f32 && strcmp(optarg, "bf16"))
 				return -EINVAL;
 			continue;
 		}
@@ -411,6 +417,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_no_attention = a->no_attention,
 	    .cuda_gemv_rows = a->gemv_rows,
 	    .cuda_gu_f32 = a->gu_f32,
+	    .cuda_qkv_f32 = a->qkv_f32,
 	    .sampling = a->device_sample,
 	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
 	uint64_t x = 12345;
@@ -579,7 +586,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
-	       "gu_out=%s\n",
+	       "gu_out=%s qkv_out=%s\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -598,7 +605,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       : a->attn_tc == O1_ATTN_TC_OFF ? "off"
 					      : "auto",
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
-	       a->gu_f32 ? "f32" : "bf16");
+	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16");
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -696,7 +703,7 @@ int main(int argc, char **argv)
 			"[--quant-pass-rows N] [--attn W,R,T,H] "
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "
-			"[--gu-out bf16|f32]\n");
+			"[--gu-out bf16|f32] [--qkv-out bf16|f32]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */
