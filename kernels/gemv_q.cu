@@ -272,35 +272,63 @@ static __device__ __forceinline__ size_t xq_at(const gq_args &a, uint32_t i,
 	return (size_t)i * a.pad * 2 + (u & ~31u) * 2 + (u & 31);
 }
 
-/* Elements [8 Q, 8 Q + 8) of unit U of input row I, widened (exact). */
-static __device__ void part_in(const gq_args &a, uint32_t i, uint32_t u,
-			       uint32_t q, float (&v)[8])
-{
-	gq_piece p = ((const gq_piece *)(a.x + (size_t)i * a.k + 32 * u))[q];
+/* The raw input of a quarter unit (elements [8 Q, 8 Q + 8) of unit U):
+ * 8 bf16 (IN_BF16), or 8 f32 and their 8 norm weights (IN_NORM). Loaded
+ * apart from its use (qx_load, qx_widen) so that quantize_x can ask for
+ * several rounds' inputs before it waits for the first. */
+template <int IN> struct qx_raw {
+	gq_piece p;
+};
+template <> struct qx_raw<IN_NORM> {
+	float4 x[2], w[2];
+};
 
-#pragma unroll
-	for (int e = 0; e < 4; e++) {
-		v[2 * e] = qd_bf16(p.v[e] & 0xffff);
-		v[2 * e + 1] = qd_bf16(p.v[e] >> 16);
+template <int IN>
+static __device__ __forceinline__ void qx_load(qx_raw<IN> &r, const gq_args &a,
+					       const float *xr, uint32_t i,
+					       uint32_t u, uint32_t q)
+{
+	if constexpr (IN == IN_NORM) {
+		const float4 *xv = (const float4 *)(xr + 32 * u + 8 * q);
+		const float4 *wv = (const float4 *)(a.nw + 32 * u + 8 * q);
+
+		r.x[0] = xv[0], r.x[1] = xv[1], r.w[0] = wv[0], r.w[1] = wv[1];
+	} else {
+		r.p = ((const gq_piece *)(a.x + (size_t)i * a.k + 32 * u))[q];
 	}
 }
 
-/* Elements [8 Q, 8 Q + 8) of unit_norm's unit U. */
-static __device__ void part_norm(const gq_args &a, const float *xr, float inv,
-				 uint32_t u, uint32_t q, float (&v)[8])
+/* R widened into V (exact), or normalized by INV and rounded to bf16 as
+ * o1_rmsnorm_cuda writes it (IN_NORM). */
+template <int IN>
+static __device__ __forceinline__ void qx_widen(const qx_raw<IN> &r, float inv,
+						float (&v)[8])
 {
-	const float4 *xv = (const float4 *)(xr + 32 * u + 8 * q);
-	const float4 *wv = (const float4 *)(a.nw + 32 * u + 8 * q);
-
+	if constexpr (IN == IN_NORM) {
 #pragma unroll
-	for (int c = 0; c < 2; c++) {
-		float4 x = xv[c], w = wv[c];
+		for (int c = 0; c < 2; c++) {
+			float4 x = r.x[c], w = r.w[c];
 
-		v[4 * c] = __bfloat162float(rms_out(w.x, x.x, inv));
-		v[4 * c + 1] = __bfloat162float(rms_out(w.y, x.y, inv));
-		v[4 * c + 2] = __bfloat162float(rms_out(w.z, x.z, inv));
-		v[4 * c + 3] = __bfloat162float(rms_out(w.w, x.w, inv));
+			v[4 * c] = __bfloat162float(rms_out(w.x, x.x, inv));
+			v[4 * c + 1] = __bfloat162float(rms_out(w.y, x.y, inv));
+			v[4 * c + 2] = __bfloat162float(rms_out(w.z, x.z, inv));
+			v[4 * c + 3] = __bfloat162float(rms_out(w.w, x.w, inv));
+		}
+	} else {
+#pragma unroll
+		for (int e = 0; e < 4; e++) {
+			v[2 * e] = qd_bf16(r.p.v[e] & 0xffff);
+			v[2 * e + 1] = qd_bf16(r.p.v[e] >> 16);
+		}
 	}
+}
+
+/* Rounds of quantize_x whose loads are issued together: a 14,336-wide
+ * down product input waits for L2 twice, not seven times (more for the
+ * 1-row launches, whose registers are free at that point). */
+template <int M, int IN> static __host__ __device__ constexpr int qx_chunk()
+{
+	return IN == IN_NORM ? (M == 1 ? 2 : 1) : (M == 1 ? 4 : M == 2 ? 2 : 1);
 }
 
 /* A unit quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax)
@@ -363,8 +391,9 @@ template <int M, int IN>
 static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 				  float (*part)[RMS_VWARPS])
 {
-	const float *xr[M];
-	float inv[M];
+	constexpr int C = qx_chunk<M, IN>();
+	const float *xr[M] = {};
+	float inv[M] = {};
 
 	if constexpr (IN == IN_NORM) {
 		float ss[M];
@@ -380,21 +409,34 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 	}
 #pragma unroll
 	for (int i = 0; i < M; i++)
-		/* every thread takes every round (the warp's exchanges) */
-		for (uint32_t e0 = 0; e0 < 4 * a.units; e0 += GQ_THREADS) {
-			uint32_t e = e0 + threadIdx.x, u = e / 4, q = e % 4;
-			bool on = u < a.units;
-			gq_piece *p = xq + xq_at(a, i, on ? u : 0);
-			float v[8] = {0};
+		/* every thread takes every round (the warp's exchanges); a
+		 * chunk's loads first */
+		for (uint32_t e0 = 0; e0 < 4 * a.units; e0 += C * GQ_THREADS) {
+			qx_raw<IN> r[C];
 
-			if (on) {
-				if constexpr (IN == IN_NORM)
-					part_norm(a, xr[i], inv[i], u, q, v);
-				else
-					part_in(a, i, u, q, v);
+#pragma unroll
+			for (int c = 0; c < C; c++) {
+				uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
+
+				if (e / 4 < a.units)
+					qx_load<IN>(r[c], a, xr[i], i, e / 4,
+						    e % 4);
 			}
-			quantize_part(v, q, on, p, p + 32,
-				      ds + (size_t)i * a.units + u);
+#pragma unroll
+			for (int c = 0; c < C; c++) {
+				uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
+				uint32_t u = e / 4, q = e % 4;
+				bool on = u < a.units;
+				gq_piece *p = xq + xq_at(a, i, on ? u : 0);
+				float v[8] = {0};
+
+				if (e0 + c * GQ_THREADS >= 4 * a.units)
+					break; /* the same for the block */
+				if (on)
+					qx_widen<IN>(r[c], inv[i], v);
+				quantize_part(v, q, on, p, p + 32,
+					      ds + (size_t)i * a.units + u);
+			}
 		}
 	__syncthreads();
 }
