@@ -1114,6 +1114,15 @@ template <int X> static __host__ __device__ constexpr bool qp_two()
 	return X >= 5;
 }
 
+/* The outputs a launch of N walks: qp_run2's OUT_ADD takes two a step
+ * (j and j + N / 2, N even), the others one (SwiGLU's two rows are one
+ * output). */
+template <int OUT, int X>
+static __host__ __device__ constexpr uint32_t qp_walked(uint32_t n)
+{
+	return qp_two<X>() && OUT != OUT_SWIGLU ? n / 2 : n;
+}
+
 /* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
  * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
  * bench_gemv_q's sweep: 1 half the batch, 2 twice, 3 the default's with
@@ -1464,15 +1473,15 @@ static __device__ __forceinline__ qp_span2 span2_of(const gq_args &a,
 	return s;
 }
 
-/* qp_run2's step C (batch C.b of output C.j's gate and up rows) into
- * SLOT (at shared address SLOT_S): the gate row's NP pieces, then the up
- * row's, UP pieces on; one commit group, empty past the last output. */
+/* qp_run2's step C (batch C.b of the rows of its output C.j of N) into
+ * SLOT (at shared address SLOT_S): the first row's NP pieces, then the
+ * second's, UP pieces on; one commit group, empty past the last output. */
 template <int TYPE, int P, uint32_t G>
 static __device__ void qp_issue2(gq_piece *slot, uint32_t slot_s,
-				 const gq_args &a, const qp_pos &c, size_t up,
-				 uint32_t lane)
+				 const gq_args &a, const qp_pos &c, uint32_t n,
+				 size_t up, uint32_t lane)
 {
-	if (c.j < a.n) {
+	if (c.j < n) {
 		qp_span2 s = span2_of<TYPE, G>(a, c.b);
 		const gq_piece *g =
 		    (const gq_piece *)(((uintptr_t)a.w & ~(uintptr_t)15) +
@@ -1575,24 +1584,27 @@ fma_batch2(float (&acc)[2][M], const gq_args &a, const gq_piece *sm,
 				       held, lane);
 }
 
-/* qp_run for SwiGLU's Q4_K product with a step of one batch of both rows
- * of output j (qp_two's variants): the input's pieces and scales are read
- * from shared memory once for both rows, one copy, commit, wait and span
- * serve both; a ring slot holds the two batches. Each row's sums are
- * qp_run's (the lane's pairs in the same order, the same warp tree and
- * epilogue), so the bits are. */
+/* qp_run for a Q4_K product with a step of one batch of two rows
+ * (qp_two's variants): SwiGLU's gate and up rows of output j, or OUT_ADD's
+ * outputs j and j + n / 2 (an even n, qp_walked). The input's pieces and
+ * scales are read from shared memory once for both rows, one copy,
+ * commit, wait and span serve both; a ring slot holds the two batches.
+ * Each row's sums are qp_run's (the lane's pairs in the same order, the
+ * same warp tree and epilogue), so the bits are. */
 template <int M, int TYPE, int OUT, int IN, int X>
 static __device__ __forceinline__ void qp_run2(const gq_args &a,
 					       uint32_t block)
 {
-	static_assert(OUT == OUT_SWIGLU && TYPE == O1_QUANT_Q4_K,
+	static_assert((OUT == OUT_SWIGLU || OUT == OUT_ADD) &&
+			  TYPE == O1_QUANT_Q4_K,
 		      "rows j and j + n of whole 16-byte pieces");
 	static_assert(qp_groups<TYPE, X>() % 2 == 0, "whole pairs a lane");
 	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
 	constexpr uint32_t G = qp_groups<TYPE, X>(), per = 32 * G;
 	uint32_t lane = threadIdx.x % 32;
 	uint32_t nb = (a.units + per - 1) / per;
-	size_t up = (size_t)a.n * a.row_bytes / 16;
+	uint32_t n = qp_walked<OUT, X>(a.n);
+	size_t up = (size_t)n * a.row_bytes / 16;
 	qp_pos c = {block * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
 	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
 	uint32_t ring_s = smem_addr(ring);
@@ -1608,7 +1620,8 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 #pragma unroll
 	for (int s = 0; s < S - 1; s++) {
 		qp_issue2<TYPE, P, G>(ring + s * 32 * P,
-				      ring_s + 16 * s * 32 * P, a, ci, up, lane);
+				      ring_s + 16 * s * 32 * P, a, ci, n, up,
+				      lane);
 		ci.next<1>(nb, a.stride);
 	}
 	o1_pdl_wait();
@@ -1623,13 +1636,13 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		acc[0][i] = 0.0f, acc[1][i] = 0.0f;
-	for (uint32_t use = 0, fill = S - 1; c.j < a.n;
+	for (uint32_t use = 0, fill = S - 1; c.j < n;
 	     use = use + 1 < S ? use + 1 : 0,
 		      fill = fill + 1 < S ? fill + 1 : 0) {
 		__syncwarp();
 		qp_issue2<TYPE, P, G>(ring + fill * 32 * P,
-				      ring_s + 16 * fill * 32 * P, a, ci, up,
-				      lane);
+				      ring_s + 16 * fill * 32 * P, a, ci, n,
+				      up, lane);
 		ci.next<1>(nb, a.stride);
 		cpa_wait<S - 1>();
 		__syncwarp();
@@ -1642,7 +1655,17 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 				res[1][i] = warp_sum(acc[1][i]);
 				acc[0][i] = 0.0f, acc[1][i] = 0.0f;
 			}
-			epilogue<M, OUT>(a, c.j, res, lane);
+			if constexpr (OUT == OUT_SWIGLU) {
+				epilogue<M, OUT>(a, c.j, res, lane);
+			} else {
+				float r0[1][M], r1[1][M];
+
+#pragma unroll
+				for (int i = 0; i < M; i++)
+					r0[0][i] = res[0][i], r1[0][i] = res[1][i];
+				epilogue<M, OUT>(a, c.j, r0, lane);
+				epilogue<M, OUT>(a, c.j + n, r1, lane);
+			}
 		}
 		c.next<1>(nb, a.stride);
 	}
@@ -1728,7 +1751,7 @@ template <int M, int TYPE, int OUT, int DOT, int IN, bool PIPE = true,
 static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 {
 	void (*k)(gq_args) = gemv_q<M, TYPE, OUT, DOT, IN>;
-	uint32_t blocks = (a.n + GQ_WARPS - 1) / GQ_WARPS;
+	uint32_t walked = a.n, blocks;
 	uint32_t cap = o1_cuda_sm_count() * GQ_BPS;
 	size_t smem = smem_of(a, pieces_of<TYPE>(), M, DOT);
 	int err = 0;
@@ -1741,11 +1764,13 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 
 		if (ps <= qp_smem_max<X>())
 			k = gemv_qp<M, TYPE, OUT, IN, X>, smem = ps,
-			cap = o1_cuda_sm_count() * qp_bps<X>();
+			cap = o1_cuda_sm_count() * qp_bps<X>(),
+			walked = qp_walked<OUT, X>(a.n);
 		else if (p0 <= GQ_SMEM_MAX)
 			k = gemv_qp<M, TYPE, OUT, IN, 0>, smem = p0;
 	}
 	take_prefetch(&a); /* gemv_q ignores it */
+	blocks = (walked + GQ_WARPS - 1) / GQ_WARPS;
 	blocks = blocks < cap ? blocks : cap;
 	a.stride = blocks * GQ_WARPS;
 	if (smem > 48 * 1024)
@@ -1795,11 +1820,26 @@ template <int TYPE, int OUT> static constexpr int qp_variant_m1()
 		   : qp_variant_1<TYPE>();
 }
 
+/* Whether one input row's OUT_ADD product on Q4_K (the O and down
+ * products of a decode step) runs qp_run2's variant QP_ADD_X, outputs j
+ * and j + N / 2 a step (N even); o1_gemv_q_add_two_rows sets it (A/B). */
+static bool gq_add_two = true;
+#define QP_ADD_X 7
+
+extern "C" void o1_gemv_q_add_two_rows(bool on)
+{
+	gq_add_two = on;
+}
+
 template <int TYPE, int OUT, int DOT, int IN>
 static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 {
 	switch (m) {
 	case 1:
+		if constexpr (OUT == OUT_ADD && TYPE == O1_QUANT_Q4_K)
+			if (gq_add_two && a.n % 2 == 0)
+				return launch_m<1, TYPE, OUT, DOT, IN, true,
+						QP_ADD_X>(a, pdl, stream);
 		return launch_m<1, TYPE, OUT, DOT, IN, true,
 				qp_variant_m1<TYPE, OUT>()>(a, pdl, stream);
 	case 2:

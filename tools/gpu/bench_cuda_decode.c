@@ -76,7 +76,11 @@
  * the gate/up product where cuBLAS makes it (prefill, wide steps) writes
  * bf16 or f32 for SwiGLU. The RESULT line ends with gu_out=bf16|f32.
  * --qkv-out bf16|f32 (default bf16) sets cfg.cuda_qkv_f32 the same way for
- * the QKV product that RoPE reads; RESULT ends with qkv_out=bf16|f32.
+ * the QKV product that RoPE reads; RESULT has qkv_out=bf16|f32 (and, last,
+ * prefill_ms: the timed prefill).
+ * --add-two-rows on|off (default on, gemv_q.cu's) sets
+ * o1_gemv_q_add_two_rows: one row's O and down products on Q4_K take two
+ * outputs a step or one; RESULT has add_two_rows=on|off.
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
@@ -138,6 +142,7 @@ struct bench_args {
 	uint32_t quant_tile_mb; /* --quant-tile-mb */
 	uint32_t quant_pass_rows; /* --quant-pass-rows */
 	bool no_prefetch;	  /* --prefetch off */
+	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
 	bool no_attention;	  /* --attention off */
@@ -258,7 +263,8 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"attention", required_argument, NULL, 'N'},
 	    {"gemv-rows", required_argument, NULL, 'G'},
 	    {"gu-out", required_argument, NULL, 'U'},
-	    {"qkv-out", required_argument, NULL, 'Q'},
+	    {"qkv-out", required_argument, NULL, 'V'},
+	    {"add-two-rows", required_argument, NULL, 'W'},
 	    {0},
 	};
 	int opt;
@@ -270,6 +276,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
+	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	a->attn_tc = O1_ATTN_TC_AUTO;
@@ -296,13 +303,14 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'P' || opt == 'N') {
+		if (opt == 'P' || opt == 'N' || opt == 'W') {
 			int on = on_off_both(optarg);
 
 			if (on != 0 && on != 1)
 				return -EINVAL;
-			*(opt == 'P' ? &a->no_prefetch : &a->no_attention) =
-			    !on;
+			*(opt == 'P'   ? &a->no_prefetch
+			  : opt == 'N' ? &a->no_attention
+				       : &a->add_one_row) = !on;
 			continue;
 		}
 		if (opt == 'T') {
@@ -340,7 +348,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'U' || opt == 'Q') {
+		if (opt == 'U' || opt == 'V') {
 			bool *f32 = opt == 'U' ? &a->gu_f32 : &a->qkv_f32;
 
 			*f32 = !strcmp(optarg, "f32");
@@ -586,7 +594,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
-	       "gu_out=%s qkv_out=%s\n",
+	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -605,7 +613,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       : a->attn_tc == O1_ATTN_TC_OFF ? "off"
 					      : "auto",
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
-	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16");
+	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
+	       on_off(!a->add_one_row), t->prefill_s * 1e3);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -703,11 +712,13 @@ int main(int argc, char **argv)
 			"[--quant-pass-rows N] [--attn W,R,T,H] "
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "
-			"[--gu-out bf16|f32] [--qkv-out bf16|f32]\n");
+			"[--gu-out bf16|f32] [--qkv-out bf16|f32] "
+			"[--add-two-rows on|off]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
+	o1_gemv_q_add_two_rows(!a.add_one_row);
 	err = o1_model_open(a.model, &m);
 	if (!err) {
 		err = run_all(m, &a);
