@@ -58,7 +58,8 @@
  * runs gemv_qp where its ring of batches fits in shared memory: the same
  * arithmetic and lane order (so the same bits), the bytes brought by
  * cp.async several batches ahead (see there); one input row's SwiGLU
- * product on Q4_K by qp_run2, a batch of both rows a step.
+ * product on Q4_K by qp_run2, a batch of both rows a step, and its
+ * residual adds (O, down) the same way, outputs j and j + N / 2 a step.
  *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
