@@ -58,8 +58,9 @@
  * runs gemv_qp where its ring of batches fits in shared memory: the same
  * arithmetic and lane order (so the same bits), the bytes brought by
  * cp.async several batches ahead (see there); one input row's SwiGLU
- * product on Q4_K by qp_run2, a batch of both rows a step, and its
- * residual adds (O, down) the same way, outputs j and j + N / 2 a step.
+ * product on Q4_K by qp_run2, a batch of both rows a step, and the
+ * residual adds (O, down) on Q4_K and Q6_K the same way, outputs j and
+ * j + N / 2 a step.
  *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
@@ -777,61 +778,127 @@ pair_dots_q4k2(float (&d)[2][2][M], const uint8_t *row0, const uint8_t *row1,
 /* Q6_K's pair P of a row (units u = 8 b + 4 h + g and u + 2 of block b
  * = P / 4, half h = P / 2 % 2, g = P % 2: the two units that share a
  * 32-byte run of low bits, the low nibbles unit u's and the high u + 2's,
- * and a run of high bits) at ROW (shared memory, 2-byte aligned) . the M
- * quantized rows, into D0[i] (unit u) and D1[i] (u + 2): gemv_q8.h's
- * values for the two units (qd_head's scales, the same integers,
- * unit_scale), both runs read once for both. */
-template <int M>
-static __device__ __forceinline__ void
-pair_dots_q6k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
-	      const gq_xq &x, const gq_args &a, uint32_t p)
+ * and a run of high bits) at ROW (shared memory, 2-byte aligned),
+ * decoded: both units' scales (qd_head's) and q6 (0..63; the 32 is taken
+ * off the sums in q6k_pair_dot), both runs read once for both. */
+struct q6k_pair {
+	qd_unit_head h0, h1;
+	int32_t lq[8], hq[8];
+};
+
+static __device__ __forceinline__ uint32_t q6k_unit(uint32_t p)
+{
+	return p / 4 * 8 + 4 * (p / 2 % 2) + p % 2;
+}
+
+static __device__ __forceinline__ void q6k_pair_of(q6k_pair &o,
+						   const uint8_t *row,
+						   uint32_t p)
 {
 	const uint8_t *blk = row + (size_t)(p / 4) * O1_QUANT_Q6_K_BYTES;
-	uint32_t h = p / 2 % 2, g = p % 2, u = p / 4 * 8 + 4 * h + g;
+	uint32_t h = p / 2 % 2, g = p % 2;
 	uint32_t sa = qd_u16(blk + 192 + 8 * h + 2 * g),
 		 sb = qd_u16(blk + 196 + 8 * h + 2 * g);
 	float d = qp_f16(qd_u16(blk + 208));
-	qd_unit_head h0 = {}, h1 = {};
-	const int32_t k32[8] = {0x20202020, 0x20202020, 0x20202020,
-				0x20202020, 0x20202020, 0x20202020,
-				0x20202020, 0x20202020};
 	uint32_t ql[8], qh[8];
-	int32_t lq[8], hq[8];
 
-	h0.d = __fmul_rn(d, (float)(int8_t)(sa & 0xff));
-	h0.d1 = __fmul_rn(d, (float)(int8_t)(sa >> 8));
-	h1.d = __fmul_rn(d, (float)(int8_t)(sb & 0xff));
-	h1.d1 = __fmul_rn(d, (float)(int8_t)(sb >> 8));
+	o.h0 = {}, o.h1 = {};
+	o.h0.d = __fmul_rn(d, (float)(int8_t)(sa & 0xff));
+	o.h0.d1 = __fmul_rn(d, (float)(int8_t)(sa >> 8));
+	o.h1.d = __fmul_rn(d, (float)(int8_t)(sb & 0xff));
+	o.h1.d1 = __fmul_rn(d, (float)(int8_t)(sb >> 8));
 
 	ld_words<8>(blk + 64 * h + 32 * g, ql);
 	ld_words<8>(blk + 128 + 32 * h, qh);
 #pragma unroll
 	for (int k = 0; k < 8; k++) {
-		/* q6 (0..63; the 32 is taken off the sums below): unit u's
-		 * high bits are bits 2 g, 2 g + 1 of each qh byte, u + 2's
-		 * bits 2 g + 4, 2 g + 5 */
-		lq[k] = (int32_t)((ql[k] & 0x0f0f0f0fu) |
-				  ((qh[k] << (4 - 2 * g)) & 0x30303030u));
-		hq[k] = (int32_t)(((ql[k] >> 4) & 0x0f0f0f0fu) |
-				  ((qh[k] >> (2 * g)) & 0x30303030u));
+		/* unit u's high bits are bits 2 g, 2 g + 1 of each qh byte,
+		 * u + 2's bits 2 g + 4, 2 g + 5 */
+		o.lq[k] = (int32_t)((ql[k] & 0x0f0f0f0fu) |
+				    ((qh[k] << (4 - 2 * g)) & 0x30303030u));
+		o.hq[k] = (int32_t)(((ql[k] >> 4) & 0x0f0f0f0fu) |
+				    ((qh[k] >> (2 * g)) & 0x30303030u));
 	}
+}
+
+/* The input's side of Q6_K's pair P for quantized row I: units u and
+ * u + 2's pieces (XV: u's low and high halves, then u + 2's) and their
+ * (d, sum)s (DA, DB). */
+static __device__ __forceinline__ void q6k_pair_x(gq_piece (&xv)[4],
+						  float2 &da, float2 &db,
+						  const gq_xq &x,
+						  const gq_args &a, uint32_t i,
+						  uint32_t p)
+{
+	uint32_t u = q6k_unit(p);
+	const gq_piece *xp = x.q + xq_at(a, i, u);
+
+	da = x.ds[(size_t)i * a.units + u];
+	db = x.ds[(size_t)i * a.units + u + 2];
+	xv[0] = ldx(xp), xv[1] = ldx(xp + 32), xv[2] = ldx(xp + 2);
+	xv[3] = ldx(xp + 34);
+}
+
+/* A decoded pair Q . the input's side into D0 (unit u) and D1 (u + 2):
+ * the exact integer sums, sum (q6 - 32) x = sum q6 x - 32 sum x, then
+ * unit_scale. */
+static __device__ __forceinline__ void q6k_pair_dot(const q6k_pair &q,
+						    const gq_piece (&xv)[4],
+						    float2 da, float2 db,
+						    float &d0, float &d1)
+{
+	const int32_t k32[8] = {0x20202020, 0x20202020, 0x20202020,
+				0x20202020, 0x20202020, 0x20202020,
+				0x20202020, 0x20202020};
+	int32_t s0, s1, r0, r1, c0, c1, e0, e1;
+
+	unit_sums(q.lq, xv[0], xv[1], s0, s1);
+	unit_sums(q.hq, xv[2], xv[3], r0, r1);
+	unit_sums(k32, xv[0], xv[1], c0, c1);
+	unit_sums(k32, xv[2], xv[3], e0, e1);
+	d0 = unit_scale<O1_QUANT_Q6_K>(q.h0, da, s0 - c0, s1 - c1);
+	d1 = unit_scale<O1_QUANT_Q6_K>(q.h1, db, r0 - e0, r1 - e1);
+}
+
+/* Q6_K's pair P of the row at ROW . the M quantized rows, into D0[i]
+ * (unit u) and D1[i] (u + 2): gemv_q8.h's values for the two units. */
+template <int M>
+static __device__ __forceinline__ void
+pair_dots_q6k(float (&d0)[M], float (&d1)[M], const uint8_t *row,
+	      const gq_xq &x, const gq_args &a, uint32_t p)
+{
+	q6k_pair q;
+
+	q6k_pair_of(q, row, p);
 #pragma unroll
 	for (int i = 0; i < M; i++) {
-		const gq_piece *xp = x.q + xq_at(a, i, u);
-		float2 da = x.ds[(size_t)i * a.units + u],
-		       db = x.ds[(size_t)i * a.units + u + 2];
-		int32_t s0, s1, r0, r1, c0, c1, e0, e1;
+		gq_piece xv[4];
+		float2 da, db;
 
-		gq_piece x0 = ldx(xp), x1 = ldx(xp + 32), x2 = ldx(xp + 2),
-			 x3 = ldx(xp + 34);
+		q6k_pair_x(xv, da, db, x, a, i, p);
+		q6k_pair_dot(q, xv, da, db, d0[i], d1[i]);
+	}
+}
 
-		unit_sums(lq, x0, x1, s0, s1);
-		unit_sums(hq, x2, x3, r0, r1);
-		/* sum (q6 - 32) x = sum q6 x - 32 sum x (exact integers) */
-		unit_sums(k32, x0, x1, c0, c1);
-		unit_sums(k32, x2, x3, e0, e1);
-		d0[i] = unit_scale<O1_QUANT_Q6_K>(h0, da, s0 - c0, s1 - c1);
-		d1[i] = unit_scale<O1_QUANT_Q6_K>(h1, db, r0 - e0, r1 - e1);
+/* pair_dots_q6k for the pair P of two rows at once (qp_run2's OUT_ADD),
+ * the input's side read once for both; D as pair_dots_q4k2's. */
+template <int M>
+static __device__ __forceinline__ void
+pair_dots_q6k2(float (&d)[2][2][M], const uint8_t *row0, const uint8_t *row1,
+	       const gq_xq &x, const gq_args &a, uint32_t p)
+{
+	q6k_pair q0, q1;
+
+	q6k_pair_of(q0, row0, p);
+	q6k_pair_of(q1, row1, p);
+#pragma unroll
+	for (int i = 0; i < M; i++) {
+		gq_piece xv[4];
+		float2 da, db;
+
+		q6k_pair_x(xv, da, db, x, a, i, p);
+		q6k_pair_dot(q0, xv, da, db, d[0][0][i], d[0][1][i]);
+		q6k_pair_dot(q1, xv, da, db, d[1][0][i], d[1][1][i]);
 	}
 }
 
@@ -1566,8 +1633,52 @@ pairs2_i8(float (&acc)[2][M], const uint8_t *row0, const uint8_t *row1,
 	}
 }
 
+/* pairs2_i8 for Q6_K (qp_run2's OUT_ADD): the pairs of batch span S of
+ * both rows, each row's in the order pairs_i8 adds them (p % 32 = lane,
+ * increasing), the input's side read once for both (pair_dots_q6k2). */
+template <int M, uint32_t G>
+static __device__ __forceinline__ void
+pairs2_q6k(float (&acc)[2][M], const uint8_t *row0, const uint8_t *row1,
+	   const gq_xq &x, const gq_args &a, const qp_span2 &s, uint32_t lane)
+{
+	constexpr uint32_t H = G / 2;
+	uint32_t p0 = s.u0 / 2, p1 = s.u1 / 2;
+
+	if (s.u1 - s.u0 == 32 * G) {
+		float d[H][2][2][M];
+
+#pragma unroll
+		for (uint32_t h = 0; h < H; h++)
+			pair_dots_q6k2<M>(d[h], row0, row1, x, a,
+					  p0 + lane + 32 * h);
+#pragma unroll
+		for (uint32_t h = 0; h < H; h++) {
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+#pragma unroll
+				for (int i = 0; i < M; i++)
+					acc[r][i] = (acc[r][i] + d[h][r][0][i]) +
+						    d[h][r][1][i];
+			}
+		}
+		return;
+	}
+	for (uint32_t p = p0 + ((lane - p0) & 31); p < p1; p += 32) {
+		float d[2][2][M];
+
+		pair_dots_q6k2<M>(d, row0, row1, x, a, p);
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+#pragma unroll
+			for (int i = 0; i < M; i++)
+				acc[r][i] = (acc[r][i] + d[r][0][i]) +
+					    d[r][1][i];
+		}
+	}
+}
+
 /* qp_run2's decoding of batch B staged at SM: pairs2_i8 with Q4_K's
- * alignment decided at run time (as pairs_at). */
+ * alignment decided at run time (as pairs_at), pairs2_q6k for Q6_K. */
 template <int M, int TYPE, uint32_t G>
 static __device__ __forceinline__ void
 fma_batch2(float (&acc)[2][M], const gq_args &a, const gq_piece *sm,
@@ -1577,7 +1688,9 @@ fma_batch2(float (&acc)[2][M], const gq_args &a, const gq_piece *sm,
 	qp_span2 s = span2_of<TYPE, G>(a, b);
 	const uint8_t *row = (const uint8_t *)sm + s.off;
 
-	if ((uintptr_t)a.w % 16 == 0)
+	if constexpr (TYPE == O1_QUANT_Q6_K)
+		pairs2_q6k<M, G>(acc, row, row + 16 * s.np, x, a, s, lane);
+	else if ((uintptr_t)a.w % 16 == 0)
 		pairs2_i8<M, true, G>(acc, row, row + 16 * s.np, x, a, s, xh,
 				      held, lane);
 	else
@@ -1597,7 +1710,8 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 					       uint32_t block)
 {
 	static_assert((OUT == OUT_SWIGLU || OUT == OUT_ADD) &&
-			  TYPE == O1_QUANT_Q4_K,
+			      TYPE == O1_QUANT_Q4_K ||
+			  (OUT == OUT_ADD && TYPE == O1_QUANT_Q6_K),
 		      "rows j and j + n of whole 16-byte pieces");
 	static_assert(qp_groups<TYPE, X>() % 2 == 0, "whole pairs a lane");
 	constexpr int P = qp_pieces<TYPE, X>(), S = qp_stages<M, X>();
@@ -1615,7 +1729,7 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 	float acc[2][M], res[2][M];
 	/* variant 9: the input's side of the lane's pairs in registers
 	 * where a row is one whole batch */
-	bool held = X == 9 && a.units == per;
+	bool held = TYPE == O1_QUANT_Q4_K && X == 9 && a.units == per;
 	q4k_xin<M> xh[G / 2];
 
 #pragma unroll
@@ -1821,11 +1935,17 @@ template <int TYPE, int OUT> static constexpr int qp_variant_m1()
 		   : qp_variant_1<TYPE>();
 }
 
-/* Whether one input row's OUT_ADD product on Q4_K (the O and down
- * products of a decode step) runs qp_run2's variant QP_ADD_X, outputs j
- * and j + N / 2 a step (N even); o1_gemv_q_add_two_rows sets it (A/B). */
+/* Whether one input row's OUT_ADD product on Q4_K or Q6_K (the O and
+ * down products of a decode step) runs qp_run2, outputs j and j + N / 2
+ * a step (N even, rows of whole 16-byte pieces): Q4_K as its SwiGLU
+ * product (variant 7), Q6_K whole batches (6: 2 stages, 2 blocks);
+ * o1_gemv_q_add_two_rows sets it (A/B). */
 static bool gq_add_two = true;
-#define QP_ADD_X 7
+
+template <int TYPE> static constexpr int qp_add_x()
+{
+	return TYPE == O1_QUANT_Q4_K ? 7 : 6;
+}
 
 extern "C" void o1_gemv_q_add_two_rows(bool on)
 {
@@ -1837,10 +1957,12 @@ static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 {
 	switch (m) {
 	case 1:
-		if constexpr (OUT == OUT_ADD && TYPE == O1_QUANT_Q4_K)
-			if (gq_add_two && a.n % 2 == 0)
+		if constexpr (OUT == OUT_ADD && (TYPE == O1_QUANT_Q4_K ||
+						 TYPE == O1_QUANT_Q6_K))
+			if (gq_add_two && a.n % 2 == 0 && a.row_bytes % 16 == 0)
 				return launch_m<1, TYPE, OUT, DOT, IN, true,
-						QP_ADD_X>(a, pdl, stream);
+						qp_add_x<TYPE>()>(a, pdl,
+								  stream);
 		return launch_m<1, TYPE, OUT, DOT, IN, true,
 				qp_variant_m1<TYPE, OUT>()>(a, pdl, stream);
 	case 2:

@@ -473,9 +473,10 @@ int o1_gemv_q8_norm_rope_kv_cuda(const struct o1_rope_kv_args *r,
  * no result. */
 void o1_gemv_q_prefetch_next(const void *w0, uint64_t bytes0, const void *w1,
 			     uint64_t bytes1);
-/* gemv_q.cu: whether one input row's o1_gemv_q8_add_cuda on Q4_K with an
- * even N takes two outputs a step (j and j + N / 2, the input read once
- * for both; the default) or one; the same bits either way. For A/B
+/* gemv_q.cu: whether one input row's o1_gemv_q8_add_cuda on Q4_K or Q6_K
+ * (rows of whole 16-byte pieces) with an even N takes two outputs a step
+ * (j and j + N / 2, the input read once for both; the default) or one;
+ * the same bits either way. For A/B
  * (bench_cuda_decode --add-two-rows); set before the launches are
  * captured, it holds for every later launch of the process. */
 void o1_gemv_q_add_two_rows(bool on);

@@ -575,9 +575,11 @@ static void test_fused_q8(void **state)
 	}
 	check_fused(O1_QUANT_Q4_K, 2, 19, 15360);
 	check_fused(O1_QUANT_Q4_K, 1, 37, 2560);
-	/* an even N: the add takes outputs j and j + N / 2 a step, some
-	 * warps walking two such steps on the emulation's grid */
+	/* an even N: the add takes outputs j and j + N / 2 a step (Q4_K,
+	 * and Q6_K whose rows are whole 16-byte pieces), some warps walking
+	 * two such steps on the emulation's grid */
 	check_fused(O1_QUANT_Q4_K, 1, 100, 2560);
+	check_fused(O1_QUANT_Q6_K, 1, 100, 2048);
 	if (kct_quick())
 		return;
 	check_fused(O1_QUANT_Q6_K, 1, 4096, 4096);

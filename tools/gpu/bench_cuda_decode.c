@@ -79,8 +79,8 @@
  * the QKV product that RoPE reads; RESULT has qkv_out=bf16|f32 (and, last,
  * prefill_ms: the timed prefill).
  * --add-two-rows on|off (default on, gemv_q.cu's) sets
- * o1_gemv_q_add_two_rows: one row's O and down products on Q4_K take two
- * outputs a step or one; RESULT has add_two_rows=on|off.
+ * o1_gemv_q_add_two_rows: one row's O and down products on Q4_K and Q6_K
+ * take two outputs a step or one; RESULT has add_two_rows=on|off.
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
