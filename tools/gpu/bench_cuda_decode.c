@@ -81,6 +81,11 @@
  * --add-two-rows on|off (default on, gemv_q.cu's) sets
  * o1_gemv_q_add_two_rows: one row's O and down products on Q4_K and Q6_K
  * take two outputs a step or one; RESULT has add_two_rows=on|off.
+ * --profile decode|prefill (default decode): what runs between
+ * cudaProfilerStart and Stop (below): one more decode step, or the timed
+ * prefill (the second of the first sequence's, so that `ncu
+ * --profile-from-start off` times a prefill without cuBLAS's first-use
+ * costs).
  *
  * For each graphs setting (both: off, then on, one backend after the
  * other in the same process), and within it each fusion, then each PDL
@@ -100,7 +105,7 @@
  * bf16 weight bytes one decode step reads (every matrix once, the LM head
  * included; the token embedding one row unless tied) divided by that bandwidth,
  * and the share reached. One more decode step runs between cudaProfilerStart
- * and Stop, so `ncu --profile-from-start off` times exactly the kernels of one
+ * and Stop (unless --profile prefill), so `ncu --profile-from-start off` times exactly the kernels of one
  * step (tools/gpu/bench.sh sums them: the device's share of a step).
  */
 #include <errno.h>
@@ -149,6 +154,7 @@ struct bench_args {
 	uint32_t gemv_rows;	  /* --gemv-rows */
 	bool gu_f32;		  /* --gu-out f32 */
 	bool qkv_f32;		  /* --qkv-out f32 */
+	bool profile_prefill;	  /* --profile prefill */
 };
 
 /* One run's switches. */
@@ -265,6 +271,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"gu-out", required_argument, NULL, 'U'},
 	    {"qkv-out", required_argument, NULL, 'V'},
 	    {"add-two-rows", required_argument, NULL, 'W'},
+	    {"profile", required_argument, NULL, 'X'},
 	    {0},
 	};
 	int opt;
@@ -277,7 +284,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	a->add_one_row = false;
-	a->gu_f32 = a->qkv_f32 = false;
+	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	a->attn_tc = O1_ATTN_TC_AUTO;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -311,6 +318,12 @@ static int parse(int argc, char **argv, struct bench_args *a)
 			*(opt == 'P'   ? &a->no_prefetch
 			  : opt == 'N' ? &a->no_attention
 				       : &a->add_one_row) = !on;
+			continue;
+		}
+		if (opt == 'X') {
+			a->profile_prefill = !strcmp(optarg, "prefill");
+			if (!a->profile_prefill && strcmp(optarg, "decode"))
+				return -EINVAL;
 			continue;
 		}
 		if (opt == 'T') {
@@ -631,9 +644,13 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 
 	err = err ? err : step(&r, 0, 1, 0, a->prompt); /* first use */
 	for (uint32_t i = 0; !err && i < b; i++) {
+		if (!i && a->profile_prefill)
+			cudaProfilerStart();
 		t0 = now_s();
 		err = step(&r, i, 1, 0, a->prompt); /* same ids, same KV */
 		t.prefill_s = i ? t.prefill_s : now_s() - t0;
+		if (!i && a->profile_prefill)
+			cudaProfilerStop();
 	}
 	for (uint32_t i = 0; !err && i < 8; i++)
 		err = step(&r, 0, b, pos++, 1);
@@ -644,9 +661,11 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 		t.rep_s[rep] = now_s() - t0;
 	}
 	rep_stats(&t, a->reps);
-	cudaProfilerStart();
+	if (!a->profile_prefill)
+		cudaProfilerStart();
 	err = err ? err : step(&r, 0, b, pos++, 1);
-	cudaProfilerStop();
+	if (!a->profile_prefill)
+		cudaProfilerStop();
 	if (!err) {
 		o1_backend_graph_stats(r.b, &g);
 		report(m, a, md, &t, bw, &g);
@@ -713,7 +732,7 @@ int main(int argc, char **argv)
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "
 			"[--gu-out bf16|f32] [--qkv-out bf16|f32] "
-			"[--add-two-rows on|off]\n");
+			"[--add-two-rows on|off] [--profile decode|prefill]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

@@ -35,7 +35,7 @@ for r in rows:
         by[k][3] += v * COUNT.get(r[unit], 1)
 total = sum(v[1] for v in by.values())
 read = sum(v[2] for v in by.values())
-print(f"device time of one decode step: {total:.1f} us in "
+print(f"device time of the profiled range (one step): {total:.1f} us in "
       f"{sum(v[0] for v in by.values())} kernels"
       + (f", {read / 1e9:.3f} GB read from DRAM ({read / total / 1e3:.0f} "
          f"GB/s over the kernels' time)" if read else ""))
