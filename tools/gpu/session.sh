@@ -16,15 +16,18 @@
 # Every line of results goes to $OUT/session.txt (and stdout); s_pack tars
 # $OUT's logs, since only 8 files come back from a call. Models (s_models):
 # qw (qwen2.5-0.5b), l1 (llama3.2-1b), l4 (llama3-8b cut to 4 layers), w8
-# (the whole llama3-8b; minutes with 16 threads), each bf16 GGUF, and NAME-q8
-# or NAME-q4km for its Q8_0 or Q4_K_M conversion. Needs tools/gpu/run.sh's
-# prerequisites (.debs carried, .gpu-testdata for the hf tests).
+# (the whole llama3-8b; minutes with 16 threads), ti (the tiny preset: for
+# a check of a script on the CPU), each bf16 GGUF, and NAME-q8 or NAME-q4km
+# for its Q8_0 or Q4_K_M conversion. Needs tools/gpu/run.sh's prerequisites
+# (.debs carried, .gpu-testdata for the hf tests). S_BUILD (build/gpu): the
+# build whose programs run; S_DEVICE (cuda:0): o1d's backend.device.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 s_root=$PWD
 s_out=${OUT:?OUT, the output folder of the call}
-s_bin=$s_root/build/gpu
+s_bin=${S_BUILD:-$s_root/build/gpu}
+s_device=${S_DEVICE:-cuda:0}
 s_models_dir=/tmp/o1m
 s_prefix=/tmp/o1-debs
 s_lib=$s_prefix/usr/lib/x86_64-linux-gnu
@@ -69,6 +72,7 @@ s_models() {
 		l1) preset=llama3.2-1b layers= ;;
 		l4) preset=llama3-8b layers="--layers 4" ;;
 		w8) preset=llama3-8b layers= ;;
+		ti) preset=tiny layers= ;;
 		*) s_log "s_models: unknown model $n"; return 1 ;;
 		esac
 		# shellcheck disable=SC2086 # $layers: empty or two words
@@ -100,7 +104,7 @@ s_bench() {
 s_o1d_start() {
 	local m=$1
 	shift
-	"$s_bin/daemon/o1d/o1d" --set model.path="$m" --set backend.device=cuda:0 \
+	"$s_bin/daemon/o1d/o1d" --set model.path="$m" --set backend.device="$s_device" \
 		--set ipc.socket="$s_sock" --set metrics.mode=shm "$@" \
 		>"$s_run/o1d.log" 2>&1 &
 	s_pid=$!
