@@ -174,7 +174,11 @@ static void test_rope_kv(void **state)
 {
 	struct kct_kv_shape a = {14, 2, 64, 16, 3, false},
 			    b = {4, 1, 24, 7, 6, false},
-			    c = {32, 8, 128, 16, 2, false};
+			    c = {32, 8, 128, 16, 2, false},
+			    /* pages for every row's own slot (5 prime to
+			     * the slot count) */
+			    d = {32, 8, 128, 16, 13, false},
+			    e = {14, 2, 64, 16, 71, false};
 
 	(void)state;
 	check_rope_kv(&a, 9, true, false);
@@ -182,6 +186,10 @@ static void test_rope_kv(void **state)
 	check_rope_kv(&c, 1, true, false);
 	check_rope_kv(&a, 9, true, true);
 	check_rope_kv(&c, 5, false, true);
+	/* rows enough that a row gets fewer blocks than its 256-element
+	 * slices (6 of 24), and a block a row (1,100 rows of 1,152) */
+	check_rope_kv(&d, 200, true, true);
+	check_rope_kv(&e, 1100, false, false);
 }
 
 int main(void)
