@@ -1939,12 +1939,25 @@ template <int TYPE, int OUT> static constexpr int qp_variant_m1()
  * down products of a decode step) runs qp_run2, outputs j and j + N / 2
  * a step (N even, rows of whole 16-byte pieces): Q4_K as its SwiGLU
  * product (variant 7), Q6_K whole batches (6: 2 stages, 2 blocks);
- * o1_gemv_q_add_two_rows sets it (A/B). */
+ * o1_gemv_q_add_two_rows sets it (A/B). Variant 7's five stages and a
+ * 14,336-wide input (llama3-8b's down product) do not fit a block's
+ * shared memory (120 KB): Q4_K takes variant 6 there (the same bytes in
+ * flight as the one-row ring, which launch_m would fall back to: ncu on
+ * the H200 had that down product at 17.4 us for 33 MB, 1.9 TB/s, against
+ * 2.8 for the gate/up product's two rows). Same bits either way. */
 static bool gq_add_two = true;
 
 template <int TYPE> static constexpr int qp_add_x()
 {
 	return TYPE == O1_QUANT_Q4_K ? 7 : 6;
+}
+
+template <int TYPE> static bool qp_add_fits(const gq_args &a)
+{
+	constexpr int X = qp_add_x<TYPE>();
+
+	return smem_of(a, qp_stages<1, X>() * qp_pieces<TYPE, X>(), 1,
+		       DOT_I8) <= qp_smem_max<X>();
 }
 
 extern "C" void o1_gemv_q_add_two_rows(bool on)
@@ -1959,10 +1972,14 @@ static int launch(const gq_args &a, uint32_t m, bool pdl, cudaStream_t stream)
 	case 1:
 		if constexpr (OUT == OUT_ADD && (TYPE == O1_QUANT_Q4_K ||
 						 TYPE == O1_QUANT_Q6_K))
-			if (gq_add_two && a.n % 2 == 0 && a.row_bytes % 16 == 0)
-				return launch_m<1, TYPE, OUT, DOT, IN, true,
-						qp_add_x<TYPE>()>(a, pdl,
-								  stream);
+			if (gq_add_two && a.n % 2 == 0 &&
+			    a.row_bytes % 16 == 0)
+				return qp_add_fits<TYPE>(a)
+					   ? launch_m<1, TYPE, OUT, DOT, IN,
+						      true, qp_add_x<TYPE>()>(
+						 a, pdl, stream)
+					   : launch_m<1, TYPE, OUT, DOT, IN,
+						      true, 6>(a, pdl, stream);
 		return launch_m<1, TYPE, OUT, DOT, IN, true,
 				qp_variant_m1<TYPE, OUT>()>(a, pdl, stream);
 	case 2:
