@@ -4,8 +4,10 @@
 # configures and builds with CUDA, runs every test (GPU tests included) and
 # the GPU benchmarks, and writes logs and results to OUT (default $OUT or
 # ./gpu-out).
-#   tools/gpu/run.sh [build|test|bench|e2e|hf|tp|sep|all] [ctest -R pattern]
+#   tools/gpu/run.sh [build|test|bench|e2e|hf|tp|sep|table|all] [ctest -R pattern]
 # (hf: the CUDA backend against transformers, tools/gpu/hf_compare.sh)
+#   tools/gpu/run.sh table ["batch1 streams"]: issue 17's table
+#   (tools/gpu/table.sh), all its parts or those named.
 #   tools/gpu/run.sh tp ["1 2 4"]: the tensor-parallel benchmark
 #   (tools/gpu/bench_tp.sh, llama3-8b) at those TP counts.
 #   tools/gpu/run.sh sep ["256/2 512/0"]: prefill/decode separation
@@ -109,6 +111,8 @@ case "$what" in
   hf) build && tools/gpu/hf_compare.sh "$out" ;;
   tp) build && tools/gpu/bench_tp.sh "$out" $pattern ;;
   sep) build && tools/gpu/prefill_sep.sh "$out" $pattern ;;
+  # shellcheck disable=SC2086 # the parts: words
+  table) build && OUT=$out tools/gpu/table.sh $pattern ;;
   all) build && { run_tests; rc=$?; run_bench; exit $rc; } ;;
-  *) echo "usage: $0 [build|test|bench|e2e|hf|tp|sep|all] [pattern | TP counts | budgets]"; exit 2 ;;
+  *) echo "usage: $0 [build|test|bench|e2e|hf|tp|sep|table|all] [pattern | TP counts | budgets | parts]"; exit 2 ;;
 esac
