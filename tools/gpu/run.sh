@@ -111,7 +111,6 @@ case "$what" in
   hf) build && tools/gpu/hf_compare.sh "$out" ;;
   tp) build && tools/gpu/bench_tp.sh "$out" $pattern ;;
   sep) build && tools/gpu/prefill_sep.sh "$out" $pattern ;;
-  # shellcheck disable=SC2086 # the parts: words
   table) build && OUT=$out tools/gpu/table.sh $pattern ;;
   all) build && { run_tests; rc=$?; run_bench; exit $rc; } ;;
   *) echo "usage: $0 [build|test|bench|e2e|hf|tp|sep|table|all] [pattern | TP counts | budgets | parts]"; exit 2 ;;
