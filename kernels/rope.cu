@@ -125,37 +125,44 @@ static __device__ float rotated_at(const qkv_row &row, const float *bias,
  * prompt's thousands (rope_kv_blocks), so that the cos/sin table, which
  * every block computes (in double: rope_cs), is not computed again for
  * each slice of a long prompt's rows (24 times a llama3-8b row: 109 us a
- * layer of a 2,048-token prompt on the H200, a tenth of it bytes).
- * Shared: cos/sin (2 half). */
+ * layer of a 2,048-token prompt on the H200, a tenth of it bytes; 54.5 us
+ * a block a row). The element's head and dimension step along with it
+ * (one division a thread, not two a round: at a block a row the loop's
+ * instructions are what takes the time). Shared: cos/sin (2 half). */
 static __global__ void rope_kv(struct o1_rope_kv_args a, struct rope_kv_dev g,
 			       const __nv_bfloat16 *qkv_bf16)
 {
 	extern __shared__ float sh[];
 	uint32_t t = blockIdx.x, w = (g.hq + 2 * g.hkv) * g.d;
-	uint32_t qd = g.hq * g.d, kvd = g.hkv * g.d;
+	uint32_t step = gridDim.y * blockDim.x;
+	uint32_t i = blockIdx.y * blockDim.x + threadIdx.x;
+	uint32_t head = i / g.d, d = i % g.d;
+	uint32_t step_h = step / g.d, step_d = step % g.d;
 	qkv_row src = {qkv_bf16 ? NULL : a.qkv + (size_t)t * w,
 		       qkv_bf16 ? qkv_bf16 + (size_t)t * w : NULL};
 	uint32_t page = a.slots[t] / g.p, slot = a.slots[t] % g.p;
+	/* kv head h's row of this slot: h * P D + at0 in its page */
+	size_t at0 = page * g.page_stride + (size_t)slot * g.d;
+	float *q = a.q + (size_t)t * g.hq * g.d;
 
 	rope_table(sh, a.pos[t], a.inv_freq, g.half, a.scale);
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	for (uint32_t i = blockIdx.y * blockDim.x + threadIdx.x; i < w;
-	     i += gridDim.y * blockDim.x) {
-		uint32_t d = i % g.d, head = i / g.d;
-		/* Hq is a multiple of Hkv: head % Hkv is the kv head */
-		size_t at = page * g.page_stride +
-			    ((size_t)(head % g.hkv) * g.p + slot) * g.d + d;
-
-		if (i < qd)
-			a.q[(size_t)t * qd + i] =
-			    rotated_at(src, a.bias, head * g.d, d, g.half, sh);
-		else if (i < qd + kvd)
-			((__nv_bfloat16 *)a.k_cache)[at] = __float2bfloat16_rn(
-			    rotated_at(src, a.bias, head * g.d, d, g.half, sh));
+	for (; i < w; i += step, head += step_h, d += step_d) {
+		if (d >= g.d) /* step_d < D: one carry at most */
+			d -= g.d, head++;
+		if (head < g.hq)
+			q[i] = rotated_at(src, a.bias, head * g.d, d, g.half,
+					  sh);
+		else if (head < g.hq + g.hkv)
+			((__nv_bfloat16 *)a.k_cache)
+			    [at0 + (size_t)(head - g.hq) * g.p * g.d + d] =
+				__float2bfloat16_rn(rotated_at(
+				    src, a.bias, head * g.d, d, g.half, sh));
 		else
-			((__nv_bfloat16 *)a.v_cache)[at] =
-			    __float2bfloat16_rn(biased(src, a.bias, i));
+			((__nv_bfloat16 *)a.v_cache)
+			    [at0 + (size_t)(head - g.hq - g.hkv) * g.p * g.d +
+			     d] = __float2bfloat16_rn(biased(src, a.bias, i));
 	}
 }
 

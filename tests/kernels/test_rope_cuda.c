@@ -178,7 +178,8 @@ static void test_rope_kv(void **state)
 			    /* pages for every row's own slot (5 prime to
 			     * the slot count) */
 			    d = {32, 8, 128, 16, 13, false},
-			    e = {14, 2, 64, 16, 71, false};
+			    e = {14, 2, 64, 16, 71, false},
+			    f = {16, 4, 24, 7, 87, false};
 
 	(void)state;
 	check_rope_kv(&a, 9, true, false);
@@ -190,6 +191,9 @@ static void test_rope_kv(void **state)
 	 * slices (6 of 24), and a block a row (1,100 rows of 1,152) */
 	check_rope_kv(&d, 200, true, true);
 	check_rope_kv(&e, 1100, false, false);
+	/* a head dim that does not divide the block: a round's step crosses
+	 * heads (2 blocks a row of 576: 512 = 21 heads of 24 and 8) */
+	check_rope_kv(&f, 600, true, false);
 }
 
 int main(void)
