@@ -126,9 +126,11 @@ static __device__ float rotated_at(const qkv_row &row, const float *bias,
  * every block computes (in double: rope_cs), is not computed again for
  * each slice of a long prompt's rows (24 times a llama3-8b row: 109 us a
  * layer of a 2,048-token prompt on the H200, a tenth of it bytes; 54.5 us
- * a block a row). The element's head and dimension step along with it
- * (one division a thread, not two a round: at a block a row the loop's
- * instructions are what takes the time). Shared: cos/sin (2 half). */
+ * a block a row, still ~3x its bytes). The element's head and dimension
+ * step along with it: one division a thread, not two divisions and a
+ * modulo by runtime values a round (the loop's instructions being, we
+ * expect, what a block a row still waits on: not yet timed). Shared:
+ * cos/sin (2 half). */
 static __global__ void rope_kv(struct o1_rope_kv_args a, struct rope_kv_dev g,
 			       const __nv_bfloat16 *qkv_bf16)
 {
