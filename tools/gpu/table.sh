@@ -32,6 +32,9 @@
 # S_BUILD another). A check of the script on the CPU: S_BUILD=build
 # S_DEVICE=cpu TABLE_BATCH1=ti TABLE_BIG=ti TABLE_SMALL=1 REPS=2.
 set -uo pipefail
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10; session.sh
+# sets it too).
+export NCCL_NVLS_ENABLE=0
 # shellcheck source=tools/gpu/session.sh
 . "$(dirname "${BASH_SOURCE[0]}")/session.sh"
 reps=${REPS:-3}
