@@ -1571,6 +1571,20 @@ static __device__ void qp_issue2(gq_piece *slot, uint32_t slot_s,
 	cpa_commit();
 }
 
+/* acc[r][i] += a pair's two units of row r (D[r][0], then D[r][1]): the
+ * order pairs_i8 adds them in, for qp_run2's two rows. */
+template <int M>
+static __device__ __forceinline__ void add_pair2(float (&acc)[2][M],
+						 const float (&d)[2][2][M])
+{
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			acc[r][i] = (acc[r][i] + d[r][0][i]) + d[r][1][i];
+	}
+}
+
 /* acc[r][i] += the lane's pairs of batch B of the gate (r 0) and up rows
  * staged at SM (qp_issue2's layout) . x row i, each row's pairs in
  * increasing order as pairs_i8 adds them (the lane takes pairs p % 32 =
@@ -1606,15 +1620,8 @@ pairs2_i8(float (&acc)[2][M], const uint8_t *row0, const uint8_t *row1,
 			}
 		}
 #pragma unroll
-		for (uint32_t h = 0; h < H; h++) {
-#pragma unroll
-			for (int r = 0; r < 2; r++) {
-#pragma unroll
-				for (int i = 0; i < M; i++)
-					acc[r][i] = (acc[r][i] + d[h][r][0][i]) +
-						    d[h][r][1][i];
-			}
-		}
+		for (uint32_t h = 0; h < H; h++)
+			add_pair2<M>(acc, d[h]);
 		return;
 	}
 	for (uint32_t p = p0 + ((lane - p0) & 31); p < p1; p += 32) {
@@ -1623,13 +1630,7 @@ pairs2_i8(float (&acc)[2][M], const uint8_t *row0, const uint8_t *row1,
 
 		q4k_xin_of<M>(xi, x, a, p);
 		pair_dots_q4k2<M, A16>(d, row0, row1, xi, p);
-#pragma unroll
-		for (int r = 0; r < 2; r++) {
-#pragma unroll
-			for (int i = 0; i < M; i++)
-				acc[r][i] = (acc[r][i] + d[r][0][i]) +
-					    d[r][1][i];
-		}
+		add_pair2<M>(acc, d);
 	}
 }
 
@@ -1652,28 +1653,15 @@ pairs2_q6k(float (&acc)[2][M], const uint8_t *row0, const uint8_t *row1,
 			pair_dots_q6k2<M>(d[h], row0, row1, x, a,
 					  p0 + lane + 32 * h);
 #pragma unroll
-		for (uint32_t h = 0; h < H; h++) {
-#pragma unroll
-			for (int r = 0; r < 2; r++) {
-#pragma unroll
-				for (int i = 0; i < M; i++)
-					acc[r][i] = (acc[r][i] + d[h][r][0][i]) +
-						    d[h][r][1][i];
-			}
-		}
+		for (uint32_t h = 0; h < H; h++)
+			add_pair2<M>(acc, d[h]);
 		return;
 	}
 	for (uint32_t p = p0 + ((lane - p0) & 31); p < p1; p += 32) {
 		float d[2][2][M];
 
 		pair_dots_q6k2<M>(d, row0, row1, x, a, p);
-#pragma unroll
-		for (int r = 0; r < 2; r++) {
-#pragma unroll
-			for (int i = 0; i < M; i++)
-				acc[r][i] = (acc[r][i] + d[r][0][i]) +
-					    d[r][1][i];
-		}
+		add_pair2<M>(acc, d);
 	}
 }
 
