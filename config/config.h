@@ -143,6 +143,9 @@ struct o1_config {
 		uint32_t quant_pass_rows; /* block products in passes up to */
 		uint32_t attention_splits; /* decode attention on tensor cores:
 					    * splits at most (0: its pick) */
+		bool faster_row_counts; /* a product's row count measured
+					 * slower than a larger one runs at
+					 * that one */
 	} cuda;
 	struct {
 		char socket[O1_CONFIG_SOCKET_MAX];

@@ -129,6 +129,12 @@ struct o1_backend_config {
 	 * its weights into L2 as their warps finish
 	 * (o1_gemv_q_prefetch_next); true = no prefetch (A/B; same bits). */
 	bool cuda_no_prefetch;
+	/* CUDA backend (config cuda.faster_row_counts, inverted): false (the
+	 * default) = a product of a row count above 256 that measured slower
+	 * at load than a larger warmed count runs at that count (cuBLAS's
+	 * pick at some counts is slower than at the next one up); true =
+	 * every count runs rounded up as before (A/B). */
+	bool cuda_keep_row_counts;
 	/* CUDA backend, decode attention's launch shape, A/B for benchmarks
 	 * (0: attention_decode.cu's defaults): warps a block, rounds a split
 	 * takes at least, blocks a launch aims for, most query heads a

@@ -114,6 +114,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -121,6 +122,7 @@
 #include "cuda_private.h"
 #include "kernels/cuda_util.h"
 #include "kernels/rope.h"
+#include "tune_pick.h"
 
 /* A rank's collectives must be done before a copy to pageable memory,
  * which blocks the thread until the stream gets there. */
@@ -406,21 +408,38 @@ static int gemm_q(struct cuda_state *s, void *out, bool bf16,
  * stalled every stream for that long. So above O1_GEMV_MAX_ROWS rows an
  * untuned product runs at M rounded up to a multiple of 16 (of 64 above
  * 256 rows, of 128 above 1,024), at most the buffers' rows: a set small
- * enough that o1_cuda_forward_warm runs each once at create. The rows
- * added read whatever the activation buffers hold and their results are
- * never read: the rows of a product are independent. */
+ * enough that o1_cuda_forward_warm runs each once at create. Above
+ * CUDA_ROW_MAP_FROM it runs at the count the warm-up's timings map that
+ * one to (row_map: cuBLAS's default at some counts is slower than at a
+ * larger one; on the H200 llama3-8b's steps of 385-448 tokens took 19-20
+ * ms and those of 449-512 16). The rows added read whatever the
+ * activation buffers hold and their results are never read: the rows of a
+ * product are independent. */
 static uint32_t blas_rows(const struct cuda_state *s, enum cuda_kind kind,
 			  uint32_t m)
 {
 	const struct cuda_tune_lt *p = NULL;
 	uint32_t cap = kind == CUDA_KIND_HEAD ? s->head_rows
 					      : s->cfg.max_batch_tokens;
-	uint32_t g = m <= 256 ? 16 : m <= 1024 ? 64 : 128, r;
+	uint32_t g = m <= 256 ? 16 : m <= 1024 ? 64 : 128, r, lo = 0, hi;
 
 	if (m <= O1_GEMV_MAX_ROWS || o1_cuda_tune_lt(&s->tune, kind, m, &p))
 		return m;
 	r = (m + g - 1) / g * g;
-	return r < cap ? r : cap;
+	r = r < cap ? r : cap;
+	if (kind == CUDA_KIND_HEAD || r <= CUDA_ROW_MAP_FROM)
+		return r;
+	for (hi = s->n_warm; lo < hi;) { /* the first warmed count >= r */
+		uint32_t mid = (lo + hi) / 2;
+
+		if (s->warm_rows[mid] < r)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->n_warm && s->warm_rows[lo] == r
+		   ? s->warm_rows[s->warm_use[kind][lo]]
+		   : r;
 }
 
 /* The row count a product of M rows on a matrix in blocks (Q) or bf16
@@ -477,17 +496,118 @@ static int product(struct cuda_state *s, enum cuda_kind kind, float *y,
 	return product_to(s, kind, y, false, x, w, q, m, n, k);
 }
 
-/* Every product of layer 0 and the LM head at every row count blas_rows
- * gives, once, then a wait: after create no step meets a cuBLAS shape it
- * has not run (the other layers' matrices have the same shapes). */
-int o1_cuda_forward_warm(struct cuda_state *s, uint32_t *shapes)
+/* Product KIND of layer 0 (or the LM head) over R rows, as a step runs
+ * it. */
+static int warm_one(struct cuda_state *s, enum cuda_kind kind, uint32_t r)
 {
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[0];
-	uint32_t qd = d->n_heads * d->head_dim, prev = 0, m = 1;
+
+	switch (kind) {
+	case CUDA_KIND_QKV:
+		return product_to(s, kind, s->qkv,
+				  product_bf16(s, kind, &y->qqkv, r, d->dim),
+				  s->h, y->wqkv, &y->qqkv, r, cuda_qkv_rows(d),
+				  d->dim);
+	case CUDA_KIND_O:
+		return product(s, kind, s->o, s->att, y->wo, &y->qo, r, d->dim,
+			       d->n_heads * d->head_dim);
+	case CUDA_KIND_GU:
+		return product_to(s, kind, s->gu,
+				  product_bf16(s, kind, &y->qgu, r, d->dim),
+				  s->h, y->wgu, &y->qgu, r, 2 * d->ffn_dim,
+				  d->dim);
+	case CUDA_KIND_DOWN:
+		return product(s, kind, s->o, s->act, y->wdown, &y->qdown, r,
+			       d->dim, d->ffn_dim);
+	default:
+		return product(s, CUDA_KIND_HEAD, s->logits, s->h, s->out_w,
+			       &s->qout, r, d->vocab_size, d->dim);
+	}
+}
+
+static const char *const kind_names[CUDA_KIND_HEAD] = {"qkv", "o", "gate/up",
+						       "down"};
+
+/* The row map (blas_rows): each layer product at each warmed count above
+ * CUDA_ROW_MAP_FROM timed (the fastest of 3, after the warm-up's first
+ * use), then mapped to the larger count that beats it by
+ * O1_TUNE_ROWS_MARGIN, if any (o1_tune_pick over the counts from it up).
+ * The timings at debug, the counts mapped at info. */
+static int row_map(struct cuda_state *s)
+{
+	double us[CUDA_KIND_HEAD][CUDA_WARM_ROWS_MAX];
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	int err = O1_CUDA_CHECK(cudaEventCreate(&e0));
+
+	err = err ? err : O1_CUDA_CHECK(cudaEventCreate(&e1));
+	for (uint32_t i = 0; !err && i < s->n_warm; i++)
+		for (uint32_t k = 0; !err && k < CUDA_KIND_HEAD; k++) {
+			us[k][i] = 0;
+			for (int rep = 0; !err && rep < 3; rep++) {
+				float ms = 0;
+
+				err = O1_CUDA_CHECK(
+				    cudaEventRecord(e0, s->stream));
+				err = err ? err
+					  : warm_one(s, (enum cuda_kind)k,
+						     s->warm_rows[i]);
+				err = err ? err
+					  : O1_CUDA_CHECK(
+						cudaEventRecord(e1, s->stream));
+				err = err ? err
+					  : O1_CUDA_CHECK(
+						cudaEventSynchronize(e1));
+				err = err ? err
+					  : O1_CUDA_CHECK(
+						cudaEventElapsedTime(&ms, e0,
+								     e1));
+				if (!err && (!rep || ms * 1e3 < us[k][i]))
+					us[k][i] = ms * 1e3;
+			}
+		}
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+	if (err)
+		return err;
+	for (uint32_t k = 0; k < CUDA_KIND_HEAD; k++) {
+		char line[512];
+		int n = 0;
+
+		for (uint32_t i = 0; i < s->n_warm; i++) {
+			uint32_t j = i + o1_tune_pick(&us[k][i], s->n_warm - i,
+						      O1_TUNE_ROWS_MARGIN);
+
+			s->warm_use[k][i] = (uint8_t)j;
+			o1_debug("cuda backend: %s product at %u rows: %.1f us",
+				 kind_names[k], s->warm_rows[i], us[k][i]);
+			if (j != i && n >= 0 && (size_t)n < sizeof(line))
+				n += snprintf(line + n, sizeof(line) - (size_t)n,
+					      " %u->%u (%.0f->%.0f us)",
+					      s->warm_rows[i], s->warm_rows[j],
+					      us[k][i], us[k][j]);
+		}
+		if (n > 0)
+			o1_info("cuda backend: %s product, row counts run at "
+				"larger faster ones:%s",
+				kind_names[k], line);
+	}
+	return 0;
+}
+
+/* Every product of layer 0 and the LM head at every row count blas_rows
+ * gives, once, then a wait: after create no step meets a cuBLAS shape it
+ * has not run (the other layers' matrices have the same shapes). Then,
+ * unless cfg.cuda_keep_row_counts, the row map (row_map). */
+int o1_cuda_forward_warm(struct cuda_state *s, uint32_t *shapes)
+{
+	uint32_t prev = 0, m = 1;
 	int err = 0;
 
 	*shapes = 0;
+	s->n_warm = 0;
 	for (; !err && m <= s->cfg.max_batch_tokens; m++) {
 		uint32_t r = blas_rows(s, CUDA_KIND_QKV, m);
 
@@ -495,29 +615,20 @@ int o1_cuda_forward_warm(struct cuda_state *s, uint32_t *shapes)
 			continue;
 		prev = r;
 		++*shapes;
-		err = product_to(s, CUDA_KIND_QKV, s->qkv,
-				 product_bf16(s, CUDA_KIND_QKV, &y->qqkv, r,
-					      d->dim),
-				 s->h, y->wqkv, &y->qqkv, r, cuda_qkv_rows(d),
-				 d->dim);
-		err = err ? err
-			  : product(s, CUDA_KIND_O, s->o, s->att, y->wo, &y->qo,
-				    r, d->dim, qd);
-		err = err ? err
-			  : product_to(s, CUDA_KIND_GU, s->gu,
-				       product_bf16(s, CUDA_KIND_GU, &y->qgu,
-						    r, d->dim),
-				       s->h, y->wgu, &y->qgu, r,
-				       2 * d->ffn_dim, d->dim);
-		err = err ? err
-			  : product(s, CUDA_KIND_DOWN, s->o, s->act, y->wdown,
-				    &y->qdown, r, d->dim, d->ffn_dim);
+		if (r > CUDA_ROW_MAP_FROM && s->n_warm < CUDA_WARM_ROWS_MAX) {
+			for (uint32_t k = 0; k < CUDA_KIND_HEAD; k++)
+				s->warm_use[k][s->n_warm] = (uint8_t)s->n_warm;
+			s->warm_rows[s->n_warm++] = r;
+		}
+		for (uint32_t k = 0; !err && k < CUDA_KIND_HEAD; k++)
+			err = warm_one(s, (enum cuda_kind)k, r);
 		if (!err && r <= s->head_rows && (s->out_w || s->qout.n_parts))
-			err = product(s, CUDA_KIND_HEAD, s->logits, s->h,
-				      s->out_w, &s->qout, r, d->vocab_size,
-				      d->dim);
+			err = warm_one(s, CUDA_KIND_HEAD, r);
 	}
-	return err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+	err = err ? err : O1_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+	if (!err && !s->cfg.cuda_keep_row_counts)
+		err = row_map(s);
+	return err;
 }
 
 static struct o1_attn_dims attn_dims(const struct cuda_state *s)

@@ -36,6 +36,12 @@
 /* bf16 tiles of block-format matrices for products of more than
  * O1_GEMV_MAX_ROWS rows (cuda_forward.c's tile path) */
 #define QTILE_BYTES (64u << 20)
+/* Row counts the warm-up times for the row map (blas_rows): those above
+ * CUDA_ROW_MAP_FROM (the decode buckets' products below it read their
+ * weights more than they compute, and have the autotuner), the first
+ * CUDA_WARM_ROWS_MAX of them (2,048 tokens a step need 20). */
+#define CUDA_ROW_MAP_FROM  256
+#define CUDA_WARM_ROWS_MAX 64
 
 /* A matrix kept in GGUF block formats (cuda_weights.c): the output rows
  * [col0, col0 + rows) of a product come from part i, rows of whole blocks
@@ -129,6 +135,13 @@ struct cuda_state {
 	bool sampling; /* cfg.sampling on a rank that has the LM head */
 	struct cuda_sampling smp;
 	struct cuda_tune tune; /* cuda_tune.c's picks */
+	/* o1_cuda_forward_warm's row counts above CUDA_ROW_MAP_FROM,
+	 * ascending, and for each layer product kind the index of the count
+	 * it runs at instead (itself, or a larger count measured faster:
+	 * blas_rows) */
+	uint32_t warm_rows[CUDA_WARM_ROWS_MAX];
+	uint8_t warm_use[CUDA_KIND_HEAD][CUDA_WARM_ROWS_MAX];
+	uint32_t n_warm;
 	/* the step's phases, logged when slow (step_trace.h); trace_info:
 	 * the paths cuda_forward.c took (bucket, products, attention) */
 	struct o1_step_trace trace;

@@ -15,6 +15,9 @@
 
 /* Relative margin a candidate must win by (1%). */
 #define O1_TUNE_MARGIN 0.01
+/* ...and a larger row count, timed once at load without the graphs'
+ * repetition, for a product to run at it (cuda_forward.c's row map). */
+#define O1_TUNE_ROWS_MARGIN 0.05
 
 /* The median of V[0 .. N) (sorts V in place); 0 for N 0. */
 double o1_tune_median(double *v, uint32_t n);

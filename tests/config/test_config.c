@@ -38,6 +38,7 @@ static void test_defaults(void **state)
 	assert_true(c.graphs.enabled);
 	assert_int_equal(c.cuda.quant_pass_rows, 12);
 	assert_int_equal(c.cuda.attention_splits, 0);
+	assert_true(c.cuda.faster_row_counts);
 	assert_string_equal(c.ipc.socket, "/run/o1d/o1d.sock");
 	assert_int_equal(c.ipc.socket_mode, 0660);
 	assert_int_equal(c.ipc.allowed_uids.n, 0);
