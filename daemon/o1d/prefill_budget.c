@@ -239,3 +239,15 @@ uint32_t o1_prefill_budget_tokens_at(const struct o1_prefill_budget *b,
 		return cap;
 	return n > lo ? (uint32_t)n : lo;
 }
+
+double o1_prefill_budget_predict_ns(const struct o1_prefill_budget *b,
+				    uint32_t decode_rows,
+				    uint32_t prefill_tokens, uint32_t ctx)
+{
+	double dec = decode_ns(b, decode_rows ? decode_rows : 1);
+	double tok = prefill_tokens ? token_ns(b, ctx) : 0;
+
+	if (!dec || (prefill_tokens && !tok))
+		return 0;
+	return dec + tok * prefill_tokens;
+}

@@ -99,5 +99,12 @@ uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,
 uint32_t o1_prefill_budget_tokens_at(const struct o1_prefill_budget *b,
 				     double ratio, uint32_t decode_rows,
 				     uint32_t ctx, uint32_t cap);
+/* The time (ns) the estimates give a step of DECODE_ROWS decode rows and
+ * PREFILL_TOKENS prompt tokens whose largest chunk starts at CTX: what
+ * the budget assumed, logged beside what the step took; 0 while an
+ * estimate it needs is missing. */
+double o1_prefill_budget_predict_ns(const struct o1_prefill_budget *b,
+				    uint32_t decode_rows,
+				    uint32_t prefill_tokens, uint32_t ctx);
 
 #endif

@@ -1623,12 +1623,15 @@ static void observe_step(struct o1_sched *s, uint64_t ns, uint64_t forward_ns)
 			ctx = s->step_seqs[i].start_pos;
 		}
 	}
-	o1_prefill_budget_observe(&s->pb, rows, tokens, ctx, ns);
-	if (rows && tokens)
+	if (rows && tokens && o1_log_get_level() >= O1_LOG_DEBUG)
 		o1_debug("prefill budget: %u decode rows + %u prompt tokens "
-			 "(at %u): %.1f us (forward %.1f us)",
-			 rows, tokens, ctx, (double)ns / 1e3,
-			 (double)forward_ns / 1e3);
+			 "(at %u, %u running, %u waiting): %.1f us (forward "
+			 "%.1f us, estimated %.1f us)",
+			 rows, tokens, ctx, s->n_running, s->n_waiting,
+			 (double)ns / 1e3, (double)forward_ns / 1e3,
+			 o1_prefill_budget_predict_ns(&s->pb, rows, tokens,
+						      ctx) / 1e3);
+	o1_prefill_budget_observe(&s->pb, rows, tokens, ctx, ns);
 }
 
 int o1_sched_step(struct o1_sched *s)

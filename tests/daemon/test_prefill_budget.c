@@ -61,7 +61,19 @@ static void test_ratio(void **st)
 			 600);
 	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 0, 500),
 			 500);
+	/* what the estimates give a step (logged beside its time): decode
+	 * time plus the tokens' cost, and nothing while one is missing */
+	assert_float_equal(o1_prefill_budget_predict_ns(&b, 64, 100, 0),
+			   (1600 + 400) * US, 1e-6);
+	assert_float_equal(o1_prefill_budget_predict_ns(&b, 64, 0, 0),
+			   1600 * US, 1e-6);
+	o1_prefill_budget_init(&b, 1.0, 16);
+	assert_float_equal(o1_prefill_budget_predict_ns(&b, 64, 100, 0), 0, 0);
+	o1_prefill_budget_observe(&b, 64, 0, 0, 1600 * US);
+	assert_float_equal(o1_prefill_budget_predict_ns(&b, 64, 100, 0), 0, 0);
+	b.ratio = 1.0;
 	/* the budget off: the cap, whatever the ratio asked */
+	o1_prefill_budget_observe(&b, 64, 2048, 0, (1600 + 8192) * US);
 	b.ratio = 0;
 	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 0, 2048),
 			 2048);

@@ -12,7 +12,7 @@
  *             [throughput options] [long-prompt options] [model options]
  *
  * --ratio and --whole are scheduler.prefill_time_ratio (0) and
- * prefill_whole_ratio (1); --chunk, --per-decode, --batch-tokens and
+ * prefill_whole_ratio (0.6); --chunk, --per-decode, --batch-tokens and
  * --running the other scheduler settings (o1d's defaults). Two runs, one
  * line each (--only: one of them):
  * - tput: --streams C closed-loop streams (256) over --clients clients
@@ -757,7 +757,7 @@ static void parse(int argc, char **argv, struct args *a)
 {
 	*a = (struct args){
 	    .m = llama3_8b,
-	    .whole = 1,
+	    .whole = 0.6,
 	    .chunk = 2048,
 	    .batch_tokens = 2048,
 	    .running = 256,
