@@ -33,33 +33,72 @@ static inline __device__ float rms_butterfly(float v)
 	return v;
 }
 
+/* Rounds of RMS_VTHREADS elements a thread asks VALUE for before it adds
+ * any, for its Q virtual threads and the M rows: their loads in flight
+ * together (one at a time, a llama3-8b row, 4,096 wide over 256 threads,
+ * was 16 loads one after the other from L2 in every block of a decode
+ * step's normalized products). 16 values a thread for one row; one at a
+ * time for more (gemv.cu's two-row kernels spill with a round of four). */
+template <int M, int Q> static __host__ __device__ constexpr int rms_batch()
+{
+	return M == 1 && Q <= 16 ? 16 / Q : 1;
+}
+
 /* ss[i] = the sum of squares of row i < M, VALUE(i, e) giving element e
  * (it may have side effects: each (i, e) is asked once, by one thread).
  * Every thread of the block (T threads) must call it; all get the sums.
- * PART is shared scratch. */
+ * PART is shared scratch. The elements are asked for rms_batch() rounds
+ * at a time and added in the order above (the same bits). */
 template <int T, int M, class F>
 static __device__ void rms_sums(float (&ss)[M], uint32_t dim,
 				float (*part)[RMS_VWARPS], F value)
 {
-	constexpr int Q = RMS_VTHREADS / T;
+	constexpr int Q = RMS_VTHREADS / T, U = rms_batch<M, Q>();
 	static_assert(T % 32 == 0 && RMS_VTHREADS % T == 0, "block size");
 	uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 	float s[M][Q];
 
 #pragma unroll
-	for (int q = 0; q < Q; q++) {
+	for (int q = 0; q < Q; q++)
 #pragma unroll
 		for (int i = 0; i < M; i++)
 			s[i][q] = 0.0f;
-		for (uint32_t e = threadIdx.x + q * T; e < dim;
-		     e += RMS_VTHREADS) {
+	if constexpr (U == 1) { /* a value at a time, each q in turn */
 #pragma unroll
-			for (int i = 0; i < M; i++) {
-				float v = value(i, e);
+		for (int q = 0; q < Q; q++)
+			for (uint32_t e = threadIdx.x + q * T; e < dim;
+			     e += RMS_VTHREADS)
+#pragma unroll
+				for (int i = 0; i < M; i++) {
+					float v = value(i, e);
 
-				s[i][q] += v * v;
+					s[i][q] += v * v;
+				}
+	}
+	/* else virtual thread threadIdx.x + q T takes e = e0 + q T + u
+	 * RMS_VTHREADS: in increasing e for each q */
+	for (uint32_t e0 = threadIdx.x; U > 1 && e0 < dim;
+	     e0 += U * RMS_VTHREADS) {
+		float v[M][Q][U];
+
+#pragma unroll
+		for (int u = 0; u < U; u++)
+#pragma unroll
+			for (int q = 0; q < Q; q++) {
+				uint32_t e = e0 + q * T + u * RMS_VTHREADS;
+
+#pragma unroll
+				for (int i = 0; i < M; i++)
+					v[i][q][u] = e < dim ? value(i, e) : 0.0f;
 			}
-		}
+		/* an element past DIM adds +0 to a sum that is never -0 */
+#pragma unroll
+		for (int u = 0; u < U; u++)
+#pragma unroll
+			for (int q = 0; q < Q; q++)
+#pragma unroll
+				for (int i = 0; i < M; i++)
+					s[i][q] += v[i][q][u] * v[i][q][u];
 	}
 #pragma unroll
 	for (int i = 0; i < M; i++)

@@ -34,7 +34,11 @@
 # keep it out: odd_model_prompt_tokens=0); --dead-host adds a server
 # line where nothing listens; --check exits 1 unless every turn of a
 # conversation stayed on its host (affinity_host_switches = 0), affinity's
-# hit rate is at least round robin's, failover_errors = 0, drain_errors =
+# hit rate is at least round robin's less 0.05 (with 2 hosts and 8 users
+# round robin may hardly move a conversation: 2 switches in one run, and
+# the two rates, 0.701 and 0.712, then differed by when the system prompt
+# got cached, not by the routing; with 40 users 0.809 against 0.559),
+# failover_errors = 0, drain_errors =
 # 0 (and the odd host got nothing). Affinity against the single host is
 # printed, not checked: with few users the one system prompt each host
 # caches apart moves it by several points (0.65 against 0.72 with 2 hosts
@@ -331,8 +335,9 @@ for fig in sys.argv[7:]:
                 bad.append(kv)
 if switches != "0":
     bad.append("affinity_host_switches=%s: a conversation moved between hosts" % switches)
-if not float(aff) >= float(rr):
-    bad.append("affinity_hit_rate %s < roundrobin_hit_rate %s" % (aff, rr))
+# less 0.05: see the header
+if not float(aff) >= float(rr) - 0.05:
+    bad.append("affinity_hit_rate %s < roundrobin_hit_rate %s - 0.05" % (aff, rr))
 if drain != "0":
     bad.append("drain_errors=%s" % drain)
 if rc != "0":
