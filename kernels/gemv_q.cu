@@ -1056,19 +1056,54 @@ static __device__ void rope_out(const gq_args &a, uint32_t m, uint32_t j,
 			v1);
 }
 
+/* OUT_ROPE: a warp's first output J, its rows R0 and R1 (rope_row) and,
+ * in lane i < M, input row i's (cos, sin) of the pair, computed before
+ * the PDL wait (positions are the step's inputs and the frequencies a
+ * weight: no kernel writes them), so that the epilogue's cos and sin in
+ * double and rope_row's divisions leave the end of the kernel (12.6% of
+ * the QKV product's samples on the H200, eighteenth session). The same
+ * values as rope_out's, so the same bits. J = UINT32_MAX: none. */
+struct rope_pre {
+	uint32_t j, r0, r1;
+	float2 cs;
+};
+
+template <int M>
+static __device__ rope_pre rope_pre_of(const gq_args &a, uint32_t j,
+				       uint32_t lane)
+{
+	const rope_kv_epi &g = a.r;
+	rope_pre p = {UINT32_MAX, 0, 0, make_float2(0.0f, 0.0f)};
+	uint32_t d0;
+
+	if (j >= a.n)
+		return p;
+	p.j = j, p.r0 = rope_row(g, j, 0), p.r1 = rope_row(g, j, 1);
+	d0 = p.r0 % g.d;
+	if (lane < (uint32_t)M && p.r0 / g.d < g.hq + g.hkv && d0 < g.half)
+		rope_cs(g.pos[lane], g.inv_freq[d0], g.scale, &p.cs.x, &p.cs.y);
+	return p;
+}
+
 /* The sums of the unit's rows (every lane holds them), stored: by lane
  * 0, or OUT_ROPE's input row i by lane i (its cos/sin are the costly
- * part). */
+ * part; PRE: rope_pre_of's, used when it is J's). */
 template <int M, int OUT>
 static __device__ void epilogue(const gq_args &a, uint32_t j,
 				const float (&res)[rows_of<OUT>()][M],
-				uint32_t lane)
+				uint32_t lane, const rope_pre *pre = nullptr)
 {
 	if constexpr (OUT == OUT_ROPE) {
 #pragma unroll
-		for (int i = 0; i < M; i++)
-			if (lane == (uint32_t)i)
+		for (int i = 0; i < M; i++) {
+			if (lane != (uint32_t)i)
+				continue;
+			if (pre && pre->j == j)
+				rope_store_pair(a.r, i, pre->r0, pre->r1,
+						res[0][i], res[1][i], &pre->cs);
+			else
 				rope_out(a, i, j, res[0][i], res[1][i]);
+		}
 		return;
 	}
 	if (lane)
@@ -1462,6 +1497,7 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 	gq_xq xin = {xq, ds};
 	float acc[M], res[R][M];
+	rope_pre pre = {UINT32_MAX, 0, 0, make_float2(0.0f, 0.0f)};
 
 	/* the weights: no kernel writes them, so before the wait */
 #pragma unroll
@@ -1471,6 +1507,8 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 					  lane);
 		ci.next<R>(nb, a.stride);
 	}
+	if constexpr (OUT == OUT_ROPE)
+		pre = rope_pre_of<M>(a, c.j, lane);
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	quantize_x<M, IN>(a, xq, ds,
@@ -1503,7 +1541,7 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 				acc[i] = 0.0f;
 			}
 			if (c.r + 1 == R)
-				epilogue<M, OUT>(a, c.j, res, lane);
+				epilogue<M, OUT>(a, c.j, res, lane, &pre);
 		}
 		c.next<R>(nb, a.stride);
 	}

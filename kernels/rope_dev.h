@@ -81,10 +81,12 @@ static inline rope_kv_epi rope_kv_epi_of(const struct o1_rope_kv_args *r,
  * writes from the f32 QKV row: the pair (V0 at row R0 of the fused
  * output, V1 at R1, one head) of token M gets its bias, the rotation (q
  * and k heads' dims below HALF), then goes to q as f32 or to its K or V
- * page at slots[M] as bf16. */
+ * page at slots[M] as bf16. CS: the pair's (cos, sin) as rope_cs gives
+ * them, computed ahead by the caller, or NULL. */
 static inline __device__ void rope_store_pair(const rope_kv_epi &g,
 					      uint32_t m, uint32_t r0,
-					      uint32_t r1, float v0, float v1)
+					      uint32_t r1, float v0, float v1,
+					      const float2 *cs = nullptr)
 {
 	uint32_t head = r0 / g.d, d0 = r0 % g.d, d1 = r1 % g.d;
 
@@ -93,7 +95,10 @@ static inline __device__ void rope_store_pair(const rope_kv_epi &g,
 	if (head < g.hq + g.hkv && d0 < g.half) {
 		float c, s, t;
 
-		rope_cs(g.pos[m], g.inv_freq[d0], g.scale, &c, &s);
+		if (cs)
+			c = cs->x, s = cs->y;
+		else
+			rope_cs(g.pos[m], g.inv_freq[d0], g.scale, &c, &s);
 		t = rope_lo(v0, v1, c, s);
 		v1 = rope_hi(v0, v1, c, s);
 		v0 = t;
