@@ -32,6 +32,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.kv.pages, 0);
 	assert_true(c.kv.memory_fraction == 0.9);
 	assert_true(c.scheduler.prefill_time_ratio == O1_CONFIG_RATIO_AUTO);
+	assert_true(c.scheduler.prefill_whole_ratio == 0.6);
 	assert_int_equal(c.graphs.buckets.n, 13);
 	assert_int_equal(c.graphs.buckets.v[0], 1);
 	assert_int_equal(c.graphs.buckets.v[12], 256);
