@@ -526,9 +526,6 @@ static int warm_one(struct cuda_state *s, enum cuda_kind kind, uint32_t r)
 	}
 }
 
-static const char *const kind_names[CUDA_KIND_HEAD] = {"qkv", "o", "gate/up",
-						       "down"};
-
 /* The row map (blas_rows): each layer product at each warmed count above
  * CUDA_ROW_MAP_FROM timed (the fastest of 3, after the warm-up's first
  * use), then mapped to the larger count that beats it by
@@ -582,7 +579,7 @@ static int row_map(struct cuda_state *s)
 
 			s->warm_use[k][i] = (uint8_t)j;
 			o1_debug("cuda backend: %s product at %u rows: %.1f us",
-				 kind_names[k], s->warm_rows[i], us[k][i]);
+				 o1_cuda_kind_name(k), s->warm_rows[i], us[k][i]);
 			if (j != i && n >= 0 && (size_t)n < sizeof(line))
 				n += snprintf(line + n, sizeof(line) - (size_t)n,
 					      " %u->%u (%.0f->%.0f us)",
@@ -592,7 +589,7 @@ static int row_map(struct cuda_state *s)
 		if (n > 0)
 			o1_info("cuda backend: %s product, row counts run at "
 				"larger faster ones:%s",
-				kind_names[k], line);
+				o1_cuda_kind_name(k), line);
 	}
 	return 0;
 }

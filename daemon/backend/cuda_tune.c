@@ -53,8 +53,12 @@ _Static_assert(CANDS_MAX >= O1_GEMV_BPS_MAX * 3 &&
 		   CANDS_MAX >= 1 + CUDA_TUNE_ALGOS,
 	       "candidates fit c[CANDS_MAX]");
 
-static const char *const kind_name[CUDA_KINDS] = {"qkv", "o", "gate/up", "down",
-						  "head"};
+const char *o1_cuda_kind_name(enum cuda_kind kind)
+{
+	static const char *const name[CUDA_KINDS] = {"qkv", "o", "gate/up",
+						     "down", "head"};
+	return (unsigned)kind < CUDA_KINDS ? name[kind] : "?";
+}
 
 struct tuner {
 	struct cuda_state *s;
@@ -464,17 +468,17 @@ static void log_bucket(const struct tuner *u, uint32_t i, bool blas,
 		if (!blas)
 			at += snprintf(line + at, sizeof(line) - at,
 				       "%s%s gemv %u/%u", k ? ", " : "",
-				       kind_name[k],
+				       o1_cuda_kind_name(k),
 				       p.g.bps ? p.g.bps : O1_GEMV_BPS_DEFAULT,
 				       p.g.pieces ? p.g.pieces : d[0]);
 		else if (p.lt < 0)
 			at += snprintf(line + at, sizeof(line) - at,
 				       "%s%s gemmex", k ? ", " : "",
-				       kind_name[k]);
+				       o1_cuda_kind_name(k));
 		else
 			at +=
 			    snprintf(line + at, sizeof(line) - at, "%s%s lt#%d",
-				     k ? ", " : "", kind_name[k], p.lt);
+				     k ? ", " : "", o1_cuda_kind_name(k), p.lt);
 	}
 	o1_info("cuda autotune: rows %u (%s): %s; layer sweep %.1f -> %.1f "
 		"us, head %.1f -> %.1f us",

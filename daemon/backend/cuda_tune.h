@@ -39,6 +39,9 @@ enum cuda_kind {
 	CUDA_KINDS
 };
 
+/* KIND's name in log lines ("qkv", "o", "gate/up", "down", "head"). */
+const char *o1_cuda_kind_name(enum cuda_kind kind);
+
 #define CUDA_TUNE_ALGOS	   8 /* cuBLASLt heuristic results asked for */
 #define CUDA_TUNE_ROWS_MAX O1_BACKEND_GRAPH_BUCKETS_MAX
 
