@@ -19,7 +19,7 @@ presets=${*:-qwen2.5-0.5b llama3-8b}
 o1model=build/gpu/tools/o1model/o1model
 models=/tmp/o1-bench-models
 run=$(mktemp -d /tmp/o1-hf.XXXXXX)
-mkdir -p "$models"
+mkdir -p "$models" "$out"
 rc=0
 
 ids_of() { # reference.json key
