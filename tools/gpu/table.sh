@@ -11,8 +11,9 @@
 #   streams  TABLE_BIG (w8): 64, 128 and 256 concurrent streams of 80- and
 #            320-word prompts (~124 and ~504 tokens), 128 new tokens, twice
 #            as many requests as streams, 16 streams a connection; prompts
-#            shared (prefix cache) and, at 256, cold; peak_inflight shows
-#            how many ran
+#            shared (prefix cache) and, at 256, cold (a fresh o1d each
+#            repetition); peak_inflight shows how many ran (TABLE_STREAMS:
+#            "shared cold", or one of them)
 #   ttft     TABLE_BIG: time to first token of 323- and 1,292-word prompts
 #            (~512 and ~2,048 tokens) cold (--cold, a fresh o1d) and cached
 #            (one prompt repeated), 8 requests one at a time
@@ -104,7 +105,7 @@ t_streams() {
 	s_models "$big" || { rc=1; return; }
 	s_log "table streams $big"
 	t_big_start || { rc=1; return; }
-	for cache in shared cold; do
+	for cache in ${TABLE_STREAMS:-shared cold}; do
 		cold=
 		[ $cache = shared ] || cold=--cold
 		for c in 64 128 256; do
@@ -115,6 +116,12 @@ t_streams() {
 				n=$((2 * c))
 				conn=$((c < 16 ? 1 : c / 16))
 				for r in $(seq 1 "$reps"); do
+					# cold: a fresh o1d, or the last rep's
+					# prompts are cached
+					if [ "$cache" = cold ]; then
+						s_o1d_stop
+						t_big_start || { rc=1; continue; }
+					fi
 					t_put "part=streams model=$big cache=$cache" \
 						"streams=$c words=$w rep=$r" \
 						"$(t_o1bench --requests $n --concurrency "$c" \
