@@ -147,7 +147,6 @@ static const struct key keys[] = {
 	U32(cuda, quant_pass_rows, 0, 256, 0, "12"),
 	U32(cuda, attention_splits, 0, 32, 0, "0"),
 	BOOL(cuda, faster_row_counts, "true"),
-	U32(cuda, quant_cluster, 1, 4, F_POW2, "1"),
 	STR(ipc, socket, F_ABSOLUTE | F_NONEMPTY, "/run/o1d/o1d.sock"),
 	{"ipc", "socket_mode", T_OCTAL, OFF(ipc.socket_mode), 0, 0, 0777, 0, 0,
 	 NULL, 0, "0660"},

@@ -146,8 +146,6 @@ struct o1_config {
 		bool faster_row_counts; /* a product's row count measured
 					 * slower than a larger one runs at
 					 * that one */
-		uint32_t quant_cluster; /* blocks sharing a decode block
-					 * product's input (1, 2, 4) */
 	} cuda;
 	struct {
 		char socket[O1_CONFIG_SOCKET_MAX];

@@ -75,7 +75,6 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include "cuda_launch.h"
@@ -88,8 +87,6 @@
 extern "C" {
 #include "common/log.h"
 }
-
-namespace cg = cooperative_groups;
 
 #define GQ_WARPS   8 /* warps per block */
 #define GQ_THREADS (GQ_WARPS * 32)
@@ -123,9 +120,6 @@ struct gq_args {
 	uint32_t units;	 /* k / 32 */
 	uint32_t stride; /* warps in the grid */
 	uint32_t pad;	 /* DOT_I8: units rounded up to 32 */
-	/* gemv_qp: blocks a cluster, which share the input's normalization
-	 * and quantization (quantize_x); 1: none */
-	uint32_t cl;
 	rope_kv_epi r;	 /* OUT_ROPE */
 	/* gemv_qp: regions to prefetch into L2 once the warps are done
 	 * (o1_gemv_q_prefetch_next; bytes 0: none) */
@@ -280,18 +274,6 @@ static __device__ __forceinline__ size_t xq_at(const gq_args &a, uint32_t i,
 	return (size_t)i * a.pad * 2 + (u & ~31u) * 2 + (u & 31);
 }
 
-/* DOT_I8's input for M rows in pieces (rounded up): the quantized rows,
- * their (d, sum) and the norm's scratch (M x RMS_VWARPS floats). gemv_qp
- * keeps it at the front of its shared memory, the warps' rings after, so
- * that it lies at the same offset in every block of a cluster whatever
- * each block's ring (gemv_qp2's parts); gemv_q after its slices. */
-static __host__ __device__ size_t xq_pieces(const gq_args &a, uint32_t m)
-{
-	return ((size_t)m * a.pad * 32 + (size_t)m * a.units * 8 +
-		(size_t)m * RMS_VWARPS * sizeof(float) + 15) /
-	       16;
-}
-
 /* The raw input of a quarter unit (elements [8 Q, 8 Q + 8) of unit U):
  * 8 bf16 (IN_BF16), or 8 f32 and their 8 norm weights (IN_NORM). Loaded
  * apart from its use (qx_load, qx_widen) so that quantize_x can ask for
@@ -351,40 +333,6 @@ template <int M, int IN> static __host__ __device__ constexpr int qx_chunk()
 	return IN == IN_NORM ? (M == 1 ? 2 : 1) : (M == 1 ? 4 : M == 2 ? 2 : 1);
 }
 
-/* The cluster barriers of a launch whose blocks share quantize_x (a.cl >
- * 1). cl_arrive at the kernel's start, cl_wait before a block's first
- * store into another's shared memory (every block of the cluster has then
- * started, as distributed shared memory requires), cl_sync (release,
- * acquire) after the stores and before their reads. The emulation's
- * barrier is cl_wait's (the threads arrive there). */
-static __device__ __forceinline__ void cl_arrive(void)
-{
-#ifdef __CUDA_ARCH__
-	asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-#endif
-}
-
-static __device__ __forceinline__ void cl_wait(void)
-{
-#ifdef __CUDA_ARCH__
-	asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-#elif defined(O1_EMU_H)
-	emu_cluster_sync();
-#endif
-}
-
-static __device__ __forceinline__ void cl_sync(void)
-{
-	cg::this_cluster().sync();
-}
-
-/* P (in this block's shared memory) in block RANK of the cluster. */
-template <class T>
-static __device__ __forceinline__ T *cl_map(T *p, uint32_t rank)
-{
-	return cg::this_cluster().map_shared_rank(p, rank);
-}
-
 /* A unit quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax)
  * into the pieces LO (elements 0..15) and HI, (d = amax / 127, d times
  * the sum of the q) into DS; a NaN in the unit makes d NaN (so every
@@ -394,12 +342,9 @@ static __device__ __forceinline__ T *cl_map(T *p, uint32_t rank)
  * whole-unit loop), each lane storing its 8 quants, lane 4 g the (d,
  * sum). Every lane of the
  * warp calls it (the exchanges are the warp's); ON: whether the lane's
- * unit exists (else it stores nothing). CL > 1: the stores go to the
- * same places in each block of the cluster (RANK: this block's). */
-template <int CL>
+ * unit exists (else it stores nothing). */
 static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
-				     gq_piece *lo, gq_piece *hi, float2 *ds,
-				     uint32_t rank)
+				     gq_piece *lo, gq_piece *hi, float2 *ds)
 {
 	float amax = 0.0f, d, inv;
 	uint32_t w[2];
@@ -435,61 +380,31 @@ static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
 	if (!on)
 		return;
 	gq_piece *t = q < 2 ? lo : hi;
-	float2 dsum = make_float2(d, __fmul_rn(d, (float)qsum));
 
-#pragma unroll
-	for (int k = 0; k < CL; k++) {
-		gq_piece *tk = CL == 1 || k == (int)rank ? t : cl_map(t, k);
-
-		tk->v[2 * (q % 2)] = w[0], tk->v[2 * (q % 2) + 1] = w[1];
-		if (q == 0)
-			*(CL == 1 || k == (int)rank ? ds : cl_map(ds, k)) =
-			    dsum;
-	}
+	t->v[2 * (q % 2)] = w[0], t->v[2 * (q % 2) + 1] = w[1];
+	if (q == 0)
+		*ds = make_float2(d, __fmul_rn(d, (float)qsum));
 }
 
 /* Every thread: the M input rows (IN) quantized into XQ and DS (a unit
  * by 4 lanes at a time, quantize_part), then the block's barrier.
- * IN_NORM: PART is the reduction's scratch. With CL > 1 (a cluster of CL
- * blocks, XQ, DS and PART at the same offsets in each) the blocks share
- * the work: the norm's sums by rms_sums_split, the units by rounds (block
- * r takes the r-th GQ_THREADS quarter units of each CL GQ_THREADS), each
- * result stored into every block, then the cluster's barrier; a unit's
- * bits do not depend on which block made it. The caller's kernel called
- * cl_arrive at its start. */
-template <int M, int IN, int CL>
+ * IN_NORM: PART is the reduction's scratch. */
+template <int M, int IN>
 static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 				  float (*part)[RMS_VWARPS])
 {
 	constexpr int C = qx_chunk<M, IN>();
 	const float *xr[M] = {};
 	float inv[M] = {};
-	uint32_t rank = CL > 1 ? cg::this_cluster().block_rank() : 0;
 
-	if constexpr (CL > 1)
-		cl_wait();
 	if constexpr (IN == IN_NORM) {
 		float ss[M];
 
 #pragma unroll
 		for (int i = 0; i < M; i++)
 			xr[i] = a.xf + (size_t)(a.rows ? a.rows[i] : i) * a.k;
-		rms_sums_split<GQ_THREADS, M, CL>(
-		    ss, a.k, rank, part,
-		    [&](int i, uint32_t e) { return xr[i][e]; },
-		    [&](int i, uint32_t w, float v) {
-#pragma unroll
-			    for (int k = 0; k < CL; k++)
-				    *(CL == 1 || k == (int)rank
-					  ? &part[i][w]
-					  : cl_map(&part[i][w], k)) = v;
-		    },
-		    [] {
-			    if constexpr (CL > 1)
-				    cl_sync();
-			    else
-				    __syncthreads();
-		    });
+		rms_sums<GQ_THREADS, M>(
+		    ss, a.k, part, [&](int i, uint32_t e) { return xr[i][e]; });
 #pragma unroll
 		for (int i = 0; i < M; i++)
 			inv[i] = rms_inv(ss[i], a.k, a.eps);
@@ -498,14 +413,12 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 	for (int i = 0; i < M; i++)
 		/* every thread takes every round (the warp's exchanges); a
 		 * chunk's loads first */
-		for (uint32_t e0 = 0; e0 < 4 * a.units;
-		     e0 += C * CL * GQ_THREADS) {
+		for (uint32_t e0 = 0; e0 < 4 * a.units; e0 += C * GQ_THREADS) {
 			qx_raw<IN> r[C];
 
 #pragma unroll
 			for (int c = 0; c < C; c++) {
-				uint32_t e = e0 + (c * CL + rank) * GQ_THREADS +
-					     threadIdx.x;
+				uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
 
 				if (e / 4 < a.units)
 					qx_load<IN>(r[c], a, xr[i], i, e / 4,
@@ -513,39 +426,21 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 			}
 #pragma unroll
 			for (int c = 0; c < C; c++) {
-				uint32_t e0c = e0 + (c * CL + rank) * GQ_THREADS;
-				uint32_t e = e0c + threadIdx.x;
+				uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
 				uint32_t u = e / 4, q = e % 4;
 				bool on = u < a.units;
 				gq_piece *p = xq + xq_at(a, i, on ? u : 0);
 				float v[8] = {0};
 
-				if (e0c >= 4 * a.units)
+				if (e0 + c * GQ_THREADS >= 4 * a.units)
 					break; /* the same for the block */
 				if (on)
 					qx_widen<IN>(r[c], inv[i], v);
-				quantize_part<CL>(v, q, on, p, p + 32,
-						  ds + (size_t)i * a.units + u,
-						  rank);
+				quantize_part(v, q, on, p, p + 32,
+					      ds + (size_t)i * a.units + u);
 			}
 		}
-	if constexpr (CL > 1)
-		cl_sync();
-	else
-		__syncthreads();
-}
-
-/* quantize_x for the launch's cluster (a.cl: 1, 2 or 4). */
-template <int M, int IN>
-static __device__ void quantize_x_of(const gq_args &a, gq_piece *xq,
-				     float2 *ds, float (*part)[RMS_VWARPS])
-{
-	if (a.cl == 4)
-		quantize_x<M, IN, 4>(a, xq, ds, part);
-	else if (a.cl == 2)
-		quantize_x<M, IN, 2>(a, xq, ds, part);
-	else
-		quantize_x<M, IN, 1>(a, xq, ds, part);
+	__syncthreads();
 }
 
 /* N 32-bit words from P (2-byte aligned, shared memory): the aligned
@@ -1257,7 +1152,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		gq_piece *xq = dyn_smem() + GQ_WARPS * 32 * P;
 		float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 
-		quantize_x<M, IN, 1>(
+		quantize_x<M, IN>(
 		    a, xq, ds,
 		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
 		xin.q = xq, xin.ds = ds;
@@ -1596,16 +1491,14 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	uint32_t lane = threadIdx.x % 32;
 	uint32_t nb = (a.units + per - 1) / per;
 	qp_pos c = {block * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
-	gq_piece *xq = dyn_smem();
-	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
-	gq_piece *ring = xq + xq_pieces(a, M) + (threadIdx.x / 32) * S * 32 * P;
+	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
 	uint32_t ring_s = smem_addr(ring);
+	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
+	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 	gq_xq xin = {xq, ds};
 	float acc[M], res[R][M];
 	rope_pre pre = {UINT32_MAX, 0, 0, make_float2(0.0f, 0.0f)};
 
-	if (a.cl > 1)
-		cl_arrive();
 	/* the weights: no kernel writes them, so before the wait */
 #pragma unroll
 	for (int s = 0; s < S - 1; s++) {
@@ -1618,8 +1511,8 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 		pre = rope_pre_of<M>(a, c.j, lane);
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	quantize_x_of<M, IN>(a, xq, ds,
-			     (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+	quantize_x<M, IN>(a, xq, ds,
+			  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		acc[i] = 0.0f;
@@ -1854,10 +1747,10 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 	uint32_t n = qp_walked<OUT, X>(a.n);
 	size_t up = (size_t)n * a.row_bytes / 16;
 	qp_pos c = {block * GQ_WARPS + threadIdx.x / 32, 0, 0}, ci = c;
-	gq_piece *xq = dyn_smem();
-	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
-	gq_piece *ring = xq + xq_pieces(a, M) + (threadIdx.x / 32) * S * 32 * P;
+	gq_piece *ring = dyn_smem() + (threadIdx.x / 32) * S * 32 * P;
 	uint32_t ring_s = smem_addr(ring);
+	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
+	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 	gq_xq xin = {xq, ds};
 	float acc[2][M], res[2][M];
 	/* variant 9: the input's side of the lane's pairs in registers
@@ -1865,8 +1758,6 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 	bool held = TYPE == O1_QUANT_Q4_K && X == 9 && a.units == per;
 	q4k_xin<M> xh[G / 2];
 
-	if (a.cl > 1)
-		cl_arrive();
 #pragma unroll
 	for (int s = 0; s < S - 1; s++) {
 		qp_issue2<TYPE, P, G>(ring + s * 32 * P,
@@ -1876,8 +1767,8 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	quantize_x_of<M, IN>(a, xq, ds,
-			     (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+	quantize_x<M, IN>(a, xq, ds,
+			  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
 	if (held) {
 #pragma unroll
 		for (uint32_t h = 0; h < G / 2; h++)
@@ -1983,40 +1874,19 @@ static void take_prefetch(gq_args *a)
 }
 
 /* Dynamic shared memory of a launch: the warps' weight slices, and
- * DOT_I8's input (xq_pieces). */
+ * DOT_I8's quantized input rows (xq_at's layout) with their (d, sum). */
 static size_t smem_of(const gq_args &a, int pieces, uint32_t m, int dot)
 {
 	size_t s = (size_t)GQ_WARPS * 32 * pieces * sizeof(gq_piece);
 
 	if (dot == DOT_I8)
-		s += xq_pieces(a, m) * sizeof(gq_piece);
+		s += (size_t)m * a.pad * 32 + (size_t)m * a.units * 8 +
+		     (size_t)m * RMS_VWARPS * sizeof(float);
 	return s;
 }
 
-/* Blocks a cluster of the gemv_qp launches (o1_gemv_q_cluster): 1, 2 or
- * 4. */
-static uint32_t gq_cluster = 1;
-
-extern "C" void o1_gemv_q_cluster(uint32_t blocks)
-{
-	gq_cluster = blocks == 2 || blocks == 4 ? blocks : 1;
-}
-
-/* BLOCKS rounded up to a multiple of CL, within CAP rounded down to one
- * (at least CL): the blocks past the rows' need walk none (they still
- * take their share of quantize_x). */
-static uint32_t cluster_blocks(uint32_t blocks, uint32_t cap, uint32_t cl)
-{
-	uint32_t top = cap / cl * cl;
-
-	blocks = (blocks + cl - 1) / cl * cl;
-	top = top < cl ? cl : top;
-	return blocks < top ? blocks : top;
-}
-
 /* PIPE: gemv_qp (variant X of qp_groups) where DOT is DOT_I8 and its
- * ring fits (the default; tools/gpu/bench_gemv_q.cu times the others),
- * in clusters of gq_cluster blocks. */
+ * ring fits (the default; tools/gpu/bench_gemv_q.cu times the others). */
 template <int M, int TYPE, int OUT, int DOT, int IN, bool PIPE = true,
 	  int X = 0>
 static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
@@ -2027,8 +1897,6 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 	size_t smem = smem_of(a, pieces_of<TYPE>(), M, DOT);
 	int err = 0;
 
-	a.cl = 1;
-
 	if constexpr (PIPE && DOT == DOT_I8) {
 		size_t ps = smem_of(
 		    a, qp_stages<M, X>() * qp_pieces<TYPE, X>(), M, DOT_I8);
@@ -2038,23 +1906,20 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
 		if (ps <= qp_smem_max<X>())
 			k = gemv_qp<M, TYPE, OUT, IN, X>, smem = ps,
 			cap = o1_cuda_sm_count() * qp_bps<X>(),
-			walked = qp_walked<OUT, X>(a.n), a.cl = gq_cluster;
+			walked = qp_walked<OUT, X>(a.n);
 		else if (p0 <= GQ_SMEM_MAX)
-			k = gemv_qp<M, TYPE, OUT, IN, 0>, smem = p0,
-			a.cl = gq_cluster;
+			k = gemv_qp<M, TYPE, OUT, IN, 0>, smem = p0;
 	}
 	take_prefetch(&a); /* gemv_q ignores it */
 	blocks = (walked + GQ_WARPS - 1) / GQ_WARPS;
 	blocks = blocks < cap ? blocks : cap;
-	blocks = cluster_blocks(blocks, cap, a.cl);
 	a.stride = blocks * GQ_WARPS;
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	return err ? err
-		   : O1_CUDA_LAUNCH_CL("gemv_q", k, dim3(blocks),
-				       dim3(GQ_THREADS), smem, stream, pdl,
-				       a.cl, a);
+		   : O1_CUDA_LAUNCH("gemv_q", k, dim3(blocks), dim3(GQ_THREADS),
+				    smem, stream, pdl, a);
 }
 
 /* gemv_qp's variant for one input row by block type, from the H200:
@@ -2183,7 +2048,7 @@ static int launch_pair_m(gq_args a0, gq_args a1, bool pdl,
 	uint32_t need1 = (a1.n + GQ_WARPS - 1) / GQ_WARPS;
 	double by0 = (double)a0.n * a0.row_bytes;
 	double by1 = (double)a1.n * a1.row_bytes;
-	uint32_t b0, b1, cl, all;
+	uint32_t b0, b1;
 	int err = 0;
 
 	if (smem > GQ_SMEM_MAX || cap < 2)
@@ -2196,21 +2061,14 @@ static int launch_pair_m(gq_args a0, gq_args a1, bool pdl,
 	b1 = cap - b0;
 	b0 = b0 < need0 ? b0 : need0;
 	b1 = b1 < need1 ? b1 : need1;
-	/* a cluster may hold blocks of both parts (their input is one);
-	 * none where the rounding would leave part 1 without a block */
-	cl = gq_cluster, all = cluster_blocks(b0 + b1, cap, cl);
-	if (all <= b0)
-		cl = 1, all = b0 + b1;
-	a0.cl = a1.cl = cl;
-	b1 = all - b0;
 	a0.stride = b0 * GQ_WARPS, a1.stride = b1 * GQ_WARPS;
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	return err ? err
-		   : O1_CUDA_LAUNCH_CL("gemv_q2", k, dim3(b0 + b1),
-				       dim3(GQ_THREADS), smem, stream, pdl, cl,
-				       a0, a1, b0);
+		   : O1_CUDA_LAUNCH("gemv_q2", k, dim3(b0 + b1),
+				    dim3(GQ_THREADS), smem, stream, pdl, a0, a1,
+				    b0);
 }
 
 /* DOT_I8 where its shared memory fits, else DOT_F32 (bf16 input and the

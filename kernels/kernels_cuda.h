@@ -480,14 +480,6 @@ void o1_gemv_q_prefetch_next(const void *w0, uint64_t bytes0, const void *w1,
  * (bench_cuda_decode --add-two-rows); set before the launches are
  * captured, it holds for every later launch of the process. */
 void o1_gemv_q_add_two_rows(bool on);
-/* gemv_q.cu: the blocks of a cluster (1, 2 or 4; other values: 1) of the
- * pipelined int8 products (every DOT_I8 launch whose ring fits, fused
- * variants included): the blocks of a cluster normalize and quantize
- * the input once between them through distributed shared memory instead
- * of each block the whole of it; the same bits for any size. For A/B
- * (bench_cuda_decode --cluster), like o1_gemv_q_add_two_rows: set before
- * the launches are captured, it holds for every later launch. */
-void o1_gemv_q_cluster(uint32_t blocks);
 /* o1_gemv_q8_norm_rope_kv_cuda over every part of the QKV matrix
  * (PARTS[0 .. N_PARTS), the rows of each whole heads): bitwise one call
  * per part, in one launch where the parts are Q4_K then Q6_K (Q4_K_M's

@@ -135,10 +135,6 @@ struct o1_backend_config {
 	 * pick at some counts is slower than at the next one up); true =
 	 * every count runs rounded up as before (A/B). */
 	bool cuda_keep_row_counts;
-	/* CUDA backend (config cuda.quant_cluster): the blocks of a cluster
-	 * of the int8 block products (o1_gemv_q_cluster; 0 or 1: none).
-	 * Process-wide: the last backend created sets it. */
-	uint32_t cuda_quant_cluster;
 	/* CUDA backend, decode attention's launch shape, A/B for benchmarks
 	 * (0: attention_decode.cu's defaults): warps a block, rounds a split
 	 * takes at least, blocks a launch aims for, most query heads a

@@ -345,7 +345,6 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 		return err;
 	}
 	s->cfg = *cfg;
-	o1_gemv_q_cluster(cfg->cuda_quant_cluster);
 	s->attn_tune = (struct o1_attn_decode_tune){cfg->cuda_attn_warps,
 						    cfg->cuda_attn_split_rounds,
 						    cfg->cuda_attn_target,

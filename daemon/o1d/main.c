@@ -407,7 +407,6 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .cuda_quant_pass_rows = d->cfg.cuda.quant_pass_rows,
 	    .cuda_attn_tc_splits = d->cfg.cuda.attention_splits,
 	    .cuda_keep_row_counts = !d->cfg.cuda.faster_row_counts,
-	    .cuda_quant_cluster = d->cfg.cuda.quant_cluster,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
 	uint32_t dev[O1_CONFIG_LIST_MAX];

@@ -40,7 +40,6 @@ static void test_defaults(void **state)
 	assert_int_equal(c.cuda.quant_pass_rows, 12);
 	assert_int_equal(c.cuda.attention_splits, 0);
 	assert_true(c.cuda.faster_row_counts);
-	assert_int_equal(c.cuda.quant_cluster, 1);
 	assert_string_equal(c.ipc.socket, "/run/o1d/o1d.sock");
 	assert_int_equal(c.ipc.socket_mode, 0660);
 	assert_int_equal(c.ipc.allowed_uids.n, 0);
@@ -257,8 +256,6 @@ static const struct bad_case bad_cases[] = {
     {"[scheduler]\nprefill_time_ratio = 17\n", {"t.ini:2:", "out of range"}},
     {"[cuda]\nquant_pass_rows = 257\n", {"t.ini:2:", "out of range", "0..256"}},
     {"[cuda]\nattention_splits = 33\n", {"t.ini:2:", "out of range", "0..32"}},
-    {"[cuda]\nquant_cluster = 3\n", {"t.ini:2:", "not a power of two"}},
-    {"[cuda]\nquant_cluster = 8\n", {"t.ini:2:", "out of range", "1..4"}},
     {"[slo]\nwindow_s = 0\n", {"t.ini:2:", "window_s", "1..86400"}},
     {"[slo]\np99_ttft_ms = -1\n", {"t.ini:2:", "p99_ttft_ms"}},
     {"[faults]\nenabled = maybe\n", {"t.ini:2:", "true|false"}},

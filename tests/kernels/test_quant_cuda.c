@@ -35,8 +35,6 @@
  *   o1_rope_kv_write_cuda: q, both KV caches (pages around the written
  *   slots included) equal, with and without a bias, partial and full
  *   rotation, scaled or not;
- * - all of the int8 path's checks above again with the pipelined
- *   launches in clusters of 2 and 4 blocks (o1_gemv_q_cluster);
  * - bad operands are refused with -EINVAL.
  * O1_TEST_QUICK=1 keeps every launch within tools/gpu/emu's 8192 threads
  * (run there by tools/gpu/emu/run_quant.sh). Exit 77 without a device. */
@@ -743,41 +741,6 @@ static void test_rope_kv_q8(void **state)
 	check_rope_kv(&qk_v, 1, 4, 2, 64, 64, false, 1.0f, 4096);
 }
 
-/* The pipelined products in clusters of 2 and 4 blocks that share the
- * input's normalization and quantization (o1_gemv_q_cluster): bitwise
- * the CPU reference (check_q8), the fused variants their compositions
- * (check_fused, whose RMSNorm is rmsnorm.cu's), the QKV pair's launch
- * with clusters across its two parts (check_rope_kv); widths of one
- * block's rows and less (blocks added that walk no row), llama3-8b's
- * 4,096 and 14,336 (the norm and the rounds split), odd unit counts. */
-static void test_cluster(void **state)
-{
-	static const uint32_t cls[] = {2, 4};
-	const struct qkv_parts qk_v = {
-	    2, {0, 6 * 64, 8 * 64}, {O1_QUANT_Q4_K, O1_QUANT_Q6_K}};
-	const struct qkv_parts l8 = {
-	    2, {0, 40 * 128, 48 * 128}, {O1_QUANT_Q4_K, O1_QUANT_Q6_K}};
-
-	(void)state;
-	for (size_t c = 0; c < sizeof(cls) / sizeof(cls[0]); c++) {
-		o1_gemv_q_cluster(cls[c]);
-		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
-			check_q8(types[t], 1 + (t + c) % 4, 5 + 32 * t,
-				 256 * (1 + t), 8 + 32 * t);
-		check_q8(O1_QUANT_Q8_0, 1, 1, 96, 1);
-		check_q8(O1_QUANT_Q4_K, 1, 70, 4096, 70);
-		check_q8(O1_QUANT_Q6_K, 2, 37, 14336, 37);
-		check_fused(O1_QUANT_Q4_K, 1, 100, 4096);
-		check_fused(O1_QUANT_Q4_K, 1, 40, 14336);
-		check_fused(O1_QUANT_Q6_K, 3, 37, 1024);
-		check_fused(O1_QUANT_Q8_0, 2, 9, 928);
-		check_rope_kv(&l8, 1, 32, 8, 128, 128, false, 1.0f, 512);
-		check_rope_kv(&qk_v, 1 + c, 4, 2, 64, 64, c % 2 == 0, 1.0f,
-			      512);
-	}
-	o1_gemv_q_cluster(1);
-}
-
 /* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
  * o1_gemv_q_cuda into (M, 2F) then o1_swiglu_cuda, bitwise (and that
  * product is check_gemv's). */
@@ -949,7 +912,6 @@ int main(void)
 	    cmocka_unit_test(test_gemv_q8_vectors),
 	    cmocka_unit_test(test_fused_q8),
 	    cmocka_unit_test(test_rope_kv_q8),
-	    cmocka_unit_test(test_cluster),
 	    cmocka_unit_test(test_swiglu),
 	    cmocka_unit_test(test_bad_args),
 	};

@@ -81,10 +81,6 @@
  * --add-two-rows on|off (default on, gemv_q.cu's) sets
  * o1_gemv_q_add_two_rows: one row's O and down products on Q4_K and Q6_K
  * take two outputs a step or one; RESULT has add_two_rows=on|off.
- * --cluster 1|2|4 (default 1, o1d's cuda.quant_cluster) sets
- * cfg.cuda_quant_cluster: the int8 block products' blocks in clusters of
- * that many, which quantize the input once between them (same bits);
- * RESULT has cluster=N.
  * --profile decode|prefill (default decode): what runs between
  * cudaProfilerStart and Stop (below): one more decode step, or the timed
  * prefill (the second of the first sequence's, so that `ncu
@@ -152,7 +148,6 @@ struct bench_args {
 	uint32_t quant_pass_rows; /* --quant-pass-rows */
 	bool no_prefetch;	  /* --prefetch off */
 	bool add_one_row;	  /* --add-two-rows off */
-	uint32_t cluster;	  /* --cluster */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
 	bool no_attention;	  /* --attention off */
@@ -276,7 +271,6 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"gu-out", required_argument, NULL, 'U'},
 	    {"qkv-out", required_argument, NULL, 'V'},
 	    {"add-two-rows", required_argument, NULL, 'W'},
-	    {"cluster", required_argument, NULL, 'C'},
 	    {"profile", required_argument, NULL, 'X'},
 	    {0},
 	};
@@ -289,7 +283,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
-	a->add_one_row = false, a->cluster = 1;
+	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	a->attn_tc = O1_ATTN_TC_AUTO;
@@ -367,12 +361,6 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'C') {
-			if (parse_in(optarg, 1, 4, &a->cluster) ||
-			    a->cluster == 3)
-				return -EINVAL;
-			continue;
-		}
 		if (opt == 'U' || opt == 'V') {
 			bool *f32 = opt == 'U' ? &a->gu_f32 : &a->qkv_f32;
 
@@ -442,7 +430,6 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_qp_rows = a->quant_qp_rows,
 	    .cuda_quant_pass_rows = a->quant_pass_rows,
 	    .cuda_no_prefetch = a->no_prefetch,
-	    .cuda_quant_cluster = a->cluster,
 	    .cuda_attn_warps = a->attn[0],
 	    .cuda_attn_split_rounds = a->attn[1],
 	    .cuda_attn_target = a->attn[2],
@@ -620,8 +607,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
-	       "gu_out=%s qkv_out=%s add_two_rows=%s cluster=%u "
-	       "prefill_ms=%.3f\n",
+	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -641,7 +627,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 					      : "auto",
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
-	       on_off(!a->add_one_row), a->cluster, t->prefill_s * 1e3);
+	       on_off(!a->add_one_row), t->prefill_s * 1e3);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -746,8 +732,7 @@ int main(int argc, char **argv)
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "
 			"[--gu-out bf16|f32] [--qkv-out bf16|f32] "
-			"[--add-two-rows on|off] [--cluster 1|2|4] "
-			"[--profile decode|prefill]\n");
+			"[--add-two-rows on|off] [--profile decode|prefill]\n");
 		return 2;
 	}
 	/* NVLink multicast stays off (before NCCL's first call). */

@@ -38,23 +38,6 @@ static int emu_o1_launch(void (*kernel)(P...), dim3 grid, dim3 block,
 	return 0;
 }
 
-/* o1_launch_cl's: clusters of CLUSTER blocks (1: none). */
-template <typename... P, typename... A>
-static int emu_o1_launch_cl(void (*kernel)(P...), dim3 grid, dim3 block,
-			    size_t smem, cudaStream_t stream, bool pdl,
-			    unsigned cluster, A... args)
-{
-	(void)stream, (void)pdl;
-	if (cluster > 1)
-		emu_launch_grid_cl(grid, block, smem, cluster,
-				   [=]() { kernel(args...); });
-	else
-		emu_launch_grid(grid, block, smem, [=]() { kernel(args...); });
-	return 0;
-}
-
 #define O1_CUDA_LAUNCH(name, ...) ((void)(name), emu_o1_launch(__VA_ARGS__))
-#define O1_CUDA_LAUNCH_CL(name, ...)                                           \
-	((void)(name), emu_o1_launch_cl(__VA_ARGS__))
 
 #endif

@@ -338,42 +338,6 @@ void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
 		run_cluster(b, block.x, {grid.x, grid.y, grid.z});
 }
 
-void emu_launch_grid_cl(dim3 grid, dim3 block, size_t smem, unsigned cl,
-			std::function<void()> f)
-{
-	std::vector<emu_idx> order;
-
-	if (capture) {
-		capture->launches.push_back(
-		    [=]() { emu_launch_grid_cl(grid, block, smem, cl, f); });
-		return;
-	}
-	if (!cl || grid.x % cl || !block.x || block.x % 32 ||
-	    cl * block.x > MAX_FIBERS || block.y != 1 || block.z != 1) {
-		fprintf(stderr, "emu: clusters of %u blocks of %u x %u x %u "
-				"threads in a grid of %u not emulated\n",
-			cl, block.x, block.y, block.z, grid.x);
-		abort();
-	}
-	if (!stacks)
-		stacks = (char *)mmap(
-		    NULL, (size_t)MAX_FIBERS * STACK_BYTES,
-		    PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (stacks == MAP_FAILED)
-		abort();
-	blocks = cl, smem_bytes = smem;
-	smem_all.assign(cl * smem, 0);
-	kernel = &f;
-	for (unsigned z = 0; z < grid.z; z++)
-		for (unsigned y = 0; y < grid.y; y++)
-			for (unsigned x = 0; x < grid.x; x += cl)
-				order.push_back({x, y, z});
-	std::shuffle(order.begin(), order.end(), prng);
-	for (const emu_idx &b : order)
-		run_cluster(b, block.x, {grid.x, grid.y, grid.z});
-}
-
 extern "C" {
 cudaError_t cudaMalloc(void **p, size_t n)
 {

@@ -321,11 +321,5 @@ void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,
  * at a time (no clusters), in an order shuffled per launch. */
 void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
 		     std::function<void()> f);
-/* The same in clusters of CL consecutive blocks (GRID.x a multiple of
- * CL): each cluster's blocks run together (their shared memory mapped
- * to each other, cluster barriers over them), the clusters one at a
- * time in a shuffled order. */
-void emu_launch_grid_cl(dim3 grid, dim3 block, size_t smem, unsigned cl,
-			std::function<void()> f);
 
 #endif
