@@ -133,7 +133,9 @@ static double on_line(const struct o1_prefill_budget *b, int a, int c,
 
 /* A decode step's time at ROWS: its bucket's estimate, else the line
  * through the measured buckets around it (or the two below it: a batch
- * filling up is measured at fewer rows only), else the one measured.
+ * filling up is measured at fewer rows only; from a few rows, up to
+ * O1_PREFILL_REACH times the highest), else the one measured, else 0
+ * (none).
  * Decode time is close to linear in rows (the weights' read, plus a
  * row's share). Another bucket's estimate as it is (before: the nearest
  * below) was off by the growth between them, which a mixed step's sample
@@ -152,6 +154,10 @@ static double decode_ns(const struct o1_prefill_budget *b, uint32_t rows)
 	if (lo >= 0) {
 		int lo2 = measured(b->decode_ns, O1_PREFILL_ROW_BUCKETS,
 				   lo - 1, -1);
+
+		if (b->decode_rows[lo] <= O1_PREFILL_MEASURE_ROWS &&
+		    rows > O1_PREFILL_REACH * (uint64_t)b->decode_rows[lo])
+			return 0;
 
 		return lo2 >= 0 ? on_line(b, lo2, lo, rows) : b->decode_ns[lo];
 	}
@@ -218,14 +224,16 @@ uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,
 				  uint32_t decode_rows, uint32_t ctx,
 				  uint32_t cap)
 {
-	return o1_prefill_budget_tokens_at(b, b->ratio, decode_rows, ctx, cap);
+	return o1_prefill_budget_tokens_at(b, b->ratio, decode_rows,
+					   decode_rows, ctx, cap);
 }
 
 uint32_t o1_prefill_budget_tokens_at(const struct o1_prefill_budget *b,
 				     double ratio, uint32_t decode_rows,
-				     uint32_t ctx, uint32_t cap)
+				     uint32_t now_rows, uint32_t ctx,
+				     uint32_t cap)
 {
-	double dec, tok, n;
+	double dec, tok, n, spare = 0;
 	uint32_t lo = b->floor < cap ? b->floor : cap;
 
 	if (!b->ratio || !(ratio > 0) || !decode_rows)
@@ -234,7 +242,13 @@ uint32_t o1_prefill_budget_tokens_at(const struct o1_prefill_budget *b,
 	tok = token_ns(b, ctx);
 	if (!dec || !tok)
 		return cap;
-	n = ratio * dec / tok;
+	if (now_rows && now_rows < decode_rows) {
+		double now = decode_ns(b, now_rows);
+
+		if (now > 0 && now < dec)
+			spare = dec - now;
+	}
+	n = (ratio * dec + spare) / tok;
 	if (n >= cap)
 		return cap;
 	return n > lo ? (uint32_t)n : lo;

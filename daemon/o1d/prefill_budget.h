@@ -77,6 +77,18 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
  * filling up to 256 rows crosses 16 of them. */
 #define O1_PREFILL_MEASURE_ROWS 16
 
+/* While every measured row count is a few (at most
+ * O1_PREFILL_MEASURE_ROWS), a count above this many times the highest has
+ * no decode estimate (so the budget is the cap until a larger batch is
+ * measured), not the line through them: at a few rows that line is flat
+ * (the weights' read), and it priced a step of 256 rows as one of 4. A fresh o1d's burst of 256 cold 510-token
+ * prompts then got a budget of 0.6 x a 4-row step's time, which the
+ * small mixed steps' fixed cost (products over a few rows on cuBLAS)
+ * charged to their tokens already: the floor's 16 tokens a step, 4
+ * streams decoding, 601 tok/s and TTFT p50 52 s on the H200 (the same
+ * burst after other traffic: 3,650). */
+#define O1_PREFILL_REACH 2
+
 /* Whether the time of a decode step of DECODE_ROWS rows was measured,
  * but not within the last O1_PREFILL_STALE_STEPS steps, or never (above
  * O1_PREFILL_MEASURE_ROWS rows): the scheduler then runs one step without
@@ -94,11 +106,20 @@ bool o1_prefill_budget_stale(const struct o1_prefill_budget *b,
 uint32_t o1_prefill_budget_tokens(const struct o1_prefill_budget *b,
 				  uint32_t decode_rows, uint32_t ctx,
 				  uint32_t cap);
-/* The same for another RATIO (> 0) on the same estimates: the budget of
- * prompts computed whole in the step (scheduler.prefill_whole_ratio). */
+/* The same for another RATIO (> 0) on the same estimates (the budget of
+ * prompts computed whole in the step: scheduler.prefill_whole_ratio),
+ * for a step that has NOW_ROWS decode rows of the DECODE_ROWS its batch
+ * grows to (requests waiting to join): its prompt tokens also get the
+ * time those missing rows would take (the step then takes what one of
+ * DECODE_ROWS rows would with RATIO's tokens, which the running streams
+ * get anyway once the batch is full). Without it a fresh o1d's burst of
+ * 256 cold 510-token prompts went in at 0.6 x a step of 17 rows' time
+ * less the small mixed steps' fixed cost, 70 tokens a step
+ * (tools/bench/sched_sim with o1d's warm-up). */
 uint32_t o1_prefill_budget_tokens_at(const struct o1_prefill_budget *b,
 				     double ratio, uint32_t decode_rows,
-				     uint32_t ctx, uint32_t cap);
+				     uint32_t now_rows, uint32_t ctx,
+				     uint32_t cap);
 /* The time (ns) the estimates give a step of DECODE_ROWS decode rows and
  * PREFILL_TOKENS prompt tokens whose largest chunk starts at CTX: what
  * the budget assumed, logged beside what the step took; 0 while an

@@ -1179,10 +1179,10 @@ static void schedule_running(struct o1_sched *s)
 		uint32_t rows = budget_rows(s), ctx = prefill_ctx(s);
 
 		s->prefill_left = o1_prefill_budget_tokens_at(
-		    &s->pb, burst(s) ? s->whole_ratio : s->pb.ratio, rows, ctx,
-		    cap);
+		    &s->pb, burst(s) ? s->whole_ratio : s->pb.ratio, rows,
+		    s->n_batch, ctx, cap);
 		s->whole_left = o1_prefill_budget_tokens_at(
-		    &s->pb, s->whole_ratio, rows, ctx, cap);
+		    &s->pb, s->whole_ratio, rows, s->n_batch, ctx, cap);
 		/* a step of decode rows alone measures their time afresh */
 		if (s->n_batch && o1_prefill_budget_stale(&s->pb, s->n_batch))
 			s->prefill_left = s->whole_left = 0;

@@ -5,6 +5,7 @@
  * under a cost model with a fixed mixed-step cost, and under jittered step
  * times from a cost far too high; it keeps the floor and the cap, ignores
  * short lone prompt steps and survives extreme inputs. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,9 +58,9 @@ static void test_ratio(void **st)
 	/* the cap wins when lower */
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 128), 128);
 	/* another ratio on the same estimates (the whole-prompt budget) */
-	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 0, 2048),
+	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 64, 0, 2048),
 			 600);
-	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 0, 500),
+	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 64, 0, 500),
 			 500);
 	/* what the estimates give a step (logged beside its time): decode
 	 * time plus the tokens' cost, and nothing while one is missing */
@@ -75,7 +76,7 @@ static void test_ratio(void **st)
 	/* the budget off: the cap, whatever the ratio asked */
 	o1_prefill_budget_observe(&b, 64, 2048, 0, (1600 + 8192) * US);
 	b.ratio = 0;
-	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 0, 2048),
+	assert_int_equal(o1_prefill_budget_tokens_at(&b, 1.5, 64, 64, 0, 2048),
 			 2048);
 }
 
@@ -108,6 +109,67 @@ static void test_row_buckets(void **st)
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 425);
 	o1_prefill_budget_observe(&b, 64, 0, 0, 1500 * US);
 	assert_int_equal(o1_prefill_budget_tokens(&b, 64, 0, 4096), 400);
+}
+
+/* A fresh daemon's burst: only steps of a few rows measured, the budget
+ * asked for the 256 rows the waiting requests will make. Past
+ * O1_PREFILL_REACH x the highest measured count there is no estimate
+ * (the cap, and no prediction), not the flat line of the few rows (4 ms
+ * for 256 rows, which held 256 cold prompts at the floor on the H200);
+ * within it, the line. */
+static void test_reach(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 0.6, 16);
+	for (uint32_t r = 1; r <= 4; r++)
+		o1_prefill_budget_observe(&b, r, 0, 0, (4000 + r) * US);
+	/* a mixed step of 4 rows and 16 tokens, 2.7 ms over the decode:
+	 * mostly the small products' fixed cost */
+	o1_prefill_budget_observe(&b, 4, 16, 0, (4004 + 2700) * US);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 256, 0, 2048), 2048);
+	assert_true(o1_prefill_budget_predict_ns(&b, 256, 16, 0) == 0);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 9, 0, 2048), 2048);
+	/* 8 rows: on the line through 3 and 4 (4,008 us): 0.6 x 4,008 /
+	 * 168.75 us a token */
+	assert_int_equal(o1_prefill_budget_tokens(&b, 8, 0, 2048), 16);
+	assert_true(o1_prefill_budget_predict_ns(&b, 8, 16, 0) > 0);
+	/* measured up to 128 rows: 256 is on their line again */
+	o1_prefill_budget_observe(&b, 128, 0, 0, 9000 * US);
+	o1_prefill_budget_observe(&b, 128, 400, 0, (9000 + 10000) * US);
+	/* 256 rows: 4,004 + (9,000 - 4,004) x 252 / 124 us = 14,157.4
+	 * (the line through 4 and 128), a budget below the cap again */
+	assert_true(fabs(o1_prefill_budget_predict_ns(&b, 256, 0, 0) -
+			 14157.4 * US) < US);
+	assert_true(o1_prefill_budget_tokens(&b, 256, 0, 2048) < 2048);
+}
+
+/* A step of 16 decode rows whose batch grows to 256 (requests waiting):
+ * its prompt tokens get the ratio's share of a 256-row step and the time
+ * the 240 missing rows would take; with the batch full, the share only;
+ * no spare time when the step's own rows have no estimate. */
+static void test_spare(void **st)
+{
+	struct o1_prefill_budget b;
+
+	(void)st;
+	o1_prefill_budget_init(&b, 0.15, 16);
+	o1_prefill_budget_observe(&b, 16, 0, 0, 4000 * US);
+	o1_prefill_budget_observe(&b, 256, 0, 0, 10000 * US);
+	o1_prefill_budget_observe(&b, 256, 400, 0, (10000 + 10000) * US);
+	/* (0.6 x 10,000 + 10,000 - 4,000) / 25 us */
+	assert_int_equal(
+	    o1_prefill_budget_tokens_at(&b, 0.6, 256, 16, 0, 2048), 480);
+	assert_int_equal(
+	    o1_prefill_budget_tokens_at(&b, 0.6, 256, 256, 0, 2048), 240);
+	assert_int_equal(
+	    o1_prefill_budget_tokens_at(&b, 0.6, 256, 0, 0, 2048), 240);
+	/* 128 rows: on the line through 16 and 256, 4,000 + 6,000 x 112 /
+	 * 240 = 6,800 us (the spare 3,200) */
+	assert_int_equal(
+	    o1_prefill_budget_tokens_at(&b, 0.6, 256, 128, 0, 2048), 368);
+	assert_int_equal(o1_prefill_budget_tokens(&b, 256, 0, 2048), 60);
 }
 
 /* Chunks late in a long prompt cost more (attention): each context range
@@ -342,6 +404,8 @@ int main(void)
 	    cmocka_unit_test(test_off_and_cold),
 	    cmocka_unit_test(test_ratio),
 	    cmocka_unit_test(test_row_buckets),
+	    cmocka_unit_test(test_reach),
+	    cmocka_unit_test(test_spare),
 	    cmocka_unit_test(test_ctx_buckets),
 	    cmocka_unit_test(test_settles),
 	    cmocka_unit_test(test_jitter_from_high),

@@ -33,6 +33,9 @@
  *   item 5 asks <= 2), the same streams' p50 in the same window in a
  *   second run without the long prompts (their contexts grow meanwhile)
  *   and the ratio to it, and the long prompts' TTFT p50 / max.
+ * Each run's scheduler first plays o1d's warm-up (one request of 4 new
+ * tokens): a fresh daemon's estimates are that request's (a decode step
+ * of one row), not none.
  * - sep (--only sep): prefill_sep.sh's order in one scheduler: the long
  *   run first (not printed), then one throughput round, printed as tput's
  *   (what an o1d that served long prompts then does with 256 new cold
@@ -312,6 +315,9 @@ struct world {
 	uint64_t tokens;
 };
 
+static void warm_up(struct world *w);
+
+/* The world of a run, warmed up as o1d starts (warm_up). */
 static int world_init(struct world *w, const struct args *a)
 {
 	struct o1_kv_layout l = {N_PAGES, 1, 1, PAGE, 1};
@@ -366,6 +372,7 @@ static int world_init(struct world *w, const struct args *a)
 		w->free_slots[w->n_free++] = MAX_SLOTS - 1 - i;
 		w->st[i].slot = UINT32_MAX;
 	}
+	warm_up(w);
 	return 0;
 }
 
@@ -442,9 +449,10 @@ static bool take(struct world *w, uint32_t k, const struct taker *t)
 		if (ev->op == O1_EV_TOKEN && ev->token.n_ids) {
 			bool first = !s->last_ns;
 
-			t->token(t->ctx, w, k, first,
-				 first ? w->sim.now - s->submit_ns
-				       : w->sim.now - s->last_ns);
+			if (t->token)
+				t->token(t->ctx, w, k, first,
+					 first ? w->sim.now - s->submit_ns
+					       : w->sim.now - s->last_ns);
 			s->last_ns = w->sim.now;
 			w->tokens++;
 		} else if (ev->op == O1_EV_FINAL) {
@@ -539,6 +547,25 @@ static int run_tput(struct world *w, uint32_t round, bool quiet)
 	free(t.itl.v);
 	free(t.ttft.v);
 	return 0;
+}
+
+/* o1d's warm-up (warmup.c): one request of a 2-token prompt for 4 new
+ * tokens through the scheduler, before any client's. It is what a fresh
+ * daemon's estimator has measured (a decode step of one row) when the
+ * first requests arrive. */
+static void warm_up(struct world *w)
+{
+	static const struct taker none = {NULL, NULL};
+
+	submit(w, 0, 0, 2, 4, false);
+	while (w->st[0].slot != UINT32_MAX) {
+		if (!step(w)) {
+			fprintf(stderr, "sched_sim: warm-up not runnable\n");
+			exit(1);
+		}
+		take(w, 0, &none);
+	}
+	w->tokens = 0;
 }
 
 /* The throughput rounds (none with --only long: a fresh daemon). */
