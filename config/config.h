@@ -117,6 +117,8 @@ struct o1_config {
 		 * O1_CONFIG_RATIO_AUTO: o1d picks (main.c: time_ratio) */
 		double prefill_time_ratio;
 		double prefill_whole_ratio;
+		/* a burst's chunks; O1_CONFIG_RATIO_AUTO: the whole ratio */
+		double prefill_burst_ratio;
 		uint32_t sampler_threads; /* 0 = min(online CPUs, 8) */
 		uint32_t max_running_per_client; /* 0 = fair share only */
 		uint32_t stall_timeout_ms;	  /* 0 = never */

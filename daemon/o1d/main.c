@@ -762,6 +762,10 @@ static int create_engine(struct o1d *d)
 			c->scheduler.prefill_tokens_per_decode,
 		    .prefill_time_ratio = time_ratio(d),
 		    .prefill_whole_ratio = c->scheduler.prefill_whole_ratio,
+		    .prefill_burst_ratio =
+			c->scheduler.prefill_burst_ratio > 0
+			    ? c->scheduler.prefill_burst_ratio
+			    : 0, /* auto */
 		    .n_slots = n_slots(c),
 		    .max_prompt_bytes = 65536,
 		    .prefix_cache = true,
@@ -1002,6 +1006,9 @@ static void not_reloaded(const struct o1_config *c, const struct o1_config *o,
 	if (c->scheduler.prefill_whole_ratio !=
 	    o->scheduler.prefill_whole_ratio)
 		report_add(l, cap, "scheduler.prefill_whole_ratio");
+	if (c->scheduler.prefill_burst_ratio !=
+	    o->scheduler.prefill_burst_ratio)
+		report_add(l, cap, "scheduler.prefill_burst_ratio");
 	if (l[0])
 		o1_warn("reload: %s changed but need a restart; not reloaded",
 			l);

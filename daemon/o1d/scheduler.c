@@ -121,6 +121,8 @@ struct o1_sched {
 	struct o1_metrics_batch step_metrics; /* the step's tokens */
 	struct o1_prefill_budget pb;	      /* prefill_time_ratio's */
 	double whole_ratio; /* max(prefill_whole_ratio, prefill_time_ratio) */
+	double burst_ratio; /* a burst's chunks': the same, or of
+			     * prefill_burst_ratio */
 };
 
 static uint64_t now_ns(void)
@@ -280,6 +282,10 @@ int o1_sched_create(const struct o1_sched_opts *o, struct o1_sched **out)
 	o1_prefill_budget_init(&s->pb, o->prefill_time_ratio, s->page_tokens);
 	s->whole_ratio = o->prefill_whole_ratio > o->prefill_time_ratio
 			     ? o->prefill_whole_ratio
+			     : o->prefill_time_ratio;
+	s->burst_ratio = !(o->prefill_burst_ratio > 0) ? s->whole_ratio
+			 : o->prefill_burst_ratio > o->prefill_time_ratio
+			     ? o->prefill_burst_ratio
 			     : o->prefill_time_ratio;
 	s->answer_cap = o->max_prompt_bytes;
 	err = alloc_seqs(s);
@@ -1162,7 +1168,7 @@ static bool burst(const struct o1_sched *s)
  * then prefill chunks, oldest first, within the prefill budget: with
  * decode rows the larger of prefill_chunk_tokens and prefill_per_decode
  * per row, or with prefill_time_ratio what of that fits the step's time
- * target (prefill_whole_ratio's in a burst); else the whole step (a
+ * target (prefill_burst_ratio's in a burst); else the whole step (a
  * prompt with nobody waiting on a next token goes fastest in the fewest,
  * largest steps). */
 static void schedule_running(struct o1_sched *s)
@@ -1179,7 +1185,7 @@ static void schedule_running(struct o1_sched *s)
 		uint32_t rows = budget_rows(s), ctx = prefill_ctx(s);
 
 		s->prefill_left = o1_prefill_budget_tokens_at(
-		    &s->pb, burst(s) ? s->whole_ratio : s->pb.ratio, rows,
+		    &s->pb, burst(s) ? s->burst_ratio : s->pb.ratio, rows,
 		    s->n_batch, ctx, cap);
 		s->whole_left = o1_prefill_budget_tokens_at(
 		    &s->pb, s->whole_ratio, rows, s->n_batch, ctx, cap);

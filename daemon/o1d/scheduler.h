@@ -21,8 +21,8 @@
  *   admitted that fits prefill_whole_ratio's budget goes in whole beside
  *   the chunks (one slower step instead of a run of them), and while
  *   the requests waiting to start are at least a quarter of
- *   max_running (a burst) the chunks get prefill_whole_ratio's budget
- *   too; else the whole step
+ *   max_running (a burst) the chunks get prefill_burst_ratio's budget
+ *   (by default prefill_whole_ratio's too); else the whole step
  *   (nobody waits on a next token: a lone prompt goes in the fewest,
  *   largest steps). Running sequences
  *   still prefilling come first, oldest first (a long prompt goes on
@@ -149,9 +149,14 @@ struct o1_sched_opts {
 	 * (prefill_budget.h), the token budget above its cap; 0: tokens */
 	double prefill_time_ratio;
 	/* with prefill_time_ratio: the ratio for prompts computed whole in
-	 * the step, and for every chunk in a burst (the larger of the two
+	 * the step, and for every chunk in a burst unless
+	 * prefill_burst_ratio says otherwise (the larger of the two
 	 * applies) */
 	double prefill_whole_ratio;
+	/* with prefill_time_ratio: the ratio for every chunk in a burst
+	 * instead (the larger of it and prefill_time_ratio applies); 0:
+	 * prefill_whole_ratio's */
+	double prefill_burst_ratio;
 	/* the clock timing steps for it (CLOCK_MONOTONIC ns); NULL: the real
 	 * one (tests pass a fake; called with step_ctx) */
 	uint64_t (*clock_ns)(void *ctx);

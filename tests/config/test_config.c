@@ -33,6 +33,7 @@ static void test_defaults(void **state)
 	assert_true(c.kv.memory_fraction == 0.9);
 	assert_true(c.scheduler.prefill_time_ratio == O1_CONFIG_RATIO_AUTO);
 	assert_true(c.scheduler.prefill_whole_ratio == 0.6);
+	assert_true(c.scheduler.prefill_burst_ratio == O1_CONFIG_RATIO_AUTO);
 	assert_int_equal(c.graphs.buckets.n, 13);
 	assert_int_equal(c.graphs.buckets.v[0], 1);
 	assert_int_equal(c.graphs.buckets.v[12], 256);
@@ -254,6 +255,7 @@ static const struct bad_case bad_cases[] = {
      {"t.ini:2:", "out of range", "auto or a number 0..16"}},
     {"[scheduler]\nprefill_time_ratio = Auto\n", {"t.ini:2:", "not a number"}},
     {"[scheduler]\nprefill_time_ratio = 17\n", {"t.ini:2:", "out of range"}},
+    {"[scheduler]\nprefill_burst_ratio = 0\n", {"t.ini:2:", "out of range"}},
     {"[cuda]\nquant_pass_rows = 257\n", {"t.ini:2:", "out of range", "0..256"}},
     {"[cuda]\nattention_splits = 33\n", {"t.ini:2:", "out of range", "0..32"}},
     {"[slo]\nwindow_s = 0\n", {"t.ini:2:", "window_s", "1..86400"}},
@@ -352,6 +354,14 @@ static void test_set(void **state)
 				       err, sizeof(err)),
 			 0);
 	assert_true(c.scheduler.prefill_time_ratio == O1_CONFIG_RATIO_AUTO);
+	assert_int_equal(o1_config_set(&c, "scheduler.prefill_burst_ratio=1",
+				       err, sizeof(err)),
+			 0);
+	assert_true(c.scheduler.prefill_burst_ratio == 1.0);
+	assert_int_equal(o1_config_set(&c, "scheduler.prefill_burst_ratio=auto",
+				       err, sizeof(err)),
+			 0);
+	assert_true(c.scheduler.prefill_burst_ratio == O1_CONFIG_RATIO_AUTO);
 	assert_true(c.faults.enabled);
 	assert_int_equal(d.slo.window_s, 60);
 	assert_false(d.faults.enabled);

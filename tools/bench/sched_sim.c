@@ -7,12 +7,14 @@
  * tools/bench/sched_sim_table.sh makes its table).
  *
  *   sched_sim [--preset llama3-8b|llama3-8b-4l] [--ratio R] [--whole R]
+ *             [--burst R]
  *             [--chunk N] [--per-decode N] [--batch-tokens N]
  *             [--running N] [--only tput|long|sep] [--seed N] [--trace]
  *             [throughput options] [long-prompt options] [model options]
  *
- * --ratio and --whole are scheduler.prefill_time_ratio (0) and
- * prefill_whole_ratio (0.6); --chunk, --per-decode, --batch-tokens and
+ * --ratio, --whole and --burst are scheduler.prefill_time_ratio (0),
+ * prefill_whole_ratio (0.6) and prefill_burst_ratio (auto: the whole
+ * ratio); --chunk, --per-decode, --batch-tokens and
  * --running the other scheduler settings (o1d's defaults). Two runs, one
  * line each (--only: one of them):
  * - tput: --streams C closed-loop streams (256) over --clients clients
@@ -123,7 +125,7 @@ static const struct model llama3_8b_4l = {
 
 struct args {
 	struct model m;
-	double ratio, whole;
+	double ratio, whole, burst; /* burst 0: auto */
 	uint32_t chunk, per_decode, batch_tokens, running;
 	uint32_t streams, clients, requests, prompt, gen, rounds;
 	bool shared, trace;
@@ -332,6 +334,7 @@ static int world_init(struct world *w, const struct args *a)
 	    .prefill_per_decode = a->per_decode,
 	    .prefill_time_ratio = a->ratio,
 	    .prefill_whole_ratio = a->whole,
+	    .prefill_burst_ratio = a->burst,
 	    .clock_ns = sim_clock,
 	    .n_slots = MAX_SLOTS,
 	    .max_prompt_bytes = MAX_CTX * ID_BYTES,
@@ -750,7 +753,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sched_sim [--preset llama3-8b|llama3-8b-4l] "
-		"[--ratio R] [--whole R] [--chunk N]\n"
+		"[--ratio R] [--whole R] [--burst R] [--chunk N]\n"
 		"  [--per-decode N] [--batch-tokens N] [--running N] "
 		"[--only tput|long|sep]\n"
 		"  [--streams C] [--clients N] [--requests R] [--rounds N] "
@@ -785,6 +788,7 @@ static void parse(int argc, char **argv, struct args *a)
 	*a = (struct args){
 	    .m = llama3_8b,
 	    .whole = 0.6,
+	    .burst = 0,
 	    .chunk = 2048,
 	    .batch_tokens = 2048,
 	    .running = 256,
@@ -827,6 +831,8 @@ static void parse(int argc, char **argv, struct args *a)
 			a->ratio = num(o, v, 0, 16);
 		} else if (!strcmp(o, "--whole")) {
 			a->whole = num(o, v, 0, 16);
+		} else if (!strcmp(o, "--burst")) {
+			a->burst = num(o, v, 0.01, 16);
 		} else if (!strcmp(o, "--chunk")) {
 			a->chunk = (uint32_t)num(o, v, 1, 1 << 20);
 		} else if (!strcmp(o, "--per-decode")) {
