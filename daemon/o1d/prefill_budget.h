@@ -81,12 +81,12 @@ void o1_prefill_budget_observe(struct o1_prefill_budget *b,
  * O1_PREFILL_MEASURE_ROWS), a count above this many times the highest has
  * no decode estimate (so the budget is the cap until a larger batch is
  * measured), not the line through them: at a few rows that line is flat
- * (the weights' read), and it priced a step of 256 rows as one of 4. A fresh o1d's burst of 256 cold 510-token
- * prompts then got a budget of 0.6 x a 4-row step's time, which the
- * small mixed steps' fixed cost (products over a few rows on cuBLAS)
- * charged to their tokens already: the floor's 16 tokens a step, 4
- * streams decoding, 601 tok/s and TTFT p50 52 s on the H200 (the same
- * burst after other traffic: 3,650). */
+ * (the weights' read), and it priced a step of 256 rows as one of 4. A
+ * fresh o1d's burst of 256 cold 510-token prompts then got a budget of
+ * 0.6 x a 4-row step's time, which the small mixed steps' fixed cost
+ * (products over a few rows on cuBLAS) charged to their tokens already:
+ * the floor's 16 tokens a step, 4 streams decoding, 601 tok/s and TTFT
+ * p50 52 s on the H200 (the same burst after other traffic: 3,650). */
 #define O1_PREFILL_REACH 2
 
 /* Whether the time of a decode step of DECODE_ROWS rows was measured,
