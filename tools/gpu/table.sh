@@ -23,7 +23,7 @@
 #   hf       tools/gpu/hf_compare.sh: o1d's logits and transformers' bf16
 #            run against transformers' f32 run (once: it is deterministic)
 #
-#   OUT=dir tools/gpu/table.sh [PART...]
+#   OUT=dir [TABLE_O1D="--set k=v ..."] tools/gpu/table.sh [PART...]
 #
 # Every measure appends one line of key=value to OUT/table.raw (part, model,
 # the shape, rep, then the figures); table.py OUT/table.raw [more.raw...]
@@ -94,10 +94,13 @@ t_batch1() {
 	done
 }
 
-# the o1d options of the big model's runs: room for 256 streams
+# the o1d options of the big model's runs: room for 256 streams, and
+# TABLE_O1D's (more o1d options, split on spaces: an A/B of a setting;
+# its table in an OUT of its own, since table.py does not tell them apart)
 t_big_start() {
+	# shellcheck disable=SC2086 # TABLE_O1D: several words
 	s_o1d_start "$s_models_dir/$big.gguf" --set scheduler.max_running=256 \
-		--set ipc.max_clients=128
+		--set ipc.max_clients=128 ${TABLE_O1D:-}
 }
 
 t_streams() {
