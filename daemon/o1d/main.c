@@ -804,6 +804,14 @@ static int create_engine(struct o1d *d)
 	};
 
 	weights_text(d, weights, sizeof(weights));
+	if (eo.sched.prefill_time_ratio > 0)
+		o1_info("scheduler: prefill_whole_ratio %g, prefill_burst_ratio "
+			"%g%s",
+			eo.sched.prefill_whole_ratio,
+			eo.sched.prefill_burst_ratio > 0
+			    ? eo.sched.prefill_burst_ratio
+			    : eo.sched.prefill_whole_ratio,
+			eo.sched.prefill_burst_ratio > 0 ? "" : " (auto)");
 	if (getrandom(&secret, sizeof(secret), 0) != sizeof(secret))
 		o1_warn("getrandom failed: prefix-cache salts are "
 			"predictable");
