@@ -762,10 +762,8 @@ static int create_engine(struct o1d *d)
 			c->scheduler.prefill_tokens_per_decode,
 		    .prefill_time_ratio = time_ratio(d),
 		    .prefill_whole_ratio = c->scheduler.prefill_whole_ratio,
-		    .prefill_burst_ratio =
-			c->scheduler.prefill_burst_ratio > 0
-			    ? c->scheduler.prefill_burst_ratio
-			    : 0, /* auto */
+		    /* auto (O1_CONFIG_RATIO_AUTO) is <= 0: the whole ratio */
+		    .prefill_burst_ratio = c->scheduler.prefill_burst_ratio,
 		    .n_slots = n_slots(c),
 		    .max_prompt_bytes = 65536,
 		    .prefix_cache = true,

@@ -152,13 +152,12 @@ static double decode_ns(const struct o1_prefill_budget *b, uint32_t rows)
 	if (lo >= 0 && hi >= 0)
 		return on_line(b, lo, hi, rows);
 	if (lo >= 0) {
-		int lo2 = measured(b->decode_ns, O1_PREFILL_ROW_BUCKETS,
-				   lo - 1, -1);
+		int lo2;
 
 		if (b->decode_rows[lo] <= O1_PREFILL_MEASURE_ROWS &&
 		    rows > O1_PREFILL_REACH * (uint64_t)b->decode_rows[lo])
 			return 0;
-
+		lo2 = measured(b->decode_ns, O1_PREFILL_ROW_BUCKETS, lo - 1, -1);
 		return lo2 >= 0 ? on_line(b, lo2, lo, rows) : b->decode_ns[lo];
 	}
 	return hi >= 0 ? b->decode_ns[hi] : 0;

@@ -154,7 +154,7 @@ struct o1_sched_opts {
 	 * applies) */
 	double prefill_whole_ratio;
 	/* with prefill_time_ratio: the ratio for every chunk in a burst
-	 * instead (the larger of it and prefill_time_ratio applies); 0:
+	 * instead (the larger of it and prefill_time_ratio applies); <= 0:
 	 * prefill_whole_ratio's */
 	double prefill_burst_ratio;
 	/* the clock timing steps for it (CLOCK_MONOTONIC ns); NULL: the real
