@@ -143,6 +143,7 @@ struct o1_config {
 		uint32_t autotune_ms; /* load time it may take */
 		enum o1_config_quant_dot quant_dot;
 		uint32_t quant_pass_rows; /* block products in passes up to */
+		uint32_t quant_i8_rows;	  /* int8 tensor-core products up to */
 		uint32_t attention_splits; /* decode attention on tensor cores:
 					    * splits at most (0: its pick) */
 		bool faster_row_counts; /* a product's row count measured

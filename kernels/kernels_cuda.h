@@ -400,6 +400,27 @@ int o1_gemm_qp_cuda(float *y, const uint16_t *x, const void *w,
 bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 		     const void *w);
 
+/* gemm_qi8.cu: the decode products' int8 arithmetic (gemv_q8.h: x
+ * quantized per 32 elements, the blocks' integers multiplied exactly, each
+ * unit scaled in f32) on the tensor cores for any number of rows M, in two
+ * launches: o1_gemm_qi8_quantize_cuda quantizes x (M,K) bf16 into SCRATCH
+ * (o1_gemm_qi8_scratch_bytes(M, K), 16-byte aligned), then each
+ * o1_gemm_qi8_cuda over that scratch (the same M and K) computes y[i *
+ * ldy + j] (M,N) f32 = x . dequant(w)^T: o1_gemv_q8_cpu's result up to
+ * f32 rounding (the order of the units' sum), within gemv_q8.h's bound of
+ * the f32 product. K split in two (y zeroed first, each half added
+ * atomically: the same bits every run) where the grid is small. w
+ * 16-byte aligned, K a multiple of 256, LDY >= N; -EINVAL (logged) for a
+ * shape o1_gemm_qi8_fits rejects. */
+uint64_t o1_gemm_qi8_scratch_bytes(uint32_t m, uint32_t k);
+bool o1_gemm_qi8_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
+		      const void *w);
+int o1_gemm_qi8_quantize_cuda(void *scratch, const uint16_t *x, uint32_t m,
+			      uint32_t k, bool pdl, cudaStream_t stream);
+int o1_gemm_qi8_cuda(float *y, const void *scratch, const void *w,
+		     enum o1_quant_type type, uint32_t m, uint32_t n,
+		     uint32_t k, uint32_t ldy, bool pdl, cudaStream_t stream);
+
 /* gemv_q.cu: act (M,F) bf16 = swiglu of o1_gemv_q_cuda's (M, 2F) output
  * over w (2F rows: gate, then up; one TYPE), as o1_swiglu_cuda computes
  * it, bit for bit, in one kernel. Operands as o1_gemv_q_cuda's. */

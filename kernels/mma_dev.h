@@ -19,6 +19,14 @@
  *                 is D(g + 8 (i / 2), 2t + i % 2); a pair's lower index in
  *                 the low half of its word.
 
+ *   mma_s8_k32    mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32:
+ *                 D (16x8 s32) += A (16x32) B (32x8), int8 products summed
+ *                 exactly (gemm_qi8.cu); with g = l / 4 and t = l % 4,
+ *                 A[j] holds the 4 bytes A(g + 8 (j % 2), 4t + 16 (j / 2)
+ *                 + {0..3}), B[j] the bytes B(4t + 16j + {0..3}, g), the
+ *                 lowest index in the lowest byte; D as mma_bf16's.
+ *   mma_s8_k16    the m16n8k16 shape: A0 holds A(g, 4t + {0..3}), A1
+ *                 A(g + 8, 4t + {0..3}), B B(4t + {0..3}, g).
  *   mma_pack_bf16 two f32 as bf16 (rounded to nearest even) in one word,
  *                 LO in the low half: cvt.rn.bf16x2.f32, one instruction
  *                 for quant_dev.h's qd_to_bf16 twice (the same bits but
@@ -163,6 +171,60 @@ static inline void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
 	}
 }
 
+/* The bytes of (A, B) as mma_s8_k32's operands, summed into D: the A
+ * fragments' K columns [0, KW) and B's rows alike (KW 16 or 32). */
+static inline void mma_s8_emu(int32_t (&d)[4], const uint32_t *a,
+			      const uint32_t *b, unsigned kw)
+{
+	int8_t A[16][32], B[32][8];
+	unsigned l = emu_lane(), g = l / 4, t = l % 4;
+	unsigned na = kw / 8, nb = kw / 16;
+
+	for (unsigned j = 0; j < na + nb; j++) {
+		uint32_t mine = j < na ? a[j] : b[j - na];
+
+		emu_warp_put(&mine, 4);
+		for (unsigned s = 0; s < 32; s++) {
+			uint32_t w;
+			unsigned sg = s / 4, st = s % 4;
+
+			emu_warp_get(s, &w, 4);
+			for (unsigned e = 0; e < 4; e++) {
+				int8_t v = (int8_t)(w >> (8 * e));
+
+				if (j < na)
+					A[sg + 8 * (j % 2)]
+					 [4 * st + 16 * (j / 2) + e] = v;
+				else
+					B[4 * st + 16 * (j - na) + e][sg] = v;
+			}
+		}
+		emu_warp_done();
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		unsigned r = g + 8 * (i / 2), c = 2 * t + i % 2;
+		int32_t s = 0;
+
+		for (unsigned k = 0; k < kw; k++)
+			s += A[r][k] * B[k][c];
+		d[i] = (int32_t)((uint32_t)d[i] + (uint32_t)s);
+	}
+}
+
+static inline void mma_s8_k32(int32_t (&d)[4], const uint32_t (&a)[4],
+			      const uint32_t (&b)[2])
+{
+	mma_s8_emu(d, a, b, 32);
+}
+
+static inline void mma_s8_k16(int32_t (&d)[4], uint32_t a0, uint32_t a1,
+			      uint32_t b)
+{
+	const uint32_t a[2] = {a0, a1};
+
+	mma_s8_emu(d, a, &b, 16);
+}
+
 #else
 
 static __device__ __forceinline__ void mma_ldsm_x4(const void *row,
@@ -225,6 +287,28 @@ static __device__ __forceinline__ void mma_bf16(float (&d)[4],
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
 		       "r"(b[1]));
+}
+
+static __device__ __forceinline__ void mma_s8_k32(int32_t (&d)[4],
+						  const uint32_t (&a)[4],
+						  const uint32_t (&b)[2])
+{
+	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+		     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+		     "{%0, %1, %2, %3};"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+		       "r"(b[1]));
+}
+
+static __device__ __forceinline__ void mma_s8_k16(int32_t (&d)[4],
+						  uint32_t a0, uint32_t a1,
+						  uint32_t b)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
+		     "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+		     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+		     : "r"(a0), "r"(a1), "r"(b));
 }
 
 #endif

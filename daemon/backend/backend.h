@@ -203,6 +203,13 @@ struct o1_backend_config {
 	 * dequantizing every matrix to tiles (0 here: never). Other bits than
 	 * the tiles' (the decode products' int8 inputs, kernels/gemv_q8.h). */
 	uint32_t cuda_quant_pass_rows;
+	/* CUDA backend (config cuda.quant_i8_rows): products of more rows
+	 * than the passes take, up to cuda_quant_i8_rows, on block weights run
+	 * gemm_qi8.cu's int8 tensor-core product (the decode products'
+	 * arithmetic, kernels/gemv_q8.h: x quantized per 32 elements, the
+	 * blocks read as they are) instead of the tiles (0: never), its
+	 * quantized input in the tile scratch. */
+	uint32_t cuda_quant_i8_rows;
 	/* CUDA backend with graphs (config cuda.autotune, off by default):
 	 * times the decode products' launch setups and cuBLASLt algorithms
 	 * per bucket at create, for at most cuda_autotune_ms of load time

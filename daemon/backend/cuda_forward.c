@@ -61,9 +61,12 @@
  * cfg.cuda_quant_f32 dequantizing in registers in f32; a larger one
  * dequantizes each part cfg.cuda_quant_tile_bytes (at most QTILE_BYTES) of
  * bf16 at a time into the tile scratch (quant.cu) and multiplies each tile
- * with cuBLAS into its columns, or with cfg.cuda_quant_mma is gemm_q.cu's
- * tensor-core product (weight tiles dequantized to bf16 in shared memory;
- * slower so far). The embedding gathers from
+ * with cuBLAS into its columns, or up to cfg.cuda_quant_i8_rows rows is
+ * gemm_qi8.cu's int8 tensor-core product (the decode products' int8
+ * arithmetic; x quantized once a product into the tile scratch), or with
+ * cfg.cuda_quant_mma gemm_q.cu's tensor-core product (weight tiles
+ * dequantized to bf16 in shared memory; slower so far). The embedding
+ * gathers from
  * the block table. With the int8 path the fused decode products take block
  * matrices too (gemv_q.cu's fused variants, the bits of the unfused kernels):
  * the QKV parts over the RMSNorm of x with RoPE and the KV write in their
@@ -340,9 +343,10 @@ static int gemv_part(struct cuda_state *s, float *y, const uint16_t *x,
 /* Which kernel multiplies part P of a block matrix over M rows: gemv_q.cu
  * for up to O1_GEMV_MAX_ROWS rows (and in passes of that many up to
  * cfg.cuda_quant_pass_rows), the tile path above that, or gemm_qp.cu up to
- * cfg.cuda_quant_qp_rows rows, or gemm_q.cu with cfg.cuda_quant_mma, where
- * they take the shape. */
-enum q_route { Q_PASSES, Q_QP, Q_MMA, Q_TILES };
+ * cfg.cuda_quant_qp_rows rows, gemm_qi8.cu up to cfg.cuda_quant_i8_rows
+ * (its quantized input in the tile scratch), or gemm_q.cu with
+ * cfg.cuda_quant_mma, where they take the shape. */
+enum q_route { Q_PASSES, Q_QP, Q_I8, Q_MMA, Q_TILES };
 
 static enum q_route q_route(const struct cuda_state *s,
 			    const struct cuda_qpart *p, uint32_t m, uint32_t k)
@@ -352,6 +356,10 @@ static enum q_route q_route(const struct cuda_state *s,
 	if (m <= s->cfg.cuda_quant_qp_rows &&
 	    o1_gemm_qp_fits(p->type, p->rows, k, p->w))
 		return Q_QP;
+	if (m <= s->cfg.cuda_quant_i8_rows &&
+	    o1_gemm_qi8_fits(p->type, p->rows, k, p->w) &&
+	    o1_gemm_qi8_scratch_bytes(m, k) <= QTILE_BYTES)
+		return Q_I8;
 	if (s->cfg.cuda_quant_mma && o1_gemm_q_fits(p->type, p->rows, k))
 		return Q_MMA;
 	return Q_TILES;
@@ -365,6 +373,7 @@ static int gemm_q(struct cuda_state *s, void *out, bool bf16,
 		  uint32_t n, uint32_t k)
 {
 	float *y = out;
+	bool quantized = false; /* x's int8 rows in the tile scratch */
 	int err = 0;
 
 	for (uint32_t i = 0; !err && i < q->n_parts; i++) {
@@ -387,6 +396,21 @@ static int gemm_q(struct cuda_state *s, void *out, bool bf16,
 					      p->rows, k, n, step_pdl(s, m),
 					      s->stream);
 			break;
+		case Q_I8:
+			/* once for every part (a tile part between them
+			 * overwrites the scratch) */
+			if (!quantized)
+				err = o1_gemm_qi8_quantize_cuda(
+				    s->qtile, x, m, k, step_pdl(s, m),
+				    s->stream);
+			quantized = !err;
+			if (!err)
+				err = o1_gemm_qi8_cuda(y + p->col0, s->qtile,
+						       p->w, p->type, m,
+						       p->rows, k, n,
+						       step_pdl(s, m),
+						       s->stream);
+			break;
 		case Q_MMA:
 			err = o1_gemm_q_cuda(y + p->col0, x, p->w, p->type, m,
 					     p->rows, k, n, step_pdl(s, m),
@@ -394,6 +418,7 @@ static int gemm_q(struct cuda_state *s, void *out, bool bf16,
 			break;
 		case Q_TILES:
 			err = tiles_q(s, out, bf16, x, p, m, n, k);
+			quantized = false;
 			break;
 		}
 	}

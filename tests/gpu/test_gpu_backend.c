@@ -43,6 +43,8 @@
  * quant.h's values in f32, unfused), with cfg.cuda_quant_mma (the
  * 17-row chunks on gemm_q.cu's tensor-core product), with
  * cfg.cuda_quant_qp_rows (the same on gemm_qp.cu's pipeline), with
+ * cfg.cuda_quant_i8_rows (the same on gemm_qi8.cu's int8 tensor cores:
+ * int8 inputs, the bound of decode rows), with
  * cfg.cuda_quant_pass_rows (the same in passes of the decode products,
  * so on int8 inputs: the bound of decode rows, see check_model)
  * and with cfg.dequantize (model.dequantize = bf16): the old
@@ -94,6 +96,7 @@ static bool quant_f32;	/* the CUDA side's cfg.cuda_quant_f32 */
 static bool quant_mma; /* the CUDA side's cfg.cuda_quant_mma */
 static bool quant_qp;  /* the CUDA side's cfg.cuda_quant_qp_rows (all) */
 static bool quant_pass; /* the CUDA side's cfg.cuda_quant_pass_rows (all) */
+static bool quant_i8;	/* the CUDA side's cfg.cuda_quant_i8_rows (all) */
 
 static uint32_t urand(uint32_t n)
 {
@@ -119,6 +122,8 @@ static void side_open(struct side *sd, enum o1_backend_kind k,
 	    k == O1_BACKEND_CUDA && quant_qp ? UINT32_MAX : 0;
 	cfg.cuda_quant_pass_rows =
 	    k == O1_BACKEND_CUDA && quant_pass ? UINT32_MAX : 0;
+	cfg.cuda_quant_i8_rows =
+	    k == O1_BACKEND_CUDA && quant_i8 ? UINT32_MAX : 0;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -439,6 +444,11 @@ static void test_quantized(void **state)
 	check_model("llama3.2-1b x2 layers q4_k_m, passes of decode products",
 		    path);
 	quant_pass = false;
+	quant_i8 = true;
+	check_model("llama3.2-1b x2 layers q4_k_m, gemm_qi8.cu's int8 tensor "
+		    "cores",
+		    path);
+	quant_i8 = false;
 	dequantize = true;
 	check_model("llama3.2-1b x2 layers q4_k_m, dequantized at load", path);
 	dequantize = false;

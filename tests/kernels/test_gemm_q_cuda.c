@@ -25,6 +25,15 @@
  * - a second launch (with PDL) bitwise equal to the first (a split K's
  *   atomic adds included), columns past N of each output row untouched;
  * - bad operands refused with -EINVAL (each kernel's own alignment rules).
+ * And gemm_qi8.cu's int8 product (o1_gemm_qi8_quantize_cuda then
+ * o1_gemm_qi8_cuda, gemv_q8.h's arithmetic), on the same shapes but K a
+ * multiple of 256 (rows of Q6_K at 2-byte offsets from 16-byte pieces):
+ * - against o1_gemv_q8_cpu (the same quantization and unit products,
+ *   summed in another order): relative L2 of each row <= 2e-5 (rounding
+ *   alone gives ~1e-7; a wrong unit, scale or token gives 1e-2 and more);
+ * - against the f32 product (o1_gemv_q_cpu) within gemv_q8.h's bound
+ *   (o1_gemv_q8_bound_cpu) element by element;
+ * - a second launch (with PDL) bitwise equal, columns past N untouched.
  * O1_TEST_QUICK=1 runs fewer shapes (tools/gpu/emu/run_gemm_q.sh runs it
  * on the CPU emulation). Exit 77 without a device. */
 #include <setjmp.h>
@@ -44,6 +53,7 @@
 #include "kernels/cuda_util.h"
 #include "quant_cuda_test.h"
 #include "kernels/gemv_q.h"
+#include "kernels/gemv_q8.h"
 #include "kernels/kernels_cuda.h"
 #include "kernels/quant.h"
 
@@ -168,6 +178,113 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 	free(mag), free(q);
 }
 
+/* gemm_qi8.cu's product on one shape: the checks of the header comment. */
+static void check_qi8(enum o1_quant_type type, uint32_t m, uint32_t n,
+		      uint32_t k, uint32_t ldy)
+{
+	size_t ny = (size_t)m * ldy;
+	uint16_t *x = malloc((size_t)m * k * 2);
+	float *f32 = malloc(ny * 4), *y8 = malloc(ny * 4), *gpu = malloc(ny * 4),
+	      *again = malloc(ny * 4), *bound = malloc((size_t)m * n * 4), *dy;
+	uint8_t *q = qct_random_blocks(type, (uint64_t)n * k);
+	uint64_t rb;
+	void *dw, *dx, *scratch;
+
+	assert_non_null(x), assert_non_null(f32), assert_non_null(y8);
+	assert_non_null(gpu), assert_non_null(again), assert_non_null(bound);
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		x[i] = kct_bf16_of(kct_frand() * 2);
+	for (size_t i = 0; i < ny; i++)
+		f32[i] = y8[i] = NAN;
+	assert_int_equal(o1_gemv_q_cpu(f32, x, q, type, m, n, k, ldy), 0);
+	assert_int_equal(o1_gemv_q8_cpu(y8, x, q, type, m, n, k, ldy), 0);
+	assert_int_equal(o1_gemv_q8_bound_cpu(bound, x, q, type, m, n, k), 0);
+	dw = kct_dev_copy(q, rb * n);
+	dx = kct_dev_copy(x, (size_t)m * k * 2);
+	dy = kct_dev_copy(f32, ny * 4); /* NaN past N */
+	scratch = kct_dev(o1_gemm_qi8_scratch_bytes(m, k));
+	assert_int_equal(o1_gemm_qi8_quantize_cuda(scratch, dx, m, k, false,
+						   NULL),
+			 0);
+	assert_int_equal(o1_gemm_qi8_cuda(dy, scratch, dw, type, m, n, k, ldy,
+					  false, NULL),
+			 0);
+	kct_get(gpu, dy, ny * 4);
+	assert_int_equal(o1_gemm_qi8_quantize_cuda(scratch, dx, m, k, true,
+						   NULL),
+			 0);
+	assert_int_equal(o1_gemm_qi8_cuda(dy, scratch, dw, type, m, n, k, ldy,
+					  true, NULL),
+			 0);
+	kct_get(again, dy, ny * 4);
+	assert_memory_equal(gpu, again, ny * 4);
+	for (uint32_t i = 0; i < m; i++) {
+		double d = 0, r = 0;
+
+		for (uint32_t j = 0; j < ldy; j++) {
+			double g = gpu[(size_t)i * ldy + j],
+			       c = y8[(size_t)i * ldy + j],
+			       f = f32[(size_t)i * ldy + j];
+
+			if (j >= n) {
+				if (!isnan(g))
+					fail_msg("gemm_qi8 %s m %u n %u k %u: "
+						 "y[%u][%u] past N written",
+						 o1_quant_name(type), m, n, k,
+						 i, j);
+				continue;
+			}
+			if (!(fabs(g - f) <= bound[(size_t)i * n + j]))
+				fail_msg("gemm_qi8 %s m %u n %u k %u: y[%u][%u] "
+					 "gpu %.9g f32 %.9g (bound %g)",
+					 o1_quant_name(type), m, n, k, i, j, g,
+					 f, bound[(size_t)i * n + j]);
+			d += (g - c) * (g - c);
+			r += c * c;
+		}
+		if (!(sqrt(d) <= 2e-5 * sqrt(r)))
+			fail_msg("gemm_qi8 %s m %u n %u k %u: row %u relative "
+				 "L2 %g to o1_gemv_q8_cpu",
+				 o1_quant_name(type), m, n, k, i,
+				 sqrt(d / r));
+	}
+	cudaFree(dw), cudaFree(dx), cudaFree(dy), cudaFree(scratch);
+	free(x), free(f32), free(y8), free(gpu), free(again), free(bound);
+	free(q);
+}
+
+static void test_gemm_qi8(void **state)
+{
+	static const uint32_t ms[] = {9, 17, 40, 100, 256, 300};
+	static const uint32_t ns[] = {37, 130};
+	static const uint32_t ks[] = {256, 768};
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (size_t a = 0; a < sizeof(ms) / sizeof(ms[0]); a++)
+			for (size_t b = 0; b < sizeof(ns) / sizeof(ns[0]); b++)
+				for (size_t c = 0; c < sizeof(ks) / sizeof(ks[0]);
+				     c++)
+					if (!kct_quick() ||
+					    (a + b + c + t) % 4 == 0)
+						check_qi8(types[t], ms[a],
+							  ns[b], ks[c],
+							  ns[b] + (a % 2) * 5);
+	/* long rows; 128-row weight tiles, tokens of 32 and 64, K split */
+	check_qi8(O1_QUANT_Q4_K, 33, 65, 4096, 65);
+	check_qi8(O1_QUANT_Q6_K, 65, 40, 2560, 41);
+	check_qi8(O1_QUANT_Q8_0, 20, 1000, 1024, 1000);
+	check_qi8(O1_QUANT_Q6_K, 50, 700, 512, 703);
+	check_qi8(O1_QUANT_Q4_0, 130, 300, 512, 300);
+	if (kct_quick())
+		return;
+	/* shapes of real models */
+	check_qi8(O1_QUANT_Q4_K, 128, 512, 4096, 512);
+	check_qi8(O1_QUANT_Q6_K, 200, 256, 14336, 256);
+	check_qi8(O1_QUANT_Q8_0, 256, 1024, 4096, 1024);
+}
+
 /* Every shape of the header comment through kernel G. */
 static void gemm_shapes(const struct kernel *g)
 {
@@ -274,6 +391,32 @@ static void test_bad_args(void **state)
 	assert_false(o1_gemm_qp_fits(O1_QUANT_Q8_0, 1u << 22, 32, w));
 	assert_true(o1_gemm_qp_fits(O1_QUANT_Q8_0, (1u << 22) - 64, 32, w));
 	assert_false(o1_gemm_qp_fits(O1_QUANT_Q8_0, 64, 32, w + 16 + 2));
+	/* gemm_qi8: K a multiple of 256, w and the scratch 16-byte aligned,
+	 * LDY >= N, a block type */
+	assert_int_equal(o1_gemm_qi8_quantize_cuda(w, x, 16, 96, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qi8_quantize_cuda(w + 8, x, 16, 256, false,
+						   NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qi8_quantize_cuda(w, x, 0, 256, false, NULL),
+			 0);
+	assert_int_equal(o1_gemm_qi8_cuda(y, x, w, O1_QUANT_Q8_0, 16, 1, 96,
+					  1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qi8_cuda(y, x, w + 8, O1_QUANT_Q4_K, 16, 1,
+					  256, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qi8_cuda(y, x, w, O1_QUANT_Q4_K, 16, 4, 256,
+					  3, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qi8_cuda(y, x, w, (enum o1_quant_type)1, 16,
+					  1, 256, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qi8_cuda(y, x, w, O1_QUANT_Q4_K, 0, 1, 256, 1,
+					  false, NULL),
+			 0);
+	assert_false(o1_gemm_qi8_fits(O1_QUANT_Q8_0, 64, 32, w));
+	assert_true(o1_gemm_qi8_fits(O1_QUANT_Q6_K, 64, 512, w));
 	cudaFree(y), cudaFree(x), cudaFree(w);
 }
 
@@ -282,6 +425,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_gemm_q),
 	    cmocka_unit_test(test_gemm_qp),
+	    cmocka_unit_test(test_gemm_qi8),
 	    cmocka_unit_test(test_bad_args),
 	};
 

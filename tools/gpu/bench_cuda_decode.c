@@ -59,6 +59,11 @@
  * 0 for the tiles at every row count above 4. The RESULT line ends with
  * quant_pass_rows=N.
  *
+ * --quant-i8-rows N sets cfg.cuda_quant_i8_rows: products of more rows
+ * than the passes, up to N, on GGUF block weights on gemm_qi8.cu's int8
+ * tensor cores instead of the tiles (default 0, o1d's cuda.quant_i8_rows
+ * default); the RESULT line ends with quant_i8_rows=N.
+ *
  * --attn W,R,T,H sets the decode attention's launch shape
  * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
  * a launch aims for, most heads a block; 0 keeps a default); --attention
@@ -146,6 +151,7 @@ struct bench_args {
 	uint32_t quant_qp_rows; /* --quant-gemm qp, --quant-qp-rows */
 	uint32_t quant_tile_mb; /* --quant-tile-mb */
 	uint32_t quant_pass_rows; /* --quant-pass-rows */
+	uint32_t quant_i8_rows;	  /* --quant-i8-rows */
 	bool no_prefetch;	  /* --prefetch off */
 	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
@@ -264,6 +270,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-tile-mb", required_argument, NULL, 'M'},
 	    {"prefetch", required_argument, NULL, 'P'},
 	    {"quant-pass-rows", required_argument, NULL, 'K'},
+	    {"quant-i8-rows", required_argument, NULL, 'I'},
 	    {"attn", required_argument, NULL, 'A'},
 	    {"attn-tc", required_argument, NULL, 'T'},
 	    {"attention", required_argument, NULL, 'N'},
@@ -282,6 +289,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
+	a->quant_i8_rows = 0;	 /* o1d's cuda.quant_i8_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
@@ -369,6 +377,11 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
+		if (opt == 'I') {
+			if (parse_in(optarg, 0, 1u << 20, &a->quant_i8_rows))
+				return -EINVAL;
+			continue;
+		}
 		if (opt == 'R' || opt == 'K' || opt == 'M') {
 			/* --quant-pass-rows 0: the tiles above 4 rows */
 			if (parse_in(optarg, opt == 'K' ? 0 : 1,
@@ -429,6 +442,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_tile_bytes = a->quant_tile_mb << 20,
 	    .cuda_quant_qp_rows = a->quant_qp_rows,
 	    .cuda_quant_pass_rows = a->quant_pass_rows,
+	    .cuda_quant_i8_rows = a->quant_i8_rows,
 	    .cuda_no_prefetch = a->no_prefetch,
 	    .cuda_attn_warps = a->attn[0],
 	    .cuda_attn_split_rounds = a->attn[1],
@@ -607,7 +621,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
-	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f\n",
+	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f "
+	       "quant_i8_rows=%u\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -627,7 +642,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 					      : "auto",
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
-	       on_off(!a->add_one_row), t->prefill_s * 1e3);
+	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -728,7 +743,8 @@ int main(int argc, char **argv)
 			"[--quant-dot int8|f32|both] "
 			"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
 			"[--quant-tile-mb N] [--prefetch on|off] "
-			"[--quant-pass-rows N] [--attn W,R,T,H] "
+			"[--quant-pass-rows N] [--quant-i8-rows N] "
+			"[--attn W,R,T,H] "
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "
 			"[--gu-out bf16|f32] [--qkv-out bf16|f32] "

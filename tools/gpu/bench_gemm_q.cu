@@ -14,6 +14,8 @@
  *   mma    gemm_q.cu's tensor-core kernel (o1_gemm_q_cuda);
  *   qp     gemm_qp.cu's pipelined kernel (o1_gemm_qp_cuda) with the tiles
  *          and split it picks (shown as plan=BMxBN/splits);
+ *   i8     gemm_qi8.cu's int8 tensor-core product, its input's
+ *          quantization (o1_gemm_qi8_quantize_cuda) included;
  *   bf16   cublasGemmEx on a bf16 matrix of the same shape (the bf16
  *          model's product, the speed to reach);
  *   with --sweep, qp forced to each plan (BM 64/128 x BN 32/64/128/256
@@ -28,10 +30,14 @@
  *   RESULT shape=S m=M type=T tiles_us=.. tiles_tflops=.. mma_us=..
  *          mma_tflops=.. qp_us=.. qp_tflops=.. plan=.. bf16_us=..
  *          bf16_tflops=.. qp_vs_tiles=.. qp_vs_bf16=.. qp_rel=..
- *          [best=PLAN best_us=.. sweep_rel_max=..]
- * (qp_vs_tiles > 1: qp is faster than the tiles). This file includes
- * gemm_q.cu and gemm_qp.cu to reach their launches by plan (it does not
- * link the library's copies).
+ *          i8_us=.. i8_tflops=.. i8_plan=.. i8_vs_tiles=.. i8_vs_bf16=..
+ *          i8_rel=.. [best=PLAN best_us=.. sweep_rel_max=..]
+ * (qp_vs_tiles > 1: qp is faster than the tiles; i8_rel, the int8
+ * inputs' error, ~1e-3 to 1e-2). --ways LIST (tiles,mma,qp,i8,bf16;
+ * default all) times only those (the others' figures are -1; qp_rel and
+ * i8_rel need tiles). This file includes gemm_q.cu, gemm_qp.cu and
+ * gemm_qi8.cu to reach their launches by plan (it does not link the
+ * library's copies).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,6 +53,7 @@
 
 #include "kernels/gemm_q.cu"
 #include "kernels/gemm_qp.cu"
+#include "kernels/gemm_qi8.cu"
 
 #define WARMUP 3
 #define SEED_ROWS 64
@@ -78,6 +85,7 @@ struct bufs {
 	void *w;	  /* block weights, N rows */
 	uint16_t *wb, *x; /* bf16 weights (N, K), inputs (M max, K) */
 	float *y;
+	void *scratch; /* gemm_qi8's quantized input */
 	cublasHandle_t blas;
 	cudaEvent_t t0, t1;
 };
@@ -143,7 +151,7 @@ static int bf16_gemm(struct bufs *b, const uint16_t *w, uint32_t m,
 		       : 0;
 }
 
-enum way { MMA, QP, QP_PLAN, TILES, BF16 };
+enum way { MMA, QP, QP_PLAN, TILES, BF16, I8 };
 
 static int run_one(struct bufs *b, enum way way, gp_plan plan,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k)
@@ -160,6 +168,12 @@ static int run_one(struct bufs *b, enum way way, gp_plan plan,
 	case QP_PLAN:
 		return gp_dispatch(plan, b->y, b->x, b->w, type, m, n, k, n,
 				   false, NULL);
+	case I8:
+		err = o1_gemm_qi8_quantize_cuda(b->scratch, b->x, m, k, false,
+						NULL);
+		return err ? err
+			   : o1_gemm_qi8_cuda(b->y, b->scratch, b->w, type, m,
+					      n, k, n, false, NULL);
 	case TILES:
 		err = o1_quant_dequantize_bf16_cuda(type, b->w, b->wb,
 						    (uint64_t)n * k, NULL);
@@ -257,8 +271,20 @@ static int sweep(struct bufs *b, enum o1_quant_type type, uint32_t m,
 	return 0;
 }
 
+/* --ways: tiles, mma, qp, i8, bf16 */
+enum { W_TILES = 1, W_MMA = 2, W_QP = 4, W_I8 = 8, W_BF16 = 16 };
+
+/* WAY's mean microseconds where WAYS has BIT, else -2 (not run). */
+static double time_if(struct bufs *b, unsigned ways, unsigned bit,
+		      enum way way, gp_plan plan, enum o1_quant_type type,
+		      uint32_t m, uint32_t n, uint32_t k, int iters)
+{
+	return ways & bit ? time_way(b, way, plan, type, m, n, k, iters)
+			  : -2.0;
+}
+
 static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
-		       int iters, bool do_sweep)
+		       unsigned ways, int iters, bool do_sweep)
 {
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		enum o1_quant_type ty = types[t].type;
@@ -275,18 +301,29 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			double fl = 2.0 * m * s->n * s->k;
 			double best_us = 0, worst = 0;
 			gp_plan p = gp_pick(m, s->n, s->k), best = {};
-			double tiles = time_way(b, TILES, p, ty, m, s->n, s->k,
-						iters);
-			double mma = time_way(b, MMA, p, ty, m, s->n, s->k,
-					      iters);
-			double qp =
-			    time_way(b, QP, p, ty, m, s->n, s->k, iters);
-			double bf =
-			    time_way(b, BF16, p, ty, m, s->n, s->k, iters);
-			double rel = qp_rel(b, QP, p, ty, m, s->n, s->k);
+			gi_plan ip = gi_pick(m, s->n, s->k);
+			double tiles = time_if(b, ways, W_TILES, TILES, p, ty,
+					       m, s->n, s->k, iters);
+			double mma = time_if(b, ways, W_MMA, MMA, p, ty, m,
+					     s->n, s->k, iters);
+			double qp = time_if(b, ways, W_QP, QP, p, ty, m, s->n,
+					    s->k, iters);
+			double i8 = time_if(b, ways, W_I8, I8, p, ty, m, s->n,
+					    s->k, iters);
+			double bf = time_if(b, ways, W_BF16, BF16, p, ty, m,
+					    s->n, s->k, iters);
+			double rel = (ways & (W_TILES | W_QP)) ==
+					     (W_TILES | W_QP)
+					 ? qp_rel(b, QP, p, ty, m, s->n, s->k)
+					 : -2.0;
+			double irel = (ways & (W_TILES | W_I8)) ==
+					      (W_TILES | W_I8)
+					  ? qp_rel(b, I8, p, ty, m, s->n, s->k)
+					  : -2.0;
 
-			if (tiles < 0 || mma < 0 || qp < 0 || bf < 0 ||
-			    rel < 0)
+			if (tiles == -1.0 || mma == -1.0 || qp == -1.0 ||
+			    i8 == -1.0 || bf == -1.0 || rel == -1.0 ||
+			    irel == -1.0)
 				return -EIO;
 			if (do_sweep &&
 			    sweep(b, ty, m, s->n, s->k, iters, &best, &best_us,
@@ -296,12 +333,16 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			       "tiles_tflops=%.1f mma_us=%.1f mma_tflops=%.1f "
 			       "qp_us=%.1f qp_tflops=%.1f plan=%dx%d/%u "
 			       "bf16_us=%.1f bf16_tflops=%.1f "
-			       "qp_vs_tiles=%.2f qp_vs_bf16=%.2f qp_rel=%.1e",
+			       "qp_vs_tiles=%.2f qp_vs_bf16=%.2f qp_rel=%.1e "
+			       "i8_us=%.1f i8_tflops=%.1f i8_plan=%dx%d/%u "
+			       "i8_vs_tiles=%.2f i8_vs_bf16=%.2f i8_rel=%.1e",
 			       s->name, m, types[t].name, tiles,
 			       fl / tiles / 1e6, mma, fl / mma / 1e6, qp,
 			       fl / qp / 1e6, p.bm, p.bn,
 			       (s->k > 256 ? p.splits : 1u), bf, fl / bf / 1e6,
-			       tiles / qp, bf / qp, rel);
+			       tiles / qp, bf / qp, rel, i8, fl / i8 / 1e6,
+			       ip.bm, ip.bn, (s->k >= 512 ? ip.splits : 1u),
+			       tiles / i8, bf / i8, irel);
 			if (do_sweep)
 				printf(" best=%dx%d/%u best_us=%.1f "
 				       "sweep_rel_max=%.1e",
@@ -332,10 +373,14 @@ int main(int argc, char **argv)
 	    {"types", required_argument, NULL, 't'},
 	    {"shapes", required_argument, NULL, 's'},
 	    {"sweep", no_argument, NULL, 'w'},
+	    {"ways", required_argument, NULL, 'y'},
 	    {NULL, 0, NULL, 0},
 	};
 	static const char *const tnames[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
 	static const char *const snames[] = {"qkv", "o", "gu", "down", "head"};
+	static const char *const wnames[] = {"tiles", "mma", "qp", "i8",
+					     "bf16"};
+	unsigned ways = 0x1f;
 	struct bufs b = {};
 	unsigned mask = 0xd, smask = 0x1f;
 	int iters = 20, opt, err = 0;
@@ -349,13 +394,16 @@ int main(int argc, char **argv)
 			mask = parse_list(optarg, tnames, 4);
 		} else if (opt == 's' && parse_list(optarg, snames, 5)) {
 			smask = parse_list(optarg, snames, 5);
+		} else if (opt == 'y' && parse_list(optarg, wnames, 5)) {
+			ways = parse_list(optarg, wnames, 5);
 		} else if (opt == 'w') {
 			do_sweep = true;
 		} else {
 			fprintf(stderr,
 				"usage: bench_gemm_q [--iters N] "
 				"[--types q8_0,q4_0,q4_k,q6_k] "
-				"[--shapes qkv,o,gu,down,head] [--sweep]\n");
+				"[--shapes qkv,o,gu,down,head] [--sweep] "
+				"[--ways tiles,mma,qp,i8,bf16]\n");
 			return 2;
 		}
 	}
@@ -375,6 +423,9 @@ int main(int argc, char **argv)
 		  "malloc") ||
 	    check(cudaMalloc((void **)&b.y, (size_t)MOST_M * 128256 * 4),
 		  "malloc") ||
+	    check(cudaMalloc(&b.scratch,
+			     o1_gemm_qi8_scratch_bytes(MOST_M, MOST_K)),
+		  "malloc") ||
 	    check(cudaMemcpy(b.x, hx, (size_t)MOST_M * MOST_K * 2,
 			     cudaMemcpyHostToDevice),
 		  "x") ||
@@ -389,10 +440,11 @@ int main(int argc, char **argv)
 	free(hx);
 	for (size_t s = 0; !err && s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		if (smask & (1u << s))
-			err = bench_shape(&b, &shapes[s], mask, iters,
+			err = bench_shape(&b, &shapes[s], mask, ways, iters,
 					  do_sweep);
 	cublasDestroy(b.blas);
 	cudaFree(b.w), cudaFree(b.wb), cudaFree(b.x), cudaFree(b.y);
+	cudaFree(b.scratch);
 	if (err)
 		fprintf(stderr, "bench_gemm_q: failed (%d)\n", err);
 	return err ? 1 : 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs tests/kernels/test_gemm_q_cuda against kernels/gemm_q.cu and
-# gemm_qp.cu emulated on the CPU (emu.h; mma_dev.h's
+# Runs tests/kernels/test_gemm_q_cuda against kernels/gemm_q.cu,
+# gemm_qp.cu and gemm_qi8.cu emulated on the CPU (emu.h; mma_dev.h's
 # tensor-core operations become warp exchanges that move the elements of
 # PTX's fragment layouts, its asynchronous copies plain copies), so the
 # tile loads, the masks, the pipeline's stages and the fragment indexing
@@ -28,7 +28,7 @@ cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
     -DO1_SHARED_DIR="\"$root/../shared\"" "${inc[@]}")
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
 objs=()
-for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
+for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q kernels/gemv_q8 \
 	 kernels/threads common/log common/error \
 	 tests/kernels/kernel_cuda_test tests/kernels/quant_cuda_test; do
 	o=$out/$(basename "$c")_c.o
@@ -36,7 +36,7 @@ for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q \
 	objs+=("$o")
 done
 kobjs=()
-for k in gemm_q gemm_qp; do
+for k in gemm_q gemm_qp gemm_qi8; do
 	sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
 	"${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
 	kobjs+=("$out/${k}_emu.o")
