@@ -487,23 +487,6 @@ static __global__ void __launch_bounds__(256)
 	ds[(size_t)u * mp + tok] = make_float2(d, __fmul_rn(d, (float)qsum));
 }
 
-/* The multiprocessors of the current device (cached; 132 if unknown). */
-static int gi_sms(void)
-{
-	static int sms;
-	int dev = 0, v = 0;
-
-	if (!sms)
-		sms = cudaGetDevice(&dev) == cudaSuccess &&
-			      cudaDeviceGetAttribute(
-				  &v, cudaDevAttrMultiProcessorCount, dev) ==
-				  cudaSuccess &&
-			      v > 0
-			  ? v
-			  : 132;
-	return sms;
-}
-
 /* A launch's tiles: BN by M (the fewest tokens past M), BM 128 while that
  * fills every multiprocessor, else 64; K in two where the grid still
  * leaves multiprocessors idle and K has two steps. */
@@ -515,7 +498,7 @@ struct gi_plan {
 static gi_plan gi_pick(uint32_t m, uint32_t n, uint32_t k)
 {
 	gi_plan p;
-	uint64_t tt, sms = (uint64_t)gi_sms();
+	uint64_t tt, sms = (uint64_t)o1_cuda_sm_count();
 
 	p.bn = m <= 32 ? 32 : m <= 64 ? 64 : 128;
 	tt = (m + p.bn - 1) / p.bn;

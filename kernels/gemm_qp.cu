@@ -426,23 +426,6 @@ static __global__ void __launch_bounds__(256)
 		y[i / n * ldy + i % n] = 0.0f;
 }
 
-/* The multiprocessors of the current device (cached; 132 if unknown). */
-static int gp_sms(void)
-{
-	static int sms;
-	int dev = 0, v = 0;
-
-	if (!sms)
-		sms = cudaGetDevice(&dev) == cudaSuccess &&
-			      cudaDeviceGetAttribute(
-				  &v, cudaDevAttrMultiProcessorCount, dev) ==
-				  cudaSuccess &&
-			      v > 0
-			  ? v
-			  : 132;
-	return sms;
-}
-
 /* A launch's tiles: over 128 rows 128 x 256 where that fills every
  * multiprocessor (half the decode per token of 128 x 128, warps of 64 x
  * 64, fewer bytes from L2 a product); else BN by M (the fewest rows past
@@ -457,7 +440,7 @@ struct gp_plan {
 static gp_plan gp_pick(uint32_t m, uint32_t n, uint32_t k)
 {
 	gp_plan p;
-	uint64_t tt, sms = (uint64_t)gp_sms();
+	uint64_t tt, sms = (uint64_t)o1_cuda_sm_count();
 
 	if (m > 128 && (n + 127) / 128 * ((m + 255) / 256) >= sms) {
 		p.bm = 128, p.bn = 256, p.splits = 1;
