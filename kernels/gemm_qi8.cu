@@ -67,7 +67,7 @@ extern "C" {
 
 #define GI_THREADS 256
 #define GI_XLD	   272 /* bytes of a token's 256 quants in shared memory */
-#define GI_SMEM	   (220u << 10) /* at most, of the H200's 227 KB a block */
+#define GI_SMEM	   (220u << 10) /* at most a multiprocessor (227 KB) */
 
 /* A raw row of a step: BYTES for 256 elements of K; PIECES of 16 bytes
  * cover them at any even offset, an odd number so that rows 8 apart do
@@ -84,16 +84,23 @@ template <int TYPE> struct gi_raw {
 
 /* Shared memory: STAGES copy groups (raw BM rows, x BN rows of GI_XLD,
  * ds 8 units x BN float2), then the step's unit scales (8 x BM float2).
- * Four stages where they fit, else three, else two. */
+ * OCC blocks a multiprocessor: two for tiles of 64 tokens or fewer where
+ * two stages of each fit (16 warps hide the chains of loads, products
+ * and scaling that 8 leave exposed), else one; four stages where they
+ * fit, else three, else two. */
 template <int TYPE, int BM, int BN> struct gi_smem {
 	static constexpr uint32_t raw = BM * gi_raw<TYPE>::ld;
 	static constexpr uint32_t xs = BN * GI_XLD;
 	static constexpr uint32_t ds = 8 * BN * 8;
 	static constexpr uint32_t stage = raw + xs + ds;
 	static constexpr uint32_t sc = 8 * BM * 8;
-	static constexpr int stages = 4 * stage + sc <= GI_SMEM	  ? 4
-				      : 3 * stage + sc <= GI_SMEM ? 3
-								  : 2;
+	static constexpr int occ = BN <= 64 && 2 * stage + sc <= GI_SMEM / 2
+				       ? 2
+				       : 1;
+	static constexpr uint32_t most = GI_SMEM / occ;
+	static constexpr int stages = 4 * stage + sc <= most   ? 4
+				      : 3 * stage + sc <= most ? 3
+							       : 2;
 	static constexpr uint32_t total = stages * stage + sc;
 };
 
@@ -244,49 +251,82 @@ static __device__ __forceinline__ float gi_sum(int32_t c)
 
 #define GI_MAGIC 0x4b400000
 
-/* The products of unit of A fragments AF (rows g, g + 8 scaled by WSC)
- * by the B fragment (B0: k 0-15, B1: k 16-31) of token tile J, into
- * ACC[.][J], scaled by the tokens' (d, s) pairs XD (tokens 2t, 2t + 1). */
-template <int TYPE, int MI, int NJ>
+/* Token tiles [J0, J0 + CH) of one unit: their B fragments (ldmatrix.x4
+ * from the step's quants XB, the unit's column: two tiles a load), every
+ * mma of them by the A fragments AF first (independent: the tensor cores'
+ * latency overlaps, where the scaling after each one waited for it with
+ * only two warps a scheduler), then the scaling into ACC: rows g and
+ * g + 8 of each A fragment (WSC), tokens 2t and 2t + 1 of each B
+ * fragment (their (d, s) pairs from DS). */
+template <int TYPE, int MI, int NJ, int CH>
 static __device__ __forceinline__ void
-gi_unit(float (&acc)[MI][NJ][4], const uint32_t (&af)[MI][4],
-	const float2 (&wsc)[MI][2], uint32_t b0, uint32_t b1, float4 xd, int j)
+gi_chunk(float (&acc)[MI][NJ][4], const uint32_t (&af)[MI][4],
+	 const float2 (&wsc)[MI][2], const uint8_t *xb, const float2 *ds,
+	 uint32_t lane, int j0)
 {
-	float dx[2] = {xd.x, xd.z}, xsum[2] = {xd.y, xd.w};
+	constexpr int H = TYPE == O1_QUANT_Q6_K ? 2 : 1;
+	uint32_t bf[CH][2];
+	int32_t c[MI][CH][H][4];
 
 #pragma unroll
-	for (int i = 0; i < MI; i++) {
-		int32_t c0[4] = {GI_MAGIC, GI_MAGIC, GI_MAGIC, GI_MAGIC};
-		int32_t c1[4] = {GI_MAGIC, GI_MAGIC, GI_MAGIC, GI_MAGIC};
+	for (int j = 0; j < CH / 2; j++) {
+		uint32_t b[4];
 
-		if constexpr (TYPE == O1_QUANT_Q6_K) {
-			mma_s8_k16(c0, af[i][0], af[i][1], b0);
-			mma_s8_k16(c1, af[i][2], af[i][3], b1);
-		} else {
-			const uint32_t bb[2] = {b0, b1};
-
-			mma_s8_k32(c0, af[i], bb);
+		/* B of tokens 0-7 (k 0-15, 16-31), then of tokens 8-15 */
+		mma_ldsm_x4(xb + (8 * (j0 + 2 * j) + lane % 8 + 8 * (lane / 16)) *
+				     GI_XLD +
+				 16 * (lane / 8 % 2),
+			    b);
+		bf[2 * j][0] = b[0], bf[2 * j][1] = b[1];
+		bf[2 * j + 1][0] = b[2], bf[2 * j + 1][1] = b[3];
+	}
+#pragma unroll
+	for (int i = 0; i < MI; i++)
+#pragma unroll
+		for (int j = 0; j < CH; j++) {
+#pragma unroll
+			for (int h = 0; h < H; h++)
+#pragma unroll
+				for (int e = 0; e < 4; e++)
+					c[i][j][h][e] = GI_MAGIC;
+			if constexpr (TYPE == O1_QUANT_Q6_K) {
+				mma_s8_k16(c[i][j][0], af[i][0], af[i][1],
+					   bf[j][0]);
+				mma_s8_k16(c[i][j][H - 1], af[i][2], af[i][3],
+					   bf[j][1]);
+			} else {
+				mma_s8_k32(c[i][j][0], af[i], bf[j]);
+			}
 		}
 #pragma unroll
-		for (int e = 0; e < 4; e++) {
-			float2 w = wsc[i][e / 2];
-			float f = acc[i][j][e];
+	for (int j = 0; j < CH; j++) {
+		float4 xd = *(const float4 *)&ds[8 * (j0 + j) + 2 * (lane % 4)];
+		float dx[2] = {xd.x, xd.z}, xsum[2] = {xd.y, xd.w};
 
-			f = __fmaf_rn(__fmul_rn(w.x, dx[e % 2]), gi_sum(c0[e]),
-				      f);
-			if constexpr (TYPE == O1_QUANT_Q6_K)
-				f = __fmaf_rn(__fmul_rn(w.y, dx[e % 2]),
-					      gi_sum(c1[e]), f);
-			else if constexpr (TYPE != O1_QUANT_Q8_0)
-				f = __fmaf_rn(w.y, xsum[e % 2], f);
-			acc[i][j][e] = f;
-		}
+#pragma unroll
+		for (int i = 0; i < MI; i++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				float2 w = wsc[i][e / 2];
+				float f = acc[i][j0 + j][e];
+
+				f = __fmaf_rn(__fmul_rn(w.x, dx[e % 2]),
+					      gi_sum(c[i][j][0][e]), f);
+				if constexpr (TYPE == O1_QUANT_Q6_K)
+					f = __fmaf_rn(__fmul_rn(w.y, dx[e % 2]),
+						      gi_sum(c[i][j][H - 1][e]),
+						      f);
+				else if constexpr (TYPE != O1_QUANT_Q8_0)
+					f = __fmaf_rn(w.y, xsum[e % 2], f);
+				acc[i][j0 + j][e] = f;
+			}
 	}
 }
 
 /* Grid: (token tiles of BN, weight tiles of BM, parts of K). */
 template <int TYPE, int BM, int BN>
-static __global__ void __launch_bounds__(GI_THREADS, 1) gemm_qi8(gi_args a)
+static __global__ void
+__launch_bounds__(GI_THREADS, (gi_smem<TYPE, BM, BN>::occ)) gemm_qi8(gi_args a)
 {
 	using sm = gi_smem<TYPE, BM, BN>;
 	constexpr int S = sm::stages, MI = BM / 64, NJ = BN / 16;
@@ -375,28 +415,15 @@ static __global__ void __launch_bounds__(GI_THREADS, 1) gemm_qi8(gi_args a)
 				wsc[i][0] = sc[u * BM + wr + 16 * i + g];
 				wsc[i][1] = sc[u * BM + wr + 16 * i + g + 8];
 			}
-#pragma unroll
-			for (int j2 = 0; j2 < NJ / 2; j2++) {
-				uint32_t b[4];
+			/* Q6_K's two sums a tile: half the tiles at a time */
+			constexpr int CH =
+			    TYPE == O1_QUANT_Q6_K && NJ > 4 ? 4 : NJ;
 
-				/* B of tokens 0-7 (k 0-15, 16-31), then of
-				 * tokens 8-15 */
-				mma_ldsm_x4(xs +
-						(wn + 16 * j2 + lane % 8 +
-						 8 * (lane / 16)) *
-						    GI_XLD +
-						32 * u + 16 * (lane / 8 % 2),
-					    b);
 #pragma unroll
-				for (int jj = 0; jj < 2; jj++)
-					gi_unit<TYPE, MI>(
-					    acc, af, wsc, b[2 * jj],
-					    b[2 * jj + 1],
-					    *(const float4 *)&ds[u * BN + wn +
-								 16 * j2 +
-								 8 * jj + 2 * t],
-					    2 * j2 + jj);
-			}
+			for (int j0 = 0; j0 < NJ; j0 += CH)
+				gi_chunk<TYPE, MI, NJ, CH>(
+				    acc, af, wsc, xs + wn * GI_XLD + 32 * u,
+				    ds + u * BN + wn, lane, j0);
 		}
 	}
 	mma_cp_wait<0>();

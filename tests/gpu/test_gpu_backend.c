@@ -351,9 +351,10 @@ static void check_model(const char *name, const char *path)
 	 * (quantized per 32 elements, kernels/gemv_q8.h: ~0.1-0.5% a
 	 * product, compounding over two layers' nine products), as decode
 	 * rows do everywhere but with cuda_quant_f32: 3e-2 for those (the
-	 * H200, 2026-12-02: 0.0259 prompt rows, passes), 2e-2 for bf16
-	 * products and tiles. */
-	assert_true(st.max_rel <= (quant_pass ? 3e-2 : 2e-2));
+	 * H200, 2026-12-02: 0.0259 prompt rows, passes), and so do those
+	 * on gemm_qi8.cu (the same int8 inputs; 0.0257 on the H200,
+	 * 2026-12-04), 2e-2 for bf16 products and tiles. */
+	assert_true(st.max_rel <= (quant_pass || quant_i8 ? 3e-2 : 2e-2));
 	assert_true(st.max_rel_decode <= 3e-2);
 	assert_int_equal(st.far, 0);
 	assert_true((st.top1 + st.near) * 100 >= st.rows * 98);
