@@ -171,6 +171,19 @@ static __device__ __forceinline__ void gi_issue(uint8_t *st, const gi_args &a,
 	}
 }
 
+/* Weight row R0 + R's bytes of step J in the stage at ST: they sit at the
+ * row's offset within its first 16-byte piece (gi_issue). */
+template <int TYPE>
+static __device__ __forceinline__ const uint8_t *
+gi_row(const uint8_t *st, const gi_args &a, uint32_t r0, uint32_t r,
+       uint32_t j)
+{
+	return st + r * gi_raw<TYPE>::ld +
+	       ((uintptr_t)(a.w + (uint64_t)(r0 + r) * a.rb +
+			    (uint64_t)j * gi_raw<TYPE>::bytes) &
+		15);
+}
+
 /* 4 bytes of shared memory at P (2-byte aligned). */
 static __device__ __forceinline__ uint32_t gi_word(const uint8_t *p)
 {
@@ -330,7 +343,6 @@ __launch_bounds__(GI_THREADS, (gi_smem<TYPE, BM, BN>::occ)) gemm_qi8(gi_args a)
 {
 	using sm = gi_smem<TYPE, BM, BN>;
 	constexpr int S = sm::stages, MI = BM / 64, NJ = BN / 16;
-	constexpr uint32_t LD = gi_raw<TYPE>::ld, SB = gi_raw<TYPE>::bytes;
 	extern __shared__ __align__(16) uint4 gi_shared[];
 	uint8_t *base = (uint8_t *)gi_shared;
 	float2 *sc = (float2 *)(base + S * sm::stage); /* [8][BM] */
@@ -375,14 +387,9 @@ __launch_bounds__(GI_THREADS, (gi_smem<TYPE, BM, BN>::occ)) gemm_qi8(gi_args a)
 		/* the step's unit scales, BM x 8 */
 		for (uint32_t p = threadIdx.x; p < 8 * BM; p += GI_THREADS) {
 			uint32_t r = p % BM, u = p / BM;
-			const uint8_t *row =
-			    cur + r * LD +
-			    ((uintptr_t)(a.w + (uint64_t)(r0 + r) * a.rb +
-					 (uint64_t)(js + st) * SB) &
-			     15);
-
 			if (r0 + r < a.n)
-				sc[u * BM + r] = gi_scales<TYPE>(row, u);
+				sc[u * BM + r] = gi_scales<TYPE>(
+				    gi_row<TYPE>(cur, a, r0, r, js + st), u);
 		}
 		__syncthreads();
 
@@ -394,11 +401,7 @@ __launch_bounds__(GI_THREADS, (gi_smem<TYPE, BM, BN>::occ)) gemm_qi8(gi_args a)
 			for (int h = 0; h < 2; h++) {
 				uint32_t r = wr + 16 * i + g + 8 * h;
 
-				ra[i][h] = cur + r * LD +
-					   ((uintptr_t)(a.w +
-							(uint64_t)(r0 + r) * a.rb +
-							(uint64_t)(js + st) * SB) &
-					    15);
+				ra[i][h] = gi_row<TYPE>(cur, a, r0, r, js + st);
 			}
 #pragma unroll 1
 		for (uint32_t u = 0; u < 8; u++) {
