@@ -57,6 +57,7 @@
 
 #include "cuda_launch.h"
 #include "cuda_util.h"
+#include "gemm_blocks.h"
 #include "kernels_cuda.h"
 #include "mma_dev.h"
 #include "quant_dev.h"
@@ -69,19 +70,6 @@ extern "C" {
 #define GI_XLD	   272 /* bytes of a token's 256 quants in shared memory */
 #define GI_SMEM	   (220u << 10) /* at most a multiprocessor (227 KB) */
 
-/* A raw row of a step: BYTES for 256 elements of K; PIECES of 16 bytes
- * cover them at any even offset, an odd number so that rows 8 apart do
- * not share banks; LD the pitch. */
-template <int TYPE> struct gi_raw {
-	static constexpr uint32_t bytes =
-	    TYPE == O1_QUANT_Q8_0   ? 8 * O1_QUANT_Q8_0_BYTES
-	    : TYPE == O1_QUANT_Q4_0 ? 8 * O1_QUANT_Q4_0_BYTES
-	    : TYPE == O1_QUANT_Q4_K ? O1_QUANT_Q4_K_BYTES
-				    : O1_QUANT_Q6_K_BYTES;
-	static constexpr uint32_t pieces = ((bytes + 15) / 16 + 1) | 1;
-	static constexpr uint32_t ld = 16 * pieces;
-};
-
 /* Shared memory: STAGES copy groups (raw BM rows, x BN rows of GI_XLD,
  * ds 8 units x BN float2), then the step's unit scales (8 x BM float2).
  * OCC blocks a multiprocessor: two for tiles of 64 tokens or fewer where
@@ -89,7 +77,7 @@ template <int TYPE> struct gi_raw {
  * and scaling that 8 leave exposed), else one; four stages where they
  * fit, else three, else two. */
 template <int TYPE, int BM, int BN> struct gi_smem {
-	static constexpr uint32_t raw = BM * gi_raw<TYPE>::ld;
+	static constexpr uint32_t raw = BM * qb_raw<TYPE>::ld;
 	static constexpr uint32_t xs = BN * GI_XLD;
 	static constexpr uint32_t ds = 8 * BN * 8;
 	static constexpr uint32_t stage = raw + xs + ds;
@@ -123,7 +111,7 @@ static __device__ __forceinline__ void gi_issue(uint8_t *st, const gi_args &a,
 						uint32_t j, bool weights)
 {
 	using sm = gi_smem<TYPE, BM, BN>;
-	constexpr uint32_t P = gi_raw<TYPE>::pieces, SB = gi_raw<TYPE>::bytes;
+	constexpr uint32_t P = qb_raw<TYPE>::pieces, SB = qb_raw<TYPE>::bytes;
 
 	if (weights) {
 		uint64_t at = (uint64_t)j * SB;
@@ -138,7 +126,7 @@ static __device__ __forceinline__ void gi_issue(uint8_t *st, const gi_args &a,
 			    16 * c;
 
 			if (r0 + r < a.n && s0 < s + SB)
-				mma_cp16(st + r * gi_raw<TYPE>::ld + 16 * c, s0,
+				mma_cp16(st + r * qb_raw<TYPE>::ld + 16 * c, s0,
 					 end - s0 < 16 ? (uint32_t)(end - s0)
 						       : 16);
 		}
@@ -178,9 +166,9 @@ static __device__ __forceinline__ const uint8_t *
 gi_row(const uint8_t *st, const gi_args &a, uint32_t r0, uint32_t r,
        uint32_t j)
 {
-	return st + r * gi_raw<TYPE>::ld +
+	return st + r * qb_raw<TYPE>::ld +
 	       ((uintptr_t)(a.w + (uint64_t)(r0 + r) * a.rb +
-			    (uint64_t)j * gi_raw<TYPE>::bytes) &
+			    (uint64_t)j * qb_raw<TYPE>::bytes) &
 		15);
 }
 
@@ -449,19 +437,6 @@ __launch_bounds__(GI_THREADS, (gi_smem<TYPE, BM, BN>::occ)) gemm_qi8(gi_args a)
 			}
 }
 
-/* y's M x N outputs zeroed, for the halves of a split K to add into. */
-static __global__ void __launch_bounds__(256)
-    gi_zero(float *y, uint32_t m, uint32_t n, uint32_t ldy)
-{
-	uint64_t total = (uint64_t)m * n;
-
-	o1_pdl_wait();
-	o1_pdl_trigger();
-	for (uint64_t i = (uint64_t)blockIdx.x * 256 + threadIdx.x; i < total;
-	     i += (uint64_t)gridDim.x * 256)
-		y[i / n * ldy + i % n] = 0.0f;
-}
-
 /* Each thread one unit (32 elements) of x: gemv_q8.h's quantization,
  * bit for bit gemv_q.cu's quantize_part (the same f32 operations). */
 static __global__ void __launch_bounds__(256)
@@ -549,14 +524,8 @@ static int gi_launch(const gi_args &a, bool pdl, cudaStream_t stream)
 	if (err)
 		return err;
 	if (a.splits > 1) {
-		uint64_t total = (uint64_t)a.m * a.n;
-		unsigned blocks = (unsigned)((total + 255) / 256 < 1024
-						 ? (total + 255) / 256
-						 : 1024);
-
-		err = O1_CUDA_LAUNCH("gemm_qi8 zero", gi_zero, dim3(blocks),
-				     dim3(256), 0, stream, pdl, a.y, a.m, a.n,
-				     a.ldy);
+		err = qb_zero_launch("gemm_qi8 zero", a.y, a.m, a.n, a.ldy, pdl,
+				     stream);
 		if (err)
 			return err;
 	}

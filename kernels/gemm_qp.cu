@@ -48,6 +48,7 @@
 
 #include "cuda_launch.h"
 #include "cuda_util.h"
+#include "gemm_blocks.h"
 #include "kernels_cuda.h"
 #include "mma_dev.h"
 #include "quant_dev.h"
@@ -60,19 +61,6 @@ extern "C" {
 #define GP_BK	   64		/* elements of K a step */
 #define GP_LD	   (GP_BK + 8) /* bf16 pitch of the x and w tiles */
 
-/* A raw stage's row: BYTES for 256 elements of K; PIECES of 16 bytes
- * cover them at any offset, an odd number so that rows 8 apart do not
- * share banks; LD the pitch. */
-template <int TYPE> struct gp_raw {
-	static constexpr uint32_t bytes =
-	    TYPE == O1_QUANT_Q8_0   ? 8 * O1_QUANT_Q8_0_BYTES
-	    : TYPE == O1_QUANT_Q4_0 ? 8 * O1_QUANT_Q4_0_BYTES
-	    : TYPE == O1_QUANT_Q4_K ? O1_QUANT_Q4_K_BYTES
-				    : O1_QUANT_Q6_K_BYTES;
-	static constexpr uint32_t pieces = ((bytes + 15) / 16 + 1) | 1;
-	static constexpr uint32_t ld = 16 * pieces;
-};
-
 /* Stages of the x tile: 4 (three steps in flight ahead of the products),
  * 3 for 128 x 256 (whose 4 would not fit in shared memory). */
 template <int BM, int BN> struct gp_xs {
@@ -83,7 +71,7 @@ template <int BM, int BN> struct gp_xs {
  * bf16, w [2][BM][GP_LD] bf16 (at most 225,280 bytes: Q8_0 at 128 x
  * 256). */
 template <int TYPE, int BM, int BN> struct gp_smem {
-	static constexpr uint32_t raw = BM * gp_raw<TYPE>::ld;
+	static constexpr uint32_t raw = BM * qb_raw<TYPE>::ld;
 	static constexpr uint32_t xs = BN * GP_LD * 2;
 	static constexpr uint32_t ws = BM * GP_LD * 2;
 	static constexpr uint32_t total =
@@ -121,7 +109,7 @@ static __device__ __forceinline__ void gp_load_raw(uint8_t *raw,
 						   const gp_args &a,
 						   uint32_t r0, uint32_t j)
 {
-	constexpr uint32_t P = gp_raw<TYPE>::pieces, SB = gp_raw<TYPE>::bytes;
+	constexpr uint32_t P = qb_raw<TYPE>::pieces, SB = qb_raw<TYPE>::bytes;
 	uint64_t at = (uint64_t)j * SB;
 	uint32_t len = (uint32_t)(a.rb - at < SB ? a.rb - at : SB);
 	const uint8_t *end = a.w + (uint64_t)a.n * a.rb;
@@ -134,7 +122,7 @@ static __device__ __forceinline__ void gp_load_raw(uint8_t *raw,
 		    (const uint8_t *)((uintptr_t)s & ~(uintptr_t)15) + 16 * c;
 
 		if (r0 + r < a.n && s0 < s + len)
-			mma_cp16(raw + r * gp_raw<TYPE>::ld + 16 * c, s0,
+			mma_cp16(raw + r * qb_raw<TYPE>::ld + 16 * c, s0,
 				 end - s0 < 16 ? (uint32_t)(end - s0) : 16);
 	}
 }
@@ -185,9 +173,9 @@ static __device__ __forceinline__ gp_dec gp_dec_head(uint16_t (*ws)[GP_LD],
 	d.zero = r0 + r >= a.n || 8 * j + ul >= a.k / 32;
 	if (!d.zero)
 		d.h = qd_head<TYPE>(
-		    raw + r * gp_raw<TYPE>::ld +
+		    raw + r * qb_raw<TYPE>::ld +
 			((uintptr_t)(a.w + (uint64_t)(r0 + r) * a.rb +
-				     (uint64_t)j * gp_raw<TYPE>::bytes) &
+				     (uint64_t)j * qb_raw<TYPE>::bytes) &
 			 15),
 		    ul);
 	return d;
@@ -413,19 +401,6 @@ static __global__ void __launch_bounds__(GP_THREADS, 1) gemm_qp(gp_args a)
 			}
 }
 
-/* y's M x N outputs zeroed, for the halves of a split K to add into. */
-static __global__ void __launch_bounds__(256)
-    gp_zero(float *y, uint32_t m, uint32_t n, uint32_t ldy)
-{
-	uint64_t total = (uint64_t)m * n;
-
-	o1_pdl_wait();
-	o1_pdl_trigger();
-	for (uint64_t i = (uint64_t)blockIdx.x * 256 + threadIdx.x; i < total;
-	     i += (uint64_t)gridDim.x * 256)
-		y[i / n * ldy + i % n] = 0.0f;
-}
-
 /* A launch's tiles: over 128 rows 128 x 256 where that fills every
  * multiprocessor (half the decode per token of 128 x 128, warps of 64 x
  * 64, fewer bytes from L2 a product); else BN by M (the fewest rows past
@@ -467,14 +442,8 @@ static int gp_launch(const gp_args &a, bool pdl, cudaStream_t stream)
 	if (err)
 		return err;
 	if (a.splits > 1) {
-		uint64_t total = (uint64_t)a.m * a.n;
-		unsigned blocks = (unsigned)((total + 255) / 256 < 1024
-						 ? (total + 255) / 256
-						 : 1024);
-
-		err = O1_CUDA_LAUNCH("gemm_qp zero", gp_zero, dim3(blocks),
-				     dim3(256), 0, stream, pdl, a.y, a.m, a.n,
-				     a.ldy);
+		err = qb_zero_launch("gemm_qp zero", a.y, a.m, a.n, a.ldy, pdl,
+				     stream);
 		if (err)
 			return err;
 	}
