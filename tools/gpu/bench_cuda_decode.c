@@ -61,8 +61,8 @@
  *
  * --quant-i8-rows N sets cfg.cuda_quant_i8_rows: products of more rows
  * than the passes, up to N, on GGUF block weights on gemm_qi8.cu's int8
- * tensor cores instead of the tiles (default 0, o1d's cuda.quant_i8_rows
- * default); the RESULT line ends with quant_i8_rows=N.
+ * tensor cores instead of the tiles (default 64, o1d's cuda.quant_i8_rows
+ * default; 0 for the tiles); the RESULT line ends with quant_i8_rows=N.
  *
  * --attn W,R,T,H sets the decode attention's launch shape
  * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
@@ -289,7 +289,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
-	a->quant_i8_rows = 0;	 /* o1d's cuda.quant_i8_rows */
+	a->quant_i8_rows = 64;	 /* o1d's cuda.quant_i8_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
