@@ -144,6 +144,7 @@ struct o1_config {
 		enum o1_config_quant_dot quant_dot;
 		uint32_t quant_pass_rows; /* block products in passes up to */
 		uint32_t quant_i8_rows;	  /* int8 tensor-core products up to */
+		uint32_t quant_wgmma_rows; /* wgmma block products up to */
 		uint32_t attention_splits; /* decode attention on tensor cores:
 					    * splits at most (0: its pick) */
 		bool faster_row_counts; /* a product's row count measured

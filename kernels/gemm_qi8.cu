@@ -111,25 +111,9 @@ static __device__ __forceinline__ void gi_issue(uint8_t *st, const gi_args &a,
 						uint32_t j, bool weights)
 {
 	using sm = gi_smem<TYPE, BM, BN>;
-	constexpr uint32_t P = qb_raw<TYPE>::pieces, SB = qb_raw<TYPE>::bytes;
 
 	if (weights) {
-		uint64_t at = (uint64_t)j * SB;
-		const uint8_t *end = a.w + (uint64_t)a.n * a.rb;
-
-#pragma unroll 4
-		for (uint32_t p = threadIdx.x; p < BM * P; p += GI_THREADS) {
-			uint32_t r = p / P, c = p % P;
-			const uint8_t *s = a.w + (uint64_t)(r0 + r) * a.rb + at;
-			const uint8_t *s0 =
-			    (const uint8_t *)((uintptr_t)s & ~(uintptr_t)15) +
-			    16 * c;
-
-			if (r0 + r < a.n && s0 < s + SB)
-				mma_cp16(st + r * qb_raw<TYPE>::ld + 16 * c, s0,
-					 end - s0 < 16 ? (uint32_t)(end - s0)
-						       : 16);
-		}
+		qb_issue_rows<TYPE, BM, GI_THREADS>(st, a.w, a.rb, a.n, r0, j);
 		return;
 	}
 	uint8_t *xs = st + sm::raw;
@@ -159,17 +143,13 @@ static __device__ __forceinline__ void gi_issue(uint8_t *st, const gi_args &a,
 	}
 }
 
-/* Weight row R0 + R's bytes of step J in the stage at ST: they sit at the
- * row's offset within its first 16-byte piece (gi_issue). */
+/* Weight row R0 + R's bytes of step J in the stage at ST (gi_issue). */
 template <int TYPE>
 static __device__ __forceinline__ const uint8_t *
 gi_row(const uint8_t *st, const gi_args &a, uint32_t r0, uint32_t r,
        uint32_t j)
 {
-	return st + r * qb_raw<TYPE>::ld +
-	       ((uintptr_t)(a.w + (uint64_t)(r0 + r) * a.rb +
-			    (uint64_t)j * qb_raw<TYPE>::bytes) &
-		15);
+	return qb_row<TYPE>(st, a.w, a.rb, r0, r, j);
 }
 
 /* 4 bytes of shared memory at P (2-byte aligned). */

@@ -400,6 +400,21 @@ int o1_gemm_qp_cuda(float *y, const uint16_t *x, const void *w,
 bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 		     const void *w);
 
+/* gemm_qw.cu: y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . bf16(dequant(w))
+ * (N,K)^T on Hopper's wgmma, the weights decoded in registers (the tile
+ * path's bf16 values, o1_quant_dequantize_bf16_cuda's; the sums' order
+ * differs). o1_gemm_qw_available: whether this build's module for the
+ * device has it (wgmma needs sm_90a); o1_gemm_qw_fits: TYPE one of Q8_0,
+ * Q4_0, Q4_K, Q6_K, K a multiple of 256, W 16-byte aligned. -EINVAL on a
+ * shape o1_gemm_qw_fits rejects or x not 16-byte aligned, -ENOTSUP where
+ * it is not available. */
+bool o1_gemm_qw_available(void);
+bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
+		     const void *w);
+int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
+		    enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
+		    uint32_t ldy, bool pdl, cudaStream_t stream);
+
 /* gemm_qi8.cu: the decode products' int8 arithmetic (gemv_q8.h: x
  * quantized per 32 elements, the blocks' integers multiplied exactly, each
  * unit scaled in f32) on the tensor cores for any number of rows M, in two

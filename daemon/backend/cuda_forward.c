@@ -344,9 +344,10 @@ static int gemv_part(struct cuda_state *s, float *y, const uint16_t *x,
  * for up to O1_GEMV_MAX_ROWS rows (and in passes of that many up to
  * cfg.cuda_quant_pass_rows), the tile path above that, or gemm_qp.cu up to
  * cfg.cuda_quant_qp_rows rows, gemm_qi8.cu up to cfg.cuda_quant_i8_rows
- * (its quantized input in the tile scratch), or gemm_q.cu with
+ * (its quantized input in the tile scratch), gemm_qw.cu (wgmma) up to
+ * cfg.cuda_quant_wg_rows where the build has it, or gemm_q.cu with
  * cfg.cuda_quant_mma, where they take the shape. */
-enum q_route { Q_PASSES, Q_QP, Q_I8, Q_MMA, Q_TILES };
+enum q_route { Q_PASSES, Q_QP, Q_I8, Q_WG, Q_MMA, Q_TILES };
 
 static enum q_route q_route(const struct cuda_state *s,
 			    const struct cuda_qpart *p, uint32_t m, uint32_t k)
@@ -360,6 +361,9 @@ static enum q_route q_route(const struct cuda_state *s,
 	    o1_gemm_qi8_fits(p->type, p->rows, k, p->w) &&
 	    o1_gemm_qi8_scratch_bytes(m, k) <= QTILE_BYTES)
 		return Q_I8;
+	if (m <= s->cfg.cuda_quant_wg_rows && o1_gemm_qw_available() &&
+	    o1_gemm_qw_fits(p->type, p->rows, k, p->w))
+		return Q_WG;
 	if (s->cfg.cuda_quant_mma && o1_gemm_q_fits(p->type, p->rows, k))
 		return Q_MMA;
 	return Q_TILES;
@@ -410,6 +414,11 @@ static int gemm_q(struct cuda_state *s, void *out, bool bf16,
 						       p->rows, k, n,
 						       step_pdl(s, m),
 						       s->stream);
+			break;
+		case Q_WG:
+			err = o1_gemm_qw_cuda(y + p->col0, x, p->w, p->type, m,
+					      p->rows, k, n, step_pdl(s, m),
+					      s->stream);
 			break;
 		case Q_MMA:
 			err = o1_gemm_q_cuda(y + p->col0, x, p->w, p->type, m,

@@ -409,6 +409,7 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 		d->cfg.cuda.quant_dot == O1_CONFIG_QUANT_DOT_F32
 		    ? 0
 		    : d->cfg.cuda.quant_i8_rows,
+	    .cuda_quant_wg_rows = d->cfg.cuda.quant_wgmma_rows,
 	    .cuda_attn_tc_splits = d->cfg.cuda.attention_splits,
 	    .cuda_keep_row_counts = !d->cfg.cuda.faster_row_counts,
 	};

@@ -44,7 +44,8 @@
  * 17-row chunks on gemm_q.cu's tensor-core product), with
  * cfg.cuda_quant_qp_rows (the same on gemm_qp.cu's pipeline), with
  * cfg.cuda_quant_i8_rows (the same on gemm_qi8.cu's int8 tensor cores:
- * int8 inputs, the bound of decode rows), with
+ * int8 inputs, the bound of decode rows), with cfg.cuda_quant_wg_rows
+ * (gemm_qw.cu's wgmma product, where the build has it), with
  * cfg.cuda_quant_pass_rows (the same in passes of the decode products,
  * so on int8 inputs: the bound of decode rows, see check_model)
  * and with cfg.dequantize (model.dequantize = bf16): the old
@@ -67,6 +68,7 @@
 #include "backend/backend.h"
 #include "backend/cuda_backend.h"
 #include "kernels/cuda_util.h"
+#include "kernels/kernels_cuda.h"
 #include "common/error.h"
 #include "gpu_test.h"
 #include "backend/kv_pool.h"
@@ -97,6 +99,7 @@ static bool quant_mma; /* the CUDA side's cfg.cuda_quant_mma */
 static bool quant_qp;  /* the CUDA side's cfg.cuda_quant_qp_rows (all) */
 static bool quant_pass; /* the CUDA side's cfg.cuda_quant_pass_rows (all) */
 static bool quant_i8;	/* the CUDA side's cfg.cuda_quant_i8_rows (all) */
+static bool quant_wg;	/* the CUDA side's cfg.cuda_quant_wg_rows (all) */
 
 static uint32_t urand(uint32_t n)
 {
@@ -124,6 +127,8 @@ static void side_open(struct side *sd, enum o1_backend_kind k,
 	    k == O1_BACKEND_CUDA && quant_pass ? UINT32_MAX : 0;
 	cfg.cuda_quant_i8_rows =
 	    k == O1_BACKEND_CUDA && quant_i8 ? UINT32_MAX : 0;
+	cfg.cuda_quant_wg_rows =
+	    k == O1_BACKEND_CUDA && quant_wg ? UINT32_MAX : 0;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -450,6 +455,15 @@ static void test_quantized(void **state)
 		    "cores",
 		    path);
 	quant_i8 = false;
+	if (o1_gemm_qw_available()) {
+		quant_wg = true;
+		check_model("llama3.2-1b x2 layers q4_k_m, gemm_qw.cu's wgmma",
+			    path);
+		quant_wg = false;
+	} else {
+		printf("gemm_qw: not in this build (sm_90a): its case "
+		       "skipped\n");
+	}
 	dequantize = true;
 	check_model("llama3.2-1b x2 layers q4_k_m, dequantized at load", path);
 	dequantize = false;

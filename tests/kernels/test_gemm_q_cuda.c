@@ -25,6 +25,9 @@
  * - a second launch (with PDL) bitwise equal to the first (a split K's
  *   atomic adds included), columns past N of each output row untouched;
  * - bad operands refused with -EINVAL (each kernel's own alignment rules).
+ * gemm_qw.cu's wgmma product (o1_gemm_qw_cuda) takes the same checks on
+ * the shapes with K a multiple of 256, where the device and the build have
+ * it (sm_90a; never on the CPU emulation).
  * And gemm_qi8.cu's int8 product (o1_gemm_qi8_quantize_cuda then
  * o1_gemm_qi8_cuda, gemv_q8.h's arithmetic), on the same shapes but K a
  * multiple of 256 (rows of Q6_K at 2-byte offsets from 16-byte pieces):
@@ -59,16 +62,19 @@
 
 static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
 					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
-/* A product under test: both take the same operands. */
+/* A product under test: all take the same operands (K256: only K a
+ * multiple of 256). */
 struct kernel {
 	const char *name;
 	int (*run)(float *y, const uint16_t *x, const void *w,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
 		   uint32_t ldy, bool pdl, cudaStream_t stream);
+	bool k256;
 };
 
-static const struct kernel kernels[] = {{"gemm_q", o1_gemm_q_cuda},
-					{"gemm_qp", o1_gemm_qp_cuda}};
+static const struct kernel kernels[] = {{"gemm_q", o1_gemm_q_cuda, false},
+					{"gemm_qp", o1_gemm_qp_cuda, false},
+					{"gemm_qw", o1_gemm_qw_cuda, true}};
 static const struct kernel *kern; /* the one check_gemm runs */
 
 /* The bound of the header comment on OUT against EXACT (sum |x w| MAG). */
@@ -132,10 +138,16 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 	      *gpu = malloc(ny * 4), *again = malloc(ny * 4), *dy;
 	double *exact = calloc((size_t)m * n, sizeof(double)),
 	       *mag = calloc((size_t)m * n, sizeof(double));
-	uint8_t *q = qct_random_blocks(type, (uint64_t)n * k);
+	uint8_t *q;
 	uint64_t rb;
 	void *dw, *dx;
 
+	if (kern->k256 && k % 256) {
+		free(x), free(wf), free(cpu), free(gpu), free(again);
+		free(exact), free(mag);
+		return;
+	}
+	q = qct_random_blocks(type, (uint64_t)n * k);
 	assert_non_null(x), assert_non_null(wf), assert_non_null(cpu);
 	assert_non_null(gpu), assert_non_null(again);
 	assert_non_null(exact), assert_non_null(mag);
@@ -337,6 +349,25 @@ static void test_gemm_qp(void **state)
 	gemm_shapes(&kernels[1]);
 }
 
+/* gemm_qw.cu (wgmma, sm_90a): the shapes with K a multiple of 256, and
+ * those of its own tiles (128 x 128, K in halves where the grid is small) */
+static void test_gemm_qw(void **state)
+{
+	(void)state;
+	if (!o1_gemm_qw_available()) {
+		printf("gemm_qw: not in this build or on this device "
+		       "(wgmma needs sm_90a): skipped\n");
+		return;
+	}
+	gemm_shapes(&kernels[2]);
+	kern = &kernels[2];
+	/* two token tiles and a third partial one, 3 weight tiles */
+	check_gemm(O1_QUANT_Q4_K, 300, 384, 1024, 384);
+	check_gemm(O1_QUANT_Q6_K, 129, 257, 512, 260);
+	/* a grid of a wave or more: K whole */
+	check_gemm(O1_QUANT_Q8_0, 256, 17000, 256, 17000);
+}
+
 /* Operands both kernels refuse, through kernel G. */
 static void bad_args(const struct kernel *g, float *y, uint16_t *x,
 		     uint8_t *w)
@@ -417,6 +448,31 @@ static void test_bad_args(void **state)
 			 0);
 	assert_false(o1_gemm_qi8_fits(O1_QUANT_Q8_0, 64, 32, w));
 	assert_true(o1_gemm_qi8_fits(O1_QUANT_Q6_K, 64, 512, w));
+	/* gemm_qw: K a multiple of 256, w and x 16-byte aligned, LDY >= N,
+	 * a block type (refused before it asks for the device's kernel) */
+	assert_int_equal(o1_gemm_qw_cuda(y, x, w, O1_QUANT_Q4_K, 16, 1, 128, 1,
+					 false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qw_cuda(y, x, w + 8, O1_QUANT_Q4_K, 16, 1,
+					 256, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qw_cuda(y, x + 1, w, O1_QUANT_Q8_0, 16, 1,
+					 256, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qw_cuda(y, x, w, O1_QUANT_Q4_K, 16, 4, 256,
+					 3, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qw_cuda(y, x, w, (enum o1_quant_type)1, 16, 1,
+					 256, 1, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qw_cuda(y, x, w, O1_QUANT_Q8_0, 16, 0, 256, 1,
+					 false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qw_cuda(y, x, w, O1_QUANT_Q8_0, 0, 1, 256, 1,
+					 false, NULL),
+			 o1_gemm_qw_available() ? 0 : -ENOTSUP);
+	assert_false(o1_gemm_qw_fits(O1_QUANT_Q8_0, 64, 32, w));
+	assert_true(o1_gemm_qw_fits(O1_QUANT_Q6_K, 64, 512, w));
 	cudaFree(y), cudaFree(x), cudaFree(w);
 }
 
@@ -425,6 +481,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_gemm_q),
 	    cmocka_unit_test(test_gemm_qp),
+	    cmocka_unit_test(test_gemm_qw),
 	    cmocka_unit_test(test_gemm_qi8),
 	    cmocka_unit_test(test_bad_args),
 	};

@@ -53,7 +53,7 @@ command -v pkg-config >/dev/null || export PATH=$prefix/usr/bin:$PATH
 
 note "base build and models, in the background"
 ( cmake -S "$base" -B "$bbin" -G Ninja -DO1_CUDA=ON \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
     -DCMAKE_LIBRARY_PATH="$lib" -DCMAKE_INCLUDE_PATH="$prefix/usr/include" &&
   cmake --build "$bbin" -j 8 --target bench_cuda_decode o1d o1bench ) \
   >/tmp/base-build.log 2>&1 &

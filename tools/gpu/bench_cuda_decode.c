@@ -64,6 +64,10 @@
  * tensor cores instead of the tiles (default 64, o1d's cuda.quant_i8_rows
  * default; 0 for the tiles); the RESULT line ends with quant_i8_rows=N.
  *
+ * --quant-wg-rows N sets cfg.cuda_quant_wg_rows: products of more rows
+ * than the int8 product's, up to N, on gemm_qw.cu's wgmma (default 0,
+ * o1d's cuda.quant_wgmma_rows); the RESULT line ends with quant_wg_rows=N.
+ *
  * --attn W,R,T,H sets the decode attention's launch shape
  * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
  * a launch aims for, most heads a block; 0 keeps a default); --attention
@@ -152,6 +156,7 @@ struct bench_args {
 	uint32_t quant_tile_mb; /* --quant-tile-mb */
 	uint32_t quant_pass_rows; /* --quant-pass-rows */
 	uint32_t quant_i8_rows;	  /* --quant-i8-rows */
+	uint32_t quant_wg_rows;	  /* --quant-wg-rows */
 	bool no_prefetch;	  /* --prefetch off */
 	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
@@ -271,6 +276,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"prefetch", required_argument, NULL, 'P'},
 	    {"quant-pass-rows", required_argument, NULL, 'K'},
 	    {"quant-i8-rows", required_argument, NULL, 'I'},
+	    {"quant-wg-rows", required_argument, NULL, 'J'},
 	    {"attn", required_argument, NULL, 'A'},
 	    {"attn-tc", required_argument, NULL, 'T'},
 	    {"attention", required_argument, NULL, 'N'},
@@ -290,6 +296,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->quant_i8_rows = 64;	 /* o1d's cuda.quant_i8_rows */
+	a->quant_wg_rows = 0;	 /* o1d's cuda.quant_wgmma_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
@@ -382,6 +389,11 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
+		if (opt == 'J') {
+			if (parse_in(optarg, 0, 1u << 20, &a->quant_wg_rows))
+				return -EINVAL;
+			continue;
+		}
 		if (opt == 'R' || opt == 'K' || opt == 'M') {
 			/* --quant-pass-rows 0: the tiles above 4 rows */
 			if (parse_in(optarg, opt == 'K' ? 0 : 1,
@@ -443,6 +455,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_qp_rows = a->quant_qp_rows,
 	    .cuda_quant_pass_rows = a->quant_pass_rows,
 	    .cuda_quant_i8_rows = a->quant_i8_rows,
+	    .cuda_quant_wg_rows = a->quant_wg_rows,
 	    .cuda_no_prefetch = a->no_prefetch,
 	    .cuda_attn_warps = a->attn[0],
 	    .cuda_attn_split_rounds = a->attn[1],
@@ -622,7 +635,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
 	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f "
-	       "quant_i8_rows=%u\n",
+	       "quant_i8_rows=%u quant_wg_rows=%u\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -642,7 +655,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 					      : "auto",
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
-	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows);
+	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows,
+	       a->quant_wg_rows);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -744,6 +758,7 @@ int main(int argc, char **argv)
 			"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
 			"[--quant-tile-mb N] [--prefetch on|off] "
 			"[--quant-pass-rows N] [--quant-i8-rows N] "
+			"[--quant-wg-rows N] "
 			"[--attn W,R,T,H] "
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "

@@ -16,6 +16,8 @@
  *          and split it picks (shown as plan=BMxBN/splits);
  *   i8     gemm_qi8.cu's int8 tensor-core product, its input's
  *          quantization (o1_gemm_qi8_quantize_cuda) included;
+ *   wg     gemm_qw.cu's wgmma product (the weights decoded in
+ *          registers; sm_90a builds);
  *   bf16   cublasGemmEx on a bf16 matrix of the same shape (the bf16
  *          model's product, the speed to reach);
  *   with --sweep, qp forced to each plan (BM 64/128 x BN 32/64/128/256
@@ -31,9 +33,10 @@
  *          mma_tflops=.. qp_us=.. qp_tflops=.. plan=.. bf16_us=..
  *          bf16_tflops=.. qp_vs_tiles=.. qp_vs_bf16=.. qp_rel=..
  *          i8_us=.. i8_tflops=.. i8_plan=.. i8_vs_tiles=.. i8_vs_bf16=..
- *          i8_rel=.. [best=PLAN best_us=.. sweep_rel_max=..]
+ *          i8_rel=.. wg_us=.. wg_tflops=.. wg_vs_tiles=.. wg_vs_bf16=..
+ *          wg_rel=.. [best=PLAN best_us=.. sweep_rel_max=..]
  * (qp_vs_tiles > 1: qp is faster than the tiles; i8_rel, the int8
- * inputs' error, ~1e-3 to 1e-2). --ways LIST (tiles,mma,qp,i8,bf16;
+ * inputs' error, ~1e-3 to 1e-2). --ways LIST (tiles,mma,qp,i8,wg,bf16;
  * default all) times only those (the others' figures are -1; qp_rel and
  * i8_rel need tiles). This file includes gemm_q.cu, gemm_qp.cu and
  * gemm_qi8.cu to reach their launches by plan (it does not link the
@@ -54,6 +57,7 @@
 #include "kernels/gemm_q.cu"
 #include "kernels/gemm_qp.cu"
 #include "kernels/gemm_qi8.cu"
+#include "kernels/gemm_qw.cu"
 
 #define WARMUP 3
 #define SEED_ROWS 64
@@ -151,7 +155,7 @@ static int bf16_gemm(struct bufs *b, const uint16_t *w, uint32_t m,
 		       : 0;
 }
 
-enum way { MMA, QP, QP_PLAN, TILES, BF16, I8 };
+enum way { MMA, QP, QP_PLAN, TILES, BF16, I8, WG };
 
 static int run_one(struct bufs *b, enum way way, gp_plan plan,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k)
@@ -174,6 +178,9 @@ static int run_one(struct bufs *b, enum way way, gp_plan plan,
 		return err ? err
 			   : o1_gemm_qi8_cuda(b->y, b->scratch, b->w, type, m,
 					      n, k, n, false, NULL);
+	case WG:
+		return o1_gemm_qw_cuda(b->y, b->x, b->w, type, m, n, k, n,
+				       false, NULL);
 	case TILES:
 		err = o1_quant_dequantize_bf16_cuda(type, b->w, b->wb,
 						    (uint64_t)n * k, NULL);
@@ -271,8 +278,8 @@ static int sweep(struct bufs *b, enum o1_quant_type type, uint32_t m,
 	return 0;
 }
 
-/* --ways: tiles, mma, qp, i8, bf16 */
-enum { W_TILES = 1, W_MMA = 2, W_QP = 4, W_I8 = 8, W_BF16 = 16 };
+/* --ways: tiles, mma, qp, i8, bf16, wg */
+enum { W_TILES = 1, W_MMA = 2, W_QP = 4, W_I8 = 8, W_BF16 = 16, W_WG = 32 };
 
 /* WAY's mean microseconds where WAYS has BIT, else -2 (not run). */
 static double time_if(struct bufs *b, unsigned ways, unsigned bit,
@@ -312,6 +319,8 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 					    s->k, iters);
 			double bf = time_if(b, ways, W_BF16, BF16, p, ty, m,
 					    s->n, s->k, iters);
+			double wg = time_if(b, ways, W_WG, WG, p, ty, m, s->n,
+					    s->k, iters);
 			double rel = (ways & (W_TILES | W_QP)) ==
 					     (W_TILES | W_QP)
 					 ? qp_rel(b, QP, p, ty, m, s->n, s->k)
@@ -320,10 +329,14 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 					      (W_TILES | W_I8)
 					  ? qp_rel(b, I8, p, ty, m, s->n, s->k)
 					  : -2.0;
+			double wrel = (ways & (W_TILES | W_WG)) ==
+					      (W_TILES | W_WG)
+					  ? qp_rel(b, WG, p, ty, m, s->n, s->k)
+					  : -2.0;
 
 			if (tiles == -1.0 || mma == -1.0 || qp == -1.0 ||
 			    i8 == -1.0 || bf == -1.0 || rel == -1.0 ||
-			    irel == -1.0)
+			    irel == -1.0 || wg == -1.0 || wrel == -1.0)
 				return -EIO;
 			if (do_sweep &&
 			    sweep(b, ty, m, s->n, s->k, iters, &best, &best_us,
@@ -343,6 +356,9 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			       tiles / qp, bf / qp, rel, i8, fl / i8 / 1e6,
 			       ip.bm, ip.bn, (s->k >= 512 ? ip.splits : 1u),
 			       tiles / i8, bf / i8, irel);
+			printf(" wg_us=%.1f wg_tflops=%.1f wg_vs_tiles=%.2f "
+			       "wg_vs_bf16=%.2f wg_rel=%.1e",
+			       wg, fl / wg / 1e6, tiles / wg, bf / wg, wrel);
 			if (do_sweep)
 				printf(" best=%dx%d/%u best_us=%.1f "
 				       "sweep_rel_max=%.1e",
@@ -379,8 +395,8 @@ int main(int argc, char **argv)
 	static const char *const tnames[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
 	static const char *const snames[] = {"qkv", "o", "gu", "down", "head"};
 	static const char *const wnames[] = {"tiles", "mma", "qp", "i8",
-					     "bf16"};
-	unsigned ways = 0x1f;
+					     "bf16", "wg"};
+	unsigned ways = 0x3f;
 	struct bufs b = {};
 	unsigned mask = 0xd, smask = 0x1f;
 	int iters = 20, opt, err = 0;
@@ -394,8 +410,8 @@ int main(int argc, char **argv)
 			mask = parse_list(optarg, tnames, 4);
 		} else if (opt == 's' && parse_list(optarg, snames, 5)) {
 			smask = parse_list(optarg, snames, 5);
-		} else if (opt == 'y' && parse_list(optarg, wnames, 5)) {
-			ways = parse_list(optarg, wnames, 5);
+		} else if (opt == 'y' && parse_list(optarg, wnames, 6)) {
+			ways = parse_list(optarg, wnames, 6);
 		} else if (opt == 'w') {
 			do_sweep = true;
 		} else {
@@ -403,9 +419,14 @@ int main(int argc, char **argv)
 				"usage: bench_gemm_q [--iters N] "
 				"[--types q8_0,q4_0,q4_k,q6_k] "
 				"[--shapes qkv,o,gu,down,head] [--sweep] "
-				"[--ways tiles,mma,qp,i8,bf16]\n");
+				"[--ways tiles,mma,qp,i8,wg,bf16]\n");
 			return 2;
 		}
+	}
+	if ((ways & W_WG) && !o1_gemm_qw_available()) {
+		fprintf(stderr, "bench_gemm_q: no gemm_qw in this build (wgmma "
+				"needs sm_90a): wg left out\n");
+		ways &= ~W_WG;
 	}
 	hx = (uint16_t *)malloc((size_t)MOST_M * MOST_K * 2);
 	if (!hx)

@@ -70,7 +70,7 @@ build() {
   nccl=$(nccl_root)
   [ -n "$nccl" ] && export LD_LIBRARY_PATH=$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   cmake -S "$root" -B build/gpu -G Ninja -DO1_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
+    -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" \
     -DCMAKE_INCLUDE_PATH="$prefix/usr/include" ${nccl:+-DO1_NCCL_ROOT="$nccl"} \
     >"$out/configure.log" 2>&1 ||
     { tail -40 "$out/configure.log"; exit 1; }
