@@ -725,10 +725,12 @@ static bool block_matrices(const struct o1d *d)
 /* scheduler.prefill_time_ratio, "auto" resolved: TIME_RATIO_AUTO
  * (measured on the H200: docs/PERFORMANCE.md, ninth session), but off on
  * the CUDA backend with block-format matrices. There a step of more rows
- * than cuda.quant_pass_rows (12) dequantizes every matrix to bf16 tiles (about 14 ms on
- * llama3-8b against a 2.3 ms decode step), a fixed cost the budget's
- * per-token model cannot express: beside a few decoding streams it
- * would let a long prompt in one KV page a step, each step that slow. */
+ * than cuda.quant_pass_rows (12) runs other products than the decode
+ * step's (gemm_qi8.cu up to cuda.quant_i8_rows, then bf16 tiles: 9.7 and
+ * 13-15 ms on llama3-8b Q4_K_M against a 2.1 ms decode step), a fixed
+ * cost the budget's per-token model cannot express: beside a few decoding
+ * streams it would let a long prompt in one KV page a step, each step
+ * that slow. */
 static double time_ratio(const struct o1d *d)
 {
 	double r = d->cfg.scheduler.prefill_time_ratio;
