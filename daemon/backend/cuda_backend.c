@@ -367,6 +367,12 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 	err = err ? err : use_device(s);
 	if (err)
 		return err;
+	/* asked once here, on this device, never first inside a graph
+	 * capture (cudaMemcpyFromSymbol is not allowed there) */
+	if (cfg->cuda_quant_wg_rows && !o1_gemm_qw_available())
+		o1_warn("cuda backend: cuda.quant_wgmma_rows is set but this "
+			"build has no gemm_qw (wgmma needs sm_90a): the tiles "
+			"run instead");
 	s->d = m->desc;
 	if (!s->d.rope.dim)
 		s->d.rope.dim = s->d.head_dim;
