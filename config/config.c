@@ -149,7 +149,7 @@ static const struct key keys[] = {
 	ENUM(cuda, quant_dot, quant_dots, "int8"),
 	U32(cuda, quant_pass_rows, 0, 256, 0, "12"),
 	U32(cuda, quant_i8_rows, 0, 1u << 20, 0, "64"),
-	U32(cuda, quant_wgmma_rows, 0, 1u << 20, 0, "0"),
+	U32(cuda, quant_wgmma_rows, 0, 1u << 20, 0, "256"),
 	U32(cuda, attention_splits, 0, 32, 0, "0"),
 	BOOL(cuda, faster_row_counts, "true"),
 	STR(ipc, socket, F_ABSOLUTE | F_NONEMPTY, "/run/o1d/o1d.sock"),

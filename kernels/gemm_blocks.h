@@ -1,5 +1,5 @@
 /* What the tensor-core products over GGUF block weights (gemm_qp.cu,
- * gemm_qi8.cu) share, for the .cu files:
+ * gemm_qi8.cu, gemm_qw.cu) share, for the .cu files:
  *
  *   qb_raw<TYPE>   a weight row's bytes for 256 elements of K as those
  *                  kernels copy them with cp.async: BYTES (8 blocks of
@@ -7,8 +7,8 @@
  *                  at any even offset by PIECES of 16 bytes, an odd
  *                  number so that rows 8 apart do not share banks; LD the
  *                  pitch of a row in shared memory;
- *   qb_issue_rows  those copies for a tile of weight rows (gemm_qi8.cu,
- *                  gemm_qw.cu), qb_row where a row's bytes then sit;
+ *   qb_issue_rows  those copies for a tile of weight rows (gemm_qi8.cu),
+ *                  qb_row where a row's bytes then sit;
  *   qb_zero_launch y's M x N outputs (row stride LDY) zeroed, for the two
  *                  halves of a split K to add into atomically.
  */

@@ -2,44 +2,63 @@
  * for the steps of many rows (prefill, wide decode steps), built to run at
  * the speed of cuBLAS on the bf16 matrix without writing one:
  *
- *   y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . bf16(dequant(w)) (N,K)^T
+ *   y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . W (N,K)^T
  *
- * The weights are decoded in registers straight into the A operand of
- * wgmma.mma_async (m64n128k16, bf16 in, f32 sums): each value is
- * quant_dev.h's (quant.h's, bit for bit) rounded to bf16 to nearest even,
- * the values o1_quant_dequantize_bf16_cuda writes for the tile path, so
- * the products are the tiles' and only the order of the f32 sums differs.
- * The tokens' rows are the B operand, read by the tensor cores from
- * shared memory through a matrix descriptor.
+ * W's values are decoded in registers straight into the A operand of
+ * wgmma.mma_async (m64nNk16, bf16 in, f32 sums) by bf16x2 arithmetic, a
+ * few instructions a pair of elements: the quants put into the mantissa of
+ * 128 by one logic operation, that bias subtracted (exact), then one
+ * multiply or fused multiply-add by the unit's scales. The values, each
+ * bf16 operation rounding to nearest even the exact real result (D, S:
+ * quant.h's f32 scales rounded to bf16):
+ *   Q8_0  q D                    Q4_0  (q - 8) D
+ *   Q6_K  (q - 32) S (S = d sc, per 16 elements)
+ *   Q4_K  (q Dh - Mh) + (q Dl - Ml), each of the three rounded: D = d sc
+ *         and M = dmin m in f32 (quant.h's), Dh = bf16(D), Dl = bf16(D -
+ *         Dh), the same for M (with M rounded once as D is, the two
+ *         roundings would not cancel where q D is near M: twice the
+ *         tiles' error in a model's logits, 0.025 against 0.012 on the
+ *         H200)
+ * (tests/kernels/test_gemm_q_cuda.c computes the same on the CPU; they
+ * differ from the tiles' values, quant.h's rounded once, by ~2^-9). The
+ * tokens' rows are the B operand, read by the tensor cores from shared
+ * memory.
  *
  * A block of two warpgroups computes 128 weight rows (64 a warpgroup) by
- * 128 tokens. A step is 256 elements of K (8 blocks of Q8_0 and Q4_0, a
- * super-block of Q4_K and Q6_K); its copy group (cp.async, two stages: step
- * t + 1 lands while step t is multiplied) brings the tile's raw weight
- * bytes (gemm_blocks.h's qb_issue_rows) and the tokens' 256 elements in
- * the no-swizzle K-major layout wgmma reads: 8 x 8 core matrices of 8
- * tokens by 8 elements (128 contiguous bytes), the 16 token groups of one
- * 8-element column next to each other (the stride between token groups
- * 128 bytes, between columns QW_BN x 16). Each step: wait for its group,
- * barrier, issue the next, the threads decode the step's unit scales into
- * shared memory, barrier, then each warpgroup runs 16 k16 products in four
- * groups of four: the A fragments of a group decoded into one of two
- * register sets while the tensor cores run the previous group. A thread's
- * fragment: rows g and g + 8 of its warp's 16, elements 2t, 2t + 1, 2t +
- * 8, 2t + 9 of the 16 (mma.sync's A layout, which wgmma keeps for A in
- * registers). Where the grid has fewer blocks than the GPU has
- * multiprocessors, K is split in two halves: y is zeroed first and each
- * half adds its sum with atomicAdd (0 + a + b and 0 + b + a are the same
- * float: the result does not depend on the order).
+ * BN tokens: 256 where M > 128 (each decoded value then serves twice the
+ * products), else 128. A stage is 128 elements of K. Both operands arrive
+ * by the tensor memory accelerator (cp.async.bulk.tensor, two tensor maps
+ * made on the host each call): the tokens as two 64-element boxes in the
+ * 128-byte swizzle wgmma reads, the weight rows as one box of bytes per
+ * stage from a 16-byte boundary (qw_type), rows and bytes past the matrix
+ * filled with zeros. S buffers (2 to 4, as shared memory allows), one
+ * mbarrier each; with 3 or more, stages are issued S - 2 ahead and a
+ * stage's last group of products runs on while the next stage starts
+ * (QW_OVERLAP), with 2 every stage drains. A stage: wait for its copies,
+ * one barrier (every warp done with the buffer thread 0 then refills),
+ * each warp decodes its 16 rows' unit scales into its own shared slots,
+ * then each warpgroup runs 8 k16 products in two groups of four, the A
+ * fragments of a group decoded while the tensor cores run the previous
+ * one. A thread's fragment: rows g and g + 8 of its warp's 16, elements
+ * 2t, 2t + 1, 2t + 8, 2t + 9 of the 16 (mma.sync's A layout, which wgmma
+ * keeps for A in registers). Where the grid has fewer blocks than the GPU
+ * has multiprocessors, K is split in two halves: y is zeroed first and
+ * each half adds its sum with atomicAdd (0 + a + b and 0 + b + a are the
+ * same float: the result does not depend on the order).
  *
- * Rows past N are never written (their shared bytes are stale: their
- * products are discarded), tokens past M are zeros. Invariants: K a
- * multiple of 256; w and x 16-byte aligned; LDY >= N (o1_gemm_qw_fits).
- * wgmma needs sm_90a: a build for another target compiles the kernel body
- * out and o1_gemm_qw_available says so.
+ * Invariants (o1_gemm_qw_fits): K a multiple of 256 and W's row pitch a
+ * multiple of 16 bytes (the tensor map's stride; Q6_K: K a multiple of
+ * 2,048); w and x 16-byte aligned; LDY >= N.
+ * wgmma and the tensor maps need sm_90a: a build for another target
+ * compiles the kernel body out and o1_gemm_qw_available says so.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
+
+#ifndef O1_EMU_H
+#include <cuda.h>
+#endif
 
 #include "cuda_launch.h"
 #include "cuda_util.h"
@@ -58,28 +77,75 @@ extern "C" {
 #define QW_WGMMA 0
 #endif
 
+#ifdef O1_EMU_H
+#define QW_GRID_CONSTANT
+#else
+#define QW_GRID_CONSTANT __grid_constant__
+#endif
+
 #define QW_THREADS 256
 #define QW_BM	   128 /* weight rows a block (64 a warpgroup) */
-#define QW_BN	   128 /* tokens a block: wgmma's N */
-#define QW_LBO	   (QW_BN * 16) /* bytes between K-adjacent core matrices */
-#define QW_SBO	   128		/* bytes between N-adjacent core matrices */
+#define QW_SK	   128 /* elements of K a stage */
 #define QW_SPLITS  2 /* 0 + a + b == 0 + b + a: the same bits either way */
+#define QW_SMEM_MAX (227 * 1024)
+/* 1: with 3 or more buffers, a stage's last group of products runs on
+ * while the next stage's first group is decoded (stages issued S - 2
+ * ahead); 0: every stage drains the tensor cores (S - 1 ahead) */
+#ifndef QW_OVERLAP
+#define QW_OVERLAP 1
+#endif
 
-/* Shared memory: two copy groups (the tokens' 256 elements, then the raw
- * weight rows), then the step's unit scales (8 x QW_BM float2). */
-template <int TYPE> struct qw_smem {
-	static constexpr uint32_t xs = QW_BN * 256 * 2;
-	static constexpr uint32_t raw = QW_BM * qb_raw<TYPE>::ld;
-	static constexpr uint32_t stage = xs + raw;
-	static constexpr uint32_t sc = 8 * QW_BM * 8;
-	static constexpr uint32_t total = 2 * stage + sc;
+/* A stage's copy of the weights: the bytes of stage j (of the row's K /
+ * 128) start at byte AT(j) of the row; the tensor memory accelerator
+ * reads from 16-byte boundaries only (another start is an illegal
+ * instruction), so the copy is BOX bytes a row from AT(j) rounded down to
+ * 16, the stage's bytes OFF(j) into it (at most 8 for Q8_0 and Q4_0, 14
+ * for Q6_K, 0 for Q4_K). BLOCK: the bytes of K's 256 elements. */
+template <int TYPE> struct qw_type {
+	static constexpr uint32_t box = TYPE == O1_QUANT_Q8_0   ? 144 /* 8 + 136 */
+					: TYPE == O1_QUANT_Q4_0 ? 80  /* 8 + 72 */
+					: TYPE == O1_QUANT_Q4_K ? 144
+								: 224; /* 14 + 210 */
+	static constexpr uint32_t block = qb_raw<TYPE>::bytes;
+	static __host__ __device__ uint32_t at(uint32_t j)
+	{
+		return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0
+			   ? j * (block / 2)
+			   : (j / 2) * block;
+	}
+	static __host__ __device__ uint32_t off(uint32_t j)
+	{
+		return at(j) % 16;
+	}
+};
+
+/* Shared memory for BN tokens a block, from a 1024-byte boundary (the
+ * swizzle's): STAGES copies of (tokens: two boxes of 64 elements, XBOX
+ * bytes each; weights: QW_BM rows of box bytes), then each warp's unit
+ * scales (4 units x 16 rows, uint4), then the mbarriers. */
+template <int TYPE, int BN> struct qw_smem {
+	static constexpr uint32_t xbox = BN * 128;
+	static constexpr uint32_t xs = 2 * xbox;
+	static constexpr uint32_t stage =
+	    (xs + QW_BM * qw_type<TYPE>::box + 1023) / 1024 * 1024;
+	static constexpr uint32_t sc = 8 * 4 * 16 * 16;
+	static constexpr uint32_t extra = 1024 + sc + 8 * 8;
+	static constexpr uint32_t stages =
+	    (QW_SMEM_MAX - extra) / stage < 4 ? (QW_SMEM_MAX - extra) / stage
+					       : 4;
+	static constexpr uint32_t total = extra + stages * stage;
+	static constexpr uint32_t tx = xs + QW_BM * qw_type<TYPE>::box;
+};
+
+/* A tensor map (CUtensorMap: 128 bytes, 64-byte aligned), opaque here. */
+struct alignas(64) qw_map {
+	uint64_t v[16];
 };
 
 struct qw_args {
+	qw_map xmap; /* x: (M, K) bf16, boxes of 64 x BN, 128B swizzle */
+	qw_map wmap; /* w: (N, row bytes) uint8, boxes of box x QW_BM */
 	float *y;
-	const uint16_t *x; /* (M, K) */
-	const uint8_t *w;
-	uint64_t rb; /* bytes of a row of w */
 	uint32_t m, n, k, ldy;
 	uint32_t splits; /* parts of K */
 };
@@ -87,109 +153,14 @@ struct qw_args {
 /* Whether this device's copy of the module has the wgmma kernel. */
 static __device__ int qw_compiled = QW_WGMMA;
 
-/* Copy group of step J into the stage at ST: the tokens M0 .. M0 + QW_BN
- * (zeros past M) as core matrices, then the raw weight rows. A warp's 32
- * pieces: 8 tokens by 4 consecutive 8-element columns, 64 contiguous bytes
- * of each token's row read, one 128-byte row of banks written per column. */
-template <int TYPE>
-static __device__ __forceinline__ void qw_issue(uint8_t *st, const qw_args &a,
-						uint32_t r0, uint32_t m0,
-						uint32_t j, bool weights)
-{
-	if (weights) {
-		qb_issue_rows<TYPE, QW_BM, QW_THREADS>(
-		    st + qw_smem<TYPE>::xs, a.w, a.rb, a.n, r0, j);
-		return;
-	}
-#pragma unroll
-	for (int i = 0; i < QW_BN * 32 / QW_THREADS; i++) {
-		uint32_t p = threadIdx.x + QW_THREADS * i, l = p % 32,
-			 grp = p / 32;
-		uint32_t tok = (grp % (QW_BN / 8)) * 8 + l % 8,
-			 col = (grp / (QW_BN / 8)) * 4 + l / 8;
-		bool in = m0 + tok < a.m;
-
-		mma_cp16(st + (col * QW_BN + tok) * 16,
-			 in ? a.x + (size_t)(m0 + tok) * a.k + 256 * j + 8 * col
-			    : a.x,
-			 in ? 16 : 0);
-	}
-}
-
-/* The scales of unit U of the raw row at R as qw_pair takes them: Q8_0
- * and Q4_0 (d, -), Q4_K (D, M), Q6_K (D0, D1). */
-template <int TYPE>
-static __device__ __forceinline__ float2 qw_scales(const uint8_t *r, uint32_t u)
-{
-	qd_unit_head h = qd_head<TYPE>(r, u);
-
-	return make_float2(h.d, TYPE == O1_QUANT_Q4_K ? h.m : h.d1);
-}
-
-/* Elements E and E + 1 (E even) of unit U of the raw row at R, scaled by
- * S, as a bf16 pair (E in the low half): quant.h's values, rounded. */
-template <int TYPE>
-static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r,
-						   uint32_t u, uint32_t e,
-						   float2 s)
-{
-	float v[2];
-
-	if constexpr (TYPE == O1_QUANT_Q8_0) {
-		uint32_t w = qd_u16(r + u * O1_QUANT_Q8_0_BYTES + 2 + e);
-
-#pragma unroll
-		for (int i = 0; i < 2; i++)
-			v[i] = __fmul_rn(
-			    __fsub_rn(qd_magic(((w >> (8 * i)) & 0xff) ^ 0x80),
-				      8388736.0f), /* 2^23 + 128 */
-			    s.x);
-	} else if constexpr (TYPE == O1_QUANT_Q4_0) {
-		/* elements < 16: low nibbles of bytes 0..15, then high */
-		uint32_t w = qd_u16(r + u * O1_QUANT_Q4_0_BYTES + 2 + e % 16) >>
-			     (e < 16 ? 0 : 4);
-
-#pragma unroll
-		for (int i = 0; i < 2; i++)
-			v[i] = __fmul_rn(
-			    __fsub_rn(qd_magic((w >> (8 * i)) & 0xf),
-				      8388616.0f), /* 2^23 + 8 */
-			    s.x);
-	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
-		/* the low nibbles of 32 bytes for even units, high for odd */
-		uint32_t w = qd_u16(r + 16 + 32 * (u / 2) + e) >> (4 * (u % 2));
-
-#pragma unroll
-		for (int i = 0; i < 2; i++)
-			v[i] = __fsub_rn(
-			    __fmul_rn(s.x,
-				      __fsub_rn(qd_magic((w >> (8 * i)) & 0xf),
-						8388608.0f)),
-			    s.y);
-	} else {
-		uint32_t h = u / 4, g = u % 4;
-		uint32_t l = qd_u16(r + 64 * h + 32 * (g % 2) + e);
-		uint32_t hb = qd_u16(r + 128 + 32 * h + e);
-		/* two 6-bit quants, one a byte */
-		uint32_t q = ((l >> (g < 2 ? 0 : 4)) & 0x0f0fu) |
-			     ((hb >> (2 * g)) & 0x0303u) << 4;
-
-#pragma unroll
-		for (int i = 0; i < 2; i++)
-			v[i] = __fmul_rn(
-			    __fsub_rn(qd_magic((q >> (8 * i)) & 0xff),
-				      8388640.0f), /* 2^23 + 32 */
-			    e < 16 ? s.x : s.y);
-	}
-	return mma_pack_bf16(v[0], v[1]);
-}
-
 #if QW_WGMMA
+/* D (+)= A . B, N = 2 x D's count: ADD 0 starts the sums (D's values
+ * not read). */
 static __device__ __forceinline__ void qw_mma(float (&d)[64],
 					      const uint32_t (&a)[4],
-					      uint64_t desc)
+					      uint64_t desc, uint32_t add)
 {
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
 		     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
 		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
 		     "{%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
@@ -209,7 +180,52 @@ static __device__ __forceinline__ void qw_mma(float (&d)[64],
 		       "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
 		       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
 		       "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc),
+		       "r"(add));
+}
+
+static __device__ __forceinline__ void qw_mma(float (&d)[128],
+					      const uint32_t (&a)[4],
+					      uint64_t desc, uint32_t add)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, "
+		     "{%128,%129,%130,%131}, %132, p, 1, 1, 0;\n}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),
+		       "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+		       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+		       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+		       "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+		       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+		       "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+		       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+		       "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+		       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),
+		       "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+		       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+		       "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+		       "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]),
+		       "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+		       "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]),
+		       "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+		       "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+		       "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+		       "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
+		       "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+		       "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]),
+		       "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+		       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+		       "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+		       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+		       "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+		       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]),
+		       "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc),
+		       "r"(add));
 }
 
 static __device__ __forceinline__ void qw_fence(void)
@@ -226,158 +242,479 @@ template <int N> static __device__ __forceinline__ void qw_wait(void)
 {
 	asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
+/* The accumulators kept in their registers across the asynchronous
+ * products (no copy of them the products would wait for). */
+template <int N>
+static __device__ __forceinline__ void qw_pin(float (&d)[N])
+{
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		asm volatile("" : "+f"(d[i])::"memory");
+}
 
-/* The descriptor of the B operand (the tokens' core matrices) at P: no
- * swizzle, K-major. */
+static __device__ __forceinline__ uint32_t qw_saddr(const void *p)
+{
+	return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* The B operand's descriptor (tokens, K-major, 128-byte swizzle: rows of
+ * 128 bytes, 8-row groups 1024 bytes apart) at P. */
 static __device__ __forceinline__ uint64_t qw_desc(const void *p)
 {
-	uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+	return (uint64_t)((qw_saddr(p) & 0x3ffff) >> 4) | (uint64_t)1 << 16 |
+	       (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
 
-	return (uint64_t)((a & 0x3ffff) >> 4) |
-	       (uint64_t)(QW_LBO >> 4) << 16 | (uint64_t)(QW_SBO >> 4) << 32;
+static __device__ __forceinline__ void qw_bar_init(uint64_t *bar)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
+			 qw_saddr(bar))
+		     : "memory");
+}
+
+static __device__ __forceinline__ void qw_bar_expect(uint64_t *bar,
+						     uint32_t bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::
+			 "r"(qw_saddr(bar)),
+		     "r"(bytes)
+		     : "memory");
+}
+
+static __device__ __forceinline__ void qw_bar_wait(uint64_t *bar,
+						   uint32_t parity)
+{
+	uint32_t done;
+
+	do
+		asm volatile("{\n.reg .pred p;\n"
+			     "mbarrier.try_wait.parity.shared::cta.b64 p, "
+			     "[%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+			     : "=r"(done)
+			     : "r"(qw_saddr(bar)), "r"(parity)
+			     : "memory");
+	while (!done);
+}
+
+/* Box (C0, C1) of MAP into DST, counted on BAR. */
+static __device__ __forceinline__ void qw_tma(void *dst, const qw_map *map,
+					      int32_t c0, int32_t c1,
+					      uint64_t *bar)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+		     "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+			 "r"(qw_saddr(dst)),
+		     "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(qw_saddr(bar))
+		     : "memory");
+}
+
+/* bf16x2 arithmetic, each result rounded once to nearest even. */
+static __device__ __forceinline__ uint32_t qw_add2(uint32_t a, uint32_t b)
+{
+	uint32_t d;
+
+	asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+	return d;
+}
+
+static __device__ __forceinline__ uint32_t qw_mul2(uint32_t a, uint32_t b)
+{
+	uint32_t d;
+
+	asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+	return d;
+}
+
+static __device__ __forceinline__ uint32_t qw_fma2(uint32_t a, uint32_t b,
+						   uint32_t c)
+{
+	uint32_t d;
+
+	asm("fma.rn.bf16x2 %0, %1, %2, %3;"
+	    : "=r"(d)
+	    : "r"(a), "r"(b), "r"(c));
+	return d;
+}
+
+/* Stage J's copies (tokens M0.., weight rows R0..) into ST, on BAR. */
+template <int TYPE, int BN>
+static __device__ __forceinline__ void qw_issue(uint8_t *st, uint64_t *bar,
+						const qw_args &a, uint32_t r0,
+						uint32_t m0, uint32_t j,
+						bool weights, bool tokens)
+{
+	if (weights)
+		qw_tma(st + qw_smem<TYPE, BN>::xs, &a.wmap,
+		       (int32_t)(qw_type<TYPE>::at(j) - qw_type<TYPE>::off(j)),
+		       (int32_t)r0, bar);
+	if (tokens)
+		for (int b = 0; b < 2; b++)
+			qw_tma(st + b * qw_smem<TYPE, BN>::xbox, &a.xmap,
+			       (int32_t)(QW_SK * j + 64 * b), (int32_t)m0,
+			       bar);
+}
+
+/* F as a bf16 pair, and F less that (exact in f32) as a second. */
+static __device__ __forceinline__ void qw_split(float f, uint32_t &hi,
+						uint32_t &lo)
+{
+	float r;
+
+	hi = mma_pack_bf16(f, f);
+	r = __fsub_rn(f, __uint_as_float(hi << 16));
+	lo = mma_pack_bf16(r, r);
+}
+
+/* The scales of local unit L (of the stage's 4; HALF: which half of the
+ * super-block the stage is) of the row at R, as qw_pair takes them: Q8_0
+ * and Q4_0 (D, -, -, -), Q4_K (D, -M, and what rounding them to bf16
+ * left off: D - D', -M + M'), Q6_K (S of elements < 16, S of the others,
+ * -, -); each value a bf16 pair. */
+template <int TYPE>
+static __device__ __forceinline__ uint4 qw_scales(const uint8_t *r,
+						  uint32_t l, uint32_t half)
+{
+	uint4 v = make_uint4(0, 0, 0, 0);
+
+	if constexpr (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0) {
+		float d = qd_head<TYPE>(r, l).d;
+
+		v.x = mma_pack_bf16(d, d);
+	} else {
+		uint32_t u = 4 * half + l;
+		qd_unit_head h = qd_head<TYPE>(r, u);
+
+		if constexpr (TYPE == O1_QUANT_Q4_K) {
+			qw_split(h.d, v.x, v.z);
+			qw_split(-h.m, v.y, v.w);
+		} else {
+			v.x = mma_pack_bf16(h.d, h.d);
+			v.y = mma_pack_bf16(h.d1, h.d1);
+		}
+	}
+	return v;
+}
+
+/* The 16-bit word at P (2-byte aligned) with its bytes in the two halves
+ * of a word (byte 0 in bits 0-7, byte 1 in bits 16-23). */
+static __device__ __forceinline__ uint32_t qw_spread(const uint8_t *p)
+{
+	return __byte_perm(qd_u16(p), 0, 0x4140);
+}
+
+/* Elements E and E + 1 (E even) of local unit L of the stage's row at R
+ * (HALF as qw_scales), scaled by S (qw_scales'), as a bf16 pair (E in the
+ * low half): the values of the header comment. */
+template <int TYPE>
+static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r,
+						   uint32_t l, uint32_t half,
+						   uint32_t e, uint4 s)
+{
+	if constexpr (TYPE == O1_QUANT_Q8_0) {
+		uint32_t w = qd_u16(r + l * O1_QUANT_Q8_0_BYTES + 2 + e) ^ 0x8080;
+		/* |q| <= 128: exact as f32 and as bf16 */
+		float lo = __fsub_rn(qd_magic(w & 0xff), 8388736.0f),
+		      hi = __fsub_rn(qd_magic(w >> 8), 8388736.0f);
+
+		return qw_mul2(mma_pack_bf16(lo, hi), s.x);
+	} else if constexpr (TYPE == O1_QUANT_Q4_0) {
+		/* elements < 16: low nibbles of bytes 0..15, then high */
+		uint32_t w = qw_spread(r + l * O1_QUANT_Q4_0_BYTES + 2 + e % 16);
+
+		w = (e < 16 ? w : w >> 4) & 0x000f000fu;
+		return qw_mul2(qw_add2(w | 0x43004300u, 0xc308c308u) /* -136 */,
+			       s.x);
+	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
+		uint32_t u = 4 * half + l;
+		uint32_t w = qw_spread(r + 16 + 32 * (u / 2) + e);
+
+		/* even units: low nibbles, odd: high; 128 + q less 128 */
+		w = ((u % 2 ? w >> 4 : w) & 0x000f000fu) | 0x43004300u;
+		w = qw_add2(w, 0xc300c300u);
+		/* q D - M with D and M in two bf16 parts each: the min's
+		 * rounding would not cancel where q D is near M */
+		return qw_add2(qw_fma2(w, s.x, s.y), qw_fma2(w, s.z, s.w));
+	} else {
+		uint32_t u = 4 * half + l, h = u / 4, g = u % 4;
+		uint32_t lo = qw_spread(r + 64 * h + 32 * (g % 2) + e);
+		uint32_t hb = qw_spread(r + 128 + 32 * h + e);
+		uint32_t q = ((g < 2 ? lo : lo >> 4) & 0x000f000fu) |
+			     ((hb >> (2 * g)) & 0x00030003u) << 4;
+
+		/* 128 + q less 160: q - 32 */
+		return qw_mul2(qw_add2(q | 0x43004300u, 0xc320c320u),
+			       e < 16 ? s.x : s.y);
+	}
 }
 #endif
 
-/* Grid: (token tiles, weight tiles, parts of K). */
-template <int TYPE>
-static __global__ void __launch_bounds__(QW_THREADS, 1) gemm_qw(qw_args a)
+/* Grid: (token tiles of BN, weight tiles, parts of K). */
+template <int TYPE, int BN>
+static __global__ void __launch_bounds__(QW_THREADS, 1)
+    gemm_qw(const QW_GRID_CONSTANT qw_args a)
 {
 #if QW_WGMMA
-	using sm = qw_smem<TYPE>;
-	extern __shared__ __align__(128) uint4 qw_shared[];
-	uint8_t *base = (uint8_t *)qw_shared;
-	float2 *sc = (float2 *)(base + 2 * sm::stage); /* [8][QW_BM] */
-	uint32_t m0 = blockIdx.x * QW_BN, r0 = blockIdx.y * QW_BM;
-	uint32_t lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-	/* this thread's rows of the tile: g and g + 8 of its warp's 16 */
-	uint32_t wr = 16 * (threadIdx.x / 32) + g;
-	uint32_t steps = a.k / 256;
+	using sm = qw_smem<TYPE, BN>;
+	constexpr uint32_t S = sm::stages, BOX = qw_type<TYPE>::box;
+	/* overlap needs a third buffer */
+	constexpr bool OV = QW_OVERLAP && S >= 3;
+	constexpr uint32_t D = OV ? S - 2 : S - 1; /* issued ahead */
+	extern __shared__ uint8_t qw_shared[];
+	uint8_t *base = (uint8_t *)(((uintptr_t)qw_shared + 1023) &
+				    ~(uintptr_t)1023);
+	uint4 *sc = (uint4 *)(base + S * sm::stage) +
+		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
+	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
+	uint32_t m0 = blockIdx.x * BN, r0 = blockIdx.y * QW_BM;
+	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32,
+		 g = lane / 4, t = lane % 4;
+	uint32_t steps = a.k / QW_SK;
 	uint32_t js = steps * blockIdx.z / a.splits;
 	uint32_t n_t = steps * (blockIdx.z + 1) / a.splits - js;
-	float acc[64];
+	bool lead = threadIdx.x == 0;
+	/* first written by the block's first product (ADD 0: zeros in
+	 * registers before it would serialize the products); every part of
+	 * K has a stage (qw_splits) */
+	float acc[BN / 2];
 
-#pragma unroll
-	for (int i = 0; i < 64; i++)
-		acc[i] = 0.0f;
-	/* the weights: no kernel writes them, so before the wait */
-	if (n_t)
-		qw_issue<TYPE>(base, a, r0, m0, js, true);
+	if (lead) {
+		for (uint32_t s = 0; s < S; s++)
+			qw_bar_init(&bar[s]);
+		asm volatile("fence.mbarrier_init.release.cluster;" ::
+				 : "memory");
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		/* the weights: no kernel writes them, so before the wait */
+		for (uint32_t s = 0; s < D && s < n_t; s++) {
+			qw_bar_expect(&bar[s], sm::tx);
+			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0, m0,
+				       js + s, true, false);
+		}
+	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	if (n_t)
-		qw_issue<TYPE>(base, a, r0, m0, js, false);
-	mma_cp_commit();
+	if (lead)
+		for (uint32_t s = 0; s < D && s < n_t; s++)
+			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0, m0,
+				       js + s, false, true);
+	__syncthreads();
 	for (uint32_t st = 0; st < n_t; st++) {
-		uint8_t *cur = base + (st % 2) * sm::stage;
-		const uint8_t *raw = cur + sm::xs;
+		uint32_t b = st % S, j = js + st, half = j % 2;
+		const uint8_t *cur = base + b * sm::stage;
+		/* the stage's bytes of this block's first row */
+		const uint8_t *wst = cur + sm::xs + qw_type<TYPE>::off(j);
 
-		mma_cp_wait<0>();
-		/* the copies reach the tensor cores through the async proxy */
-		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		qw_bar_wait(&bar[b], (st / S) % 2);
+		/* every warp done with stage st + D - S (the products of
+		 * stage st - 1 but its last group at most still running):
+		 * its buffer is free */
 		__syncthreads();
-		if (st + 1 < n_t) {
-			uint8_t *nx = base + ((st + 1) % 2) * sm::stage;
+		if (lead && st + D < n_t) {
+			uint32_t nb = (st + D) % S;
 
-			qw_issue<TYPE>(nx, a, r0, m0, js + st + 1, true);
-			qw_issue<TYPE>(nx, a, r0, m0, js + st + 1, false);
+			asm volatile("fence.proxy.async.shared::cta;" ::
+					 : "memory");
+			qw_bar_expect(&bar[nb], sm::tx);
+			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a, r0,
+				       m0, j + D, true, true);
 		}
-		mma_cp_commit();
-		for (uint32_t p = threadIdx.x; p < 8 * QW_BM; p += QW_THREADS) {
-			uint32_t r = p % QW_BM, u = p / QW_BM;
+		/* this warp's 16 rows' scales: 64 (unit, row) pairs */
+#pragma unroll
+		for (int i = 0; i < 2; i++) {
+			uint32_t p = lane + 32 * i, row = p % 16, l = p / 16;
 
-			if (r0 + r < a.n)
-				sc[u * QW_BM + r] = qw_scales<TYPE>(
-				    qb_row<TYPE>(raw, a.w, a.rb, r0, r, js + st),
-				    u);
+			sc[p] = qw_scales<TYPE>(wst + (16 * warp + row) * BOX,
+						l, half);
 		}
-		__syncthreads();
+		__syncwarp();
 
 		const uint8_t *ra[2];
 
 #pragma unroll
 		for (int h = 0; h < 2; h++)
-			ra[h] = qb_row<TYPE>(raw, a.w, a.rb, r0, wr + 8 * h,
-					     js + st);
+			ra[h] = wst + (16 * warp + g + 8 * h) * BOX;
 		uint32_t af[2][4][4];
 
 #pragma unroll
-		for (int gi = 0; gi < 4; gi++) {
+		for (int gi = 0; gi < 2; gi++) {
 #pragma unroll
 			for (int s = 0; s < 4; s++) {
-				uint32_t kk = 4 * gi + s, u = kk / 2,
+				uint32_t kk = 4 * gi + s, l = kk / 2,
 					 e = 16 * (kk % 2) + 2 * t;
-				float2 s0 = sc[u * QW_BM + wr],
-				       s1 = sc[u * QW_BM + wr + 8];
+				uint4 s0 = sc[16 * l + g], s1 = sc[16 * l + g + 8];
 
-				af[gi % 2][s][0] = qw_pair<TYPE>(ra[0], u, e, s0);
-				af[gi % 2][s][1] = qw_pair<TYPE>(ra[1], u, e, s1);
-				af[gi % 2][s][2] =
-				    qw_pair<TYPE>(ra[0], u, e + 8, s0);
-				af[gi % 2][s][3] =
-				    qw_pair<TYPE>(ra[1], u, e + 8, s1);
+				af[gi][s][0] = qw_pair<TYPE>(ra[0], l, half, e, s0);
+				af[gi][s][1] = qw_pair<TYPE>(ra[1], l, half, e, s1);
+				af[gi][s][2] =
+				    qw_pair<TYPE>(ra[0], l, half, e + 8, s0);
+				af[gi][s][3] =
+				    qw_pair<TYPE>(ra[1], l, half, e + 8, s1);
 			}
 			qw_fence();
+			qw_pin(acc);
 #pragma unroll
-			for (int s = 0; s < 4; s++)
-				qw_mma(acc, af[gi % 2][s],
-				       qw_desc(cur + (4 * gi + s) * 2 * QW_LBO));
+			for (int s = 0; s < 4; s++) {
+				uint32_t kk = 4 * gi + s;
+
+				/* box kk / 4, 32 bytes a k16 within it */
+				qw_mma(acc, af[gi][s],
+				       qw_desc(cur + (kk / 4) * sm::xbox +
+					       32 * (kk % 4)),
+				       st || kk);
+			}
 			qw_commit();
-			/* the other register set free for the next group */
-			qw_wait<1>();
+			qw_pin(acc);
+			/* QW_OVERLAP: the group before done, so its
+			 * registers (the other set) are free; else every
+			 * product of the stage done at its end */
+			if (OV)
+				qw_wait<1>();
+			else if (gi == 1)
+				qw_wait<0>();
 		}
-		/* every product of this stage done before its buffer is
-		 * written again */
-		qw_wait<0>();
 	}
-	mma_cp_wait<0>();
+	qw_wait<0>();
 	/* acc[4 j + e]: row g + 8 (e / 2) of the warp's 16, token 8 j + 2 t +
 	 * e % 2 */
 #pragma unroll
-	for (int j = 0; j < QW_BN / 8; j++)
+	for (int jj = 0; jj < BN / 8; jj++)
 #pragma unroll
 		for (int e = 0; e < 4; e++) {
-			uint32_t row = r0 + wr + 8 * (e / 2),
-				 tok = m0 + 8 * j + 2 * t + e % 2;
+			uint32_t row = r0 + 16 * warp + g + 8 * (e / 2),
+				 tok = m0 + 8 * jj + 2 * t + e % 2;
 			float *p = &a.y[(size_t)tok * a.ldy + row];
 
 			if (row >= a.n || tok >= a.m)
 				continue;
 			if (a.splits > 1)
-				atomicAdd(p, acc[4 * j + e]);
+				atomicAdd(p, acc[4 * jj + e]);
 			else
-				*p = acc[4 * j + e];
+				*p = acc[4 * jj + e];
 		}
 #endif
 }
 
-template <int TYPE> static int qw_launch(const qw_args &a, bool pdl,
-					  cudaStream_t stream)
-{
-	constexpr uint32_t smem = qw_smem<TYPE>::total;
-	dim3 grid((a.m + QW_BN - 1) / QW_BN, (a.n + QW_BM - 1) / QW_BM,
-		  a.splits);
-	int err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-	    gemm_qw<TYPE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-	    (int)smem));
+#ifndef O1_EMU_H
+typedef CUresult (*qw_encode_fn)(CUtensorMap *, CUtensorMapDataType,
+				 cuuint32_t, void *, const cuuint64_t *,
+				 const cuuint64_t *, const cuuint32_t *,
+				 const cuuint32_t *, CUtensorMapInterleave,
+				 CUtensorMapSwizzle, CUtensorMapL2promotion,
+				 CUtensorMapFloatOOBfill);
 
+/* The driver's cuTensorMapEncodeTiled (through the runtime: no libcuda
+ * link), NULL where it has none. */
+static qw_encode_fn qw_encoder(void)
+{
+	static qw_encode_fn fn;
+	static bool asked;
+
+	if (!asked) {
+		void *p = NULL;
+		cudaDriverEntryPointQueryResult q;
+
+		if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
+						     &p, 12000, cudaEnableDefault,
+						     &q) == cudaSuccess &&
+		    q == cudaDriverEntryPointSuccess)
+			fn = (qw_encode_fn)p;
+		asked = true;
+	}
+	return fn;
+}
+
+/* A 2-D tensor map over MAP's matrix: ROWS x COLS elements of TYPE, rows
+ * PITCH bytes apart, boxes of BC x BR; 0 or -EINVAL. */
+static int qw_encode(qw_map *map, CUtensorMapDataType type, const void *p,
+		     uint64_t cols, uint64_t rows, uint64_t pitch, uint32_t bc,
+		     uint32_t br, CUtensorMapSwizzle swizzle)
+{
+	static_assert(sizeof(qw_map) == sizeof(CUtensorMap), "tensor map");
+	qw_encode_fn enc = qw_encoder();
+	cuuint64_t dim[2] = {cols, rows}, stride[1] = {pitch};
+	cuuint32_t box[2] = {bc, br}, one[2] = {1, 1};
+	CUresult r;
+
+	if (!enc)
+		return -ENOTSUP;
+	r = enc((CUtensorMap *)map, type, 2, (void *)p, dim, stride, box, one,
+		CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+		CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+		CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (r != CUDA_SUCCESS) {
+		o1_err("gemm_qw: cuTensorMapEncodeTiled: error %d", (int)r);
+		return -EINVAL;
+	}
+	return 0;
+}
+#endif
+
+template <int TYPE, int BN>
+static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
+		     bool pdl, cudaStream_t stream)
+{
+	constexpr uint32_t smem = qw_smem<TYPE, BN>::total;
+	dim3 grid((a.m + BN - 1) / BN, (a.n + QW_BM - 1) / QW_BM, a.splits);
+	int err;
+
+#ifdef O1_EMU_H
+	(void)x, (void)w, (void)rb;
+	return -ENOTSUP;
+#else
+	err = qw_encode(&a.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, a.k, a.m,
+			(uint64_t)a.k * 2, 64, BN,
+			CU_TENSOR_MAP_SWIZZLE_128B);
+	if (!err)
+		err = qw_encode(&a.wmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, rb,
+				a.n, rb, qw_type<TYPE>::box, QW_BM,
+				CU_TENSOR_MAP_SWIZZLE_NONE);
+	if (!err)
+		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+		    gemm_qw<TYPE, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		    (int)smem));
 	if (err)
 		return err;
+#endif
 	if (a.splits > 1) {
 		err = qb_zero_launch("gemm_qw zero", a.y, a.m, a.n, a.ldy, pdl,
 				     stream);
 		if (err)
 			return err;
 	}
-	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE>, grid, dim3(QW_THREADS),
-			      smem, stream, pdl, a);
+	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE, BN>, grid,
+			      dim3(QW_THREADS), smem, stream, pdl, a);
+}
+
+/* Tokens a block: 256 above 128 rows (half the decode a product) where
+ * their grid, K split in two below a wave, still fills 70% of the
+ * multiprocessors, else 128. On the H200 at 256 rows (bench_gemm_q, q4_k):
+ * gate/up (224 blocks) 141 us at 256 against 177 at 128, QKV (48 x 2)
+ * 45 against 63, O and down (32 x 2) 44 / 123 against 34 / 92. */
+static uint32_t qw_bn(uint32_t m, uint32_t n)
+{
+	uint64_t b = (uint64_t)((m + 255) / 256) * ((n + QW_BM - 1) / QW_BM);
+
+	if (b < o1_cuda_sm_count())
+		b *= QW_SPLITS;
+	return m > 128 && 10 * b >= 7 * (uint64_t)o1_cuda_sm_count() ? 256
+								      : 128;
+}
+
+template <int TYPE>
+static int qw_launch_m(qw_args &a, const void *x, const void *w, uint64_t rb,
+		       bool pdl, cudaStream_t stream)
+{
+	return qw_bn(a.m, a.n) == 256
+		   ? qw_launch<TYPE, 256>(a, x, w, rb, pdl, stream)
+		   : qw_launch<TYPE, 128>(a, x, w, rb, pdl, stream);
 }
 
 /* Parts of K (1 or 2): two where one leaves multiprocessors idle. */
 static uint32_t qw_splits(uint32_t m, uint32_t n, uint32_t k)
 {
-	uint64_t blocks = (uint64_t)((m + QW_BN - 1) / QW_BN) *
+	uint32_t bn = qw_bn(m, n);
+	uint64_t blocks = (uint64_t)((m + bn - 1) / bn) *
 			  ((n + QW_BM - 1) / QW_BM);
-	uint32_t s = 1, steps = k / 256;
+	uint32_t s = 1, steps = k / QW_SK;
 
 	while (s < QW_SPLITS && blocks * s < o1_cuda_sm_count() &&
 	       2 * s <= steps)
@@ -396,7 +733,7 @@ extern "C" bool o1_gemm_qw_available(void)
 	if (have < 0)
 		have = cudaMemcpyFromSymbol(&v, qw_compiled, sizeof v) ==
 			       cudaSuccess &&
-		       v;
+		       v && qw_encoder();
 	return have > 0;
 #endif
 }
@@ -404,9 +741,12 @@ extern "C" bool o1_gemm_qw_available(void)
 extern "C" bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n,
 				uint32_t k, const void *w)
 {
+	uint64_t rb = 0;
+
 	return (type == O1_QUANT_Q8_0 || type == O1_QUANT_Q4_0 ||
 		type == O1_QUANT_Q4_K || type == O1_QUANT_Q6_K) &&
 	       k && k % 256 == 0 && (uintptr_t)w % 16 == 0 &&
+	       o1_quant_row_bytes(type, k, &rb) == 0 && rb % 16 == 0 &&
 	       (n + QW_BM - 1) / QW_BM <= 65535;
 }
 
@@ -415,7 +755,8 @@ extern "C" int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
 			       uint32_t k, uint32_t ldy, bool pdl,
 			       cudaStream_t stream)
 {
-	qw_args a = {};
+	qw_args a;
+	uint64_t rb = 0;
 
 	if (!y || !x || !w || !n || ldy < n || (uintptr_t)x % 16 ||
 	    !o1_gemm_qw_fits(type, n, k, w)) {
@@ -429,18 +770,19 @@ extern "C" int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
 	}
 	if (!m)
 		return 0;
-	a.y = y, a.x = x, a.w = (const uint8_t *)w;
+	memset(&a, 0, sizeof a);
+	a.y = y;
 	a.m = m, a.n = n, a.k = k, a.ldy = ldy;
 	a.splits = qw_splits(m, n, k);
-	o1_quant_row_bytes(type, k, &a.rb);
+	o1_quant_row_bytes(type, k, &rb);
 	switch (type) {
 	case O1_QUANT_Q8_0:
-		return qw_launch<O1_QUANT_Q8_0>(a, pdl, stream);
+		return qw_launch_m<O1_QUANT_Q8_0>(a, x, w, rb, pdl, stream);
 	case O1_QUANT_Q4_0:
-		return qw_launch<O1_QUANT_Q4_0>(a, pdl, stream);
+		return qw_launch_m<O1_QUANT_Q4_0>(a, x, w, rb, pdl, stream);
 	case O1_QUANT_Q4_K:
-		return qw_launch<O1_QUANT_Q4_K>(a, pdl, stream);
+		return qw_launch_m<O1_QUANT_Q4_K>(a, x, w, rb, pdl, stream);
 	default:
-		return qw_launch<O1_QUANT_Q6_K>(a, pdl, stream);
+		return qw_launch_m<O1_QUANT_Q6_K>(a, x, w, rb, pdl, stream);
 	}
 }

@@ -400,14 +400,17 @@ int o1_gemm_qp_cuda(float *y, const uint16_t *x, const void *w,
 bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 		     const void *w);
 
-/* gemm_qw.cu: y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . bf16(dequant(w))
- * (N,K)^T on Hopper's wgmma, the weights decoded in registers (the tile
- * path's bf16 values, o1_quant_dequantize_bf16_cuda's; the sums' order
- * differs). o1_gemm_qw_available: whether this build's module for the
- * device has it (wgmma needs sm_90a); o1_gemm_qw_fits: TYPE one of Q8_0,
- * Q4_0, Q4_K, Q6_K, K a multiple of 256, W 16-byte aligned. -EINVAL on a
- * shape o1_gemm_qw_fits rejects or x not 16-byte aligned, -ENOTSUP where
- * it is not available. */
+/* gemm_qw.cu: y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . W (N,K)^T on
+ * Hopper's wgmma, both operands brought by the tensor memory accelerator,
+ * the weights decoded in registers by bf16x2 arithmetic (each value the
+ * quant times its unit's scale rounded to bf16, rounded once: within
+ * ~2^-9 of the tiles' values; gemm_qw.cu's header). o1_gemm_qw_available:
+ * whether this build's module for the device has it (sm_90a) and the
+ * driver encodes tensor maps; o1_gemm_qw_fits: TYPE one of Q8_0, Q4_0,
+ * Q4_K, Q6_K, K a multiple of 256, W's rows a multiple of 16 bytes long
+ * (Q6_K: K a multiple of 2,048), W 16-byte aligned. -EINVAL on a shape
+ * o1_gemm_qw_fits rejects or x not 16-byte aligned, -ENOTSUP where it is
+ * not available. */
 bool o1_gemm_qw_available(void);
 bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 		     const void *w);

@@ -213,7 +213,7 @@ struct o1_backend_config {
 	/* CUDA backend (config cuda.quant_wgmma_rows): products of more rows
 	 * than the int8 product takes, up to cuda_quant_wg_rows, on block
 	 * weights run gemm_qw.cu's wgmma product (the weights decoded in
-	 * registers to the tiles' bf16 values) instead of the tiles, where
+	 * registers to bf16, no tiles written) instead of the tiles, where
 	 * the build has it (sm_90a; 0: never). */
 	uint32_t cuda_quant_wg_rows;
 	/* CUDA backend with graphs (config cuda.autotune, off by default):

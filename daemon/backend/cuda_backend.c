@@ -370,9 +370,9 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 	/* asked once here, on this device, never first inside a graph
 	 * capture (cudaMemcpyFromSymbol is not allowed there) */
 	if (cfg->cuda_quant_wg_rows && !o1_gemm_qw_available())
-		o1_warn("cuda backend: cuda.quant_wgmma_rows is set but this "
-			"build has no gemm_qw (wgmma needs sm_90a): the tiles "
-			"run instead");
+		o1_info("cuda backend: no gemm_qw on this build or device "
+			"(wgmma needs sm_90a): the tiles run for "
+			"cuda.quant_wgmma_rows' steps");
 	s->d = m->desc;
 	if (!s->d.rope.dim)
 		s->d.rope.dim = s->d.head_dim;

@@ -358,7 +358,11 @@ static void check_model(const char *name, const char *path)
 	 * rows do everywhere but with cuda_quant_f32: 3e-2 for those (the
 	 * H200, 2026-12-02: 0.0259 prompt rows, passes), and so do those
 	 * on gemm_qi8.cu (the same int8 inputs; 0.0257 on the H200,
-	 * 2026-12-04), 2e-2 for bf16 products and tiles. */
+	 * 2026-12-04), 2e-2 for bf16 products and tiles, and for gemm_qw.cu
+	 * (its bf16 weights from bf16 scales: with Q4_K's scale and min
+	 * rounded once, 0.0253 on the H200, 2026-12-04, which is why they
+	 * now take two parts: its products' distance to the tiles' 4.4e-3
+	 * -> 2.3e-3, as Q6_K's and Q8_0's). */
 	assert_true(st.max_rel <= (quant_pass || quant_i8 ? 3e-2 : 2e-2));
 	assert_true(st.max_rel_decode <= 3e-2);
 	assert_int_equal(st.far, 0);

@@ -26,8 +26,11 @@
  *   atomic adds included), columns past N of each output row untouched;
  * - bad operands refused with -EINVAL (each kernel's own alignment rules).
  * gemm_qw.cu's wgmma product (o1_gemm_qw_cuda) takes the same checks on
- * the shapes with K a multiple of 256, where the device and the build have
- * it (sm_90a; never on the CPU emulation).
+ * the shapes o1_gemm_qw_fits takes, where the device and the build have
+ * it (sm_90a; never on the CPU emulation), its exact sum over its own
+ * weight values (qw_values, as gemm_qw.cu's header says: the quant times
+ * the unit's f32 scale rounded to bf16, rounded once; Q4_K's two terms in
+ * two parts each; within ~2^-8 of the tiles' values).
  * And gemm_qi8.cu's int8 product (o1_gemm_qi8_quantize_cuda then
  * o1_gemm_qi8_cuda, gemv_q8.h's arithmetic), on the same shapes but K a
  * multiple of 256 (rows of Q6_K at 2-byte offsets from 16-byte pieces):
@@ -62,20 +65,103 @@
 
 static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
 					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
-/* A product under test: all take the same operands (K256: only K a
- * multiple of 256). */
+/* A product under test: all take the same operands (QW: gemm_qw, the
+ * shapes o1_gemm_qw_fits takes, against its own weight values). */
 struct kernel {
 	const char *name;
 	int (*run)(float *y, const uint16_t *x, const void *w,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
 		   uint32_t ldy, bool pdl, cudaStream_t stream);
-	bool k256;
+	bool qw;
 };
 
 static const struct kernel kernels[] = {{"gemm_q", o1_gemm_q_cuda, false},
 					{"gemm_qp", o1_gemm_qp_cuda, false},
 					{"gemm_qw", o1_gemm_qw_cuda, true}};
 static const struct kernel *kern; /* the one check_gemm runs */
+
+/* V rounded to bf16 (8 significant bits), to nearest even, in one step
+ * (no double rounding through f32). */
+static float qw_bf16(double v)
+{
+	int e;
+	double f;
+
+	if (v == 0 || !isfinite(v))
+		return (float)v;
+	f = frexp(v, &e);
+	return (float)ldexp(nearbyint(ldexp(f, 8)), e - 8);
+}
+
+/* The values gemm_qw.cu gives the N x K weights Q of TYPE (its header
+ * comment), into W. */
+static void qw_values(enum o1_quant_type type, const uint8_t *q, float *w,
+		      uint32_t n, uint32_t k)
+{
+	uint64_t rb;
+
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (uint32_t r = 0; r < n; r++)
+		for (uint32_t c = 0; c < k; c++) {
+			const uint8_t *row = q + rb * r;
+			float *o = &w[(size_t)r * k + c];
+
+			if (type == O1_QUANT_Q8_0 || type == O1_QUANT_Q4_0) {
+				bool q8 = type == O1_QUANT_Q8_0;
+				const uint8_t *b =
+				    row + (c / 32) * (q8 ? 34 : 18);
+				uint32_t i = c % 32;
+				double d = qw_bf16(o1_quant_f16_to_f32(
+				    (uint16_t)(b[0] | b[1] << 8)));
+				int v = q8 ? (int8_t)b[2 + i]
+					   : (i < 16 ? b[2 + i] & 15
+						     : b[2 + i - 16] >> 4) -
+						 8;
+
+				*o = qw_bf16(v * d);
+			} else if (type == O1_QUANT_Q4_K) {
+				const uint8_t *b = row + (c / 256) * 144,
+					      *x = b + 4;
+				uint32_t s = c % 256 / 32, i = c % 32, sc, mn;
+				float d = o1_quant_f16_to_f32(
+					  (uint16_t)(b[0] | b[1] << 8)),
+				      dm = o1_quant_f16_to_f32(
+					  (uint16_t)(b[2] | b[3] << 8));
+				uint8_t qb = b[16 + 32 * (s / 2) + i];
+
+				if (s < 4) {
+					sc = x[s] & 63, mn = x[s + 4] & 63;
+				} else {
+					sc = (x[s + 4] & 15) |
+					     (x[s - 4] >> 6) << 4;
+					mn = (x[s + 4] >> 4) | (x[s] >> 6) << 4;
+				}
+				/* D and -M each as two bf16 parts */
+				float dd = d * (float)sc, nm = -(dm * (float)mn);
+				double dh = qw_bf16(dd), dl = qw_bf16(dd - dh),
+				       mh = qw_bf16(nm), ml = qw_bf16(nm - mh);
+				int q4 = s % 2 ? qb >> 4 : qb & 15;
+
+				*o = qw_bf16((double)qw_bf16(q4 * dh + mh) +
+					     qw_bf16(q4 * dl + ml));
+			} else {
+				const uint8_t *b = row + (c / 256) * 210;
+				uint32_t h = c % 256 / 128, g = c % 128 / 32,
+					 e = c % 32;
+				uint8_t l = b[64 * h + 32 * (g % 2) + e],
+					hb = b[128 + 32 * h + e];
+				int v = ((g < 2 ? l & 15 : l >> 4) |
+					 ((hb >> (2 * g)) & 3) << 4) -
+					32;
+				float d = o1_quant_f16_to_f32(
+				    (uint16_t)(b[208] | b[209] << 8));
+				int8_t sc = (int8_t)b[192 + 8 * h + 2 * g +
+						      (e >= 16)];
+
+				*o = qw_bf16(v * (double)qw_bf16(d * (float)sc));
+			}
+		}
+}
 
 /* The bound of the header comment on OUT against EXACT (sum |x w| MAG). */
 static void check_exact(enum o1_quant_type type, uint32_t m, uint32_t n,
@@ -142,7 +228,7 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 	uint64_t rb;
 	void *dw, *dx;
 
-	if (kern->k256 && k % 256) {
+	if (kern->qw && !o1_gemm_qw_fits(type, n, k, NULL)) {
 		free(x), free(wf), free(cpu), free(gpu), free(again);
 		free(exact), free(mag);
 		return;
@@ -156,8 +242,12 @@ static void check_gemm(enum o1_quant_type type, uint32_t m, uint32_t n,
 		x[i] = kct_bf16_of(kct_frand() * 2);
 	for (size_t i = 0; i < ny; i++)
 		cpu[i] = NAN;
-	o1_quant_dequantize(type, q, wf, (uint64_t)n * k);
-	kct_round_bf16(wf, (size_t)n * k);
+	if (kern->qw) {
+		qw_values(type, q, wf, n, k);
+	} else {
+		o1_quant_dequantize(type, q, wf, (uint64_t)n * k);
+		kct_round_bf16(wf, (size_t)n * k);
+	}
 	for (uint32_t i = 0; i < m; i++)
 		for (uint32_t j = 0; j < n; j++) {
 			const uint16_t *xr = x + (size_t)i * k;
@@ -363,7 +453,8 @@ static void test_gemm_qw(void **state)
 	kern = &kernels[2];
 	/* two token tiles and a third partial one, 3 weight tiles */
 	check_gemm(O1_QUANT_Q4_K, 300, 384, 1024, 384);
-	check_gemm(O1_QUANT_Q6_K, 129, 257, 512, 260);
+	check_gemm(O1_QUANT_Q6_K, 129, 257, 2048, 260);
+	check_gemm(O1_QUANT_Q4_0, 70, 200, 512, 200);
 	/* a grid of a wave or more: K whole */
 	check_gemm(O1_QUANT_Q8_0, 256, 17000, 256, 17000);
 }
@@ -472,7 +563,9 @@ static void test_bad_args(void **state)
 					 false, NULL),
 			 o1_gemm_qw_available() ? 0 : -ENOTSUP);
 	assert_false(o1_gemm_qw_fits(O1_QUANT_Q8_0, 64, 32, w));
-	assert_true(o1_gemm_qw_fits(O1_QUANT_Q6_K, 64, 512, w));
+	/* Q6_K's row pitch a multiple of 16 bytes (the tensor map's) */
+	assert_false(o1_gemm_qw_fits(O1_QUANT_Q6_K, 64, 512, w));
+	assert_true(o1_gemm_qw_fits(O1_QUANT_Q6_K, 64, 2048, w));
 	cudaFree(y), cudaFree(x), cudaFree(w);
 }
 

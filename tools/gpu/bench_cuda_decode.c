@@ -65,8 +65,9 @@
  * default; 0 for the tiles); the RESULT line ends with quant_i8_rows=N.
  *
  * --quant-wg-rows N sets cfg.cuda_quant_wg_rows: products of more rows
- * than the int8 product's, up to N, on gemm_qw.cu's wgmma (default 0,
- * o1d's cuda.quant_wgmma_rows); the RESULT line ends with quant_wg_rows=N.
+ * than the int8 product's, up to N, on gemm_qw.cu's wgmma (default 256,
+ * o1d's cuda.quant_wgmma_rows; 0 for the tiles); the RESULT line ends with
+ * quant_wg_rows=N.
  *
  * --attn W,R,T,H sets the decode attention's launch shape
  * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
@@ -296,7 +297,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_mma = false, a->quant_tile_mb = 0, a->quant_qp_rows = 0;
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->quant_i8_rows = 64;	 /* o1d's cuda.quant_i8_rows */
-	a->quant_wg_rows = 0;	 /* o1d's cuda.quant_wgmma_rows */
+	a->quant_wg_rows = 256;	 /* o1d's cuda.quant_wgmma_rows */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
