@@ -83,10 +83,10 @@ extern "C" {
 #define QW_GRID_CONSTANT __grid_constant__
 #endif
 
-#define QW_THREADS 256
-#define QW_BM	   128 /* weight rows a block (64 a warpgroup) */
-#define QW_SK	   128 /* elements of K a stage */
-#define QW_SPLITS  2 /* 0 + a + b == 0 + b + a: the same bits either way */
+#define QW_THREADS  256
+#define QW_BM	    128 /* weight rows a block (64 a warpgroup) */
+#define QW_SK	    128 /* elements of K a stage */
+#define QW_SPLITS   2	/* 0 + a + b == 0 + b + a: the same bits either way */
 #define QW_SMEM_MAX (227 * 1024)
 /* 1: with 3 or more buffers, a stage's last group of products runs on
  * while the next stage's first group is decoded (stages issued S - 2
@@ -102,10 +102,11 @@ extern "C" {
  * 16, the stage's bytes OFF(j) into it (at most 8 for Q8_0 and Q4_0, 14
  * for Q6_K, 0 for Q4_K). BLOCK: the bytes of K's 256 elements. */
 template <int TYPE> struct qw_type {
-	static constexpr uint32_t box = TYPE == O1_QUANT_Q8_0   ? 144 /* 8 + 136 */
-					: TYPE == O1_QUANT_Q4_0 ? 80  /* 8 + 72 */
-					: TYPE == O1_QUANT_Q4_K ? 144
-								: 224; /* 14 + 210 */
+	static constexpr uint32_t box =
+	    TYPE == O1_QUANT_Q8_0   ? 144 /* 8 + 136 */
+	    : TYPE == O1_QUANT_Q4_0 ? 80  /* 8 + 72 */
+	    : TYPE == O1_QUANT_Q4_K ? 144
+				    : 224; /* 14 + 210 */
 	static constexpr uint32_t block = qb_raw<TYPE>::bytes;
 	static __host__ __device__ uint32_t at(uint32_t j)
 	{
@@ -130,8 +131,8 @@ template <int TYPE, int BN> struct qw_smem {
 	    (xs + QW_BM * qw_type<TYPE>::box + 1023) / 1024 * 1024;
 	static constexpr uint32_t sc = 8 * 4 * 16 * 16;
 	static constexpr uint32_t extra = 1024 + sc + 8 * 8;
-	static constexpr uint32_t stages =
-	    (QW_SMEM_MAX - extra) / stage < 4 ? (QW_SMEM_MAX - extra) / stage
+	static constexpr uint32_t stages = (QW_SMEM_MAX - extra) / stage < 4
+					       ? (QW_SMEM_MAX - extra) / stage
 					       : 4;
 	static constexpr uint32_t total = extra + stages * stage;
 	static constexpr uint32_t tx = xs + QW_BM * qw_type<TYPE>::box;
@@ -156,76 +157,77 @@ static __device__ int qw_compiled = QW_WGMMA;
 #if QW_WGMMA
 /* D (+)= A . B, N = 2 x D's count: ADD 0 starts the sums (D's values
  * not read). */
-static __device__ __forceinline__ void qw_mma(float (&d)[64],
-					      const uint32_t (&a)[4],
-					      uint64_t desc, uint32_t add)
+static __device__ __forceinline__ void
+qw_mma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc, uint32_t add)
 {
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-		     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-		     "{%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
-		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),
-		       "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-		       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-		       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-		       "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-		       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-		       "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-		       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
-		       "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-		       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),
-		       "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-		       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
-		       "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc),
-		       "r"(add));
+	asm volatile(
+	    "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+	    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+	    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%"
+	    "18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%"
+	    "34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%"
+	    "50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+	    "{%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
+	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),
+	      "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
+	      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+	      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+	      "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+	      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+	      "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+	      "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+	      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]),
+	      "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+	      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
+	      "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+	      "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 }
 
-static __device__ __forceinline__ void qw_mma(float (&d)[128],
-					      const uint32_t (&a)[4],
-					      uint64_t desc, uint32_t add)
+static __device__ __forceinline__ void
+qw_mma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, uint32_t add)
 {
-	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-		     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-		     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, "
-		     "{%128,%129,%130,%131}, %132, p, 1, 1, 0;\n}\n"
-		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),
-		       "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-		       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-		       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-		       "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-		       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-		       "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-		       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
-		       "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-		       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),
-		       "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-		       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
-		       "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-		       "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]),
-		       "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-		       "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]),
-		       "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-		       "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
-		       "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-		       "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
-		       "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-		       "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]),
-		       "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-		       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
-		       "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-		       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
-		       "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-		       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]),
-		       "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc),
-		       "r"(add));
+	asm volatile(
+	    "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+	    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+	    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%"
+	    "18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%"
+	    "34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%"
+	    "50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%"
+	    "66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%"
+	    "82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%"
+	    "98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%"
+	    "111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%"
+	    "124,%125,%126,%127}, "
+	    "{%128,%129,%130,%131}, %132, p, 1, 1, 0;\n}\n"
+	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),
+	      "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
+	      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+	      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+	      "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+	      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+	      "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+	      "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+	      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]),
+	      "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+	      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
+	      "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+	      "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
+	      "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+	      "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]),
+	      "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+	      "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
+	      "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+	      "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]),
+	      "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]),
+	      "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+	      "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+	      "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+	      "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+	      "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+	      "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]),
+	      "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
 }
 
 static __device__ __forceinline__ void qw_fence(void)
@@ -244,8 +246,7 @@ template <int N> static __device__ __forceinline__ void qw_wait(void)
 }
 /* The accumulators kept in their registers across the asynchronous
  * products (no copy of them the products would wait for). */
-template <int N>
-static __device__ __forceinline__ void qw_pin(float (&d)[N])
+template <int N> static __device__ __forceinline__ void qw_pin(float (&d)[N])
 {
 #pragma unroll
 	for (int i = 0; i < N; i++)
@@ -267,18 +268,19 @@ static __device__ __forceinline__ uint64_t qw_desc(const void *p)
 
 static __device__ __forceinline__ void qw_bar_init(uint64_t *bar)
 {
-	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
-			 qw_saddr(bar))
-		     : "memory");
+	asm volatile(
+	    "mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(qw_saddr(bar))
+	    : "memory");
 }
 
 static __device__ __forceinline__ void qw_bar_expect(uint64_t *bar,
 						     uint32_t bytes)
 {
-	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::
-			 "r"(qw_saddr(bar)),
-		     "r"(bytes)
-		     : "memory");
+	asm volatile(
+	    "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+		qw_saddr(bar)),
+	    "r"(bytes)
+	    : "memory");
 }
 
 static __device__ __forceinline__ void qw_bar_wait(uint64_t *bar,
@@ -297,15 +299,15 @@ static __device__ __forceinline__ void qw_bar_wait(uint64_t *bar,
 }
 
 /* Box (C0, C1) of MAP into DST, counted on BAR. */
-static __device__ __forceinline__ void qw_tma(void *dst, const qw_map *map,
-					      int32_t c0, int32_t c1,
-					      uint64_t *bar)
+static __device__ __forceinline__ void
+qw_tma(void *dst, const qw_map *map, int32_t c0, int32_t c1, uint64_t *bar)
 {
-	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile."
-		     "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-			 "r"(qw_saddr(dst)),
-		     "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(qw_saddr(bar))
-		     : "memory");
+	asm volatile(
+	    "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+	    "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+		qw_saddr(dst)),
+	    "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(qw_saddr(bar))
+	    : "memory");
 }
 
 /* bf16x2 arithmetic, each result rounded once to nearest even. */
@@ -330,18 +332,15 @@ static __device__ __forceinline__ uint32_t qw_fma2(uint32_t a, uint32_t b,
 {
 	uint32_t d;
 
-	asm("fma.rn.bf16x2 %0, %1, %2, %3;"
-	    : "=r"(d)
-	    : "r"(a), "r"(b), "r"(c));
+	asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
 	return d;
 }
 
 /* Stage J's copies (tokens M0.., weight rows R0..) into ST, on BAR. */
 template <int TYPE, int BN>
-static __device__ __forceinline__ void qw_issue(uint8_t *st, uint64_t *bar,
-						const qw_args &a, uint32_t r0,
-						uint32_t m0, uint32_t j,
-						bool weights, bool tokens)
+static __device__ __forceinline__ void
+qw_issue(uint8_t *st, uint64_t *bar, const qw_args &a, uint32_t r0, uint32_t m0,
+	 uint32_t j, bool weights, bool tokens)
 {
 	if (weights)
 		qw_tma(st + qw_smem<TYPE, BN>::xs, &a.wmap,
@@ -350,8 +349,7 @@ static __device__ __forceinline__ void qw_issue(uint8_t *st, uint64_t *bar,
 	if (tokens)
 		for (int b = 0; b < 2; b++)
 			qw_tma(st + b * qw_smem<TYPE, BN>::xbox, &a.xmap,
-			       (int32_t)(QW_SK * j + 64 * b), (int32_t)m0,
-			       bar);
+			       (int32_t)(QW_SK * j + 64 * b), (int32_t)m0, bar);
 }
 
 /* F as a bf16 pair, and F less that (exact in f32) as a second. */
@@ -371,8 +369,8 @@ static __device__ __forceinline__ void qw_split(float f, uint32_t &hi,
  * left off: D - D', -M + M'), Q6_K (S of elements < 16, S of the others,
  * -, -); each value a bf16 pair. */
 template <int TYPE>
-static __device__ __forceinline__ uint4 qw_scales(const uint8_t *r,
-						  uint32_t l, uint32_t half)
+static __device__ __forceinline__ uint4 qw_scales(const uint8_t *r, uint32_t l,
+						  uint32_t half)
 {
 	uint4 v = make_uint4(0, 0, 0, 0);
 
@@ -406,12 +404,13 @@ static __device__ __forceinline__ uint32_t qw_spread(const uint8_t *p)
  * (HALF as qw_scales), scaled by S (qw_scales'), as a bf16 pair (E in the
  * low half): the values of the header comment. */
 template <int TYPE>
-static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r,
-						   uint32_t l, uint32_t half,
-						   uint32_t e, uint4 s)
+static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
+						   uint32_t half, uint32_t e,
+						   uint4 s)
 {
 	if constexpr (TYPE == O1_QUANT_Q8_0) {
-		uint32_t w = qd_u16(r + l * O1_QUANT_Q8_0_BYTES + 2 + e) ^ 0x8080;
+		uint32_t w =
+		    qd_u16(r + l * O1_QUANT_Q8_0_BYTES + 2 + e) ^ 0x8080;
 		/* |q| <= 128: exact as f32 and as bf16 */
 		float lo = __fsub_rn(qd_magic(w & 0xff), 8388736.0f),
 		      hi = __fsub_rn(qd_magic(w >> 8), 8388736.0f);
@@ -419,7 +418,8 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r,
 		return qw_mul2(mma_pack_bf16(lo, hi), s.x);
 	} else if constexpr (TYPE == O1_QUANT_Q4_0) {
 		/* elements < 16: low nibbles of bytes 0..15, then high */
-		uint32_t w = qw_spread(r + l * O1_QUANT_Q4_0_BYTES + 2 + e % 16);
+		uint32_t w =
+		    qw_spread(r + l * O1_QUANT_Q4_0_BYTES + 2 + e % 16);
 
 		w = (e < 16 ? w : w >> 4) & 0x000f000fu;
 		return qw_mul2(qw_add2(w | 0x43004300u, 0xc308c308u) /* -136 */,
@@ -460,14 +460,14 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	constexpr bool OV = QW_OVERLAP && S >= 3;
 	constexpr uint32_t D = OV ? S - 2 : S - 1; /* issued ahead */
 	extern __shared__ uint8_t qw_shared[];
-	uint8_t *base = (uint8_t *)(((uintptr_t)qw_shared + 1023) &
-				    ~(uintptr_t)1023);
+	uint8_t *base =
+	    (uint8_t *)(((uintptr_t)qw_shared + 1023) & ~(uintptr_t)1023);
 	uint4 *sc = (uint4 *)(base + S * sm::stage) +
 		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
 	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
 	uint32_t m0 = blockIdx.x * BN, r0 = blockIdx.y * QW_BM;
-	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32,
-		 g = lane / 4, t = lane % 4;
+	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4,
+		 t = lane % 4;
 	uint32_t steps = a.k / QW_SK;
 	uint32_t js = steps * blockIdx.z / a.splits;
 	uint32_t n_t = steps * (blockIdx.z + 1) / a.splits - js;
@@ -486,16 +486,16 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		/* the weights: no kernel writes them, so before the wait */
 		for (uint32_t s = 0; s < D && s < n_t; s++) {
 			qw_bar_expect(&bar[s], sm::tx);
-			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0, m0,
-				       js + s, true, false);
+			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
+					   m0, js + s, true, false);
 		}
 	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if (lead)
 		for (uint32_t s = 0; s < D && s < n_t; s++)
-			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0, m0,
-				       js + s, false, true);
+			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
+					   m0, js + s, false, true);
 	__syncthreads();
 	for (uint32_t st = 0; st < n_t; st++) {
 		uint32_t b = st % S, j = js + st, half = j % 2;
@@ -514,8 +514,8 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			asm volatile("fence.proxy.async.shared::cta;" ::
 					 : "memory");
 			qw_bar_expect(&bar[nb], sm::tx);
-			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a, r0,
-				       m0, j + D, true, true);
+			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
+					   r0, m0, j + D, true, true);
 		}
 		/* this warp's 16 rows' scales: 64 (unit, row) pairs */
 #pragma unroll
@@ -540,10 +540,13 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			for (int s = 0; s < 4; s++) {
 				uint32_t kk = 4 * gi + s, l = kk / 2,
 					 e = 16 * (kk % 2) + 2 * t;
-				uint4 s0 = sc[16 * l + g], s1 = sc[16 * l + g + 8];
+				uint4 s0 = sc[16 * l + g],
+				      s1 = sc[16 * l + g + 8];
 
-				af[gi][s][0] = qw_pair<TYPE>(ra[0], l, half, e, s0);
-				af[gi][s][1] = qw_pair<TYPE>(ra[1], l, half, e, s1);
+				af[gi][s][0] =
+				    qw_pair<TYPE>(ra[0], l, half, e, s0);
+				af[gi][s][1] =
+				    qw_pair<TYPE>(ra[1], l, half, e, s1);
 				af[gi][s][2] =
 				    qw_pair<TYPE>(ra[0], l, half, e + 8, s0);
 				af[gi][s][3] =
@@ -594,11 +597,11 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 }
 
 #ifndef O1_EMU_H
-typedef CUresult (*qw_encode_fn)(CUtensorMap *, CUtensorMapDataType,
-				 cuuint32_t, void *, const cuuint64_t *,
-				 const cuuint64_t *, const cuuint32_t *,
-				 const cuuint32_t *, CUtensorMapInterleave,
-				 CUtensorMapSwizzle, CUtensorMapL2promotion,
+typedef CUresult (*qw_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t,
+				 void *, const cuuint64_t *, const cuuint64_t *,
+				 const cuuint32_t *, const cuuint32_t *,
+				 CUtensorMapInterleave, CUtensorMapSwizzle,
+				 CUtensorMapL2promotion,
 				 CUtensorMapFloatOOBfill);
 
 /* The driver's cuTensorMapEncodeTiled (through the runtime: no libcuda
@@ -612,9 +615,9 @@ static qw_encode_fn qw_encoder(void)
 		void *p = NULL;
 		cudaDriverEntryPointQueryResult q;
 
-		if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
-						     &p, 12000, cudaEnableDefault,
-						     &q) == cudaSuccess &&
+		if (cudaGetDriverEntryPointByVersion(
+			"cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+			&q) == cudaSuccess &&
 		    q == cudaDriverEntryPointSuccess)
 			fn = (qw_encode_fn)p;
 		asked = true;
@@ -661,16 +664,15 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 	return -ENOTSUP;
 #else
 	err = qw_encode(&a.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, a.k, a.m,
-			(uint64_t)a.k * 2, 64, BN,
-			CU_TENSOR_MAP_SWIZZLE_128B);
+			(uint64_t)a.k * 2, 64, BN, CU_TENSOR_MAP_SWIZZLE_128B);
 	if (!err)
 		err = qw_encode(&a.wmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, rb,
 				a.n, rb, qw_type<TYPE>::box, QW_BM,
 				CU_TENSOR_MAP_SWIZZLE_NONE);
 	if (!err)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-		    gemm_qw<TYPE, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-		    (int)smem));
+		    gemm_qw<TYPE, BN>,
+		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	if (err)
 		return err;
 #endif
@@ -696,7 +698,7 @@ static uint32_t qw_bn(uint32_t m, uint32_t n)
 	if (b < o1_cuda_sm_count())
 		b *= QW_SPLITS;
 	return m > 128 && 10 * b >= 7 * (uint64_t)o1_cuda_sm_count() ? 256
-								      : 128;
+								     : 128;
 }
 
 template <int TYPE>
@@ -712,8 +714,8 @@ static int qw_launch_m(qw_args &a, const void *x, const void *w, uint64_t rb,
 static uint32_t qw_splits(uint32_t m, uint32_t n, uint32_t k)
 {
 	uint32_t bn = qw_bn(m, n);
-	uint64_t blocks = (uint64_t)((m + bn - 1) / bn) *
-			  ((n + QW_BM - 1) / QW_BM);
+	uint64_t blocks =
+	    (uint64_t)((m + bn - 1) / bn) * ((n + QW_BM - 1) / QW_BM);
 	uint32_t s = 1, steps = k / QW_SK;
 
 	while (s < QW_SPLITS && blocks * s < o1_cuda_sm_count() &&
@@ -732,14 +734,14 @@ extern "C" bool o1_gemm_qw_available(void)
 
 	if (have < 0)
 		have = cudaMemcpyFromSymbol(&v, qw_compiled, sizeof v) ==
-			       cudaSuccess &&
+			   cudaSuccess &&
 		       v && qw_encoder();
 	return have > 0;
 #endif
 }
 
-extern "C" bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n,
-				uint32_t k, const void *w)
+extern "C" bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
+				const void *w)
 {
 	uint64_t rb = 0;
 

@@ -137,7 +137,8 @@ static void qw_values(enum o1_quant_type type, const uint8_t *q, float *w,
 					mn = (x[s + 4] >> 4) | (x[s] >> 6) << 4;
 				}
 				/* D and -M each as two bf16 parts */
-				float dd = d * (float)sc, nm = -(dm * (float)mn);
+				float dd = d * (float)sc;
+				float nm = -(dm * (float)mn);
 				double dh = qw_bf16(dd), dl = qw_bf16(dd - dh),
 				       mh = qw_bf16(nm), ml = qw_bf16(nm - mh);
 				int q4 = s % 2 ? qb >> 4 : qb & 15;
@@ -158,7 +159,8 @@ static void qw_values(enum o1_quant_type type, const uint8_t *q, float *w,
 				int8_t sc = (int8_t)b[192 + 8 * h + 2 * g +
 						      (e >= 16)];
 
-				*o = qw_bf16(v * (double)qw_bf16(d * (float)sc));
+				*o = qw_bf16(v *
+					     (double)qw_bf16(d * (float)sc));
 			}
 		}
 }
