@@ -17,7 +17,7 @@
  *   i8     gemm_qi8.cu's int8 tensor-core product, its input's
  *          quantization (o1_gemm_qi8_quantize_cuda) included;
  *   wg     gemm_qw.cu's wgmma product (the weights decoded in
- *          registers; sm_90a builds);
+ *          registers by bf16x2 arithmetic; sm_90a builds);
  *   bf16   cublasGemmEx on a bf16 matrix of the same shape (the bf16
  *          model's product, the speed to reach);
  *   with --sweep, qp forced to each plan (BM 64/128 x BN 32/64/128/256
@@ -36,7 +36,8 @@
  *          i8_rel=.. wg_us=.. wg_tflops=.. wg_vs_tiles=.. wg_vs_bf16=..
  *          wg_rel=.. [best=PLAN best_us=.. sweep_rel_max=..]
  * (qp_vs_tiles > 1: qp is faster than the tiles; i8_rel, the int8
- * inputs' error, ~1e-3 to 1e-2). --ways LIST (tiles,mma,qp,i8,wg,bf16;
+ * inputs' error, ~1e-3 to 1e-2; wg_rel, its values' own rounding from
+ * bf16 scales, ~2e-3 on the H200). --ways LIST (tiles,mma,qp,i8,wg,bf16;
  * default all) times only those (the others' figures are -1; qp_rel and
  * i8_rel need tiles). This file includes gemm_q.cu, gemm_qp.cu and
  * gemm_qi8.cu to reach their launches by plan (it does not link the
