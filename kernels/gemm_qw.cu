@@ -606,22 +606,25 @@ typedef CUresult (*qw_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t,
 
 /* The driver's cuTensorMapEncodeTiled (through the runtime: no libcuda
  * link), NULL where it has none. */
+static qw_encode_fn qw_find_encoder(void)
+{
+	void *p = NULL;
+	cudaDriverEntryPointQueryResult q;
+
+	if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p,
+					     12000, cudaEnableDefault,
+					     &q) == cudaSuccess &&
+	    q == cudaDriverEntryPointSuccess)
+		return (qw_encode_fn)p;
+	return NULL;
+}
+
+/* qw_find_encoder's answer, asked once (a function's static: its first
+ * use is thread-safe, several backends may ask at once). */
 static qw_encode_fn qw_encoder(void)
 {
-	static qw_encode_fn fn;
-	static bool asked;
+	static const qw_encode_fn fn = qw_find_encoder();
 
-	if (!asked) {
-		void *p = NULL;
-		cudaDriverEntryPointQueryResult q;
-
-		if (cudaGetDriverEntryPointByVersion(
-			"cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-			&q) == cudaSuccess &&
-		    q == cudaDriverEntryPointSuccess)
-			fn = (qw_encode_fn)p;
-		asked = true;
-	}
 	return fn;
 }
 
@@ -729,14 +732,16 @@ extern "C" bool o1_gemm_qw_available(void)
 #ifdef O1_EMU_H
 	return false; /* tools/gpu/emu has no wgmma */
 #else
-	static int have = -1;
-	int v = 0;
+	/* asked once (a thread-safe static), on the first caller's device */
+	static const bool have = [] {
+		int v = 0;
 
-	if (have < 0)
-		have = cudaMemcpyFromSymbol(&v, qw_compiled, sizeof v) ==
+		return cudaMemcpyFromSymbol(&v, qw_compiled, sizeof v) ==
 			   cudaSuccess &&
 		       v && qw_encoder();
-	return have > 0;
+	}();
+
+	return have;
 #endif
 }
 
