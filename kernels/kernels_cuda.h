@@ -402,9 +402,9 @@ bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 
 /* gemm_qw.cu: y[i * ldy + j] (M,N) f32 = x (M,K) bf16 . W (N,K)^T on
  * Hopper's wgmma, both operands brought by the tensor memory accelerator,
- * the weights decoded in registers by bf16x2 arithmetic (each value the
- * quant times its unit's scale rounded to bf16, rounded once: within
- * ~2^-9 of the tiles' values; gemm_qw.cu's header). o1_gemm_qw_available:
+ * the weights decoded in registers by bf16x2 arithmetic from the units'
+ * scales in bf16 (gemm_qw.cu's header: other bits than the tiles', their
+ * error 1.1-1.7x the tiles' rounding). o1_gemm_qw_available:
  * whether this build's module for the device has it (sm_90a) and the
  * driver encodes tensor maps; o1_gemm_qw_fits: TYPE one of Q8_0, Q4_0,
  * Q4_K, Q6_K, K a multiple of 256, W's rows a multiple of 16 bytes long
