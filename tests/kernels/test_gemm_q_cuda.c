@@ -459,8 +459,8 @@ static void test_gemm_qw(void **state)
 	check_gemm(O1_QUANT_Q4_0, 70, 200, 512, 200);
 	/* a grid of a wave or more: K whole */
 	check_gemm(O1_QUANT_Q8_0, 256, 17000, 256, 17000);
-	/* 256 tokens a block, the K-quants (47 weight tiles, K in halves:
-	 * 94 blocks, 70% of an H200's 132 multiprocessors; elsewhere
+	/* 256 tokens a block, the K-quants (48 weight tiles, K in halves:
+	 * 96 blocks, 73% of an H200's 132 multiprocessors; elsewhere
 	 * perhaps 128 tokens, checked the same) */
 	check_gemm(O1_QUANT_Q4_K, 140, 6020, 512, 6020);
 	check_gemm(O1_QUANT_Q6_K, 140, 6020, 2048, 6020);
