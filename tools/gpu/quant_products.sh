@@ -10,6 +10,9 @@
 # guard, so the call ends inside the device's 10 minutes. Results in
 # $OUT/session.txt; the logs in $OUT/logs.tgz.
 #   OUT=dir tools/gpu/quant_products.sh
+# NCCL's NVLink multicast stays off (shared GPU hosts; issue 10; session.sh
+# sets it too).
+export NCCL_NVLS_ENABLE=0
 # shellcheck source=tools/gpu/session.sh
 . "$(dirname "$0")/session.sh"
 t0=$(date +%s)
