@@ -145,10 +145,13 @@ struct alignas(64) qw_map {
 
 struct qw_args {
 	qw_map xmap; /* x: (M, K) bf16, boxes of 64 x BN, 128B swizzle */
-	qw_map wmap; /* w: (N, row bytes) uint8, boxes of box x QW_BM */
+	qw_map wmap; /* w: (N, row bytes) uint8, boxes of box x QW_BM (GLU:
+			x QW_BM / 2) */
 	float *y;
+	uint16_t *act; /* GLU: (M, GLU) bf16, rows LDY apart */
 	uint32_t m, n, k, ldy;
 	uint32_t splits; /* parts of K */
+	uint32_t glu;	 /* 0, or F: SwiGLU of rows j and F + j into act */
 };
 
 /* Whether this device's copy of the module has the wgmma kernel. */
@@ -342,10 +345,16 @@ static __device__ __forceinline__ void
 qw_issue(uint8_t *st, uint64_t *bar, const qw_args &a, uint32_t r0, uint32_t m0,
 	 uint32_t j, bool weights, bool tokens)
 {
+	int32_t c0 = (int32_t)(qw_type<TYPE>::at(j) - qw_type<TYPE>::off(j));
+
+	/* GLU: gate rows R0.. in the first half, up rows F + R0.. after */
 	if (weights)
-		qw_tma(st + qw_smem<TYPE, BN>::xs, &a.wmap,
-		       (int32_t)(qw_type<TYPE>::at(j) - qw_type<TYPE>::off(j)),
-		       (int32_t)r0, bar);
+		qw_tma(st + qw_smem<TYPE, BN>::xs, &a.wmap, c0, (int32_t)r0,
+		       bar);
+	if (weights && a.glu)
+		qw_tma(st + qw_smem<TYPE, BN>::xs +
+			   QW_BM / 2 * qw_type<TYPE>::box,
+		       &a.wmap, c0, (int32_t)(a.glu + r0), bar);
 	if (tokens)
 		for (int b = 0; b < 2; b++)
 			qw_tma(st + b * qw_smem<TYPE, BN>::xbox, &a.xmap,
@@ -446,6 +455,50 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 			       e < 16 ? s.x : s.y);
 	}
 }
+
+/* SwiGLU's silu(g) u in f32, as swiglu.cu computes it. */
+static __device__ __forceinline__ float qw_silu_mul(float g, float u)
+{
+	return g / (1.0f + expf(-g)) * u;
+}
+
+/* The GLU epilogue: the first warpgroup holds the gate rows' sums, the
+ * second the up rows' at the same places of acc; each gives the other its
+ * sums of half the tokens through shared memory EX (every buffer free
+ * once every warp's products are done), then writes SwiGLU's bf16 for its
+ * half: the first warpgroup acc[0 .. BN / 4), the second the rest. */
+template <int BN>
+static __device__ __forceinline__ void
+qw_glu_store(const float (&acc)[BN / 2], float *ex, const qw_args &a,
+	     uint32_t r0, uint32_t m0)
+{
+	uint32_t wg = threadIdx.x / 128, i0 = threadIdx.x % 128,
+		 warp = i0 / 32, g = i0 % 32 / 4, t = i0 % 4;
+
+	__syncthreads();
+#pragma unroll
+	for (int i = 0; i < BN / 2; i++)
+		if ((i < BN / 4) == (wg == 1))
+			ex[i * 128 + i0] = acc[i];
+	__syncthreads();
+#pragma unroll
+	for (int jj = 0; jj < BN / 8; jj++)
+#pragma unroll
+		for (int e = 0; e < 4; e++) {
+			int i = 4 * jj + e;
+			uint32_t row = r0 + 16 * warp + g + 8 * (e / 2),
+				 tok = m0 + 8 * jj + 2 * t + e % 2;
+			float o;
+
+			if ((i < BN / 4) != (wg == 0) || row >= a.glu ||
+			    tok >= a.m)
+				continue;
+			o = wg == 0 ? qw_silu_mul(acc[i], ex[i * 128 + i0])
+				    : qw_silu_mul(ex[i * 128 + i0], acc[i]);
+			a.act[(size_t)tok * a.ldy + row] =
+			    (uint16_t)mma_pack_bf16(o, o);
+		}
+}
 #endif
 
 /* Grid: (token tiles of BN, weight tiles, parts of K). */
@@ -460,12 +513,16 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	constexpr bool OV = QW_OVERLAP && S >= 3;
 	constexpr uint32_t D = OV ? S - 2 : S - 1; /* issued ahead */
 	extern __shared__ uint8_t qw_shared[];
+	/* from the shared array itself, so that the compiler knows the
+	 * address space (shared loads, not generic ones) */
 	uint8_t *base =
-	    (uint8_t *)(((uintptr_t)qw_shared + 1023) & ~(uintptr_t)1023);
+	    qw_shared + ((1024 - (qw_saddr(qw_shared) & 1023)) & 1023);
 	uint4 *sc = (uint4 *)(base + S * sm::stage) +
 		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
 	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
-	uint32_t m0 = blockIdx.x * BN, r0 = blockIdx.y * QW_BM;
+	/* GLU: 64 gate rows (the first warpgroup's) and their up rows */
+	uint32_t m0 = blockIdx.x * BN,
+		 r0 = blockIdx.y * (a.glu ? QW_BM / 2 : QW_BM);
 	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4,
 		 t = lane % 4;
 	uint32_t steps = a.k / QW_SK;
@@ -576,6 +633,10 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		}
 	}
 	qw_wait<0>();
+	if (a.glu) {
+		qw_glu_store<BN>(acc, (float *)base, a, r0, m0);
+		return;
+	}
 	/* acc[4 j + e]: row g + 8 (e / 2) of the warp's 16, token 8 j + 2 t +
 	 * e % 2 */
 #pragma unroll
@@ -659,7 +720,9 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 		     bool pdl, cudaStream_t stream)
 {
 	constexpr uint32_t smem = qw_smem<TYPE, BN>::total;
-	dim3 grid((a.m + BN - 1) / BN, (a.n + QW_BM - 1) / QW_BM, a.splits);
+	uint32_t tiles = a.glu ? (a.glu + QW_BM / 2 - 1) / (QW_BM / 2)
+			       : (a.n + QW_BM - 1) / QW_BM;
+	dim3 grid((a.m + BN - 1) / BN, tiles, a.splits);
 	int err;
 
 #ifdef O1_EMU_H
@@ -670,7 +733,8 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 			(uint64_t)a.k * 2, 64, BN, CU_TENSOR_MAP_SWIZZLE_128B);
 	if (!err)
 		err = qw_encode(&a.wmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, rb,
-				a.n, rb, qw_type<TYPE>::box, QW_BM,
+				a.n, rb, qw_type<TYPE>::box,
+				a.glu ? QW_BM / 2 : QW_BM,
 				CU_TENSOR_MAP_SWIZZLE_NONE);
 	if (!err)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
@@ -757,31 +821,30 @@ extern "C" bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 	       (n + QW_BM - 1) / QW_BM <= 65535;
 }
 
-extern "C" int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
-			       enum o1_quant_type type, uint32_t m, uint32_t n,
-			       uint32_t k, uint32_t ldy, bool pdl,
-			       cudaStream_t stream)
+/* The checks and launch of o1_gemm_qw_cuda and o1_gemm_qw_swiglu_cuda,
+ * A's pointers and sizes set. */
+static int qw_run(qw_args &a, const uint16_t *x, const void *w,
+		  enum o1_quant_type type, bool pdl, cudaStream_t stream)
 {
-	qw_args a;
 	uint64_t rb = 0;
 
-	if (!y || !x || !w || !n || ldy < n || (uintptr_t)x % 16 ||
-	    !o1_gemm_qw_fits(type, n, k, w)) {
-		o1_err("gemm_qw: bad operands: type %u m %u n %u k %u ldy %u",
-		       (unsigned)type, m, n, k, ldy);
+	if (!(a.glu ? (void *)a.act : (void *)a.y) || !x || !w || !a.n ||
+	    a.ldy < (a.glu ? a.glu : a.n) || (uintptr_t)x % 16 ||
+	    !o1_gemm_qw_fits(type, a.n, a.k, w)) {
+		o1_err("gemm_qw: bad operands: type %u m %u n %u k %u ldy %u "
+		       "glu %u",
+		       (unsigned)type, a.m, a.n, a.k, a.ldy, a.glu);
 		return -EINVAL;
 	}
 	if (!o1_gemm_qw_available()) {
 		o1_err("gemm_qw: not in this build (wgmma needs sm_90a)");
 		return -ENOTSUP;
 	}
-	if (!m)
+	if (!a.m)
 		return 0;
-	memset(&a, 0, sizeof a);
-	a.y = y;
-	a.m = m, a.n = n, a.k = k, a.ldy = ldy;
-	a.splits = qw_splits(m, n, k);
-	o1_quant_row_bytes(type, k, &rb);
+	/* SwiGLU is not linear: K whole */
+	a.splits = a.glu ? 1 : qw_splits(a.m, a.n, a.k);
+	o1_quant_row_bytes(type, a.k, &rb);
 	switch (type) {
 	case O1_QUANT_Q8_0:
 		return qw_launch_m<O1_QUANT_Q8_0>(a, x, w, rb, pdl, stream);
@@ -792,4 +855,32 @@ extern "C" int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
 	default:
 		return qw_launch_m<O1_QUANT_Q6_K>(a, x, w, rb, pdl, stream);
 	}
+}
+
+extern "C" int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
+			       enum o1_quant_type type, uint32_t m, uint32_t n,
+			       uint32_t k, uint32_t ldy, bool pdl,
+			       cudaStream_t stream)
+{
+	qw_args a;
+
+	memset(&a, 0, sizeof a);
+	a.y = y;
+	a.m = m, a.n = n, a.k = k, a.ldy = ldy;
+	return qw_run(a, x, w, type, pdl, stream);
+}
+
+extern "C" int o1_gemm_qw_swiglu_cuda(uint16_t *act, const uint16_t *x,
+				      const void *w, enum o1_quant_type type,
+				      uint32_t m, uint32_t f, uint32_t k,
+				      uint32_t ld, bool pdl,
+				      cudaStream_t stream)
+{
+	qw_args a;
+
+	memset(&a, 0, sizeof a);
+	a.act = act;
+	a.m = m, a.n = f <= UINT32_MAX / 2 ? 2 * f : 0, a.k = k, a.ldy = ld;
+	a.glu = f;
+	return qw_run(a, x, w, type, pdl, stream);
 }

@@ -787,6 +787,18 @@ static bool q_swiglu(const struct cuda_state *s, const struct cuda_qmat *q,
 	       !s->cfg.cuda_no_fusion;
 }
 
+/* Whether the gate/up product over T rows runs on gemm_qw with SwiGLU in
+ * its epilogue (o1_gemm_qw_swiglu_cuda: no f32 gate/up written and read
+ * back): gate's and up's rows one part, on gemm_qw's route, fusion on. */
+static bool qw_swiglu(const struct cuda_state *s, const struct cuda_qmat *q,
+		      uint32_t t)
+{
+	return q->n_parts == 1 && !s->cfg.cuda_no_fusion &&
+	       q->part[0].rows == 2 * s->d.ffn_dim &&
+	       q_route(s, &q->part[0], product_rows(s, CUDA_KIND_GU, q, t),
+		       s->d.dim) == Q_WG;
+}
+
 /* The MLP input: RMSNorm (adding the O product, unfused), the gate/up
  * product and SwiGLU into s->act. */
 static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
@@ -827,6 +839,10 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 					      : o1_gemv_q8_swiglu_cuda)(
 		    s->act, s->h, y->qgu.part[0].w, y->qgu.part[0].type, t, f,
 		    d->dim, pdl, s->stream);
+	if (!err && qw_swiglu(s, &y->qgu, t))
+		return o1_gemm_qw_swiglu_cuda(s->act, s->h, y->qgu.part[0].w,
+					      y->qgu.part[0].type, t, f,
+					      d->dim, f, pdl, s->stream);
 	bf16 = product_bf16(s, CUDA_KIND_GU, &y->qgu, t, d->dim);
 	err = err ? err
 		  : product_to(s, CUDA_KIND_GU, s->gu, bf16, s->h, y->wgu,

@@ -466,6 +466,80 @@ static void test_gemm_qw(void **state)
 	check_gemm(O1_QUANT_Q6_K, 140, 6020, 2048, 6020);
 }
 
+/* gemm_qw's gate/up product with SwiGLU (o1_gemm_qw_swiglu_cuda): bitwise
+ * o1_swiglu_cuda on the plain product's f32 (the same sums: F chosen so
+ * that the plain product's grid is a wave of blocks, K whole), nothing
+ * written past F in a row. */
+static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
+			 uint32_t k, uint32_t ld)
+{
+	size_t na = (size_t)m * ld;
+	uint16_t *x = malloc((size_t)m * k * 2), *fused = malloc(na * 2),
+		 *ref = malloc(na * 2), *da, *dr;
+	uint8_t *q = qct_random_blocks(type, (uint64_t)2 * f * k);
+	uint64_t rb;
+	float *dy;
+	void *dw, *dx;
+
+	assert_non_null(x), assert_non_null(fused), assert_non_null(ref);
+	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		x[i] = kct_bf16_of(kct_frand() * 2);
+	for (size_t i = 0; i < na; i++)
+		fused[i] = 0x7fc1; /* a NaN neither writes */
+	dw = kct_dev_copy(q, rb * 2 * f);
+	dx = kct_dev_copy(x, (size_t)m * k * 2);
+	da = kct_dev_copy(fused, na * 2);
+	dr = kct_dev_copy(fused, na * 2);
+	dy = kct_dev((size_t)m * 2 * f * 4);
+	assert_int_equal(o1_gemm_qw_cuda(dy, dx, dw, type, m, 2 * f, k, 2 * f,
+					 false, NULL),
+			 0);
+	for (uint32_t i = 0; i < m; i++)
+		assert_int_equal(o1_swiglu_cuda(dr + (size_t)i * ld,
+						dy + (size_t)i * 2 * f,
+						dy + (size_t)i * 2 * f + f,
+						2 * f, 1, f, false, NULL),
+				 0);
+	assert_int_equal(o1_gemm_qw_swiglu_cuda(da, dx, dw, type, m, f, k, ld,
+						true, NULL),
+			 0);
+	kct_get(fused, da, na * 2);
+	kct_get(ref, dr, na * 2);
+	for (size_t i = 0; i < na; i++)
+		if (fused[i] != ref[i]) {
+			printf("swiglu %s m %u f %u k %u: [%zu][%zu] %04x, "
+			       "o1_swiglu_cuda %04x\n",
+			       o1_quant_name(type), m, f, k, i / ld, i % ld,
+			       fused[i], ref[i]);
+			fail();
+		}
+	cudaFree(dw), cudaFree(dx), cudaFree(da), cudaFree(dr), cudaFree(dy);
+	free(x), free(fused), free(ref), free(q);
+}
+
+static void test_gemm_qw_swiglu(void **state)
+{
+	(void)state;
+	if (!o1_gemm_qw_available()) {
+		printf("gemm_qw: not in this build or on this device: "
+		       "skipped\n");
+		return;
+	}
+	/* 2F / 128 >= 132 weight tiles: a wave on an H200 (132
+	 * multiprocessors), K whole; 128 and 256 tokens a block (40, 300
+	 * and 130 rows), F not a multiple of 64 (the last tile's gate rows
+	 * run into up's, its up rows past the matrix) */
+	check_swiglu(O1_QUANT_Q4_K, 40, 8450, 256, 8451);
+	check_swiglu(O1_QUANT_Q8_0, 300, 8448, 512, 8448);
+	check_swiglu(O1_QUANT_Q6_K, 130, 8448, 2048, 8450);
+	/* its own refusal: LD < F */
+	assert_int_equal(o1_gemm_qw_swiglu_cuda((uint16_t *)16, (uint16_t *)16,
+						(void *)16, O1_QUANT_Q8_0, 1, 4,
+						256, 3, false, NULL),
+			 -EINVAL);
+}
+
 /* Operands both kernels refuse, through kernel G. */
 static void bad_args(const struct kernel *g, float *y, uint16_t *x,
 		     uint8_t *w)
@@ -582,6 +656,7 @@ int main(void)
 	    cmocka_unit_test(test_gemm_q),
 	    cmocka_unit_test(test_gemm_qp),
 	    cmocka_unit_test(test_gemm_qw),
+	    cmocka_unit_test(test_gemm_qw_swiglu),
 	    cmocka_unit_test(test_gemm_qi8),
 	    cmocka_unit_test(test_bad_args),
 	};
