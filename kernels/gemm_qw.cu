@@ -269,11 +269,23 @@ static __device__ __forceinline__ uint64_t qw_desc(const void *p)
 	       (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
 }
 
-static __device__ __forceinline__ void qw_bar_init(uint64_t *bar)
+static __device__ __forceinline__ void qw_bar_init(uint64_t *bar,
+						   uint32_t count)
 {
-	asm volatile(
-	    "mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(qw_saddr(bar))
-	    : "memory");
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(
+			 qw_saddr(bar)),
+		     "r"(count)
+		     : "memory");
+}
+
+/* A warp's arrival on BAR (lane 0's). */
+static __device__ __forceinline__ void qw_arrive(uint64_t *bar, uint32_t lane)
+{
+	if (!lane)
+		asm volatile(
+		    "mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
+			qw_saddr(bar))
+		    : "memory");
 }
 
 static __device__ __forceinline__ void qw_bar_expect(uint64_t *bar,
@@ -501,8 +513,9 @@ qw_glu_store(const float (&acc)[BN / 2], float *ex, const qw_args &a,
 }
 #endif
 
-/* Grid: (token tiles of BN, weight tiles, parts of K). */
-template <int TYPE, int BN>
+/* Grid: (token tiles of BN, weight tiles, parts of K). EB: the buffers
+ * released by each warp on empty barriers (no block barrier a stage). */
+template <int TYPE, int BN, bool EB>
 static __global__ void __launch_bounds__(QW_THREADS, 1)
     gemm_qw(const QW_GRID_CONSTANT qw_args a)
 {
@@ -520,6 +533,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	uint4 *sc = (uint4 *)(base + S * sm::stage) +
 		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
 	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
+	uint64_t *empty = bar + S; /* EB: every warp done with the buffer */
 	/* GLU: 64 gate rows (the first warpgroup's) and their up rows */
 	uint32_t m0 = blockIdx.x * BN,
 		 r0 = blockIdx.y * (a.glu ? QW_BM / 2 : QW_BM);
@@ -535,8 +549,10 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	float acc[BN / 2];
 
 	if (lead) {
-		for (uint32_t s = 0; s < S; s++)
-			qw_bar_init(&bar[s]);
+		for (uint32_t s = 0; s < S; s++) {
+			qw_bar_init(&bar[s], 1);
+			qw_bar_init(&empty[s], QW_THREADS / 32);
+		}
 		asm volatile("fence.mbarrier_init.release.cluster;" ::
 				 : "memory");
 		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -564,16 +580,21 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		/* every warp done with stage st + D - S (the products of
 		 * stage st - 1 but its last group at most still running):
 		 * its buffer is free */
-		__syncthreads();
+		if (!EB)
+			__syncthreads();
 		if (lead && st + D < n_t) {
-			uint32_t nb = (st + D) % S;
+			uint32_t nb = (st + D) % S, use = (st + D) / S;
 
+			if (EB && use)
+				qw_bar_wait(&empty[nb], (use - 1) % 2);
 			asm volatile("fence.proxy.async.shared::cta;" ::
 					 : "memory");
 			qw_bar_expect(&bar[nb], sm::tx);
 			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
 					   r0, m0, j + D, true, true);
 		}
+		if (EB)
+			__syncwarp(); /* every lane read the last scales */
 		/* this warp's 16 rows' scales: 64 (unit, row) pairs */
 #pragma unroll
 		for (int i = 0; i < 2; i++) {
@@ -626,10 +647,16 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			/* QW_OVERLAP: the group before done, so its
 			 * registers (the other set) are free; else every
 			 * product of the stage done at its end */
-			if (OV)
+			if (OV) {
 				qw_wait<1>();
-			else if (gi == 1)
+				/* stage st - 1 done: its buffer free */
+				if (EB && gi == 0 && st && st - 1 + S < n_t)
+					qw_arrive(&empty[(st - 1) % S], lane);
+			} else if (gi == 1) {
 				qw_wait<0>();
+				if (EB && st + S < n_t)
+					qw_arrive(&empty[b], lane);
+			}
 		}
 	}
 	qw_wait<0>();
@@ -715,7 +742,10 @@ static int qw_encode(qw_map *map, CUtensorMapDataType type, const void *p,
 }
 #endif
 
-template <int TYPE, int BN>
+/* bench_gemm_q's A/B of the kernel's EB (it includes this file) */
+static bool qw_empty_barriers = false;
+
+template <int TYPE, int BN, bool EB>
 static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 		     bool pdl, cudaStream_t stream)
 {
@@ -738,7 +768,7 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 				CU_TENSOR_MAP_SWIZZLE_NONE);
 	if (!err)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-		    gemm_qw<TYPE, BN>,
+		    gemm_qw<TYPE, BN, EB>,
 		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	if (err)
 		return err;
@@ -749,7 +779,7 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 		if (err)
 			return err;
 	}
-	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE, BN>, grid,
+	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE, BN, EB>, grid,
 			      dim3(QW_THREADS), smem, stream, pdl, a);
 }
 
@@ -773,8 +803,14 @@ static int qw_launch_m(qw_args &a, const void *x, const void *w, uint64_t rb,
 		       bool pdl, cudaStream_t stream)
 {
 	return qw_bn(a.m, a.n) == 256
-		   ? qw_launch<TYPE, 256>(a, x, w, rb, pdl, stream)
-		   : qw_launch<TYPE, 128>(a, x, w, rb, pdl, stream);
+		   ? (qw_empty_barriers
+			  ? qw_launch<TYPE, 256, true>(a, x, w, rb, pdl, stream)
+			  : qw_launch<TYPE, 256, false>(a, x, w, rb, pdl,
+							stream))
+		   : (qw_empty_barriers
+			  ? qw_launch<TYPE, 128, true>(a, x, w, rb, pdl, stream)
+			  : qw_launch<TYPE, 128, false>(a, x, w, rb, pdl,
+							stream));
 }
 
 /* Parts of K (1 or 2): two where one leaves multiprocessors idle. */
