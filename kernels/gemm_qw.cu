@@ -31,20 +31,30 @@
  * made on the host each call): the tokens as two 64-element boxes in the
  * 128-byte swizzle wgmma reads, the weight rows as one box of bytes per
  * stage from a 16-byte boundary (qw_type), rows and bytes past the matrix
- * filled with zeros. S buffers (2 to 4, as shared memory allows), one
- * mbarrier each; with 3 or more, stages are issued S - 2 ahead and a
- * stage's last group of products runs on while the next stage starts
- * (QW_OVERLAP), with 2 every stage drains. A stage: wait for its copies,
- * one barrier (every warp done with the buffer thread 0 then refills),
- * each warp decodes its 16 rows' unit scales into its own shared slots,
- * then each warpgroup runs 8 k16 products in two groups of four, the A
- * fragments of a group decoded while the tensor cores run the previous
- * one. A thread's fragment: rows g and g + 8 of its warp's 16, elements
- * 2t, 2t + 1, 2t + 8, 2t + 9 of the 16 (mma.sync's A layout, which wgmma
- * keeps for A in registers). Where the grid has fewer blocks than the GPU
- * has multiprocessors, K is split in two halves: y is zeroed first and
- * each half adds its sum with atomicAdd (0 + a + b and 0 + b + a are the
- * same float: the result does not depend on the order).
+ * filled with zeros. S buffers (2 to 4, as shared memory allows), each
+ * with two mbarriers: full (its copies landed) and empty (each of the 8
+ * warps arrives once its products read the buffer; thread 0 waits for
+ * that before refilling it: no block barrier a stage, which held the
+ * warpgroup whose products finished first: 9-13% at 256 tokens a block).
+ * With 3 or more buffers stages are issued S - 2 ahead and a stage's last
+ * group of products runs on while the next stage starts (QW_OVERLAP),
+ * with 2 every stage drains. A stage: wait for its copies, each warp
+ * decodes its 16 rows' unit scales into its own shared slots, then each
+ * warpgroup runs 8 k16 products in two groups of four, the A fragments of
+ * a group decoded while the tensor cores run the previous one. A thread's
+ * fragment: rows g and g + 8 of its warp's 16, elements 2t, 2t + 1, 2t +
+ * 8, 2t + 9 of the 16 (mma.sync's A layout, which wgmma keeps for A in
+ * registers). Where the grid has fewer blocks than the GPU has
+ * multiprocessors, K is split in two halves: y is zeroed first and each
+ * half adds its sum with atomicAdd (0 + a + b and 0 + b + a are the same
+ * float: the result does not depend on the order).
+ *
+ * GLU (o1_gemm_qw_swiglu_cuda, the gate/up product): a block's first 64
+ * weight rows are gate rows, its last 64 the up rows F below them (two
+ * weight boxes a stage), so each warpgroup holds the other's partner sums
+ * at the same places of its accumulators; at the end they trade half
+ * their tokens' sums through shared memory and write SwiGLU's bf16 (no
+ * f32 gate/up written and read back; K never split).
  *
  * Invariants (o1_gemm_qw_fits): K a multiple of 256 and W's row pitch a
  * multiple of 16 bytes (the tensor map's stride; Q6_K: K a multiple of
@@ -130,7 +140,7 @@ template <int TYPE, int BN> struct qw_smem {
 	static constexpr uint32_t stage =
 	    (xs + QW_BM * qw_type<TYPE>::box + 1023) / 1024 * 1024;
 	static constexpr uint32_t sc = 8 * 4 * 16 * 16;
-	static constexpr uint32_t extra = 1024 + sc + 8 * 8;
+	static constexpr uint32_t extra = 1024 + sc + 8 * 8; /* 8 barriers */
 	static constexpr uint32_t stages = (QW_SMEM_MAX - extra) / stage < 4
 					       ? (QW_SMEM_MAX - extra) / stage
 					       : 4;
@@ -272,20 +282,19 @@ static __device__ __forceinline__ uint64_t qw_desc(const void *p)
 static __device__ __forceinline__ void qw_bar_init(uint64_t *bar,
 						   uint32_t count)
 {
-	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(
-			 qw_saddr(bar)),
-		     "r"(count)
-		     : "memory");
+	asm volatile(
+	    "mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(qw_saddr(bar)),
+	    "r"(count)
+	    : "memory");
 }
 
 /* A warp's arrival on BAR (lane 0's). */
 static __device__ __forceinline__ void qw_arrive(uint64_t *bar, uint32_t lane)
 {
 	if (!lane)
-		asm volatile(
-		    "mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
-			qw_saddr(bar))
-		    : "memory");
+		asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
+				 qw_saddr(bar))
+			     : "memory");
 }
 
 static __device__ __forceinline__ void qw_bar_expect(uint64_t *bar,
@@ -480,12 +489,12 @@ static __device__ __forceinline__ float qw_silu_mul(float g, float u)
  * once every warp's products are done), then writes SwiGLU's bf16 for its
  * half: the first warpgroup acc[0 .. BN / 4), the second the rest. */
 template <int BN>
-static __device__ __forceinline__ void
-qw_glu_store(const float (&acc)[BN / 2], float *ex, const qw_args &a,
-	     uint32_t r0, uint32_t m0)
+static __device__ __forceinline__ void qw_glu_store(const float (&acc)[BN / 2],
+						    float *ex, const qw_args &a,
+						    uint32_t r0, uint32_t m0)
 {
-	uint32_t wg = threadIdx.x / 128, i0 = threadIdx.x % 128,
-		 warp = i0 / 32, g = i0 % 32 / 4, t = i0 % 4;
+	uint32_t wg = threadIdx.x / 128, i0 = threadIdx.x % 128, warp = i0 / 32,
+		 g = i0 % 32 / 4, t = i0 % 4;
 
 	__syncthreads();
 #pragma unroll
@@ -513,9 +522,8 @@ qw_glu_store(const float (&acc)[BN / 2], float *ex, const qw_args &a,
 }
 #endif
 
-/* Grid: (token tiles of BN, weight tiles, parts of K). EB: the buffers
- * released by each warp on empty barriers (no block barrier a stage). */
-template <int TYPE, int BN, bool EB>
+/* Grid: (token tiles of BN, weight tiles, parts of K). */
+template <int TYPE, int BN>
 static __global__ void __launch_bounds__(QW_THREADS, 1)
     gemm_qw(const QW_GRID_CONSTANT qw_args a)
 {
@@ -533,7 +541,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	uint4 *sc = (uint4 *)(base + S * sm::stage) +
 		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
 	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
-	uint64_t *empty = bar + S; /* EB: every warp done with the buffer */
+	uint64_t *empty = bar + S; /* every warp done with the buffer */
 	/* GLU: 64 gate rows (the first warpgroup's) and their up rows */
 	uint32_t m0 = blockIdx.x * BN,
 		 r0 = blockIdx.y * (a.glu ? QW_BM / 2 : QW_BM);
@@ -577,15 +585,15 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		const uint8_t *wst = cur + sm::xs + qw_type<TYPE>::off(j);
 
 		qw_bar_wait(&bar[b], (st / S) % 2);
-		/* every warp done with stage st + D - S (the products of
-		 * stage st - 1 but its last group at most still running):
-		 * its buffer is free */
-		if (!EB)
-			__syncthreads();
+		/* the copies of stage st + D go into the buffer of stage st +
+		 * D - S once every warp released that: with overlap the
+		 * warps release stage st - 1 during stage st, so this waits
+		 * for stage st - 2, rarely at all; no block barrier a stage
+		 * (one held the warpgroup whose products finished first) */
 		if (lead && st + D < n_t) {
 			uint32_t nb = (st + D) % S, use = (st + D) / S;
 
-			if (EB && use)
+			if (use)
 				qw_bar_wait(&empty[nb], (use - 1) % 2);
 			asm volatile("fence.proxy.async.shared::cta;" ::
 					 : "memory");
@@ -593,8 +601,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
 					   r0, m0, j + D, true, true);
 		}
-		if (EB)
-			__syncwarp(); /* every lane read the last scales */
+		__syncwarp(); /* every lane read the last stage's scales */
 		/* this warp's 16 rows' scales: 64 (unit, row) pairs */
 #pragma unroll
 		for (int i = 0; i < 2; i++) {
@@ -649,12 +656,13 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			 * product of the stage done at its end */
 			if (OV) {
 				qw_wait<1>();
-				/* stage st - 1 done: its buffer free */
-				if (EB && gi == 0 && st && st - 1 + S < n_t)
+				/* stage st - 1 done: its buffer free (where
+				 * a copy will wait for it) */
+				if (gi == 0 && st && st - 1 + S < n_t)
 					qw_arrive(&empty[(st - 1) % S], lane);
 			} else if (gi == 1) {
 				qw_wait<0>();
-				if (EB && st + S < n_t)
+				if (st + S < n_t)
 					qw_arrive(&empty[b], lane);
 			}
 		}
@@ -742,10 +750,7 @@ static int qw_encode(qw_map *map, CUtensorMapDataType type, const void *p,
 }
 #endif
 
-/* bench_gemm_q's A/B of the kernel's EB (it includes this file) */
-static bool qw_empty_barriers = false;
-
-template <int TYPE, int BN, bool EB>
+template <int TYPE, int BN>
 static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 		     bool pdl, cudaStream_t stream)
 {
@@ -768,7 +773,7 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 				CU_TENSOR_MAP_SWIZZLE_NONE);
 	if (!err)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-		    gemm_qw<TYPE, BN, EB>,
+		    gemm_qw<TYPE, BN>,
 		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	if (err)
 		return err;
@@ -779,7 +784,7 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 		if (err)
 			return err;
 	}
-	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE, BN, EB>, grid,
+	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE, BN>, grid,
 			      dim3(QW_THREADS), smem, stream, pdl, a);
 }
 
@@ -803,14 +808,8 @@ static int qw_launch_m(qw_args &a, const void *x, const void *w, uint64_t rb,
 		       bool pdl, cudaStream_t stream)
 {
 	return qw_bn(a.m, a.n) == 256
-		   ? (qw_empty_barriers
-			  ? qw_launch<TYPE, 256, true>(a, x, w, rb, pdl, stream)
-			  : qw_launch<TYPE, 256, false>(a, x, w, rb, pdl,
-							stream))
-		   : (qw_empty_barriers
-			  ? qw_launch<TYPE, 128, true>(a, x, w, rb, pdl, stream)
-			  : qw_launch<TYPE, 128, false>(a, x, w, rb, pdl,
-							stream));
+		   ? qw_launch<TYPE, 256>(a, x, w, rb, pdl, stream)
+		   : qw_launch<TYPE, 128>(a, x, w, rb, pdl, stream);
 }
 
 /* Parts of K (1 or 2): two where one leaves multiprocessors idle. */

@@ -391,7 +391,6 @@ int main(int argc, char **argv)
 	    {"shapes", required_argument, NULL, 's'},
 	    {"sweep", no_argument, NULL, 'w'},
 	    {"ways", required_argument, NULL, 'y'},
-	    {"wg-empty-barriers", no_argument, NULL, 'e'},
 	    {NULL, 0, NULL, 0},
 	};
 	static const char *const tnames[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
@@ -416,8 +415,6 @@ int main(int argc, char **argv)
 			ways = parse_list(optarg, wnames, 6);
 		} else if (opt == 'w') {
 			do_sweep = true;
-		} else if (opt == 'e') {
-			qw_empty_barriers = true;
 		} else {
 			fprintf(stderr,
 				"usage: bench_gemm_q [--iters N] "
