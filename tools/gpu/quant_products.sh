@@ -7,8 +7,11 @@
 # llama3-8b Q4_K_M (made and converted while the tests run) through
 # bench_cuda_decode at QP_BATCHES (256 128 1) rows with gemm_qw on up to
 # QP_ROWS (256, o1d's default) and off (0), by turns; each step a time
-# guard, so the call ends inside the device's 10 minutes. Results in
-# $OUT/session.txt; the logs in $OUT/logs.tgz.
+# guard, so the call ends inside the device's 10 minutes; then batch 256
+# with the gate/up product's fused SwiGLU off (--fusion off: A/B) and
+# issue 17's batch-1 row of the Q4_K_M through o1d (table.sh batch1).
+# Results in $OUT/session.txt (the table in $OUT/table.md); the logs in
+# $OUT/logs.tgz.
 #   OUT=dir tools/gpu/quant_products.sh
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10; session.sh
 # sets it too).
@@ -36,6 +39,16 @@ for b in ${QP_BATCHES:-256 128 1}; do
 		s_bench w8-q4km --batch "$b" --prompt 128 --tokens 32 --quant-wg-rows "$r"
 	done
 done
+[ "$(left)" -gt 40 ] &&
+	s_bench w8-q4km --batch 256 --prompt 128 --tokens 32 --fusion off
+if [ "$(left)" -gt 50 ]; then
+	TABLE_BATCH1=w8-q4km timeout $(($(left) - 15)) \
+		bash "$(dirname "$0")/table.sh" batch1 >"$s_out/table_out.txt" 2>&1
+	s_log "table batch1 rc=$? ($(left) s left)"
+	pkill -x o1d
+	python3 "$(dirname "$0")/table.py" "$s_out/table.raw" \
+		>>"$s_out/session.txt" 2>&1
+fi
 s_log "end ($(left) s left)"
 (cd "$s_out" && tar czf logs.tgz ./*.log ./*.txt 2>/dev/null &&
-	rm -f ./*.log ./make.txt ./build.txt ./ctest.txt)
+	rm -f ./*.log ./make.txt ./build.txt ./ctest.txt ./table_out.txt)
