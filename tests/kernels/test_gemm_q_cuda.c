@@ -441,16 +441,24 @@ static void test_gemm_qp(void **state)
 	gemm_shapes(&kernels[1]);
 }
 
+/* Whether gemm_qw is missing from this build or device (said once a
+ * test: it skips). */
+static bool qw_missing(void)
+{
+	if (o1_gemm_qw_available())
+		return false;
+	printf("gemm_qw: not in this build or on this device (wgmma needs "
+	       "sm_90a): skipped\n");
+	return true;
+}
+
 /* gemm_qw.cu (wgmma, sm_90a): the shapes with K a multiple of 256, and
  * those of its own tiles (128 x 128, K in halves where the grid is small) */
 static void test_gemm_qw(void **state)
 {
 	(void)state;
-	if (!o1_gemm_qw_available()) {
-		printf("gemm_qw: not in this build or on this device "
-		       "(wgmma needs sm_90a): skipped\n");
+	if (qw_missing())
 		return;
-	}
 	gemm_shapes(&kernels[2]);
 	kern = &kernels[2];
 	/* two token tiles and a third partial one, 3 weight tiles */
@@ -492,18 +500,18 @@ static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
 	da = kct_dev_copy(fused, na * 2);
 	dr = kct_dev_copy(fused, na * 2);
 	dy = kct_dev((size_t)m * 2 * f * 4);
-	assert_int_equal(o1_gemm_qw_cuda(dy, dx, dw, type, m, 2 * f, k, 2 * f,
-					 false, NULL),
-			 0);
+	assert_int_equal(
+	    o1_gemm_qw_cuda(dy, dx, dw, type, m, 2 * f, k, 2 * f, false, NULL),
+	    0);
 	for (uint32_t i = 0; i < m; i++)
 		assert_int_equal(o1_swiglu_cuda(dr + (size_t)i * ld,
 						dy + (size_t)i * 2 * f,
 						dy + (size_t)i * 2 * f + f,
 						2 * f, 1, f, false, NULL),
 				 0);
-	assert_int_equal(o1_gemm_qw_swiglu_cuda(da, dx, dw, type, m, f, k, ld,
-						true, NULL),
-			 0);
+	assert_int_equal(
+	    o1_gemm_qw_swiglu_cuda(da, dx, dw, type, m, f, k, ld, true, NULL),
+	    0);
 	kct_get(fused, da, na * 2);
 	kct_get(ref, dr, na * 2);
 	for (size_t i = 0; i < na; i++)
@@ -520,19 +528,24 @@ static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
 
 static void test_gemm_qw_swiglu(void **state)
 {
+	int dev = 0, sms = 0;
+	uint32_t f;
+
 	(void)state;
-	if (!o1_gemm_qw_available()) {
-		printf("gemm_qw: not in this build or on this device: "
-		       "skipped\n");
+	if (qw_missing())
 		return;
-	}
-	/* 2F / 128 >= 132 weight tiles: a wave on an H200 (132
-	 * multiprocessors), K whole; 128 and 256 tokens a block (40, 300
-	 * and 130 rows), F not a multiple of 64 (the last tile's gate rows
-	 * run into up's, its up rows past the matrix) */
-	check_swiglu(O1_QUANT_Q4_K, 40, 8450, 256, 8451);
-	check_swiglu(O1_QUANT_Q8_0, 300, 8448, 512, 8448);
-	check_swiglu(O1_QUANT_Q6_K, 130, 8448, 2048, 8450);
+	assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+	assert_int_equal(
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+	    cudaSuccess);
+	/* 2F / 128 weight tiles at least the multiprocessors: a wave, K
+	 * whole (8,448 on an H200's 132); 128 and 256 tokens a block (40,
+	 * 300 and 130 rows), F not a multiple of 64 (the last tile's gate
+	 * rows run into up's, its up rows past the matrix) */
+	f = 64 * (uint32_t)sms;
+	check_swiglu(O1_QUANT_Q4_K, 40, f + 2, 256, f + 3);
+	check_swiglu(O1_QUANT_Q8_0, 300, f, 512, f);
+	check_swiglu(O1_QUANT_Q6_K, 130, f, 2048, f + 2);
 	/* its own refusal: LD < F */
 	assert_int_equal(o1_gemm_qw_swiglu_cuda((uint16_t *)16, (uint16_t *)16,
 						(void *)16, O1_QUANT_Q8_0, 1, 4,
