@@ -59,6 +59,12 @@ cudaError_t cudaGetLastError(void);
 const char *cudaGetErrorString(cudaError_t e);
 /* EMU_SMS for the multiprocessor count (C tests size cases by it too). */
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int dev);
+/* The one emulated device (C tests ask for it too). */
+static inline cudaError_t cudaGetDevice(int *dev)
+{
+	*dev = 0;
+	return cudaSuccess;
+}
 
 #ifdef __cplusplus
 }
@@ -85,12 +91,6 @@ cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F, int threads,
 /* One emulated device, of EMU_SMS multiprocessors (few: grids sized by
  * the multiprocessor count stay small, and their blocks stride). */
 #define EMU_SMS 3
-static inline cudaError_t cudaGetDevice(int *dev)
-{
-	*dev = 0;
-	return cudaSuccess;
-}
-
 #endif
 
 #endif
