@@ -44,10 +44,18 @@
  * a group decoded while the tensor cores run the previous one. A thread's
  * fragment: rows g and g + 8 of its warp's 16, elements 2t, 2t + 1, 2t +
  * 8, 2t + 9 of the 16 (mma.sync's A layout, which wgmma keeps for A in
- * registers). Where the grid has fewer blocks than the GPU has
- * multiprocessors, K is split in two halves: y is zeroed first and each
- * half adds its sum with atomicAdd (0 + a + b and 0 + b + a are the same
- * float: the result does not depend on the order).
+ * registers).
+ *
+ * K split (o1_gemm_qw_split_cuda, where the caller gives scratch): where
+ * the grid of tiles leaves multiprocessors idle (O, down and QKV below
+ * ~512 tokens: 32 to 96 tiles on 132 multiprocessors), each tile's K is
+ * cut in S parts of whole stages, a block each (grid.z). Each part writes
+ * its sums to the scratch (a thread's own float4s, coalesced), then
+ * counts itself on the tile's counter; the part that counts last adds
+ * the S sums in the order of K (part 0 first: the same bits whichever
+ * part finishes last), writes y and puts the counter back to zero for
+ * the next product. No part waits for another (no spinning on blocks
+ * that may not be resident yet).
  *
  * GLU (o1_gemm_qw_swiglu_cuda, the gate/up product): a block's first 64
  * weight rows are gate rows, its last 64 the up rows F below them (two
@@ -96,7 +104,8 @@ extern "C" {
 #define QW_THREADS  256
 #define QW_BM	    128 /* weight rows a block (64 a warpgroup) */
 #define QW_SK	    128 /* elements of K a stage */
-#define QW_SPLITS   2	/* 0 + a + b == 0 + b + a: the same bits either way */
+#define QW_SPLITS   8	/* parts of K at most */
+#define QW_PART_MIN 8	/* stages a part at least (its pipeline's fill) */
 #define QW_SMEM_MAX (227 * 1024)
 /* 1: with 3 or more buffers, a stage's last group of products runs on
  * while the next stage's first group is decoded (stages issued S - 2
@@ -158,7 +167,9 @@ struct qw_args {
 	qw_map wmap; /* w: (N, row bytes) uint8, boxes of box x QW_BM (GLU:
 			x QW_BM / 2) */
 	float *y;
-	uint16_t *act; /* GLU: (M, GLU) bf16, rows LDY apart */
+	uint16_t *act;	 /* GLU: (M, GLU) bf16, rows LDY apart */
+	float *part;	 /* splits > 1: each part's sums, a tile's together */
+	uint32_t *count; /* splits > 1: parts done, a counter a tile */
 	uint32_t m, n, k, ldy;
 	uint32_t splits; /* parts of K */
 	uint32_t glu;	 /* 0, or F: SwiGLU of rows j and F + j into act */
@@ -520,6 +531,81 @@ static __device__ __forceinline__ void qw_glu_store(const float (&acc)[BN / 2],
 			    (uint16_t)mma_pack_bf16(o, o);
 		}
 }
+
+/* The block's sums V of its float4 J (acc[4 J + e]: row g + 8 (e / 2) of
+ * the warp's 16, token 8 J + 2 t + e % 2) into y. */
+static __device__ __forceinline__ void
+qw_store4(const qw_args &a, uint32_t r0, uint32_t m0, uint32_t j, float4 v)
+{
+	uint32_t lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+	uint32_t row = r0 + 16 * (threadIdx.x / 32) + g,
+		 tok = m0 + 8 * j + 2 * t;
+	float e[4] = {v.x, v.y, v.z, v.w};
+
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		if (row + 8 * (i / 2) < a.n && tok + i % 2 < a.m)
+			a.y[(size_t)(tok + i % 2) * a.ldy + row + 8 * (i / 2)] =
+			    e[i];
+}
+
+/* K split: this part's sums ACC into the scratch, counted on the tile's
+ * counter; the part that counts last adds every part's sums in the order
+ * of K (part 0's first) into y and puts the counter back to zero. A
+ * thread's sums are BN / 8 float4s, the block's i-th ones together
+ * (coalesced); the last part reads its own back too (ACC's registers
+ * free: no spills at 256 tokens a block). */
+template <int BN>
+static __device__ __forceinline__ void qw_sum_parts(const float (&acc)[BN / 2],
+						    const qw_args &a,
+						    uint32_t r0, uint32_t m0)
+{
+	constexpr uint32_t PART = QW_BM * BN / 4; /* float4s */
+	uint32_t tile = blockIdx.y * gridDim.x + blockIdx.x;
+	const float4 *parts = (const float4 *)a.part +
+			      (size_t)tile * a.splits * PART + threadIdx.x;
+	float4 *mine = (float4 *)parts + (size_t)blockIdx.z * PART;
+
+#pragma unroll
+	for (int i = 0; i < BN / 8; i++)
+		__stcg(&mine[i * QW_THREADS],
+		       make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2],
+				   acc[4 * i + 3]));
+	__threadfence(); /* the sums before the count (the last reads them) */
+	__syncthreads();
+	if (!__syncthreads_or(threadIdx.x == 0 &&
+			      atomicAdd(&a.count[tile], 1) == a.splits - 1))
+		return;	 /* another part adds this one's sums */
+	__threadfence(); /* the other parts' sums after their counts */
+	/* C float4s at once: their loads in flight together (one at a time,
+	 * each waited its L2 latency: ~11 us a product at 256 tokens) */
+	constexpr int C = BN / 8 < 16 ? BN / 8 : 16;
+	for (int c0 = 0; c0 < BN / 8; c0 += C) {
+		float4 s[C];
+
+#pragma unroll
+		for (int i = 0; i < C; i++)
+			s[i] = __ldcg(&parts[(c0 + i) * QW_THREADS]);
+		for (uint32_t z = 1; z < a.splits; z++) {
+			float4 v[C];
+
+#pragma unroll
+			for (int i = 0; i < C; i++)
+				v[i] = __ldcg(&parts[(size_t)z * PART +
+						     (c0 + i) * QW_THREADS]);
+#pragma unroll
+			for (int i = 0; i < C; i++)
+				s[i] = make_float4(
+				    s[i].x + v[i].x, s[i].y + v[i].y,
+				    s[i].z + v[i].z, s[i].w + v[i].w);
+		}
+#pragma unroll
+		for (int i = 0; i < C; i++)
+			qw_store4(a, r0, m0, c0 + i, s[i]);
+	}
+	if (threadIdx.x == 0)
+		a.count[tile] = 0; /* for the next product (stream order) */
+}
 #endif
 
 /* Grid: (token tiles of BN, weight tiles, parts of K). */
@@ -553,7 +639,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	bool lead = threadIdx.x == 0;
 	/* first written by the block's first product (ADD 0: zeros in
 	 * registers before it would serialize the products); every part of
-	 * K has a stage (qw_splits) */
+	 * K has a stage (qw_parts) */
 	float acc[BN / 2];
 
 	if (lead) {
@@ -672,23 +758,15 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		qw_glu_store<BN>(acc, (float *)base, a, r0, m0);
 		return;
 	}
-	/* acc[4 j + e]: row g + 8 (e / 2) of the warp's 16, token 8 j + 2 t +
-	 * e % 2 */
+	if (a.splits > 1) {
+		qw_sum_parts<BN>(acc, a, r0, m0);
+		return;
+	}
 #pragma unroll
-	for (int jj = 0; jj < BN / 8; jj++)
-#pragma unroll
-		for (int e = 0; e < 4; e++) {
-			uint32_t row = r0 + 16 * warp + g + 8 * (e / 2),
-				 tok = m0 + 8 * jj + 2 * t + e % 2;
-			float *p = &a.y[(size_t)tok * a.ldy + row];
-
-			if (row >= a.n || tok >= a.m)
-				continue;
-			if (a.splits > 1)
-				atomicAdd(p, acc[4 * jj + e]);
-			else
-				*p = acc[4 * jj + e];
-		}
+	for (int j = 0; j < BN / 8; j++)
+		qw_store4(a, r0, m0, j,
+			  make_float4(acc[4 * j], acc[4 * j + 1],
+				      acc[4 * j + 2], acc[4 * j + 3]));
 #endif
 }
 
@@ -778,52 +856,73 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 	if (err)
 		return err;
 #endif
-	if (a.splits > 1) {
-		err = qb_zero_launch("gemm_qw zero", a.y, a.m, a.n, a.ldy, pdl,
-				     stream);
-		if (err)
-			return err;
-	}
 	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE, BN>, grid,
 			      dim3(QW_THREADS), smem, stream, pdl, a);
 }
 
-/* Tokens a block: 256 above 128 rows (half the decode a product) where
- * their grid, K split in two below a wave, still fills 70% of the
- * multiprocessors, else 128. On the H200 at 256 rows (bench_gemm_q, q4_k):
- * gate/up (224 blocks) 141 us at 256 against 177 at 128, QKV (48 x 2)
- * 45 against 63, O and down (32 x 2) 44 / 123 against 34 / 92. */
-static uint32_t qw_bn(uint32_t m, uint32_t n)
+/* Tiles of BN tokens by QW_BM weight rows over M x N. */
+static uint32_t qw_tiles(uint32_t m, uint32_t n, uint32_t bn)
 {
-	uint64_t b = (uint64_t)((m + 255) / 256) * ((n + QW_BM - 1) / QW_BM);
+	return (m + bn - 1) / bn * ((n + QW_BM - 1) / QW_BM);
+}
 
-	if (b < o1_cuda_sm_count())
-		b *= QW_SPLITS;
+/* Parts of K for TILES tiles of K's STEPS stages, with the scratch SP
+ * (NULL: 1): SP's splits where it asks (at most the stages), else as
+ * many as keep the tiles' blocks within a wave (at most QW_SPLITS, each
+ * at least QW_PART_MIN stages), 1 where that is fewer than 2; at most
+ * what SP's scratch holds for tiles of BN tokens. */
+static uint32_t qw_parts(uint32_t tiles, uint32_t steps, uint32_t bn,
+			 const struct o1_gemm_qw_split *sp)
+{
+	uint64_t tile_bytes = (uint64_t)QW_BM * bn * 4, s, fit;
+
+	if (!sp || !sp->part || !sp->count || !tiles ||
+	    tiles > O1_GEMM_QW_COUNTS)
+		return 1;
+	if (sp->splits) {
+		s = sp->splits < steps ? sp->splits : steps;
+	} else {
+		s = o1_cuda_sm_count() / tiles;
+		s = s < QW_SPLITS ? s : QW_SPLITS;
+		s = s < steps / QW_PART_MIN ? s : steps / QW_PART_MIN;
+	}
+	fit = sp->part_bytes / (tiles * tile_bytes);
+	s = s < fit ? s : fit;
+	return s >= 2 ? (uint32_t)s : 1;
+}
+
+/* Tokens a block: 256 above 128 rows (each decoded value then serves
+ * twice the products) where those tiles' grid, K in parts, still fills
+ * 70% of the multiprocessors, else 128. With qw_parts' count, on the
+ * H200 (bench_gemm_q --wg-sweep: 128 or 256 tokens by 1-8 parts) the
+ * fastest plan or within 2% of it at every llama3-8b shape of 16 to 2,048
+ * rows, Q4_K and Q6_K; e.g. (Q4_K, us) O at 128 rows 128x4 21.2 (K whole
+ * 45.4), down 128x4 48.3 (147.5); at 256 rows down 256x4 70.2 (128x2
+ * 83.0), QKV 256x2 41.4 (128x1 46.9). */
+static uint32_t qw_bn(uint32_t m, uint32_t n, uint32_t k,
+		      const struct o1_gemm_qw_split *sp)
+{
+	uint32_t tiles = qw_tiles(m, n, 256);
+	uint64_t b = (uint64_t)tiles * qw_parts(tiles, k / QW_SK, 256, sp);
+
 	return m > 128 && 10 * b >= 7 * (uint64_t)o1_cuda_sm_count() ? 256
 								     : 128;
 }
 
 template <int TYPE>
 static int qw_launch_m(qw_args &a, const void *x, const void *w, uint64_t rb,
-		       bool pdl, cudaStream_t stream)
+		       const struct o1_gemm_qw_split *sp, bool pdl,
+		       cudaStream_t stream)
 {
-	return qw_bn(a.m, a.n) == 256
-		   ? qw_launch<TYPE, 256>(a, x, w, rb, pdl, stream)
-		   : qw_launch<TYPE, 128>(a, x, w, rb, pdl, stream);
-}
+	/* SwiGLU is not linear: K whole */
+	const struct o1_gemm_qw_split *s = a.glu ? NULL : sp;
+	uint32_t bn = qw_bn(a.m, a.n, a.k, s);
 
-/* Parts of K (1 or 2): two where one leaves multiprocessors idle. */
-static uint32_t qw_splits(uint32_t m, uint32_t n, uint32_t k)
-{
-	uint32_t bn = qw_bn(m, n);
-	uint64_t blocks =
-	    (uint64_t)((m + bn - 1) / bn) * ((n + QW_BM - 1) / QW_BM);
-	uint32_t s = 1, steps = k / QW_SK;
-
-	while (s < QW_SPLITS && blocks * s < o1_cuda_sm_count() &&
-	       2 * s <= steps)
-		s *= 2;
-	return s;
+	a.splits = qw_parts(qw_tiles(a.m, a.n, bn), a.k / QW_SK, bn, s);
+	if (a.splits > 1)
+		a.part = sp->part, a.count = sp->count;
+	return bn == 256 ? qw_launch<TYPE, 256>(a, x, w, rb, pdl, stream)
+			 : qw_launch<TYPE, 128>(a, x, w, rb, pdl, stream);
 }
 
 extern "C" bool o1_gemm_qw_available(void)
@@ -859,7 +958,8 @@ extern "C" bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 /* The checks and launch of o1_gemm_qw_cuda and o1_gemm_qw_swiglu_cuda,
  * A's pointers and sizes set. */
 static int qw_run(qw_args &a, const uint16_t *x, const void *w,
-		  enum o1_quant_type type, bool pdl, cudaStream_t stream)
+		  enum o1_quant_type type, const struct o1_gemm_qw_split *sp,
+		  bool pdl, cudaStream_t stream)
 {
 	uint64_t rb = 0;
 
@@ -877,19 +977,31 @@ static int qw_run(qw_args &a, const uint16_t *x, const void *w,
 	}
 	if (!a.m)
 		return 0;
-	/* SwiGLU is not linear: K whole */
-	a.splits = a.glu ? 1 : qw_splits(a.m, a.n, a.k);
 	o1_quant_row_bytes(type, a.k, &rb);
 	switch (type) {
 	case O1_QUANT_Q8_0:
-		return qw_launch_m<O1_QUANT_Q8_0>(a, x, w, rb, pdl, stream);
+		return qw_launch_m<O1_QUANT_Q8_0>(a, x, w, rb, sp, pdl, stream);
 	case O1_QUANT_Q4_0:
-		return qw_launch_m<O1_QUANT_Q4_0>(a, x, w, rb, pdl, stream);
+		return qw_launch_m<O1_QUANT_Q4_0>(a, x, w, rb, sp, pdl, stream);
 	case O1_QUANT_Q4_K:
-		return qw_launch_m<O1_QUANT_Q4_K>(a, x, w, rb, pdl, stream);
+		return qw_launch_m<O1_QUANT_Q4_K>(a, x, w, rb, sp, pdl, stream);
 	default:
-		return qw_launch_m<O1_QUANT_Q6_K>(a, x, w, rb, pdl, stream);
+		return qw_launch_m<O1_QUANT_Q6_K>(a, x, w, rb, sp, pdl, stream);
 	}
+}
+
+extern "C" int o1_gemm_qw_split_cuda(float *y, const uint16_t *x, const void *w,
+				     enum o1_quant_type type, uint32_t m,
+				     uint32_t n, uint32_t k, uint32_t ldy,
+				     const struct o1_gemm_qw_split *split,
+				     bool pdl, cudaStream_t stream)
+{
+	qw_args a;
+
+	memset(&a, 0, sizeof a);
+	a.y = y;
+	a.m = m, a.n = n, a.k = k, a.ldy = ldy;
+	return qw_run(a, x, w, type, split, pdl, stream);
 }
 
 extern "C" int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
@@ -897,12 +1009,8 @@ extern "C" int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
 			       uint32_t k, uint32_t ldy, bool pdl,
 			       cudaStream_t stream)
 {
-	qw_args a;
-
-	memset(&a, 0, sizeof a);
-	a.y = y;
-	a.m = m, a.n = n, a.k = k, a.ldy = ldy;
-	return qw_run(a, x, w, type, pdl, stream);
+	return o1_gemm_qw_split_cuda(y, x, w, type, m, n, k, ldy, NULL, pdl,
+				     stream);
 }
 
 extern "C" int o1_gemm_qw_swiglu_cuda(uint16_t *act, const uint16_t *x,
@@ -917,5 +1025,5 @@ extern "C" int o1_gemm_qw_swiglu_cuda(uint16_t *act, const uint16_t *x,
 	a.act = act;
 	a.m = m, a.n = f <= UINT32_MAX / 2 ? 2 * f : 0, a.k = k, a.ldy = ld;
 	a.glu = f;
-	return qw_run(a, x, w, type, pdl, stream);
+	return qw_run(a, x, w, type, NULL, pdl, stream);
 }

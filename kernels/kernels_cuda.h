@@ -417,10 +417,30 @@ bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 int o1_gemm_qw_cuda(float *y, const uint16_t *x, const void *w,
 		    enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
 		    uint32_t ldy, bool pdl, cudaStream_t stream);
+/* o1_gemm_qw_cuda with K in parts where its tiles leave multiprocessors
+ * idle (gemm_qw.cu's header: the same bits whichever part ends last).
+ * SPLIT's scratch: PART (16-byte aligned, PART_BYTES; what it does not
+ * hold for a shape splits that less) and O1_GEMM_QW_COUNTS counters at
+ * COUNT, zero before the first product (each product leaves them at
+ * zero); both used by one product at a time (one stream). SPLITS: 0 picks
+ * by the device's multiprocessors, N asks for N parts (A/B, tests). NULL:
+ * K whole (o1_gemm_qw_cuda). */
+#define O1_GEMM_QW_COUNTS 1024
+struct o1_gemm_qw_split {
+	float *part;
+	uint64_t part_bytes;
+	uint32_t *count;
+	uint32_t splits;
+};
+int o1_gemm_qw_split_cuda(float *y, const uint16_t *x, const void *w,
+			  enum o1_quant_type type, uint32_t m, uint32_t n,
+			  uint32_t k, uint32_t ldy,
+			  const struct o1_gemm_qw_split *split, bool pdl,
+			  cudaStream_t stream);
 /* The gate/up product and SwiGLU in one: W's 2F rows gate's then up's,
  * act[i * ld + j] (M,F) bf16 = silu(g) u of g = x . W[j], u = x . W[F +
- * j]: the bits of o1_swiglu_cuda on o1_gemm_qw_cuda's f32 output where
- * that has K whole (a wave of blocks). -EINVAL as o1_gemm_qw_cuda's on 2F
+ * j]: the bits of o1_swiglu_cuda on o1_gemm_qw_cuda's f32 output (K
+ * whole). -EINVAL as o1_gemm_qw_cuda's on 2F
  * rows, or LD < F. */
 int o1_gemm_qw_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
 			   enum o1_quant_type type, uint32_t m, uint32_t f,

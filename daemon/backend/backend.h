@@ -216,6 +216,10 @@ struct o1_backend_config {
 	 * registers to bf16, no tiles written) instead of the tiles, where
 	 * the build has it (sm_90a; 0: never). */
 	uint32_t cuda_quant_wg_rows;
+	/* CUDA backend, A/B only (bench_cuda_decode --quant-wg-splits; o1d
+	 * keeps 0): the parts of K gemm_qw.cu's product takes where its
+	 * tiles leave multiprocessors idle (0: its pick, 1: K whole, N: N). */
+	uint32_t cuda_quant_wg_splits;
 	/* CUDA backend with graphs (config cuda.autotune, off by default):
 	 * times the decode products' launch setups and cuBLASLt algorithms
 	 * per bucket at create, for at most cuda_autotune_ms of load time

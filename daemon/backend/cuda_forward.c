@@ -415,11 +415,20 @@ static int gemm_q(struct cuda_state *s, void *out, bool bf16,
 						       step_pdl(s, m),
 						       s->stream);
 			break;
-		case Q_WG:
-			err = o1_gemm_qw_cuda(y + p->col0, x, p->w, p->type, m,
-					      p->rows, k, n, step_pdl(s, m),
-					      s->stream);
+		case Q_WG: {
+			/* K in parts: their sums in the tile scratch (no
+			 * other product of this call reads it meanwhile) */
+			struct o1_gemm_qw_split sp = {
+			    (float *)s->qtile, QTILE_BYTES, s->qw_count,
+			    s->cfg.cuda_quant_wg_splits};
+
+			err = o1_gemm_qw_split_cuda(y + p->col0, x, p->w,
+						    p->type, m, p->rows, k, n,
+						    &sp, step_pdl(s, m),
+						    s->stream);
+			quantized = false;
 			break;
+		}
 		case Q_MMA:
 			err = o1_gemm_q_cuda(y + p->col0, x, p->w, p->type, m,
 					     p->rows, k, n, step_pdl(s, m),

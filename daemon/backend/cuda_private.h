@@ -109,6 +109,7 @@ struct cuda_state {
 	void *weights; /* owned: the one weight allocation */
 	uint16_t *embd, *out_w; /* bf16; NULL when in blocks (qembd, qout) */
 	struct cuda_qmat qembd, qout;
+	uint32_t *qw_count; /* in weights: gemm_qw's split counters (zero) */
 	uint16_t *qtile;	 /* in weights: QTILE_BYTES, when any block
 				  * matrix; NULL otherwise */
 	uint64_t weight_bytes;	 /* of the weights allocation */

@@ -156,6 +156,10 @@ static uint64_t layout_weights(struct cuda_state *s, const struct o1_model *m,
 			    &y->wdown, &y->qdown);
 	}
 	s->qtile = s->n_block_mats ? cuda_carve(base, &off, QTILE_BYTES) : NULL;
+	/* zero as the weights' memset leaves them; each product too */
+	s->qw_count = s->n_block_mats ? cuda_carve(base, &off,
+						   O1_GEMM_QW_COUNTS * 4)
+				      : NULL;
 	return off;
 }
 

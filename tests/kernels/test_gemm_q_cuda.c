@@ -30,7 +30,12 @@
  * it (sm_90a; never on the CPU emulation), its exact sum over its own
  * weight values (qw_values, as gemm_qw.cu's header says: the quant times
  * the unit's f32 scale rounded to bf16, rounded once; Q4_K's two terms in
- * two parts each; within ~2^-8 of the tiles' values).
+ * two parts each; within ~2^-8 of the tiles' values). Its K in parts
+ * (o1_gemm_qw_split_cuda) the same, forced to 3 parts on every shape (K
+ * of 2 stages: 2), to 8 on long rows and to its own pick, each product's
+ * counters back at zero after it; the bound's 16 covers the parts' few
+ * additions, and the second launch's bitwise equality the order of the
+ * sums whichever part ends last.
  * And gemm_qi8.cu's int8 product (o1_gemm_qi8_quantize_cuda then
  * o1_gemm_qi8_cuda, gemv_q8.h's arithmetic), on the same shapes but K a
  * multiple of 256 (rows of Q6_K at 2-byte offsets from 16-byte pieces):
@@ -65,6 +70,27 @@
 
 static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
 					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+/* gemm_qw with K in parts: the scratch, its SPLITS as the test sets it */
+static struct o1_gemm_qw_split qw_split;
+
+static int qw_split_run(float *y, const uint16_t *x, const void *w,
+			enum o1_quant_type type, uint32_t m, uint32_t n,
+			uint32_t k, uint32_t ldy, bool pdl, cudaStream_t stream)
+{
+	static uint32_t count[O1_GEMM_QW_COUNTS];
+	int err = o1_gemm_qw_split_cuda(y, x, w, type, m, n, k, ldy, &qw_split,
+					pdl, stream);
+
+	/* every counter back at zero for the next product */
+	kct_get(count, qw_split.count, sizeof count);
+	for (size_t i = 0; i < O1_GEMM_QW_COUNTS; i++)
+		if (count[i])
+			fail_msg("gemm_qw split %u: m %u n %u k %u: counter "
+				 "%zu left at %u",
+				 qw_split.splits, m, n, k, i, count[i]);
+	return err;
+}
+
 /* A product under test: all take the same operands (QW: gemm_qw, the
  * shapes o1_gemm_qw_fits takes, against its own weight values). */
 struct kernel {
@@ -77,7 +103,8 @@ struct kernel {
 
 static const struct kernel kernels[] = {{"gemm_q", o1_gemm_q_cuda, false},
 					{"gemm_qp", o1_gemm_qp_cuda, false},
-					{"gemm_qw", o1_gemm_qw_cuda, true}};
+					{"gemm_qw", o1_gemm_qw_cuda, true},
+					{"gemm_qw split", qw_split_run, true}};
 static const struct kernel *kern; /* the one check_gemm runs */
 
 /* V rounded to bf16 (8 significant bits), to nearest even, in one step
@@ -474,10 +501,39 @@ static void test_gemm_qw(void **state)
 	check_gemm(O1_QUANT_Q6_K, 140, 6020, 2048, 6020);
 }
 
+/* gemm_qw with K in parts (o1_gemm_qw_split_cuda) */
+static void test_gemm_qw_split(void **state)
+{
+	(void)state;
+	if (qw_missing())
+		return;
+	qw_split.part_bytes = 64u << 20; /* the backend's tile scratch */
+	qw_split.part = kct_dev(qw_split.part_bytes);
+	qw_split.count = kct_dev(O1_GEMM_QW_COUNTS * 4);
+	assert_int_equal(
+	    cudaMemset(qw_split.count, 0, O1_GEMM_QW_COUNTS * 4),
+	    cudaSuccess);
+	/* parts of unequal stages (K of 6 stages: 2 each; 2: 2 parts) */
+	qw_split.splits = 3;
+	gemm_shapes(&kernels[3]);
+	check_gemm(O1_QUANT_Q4_K, 300, 384, 1024, 384);
+	/* 8 parts of 4 and of 3 or 4 stages (K of 26), tokens past M in a
+	 * tile */
+	qw_split.splits = 8;
+	check_gemm(O1_QUANT_Q4_K, 130, 512, 4096, 515);
+	check_gemm(O1_QUANT_Q4_0, 40, 300, 3328, 300);
+	check_gemm(O1_QUANT_Q6_K, 20, 130, 6144, 133);
+	/* its own pick (16 tiles: 4 parts on an H200) */
+	qw_split.splits = 0;
+	check_gemm(O1_QUANT_Q8_0, 130, 1024, 4096, 1030);
+	cudaFree(qw_split.part), cudaFree(qw_split.count);
+	memset(&qw_split, 0, sizeof qw_split);
+}
+
 /* gemm_qw's gate/up product with SwiGLU (o1_gemm_qw_swiglu_cuda): bitwise
- * o1_swiglu_cuda on the plain product's f32 (the same sums: F chosen so
- * that the plain product's grid is a wave of blocks, K whole), nothing
- * written past F in a row. */
+ * o1_swiglu_cuda on the plain product's f32 (the same sums: K whole, and
+ * F chosen so that the plain product's grid is a wave of blocks, the same
+ * tokens a block), nothing written past F in a row. */
 static void check_swiglu(enum o1_quant_type type, uint32_t m, uint32_t f,
 			 uint32_t k, uint32_t ld)
 {
@@ -669,6 +725,7 @@ int main(void)
 	    cmocka_unit_test(test_gemm_q),
 	    cmocka_unit_test(test_gemm_qp),
 	    cmocka_unit_test(test_gemm_qw),
+	    cmocka_unit_test(test_gemm_qw_split),
 	    cmocka_unit_test(test_gemm_qw_swiglu),
 	    cmocka_unit_test(test_gemm_qi8),
 	    cmocka_unit_test(test_bad_args),

@@ -67,7 +67,9 @@
  * --quant-wg-rows N sets cfg.cuda_quant_wg_rows: products of more rows
  * than the int8 product's, up to N, on gemm_qw.cu's wgmma (default 256,
  * o1d's cuda.quant_wgmma_rows; 0 for the tiles); the RESULT line ends with
- * quant_wg_rows=N.
+ * quant_wg_rows=N. --quant-wg-splits N (cfg.cuda_quant_wg_splits): the
+ * parts of K gemm_qw takes where its tiles leave multiprocessors idle (0,
+ * the default: its pick; 1: K whole), quant_wg_splits=N on the line.
  *
  * --attn W,R,T,H sets the decode attention's launch shape
  * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
@@ -158,6 +160,7 @@ struct bench_args {
 	uint32_t quant_pass_rows; /* --quant-pass-rows */
 	uint32_t quant_i8_rows;	  /* --quant-i8-rows */
 	uint32_t quant_wg_rows;	  /* --quant-wg-rows */
+	uint32_t quant_wg_splits; /* --quant-wg-splits */
 	bool no_prefetch;	  /* --prefetch off */
 	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
@@ -278,6 +281,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-pass-rows", required_argument, NULL, 'K'},
 	    {"quant-i8-rows", required_argument, NULL, 'I'},
 	    {"quant-wg-rows", required_argument, NULL, 'J'},
+	    {"quant-wg-splits", required_argument, NULL, 'Z'},
 	    {"attn", required_argument, NULL, 'A'},
 	    {"attn-tc", required_argument, NULL, 'T'},
 	    {"attention", required_argument, NULL, 'N'},
@@ -298,6 +302,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_pass_rows = 12; /* o1d's cuda.quant_pass_rows */
 	a->quant_i8_rows = 64;	 /* o1d's cuda.quant_i8_rows */
 	a->quant_wg_rows = 256;	 /* o1d's cuda.quant_wgmma_rows */
+	a->quant_wg_splits = 0; /* its pick, as o1d */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
@@ -395,6 +400,11 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
+		if (opt == 'Z') {
+			if (parse_in(optarg, 0, 64, &a->quant_wg_splits))
+				return -EINVAL;
+			continue;
+		}
 		if (opt == 'R' || opt == 'K' || opt == 'M') {
 			/* --quant-pass-rows 0: the tiles above 4 rows */
 			if (parse_in(optarg, opt == 'K' ? 0 : 1,
@@ -457,6 +467,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_pass_rows = a->quant_pass_rows,
 	    .cuda_quant_i8_rows = a->quant_i8_rows,
 	    .cuda_quant_wg_rows = a->quant_wg_rows,
+	    .cuda_quant_wg_splits = a->quant_wg_splits,
 	    .cuda_no_prefetch = a->no_prefetch,
 	    .cuda_attn_warps = a->attn[0],
 	    .cuda_attn_split_rounds = a->attn[1],
@@ -636,7 +647,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
 	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f "
-	       "quant_i8_rows=%u quant_wg_rows=%u\n",
+	       "quant_i8_rows=%u quant_wg_rows=%u quant_wg_splits=%u\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -657,7 +668,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
 	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows,
-	       a->quant_wg_rows);
+	       a->quant_wg_rows, a->quant_wg_splits);
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -759,7 +770,7 @@ int main(int argc, char **argv)
 			"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
 			"[--quant-tile-mb N] [--prefetch on|off] "
 			"[--quant-pass-rows N] [--quant-i8-rows N] "
-			"[--quant-wg-rows N] "
+			"[--quant-wg-rows N] [--quant-wg-splits N] "
 			"[--attn W,R,T,H] "
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "

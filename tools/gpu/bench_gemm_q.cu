@@ -17,14 +17,22 @@
  *   i8     gemm_qi8.cu's int8 tensor-core product, its input's
  *          quantization (o1_gemm_qi8_quantize_cuda) included;
  *   wg     gemm_qw.cu's wgmma product (the weights decoded in
- *          registers by bf16x2 arithmetic; sm_90a builds);
+ *          registers by bf16x2 arithmetic; sm_90a builds), K in the
+ *          parts it picks as the backend's (o1_gemm_qw_split_cuda;
+ *          --wg-splits N asks for N, 1 for K whole; --wg-sweep
+ *          times 128 and 256 tokens a block by 1-8 parts, shown as
+ *          wg_sweep=BN/S:us,...);
  *   bf16   cublasGemmEx on a bf16 matrix of the same shape (the bf16
  *          model's product, the speed to reach);
  *   with --sweep, qp forced to each plan (BM 64/128 x BN 32/64/128/256
  *          x split 1/2), the best shown as best=.. (the lab for
  *          gp_pick), sweep_rel_max the worst qp_rel of them all.
  * Each: the mean over ITERS launches (default 20) after 3 warm-up ones,
- * timed with events; TFLOP/s counts 2 M N K. qp_rel is the relative L2
+ * timed with events, the launches queued behind a kernel that holds the
+ * GPU while the host issues them (the host's cost a launch, ~10-25 us
+ * with gemm_qw's two tensor maps, not counted: the daemon replays CUDA
+ * graphs; unqueued, every product under ~30 us timed the host);
+ * TFLOP/s counts 2 M N K. qp_rel is the relative L2
  * distance of qp's first rows (up to 16) to the tiles' (both are the same
  * bf16 products summed in f32: ~1e-6; 1e-3 or more is a bug). The
  * weights are 64 rows quantized from random values, repeated over N, x
@@ -34,7 +42,8 @@
  *          bf16_tflops=.. qp_vs_tiles=.. qp_vs_bf16=.. qp_rel=..
  *          i8_us=.. i8_tflops=.. i8_plan=.. i8_vs_tiles=.. i8_vs_bf16=..
  *          i8_rel=.. wg_us=.. wg_tflops=.. wg_vs_tiles=.. wg_vs_bf16=..
- *          wg_rel=.. [best=PLAN best_us=.. sweep_rel_max=..]
+ *          wg_rel=.. [wg_plan=128xBN/S] [best=PLAN best_us=..
+ *          sweep_rel_max=..]
  * (qp_vs_tiles > 1: qp is faster than the tiles; i8_rel, the int8
  * inputs' error, ~1e-3 to 1e-2; wg_rel, its values' own rounding from
  * bf16 scales, ~2e-3 on the H200). --ways LIST (tiles,mma,qp,i8,wg,bf16;
@@ -91,6 +100,7 @@ struct bufs {
 	uint16_t *wb, *x; /* bf16 weights (N, K), inputs (M max, K) */
 	float *y;
 	void *scratch; /* gemm_qi8's quantized input */
+	struct o1_gemm_qw_split split; /* gemm_qw's parts of K */
 	cublasHandle_t blas;
 	cudaEvent_t t0, t1;
 };
@@ -156,7 +166,41 @@ static int bf16_gemm(struct bufs *b, const uint16_t *w, uint32_t m,
 		       : 0;
 }
 
-enum way { MMA, QP, QP_PLAN, TILES, BF16, I8, WG };
+enum way { MMA, QP, QP_PLAN, TILES, BF16, I8, WG, WG_PLAN };
+
+/* gemm_qw forced to PLAN's tokens a block (bn: 128 or 256) and parts of K
+ * (splits), the scratch B's (--wg-sweep). */
+static int wg_plan_run(struct bufs *b, gp_plan plan, enum o1_quant_type type,
+		       uint32_t m, uint32_t n, uint32_t k)
+{
+	qw_args a;
+	uint64_t rb = 0;
+
+	memset(&a, 0, sizeof a);
+	a.y = b->y, a.m = m, a.n = n, a.k = k, a.ldy = n;
+	a.splits = plan.splits, a.part = b->split.part;
+	a.count = b->split.count;
+	if (!o1_gemm_qw_fits(type, n, k, b->w) ||
+	    o1_quant_row_bytes(type, k, &rb) || a.splits > k / QW_SK ||
+	    (uint64_t)qw_tiles(m, n, plan.bn) * a.splits * QW_BM * plan.bn *
+		    4 >
+		b->split.part_bytes)
+		return -EINVAL;
+#define WG_PLAN_RUN(T)                                                         \
+	(plan.bn == 256 ? qw_launch<T, 256>(a, b->x, b->w, rb, false, NULL)    \
+			: qw_launch<T, 128>(a, b->x, b->w, rb, false, NULL))
+	switch (type) {
+	case O1_QUANT_Q8_0:
+		return WG_PLAN_RUN(O1_QUANT_Q8_0);
+	case O1_QUANT_Q4_0:
+		return WG_PLAN_RUN(O1_QUANT_Q4_0);
+	case O1_QUANT_Q4_K:
+		return WG_PLAN_RUN(O1_QUANT_Q4_K);
+	default:
+		return WG_PLAN_RUN(O1_QUANT_Q6_K);
+	}
+#undef WG_PLAN_RUN
+}
 
 static int run_one(struct bufs *b, enum way way, gp_plan plan,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k)
@@ -180,8 +224,10 @@ static int run_one(struct bufs *b, enum way way, gp_plan plan,
 			   : o1_gemm_qi8_cuda(b->y, b->scratch, b->w, type, m,
 					      n, k, n, false, NULL);
 	case WG:
-		return o1_gemm_qw_cuda(b->y, b->x, b->w, type, m, n, k, n,
-				       false, NULL);
+		return o1_gemm_qw_split_cuda(b->y, b->x, b->w, type, m, n, k,
+					     n, &b->split, false, NULL);
+	case WG_PLAN:
+		return wg_plan_run(b, plan, type, m, n, k);
 	case TILES:
 		err = o1_quant_dequantize_bf16_cuda(type, b->w, b->wb,
 						    (uint64_t)n * k, NULL);
@@ -189,6 +235,17 @@ static int run_one(struct bufs *b, enum way way, gp_plan plan,
 	default:
 		return bf16_gemm(b, b->wb, m, n, k);
 	}
+}
+
+/* Holds the GPU for NS nanoseconds (the launches after it queue up). */
+static __global__ void hold_gpu(uint64_t ns)
+{
+	uint64_t t0, t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	while (t - t0 < ns);
 }
 
 /* Mean microseconds of one product, or a negative value on an error. */
@@ -201,6 +258,10 @@ static double time_way(struct bufs *b, enum way way, gp_plan plan,
 
 	for (int i = 0; !err && i < WARMUP; i++)
 		err = run_one(b, way, plan, type, m, n, k);
+	/* 200 us of host time a launch (ITERS <= 500: at most 1,000
+	 * launches queued, the tiles' two a product) */
+	hold_gpu<<<1, 1>>>(200000ull * (uint64_t)iters);
+	err = err ? err : check(cudaGetLastError(), "hold");
 	err = err ? err : check(cudaEventRecord(b->t0, NULL), "event");
 	for (int i = 0; !err && i < iters; i++)
 		err = run_one(b, way, plan, type, m, n, k);
@@ -251,6 +312,31 @@ static double qp_rel(struct bufs *b, enum way way, gp_plan plan,
 	return r > 0 ? sqrt(d / r) : (d > 0 ? 1.0 : 0.0);
 }
 
+/* With --wg-sweep: gemm_qw at 128 and 256 tokens a block by 1, 2, 3, 4,
+ * 6 and 8 parts of K (those the scratch holds), " wg_sweep=BN/S:us,..."
+ * printed. */
+static int wg_sweep(struct bufs *b, enum o1_quant_type type, uint32_t m,
+		    uint32_t n, uint32_t k, int iters)
+{
+	static const uint32_t bns[] = {128, 256}, parts[] = {1, 2, 3, 4, 6, 8};
+	const char *sep = " wg_sweep=";
+
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 6; j++) {
+			gp_plan p = {0, (int)bns[i], parts[j]};
+			double us;
+
+			if (wg_plan_run(b, p, type, m, n, k) == -EINVAL)
+				continue;
+			us = time_way(b, WG_PLAN, p, type, m, n, k, iters);
+			if (us < 0)
+				return -EIO;
+			printf("%s%u/%u:%.1f", sep, bns[i], parts[j], us);
+			sep = ",";
+		}
+	return 0;
+}
+
 /* With --sweep: the fastest forced plan's time into *BEST_US, the worst
  * qp_rel of them all into *WORST. */
 static int sweep(struct bufs *b, enum o1_quant_type type, uint32_t m,
@@ -292,7 +378,7 @@ static double time_if(struct bufs *b, unsigned ways, unsigned bit,
 }
 
 static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
-		       unsigned ways, int iters, bool do_sweep)
+		       unsigned ways, int iters, bool do_sweep, bool do_wg_sweep)
 {
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		enum o1_quant_type ty = types[t].type;
@@ -360,6 +446,18 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			printf(" wg_us=%.1f wg_tflops=%.1f wg_vs_tiles=%.2f "
 			       "wg_vs_bf16=%.2f wg_rel=%.1e",
 			       wg, fl / wg / 1e6, tiles / wg, bf / wg, wrel);
+			if (ways & W_WG) /* tokens a block / parts of K */
+				printf(" wg_plan=%ux%u/%u", QW_BM,
+				       qw_bn(m, s->n, s->k, &b->split),
+				       qw_parts(qw_tiles(m, s->n,
+							 qw_bn(m, s->n, s->k,
+							       &b->split)),
+						s->k / QW_SK,
+						qw_bn(m, s->n, s->k, &b->split),
+						&b->split));
+			if (do_wg_sweep && (ways & W_WG) &&
+			    wg_sweep(b, ty, m, s->n, s->k, iters))
+				return -EIO;
 			if (do_sweep)
 				printf(" best=%dx%d/%u best_us=%.1f "
 				       "sweep_rel_max=%.1e",
@@ -391,6 +489,8 @@ int main(int argc, char **argv)
 	    {"shapes", required_argument, NULL, 's'},
 	    {"sweep", no_argument, NULL, 'w'},
 	    {"ways", required_argument, NULL, 'y'},
+	    {"wg-splits", required_argument, NULL, 'z'},
+	    {"wg-sweep", no_argument, NULL, 'x'},
 	    {NULL, 0, NULL, 0},
 	};
 	static const char *const tnames[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
@@ -401,11 +501,11 @@ int main(int argc, char **argv)
 	struct bufs b = {};
 	unsigned mask = 0xd, smask = 0x1f;
 	int iters = 20, opt, err = 0;
-	bool do_sweep = false;
+	bool do_sweep = false, do_wg_sweep = false;
 	uint16_t *hx;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (opt == 'i' && atoi(optarg) > 0) {
+		if (opt == 'i' && atoi(optarg) > 0 && atoi(optarg) <= 500) {
 			iters = atoi(optarg);
 		} else if (opt == 't' && parse_list(optarg, tnames, 4)) {
 			mask = parse_list(optarg, tnames, 4);
@@ -415,12 +515,17 @@ int main(int argc, char **argv)
 			ways = parse_list(optarg, wnames, 6);
 		} else if (opt == 'w') {
 			do_sweep = true;
+		} else if (opt == 'x') {
+			do_wg_sweep = true;
+		} else if (opt == 'z' && atoi(optarg) >= 0) {
+			b.split.splits = (uint32_t)atoi(optarg);
 		} else {
 			fprintf(stderr,
 				"usage: bench_gemm_q [--iters N] "
 				"[--types q8_0,q4_0,q4_k,q6_k] "
 				"[--shapes qkv,o,gu,down,head] [--sweep] "
-				"[--ways tiles,mma,qp,i8,wg,bf16]\n");
+				"[--ways tiles,mma,qp,i8,wg,bf16] "
+				"[--wg-splits N] [--wg-sweep]\n");
 			return 2;
 		}
 	}
@@ -429,6 +534,7 @@ int main(int argc, char **argv)
 				"needs sm_90a): wg left out\n");
 		ways &= ~W_WG;
 	}
+	b.split.part_bytes = 64u << 20; /* the backend's tile scratch */
 	hx = (uint16_t *)malloc((size_t)MOST_M * MOST_K * 2);
 	if (!hx)
 		return 1;
@@ -448,6 +554,12 @@ int main(int argc, char **argv)
 	    check(cudaMalloc(&b.scratch,
 			     o1_gemm_qi8_scratch_bytes(MOST_M, MOST_K)),
 		  "malloc") ||
+	    check(cudaMalloc((void **)&b.split.part, b.split.part_bytes),
+		  "malloc") ||
+	    check(cudaMalloc((void **)&b.split.count, O1_GEMM_QW_COUNTS * 4),
+		  "malloc") ||
+	    check(cudaMemset(b.split.count, 0, O1_GEMM_QW_COUNTS * 4),
+		  "memset") ||
 	    check(cudaMemcpy(b.x, hx, (size_t)MOST_M * MOST_K * 2,
 			     cudaMemcpyHostToDevice),
 		  "x") ||
@@ -463,10 +575,10 @@ int main(int argc, char **argv)
 	for (size_t s = 0; !err && s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		if (smask & (1u << s))
 			err = bench_shape(&b, &shapes[s], mask, ways, iters,
-					  do_sweep);
+					  do_sweep, do_wg_sweep);
 	cublasDestroy(b.blas);
 	cudaFree(b.w), cudaFree(b.wb), cudaFree(b.x), cudaFree(b.y);
-	cudaFree(b.scratch);
+	cudaFree(b.scratch), cudaFree(b.split.part), cudaFree(b.split.count);
 	if (err)
 		fprintf(stderr, "bench_gemm_q: failed (%d)\n", err);
 	return err ? 1 : 0;

@@ -37,7 +37,7 @@ for c in kernels/quant kernels/quant_k kernels/matmul_q kernels/gemv_q kernels/g
 	objs+=("$o")
 done
 kobjs=()
-for k in gemm_q gemm_qp gemm_qi8 gemm_qw; do
+for k in gemm_q gemm_qp gemm_qi8 gemm_qw swiglu; do
 	sed -e "$shared" "$root/kernels/$k.cu" >"$out/${k}_emu.cc"
 	"${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
 	kobjs+=("$out/${k}_emu.o")
