@@ -577,8 +577,9 @@ static __device__ __forceinline__ void qw_sum_parts(const float (&acc)[BN / 2],
 			      atomicAdd(&a.count[tile], 1) == a.splits - 1))
 		return;	 /* another part adds this one's sums */
 	__threadfence(); /* the other parts' sums after their counts */
-	/* C float4s at once: their loads in flight together (one at a time,
-	 * each waited its L2 latency: ~11 us a product at 256 tokens) */
+	/* C float4s at once, their loads in flight together (one at a
+	 * time, each waiting its L2 latency, the whole Q4_K_M ran 16,715
+	 * tok/s at 256 streams on the H200 against 18,865) */
 	constexpr int C = BN / 8 < 16 ? BN / 8 : 16;
 	for (int c0 = 0; c0 < BN / 8; c0 += C) {
 		float4 s[C];

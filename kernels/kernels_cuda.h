@@ -440,8 +440,7 @@ int o1_gemm_qw_split_cuda(float *y, const uint16_t *x, const void *w,
 /* The gate/up product and SwiGLU in one: W's 2F rows gate's then up's,
  * act[i * ld + j] (M,F) bf16 = silu(g) u of g = x . W[j], u = x . W[F +
  * j]: the bits of o1_swiglu_cuda on o1_gemm_qw_cuda's f32 output (K
- * whole). -EINVAL as o1_gemm_qw_cuda's on 2F
- * rows, or LD < F. */
+ * whole). -EINVAL as o1_gemm_qw_cuda's on 2F rows, or LD < F. */
 int o1_gemm_qw_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
 			   enum o1_quant_type type, uint32_t m, uint32_t f,
 			   uint32_t k, uint32_t ld, bool pdl,

@@ -29,9 +29,9 @@
  *          gp_pick), sweep_rel_max the worst qp_rel of them all.
  * Each: the mean over ITERS launches (default 20) after 3 warm-up ones,
  * timed with events, the launches queued behind a kernel that holds the
- * GPU while the host issues them (the host's cost a launch, ~10-25 us
- * with gemm_qw's two tensor maps, not counted: the daemon replays CUDA
- * graphs; unqueued, every product under ~30 us timed the host);
+ * GPU while the host issues them (the host's cost a launch, with
+ * gemm_qw's two tensor maps encoded, never counted: the daemon's decode
+ * steps replay CUDA graphs);
  * TFLOP/s counts 2 M N K. qp_rel is the relative L2
  * distance of qp's first rows (up to 16) to the tiles' (both are the same
  * bf16 products summed in f32: ~1e-6; 1e-3 or more is a bug). The

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs tests/kernels/test_gemm_q_cuda against kernels/gemm_q.cu,
 # gemm_qp.cu and gemm_qi8.cu emulated on the CPU (gemm_qw.cu is linked for
-# its operand checks only: the emulation has no wgmma) (emu.h; mma_dev.h's
+# its operand checks only: the emulation has no wgmma; swiglu.cu for the
+# reference of the fused SwiGLU test, skipped with gemm_qw) (emu.h; mma_dev.h's
 # tensor-core operations become warp exchanges that move the elements of
 # PTX's fragment layouts, its asynchronous copies plain copies), so the
 # tile loads, the masks, the pipeline's stages and the fragment indexing
