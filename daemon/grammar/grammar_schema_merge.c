@@ -123,15 +123,21 @@ static cJSON *both(const cJSON *x, const cJSON *y)
 	return o;
 }
 
+/* V as R's member KEY (replacing one there); V deleted where cJSON
+ * refuses it. */
 static int put(cJSON *r, const char *key, cJSON *v)
 {
+	bool ok;
+
 	if (!v)
 		return -ENOMEM;
-	if (cJSON_GetObjectItemCaseSensitive(r, key))
-		cJSON_ReplaceItemInObjectCaseSensitive(r, key, v);
-	else
-		cJSON_AddItemToObject(r, key, v);
-	return 0;
+	ok = cJSON_GetObjectItemCaseSensitive(r, key)
+		 ? cJSON_ReplaceItemInObjectCaseSensitive(r, key, v)
+		 : cJSON_AddItemToObject(r, key, v);
+	if (ok)
+		return 0;
+	cJSON_Delete(v);
+	return -ENOMEM;
 }
 
 static bool is(const char *key, const char *const *set)
@@ -293,8 +299,18 @@ static int merge_simple(struct gsc *c, cJSON *r, const cJSON *b,
 	return rc;
 }
 
+/* V as PROPS' member KEY; false (V deleted) where cJSON refuses it. */
+static bool add_prop(cJSON *props, const char *key, cJSON *v)
+{
+	if (v && cJSON_AddItemToObject(props, key, v))
+		return true;
+	cJSON_Delete(v);
+	return false;
+}
+
 /* properties/additionalProperties: each side's extra-member schema also
- * applies to the properties only the other side names. */
+ * applies to the properties only the other side names (both sides'
+ * "properties" objects: merge_objects checks). */
 static int merge_props(cJSON *r, const cJSON *a, const cJSON *b)
 {
 	const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a, "properties");
@@ -313,15 +329,20 @@ static int merge_props(cJSON *r, const cJSON *a, const cJSON *b)
 				    : NULL;
 		const cJSON *other = y ? y : ab;
 
-		cJSON_AddItemToObject(props, x->string,
-				      other ? both(x, other)
-					    : cJSON_Duplicate(x, 1));
+		if (!add_prop(props, x->string,
+			      other ? both(x, other) : cJSON_Duplicate(x, 1))) {
+			cJSON_Delete(props);
+			return -ENOMEM;
+		}
 	}
 	for (const cJSON *y = pb ? pb->child : NULL; y; y = y->next) {
 		if (pa && cJSON_GetObjectItemCaseSensitive(pa, y->string))
 			continue;
-		cJSON_AddItemToObject(props, y->string,
-				      aa ? both(y, aa) : cJSON_Duplicate(y, 1));
+		if (!add_prop(props, y->string,
+			      aa ? both(y, aa) : cJSON_Duplicate(y, 1))) {
+			cJSON_Delete(props);
+			return -ENOMEM;
+		}
 	}
 	if (put(r, "properties", props))
 		return -ENOMEM;
@@ -395,6 +416,15 @@ static int merge_parts(struct gsc *c, const cJSON *a, const cJSON *b,
 	return rc;
 }
 
+/* Whether S's "properties", if any, is an object (merge_props reads its
+ * members by name). */
+static bool props_object(const cJSON *s)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(s, "properties");
+
+	return !p || cJSON_IsObject(p);
+}
+
 static int merge_objects(struct gsc *c, const cJSON *a, const cJSON *b,
 			 const char *path, cJSON **out)
 {
@@ -411,6 +441,9 @@ static int merge_objects(struct gsc *c, const cJSON *a, const cJSON *b,
 			       "allOf with two 'anyOf'/'oneOf' is not "
 			       "supported");
 	rc = merge_simple(c, r, b, path);
+	if (!rc && (!props_object(a) || !props_object(b)))
+		return gs_fail(c, -O1_E_FORMAT, path,
+			       "'properties' must be an object");
 	if (!rc && (cJSON_GetObjectItemCaseSensitive(a, "properties") ||
 		    cJSON_GetObjectItemCaseSensitive(b, "properties") ||
 		    cJSON_GetObjectItemCaseSensitive(b,

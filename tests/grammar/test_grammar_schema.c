@@ -685,6 +685,14 @@ static void test_refusals(void **state)
 	     -O1_E_UNSUPPORTED, "'pattern' beside"},
 	    {"{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}",
 	     -O1_E_UNSUPPORTED, "two different 'pattern'"},
+	    /* a list for 'properties' inside allOf: its members have no
+	     * names, so the merge once added them nowhere and leaked them
+	     * (fuzz_grammar_schema; LeakSanitizer in the sanitizer build) */
+	    {"{\"allOf\":[{\"properties\":[\"a\"]},{\"properties\":{\"b\":"
+	     "{}},\"additionalProperties\":{\"type\":\"boolean\"}}]}",
+	     -O1_E_FORMAT, "'properties' must be an object"},
+	    {"{\"allOf\":[{\"type\":\"object\"},{\"properties\":7}]}",
+	     -O1_E_FORMAT, "'properties' must be an object"},
 	    {"{\"enum\":[1],\"minimum\":0}", -O1_E_UNSUPPORTED,
 	     "'enum' beside"},
 	    {"{\"type\":\"bogus\"}", -O1_E_FORMAT, "'type' must name"},
