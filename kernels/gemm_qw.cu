@@ -966,6 +966,7 @@ static int qw_run(qw_args &a, const uint16_t *x, const void *w,
 
 	if (!(a.glu ? (void *)a.act : (void *)a.y) || !x || !w || !a.n ||
 	    a.ldy < (a.glu ? a.glu : a.n) || (uintptr_t)x % 16 ||
+	    (sp && (uintptr_t)sp->part % 16) ||
 	    !o1_gemm_qw_fits(type, a.n, a.k, w)) {
 		o1_err("gemm_qw: bad operands: type %u m %u n %u k %u ldy %u "
 		       "glu %u",

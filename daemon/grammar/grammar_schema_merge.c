@@ -299,15 +299,6 @@ static int merge_simple(struct gsc *c, cJSON *r, const cJSON *b,
 	return rc;
 }
 
-/* V as PROPS' member KEY; false (V deleted) where cJSON refuses it. */
-static bool add_prop(cJSON *props, const char *key, cJSON *v)
-{
-	if (v && cJSON_AddItemToObject(props, key, v))
-		return true;
-	cJSON_Delete(v);
-	return false;
-}
-
 /* properties/additionalProperties: each side's extra-member schema also
  * applies to the properties only the other side names (both sides'
  * "properties" objects: merge_objects checks). */
@@ -329,8 +320,8 @@ static int merge_props(cJSON *r, const cJSON *a, const cJSON *b)
 				    : NULL;
 		const cJSON *other = y ? y : ab;
 
-		if (!add_prop(props, x->string,
-			      other ? both(x, other) : cJSON_Duplicate(x, 1))) {
+		if (put(props, x->string,
+			other ? both(x, other) : cJSON_Duplicate(x, 1))) {
 			cJSON_Delete(props);
 			return -ENOMEM;
 		}
@@ -338,8 +329,8 @@ static int merge_props(cJSON *r, const cJSON *a, const cJSON *b)
 	for (const cJSON *y = pb ? pb->child : NULL; y; y = y->next) {
 		if (pa && cJSON_GetObjectItemCaseSensitive(pa, y->string))
 			continue;
-		if (!add_prop(props, y->string,
-			      aa ? both(y, aa) : cJSON_Duplicate(y, 1))) {
+		if (put(props, y->string,
+			aa ? both(y, aa) : cJSON_Duplicate(y, 1))) {
 			cJSON_Delete(props);
 			return -ENOMEM;
 		}

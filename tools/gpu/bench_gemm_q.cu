@@ -446,15 +446,13 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 			printf(" wg_us=%.1f wg_tflops=%.1f wg_vs_tiles=%.2f "
 			       "wg_vs_bf16=%.2f wg_rel=%.1e",
 			       wg, fl / wg / 1e6, tiles / wg, bf / wg, wrel);
-			if (ways & W_WG) /* tokens a block / parts of K */
-				printf(" wg_plan=%ux%u/%u", QW_BM,
-				       qw_bn(m, s->n, s->k, &b->split),
-				       qw_parts(qw_tiles(m, s->n,
-							 qw_bn(m, s->n, s->k,
-							       &b->split)),
-						s->k / QW_SK,
-						qw_bn(m, s->n, s->k, &b->split),
-						&b->split));
+			if (ways & W_WG) { /* tokens a block / parts of K */
+				uint32_t bn = qw_bn(m, s->n, s->k, &b->split);
+
+				printf(" wg_plan=%ux%u/%u", QW_BM, bn,
+				       qw_parts(qw_tiles(m, s->n, bn),
+						s->k / QW_SK, bn, &b->split));
+			}
 			if (do_wg_sweep && (ways & W_WG) &&
 			    wg_sweep(b, ty, m, s->n, s->k, iters))
 				return -EIO;
