@@ -404,34 +404,86 @@ static __device__ __forceinline__ void qw_split(float f, uint32_t &hi,
 	lo = mma_pack_bf16(r, r);
 }
 
-/* The scales of local unit L (of the stage's 4; HALF: which half of the
- * super-block the stage is) of the row at R, as qw_pair takes them: Q8_0
- * and Q4_0 (D, -, -, -), Q4_K (D, -M, and what rounding them to bf16
- * left off: D - D', -M + M'), Q6_K (S of elements < 16, S of the others,
- * -, -); each value a bf16 pair. */
-template <int TYPE>
-static __device__ __forceinline__ uint4 qw_scales(const uint8_t *r, uint32_t l,
-						  uint32_t half)
+/* f16 bits H as f32 by the conversion instruction (exact; quant_dev.h's
+ * qd_f16 takes ~8 integer operations and a branch), Inf and NaN as
+ * quant.h keeps them (the instruction may quiet a NaN). */
+static __device__ __forceinline__ float qw_f16(uint32_t h)
 {
-	uint4 v = make_uint4(0, 0, 0, 0);
+	float f;
 
-	if constexpr (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0) {
-		float d = qd_head<TYPE>(r, l).d;
+	asm("{\n.reg .b16 t;\nmov.b16 t, %1;\ncvt.f32.f16 %0, t;\n}"
+	    : "=f"(f)
+	    : "h"((unsigned short)h));
+	return (h & 0x7c00u) == 0x7c00u
+		   ? __uint_as_float((h & 0x8000u) << 16 | 0x7f800000u |
+				     (h & 0x3ffu) << 13)
+		   : f;
+}
 
-		v.x = mma_pack_bf16(d, d);
+/* Q4_K's scale and min of sub-block S (0-7) from the 12 bytes at X, times
+ * D and DM (the block's d and dmin), as qw_pair takes them: (D, -M, and
+ * what rounding them to bf16 left off: D - D', -M + M'), each a bf16
+ * pair; quant.h's values (the 6-bit integers exact as f32 by
+ * qd_float_less). */
+static __device__ __forceinline__ uint4 qw_k_scales(const uint8_t *x,
+						    uint32_t s, float d,
+						    float dm)
+{
+	uint32_t sc, mn;
+	uint4 v;
+
+	if (s < 4) {
+		sc = x[s] & 63;
+		mn = x[s + 4] & 63;
 	} else {
-		uint32_t u = 4 * half + l;
-		qd_unit_head h = qd_head<TYPE>(r, u);
-
-		if constexpr (TYPE == O1_QUANT_Q4_K) {
-			qw_split(h.d, v.x, v.z);
-			qw_split(-h.m, v.y, v.w);
-		} else {
-			v.x = mma_pack_bf16(h.d, h.d);
-			v.y = mma_pack_bf16(h.d1, h.d1);
-		}
+		sc = (x[s + 4] & 0xf) | ((x[s - 4] >> 6) << 4);
+		mn = (x[s + 4] >> 4) | ((x[s] >> 6) << 4);
 	}
+	qw_split(__fmul_rn(d, qd_float_less(sc, 0)), v.x, v.z);
+	qw_split(-__fmul_rn(dm, qd_float_less(mn, 0)), v.y, v.w);
 	return v;
+}
+
+/* The scales of local units L and L + 2 (of the stage's 4; HALF: which
+ * half of the super-block the stage is) of the row at R into A and B, as
+ * qw_pair takes them: Q8_0 and Q4_0 (D, -, -, -), Q4_K (qw_k_scales), Q6_K
+ * (S of elements < 16, S of the others, -, -); each value a bf16 pair:
+ * qd_head's values, the K types' block scale converted once for both
+ * (a quarter of a stage's work was these scales, c25 call 4's profile). */
+template <int TYPE>
+static __device__ __forceinline__ void qw_scales(const uint8_t *r, uint32_t l,
+						 uint32_t half, uint4 &a,
+						 uint4 &b)
+{
+	a = b = make_uint4(0, 0, 0, 0);
+	if constexpr (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0) {
+		constexpr uint32_t BYTES = TYPE == O1_QUANT_Q8_0
+					       ? O1_QUANT_Q8_0_BYTES
+					       : O1_QUANT_Q4_0_BYTES;
+		float d0 = qw_f16(qd_u16(r + l * BYTES)),
+		      d1 = qw_f16(qd_u16(r + (l + 2) * BYTES));
+
+		a.x = mma_pack_bf16(d0, d0);
+		b.x = mma_pack_bf16(d1, d1);
+	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
+		uint32_t dd = *(const uint32_t *)r;
+		float d = qw_f16(dd & 0xffff), dm = qw_f16(dd >> 16);
+
+		a = qw_k_scales(r + 4, 4 * half + l, d, dm);
+		b = qw_k_scales(r + 4, 4 * half + l + 2, d, dm);
+	} else {
+		/* units g = L and L + 2 of half HALF: int8 scales 2 g and
+		 * 2 g + 1 of the 8 at 192 + 8 HALF */
+		const int8_t *sc = (const int8_t *)(r + 192) + 8 * half + 2 * l;
+		float d = qw_f16(qd_u16(r + 208));
+		float s0 = __fmul_rn(d, qd_float_less(sc[0] + 128, 128)),
+		      s1 = __fmul_rn(d, qd_float_less(sc[1] + 128, 128)),
+		      s4 = __fmul_rn(d, qd_float_less(sc[4] + 128, 128)),
+		      s5 = __fmul_rn(d, qd_float_less(sc[5] + 128, 128));
+
+		a.x = mma_pack_bf16(s0, s0), a.y = mma_pack_bf16(s1, s1);
+		b.x = mma_pack_bf16(s4, s4), b.y = mma_pack_bf16(s5, s5);
+	}
 }
 
 /* The 16-bit word at P (2-byte aligned) with its bytes in the two halves
@@ -689,14 +741,10 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 					   r0, m0, j + D, true, true);
 		}
 		__syncwarp(); /* every lane read the last stage's scales */
-		/* this warp's 16 rows' scales: 64 (unit, row) pairs */
-#pragma unroll
-		for (int i = 0; i < 2; i++) {
-			uint32_t p = lane + 32 * i, row = p % 16, l = p / 16;
-
-			sc[p] = qw_scales<TYPE>(wst + (16 * warp + row) * BOX,
-						l, half);
-		}
+		/* this warp's 16 rows' scales: 64 (unit, row) pairs, units
+		 * lane / 16 and lane / 16 + 2 of row lane % 16 a lane */
+		qw_scales<TYPE>(wst + (16 * warp + lane % 16) * BOX, lane / 16,
+				half, sc[lane], sc[lane + 32]);
 		__syncwarp();
 
 		const uint8_t *ra[2];
