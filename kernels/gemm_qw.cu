@@ -432,13 +432,7 @@ static __device__ __forceinline__ uint4 qw_k_scales(const uint8_t *x,
 	uint32_t sc, mn;
 	uint4 v;
 
-	if (s < 4) {
-		sc = x[s] & 63;
-		mn = x[s + 4] & 63;
-	} else {
-		sc = (x[s + 4] & 0xf) | ((x[s - 4] >> 6) << 4);
-		mn = (x[s + 4] >> 4) | ((x[s] >> 6) << 4);
-	}
+	qd_k4_scale_min(x, s, sc, mn);
 	qw_split(__fmul_rn(d, qd_float_less(sc, 0)), v.x, v.z);
 	qw_split(-__fmul_rn(dm, qd_float_less(mn, 0)), v.y, v.w);
 	return v;

@@ -91,6 +91,20 @@ static __device__ __forceinline__ uint32_t qd_u16(const uint8_t *p)
 	return *(const uint16_t *)p;
 }
 
+/* Q4_K's 6-bit scale SC and min MN of sub-block S (0-7) from the block's
+ * 12 packed bytes at X (quant.h's layout). */
+static __device__ __forceinline__ void
+qd_k4_scale_min(const uint8_t *x, uint32_t s, uint32_t &sc, uint32_t &mn)
+{
+	if (s < 4) {
+		sc = x[s] & 63;
+		mn = x[s + 4] & 63;
+	} else {
+		sc = (x[s + 4] & 0xf) | ((x[s - 4] >> 6) << 4);
+		mn = (x[s + 4] >> 4) | ((x[s] >> 6) << 4);
+	}
+}
+
 /* The 32 bytes at P (2-byte aligned) into B, as 16 words. */
 static __device__ __forceinline__ void qd_load32(const uint8_t *p,
 						 uint32_t (&b)[8])
@@ -154,13 +168,7 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 		const uint8_t *x = blk + 4;
 		float d, m;
 
-		if (s < 4) {
-			sc = x[s] & 63;
-			mn = x[s + 4] & 63;
-		} else {
-			sc = (x[s + 4] & 0xf) | ((x[s - 4] >> 6) << 4);
-			mn = (x[s + 4] >> 4) | ((x[s] >> 6) << 4);
-		}
+		qd_k4_scale_min(x, s, sc, mn);
 		d = __fmul_rn(qd_f16(dd & 0xffff), (float)sc);
 		m = __fmul_rn(qd_f16(dd >> 16), (float)mn);
 		/* 4-byte aligned (the blocks are: quant.cu's invariants) */
@@ -238,13 +246,7 @@ static __device__ __forceinline__ qd_unit_head qd_head(const uint8_t *row,
 		uint32_t dd = *(const uint32_t *)blk;
 		const uint8_t *x = blk + 4;
 
-		if (s < 4) {
-			sc = x[s] & 63;
-			mn = x[s + 4] & 63;
-		} else {
-			sc = (x[s + 4] & 0xf) | ((x[s - 4] >> 6) << 4);
-			mn = (x[s + 4] >> 4) | ((x[s] >> 6) << 4);
-		}
+		qd_k4_scale_min(x, s, sc, mn);
 		h.d = __fmul_rn(qd_f16(dd & 0xffff), (float)sc);
 		h.m = __fmul_rn(qd_f16(dd >> 16), (float)mn);
 		h.q = blk + 16 + 32 * (s / 2);

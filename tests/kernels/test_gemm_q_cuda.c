@@ -712,6 +712,15 @@ static void test_bad_args(void **state)
 	assert_int_equal(o1_gemm_qw_cuda(y, x, w, O1_QUANT_Q8_0, 0, 1, 256, 1,
 					 false, NULL),
 			 o1_gemm_qw_available() ? 0 : -ENOTSUP);
+	/* a split's scratch 16-byte aligned (its parts' float4s) */
+	{
+		struct o1_gemm_qw_split sp = {y + 1, 1024, (uint32_t *)w, 0};
+
+		assert_int_equal(o1_gemm_qw_split_cuda(y, x, w, O1_QUANT_Q8_0,
+						       16, 1, 256, 1, &sp,
+						       false, NULL),
+				 -EINVAL);
+	}
 	assert_false(o1_gemm_qw_fits(O1_QUANT_Q8_0, 64, 32, w));
 	/* Q6_K's row pitch a multiple of 16 bytes (the tensor map's) */
 	assert_false(o1_gemm_qw_fits(O1_QUANT_Q6_K, 64, 512, w));
