@@ -68,19 +68,20 @@
  * multiple of 16 bytes (the tensor map's stride; Q6_K: K a multiple of
  * 2,048); w and x 16-byte aligned; LDY >= N.
  * wgmma and the tensor maps need sm_90a: a build for another target
- * compiles the kernel body out and o1_gemm_qw_available says so.
+ * compiles the kernel body out and o1_gemm_qw_available says so. The
+ * Hopper operations are hopper_dev.h's, which the CPU emulation runs
+ * (tools/gpu/emu/run_gemm_q.sh: a change here is checked there first).
  */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
-#ifndef O1_EMU_H
 #include <cuda.h>
-#endif
 
 #include "cuda_launch.h"
 #include "cuda_util.h"
 #include "gemm_blocks.h"
+#include "hopper_dev.h"
 #include "kernels_cuda.h"
 #include "mma_dev.h"
 #include "quant_dev.h"
@@ -89,7 +90,8 @@ extern "C" {
 #include "common/log.h"
 }
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL) || \
+    defined(O1_EMU_H)
 #define QW_WGMMA 1
 #else
 #define QW_WGMMA 0
@@ -157,14 +159,9 @@ template <int TYPE, int BN> struct qw_smem {
 	static constexpr uint32_t tx = xs + QW_BM * qw_type<TYPE>::box;
 };
 
-/* A tensor map (CUtensorMap: 128 bytes, 64-byte aligned), opaque here. */
-struct alignas(64) qw_map {
-	uint64_t v[16];
-};
-
 struct qw_args {
-	qw_map xmap; /* x: (M, K) bf16, boxes of 64 x BN, 128B swizzle */
-	qw_map wmap; /* w: (N, row bytes) uint8, boxes of box x QW_BM (GLU:
+	hop_map xmap; /* x: (M, K) bf16, boxes of 64 x BN, 128B swizzle */
+	hop_map wmap; /* w: (N, row bytes) uint8, boxes of box x QW_BM (GLU:
 			x QW_BM / 2) */
 	float *y;
 	uint16_t *act;	 /* GLU: (M, GLU) bf16, rows LDY apart */
@@ -179,196 +176,11 @@ struct qw_args {
 static __device__ int qw_compiled = QW_WGMMA;
 
 #if QW_WGMMA
-/* D (+)= A . B, N = 2 x D's count: ADD 0 starts the sums (D's values
- * not read). */
-static __device__ __forceinline__ void
-qw_mma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc, uint32_t add)
-{
-	asm volatile(
-	    "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-	    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-	    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%"
-	    "18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%"
-	    "34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%"
-	    "50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-	    "{%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
-	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),
-	      "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
-	      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-	      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-	      "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-	      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-	      "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-	      "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-	      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]),
-	      "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-	      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-	      "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
-	      "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
-}
-
-static __device__ __forceinline__ void
-qw_mma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc, uint32_t add)
-{
-	asm volatile(
-	    "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-	    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-	    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%"
-	    "18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%"
-	    "34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%"
-	    "50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%"
-	    "66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%"
-	    "82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%"
-	    "98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%"
-	    "111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%"
-	    "124,%125,%126,%127}, "
-	    "{%128,%129,%130,%131}, %132, p, 1, 1, 0;\n}\n"
-	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),
-	      "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
-	      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-	      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-	      "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-	      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-	      "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-	      "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-	      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]),
-	      "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-	      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-	      "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
-	      "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
-	      "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
-	      "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]),
-	      "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-	      "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
-	      "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
-	      "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]),
-	      "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]),
-	      "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-	      "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
-	      "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-	      "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
-	      "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-	      "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]),
-	      "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(add));
-}
-
-static __device__ __forceinline__ void qw_fence(void)
-{
-	asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-
-static __device__ __forceinline__ void qw_commit(void)
-{
-	asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-
-template <int N> static __device__ __forceinline__ void qw_wait(void)
-{
-	asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-/* The accumulators kept in their registers across the asynchronous
- * products (no copy of them the products would wait for). */
-template <int N> static __device__ __forceinline__ void qw_pin(float (&d)[N])
-{
-#pragma unroll
-	for (int i = 0; i < N; i++)
-		asm volatile("" : "+f"(d[i])::"memory");
-}
-
-static __device__ __forceinline__ uint32_t qw_saddr(const void *p)
-{
-	return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-/* The B operand's descriptor (tokens, K-major, 128-byte swizzle: rows of
- * 128 bytes, 8-row groups 1024 bytes apart) at P. */
-static __device__ __forceinline__ uint64_t qw_desc(const void *p)
-{
-	return (uint64_t)((qw_saddr(p) & 0x3ffff) >> 4) | (uint64_t)1 << 16 |
-	       (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
-}
-
-static __device__ __forceinline__ void qw_bar_init(uint64_t *bar,
-						   uint32_t count)
-{
-	asm volatile(
-	    "mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(qw_saddr(bar)),
-	    "r"(count)
-	    : "memory");
-}
-
 /* A warp's arrival on BAR (lane 0's). */
 static __device__ __forceinline__ void qw_arrive(uint64_t *bar, uint32_t lane)
 {
 	if (!lane)
-		asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
-				 qw_saddr(bar))
-			     : "memory");
-}
-
-static __device__ __forceinline__ void qw_bar_expect(uint64_t *bar,
-						     uint32_t bytes)
-{
-	asm volatile(
-	    "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-		qw_saddr(bar)),
-	    "r"(bytes)
-	    : "memory");
-}
-
-static __device__ __forceinline__ void qw_bar_wait(uint64_t *bar,
-						   uint32_t parity)
-{
-	uint32_t done;
-
-	do
-		asm volatile("{\n.reg .pred p;\n"
-			     "mbarrier.try_wait.parity.shared::cta.b64 p, "
-			     "[%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-			     : "=r"(done)
-			     : "r"(qw_saddr(bar)), "r"(parity)
-			     : "memory");
-	while (!done);
-}
-
-/* Box (C0, C1) of MAP into DST, counted on BAR. */
-static __device__ __forceinline__ void
-qw_tma(void *dst, const qw_map *map, int32_t c0, int32_t c1, uint64_t *bar)
-{
-	asm volatile(
-	    "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
-	    "mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-		qw_saddr(dst)),
-	    "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(qw_saddr(bar))
-	    : "memory");
-}
-
-/* bf16x2 arithmetic, each result rounded once to nearest even. */
-static __device__ __forceinline__ uint32_t qw_add2(uint32_t a, uint32_t b)
-{
-	uint32_t d;
-
-	asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-	return d;
-}
-
-static __device__ __forceinline__ uint32_t qw_mul2(uint32_t a, uint32_t b)
-{
-	uint32_t d;
-
-	asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-	return d;
-}
-
-static __device__ __forceinline__ uint32_t qw_fma2(uint32_t a, uint32_t b,
-						   uint32_t c)
-{
-	uint32_t d;
-
-	asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-	return d;
+		hop_bar_arrive(bar);
 }
 
 /* Stage J's copies (tokens M0.., weight rows R0..) into ST, on BAR. */
@@ -381,15 +193,15 @@ qw_issue(uint8_t *st, uint64_t *bar, const qw_args &a, uint32_t r0, uint32_t m0,
 
 	/* GLU: gate rows R0.. in the first half, up rows F + R0.. after */
 	if (weights)
-		qw_tma(st + qw_smem<TYPE, BN>::xs, &a.wmap, c0, (int32_t)r0,
+		hop_tma_2d(st + qw_smem<TYPE, BN>::xs, &a.wmap, c0, (int32_t)r0,
 		       bar);
 	if (weights && a.glu)
-		qw_tma(st + qw_smem<TYPE, BN>::xs +
+		hop_tma_2d(st + qw_smem<TYPE, BN>::xs +
 			   QW_BM / 2 * qw_type<TYPE>::box,
 		       &a.wmap, c0, (int32_t)(a.glu + r0), bar);
 	if (tokens)
 		for (int b = 0; b < 2; b++)
-			qw_tma(st + b * qw_smem<TYPE, BN>::xbox, &a.xmap,
+			hop_tma_2d(st + b * qw_smem<TYPE, BN>::xbox, &a.xmap,
 			       (int32_t)(QW_SK * j + 64 * b), (int32_t)m0, bar);
 }
 
@@ -409,11 +221,8 @@ static __device__ __forceinline__ void qw_split(float f, uint32_t &hi,
  * quant.h keeps them (the instruction may quiet a NaN). */
 static __device__ __forceinline__ float qw_f16(uint32_t h)
 {
-	float f;
+	float f = hop_f16_f32(h);
 
-	asm("{\n.reg .b16 t;\nmov.b16 t, %1;\ncvt.f32.f16 %0, t;\n}"
-	    : "=f"(f)
-	    : "h"((unsigned short)h));
 	return (h & 0x7c00u) == 0x7c00u
 		   ? __uint_as_float((h & 0x8000u) << 16 | 0x7f800000u |
 				     (h & 0x3ffu) << 13)
@@ -502,14 +311,14 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 		float lo = __fsub_rn(qd_magic(w & 0xff), 8388736.0f),
 		      hi = __fsub_rn(qd_magic(w >> 8), 8388736.0f);
 
-		return qw_mul2(mma_pack_bf16(lo, hi), s.x);
+		return hop_mul2(mma_pack_bf16(lo, hi), s.x);
 	} else if constexpr (TYPE == O1_QUANT_Q4_0) {
 		/* elements < 16: low nibbles of bytes 0..15, then high */
 		uint32_t w =
 		    qw_spread(r + l * O1_QUANT_Q4_0_BYTES + 2 + e % 16);
 
 		w = (e < 16 ? w : w >> 4) & 0x000f000fu;
-		return qw_mul2(qw_add2(w | 0x43004300u, 0xc308c308u) /* -136 */,
+		return hop_mul2(hop_add2(w | 0x43004300u, 0xc308c308u) /* -136 */,
 			       s.x);
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
 		uint32_t u = 4 * half + l;
@@ -517,10 +326,10 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 
 		/* even units: low nibbles, odd: high; 128 + q less 128 */
 		w = ((u % 2 ? w >> 4 : w) & 0x000f000fu) | 0x43004300u;
-		w = qw_add2(w, 0xc300c300u);
+		w = hop_add2(w, 0xc300c300u);
 		/* q D - M with D and M in two bf16 parts each: the min's
 		 * rounding would not cancel where q D is near M */
-		return qw_add2(qw_fma2(w, s.x, s.y), qw_fma2(w, s.z, s.w));
+		return hop_add2(hop_fma2(w, s.x, s.y), hop_fma2(w, s.z, s.w));
 	} else {
 		uint32_t u = 4 * half + l, h = u / 4, g = u % 4;
 		uint32_t lo = qw_spread(r + 64 * h + 32 * (g % 2) + e);
@@ -529,8 +338,28 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 			     ((hb >> (2 * g)) & 0x00030003u) << 4;
 
 		/* 128 + q less 160: q - 32 */
-		return qw_mul2(qw_add2(q | 0x43004300u, 0xc320c320u),
+		return hop_mul2(hop_add2(q | 0x43004300u, 0xc320c320u),
 			       e < 16 ? s.x : s.y);
+	}
+}
+
+/* Group GI's A fragments (k16 steps 4 GI .. 4 GI + 3) of a stage whose
+ * rows g and g + 8 of the warp's 16 are at RA (HALF as qw_scales), by the
+ * warp's unit scales SC (qw_scales', [4][16]). */
+template <int TYPE>
+static __device__ __forceinline__ void
+qw_frags(uint32_t (&af)[4][4], const uint8_t *const (&ra)[2], const uint4 *sc,
+	 uint32_t half, int gi, uint32_t g, uint32_t t)
+{
+#pragma unroll
+	for (int s = 0; s < 4; s++) {
+		uint32_t kk = 4 * gi + s, l = kk / 2, e = 16 * (kk % 2) + 2 * t;
+		uint4 s0 = sc[16 * l + g], s1 = sc[16 * l + g + 8];
+
+		af[s][0] = qw_pair<TYPE>(ra[0], l, half, e, s0);
+		af[s][1] = qw_pair<TYPE>(ra[1], l, half, e, s1);
+		af[s][2] = qw_pair<TYPE>(ra[0], l, half, e + 8, s0);
+		af[s][3] = qw_pair<TYPE>(ra[1], l, half, e + 8, s1);
 	}
 }
 
@@ -670,7 +499,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	/* from the shared array itself, so that the compiler knows the
 	 * address space (shared loads, not generic ones) */
 	uint8_t *base =
-	    qw_shared + ((1024 - (qw_saddr(qw_shared) & 1023)) & 1023);
+	    qw_shared + ((1024 - (hop_saddr(qw_shared) & 1023)) & 1023);
 	uint4 *sc = (uint4 *)(base + S * sm::stage) +
 		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
 	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
@@ -688,18 +517,18 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	 * registers before it would serialize the products); every part of
 	 * K has a stage (qw_parts) */
 	float acc[BN / 2];
+	uint32_t af[2][4][4]; /* two groups' A fragments */
 
 	if (lead) {
 		for (uint32_t s = 0; s < S; s++) {
-			qw_bar_init(&bar[s], 1);
-			qw_bar_init(&empty[s], QW_THREADS / 32);
+			hop_bar_init(&bar[s], 1);
+			hop_bar_init(&empty[s], QW_THREADS / 32);
 		}
-		asm volatile("fence.mbarrier_init.release.cluster;" ::
-				 : "memory");
-		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		hop_fence_bar_init();
+		hop_fence_async_smem();
 		/* the weights: no kernel writes them, so before the wait */
 		for (uint32_t s = 0; s < D && s < n_t; s++) {
-			qw_bar_expect(&bar[s], sm::tx);
+			hop_bar_expect_tx(&bar[s], sm::tx);
 			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
 					   m0, js + s, true, false);
 		}
@@ -717,7 +546,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		/* the stage's bytes of this block's first row */
 		const uint8_t *wst = cur + sm::xs + qw_type<TYPE>::off(j);
 
-		qw_bar_wait(&bar[b], (st / S) % 2);
+		hop_bar_wait(&bar[b], (st / S) % 2);
 		/* the copies of stage st + D go into the buffer of stage st +
 		 * D - S once every warp released that: with overlap the
 		 * warps release stage st - 1 during stage st, so this waits
@@ -727,10 +556,9 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			uint32_t nb = (st + D) % S, use = (st + D) / S;
 
 			if (use)
-				qw_bar_wait(&empty[nb], (use - 1) % 2);
-			asm volatile("fence.proxy.async.shared::cta;" ::
-					 : "memory");
-			qw_bar_expect(&bar[nb], sm::tx);
+				hop_bar_wait(&empty[nb], (use - 1) % 2);
+			hop_fence_async_smem();
+			hop_bar_expect_tx(&bar[nb], sm::tx);
 			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
 					   r0, m0, j + D, true, true);
 		}
@@ -746,57 +574,41 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 #pragma unroll
 		for (int h = 0; h < 2; h++)
 			ra[h] = wst + (16 * warp + g + 8 * h) * BOX;
-		uint32_t af[2][4][4];
 
 #pragma unroll
 		for (int gi = 0; gi < 2; gi++) {
-#pragma unroll
-			for (int s = 0; s < 4; s++) {
-				uint32_t kk = 4 * gi + s, l = kk / 2,
-					 e = 16 * (kk % 2) + 2 * t;
-				uint4 s0 = sc[16 * l + g],
-				      s1 = sc[16 * l + g + 8];
-
-				af[gi][s][0] =
-				    qw_pair<TYPE>(ra[0], l, half, e, s0);
-				af[gi][s][1] =
-				    qw_pair<TYPE>(ra[1], l, half, e, s1);
-				af[gi][s][2] =
-				    qw_pair<TYPE>(ra[0], l, half, e + 8, s0);
-				af[gi][s][3] =
-				    qw_pair<TYPE>(ra[1], l, half, e + 8, s1);
-			}
-			qw_fence();
-			qw_pin(acc);
+			qw_frags<TYPE>(af[gi], ra, sc, half, gi, g, t);
+			hop_wgmma_fence();
+			hop_pin(acc);
 #pragma unroll
 			for (int s = 0; s < 4; s++) {
 				uint32_t kk = 4 * gi + s;
 
 				/* box kk / 4, 32 bytes a k16 within it */
-				qw_mma(acc, af[gi][s],
-				       qw_desc(cur + (kk / 4) * sm::xbox +
+				hop_wgmma(acc, af[gi][s],
+				       hop_desc_sw128(cur + (kk / 4) * sm::xbox +
 					       32 * (kk % 4)),
 				       st || kk);
 			}
-			qw_commit();
-			qw_pin(acc);
+			hop_wgmma_commit();
+			hop_pin(acc);
 			/* QW_OVERLAP: the group before done, so its
 			 * registers (the other set) are free; else every
 			 * product of the stage done at its end */
 			if (OV) {
-				qw_wait<1>();
+				hop_wgmma_wait<1>();
 				/* stage st - 1 done: its buffer free (where
 				 * a copy will wait for it) */
 				if (gi == 0 && st && st - 1 + S < n_t)
 					qw_arrive(&empty[(st - 1) % S], lane);
 			} else if (gi == 1) {
-				qw_wait<0>();
+				hop_wgmma_wait<0>();
 				if (st + S < n_t)
 					qw_arrive(&empty[b], lane);
 			}
 		}
 	}
-	qw_wait<0>();
+	hop_wgmma_wait<0>();
 	if (a.glu) {
 		qw_glu_store<BN>(acc, (float *)base, a, r0, m0);
 		return;
@@ -813,7 +625,6 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 #endif
 }
 
-#ifndef O1_EMU_H
 typedef CUresult (*qw_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t,
 				 void *, const cuuint64_t *, const cuuint64_t *,
 				 const cuuint32_t *, const cuuint32_t *,
@@ -847,11 +658,11 @@ static qw_encode_fn qw_encoder(void)
 
 /* A 2-D tensor map over MAP's matrix: ROWS x COLS elements of TYPE, rows
  * PITCH bytes apart, boxes of BC x BR; 0 or -EINVAL. */
-static int qw_encode(qw_map *map, CUtensorMapDataType type, const void *p,
+static int qw_encode(hop_map *map, CUtensorMapDataType type, const void *p,
 		     uint64_t cols, uint64_t rows, uint64_t pitch, uint32_t bc,
 		     uint32_t br, CUtensorMapSwizzle swizzle)
 {
-	static_assert(sizeof(qw_map) == sizeof(CUtensorMap), "tensor map");
+	static_assert(sizeof(hop_map) == sizeof(CUtensorMap), "tensor map");
 	qw_encode_fn enc = qw_encoder();
 	cuuint64_t dim[2] = {cols, rows}, stride[1] = {pitch};
 	cuuint32_t box[2] = {bc, br}, one[2] = {1, 1};
@@ -869,7 +680,6 @@ static int qw_encode(qw_map *map, CUtensorMapDataType type, const void *p,
 	}
 	return 0;
 }
-#endif
 
 template <int TYPE, int BN>
 static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
@@ -881,10 +691,6 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 	dim3 grid((a.m + BN - 1) / BN, tiles, a.splits);
 	int err;
 
-#ifdef O1_EMU_H
-	(void)x, (void)w, (void)rb;
-	return -ENOTSUP;
-#else
 	err = qw_encode(&a.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, a.k, a.m,
 			(uint64_t)a.k * 2, 64, BN, CU_TENSOR_MAP_SWIZZLE_128B);
 	if (!err)
@@ -898,7 +704,6 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	if (err)
 		return err;
-#endif
 	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE, BN>, grid,
 			      dim3(QW_THREADS), smem, stream, pdl, a);
 }
@@ -970,9 +775,6 @@ static int qw_launch_m(qw_args &a, const void *x, const void *w, uint64_t rb,
 
 extern "C" bool o1_gemm_qw_available(void)
 {
-#ifdef O1_EMU_H
-	return false; /* tools/gpu/emu has no wgmma */
-#else
 	/* asked once (a thread-safe static), on the first caller's device */
 	static const bool have = [] {
 		int v = 0;
@@ -983,7 +785,6 @@ extern "C" bool o1_gemm_qw_available(void)
 	}();
 
 	return have;
-#endif
 }
 
 extern "C" bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,

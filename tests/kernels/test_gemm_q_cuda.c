@@ -27,7 +27,7 @@
  * - bad operands refused with -EINVAL (each kernel's own alignment rules).
  * gemm_qw.cu's wgmma product (o1_gemm_qw_cuda) takes the same checks on
  * the shapes o1_gemm_qw_fits takes, where the device and the build have
- * it (sm_90a; never on the CPU emulation), its exact sum over its own
+ * it (sm_90a, and the CPU emulation: hopper_dev.h's), its exact sum over its own
  * weight values (qw_values, as gemm_qw.cu's header says: the quant times
  * the unit's f32 scale rounded to bf16, rounded once; Q4_K's two terms in
  * two parts each; within ~2^-8 of the tiles' values). Its K in parts

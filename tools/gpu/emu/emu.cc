@@ -11,9 +11,12 @@
 #include <time.h>
 
 #include <algorithm>
+#include <deque>
+#include <map>
 #include <random>
 #include <vector>
 
+#include "cuda.h"
 #include "emu.h"
 
 extern "C" {
@@ -63,7 +66,49 @@ struct warpx {
 };
 
 /* What a fiber last waited on, for the deadlock report. */
-enum { W_RUN, W_BLOCK, W_CLUSTER, W_WARP_PUT, W_WARP_DONE, W_ATOMIC };
+enum {
+	W_RUN,
+	W_BLOCK,
+	W_CLUSTER,
+	W_WARP_PUT,
+	W_WARP_DONE,
+	W_ATOMIC,
+	W_WARPGROUP,
+	W_MBARRIER
+};
+
+/* A warpgroup product issued by one thread: the group's A (64 x 16
+ * bf16, gathered at issue), B's place in shared memory, the thread's
+ * accumulators. */
+struct wg_op {
+	uint16_t a[64][16];
+	uint16_t b[256][16]; /* B as it was at issue */
+	const unsigned char *smem;
+	uint32_t start; /* B's first byte (before the swizzle) */
+	float *d;
+	unsigned n;
+	bool add;
+};
+
+/* A warpgroup's exchange of A fragments (4 words a thread). */
+struct wgx {
+	uint32_t slot[128][4];
+	barrier put, done;
+};
+
+/* A tensor copy in flight, and an mbarrier's state. */
+struct tma_copy {
+	unsigned char *dst, *smem; /* smem: the block's shared memory */
+	uint64_t map[16];
+	int c0, c1;
+	unsigned rounds; /* scheduler rounds before it lands */
+};
+
+struct mbar {
+	unsigned count, pending, phase;
+	int64_t tx;
+	std::vector<tma_copy> copies;
+};
 
 struct fiber : emu_thread {
 	void *sp;
@@ -71,6 +116,9 @@ struct fiber : emu_thread {
 	bool done;
 	int wait;
 	void *site;
+	unsigned stalled; /* rounds it sits out (emu_stall) */
+	std::vector<wg_op> wg_open;		 /* issued, not committed */
+	std::deque<std::vector<wg_op>> wg_groups; /* committed, pending */
 };
 
 struct emu_graph {
@@ -82,6 +130,9 @@ static std::vector<fiber> fibers;
 static std::vector<barrier> block_bar;
 static barrier cluster_bar;
 static std::vector<warpx> warps;
+static std::vector<wgx> wgxs; /* blocks of a multiple of 128 threads */
+static std::vector<int> block_or;
+static std::map<uint64_t *, mbar> mbars;
 static std::vector<unsigned char> smem_all;
 static size_t smem_bytes;
 static unsigned blocks, warps_per_block;
@@ -183,9 +234,297 @@ void __attribute__((noinline)) emu_warp_done(void)
 	bar_wait(&my_warp()->done, W_WARP_DONE, __builtin_return_address(0));
 }
 
+int __attribute__((noinline)) __syncthreads_or(int pred)
+{
+	int r;
+
+	block_or[cur->rank] |= pred != 0;
+	__syncthreads();
+	r = block_or[cur->rank];
+	__syncthreads();
+	if (cur->tid.x == 0)
+		block_or[cur->rank] = 0;
+	__syncthreads();
+	return r;
+}
+
+uint32_t emu_saddr(const void *p)
+{
+	const unsigned char *q = (const unsigned char *)p, *base = emu_smem();
+
+	if (q < base || q >= base + smem_bytes) {
+		fprintf(stderr, "emu: %p is not in this block's shared "
+				"memory\n", p);
+		abort();
+	}
+	return (uint32_t)(q - base);
+}
+
+/* Now and then the calling thread sits out a few dozen scheduler rounds
+ * (a warp the device runs late), so that the others run ahead of it
+ * through the asynchronous operations' windows. */
+static void emu_stall(void)
+{
+	if (prng() % 8)
+		return;
+	cur->stalled = 1 + (unsigned)(prng() % 64);
+	progress++; /* the rounds it sits out are not a deadlock */
+	yield();
+}
+
+/* The 128-byte swizzle: 16-byte chunk bits 4-6 XOR address bits 7-9. */
+static uint32_t swizzle128(uint32_t a)
+{
+	return a ^ ((a >> 7) & 7) << 4;
+}
+
+static float bf16_f(uint16_t h)
+{
+	return __uint_as_float((uint32_t)h << 16);
+}
+
+static void wg_read_b(const wg_op &op, uint16_t (*b)[16]);
+
+void __attribute__((noinline)) emu_wgmma(float *d, unsigned n,
+					 const uint32_t *a, uint64_t desc,
+					 bool add)
+{
+	unsigned per = cur->bdim.x / 128, me = cur->tid.x % 128;
+	uint32_t sbo = (uint32_t)(desc >> 32) & 0x3fff;
+	wgx *w;
+	wg_op op;
+
+	if (wgxs.empty() || (desc >> 62) != 1 || sbo != 1024 >> 4 ||
+	    (n != 128 && n != 256)) {
+		fprintf(stderr, "emu: wgmma (n %u, descriptor %#llx, block "
+				"of %u threads) not emulated: K-major B with "
+				"the 128-byte swizzle, 1024-byte groups only\n",
+			n, (unsigned long long)desc, cur->bdim.x);
+		abort();
+	}
+	w = &wgxs[cur->rank * per + cur->tid.x / 128];
+	memcpy(w->slot[me], a, 16);
+	bar_wait(&w->put, W_WARPGROUP, __builtin_return_address(0));
+	for (unsigned t = 0; t < 128; t++) {
+		unsigned warp = t / 32, g = t % 32 / 4, q = t % 4;
+
+		for (unsigned j = 0; j < 4; j++) {
+			unsigned row = 16 * warp + g + 8 * (j % 2),
+				 col = 2 * q + 8 * (j / 2);
+
+			op.a[row][col] = (uint16_t)(w->slot[t][j] & 0xffff);
+			op.a[row][col + 1] = (uint16_t)(w->slot[t][j] >> 16);
+		}
+	}
+	bar_wait(&w->done, W_WARPGROUP, __builtin_return_address(0));
+	op.start = (uint32_t)(desc & 0x3fff) << 4;
+	if (op.start + (n - 1) * 128 + 32 > smem_bytes) {
+		fprintf(stderr, "emu: wgmma's B (%u bytes from %u) past the "
+				"block's %zu bytes of shared memory\n",
+			(n - 1) * 128 + 32, op.start, smem_bytes);
+		abort();
+	}
+	op.smem = emu_smem(), op.d = d, op.n = n, op.add = add;
+	wg_read_b(op, op.b);
+	cur->wg_open.push_back(op);
+}
+
+/* OP's B (N x 16) from shared memory now. */
+static void wg_read_b(const wg_op &op, uint16_t (*b)[16])
+{
+	for (unsigned col = 0; col < op.n; col++)
+		for (unsigned k = 0; k < 16; k++)
+			memcpy(&b[col][k],
+			       op.smem + swizzle128(op.start + 128 * col + 2 * k),
+			       2);
+}
+
+/* The calling thread's accumulators of OP, with B as it is now, which
+ * must be as it was at issue: a buffer refilled (or written) while a
+ * product reading it is in flight is the kernel's race, reported. */
+static void wg_retire(const wg_op &op)
+{
+	static uint16_t b[256][16];
+	unsigned t = cur->tid.x % 128, warp = t / 32, g = t % 32 / 4,
+		 q = t % 4;
+
+	wg_read_b(op, b);
+	if (memcmp(b, op.b, op.n * sizeof b[0])) {
+		fprintf(stderr,
+			"emu: block (%u, %u, %u) thread %u: a warpgroup "
+			"product's B (shared %u..) changed between its issue "
+			"and its wait\n",
+			cur->bid.x, cur->bid.y, cur->bid.z, cur->tid.x,
+			op.start);
+		abort();
+	}
+	for (unsigned j = 0; j < op.n / 8; j++)
+		for (unsigned e = 0; e < 4; e++) {
+			unsigned row = 16 * warp + g + 8 * (e / 2),
+				 col = 8 * j + 2 * q + e % 2;
+			double s = 0;
+
+			for (unsigned k = 0; k < 16; k++)
+				s += (double)bf16_f(op.a[row][k]) *
+				     bf16_f(b[col][k]);
+			op.d[4 * j + e] =
+			    (float)((op.add ? (double)op.d[4 * j + e] : 0) + s);
+		}
+}
+
+void emu_wgmma_commit(void)
+{
+	cur->wg_groups.push_back(std::move(cur->wg_open));
+	cur->wg_open.clear();
+	emu_stall();
+}
+
+void emu_wgmma_wait(unsigned n)
+{
+	emu_stall();
+	while (cur->wg_groups.size() > n) {
+		for (const wg_op &op : cur->wg_groups.front())
+			wg_retire(op);
+		cur->wg_groups.pop_front();
+	}
+	/* wgmma.wait_group is .sync.aligned: the warp's lanes leave it
+	 * together (a warp's arrival after it speaks for all its lanes) */
+	unsigned v = 0;
+
+	emu_warp_put(&v, 4);
+	emu_warp_done();
+}
+
+static mbar &find_bar(uint64_t *bar, const char *what)
+{
+	auto it = mbars.find(bar);
+
+	emu_saddr(bar);
+	if (it == mbars.end()) {
+		fprintf(stderr, "emu: %s on an mbarrier never initialized "
+				"(%p)\n", what, (void *)bar);
+		abort();
+	}
+	return it->second;
+}
+
+/* A phase completes once its arrivals and bytes are all in. */
+static void bar_settle(mbar &m)
+{
+	if (m.pending == 0 && m.tx == 0) {
+		m.phase ^= 1;
+		m.pending = m.count;
+	}
+}
+
+void emu_bar_init(uint64_t *bar, unsigned count)
+{
+	mbar &m = mbars[bar];
+
+	emu_saddr(bar);
+	m = mbar();
+	m.count = m.pending = count;
+	progress++;
+}
+
+void emu_bar_arrive(uint64_t *bar, unsigned tx)
+{
+	mbar &m = find_bar(bar, "arrive");
+
+	if (!m.pending) {
+		fprintf(stderr, "emu: mbarrier %p: an arrival past its "
+				"count\n", (void *)bar);
+		abort();
+	}
+	m.tx += tx;
+	m.pending--;
+	bar_settle(m);
+	progress++;
+	emu_stall();
+}
+
+/* Copy C's box into shared memory; its bytes. */
+static uint64_t tma_land(const tma_copy &c)
+{
+	const uint64_t *m = c.map;
+	uint64_t el = m[EMU_MAP_ELEM], row_bytes = m[EMU_MAP_BOX0] * el;
+	uint32_t d0 = (uint32_t)(c.dst - c.smem);
+	const unsigned char *base = (const unsigned char *)m[EMU_MAP_BASE];
+
+	for (uint64_t r = 0; r < m[EMU_MAP_BOX1]; r++)
+		for (uint64_t b = 0; b < row_bytes; b++) {
+			int64_t row = c.c1 + (int64_t)r,
+				col = c.c0 + (int64_t)(b / el);
+			uint32_t at = d0 + (uint32_t)(r * row_bytes + b);
+			unsigned char v = 0;
+
+			if (row >= 0 && (uint64_t)row < m[EMU_MAP_DIM1] &&
+			    col >= 0 && (uint64_t)col < m[EMU_MAP_DIM0])
+				v = base[(uint64_t)row * m[EMU_MAP_PITCH] +
+					 (uint64_t)col * el + b % el];
+			if (m[EMU_MAP_SWIZZLE])
+				at = swizzle128(at);
+			c.smem[at] = v;
+		}
+	return row_bytes * m[EMU_MAP_BOX1];
+}
+
+void emu_tma_2d(void *dst, const uint64_t *map, int c0, int c1, uint64_t *bar)
+{
+	mbar &m = find_bar(bar, "tensor copy");
+	tma_copy c;
+	uint32_t d0 = emu_saddr(dst);
+	uint64_t bytes = map[EMU_MAP_BOX0] * map[EMU_MAP_ELEM] *
+			 map[EMU_MAP_BOX1];
+
+	if (map[EMU_MAP_MAGIC] != EMU_MAP_MAGIC_V) {
+		fprintf(stderr, "emu: tensor copy with a map not encoded\n");
+		abort();
+	}
+	/* the device's rules: the box's first byte of a row 16-byte
+	 * aligned (another start is an illegal instruction on the H200),
+	 * shared memory 128-byte aligned (1024 with the swizzle, whose
+	 * pattern is of address bits) */
+	if ((uint64_t)c0 * map[EMU_MAP_ELEM] % 16 ||
+	    d0 % (map[EMU_MAP_SWIZZLE] ? 1024 : 128) ||
+	    d0 + bytes > smem_bytes) {
+		fprintf(stderr, "emu: tensor copy of (%d, %d) to shared %u "
+				"(%llu bytes): misaligned or past the "
+				"block's %zu bytes\n",
+			c0, c1, d0, (unsigned long long)bytes, smem_bytes);
+		abort();
+	}
+	c.dst = (unsigned char *)dst, c.smem = emu_smem();
+	memcpy(c.map, map, sizeof c.map);
+	c.c0 = c0, c.c1 = c1;
+	c.rounds = (unsigned)(prng() % 4);
+	m.copies.push_back(c);
+	progress++;
+}
+
+bool __attribute__((noinline)) emu_bar_try_wait(uint64_t *bar,
+						unsigned parity)
+{
+	mbar &m = find_bar(bar, "wait");
+
+	if (m.phase != (parity & 1))
+		return true;
+	cur->wait = W_MBARRIER, cur->site = __builtin_return_address(0);
+	yield();
+	cur->wait = W_RUN;
+	return false;
+}
+
 static void fiber_main(void)
 {
 	(*kernel)();
+	if (!cur->wg_open.empty() || !cur->wg_groups.empty()) {
+		fprintf(stderr,
+			"emu: block (%u, %u, %u) thread %u ended with "
+			"warpgroup products not waited for\n",
+			cur->bid.x, cur->bid.y, cur->bid.z, cur->tid.x);
+		abort();
+	}
 	cur->done = true;
 	progress++;
 	yield();
@@ -196,7 +535,8 @@ static void deadlock(emu_idx base, unsigned alive, unsigned nt)
 {
 	fprintf(stderr,
 		"emu: deadlock at block (%u, %u, %u), %u threads waiting "
-		"(wait: 1 block, 2 cluster, 3-4 warp, 5 atomic):\n",
+		"(wait: 1 block, 2 cluster, 3-4 warp, 5 atomic, "
+		"6 warpgroup, 7 mbarrier):\n",
 		base.x, base.y, base.z, alive);
 	for (unsigned b = 0; b < blocks; b++) {
 		std::vector<std::pair<int, void *>> seen;
@@ -231,6 +571,11 @@ static void start_fibers(emu_idx base, unsigned nt, emu_idx gdim)
 	warps.assign(blocks * warps_per_block, warpx());
 	for (warpx &w : warps)
 		w.put.need = w.done.need = 32;
+	wgxs.assign(nt % 128 ? 0 : blocks * (nt / 128), wgx());
+	for (wgx &w : wgxs)
+		w.put.need = w.done.need = 128;
+	block_or.assign(blocks, 0);
+	mbars.clear();
 	memset(smem_all.data(), 0xab, smem_all.size()); /* uninitialised */
 	for (unsigned i = 0; i < n; i++) {
 		fiber &f = fibers[i];
@@ -249,6 +594,27 @@ static void start_fibers(emu_idx base, unsigned nt, emu_idx gdim)
 	}
 }
 
+/* The tensor copies in flight: each lands a few rounds after its issue
+ * (in any order), its bytes then counted on its barrier. */
+static void land_copies(void)
+{
+	for (auto &kv : mbars) {
+		mbar &m = kv.second;
+
+		for (size_t i = 0; i < m.copies.size();) {
+			if (m.copies[i].rounds) {
+				m.copies[i].rounds--;
+				i++;
+			} else {
+				m.tx -= (int64_t)tma_land(m.copies[i]);
+				m.copies.erase(m.copies.begin() + (long)i);
+			}
+			progress++;
+		}
+		bar_settle(m);
+	}
+}
+
 static void run_cluster(emu_idx base, unsigned nt, emu_idx gdim)
 {
 	std::vector<unsigned> order(blocks * nt);
@@ -260,10 +626,17 @@ static void run_cluster(emu_idx base, unsigned nt, emu_idx gdim)
 		uint64_t before = progress;
 
 		std::shuffle(order.begin(), order.end(), prng);
+		land_copies();
 		alive = 0;
 		for (unsigned i : order) {
 			if (fibers[i].done)
 				continue;
+			if (fibers[i].stalled) {
+				fibers[i].stalled--;
+				progress++;
+				alive++;
+				continue;
+			}
 			cur = &fibers[i], emu_cur = cur;
 			emu_switch(&sched_sp, cur->sp);
 			alive += !cur->done;
@@ -504,6 +877,60 @@ const char *cudaGetErrorString(cudaError_t e)
 {
 	(void)e;
 	return "emulated";
+}
+
+/* cuTensorMapEncodeTiled, for what gemm_qw.cu asks (cuda.h). */
+static CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type,
+				 cuuint32_t rank, void *base,
+				 const cuuint64_t *dim,
+				 const cuuint64_t *stride,
+				 const cuuint32_t *box, const cuuint32_t *es,
+				 CUtensorMapInterleave il,
+				 CUtensorMapSwizzle sw,
+				 CUtensorMapL2promotion l2,
+				 CUtensorMapFloatOOBfill oob)
+{
+	uint64_t el = type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ? 2 : 1;
+	uint64_t *v = map->opaque;
+
+	(void)l2;
+	if (rank != 2 ||
+	    (type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 &&
+	     type != CU_TENSOR_MAP_DATA_TYPE_UINT8) ||
+	    (uintptr_t)base % 16 || stride[0] % 16 || !box[0] ||
+	    box[0] > 256 || !box[1] || box[1] > 256 || es[0] != 1 ||
+	    es[1] != 1 || il != CU_TENSOR_MAP_INTERLEAVE_NONE ||
+	    oob != CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE ||
+	    (sw != CU_TENSOR_MAP_SWIZZLE_NONE &&
+	     sw != CU_TENSOR_MAP_SWIZZLE_128B) ||
+	    (sw == CU_TENSOR_MAP_SWIZZLE_128B && box[0] * el != 128) ||
+	    box[0] * el % 16)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(v, 0, sizeof map->opaque);
+	v[EMU_MAP_BASE] = (uint64_t)(uintptr_t)base;
+	v[EMU_MAP_ELEM] = el;
+	v[EMU_MAP_DIM0] = dim[0], v[EMU_MAP_DIM1] = dim[1];
+	v[EMU_MAP_PITCH] = stride[0];
+	v[EMU_MAP_BOX0] = box[0], v[EMU_MAP_BOX1] = box[1];
+	v[EMU_MAP_SWIZZLE] = sw == CU_TENSOR_MAP_SWIZZLE_128B;
+	v[EMU_MAP_MAGIC] = EMU_MAP_MAGIC_V;
+	return CUDA_SUCCESS;
+}
+
+int cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
+				     unsigned version,
+				     unsigned long long flags,
+				     cudaDriverEntryPointQueryResult *q)
+{
+	(void)version, (void)flags;
+	if (strcmp(symbol, "cuTensorMapEncodeTiled")) {
+		*fn = NULL;
+		*q = cudaDriverEntryPointSymbolNotFound;
+		return cudaSuccess;
+	}
+	*fn = (void *)emu_encode_tiled;
+	*q = cudaDriverEntryPointSuccess;
+	return cudaSuccess;
 }
 
 /* kernels/cuda_util.h, over the emulation. */

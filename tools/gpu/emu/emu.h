@@ -8,8 +8,11 @@
  * shuffled each round and atomics yield at random, to vary
  * interleavings. Floating point is the host's (no FMA: build with
  * -ffp-contract=off), so __f*_rn match the device; expf, exp and log are
- * glibc's, which differ from CUDA's by an ulp or two. Not covered: the
- * memory model beyond barriers, timing, resource limits. */
+ * glibc's, which differ from CUDA's by an ulp or two. Hopper's
+ * warpgroup products, mbarriers and tensor copies (kernels/hopper_dev.h)
+ * run here too; threads now and then sit out a few dozen rounds
+ * (emu_stall) so that the others run ahead through their windows. Not
+ * covered: the memory model beyond barriers, timing, resource limits. */
 #ifndef O1_EMU_H
 #define O1_EMU_H
 
@@ -309,6 +312,33 @@ static inline float atomicAdd(float *p, float v)
 	*p = o + v;
 	return o;
 }
+
+/* __syncthreads that also returns whether PRED was non-zero in any thread
+ * of the block. */
+int __syncthreads_or(int pred);
+
+template <class T> static inline void __stcg(T *p, T v)
+{
+	*p = v;
+}
+
+/* Hopper's asynchronous operations, for kernels/hopper_dev.h (its header
+ * says what they emulate): P's offset in the block's shared memory (a
+ * pointer elsewhere aborts); a warpgroup's product, issued (its A
+ * fragments gathered from the 128 threads, B named by the descriptor)
+ * and retired by the issuing thread's wait; mbarriers kept beside the
+ * shared memory, keyed by address; tensor copies landing on a later poll
+ * of their barrier. */
+uint32_t emu_saddr(const void *p);
+void emu_wgmma(float *d, unsigned n, const uint32_t *a, uint64_t desc,
+	       bool add);
+void emu_wgmma_commit(void);
+void emu_wgmma_wait(unsigned n);
+void emu_bar_init(uint64_t *bar, unsigned count);
+void emu_bar_arrive(uint64_t *bar, unsigned tx);
+bool emu_bar_try_wait(uint64_t *bar, unsigned parity);
+void emu_tma_2d(void *dst, const uint64_t *map, int c0, int c1,
+		uint64_t *bar);
 
 /* Runs F for every thread of a (GX, GY) grid of NT-thread blocks in
  * clusters of GX blocks, one cluster after another, with SMEM bytes of

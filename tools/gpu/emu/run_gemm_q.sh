@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs tests/kernels/test_gemm_q_cuda against kernels/gemm_q.cu,
-# gemm_qp.cu and gemm_qi8.cu emulated on the CPU (gemm_qw.cu is linked for
-# its operand checks only: the emulation has no wgmma; swiglu.cu for the
-# reference of the fused SwiGLU test, skipped with gemm_qw) (emu.h; mma_dev.h's
+# gemm_qp.cu, gemm_qi8.cu and gemm_qw.cu emulated on the CPU (swiglu.cu
+# for the reference of gemm_qw's fused SwiGLU) (emu.h; mma_dev.h's
 # tensor-core operations become warp exchanges that move the elements of
-# PTX's fragment layouts, its asynchronous copies plain copies), so the
-# tile loads, the masks, the pipeline's stages and the fragment indexing
-# are checked before GPU time is spent; gemm_qp_octets.cc checks gemm_qp's
+# PTX's fragment layouts, its asynchronous copies plain copies;
+# hopper_dev.h's wgmma, mbarriers and tensor copies run on emu.cc, the
+# copies landing rounds after their issue and a product's B checked
+# unchanged until its wait), so the tile loads, the masks, the pipeline's
+# stages, barriers and fragment indexing are checked before GPU time is
+# spent; gemm_qp_octets.cc checks gemm_qp's
 # decode against quant_dev.h's bitwise. The .cu files are copied into
 # build-emu/ so that their "cuda_launch.h" is this folder's (extern
 # __shared__ arrays become emu_smem()). Quick mode (O1_TEST_QUICK=1): a
@@ -25,7 +27,7 @@ out=${O1_EMU_OUT:-$root/build-emu}
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root/kernels" -I"$root" -I"$root/daemon")
 shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
-cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -include "$emu/emu.h" "${inc[@]}")
+cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -Wno-psabi -include "$emu/emu.h" "${inc[@]}")
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
     -DO1_SHARED_DIR="\"$root/../shared\"" "${inc[@]}")
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
