@@ -38,7 +38,9 @@
  * warpgroup whose products finished first: 9-13% at 256 tokens a block).
  * With 3 or more buffers stages are issued S - 2 ahead and a stage's last
  * group of products runs on while the next stage starts (QW_OVERLAP),
- * with 2 every stage drains. A stage: wait for its copies, each warp
+ * with 2 every stage drains (QW_NEXT: the next stage's scales and first
+ * group of fragments decoded while the last group runs, before the
+ * drain). A stage: wait for its copies, each warp
  * decodes its 16 rows' unit scales into its own shared slots, then each
  * warpgroup runs 8 k16 products in two groups of four, the A fragments of
  * a group decoded while the tensor cores run the previous one. A thread's
@@ -114,6 +116,13 @@ extern "C" {
  * ahead); 0: every stage drains the tensor cores (S - 1 ahead) */
 #ifndef QW_OVERLAP
 #define QW_OVERLAP 1
+#endif
+/* 1: where every stage drains (2 buffers), the next stage's unit scales
+ * and first group of fragments are decoded while this stage's last group
+ * of products runs, so that only the drain itself stops the tensor
+ * cores; 0: after the drain */
+#ifndef QW_NEXT
+#define QW_NEXT 1
 #endif
 
 /* A stage's copy of the weights: the bytes of stage j (of the row's K /
@@ -363,6 +372,29 @@ qw_frags(uint32_t (&af)[4][4], const uint8_t *const (&ra)[2], const uint4 *sc,
 	}
 }
 
+/* QW_NEXT: stage J's scales into SC and its first group of fragments
+ * into AF, from buffer NB once its copies landed (PARITY), while the
+ * stage before's last products run. */
+template <int TYPE, int BN>
+static __device__ __forceinline__ void
+qw_next(uint32_t (&af)[4][4], const uint8_t *base, uint64_t *bar, uint4 *sc,
+	uint32_t j, uint32_t nb, uint32_t parity)
+{
+	constexpr uint32_t BOX = qw_type<TYPE>::box;
+	uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
+	const uint8_t *wst = base + nb * qw_smem<TYPE, BN>::stage +
+			     qw_smem<TYPE, BN>::xs + qw_type<TYPE>::off(j);
+	const uint8_t *ra[2] = {wst + (16 * warp + g) * BOX,
+				wst + (16 * warp + g + 8) * BOX};
+
+	hop_bar_wait(&bar[nb], parity);
+	__syncwarp(); /* every lane read the last stage's scales */
+	qw_scales<TYPE>(wst + (16 * warp + lane % 16) * BOX, lane / 16, j % 2,
+			sc[lane], sc[lane + 32]);
+	__syncwarp();
+	qw_frags<TYPE>(af, ra, sc, j % 2, 0, g, lane % 4);
+}
+
 /* SwiGLU's silu(g) u in f32, as swiglu.cu computes it. */
 static __device__ __forceinline__ float qw_silu_mul(float g, float u)
 {
@@ -518,6 +550,8 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	 * K has a stage (qw_parts) */
 	float acc[BN / 2];
 	uint32_t af[2][4][4]; /* two groups' A fragments */
+	/* QW_NEXT: this stage's scales and first group decoded already */
+	bool ready = false;
 
 	if (lead) {
 		for (uint32_t s = 0; s < S; s++) {
@@ -546,7 +580,8 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		/* the stage's bytes of this block's first row */
 		const uint8_t *wst = cur + sm::xs + qw_type<TYPE>::off(j);
 
-		hop_bar_wait(&bar[b], (st / S) % 2);
+		if (!ready)
+			hop_bar_wait(&bar[b], (st / S) % 2);
 		/* the copies of stage st + D go into the buffer of stage st +
 		 * D - S once every warp released that: with overlap the
 		 * warps release stage st - 1 during stage st, so this waits
@@ -562,12 +597,15 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
 					   r0, m0, j + D, true, true);
 		}
-		__syncwarp(); /* every lane read the last stage's scales */
-		/* this warp's 16 rows' scales: 64 (unit, row) pairs, units
-		 * lane / 16 and lane / 16 + 2 of row lane % 16 a lane */
-		qw_scales<TYPE>(wst + (16 * warp + lane % 16) * BOX, lane / 16,
-				half, sc[lane], sc[lane + 32]);
-		__syncwarp();
+		if (!ready) {
+			__syncwarp(); /* every lane read the last stage's scales */
+			/* this warp's 16 rows' scales: 64 (unit, row) pairs,
+			 * units lane / 16 and lane / 16 + 2 of row lane % 16 a
+			 * lane */
+			qw_scales<TYPE>(wst + (16 * warp + lane % 16) * BOX,
+					lane / 16, half, sc[lane], sc[lane + 32]);
+			__syncwarp();
+		}
 
 		const uint8_t *ra[2];
 
@@ -577,7 +615,8 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 
 #pragma unroll
 		for (int gi = 0; gi < 2; gi++) {
-			qw_frags<TYPE>(af[gi], ra, sc, half, gi, g, t);
+			if (gi || !ready)
+				qw_frags<TYPE>(af[gi], ra, sc, half, gi, g, t);
 			hop_wgmma_fence();
 			hop_pin(acc);
 #pragma unroll
@@ -602,6 +641,14 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 				if (gi == 0 && st && st - 1 + S < n_t)
 					qw_arrive(&empty[(st - 1) % S], lane);
 			} else if (gi == 1) {
+				ready = QW_NEXT && st + 1 < n_t;
+				if (ready) {
+					/* group 0 done: its registers free */
+					hop_wgmma_wait<1>();
+					qw_next<TYPE, BN>(af[0], base, bar, sc, j + 1,
+							  (st + 1) % S,
+							  (st + 1) / S % 2);
+				}
 				hop_wgmma_wait<0>();
 				if (st + S < n_t)
 					qw_arrive(&empty[b], lane);

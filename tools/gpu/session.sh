@@ -10,6 +10,8 @@
 #     s_ctest                      # ...ctest -L gpu runs; the error lines logged
 #     wait
 #     s_bench l4-q4km --prompt 128 --tokens 128 --reps 3
+#     s_variant off kernels/gemm_qw.cu 's/QW_NEXT 1/QW_NEXT 0/' &&
+#       S_BIN=/tmp/o1v-off/build/gpu s_bench w8-q4km --batch 256
 #     s_o1d_start /tmp/o1m/qw.gguf && { s_o1bench1; s_o1bench1; s_o1d_stop; }
 #     s_pack'
 #
@@ -48,6 +50,27 @@ s_build() {
 	s_log "build"
 	bash tools/gpu/run.sh build >"$s_out/build.txt" 2>&1
 	tail -2 "$s_out/build.txt" | tee -a "$s_out/session.txt"
+}
+
+# A variant build for an A/B in one call: a copy of the tree at
+# /tmp/o1v-NAME with the sed expression EXPR applied to FILE (a
+# compile-time switch, e.g. gemm_qw.cu's QW_NEXT), TARGETS (default
+# bench_gemm_q bench_cuda_decode) built there; S_BIN=/tmp/o1v-NAME/build/gpu
+# then runs its programs. Fails when EXPR changes nothing.
+s_variant() {
+	local name=$1 file=$2 expr=$3 dir=/tmp/o1v-$1
+	shift 3
+	rm -rf "$dir" && mkdir -p "$dir"
+	tar -C "$s_root" --exclude=./build -cf - . | tar -C "$dir" -xf -
+	sed -i "$expr" "$dir/$file"
+	if cmp -s "$s_root/$file" "$dir/$file"; then
+		s_log "s_variant $name: '$expr' changes nothing in $file"
+		return 1
+	fi
+	s_log "build variant $name ($file: $expr)"
+	O1_GPU_TARGETS="${*:-bench_gemm_q bench_cuda_decode}" \
+		bash "$dir/tools/gpu/run.sh" build >"$s_out/build-$name.txt" 2>&1
+	tail -2 "$s_out/build-$name.txt" | tee -a "$s_out/session.txt"
 }
 
 # ctest -L gpu; its summary and test_gpu_backend's error lines logged.
