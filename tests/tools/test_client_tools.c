@@ -223,12 +223,14 @@ static void test_o1bench_ping(void **state)
 					    "shm-sleep-daemon",
 					    "unix-socket",
 					    "unix-socket-sleep",
+					    "unix-socket-proc",
+					    "unix-socket-proc-sleep",
 					    "inproc-shm-spin",
 					    "inproc-shm-spin-4clients",
 					    "inproc-shm-sleep",
 					    "inproc-shm-sleep-daemon"};
-	static const int counts[] = {400, 400, 20, 20, 400,
-				     20,  400, 400, 20, 20};
+	static const int counts[] = {400, 400, 20, 20, 400, 20,
+				     400, 20,  400, 400, 20, 20};
 	char cmd[1024], out[8192];
 
 	(void)state;
@@ -237,7 +239,7 @@ static void test_o1bench_ping(void **state)
 		 "--gap-us 300 --clients 4 --inproc",
 		 o1bench, srv.path);
 	assert_int_equal(o1_test_run(cmd, out, sizeof(out)), 0);
-	for (int i = 0; i < 10; i++) {
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		assert_int_equal(line_kv(out, lines[i], "n"), counts[i]);
 		assert_true(line_kv(out, lines[i], "p50_us") > 0);
 		assert_true(line_kv(out, lines[i], "p50_us") <=

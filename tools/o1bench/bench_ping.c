@@ -1,7 +1,8 @@
 /* o1bench ping: round-trip latency of PING through the shared-memory rings
  * on the spin path (client and daemon both busy-polling) and on the sleep
  * path (both asleep: futex wake-ups each way), and of a 128-byte
- * request/response over a plain Unix stream socket as the baseline, all in
+ * request/response over a plain Unix stream socket as the baseline (served
+ * by a thread, and by a child process as a daemon would: "-proc"), all in
  * one run. --serve runs the front loop in-process on a thread instead of
  * pinging the daemon at --socket; --inproc does both in one run: the
  * daemon's paths, then the same shared-memory paths against an in-process
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -301,19 +303,37 @@ static void *echo_main(void *arg)
 }
 
 /* The baseline: a 128-byte request and its echo over a Unix stream
- * socket. With a gap, both threads are asleep in recv() when the request
- * comes, as both sides of shm-sleep are. */
-static int unix_path(const char *label, int n, int gap_us, uint64_t *ns)
+ * socket, served by a thread of this process, or with PROC by a child
+ * process (as a daemon would serve it: the switch between address spaces
+ * paid, as through o1d). With a gap, both sides are asleep in recv() when
+ * the request comes, as both sides of shm-sleep are. */
+static int unix_path(const char *label, int n, int gap_us, bool proc,
+		     uint64_t *ns)
 {
 	char buf[O1_WIRE_ENTRY_BYTES] = {1};
 	struct timespec gap = {.tv_nsec = gap_us * 1000l};
 	pthread_t t;
+	pid_t child = -1;
 	int sv[2], ret = 0;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return -errno;
-	if (pthread_create(&t, NULL, echo_main, &sv[1]))
+	if (proc) {
+		fflush(stdout); /* not written twice by the child */
+		child = fork();
+		if (child < 0) {
+			close(sv[0]), close(sv[1]);
+			return -errno;
+		}
+		if (!child) {
+			close(sv[0]);
+			echo_main(&sv[1]);
+			_exit(0);
+		}
+	} else if (pthread_create(&t, NULL, echo_main, &sv[1])) {
+		close(sv[0]), close(sv[1]);
 		return -EAGAIN;
+	}
 	for (int i = -100; i < n && !ret; i++) {
 		uint64_t t0;
 
@@ -328,7 +348,10 @@ static int unix_path(const char *label, int n, int gap_us, uint64_t *ns)
 			ns[i] = now_ns() - t0;
 	}
 	shutdown(sv[0], SHUT_RDWR);
-	pthread_join(t, NULL);
+	if (proc)
+		waitpid(child, NULL, 0);
+	else
+		pthread_join(t, NULL);
 	close(sv[0]);
 	close(sv[1]);
 	if (!ret)
@@ -371,10 +394,16 @@ static int run(const struct ping_args *a, uint64_t *ns)
 	printf("\n");
 	ret = shm_paths(a, ns);
 	if (!ret)
-		ret = unix_path("unix-socket", a->count, 0, ns);
+		ret = unix_path("unix-socket", a->count, 0, false, ns);
 	if (!ret)
 		ret = unix_path("unix-socket-sleep", a->sleep_count, a->gap_us,
-				ns);
+				false, ns);
+	/* the same served by another process, as o1d serves the shm lines */
+	if (!ret)
+		ret = unix_path("unix-socket-proc", a->count, 0, true, ns);
+	if (!ret)
+		ret = unix_path("unix-socket-proc-sleep", a->sleep_count,
+				a->gap_us, true, ns);
 	if (!ret)
 		idle_cpu(a);
 	return ret;
