@@ -32,10 +32,11 @@
  * Under tools/gpu/emu (emu.h included first, O1_EMU_H defined) they run
  * on emu.cc's fibers, so a kernel built on them is checked on the CPU: a
  * product gathers the warpgroup's A fragments when issued and is computed
- * when a wait retires it, reading B from shared memory then (a buffer
- * refilled before the wait shows as wrong sums); a tensor copy lands a few
- * polls of its barrier after it was issued (data read before its barrier
- * completes shows as stale); the bf16x2 operations round as the device's
+ * when a wait retires it, reading B from shared memory then and stopping
+ * where B changed since the issue (a buffer refilled under a product in
+ * flight); the wait is a rendezvous of the warp's lanes, as the device's
+ * (.sync.aligned); a tensor copy lands a few scheduler rounds after its
+ * issue (data read before its barrier completes shows as stale); the bf16x2 operations round as the device's
  * (exactly, from double); each element's 16 products are added exactly,
  * then to the f32 accumulator with one rounding (the device's order
  * inside a product is unspecified: the tests bound the difference).

@@ -27,10 +27,10 @@
  * - bad operands refused with -EINVAL (each kernel's own alignment rules).
  * gemm_qw.cu's wgmma product (o1_gemm_qw_cuda) takes the same checks on
  * the shapes o1_gemm_qw_fits takes, where the device and the build have
- * it (sm_90a, and the CPU emulation: hopper_dev.h's), its exact sum over its own
- * weight values (qw_values, as gemm_qw.cu's header says: the quant times
- * the unit's f32 scale rounded to bf16, rounded once; Q4_K's two terms in
- * two parts each; within ~2^-8 of the tiles' values). Its K in parts
+ * it (sm_90a, and the CPU emulation: hopper_dev.h's), its exact sum over
+ * its own weight values (qw_values, as gemm_qw.cu's header says: the
+ * quant times the unit's f32 scale rounded to bf16, rounded once; Q4_K's
+ * two terms in two parts each; within ~2^-8 of the tiles' values). Its K in parts
  * (o1_gemm_qw_split_cuda) the same, forced to 3 parts on every shape (K
  * of 2 stages: 2), to 8 on long rows and to its own pick, each product's
  * counters back at zero after it; the bound's 16 covers the parts' few

@@ -326,9 +326,9 @@ template <class T> static inline void __stcg(T *p, T v)
  * says what they emulate): P's offset in the block's shared memory (a
  * pointer elsewhere aborts); a warpgroup's product, issued (its A
  * fragments gathered from the 128 threads, B named by the descriptor)
- * and retired by the issuing thread's wait; mbarriers kept beside the
- * shared memory, keyed by address; tensor copies landing on a later poll
- * of their barrier. */
+ * and retired by the issuing thread's wait (a rendezvous of its warp's
+ * lanes); mbarriers kept beside the shared memory, keyed by address;
+ * tensor copies landing a few scheduler rounds after their issue. */
 uint32_t emu_saddr(const void *p);
 void emu_wgmma(float *d, unsigned n, const uint32_t *a, uint64_t desc,
 	       bool add);
