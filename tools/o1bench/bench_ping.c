@@ -322,8 +322,9 @@ static int unix_path(const char *label, int n, int gap_us, bool proc,
 		fflush(stdout); /* not written twice by the child */
 		child = fork();
 		if (child < 0) {
+			ret = -errno;
 			close(sv[0]), close(sv[1]);
-			return -errno;
+			return ret;
 		}
 		if (!child) {
 			close(sv[0]);
