@@ -372,6 +372,23 @@ qw_frags(uint32_t (&af)[4][4], const uint8_t *const (&ra)[2], const uint4 *sc,
 	}
 }
 
+/* This warp's 16 rows' unit scales of the stage whose bytes of the
+ * block's first row are at WST (HALF as qw_scales) into its slots SC:
+ * 64 (unit, row) pairs, units lane / 16 and lane / 16 + 2 of row
+ * lane % 16 a lane. */
+template <int TYPE>
+static __device__ __forceinline__ void
+qw_warp_scales(const uint8_t *wst, uint4 *sc, uint32_t half)
+{
+	constexpr uint32_t BOX = qw_type<TYPE>::box;
+	uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+	__syncwarp(); /* every lane read the last stage's scales */
+	qw_scales<TYPE>(wst + (16 * warp + lane % 16) * BOX, lane / 16, half,
+			sc[lane], sc[lane + 32]);
+	__syncwarp();
+}
+
 /* QW_NEXT: stage J's scales into SC and its first group of fragments
  * into AF, from buffer NB once its copies landed (PARITY), while the
  * stage before's last products run. */
@@ -388,10 +405,7 @@ qw_next(uint32_t (&af)[4][4], const uint8_t *base, uint64_t *bar, uint4 *sc,
 				wst + (16 * warp + g + 8) * BOX};
 
 	hop_bar_wait(&bar[nb], parity);
-	__syncwarp(); /* every lane read the last stage's scales */
-	qw_scales<TYPE>(wst + (16 * warp + lane % 16) * BOX, lane / 16, j % 2,
-			sc[lane], sc[lane + 32]);
-	__syncwarp();
+	qw_warp_scales<TYPE>(wst, sc, j % 2);
 	qw_frags<TYPE>(af, ra, sc, j % 2, 0, g, lane % 4);
 }
 
@@ -597,15 +611,8 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
 					   r0, m0, j + D, true, true);
 		}
-		if (!ready) {
-			__syncwarp(); /* every lane read the last stage's scales */
-			/* this warp's 16 rows' scales: 64 (unit, row) pairs,
-			 * units lane / 16 and lane / 16 + 2 of row lane % 16 a
-			 * lane */
-			qw_scales<TYPE>(wst + (16 * warp + lane % 16) * BOX,
-					lane / 16, half, sc[lane], sc[lane + 32]);
-			__syncwarp();
-		}
+		if (!ready)
+			qw_warp_scales<TYPE>(wst, sc, half);
 
 		const uint8_t *ra[2];
 
