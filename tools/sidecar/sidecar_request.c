@@ -6,13 +6,13 @@
  * tree is freed before returning. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "sidecar_fields.h"
 #include "sidecar_input.h"
 #include "sidecar_request.h"
 #include "sidecar_format.h"
@@ -20,25 +20,6 @@
 
 #define MAX_TOKENS_LIMIT (1u << 24)
 #define PROMPT_IDS_MAX	 (1u << 24)
-
-static int bad(struct o1_sidecar_req_error *err, const char *param,
-	       const char *fmt, ...)
-{
-	va_list ap;
-
-	snprintf(err->param, sizeof(err->param), "%s", param);
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static const cJSON *field(const cJSON *obj, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-	return cJSON_IsNull(v) ? NULL : v;
-}
 
 /* A finite number in [lo, hi] into *out; absent keeps *out. */
 static int get_num(const cJSON *obj, const char *name, double lo, double hi,

@@ -2,7 +2,6 @@
  * checks, then the JSON chat request o1d renders, and for "required" or
  * a named function the tools list a tool-call grammar takes. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,30 +9,12 @@
 
 #include <o1/client.h>
 
+#include "sidecar_fields.h"
 #include "sidecar_tools.h"
 
 #define NAME_MAX_CHARS 64
 
 enum choice { CHOICE_AUTO, CHOICE_NONE, CHOICE_REQUIRED, CHOICE_NAMED };
-
-static int bad(struct o1_sidecar_req_error *err, const char *param,
-	       const char *fmt, ...)
-{
-	va_list ap;
-
-	snprintf(err->param, sizeof(err->param), "%s", param);
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static const cJSON *field(const cJSON *obj, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-	return cJSON_IsNull(v) ? NULL : v;
-}
 
 /* OpenAI's function names: 1 to 64 of a-z, A-Z, 0-9, '_' and '-'. */
 static bool name_ok(const cJSON *n)
