@@ -38,6 +38,19 @@ for cc in gcc clang; do
   echo "compile: $cc Release $hardened: no warnings ($((SECONDS - start)) s)"
 done
 
+# The CPU emulation's Hopper operations and its reports of a kernel's
+# races (tools/gpu/emu: no GPU, a few seconds): the checks run_gemm_q.sh
+# relies on, themselves checked. Its fibers switch by x86-64 assembly.
+if command -v g++ >/dev/null && [ "$(uname -m)" = x86_64 ]; then
+  start=$SECONDS log=build/emu-selftest.log
+  mkdir -p build
+  O1_EMU_OUT=build/emu tools/gpu/emu/run_selftest.sh >"$log" 2>&1 ||
+    { cat "$log"; exit 1; }
+  echo "emu: run_selftest.sh: $(grep -c '^\[       OK \]' "$log") cases pass ($((SECONDS - start)) s)"
+else
+  echo "emu: run_selftest.sh skipped (needs g++ on x86-64)"
+fi
+
 # Fuzzing first (short), so the final lines are ctest's summaries.
 if command -v clang >/dev/null; then
   configure build/fuzz -DCMAKE_C_COMPILER=clang -DO1_FUZZ=ON -DO1_CUDA=OFF \

@@ -290,7 +290,7 @@ void __attribute__((noinline)) emu_wgmma(float *d, unsigned n,
 					 bool add)
 {
 	unsigned per = cur->bdim.x / 128, me = cur->tid.x % 128;
-	uint32_t sbo = (uint32_t)(desc >> 32) & 0x3fff;
+	uint32_t sbo = (uint32_t)(desc >> 32) & 0x3fff, end;
 	wgx *w;
 	wg_op op;
 
@@ -318,10 +318,13 @@ void __attribute__((noinline)) emu_wgmma(float *d, unsigned n,
 	}
 	bar_wait(&w->done, W_WARPGROUP, __builtin_return_address(0));
 	op.start = (uint32_t)(desc & 0x3fff) << 4;
-	if (op.start + (n - 1) * 128 + 32 > smem_bytes) {
+	/* the swizzle moves chunks within their 128-byte row: the last
+	 * row's read may reach the row's end */
+	end = ((op.start + (n - 1) * 128 + 31) | 127) + 1;
+	if (end > smem_bytes) {
 		fprintf(stderr, "emu: wgmma's B (%u bytes from %u) past the "
 				"block's %zu bytes of shared memory\n",
-			(n - 1) * 128 + 32, op.start, smem_bytes);
+			end - op.start, op.start, smem_bytes);
 		abort();
 	}
 	op.smem = emu_smem(), op.d = d, op.n = n, op.add = add;
