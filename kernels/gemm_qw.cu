@@ -124,6 +124,14 @@ extern "C" {
 #ifndef QW_NEXT
 #define QW_NEXT 1
 #endif
+/* 1: the last warp to release a buffer refills it at once (a count a
+ * buffer in shared memory), so no warp waits for the others' release:
+ * thread 0 waiting at a stage's top held its warpgroup's products until
+ * the other warpgroup had drained its stage (with 2 buffers, every
+ * stage); 0: thread 0 waits on the buffer's empty mbarrier, then refills */
+#ifndef QW_REFILL_LAST
+#define QW_REFILL_LAST 0
+#endif
 
 /* A stage's copy of the weights: the bytes of stage j (of the row's K /
  * 128) start at byte AT(j) of the row; the tensor memory accelerator
@@ -212,6 +220,31 @@ qw_issue(uint8_t *st, uint64_t *bar, const qw_args &a, uint32_t r0, uint32_t m0,
 		for (int b = 0; b < 2; b++)
 			hop_tma_2d(st + b * qw_smem<TYPE, BN>::xbox, &a.xmap,
 			       (int32_t)(QW_SK * j + 64 * b), (int32_t)m0, bar);
+}
+
+/* QW_REFILL_LAST: this warp is done with local stage S (its products
+ * retired); the last of the 8 warps to say so refills the buffer with
+ * stage S + STAGES. RELEASED: a count a buffer, never reset (a multiple
+ * of 8 between uses: only stages with a refill are counted). */
+template <int TYPE, int BN>
+static __device__ __forceinline__ void
+qw_refill(uint8_t *base, uint64_t *bar, uint32_t *released, const qw_args &a,
+	  uint32_t r0, uint32_t m0, uint32_t js, uint32_t s, uint32_t lane)
+{
+	using sm = qw_smem<TYPE, BN>;
+	constexpr uint32_t WARPS = QW_THREADS / 32;
+	uint32_t b = s % sm::stages;
+
+	if (lane)
+		return;
+	__threadfence_block(); /* the warp's retired reads before its count */
+	if (atomicAdd(&released[b], 1) % WARPS != WARPS - 1)
+		return;
+	__threadfence_block(); /* every warp's count before the copies */
+	hop_fence_async_smem();
+	hop_bar_expect_tx(&bar[b], sm::tx);
+	qw_issue<TYPE, BN>(base + b * sm::stage, &bar[b], a, r0, m0,
+			   js + s + sm::stages, true, true);
 }
 
 /* F as a bf16 pair, and F less that (exact in f32) as a second. */
@@ -541,6 +574,9 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	/* overlap needs a third buffer */
 	constexpr bool OV = QW_OVERLAP && S >= 3;
 	constexpr uint32_t D = OV ? S - 2 : S - 1; /* issued ahead */
+	/* stages the prologue issues: QW_REFILL_LAST refills a buffer as
+	 * soon as it is free, so every buffer starts full */
+	constexpr uint32_t FIRST = QW_REFILL_LAST ? S : D;
 	extern __shared__ uint8_t qw_shared[];
 	/* from the shared array itself, so that the compiler knows the
 	 * address space (shared loads, not generic ones) */
@@ -550,6 +586,8 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
 	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
 	uint64_t *empty = bar + S; /* every warp done with the buffer */
+	/* QW_REFILL_LAST: a count of releases a buffer, in empty's place */
+	uint32_t *released = (uint32_t *)empty;
 	/* GLU: 64 gate rows (the first warpgroup's) and their up rows */
 	uint32_t m0 = blockIdx.x * BN,
 		 r0 = blockIdx.y * (a.glu ? QW_BM / 2 : QW_BM);
@@ -570,12 +608,15 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	if (lead) {
 		for (uint32_t s = 0; s < S; s++) {
 			hop_bar_init(&bar[s], 1);
-			hop_bar_init(&empty[s], QW_THREADS / 32);
+			if (QW_REFILL_LAST)
+				released[s] = 0;
+			else
+				hop_bar_init(&empty[s], QW_THREADS / 32);
 		}
 		hop_fence_bar_init();
 		hop_fence_async_smem();
 		/* the weights: no kernel writes them, so before the wait */
-		for (uint32_t s = 0; s < D && s < n_t; s++) {
+		for (uint32_t s = 0; s < FIRST && s < n_t; s++) {
 			hop_bar_expect_tx(&bar[s], sm::tx);
 			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
 					   m0, js + s, true, false);
@@ -584,7 +625,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if (lead)
-		for (uint32_t s = 0; s < D && s < n_t; s++)
+		for (uint32_t s = 0; s < FIRST && s < n_t; s++)
 			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
 					   m0, js + s, false, true);
 	__syncthreads();
@@ -601,7 +642,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		 * warps release stage st - 1 during stage st, so this waits
 		 * for stage st - 2, rarely at all; no block barrier a stage
 		 * (one held the warpgroup whose products finished first) */
-		if (lead && st + D < n_t) {
+		if (!QW_REFILL_LAST && lead && st + D < n_t) {
 			uint32_t nb = (st + D) % S, use = (st + D) / S;
 
 			if (use)
@@ -645,8 +686,15 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 				hop_wgmma_wait<1>();
 				/* stage st - 1 done: its buffer free (where
 				 * a copy will wait for it) */
-				if (gi == 0 && st && st - 1 + S < n_t)
-					qw_arrive(&empty[(st - 1) % S], lane);
+				if (gi == 0 && st && st - 1 + S < n_t) {
+					if (QW_REFILL_LAST)
+						qw_refill<TYPE, BN>(
+						    base, bar, released, a, r0,
+						    m0, js, st - 1, lane);
+					else
+						qw_arrive(&empty[(st - 1) % S],
+							  lane);
+				}
 			} else if (gi == 1) {
 				ready = QW_NEXT && st + 1 < n_t;
 				if (ready) {
@@ -657,7 +705,11 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 							  (st + 1) / S % 2);
 				}
 				hop_wgmma_wait<0>();
-				if (st + S < n_t)
+				if (st + S < n_t && QW_REFILL_LAST)
+					qw_refill<TYPE, BN>(base, bar, released,
+							    a, r0, m0, js, st,
+							    lane);
+				else if (st + S < n_t)
 					qw_arrive(&empty[b], lane);
 			}
 		}

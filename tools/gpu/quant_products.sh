@@ -11,9 +11,11 @@
 # with the gate/up product's fused SwiGLU off (--fusion off: A/B) and
 # issue 17's batch-1 row of the Q4_K_M through o1d (table.sh batch1).
 # QP_AB=FILE:EXPR adds an A/B of a compile-time switch (s_variant) after
-# bench_gemm_q. Results in $OUT/session.txt (the table in $OUT/table.md);
-# the logs in $OUT/logs.tgz.
-#   OUT=dir [QP_AB='kernels/gemm_qw.cu:s/QW_NEXT 1/QW_NEXT 0/'] tools/gpu/quant_products.sh
+# bench_gemm_q, QP_AB2 a second variant in the same turns. Results in
+# $OUT/session.txt (the table in $OUT/table.md); the logs in $OUT/logs.tgz.
+#   OUT=dir [QP_AB='kernels/gemm_qw.cu:s/QW_NEXT 1/QW_NEXT 0/'] \
+#     [QP_AB2='kernels/gemm_qw.cu:s/QW_REFILL_LAST 0/QW_REFILL_LAST 1/'] \
+#     tools/gpu/quant_products.sh
 # NCCL's NVLink multicast stays off (shared GPU hosts; issue 10; session.sh
 # sets it too).
 export NCCL_NVLS_ENABLE=0
@@ -34,22 +36,26 @@ sed -n 's/^RESULT //p' "$s_out/bench_gemm_q.txt" |
 	awk '{print $1,$2,$3,$4,$11,$22,$23,$24,$25,$26}' | tee -a "$s_out/session.txt"
 wait $mp
 s_log "models: $(cd "$s_models_dir" && echo *) ($(left) s left)"
-# QP_AB=FILE:EXPR: the variant (EXPR applied to FILE) against this tree,
-# by turns: bench_gemm_q's Q4_K products, then the whole Q4_K_M at 256
-# rows
-if [ -n "${QP_AB:-}" ] && [ "$(left)" -gt 300 ] &&
-	s_variant ab "${QP_AB%%:*}" "${QP_AB#*:}"; then
-	for v in this ab this ab; do
+# QP_AB=FILE:EXPR (and QP_AB2, a second): the variant (EXPR applied to
+# FILE) against this tree, by turns: bench_gemm_q's Q4_K products, then
+# the whole Q4_K_M at 256 rows
+vs=
+[ -n "${QP_AB:-}" ] && [ "$(left)" -gt 300 ] &&
+	s_variant ab "${QP_AB%%:*}" "${QP_AB#*:}" && vs="$vs ab"
+[ -n "${QP_AB2:-}" ] && [ "$(left)" -gt 300 ] &&
+	s_variant ab2 "${QP_AB2%%:*}" "${QP_AB2#*:}" && vs="$vs ab2"
+if [ -n "$vs" ]; then
+	for v in this $vs this $vs; do
 		bin=$s_bin
-		[ $v = ab ] && bin=/tmp/o1v-ab/build/gpu
+		[ $v = this ] || bin=/tmp/o1v-$v/build/gpu
 		timeout 60 "$bin/tools/gpu/bench_gemm_q" --iters 10 --types q4_k \
 			--shapes gu,down,qkv,o --ways wg 2>&1 | sed -n 's/^RESULT //p' |
 			awk -v v=$v '{print v,$1,$2,$3,$4,$22,$27}' | tee -a "$s_out/session.txt"
 	done
-	for v in this ab; do
+	for v in this $vs; do
 		[ "$(left)" -gt 60 ] || break
 		bin=$s_bin
-		[ $v = ab ] && bin=/tmp/o1v-ab/build/gpu
+		[ $v = this ] || bin=/tmp/o1v-$v/build/gpu
 		echo "# $v" >>"$s_out/session.txt"
 		S_BIN=$bin s_bench w8-q4km --batch 256 --prompt 128 --tokens 32
 	done

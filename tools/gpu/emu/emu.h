@@ -87,6 +87,10 @@ static inline void __threadfence(void)
 {
 }
 
+static inline void __threadfence_block(void)
+{
+}
+
 template <class T> static inline T __ldcg(const T *p)
 {
 	return *p;
