@@ -5,6 +5,10 @@
 # (O1_WERROR); before them a compile-only pass with the flags of other
 # compilers' defaults. Ends with ctest's summary lines.
 set -euo pipefail
+# NVLink multicast stays off wherever a GPU program starts (KINDS.md): the
+# CPU emulation below runs from tools/gpu/, and the rule reads alike
+# everywhere.
+export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)

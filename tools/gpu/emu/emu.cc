@@ -138,7 +138,16 @@ static size_t smem_bytes;
 static unsigned blocks, warps_per_block;
 static std::function<void()> *kernel;
 static uint64_t progress;
-static std::mt19937_64 prng(12345);
+/* The interleavings' seed: O1_TEST_SEED, as the tests' data (so that a
+ * run's seed varies both), else a fixed one. */
+static uint64_t emu_seed(void)
+{
+	const char *s = getenv("O1_TEST_SEED");
+
+	return s ? strtoull(s, NULL, 10) : 12345;
+}
+
+static std::mt19937_64 prng(emu_seed());
 static fiber *cur;
 static char *stacks;
 static emu_graph *capture;
@@ -647,6 +656,17 @@ static void run_cluster(emu_idx base, unsigned nt, emu_idx gdim)
 		if (alive && progress == before)
 			deadlock(base, alive, nt);
 	}
+	/* a copy still in flight would write a block's shared memory
+	 * after the block ended (on the device: after another took it) */
+	for (auto &kv : mbars)
+		if (!kv.second.copies.empty()) {
+			fprintf(stderr,
+				"emu: blocks of cluster (%u, %u, %u) ended with "
+				"%zu tensor copies in flight on mbarrier %p\n",
+				base.x, base.y, base.z, kv.second.copies.size(),
+				(void *)kv.first);
+			abort();
+		}
 }
 
 void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,

@@ -464,6 +464,35 @@ static int tma_misaligned(bool fault)
 	return 0;
 }
 
+/* A tensor copy issued and never waited for (without the fault: waited
+ * for): the block ends with it in flight. */
+static void k_tma_unwaited(const hop_map *map, bool fault)
+{
+	uint8_t *sm = emu_smem();
+	uint64_t *bar = (uint64_t *)(sm + 512);
+
+	if (threadIdx.x)
+		return;
+	hop_bar_init(bar, 1);
+	hop_fence_bar_init();
+	hop_bar_expect_tx(bar, 512);
+	hop_tma_2d(sm, map, 0, 0, bar);
+	if (!fault)
+		hop_bar_wait(bar, 0);
+}
+
+static int tma_unwaited(bool fault)
+{
+	static uint16_t x[16 * 64] __attribute__((aligned(16)));
+	hop_map map, *map_p = &map;
+
+	if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, 64, 16, 128, 16,
+		   16, CU_TENSOR_MAP_SWIZZLE_NONE))
+		return fprintf(stderr, "encode failed\n"), 1;
+	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_tma_unwaited, map_p, fault);
+	return 0;
+}
+
 /* A tensor copy through a map never encoded (zeros). */
 static int tma_unencoded(bool fault)
 {
@@ -622,6 +651,8 @@ static const selftest_case tma_column = {
     tma_misaligned, "emu: tensor copy of (4, 0) to shared 0 (512 bytes): "
 		    "misaligned",
     NULL};
+static const selftest_case tma_in_flight = {
+    tma_unwaited, "ended with 1 tensor copies in flight on mbarrier", NULL};
 static const selftest_case tma_map = {
     tma_unencoded, "emu: tensor copy with a map not encoded", NULL};
 static const selftest_case sync_partial = {
@@ -649,6 +680,7 @@ int main(void)
 	    SELFTEST("arrival_past_count", bar_past_count),
 	    SELFTEST("tma_box_column_misaligned", tma_column),
 	    SELFTEST("tma_map_not_encoded", tma_map),
+	    SELFTEST("tma_in_flight_at_exit", tma_in_flight),
 	    SELFTEST("syncthreads_partial_deadlock", sync_partial),
 	    SELFTEST("mbarrier_outside_shared", bar_not_shared),
 	    SELFTEST("products_not_waited", unwaited),

@@ -14,7 +14,8 @@
 # __shared__ arrays become emu_smem()). Quick mode (O1_TEST_QUICK=1): a
 # subset of the shapes; a few minutes on one core. x86-64, g++ and cmocka.
 # O1_EMU_OUT=DIR builds in DIR instead (two runs side by side). SEED:
-# O1_TEST_SEED (default: the time).
+# O1_TEST_SEED (default: the time), the tests' data and the emulation's
+# interleavings.
 #   tools/gpu/emu/run_gemm_q.sh [SEED]
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
