@@ -6,13 +6,14 @@
  * the fibers concerned, so a barrier or warp intrinsic reached by only
  * part of its threads deadlocks and is reported; the order of fibers is
  * shuffled each round and atomics yield at random, to vary
- * interleavings (seeded by O1_TEST_SEED where it is set). Floating point is the host's (no FMA: build with
- * -ffp-contract=off), so __f*_rn match the device; expf, exp and log are
- * glibc's, which differ from CUDA's by an ulp or two. Hopper's
- * warpgroup products, mbarriers and tensor copies (kernels/hopper_dev.h)
- * run here too; threads now and then sit out a few dozen rounds
- * (emu_stall) so that the others run ahead through their windows. Not
- * covered: the memory model beyond barriers, timing, resource limits. */
+ * interleavings (seeded by O1_TEST_SEED where it is set). Floating point
+ * is the host's (no FMA: build with -ffp-contract=off), so __f*_rn match
+ * the device; expf, exp and log are glibc's, which differ from CUDA's by
+ * an ulp or two. Hopper's warpgroup products, mbarriers and tensor copies
+ * (kernels/hopper_dev.h) run here too; threads now and then sit out a
+ * few dozen rounds (emu_stall) so that the others run ahead through their
+ * windows. Not covered: the memory model beyond barriers, timing,
+ * resource limits. */
 #ifndef O1_EMU_H
 #define O1_EMU_H
 
