@@ -435,10 +435,10 @@ static int bar_overarrived(bool fault)
 	return 0;
 }
 
-/* A tensor copy whose box starts at column 4 of bf16 (8 bytes into a
- * row; without the fault column 8, 16 bytes), to an aligned buffer large
- * enough, on an initialized barrier: only the start is wrong. */
-static void k_tma_misaligned(const hop_map *map, bool fault)
+/* One tensor copy of a 16 x 16 bf16 box from column COL of a 16 x 64
+ * tensor, to an aligned buffer large enough, on an initialized barrier,
+ * waited for where WAIT. */
+static void k_one_copy(const hop_map *map, int col, bool wait)
 {
 	uint8_t *sm = emu_smem();
 	uint64_t *bar = (uint64_t *)(sm + 512);
@@ -448,40 +448,12 @@ static void k_tma_misaligned(const hop_map *map, bool fault)
 	hop_bar_init(bar, 1);
 	hop_fence_bar_init();
 	hop_bar_expect_tx(bar, 512);
-	hop_tma_2d(sm, map, fault ? 4 : 8, 0, bar);
-	hop_bar_wait(bar, 0);
-}
-
-static int tma_misaligned(bool fault)
-{
-	static uint16_t x[16 * 64] __attribute__((aligned(16)));
-	hop_map map, *map_p = &map;
-
-	if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, 64, 16, 128, 16,
-		   16, CU_TENSOR_MAP_SWIZZLE_NONE))
-		return fprintf(stderr, "encode failed\n"), 1;
-	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_tma_misaligned, map_p, fault);
-	return 0;
-}
-
-/* A tensor copy issued and never waited for (without the fault: waited
- * for): the block ends with it in flight. */
-static void k_tma_unwaited(const hop_map *map, bool fault)
-{
-	uint8_t *sm = emu_smem();
-	uint64_t *bar = (uint64_t *)(sm + 512);
-
-	if (threadIdx.x)
-		return;
-	hop_bar_init(bar, 1);
-	hop_fence_bar_init();
-	hop_bar_expect_tx(bar, 512);
-	hop_tma_2d(sm, map, 0, 0, bar);
-	if (!fault)
+	hop_tma_2d(sm, map, col, 0, bar);
+	if (wait)
 		hop_bar_wait(bar, 0);
 }
 
-static int tma_unwaited(bool fault)
+static int one_copy(int col, bool wait)
 {
 	static uint16_t x[16 * 64] __attribute__((aligned(16)));
 	hop_map map, *map_p = &map;
@@ -489,8 +461,22 @@ static int tma_unwaited(bool fault)
 	if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, 64, 16, 128, 16,
 		   16, CU_TENSOR_MAP_SWIZZLE_NONE))
 		return fprintf(stderr, "encode failed\n"), 1;
-	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_tma_unwaited, map_p, fault);
+	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_one_copy, map_p, col, wait);
 	return 0;
+}
+
+/* A box starting at column 4 (8 bytes into a row; without the fault
+ * column 8, 16 bytes): only the start is wrong. */
+static int tma_misaligned(bool fault)
+{
+	return one_copy(fault ? 4 : 8, true);
+}
+
+/* A copy never waited for (without the fault: waited for): the block
+ * ends with it in flight. */
+static int tma_unwaited(bool fault)
+{
+	return one_copy(8, !fault);
 }
 
 /* A tensor copy through a map never encoded (zeros). */
@@ -503,7 +489,7 @@ static int tma_unencoded(bool fault)
 	    encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, 64, 16, 128, 16,
 		   16, CU_TENSOR_MAP_SWIZZLE_NONE))
 		return fprintf(stderr, "encode failed\n"), 1;
-	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_tma_misaligned, map_p, false);
+	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_one_copy, map_p, 8, true);
 	return 0;
 }
 
