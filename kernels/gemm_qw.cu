@@ -38,9 +38,7 @@
  * warpgroup whose products finished first: 9-13% at 256 tokens a block).
  * With 3 or more buffers stages are issued S - 2 ahead and a stage's last
  * group of products runs on while the next stage starts (QW_OVERLAP),
- * with 2 every stage drains (QW_NEXT: the next stage's scales and first
- * group of fragments decoded while the last group runs, before the
- * drain). A stage: wait for its copies, each warp
+ * with 2 every stage drains. A stage: wait for its copies, each warp
  * decodes its 16 rows' unit scales into its own shared slots, then each
  * warpgroup runs 8 k16 products in two groups of four, the A fragments of
  * a group decoded while the tensor cores run the previous one. A thread's
@@ -116,21 +114,6 @@ extern "C" {
  * ahead); 0: every stage drains the tensor cores (S - 1 ahead) */
 #ifndef QW_OVERLAP
 #define QW_OVERLAP 1
-#endif
-/* 1: where every stage drains (2 buffers), the next stage's unit scales
- * and first group of fragments are decoded while this stage's last group
- * of products runs, so that only the drain itself stops the tensor
- * cores; 0: after the drain */
-#ifndef QW_NEXT
-#define QW_NEXT 1
-#endif
-/* 1: the last warp to release a buffer refills it at once (a count a
- * buffer in shared memory), so no warp waits for the others' release:
- * thread 0 waiting at a stage's top held its warpgroup's products until
- * the other warpgroup had drained its stage (with 2 buffers, every
- * stage); 0: thread 0 waits on the buffer's empty mbarrier, then refills */
-#ifndef QW_REFILL_LAST
-#define QW_REFILL_LAST 0
 #endif
 
 /* A stage's copy of the weights: the bytes of stage j (of the row's K /
@@ -220,31 +203,6 @@ qw_issue(uint8_t *st, uint64_t *bar, const qw_args &a, uint32_t r0, uint32_t m0,
 		for (int b = 0; b < 2; b++)
 			hop_tma_2d(st + b * qw_smem<TYPE, BN>::xbox, &a.xmap,
 			       (int32_t)(QW_SK * j + 64 * b), (int32_t)m0, bar);
-}
-
-/* QW_REFILL_LAST: this warp is done with local stage S (its products
- * retired); the last of the 8 warps to say so refills the buffer with
- * stage S + STAGES. RELEASED: a count a buffer, never reset (a multiple
- * of 8 between uses: only stages with a refill are counted). */
-template <int TYPE, int BN>
-static __device__ __forceinline__ void
-qw_refill(uint8_t *base, uint64_t *bar, uint32_t *released, const qw_args &a,
-	  uint32_t r0, uint32_t m0, uint32_t js, uint32_t s, uint32_t lane)
-{
-	using sm = qw_smem<TYPE, BN>;
-	constexpr uint32_t WARPS = QW_THREADS / 32;
-	uint32_t b = s % sm::stages;
-
-	if (lane)
-		return;
-	__threadfence_block(); /* the warp's retired reads before its count */
-	if (atomicAdd(&released[b], 1) % WARPS != WARPS - 1)
-		return;
-	__threadfence_block(); /* every warp's count before the copies */
-	hop_fence_async_smem();
-	hop_bar_expect_tx(&bar[b], sm::tx);
-	qw_issue<TYPE, BN>(base + b * sm::stage, &bar[b], a, r0, m0,
-			   js + s + sm::stages, true, true);
 }
 
 /* F as a bf16 pair, and F less that (exact in f32) as a second. */
@@ -422,26 +380,6 @@ qw_warp_scales(const uint8_t *wst, uint4 *sc, uint32_t half)
 	__syncwarp();
 }
 
-/* QW_NEXT: stage J's scales into SC and its first group of fragments
- * into AF, from buffer NB once its copies landed (PARITY), while the
- * stage before's last products run. */
-template <int TYPE, int BN>
-static __device__ __forceinline__ void
-qw_next(uint32_t (&af)[4][4], const uint8_t *base, uint64_t *bar, uint4 *sc,
-	uint32_t j, uint32_t nb, uint32_t parity)
-{
-	constexpr uint32_t BOX = qw_type<TYPE>::box;
-	uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4;
-	const uint8_t *wst = base + nb * qw_smem<TYPE, BN>::stage +
-			     qw_smem<TYPE, BN>::xs + qw_type<TYPE>::off(j);
-	const uint8_t *ra[2] = {wst + (16 * warp + g) * BOX,
-				wst + (16 * warp + g + 8) * BOX};
-
-	hop_bar_wait(&bar[nb], parity);
-	qw_warp_scales<TYPE>(wst, sc, j % 2);
-	qw_frags<TYPE>(af, ra, sc, j % 2, 0, g, lane % 4);
-}
-
 /* SwiGLU's silu(g) u in f32, as swiglu.cu computes it. */
 static __device__ __forceinline__ float qw_silu_mul(float g, float u)
 {
@@ -574,9 +512,6 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	/* overlap needs a third buffer */
 	constexpr bool OV = QW_OVERLAP && S >= 3;
 	constexpr uint32_t D = OV ? S - 2 : S - 1; /* issued ahead */
-	/* stages the prologue issues: QW_REFILL_LAST refills a buffer as
-	 * soon as it is free, so every buffer starts full */
-	constexpr uint32_t FIRST = QW_REFILL_LAST ? S : D;
 	extern __shared__ uint8_t qw_shared[];
 	/* from the shared array itself, so that the compiler knows the
 	 * address space (shared loads, not generic ones) */
@@ -586,8 +521,6 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
 	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
 	uint64_t *empty = bar + S; /* every warp done with the buffer */
-	/* QW_REFILL_LAST: a count of releases a buffer, in empty's place */
-	uint32_t *released = (uint32_t *)empty;
 	/* GLU: 64 gate rows (the first warpgroup's) and their up rows */
 	uint32_t m0 = blockIdx.x * BN,
 		 r0 = blockIdx.y * (a.glu ? QW_BM / 2 : QW_BM);
@@ -602,21 +535,16 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	 * K has a stage (qw_parts) */
 	float acc[BN / 2];
 	uint32_t af[2][4][4]; /* two groups' A fragments */
-	/* QW_NEXT: this stage's scales and first group decoded already */
-	bool ready = false;
 
 	if (lead) {
 		for (uint32_t s = 0; s < S; s++) {
 			hop_bar_init(&bar[s], 1);
-			if (QW_REFILL_LAST)
-				released[s] = 0;
-			else
-				hop_bar_init(&empty[s], QW_THREADS / 32);
+			hop_bar_init(&empty[s], QW_THREADS / 32);
 		}
 		hop_fence_bar_init();
 		hop_fence_async_smem();
 		/* the weights: no kernel writes them, so before the wait */
-		for (uint32_t s = 0; s < FIRST && s < n_t; s++) {
+		for (uint32_t s = 0; s < D && s < n_t; s++) {
 			hop_bar_expect_tx(&bar[s], sm::tx);
 			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
 					   m0, js + s, true, false);
@@ -625,7 +553,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if (lead)
-		for (uint32_t s = 0; s < FIRST && s < n_t; s++)
+		for (uint32_t s = 0; s < D && s < n_t; s++)
 			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
 					   m0, js + s, false, true);
 	__syncthreads();
@@ -635,14 +563,13 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		/* the stage's bytes of this block's first row */
 		const uint8_t *wst = cur + sm::xs + qw_type<TYPE>::off(j);
 
-		if (!ready)
-			hop_bar_wait(&bar[b], (st / S) % 2);
+		hop_bar_wait(&bar[b], (st / S) % 2);
 		/* the copies of stage st + D go into the buffer of stage st +
 		 * D - S once every warp released that: with overlap the
 		 * warps release stage st - 1 during stage st, so this waits
 		 * for stage st - 2, rarely at all; no block barrier a stage
 		 * (one held the warpgroup whose products finished first) */
-		if (!QW_REFILL_LAST && lead && st + D < n_t) {
+		if (lead && st + D < n_t) {
 			uint32_t nb = (st + D) % S, use = (st + D) / S;
 
 			if (use)
@@ -652,8 +579,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
 					   r0, m0, j + D, true, true);
 		}
-		if (!ready)
-			qw_warp_scales<TYPE>(wst, sc, half);
+		qw_warp_scales<TYPE>(wst, sc, half);
 
 		const uint8_t *ra[2];
 
@@ -663,8 +589,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 
 #pragma unroll
 		for (int gi = 0; gi < 2; gi++) {
-			if (gi || !ready)
-				qw_frags<TYPE>(af[gi], ra, sc, half, gi, g, t);
+			qw_frags<TYPE>(af[gi], ra, sc, half, gi, g, t);
 			hop_wgmma_fence();
 			hop_pin(acc);
 #pragma unroll
@@ -686,30 +611,11 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 				hop_wgmma_wait<1>();
 				/* stage st - 1 done: its buffer free (where
 				 * a copy will wait for it) */
-				if (gi == 0 && st && st - 1 + S < n_t) {
-					if (QW_REFILL_LAST)
-						qw_refill<TYPE, BN>(
-						    base, bar, released, a, r0,
-						    m0, js, st - 1, lane);
-					else
-						qw_arrive(&empty[(st - 1) % S],
-							  lane);
-				}
+				if (gi == 0 && st && st - 1 + S < n_t)
+					qw_arrive(&empty[(st - 1) % S], lane);
 			} else if (gi == 1) {
-				ready = QW_NEXT && st + 1 < n_t;
-				if (ready) {
-					/* group 0 done: its registers free */
-					hop_wgmma_wait<1>();
-					qw_next<TYPE, BN>(af[0], base, bar, sc, j + 1,
-							  (st + 1) % S,
-							  (st + 1) / S % 2);
-				}
 				hop_wgmma_wait<0>();
-				if (st + S < n_t && QW_REFILL_LAST)
-					qw_refill<TYPE, BN>(base, bar, released,
-							    a, r0, m0, js, st,
-							    lane);
-				else if (st + S < n_t)
+				if (st + S < n_t)
 					qw_arrive(&empty[b], lane);
 			}
 		}
