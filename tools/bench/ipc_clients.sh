@@ -21,8 +21,9 @@ shift $(($# < 3 ? $# : 3))
 clients=${*:-1 8 12 16}
 count=${PING_COUNT:-200000}
 dir=$(mktemp -d /tmp/o1-ipc-clients-XXXXXX)
-pid=
-trap '[ -z "$pid" ] || kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
+# shellcheck source=tools/bench/o1d_demo.sh
+. "$(dirname "$0")/o1d_demo.sh"
+trap 'o1d_demo_down; rm -rf "$dir"' EXIT
 "$build/tools/o1model/o1model" make --preset demo --out "$dir/demo.gguf" \
 	>/dev/null 2>&1
 
@@ -30,17 +31,8 @@ trap '[ -z "$pid" ] || kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
 # down
 one_run() {
 	sock=$dir/o1d.sock
-	"$1" --set model.path="$dir/demo.gguf" --set ipc.socket="$sock" \
-		--set kv.pages=256 --set backend.threads=2 \
-		--set metrics.enabled=false \
-		${4:+--set ipc.front_threads=$4} >"$dir/o1d.log" 2>&1 &
-	pid=$!
-	i=0
-	while [ ! -S "$sock" ] && [ $i -lt 300 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -S "$sock" ] || { cat "$dir/o1d.log" >&2; exit 1; }
+	o1d_demo_up "$1" "$dir/demo.gguf" "$sock" "$dir/o1d.log" \
+		${4:+--set ipc.front_threads=$4}
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	if [ "$3" = 1 ]; then
 		"$build/tools/o1bench/o1bench" ping --socket "$sock" \
@@ -51,9 +43,7 @@ one_run() {
 			--count "$count" --sleep-count 200 --clients "$3" |
 			grep -E '^shm-spin-'
 	fi | sed "s/^/$2 clients=$3 load=$load /"
-	kill $pid
-	wait $pid || true
-	pid=
+	o1d_demo_down
 }
 
 r=0

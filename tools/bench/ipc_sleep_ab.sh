@@ -18,8 +18,9 @@ file=${3:-client/stream.c}
 expr=${4:-'s/^#define WAKING_MAX_NS 50000ull/#define WAKING_MAX_NS 0ull/'}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(mktemp -d /tmp/o1-sleep-ab-XXXXXX)
-pid=
-trap '[ -z "$pid" ] || kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
+# shellcheck source=tools/bench/o1d_demo.sh
+. "$(dirname "$0")/o1d_demo.sh"
+trap 'o1d_demo_down; rm -rf "$dir"' EXIT
 
 mkdir "$dir/src"
 tar -C "$root" --exclude=./build --exclude=./build-emu --exclude=./.git \
@@ -37,16 +38,7 @@ cmake -S "$dir/src" -B "$dir/b" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	>/dev/null 2>&1
 
 sock=$dir/o1d.sock
-"$build/daemon/o1d/o1d" --set model.path="$dir/demo.gguf" \
-	--set ipc.socket="$sock" --set kv.pages=256 --set backend.threads=2 \
-	--set metrics.enabled=false >"$dir/o1d.log" 2>&1 &
-pid=$!
-i=0
-while [ ! -S "$sock" ] && [ $i -lt 300 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-[ -S "$sock" ] || { cat "$dir/o1d.log" >&2; exit 1; }
+o1d_demo_up "$build/daemon/o1d/o1d" "$dir/demo.gguf" "$sock" "$dir/o1d.log"
 echo "# variant: $file: $expr"
 r=0
 while [ $r -lt "$runs" ]; do
@@ -61,6 +53,4 @@ while [ $r -lt "$runs" ]; do
 	done
 	r=$((r + 1))
 done
-kill $pid
-wait $pid || true
-pid=
+o1d_demo_down

@@ -10,7 +10,7 @@
 #     s_ctest                      # ...ctest -L gpu runs; the error lines logged
 #     wait
 #     s_bench l4-q4km --prompt 128 --tokens 128 --reps 3
-#     s_variant off kernels/gemm_qw.cu 's/QW_NEXT 1/QW_NEXT 0/' &&
+#     s_variant off kernels/gemm_qw.cu 's/QW_OVERLAP 1/QW_OVERLAP 0/' &&
 #       S_BIN=/tmp/o1v-off/build/gpu s_bench w8-q4km --batch 256
 #     s_o1d_start /tmp/o1m/qw.gguf && { s_o1bench1; s_o1bench1; s_o1d_stop; }
 #     s_pack'
@@ -54,7 +54,7 @@ s_build() {
 
 # A variant build for an A/B in one call: a copy of the tree at
 # /tmp/o1v-NAME with the sed expression EXPR applied to FILE (a
-# compile-time switch, e.g. gemm_qw.cu's QW_NEXT), TARGETS (default
+# compile-time switch, e.g. gemm_qw.cu's QW_OVERLAP), TARGETS (default
 # bench_gemm_q bench_cuda_decode) built there; S_BIN=/tmp/o1v-NAME/build/gpu
 # then runs its programs. Fails when EXPR changes nothing.
 s_variant() {

@@ -434,6 +434,13 @@ void emu_bar_init(uint64_t *bar, unsigned count)
 	mbar &m = mbars[bar];
 
 	emu_saddr(bar);
+	/* their bytes would land on a barrier that no longer expects them */
+	if (!m.copies.empty()) {
+		fprintf(stderr, "emu: mbarrier %p initialized with %zu tensor "
+				"copies in flight\n",
+			(void *)bar, m.copies.size());
+		abort();
+	}
 	m = mbar();
 	m.count = m.pending = count;
 	progress++;

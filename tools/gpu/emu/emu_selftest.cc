@@ -437,8 +437,9 @@ static int bar_overarrived(bool fault)
 
 /* One tensor copy of a 16 x 16 bf16 box from column COL of a 16 x 64
  * tensor, to an aligned buffer large enough, on an initialized barrier,
- * waited for where WAIT. */
-static void k_one_copy(const hop_map *map, int col, bool wait)
+ * waited for where WAIT; the barrier initialized again after the copy's
+ * issue where REINIT (after its wait where WAIT). */
+static void k_one_copy(const hop_map *map, int col, bool wait, bool reinit)
 {
 	uint8_t *sm = emu_smem();
 	uint64_t *bar = (uint64_t *)(sm + 512);
@@ -451,9 +452,11 @@ static void k_one_copy(const hop_map *map, int col, bool wait)
 	hop_tma_2d(sm, map, col, 0, bar);
 	if (wait)
 		hop_bar_wait(bar, 0);
+	if (reinit)
+		hop_bar_init(bar, 1);
 }
 
-static int one_copy(int col, bool wait)
+static int one_copy(int col, bool wait, bool reinit)
 {
 	static uint16_t x[16 * 64] __attribute__((aligned(16)));
 	hop_map map, *map_p = &map;
@@ -461,7 +464,8 @@ static int one_copy(int col, bool wait)
 	if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, 64, 16, 128, 16,
 		   16, CU_TENSOR_MAP_SWIZZLE_NONE))
 		return fprintf(stderr, "encode failed\n"), 1;
-	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_one_copy, map_p, col, wait);
+	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_one_copy, map_p, col, wait,
+		   reinit);
 	return 0;
 }
 
@@ -469,14 +473,21 @@ static int one_copy(int col, bool wait)
  * column 8, 16 bytes): only the start is wrong. */
 static int tma_misaligned(bool fault)
 {
-	return one_copy(fault ? 4 : 8, true);
+	return one_copy(fault ? 4 : 8, true, false);
 }
 
 /* A copy never waited for (without the fault: waited for): the block
  * ends with it in flight. */
 static int tma_unwaited(bool fault)
 {
-	return one_copy(8, !fault);
+	return one_copy(8, !fault, false);
+}
+
+/* The copy's barrier initialized again while the copy is in flight
+ * (without the fault: once it was waited for). */
+static int tma_reinit(bool fault)
+{
+	return one_copy(8, !fault, true);
 }
 
 /* A tensor copy through a map never encoded (zeros). */
@@ -489,7 +500,8 @@ static int tma_unencoded(bool fault)
 	    encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, 64, 16, 128, 16,
 		   16, CU_TENSOR_MAP_SWIZZLE_NONE))
 		return fprintf(stderr, "encode failed\n"), 1;
-	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_one_copy, map_p, 8, true);
+	EMU_LAUNCH(1, 1, THREADS, 512 + 64, k_one_copy, map_p, 8, true,
+		   false);
 	return 0;
 }
 
@@ -639,6 +651,8 @@ static const selftest_case tma_column = {
     NULL};
 static const selftest_case tma_in_flight = {
     tma_unwaited, "ended with 1 tensor copies in flight on mbarrier", NULL};
+static const selftest_case tma_bar_reinit = {
+    tma_reinit, "emu: mbarrier ", "initialized with 1 tensor copies in flight"};
 static const selftest_case tma_map = {
     tma_unencoded, "emu: tensor copy with a map not encoded", NULL};
 static const selftest_case sync_partial = {
@@ -667,6 +681,7 @@ int main(void)
 	    SELFTEST("tma_box_column_misaligned", tma_column),
 	    SELFTEST("tma_map_not_encoded", tma_map),
 	    SELFTEST("tma_in_flight_at_exit", tma_in_flight),
+	    SELFTEST("mbarrier_init_under_copy", tma_bar_reinit),
 	    SELFTEST("syncthreads_partial_deadlock", sync_partial),
 	    SELFTEST("mbarrier_outside_shared", bar_not_shared),
 	    SELFTEST("products_not_waited", unwaited),

@@ -3,9 +3,10 @@
 # operations (hopper_dev.h on emu.cc): warpgroup products over a swizzled
 # tensor copy against the CPU's, mbarrier phases through a pipeline, and
 # one broken kernel a check (B overwritten under a product or read past
-# shared memory, an mbarrier never initialized or arrived on past its
-# count, a copy's box start misaligned or its map not encoded,
-# __syncthreads reached by half the block, ...), each of which must stop
+# shared memory, an mbarrier never initialized, arrived on past its
+# count or initialized again under a copy in flight, a copy's box start
+# misaligned or its map not encoded, __syncthreads reached by half the
+# block, ...), each of which must stop
 # on the emulation's own report. So the checks that run_gemm_q.sh relies
 # on are themselves checked, in CI (tools/test.sh), without a GPU: a few
 # seconds, most of them the build. x86-64, g++ and cmocka.
