@@ -4,7 +4,7 @@
 # configures and builds with CUDA, runs every test (GPU tests included) and
 # the GPU benchmarks, and writes logs and results to OUT (default $OUT or
 # ./gpu-out).
-#   tools/gpu/run.sh [build|test|bench|e2e|hf|tp|sep|table|all] [ctest -R pattern]
+#   tools/gpu/run.sh [build|test|bench|e2e|hf|tp|sep|table|ipc|all] [ctest -R pattern]
 # (hf: the CUDA backend against transformers, tools/gpu/hf_compare.sh)
 #   tools/gpu/run.sh table ["batch1 streams"]: issue 17's table
 #   (tools/gpu/table.sh), all its parts or those named.
@@ -12,6 +12,10 @@
 #   (tools/gpu/bench_tp.sh, llama3-8b) at those TP counts.
 #   tools/gpu/run.sh sep ["256/2 512/0"]: prefill/decode separation
 #   (tools/gpu/prefill_sep.sh) at those prefill budgets (B/K: see there).
+#   tools/gpu/run.sh ipc [RUNS]: issue 19's sleep-path A/B on the GPU host
+#   (no GPU used): o1d, o1bench and o1model built without CUDA in
+#   build/cpu, then tools/bench/ipc_sleep_ab.sh build/cpu RUNS (default 3;
+#   SLEEP_COUNT, PING_COUNT pass through) into $OUT/ipc_sleep_ab.txt.
 # NCCL (tensor parallelism) comes from the CUDA toolkit when it has
 # nccl.h, else from the Python wheel nvidia-nccl-cu13 (O1_NCCL_ROOT); the
 # configure log's "o1d:" line says which.
@@ -51,6 +55,9 @@ unpack() {
   export PKG_CONFIG_PATH=$lib/pkgconfig:$prefix/usr/share/pkgconfig
   export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export CMAKE_PREFIX_PATH=$prefix/usr
+  # as environment variables too, for configures run.sh does not make
+  # itself (ipc_sleep_ab.sh's variant build)
+  export CMAKE_LIBRARY_PATH=$lib CMAKE_INCLUDE_PATH=$prefix/usr/include
   command -v pkg-config >/dev/null || export PATH=$prefix/usr/bin:$PATH
 }
 
@@ -90,6 +97,20 @@ run_tests() {
   return $rc
 }
 
+# The IPC benchmarks' programs without CUDA (build/cpu), then the sleep
+# A/B through one o1d.
+run_ipc() {
+  if ! cmake -S "$root" -B build/cpu -G Ninja -DO1_CUDA=OFF \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$out/configure-cpu.log" 2>&1 ||
+    ! cmake --build build/cpu -j "$(nproc)" --target o1d o1bench o1model \
+      >"$out/build-cpu.log" 2>&1; then
+    tail -40 "$out/configure-cpu.log" "$out/build-cpu.log"
+    exit 1
+  fi
+  uptime | tee "$out/ipc_sleep_ab.txt"
+  sh tools/bench/ipc_sleep_ab.sh build/cpu "${pattern:-3}" 2>&1 | tee -a "$out/ipc_sleep_ab.txt"
+}
+
 run_bench() {
   [ -x tools/gpu/bench.sh ] && tools/gpu/bench.sh "$out"
 }
@@ -112,6 +133,7 @@ case "$what" in
   tp) build && tools/gpu/bench_tp.sh "$out" $pattern ;;
   sep) build && tools/gpu/prefill_sep.sh "$out" $pattern ;;
   table) build && OUT=$out tools/gpu/table.sh $pattern ;;
+  ipc) run_ipc ;;
   all) build && { run_tests; rc=$?; run_bench; exit $rc; } ;;
-  *) echo "usage: $0 [build|test|bench|e2e|hf|tp|sep|table|all] [pattern | TP counts | budgets | parts]"; exit 2 ;;
+  *) echo "usage: $0 [build|test|bench|e2e|hf|tp|sep|table|ipc|all] [pattern | TP counts | budgets | parts | runs]"; exit 2 ;;
 esac
