@@ -15,27 +15,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/bits.h"
 #include "common/log.h"
 #include "quant_k.h"
 
 #define QK   O1_QUANT_QK
 #define QK_K O1_QUANT_QK_K
-
-static uint32_t f32_bits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
 
 float o1_quant_f16_to_f32(uint16_t h)
 {
@@ -43,9 +28,9 @@ float o1_quant_f16_to_f32(uint16_t h)
 	uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
 
 	if (exp == 0x1f) /* Inf or NaN: keep the payload's top bits */
-		return bits_f32(sign | 0x7f800000 | (mant << 13));
+		return o1_bits_f32(sign | 0x7f800000 | (mant << 13));
 	if (exp != 0)
-		return bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
+		return o1_bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
 	/* zero or subnormal: mant * 2^-24, exact in float32 */
 	return (sign ? -1.0f : 1.0f) * (float)mant * 5.9604644775390625e-8f;
 }
@@ -65,7 +50,7 @@ static uint32_t round_shift(uint32_t mag, uint32_t shift)
 
 uint16_t o1_quant_f32_to_f16(float f)
 {
-	uint32_t u = f32_bits(f);
+	uint32_t u = o1_f32_bits(f);
 	uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
 	uint32_t mag = u & 0x7fffffff;
 	int32_t exp = (int32_t)(mag >> 23) - 127;

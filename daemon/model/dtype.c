@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/bits.h"
 #include "common/error.h"
 #include "kernels/quant.h"
 
@@ -82,22 +83,6 @@ int o1_dtype_row_bytes(enum o1_dtype type, uint64_t n, uint64_t *bytes)
 	return 0;
 }
 
-static uint32_t f32_bits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
 float o1_f16_to_f32(uint16_t h)
 {
 	return o1_quant_f16_to_f32(h);
@@ -110,12 +95,12 @@ uint16_t o1_f32_to_f16(float f)
 
 float o1_bf16_to_f32(uint16_t b)
 {
-	return bits_f32((uint32_t)b << 16);
+	return o1_bits_f32((uint32_t)b << 16);
 }
 
 uint16_t o1_f32_to_bf16(float f)
 {
-	uint32_t u = f32_bits(f);
+	uint32_t u = o1_f32_bits(f);
 
 	if ((u & 0x7fffffff) > 0x7f800000) /* NaN: force quiet */
 		return (uint16_t)((u >> 16) | 0x40);
