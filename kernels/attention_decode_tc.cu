@@ -175,18 +175,6 @@ static __device__ void tc_load(bf16 *ks, bf16 *vs, const bf16 *kc,
 	}
 }
 
-static __device__ float tc_quad_max(float v)
-{
-	v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-	return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-
-static __device__ float tc_quad_sum(float v)
-{
-	v += __shfl_xor_sync(0xffffffffu, v, 1);
-	return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-
 /* A lane's share of its warp's online softmax (mma_dev.h's fragment
  * layout, g = lane / 4, t = lane % 4): heads A = g and B = g + 8 of the
  * tile's rows, output dims 8 n + 2 t + {0, 1}. L: this lane's partial
@@ -232,7 +220,8 @@ static __device__ void tc_tile(tc_state<D> &st, const uint32_t (&qf)[D / 16][4],
 		xa = fmaxf(xa, fmaxf(sc[n][0], sc[n][1]));
 		xb = fmaxf(xb, fmaxf(sc[n][2], sc[n][3]));
 	}
-	xa = fmaxf(st.ma, tc_quad_max(xa)), xb = fmaxf(st.mb, tc_quad_max(xb));
+	xa = fmaxf(st.ma, mma_quad_max(xa));
+	xb = fmaxf(st.mb, mma_quad_max(xb));
 	/* the exponents' base: 0 while nothing is seen (-inf - -inf) */
 	ba = xa == -INFINITY ? 0.0f : xa, bb = xb == -INFINITY ? 0.0f : xb;
 	ca = exp2f(st.ma - ba), cb = exp2f(st.mb - bb);
@@ -264,28 +253,6 @@ static __device__ void tc_tile(tc_state<D> &st, const uint32_t (&qf)[D / 16][4],
 			mma_bf16(st.o[2 * dp], pa, b0);
 			mma_bf16(st.o[2 * dp + 1], pa, b1);
 		}
-	}
-}
-
-/* The warp's Q as bf16 A fragments, 4 registers per 16 dims: rows A (head
- * QA) and B (head QB), columns 2 t + {0, 1} and the same + 8. */
-template <int D>
-static __device__ void tc_load_q(uint32_t (&qf)[D / 16][4], const float *qa,
-				 const float *qb)
-{
-	uint32_t c = 2 * (threadIdx.x % 4);
-
-#pragma unroll
-	for (int k = 0; k < D / 16; k++) {
-		float2 a0 = *(const float2 *)(qa + 16 * k + c);
-		float2 b0 = *(const float2 *)(qb + 16 * k + c);
-		float2 a1 = *(const float2 *)(qa + 16 * k + 8 + c);
-		float2 b1 = *(const float2 *)(qb + 16 * k + 8 + c);
-
-		qf[k][0] = mma_pack_bf16(a0.x, a0.y);
-		qf[k][1] = mma_pack_bf16(b0.x, b0.y);
-		qf[k][2] = mma_pack_bf16(a1.x, a1.y);
-		qf[k][3] = mma_pack_bf16(b1.x, b1.y);
 	}
 }
 
@@ -341,8 +308,8 @@ static __global__ void __launch_bounds__(TC_WARPS * 32)
 		uint32_t ha = head + (grp < g ? grp : g - 1),
 			 hb = head + (grp + 8 < g ? grp + 8 : g - 1);
 
-		tc_load_q<D>(qf, q + ((size_t)row * a.hq + ha) * D,
-			     q + ((size_t)row * a.hq + hb) * D);
+		mma_load_a_f32<D>(qf, q + ((size_t)row * a.hq + ha) * D,
+				  q + ((size_t)row * a.hq + hb) * D);
 	}
 	st.ma = st.mb = -INFINITY, st.la = st.lb = 0.0f;
 #pragma unroll
@@ -373,7 +340,7 @@ static __global__ void __launch_bounds__(TC_WARPS * 32)
 	}
 	/* the warps' states into shared memory (the stages are free once
 	 * every warp is past its last tile: no copy is in flight) */
-	st.la = tc_quad_sum(st.la), st.lb = tc_quad_sum(st.lb);
+	st.la = mma_quad_sum(st.la), st.lb = mma_quad_sum(st.lb);
 	__syncthreads();
 #pragma unroll
 	for (int hx = 0; hx < 2; hx++) {

@@ -127,18 +127,6 @@ template <int D, int WARPS, int STAGES, bool KLDSM, bool LEAN> struct pf_cfg {
 	    2 * STAGES * (size_t)tile * sizeof(bf16);
 };
 
-static __device__ __forceinline__ float quad_max(float v)
-{
-	v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-	return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-
-static __device__ __forceinline__ float quad_sum(float v)
-{
-	v += __shfl_xor_sync(0xffffffffu, v, 1);
-	return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-
 /* Copies positions [T0, T0 + BN) of kv head KVH into ks and vs (BN rows of
  * ld bf16) through the block table. Rows at or past END (beyond the
  * block's causal reach, possibly past the sequence's pages) are zeroed
@@ -167,29 +155,6 @@ static __device__ void pf_load(bf16 *ks, bf16 *vs, const bf16 *kc,
 			*(uint4 *)kd = make_uint4(0, 0, 0, 0);
 			*(uint4 *)vd = make_uint4(0, 0, 0, 0);
 		}
-	}
-}
-
-/* The warp's Q as bf16 A fragments, one set of 4 registers per 16 dims:
- * this lane holds pair rows QA (lane / 4) and QB (lane / 4 + 8), columns
- * 2 (lane % 4) + {0, 1} and the same + 8. */
-template <int D>
-static __device__ void pf_load_q(uint32_t qf[D / 16][4], const float *qa,
-				 const float *qb)
-{
-	int c = 2 * (threadIdx.x % 4);
-
-#pragma unroll
-	for (int k = 0; k < D / 16; k++) {
-		float2 a0 = *(const float2 *)(qa + 16 * k + c);
-		float2 b0 = *(const float2 *)(qb + 16 * k + c);
-		float2 a1 = *(const float2 *)(qa + 16 * k + 8 + c);
-		float2 b1 = *(const float2 *)(qb + 16 * k + 8 + c);
-
-		qf[k][0] = mma_pack_bf16(a0.x, a0.y);
-		qf[k][1] = mma_pack_bf16(b0.x, b0.y);
-		qf[k][2] = mma_pack_bf16(a1.x, a1.y);
-		qf[k][3] = mma_pack_bf16(b1.x, b1.y);
 	}
 }
 
@@ -280,7 +245,7 @@ pf_scores(float sc[PF_BN / 8][4], const uint32_t qf[C::d / 16][4],
 		xa = fmaxf(xa, fmaxf(sc[n][0], sc[n][1]));
 		xb = fmaxf(xb, fmaxf(sc[n][2], sc[n][3]));
 	}
-	*max_a = quad_max(xa), *max_b = quad_max(xb);
+	*max_a = mma_quad_max(xa), *max_b = mma_quad_max(xb);
 }
 
 /* The weights of k-step KK of the tile (scores in SC, bases XA and XB in
@@ -391,7 +356,7 @@ static __device__ void pf_store(bf16 *out, const pf_state<D> &st,
 				uint32_t ma, uint32_t mb, bool ok_a, bool ok_b)
 {
 	int c = 2 * (threadIdx.x % 4);
-	float ia = 1.0f / quad_sum(st.la), ib = 1.0f / quad_sum(st.lb);
+	float ia = 1.0f / mma_quad_sum(st.la), ib = 1.0f / mma_quad_sum(st.lb);
 	bf16 *oa =
 	    out +
 	    (((size_t)row0 + ma / a.g) * a.hq + kvh * a.g + ma % a.g) * D + c;
@@ -428,7 +393,7 @@ static __device__ void pf_store_part(const pf_state<D> &st, const pf_dev &a,
 				     uint32_t mb, bool ok_a, bool ok_b)
 {
 	int c = 2 * (threadIdx.x % 4);
-	float la = quad_sum(st.la), lb = quad_sum(st.lb);
+	float la = mma_quad_sum(st.la), lb = mma_quad_sum(st.lb);
 	float *pa =
 	    pf_part<D>(a, row0 + ma / a.g, kvh * a.g + ma % a.g, blockIdx.y);
 	float *pb =
@@ -500,7 +465,7 @@ attend_tile(bf16 *out, const float *q, const bf16 *kc, const bf16 *vc,
 	st.ma = st.mb = -INFINITY;
 	st.pos_a = start + min(ma, w.m_last) / a.g;
 	st.pos_b = start + min(mb, w.m_last) / a.g;
-	pf_load_q<D>(qf,
+	mma_load_a_f32<D>(qf,
 		     q + (((size_t)row0 + min(ma, w.m_last) / a.g) * a.hq +
 			  w.kvh * a.g + min(ma, w.m_last) % a.g) *
 			     D,

@@ -31,6 +31,10 @@
  *                 LO in the low half: cvt.rn.bf16x2.f32, one instruction
  *                 for quant_dev.h's qd_to_bf16 twice (the same bits but
  *                 for NaN, which comes out as the canonical 0x7fff).
+ *   mma_quad_max, mma_quad_sum  a row's max and sum over the quad of
+ *                 lanes that hold it (shuffles; the attention kernels'
+ *                 softmax statistics).
+ *   mma_load_a_f32 A fragments of two f32 rows, as bf16 (attention's Q).
  *
  * And per thread, the asynchronous copies of a pipelined kernel (gemm_qp.cu):
  *   mma_cp16      cp.async.cg.shared.global: 16 bytes from global SRC to
@@ -312,5 +316,44 @@ static __device__ __forceinline__ void mma_s8_k16(int32_t (&d)[4],
 }
 
 #endif
+
+/* The max and the sum of V over the quad of lanes 4 g .. 4 g + 3, which
+ * hold row g of a fragment (mma_bf16's A and D: the attention kernels'
+ * row statistics). */
+static __device__ __forceinline__ float mma_quad_max(float v)
+{
+	v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+	return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+static __device__ __forceinline__ float mma_quad_sum(float v)
+{
+	v += __shfl_xor_sync(0xffffffffu, v, 1);
+	return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+/* The A fragments (mma_bf16's layout) of a 16 x D tile whose rows g and
+ * g + 8 are the f32 rows QA and QB of this lane's quad, as bf16: QF[k]
+ * holds columns 16 k + 2 t + {0, 1} and the same + 8 (the attention
+ * kernels' Q). */
+template <int D>
+static __device__ __forceinline__ void
+mma_load_a_f32(uint32_t (&qf)[D / 16][4], const float *qa, const float *qb)
+{
+	int c = 2 * (threadIdx.x % 4);
+
+#pragma unroll
+	for (int k = 0; k < D / 16; k++) {
+		float2 a0 = *(const float2 *)(qa + 16 * k + c);
+		float2 b0 = *(const float2 *)(qb + 16 * k + c);
+		float2 a1 = *(const float2 *)(qa + 16 * k + 8 + c);
+		float2 b1 = *(const float2 *)(qb + 16 * k + 8 + c);
+
+		qf[k][0] = mma_pack_bf16(a0.x, a0.y);
+		qf[k][1] = mma_pack_bf16(b0.x, b0.y);
+		qf[k][2] = mma_pack_bf16(a1.x, a1.y);
+		qf[k][3] = mma_pack_bf16(b1.x, b1.y);
+	}
+}
 
 #endif
