@@ -6,7 +6,9 @@
 # and bf16 cuBLAS at llama3-8b's shapes, 16-2,048 rows), then the whole
 # llama3-8b Q4_K_M (made and converted while the tests run) through
 # bench_cuda_decode at QP_BATCHES (256 128 1) rows with gemm_qw on up to
-# QP_ROWS (256, o1d's default) and off (0), by turns; each step a time
+# QP_ROWS (256, o1d's default) and off (0), and the bf16 file it was
+# converted from (issue 18's bar: Q4_K_M at bf16's throughput, so the
+# baseline in the same run), by turns; each step a time
 # guard, so the call ends inside the device's 10 minutes; then batch 256
 # with the gate/up product's fused SwiGLU off (--fusion off: A/B) and
 # issue 17's batch-1 row of the Q4_K_M through o1d (table.sh batch1).
@@ -70,6 +72,8 @@ for b in ${QP_BATCHES:-256 128 1}; do
 		[ "$(left)" -gt 40 ] || break
 		s_bench w8-q4km --batch "$b" --prompt 128 --tokens 32 --quant-wg-rows "$r"
 	done
+	[ "$(left)" -gt 40 ] &&
+		s_bench w8 --batch "$b" --prompt 128 --tokens 32
 done
 [ "$(left)" -gt 40 ] &&
 	s_bench w8-q4km --batch 256 --prompt 128 --tokens 32 --fusion off
