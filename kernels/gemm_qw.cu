@@ -115,6 +115,17 @@ extern "C" {
 #ifndef QW_OVERLAP
 #define QW_OVERLAP 1
 #endif
+/* A probe for one measurement, never a build to use (its sums are wrong):
+ * 1 copies the tokens into each buffer once, at the prologue, and every
+ * refill brings the weights only, so the kernel moves a fraction of its
+ * bytes into shared memory with the same decode and products. Whether
+ * that is faster says whether the copies' L2 -> SM traffic bounds it
+ * (docs/STATUS.md, issue 18 (i)). An A/B in one call:
+ *   QP_CTEST=0 QP_AB='kernels/gemm_qw.cu:s/ONCE 0$/ONCE 1/' \
+ *     tools/gpu/quant_products.sh */
+#ifndef QW_PROBE_TOKENS_ONCE
+#define QW_PROBE_TOKENS_ONCE 0
+#endif
 
 /* A stage's copy of the weights: the bytes of stage j (of the row's K /
  * 128) start at byte AT(j) of the row; the tensor memory accelerator
@@ -575,9 +586,12 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 			if (use)
 				hop_bar_wait(&empty[nb], (use - 1) % 2);
 			hop_fence_async_smem();
-			hop_bar_expect_tx(&bar[nb], sm::tx);
+			hop_bar_expect_tx(&bar[nb], QW_PROBE_TOKENS_ONCE
+							? sm::tx - sm::xs
+							: sm::tx);
 			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
-					   r0, m0, j + D, true, true);
+					   r0, m0, j + D, true,
+					   !QW_PROBE_TOKENS_ONCE);
 		}
 		qw_warp_scales<TYPE>(wst, sc, half);
 
