@@ -466,12 +466,12 @@ attend_tile(bf16 *out, const float *q, const bf16 *kc, const bf16 *vc,
 	st.pos_a = start + min(ma, w.m_last) / a.g;
 	st.pos_b = start + min(mb, w.m_last) / a.g;
 	mma_load_a_f32<D>(qf,
-		     q + (((size_t)row0 + min(ma, w.m_last) / a.g) * a.hq +
-			  w.kvh * a.g + min(ma, w.m_last) % a.g) *
-			     D,
-		     q + (((size_t)row0 + min(mb, w.m_last) / a.g) * a.hq +
-			  w.kvh * a.g + min(mb, w.m_last) % a.g) *
-			     D);
+			  q + (((size_t)row0 + min(ma, w.m_last) / a.g) * a.hq +
+			       w.kvh * a.g + min(ma, w.m_last) % a.g) *
+				  D,
+			  q + (((size_t)row0 + min(mb, w.m_last) / a.g) * a.hq +
+			       w.kvh * a.g + min(mb, w.m_last) % a.g) *
+				  D);
 	n_tiles = (end + PF_BN - 1) / PF_BN;
 	j0 = 0, j1 = n_tiles;
 	if (a.n_splits > 1) { /* this split's share of the tiles */
