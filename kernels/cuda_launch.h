@@ -64,34 +64,57 @@ static inline __device__ void o1_prefetch_l2(const void *p, uint32_t bytes)
 #endif
 }
 
-/* Launches KERNEL over GRID x BLOCK threads with SMEM bytes of dynamic
- * shared memory on STREAM, with PDL when PDL is set. The launch error,
- * if any, is returned and cleared from the thread's last error. */
+/* Launches KERNEL over GRID x BLOCK threads in thread block clusters of
+ * CLUSTER blocks (1 x 1 x 1: none) with SMEM bytes of dynamic shared
+ * memory on STREAM, with PDL when PDL is set. The launch error, if any,
+ * is returned and cleared from the thread's last error. */
+template <typename... P, typename... A>
+static cudaError_t o1_launch_cl(void (*kernel)(P...), dim3 grid, dim3 block,
+				dim3 cluster, size_t smem, cudaStream_t stream,
+				bool pdl, A &&...args)
+{
+	cudaLaunchAttribute attr[2];
+	cudaLaunchConfig_t cfg = {};
+	cudaError_t err, last;
+	unsigned n = 0;
+
+	if (pdl) {
+		attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		attr[n++].val.programmaticStreamSerializationAllowed = 1;
+	}
+	if (cluster.x * cluster.y * cluster.z > 1) {
+		attr[n].id = cudaLaunchAttributeClusterDimension;
+		attr[n].val.clusterDim.x = cluster.x;
+		attr[n].val.clusterDim.y = cluster.y;
+		attr[n++].val.clusterDim.z = cluster.z;
+	}
+	cfg.gridDim = grid;
+	cfg.blockDim = block;
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = stream;
+	cfg.attrs = n ? attr : NULL;
+	cfg.numAttrs = n;
+	err = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
+	last = cudaGetLastError();
+	return err != cudaSuccess ? err : last;
+}
+
+/* o1_launch_cl without clusters. */
 template <typename... P, typename... A>
 static cudaError_t o1_launch(void (*kernel)(P...), dim3 grid, dim3 block,
 			     size_t smem, cudaStream_t stream, bool pdl,
 			     A &&...args)
 {
-	cudaLaunchAttribute attr[1];
-	cudaLaunchConfig_t cfg = {};
-	cudaError_t err, last;
-
-	attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	attr[0].val.programmaticStreamSerializationAllowed = 1;
-	cfg.gridDim = grid;
-	cfg.blockDim = block;
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = stream;
-	cfg.attrs = pdl ? attr : NULL;
-	cfg.numAttrs = pdl ? 1 : 0;
-	err = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
-	last = cudaGetLastError();
-	return err != cudaSuccess ? err : last;
+	return o1_launch_cl(kernel, grid, block, dim3(1, 1, 1), smem, stream,
+			    pdl, std::forward<A>(args)...);
 }
 
 /* o1_launch (arguments after NAME) checked: 0, or -O1_E_CUDA logged as
  * NAME with the caller's file:line. */
 #define O1_CUDA_LAUNCH(name, ...)                                              \
 	o1_cuda_check(o1_launch(__VA_ARGS__), (name), __FILE__, __LINE__)
+/* The same for o1_launch_cl. */
+#define O1_CUDA_LAUNCH_CL(name, ...)                                           \
+	o1_cuda_check(o1_launch_cl(__VA_ARGS__), (name), __FILE__, __LINE__)
 
 #endif

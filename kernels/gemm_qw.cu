@@ -126,6 +126,17 @@ extern "C" {
 #ifndef QW_PROBE_TOKENS_ONCE
 #define QW_PROBE_TOKENS_ONCE 0
 #endif
+/* 2: pairs of weight tiles (blockIdx.y 2 i and 2 i + 1, the same tokens)
+ * run as thread block clusters, and each block copies one of a stage's
+ * two token boxes into both (TMA multicast): each block-stage reads
+ * half the token bytes from L2 (32 of its 82 KB at 256 tokens). A
+ * buffer is refilled once both blocks' warps released it (the lead, its
+ * own 8 warps' release seen, arrives on the other block's peer barrier,
+ * then waits on its own). 1: no clusters. Not yet measured (issue 18
+ * (i): the probe above first); grids of an odd tile count run without. */
+#ifndef QW_CLUSTER
+#define QW_CLUSTER 1
+#endif
 
 /* A stage's copy of the weights: the bytes of stage j (of the row's K /
  * 128) start at byte AT(j) of the row; the tensor memory accelerator
@@ -152,17 +163,19 @@ template <int TYPE> struct qw_type {
 	}
 };
 
-/* Shared memory for BN tokens a block, from a 1024-byte boundary (the
- * swizzle's): STAGES copies of (tokens: two boxes of 64 elements, XBOX
- * bytes each; weights: QW_BM rows of box bytes), then each warp's unit
- * scales (4 units x 16 rows, uint4), then the mbarriers. */
-template <int TYPE, int BN> struct qw_smem {
+/* Shared memory for BN tokens a block in clusters of CL, from a
+ * 1024-byte boundary (the swizzle's): STAGES copies of (tokens: two boxes
+ * of 64 elements, XBOX bytes each; weights: QW_BM rows of box bytes),
+ * then each warp's unit scales (4 units x 16 rows, uint4), then the
+ * mbarriers (full, empty and, in clusters, peer: 3 a buffer). */
+template <int TYPE, int BN, int CL = 1> struct qw_smem {
 	static constexpr uint32_t xbox = BN * 128;
 	static constexpr uint32_t xs = 2 * xbox;
 	static constexpr uint32_t stage =
 	    (xs + QW_BM * qw_type<TYPE>::box + 1023) / 1024 * 1024;
 	static constexpr uint32_t sc = 8 * 4 * 16 * 16;
-	static constexpr uint32_t extra = 1024 + sc + 8 * 8; /* 8 barriers */
+	static constexpr uint32_t extra =
+	    1024 + sc + 8 * (CL > 1 ? 12 : 8); /* barriers */
 	static constexpr uint32_t stages = (QW_SMEM_MAX - extra) / stage < 4
 					       ? (QW_SMEM_MAX - extra) / stage
 					       : 4;
@@ -194,11 +207,12 @@ static __device__ __forceinline__ void qw_arrive(uint64_t *bar, uint32_t lane)
 		hop_bar_arrive(bar);
 }
 
-/* Stage J's copies (tokens M0.., weight rows R0..) into ST, on BAR. */
-template <int TYPE, int BN>
+/* Stage J's copies (tokens M0.., weight rows R0..) into ST, on BAR; in
+ * clusters (CL 2) token box RANK only, into both blocks. */
+template <int TYPE, int BN, int CL>
 static __device__ __forceinline__ void
 qw_issue(uint8_t *st, uint64_t *bar, const qw_args &a, uint32_t r0, uint32_t m0,
-	 uint32_t j, bool weights, bool tokens)
+	 uint32_t j, bool weights, bool tokens, uint32_t rank)
 {
 	int32_t c0 = (int32_t)(qw_type<TYPE>::at(j) - qw_type<TYPE>::off(j));
 
@@ -210,7 +224,11 @@ qw_issue(uint8_t *st, uint64_t *bar, const qw_args &a, uint32_t r0, uint32_t m0,
 		hop_tma_2d(st + qw_smem<TYPE, BN>::xs +
 			   QW_BM / 2 * qw_type<TYPE>::box,
 		       &a.wmap, c0, (int32_t)(a.glu + r0), bar);
-	if (tokens)
+	if (tokens && CL > 1)
+		hop_tma_2d_multicast(st + rank * qw_smem<TYPE, BN>::xbox,
+				     &a.xmap, (int32_t)(QW_SK * j + 64 * rank),
+				     (int32_t)m0, bar, (1u << CL) - 1);
+	else if (tokens)
 		for (int b = 0; b < 2; b++)
 			hop_tma_2d(st + b * qw_smem<TYPE, BN>::xbox, &a.xmap,
 			       (int32_t)(QW_SK * j + 64 * b), (int32_t)m0, bar);
@@ -512,13 +530,15 @@ static __device__ __forceinline__ void qw_sum_parts(const float (&acc)[BN / 2],
 }
 #endif
 
-/* Grid: (token tiles of BN, weight tiles, parts of K). */
-template <int TYPE, int BN>
+/* Grid: (token tiles of BN, weight tiles, parts of K); CL: clusters of
+ * weight tiles (1 or 2, QW_CLUSTER). */
+template <int TYPE, int BN, int CL>
 static __global__ void __launch_bounds__(QW_THREADS, 1)
     gemm_qw(const QW_GRID_CONSTANT qw_args a)
 {
 #if QW_WGMMA
-	using sm = qw_smem<TYPE, BN>;
+	static_assert(CL == 1 || CL == 2, "a token box a block");
+	using sm = qw_smem<TYPE, BN, CL>;
 	constexpr uint32_t S = sm::stages, BOX = qw_type<TYPE>::box;
 	/* overlap needs a third buffer */
 	constexpr bool OV = QW_OVERLAP && S >= 3;
@@ -532,6 +552,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
 	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
 	uint64_t *empty = bar + S; /* every warp done with the buffer */
+	uint64_t *peer = empty + S; /* CL 2: the other block's done too */
 	/* GLU: 64 gate rows (the first warpgroup's) and their up rows */
 	uint32_t m0 = blockIdx.x * BN,
 		 r0 = blockIdx.y * (a.glu ? QW_BM / 2 : QW_BM);
@@ -541,6 +562,7 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	uint32_t js = steps * blockIdx.z / a.splits;
 	uint32_t n_t = steps * (blockIdx.z + 1) / a.splits - js;
 	bool lead = threadIdx.x == 0;
+	uint32_t rank = CL > 1 ? hop_cluster_rank() : 0;
 	/* first written by the block's first product (ADD 0: zeros in
 	 * registers before it would serialize the products); every part of
 	 * K has a stage (qw_parts) */
@@ -551,22 +573,29 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		for (uint32_t s = 0; s < S; s++) {
 			hop_bar_init(&bar[s], 1);
 			hop_bar_init(&empty[s], QW_THREADS / 32);
+			if (CL > 1)
+				hop_bar_init(&peer[s], 1);
 		}
 		hop_fence_bar_init();
 		hop_fence_async_smem();
 		/* the weights: no kernel writes them, so before the wait */
 		for (uint32_t s = 0; s < D && s < n_t; s++) {
 			hop_bar_expect_tx(&bar[s], sm::tx);
-			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
-					   m0, js + s, true, false);
+			qw_issue<TYPE, BN, CL>(base + s * sm::stage, &bar[s], a,
+					       r0, m0, js + s, true, false,
+					       rank);
 		}
 	}
+	/* both blocks' barriers initialized before either's multicast */
+	if (CL > 1)
+		hop_cluster_sync();
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if (lead)
 		for (uint32_t s = 0; s < D && s < n_t; s++)
-			qw_issue<TYPE, BN>(base + s * sm::stage, &bar[s], a, r0,
-					   m0, js + s, false, true);
+			qw_issue<TYPE, BN, CL>(base + s * sm::stage, &bar[s], a,
+					       r0, m0, js + s, false, true,
+					       rank);
 	__syncthreads();
 	for (uint32_t st = 0; st < n_t; st++) {
 		uint32_t b = st % S, j = js + st, half = j % 2;
@@ -585,13 +614,18 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 
 			if (use)
 				hop_bar_wait(&empty[nb], (use - 1) % 2);
+			/* CL 2: the other block's token box lands here too */
+			if (use && CL > 1) {
+				hop_bar_arrive_remote(&peer[nb], rank ^ 1);
+				hop_bar_wait(&peer[nb], (use - 1) % 2);
+			}
 			hop_fence_async_smem();
 			hop_bar_expect_tx(&bar[nb], QW_PROBE_TOKENS_ONCE
 							? sm::tx - sm::xs
 							: sm::tx);
-			qw_issue<TYPE, BN>(base + nb * sm::stage, &bar[nb], a,
-					   r0, m0, j + D, true,
-					   !QW_PROBE_TOKENS_ONCE);
+			qw_issue<TYPE, BN, CL>(base + nb * sm::stage, &bar[nb],
+					       a, r0, m0, j + D, true,
+					       !QW_PROBE_TOKENS_ONCE, rank);
 		}
 		qw_warp_scales<TYPE>(wst, sc, half);
 
@@ -635,6 +669,10 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 		}
 	}
 	hop_wgmma_wait<0>();
+	/* every copy and arrival into this block's shared memory came
+	 * before the other block passes this: neither ends before */
+	if (CL > 1)
+		hop_cluster_sync();
 	if (a.glu) {
 		qw_glu_store<BN>(acc, (float *)base, a, r0, m0);
 		return;
@@ -707,11 +745,26 @@ static int qw_encode(hop_map *map, CUtensorMapDataType type, const void *p,
 	return 0;
 }
 
+/* gemm_qw<TYPE, BN, CL> over GRID, its maps encoded. */
+template <int TYPE, int BN, int CL>
+static int qw_launch_cl(qw_args &a, dim3 grid, bool pdl, cudaStream_t stream)
+{
+	constexpr uint32_t smem = qw_smem<TYPE, BN, CL>::total;
+	int err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+	    gemm_qw<TYPE, BN, CL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	    (int)smem));
+
+	if (err)
+		return err;
+	return O1_CUDA_LAUNCH_CL("gemm_qw", gemm_qw<TYPE, BN, CL>, grid,
+				 dim3(QW_THREADS), dim3(1, CL, 1), smem, stream,
+				 pdl, a);
+}
+
 template <int TYPE, int BN>
 static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 		     bool pdl, cudaStream_t stream)
 {
-	constexpr uint32_t smem = qw_smem<TYPE, BN>::total;
 	uint32_t tiles = a.glu ? (a.glu + QW_BM / 2 - 1) / (QW_BM / 2)
 			       : (a.n + QW_BM - 1) / QW_BM;
 	dim3 grid((a.m + BN - 1) / BN, tiles, a.splits);
@@ -724,14 +777,13 @@ static int qw_launch(qw_args &a, const void *x, const void *w, uint64_t rb,
 				a.n, rb, qw_type<TYPE>::box,
 				a.glu ? QW_BM / 2 : QW_BM,
 				CU_TENSOR_MAP_SWIZZLE_NONE);
-	if (!err)
-		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
-		    gemm_qw<TYPE, BN>,
-		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	if (err)
 		return err;
-	return O1_CUDA_LAUNCH("gemm_qw", gemm_qw<TYPE, BN>, grid,
-			      dim3(QW_THREADS), smem, stream, pdl, a);
+	if constexpr (QW_CLUSTER > 1)
+		if (tiles % QW_CLUSTER == 0)
+			return qw_launch_cl<TYPE, BN, QW_CLUSTER>(a, grid, pdl,
+								  stream);
+	return qw_launch_cl<TYPE, BN, 1>(a, grid, pdl, stream);
 }
 
 /* Tiles of BN tokens by QW_BM weight rows over M x N. */

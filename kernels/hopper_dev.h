@@ -26,6 +26,19 @@
  *                   the tensor filled with zeros; a 128-byte swizzle puts
  *                   16-byte chunk c of a 128-byte row at chunk c ^ (address
  *                   bits 7-9), as hop_desc_sw128 reads it.
+ *   hop_tma_2d_multicast: the same box into the shared memory of each
+ *                   block of the thread block cluster whose rank's bit is
+ *                   set in MASK, at DST's offset, its bytes counted on
+ *                   each one's barrier at BAR's offset (each block reads
+ *                   the bytes once from L2 for all of them).
+ *   hop_bar_arrive_remote: one arrival on the barrier at BAR's offset in
+ *                   block RANK of the cluster (release at cluster scope).
+ *   hop_cluster_rank, hop_cluster_sync: the block's rank in its cluster;
+ *                   a barrier over every thread of the cluster (release,
+ *                   then acquire: the shared memory written before it
+ *                   seen by every block after it). A block whose shared
+ *                   memory another block's copies or arrivals may still
+ *                   reach must not exit before such a barrier.
  *   hop_add2, _mul2, _fma2: bf16x2 arithmetic, each result rounded once to
  *                   nearest even; hop_f16_f32: f16 bits as f32 (exact).
  *
@@ -36,7 +49,11 @@
  * where B changed since the issue (a buffer refilled under a product in
  * flight); the wait is a rendezvous of the warp's lanes, as the device's
  * (.sync.aligned); a tensor copy lands a few scheduler rounds after its
- * issue (data read before its barrier completes shows as stale); the bf16x2 operations round as the device's
+ * issue (data read before its barrier completes shows as stale), a
+ * multicast one in each block of its mask, and a copy or remote arrival
+ * that reaches a block of the cluster after its threads ended, or a
+ * barrier not yet initialized, is reported; the bf16x2 operations
+ * round as the device's
  * (exactly, from double); each element's 16 products are added exactly,
  * then to the f32 accumulator with one rounding (the device's order
  * inside a product is unspecified: the tests bound the difference).
@@ -136,6 +153,28 @@ static inline void hop_tma_2d(void *dst, const hop_map *map, int32_t c0,
 			      int32_t c1, uint64_t *bar)
 {
 	emu_tma_2d(dst, map->v, c0, c1, bar);
+}
+
+static inline void hop_tma_2d_multicast(void *dst, const hop_map *map,
+					int32_t c0, int32_t c1, uint64_t *bar,
+					uint16_t mask)
+{
+	emu_tma_2d_multicast(dst, map->v, c0, c1, bar, mask);
+}
+
+static inline void hop_bar_arrive_remote(uint64_t *bar, uint32_t rank)
+{
+	emu_bar_arrive_remote(bar, rank);
+}
+
+static inline uint32_t hop_cluster_rank(void)
+{
+	return emu_block_rank();
+}
+
+static inline void hop_cluster_sync(void)
+{
+	emu_cluster_sync();
 }
 
 /* X rounded once to bf16, to nearest even (X exact or rounded to odd in
@@ -389,6 +428,50 @@ hop_tma_2d(void *dst, const hop_map *map, int32_t c0, int32_t c1, uint64_t *bar)
 		hop_saddr(dst)),
 	    "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(hop_saddr(bar))
 	    : "memory");
+}
+
+/* Box (C0, C1) of MAP into DST of each block of MASK (ranks' bits),
+ * counted on each one's barrier at BAR's offset. */
+static __device__ __forceinline__ void
+hop_tma_2d_multicast(void *dst, const hop_map *map, int32_t c0, int32_t c1,
+		     uint64_t *bar, uint16_t mask)
+{
+	asm volatile(
+	    "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+	    "mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+	    "%3}], [%4], %5;" ::"r"(hop_saddr(dst)),
+	    "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(hop_saddr(bar)),
+	    "h"(mask)
+	    : "memory");
+}
+
+/* One arrival on the barrier at BAR's offset in block RANK. */
+static __device__ __forceinline__ void hop_bar_arrive_remote(uint64_t *bar,
+							    uint32_t rank)
+{
+	uint32_t at;
+
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+		     : "=r"(at)
+		     : "r"(hop_saddr(bar)), "r"(rank));
+	asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, "
+		     "[%0];" ::"r"(at)
+		     : "memory");
+}
+
+static __device__ __forceinline__ uint32_t hop_cluster_rank(void)
+{
+	uint32_t r;
+
+	asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+	return r;
+}
+
+static __device__ __forceinline__ void hop_cluster_sync(void)
+{
+	asm volatile("barrier.cluster.arrive.release.aligned;\n"
+		     "barrier.cluster.wait.acquire.aligned;" ::
+			 : "memory");
 }
 
 /* bf16x2 arithmetic, each result rounded once to nearest even. */

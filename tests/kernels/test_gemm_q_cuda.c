@@ -21,7 +21,8 @@
  *   here;
  * - against the CPU backend's quantized product (o1_gemv_q_cpu: the same
  *   x, the weights in f32): relative L2 distance of each row <= 1e-2 (the
- *   bf16 rounding of the weights alone gives ~2^-9 / sqrt(3));
+ *   bf16 rounding of the weights alone gives ~2^-9 / sqrt(3)), relative
+ *   to the mean row's norm where the row's own is smaller (check_cpu);
  * - a second launch (with PDL) bitwise equal to the first (a split K's
  *   atomic adds included), columns past N of each output row untouched;
  * - bad operands refused with -EINVAL (each kernel's own alignment rules).
@@ -221,11 +222,20 @@ static void check_exact(enum o1_quant_type type, uint32_t m, uint32_t n,
 		}
 }
 
-/* Each row's relative L2 distance to the CPU backend's product. */
+/* Each row's relative L2 distance to the CPU backend's product, against
+ * the larger of the row's own energy and the mean row's: a row of a few
+ * outputs whose sums all cancel (n 9, k 96: 1.03e-2 at seed 2903) is held
+ * to the scale of the others, not to its own near-zero norm. */
 static void check_cpu(enum o1_quant_type type, uint32_t m, uint32_t n,
 		      uint32_t k, uint32_t ldy, const float *gpu,
 		      const float *cpu)
 {
+	double mean = 0;
+
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++)
+			mean += (double)cpu[(size_t)i * ldy + j] *
+				cpu[(size_t)i * ldy + j] / m;
 	for (uint32_t i = 0; i < m; i++) {
 		double d = 0, r = 0;
 
@@ -236,6 +246,7 @@ static void check_cpu(enum o1_quant_type type, uint32_t m, uint32_t n,
 			d += (g - c) * (g - c);
 			r += c * c;
 		}
+		r = r > mean ? r : mean;
 		if (!(sqrt(d) <= 1e-2 * sqrt(r)))
 			fail_msg("%s %s m %u n %u k %u: row %u relative L2 "
 				 "%g to the CPU backend",

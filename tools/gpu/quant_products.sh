@@ -13,7 +13,8 @@
 # with the gate/up product's fused SwiGLU off (--fusion off: A/B) and
 # issue 17's batch-1 row of the Q4_K_M through o1d (table.sh batch1).
 # QP_AB=FILE:EXPR adds an A/B of a compile-time switch (s_variant) after
-# bench_gemm_q, QP_AB2 a second variant in the same turns; the call's
+# bench_gemm_q, QP_AB2 a second variant in the same turns (each variant's
+# test_gemm_q_cuda, quick, runs first); the call's
 # ~585 s do not hold the build, ctest, the model and two variant builds
 # (2026-12-05: the A/B was skipped), so an A/B call sets QP_CTEST=0 (no
 # ctest). Results in
@@ -47,11 +48,22 @@ s_log "models: $(cd "$s_models_dir" && echo *) ($(left) s left)"
 # FILE) against this tree, by turns: bench_gemm_q's Q4_K products, then
 # the whole Q4_K_M at 256 rows
 vs=
+vt="bench_gemm_q bench_cuda_decode test_gemm_q_cuda"
 [ -n "${QP_AB:-}" ] && [ "$(left)" -gt 300 ] &&
-	s_variant ab "${QP_AB%%:*}" "${QP_AB#*:}" && vs="$vs ab"
+	s_variant ab "${QP_AB%%:*}" "${QP_AB#*:}" $vt && vs="$vs ab"
 [ -n "${QP_AB2:-}" ] && [ "$(left)" -gt 300 ] &&
-	s_variant ab2 "${QP_AB2%%:*}" "${QP_AB2#*:}" && vs="$vs ab2"
+	s_variant ab2 "${QP_AB2%%:*}" "${QP_AB2#*:}" $vt && vs="$vs ab2"
 if [ -n "$vs" ]; then
+	# each variant's exact checks first (quick: a subset of the shapes;
+	# a timing probe such as QW_PROBE_TOKENS_ONCE fails them by design)
+	for v in $vs; do
+		O1_TEST_QUICK=1 timeout 90 \
+			"/tmp/o1v-$v/build/gpu/tests/kernels/test_gemm_q_cuda" \
+			>"$s_out/test_gemm_q-$v.txt" 2>&1
+		echo "$v test_gemm_q_cuda rc=$? $(grep -c '^\[       OK' \
+			"$s_out/test_gemm_q-$v.txt") ok, $(grep -c '^\[  FAILED  \] [a-z]' \
+			"$s_out/test_gemm_q-$v.txt") failed" | tee -a "$s_out/session.txt"
+	done
 	for v in this $vs this $vs; do
 		bin=$s_bin
 		[ $v = this ] || bin=/tmp/o1v-$v/build/gpu

@@ -4,7 +4,8 @@
  * run one after the other, as below compute capability 9.0), and a launch
  * runs the kernel over its grid at once, one block at a time in a shuffled
  * order (emu_launch_grid: any grid, each block within emu.cc's
- * MAX_FIBERS threads). */
+ * MAX_FIBERS threads); a launch in clusters runs each cluster's blocks
+ * together (emu_launch_grid_cl). */
 #ifndef O1_CUDA_LAUNCH_H
 #define O1_CUDA_LAUNCH_H
 
@@ -38,6 +39,20 @@ static int emu_o1_launch(void (*kernel)(P...), dim3 grid, dim3 block,
 	return 0;
 }
 
+/* o1_launch_cl's: in clusters of CLUSTER blocks (emu_launch_grid_cl). */
+template <typename... P, typename... A>
+static int emu_o1_launch_cl(void (*kernel)(P...), dim3 grid, dim3 block,
+			    dim3 cluster, size_t smem, cudaStream_t stream,
+			    bool pdl, A... args)
+{
+	(void)stream, (void)pdl;
+	emu_launch_grid_cl(grid, block, cluster, smem,
+			   [=]() { kernel(args...); });
+	return 0;
+}
+
 #define O1_CUDA_LAUNCH(name, ...) ((void)(name), emu_o1_launch(__VA_ARGS__))
+#define O1_CUDA_LAUNCH_CL(name, ...)                                           \
+	((void)(name), emu_o1_launch_cl(__VA_ARGS__))
 
 #endif

@@ -1,6 +1,6 @@
-/* The fiber runtime of the CUDA emulation (emu.h). One cluster (the GX
- * blocks of a grid row) runs at a time, every thread a fiber on its own
- * stack, switched by a minimal x86-64 context switch. Barriers count
+/* The fiber runtime of the CUDA emulation (emu.h). One cluster (a block,
+ * or the blocks of a cluster launch) runs at a time, every thread a fiber
+ * on its own stack, switched by a minimal x86-64 context switch. Barriers count
  * arrivals and release by generation. Each round resumes every live fiber
  * once, in a shuffled order; a round in which no fiber arrived anywhere
  * or passed an atomic is a deadlock, reported with where each block's
@@ -136,6 +136,9 @@ static std::map<uint64_t *, mbar> mbars;
 static std::vector<unsigned char> smem_all;
 static size_t smem_bytes;
 static unsigned blocks, warps_per_block;
+/* the running cluster's shape: block RANK at (RANK % x, RANK / x) from
+ * its first block */
+static emu_idx cluster_dim = {1, 1, 1};
 static std::function<void()> *kernel;
 static uint64_t progress;
 /* The interleavings' seed: O1_TEST_SEED, as the tests' data (so that a
@@ -407,17 +410,36 @@ void emu_wgmma_wait(unsigned n)
 	emu_warp_done();
 }
 
-static mbar &find_bar(uint64_t *bar, const char *what)
+/* The mbarrier at BAR, an address in any block of the cluster. */
+static mbar &find_bar_at(uint64_t *bar, const char *what)
 {
 	auto it = mbars.find(bar);
 
-	emu_saddr(bar);
 	if (it == mbars.end()) {
 		fprintf(stderr, "emu: %s on an mbarrier never initialized "
 				"(%p)\n", what, (void *)bar);
 		abort();
 	}
 	return it->second;
+}
+
+/* The mbarrier at BAR, in the calling block's shared memory. */
+static mbar &find_bar(uint64_t *bar, const char *what)
+{
+	emu_saddr(bar);
+	return find_bar_at(bar, what);
+}
+
+/* Whether every thread of block RANK of the running cluster has ended
+ * (its shared memory, on the device, then another block's). */
+static bool block_exited(unsigned rank)
+{
+	unsigned nt = (unsigned)(fibers.size() / blocks);
+
+	for (unsigned t = 0; t < nt; t++)
+		if (!fibers[rank * nt + t].done)
+			return false;
+	return true;
 }
 
 /* A phase completes once its arrivals and bytes are all in. */
@@ -446,10 +468,9 @@ void emu_bar_init(uint64_t *bar, unsigned count)
 	progress++;
 }
 
-void emu_bar_arrive(uint64_t *bar, unsigned tx)
+/* One arrival on M (at BAR), announcing TX bytes. */
+static void bar_arrive(mbar &m, uint64_t *bar, unsigned tx)
 {
-	mbar &m = find_bar(bar, "arrive");
-
 	if (!m.pending) {
 		fprintf(stderr, "emu: mbarrier %p: an arrival past its "
 				"count\n", (void *)bar);
@@ -460,6 +481,23 @@ void emu_bar_arrive(uint64_t *bar, unsigned tx)
 	bar_settle(m);
 	progress++;
 	emu_stall();
+}
+
+void emu_bar_arrive(uint64_t *bar, unsigned tx)
+{
+	bar_arrive(find_bar(bar, "arrive"), bar, tx);
+}
+
+void emu_bar_arrive_remote(uint64_t *bar, unsigned rank)
+{
+	uint64_t *at = (uint64_t *)emu_map_rank(bar, rank);
+
+	if (block_exited(rank)) {
+		fprintf(stderr, "emu: an arrival on block %u's mbarrier %p "
+				"after that block ended\n", rank, (void *)at);
+		abort();
+	}
+	bar_arrive(find_bar_at(at, "remote arrive"), at, 0);
 }
 
 /* Copy C's box into shared memory; its bytes. */
@@ -488,14 +526,20 @@ static uint64_t tma_land(const tma_copy &c)
 	return row_bytes * m[EMU_MAP_BOX1];
 }
 
-void emu_tma_2d(void *dst, const uint64_t *map, int c0, int c1, uint64_t *bar)
+/* A tensor copy of MAP's box (C0, C1) to DST on BAR, in the calling
+ * block's shared memory, or with MASK (multicast) to the same offsets
+ * in each block of the cluster whose rank's bit is set. */
+static void tma_issue(void *dst, const uint64_t *map, int c0, int c1,
+		      uint64_t *bar, unsigned mask)
 {
-	mbar &m = find_bar(bar, "tensor copy");
-	tma_copy c;
 	uint32_t d0 = emu_saddr(dst);
 	uint64_t bytes = map[EMU_MAP_BOX0] * map[EMU_MAP_ELEM] *
 			 map[EMU_MAP_BOX1];
 
+	if (!mask)
+		find_bar(bar, "tensor copy");
+	else
+		emu_saddr(bar);
 	if (map[EMU_MAP_MAGIC] != EMU_MAP_MAGIC_V) {
 		fprintf(stderr, "emu: tensor copy with a map not encoded\n");
 		abort();
@@ -513,12 +557,44 @@ void emu_tma_2d(void *dst, const uint64_t *map, int c0, int c1, uint64_t *bar)
 			c0, c1, d0, (unsigned long long)bytes, smem_bytes);
 		abort();
 	}
-	c.dst = (unsigned char *)dst, c.smem = emu_smem();
-	memcpy(c.map, map, sizeof c.map);
-	c.c0 = c0, c.c1 = c1;
-	c.rounds = (unsigned)(prng() % 4);
-	m.copies.push_back(c);
+	if (mask >> blocks) {
+		fprintf(stderr, "emu: tensor copy multicast to ranks %#x of "
+				"a cluster of %u blocks\n", mask, blocks);
+		abort();
+	}
+	for (unsigned r = 0; r < (mask ? blocks : 1); r++) {
+		unsigned rank = mask ? r : cur->rank;
+		tma_copy c;
+
+		if (mask && !(mask >> r & 1))
+			continue;
+		/* the barrier of each block the bytes go to */
+		mbar &m = find_bar_at((uint64_t *)emu_map_rank(bar, rank),
+				      "tensor copy");
+
+		c.smem = smem_all.data() + rank * smem_bytes;
+		c.dst = c.smem + d0;
+		memcpy(c.map, map, sizeof c.map);
+		c.c0 = c0, c.c1 = c1;
+		c.rounds = (unsigned)(prng() % 4);
+		m.copies.push_back(c);
+	}
 	progress++;
+}
+
+void emu_tma_2d(void *dst, const uint64_t *map, int c0, int c1, uint64_t *bar)
+{
+	tma_issue(dst, map, c0, c1, bar, 0);
+}
+
+void emu_tma_2d_multicast(void *dst, const uint64_t *map, int c0, int c1,
+			  uint64_t *bar, unsigned mask)
+{
+	if (!mask) {
+		fprintf(stderr, "emu: tensor copy multicast to no block\n");
+		abort();
+	}
+	tma_issue(dst, map, c0, c1, bar, mask);
 }
 
 bool __attribute__((noinline)) emu_bar_try_wait(uint64_t *bar,
@@ -602,7 +678,8 @@ static void start_fibers(emu_idx base, unsigned nt, emu_idx gdim)
 
 		f.rank = i / nt;
 		f.tid = {i % nt, 0, 0};
-		f.bid = {base.x + f.rank, base.y, base.z};
+		f.bid = {base.x + f.rank % cluster_dim.x,
+			 base.y + f.rank / cluster_dim.x, base.z};
 		f.bdim = {nt, 1, 1}, f.gdim = gdim;
 		f.done = false, f.wait = W_RUN, f.site = NULL;
 		*--top = NULL;		     /* fiber_main's return address */
@@ -625,6 +702,18 @@ static void land_copies(void)
 				m.copies[i].rounds--;
 				i++;
 			} else {
+				unsigned rank = (unsigned)((m.copies[i].smem -
+							    smem_all.data()) /
+							   smem_bytes);
+
+				if (block_exited(rank)) {
+					fprintf(stderr,
+						"emu: a tensor copy landed in "
+						"block %u's shared memory after "
+						"that block ended\n",
+						rank);
+					abort();
+				}
 				m.tx -= (int64_t)tma_land(m.copies[i]);
 				m.copies.erase(m.copies.begin() + (long)i);
 			}
@@ -699,27 +788,32 @@ void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,
 	if (stacks == MAP_FAILED)
 		abort();
 	blocks = gx, smem_bytes = smem;
+	cluster_dim = {gx, 1, 1};
 	smem_all.assign(gx * smem, 0);
 	kernel = &f;
 	for (unsigned y = 0; y < gy; y++)
 		run_cluster({0, y, 0}, nt, {gx, gy, 1});
 }
 
-void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
-		     std::function<void()> f)
+void emu_launch_grid_cl(dim3 grid, dim3 block, dim3 cl, size_t smem,
+			std::function<void()> f)
 {
 	std::vector<emu_idx> order;
+	unsigned n = cl.x * cl.y * cl.z;
 
 	if (capture) {
 		capture->launches.push_back(
-		    [=]() { emu_launch_grid(grid, block, smem, f); });
+		    [=]() { emu_launch_grid_cl(grid, block, cl, smem, f); });
 		return;
 	}
-	if (!block.x || block.x % 32 || block.x > MAX_FIBERS || block.y != 1 ||
-	    block.z != 1) {
-		fprintf(stderr, "emu: blocks of %u x %u x %u threads not "
+	if (!block.x || block.x % 32 || block.y != 1 || block.z != 1 || !n ||
+	    cl.z != 1 || grid.x % cl.x || grid.y % cl.y ||
+	    n * block.x > MAX_FIBERS) {
+		fprintf(stderr, "emu: clusters of %u x %u x %u blocks of %u x "
+				"%u x %u threads in a grid of %u x %u x %u not "
 				"emulated\n",
-			block.x, block.y, block.z);
+			cl.x, cl.y, cl.z, block.x, block.y, block.z, grid.x,
+			grid.y, grid.z);
 		abort();
 	}
 	if (!stacks)
@@ -729,16 +823,23 @@ void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (stacks == MAP_FAILED)
 		abort();
-	blocks = 1, smem_bytes = smem;
-	smem_all.assign(smem, 0);
+	blocks = n, smem_bytes = smem;
+	cluster_dim = {cl.x, cl.y, 1};
+	smem_all.assign(n * smem, 0);
 	kernel = &f;
 	for (unsigned z = 0; z < grid.z; z++)
-		for (unsigned y = 0; y < grid.y; y++)
-			for (unsigned x = 0; x < grid.x; x++)
+		for (unsigned y = 0; y < grid.y; y += cl.y)
+			for (unsigned x = 0; x < grid.x; x += cl.x)
 				order.push_back({x, y, z});
 	std::shuffle(order.begin(), order.end(), prng);
 	for (const emu_idx &b : order)
 		run_cluster(b, block.x, {grid.x, grid.y, grid.z});
+}
+
+void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
+		     std::function<void()> f)
+{
+	emu_launch_grid_cl(grid, block, dim3(1, 1, 1), smem, f);
 }
 
 extern "C" {

@@ -344,6 +344,13 @@ void emu_bar_arrive(uint64_t *bar, unsigned tx);
 bool emu_bar_try_wait(uint64_t *bar, unsigned parity);
 void emu_tma_2d(void *dst, const uint64_t *map, int c0, int c1,
 		uint64_t *bar);
+/* Clusters: a tensor copy multicast to the blocks of MASK's ranks (the
+ * same offsets in each, counted on each one's barrier at BAR's offset),
+ * and an arrival on block RANK's mbarrier at BAR's offset; either one
+ * that reaches a block whose threads have all ended is reported. */
+void emu_tma_2d_multicast(void *dst, const uint64_t *map, int c0, int c1,
+			  uint64_t *bar, unsigned mask);
+void emu_bar_arrive_remote(uint64_t *bar, unsigned rank);
 
 /* Runs F for every thread of a (GX, GY) grid of NT-thread blocks in
  * clusters of GX blocks, one cluster after another, with SMEM bytes of
@@ -356,5 +363,11 @@ void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,
  * at a time (no clusters), in an order shuffled per launch. */
 void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
 		     std::function<void()> f);
+/* The same in clusters of CL.x x CL.y blocks (GRID a multiple of it):
+ * each cluster's blocks run together (their shared memory mapped to each
+ * other, cluster barriers over them; rank x + CL.x y), the clusters one
+ * at a time in a shuffled order. */
+void emu_launch_grid_cl(dim3 grid, dim3 block, dim3 cl, size_t smem,
+			std::function<void()> f);
 
 #endif

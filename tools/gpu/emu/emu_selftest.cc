@@ -4,7 +4,9 @@
  * tensor copy, against the CPU's product (small integers: every sum
  * exact, so bitwise) and the swizzle's documented layout; a two-buffer
  * pipeline of full and empty mbarriers over four phases each; a copy's
- * bytes absent until its barrier's wait. Negative cases: a kernel with
+ * bytes absent until its barrier's wait; the same pipeline in clusters
+ * of two blocks, each copying half of every tile into both (multicast)
+ * and releasing buffers to the other by remote arrivals. Negative cases: a kernel with
  * one fault (a flag adds it), which must stop on the emulation's own
  * report of that fault (its text on stderr: an earlier, unrelated abort
  * does not pass), and which without the flag must run clean (so the
@@ -556,6 +558,177 @@ static int product_unwaited(bool fault)
 	return 0;
 }
 
+/* Clusters of two blocks along y (as gemm_qw's QW_CLUSTER launches
+ * them): a two-buffer pipeline in which each tile is two boxes and block
+ * r copies box r into both blocks (multicast); a buffer is refilled once
+ * the block's own warps released it (empty, 4 arrivals) and the other
+ * block's lead said its copy is free too (peer, 1 remote arrival). Every
+ * thread of both blocks compares its 16 bytes of each tile with SRC
+ * (STALE); MISPLACED counts threads whose block index is not the one
+ * its cluster rank gives. */
+#define MC_BOX	 (PIPE_TILE_BYTES / 2)
+
+static void k_mc_pipeline(const hop_map *map, const uint8_t *src, int *stale,
+			  int *misplaced)
+{
+	uint8_t *sm = emu_smem();
+	uint64_t *full = (uint64_t *)(sm + PIPE_BUFS * PIPE_TILE_BYTES),
+		 *empty = full + PIPE_BUFS, *peer = empty + PIPE_BUFS;
+	unsigned tid = threadIdx.x, rank = hop_cluster_rank();
+
+	*misplaced += blockIdx.y % 2 != rank || blockIdx.x != 0;
+	if (tid == 0) {
+		for (int b = 0; b < PIPE_BUFS; b++) {
+			hop_bar_init(&full[b], 1);
+			hop_bar_init(&empty[b], THREADS / 32);
+			hop_bar_init(&peer[b], 1);
+		}
+		hop_fence_bar_init();
+	}
+	hop_cluster_sync(); /* both blocks' barriers before any copy */
+	if (tid == 0)
+		for (int i = 0; i < PIPE_BUFS; i++) {
+			hop_bar_expect_tx(&full[i], PIPE_TILE_BYTES);
+			hop_tma_2d_multicast(sm + i * PIPE_TILE_BYTES +
+						 rank * MC_BOX,
+					     map, 64 * (int)rank, PIPE_ROWS * i,
+					     &full[i], 3);
+		}
+	__syncthreads();
+	for (int i = 0; i < PIPE_TILES; i++) {
+		int b = i % PIPE_BUFS, use = i / PIPE_BUFS;
+		uint8_t *buf = sm + b * PIPE_TILE_BYTES;
+
+		hop_bar_wait(&full[b], use % 2);
+		for (int o = 16 * tid; o < 16 * (int)tid + 16; o++) {
+			int h = o / MC_BOX, r = o % MC_BOX / 64;
+
+			*stale += buf[o] != src[(PIPE_ROWS * i + r) * PIPE_COLS +
+						64 * h + o % 64];
+		}
+		__syncwarp();
+		if (tid % 32 == 0)
+			hop_bar_arrive(&empty[b]);
+		if (tid == 0 && i + PIPE_BUFS < PIPE_TILES) {
+			hop_bar_wait(&empty[b], use % 2);
+			hop_bar_arrive_remote(&peer[b], rank ^ 1);
+			hop_bar_wait(&peer[b], use % 2);
+			hop_bar_expect_tx(&full[b], PIPE_TILE_BYTES);
+			hop_tma_2d_multicast(buf + rank * MC_BOX, map,
+					     64 * (int)rank,
+					     PIPE_ROWS * (i + PIPE_BUFS),
+					     &full[b], 3);
+		}
+	}
+	hop_cluster_sync(); /* no block ends while the other may copy */
+}
+
+static int mc_pipeline(bool fault)
+{
+	static uint8_t src[PIPE_TILES * PIPE_TILE_BYTES]
+	    __attribute__((aligned(16)));
+	uint64_t seed = 0x2545f4914f6cdd1dull;
+	int stale = 0, misplaced = 0, *stale_p = &stale,
+	    *misplaced_p = &misplaced;
+	hop_map map, *map_p = &map;
+
+	(void)fault;
+	for (uint8_t &v : src) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		v = (uint8_t)(seed >> 56);
+	}
+	if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, src, PIPE_COLS,
+		   PIPE_ROWS * PIPE_TILES, PIPE_COLS, 64, PIPE_ROWS,
+		   CU_TENSOR_MAP_SWIZZLE_NONE))
+		return fprintf(stderr, "encode failed\n"), 1;
+	/* grid (1, 4): two clusters, run one after the other */
+	emu_launch_grid_cl(dim3(1, 4, 1), dim3(THREADS), dim3(1, 2, 1),
+			   PIPE_BUFS * PIPE_TILE_BYTES + 64,
+			   [=]() {
+				   k_mc_pipeline(map_p, src, stale_p,
+						 misplaced_p);
+			   });
+	fprintf(stderr, "%d tiles in 2 clusters of 2: %d bytes unlike the "
+			"tensor's, %d threads misplaced\n",
+		PIPE_TILES, stale, misplaced);
+	return stale || misplaced;
+}
+
+/* A cluster of two: block 0 copies a box into both blocks (or, where
+ * ARRIVE, arrives on block 1's barrier) while block 1 first takes a few
+ * block barriers. MODE 0: correct (a cluster barrier after the inits;
+ * block 1 waits for the bytes or the arrival); 1: no cluster barrier
+ * after the inits (block 0's copy meets block 1's barrier before its
+ * init); 2: block 1 ends without waiting, before block 0 (which first
+ * takes a few block barriers) reaches it. */
+static void k_mc_peer(const hop_map *map, int mode, bool arrive)
+{
+	uint8_t *sm = emu_smem();
+	uint64_t *bar = (uint64_t *)(sm + 512);
+	unsigned rank = hop_cluster_rank();
+
+	for (int i = 0; i < 3 && rank == 1; i++)
+		__syncthreads();
+	if (threadIdx.x == 0) {
+		hop_bar_init(bar, arrive ? 1 : 1 + rank);
+		hop_fence_bar_init();
+	}
+	if (mode != 1)
+		hop_cluster_sync();
+	if (rank == 1 && mode == 2)
+		return;
+	for (int i = 0; i < 4 && rank == 0 && mode == 2; i++)
+		__syncthreads();
+	if (threadIdx.x == 0 && arrive) {
+		if (rank == 0)
+			hop_bar_arrive_remote(bar, 1);
+		else
+			hop_bar_wait(bar, 0);
+	} else if (threadIdx.x == 0) {
+		/* block 1 counts its own arrival with the bytes (count 2):
+		 * it waits for block 0's copy; block 0 issues it before its
+		 * own arrival (which may sit out rounds: emu_stall) */
+		if (rank == 0)
+			hop_tma_2d_multicast(sm, map, 8, 0, bar, 3);
+		hop_bar_expect_tx(bar, 512);
+		if (rank == 1)
+			hop_bar_arrive(bar);
+		hop_bar_wait(bar, 0);
+	}
+	/* block 0 outlives the copies' landing (a few rounds) */
+	for (int i = 0; i < 8 && rank == 0 && mode == 2; i++)
+		__syncthreads();
+}
+
+static int mc_peer(int mode, bool arrive)
+{
+	static uint16_t x[16 * 64] __attribute__((aligned(16)));
+	hop_map map, *map_p = &map;
+
+	if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, 64, 16, 128, 16,
+		   16, CU_TENSOR_MAP_SWIZZLE_NONE))
+		return fprintf(stderr, "encode failed\n"), 1;
+	emu_launch_grid_cl(dim3(2, 1, 1), dim3(THREADS), dim3(2, 1, 1),
+			   512 + 64,
+			   [=]() { k_mc_peer(map_p, mode, arrive); });
+	return 0;
+}
+
+static int mc_before_peer_init(bool fault)
+{
+	return mc_peer(fault ? 1 : 0, false);
+}
+
+static int mc_after_peer_exit(bool fault)
+{
+	return mc_peer(fault ? 2 : 0, false);
+}
+
+static int remote_arrive_after_peer_exit(bool fault)
+{
+	return mc_peer(fault ? 2 : 0, true);
+}
+
 struct selftest_case {
 	int (*run)(bool fault); /* 0: the kernel's results as expected */
 	const char *report;	/* the emulation's words for the fault;
@@ -661,6 +834,17 @@ static const selftest_case sync_partial = {
     "thread 0: wait 1 at"}; /* 1: __syncthreads */
 static const selftest_case bar_not_shared = {
     bar_global, "is not in this block's shared memory", NULL};
+static const selftest_case mc_phases = {mc_pipeline, NULL, NULL};
+static const selftest_case mc_init = {
+    mc_before_peer_init, "emu: tensor copy on an mbarrier never initialized",
+    NULL};
+static const selftest_case mc_exit = {
+    mc_after_peer_exit, "emu: a tensor copy landed in block 1's shared "
+			"memory after that block ended",
+    NULL};
+static const selftest_case remote_exit = {
+    remote_arrive_after_peer_exit, "emu: an arrival on block 1's mbarrier ",
+    "after that block ended"};
 static const selftest_case unwaited = {
     product_unwaited, "ended with warpgroup products not waited for",
     NULL};
@@ -685,6 +869,10 @@ int main(void)
 	    SELFTEST("syncthreads_partial_deadlock", sync_partial),
 	    SELFTEST("mbarrier_outside_shared", bar_not_shared),
 	    SELFTEST("products_not_waited", unwaited),
+	    SELFTEST("multicast_cluster_pipeline", mc_phases),
+	    SELFTEST("multicast_before_peer_init", mc_init),
+	    SELFTEST("multicast_after_peer_exit", mc_exit),
+	    SELFTEST("remote_arrive_after_peer_exit", remote_exit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,10 +13,12 @@
 # build-emu/ so that their "cuda_launch.h" is this folder's (extern
 # __shared__ arrays become emu_smem()). Quick mode (O1_TEST_QUICK=1): a
 # subset of the shapes; a few minutes on one core. x86-64, g++ and cmocka.
-# O1_EMU_OUT=DIR builds in DIR instead (two runs side by side). SEED:
-# O1_TEST_SEED (default: the time), the tests' data and the emulation's
-# interleavings.
-#   tools/gpu/emu/run_gemm_q.sh [SEED]
+# O1_EMU_OUT=DIR builds in DIR instead (two runs side by side);
+# O1_EMU_DEFINES adds definitions to the kernels' compile (a compile-time
+# switch's variant, e.g. "-DQW_CLUSTER=2", without a copy of the tree).
+# SEED: O1_TEST_SEED (default: the time), the tests' data and the
+# emulation's interleavings.
+#   [O1_EMU_DEFINES=-DNAME=V] tools/gpu/emu/run_gemm_q.sh [SEED]
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
 # one runs on the CPU, the rule is kept anyway so every script reads alike.
@@ -28,7 +30,8 @@ out=${O1_EMU_OUT:-$root/build-emu}
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root/kernels" -I"$root" -I"$root/daemon")
 shared='s/extern __shared__ \(__align__(16) \)\{0,1\}\([a-z_0-9 ]*[a-z_0-9]\) \([a-z_0-9]*\)\[\];/\2 *\3 = (\2 *)emu_smem();/'
-cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -Wno-psabi -include "$emu/emu.h" "${inc[@]}")
+read -r -a defs <<<"${O1_EMU_DEFINES:-}"
+cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -Wno-psabi -include "$emu/emu.h" "${inc[@]}" ${defs[@]+"${defs[@]}"})
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
     -DO1_SHARED_DIR="\"$root/../shared\"" "${inc[@]}")
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"

@@ -6,7 +6,8 @@
 # shared memory, an mbarrier never initialized, arrived on past its
 # count or initialized again under a copy in flight, a copy's box start
 # misaligned or its map not encoded, __syncthreads reached by half the
-# block, ...), each of which must stop
+# block, a multicast copy before the other block's barrier init or after
+# it ended, ...), each of which must stop
 # on the emulation's own report. So the checks that run_gemm_q.sh relies
 # on are themselves checked, in CI (tools/test.sh), without a GPU: a few
 # seconds, most of them the build. x86-64, g++ and cmocka.
