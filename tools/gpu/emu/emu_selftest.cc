@@ -230,6 +230,23 @@ static void issue_tile(uint8_t *buf, uint64_t *full, const hop_map *map,
 		hop_bar_expect_tx(full, PIPE_TILE_BYTES);
 }
 
+/* Thread TID's 16 bytes of tile I in BUF (two boxes of 64 columns, one
+ * after the other) unlike SRC's. */
+static int tile_stale(const uint8_t *buf, const uint8_t *src, int i,
+		      unsigned tid)
+{
+	int n = 0;
+
+	for (int o = 16 * (int)tid; o < 16 * (int)tid + 16; o++) {
+		int h = o / (PIPE_TILE_BYTES / 2),
+		    r = o % (PIPE_TILE_BYTES / 2) / 64;
+
+		n += buf[o] != src[(PIPE_ROWS * i + r) * PIPE_COLS + 64 * h +
+				   o % 64];
+	}
+	return n;
+}
+
 /* Each thread compares its 16 bytes of each tile with SRC, counting
  * those unlike it (read before the copies landed, or misplaced) in
  * STALE; the producer counts in EARLY the phases of empty[b] that
@@ -259,13 +276,7 @@ static void k_pipeline(const hop_map *map, const uint8_t *src, int *stale,
 		uint8_t *buf = sm + b * PIPE_TILE_BYTES;
 
 		hop_bar_wait(&full[b], use % 2);
-		for (int o = 16 * tid; o < 16 * (int)tid + 16; o++) {
-			int h = o / (PIPE_TILE_BYTES / 2),
-			    r = o % (PIPE_TILE_BYTES / 2) / 64;
-
-			*stale += buf[o] != src[(PIPE_ROWS * i + r) * PIPE_COLS +
-						64 * h + o % 64];
-		}
+		*stale += tile_stale(buf, src, i, tid);
 		__syncwarp(); /* the warp's lanes all read the tile */
 		if (tid % 32 == 0) {
 			released[b]++;
@@ -280,23 +291,31 @@ static void k_pipeline(const hop_map *map, const uint8_t *src, int *stale,
 	}
 }
 
+/* The pipelines' tensor: PIPE_TILES tiles of random bytes (from SEED)
+ * into SRC, MAP over it in boxes of 64 x PIPE_ROWS; 0 or 1. */
+static int pipe_tensor(uint8_t *src, uint64_t seed, hop_map *map)
+{
+	for (int i = 0; i < PIPE_TILES * PIPE_TILE_BYTES; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		src[i] = (uint8_t)(seed >> 56);
+	}
+	if (encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, src, PIPE_COLS,
+		   PIPE_ROWS * PIPE_TILES, PIPE_COLS, 64, PIPE_ROWS,
+		   CU_TENSOR_MAP_SWIZZLE_NONE))
+		return fprintf(stderr, "encode failed\n"), 1;
+	return 0;
+}
+
 static int pipeline(bool fault)
 {
 	static uint8_t src[PIPE_TILES * PIPE_TILE_BYTES]
 	    __attribute__((aligned(16)));
-	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	int stale = 0, early = 0, *stale_p = &stale, *early_p = &early;
 	hop_map map, *map_p = &map;
 
 	(void)fault;
-	for (uint8_t &v : src) {
-		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-		v = (uint8_t)(seed >> 56);
-	}
-	if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, src, PIPE_COLS,
-		   PIPE_ROWS * PIPE_TILES, PIPE_COLS, 64, PIPE_ROWS,
-		   CU_TENSOR_MAP_SWIZZLE_NONE))
-		return fprintf(stderr, "encode failed\n"), 1;
+	if (pipe_tensor(src, 0x9e3779b97f4a7c15ull, &map))
+		return 1;
 	EMU_LAUNCH(1, 1, THREADS, PIPE_BUFS * PIPE_TILE_BYTES + 64, k_pipeline,
 		   map_p, (const uint8_t *)src, stale_p, early_p);
 	fprintf(stderr, "%d tiles: %d bytes unlike the tensor's, %d buffers "
@@ -600,12 +619,7 @@ static void k_mc_pipeline(const hop_map *map, const uint8_t *src, int *stale,
 		uint8_t *buf = sm + b * PIPE_TILE_BYTES;
 
 		hop_bar_wait(&full[b], use % 2);
-		for (int o = 16 * tid; o < 16 * (int)tid + 16; o++) {
-			int h = o / MC_BOX, r = o % MC_BOX / 64;
-
-			*stale += buf[o] != src[(PIPE_ROWS * i + r) * PIPE_COLS +
-						64 * h + o % 64];
-		}
+		*stale += tile_stale(buf, src, i, tid);
 		__syncwarp();
 		if (tid % 32 == 0)
 			hop_bar_arrive(&empty[b]);
@@ -627,20 +641,13 @@ static int mc_pipeline(bool fault)
 {
 	static uint8_t src[PIPE_TILES * PIPE_TILE_BYTES]
 	    __attribute__((aligned(16)));
-	uint64_t seed = 0x2545f4914f6cdd1dull;
 	int stale = 0, misplaced = 0, *stale_p = &stale,
 	    *misplaced_p = &misplaced;
 	hop_map map, *map_p = &map;
 
 	(void)fault;
-	for (uint8_t &v : src) {
-		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-		v = (uint8_t)(seed >> 56);
-	}
-	if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, src, PIPE_COLS,
-		   PIPE_ROWS * PIPE_TILES, PIPE_COLS, 64, PIPE_ROWS,
-		   CU_TENSOR_MAP_SWIZZLE_NONE))
-		return fprintf(stderr, "encode failed\n"), 1;
+	if (pipe_tensor(src, 0x2545f4914f6cdd1dull, &map))
+		return 1;
 	/* grid (1, 4): two clusters, run one after the other */
 	emu_launch_grid_cl(dim3(1, 4, 1), dim3(THREADS), dim3(1, 2, 1),
 			   PIPE_BUFS * PIPE_TILE_BYTES + 64,
