@@ -12,12 +12,13 @@
 # guard, so the call ends inside the device's 10 minutes; then batch 256
 # with the gate/up product's fused SwiGLU off (--fusion off: A/B) and
 # issue 17's batch-1 row of the Q4_K_M through o1d (table.sh batch1).
-# QP_AB=FILE:EXPR adds an A/B of a compile-time switch (s_variant) after
-# bench_gemm_q, QP_AB2 a second variant in the same turns (each variant's
-# test_gemm_q_cuda, quick, runs first); the call's
-# ~585 s do not hold the build, ctest, the model and two variant builds
-# (2026-12-05: the A/B was skipped), so an A/B call sets QP_CTEST=0 (no
-# ctest). Results in
+# QP_AB=FILE:EXPR adds an A/B of a compile-time switch (s_variant, built
+# while the tests run) after bench_gemm_q, QP_AB2 a second variant in the
+# same turns (each variant's test_gemm_q_cuda, quick, runs first); the
+# call's ~585 s do not hold the build, ctest, the model and the variants'
+# turns (2026-12-05: the A/B was skipped), so an A/B call sets QP_CTEST=0
+# (no ctest) and comes after a call that made the model (kept in /tmp/o1m
+# while the machine stays warm). Results in
 # $OUT/session.txt (the table in $OUT/table.md); the logs in $OUT/logs.tgz.
 #   OUT=dir [QP_AB='kernels/gemm_qw.cu:s/QW_OVERLAP 1/QW_OVERLAP 0/'] \
 #     [QP_AB2='FILE:EXPR'] \
@@ -32,6 +33,19 @@ left() { echo $((585 - ($(date +%s) - t0))); }
 s_build
 s_models w8-q4km >/dev/null 2>&1 &
 mp=$!
+# QP_AB=FILE:EXPR (and QP_AB2, a second): variants (EXPR applied to FILE)
+# built side by side while the tests and bench_gemm_q run (one after the
+# other, the second did not fit: 2026-12-05)
+vt="bench_gemm_q bench_cuda_decode test_gemm_q_cuda"
+pa= pb=
+if [ -n "${QP_AB:-}" ]; then
+	s_variant ab "${QP_AB%%:*}" "${QP_AB#*:}" $vt &
+	pa=$!
+fi
+if [ -n "${QP_AB2:-}" ]; then
+	s_variant ab2 "${QP_AB2%%:*}" "${QP_AB2#*:}" $vt &
+	pb=$!
+fi
 if [ "${QP_CTEST:-1}" != 0 ]; then
 	s_ctest
 	grep -h "gemm_qw\|FAILED\|y\[\|relative" "$s_out/ctest.txt" | cut -c1-220 |
@@ -44,15 +58,13 @@ sed -n 's/^RESULT //p' "$s_out/bench_gemm_q.txt" |
 	awk '{print $1,$2,$3,$4,$11,$22,$23,$24,$25,$26}' | tee -a "$s_out/session.txt"
 wait $mp
 s_log "models: $(cd "$s_models_dir" && echo *) ($(left) s left)"
-# QP_AB=FILE:EXPR (and QP_AB2, a second): the variant (EXPR applied to
-# FILE) against this tree, by turns: bench_gemm_q's Q4_K products, then
-# the whole Q4_K_M at 256 rows
+# the variants against this tree, by turns: bench_gemm_q's Q4_K products,
+# then the whole Q4_K_M at 256 rows
 vs=
-vt="bench_gemm_q bench_cuda_decode test_gemm_q_cuda"
-[ -n "${QP_AB:-}" ] && [ "$(left)" -gt 300 ] &&
-	s_variant ab "${QP_AB%%:*}" "${QP_AB#*:}" $vt && vs="$vs ab"
-[ -n "${QP_AB2:-}" ] && [ "$(left)" -gt 300 ] &&
-	s_variant ab2 "${QP_AB2%%:*}" "${QP_AB2#*:}" $vt && vs="$vs ab2"
+[ -n "$pa" ] && wait "$pa" && vs="$vs ab"
+[ -n "$pb" ] && wait "$pb" && vs="$vs ab2"
+s_log "variants built:${vs:- none} ($(left) s left)"
+[ "$(left)" -gt 150 ] || vs=
 if [ -n "$vs" ]; then
 	# each variant's exact checks first (quick: a subset of the shapes;
 	# a timing probe such as QW_PROBE_TOKENS_ONCE fails them by design)

@@ -39,13 +39,17 @@ prefix=/tmp/o1-debs
 unpack() {
   [ -d .debs ] || { echo "run.sh: no .debs/ (run tools/gpu/fetch-debs.sh here, carry .debs)"; exit 1; }
   mkdir -p "$prefix"
-  for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
   local lib=$prefix/usr/lib/x86_64-linux-gnu
-  # Some -dev packages' .so links are absolute: repoint them into the prefix.
-  for l in "$lib"/*.so; do
-    t=$(readlink "$l" || true)
-    case "$t" in /*) ln -sf "$prefix$t" "$l" ;; esac
-  done
+  # one unpack at a time (variant builds run side by side: session.sh)
+  (
+    flock 9
+    for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
+    # Some -dev packages' .so links are absolute: repoint them into the prefix.
+    for l in "$lib"/*.so; do
+      t=$(readlink "$l" || true)
+      case "$t" in /*) ln -sf "$prefix$t" "$l" ;; esac
+    done
+  ) 9>"$prefix.lock"
   # libmicrohttpd.pc requires gnutls.pc, which .debs/ lacks: a stub lets
   # the configure through; the GPU targets (O1_GPU_TARGETS) never link the
   # sidecar, a full build there would need gnutls itself.

@@ -56,7 +56,9 @@ s_build() {
 # /tmp/o1v-NAME with the sed expression EXPR applied to FILE (a
 # compile-time switch, e.g. gemm_qw.cu's QW_OVERLAP), TARGETS (default
 # bench_gemm_q bench_cuda_decode) built there; S_BIN=/tmp/o1v-NAME/build/gpu
-# then runs its programs. Fails when EXPR changes nothing.
+# then runs its programs. Fails when EXPR changes nothing or the build
+# fails. Variants may build side by side (s_variant ... &): each logs
+# into its own folder.
 s_variant() {
 	local name=$1 file=$2 expr=$3 dir=/tmp/o1v-$1
 	shift 3
@@ -68,9 +70,11 @@ s_variant() {
 		return 1
 	fi
 	s_log "build variant $name ($file: $expr)"
-	O1_GPU_TARGETS="${*:-bench_gemm_q bench_cuda_decode}" \
+	O1_GPU_TARGETS="${*:-bench_gemm_q bench_cuda_decode}" OUT=$dir/out \
 		bash "$dir/tools/gpu/run.sh" build >"$s_out/build-$name.txt" 2>&1
-	tail -2 "$s_out/build-$name.txt" | tee -a "$s_out/session.txt"
+	local rc=$?
+	tail -2 "$s_out/build-$name.txt" | sed "s/^/$name: /" | tee -a "$s_out/session.txt"
+	return $rc
 }
 
 # ctest -L gpu; its summary and test_gpu_backend's error lines logged.
