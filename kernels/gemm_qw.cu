@@ -38,8 +38,11 @@
  * warpgroup whose products finished first: 9-13% at 256 tokens a block).
  * With 3 or more buffers stages are issued S - 2 ahead and a stage's last
  * group of products runs on while the next stage starts (QW_OVERLAP),
- * with 2 every stage drains. A stage: wait for its copies, each warp
- * decodes its 16 rows' unit scales into its own shared slots, then each
+ * with 2 every stage drains. With QW_CLUSTER 2 (off until measured)
+ * two blocks of the same tokens share each stage's token boxes by
+ * multicast, a buffer refilled once both released it. A stage: wait for
+ * its copies, each warp decodes its 16 rows' unit scales into its own
+ * shared slots, then each
  * warpgroup runs 8 k16 products in two groups of four, the A fragments of
  * a group decoded while the tensor cores run the previous one. A thread's
  * fragment: rows g and g + 8 of its warp's 16, elements 2t, 2t + 1, 2t +
