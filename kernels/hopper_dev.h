@@ -53,10 +53,10 @@
  * multicast one in each block of its mask, and a copy or remote arrival
  * that reaches a block of the cluster after its threads ended, or a
  * barrier not yet initialized, is reported; the bf16x2 operations
- * round as the device's
- * (exactly, from double); each element's 16 products are added exactly,
- * then to the f32 accumulator with one rounding (the device's order
- * inside a product is unspecified: the tests bound the difference).
+ * round as the device's (exactly, from double); each element's 16
+ * products are added exactly, then to the f32 accumulator with one
+ * rounding (the device's order inside a product is unspecified: the
+ * tests bound the difference).
  */
 #ifndef O1_HOPPER_DEV_H
 #define O1_HOPPER_DEV_H
