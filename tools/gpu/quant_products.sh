@@ -66,8 +66,9 @@ vs=
 s_log "variants built:${vs:- none} ($(left) s left)"
 [ "$(left)" -gt 150 ] || vs=
 if [ -n "$vs" ]; then
-	# each variant's exact checks first (quick: a subset of the shapes;
-	# a timing probe such as QW_PROBE_TOKENS_ONCE fails them by design)
+	# each variant's exact checks first (quick: a subset of the shapes,
+	# the whole list takes ~150 s in ctest; a timing probe such as
+	# QW_PROBE_TOKENS_ONCE fails them by design)
 	for v in $vs; do
 		O1_TEST_QUICK=1 timeout 90 \
 			"/tmp/o1v-$v/build/gpu/tests/kernels/test_gemm_q_cuda" \
