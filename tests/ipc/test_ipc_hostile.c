@@ -107,6 +107,26 @@ static struct o1_client *connect_good(struct test_server *s, const char *name,
 	return c;
 }
 
+/* A good client beside the silent flood: one whose hello the front loop
+ * has not read before QUOTA_TRIES - 1 newer silent connections came is
+ * evicted as the oldest silent one (-O1_E_QUOTA, the budget's rule), which
+ * a process the machine runs late meets now and then (a loaded 2-core
+ * machine: a first and a second try both refused); it connects again, as
+ * a client told "quota exceeded" would. */
+#define QUOTA_TRIES 20
+
+static struct o1_client *connect_beside_flood(struct test_server *s,
+					      const char *name, int *ret)
+{
+	struct o1_client *c = connect_good(s, name, ret);
+
+	for (int i = 1; *ret == -O1_E_QUOTA && i < QUOTA_TRIES; i++) {
+		usleep(1000);
+		c = connect_good(s, name, ret);
+	}
+	return c;
+}
+
 /* A good client gets a PONG and a full scripted stream. */
 static void check_serving(struct test_server *s)
 {
@@ -119,7 +139,7 @@ static void check_serving(struct test_server *s)
 	struct o1_client *c;
 	int ret;
 
-	c = connect_good(s, "good", &ret);
+	c = connect_beside_flood(s, "good", &ret);
 	if (ret)
 		fail_msg("connect: %d %s", ret, o1_last_error());
 	assert_int_equal(o1_client_ping(c, NULL), 0);
@@ -199,8 +219,9 @@ static void end_child(pid_t pid)
 }
 
 /* Silent connections have their own budget: the flood evicts its own
- * oldest ones, six good clients connect beside it (a second try is
- * allowed: their first could meet a full burst), stay and are served;
+ * oldest ones, six good clients connect beside it (another try is
+ * allowed where one met a full burst: connect_beside_flood), stay and
+ * are served;
  * each eviction's log line names the flooder's pid and uid. */
 static void test_silent_flood(void **state)
 {
@@ -217,9 +238,7 @@ static void test_silent_flood(void **state)
 	flooder = fork_child(silent_flood, s.path, 64);
 	for (int round = 0; round < scale; round++) {
 		for (int i = 0; i < 6; i++) {
-			good[i] = connect_good(&s, "good", &ret);
-			if (ret == -O1_E_QUOTA)
-				good[i] = connect_good(&s, "good", &ret);
+			good[i] = connect_beside_flood(&s, "good", &ret);
 			if (ret)
 				fail_msg("client %d: %d %s", i, ret,
 					 o1_last_error());
