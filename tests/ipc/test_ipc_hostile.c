@@ -108,11 +108,12 @@ static struct o1_client *connect_good(struct test_server *s, const char *name,
 }
 
 /* A good client beside the silent flood: one whose hello the front loop
- * has not read before QUOTA_TRIES - 1 newer silent connections came is
+ * has not read before ipc.max_half_open newer silent connections came is
  * evicted as the oldest silent one (-O1_E_QUOTA, the budget's rule), which
- * a process the machine runs late meets now and then (a loaded 2-core
- * machine: a first and a second try both refused); it connects again, as
- * a client told "quota exceeded" would. */
+ * a process the machine runs late meets now and then (a fresh clone's
+ * ASan run on a 2-core machine: check_serving's one try refused); it
+ * connects again, up to QUOTA_TRIES times, as a client told "quota
+ * exceeded" would. */
 #define QUOTA_TRIES 20
 
 static struct o1_client *connect_beside_flood(struct test_server *s,
