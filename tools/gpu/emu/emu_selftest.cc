@@ -667,7 +667,8 @@ static int mc_pipeline(bool fault)
  * block 1 waits for the bytes or the arrival); 1: no cluster barrier
  * after the inits (block 0's copy meets block 1's barrier before its
  * init); 2: block 1 ends without waiting, before block 0 (which first
- * takes a few block barriers) reaches it. */
+ * takes a few block barriers) reaches it; 3: block 0's copy names a
+ * rank the cluster has not (mask 0b101). */
 static void k_mc_peer(const hop_map *map, int mode, bool arrive)
 {
 	uint8_t *sm = emu_smem();
@@ -696,7 +697,8 @@ static void k_mc_peer(const hop_map *map, int mode, bool arrive)
 		 * it waits for block 0's copy; block 0 issues it before its
 		 * own arrival (which may sit out rounds: emu_stall) */
 		if (rank == 0)
-			hop_tma_2d_multicast(sm, map, 8, 0, bar, 3);
+			hop_tma_2d_multicast(sm, map, 8, 0, bar,
+					     mode == 3 ? 5 : 3);
 		hop_bar_expect_tx(bar, 512);
 		if (rank == 1)
 			hop_bar_arrive(bar);
@@ -724,6 +726,11 @@ static int mc_peer(int mode, bool arrive)
 static int mc_before_peer_init(bool fault)
 {
 	return mc_peer(fault ? 1 : 0, false);
+}
+
+static int mc_outside_cluster(bool fault)
+{
+	return mc_peer(fault ? 3 : 0, false);
 }
 
 static int mc_after_peer_exit(bool fault)
@@ -845,6 +852,10 @@ static const selftest_case mc_phases = {mc_pipeline, NULL, NULL};
 static const selftest_case mc_init = {
     mc_before_peer_init, "emu: tensor copy on an mbarrier never initialized",
     NULL};
+static const selftest_case mc_mask = {
+    mc_outside_cluster, "emu: tensor copy multicast to ranks 0x5 of a "
+			"cluster of 2 blocks",
+    NULL};
 static const selftest_case mc_exit = {
     mc_after_peer_exit, "emu: a tensor copy landed in block 1's shared "
 			"memory after that block ended",
@@ -878,6 +889,7 @@ int main(void)
 	    SELFTEST("products_not_waited", unwaited),
 	    SELFTEST("multicast_cluster_pipeline", mc_phases),
 	    SELFTEST("multicast_before_peer_init", mc_init),
+	    SELFTEST("multicast_outside_cluster", mc_mask),
 	    SELFTEST("multicast_after_peer_exit", mc_exit),
 	    SELFTEST("remote_arrive_after_peer_exit", remote_exit),
 	};
