@@ -86,6 +86,16 @@ static void decode_unit(enum o1_quant_type type, const uint8_t *row, uint32_t u,
 			h->a[e] = b[2 + e] & 0xf;
 			h->a[16 + e] = b[2 + e] >> 4;
 		}
+	} else if (type == O1_QUANT_Q5_0) {
+		const uint8_t *b = row + (size_t)u * O1_QUANT_Q5_0_BYTES;
+		uint32_t qh = u16(b + 2) | u16(b + 4) << 16;
+
+		h->d = o1_quant_f16_to_f32((uint16_t)u16(b));
+		for (int e = 0; e < 16; e++) {
+			h->a[e] = (b[6 + e] & 0xf) | (qh >> e & 1) << 4;
+			h->a[16 + e] = (b[6 + e] >> 4) | (qh >> (16 + e) & 1)
+							     << 4;
+		}
 	} else if (type == O1_QUANT_Q4_K) {
 		const uint8_t *b = row + (size_t)(u / 8) * O1_QUANT_Q4_K_BYTES;
 		const uint8_t *q = b + 16 + 32 * (u % 8 / 2);
@@ -129,6 +139,8 @@ static float unit_product(enum o1_quant_type type, const struct wunit *h,
 		return (h->d * x->d) * (float)(s0 + s1);
 	case O1_QUANT_Q4_0:
 		return h->d * (x->d * (float)(s0 + s1) - 8.0f * x->s);
+	case O1_QUANT_Q5_0:
+		return h->d * (x->d * (float)(s0 + s1) - 16.0f * x->s);
 	case O1_QUANT_Q4_K:
 		return (h->d * x->d) * (float)(s0 + s1) - h->m * x->s;
 	default:
@@ -225,6 +237,7 @@ static double scale_of(enum o1_quant_type type, const struct wunit *h, int e)
 static double offset_of(enum o1_quant_type type, const struct wunit *h)
 {
 	return type == O1_QUANT_Q4_0   ? 8.0 * h->d
+	       : type == O1_QUANT_Q5_0 ? 16.0 * h->d
 	       : type == O1_QUANT_Q4_K ? h->m
 				       : 0.0;
 }

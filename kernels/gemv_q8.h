@@ -14,11 +14,13 @@
  *
  * A weight unit (quant_dev.h's unit u of the row) is 32 small integers
  * a_e with its scales: Q8_0 a = q, scale d; Q4_0 a = nibble (0..15),
- * scale d, offset 8 d; Q4_K a = nibble, scale D = d sc, min M = dmin mn;
+ * scale d, offset 8 d; Q5_0 a = the 5-bit value (0..31), scale d, offset
+ * 16 d; Q4_K a = nibble, scale D = d sc, min M = dmin mn;
  * Q6_K a = q6 - 32, scales D0 (elements 0..15) and D1 (d sc, as quant.h
  * rounds them). With S = sum_e a_e q_e (exact integers; S0, S1 over
  * elements 0..15 and 16..31) the unit's product is
  *   Q8_0  (d dx) S            Q4_0  d (dx S - 8 s)
+ *   Q5_0  d (dx S - 16 s)
  *   Q4_K  (D dx) S - M s      Q6_K  dx (D0 S0 + D1 S1)
  * (dx, s: the input unit's d and s). Units are summed as the kernel's
  * lanes do: lane l adds units u = l, l + 32, ... in increasing u to 0

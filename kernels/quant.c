@@ -76,6 +76,7 @@ struct quant_info {
 
 static const struct quant_info infos[] = {
     {"Q4_0", O1_QUANT_Q4_0, QK, O1_QUANT_Q4_0_BYTES},
+    {"Q5_0", O1_QUANT_Q5_0, QK, O1_QUANT_Q5_0_BYTES},
     {"Q8_0", O1_QUANT_Q8_0, QK, O1_QUANT_Q8_0_BYTES},
     {"Q4_K", O1_QUANT_Q4_K, QK_K, O1_QUANT_Q4_K_BYTES},
     {"Q6_K", O1_QUANT_Q6_K, QK_K, O1_QUANT_Q6_K_BYTES},
@@ -170,6 +171,28 @@ static void q4_0_to_f32(const uint8_t *b, float *dst, uint64_t n_blocks)
 	}
 }
 
+static uint32_t load_u32(const uint8_t *p)
+{
+	return (uint32_t)load_u16(p) | (uint32_t)load_u16(p + 2) << 16;
+}
+
+static void q5_0_to_f32(const uint8_t *b, float *dst, uint64_t n_blocks)
+{
+	for (uint64_t i = 0; i < n_blocks; i++, b += 22, dst += QK) {
+		float d = o1_quant_f16_to_f32(load_u16(b));
+		uint32_t qh = load_u32(b + 2);
+
+		for (int j = 0; j < QK / 2; j++) {
+			int lo = (b[6 + j] & 0xf) | (int)((qh >> j) & 1) << 4;
+			int hi = (b[6 + j] >> 4) |
+				 (int)((qh >> (j + QK / 2)) & 1) << 4;
+
+			dst[j] = (float)(lo - 16) * d;
+			dst[j + QK / 2] = (float)(hi - 16) * d;
+		}
+	}
+}
+
 static void q4_k_to_f32(const uint8_t *b, float *dst, uint64_t n_blocks)
 {
 	for (uint64_t i = 0; i < n_blocks; i++, b += 144) {
@@ -237,6 +260,9 @@ void o1_quant_dequantize(enum o1_quant_type type, const void *src, float *dst,
 	case O1_QUANT_Q4_0:
 		q4_0_to_f32(src, dst, n / QK);
 		break;
+	case O1_QUANT_Q5_0:
+		q5_0_to_f32(src, dst, n / QK);
+		break;
 	case O1_QUANT_Q4_K:
 		q4_k_to_f32(src, dst, n / QK_K);
 		break;
@@ -300,6 +326,35 @@ static void q4_0_block(const float *x, uint8_t *b)
 	}
 }
 
+/* Q4_0's rule with 32 levels: d = (the value of largest magnitude) /
+ * -16, q = x / d + 16.5 truncated, at most 31; the fifth bits into qh. */
+static void q5_0_block(const float *x, uint8_t *b)
+{
+	float amax = 0.0f, max = 0.0f, d, id;
+	uint32_t qh = 0;
+
+	for (int j = 0; j < QK; j++)
+		if (amax < fabsf(x[j])) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	d = max / -16;
+	id = d != 0.0f ? 1.0f / d : 0.0f;
+	store_u16(b, o1_quant_f32_to_f16(d));
+	for (int j = 0; j < QK / 2; j++) {
+		int8_t lo = low_i8(trunc_i32(x[j] * id + 16.5f));
+		int8_t hi = low_i8(trunc_i32(x[QK / 2 + j] * id + 16.5f));
+		uint8_t q0 = (uint8_t)(lo < 31 ? lo : 31);
+		uint8_t q1 = (uint8_t)(hi < 31 ? hi : 31);
+
+		b[6 + j] = (uint8_t)((q0 & 0xf) | (q1 & 0xf) << 4);
+		qh |= (uint32_t)((q0 & 0x10) >> 4) << j;
+		qh |= (uint32_t)((q1 & 0x10) >> 4) << (j + QK / 2);
+	}
+	store_u16(b + 2, (uint16_t)qh);
+	store_u16(b + 4, (uint16_t)(qh >> 16));
+}
+
 static bool all_finite(const float *x, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
@@ -326,6 +381,9 @@ int o1_quant_quantize(enum o1_quant_type type, const float *src, void *dst,
 			break;
 		case O1_QUANT_Q4_0:
 			q4_0_block(src, b);
+			break;
+		case O1_QUANT_Q5_0:
+			q5_0_block(src, b);
 			break;
 		case O1_QUANT_Q4_K:
 			o1_quant_q4_k_block(src, b);

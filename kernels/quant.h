@@ -1,4 +1,5 @@
-/* GGUF block formats: Q8_0, Q4_0, Q4_K and Q6_K rows, their dequantization
+/* GGUF block formats: Q8_0, Q4_0, Q5_0, Q4_K and Q6_K rows, their
+ * dequantization
  * to f32 and their quantization from f32, and IEEE half precision.
  *
  * Layouts (little-endian, byte for byte what a GGUF tensor holds; a row
@@ -7,6 +8,10 @@
  *   Q4_0  18 bytes / 32:  f16 d, u8 qs[16];
  *                         x[j] = (lo(qs[j]) - 8) * d,
  *                         x[j+16] = (hi(qs[j]) - 8) * d
+ *   Q5_0  22 bytes / 32:  f16 d, u8 qh[4] (a little-endian u32: bit j
+ *                         is element j's fifth bit), u8 qs[16];
+ *                         x[j] = ((lo(qs[j]) | bit j << 4) - 16) * d,
+ *                         x[j+16] = ((hi(qs[j]) | bit j+16 << 4) - 16) * d
  *   Q4_K 144 bytes / 256: f16 d, f16 dmin, u8 scales[12] (eight 6-bit
  *                         scale/min pairs), u8 qs[128]; sub-block s of 32:
  *                         x = (d * sc[s]) * q - dmin * mn[s]
@@ -21,7 +26,8 @@
  * (matmul_q.h) multiplies these exact values.
  *
  * Quantization follows llama.cpp's reference quantizers (no importance
- * matrix), operation for operation: Q8_0 and Q4_0 bytes are identical;
+ * matrix), operation for operation: Q8_0, Q4_0 and Q5_0 bytes are
+ * identical;
  * Q4_K and Q6_K search their scales the same way in the same f32
  * arithmetic, so their bytes are identical on the shared vectors too (the
  * test says how many rows, and checks that no row's error exceeds the
@@ -44,27 +50,29 @@ extern "C" {
  * asserts it). */
 enum o1_quant_type {
 	O1_QUANT_Q4_0 = 2,
+	O1_QUANT_Q5_0 = 6,
 	O1_QUANT_Q8_0 = 8,
 	O1_QUANT_Q4_K = 12,
 	O1_QUANT_Q6_K = 14,
 };
 
-#define O1_QUANT_QK	    32	/* elements per Q8_0 / Q4_0 block */
+#define O1_QUANT_QK	    32	/* elements per Q8_0 / Q4_0 / Q5_0 block */
 #define O1_QUANT_QK_K	    256 /* elements per Q4_K / Q6_K super-block */
 #define O1_QUANT_Q8_0_BYTES 34
 #define O1_QUANT_Q4_0_BYTES 18
+#define O1_QUANT_Q5_0_BYTES 22
 #define O1_QUANT_Q4_K_BYTES 144
 #define O1_QUANT_Q6_K_BYTES 210
 /* The largest block, in elements and bytes (buffers sized for any type). */
 #define O1_QUANT_BLOCK_MAX	 256
 #define O1_QUANT_BLOCK_BYTES_MAX 210
 
-/* True when TYPE (a GGUF type id) is one of the four above. */
+/* True when TYPE (a GGUF type id) is one of the five above. */
 bool o1_quant_is_block(uint32_t type);
 /* Elements and bytes per block; 0 for a type that is not a block type. */
 uint32_t o1_quant_block_elements(uint32_t type);
 uint32_t o1_quant_block_bytes(uint32_t type);
-/* "Q8_0", "Q4_0", "Q4_K", "Q6_K"; "?" otherwise. */
+/* "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q6_K"; "?" otherwise. */
 const char *o1_quant_name(uint32_t type);
 /* Parses a name as above, either case; -EINVAL for anything else. */
 int o1_quant_parse(const char *name, enum o1_quant_type *out);

@@ -1,5 +1,5 @@
 /* Tensor element types: sizes, half-precision conversion and conversion
- * to and from float32. The block types (Q8_0, Q4_0, Q4_K, Q6_K) are
+ * to and from float32. The block types (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) are
  * kernels/quant.h's: their layouts, dequantization and quantization live
  * there, so the backends' products and this file read the same values.
  * Conversions from float32 round to nearest even and keep NaN/Inf.
@@ -17,6 +17,7 @@
 #define QK_K O1_QUANT_QK_K
 
 _Static_assert(O1_DTYPE_Q4_0 == (int)O1_QUANT_Q4_0 &&
+		   O1_DTYPE_Q5_0 == (int)O1_QUANT_Q5_0 &&
 		   O1_DTYPE_Q8_0 == (int)O1_QUANT_Q8_0 &&
 		   O1_DTYPE_Q4_K == (int)O1_QUANT_Q4_K &&
 		   O1_DTYPE_Q6_K == (int)O1_QUANT_Q6_K,
@@ -32,6 +33,7 @@ static const struct dtype_info dtype_infos[] = {
     [O1_DTYPE_F32] = {"F32", 1, 4},
     [O1_DTYPE_F16] = {"F16", 1, 2},
     [O1_DTYPE_Q4_0] = {"Q4_0", QK, 2 + QK / 2},
+    [O1_DTYPE_Q5_0] = {"Q5_0", QK, 2 + 4 + QK / 2},
     [O1_DTYPE_Q8_0] = {"Q8_0", QK, 2 + QK},
     [O1_DTYPE_Q4_K] = {"Q4_K", QK_K, 4 + 12 + QK_K / 2},
     [O1_DTYPE_Q6_K] = {"Q6_K", QK_K, QK_K / 2 + QK_K / 4 + QK_K / 16 + 2},
@@ -131,6 +133,7 @@ void o1_dtype_to_f32(enum o1_dtype type, const void *src, float *dst,
 		break;
 	case O1_DTYPE_Q8_0:
 	case O1_DTYPE_Q4_0:
+	case O1_DTYPE_Q5_0:
 	case O1_DTYPE_Q4_K:
 	case O1_DTYPE_Q6_K:
 		o1_quant_dequantize((enum o1_quant_type)type, src, dst, n);
@@ -170,6 +173,7 @@ int o1_dtype_from_f32(enum o1_dtype type, const float *src, void *dst,
 		return 0;
 	case O1_DTYPE_Q8_0:
 	case O1_DTYPE_Q4_0:
+	case O1_DTYPE_Q5_0:
 	case O1_DTYPE_Q4_K:
 	case O1_DTYPE_Q6_K:
 		return quantize(type, src, dst, n);

@@ -11,6 +11,7 @@ enum o1_dtype {
 	O1_DTYPE_F32 = 0,
 	O1_DTYPE_F16 = 1,
 	O1_DTYPE_Q4_0 = 2,
+	O1_DTYPE_Q5_0 = 6,
 	O1_DTYPE_Q8_0 = 8,
 	O1_DTYPE_Q4_K = 12,
 	O1_DTYPE_Q6_K = 14,

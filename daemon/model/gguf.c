@@ -474,8 +474,8 @@ static int read_tensor(struct cursor *c, struct o1_gguf_tensor_info *t)
 	type = (uint32_t)t->type;
 	if (!o1_dtype_supported(type)) {
 		o1_err("gguf %s: tensor '%.*s' has type %u (%s), which this "
-		       "build does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, "
-		       "Q6_K); requantize the model to one of those",
+		       "build does not read (F32, F16, BF16, Q8_0, Q4_0, Q5_0, "
+		       "Q4_K, Q6_K); requantize the model to one of those",
 		       c->g->label, (int)t->name.len, t->name.ptr, type,
 		       ggml_type_name(type));
 		return -O1_E_UNSUPPORTED;

@@ -18,7 +18,8 @@
 #include "kernels/quant.h"
 
 static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
-					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+					   O1_QUANT_Q5_0, O1_QUANT_Q4_K,
+					   O1_QUANT_Q6_K};
 
 static uint64_t rng = 7;
 
@@ -92,6 +93,7 @@ static void test_bitwise_f32_product(void **state)
 	/* K in 32-blocks but not 256-chunks: a short last chunk */
 	check(tp[1], O1_QUANT_Q8_0, 3, 5, 288, true);
 	check(tp[2], O1_QUANT_Q4_0, 66, 9, 96, false);
+	check(tp[0], O1_QUANT_Q5_0, 4, 7, 416, true);
 	for (int t = 0; t < 3; t++)
 		o1_threads_destroy(tp[t]);
 }

@@ -60,8 +60,8 @@ static uint16_t ref_to_f16(double x)
 
 static void test_sizes(void **state)
 {
-	static const uint32_t ok[] = {0, 1, 2, 8, 12, 14, 30};
-	static const uint32_t bad[] = {3, 6, 7, 10, 13, 15, 29, 31, 1000};
+	static const uint32_t ok[] = {0, 1, 2, 6, 8, 12, 14, 30};
+	static const uint32_t bad[] = {3, 7, 10, 13, 15, 29, 31, 1000};
 	uint64_t b;
 
 	(void)state;
@@ -71,6 +71,8 @@ static void test_sizes(void **state)
 		assert_false(o1_dtype_supported(bad[i]));
 	assert_int_equal(o1_dtype_block_bytes(O1_DTYPE_Q8_0), 34);
 	assert_int_equal(o1_dtype_block_bytes(O1_DTYPE_Q4_0), 18);
+	assert_int_equal(o1_dtype_block_bytes(O1_DTYPE_Q5_0), 22);
+	assert_int_equal(o1_dtype_block_elements(O1_DTYPE_Q5_0), 32);
 	assert_int_equal(o1_dtype_block_bytes(O1_DTYPE_Q4_K), 144);
 	assert_int_equal(o1_dtype_block_bytes(O1_DTYPE_Q6_K), 210);
 	assert_int_equal(o1_dtype_block_elements(O1_DTYPE_Q6_K), 256);
