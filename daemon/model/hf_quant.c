@@ -12,7 +12,7 @@
 #define WAY_OUT                                                                \
 	"o1d reads F32, F16 and BF16 safetensors or GGUF files: convert the "  \
 	"unquantized checkpoint (o1model convert --quantize "                  \
-	"q8_0|q4_0|q4_k_m|q6_k FOLDER OUT.gguf) or use a GGUF file"
+	"q8_0|q4_0|q5_0|q4_k_m|q6_k FOLDER OUT.gguf) or use a GGUF file"
 
 static bool ends_with(const char *s, const char *suffix)
 {

@@ -123,7 +123,8 @@ static void test_quantized_files(void **state)
 				  .rope = {.theta = 1e4f, .dim = 64},
 				  .bos_id = -1,
 				  .eos_id = -1};
-	static const char *const mixes[] = {"q8_0", "q4_0", "q4_k_m", "q6_k"};
+	static const char *const mixes[] = {"q8_0", "q4_0", "q5_0", "q4_k_m",
+					    "q6_k"};
 	struct mem_model f;
 	char path[256];
 

@@ -117,8 +117,9 @@ static void test_recipe_types(void **state)
 	mem_model_release(&f);
 }
 
-/* Rows that are not whole blocks fall back: Q4_K / Q6_K to Q8_0, Q4_0 to
- * F16 (a 96-wide model: 3 blocks of 32, no block of 256). */
+/* Rows that are not whole blocks fall back as llama.cpp's do: Q4_K to
+ * Q5_0, Q6_K to Q8_0, Q4_0 and Q5_0 to F16 (a 96-wide model: 3 blocks of
+ * 32, no block of 256). */
 static void test_recipe_fallback(void **state)
 {
 	struct o1_model_desc d = {.arch = O1_ARCH_QWEN2,
@@ -140,11 +141,25 @@ static void test_recipe_fallback(void **state)
 	(void)state;
 	mem_model_build(&f, &d, 3);
 	o1model_quant_types(&f.m, O1MODEL_Q4_K_M, types);
+	/* down: rows of 80 are not 32s; the tied head and layer 1's V
+	 * (use_more_bits of 2 layers) are Q6_K's, the rest Q4_K's */
 	for (uint32_t i = 0; i < f.m.n_tensors; i++)
-		if (f.t[i].n_dims == 2) /* down: rows of 80 are not 32s */
-			assert_int_equal(types[i], f.t[i].role == O1_T_W_DOWN
-						       ? O1_DTYPE_F16
-						       : O1_DTYPE_Q8_0);
+		if (f.t[i].n_dims == 2)
+			assert_int_equal(
+			    types[i],
+			    f.t[i].role == O1_T_W_DOWN ? O1_DTYPE_F16
+			    : f.t[i].role == O1_T_TOKEN_EMBD ||
+				    (f.t[i].role == O1_T_WV && f.t[i].layer == 1)
+				? O1_DTYPE_Q8_0
+				: O1_DTYPE_Q5_0);
+	o1model_quant_types(&f.m, O1MODEL_Q5_0, types);
+	for (uint32_t i = 0; i < f.m.n_tensors; i++)
+		if (f.t[i].n_dims == 2)
+			assert_int_equal(
+			    types[i], f.t[i].role == O1_T_W_DOWN ? O1_DTYPE_F16
+				      : f.t[i].role == O1_T_TOKEN_EMBD
+					  ? O1_DTYPE_Q8_0 /* tied head */
+					  : O1_DTYPE_Q5_0);
 	o1model_quant_types(&f.m, O1MODEL_Q4_0, types);
 	for (uint32_t i = 0; i < f.m.n_tensors; i++)
 		if (f.t[i].n_dims == 2)
@@ -354,7 +369,8 @@ static void check_mix(const struct mem_model *f, const char *mix,
 
 static void check_arch(enum o1_arch arch)
 {
-	static const char *const mixes[] = {"q8_0", "q6_k", "q4_k_m", "q4_0"};
+	static const char *const mixes[] = {"q8_0", "q6_k", "q4_k_m", "q4_0",
+					    "q5_0"};
 	struct o1_model *m32, *m16;
 	struct mem_model f;
 	char path[256];

@@ -29,7 +29,7 @@ static void convert_usage(FILE *f)
 {
 	fprintf(f, "usage: o1model convert IN OUT [--format gguf|safetensors] "
 		   "[--dtype f32|f16|bf16]\n"
-		   "                       [--quantize q8_0|q4_0|q4_k_m|q6_k]\n"
+		   "                       [--quantize q8_0|q4_0|q5_0|q4_k_m|q6_k]\n"
 		   "IN: a .gguf file or a Hugging Face folder. OUT: a .gguf "
 		   "file or a folder\n(--format defaults from OUT's name). "
 		   "--dtype defaults to the source's float\ntype, f16 for "
@@ -44,7 +44,7 @@ static int parse_quant(const char *s, enum o1model_quant *out)
 		return 0;
 	fprintf(stderr,
 		"o1model convert: --quantize '%s': expected "
-		"q8_0|q4_0|q4_k_m|q6_k\n",
+		"q8_0|q4_0|q5_0|q4_k_m|q6_k\n",
 		s);
 	return -EINVAL;
 }

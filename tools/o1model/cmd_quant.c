@@ -29,7 +29,7 @@ struct quant_args {
 static void quant_usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
-		"usage: o1model %s q8_0|q4_0|q4_k|q6_k --cols N IN OUT\n"
+		"usage: o1model %s q8_0|q4_0|q5_0|q4_k|q6_k --cols N IN OUT\n"
 		"quant: IN rows of N f32 (little-endian, row-major) -> OUT the "
 		"rows' GGUF blocks.\ndequant: the other way. N must be a "
 		"multiple of the type's block (32; 256 for\nq4_k and q6_k).\n",
@@ -68,7 +68,7 @@ static int quant_parse(int argc, char **argv, struct quant_args *a)
 	if (o1_quant_parse(argv[optind], &a->type)) {
 		fprintf(stderr,
 			"o1model %s: type '%s': expected "
-			"q8_0|q4_0|q4_k|q6_k\n",
+			"q8_0|q4_0|q5_0|q4_k|q6_k\n",
 			a->cmd, argv[optind]);
 		return -EINVAL;
 	}

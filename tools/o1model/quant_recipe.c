@@ -16,6 +16,7 @@ static const struct {
     [O1MODEL_Q4_0] = {"q4_0", O1_DTYPE_Q4_0, 2},
     [O1MODEL_Q4_K_M] = {"q4_k_m", O1_DTYPE_Q4_K, 15},
     [O1MODEL_Q6_K] = {"q6_k", O1_DTYPE_Q6_K, 18},
+    [O1MODEL_Q5_0] = {"q5_0", O1_DTYPE_Q5_0, 8},
 };
 
 int o1model_quant_parse(const char *s, enum o1model_quant *out)
@@ -63,14 +64,15 @@ static enum o1_dtype pick(const struct o1_model *m, const struct o1_tensor *t,
 	return base;
 }
 
-/* A type whose block divides COLS, from TYPE down the fallback chain. */
+/* A type whose block divides COLS, from TYPE down llama.cpp's fallback
+ * chain (quant_recipe.h). */
 static enum o1_dtype fit(enum o1_dtype type, uint64_t cols)
 {
 	while (o1_quant_is_block(type) &&
 	       cols % o1_quant_block_elements(type) != 0)
-		type = type == O1_DTYPE_Q4_K || type == O1_DTYPE_Q6_K
-			   ? O1_DTYPE_Q8_0
-			   : O1_DTYPE_F16;
+		type = type == O1_DTYPE_Q4_K   ? O1_DTYPE_Q5_0
+		       : type == O1_DTYPE_Q6_K ? O1_DTYPE_Q8_0
+					       : O1_DTYPE_F16;
 	return type;
 }
 

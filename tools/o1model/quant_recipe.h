@@ -4,14 +4,16 @@
  *   q8_0    every matrix Q8_0;
  *   q4_0    every matrix Q4_0, the LM head Q6_K (llama.cpp's rule for the
  *           output tensor of every quantized mix but Q8_0);
+ *   q5_0    every matrix Q5_0, the LM head Q6_K;
  *   q6_k    every matrix Q6_K;
  *   q4_k_m  Q4_K, with Q6_K for the LM head and, in the layers
  *           use_more_bits picks (the first and last eighth, and every
  *           third in between: about half), attn_v and ffn_down.
  * The LM head is the token embedding of a tied model. Vectors stay F32.
- * A matrix whose rows are not whole blocks of its type falls back: Q4_K
- * and Q6_K to Q8_0 (llama.cpp takes Q5_0 for Q4_K, a type this project does
- * not read; Q8_0 is the safe side of it), Q8_0 and Q4_0 to F16.
+ * A matrix whose rows are not whole blocks of its type falls back as in
+ * llama.cpp: Q4_K to Q5_0, Q6_K to Q8_0 (so a Q4_K_M qwen2.5-0.5b, 896
+ * wide, is mostly Q5_0, as the files people download are); Q8_0, Q4_0
+ * and Q5_0 to F16 (where llama.cpp refuses the tensor).
  */
 #ifndef O1MODEL_QUANT_RECIPE_H
 #define O1MODEL_QUANT_RECIPE_H
@@ -25,9 +27,10 @@ enum o1model_quant {
 	O1MODEL_Q4_0,
 	O1MODEL_Q4_K_M,
 	O1MODEL_Q6_K,
+	O1MODEL_Q5_0,
 };
 
-/* q8_0|q4_0|q4_k_m|q6_k (either case); -EINVAL otherwise. */
+/* q8_0|q4_0|q4_k_m|q6_k|q5_0 (either case); -EINVAL otherwise. */
 int o1model_quant_parse(const char *s, enum o1model_quant *out);
 const char *o1model_quant_name(enum o1model_quant q);
 
