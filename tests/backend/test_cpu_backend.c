@@ -8,8 +8,8 @@
  * Sampling in the backend: every row's result is o1_sample_rows's over the
  * same logits, bitwise, with or without a logits buffer (the backend's own
  * in chunks of max_seqs rows), on 1 or 3 threads; bad sampling steps are
- * refused. Weights in GGUF block formats (Q8_0, Q4_0, Q4_K, Q6_K, Q/K rows
- * in GGUF order) give logits bitwise those of the same model dequantized to
+ * refused. Weights in GGUF block formats (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K,
+ * Q/K rows in GGUF order) give logits bitwise those of the same model dequantized to
  * f32 (matmul_q.h's contract), kept in blocks or dequantized at load.
  * With cfg.cpu_quant_int8 (the CUDA backend's int8 decode products,
  * kernels/gemv_q8.h, bit for bit) the same model's logits differ from the
@@ -611,7 +611,7 @@ static void test_bad_sampling(void **state)
 	o1_model_close(m);
 }
 
-/* A two-layer model whose matrices mix the four block types (K multiple of
+/* A two-layer model whose matrices mix the five block types (K multiple of
  * 256), Q/K rows in GGUF's interleaved order as llama.cpp writes them. */
 static void quantized_model(struct mem_model *f, bool tied)
 {
@@ -621,7 +621,7 @@ static void quantized_model(struct mem_model *f, bool tied)
 	} mix[] = {
 	    {O1_T_TOKEN_EMBD, O1_DTYPE_Q6_K}, {O1_T_OUTPUT, O1_DTYPE_Q4_K},
 	    {O1_T_WQ, O1_DTYPE_Q4_K},	      {O1_T_WK, O1_DTYPE_Q6_K},
-	    {O1_T_WV, O1_DTYPE_Q8_0},	      {O1_T_WO, O1_DTYPE_Q4_0},
+	    {O1_T_WV, O1_DTYPE_Q5_0},	      {O1_T_WO, O1_DTYPE_Q4_0},
 	    {O1_T_W_GATE, O1_DTYPE_Q4_K},     {O1_T_W_UP, O1_DTYPE_Q8_0},
 	    {O1_T_W_DOWN, O1_DTYPE_Q6_K},
 	};
