@@ -1,6 +1,6 @@
 /* GGUF block formats: Q8_0, Q4_0, Q5_0, Q4_K and Q6_K rows, their
- * dequantization
- * to f32 and their quantization from f32, and IEEE half precision.
+ * dequantization to f32 and their quantization from f32, and IEEE half
+ * precision.
  *
  * Layouts (little-endian, byte for byte what a GGUF tensor holds; a row
  * of n elements is n / elements-per-block blocks back to back):
@@ -27,11 +27,10 @@
  *
  * Quantization follows llama.cpp's reference quantizers (no importance
  * matrix), operation for operation: Q8_0, Q4_0 and Q5_0 bytes are
- * identical;
- * Q4_K and Q6_K search their scales the same way in the same f32
- * arithmetic, so their bytes are identical on the shared vectors too (the
- * test says how many rows, and checks that no row's error exceeds the
- * reference's). Non-finite inputs are refused (llama.cpp refuses such rows
+ * identical; Q4_K and Q6_K search their scales the same way in the same
+ * f32 arithmetic, so their bytes are identical on the shared vectors too
+ * (the test says how many rows, and checks that no row's error exceeds
+ * the reference's). Non-finite inputs are refused (llama.cpp refuses such rows
  * too): the scale searches are undefined on them.
  */
 #ifndef O1_QUANT_H
