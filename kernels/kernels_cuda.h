@@ -550,7 +550,8 @@ void o1_gemv_q_add_two_rows(bool on);
 /* o1_gemv_q8_norm_rope_kv_cuda over every part of the QKV matrix
  * (PARTS[0 .. N_PARTS), the rows of each whole heads): bitwise one call
  * per part, in one launch where the parts are Q4_K then Q6_K (Q4_K_M's
- * layers with a Q6_K v: gemv_q.cu's gemv_qp2), else one a part. */
+ * layers with a Q6_K v: gemv_q.cu's gemv_qp2) or Q5_0 then Q8_0 (those
+ * layers where the width is not whole super-blocks), else one a part. */
 struct o1_gemv_q_part {
 	const void *w;
 	enum o1_quant_type type;
