@@ -117,8 +117,9 @@ static void test_recipe_types(void **state)
 	mem_model_release(&f);
 }
 
-/* Rows that are not whole blocks fall back: Q4_K / Q6_K to Q8_0, Q4_0 to
- * F16 (a 96-wide model: 3 blocks of 32, no block of 256). */
+/* Rows that are not whole blocks fall back: Q4_K to Q5_0, Q6_K to Q8_0,
+ * Q4_0 and Q5_0 to F16 (a 96-wide model: 3 blocks of 32, no block of 256;
+ * of its 2 layers, layer 1 takes Q6_K's v). */
 static void test_recipe_fallback(void **state)
 {
 	struct o1_model_desc d = {.arch = O1_ARCH_QWEN2,
@@ -140,11 +141,17 @@ static void test_recipe_fallback(void **state)
 	(void)state;
 	mem_model_build(&f, &d, 3);
 	o1model_quant_types(&f.m, O1MODEL_Q4_K_M, types);
-	for (uint32_t i = 0; i < f.m.n_tensors; i++)
-		if (f.t[i].n_dims == 2) /* down: rows of 80 are not 32s */
-			assert_int_equal(types[i], f.t[i].role == O1_T_W_DOWN
+	for (uint32_t i = 0; i < f.m.n_tensors; i++) {
+		const struct o1_tensor *t = &f.t[i];
+		bool q6 = t->role == O1_T_TOKEN_EMBD /* tied head */ ||
+			  (t->role == O1_T_WV && t->layer == 1);
+
+		if (t->n_dims == 2) /* down: rows of 80 are not 32s */
+			assert_int_equal(types[i], t->role == O1_T_W_DOWN
 						       ? O1_DTYPE_F16
-						       : O1_DTYPE_Q8_0);
+						   : q6 ? O1_DTYPE_Q8_0
+							: O1_DTYPE_Q5_0);
+	}
 	o1model_quant_types(&f.m, O1MODEL_Q4_0, types);
 	for (uint32_t i = 0; i < f.m.n_tensors; i++)
 		if (f.t[i].n_dims == 2)

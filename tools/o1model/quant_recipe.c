@@ -68,9 +68,9 @@ static enum o1_dtype fit(enum o1_dtype type, uint64_t cols)
 {
 	while (o1_quant_is_block(type) &&
 	       cols % o1_quant_block_elements(type) != 0)
-		type = type == O1_DTYPE_Q4_K || type == O1_DTYPE_Q6_K
-			   ? O1_DTYPE_Q8_0
-			   : O1_DTYPE_F16;
+		type = type == O1_DTYPE_Q4_K   ? O1_DTYPE_Q5_0
+		       : type == O1_DTYPE_Q6_K ? O1_DTYPE_Q8_0
+					       : O1_DTYPE_F16;
 	return type;
 }
 

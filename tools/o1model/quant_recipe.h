@@ -9,9 +9,8 @@
  *           use_more_bits picks (the first and last eighth, and every
  *           third in between: about half), attn_v and ffn_down.
  * The LM head is the token embedding of a tied model. Vectors stay F32.
- * A matrix whose rows are not whole blocks of its type falls back: Q4_K
- * and Q6_K to Q8_0 (llama.cpp takes Q5_0 for Q4_K, a type this project does
- * not read; Q8_0 is the safe side of it), Q8_0 and Q4_0 to F16.
+ * A matrix whose rows are not whole blocks of its type falls back as
+ * llama.cpp's: Q4_K to Q5_0, Q6_K to Q8_0, Q8_0, Q4_0 and Q5_0 to F16.
  */
 #ifndef O1MODEL_QUANT_RECIPE_H
 #define O1MODEL_QUANT_RECIPE_H
