@@ -21,8 +21,8 @@
  * Schedule (the speed; the bf16 twin is gemv.cu). Blocks are not 16-byte
  * aligned (Q8_0 34 bytes, Q4_0 18, Q5_0 22, Q6_K 210), so the warp does
  * not read them unit by unit: a row is walked in batches of groups_of()
- * groups of 32 units, and the batch's bytes are read with 16-byte loads of the
- * aligned pieces covering them, piece c = lane + 32 i (coalesced, up to
+ * groups of 32 units, and the batch's bytes are read with 16-byte loads
+ * of the aligned pieces covering them, piece c = lane + 32 i (coalesced, up to
  * pieces_of() per lane in flight), stored into the warp's slice of shared
  * memory, then each lane decodes its units from there. The grid is at
  * most GQ_BPS blocks per multiprocessor; each warp walks rows j, j +
@@ -631,8 +631,8 @@ static __device__ __forceinline__ void unit_sums(const int32_t *q,
 
 /* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
  * rows, into D[i] for the types decoded a unit at a time (Q8_0, Q4_0,
- * Q5_0; Q4_K and Q6_K go by pairs: pair_dots): the weights' integers decoded
- * once, 8 __dp4a per row (integer sums, exact), then unit_scale. V:
+ * Q5_0; Q4_K and Q6_K go by pairs: pair_dots): the weights' integers
+ * decoded once, 8 __dp4a per row (integer sums, exact), then unit_scale. V:
  * Q8_0's scale converted by the device's instruction (gemv_qp). */
 template <int M, int TYPE, int V = 0>
 static __device__ __forceinline__ void
@@ -1272,10 +1272,10 @@ static __host__ __device__ constexpr uint32_t qp_walked(uint32_t n)
  * 3 the default's with fewer stages and three blocks a multiprocessor
  * (qp_stages), 4 with two stages and four blocks (more warps to hide the
  * decoding's latency, at most 64 registers a thread); two rows a step:
- * 5 half the batch, 3
- * stages, 3 blocks; 6 the whole batch, 2 stages, 2 blocks; 7 half, 5
- * stages, 2 blocks; 8 half, 2 stages, 4 blocks; 9 as 6, the input's
- * side of the lane's pairs kept in registers where a row is one batch. */
+ * 5 half the batch, 3 stages, 3 blocks; 6 the whole batch, 2 stages, 2
+ * blocks; 7 half, 5 stages, 2 blocks; 8 half, 2 stages, 4 blocks; 9 as
+ * 6, the input's side of the lane's pairs kept in registers where a row
+ * is one batch. */
 template <int TYPE, int X = 0>
 static __host__ __device__ constexpr uint32_t qp_groups()
 {
