@@ -3,7 +3,8 @@
  *
  *   qb_raw<TYPE>   a weight row's bytes for 256 elements of K as those
  *                  kernels copy them with cp.async: BYTES (8 blocks of
- *                  Q8_0 / Q4_0, a super-block of Q4_K / Q6_K), covered
+ *                  Q8_0 / Q4_0 / Q5_0, a super-block of Q4_K / Q6_K;
+ *                  any other type does not compile), covered
  *                  at any even offset by PIECES of 16 bytes, an odd
  *                  number so that rows 8 apart do not share banks; LD the
  *                  pitch of a row in shared memory;
@@ -25,8 +26,11 @@ template <int TYPE> struct qb_raw {
 	static constexpr uint32_t bytes =
 	    TYPE == O1_QUANT_Q8_0   ? 8 * O1_QUANT_Q8_0_BYTES
 	    : TYPE == O1_QUANT_Q4_0 ? 8 * O1_QUANT_Q4_0_BYTES
+	    : TYPE == O1_QUANT_Q5_0 ? 8 * O1_QUANT_Q5_0_BYTES
 	    : TYPE == O1_QUANT_Q4_K ? O1_QUANT_Q4_K_BYTES
-				    : O1_QUANT_Q6_K_BYTES;
+	    : TYPE == O1_QUANT_Q6_K ? O1_QUANT_Q6_K_BYTES
+				    : 0;
+	static_assert(bytes, "no raw tile for this block type");
 	static constexpr uint32_t pieces = ((bytes + 15) / 16 + 1) | 1;
 	static constexpr uint32_t ld = 16 * pieces;
 };

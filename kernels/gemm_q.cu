@@ -244,13 +244,17 @@ static int gq_dispatch(int bn, float *y, const uint16_t *x, const void *w,
 	case O1_QUANT_Q4_0:
 		return launch_w<O1_QUANT_Q4_0>(bn, y, x, w, m, n, k, ldy, pdl,
 					       stream);
+	case O1_QUANT_Q5_0:
+		return launch_w<O1_QUANT_Q5_0>(bn, y, x, w, m, n, k, ldy, pdl,
+					       stream);
 	case O1_QUANT_Q4_K:
 		return launch_w<O1_QUANT_Q4_K>(bn, y, x, w, m, n, k, ldy, pdl,
 					       stream);
-	default:
+	case O1_QUANT_Q6_K:
 		return launch_w<O1_QUANT_Q6_K>(bn, y, x, w, m, n, k, ldy, pdl,
 					       stream);
 	}
+	return -EINVAL; /* not reached: o1_gemm_q_fits takes these */
 }
 
 extern "C" bool o1_gemm_q_fits(enum o1_quant_type type, uint32_t n,
@@ -258,6 +262,7 @@ extern "C" bool o1_gemm_q_fits(enum o1_quant_type type, uint32_t n,
 {
 	uint32_t per = o1_quant_block_elements(type);
 
+	/* every block type: quant_dev.h decodes them all */
 	return per && k && k % per == 0 && k % 32 == 0 &&
 	       (n + GQ_BM - 1) / GQ_BM <= 65535;
 }

@@ -152,6 +152,14 @@ gi_row(const uint8_t *st, const gi_args &a, uint32_t r0, uint32_t r,
 	return qb_row<TYPE>(st, a.w, a.rb, r0, r, j);
 }
 
+/* The block types this product decodes (o1_gemm_qi8_fits' list): not
+ * Q5_0, whose products take the tile path. */
+template <int TYPE> static __host__ __device__ constexpr bool gi_takes()
+{
+	return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0 ||
+	       TYPE == O1_QUANT_Q4_K || TYPE == O1_QUANT_Q6_K;
+}
+
 /* 4 bytes of shared memory at P (2-byte aligned). */
 static __device__ __forceinline__ uint32_t gi_word(const uint8_t *p)
 {
@@ -166,6 +174,7 @@ static __device__ __forceinline__ void gi_a(const uint8_t *r, uint32_t u,
 					    uint32_t k0, uint32_t &lo,
 					    uint32_t &hi)
 {
+	static_assert(gi_takes<TYPE>(), "no int8 tiles for this block type");
 	if constexpr (TYPE == O1_QUANT_Q8_0) {
 		const uint8_t *q = r + u * O1_QUANT_Q8_0_BYTES + 2 + k0;
 
@@ -184,7 +193,7 @@ static __device__ __forceinline__ void gi_a(const uint8_t *r, uint32_t u,
 
 		lo = (q[0] >> sh) & 0x0f0f0f0fu;
 		hi = (q[4] >> sh) & 0x0f0f0f0fu;
-	} else {
+	} else if constexpr (TYPE == O1_QUANT_Q6_K) {
 		uint32_t h = u / 4, g = u % 4;
 		const uint8_t *ql = r + 64 * h + 32 * (g % 2) + k0;
 		const uint8_t *qh = r + 128 + 32 * h + k0;
@@ -212,6 +221,7 @@ template <int TYPE>
 static __device__ __forceinline__ float2 gi_scales(const uint8_t *r,
 						   uint32_t u)
 {
+	static_assert(gi_takes<TYPE>(), "no int8 tiles for this block type");
 	qd_unit_head h = qd_head<TYPE>(r, u);
 
 	if constexpr (TYPE == O1_QUANT_Q8_0)
@@ -220,7 +230,7 @@ static __device__ __forceinline__ float2 gi_scales(const uint8_t *r,
 		return make_float2(h.d, __fmul_rn(-8.0f, h.d));
 	else if constexpr (TYPE == O1_QUANT_Q4_K)
 		return make_float2(h.d, -h.m);
-	else
+	else /* Q6_K */
 		return make_float2(h.d, h.d1);
 }
 
@@ -563,9 +573,11 @@ static int gi_dispatch(gi_plan plan, float *y, const void *scratch,
 	case O1_QUANT_Q4_K:
 		return gi_launch_t<O1_QUANT_Q4_K>(a, plan.bm, plan.bn, pdl,
 						  stream);
-	default:
+	case O1_QUANT_Q6_K:
 		return gi_launch_t<O1_QUANT_Q6_K>(a, plan.bm, plan.bn, pdl,
 						  stream);
+	default: /* not reached: o1_gemm_qi8_fits refuses the others */
+		return -EINVAL;
 	}
 }
 
@@ -577,6 +589,7 @@ extern "C" uint64_t o1_gemm_qi8_scratch_bytes(uint32_t m, uint32_t k)
 extern "C" bool o1_gemm_qi8_fits(enum o1_quant_type type, uint32_t n,
 				 uint32_t k, const void *w)
 {
+	/* not Q5_0 (the tile path takes it) */
 	return (type == O1_QUANT_Q8_0 || type == O1_QUANT_Q4_0 ||
 		type == O1_QUANT_Q4_K || type == O1_QUANT_Q6_K) &&
 	       k && k % 256 == 0 && (uintptr_t)w % 16 == 0 &&

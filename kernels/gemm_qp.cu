@@ -11,7 +11,7 @@
  * large; 64 x 256 for bench_gemm_q's sweep). Three kinds of shared tiles,
  * each a pipeline of its own:
  *   raw  the tile's weight bytes of 256 elements of K a row (8 blocks of
- *        Q8_0/Q4_0, a super-block of Q4_K/Q6_K), copied as they are with
+ *        Q8_0/Q4_0/Q5_0, a super-block of Q4_K/Q6_K), copied as they are with
  *        cp.async in the 16-byte pieces that cover them (a row's bytes
  *        sit at any 2-byte offset; w itself is 16-byte aligned), two
  *        stages: stage j + 2 lands while stage j is decoded;
@@ -236,6 +236,7 @@ static __device__ __forceinline__ void gp_octet(const qd_unit_head &h, int o,
 				    8388640.0f); /* 2^23 + 32 */
 		}
 	} else {
+		/* Q4_0, Q5_0 (qd_octet refuses any other type) */
 		qd_octet<TYPE>(h, o, v);
 	}
 }
@@ -488,13 +489,17 @@ static int gp_dispatch(gp_plan plan, float *y, const uint16_t *x,
 	case O1_QUANT_Q4_0:
 		return gp_launch_t<O1_QUANT_Q4_0>(a, plan.bm, plan.bn, pdl,
 						  stream);
+	case O1_QUANT_Q5_0:
+		return gp_launch_t<O1_QUANT_Q5_0>(a, plan.bm, plan.bn, pdl,
+						  stream);
 	case O1_QUANT_Q4_K:
 		return gp_launch_t<O1_QUANT_Q4_K>(a, plan.bm, plan.bn, pdl,
 						  stream);
-	default:
+	case O1_QUANT_Q6_K:
 		return gp_launch_t<O1_QUANT_Q6_K>(a, plan.bm, plan.bn, pdl,
 						  stream);
 	}
+	return -EINVAL; /* not reached: o1_gemm_qp_fits takes these */
 }
 
 extern "C" bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n,
@@ -502,6 +507,7 @@ extern "C" bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n,
 {
 	uint32_t per = o1_quant_block_elements(type);
 
+	/* every block type: qb_raw and quant_dev.h take them all */
 	return per && k && k % per == 0 && k % 32 == 0 &&
 	       (uintptr_t)w % 16 == 0 && (n + 63) / 64 <= 65535;
 }

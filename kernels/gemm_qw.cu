@@ -152,7 +152,9 @@ template <int TYPE> struct qw_type {
 	    TYPE == O1_QUANT_Q8_0   ? 144 /* 8 + 136 */
 	    : TYPE == O1_QUANT_Q4_0 ? 80  /* 8 + 72 */
 	    : TYPE == O1_QUANT_Q4_K ? 144
-				    : 224; /* 14 + 210 */
+	    : TYPE == O1_QUANT_Q6_K ? 224 /* 14 + 210 */
+				    : 0;
+	static_assert(box, "no wgmma tiles for this block type");
 	static constexpr uint32_t block = qb_raw<TYPE>::bytes;
 	static __host__ __device__ uint32_t at(uint32_t j)
 	{
@@ -290,6 +292,7 @@ static __device__ __forceinline__ void qw_scales(const uint8_t *r, uint32_t l,
 						 uint32_t half, uint4 &a,
 						 uint4 &b)
 {
+	static_assert(qw_type<TYPE>::box, "no wgmma tiles for this block type");
 	a = b = make_uint4(0, 0, 0, 0);
 	if constexpr (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0) {
 		constexpr uint32_t BYTES = TYPE == O1_QUANT_Q8_0
@@ -306,7 +309,7 @@ static __device__ __forceinline__ void qw_scales(const uint8_t *r, uint32_t l,
 
 		a = qw_k_scales(r + 4, 4 * half + l, d, dm);
 		b = qw_k_scales(r + 4, 4 * half + l + 2, d, dm);
-	} else {
+	} else if constexpr (TYPE == O1_QUANT_Q6_K) {
 		/* units g = L and L + 2 of half HALF: int8 scales 2 g and
 		 * 2 g + 1 of the 8 at 192 + 8 HALF */
 		const int8_t *sc = (const int8_t *)(r + 192) + 8 * half + 2 * l;
@@ -336,6 +339,7 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 						   uint32_t half, uint32_t e,
 						   uint4 s)
 {
+	static_assert(qw_type<TYPE>::box, "no wgmma tiles for this block type");
 	if constexpr (TYPE == O1_QUANT_Q8_0) {
 		uint32_t w =
 		    qd_u16(r + l * O1_QUANT_Q8_0_BYTES + 2 + e) ^ 0x8080;
@@ -362,7 +366,7 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 		/* q D - M with D and M in two bf16 parts each: the min's
 		 * rounding would not cancel where q D is near M */
 		return hop_add2(hop_fma2(w, s.x, s.y), hop_fma2(w, s.z, s.w));
-	} else {
+	} else if constexpr (TYPE == O1_QUANT_Q6_K) {
 		uint32_t u = 4 * half + l, h = u / 4, g = u % 4;
 		uint32_t lo = qw_spread(r + 64 * h + 32 * (g % 2) + e);
 		uint32_t hb = qw_spread(r + 128 + 32 * h + e);
@@ -873,6 +877,7 @@ extern "C" bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 {
 	uint64_t rb = 0;
 
+	/* not Q5_0 (the tile path takes it) */
 	return (type == O1_QUANT_Q8_0 || type == O1_QUANT_Q4_0 ||
 		type == O1_QUANT_Q4_K || type == O1_QUANT_Q6_K) &&
 	       k && k % 256 == 0 && (uintptr_t)w % 16 == 0 &&
@@ -911,8 +916,10 @@ static int qw_run(qw_args &a, const uint16_t *x, const void *w,
 		return qw_launch_m<O1_QUANT_Q4_0>(a, x, w, rb, sp, pdl, stream);
 	case O1_QUANT_Q4_K:
 		return qw_launch_m<O1_QUANT_Q4_K>(a, x, w, rb, sp, pdl, stream);
-	default:
+	case O1_QUANT_Q6_K:
 		return qw_launch_m<O1_QUANT_Q6_K>(a, x, w, rb, sp, pdl, stream);
+	default: /* not reached: o1_gemm_qw_fits refuses the others */
+		return -EINVAL;
 	}
 }
 

@@ -19,10 +19,10 @@
  * scale multiplies (gemv_q.h's bound holds for both).
  *
  * Schedule (the speed; the bf16 twin is gemv.cu). Blocks are not 16-byte
- * aligned (Q8_0 34 bytes, Q4_0 18, Q6_K 210), so the warp does not read
- * them unit by unit: a row is walked in batches of groups_of() groups of
- * 32 units, and the batch's bytes are read with 16-byte loads of the
- * aligned pieces covering them, piece c = lane + 32 i (coalesced, up to
+ * aligned (Q8_0 34 bytes, Q4_0 18, Q5_0 22, Q6_K 210), so the warp does
+ * not read them unit by unit: a row is walked in batches of groups_of()
+ * groups of 32 units, and the batch's bytes are read with 16-byte loads
+ * of the aligned pieces covering them, piece c = lane + 32 i (coalesced, up to
  * pieces_of() per lane in flight), stored into the warp's slice of shared
  * memory, then each lane decodes its units from there. The grid is at
  * most GQ_BPS blocks per multiprocessor; each warp walks rows j, j +
@@ -173,8 +173,10 @@ struct __align__(16) gq_piece
  * types). */
 template <int TYPE> static __host__ __device__ constexpr uint32_t group_bytes()
 {
+	static_assert(qd_known<TYPE>(), "no decode for this block type");
 	return TYPE == O1_QUANT_Q8_0   ? 32 * O1_QUANT_Q8_0_BYTES
 	       : TYPE == O1_QUANT_Q4_0 ? 32 * O1_QUANT_Q4_0_BYTES
+	       : TYPE == O1_QUANT_Q5_0 ? 32 * O1_QUANT_Q5_0_BYTES
 	       : TYPE == O1_QUANT_Q4_K ? 4 * O1_QUANT_Q4_K_BYTES
 				       : 4 * O1_QUANT_Q6_K_BYTES;
 }
@@ -182,7 +184,10 @@ template <int TYPE> static __host__ __device__ constexpr uint32_t group_bytes()
 /* Groups of 32 units per batch: about 4 KB, 8-9 pieces per lane. */
 template <int TYPE> static __host__ __device__ constexpr uint32_t groups_of()
 {
-	return TYPE == O1_QUANT_Q8_0 ? 4 : TYPE == O1_QUANT_Q6_K ? 5 : 7;
+	return TYPE == O1_QUANT_Q8_0	 ? 4
+	       : TYPE == O1_QUANT_Q6_K ? 5
+	       : TYPE == O1_QUANT_Q5_0 ? 6
+				       : 7;
 }
 
 /* 16-byte pieces per lane that cover a batch at any alignment. */
@@ -444,9 +449,9 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 }
 
 /* N 32-bit words from P (2-byte aligned, shared memory): the aligned
- * words around them, funnel-shifted (a unit of Q8_0, Q4_0 or Q6_K starts
- * at any even address; the last word is read only when it holds some of
- * the N words' bytes). */
+ * words around them, funnel-shifted (a unit of Q8_0, Q4_0, Q5_0 or Q6_K
+ * starts at any even address; the last word is read only when it holds
+ * some of the N words' bytes). */
 template <int N>
 static __device__ __forceinline__ void ld_words(const uint8_t *p,
 						uint32_t (&w)[N])
@@ -463,13 +468,24 @@ static __device__ __forceinline__ void ld_words(const uint8_t *p,
 	}
 }
 
+/* Bit 4 of byte j set where bit j of the 4-bit N is (Q5_0's fifth bits
+ * into place): N times 2^4 + 2^11 + 2^18 + 2^25 puts bit j of N at 8 j +
+ * 4, the four copies of N apart (no carries). */
+static __device__ __forceinline__ uint32_t spread_fifth(uint32_t n)
+{
+	return (n * 0x02040810u) & 0x10101010u;
+}
+
 /* The unit's weights as 8 words of 4 int8, element order (gemv_q8.h):
- * Q8_0 its quants, Q4_0 nibbles (0..15, the offset is applied to the
- * unit's sum). */
+ * Q8_0 its quants, Q4_0 nibbles (0..15), Q5_0 5-bit values (0..31; the
+ * offsets are applied to the unit's sum). */
 template <int TYPE>
 static __device__ __forceinline__ void unit_ints(const qd_unit_head &h,
 						 int32_t (&q)[8])
 {
+	static_assert(TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0 ||
+			      TYPE == O1_QUANT_Q5_0,
+		      "K types go by pairs");
 	if constexpr (TYPE == O1_QUANT_Q4_0) {
 		uint32_t w[4];
 
@@ -478,6 +494,20 @@ static __device__ __forceinline__ void unit_ints(const qd_unit_head &h,
 		for (int k = 0; k < 4; k++) {
 			q[k] = (int32_t)(w[k] & 0x0f0f0f0fu);
 			q[4 + k] = (int32_t)((w[k] >> 4) & 0x0f0f0f0fu);
+		}
+	} else if constexpr (TYPE == O1_QUANT_Q5_0) {
+		uint32_t w[4];
+
+		ld_words<4>(h.q, w);
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			uint32_t f0 = (h.sel >> (4 * k)) & 0xf;
+			uint32_t f1 = (h.sel >> (16 + 4 * k)) & 0xf;
+
+			q[k] = (int32_t)((w[k] & 0x0f0f0f0fu) |
+					 spread_fifth(f0));
+			q[4 + k] = (int32_t)(((w[k] >> 4) & 0x0f0f0f0fu) |
+					     spread_fifth(f1));
 		}
 	} else {
 		uint32_t w[8];
@@ -501,13 +531,20 @@ unit_scale(const qd_unit_head &h, float2 ds, int32_t s0, int32_t s1)
 		return __fmul_rn(h.d,
 				 __fsub_rn(__fmul_rn(ds.x, (float)(s0 + s1)),
 					   __fmul_rn(8.0f, ds.y)));
+	else if constexpr (TYPE == O1_QUANT_Q5_0)
+		return __fmul_rn(h.d,
+				 __fsub_rn(__fmul_rn(ds.x, (float)(s0 + s1)),
+					   __fmul_rn(16.0f, ds.y)));
 	else if constexpr (TYPE == O1_QUANT_Q4_K)
 		return __fsub_rn(
 		    __fmul_rn(__fmul_rn(h.d, ds.x), (float)(s0 + s1)),
 		    __fmul_rn(h.m, ds.y));
-	else
+	else if constexpr (TYPE == O1_QUANT_Q6_K)
 		return __fmul_rn(ds.x, __fadd_rn(__fmul_rn(h.d, (float)s0),
 						 __fmul_rn(h.d1, (float)s1)));
+	else
+		static_assert(qd_known<TYPE>() && !qd_known<TYPE>(),
+			      "no product for this block type");
 }
 
 /* quant_dev.h's qd_f16 (of H's low 16 bits) for gemv_qp: the device's
@@ -593,16 +630,17 @@ static __device__ __forceinline__ void unit_sums(const int32_t *q,
 }
 
 /* DOT_I8: unit U of the row at ROW (shared memory) . the M quantized
- * rows, into D[i] for the types decoded a unit at a time (Q8_0, Q4_0;
- * Q4_K and Q6_K go by pairs: pair_dots): the weights' integers decoded
- * once, 8 __dp4a per row (integer sums, exact), then unit_scale. V:
+ * rows, into D[i] for the types decoded a unit at a time (Q8_0, Q4_0,
+ * Q5_0; Q4_K and Q6_K go by pairs: pair_dots): the weights' integers
+ * decoded once, 8 __dp4a per row (integer sums, exact), then unit_scale. V:
  * Q8_0's scale converted by the device's instruction (gemv_qp). */
 template <int M, int TYPE, int V = 0>
 static __device__ __forceinline__ void
 unit_dots_i8(float (&d)[M], const uint8_t *row, const gq_xq &x,
 	     const gq_args &a, uint32_t u)
 {
-	static_assert(TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0,
+	static_assert(TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0 ||
+			      TYPE == O1_QUANT_Q5_0,
 		      "K types go by pairs");
 	qd_unit_head h = {};
 	int32_t q[8];
@@ -909,9 +947,11 @@ static __device__ __forceinline__ void pair_dots(float (&d0)[M], float (&d1)[M],
 						 const gq_xq &x,
 						 const gq_args &a, uint32_t p)
 {
+	static_assert(TYPE == O1_QUANT_Q4_K || TYPE == O1_QUANT_Q6_K,
+		      "pairs of K types only");
 	if constexpr (TYPE == O1_QUANT_Q4_K)
 		pair_dots_q4k<M, A16>(d0, d1, row, x, a, p);
-	else
+	else if constexpr (TYPE == O1_QUANT_Q6_K)
 		pair_dots_q6k<M>(d0, d1, row, x, a, p);
 }
 
@@ -1227,18 +1267,21 @@ static __host__ __device__ constexpr uint32_t qp_walked(uint32_t n)
 }
 
 /* Groups of 32 units per batch: about 2 KB (Q8_0 2176, Q4_0 and Q4_K
- * 2304, a llama3 row of 4096, Q6_K 1680). X picks a variant for
- * bench_gemv_q's sweep: 1 half the batch, 2 twice, 3 the default's with
- * fewer stages and three blocks a multiprocessor (qp_stages), 4 with two
- * stages and four blocks (more warps to hide the decoding's latency, at
- * most 64 registers a thread); two rows a step: 5 half the batch, 3
- * stages, 3 blocks; 6 the whole batch, 2 stages, 2 blocks; 7 half, 5
- * stages, 2 blocks; 8 half, 2 stages, 4 blocks; 9 as 6, the input's
- * side of the lane's pairs kept in registers where a row is one batch. */
+ * 2304, a llama3 row of 4096, Q5_0 2112, Q6_K 1680). X picks a variant
+ * for bench_gemv_q's sweep: 1 half the batch (Q5_0: a third), 2 twice,
+ * 3 the default's with fewer stages and three blocks a multiprocessor
+ * (qp_stages), 4 with two stages and four blocks (more warps to hide the
+ * decoding's latency, at most 64 registers a thread); two rows a step:
+ * 5 half the batch, 3 stages, 3 blocks; 6 the whole batch, 2 stages, 2
+ * blocks; 7 half, 5 stages, 2 blocks; 8 half, 2 stages, 4 blocks; 9 as
+ * 6, the input's side of the lane's pairs kept in registers where a row
+ * is one batch. */
 template <int TYPE, int X = 0>
 static __host__ __device__ constexpr uint32_t qp_groups()
 {
-	return (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2 : 4) *
+	return (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2
+		: TYPE == O1_QUANT_Q5_0				? 3
+								: 4) *
 	       (X == 2 ? 2 : 1) /
 	       (X == 1 || X == 5 || X == 7 || X == 8 ? 2 : 1);
 }
@@ -1825,7 +1868,8 @@ static __global__ void __launch_bounds__(GQ_THREADS, qp_bps<X>())
 }
 
 /* Two parts of one output in one launch (a QKV matrix whose v rows are
- * in another block type: Q4_K_M's Q4_K q and k beside Q6_K v): blocks
+ * in another block type: Q4_K_M's Q4_K q and k beside Q6_K v, or Q5_0
+ * beside Q8_0 where K is not whole super-blocks): blocks
  * [0, B0) run part A0 (TYPE T0), the others A1, each part's warps
  * striding over its own outputs, so every row is computed as the part's
  * own launch would (the same bits) without a second kernel's launch,
@@ -2107,13 +2151,17 @@ static int launch_type(const gq_args &a, enum o1_quant_type type, uint32_t m,
 	case O1_QUANT_Q4_0:
 		return launch_dot<O1_QUANT_Q4_0, OUT, IN>(a, m, dot, pdl,
 							  stream);
+	case O1_QUANT_Q5_0:
+		return launch_dot<O1_QUANT_Q5_0, OUT, IN>(a, m, dot, pdl,
+							  stream);
 	case O1_QUANT_Q4_K:
 		return launch_dot<O1_QUANT_Q4_K, OUT, IN>(a, m, dot, pdl,
 							  stream);
-	default:
+	case O1_QUANT_Q6_K:
 		return launch_dot<O1_QUANT_Q6_K, OUT, IN>(a, m, dot, pdl,
 							  stream);
 	}
+	return -EINVAL; /* not reached: check() refuses other types */
 }
 
 /* Shapes and alignment both entry points need. */
@@ -2319,42 +2367,57 @@ extern "C" int o1_gemv_q8_norm_rope_kv_cuda(
 						    DOT_I8, pdl, stream);
 }
 
+/* gemv_qp2's OUT_ROPE launch over the parts A (T0 then T1) for the
+ * token count of R. */
+template <int T0, int T1>
+static int rope_pair_m(const struct o1_rope_kv_args *r, const gq_args (&a)[2],
+		       bool pdl, cudaStream_t stream)
+{
+	switch (r->n_tokens) {
+	case 1:
+		return launch_pair_m<1, T0, T1, OUT_ROPE, IN_NORM>(a[0], a[1],
+								   pdl, stream);
+	case 2:
+		return launch_pair_m<2, T0, T1, OUT_ROPE, IN_NORM>(a[0], a[1],
+								   pdl, stream);
+	case 3:
+		return launch_pair_m<3, T0, T1, OUT_ROPE, IN_NORM>(a[0], a[1],
+								   pdl, stream);
+	default:
+		return launch_pair_m<4, T0, T1, OUT_ROPE, IN_NORM>(a[0], a[1],
+								   pdl, stream);
+	}
+}
+
 /* The QKV parts PT[0], PT[1] (each whole heads, checked by
  * rope_args_of) through gemv_qp2: 1 (nothing launched) where they are not
- * the pair it is built for (Q4_K then Q6_K: Q4_K_M's layers with a Q6_K
- * v) or would not fit, else 0 or the launch's error. */
+ * a pair it is built for or would not fit, else 0 or the launch's error.
+ * The pairs: Q4_K then Q6_K (Q4_K_M's layers with a Q6_K v), and Q5_0
+ * then Q8_0 (the same layers where K is not whole super-blocks, as
+ * qwen2.5-0.5b's 896: llama.cpp's fallback types). */
 static int rope_kv_pair(const struct o1_rope_kv_args *r,
 			const struct o1_attn_dims *d, const float *x,
 			const float *norm_w, float eps,
 			const struct o1_gemv_q_part *pt, uint32_t k, bool pdl,
 			cudaStream_t stream)
 {
+	bool k_pair = pt[0].type == O1_QUANT_Q4_K &&
+		      pt[1].type == O1_QUANT_Q6_K;
+	bool q5_pair = pt[0].type == O1_QUANT_Q5_0 &&
+		       pt[1].type == O1_QUANT_Q8_0;
 	gq_args a[2];
 	int err = 0;
 
-	if (pt[0].type != O1_QUANT_Q4_K || pt[1].type != O1_QUANT_Q6_K)
+	if (!k_pair && !q5_pair)
 		return 1;
 	for (int i = 0; !err && i < 2; i++)
 		err = rope_args_of(&a[i], r, d, x, norm_w, eps, &pt[i], k);
 	if (err)
 		return err;
-	switch (r->n_tokens) {
-	case 1:
-		err = launch_pair_m<1, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
-				    IN_NORM>(a[0], a[1], pdl, stream);
-		break;
-	case 2:
-		err = launch_pair_m<2, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
-				    IN_NORM>(a[0], a[1], pdl, stream);
-		break;
-	case 3:
-		err = launch_pair_m<3, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
-				    IN_NORM>(a[0], a[1], pdl, stream);
-		break;
-	default:
-		err = launch_pair_m<4, O1_QUANT_Q4_K, O1_QUANT_Q6_K, OUT_ROPE,
-				    IN_NORM>(a[0], a[1], pdl, stream);
-	}
+	err = k_pair ? rope_pair_m<O1_QUANT_Q4_K, O1_QUANT_Q6_K>(r, a, pdl,
+								   stream)
+		     : rope_pair_m<O1_QUANT_Q5_0, O1_QUANT_Q8_0>(r, a, pdl,
+								   stream);
 	return err == -ENOSPC ? 1 : err;
 }
 
@@ -2387,8 +2450,10 @@ extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k)
 	gq_args a = args(NULL, NULL, NULL, NULL, 1, k, 1);
 	int p = type == O1_QUANT_Q8_0	? pieces_of<O1_QUANT_Q8_0>()
 		: type == O1_QUANT_Q4_0 ? pieces_of<O1_QUANT_Q4_0>()
+		: type == O1_QUANT_Q5_0 ? pieces_of<O1_QUANT_Q5_0>()
 		: type == O1_QUANT_Q4_K ? pieces_of<O1_QUANT_Q4_K>()
-					: pieces_of<O1_QUANT_Q6_K>();
+		: type == O1_QUANT_Q6_K ? pieces_of<O1_QUANT_Q6_K>()
+					: 0;
 
-	return smem_of(a, p, m, DOT_I8) <= GQ_SMEM_MAX;
+	return p && smem_of(a, p, m, DOT_I8) <= GQ_SMEM_MAX;
 }

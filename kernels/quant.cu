@@ -200,13 +200,17 @@ static int dequantize(enum o1_quant_type type, const void *src, void *dst,
 	case O1_QUANT_Q4_0:
 		return launch_dequant<O1_QUANT_Q4_0>(src, dst, n / 32, bf16,
 						     stream);
+	case O1_QUANT_Q5_0:
+		return launch_dequant<O1_QUANT_Q5_0>(src, dst, n / 32, bf16,
+						     stream);
 	case O1_QUANT_Q4_K:
 		return launch_dequant<O1_QUANT_Q4_K>(src, dst, n / 32, bf16,
 						     stream);
-	default:
+	case O1_QUANT_Q6_K:
 		return launch_dequant<O1_QUANT_Q6_K>(src, dst, n / 32, bf16,
 						     stream);
 	}
+	return -EINVAL; /* not reached: per is 0 for other types */
 }
 
 extern "C" int o1_quant_dequantize_cuda(enum o1_quant_type type,
@@ -262,11 +266,15 @@ extern "C" int o1_embedding_q_cuda(float *out, const void *table,
 	case O1_QUANT_Q4_0:
 		return launch_gather<O1_QUANT_Q4_0>(out, table, ids, n_tokens,
 						    dim, vocab, stream);
+	case O1_QUANT_Q5_0:
+		return launch_gather<O1_QUANT_Q5_0>(out, table, ids, n_tokens,
+						    dim, vocab, stream);
 	case O1_QUANT_Q4_K:
 		return launch_gather<O1_QUANT_Q4_K>(out, table, ids, n_tokens,
 						    dim, vocab, stream);
-	default:
+	case O1_QUANT_Q6_K:
 		return launch_gather<O1_QUANT_Q6_K>(out, table, ids, n_tokens,
 						    dim, vocab, stream);
 	}
+	return -EINVAL; /* not reached: per is 0 for other types */
 }

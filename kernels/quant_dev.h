@@ -5,7 +5,7 @@
  * multiply-add).
  *
  * Unit u of a row covers elements [32u, 32u + 32):
- *   Q8_0, Q4_0  block u;
+ *   Q8_0, Q4_0, Q5_0  block u (Q5_0: its 32 fifth bits one word);
  *   Q4_K        sub-block u % 8 of super-block u / 8 (its scale and min
  *               pair; the low nibbles of 32 bytes for even sub-blocks, the
  *               high ones for odd);
@@ -15,9 +15,12 @@
  * qd_head and qd_octet decode the same unit 8 elements at a time, the
  * scale kept apart (the decode product's inner loop, which cannot hold 32
  * values in registers and multiplies by the scale once per octets).
- * Blocks of 34, 18 and 210 bytes sit at 2-byte alignment only, so their
- * bytes are read as 16-bit words; Q4_K (144 bytes) at 16. Loads are plain:
- * callers pass rows of a weight matrix, which no kernel writes.
+ * Blocks of 34, 18, 22 and 210 bytes sit at 2-byte alignment only, so
+ * their bytes are read as 16-bit words; Q4_K (144 bytes) at 16. Each
+ * template decodes the five types by name and refuses any other at
+ * compile time (qd_known), so no type falls into another's decode.
+ * Loads are plain: callers pass rows of a weight matrix, which no kernel
+ * writes.
  * Plain C++ with uint8/16/32 and float only (no cuda_fp16.h, no vector
  * types), so that tools/gpu/emu runs it on the CPU too.
  */
@@ -91,6 +94,21 @@ static __device__ __forceinline__ uint32_t qd_u16(const uint8_t *p)
 	return *(const uint16_t *)p;
 }
 
+/* Whether the templates below decode TYPE. */
+template <int TYPE> static __host__ __device__ constexpr bool qd_known()
+{
+	return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0 ||
+	       TYPE == O1_QUANT_Q5_0 || TYPE == O1_QUANT_Q4_K ||
+	       TYPE == O1_QUANT_Q6_K;
+}
+
+/* Q5_0's 32 fifth bits at BLK + 2 (bit e: element e's), as two halves:
+ * the block is 2-byte aligned. */
+static __device__ __forceinline__ uint32_t qd_q5_high(const uint8_t *blk)
+{
+	return qd_u16(blk + 2) | (qd_u16(blk + 4) << 16);
+}
+
 /* Q4_K's 6-bit scale SC and min MN of sub-block S (0-7) from the block's
  * 12 packed bytes at X (quant.h's layout). */
 static __device__ __forceinline__ void
@@ -126,6 +144,7 @@ template <int TYPE>
 static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 					       float (&v)[32])
 {
+	static_assert(qd_known<TYPE>(), "no decode for this block type");
 	uint32_t b[8];
 
 	if constexpr (TYPE == O1_QUANT_Q8_0) {
@@ -160,6 +179,27 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 				    __fmul_rn(qd_float_less(q >> 4, 8), d);
 			}
 		}
+	} else if constexpr (TYPE == O1_QUANT_Q5_0) {
+		const uint8_t *blk = row + (size_t)u * O1_QUANT_Q5_0_BYTES;
+		float d = qd_f16(qd_u16(blk));
+		uint32_t hb = qd_q5_high(blk);
+
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			uint32_t w = qd_u16(blk + 6 + 2 * i);
+
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				uint32_t q = (w >> (8 * h)) & 0xff,
+					 e = 2 * i + h;
+				uint32_t lo = (q & 0xf) | ((hb >> e) & 1) << 4;
+				uint32_t hi = (q >> 4) | ((hb >> (16 + e)) & 1)
+							     << 4;
+
+				v[e] = __fmul_rn(qd_float_less(lo, 16), d);
+				v[16 + e] = __fmul_rn(qd_float_less(hi, 16), d);
+			}
+		}
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
 		const uint8_t *blk =
 		    row + (size_t)(u / 8) * O1_QUANT_Q4_K_BYTES;
@@ -183,7 +223,7 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 				v[4 * i + j] = __fsub_rn(
 				    __fmul_rn(d, qd_byte_less(w, j, 0)), m);
 		}
-	} else {
+	} else if constexpr (TYPE == O1_QUANT_Q6_K) {
 		const uint8_t *blk =
 		    row + (size_t)(u / 8) * O1_QUANT_Q6_K_BYTES;
 		uint32_t h = (u % 8) / 4, g = u % 4, hb[8];
@@ -211,22 +251,26 @@ static __device__ __forceinline__ void qd_unit(const uint8_t *row, uint32_t u,
 /* A unit's scales and byte pointers (qd_head), for decoding it 8 elements
  * at a time (qd_octet) with few registers live. Element e of octet o is
  * qd_unit's value (quant.h's) as the exact product v[e] * qd_scale(h, o):
- * for Q8_0, Q4_0 and Q6_K v is the small integer (|v| <= 128, so v times
- * a bf16 is exact in f32) and the scale the block's (Q6_K: the 16
+ * for Q8_0, Q4_0, Q5_0 and Q6_K v is the small integer (|v| <= 128, so v
+ * times a bf16 is exact in f32) and the scale the block's (Q6_K: the 16
  * elements'); for Q4_K v is the value itself (its min is not a factor)
  * and the scale 1. */
 struct qd_unit_head {
-	const uint8_t *q;  /* Q8_0/Q4_0: the quants; K types: ql / nibbles */
+	const uint8_t *q;  /* Q8_0/Q4_0/Q5_0: the quants; K types: ql /
+			      nibbles */
 	const uint8_t *qh; /* Q6_K: the 2-bit highs */
 	float d, d1, m;	   /* scale (Q6_K: elements < 16, d1 the others),
 			      Q4_K's min */
-	uint32_t sel;	   /* Q4_K: nibble (s % 2); Q6_K: group g */
+	uint32_t sel;	   /* Q4_K: nibble (s % 2); Q6_K: group g; Q5_0:
+			      the fifth bits (qd_q5_high; one field for
+			      both keeps the K types' code as it was) */
 };
 
 template <int TYPE>
 static __device__ __forceinline__ qd_unit_head qd_head(const uint8_t *row,
 						       uint32_t u)
 {
+	static_assert(qd_known<TYPE>(), "no decode for this block type");
 	qd_unit_head h = {};
 
 	if constexpr (TYPE == O1_QUANT_Q8_0) {
@@ -239,6 +283,12 @@ static __device__ __forceinline__ qd_unit_head qd_head(const uint8_t *row,
 
 		h.d = qd_f16(qd_u16(blk));
 		h.q = blk + 2;
+	} else if constexpr (TYPE == O1_QUANT_Q5_0) {
+		const uint8_t *blk = row + (size_t)u * O1_QUANT_Q5_0_BYTES;
+
+		h.d = qd_f16(qd_u16(blk));
+		h.sel = qd_q5_high(blk);
+		h.q = blk + 6;
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
 		const uint8_t *blk =
 		    row + (size_t)(u / 8) * O1_QUANT_Q4_K_BYTES;
@@ -251,7 +301,7 @@ static __device__ __forceinline__ qd_unit_head qd_head(const uint8_t *row,
 		h.m = __fmul_rn(qd_f16(dd >> 16), (float)mn);
 		h.q = blk + 16 + 32 * (s / 2);
 		h.sel = s % 2;
-	} else {
+	} else if constexpr (TYPE == O1_QUANT_Q6_K) {
 		const uint8_t *blk =
 		    row + (size_t)(u / 8) * O1_QUANT_Q6_K_BYTES;
 		uint32_t hf = (u % 8) / 4, g = u % 4;
@@ -294,11 +344,12 @@ static __device__ __forceinline__ uint32_t qd_byte8(const uint32_t (&b)[2],
 template <int TYPE>
 static __device__ __forceinline__ float qd_scale(const qd_unit_head &h, int o)
 {
+	static_assert(qd_known<TYPE>(), "no decode for this block type");
 	if constexpr (TYPE == O1_QUANT_Q4_K)
 		return 1.0f;
 	else if constexpr (TYPE == O1_QUANT_Q6_K)
 		return o < 2 ? h.d : h.d1;
-	else
+	else /* Q8_0, Q4_0, Q5_0: the block's */
 		return h.d;
 }
 
@@ -308,6 +359,7 @@ template <int TYPE>
 static __device__ __forceinline__ void qd_octet(const qd_unit_head &h, int o,
 						float (&v)[8])
 {
+	static_assert(qd_known<TYPE>(), "no decode for this block type");
 	uint32_t b[2];
 
 	if constexpr (TYPE == O1_QUANT_Q8_0) {
@@ -327,6 +379,18 @@ static __device__ __forceinline__ void qd_octet(const qd_unit_head &h, int o,
 			v[e] = __fsub_rn(qd_magic(q),
 					 8388616.0f); /* 2^23 + 8 */
 		}
+	} else if constexpr (TYPE == O1_QUANT_Q5_0) {
+		/* Q4_0's nibbles, element 8 o + e's fifth bit above */
+		qd_load8(h.q + 8 * (o % 2), b);
+#pragma unroll
+		for (int e = 0; e < 8; e++) {
+			uint32_t q = qd_byte8(b, e);
+
+			q = o < 2 ? q & 0xf : q >> 4;
+			q |= ((h.sel >> (8 * o + e)) & 1) << 4;
+			v[e] = __fsub_rn(qd_magic(q),
+					 8388624.0f); /* 2^23 + 16 */
+		}
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
 		qd_load8(h.q + 8 * o, b);
 #pragma unroll
@@ -339,7 +403,7 @@ static __device__ __forceinline__ void qd_octet(const qd_unit_head &h, int o,
 				      __fsub_rn(qd_magic(q), 8388608.0f)),
 			    h.m);
 		}
-	} else {
+	} else if constexpr (TYPE == O1_QUANT_Q6_K) {
 		uint32_t hb[2];
 
 		qd_load8(h.q + 8 * o, b);

@@ -322,7 +322,8 @@ static int pick_decode(struct cuda_state *s)
 static bool q_fusable(const struct cuda_state *s)
 {
 	static const enum o1_quant_type types[] = {
-	    O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+	    O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q5_0, O1_QUANT_Q4_K,
+	    O1_QUANT_Q6_K};
 	const struct o1_model_desc *d = &s->d;
 	uint32_t ks[] = {d->dim, d->n_heads * d->head_dim, d->ffn_dim};
 

@@ -74,8 +74,9 @@
  * and the KV write are a kernel of their own), the gate/up product over the
  * RMSNorm of x with SwiGLU in its epilogue (several parts: the parts, then
  * swiglu.cu), x += the O and down products, the LM head over the final
- * RMSNorm; a layer is 5 kernels (QKV parts Q4_K then Q6_K, Q4_K_M's, share
- * one launch; other mixes take one a part). With
+ * RMSNorm; a layer is 5 kernels (QKV parts Q4_K then Q6_K, Q4_K_M's, or
+ * Q5_0 then Q8_0, its fallback types where the width is not whole
+ * super-blocks, share one launch; other mixes take one a part). With
  * cfg.cuda_quant_f32 (or a block matrix too wide for the fused variants' shared
  * memory: cuda_backend.c) fused products are off for such a model: the block
  * products take the unfused route (RMSNorm, product, SwiGLU, residual add in

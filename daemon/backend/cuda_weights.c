@@ -7,7 +7,7 @@
  * buffer and converted there; both staging buffers are freed before
  * create returns. Only rank 0 of a tensor-parallel group holds the LM head.
  *
- * Matrices in a GGUF block format (Q8_0, Q4_0, Q4_K, Q6_K) stay in it
+ * Matrices in a GGUF block format (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) stay in it
  * unless cfg.dequantize: their bytes are copied as they are (GGUF's Q/K
  * rows un-permuted whole: a row is whole blocks) and the products read
  * them (cuda_forward.c). A fused group (QKV, gate/up) is kept in blocks

@@ -32,7 +32,12 @@
  * Quantized models (o1model convert --quantize of a two-layer llama3.2-1b
  * shape: q8_0, q4_0, q6_k, q4_k_m, whose layer 1 has a Q6_K V beside Q4_K
  * Q and K, two parts of one fused product; and of a two-layer qwen2.5-0.5b
- * shape, whose rows of 896 make q4_k_m fall back to Q8_0 in places): the
+ * shape, whose rows of 896 make q4_k_m fall back as llama.cpp's do: Q5_0
+ * for Q4_K, Q8_0 for Q6_K, so layer 0's QKV is one Q5_0 part and layer
+ * 1's Q5_0 q and k beside a Q8_0 v, the down products Q4_K and Q6_K, the
+ * tied head Q8_0; that file also through the f32 path, gemm_q.cu and
+ * gemm_qp.cu, which take Q5_0, and gemm_qi8.cu's rows, which leave it
+ * to the tiles): the
  * CUDA backend's block products (gemv_q.cu for the decode steps: by
  * default its int8 path with the fused variants, whose inputs are
  * quantized per 32 elements, kernels/gemv_q8.h; bf16 tiles and cuBLAS
@@ -475,6 +480,22 @@ static void test_quantized(void **state)
 			  sizeof(src));
 	quantize_model(src, "q4_k_m", "q05q.gguf", path, sizeof(path));
 	check_model("qwen2.5-0.5b x2 layers q4_k_m (fallbacks)", path);
+	quant_f32 = true;
+	check_model("qwen2.5-0.5b x2 layers q4_k_m, f32 block products", path);
+	quant_f32 = false;
+	quant_mma = true;
+	check_model("qwen2.5-0.5b x2 layers q4_k_m, gemm_q.cu's tensor cores",
+		    path);
+	quant_mma = false;
+	quant_qp = true;
+	check_model("qwen2.5-0.5b x2 layers q4_k_m, gemm_qp.cu's pipeline",
+		    path);
+	quant_qp = false;
+	quant_i8 = true;
+	check_model("qwen2.5-0.5b x2 layers q4_k_m, gemm_qi8.cu's rows "
+		    "(Q5_0 on the tiles)",
+		    path);
+	quant_i8 = false;
 }
 
 static void test_unsupported_config(void **state)

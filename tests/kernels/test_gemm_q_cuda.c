@@ -1,6 +1,7 @@
 /* The tensor-core products on block-format weights over more than 4 rows,
  * kernels/gemm_q.cu (o1_gemm_q_cuda) and gemm_qp.cu's pipeline
- * (o1_gemm_qp_cuda), against the CPU, for Q8_0, Q4_0, Q4_K and Q6_K, on M
+ * (o1_gemm_qp_cuda), against the CPU, for Q8_0, Q4_0, Q4_K and Q6_K (and
+ * Q5_0 on a few shapes of its own: test_q5_0), on M
  * of 9 to 300 rows (not multiples of their token tiles of 32, 64 and
  * 128), N not a multiple of their weight tiles (64 or 128), K of one to
  * many steps (and, for gemm_qp, 256-element raw stages with a partial
@@ -46,6 +47,9 @@
  * - against the f32 product (o1_gemv_q_cpu) within gemv_q8.h's bound
  *   (o1_gemv_q8_bound_cpu) element by element;
  * - a second launch (with PDL) bitwise equal, columns past N untouched.
+ * gemm_qi8 and gemm_qw do not take Q5_0: their fits and launches refuse
+ * it (the backend then multiplies on the tiles, whose dequantization
+ * test_quant_cuda checks).
  * O1_TEST_QUICK=1 runs fewer shapes (tools/gpu/emu/run_gemm_q.sh runs it
  * on the CPU emulation). Exit 77 without a device. */
 #include <setjmp.h>
@@ -620,6 +624,49 @@ static void test_gemm_qw_swiglu(void **state)
 			 -EINVAL);
 }
 
+/* Q5_0 (block of 22 bytes, rows at any even offset from a 16-byte
+ * piece): gemm_q's and gemm_qp's checks on shapes of 32-blocks, one raw
+ * stage and several, a partial last one, and qwen2.5-0.5b's width (896);
+ * gemm_qi8 and gemm_qw refuse it, so q_route gives it the tiles or these
+ * two. */
+static void test_q5_0(void **state)
+{
+	static const uint32_t shapes[][4] = {
+	    {17, 9, 96, 9},	{70, 66, 288, 70},   {9, 37, 256, 42},
+	    {40, 130, 768, 130}, {100, 130, 896, 135}};
+	float *y = kct_dev(1 << 16);
+	uint16_t *x = kct_dev(1 << 16);
+	uint8_t *w = kct_dev(1 << 16);
+
+	(void)state;
+	for (int g = 0; g < 2; g++) {
+		kern = &kernels[g];
+		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+			if (!kct_quick() || (i + g) % 2 == 0)
+				check_gemm(O1_QUANT_Q5_0, shapes[i][0],
+					   shapes[i][1], shapes[i][2],
+					   shapes[i][3]);
+		if (!kct_quick())
+			check_gemm(O1_QUANT_Q5_0, 300, 4864, 896, 4864);
+	}
+	assert_true(o1_gemm_q_fits(O1_QUANT_Q5_0, 64, 896));
+	assert_true(o1_gemm_qp_fits(O1_QUANT_Q5_0, 64, 896, w));
+	assert_false(o1_gemm_qp_fits(O1_QUANT_Q5_0, 64, 48, w));
+	assert_false(o1_gemm_qi8_fits(O1_QUANT_Q5_0, 64, 512, w));
+	assert_false(o1_gemm_qw_fits(O1_QUANT_Q5_0, 64, 2048, w));
+	assert_int_equal(o1_gemm_qi8_cuda(y, x, w, O1_QUANT_Q5_0, 16, 64, 512,
+					  64, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qw_cuda(y, x, w, O1_QUANT_Q5_0, 16, 64, 2048,
+					 64, false, NULL),
+			 -EINVAL);
+	assert_int_equal(o1_gemm_qw_swiglu_cuda((uint16_t *)y, x, w,
+						O1_QUANT_Q5_0, 16, 32, 2048,
+						32, false, NULL),
+			 -EINVAL);
+	cudaFree(y), cudaFree(x), cudaFree(w);
+}
+
 /* Operands both kernels refuse, through kernel G. */
 static void bad_args(const struct kernel *g, float *y, uint16_t *x,
 		     uint8_t *w)
@@ -748,6 +795,7 @@ int main(void)
 	    cmocka_unit_test(test_gemm_qw_split),
 	    cmocka_unit_test(test_gemm_qw_swiglu),
 	    cmocka_unit_test(test_gemm_qi8),
+	    cmocka_unit_test(test_q5_0),
 	    cmocka_unit_test(test_bad_args),
 	};
 

@@ -1,8 +1,9 @@
 /* GGUF block formats on the device (kernels/quant.cu, kernels/gemv_q.cu)
  * against their CPU references (kernels/quant.c, kernels/gemv_q.c), for
- * Q8_0, Q4_0, Q4_K and Q6_K:
+ * Q8_0, Q4_0, Q4_K, Q6_K and Q5_0:
  * - dequantization to f32 of llama.cpp's vectors (../shared/testdata/
- *   quant, skipped when absent) equals their .dequant.f32 bitwise, and of
+ *   quant, skipped when absent; Q5_0's in tests/data/quant, from the same
+ *   input) equals their .dequant.f32 bitwise, and of
  *   random rows equals quant.c's bitwise; to bf16, quant.c's values
  *   rounded to nearest even, bitwise;
  * - the embedding gather from a block table equals o1_embedding_q_cpu
@@ -30,8 +31,9 @@
  *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda; o1_gemv_q8_add_cuda = y +
  *   o1_gemv_q8_cuda's product; o1_gemv_q8_norm_rope_kv_cuda (a part of
  *   the fused QKV matrix at a time, parts of different types) and
- *   o1_gemv_q8_norm_rope_kv_parts_cuda (all parts: Q4_K then Q6_K in one
- *   launch) = o1_gemv_q8_norm_cuda per part into the f32 QKV rows then
+ *   o1_gemv_q8_norm_rope_kv_parts_cuda (all parts: Q4_K then Q6_K, or
+ *   Q5_0 then Q8_0, in one launch) = o1_gemv_q8_norm_cuda per part into
+ *   the f32 QKV rows then
  *   o1_rope_kv_write_cuda: q, both KV caches (pages around the written
  *   slots included) equal, with and without a bias, partial and full
  *   rotation, scaled or not;
@@ -62,10 +64,15 @@
 #include "kernels/quant.h"
 
 #define QDIR O1_SHARED_DIR "/testdata/quant"
+#define OWNDIR O1_SOURCE_DIR "/tests/data/quant"
 
+/* Q5_0 last, so that the loops give the other types the cases they had */
 static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
-					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
-static const char *const files[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
+					   O1_QUANT_Q4_K, O1_QUANT_Q6_K,
+					   O1_QUANT_Q5_0};
+static const char *const files[] = {"q8_0", "q4_0", "q4_k", "q6_k", "q5_0"};
+/* where each type's vectors are (the input is always QDIR's) */
+static const char *const dirs[] = {QDIR, QDIR, QDIR, QDIR, OWNDIR};
 
 /* Device dequantization of the N elements at Q (f32 and bf16) against the
  * CPU's, and against WANT (when not NULL) bitwise; the blocks on the
@@ -110,13 +117,14 @@ static void check_dequant(enum o1_quant_type type, const uint8_t *q, uint64_t n,
 	free(cpu), free(gpu), free(g16);
 }
 
-static void *read_file(const char *name, size_t bytes)
+/* DIR/NAME, which must hold exactly BYTES bytes. */
+static void *read_file(const char *dir, const char *name, size_t bytes)
 {
 	char path[512];
 	void *buf = malloc(bytes + 1);
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", QDIR, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "rb");
 	assert_non_null(f);
 	assert_int_equal(fread(buf, 1, bytes + 1, f), bytes);
@@ -139,9 +147,9 @@ static void test_dequant_vectors(void **state)
 
 		assert_int_equal(o1_quant_row_bytes(types[i], COLS, &rb), 0);
 		snprintf(name, sizeof(name), "%s.bin", files[i]);
-		q = read_file(name, rb * ROWS);
+		q = read_file(dirs[i], name, rb * ROWS);
 		snprintf(name, sizeof(name), "%s.dequant.f32", files[i]);
-		want = read_file(name, sizeof(float) * ROWS * COLS);
+		want = read_file(dirs[i], name, sizeof(float) * ROWS * COLS);
 		check_dequant(types[i], q, ROWS * COLS, want);
 		free(q), free(want);
 	}
@@ -282,15 +290,18 @@ static void test_gemv(void **state)
 						check_gemv(types[t], m, ns[b],
 							   ks[a],
 							   ns[b] + (m % 2) * 3);
-	/* rows of 32-blocks not filling a 256 */
+	/* rows of 32-blocks not filling a 256 (Q5_0's 198-byte rows
+	 * alternate between 2 and 0 mod 4) */
 	check_gemv(O1_QUANT_Q8_0, 2, 9, 96, 9);
 	check_gemv(O1_QUANT_Q4_0, 3, 6, 288, 11);
+	check_gemv(O1_QUANT_Q5_0, 3, 6, 288, 11);
 	/* rows of several batches, the last one short (gemv_q.cu reads a
 	 * row a few KB at a time), and warps striding over rows */
 	check_gemv(O1_QUANT_Q8_0, 2, 61, 8224, 61);
 	check_gemv(O1_QUANT_Q4_0, 1, 37, 14496, 40);
 	check_gemv(O1_QUANT_Q4_K, 3, 61, 15360, 61);
 	check_gemv(O1_QUANT_Q6_K, 4, 37, 10496, 37);
+	check_gemv(O1_QUANT_Q5_0, 2, 37, 14496, 37);
 	if (kct_quick())
 		return;
 	/* decode shapes of real models */
@@ -298,6 +309,8 @@ static void test_gemv(void **state)
 	check_gemv(O1_QUANT_Q6_K, 4, 1024, 14336, 1024);
 	check_gemv(O1_QUANT_Q8_0, 3, 2048, 2048, 6144);
 	check_gemv(O1_QUANT_Q4_0, 2, 896, 4864, 896);
+	/* qwen2.5-0.5b's gate/up in a Q4_K_M file */
+	check_gemv(O1_QUANT_Q5_0, 1, 2 * 4864, 896, 2 * 4864);
 }
 
 /* The int8 path on weights Q (N rows of K of TYPE, put on the device
@@ -419,10 +432,12 @@ static void test_gemv_q8(void **state)
 					}
 	check_q8(O1_QUANT_Q8_0, 2, 9, 96, 9);
 	check_q8(O1_QUANT_Q4_0, 3, 6, 288, 11);
+	check_q8(O1_QUANT_Q5_0, 3, 6, 288, 11);
 	check_q8(O1_QUANT_Q8_0, 2, 61, 8224, 61);
 	check_q8(O1_QUANT_Q4_0, 1, 37, 14496, 40);
 	check_q8(O1_QUANT_Q4_K, 3, 61, 15360, 61);
 	check_q8(O1_QUANT_Q6_K, 4, 37, 10496, 37);
+	check_q8(O1_QUANT_Q5_0, 1, 37, 14496, 40);
 	/* weights at 4 and 2 bytes past 16-byte alignment (Q4_K's and the
 	 * others' least) */
 	check_q8_at(O1_QUANT_Q4_K, 1, 70, 2048, 70, 4);
@@ -430,11 +445,15 @@ static void test_gemv_q8(void **state)
 	check_q8_at(O1_QUANT_Q8_0, 1, 70, 2048, 70, 2);
 	check_q8_at(O1_QUANT_Q6_K, 1, 70, 2048, 70, 6);
 	check_q8_at(O1_QUANT_Q4_0, 3, 33, 1024, 33, 10);
+	check_q8_at(O1_QUANT_Q5_0, 2, 33, 1024, 33, 14);
+	check_q8_at(O1_QUANT_Q5_0, 1, 45, 288, 45, 2);
 	if (!kct_quick()) {
 		check_q8(O1_QUANT_Q4_K, 1, 4096, 4096, 4096);
 		check_q8(O1_QUANT_Q6_K, 4, 1024, 14336, 1024);
 		check_q8(O1_QUANT_Q8_0, 3, 2048, 2048, 6144);
 		check_q8(O1_QUANT_Q4_0, 2, 896, 4864, 896);
+		check_q8(O1_QUANT_Q5_0, 1, 2 * 4864, 896, 2 * 4864);
+		check_q8(O1_QUANT_Q5_0, 4, 896, 896, 896);
 		/* past o1_gemv_q8_fits: the f32 kernel, same bounds */
 		assert_false(o1_gemv_q8_fits(O1_QUANT_Q8_0, 4, 20480));
 		check_q8(O1_QUANT_Q8_0, 4, 64, 20480, 64);
@@ -457,14 +476,14 @@ static void test_gemv_q8_vectors(void **state)
 	(void)state;
 	if (access(QDIR "/input.f32", R_OK) != 0)
 		skip();
-	in = read_file("input.f32", sizeof(float) * ROWS * COLS);
+	in = read_file(QDIR, "input.f32", sizeof(float) * ROWS * COLS);
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		uint64_t rb;
 		uint8_t *q;
 
 		assert_int_equal(o1_quant_row_bytes(types[i], COLS, &rb), 0);
 		snprintf(name, sizeof(name), "%s.bin", files[i]);
-		q = read_file(name, rb * ROWS);
+		q = read_file(dirs[i], name, rb * ROWS);
 		for (uint32_t r0 = 0; r0 < (kct_quick() ? 8 : 16); r0++) {
 			double w;
 
@@ -583,10 +602,14 @@ static void test_fused_q8(void **state)
 	/* llama3-8b's down width: Q4_K's add two rows a step in variant 6
 	 * (variant 7's ring and this input do not fit a block) */
 	check_fused(O1_QUANT_Q4_K, 1, 40, 14336);
+	/* Q5_0: qwen2.5-0.5b's width; rows alternating 2 and 0 mod 4 */
+	check_fused(O1_QUANT_Q5_0, 3, 33, 896);
+	check_fused(O1_QUANT_Q5_0, 2, 20, 288);
 	if (kct_quick())
 		return;
 	check_fused(O1_QUANT_Q6_K, 1, 4096, 4096);
 	check_fused(O1_QUANT_Q8_0, 4, 1024, 14336);
+	check_fused(O1_QUANT_Q5_0, 1, 4864, 896);
 }
 
 /* A fused QKV matrix in parts: rows [col0[i], col0[i + 1]) of TYPE[i]. */
@@ -729,6 +752,15 @@ static void test_rope_kv_q8(void **state)
 	/* llama3-8b's heads (32 q, 8 kv of 128) */
 	const struct qkv_parts l8 = {
 	    2, {0, 40 * 128, 48 * 128}, {O1_QUANT_Q4_K, O1_QUANT_Q6_K}};
+	/* qwen2.5-0.5b's in a Q4_K_M file (14 q, 2 kv of 64; K 896): q and
+	 * k in Q5_0, v in Q8_0 (or Q5_0: one part) */
+	const struct qkv_parts qw = {
+	    2, {0, 16 * 64, 18 * 64}, {O1_QUANT_Q5_0, O1_QUANT_Q8_0}};
+	const struct qkv_parts qw1 = {1, {0, 18 * 64}, {O1_QUANT_Q5_0}};
+	const struct qkv_parts mid = {
+	    3,
+	    {0, 4 * 64, 5 * 64, 6 * 64},
+	    {O1_QUANT_Q4_K, O1_QUANT_Q5_0, O1_QUANT_Q6_K}};
 
 	(void)state;
 	check_rope_kv(&l8, 1, 32, 8, 128, 128, false, 1.0f, 256);
@@ -736,9 +768,15 @@ static void test_rope_kv_q8(void **state)
 		check_rope_kv(&qk_v, m, 4, 2, 64, 64, m % 2, 1.0f, 512);
 	check_rope_kv(&q_k_v, 3, 4, 1, 64, 32, true, 0.75f, 1024);
 	check_rope_kv(&one, 2, 4, 2, 32, 32, false, 1.0f, 256);
+	check_rope_kv(&qw, 1, 14, 2, 64, 64, true, 1.0f, 896);
+	check_rope_kv(&qw, 3, 14, 2, 64, 64, true, 1.0f, 288);
+	check_rope_kv(&qw1, 2, 14, 2, 64, 64, false, 1.0f, 896);
+	check_rope_kv(&mid, 4, 4, 1, 64, 32, false, 0.75f, 512);
 	if (kct_quick())
 		return;
 	check_rope_kv(&qk_v, 1, 4, 2, 64, 64, false, 1.0f, 4096);
+	for (uint32_t m = 2; m <= 4; m++)
+		check_rope_kv(&qw, m, 14, 2, 64, 64, true, 1.0f, 896);
 }
 
 /* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
@@ -812,6 +850,11 @@ static void test_swiglu(void **state)
 	check_swiglu(O1_QUANT_Q4_K, 1, 37, 4096);
 	check_swiglu(O1_QUANT_Q4_K, 1, 19, 2560);
 	check_swiglu_at(O1_QUANT_Q4_K, 1, 21, 2560, true, 4);
+	/* Q5_0: several batches; rows alternating 2 and 0 mod 4, the
+	 * weights 2 bytes past alignment */
+	check_swiglu(O1_QUANT_Q5_0, 2, 19, 14496);
+	check_swiglu_at(O1_QUANT_Q5_0, 3, 21, 288, true, 2);
+	check_swiglu_at(O1_QUANT_Q5_0, 1, 21, 288, false, 6);
 	if (kct_quick())
 		return;
 	check_swiglu(O1_QUANT_Q4_K, 1, 8192, 2048);
@@ -897,6 +940,21 @@ static void test_bad_args(void **state)
 	    -EINVAL);
 	assert_int_equal(o1_embedding_q_cuda(y, w, O1_QUANT_Q4_K, (int32_t *)x,
 					     1, 128, 4, NULL),
+			 -EINVAL);
+	/* Q5_0: part of a block, blocks at an odd address */
+	assert_int_equal(
+	    o1_quant_dequantize_cuda(O1_QUANT_Q5_0, w, y, 48, NULL), -EINVAL);
+	assert_int_equal(
+	    o1_quant_dequantize_bf16_cuda(O1_QUANT_Q5_0, w + 1, x, 32, NULL),
+	    -EINVAL);
+	assert_int_equal(o1_embedding_q_cuda(y, w, O1_QUANT_Q5_0, (int32_t *)x,
+					     1, 48, 4, NULL),
+			 -EINVAL);
+	assert_int_equal(
+	    o1_gemv_q_cuda(y, x, w + 1, O1_QUANT_Q5_0, 1, 1, 32, 1, false, NULL),
+	    -EINVAL);
+	assert_int_equal(o1_gemv_q8_cuda(y, x, w, O1_QUANT_Q5_0, 1, 1, 48, 1,
+					 false, NULL),
 			 -EINVAL);
 	cudaFree(y), cudaFree(x), cudaFree(w);
 }

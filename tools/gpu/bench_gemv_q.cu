@@ -5,6 +5,8 @@
  *
  *   bench_gemv_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k] [--swiglu]
  *
+ * (--types takes q5_0 too, not among the default's.)
+ *
  * Shapes (N outputs x K inputs): 6144 x 4096 (QKV), 4096 x 4096 (O),
  * 14336 x 4096 (gate or up), 4096 x 14336 (down), 128256 x 4096 (LM
  * head). For each: bf16
@@ -62,6 +64,7 @@ static const struct {
 } types[] = {
     {"q8_0", O1_QUANT_Q8_0},
     {"q4_0", O1_QUANT_Q4_0},
+    {"q5_0", O1_QUANT_Q5_0},
     {"q4_k", O1_QUANT_Q4_K},
     {"q6_k", O1_QUANT_Q6_K},
 };
@@ -221,11 +224,14 @@ static int launch_one(const shape &s, const bufs &b, enum o1_quant_type type,
 		return launch_q<O1_QUANT_Q8_0>(s, b, c, kn, st);
 	case O1_QUANT_Q4_0:
 		return launch_q<O1_QUANT_Q4_0>(s, b, c, kn, st);
+	case O1_QUANT_Q5_0:
+		return launch_q<O1_QUANT_Q5_0>(s, b, c, kn, st);
 	case O1_QUANT_Q4_K:
 		return launch_q<O1_QUANT_Q4_K>(s, b, c, kn, st);
-	default:
+	case O1_QUANT_Q6_K:
 		return launch_q<O1_QUANT_Q6_K>(s, b, c, kn, st);
 	}
+	return -1;
 }
 
 struct timed {
@@ -302,10 +308,13 @@ static void block_of(enum o1_quant_type type, uint32_t *blk, uint32_t *at0,
 	case O1_QUANT_Q4_0:
 		*blk = O1_QUANT_Q4_0_BYTES, *at0 = *at1 = 0;
 		break;
+	case O1_QUANT_Q5_0:
+		*blk = O1_QUANT_Q5_0_BYTES, *at0 = *at1 = 0;
+		break;
 	case O1_QUANT_Q4_K:
 		*blk = O1_QUANT_Q4_K_BYTES, *at0 = 0, *at1 = 2;
 		break;
-	default:
+	case O1_QUANT_Q6_K:
 		*blk = O1_QUANT_Q6_K_BYTES, *at0 = *at1 = 208;
 		break;
 	}
@@ -407,7 +416,7 @@ int main(int argc, char **argv)
 			swiglu_only = 1;
 		else {
 			fprintf(stderr, "usage: bench_gemv_q [--iters N] "
-					"[--types q8_0,q4_0,q4_k,q6_k] "
+					"[--types q8_0,q4_0,q5_0,q4_k,q6_k] "
 					"[--swiglu]\n");
 			return 2;
 		}

@@ -7,7 +7,8 @@
 # copied into build-emu/ so that their "cuda_launch.h" is this folder's
 # (launches through emu_launch, PDL a no-op). Quick mode (O1_TEST_QUICK=1): every launch within the
 # emulation's 8192 threads; a few minutes on one core. x86-64, g++ and
-# cmocka. SEED: O1_TEST_SEED (default: the time).
+# cmocka. O1_EMU_OUT=DIR builds in DIR instead (two runs side by side).
+# SEED: O1_TEST_SEED (default: the time).
 #   tools/gpu/emu/run_quant.sh [SEED]
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
@@ -16,7 +17,7 @@ export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
 root=$PWD
 emu=$root/tools/gpu/emu
-out=$root/build-emu
+out=${O1_EMU_OUT:-$root/build-emu}
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root/kernels" -I"$root" -I"$root/daemon")
 # extern __shared__ arrays become emu_smem() (as run_decode.sh does)
@@ -29,7 +30,7 @@ done
 sed -e '/^#ifndef __CUDACC__$/,/^#endif$/d' "$root/kernels/rms_reduce.h" >"$out/rms_reduce.h"
 cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -include "$emu/emu.h" "${inc[@]}")
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
-    -DO1_SHARED_DIR="\"$root/../shared\"" "${inc[@]}")
+    -DO1_SHARED_DIR="\"$root/../shared\"" -DO1_SOURCE_DIR="\"$root\"" "${inc[@]}")
 for k in quant gemv_q swiglu rmsnorm rope; do
 	"${cxx[@]}" -c "$out/${k}_emu.cc" -o "$out/${k}_emu.o"
 done
