@@ -301,20 +301,29 @@ static void q8_0_block(const float *x, uint8_t *b)
 		b[2 + j] = (uint8_t)low_i8(trunc_i32(roundf(x[j] * id)));
 }
 
-/* d = (the value of largest magnitude) / -8, so that value maps to level
- * 0 exactly and the other side gets the eighth level; q = x / d + 8.5
- * truncated, at most 15. */
-static void q4_0_block(const float *x, uint8_t *b)
+/* The value of largest magnitude in a block of QK, its sign kept (the
+ * first of equal magnitudes): Q4_0's and Q5_0's scale is it over minus
+ * half their levels. */
+static float signed_max(const float *x)
 {
-	float amax = 0.0f, max = 0.0f, d, id;
+	float amax = 0.0f, max = 0.0f;
 
 	for (int j = 0; j < QK; j++)
 		if (amax < fabsf(x[j])) {
 			amax = fabsf(x[j]);
 			max = x[j];
 		}
-	d = max / -8;
-	id = d != 0.0f ? 1.0f / d : 0.0f;
+	return max;
+}
+
+/* d = (the value of largest magnitude) / -8, so that value maps to level
+ * 0 exactly and the other side gets the eighth level; q = x / d + 8.5
+ * truncated, at most 15. */
+static void q4_0_block(const float *x, uint8_t *b)
+{
+	float d = signed_max(x) / -8;
+	float id = d != 0.0f ? 1.0f / d : 0.0f;
+
 	store_u16(b, o1_quant_f32_to_f16(d));
 	for (int j = 0; j < QK / 2; j++) {
 		int8_t lo = low_i8(trunc_i32(x[j] * id + 8.5f));
@@ -330,16 +339,10 @@ static void q4_0_block(const float *x, uint8_t *b)
  * -16, q = x / d + 16.5 truncated, at most 31; the fifth bits into qh. */
 static void q5_0_block(const float *x, uint8_t *b)
 {
-	float amax = 0.0f, max = 0.0f, d, id;
+	float d = signed_max(x) / -16;
+	float id = d != 0.0f ? 1.0f / d : 0.0f;
 	uint32_t qh = 0;
 
-	for (int j = 0; j < QK; j++)
-		if (amax < fabsf(x[j])) {
-			amax = fabsf(x[j]);
-			max = x[j];
-		}
-	d = max / -16;
-	id = d != 0.0f ? 1.0f / d : 0.0f;
 	store_u16(b, o1_quant_f32_to_f16(d));
 	for (int j = 0; j < QK / 2; j++) {
 		int8_t lo = low_i8(trunc_i32(x[j] * id + 16.5f));

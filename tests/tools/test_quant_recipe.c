@@ -117,6 +117,23 @@ static void test_recipe_types(void **state)
 	mem_model_release(&f);
 }
 
+/* F's matrices in mix Q of 32-element blocks of TYPE: the tied head
+ * Q6_K's fallback Q8_0, the down rows of 80 F16, the rest TYPE. */
+static void check_32_mix(const struct mem_model *f, enum o1model_quant q,
+			 enum o1_dtype type)
+{
+	enum o1_dtype types[MEM_MODEL_MAX_TENSORS];
+
+	o1model_quant_types(&f->m, q, types);
+	for (uint32_t i = 0; i < f->m.n_tensors; i++)
+		if (f->t[i].n_dims == 2)
+			assert_int_equal(types[i],
+					 f->t[i].role == O1_T_W_DOWN ? O1_DTYPE_F16
+					 : f->t[i].role == O1_T_TOKEN_EMBD
+					     ? O1_DTYPE_Q8_0
+					     : type);
+}
+
 /* Rows that are not whole blocks fall back as llama.cpp's do: Q4_K to
  * Q5_0, Q6_K to Q8_0, Q4_0 and Q5_0 to F16 (a 96-wide model: 3 blocks of
  * 32, no block of 256). */
@@ -152,22 +169,8 @@ static void test_recipe_fallback(void **state)
 				    (f.t[i].role == O1_T_WV && f.t[i].layer == 1)
 				? O1_DTYPE_Q8_0
 				: O1_DTYPE_Q5_0);
-	o1model_quant_types(&f.m, O1MODEL_Q5_0, types);
-	for (uint32_t i = 0; i < f.m.n_tensors; i++)
-		if (f.t[i].n_dims == 2)
-			assert_int_equal(
-			    types[i], f.t[i].role == O1_T_W_DOWN ? O1_DTYPE_F16
-				      : f.t[i].role == O1_T_TOKEN_EMBD
-					  ? O1_DTYPE_Q8_0 /* tied head */
-					  : O1_DTYPE_Q5_0);
-	o1model_quant_types(&f.m, O1MODEL_Q4_0, types);
-	for (uint32_t i = 0; i < f.m.n_tensors; i++)
-		if (f.t[i].n_dims == 2)
-			assert_int_equal(
-			    types[i], f.t[i].role == O1_T_W_DOWN ? O1_DTYPE_F16
-				      : f.t[i].role == O1_T_TOKEN_EMBD
-					  ? O1_DTYPE_Q8_0 /* tied head */
-					  : O1_DTYPE_Q4_0);
+	check_32_mix(&f, O1MODEL_Q5_0, O1_DTYPE_Q5_0);
+	check_32_mix(&f, O1MODEL_Q4_0, O1_DTYPE_Q4_0);
 	mem_model_release(&f);
 }
 
