@@ -9,8 +9,9 @@
  * same logits, bitwise, with or without a logits buffer (the backend's own
  * in chunks of max_seqs rows), on 1 or 3 threads; bad sampling steps are
  * refused. Weights in GGUF block formats (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K,
- * Q/K rows in GGUF order) give logits bitwise those of the same model dequantized to
- * f32 (matmul_q.h's contract), kept in blocks or dequantized at load.
+ * Q/K rows in GGUF order) give logits bitwise those of the same model
+ * dequantized to f32 (matmul_q.h's contract), kept in blocks or
+ * dequantized at load.
  * With cfg.cpu_quant_int8 (the CUDA backend's int8 decode products,
  * kernels/gemv_q8.h, bit for bit) the same model's logits differ from the
  * f32 products' by the scheme's own error: above zero (the path runs) and

@@ -21,9 +21,8 @@
 #include "kernels/gemv_q8.h"
 #include "kernels/quant.h"
 
-static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
-					   O1_QUANT_Q5_0, O1_QUANT_Q4_K,
-					   O1_QUANT_Q6_K};
+static const enum o1_quant_type types[] = {
+    O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q5_0, O1_QUANT_Q4_K, O1_QUANT_Q6_K};
 
 static uint64_t rng = 11;
 
@@ -60,8 +59,7 @@ static uint8_t *weights(enum o1_quant_type type, uint32_t n, uint32_t k)
 }
 
 /* Worst |y8 - y| / bound over the outputs; fails past 1. */
-static double check(enum o1_quant_type type, uint32_t m, uint32_t n,
-		    uint32_t k)
+static double check(enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k)
 {
 	uint16_t *x = malloc((size_t)m * k * 2);
 	uint8_t *w = weights(type, n, k);
@@ -120,8 +118,8 @@ static void test_bound_sees_decode_errors(void **state)
 		memset(w + 22 * blk + 2, 0, 4);
 	assert_int_equal(o1_gemv_q8_cpu(y8, x, w, O1_QUANT_Q5_0, M, N, K, N),
 			 0);
-	assert_int_equal(
-	    o1_gemv_q8_bound_cpu(b, x, w, O1_QUANT_Q5_0, M, N, K), 0);
+	assert_int_equal(o1_gemv_q8_bound_cpu(b, x, w, O1_QUANT_Q5_0, M, N, K),
+			 0);
 	for (int i = 0; i < M * N; i++)
 		over += fabs((double)y8[i] - y[i]) > b[i];
 	assert_true(over >= M * N - 1);

@@ -44,19 +44,17 @@
 #define WEIGHT_GAP (2u << 20) /* bytes between two steps' weights */
 
 struct chain {
-	float *v[2];	    /* ping-pong vectors, D floats each */
-	const float4 *w;    /* the weights: step s at s * WEIGHT_GAP */
-	unsigned *count;    /* the persistent way's barrier */
-	uint32_t d, wq;	    /* dim, weight float4s a step */
-	uint32_t steps, g;  /* N, G */
+	float *v[2];	   /* ping-pong vectors, D floats each */
+	const float4 *w;   /* the weights: step s at s * WEIGHT_GAP */
+	unsigned *count;   /* the persistent way's barrier */
+	uint32_t d, wq;	   /* dim, weight float4s a step */
+	uint32_t steps, g; /* N, G */
 };
 
-/* The element step S's output I takes from the input (a permutation when
- * D is odd or the stride is odd and D a power of two: 7 and D coprime is
- * enough, D = 896 is not, so the stride is the first odd number coprime
- * with D chosen on the host). */
-static __host__ __device__ uint32_t source(uint32_t i, uint32_t s,
-					   uint32_t d, uint32_t stride)
+/* The input element step S's output I takes: (I * STRIDE + S) mod D, a
+ * permutation since main picks STRIDE coprime with D. */
+static __host__ __device__ uint32_t source(uint32_t i, uint32_t s, uint32_t d,
+					   uint32_t stride)
 {
 	return (uint32_t)(((uint64_t)i * stride + s) % d);
 }
@@ -114,8 +112,8 @@ static __device__ void step(const chain &c, uint32_t s, uint32_t stride,
 	for (uint32_t i = i0 + threadIdx.x; i < i0 + per && i < c.d;
 	     i += THREADS)
 		__stcg(y + i, __ldcg(x + source(i, s, c.d, stride)) *
-				  rsqrtf(ss / (float)c.d + 1e-6f) +
-			      ws);
+				      rsqrtf(ss / (float)c.d + 1e-6f) +
+				  ws);
 }
 
 static __global__ void __launch_bounds__(THREADS)
@@ -142,9 +140,9 @@ static __device__ void grid_barrier(unsigned *count, unsigned target)
 	if (threadIdx.x == 0) {
 		unsigned v;
 
-		asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(
-				 count)
-			     : "memory");
+		asm volatile(
+		    "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count)
+		    : "memory");
 		do
 			asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
 				     : "=r"(v)
@@ -171,8 +169,7 @@ static __global__ void __launch_bounds__(THREADS)
 }
 
 enum way { W_GRAPH, W_PDL, W_PERSISTENT, W_EMPTY, W_N };
-static const char *way_name[W_N] = {"graph", "pdl", "persistent",
-				    "empty-pdl"};
+static const char *way_name[W_N] = {"graph", "pdl", "persistent", "empty-pdl"};
 
 struct run {
 	chain c;
@@ -320,14 +317,19 @@ int main(int argc, char **argv)
 				       way_name[wy], g, d, kb, fit);
 				continue;
 			}
-			run r = {{{v0, v1}, (const float4 *)w, count, d,
-				  kb * 1024 / 16, steps, g},
+			run r = {{{v0, v1},
+				  (const float4 *)w,
+				  count,
+				  d,
+				  kb * 1024 / 16,
+				  steps,
+				  g},
 				 (way)wy,
 				 stride,
 				 x0};
 			double us = gpu_bench_graph_us(
-			    st, wy == W_PERSISTENT ? 1 : steps, replays,
-			    launch, &r);
+			    st, wy == W_PERSISTENT ? 1 : steps, replays, launch,
+			    &r);
 			std::vector<float> got(d);
 			double e2 = 0, n2 = 0;
 
@@ -340,8 +342,7 @@ int main(int argc, char **argv)
 			if (wy == W_PERSISTENT)
 				us /= steps;
 			if (wy != W_EMPTY) {
-				if (cudaMemcpy(got.data(),
-					       steps & 1 ? v1 : v0,
+				if (cudaMemcpy(got.data(), steps & 1 ? v1 : v0,
 					       d * sizeof(float),
 					       cudaMemcpyDeviceToHost))
 					return 1;
