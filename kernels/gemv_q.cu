@@ -1976,7 +1976,7 @@ static int launch_m(gq_args a, bool pdl, cudaStream_t stream)
  * ran at 2,187 tok/s with it and at 2,177-2,193 with three blocks
  * (bench_cuda_decode, batch 1, 2026-12-02, both with Q6_K by pairs): no
  * difference measured in the chain. The bits are the same for all. */
-template <int TYPE> static constexpr int qp_variant_1()
+template <int TYPE> static __host__ __device__ constexpr int qp_variant_1()
 {
 	return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q6_K ? 2
 	       : TYPE == O1_QUANT_Q4_K				? 3
@@ -1997,7 +1997,8 @@ template <int TYPE> static constexpr int qp_variant_1()
 #endif
 #define QP_SWIGLU_X 7
 
-template <int TYPE, int OUT> static constexpr int qp_variant_m1()
+template <int TYPE, int OUT>
+static __host__ __device__ constexpr int qp_variant_m1()
 {
 	return O1_GEMV_Q_SWIGLU_2ROWS && OUT == OUT_SWIGLU &&
 			   TYPE == O1_QUANT_Q4_K
@@ -2443,6 +2444,253 @@ extern "C" int o1_gemv_q8_norm_rope_kv_parts_cuda(
 		    r, d, x, norm_w, eps, parts[i].w, parts[i].type,
 		    parts[i].col0, parts[i].rows, k, pdl, stream);
 	return err;
+}
+
+/* Chains (o1_gemv_q8_chain_cuda): one input row's fused products run one
+ * after the other by one kernel of resident blocks, a grid barrier
+ * (o1_grid_barrier) before each op that reads what an earlier one wrote,
+ * instead of a launch each. A small model's decode step is a chain of
+ * products whose launches and ramps cost more than their bytes (issue
+ * 18: qwen2.5-0.5b, ~5 us a kernel for ~1 us of bytes). Each op is the
+ * qp_run or qp_run2 of its own launch (the same variant, see chain_x)
+ * with the chain's grid as its stride; an output's sums do not depend on
+ * the grid (the top), so every bit is the separate launches'. The ops
+ * live in the kernel's parameter (__grid_constant__: read in place, not
+ * copied per thread). Blocks past an op's outputs skip it (the same for
+ * the whole block). */
+#define GQ_CHAIN_OPS O1_GEMV_Q_CHAIN_OPS
+
+#ifdef O1_EMU_H
+#define GQ_GRID_CONSTANT
+#else
+#define GQ_GRID_CONSTANT __grid_constant__
+#endif
+
+struct gq_op {
+	gq_args a;
+	uint32_t out;	/* OUT_ADD, OUT_SWIGLU or OUT_ROPE (IN_NORM) */
+	uint32_t type;	/* enum o1_quant_type */
+	uint32_t x;	/* the ring variant (chain_x) */
+	uint32_t after; /* a grid barrier first */
+	uint32_t walked; /* outputs its warps walk (qp_walked) */
+};
+
+struct gq_chain {
+	gq_op op[GQ_CHAIN_OPS];
+	uint32_t n_ops;
+	uint32_t *bar; /* o1_grid_barrier's two words */
+};
+
+/* Op A of TYPE as its own launch (launch, launch_m) runs it at variant X
+ * (chain_x): Q4_K's and Q6_K's residual adds two outputs a step (6, 7)
+ * or one (the type's one-row variant), the others by qp_variant_m1. */
+template <int TYPE, int OUT, int IN>
+static __device__ __forceinline__ void chain_op_t(const gq_args &a, uint32_t x,
+						  uint32_t block)
+{
+	constexpr int X1 = qp_variant_m1<TYPE, OUT>();
+
+	if constexpr (OUT == OUT_ADD &&
+		      (TYPE == O1_QUANT_Q4_K || TYPE == O1_QUANT_Q6_K)) {
+		if constexpr (TYPE == O1_QUANT_Q4_K)
+			if (x == 7) {
+				qp_run2<1, TYPE, OUT, IN, 7>(a, block);
+				return;
+			}
+		if (x == 6)
+			qp_run2<1, TYPE, OUT, IN, 6>(a, block);
+		else
+			qp_run<1, TYPE, OUT, IN, X1>(a, block);
+	} else if constexpr (qp_two<X1>()) {
+		qp_run2<1, TYPE, OUT, IN, X1>(a, block);
+	} else {
+		qp_run<1, TYPE, OUT, IN, X1>(a, block);
+	}
+}
+
+template <int OUT, int IN>
+static __device__ __forceinline__ void chain_op(const gq_op &o, uint32_t block)
+{
+	switch (o.type) {
+	case O1_QUANT_Q8_0:
+		chain_op_t<O1_QUANT_Q8_0, OUT, IN>(o.a, o.x, block);
+		break;
+	case O1_QUANT_Q4_0:
+		chain_op_t<O1_QUANT_Q4_0, OUT, IN>(o.a, o.x, block);
+		break;
+	case O1_QUANT_Q5_0:
+		chain_op_t<O1_QUANT_Q5_0, OUT, IN>(o.a, o.x, block);
+		break;
+	case O1_QUANT_Q4_K:
+		chain_op_t<O1_QUANT_Q4_K, OUT, IN>(o.a, o.x, block);
+		break;
+	case O1_QUANT_Q6_K:
+		chain_op_t<O1_QUANT_Q6_K, OUT, IN>(o.a, o.x, block);
+		break;
+	}
+}
+
+static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS)
+    gemv_q_chain(const GQ_GRID_CONSTANT gq_chain c)
+{
+	for (uint32_t i = 0; i < c.n_ops; i++) {
+		const gq_op &o = c.op[i];
+
+		if (o.after)
+			o1_grid_barrier(c.bar, gridDim.x);
+		if (blockIdx.x * GQ_WARPS >= o.walked)
+			continue;
+		if (o.out == OUT_ADD)
+			chain_op<OUT_ADD, IN_BF16>(o, blockIdx.x);
+		else if (o.out == OUT_SWIGLU)
+			chain_op<OUT_SWIGLU, IN_NORM>(o, blockIdx.x);
+		else
+			chain_op<OUT_ROPE, IN_NORM>(o, blockIdx.x);
+	}
+}
+
+/* The host's side of chain_op_t: the shared memory of TYPE's variant X. */
+template <int TYPE, int X> static size_t chain_smem_x(const gq_args &a)
+{
+	return smem_of(a, qp_stages<1, X>() * qp_pieces<TYPE, X>(), 1, DOT_I8);
+}
+
+/* O's variant (chain_op_t's choice, as launch and launch_m make it) and
+ * the outputs its warps walk; returns its shared memory. */
+template <int TYPE, int OUT> static size_t chain_plan_t(gq_op *o)
+{
+	constexpr int X1 = qp_variant_m1<TYPE, OUT>();
+	const gq_args &a = o->a;
+
+	o->x = X1;
+	if constexpr (OUT == OUT_ADD &&
+		      (TYPE == O1_QUANT_Q4_K || TYPE == O1_QUANT_Q6_K))
+		if (gq_add_two && a.n % 2 == 0 && a.row_bytes % 16 == 0)
+			o->x = qp_add_fits<TYPE>(a) ? qp_add_x<TYPE>() : 6;
+	o->walked = o->x >= 5 && OUT != OUT_SWIGLU ? a.n / 2 : a.n;
+	switch (o->x) {
+	case 6:
+		return chain_smem_x<TYPE, 6>(a);
+	case 7:
+		return chain_smem_x<TYPE, 7>(a);
+	default:
+		return chain_smem_x<TYPE, X1>(a);
+	}
+}
+
+template <int OUT> static size_t chain_plan(gq_op *o)
+{
+	o->out = OUT;
+	switch (o->type) {
+	case O1_QUANT_Q8_0:
+		return chain_plan_t<O1_QUANT_Q8_0, OUT>(o);
+	case O1_QUANT_Q4_0:
+		return chain_plan_t<O1_QUANT_Q4_0, OUT>(o);
+	case O1_QUANT_Q5_0:
+		return chain_plan_t<O1_QUANT_Q5_0, OUT>(o);
+	case O1_QUANT_Q4_K:
+		return chain_plan_t<O1_QUANT_Q4_K, OUT>(o);
+	case O1_QUANT_Q6_K:
+		return chain_plan_t<O1_QUANT_Q6_K, OUT>(o);
+	}
+	return 0; /* not reached: check() refuses other types */
+}
+
+/* The most weight bytes an op prefetches into L2 for the next op (as the
+ * CUDA backend's PREFETCH_MAX: an L2 of 50-60 MB keeps them beside the
+ * bytes streaming through). */
+#define GQ_CHAIN_PREFETCH_MAX (24u << 20)
+
+/* Op P of a chain into O, checked; its shared memory into *SMEM. */
+static int chain_op_of(gq_op *o, const struct o1_gemv_q_op *p, size_t *smem)
+{
+	const struct o1_gemv_q_part *w = &p->part;
+	int err;
+
+	o->type = (uint32_t)w->type;
+	switch (p->kind) {
+	case O1_GQ_ADD:
+		o->a = args(p->y ? p->y + w->col0 : NULL, NULL, p->x, w->w,
+			    w->rows, p->k, w->rows);
+		err = check("gemv_q8_chain add", o->a, p->y, w->type, 1);
+		*smem = err ? 0 : chain_plan<OUT_ADD>(o);
+		return err;
+	case O1_GQ_NORM_SWIGLU:
+		o->a = norm_args(NULL, p->act, p->xf, NULL, p->norm_w, p->eps,
+				 w->w, w->rows, p->k, w->rows);
+		err = check("gemv_q8_chain swiglu", o->a, p->act, w->type, 1);
+		*smem = err ? 0 : chain_plan<OUT_SWIGLU>(o);
+		return err;
+	case O1_GQ_NORM_ROPE_KV:
+		if (!p->rope || !p->dims || p->rope->n_tokens != 1) {
+			o1_err("gemv_q8_chain: a RoPE op takes one token");
+			return -EINVAL;
+		}
+		err = rope_args_of(&o->a, p->rope, p->dims, p->xf, p->norm_w,
+				   p->eps, w, p->k);
+		*smem = err ? 0 : chain_plan<OUT_ROPE>(o);
+		return err;
+	}
+	o1_err("gemv_q8_chain: op kind %d", (int)p->kind);
+	return -EINVAL;
+}
+
+extern "C" int o1_gemv_q8_chain_cuda(const struct o1_gemv_q_op *ops,
+				     uint32_t n_ops, uint32_t *bar, bool pdl,
+				     cudaStream_t stream)
+{
+	gq_chain c = {};
+	uint32_t cap = o1_cuda_sm_count() * GQ_BPS, need = 1, blocks;
+	size_t smem = 0;
+	int err = 0;
+
+	if (!ops || !n_ops || n_ops > GQ_CHAIN_OPS || !bar) {
+		o1_err("gemv_q8_chain: %u ops (1 to %d) and the barrier %p",
+		       n_ops, GQ_CHAIN_OPS, (void *)bar);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; !err && i < n_ops; i++) {
+		gq_op *o = &c.op[i];
+		size_t s = 0;
+
+		err = chain_op_of(o, &ops[i], &s);
+		smem = s > smem ? s : smem;
+		o->after = i > 0 && ops[i].after;
+		need = (o->walked + GQ_WARPS - 1) / GQ_WARPS > need
+			   ? (o->walked + GQ_WARPS - 1) / GQ_WARPS
+			   : need;
+	}
+	if (err)
+		return err;
+	if (smem > GQ_SMEM_MAX)
+		return -ENOSPC;
+	blocks = need < cap ? need : cap;
+	for (uint32_t i = 0; i < n_ops; i++) {
+		gq_args *a = &c.op[i].a;
+
+		a->stride = blocks * GQ_WARPS;
+		if (i + 1 == n_ops) {
+			take_prefetch(a); /* the caller's, for its next launch */
+		} else {
+			const gq_args &b = c.op[i + 1].a;
+			/* SwiGLU's outputs and RoPE's units are two rows */
+			uint64_t n = (uint64_t)b.n * b.row_bytes *
+				     (c.op[i + 1].out == OUT_ADD ? 1 : 2);
+
+			if ((uintptr_t)b.w % 16 == 0 &&
+			    n <= GQ_CHAIN_PREFETCH_MAX)
+				a->pf[0] = b.w, a->pf_bytes[0] = n & ~15ull;
+		}
+	}
+	c.n_ops = n_ops, c.bar = bar;
+	if (smem > 48 * 1024)
+		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
+		    gemv_q_chain, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		    (int)smem));
+	return err ? err
+		   : O1_CUDA_LAUNCH_RESIDENT("gemv_q8_chain", gemv_q_chain,
+					     dim3(blocks), dim3(GQ_THREADS),
+					     smem, stream, pdl, c);
 }
 
 extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k)

@@ -779,6 +779,215 @@ static void test_rope_kv_q8(void **state)
 		check_rope_kv(&qw, m, 14, 2, 64, 64, true, 1.0f, 896);
 }
 
+/* A layer's tail as one chain (o1_gemv_q8_chain_cuda) against the same
+ * ops launched one by one, bitwise: the O product added to the residual
+ * row, the MLP's normalized gate/up with SwiGLU, the down product added,
+ * then the next layer's normalized QKV parts with RoPE and the KV write
+ * (HQ/HKV heads of 64, F the MLP's width; types O, GU, DOWN and the QKV
+ * parts PT). Each op after the first reads what the one before wrote, so
+ * a missing barrier or a block that ran ahead shows. */
+struct chain_case {
+	uint32_t hq, hkv, f;
+	enum o1_quant_type o, gu, down;
+	struct qkv_parts qkv;
+};
+
+static void check_chain(const struct chain_case *cc)
+{
+	const int32_t pos[1] = {37};
+	const uint32_t slots[1] = {21};
+	uint32_t d = 64, dim = cc->hq * d, f = cc->f, pages = 2, pt_tok = 16;
+	uint32_t n = (cc->hq + 2 * cc->hkv) * d;
+	size_t cache = (size_t)pages * cc->hkv * pt_tok * d, qn = cc->hq * d;
+	float *x0 = malloc((size_t)dim * 4), *nw1 = malloc((size_t)dim * 4);
+	float *nw2 = malloc((size_t)dim * 4), *inv = malloc(32 * 4);
+	float *bs = malloc((size_t)n * 4);
+	uint16_t *att = malloc((size_t)dim * 2), *fill = malloc(cache * 2);
+	float *xr[2] = {malloc((size_t)dim * 4), malloc((size_t)dim * 4)};
+	float *q[2] = {malloc(qn * 4), malloc(qn * 4)};
+	uint16_t *act[2] = {malloc((size_t)f * 2), malloc((size_t)f * 2)};
+	uint16_t *kc[2] = {malloc(cache * 2), malloc(cache * 2)};
+	uint16_t *vc[2] = {malloc(cache * 2), malloc(cache * 2)};
+	const enum o1_quant_type ty[3] = {cc->o, cc->gu, cc->down};
+	const uint32_t rows[3] = {dim, 2 * f, dim}, ks[3] = {dim, dim, f};
+	struct o1_gemv_q_part gp[3];
+	void *dw[3], *dq[3];
+	struct o1_attn_dims ad = {cc->hq, cc->hkv, d, pt_tok,
+				  (uint64_t)cc->hkv * pt_tok * d, 1.0f};
+	void *dx, *datt, *dact, *dn1, *dn2, *dkc, *dvc, *dqo, *dqkv, *dpos;
+	void *dsl, *dinv, *dbs, *dbar;
+	struct o1_gemv_q_op ops[4 + 3];
+	uint32_t n_ops = 0;
+
+	for (uint32_t i = 0; i < dim; i++) {
+		x0[i] = kct_frand() * (i % 41 == 0 ? 6.0f : 1.5f);
+		nw1[i] = 0.5f + kct_frand(), nw2[i] = 0.5f + kct_frand();
+		att[i] = kct_bf16_of(kct_frand() * 2);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		bs[i] = kct_frand() * 0.25f;
+	for (uint32_t i = 0; i < 32; i++)
+		inv[i] = (float)pow(10000.0, -2.0 * i / 64);
+	for (size_t i = 0; i < cache; i++)
+		fill[i] = (uint16_t)(0x3c00 + i % 977);
+	for (int i = 0; i < 3; i++) {
+		uint64_t rb;
+		uint8_t *qb = qct_random_blocks(ty[i], (uint64_t)rows[i] * ks[i]);
+
+		assert_int_equal(o1_quant_row_bytes(ty[i], ks[i], &rb), 0);
+		dw[i] = kct_dev_copy(qb, rb * rows[i]);
+		free(qb);
+	}
+	for (uint32_t i = 0; i < cc->qkv.n; i++) {
+		uint32_t r = cc->qkv.col0[i + 1] - cc->qkv.col0[i];
+		uint8_t *qb = qct_random_blocks(cc->qkv.type[i],
+						(uint64_t)r * dim);
+		uint64_t rb;
+
+		assert_int_equal(o1_quant_row_bytes(cc->qkv.type[i], dim, &rb),
+				 0);
+		dq[i] = kct_dev_copy(qb, rb * r);
+		gp[i] = (struct o1_gemv_q_part){dq[i], cc->qkv.type[i],
+						cc->qkv.col0[i], r};
+		free(qb);
+	}
+	dx = kct_dev((size_t)dim * 4);
+	datt = kct_dev_copy(att, (size_t)dim * 2);
+	dact = kct_dev((size_t)f * 2);
+	dn1 = kct_dev_copy(nw1, (size_t)dim * 4);
+	dn2 = kct_dev_copy(nw2, (size_t)dim * 4);
+	dkc = kct_dev(cache * 2);
+	dvc = kct_dev(cache * 2);
+	dqo = kct_dev(qn * 4);
+	dqkv = kct_dev((size_t)n * 4);
+	dpos = kct_dev_copy(pos, sizeof(pos));
+	dsl = kct_dev_copy(slots, sizeof(slots));
+	dinv = kct_dev_copy(inv, 32 * 4);
+	dbs = kct_dev_copy(bs, (size_t)n * 4);
+	dbar = kct_dev(8);
+	assert_int_equal(cudaMemset(dbar, 0, 8), cudaSuccess);
+	struct o1_rope_kv_args ra = {dqo, dkc, dvc, dqkv, dbs, dpos,
+				     dsl, dinv, 1.0f, 1,  64};
+
+	ops[n_ops++] = (struct o1_gemv_q_op){
+	    .kind = O1_GQ_ADD, .part = {dw[0], cc->o, 0, dim}, .k = dim,
+	    .y = dx, .x = datt};
+	ops[n_ops++] = (struct o1_gemv_q_op){
+	    .kind = O1_GQ_NORM_SWIGLU, .after = true,
+	    .part = {dw[1], cc->gu, 0, f}, .k = dim, .xf = dx,
+	    .norm_w = dn1, .eps = 1e-5f, .act = dact};
+	ops[n_ops++] = (struct o1_gemv_q_op){
+	    .kind = O1_GQ_ADD, .after = true,
+	    .part = {dw[2], cc->down, 0, dim}, .k = f, .y = dx, .x = dact};
+	for (uint32_t i = 0; i < cc->qkv.n; i++)
+		ops[n_ops++] = (struct o1_gemv_q_op){
+		    .kind = O1_GQ_NORM_ROPE_KV, .after = i == 0,
+		    .part = gp[i], .k = dim, .xf = dx, .norm_w = dn2,
+		    .eps = 1e-5f, .rope = &ra, .dims = &ad};
+	/* 0: the ops one by one, 1: the chain; twice each (the barrier's
+	 * words go on from one launch to the next) */
+	for (int run = 0; run < 4; run++) {
+		int c = run % 2;
+
+		assert_int_equal(cudaMemcpy(dx, x0, (size_t)dim * 4,
+					    cudaMemcpyHostToDevice),
+				 cudaSuccess);
+		assert_int_equal(
+		    cudaMemcpy(dkc, fill, cache * 2, cudaMemcpyHostToDevice),
+		    cudaSuccess);
+		assert_int_equal(
+		    cudaMemcpy(dvc, fill, cache * 2, cudaMemcpyHostToDevice),
+		    cudaSuccess);
+		assert_int_equal(cudaMemset(dqo, 0x7f, qn * 4), cudaSuccess);
+		assert_int_equal(cudaMemset(dact, 0xff, (size_t)f * 2),
+				 cudaSuccess);
+		if (c) {
+			assert_int_equal(o1_gemv_q8_chain_cuda(ops, n_ops, dbar,
+							       run > 1, NULL),
+					 0);
+		} else {
+			assert_int_equal(o1_gemv_q8_add_cuda(dx, datt, dw[0],
+							     cc->o, 1, dim, dim,
+							     dim, false, NULL),
+					 0);
+			assert_int_equal(o1_gemv_q8_norm_swiglu_cuda(
+					     dact, dx, dn1, 1e-5f, dw[1],
+					     cc->gu, 1, f, dim, false, NULL),
+					 0);
+			assert_int_equal(o1_gemv_q8_add_cuda(dx, dact, dw[2],
+							     cc->down, 1, dim,
+							     f, dim, false,
+							     NULL),
+					 0);
+			assert_int_equal(o1_gemv_q8_norm_rope_kv_parts_cuda(
+					     &ra, &ad, dx, dn2, 1e-5f, gp,
+					     cc->qkv.n, dim, false, NULL),
+					 0);
+		}
+		kct_get(xr[c], dx, (size_t)dim * 4);
+		kct_get(act[c], dact, (size_t)f * 2);
+		kct_get(q[c], dqo, qn * 4);
+		kct_get(kc[c], dkc, cache * 2);
+		kct_get(vc[c], dvc, cache * 2);
+		if (!c)
+			continue;
+		assert_memory_equal(xr[0], xr[1], (size_t)dim * 4);
+		assert_memory_equal(act[0], act[1], (size_t)f * 2);
+		assert_memory_equal(q[0], q[1], qn * 4);
+		assert_memory_equal(kc[0], kc[1], cache * 2);
+		assert_memory_equal(vc[0], vc[1], cache * 2);
+	}
+	/* every op wrote: the residual moved, SwiGLU's NaN fill and the KV
+	 * slot (page 1, slot 5) were overwritten */
+	size_t at = (size_t)cc->hkv * pt_tok * d + (size_t)5 * d;
+
+	assert_true(memcmp(xr[1], x0, (size_t)dim * 4) != 0);
+	assert_true(act[1][0] != 0xffff && act[1][f - 1] != 0xffff);
+	assert_true(kc[1][at] != fill[at] && vc[1][at] != fill[at]);
+	/* bad chains: no ops, a RoPE op of two tokens */
+	assert_int_equal(o1_gemv_q8_chain_cuda(ops, 0, dbar, false, NULL),
+			 -EINVAL);
+	ra.n_tokens = 2;
+	assert_int_equal(o1_gemv_q8_chain_cuda(ops, n_ops, dbar, false, NULL),
+			 -EINVAL);
+	for (int i = 0; i < 3; i++)
+		cudaFree(dw[i]);
+	for (uint32_t i = 0; i < cc->qkv.n; i++)
+		cudaFree(dq[i]);
+	cudaFree(dx), cudaFree(datt), cudaFree(dact), cudaFree(dn1);
+	cudaFree(dn2), cudaFree(dkc), cudaFree(dvc), cudaFree(dqo);
+	cudaFree(dqkv), cudaFree(dpos), cudaFree(dsl), cudaFree(dinv);
+	cudaFree(dbs), cudaFree(dbar);
+	free(x0), free(nw1), free(nw2), free(inv), free(bs), free(att);
+	free(fill);
+	for (int i = 0; i < 2; i++)
+		free(xr[i]), free(q[i]), free(act[i]), free(kc[i]), free(vc[i]);
+}
+
+static void test_chain(void **state)
+{
+	/* a Q4_K_M layer (Q4_K's two-row SwiGLU and add, Q6_K's two-row
+	 * add, a Q4_K + Q6_K QKV) */
+	const struct chain_case km = {
+	    4, 2, 512, O1_QUANT_Q4_K, O1_QUANT_Q4_K, O1_QUANT_Q6_K,
+	    {2, {0, 6 * 64, 8 * 64}, {O1_QUANT_Q4_K, O1_QUANT_Q6_K}}};
+	/* qwen2.5-0.5b's heads in its Q4_K_M file (Q5_0 where K is 896,
+	 * a Q8_0 v), a narrower MLP */
+	const struct chain_case qw = {
+	    14, 2, 256, O1_QUANT_Q5_0, O1_QUANT_Q5_0, O1_QUANT_Q4_K,
+	    {2, {0, 16 * 64, 18 * 64}, {O1_QUANT_Q5_0, O1_QUANT_Q8_0}}};
+	/* the one-row variants (Q8_0, Q4_0), three QKV parts */
+	const struct chain_case q8 = {
+	    4, 1, 320, O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q8_0,
+	    {3, {0, 4 * 64, 5 * 64, 6 * 64},
+	     {O1_QUANT_Q8_0, O1_QUANT_Q4_0, O1_QUANT_Q6_K}}};
+
+	(void)state;
+	check_chain(&km);
+	check_chain(&qw);
+	check_chain(&q8);
+}
+
 /* The SwiGLU epilogue: o1_gemv_q_swiglu_cuda over 2F rows equals
  * o1_gemv_q_cuda into (M, 2F) then o1_swiglu_cuda, bitwise (and that
  * product is check_gemv's). */
@@ -970,6 +1179,7 @@ int main(void)
 	    cmocka_unit_test(test_gemv_q8_vectors),
 	    cmocka_unit_test(test_fused_q8),
 	    cmocka_unit_test(test_rope_kv_q8),
+	    cmocka_unit_test(test_chain),
 	    cmocka_unit_test(test_swiglu),
 	    cmocka_unit_test(test_bad_args),
 	};
