@@ -161,12 +161,14 @@ static cudaError_t o1_launch(void (*kernel)(P...), dim3 grid, dim3 block,
 /* o1_launch for a kernel that synchronizes its blocks (o1_grid_barrier):
  * a cooperative launch, which fails rather than start a grid whose blocks
  * cannot all be resident at once (the caller sizes GRID by the
- * multiprocessors and the kernel's occupancy). */
+ * multiprocessors and the kernel's occupancy). Where the driver refuses
+ * PDL beside it, the launch is made again without PDL (the kernel then
+ * starts after the previous one, which its o1_pdl_wait assumes anyway). */
 template <typename... P, typename... A>
 static cudaError_t o1_launch_resident(void (*kernel)(P...), dim3 grid,
 				      dim3 block, size_t smem,
 				      cudaStream_t stream, bool pdl,
-				      A &&...args)
+				      const A &...args)
 {
 	cudaLaunchAttribute attr[2];
 	cudaLaunchConfig_t cfg = {};
@@ -185,8 +187,14 @@ static cudaError_t o1_launch_resident(void (*kernel)(P...), dim3 grid,
 	cfg.stream = stream;
 	cfg.attrs = attr;
 	cfg.numAttrs = n;
-	err = cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
+	err = cudaLaunchKernelEx(&cfg, kernel, args...);
 	last = cudaGetLastError();
+	if (pdl && (err == cudaErrorInvalidValue ||
+		    err == cudaErrorNotSupported)) {
+		cfg.numAttrs = 1;
+		err = cudaLaunchKernelEx(&cfg, kernel, args...);
+		last = cudaGetLastError();
+	}
 	return err != cudaSuccess ? err : last;
 }
 
