@@ -407,7 +407,7 @@ bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
  * error 1.1-1.7x the tiles' rounding). o1_gemm_qw_available:
  * whether this build's module for the device has it (sm_90a) and the
  * driver encodes tensor maps; o1_gemm_qw_fits: TYPE one of Q8_0, Q4_0,
- * Q4_K, Q6_K (not Q5_0), K a multiple of 256, W's rows a multiple of 16
+ * Q5_0, Q4_K, Q6_K, K a multiple of 256, W's rows a multiple of 16
  * bytes long (Q6_K: K a multiple of 2,048), W 16-byte aligned. -EINVAL on a shape
  * o1_gemm_qw_fits rejects or x (or a split's PART) not 16-byte aligned,
  * -ENOTSUP where it is not available. */
