@@ -483,6 +483,7 @@ static void gemm_shapes(const struct kernel *g)
 	check_gemm(O1_QUANT_Q6_K, 200, 256, 14336, 256);
 	check_gemm(O1_QUANT_Q8_0, 256, 1024, 4096, 1024);
 	check_gemm(O1_QUANT_Q4_0, 300, 896, 4864, 896);
+	check_gemm(O1_QUANT_Q5_0, 300, 896, 4864, 896);
 }
 
 static void test_gemm_q(void **state)
