@@ -12,13 +12,13 @@
  * transposed, (K / 32, MP) float2 with MP = M rounded up to even, so that a
  * tile's tokens of one unit are consecutive. o1_gemm_qi8_cuda multiplies:
  * a unit of a weight row is 32 small integers (Q8_0's quants, Q4_0's and
- * Q4_K's nibbles, Q6_K's 6-bit values less 32) and its scales, so one
- * mma.sync m16n8k32 (s8 by s8, s32 sums) gives the exact integer sums S of
- * 16 weight rows by 8 tokens over one unit (Q6_K, a scale per 16
- * elements: two m16n8k16, S0 and S1), and each is scaled in f32 as
- * gemv_q8.h's unit product:
+ * Q4_K's nibbles, Q5_0's 5-bit values, Q6_K's 6-bit values less 32) and
+ * its scales, so one mma.sync m16n8k32 (s8 by s8, s32 sums) gives the
+ * exact integer sums S of 16 weight rows by 8 tokens over one unit (Q6_K,
+ * a scale per 16 elements: two m16n8k16, S0 and S1), and each is scaled
+ * in f32 as gemv_q8.h's unit product:
  *   Q8_0 (d dx) S    Q4_0 (d dx) S - (8 d) s    Q4_K (D dx) S - M s
- *   Q6_K (D0 dx) S0 + (D1 dx) S1
+ *   Q5_0 (d dx) S - (16 d) s                    Q6_K (D0 dx) S0 + (D1 dx) S1
  * each product rounded, the sums by fused multiply-adds into the f32
  * accumulator in increasing unit order (the mma's accumulator starts at
  * 0x4b400000, so its s32 result is the float 1.5 x 2^23 + S: one
@@ -32,20 +32,21 @@
  * (32, 64 or 128 by M); warps 4 along w's rows by 2 along the tokens, each
  * BM / 64 A fragments of 16 rows by BN / 16 B fragments of 8 tokens. A
  * step is 256 elements of K (8 units: a super-block of Q4_K and Q6_K, 8
- * blocks of Q8_0 and Q4_0), and its copy group, STAGES deep (cp.async),
- * brings the tile's raw weight bytes (16-byte pieces covering each row's
- * bytes, at the row's offset within the first piece), the tokens'
- * quants (rows padded to 272 bytes: ldmatrix.x4 reads B fragments of 8
- * tokens on distinct banks) and their (d, s). Each step: wait for its
- * group, barrier, issue the group STAGES - 1 ahead, the threads decode
- * the tile's unit scales (qd_head) into shared memory, barrier, then each
- * warp, unit by unit, builds its A fragments from the raw bytes in
- * registers (4 bytes of a row a register: a mask or shift of Q4's
- * nibbles, Q6_K's nibbles and high bits less 32) and multiplies them with
- * every B fragment, then scales. Where the grid has fewer blocks than the
- * GPU has multiprocessors, K is split in two halves: y is zeroed first
- * and each half adds its sum with atomicAdd (0 + a + b and 0 + b + a are
- * the same float: the result does not depend on the order).
+ * blocks of Q8_0, Q4_0 and Q5_0), and its copy group, STAGES deep
+ * (cp.async), brings the tile's raw weight bytes (16-byte pieces covering
+ * each row's bytes, at the row's offset within the first piece), the
+ * tokens' quants (rows padded to 272 bytes: ldmatrix.x4 reads B fragments
+ * of 8 tokens on distinct banks) and their (d, s). Each step: wait for
+ * its group, barrier, issue the group STAGES - 1 ahead, the threads
+ * decode the tile's unit scales (qd_head) into shared memory, barrier,
+ * then each warp, unit by unit, builds its A fragments from the raw bytes
+ * in registers (4 bytes of a row a register: a mask or shift of Q4's
+ * nibbles, Q5_0's with their fifth bits above, Q6_K's nibbles and high
+ * bits less 32) and multiplies them with every B fragment, then scales.
+ * Where the grid has fewer blocks than the GPU has multiprocessors, K is
+ * split in two halves: y is zeroed first and each half adds its sum with
+ * atomicAdd (0 + a + b and 0 + b + a are the same float: the result does
+ * not depend on the order).
  *
  * Rows past N are never written (their shared bytes are stale: their
  * products are discarded), tokens past M are zeros. Invariants: K a
@@ -152,12 +153,12 @@ gi_row(const uint8_t *st, const gi_args &a, uint32_t r0, uint32_t r,
 	return qb_row<TYPE>(st, a.w, a.rb, r0, r, j);
 }
 
-/* The block types this product decodes (o1_gemm_qi8_fits' list): not
- * Q5_0, whose products take the tile path. */
+/* The block types this product decodes (o1_gemm_qi8_fits' list). */
 template <int TYPE> static __host__ __device__ constexpr bool gi_takes()
 {
 	return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0 ||
-	       TYPE == O1_QUANT_Q4_K || TYPE == O1_QUANT_Q6_K;
+	       TYPE == O1_QUANT_Q5_0 || TYPE == O1_QUANT_Q4_K ||
+	       TYPE == O1_QUANT_Q6_K;
 }
 
 /* 4 bytes of shared memory at P (2-byte aligned). */
@@ -184,6 +185,16 @@ static __device__ __forceinline__ void gi_a(const uint8_t *r, uint32_t u,
 		uint32_t w = gi_word(r + u * O1_QUANT_Q4_0_BYTES + 2 + k0);
 
 		lo = w & 0x0f0f0f0fu, hi = (w >> 4) & 0x0f0f0f0fu;
+	} else if constexpr (TYPE == O1_QUANT_Q5_0) {
+		/* Q4_0's nibbles, elements k0 .. k0 + 3's fifth bits (qh's
+		 * bits k0 ..) and k0 + 16 .. k0 + 19's (bits k0 + 16 ..)
+		 * above: 0..31, the offset 16 in the scales */
+		const uint8_t *b = r + u * O1_QUANT_Q5_0_BYTES;
+		uint32_t w = gi_word(b + 6 + k0), qh = gi_word(b + 2);
+
+		lo = (w & 0x0f0f0f0fu) | qd_spread_fifth((qh >> k0) & 0xf);
+		hi = ((w >> 4) & 0x0f0f0f0fu) |
+		     qd_spread_fifth((qh >> (16 + k0)) & 0xf);
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
 		/* 4-byte aligned: the rows are whole super-blocks from a
 		 * 16-byte aligned w */
@@ -216,7 +227,8 @@ static __device__ __forceinline__ void gi_a(const uint8_t *r, uint32_t u,
 }
 
 /* The scales of unit U of the raw row at R, as the epilogue multiplies
- * them: Q8_0 (d, 0), Q4_0 (d, -8 d), Q4_K (D, -M), Q6_K (D0, D1). */
+ * them: Q8_0 (d, 0), Q4_0 (d, -8 d), Q5_0 (d, -16 d), Q4_K (D, -M), Q6_K
+ * (D0, D1). */
 template <int TYPE>
 static __device__ __forceinline__ float2 gi_scales(const uint8_t *r,
 						   uint32_t u)
@@ -228,6 +240,8 @@ static __device__ __forceinline__ float2 gi_scales(const uint8_t *r,
 		return make_float2(h.d, 0.0f);
 	else if constexpr (TYPE == O1_QUANT_Q4_0)
 		return make_float2(h.d, __fmul_rn(-8.0f, h.d));
+	else if constexpr (TYPE == O1_QUANT_Q5_0)
+		return make_float2(h.d, __fmul_rn(-16.0f, h.d));
 	else if constexpr (TYPE == O1_QUANT_Q4_K)
 		return make_float2(h.d, -h.m);
 	else /* Q6_K */
@@ -570,6 +584,9 @@ static int gi_dispatch(gi_plan plan, float *y, const void *scratch,
 	case O1_QUANT_Q4_0:
 		return gi_launch_t<O1_QUANT_Q4_0>(a, plan.bm, plan.bn, pdl,
 						  stream);
+	case O1_QUANT_Q5_0:
+		return gi_launch_t<O1_QUANT_Q5_0>(a, plan.bm, plan.bn, pdl,
+						  stream);
 	case O1_QUANT_Q4_K:
 		return gi_launch_t<O1_QUANT_Q4_K>(a, plan.bm, plan.bn, pdl,
 						  stream);
@@ -589,9 +606,9 @@ extern "C" uint64_t o1_gemm_qi8_scratch_bytes(uint32_t m, uint32_t k)
 extern "C" bool o1_gemm_qi8_fits(enum o1_quant_type type, uint32_t n,
 				 uint32_t k, const void *w)
 {
-	/* not Q5_0 (the tile path takes it) */
 	return (type == O1_QUANT_Q8_0 || type == O1_QUANT_Q4_0 ||
-		type == O1_QUANT_Q4_K || type == O1_QUANT_Q6_K) &&
+		type == O1_QUANT_Q5_0 || type == O1_QUANT_Q4_K ||
+		type == O1_QUANT_Q6_K) &&
 	       k && k % 256 == 0 && (uintptr_t)w % 16 == 0 &&
 	       (n + 63) / 64 <= 65535;
 }

@@ -12,6 +12,7 @@
  * bf16 operation rounding to nearest even the exact real result (D, S:
  * quant.h's f32 scales rounded to bf16):
  *   Q8_0  q D                    Q4_0  (q - 8) D
+ *   Q5_0  (q - 16) D (q: the nibble and its fifth bit above)
  *   Q6_K  (q - 32) S (S = d sc, per 16 elements)
  *   Q4_K  (q Dh - Mh) + (q Dl - Ml), each of the three rounded: D = d sc
  *         and M = dmin m in f32 (quant.h's), Dh = bf16(D), Dl = bf16(D -
@@ -145,12 +146,13 @@ extern "C" {
  * 128) start at byte AT(j) of the row; the tensor memory accelerator
  * reads from 16-byte boundaries only (another start is an illegal
  * instruction), so the copy is BOX bytes a row from AT(j) rounded down to
- * 16, the stage's bytes OFF(j) into it (at most 8 for Q8_0 and Q4_0, 14
- * for Q6_K, 0 for Q4_K). BLOCK: the bytes of K's 256 elements. */
+ * 16, the stage's bytes OFF(j) into it (at most 8 for Q8_0, Q4_0 and
+ * Q5_0, 14 for Q6_K, 0 for Q4_K). BLOCK: the bytes of K's 256 elements. */
 template <int TYPE> struct qw_type {
 	static constexpr uint32_t box =
 	    TYPE == O1_QUANT_Q8_0   ? 144 /* 8 + 136 */
 	    : TYPE == O1_QUANT_Q4_0 ? 80  /* 8 + 72 */
+	    : TYPE == O1_QUANT_Q5_0 ? 96  /* 8 + 88 */
 	    : TYPE == O1_QUANT_Q4_K ? 144
 	    : TYPE == O1_QUANT_Q6_K ? 224 /* 14 + 210 */
 				    : 0;
@@ -158,7 +160,8 @@ template <int TYPE> struct qw_type {
 	static constexpr uint32_t block = qb_raw<TYPE>::bytes;
 	static __host__ __device__ uint32_t at(uint32_t j)
 	{
-		return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0
+		return TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0 ||
+			       TYPE == O1_QUANT_Q5_0
 			   ? j * (block / 2)
 			   : (j / 2) * block;
 	}
@@ -283,10 +286,11 @@ static __device__ __forceinline__ uint4 qw_k_scales(const uint8_t *x,
 
 /* The scales of local units L and L + 2 (of the stage's 4; HALF: which
  * half of the super-block the stage is) of the row at R into A and B, as
- * qw_pair takes them: Q8_0 and Q4_0 (D, -, -, -), Q4_K (qw_k_scales), Q6_K
- * (S of elements < 16, S of the others, -, -); each value a bf16 pair:
- * qd_head's values, the K types' block scale converted once for both
- * (a quarter of a stage's work was these scales, c25 call 4's profile). */
+ * qw_pair takes them: Q8_0, Q4_0 and Q5_0 (D, -, -, -), Q4_K
+ * (qw_k_scales), Q6_K (S of elements < 16, S of the others, -, -); each
+ * value a bf16 pair: qd_head's values, the K types' block scale converted
+ * once for both (a quarter of a stage's work was these scales, c25 call
+ * 4's profile). */
 template <int TYPE>
 static __device__ __forceinline__ void qw_scales(const uint8_t *r, uint32_t l,
 						 uint32_t half, uint4 &a,
@@ -294,10 +298,12 @@ static __device__ __forceinline__ void qw_scales(const uint8_t *r, uint32_t l,
 {
 	static_assert(qw_type<TYPE>::box, "no wgmma tiles for this block type");
 	a = b = make_uint4(0, 0, 0, 0);
-	if constexpr (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0) {
-		constexpr uint32_t BYTES = TYPE == O1_QUANT_Q8_0
-					       ? O1_QUANT_Q8_0_BYTES
-					       : O1_QUANT_Q4_0_BYTES;
+	if constexpr (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0 ||
+		      TYPE == O1_QUANT_Q5_0) {
+		constexpr uint32_t BYTES =
+		    TYPE == O1_QUANT_Q8_0   ? O1_QUANT_Q8_0_BYTES
+		    : TYPE == O1_QUANT_Q4_0 ? O1_QUANT_Q4_0_BYTES
+					    : O1_QUANT_Q5_0_BYTES;
 		float d0 = qw_f16(qd_u16(r + l * BYTES)),
 		      d1 = qw_f16(qd_u16(r + (l + 2) * BYTES));
 
@@ -356,6 +362,17 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 		w = (e < 16 ? w : w >> 4) & 0x000f000fu;
 		return hop_mul2(hop_add2(w | 0x43004300u, 0xc308c308u) /* -136 */,
 			       s.x);
+	} else if constexpr (TYPE == O1_QUANT_Q5_0) {
+		/* Q4_0's nibbles; the fifth bits of E and E + 1 (bits E % 16
+		 * and E % 16 + 1 of qh's half E / 16) to bits 4 and 20 */
+		const uint8_t *b = r + l * O1_QUANT_Q5_0_BYTES;
+		uint32_t w = qw_spread(b + 6 + e % 16);
+		uint32_t h = qd_u16(b + 2 + 2 * (e / 16)) >> (e % 16);
+
+		w = (e < 16 ? w : w >> 4) & 0x000f000fu;
+		w |= (h & 1) << 4 | (h & 2) << 19;
+		/* 128 + q less 144: q - 16, exact */
+		return hop_mul2(hop_add2(w | 0x43004300u, 0xc310c310u), s.x);
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
 		uint32_t u = 4 * half + l;
 		uint32_t w = qw_spread(r + 16 + 32 * (u / 2) + e);
@@ -877,9 +894,9 @@ extern "C" bool o1_gemm_qw_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
 {
 	uint64_t rb = 0;
 
-	/* not Q5_0 (the tile path takes it) */
 	return (type == O1_QUANT_Q8_0 || type == O1_QUANT_Q4_0 ||
-		type == O1_QUANT_Q4_K || type == O1_QUANT_Q6_K) &&
+		type == O1_QUANT_Q5_0 || type == O1_QUANT_Q4_K ||
+		type == O1_QUANT_Q6_K) &&
 	       k && k % 256 == 0 && (uintptr_t)w % 16 == 0 &&
 	       o1_quant_row_bytes(type, k, &rb) == 0 && rb % 16 == 0 &&
 	       (n + QW_BM - 1) / QW_BM <= 65535;
@@ -914,6 +931,8 @@ static int qw_run(qw_args &a, const uint16_t *x, const void *w,
 		return qw_launch_m<O1_QUANT_Q8_0>(a, x, w, rb, sp, pdl, stream);
 	case O1_QUANT_Q4_0:
 		return qw_launch_m<O1_QUANT_Q4_0>(a, x, w, rb, sp, pdl, stream);
+	case O1_QUANT_Q5_0:
+		return qw_launch_m<O1_QUANT_Q5_0>(a, x, w, rb, sp, pdl, stream);
 	case O1_QUANT_Q4_K:
 		return qw_launch_m<O1_QUANT_Q4_K>(a, x, w, rb, sp, pdl, stream);
 	case O1_QUANT_Q6_K:

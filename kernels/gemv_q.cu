@@ -468,14 +468,6 @@ static __device__ __forceinline__ void ld_words(const uint8_t *p,
 	}
 }
 
-/* Bit 4 of byte j set where bit j of the 4-bit N is (Q5_0's fifth bits
- * into place): N times 2^4 + 2^11 + 2^18 + 2^25 puts bit j of N at 8 j +
- * 4, the four copies of N apart (no carries). */
-static __device__ __forceinline__ uint32_t spread_fifth(uint32_t n)
-{
-	return (n * 0x02040810u) & 0x10101010u;
-}
-
 /* The unit's weights as 8 words of 4 int8, element order (gemv_q8.h):
  * Q8_0 its quants, Q4_0 nibbles (0..15), Q5_0 5-bit values (0..31; the
  * offsets are applied to the unit's sum). */
@@ -505,9 +497,9 @@ static __device__ __forceinline__ void unit_ints(const qd_unit_head &h,
 			uint32_t f1 = (h.sel >> (16 + 4 * k)) & 0xf;
 
 			q[k] = (int32_t)((w[k] & 0x0f0f0f0fu) |
-					 spread_fifth(f0));
+					 qd_spread_fifth(f0));
 			q[4 + k] = (int32_t)(((w[k] >> 4) & 0x0f0f0f0fu) |
-					     spread_fifth(f1));
+					     qd_spread_fifth(f1));
 		}
 	} else {
 		uint32_t w[8];

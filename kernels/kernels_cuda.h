@@ -407,7 +407,7 @@ bool o1_gemm_qp_fits(enum o1_quant_type type, uint32_t n, uint32_t k,
  * error 1.1-1.7x the tiles' rounding). o1_gemm_qw_available:
  * whether this build's module for the device has it (sm_90a) and the
  * driver encodes tensor maps; o1_gemm_qw_fits: TYPE one of Q8_0, Q4_0,
- * Q4_K, Q6_K (not Q5_0), K a multiple of 256, W's rows a multiple of 16
+ * Q5_0, Q4_K, Q6_K, K a multiple of 256, W's rows a multiple of 16
  * bytes long (Q6_K: K a multiple of 2,048), W 16-byte aligned. -EINVAL on a shape
  * o1_gemm_qw_fits rejects or x (or a split's PART) not 16-byte aligned,
  * -ENOTSUP where it is not available. */
@@ -456,7 +456,7 @@ int o1_gemm_qw_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
  * f32 rounding (the order of the units' sum), within gemv_q8.h's bound of
  * the f32 product. K split in two (y zeroed first, each half added
  * atomically: the same bits every run) where the grid is small. TYPE
- * Q8_0, Q4_0, Q4_K or Q6_K (not Q5_0), w 16-byte aligned, K a multiple
+ * Q8_0, Q4_0, Q5_0, Q4_K or Q6_K, w 16-byte aligned, K a multiple
  * of 256, LDY >= N; -EINVAL (logged) for a shape o1_gemm_qi8_fits
  * rejects. */
 uint64_t o1_gemm_qi8_scratch_bytes(uint32_t m, uint32_t k);

@@ -109,6 +109,14 @@ static __device__ __forceinline__ uint32_t qd_q5_high(const uint8_t *blk)
 	return qd_u16(blk + 2) | (qd_u16(blk + 4) << 16);
 }
 
+/* Bit 4 of byte j set where bit j of the 4-bit N is (Q5_0's fifth bits
+ * into place beside 4 nibbles in bytes): N times 2^4 + 2^11 + 2^18 + 2^25
+ * puts bit j of N at 8 j + 4, the four copies of N apart (no carries). */
+static __device__ __forceinline__ uint32_t qd_spread_fifth(uint32_t n)
+{
+	return (n * 0x02040810u) & 0x10101010u;
+}
+
 /* Q4_K's 6-bit scale SC and min MN of sub-block S (0-7) from the block's
  * 12 packed bytes at X (quant.h's layout). */
 static __device__ __forceinline__ void

@@ -36,8 +36,9 @@
  * for Q4_K, Q8_0 for Q6_K, so layer 0's QKV is one Q5_0 part and layer
  * 1's Q5_0 q and k beside a Q8_0 v, the down products Q4_K and Q6_K, the
  * tied head Q8_0; that file also through the f32 path, gemm_q.cu and
- * gemm_qp.cu, which take Q5_0, and gemm_qi8.cu's rows, which leave it
- * to the tiles): the
+ * gemm_qp.cu, which take Q5_0, and gemm_qi8.cu's rows, which take Q5_0
+ * only where K is whole steps of 256, so these 896-wide rows go to the
+ * tiles): the
  * CUDA backend's block products (gemv_q.cu for the decode steps: by
  * default its int8 path with the fused variants, whose inputs are
  * quantized per 32 elements, kernels/gemv_q8.h; bf16 tiles and cuBLAS
@@ -517,7 +518,7 @@ static void test_quantized(void **state)
 	quant_qp = false;
 	quant_i8 = true;
 	check_model("qwen2.5-0.5b x2 layers q4_k_m, gemm_qi8.cu's rows "
-		    "(Q5_0 on the tiles)",
+		    "(Q5_0's K of 896 on the tiles)",
 		    path);
 	quant_i8 = false;
 }

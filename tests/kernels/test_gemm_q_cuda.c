@@ -1,7 +1,7 @@
 /* The tensor-core products on block-format weights over more than 4 rows,
  * kernels/gemm_q.cu (o1_gemm_q_cuda) and gemm_qp.cu's pipeline
- * (o1_gemm_qp_cuda), against the CPU, for Q8_0, Q4_0, Q4_K and Q6_K (and
- * Q5_0 on a few shapes of its own: test_q5_0), on M
+ * (o1_gemm_qp_cuda), against the CPU, for Q8_0, Q4_0, Q5_0, Q4_K and Q6_K
+ * (Q5_0's 32-block shapes in test_q5_0), on M
  * of 9 to 300 rows (not multiples of their token tiles of 32, 64 and
  * 128), N not a multiple of their weight tiles (64 or 128), K of one to
  * many steps (and, for gemm_qp, 256-element raw stages with a partial
@@ -47,9 +47,9 @@
  * - against the f32 product (o1_gemv_q_cpu) within gemv_q8.h's bound
  *   (o1_gemv_q8_bound_cpu) element by element;
  * - a second launch (with PDL) bitwise equal, columns past N untouched.
- * gemm_qi8 and gemm_qw do not take Q5_0: their fits and launches refuse
- * it (the backend then multiplies on the tiles, whose dequantization
- * test_quant_cuda checks).
+ * Q5_0 through gemm_qw and gemm_qi8 as Q4_0 (its values as quant.h's,
+ * the fifth bit included: one ignored moves half the terms by 16 d, far
+ * past every bound above).
  * O1_TEST_QUICK=1 runs fewer shapes (tools/gpu/emu/run_gemm_q.sh runs it
  * on the CPU emulation). Exit 77 without a device. */
 #include <setjmp.h>
@@ -74,7 +74,8 @@
 #include "kernels/quant.h"
 
 static const enum o1_quant_type types[] = {O1_QUANT_Q8_0, O1_QUANT_Q4_0,
-					   O1_QUANT_Q4_K, O1_QUANT_Q6_K};
+					   O1_QUANT_Q4_K, O1_QUANT_Q6_K,
+					   O1_QUANT_Q5_0};
 /* gemm_qw with K in parts: the scratch, its SPLITS as the test sets it */
 static struct o1_gemm_qw_split qw_split;
 
@@ -151,6 +152,18 @@ static void qw_values(enum o1_quant_type type, const uint8_t *q, float *w,
 						 8;
 
 				*o = qw_bf16(v * d);
+			} else if (type == O1_QUANT_Q5_0) {
+				const uint8_t *b = row + (c / 32) * 22;
+				uint32_t i = c % 32,
+					 qh = (uint32_t)b[2] | b[3] << 8 |
+					      b[4] << 16 | (uint32_t)b[5] << 24;
+				double d = qw_bf16(o1_quant_f16_to_f32(
+				    (uint16_t)(b[0] | b[1] << 8)));
+				int v = (i < 16 ? b[6 + i] & 15
+						: b[6 + i - 16] >> 4) |
+					(qh >> i & 1) << 4;
+
+				*o = qw_bf16((v - 16) * d);
 			} else if (type == O1_QUANT_Q4_K) {
 				const uint8_t *b = row + (c / 256) * 144,
 					      *x = b + 4;
@@ -423,6 +436,7 @@ static void test_gemm_qi8(void **state)
 	check_qi8(O1_QUANT_Q8_0, 20, 1000, 1024, 1000);
 	check_qi8(O1_QUANT_Q6_K, 50, 700, 512, 703);
 	check_qi8(O1_QUANT_Q4_0, 130, 300, 512, 300);
+	check_qi8(O1_QUANT_Q5_0, 130, 300, 512, 300);
 	if (kct_quick())
 		return;
 	/* shapes of real models */
@@ -469,6 +483,7 @@ static void gemm_shapes(const struct kernel *g)
 	check_gemm(O1_QUANT_Q6_K, 200, 256, 14336, 256);
 	check_gemm(O1_QUANT_Q8_0, 256, 1024, 4096, 1024);
 	check_gemm(O1_QUANT_Q4_0, 300, 896, 4864, 896);
+	check_gemm(O1_QUANT_Q5_0, 300, 896, 4864, 896);
 }
 
 static void test_gemm_q(void **state)
@@ -507,6 +522,7 @@ static void test_gemm_qw(void **state)
 	check_gemm(O1_QUANT_Q4_K, 300, 384, 1024, 384);
 	check_gemm(O1_QUANT_Q6_K, 129, 257, 2048, 260);
 	check_gemm(O1_QUANT_Q4_0, 70, 200, 512, 200);
+	check_gemm(O1_QUANT_Q5_0, 70, 200, 512, 200);
 	/* a grid of a wave or more: K whole */
 	check_gemm(O1_QUANT_Q8_0, 256, 17000, 256, 17000);
 	/* 256 tokens a block, the K-quants (48 weight tiles, K in halves:
@@ -537,6 +553,7 @@ static void test_gemm_qw_split(void **state)
 	qw_split.splits = 8;
 	check_gemm(O1_QUANT_Q4_K, 130, 512, 4096, 515);
 	check_gemm(O1_QUANT_Q4_0, 40, 300, 3328, 300);
+	check_gemm(O1_QUANT_Q5_0, 40, 300, 3328, 300);
 	check_gemm(O1_QUANT_Q6_K, 20, 130, 6144, 133);
 	/* its own pick (16 tiles: 4 parts on an H200) */
 	qw_split.splits = 0;
@@ -617,6 +634,7 @@ static void test_gemm_qw_swiglu(void **state)
 	check_swiglu(O1_QUANT_Q4_K, 40, f + 2, 256, f + 3);
 	check_swiglu(O1_QUANT_Q8_0, 300, f, 512, f);
 	check_swiglu(O1_QUANT_Q6_K, 130, f, 2048, f + 2);
+	check_swiglu(O1_QUANT_Q5_0, 40, f, 512, f);
 	/* its own refusal: LD < F */
 	assert_int_equal(o1_gemm_qw_swiglu_cuda((uint16_t *)16, (uint16_t *)16,
 						(void *)16, O1_QUANT_Q8_0, 1, 4,
@@ -627,8 +645,8 @@ static void test_gemm_qw_swiglu(void **state)
 /* Q5_0 (block of 22 bytes, rows at any even offset from a 16-byte
  * piece): gemm_q's and gemm_qp's checks on shapes of 32-blocks, one raw
  * stage and several, a partial last one, and qwen2.5-0.5b's width (896);
- * gemm_qi8 and gemm_qw refuse it, so q_route gives it the tiles or these
- * two. */
+ * gemm_qi8 and gemm_qw take it where K is whole steps of 256 (their
+ * shapes above), not such widths. */
 static void test_q5_0(void **state)
 {
 	static const uint32_t shapes[][4] = {
@@ -652,17 +670,15 @@ static void test_q5_0(void **state)
 	assert_true(o1_gemm_q_fits(O1_QUANT_Q5_0, 64, 896));
 	assert_true(o1_gemm_qp_fits(O1_QUANT_Q5_0, 64, 896, w));
 	assert_false(o1_gemm_qp_fits(O1_QUANT_Q5_0, 64, 48, w));
-	assert_false(o1_gemm_qi8_fits(O1_QUANT_Q5_0, 64, 512, w));
-	assert_false(o1_gemm_qw_fits(O1_QUANT_Q5_0, 64, 2048, w));
-	assert_int_equal(o1_gemm_qi8_cuda(y, x, w, O1_QUANT_Q5_0, 16, 64, 512,
+	assert_true(o1_gemm_qi8_fits(O1_QUANT_Q5_0, 64, 512, w));
+	assert_true(o1_gemm_qw_fits(O1_QUANT_Q5_0, 64, 256, w));
+	assert_false(o1_gemm_qi8_fits(O1_QUANT_Q5_0, 64, 896, w));
+	assert_false(o1_gemm_qw_fits(O1_QUANT_Q5_0, 64, 896, w));
+	assert_int_equal(o1_gemm_qi8_cuda(y, x, w, O1_QUANT_Q5_0, 16, 64, 896,
 					  64, false, NULL),
 			 -EINVAL);
-	assert_int_equal(o1_gemm_qw_cuda(y, x, w, O1_QUANT_Q5_0, 16, 64, 2048,
+	assert_int_equal(o1_gemm_qw_cuda(y, x, w, O1_QUANT_Q5_0, 16, 64, 896,
 					 64, false, NULL),
-			 -EINVAL);
-	assert_int_equal(o1_gemm_qw_swiglu_cuda((uint16_t *)y, x, w,
-						O1_QUANT_Q5_0, 16, 32, 2048,
-						32, false, NULL),
 			 -EINVAL);
 	cudaFree(y), cudaFree(x), cudaFree(w);
 }

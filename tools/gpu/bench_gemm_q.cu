@@ -2,7 +2,7 @@
  * weights, at llama3-8b's shapes, beside cuBLAS on the same shape in
  * bf16:
  *
- *   bench_gemm_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k]
+ *   bench_gemm_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k,q5_0]
  *                [--shapes qkv,o,gu,down,head] [--sweep]
  *
  * Shapes (N outputs x K): qkv 6144 x 4096, o 4096 x 4096, gu 28672 x 4096
@@ -93,7 +93,8 @@ static const struct {
 } types[] = {{"q8_0", O1_QUANT_Q8_0},
 	     {"q4_0", O1_QUANT_Q4_0},
 	     {"q4_k", O1_QUANT_Q4_K},
-	     {"q6_k", O1_QUANT_Q6_K}};
+	     {"q6_k", O1_QUANT_Q6_K},
+	     {"q5_0", O1_QUANT_Q5_0}};
 
 struct bufs {
 	void *w;	  /* block weights, N rows */
@@ -194,6 +195,8 @@ static int wg_plan_run(struct bufs *b, gp_plan plan, enum o1_quant_type type,
 		return WG_PLAN_RUN(O1_QUANT_Q8_0);
 	case O1_QUANT_Q4_0:
 		return WG_PLAN_RUN(O1_QUANT_Q4_0);
+	case O1_QUANT_Q5_0:
+		return WG_PLAN_RUN(O1_QUANT_Q5_0);
 	case O1_QUANT_Q4_K:
 		return WG_PLAN_RUN(O1_QUANT_Q4_K);
 	default:
@@ -491,7 +494,8 @@ int main(int argc, char **argv)
 	    {"wg-sweep", no_argument, NULL, 'x'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const char *const tnames[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
+	static const char *const tnames[] = {"q8_0", "q4_0", "q4_k", "q6_k",
+					     "q5_0"};
 	static const char *const snames[] = {"qkv", "o", "gu", "down", "head"};
 	static const char *const wnames[] = {"tiles", "mma", "qp", "i8",
 					     "bf16", "wg"};
@@ -505,8 +509,8 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (opt == 'i' && atoi(optarg) > 0 && atoi(optarg) <= 500) {
 			iters = atoi(optarg);
-		} else if (opt == 't' && parse_list(optarg, tnames, 4)) {
-			mask = parse_list(optarg, tnames, 4);
+		} else if (opt == 't' && parse_list(optarg, tnames, 5)) {
+			mask = parse_list(optarg, tnames, 5);
 		} else if (opt == 's' && parse_list(optarg, snames, 5)) {
 			smask = parse_list(optarg, snames, 5);
 		} else if (opt == 'y' && parse_list(optarg, wnames, 6)) {
@@ -520,7 +524,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr,
 				"usage: bench_gemm_q [--iters N] "
-				"[--types q8_0,q4_0,q4_k,q6_k] "
+				"[--types q8_0,q4_0,q4_k,q6_k,q5_0] "
 				"[--shapes qkv,o,gu,down,head] [--sweep] "
 				"[--ways tiles,mma,qp,i8,wg,bf16] "
 				"[--wg-splits N] [--wg-sweep]\n");
