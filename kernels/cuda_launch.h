@@ -64,55 +64,6 @@ static inline __device__ void o1_prefetch_l2(const void *p, uint32_t bytes)
 #endif
 }
 
-/* A grid barrier for kernels whose blocks are all resident at once
- * (o1_launch_resident): returns in every block once all BLOCKS blocks have
- * called it, with every block's writes before it visible to every block
- * after. BAR: two words in global memory, zero before the first launch
- * that uses them: the arrivals (back to zero after each barrier) and a
- * generation the last arrival advances, so the words need no reset
- * between barriers or launches. Thread 0 reads the generation before it
- * arrives (the arrival's release orders the read first), so it waits for
- * this barrier's advance, never an earlier one's. */
-static inline __device__ void o1_grid_barrier(uint32_t *bar, uint32_t blocks)
-{
-	__syncthreads();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-	if (threadIdx.x == 0) {
-		uint32_t gen, old, now;
-
-		asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-			     : "=r"(gen)
-			     : "l"(bar + 1)
-			     : "memory");
-		asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-			     : "=r"(old)
-			     : "l"(bar)
-			     : "memory");
-		if (old == blocks - 1) {
-			asm volatile(
-			    "st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(bar)
-			    : "memory");
-			asm volatile(
-			    "st.release.gpu.global.u32 [%0], %1;" ::"l"(bar + 1),
-			    "r"(gen + 1)
-			    : "memory");
-		} else {
-			do
-				asm volatile(
-				    "ld.acquire.gpu.global.u32 %0, [%1];"
-				    : "=r"(now)
-				    : "l"(bar + 1)
-				    : "memory");
-			while (now == gen);
-		}
-		__threadfence();
-	}
-#else
-	(void)bar, (void)blocks;
-#endif
-	__syncthreads();
-}
-
 /* Launches KERNEL over GRID x BLOCK threads in thread block clusters of
  * CLUSTER blocks (1 x 1 x 1: none) with SMEM bytes of dynamic shared
  * memory on STREAM, with PDL when PDL is set. The launch error, if any,
@@ -158,46 +109,6 @@ static cudaError_t o1_launch(void (*kernel)(P...), dim3 grid, dim3 block,
 			    pdl, std::forward<A>(args)...);
 }
 
-/* o1_launch for a kernel that synchronizes its blocks (o1_grid_barrier):
- * a cooperative launch, which fails rather than start a grid whose blocks
- * cannot all be resident at once (the caller sizes GRID by the
- * multiprocessors and the kernel's occupancy). Where the driver refuses
- * PDL beside it, the launch is made again without PDL (the kernel then
- * starts after the previous one, which its o1_pdl_wait assumes anyway). */
-template <typename... P, typename... A>
-static cudaError_t o1_launch_resident(void (*kernel)(P...), dim3 grid,
-				      dim3 block, size_t smem,
-				      cudaStream_t stream, bool pdl,
-				      const A &...args)
-{
-	cudaLaunchAttribute attr[2];
-	cudaLaunchConfig_t cfg = {};
-	cudaError_t err, last;
-	unsigned n = 0;
-
-	attr[n].id = cudaLaunchAttributeCooperative;
-	attr[n++].val.cooperative = 1;
-	if (pdl) {
-		attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-		attr[n++].val.programmaticStreamSerializationAllowed = 1;
-	}
-	cfg.gridDim = grid;
-	cfg.blockDim = block;
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = stream;
-	cfg.attrs = attr;
-	cfg.numAttrs = n;
-	err = cudaLaunchKernelEx(&cfg, kernel, args...);
-	last = cudaGetLastError();
-	if (pdl && (err == cudaErrorInvalidValue ||
-		    err == cudaErrorNotSupported)) {
-		cfg.numAttrs = 1;
-		err = cudaLaunchKernelEx(&cfg, kernel, args...);
-		last = cudaGetLastError();
-	}
-	return err != cudaSuccess ? err : last;
-}
-
 /* o1_launch (arguments after NAME) checked: 0, or -O1_E_CUDA logged as
  * NAME with the caller's file:line. */
 #define O1_CUDA_LAUNCH(name, ...)                                              \
@@ -205,9 +116,5 @@ static cudaError_t o1_launch_resident(void (*kernel)(P...), dim3 grid,
 /* The same for o1_launch_cl. */
 #define O1_CUDA_LAUNCH_CL(name, ...)                                           \
 	o1_cuda_check(o1_launch_cl(__VA_ARGS__), (name), __FILE__, __LINE__)
-/* The same for o1_launch_resident. */
-#define O1_CUDA_LAUNCH_RESIDENT(name, ...)                                     \
-	o1_cuda_check(o1_launch_resident(__VA_ARGS__), (name), __FILE__,      \
-		      __LINE__)
 
 #endif

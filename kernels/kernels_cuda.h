@@ -566,42 +566,6 @@ int o1_gemv_q8_norm_rope_kv_parts_cuda(const struct o1_rope_kv_args *r,
 				       uint32_t n_parts, uint32_t k, bool pdl,
 				       cudaStream_t stream);
 
-/* gemv_q.cu: a chain of one input row's fused block products in one
- * launch: the ops run in order, each over the whole grid, and an op with
- * AFTER set starts once every earlier op is done (a grid barrier inside
- * the kernel; BARRIER: two words of device memory, zero before the first
- * launch, never written by anything else, one chain at a time). Each op
- * gives the bits of its own launch:
- * - O1_GQ_ADD: o1_gemv_q8_add_cuda (y + part.col0, part.rows outputs, x
- *   bf16 of K);
- * - O1_GQ_NORM_SWIGLU: o1_gemv_q8_norm_swiglu_cuda (part.rows = F
- *   outputs, w 2F rows, xf the f32 row normalized by norm_w, eps);
- * - O1_GQ_NORM_ROPE_KV: o1_gemv_q8_norm_rope_kv_cuda's part (rope's
- *   n_tokens 1, dims, the same input).
- * The blocks are the multiprocessors' GQ_BPS each at most, all resident
- * (a cooperative launch). -ENOSPC, nothing launched, where an op's ring
- * and input would not fit a block's shared memory (the caller launches
- * the ops one by one); -EINVAL for bad operands, as each op's own entry
- * point. */
-#define O1_GEMV_Q_CHAIN_OPS 8
-enum o1_gemv_q_op_kind { O1_GQ_ADD, O1_GQ_NORM_SWIGLU, O1_GQ_NORM_ROPE_KV };
-struct o1_gemv_q_op {
-	enum o1_gemv_q_op_kind kind;
-	bool after;
-	struct o1_gemv_q_part part; /* the weights, their rows (above) */
-	uint32_t k;
-	float *y;	    /* ADD */
-	const uint16_t *x;  /* ADD */
-	const float *xf;    /* NORM_* */
-	const float *norm_w;
-	float eps;
-	uint16_t *act;	    /* NORM_SWIGLU */
-	const struct o1_rope_kv_args *rope; /* NORM_ROPE_KV */
-	const struct o1_attn_dims *dims;
-};
-int o1_gemv_q8_chain_cuda(const struct o1_gemv_q_op *ops, uint32_t n_ops,
-			  uint32_t *barrier, bool pdl, cudaStream_t stream);
-
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */
 int o1_argmax_cuda(int32_t *ids, const float *logits, uint32_t rows,

@@ -129,12 +129,6 @@ struct o1_backend_config {
 	 * its weights into L2 as their warps finish
 	 * (o1_gemv_q_prefetch_next); true = no prefetch (A/B; same bits). */
 	bool cuda_no_prefetch;
-	/* CUDA backend, one-token decode steps on GGUF block weights, fused:
-	 * true = each layer's O product, MLP and the next layer's QKV product
-	 * run as one chain (o1_gemv_q8_chain_cuda: one kernel, grid barriers
-	 * between) instead of a launch each; false (the default until it is
-	 * measured) = the launches. Same bits either way. */
-	bool cuda_chain;
 	/* CUDA backend (config cuda.faster_row_counts, inverted): false (the
 	 * default) = a product of a row count above 256 that measured slower
 	 * at load than a larger warmed count runs at that count (cuBLAS's

@@ -95,7 +95,6 @@ static uint64_t layout_arena(struct cuda_state *s, uintptr_t base)
 	    cuda_carve(base, &off, (uint64_t)s->head_rows * d->vocab_size * 4);
 	s->scratch = cuda_carve(base, &off, s->scratch_floats * 4);
 	s->blas_ws = cuda_carve(base, &off, BLAS_WS_BYTES);
-	s->chain_bar = cuda_carve(base, &off, 2 * sizeof(uint32_t));
 	return off;
 }
 

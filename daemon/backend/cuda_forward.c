@@ -909,33 +909,26 @@ static struct o1_rope_kv_args rope_args(const struct cuda_state *s, uint32_t l,
 	    s->d.rope.dim};
 }
 
-/* Layer L's QKV product (unless QKV_DONE: the previous layer's chain
- * ran it) and attention. */
 static int attention_block(struct cuda_state *s, uint32_t l,
-			   const struct flat *f, const struct o1_attn_batch *b,
-			   bool qkv_done)
+			   const struct flat *f, const struct o1_attn_batch *b)
 {
+	const struct o1_model_desc *d = &s->d;
+	const struct cuda_layer *y = &s->layers[l];
 	struct o1_attn_dims ad = attn_dims(s);
 	struct o1_rope_kv_args ra = rope_args(s, l, f->tokens);
-	uint32_t t = f->tokens;
+	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
-	int err = qkv_done ? 0 : qkv_in(s, l, &ra, &ad, fuse, pdl);
+	int err = qkv_in(s, l, &ra, &ad, fuse, pdl);
 
-	return err || s->cfg.cuda_no_attention
-		   ? err
-		   : o1_attention_cuda(s->att, s->q, ra.k_cache, ra.v_cache,
-				       &ad, b, t, f->max_len, s->scratch,
-				       s->scratch_floats, &s->attn_tune, pdl,
-				       s->stream);
-}
-
-static int o_block(struct cuda_state *s, uint32_t l, uint32_t t)
-{
-	const struct cuda_layer *y = &s->layers[l];
-
-	return out_product(s, CUDA_KIND_O, s->att, y->wo, &y->qo, t,
-			   s->d.n_heads * s->d.head_dim, step_fused(s, t),
-			   step_pdl(s, t));
+	err = err || s->cfg.cuda_no_attention
+		  ? err
+		  : o1_attention_cuda(s->att, s->q, ra.k_cache, ra.v_cache, &ad,
+				      b, t, f->max_len, s->scratch,
+				      s->scratch_floats, &s->attn_tune, pdl,
+				      s->stream);
+	return err ? err
+		   : out_product(s, CUDA_KIND_O, s->att, y->wo, &y->qo, t, qd,
+				 fuse, pdl);
 }
 
 /* Unfused, the down product goes to s->o for the next RMSNorm (the next
@@ -952,74 +945,6 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
 				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,
 				 pdl);
-}
-
-/* Appends the parts of Q as ops of KIND (the first one AFTER) to OPS
- * from *N; false where they would not fit. */
-static bool chain_parts(struct o1_gemv_q_op *ops, uint32_t *n,
-			const struct cuda_qmat *q,
-			const struct o1_gemv_q_op *kind, bool after)
-{
-	if (!q->n_parts || *n + q->n_parts > O1_GEMV_Q_CHAIN_OPS)
-		return false;
-	for (uint32_t i = 0; i < q->n_parts; i++) {
-		const struct cuda_qpart *p = &q->part[i];
-
-		ops[*n] = *kind;
-		ops[*n].after = after && i == 0;
-		ops[*n].part = (struct o1_gemv_q_part){p->w, p->type, p->col0,
-						       p->rows};
-		(*n)++;
-	}
-	return true;
-}
-
-/* Layer L's O product, MLP and the next layer's fused QKV product (RoPE,
- * KV write) over one token as one chain (cfg.cuda_chain,
- * o1_gemv_q8_chain_cuda): 0 (done, the next layer's QKV included when
- * there is one), 1 (not chainable: nothing launched) or an error. */
-static int chain_tail(struct cuda_state *s, uint32_t l, uint32_t t)
-{
-	const struct o1_model_desc *d = &s->d;
-	const struct cuda_layer *y = &s->layers[l];
-	const struct cuda_layer *next =
-	    l + 1 < d->n_layers ? &s->layers[l + 1] : NULL;
-	struct o1_attn_dims ad = attn_dims(s);
-	struct o1_rope_kv_args ra = rope_args(s, l + 1 < d->n_layers ? l + 1 : l,
-					      t);
-	uint32_t qd = d->n_heads * d->head_dim, n = 0;
-	struct o1_gemv_q_op ops[O1_GEMV_Q_CHAIN_OPS];
-	const struct o1_gemv_q_op o = {.kind = O1_GQ_ADD, .k = qd,
-				       .y = s->x, .x = s->att};
-	const struct o1_gemv_q_op gu = {
-	    .kind = O1_GQ_NORM_SWIGLU, .k = d->dim, .xf = s->x,
-	    .norm_w = y->ffn_norm, .eps = d->norm_eps, .act = s->act};
-	const struct o1_gemv_q_op down = {.kind = O1_GQ_ADD, .k = d->ffn_dim,
-					  .y = s->x, .x = s->act};
-	struct o1_gemv_q_op qkv = {
-	    .kind = O1_GQ_NORM_ROPE_KV, .k = d->dim, .xf = s->x,
-	    .eps = d->norm_eps, .rope = &ra, .dims = &ad};
-	int err;
-
-	if (!s->cfg.cuda_chain || t != 1 || !step_fused(s, t) ||
-	    s->cfg.tp_link.sum || y->qgu.n_parts != 1 ||
-	    (next && (!next->qqkv.n_parts ||
-		      !qparts_whole_heads(&next->qqkv, d->head_dim))))
-		return 1;
-	if (!chain_parts(ops, &n, &y->qo, &o, false) ||
-	    !chain_parts(ops, &n, &y->qgu, &gu, true))
-		return 1;
-	ops[n - 1].part.rows = d->ffn_dim; /* outputs: gate and up rows */
-	if (!chain_parts(ops, &n, &y->qdown, &down, true))
-		return 1;
-	if (next) {
-		qkv.norm_w = next->attn_norm;
-		if (!chain_parts(ops, &n, &next->qqkv, &qkv, true))
-			return 1;
-	}
-	err = o1_gemv_q8_chain_cuda(ops, n, s->chain_bar, step_pdl(s, t),
-				    s->stream);
-	return err == -ENOSPC ? 1 : err;
 }
 
 /* Uploads the inputs of N_SEQS sequences; the tables come last: only the
@@ -1045,19 +970,9 @@ static int layers(struct cuda_state *s, uint32_t n_seqs, const struct flat *f)
 				    s->d.dim, s->d.vocab_size, s->stream)
 	      : o1_embedding_cuda(s->x, s->embd, s->dev.ids, f->tokens,
 				  s->d.dim, s->d.vocab_size, s->stream);
-	bool chained = false; /* the previous layer's chain ran this QKV */
 
 	for (uint32_t l = 0; !err && l < s->d.n_layers; l++) {
-		int c;
-
-		err = attention_block(s, l, f, &b, chained);
-		c = err ? err : chain_tail(s, l, f->tokens);
-		chained = c == 0;
-		if (c != 1) {
-			err = c;
-			continue;
-		}
-		err = o_block(s, l, f->tokens);
+		err = attention_block(s, l, f, &b);
 		if (!err)
 			err = mlp_block(s, l, f->tokens);
 	}

@@ -121,7 +121,6 @@ struct cuda_state {
 	void *arena;		   /* owned: activations below */
 	float *x, *o, *qkv, *q, *gu, *logits, *scratch;
 	uint16_t *h, *att, *act;
-	uint32_t *chain_bar; /* gemv_q8_chain's grid barrier (zeroed) */
 	void *blas_ws;
 	uint64_t scratch_floats;
 	void *in_dev, *in_host; /* owned: inputs, device and pinned host */

@@ -52,11 +52,6 @@
  * quant_tile_mb=N (0: the default) and quant_qp_rows=N. --prefetch off
  * (default on) sets cfg.cuda_no_prefetch: the fused block products no
  * longer prefetch the next small product's weights into L2 (same bits).
- * --chain on sets cfg.cuda_chain: one-token steps on block weights run
- * each layer's O product, MLP and the next QKV product as one kernel
- * (o1_gemv_q8_chain_cuda; same bits). At batch 1 a line gives a digest
- * of the greedy ids fed back, to compare settings that claim the same
- * bits.
  *
  * --quant-pass-rows N sets cfg.cuda_quant_pass_rows: products of 5..N
  * rows on GGUF block weights in passes of the decode products (4 rows
@@ -167,7 +162,6 @@ struct bench_args {
 	uint32_t quant_wg_rows;	  /* --quant-wg-rows */
 	uint32_t quant_wg_splits; /* --quant-wg-splits */
 	bool no_prefetch;	  /* --prefetch off */
-	bool chain;		  /* --chain on */
 	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
@@ -284,7 +278,6 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-qp-rows", required_argument, NULL, 'R'},
 	    {"quant-tile-mb", required_argument, NULL, 'M'},
 	    {"prefetch", required_argument, NULL, 'P'},
-	    {"chain", required_argument, NULL, 'C'},
 	    {"quant-pass-rows", required_argument, NULL, 'K'},
 	    {"quant-i8-rows", required_argument, NULL, 'I'},
 	    {"quant-wg-rows", required_argument, NULL, 'J'},
@@ -311,7 +304,6 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_wg_rows = 256;	 /* o1d's cuda.quant_wgmma_rows */
 	a->quant_wg_splits = 0; /* its pick, as o1d */
 	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
-	a->chain = false;
 	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
 	memset(a->attn, 0, sizeof(a->attn));
@@ -339,15 +331,11 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'P' || opt == 'N' || opt == 'W' || opt == 'C') {
+		if (opt == 'P' || opt == 'N' || opt == 'W') {
 			int on = on_off_both(optarg);
 
 			if (on != 0 && on != 1)
 				return -EINVAL;
-			if (opt == 'C') {
-				a->chain = on;
-				continue;
-			}
 			*(opt == 'P'   ? &a->no_prefetch
 			  : opt == 'N' ? &a->no_attention
 				       : &a->add_one_row) = !on;
@@ -481,7 +469,6 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_wg_rows = a->quant_wg_rows,
 	    .cuda_quant_wg_splits = a->quant_wg_splits,
 	    .cuda_no_prefetch = a->no_prefetch,
-	    .cuda_chain = a->chain,
 	    .cuda_attn_warps = a->attn[0],
 	    .cuda_attn_split_rounds = a->attn[1],
 	    .cuda_attn_target = a->attn[2],
@@ -611,21 +598,6 @@ static void print_graphs(const struct o1_backend_graph_stats *g, uint32_t batch)
 	       g->capture_bytes / 1048576.0, k, pdl);
 }
 
-/* At batch 1, a digest (FNV-1a) of the greedy ids fed back from FROM to
- * TO: two settings that give the same bits give the same digest. */
-static void print_ids_digest(const struct bench_run *r, uint32_t from,
-			     uint32_t to)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (uint32_t i = from; i < to && i < r->total; i++) {
-		h ^= (uint32_t)r->ids[i];
-		h *= 1099511628211ULL;
-	}
-	printf("greedy ids %u..%u fnv1a %016llx\n", from, to,
-	       (unsigned long long)h);
-}
-
 /* Times of one run: decode seconds for a->tokens steps (the median of
  * the repetitions, and the slowest and fastest), prefill seconds of one
  * prompt. */
@@ -738,8 +710,6 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 	if (!err) {
 		o1_backend_graph_stats(r.b, &g);
 		report(m, a, md, &t, bw, &g);
-		if (b == 1)
-			print_ids_digest(&r, a->prompt, pos);
 	}
 	close_run(&r);
 	return err;
@@ -798,7 +768,7 @@ int main(int argc, char **argv)
 			"[--autotune on|off|both] "
 			"[--quant-dot int8|f32|both] "
 			"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
-			"[--quant-tile-mb N] [--prefetch on|off] [--chain on|off] "
+			"[--quant-tile-mb N] [--prefetch on|off] "
 			"[--quant-pass-rows N] [--quant-i8-rows N] "
 			"[--quant-wg-rows N] [--quant-wg-splits N] "
 			"[--attn W,R,T,H] "

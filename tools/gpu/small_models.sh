@@ -6,8 +6,7 @@
 # qwen2.5-0.5b bf16 / Q4_K_M (mostly Q5_0: llama.cpp's fallback where rows
 # are 896) / Q8_0 and llama3.2-1b bf16 / Q4_K_M at batch 1
 # (bench_cuda_decode), the Q4_K_M's f32 decode path, then o1d's batch-1 row
-# (table.sh) if time is left. The Q4_K_M files run with and without
-# cfg.cuda_chain (bench_cuda_decode --chain). SM_BUDGET: the seconds it may take (default
+# (table.sh) if time is left. SM_BUDGET: the seconds it may take (default
 # 580: the call's 600). Results in $OUT/session.txt and
 # $OUT/bench_launch.txt, the logs in $OUT/session-logs.tgz.
 #   OUT=dir [SM_CTEST=0] [SM_BUDGET=s] tools/gpu/small_models.sh
@@ -42,15 +41,7 @@ fi
 s_log "models: $(cd "$s_models_dir" && echo *) ($(left) s left)"
 "$s_bin/tools/o1model/o1model" info "$s_models_dir/qw-q4km.gguf" 2>&1 |
 	grep -i "q5_0\|bytes\|type" | head -8 | tee -a "$s_out/session.txt"
-# the Q4_K_M files with and without the chained layer tails
-# (cfg.cuda_chain: same bits, so the same greedy-ids digest), then bf16
-for m in qw-q4km l1-q4km; do
-	for c in off on; do
-		[ "$(left)" -gt 60 ] || break
-		s_bench $m --prompt 128 --tokens 128 --reps 3 --chain $c
-	done
-done
-for m in qw l1 qw-q8; do
+for m in qw qw-q4km qw-q8 l1 l1-q4km; do
 	[ "$(left)" -gt 60 ] || break
 	s_bench $m --prompt 128 --tokens 128 --reps 3
 done

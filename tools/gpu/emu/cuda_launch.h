@@ -51,42 +51,7 @@ static int emu_o1_launch_cl(void (*kernel)(P...), dim3 grid, dim3 block,
 	return 0;
 }
 
-/* o1_launch_resident's: every block of the grid together (one cluster of
- * the whole grid, so o1_grid_barrier's spinning blocks let the others
- * run: atomics yield). */
-template <typename... P, typename... A>
-static int emu_o1_launch_resident(void (*kernel)(P...), dim3 grid, dim3 block,
-				  size_t smem, cudaStream_t stream, bool pdl,
-				  A... args)
-{
-	(void)stream, (void)pdl;
-	emu_launch_grid_cl(grid, block, grid, smem, [=]() { kernel(args...); });
-	return 0;
-}
-
-/* kernels/cuda_launch.h's grid barrier over the fibers: thread 0 of each
- * block arrives and spins on the generation, yielding. */
-static inline void o1_grid_barrier(uint32_t *bar, uint32_t blocks)
-{
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		volatile uint32_t *gen = bar + 1;
-		uint32_t g = *gen;
-
-		if (atomicAdd(bar, 1u) == blocks - 1) {
-			bar[0] = 0;
-			*gen = g + 1;
-		} else {
-			while (*gen == g)
-				emu_yield_maybe();
-		}
-	}
-	__syncthreads();
-}
-
 #define O1_CUDA_LAUNCH(name, ...) ((void)(name), emu_o1_launch(__VA_ARGS__))
-#define O1_CUDA_LAUNCH_RESIDENT(name, ...)                                     \
-	((void)(name), emu_o1_launch_resident(__VA_ARGS__))
 #define O1_CUDA_LAUNCH_CL(name, ...)                                           \
 	((void)(name), emu_o1_launch_cl(__VA_ARGS__))
 
