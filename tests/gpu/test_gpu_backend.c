@@ -23,8 +23,9 @@
  * roundings of the activations, not the product). Strict agreement and every near tie are
  * printed. Greedy continuation: each decode step feeds the GPU's argmax to both
  * backends; where it differs from the CPU's, the CPU's logit for it must
- * be within NEAR_TIE x rms(cpu logits) of the CPU's maximum (a near tie
- * within the tolerance), and the number of exact agreements is printed.
+ * be within NEAR_TIE_DECODE x rms(cpu logits) of the CPU's maximum (a near
+ * tie within the decode rows' tolerance: 3 x their L2 bound of 3e-2), and
+ * the number of exact agreements is printed.
  * The CUDA side runs with CUDA Graphs on (buckets 1 and 2): every decode
  * step replays bucket 2's graph, the prefill steps run eagerly (counted).
  * No device or pinned allocation happens after create (the counter), and
@@ -200,6 +201,12 @@ static double rms(const float *c, uint32_t vocab)
  * where the CPU's logit for the GPU's pick is within NEAR_TIE x rms of
  * its maximum is a near tie (inside the bf16 tolerance), printed. */
 #define NEAR_TIE 6e-2
+/* The same for decode rows, whose products run on int8 inputs (gemv_q8.h)
+ * and are held to 3e-2: 3 x that. On an H100, 2026-12-05, llama3.2-1b x2
+ * layers q4_0's decode rows were 0.023 from the CPU and one greedy step
+ * picked a token 0.069 x rms below the CPU's maximum (3.0 x 0.023), which
+ * NEAR_TIE called a disagreement. */
+#define NEAR_TIE_DECODE 9e-2
 
 /* |g - c| / |c| over a row of logits; a NaN anywhere: infinity. */
 static double rel_l2(const float *g, const float *c, uint32_t vocab)
@@ -279,7 +286,7 @@ static void decode(struct side *gpu, struct side *cpu, const uint32_t *len,
 			    st->max_rel_decode,
 			    rel_l2(gpu->logits + (size_t)s * vocab, c, vocab));
 			if (c[argmax(c, vocab)] - c[g] >
-			    NEAR_TIE * rms(c, vocab)) {
+			    NEAR_TIE_DECODE * rms(c, vocab)) {
 				printf("decode %d seq %d: gpu %u (cpu %g) cpu "
 				       "%u (%g), rms %g\n",
 				       i, s, g, c[g], argmax(c, vocab),
@@ -431,12 +438,21 @@ static void quantize_model(const char *src, const char *mix, const char *out,
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Every route switch back to the default (a failed check leaves its
+ * switch set: cmocka leaves the test there). */
+static void routes_default(void)
+{
+	dequantize = quant_f32 = quant_mma = quant_qp = false;
+	quant_pass = quant_i8 = quant_wg = false;
+}
+
 static void test_quantized(void **state)
 {
 	static const char *const mixes[] = {"q8_0", "q4_0", "q6_k", "q4_k_m"};
 	char src[512], path[512], name[128];
 
 	(void)state;
+	routes_default();
 	o1_gpu_make_model("--preset llama3.2-1b --layers 2 --vocab 2048",
 			  "l1b2.gguf", src, sizeof(src));
 	for (size_t i = 0; i < sizeof(mixes) / sizeof(mixes[0]); i++) {
@@ -445,6 +461,19 @@ static void test_quantized(void **state)
 		quantize_model(src, mixes[i], "q.gguf", path, sizeof(path));
 		check_model(name, path);
 	}
+}
+
+/* The q4_k_m file through each product route (a test of its own, so that
+ * a failure above does not hide these). */
+static void test_quantized_routes(void **state)
+{
+	char src[512], path[512];
+
+	(void)state;
+	routes_default();
+	o1_gpu_make_model("--preset llama3.2-1b --layers 2 --vocab 2048",
+			  "l1b2.gguf", src, sizeof(src));
+	quantize_model(src, "q4_k_m", "qr.gguf", path, sizeof(path));
 	quant_f32 = true;
 	check_model("llama3.2-1b x2 layers q4_k_m, f32 block products", path);
 	quant_f32 = false;
@@ -477,6 +506,16 @@ static void test_quantized(void **state)
 	dequantize = true;
 	check_model("llama3.2-1b x2 layers q4_k_m, dequantized at load", path);
 	dequantize = false;
+}
+
+/* qwen2.5-0.5b's Q4_K_M: llama.cpp's fallbacks (Q5_0, Q8_0) through the
+ * routes. */
+static void test_quantized_qwen(void **state)
+{
+	char src[512], path[512];
+
+	(void)state;
+	routes_default();
 	o1_gpu_make_model("--preset qwen2.5-0.5b --layers 2", "q05.gguf", src,
 			  sizeof(src));
 	quantize_model(src, "q4_k_m", "q05q.gguf", path, sizeof(path));
@@ -544,6 +583,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_hf_models),
 	    cmocka_unit_test(test_qwen_one_layer),
 	    cmocka_unit_test(test_quantized),
+	    cmocka_unit_test(test_quantized_routes),
+	    cmocka_unit_test(test_quantized_qwen),
 	    cmocka_unit_test(test_unsupported_config),
 	    cmocka_unit_test(test_cmd_run),
 	};

@@ -52,6 +52,8 @@
  * quant_tile_mb=N (0: the default) and quant_qp_rows=N. --prefetch off
  * (default on) sets cfg.cuda_no_prefetch: the fused block products no
  * longer prefetch the next small product's weights into L2 (same bits).
+ * At batch 1 a line gives a digest of the greedy ids fed back, to compare
+ * settings that claim the same bits.
  *
  * --quant-pass-rows N sets cfg.cuda_quant_pass_rows: products of 5..N
  * rows on GGUF block weights in passes of the decode products (4 rows
@@ -598,6 +600,21 @@ static void print_graphs(const struct o1_backend_graph_stats *g, uint32_t batch)
 	       g->capture_bytes / 1048576.0, k, pdl);
 }
 
+/* At batch 1, a digest (FNV-1a) of the greedy ids fed back from FROM to
+ * TO: two settings that give the same bits give the same digest. */
+static void print_ids_digest(const struct bench_run *r, uint32_t from,
+			     uint32_t to)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (uint32_t i = from; i < to && i < r->total; i++) {
+		h ^= (uint32_t)r->ids[i];
+		h *= 1099511628211ULL;
+	}
+	printf("greedy ids %u..%u fnv1a %016llx\n", from, to,
+	       (unsigned long long)h);
+}
+
 /* Times of one run: decode seconds for a->tokens steps (the median of
  * the repetitions, and the slowest and fastest), prefill seconds of one
  * prompt. */
@@ -710,6 +727,8 @@ static int run(const struct o1_model *m, const struct bench_args *a,
 	if (!err) {
 		o1_backend_graph_stats(r.b, &g);
 		report(m, a, md, &t, bw, &g);
+		if (b == 1)
+			print_ids_digest(&r, a->prompt, pos);
 	}
 	close_run(&r);
 	return err;

@@ -122,7 +122,7 @@ s_bench() {
 	shift
 	echo "# bench_cuda_decode $m $*" >>"$s_out/session.txt"
 	"${S_BIN:-$s_bin}/tools/gpu/bench_cuda_decode" "$s_models_dir/$m.gguf" \
-		--graphs on --sample device "$@" 2>&1 | grep RESULT |
+		--graphs on --sample device "$@" 2>&1 | grep "RESULT\|greedy ids" |
 		tee -a "$s_out/session.txt"
 }
 
