@@ -4,12 +4,15 @@
  * bandwidth: the per-kernel A/B of gemv_q.cu's schedules.
  *
  *   bench_gemv_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k] [--swiglu]
+ *                [--model llama3-8b|llama3.2-1b|qwen2.5-0.5b]
  *
  * (--types takes q5_0 too, not among the default's.)
  *
- * Shapes (N outputs x K inputs): 6144 x 4096 (QKV), 4096 x 4096 (O),
- * 14336 x 4096 (gate or up), 4096 x 14336 (down), 128256 x 4096 (LM
- * head). For each: bf16
+ * Shapes (N outputs x K inputs) of --model (default llama3-8b): 6144 x
+ * 4096 (QKV), 4096 x 4096 (O), 14336 x 4096 (gate or up), 4096 x 14336
+ * (down), 128256 x 4096 (LM head); llama3.2-1b's and qwen2.5-0.5b's
+ * alike (a type whose block does not divide K is skipped: Q4_K and Q6_K
+ * at qwen2.5-0.5b's 896). For each: bf16
  * (o1_gemv_bf16_cuda, its default setup), then each type's old schedule
  * (gemv_q: one batch a warp in registers), new (gemv_qp: the cp.async
  * ring, variant 0; the backend launches qp_variant_1's per type: Q8_0
@@ -50,12 +53,30 @@ struct shape {
 	uint32_t n, k;
 };
 
-static const shape shapes[] = {
-    {"qkv", 6144, 4096},
-    {"o", 4096, 4096},
-    {"gate", 14336, 4096},
-    {"down", 4096, 14336},
-    {"head", 128256, 4096},
+#define N_SHAPES 5
+
+static const struct {
+	const char *model;
+	shape s[N_SHAPES];
+} models[] = {
+    {"llama3-8b",
+     {{"qkv", 6144, 4096},
+      {"o", 4096, 4096},
+      {"gate", 14336, 4096},
+      {"down", 4096, 14336},
+      {"head", 128256, 4096}}},
+    {"llama3.2-1b",
+     {{"qkv", 3072, 2048},
+      {"o", 2048, 2048},
+      {"gate", 8192, 2048},
+      {"down", 2048, 8192},
+      {"head", 128256, 2048}}},
+    {"qwen2.5-0.5b",
+     {{"qkv", 1152, 896},
+      {"o", 896, 896},
+      {"gate", 4864, 896},
+      {"down", 896, 4864},
+      {"head", 151936, 896}}},
 };
 
 static const struct {
@@ -395,12 +416,23 @@ static int bench_swiglu(uint32_t iters, double bw, cudaStream_t st)
 	return rc;
 }
 
+/* The shapes of MODEL, or NULL. */
+static const shape *model_shapes(const char *model)
+{
+	for (const auto &m : models)
+		if (!strcmp(m.model, model))
+			return m.s;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	static const option opts[] = {{"iters", required_argument, NULL, 'i'},
 				      {"types", required_argument, NULL, 't'},
 				      {"swiglu", no_argument, NULL, 's'},
+				      {"model", required_argument, NULL, 'm'},
 				      {0, 0, 0, 0}};
+	const shape *shapes = models[0].s;
 	uint32_t iters = 20;
 	const char *want = "q8_0,q4_0,q4_k,q6_k";
 	int opt, rc = 0, swiglu_only = 0;
@@ -414,10 +446,14 @@ int main(int argc, char **argv)
 			want = optarg;
 		else if (opt == 's')
 			swiglu_only = 1;
+		else if (opt == 'm' &&
+			 (shapes = model_shapes(optarg)) != NULL)
+			continue;
 		else {
 			fprintf(stderr, "usage: bench_gemv_q [--iters N] "
 					"[--types q8_0,q4_0,q5_0,q4_k,q6_k] "
-					"[--swiglu]\n");
+					"[--swiglu] [--model llama3-8b|"
+					"llama3.2-1b|qwen2.5-0.5b]\n");
 			return 2;
 		}
 	}
@@ -428,9 +464,14 @@ int main(int argc, char **argv)
 	cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
 	bw = copy_gbs();
 	printf("bench_gemv_q: copy bandwidth %.0f GB/s, %u multiprocessors, "
-	       "%u launches a graph, median of %d replays, 1 input row\n",
-	       bw, o1_cuda_sm_count(), iters, REPLAYS);
-	for (const shape &s : shapes) {
+	       "%u launches a graph, median of %d replays, 1 input row, "
+	       "shapes %s\n",
+	       bw, o1_cuda_sm_count(), iters, REPLAYS,
+	       shapes == models[1].s   ? models[1].model
+	       : shapes == models[2].s ? models[2].model
+				       : models[0].model);
+	for (int si = 0; si < N_SHAPES; si++) {
+		const shape &s = shapes[si];
 		bufs b = {};
 
 		if (swiglu_only)
@@ -449,6 +490,12 @@ int main(int argc, char **argv)
 
 			if (!strstr(want, t.name))
 				continue;
+			if (o1_quant_row_bytes(t.type, s.k, &rb)) {
+				printf("%-5s %-5s K %u: not whole blocks, "
+				       "skipped\n",
+				       t.name, s.name, s.k);
+				continue;
+			}
 			block_of(t.type, &blk, &at0, &at1);
 			if (o1_quant_row_bytes(t.type, s.k, &rb) ||
 			    open_bufs(s, rb * s.n, blk, at0, at1, b))
