@@ -5,7 +5,9 @@ range, kernel count, and the kernels grouped by name (template arguments
 kept), longest first; with the DRAM bytes read, each group's bytes and its
 bandwidth over its time; with the executed instructions, each group's warp
 instructions per KB read (the block products' decode cost: the eighth
-session found them issue-bound at ~140 instructions a 32-weight unit)."""
+session found them issue-bound at ~140 instructions a 32-weight unit).
+`--seq N`: then the first N kernels in launch order, one line each (a
+layer's kernels one by one: where a small model's step goes)."""
 import collections
 import csv
 import sys
@@ -43,3 +45,19 @@ for k, (n, us, b, inst) in sorted(by.items(), key=lambda kv: -kv[1][1])[:16]:
     bw = f"  {b / 1e6:9.1f} MB {b / us / 1e3:6.0f} GB/s" if b else ""
     ins = f"  {inst / (b / 1e3):7.1f} inst/KB" if inst and b else ""
     print(f"  {us:8.1f} us  {n:4d} x{bw}{ins}  {k}")
+if "--seq" in sys.argv:
+    want = int(sys.argv[sys.argv.index("--seq") + 1])
+    ident = head.index("ID") if "ID" in head else None
+    seq = collections.OrderedDict()  # launch id: [name, us, bytes]
+    for i, r in enumerate(rows):
+        key = r[ident] if ident is not None else i
+        e = seq.setdefault(key, [r[name].split("(")[0][:60], 0.0, 0.0])
+        v = float(r[value].replace(",", ""))
+        if r[metric] == "gpu__time_duration.sum":
+            e[1] += v * SCALE[r[unit]]
+        elif r[metric] == "dram__bytes_read.sum":
+            e[2] += v * BYTES.get(r[unit], 1)
+    print(f"the first {want} kernels in launch order:")
+    for k, (nm, us, b) in list(seq.items())[:want]:
+        bw = f"  {b / 1e6:7.2f} MB {b / us / 1e3:5.0f} GB/s" if b and us else ""
+        print(f"  {us:7.2f} us{bw}  {nm}")
