@@ -13,9 +13,10 @@
 #   tools/gpu/run.sh sep ["256/2 512/0"]: prefill/decode separation
 #   (tools/gpu/prefill_sep.sh) at those prefill budgets (B/K: see there).
 #   tools/gpu/run.sh ipc [RUNS]: issue 19's sleep-path A/B on the GPU host
-#   (no GPU used): o1d, o1bench and o1model built without CUDA in
-#   build/cpu, then tools/bench/ipc_sleep_ab.sh build/cpu RUNS (default 3;
-#   SLEEP_COUNT, PING_COUNT pass through) into $OUT/ipc_sleep_ab.txt.
+#   (no GPU used): o1d, o1bench, o1model and bench_wake built without CUDA
+#   in build/cpu, then bench_wake (each wake-up primitive's floor) and
+#   tools/bench/ipc_sleep_ab.sh build/cpu RUNS (default 3; SLEEP_COUNT,
+#   PING_COUNT pass through) into $OUT/ipc_sleep_ab.txt.
 # NCCL (tensor parallelism) comes from the CUDA toolkit when it has
 # nccl.h, else from the Python wheel nvidia-nccl-cu13 (O1_NCCL_ROOT); the
 # configure log's "o1d:" line says which.
@@ -107,11 +108,13 @@ run_ipc() {
   if ! cmake -S "$root" -B build/cpu -G Ninja -DO1_CUDA=OFF \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$out/configure-cpu.log" 2>&1 ||
     ! cmake --build build/cpu -j "$(nproc)" --target o1d o1bench o1model \
-      >"$out/build-cpu.log" 2>&1; then
+      bench_wake >"$out/build-cpu.log" 2>&1; then
     tail -40 "$out/configure-cpu.log" "$out/build-cpu.log"
     exit 1
   fi
   uptime | tee "$out/ipc_sleep_ab.txt"
+  # the primitives' floor first (no o1d): ~25 s
+  build/cpu/tools/bench/bench_wake 2>&1 | tee -a "$out/ipc_sleep_ab.txt"
   sh tools/bench/ipc_sleep_ab.sh build/cpu "${pattern:-3}" 2>&1 | tee -a "$out/ipc_sleep_ab.txt"
 }
 
