@@ -3,6 +3,7 @@
  * kernel, 123 kernels a qwen2.5-0.5b token, 0.11 ms of bytes in 0.66).
  *
  *   bench_launch [--steps N] [--dim D] [--weight-kb KB] [--replays R]
+ *                [--smem-kb S]
  *
  * A chain of N steps, each of G blocks of 256 threads (G in 16, 33, 66,
  * 132 and the multiprocessor count, when it differs): every block reads
@@ -28,7 +29,13 @@
  * 1/sqrt, over N normalizations that keep the vector at unit RMS); a way
  * that fails prints FAIL and no time. Time: one graph of the whole chain
  * replayed R times (default 20) after a warm-up, the median over N (us
- * a step). RESULT lines: way, G, D, KB, us a step, us a chain. */
+ * a step). RESULT lines: way, G, D, KB, us a step, us a chain.
+ * --smem-kb S: every step kernel (graph, pdl, empty-pdl) also takes S KB
+ * of dynamic shared memory it does not use, as the decode products take
+ * theirs: above half a multiprocessor's, the next kernel's block cannot
+ * start beside this one's on its multiprocessor, so PDL's early launch
+ * finds no room there (whether that is what a decode kernel's ~5 us
+ * beyond this bench's ~2 is). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -175,6 +182,7 @@ struct run {
 	chain c;
 	way w;
 	uint32_t stride;
+	uint32_t smem; /* bytes of dynamic shared memory a step kernel */
 	const float *x0; /* the input, uploaded first in each replay */
 };
 
@@ -195,12 +203,12 @@ static int launch(void *ctx, uint32_t i, cudaStream_t st)
 	switch (r->w) {
 	case W_GRAPH:
 	case W_PDL:
-		e = o1_launch(chain_step, dim3(r->c.g), dim3(THREADS), 0, st,
-			      r->w == W_PDL, r->c, i, r->stride);
+		e = o1_launch(chain_step, dim3(r->c.g), dim3(THREADS), r->smem,
+			      st, r->w == W_PDL, r->c, i, r->stride);
 		break;
 	case W_EMPTY:
-		e = o1_launch(empty_step, dim3(r->c.g), dim3(THREADS), 0, st,
-			      true);
+		e = o1_launch(empty_step, dim3(r->c.g), dim3(THREADS), r->smem,
+			      st, true);
 		break;
 	default:
 		/* the barrier's premise: all G blocks resident at once (main
@@ -251,8 +259,9 @@ int main(int argc, char **argv)
 	    {"dim", required_argument, NULL, 'd'},
 	    {"weight-kb", required_argument, NULL, 'w'},
 	    {"replays", required_argument, NULL, 'r'},
+	    {"smem-kb", required_argument, NULL, 's'},
 	    {NULL, 0, NULL, 0}};
-	uint32_t steps = 120, d = 896, kb = 512, stride = 7;
+	uint32_t steps = 120, d = 896, kb = 512, stride = 7, smem_kb = 0;
 	int replays = 20, o, sms = 0, fails = 0;
 	cudaStream_t st;
 	float *x0, *v0, *v1;
@@ -270,11 +279,13 @@ int main(int argc, char **argv)
 			kb = (uint32_t)v;
 		else if (o == 'r' && v >= 1 && v <= 1000)
 			replays = (int)v;
+		else if (o == 's' && v >= 0 && v <= 200)
+			smem_kb = (uint32_t)v;
 		else {
 			fprintf(stderr,
 				"usage: bench_launch [--steps 2..4096] "
 				"[--dim 1..65536] [--weight-kb 0..2048] "
-				"[--replays 1..1000]\n");
+				"[--replays 1..1000] [--smem-kb 0..200]\n");
 			return 2;
 		}
 	}
@@ -287,7 +298,13 @@ int main(int argc, char **argv)
 	    cudaMalloc(&v1, d * sizeof(float)) ||
 	    cudaMalloc(&count, sizeof(unsigned)) ||
 	    cudaMalloc(&w, (size_t)steps * WEIGHT_GAP) ||
-	    cudaMemset(w, 0, (size_t)steps * WEIGHT_GAP)) {
+	    cudaMemset(w, 0, (size_t)steps * WEIGHT_GAP) ||
+	    cudaFuncSetAttribute(chain_step,
+				 cudaFuncAttributeMaxDynamicSharedMemorySize,
+				 (int)(smem_kb << 10)) ||
+	    cudaFuncSetAttribute(empty_step,
+				 cudaFuncAttributeMaxDynamicSharedMemorySize,
+				 (int)(smem_kb << 10))) {
 		fprintf(stderr, "bench_launch: no device memory\n");
 		return 1;
 	}
@@ -299,8 +316,9 @@ int main(int argc, char **argv)
 	std::vector<float> want = cpu_chain(x, steps, stride);
 
 	printf("# %d multiprocessors, %u steps, dim %u, %u KB of weights a "
-	       "step (%.1f MB a chain), %d replays\n",
-	       sms, steps, d, kb, steps * kb / 1024.0, replays);
+	       "step (%.1f MB a chain), %d replays, %u KB of shared memory a "
+	       "step kernel\n",
+	       sms, steps, d, kb, steps * kb / 1024.0, replays, smem_kb);
 	std::vector<uint32_t> grids = {16, 33, 66, 132};
 	if (sms != 132)
 		grids.push_back((uint32_t)sms);
@@ -326,6 +344,7 @@ int main(int argc, char **argv)
 				  g},
 				 (way)wy,
 				 stride,
+				 smem_kb << 10,
 				 x0};
 			double us = gpu_bench_graph_us(
 			    st, wy == W_PERSISTENT ? 1 : steps, replays, launch,
