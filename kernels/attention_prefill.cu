@@ -27,8 +27,10 @@
  * registers): 8 warps there ran faster only with ptxas's 128 registers and
  * a spill, which the build refuses (with the 151 registers one block a
  * multiprocessor allows, llama3.2-1b's 2,048-token prompt took 130 us a
- * layer against LEAN3's 102). The other variants of the block (enum
- * o1_attn_pf_variant, pf_cfg) remain for A/B timing.
+ * layer against LEAN3's 102). Both stay selectable at either head dim
+ * for A/B timing (enum o1_attn_pf_variant, pf_cfg); the variants that lost
+ * (K through 32-bit loads, exp2f's softmax: PERFORMANCE's fifteenth
+ * session) were removed in the thirty-first.
  * Tiles entirely above the diagonal are never loaded (the walk stops at
  * the block's last row); tiles that cross it mask the positions past each
  * pair's own row (causal). Blocks start in reverse order: the last tiles
@@ -110,17 +112,15 @@ struct pf_dev {
 };
 
 /* A variant of the kernel (enum o1_attn_pf_variant): WARPS warps of 16
- * pairs (a tile of BM = 16 WARPS pairs), STAGES K/V tiles in flight, K
- * fragments through ldmatrix (KLDSM) or 32-bit loads, and the LEAN softmax
- * (pf_tile). No register cap: a minimum of blocks in __launch_bounds__
+ * pairs (a tile of BM = 16 WARPS pairs), STAGES K/V tiles in flight. No
+ * register cap: a minimum of blocks in __launch_bounds__
  * made ptxas take more registers (2 blocks at head dim 128: 215 against
  * 170) or spill (3 blocks). Shared memory: STAGES K tiles, then as many V
  * tiles, each BN rows of D + PAD bf16 (the padding keeps rows 16-byte
  * aligned and shifts each row by 4 banks). */
-template <int D, int WARPS, int STAGES, bool KLDSM, bool LEAN> struct pf_cfg {
+template <int D, int WARPS, int STAGES> struct pf_cfg {
 	static constexpr int d = D, warps = WARPS, bm = 16 * WARPS;
 	static constexpr int stages = STAGES;
-	static constexpr bool kldsm = KLDSM, lean = LEAN;
 	static constexpr int ld = D + PF_PAD;
 	static constexpr int tile = PF_BN * ld;
 	static constexpr size_t bytes =
@@ -167,76 +167,61 @@ template <int D> struct pf_state {
 	uint32_t pos_a, pos_b; /* the rows' positions: the causal limit */
 };
 
-/* 2^x: exp2f, or in LEAN the bare ex2.approx.ftz (exp2f's own instruction
- * without its rescaling of results under 2^-126, flushed to 0 here: such a
- * weight is below bf16's normal range, beside a largest weight of 1). */
-template <class C> static __device__ __forceinline__ float pf_exp2(float x)
+/* 2^x: the bare ex2.approx.ftz (exp2f's own instruction without its
+ * rescaling of results under 2^-126, flushed to 0 here: such a weight is
+ * below bf16's normal range, beside a largest weight of 1); exp2f on the
+ * CPU emulation. */
+static __device__ __forceinline__ float pf_exp2(float x)
 {
 #ifndef O1_EMU_H
-	if constexpr (C::lean) {
-		float y;
+	float y;
 
-		asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-		return y;
-	}
-#endif
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+	return y;
+#else
 	return exp2f(x);
+#endif
 }
 
 /* S (16 x BN) = Q K^T for the warp; with MASK, positions past a row's
- * own get -inf. Returns the rows' tile maxima. LEAN leaves the scores
- * unscaled: pf_tile folds the scale into the exponent's FMA, and since
- * scale > 0 the scaled tile maximum is the unscaled one times scale_log2
- * (rounding keeps the order); otherwise they come back in base 2. K's B
- * fragments: with KLDSM one ldmatrix x4 gives two k-steps' (matrices of 8
- * positions by 8 dims, lane l at position l % 8, dims 8 (l / 8) on), else two
- * 32-bit loads a k-step. */
+ * own get -inf. Returns the rows' tile maxima. The scores stay unscaled:
+ * pf_tile folds the scale into the exponent's FMA, and since scale > 0
+ * the scaled tile maximum is the unscaled one times scale_log2 (rounding
+ * keeps the order). K's B fragments: one ldmatrix x4 gives two k-steps'
+ * (matrices of 8 positions by 8 dims, lane l at position l % 8, dims 8
+ * (l / 8) on). */
 template <class C>
 static __device__ void
 pf_scores(float sc[PF_BN / 8][4], const uint32_t qf[C::d / 16][4],
 	  const bf16 *ks, const pf_state<C::d> &st, const pf_dev &a,
 	  uint32_t t0, bool mask, float *max_a, float *max_b)
 {
-	int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+	int lane = threadIdx.x % 32, tig = lane % 4;
 	constexpr int D = C::d, ld = C::ld;
 	float xa = -INFINITY, xb = -INFINITY;
 
 #pragma unroll
 	for (int n = 0; n < PF_BN / 8; n++) {
+		const bf16 *kr = ks + (n * 8 + lane % 8) * ld + 8 * (lane / 8);
+
 		sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
-		if constexpr (C::kldsm) {
-			const bf16 *kr =
-			    ks + (n * 8 + lane % 8) * ld + 8 * (lane / 8);
-
 #pragma unroll
-			for (int k = 0; k < D / 16; k += 2) {
-				uint32_t kb[4];
+		for (int k = 0; k < D / 16; k += 2) {
+			uint32_t kb[4];
 
-				mma_ldsm_x4(kr + 16 * k, kb);
-				{
-					const uint32_t lo[2] = {kb[0], kb[1]},
-						       hi[2] = {kb[2], kb[3]};
+			mma_ldsm_x4(kr + 16 * k, kb);
+			{
+				const uint32_t lo[2] = {kb[0], kb[1]},
+					       hi[2] = {kb[2], kb[3]};
 
-					mma_bf16(sc[n], qf[k], lo);
-					mma_bf16(sc[n], qf[k + 1], hi);
-				}
-			}
-		} else {
-			const bf16 *kr = ks + (n * 8 + grp) * ld + 2 * tig;
-
-#pragma unroll
-			for (int k = 0; k < D / 16; k++) {
-				const uint32_t kb[2] = {
-				    *(const uint32_t *)(kr + 16 * k),
-				    *(const uint32_t *)(kr + 16 * k + 8)};
-
-				mma_bf16(sc[n], qf[k], kb);
+				mma_bf16(sc[n], qf[k], lo);
+				mma_bf16(sc[n], qf[k + 1], hi);
 			}
 		}
 #pragma unroll
 		for (int e = 0; e < 4; e++) {
 			uint32_t pos = t0 + n * 8 + 2 * tig + (e & 1);
-			float x = C::lean ? sc[n][e] : sc[n][e] * a.scale_log2;
+			float x = sc[n][e];
 
 			if (mask && pos > (e < 2 ? st.pos_a : st.pos_b))
 				x = -INFINITY;
@@ -248,11 +233,10 @@ pf_scores(float sc[PF_BN / 8][4], const uint32_t qf[C::d / 16][4],
 	*max_a = mma_quad_max(xa), *max_b = mma_quad_max(xb);
 }
 
-/* The weights of k-step KK of the tile (scores in SC, bases XA and XB in
- * base 2) as the mma's A fragment, each rounded to bf16 once; adds them to
- * the lane's sums. LEAN rounds by packing first (cvt.rn.bf16x2, one
- * instruction for two) and sums the packed halves: the same numbers in
- * the same order as the conversions one at a time. */
+/* The weights of k-step KK of the tile (unscaled scores in SC, bases XA
+ * and XB in base 2) as the mma's A fragment, each rounded to bf16 once
+ * (by packing: cvt.rn.bf16x2, one instruction for two); adds the packed
+ * halves to the lane's sums. */
 template <class C>
 static __device__ __forceinline__ void
 pf_weights(uint32_t pa[4], pf_state<C::d> &st, const float sc[PF_BN / 8][4],
@@ -260,30 +244,15 @@ pf_weights(uint32_t pa[4], pf_state<C::d> &st, const float sc[PF_BN / 8][4],
 {
 	float p[8];
 
-	if constexpr (C::lean) {
 #pragma unroll
-		for (int e = 0; e < 8; e++)
-			p[e] = pf_exp2<C>(fmaf(sc[2 * kk + e / 4][e % 4],
-					       scale_log2,
-					       -(e % 4 < 2 ? xa : xb)));
+	for (int e = 0; e < 8; e++)
+		p[e] = pf_exp2(fmaf(sc[2 * kk + e / 4][e % 4], scale_log2,
+				    -(e % 4 < 2 ? xa : xb)));
 #pragma unroll
-		for (int i = 0; i < 4; i++) {
-			pa[i] = mma_pack_bf16(p[2 * i], p[2 * i + 1]);
-			p[2 * i] = __uint_as_float(pa[i] << 16);
-			p[2 * i + 1] = __uint_as_float(pa[i] & 0xffff0000u);
-		}
-	} else {
-#pragma unroll
-		for (int e = 0; e < 8; e++) {
-			float x = sc[2 * kk + e / 4][e % 4];
-
-			p[e] = __bfloat162float(__float2bfloat16_rn(
-			    exp2f(x - (e % 4 < 2 ? xa : xb))));
-		}
-		pa[0] = mma_pack_bf16(p[0], p[1]);
-		pa[1] = mma_pack_bf16(p[2], p[3]);
-		pa[2] = mma_pack_bf16(p[4], p[5]);
-		pa[3] = mma_pack_bf16(p[6], p[7]);
+	for (int i = 0; i < 4; i++) {
+		pa[i] = mma_pack_bf16(p[2 * i], p[2 * i + 1]);
+		p[2 * i] = __uint_as_float(pa[i] << 16);
+		p[2 * i + 1] = __uint_as_float(pa[i] & 0xffff0000u);
 	}
 	st.la += p[0] + p[1] + p[4] + p[5];
 	st.lb += p[2] + p[3] + p[6] + p[7];
@@ -293,9 +262,9 @@ pf_weights(uint32_t pa[4], pf_state<C::d> &st, const float sc[PF_BN / 8][4],
  * row whose positions so far were all masked (a split's tiles past it)
  * keeps max -inf, and its exponentials take base 0 instead (no -inf -
  * -inf): its weights, sum and O stay 0. Unsplit, the first tile holds
- * position 0, which no row masks, so the bases are the maxima. LEAN skips
- * the rescale of O when no row's maximum moved (factors all exactly 1,
- * the common case past the first tiles). */
+ * position 0, which no row masks, so the bases are the maxima. The
+ * rescale of O is skipped when no row's maximum moved (factors all
+ * exactly 1, the common case past the first tiles). */
 template <class C>
 static __device__ void
 pf_tile(pf_state<C::d> &st, const uint32_t qf[C::d / 16][4], const bf16 *ks,
@@ -306,18 +275,16 @@ pf_tile(pf_state<C::d> &st, const uint32_t qf[C::d / 16][4], const bf16 *ks,
 	float sc[PF_BN / 8][4], xa, xb;
 
 	pf_scores<C>(sc, qf, ks, st, a, t0, mask, &xa, &xb);
-	if constexpr (C::lean)
-		xa *= a.scale_log2, xb *= a.scale_log2;
+	xa *= a.scale_log2, xb *= a.scale_log2;
 	xa = fmaxf(st.ma, xa), xb = fmaxf(st.mb, xb);
 	{
 		float ba = xa == -INFINITY ? 0.0f : xa,
 		      bb = xb == -INFINITY ? 0.0f : xb;
-		float ca = pf_exp2<C>(st.ma - ba), cb = pf_exp2<C>(st.mb - bb);
+		float ca = pf_exp2(st.ma - ba), cb = pf_exp2(st.mb - bb);
 
 		st.la *= ca, st.lb *= cb, st.ma = xa, st.mb = xb;
 		xa = ba, xb = bb; /* the bases from here on */
-		if (!C::lean ||
-		    !__all_sync(0xffffffffu, ca == 1.0f && cb == 1.0f)) {
+		if (!__all_sync(0xffffffffu, ca == 1.0f && cb == 1.0f)) {
 #pragma unroll
 			for (int d = 0; d < D / 8; d++) {
 				st.o[d][0] *= ca, st.o[d][1] *= ca;
@@ -725,36 +692,17 @@ static int launch_variant(uint32_t variant, uint16_t *out, const float *q,
 			  float *scratch, uint64_t scratch_floats,
 			  cudaStream_t stream)
 {
-	switch (variant) {
-	case O1_ATTN_PF_BASE:
-		return launch_tiled<pf_cfg<D, 4, 3, false, false>>(
-		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
-		    scratch_floats, stream);
-	case O1_ATTN_PF_LDSM:
-		return launch_tiled<pf_cfg<D, 4, 3, true, false>>(
-		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
-		    scratch_floats, stream);
-	case O1_ATTN_PF_LEAN:
-		return launch_tiled<pf_cfg<D, 4, 3, true, true>>(
-		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
-		    scratch_floats, stream);
-	case O1_ATTN_PF_LEAN3:
-		return launch_tiled<pf_cfg<D, 4, 2, true, true>>(
-		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
-		    scratch_floats, stream);
-	case O1_ATTN_PF_WIDE:
-		return launch_tiled<pf_cfg<D, 8, 3, true, true>>(
-		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
-		    scratch_floats, stream);
-	default: /* O1_ATTN_PF_DEFAULT: WIDE at head dim 128, else LEAN3 */
-		if (D == 64)
-			return launch_tiled<pf_cfg<D, 4, 2, true, true>>(
-			    out, q, kc, vc, a, n_rows, max_len, splits,
-			    scratch, scratch_floats, stream);
-		return launch_tiled<pf_cfg<D, 8, 3, true, true>>(
-		    out, q, kc, vc, a, n_rows, max_len, splits, scratch,
-		    scratch_floats, stream);
-	}
+	bool wide = variant == O1_ATTN_PF_WIDE ||
+		    (variant == O1_ATTN_PF_DEFAULT && D != 64);
+
+	/* O1_ATTN_PF_DEFAULT: WIDE at head dim 128, LEAN3 at 64 */
+	if (wide)
+		return launch_tiled<pf_cfg<D, 8, 3>>(out, q, kc, vc, a, n_rows,
+						     max_len, splits, scratch,
+						     scratch_floats, stream);
+	return launch_tiled<pf_cfg<D, 4, 2>>(out, q, kc, vc, a, n_rows,
+					     max_len, splits, scratch,
+					     scratch_floats, stream);
 }
 
 extern "C" int o1_attention_tiled_variant_cuda(

@@ -243,11 +243,8 @@ int o1_attention_tiled_cuda(uint16_t *out, const float *q,
  * Same results up to the file's rounding; -EINVAL for an unknown one. */
 enum o1_attn_pf_variant {
 	O1_ATTN_PF_DEFAULT, /* the pick: WIDE, at head dim 64 LEAN3 */
-	O1_ATTN_PF_BASE,    /* 4 warps, K by 32-bit loads, 3 stages */
-	O1_ATTN_PF_LDSM,    /* BASE with K by ldmatrix */
-	O1_ATTN_PF_LEAN,    /* LDSM with the lean softmax */
-	O1_ATTN_PF_LEAN3,   /* LEAN, 2 stages: 3 blocks a multiprocessor */
-	O1_ATTN_PF_WIDE,    /* LEAN, 8 warps: 128 pairs a block */
+	O1_ATTN_PF_LEAN3,   /* 4 warps, 2 stages: 3 blocks a multiprocessor */
+	O1_ATTN_PF_WIDE,    /* 8 warps, 3 stages: 128 pairs a block */
 	O1_ATTN_PF_VARIANTS
 };
 int o1_attention_tiled_variant_cuda(

@@ -26,7 +26,6 @@
  * CPU C and the server to S (default: unpinned, the scheduler's choice).
  * Prints, per mode, the round trip's p50 / p99 / p999 / max in
  * microseconds and a RESULT line. Nothing here is a pass or fail on time. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <linux/futex.h>

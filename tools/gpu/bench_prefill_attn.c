@@ -57,8 +57,8 @@ struct bench {
 	uint32_t variant; /* enum o1_attn_pf_variant */
 };
 
-static const char *const variants[O1_ATTN_PF_VARIANTS] = {
-    "default", "base", "ldsm", "lean", "lean3", "wide"};
+static const char *const variants[O1_ATTN_PF_VARIANTS] = {"default",
+							   "lean3", "wide"};
 
 enum which { ROWS, DISPATCH, TILED, TILED_SPLIT };
 
