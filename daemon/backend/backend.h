@@ -123,12 +123,15 @@ struct o1_backend_config {
 	 * the same bits either way. */
 	bool cuda_no_pdl;
 	bool cuda_no_fusion;
-	/* CUDA backend, decode steps on GGUF block weights, fused: false
-	 * (the default) = the products before a small one (the QKV product
-	 * before O, the down product before the next layer's QKV) prefetch
-	 * its weights into L2 as their warps finish
-	 * (o1_gemv_q_prefetch_next); true = no prefetch (A/B; same bits). */
-	bool cuda_no_prefetch;
+	/* CUDA backend, decode steps on GGUF block weights, fused: true =
+	 * the products before a small one (the QKV product before O, the
+	 * down product before the next layer's QKV) prefetch its weights
+	 * into L2 as their warps finish (o1_gemv_q_prefetch_next); false
+	 * (the default) = no prefetch. Same bits. Off since 2026-12-05: it
+	 * cost qwen2.5-0.5b and llama3.2-1b Q4_K_M 2-3% a token
+	 * (bench_cuda_decode --prefetch, H100) and gained nothing on a
+	 * llama3-8b cut (H200, 2026-12-01); kept for the whole 8B's A/B. */
+	bool cuda_prefetch;
 	/* CUDA backend (config cuda.faster_row_counts, inverted): false (the
 	 * default) = a product of a row count above 256 that measured slower
 	 * at load than a larger warmed count runs at that count (cuBLAS's

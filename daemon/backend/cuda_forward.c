@@ -700,15 +700,15 @@ static int reduce(struct cuda_state *s, uint32_t t)
 
 /* The next block product launch prefetches the weights of Q (a later
  * product: its first two parts) into L2 as its warps finish
- * (o1_gemv_q_prefetch_next), unless Q is larger than PREFETCH_MAX or
- * cfg.cuda_no_prefetch. */
+ * (o1_gemv_q_prefetch_next) where cfg.cuda_prefetch asks for it and Q
+ * is at most PREFETCH_MAX. */
 static void prefetch_next(const struct cuda_state *s,
 			  const struct cuda_qmat *q)
 {
 	const void *w[2] = {NULL, NULL};
 	uint64_t n[2] = {0, 0};
 
-	if (s->cfg.cuda_no_prefetch)
+	if (!s->cfg.cuda_prefetch)
 		return;
 	for (uint32_t i = 0; i < q->n_parts && i < 2; i++)
 		w[i] = q->part[i].w,

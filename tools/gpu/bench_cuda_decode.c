@@ -49,9 +49,10 @@
  * --quant-qp-rows N: qp up to N rows only (the tiles above; implies qp);
  * --quant-tile-mb N sets the tiles' size (cfg.cuda_quant_tile_bytes, at
  * most 64). The RESULT line ends with quant_gemm=tiles|mma|qp,
- * quant_tile_mb=N (0: the default) and quant_qp_rows=N. --prefetch off
- * (default on) sets cfg.cuda_no_prefetch: the fused block products no
- * longer prefetch the next small product's weights into L2 (same bits).
+ * quant_tile_mb=N (0: the default) and quant_qp_rows=N. --prefetch on
+ * (default off, the backend's) sets cfg.cuda_prefetch: the fused block
+ * products prefetch the next small product's weights into L2 (same
+ * bits); RESULT has prefetch=on|off.
  * At batch 1 a line gives a digest of the greedy ids fed back, to compare
  * settings that claim the same bits.
  *
@@ -163,7 +164,7 @@ struct bench_args {
 	uint32_t quant_i8_rows;	  /* --quant-i8-rows */
 	uint32_t quant_wg_rows;	  /* --quant-wg-rows */
 	uint32_t quant_wg_splits; /* --quant-wg-splits */
-	bool no_prefetch;	  /* --prefetch off */
+	bool prefetch;		  /* --prefetch on */
 	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
@@ -305,7 +306,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->quant_i8_rows = 64;	 /* o1d's cuda.quant_i8_rows */
 	a->quant_wg_rows = 256;	 /* o1d's cuda.quant_wgmma_rows */
 	a->quant_wg_splits = 0; /* its pick, as o1d */
-	a->no_prefetch = false, a->no_attention = false, a->gemv_rows = 0;
+	a->prefetch = false, a->no_attention = false, a->gemv_rows = 0;
 	a->add_one_row = false;
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
 	memset(a->attn, 0, sizeof(a->attn));
@@ -338,9 +339,11 @@ static int parse(int argc, char **argv, struct bench_args *a)
 
 			if (on != 0 && on != 1)
 				return -EINVAL;
-			*(opt == 'P'   ? &a->no_prefetch
-			  : opt == 'N' ? &a->no_attention
-				       : &a->add_one_row) = !on;
+			if (opt == 'P')
+				a->prefetch = on;
+			else
+				*(opt == 'N' ? &a->no_attention
+					     : &a->add_one_row) = !on;
 			continue;
 		}
 		if (opt == 'X') {
@@ -470,7 +473,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_i8_rows = a->quant_i8_rows,
 	    .cuda_quant_wg_rows = a->quant_wg_rows,
 	    .cuda_quant_wg_splits = a->quant_wg_splits,
-	    .cuda_no_prefetch = a->no_prefetch,
+	    .cuda_prefetch = a->prefetch,
 	    .cuda_attn_warps = a->attn[0],
 	    .cuda_attn_split_rounds = a->attn[1],
 	    .cuda_attn_target = a->attn[2],
@@ -664,7 +667,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
 	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f "
-	       "quant_i8_rows=%u quant_wg_rows=%u quant_wg_splits=%u\n",
+	       "quant_i8_rows=%u quant_wg_rows=%u quant_wg_splits=%u "
+	       "prefetch=%s\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -685,7 +689,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
 	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows,
-	       a->quant_wg_rows, a->quant_wg_splits);
+	       a->quant_wg_rows, a->quant_wg_splits, on_off(a->prefetch));
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
