@@ -190,7 +190,7 @@ static __device__ __forceinline__ void gi_a(const uint8_t *r, uint32_t u,
 		 * bits k0 ..) and k0 + 16 .. k0 + 19's (bits k0 + 16 ..)
 		 * above: 0..31, the offset 16 in the scales */
 		const uint8_t *b = r + u * O1_QUANT_Q5_0_BYTES;
-		uint32_t w = gi_word(b + 6 + k0), qh = gi_word(b + 2);
+		uint32_t w = gi_word(b + 6 + k0), qh = qd_q5_high(b);
 
 		lo = (w & 0x0f0f0f0fu) | qd_spread_fifth((qh >> k0) & 0xf);
 		hi = ((w >> 4) & 0x0f0f0f0fu) |
