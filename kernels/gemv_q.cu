@@ -1512,6 +1512,41 @@ static __device__ void qp_prefetch_next(const gq_args &a)
 	}
 }
 
+/* GQ_PROBE (0, the default: nothing changes): a timing probe of where a
+ * one-row decode product's time goes inside the decode step's chain of
+ * PDL launches (issue 18's small models: ~5.4 us a block product against
+ * bench_launch's 1.9 us step). Its results are WRONG by design, so it is
+ * built only as a bench_cuda_decode variant (session.sh's s_variant),
+ * never into o1d. Bits: 1 the input's RMSNorm and int8 quantization
+ * replaced by constants (every byte 1, scales 2^-10: finite outputs);
+ * 2 no decoding or products (the weights still arrive, sums 0); 4 nothing
+ * after the PDL wait but draining the ring's copies (no outputs written:
+ * the chain's floor with these grids). 3 = 1 and 2. */
+#ifndef GQ_PROBE
+#define GQ_PROBE 0
+#endif
+
+/* quantize_x, or under GQ_PROBE & 1 its constants. */
+template <int M, int IN>
+static __device__ __forceinline__ void qp_input(const gq_args &a,
+						gq_piece *xq, float2 *ds)
+{
+	if constexpr (GQ_PROBE & 1) {
+		for (uint32_t i = threadIdx.x; i < M * a.pad * 2;
+		     i += GQ_THREADS)
+			xq[i] = gq_piece{{0x01010101u, 0x01010101u,
+					  0x01010101u, 0x01010101u}};
+		for (uint32_t i = threadIdx.x; i < M * a.units;
+		     i += GQ_THREADS)
+			ds[i] = make_float2(1.0f / 1024, 0.0f);
+		__syncthreads();
+	} else {
+		quantize_x<M, IN>(a, xq, ds,
+				  (float(*)[RMS_VWARPS])(ds +
+							 (size_t)M * a.units));
+	}
+}
+
 /* The grid as gemv_q's (warp w of block b starts at output b GQ_WARPS +
  * w, strides by a.stride, the warps of the blocks running A); the ring's
  * slot t % S holds the warp's step t (qp_pos's walk), issued S - 1 steps
@@ -1546,8 +1581,11 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 		pre = rope_pre_of<M>(a, c.j, lane);
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	quantize_x<M, IN>(a, xq, ds,
-			  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+	if constexpr (GQ_PROBE & 4) {
+		cpa_wait<0>();
+		return;
+	}
+	qp_input<M, IN>(a, xq, ds);
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		acc[i] = 0.0f;
@@ -1563,8 +1601,10 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 		ci.next<R>(nb, a.stride);
 		cpa_wait<S - 1>();
 		__syncwarp();
-		fma_batch_p<M, TYPE, G>(acc, a, ring + use * 32 * P, xin,
-					wrow<OUT>(a, c.j, c.r), c.b, lane);
+		if constexpr (!(GQ_PROBE & 2))
+			fma_batch_p<M, TYPE, G>(acc, a, ring + use * 32 * P,
+						xin, wrow<OUT>(a, c.j, c.r),
+						c.b, lane);
 		if (c.b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
@@ -1802,8 +1842,11 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	quantize_x<M, IN>(a, xq, ds,
-			  (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+	if constexpr (GQ_PROBE & 4) {
+		cpa_wait<0>();
+		return;
+	}
+	qp_input<M, IN>(a, xq, ds);
 	if (held) {
 #pragma unroll
 		for (uint32_t h = 0; h < G / 2; h++)
@@ -1822,8 +1865,9 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 		ci.next<1>(nb, a.stride);
 		cpa_wait<S - 1>();
 		__syncwarp();
-		fma_batch2<M, TYPE, G>(acc, a, ring + use * 32 * P, xin, xh,
-				       held, c.b, lane);
+		if constexpr (!(GQ_PROBE & 2))
+			fma_batch2<M, TYPE, G>(acc, a, ring + use * 32 * P,
+					       xin, xh, held, c.b, lane);
 		if (c.b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {

@@ -77,6 +77,40 @@ s_variant() {
 	return $rc
 }
 
+# A variant of one program that differs from the main build ($s_bin, made
+# by s_build first) by a define in one source file: that file's object
+# compiled again by the main build's own command plus -DDEFINE, swapped
+# into a copy of its library, and TARGET (default
+# tools/gpu/bench_cuda_decode) linked against the copy into
+# /tmp/o1o-NAME/ (S_BIN=/tmp/o1o-NAME then runs it: its tools/gpu/...).
+# One compile instead of s_variant's whole build (gemv_q.cu: ~1.5
+# minutes); variants may build side by side (s_object_variant ... &).
+#   s_object_variant p4 kernels/gemv_q.cu GQ_PROBE=4
+s_object_variant() {
+	local name=$1 src=$2 def=$3 target=${4:-tools/gpu/bench_cuda_decode}
+	local d=/tmp/o1o-$name obj lib cmd
+	obj=$(cd "$s_bin" && ninja -t targets all |
+		sed -n "s|^\([^:]*/$(basename "$src")\.o\): .*|\1|p" | head -1)
+	[ -n "$obj" ] || { s_log "s_object_variant $name: no object of $src"; return 1; }
+	# kernels/CMakeFiles/o1_kernels_cuda.dir/... -> kernels/libo1_kernels_cuda.a
+	lib=${obj#*/CMakeFiles/}
+	lib=${obj%%/CMakeFiles/*}/lib${lib%%.dir/*}.a
+	rm -rf "$d" && mkdir -p "$d/$(dirname "$target")"
+	s_log "build object variant $name ($src: -D$def)"
+	cmd=$(cd "$s_bin" && ninja -t commands "$obj" | tail -1 |
+		sed -e "s| -MD -MT [^ ]* -MF [^ ]*||" \
+			-e "s| -o $obj\$| -D$def -o $d/$(basename "$obj")|")
+	(cd "$s_bin" && eval "$cmd") >"$s_out/build-$name.txt" 2>&1 &&
+		cp "$s_bin/$lib" "$d/lib.a" &&
+		(cd "$d" && ar r lib.a "$(basename "$obj")") >>"$s_out/build-$name.txt" 2>&1 &&
+		cmd=$(cd "$s_bin" && ninja -t commands "$target" | tail -1 |
+			sed -e "s| $lib | $d/lib.a |" -e "s| -o $target | -o $d/$target |") &&
+		(cd "$s_bin" && eval "$cmd") >>"$s_out/build-$name.txt" 2>&1
+	local rc=$?
+	s_log "object variant $name: rc=$rc"
+	return $rc
+}
+
 # ctest -L gpu; its summary and test_gpu_backend's error lines logged.
 s_ctest() {
 	s_log "ctest -L gpu"
