@@ -1516,12 +1516,13 @@ static __device__ void qp_prefetch_next(const gq_args &a)
  * one-row decode product's time goes inside the decode step's chain of
  * PDL launches (issue 18's small models: ~5.4 us a block product against
  * bench_launch's 1.9 us step). Its results are WRONG by design, so it is
- * built only as a bench_cuda_decode variant (session.sh's s_variant),
- * never into o1d. Bits: 1 the input's RMSNorm and int8 quantization
- * replaced by constants (every byte 1, scales 2^-10: finite outputs);
- * 2 no decoding or products (the weights still arrive, sums 0); 4 nothing
- * after the PDL wait but draining the ring's copies (no outputs written:
- * the chain's floor with these grids). 3 = 1 and 2. */
+ * built only as a bench_cuda_decode variant (session.sh's
+ * s_object_variant), never into o1d. Bits: 1 the input's RMSNorm and
+ * int8 quantization replaced by constants (every byte 1, scales 2^-10:
+ * finite outputs); 2 no decoding or products (the weights still arrive,
+ * sums 0); 4 nothing after the PDL wait but draining the ring's copies
+ * (no outputs written: the chain's floor with these grids). 3 = 1 and
+ * 2. */
 #ifndef GQ_PROBE
 #define GQ_PROBE 0
 #endif

@@ -104,7 +104,7 @@ s_object_variant() {
 		cp "$s_bin/$lib" "$d/lib.a" &&
 		(cd "$d" && ar r lib.a "$(basename "$obj")") >>"$s_out/build-$name.txt" 2>&1 &&
 		cmd=$(cd "$s_bin" && ninja -t commands "$target" | tail -1 |
-			sed -e "s| $lib | $d/lib.a |" -e "s| -o $target | -o $d/$target |") &&
+			sed -e "s| $lib | $d/lib.a |g" -e "s| -o $target | -o $d/$target |") &&
 		(cd "$s_bin" && eval "$cmd") >>"$s_out/build-$name.txt" 2>&1
 	local rc=$?
 	s_log "object variant $name: rc=$rc"
