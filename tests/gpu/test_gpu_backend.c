@@ -54,7 +54,10 @@
  * int8 inputs, the bound of decode rows), with cfg.cuda_quant_wg_rows
  * (gemm_qw.cu's wgmma product, where the build has it), with
  * cfg.cuda_quant_pass_rows (the same in passes of the decode products,
- * so on int8 inputs: the bound of decode rows, see check_model)
+ * so on int8 inputs: the bound of decode rows, see check_model),
+ * with cfg.cuda_prefetch (the decode products' L2 prefetch of the next
+ * product's weights: off by default since it cost the small models
+ * time, so run here where it would not otherwise be)
  * and with cfg.dequantize (model.dequantize = bf16): the old
  * dequantize-at-load.
  * Exit 77 without a CUDA device; the hf models are skipped without
@@ -107,6 +110,7 @@ static bool quant_qp;  /* the CUDA side's cfg.cuda_quant_qp_rows (all) */
 static bool quant_pass; /* the CUDA side's cfg.cuda_quant_pass_rows (all) */
 static bool quant_i8;	/* the CUDA side's cfg.cuda_quant_i8_rows (all) */
 static bool quant_wg;	/* the CUDA side's cfg.cuda_quant_wg_rows (all) */
+static bool prefetch;	/* the CUDA side's cfg.cuda_prefetch */
 
 static uint32_t urand(uint32_t n)
 {
@@ -136,6 +140,7 @@ static void side_open(struct side *sd, enum o1_backend_kind k,
 	    k == O1_BACKEND_CUDA && quant_i8 ? UINT32_MAX : 0;
 	cfg.cuda_quant_wg_rows =
 	    k == O1_BACKEND_CUDA && quant_wg ? UINT32_MAX : 0;
+	cfg.cuda_prefetch = k == O1_BACKEND_CUDA && prefetch;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -443,7 +448,7 @@ static void quantize_model(const char *src, const char *mix, const char *out,
 static void routes_default(void)
 {
 	dequantize = quant_f32 = quant_mma = quant_qp = false;
-	quant_pass = quant_i8 = quant_wg = false;
+	quant_pass = quant_i8 = quant_wg = prefetch = false;
 }
 
 static void test_quantized(void **state)
@@ -494,6 +499,11 @@ static void test_quantized_routes(void **state)
 		    "cores",
 		    path);
 	quant_i8 = false;
+	prefetch = true;
+	check_model("llama3.2-1b x2 layers q4_k_m, L2 prefetch of the next "
+		    "product",
+		    path);
+	prefetch = false;
 	if (o1_gemm_qw_available()) {
 		quant_wg = true;
 		check_model("llama3.2-1b x2 layers q4_k_m, gemm_qw.cu's wgmma",
