@@ -322,6 +322,7 @@ static void close_bufs(bufs &b)
 static void block_of(enum o1_quant_type type, uint32_t *blk, uint32_t *at0,
 		     uint32_t *at1)
 {
+	*blk = 1, *at0 = *at1 = 0; /* set below for every type benched */
 	switch (type) {
 	case O1_QUANT_Q8_0:
 		*blk = O1_QUANT_Q8_0_BYTES, *at0 = *at1 = 0;
@@ -416,13 +417,13 @@ static int bench_swiglu(uint32_t iters, double bw, cudaStream_t st)
 	return rc;
 }
 
-/* The shapes of MODEL, or NULL. */
-static const shape *model_shapes(const char *model)
+/* MODEL's index in models, or -1. */
+static int model_of(const char *model)
 {
-	for (const auto &m : models)
-		if (!strcmp(m.model, model))
-			return m.s;
-	return NULL;
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+		if (!strcmp(models[i].model, model))
+			return (int)i;
+	return -1;
 }
 
 int main(int argc, char **argv)
@@ -432,7 +433,7 @@ int main(int argc, char **argv)
 				      {"swiglu", no_argument, NULL, 's'},
 				      {"model", required_argument, NULL, 'm'},
 				      {0, 0, 0, 0}};
-	const shape *shapes = models[0].s;
+	int model = 0;
 	uint32_t iters = 20;
 	const char *want = "q8_0,q4_0,q4_k,q6_k";
 	int opt, rc = 0, swiglu_only = 0;
@@ -446,8 +447,7 @@ int main(int argc, char **argv)
 			want = optarg;
 		else if (opt == 's')
 			swiglu_only = 1;
-		else if (opt == 'm' &&
-			 (shapes = model_shapes(optarg)) != NULL)
+		else if (opt == 'm' && (model = model_of(optarg)) >= 0)
 			continue;
 		else {
 			fprintf(stderr, "usage: bench_gemv_q [--iters N] "
@@ -466,12 +466,8 @@ int main(int argc, char **argv)
 	printf("bench_gemv_q: copy bandwidth %.0f GB/s, %u multiprocessors, "
 	       "%u launches a graph, median of %d replays, 1 input row, "
 	       "shapes %s\n",
-	       bw, o1_cuda_sm_count(), iters, REPLAYS,
-	       shapes == models[1].s   ? models[1].model
-	       : shapes == models[2].s ? models[2].model
-				       : models[0].model);
-	for (int si = 0; si < N_SHAPES; si++) {
-		const shape &s = shapes[si];
+	       bw, o1_cuda_sm_count(), iters, REPLAYS, models[model].model);
+	for (const shape &s : models[model].s) {
 		bufs b = {};
 
 		if (swiglu_only)
@@ -497,8 +493,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			block_of(t.type, &blk, &at0, &at1);
-			if (o1_quant_row_bytes(t.type, s.k, &rb) ||
-			    open_bufs(s, rb * s.n, blk, at0, at1, b))
+			if (open_bufs(s, rb * s.n, blk, at0, at1, b))
 				goto nomem;
 			mb = (double)rb * s.n / 1e6;
 			for (int kn = K_OLD; kn <= K_4B; kn++) {
