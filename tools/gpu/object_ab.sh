@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# A/B of compile-time defines of one kernel file, whole models, in one GPU
+# machine call (over tools/gpu/session.sh): the main build's
+# bench_cuda_decode (and o1model), each variant as an object variant
+# (session.sh's s_object_variant: that one file recompiled with -DDEFINE,
+# ~1.5 minutes, side by side while the models are made), then
+# bench_cuda_decode on every model by turns: main, each variant, and main
+# with each of AB_EXTRA's option sets, AB_ROUNDS times. A summary of
+# tok/s and prefill ms (the prompt's) by model and variant (every round,
+# and the median) closes
+# $OUT/session.txt; the logs go into $OUT/session-logs.tgz (only 8 files
+# come back from a call: the other files are removed).
+#
+#   OUT=dir AB_SRC=kernels/gemv_q.cu AB_VARIANTS="p1:GQ_PROBE=1 nw0:GQ_NW_L1=0" \
+#     [AB_MODELS="qw-q4km l1-q4km"] [AB_ROUNDS=2] [AB_EXTRA="--attention off;--prefetch on"] \
+#     [AB_ARGS="--prompt 128 --tokens 128 --reps 3"] [AB_BUDGET=s] tools/gpu/object_ab.sh
+#
+# AB_MODELS: session.sh's model names. AB_BUDGET (default 560): rounds not
+# begun past it are skipped. A variant whose build fails is left out (its
+# log says why). The kernel's GQ_PROBE variants (gemv_q.cu) give wrong
+# results by design: their greedy digests differ, their times are what
+# counts.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+# shellcheck source=tools/gpu/session.sh
+. "$(dirname "$0")/session.sh"
+t0=$(date +%s)
+left() { echo $((${AB_BUDGET:-560} - ($(date +%s) - t0))); }
+src=${AB_SRC:?AB_SRC, the kernel file whose object the variants recompile}
+models=${AB_MODELS:-qw-q4km l1-q4km}
+rounds=${AB_ROUNDS:-2}
+read -r -a args <<<"${AB_ARGS:---prompt 128 --tokens 128 --reps 3}"
+IFS=';' read -r -a extras <<<"${AB_EXTRA:-}"
+results=$s_out/ab.raw
+: >"$results"
+
+s_log "start: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
+O1_GPU_TARGETS="${AB_TARGETS:-o1model bench_cuda_decode}" s_build
+[ -x "$s_bin/tools/gpu/bench_cuda_decode" ] || { s_log "no bench_cuda_decode"; exit 1; }
+names=()
+for v in ${AB_VARIANTS:-}; do
+	s_object_variant "${v%%:*}" "$src" "${v#*:}" &
+	names+=("${v%%:*}")
+done
+# shellcheck disable=SC2086 # the models: words
+s_models $models
+wait
+ok=(main)
+for n in "${names[@]}"; do
+	[ -x "/tmp/o1o-$n/tools/gpu/bench_cuda_decode" ] && ok+=("$n")
+done
+s_log "variants built: ${ok[*]} ($(left) s left)"
+
+# one run: NAME (its label), BIN (a build's folder), MODEL, options...
+ab_one() {
+	local name=$1 bin=$2 m=$3 r t p
+	shift 3
+	r=$(S_BIN=$bin s_bench "$m" "${args[@]}" "$@" | grep '^RESULT')
+	t=$(echo "$r" | sed -n 's/.* tok_s=\([0-9.]*\) .*/\1/p')
+	p=$(echo "$r" | sed -n 's/.* prefill_ms=\([0-9.]*\) .*/\1/p')
+	echo "$m $name ${t:-failed} ${p:-failed}" >>"$results"
+}
+
+for round in $(seq 1 "$rounds"); do
+	[ "$(left)" -gt 60 ] || { s_log "round $round skipped: budget"; break; }
+	s_log "round $round"
+	for m in $models; do
+		for n in "${ok[@]}"; do
+			if [ "$n" = main ]; then
+				ab_one main "$s_bin" "$m"
+			else
+				echo "# variant $n" >>"$s_out/session.txt"
+				ab_one "$n" "/tmp/o1o-$n" "$m"
+			fi
+		done
+		for e in "${extras[@]}"; do
+			[ -n "$e" ] || continue
+			# shellcheck disable=SC2086 # the option set: words
+			ab_one "main $e" "$s_bin" "$m" $e
+		done
+	done
+done
+
+s_log "summary: tok/s and the prompt's prefill ms, every round, then the median"
+python3 - "$results" <<'PY' | tee -a "$s_out/session.txt"
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    model, rest = line.split(" ", 1)
+    label, tok, pre = rest.rstrip("\n").rsplit(" ", 2)
+    runs.setdefault((model, label), []).append((tok, pre))
+def median(values):
+    ok = [float(v) for v in values if v != "failed"]
+    return f"{statistics.median(ok):.3f}" if ok else "-"
+for (model, label), values in runs.items():
+    toks = [t for t, _ in values]
+    pres = [p for _, p in values]
+    print(f"{model} | {label}: tok/s {' '.join(toks)} median {median(toks)}"
+          f" | prefill ms {' '.join(pres)} median {median(pres)}")
+PY
+s_pack
+(cd "$s_out" && find . -maxdepth 1 -type f ! -name session-logs.tgz \
+	! -name session.txt ! -name ab.raw -delete)
