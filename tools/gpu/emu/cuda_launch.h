@@ -1,9 +1,9 @@
 /* kernels/cuda_launch.h for the CPU emulation (emu.h): a .cu file copied
  * out of kernels/ (as run_decode.sh and run_quant.sh do) finds this one
- * first. PDL's wait and trigger and the L1 and L2 prefetches do nothing (launches
- * run one after the other, as below compute capability 9.0), and a launch
- * runs the kernel over its grid at once, one block at a time in a shuffled
- * order (emu_launch_grid: any grid, each block within emu.cc's
+ * first. PDL's wait and trigger and the L1 and L2 prefetches do nothing
+ * (launches run one after the other, as below compute capability 9.0), and
+ * a launch runs the kernel over its grid at once, one block at a time in a
+ * shuffled order (emu_launch_grid: any grid, each block within emu.cc's
  * MAX_FIBERS threads); a launch in clusters runs each cluster's blocks
  * together (emu_launch_grid_cl). */
 #ifndef O1_CUDA_LAUNCH_H
