@@ -7,14 +7,17 @@
 # bench_cuda_decode on every model by turns: main, each variant, and main
 # with each of AB_EXTRA's option sets, AB_ROUNDS times. A summary of
 # tok/s and prefill ms (the prompt's) by model and variant (every round,
-# and the median) closes
-# $OUT/session.txt; the logs go into $OUT/session-logs.tgz (only 8 files
-# come back from a call: the other files are removed).
+# and the median) closes $OUT/session.txt; the logs go into
+# $OUT/session-logs.tgz (only 8 files come back from a call: the other
+# files are removed).
 #
 #   OUT=dir AB_SRC=kernels/gemv_q.cu AB_VARIANTS="p1:GQ_PROBE=1 nw0:GQ_NW_L1=0" \
 #     [AB_MODELS="qw-q4km l1-q4km"] [AB_ROUNDS=2] [AB_EXTRA="--attention off;--prefetch on"] \
 #     [AB_ARGS="--prompt 128 --tokens 128 --reps 3"] [AB_BUDGET=s] tools/gpu/object_ab.sh
 #
+# AB_SRC is needed only with AB_VARIANTS (without, main and AB_EXTRA's
+# option sets alone). AB_TARGETS (default "o1model bench_cuda_decode"):
+# what the main build makes (add test_gpu_backend to run it after).
 # AB_MODELS: session.sh's model names. AB_BUDGET (default 560): rounds not
 # begun past it are skipped. A variant whose build fails is left out (its
 # log says why). The kernel's GQ_PROBE variants (gemv_q.cu) give wrong
@@ -26,7 +29,9 @@ export NCCL_NVLS_ENABLE=0
 . "$(dirname "$0")/session.sh"
 t0=$(date +%s)
 left() { echo $((${AB_BUDGET:-560} - ($(date +%s) - t0))); }
-src=${AB_SRC:?AB_SRC, the kernel file whose object the variants recompile}
+src=${AB_SRC:-}
+[ -z "${AB_VARIANTS:-}" ] || [ -n "$src" ] ||
+	{ echo "object_ab: AB_VARIANTS needs AB_SRC, the kernel file" >&2; exit 2; }
 models=${AB_MODELS:-qw-q4km l1-q4km}
 rounds=${AB_ROUNDS:-2}
 read -r -a args <<<"${AB_ARGS:---prompt 128 --tokens 128 --reps 3}"
