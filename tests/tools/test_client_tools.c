@@ -144,6 +144,12 @@ static void test_o1bench_run(void **state)
 	check_ordered(out, "itl_ms");
 	check_ordered(out, "e2e_ms");
 	assert_true(kv(out, "e2e_ms_p50") >= kv(out, "ttft_ms_p50"));
+	/* 1 / the mean interval: at least half the intervals reach p50, so
+	 * the mean is at least p50 / 2 (p50 printed to 0.1 us) */
+	assert_true(kv(out, "stream_decode_tok_s") > 0);
+	assert_true(kv(out, "stream_decode_tok_s") *
+			(kv(out, "itl_ms_p50") - 1e-4) <=
+		    2000);
 	assert_int_equal(server_stats(&srv, &after), 0);
 	assert_int_equal(after.requests - before.requests, 40);
 

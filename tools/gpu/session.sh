@@ -190,7 +190,7 @@ s_o1bench1() {
 	"$s_bin/tools/o1bench/o1bench" run --socket "$s_sock" --requests 8 \
 		--concurrency 1 --connections 1 --max-tokens 128 --prompt-tokens 128 \
 		--cold "$@" 2>&1 |
-		grep -E "throughput_tok_s|itl_ms_p50|itl_ms_p99|ttft_ms_p50" |
+		grep -E "throughput_tok_s|stream_decode_tok_s|itl_ms_p50|itl_ms_p99|ttft_ms_p50" |
 		tr '\n' ' ' | tee -a "$s_out/session.txt"
 	echo | tee -a "$s_out/session.txt"
 }

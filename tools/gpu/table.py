@@ -76,9 +76,10 @@ def batch1(rows):
     if not models:
         return []
     out = ["### Batch 1 (128-word prompt, 128 new tokens)", "",
-           "| model | o1d tok/s | o1d ITL p50 ms | o1d TTFT p50 ms | backend tok/s "
-           "| backend ms/step | floor tok/s | o1d / floor | n (o1d, backend) | marks |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| model | o1d tok/s | o1d decode tok/s | o1d ITL p50 ms | o1d TTFT p50 ms "
+           "| backend tok/s | backend ms/step | floor tok/s | o1d / floor "
+           "| n (o1d, backend) | marks |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for m in models:
         o = next((v for k, v in o1d.items() if k[2] == m), [])
         b = next((v for k, v in back.items() if k[2] == m), [])
@@ -88,6 +89,7 @@ def batch1(rows):
                  num(r, "throughput_tok_s") else None for r in o]
         out.append(
             f"| {m} | {spread([num(r, 'throughput_tok_s') for r in o])} "
+            f"| {spread([num(r, 'stream_decode_tok_s') for r in o])} "
             f"| {spread([num(r, 'itl_ms_p50') for r in o], 3)} "
             f"| {spread([num(r, 'ttft_ms_p50') for r in o], 2)} "
             f"| {spread([num(r, 'tok_s') for r in b])} "

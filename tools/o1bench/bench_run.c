@@ -577,6 +577,19 @@ static void print_long(const struct run_args *a, struct totals *t, int *first)
 		     4, first);
 }
 
+/* A stream's tokens a second after its first: the token intervals'
+ * count over their sum, so the prompt's time (TTFT) is left out, as
+ * llama-bench's generation rate leaves it out. At one stream, batch 1's
+ * decode rate; throughput_tok_s counts the prompts' time too. */
+static double decode_rate(const struct samples *itl)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < itl->n; i++)
+		sum += itl->v[i];
+	return sum ? (double)itl->n * 1e9 / (double)sum : 0;
+}
+
 static void print_totals(const struct run_args *a, struct totals *t)
 {
 	int first = 1;
@@ -602,6 +615,7 @@ static void print_totals(const struct run_args *a, struct totals *t)
 		     t->wall_s > 0 ? t->tokens / t->wall_s : 0, 1, &first);
 	print_dist(a, "ttft_ms", &t->ttft, &first);
 	print_dist(a, "itl_ms", &t->itl, &first);
+	print_metric(a, "stream_decode_tok_s", decode_rate(&t->itl), 1, &first);
 	print_dist(a, "e2e_ms", &t->e2e, &first);
 	if (a->long_n)
 		print_long(a, t, &first);
