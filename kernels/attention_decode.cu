@@ -61,6 +61,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include "attention_dev.h"
@@ -71,6 +72,8 @@
 extern "C" {
 #include "common/log.h"
 }
+
+namespace cg = cooperative_groups;
 
 #define DEC_UNROLL	 4 /* positions a lane group loads per round */
 #define DEC_HG		 8 /* most query heads a block serves */
@@ -93,6 +96,11 @@ extern "C" {
  * long contexts it lost (0.4-0.84x, measured before it split long rows:
  * to measure again) */
 #define DEC_TC_BLOCKS 128
+/* Splits a cluster merges (a portable cluster's most blocks), and whether
+ * launches of few rows merge their splits in clusters when the tuning
+ * leaves it to the kernel (o1_attn_decode_tune's cluster: AUTO) */
+#define DEC_CL		8
+#define DEC_CL_AUTO	false
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
 
@@ -279,16 +287,67 @@ static __device__ float *dec_ml(float *scratch, const dec_dev &a, size_t rh,
 	       (rh * a.n_splits + sp) * 2;
 }
 
-/* The last block of a split row: merges the USED splits' partials of the
- * NH heads from H0 of ROW into out. First every split's max and sum per
- * head into shared memory (W and W + NH * DEC_MAX_SPLITS, one parallel
- * round of loads), then each head's weights 2^(max - top) in place of the
- * maxima and its total sum (after the sums), then 4 output dims a thread
- * as the weighted sums of their partials (16-byte loads, every split's
- * issued before the sum needs it: one more round for blocks of at least
- * NH * D / 4 threads). Partials are read around L1 (__ldcg: other blocks
- * wrote them). */
-static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch, float *w,
+/* Where a merge reads the used splits' partials. The scratch: split
+ * launches' partials, read around L1 (__ldcg: other blocks wrote them). */
+struct dec_from_scratch {
+	float *scratch;
+	const dec_dev *a;
+	size_t rh0; /* row * Hq + the block's first head */
+	uint32_t d;
+
+	__device__ float m(uint32_t h, uint32_t sp) const
+	{
+		return __ldcg(dec_ml(scratch, *a, rh0 + h, sp, d));
+	}
+	__device__ float l(uint32_t h, uint32_t sp) const
+	{
+		return __ldcg(dec_ml(scratch, *a, rh0 + h, sp, d) + 1);
+	}
+	__device__ float4 acc(uint32_t h, uint32_t sp, uint32_t o) const
+	{
+		return __ldcg(
+		    (const float4 *)(dec_acc(scratch, *a, rh0 + h, sp, d) + o));
+	}
+};
+
+/* The cluster's blocks' shared memory (a cluster merge): split SP's
+ * partial in block SP of the cluster, at PART (dec_part_of's layout: HG
+ * heads' D accumulators, then their (max, sum) pairs), written before a
+ * cluster barrier. */
+struct dec_from_cluster {
+	float *part;
+	uint32_t d, hg;
+
+	__device__ const float *at(uint32_t sp) const
+	{
+		return cg::this_cluster().map_shared_rank(part, sp);
+	}
+	__device__ float m(uint32_t h, uint32_t sp) const
+	{
+		return at(sp)[hg * d + 2 * h];
+	}
+	__device__ float l(uint32_t h, uint32_t sp) const
+	{
+		return at(sp)[hg * d + 2 * h + 1];
+	}
+	__device__ float4 acc(uint32_t h, uint32_t sp, uint32_t o) const
+	{
+		return *(const float4 *)(at(sp) + h * d + o);
+	}
+};
+
+/* Merges the USED splits' partials (read from SRC, above) of the NH
+ * heads from H0 of ROW into out: by the last block of a split row (the
+ * scratch), or by the cluster's first block (its blocks' shared memory):
+ * the same arithmetic, so the same bits. First every split's max and sum
+ * per head into shared memory (W and W + NH * DEC_MAX_SPLITS, one
+ * parallel round of loads), then each head's weights 2^(max - top) in
+ * place of the maxima and its total sum (after the sums), then 4 output
+ * dims a thread as the weighted sums of their partials (16-byte loads,
+ * every split's issued before the sum needs it: one more round for
+ * blocks of at least NH * D / 4 threads). */
+template <class SRC>
+static __device__ void dec_merge(__nv_bfloat16 *out, const SRC &src, float *w,
 				 const dec_dev &a, uint32_t d, uint32_t row,
 				 uint32_t h0, uint32_t nh, uint32_t used)
 {
@@ -297,11 +356,9 @@ static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch, float *w,
 	for (uint32_t i = threadIdx.x; i < nh * DEC_MAX_SPLITS;
 	     i += blockDim.x) {
 		uint32_t h = i / DEC_MAX_SPLITS, sp = i % DEC_MAX_SPLITS;
-		const float *ml =
-		    dec_ml(scratch, a, (size_t)row * a.hq + h0 + h, sp, d);
 
-		w[i] = sp < used ? __ldcg(ml) : -INFINITY;
-		ls[i] = sp < used ? __ldcg(ml + 1) : 0.0f;
+		w[i] = sp < used ? src.m(h, sp) : -INFINITY;
+		ls[i] = sp < used ? src.l(h, sp) : 0.0f;
 	}
 	__syncthreads();
 	for (uint32_t h = threadIdx.x; h < nh; h += blockDim.x) {
@@ -326,10 +383,7 @@ static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch, float *w,
 #pragma unroll
 		for (uint32_t sp = 0; sp < DEC_MAX_SPLITS; sp++) {
 			if (sp < used) {
-				float4 x =
-				    __ldcg((const float4 *)(dec_acc(scratch, a,
-								    rh, sp, d) +
-							    o % d));
+				float4 x = src.acc(h, sp, o % d);
 				float wt = w[h * DEC_MAX_SPLITS + sp];
 
 				acc.x += wt * x.x, acc.y += wt * x.y;
@@ -343,12 +397,29 @@ static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch, float *w,
 	}
 }
 
+/* Shared memory of a block of NW warps and HG heads at head dim D, in
+ * floats: the warps' states (NW, HG, D + 2) (then a merge's maxima, sums
+ * and totals, HG (2 DEC_MAX_SPLITS + 1)), the merge flag, then, 16-byte
+ * aligned from dec_part_of's offset, a cluster merge's partial (HG, D + 2). */
+static __host__ __device__ uint32_t dec_part_of(uint32_t nw, uint32_t hg,
+						uint32_t d)
+{
+	uint32_t states = nw * hg * (d + 2), merge = hg * (2 * DEC_MAX_SPLITS + 1);
+
+	return ((states > merge ? states : merge) + 1 + 3) / 4 * 4;
+}
+
 /* out (T,Hq,D) bf16 or scratch partials (dec_acc, dec_ml); q (T,Hq,D) f32; k/v
  * caches (pages,Hkv,P,D) bf16. D = 8 L. Block (row, kv head x head chunk,
- * split) of 1 to DEC_MAX_WARPS warps. Shared: the warps' states (warps, HG, D +
- * 2) f32 (then the merge's maxima, sums and totals, HG (2 DEC_MAX_SPLITS + 1)),
- * then the merge flag. */
-template <int L, int HG, bool PIPE>
+ * split) of 1 to DEC_MAX_WARPS warps; shared memory as dec_part_of says.
+ * CL: launched in clusters of DEC_CL blocks along the splits (the launch's
+ * splits a multiple of it); a row of 2 to DEC_CL splits then merges them
+ * in its first cluster: each split's partial stays in its block's shared
+ * memory, a cluster barrier, the first block merges them (dec_merge, as
+ * the ticket's last block would: the same bits), a second barrier keeps
+ * the others' memory until it is done. No fence, ticket or scratch round
+ * trip through L2. Rows of more splits merge through the tickets. */
+template <int L, int HG, bool PIPE, bool CL>
 static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
     attend_dec(__nv_bfloat16 *out, float *scratch, const float *q,
 	       const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, dec_dev a)
@@ -363,10 +434,11 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	uint32_t g = a.hq / a.hkv, h0 = kvh * g + hc * HG;
 	uint32_t nh = dec_min(HG, g - hc * HG);
 	uint32_t s, len, used, chunk, j0, j1, safe;
-	bool idle;
+	bool idle, clm;
 	uint32_t *flag =
 	    (uint32_t *)(dsm + dec_max(nw * HG * (D + 2),
 				       HG * (2 * DEC_MAX_SPLITS + 1)));
+	float *part = dsm + dec_part_of(nw, HG, D);
 	const uint32_t *table;
 	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
 	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL], kn[DEC_UNROLL], vn[DEC_UNROLL];
@@ -379,7 +451,10 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	s = attn_seq_of_row(a.q_off, a.n_seqs, row);
 	len = a.start[s] + row - a.q_off[s] + 1;
 	used = dec_splits(a, len, &chunk);
-	idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new || split >= used;
+	idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new;
+	/* the same for every block of the row's (row, head chunk) column */
+	clm = CL && !idle && used > 1 && used <= DEC_CL;
+	idle = idle || split >= used;
 	j0 = split * chunk, j1 = dec_min(j0 + chunk, len);
 	safe = dec_min(j1, a.start[s]);
 	table = a.tables + (size_t)s * a.max_blocks;
@@ -392,9 +467,15 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	if (idle)
+	if (idle) {
+		/* a cluster merge's idle blocks take part in its barriers */
+		if (clm && split < DEC_CL) {
+			cg::this_cluster().sync();
+			cg::this_cluster().sync();
+		}
 		return; /* the whole block: the tiled kernel's row, or past
 			   this row's splits */
+	}
 	/* this step's new positions: written by the previous kernel */
 	dec_reload<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng, safe,
 		      j1);
@@ -492,6 +573,11 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 			out[rh * D + d + 1] = __float2bfloat16_rn(acc.y / l);
 			out[rh * D + d + 2] = __float2bfloat16_rn(acc.z / l);
 			out[rh * D + d + 3] = __float2bfloat16_rn(acc.w / l);
+		} else if (clm) {
+			*(float4 *)(part + h * D + d) = acc;
+			if (d == 0)
+				part[HG * D + 2 * h] = top,
+						 part[HG * D + 2 * h + 1] = l;
 		} else {
 			*(float4 *)(dec_acc(scratch, a, rh, split, D) + d) =
 			    acc;
@@ -504,6 +590,14 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	}
 	if (used == 1)
 		return;
+	if (clm) {
+		cg::this_cluster().sync(); /* every split's partial */
+		if (split == 0)
+			dec_merge(out, dec_from_cluster{part, D, HG}, dsm, a, D,
+				  row, h0, nh, used);
+		cg::this_cluster().sync(); /* read: the blocks may end */
+		return;
+	}
 	__threadfence(); /* the partials, before the ticket */
 	__syncthreads();
 	if (threadIdx.x == 0) {
@@ -518,7 +612,9 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	if (!*flag)
 		return;
 	__threadfence(); /* the other blocks' partials, after the ticket */
-	dec_merge(out, scratch, dsm, a, D, row, h0, nh, used);
+	dec_merge(out,
+		  dec_from_scratch{scratch, &a, (size_t)row * a.hq + h0, D},
+		  dsm, a, D, row, h0, nh, used);
 }
 
 typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
@@ -527,22 +623,25 @@ typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
 
 /* The instance for head dim D and HG heads a block (1, 2, 4 or 8),
  * loading a round ahead (PIPE) unless FLAT (4 heads: the benchmark's A/B;
- * fewer heads always do, 8 never). */
-template <int L> static dec_kernel dec_pick_hg(uint32_t hg, bool flat)
+ * fewer heads always do, 8 never); CL (cluster merges) for one head a
+ * block only (the few rows' default, dec_most). */
+template <int L>
+static dec_kernel dec_pick_hg(uint32_t hg, bool flat, bool cl)
 {
-	return hg == 1	 ? attend_dec<L, 1, true>
-	       : hg == 2 ? attend_dec<L, 2, true>
-	       : hg == 4
-		   ? (flat ? attend_dec<L, 4, false> : attend_dec<L, 4, true>)
-		   : attend_dec<L, 8, false>;
+	return hg == 1	 ? (cl ? attend_dec<L, 1, true, true>
+			       : attend_dec<L, 1, true, false>)
+	       : hg == 2 ? attend_dec<L, 2, true, false>
+	       : hg == 4 ? (flat ? attend_dec<L, 4, false, false>
+				 : attend_dec<L, 4, true, false>)
+			 : attend_dec<L, 8, false, false>;
 }
 
-static dec_kernel dec_pick(uint32_t d, uint32_t hg, bool flat)
+static dec_kernel dec_pick(uint32_t d, uint32_t hg, bool flat, bool cl)
 {
-	return d == 32	  ? dec_pick_hg<4>(hg, flat)
-	       : d == 64  ? dec_pick_hg<8>(hg, flat)
-	       : d == 128 ? dec_pick_hg<16>(hg, flat)
-			  : dec_pick_hg<32>(hg, flat);
+	return d == 32	  ? dec_pick_hg<4>(hg, flat, cl)
+	       : d == 64  ? dec_pick_hg<8>(hg, flat, cl)
+	       : d == 128 ? dec_pick_hg<16>(hg, flat, cl)
+			  : dec_pick_hg<32>(hg, flat, cl);
 }
 
 extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
@@ -631,6 +730,38 @@ static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks)
 	return n_rows > 8 ? 1 : blocks < 32 ? 4 : 2;
 }
 
+/* Whether the launch merges its splits in clusters (TUNE's cluster,
+ * else AUTO: DEC_CL_AUTO): rows of one head a block (the CL instances),
+ * at most 8 of them (the blocks a split are few; wider batches split
+ * little), and splits to merge. */
+static bool dec_cluster(const struct o1_attn_decode_tune *tune, uint32_t hg,
+			uint32_t n_rows, uint32_t n_splits)
+{
+	uint32_t cl = tune ? tune->cluster : (uint32_t)O1_ATTN_TC_AUTO;
+
+	if (cl == O1_ATTN_TC_OFF || hg != 1 || n_rows > 8 || n_splits < 2)
+		return false;
+	return cl == O1_ATTN_TC_ON || DEC_CL_AUTO;
+}
+
+/* A cluster launch's splits: a multiple of DEC_CL, rounded up where the
+ * scratch holds them (rows of more than DEC_CL splits merge through it),
+ * else down. Rows of up to DEC_CL splits split as before (dec_splits'
+ * cap is not reached), so their bits are the ticket merge's. */
+static uint32_t dec_cluster_splits(uint32_t n, uint32_t rows, uint32_t hq,
+				   uint32_t d, const float *scratch,
+				   uint64_t scratch_floats)
+{
+	uint32_t up = (n + DEC_CL - 1) / DEC_CL * DEC_CL;
+
+	if (up == DEC_CL ||
+	    (up <= DEC_MAX_SPLITS && scratch &&
+	     o1_attention_cuda_scratch_floats(rows, hq, d, up) <=
+		 scratch_floats))
+		return up;
+	return n - n % DEC_CL;
+}
+
 /* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
  * AUTO): rows x kv heads of at least DEC_TC_BLOCKS (a block each, and
  * more where it splits long rows: its own choice). */
@@ -666,6 +797,7 @@ extern "C" int o1_attention_decode_cuda(
 	dec_dev a;
 	size_t smem;
 	dec_kernel k;
+	bool cl;
 	int err;
 
 	if (!d->n_kv_heads || !d->n_heads || d->n_heads % d->n_kv_heads ||
@@ -713,21 +845,24 @@ extern "C" int o1_attention_decode_cuda(
 	a.solo = a.solo > a.split_min ? a.solo : a.split_min;
 	a.n_splits = dec_pick_splits(a, n_rows, max_len, target, scratch,
 				     scratch ? scratch_floats : 0, dd);
-	smem = (size_t)warps * hg * (dd + 2);
-	smem = smem > hg * (2 * DEC_MAX_SPLITS + 1)
-		   ? smem
-		   : hg * (2 * DEC_MAX_SPLITS + 1);
-	smem = smem * sizeof(float) + 16;
-	k = dec_pick(dd, hg, tune ? tune->flat : DEC_FLAT);
+	cl = dec_cluster(tune, hg, n_rows, a.n_splits);
+	if (cl)
+		a.n_splits = dec_cluster_splits(a.n_splits, n_rows, a.hq, dd,
+						scratch,
+						scratch ? scratch_floats : 0);
+	smem = (size_t)dec_part_of(warps, hg, dd) * sizeof(float);
+	if (cl)
+		smem += (size_t)hg * (dd + 2) * sizeof(float);
+	k = dec_pick(dd, hg, tune ? tune->flat : DEC_FLAT, cl);
 	if (smem > 48 * 1024) {
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 		if (err)
 			return err;
 	}
-	return O1_CUDA_LAUNCH(
+	return O1_CUDA_LAUNCH_CL(
 	    "attention (decode)", k, dim3(n_rows, a.hkv * a.chunks, a.n_splits),
-	    dim3(warps * 32), smem, stream, pdl, (__nv_bfloat16 *)out, scratch,
-	    q, (const __nv_bfloat16 *)k_cache, (const __nv_bfloat16 *)v_cache,
-	    a);
+	    dim3(warps * 32), dim3(1, 1, cl ? DEC_CL : 1), smem, stream, pdl,
+	    (__nv_bfloat16 *)out, scratch, q, (const __nv_bfloat16 *)k_cache,
+	    (const __nv_bfloat16 *)v_cache, a);
 }

@@ -679,7 +679,8 @@ static void start_fibers(emu_idx base, unsigned nt, emu_idx gdim)
 		f.rank = i / nt;
 		f.tid = {i % nt, 0, 0};
 		f.bid = {base.x + f.rank % cluster_dim.x,
-			 base.y + f.rank / cluster_dim.x, base.z};
+			 base.y + f.rank / cluster_dim.x % cluster_dim.y,
+			 base.z + f.rank / (cluster_dim.x * cluster_dim.y)};
 		f.bdim = {nt, 1, 1}, f.gdim = gdim;
 		f.done = false, f.wait = W_RUN, f.site = NULL;
 		*--top = NULL;		     /* fiber_main's return address */
@@ -807,7 +808,7 @@ void emu_launch_grid_cl(dim3 grid, dim3 block, dim3 cl, size_t smem,
 		return;
 	}
 	if (!block.x || block.x % 32 || block.y != 1 || block.z != 1 || !n ||
-	    cl.z != 1 || grid.x % cl.x || grid.y % cl.y ||
+	    grid.x % cl.x || grid.y % cl.y || grid.z % cl.z ||
 	    n * block.x > MAX_FIBERS) {
 		fprintf(stderr, "emu: clusters of %u x %u x %u blocks of %u x "
 				"%u x %u threads in a grid of %u x %u x %u not "
@@ -824,10 +825,10 @@ void emu_launch_grid_cl(dim3 grid, dim3 block, dim3 cl, size_t smem,
 	if (stacks == MAP_FAILED)
 		abort();
 	blocks = n, smem_bytes = smem;
-	cluster_dim = {cl.x, cl.y, 1};
+	cluster_dim = {cl.x, cl.y, cl.z};
 	smem_all.assign(n * smem, 0);
 	kernel = &f;
-	for (unsigned z = 0; z < grid.z; z++)
+	for (unsigned z = 0; z < grid.z; z += cl.z)
 		for (unsigned y = 0; y < grid.y; y += cl.y)
 			for (unsigned x = 0; x < grid.x; x += cl.x)
 				order.push_back({x, y, z});

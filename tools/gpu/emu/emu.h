@@ -363,10 +363,10 @@ void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,
  * at a time (no clusters), in an order shuffled per launch. */
 void emu_launch_grid(dim3 grid, dim3 block, size_t smem,
 		     std::function<void()> f);
-/* The same in clusters of CL.x x CL.y blocks (GRID a multiple of it):
- * each cluster's blocks run together (their shared memory mapped to each
- * other, cluster barriers over them; rank x + CL.x y), the clusters one
- * at a time in a shuffled order. */
+/* The same in clusters of CL.x x CL.y x CL.z blocks (GRID a multiple of
+ * it): each cluster's blocks run together (their shared memory mapped to
+ * each other, cluster barriers over them; rank x + CL.x (y + CL.y z), as
+ * the hardware's), the clusters one at a time in a shuffled order. */
 void emu_launch_grid_cl(dim3 grid, dim3 block, dim3 cl, size_t smem,
 			std::function<void()> f);
 
