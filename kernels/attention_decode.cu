@@ -744,22 +744,14 @@ static bool dec_cluster(const struct o1_attn_decode_tune *tune, uint32_t hg,
 	return cl == O1_ATTN_TC_ON || DEC_CL_AUTO;
 }
 
-/* A cluster launch's splits: a multiple of DEC_CL, rounded up where the
- * scratch holds them (rows of more than DEC_CL splits merge through it),
- * else down. Rows of up to DEC_CL splits split as before (dec_splits'
- * cap is not reached), so their bits are the ticket merge's. */
-static uint32_t dec_cluster_splits(uint32_t n, uint32_t rows, uint32_t hq,
-				   uint32_t d, const float *scratch,
-				   uint64_t scratch_floats)
+/* A cluster launch's splits: a multiple of DEC_CL, rounded down (up to
+ * DEC_CL from fewer): no more blocks than the ticket's launch, and the
+ * scratch holds them. Rows of up to DEC_CL splits split as before
+ * (dec_splits' cap is not reached), so their bits are the ticket merge's;
+ * longer rows take whole clusters' splits. */
+static uint32_t dec_cluster_splits(uint32_t n)
 {
-	uint32_t up = (n + DEC_CL - 1) / DEC_CL * DEC_CL;
-
-	if (up == DEC_CL ||
-	    (up <= DEC_MAX_SPLITS && scratch &&
-	     o1_attention_cuda_scratch_floats(rows, hq, d, up) <=
-		 scratch_floats))
-		return up;
-	return n - n % DEC_CL;
+	return n < DEC_CL ? DEC_CL : n - n % DEC_CL;
 }
 
 /* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
@@ -847,9 +839,7 @@ extern "C" int o1_attention_decode_cuda(
 				     scratch ? scratch_floats : 0, dd);
 	cl = dec_cluster(tune, hg, n_rows, a.n_splits);
 	if (cl)
-		a.n_splits = dec_cluster_splits(a.n_splits, n_rows, a.hq, dd,
-						scratch,
-						scratch ? scratch_floats : 0);
+		a.n_splits = dec_cluster_splits(a.n_splits);
 	smem = (size_t)dec_part_of(warps, hg, dd) * sizeof(float);
 	if (cl)
 		smem += (size_t)hg * (dd + 2) * sizeof(float);
