@@ -34,7 +34,12 @@
  * output directly; otherwise each split stores its partial (acc, max, sum) in
  * scratch and the last of them to finish, by a ticket counter per (row,
  * block column), merges exactly the used splits and sets the ticket back
- * to zero (one kernel, no merge launch).
+ * to zero (one kernel, no merge launch). Or, launched in clusters of
+ * DEC_CL blocks along the splits (o1_attn_decode_tune's cluster; few rows,
+ * one head a block), a row of up to DEC_CL splits keeps each partial in
+ * its block's shared memory and the cluster's first block merges them
+ * after a cluster barrier (the same arithmetic: the same bits), without
+ * the fence, the ticket's atomic and the partials' trip through L2.
  *
  * PDL (cuda_launch.h). Before it waits for the previous kernel a block
  * reads its row's step inputs (offsets, start, block table) and issues
