@@ -315,43 +315,38 @@ struct dec_from_scratch {
 	}
 };
 
-/* The cluster's blocks' shared memory (a cluster merge): split SP's
- * partial in block SP of the cluster, at PART (dec_part_of's layout: HG
- * heads' D accumulators, then their (max, sum) pairs), written before a
- * cluster barrier. */
-struct dec_from_cluster {
-	float *part;
-	uint32_t d, hg;
+/* A cluster merge's partials, gathered into the merging block's shared
+ * memory: split SP's at SLOTS + SP STRIDE floats (HG heads' D
+ * accumulators, then their (max, sum) pairs; dec_slot_floats). */
+struct dec_from_slots {
+	const float *slots;
+	uint32_t stride, d, hg;
 
-	__device__ const float *at(uint32_t sp) const
-	{
-		return cg::this_cluster().map_shared_rank(part, sp);
-	}
 	__device__ float m(uint32_t h, uint32_t sp) const
 	{
-		return at(sp)[hg * d + 2 * h];
+		return slots[sp * stride + hg * d + 2 * h];
 	}
 	__device__ float l(uint32_t h, uint32_t sp) const
 	{
-		return at(sp)[hg * d + 2 * h + 1];
+		return slots[sp * stride + hg * d + 2 * h + 1];
 	}
 	__device__ float4 acc(uint32_t h, uint32_t sp, uint32_t o) const
 	{
-		return *(const float4 *)(at(sp) + h * d + o);
+		return *(const float4 *)(slots + sp * stride + h * d + o);
 	}
 };
 
 /* Merges the USED splits' partials (read from SRC, above) of the NH
  * heads from H0 of ROW into out: by the last block of a split row (the
- * scratch), or by the cluster's first block (its blocks' shared memory):
+ * scratch), or by the cluster's first block (the slots it gathered):
  * the same arithmetic, so the same bits. First every split's max and sum
  * per head into shared memory (W and W + NH * DEC_MAX_SPLITS, one
  * parallel round of loads), then each head's weights 2^(max - top) in
  * place of the maxima and its total sum (after the sums), then 4 output
  * dims a thread as the weighted sums of their partials (16-byte loads,
  * every split's issued before the sum needs it: one more round for
- * blocks of at least NH * D / 4 threads). */
-template <class SRC>
+ * blocks of at least NH * D / 4 threads). USED <= MOST. */
+template <uint32_t MOST, class SRC>
 static __device__ void dec_merge(__nv_bfloat16 *out, const SRC &src, float *w,
 				 const dec_dev &a, uint32_t d, uint32_t row,
 				 uint32_t h0, uint32_t nh, uint32_t used)
@@ -386,7 +381,7 @@ static __device__ void dec_merge(__nv_bfloat16 *out, const SRC &src, float *w,
 		float4 acc = {0, 0, 0, 0};
 
 #pragma unroll
-		for (uint32_t sp = 0; sp < DEC_MAX_SPLITS; sp++) {
+		for (uint32_t sp = 0; sp < MOST; sp++) {
 			if (sp < used) {
 				float4 x = src.acc(h, sp, o % d);
 				float wt = w[h * DEC_MAX_SPLITS + sp];
@@ -402,16 +397,42 @@ static __device__ void dec_merge(__nv_bfloat16 *out, const SRC &src, float *w,
 	}
 }
 
+/* dec_merge of a cluster's gathered slots: a call of its own (inlined,
+ * the kernel's cluster instances spill a register under their 128; the
+ * CPU emulation, emu.h, has no such attribute and needs none). */
+#ifdef O1_EMU_H
+#define DEC_NOINLINE
+#else
+#define DEC_NOINLINE __noinline__
+#endif
+static __device__ DEC_NOINLINE void
+dec_merge_slots(__nv_bfloat16 *out, const float *slots, uint32_t stride,
+		uint32_t hg, float *w, const dec_dev &a, uint32_t d,
+		uint32_t row, uint32_t h0, uint32_t nh, uint32_t used)
+{
+	dec_merge<DEC_CL>(out, dec_from_slots{slots, stride, d, hg}, w, a, d,
+			  row, h0, nh, used);
+}
+
 /* Shared memory of a block of NW warps and HG heads at head dim D, in
  * floats: the warps' states (NW, HG, D + 2) (then a merge's maxima, sums
  * and totals, HG (2 DEC_MAX_SPLITS + 1)), the merge flag, then, 16-byte
- * aligned from dec_part_of's offset, a cluster merge's partial (HG, D + 2). */
+ * aligned from dec_part_of's offset, a cluster merge's DEC_CL slots of
+ * dec_slot_floats (the block's own partial in slot split; the merging
+ * block gathers the others' into theirs). */
 static __host__ __device__ uint32_t dec_part_of(uint32_t nw, uint32_t hg,
 						uint32_t d)
 {
 	uint32_t states = nw * hg * (d + 2), merge = hg * (2 * DEC_MAX_SPLITS + 1);
 
 	return ((states > merge ? states : merge) + 1 + 3) / 4 * 4;
+}
+
+/* A slot: HG heads' D accumulators and (max, sum) pairs, 16-byte
+ * multiples. */
+static __host__ __device__ uint32_t dec_slot_floats(uint32_t hg, uint32_t d)
+{
+	return (hg * (d + 2) + 3) / 4 * 4;
 }
 
 /* out (T,Hq,D) bf16 or scratch partials (dec_acc, dec_ml); q (T,Hq,D) f32; k/v
@@ -439,11 +460,10 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	uint32_t g = a.hq / a.hkv, h0 = kvh * g + hc * HG;
 	uint32_t nh = dec_min(HG, g - hc * HG);
 	uint32_t s, len, used, chunk, j0, j1, safe;
-	bool idle, clm;
+	bool idle;
 	uint32_t *flag =
 	    (uint32_t *)(dsm + dec_max(nw * HG * (D + 2),
 				       HG * (2 * DEC_MAX_SPLITS + 1)));
-	float *part = dsm + dec_part_of(nw, HG, D);
 	const uint32_t *table;
 	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
 	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL], kn[DEC_UNROLL], vn[DEC_UNROLL];
@@ -456,10 +476,7 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	s = attn_seq_of_row(a.q_off, a.n_seqs, row);
 	len = a.start[s] + row - a.q_off[s] + 1;
 	used = dec_splits(a, len, &chunk);
-	idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new;
-	/* the same for every block of the row's (row, head chunk) column */
-	clm = CL && !idle && used > 1 && used <= DEC_CL;
-	idle = idle || split >= used;
+	idle = a.q_off[s + 1] - a.q_off[s] >= a.skip_new || split >= used;
 	j0 = split * chunk, j1 = dec_min(j0 + chunk, len);
 	safe = dec_min(j1, a.start[s]);
 	table = a.tables + (size_t)s * a.max_blocks;
@@ -473,8 +490,11 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if (idle) {
-		/* a cluster merge's idle blocks take part in its barriers */
-		if (clm && split < DEC_CL) {
+		/* a cluster merge's idle blocks take part in its barriers
+		 * (whether the row merges in its cluster: the same for every
+		 * block of its (row, head chunk) column) */
+		if (CL && a.q_off[s + 1] - a.q_off[s] < a.skip_new &&
+		    used > 1 && used <= DEC_CL && split < DEC_CL) {
 			cg::this_cluster().sync();
 			cg::this_cluster().sync();
 		}
@@ -557,6 +577,12 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		}
 	}
 	__syncthreads();
+	/* a row of 2 to DEC_CL splits in a cluster launch: a cluster merge
+	 * (its partial in its slot, dec_part_of's place) */
+	bool clm = CL && used > 1 && used <= DEC_CL;
+	float *slots = dsm + dec_part_of(nw, HG, D),
+	      *part = slots + split * dec_slot_floats(HG, D);
+
 	for (uint32_t o = 4 * threadIdx.x; o < nh * D; o += 4 * blockDim.x) {
 		uint32_t h = o / D, d = o % D;
 		size_t rh = (size_t)row * a.hq + h0 + h;
@@ -596,11 +622,24 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	if (used == 1)
 		return;
 	if (clm) {
+		uint32_t sf = dec_slot_floats(HG, D);
+
 		cg::this_cluster().sync(); /* every split's partial */
+		/* the first block gathers the others' slots (rank = split:
+		 * clusters of (1, 1, DEC_CL)), then they may end */
+		for (uint32_t i = threadIdx.x; split == 0 && i < (used - 1) * sf / 4;
+		     i += blockDim.x) {
+			uint32_t sp = 1 + 4 * i / sf, f = 4 * i % sf;
+
+			*(float4 *)(slots + sp * sf + f) = *(
+			    const float4 *)(cg::this_cluster().map_shared_rank(
+						slots, sp) +
+					    sp * sf + f);
+		}
+		cg::this_cluster().sync();
 		if (split == 0)
-			dec_merge(out, dec_from_cluster{part, D, HG}, dsm, a, D,
-				  row, h0, nh, used);
-		cg::this_cluster().sync(); /* read: the blocks may end */
+			dec_merge_slots(out, slots, sf, HG, dsm, a, D, row, h0,
+					nh, used);
 		return;
 	}
 	__threadfence(); /* the partials, before the ticket */
@@ -617,9 +656,9 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	if (!*flag)
 		return;
 	__threadfence(); /* the other blocks' partials, after the ticket */
-	dec_merge(out,
-		  dec_from_scratch{scratch, &a, (size_t)row * a.hq + h0, D},
-		  dsm, a, D, row, h0, nh, used);
+	dec_merge<DEC_MAX_SPLITS>(
+	    out, dec_from_scratch{scratch, &a, (size_t)row * a.hq + h0, D}, dsm,
+	    a, D, row, h0, nh, used);
 }
 
 typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
@@ -847,7 +886,7 @@ extern "C" int o1_attention_decode_cuda(
 		a.n_splits = dec_cluster_splits(a.n_splits);
 	smem = (size_t)dec_part_of(warps, hg, dd) * sizeof(float);
 	if (cl)
-		smem += (size_t)hg * (dd + 2) * sizeof(float);
+		smem += (size_t)DEC_CL * dec_slot_floats(hg, dd) * sizeof(float);
 	k = dec_pick(dd, hg, tune ? tune->flat : DEC_FLAT, cl);
 	if (smem > 48 * 1024) {
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
