@@ -104,8 +104,8 @@ namespace cg = cooperative_groups;
 /* Splits a cluster merges (a portable cluster's most blocks), and whether
  * launches of few rows merge their splits in clusters when the tuning
  * leaves it to the kernel (o1_attn_decode_tune's cluster: AUTO) */
-#define DEC_CL		8
-#define DEC_CL_AUTO	false
+#define DEC_CL	    8
+#define DEC_CL_AUTO false
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
 
@@ -417,13 +417,14 @@ dec_merge_slots(__nv_bfloat16 *out, const float *slots, uint32_t stride,
 /* Shared memory of a block of NW warps and HG heads at head dim D, in
  * floats: the warps' states (NW, HG, D + 2) (then a merge's maxima, sums
  * and totals, HG (2 DEC_MAX_SPLITS + 1)), the merge flag, then, 16-byte
- * aligned from dec_part_of's offset, a cluster merge's DEC_CL slots of
+ * aligned from the offset returned, a cluster merge's DEC_CL slots of
  * dec_slot_floats (the block's own partial in slot split; the merging
  * block gathers the others' into theirs). */
-static __host__ __device__ uint32_t dec_part_of(uint32_t nw, uint32_t hg,
-						uint32_t d)
+static __host__ __device__ uint32_t dec_slots_off(uint32_t nw, uint32_t hg,
+						  uint32_t d)
 {
-	uint32_t states = nw * hg * (d + 2), merge = hg * (2 * DEC_MAX_SPLITS + 1);
+	uint32_t states = nw * hg * (d + 2),
+		 merge = hg * (2 * DEC_MAX_SPLITS + 1);
 
 	return ((states > merge ? states : merge) + 1 + 3) / 4 * 4;
 }
@@ -437,14 +438,15 @@ static __host__ __device__ uint32_t dec_slot_floats(uint32_t hg, uint32_t d)
 
 /* out (T,Hq,D) bf16 or scratch partials (dec_acc, dec_ml); q (T,Hq,D) f32; k/v
  * caches (pages,Hkv,P,D) bf16. D = 8 L. Block (row, kv head x head chunk,
- * split) of 1 to DEC_MAX_WARPS warps; shared memory as dec_part_of says.
+ * split) of 1 to DEC_MAX_WARPS warps; shared memory as dec_slots_off says.
  * CL: launched in clusters of DEC_CL blocks along the splits (the launch's
  * splits a multiple of it); a row of 2 to DEC_CL splits then merges them
  * in its first cluster: each split's partial stays in its block's shared
- * memory, a cluster barrier, the first block merges them (dec_merge, as
- * the ticket's last block would: the same bits), a second barrier keeps
- * the others' memory until it is done. No fence, ticket or scratch round
- * trip through L2. Rows of more splits merge through the tickets. */
+ * memory, a cluster barrier, the first block copies the others' into its
+ * own, a second barrier (the others may end), and it merges them
+ * (dec_merge, as the ticket's last block would: the same bits). No fence,
+ * ticket or scratch round trip through L2. Rows of more splits merge
+ * through the tickets. */
 template <int L, int HG, bool PIPE, bool CL>
 static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
     attend_dec(__nv_bfloat16 *out, float *scratch, const float *q,
@@ -578,9 +580,9 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	}
 	__syncthreads();
 	/* a row of 2 to DEC_CL splits in a cluster launch: a cluster merge
-	 * (its partial in its slot, dec_part_of's place) */
+	 * (its partial in its slot, dec_slots_off's place) */
 	bool clm = CL && used > 1 && used <= DEC_CL;
-	float *slots = dsm + dec_part_of(nw, HG, D),
+	float *slots = dsm + dec_slots_off(nw, HG, D),
 	      *part = slots + split * dec_slot_floats(HG, D);
 
 	for (uint32_t o = 4 * threadIdx.x; o < nh * D; o += 4 * blockDim.x) {
@@ -608,7 +610,7 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 			*(float4 *)(part + h * D + d) = acc;
 			if (d == 0)
 				part[HG * D + 2 * h] = top,
-						 part[HG * D + 2 * h + 1] = l;
+						  part[HG * D + 2 * h + 1] = l;
 		} else {
 			*(float4 *)(dec_acc(scratch, a, rh, split, D) + d) =
 			    acc;
@@ -627,8 +629,8 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		cg::this_cluster().sync(); /* every split's partial */
 		/* the first block gathers the others' slots (rank = split:
 		 * clusters of (1, 1, DEC_CL)), then they may end */
-		for (uint32_t i = threadIdx.x; split == 0 && i < (used - 1) * sf / 4;
-		     i += blockDim.x) {
+		for (uint32_t i = threadIdx.x;
+		     split == 0 && i < (used - 1) * sf / 4; i += blockDim.x) {
 			uint32_t sp = 1 + 4 * i / sf, f = 4 * i % sf;
 
 			*(float4 *)(slots + sp * sf + f) = *(
@@ -669,8 +671,7 @@ typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
  * loading a round ahead (PIPE) unless FLAT (4 heads: the benchmark's A/B;
  * fewer heads always do, 8 never); CL (cluster merges) for one head a
  * block only (the few rows' default, dec_most). */
-template <int L>
-static dec_kernel dec_pick_hg(uint32_t hg, bool flat, bool cl)
+template <int L> static dec_kernel dec_pick_hg(uint32_t hg, bool flat, bool cl)
 {
 	return hg == 1	 ? (cl ? attend_dec<L, 1, true, true>
 			       : attend_dec<L, 1, true, false>)
@@ -884,9 +885,10 @@ extern "C" int o1_attention_decode_cuda(
 	cl = dec_cluster(tune, hg, n_rows, a.n_splits);
 	if (cl)
 		a.n_splits = dec_cluster_splits(a.n_splits);
-	smem = (size_t)dec_part_of(warps, hg, dd) * sizeof(float);
+	smem = (size_t)dec_slots_off(warps, hg, dd) * sizeof(float);
 	if (cl)
-		smem += (size_t)DEC_CL * dec_slot_floats(hg, dd) * sizeof(float);
+		smem +=
+		    (size_t)DEC_CL * dec_slot_floats(hg, dd) * sizeof(float);
 	k = dec_pick(dd, hg, tune ? tune->flat : DEC_FLAT, cl);
 	if (smem > 48 * 1024) {
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(

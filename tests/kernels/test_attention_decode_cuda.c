@@ -348,12 +348,10 @@ static uint32_t split_min(uint32_t d)
  * be, at the context, and captured into a graph and replayed. */
 static void check_cluster(const struct dec_case *c)
 {
-	const struct o1_attn_decode_tune off = {0, 0, 0, 0, false,
-						O1_ATTN_TC_OFF, 0, 0,
-						O1_ATTN_TC_OFF},
-					 on = {0, 0, 0, 0, false,
-					       O1_ATTN_TC_OFF, 0, 0,
-					       O1_ATTN_TC_ON};
+	const struct o1_attn_decode_tune off = {.tc = O1_ATTN_TC_OFF,
+						.cluster = O1_ATTN_TC_OFF},
+					 on = {.tc = O1_ATTN_TC_OFF,
+					       .cluster = O1_ATTN_TC_ON};
 	bool same = true;
 	struct dec_run r;
 
@@ -394,8 +392,8 @@ static void test_cluster(void **state)
 		}
 	/* rows of one split, of a cluster's and of more in one launch */
 	for (size_t k = 0; k < 2; k++) {
-		struct dec_case c = {shapes[k][0], shapes[k][1], shapes[k][2],
-				     5,		   mixed,	 ones};
+		struct dec_case c = {
+		    shapes[k][0], shapes[k][1], shapes[k][2], 5, mixed, ones};
 
 		check_cluster(&c);
 	}

@@ -278,11 +278,17 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	       uint32_t graph_len, uint32_t tc_splits, int do_sweep)
 {
-	const struct o1_attn_decode_tune
-	    rowk = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    tck = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 0, tc_splits, O1_ATTN_TC_OFF},
-	    tck2 = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 2, tc_splits, O1_ATTN_TC_OFF},
-	    rowcl = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_ON};
+	const struct o1_attn_decode_tune rowk = {.tc = O1_ATTN_TC_OFF,
+						 .cluster = O1_ATTN_TC_OFF},
+					 tck = {.tc = O1_ATTN_TC_ON,
+						.tc_splits = tc_splits,
+						.cluster = O1_ATTN_TC_OFF},
+					 tck2 = {.tc = O1_ATTN_TC_ON,
+						 .tc_stages = 2,
+						 .tc_splits = tc_splits,
+						 .cluster = O1_ATTN_TC_OFF},
+					 rowcl = {.tc = O1_ATTN_TC_OFF,
+						  .cluster = O1_ATTN_TC_ON};
 	struct bench b;
 	uint32_t gl = graph_len > ctx ? graph_len : ctx;
 	const struct variant vs[6] = {{OLD, ctx, NULL}, {OLD, gl, NULL},
