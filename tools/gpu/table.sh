@@ -69,7 +69,8 @@ t_batch1() {
 	for m in $batch1; do
 		s_models "$m" || { rc=1; continue; }
 		s_log "table batch1 $m"
-		if s_o1d_start "$s_models_dir/$m.gguf"; then
+		# shellcheck disable=SC2086 # TABLE_O1D: several words
+		if s_o1d_start "$s_models_dir/$m.gguf" ${TABLE_O1D:-}; then
 			t_o1bench --requests 1 --concurrency 1 --connections 1 \
 				--max-tokens 8 --prompt-tokens 16 --cold >/dev/null
 			for r in $(seq 1 "$reps"); do
@@ -95,8 +96,9 @@ t_batch1() {
 }
 
 # the o1d options of the big model's runs: room for 256 streams, and
-# TABLE_O1D's (more o1d options, split on spaces: an A/B of a setting;
-# its table in an OUT of its own, since table.py does not tell them apart)
+# TABLE_O1D's (more o1d options, split on spaces, batch1's too: an A/B of
+# a setting; its table in an OUT of its own, since table.py does not tell
+# them apart)
 t_big_start() {
 	# shellcheck disable=SC2086 # TABLE_O1D: several words
 	s_o1d_start "$s_models_dir/$big.gguf" --set scheduler.max_running=256 \
