@@ -231,6 +231,15 @@ static void check_case(const struct dec_case *c,
 	run_close(&r);
 }
 
+/* One row at batch 1 of context *LEN, SHAPE's heads, kv heads and head
+ * dim. */
+static struct dec_case lone_row(const uint32_t shape[3], const uint32_t *len)
+{
+	static const uint32_t one = 1;
+
+	return (struct dec_case){shape[0], shape[1], shape[2], 1, len, &one};
+}
+
 static void test_contexts(void **state)
 {
 	static const uint32_t lens[] = {1, 31, 33, 130, 400, 1000, 8192};
@@ -241,15 +250,12 @@ static void test_contexts(void **state)
 	    {1, 1, 8, 2, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
 	    {8, 4, 0, 0, true, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
 	    {2, 2, 100000, 4, true, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF}};
-	const uint32_t one = 1;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
 		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]);
 		     k++) {
-			struct dec_case c = {shapes[k][0], shapes[k][1],
-					     shapes[k][2], 1,
-					     &lens[i],	   &one};
+			struct dec_case c = lone_row(shapes[k], &lens[i]);
 
 			/* the longest contexts with the default tuning only */
 			check_case(&c, tunes, lens[i] > 1000 ? 1 : 4);
@@ -378,15 +384,12 @@ static void test_cluster(void **state)
 	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {7, 1, 128}, {4, 1, 32}};
 	static const uint32_t mixed[] = {37, 300, 1, 700, 130},
 			      ones[] = {1, 1, 1, 1, 1};
-	const uint32_t one = 1;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
 		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]);
 		     k++) {
-			struct dec_case c = {shapes[k][0], shapes[k][1],
-					     shapes[k][2], 1,
-					     &lens[i],	   &one};
+			struct dec_case c = lone_row(shapes[k], &lens[i]);
 
 			check_cluster(&c);
 		}
