@@ -156,11 +156,13 @@ static void park_then_read(int spin, uint32_t n_logprobs)
 	assert_int_equal(server_stats(&s, &c0), 0);
 	read_stream(c, spin, n_logprobs);
 	assert_int_equal(server_stats(&s, &c1), 0);
-	/* 25+ refills: without the reader's wake-ups most of them wait for
-	 * the 100 ms tick, which then finds their room (counted, not timed:
-	 * a slow machine makes more ticks go by, not more of these); a few
-	 * may meet a tick by chance, as room made just before it */
-	if (c1.tick_refills - c0.tick_refills > 6)
+	/* 25+ refills: without the reader's wake-ups every one of them
+	 * waits for the 100 ms tick, which then finds its room (counted, not
+	 * timed); some may meet a tick by chance, as room made just before
+	 * it, and more on a loaded machine, where the loop's wake-up can be
+	 * scheduled after a tick (8 seen with two test runs on 2 cores): at
+	 * most 12, under half of them */
+	if (c1.tick_refills - c0.tick_refills > 12)
 		fail_msg("%llu refills found at a tick: they waited for it",
 			 c1.tick_refills - c0.tick_refills);
 	print_message("parked: %llu sleeps, %llu ticks, %llu stats requests; "
