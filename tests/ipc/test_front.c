@@ -156,8 +156,8 @@ static void park_then_read(int spin, uint32_t n_logprobs)
 	assert_int_equal(server_stats(&s, &c0), 0);
 	read_stream(c, spin, n_logprobs);
 	assert_int_equal(server_stats(&s, &c1), 0);
-	/* 25+ refills: without the reader's wake-ups every one of them
-	 * waits for the 100 ms tick, which then finds its room (counted, not
+	/* 25+ refills: without the reader's wake-ups most of them
+	 * wait for the 100 ms tick, which then finds their room (counted, not
 	 * timed); some may meet a tick by chance, as room made just before
 	 * it, and more on a loaded machine, where the loop's wake-up can be
 	 * scheduled after a tick (8 seen with two test runs on 2 cores): at
