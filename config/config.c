@@ -68,7 +68,6 @@ static const char *const dequantize_modes[] = {"none", "bf16", NULL};
 static const char *const metrics_modes[] = {"auto", "bpf", "shm", NULL};
 static const char *const sample_modes[] = {"auto", "on", "off", NULL};
 static const char *const quant_dots[] = {"int8", "f32", NULL};
-static const char *const attention_clusters[] = {"auto", "on", "off", NULL};
 _Static_assert(O1_LOG_ERROR == 0 && O1_LOG_TRACE == 4, "log_levels order");
 _Static_assert(O1_CONFIG_DTYPE_BF16 == 3, "dtypes order");
 _Static_assert(sizeof(enum o1_log_level) == sizeof(int), "enum as int");
@@ -152,7 +151,6 @@ static const struct key keys[] = {
 	U32(cuda, quant_i8_rows, 0, 1u << 20, 0, "64"),
 	U32(cuda, quant_wgmma_rows, 0, 1u << 20, 0, "256"),
 	U32(cuda, attention_splits, 0, 32, 0, "0"),
-	ENUM(cuda, attention_cluster, attention_clusters, "auto"),
 	BOOL(cuda, faster_row_counts, "true"),
 	STR(ipc, socket, F_ABSOLUTE | F_NONEMPTY, "/run/o1d/o1d.sock"),
 	{"ipc", "socket_mode", T_OCTAL, OFF(ipc.socket_mode), 0, 0, 0777, 0, 0,

@@ -67,15 +67,6 @@ enum o1_config_quant_dot {
 	O1_CONFIG_QUANT_DOT_F32,  /* weights dequantized, f32 arithmetic */
 };
 
-/* cuda.attention_cluster: whether a few rows' decode attention merges
- * its splits in thread block clusters (kernels_cuda.h's
- * o1_attn_decode_tune.cluster). */
-enum o1_config_attention_cluster {
-	O1_CONFIG_ATTENTION_CLUSTER_AUTO, /* the kernel's default */
-	O1_CONFIG_ATTENTION_CLUSTER_ON,
-	O1_CONFIG_ATTENTION_CLUSTER_OFF,
-};
-
 enum o1_config_dtype {
 	O1_CONFIG_DTYPE_AUTO,
 	O1_CONFIG_DTYPE_F32,
@@ -156,7 +147,6 @@ struct o1_config {
 		uint32_t quant_wgmma_rows; /* wgmma block products up to */
 		uint32_t attention_splits; /* decode attention on tensor cores:
 					    * splits at most (0: its pick) */
-		enum o1_config_attention_cluster attention_cluster;
 		bool faster_row_counts; /* a product's row count measured
 					 * slower than a larger one runs at
 					 * that one */

@@ -34,12 +34,7 @@
  * output directly; otherwise each split stores its partial (acc, max, sum) in
  * scratch and the last of them to finish, by a ticket counter per (row,
  * block column), merges exactly the used splits and sets the ticket back
- * to zero (one kernel, no merge launch). Or, launched in clusters of
- * DEC_CL blocks along the splits (o1_attn_decode_tune's cluster; few rows,
- * one head a block), a row of up to DEC_CL splits keeps each partial in
- * its block's shared memory and the cluster's first block merges them
- * after a cluster barrier (the same arithmetic: the same bits), without
- * the fence, the ticket's atomic and the partials' trip through L2.
+ * to zero (one kernel, no merge launch).
  *
  * PDL (cuda_launch.h). Before it waits for the previous kernel a block
  * reads its row's step inputs (offsets, start, block table) and issues
@@ -66,7 +61,6 @@
 #include <errno.h>
 #include <math.h>
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include "attention_dev.h"
@@ -77,8 +71,6 @@
 extern "C" {
 #include "common/log.h"
 }
-
-namespace cg = cooperative_groups;
 
 #define DEC_UNROLL	 4 /* positions a lane group loads per round */
 #define DEC_HG		 8 /* most query heads a block serves */
@@ -101,11 +93,6 @@ namespace cg = cooperative_groups;
  * long contexts it lost (0.4-0.84x, measured before it split long rows:
  * to measure again) */
 #define DEC_TC_BLOCKS 128
-/* Splits a cluster merges (a portable cluster's most blocks), and whether
- * launches of few rows merge their splits in clusters when the tuning
- * leaves it to the kernel (o1_attn_decode_tune's cluster: AUTO) */
-#define DEC_CL	    8
-#define DEC_CL_AUTO false
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
 
@@ -292,62 +279,16 @@ static __device__ float *dec_ml(float *scratch, const dec_dev &a, size_t rh,
 	       (rh * a.n_splits + sp) * 2;
 }
 
-/* Where a merge reads the used splits' partials. The scratch: split
- * launches' partials, read around L1 (__ldcg: other blocks wrote them). */
-struct dec_from_scratch {
-	float *scratch;
-	const dec_dev *a;
-	size_t rh0; /* row * Hq + the block's first head */
-	uint32_t d;
-
-	__device__ float m(uint32_t h, uint32_t sp) const
-	{
-		return __ldcg(dec_ml(scratch, *a, rh0 + h, sp, d));
-	}
-	__device__ float l(uint32_t h, uint32_t sp) const
-	{
-		return __ldcg(dec_ml(scratch, *a, rh0 + h, sp, d) + 1);
-	}
-	__device__ float4 acc(uint32_t h, uint32_t sp, uint32_t o) const
-	{
-		return __ldcg(
-		    (const float4 *)(dec_acc(scratch, *a, rh0 + h, sp, d) + o));
-	}
-};
-
-/* A cluster merge's partials, gathered into the merging block's shared
- * memory: split SP's at SLOTS + SP STRIDE floats (HG heads' D
- * accumulators, then their (max, sum) pairs; dec_slot_floats). */
-struct dec_from_slots {
-	const float *slots;
-	uint32_t stride, d, hg;
-
-	__device__ float m(uint32_t h, uint32_t sp) const
-	{
-		return slots[sp * stride + hg * d + 2 * h];
-	}
-	__device__ float l(uint32_t h, uint32_t sp) const
-	{
-		return slots[sp * stride + hg * d + 2 * h + 1];
-	}
-	__device__ float4 acc(uint32_t h, uint32_t sp, uint32_t o) const
-	{
-		return *(const float4 *)(slots + sp * stride + h * d + o);
-	}
-};
-
-/* Merges the USED splits' partials (read from SRC, above) of the NH
- * heads from H0 of ROW into out: by the last block of a split row (the
- * scratch), or by the cluster's first block (the slots it gathered):
- * the same arithmetic, so the same bits. First every split's max and sum
- * per head into shared memory (W and W + NH * DEC_MAX_SPLITS, one
- * parallel round of loads), then each head's weights 2^(max - top) in
- * place of the maxima and its total sum (after the sums), then 4 output
- * dims a thread as the weighted sums of their partials (16-byte loads,
- * every split's issued before the sum needs it: one more round for
- * blocks of at least NH * D / 4 threads). USED <= MOST. */
-template <uint32_t MOST, class SRC>
-static __device__ void dec_merge(__nv_bfloat16 *out, const SRC &src, float *w,
+/* The last block of a split row: merges the USED splits' partials of the
+ * NH heads from H0 of ROW into out. First every split's max and sum per
+ * head into shared memory (W and W + NH * DEC_MAX_SPLITS, one parallel
+ * round of loads), then each head's weights 2^(max - top) in place of the
+ * maxima and its total sum (after the sums), then 4 output dims a thread
+ * as the weighted sums of their partials (16-byte loads, every split's
+ * issued before the sum needs it: one more round for blocks of at least
+ * NH * D / 4 threads). Partials are read around L1 (__ldcg: other blocks
+ * wrote them). */
+static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch, float *w,
 				 const dec_dev &a, uint32_t d, uint32_t row,
 				 uint32_t h0, uint32_t nh, uint32_t used)
 {
@@ -356,9 +297,11 @@ static __device__ void dec_merge(__nv_bfloat16 *out, const SRC &src, float *w,
 	for (uint32_t i = threadIdx.x; i < nh * DEC_MAX_SPLITS;
 	     i += blockDim.x) {
 		uint32_t h = i / DEC_MAX_SPLITS, sp = i % DEC_MAX_SPLITS;
+		const float *ml =
+		    dec_ml(scratch, a, (size_t)row * a.hq + h0 + h, sp, d);
 
-		w[i] = sp < used ? src.m(h, sp) : -INFINITY;
-		ls[i] = sp < used ? src.l(h, sp) : 0.0f;
+		w[i] = sp < used ? __ldcg(ml) : -INFINITY;
+		ls[i] = sp < used ? __ldcg(ml + 1) : 0.0f;
 	}
 	__syncthreads();
 	for (uint32_t h = threadIdx.x; h < nh; h += blockDim.x) {
@@ -381,9 +324,12 @@ static __device__ void dec_merge(__nv_bfloat16 *out, const SRC &src, float *w,
 		float4 acc = {0, 0, 0, 0};
 
 #pragma unroll
-		for (uint32_t sp = 0; sp < MOST; sp++) {
+		for (uint32_t sp = 0; sp < DEC_MAX_SPLITS; sp++) {
 			if (sp < used) {
-				float4 x = src.acc(h, sp, o % d);
+				float4 x =
+				    __ldcg((const float4 *)(dec_acc(scratch, a,
+								    rh, sp, d) +
+							    o % d));
 				float wt = w[h * DEC_MAX_SPLITS + sp];
 
 				acc.x += wt * x.x, acc.y += wt * x.y;
@@ -397,57 +343,12 @@ static __device__ void dec_merge(__nv_bfloat16 *out, const SRC &src, float *w,
 	}
 }
 
-/* dec_merge of a cluster's gathered slots: a call of its own (inlined,
- * the kernel's cluster instances spill a register under their 128; the
- * CPU emulation, emu.h, has no such attribute and needs none). */
-#ifdef O1_EMU_H
-#define DEC_NOINLINE
-#else
-#define DEC_NOINLINE __noinline__
-#endif
-static __device__ DEC_NOINLINE void
-dec_merge_slots(__nv_bfloat16 *out, const float *slots, uint32_t stride,
-		uint32_t hg, float *w, const dec_dev &a, uint32_t d,
-		uint32_t row, uint32_t h0, uint32_t nh, uint32_t used)
-{
-	dec_merge<DEC_CL>(out, dec_from_slots{slots, stride, d, hg}, w, a, d,
-			  row, h0, nh, used);
-}
-
-/* Shared memory of a block of NW warps and HG heads at head dim D, in
- * floats: the warps' states (NW, HG, D + 2) (then a merge's maxima, sums
- * and totals, HG (2 DEC_MAX_SPLITS + 1)), the merge flag, then, 16-byte
- * aligned from the offset returned, a cluster merge's DEC_CL slots of
- * dec_slot_floats (the block's own partial in slot split; the merging
- * block gathers the others' into theirs). */
-static __host__ __device__ uint32_t dec_slots_off(uint32_t nw, uint32_t hg,
-						  uint32_t d)
-{
-	uint32_t states = nw * hg * (d + 2),
-		 merge = hg * (2 * DEC_MAX_SPLITS + 1);
-
-	return ((states > merge ? states : merge) + 1 + 3) / 4 * 4;
-}
-
-/* A slot: HG heads' D accumulators and (max, sum) pairs, 16-byte
- * multiples. */
-static __host__ __device__ uint32_t dec_slot_floats(uint32_t hg, uint32_t d)
-{
-	return (hg * (d + 2) + 3) / 4 * 4;
-}
-
 /* out (T,Hq,D) bf16 or scratch partials (dec_acc, dec_ml); q (T,Hq,D) f32; k/v
  * caches (pages,Hkv,P,D) bf16. D = 8 L. Block (row, kv head x head chunk,
- * split) of 1 to DEC_MAX_WARPS warps; shared memory as dec_slots_off says.
- * CL: launched in clusters of DEC_CL blocks along the splits (the launch's
- * splits a multiple of it); a row of 2 to DEC_CL splits then merges them
- * in its first cluster: each split's partial stays in its block's shared
- * memory, a cluster barrier, the first block copies the others' into its
- * own, a second barrier (the others may end), and it merges them
- * (dec_merge, as the ticket's last block would: the same bits). No fence,
- * ticket or scratch round trip through L2. Rows of more splits merge
- * through the tickets. */
-template <int L, int HG, bool PIPE, bool CL>
+ * split) of 1 to DEC_MAX_WARPS warps. Shared: the warps' states (warps, HG, D +
+ * 2) f32 (then the merge's maxima, sums and totals, HG (2 DEC_MAX_SPLITS + 1)),
+ * then the merge flag. */
+template <int L, int HG, bool PIPE>
 static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
     attend_dec(__nv_bfloat16 *out, float *scratch, const float *q,
 	       const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, dec_dev a)
@@ -491,18 +392,9 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	if (idle) {
-		/* a cluster merge's idle blocks take part in its barriers
-		 * (whether the row merges in its cluster: the same for every
-		 * block of its (row, head chunk) column) */
-		if (CL && a.q_off[s + 1] - a.q_off[s] < a.skip_new &&
-		    used > 1 && used <= DEC_CL && split < DEC_CL) {
-			cg::this_cluster().sync();
-			cg::this_cluster().sync();
-		}
+	if (idle)
 		return; /* the whole block: the tiled kernel's row, or past
 			   this row's splits */
-	}
 	/* this step's new positions: written by the previous kernel */
 	dec_reload<D>(kr, vr, kc, vc, table, a, kvoff, j0 + gid, ng, safe,
 		      j1);
@@ -579,12 +471,6 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		}
 	}
 	__syncthreads();
-	/* a row of 2 to DEC_CL splits in a cluster launch: a cluster merge
-	 * (its partial in its slot, dec_slots_off's place) */
-	bool clm = CL && used > 1 && used <= DEC_CL;
-	float *slots = dsm + dec_slots_off(nw, HG, D),
-	      *part = slots + split * dec_slot_floats(HG, D);
-
 	for (uint32_t o = 4 * threadIdx.x; o < nh * D; o += 4 * blockDim.x) {
 		uint32_t h = o / D, d = o % D;
 		size_t rh = (size_t)row * a.hq + h0 + h;
@@ -606,11 +492,6 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 			out[rh * D + d + 1] = __float2bfloat16_rn(acc.y / l);
 			out[rh * D + d + 2] = __float2bfloat16_rn(acc.z / l);
 			out[rh * D + d + 3] = __float2bfloat16_rn(acc.w / l);
-		} else if (clm) {
-			*(float4 *)(part + h * D + d) = acc;
-			if (d == 0)
-				part[HG * D + 2 * h] = top,
-						  part[HG * D + 2 * h + 1] = l;
 		} else {
 			*(float4 *)(dec_acc(scratch, a, rh, split, D) + d) =
 			    acc;
@@ -623,27 +504,6 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	}
 	if (used == 1)
 		return;
-	if (clm) {
-		uint32_t sf = dec_slot_floats(HG, D);
-
-		cg::this_cluster().sync(); /* every split's partial */
-		/* the first block gathers the others' slots (rank = split:
-		 * clusters of (1, 1, DEC_CL)), then they may end */
-		for (uint32_t i = threadIdx.x;
-		     split == 0 && i < (used - 1) * sf / 4; i += blockDim.x) {
-			uint32_t sp = 1 + 4 * i / sf, f = 4 * i % sf;
-
-			*(float4 *)(slots + sp * sf + f) = *(
-			    const float4 *)(cg::this_cluster().map_shared_rank(
-						slots, sp) +
-					    sp * sf + f);
-		}
-		cg::this_cluster().sync();
-		if (split == 0)
-			dec_merge_slots(out, slots, sf, HG, dsm, a, D, row, h0,
-					nh, used);
-		return;
-	}
 	__threadfence(); /* the partials, before the ticket */
 	__syncthreads();
 	if (threadIdx.x == 0) {
@@ -658,9 +518,7 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	if (!*flag)
 		return;
 	__threadfence(); /* the other blocks' partials, after the ticket */
-	dec_merge<DEC_MAX_SPLITS>(
-	    out, dec_from_scratch{scratch, &a, (size_t)row * a.hq + h0, D}, dsm,
-	    a, D, row, h0, nh, used);
+	dec_merge(out, scratch, dsm, a, D, row, h0, nh, used);
 }
 
 typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
@@ -669,24 +527,22 @@ typedef void (*dec_kernel)(__nv_bfloat16 *, float *, const float *,
 
 /* The instance for head dim D and HG heads a block (1, 2, 4 or 8),
  * loading a round ahead (PIPE) unless FLAT (4 heads: the benchmark's A/B;
- * fewer heads always do, 8 never); CL (cluster merges) for one head a
- * block only (the few rows' default, dec_most). */
-template <int L> static dec_kernel dec_pick_hg(uint32_t hg, bool flat, bool cl)
+ * fewer heads always do, 8 never). */
+template <int L> static dec_kernel dec_pick_hg(uint32_t hg, bool flat)
 {
-	return hg == 1	 ? (cl ? attend_dec<L, 1, true, true>
-			       : attend_dec<L, 1, true, false>)
-	       : hg == 2 ? attend_dec<L, 2, true, false>
-	       : hg == 4 ? (flat ? attend_dec<L, 4, false, false>
-				 : attend_dec<L, 4, true, false>)
-			 : attend_dec<L, 8, false, false>;
+	return hg == 1	 ? attend_dec<L, 1, true>
+	       : hg == 2 ? attend_dec<L, 2, true>
+	       : hg == 4
+		   ? (flat ? attend_dec<L, 4, false> : attend_dec<L, 4, true>)
+		   : attend_dec<L, 8, false>;
 }
 
-static dec_kernel dec_pick(uint32_t d, uint32_t hg, bool flat, bool cl)
+static dec_kernel dec_pick(uint32_t d, uint32_t hg, bool flat)
 {
-	return d == 32	  ? dec_pick_hg<4>(hg, flat, cl)
-	       : d == 64  ? dec_pick_hg<8>(hg, flat, cl)
-	       : d == 128 ? dec_pick_hg<16>(hg, flat, cl)
-			  : dec_pick_hg<32>(hg, flat, cl);
+	return d == 32	  ? dec_pick_hg<4>(hg, flat)
+	       : d == 64  ? dec_pick_hg<8>(hg, flat)
+	       : d == 128 ? dec_pick_hg<16>(hg, flat)
+			  : dec_pick_hg<32>(hg, flat);
 }
 
 extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
@@ -775,30 +631,6 @@ static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks)
 	return n_rows > 8 ? 1 : blocks < 32 ? 4 : 2;
 }
 
-/* Whether the launch merges its splits in clusters (TUNE's cluster,
- * else AUTO: DEC_CL_AUTO): rows of one head a block (the CL instances),
- * at most 8 of them (the blocks a split are few; wider batches split
- * little), and splits to merge. */
-static bool dec_cluster(const struct o1_attn_decode_tune *tune, uint32_t hg,
-			uint32_t n_rows, uint32_t n_splits)
-{
-	uint32_t cl = tune ? tune->cluster : (uint32_t)O1_ATTN_TC_AUTO;
-
-	if (cl == O1_ATTN_TC_OFF || hg != 1 || n_rows > 8 || n_splits < 2)
-		return false;
-	return cl == O1_ATTN_TC_ON || DEC_CL_AUTO;
-}
-
-/* A cluster launch's splits: a multiple of DEC_CL, rounded down (up to
- * DEC_CL from fewer): no more blocks than the ticket's launch, and the
- * scratch holds them. Rows of up to DEC_CL splits split as before
- * (dec_splits' cap is not reached), so their bits are the ticket merge's;
- * longer rows take whole clusters' splits. */
-static uint32_t dec_cluster_splits(uint32_t n)
-{
-	return n < DEC_CL ? DEC_CL : n - n % DEC_CL;
-}
-
 /* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
  * AUTO): rows x kv heads of at least DEC_TC_BLOCKS (a block each, and
  * more where it splits long rows: its own choice). */
@@ -834,7 +666,6 @@ extern "C" int o1_attention_decode_cuda(
 	dec_dev a;
 	size_t smem;
 	dec_kernel k;
-	bool cl;
 	int err;
 
 	if (!d->n_kv_heads || !d->n_heads || d->n_heads % d->n_kv_heads ||
@@ -882,23 +713,21 @@ extern "C" int o1_attention_decode_cuda(
 	a.solo = a.solo > a.split_min ? a.solo : a.split_min;
 	a.n_splits = dec_pick_splits(a, n_rows, max_len, target, scratch,
 				     scratch ? scratch_floats : 0, dd);
-	cl = dec_cluster(tune, hg, n_rows, a.n_splits);
-	if (cl)
-		a.n_splits = dec_cluster_splits(a.n_splits);
-	smem = (size_t)dec_slots_off(warps, hg, dd) * sizeof(float);
-	if (cl)
-		smem +=
-		    (size_t)DEC_CL * dec_slot_floats(hg, dd) * sizeof(float);
-	k = dec_pick(dd, hg, tune ? tune->flat : DEC_FLAT, cl);
+	smem = (size_t)warps * hg * (dd + 2);
+	smem = smem > hg * (2 * DEC_MAX_SPLITS + 1)
+		   ? smem
+		   : hg * (2 * DEC_MAX_SPLITS + 1);
+	smem = smem * sizeof(float) + 16;
+	k = dec_pick(dd, hg, tune ? tune->flat : DEC_FLAT);
 	if (smem > 48 * 1024) {
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(
 		    k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 		if (err)
 			return err;
 	}
-	return O1_CUDA_LAUNCH_CL(
+	return O1_CUDA_LAUNCH(
 	    "attention (decode)", k, dim3(n_rows, a.hkv * a.chunks, a.n_splits),
-	    dim3(warps * 32), dim3(1, 1, cl ? DEC_CL : 1), smem, stream, pdl,
-	    (__nv_bfloat16 *)out, scratch, q, (const __nv_bfloat16 *)k_cache,
-	    (const __nv_bfloat16 *)v_cache, a);
+	    dim3(warps * 32), smem, stream, pdl, (__nv_bfloat16 *)out, scratch,
+	    q, (const __nv_bfloat16 *)k_cache, (const __nv_bfloat16 *)v_cache,
+	    a);
 }

@@ -64,18 +64,6 @@ static inline __device__ void o1_prefetch_l2(const void *p, uint32_t bytes)
 #endif
 }
 
-/* Asks for the 128-byte line holding P (global memory) in this
- * multiprocessor's L1; the thread goes on at once. */
-static inline __device__ void o1_prefetch_l1(const void *p)
-{
-#if defined(__CUDA_ARCH__)
-	asm volatile("prefetch.global.L1 [%0];" ::"l"(
-		     __cvta_generic_to_global(p)));
-#else
-	(void)p;
-#endif
-}
-
 /* Launches KERNEL over GRID x BLOCK threads in thread block clusters of
  * CLUSTER blocks (1 x 1 x 1: none) with SMEM bytes of dynamic shared
  * memory on STREAM, with PDL when PDL is set. The launch error, if any,

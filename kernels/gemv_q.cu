@@ -330,26 +330,6 @@ static __device__ __forceinline__ void qx_widen(const qx_raw<IN> &r, float inv,
 	}
 }
 
-/* GQ_NW_L1 (1, the default; 0 for a bench variant's A/B): the norm's
- * weights (IN_NORM) asked into this multiprocessor's L1 before the PDL
- * wait, since no kernel writes them: quantize_x's second pass then waits
- * for L1, not L2, after the sums' block barrier. A hint only: the same
- * bits either way. */
-#ifndef GQ_NW_L1
-#define GQ_NW_L1 1
-#endif
-
-template <int IN>
-static __device__ __forceinline__ void nw_to_l1(const gq_args &a)
-{
-	if constexpr (IN == IN_NORM && GQ_NW_L1) {
-		/* one 128-byte line a thread, the block's threads in turn */
-		for (uint32_t l = threadIdx.x; l < (a.k * 4 + 127) / 128;
-		     l += GQ_THREADS)
-			o1_prefetch_l1(a.nw + 32 * l);
-	}
-}
-
 /* Rounds of quantize_x whose loads are issued together: a 14,336-wide
  * down product input waits for L2 twice, not seven times (more for the
  * 1-row launches, whose registers are free at that point). */
@@ -1198,8 +1178,6 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		load_batch<TYPE, P>(wv, a, wrow<OUT>(a, j, 0), 0, lane);
 	gq_xq xin = {NULL, NULL};
 
-	if constexpr (DOT == DOT_I8)
-		nw_to_l1<IN>(a);
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if constexpr (DOT == DOT_I8) {
@@ -1602,7 +1580,6 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	}
 	if constexpr (OUT == OUT_ROPE)
 		pre = rope_pre_of<M>(a, c.j, lane);
-	nw_to_l1<IN>(a);
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if constexpr (GQ_PROBE & 4) {
@@ -1864,7 +1841,6 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 				      lane);
 		ci.next<1>(nb, a.stride);
 	}
-	nw_to_l1<IN>(a);
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if constexpr (GQ_PROBE & 4) {

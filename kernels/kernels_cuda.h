@@ -177,19 +177,13 @@ int o1_attention_rows_legacy_cuda(uint16_t *out, const float *q,
  * (attention_decode_tc.cu, rounding as the tiled prefill kernel's): AUTO
  * from rows x kv heads of DEC_TC_BLOCKS, ON whenever the shape fits it,
  * OFF never; TC_STAGES its K/V tiles in flight (0: default), TC_SPLITS
- * its splits (0: its pick; o1_attention_decode_tc_cuda's SPLITS).
- * CLUSTER (the same three values): whether a launch of up to 8 rows, one
- * head a block, merges a row's splits (up to 8) inside a thread block
- * cluster through distributed shared memory instead of the ticket's
- * fence, atomic and scratch reads (the same bits); AUTO: the kernel's
- * choice (DEC_CL_AUTO). */
+ * its splits (0: its pick; o1_attention_decode_tc_cuda's SPLITS). */
 enum o1_attn_tc { O1_ATTN_TC_AUTO, O1_ATTN_TC_OFF, O1_ATTN_TC_ON };
 struct o1_attn_decode_tune {
 	uint32_t warps, split_rounds, target_blocks, heads; /* 0: default */
 	bool flat;
 	uint32_t tc; /* enum o1_attn_tc */
 	uint32_t tc_stages, tc_splits;
-	uint32_t cluster; /* enum o1_attn_tc */
 };
 bool o1_attention_decode_fits(const struct o1_attn_dims *dims,
 			      const uint16_t *out, const float *q,

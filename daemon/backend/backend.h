@@ -150,10 +150,6 @@ struct o1_backend_config {
 	/* CUDA backend: whether decode rows go to the tensor-core kernel
 	 * (enum o1_attn_tc: 0 auto, wide batches; A/B for benchmarks) */
 	uint32_t cuda_attn_tc;
-	/* CUDA backend: whether few rows' decode attention merges its splits
-	 * in thread block clusters (enum o1_attn_tc: 0 the kernel's choice;
-	 * A/B for benchmarks; the same bits either way) */
-	uint32_t cuda_attn_cluster;
 	/* CUDA backend (config cuda.attention_splits): the tensor-core decode
 	 * attention's splits along the positions at most (0: its pick, a
 	 * split per O1_ATTN_DECODE_TC_SPLIT_MIN positions of a row; 1: none) */

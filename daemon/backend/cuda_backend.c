@@ -353,8 +353,7 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 						    false,
 						    cfg->cuda_attn_tc,
 						    0,
-						    cfg->cuda_attn_tc_splits,
-						    cfg->cuda_attn_cluster};
+						    cfg->cuda_attn_tc_splits};
 	err = O1_CUDA_CHECK(cudaGetDeviceCount(&n));
 	if (!err && cfg->device >= (uint32_t)n) {
 		o1_err("cuda backend: no device cuda:%u (%d devices)",

@@ -372,15 +372,6 @@ static uint32_t kv_pages(const struct o1d *d, enum o1_backend_kind kind)
  * built to sample on the device (cuda), off for cpu; on is on for any
  * backend that can sample (warned and off for one that cannot, so that
  * device auto does not fall back to cpu for it). */
-/* cuda.attention_cluster as backend.h's cuda_attn_cluster (kernels_cuda.h's
- * enum o1_attn_tc: 0 auto, 1 off, 2 on). */
-static uint32_t attn_cluster(enum o1_config_attention_cluster c)
-{
-	return c == O1_CONFIG_ATTENTION_CLUSTER_ON    ? 2
-	       : c == O1_CONFIG_ATTENTION_CLUSTER_OFF ? 1
-						      : 0;
-}
-
 static bool sample_in_backend(const struct o1d *d, enum o1_backend_kind kind)
 {
 	bool can = o1_backend_kind_can_sample(kind);
@@ -420,7 +411,6 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 		    : d->cfg.cuda.quant_i8_rows,
 	    .cuda_quant_wg_rows = d->cfg.cuda.quant_wgmma_rows,
 	    .cuda_attn_tc_splits = d->cfg.cuda.attention_splits,
-	    .cuda_attn_cluster = attn_cluster(d->cfg.cuda.attention_cluster),
 	    .cuda_keep_row_counts = !d->cfg.cuda.faster_row_counts,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;

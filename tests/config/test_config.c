@@ -40,8 +40,6 @@ static void test_defaults(void **state)
 	assert_true(c.graphs.enabled);
 	assert_int_equal(c.cuda.quant_pass_rows, 12);
 	assert_int_equal(c.cuda.attention_splits, 0);
-	assert_int_equal(c.cuda.attention_cluster,
-			 O1_CONFIG_ATTENTION_CLUSTER_AUTO);
 	assert_true(c.cuda.faster_row_counts);
 	assert_string_equal(c.ipc.socket, "/run/o1d/o1d.sock");
 	assert_int_equal(c.ipc.socket_mode, 0660);
@@ -260,8 +258,6 @@ static const struct bad_case bad_cases[] = {
     {"[scheduler]\nprefill_burst_ratio = 0\n", {"t.ini:2:", "out of range"}},
     {"[cuda]\nquant_pass_rows = 257\n", {"t.ini:2:", "out of range", "0..256"}},
     {"[cuda]\nattention_splits = 33\n", {"t.ini:2:", "out of range", "0..32"}},
-    {"[cuda]\nattention_cluster = yes\n",
-     {"t.ini:2:", "attention_cluster = 'yes'", "auto|on|off"}},
     {"[slo]\nwindow_s = 0\n", {"t.ini:2:", "window_s", "1..86400"}},
     {"[slo]\np99_ttft_ms = -1\n", {"t.ini:2:", "p99_ttft_ms"}},
     {"[faults]\nenabled = maybe\n", {"t.ini:2:", "true|false"}},

@@ -28,13 +28,6 @@
  *   replayed, gives the same bits (a ticket left non-zero would merge
  *   early), with launches of other split counts in between; groups wider
  *   than a block's 8 heads (16, 32) and head dims 32 and 256.
- * - test_cluster: a row's splits merged in a thread block cluster
- *   (o1_attn_decode_tune's cluster on) give the ticket merge's bits where
- *   every row takes at most 8 splits, and the CPU's output within the
- *   bound where some take more: batch 1 at contexts 33 to 3,000 and head
- *   dims 32, 64 and 128, and five rows of one, a few and many splits in
- *   one launch; as a graph would launch it, at the context, and captured
- *   and replayed.
  * - test_decode_errors: shapes the kernel does not take are refused with
  *   -EINVAL (o1_attention_cuda sends them to the old row kernel:
  *   test_attention_cuda's unaligned pages).
@@ -231,31 +224,25 @@ static void check_case(const struct dec_case *c,
 	run_close(&r);
 }
 
-/* One row at batch 1 of context *LEN, SHAPE's heads, kv heads and head
- * dim. */
-static struct dec_case lone_row(const uint32_t shape[3], const uint32_t *len)
-{
-	static const uint32_t one = 1;
-
-	return (struct dec_case){shape[0], shape[1], shape[2], 1, len, &one};
-}
-
 static void test_contexts(void **state)
 {
 	static const uint32_t lens[] = {1, 31, 33, 130, 400, 1000, 8192};
 	static const uint32_t shapes[][3] = {
 	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {8, 2, 128}, {7, 1, 128}};
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {1, 1, 8, 2, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {8, 4, 0, 0, true, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {2, 2, 100000, 4, true, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    {1, 1, 8, 2, false, O1_ATTN_TC_OFF, 0, 0},
+	    {8, 4, 0, 0, true, O1_ATTN_TC_OFF, 0, 0},
+	    {2, 2, 100000, 4, true, O1_ATTN_TC_OFF, 0, 0}};
+	const uint32_t one = 1;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
 		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]);
 		     k++) {
-			struct dec_case c = lone_row(shapes[k], &lens[i]);
+			struct dec_case c = {shapes[k][0], shapes[k][1],
+					     shapes[k][2], 1,
+					     &lens[i],	   &one};
 
 			/* the longest contexts with the default tuning only */
 			check_case(&c, tunes, lens[i] > 1000 ? 1 : 4);
@@ -266,8 +253,8 @@ static void test_batches(void **state)
 {
 	uint32_t len[256], n_new[256];
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {4, 1, 4096, 4, true, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    {4, 1, 4096, 4, true, O1_ATTN_TC_OFF, 0, 0}};
 	struct dec_case c = {14, 2, 64, 256, len, n_new};
 	struct dec_run r;
 	uint16_t *got, *tc;
@@ -303,11 +290,11 @@ static void test_batches(void **state)
 static void check_replay(const struct dec_case *c)
 {
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {2, 1, 4096, 1, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {1, 3, 1, 0, true, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {4, 1, 64, 2, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {2, 1, 0, 4, true, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    {2, 1, 4096, 1, false, O1_ATTN_TC_OFF, 0, 0},
+	    {1, 3, 1, 0, true, O1_ATTN_TC_OFF, 0, 0},
+	    {4, 1, 64, 2, false, O1_ATTN_TC_OFF, 0, 0},
+	    {2, 1, 0, 4, true, O1_ATTN_TC_OFF, 0, 0}};
 	struct dec_run r;
 
 	run_open(c, &r);
@@ -338,79 +325,15 @@ static void test_replay(void **state)
 		check_replay(&cases[i]);
 }
 
-/* Positions a split takes at least at up to 8 rows by default
- * (attention_decode.cu: a round of 8 warps, 32 / (D / 8) positions a warp
- * 4 times; one round a split): a row of at most 8 of them splits as it
- * would without clusters. */
-static uint32_t split_min(uint32_t d)
-{
-	return 8 * (32 / (d / 8)) * 4;
-}
-
-/* The cluster merge (tune cluster on) against the ticket merge (off) and
- * the CPU: the same bits where every row takes at most 8 splits (the
- * cluster's), the CPU's bound where some take more (their splits are
- * the launch's, rounded to whole clusters). Launched as a graph would
- * be, at the context, and captured into a graph and replayed. */
-static void check_cluster(const struct dec_case *c)
-{
-	const struct o1_attn_decode_tune off = {.tc = O1_ATTN_TC_OFF,
-						.cluster = O1_ATTN_TC_OFF},
-					 on = {.tc = O1_ATTN_TC_OFF,
-					       .cluster = O1_ATTN_TC_ON};
-	bool same = true;
-	struct dec_run r;
-
-	for (uint32_t s = 0; s < c->n_seqs; s++)
-		same &= c->len[s] <= 8 * split_min(c->d);
-	run_open(c, &r);
-	for (int k = 0; k < 3; k++) {
-		uint32_t ml = k == 1 ? r.max_len : GRAPH_LEN;
-		uint16_t *a = launch(&r, ml, &off, DECODE);
-		uint16_t *b = launch(&r, ml, &on, k == 2 ? GRAPH : DECODE);
-
-		check_cpu(&r, b);
-		if (same)
-			assert_memory_equal(a, b, r.out_n * 2);
-		free(a), free(b);
-	}
-	run_close(&r);
-}
-
-static void test_cluster(void **state)
-{
-	static const uint32_t lens[] = {33, 200, 300, 500, 700, 1000, 3000};
-	static const uint32_t shapes[][3] = {
-	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {7, 1, 128}, {4, 1, 32}};
-	static const uint32_t mixed[] = {37, 300, 1, 700, 130},
-			      ones[] = {1, 1, 1, 1, 1};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
-		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]);
-		     k++) {
-			struct dec_case c = lone_row(shapes[k], &lens[i]);
-
-			check_cluster(&c);
-		}
-	/* rows of one split, of a cluster's and of more in one launch */
-	for (size_t k = 0; k < 2; k++) {
-		struct dec_case c = {
-		    shapes[k][0], shapes[k][1], shapes[k][2], 5, mixed, ones};
-
-		check_cluster(&c);
-	}
-}
-
 static void test_decode_errors(void **state)
 {
 	struct o1_attn_dims dm = {8, 2, 96, 16, 2 * 16 * 96, 0.1f};
 	uint32_t dummy[4] = {0, 1};
 	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
 	const struct o1_attn_decode_tune nine = {
-	    9, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF};
+	    9, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0};
 	const struct o1_attn_decode_tune three = {
-	    0, 0, 0, 3, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF};
+	    0, 0, 0, 3, false, O1_ATTN_TC_OFF, 0, 0};
 	uint16_t *p = kct_dev(1 << 16);
 	float *fq = (float *)p;
 
@@ -447,7 +370,6 @@ int main(void)
 	    cmocka_unit_test(test_contexts),
 	    cmocka_unit_test(test_batches),
 	    cmocka_unit_test(test_replay),
-	    cmocka_unit_test(test_cluster),
 	    cmocka_unit_test(test_decode_errors),
 	};
 

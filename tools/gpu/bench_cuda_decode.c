@@ -80,10 +80,8 @@
  * off (cfg.cuda_no_attention) leaves the attention kernel out of the
  * steps (wrong tokens: the step's cost without it); --attn-tc
  * auto|on|off (cfg.cuda_attn_tc) whether decode rows go to the
- * tensor-core kernel (attention_decode_tc.cu; auto: wide batches);
- * --attn-cluster auto|on|off (cfg.cuda_attn_cluster) whether a few rows'
- * splits merge in thread block clusters. The RESULT line ends with
- * attn=W,R,T,H, attn_tc=, attn_cluster= and attention=on|off.
+ * tensor-core kernel (attention_decode_tc.cu; auto: wide batches). The
+ * RESULT line ends with attn=W,R,T,H, attn_tc= and attention=on|off.
  *
  * --gemv-rows N sets cfg.cuda_gemv_rows: products on bf16 weights over at
  * most N rows (1..4) run gemv.cu's, over more cuBLAS's (default: the
@@ -170,7 +168,6 @@ struct bench_args {
 	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
-	uint32_t attn_cluster;	  /* --attn-cluster: enum o1_attn_tc */
 	bool no_attention;	  /* --attention off */
 	uint32_t gemv_rows;	  /* --gemv-rows */
 	bool gu_f32;		  /* --gu-out f32 */
@@ -290,7 +287,6 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-wg-splits", required_argument, NULL, 'Z'},
 	    {"attn", required_argument, NULL, 'A'},
 	    {"attn-tc", required_argument, NULL, 'T'},
-	    {"attn-cluster", required_argument, NULL, 'C'},
 	    {"attention", required_argument, NULL, 'N'},
 	    {"gemv-rows", required_argument, NULL, 'G'},
 	    {"gu-out", required_argument, NULL, 'U'},
@@ -315,7 +311,6 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	a->attn_tc = O1_ATTN_TC_AUTO;
-	a->attn_cluster = O1_ATTN_TC_AUTO;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -357,16 +352,13 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'T' || opt == 'C') {
-			uint32_t *v = opt == 'T' ? &a->attn_tc
-						 : &a->attn_cluster;
-
+		if (opt == 'T') {
 			if (!strcmp(optarg, "auto"))
-				*v = O1_ATTN_TC_AUTO;
+				a->attn_tc = O1_ATTN_TC_AUTO;
 			else if (!strcmp(optarg, "on"))
-				*v = O1_ATTN_TC_ON;
+				a->attn_tc = O1_ATTN_TC_ON;
 			else if (!strcmp(optarg, "off"))
-				*v = O1_ATTN_TC_OFF;
+				a->attn_tc = O1_ATTN_TC_OFF;
 			else
 				return -EINVAL;
 			continue;
@@ -487,7 +479,6 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_attn_target = a->attn[2],
 	    .cuda_attn_heads = a->attn[3],
 	    .cuda_attn_tc = a->attn_tc,
-	    .cuda_attn_cluster = a->attn_cluster,
 	    .cuda_no_attention = a->no_attention,
 	    .cuda_gemv_rows = a->gemv_rows,
 	    .cuda_gu_f32 = a->gu_f32,
@@ -577,11 +568,6 @@ static int step(struct bench_run *r, uint32_t first, uint32_t k, uint32_t pos,
 static const char *on_off(bool v)
 {
 	return v ? "on" : "off";
-}
-
-static const char *tc_name(uint32_t v)
-{
-	return v == O1_ATTN_TC_ON ? "on" : v == O1_ATTN_TC_OFF ? "off" : "auto";
 }
 
 /* Kernels a decode step of the batch runs: those of the smallest bucket
@@ -679,8 +665,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
 	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
-	       "attn_tc=%s attn_cluster=%s attention=%s quant_pass_rows=%u "
-	       "gemv_rows=%u "
+	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
 	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f "
 	       "quant_i8_rows=%u quant_wg_rows=%u quant_wg_splits=%u "
 	       "prefetch=%s\n",
@@ -698,7 +683,9 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       a->quant_qp_rows ? "qp" : a->quant_mma ? "mma" : "tiles",
 	       a->quant_tile_mb, a->quant_qp_rows, a->attn[0], a->attn[1],
 	       a->attn[2], a->attn[3],
-	       tc_name(a->attn_tc), tc_name(a->attn_cluster),
+	       a->attn_tc == O1_ATTN_TC_ON    ? "on"
+	       : a->attn_tc == O1_ATTN_TC_OFF ? "off"
+					      : "auto",
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
 	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows,
@@ -809,7 +796,6 @@ int main(int argc, char **argv)
 			"[--quant-wg-rows N] [--quant-wg-splits N] "
 			"[--attn W,R,T,H] "
 			"[--attn-tc auto|on|off] "
-			"[--attn-cluster auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "
 			"[--gu-out bf16|f32] [--qkv-out bf16|f32] "
 			"[--add-two-rows on|off] [--profile decode|prefill]\n");

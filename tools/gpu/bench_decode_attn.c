@@ -14,10 +14,7 @@
  * flight, the default, and 2), and prints
  * microseconds a call and the KV bytes read over that time (GB/s), and
  * the largest |new - old| and |tc - new| output differences (tc rounds q
- * and the weights to bf16: attention_prefill.cu's bound), then the decode
- * kernel with its splits merged in clusters (o1_attn_decode_tune's
- * cluster on; graph MAX_LEN) and its largest |cluster - new| (0: the same
- * bits, where at most 8 splits are used).
+ * and the weights to bf16: attention_prefill.cu's bound).
  * Times: "cold", L2 flushed before each launch (as in a decode step, where
  * the weights stream through L2 between two layers' attention; median of
  * RUNS, CUDA events around the one launch), and "warm", RUNS launches back
@@ -240,11 +237,11 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 	static const uint32_t warps[] = {1, 2, 4, 8}, rounds[] = {1, 2, 4},
 			      targets[] = {132, 264, 528, 1056};
 	static const struct o1_attn_decode_tune kinds[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {0, 0, 0, 4, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {0, 0, 0, 4, true, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {0, 0, 0, 2, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF},
-	    {0, 0, 0, 1, false, O1_ATTN_TC_OFF, 0, 0, O1_ATTN_TC_OFF}};
+	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    {0, 0, 0, 4, false, O1_ATTN_TC_OFF, 0, 0},
+	    {0, 0, 0, 4, true, O1_ATTN_TC_OFF, 0, 0},
+	    {0, 0, 0, 2, false, O1_ATTN_TC_OFF, 0, 0},
+	    {0, 0, 0, 1, false, O1_ATTN_TC_OFF, 0, 0}};
 	uint32_t g = b->dims.n_heads / b->dims.n_kv_heads;
 	struct o1_attn_decode_tune best = kinds[0], t;
 	double best_us = 1e30, cold, warm;
@@ -278,33 +275,22 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	       uint32_t graph_len, uint32_t tc_splits, int do_sweep)
 {
-	const struct o1_attn_decode_tune rowk = {.tc = O1_ATTN_TC_OFF,
-						 .cluster = O1_ATTN_TC_OFF},
-					 tck = {.tc = O1_ATTN_TC_ON,
-						.tc_splits = tc_splits,
-						.cluster = O1_ATTN_TC_OFF},
-					 tck2 = {.tc = O1_ATTN_TC_ON,
-						 .tc_stages = 2,
-						 .tc_splits = tc_splits,
-						 .cluster = O1_ATTN_TC_OFF},
-					 rowcl = {.tc = O1_ATTN_TC_OFF,
-						  .cluster = O1_ATTN_TC_ON};
+	const struct o1_attn_decode_tune
+	    rowk = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
+	    tck = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 0, tc_splits},
+	    tck2 = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 2, tc_splits};
 	struct bench b;
 	uint32_t gl = graph_len > ctx ? graph_len : ctx;
 	const struct variant vs[6] = {{OLD, ctx, NULL}, {OLD, gl, NULL},
 				      {NEW, ctx, &rowk}, {NEW, gl, &rowk},
 				      {TC, gl, &tck},	 {TC, gl, &tck2}};
-	/* the cluster merge last: into out_tc, once diff_tc is taken */
-	const struct variant clv = {TC, gl, &rowcl};
-	double cold[7], warm[7], diff, diff_tc, diff_cl, gb;
+	double cold[6], warm[6], diff, diff_tc, gb;
 	int err = setup(&b, s, rows, ctx, graph_len);
 
 	for (int i = 0; !err && i < 6; i++)
 		err = time_us(&b, &vs[i], &cold[i], &warm[i]);
 	diff = err ? -1 : max_diff(&b, b.out_old, b.out_new);
 	diff_tc = err ? -1 : max_diff(&b, b.out_new, b.out_tc);
-	err = err ? err : time_us(&b, &clv, &cold[6], &warm[6]);
-	diff_cl = err ? -1 : max_diff(&b, b.out_new, b.out_tc);
 	if (!err && do_sweep)
 		err = sweep(&b, gl, cold[3]);
 	teardown(&b);
@@ -319,13 +305,11 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	       "(graph %.2f) new %.2f (graph %.2f), %.2fx, new %.0f GB/s; "
 	       "warm us old %.2f new %.2f (graph %.2f); max |new - old| "
 	       "%.3g; tc cold %.2f us (%.0f GB/s, %.2fx new) warm %.2f, "
-	       "2 stages %.2f us, max |tc - new| %.3g; cluster merge cold "
-	       "%.2f us (%.2fx new) warm %.2f, max |cluster - new| %.3g\n",
+	       "2 stages %.2f us, max |tc - new| %.3g\n",
 	       s->name, rows, ctx, gb, cold[0], cold[1], cold[2], cold[3],
 	       cold[1] / cold[3], gb / (cold[3] * 1e-6), warm[0], warm[2],
 	       warm[3], diff, cold[4], gb / (cold[4] * 1e-6), cold[3] / cold[4],
-	       warm[4], cold[5], diff_tc, cold[6], cold[3] / cold[6], warm[6],
-	       diff_cl);
+	       warm[4], cold[5], diff_tc);
 	fflush(stdout);
 	return 0;
 }

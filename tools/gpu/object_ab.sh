@@ -11,7 +11,7 @@
 # $OUT/session-logs.tgz (only 8 files come back from a call: the other
 # files are removed).
 #
-#   OUT=dir AB_SRC=kernels/gemv_q.cu AB_VARIANTS="p1:GQ_PROBE=1 nw0:GQ_NW_L1=0" \
+#   OUT=dir AB_SRC=kernels/gemv_q.cu AB_VARIANTS="p1:GQ_PROBE=1 p4:GQ_PROBE=4" \
 #     [AB_MODELS="qw-q4km l1-q4km"] [AB_ROUNDS=2] [AB_EXTRA="--attention off;--prefetch on"] \
 #     [AB_ARGS="--prompt 128 --tokens 128 --reps 3"] [AB_BUDGET=s] tools/gpu/object_ab.sh
 #

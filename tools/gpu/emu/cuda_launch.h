@@ -1,6 +1,6 @@
 /* kernels/cuda_launch.h for the CPU emulation (emu.h): a .cu file copied
  * out of kernels/ (as run_decode.sh and run_quant.sh do) finds this one
- * first. PDL's wait and trigger and the L1 and L2 prefetches do nothing
+ * first. PDL's wait and trigger and the L2 prefetch do nothing
  * (launches run one after the other, as below compute capability 9.0), and
  * a launch runs the kernel over its grid at once, one block at a time in a
  * shuffled order (emu_launch_grid: any grid, each block within emu.cc's
@@ -25,11 +25,6 @@ static inline void o1_pdl_trigger(void)
 static inline void o1_prefetch_l2(const void *p, uint32_t bytes)
 {
 	(void)p, (void)bytes;
-}
-
-static inline void o1_prefetch_l1(const void *p)
-{
-	(void)p;
 }
 
 /* o1_launch's arguments after NAME (a template kernel's commas stay
