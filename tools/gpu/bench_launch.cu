@@ -23,7 +23,18 @@
  *   block spinning on an acquire load) between steps, the next step's
  *   weights loaded before the barrier;
  * - empty-pdl: N kernels with PDL doing nothing but the wait and the
- *   trigger (the chain's floor with kernels).
+ *   trigger (the chain's floor with kernels);
+ * - persistent-async: the persistent way, but the next step's weights are
+ *   copied into shared memory (cp.async, by warps 1-7, so that thread 0's
+ *   release does not wait for them) and only waited for once the step's
+ *   input is read after the barrier: their latency overlaps the barrier,
+ *   as a PDL kernel's loads overlap the previous kernel (the persistent
+ *   way above sums them before it arrives);
+ * - persistent-flags: persistent-async with a barrier of flags: each
+ *   block stores its step count to its own word (a release store, no
+ *   atomic on one word), and G threads of every block each poll one
+ *   block's word (acquire loads), then a block barrier: what a persistent
+ *   decode kernel whose products wait on their inputs' flags would pay.
  * Each way's final vector is checked against the same chain on the CPU
  * (relative L2 <= 1e-4: f32 sums in another order and rsqrtf against
  * 1/sqrt, over N normalizations that keep the vector at unit RMS); a way
@@ -46,14 +57,17 @@
 
 #include "gpu_bench.h"
 #include "kernels/cuda_launch.h"
+#include "kernels/mma_dev.h"
 
 #define THREADS	   256
 #define WEIGHT_GAP (2u << 20) /* bytes between two steps' weights */
+#define MAX_GRID   1024	      /* persistent-flags: blocks at most */
 
 struct chain {
 	float *v[2];	   /* ping-pong vectors, D floats each */
 	const float4 *w;   /* the weights: step s at s * WEIGHT_GAP */
-	unsigned *count;   /* the persistent way's barrier */
+	unsigned *count;   /* the persistent ways' barrier */
+	unsigned *flags;   /* persistent-flags: a word a block */
 	uint32_t d, wq;	   /* dim, weight float4s a step */
 	uint32_t steps, g; /* N, G */
 };
@@ -97,21 +111,31 @@ static __device__ float weights(const chain &c, uint32_t s)
 	return a;
 }
 
-/* Step S given this thread's weight sum WA: reads v[s & 1] (L2), writes
- * this block's slice of v[~s & 1]. */
-static __device__ void step(const chain &c, uint32_t s, uint32_t stride,
-			    float wa, float *red)
+/* This thread's share of the sum of squares of step S's input v[s & 1]
+ * (read through L2). */
+static __device__ float input_squares(const chain &c, uint32_t s)
 {
 	const float *x = c.v[s & 1];
-	float *y = c.v[(s + 1) & 1];
-	uint32_t per = (c.d + c.g - 1) / c.g, i0 = blockIdx.x * per;
-	float ss = 0, ws;
+	float ss = 0;
 
 	for (uint32_t i = threadIdx.x; i < c.d; i += THREADS) {
 		float v = __ldcg(x + i);
 
 		ss += v * v;
 	}
+	return ss;
+}
+
+/* Step S given this thread's shares SS (input_squares) and WA (its
+ * weight sum): writes this block's slice of v[~s & 1]. */
+static __device__ void step_out(const chain &c, uint32_t s, uint32_t stride,
+				float ss, float wa, float *red)
+{
+	const float *x = c.v[s & 1];
+	float *y = c.v[(s + 1) & 1];
+	uint32_t per = (c.d + c.g - 1) / c.g, i0 = blockIdx.x * per;
+	float ws;
+
 	ss = block_sum(ss, red);
 	/* the weights only enter as a term that is 0 for the data uploaded
 	 * (zeros), so that the check does not depend on their order */
@@ -121,6 +145,14 @@ static __device__ void step(const chain &c, uint32_t s, uint32_t stride,
 		__stcg(y + i, __ldcg(x + source(i, s, c.d, stride)) *
 				      rsqrtf(ss / (float)c.d + 1e-6f) +
 				  ws);
+}
+
+/* Step S given this thread's weight sum WA: reads v[s & 1] (L2), writes
+ * this block's slice of v[~s & 1]. */
+static __device__ void step(const chain &c, uint32_t s, uint32_t stride,
+			    float wa, float *red)
+{
+	step_out(c, s, stride, input_squares(c, s), wa, red);
 }
 
 static __global__ void __launch_bounds__(THREADS)
@@ -175,14 +207,110 @@ static __global__ void __launch_bounds__(THREADS)
 	}
 }
 
-enum way { W_GRAPH, W_PDL, W_PERSISTENT, W_EMPTY, W_N };
-static const char *way_name[W_N] = {"graph", "pdl", "persistent", "empty-pdl"};
+/* This block's share of step S's weights (weights()'s) copied into W by
+ * the threads of warps 1-7 (cp.async; warp 0 issues none, so that thread
+ * 0's release in the barrier that follows has no copy to wait for). */
+static __device__ void weights_copy(const chain &c, uint32_t s, float4 *w)
+{
+	const float4 *src = c.w + (size_t)s * (WEIGHT_GAP / 16);
+	uint32_t per = (c.wq + c.g - 1) / c.g, b0 = blockIdx.x * per;
+
+	if (threadIdx.x >= 32)
+		for (uint32_t i = threadIdx.x - 32; i < per && b0 + i < c.wq;
+		     i += THREADS - 32)
+			mma_cp16(w + i, src + b0 + i, 16);
+	mma_cp_commit();
+}
+
+/* weights_copy's W summed, once its copies landed (every thread). */
+static __device__ float weights_landed(const chain &c, const float4 *w)
+{
+	uint32_t per = (c.wq + c.g - 1) / c.g, b0 = blockIdx.x * per;
+	float a = 0;
+
+	mma_cp_wait<0>();
+	__syncthreads();
+	for (uint32_t i = threadIdx.x; i < per && b0 + i < c.wq; i += THREADS) {
+		float4 q = w[i];
+
+		a += q.x + q.y + q.z + q.w;
+	}
+	return a;
+}
+
+/* Waits until every block of the grid has stored TARGET (or more) to its
+ * word of FLAGS: thread 0 stores this block's, threads 0..G-1 poll one
+ * block's each. */
+static __device__ void flag_barrier(unsigned *flags, uint32_t g,
+				    unsigned target)
+{
+	__syncthreads();
+	if (threadIdx.x == 0)
+		asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(
+				 flags + blockIdx.x),
+			     "r"(target)
+			     : "memory");
+	for (uint32_t b = threadIdx.x; b < g; b += THREADS) {
+		unsigned v;
+
+		do
+			asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+				     : "=r"(v)
+				     : "l"(flags + b)
+				     : "memory");
+		while (v < target);
+	}
+	__syncthreads();
+}
+
+/* persistent-async (FLAGS false) and persistent-flags: the next step's
+ * weights in flight across the barrier (dynamic shared memory: a block's
+ * share of a step's weights). */
+template <bool FLAGS>
+static __global__ void __launch_bounds__(THREADS)
+    chain_persistent_async(chain c, uint32_t stride)
+{
+	extern __shared__ float4 wbuf[];
+	__shared__ float red[THREADS / 32];
+
+	weights_copy(c, 0, wbuf);
+	for (uint32_t s = 0; s < c.steps; s++) {
+		float ss = input_squares(c, s);
+
+		/* every thread past its reads of WBUF (step_out's barriers)
+		 * before the next step's copies overwrite it */
+		step_out(c, s, stride, ss, weights_landed(c, wbuf), red);
+		if (s + 1 < c.steps) {
+			__syncthreads();
+			weights_copy(c, s + 1, wbuf);
+			if (FLAGS)
+				flag_barrier(c.flags, c.g, s + 1);
+			else
+				grid_barrier(c.count, (s + 1) * c.g);
+		}
+	}
+}
+
+enum way { W_GRAPH, W_PDL, W_PERSISTENT, W_EMPTY, W_ASYNC, W_FLAGS, W_N };
+static const char *way_name[W_N] = {
+    "graph",	       "pdl", "persistent", "empty-pdl", "persistent-async",
+    "persistent-flags"};
+
+/* The way's kernel, where it is one persistent kernel (else NULL). */
+static const void *persistent_kernel(way w)
+{
+	return w == W_PERSISTENT ? (const void *)chain_persistent
+	       : w == W_ASYNC	 ? (const void *)chain_persistent_async<false>
+	       : w == W_FLAGS	 ? (const void *)chain_persistent_async<true>
+				 : NULL;
+}
 
 struct run {
 	chain c;
 	way w;
 	uint32_t stride;
 	uint32_t smem; /* bytes of dynamic shared memory a step kernel */
+	uint32_t wsmem;	 /* persistent-async/-flags: a block's weight bytes */
 	const float *x0; /* the input, uploaded first in each replay */
 };
 
@@ -194,9 +322,12 @@ static int launch(void *ctx, uint32_t i, cudaStream_t st)
 	if (i == 0) {
 		e = cudaMemcpyAsync(r->c.v[0], r->x0, r->c.d * sizeof(float),
 				    cudaMemcpyDeviceToDevice, st);
-		if (!e && r->w == W_PERSISTENT)
+		if (!e && persistent_kernel(r->w))
 			e = cudaMemsetAsync(r->c.count, 0, sizeof(unsigned),
 					    st);
+		if (!e && r->w == W_FLAGS)
+			e = cudaMemsetAsync(r->c.flags, 0,
+					    r->c.g * sizeof(unsigned), st);
 	}
 	if (e)
 		return -1;
@@ -209,6 +340,16 @@ static int launch(void *ctx, uint32_t i, cudaStream_t st)
 	case W_EMPTY:
 		e = o1_launch(empty_step, dim3(r->c.g), dim3(THREADS), r->smem,
 			      st, true);
+		break;
+	case W_ASYNC:
+		e = o1_launch(chain_persistent_async<false>, dim3(r->c.g),
+			      dim3(THREADS), r->wsmem, st, false, r->c,
+			      r->stride);
+		break;
+	case W_FLAGS:
+		e = o1_launch(chain_persistent_async<true>, dim3(r->c.g),
+			      dim3(THREADS), r->wsmem, st, false, r->c,
+			      r->stride);
 		break;
 	default:
 		/* the barrier's premise: all G blocks resident at once (main
@@ -266,7 +407,8 @@ int main(int argc, char **argv)
 	cudaStream_t st;
 	float *x0, *v0, *v1;
 	void *w;
-	unsigned *count;
+	unsigned *count, *flags;
+	uint32_t wq, wsmem_max;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		long v = optarg ? strtol(optarg, NULL, 10) : 0;
@@ -291,12 +433,16 @@ int main(int argc, char **argv)
 	}
 	while (gcd(stride, d) != 1)
 		stride += 2;
+	/* the largest block share of a step's weights: the smallest grid's */
+	wq = kb * 1024 / 16;
+	wsmem_max = (wq + 15) / 16 * 16;
 	if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) ||
 	    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) ||
 	    cudaMalloc(&x0, d * sizeof(float)) ||
 	    cudaMalloc(&v0, d * sizeof(float)) ||
 	    cudaMalloc(&v1, d * sizeof(float)) ||
 	    cudaMalloc(&count, sizeof(unsigned)) ||
+	    cudaMalloc(&flags, MAX_GRID * sizeof(unsigned)) ||
 	    cudaMalloc(&w, (size_t)steps * WEIGHT_GAP) ||
 	    cudaMemset(w, 0, (size_t)steps * WEIGHT_GAP) ||
 	    cudaFuncSetAttribute(chain_step,
@@ -304,7 +450,13 @@ int main(int argc, char **argv)
 				 (int)(smem_kb << 10)) ||
 	    cudaFuncSetAttribute(empty_step,
 				 cudaFuncAttributeMaxDynamicSharedMemorySize,
-				 (int)(smem_kb << 10))) {
+				 (int)(smem_kb << 10)) ||
+	    cudaFuncSetAttribute(chain_persistent_async<false>,
+				 cudaFuncAttributeMaxDynamicSharedMemorySize,
+				 (int)wsmem_max) ||
+	    cudaFuncSetAttribute(chain_persistent_async<true>,
+				 cudaFuncAttributeMaxDynamicSharedMemorySize,
+				 (int)wsmem_max)) {
 		fprintf(stderr, "bench_launch: no device memory\n");
 		return 1;
 	}
@@ -324,11 +476,17 @@ int main(int argc, char **argv)
 		grids.push_back((uint32_t)sms);
 	for (uint32_t g : grids)
 		for (int wy = 0; wy < W_N; wy++) {
+			const void *pk = persistent_kernel((way)wy);
+			/* persistent-async/-flags: a block's weight share */
+			uint32_t wsmem = wy == W_ASYNC || wy == W_FLAGS
+					     ? (wq + g - 1) / g * 16
+					     : 0;
 			int fit = 0;
 
-			if (wy == W_PERSISTENT &&
-			    (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-				 &fit, chain_persistent, THREADS, 0) ||
+			if (pk &&
+			    (g > MAX_GRID ||
+			     cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+				 &fit, pk, THREADS, wsmem) ||
 			     (uint64_t)fit * sms < g)) {
 				printf("RESULT %s %u %u %u skipped: %d a "
 				       "multiprocessor\n",
@@ -338,17 +496,18 @@ int main(int argc, char **argv)
 			run r = {{{v0, v1},
 				  (const float4 *)w,
 				  count,
+				  flags,
 				  d,
-				  kb * 1024 / 16,
+				  wq,
 				  steps,
 				  g},
 				 (way)wy,
 				 stride,
 				 smem_kb << 10,
+				 wsmem,
 				 x0};
-			double us = gpu_bench_graph_us(
-			    st, wy == W_PERSISTENT ? 1 : steps, replays, launch,
-			    &r);
+			double us = gpu_bench_graph_us(st, pk ? 1 : steps,
+						       replays, launch, &r);
 			std::vector<float> got(d);
 			double e2 = 0, n2 = 0;
 
@@ -358,7 +517,7 @@ int main(int argc, char **argv)
 				fails++;
 				continue;
 			}
-			if (wy == W_PERSISTENT)
+			if (pk)
 				us /= steps;
 			if (wy != W_EMPTY) {
 				if (cudaMemcpy(got.data(), steps & 1 ? v1 : v0,
