@@ -2,7 +2,8 @@
 # Issue 18's small models in one GPU machine call (over
 # tools/gpu/session.sh): every GPU target built, `ctest -L gpu` (SM_CTEST=0:
 # not), bench_launch (what a kernel boundary costs against a grid
-# barrier: the small models' lever), bench_gemv_q's Q5_0 beside Q4_0,
+# barrier: the small models' lever), bench_decode_attn's sweep at batch 1
+# and contexts 200-500 (into bench_launch.txt), bench_gemv_q's Q5_0 beside Q4_0,
 # qwen2.5-0.5b bf16 / Q4_K_M (mostly Q5_0: llama.cpp's fallback where rows
 # are 896) / Q8_0 and llama3.2-1b bf16 / Q4_K_M at batch 1
 # (bench_cuda_decode), the Q4_K_M's f32 decode path, then o1d's batch-1 row
@@ -24,6 +25,13 @@ grep -h "FAILED\|Q5_0\|q5_0" "$s_out/ctest.txt" 2>/dev/null | cut -c1-200 | head
 s_log "bench_launch ($(left) s left)"
 timeout 30 "$s_bin/tools/gpu/bench_launch" >"$s_out/bench_launch.txt" 2>&1
 echo "bench_launch rc=$?" >>"$s_out/bench_launch.txt"
+# batch 1's decode attention at o1d's contexts (128-word prompts: ~205
+# tokens, then 128 steps), the default tuning beside the sweep's best
+s_log "bench_decode_attn --sweep, batch 1 ($(left) s left)"
+for c in 200 300 500; do
+	timeout 30 "$s_bin/tools/gpu/bench_decode_attn" --sweep --batch 1 \
+		--ctx $c >>"$s_out/bench_launch.txt" 2>&1
+done
 s_log "bench_gemv_q q4_0,q5_0 ($(left) s left)"
 if [ "$(left)" -gt 150 ]; then
 	timeout 40 "$s_bin/tools/gpu/bench_gemv_q" --iters 10 \
