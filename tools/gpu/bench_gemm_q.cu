@@ -3,12 +3,13 @@
  * bf16:
  *
  *   bench_gemm_q [--iters N] [--types q8_0,q4_0,q4_k,q6_k,q5_0]
- *                [--shapes qkv,o,gu,down,head] [--sweep]
+ *                [--shapes qkv,o,gu,down,head] [--rows M] [--sweep]
  *
  * Shapes (N outputs x K): qkv 6144 x 4096, o 4096 x 4096, gu 28672 x 4096
  * (gate and up together), down 4096 x 14336, head 128256 x 4096; default
  * types q8_0,q4_k,q6_k, every shape. For M = 16, 64, 128, 256, 512 and
- * 2048 input rows:
+ * 2048 input rows (--rows M: that one alone, 1 to 2048; a profiler's run
+ * of one shape):
  *   tiles  the fallback: the whole matrix dequantized to bf16
  *          (o1_quant_dequantize_bf16_cuda) then cublasGemmEx;
  *   mma    gemm_q.cu's tensor-core kernel (o1_gemm_q_cuda);
@@ -381,8 +382,12 @@ static double time_if(struct bufs *b, unsigned ways, unsigned bit,
 }
 
 static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
-		       unsigned ways, int iters, bool do_sweep, bool do_wg_sweep)
+		       unsigned ways, int iters, bool do_sweep,
+		       bool do_wg_sweep, uint32_t rows)
 {
+	const uint32_t *list = rows ? &rows : ms;
+	size_t n_m = rows ? 1 : sizeof(ms) / sizeof(ms[0]);
+
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		enum o1_quant_type ty = types[t].type;
 		uint64_t bytes = 0;
@@ -393,8 +398,8 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 		err = put_weights(b, ty, s->n, s->k, &bytes);
 		if (err)
 			return err;
-		for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
-			uint32_t m = ms[i];
+		for (size_t i = 0; i < n_m; i++) {
+			uint32_t m = list[i];
 			double fl = 2.0 * m * s->n * s->k;
 			double best_us = 0, worst = 0;
 			gp_plan p = gp_pick(m, s->n, s->k), best = {};
@@ -492,6 +497,7 @@ int main(int argc, char **argv)
 	    {"ways", required_argument, NULL, 'y'},
 	    {"wg-splits", required_argument, NULL, 'z'},
 	    {"wg-sweep", no_argument, NULL, 'x'},
+	    {"rows", required_argument, NULL, 'm'},
 	    {NULL, 0, NULL, 0},
 	};
 	static const char *const tnames[] = {"q8_0", "q4_0", "q4_k", "q6_k",
@@ -503,6 +509,7 @@ int main(int argc, char **argv)
 	struct bufs b = {};
 	unsigned mask = 0xd, smask = 0x1f;
 	int iters = 20, opt, err = 0;
+	uint32_t rows = 0; /* --rows: 0, every M of ms */
 	bool do_sweep = false, do_wg_sweep = false;
 	uint16_t *hx;
 
@@ -521,11 +528,15 @@ int main(int argc, char **argv)
 			do_wg_sweep = true;
 		} else if (opt == 'z' && atoi(optarg) >= 0) {
 			b.split.splits = (uint32_t)atoi(optarg);
+		} else if (opt == 'm' && atoi(optarg) >= 1 &&
+			   atoi(optarg) <= MOST_M) {
+			rows = (uint32_t)atoi(optarg);
 		} else {
 			fprintf(stderr,
 				"usage: bench_gemm_q [--iters N] "
 				"[--types q8_0,q4_0,q4_k,q6_k,q5_0] "
-				"[--shapes qkv,o,gu,down,head] [--sweep] "
+				"[--shapes qkv,o,gu,down,head] [--rows M] "
+				"[--sweep] "
 				"[--ways tiles,mma,qp,i8,wg,bf16] "
 				"[--wg-splits N] [--wg-sweep]\n");
 			return 2;
@@ -577,7 +588,7 @@ int main(int argc, char **argv)
 	for (size_t s = 0; !err && s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		if (smask & (1u << s))
 			err = bench_shape(&b, &shapes[s], mask, ways, iters,
-					  do_sweep, do_wg_sweep);
+					  do_sweep, do_wg_sweep, rows);
 	cublasDestroy(b.blas);
 	cudaFree(b.w), cudaFree(b.wb), cudaFree(b.x), cudaFree(b.y);
 	cudaFree(b.scratch), cudaFree(b.split.part), cudaFree(b.split.count);
