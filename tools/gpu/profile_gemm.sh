@@ -11,7 +11,8 @@
 #     their figures side by side in session.txt, and gemm_qw's warp
 #     samples by SASS instruction (tools/gpu/ncu_source.py: the wgmma
 #     wait and issue, the mbarrier waits, each source file).
-# Results: $OUT/session.txt, the reports and CSVs in $OUT/profile.tgz.
+# Results: $OUT/session.txt, the CSVs and logs in $OUT/profile.tgz, the
+# ncu reports in $OUT/reports.tgz (where under 15 MB).
 #   OUT=dir [PG_SHAPES="gu qkv o down"] [PG_ROWS=256] [PG_TYPE=q4_k] \
 #     tools/gpu/profile_gemm.sh
 set -uo pipefail
@@ -91,7 +92,12 @@ for s in ${PG_SHAPES:-gu qkv o down}; do
 	fi
 done
 s_log "done"
-# only 8 files come back: the tarball and session.txt
-(cd "$s_out" && tar czf profile.tgz profile ./*.txt ./*.log 2>/dev/null &&
+# only 8 files come back, each at most 16 MB: the CSVs and logs in one
+# tarball, the reports in another where it fits (ncu -i reads them)
+(cd "$s_out" && tar czf profile.tgz --exclude='*.ncu-rep' profile ./*.txt \
+	./*.log 2>/dev/null
+	tar czf reports.tgz profile/*.ncu-rep 2>/dev/null
+	[ "$(stat -c %s reports.tgz 2>/dev/null || echo 0)" -lt 15000000 ] ||
+		rm -f reports.tgz
 	rm -rf profile && find . -maxdepth 1 -type f ! -name profile.tgz \
-	! -name session.txt -delete)
+		! -name reports.tgz ! -name session.txt -delete)
