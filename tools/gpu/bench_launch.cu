@@ -94,17 +94,25 @@ static __device__ float block_sum(float x, float *red)
 	return x;
 }
 
+/* This block's share of a step's weights: its float4s from *B0. */
+static __device__ uint32_t weight_share(const chain &c, uint32_t *b0)
+{
+	uint32_t per = (c.wq + c.g - 1) / c.g;
+
+	*b0 = blockIdx.x * per;
+	return *b0 >= c.wq ? 0 : per < c.wq - *b0 ? per : c.wq - *b0;
+}
+
 /* This block's share of step S's weights, summed (the loads issued; the
  * sum is used after the input is read). */
 static __device__ float weights(const chain &c, uint32_t s)
 {
 	const float4 *w = c.w + (size_t)s * (WEIGHT_GAP / 16);
-	uint32_t per = (c.wq + c.g - 1) / c.g, b0 = blockIdx.x * per;
+	uint32_t b0, n = weight_share(c, &b0);
 	float a = 0;
 
-	for (uint32_t i = b0 + threadIdx.x; i < b0 + per && i < c.wq;
-	     i += THREADS) {
-		float4 q = __ldcs(w + i);
+	for (uint32_t i = threadIdx.x; i < n; i += THREADS) {
+		float4 q = __ldcs(w + b0 + i);
 
 		a += q.x + q.y + q.z + q.w;
 	}
@@ -213,11 +221,10 @@ static __global__ void __launch_bounds__(THREADS)
 static __device__ void weights_copy(const chain &c, uint32_t s, float4 *w)
 {
 	const float4 *src = c.w + (size_t)s * (WEIGHT_GAP / 16);
-	uint32_t per = (c.wq + c.g - 1) / c.g, b0 = blockIdx.x * per;
+	uint32_t b0, n = weight_share(c, &b0);
 
 	if (threadIdx.x >= 32)
-		for (uint32_t i = threadIdx.x - 32; i < per && b0 + i < c.wq;
-		     i += THREADS - 32)
+		for (uint32_t i = threadIdx.x - 32; i < n; i += THREADS - 32)
 			mma_cp16(w + i, src + b0 + i, 16);
 	mma_cp_commit();
 }
@@ -225,12 +232,12 @@ static __device__ void weights_copy(const chain &c, uint32_t s, float4 *w)
 /* weights_copy's W summed, once its copies landed (every thread). */
 static __device__ float weights_landed(const chain &c, const float4 *w)
 {
-	uint32_t per = (c.wq + c.g - 1) / c.g, b0 = blockIdx.x * per;
+	uint32_t b0, n = weight_share(c, &b0);
 	float a = 0;
 
 	mma_cp_wait<0>();
 	__syncthreads();
-	for (uint32_t i = threadIdx.x; i < per && b0 + i < c.wq; i += THREADS) {
+	for (uint32_t i = threadIdx.x; i < n; i += THREADS) {
 		float4 q = w[i];
 
 		a += q.x + q.y + q.z + q.w;

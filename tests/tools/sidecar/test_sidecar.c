@@ -302,34 +302,14 @@ static int ascii_text(const char *s)
 	return 1;
 }
 
-/* S (ascii_text) as the inside of a JSON string, into OUT (CAP bytes). */
-static void json_inside(const char *s, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (; *s && o + 3 < cap; s++) {
-		const char *e = *s == '"'    ? "\\\""
-				: *s == '\\' ? "\\\\"
-				: *s == '\n' ? "\\n"
-				: *s == '\t' ? "\\t"
-					     : NULL;
-
-		if (e)
-			out[o++] = e[0], out[o++] = e[1];
-		else
-			out[o++] = *s;
-	}
-	out[o] = 0;
-}
-
 /* ignore_eos: the demo model is the bigrams of the .md files in docs, so
  * its greedy completion changes as the docs do (a run of markdown table
  * rows, "  |\n" again and again, after the thirty-fifth session's): the
  * stop is any 4 bytes of it, from its middle on and then from its start,
- * whose first occurrence is past its third byte, escaped into the JSON. */
+ * whose first occurrence is past its third byte, escaped by cJSON. */
 static void test_stop_sequence(void **state)
 {
-	char body[512], stop[8], quoted[24], want[8192], *out, text[8192];
+	char body[512], stop[8], want[8192], *out, *quoted, text[8192];
 	const char *full, *finish, *at = NULL;
 	cJSON *j, *usage;
 	size_t n;
@@ -353,12 +333,16 @@ static void test_stop_sequence(void **state)
 	snprintf(want, sizeof(want), "%.*s", (int)(at - full), full);
 	cJSON_Delete(j);
 	assert_true(at - full >= 3 && ascii_text(stop));
-	json_inside(stop, quoted, sizeof(quoted));
+	/* a JSON string, quotes included (cJSON escapes it) */
+	j = cJSON_CreateString(stop);
+	quoted = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	assert_non_null(quoted);
 	snprintf(body, sizeof(body),
 		 "{\"model\":\"default\",\"prompt\":\"The daemon\","
 		 "\"max_tokens\":60,\"temperature\":0,\"ignore_eos\":true,"
 		 "\"stop\":[\"zzqq\","
-		 "\"%s\"]}",
+		 "%s]}",
 		 quoted);
 	full = completion(body, &j);
 	print_message("stop '%s': '%s'\n", stop, full);
@@ -368,9 +352,10 @@ static void test_stop_sequence(void **state)
 	snprintf(body, sizeof(body),
 		 "{\"model\":\"default\",\"prompt\":\"The daemon\","
 		 "\"max_tokens\":60,\"temperature\":0,\"ignore_eos\":true,"
-		 "\"stop\":\"%s\","
+		 "\"stop\":%s,"
 		 "\"stream\":true}",
 		 quoted);
+	cJSON_free(quoted);
 	assert_int_equal(http("POST", "/v1/completions", body, &out), 200);
 	join_sse(out, false, text, sizeof(text), &usage, &finish);
 	free(out);
