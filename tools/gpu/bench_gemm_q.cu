@@ -476,14 +476,24 @@ static int bench_shape(struct bufs *b, const struct shape *s, unsigned mask,
 	return 0;
 }
 
+/* The mask of NAMES that the comma-separated LIST names, each word whole
+ * ("down" is not "o"); 0 where a word names none of them. */
 static unsigned parse_list(const char *list, const char *const *names,
 			   size_t n)
 {
 	unsigned mask = 0;
 
-	for (size_t t = 0; t < n; t++)
-		if (strstr(list, names[t]))
-			mask |= 1u << t;
+	for (const char *w = list; *w;) {
+		size_t len = strcspn(w, ","), t = 0;
+
+		while (t < n && (strlen(names[t]) != len ||
+				 strncmp(w, names[t], len)))
+			t++;
+		if (t == n)
+			return 0;
+		mask |= 1u << t;
+		w += len + (w[len] == ',');
+	}
 	return mask;
 }
 
