@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "daemon_harness.h"
+#include "tests/common/test_util.h"
 
 static const char *o1d_bin, *o1ctl_bin;
 
@@ -34,6 +35,28 @@ static int o1ctl(const struct daemon_proc *d, const char *args, char *out,
 	snprintf(cmd, sizeof(cmd), "%s %s --socket %s", o1ctl_bin, args,
 		 d->socket);
 	return harness_run(cmd, out, cap);
+}
+
+/* o1ctl smoke ARGS with SMOKE_CANCEL_BOUND_MS, stdout into OUT; an exit
+ * code other than WANT fails the test with smoke's stdout and stderr. */
+static void smoke(const struct daemon_proc *d, const char *args, int want,
+		  char *out, size_t cap)
+{
+	char cmd[512], err_path[128], *err;
+	size_t len;
+	int rc;
+
+	snprintf(err_path, sizeof(err_path), "%s/smoke.err", d->dir);
+	snprintf(cmd, sizeof(cmd), "smoke --cancel-bound-ms %d %s 2>%s",
+		 SMOKE_CANCEL_BOUND_MS, args, err_path);
+	rc = o1ctl(d, cmd, out, cap);
+	if (rc == want)
+		return;
+	err = o1_test_file_read(err_path, &len);
+	print_error("o1ctl %s: exit %d, wanted %d\nstdout:\n%s\nstderr:\n%s\n",
+		    cmd, rc, want, out, err);
+	free(err);
+	fail();
 }
 
 static cJSON *status(const struct daemon_proc *d)
@@ -127,16 +150,17 @@ static void test_smoke(void **state)
 	const char *small[] = {"ipc.max_prompt_tokens=100", NULL};
 	char out[8192];
 
-	assert_int_equal(o1ctl(d, "smoke", out, sizeof(out)), 3);
+	smoke(d, "", 3, out, sizeof(out));
 	assert_int_equal(daemon_start(d, o1d_bin, NULL), 0);
-	assert_int_equal(o1ctl(d, "smoke", out, sizeof(out)), 0);
-	assert_non_null(strstr(out, "smoke: 5 of 5 checks passed"));
-	assert_int_equal(o1ctl(d, "smoke --json", out, sizeof(out)), 0);
+	smoke(d, "", 0, out, sizeof(out));
+	if (!strstr(out, "smoke: 5 of 5 checks passed"))
+		fail_msg("o1ctl smoke:\n%s", out);
+	smoke(d, "--json", 0, out, sizeof(out));
 	check_smoke_json(out, true, NULL);
 	assert_int_equal(daemon_stop(d), 0);
 
 	assert_int_equal(daemon_start(d, o1d_bin, small), 0);
-	assert_int_equal(o1ctl(d, "smoke --json", out, sizeof(out)), 1);
+	smoke(d, "--json", 1, out, sizeof(out));
 	check_smoke_json(out, false, "long");
 	assert_int_equal(daemon_stop(d), 0);
 }
@@ -198,7 +222,7 @@ static void test_slo(void **state)
 	sets[2] = shm;
 	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
 	f = start_slo(d, "--window 4 --json");
-	assert_int_equal(o1ctl(d, "smoke --long-max 512", NULL, 0), 0);
+	smoke(d, "--long-max 512", 0, out, sizeof(out));
 	assert_int_equal(finish_slo(f, out, sizeof(out)), 0);
 	o = cJSON_Parse(out);
 	assert_non_null(o);
@@ -216,7 +240,7 @@ static void test_slo(void **state)
 
 	snprintf(args, sizeof(args), "--window 4 --save %s/base.json", d->dir);
 	f = start_slo(d, args);
-	assert_int_equal(o1ctl(d, "smoke --long-max 512", NULL, 0), 0);
+	smoke(d, "--long-max 512", 0, out, sizeof(out));
 	assert_int_equal(finish_slo(f, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "slo: ok"));
 
@@ -225,7 +249,7 @@ static void test_slo(void **state)
 		 "--window 4 --baseline %s/base.json --set slo.p99_ttft_ms=1",
 		 d->dir);
 	f = start_slo(d, args);
-	assert_int_equal(o1ctl(d, "smoke --long-max 512", NULL, 0), 0);
+	smoke(d, "--long-max 512", 0, out, sizeof(out));
 	assert_int_equal(finish_slo(f, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "objective <= 1 "));
 	assert_non_null(strstr(out, "BREACH  baseline"));

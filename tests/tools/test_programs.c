@@ -8,7 +8,9 @@
  * - o1-sidecar --listen and --daemon are checked as their config keys
  *   (port 80800 and a relative socket refused, exit 2), and its daemon
  *   socket defaults to ipc.socket of the configuration it is given;
- * - o1chat and o1bench find the socket from -c/--set's ipc.socket. */
+ * - o1chat and o1bench find the socket from -c/--set's ipc.socket;
+ * - o1ctl smoke's --cancel-bound-ms and --long-max take whole numbers in
+ *   their range, a bad one refused (exit 2, named) before o1d is asked. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -151,6 +153,42 @@ static void test_config_socket(void **state)
 	assert_non_null(strstr(out, "not an absolute path"));
 }
 
+/* A bad number is exit 2 with the option, the value and the range; a good
+ * one gets as far as the (absent) daemon: exit 3. */
+static void test_smoke_options(void **state)
+{
+	static const char *const bad[] = {
+	    "abc", "0",	 "-5",	"",	  "1e3",
+	    "+7",  " 7", "7ms", "600001", "99999999999999999999"};
+	static const char sock[] = "--socket /nonexistent-o1/o1d.sock";
+	char out[8192], args[256], want[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(args, sizeof(args), "%s smoke --cancel-bound-ms '%s'",
+			 sock, bad[i]);
+		snprintf(want, sizeof(want),
+			 "o1ctl smoke: --cancel-bound-ms '%s': want a whole "
+			 "number 1..600000",
+			 bad[i]);
+		assert_int_equal(run(O1CTL, args, true, out, sizeof(out)), 2);
+		if (!strstr(out, want))
+			fail_msg("o1ctl %s: no \"%s\": %s", args, want, out);
+	}
+	snprintf(args, sizeof(args), "%s smoke --long-max -1", sock);
+	assert_int_equal(run(O1CTL, args, true, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "o1ctl smoke: --long-max '-1': "));
+	snprintf(args, sizeof(args), "%s smoke --cancel-bound-ms", sock);
+	assert_int_equal(run(O1CTL, args, true, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "usage: o1ctl smoke"));
+	snprintf(args, sizeof(args),
+		 "%s smoke --cancel-bound-ms 600000 --long-max 64", sock);
+	assert_int_equal(run(O1CTL, args, true, out, sizeof(out)), 3);
+	assert_int_equal(run(O1CTL, "smoke --help", false, out, sizeof(out)),
+			 0);
+	assert_non_null(strstr(out, "--cancel-bound-ms MS"));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -159,6 +197,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_bad_argument),
 	    cmocka_unit_test(test_sidecar_options),
 	    cmocka_unit_test(test_config_socket),
+	    cmocka_unit_test(test_smoke_options),
 	};
 
 	if (argc < 1 + N_PROGS) {

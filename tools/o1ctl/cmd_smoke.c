@@ -11,7 +11,8 @@
  *   ids vary per run so the prefix cache does not serve it) finishes with all
  * its prompt tokens counted and tokens generated;
  * - cancel: a long generation cancelled after its first token gets a
- *   CANCELLED FINAL within CANCEL_BOUND_MS;
+ *   CANCELLED FINAL within --cancel-bound-ms (default 1000 ms; a loaded
+ *   machine may need more);
  * - stop: a stop string cut from the greedy text ends the request with
  *   STOP and the text exactly up to the string.
  * A model without a tokenizer (admin status "tokenizer": false) takes
@@ -21,7 +22,9 @@
  * check never depends on another's output except stop, which uses the
  * text of its own first run.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,20 +36,22 @@
 #include "o1ctl_admin.h"
 #include "shm/wire.h"
 
-#define RUN_IDS_MAX	 512
-#define RUN_TEXT_MAX	 4096
-#define GEN_TOKENS	 16
-#define STOP_TOKENS	 24
-#define CANCEL_BOUND_MS	 1000.0
-#define LONG_MARGIN	 8
-#define LONG_DEFAULT_MAX 8192
-#define SMOKE_PROMPT	 "Once upon a time"
-#define N_CHECKS	 5
+#define RUN_IDS_MAX	    512
+#define RUN_TEXT_MAX	    4096
+#define GEN_TOKENS	    16
+#define STOP_TOKENS	    24
+#define CANCEL_BOUND_MS	    1000
+#define CANCEL_BOUND_MAX_MS 600000
+#define LONG_MARGIN	    8
+#define LONG_DEFAULT_MAX    8192
+#define SMOKE_PROMPT	    "Once upon a time"
+#define N_CHECKS	    5
 
 struct smoke {
 	struct o1_client *c;
 	uint32_t ctx_tokens, vocab, long_max;
-	bool tokenizer; /* text prompts are served */
+	uint32_t cancel_bound_ms; /* cancel's FINAL is due within this */
+	bool tokenizer;		  /* text prompts are served */
 	uint64_t next_id;
 };
 
@@ -279,12 +284,12 @@ static void check_cancel(struct smoke *s, struct run *r, struct verdict *v)
 	}
 	ms = (double)(now_ns() - r->cancel_ns) / 1e6;
 	v->ok = r->fin.finish == O1_FINISH_REASON_CANCELLED &&
-		ms <= CANCEL_BOUND_MS;
+		ms <= s->cancel_bound_ms;
 	snprintf(v->detail, sizeof(v->detail),
-		 "FINAL %s after %.1f ms (bound %.0f), %u tokens",
+		 "FINAL %s after %.1f ms (bound %u), %u tokens",
 		 r->fin.finish == O1_FINISH_REASON_CANCELLED ? "cancelled"
 							     : "not cancelled",
-		 ms, CANCEL_BOUND_MS, r->fin.generated_tokens);
+		 ms, s->cancel_bound_ms, r->fin.generated_tokens);
 }
 
 /* A stop string cut from TEXT at the latest position up to its middle
@@ -425,16 +430,40 @@ static void run_checks(struct smoke *s, struct verdict *v)
 
 static const char usage[] =
     "usage: o1ctl smoke [--socket PATH] [--json] [--long-max N]\n"
+    "                   [--cancel-bound-ms MS]\n"
     "  runs greedy, sampled, long-prompt, cancel and stop-string requests\n"
     "  through libo1client and checks each; exit 0: all passed, 1: one\n"
-    "  failed, 3/4/5: o1d cannot be asked. --long-max caps the long\n"
-    "  prompt (default 8192 tokens, else the context limit - 8)\n";
+    "  failed, 2: bad arguments, 3/4/5: o1d cannot be asked.\n"
+    "  --long-max N           caps the long prompt (default 8192 tokens,\n"
+    "                         else the context limit - 8)\n"
+    "  --cancel-bound-ms MS   the cancelled request's FINAL must come\n"
+    "                         within MS of the cancel (default 1000,\n"
+    "                         at most 600000)\n";
 
-static int parse(const struct o1ctl_ctx *ctx, int argc, char **argv,
-		 const char **sock, int *json, uint32_t *long_max)
+/* ARG, all decimal digits, as a number in 1..MAX into *OUT; -1, said on
+ * stderr with the option WHAT, when it is not. */
+static int parse_count(const char *what, const char *arg, uint32_t max,
+		       uint32_t *out)
 {
+	unsigned long long v;
 	char *end;
 
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (!isdigit((unsigned char)*arg) || *end || errno || v < 1 ||
+	    v > max) {
+		fprintf(stderr,
+			"o1ctl smoke: %s '%s': want a whole number 1..%u\n",
+			what, arg, max);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse(const struct o1ctl_ctx *ctx, int argc, char **argv,
+		 const char **sock, int *json, struct smoke *s)
+{
 	*sock = ctx->socket;
 	*json = ctx->json;
 	for (int i = 1; i < argc; i++) {
@@ -443,8 +472,14 @@ static int parse(const struct o1ctl_ctx *ctx, int argc, char **argv,
 		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
 			*sock = argv[++i];
 		} else if (!strcmp(argv[i], "--long-max") && i + 1 < argc) {
-			*long_max = (uint32_t)strtoul(argv[++i], &end, 10);
-			if (*end || !*long_max)
+			if (parse_count("--long-max", argv[++i], UINT32_MAX,
+					&s->long_max))
+				return -1;
+		} else if (!strcmp(argv[i], "--cancel-bound-ms") &&
+			   i + 1 < argc) {
+			if (parse_count("--cancel-bound-ms", argv[++i],
+					CANCEL_BOUND_MAX_MS,
+					&s->cancel_bound_ms))
 				return -1;
 		} else if (!strcmp(argv[i], "-h") ||
 			   !strcmp(argv[i], "--help")) {
@@ -486,12 +521,13 @@ static int limits(const struct o1ctl_ctx *ctx, const char *sock,
 
 int cmd_smoke(const struct o1ctl_ctx *ctx, int argc, char **argv)
 {
-	struct smoke s = {.long_max = LONG_DEFAULT_MAX};
+	struct smoke s = {.long_max = LONG_DEFAULT_MAX,
+			  .cancel_bound_ms = CANCEL_BOUND_MS};
 	struct verdict v[N_CHECKS] = {0};
 	struct o1_client_opts co = {.sz = sizeof(co), .name = "o1ctl-smoke"};
 	const char *sock;
 	bool ok = true;
-	int json, ret = parse(ctx, argc, argv, &sock, &json, &s.long_max);
+	int json, ret = parse(ctx, argc, argv, &sock, &json, &s);
 
 	if (ret) {
 		fprintf(ret > 0 ? stdout : stderr, "%s", usage);
