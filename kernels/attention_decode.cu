@@ -617,18 +617,24 @@ static uint32_t dec_most(uint32_t n_rows)
 	return n_rows <= 8 ? DEC_HEADS_FEW : DEC_HEADS;
 }
 
-/* Rounds of the longest context one split serves, by the launch's rows
- * and its blocks a split (BLOCKS: rows x kv heads x head chunks): a few
- * rows take two (both loaded before the PDL wait: 256 positions of 8
- * warps at D = 64), four where a split has under 32 blocks, longer
- * contexts split as split_min says; a full batch has blocks enough
- * without. Four: on the H200 (2026-12-02, bench_cuda_decode --attn
- * 0,4,0,0, contexts 308-564) qwen2.5-0.5b's 14 blocks a split ran its
- * step 3.3% faster in one split than in up to five with their merge;
- * the 32 of llama3.2-1b and llama3-8b gained nothing (+0.1..1.2%). */
-static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks)
+/* Rounds of the longest context one split serves, by the launch's rows,
+ * its blocks a split (BLOCKS: rows x kv heads x head chunks) and the head
+ * dimension D: a few rows take two (both loaded before the PDL wait: 256
+ * positions of 8 warps at D = 64), four where a split has under 32 blocks
+ * or D <= 64, longer contexts split as split_min says; a full batch has
+ * blocks enough without. Four where blocks are few: on the H200
+ * (2026-12-02, bench_cuda_decode --attn 0,4,0,0, contexts 308-564)
+ * qwen2.5-0.5b's 14 blocks a split ran its step 3.3% faster in one split
+ * than in up to five with their merge. Four at D <= 64 (a round of 8
+ * warps is 128 positions there, 64 at D = 128): on the H100 (2026-12-06,
+ * --attn 0,4,132,0 and 0,4,264,0 against the default, prompts of 200 then
+ * 128 steps, two calls) llama3.2-1b Q4_K_M ran 1,509-1,517 tok/s against
+ * 1,457-1,460 (+3.6%), the H200's earlier +0.1..1.2%; llama3-8b's 32
+ * blocks at D = 128 lost 1.4-2.0% with four (longer splits on 128 dims)
+ * and keep two. */
+static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks, uint32_t d)
 {
-	return n_rows > 8 ? 1 : blocks < 32 ? 4 : 2;
+	return n_rows > 8 ? 1 : blocks < 32 || d <= 64 ? 4 : 2;
 }
 
 /* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
@@ -707,9 +713,10 @@ extern "C" int o1_attention_decode_cuda(
 		    warps * (32 / (dd / 8)) * DEC_UNROLL,
 		    skip_new};
 	a.split_min = rounds * a.round;
-	a.solo = tune && tune->split_rounds
-		     ? a.split_min
-		     : dec_solo(n_rows, n_rows * a.hkv * a.chunks) * a.round;
+	a.solo =
+	    tune && tune->split_rounds
+		? a.split_min
+		: dec_solo(n_rows, n_rows * a.hkv * a.chunks, dd) * a.round;
 	a.solo = a.solo > a.split_min ? a.solo : a.split_min;
 	a.n_splits = dec_pick_splits(a, n_rows, max_len, target, scratch,
 				     scratch ? scratch_floats : 0, dd);

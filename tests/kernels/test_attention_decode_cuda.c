@@ -15,8 +15,8 @@
  *   context, with the default tuning and the benchmark's extremes. At
  *   the default a lone row of up to two rounds is one split (130 at head
  *   dim 64: dec_solo), of up to four where a split has under 32 blocks
- *   (400 at head dim 64 with few kv heads: two rounds loaded before the
- *   wait, two after), longer ones split; the new position is loaded
+ *   or the head dim is 64 (400 at head dim 64: two rounds loaded before
+ *   the wait, two after), longer ones split; the new position is loaded
  *   after the PDL wait, apart from the earlier ones (a lost reload leaves
  *   its K/V zero: the output is off).
  * - test_batches: 256 sequences of mixed lengths (1 to 300) with the
