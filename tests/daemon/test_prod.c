@@ -54,7 +54,7 @@ static void smoke(const struct daemon_proc *d, const char *args, int want,
 		return;
 	err = o1_test_file_read(err_path, &len);
 	print_error("o1ctl %s: exit %d, wanted %d\nstdout:\n%s\nstderr:\n%s\n",
-		    cmd, rc, want, out, err);
+		    cmd, rc, want, out, err ? err : "(unreadable)");
 	free(err);
 	fail();
 }
