@@ -86,7 +86,7 @@ for round in $(seq 1 "$rounds"); do
 	done
 done
 
-s_log "summary: tok/s and the prompt's prefill ms, every round, then the median"
+s_log "summary: tok/s and the prompt's prefill ms, every round, then the median (and its change against main's)"
 python3 - "$results" <<'PY' | tee -a "$s_out/session.txt"
 import statistics, sys
 runs = {}
@@ -96,12 +96,19 @@ for line in open(sys.argv[1]):
     runs.setdefault((model, label), []).append((tok, pre))
 def median(values):
     ok = [float(v) for v in values if v != "failed"]
-    return f"{statistics.median(ok):.3f}" if ok else "-"
+    return statistics.median(ok) if ok else None
+def shown(m):
+    return "-" if m is None else f"{m:.3f}"
+def change(m, base):
+    return "" if m is None or not base else f" ({100 * (m / base - 1):+.1f}%)"
 for (model, label), values in runs.items():
     toks = [t for t, _ in values]
     pres = [p for _, p in values]
-    print(f"{model} | {label}: tok/s {' '.join(toks)} median {median(toks)}"
-          f" | prefill ms {' '.join(pres)} median {median(pres)}")
+    base = median([t for t, _ in runs.get((model, "main"), [])])
+    mt, mp = median(toks), median(pres)
+    print(f"{model} | {label}: tok/s {' '.join(toks)} median {shown(mt)}"
+          f"{'' if label == 'main' else change(mt, base)}"
+          f" | prefill ms {' '.join(pres)} median {shown(mp)}")
 PY
 s_pack
 (cd "$s_out" && find . -maxdepth 1 -type f ! -name session-logs.tgz \
