@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Issue 18's batch-1 bars in one GPU machine call (over
+# tools/gpu/session.sh), meant for the H200 (the bars' machine; the card is
+# named first in session.txt): the targets built, test_attention_decode_cuda
+# (the decode attention's defaults on the GPU), the models made after the
+# build (never beside it), then table.sh batch1 over TB_MODELS (default
+# "w8-q4km l1-q4km l1": llama3-8b Q4_K_M's 480 tok/s, llama3.2-1b's 1.5x
+# over bf16), REPS 3; then, if time is left, the 8B's decode attention at
+# 132 target blocks against the default (object_ab.sh, prompts of 2,000 and
+# 200 tokens: a graph's launch is sized for the longest context, so the
+# target caps long contexts' splits too). TB_BUDGET: the seconds it may take
+# (default 570). Results in $OUT/session.txt, the logs in $OUT/logs.tgz.
+#   OUT=dir [TB_MODELS="w8-q4km ..."] [TB_BUDGET=s] tools/gpu/batch1_bars.sh
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+# shellcheck source=tools/gpu/session.sh
+. "$(dirname "$0")/session.sh"
+t0=$(date +%s)
+left() { echo $((${TB_BUDGET:-570} - ($(date +%s) - t0))); }
+models=${TB_MODELS:-w8-q4km l1-q4km l1}
+targets="o1model bench_cuda_decode o1d o1bench test_attention_decode_cuda"
+
+s_log "start: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
+# S_BUILD: a build that exists (a check on the CPU: S_BUILD=build
+# S_DEVICE=cpu TB_MODELS=ti TB_BUDGET=100)
+[ -n "${S_BUILD:-}" ] || O1_GPU_TARGETS=$targets s_build
+s_log "test_attention_decode_cuda ($(left) s left)"
+timeout 120 ctest --test-dir "$s_bin" -R test_attention_decode_cuda \
+	--output-on-failure 2>&1 | tail -4 | tee -a "$s_out/session.txt"
+s_log "models: $models ($(left) s left)"
+# shellcheck disable=SC2086 # the models: words
+s_models $models
+s_log "table batch1 ($(left) s left)"
+TABLE_BATCH1=$models REPS=3 OUT=$s_out/table timeout $(($(left) - 20)) \
+	bash "$(dirname "$0")/table.sh" batch1 >"$s_out/table_out.txt" 2>&1
+s_log "table batch1 rc=$? ($(left) s left)"
+pkill -x o1d
+python3 "$(dirname "$0")/table.py" "$s_out/table/table.raw" 2>&1 | grep "^|" |
+	tee -a "$s_out/session.txt"
+for p in 2000 200; do
+	if [ "$(left)" -le 90 ] || [ "$s_device" = cpu ]; then
+		break
+	fi
+	s_log "w8-q4km attention target 132, prompts of $p ($(left) s left)"
+	AB_MODELS=w8-q4km AB_EXTRA="--attn 0,0,132,0" AB_ROUNDS=2 \
+		AB_BUDGET=$(($(left) - 30)) AB_TARGETS="$targets" \
+		AB_ARGS="--prompt $p --tokens 128 --reps 3" OUT=$s_out/ab-$p \
+		timeout $(($(left) - 10)) bash "$(dirname "$0")/object_ab.sh" \
+		>/dev/null 2>&1
+	sed -n '/summary/,$p' "$s_out/ab-$p/session.txt" | tee -a "$s_out/session.txt"
+done
+s_log "end ($(left) s left)"
+# only 8 files come back: session.txt and one tarball of the rest
+tar czf "$s_out.logs.tgz" -C "$s_out" --exclude=./session.txt . &&
+	find "$s_out" -mindepth 1 -maxdepth 1 ! -name session.txt -exec rm -rf {} + &&
+	mv "$s_out.logs.tgz" "$s_out/logs.tgz"
