@@ -10,7 +10,8 @@
  *   socket defaults to ipc.socket of the configuration it is given;
  * - o1chat and o1bench find the socket from -c/--set's ipc.socket;
  * - o1ctl smoke's --cancel-bound-ms and --long-max take whole numbers in
- *   their range, a bad one refused (exit 2, named) before o1d is asked. */
+ *   their range, a bad one refused (exit 2, named) before o1d is asked;
+ *   so do o1ctl cancel's CLIENT and REQ_ID (an overflow included). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,6 +190,34 @@ static void test_smoke_options(void **state)
 	assert_non_null(strstr(out, "--cancel-bound-ms MS"));
 }
 
+/* cancel's ids: whole numbers of 64 bits, else exit 2 with the id named
+ * and the usage; good ones get as far as the (absent) daemon: exit 3. */
+static void test_cancel_arguments(void **state)
+{
+	static const char sock[] = "--socket /nonexistent-o1/o1d.sock";
+	static const struct {
+		const char *args, *want;
+	} bad[] = {
+	    {"cancel 1 +5", "o1ctl cancel: REQ_ID '+5': want a whole number"},
+	    {"cancel x 5", "o1ctl cancel: CLIENT 'x': want a whole number"},
+	    {"cancel 1 18446744073709551616", "REQ_ID '18446744073709551616'"},
+	    {"cancel 1", "usage: o1ctl cancel"},
+	    {"cancel 1 2 3", "usage: o1ctl cancel"},
+	};
+	char out[8192], args[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(args, sizeof(args), "%s %s", sock, bad[i].args);
+		assert_int_equal(run(O1CTL, args, true, out, sizeof(out)), 2);
+		if (!strstr(out, bad[i].want))
+			fail_msg("o1ctl %s: no \"%s\": %s", args, bad[i].want,
+				 out);
+	}
+	snprintf(args, sizeof(args), "%s cancel 18446744073709551615 0", sock);
+	assert_int_equal(run(O1CTL, args, true, out, sizeof(out)), 3);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +227,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_sidecar_options),
 	    cmocka_unit_test(test_config_socket),
 	    cmocka_unit_test(test_smoke_options),
+	    cmocka_unit_test(test_cancel_arguments),
 	};
 
 	if (argc < 1 + N_PROGS) {

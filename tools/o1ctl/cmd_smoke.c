@@ -22,7 +22,6 @@
  * check never depends on another's output except stop, which uses the
  * text of its own first run.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -440,23 +439,14 @@ static const char usage[] =
     "                         within MS of the cancel (default 1000,\n"
     "                         at most 600000)\n";
 
-/* ARG, all decimal digits, as a number in 1..MAX into *OUT; -1, said on
- * stderr with the option WHAT, when it is not. */
+/* ARG of the option WHAT, 1..MAX, into *OUT (o1ctl_parse_uint). */
 static int parse_count(const char *what, const char *arg, uint32_t max,
 		       uint32_t *out)
 {
-	unsigned long long v;
-	char *end;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (!isdigit((unsigned char)*arg) || *end || errno || v < 1 ||
-	    v > max) {
-		fprintf(stderr,
-			"o1ctl smoke: %s '%s': want a whole number 1..%u\n",
-			what, arg, max);
+	if (o1ctl_parse_uint("smoke", what, arg, 1, max, &v))
 		return -1;
-	}
 	*out = (uint32_t)v;
 	return 0;
 }

@@ -7,6 +7,9 @@
  *
  * -c and --set may stand anywhere (as for every o1d binary); --socket and
  * --json before the command apply to it as if given after it. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,26 @@ static const struct o1ctl_cmd o1ctl_cmds[] = {
 #undef O1CTL_CMD
     {"help", cmd_help, "show this list"},
 };
+
+int o1ctl_parse_uint(const char *cmd, const char *what, const char *arg,
+		     uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	unsigned long long v = 0;
+	char *end = NULL;
+
+	errno = 0;
+	if (arg && isdigit((unsigned char)*arg))
+		v = strtoull(arg, &end, 10);
+	if (!end || *end || errno || v < lo || v > hi) {
+		fprintf(stderr,
+			"o1ctl %s: %s '%s': want a whole number %" PRIu64
+			"..%" PRIu64 "\n",
+			cmd, what, arg ? arg : "", lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
 
 static void usage(FILE *f)
 {

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config/config.h"
 #include "metrics/metrics_reader.h"
@@ -45,6 +46,12 @@ struct o1ctl_cmd {
 
 /* The exit code for an error from connecting or opening the metrics. */
 int o1ctl_exit_code(int err);
+
+/* ARG, all decimal digits, as a number in LO..HI into *OUT; -1, said on
+ * stderr as "o1ctl CMD: WHAT 'ARG': want a whole number LO..HI", when it is
+ * not (signs, spaces, suffixes and overflow included). */
+int o1ctl_parse_uint(const char *cmd, const char *what, const char *arg,
+		     uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* Where metrics are read from. By default o1d on the socket is asked
  * where it publishes (admin op "metrics") and exactly that is read; when
