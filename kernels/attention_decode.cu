@@ -25,7 +25,9 @@
  * blocks to fill the GPU at its batch, at most DEC_MAX_SPLITS, within
  * scratch and tickets); each row decides on the device how many of them it
  * uses: ceil(len / split_min) capped at N_SPLITS, over chunks of whole
- * rounds, len = its causal length; one up to len = solo (2-4 rounds at
+ * rounds, len = its causal length, and at up to 8 rows also capped at FEW
+ * (about one wave of blocks) until its splits would pass split_max
+ * positions (dec_splits); one up to len = solo (2-4 rounds at
  * up to 8 rows, dec_solo: no merge for a short context, where the merge's
  * fence, ticket and dependent loads of partials cost more than a second
  * round of arithmetic on rows loaded before the PDL wait). Blocks past a row's
@@ -81,6 +83,8 @@ extern "C" {
 /* defaults (o1_attn_decode_tune); the warps a block: dec_warps */
 #define DEC_SPLIT_ROUNDS 1
 #define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
+#define DEC_TARGET_FEW	 264 /* at up to 8 rows: dec_few */
+#define DEC_LONG_ROUNDS	 8   /* at up to 8 rows: dec_few */
 #define DEC_HEADS	 4
 #define DEC_HEADS_FEW	 1 /* at up to 8 rows: dec_most */
 #define DEC_FLAT	 false
@@ -106,6 +110,8 @@ struct dec_dev {
 	uint32_t round;	    /* positions a block covers a round */
 	uint32_t skip_new;  /* rows of sequences with >= this many new tokens
 			       belong to the tiled kernel: left alone */
+	uint32_t few;	    /* splits a row uses while each takes at most */
+	uint32_t split_max; /* this many positions (whole rounds): dec_few */
 };
 
 static __device__ uint32_t dec_min(uint32_t a, uint32_t b)
@@ -126,7 +132,10 @@ static __device__ uint32_t dec_splits(const dec_dev &a, uint32_t len,
 	uint32_t n = len <= a.solo ? 1
 				   : dec_min(a.n_splits,
 					     (len + a.split_min - 1) / a.split_min);
-	uint32_t c = (len + n - 1) / n;
+	uint32_t c;
+
+	n = dec_min(n, dec_max(a.few, (len + a.split_max - 1) / a.split_max));
+	c = (len + n - 1) / n;
 
 	c = (c + a.round - 1) / a.round * a.round;
 	*chunk = c;
@@ -637,6 +646,40 @@ static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks, uint32_t d)
 	return n_rows > 8 ? 1 : blocks < 32 || d <= 64 ? 4 : 2;
 }
 
+/* A's cap on the splits a row uses (dec_splits): at up to 8 rows, without
+ * a tuned target, the splits of DEC_TARGET_FEW blocks (two 8-warp blocks
+ * on each of 132 multiprocessors: about one wave) while each split takes
+ * at most DEC_LONG_ROUNDS rounds, past that up to N_SPLITS (DEC_TARGET's,
+ * as before). A block reads its positions a round after another, and the
+ * times fit waves of resident blocks, a partly filled last wave costing a
+ * whole one: at 16,384 positions llama3-8b's 5 splits took 93 us, 9 took
+ * 94, 17 took 71. bench_decode_attn --tune on the H100 (2026-12-06, graph
+ * max_len 8,192, cold us a layer), this cap against the launch before it
+ * (--tune 0,0,528,0): a lone row of llama3-8b at 1,024 / 2,048 / 4,096
+ * positions 14.46 / 17.89 / 24.77 against 19.14 / 22.30 / 29.63,
+ * llama3.2-1b at 2,048 / 4,096 / 8,192 14.27 / 17.63 / 25.09 against
+ * 19.17 / 22.34 / 29.73, qwen2.5-0.5b at 4,096 / 8,192 / 16,384 15.10 /
+ * 18.56 / 24.38 against 20.16 / 22.91 / 29.02; even at 300 positions and
+ * for llama3-8b from 8,192 (where the length cap lets it split as before;
+ * without that cap 49.1 against 44.5 us). Four rows: llama3-8b at 300
+ * 17.38 against 20.70, qwen2.5-0.5b at 1,024 / 2,048 13.15 / 16.42
+ * against 17.28 / 19.94, but llama3.2-1b at 1,024 / 2,048 and llama3-8b
+ * at 1,024 3-5% slower. Through bench_cuda_decode (llama3.2-1b Q4_K_M,
+ * prompts of 2,000 then 128 steps, by turns) 1,299.3 against 1,245.7
+ * tok/s (+4.3%). Otherwise no cap. */
+static void dec_few(dec_dev *a, uint32_t n_rows, uint32_t max_len,
+		    const struct o1_attn_decode_tune *tune,
+		    uint64_t scratch_floats, uint32_t d, const float *scratch)
+{
+	a->few = a->n_splits;
+	a->split_max = a->split_min;
+	if (n_rows > 8 || (tune && tune->target_blocks))
+		return;
+	a->few = dec_pick_splits(*a, n_rows, max_len, DEC_TARGET_FEW, scratch,
+				 scratch_floats, d);
+	a->split_max = DEC_LONG_ROUNDS * a->round;
+}
+
 /* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
  * AUTO): rows x kv heads of at least DEC_TC_BLOCKS (a block each, and
  * more where it splits long rows: its own choice). */
@@ -720,6 +763,8 @@ extern "C" int o1_attention_decode_cuda(
 	a.solo = a.solo > a.split_min ? a.solo : a.split_min;
 	a.n_splits = dec_pick_splits(a, n_rows, max_len, target, scratch,
 				     scratch ? scratch_floats : 0, dd);
+	dec_few(&a, n_rows, max_len, tune, scratch ? scratch_floats : 0, dd,
+		scratch);
 	smem = (size_t)warps * hg * (dd + 2);
 	smem = smem > hg * (2 * DEC_MAX_SPLITS + 1)
 		   ? smem

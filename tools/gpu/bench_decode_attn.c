@@ -24,6 +24,11 @@
  * the default's.
  * --batch/--ctx take one value each instead of the lists; --tc-splits
  * forces the tensor-core kernel's splits (1: none; default 0, its pick).
+ * --tune W,R,T,H (up to 4 times) adds the decode kernel's cold graph time
+ * with that tuning (warps, split rounds, target blocks, heads a block; 0
+ * keeps the default), beside the default's: an A/B of launch shapes. A
+ * named target also drops the default's cap on a few rows' splits
+ * (attention_decode.cu's dec_few): 0,0,528,0 is the launch before it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -43,6 +48,7 @@
 #define WARMUP	    3
 #define FLUSH_BYTES (256u << 20) /* past the H200's 60 MB of L2 */
 #define MAX_SPLITS  32		 /* the CUDA backend's scratch */
+#define MAX_TUNES   4
 
 struct shape {
 	const char *name;
@@ -234,7 +240,8 @@ static double max_diff(const struct bench *b, const uint16_t *x,
  * rows). */
 static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 {
-	static const uint32_t warps[] = {1, 2, 4, 8}, rounds[] = {1, 2, 4},
+	static const uint32_t warps[] = {1, 2, 4, 8},
+			      rounds[] = {1, 2, 4, 8, 16},
 			      targets[] = {132, 264, 528, 1056};
 	static const struct o1_attn_decode_tune kinds[] = {
 	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
@@ -244,14 +251,16 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 	    {0, 0, 0, 1, false, O1_ATTN_TC_OFF, 0, 0}};
 	uint32_t g = b->dims.n_heads / b->dims.n_kv_heads;
 	struct o1_attn_decode_tune best = kinds[0], t;
-	double best_us = 1e30, cold, warm;
+	double best_us = 1e30, by_rounds[5], cold, warm;
 
+	for (size_t j = 0; j < 5; j++)
+		by_rounds[j] = 1e30;
 	for (size_t h = 0; h < sizeof(kinds) / sizeof(kinds[0]); h++) {
 		if ((h == 1 && g <= 2) || (h == 2 && g < 3) ||
 		    (h == 3 && g <= 1) || (h == 4 && g <= 1))
 			continue; /* the same kernel as a kind before */
 		for (size_t i = 0; i < 4; i++)
-			for (size_t j = 0; j < 3; j++)
+			for (size_t j = 0; j < 5; j++)
 				for (size_t k = 0; k < 4; k++) {
 					struct variant v = {NEW, graph_len, &t};
 
@@ -263,8 +272,14 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 						return -1;
 					if (cold < best_us)
 						best_us = cold, best = t;
+					if (cold < by_rounds[j])
+						by_rounds[j] = cold;
 				}
 	}
+	printf("    sweep: best by split rounds");
+	for (size_t j = 0; j < 5; j++)
+		printf(" %u: %.2f", rounds[j], by_rounds[j]);
+	printf(" us\n");
 	printf("    sweep: best warps %u split_rounds %u target_blocks %u "
 	       "heads %u%s: %.2f us (default %.2f us)\n",
 	       best.warps, best.split_rounds, best.target_blocks, best.heads,
@@ -272,8 +287,25 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 	return 0;
 }
 
+/* --tune's N tunings T: their cold times at GRAPH_LEN into US. */
+static int time_tunes(struct bench *b, uint32_t graph_len,
+		      const struct o1_attn_decode_tune *t, uint32_t n,
+		      double *us)
+{
+	double warm;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct variant v = {NEW, graph_len, &t[i]};
+
+		if (time_us(b, &v, &us[i], &warm))
+			return -1;
+	}
+	return 0;
+}
+
 static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
-	       uint32_t graph_len, uint32_t tc_splits, int do_sweep)
+	       uint32_t graph_len, uint32_t tc_splits, int do_sweep,
+	       const struct o1_attn_decode_tune *tune, uint32_t n_tunes)
 {
 	const struct o1_attn_decode_tune
 	    rowk = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
@@ -284,7 +316,7 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	const struct variant vs[6] = {{OLD, ctx, NULL}, {OLD, gl, NULL},
 				      {NEW, ctx, &rowk}, {NEW, gl, &rowk},
 				      {TC, gl, &tck},	 {TC, gl, &tck2}};
-	double cold[6], warm[6], diff, diff_tc, gb;
+	double cold[6], warm[6], tune_us[MAX_TUNES], diff, diff_tc, gb;
 	int err = setup(&b, s, rows, ctx, graph_len);
 
 	for (int i = 0; !err && i < 6; i++)
@@ -293,6 +325,8 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	diff_tc = err ? -1 : max_diff(&b, b.out_new, b.out_tc);
 	if (!err && do_sweep)
 		err = sweep(&b, gl, cold[3]);
+	if (!err)
+		err = time_tunes(&b, gl, tune, n_tunes, tune_us);
 	teardown(&b);
 	if (err) {
 		fprintf(stderr,
@@ -310,6 +344,12 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	       cold[1] / cold[3], gb / (cold[3] * 1e-6), warm[0], warm[2],
 	       warm[3], diff, cold[4], gb / (cold[4] * 1e-6), cold[3] / cold[4],
 	       warm[4], cold[5], diff_tc);
+	for (uint32_t i = 0; i < n_tunes; i++)
+		printf("    tune %u,%u,%u,%u: %.2f us (%.3fx the default's "
+		       "%.2f)\n",
+		       tune[i].warps, tune[i].split_rounds,
+		       tune[i].target_blocks, tune[i].heads, tune_us[i],
+		       tune_us[i] / cold[3], cold[3]);
 	fflush(stdout);
 	return 0;
 }
@@ -325,6 +365,30 @@ static int arg_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *v)
 	return 0;
 }
 
+/* W,R,T,H: warps (0-8), split rounds (0-64), target blocks (0-100000),
+ * heads a block (0, 1, 2, 4, 8); the row kernel, tensor cores off. */
+static int arg_tune(const char *s, struct o1_attn_decode_tune *t)
+{
+	static const uint32_t hi[4] = {8, 64, 100000, 8};
+	uint32_t v[4];
+	char buf[64], *save = NULL, *tok = buf;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	for (int i = 0; i < 4; i++, tok = NULL) {
+		char *w = strtok_r(tok, ",", &save);
+
+		if (!w || arg_u32(w, 0, hi[i], &v[i]))
+			return -1;
+	}
+	if (strtok_r(NULL, ",", &save) || (v[3] & (v[3] - 1)))
+		return -1;
+	*t = (struct o1_attn_decode_tune){v[0],	 v[1],		 v[2], v[3],
+					  false, O1_ATTN_TC_OFF, 0,    0};
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct shape shapes[] = {
@@ -333,7 +397,8 @@ int main(int argc, char **argv)
 	    {"llama3-8b", 32, 8, 128},
 	};
 	uint32_t batches[3] = {1, 64, 256}, ctxs[3] = {128, 1024, 4096};
-	uint32_t nb = 3, nc = 3, graph_len = 8192, tc_splits = 0;
+	uint32_t nb = 3, nc = 3, graph_len = 8192, tc_splits = 0, n_tunes = 0;
+	struct o1_attn_decode_tune tune[MAX_TUNES];
 	int do_sweep = 0, rc = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -349,12 +414,16 @@ int main(int argc, char **argv)
 			bad = arg_u32(argv[++i], 1, 131072, &ctxs[0]), nc = 1;
 		else if (!strcmp(argv[i], "--tc-splits") && i + 1 < argc)
 			bad = arg_u32(argv[++i], 0, 32, &tc_splits);
+		else if (!strcmp(argv[i], "--tune") && i + 1 < argc &&
+			 n_tunes < MAX_TUNES)
+			bad = arg_tune(argv[++i], &tune[n_tunes++]);
 		else
 			bad = 1;
 		if (bad) {
 			fprintf(stderr, "usage: bench_decode_attn [--sweep] "
 					"[--graph-len N] [--batch B] [--ctx "
-					"C] [--tc-splits S]\n");
+					"C] [--tc-splits S] [--tune "
+					"W,R,T,H]...\n");
 			return 2;
 		}
 	}
@@ -366,7 +435,8 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < nb; i++)
 			for (uint32_t j = 0; j < nc; j++)
 				rc |= run(&shapes[k], batches[i], ctxs[j],
-					  graph_len, tc_splits, do_sweep)
+					  graph_len, tc_splits, do_sweep, tune,
+					  n_tunes)
 					  ? 1
 					  : 0;
 	return rc;
