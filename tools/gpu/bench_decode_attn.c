@@ -4,7 +4,8 @@
  * (qwen2.5-0.5b 14/2 heads of 64, llama3.2-1b 32/8 of 64, llama3-8b 32/8
  * of 128), at batch 1, 64 and 256 and contexts 128, 1024 and 4096:
  *   bench_decode_attn [--sweep] [--graph-len N] [--batch B] [--ctx C]
- *                     [--tc-splits S]
+ *                     [--tc-splits S] [--tune W,R,T,H]... [--shape NAME]
+ *                     [--kernel row|tc]
  * For each it times the old row kernel (o1_attention_rows_legacy_cuda)
  * and the decode kernel (o1_attention_decode_cuda, default tuning with
  * the tensor-core kernel off), each launched with MAX_LEN = the context
@@ -29,6 +30,10 @@
  * keeps the default), beside the default's: an A/B of launch shapes. A
  * named target also drops the default's cap on a few rows' splits
  * (attention_decode.cu's dec_few): 0,0,528,0 is the launch before it.
+ * --shape NAME runs one shape only; --kernel row|tc times only that kernel
+ * (the decode kernel with its default tuning, or the tensor-core one; at
+ * the graph MAX_LEN, WARMUP + 2 x RUNS launches): a run for ncu
+ * (tools/gpu/profile_attention.sh).
  */
 #include <math.h>
 #include <stdint.h>
@@ -53,6 +58,15 @@
 struct shape {
 	const char *name;
 	uint32_t hq, hkv, d;
+};
+
+/* The command line's choices beyond shape, batch and context. */
+struct opts {
+	uint32_t graph_len, tc_splits, n_tunes;
+	struct o1_attn_decode_tune tune[MAX_TUNES];
+	int sweep;
+	int kernel; /* --kernel: -1 every variant, else NEW or TC only */
+	const char *shape;
 };
 
 struct bench {
@@ -303,30 +317,57 @@ static int time_tunes(struct bench *b, uint32_t graph_len,
 	return 0;
 }
 
+/* --kernel: that kernel alone at the graph MAX_LEN GL, for a profiler. */
+static int run_one(struct bench *b, const struct shape *s, uint32_t rows,
+		   uint32_t ctx, uint32_t gl, const struct opts *o)
+{
+	const struct o1_attn_decode_tune rowk = {0, 0,	   0,
+						 0, false, O1_ATTN_TC_OFF,
+						 0, 0},
+					 tck = {0, 0,		0,
+						0, false,	O1_ATTN_TC_ON,
+						0, o->tc_splits};
+	struct variant v = {(enum which)o->kernel, gl,
+			    o->kernel == TC ? &tck : &rowk};
+	double cold, warm, gb = (double)rows * ctx * s->hkv * s->d * 4 / 1e9;
+
+	if (time_us(b, &v, &cold, &warm))
+		return -1;
+	printf("%-12s batch %3u ctx %4u (%.3f GB KV): %s cold us %.2f (%.0f "
+	       "GB/s), warm %.2f\n",
+	       s->name, rows, ctx, gb, o->kernel == TC ? "tc" : "row", cold,
+	       gb / (cold * 1e-6), warm);
+	return 0;
+}
+
 static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
-	       uint32_t graph_len, uint32_t tc_splits, int do_sweep,
-	       const struct o1_attn_decode_tune *tune, uint32_t n_tunes)
+	       const struct opts *o)
 {
 	const struct o1_attn_decode_tune
 	    rowk = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
-	    tck = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 0, tc_splits},
-	    tck2 = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 2, tc_splits};
+	    tck = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 0, o->tc_splits},
+	    tck2 = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 2, o->tc_splits};
 	struct bench b;
-	uint32_t gl = graph_len > ctx ? graph_len : ctx;
+	uint32_t gl = o->graph_len > ctx ? o->graph_len : ctx;
 	const struct variant vs[6] = {{OLD, ctx, NULL}, {OLD, gl, NULL},
 				      {NEW, ctx, &rowk}, {NEW, gl, &rowk},
 				      {TC, gl, &tck},	 {TC, gl, &tck2}};
 	double cold[6], warm[6], tune_us[MAX_TUNES], diff, diff_tc, gb;
-	int err = setup(&b, s, rows, ctx, graph_len);
+	int err = setup(&b, s, rows, ctx, o->graph_len);
 
+	if (!err && o->kernel >= 0) {
+		err = run_one(&b, s, rows, ctx, gl, o);
+		teardown(&b);
+		return err;
+	}
 	for (int i = 0; !err && i < 6; i++)
 		err = time_us(&b, &vs[i], &cold[i], &warm[i]);
 	diff = err ? -1 : max_diff(&b, b.out_old, b.out_new);
 	diff_tc = err ? -1 : max_diff(&b, b.out_new, b.out_tc);
-	if (!err && do_sweep)
+	if (!err && o->sweep)
 		err = sweep(&b, gl, cold[3]);
 	if (!err)
-		err = time_tunes(&b, gl, tune, n_tunes, tune_us);
+		err = time_tunes(&b, gl, o->tune, o->n_tunes, tune_us);
 	teardown(&b);
 	if (err) {
 		fprintf(stderr,
@@ -344,11 +385,11 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	       cold[1] / cold[3], gb / (cold[3] * 1e-6), warm[0], warm[2],
 	       warm[3], diff, cold[4], gb / (cold[4] * 1e-6), cold[3] / cold[4],
 	       warm[4], cold[5], diff_tc);
-	for (uint32_t i = 0; i < n_tunes; i++)
+	for (uint32_t i = 0; i < o->n_tunes; i++)
 		printf("    tune %u,%u,%u,%u: %.2f us (%.3fx the default's "
 		       "%.2f)\n",
-		       tune[i].warps, tune[i].split_rounds,
-		       tune[i].target_blocks, tune[i].heads, tune_us[i],
+		       o->tune[i].warps, o->tune[i].split_rounds,
+		       o->tune[i].target_blocks, o->tune[i].heads, tune_us[i],
 		       tune_us[i] / cold[3], cold[3]);
 	fflush(stdout);
 	return 0;
@@ -397,33 +438,42 @@ int main(int argc, char **argv)
 	    {"llama3-8b", 32, 8, 128},
 	};
 	uint32_t batches[3] = {1, 64, 256}, ctxs[3] = {128, 1024, 4096};
-	uint32_t nb = 3, nc = 3, graph_len = 8192, tc_splits = 0, n_tunes = 0;
-	struct o1_attn_decode_tune tune[MAX_TUNES];
-	int do_sweep = 0, rc = 0;
+	uint32_t nb = 3, nc = 3, ran = 0;
+	struct opts o = {.graph_len = 8192, .kernel = -1};
+	int rc = 0;
 
 	for (int i = 1; i < argc; i++) {
 		int bad = 0;
 
 		if (!strcmp(argv[i], "--sweep"))
-			do_sweep = 1;
+			o.sweep = 1;
 		else if (!strcmp(argv[i], "--graph-len") && i + 1 < argc)
-			bad = arg_u32(argv[++i], 1, 131072, &graph_len);
+			bad = arg_u32(argv[++i], 1, 131072, &o.graph_len);
 		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
 			bad = arg_u32(argv[++i], 1, 1024, &batches[0]), nb = 1;
 		else if (!strcmp(argv[i], "--ctx") && i + 1 < argc)
 			bad = arg_u32(argv[++i], 1, 131072, &ctxs[0]), nc = 1;
 		else if (!strcmp(argv[i], "--tc-splits") && i + 1 < argc)
-			bad = arg_u32(argv[++i], 0, 32, &tc_splits);
+			bad = arg_u32(argv[++i], 0, 32, &o.tc_splits);
 		else if (!strcmp(argv[i], "--tune") && i + 1 < argc &&
-			 n_tunes < MAX_TUNES)
-			bad = arg_tune(argv[++i], &tune[n_tunes++]);
-		else
+			 o.n_tunes < MAX_TUNES)
+			bad = arg_tune(argv[++i], &o.tune[o.n_tunes++]);
+		else if (!strcmp(argv[i], "--shape") && i + 1 < argc)
+			o.shape = argv[++i];
+		else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) {
+			i++;
+			o.kernel = !strcmp(argv[i], "row")  ? NEW
+				   : !strcmp(argv[i], "tc") ? TC
+							    : -1;
+			bad = o.kernel < 0;
+		} else
 			bad = 1;
 		if (bad) {
 			fprintf(stderr, "usage: bench_decode_attn [--sweep] "
 					"[--graph-len N] [--batch B] [--ctx "
 					"C] [--tc-splits S] [--tune "
-					"W,R,T,H]...\n");
+					"W,R,T,H]... [--shape NAME] "
+					"[--kernel row|tc]\n");
 			return 2;
 		}
 	}
@@ -431,13 +481,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_decode_attn: no CUDA device\n");
 		return 1;
 	}
-	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		if (o.shape && strcmp(o.shape, shapes[k].name))
+			continue;
+		ran++;
 		for (uint32_t i = 0; i < nb; i++)
 			for (uint32_t j = 0; j < nc; j++)
-				rc |= run(&shapes[k], batches[i], ctxs[j],
-					  graph_len, tc_splits, do_sweep, tune,
-					  n_tunes)
+				rc |= run(&shapes[k], batches[i], ctxs[j], &o)
 					  ? 1
 					  : 0;
+	}
+	if (!ran) {
+		fprintf(stderr,
+			"bench_decode_attn: no shape '%s' (qwen2.5-0.5b, "
+			"llama3.2-1b, llama3-8b)\n",
+			o.shape);
+		return 2;
+	}
 	return rc;
 }

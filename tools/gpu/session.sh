@@ -195,6 +195,48 @@ s_o1bench1() {
 	echo | tee -a "$s_out/session.txt"
 }
 
+# ncu's sections for a kernel's profile (profile_gemm.sh,
+# profile_attention.sh); SourceCounters beside them for the source view
+# shellcheck disable=SC2034 # used by the scripts that source this one
+s_ncu_sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis
+	--section MemoryWorkloadAnalysis --section SchedulerStats
+	--section WarpStateStats --section Occupancy --section LaunchStats)
+
+# A few figures of an ncu details CSV (ncu -i REP --page details --csv:
+# its rows hold them all), and the kernel's name, on stdout.
+s_ncu_figures() {
+	python3 - "$1" <<'PY'
+import csv, re, sys
+want = re.compile(r"^(Duration|Compute \(SM\) Throughput|Memory Throughput"
+                  r"|L2 Cache Throughput|DRAM Throughput|Issue Slots Busy"
+                  r"|Warp Cycles Per Issued Instruction|Achieved Occupancy"
+                  r"|Theoretical Occupancy|Registers Per Thread|Grid Size"
+                  r"|Block Size|Executed Ipc Active|L1/TEX Hit Rate"
+                  r"|L2 Hit Rate|Dynamic Shared Memory Per Block)$")
+lines = open(sys.argv[1], newline="").read().splitlines()
+head = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
+rows = list(csv.DictReader(lines[head:])) if head is not None else []
+print("  kernel:", rows[0].get("Kernel Name", "?")[:120] if rows else "none")
+for r in rows:
+    if want.match(r.get("Metric Name", "")):
+        print(f"  {r['Metric Name']} ({r.get('Metric Unit', '')}):"
+              f" {r.get('Metric Value', '')}")
+PY
+}
+
+# A profile's $OUT/profile folder packed: only 8 files come back, each at
+# most 16 MB, so the CSVs and logs go into one tarball, the ncu reports
+# into another where it fits (ncu -i reads them); session.txt stays.
+s_pack_profile() {
+	(cd "$s_out" && tar czf profile.tgz --exclude='*.ncu-rep' profile \
+		./*.txt ./*.log 2>/dev/null
+	tar czf reports.tgz profile/*.ncu-rep 2>/dev/null
+	[ "$(stat -c %s reports.tgz 2>/dev/null || echo 0)" -lt 15000000 ] ||
+		rm -f reports.tgz
+	rm -rf profile && find . -maxdepth 1 -type f ! -name profile.tgz \
+		! -name reports.tgz ! -name session.txt -delete)
+}
+
 # $OUT's text and logs in one archive (what comes back is 8 files).
 s_pack() {
 	(cd "$s_out" && tar czf session-logs.tgz ./*.txt ./*.log 2>/dev/null)
