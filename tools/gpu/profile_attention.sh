@@ -8,7 +8,10 @@
 # without it is configured again), then for each case of PA_CASES
 # (SHAPE:BATCH:CTX):
 #   - bench_decode_attn's own line for the case (every variant, no
-#     profiler);
+#     profiler), and with PA_DEFINE (default DEC_PAGES_AHEAD=1; empty:
+#     none) the same from an object variant of attention_decode.cu built
+#     with it (session.sh's s_object_variant), main and variant by turns,
+#     PA_ROUNDS times (2);
 #   - for each kernel of PA_KERNELS (row: attention_decode.cu with its
 #     default tuning; tc: attention_decode_tc.cu), ncu over its fourth
 #     launch (--kernel: the first three warm up), graph MAX_LEN 8,192 or
@@ -18,7 +21,7 @@
 # Results: $OUT/session.txt, the CSVs and logs in $OUT/profile.tgz, the
 # ncu reports in $OUT/reports.tgz (where under 15 MB).
 #   OUT=dir [PA_CASES="llama3-8b:1:16384 ..."] [PA_KERNELS="row tc"] \
-#     tools/gpu/profile_attention.sh
+#     [PA_DEFINE=NAME=V] [PA_ROUNDS=2] tools/gpu/profile_attention.sh
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 # shellcheck source=tools/gpu/session.sh
@@ -36,12 +39,28 @@ CUDAFLAGS=-lineinfo O1_GPU_TARGETS=bench_decode_attn s_build
 bench=$s_bin/tools/gpu/bench_decode_attn
 [ -x "$bench" ] || { s_log "no bench_decode_attn"; exit 1; }
 command -v ncu >/dev/null || { s_log "no ncu"; exit 1; }
+define=${PA_DEFINE-DEC_PAGES_AHEAD=1}
+variant=
+if [ -n "$define" ] &&
+	s_object_variant pa kernels/attention_decode.cu "$define" \
+		tools/gpu/bench_decode_attn; then
+	variant=/tmp/o1o-pa/tools/gpu/bench_decode_attn
+fi
+
+# the case's line from BENCH, tagged
+line() {
+	timeout 60 "$2" "${args[@]}" 2>&1 | sed "s/^/$1: /" |
+		tee -a "$s_out/session.txt"
+}
 
 for c in $cases; do
 	IFS=: read -r shape batch ctx <<<"$c"
 	args=(--shape "$shape" --batch "$batch" --ctx "$ctx")
 	s_log "$shape, batch $batch, $ctx positions"
-	timeout 60 "$bench" "${args[@]}" 2>&1 | tee -a "$s_out/session.txt"
+	for _ in $(seq "${PA_ROUNDS:-2}"); do
+		line main "$bench"
+		[ -z "$variant" ] || line "$define" "$variant"
+	done
 	for k in ${PA_KERNELS:-row tc}; do
 		name="$shape-$batch-$ctx-$k"
 		# the kernel's function name (templates: attend_dec<...>)

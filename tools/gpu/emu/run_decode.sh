@@ -12,8 +12,12 @@
 # over the work; blocks run one at a time in a shuffled order. A few
 # minutes on one core. x86-64, g++ and cmocka. The tests of the kernels
 # they are compared with (test_rope_cuda, test_rmsnorm_cuda,
-# test_swiglu_cuda) run here too when named.
-#   tools/gpu/emu/run_decode.sh [O1_TEST_SEED] ["gemv attention rope ..."]
+# test_swiglu_cuda) run here too when named. O1_EMU_OUT=DIR builds in DIR
+# instead of build-emu (two runs side by side); O1_EMU_DEFINES adds
+# definitions to the kernels' compile (a compile-time switch's variant,
+# e.g. "-DDEC_PAGES_AHEAD=1").
+#   [O1_EMU_DEFINES=-DNAME=V] tools/gpu/emu/run_decode.sh [O1_TEST_SEED] \
+#     ["gemv attention rope ..."]
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
 # one runs on the CPU, the rule is kept anyway so every script reads alike.
@@ -21,7 +25,7 @@ export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
 root=$PWD
 emu=$root/tools/gpu/emu
-out=$root/build-emu
+out=${O1_EMU_OUT:-$root/build-emu}
 mkdir -p "$out"
 inc=(-I"$emu" -I"$root" -I"$root/kernels" -I"$root/tests/kernels")
 kernels="gemv attention attention_decode attention_decode_tc attention_prefill rope rmsnorm swiglu"
@@ -35,8 +39,9 @@ for k in $kernels; do
   fi
 done
 sed -e '/^#ifndef __CUDACC__$/,/^#endif$/d' "$root/kernels/rms_reduce.h" >"$out/rms_reduce.h"
+read -r -a defs <<<"${O1_EMU_DEFINES:-}"
 cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -Wno-unknown-pragmas
-     -include "$emu/emu.h" "${inc[@]}")
+     -include "$emu/emu.h" "${inc[@]}" ${defs[@]+"${defs[@]}"})
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off "${inc[@]}")
 objs=()
 for k in $kernels; do
