@@ -168,7 +168,9 @@ int o1_attention_rows_legacy_cuda(uint16_t *out, const float *q,
  * tokens are left alone (UINT32_MAX: none). TUNE (NULL: the defaults)
  * sets the block's warps (1-8), the rounds (warps x 32/(D/8) x 4
  * positions) a split takes at least, the blocks a launch aims for before
- * it splits rows, the most query heads a block serves (1, 2, 4 or 8;
+ * it splits rows (named, it also lifts the default's cap on a few rows'
+ * splits: attention_decode.cu's dec_few), the most query heads a block
+ * serves (1, 2, 4 or 8;
  * wider groups read K/V once a chunk), and FLAT: blocks of 4 heads load
  * each round as it starts instead of a round ahead: the benchmark's
  * sweep. Split launches merge through tickets of their own, under the
