@@ -807,7 +807,9 @@ extern "C" int o1_attention_decode_cuda(
 		    0,
 		    0,
 		    warps * (32 / (dd / 8)) * DEC_UNROLL,
-		    skip_new};
+		    skip_new,
+		    0,
+		    0}; /* few, split_max: dec_few */
 	a.split_min = rounds * a.round;
 	a.solo =
 	    tune && tune->split_rounds
