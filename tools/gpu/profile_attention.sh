@@ -28,17 +28,9 @@ export NCCL_NVLS_ENABLE=0
 . "$(dirname "$0")/session.sh"
 cases=${PA_CASES:-llama3-8b:1:16384 llama3-8b:1:2048 llama3-8b:4:8192 llama3.2-1b:1:8192}
 prof=$s_out/profile
-mkdir -p "$prof"
 
-s_log "start: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
-# -lineinfo changes no instruction; CMake reads CUDAFLAGS at the first
-# configure only
-grep -q lineinfo build/gpu/CMakeCache.txt 2>/dev/null ||
-	rm -f build/gpu/CMakeCache.txt
-CUDAFLAGS=-lineinfo O1_GPU_TARGETS=bench_decode_attn s_build
+s_profile_build bench_decode_attn || exit 1
 bench=$s_bin/tools/gpu/bench_decode_attn
-[ -x "$bench" ] || { s_log "no bench_decode_attn"; exit 1; }
-command -v ncu >/dev/null || { s_log "no ncu"; exit 1; }
 define=${PA_DEFINE-DEC_PAGES_AHEAD=1}
 variant=
 if [ -n "$define" ] &&

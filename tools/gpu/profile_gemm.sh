@@ -22,17 +22,9 @@ export NCCL_NVLS_ENABLE=0
 rows=${PG_ROWS:-256}
 type=${PG_TYPE:-q4_k}
 prof=$s_out/profile
-mkdir -p "$prof"
 
-s_log "start: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
-# -lineinfo changes no instruction; CMake reads CUDAFLAGS at the first
-# configure only
-grep -q lineinfo build/gpu/CMakeCache.txt 2>/dev/null ||
-	rm -f build/gpu/CMakeCache.txt
-CUDAFLAGS=-lineinfo O1_GPU_TARGETS=bench_gemm_q s_build
+s_profile_build bench_gemm_q || exit 1
 bench=$s_bin/tools/gpu/bench_gemm_q
-[ -x "$bench" ] || { s_log "no bench_gemm_q"; exit 1; }
-command -v ncu >/dev/null || { s_log "no ncu"; exit 1; }
 
 for s in ${PG_SHAPES:-gu qkv o down}; do
 	s_log "$s, $rows rows"

@@ -224,6 +224,21 @@ for r in rows:
 PY
 }
 
+# A profile's start: the GPU's name logged, tools/gpu/TARGET built with
+# -lineinfo (a build folder configured without it is configured again:
+# CMake reads CUDAFLAGS at the first configure only; -lineinfo changes no
+# instruction), $OUT/profile made (s_pack_profile packs it); fails
+# without the program or ncu.
+s_profile_build() {
+	s_log "start: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
+	grep -q lineinfo build/gpu/CMakeCache.txt 2>/dev/null ||
+		rm -f build/gpu/CMakeCache.txt
+	CUDAFLAGS=-lineinfo O1_GPU_TARGETS=$1 s_build
+	mkdir -p "$s_out/profile"
+	[ -x "$s_bin/tools/gpu/$1" ] || { s_log "no $1"; return 1; }
+	command -v ncu >/dev/null || { s_log "no ncu"; return 1; }
+}
+
 # A profile's $OUT/profile folder packed: only 8 files come back, each at
 # most 16 MB, so the CSVs and logs go into one tarball, the ncu reports
 # into another where it fits (ncu -i reads them); session.txt stays.
