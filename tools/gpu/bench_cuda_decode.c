@@ -147,7 +147,6 @@
 #define BW_BYTES (1ull << 30)
 
 #define MAX_BATCH 256
-#define SEQ_PAGES 256
 
 #define MAX_REPS 16
 
@@ -184,7 +183,8 @@ struct bench_run {
 	struct o1_backend *b;
 	struct o1_kv_pool *pool;
 	struct o1_block_table table[MAX_BATCH];
-	uint32_t pages[MAX_BATCH][SEQ_PAGES];
+	uint32_t *pages; /* batch rows of seq_pages page numbers */
+	uint32_t seq_pages;
 	struct o1_step_seq q[MAX_BATCH];
 	int32_t *ids; /* batch rows of `total` ids */
 	float *logits;
@@ -488,8 +488,6 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	uint64_t x = 12345;
 	int err;
 
-	if (pages > SEQ_PAGES)
-		return -O1_E_CONTEXT;
 	for (uint32_t d = 0; d < a->tp; d++)
 		cfg.devices[d] = d;
 	r->vocab = m->desc.vocab_size;
@@ -497,11 +495,14 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	r->device_sample = a->device_sample;
 	r->total = cfg.max_context_tokens;
 	r->ids = malloc((size_t)a->batch * r->total * sizeof(int32_t));
-	if (cudaMallocHost((void **)&r->logits, (size_t)cfg.max_batch_tokens *
-						    r->vocab * sizeof(float)) !=
+	r->seq_pages = pages;
+	r->pages = malloc((size_t)a->batch * pages * sizeof(uint32_t));
+	/* a row a sequence: a prompt's last token, a decode step's rows */
+	if (cudaMallocHost((void **)&r->logits,
+			   (size_t)a->batch * r->vocab * sizeof(float)) !=
 	    cudaSuccess)
 		r->logits = NULL;
-	if (!r->ids || !r->logits)
+	if (!r->ids || !r->logits || !r->pages)
 		return -ENOMEM;
 	for (size_t i = 0; i < (size_t)a->batch * r->total; i++) {
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -511,7 +512,9 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	if (!err)
 		err = o1_kv_pool_create(o1_backend_kv_layout(r->b), &r->pool);
 	for (uint32_t i = 0; !err && i < a->batch; i++)
-		o1_kv_table_init(&r->table[i], r->pages[i], SEQ_PAGES);
+		o1_kv_table_init(&r->table[i],
+				 r->pages + (size_t)i * r->seq_pages,
+				 r->seq_pages);
 	return err;
 }
 
@@ -522,6 +525,7 @@ static void close_run(struct bench_run *r)
 	o1_kv_pool_destroy(r->pool);
 	o1_backend_destroy(r->b);
 	free(r->ids);
+	free(r->pages);
 	cudaFreeHost(r->logits);
 }
 
