@@ -144,6 +144,7 @@ static const struct key keys[] = {
 	BOOL(graphs, enabled, "true"),
 	LIST(graphs, buckets, 1, 4096, F_ASCENDING | F_NONEMPTY,
 	     "1,2,4,8,16,24,32,48,64,96,128,192,256"),
+	LIST(graphs, context_spans, 1, 16777216, F_ASCENDING, ""),
 	BOOL(cuda, autotune, "false"),
 	U32(cuda, autotune_ms, 1, 60000, 0, "2000"),
 	ENUM(cuda, quant_dot, quant_dots, "int8"),

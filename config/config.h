@@ -137,6 +137,8 @@ struct o1_config {
 	struct {
 		bool enabled;
 		struct o1_config_list buckets; /* batch sizes, ascending */
+		/* context lengths, ascending; empty: the backend's */
+		struct o1_config_list context_spans;
 	} graphs;
 	struct {
 		bool autotune;	      /* time the products' setups at load */

@@ -108,6 +108,12 @@ extern "C" {
  * long contexts it lost (0.4-0.84x, measured before it split long rows:
  * to measure again) */
 #define DEC_TC_BLOCKS 128
+/* launches beyond the first context span (dec_floor): blocks of
+ * DEC_HEADS_LONG heads at up to 8 rows, the tensor-core kernel where the
+ * rows read DEC_TC_FLOOR_BYTES of K/V or more at the span's shortest
+ * context */
+#define DEC_HEADS_LONG	   2
+#define DEC_TC_FLOOR_BYTES (32ull << 20)
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
 
@@ -619,6 +625,31 @@ extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
 	       (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0;
 }
 
+/* The shortest context of MAX_LEN's span (O1_ATTN_DECODE_SPAN_*: the
+ * launch serves contexts up to MAX_LEN, a graph's span, and a step in that
+ * span has one longer than the span below), 0 in the first span. Past
+ * the first span one head a block (DEC_HEADS_FEW, for short contexts,
+ * where a step waits on few rounds) loses: its blocks read each K/V row
+ * from L2 once a head, and the rounds of resident blocks bound the time;
+ * the tensor-core kernel costs ~32-47 us whatever the length but then
+ * reads at up to 2 TB/s. bench_decode_attn on the H100 (2026-12-06,
+ * graph MAX_LEN 32,768, cold us a layer; one head a block / two / tc):
+ * llama3-8b, 1 row at 4,096 / 8,192 / 16,384 / 32,768 positions 25.0 /
+ * 44.6 / 71.6 / 124.3, 22.8 / 33.4 / 60.7 / 94.3, 47.6 / 48.0 / 52.6 /
+ * 73.2; 4 rows at 4,096 / 8,192 77.4 / 137.2, 55.3 / 96.3, 52.6 / 70.9;
+ * llama3.2-1b, 1 row at 8,192 / 32,768 25.2 / 73.3, 23.5 / 61.9, 32.9 /
+ * 45.3; qwen2.5-0.5b, 4 rows at 8,192 / 16,384 39.3 / 70.5, 28.7 / 51.5,
+ * 33.3 / 37.0 (docs/PERFORMANCE.md, thirty-eighth session). The
+ * tensor-core kernel wins from ~32 MB of K/V a launch (rows x context x
+ * kv heads x head dim x 4 bytes), hence DEC_TC_FLOOR_BYTES at the span's
+ * shortest context. */
+static uint32_t dec_floor(uint32_t max_len)
+{
+	return max_len > O1_ATTN_DECODE_SPAN_MID     ? O1_ATTN_DECODE_SPAN_MID
+	       : max_len > O1_ATTN_DECODE_SPAN_SHORT ? O1_ATTN_DECODE_SPAN_SHORT
+						     : 0;
+}
+
 /* Heads a block serves: the group rounded up to a power of two, at most
  * MOST (a power of two <= DEC_HG; wider groups take several chunks). */
 static uint32_t dec_heads(uint32_t g, uint32_t most)
@@ -674,9 +705,11 @@ static uint32_t dec_warps(uint32_t n_rows)
  * once a head. bench_decode_attn --sweep on the H200, batch 1, ctx 128 /
  * 256: 1 head a block 6.78-7.97 us against 2 heads' 7.23-8.64 (qwen2.5-0.5b,
  * llama3.2-1b; llama3-8b 7.74 / 10.50 against 8.35 / 11.10). */
-static uint32_t dec_most(uint32_t n_rows)
+static uint32_t dec_most(uint32_t n_rows, uint32_t max_len)
 {
-	return n_rows <= 8 ? DEC_HEADS_FEW : DEC_HEADS;
+	if (n_rows > 8)
+		return DEC_HEADS;
+	return dec_floor(max_len) ? DEC_HEADS_LONG : DEC_HEADS_FEW;
 }
 
 /* Rounds of the longest context one split serves, by the launch's rows,
@@ -735,10 +768,13 @@ static void dec_few(dec_dev *a, uint32_t n_rows, uint32_t max_len,
 
 /* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
  * AUTO): rows x kv heads of at least DEC_TC_BLOCKS (a block each, and
- * more where it splits long rows: its own choice). */
+ * more where it splits long rows: its own choice), or rows that read
+ * DEC_TC_FLOOR_BYTES of K/V at their span's shortest context
+ * (dec_floor). */
 static bool dec_tensor_cores(const struct o1_attn_dims *d, const uint16_t *out,
 			     const float *q, const uint16_t *kc,
 			     const uint16_t *vc, uint32_t n_rows,
+			     uint32_t max_len,
 			     const struct o1_attn_decode_tune *tune)
 {
 	uint32_t tc = tune ? tune->tc : (uint32_t)O1_ATTN_TC_AUTO;
@@ -747,7 +783,10 @@ static bool dec_tensor_cores(const struct o1_attn_dims *d, const uint16_t *out,
 	    !o1_attention_decode_tc_fits(d, out, q, kc, vc))
 		return false;
 	return tc == O1_ATTN_TC_ON ||
-	       (uint64_t)n_rows * d->n_kv_heads >= DEC_TC_BLOCKS;
+	       (uint64_t)n_rows * d->n_kv_heads >= DEC_TC_BLOCKS ||
+	       (uint64_t)n_rows * dec_floor(max_len) * d->n_kv_heads *
+		       d->head_dim * 4 >=
+		   DEC_TC_FLOOR_BYTES;
 }
 
 extern "C" int o1_attention_decode_cuda(
@@ -763,7 +802,8 @@ extern "C" int o1_attention_decode_cuda(
 	    tune && tune->split_rounds ? tune->split_rounds : DEC_SPLIT_ROUNDS;
 	uint32_t target =
 	    tune && tune->target_blocks ? tune->target_blocks : DEC_TARGET;
-	uint32_t most = tune && tune->heads ? tune->heads : dec_most(n_rows);
+	uint32_t most =
+	    tune && tune->heads ? tune->heads : dec_most(n_rows, max_len);
 	uint32_t g, hg, dd = d->head_dim;
 	dec_dev a;
 	size_t smem;
@@ -785,7 +825,8 @@ extern "C" int o1_attention_decode_cuda(
 	}
 	if (!n_rows)
 		return 0;
-	if (dec_tensor_cores(d, out, q, k_cache, v_cache, n_rows, tune))
+	if (dec_tensor_cores(d, out, q, k_cache, v_cache, n_rows, max_len,
+			     tune))
 		return o1_attention_decode_tc_cuda(
 		    out, q, k_cache, v_cache, d, b, n_rows, max_len,
 		    tune ? tune->tc_splits : 0, scratch,

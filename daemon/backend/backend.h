@@ -69,6 +69,7 @@ enum o1_backend_kind {
 };
 
 #define O1_BACKEND_GRAPH_BUCKETS_MAX 32
+#define O1_BACKEND_GRAPH_SPANS_MAX   4 /* context spans, the last included */
 #define O1_BACKEND_DEVOUT_AREAS_MAX  64	   /* device output areas */
 #define O1_BACKEND_DEVOUT_ROWS_MAX   65536 /* rows per area */
 
@@ -233,6 +234,15 @@ struct o1_backend_config {
 	uint32_t cuda_autotune_ms;
 	uint32_t n_graph_buckets; /* 0 = the default list */
 	uint32_t graph_buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	/* Context spans of the graphs: lengths (positions, ascending) below
+	 * max_context_tokens, each with a graph per bucket, beside the span
+	 * of max_context_tokens itself; a decode step replays the graphs of
+	 * the shortest span that holds its longest sequence (cuda_graphs.h).
+	 * 0 = the spans the decode attention shapes its launches by (4,096
+	 * and 16,384: kernels_cuda.h's O1_ATTN_DECODE_SPAN_*); lengths >=
+	 * max_context_tokens are dropped, so {UINT32_MAX} gives one span. */
+	uint32_t n_graph_spans;
+	uint32_t graph_spans[O1_BACKEND_GRAPH_SPANS_MAX - 1];
 	uint32_t device; /* CUDA ordinal of a one-device backend */
 	/* Tensor parallelism (tp_backend.h): 0 = one backend on DEVICE; N
 	 * >= 1 = the tensor-parallel backend over N ranks, rank r on
@@ -288,14 +298,22 @@ struct o1_backend_graph_bucket {
 	uint64_t padded_tokens; /* padding rows added to reach batch */
 };
 
+/* A context span of the graphs: its longest context and its steps. */
+struct o1_backend_graph_span {
+	uint32_t len;
+	uint64_t steps; /* bucket steps run in it (replayed or not) */
+};
+
 struct o1_backend_graph_stats {
-	uint32_t n_buckets;
+	uint32_t n_buckets; /* buckets[i]: summed over the spans */
+	uint32_t n_spans;
 	uint64_t oversize;	/* decode steps above the largest bucket */
 	uint64_t prefill;	/* steps with prefill tokens (eager) */
 	uint64_t capture_us;	/* warm-up, capture, instantiate, upload */
 	uint64_t capture_bytes; /* device memory the graphs took: free
 				 * memory (cudaMemGetInfo) before - after */
 	struct o1_backend_graph_bucket buckets[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	struct o1_backend_graph_span spans[O1_BACKEND_GRAPH_SPANS_MAX];
 };
 
 struct o1_step_seq {

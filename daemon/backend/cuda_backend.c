@@ -482,10 +482,29 @@ static int warm_products(struct cuda_state *s)
 	return err;
 }
 
+/* The configured (or default) context spans below max_context_tokens,
+ * then max_context_tokens, into OUT. */
+static uint32_t pick_spans(const struct o1_backend_config *c, uint32_t *out)
+{
+	static const uint32_t dflt[] = {O1_ATTN_DECODE_SPAN_SHORT,
+					O1_ATTN_DECODE_SPAN_MID};
+	const uint32_t *list = c->n_graph_spans ? c->graph_spans : dflt;
+	uint32_t n = c->n_graph_spans ? c->n_graph_spans : 2, k = 0;
+
+	for (uint32_t i = 0; i < n && i + 1 < O1_BACKEND_GRAPH_SPANS_MAX; i++)
+		if (list[i] < c->max_context_tokens)
+			out[k++] = list[i];
+	out[k++] = c->max_context_tokens;
+	return k;
+}
+
 static int setup_graphs(struct cuda_state *s)
 {
-	uint32_t b[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	uint32_t b[O1_BACKEND_GRAPH_BUCKETS_MAX],
+	    spans[O1_BACKEND_GRAPH_SPANS_MAX];
 	struct o1_cuda_graphs_config gc = {b,
+					   0,
+					   spans,
 					   0,
 					   !s->cfg.graphs_eager,
 					   s->stream,
@@ -501,7 +520,13 @@ static int setup_graphs(struct cuda_state *s)
 		       s->cfg.n_graph_buckets, O1_BACKEND_GRAPH_BUCKETS_MAX);
 		return -O1_E_CONFIG;
 	}
+	if (s->cfg.n_graph_spans >= O1_BACKEND_GRAPH_SPANS_MAX) {
+		o1_err("cuda graphs: %u context spans configured, at most %u",
+		       s->cfg.n_graph_spans, O1_BACKEND_GRAPH_SPANS_MAX - 1);
+		return -O1_E_CONFIG;
+	}
 	gc.n_buckets = pick_buckets(&s->cfg, b);
+	gc.n_spans = pick_spans(&s->cfg, spans);
 	/* the picks first: the graphs capture the tuned launches */
 	err = o1_cuda_tune_run(s, b, gc.n_buckets);
 	return err ? err : o1_cuda_graphs_create(&gc, &s->graphs);

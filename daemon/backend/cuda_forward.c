@@ -27,9 +27,11 @@
  * pool the scheduler sees: padding never writes a real page), LM head over
  * the B rows into the device logits, then the n real rows are copied out.
  * The bucket step takes every per-step value from the uploaded inputs; its
- * attention is launched for max_len = max_context_tokens (the split count
- * is fixed per bucket, each sequence spreads its own length over the
- * splits on the device: attention.cu), so it replays as a graph. graphs_eager
+ * attention is launched for max_len = its context span's length (the
+ * longest context the graph serves: graphs per bucket and span; the split
+ * count and the kernel are fixed per graph, each sequence spreads its own
+ * length over the splits on the device: attention_decode.cu), so it
+ * replays as a graph. graphs_eager
  * runs the same bucket steps without graphs: the bitwise reference. A
  * replay whose launch fails (or is failed on purpose: fail_replays, the
  * graph_replay fault) runs the bucket step eagerly over the same inputs.
@@ -1188,13 +1190,14 @@ static int forward(struct cuda_state *s, const struct o1_step *st,
 	return err;
 }
 
-/* The bucket step of BATCH one-token rows, logits left on the device,
+/* The bucket step of BATCH one-token rows whose contexts are at most
+ * MAX_LEN positions (the graph's span), logits left on the device,
  * sampled into the device results when the backend samples: what a graph
- * holds. Every host value here is fixed per bucket. */
-int o1_cuda_forward_bucket(void *ctx, uint32_t batch)
+ * holds. Every host value here is fixed per bucket and span. */
+int o1_cuda_forward_bucket(void *ctx, uint32_t batch, uint32_t max_len)
 {
 	struct cuda_state *s = ctx;
-	struct flat f = {batch, batch, s->cfg.max_context_tokens};
+	struct flat f = {batch, batch, max_len};
 	int err = layers(s, batch, &f);
 
 	if (err || s->cfg.tp_rank)
@@ -1244,7 +1247,8 @@ static bool is_decode(const struct o1_step *st)
 /* A decode step through its bucket; -ERANGE above the largest. On a
  * backend that samples the bucket's graph always samples: a step without
  * samples runs it over greedy rows and ignores the results. */
-static int bucket_step(struct cuda_state *s, const struct o1_step *st)
+static int bucket_step(struct cuda_state *s, const struct o1_step *st,
+		       const struct flat *f)
 {
 	const struct o1_sample_row *rows = st->samples ? st->sample_rows : NULL;
 	uint64_t touched = 0;
@@ -1260,7 +1264,7 @@ static int bucket_step(struct cuda_state *s, const struct o1_step *st)
 				     rows ? st->n_pens : 0, st);
 	o1_step_trace_mark(&s->trace, O1_STEP_UPLOAD);
 	s->trace_info.bucket = batch;
-	err = err ? err : o1_cuda_graphs_run(s->graphs, n, batch);
+	err = err ? err : o1_cuda_graphs_run(s->graphs, n, batch, f->max_len);
 	err = err ? err : settle(s);
 	o1_step_trace_mark(&s->trace, O1_STEP_LAYERS);
 	if (err || s->cfg.tp_rank)
@@ -1286,7 +1290,7 @@ static int run_step(struct cuda_state *s, const struct o1_step *st,
 		o1_cuda_graphs_count_prefill(s->graphs);
 		return forward(s, st, f);
 	}
-	err = bucket_step(s, st);
+	err = bucket_step(s, st, f);
 	return err == -ERANGE ? forward(s, st, f) : err;
 }
 

@@ -1,6 +1,13 @@
 /* CUDA Graphs per decode batch bucket, for the CUDA backend.
  *
- * A set of buckets (ascending batch sizes). At create, for each bucket,
+ * A set of buckets (ascending batch sizes) and of context spans (ascending
+ * lengths: the longest context, in positions, a step of the span may
+ * have; the last is the backend's limit). A decode step runs in the
+ * smallest bucket >= its rows and the shortest span >= its longest
+ * sequence: a graph per (span, bucket), since a step's launches are sized
+ * for the longest context the graph serves (the attention's splits, its
+ * heads a block and its kernel: attention_decode.cu), and a short span's
+ * launches suit short contexts. At create, for each span and bucket,
  * PREPARE fills and uploads the inputs of an all-padding batch, BODY runs
  * once eagerly (warm-up: cuBLAS and module loading happen outside any
  * capture), then BODY is captured on STREAM (thread-local capture mode),
@@ -29,10 +36,13 @@ struct o1_cuda_graphs;
 struct o1_cuda_graphs_config {
 	const uint32_t *buckets; /* ascending, >= 1 */
 	uint32_t n_buckets;	 /* 1 .. O1_BACKEND_GRAPH_BUCKETS_MAX */
+	const uint32_t *spans;	 /* ascending, >= 1 */
+	uint32_t n_spans;	 /* 1 .. O1_BACKEND_GRAPH_SPANS_MAX */
 	bool capture;		 /* false: eager bucket shapes only */
 	cudaStream_t stream;
-	/* Enqueues the decode step of BATCH rows (the bucket's size). */
-	int (*body)(void *ctx, uint32_t batch);
+	/* Enqueues the decode step of BATCH rows (the bucket's size) whose
+	 * contexts are at most MAX_LEN positions (the span's length). */
+	int (*body)(void *ctx, uint32_t batch, uint32_t max_len);
 	/* Fills and uploads the inputs of a batch of BATCH padding rows. */
 	int (*prepare)(void *ctx, uint32_t batch);
 	/* Waits until STREAM's work is done (NULL: cudaStreamSynchronize). */
@@ -51,10 +61,12 @@ void o1_cuda_graphs_destroy(struct o1_cuda_graphs *g);
 int o1_cuda_graphs_bucket(struct o1_cuda_graphs *g, uint32_t n,
 			  uint32_t *batch);
 /* Enqueues the step of N rows padded to BATCH (from o1_cuda_graphs_bucket,
- * inputs already uploaded): replays the bucket's graph, or runs BODY when
- * it has none (a miss) or the launch fails (a fallback; with strict, the
- * launch's error instead). */
-int o1_cuda_graphs_run(struct o1_cuda_graphs *g, uint32_t n, uint32_t batch);
+ * inputs already uploaded) whose longest sequence has LEN positions (at
+ * most the last span's): replays the graph of the bucket in the shortest
+ * span >= LEN, or runs BODY when it has none (a miss) or the launch fails
+ * (a fallback; with strict, the launch's error instead). */
+int o1_cuda_graphs_run(struct o1_cuda_graphs *g, uint32_t n, uint32_t batch,
+		       uint32_t len);
 /* Fault injection: from the next replay on, every EVERY-th replay fails
  * as a failed cudaGraphLaunch does (0: none); -O1_E_UNSUPPORTED when no
  * bucket has a graph (capture off or failed). */

@@ -191,7 +191,7 @@ int o1_cuda_weights_load(struct cuda_state *s, const struct o1_model *m);
  * preparation of cuda_graphs.h (CTX: the state). */
 int o1_cuda_forward_step(struct cuda_state *s, const struct o1_step *st,
 			 uint32_t *rows);
-int o1_cuda_forward_bucket(void *ctx, uint32_t batch);
+int o1_cuda_forward_bucket(void *ctx, uint32_t batch, uint32_t max_len);
 int o1_cuda_forward_prepare(void *ctx, uint32_t batch);
 /* cuda_forward.c, for the autotuner: enqueues product KIND of layer L
  * (the LM head: L ignored) over T rows as a step of T rows runs it, with

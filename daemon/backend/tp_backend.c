@@ -211,7 +211,7 @@ static int plan_ranks(struct tp_state *tp, const struct o1_model *m,
 }
 
 /* NCCL needs every rank to replay the same captured collectives: the
- * ranks must hold graphs for the same buckets. */
+ * ranks must hold graphs for the same buckets and spans. */
 static int check_graphs(const struct tp_state *tp)
 {
 	struct o1_backend_graph_stats a, b;
@@ -221,10 +221,11 @@ static int check_graphs(const struct tp_state *tp)
 	tp->ops->graph_stats(tp->ranks[0].state, &a);
 	for (uint32_t r = 1; r < tp->n; r++) {
 		tp->ops->graph_stats(tp->ranks[r].state, &b);
-		if (b.n_buckets != a.n_buckets) {
-			o1_err("tensor parallel: rank %u has %u graph buckets, "
-			       "rank 0 %u",
-			       r, b.n_buckets, a.n_buckets);
+		if (b.n_buckets != a.n_buckets || b.n_spans != a.n_spans) {
+			o1_err("tensor parallel: rank %u has %u graph buckets "
+			       "in %u context spans, rank 0 %u in %u",
+			       r, b.n_buckets, b.n_spans, a.n_buckets,
+			       a.n_spans);
 			return -O1_E_CUDA;
 		}
 		for (uint32_t i = 0; i < a.n_buckets; i++)

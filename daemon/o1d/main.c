@@ -414,6 +414,7 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	    .cuda_keep_row_counts = !d->cfg.cuda.faster_row_counts,
 	};
 	const struct o1_config_list *buckets = &d->cfg.graphs.buckets;
+	const struct o1_config_list *spans = &d->cfg.graphs.context_spans;
 	uint32_t dev[O1_CONFIG_LIST_MAX];
 	uint32_t n_dev = o1_config_cuda_devices(&d->cfg, dev);
 	int err;
@@ -430,6 +431,15 @@ static int create_backend(struct o1d *d, enum o1_backend_kind kind)
 	}
 	memcpy(bc.graph_buckets, buckets->v,
 	       bc.n_graph_buckets * sizeof(bc.graph_buckets[0]));
+	bc.n_graph_spans = spans->n;
+	if (bc.n_graph_spans >= O1_BACKEND_GRAPH_SPANS_MAX) {
+		o1_warn("graphs.context_spans: %u lengths given, using the "
+			"first %u",
+			spans->n, O1_BACKEND_GRAPH_SPANS_MAX - 1);
+		bc.n_graph_spans = O1_BACKEND_GRAPH_SPANS_MAX - 1;
+	}
+	memcpy(bc.graph_spans, spans->v,
+	       bc.n_graph_spans * sizeof(bc.graph_spans[0]));
 	bc.device = dev[0];
 	bc.tensor_parallel = n_ranks(&d->cfg) > 1 ? n_ranks(&d->cfg) : 0;
 	memcpy(

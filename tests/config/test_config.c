@@ -37,6 +37,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.graphs.buckets.n, 13);
 	assert_int_equal(c.graphs.buckets.v[0], 1);
 	assert_int_equal(c.graphs.buckets.v[12], 256);
+	assert_int_equal(c.graphs.context_spans.n, 0);
 	assert_true(c.graphs.enabled);
 	assert_int_equal(c.cuda.quant_pass_rows, 12);
 	assert_int_equal(c.cuda.attention_splits, 0);
@@ -139,6 +140,7 @@ static void test_good_file(void **state)
 				   "[graphs]\n"
 				   "enabled = off\n"
 				   "buckets = 1, 3 ,7\n"
+				   "context_spans = 2048,8192\n"
 				   "[ipc]\n"
 				   "socket_mode = 0600\n"
 				   "allowed_uids = 1000,0\n"
@@ -178,6 +180,8 @@ static void test_good_file(void **state)
 	assert_int_equal(c.graphs.buckets.n, 3);
 	assert_int_equal(c.graphs.buckets.v[1], 3);
 	assert_int_equal(c.graphs.buckets.v[2], 7);
+	assert_int_equal(c.graphs.context_spans.n, 2);
+	assert_int_equal(c.graphs.context_spans.v[1], 8192);
 	assert_int_equal(c.ipc.socket_mode, 0600);
 	assert_int_equal(c.ipc.allowed_uids.n, 2);
 	assert_int_equal(c.ipc.allowed_uids.v[1], 0);
@@ -232,6 +236,9 @@ static const struct bad_case bad_cases[] = {
     {"[graphs]\nbuckets = 1,2,\n", {"t.ini:2:", "trailing comma"}},
     {"[graphs]\nbuckets = 0\n", {"t.ini:2:", "entry 1 '0'"}},
     {"[graphs]\nbuckets =\n", {"t.ini:2:", "empty"}},
+    {"[graphs]\ncontext_spans = 8192,4096\n",
+     {"t.ini:2:", "entry 2 (4096) not above", "strictly ascending"}},
+    {"[graphs]\ncontext_spans = 0\n", {"t.ini:2:", "entry 1 '0'"}},
     {"[graphs]\nenabled = maybe\n", {"t.ini:2:", "true|false"}},
     {"[backend]\ndevice = gpu\n", {"t.ini:2:", "auto|cpu|cuda:N"}},
     {"[backend]\ndevice = cuda:64\n", {"t.ini:2:", "not a device"}},

@@ -39,6 +39,13 @@
  * it (-O1_E_UNSUPPORTED).
  * test_bad_buckets: descending or too many buckets are refused with
  * -O1_E_CONFIG; buckets above max_seqs are dropped.
+ * test_spans: context spans {24} under a context of 64 (graphs for 24 and
+ * 64): decode steps whose longest sequence has up to 24 positions replay
+ * the first span's graphs, longer ones the second's (the counters say
+ * which), bitwise as graphs_eager with the same spans, within
+ * test_buckets' 1e-2 of graphs off; no allocation after create. Spans at
+ * or above the context are dropped ({UINT32_MAX}: one span), descending
+ * or too many are refused (-O1_E_CONFIG).
  * test_quant_tiles: test_buckets' steps on a two-layer llama3.2-1b shape
  * converted to Q4_K_M (o1model convert): buckets 1 to 4 capture the block
  * decode products (gemv_q.cu), larger ones the tile path (each matrix
@@ -624,6 +631,105 @@ static void test_bad_buckets(void **state)
 	o1_model_close(m);
 }
 
+static void test_spans(void **state)
+{
+	static struct world w;
+	struct o1_backend_config cfg = {.max_batch_tokens = 64,
+					.max_seqs = 4,
+					.max_context_tokens = 64,
+					.n_pages = 4 * SEQ_PAGES,
+					.page_tokens = PAGE,
+					.graphs_enabled = true,
+					.n_graph_buckets = 2,
+					.graph_buckets = {2, 4},
+					.n_graph_spans = 1,
+					.graph_spans = {24}};
+	uint32_t prompt[4] = {5, 20, 3, 9}, ones[4] = {1, 1, 1, 1};
+	uint64_t want[2] = {0, 0}, allocs;
+	struct o1_backend_graph_stats g;
+	struct o1_backend *b;
+	char path[256];
+
+	(void)state;
+	o1_gpu_make_model("--preset tiny", "tiny3.gguf", path, sizeof(path));
+	assert_int_equal(o1_model_open(path, &w.m), 0);
+	w.vocab = w.m->desc.vocab_size;
+	for (uint32_t s = 0; s < 4; s++)
+		for (uint32_t i = 0; i < SEQ_PAGES * PAGE; i++)
+			w.ids[s][i] = (int32_t)urand(w.vocab);
+	side_open(&w.sd[GRAPH], w.m, &cfg);
+	cfg.graphs_eager = true;
+	side_open(&w.sd[EAGER], w.m, &cfg);
+	cfg.graphs_enabled = cfg.graphs_eager = false;
+	side_open(&w.sd[PLAIN], w.m, &cfg);
+	for (int k = GRAPH; k <= PLAIN; k++)
+		assert_int_equal(side_step(&w.sd[k], &w, 0, 4, prompt), 0);
+	for (uint32_t s = 0; s < 4; s++)
+		w.len[s] = prompt[s];
+	allocs = o1_cuda_backend_alloc_count();
+	/* 2 rows: the longest goes 21 .. 30 positions (span 24, then 64);
+	 * then 4 rows: 31 .. 34 */
+	for (uint32_t i = 0; i < 14; i++) {
+		uint32_t n = i < 10 ? 2 : 4, longest = 0;
+
+		for (uint32_t s = 0; s < n; s++)
+			longest =
+			    w.len[s] + 1 > longest ? w.len[s] + 1 : longest;
+		want[longest > 24]++;
+		for (int k = GRAPH; k <= PLAIN; k++)
+			assert_int_equal(side_step(&w.sd[k], &w, 0, n, ones),
+					 0);
+		assert_memory_equal(w.sd[GRAPH].logits, w.sd[EAGER].logits,
+				    (size_t)n * w.vocab * sizeof(float));
+		assert_true(rel_l2(w.sd[PLAIN].logits, w.sd[GRAPH].logits,
+				   (size_t)n * w.vocab) < 1e-2);
+		for (uint32_t s = 0; s < n; s++) {
+			w.len[s]++;
+			w.ids[s][w.len[s]] = (int32_t)argmax(
+			    w.sd[GRAPH].logits + (size_t)s * w.vocab, w.vocab);
+		}
+	}
+	assert_int_equal(o1_cuda_backend_alloc_count(), allocs);
+	assert_true(want[0] == 4 && want[1] == 10);
+	o1_backend_graph_stats(w.sd[GRAPH].b, &g);
+	assert_int_equal(g.n_spans, 2);
+	assert_int_equal(g.spans[0].len, 24);
+	assert_int_equal(g.spans[1].len, 64);
+	assert_int_equal(g.spans[0].steps, want[0]);
+	assert_int_equal(g.spans[1].steps, want[1]);
+	assert_int_equal(g.buckets[0].hits, 10);
+	assert_int_equal(g.buckets[1].hits, 4);
+	assert_true(g.buckets[0].captured && g.buckets[1].captured);
+	o1_backend_graph_stats(w.sd[EAGER].b, &g);
+	assert_int_equal(g.spans[0].steps, want[0]);
+	assert_int_equal(g.buckets[0].misses + g.buckets[1].misses, 14);
+	for (int k = GRAPH; k <= PLAIN; k++)
+		side_close(&w.sd[k]);
+
+	/* the spans picked, and the refusals */
+	cfg.graphs_enabled = true;
+	cfg.n_graph_spans = 2;
+	cfg.graph_spans[0] = 16, cfg.graph_spans[1] = 64;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, w.m, &cfg, &b), 0);
+	o1_backend_graph_stats(b, &g);
+	assert_true(g.n_spans == 2 && g.spans[0].len == 16 &&
+		    g.spans[1].len == 64);
+	o1_backend_destroy(b);
+	cfg.n_graph_spans = 1, cfg.graph_spans[0] = UINT32_MAX;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, w.m, &cfg, &b), 0);
+	o1_backend_graph_stats(b, &g);
+	assert_true(g.n_spans == 1 && g.spans[0].len == 64);
+	o1_backend_destroy(b);
+	cfg.n_graph_spans = 2;
+	cfg.graph_spans[0] = 32, cfg.graph_spans[1] = 16;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, w.m, &cfg, &b),
+			 -O1_E_CONFIG);
+	cfg.n_graph_spans = O1_BACKEND_GRAPH_SPANS_MAX;
+	assert_int_equal(o1_backend_create(O1_BACKEND_CUDA, w.m, &cfg, &b),
+			 -O1_E_CONFIG);
+	o1_model_close(w.m);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -632,6 +738,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_replay_fault),
 	    cmocka_unit_test(test_bad_buckets),
 	    cmocka_unit_test(test_quant_tiles),
+	    cmocka_unit_test(test_spans),
 	};
 	return o1_gpu_test_main(argc, argv, "gpu_graphs", tests,
 				sizeof(tests) / sizeof(tests[0]));

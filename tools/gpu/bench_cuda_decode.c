@@ -83,6 +83,13 @@
  * tensor-core kernel (attention_decode_tc.cu; auto: wide batches). The
  * RESULT line ends with attn=W,R,T,H, attn_tc= and attention=on|off.
  *
+ * --graph-spans one|N[,N...] sets the graphs' context spans below the
+ * context (cfg.graph_spans, at most 3; default: the backend's, 4,096 and
+ * 16,384); one: a single span, the context's (the launches of every
+ * decode graph sized for the longest context, as before spans). The
+ * RESULT line ends with spans= (default, one or the list), and the graph
+ * counters give each span's steps.
+ *
  * --gemv-rows N sets cfg.cuda_gemv_rows: products on bf16 weights over at
  * most N rows (1..4) run gemv.cu's, over more cuBLAS's (default: the
  * backend's). The RESULT line ends with gemv_rows=N (0: the default).
@@ -120,8 +127,9 @@
  * bf16 weight bytes one decode step reads (every matrix once, the LM head
  * included; the token embedding one row unless tied) divided by that bandwidth,
  * and the share reached. One more decode step runs between cudaProfilerStart
- * and Stop (unless --profile prefill), so `ncu --profile-from-start off` times exactly the kernels of one
- * step (tools/gpu/bench.sh sums them: the device's share of a step).
+ * and Stop (unless --profile prefill), so `ncu --profile-from-start off` times
+ * exactly the kernels of one step (tools/gpu/bench.sh sums them: the device's
+ * share of a step).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -167,6 +175,9 @@ struct bench_args {
 	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
+	uint32_t n_spans;	  /* --graph-spans: 0 default */
+	uint32_t spans[O1_BACKEND_GRAPH_SPANS_MAX - 1];
+	char spans_arg[64];
 	bool no_attention;	  /* --attention off */
 	uint32_t gemv_rows;	  /* --gemv-rows */
 	bool gu_f32;		  /* --gu-out f32 */
@@ -263,6 +274,33 @@ static int on_off_both(const char *s)
 				    : -1;
 }
 
+/* --graph-spans: "one" (a single span: {UINT32_MAX}) or up to
+ * O1_BACKEND_GRAPH_SPANS_MAX - 1 lengths. */
+static int parse_spans(const char *s, struct bench_args *a)
+{
+	const char *p = s;
+	char *end;
+
+	snprintf(a->spans_arg, sizeof(a->spans_arg), "%s", s);
+	if (!strcmp(s, "one")) {
+		a->n_spans = 1, a->spans[0] = UINT32_MAX;
+		return 0;
+	}
+	for (a->n_spans = 0; a->n_spans < O1_BACKEND_GRAPH_SPANS_MAX - 1;) {
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p || !v || v > UINT32_MAX)
+			return -EINVAL;
+		a->spans[a->n_spans++] = (uint32_t)v;
+		if (!*end)
+			return 0;
+		if (*end != ',')
+			return -EINVAL;
+		p = end + 1;
+	}
+	return -EINVAL;
+}
+
 static int parse(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option opts[] = {
@@ -293,6 +331,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"qkv-out", required_argument, NULL, 'V'},
 	    {"add-two-rows", required_argument, NULL, 'W'},
 	    {"profile", required_argument, NULL, 'X'},
+	    {"graph-spans", required_argument, NULL, 'S'},
 	    {0},
 	};
 	int opt;
@@ -360,6 +399,11 @@ static int parse(int argc, char **argv, struct bench_args *a)
 			else if (!strcmp(optarg, "off"))
 				a->attn_tc = O1_ATTN_TC_OFF;
 			else
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'S') {
+			if (parse_spans(optarg, a))
 				return -EINVAL;
 			continue;
 		}
@@ -484,12 +528,14 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_gu_f32 = a->gu_f32,
 	    .cuda_qkv_f32 = a->qkv_f32,
 	    .sampling = a->device_sample,
-	    .tensor_parallel = a->tp > 1 ? a->tp : 0};
+	    .tensor_parallel = a->tp > 1 ? a->tp : 0,
+	    .n_graph_spans = a->n_spans};
 	uint64_t x = 12345;
 	int err;
 
 	for (uint32_t d = 0; d < a->tp; d++)
 		cfg.devices[d] = d;
+	memcpy(cfg.graph_spans, a->spans, sizeof(a->spans));
 	r->vocab = m->desc.vocab_size;
 	r->batch = a->batch;
 	r->device_sample = a->device_sample;
@@ -600,11 +646,15 @@ static void print_graphs(const struct o1_backend_graph_stats *g, uint32_t batch)
 	printf("  graphs: %u buckets, %llu hits, %llu misses, %llu "
 	       "oversize, %llu prefill steps, %llu padded tokens; capture "
 	       "%.1f ms, %.1f MiB; %u kernels a step (%u programmatic "
-	       "edges)\n",
+	       "edges); steps by context span:",
 	       g->n_buckets, (unsigned long long)hits, (unsigned long long)miss,
 	       (unsigned long long)g->oversize, (unsigned long long)g->prefill,
 	       (unsigned long long)pad, g->capture_us / 1e3,
 	       g->capture_bytes / 1048576.0, k, pdl);
+	for (uint32_t i = 0; i < g->n_spans; i++)
+		printf(" %u: %llu", g->spans[i].len,
+		       (unsigned long long)g->spans[i].steps);
+	printf("\n");
 }
 
 /* At batch 1, a digest (FNV-1a) of the greedy ids fed back from FROM to
@@ -672,7 +722,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
 	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f "
 	       "quant_i8_rows=%u quant_wg_rows=%u quant_wg_splits=%u "
-	       "prefetch=%s\n",
+	       "prefetch=%s spans=%s\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -684,7 +734,9 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       a->device_sample ? "device" : "host", tps, dt * 1e3 / a->tokens,
 	       k, lo, hi, bw * 1e9 / wb, on_off(md->autotune),
 	       md->quant_f32 ? "f32" : "int8",
-	       a->quant_qp_rows ? "qp" : a->quant_mma ? "mma" : "tiles",
+	       a->quant_qp_rows ? "qp"
+	       : a->quant_mma	? "mma"
+				: "tiles",
 	       a->quant_tile_mb, a->quant_qp_rows, a->attn[0], a->attn[1],
 	       a->attn[2], a->attn[3],
 	       a->attn_tc == O1_ATTN_TC_ON    ? "on"
@@ -693,7 +745,8 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
 	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows,
-	       a->quant_wg_rows, a->quant_wg_splits, on_off(a->prefetch));
+	       a->quant_wg_rows, a->quant_wg_splits, on_off(a->prefetch),
+	       a->n_spans ? a->spans_arg : "default");
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -798,7 +851,7 @@ int main(int argc, char **argv)
 			"[--quant-tile-mb N] [--prefetch on|off] "
 			"[--quant-pass-rows N] [--quant-i8-rows N] "
 			"[--quant-wg-rows N] [--quant-wg-splits N] "
-			"[--attn W,R,T,H] "
+			"[--attn W,R,T,H] [--graph-spans one|N,...] "
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "
 			"[--gu-out bf16|f32] [--qkv-out bf16|f32] "
