@@ -108,11 +108,12 @@ extern "C" {
  * long contexts it lost (0.4-0.84x, measured before it split long rows:
  * to measure again) */
 #define DEC_TC_BLOCKS 128
-/* launches beyond the first context span (dec_floor): blocks of
- * DEC_HEADS_LONG heads at up to 8 rows, the tensor-core kernel where the
- * rows read DEC_TC_FLOOR_BYTES of K/V or more at the span's shortest
- * context */
+/* launches beyond the first context span (dec_floor), by the K/V their
+ * rows read at the span's shortest context: from DEC_H2_FLOOR_BYTES blocks
+ * of DEC_HEADS_LONG heads at up to 8 rows, from DEC_TC_FLOOR_BYTES the
+ * tensor-core kernel */
 #define DEC_HEADS_LONG	   2
+#define DEC_H2_FLOOR_BYTES (4ull << 20)
 #define DEC_TC_FLOOR_BYTES (32ull << 20)
 
 static __device__ uint32_t dec_tickets[DEC_TICKETS];
@@ -625,29 +626,36 @@ extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
 	       (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0;
 }
 
-/* The shortest context of MAX_LEN's span (O1_ATTN_DECODE_SPAN_*: the
- * launch serves contexts up to MAX_LEN, a graph's span, and a step in that
- * span has one longer than the span below), 0 in the first span. Past
- * the first span one head a block (DEC_HEADS_FEW, for short contexts,
- * where a step waits on few rounds) loses: its blocks read each K/V row
- * from L2 once a head, and the rounds of resident blocks bound the time;
- * the tensor-core kernel costs ~32-47 us whatever the length but then
- * reads at up to 2 TB/s. bench_decode_attn on the H100 (2026-12-06,
- * graph MAX_LEN 32,768, cold us a layer; one head a block / two / tc):
- * llama3-8b, 1 row at 4,096 / 8,192 / 16,384 / 32,768 positions 25.0 /
- * 44.6 / 71.6 / 124.3, 22.8 / 33.4 / 60.7 / 94.3, 47.6 / 48.0 / 52.6 /
- * 73.2; 4 rows at 4,096 / 8,192 77.4 / 137.2, 55.3 / 96.3, 52.6 / 70.9;
- * llama3.2-1b, 1 row at 8,192 / 32,768 25.2 / 73.3, 23.5 / 61.9, 32.9 /
- * 45.3; qwen2.5-0.5b, 4 rows at 8,192 / 16,384 39.3 / 70.5, 28.7 / 51.5,
- * 33.3 / 37.0 (docs/PERFORMANCE.md, thirty-eighth session). The
- * tensor-core kernel wins from ~32 MB of K/V a launch (rows x context x
- * kv heads x head dim x 4 bytes), hence DEC_TC_FLOOR_BYTES at the span's
- * shortest context. */
-static uint32_t dec_floor(uint32_t max_len)
+/* The K/V bytes N_ROWS rows read at the shortest context of MAX_LEN's
+ * span (O1_ATTN_DECODE_SPAN_*: the launch serves contexts up to MAX_LEN, a
+ * graph's span, and a step in that span has one longer than the span
+ * below), 0 in the first span. As they grow, one head a block
+ * (DEC_HEADS_FEW, for short contexts, where a step waits on few rounds)
+ * loses: its blocks read each K/V row from L2 once a head, and the rounds
+ * of resident blocks bound the time; the tensor-core kernel costs ~32-48
+ * us whatever the length but then reads at up to 2 TB/s.
+ * bench_decode_attn on the H100 (2026-12-06, cold us a layer; one head a
+ * block / two / tc; docs/PERFORMANCE.md, thirty-eighth session): llama3-8b,
+ * 1 row at 4,096 / 8,192 / 16,384 / 32,768 positions 25.0 / 44.6 / 71.6 /
+ * 124.3, 22.8 / 33.4 / 60.7 / 94.3, 47.6 / 48.0 / 52.6 / 73.2; 4 rows at
+ * 1,024 / 4,096 / 8,192 30.1 / 77.4 / 137.2, 21.7 / 55.3 / 96.3, 46.6 /
+ * 52.6 / 70.9; llama3.2-1b, 1 row at 2,048 / 8,192 / 32,768 14.5 / 25.2 /
+ * 73.3, 15.9 / 23.5 / 61.9, 32.3 / 32.9 / 45.3; qwen2.5-0.5b, 1 row at
+ * 8,192 18.7 / 19.8 / 32.5, 4 rows at 8,192 / 16,384 39.3 / 70.5, 28.7 /
+ * 51.5, 33.3 / 37.0. Two heads a block win from ~4 MiB of K/V at the
+ * span's shortest context (DEC_H2_FLOOR_BYTES), the tensor-core kernel
+ * from ~32 MiB (DEC_TC_FLOOR_BYTES); at 128-512 positions one head a
+ * block still wins by 3-10% at 2-4 rows, hence a first span without. */
+static uint64_t dec_floor(const struct o1_attn_dims *d, uint32_t n_rows,
+			  uint32_t max_len)
 {
-	return max_len > O1_ATTN_DECODE_SPAN_MID     ? O1_ATTN_DECODE_SPAN_MID
-	       : max_len > O1_ATTN_DECODE_SPAN_SHORT ? O1_ATTN_DECODE_SPAN_SHORT
-						     : 0;
+	uint32_t f =
+	    max_len > O1_ATTN_DECODE_SPAN_LONG	  ? O1_ATTN_DECODE_SPAN_LONG
+	    : max_len > O1_ATTN_DECODE_SPAN_MID	  ? O1_ATTN_DECODE_SPAN_MID
+	    : max_len > O1_ATTN_DECODE_SPAN_SHORT ? O1_ATTN_DECODE_SPAN_SHORT
+						  : 0;
+
+	return (uint64_t)n_rows * f * d->n_kv_heads * d->head_dim * 4;
 }
 
 /* Heads a block serves: the group rounded up to a power of two, at most
@@ -697,7 +705,9 @@ static uint32_t dec_warps(uint32_t n_rows)
 }
 
 /* Most heads a block serves, by the launch's rows: at up to 8 rows
- * DEC_HEADS_FEW. A lone row's blocks are few (qwen2.5-0.5b: 2 kv heads),
+ * DEC_HEADS_FEW, or DEC_HEADS_LONG where they read DEC_H2_FLOOR_BYTES of
+ * K/V at their span's shortest context (dec_floor). A lone row's blocks
+ * are few (qwen2.5-0.5b: 2 kv heads),
  * and once its K/V loads are issued before the PDL wait what is left
  * after it is the block's arithmetic, which is per head: blocks of one
  * head (128 registers a thread, so one also fits beside a product's block
@@ -705,11 +715,14 @@ static uint32_t dec_warps(uint32_t n_rows)
  * once a head. bench_decode_attn --sweep on the H200, batch 1, ctx 128 /
  * 256: 1 head a block 6.78-7.97 us against 2 heads' 7.23-8.64 (qwen2.5-0.5b,
  * llama3.2-1b; llama3-8b 7.74 / 10.50 against 8.35 / 11.10). */
-static uint32_t dec_most(uint32_t n_rows, uint32_t max_len)
+static uint32_t dec_most(const struct o1_attn_dims *d, uint32_t n_rows,
+			 uint32_t max_len)
 {
 	if (n_rows > 8)
 		return DEC_HEADS;
-	return dec_floor(max_len) ? DEC_HEADS_LONG : DEC_HEADS_FEW;
+	return dec_floor(d, n_rows, max_len) >= DEC_H2_FLOOR_BYTES
+		   ? DEC_HEADS_LONG
+		   : DEC_HEADS_FEW;
 }
 
 /* Rounds of the longest context one split serves, by the launch's rows,
@@ -784,9 +797,7 @@ static bool dec_tensor_cores(const struct o1_attn_dims *d, const uint16_t *out,
 		return false;
 	return tc == O1_ATTN_TC_ON ||
 	       (uint64_t)n_rows * d->n_kv_heads >= DEC_TC_BLOCKS ||
-	       (uint64_t)n_rows * dec_floor(max_len) * d->n_kv_heads *
-		       d->head_dim * 4 >=
-		   DEC_TC_FLOOR_BYTES;
+	       dec_floor(d, n_rows, max_len) >= DEC_TC_FLOOR_BYTES;
 }
 
 extern "C" int o1_attention_decode_cuda(
@@ -803,7 +814,7 @@ extern "C" int o1_attention_decode_cuda(
 	uint32_t target =
 	    tune && tune->target_blocks ? tune->target_blocks : DEC_TARGET;
 	uint32_t most =
-	    tune && tune->heads ? tune->heads : dec_most(n_rows, max_len);
+	    tune && tune->heads ? tune->heads : dec_most(d, n_rows, max_len);
 	uint32_t g, hg, dd = d->head_dim;
 	dec_dev a;
 	size_t smem;

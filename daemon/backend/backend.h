@@ -238,8 +238,8 @@ struct o1_backend_config {
 	 * max_context_tokens, each with a graph per bucket, beside the span
 	 * of max_context_tokens itself; a decode step replays the graphs of
 	 * the shortest span that holds its longest sequence (cuda_graphs.h).
-	 * 0 = the spans the decode attention shapes its launches by (4,096
-	 * and 16,384: kernels_cuda.h's O1_ATTN_DECODE_SPAN_*); lengths >=
+	 * 0 = the spans the decode attention shapes its launches by (1,024,
+	 * 4,096 and 16,384: kernels_cuda.h's O1_ATTN_DECODE_SPAN_*); lengths >=
 	 * max_context_tokens are dropped, so {UINT32_MAX} gives one span. */
 	uint32_t n_graph_spans;
 	uint32_t graph_spans[O1_BACKEND_GRAPH_SPANS_MAX - 1];

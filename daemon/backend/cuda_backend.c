@@ -487,9 +487,10 @@ static int warm_products(struct cuda_state *s)
 static uint32_t pick_spans(const struct o1_backend_config *c, uint32_t *out)
 {
 	static const uint32_t dflt[] = {O1_ATTN_DECODE_SPAN_SHORT,
-					O1_ATTN_DECODE_SPAN_MID};
+					O1_ATTN_DECODE_SPAN_MID,
+					O1_ATTN_DECODE_SPAN_LONG};
 	const uint32_t *list = c->n_graph_spans ? c->graph_spans : dflt;
-	uint32_t n = c->n_graph_spans ? c->n_graph_spans : 2, k = 0;
+	uint32_t n = c->n_graph_spans ? c->n_graph_spans : 3, k = 0;
 
 	for (uint32_t i = 0; i < n && i + 1 < O1_BACKEND_GRAPH_SPANS_MAX; i++)
 		if (list[i] < c->max_context_tokens)

@@ -23,7 +23,16 @@
  *   tensor-core kernel turned off, the same through o1_attention_cuda's
  *   dispatch (which sends its 512 blocks to attention_decode_tc.cu: the same
  *   bits as its direct launch), and a batch with some sequences bringing
- *   several new rows (this kernel).
+ *   several new rows (this kernel; launched for its own longest context,
+ *   as a step with prompt rows is: it never replays a graph).
+ * - test_spans: the launch shaped by its MAX_LEN's context span
+ *   (kernels_cuda.h's O1_ATTN_DECODE_SPAN_*): 4 rows of llama3-8b's heads
+ *   (contexts 17-300) through o1_attention_cuda's dispatch, in the first
+ *   span (1,024: one head a block), the second (4,096: the rows read 4 x
+ *   1,024 x 2 kv heads x 128 x 4 bytes, 4 MiB, at its shortest context:
+ *   two heads) and the third (8,192: 16 MiB, two heads) within the row
+ *   kernel's bound of the CPU, in the fourth (32,768: 64 MiB) the
+ *   tensor-core kernel's bits as its direct launch.
  * - test_replay: a split launch repeated, and captured into a graph and
  *   replayed, gives the same bits (a ticket left non-zero would merge
  *   early), with launches of other split counts in between; groups wider
@@ -279,9 +288,31 @@ static void test_batches(void **state)
 		len[s] = 20 + 50 * s, n_new[s] = 1 + 3 * s;
 	c = (struct dec_case){14, 2, 64, 5, len, n_new};
 	run_open(&c, &r);
-	got = launch(&r, GRAPH_LEN, NULL, DISPATCH);
+	got = launch(&r, r.max_len, NULL, DISPATCH);
 	check_cpu(&r, got);
 	free(got);
+	run_close(&r);
+}
+
+static void test_spans(void **state)
+{
+	static const uint32_t spans[] = {1024, 4096, 8192};
+	uint32_t len[4] = {300, 17, 129, 256}, n_new[4] = {1, 1, 1, 1};
+	struct dec_case c = {8, 2, 128, 4, len, n_new};
+	struct dec_run r;
+	uint16_t *got, *tc;
+
+	(void)state;
+	run_open(&c, &r);
+	for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++) {
+		got = launch(&r, spans[i], NULL, DISPATCH);
+		check_cpu(&r, got);
+		free(got);
+	}
+	got = launch(&r, GRAPH_LEN, NULL, DISPATCH);
+	tc = launch(&r, GRAPH_LEN, NULL, TENSOR_CORES);
+	assert_memory_equal(got, tc, r.out_n * 2);
+	free(got), free(tc);
 	run_close(&r);
 }
 
@@ -369,6 +400,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_contexts),
 	    cmocka_unit_test(test_batches),
+	    cmocka_unit_test(test_spans),
 	    cmocka_unit_test(test_replay),
 	    cmocka_unit_test(test_decode_errors),
 	};

@@ -84,8 +84,8 @@
  * RESULT line ends with attn=W,R,T,H, attn_tc= and attention=on|off.
  *
  * --graph-spans one|N[,N...] sets the graphs' context spans below the
- * context (cfg.graph_spans, at most 3; default: the backend's, 4,096 and
- * 16,384); one: a single span, the context's (the launches of every
+ * context (cfg.graph_spans, at most 3; default: the backend's, 1,024,
+ * 4,096 and 16,384); one: a single span, the context's (the launches of every
  * decode graph sized for the longest context, as before spans). The
  * RESULT line ends with spans= (default, one or the list), and the graph
  * counters give each span's steps.
@@ -337,6 +337,8 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	int opt;
 
 	a->prompt = 128, a->tokens = 256, a->batch = 1, a->graphs = 2;
+	a->n_spans = 0;
+	memset(a->spans, 0, sizeof(a->spans));
 	a->pdl = a->fusion = 1;
 	a->autotune = 0;
 	a->tp = 1, a->reps = 1, a->device_sample = false, a->quant_dot = 0;
