@@ -7,6 +7,7 @@
  *   o1_counters  struct o1_metrics_counters  u64 counters and gauges
  *   o1_hist      struct o1_metrics_hists     log2 latency histograms (us)
  *   o1_graphs    struct o1_metrics_graphs    CUDA graph use per batch bucket
+ *                                            and per context span
  *
  * Invariants: every field is a naturally aligned u32/u64, no pointers, no
  * implicit padding (checked below). Only the daemon writes, with relaxed
@@ -16,7 +17,7 @@
  * info.magic is stored last with release by the writer of the fallback file
  * and loaded with acquire by readers; a reader that sees a different
  * version or geometry refuses the data. Adding or reordering a field bumps
- * O1_METRICS_VERSION and the pin directory (v2/). */
+ * O1_METRICS_VERSION and the pin directory (v3/). */
 #ifndef O1_METRICS_H
 #define O1_METRICS_H
 
@@ -24,9 +25,11 @@
 #include <stdint.h>
 
 #define O1_METRICS_MAGIC	 0x544d314fu /* "O1MT" little-endian */
-#define O1_METRICS_VERSION	 2 /* 2: struct o1_metrics_hist has max_us */
+/* 2: struct o1_metrics_hist has max_us; 3: graph steps by context span */
+#define O1_METRICS_VERSION	 3
 #define O1_METRICS_HIST_SLOTS	 32   /* slot 31 holds >= 2^31 us */
 #define O1_METRICS_GRAPH_BUCKETS 32   /* most batch buckets recorded */
+#define O1_METRICS_GRAPH_SPANS	 8    /* most context spans recorded */
 #define O1_METRICS_SHM_ALIGN	 4096 /* region alignment in the file */
 
 /* Where the regions live; stored in info.backend. */
@@ -46,7 +49,7 @@ struct o1_metrics_info {
 	uint32_t n_hists;	/* O1_METRICS_HIST__COUNT */
 	uint32_t hist_slots;	/* O1_METRICS_HIST_SLOTS */
 	uint32_t graph_buckets; /* O1_METRICS_GRAPH_BUCKETS */
-	uint32_t reserved;	/* 0 */
+	uint32_t graph_spans;	/* O1_METRICS_GRAPH_SPANS */
 	uint64_t pid;		/* the writer's pid */
 	uint64_t start_unix_ns; /* CLOCK_REALTIME at open */
 };
@@ -60,7 +63,7 @@ struct o1_metrics_info {
 	X(n_hists, u32)                                                        \
 	X(hist_slots, u32)                                                     \
 	X(graph_buckets, u32)                                                  \
-	X(reserved, u32)                                                       \
+	X(graph_spans, u32)                                                    \
 	X(pid, u64)                                                            \
 	X(start_unix_ns, u64)
 
@@ -253,13 +256,28 @@ struct o1_metrics_graph_bucket {
 	X(fallbacks, u64)                                                      \
 	X(padded_tokens, u64)
 
-/* o1_graphs: bucket sizes set once after capture, then counted. */
+/* The decode steps of one context span: each batch bucket's graph is
+ * captured once per span, and a step runs in the shortest span holding its
+ * longest sequence (graphs.context_spans in o1d.ini). */
+struct o1_metrics_graph_span {
+	uint64_t context_len; /* the span's longest context, 0 = unused */
+	uint64_t steps;	      /* bucket steps run in it (replayed or not) */
+};
+
+#define O1_METRICS_GRAPH_SPAN_LIST(X)                                          \
+	X(context_len, u64)                                                    \
+	X(steps, u64)
+
+/* o1_graphs: bucket sizes and span lengths set once after capture, then
+ * counted. */
 struct o1_metrics_graphs {
 	uint64_t n_buckets;  /* buckets in use, <= O1_METRICS_GRAPH_BUCKETS */
 	uint64_t oversize;   /* steps above the largest bucket (eager) */
 	uint64_t capture_us; /* time spent capturing every graph */
 	uint64_t capture_bytes; /* device memory the graphs hold */
 	struct o1_metrics_graph_bucket buckets[O1_METRICS_GRAPH_BUCKETS];
+	uint64_t n_spans; /* spans in use, <= O1_METRICS_GRAPH_SPANS */
+	struct o1_metrics_graph_span spans[O1_METRICS_GRAPH_SPANS];
 };
 
 #define O1_METRICS_GRAPHS_LIST(X)                                              \
@@ -267,7 +285,9 @@ struct o1_metrics_graphs {
 	X(oversize, u64)                                                       \
 	X(capture_us, u64)                                                     \
 	X(capture_bytes, u64)                                                  \
-	X(buckets, bucket_array)
+	X(buckets, bucket_array)                                               \
+	X(n_spans, u64)                                                        \
+	X(spans, span_array)
 
 /* Layout checks: every table entry is at the offset its index implies and
  * the tables cover their structs exactly (no holes, nothing missing). */
@@ -303,6 +323,8 @@ _Static_assert(sizeof(struct o1_metrics_hist) ==
 #define O1_METRICS_SIZEOF_u64 8
 #define O1_METRICS_SIZEOF_bucket_array                                         \
 	(O1_METRICS_GRAPH_BUCKETS * sizeof(struct o1_metrics_graph_bucket))
+#define O1_METRICS_SIZEOF_span_array                                           \
+	(O1_METRICS_GRAPH_SPANS * sizeof(struct o1_metrics_graph_span))
 #define O1_METRICS_X(field, t) +O1_METRICS_SIZEOF_##t
 _Static_assert(0 O1_METRICS_INFO_LIST(O1_METRICS_X) ==
 		   sizeof(struct o1_metrics_info),
@@ -310,6 +332,9 @@ _Static_assert(0 O1_METRICS_INFO_LIST(O1_METRICS_X) ==
 _Static_assert(0 O1_METRICS_GRAPH_BUCKET_LIST(O1_METRICS_X) ==
 		   sizeof(struct o1_metrics_graph_bucket),
 	       "graph bucket table misses a field");
+_Static_assert(0 O1_METRICS_GRAPH_SPAN_LIST(O1_METRICS_X) ==
+		   sizeof(struct o1_metrics_graph_span),
+	       "graph span table misses a field");
 _Static_assert(0 O1_METRICS_GRAPHS_LIST(O1_METRICS_X) ==
 		   sizeof(struct o1_metrics_graphs),
 	       "graphs table misses a field or the struct has padding");

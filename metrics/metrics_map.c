@@ -104,7 +104,7 @@ size_t o1_metrics_file_size(void)
 /* ---- BTF ---- */
 
 struct btf_ids {
-	int u32, u64, bucket_array;
+	int u32, u64, bucket_array, span_array;
 };
 
 static int btf_field(struct btf *btf, const char *name, int type, size_t off)
@@ -180,7 +180,7 @@ static int btf_hists(struct btf *btf, const struct btf_ids *t)
 
 static int btf_graphs(struct btf *btf, struct btf_ids *t)
 {
-	int bucket, id, err = 0;
+	int bucket, span, id, err = 0;
 
 	bucket = btf__add_struct(btf, "o1_metrics_graph_bucket",
 				 sizeof(struct o1_metrics_graph_bucket));
@@ -197,6 +197,21 @@ static int btf_graphs(struct btf *btf, struct btf_ids *t)
 	if (t->bucket_array < 0)
 		return t->bucket_array;
 #undef O1_METRICS_X
+	span = btf__add_struct(btf, "o1_metrics_graph_span",
+			       sizeof(struct o1_metrics_graph_span));
+#define O1_METRICS_X(field, ty)                                                \
+	if (span > 0 && !err)                                                  \
+		err =                                                          \
+		    btf_field(btf, #field, t->ty,                              \
+			      offsetof(struct o1_metrics_graph_span, field));
+	O1_METRICS_GRAPH_SPAN_LIST(O1_METRICS_X)
+#undef O1_METRICS_X
+	if (span < 0 || err)
+		return span < 0 ? span : err;
+	t->span_array =
+	    btf__add_array(btf, t->u32, span, O1_METRICS_GRAPH_SPANS);
+	if (t->span_array < 0)
+		return t->span_array;
 	id = btf__add_struct(btf, "o1_metrics_graphs",
 			     sizeof(struct o1_metrics_graphs));
 #define O1_METRICS_X(field, ty)                                                \
@@ -294,6 +309,7 @@ void o1_metrics_maps_publish(struct o1_metrics_maps *m)
 	info->n_hists = O1_METRICS_HIST__COUNT;
 	info->hist_slots = O1_METRICS_HIST_SLOTS;
 	info->graph_buckets = O1_METRICS_GRAPH_BUCKETS;
+	info->graph_spans = O1_METRICS_GRAPH_SPANS;
 	info->pid = (uint64_t)getpid();
 	info->start_unix_ns =
 	    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -316,14 +332,16 @@ static int check_info(const struct o1_metrics_maps *m,
 	    i->n_counters != O1_METRICS_CTR__COUNT ||
 	    i->n_hists != O1_METRICS_HIST__COUNT ||
 	    i->hist_slots != O1_METRICS_HIST_SLOTS ||
-	    i->graph_buckets != O1_METRICS_GRAPH_BUCKETS) {
+	    i->graph_buckets != O1_METRICS_GRAPH_BUCKETS ||
+	    i->graph_spans != O1_METRICS_GRAPH_SPANS) {
 		o1_err("metrics: %s: version %u with %u counters, %u hists, "
-		       "%u slots, %u buckets; this reader knows version %u "
-		       "with %u, %u, %u, %u",
+		       "%u slots, %u buckets, %u spans; this reader knows "
+		       "version %u with %u, %u, %u, %u, %u",
 		       m->path, i->version, i->n_counters, i->n_hists,
-		       i->hist_slots, i->graph_buckets, O1_METRICS_VERSION,
-		       O1_METRICS_CTR__COUNT, O1_METRICS_HIST__COUNT,
-		       O1_METRICS_HIST_SLOTS, O1_METRICS_GRAPH_BUCKETS);
+		       i->hist_slots, i->graph_buckets, i->graph_spans,
+		       O1_METRICS_VERSION, O1_METRICS_CTR__COUNT,
+		       O1_METRICS_HIST__COUNT, O1_METRICS_HIST_SLOTS,
+		       O1_METRICS_GRAPH_BUCKETS, O1_METRICS_GRAPH_SPANS);
 		return -O1_E_VERSION;
 	}
 	return 0;

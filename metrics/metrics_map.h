@@ -17,9 +17,9 @@
 #include "metrics.h"
 
 #define O1_METRICS_DEFAULT_BPF_DIR  "/sys/fs/bpf/o1d"
-#define O1_METRICS_DEFAULT_SHM_PATH "/dev/shm/o1d-metrics-v2"
+#define O1_METRICS_DEFAULT_SHM_PATH "/dev/shm/o1d-metrics-v3"
 #define O1_METRICS_RUNQ_PIN	    "o1_runq"
-#define O1_METRICS_PIN_SUBDIR	    "v2"
+#define O1_METRICS_PIN_SUBDIR	    "v3"
 #define O1_METRICS_DEFAULT_MODE	    0640
 
 enum o1_metrics_region {
@@ -75,7 +75,7 @@ int o1_metrics_btf_build(struct btf **out, uint32_t *key_id,
 			 uint32_t value_ids[O1_METRICS_R__COUNT]);
 
 /* Writer: creates the maps, maps them read-write, and pins them under
- * bpf_dir/v2/ replacing stale pins. Fails (logged) when bpf_dir is not on
+ * bpf_dir/v3/ replacing stale pins. Fails (logged) when bpf_dir is not on
  * a bpf filesystem or the caller lacks the capability, and with
  * -EADDRINUSE, touching nothing, when a live writer owns bpf_dir/v1. */
 int o1_metrics_maps_create_bpf(struct o1_metrics_maps *m, const char *bpf_dir,
@@ -90,7 +90,7 @@ int o1_metrics_maps_create_anon(struct o1_metrics_maps *m);
 /* Writer: stamps info (magic last, with release). */
 void o1_metrics_maps_publish(struct o1_metrics_maps *m);
 
-/* Reader: opens the pins under bpf_dir/v2/ read-only (fds, no mapping). */
+/* Reader: opens the pins under bpf_dir/v3/ read-only (fds, no mapping). */
 int o1_metrics_maps_open_bpf(struct o1_metrics_maps *m, const char *bpf_dir);
 /* Copies region r (o1_metrics_region_size(r) bytes) into dst: from the
  * mapping (u64 by u64, relaxed), or by BPF_MAP_LOOKUP_ELEM for a bpf

@@ -173,6 +173,8 @@ static void graphs_delta(const struct o1_metrics_graphs *a,
 		out->buckets[i].padded_tokens =
 		    sub(y->padded_tokens, x->padded_tokens);
 	}
+	for (unsigned i = 0; i < O1_METRICS_GRAPH_SPANS; i++)
+		out->spans[i].steps = sub(b->spans[i].steps, a->spans[i].steps);
 }
 
 void o1_metrics_snapshot_delta(const struct o1_metrics_snapshot *before,

@@ -15,7 +15,7 @@ struct o1_metrics_reader_opts {
 	size_t sz;		   /* sizeof(struct o1_metrics_reader_opts) */
 	enum o1_metrics_mode mode; /* AUTO: pins, then file; BPF; SHM */
 	const char *bpf_dir;	   /* borrowed; NULL: /sys/fs/bpf/o1d */
-	const char *shm_path;	   /* borrowed; NULL: /dev/shm/o1d-metrics-v2 */
+	const char *shm_path;	   /* borrowed; NULL: /dev/shm/o1d-metrics-v3 */
 };
 
 /* A copy of every region, taken field by field (see metrics.h). */

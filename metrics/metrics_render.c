@@ -95,6 +95,12 @@ static unsigned graph_buckets(const struct o1_metrics_graphs *g)
 		   : O1_METRICS_GRAPH_BUCKETS;
 }
 
+static unsigned graph_spans(const struct o1_metrics_graphs *g)
+{
+	return g->n_spans < O1_METRICS_GRAPH_SPANS ? (unsigned)g->n_spans
+						   : O1_METRICS_GRAPH_SPANS;
+}
+
 static void prom_graph_field(const struct o1_metrics_graphs *g, FILE *f,
 			     const char *name, const char *help, size_t off)
 {
@@ -124,6 +130,14 @@ static void prom_graphs(const struct o1_metrics_graphs *g, FILE *f)
 	    g, f, "graph_padded_tokens_total",
 	    "Padding rows added to reach a bucket's batch size",
 	    offsetof(struct o1_metrics_graph_bucket, padded_tokens));
+	prom_head(f, "graph_span_steps_total", "counter",
+		  "Decode steps of bucket graphs by context span (the span's "
+		  "longest context)");
+	for (unsigned i = 0; i < graph_spans(g); i++)
+		fprintf(f,
+			"o1_graph_span_steps_total{context=\"%" PRIu64
+			"\"} %" PRIu64 "\n",
+			g->spans[i].context_len, g->spans[i].steps);
 	prom_head(f, "graph_oversize_total", "counter",
 		  "Decode steps larger than every bucket (eager)");
 	fprintf(f, "o1_graph_oversize_total %" PRIu64 "\n", g->oversize);
@@ -206,11 +220,28 @@ static int json_bucket(cJSON *arr, const struct o1_metrics_graph_bucket *b)
 	return err;
 }
 
+static int json_span(cJSON *arr, const struct o1_metrics_graph_span *sp)
+{
+	cJSON *o = cJSON_CreateObject();
+	int err = o ? 0 : -ENOMEM;
+
+	if (o && !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		return -ENOMEM;
+	}
+#define O1_METRICS_X(field, ty)                                                \
+	err = err ?: json_num(o, #field, (double)sp->field);
+	O1_METRICS_GRAPH_SPAN_LIST(O1_METRICS_X)
+#undef O1_METRICS_X
+	return err;
+}
+
 static int json_graphs(cJSON *root, const struct o1_metrics_graphs *g)
 {
 	cJSON *o = cJSON_AddObjectToObject(root, "graphs");
 	cJSON *arr = o ? cJSON_AddArrayToObject(o, "buckets") : NULL;
-	int err = arr ? 0 : -ENOMEM;
+	cJSON *spans = o ? cJSON_AddArrayToObject(o, "spans") : NULL;
+	int err = arr && spans ? 0 : -ENOMEM;
 
 	err = err ?: json_num(o, "n_buckets", (double)g->n_buckets);
 	err = err ?: json_num(o, "oversize", (double)g->oversize);
@@ -218,6 +249,9 @@ static int json_graphs(cJSON *root, const struct o1_metrics_graphs *g)
 	err = err ?: json_num(o, "capture_bytes", (double)g->capture_bytes);
 	for (unsigned i = 0; i < graph_buckets(g) && !err; i++)
 		err = json_bucket(arr, &g->buckets[i]);
+	err = err ?: json_num(o, "n_spans", (double)g->n_spans);
+	for (unsigned i = 0; i < graph_spans(g) && !err; i++)
+		err = json_span(spans, &g->spans[i]);
 	return err;
 }
 

@@ -1,5 +1,5 @@
 /* Loading the run-queue delay program from its bpftool skeleton, and
- * pinning its histogram map as <bpf_dir>/v2/o1_runq with the metrics
+ * pinning its histogram map as <bpf_dir>/v3/o1_runq with the metrics
  * permissions. The program only counts threads of the process given at
  * start (read-only data set before load). */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* The optional BPF program (runqlat.bpf.c): run-queue delay of the
  * daemon's threads, from the sched_wakeup/sched_switch tracepoints, into a
- * struct o1_metrics_hist kept in a BPF map pinned as <bpf_dir>/v2/o1_runq
+ * struct o1_metrics_hist kept in a BPF map pinned as <bpf_dir>/v3/o1_runq
  * beside the other metrics. Built with -DO1_BPF_PROGS=ON (clang with the
  * BPF target and bpftool); otherwise o1_metrics_runq_start returns
  * -O1_E_UNSUPPORTED. Loaded only when the configuration asks for it. */

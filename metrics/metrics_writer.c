@@ -149,6 +149,21 @@ int o1_metrics_graph_set_buckets(struct o1_metrics *m, const uint32_t *sizes,
 	return 0;
 }
 
+int o1_metrics_graph_set_spans(struct o1_metrics *m, const uint32_t *lens,
+			       unsigned n)
+{
+	if (n > O1_METRICS_GRAPH_SPANS) {
+		o1_err("metrics: %u context spans, at most %u are recorded", n,
+		       O1_METRICS_GRAPH_SPANS);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < O1_METRICS_GRAPH_SPANS; i++)
+		__atomic_store_n(&m->graphs->spans[i].context_len,
+				 i < n ? lens[i] : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->graphs->n_spans, n, __ATOMIC_RELEASE);
+	return 0;
+}
+
 enum o1_metrics_fail o1_metrics_fail_reason(int err)
 {
 	switch (-err) {

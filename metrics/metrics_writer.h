@@ -28,7 +28,7 @@ struct o1_metrics_opts {
 	size_t sz; /* sizeof(struct o1_metrics_opts) */
 	enum o1_metrics_mode mode;
 	const char *bpf_dir;  /* borrowed; NULL: /sys/fs/bpf/o1d */
-	const char *shm_path; /* borrowed; NULL: /dev/shm/o1d-metrics-v2 */
+	const char *shm_path; /* borrowed; NULL: /dev/shm/o1d-metrics-v3 */
 	long gid;	      /* group given read access; -1: ours */
 	unsigned file_mode;   /* pins and file; 0: 0640 */
 	bool unpin_on_close;  /* remove pins/file in o1_metrics_close */
@@ -67,6 +67,10 @@ const char *o1_metrics_path(const struct o1_metrics *m);
  * or -EINVAL. Not for the hot path. */
 int o1_metrics_graph_set_buckets(struct o1_metrics *m, const uint32_t *sizes,
 				 unsigned n);
+/* Records the context spans' longest contexts (ascending); n <=
+ * O1_METRICS_GRAPH_SPANS or -EINVAL. Not for the hot path. */
+int o1_metrics_graph_set_spans(struct o1_metrics *m, const uint32_t *lens,
+			       unsigned n);
 /* Maps an error (-errno or -O1_E_*) to the failed_* reason. */
 enum o1_metrics_fail o1_metrics_fail_reason(int err);
 
@@ -153,6 +157,15 @@ static inline void o1_metrics_graph_add(struct o1_metrics *m, unsigned bucket,
 	__atomic_fetch_add(&b->misses, misses, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->fallbacks, fallbacks, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->padded_tokens, padded, __ATOMIC_RELAXED);
+}
+
+/* STEPS decode steps of bucket graphs ran in context span SPAN. */
+static inline void o1_metrics_graph_add_span(struct o1_metrics *m,
+					     unsigned span, uint64_t steps)
+{
+	if (span < O1_METRICS_GRAPH_SPANS)
+		__atomic_fetch_add(&m->graphs->spans[span].steps, steps,
+				   __ATOMIC_RELAXED);
 }
 
 static inline void o1_metrics_graph_add_oversize(struct o1_metrics *m,

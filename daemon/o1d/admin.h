@@ -26,7 +26,7 @@
  *         "truncated":B}
  *   {"op":"metrics"}
  *     -> {"ok":true, "pid":N (o1d's), "metrics":{"backend":
- *         "bpf|shm|anon|off", "path":S (the pin directory, with v2/, or
+ *         "bpf|shm|anon|off", "path":S (the pin directory, with v3/, or
  *         the file; "" when off)}}: where readers find this daemon's
  *         metrics (anon and off: nowhere)
  *   {"op":"cancel", "client":N, "req_id":N}  -> {"ok":true}

@@ -290,6 +290,11 @@ static void publish_graphs(struct o1_engine *e,
 			    b->misses - l->misses, b->fallbacks - l->fallbacks,
 			    b->padded_tokens - l->padded_tokens);
 	}
+	for (uint32_t i = 0; i < now->n_spans; i++)
+		if (now->spans[i].steps != last->spans[i].steps)
+			o1_metrics_graph_add_span(e->metrics, i,
+						  now->spans[i].steps -
+						      last->spans[i].steps);
 	o1_metrics_graph_add_oversize(e->metrics,
 				      now->oversize - last->oversize);
 	*last = *now;

@@ -643,11 +643,17 @@ static int load_review(const struct o1_config *c, char **out)
 	return 0;
 }
 
-/* The captured buckets' sizes and the capture cost, once, for readers. */
+_Static_assert(O1_BACKEND_GRAPH_SPANS_MAX <= O1_METRICS_GRAPH_SPANS,
+	       "the metrics record every context span");
+
+/* The captured buckets' sizes, the spans' lengths and the capture cost,
+ * once, for readers. */
 static int publish_graph_buckets(struct o1d *d)
 {
 	struct o1_backend_graph_stats st;
 	uint32_t sizes[O1_BACKEND_GRAPH_BUCKETS_MAX];
+	uint32_t lens[O1_BACKEND_GRAPH_SPANS_MAX];
+	int err;
 
 	if (!d->metrics)
 		return 0;
@@ -656,8 +662,11 @@ static int publish_graph_buckets(struct o1d *d)
 		return 0;
 	for (uint32_t i = 0; i < st.n_buckets; i++)
 		sizes[i] = st.buckets[i].batch;
+	for (uint32_t i = 0; i < st.n_spans; i++)
+		lens[i] = st.spans[i].len;
 	o1_metrics_graph_capture(d->metrics, st.capture_us, st.capture_bytes);
-	return o1_metrics_graph_set_buckets(d->metrics, sizes, st.n_buckets);
+	err = o1_metrics_graph_set_buckets(d->metrics, sizes, st.n_buckets);
+	return err ?: o1_metrics_graph_set_spans(d->metrics, lens, st.n_spans);
 }
 
 static void graph_stats(const void *backend, struct o1_backend_graph_stats *out)

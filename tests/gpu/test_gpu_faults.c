@@ -114,6 +114,45 @@ static double metric_fallbacks(const struct daemon_proc *d)
 	return sum;
 }
 
+/* The metrics' bucket steps (hits, misses and fallbacks summed over the
+ * buckets) equal their steps by context span once the daemon is idle: polls
+ * `o1ctl stats --json` until they do (the engine publishes after a step),
+ * then checks the spans' lengths ascend. */
+static void check_span_steps(const struct daemon_proc *d)
+{
+	static char out[1 << 17];
+	double buckets = -1, spans = -2, last_len = 0;
+	const cJSON *b;
+
+	for (int i = 0; i < 200 && buckets != spans; i++) {
+		cJSON *o, *g;
+
+		if (i)
+			usleep(50000);
+		assert_int_equal(o1ctl(d, "stats --json", out, sizeof(out)), 0);
+		o = cJSON_Parse(out);
+		assert_non_null(o);
+		g = cJSON_GetObjectItemCaseSensitive(o, "graphs");
+		buckets = spans = last_len = 0;
+		cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(
+					  g, "buckets")) buckets +=
+		    num(b, "hits") + num(b, "misses") + num(b, "fallbacks");
+		assert_true(num(g, "n_spans") >= 1);
+		cJSON_ArrayForEach(b,
+				   cJSON_GetObjectItemCaseSensitive(g, "spans"))
+		{
+			assert_true(num(b, "context_len") > last_len);
+			last_len = num(b, "context_len");
+			spans += num(b, "steps");
+		}
+		cJSON_Delete(o);
+	}
+	fprintf(stderr, "metrics: %.0f bucket steps, %.0f by span\n", buckets,
+		spans);
+	assert_true(buckets > 0);
+	assert_true(buckets == spans);
+}
+
 static int inject(const struct daemon_proc *d, const char *what)
 {
 	char args[128];
@@ -418,6 +457,7 @@ static void test_graph_replay(void **state)
 	g2 = graphs_now(d);
 	assert_true(g2.fallbacks == g1.fallbacks);
 	assert_true(g2.hits >= g1.hits + PROBES * (PROBE_TOKENS - 1));
+	check_span_steps(d);
 	assert_int_equal(daemon_stop(d), 0);
 }
 

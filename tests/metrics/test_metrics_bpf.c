@@ -71,6 +71,7 @@ static struct o1_metrics_reader *reader(enum o1_metrics_mode mode)
 static void write_round(struct o1_metrics *m, unsigned k)
 {
 	static const uint32_t sizes[] = {1, 2, 4, 8, 16};
+	static const uint32_t lens[] = {1024, 4096, 32768};
 
 	o1_metrics_add(m, O1_METRICS_CTR_REQUESTS_SUBMITTED, 7 * k);
 	o1_metrics_add(m, O1_METRICS_CTR_TOKENS_GENERATED, 1000 * k);
@@ -80,6 +81,8 @@ static void write_round(struct o1_metrics *m, unsigned k)
 	o1_metrics_observe_us(m, O1_METRICS_HIST_STEP, 3000);
 	o1_metrics_graph_set_buckets(m, sizes, 5);
 	o1_metrics_graph_hit(m, 3, 2);
+	o1_metrics_graph_set_spans(m, lens, 3);
+	o1_metrics_graph_add_span(m, 1, 3 * k);
 }
 
 /* Child: writes round 1, reports, waits, writes round 2, reports, exits. */
@@ -117,6 +120,9 @@ static void check_round(struct o1_metrics_reader *r, unsigned k, pid_t pid)
 	assert_int_equal(s.hist.step.slots[11], k);
 	assert_int_equal(s.graphs.buckets[3].batch_size, 8);
 	assert_int_equal(s.graphs.buckets[3].hits, k);
+	assert_int_equal(s.graphs.n_spans, 3);
+	assert_int_equal(s.graphs.spans[2].context_len, 32768);
+	assert_int_equal(s.graphs.spans[1].steps, 3 * k * (k + 1) / 2);
 }
 
 static void check_perm(const char *path, unsigned mode)
@@ -196,7 +202,7 @@ static double field(const cJSON *o, const char *name)
 
 static void test_bpftool_dump(void **state)
 {
-	cJSON *root, *v, *step, *bucket;
+	cJSON *root, *v, *step, *bucket, *span;
 
 	(void)state;
 	if (system("bpftool version >/dev/null 2>&1") != 0)
@@ -228,6 +234,12 @@ static void test_bpftool_dump(void **state)
 	assert_int_equal(field(bucket, "batch_size"), 8);
 	assert_int_equal(field(bucket, "hits"), 2);
 	assert_int_equal(field(bucket, "padded_tokens"), 4);
+	assert_int_equal(field(v, "n_spans"), 3);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(v, "spans")),
+			 O1_METRICS_GRAPH_SPANS);
+	span = cJSON_GetArrayItem(cJSON_GetObjectItem(v, "spans"), 1);
+	assert_int_equal(field(span, "context_len"), 4096);
+	assert_int_equal(field(span, "steps"), 9);
 	cJSON_Delete(root);
 	v = bpftool_dump("o1_info", &root);
 	assert_int_equal(field(v, "magic"), O1_METRICS_MAGIC);
@@ -236,7 +248,7 @@ static void test_bpftool_dump(void **state)
 }
 
 /* A second writer replaces the pins; a reader then sees fresh maps. With
- * unpin_on_close the pins and v2/ go away. */
+ * unpin_on_close the pins and v3/ go away. */
 static void test_stale_and_unpin(void **state)
 {
 	struct o1_metrics_opts o = writer_opts(true);

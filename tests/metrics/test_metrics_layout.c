@@ -60,7 +60,7 @@ static void test_btf_counters_info(void **state)
 	    MEMBER(struct o1_metrics_info, n_hists),
 	    MEMBER(struct o1_metrics_info, hist_slots),
 	    MEMBER(struct o1_metrics_info, graph_buckets),
-	    MEMBER(struct o1_metrics_info, reserved),
+	    MEMBER(struct o1_metrics_info, graph_spans),
 	    MEMBER(struct o1_metrics_info, pid),
 	    MEMBER(struct o1_metrics_info, start_unix_ns),
 	};
@@ -134,9 +134,22 @@ static void test_btf_hists_graphs(void **state)
 	    MEMBER(struct o1_metrics_graphs, capture_us),
 	    MEMBER(struct o1_metrics_graphs, capture_bytes),
 	    MEMBER(struct o1_metrics_graphs, buckets),
+	    MEMBER(struct o1_metrics_graphs, n_spans),
+	    MEMBER(struct o1_metrics_graphs, spans),
+	};
+	static const struct want_member bucket[] = {
+	    MEMBER(struct o1_metrics_graph_bucket, batch_size),
+	    MEMBER(struct o1_metrics_graph_bucket, hits),
+	    MEMBER(struct o1_metrics_graph_bucket, misses),
+	    MEMBER(struct o1_metrics_graph_bucket, fallbacks),
+	    MEMBER(struct o1_metrics_graph_bucket, padded_tokens),
+	};
+	static const struct want_member span[] = {
+	    MEMBER(struct o1_metrics_graph_span, context_len),
+	    MEMBER(struct o1_metrics_graph_span, steps),
 	};
 	uint32_t key, ids[O1_METRICS_R__COUNT];
-	const struct btf_type *t;
+	const struct btf_type *t, *arr;
 	struct btf *btf;
 
 	(void)state;
@@ -148,7 +161,19 @@ static void test_btf_hists_graphs(void **state)
 	check_struct(btf, btf_members(t)[0].type, "o1_metrics_hist",
 		     sizeof(struct o1_metrics_hist), hist, 4);
 	check_struct(btf, ids[O1_METRICS_R_GRAPHS], "o1_metrics_graphs",
-		     sizeof(struct o1_metrics_graphs), graphs, 5);
+		     sizeof(struct o1_metrics_graphs), graphs, 7);
+	/* the arrays' elements: members 4 (buckets) and 6 (spans) */
+	t = btf__type_by_id(btf, ids[O1_METRICS_R_GRAPHS]);
+	arr = btf__type_by_id(btf, btf_members(t)[4].type);
+	assert_true(btf_is_array(arr));
+	assert_int_equal(btf_array(arr)->nelems, O1_METRICS_GRAPH_BUCKETS);
+	check_struct(btf, btf_array(arr)->type, "o1_metrics_graph_bucket",
+		     sizeof(struct o1_metrics_graph_bucket), bucket, 5);
+	arr = btf__type_by_id(btf, btf_members(t)[6].type);
+	assert_true(btf_is_array(arr));
+	assert_int_equal(btf_array(arr)->nelems, O1_METRICS_GRAPH_SPANS);
+	check_struct(btf, btf_array(arr)->type, "o1_metrics_graph_span",
+		     sizeof(struct o1_metrics_graph_span), span, 2);
 	btf__free(btf);
 }
 
@@ -289,6 +314,7 @@ static void test_writer_helpers(void **state)
 	struct o1_metrics_opts opts = {.sz = sizeof(opts),
 				       .mode = O1_METRICS_MODE_ANON};
 	static const uint32_t sizes[] = {1, 2, 4, 8};
+	static const uint32_t lens[] = {1024, 4096, 8192};
 	uint32_t many[O1_METRICS_GRAPH_BUCKETS + 1] = {0};
 	struct o1_metrics *m;
 
@@ -339,6 +365,23 @@ static void test_writer_helpers(void **state)
 	assert_int_equal(m->graphs->buckets[0].fallbacks, 1);
 	assert_int_equal(m->graphs->oversize, 1);
 	assert_int_equal(m->graphs->capture_bytes, 4096);
+	/* context spans: set once, steps added by span, past the table
+	 * ignored */
+	assert_int_equal(
+	    o1_metrics_graph_set_spans(m, many, O1_METRICS_GRAPH_SPANS + 1),
+	    -EINVAL);
+	assert_int_equal(m->graphs->n_spans, 0);
+	assert_int_equal(o1_metrics_graph_set_spans(m, lens, 3), 0);
+	o1_metrics_graph_add_span(m, 0, 5);
+	o1_metrics_graph_add_span(m, 2, 7);
+	o1_metrics_graph_add_span(m, 2, 1);
+	o1_metrics_graph_add_span(m, O1_METRICS_GRAPH_SPANS, 9);
+	assert_int_equal(m->graphs->n_spans, 3);
+	assert_int_equal(m->graphs->spans[1].context_len, 4096);
+	assert_int_equal(m->graphs->spans[3].context_len, 0);
+	assert_int_equal(m->graphs->spans[0].steps, 5);
+	assert_int_equal(m->graphs->spans[1].steps, 0);
+	assert_int_equal(m->graphs->spans[2].steps, 8);
 	o1_metrics_close(m);
 	o1_metrics_close(NULL);
 }
@@ -359,6 +402,9 @@ static void test_snapshot_delta(void **state)
 	b.graphs.buckets[1].batch_size = 2;
 	a.graphs.buckets[1].hits = 1;
 	b.graphs.buckets[1].hits = 4;
+	b.graphs.spans[2].context_len = 8192;
+	a.graphs.spans[2].steps = 6;
+	b.graphs.spans[2].steps = 10;
 	o1_metrics_snapshot_delta(&a, &b, &d);
 	assert_int_equal(d.ctr.steps, 15);
 	assert_int_equal(d.ctr.kv_pages_used, 30);
@@ -366,6 +412,8 @@ static void test_snapshot_delta(void **state)
 	assert_int_equal(d.hist.step.slots[3], 5);
 	assert_int_equal(d.graphs.buckets[1].hits, 3);
 	assert_int_equal(d.graphs.buckets[1].batch_size, 2);
+	assert_int_equal(d.graphs.spans[2].steps, 4);
+	assert_int_equal(d.graphs.spans[2].context_len, 8192);
 }
 
 int main(void)

@@ -43,6 +43,11 @@ static int setup(void **state)
 	snap.graphs.buckets[1].hits = 5;
 	snap.graphs.buckets[1].padded_tokens = 3;
 	snap.graphs.capture_us = 1500000;
+	snap.graphs.n_spans = 2;
+	snap.graphs.spans[0].context_len = 1024;
+	snap.graphs.spans[0].steps = 9;
+	snap.graphs.spans[1].context_len = 8192;
+	snap.graphs.spans[2].steps = 4; /* past n_spans: not rendered */
 	return 0;
 }
 
@@ -196,7 +201,14 @@ static void test_prometheus_values(void **state)
 			 1);
 	assert_int_equal(count_lines(t, "o1_graph_capture_seconds 1.500000"),
 			 1);
-	assert_int_equal(count_lines(t, "o1_info{version=\"2\",backend=\"shm\","
+	assert_int_equal(count_lines(t, "o1_graph_span_steps_total"
+					"{context=\"1024\"} 9"),
+			 1);
+	assert_int_equal(count_lines(t, "o1_graph_span_steps_total"
+					"{context=\"8192\"} 0"),
+			 1);
+	assert_null(strstr(t, "context=\"0\""));
+	assert_int_equal(count_lines(t, "o1_info{version=\"3\",backend=\"shm\","
 					"pid=\"4321\"} 1"),
 			 1);
 	assert_int_equal(count_lines(t, "o1_start_time_seconds 1700000000"), 1);
@@ -298,6 +310,13 @@ static void test_json(void **state)
 		"hits")
 		->valuedouble,
 	    5);
+	assert_int_equal(cJSON_GetObjectItem(g, "n_spans")->valuedouble, 2);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "spans")),
+			 2);
+	h = cJSON_GetArrayItem(cJSON_GetObjectItem(g, "spans"), 0);
+	assert_int_equal(cJSON_GetObjectItem(h, "context_len")->valuedouble,
+			 1024);
+	assert_int_equal(cJSON_GetObjectItem(h, "steps")->valuedouble, 9);
 	cJSON_Delete(j);
 }
 

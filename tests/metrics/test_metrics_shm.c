@@ -265,12 +265,12 @@ static void test_path_for_socket(void **state)
 
 	(void)state;
 	assert_int_equal(o1_metrics_shm_path_for(NULL, "a", a, sizeof(a)), 0);
-	assert_string_equal(a, "/dev/shm/o1d-metrics-v2-af63dc4c8601ec8c");
+	assert_string_equal(a, "/dev/shm/o1d-metrics-v3-af63dc4c8601ec8c");
 	assert_int_equal(o1_metrics_shm_path_for("", "foobar", b, sizeof(b)),
 			 0);
-	assert_string_equal(b, "/dev/shm/o1d-metrics-v2-85944171f73967e8");
+	assert_string_equal(b, "/dev/shm/o1d-metrics-v3-85944171f73967e8");
 	assert_int_equal(o1_metrics_shm_path_for(NULL, "", a, sizeof(a)), 0);
-	assert_string_equal(a, "/dev/shm/o1d-metrics-v2-cbf29ce484222325");
+	assert_string_equal(a, "/dev/shm/o1d-metrics-v3-cbf29ce484222325");
 	assert_int_equal(o1_metrics_shm_path_for("/x/y", "a", a, sizeof(a)), 0);
 	assert_string_equal(a, "/x/y");
 	assert_int_equal(
@@ -303,6 +303,9 @@ static void test_bad_files(void **state)
 	write_file(buf, len);
 	assert_int_equal(open_err(), -O1_E_VERSION);
 	info->hist_slots = O1_METRICS_HIST_SLOTS;
+	write_file(buf, len); /* a version 3 file without its span count */
+	assert_int_equal(open_err(), -O1_E_VERSION);
+	info->graph_spans = O1_METRICS_GRAPH_SPANS;
 	write_file(buf, len);
 	o1_metrics_reader_close(reader(O1_METRICS_MODE_SHM));
 	free(buf);

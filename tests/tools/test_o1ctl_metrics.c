@@ -75,6 +75,7 @@ static struct o1_metrics *writer(enum o1_metrics_mode mode, const char *dir)
 				    .gid = -1,
 				    .unpin_on_close = true};
 	static const uint32_t sizes[] = {1, 2, 4};
+	static const uint32_t lens[] = {1024, 16384};
 	struct o1_metrics *m;
 
 	assert_int_equal(o1_metrics_open(&o, &m), 0);
@@ -87,6 +88,8 @@ static struct o1_metrics *writer(enum o1_metrics_mode mode, const char *dir)
 	o1_metrics_graph_hit(m, 1, 1);
 	o1_metrics_graph_miss(m, 2);
 	o1_metrics_graph_capture(m, 2500, 1 << 20);
+	o1_metrics_graph_set_spans(m, lens, 2);
+	o1_metrics_graph_add_span(m, 1, 6);
 	return m;
 }
 
@@ -135,6 +138,11 @@ static void test_json(void **state)
 	    1);
 	assert_int_equal(cJSON_GetObjectItem(b, "batch_size")->valuedouble, 2);
 	assert_int_equal(cJSON_GetObjectItem(b, "hits")->valuedouble, 1);
+	b = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(j, "graphs"), "spans"), 1);
+	assert_int_equal(cJSON_GetObjectItem(b, "context_len")->valuedouble,
+			 16384);
+	assert_int_equal(cJSON_GetObjectItem(b, "steps")->valuedouble, 6);
 	cJSON_Delete(j);
 	/* AUTO finds the file when no pins exist under --dir */
 	snprintf(args, sizeof(args), "--dir %s/none --shm %s", tmpdir, shm);
@@ -160,6 +168,8 @@ static void test_prometheus_and_text(void **state)
 		 100 + O1_METRICS_CTR_REQUESTS_SUBMITTED);
 	assert_non_null(strstr(out, line));
 	assert_non_null(strstr(out, "\no1_graph_hits_total{batch=\"2\"} 1\n"));
+	assert_non_null(
+	    strstr(out, "\no1_graph_span_steps_total{context=\"16384\"} 6\n"));
 	snprintf(args, sizeof(args), "metrics --source shm --shm %s", shm);
 	assert_int_equal(run(args), 0);
 	snprintf(line, sizeof(line), "\n  %-24s %14u\n", "steps",
@@ -169,6 +179,9 @@ static void test_prometheus_and_text(void **state)
 	assert_non_null(strstr(out, "\nttft\n"));
 	assert_non_null(strstr(out, " : count    distribution\n"));
 	assert_non_null(strstr(out, "graphs: 3 buckets"));
+	assert_non_null(strstr(out, "\n   context        steps\n"));
+	assert_non_null(strstr(out, "\n      1024            0\n"));
+	assert_non_null(strstr(out, "\n     16384            6\n"));
 	o1_metrics_close(m);
 }
 

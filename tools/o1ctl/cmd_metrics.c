@@ -1,6 +1,7 @@
 /* o1ctl stats (alias metrics): one snapshot of every metric, read from
  * the pinned maps or the fallback file, as text (counters, a percentile
- * table and a log2 bar chart per non-empty histogram, graph buckets), as
+ * table and a log2 bar chart per non-empty histogram, graph buckets and
+ * context spans), as
  * JSON (--json) or in the Prometheus format (--prometheus). */
 #include <inttypes.h>
 #include <stdio.h>
@@ -103,6 +104,13 @@ static void print_graphs(const struct o1_metrics_graphs *g, FILE *f)
 			b->batch_size, b->hits, b->misses, b->fallbacks,
 			b->padded_tokens);
 	}
+	n = g->n_spans < O1_METRICS_GRAPH_SPANS ? (unsigned)g->n_spans
+						: O1_METRICS_GRAPH_SPANS;
+	if (n)
+		fprintf(f, "  %8s %12s\n", "context", "steps");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "  %8" PRIu64 " %12" PRIu64 "\n",
+			g->spans[i].context_len, g->spans[i].steps);
 }
 
 static void print_text(const struct o1_metrics_snapshot *s, const char *src,
