@@ -204,15 +204,23 @@ static int json_hist(cJSON *parent, const struct o1_metrics_hist *h,
 	return err ? err : slots ? 0 : -ENOMEM;
 }
 
-static int json_bucket(cJSON *arr, const struct o1_metrics_graph_bucket *b)
+/* A new object at the end of ARR, NULL without memory. */
+static cJSON *json_push_object(cJSON *arr)
 {
 	cJSON *o = cJSON_CreateObject();
-	int err = o ? 0 : -ENOMEM;
 
 	if (o && !cJSON_AddItemToArray(arr, o)) {
 		cJSON_Delete(o);
-		return -ENOMEM;
+		return NULL;
 	}
+	return o;
+}
+
+static int json_bucket(cJSON *arr, const struct o1_metrics_graph_bucket *b)
+{
+	cJSON *o = json_push_object(arr);
+	int err = o ? 0 : -ENOMEM;
+
 #define O1_METRICS_X(field, ty)                                                \
 	err = err ?: json_num(o, #field, (double)b->field);
 	O1_METRICS_GRAPH_BUCKET_LIST(O1_METRICS_X)
@@ -222,13 +230,9 @@ static int json_bucket(cJSON *arr, const struct o1_metrics_graph_bucket *b)
 
 static int json_span(cJSON *arr, const struct o1_metrics_graph_span *sp)
 {
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = json_push_object(arr);
 	int err = o ? 0 : -ENOMEM;
 
-	if (o && !cJSON_AddItemToArray(arr, o)) {
-		cJSON_Delete(o);
-		return -ENOMEM;
-	}
 #define O1_METRICS_X(field, ty)                                                \
 	err = err ?: json_num(o, #field, (double)sp->field);
 	O1_METRICS_GRAPH_SPAN_LIST(O1_METRICS_X)
