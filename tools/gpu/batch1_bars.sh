@@ -2,7 +2,8 @@
 # Issue 18's batch-1 bars in one GPU machine call (over
 # tools/gpu/session.sh), meant for the H200 (the bars' machine; the card is
 # named first in session.txt): the targets built, test_attention_decode_cuda
-# (the decode attention's defaults on the GPU), the models made after the
+# (the decode attention's defaults on the GPU) and test_gpu_faults (o1d with
+# graphs: replay faults, the metrics' steps by span), the models made after the
 # build (never beside it), then table.sh batch1 over TB_MODELS (default
 # "w8-q4km l1-q4km l1": llama3-8b Q4_K_M's 480 tok/s, llama3.2-1b's 1.5x
 # over bf16), REPS 3; then, if time is left, the 8B's decode attention at
@@ -18,15 +19,18 @@ export NCCL_NVLS_ENABLE=0
 t0=$(date +%s)
 left() { echo $((${TB_BUDGET:-570} - ($(date +%s) - t0))); }
 models=${TB_MODELS:-w8-q4km l1-q4km l1}
-targets="o1model bench_cuda_decode o1d o1bench test_attention_decode_cuda"
+targets="o1model bench_cuda_decode o1d o1bench o1ctl test_attention_decode_cuda test_gpu_faults"
 
 s_log "start: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
 # S_BUILD: a build that exists (a check on the CPU: S_BUILD=build
 # S_DEVICE=cpu TB_MODELS=ti TB_BUDGET=100)
 [ -n "${S_BUILD:-}" ] || O1_GPU_TARGETS=$targets s_build
-s_log "test_attention_decode_cuda ($(left) s left)"
-timeout 120 ctest --test-dir "$s_bin" -R test_attention_decode_cuda \
-	--output-on-failure 2>&1 | tail -4 | tee -a "$s_out/session.txt"
+s_log "test_attention_decode_cuda, test_gpu_faults ($(left) s left)"
+timeout 180 ctest --test-dir "$s_bin" \
+	-R "test_attention_decode_cuda|test_gpu_faults" --output-on-failure \
+	>"$s_out/ctest.txt" 2>&1
+grep -E "tests passed|FAILED|Failed|metrics: " "$s_out/ctest.txt" | head -8 |
+	tee -a "$s_out/session.txt"
 s_log "models: $models ($(left) s left)"
 # shellcheck disable=SC2086 # the models: words
 s_models $models
