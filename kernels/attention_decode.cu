@@ -626,8 +626,27 @@ extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
 	       (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0;
 }
 
+/* The end of the span below MAX_LEN's (TUNE's span ends where set, else
+ * O1_ATTN_DECODE_SPAN_*), 0 in the first span: a step in MAX_LEN's span
+ * has a context longer than that. */
+static uint32_t dec_span_floor(const struct o1_attn_decode_tune *tune,
+			       uint32_t max_len)
+{
+	static const uint32_t dflt[] = {O1_ATTN_DECODE_SPAN_SHORT,
+					O1_ATTN_DECODE_SPAN_MID,
+					O1_ATTN_DECODE_SPAN_LONG};
+	bool set = tune && tune->spans_set;
+	const uint32_t *ends = set ? tune->span_ends : dflt;
+	uint32_t n = set ? tune->n_span_ends : 3, f = 0;
+
+	for (uint32_t i = 0; i < n && i < O1_ATTN_DECODE_SPAN_ENDS_MAX; i++)
+		if (ends[i] < max_len && ends[i] > f)
+			f = ends[i];
+	return f;
+}
+
 /* The K/V bytes N_ROWS rows read at the shortest context of MAX_LEN's
- * span (O1_ATTN_DECODE_SPAN_*: the launch serves contexts up to MAX_LEN, a
+ * span (dec_span_floor: the launch serves contexts up to MAX_LEN, a
  * graph's span, and a step in that span has one longer than the span
  * below), 0 in the first span. As they grow, one head a block
  * (DEC_HEADS_FEW, for short contexts, where a step waits on few rounds)
@@ -647,15 +666,11 @@ extern "C" bool o1_attention_decode_fits(const struct o1_attn_dims *d,
  * from ~32 MiB (DEC_TC_FLOOR_BYTES); at 128-512 positions one head a
  * block still wins by 3-10% at 2-4 rows, hence a first span without. */
 static uint64_t dec_floor(const struct o1_attn_dims *d, uint32_t n_rows,
-			  uint32_t max_len)
+			  uint32_t max_len,
+			  const struct o1_attn_decode_tune *tune)
 {
-	uint32_t f =
-	    max_len > O1_ATTN_DECODE_SPAN_LONG	  ? O1_ATTN_DECODE_SPAN_LONG
-	    : max_len > O1_ATTN_DECODE_SPAN_MID	  ? O1_ATTN_DECODE_SPAN_MID
-	    : max_len > O1_ATTN_DECODE_SPAN_SHORT ? O1_ATTN_DECODE_SPAN_SHORT
-						  : 0;
-
-	return (uint64_t)n_rows * f * d->n_kv_heads * d->head_dim * 4;
+	return (uint64_t)n_rows * dec_span_floor(tune, max_len) *
+	       d->n_kv_heads * d->head_dim * 4;
 }
 
 /* Heads a block serves: the group rounded up to a power of two, at most
@@ -716,11 +731,12 @@ static uint32_t dec_warps(uint32_t n_rows)
  * 256: 1 head a block 6.78-7.97 us against 2 heads' 7.23-8.64 (qwen2.5-0.5b,
  * llama3.2-1b; llama3-8b 7.74 / 10.50 against 8.35 / 11.10). */
 static uint32_t dec_most(const struct o1_attn_dims *d, uint32_t n_rows,
-			 uint32_t max_len)
+			 uint32_t max_len,
+			 const struct o1_attn_decode_tune *tune)
 {
 	if (n_rows > 8)
 		return DEC_HEADS;
-	return dec_floor(d, n_rows, max_len) >= DEC_H2_FLOOR_BYTES
+	return dec_floor(d, n_rows, max_len, tune) >= DEC_H2_FLOOR_BYTES
 		   ? DEC_HEADS_LONG
 		   : DEC_HEADS_FEW;
 }
@@ -797,7 +813,7 @@ static bool dec_tensor_cores(const struct o1_attn_dims *d, const uint16_t *out,
 		return false;
 	return tc == O1_ATTN_TC_ON ||
 	       (uint64_t)n_rows * d->n_kv_heads >= DEC_TC_BLOCKS ||
-	       dec_floor(d, n_rows, max_len) >= DEC_TC_FLOOR_BYTES;
+	       dec_floor(d, n_rows, max_len, tune) >= DEC_TC_FLOOR_BYTES;
 }
 
 extern "C" int o1_attention_decode_cuda(
@@ -813,8 +829,9 @@ extern "C" int o1_attention_decode_cuda(
 	    tune && tune->split_rounds ? tune->split_rounds : DEC_SPLIT_ROUNDS;
 	uint32_t target =
 	    tune && tune->target_blocks ? tune->target_blocks : DEC_TARGET;
-	uint32_t most =
-	    tune && tune->heads ? tune->heads : dec_most(d, n_rows, max_len);
+	uint32_t most = tune && tune->heads
+			    ? tune->heads
+			    : dec_most(d, n_rows, max_len, tune);
 	uint32_t g, hg, dd = d->head_dim;
 	dec_dev a;
 	size_t smem;

@@ -180,22 +180,29 @@ int o1_attention_rows_legacy_cuda(uint16_t *out, const float *q,
  * from rows x kv heads of DEC_TC_BLOCKS, ON whenever the shape fits it,
  * OFF never; TC_STAGES its K/V tiles in flight (0: default), TC_SPLITS
  * its splits (0: its pick; o1_attention_decode_tc_cuda's SPLITS).
- * The launch is shaped for the context span its MAX_LEN falls in (up to
+ * The launch is shaped for the context span its MAX_LEN falls in (SPAN_ENDS
+ * where SPANS_SET, the CUDA backend's graph spans; else up to
  * O1_ATTN_DECODE_SPAN_SHORT positions, up to _MID, up to _LONG, beyond):
  * beyond the first, by the K/V its rows read at the span's shortest
  * context, a few rows take blocks of two heads, and more the tensor-core
  * kernel (attention_decode.cu's dec_floor). The CUDA backend captures its
- * graphs per span (cuda_graphs.h) with these lengths by default, so short
+ * graphs per span (cuda_graphs.h), by default of these lengths, so short
  * steps keep short launches. */
 enum o1_attn_tc { O1_ATTN_TC_AUTO, O1_ATTN_TC_OFF, O1_ATTN_TC_ON };
-#define O1_ATTN_DECODE_SPAN_SHORT 1024
-#define O1_ATTN_DECODE_SPAN_MID	  4096
-#define O1_ATTN_DECODE_SPAN_LONG  16384
+#define O1_ATTN_DECODE_SPAN_SHORT    1024
+#define O1_ATTN_DECODE_SPAN_MID	     4096
+#define O1_ATTN_DECODE_SPAN_LONG     16384
+#define O1_ATTN_DECODE_SPAN_ENDS_MAX 3 /* spans below the context limit */
 struct o1_attn_decode_tune {
 	uint32_t warps, split_rounds, target_blocks, heads; /* 0: default */
 	bool flat;
 	uint32_t tc; /* enum o1_attn_tc */
 	uint32_t tc_stages, tc_splits;
+	/* the spans' ends below the last, ascending (none: one span from
+	 * position 1); SPANS_SET false: the O1_ATTN_DECODE_SPAN_* lengths */
+	bool spans_set;
+	uint32_t n_span_ends;
+	uint32_t span_ends[O1_ATTN_DECODE_SPAN_ENDS_MAX];
 };
 bool o1_attention_decode_fits(const struct o1_attn_dims *dims,
 			      const uint16_t *out, const float *q,

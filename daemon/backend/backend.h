@@ -237,10 +237,13 @@ struct o1_backend_config {
 	/* Context spans of the graphs: lengths (positions, ascending) below
 	 * max_context_tokens, each with a graph per bucket, beside the span
 	 * of max_context_tokens itself; a decode step replays the graphs of
-	 * the shortest span that holds its longest sequence (cuda_graphs.h).
-	 * 0 = the spans the decode attention shapes its launches by (1,024,
-	 * 4,096 and 16,384: kernels_cuda.h's O1_ATTN_DECODE_SPAN_*); lengths >=
-	 * max_context_tokens are dropped, so {UINT32_MAX} gives one span. */
+	 * the shortest span that holds its longest sequence (cuda_graphs.h),
+	 * and the decode attention shapes a launch by its span, graphs or
+	 * not (by the K/V its rows read at the span's shortest context).
+	 * 0 = 1,024, 4,096 and 16,384 (kernels_cuda.h's
+	 * O1_ATTN_DECODE_SPAN_*); lengths >= max_context_tokens are dropped,
+	 * so {UINT32_MAX} gives one span, its launches shaped as for short
+	 * contexts. */
 	uint32_t n_graph_spans;
 	uint32_t graph_spans[O1_BACKEND_GRAPH_SPANS_MAX - 1];
 	uint32_t device; /* CUDA ordinal of a one-device backend */

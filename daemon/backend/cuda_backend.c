@@ -346,14 +346,13 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 		return err;
 	}
 	s->cfg = *cfg;
-	s->attn_tune = (struct o1_attn_decode_tune){cfg->cuda_attn_warps,
-						    cfg->cuda_attn_split_rounds,
-						    cfg->cuda_attn_target,
-						    cfg->cuda_attn_heads,
-						    false,
-						    cfg->cuda_attn_tc,
-						    0,
-						    cfg->cuda_attn_tc_splits};
+	s->attn_tune = (struct o1_attn_decode_tune){
+	    .warps = cfg->cuda_attn_warps,
+	    .split_rounds = cfg->cuda_attn_split_rounds,
+	    .target_blocks = cfg->cuda_attn_target,
+	    .heads = cfg->cuda_attn_heads,
+	    .tc = cfg->cuda_attn_tc,
+	    .tc_splits = cfg->cuda_attn_tc_splits}; /* spans: set_attn_spans */
 	err = O1_CUDA_CHECK(cudaGetDeviceCount(&n));
 	if (!err && cfg->device >= (uint32_t)n) {
 		o1_err("cuda backend: no device cuda:%u (%d devices)",
@@ -499,6 +498,22 @@ static uint32_t pick_spans(const struct o1_backend_config *c, uint32_t *out)
 	return k;
 }
 
+/* The decode attention shapes a launch by its context span (kernels_cuda.h's
+ * o1_attn_decode_tune): the spans' ends below the context limit, whether
+ * graphs replay them or steps run eagerly, so both launch alike. */
+static void set_attn_spans(struct cuda_state *s)
+{
+	uint32_t spans[O1_BACKEND_GRAPH_SPANS_MAX];
+	uint32_t n = pick_spans(&s->cfg, spans) - 1; /* the limit: last */
+
+	_Static_assert(O1_BACKEND_GRAPH_SPANS_MAX - 1 <=
+			   O1_ATTN_DECODE_SPAN_ENDS_MAX,
+		       "the attention takes every span below the limit");
+	s->attn_tune.spans_set = true;
+	s->attn_tune.n_span_ends = n;
+	memcpy(s->attn_tune.span_ends, spans, n * sizeof(spans[0]));
+}
+
 static int setup_graphs(struct cuda_state *s)
 {
 	uint32_t b[O1_BACKEND_GRAPH_BUCKETS_MAX],
@@ -564,6 +579,8 @@ static int cuda_create(const struct o1_model *m,
 		    "set workspace");
 	if (!err)
 		err = o1_cuda_devout_alloc(s);
+	if (!err)
+		set_attn_spans(s);
 	if (!err)
 		err = warm_products(s);
 	if (!err && cfg->graphs_enabled)

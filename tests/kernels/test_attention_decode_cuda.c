@@ -32,7 +32,10 @@
  *   1,024 x 2 kv heads x 128 x 4 bytes, 4 MiB, at its shortest context:
  *   two heads) and the third (8,192: 16 MiB, two heads) within the row
  *   kernel's bound of the CPU, in the fourth (32,768: 64 MiB) the
- *   tensor-core kernel's bits as its direct launch.
+ *   tensor-core kernel's bits as its direct launch; then spans given by a
+ *   tuning (the backend's): one span runs 32,768 with one head a block,
+ *   an end of 16,384 the tensor-core kernel, ends 2,048 and 6,144 two
+ *   heads at 8,192 and one at 2,048 (bit for bit those launches tuned).
  * - test_replay: a split launch repeated, and captured into a graph and
  *   replayed, gives the same bits (a ticket left non-zero would merge
  *   early), with launches of other split counts in between; groups wider
@@ -161,7 +164,7 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 	if (path == DISPATCH) {
 		assert_int_equal(o1_attention_cuda(out, r->dq, r->dkc, r->dvc,
 						   &r->dm, &r->db, r->rows,
-						   max_len, sc, sf, NULL, true,
+						   max_len, sc, sf, tune, true,
 						   kct_stream(true)),
 				 0);
 	} else if (path == TENSOR_CORES) {
@@ -239,10 +242,19 @@ static void test_contexts(void **state)
 	static const uint32_t shapes[][3] = {
 	    {14, 2, 64}, {32, 8, 128}, {8, 8, 64}, {8, 2, 128}, {7, 1, 128}};
 	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
-	    {1, 1, 8, 2, false, O1_ATTN_TC_OFF, 0, 0},
-	    {8, 4, 0, 0, true, O1_ATTN_TC_OFF, 0, 0},
-	    {2, 2, 100000, 4, true, O1_ATTN_TC_OFF, 0, 0}};
+	    {.tc = O1_ATTN_TC_OFF},
+	    {.warps = 1,
+	     .split_rounds = 1,
+	     .target_blocks = 8,
+	     .heads = 2,
+	     .tc = O1_ATTN_TC_OFF},
+	    {.warps = 8, .split_rounds = 4, .flat = true, .tc = O1_ATTN_TC_OFF},
+	    {.warps = 2,
+	     .split_rounds = 2,
+	     .target_blocks = 100000,
+	     .heads = 4,
+	     .flat = true,
+	     .tc = O1_ATTN_TC_OFF}};
 	const uint32_t one = 1;
 
 	(void)state;
@@ -261,9 +273,13 @@ static void test_contexts(void **state)
 static void test_batches(void **state)
 {
 	uint32_t len[256], n_new[256];
-	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
-	    {4, 1, 4096, 4, true, O1_ATTN_TC_OFF, 0, 0}};
+	const struct o1_attn_decode_tune tunes[] = {{.tc = O1_ATTN_TC_OFF},
+						    {.warps = 4,
+						     .split_rounds = 1,
+						     .target_blocks = 4096,
+						     .heads = 4,
+						     .flat = true,
+						     .tc = O1_ATTN_TC_OFF}};
 	struct dec_case c = {14, 2, 64, 256, len, n_new};
 	struct dec_run r;
 	uint16_t *got, *tc;
@@ -299,8 +315,17 @@ static void test_spans(void **state)
 	static const uint32_t spans[] = {1024, 4096, 8192};
 	uint32_t len[4] = {300, 17, 129, 256}, n_new[4] = {1, 1, 1, 1};
 	struct dec_case c = {8, 2, 128, 4, len, n_new};
+	const struct o1_attn_decode_tune one = {.spans_set = true};
+	const struct o1_attn_decode_tune long_end = {
+	    .spans_set = true, .n_span_ends = 1, .span_ends = {16384}};
+	const struct o1_attn_decode_tune ends = {
+	    .spans_set = true, .n_span_ends = 2, .span_ends = {2048, 6144}};
+	const struct o1_attn_decode_tune one_head = {.heads = 1,
+						     .tc = O1_ATTN_TC_OFF};
+	const struct o1_attn_decode_tune two_heads = {.heads = 2,
+						      .tc = O1_ATTN_TC_OFF};
 	struct dec_run r;
-	uint16_t *got, *tc;
+	uint16_t *got, *tc, *want;
 
 	(void)state;
 	run_open(&c, &r);
@@ -312,7 +337,28 @@ static void test_spans(void **state)
 	got = launch(&r, GRAPH_LEN, NULL, DISPATCH);
 	tc = launch(&r, GRAPH_LEN, NULL, TENSOR_CORES);
 	assert_memory_equal(got, tc, r.out_n * 2);
-	free(got), free(tc);
+	free(got);
+	/* spans of a tuning (the backend's graph spans): one span, no end
+	 * below GRAPH_LEN, takes the first span's launch (one head a block,
+	 * no tensor cores) whatever MAX_LEN; an end of 16,384 below it the
+	 * tensor-core kernel again; ends 2,048 and 6,144 make 8,192's span
+	 * start at 6,144 (24 MiB: two heads) and 2,048's the first */
+	got = launch(&r, GRAPH_LEN, &one, DISPATCH);
+	want = launch(&r, GRAPH_LEN, &one_head, DECODE);
+	assert_memory_equal(got, want, r.out_n * 2);
+	check_cpu(&r, got);
+	free(got), free(want);
+	got = launch(&r, GRAPH_LEN, &long_end, DISPATCH);
+	assert_memory_equal(got, tc, r.out_n * 2);
+	free(got);
+	got = launch(&r, 8192, &ends, DISPATCH);
+	want = launch(&r, 8192, &two_heads, DECODE);
+	assert_memory_equal(got, want, r.out_n * 2);
+	free(got), free(want);
+	got = launch(&r, 2048, &ends, DISPATCH);
+	want = launch(&r, 2048, &one_head, DECODE);
+	assert_memory_equal(got, want, r.out_n * 2);
+	free(got), free(want), free(tc);
 	run_close(&r);
 }
 
@@ -320,12 +366,27 @@ static void test_spans(void **state)
  * launches of other split counts in between. */
 static void check_replay(const struct dec_case *c)
 {
-	const struct o1_attn_decode_tune tunes[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
-	    {2, 1, 4096, 1, false, O1_ATTN_TC_OFF, 0, 0},
-	    {1, 3, 1, 0, true, O1_ATTN_TC_OFF, 0, 0},
-	    {4, 1, 64, 2, false, O1_ATTN_TC_OFF, 0, 0},
-	    {2, 1, 0, 4, true, O1_ATTN_TC_OFF, 0, 0}};
+	const struct o1_attn_decode_tune tunes[] = {{.tc = O1_ATTN_TC_OFF},
+						    {.warps = 2,
+						     .split_rounds = 1,
+						     .target_blocks = 4096,
+						     .heads = 1,
+						     .tc = O1_ATTN_TC_OFF},
+						    {.warps = 1,
+						     .split_rounds = 3,
+						     .target_blocks = 1,
+						     .flat = true,
+						     .tc = O1_ATTN_TC_OFF},
+						    {.warps = 4,
+						     .split_rounds = 1,
+						     .target_blocks = 64,
+						     .heads = 2,
+						     .tc = O1_ATTN_TC_OFF},
+						    {.warps = 2,
+						     .split_rounds = 1,
+						     .heads = 4,
+						     .flat = true,
+						     .tc = O1_ATTN_TC_OFF}};
 	struct dec_run r;
 
 	run_open(c, &r);
@@ -361,10 +422,10 @@ static void test_decode_errors(void **state)
 	struct o1_attn_dims dm = {8, 2, 96, 16, 2 * 16 * 96, 0.1f};
 	uint32_t dummy[4] = {0, 1};
 	struct o1_attn_batch b = {1, dummy, dummy, dummy, 1};
-	const struct o1_attn_decode_tune nine = {
-	    9, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0};
-	const struct o1_attn_decode_tune three = {
-	    0, 0, 0, 3, false, O1_ATTN_TC_OFF, 0, 0};
+	const struct o1_attn_decode_tune nine = {.warps = 9,
+						 .tc = O1_ATTN_TC_OFF};
+	const struct o1_attn_decode_tune three = {.heads = 3,
+						  .tc = O1_ATTN_TC_OFF};
 	uint16_t *p = kct_dev(1 << 16);
 	float *fq = (float *)p;
 

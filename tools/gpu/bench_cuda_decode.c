@@ -85,8 +85,10 @@
  *
  * --graph-spans one|N[,N...] sets the graphs' context spans below the
  * context (cfg.graph_spans, at most 3; default: the backend's, 1,024,
- * 4,096 and 16,384); one: a single span, the context's (the launches of every
- * decode graph sized for the longest context, as before spans). The
+ * 4,096 and 16,384), by which the decode attention also shapes its
+ * launches; one: a single span, the context's (every decode graph's grid
+ * sized for the longest context, its attention shaped as for short
+ * contexts: one head a block, no tensor cores at a few rows). The
  * RESULT line ends with spans= (default, one or the list), and the graph
  * counters give each span's steps.
  *

@@ -258,11 +258,11 @@ static int sweep(struct bench *b, uint32_t graph_len, double dflt)
 			      rounds[] = {1, 2, 4, 8, 16},
 			      targets[] = {132, 264, 528, 1056};
 	static const struct o1_attn_decode_tune kinds[] = {
-	    {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
-	    {0, 0, 0, 4, false, O1_ATTN_TC_OFF, 0, 0},
-	    {0, 0, 0, 4, true, O1_ATTN_TC_OFF, 0, 0},
-	    {0, 0, 0, 2, false, O1_ATTN_TC_OFF, 0, 0},
-	    {0, 0, 0, 1, false, O1_ATTN_TC_OFF, 0, 0}};
+	    {.tc = O1_ATTN_TC_OFF},
+	    {.heads = 4, .tc = O1_ATTN_TC_OFF},
+	    {.heads = 4, .flat = true, .tc = O1_ATTN_TC_OFF},
+	    {.heads = 2, .tc = O1_ATTN_TC_OFF},
+	    {.heads = 1, .tc = O1_ATTN_TC_OFF}};
 	uint32_t g = b->dims.n_heads / b->dims.n_kv_heads;
 	struct o1_attn_decode_tune best = kinds[0], t;
 	double best_us = 1e30, by_rounds[5], cold, warm;
@@ -321,12 +321,9 @@ static int time_tunes(struct bench *b, uint32_t graph_len,
 static int run_one(struct bench *b, const struct shape *s, uint32_t rows,
 		   uint32_t ctx, uint32_t gl, const struct opts *o)
 {
-	const struct o1_attn_decode_tune rowk = {0, 0,	   0,
-						 0, false, O1_ATTN_TC_OFF,
-						 0, 0},
-					 tck = {0, 0,		0,
-						0, false,	O1_ATTN_TC_ON,
-						0, o->tc_splits};
+	const struct o1_attn_decode_tune rowk = {.tc = O1_ATTN_TC_OFF},
+					 tck = {.tc = O1_ATTN_TC_ON,
+						.tc_splits = o->tc_splits};
 	struct variant v = {(enum which)o->kernel, gl,
 			    o->kernel == TC ? &tck : &rowk};
 	double cold, warm, gb = (double)rows * ctx * s->hkv * s->d * 4 / 1e9;
@@ -343,10 +340,12 @@ static int run_one(struct bench *b, const struct shape *s, uint32_t rows,
 static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	       const struct opts *o)
 {
-	const struct o1_attn_decode_tune
-	    rowk = {0, 0, 0, 0, false, O1_ATTN_TC_OFF, 0, 0},
-	    tck = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 0, o->tc_splits},
-	    tck2 = {0, 0, 0, 0, false, O1_ATTN_TC_ON, 2, o->tc_splits};
+	const struct o1_attn_decode_tune rowk = {.tc = O1_ATTN_TC_OFF},
+					 tck = {.tc = O1_ATTN_TC_ON,
+						.tc_splits = o->tc_splits},
+					 tck2 = {.tc = O1_ATTN_TC_ON,
+						 .tc_stages = 2,
+						 .tc_splits = o->tc_splits};
 	struct bench b;
 	uint32_t gl = o->graph_len > ctx ? o->graph_len : ctx;
 	const struct variant vs[6] = {{OLD, ctx, NULL}, {OLD, gl, NULL},
@@ -425,8 +424,11 @@ static int arg_tune(const char *s, struct o1_attn_decode_tune *t)
 	}
 	if (strtok_r(NULL, ",", &save) || (v[3] & (v[3] - 1)))
 		return -1;
-	*t = (struct o1_attn_decode_tune){v[0],	 v[1],		 v[2], v[3],
-					  false, O1_ATTN_TC_OFF, 0,    0};
+	*t = (struct o1_attn_decode_tune){.warps = v[0],
+					  .split_rounds = v[1],
+					  .target_blocks = v[2],
+					  .heads = v[3],
+					  .tc = O1_ATTN_TC_OFF};
 	return 0;
 }
 

@@ -7,7 +7,9 @@
 # PROMPT:ROWS of SA_CASES (default "20000:1 6000:1 6000:2 8000:4 1500:4"),
 # bench_cuda_decode with the default spans and launches against the
 # launches before them (--attn 0,0,0,1 --attn-tc off: one head a block, no
-# tensor cores at a few rows) and against one span (--graph-spans one),
+# tensor cores at a few rows) and against one span (--graph-spans one:
+# since the 39th session the attention takes the spans given, so one span
+# is shaped as for short contexts too, on a grid for the longest),
 # SA_ROUNDS (2) rounds by turns, --tokens 64 --reps 3. SA_BUDGET: the
 # seconds it may take (default 560). Results in $OUT/session.txt (a line
 # a run: tok/s [slowest .. fastest], the steps by span), logs in
