@@ -340,6 +340,23 @@ _Static_assert(0 O1_METRICS_GRAPHS_LIST(O1_METRICS_X) ==
 	       "graphs table misses a field or the struct has padding");
 #undef O1_METRICS_X
 
+/* The buckets and spans in use as a reader may index them (a file's counts
+ * clamped to the tables). */
+static inline unsigned
+o1_metrics_graph_n_buckets(const struct o1_metrics_graphs *g)
+{
+	return g->n_buckets < O1_METRICS_GRAPH_BUCKETS
+		   ? (unsigned)g->n_buckets
+		   : O1_METRICS_GRAPH_BUCKETS;
+}
+
+static inline unsigned
+o1_metrics_graph_n_spans(const struct o1_metrics_graphs *g)
+{
+	return g->n_spans < O1_METRICS_GRAPH_SPANS ? (unsigned)g->n_spans
+						   : O1_METRICS_GRAPH_SPANS;
+}
+
 /* The slot of a value: floor(log2(v)), 0 for 0 and 1, clamped to the last
  * slot. */
 static inline unsigned o1_metrics_hist_slot(uint64_t v)

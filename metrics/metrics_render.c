@@ -88,24 +88,11 @@ static void prom_hist(const struct o1_metrics_hist *h,
 	fprintf(f, "\no1_%s_count %" PRIu64 "\n", d->prom, cum);
 }
 
-static unsigned graph_buckets(const struct o1_metrics_graphs *g)
-{
-	return g->n_buckets < O1_METRICS_GRAPH_BUCKETS
-		   ? (unsigned)g->n_buckets
-		   : O1_METRICS_GRAPH_BUCKETS;
-}
-
-static unsigned graph_spans(const struct o1_metrics_graphs *g)
-{
-	return g->n_spans < O1_METRICS_GRAPH_SPANS ? (unsigned)g->n_spans
-						   : O1_METRICS_GRAPH_SPANS;
-}
-
 static void prom_graph_field(const struct o1_metrics_graphs *g, FILE *f,
 			     const char *name, const char *help, size_t off)
 {
 	prom_head(f, name, "counter", help);
-	for (unsigned i = 0; i < graph_buckets(g); i++) {
+	for (unsigned i = 0; i < o1_metrics_graph_n_buckets(g); i++) {
 		const char *b = (const char *)&g->buckets[i];
 		uint64_t v;
 
@@ -133,7 +120,7 @@ static void prom_graphs(const struct o1_metrics_graphs *g, FILE *f)
 	prom_head(f, "graph_span_steps_total", "counter",
 		  "Decode steps of bucket graphs by context span (the span's "
 		  "longest context)");
-	for (unsigned i = 0; i < graph_spans(g); i++)
+	for (unsigned i = 0; i < o1_metrics_graph_n_spans(g); i++)
 		fprintf(f,
 			"o1_graph_span_steps_total{context=\"%" PRIu64
 			"\"} %" PRIu64 "\n",
@@ -251,10 +238,10 @@ static int json_graphs(cJSON *root, const struct o1_metrics_graphs *g)
 	err = err ?: json_num(o, "oversize", (double)g->oversize);
 	err = err ?: json_num(o, "capture_us", (double)g->capture_us);
 	err = err ?: json_num(o, "capture_bytes", (double)g->capture_bytes);
-	for (unsigned i = 0; i < graph_buckets(g) && !err; i++)
+	for (unsigned i = 0; i < o1_metrics_graph_n_buckets(g) && !err; i++)
 		err = json_bucket(arr, &g->buckets[i]);
 	err = err ?: json_num(o, "n_spans", (double)g->n_spans);
-	for (unsigned i = 0; i < graph_spans(g) && !err; i++)
+	for (unsigned i = 0; i < o1_metrics_graph_n_spans(g) && !err; i++)
 		err = json_span(spans, &g->spans[i]);
 	return err;
 }

@@ -272,6 +272,30 @@ static void test_promtool(void **state)
 	free(t);
 }
 
+/* Counts past the tables (a damaged or foreign file) render the tables
+ * only. */
+static void test_counts_clamped(void **state)
+{
+	struct o1_metrics_graphs keep = snap.graphs;
+	char *t;
+	int n = 0;
+
+	(void)state;
+	snap.graphs.n_buckets = UINT64_MAX;
+	snap.graphs.n_spans = 1000;
+	t = render();
+	for (const char *p = t; (p = strstr(p, "\no1_graph_span_steps_total{"));
+	     p++)
+		n++;
+	assert_int_equal(n, O1_METRICS_GRAPH_SPANS);
+	n = 0;
+	for (const char *p = t; (p = strstr(p, "\no1_graph_hits_total{")); p++)
+		n++;
+	assert_int_equal(n, O1_METRICS_GRAPH_BUCKETS);
+	free(t);
+	snap.graphs = keep;
+}
+
 static void test_json(void **state)
 {
 	cJSON *j, *h, *g;
@@ -327,6 +351,7 @@ int main(void)
 	    cmocka_unit_test(test_prometheus_values),
 	    cmocka_unit_test(test_prometheus_buckets),
 	    cmocka_unit_test(test_promtool),
+	    cmocka_unit_test(test_counts_clamped),
 	    cmocka_unit_test(test_json),
 	};
 

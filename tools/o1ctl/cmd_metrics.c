@@ -84,9 +84,7 @@ static void print_bars(const struct o1_metrics_hist *h, const char *name,
 
 static void print_graphs(const struct o1_metrics_graphs *g, FILE *f)
 {
-	unsigned n = g->n_buckets < O1_METRICS_GRAPH_BUCKETS
-			 ? (unsigned)g->n_buckets
-			 : O1_METRICS_GRAPH_BUCKETS;
+	unsigned n = o1_metrics_graph_n_buckets(g);
 
 	fprintf(f,
 		"\ngraphs: %u buckets, oversize %" PRIu64
@@ -104,8 +102,7 @@ static void print_graphs(const struct o1_metrics_graphs *g, FILE *f)
 			b->batch_size, b->hits, b->misses, b->fallbacks,
 			b->padded_tokens);
 	}
-	n = g->n_spans < O1_METRICS_GRAPH_SPANS ? (unsigned)g->n_spans
-						: O1_METRICS_GRAPH_SPANS;
+	n = o1_metrics_graph_n_spans(g);
 	if (n)
 		fprintf(f, "  %8s %12s\n", "context", "steps");
 	for (unsigned i = 0; i < n; i++)
