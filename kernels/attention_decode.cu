@@ -23,7 +23,8 @@
  *
  * Splits. The launch has N_SPLITS blocks along the sequence (host: enough
  * blocks to fill the GPU at its batch, at most DEC_MAX_SPLITS, within
- * scratch and tickets); each row decides on the device how many of them it
+ * scratch and tickets, and no more than a row of MAX_LEN positions uses:
+ * dec_grid_splits); each row decides on the device how many of them it
  * uses: ceil(len / split_min) capped at N_SPLITS, over chunks of whole
  * rounds, len = its causal length, and at up to 8 rows also capped at FEW
  * (about one wave of blocks) until its splits would pass split_max
@@ -98,6 +99,13 @@ extern "C" {
  * bench_decode_attn). */
 #ifndef DEC_PAGES_AHEAD
 #define DEC_PAGES_AHEAD 0
+#endif
+/* 1: the launch's splits are only those a row of up to MAX_LEN positions
+ * can use (dec_grid_splits); 0: DEC_TARGET's, the blocks past a row's
+ * splits exiting at once (the launch before; kept for the A/B,
+ * tools/gpu/object_ab.sh). The same bits either way. */
+#ifndef DEC_GRID_USED
+#define DEC_GRID_USED 1
 #endif
 /* launches of at least this many (row, kv head) blocks go to
  * attention_decode_tc.cu (dec_tensor_cores): measured on the H200
@@ -795,6 +803,28 @@ static void dec_few(dec_dev *a, uint32_t n_rows, uint32_t max_len,
 	a->split_max = DEC_LONG_ROUNDS * a->round;
 }
 
+/* The splits a row of at most MAX_LEN positions uses (dec_splits, which
+ * only grows with the length): the launch's grid needs no more. A graph's
+ * launch serves its span's contexts (at 1 row of llama3-8b in the first
+ * span, 1,024 positions: 9 of DEC_TARGET's 16 splits, DEC_TARGET_FEW's
+ * cap), and the blocks past them only exited. N_SPLITS lowered to this
+ * gives every row of up to MAX_LEN the same count and chunks (min(N, A(len),
+ * max(F, B(len))) with N capped by A(MAX_LEN) and max(F, B(MAX_LEN)),
+ * A and B growing), so the same bits; a longer row (outside the contract)
+ * still covers its positions, in fewer, longer splits. */
+static uint32_t dec_grid_splits(const dec_dev &a, uint32_t max_len)
+{
+	uint32_t n, by_len, by_cap;
+
+	if (max_len <= a.solo)
+		return 1;
+	by_len = (max_len + a.split_min - 1) / a.split_min;
+	by_cap = (max_len + a.split_max - 1) / a.split_max;
+	n = a.n_splits < by_len ? a.n_splits : by_len;
+	by_cap = a.few > by_cap ? a.few : by_cap;
+	return n < by_cap ? n : by_cap;
+}
+
 /* Whether N_ROWS rows go to the tensor-core kernel (TUNE's tc, else
  * AUTO): rows x kv heads of at least DEC_TC_BLOCKS (a block each, and
  * more where it splits long rows: its own choice), or rows that read
@@ -889,6 +919,8 @@ extern "C" int o1_attention_decode_cuda(
 				     scratch ? scratch_floats : 0, dd);
 	dec_few(&a, n_rows, max_len, tune, scratch ? scratch_floats : 0, dd,
 		scratch);
+	if (DEC_GRID_USED)
+		a.n_splits = dec_grid_splits(a, max_len);
 	smem = (size_t)warps * hg * (dd + 2);
 	smem = smem > hg * (2 * DEC_MAX_SPLITS + 1)
 		   ? smem
