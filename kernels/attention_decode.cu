@@ -103,7 +103,9 @@ extern "C" {
 /* 1: the launch's splits are only those a row of up to MAX_LEN positions
  * can use (dec_grid_splits); 0: DEC_TARGET's, the blocks past a row's
  * splits exiting at once (the launch before; kept for the A/B,
- * tools/gpu/object_ab.sh). The same bits either way. */
+ * tools/gpu/object_ab.sh). The same bits either way. On the H100
+ * (2026-12-06, object_ab, prompts of 200, two rounds) llama3-8b Q4_K_M
+ * ran 415.1 / 415.9 tok/s against 414.3 / 414.5, the same greedy digests. */
 #ifndef DEC_GRID_USED
 #define DEC_GRID_USED 1
 #endif
