@@ -1512,6 +1512,38 @@ static __device__ void qp_prefetch_next(const gq_args &a)
 	}
 }
 
+/* GQ_SELF_PF (bytes, 0 the default: off): before the PDL wait, each warp
+ * asks L2 for the rows it will walk, whole rows from its first, lane k its
+ * k-th (ROW_OF(j, r): unit j's row r, PER rows a unit, units j0, j0 +
+ * stride, ... below N), as many as GQ_SELF_PF bytes hold. The ring's
+ * first stages are all a warp has in flight while its block quantizes
+ * the input after the wait; with these the rest of the product streams
+ * from DRAM meanwhile. A hint: no bit changes (nothing on the
+ * emulation). */
+#ifndef GQ_SELF_PF
+#define GQ_SELF_PF 0
+#endif
+template <typename F>
+static __device__ __forceinline__ void
+qp_prefetch_own(const gq_args &a, uint32_t j0, uint32_t n, uint32_t per,
+		F row_of, uint32_t lane)
+{
+	if constexpr (GQ_SELF_PF > 0) {
+		uint64_t rows = GQ_SELF_PF / a.row_bytes;
+		uint32_t j = j0 + lane / per * a.stride;
+
+		if (lane < rows && j < n) {
+			uintptr_t p =
+			    (uintptr_t)a.w +
+			    (size_t)row_of(j, lane % per) * a.row_bytes;
+			uintptr_t lo = p & ~(uintptr_t)15,
+				  hi = (p + a.row_bytes + 15) & ~(uintptr_t)15;
+
+			o1_prefetch_l2((const void *)lo, (uint32_t)(hi - lo));
+		}
+	}
+}
+
 /* GQ_PROBE (0, the default: nothing changes): a timing probe of where a
  * one-row decode product's time goes inside the decode step's chain of
  * PDL launches (issue 18's small models: ~5.4 us a block product against
@@ -1580,6 +1612,9 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	}
 	if constexpr (OUT == OUT_ROPE)
 		pre = rope_pre_of<M>(a, c.j, lane);
+	qp_prefetch_own(
+	    a, c.j, a.n, R,
+	    [&](uint32_t j, uint32_t r) { return wrow<OUT>(a, j, r); }, lane);
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if constexpr (GQ_PROBE & 4) {
@@ -1841,6 +1876,9 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 				      lane);
 		ci.next<1>(nb, a.stride);
 	}
+	qp_prefetch_own(
+	    a, c.j, n, 2, [&](uint32_t j, uint32_t r) { return j + r * n; },
+	    lane);
 	o1_pdl_wait();
 	o1_pdl_trigger();
 	if constexpr (GQ_PROBE & 4) {
