@@ -332,10 +332,18 @@ static __device__ __forceinline__ void qx_widen(const qx_raw<IN> &r, float inv,
 
 /* Rounds of quantize_x whose loads are issued together: a 14,336-wide
  * down product input waits for L2 twice, not seven times (more for the
- * 1-row launches, whose registers are free at that point). */
+ * 1-row launches, whose registers are free at that point). GQ_QX_CHUNK1:
+ * a 1-row bf16 input's (8: llama3-8b's down input waits once; the same
+ * bits, an A/B switch). */
+#ifndef GQ_QX_CHUNK1
+#define GQ_QX_CHUNK1 4
+#endif
 template <int M, int IN> static __host__ __device__ constexpr int qx_chunk()
 {
-	return IN == IN_NORM ? (M == 1 ? 2 : 1) : (M == 1 ? 4 : M == 2 ? 2 : 1);
+	return IN == IN_NORM ? (M == 1 ? 2 : 1)
+			     : (M == 1	 ? GQ_QX_CHUNK1
+				: M == 2 ? 2
+					 : 1);
 }
 
 /* A unit quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax)
