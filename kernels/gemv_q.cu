@@ -88,11 +88,18 @@ extern "C" {
 #include "common/log.h"
 }
 
-#define GQ_WARPS   8 /* warps per block */
+/* Warps per block: 8, or 16 for the A/B of one block a multiprocessor
+ * (each block quantizes the whole input: half the blocks do, each thread
+ * half the rounds; the same bits, every row's arithmetic and the norm's
+ * order are the block's size's own: rms_reduce.h). */
+#ifndef GQ_WARPS
+#define GQ_WARPS 8
+#endif
 #define GQ_THREADS (GQ_WARPS * 32)
 /* Blocks per multiprocessor: at most 128 registers a thread (the launch
- * bounds), so two fit the register file. */
-#define GQ_BPS	   2
+ * bounds), so 16 warps fit the register file. */
+#define GQ_BPS (16 / GQ_WARPS)
+static_assert(GQ_WARPS == 8 || GQ_WARPS == 16, "8 or 16 warps a block");
 
 enum { OUT_STORE, OUT_SWIGLU, OUT_ADD, OUT_ROPE };
 enum { DOT_F32, DOT_I8 };
@@ -101,10 +108,10 @@ enum { DOT_F32, DOT_I8 };
  * would (rms_reduce.h), then quantized. */
 enum { IN_BF16, IN_NORM };
 
-/* Shared memory a block may take (two blocks per multiprocessor, each
+/* Shared memory a block may take (GQ_BPS blocks per multiprocessor, each
  * with its 1 KB reserve, within the H200's 228 KB). DOT_I8 launches whose
  * quantized input would not fit run DOT_F32 (gemv_q8_fits). */
-#define GQ_SMEM_MAX (112u << 10)
+#define GQ_SMEM_MAX ((224u << 10) / GQ_BPS)
 
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
@@ -1319,14 +1326,16 @@ static __host__ __device__ constexpr int qp_stages()
  * block may then take. */
 template <int X> static __host__ __device__ constexpr int qp_bps()
 {
-	return X == 3 || X == 5 ? 3 : X == 4 || X == 8 ? 4 : GQ_BPS;
+	/* the same warps a multiprocessor (24 at 16 warps a block: 16) */
+	return X == 3 || X == 5	  ? 24 / GQ_WARPS
+	       : X == 4 || X == 8 ? 32 / GQ_WARPS
+				  : GQ_BPS;
 }
 
 template <int X> static constexpr size_t qp_smem_max()
 {
-	return qp_bps<X>() == 3	  ? (size_t)74 << 10
-	       : qp_bps<X>() == 4 ? (size_t)56 << 10
-				  : GQ_SMEM_MAX;
+	return qp_bps<X>() == 3 ? (size_t)74 << 10
+				: ((size_t)224 << 10) / qp_bps<X>();
 }
 
 /* A 16-byte copy from global to shared memory, asynchronous on the
