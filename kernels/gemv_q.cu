@@ -90,8 +90,9 @@ extern "C" {
 
 /* Warps per block: 8, or 16 for the A/B of one block a multiprocessor
  * (each block quantizes the whole input: half the blocks do, each thread
- * half the rounds; the same bits, every row's arithmetic and the norm's
- * order are the block's size's own: rms_reduce.h). */
+ * half the rounds). The same bits either way: a row's arithmetic is its
+ * warp's, and the norm's order does not depend on the block's size
+ * (rms_reduce.h). */
 #ifndef GQ_WARPS
 #define GQ_WARPS 8
 #endif
@@ -1326,7 +1327,7 @@ static __host__ __device__ constexpr int qp_stages()
  * block may then take. */
 template <int X> static __host__ __device__ constexpr int qp_bps()
 {
-	/* the same warps a multiprocessor (24 at 16 warps a block: 16) */
+	/* the same warps a multiprocessor (24: 16 at 16 warps a block) */
 	return X == 3 || X == 5	  ? 24 / GQ_WARPS
 	       : X == 4 || X == 8 ? 32 / GQ_WARPS
 				  : GQ_BPS;
