@@ -173,8 +173,13 @@ static void park_then_read(int spin, uint32_t n_logprobs)
 		      c1.room_wakes - c0.room_wakes,
 		      c1.wake_empty - c0.wake_empty);
 	/* a ring that crosses the loop's own re-check finds nothing now and
-	 * then (the race every doorbell has); never a storm */
-	assert_true(c1.wake_empty - c0.wake_empty <= 8);
+	 * then (the race every doorbell has: the reader rings once a full
+	 * ring, and the loop saw the room first), so at most one such wake-up
+	 * for each of the stream's TOKENS / RING refills (25; 9 seen beside
+	 * another ASan run on 2 cores, where the loop is often late); a storm
+	 * (a wake-up without a doorbell, over and over) is far more, and the
+	 * guard's throttle is counted below */
+	assert_true(c1.wake_empty - c0.wake_empty <= TOKENS / RING);
 	assert_int_equal(c1.storms, c0.storms);
 	assert_int_equal(c1.violations, 0);
 	o1_client_close(c);
