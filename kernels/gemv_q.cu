@@ -109,10 +109,13 @@ enum { DOT_F32, DOT_I8 };
  * would (rms_reduce.h), then quantized. */
 enum { IN_BF16, IN_NORM };
 
-/* Shared memory a block may take (GQ_BPS blocks per multiprocessor, each
- * with its 1 KB reserve, within the H200's 228 KB). DOT_I8 launches whose
- * quantized input would not fit run DOT_F32 (gemv_q8_fits). */
-#define GQ_SMEM_MAX ((224u << 10) / GQ_BPS)
+/* Shared memory a multiprocessor's blocks may take together: the H200's
+ * 228 KB less a 1 KB reserve each of up to four blocks. */
+#define GQ_SMEM_SM (224u << 10)
+/* Shared memory a block may take (GQ_BPS blocks per multiprocessor).
+ * DOT_I8 launches whose quantized input would not fit run DOT_F32
+ * (gemv_q8_fits). */
+#define GQ_SMEM_MAX (GQ_SMEM_SM / GQ_BPS)
 
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
@@ -1336,7 +1339,7 @@ template <int X> static __host__ __device__ constexpr int qp_bps()
 template <int X> static constexpr size_t qp_smem_max()
 {
 	return qp_bps<X>() == 3 ? (size_t)74 << 10
-				: ((size_t)224 << 10) / qp_bps<X>();
+				: (size_t)GQ_SMEM_SM / qp_bps<X>();
 }
 
 /* A 16-byte copy from global to shared memory, asynchronous on the
