@@ -488,9 +488,10 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 			for (int c = 0; c < C; c++) {
 				uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
 
-				if (e / 4 < a.units)
-					qx_load<IN>(r[c], a, xr[i], i, e / 4,
-						    e % 4, !one);
+				if (e / 4 >= a.units)
+					continue;
+				qx_load<IN>(r[c], a, xr[i], i, e / 4, e % 4,
+					    !one);
 				if (one)
 					qx_set_w(r[c], r0[early ? c : 0]);
 			}

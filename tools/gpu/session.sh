@@ -85,10 +85,11 @@ s_variant() {
 # /tmp/o1o-NAME/ (S_BIN=/tmp/o1o-NAME then runs it: its tools/gpu/...).
 # One compile instead of s_variant's whole build (gemv_q.cu: ~1.5
 # minutes); variants may build side by side (s_object_variant ... &).
+# DEFINE may be several, joined by commas (A=1,B=2: -DA=1 -DB=2).
 #   s_object_variant p4 kernels/gemv_q.cu GQ_PROBE=4
 s_object_variant() {
 	local name=$1 src=$2 def=$3 target=${4:-tools/gpu/bench_cuda_decode}
-	local d=/tmp/o1o-$name obj lib cmd
+	local d=/tmp/o1o-$name obj lib cmd flags="-D${def//,/ -D}"
 	obj=$(cd "$s_bin" && ninja -t targets all |
 		sed -n "s|^\([^:]*/$(basename "$src")\.o\): .*|\1|p" | head -1)
 	[ -n "$obj" ] || { s_log "s_object_variant $name: no object of $src"; return 1; }
@@ -96,10 +97,10 @@ s_object_variant() {
 	lib=${obj#*/CMakeFiles/}
 	lib=${obj%%/CMakeFiles/*}/lib${lib%%.dir/*}.a
 	rm -rf "$d" && mkdir -p "$d/$(dirname "$target")"
-	s_log "build object variant $name ($src: -D$def)"
+	s_log "build object variant $name ($src: $flags)"
 	cmd=$(cd "$s_bin" && ninja -t commands "$obj" | tail -1 |
 		sed -e "s| -MD -MT [^ ]* -MF [^ ]*||" \
-			-e "s| -o $obj\$| -D$def -o $d/$(basename "$obj")|")
+			-e "s| -o $obj\$| $flags -o $d/$(basename "$obj")|")
 	(cd "$s_bin" && eval "$cmd") >"$s_out/build-$name.txt" 2>&1 &&
 		cp "$s_bin/$lib" "$d/lib.a" &&
 		(cd "$d" && ar r lib.a "$(basename "$obj")") >>"$s_out/build-$name.txt" 2>&1 &&
