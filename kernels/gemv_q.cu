@@ -1629,10 +1629,66 @@ qp_prefetch_own(const gq_args &a, uint32_t j0, uint32_t n, uint32_t per,
  * sums 0); 4 nothing after the PDL wait but draining the ring's copies
  * (no outputs written: the chain's floor with these grids). 3 = 1 and
  * 2. 8 and 16: bit 1 for the normalized inputs (QKV, gate/up, the head)
- * alone, and for the bf16 inputs (O, down) alone. */
+ * alone, and for the bf16 inputs (O, down) alone. 32, with 1, 8 or 16:
+ * those inputs copied from global memory instead (qp_input_copied), as
+ * if the previous kernel had written them quantized: what inputs
+ * quantized by their producer would leave to the consumer. */
 #ifndef GQ_PROBE
 #define GQ_PROBE 0
 #endif
+
+/* GQ_PROBE & 32's input: the XQ and DS bytes a row takes, read from the
+ * start of the input row the previous kernel wrote (IN_NORM's f32 row,
+ * or the bf16 row: each holds them), every thread's loads issued before
+ * its stores (one L2 round trip); the scales made finite constants
+ * that still depend on the loads (fminf drops a NaN). */
+template <int M, int IN>
+static __device__ void qp_input_copied(const gq_args &a, gq_piece *xq,
+				       float2 *ds)
+{
+	constexpr int L = 8; /* pieces a thread: K up to 16,384 */
+
+	for (int i = 0; i < M; i++) {
+		const gq_piece *src =
+		    IN == IN_NORM
+			? (const gq_piece *)(a.xf +
+					     (size_t)(a.rows ? a.rows[i] : i) *
+						 a.k)
+			: (const gq_piece *)(a.x + (size_t)i * a.k);
+		uint32_t nq = a.pad * 2, nd = (a.units + 1) / 2;
+		gq_piece r[L];
+
+#pragma unroll
+		for (int c = 0; c < L; c++) {
+			uint32_t e = c * GQ_THREADS + threadIdx.x;
+
+			if (e < nq + nd)
+				r[c] = src[e];
+		}
+#pragma unroll
+		for (int c = 0; c < L; c++) {
+			uint32_t e = c * GQ_THREADS + threadIdx.x, u;
+
+			if (e < nq) {
+				xq[(size_t)i * nq + e] = r[c];
+			} else if (e < nq + nd) {
+				u = 2 * (e - nq);
+				for (uint32_t h = 0; h < 2 && u + h < a.units;
+				     h++)
+					ds[(size_t)i * a.units + u + h] =
+					    make_float2(
+						1.0f / 1024 +
+						    fminf(fabsf(__uint_as_float(
+							      r[c].v[2 * h])),
+							  0.0f),
+						fminf(fabsf(__uint_as_float(
+							  r[c].v[2 * h + 1])),
+						      0.0f));
+			}
+		}
+	}
+	__syncthreads();
+}
 
 /* quantize_x, or under GQ_PROBE & 1 its constants. X: the ring variant
  * (its registers). */
@@ -1642,14 +1698,18 @@ static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 {
 	if constexpr ((GQ_PROBE & 1) || (IN == IN_NORM && (GQ_PROBE & 8)) ||
 		      (IN == IN_BF16 && (GQ_PROBE & 16))) {
-		for (uint32_t i = threadIdx.x; i < M * a.pad * 2;
-		     i += GQ_THREADS)
-			xq[i] = gq_piece{{0x01010101u, 0x01010101u,
-					  0x01010101u, 0x01010101u}};
-		for (uint32_t i = threadIdx.x; i < M * a.units;
-		     i += GQ_THREADS)
-			ds[i] = make_float2(1.0f / 1024, 0.0f);
-		__syncthreads();
+		if constexpr (GQ_PROBE & 32) {
+			qp_input_copied<M, IN>(a, xq, ds);
+		} else {
+			for (uint32_t i = threadIdx.x; i < M * a.pad * 2;
+			     i += GQ_THREADS)
+				xq[i] = gq_piece{{0x01010101u, 0x01010101u,
+						  0x01010101u, 0x01010101u}};
+			for (uint32_t i = threadIdx.x; i < M * a.units;
+			     i += GQ_THREADS)
+				ds[i] = make_float2(1.0f / 1024, 0.0f);
+			__syncthreads();
+		}
 	} else {
 		quantize_x<M, IN, GQ_NORM_EARLY && qp_bps<X>() <= GQ_BPS>(
 		    a, xq, ds,
