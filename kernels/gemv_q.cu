@@ -302,35 +302,16 @@ template <> struct qx_raw<IN_NORM> {
 	float4 x[2], w[2];
 };
 
-/* IN_NORM's norm weights of a quarter unit alone (GQ_NORM_EARLY). */
-static __device__ __forceinline__ void
-qx_load_w(qx_raw<IN_NORM> &r, const gq_args &a, uint32_t u, uint32_t q)
-{
-	const float4 *wv = (const float4 *)(a.nw + 32 * u + 8 * q);
-
-	r.w[0] = wv[0], r.w[1] = wv[1];
-}
-
 template <int IN>
-static __device__ __forceinline__ void qx_set_w(qx_raw<IN> &r,
-						const qx_raw<IN> &from)
-{
-	if constexpr (IN == IN_NORM)
-		r.w[0] = from.w[0], r.w[1] = from.w[1];
-}
-
-/* W: IN_NORM's norm weights too (else qx_load_w has them). */
-template <int IN>
-static __device__ __forceinline__ void
-qx_load(qx_raw<IN> &r, const gq_args &a, const float *xr, uint32_t i,
-	uint32_t u, uint32_t q, bool w = true)
+static __device__ __forceinline__ void qx_load(qx_raw<IN> &r, const gq_args &a,
+					       const float *xr, uint32_t i,
+					       uint32_t u, uint32_t q)
 {
 	if constexpr (IN == IN_NORM) {
 		const float4 *xv = (const float4 *)(xr + 32 * u + 8 * q);
+		const float4 *wv = (const float4 *)(a.nw + 32 * u + 8 * q);
 
-		r.x[0] = xv[0], r.x[1] = xv[1];
-		if (w)
-			qx_load_w(r, a, u, q);
+		r.x[0] = xv[0], r.x[1] = xv[1], r.w[0] = wv[0], r.w[1] = wv[1];
 	} else {
 		r.p = ((const gq_piece *)(a.x + (size_t)i * a.k + 32 * u))[q];
 	}
@@ -431,30 +412,16 @@ static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
 		*ds = make_float2(d, __fmul_rn(d, (float)qsum));
 }
 
-/* GQ_NORM_EARLY (0, the default: off; an A/B switch): a one-row
- * normalized input that is one chunk (K <= 4,096) has its second pass's
- * norm weights (qx_load's w) loaded with the sums' x (rms_sums), so the
- * second pass waits for L1 (x again) and not for L2. The same bits: the
- * same values, loaded earlier. EARLY: the caller's registers allow it
- * (x too would spill; so do the 3-block ring variants). */
-#ifndef GQ_NORM_EARLY
-#define GQ_NORM_EARLY 0
-#endif
-
 /* Every thread: the M input rows (IN) quantized into XQ and DS (a unit
  * by 4 lanes at a time, quantize_part), then the block's barrier.
  * IN_NORM: PART is the reduction's scratch. */
-template <int M, int IN, bool EARLY = false>
+template <int M, int IN>
 static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 				  float (*part)[RMS_VWARPS])
 {
 	constexpr int C = qx_chunk<M, IN>();
-	constexpr bool early = EARLY && IN == IN_NORM && M == 1;
-	/* early: the one chunk's raw input, loaded before the sums */
-	bool one = early && 4 * a.units <= C * GQ_THREADS;
 	const float *xr[M] = {};
 	float inv[M] = {};
-	qx_raw<IN> r0[early ? C : 1];
 
 	if constexpr (IN == IN_NORM) {
 		float ss[M];
@@ -462,15 +429,6 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 #pragma unroll
 		for (int i = 0; i < M; i++)
 			xr[i] = a.xf + (size_t)(a.rows ? a.rows[i] : i) * a.k;
-		if (one) {
-#pragma unroll
-			for (int c = 0; c < (early ? C : 0); c++) {
-				uint32_t e = c * GQ_THREADS + threadIdx.x;
-
-				if (e / 4 < a.units)
-					qx_load_w(r0[c], a, e / 4, e % 4);
-			}
-		}
 		rms_sums<GQ_THREADS, M>(
 		    ss, a.k, part, [&](int i, uint32_t e) { return xr[i][e]; });
 #pragma unroll
@@ -488,12 +446,9 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 			for (int c = 0; c < C; c++) {
 				uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
 
-				if (e / 4 >= a.units)
-					continue;
-				qx_load<IN>(r[c], a, xr[i], i, e / 4, e % 4,
-					    !one);
-				if (one)
-					qx_set_w(r[c], r0[early ? c : 0]);
+				if (e / 4 < a.units)
+					qx_load<IN>(r[c], a, xr[i], i, e / 4,
+						    e % 4);
 			}
 #pragma unroll
 			for (int c = 0; c < C; c++) {
@@ -1586,24 +1541,21 @@ static __device__ void qp_prefetch_next(const gq_args &a)
  * stride, ... below N), as many as BYTES hold. The ring's first stages
  * are all a warp has in flight while its block quantizes the input after
  * the wait; with these the rest of the product streams from DRAM
- * meanwhile. A hint: no bit changes (nothing on the emulation). The 42nd
- * session measured 16,384 before the wait 3.2% slower on the whole
- * llama3-8b (H100): before the wait the previous kernel's tail is still
- * reading. GQ_SELF_PF_AFTER (bytes): the same asked right after the
- * wait, when DRAM is idle for the input's quantization. */
+ * meanwhile. A hint: no bit changes (nothing on the emulation). On the
+ * whole llama3-8b Q4_K_M (H100): 16,384 bytes 3.2% slower (42nd
+ * session: the previous kernel's tail is still reading then); asked
+ * right after the wait instead, 8,192 and 16,384 bytes 2.1% and 2.5%
+ * slower (43rd). */
 #ifndef GQ_SELF_PF
 #define GQ_SELF_PF 0
 #endif
-#ifndef GQ_SELF_PF_AFTER
-#define GQ_SELF_PF_AFTER 0
-#endif
-template <uint32_t BYTES, typename F>
+template <typename F>
 static __device__ __forceinline__ void
 qp_prefetch_own(const gq_args &a, uint32_t j0, uint32_t n, uint32_t per,
 		F row_of, uint32_t lane)
 {
-	if constexpr (BYTES > 0) {
-		uint64_t rows = BYTES / a.row_bytes;
+	if constexpr (GQ_SELF_PF > 0) {
+		uint64_t rows = GQ_SELF_PF / a.row_bytes;
 		uint32_t j = j0 + lane / per * a.stride;
 
 		if (lane < rows && j < n) {
@@ -1690,9 +1642,8 @@ static __device__ void qp_input_copied(const gq_args &a, gq_piece *xq,
 	__syncthreads();
 }
 
-/* quantize_x, or under GQ_PROBE & 1 its constants. X: the ring variant
- * (its registers). */
-template <int M, int IN, int X>
+/* quantize_x, or under GQ_PROBE its constants or copies. */
+template <int M, int IN>
 static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 						float2 *ds)
 {
@@ -1711,7 +1662,7 @@ static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 			__syncthreads();
 		}
 	} else {
-		quantize_x<M, IN, GQ_NORM_EARLY && qp_bps<X>() <= GQ_BPS>(
+		quantize_x<M, IN>(
 		    a, xq, ds,
 		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
 	}
@@ -1752,15 +1703,14 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	auto own_row = [&](uint32_t j, uint32_t r) {
 		return wrow<OUT>(a, j, r);
 	};
-	qp_prefetch_own<GQ_SELF_PF>(a, c.j, a.n, R, own_row, lane);
+	qp_prefetch_own(a, c.j, a.n, R, own_row, lane);
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	qp_prefetch_own<GQ_SELF_PF_AFTER>(a, c.j, a.n, R, own_row, lane);
 	if constexpr (GQ_PROBE & 4) {
 		cpa_wait<0>();
 		return;
 	}
-	qp_input<M, IN, X>(a, xq, ds);
+	qp_input<M, IN>(a, xq, ds);
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		acc[i] = 0.0f;
@@ -2016,15 +1966,14 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 		ci.next<1>(nb, a.stride);
 	}
 	auto own_row = [&](uint32_t j, uint32_t r) { return j + r * n; };
-	qp_prefetch_own<GQ_SELF_PF>(a, c.j, n, 2, own_row, lane);
+	qp_prefetch_own(a, c.j, n, 2, own_row, lane);
 	o1_pdl_wait();
 	o1_pdl_trigger();
-	qp_prefetch_own<GQ_SELF_PF_AFTER>(a, c.j, n, 2, own_row, lane);
 	if constexpr (GQ_PROBE & 4) {
 		cpa_wait<0>();
 		return;
 	}
-	qp_input<M, IN, X>(a, xq, ds);
+	qp_input<M, IN>(a, xq, ds);
 	if (held) {
 #pragma unroll
 		for (uint32_t h = 0; h < G / 2; h++)

@@ -17,8 +17,9 @@
 #
 # AB_SRC is needed only with AB_VARIANTS (without, main and AB_EXTRA's
 # option sets alone). A variant's defines may be several, joined by commas
-# (ne_pa:GQ_NORM_EARLY=1,GQ_SELF_PF_AFTER=8192). AB_TARGETS (default "o1model bench_cuda_decode"):
-# what the main build makes (add test_gpu_backend to run it after).
+# (w16pf:GQ_WARPS=16,GQ_SELF_PF=8192). AB_TARGETS (default "o1model
+# bench_cuda_decode"): what the main build makes (add test_gpu_backend to
+# run it after).
 # AB_MODELS: session.sh's model names. AB_BUDGET (default 560): rounds not
 # begun past it are skipped. A variant whose build fails is left out (its
 # log says why). The kernel's GQ_PROBE variants (gemv_q.cu) give wrong
