@@ -1538,10 +1538,10 @@ static __device__ void qp_prefetch_next(const gq_args &a)
 /* GQ_SELF_PF (bytes, 0 the default: off): before the PDL wait, each warp
  * asks L2 for the rows it will walk, whole rows from its first, lane k its
  * k-th (ROW_OF(j, r): unit j's row r, PER rows a unit, units j0, j0 +
- * stride, ... below N), as many as BYTES hold. The ring's first stages
- * are all a warp has in flight while its block quantizes the input after
- * the wait; with these the rest of the product streams from DRAM
- * meanwhile. A hint: no bit changes (nothing on the emulation). On the
+ * stride, ... below N), as many as GQ_SELF_PF bytes hold. The ring's
+ * first stages are all a warp has in flight while its block quantizes the
+ * input after the wait; with these the rest of the product streams from
+ * DRAM meanwhile. A hint: no bit changes (nothing on the emulation). On the
  * whole llama3-8b Q4_K_M (H100): 16,384 bytes 3.2% slower (42nd
  * session: the previous kernel's tail is still reading then); asked
  * right after the wait instead, 8,192 and 16,384 bytes 2.1% and 2.5%
