@@ -412,6 +412,27 @@ static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
 		*ds = make_float2(d, __fmul_rn(d, (float)qsum));
 }
 
+/* GQ_PROBE (0, the default: nothing changes): a timing probe of where a
+ * one-row decode product's time goes inside the decode step's chain of
+ * PDL launches (issue 18's small models: ~5.4 us a block product against
+ * bench_launch's 1.9 us step). Its results are WRONG by design, so it is
+ * built only as a bench_cuda_decode variant (session.sh's
+ * s_object_variant), never into o1d. Bits: 1 the input's RMSNorm and
+ * int8 quantization replaced by constants (every byte 1, scales 2^-10:
+ * finite outputs); 2 no decoding or products (the weights still arrive,
+ * sums 0); 4 nothing after the PDL wait but draining the ring's copies
+ * (no outputs written: the chain's floor with these grids). 3 = 1 and
+ * 2. 8 and 16: bit 1 for the normalized inputs (QKV, gate/up, the head)
+ * alone, and for the bf16 inputs (O, down) alone. 32, with 1, 8 or 16:
+ * those inputs copied from global memory instead (qp_input_copied), as
+ * if the previous kernel had written them quantized: what inputs
+ * quantized by their producer would leave to the consumer. 64: the
+ * normalized inputs' sum of squares not taken (inv 1/64, quantize_x):
+ * what the block's reduction before the scaling costs. */
+#ifndef GQ_PROBE
+#define GQ_PROBE 0
+#endif
+
 /* Every thread: the M input rows (IN) quantized into XQ and DS (a unit
  * by 4 lanes at a time, quantize_part), then the block's barrier.
  * IN_NORM: PART is the reduction's scratch. */
@@ -424,16 +445,22 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 	float inv[M] = {};
 
 	if constexpr (IN == IN_NORM) {
-		float ss[M];
-
 #pragma unroll
 		for (int i = 0; i < M; i++)
 			xr[i] = a.xf + (size_t)(a.rows ? a.rows[i] : i) * a.k;
-		rms_sums<GQ_THREADS, M>(
-		    ss, a.k, part, [&](int i, uint32_t e) { return xr[i][e]; });
+		if constexpr (GQ_PROBE & 64) {
+			for (int i = 0; i < M; i++)
+				inv[i] = 1.0f / 64;
+		} else {
+			float ss[M];
+
+			rms_sums<GQ_THREADS, M>(
+			    ss, a.k, part,
+			    [&](int i, uint32_t e) { return xr[i][e]; });
 #pragma unroll
-		for (int i = 0; i < M; i++)
-			inv[i] = rms_inv(ss[i], a.k, a.eps);
+			for (int i = 0; i < M; i++)
+				inv[i] = rms_inv(ss[i], a.k, a.eps);
+		}
 	}
 #pragma unroll
 	for (int i = 0; i < M; i++)
@@ -1569,25 +1596,6 @@ qp_prefetch_own(const gq_args &a, uint32_t j0, uint32_t n, uint32_t per,
 		}
 	}
 }
-
-/* GQ_PROBE (0, the default: nothing changes): a timing probe of where a
- * one-row decode product's time goes inside the decode step's chain of
- * PDL launches (issue 18's small models: ~5.4 us a block product against
- * bench_launch's 1.9 us step). Its results are WRONG by design, so it is
- * built only as a bench_cuda_decode variant (session.sh's
- * s_object_variant), never into o1d. Bits: 1 the input's RMSNorm and
- * int8 quantization replaced by constants (every byte 1, scales 2^-10:
- * finite outputs); 2 no decoding or products (the weights still arrive,
- * sums 0); 4 nothing after the PDL wait but draining the ring's copies
- * (no outputs written: the chain's floor with these grids). 3 = 1 and
- * 2. 8 and 16: bit 1 for the normalized inputs (QKV, gate/up, the head)
- * alone, and for the bf16 inputs (O, down) alone. 32, with 1, 8 or 16:
- * those inputs copied from global memory instead (qp_input_copied), as
- * if the previous kernel had written them quantized: what inputs
- * quantized by their producer would leave to the consumer. */
-#ifndef GQ_PROBE
-#define GQ_PROBE 0
-#endif
 
 /* GQ_PROBE & 32's input: the XQ and DS bytes a row takes, read from the
  * start of the input row the previous kernel wrote (IN_NORM's f32 row,
