@@ -1616,6 +1616,9 @@ static __device__ void qp_input_copied(const gq_args &a, gq_piece *xq,
 						 a.k)
 			: (const gq_piece *)(a.x + (size_t)i * a.k);
 		uint32_t nq = a.pad * 2, nd = (a.units + 1) / 2;
+		/* the row's own 16-byte pieces, wrapped: 5K/64 pieces can
+		 * exceed a short row (K < 128 bf16, < 64 f32) */
+		uint32_t lim = IN == IN_NORM ? a.k / 4 : a.k / 8;
 		gq_piece r[L];
 
 #pragma unroll
@@ -1623,7 +1626,7 @@ static __device__ void qp_input_copied(const gq_args &a, gq_piece *xq,
 			uint32_t e = c * GQ_THREADS + threadIdx.x;
 
 			if (e < nq + nd)
-				r[c] = src[e];
+				r[c] = src[e % lim];
 		}
 #pragma unroll
 		for (int c = 0; c < L; c++) {
