@@ -60,7 +60,9 @@
  * cp.async several batches ahead (see there); one input row's SwiGLU
  * product on Q4_K by qp_run2, a batch of both rows a step, and the
  * residual adds (O, down) on Q4_K and Q6_K the same way, outputs j and
- * j + N / 2 a step.
+ * j + N / 2 a step. A normalized input (IN_NORM: QKV, gate/up, the head)
+ * is quantized as bf16(x nw) and each output multiplied by the row's
+ * inverse RMS (GQ_NORM_FOLD: the norm folded past the product).
  *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
@@ -342,6 +344,24 @@ static __device__ __forceinline__ void qx_widen(const qx_raw<IN> &r, float inv,
 	}
 }
 
+/* S plus the squares of R's 8 x in order (IN_NORM: quantize_x's sum
+ * where the norm is folded). */
+template <int IN>
+static __device__ __forceinline__ float qx_squares(const qx_raw<IN> &r, float s)
+{
+	static_assert(IN == IN_NORM, "a normalized input's x");
+#pragma unroll
+	for (int c = 0; c < 2; c++) {
+		float4 x = r.x[c];
+
+		s = __fmaf_rn(x.x, x.x, s);
+		s = __fmaf_rn(x.y, x.y, s);
+		s = __fmaf_rn(x.z, x.z, s);
+		s = __fmaf_rn(x.w, x.w, s);
+	}
+	return s;
+}
+
 /* Rounds of quantize_x whose loads are issued together: a 14,336-wide
  * down product input waits for L2 twice, not seven times (more for the
  * 1-row launches, whose registers are free at that point). GQ_QX_CHUNK1:
@@ -433,16 +453,41 @@ static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
 #define GQ_PROBE 0
 #endif
 
+/* GQ_NORM_FOLD (1, the default; 0: an A/B switch): a normalized input's
+ * RMSNorm scale taken out of the product. The row's scale is one number,
+ * so W (x nw inv) = inv W (x nw): quantize_x quantizes bf16(x nw) with no
+ * reduction before it, each thread summing the squares of the x it
+ * quantizes as it goes (its elements in its order, then the warp's
+ * butterfly, the warps' sums through the quantization's barrier:
+ * norm_post), and the launch multiplies each output's sum by inv before
+ * its epilogue (RoPE, SwiGLU, the store). Not the unfused composition's
+ * bits: where inv is a power of two and the sum of squares exact it is
+ * the same (scaling by 2^p commutes with every rounding), otherwise the
+ * input is rounded to bf16 and to int8 before the scaling instead of
+ * after, and the squares summed in another order (test_quant_cuda's
+ * bound). +2.5% on the whole llama3-8b Q4_K_M (H100, 44th session),
+ * against +4.0% with no sum at all (GQ_PROBE 64); a first version that
+ * took rms_sums after the quantization (o1_rmsnorm_cuda's inv, x read
+ * twice) +0.8%. */
+#ifndef GQ_NORM_FOLD
+#define GQ_NORM_FOLD 1
+#endif
+template <int IN> static __host__ __device__ constexpr bool norm_folded()
+{
+	return GQ_NORM_FOLD && IN == IN_NORM;
+}
+
 /* Every thread: the M input rows (IN) quantized into XQ and DS (a unit
  * by 4 lanes at a time, quantize_part), then the block's barrier.
- * IN_NORM: PART is the reduction's scratch. */
+ * IN_NORM: PART is the reduction's scratch (norm_folded: the warps' sums
+ * of squares, row by row, for norm_post). */
 template <int M, int IN>
 static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 				  float (*part)[RMS_VWARPS])
 {
 	constexpr int C = qx_chunk<M, IN>();
 	const float *xr[M] = {};
-	float inv[M] = {};
+	float inv[M] = {}, sq[M] = {}; /* sq: norm_folded's sums */
 
 	if constexpr (IN == IN_NORM) {
 #pragma unroll
@@ -451,6 +496,9 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 		if constexpr (GQ_PROBE & 64) {
 			for (int i = 0; i < M; i++)
 				inv[i] = 1.0f / 64;
+		} else if constexpr (norm_folded<IN>()) {
+			for (int i = 0; i < M; i++)
+				inv[i] = 1.0f; /* bf16(x nw) */
 		} else {
 			float ss[M];
 
@@ -489,11 +537,58 @@ static __device__ void quantize_x(const gq_args &a, gq_piece *xq, float2 *ds,
 					break; /* the same for the block */
 				if (on)
 					qx_widen<IN>(r[c], inv[i], v);
+				if constexpr (norm_folded<IN>())
+					if (on)
+						sq[i] =
+						    qx_squares<IN>(r[c], sq[i]);
 				quantize_part(v, q, on, p, p + 32,
 					      ds + (size_t)i * a.units + u);
 			}
 		}
+	if constexpr (norm_folded<IN>()) {
+#pragma unroll
+		for (int i = 0; i < M; i++) {
+			float w = rms_butterfly(sq[i]);
+
+			if (threadIdx.x % 32 == 0)
+				part[i][threadIdx.x / 32] = w;
+		}
+	}
 	__syncthreads();
+}
+
+/* After quantize_x where the norm is folded (every thread): POST[i] =
+ * row i's inv, the factor of its outputs, from the warps' sums in PART
+ * (summed by one more butterfly). Else POST stays 1. */
+template <int M, int IN>
+static __device__ __forceinline__ void
+norm_post(const gq_args &a, float (*part)[RMS_VWARPS], float (&post)[M])
+{
+	static_assert(GQ_WARPS <= RMS_VWARPS, "a warp's sum a column");
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		post[i] = 1.0f;
+	if constexpr (norm_folded<IN>() && !(GQ_PROBE & 64)) {
+		uint32_t lane = threadIdx.x % 32;
+
+#pragma unroll
+		for (int i = 0; i < M; i++)
+			post[i] =
+			    rms_inv(rms_butterfly(
+					lane < GQ_WARPS ? part[i][lane] : 0.0f),
+				    a.k, a.eps);
+	}
+}
+
+/* A row's sum S times its row's POST factor where the input's norm is
+ * folded (quantize_x), else S: one rounding, as the reference's. */
+template <int IN>
+static __device__ __forceinline__ float post_scaled(float s, float post)
+{
+	if constexpr (norm_folded<IN>())
+		return __fmul_rn(s, post);
+	else
+		return s;
 }
 
 /* N 32-bit words from P (2-byte aligned, shared memory): the aligned
@@ -1225,6 +1320,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 	if (j < a.n)
 		load_batch<TYPE, P>(wv, a, wrow<OUT>(a, j, 0), 0, lane);
 	gq_xq xin = {NULL, NULL};
+	float(*part)[RMS_VWARPS] = NULL;
 
 	o1_pdl_wait();
 	o1_pdl_trigger();
@@ -1232,9 +1328,8 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		gq_piece *xq = dyn_smem() + GQ_WARPS * 32 * P;
 		float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 
-		quantize_x<M, IN>(
-		    a, xq, ds,
-		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+		part = (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
+		quantize_x<M, IN>(a, xq, ds, part);
 		xin.q = xq, xin.ds = ds;
 	}
 #pragma unroll
@@ -1257,6 +1352,12 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		fma_batch<M, TYPE, DOT>(acc, a, sm, xin, wrow<OUT>(a, j, r), b,
 					lane);
 		if (b + 1 == nb) {
+			float post[M];
+
+			/* at each row's end: held through the walk, the
+			 * factors spilled (4 rows, OUT_ROPE) */
+			norm_post<M, DOT == DOT_I8 ? IN : IN_BF16>(a, part,
+								   post);
 #pragma unroll
 			for (int i = 0; i < M; i++) {
 				for (int o = 16; o; o /= 2)
@@ -1266,7 +1367,8 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 #pragma unroll
 				for (int q = 0; q < R; q++)
 					if ((uint32_t)q == r)
-						res[q][i] = acc[i];
+						res[q][i] = post_scaled<IN>(
+						    acc[i], post[i]);
 				acc[i] = 0.0f;
 			}
 		}
@@ -1653,11 +1755,17 @@ static __device__ void qp_input_copied(const gq_args &a, gq_piece *xq,
 	__syncthreads();
 }
 
-/* quantize_x, or under GQ_PROBE its constants or copies. */
+/* quantize_x, or under GQ_PROBE its constants or copies (POST 1). */
 template <int M, int IN>
 static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
-						float2 *ds)
+						float2 *ds, float (&post)[M])
 {
+	float(*part)[RMS_VWARPS] =
+	    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
+
+#pragma unroll
+	for (int i = 0; i < M; i++)
+		post[i] = 1.0f;
 	if constexpr ((GQ_PROBE & 1) || (IN == IN_NORM && (GQ_PROBE & 8)) ||
 		      (IN == IN_BF16 && (GQ_PROBE & 16))) {
 		if constexpr (GQ_PROBE & 32) {
@@ -1673,9 +1781,8 @@ static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 			__syncthreads();
 		}
 	} else {
-		quantize_x<M, IN>(
-		    a, xq, ds,
-		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units));
+		quantize_x<M, IN>(a, xq, ds, part);
+		norm_post<M, IN>(a, part, post);
 	}
 }
 
@@ -1698,7 +1805,7 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
 	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 	gq_xq xin = {xq, ds};
-	float acc[M], res[R][M];
+	float acc[M], res[R][M], post[M];
 	rope_pre pre = {UINT32_MAX, 0, 0, make_float2(0.0f, 0.0f)};
 
 	/* the weights: no kernel writes them, so before the wait */
@@ -1721,7 +1828,7 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 		cpa_wait<0>();
 		return;
 	}
-	qp_input<M, IN>(a, xq, ds);
+	qp_input<M, IN>(a, xq, ds, post);
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		acc[i] = 0.0f;
@@ -1748,7 +1855,8 @@ static __device__ __forceinline__ void qp_run(const gq_args &a,
 #pragma unroll
 				for (int q = 0; q < R; q++)
 					if ((uint32_t)q == c.r)
-						res[q][i] = acc[i];
+						res[q][i] = post_scaled<IN>(
+						    acc[i], post[i]);
 				acc[i] = 0.0f;
 			}
 			if (c.r + 1 == R)
@@ -1963,7 +2071,7 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 	gq_piece *xq = dyn_smem() + GQ_WARPS * S * 32 * P;
 	float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 	gq_xq xin = {xq, ds};
-	float acc[2][M], res[2][M];
+	float acc[2][M], res[2][M], post[M];
 	/* variant 9: the input's side of the lane's pairs in registers
 	 * where a row is one whole batch */
 	bool held = TYPE == O1_QUANT_Q4_K && X == 9 && a.units == per;
@@ -1984,7 +2092,7 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 		cpa_wait<0>();
 		return;
 	}
-	qp_input<M, IN>(a, xq, ds);
+	qp_input<M, IN>(a, xq, ds, post);
 	if (held) {
 #pragma unroll
 		for (uint32_t h = 0; h < G / 2; h++)
@@ -2009,8 +2117,10 @@ static __device__ __forceinline__ void qp_run2(const gq_args &a,
 		if (c.b + 1 == nb) {
 #pragma unroll
 			for (int i = 0; i < M; i++) {
-				res[0][i] = warp_sum(acc[0][i]);
-				res[1][i] = warp_sum(acc[1][i]);
+				res[0][i] = post_scaled<IN>(warp_sum(acc[0][i]),
+							    post[i]);
+				res[1][i] = post_scaled<IN>(warp_sum(acc[1][i]),
+							    post[i]);
 				acc[0][i] = 0.0f, acc[1][i] = 0.0f;
 			}
 			if constexpr (OUT == OUT_SWIGLU) {
@@ -2617,6 +2727,11 @@ extern "C" int o1_gemv_q8_norm_rope_kv_parts_cuda(
 		    r, d, x, norm_w, eps, parts[i].w, parts[i].type,
 		    parts[i].col0, parts[i].rows, k, pdl, stream);
 	return err;
+}
+
+extern "C" bool o1_gemv_q8_norm_folded(void)
+{
+	return norm_folded<IN_NORM>();
 }
 
 extern "C" bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k)

@@ -509,18 +509,23 @@ int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x, const void *w,
 bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k);
 
 /* gemv_q.cu, the int8 path's fused decode variants (the CUDA backend's
- * fused products on block weights), each bit for bit the unfused
- * composition on the device; operands as o1_gemv_q8_cuda's, and they
- * refuse (-EINVAL, logged) a shape o1_gemv_q8_fits rejects:
+ * fused products on block weights); operands as o1_gemv_q8_cuda's, and
+ * they refuse (-EINVAL, logged) a shape o1_gemv_q8_fits rejects:
  * - o1_gemv_q8_add_cuda: y[i * ldy + j] += the product (the residual
- *   add of the O and down products), as o1_gemv_q8_cuda into a buffer and
- *   the next o1_rmsnorm_cuda's residual add;
- * - o1_gemv_q8_norm_cuda: the product over bf16(rmsnorm(x)) of the f32
- *   rows ROWS[0 .. M) of x (ROWS NULL: 0 .. M), NORM_W (K) f32, as
- *   o1_rmsnorm_cuda (no residual) then o1_gemv_q8_cuda: each block
- *   normalizes the rows itself (QKV parts, the LM head);
- * - o1_gemv_q8_norm_swiglu_cuda: the same input, SwiGLU epilogue, as
- *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda.
+ *   add of the O and down products), bit for bit o1_gemv_q8_cuda into a
+ *   buffer and the next o1_rmsnorm_cuda's residual add;
+ * - o1_gemv_q8_norm_cuda: the product over rmsnorm(x) of the f32 rows
+ *   ROWS[0 .. M) of x (ROWS NULL: 0 .. M), NORM_W (K) f32, each block
+ *   normalizing the rows itself (QKV parts, the LM head). With the norm
+ *   folded (o1_gemv_q8_norm_folded, the default): o1_gemv_q8_cuda's
+ *   product over bf16(x NORM_W), each output times the row's inverse RMS
+ *   (its squares summed in f32 in the kernel's order), so bit for bit
+ *   o1_rmsnorm_cuda (no residual) then o1_gemv_q8_cuda where that is a
+ *   power of two and the sum exact, within the int8 path's error of it
+ *   otherwise; not folded (gemv_q.cu's GQ_NORM_FOLD 0): that composition
+ *   bit for bit;
+ * - o1_gemv_q8_norm_swiglu_cuda: the same input, SwiGLU epilogue, bit for
+ *   bit o1_gemv_q8_norm_cuda over the 2F rows then o1_swiglu_cuda.
  * x and NORM_W 16-byte aligned, eps >= 0. */
 int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
 			enum o1_quant_type type, uint32_t m, uint32_t n,
@@ -535,6 +540,7 @@ int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
 				const float *norm_w, float eps, const void *w,
 				enum o1_quant_type type, uint32_t m, uint32_t f,
 				uint32_t k, bool pdl, cudaStream_t stream);
+bool o1_gemv_q8_norm_folded(void);
 /* gemv_q.cu: o1_gemv_q8_norm_cuda's product for rows [COL0, COL0 + ROWS)
  * of the fused QKV matrix (W: that part, in blocks of TYPE; COL0 and ROWS
  * multiples of DIMS' head_dim) over the R->n_tokens rows 0 .. of x, with

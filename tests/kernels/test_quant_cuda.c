@@ -27,8 +27,12 @@
  *   o1_gemv_q8_swiglu_cuda bitwise o1_gemv_q8_cuda then o1_swiglu_cuda;
  * - the int8 path's fused variants bitwise their unfused compositions on
  *   the device: o1_gemv_q8_norm_cuda (with and without a row list) =
- *   o1_rmsnorm_cuda then o1_gemv_q8_cuda; o1_gemv_q8_norm_swiglu_cuda =
- *   o1_rmsnorm_cuda then o1_gemv_q8_swiglu_cuda; o1_gemv_q8_add_cuda = y +
+ *   o1_rmsnorm_cuda then o1_gemv_q8_cuda (with the norm folded, the
+ *   default: on rows whose inverse RMS is a power of two, and elsewhere
+ *   within 2^-10 of o1_gemv_q8_cpu over bf16(x nw) times it:
+ *   expect_folded); o1_gemv_q8_norm_swiglu_cuda = o1_rmsnorm_cuda then
+ *   o1_gemv_q8_swiglu_cuda (folded: o1_gemv_q8_norm_cuda then
+ *   o1_swiglu_cuda); o1_gemv_q8_add_cuda = y +
  *   o1_gemv_q8_cuda's product; o1_gemv_q8_norm_rope_kv_cuda (a part of
  *   the fused QKV matrix at a time, parts of different types) and
  *   o1_gemv_q8_norm_rope_kv_parts_cuda (all parts: Q4_K then Q6_K, or
@@ -506,10 +510,82 @@ static void test_gemv_q8_vectors(void **state)
 	printf("\n");
 }
 
+/* Row R of the norm's exact input (X, K a multiple of 4): each 4
+ * elements (2c, 0, 0, 0) in some order or (c, c, c, c), signs at random,
+ * c = 2^(R % 3 - 1): every sum of squares exact in any order, their mean
+ * c^2, so with eps 0 the row's inverse RMS is 1 / c exactly, and a
+ * product that scales by it after its roundings instead of before (the
+ * norm folded: o1_gemv_q8_norm_folded) has the same bits. */
+static void pow2_norm_row(float *x, uint32_t k, uint32_t r)
+{
+	float c = ldexpf(1.0f, (int)(r % 3) - 1);
+
+	for (uint32_t g = 0; g < k; g += 4) {
+		bool one = kct_frand() > 0;
+
+		for (int e = 0; e < 4; e++)
+			x[g + e] = one ? 0.0f : c;
+		if (one)
+			x[g + (uint32_t)((kct_frand() + 1) * 2) % 4] = 2 * c;
+		for (int e = 0; e < 4; e++)
+			if (kct_frand() > 0)
+				x[g + e] = -x[g + e];
+	}
+}
+
+/* The folded norm's product GOT (M,N) of check_fused_on's operands
+ * (X_ROWS: the rows of XF, NULL for 0 .. M) against its definition:
+ * o1_gemv_q8_cpu over bf16(x nw) (the device's operations), each output
+ * times its row's inverse RMS (in double here), within 2^-10 of it
+ * relatively: the device sums the squares in f32 (K <= 2^14 positive
+ * terms: within K 2^-24 of the sum), its inverse square root is within
+ * half of that plus a rounding each for the root, the division and the
+ * product. */
+static void expect_folded(const float *got, const float *xf,
+			  const uint32_t *x_rows, const float *nw, float eps,
+			  const uint8_t *q, enum o1_quant_type type, uint32_t m,
+			  uint32_t n, uint32_t k)
+{
+	uint16_t *g = malloc((size_t)m * k * 2);
+	float *c8 = malloc((size_t)m * n * 4);
+	double inv[4];
+
+	assert_true(m <= 4 && k <= 16384);
+	for (uint32_t i = 0; i < m; i++) {
+		const float *x = xf + (size_t)(x_rows ? x_rows[i] : i) * k;
+		double ss = 0;
+
+		for (uint32_t e = 0; e < k; e++) {
+			g[(size_t)i * k + e] = kct_bf16_of(x[e] * nw[e]);
+			ss += (double)x[e] * x[e];
+		}
+		inv[i] = 1 / sqrt(ss / k + eps);
+	}
+	assert_int_equal(o1_gemv_q8_cpu(c8, g, q, type, m, n, k, n), 0);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			double want = c8[(size_t)i * n + j] * inv[i];
+			float y = got[(size_t)i * n + j];
+
+			if (!(fabs(y - want) <= ldexp(fabs(want), -10) + 1e-30))
+				fail_msg(
+				    "%s folded norm m %u n %u k %u: y[%u][%u] "
+				    "%.9g, want %.9g",
+				    o1_quant_name(type), m, n, k, i, j, y,
+				    want);
+		}
+	free(g), free(c8);
+}
+
 /* The fused int8 variants against their compositions (see the top), M
- * rows of K from M + 3 f32 rows (the row list picks them backwards). */
-static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
-			uint32_t k)
+ * rows of K from M + 3 f32 rows (the row list picks them backwards), on
+ * random rows or (EXACT) pow2_norm_row's with eps 0. Where the norm is
+ * folded (o1_gemv_q8_norm_folded) the normalized product on random rows
+ * is held to expect_folded instead (on EXACT rows it is the composition
+ * bitwise either way), and the SwiGLU one's composition is
+ * o1_gemv_q8_norm_cuda over its 2N rows then o1_swiglu_cuda. */
+static void check_fused_on(enum o1_quant_type type, uint32_t m, uint32_t n,
+			   uint32_t k, bool exact)
 {
 	uint32_t xr = m + 3, rows[4];
 	float *xf = malloc((size_t)xr * k * 4), *nw = malloc((size_t)k * 4);
@@ -519,11 +595,15 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 		 *a2 = malloc((size_t)m * n * 2);
 	uint8_t *q = qct_random_blocks(type, (uint64_t)2 * n * k);
 	uint64_t rb;
-	void *dw, *dxf, *dnw, *dh, *dy, *drows, *da;
+	void *dw, *dxf, *dnw, *dh, *dy, *drows, *da, *dy2;
+	float eps = exact ? 0.0f : 1e-5f;
+	bool folded = o1_gemv_q8_norm_folded();
 
 	assert_int_equal(o1_quant_row_bytes(type, k, &rb), 0);
 	for (size_t i = 0; i < (size_t)xr * k; i++)
 		xf[i] = kct_frand() * (i % 61 == 0 ? 8.0f : 1.5f);
+	for (uint32_t r = 0; exact && r < xr; r++)
+		pow2_norm_row(xf + (size_t)r * k, k, r);
 	for (uint32_t i = 0; i < k; i++)
 		nw[i] = 0.5f + kct_frand();
 	for (size_t i = 0; i < (size_t)m * n; i++)
@@ -536,32 +616,48 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 	dh = kct_dev((size_t)m * k * 2);
 	dy = kct_dev((size_t)m * n * 4);
 	da = kct_dev((size_t)m * n * 2);
+	dy2 = kct_dev((size_t)m * 2 * n * 4);
 	drows = kct_dev_copy(rows, sizeof(rows));
 	for (int gather = 0; gather < 2; gather++) {
 		const uint32_t *r = gather ? drows : NULL;
 
 		assert_int_equal(o1_rmsnorm_cuda(dh, dxf, NULL, dnw, r, m, k,
-						 1e-5f, false, NULL),
+						 eps, false, NULL),
 				 0);
 		assert_int_equal(
 		    o1_gemv_q8_cuda(dy, dh, dw, type, m, n, k, n, false, NULL),
 		    0);
 		kct_get(want, dy, (size_t)m * n * 4);
-		assert_int_equal(o1_gemv_q8_norm_cuda(dy, dxf, r, dnw, 1e-5f,
-						      dw, type, m, n, k, n,
-						      true, NULL),
+		assert_int_equal(o1_gemv_q8_norm_cuda(dy, dxf, r, dnw, eps, dw,
+						      type, m, n, k, n, true,
+						      NULL),
 				 0);
 		kct_get(got, dy, (size_t)m * n * 4);
-		assert_memory_equal(got, want, (size_t)m * n * 4);
+		if (folded && !exact)
+			expect_folded(got, xf, gather ? rows : NULL, nw, eps, q,
+				      type, m, n, k);
+		else
+			assert_memory_equal(got, want, (size_t)m * n * 4);
 	}
 	/* SwiGLU over the same input, 2N rows */
 	assert_int_equal(
-	    o1_rmsnorm_cuda(dh, dxf, NULL, dnw, NULL, m, k, 1e-5f, false, NULL),
+	    o1_rmsnorm_cuda(dh, dxf, NULL, dnw, NULL, m, k, eps, false, NULL),
 	    0);
-	assert_int_equal(
-	    o1_gemv_q8_swiglu_cuda(da, dh, dw, type, m, n, k, false, NULL), 0);
+	if (folded) {
+		assert_int_equal(o1_gemv_q8_norm_cuda(dy2, dxf, NULL, dnw, eps,
+						      dw, type, m, 2 * n, k,
+						      2 * n, false, NULL),
+				 0);
+		assert_int_equal(o1_swiglu_cuda(da, dy2, (float *)dy2 + n,
+						2 * n, m, n, false, NULL),
+				 0);
+	} else {
+		assert_int_equal(o1_gemv_q8_swiglu_cuda(da, dh, dw, type, m, n,
+							k, false, NULL),
+				 0);
+	}
 	kct_get(a1, da, (size_t)m * n * 2);
-	assert_int_equal(o1_gemv_q8_norm_swiglu_cuda(da, dxf, dnw, 1e-5f, dw,
+	assert_int_equal(o1_gemv_q8_norm_swiglu_cuda(da, dxf, dnw, eps, dw,
 						     type, m, n, k, true, NULL),
 			 0);
 	kct_get(a2, da, (size_t)m * n * 2);
@@ -580,9 +676,16 @@ static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
 	kct_get(got, dy, (size_t)m * n * 4);
 	assert_memory_equal(got, want, (size_t)m * n * 4);
 	cudaFree(dw), cudaFree(dxf), cudaFree(dnw), cudaFree(dh);
-	cudaFree(dy), cudaFree(da), cudaFree(drows);
+	cudaFree(dy), cudaFree(da), cudaFree(dy2), cudaFree(drows);
 	free(xf), free(nw), free(y0), free(got), free(want), free(a1);
 	free(a2), free(q);
+}
+
+static void check_fused(enum o1_quant_type type, uint32_t m, uint32_t n,
+			uint32_t k)
+{
+	check_fused_on(type, m, n, k, false);
+	check_fused_on(type, m, n, k, true);
 }
 
 static void test_fused_q8(void **state)

@@ -7,9 +7,11 @@
 # copied into build-emu/ so that their "cuda_launch.h" is this folder's
 # (launches through emu_launch, PDL a no-op). Quick mode (O1_TEST_QUICK=1): every launch within the
 # emulation's 8192 threads; a few minutes on one core. x86-64, g++ and
-# cmocka. O1_EMU_OUT=DIR builds in DIR instead (two runs side by side).
+# cmocka. O1_EMU_OUT=DIR builds in DIR instead (two runs side by side);
+# O1_EMU_DEFINES adds definitions to the kernels' compile (a compile-time
+# switch's variant, e.g. "-DGQ_NORM_FOLD=1", without a copy of the tree).
 # SEED: O1_TEST_SEED (default: the time).
-#   tools/gpu/emu/run_quant.sh [SEED]
+#   [O1_EMU_DEFINES=-DNAME=V] tools/gpu/emu/run_quant.sh [SEED]
 set -euo pipefail
 # NVLink multicast stays off wherever a GPU program starts (KINDS.md); this
 # one runs on the CPU, the rule is kept anyway so every script reads alike.
@@ -28,7 +30,8 @@ done
 # rms_reduce.h's guard against non-CUDA compilers goes (the copy beside
 # the .cc files is found first)
 sed -e '/^#ifndef __CUDACC__$/,/^#endif$/d' "$root/kernels/rms_reduce.h" >"$out/rms_reduce.h"
-cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -include "$emu/emu.h" "${inc[@]}")
+read -r -a defs <<<"${O1_EMU_DEFINES:-}"
+cxx=(g++ -std=c++17 -O1 -g -fno-pie -ffp-contract=off -include "$emu/emu.h" "${inc[@]}" ${defs[@]+"${defs[@]}"})
 cc=(gcc -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-pie -ffp-contract=off
     -DO1_SHARED_DIR="\"$root/../shared\"" -DO1_SOURCE_DIR="\"$root\"" "${inc[@]}")
 for k in quant gemv_q swiglu rmsnorm rope; do
