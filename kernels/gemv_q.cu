@@ -1760,9 +1760,6 @@ template <int M, int IN>
 static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 						float2 *ds, float (&post)[M])
 {
-	float(*part)[RMS_VWARPS] =
-	    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
-
 #pragma unroll
 	for (int i = 0; i < M; i++)
 		post[i] = 1.0f;
@@ -1781,6 +1778,9 @@ static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 			__syncthreads();
 		}
 	} else {
+		float(*part)[RMS_VWARPS] =
+		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
+
 		quantize_x<M, IN>(a, xq, ds, part);
 		norm_post<M, IN>(a, part, post);
 	}
