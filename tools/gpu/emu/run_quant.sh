@@ -9,7 +9,7 @@
 # emulation's 8192 threads; a few minutes on one core. x86-64, g++ and
 # cmocka. O1_EMU_OUT=DIR builds in DIR instead (two runs side by side);
 # O1_EMU_DEFINES adds definitions to the kernels' compile (a compile-time
-# switch's variant, e.g. "-DGQ_NORM_FOLD=1", without a copy of the tree).
+# switch's variant, e.g. "-DGQ_NORM_FOLD=0", without a copy of the tree).
 # SEED: O1_TEST_SEED (default: the time).
 #   [O1_EMU_DEFINES=-DNAME=V] tools/gpu/emu/run_quant.sh [SEED]
 set -euo pipefail
