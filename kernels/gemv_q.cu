@@ -448,7 +448,12 @@ static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
  * if the previous kernel had written them quantized: what inputs
  * quantized by their producer would leave to the consumer. 64: the
  * normalized inputs' sum of squares not taken (inv 1/64, quantize_x):
- * what the block's reduction before the scaling costs. */
+ * what the block's reduction before the scaling costs. 128: the SwiGLU
+ * and residual-add products (down's and the normalized inputs'
+ * producers) also quantize their outputs by 32-output units, a ticket a
+ * unit (probe_unit_ticket), into a scratch no kernel reads: what
+ * producer-side quantization would add to the producers; with 32 and 8
+ * or 16, the whole lever's price. */
 #ifndef GQ_PROBE
 #define GQ_PROBE 0
 #endif
@@ -1260,6 +1265,104 @@ static __device__ rope_pre rope_pre_of(const gq_args &a, uint32_t j,
 	return p;
 }
 
+/* GQ_PROBE & 128's scratch (the probe's builds only): a ticket a unit of
+ * 32 outputs (up to 1,024 units: N <= 32,768), and the units' quantized
+ * rows (M <= 4), scales and sums of squares, as a producer-side
+ * quantization would leave them for the next product. */
+#if GQ_PROBE & 128
+#define PROBE_UNITS 1024u
+__device__ uint32_t probe_tickets[PROBE_UNITS];
+__device__ gq_piece probe_xq[4 * PROBE_UNITS * 2];
+__device__ float2 probe_ds[4 * PROBE_UNITS];
+__device__ float probe_sq[4 * PROBE_UNITS];
+
+/* GQ_PROBE & 128, every lane of the warp that stored output J (OUT_SWIGLU,
+ * OUT_ADD): J's unit's ticket (lane 0: its stores made visible, then an
+ * atomic add); the warp that takes the unit's 32nd reopens the ticket and
+ * quantizes the unit's M rows read back from L2 (lanes 4 i .. 4 i + 3
+ * row i, quantize_part; OUT_ADD's f32 rows also summing their squares, as
+ * a normalized input's producer would). N a multiple of 32. */
+template <int M, int OUT>
+static __device__ void probe_unit_ticket(const gq_args &a, uint32_t j,
+					 uint32_t lane)
+{
+	uint32_t u = j / 32, old = 0, i = lane / 4, q = lane % 4;
+	bool on = i < (uint32_t)M;
+	float v[8] = {0}, s = 0.0f;
+
+	if (u >= PROBE_UNITS)
+		return;
+	if (lane == 0) {
+		__threadfence(); /* the output's stores, before the ticket */
+		old = atomicAdd(&probe_tickets[u], 1u);
+	}
+	if (__shfl_sync(0xffffffffu, old, 0) != 31)
+		return;
+	if (lane == 0)
+		probe_tickets[u] = 0; /* for the next launch */
+	__threadfence(); /* the other warps' stores, after the ticket */
+	i = on ? i : 0;
+	if (on) {
+		if constexpr (OUT == OUT_SWIGLU) {
+			uint4 p =
+			    __ldcg((const uint4 *)(a.act + (size_t)i * a.n +
+						   32 * u + 8 * q));
+			uint32_t w[4] = {p.x, p.y, p.z, p.w};
+
+			for (int e = 0; e < 4; e++) {
+				v[2 * e] = qd_bf16(w[e] & 0xffff);
+				v[2 * e + 1] = qd_bf16(w[e] >> 16);
+			}
+		} else {
+			const float4 *y =
+			    (const float4 *)(a.y + (size_t)i * a.ldy + 32 * u +
+					     8 * q);
+
+			for (int c = 0; c < 2; c++) {
+				float4 x = __ldcg(y + c);
+
+				v[4 * c] = x.x, v[4 * c + 1] = x.y;
+				v[4 * c + 2] = x.z, v[4 * c + 3] = x.w;
+			}
+			for (int e = 0; e < 8; e++)
+				s = __fmaf_rn(v[e], v[e], s);
+		}
+	}
+	quantize_part(v, q, on, &probe_xq[(i * PROBE_UNITS + u) * 2],
+		      &probe_xq[(i * PROBE_UNITS + u) * 2 + 1],
+		      &probe_ds[i * PROBE_UNITS + u]);
+	if constexpr (OUT == OUT_ADD) {
+		s += __shfl_xor_sync(0xffffffffu, s, 1);
+		s += __shfl_xor_sync(0xffffffffu, s, 2);
+		if (on && q == 0)
+			probe_sq[i * PROBE_UNITS + u] = s;
+	}
+}
+#endif
+
+/* OUT_STORE's, OUT_SWIGLU's and OUT_ADD's stores of output J (epilogue's
+ * lane 0). */
+template <int M, int OUT>
+static __device__ __forceinline__ void
+store_out(const gq_args &a, uint32_t j, const float (&res)[rows_of<OUT>()][M])
+{
+#pragma unroll
+	for (int i = 0; i < M; i++) {
+		if constexpr (OUT == OUT_SWIGLU) {
+			float g = res[0][i];
+
+			a.act[(size_t)i * a.n + j] = __float2bfloat16_rn(
+			    g / (1.0f + expf(-g)) * res[1][i]);
+		} else if constexpr (OUT == OUT_ADD) {
+			float *y = a.y + (size_t)i * a.ldy + j;
+
+			*y = *y + res[0][i];
+		} else {
+			a.y[(size_t)i * a.ldy + j] = res[0][i];
+		}
+	}
+}
+
 /* The sums of the unit's rows (every lane holds them), stored: by lane
  * 0, or OUT_ROPE's input row i by lane i (its cos/sin are the costly
  * part; PRE: rope_pre_of's, used when it is J's). */
@@ -1281,23 +1384,12 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
 		}
 		return;
 	}
-	if (lane)
-		return;
-#pragma unroll
-	for (int i = 0; i < M; i++) {
-		if constexpr (OUT == OUT_SWIGLU) {
-			float g = res[0][i];
-
-			a.act[(size_t)i * a.n + j] =
-			    __float2bfloat16_rn(g / (1.0f + expf(-g)) * res[1][i]);
-		} else if constexpr (OUT == OUT_ADD) {
-			float *y = a.y + (size_t)i * a.ldy + j;
-
-			*y = *y + res[0][i];
-		} else {
-			a.y[(size_t)i * a.ldy + j] = res[0][i];
-		}
-	}
+	if (lane == 0)
+		store_out<M, OUT>(a, j, res);
+#if GQ_PROBE & 128
+	if constexpr (OUT == OUT_SWIGLU || OUT == OUT_ADD)
+		probe_unit_ticket<M, OUT>(a, j, lane);
+#endif
 }
 
 /* Grid: blocks of GQ_WARPS warps, warp w of block b starting at unit
