@@ -64,6 +64,14 @@
  * is quantized as bf16(x nw) and each output multiplied by the row's
  * inverse RMS (GQ_NORM_FOLD: the norm folded past the product).
  *
+ * The quantized handoff (kernels_cuda.h's o1_q8_handoff): a SwiGLU
+ * launch may also write its output as the next product's int8 input, a
+ * 32-output unit at a time by the warp that stored the unit's last
+ * output (a ticket a unit: handoff_unit), and the down product over it
+ * copies that instead of quantizing (handoff_in): the same bits, the
+ * quantization moved off the consumer's start, where every block of the
+ * launch waits for it.
+ *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
  * writes the weights). A gemv_qp launch may also prefetch the next
@@ -120,6 +128,13 @@ enum { IN_BF16, IN_NORM };
  * (gemv_q8_fits). */
 #define GQ_SMEM_MAX (GQ_SMEM_SM / GQ_BPS)
 
+/* 16 bytes of weights or of the quantized input: the unit of the loads
+ * and of shared memory. */
+struct __align__(16) gq_piece
+{
+	uint32_t v[4];
+};
+
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
 	__nv_bfloat16 *act; /* OUT_SWIGLU (M, n) */
@@ -139,6 +154,13 @@ struct gq_args {
 	 * (o1_gemv_q_prefetch_next; bytes 0: none) */
 	const uint8_t *pf[2];
 	uint64_t pf_bytes[2];
+	/* the quantized handoff (o1_q8_handoff; NULL: none): OUT_SWIGLU's
+	 * output also quantized into HQ_OUT, a ticket a 32-output unit
+	 * (handoff_unit); or an IN_BF16 input copied from HQ_IN instead of
+	 * quantized (handoff_in) */
+	gq_piece *hq_out;
+	uint32_t *tickets;
+	const gq_piece *hq_in;
 };
 
 /* Weight rows per output (a warp's work unit): SwiGLU's gate and up,
@@ -177,11 +199,6 @@ static __device__ __forceinline__ uint32_t wrow(const gq_args &a, uint32_t j,
 	else
 		return j + r * a.n;
 }
-
-struct __align__(16) gq_piece
-{
-	uint32_t v[4]; /* 16 bytes */
-};
 
 /* Bytes of 32 units of TYPE (in a row, so whole super-blocks for the K
  * types). */
@@ -448,12 +465,7 @@ static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
  * if the previous kernel had written them quantized: what inputs
  * quantized by their producer would leave to the consumer. 64: the
  * normalized inputs' sum of squares not taken (inv 1/64, quantize_x):
- * what the block's reduction before the scaling costs. 128: the SwiGLU
- * and residual-add products (down's and the normalized inputs'
- * producers) also quantize their outputs by 32-output units, a ticket a
- * unit (probe_unit_ticket), into a scratch no kernel reads: what
- * producer-side quantization would add to the producers; with 32 and 8
- * or 16, the whole lever's price. */
+ * what the block's reduction before the scaling costs. */
 #ifndef GQ_PROBE
 #define GQ_PROBE 0
 #endif
@@ -1265,80 +1277,50 @@ static __device__ rope_pre rope_pre_of(const gq_args &a, uint32_t j,
 	return p;
 }
 
-/* GQ_PROBE & 128's scratch (the probe's builds only): a ticket a unit of
- * 32 outputs (up to 1,024 units: N <= 32,768), and the units' quantized
- * rows (M <= 4), scales and sums of squares, as a producer-side
- * quantization would leave them for the next product. */
-#if GQ_PROBE & 128
-#define PROBE_UNITS 1024u
-__device__ uint32_t probe_tickets[PROBE_UNITS];
-__device__ gq_piece probe_xq[4 * PROBE_UNITS * 2];
-__device__ float2 probe_ds[4 * PROBE_UNITS];
-__device__ float probe_sq[4 * PROBE_UNITS];
-
-/* GQ_PROBE & 128, every lane of the warp that stored output J (OUT_SWIGLU,
- * OUT_ADD): J's unit's ticket (lane 0: its stores made visible, then an
- * atomic add); the warp that takes the unit's 32nd reopens the ticket and
- * quantizes the unit's M rows read back from L2 (lanes 4 i .. 4 i + 3
- * row i, quantize_part; OUT_ADD's f32 rows also summing their squares, as
- * a normalized input's producer would). N a multiple of 32. */
-template <int M, int OUT>
-static __device__ void probe_unit_ticket(const gq_args &a, uint32_t j,
-					 uint32_t lane)
+/* The quantized handoff's producer (o1_q8_handoff; OUT_SWIGLU with
+ * a.tickets), every lane of the warp that stored output J: J's unit's
+ * ticket (lane 0: its stores made visible, then an atomic add); the warp
+ * that takes the unit's 32nd reopens the ticket for the next launch and
+ * quantizes the unit's M rows, read back from L2, as quantize_x would
+ * (lanes 4 i .. 4 i + 3 row i: qx_widen's bf16 values, quantize_part;
+ * the same bits) into a.hq_out, laid out as quantize_x's shared memory
+ * (xq_at's pieces, then the (d, sum) pairs). N a multiple of 32. */
+template <int M>
+static __device__ void handoff_unit(const gq_args &a, uint32_t j, uint32_t lane)
 {
 	uint32_t u = j / 32, old = 0, i = lane / 4, q = lane % 4;
+	uint32_t pad = (a.n / 32 + 31) / 32 * 32;
 	bool on = i < (uint32_t)M;
-	float v[8] = {0}, s = 0.0f;
+	float v[8] = {0};
 
-	if (u >= PROBE_UNITS)
-		return;
 	if (lane == 0) {
 		__threadfence(); /* the output's stores, before the ticket */
-		old = atomicAdd(&probe_tickets[u], 1u);
+		old = atomicAdd(&a.tickets[u], 1u);
 	}
 	if (__shfl_sync(0xffffffffu, old, 0) != 31)
 		return;
 	if (lane == 0)
-		probe_tickets[u] = 0; /* for the next launch */
+		a.tickets[u] = 0;
 	__threadfence(); /* the other warps' stores, after the ticket */
 	i = on ? i : 0;
 	if (on) {
-		if constexpr (OUT == OUT_SWIGLU) {
-			uint4 p =
-			    __ldcg((const uint4 *)(a.act + (size_t)i * a.n +
-						   32 * u + 8 * q));
-			uint32_t w[4] = {p.x, p.y, p.z, p.w};
+		uint4 p = __ldcg(
+		    (const uint4 *)(a.act + (size_t)i * a.n + 32 * u + 8 * q));
+		uint32_t w[4] = {p.x, p.y, p.z, p.w};
 
-			for (int e = 0; e < 4; e++) {
-				v[2 * e] = qd_bf16(w[e] & 0xffff);
-				v[2 * e + 1] = qd_bf16(w[e] >> 16);
-			}
-		} else {
-			const float4 *y =
-			    (const float4 *)(a.y + (size_t)i * a.ldy + 32 * u +
-					     8 * q);
-
-			for (int c = 0; c < 2; c++) {
-				float4 x = __ldcg(y + c);
-
-				v[4 * c] = x.x, v[4 * c + 1] = x.y;
-				v[4 * c + 2] = x.z, v[4 * c + 3] = x.w;
-			}
-			for (int e = 0; e < 8; e++)
-				s = __fmaf_rn(v[e], v[e], s);
+#pragma unroll
+		for (int e = 0; e < 4; e++) {
+			v[2 * e] = qd_bf16(w[e] & 0xffff);
+			v[2 * e + 1] = qd_bf16(w[e] >> 16);
 		}
 	}
-	quantize_part(v, q, on, &probe_xq[(i * PROBE_UNITS + u) * 2],
-		      &probe_xq[(i * PROBE_UNITS + u) * 2 + 1],
-		      &probe_ds[i * PROBE_UNITS + u]);
-	if constexpr (OUT == OUT_ADD) {
-		s += __shfl_xor_sync(0xffffffffu, s, 1);
-		s += __shfl_xor_sync(0xffffffffu, s, 2);
-		if (on && q == 0)
-			probe_sq[i * PROBE_UNITS + u] = s;
-	}
+	gq_piece *t =
+	    a.hq_out + (size_t)i * pad * 2 + (u & ~31u) * 2 + (u & 31);
+
+	quantize_part(v, q, on, t, t + 32,
+		      (float2 *)(a.hq_out + (size_t)M * pad * 2) +
+			  (size_t)i * (a.n / 32) + u);
 }
-#endif
 
 /* OUT_STORE's, OUT_SWIGLU's and OUT_ADD's stores of output J (epilogue's
  * lane 0). */
@@ -1386,10 +1368,44 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
 	}
 	if (lane == 0)
 		store_out<M, OUT>(a, j, res);
-#if GQ_PROBE & 128
-	if constexpr (OUT == OUT_SWIGLU || OUT == OUT_ADD)
-		probe_unit_ticket<M, OUT>(a, j, lane);
-#endif
+	if constexpr (OUT == OUT_SWIGLU)
+		if (a.tickets)
+			handoff_unit<M>(a, j, lane);
+}
+
+/* The quantized handoff's consumer (IN_BF16 with a.hq_in, every thread):
+ * the M rows' pieces and (d, sum) pairs, as quantize_x would leave them,
+ * copied from a.hq_in into XQ (DS follows it), a chunk's loads issued
+ * before its stores; then the block's barrier. */
+template <int M>
+static __device__ void handoff_in(const gq_args &a, gq_piece *xq)
+{
+	constexpr int L = 8;
+	uint32_t nq = M * a.pad * 2, nd = M * a.units;
+	const float2 *ds_in = (const float2 *)(a.hq_in + nq);
+	float2 *ds = (float2 *)(xq + nq);
+
+	for (uint32_t e0 = 0; e0 < nq; e0 += L * GQ_THREADS) {
+		gq_piece r[L];
+
+#pragma unroll
+		for (int c = 0; c < L; c++) {
+			uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
+
+			if (e < nq)
+				r[c] = ldx(a.hq_in + e);
+		}
+#pragma unroll
+		for (int c = 0; c < L; c++) {
+			uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
+
+			if (e < nq)
+				xq[e] = r[c];
+		}
+	}
+	for (uint32_t e = threadIdx.x; e < nd; e += GQ_THREADS)
+		ds[e] = ds_in[e];
+	__syncthreads();
 }
 
 /* Grid: blocks of GQ_WARPS warps, warp w of block b starting at unit
@@ -1421,7 +1437,10 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 
 		part = (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
-		quantize_x<M, IN>(a, xq, ds, part);
+		if (IN == IN_BF16 && a.hq_in)
+			handoff_in<M>(a, xq);
+		else
+			quantize_x<M, IN>(a, xq, ds, part);
 		xin.q = xq, xin.ds = ds;
 	}
 #pragma unroll
@@ -1847,7 +1866,8 @@ static __device__ void qp_input_copied(const gq_args &a, gq_piece *xq,
 	__syncthreads();
 }
 
-/* quantize_x, or under GQ_PROBE its constants or copies (POST 1). */
+/* quantize_x (or the handoff's copy), or under GQ_PROBE its constants or
+ * copies (POST 1). */
 template <int M, int IN>
 static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 						float2 *ds, float (&post)[M])
@@ -1873,6 +1893,10 @@ static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 		float(*part)[RMS_VWARPS] =
 		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
 
+		if (IN == IN_BF16 && a.hq_in) {
+			handoff_in<M>(a, xq);
+			return;
+		}
 		quantize_x<M, IN>(a, xq, ds, part);
 		norm_post<M, IN>(a, part, post);
 	}
@@ -2626,14 +2650,45 @@ extern "C" int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x,
 	return gemv_swiglu(act, x, w, type, DOT_I8, m, f, k, pdl, stream);
 }
 
+extern "C" size_t o1_gemv_q8_handoff_bytes(uint32_t m, uint32_t k)
+{
+	uint32_t units = k / 32, pad = (units + 31) / 32 * 32;
+
+	return (size_t)m * pad * 2 * sizeof(gq_piece) +
+	       (size_t)m * units * sizeof(float2);
+}
+
+/* A handoff H (NULL: none) for K-wide rows, checked, into A (IN: as the
+ * input, else as the output). */
+static int handoff_of(const char *what, gq_args &a,
+		      const struct o1_q8_handoff *h, uint32_t k, bool in)
+{
+	if (!h)
+		return 0;
+	if (h->q && (uintptr_t)h->q % 16 == 0 && k % 32 == 0 &&
+	    (in || h->tickets)) {
+		if (in)
+			a.hq_in = (const gq_piece *)h->q;
+		else
+			a.hq_out = (gq_piece *)h->q, a.tickets = h->tickets;
+		return 0;
+	}
+	o1_err("%s: bad handoff: q %p (16-byte aligned) tickets %p, %u "
+	       "columns (a multiple of 32)",
+	       what, h->q, (void *)h->tickets, k);
+	return -EINVAL;
+}
+
 extern "C" int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
 				   enum o1_quant_type type, uint32_t m,
 				   uint32_t n, uint32_t k, uint32_t ldy,
-				   bool pdl, cudaStream_t stream)
+				   const struct o1_q8_handoff *in, bool pdl,
+				   cudaStream_t stream)
 {
 	gq_args a = args(y, NULL, x, w, n, k, ldy);
 	int err = check("gemv_q8_add", a, y, type, m);
 
+	err = err ? err : handoff_of("gemv_q8_add", a, in, k, true);
 	return err ? err
 		   : launch_type<OUT_ADD>(a, type, m, DOT_I8, pdl, stream);
 }
@@ -2664,16 +2719,15 @@ extern "C" int o1_gemv_q8_norm_cuda(float *y, const float *x,
 						     stream);
 }
 
-extern "C" int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
-					   const float *norm_w, float eps,
-					   const void *w,
-					   enum o1_quant_type type, uint32_t m,
-					   uint32_t f, uint32_t k, bool pdl,
-					   cudaStream_t stream)
+extern "C" int o1_gemv_q8_norm_swiglu_cuda(
+    uint16_t *act, const float *x, const float *norm_w, float eps,
+    const void *w, enum o1_quant_type type, uint32_t m, uint32_t f, uint32_t k,
+    const struct o1_q8_handoff *out, bool pdl, cudaStream_t stream)
 {
 	gq_args a = norm_args(NULL, act, x, NULL, norm_w, eps, w, f, k, f);
 	int err = check("gemv_q8_norm_swiglu", a, act, type, m);
 
+	err = err ? err : handoff_of("gemv_q8_norm_swiglu", a, out, f, false);
 	return err ? err
 		   : launch_type<OUT_SWIGLU, IN_NORM>(a, type, m, DOT_I8, pdl,
 						      stream);

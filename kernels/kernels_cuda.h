@@ -526,10 +526,27 @@ bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k);
  *   bit for bit;
  * - o1_gemv_q8_norm_swiglu_cuda: the same input, SwiGLU epilogue, bit for
  *   bit o1_gemv_q8_norm_cuda over the 2F rows then o1_swiglu_cuda.
- * x and NORM_W 16-byte aligned, eps >= 0. */
+ * x and NORM_W 16-byte aligned, eps >= 0.
+ *
+ * The quantized handoff (HANDOFF, NULL: none): o1_gemv_q8_norm_swiglu_cuda
+ * given OUT also writes act quantized as the next product's int8 input
+ * (each 32-output unit, once its 32 outputs are stored, quantized by the
+ * warp that stored the last one, as an int8 product quantizes its input:
+ * the same bits), and o1_gemv_q8_add_cuda given IN over that act copies
+ * it instead of quantizing (the bits of the product without it). Q:
+ * o1_gemv_q8_handoff_bytes(M, F) bytes of device memory, 16-byte aligned;
+ * TICKETS: F / 32 words, zero before the first launch (every launch leaves
+ * them zero); F a multiple of 32. The consumer must run after the
+ * producer in the same stream, over the same M rows and F. */
+struct o1_q8_handoff {
+	void *q;
+	uint32_t *tickets;
+};
+size_t o1_gemv_q8_handoff_bytes(uint32_t m, uint32_t k);
 int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
 			enum o1_quant_type type, uint32_t m, uint32_t n,
-			uint32_t k, uint32_t ldy, bool pdl,
+			uint32_t k, uint32_t ldy,
+			const struct o1_q8_handoff *in, bool pdl,
 			cudaStream_t stream);
 int o1_gemv_q8_norm_cuda(float *y, const float *x, const uint32_t *rows,
 			 const float *norm_w, float eps, const void *w,
@@ -539,7 +556,8 @@ int o1_gemv_q8_norm_cuda(float *y, const float *x, const uint32_t *rows,
 int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
 				const float *norm_w, float eps, const void *w,
 				enum o1_quant_type type, uint32_t m, uint32_t f,
-				uint32_t k, bool pdl, cudaStream_t stream);
+				uint32_t k, const struct o1_q8_handoff *out,
+				bool pdl, cudaStream_t stream);
 bool o1_gemv_q8_norm_folded(void);
 /* gemv_q.cu: o1_gemv_q8_norm_cuda's product for rows [COL0, COL0 + ROWS)
  * of the fused QKV matrix (W: that part, in blocks of TYPE; COL0 and ROWS

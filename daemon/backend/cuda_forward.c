@@ -811,8 +811,29 @@ static bool qw_swiglu(const struct cuda_state *s, const struct cuda_qmat *q,
 		       s->d.dim) == Q_WG;
 }
 
+/* O1_ACT_HANDOFF (0, the default; 1: an A/B switch, the same bits):
+ * the quantized handoff (kernels_cuda.h) from the gate/up product to
+ * the down product. */
+#ifndef O1_ACT_HANDOFF
+#define O1_ACT_HANDOFF 0
+#endif
+
+/* The quantized handoff layer L's down product over T rows takes from its
+ * gate/up product (s->act_q), or NULL: both fused (mlp_in's first branch,
+ * out_product's add) in one part each, the rows a multiple of 32. */
+static const struct o1_q8_handoff *act_handoff(const struct cuda_state *s,
+					       uint32_t l, uint32_t t)
+{
+	const struct cuda_layer *y = &s->layers[l];
+
+	return O1_ACT_HANDOFF && step_fused(s, t) && y->qgu.n_parts == 1 &&
+		       y->qdown.n_parts == 1 && s->d.ffn_dim % 32 == 0
+		   ? &s->act_q
+		   : NULL;
+}
+
 /* The MLP input: RMSNorm (adding the O product, unfused), the gate/up
- * product and SwiGLU into s->act. */
+ * product and SwiGLU into s->act (and s->act_q: act_handoff). */
 static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 		  bool pdl)
 {
@@ -825,7 +846,8 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 	if (fuse && y->qgu.n_parts == 1)
 		return o1_gemv_q8_norm_swiglu_cuda(
 		    s->act, s->x, y->ffn_norm, d->norm_eps, y->qgu.part[0].w,
-		    y->qgu.part[0].type, t, f, d->dim, pdl, s->stream);
+		    y->qgu.part[0].type, t, f, d->dim, act_handoff(s, l, t),
+		    pdl, s->stream);
 	if (fuse && y->qgu.n_parts) {
 		err = 0;
 		for (uint32_t i = 0; !err && i < y->qgu.n_parts; i++) {
@@ -869,21 +891,21 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 }
 
 /* An output product KIND (O or down) of IN (K wide) by W: added to the
- * residual stream when ADD (fused), else into s->o, summed across the
- * ranks, for the next RMSNorm to add. */
+ * residual stream when ADD (fused; IN quantized already when HIN), else
+ * into s->o, summed across the ranks, for the next RMSNorm to add. */
 static int out_product(struct cuda_state *s, enum cuda_kind kind,
-		       const uint16_t *in, const uint16_t *w,
-		       const struct cuda_qmat *q, uint32_t t, uint32_t k,
-		       bool add, bool pdl)
+		       const uint16_t *in, const struct o1_q8_handoff *hin,
+		       const uint16_t *w, const struct cuda_qmat *q, uint32_t t,
+		       uint32_t k, bool add, bool pdl)
 {
 	int err = 0;
 
 	if (add && q->n_parts) {
 		for (uint32_t i = 0; !err && i < q->n_parts; i++)
-			err = o1_gemv_q8_add_cuda(s->x + q->part[i].col0, in,
-						  q->part[i].w, q->part[i].type,
-						  t, q->part[i].rows, k,
-						  s->d.dim, pdl, s->stream);
+			err = o1_gemv_q8_add_cuda(
+			    s->x + q->part[i].col0, in, q->part[i].w,
+			    q->part[i].type, t, q->part[i].rows, k, s->d.dim,
+			    hin, pdl, s->stream);
 		return err;
 	}
 	if (add)
@@ -929,8 +951,8 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 				      s->scratch_floats, &s->attn_tune, pdl,
 				      s->stream);
 	return err ? err
-		   : out_product(s, CUDA_KIND_O, s->att, y->wo, &y->qo, t, qd,
-				 fuse, pdl);
+		   : out_product(s, CUDA_KIND_O, s->att, NULL, y->wo, &y->qo, t,
+				 qd, fuse, pdl);
 }
 
 /* Unfused, the down product goes to s->o for the next RMSNorm (the next
@@ -944,7 +966,8 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	if (fuse && s->layers[l].qdown.n_parts && l + 1 < s->d.n_layers)
 		prefetch_next(s, &s->layers[l + 1].qqkv);
 	return err ? err
-		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
+		   : out_product(s, CUDA_KIND_DOWN, s->act,
+				 act_handoff(s, l, t), s->layers[l].wdown,
 				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,
 				 pdl);
 }
@@ -1026,13 +1049,14 @@ int o1_cuda_forward_stage(struct cuda_state *s, enum cuda_kind kind, uint32_t l,
 	case CUDA_KIND_QKV:
 		return qkv_in(s, l, &ra, &ad, fuse, pdl);
 	case CUDA_KIND_O:
-		return out_product(s, kind, s->att, y->wo, &y->qo, t,
+		return out_product(s, kind, s->att, NULL, y->wo, &y->qo, t,
 				   d->n_heads * d->head_dim, fuse, pdl);
 	case CUDA_KIND_GU:
 		return mlp_in(s, l, t, fuse, pdl);
 	case CUDA_KIND_DOWN:
-		return out_product(s, kind, s->act, y->wdown, &y->qdown, t,
-				   d->ffn_dim, fuse, pdl);
+		return out_product(s, kind, s->act, act_handoff(s, l, t),
+				   y->wdown, &y->qdown, t, d->ffn_dim, fuse,
+				   pdl);
 	default:
 		return head_chunk(s, 0, t, fuse);
 	}

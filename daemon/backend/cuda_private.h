@@ -121,6 +121,9 @@ struct cuda_state {
 	void *arena;		   /* owned: activations below */
 	float *x, *o, *qkv, *q, *gu, *logits, *scratch;
 	uint16_t *h, *att, *act;
+	/* in the arena: act quantized by the SwiGLU product for the down
+	 * product (cuda_forward.c's act_handoff) */
+	struct o1_q8_handoff act_q;
 	void *blas_ws;
 	uint64_t scratch_floats;
 	void *in_dev, *in_host; /* owned: inputs, device and pinned host */

@@ -658,7 +658,8 @@ static void check_fused_on(enum o1_quant_type type, uint32_t m, uint32_t n,
 	}
 	kct_get(a1, da, (size_t)m * n * 2);
 	assert_int_equal(o1_gemv_q8_norm_swiglu_cuda(da, dxf, dnw, eps, dw,
-						     type, m, n, k, true, NULL),
+						     type, m, n, k, NULL, true,
+						     NULL),
 			 0);
 	kct_get(a2, da, (size_t)m * n * 2);
 	assert_memory_equal(a1, a2, (size_t)m * n * 2);
@@ -672,7 +673,8 @@ static void check_fused_on(enum o1_quant_type type, uint32_t m, uint32_t n,
 	    cudaMemcpy(dy, y0, (size_t)m * n * 4, cudaMemcpyHostToDevice),
 	    cudaSuccess);
 	assert_int_equal(
-	    o1_gemv_q8_add_cuda(dy, dh, dw, type, m, n, k, n, true, NULL), 0);
+	    o1_gemv_q8_add_cuda(dy, dh, dw, type, m, n, k, n, NULL, true, NULL),
+	    0);
 	kct_get(got, dy, (size_t)m * n * 4);
 	assert_memory_equal(got, want, (size_t)m * n * 4);
 	cudaFree(dw), cudaFree(dxf), cudaFree(dnw), cudaFree(dh);
@@ -713,6 +715,93 @@ static void test_fused_q8(void **state)
 	check_fused(O1_QUANT_Q6_K, 1, 4096, 4096);
 	check_fused(O1_QUANT_Q8_0, 4, 1024, 14336);
 	check_fused(O1_QUANT_Q5_0, 1, 4864, 896);
+}
+
+static void put(void *d, const void *h, size_t bytes)
+{
+	assert_int_equal(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice),
+			 cudaSuccess);
+}
+
+/* The quantized handoff (kernels_cuda.h): the SwiGLU product (M rows, F
+ * outputs over K, weights of GU) writing act quantized, then the residual
+ * add over it (N outputs, weights of DOWN) copying it: act and y bit for
+ * bit those of the two without the handoff, twice on new inputs through
+ * the same handoff (a second launch must find the tickets reopened, and
+ * the consumer the new rows, not the old), and the tickets zero after. */
+static void check_handoff(enum o1_quant_type gu, enum o1_quant_type down,
+			  uint32_t m, uint32_t f, uint32_t n, uint32_t k)
+{
+	size_t hb = o1_gemv_q8_handoff_bytes(m, f);
+	uint8_t *qgu = qct_random_blocks(gu, (uint64_t)2 * f * k);
+	uint8_t *qdn = qct_random_blocks(down, (uint64_t)n * f);
+	float *xf = malloc((size_t)m * k * 4), *nw = malloc((size_t)k * 4);
+	float *y0 = malloc((size_t)m * n * 4),
+	      *want = malloc((size_t)m * n * 4);
+	float *got = malloc((size_t)m * n * 4);
+	uint16_t *a1 = malloc((size_t)m * f * 2),
+		 *a2 = malloc((size_t)m * f * 2);
+	uint32_t *tk = malloc(f / 32 * 4);
+	uint64_t rb;
+	void *dgu, *ddn, *dxf, *dnw, *da, *dy;
+	struct o1_q8_handoff h = {kct_dev(hb), kct_dev(f / 32 * 4)};
+
+	assert_int_equal(o1_quant_row_bytes(gu, k, &rb), 0);
+	dgu = kct_dev_copy(qgu, rb * 2 * f);
+	assert_int_equal(o1_quant_row_bytes(down, f, &rb), 0);
+	ddn = kct_dev_copy(qdn, rb * n);
+	dxf = kct_dev((size_t)m * k * 4);
+	dnw = kct_dev((size_t)k * 4);
+	da = kct_dev((size_t)m * f * 2);
+	dy = kct_dev((size_t)m * n * 4);
+	assert_int_equal(cudaMemset(h.tickets, 0, f / 32 * 4), cudaSuccess);
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < (size_t)m * k; i++)
+			xf[i] = kct_frand() * (i % 61 == 0 ? 8.0f : 1.5f);
+		for (uint32_t i = 0; i < k; i++)
+			nw[i] = 0.5f + kct_frand();
+		for (size_t i = 0; i < (size_t)m * n; i++)
+			y0[i] = kct_frand() * 4;
+		put(dxf, xf, (size_t)m * k * 4);
+		put(dnw, nw, (size_t)k * 4);
+		for (int on = 0; on < 2; on++) {
+			put(dy, y0, (size_t)m * n * 4);
+			assert_int_equal(o1_gemv_q8_norm_swiglu_cuda(
+					     da, dxf, dnw, 1e-5f, dgu, gu, m, f,
+					     k, on ? &h : NULL, true, NULL),
+					 0);
+			assert_int_equal(
+			    o1_gemv_q8_add_cuda(dy, da, ddn, down, m, n, f, n,
+						on ? &h : NULL, true, NULL),
+			    0);
+			kct_get(on ? a2 : a1, da, (size_t)m * f * 2);
+			kct_get(on ? got : want, dy, (size_t)m * n * 4);
+		}
+		assert_memory_equal(a1, a2, (size_t)m * f * 2);
+		assert_memory_equal(got, want, (size_t)m * n * 4);
+	}
+	kct_get(tk, h.tickets, f / 32 * 4);
+	for (uint32_t u = 0; u < f / 32; u++)
+		assert_int_equal(tk[u], 0);
+	cudaFree(h.q), cudaFree(h.tickets), cudaFree(dgu), cudaFree(ddn);
+	cudaFree(dxf), cudaFree(dnw), cudaFree(da), cudaFree(dy);
+	free(qgu), free(qdn), free(xf), free(nw), free(y0), free(want);
+	free(got), free(a1), free(a2), free(tk);
+}
+
+static void test_handoff_q8(void **state)
+{
+	(void)state;
+	/* one launch's grid walks some outputs twice on the emulation */
+	check_handoff(O1_QUANT_Q4_K, O1_QUANT_Q6_K, 1, 512, 100, 256);
+	check_handoff(O1_QUANT_Q8_0, O1_QUANT_Q4_K, 4, 256, 40, 512);
+	check_handoff(O1_QUANT_Q5_0, O1_QUANT_Q4_0, 3, 96, 9, 64);
+	check_handoff(O1_QUANT_Q4_K, O1_QUANT_Q4_K, 2, 2048, 37, 256);
+	if (kct_quick())
+		return;
+	/* llama3-8b's MLP widths */
+	check_handoff(O1_QUANT_Q4_K, O1_QUANT_Q6_K, 1, 14336, 4096, 4096);
+	check_handoff(O1_QUANT_Q4_K, O1_QUANT_Q4_K, 4, 14336, 512, 4096);
 }
 
 /* A fused QKV matrix in parts: rows [col0[i], col0[i + 1]) of TYPE[i]. */
@@ -1031,8 +1120,29 @@ static void test_bad_args(void **state)
 	}
 	/* beyond the shared memory of the fused variants */
 	assert_int_equal(o1_gemv_q8_add_cuda(y, x, w, O1_QUANT_Q8_0, 4, 1,
-					     32768, 1, false, NULL),
+					     32768, 1, NULL, false, NULL),
 			 -EINVAL);
+	{
+		/* a handoff: unaligned, no tickets for its producer, or
+		 * rows not a multiple of 32 */
+		struct o1_q8_handoff h = {(uint8_t *)y + 8, (uint32_t *)y};
+
+		assert_int_equal(o1_gemv_q8_add_cuda(y, x, w, O1_QUANT_Q8_0, 1,
+						     1, 64, 1, &h, false, NULL),
+				 -EINVAL);
+		h.q = y, h.tickets = NULL;
+		assert_int_equal(
+		    o1_gemv_q8_norm_swiglu_cuda((uint16_t *)y, (float *)x,
+						(float *)x, 0, w, O1_QUANT_Q8_0,
+						1, 32, 32, &h, false, NULL),
+		    -EINVAL);
+		h.tickets = (uint32_t *)y;
+		assert_int_equal(
+		    o1_gemv_q8_norm_swiglu_cuda((uint16_t *)y, (float *)x,
+						(float *)x, 0, w, O1_QUANT_Q8_0,
+						1, 48, 32, &h, false, NULL),
+		    -EINVAL);
+	}
 	assert_int_equal(
 	    o1_quant_dequantize_cuda(O1_QUANT_Q6_K, w, y, 100, NULL), -EINVAL);
 	assert_int_equal(
@@ -1072,6 +1182,7 @@ int main(void)
 	    cmocka_unit_test(test_gemv_q8),
 	    cmocka_unit_test(test_gemv_q8_vectors),
 	    cmocka_unit_test(test_fused_q8),
+	    cmocka_unit_test(test_handoff_q8),
 	    cmocka_unit_test(test_rope_kv_q8),
 	    cmocka_unit_test(test_swiglu),
 	    cmocka_unit_test(test_bad_args),

@@ -233,7 +233,8 @@ static int run_path(const struct bench *b, const struct layout *l, enum path p,
 		return err || p == PARTS
 			   ? err
 			   : o1_gemv_q8_add_cuda(b->y, b->att, o, O_TYPE, b->m,
-						 DIM, HQ * HD, DIM, true, st);
+						 DIM, HQ * HD, DIM, NULL, true,
+						 st);
 	}
 	for (uint32_t i = 0; !err && i < l->n_parts; i++)
 		err =
