@@ -797,6 +797,9 @@ static void test_handoff_q8(void **state)
 	check_handoff(O1_QUANT_Q8_0, O1_QUANT_Q4_K, 4, 256, 40, 512);
 	check_handoff(O1_QUANT_Q5_0, O1_QUANT_Q4_0, 3, 96, 9, 64);
 	check_handoff(O1_QUANT_Q4_K, O1_QUANT_Q4_K, 2, 2048, 37, 256);
+	/* 4 rows of 15,360 on Q8_0: gemv_qp's ring does not fit beside the
+	 * input, gemv_q's does (the fallback copies it) */
+	check_handoff(O1_QUANT_Q8_0, O1_QUANT_Q8_0, 4, 15360, 16, 64);
 	if (kct_quick())
 		return;
 	/* llama3-8b's MLP widths */
