@@ -98,9 +98,11 @@ s_object_variant() {
 	lib=${obj%%/CMakeFiles/*}/lib${lib%%.dir/*}.a
 	rm -rf "$d" && mkdir -p "$d/$(dirname "$target")"
 	s_log "build object variant $name ($src: $flags)"
+	# the output last (nvcc) or before -c (cc): the variant's object
 	cmd=$(cd "$s_bin" && ninja -t commands "$obj" | tail -1 |
 		sed -e "s| -MD -MT [^ ]* -MF [^ ]*||" \
-			-e "s| -o $obj\$| $flags -o $d/$(basename "$obj")|")
+			-e "s| -o $obj\$| $flags -o $d/$(basename "$obj")|" \
+			-e "s| -o $obj | $flags -o $d/$(basename "$obj") |")
 	(cd "$s_bin" && eval "$cmd") >"$s_out/build-$name.txt" 2>&1 &&
 		cp "$s_bin/$lib" "$d/lib.a" &&
 		(cd "$d" && ar r lib.a "$(basename "$obj")") >>"$s_out/build-$name.txt" 2>&1 &&
