@@ -41,7 +41,11 @@
  *   o1_rope_kv_write_cuda: q, both KV caches (pages around the written
  *   slots included) equal, with and without a bias, partial and full
  *   rotation, scaled or not;
- * - bad operands are refused with -EINVAL.
+ * - the quantized handoff (o1_q8_handoff): the SwiGLU product writing
+ *   act quantized and the residual add copying it give act and y bitwise
+ *   as without it, launch after launch, the tickets left zero
+ *   (check_handoff);
+ * - bad operands (and handoffs) are refused with -EINVAL.
  * O1_TEST_QUICK=1 keeps every launch within tools/gpu/emu's 8192 threads
  * (run there by tools/gpu/emu/run_quant.sh). Exit 77 without a device. */
 #include <setjmp.h>
