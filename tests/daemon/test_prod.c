@@ -165,6 +165,12 @@ static void test_smoke(void **state)
 	assert_int_equal(daemon_stop(d), 0);
 }
 
+/* The latency objectives out of the way of a run that must pass: these
+ * tests are about the mechanics, and a loaded 2-core machine under ASan
+ * misses the defaults (p99 TTFT 2 s, ITL 250 ms) at times (two test
+ * suites side by side, 45th session). */
+#define SLO_LOOSE " --set slo.p99_ttft_ms=3600000 --set slo.p99_itl_ms=3600000"
+
 /* o1ctl slo ARGS over the metrics file of D, started in the background;
  * finish_slo reads its stdout and returns its exit code. */
 static FILE *start_slo(const struct daemon_proc *d, const char *args)
@@ -221,7 +227,7 @@ static void test_slo(void **state)
 	snprintf(shm, sizeof(shm), "metrics.shm_path=%s/m.shm", d->dir);
 	sets[2] = shm;
 	assert_int_equal(daemon_start(d, o1d_bin, sets), 0);
-	f = start_slo(d, "--window 4 --json");
+	f = start_slo(d, "--window 4 --json" SLO_LOOSE);
 	smoke(d, "--long-max 512", 0, out, sizeof(out));
 	assert_int_equal(finish_slo(f, out, sizeof(out)), 0);
 	o = cJSON_Parse(out);
@@ -238,7 +244,8 @@ static void test_slo(void **state)
 	assert_true(num(slo_item(o, "p99_itl_ms"), "value") > 0);
 	cJSON_Delete(o);
 
-	snprintf(args, sizeof(args), "--window 4 --save %s/base.json", d->dir);
+	snprintf(args, sizeof(args), "--window 4 --save %s/base.json" SLO_LOOSE,
+		 d->dir);
 	f = start_slo(d, args);
 	smoke(d, "--long-max 512", 0, out, sizeof(out));
 	assert_int_equal(finish_slo(f, out, sizeof(out)), 0);
@@ -435,7 +442,8 @@ static void test_faults(void **state)
 	assert_int_equal(inject(d, "latency maybe"), 2);
 	sub0 = metric(d, "requests_submitted");
 	load_start(&l, d->socket);
-	snprintf(base, sizeof(base), "--window 2 --save %s/fbase.json", d->dir);
+	snprintf(base, sizeof(base),
+		 "--window 2 --save %s/fbase.json" SLO_LOOSE, d->dir);
 	assert_int_equal(slo_now(d, base), 0);
 
 	/* latency: steps delayed, inter-token objective of 20 ms breached */
@@ -485,8 +493,10 @@ static void test_faults(void **state)
 	assert_true(status_num(d, "kv_pages_held", true) == 0);
 
 	/* recovery: back within tolerance of the baseline */
-	snprintf(check, sizeof(check),
-		 "--window 2 --baseline %s/fbase.json --tolerance 400", d->dir);
+	snprintf(
+	    check, sizeof(check),
+	    "--window 2 --baseline %s/fbase.json --tolerance 400" SLO_LOOSE,
+	    d->dir);
 	t0 = (double)time(NULL);
 	for (win = 1; win <= RECOVER_WINDOWS; win++)
 		if (!slo_now(d, check))
