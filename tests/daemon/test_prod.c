@@ -472,7 +472,8 @@ static void test_faults(void **state)
 	assert_int_equal(atomic_load(&l.ok), ok0);
 	assert_true(status_num(d, "stalled_polls", true) > 0);
 	assert_int_equal(inject(d, "stall off"), 0);
-	usleep(500000);
+	for (int i = 0; i < 600 && atomic_load(&l.ok) <= ok0; i++)
+		usleep(50000); /* delivered again: polled, 30 s at most */
 	assert_true(atomic_load(&l.ok) > ok0);
 
 	/* kv_exhaust: 56 of 64 pages held. The 4 load threads' sequences
