@@ -20,7 +20,11 @@
 # (w16pf:GQ_WARPS=16,GQ_SELF_PF=8192). AB_TARGETS (default "o1model
 # bench_cuda_decode"): what the main build makes (add test_gpu_backend to
 # run it after).
-# AB_MODELS: session.sh's model names. AB_BUDGET (default 560): rounds not
+# AB_CHECK=1: each variant's test_gpu_backend too (the same object swapped
+# into it; AB_TARGETS must build test_gpu_backend), run before the rounds:
+# the whole models against the CPU backend, for variants whose bits differ
+# from main's. AB_MODELS: session.sh's model names. AB_BUDGET (default
+# 560): rounds not
 # begun past it are skipped. A variant whose build fails is left out (its
 # log says why). The kernel's GQ_PROBE variants (gemv_q.cu) give wrong
 # results by design: their greedy digests differ, their times are what
@@ -47,11 +51,23 @@ O1_GPU_TARGETS="${AB_TARGETS:-o1model bench_cuda_decode}" s_build
 names=()
 for v in ${AB_VARIANTS:-}; do
 	s_object_variant "${v%%:*}" "$src" "${v#*:}" &
+	[ "${AB_CHECK:-0}" = 0 ] ||
+		s_object_variant "${v%%:*}-check" "$src" "${v#*:}" tests/gpu/test_gpu_backend &
 	names+=("${v%%:*}")
 done
 # shellcheck disable=SC2086 # the models: words
 s_models $models
 wait
+for n in "${names[@]}"; do
+	t=/tmp/o1o-$n-check/tests/gpu/test_gpu_backend
+	[ "${AB_CHECK:-0}" != 0 ] || continue
+	[ -x "$t" ] || { s_log "variant $n: no test_gpu_backend"; continue; }
+	[ -e "$s_root/../shared" ] || ln -s "$s_root/.gpu-testdata" "$s_root/../shared"
+	(cd "$s_bin/tests/gpu" && timeout 200 "$t" "$s_bin/tools/o1model/o1model") \
+		>"$s_out/check-$n.txt" 2>&1
+	rc=$?
+	s_log "variant $n: test_gpu_backend rc=$rc ($(grep -cE '^\[       OK' "$s_out/check-$n.txt") passed, $(grep -cE '^\[  FAILED  \] [a-z]' "$s_out/check-$n.txt") failed)"
+done
 ok=(main)
 for n in "${names[@]}"; do
 	[ -x "/tmp/o1o-$n/tools/gpu/bench_cuda_decode" ] && ok+=("$n")
