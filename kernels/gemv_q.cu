@@ -64,14 +64,6 @@
  * is quantized as bf16(x nw) and each output multiplied by the row's
  * inverse RMS (GQ_NORM_FOLD: the norm folded past the product).
  *
- * The quantized handoff (kernels_cuda.h's o1_q8_handoff): a SwiGLU
- * launch may also write its output as the next product's int8 input, a
- * 32-output unit at a time by the warp that stored the unit's last
- * output (a ticket a unit: handoff_unit), and the down product over it
- * copies that instead of quantizing (handoff_in): the same bits, the
- * quantization moved off the consumer's start, where every block of the
- * launch waits for it.
- *
  * PDL (cuda_launch.h): each warp loads its first batch, then every thread
  * waits for the previous kernel and lets the next one launch (no kernel
  * writes the weights). A gemv_qp launch may also prefetch the next
@@ -128,13 +120,6 @@ enum { IN_BF16, IN_NORM };
  * (gemv_q8_fits). */
 #define GQ_SMEM_MAX (GQ_SMEM_SM / GQ_BPS)
 
-/* 16 bytes of weights or of the quantized input: the unit of the loads
- * and of shared memory. */
-struct __align__(16) gq_piece
-{
-	uint32_t v[4];
-};
-
 struct gq_args {
 	float *y;	    /* OUT_STORE (M, ldy), columns [0, n) written */
 	__nv_bfloat16 *act; /* OUT_SWIGLU (M, n) */
@@ -154,36 +139,7 @@ struct gq_args {
 	 * (o1_gemv_q_prefetch_next; bytes 0: none) */
 	const uint8_t *pf[2];
 	uint64_t pf_bytes[2];
-	/* the quantized handoff (o1_q8_handoff; NULL: none): OUT_SWIGLU's
-	 * or OUT_ADD's output also quantized into HQ_OUT, a ticket a
-	 * 32-output unit (handoff_unit; OUT_ADD's as bf16(y HQ_NW), the
-	 * next norm's folded input); or the input copied from HQ_IN instead
-	 * of quantized (handoff_in) */
-	gq_piece *hq_out;
-	uint32_t *tickets;
-	const float *hq_nw;
-	const gq_piece *hq_in;
 };
-
-/* A row's quantized units in shared memory and in a handoff: UNITS
- * rounded up to whole warps' worth (gq_xq). */
-static __host__ __device__ constexpr uint32_t units_padded(uint32_t units)
-{
-	return (units + 31) / 32 * 32;
-}
-
-/* A handoff's buffer for M rows of UNITS units: the pieces (M,
- * units_padded(UNITS), 2) as quantize_x's shared memory, then at byte
- * hq_ds_at the (d, sum) pairs (M, UNITS), then at hq_squares_at (a
- * residual add's) the units' sums of squares of x (M, UNITS) f32. */
-static __host__ __device__ constexpr size_t hq_ds_at(int m, uint32_t units)
-{
-	return (size_t)m * units_padded(units) * 2 * sizeof(gq_piece);
-}
-static __host__ __device__ constexpr size_t hq_squares_at(int m, uint32_t units)
-{
-	return hq_ds_at(m, units) + (size_t)m * units * sizeof(float2);
-}
 
 /* Weight rows per output (a warp's work unit): SwiGLU's gate and up,
  * RoPE's pair. */
@@ -221,6 +177,11 @@ static __device__ __forceinline__ uint32_t wrow(const gq_args &a, uint32_t j,
 	else
 		return j + r * a.n;
 }
+
+struct __align__(16) gq_piece
+{
+	uint32_t v[4]; /* 16 bytes */
+};
 
 /* Bytes of 32 units of TYPE (in a row, so whole super-blocks for the K
  * types). */
@@ -1299,98 +1260,6 @@ static __device__ rope_pre rope_pre_of(const gq_args &a, uint32_t j,
 	return p;
 }
 
-/* The quantized handoff's producer (o1_q8_handoff; OUT_SWIGLU or OUT_ADD
- * with a.tickets), every lane of the warp that stored output J: J's
- * unit's ticket (lane 0: its stores made visible, then an atomic add);
- * the warp that takes the unit's 32nd reopens the ticket for the next
- * launch and quantizes the unit's M rows, read back from L2, as the next
- * product's quantize_x would (lanes 4 i .. 4 i + 3 row i, qx_widen,
- * quantize_part: the same bits) into a.hq_out (hq_ds, hq_squares).
- * OUT_SWIGLU: act's bf16. OUT_ADD: y's new x as a folded norm's input,
- * bf16(x a.hq_nw), and the unit's sum of squares of x (each lane's 8 in
- * order, then the 4 lanes'). N a multiple of 32. */
-template <int M, int OUT>
-static __device__ void handoff_unit(const gq_args &a, uint32_t j, uint32_t lane)
-{
-	constexpr int IN = OUT == OUT_ADD ? IN_NORM : IN_BF16;
-	uint32_t u = j / 32, units = a.n / 32, old = 0, i = lane / 4,
-		 q = lane % 4;
-	bool on = i < (uint32_t)M;
-	float v[8] = {0}, sq = 0.0f;
-
-	if (lane == 0) {
-		__threadfence(); /* the output's stores, before the ticket */
-		old = atomicAdd(&a.tickets[u], 1u);
-	}
-	if (__shfl_sync(0xffffffffu, old, 0) != 31)
-		return;
-	if (lane == 0)
-		a.tickets[u] = 0;
-	__threadfence(); /* the other warps' stores, after the ticket */
-	i = on ? i : 0;
-	if (on) {
-		qx_raw<IN> r;
-
-		if constexpr (IN == IN_NORM) {
-			const float4 *xv =
-			    (const float4 *)(a.y + (size_t)i * a.ldy + 32 * u +
-					     8 * q);
-			const float4 *wv =
-			    (const float4 *)(a.hq_nw + 32 * u + 8 * q);
-
-			r.x[0] = __ldcg(xv), r.x[1] = __ldcg(xv + 1);
-			r.w[0] = wv[0], r.w[1] = wv[1];
-			sq = qx_squares<IN>(r, 0.0f);
-		} else {
-			uint4 p =
-			    __ldcg((const uint4 *)(a.act + (size_t)i * a.n +
-						   32 * u + 8 * q));
-
-			r.p = gq_piece{{p.x, p.y, p.z, p.w}};
-		}
-		qx_widen<IN>(r, 1.0f, v); /* IN_NORM: bf16(x nw), folded */
-	}
-	gq_piece *t = a.hq_out + (size_t)i * units_padded(units) * 2 +
-		      (u & ~31u) * 2 + (u & 31);
-
-	char *base = (char *)a.hq_out;
-
-	quantize_part(v, q, on, t, t + 32,
-		      (float2 *)(base + hq_ds_at(M, units)) +
-			  (size_t)i * units + u);
-	if constexpr (IN == IN_NORM) {
-		sq += __shfl_xor_sync(0xffffffffu, sq, 1);
-		sq += __shfl_xor_sync(0xffffffffu, sq, 2);
-		if (on && q == 0)
-			((float *)(base +
-				   hq_squares_at(
-				       M, units)))[(size_t)i * units + u] = sq;
-	}
-}
-
-/* OUT_STORE's, OUT_SWIGLU's and OUT_ADD's stores of output J (epilogue's
- * lane 0). */
-template <int M, int OUT>
-static __device__ __forceinline__ void
-store_out(const gq_args &a, uint32_t j, const float (&res)[rows_of<OUT>()][M])
-{
-#pragma unroll
-	for (int i = 0; i < M; i++) {
-		if constexpr (OUT == OUT_SWIGLU) {
-			float g = res[0][i];
-
-			a.act[(size_t)i * a.n + j] = __float2bfloat16_rn(
-			    g / (1.0f + expf(-g)) * res[1][i]);
-		} else if constexpr (OUT == OUT_ADD) {
-			float *y = a.y + (size_t)i * a.ldy + j;
-
-			*y = *y + res[0][i];
-		} else {
-			a.y[(size_t)i * a.ldy + j] = res[0][i];
-		}
-	}
-}
-
 /* The sums of the unit's rows (every lane holds them), stored: by lane
  * 0, or OUT_ROPE's input row i by lane i (its cos/sin are the costly
  * part; PRE: rope_pre_of's, used when it is J's). */
@@ -1412,79 +1281,23 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
 		}
 		return;
 	}
-	if (lane == 0)
-		store_out<M, OUT>(a, j, res);
-	if constexpr (OUT == OUT_SWIGLU || OUT == OUT_ADD)
-		if (a.tickets)
-			handoff_unit<M, OUT>(a, j, lane);
-}
-
-/* Whether a launch's input IN is copied from a handoff (a.hq_in): a bf16
- * input, or a normalized one where the norm is folded and the kernel is
- * the pipelined one (PIPELINED); else it is quantized as without (where
- * the norm is not folded its inv comes before the quantization; gemv_q's
- * 4-row RoPE launch spills with the copy beside quantize_x), which is
- * within the same bound (the squares summed in quantize_x's order). */
-template <int IN, bool PIPELINED>
-static __device__ __forceinline__ bool handed_off(const gq_args &a)
-{
-	return a.hq_in && (IN == IN_BF16 || (norm_folded<IN>() && PIPELINED));
-}
-
-/* The quantized handoff's consumer (handed_off, every thread): the M
- * rows' pieces and (d, sum) pairs, as quantize_x would leave them, copied
- * from a.hq_in into XQ (DS follows it), a chunk's loads issued before its
- * stores; IN_NORM: the units' sums of squares summed (thread t units t,
- * t + GQ_THREADS, ..., then the warp's butterfly) into PART for
- * norm_post, as quantize_x's (in another order); then the block's
- * barrier. */
-template <int M, int IN>
-static __device__ void handoff_in(const gq_args &a, gq_piece *xq,
-				  float (*part)[RMS_VWARPS])
-{
-	constexpr int L = 8;
-	uint32_t nq = M * a.pad * 2, nd = M * a.units;
-	const char *base = (const char *)a.hq_in;
-	const float2 *ds_in = (const float2 *)(base + hq_ds_at(M, a.units));
-	float2 *ds = (float2 *)(xq + nq);
-
-	for (uint32_t e0 = 0; e0 < nq; e0 += L * GQ_THREADS) {
-		gq_piece r[L];
-
+	if (lane)
+		return;
 #pragma unroll
-		for (int c = 0; c < L; c++) {
-			uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
+	for (int i = 0; i < M; i++) {
+		if constexpr (OUT == OUT_SWIGLU) {
+			float g = res[0][i];
 
-			if (e < nq)
-				r[c] = ldx(a.hq_in + e);
-		}
-#pragma unroll
-		for (int c = 0; c < L; c++) {
-			uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
+			a.act[(size_t)i * a.n + j] =
+			    __float2bfloat16_rn(g / (1.0f + expf(-g)) * res[1][i]);
+		} else if constexpr (OUT == OUT_ADD) {
+			float *y = a.y + (size_t)i * a.ldy + j;
 
-			if (e < nq)
-				xq[e] = r[c];
+			*y = *y + res[0][i];
+		} else {
+			a.y[(size_t)i * a.ldy + j] = res[0][i];
 		}
 	}
-	for (uint32_t e = threadIdx.x; e < nd; e += GQ_THREADS)
-		ds[e] = ds_in[e];
-	if constexpr (IN == IN_NORM) {
-		const float *sq =
-		    (const float *)(base + hq_squares_at(M, a.units));
-
-#pragma unroll
-		for (int i = 0; i < M; i++) {
-			float s = 0.0f;
-
-			for (uint32_t u = threadIdx.x; u < a.units;
-			     u += GQ_THREADS)
-				s += sq[(size_t)i * a.units + u];
-			s = rms_butterfly(s);
-			if (threadIdx.x % 32 == 0)
-				part[i][threadIdx.x / 32] = s;
-		}
-	}
-	__syncthreads();
 }
 
 /* Grid: blocks of GQ_WARPS warps, warp w of block b starting at unit
@@ -1516,10 +1329,7 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 
 		part = (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
-		if (handed_off<IN, false>(a))
-			handoff_in<M, IN>(a, xq, part);
-		else
-			quantize_x<M, IN>(a, xq, ds, part);
+		quantize_x<M, IN>(a, xq, ds, part);
 		xin.q = xq, xin.ds = ds;
 	}
 #pragma unroll
@@ -1945,8 +1755,7 @@ static __device__ void qp_input_copied(const gq_args &a, gq_piece *xq,
 	__syncthreads();
 }
 
-/* quantize_x (or the handoff's copy), or under GQ_PROBE its constants or
- * copies (POST 1). */
+/* quantize_x, or under GQ_PROBE its constants or copies (POST 1). */
 template <int M, int IN>
 static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 						float2 *ds, float (&post)[M])
@@ -1972,10 +1781,7 @@ static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 		float(*part)[RMS_VWARPS] =
 		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
 
-		if (handed_off<IN, true>(a))
-			handoff_in<M, IN>(a, xq, part);
-		else
-			quantize_x<M, IN>(a, xq, ds, part);
+		quantize_x<M, IN>(a, xq, ds, part);
 		norm_post<M, IN>(a, part, post);
 	}
 }
@@ -2671,7 +2477,7 @@ static gq_args args(float *y, uint16_t *act, const uint16_t *x, const void *w,
 
 	a.y = y, a.act = (__nv_bfloat16 *)act, a.x = x;
 	a.w = (const uint8_t *)w, a.n = n, a.k = k, a.ldy = ldy;
-	a.units = k / 32, a.pad = units_padded(a.units);
+	a.units = k / 32, a.pad = (a.units + 31) / 32 * 32;
 	return a;
 }
 
@@ -2728,65 +2534,14 @@ extern "C" int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x,
 	return gemv_swiglu(act, x, w, type, DOT_I8, m, f, k, pdl, stream);
 }
 
-extern "C" size_t o1_gemv_q8_handoff_bytes(uint32_t m, uint32_t k)
-{
-	return hq_squares_at((int)m, k / 32) +
-	       (size_t)m * (k / 32) * sizeof(float);
-}
-
-/* How a launch takes part in a handoff (handoff_of). */
-enum handoff_role {
-	HO_ACT_OUT,  /* OUT_SWIGLU's act */
-	HO_NORM_OUT, /* OUT_ADD's y, for a folded norm's input */
-	HO_IN,	     /* the input (IN_BF16, or IN_NORM of all rows) */
-};
-
-/* A handoff H (NULL: none) for K-wide rows in the role ROLE, checked,
- * into A. */
-static int handoff_of(const char *what, gq_args &a,
-		      const struct o1_q8_handoff *h, uint32_t k,
-		      enum handoff_role role)
-{
-	bool ok;
-
-	if (!h)
-		return 0;
-	ok = h->q && (uintptr_t)h->q % 16 == 0 && k % 32 == 0;
-	if (role == HO_IN) {
-		/* the producer's own struct: its tickets and norm_w unused */
-		ok = ok && !a.rows;
-		a.hq_in = (const gq_piece *)h->q;
-	} else {
-		bool norm = role == HO_NORM_OUT;
-
-		ok = ok && h->tickets && !h->norm_w == !norm &&
-		     (!norm || ((uintptr_t)h->norm_w % 16 == 0 &&
-				(uintptr_t)a.y % 16 == 0 && a.ldy % 4 == 0));
-		a.hq_out = (gq_piece *)h->q, a.tickets = h->tickets;
-		a.hq_nw = h->norm_w;
-	}
-	if (ok)
-		return 0;
-	o1_err("%s: bad %s handoff: q %p (16-byte aligned) tickets %p norm_w "
-	       "%p, %u columns (a multiple of 32)%s",
-	       what, role == HO_IN ? "input" : "output", h->q,
-	       (void *)h->tickets, (const void *)h->norm_w, k,
-	       a.rows ? ", a gathered input" : "");
-	return -EINVAL;
-}
-
 extern "C" int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
 				   enum o1_quant_type type, uint32_t m,
 				   uint32_t n, uint32_t k, uint32_t ldy,
-				   const struct o1_q8_handoff *in,
-				   const struct o1_q8_handoff *out, bool pdl,
-				   cudaStream_t stream)
+				   bool pdl, cudaStream_t stream)
 {
 	gq_args a = args(y, NULL, x, w, n, k, ldy);
 	int err = check("gemv_q8_add", a, y, type, m);
 
-	err = err ? err : handoff_of("gemv_q8_add", a, in, k, HO_IN);
-	err = err ? err : handoff_of("gemv_q8_add", a, out, n, HO_NORM_OUT);
 	return err ? err
 		   : launch_type<OUT_ADD>(a, type, m, DOT_I8, pdl, stream);
 }
@@ -2817,18 +2572,16 @@ extern "C" int o1_gemv_q8_norm_cuda(float *y, const float *x,
 						     stream);
 }
 
-extern "C" int o1_gemv_q8_norm_swiglu_cuda(
-    uint16_t *act, const float *x, const float *norm_w, float eps,
-    const void *w, enum o1_quant_type type, uint32_t m, uint32_t f, uint32_t k,
-    const struct o1_q8_handoff *in, const struct o1_q8_handoff *out, bool pdl,
-    cudaStream_t stream)
+extern "C" int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
+					   const float *norm_w, float eps,
+					   const void *w,
+					   enum o1_quant_type type, uint32_t m,
+					   uint32_t f, uint32_t k, bool pdl,
+					   cudaStream_t stream)
 {
 	gq_args a = norm_args(NULL, act, x, NULL, norm_w, eps, w, f, k, f);
 	int err = check("gemv_q8_norm_swiglu", a, act, type, m);
 
-	err = err ? err : handoff_of("gemv_q8_norm_swiglu", a, in, k, HO_IN);
-	err = err ? err
-		  : handoff_of("gemv_q8_norm_swiglu", a, out, f, HO_ACT_OUT);
 	return err ? err
 		   : launch_type<OUT_SWIGLU, IN_NORM>(a, type, m, DOT_I8, pdl,
 						      stream);
@@ -2883,23 +2636,6 @@ static int rope_args_of(gq_args *a, const struct o1_rope_kv_args *r,
 	return 0;
 }
 
-/* o1_gemv_q8_norm_rope_kv_cuda with the input handoff IN (NULL: none). */
-static int norm_rope_kv(const struct o1_rope_kv_args *r,
-			const struct o1_attn_dims *d, const float *x,
-			const float *norm_w, float eps,
-			const struct o1_gemv_q_part *p, uint32_t k,
-			const struct o1_q8_handoff *in, bool pdl,
-			cudaStream_t stream)
-{
-	gq_args a;
-	int err = rope_args_of(&a, r, d, x, norm_w, eps, p, k);
-
-	err = err ? err : handoff_of("gemv_q8_norm_rope_kv", a, in, k, HO_IN);
-	return err ? err
-		   : launch_type<OUT_ROPE, IN_NORM>(a, p->type, r->n_tokens,
-						    DOT_I8, pdl, stream);
-}
-
 extern "C" int o1_gemv_q8_norm_rope_kv_cuda(
     const struct o1_rope_kv_args *r, const struct o1_attn_dims *d,
     const float *x, const float *norm_w, float eps, const void *w,
@@ -2907,8 +2643,12 @@ extern "C" int o1_gemv_q8_norm_rope_kv_cuda(
     bool pdl, cudaStream_t stream)
 {
 	struct o1_gemv_q_part p = {w, type, col0, rows};
+	gq_args a;
+	int err = rope_args_of(&a, r, d, x, norm_w, eps, &p, k);
 
-	return norm_rope_kv(r, d, x, norm_w, eps, &p, k, NULL, pdl, stream);
+	return err ? err
+		   : launch_type<OUT_ROPE, IN_NORM>(a, type, r->n_tokens,
+						    DOT_I8, pdl, stream);
 }
 
 /* gemv_qp2's OUT_ROPE launch over the parts A (T0 then T1) for the
@@ -2942,8 +2682,7 @@ static int rope_pair_m(const struct o1_rope_kv_args *r, const gq_args (&a)[2],
 static int rope_kv_pair(const struct o1_rope_kv_args *r,
 			const struct o1_attn_dims *d, const float *x,
 			const float *norm_w, float eps,
-			const struct o1_gemv_q_part *pt, uint32_t k,
-			const struct o1_q8_handoff *in, bool pdl,
+			const struct o1_gemv_q_part *pt, uint32_t k, bool pdl,
 			cudaStream_t stream)
 {
 	bool k_pair = pt[0].type == O1_QUANT_Q4_K &&
@@ -2955,12 +2694,8 @@ static int rope_kv_pair(const struct o1_rope_kv_args *r,
 
 	if (!k_pair && !q5_pair)
 		return 1;
-	for (int i = 0; !err && i < 2; i++) {
+	for (int i = 0; !err && i < 2; i++)
 		err = rope_args_of(&a[i], r, d, x, norm_w, eps, &pt[i], k);
-		err = err ? err
-			  : handoff_of("gemv_q8_norm_rope_kv", a[i], in, k,
-				       HO_IN);
-	}
 	if (err)
 		return err;
 	err = k_pair ? rope_pair_m<O1_QUANT_Q4_K, O1_QUANT_Q6_K>(r, a, pdl,
@@ -2974,7 +2709,7 @@ extern "C" int o1_gemv_q8_norm_rope_kv_parts_cuda(
     const struct o1_rope_kv_args *r, const struct o1_attn_dims *d,
     const float *x, const float *norm_w, float eps,
     const struct o1_gemv_q_part *parts, uint32_t n_parts, uint32_t k,
-    const struct o1_q8_handoff *in, bool pdl, cudaStream_t stream)
+    bool pdl, cudaStream_t stream)
 {
 	int err = 1;
 
@@ -2983,14 +2718,14 @@ extern "C" int o1_gemv_q8_norm_rope_kv_parts_cuda(
 		return -EINVAL;
 	}
 	if (n_parts == 2)
-		err = rope_kv_pair(r, d, x, norm_w, eps, parts, k, in, pdl,
-				   stream);
+		err = rope_kv_pair(r, d, x, norm_w, eps, parts, k, pdl, stream);
 	if (err != 1)
 		return err;
 	err = 0;
 	for (uint32_t i = 0; !err && i < n_parts; i++)
-		err = norm_rope_kv(r, d, x, norm_w, eps, &parts[i], k, in, pdl,
-				   stream);
+		err = o1_gemv_q8_norm_rope_kv_cuda(
+		    r, d, x, norm_w, eps, parts[i].w, parts[i].type,
+		    parts[i].col0, parts[i].rows, k, pdl, stream);
 	return err;
 }
 

@@ -526,40 +526,10 @@ bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k);
  *   bit for bit;
  * - o1_gemv_q8_norm_swiglu_cuda: the same input, SwiGLU epilogue, bit for
  *   bit o1_gemv_q8_norm_cuda over the 2F rows then o1_swiglu_cuda.
- * x and NORM_W 16-byte aligned, eps >= 0.
- *
- * The quantized handoff (an o1_q8_handoff, NULL: none): a product given
- * OUT also writes its output quantized as the next product's int8 input
- * (each 32-output unit, once its 32 outputs are stored, quantized by the
- * warp that stored the last one, as the next product would quantize it),
- * and the next product given the same struct as IN copies it instead of
- * quantizing:
- * - o1_gemv_q8_norm_swiglu_cuda's act for o1_gemv_q8_add_cuda's x (down):
- *   the bits of the product without it; NORM_W NULL;
- * - o1_gemv_q8_add_cuda's new y for a folded norm's input (the next
- *   o1_gemv_q8_norm_swiglu_cuda or o1_gemv_q8_norm_rope_kv_parts_cuda over
- *   x = that y, all its rows): bf16(y NORM_W) quantized as the fold does,
- *   NORM_W the consumer's norm weight (16-byte aligned; y too, LDY a
- *   multiple of 4), and each unit's sum of squares of y, which the
- *   consumer sums in another order than its own (the fold's bound, not its
- *   bits). Where the norm is not folded, or the consumer takes gemv_q.cu's
- *   fallback kernel, it quantizes x itself (the same bound).
- * Q: o1_gemv_q8_handoff_bytes(M, N) bytes of device memory, 16-byte
- * aligned, N the producer's outputs (the consumer's K); TICKETS: N / 32
- * words, zero before the first launch (every launch leaves them zero); N a
- * multiple of 32. The consumer must run after the producer in the same
- * stream, over the same M rows, and before the buffer's next producer. */
-struct o1_q8_handoff {
-	void *q;
-	uint32_t *tickets;
-	const float *norm_w;
-};
-size_t o1_gemv_q8_handoff_bytes(uint32_t m, uint32_t k);
+ * x and NORM_W 16-byte aligned, eps >= 0. */
 int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
 			enum o1_quant_type type, uint32_t m, uint32_t n,
-			uint32_t k, uint32_t ldy,
-			const struct o1_q8_handoff *in,
-			const struct o1_q8_handoff *out, bool pdl,
+			uint32_t k, uint32_t ldy, bool pdl,
 			cudaStream_t stream);
 int o1_gemv_q8_norm_cuda(float *y, const float *x, const uint32_t *rows,
 			 const float *norm_w, float eps, const void *w,
@@ -569,9 +539,7 @@ int o1_gemv_q8_norm_cuda(float *y, const float *x, const uint32_t *rows,
 int o1_gemv_q8_norm_swiglu_cuda(uint16_t *act, const float *x,
 				const float *norm_w, float eps, const void *w,
 				enum o1_quant_type type, uint32_t m, uint32_t f,
-				uint32_t k, const struct o1_q8_handoff *in,
-				const struct o1_q8_handoff *out, bool pdl,
-				cudaStream_t stream);
+				uint32_t k, bool pdl, cudaStream_t stream);
 bool o1_gemv_q8_norm_folded(void);
 /* gemv_q.cu: o1_gemv_q8_norm_cuda's product for rows [COL0, COL0 + ROWS)
  * of the fused QKV matrix (W: that part, in blocks of TYPE; COL0 and ROWS
@@ -606,18 +574,19 @@ void o1_gemv_q_add_two_rows(bool on);
  * (PARTS[0 .. N_PARTS), the rows of each whole heads): bitwise one call
  * per part, in one launch where the parts are Q4_K then Q6_K (Q4_K_M's
  * layers with a Q6_K v: gemv_q.cu's gemv_qp2) or Q5_0 then Q8_0 (those
- * layers where the width is not whole super-blocks), else one a part;
- * IN: x's quantized handoff (above; NULL: none), copied by each part. */
+ * layers where the width is not whole super-blocks), else one a part. */
 struct o1_gemv_q_part {
 	const void *w;
 	enum o1_quant_type type;
 	uint32_t col0, rows;
 };
-int o1_gemv_q8_norm_rope_kv_parts_cuda(
-    const struct o1_rope_kv_args *r, const struct o1_attn_dims *dims,
-    const float *x, const float *norm_w, float eps,
-    const struct o1_gemv_q_part *parts, uint32_t n_parts, uint32_t k,
-    const struct o1_q8_handoff *in, bool pdl, cudaStream_t stream);
+int o1_gemv_q8_norm_rope_kv_parts_cuda(const struct o1_rope_kv_args *r,
+				       const struct o1_attn_dims *dims,
+				       const float *x, const float *norm_w,
+				       float eps,
+				       const struct o1_gemv_q_part *parts,
+				       uint32_t n_parts, uint32_t k, bool pdl,
+				       cudaStream_t stream);
 
 /* argmax.cu: ids (rows) = index of the largest of each logits row (rows,
  * vocab) f32, the lowest index on ties; NaN never wins. */

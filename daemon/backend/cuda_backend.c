@@ -91,13 +91,6 @@ static uint64_t layout_arena(struct cuda_state *s, uintptr_t base)
 	s->att = cuda_carve(base, &off, t * qd * 2);
 	s->gu = cuda_carve(base, &off, t * 2 * f * 4);
 	s->act = cuda_carve(base, &off, t * f * 2);
-	/* zeroed below: the tickets start at zero */
-	s->act_q.q = cuda_carve(base, &off,
-				o1_gemv_q8_handoff_bytes(O1_GEMV_MAX_ROWS, f));
-	s->act_q.tickets = cuda_carve(base, &off, f / 32 * 4);
-	s->x_q.q = cuda_carve(
-	    base, &off, o1_gemv_q8_handoff_bytes(O1_GEMV_MAX_ROWS, d->dim));
-	s->x_q.tickets = cuda_carve(base, &off, d->dim / 32 * 4);
 	s->logits =
 	    cuda_carve(base, &off, (uint64_t)s->head_rows * d->vocab_size * 4);
 	s->scratch = cuda_carve(base, &off, s->scratch_floats * 4);

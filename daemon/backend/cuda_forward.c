@@ -730,42 +730,6 @@ static bool qparts_whole_heads(const struct cuda_qmat *q, uint32_t head_dim)
 	return true;
 }
 
-/* O1_X_HANDOFF (0, the default; 1: an A/B switch): the normalized
- * inputs' quantized handoff (kernels_cuda.h) from the residual adds to the
- * next normalized product, where the norm is folded (the fold's bound: the
- * squares summed in another order). */
-#ifndef O1_X_HANDOFF
-#define O1_X_HANDOFF 0
-#endif
-
-/* The quantized handoff of x (s->x_q with the consumer's norm weight, in
- * H) from layer L's product KIND over T rows: O's add to layer L's
- * gate/up product, or DOWN's add to layer L + 1's QKV; or NULL. Both
- * fused in one part each (out_product's add; mlp_in's first branch,
- * qkv_in's first), the norm folded, dim a multiple of 32. The producer
- * and its consumer ask the same. */
-static const struct o1_q8_handoff *x_handoff(const struct cuda_state *s,
-					     uint32_t l, uint32_t t,
-					     enum cuda_kind kind,
-					     struct o1_q8_handoff *h)
-{
-	const struct cuda_layer *y = &s->layers[l], *next = y + 1;
-	bool ok = O1_X_HANDOFF && step_fused(s, t) &&
-		  o1_gemv_q8_norm_folded() && s->d.dim % 32 == 0;
-
-	if (kind == CUDA_KIND_O)
-		ok = ok && y->qo.n_parts == 1 && y->qgu.n_parts == 1;
-	else
-		ok = ok && kind == CUDA_KIND_DOWN && l + 1 < s->d.n_layers &&
-		     y->qdown.n_parts == 1 && next->qqkv.n_parts &&
-		     qparts_whole_heads(&next->qqkv, s->d.head_dim);
-	if (!ok)
-		return NULL;
-	*h = s->x_q;
-	h->norm_w = kind == CUDA_KIND_O ? y->ffn_norm : next->attn_norm;
-	return h;
-}
-
 /* The attention input: RMSNorm of the residual stream (adding the
  * previous layer's down product), the QKV product, then RoPE with the bias
  * and the KV page write (RA); fused, one kernel does all three. */
@@ -782,7 +746,6 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 	if (fuse && y->qqkv.n_parts &&
 	    qparts_whole_heads(&y->qqkv, d->head_dim)) {
 		struct o1_gemv_q_part pt[CUDA_QPARTS_MAX];
-		struct o1_q8_handoff h;
 
 		for (uint32_t i = 0; i < y->qqkv.n_parts; i++) {
 			const struct cuda_qpart *p = &y->qqkv.part[i];
@@ -794,9 +757,7 @@ static int qkv_in(struct cuda_state *s, uint32_t l,
 		prefetch_next(s, &y->qo);
 		return o1_gemv_q8_norm_rope_kv_parts_cuda(
 		    ra, ad, s->x, y->attn_norm, d->norm_eps, pt,
-		    y->qqkv.n_parts, d->dim,
-		    l ? x_handoff(s, l - 1, t, CUDA_KIND_DOWN, &h) : NULL, pdl,
-		    s->stream);
+		    y->qqkv.n_parts, d->dim, pdl, s->stream);
 	}
 	if (fuse && y->qqkv.n_parts) {
 		err = 0;
@@ -850,45 +811,21 @@ static bool qw_swiglu(const struct cuda_state *s, const struct cuda_qmat *q,
 		       s->d.dim) == Q_WG;
 }
 
-/* O1_ACT_HANDOFF (0, the default; 1: an A/B switch, the same bits):
- * the quantized handoff (kernels_cuda.h) from the gate/up product to
- * the down product. */
-#ifndef O1_ACT_HANDOFF
-#define O1_ACT_HANDOFF 0
-#endif
-
-/* The quantized handoff layer L's down product over T rows takes from its
- * gate/up product (s->act_q), or NULL: both fused (mlp_in's first branch,
- * out_product's add) in one part each, the rows a multiple of 32. */
-static const struct o1_q8_handoff *act_handoff(const struct cuda_state *s,
-					       uint32_t l, uint32_t t)
-{
-	const struct cuda_layer *y = &s->layers[l];
-
-	return O1_ACT_HANDOFF && step_fused(s, t) && y->qgu.n_parts == 1 &&
-		       y->qdown.n_parts == 1 && s->d.ffn_dim % 32 == 0
-		   ? &s->act_q
-		   : NULL;
-}
-
 /* The MLP input: RMSNorm (adding the O product, unfused), the gate/up
- * product and SwiGLU into s->act (and s->act_q: act_handoff). */
+ * product and SwiGLU into s->act. */
 static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 		  bool pdl)
 {
 	const struct o1_model_desc *d = &s->d;
 	const struct cuda_layer *y = &s->layers[l];
 	uint32_t f = d->ffn_dim;
-	struct o1_q8_handoff h;
 	bool bf16;
 	int err;
 
 	if (fuse && y->qgu.n_parts == 1)
 		return o1_gemv_q8_norm_swiglu_cuda(
 		    s->act, s->x, y->ffn_norm, d->norm_eps, y->qgu.part[0].w,
-		    y->qgu.part[0].type, t, f, d->dim,
-		    x_handoff(s, l, t, CUDA_KIND_O, &h), act_handoff(s, l, t),
-		    pdl, s->stream);
+		    y->qgu.part[0].type, t, f, d->dim, pdl, s->stream);
 	if (fuse && y->qgu.n_parts) {
 		err = 0;
 		for (uint32_t i = 0; !err && i < y->qgu.n_parts; i++) {
@@ -931,26 +868,22 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 				   pdl, s->stream);
 }
 
-/* Layer L's output product KIND (O or down) of IN (K wide) by W: added
- * to the residual stream when ADD (fused; IN quantized already when HIN;
- * x then handed off: x_handoff), else into s->o, summed across the
+/* An output product KIND (O or down) of IN (K wide) by W: added to the
+ * residual stream when ADD (fused), else into s->o, summed across the
  * ranks, for the next RMSNorm to add. */
-static int out_product(struct cuda_state *s, enum cuda_kind kind, uint32_t l,
-		       const uint16_t *in, const struct o1_q8_handoff *hin,
-		       const uint16_t *w, const struct cuda_qmat *q, uint32_t t,
-		       uint32_t k, bool add, bool pdl)
+static int out_product(struct cuda_state *s, enum cuda_kind kind,
+		       const uint16_t *in, const uint16_t *w,
+		       const struct cuda_qmat *q, uint32_t t, uint32_t k,
+		       bool add, bool pdl)
 {
 	int err = 0;
 
 	if (add && q->n_parts) {
-		struct o1_q8_handoff h;
-		const struct o1_q8_handoff *hout = x_handoff(s, l, t, kind, &h);
-
 		for (uint32_t i = 0; !err && i < q->n_parts; i++)
-			err = o1_gemv_q8_add_cuda(
-			    s->x + q->part[i].col0, in, q->part[i].w,
-			    q->part[i].type, t, q->part[i].rows, k, s->d.dim,
-			    hin, hout, pdl, s->stream);
+			err = o1_gemv_q8_add_cuda(s->x + q->part[i].col0, in,
+						  q->part[i].w, q->part[i].type,
+						  t, q->part[i].rows, k,
+						  s->d.dim, pdl, s->stream);
 		return err;
 	}
 	if (add)
@@ -996,8 +929,8 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 				      s->scratch_floats, &s->attn_tune, pdl,
 				      s->stream);
 	return err ? err
-		   : out_product(s, CUDA_KIND_O, l, s->att, NULL, y->wo, &y->qo,
-				 t, qd, fuse, pdl);
+		   : out_product(s, CUDA_KIND_O, s->att, y->wo, &y->qo, t, qd,
+				 fuse, pdl);
 }
 
 /* Unfused, the down product goes to s->o for the next RMSNorm (the next
@@ -1011,8 +944,7 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	if (fuse && s->layers[l].qdown.n_parts && l + 1 < s->d.n_layers)
 		prefetch_next(s, &s->layers[l + 1].qqkv);
 	return err ? err
-		   : out_product(s, CUDA_KIND_DOWN, l, s->act,
-				 act_handoff(s, l, t), s->layers[l].wdown,
+		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
 				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,
 				 pdl);
 }
@@ -1094,14 +1026,13 @@ int o1_cuda_forward_stage(struct cuda_state *s, enum cuda_kind kind, uint32_t l,
 	case CUDA_KIND_QKV:
 		return qkv_in(s, l, &ra, &ad, fuse, pdl);
 	case CUDA_KIND_O:
-		return out_product(s, kind, l, s->att, NULL, y->wo, &y->qo, t,
+		return out_product(s, kind, s->att, y->wo, &y->qo, t,
 				   d->n_heads * d->head_dim, fuse, pdl);
 	case CUDA_KIND_GU:
 		return mlp_in(s, l, t, fuse, pdl);
 	case CUDA_KIND_DOWN:
-		return out_product(s, kind, l, s->act, act_handoff(s, l, t),
-				   y->wdown, &y->qdown, t, d->ffn_dim, fuse,
-				   pdl);
+		return out_product(s, kind, s->act, y->wdown, &y->qdown, t,
+				   d->ffn_dim, fuse, pdl);
 	default:
 		return head_chunk(s, 0, t, fuse);
 	}

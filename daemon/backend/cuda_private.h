@@ -121,11 +121,6 @@ struct cuda_state {
 	void *arena;		   /* owned: activations below */
 	float *x, *o, *qkv, *q, *gu, *logits, *scratch;
 	uint16_t *h, *att, *act;
-	/* in the arena: act quantized by the SwiGLU product for the down
-	 * product (cuda_forward.c's act_handoff), and x by the residual adds
-	 * for the next normalized product (x_handoff; its norm_w set by the
-	 * call) */
-	struct o1_q8_handoff act_q, x_q;
 	void *blas_ws;
 	uint64_t scratch_floats;
 	void *in_dev, *in_host; /* owned: inputs, device and pinned host */

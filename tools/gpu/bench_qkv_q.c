@@ -229,12 +229,11 @@ static int run_path(const struct bench *b, const struct layout *l, enum path p,
 			o1_gemv_q_prefetch_next(o, b->o_bytes, NULL, 0);
 		err = o1_gemv_q8_norm_rope_kv_parts_cuda(
 		    &ra, &b->dims, b->x, b->nw, 1e-5f, pt, l->n_parts, DIM,
-		    NULL, true, st);
+		    true, st);
 		return err || p == PARTS
 			   ? err
 			   : o1_gemv_q8_add_cuda(b->y, b->att, o, O_TYPE, b->m,
-						 DIM, HQ * HD, DIM, NULL, NULL,
-						 true, st);
+						 DIM, HQ * HD, DIM, true, st);
 	}
 	for (uint32_t i = 0; !err && i < l->n_parts; i++)
 		err =
