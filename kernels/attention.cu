@@ -418,8 +418,9 @@ static int attention_rows(uint16_t *out, const float *q, const uint16_t *kc,
 			  const struct o1_attn_batch *b, uint32_t n_rows,
 			  uint32_t max_len, float *scratch,
 			  uint64_t scratch_floats, uint32_t skip_new,
-			  const struct o1_attn_decode_tune *tune, bool legacy,
-			  bool pdl, cudaStream_t stream)
+			  const struct o1_attn_decode_tune *tune,
+			  struct o1_attn_out_q *out_q, bool legacy, bool pdl,
+			  cudaStream_t stream)
 {
 	att_dev a = {b->q_offsets,   b->start_pos,  b->block_tables,
 		     d->page_stride, d->scale,	    d->n_heads,
@@ -435,10 +436,9 @@ static int attention_rows(uint16_t *out, const float *q, const uint16_t *kc,
 	if (err || !n_rows)
 		return err;
 	if (!legacy && o1_attention_decode_fits(d, out, q, kc, vc))
-		return o1_attention_decode_cuda(out, q, kc, vc, d, b, n_rows,
-						max_len, scratch,
-						scratch_floats, skip_new, tune,
-						pdl, stream);
+		return o1_attention_decode_cuda(
+		    out, q, kc, vc, d, b, n_rows, max_len, scratch,
+		    scratch_floats, skip_new, tune, out_q, pdl, stream);
 	a.n_splits = pick_splits(n_rows, a.hkv, a.hq, a.d, max_len,
 				 scratch ? scratch_floats : 0);
 	return launch((__nv_bfloat16 *)out, q, (const __nv_bfloat16 *)kc,
@@ -468,11 +468,14 @@ o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		  const uint16_t *v_cache, const struct o1_attn_dims *d,
 		  const struct o1_attn_batch *b, uint32_t n_rows,
 		  uint32_t max_len, float *scratch, uint64_t scratch_floats,
-		  const struct o1_attn_decode_tune *tune, bool pdl,
-		  cudaStream_t stream)
+		  const struct o1_attn_decode_tune *tune,
+		  struct o1_attn_out_q *out_q, bool pdl, cudaStream_t stream)
 {
 	uint32_t tiled = tiled_share(d, b, n_rows, out, q, k_cache, v_cache);
 	int err;
+
+	if (out_q)
+		out_q->written = false;
 
 	/* A lone sequence the tiled kernel takes leaves the row kernel
 	 * nothing: skip its launch of empty blocks. */
@@ -481,7 +484,8 @@ o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 	else
 		err = attention_rows(out, q, k_cache, v_cache, d, b, n_rows,
 				     max_len, scratch, scratch_floats, tiled,
-				     tune, false, pdl, stream);
+				     tune, tiled == UINT32_MAX ? out_q : NULL,
+				     false, pdl, stream);
 	if (err || tiled == UINT32_MAX || !n_rows)
 		return err;
 	return o1_attention_tiled_cuda(out, q, k_cache, v_cache, d, b, n_rows,
@@ -497,8 +501,8 @@ o1_attention_rows_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		       uint64_t scratch_floats, bool pdl, cudaStream_t stream)
 {
 	return attention_rows(out, q, k_cache, v_cache, d, b, n_rows, max_len,
-			      scratch, scratch_floats, UINT32_MAX, NULL, false,
-			      pdl, stream);
+			      scratch, scratch_floats, UINT32_MAX, NULL, NULL,
+			      false, pdl, stream);
 }
 
 extern "C" int o1_attention_rows_legacy_cuda(
@@ -508,6 +512,6 @@ extern "C" int o1_attention_rows_legacy_cuda(
     float *scratch, uint64_t scratch_floats, bool pdl, cudaStream_t stream)
 {
 	return attention_rows(out, q, k_cache, v_cache, d, b, n_rows, max_len,
-			      scratch, scratch_floats, UINT32_MAX, NULL, true,
-			      pdl, stream);
+			      scratch, scratch_floats, UINT32_MAX, NULL, NULL,
+			      true, pdl, stream);
 }

@@ -70,6 +70,7 @@
 #include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
+#include "q8_input_dev.h"
 
 extern "C" {
 #include "common/log.h"
@@ -140,6 +141,7 @@ struct dec_dev {
 			       belong to the tiled kernel: left alone */
 	uint32_t few;	    /* splits a row uses while each takes at most */
 	uint32_t split_max; /* this many positions (whole rounds): dec_few */
+	uint32_t *out_q;    /* the output quantized too (dec_store), or NULL */
 };
 
 static __device__ uint32_t dec_min(uint32_t a, uint32_t b)
@@ -347,6 +349,42 @@ static __device__ float *dec_ml(float *scratch, const dec_dev &a, size_t rh,
 	       (rh * a.n_splits + sp) * 2;
 }
 
+/* Outputs [O, O + 4) of head H of ROW (ACC / L, head dim D) stored as
+ * bf16 into OUT and, where a.out_q, quantized as the O product's int8
+ * input (q8_input_dev.h, the bits gemv_q.cu would quantize from OUT): a
+ * 32-output unit by the 8 consecutive lanes that hold it, the first
+ * storing its (d, sum). Every lane of the warp calls it (q8_unit's
+ * exchanges); ON: whether the lane's outputs exist (a unit's 8 lanes
+ * agree: heads are whole units). */
+static __device__ void dec_store(__nv_bfloat16 *out, const dec_dev &a,
+				 uint32_t row, uint32_t h, uint32_t o,
+				 uint32_t d, float4 acc, float l, bool on)
+{
+	size_t rh = (size_t)row * a.hq + h;
+	__nv_bfloat16 b[4] = {
+	    __float2bfloat16_rn(acc.x / l), __float2bfloat16_rn(acc.y / l),
+	    __float2bfloat16_rn(acc.z / l), __float2bfloat16_rn(acc.w / l)};
+
+	if (on)
+		for (int e = 0; e < 4; e++)
+			out[rh * d + o + e] = b[e];
+	if (!a.out_q)
+		return;
+	float v[4] = {__bfloat162float(b[0]), __bfloat162float(b[1]),
+		      __bfloat162float(b[2]), __bfloat162float(b[3])};
+	uint32_t w[1], k = a.hq * d, c = h * d + o, u = c / 32;
+	uint32_t pad = q8_pad(k), part = c % 32 / 4;
+	float2 ds = q8_unit<8>(v, w);
+
+	if (!on)
+		return;
+	a.out_q[4 * (q8_piece_at(pad, row, u) + (part < 4 ? 0 : 32)) +
+		part % 4] = w[0];
+	if (part == 0)
+		((float2 *)(a.out_q + 4 * (size_t)gridDim.x * pad *
+					  2))[(size_t)row * (k / 32) + u] = ds;
+}
+
 /* The last block of a split row: merges the USED splits' partials of the
  * NH heads from H0 of ROW into out. First every split's max and sum per
  * head into shared memory (W and W + NH * DEC_MAX_SPLITS, one parallel
@@ -386,14 +424,18 @@ static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch, float *w,
 		sum[h] = l;
 	}
 	__syncthreads();
-	for (uint32_t o = 4 * threadIdx.x; o < nh * d; o += 4 * blockDim.x) {
-		uint32_t h = o / d;
+	/* every lane of a warp takes its rounds (dec_store's exchanges) */
+	for (uint32_t o0 = 0; o0 + 128 * (threadIdx.x / 32) < nh * d;
+	     o0 += 4 * blockDim.x) {
+		uint32_t o = o0 + 4 * threadIdx.x;
+		bool on = o < nh * d;
+		uint32_t h = on ? o / d : 0;
 		size_t rh = (size_t)row * a.hq + h0 + h;
 		float4 acc = {0, 0, 0, 0};
 
 #pragma unroll
 		for (uint32_t sp = 0; sp < DEC_MAX_SPLITS; sp++) {
-			if (sp < used) {
+			if (sp < used && on) {
 				float4 x =
 				    __ldcg((const float4 *)(dec_acc(scratch, a,
 								    rh, sp, d) +
@@ -404,10 +446,7 @@ static __device__ void dec_merge(__nv_bfloat16 *out, float *scratch, float *w,
 				acc.z += wt * x.z, acc.w += wt * x.w;
 			}
 		}
-		out[rh * d + o % d] = __float2bfloat16_rn(acc.x / sum[h]);
-		out[rh * d + o % d + 1] = __float2bfloat16_rn(acc.y / sum[h]);
-		out[rh * d + o % d + 2] = __float2bfloat16_rn(acc.z / sum[h]);
-		out[rh * d + o % d + 3] = __float2bfloat16_rn(acc.w / sum[h]);
+		dec_store(out, a, row, h0 + h, o % d, d, acc, sum[h], on);
 	}
 }
 
@@ -550,8 +589,11 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		}
 	}
 	__syncthreads();
-	for (uint32_t o = 4 * threadIdx.x; o < nh * D; o += 4 * blockDim.x) {
-		uint32_t h = o / D, d = o % D;
+	/* every lane of a warp takes its rounds (dec_store's exchanges) */
+	for (uint32_t o0 = 0; o0 + 128 * warp < nh * D; o0 += 4 * blockDim.x) {
+		uint32_t o = o0 + 4 * threadIdx.x;
+		bool on = o < nh * D;
+		uint32_t h = on ? o / D : 0, d = o % D;
 		size_t rh = (size_t)row * a.hq + h0 + h;
 		float top = -INFINITY, l = 0;
 		float4 acc = {0, 0, 0, 0};
@@ -567,11 +609,8 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 			acc.z += ws[d + 2] * wt, acc.w += ws[d + 3] * wt;
 		}
 		if (used == 1) {
-			out[rh * D + d] = __float2bfloat16_rn(acc.x / l);
-			out[rh * D + d + 1] = __float2bfloat16_rn(acc.y / l);
-			out[rh * D + d + 2] = __float2bfloat16_rn(acc.z / l);
-			out[rh * D + d + 3] = __float2bfloat16_rn(acc.w / l);
-		} else {
+			dec_store(out, a, row, h0 + h, d, D, acc, l, on);
+		} else if (on) {
 			*(float4 *)(dec_acc(scratch, a, rh, split, D) + d) =
 			    acc;
 			if (d == 0) {
@@ -853,7 +892,8 @@ extern "C" int o1_attention_decode_cuda(
     const uint16_t *v_cache, const struct o1_attn_dims *d,
     const struct o1_attn_batch *b, uint32_t n_rows, uint32_t max_len,
     float *scratch, uint64_t scratch_floats, uint32_t skip_new,
-    const struct o1_attn_decode_tune *tune, bool pdl, cudaStream_t stream)
+    const struct o1_attn_decode_tune *tune, struct o1_attn_out_q *out_q,
+    bool pdl, cudaStream_t stream)
 {
 	uint32_t warps =
 	    tune && tune->warps ? tune->warps : dec_warps(n_rows);
@@ -883,6 +923,14 @@ extern "C" int o1_attention_decode_cuda(
 		       max_len);
 		return -EINVAL;
 	}
+	if (out_q && out_q->q && (uintptr_t)out_q->q % 16) {
+		o1_err("attention (decode): quantized output %p not 16-byte "
+		       "aligned",
+		       out_q->q);
+		return -EINVAL;
+	}
+	if (out_q)
+		out_q->written = false;
 	if (!n_rows)
 		return 0;
 	if (dec_tensor_cores(d, out, q, k_cache, v_cache, n_rows, max_len,
@@ -910,7 +958,8 @@ extern "C" int o1_attention_decode_cuda(
 		    warps * (32 / (dd / 8)) * DEC_UNROLL,
 		    skip_new,
 		    0,
-		    0}; /* few, split_max: dec_few */
+		    0,	   /* few, split_max: dec_few */
+		    NULL}; /* out_q: below */
 	a.split_min = rounds * a.round;
 	a.solo =
 	    tune && tune->split_rounds
@@ -923,6 +972,10 @@ extern "C" int o1_attention_decode_cuda(
 		scratch);
 	if (DEC_GRID_USED)
 		a.n_splits = dec_grid_splits(a, max_len);
+	if (out_q && out_q->q && skip_new == UINT32_MAX) {
+		a.out_q = (uint32_t *)out_q->q;
+		out_q->written = true;
+	}
 	smem = (size_t)warps * hg * (dd + 2);
 	smem = smem > hg * (2 * DEC_MAX_SPLITS + 1)
 		   ? smem

@@ -7,7 +7,8 @@
  *
  * Two launches. o1_gemm_qi8_quantize_cuda quantizes x per 32-element unit
  * exactly as gemv_q8.h specifies (q = rint(v 127 / amax), d = amax / 127,
- * s = d times the sum of the q: the bits of gemv_q.cu's quantize_part)
+ * s = d times the sum of the q: q8_input_dev.h's q8_unit, the bits of
+ * gemv_q.cu's input)
  * into a scratch: the quants (M, K) int8, then the (d, s) of each unit
  * transposed, (K / 32, MP) float2 with MP = M rounded up to even, so that a
  * tile's tokens of one unit are consecutive. o1_gemm_qi8_cuda multiplies:
@@ -61,6 +62,7 @@
 #include "gemm_blocks.h"
 #include "kernels_cuda.h"
 #include "mma_dev.h"
+#include "q8_input_dev.h"
 #include "quant_dev.h"
 
 extern "C" {
@@ -441,8 +443,8 @@ __launch_bounds__(GI_THREADS, (gi_smem<TYPE, BM, BN>::occ)) gemm_qi8(gi_args a)
 			}
 }
 
-/* Each thread one unit (32 elements) of x: gemv_q8.h's quantization,
- * bit for bit gemv_q.cu's quantize_part (the same f32 operations). */
+/* Each thread one unit (32 elements) of x: q8_input_dev.h's q8_unit, the
+ * bits of gemv_q.cu's input. */
 static __global__ void __launch_bounds__(256)
     gi_quantize(int8_t *xq, float2 *ds, const uint16_t *x, uint32_t m,
 		uint32_t k, uint32_t mp)
@@ -450,8 +452,7 @@ static __global__ void __launch_bounds__(256)
 	uint32_t units = k / 32;
 	uint64_t id = (uint64_t)blockIdx.x * 256 + threadIdx.x;
 	uint32_t tok = (uint32_t)(id / units), u = (uint32_t)(id % units);
-	float v[32], amax = 0.0f, d, inv;
-	int32_t qsum = 0, nan = 0;
+	float v[32];
 	uint32_t w[8];
 
 	o1_pdl_wait();
@@ -471,29 +472,12 @@ static __global__ void __launch_bounds__(256)
 			v[8 * i + 2 * h + 1] = qd_bf16(p[h] >> 16);
 		}
 	}
-#pragma unroll
-	for (int e = 0; e < 32; e++) {
-		amax = fmaxf(amax, fabsf(v[e]));
-		nan |= v[e] != v[e];
-	}
-	d = nan ? __int_as_float(0x7fc00000) : __fdiv_rn(amax, 127.0f);
-	inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-#pragma unroll
-	for (int i = 0; i < 8; i++) {
-		w[i] = 0;
-#pragma unroll
-		for (int j = 0; j < 4; j++) {
-			int32_t q = __float2int_rn(__fmul_rn(v[4 * i + j], inv));
-
-			qsum += q;
-			w[i] |= ((uint32_t)q & 0xffu) << (8 * j);
-		}
-	}
+	float2 r = q8_unit<1>(v, w);
 	uint4 *dst = (uint4 *)(xq + (size_t)tok * k + 32 * u);
 
 	dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
 	dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
-	ds[(size_t)u * mp + tok] = make_float2(d, __fmul_rn(d, (float)qsum));
+	ds[(size_t)u * mp + tok] = r;
 }
 
 /* A launch's tiles: BN by M (the fewest tokens past M), BM 128 while that

@@ -82,6 +82,7 @@
 #include "cuda_launch.h"
 #include "cuda_util.h"
 #include "kernels_cuda.h"
+#include "q8_input_dev.h"
 #include "quant_dev.h"
 #include "rms_reduce.h"
 #include "rope_dev.h"
@@ -139,6 +140,10 @@ struct gq_args {
 	 * (o1_gemv_q_prefetch_next; bytes 0: none) */
 	const uint8_t *pf[2];
 	uint64_t pf_bytes[2];
+	/* IN_BF16: x quantized already by the kernel that wrote it
+	 * (q8_input_dev.h's layout in device memory; NULL: none), copied
+	 * instead of quantized (xq_copy) */
+	const uint32_t *xq;
 };
 
 /* Weight rows per output (a warp's work unit): SwiGLU's gate and up,
@@ -278,10 +283,11 @@ static __device__ __forceinline__ void unit_dots(float (&d)[M],
 		       __fmul_rn(o[i][2] + o[i][3], qd_scale<TYPE>(h, 2));
 }
 
-/* DOT_I8's input in shared memory (gemv_q8.h's quantization of x): unit
- * u of row i is 32 int8 in two pieces, 32 pieces apart, so that the
- * lanes of a warp (consecutive units) read consecutive pieces; then each
- * unit's scale d and d times the sum of its quants. */
+/* DOT_I8's input in shared memory (gemv_q8.h's quantization of x, laid
+ * out as q8_input_dev.h says): unit u of row i is 32 int8 in two pieces,
+ * 32 pieces apart, so that the lanes of a warp (consecutive units) read
+ * consecutive pieces; then each unit's scale d and d times the sum of
+ * its quants. */
 struct gq_xq {
 	const gq_piece *q; /* (M, pad / 32, 2, 32) pieces */
 	const float2 *ds;  /* (M, units) */
@@ -290,7 +296,7 @@ struct gq_xq {
 static __device__ __forceinline__ size_t xq_at(const gq_args &a, uint32_t i,
 					       uint32_t u)
 {
-	return (size_t)i * a.pad * 2 + (u & ~31u) * 2 + (u & 31);
+	return q8_piece_at(a.pad, i, u);
 }
 
 /* The raw input of a quarter unit (elements [8 Q, 8 Q + 8) of unit U):
@@ -379,57 +385,25 @@ template <int M, int IN> static __host__ __device__ constexpr int qx_chunk()
 					 : 1);
 }
 
-/* A unit quantized as gemv_q8.h specifies: int8 q = rint(v 127 / amax)
- * into the pieces LO (elements 0..15) and HI, (d = amax / 127, d times
- * the sum of the q) into DS; a NaN in the unit makes d NaN (so every
- * product of the unit is NaN, as the f32 path's). By the 4 lanes 4 g ..
- * 4 g + 3 of a warp, lane 4 g + Q holding elements [8 Q, 8 Q + 8) in V
- * (max, NaN and the integer sum exchanged: the values of one lane's
- * whole-unit loop), each lane storing its 8 quants, lane 4 g the (d,
- * sum). Every lane of the
- * warp calls it (the exchanges are the warp's); ON: whether the lane's
- * unit exists (else it stores nothing). */
+/* A unit quantized (q8_input_dev.h's q8_unit) into the pieces LO
+ * (elements 0..15) and HI, its (d, sum) into DS: by the 4 lanes 4 g ..
+ * 4 g + 3 of a warp, lane 4 g + Q holding elements [8 Q, 8 Q + 8) in V,
+ * each lane storing its 8 quants, lane 4 g the (d, sum). Every lane of
+ * the warp calls it (the exchanges are the warp's); ON: whether the
+ * lane's unit exists (else it stores nothing). */
 static __device__ void quantize_part(const float (&v)[8], uint32_t q, bool on,
 				     gq_piece *lo, gq_piece *hi, float2 *ds)
 {
-	float amax = 0.0f, d, inv;
 	uint32_t w[2];
-	int32_t qsum = 0, nan = 0;
+	float2 r = q8_unit<4>(v, w);
 
-#pragma unroll
-	for (int e = 0; e < 8; e++) {
-		amax = fmaxf(amax, fabsf(v[e]));
-		nan |= v[e] != v[e];
-	}
-#pragma unroll
-	for (int o = 1; o < 4; o *= 2) {
-		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-		nan |= __shfl_xor_sync(0xffffffffu, nan, o);
-	}
-	d = nan ? __int_as_float(0x7fc00000) : __fdiv_rn(amax, 127.0f);
-	inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-#pragma unroll
-	for (int k = 0; k < 2; k++) {
-		w[k] = 0;
-#pragma unroll
-		for (int j = 0; j < 4; j++) {
-			int32_t x =
-			    __float2int_rn(__fmul_rn(v[4 * k + j], inv));
-
-			qsum += x;
-			w[k] |= ((uint32_t)x & 0xffu) << (8 * j);
-		}
-	}
-#pragma unroll
-	for (int o = 1; o < 4; o *= 2)
-		qsum += __shfl_xor_sync(0xffffffffu, qsum, o);
 	if (!on)
 		return;
 	gq_piece *t = q < 2 ? lo : hi;
 
 	t->v[2 * (q % 2)] = w[0], t->v[2 * (q % 2) + 1] = w[1];
 	if (q == 0)
-		*ds = make_float2(d, __fmul_rn(d, (float)qsum));
+		*ds = r;
 }
 
 /* GQ_PROBE (0, the default: nothing changes): a timing probe of where a
@@ -1300,6 +1274,42 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
 	}
 }
 
+/* IN_BF16 given a.xq (every thread): the M rows' pieces and (d, sum)
+ * pairs, as quantize_x would leave them, copied from a.xq into XQ (DS
+ * follows it), a chunk's loads issued before its stores; then the
+ * block's barrier. The pieces of units past a row's last (pad) are
+ * copied as they are: no product reads them. */
+template <int M> static __device__ void xq_copy(const gq_args &a, gq_piece *xq)
+{
+	constexpr int L = 8;
+	const gq_piece *src = (const gq_piece *)a.xq;
+	uint32_t nq = M * a.pad * 2, nd = M * a.units;
+	const float2 *ds_in = (const float2 *)(src + nq);
+	float2 *ds = (float2 *)(xq + nq);
+
+	for (uint32_t e0 = 0; e0 < nq; e0 += L * GQ_THREADS) {
+		gq_piece r[L];
+
+#pragma unroll
+		for (int c = 0; c < L; c++) {
+			uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
+
+			if (e < nq)
+				r[c] = ldx(src + e);
+		}
+#pragma unroll
+		for (int c = 0; c < L; c++) {
+			uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
+
+			if (e < nq)
+				xq[e] = r[c];
+		}
+	}
+	for (uint32_t e = threadIdx.x; e < nd; e += GQ_THREADS)
+		ds[e] = ds_in[e];
+	__syncthreads();
+}
+
 /* Grid: blocks of GQ_WARPS warps, warp w of block b starting at unit
  * b GQ_WARPS + w and striding by the grid's warps (see the top). A unit
  * is R rows of NB batches: batch t of the walk is batch t % NB of row
@@ -1329,7 +1339,10 @@ static __global__ void __launch_bounds__(GQ_THREADS, GQ_BPS) gemv_q(gq_args a)
 		float2 *ds = (float2 *)(xq + (size_t)M * a.pad * 2);
 
 		part = (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
-		quantize_x<M, IN>(a, xq, ds, part);
+		if (IN == IN_BF16 && a.xq)
+			xq_copy<M>(a, xq);
+		else
+			quantize_x<M, IN>(a, xq, ds, part);
 		xin.q = xq, xin.ds = ds;
 	}
 #pragma unroll
@@ -1755,7 +1768,8 @@ static __device__ void qp_input_copied(const gq_args &a, gq_piece *xq,
 	__syncthreads();
 }
 
-/* quantize_x, or under GQ_PROBE its constants or copies (POST 1). */
+/* quantize_x (or xq_copy), or under GQ_PROBE its constants or copies
+ * (POST 1). */
 template <int M, int IN>
 static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 						float2 *ds, float (&post)[M])
@@ -1781,6 +1795,10 @@ static __device__ __forceinline__ void qp_input(const gq_args &a, gq_piece *xq,
 		float(*part)[RMS_VWARPS] =
 		    (float(*)[RMS_VWARPS])(ds + (size_t)M * a.units);
 
+		if (IN == IN_BF16 && a.xq) {
+			xq_copy<M>(a, xq);
+			return;
+		}
 		quantize_x<M, IN>(a, xq, ds, part);
 		norm_post<M, IN>(a, part, post);
 	}
@@ -2477,7 +2495,7 @@ static gq_args args(float *y, uint16_t *act, const uint16_t *x, const void *w,
 
 	a.y = y, a.act = (__nv_bfloat16 *)act, a.x = x;
 	a.w = (const uint8_t *)w, a.n = n, a.k = k, a.ldy = ldy;
-	a.units = k / 32, a.pad = (a.units + 31) / 32 * 32;
+	a.units = k / 32, a.pad = q8_pad(k);
 	return a;
 }
 
@@ -2534,14 +2552,21 @@ extern "C" int o1_gemv_q8_swiglu_cuda(uint16_t *act, const uint16_t *x,
 	return gemv_swiglu(act, x, w, type, DOT_I8, m, f, k, pdl, stream);
 }
 
-extern "C" int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
-				   enum o1_quant_type type, uint32_t m,
-				   uint32_t n, uint32_t k, uint32_t ldy,
-				   bool pdl, cudaStream_t stream)
+extern "C" int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *xq,
+				   const void *w, enum o1_quant_type type,
+				   uint32_t m, uint32_t n, uint32_t k,
+				   uint32_t ldy, bool pdl, cudaStream_t stream)
 {
 	gq_args a = args(y, NULL, x, w, n, k, ldy);
 	int err = check("gemv_q8_add", a, y, type, m);
 
+	if (!err && xq && ((uintptr_t)xq % 16 || k % 32)) {
+		o1_err("gemv_q8_add: quantized input %p not 16-byte aligned "
+		       "or %u columns (a multiple of 32)",
+		       xq, k);
+		err = -EINVAL;
+	}
+	a.xq = (const uint32_t *)xq;
 	return err ? err
 		   : launch_type<OUT_ADD>(a, type, m, DOT_I8, pdl, stream);
 }

@@ -63,6 +63,43 @@ static void quantize_unit(const uint16_t *x, struct xunit *o)
 	o->s = o->d * (float)qsum;
 }
 
+size_t o1_q8_input_bytes(uint32_t m, uint32_t k)
+{
+	uint32_t units = k / 32, pad = (units + 31) / 32 * 32;
+
+	return (size_t)m * pad * 2 * 16 + (size_t)m * units * 8;
+}
+
+int o1_q8_input_cpu(void *out, const uint16_t *x, uint32_t m, uint32_t k)
+{
+	uint32_t units = k / 32, pad = (units + 31) / 32 * 32;
+	uint8_t *q = out;
+	float *ds = (float *)(q + (size_t)m * pad * 2 * 16);
+
+	if (k % 32) {
+		o1_err("q8 input: %u columns, not a multiple of 32", k);
+		return -EINVAL;
+	}
+	memset(q, 0, (size_t)m * pad * 2 * 16);
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t u = 0; u < units; u++) {
+			struct xunit xu;
+			/* the unit's low piece (elements 0..15); its high one
+			 * 32 pieces on */
+			uint8_t *lo = q + ((size_t)i * pad * 2 +
+					   (u & ~31u) * 2 + (u & 31)) *
+					      16;
+
+			quantize_unit(x + (size_t)i * k + 32 * u, &xu);
+			for (int e = 0; e < 32; e++)
+				lo[e < 16 ? e : 32 * 16 + e - 16] =
+				    (uint8_t)xu.q[e];
+			ds[2 * ((size_t)i * units + u)] = xu.d;
+			ds[2 * ((size_t)i * units + u) + 1] = xu.s;
+		}
+	return 0;
+}
+
 static uint32_t u16(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8;

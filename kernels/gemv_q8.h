@@ -49,6 +49,7 @@
 #ifndef O1_GEMV_Q8_H
 #define O1_GEMV_Q8_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "quant.h"
@@ -62,6 +63,15 @@ extern "C" {
 int o1_gemv_q8_cpu(float *y, const uint16_t *x, const void *w,
 		   enum o1_quant_type type, uint32_t m, uint32_t n, uint32_t k,
 		   uint32_t ldy);
+
+/* The M rows of X (K a multiple of 32) quantized as above into OUT, laid
+ * out as an int8 product's quantized input in device memory
+ * (kernels/q8_input_dev.h; o1_q8_input_bytes(M, K) bytes, the pieces of
+ * units past a row's last left zero): what o1_gemv_q8_add_cuda's XQ
+ * holds. Returns 0, or -EINVAL for K not a multiple of 32 (logged). */
+int o1_q8_input_cpu(void *out, const uint16_t *x, uint32_t m, uint32_t k);
+/* Bytes of that layout for M rows of K. */
+size_t o1_q8_input_bytes(uint32_t m, uint32_t k);
 
 /* bound (M,N) = the bound above on |o1_gemv_q8_cpu - o1_gemv_q_cpu| per
  * element (row stride N). Same returns. */

@@ -129,11 +129,25 @@ int o1_rope_kv_write_bf16_cuda(const struct o1_rope_kv_args *a,
  * same time (the CUDA backend has one stream per device). */
 #define O1_ATTN_TILED_MIN_NEW 16
 struct o1_attn_decode_tune;
+/* OUT_Q (NULL: none): where every row goes to attention_decode.cu's row
+ * kernel (a decode step the tiled kernel takes no row of, and not one
+ * the decode kernel sends to its tensor cores), that kernel also writes
+ * OUT quantized as an int8 product's input, the bits o1_gemv_q8_add_cuda
+ * would quantize from it (kernels/q8_input_dev.h), into Q: gemv_q8.h's
+ * o1_q8_input_bytes(N_ROWS, n_heads x head_dim) bytes of device memory,
+ * 16-byte aligned; WRITTEN says whether it did (the O product then takes
+ * Q as its XQ). Decided on the host by the launch's shape, so a CUDA
+ * graph replays the same choice. */
+struct o1_attn_out_q {
+	void *q;
+	bool written;
+};
 int o1_attention_cuda(uint16_t *out, const float *q, const uint16_t *k_cache,
 		      const uint16_t *v_cache, const struct o1_attn_dims *dims,
 		      const struct o1_attn_batch *batch, uint32_t n_rows,
 		      uint32_t max_len, float *scratch, uint64_t scratch_floats,
-		      const struct o1_attn_decode_tune *tune, bool pdl,
+		      const struct o1_attn_decode_tune *tune,
+		      struct o1_attn_out_q *out_q, bool pdl,
 		      cudaStream_t stream);
 /* The row kernels for every row (attention_decode.cu when the shape fits
  * it, else the old row kernel; f32 FMAs): o1_attention_cuda without the
@@ -173,10 +187,11 @@ int o1_attention_rows_legacy_cuda(uint16_t *out, const float *q,
  * serves (1, 2, 4 or 8;
  * wider groups read K/V once a chunk), and FLAT: blocks of 4 heads load
  * each round as it starts instead of a round ahead: the benchmark's
- * sweep. Split launches merge through tickets of their own, under the
- * same rule as the row kernel's (launches on one device never overlap).
- * TC: whether launches of many rows go to the tensor-core kernel
- * (attention_decode_tc.cu, rounding as the tiled prefill kernel's): AUTO
+ * sweep. OUT_Q as o1_attention_cuda's, written where SKIP_NEW is
+ * UINT32_MAX and the row kernel runs. Split launches merge through tickets of
+ * their own, under the same rule as the row kernel's (launches on one device
+ * never overlap). TC: whether launches of many rows go to the tensor-core
+ * kernel (attention_decode_tc.cu, rounding as the tiled prefill kernel's): AUTO
  * from rows x kv heads of DEC_TC_BLOCKS, ON whenever the shape fits it,
  * OFF never; TC_STAGES its K/V tiles in flight (0: default), TC_SPLITS
  * its splits (0: its pick; o1_attention_decode_tc_cuda's SPLITS).
@@ -211,10 +226,11 @@ bool o1_attention_decode_fits(const struct o1_attn_dims *dims,
 int o1_attention_decode_cuda(uint16_t *out, const float *q,
 			     const uint16_t *k_cache, const uint16_t *v_cache,
 			     const struct o1_attn_dims *dims,
-			     const struct o1_attn_batch *batch,
-			     uint32_t n_rows, uint32_t max_len, float *scratch,
+			     const struct o1_attn_batch *batch, uint32_t n_rows,
+			     uint32_t max_len, float *scratch,
 			     uint64_t scratch_floats, uint32_t skip_new,
-			     const struct o1_attn_decode_tune *tune, bool pdl,
+			     const struct o1_attn_decode_tune *tune,
+			     struct o1_attn_out_q *out_q, bool pdl,
 			     cudaStream_t stream);
 /* attention_decode_tc.cu: decode rows on tensor cores, a block per (row,
  * kv head, split) (o1_attention_decode_cuda picks it; the operands,
@@ -526,10 +542,17 @@ bool o1_gemv_q8_fits(enum o1_quant_type type, uint32_t m, uint32_t k);
  *   bit for bit;
  * - o1_gemv_q8_norm_swiglu_cuda: the same input, SwiGLU epilogue, bit for
  *   bit o1_gemv_q8_norm_cuda over the 2F rows then o1_swiglu_cuda.
- * x and NORM_W 16-byte aligned, eps >= 0. */
-int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *w,
-			enum o1_quant_type type, uint32_t m, uint32_t n,
-			uint32_t k, uint32_t ldy, bool pdl,
+ * x and NORM_W 16-byte aligned, eps >= 0.
+ *
+ * o1_gemv_q8_add_cuda given XQ (NULL: none) takes x quantized already, by
+ * the kernel that wrote it (o1_attention_cuda's OUT_Q): gemv_q8.h's
+ * o1_q8_input_bytes(M, K) bytes of device memory, 16-byte aligned, laid
+ * out as kernels/q8_input_dev.h says, K a multiple of 32; it copies them
+ * instead of quantizing x (the same bits, where they are x's
+ * quantization). */
+int o1_gemv_q8_add_cuda(float *y, const uint16_t *x, const void *xq,
+			const void *w, enum o1_quant_type type, uint32_t m,
+			uint32_t n, uint32_t k, uint32_t ldy, bool pdl,
 			cudaStream_t stream);
 int o1_gemv_q8_norm_cuda(float *y, const float *x, const uint32_t *rows,
 			 const float *norm_w, float eps, const void *w,

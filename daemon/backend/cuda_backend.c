@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "cuda_private.h"
 #include "kernels/cuda_util.h"
+#include "kernels/gemv_q8.h"
 
 static _Atomic uint64_t alloc_count;
 
@@ -89,6 +90,8 @@ static uint64_t layout_arena(struct cuda_state *s, uintptr_t base)
 	s->qkv = cuda_carve(base, &off, t * cuda_qkv_rows(d) * 4);
 	s->q = cuda_carve(base, &off, t * qd * 4);
 	s->att = cuda_carve(base, &off, t * qd * 2);
+	s->att_q = cuda_carve(
+	    base, &off, o1_q8_input_bytes(O1_GEMV_MAX_ROWS, (uint32_t)qd));
 	s->gu = cuda_carve(base, &off, t * 2 * f * 4);
 	s->act = cuda_carve(base, &off, t * f * 2);
 	s->logits =

@@ -869,10 +869,10 @@ static int mlp_in(struct cuda_state *s, uint32_t l, uint32_t t, bool fuse,
 }
 
 /* An output product KIND (O or down) of IN (K wide) by W: added to the
- * residual stream when ADD (fused), else into s->o, summed across the
- * ranks, for the next RMSNorm to add. */
+ * residual stream when ADD (fused; IN_Q: IN quantized already, or NULL),
+ * else into s->o, summed across the ranks, for the next RMSNorm to add. */
 static int out_product(struct cuda_state *s, enum cuda_kind kind,
-		       const uint16_t *in, const uint16_t *w,
+		       const uint16_t *in, const void *in_q, const uint16_t *w,
 		       const struct cuda_qmat *q, uint32_t t, uint32_t k,
 		       bool add, bool pdl)
 {
@@ -880,10 +880,10 @@ static int out_product(struct cuda_state *s, enum cuda_kind kind,
 
 	if (add && q->n_parts) {
 		for (uint32_t i = 0; !err && i < q->n_parts; i++)
-			err = o1_gemv_q8_add_cuda(s->x + q->part[i].col0, in,
-						  q->part[i].w, q->part[i].type,
-						  t, q->part[i].rows, k,
-						  s->d.dim, pdl, s->stream);
+			err = o1_gemv_q8_add_cuda(
+			    s->x + q->part[i].col0, in, in_q, q->part[i].w,
+			    q->part[i].type, t, q->part[i].rows, k, s->d.dim,
+			    pdl, s->stream);
 		return err;
 	}
 	if (add)
@@ -911,6 +911,25 @@ static struct o1_rope_kv_args rope_args(const struct cuda_state *s, uint32_t l,
 	    s->d.rope.dim};
 }
 
+/* O1_ATT_Q (1, the default; 0: the A/B's other side, the same bits):
+ * the decode attention also writes att quantized (s->att_q) for the O
+ * product, which copies it instead of quantizing att in each of its
+ * blocks (kernels_cuda.h's o1_attn_out_q). */
+#ifndef O1_ATT_Q
+#define O1_ATT_Q 1
+#endif
+
+/* Where layer L's attention over T rows may leave att quantized for its
+ * O product (s->att_q), or NULL: the fused int8 product (out_product's
+ * first branch) over at most the rows s->att_q holds. */
+static void *att_q(const struct cuda_state *s, uint32_t l, uint32_t t)
+{
+	return O1_ATT_Q && step_fused(s, t) && s->layers[l].qo.n_parts &&
+		       t <= O1_GEMV_MAX_ROWS
+		   ? s->att_q
+		   : NULL;
+}
+
 static int attention_block(struct cuda_state *s, uint32_t l,
 			   const struct flat *f, const struct o1_attn_batch *b)
 {
@@ -920,16 +939,18 @@ static int attention_block(struct cuda_state *s, uint32_t l,
 	struct o1_rope_kv_args ra = rope_args(s, l, f->tokens);
 	uint32_t t = f->tokens, qd = d->n_heads * d->head_dim;
 	bool pdl = step_pdl(s, t), fuse = step_fused(s, t);
+	struct o1_attn_out_q oq = {att_q(s, l, t), false};
 	int err = qkv_in(s, l, &ra, &ad, fuse, pdl);
 
 	err = err || s->cfg.cuda_no_attention
 		  ? err
 		  : o1_attention_cuda(s->att, s->q, ra.k_cache, ra.v_cache, &ad,
 				      b, t, f->max_len, s->scratch,
-				      s->scratch_floats, &s->attn_tune, pdl,
-				      s->stream);
+				      s->scratch_floats, &s->attn_tune, &oq,
+				      pdl, s->stream);
 	return err ? err
-		   : out_product(s, CUDA_KIND_O, s->att, y->wo, &y->qo, t, qd,
+		   : out_product(s, CUDA_KIND_O, s->att,
+				 oq.written ? oq.q : NULL, y->wo, &y->qo, t, qd,
 				 fuse, pdl);
 }
 
@@ -944,9 +965,9 @@ static int mlp_block(struct cuda_state *s, uint32_t l, uint32_t t)
 	if (fuse && s->layers[l].qdown.n_parts && l + 1 < s->d.n_layers)
 		prefetch_next(s, &s->layers[l + 1].qqkv);
 	return err ? err
-		   : out_product(s, CUDA_KIND_DOWN, s->act, s->layers[l].wdown,
-				 &s->layers[l].qdown, t, s->d.ffn_dim, fuse,
-				 pdl);
+		   : out_product(s, CUDA_KIND_DOWN, s->act, NULL,
+				 s->layers[l].wdown, &s->layers[l].qdown, t,
+				 s->d.ffn_dim, fuse, pdl);
 }
 
 /* Uploads the inputs of N_SEQS sequences; the tables come last: only the
@@ -1026,13 +1047,13 @@ int o1_cuda_forward_stage(struct cuda_state *s, enum cuda_kind kind, uint32_t l,
 	case CUDA_KIND_QKV:
 		return qkv_in(s, l, &ra, &ad, fuse, pdl);
 	case CUDA_KIND_O:
-		return out_product(s, kind, s->att, y->wo, &y->qo, t,
+		return out_product(s, kind, s->att, NULL, y->wo, &y->qo, t,
 				   d->n_heads * d->head_dim, fuse, pdl);
 	case CUDA_KIND_GU:
 		return mlp_in(s, l, t, fuse, pdl);
 	case CUDA_KIND_DOWN:
-		return out_product(s, kind, s->act, y->wdown, &y->qdown, t,
-				   d->ffn_dim, fuse, pdl);
+		return out_product(s, kind, s->act, NULL, y->wdown, &y->qdown,
+				   t, d->ffn_dim, fuse, pdl);
 	default:
 		return head_chunk(s, 0, t, fuse);
 	}

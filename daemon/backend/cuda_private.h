@@ -121,6 +121,9 @@ struct cuda_state {
 	void *arena;		   /* owned: activations below */
 	float *x, *o, *qkv, *q, *gu, *logits, *scratch;
 	uint16_t *h, *att, *act;
+	/* att quantized by the decode attention for the O product, up to
+	 * O1_GEMV_MAX_ROWS rows (cuda_forward.c's att_q) */
+	void *att_q;
 	void *blas_ws;
 	uint64_t scratch_floats;
 	void *in_dev, *in_host; /* owned: inputs, device and pinned host */

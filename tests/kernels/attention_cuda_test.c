@@ -6,11 +6,13 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <cuda_runtime_api.h>
 
 #include "kernel_cuda_test.h"
+#include "kernels/gemv_q8.h"
 #include "kernels/kernels_cuda.h"
 
 uint64_t kct_page_stride(const struct kct_kv_shape *k)
@@ -53,6 +55,45 @@ void kct_att_fill(const struct kct_att_case *c, struct kct_att_host *h)
 	h->q = kct_randv((size_t)h->rows * c->k.hq * c->k.d, 2);
 }
 
+/* o1_attention_cuda over H's batch, asked for its output quantized too
+ * (o1_attn_out_q): never written where the tiled kernel takes a share
+ * (rows of sequences with O1_ATTN_TILED_MIN_NEW new tokens might exist),
+ * and where written the bytes of gemv_q8.c's o1_q8_input_cpu over the
+ * output (the pieces past a row's last unit aside: they are compared
+ * zero, as both leave them where the buffer starts zeroed). */
+static void dispatch_q(void *out, const float *q, const void *kc,
+		       const void *vc, const struct o1_attn_dims *dm,
+		       const struct o1_attn_batch *b,
+		       const struct kct_att_host *h, uint32_t n_seqs, float *sc,
+		       uint64_t scratch_floats, bool pdl)
+{
+	uint32_t k = dm->n_heads * dm->head_dim;
+	size_t bytes = o1_q8_input_bytes(h->rows, k);
+	struct o1_attn_out_q oq = {kct_dev(bytes), true};
+	uint8_t *want = malloc(bytes), *got;
+	uint16_t *o;
+
+	assert_int_equal(cudaMemset(oq.q, 0, bytes), cudaSuccess);
+	assert_int_equal(o1_attention_cuda(out, q, kc, vc, dm, b, h->rows,
+					   h->max_len, sc, scratch_floats, NULL,
+					   &oq, pdl, kct_stream(pdl)),
+			 0);
+	if (h->rows - n_seqs + 1 >= O1_ATTN_TILED_MIN_NEW &&
+	    o1_attention_tiled_fits(dm, out, q, kc, vc))
+		assert_false(oq.written);
+	got = kct_host_copy(oq.q, bytes);
+	if (oq.written && k % 32 == 0) {
+		o = kct_host_copy(out, (size_t)h->rows * k * 2);
+		assert_int_equal(o1_q8_input_cpu(want, o, h->rows, k), 0);
+		assert_memory_equal(got, want, bytes);
+		free(o);
+	} else {
+		memset(want, 0, bytes);
+		assert_memory_equal(got, want, bytes);
+	}
+	free(want), free(got), cudaFree(oq.q);
+}
+
 float *kct_att_gpu(const struct kct_att_case *c, const struct kct_att_host *h,
 		   uint64_t scratch_floats, enum att_path path,
 		   uint32_t min_new, bool pdl)
@@ -92,11 +133,8 @@ float *kct_att_gpu(const struct kct_att_case *c, const struct kct_att_host *h,
 							kct_stream(pdl)),
 				 0);
 	else
-		assert_int_equal(o1_attention_cuda(out, q, kc, vc, &dm, &b,
-						   h->rows, h->max_len, sc,
-						   scratch_floats, NULL, pdl,
-						   kct_stream(pdl)),
-				 0);
+		dispatch_q(out, q, kc, vc, &dm, &b, h, c->n_seqs, sc,
+			   scratch_floats, pdl);
 	got = kct_host_bf16(out, out_n);
 	cudaFree((void *)b.q_offsets), cudaFree((void *)b.start_pos);
 	cudaFree((void *)b.block_tables), cudaFree(kc), cudaFree(vc);

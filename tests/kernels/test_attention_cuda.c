@@ -280,20 +280,17 @@ static void test_attention_errors(void **state)
 
 	(void)state;
 	/* Hq not a multiple of Hkv; odd head_dim; context past the table */
-	assert_int_equal(
-	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, NULL,
-			      false, 0),
-	    -EINVAL);
+	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0,
+					   NULL, NULL, false, 0),
+			 -EINVAL);
 	dm.n_kv_heads = 2, dm.head_dim = 63;
-	assert_int_equal(
-	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0, NULL,
-			      false, 0),
-	    -EINVAL);
+	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 1, NULL, 0,
+					   NULL, NULL, false, 0),
+			 -EINVAL);
 	dm.head_dim = 64;
-	assert_int_equal(
-	    o1_attention_cuda(p, p, p, p, &dm, &b, 1, 17, NULL, 0, NULL,
-			      false, 0),
-	    -EINVAL);
+	assert_int_equal(o1_attention_cuda(p, p, p, p, &dm, &b, 1, 17, NULL, 0,
+					   NULL, NULL, false, 0),
+			 -EINVAL);
 	cudaFree(p);
 }
 

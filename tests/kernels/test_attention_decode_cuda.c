@@ -59,6 +59,7 @@
 
 #include "kernel_cuda_test.h"
 #include "kernels/attention.h"
+#include "kernels/gemv_q8.h"
 #include "kernels/kernels_cuda.h"
 
 #define PAGE	   16
@@ -145,9 +146,40 @@ static void run_close(struct dec_run *r)
 
 enum dec_path { DECODE, DISPATCH, GRAPH, TENSOR_CORES };
 
+/* The quantized output OQ (o1_attn_out_q's Q, poisoned with 0xff before
+ * the launch) against OUT's rows (bf16) quantized by gemv_q8.c: where
+ * WRITTEN bitwise o1_q8_input_cpu's, but for the pieces of units past a
+ * row's last (pad: never written), else untouched. */
+static void check_out_q(const struct dec_run *r, const uint16_t *out,
+			const void *oq, bool written)
+{
+	uint32_t k = r->dm.n_heads * r->dm.head_dim, units = k / 32;
+	uint32_t pad = (units + 31) / 32 * 32;
+	size_t bytes = o1_q8_input_bytes(r->rows, k);
+	uint8_t *got = kct_host_copy(oq, bytes), *want = malloc(bytes);
+
+	if (written) {
+		assert_int_equal(o1_q8_input_cpu(want, out, r->rows, k), 0);
+		for (uint32_t i = 0; i < r->rows; i++)
+			for (uint32_t u = units; u < pad; u++)
+				for (int h = 0; h < 2; h++)
+					memset(want + ((size_t)i * pad * 2 +
+						       u / 32 * 64 + h * 32 +
+						       u % 32) *
+							  16,
+					       0xff, 16);
+	} else {
+		memset(want, 0xff, bytes);
+	}
+	assert_memory_equal(got, want, bytes);
+	free(got), free(want);
+}
+
 /* One launch over the case (PATH: the kernel alone, o1_attention_cuda, or
  * the kernel captured into a graph and replayed twice) with scratch for
- * MAX_SPLITS splits; the output (bf16 bits). */
+ * MAX_SPLITS splits, asked for the quantized output too (check_out_q:
+ * written by the row kernel wherever it runs, so whenever the tensor
+ * cores are off); the output (bf16 bits). */
 static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 			const struct o1_attn_decode_tune *tune,
 			enum dec_path path)
@@ -156,16 +188,19 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 	    r->rows, r->dm.n_heads, r->dm.head_dim, MAX_SPLITS);
 	float *sc = kct_dev(sf * 4);
 	void *out = kct_dev(r->out_n * 2);
+	size_t qb = o1_q8_input_bytes(r->rows, r->dm.n_heads * r->dm.head_dim);
+	struct o1_attn_out_q oq = {kct_dev(qb), true};
 	cudaStream_t st = NULL;
 	cudaGraph_t g;
 	cudaGraphExec_t ge;
 	uint16_t *h;
 
+	assert_int_equal(cudaMemset(oq.q, 0xff, qb), cudaSuccess);
 	if (path == DISPATCH) {
 		assert_int_equal(o1_attention_cuda(out, r->dq, r->dkc, r->dvc,
 						   &r->dm, &r->db, r->rows,
-						   max_len, sc, sf, tune, true,
-						   kct_stream(true)),
+						   max_len, sc, sf, tune, &oq,
+						   true, kct_stream(true)),
 				 0);
 	} else if (path == TENSOR_CORES) {
 		assert_int_equal(o1_attention_decode_tc_cuda(
@@ -173,11 +208,12 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 				     r->rows, max_len, 0, sc, sf, UINT32_MAX, 0,
 				     false, 0),
 				 0);
+		oq.written = false;
 	} else if (path == DECODE) {
 		assert_int_equal(
 		    o1_attention_decode_cuda(out, r->dq, r->dkc, r->dvc, &r->dm,
 					     &r->db, r->rows, max_len, sc, sf,
-					     UINT32_MAX, tune, false, 0),
+					     UINT32_MAX, tune, &oq, false, 0),
 		    0);
 	} else {
 		assert_int_equal(cudaStreamCreate(&st), cudaSuccess);
@@ -187,7 +223,7 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 		assert_int_equal(
 		    o1_attention_decode_cuda(out, r->dq, r->dkc, r->dvc, &r->dm,
 					     &r->db, r->rows, max_len, sc, sf,
-					     UINT32_MAX, tune, false, st),
+					     UINT32_MAX, tune, &oq, false, st),
 		    0);
 		assert_int_equal(cudaStreamEndCapture(st, &g), cudaSuccess);
 		assert_int_equal(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
@@ -198,7 +234,10 @@ static uint16_t *launch(const struct dec_run *r, uint32_t max_len,
 		cudaStreamDestroy(st);
 	}
 	h = kct_host_copy(out, r->out_n * 2);
-	cudaFree(sc), cudaFree(out);
+	if (tune && tune->tc == O1_ATTN_TC_OFF)
+		assert_true(oq.written);
+	check_out_q(r, h, oq.q, oq.written);
+	cudaFree(sc), cudaFree(out), cudaFree(oq.q);
 	return h;
 }
 
@@ -433,7 +472,7 @@ static void test_decode_errors(void **state)
 	assert_false(o1_attention_decode_fits(&dm, p, fq, p, p)); /* D 96 */
 	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 1,
 						  NULL, 0, UINT32_MAX, NULL,
-						  false, 0),
+						  NULL, false, 0),
 			 -EINVAL);
 	dm.head_dim = 64, dm.page_stride = 2 * 16 * 64;
 	assert_true(o1_attention_decode_fits(&dm, p, fq, p, p));
@@ -441,15 +480,15 @@ static void test_decode_errors(void **state)
 	assert_false(o1_attention_decode_fits(&dm, p, fq + 2, p, p));
 	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 1,
 						  NULL, 0, UINT32_MAX, &nine,
-						  false, 0),
+						  NULL, false, 0),
 			 -EINVAL); /* more warps than a block takes */
 	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 1,
 						  NULL, 0, UINT32_MAX, &three,
-						  false, 0),
+						  NULL, false, 0),
 			 -EINVAL); /* heads a block: a power of two */
 	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 17,
 						  NULL, 0, UINT32_MAX, NULL,
-						  false, 0),
+						  NULL, false, 0),
 			 -EINVAL); /* context past the table */
 	dm.page_stride += 2;	   /* rows no longer 16-byte aligned */
 	assert_false(o1_attention_decode_fits(&dm, p, fq, p, p));

@@ -182,12 +182,11 @@ static int chain_layer(struct chain *c, bool first, bool pdl, cudaStream_t st)
 		  : o1_gemv_bf16_cuda((float *)c->ra.qkv, c->h, c->wqkv, m, w,
 				      d, O1_GEMV_DEFAULT, pdl, st);
 	err = err ? err : o1_rope_kv_write_cuda(&c->ra, &dm, pdl, st);
-	err =
-	    err ? err
-		: o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
-				    c->ra.v_cache, &dm, &c->b, m, CHAIN_CTX + 1,
-				    c->scratch, c->scratch_floats, NULL, pdl,
-				    st);
+	err = err ? err
+		  : o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
+				      c->ra.v_cache, &dm, &c->b, m,
+				      CHAIN_CTX + 1, c->scratch,
+				      c->scratch_floats, NULL, NULL, pdl, st);
 	err = err ? err
 		  : o1_gemv_bf16_cuda(c->o, c->att, c->wo, m, d, qd,
 				      O1_GEMV_DEFAULT, pdl, st);
@@ -217,12 +216,11 @@ static int chain_layer_fused(struct chain *c, bool pdl, cudaStream_t st)
 	    o1_gemv_norm_rope_kv_cuda(&c->ra, &dm, c->x, c->nw, 1e-6f, c->wqkv,
 				      m, d, O1_GEMV_DEFAULT, pdl, st);
 
-	err =
-	    err ? err
-		: o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
-				    c->ra.v_cache, &dm, &c->b, m, CHAIN_CTX + 1,
-				    c->scratch, c->scratch_floats, NULL, pdl,
-				    st);
+	err = err ? err
+		  : o1_attention_cuda(c->att, c->ra.q, c->ra.k_cache,
+				      c->ra.v_cache, &dm, &c->b, m,
+				      CHAIN_CTX + 1, c->scratch,
+				      c->scratch_floats, NULL, NULL, pdl, st);
 	err = err ? err
 		  : o1_gemv_add_bf16_cuda(c->x, c->att, c->wo, m, d, qd,
 					  O1_GEMV_DEFAULT, pdl, st);

@@ -4,7 +4,9 @@
  * Q5_0: 896, qwen2.5-0.5b's width) and of super-blocks, inputs with
  * outliers; the bound is not slack (a weight unit decoded wrong, e.g. a
  * fifth bit misplaced, exceeds it); bad operands are refused. The device
- * kernels are held bitwise to this specification by test_quant_cuda. */
+ * kernels are held bitwise to this specification by test_quant_cuda.
+ * The quantized input's layout in device memory (o1_q8_input_cpu) is
+ * checked unit by unit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -126,6 +128,81 @@ static void test_bound_sees_decode_errors(void **state)
 	free(w);
 }
 
+/* o1_q8_input_cpu's layout (q8_input_dev.h): 2 rows of 40 units (pad 64:
+ * a second group of 32 with 8 units), each unit's quants recomputed here
+ * from the specification at the top of gemv_q8.h, found at their place
+ * (elements 0..15 in the unit's low piece, 16..31 in the piece 32 on),
+ * its (d, sum) after the pieces, the units past 40 zero; an all-zero unit
+ * has d 0, one with a NaN d NaN. */
+static void test_input_layout(void **state)
+{
+	enum { M = 2, UNITS = 40, PAD = 64, K = 32 * UNITS };
+	uint16_t x[M * K];
+	size_t bytes = o1_q8_input_bytes(M, K);
+	uint8_t *out = malloc(bytes);
+	const float *ds = (const float *)(out + (size_t)M * PAD * 2 * 16);
+
+	(void)state;
+	assert_int_equal(bytes,
+			 (size_t)M * PAD * 2 * 16 + (size_t)M * UNITS * 8);
+	for (uint32_t i = 0; i < M * K; i++)
+		x[i] = bf16((float)((int)(i * 7 % 33) - 16) / 16);
+	for (uint32_t e = 0; e < 32; e++)
+		x[K + 3 * 32 + e] = 0; /* row 1, unit 3: zero */
+	x[K + 39 * 32 + 5] = 0x7fc0;   /* row 1, unit 39: a NaN */
+	memset(out, 0xee, bytes);
+	assert_int_equal(o1_q8_input_cpu(out, x, M, K), 0);
+	for (uint32_t i = 0; i < M; i++) {
+		for (uint32_t u = 0; u < PAD; u++) {
+			const uint8_t *lo =
+			    out +
+			    ((size_t)i * PAD * 2 + u / 32 * 64 + u % 32) * 16;
+			float v[32], amax = 0, inv, d;
+			int32_t qsum = 0;
+			bool nan = false;
+
+			if (u >= UNITS) {
+				for (int e = 0; e < 16; e++)
+					assert_int_equal(
+					    lo[e] | lo[32 * 16 + e], 0);
+				continue;
+			}
+			for (int e = 0; e < 32; e++) {
+				uint32_t b =
+				    (uint32_t)x[(size_t)i * K + 32 * u + e]
+				    << 16;
+
+				memcpy(&v[e], &b, 4);
+				amax = fmaxf(amax, fabsf(v[e]));
+				nan = nan || v[e] != v[e];
+			}
+			d = nan ? NAN : amax / 127.0f;
+			inv = amax > 0 ? 127.0f / amax : 0.0f;
+			for (int e = 0; e < 32; e++) {
+				float p = v[e] * inv;
+				int32_t q = p != p ? 0 : (int32_t)nearbyintf(p);
+
+				qsum += q;
+				assert_int_equal(
+				    (int8_t)lo[e < 16 ? e : 32 * 16 + e - 16],
+				    q);
+			}
+			if (nan) {
+				assert_true(isnan(ds[2 * (i * UNITS + u)]));
+				continue;
+			}
+			assert_true(ds[2 * (i * UNITS + u)] == d);
+			assert_true(ds[2 * (i * UNITS + u) + 1] ==
+				    d * (float)qsum);
+			if (i == 1 && u == 3)
+				assert_true(d == 0.0f && qsum == 0);
+		}
+	}
+	assert_true(isnan(ds[2 * (UNITS + 39)]));
+	assert_int_equal(o1_q8_input_cpu(out, x, 1, 48), -EINVAL);
+	free(out);
+}
+
 static void test_bad_operands(void **state)
 {
 	uint16_t x[64] = {0};
@@ -149,6 +226,7 @@ int main(void)
 	    cmocka_unit_test(test_within_bound),
 	    cmocka_unit_test(test_bound_sees_decode_errors),
 	    cmocka_unit_test(test_bad_operands),
+	    cmocka_unit_test(test_input_layout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,8 +33,9 @@
  *   expect_folded); o1_gemv_q8_norm_swiglu_cuda = o1_rmsnorm_cuda then
  *   o1_gemv_q8_swiglu_cuda (folded: o1_gemv_q8_norm_cuda then
  *   o1_swiglu_cuda); o1_gemv_q8_add_cuda = y +
- *   o1_gemv_q8_cuda's product; o1_gemv_q8_norm_rope_kv_cuda (a part of
- *   the fused QKV matrix at a time, parts of different types) and
+ *   o1_gemv_q8_cuda's product, also given its input quantized already
+ *   (o1_q8_input_cpu's bytes: check_add_xq); o1_gemv_q8_norm_rope_kv_cuda (a
+ * part of the fused QKV matrix at a time, parts of different types) and
  *   o1_gemv_q8_norm_rope_kv_parts_cuda (all parts: Q4_K then Q6_K, or
  *   Q5_0 then Q8_0, in one launch) = o1_gemv_q8_norm_cuda per part into
  *   the f32 QKV rows then
@@ -577,6 +578,45 @@ static void expect_folded(const float *got, const float *xf,
 	free(g), free(c8);
 }
 
+/* The residual add given its input quantized already (XQ: gemv_q8.h's
+ * o1_q8_input_cpu of the bf16 rows DH, as the decode attention leaves
+ * them for the O product) is WANT bitwise, the add without it; with one
+ * quant of the last row changed it is not (the copy is what the product
+ * reads). DY is reset to Y0 before each launch. */
+static void check_add_xq(void *dy, const void *dh, const void *dw,
+			 const float *y0, const float *want,
+			 enum o1_quant_type type, uint32_t m, uint32_t n,
+			 uint32_t k)
+{
+	size_t bytes = o1_q8_input_bytes(m, k), yb = (size_t)m * n * 4;
+	uint16_t *h = malloc((size_t)m * k * 2);
+	uint8_t *xq = malloc(bytes);
+	float *got = malloc(yb);
+	void *dxq;
+
+	kct_get(h, dh, (size_t)m * k * 2);
+	assert_int_equal(o1_q8_input_cpu(xq, h, m, k), 0);
+	for (int mutate = 0; mutate < 2; mutate++) {
+		/* row m - 1's unit 0, element 0 (its low piece's first byte) */
+		if (mutate)
+			xq[(size_t)(m - 1) * ((k / 32 + 31) / 32 * 32) * 2 *
+			   16] ^= 0x10;
+		dxq = kct_dev_copy(xq, bytes);
+		assert_int_equal(cudaMemcpy(dy, y0, yb, cudaMemcpyHostToDevice),
+				 cudaSuccess);
+		assert_int_equal(o1_gemv_q8_add_cuda(dy, dh, dxq, dw, type, m,
+						     n, k, n, true, NULL),
+				 0);
+		kct_get(got, dy, yb);
+		if (mutate)
+			assert_memory_not_equal(got, want, yb);
+		else
+			assert_memory_equal(got, want, yb);
+		cudaFree(dxq);
+	}
+	free(h), free(xq), free(got);
+}
+
 /* The fused int8 variants against their compositions (see the top), M
  * rows of K from M + 3 f32 rows (the row list picks them backwards), on
  * random rows or (EXACT) pow2_norm_row's with eps 0. Where the norm is
@@ -672,9 +712,11 @@ static void check_fused_on(enum o1_quant_type type, uint32_t m, uint32_t n,
 	    cudaMemcpy(dy, y0, (size_t)m * n * 4, cudaMemcpyHostToDevice),
 	    cudaSuccess);
 	assert_int_equal(
-	    o1_gemv_q8_add_cuda(dy, dh, dw, type, m, n, k, n, true, NULL), 0);
+	    o1_gemv_q8_add_cuda(dy, dh, NULL, dw, type, m, n, k, n, true, NULL),
+	    0);
 	kct_get(got, dy, (size_t)m * n * 4);
 	assert_memory_equal(got, want, (size_t)m * n * 4);
+	check_add_xq(dy, dh, dw, y0, want, type, m, n, k);
 	cudaFree(dw), cudaFree(dxf), cudaFree(dnw), cudaFree(dh);
 	cudaFree(dy), cudaFree(da), cudaFree(dy2), cudaFree(drows);
 	free(xf), free(nw), free(y0), free(got), free(want), free(a1);
@@ -992,6 +1034,10 @@ static void test_bad_args(void **state)
 	assert_int_equal(o1_gemv_q8_cuda(y, x + 1, w, O1_QUANT_Q8_0, 1, 1, 32,
 					 1, false, NULL),
 			 -EINVAL);
+	/* a quantized input off its 16-byte alignment */
+	assert_int_equal(o1_gemv_q8_add_cuda(y, x, w + 8, w, O1_QUANT_Q8_0, 1,
+					     1, 32, 1, false, NULL),
+			 -EINVAL);
 	assert_int_equal(o1_gemv_q8_swiglu_cuda((uint16_t *)y, x, w,
 						O1_QUANT_Q4_K, 1, 1, 100, false,
 						NULL),
@@ -1030,7 +1076,7 @@ static void test_bad_args(void **state)
 				 -EINVAL);
 	}
 	/* beyond the shared memory of the fused variants */
-	assert_int_equal(o1_gemv_q8_add_cuda(y, x, w, O1_QUANT_Q8_0, 4, 1,
+	assert_int_equal(o1_gemv_q8_add_cuda(y, x, NULL, w, O1_QUANT_Q8_0, 4, 1,
 					     32768, 1, false, NULL),
 			 -EINVAL);
 	assert_int_equal(

@@ -172,7 +172,7 @@ static int launch(struct bench *b, const struct variant *v)
 	return o1_attention_decode_cuda(
 	    v->w == TC ? b->out_tc : b->out_new, b->q, b->kc, b->vc, &b->dims,
 	    &b->batch, b->rows, v->max_len, b->scratch, b->scratch_floats,
-	    UINT32_MAX, v->tune, false, 0);
+	    UINT32_MAX, v->tune, NULL, false, 0);
 }
 
 static int cmp_float(const void *a, const void *b)

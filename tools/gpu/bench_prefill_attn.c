@@ -136,7 +136,7 @@ static int launch(struct bench *b, enum which w)
 					      b->scratch_floats, false, 0);
 	return o1_attention_cuda(out, b->q, b->kc, b->vc, &b->dims, &b->batch,
 				 b->t, len, b->scratch, b->scratch_floats, NULL,
-				 false, 0);
+				 NULL, false, 0);
 }
 
 /* Best time of RUNS launches of W, microseconds; < 0 on failure. */

@@ -232,8 +232,9 @@ static int run_path(const struct bench *b, const struct layout *l, enum path p,
 		    true, st);
 		return err || p == PARTS
 			   ? err
-			   : o1_gemv_q8_add_cuda(b->y, b->att, o, O_TYPE, b->m,
-						 DIM, HQ * HD, DIM, true, st);
+			   : o1_gemv_q8_add_cuda(b->y, b->att, NULL, o, O_TYPE,
+						 b->m, DIM, HQ * HD, DIM, true,
+						 st);
 	}
 	for (uint32_t i = 0; !err && i < l->n_parts; i++)
 		err =

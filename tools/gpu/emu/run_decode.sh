@@ -50,7 +50,8 @@ for k in $kernels; do
 done
 "${cxx[@]}" -c "$emu/emu.cc" -o "$out/emu.o"
 for f in kernels/rmsnorm kernels/rope kernels/attention kernels/swiglu \
-         kernels/residual kernels/threads common/log common/error \
+         kernels/residual kernels/threads kernels/gemv_q8 kernels/quant \
+         kernels/quant_k common/log common/error \
          tests/kernels/kernel_cuda_test tests/kernels/attention_cuda_test; do
   "${cc[@]}" -c "$root/$f.c" -o "$out/$(basename "$f").o"
   objs+=("$out/$(basename "$f").o")
