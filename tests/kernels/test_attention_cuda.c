@@ -18,7 +18,10 @@
  *   tickets) stay right too.
  * - test_attention: o1_attention_cuda in one pass (no scratch) and split
  *   along the sequence (32 splits, launched with PDL) against the CPU,
- *   decode rows and short chunks, grouped and ungrouped heads.
+ *   decode rows and short chunks, grouped and ungrouped heads; each
+ *   dispatch also asked for its output quantized (attention_cuda_test.c's
+ *   dispatch_q: never where the tiled kernel takes rows, else gemv_q8.c's
+ *   bits of the output).
  * - test_attention_errors: bad shapes are refused with -EINVAL.
  * The tiled prefill kernel (attention_prefill.cu) has its own test,
  * test_attention_prefill_cuda.

@@ -42,7 +42,14 @@
  *   than a block's 8 heads (16, 32) and head dims 32 and 256.
  * - test_decode_errors: shapes the kernel does not take are refused with
  *   -EINVAL (o1_attention_cuda sends them to the old row kernel:
- *   test_attention_cuda's unaligned pages).
+ *   test_attention_cuda's unaligned pages), as is a quantized output off
+ *   its 16-byte alignment.
+ * Every launch but the tensor-core kernel's direct one also asks for the
+ * output quantized as the O product's input (o1_attn_out_q): where the
+ * row kernel ran (always with the tensor cores off) it is gemv_q8.c's
+ * o1_q8_input_cpu of the bf16 output bit for bit, and where it did not
+ * (the dispatch's tensor-core batches) the buffer is untouched
+ * (check_out_q).
  */
 #include <errno.h>
 #include <math.h>
@@ -467,6 +474,7 @@ static void test_decode_errors(void **state)
 						  .tc = O1_ATTN_TC_OFF};
 	uint16_t *p = kct_dev(1 << 16);
 	float *fq = (float *)p;
+	struct o1_attn_out_q odd = {p + 4, true};
 
 	(void)state;
 	assert_false(o1_attention_decode_fits(&dm, p, fq, p, p)); /* D 96 */
@@ -490,6 +498,10 @@ static void test_decode_errors(void **state)
 						  NULL, 0, UINT32_MAX, NULL,
 						  NULL, false, 0),
 			 -EINVAL); /* context past the table */
+	assert_int_equal(o1_attention_decode_cuda(p, fq, p, p, &dm, &b, 1, 1,
+						  NULL, 0, UINT32_MAX, NULL,
+						  &odd, false, 0),
+			 -EINVAL); /* a quantized output off 16 bytes */
 	dm.page_stride += 2;	   /* rows no longer 16-byte aligned */
 	assert_false(o1_attention_decode_fits(&dm, p, fq, p, p));
 	cudaFree(p);
