@@ -101,6 +101,7 @@ struct o1_tp_link {
  * dropped. Steps with prefill tokens and decode steps above the largest
  * bucket run eagerly. graphs_eager runs the same padded bucket shapes
  * without capturing them: the graphs' bitwise reference in tests. */
+enum o1_cuda_att_q { O1_CUDA_ATT_Q_AUTO, O1_CUDA_ATT_Q_ON, O1_CUDA_ATT_Q_OFF };
 struct o1_backend_config {
 	uint32_t n_threads;	     /* CPU workers (per rank); 0 = online */
 	uint32_t max_batch_tokens;   /* new tokens per step (sum) */
@@ -133,6 +134,13 @@ struct o1_backend_config {
 	 * (bench_cuda_decode --prefetch, H100) and gained nothing on a
 	 * llama3-8b cut (H200, 2026-12-01); kept for the whole 8B's A/B. */
 	bool cuda_prefetch;
+	/* CUDA backend, decode steps on GGUF block weights, fused: where the
+	 * decode attention also writes its output quantized for the O
+	 * product, which then copies it instead of quantizing it (same bits;
+	 * cuda_forward.c's att_q): O1_CUDA_ATT_Q_AUTO (0, the default) where
+	 * the output is at least 4,096 wide, _ON at every width, _OFF never
+	 * (A/B for benchmarks and tests). */
+	uint32_t cuda_att_q;
 	/* CUDA backend (config cuda.faster_row_counts, inverted): false (the
 	 * default) = a product of a row count above 256 that measured slower
 	 * at load than a larger warmed count runs at that count (cuBLAS's

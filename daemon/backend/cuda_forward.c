@@ -911,21 +911,32 @@ static struct o1_rope_kv_args rope_args(const struct cuda_state *s, uint32_t l,
 	    s->d.rope.dim};
 }
 
-/* O1_ATT_Q (1, the default; 0: the A/B's other side, the same bits):
- * the decode attention also writes att quantized (s->att_q) for the O
- * product, which copies it instead of quantizing att in each of its
- * blocks (kernels_cuda.h's o1_attn_out_q). */
-#ifndef O1_ATT_Q
-#define O1_ATT_Q 1
-#endif
+/* The width of att from which the decode attention also writes it
+ * quantized for the O product by default (cfg.cuda_att_q: AUTO; the
+ * product then copies it instead of quantizing att in each of its
+ * blocks, kernels_cuda.h's o1_attn_out_q). On the H100 (2026-12-07,
+ * object_ab.sh, prompts of 200, 128 steps, three rounds by turns;
+ * docs/PERFORMANCE.md) llama3-8b Q4_K_M (att 4,096 wide) ran 410.9 tok/s
+ * against 408.2 without (+0.7%, every round), llama3.2-1b Q4_K_M (2,048)
+ * 1,479.6 against 1,493.3 (-0.9%, every round): the quantization the
+ * product saves grows with the width (a round of its threads per 2,048),
+ * while the epilogue delays each attention block's end whatever the
+ * width. */
+#define ATT_Q_MIN_WIDTH 4096
 
 /* Where layer L's attention over T rows may leave att quantized for its
  * O product (s->att_q), or NULL: the fused int8 product (out_product's
- * first branch) over at most the rows s->att_q holds. */
+ * first branch) over at most the rows s->att_q holds, as cfg.cuda_att_q
+ * says. */
 static void *att_q(const struct cuda_state *s, uint32_t l, uint32_t t)
 {
-	return O1_ATT_Q && step_fused(s, t) && s->layers[l].qo.n_parts &&
-		       t <= O1_GEMV_MAX_ROWS
+	uint32_t mode = s->cfg.cuda_att_q;
+	bool wide = s->d.n_heads * s->d.head_dim >= ATT_Q_MIN_WIDTH;
+
+	return step_fused(s, t) && s->layers[l].qo.n_parts &&
+		       t <= O1_GEMV_MAX_ROWS &&
+		       (mode == O1_CUDA_ATT_Q_ON ||
+			(mode == O1_CUDA_ATT_Q_AUTO && wide))
 		   ? s->att_q
 		   : NULL;
 }

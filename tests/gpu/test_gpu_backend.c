@@ -20,11 +20,11 @@
  * vocabulary, which single logits exceed (on the H200 a q4_k_m greedy step
  * through gemm_qp.cu, whose products differ from the tiles' by 2.4e-6
  * relative, flipped a pick 0.0555 x rms below the CPU's maximum: the bf16
- * roundings of the activations, not the product). Strict agreement and every near tie are
- * printed. Greedy continuation: each decode step feeds the GPU's argmax to both
- * backends; where it differs from the CPU's, the CPU's logit for it must
- * be within NEAR_TIE_DECODE x rms(cpu logits) of the CPU's maximum (a near
- * tie within the decode rows' tolerance: 3 x their L2 bound of 3e-2), and
+ * roundings of the activations, not the product). Strict agreement and every
+ * near tie are printed. Greedy continuation: each decode step feeds the GPU's
+ * argmax to both backends; where it differs from the CPU's, the CPU's logit for
+ * it must be within NEAR_TIE_DECODE x rms(cpu logits) of the CPU's maximum (a
+ * near tie within the decode rows' tolerance: 3 x their L2 bound of 3e-2), and
  * the number of exact agreements is printed.
  * The CUDA side runs with CUDA Graphs on (buckets 1 and 2): every decode
  * step replays bucket 2's graph, the prefill steps run eagerly (counted).
@@ -44,8 +44,8 @@
  * default its int8 path with the fused variants, whose inputs are
  * quantized per 32 elements, kernels/gemv_q8.h; bf16 tiles and cuBLAS
  * for the 17-row chunks) against the CPU backend's on the same
- * blocks, with the same bounds: the difference is the GPU's bf16 activations, KV and
- * tiles as for a bf16 model, and the int8 inputs (well inside the bound:
+ * blocks, with the same bounds: the difference is the GPU's bf16 activations,
+ * KV and tiles as for a bf16 model, and the int8 inputs (well inside the bound:
  * gemv_q8.h). Once more with cfg.cuda_quant_f32 (cuda.quant_dot = f32:
  * quant.h's values in f32, unfused), with cfg.cuda_quant_mma (the
  * 17-row chunks on gemm_q.cu's tensor-core product), with
@@ -57,7 +57,9 @@
  * so on int8 inputs: the bound of decode rows, see check_model),
  * with cfg.cuda_prefetch (the decode products' L2 prefetch of the next
  * product's weights: off by default since it cost the small models
- * time, so run here where it would not otherwise be)
+ * time, so run here where it would not otherwise be), with
+ * cfg.cuda_att_q on (the decode attention's output quantized for the O
+ * product: by default only from 4,096 wide, which no model here is)
  * and with cfg.dequantize (model.dequantize = bf16): the old
  * dequantize-at-load.
  * Exit 77 without a CUDA device; the hf models are skipped without
@@ -111,6 +113,7 @@ static bool quant_pass; /* the CUDA side's cfg.cuda_quant_pass_rows (all) */
 static bool quant_i8;	/* the CUDA side's cfg.cuda_quant_i8_rows (all) */
 static bool quant_wg;	/* the CUDA side's cfg.cuda_quant_wg_rows (all) */
 static bool prefetch;	/* the CUDA side's cfg.cuda_prefetch */
+static bool att_q;	/* the CUDA side's cfg.cuda_att_q ON */
 
 static uint32_t urand(uint32_t n)
 {
@@ -141,6 +144,8 @@ static void side_open(struct side *sd, enum o1_backend_kind k,
 	cfg.cuda_quant_wg_rows =
 	    k == O1_BACKEND_CUDA && quant_wg ? UINT32_MAX : 0;
 	cfg.cuda_prefetch = k == O1_BACKEND_CUDA && prefetch;
+	cfg.cuda_att_q = k == O1_BACKEND_CUDA && att_q ? O1_CUDA_ATT_Q_ON
+						       : O1_CUDA_ATT_Q_AUTO;
 	assert_int_equal(o1_backend_create(k, m, &cfg, &sd->b), 0);
 	assert_int_equal(
 	    o1_kv_pool_create(o1_backend_kv_layout(sd->b), &sd->pool), 0);
@@ -448,7 +453,7 @@ static void quantize_model(const char *src, const char *mix, const char *out,
 static void routes_default(void)
 {
 	dequantize = quant_f32 = quant_mma = quant_qp = false;
-	quant_pass = quant_i8 = quant_wg = prefetch = false;
+	quant_pass = quant_i8 = quant_wg = prefetch = att_q = false;
 }
 
 static void test_quantized(void **state)
@@ -504,6 +509,11 @@ static void test_quantized_routes(void **state)
 		    "product",
 		    path);
 	prefetch = false;
+	att_q = true;
+	check_model("llama3.2-1b x2 layers q4_k_m, O's input quantized by the "
+		    "attention",
+		    path);
+	att_q = false;
 	if (o1_gemm_qw_available()) {
 		quant_wg = true;
 		check_model("llama3.2-1b x2 layers q4_k_m, gemm_qw.cu's wgmma",

@@ -52,7 +52,9 @@
  * quant_tile_mb=N (0: the default) and quant_qp_rows=N. --prefetch on
  * (default off, the backend's) sets cfg.cuda_prefetch: the fused block
  * products prefetch the next small product's weights into L2 (same
- * bits); RESULT has prefetch=on|off.
+ * bits); RESULT has prefetch=on|off. --att-q auto|on|off sets
+ * cfg.cuda_att_q: where the decode attention leaves its output quantized
+ * for the O product (same bits); RESULT has att_q=auto|on|off.
  * At batch 1 a line gives a digest of the greedy ids fed back, to compare
  * settings that claim the same bits.
  *
@@ -174,6 +176,7 @@ struct bench_args {
 	uint32_t quant_wg_rows;	  /* --quant-wg-rows */
 	uint32_t quant_wg_splits; /* --quant-wg-splits */
 	bool prefetch;		  /* --prefetch on */
+	uint32_t att_q;		  /* --att-q: enum o1_cuda_att_q */
 	bool add_one_row;	  /* --add-two-rows off */
 	uint32_t attn[4];	  /* --attn W,R,T,H */
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
@@ -321,6 +324,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	    {"quant-qp-rows", required_argument, NULL, 'R'},
 	    {"quant-tile-mb", required_argument, NULL, 'M'},
 	    {"prefetch", required_argument, NULL, 'P'},
+	    {"att-q", required_argument, NULL, 'U'},
 	    {"quant-pass-rows", required_argument, NULL, 'K'},
 	    {"quant-i8-rows", required_argument, NULL, 'I'},
 	    {"quant-wg-rows", required_argument, NULL, 'J'},
@@ -354,6 +358,7 @@ static int parse(int argc, char **argv, struct bench_args *a)
 	a->gu_f32 = a->qkv_f32 = a->profile_prefill = false;
 	memset(a->attn, 0, sizeof(a->attn));
 	a->attn_tc = O1_ATTN_TC_AUTO;
+	a->att_q = O1_CUDA_ATT_Q_AUTO;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint32_t v = (uint32_t)strtoul(optarg ? optarg : "0", NULL, 10);
 		int *sw = opt == 'g'   ? &a->graphs
@@ -392,6 +397,17 @@ static int parse(int argc, char **argv, struct bench_args *a)
 		if (opt == 'X') {
 			a->profile_prefill = !strcmp(optarg, "prefill");
 			if (!a->profile_prefill && strcmp(optarg, "decode"))
+				return -EINVAL;
+			continue;
+		}
+		if (opt == 'U') {
+			if (!strcmp(optarg, "auto"))
+				a->att_q = O1_CUDA_ATT_Q_AUTO;
+			else if (!strcmp(optarg, "on"))
+				a->att_q = O1_CUDA_ATT_Q_ON;
+			else if (!strcmp(optarg, "off"))
+				a->att_q = O1_CUDA_ATT_Q_OFF;
+			else
 				return -EINVAL;
 			continue;
 		}
@@ -522,6 +538,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_quant_wg_rows = a->quant_wg_rows,
 	    .cuda_quant_wg_splits = a->quant_wg_splits,
 	    .cuda_prefetch = a->prefetch,
+	    .cuda_att_q = a->att_q,
 	    .cuda_attn_warps = a->attn[0],
 	    .cuda_attn_split_rounds = a->attn[1],
 	    .cuda_attn_target = a->attn[2],
@@ -726,7 +743,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
 	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f "
 	       "quant_i8_rows=%u quant_wg_rows=%u quant_wg_splits=%u "
-	       "prefetch=%s spans=%s\n",
+	       "prefetch=%s spans=%s att_q=%s\n",
 	       m->desc.name, m->desc.n_layers, m->desc.dim, m->desc.vocab_size,
 	       a->tp, a->batch, a->prompt, a->tokens, a->reps,
 	       on_off(md->graphs), on_off(md->pdl), on_off(md->fusion),
@@ -750,7 +767,10 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
 	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows,
 	       a->quant_wg_rows, a->quant_wg_splits, on_off(a->prefetch),
-	       a->n_spans ? a->spans_arg : "default");
+	       a->n_spans ? a->spans_arg : "default",
+	       a->att_q == O1_CUDA_ATT_Q_ON    ? "on"
+	       : a->att_q == O1_CUDA_ATT_Q_OFF ? "off"
+					       : "auto");
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
@@ -853,6 +873,7 @@ int main(int argc, char **argv)
 			"[--quant-dot int8|f32|both] "
 			"[--quant-gemm tiles|mma|qp] [--quant-qp-rows N] "
 			"[--quant-tile-mb N] [--prefetch on|off] "
+			"[--att-q auto|on|off] "
 			"[--quant-pass-rows N] [--quant-i8-rows N] "
 			"[--quant-wg-rows N] [--quant-wg-splits N] "
 			"[--attn W,R,T,H] [--graph-spans one|N,...] "
