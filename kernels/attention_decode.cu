@@ -90,17 +90,6 @@ extern "C" {
 #define DEC_HEADS	 4
 #define DEC_HEADS_FEW	 1 /* at up to 8 rows: dec_most */
 #define DEC_FLAT	 false
-/* 1: with PIPE, the block table's pages of a round are read a round
- * before its K/V loads (dec_pages), so a round's loads do not wait on a
- * table read first: at long contexts a block's rounds run one after
- * another at ~1.6 us each (docs/PERFORMANCE.md, thirty-seventh session),
- * a table read (L2) then the K/V reads (DRAM) in each. The same loads
- * and arithmetic, so the same bits. 0 until measured
- * (tools/gpu/profile_attention.sh, an object variant of
- * bench_decode_attn). */
-#ifndef DEC_PAGES_AHEAD
-#define DEC_PAGES_AHEAD 0
-#endif
 /* 1: the launch's splits are only those a row of up to MAX_LEN positions
  * can use (dec_grid_splits); 0: DEC_TARGET's, the blocks past a row's
  * splits exiting at once (the launch before; kept for the A/B,
@@ -280,37 +269,6 @@ dec_load(uint4 (&kr)[DEC_UNROLL], uint4 (&vr)[DEC_UNROLL],
 	}
 }
 
-/* The block-table pages of dec_load's positions (0 at and past END). */
-static __device__ void dec_pages(uint32_t (&pg)[DEC_UNROLL],
-				 const uint32_t *table, const dec_dev &a,
-				 uint32_t pos, uint32_t step, uint32_t end)
-{
-#pragma unroll
-	for (int u = 0; u < DEC_UNROLL; u++, pos += step)
-		pg[u] = pos < end ? table[pos / a.p] : 0;
-}
-
-/* dec_load with the pages PG read before (dec_pages, same positions). */
-template <uint32_t D>
-static __device__ void
-dec_load_at(uint4 (&kr)[DEC_UNROLL], uint4 (&vr)[DEC_UNROLL],
-	    const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
-	    const uint32_t (&pg)[DEC_UNROLL], const dec_dev &a, uint64_t kvoff,
-	    uint32_t pos, uint32_t step, uint32_t end)
-{
-#pragma unroll
-	for (int u = 0; u < DEC_UNROLL; u++, pos += step) {
-		kr[u] = vr[u] = uint4{0, 0, 0, 0};
-		if (pos < end) {
-			uint64_t off = pg[u] * a.page_stride +
-				       (uint64_t)(pos % a.p) * D + kvoff;
-
-			kr[u] = *(const uint4 *)(kc + off);
-			vr[u] = *(const uint4 *)(vc + off);
-		}
-	}
-}
-
 /* dec_load's positions in [FROM, END) again (the others keep what they
  * hold): after the PDL wait, the rows the previous kernel wrote. */
 template <uint32_t D>
@@ -461,9 +419,6 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	       const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, dec_dev a)
 {
 	constexpr uint32_t D = 8 * L, GPW = 32 / L;
-	/* pages a round ahead (DEC_PAGES_AHEAD); not with 2 heads a block,
-	 * which would spill at D <= 64 */
-	constexpr bool AHEAD = DEC_PAGES_AHEAD && PIPE && HG != 2;
 	extern __shared__ __align__(16) float dsm[];
 	uint32_t lane = threadIdx.x % 32, sub = lane % L,
 		 warp = threadIdx.x / 32;
@@ -480,7 +435,6 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 	const uint32_t *table;
 	uint64_t kvoff = ((uint64_t)kvh * a.p) * D + 8 * sub;
 	uint4 kr[DEC_UNROLL], vr[DEC_UNROLL], kn[DEC_UNROLL], vn[DEC_UNROLL];
-	uint32_t pn[DEC_UNROLL]; /* DEC_PAGES_AHEAD: the next loads' pages */
 	float qv[HG][8];
 	dec_state<HG> st;
 
@@ -500,8 +454,6 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 		if (PIPE)
 			dec_load<D>(kn, vn, kc, vc, table, a, kvoff,
 				    j0 + a.round + gid, ng, safe);
-		if (AHEAD)
-			dec_pages(pn, table, a, j0 + 2 * a.round + gid, ng, j1);
 	}
 	o1_pdl_wait();
 	o1_pdl_trigger();
@@ -537,12 +489,7 @@ static __global__ void __launch_bounds__(DEC_MAX_WARPS * 32)
 
 		/* pipelined: the next round's loads fly during this one's
 		 * arithmetic (the first two rounds were loaded above) */
-		if (AHEAD && base != j0) {
-			dec_load_at<D>(kn, vn, kc, vc, pn, a, kvoff,
-				       base + a.round + gid, ng, j1);
-			dec_pages(pn, table, a, base + 2 * a.round + gid, ng,
-				  j1);
-		} else if (PIPE && base != j0)
+		if (PIPE && base != j0)
 			dec_load<D>(kn, vn, kc, vc, table, a, kvoff,
 				    base + a.round + gid, ng, j1);
 		else if (!PIPE && base != j0)

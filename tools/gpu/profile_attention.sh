@@ -8,10 +8,10 @@
 # without it is configured again), then for each case of PA_CASES
 # (SHAPE:BATCH:CTX):
 #   - bench_decode_attn's own line for the case (every variant, no
-#     profiler), and with PA_DEFINE (default DEC_PAGES_AHEAD=1; empty:
-#     none) the same from an object variant of attention_decode.cu built
-#     with it (session.sh's s_object_variant), main and variant by turns,
-#     PA_ROUNDS times (2);
+#     profiler), and with PA_DEFINE (default none; e.g.
+#     DEC_GRID_USED=0) the same from an object variant of
+#     attention_decode.cu built with it (session.sh's s_object_variant),
+#     main and variant by turns, PA_ROUNDS times (2);
 #   - for each kernel of PA_KERNELS (row: attention_decode.cu with its
 #     default tuning; tc: attention_decode_tc.cu), ncu over its fourth
 #     launch (--kernel: the first three warm up), graph MAX_LEN 8,192 or
@@ -31,7 +31,7 @@ prof=$s_out/profile
 
 s_profile_build bench_decode_attn || exit 1
 bench=$s_bin/tools/gpu/bench_decode_attn
-define=${PA_DEFINE-DEC_PAGES_AHEAD=1}
+define=${PA_DEFINE:-}
 variant=
 if [ -n "$define" ] &&
 	s_object_variant pa kernels/attention_decode.cu "$define" \

@@ -15,7 +15,7 @@
 # test_swiglu_cuda) run here too when named. O1_EMU_OUT=DIR builds in DIR
 # instead of build-emu (two runs side by side); O1_EMU_DEFINES adds
 # definitions to the kernels' compile (a compile-time switch's variant,
-# e.g. "-DDEC_PAGES_AHEAD=1").
+# e.g. "-DDEC_GRID_USED=0").
 #   [O1_EMU_DEFINES=-DNAME=V] tools/gpu/emu/run_decode.sh [O1_TEST_SEED] \
 #     ["gemv attention rope ..."]
 set -euo pipefail
