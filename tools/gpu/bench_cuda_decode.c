@@ -279,6 +279,24 @@ static int on_off_both(const char *s)
 				    : -1;
 }
 
+/* auto, off, on as 0, 1, 2 (the values of enum o1_attn_tc and enum
+ * o1_cuda_att_q, --attn-tc's and --att-q's); -1 for anything else. */
+_Static_assert(O1_ATTN_TC_OFF == 1 && O1_ATTN_TC_ON == 2 &&
+		   O1_CUDA_ATT_Q_OFF == 1 && O1_CUDA_ATT_Q_ON == 2,
+	       "auto, off, on");
+static int auto_on_off(const char *s)
+{
+	return !strcmp(s, "auto")  ? 0
+	       : !strcmp(s, "off") ? 1
+	       : !strcmp(s, "on")  ? 2
+				   : -1;
+}
+
+static const char *auto_name(uint32_t v)
+{
+	return v == 1 ? "off" : v == 2 ? "on" : "auto";
+}
+
 /* --graph-spans: "one" (a single span: {UINT32_MAX}) or up to
  * O1_BACKEND_GRAPH_SPANS_MAX - 1 lengths. */
 static int parse_spans(const char *s, struct bench_args *a)
@@ -400,26 +418,12 @@ static int parse(int argc, char **argv, struct bench_args *a)
 				return -EINVAL;
 			continue;
 		}
-		if (opt == 'U') {
-			if (!strcmp(optarg, "auto"))
-				a->att_q = O1_CUDA_ATT_Q_AUTO;
-			else if (!strcmp(optarg, "on"))
-				a->att_q = O1_CUDA_ATT_Q_ON;
-			else if (!strcmp(optarg, "off"))
-				a->att_q = O1_CUDA_ATT_Q_OFF;
-			else
+		if (opt == 'U' || opt == 'T') {
+			int v = auto_on_off(optarg);
+
+			if (v < 0)
 				return -EINVAL;
-			continue;
-		}
-		if (opt == 'T') {
-			if (!strcmp(optarg, "auto"))
-				a->attn_tc = O1_ATTN_TC_AUTO;
-			else if (!strcmp(optarg, "on"))
-				a->attn_tc = O1_ATTN_TC_ON;
-			else if (!strcmp(optarg, "off"))
-				a->attn_tc = O1_ATTN_TC_OFF;
-			else
-				return -EINVAL;
+			*(opt == 'U' ? &a->att_q : &a->attn_tc) = (uint32_t)v;
 			continue;
 		}
 		if (opt == 'S') {
@@ -759,18 +763,12 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       : a->quant_mma	? "mma"
 				: "tiles",
 	       a->quant_tile_mb, a->quant_qp_rows, a->attn[0], a->attn[1],
-	       a->attn[2], a->attn[3],
-	       a->attn_tc == O1_ATTN_TC_ON    ? "on"
-	       : a->attn_tc == O1_ATTN_TC_OFF ? "off"
-					      : "auto",
+	       a->attn[2], a->attn[3], auto_name(a->attn_tc),
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
 	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows,
 	       a->quant_wg_rows, a->quant_wg_splits, on_off(a->prefetch),
-	       a->n_spans ? a->spans_arg : "default",
-	       a->att_q == O1_CUDA_ATT_Q_ON    ? "on"
-	       : a->att_q == O1_CUDA_ATT_Q_OFF ? "off"
-					       : "auto");
+	       a->n_spans ? a->spans_arg : "default", auto_name(a->att_q));
 	if (md->graphs)
 		print_graphs(g, a->batch);
 }
