@@ -1276,37 +1276,37 @@ static __device__ void epilogue(const gq_args &a, uint32_t j,
 
 /* IN_BF16 given a.xq (every thread): the M rows' pieces and (d, sum)
  * pairs, as quantize_x would leave them, copied from a.xq into XQ (DS
- * follows it), a chunk's loads issued before its stores; then the
- * block's barrier. The pieces of units past a row's last (pad) are
- * copied as they are: no product reads them. */
+ * follows it): one run of 16-byte pieces in both, the pairs two a piece,
+ * so every load is issued before the first store (one L2 round trip for
+ * up to L pieces a thread); then the block's barrier. The pieces of units
+ * past a row's last (pad) are copied as they are: no product reads them. */
 template <int M> static __device__ void xq_copy(const gq_args &a, gq_piece *xq)
 {
 	constexpr int L = 8;
 	const gq_piece *src = (const gq_piece *)a.xq;
-	uint32_t nq = M * a.pad * 2, nd = M * a.units;
-	const float2 *ds_in = (const float2 *)(src + nq);
-	float2 *ds = (float2 *)(xq + nq);
+	uint32_t nq = M * a.pad * 2, nd = M * a.units, np = nq + nd / 2;
 
-	for (uint32_t e0 = 0; e0 < nq; e0 += L * GQ_THREADS) {
+	for (uint32_t e0 = 0; e0 < np; e0 += L * GQ_THREADS) {
 		gq_piece r[L];
 
 #pragma unroll
 		for (int c = 0; c < L; c++) {
 			uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
 
-			if (e < nq)
+			if (e < np)
 				r[c] = ldx(src + e);
 		}
 #pragma unroll
 		for (int c = 0; c < L; c++) {
 			uint32_t e = e0 + c * GQ_THREADS + threadIdx.x;
 
-			if (e < nq)
+			if (e < np)
 				xq[e] = r[c];
 		}
 	}
-	for (uint32_t e = threadIdx.x; e < nd; e += GQ_THREADS)
-		ds[e] = ds_in[e];
+	if (nd % 2 && threadIdx.x == 0) /* an odd count's last pair */
+		((float2 *)(xq + nq))[nd - 1] =
+		    ((const float2 *)(src + nq))[nd - 1];
 	__syncthreads();
 }
 

@@ -750,6 +750,8 @@ static void test_fused_q8(void **state)
 	/* Q5_0: qwen2.5-0.5b's width; rows alternating 2 and 0 mod 4 */
 	check_fused(O1_QUANT_Q5_0, 3, 33, 896);
 	check_fused(O1_QUANT_Q5_0, 2, 20, 288);
+	/* 27 units in all: an odd count of (d, sum) pairs (xq_copy's last) */
+	check_fused(O1_QUANT_Q5_0, 3, 20, 288);
 	if (kct_quick())
 		return;
 	check_fused(O1_QUANT_Q6_K, 1, 4096, 4096);
