@@ -91,6 +91,9 @@ struct o1_tp_link {
 	void *ctx;
 };
 
+/* o1_backend_config's cuda_att_q. */
+enum o1_cuda_att_q { O1_CUDA_ATT_Q_AUTO, O1_CUDA_ATT_Q_OFF, O1_CUDA_ATT_Q_ON };
+
 /* CUDA Graphs (CUDA backend only; ignored by the CPU backend). With
  * graphs_enabled, a decode step (every sequence brings one token) of n
  * sequences runs padded to the smallest bucket >= n: its decode step was
@@ -101,7 +104,6 @@ struct o1_tp_link {
  * dropped. Steps with prefill tokens and decode steps above the largest
  * bucket run eagerly. graphs_eager runs the same padded bucket shapes
  * without capturing them: the graphs' bitwise reference in tests. */
-enum o1_cuda_att_q { O1_CUDA_ATT_Q_AUTO, O1_CUDA_ATT_Q_OFF, O1_CUDA_ATT_Q_ON };
 struct o1_backend_config {
 	uint32_t n_threads;	     /* CPU workers (per rank); 0 = online */
 	uint32_t max_batch_tokens;   /* new tokens per step (sum) */
