@@ -758,7 +758,8 @@ static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks, uint32_t d)
 }
 
 /* A's cap on the splits a row uses (dec_splits): at up to 8 rows, without
- * a tuned target, the splits of DEC_TARGET_FEW blocks (two 8-warp blocks
+ * a tuned target, the splits of DEC_TARGET_FEW blocks (TUNE's few_blocks
+ * where set, for the A/B; DEC_TARGET_FEW: two 8-warp blocks
  * on each of 132 multiprocessors: about one wave) while each split takes
  * at most DEC_LONG_ROUNDS rounds, past that up to N_SPLITS (DEC_TARGET's,
  * as before). A block reads its positions a round after another, and the
@@ -786,8 +787,10 @@ static void dec_few(dec_dev *a, uint32_t n_rows, uint32_t max_len,
 	a->split_max = a->split_min;
 	if (n_rows > 8 || (tune && tune->target_blocks))
 		return;
-	a->few = dec_pick_splits(*a, n_rows, max_len, DEC_TARGET_FEW, scratch,
-				 scratch_floats, d);
+	a->few = dec_pick_splits(*a, n_rows, max_len,
+				 tune && tune->few_blocks ? tune->few_blocks
+							  : DEC_TARGET_FEW,
+				 scratch, scratch_floats, d);
 	a->split_max = DEC_LONG_ROUNDS * a->round;
 }
 

@@ -210,6 +210,9 @@ enum o1_attn_tc { O1_ATTN_TC_AUTO, O1_ATTN_TC_OFF, O1_ATTN_TC_ON };
 #define O1_ATTN_DECODE_SPAN_ENDS_MAX 3 /* spans below the context limit */
 struct o1_attn_decode_tune {
 	uint32_t warps, split_rounds, target_blocks, heads; /* 0: default */
+	/* at up to 8 rows without TARGET_BLOCKS: the blocks whose splits cap
+	 * a short row's (attention_decode.cu's dec_few; 0: default) */
+	uint32_t few_blocks;
 	bool flat;
 	uint32_t tc; /* enum o1_attn_tc */
 	uint32_t tc_stages, tc_splits;

@@ -152,12 +152,13 @@ struct o1_backend_config {
 	/* CUDA backend, decode attention's launch shape, A/B for benchmarks
 	 * (0: attention_decode.cu's defaults): warps a block, rounds a split
 	 * takes at least, blocks a launch aims for, most query heads a
-	 * block (o1_attn_decode_tune). Splits change the order of the
+	 * block, the blocks whose splits cap a short row's at a few rows
+	 * (o1_attn_decode_tune's few_blocks). Splits change the order of the
 	 * softmax's sums, not the result beyond f32 rounding.
 	 * cuda_no_attention (benchmarks only: the results are wrong) leaves
 	 * the attention kernel out of every step: what it costs inside one. */
 	uint32_t cuda_attn_warps, cuda_attn_split_rounds, cuda_attn_target,
-	    cuda_attn_heads;
+	    cuda_attn_heads, cuda_attn_few;
 	/* CUDA backend: whether decode rows go to the tensor-core kernel
 	 * (enum o1_attn_tc: 0 auto, wide batches; A/B for benchmarks) */
 	uint32_t cuda_attn_tc;

@@ -354,6 +354,7 @@ static int init_state(struct cuda_state *s, const struct o1_model *m,
 	    .split_rounds = cfg->cuda_attn_split_rounds,
 	    .target_blocks = cfg->cuda_attn_target,
 	    .heads = cfg->cuda_attn_heads,
+	    .few_blocks = cfg->cuda_attn_few,
 	    .tc = cfg->cuda_attn_tc,
 	    .tc_splits = cfg->cuda_attn_tc_splits}; /* spans: set_attn_spans */
 	err = O1_CUDA_CHECK(cudaGetDeviceCount(&n));

@@ -300,7 +300,8 @@ static void test_contexts(void **state)
 	     .target_blocks = 100000,
 	     .heads = 4,
 	     .flat = true,
-	     .tc = O1_ATTN_TC_OFF}};
+	     .tc = O1_ATTN_TC_OFF},
+	    {.few_blocks = 132, .tc = O1_ATTN_TC_OFF}};
 	const uint32_t one = 1;
 
 	(void)state;
@@ -312,7 +313,7 @@ static void test_contexts(void **state)
 					     &lens[i],	   &one};
 
 			/* the longest contexts with the default tuning only */
-			check_case(&c, tunes, lens[i] > 1000 ? 1 : 4);
+			check_case(&c, tunes, lens[i] > 1000 ? 1 : 5);
 		}
 }
 

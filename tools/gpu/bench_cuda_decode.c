@@ -76,14 +76,15 @@
  * parts of K gemm_qw takes where its tiles leave multiprocessors idle (0,
  * the default: its pick; 1: K whole), quant_wg_splits=N on the line.
  *
- * --attn W,R,T,H sets the decode attention's launch shape
+ * --attn W,R,T,H[,F] sets the decode attention's launch shape
  * (cfg.cuda_attn_*: warps a block, rounds a split takes at least, blocks
- * a launch aims for, most heads a block; 0 keeps a default); --attention
+ * a launch aims for, most heads a block, the blocks whose splits cap a
+ * short row's at a few rows; 0 keeps a default); --attention
  * off (cfg.cuda_no_attention) leaves the attention kernel out of the
  * steps (wrong tokens: the step's cost without it); --attn-tc
  * auto|on|off (cfg.cuda_attn_tc) whether decode rows go to the
  * tensor-core kernel (attention_decode_tc.cu; auto: wide batches). The
- * RESULT line ends with attn=W,R,T,H, attn_tc= and attention=on|off.
+ * RESULT line ends with attn=W,R,T,H,F, attn_tc= and attention=on|off.
  *
  * --graph-spans one|N[,N...] sets the graphs' context spans below the
  * context (cfg.graph_spans, at most 3; default: the backend's, 1,024,
@@ -178,7 +179,7 @@ struct bench_args {
 	bool prefetch;		  /* --prefetch on */
 	uint32_t att_q;		  /* --att-q: enum o1_cuda_att_q */
 	bool add_one_row;	  /* --add-two-rows off */
-	uint32_t attn[4];	  /* --attn W,R,T,H */
+	uint32_t attn[5];	  /* --attn W,R,T,H[,F] */
 	uint32_t attn_tc;	  /* --attn-tc: enum o1_attn_tc */
 	uint32_t n_spans;	  /* --graph-spans: 0 default */
 	uint32_t spans[O1_BACKEND_GRAPH_SPANS_MAX - 1];
@@ -434,9 +435,10 @@ static int parse(int argc, char **argv, struct bench_args *a)
 		if (opt == 'A') {
 			int used = -1;
 
-			if (sscanf(optarg, "%u,%u,%u,%u%n", &a->attn[0],
-				   &a->attn[1], &a->attn[2], &a->attn[3],
-				   &used) != 4 ||
+			a->attn[4] = 0;
+			if (sscanf(optarg, "%u,%u,%u,%u%n,%u%n", &a->attn[0],
+				   &a->attn[1], &a->attn[2], &a->attn[3], &used,
+				   &a->attn[4], &used) < 4 ||
 			    optarg[used])
 				return -EINVAL;
 			continue;
@@ -547,6 +549,7 @@ static int open_run(const struct o1_model *m, const struct bench_args *a,
 	    .cuda_attn_split_rounds = a->attn[1],
 	    .cuda_attn_target = a->attn[2],
 	    .cuda_attn_heads = a->attn[3],
+	    .cuda_attn_few = a->attn[4],
 	    .cuda_attn_tc = a->attn_tc,
 	    .cuda_no_attention = a->no_attention,
 	    .cuda_gemv_rows = a->gemv_rows,
@@ -743,7 +746,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       "RESULT tp=%u batch=%u graphs=%s pdl=%s fusion=%s sample=%s "
 	       "tok_s=%.2f ms_step=%.4f kernels=%u min=%.2f max=%.2f "
 	       "floor=%.1f autotune=%s quant_dot=%s quant_gemm=%s "
-	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u "
+	       "quant_tile_mb=%u quant_qp_rows=%u attn=%u,%u,%u,%u,%u "
 	       "attn_tc=%s attention=%s quant_pass_rows=%u gemv_rows=%u "
 	       "gu_out=%s qkv_out=%s add_two_rows=%s prefill_ms=%.3f "
 	       "quant_i8_rows=%u quant_wg_rows=%u quant_wg_splits=%u "
@@ -763,7 +766,7 @@ static void report(const struct o1_model *m, const struct bench_args *a,
 	       : a->quant_mma	? "mma"
 				: "tiles",
 	       a->quant_tile_mb, a->quant_qp_rows, a->attn[0], a->attn[1],
-	       a->attn[2], a->attn[3], auto_name(a->attn_tc),
+	       a->attn[2], a->attn[3], a->attn[4], auto_name(a->attn_tc),
 	       on_off(!a->no_attention), a->quant_pass_rows, a->gemv_rows,
 	       a->gu_f32 ? "f32" : "bf16", a->qkv_f32 ? "f32" : "bf16",
 	       on_off(!a->add_one_row), t->prefill_s * 1e3, a->quant_i8_rows,
@@ -874,7 +877,7 @@ int main(int argc, char **argv)
 			"[--att-q auto|on|off] "
 			"[--quant-pass-rows N] [--quant-i8-rows N] "
 			"[--quant-wg-rows N] [--quant-wg-splits N] "
-			"[--attn W,R,T,H] [--graph-spans one|N,...] "
+			"[--attn W,R,T,H[,F]] [--graph-spans one|N,...] "
 			"[--attn-tc auto|on|off] "
 			"[--attention on|off] [--gemv-rows N (1..4)] "
 			"[--gu-out bf16|f32] [--qkv-out bf16|f32] "

@@ -4,7 +4,7 @@
  * (qwen2.5-0.5b 14/2 heads of 64, llama3.2-1b 32/8 of 64, llama3-8b 32/8
  * of 128), at batch 1, 64 and 256 and contexts 128, 1024 and 4096:
  *   bench_decode_attn [--sweep] [--graph-len N] [--batch B] [--ctx C]
- *                     [--tc-splits S] [--tune W,R,T,H]... [--shape NAME]
+ *                     [--tc-splits S] [--tune W,R,T,H[,F]]... [--shape NAME]
  *                     [--kernel row|tc]
  * For each it times the old row kernel (o1_attention_rows_legacy_cuda)
  * and the decode kernel (o1_attention_decode_cuda, default tuning with
@@ -25,11 +25,12 @@
  * the default's.
  * --batch/--ctx take one value each instead of the lists; --tc-splits
  * forces the tensor-core kernel's splits (1: none; default 0, its pick).
- * --tune W,R,T,H (up to 4 times) adds the decode kernel's cold graph time
- * with that tuning (warps, split rounds, target blocks, heads a block; 0
+ * --tune W,R,T,H[,F] (up to 4 times) adds the decode kernel's cold graph
+ * time with that tuning (warps, split rounds, target blocks, heads a
+ * block, the blocks whose splits cap a short row's at up to 8 rows; 0
  * keeps the default), beside the default's: an A/B of launch shapes. A
- * named target also drops the default's cap on a few rows' splits
- * (attention_decode.cu's dec_few): 0,0,528,0 is the launch before it.
+ * named target also drops that cap (attention_decode.cu's dec_few):
+ * 0,0,528,0 is the launch before it.
  * --shape NAME runs one shape only; --kernel row|tc times only that kernel
  * (the decode kernel with its default tuning, or the tensor-core one; at
  * the graph MAX_LEN, WARMUP + 2 x RUNS launches): a run for ncu
@@ -385,11 +386,12 @@ static int run(const struct shape *s, uint32_t rows, uint32_t ctx,
 	       warm[3], diff, cold[4], gb / (cold[4] * 1e-6), cold[3] / cold[4],
 	       warm[4], cold[5], diff_tc);
 	for (uint32_t i = 0; i < o->n_tunes; i++)
-		printf("    tune %u,%u,%u,%u: %.2f us (%.3fx the default's "
+		printf("    tune %u,%u,%u,%u,%u: %.2f us (%.3fx the default's "
 		       "%.2f)\n",
 		       o->tune[i].warps, o->tune[i].split_rounds,
-		       o->tune[i].target_blocks, o->tune[i].heads, tune_us[i],
-		       tune_us[i] / cold[3], cold[3]);
+		       o->tune[i].target_blocks, o->tune[i].heads,
+		       o->tune[i].few_blocks, tune_us[i], tune_us[i] / cold[3],
+		       cold[3]);
 	fflush(stdout);
 	return 0;
 }
@@ -405,29 +407,29 @@ static int arg_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *v)
 	return 0;
 }
 
-/* W,R,T,H: warps (0-8), split rounds (0-64), target blocks (0-100000),
- * heads a block (0, 1, 2, 4, 8); the row kernel, tensor cores off. */
+/* W,R,T,H[,F]: warps (0-8), split rounds (0-64), target blocks
+ * (0-100000), heads a block (0, 1, 2, 4, 8), the blocks whose splits cap a
+ * short row's at a few rows (0-100000); the row kernel, tensor cores off. */
 static int arg_tune(const char *s, struct o1_attn_decode_tune *t)
 {
-	static const uint32_t hi[4] = {8, 64, 100000, 8};
-	uint32_t v[4];
-	char buf[64], *save = NULL, *tok = buf;
+	static const uint32_t hi[5] = {8, 64, 100000, 8, 100000};
+	uint32_t v[5] = {0};
+	char buf[64], *save = NULL, *tok = buf, *w;
+	int n = 0;
 
 	if (strlen(s) >= sizeof(buf))
 		return -1;
 	strcpy(buf, s);
-	for (int i = 0; i < 4; i++, tok = NULL) {
-		char *w = strtok_r(tok, ",", &save);
-
-		if (!w || arg_u32(w, 0, hi[i], &v[i]))
+	for (; n < 5 && (w = strtok_r(tok, ",", &save)); n++, tok = NULL)
+		if (arg_u32(w, 0, hi[n], &v[n]))
 			return -1;
-	}
-	if (strtok_r(NULL, ",", &save) || (v[3] & (v[3] - 1)))
+	if (n < 4 || strtok_r(NULL, ",", &save) || (v[3] & (v[3] - 1)))
 		return -1;
 	*t = (struct o1_attn_decode_tune){.warps = v[0],
 					  .split_rounds = v[1],
 					  .target_blocks = v[2],
 					  .heads = v[3],
+					  .few_blocks = v[4],
 					  .tc = O1_ATTN_TC_OFF};
 	return 0;
 }
@@ -474,7 +476,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "usage: bench_decode_attn [--sweep] "
 					"[--graph-len N] [--batch B] [--ctx "
 					"C] [--tc-splits S] [--tune "
-					"W,R,T,H]... [--shape NAME] "
+					"W,R,T,H[,F]]... [--shape NAME] "
 					"[--kernel row|tc]\n");
 			return 2;
 		}
