@@ -343,6 +343,25 @@ extern "C" uint64_t o1_attention_cuda_scratch_floats(uint32_t rows,
 			  : 0;
 }
 
+extern "C" int o1_attention_cuda_check_splits(const char *kernel,
+					      uint32_t splits, uint32_t most,
+					      uint32_t rows, uint32_t n_heads,
+					      uint32_t head_dim,
+					      const float *scratch,
+					      uint64_t scratch_floats)
+{
+	if (splits <= most &&
+	    (splits <= 1 ||
+	     (scratch && (uintptr_t)scratch % 8 == 0 &&
+	      o1_attention_cuda_scratch_floats(rows, n_heads, head_dim,
+					       splits) <= scratch_floats)))
+		return 0;
+	o1_err("%s: %u splits of %u rows: over %u or over the scratch's %llu "
+	       "floats",
+	       kernel, splits, rows, most, (unsigned long long)scratch_floats);
+	return -EINVAL;
+}
+
 static int check_attention(const struct o1_attn_dims *d,
 			   const struct o1_attn_batch *b, uint32_t max_len)
 {

@@ -472,16 +472,11 @@ static int launch_tc(uint16_t *out, const float *q, const uint16_t *kc,
 		splits = tc_pick_splits((uint64_t)n_rows * a.hkv, max_len, smem,
 					n_rows, a.hq, D,
 					scratch ? scratch_floats : 0);
-	if (splits > TC_MAX_SPLITS ||
-	    (splits > 1 && (!scratch || (uintptr_t)scratch % 8 ||
-			    o1_attention_cuda_scratch_floats(
-				n_rows, a.hq, D, splits) > scratch_floats))) {
-		o1_err("attention (decode, tensor cores): %u splits of %u "
-		       "rows: over %u or over the scratch's %llu floats",
-		       splits, n_rows, TC_MAX_SPLITS,
-		       (unsigned long long)scratch_floats);
-		return -EINVAL;
-	}
+	err = o1_attention_cuda_check_splits("attention (decode, tensor cores)",
+					     splits, TC_MAX_SPLITS, n_rows,
+					     a.hq, D, scratch, scratch_floats);
+	if (err)
+		return err;
 	a.n_splits = splits, a.part = scratch;
 	if (smem > 48 * 1024)
 		err = O1_CUDA_CHECK(cudaFuncSetAttribute(

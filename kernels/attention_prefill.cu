@@ -660,16 +660,11 @@ static int launch_tiled(uint16_t *out, const float *q, const uint16_t *kc,
 	if (!splits)
 		splits = pf_pick_splits<C>(busy, max_len, n_rows, a.hq,
 					   scratch ? scratch_floats : 0);
-	if (splits > PF_MAX_SPLITS ||
-	    (splits > 1 && (!scratch || (uintptr_t)scratch % 8 ||
-			    o1_attention_cuda_scratch_floats(
-				n_rows, a.hq, D, splits) > scratch_floats))) {
-		o1_err("attention tiled: %u splits of %u rows: over %u or "
-		       "over the scratch's %llu floats",
-		       splits, n_rows, PF_MAX_SPLITS,
-		       (unsigned long long)scratch_floats);
-		return -EINVAL;
-	}
+	err = o1_attention_cuda_check_splits("attention tiled", splits,
+					     PF_MAX_SPLITS, n_rows, a.hq, D,
+					     scratch, scratch_floats);
+	if (err)
+		return err;
 	a.n_splits = splits, a.part = scratch;
 	err = O1_CUDA_LAUNCH(
 	    "attention tiled", pf_kernel<C>(), dim3((unsigned)blocks, splits),

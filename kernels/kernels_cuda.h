@@ -300,6 +300,14 @@ bool o1_attention_tiled_fits(const struct o1_attn_dims *dims,
 /* Floats of scratch for ROWS rows split in SPLITS along the sequence. */
 uint64_t o1_attention_cuda_scratch_floats(uint32_t rows, uint32_t n_heads,
 					  uint32_t head_dim, uint32_t splits);
+/* 0 where a launch of SPLITS splits of ROWS rows (at most MOST) has what
+ * it needs: beyond one, SCRATCH 8-byte aligned and holding their partials;
+ * else -EINVAL, logged as KERNEL's. */
+int o1_attention_cuda_check_splits(const char *kernel, uint32_t splits,
+				   uint32_t most, uint32_t rows,
+				   uint32_t n_heads, uint32_t head_dim,
+				   const float *scratch,
+				   uint64_t scratch_floats);
 
 /* swiglu.cu: out (T,F) bf16 = silu(gate) * up, gate and up (T,F) f32 with
  * LD floats between rows (2F for a fused [gate | up] product). */
