@@ -5,7 +5,7 @@
 # in one GPU machine call (over tools/gpu/session.sh), set at run time by
 # o1_attn_decode_tune's few_blocks:
 #   1. the build; test_attention_decode_cuda (few_blocks 132 among its
-#      tunings) while the models are made;
+#      tunings) and test_attention_prefill_cuda while the models are made;
 #   2. bench_decode_attn (cold us a layer, L2 flushed) at each graph span's
 #      length (300 and 1,024 positions in the first span, 2,048 in the
 #      second, 8,192 in the third), llama3-8b at 1, 2 and 4 rows and
@@ -36,7 +36,8 @@ for f in $few; do
 done
 
 s_log "start: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
-O1_GPU_TARGETS="o1model bench_cuda_decode bench_decode_attn test_attention_decode_cuda" s_build
+targets="o1model bench_cuda_decode bench_decode_attn"
+O1_GPU_TARGETS="$targets test_attention_decode_cuda test_attention_prefill_cuda" s_build
 [ -e "$s_root/../shared" ] || ln -s "$s_root/.gpu-testdata" "$s_root/../shared"
 # shellcheck disable=SC2086 # the models: words
 (s_models $models >"$s_out/models.txt" 2>&1) &
@@ -57,8 +58,9 @@ grep -E "cold us old|tune " "$s_out/bda.txt" |
 	sed -E 's/: cold us old [0-9.]+ \(graph [0-9.]+\) new [0-9.]+ \(graph ([0-9.]+)\).*/: default \1 us/' |
 	tee -a "$s_out/session.txt"
 
-s_log "test_attention_decode_cuda ($(left) s left)"
-timeout 150 ctest --test-dir "$s_bin" -R test_attention_decode_cuda \
+s_log "the attention's tests ($(left) s left)"
+timeout 150 ctest --test-dir "$s_bin" \
+	-R "test_attention_decode_cuda|test_attention_prefill_cuda" \
 	--output-on-failure >"$s_out/ctest.txt" 2>&1
 s_log "ctest rc=$?"
 grep -E "tests passed|FAILED" "$s_out/ctest.txt" | tee -a "$s_out/session.txt"
