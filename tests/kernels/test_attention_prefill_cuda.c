@@ -649,6 +649,9 @@ static void test_attention_prefill_edges(void **state)
 			     o1_attention_cuda_scratch_floats(1, 8, 64, 2) - 1,
 			     0),
 			 -EINVAL);
+	assert_int_equal(o1_attention_tiled_cuda(p, fq, p, p, &dm, &bt, 1, 1,
+						 64, 2, fq + 1, 1 << 14, 0),
+			 -EINVAL); /* the partials not 8-byte aligned */
 	/* the same for the tensor-core decode kernel's splits */
 	assert_int_equal(o1_attention_decode_tc_cuda(p, fq, p, p, &dm, &bt, 1,
 						     64, 33, fq, 1 << 14,
@@ -662,6 +665,10 @@ static void test_attention_prefill_edges(void **state)
 			     p, fq, p, p, &dm, &bt, 1, 64, 2, fq,
 			     o1_attention_cuda_scratch_floats(1, 8, 64, 2) - 1,
 			     UINT32_MAX, 0, false, 0),
+			 -EINVAL);
+	assert_int_equal(o1_attention_decode_tc_cuda(p, fq, p, p, &dm, &bt, 1,
+						     64, 2, fq + 1, 1 << 14,
+						     UINT32_MAX, 0, false, 0),
 			 -EINVAL);
 	assert_false(o1_attention_tiled_fits(&dm, p, fq, p + 4, p));
 	dm.page_stride += 2; /* rows no longer 16-byte aligned */
