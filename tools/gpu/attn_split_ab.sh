@@ -4,16 +4,19 @@
 # blocks, about one wave, until they pass 8 rounds each) at other values,
 # in one GPU machine call (over tools/gpu/session.sh), set at run time by
 # o1_attn_decode_tune's few_blocks:
-#   1. the build; test_attention_decode_cuda (few_blocks 132 among its
-#      tunings) and test_attention_prefill_cuda while the models are made;
+#   1. the build; the models made behind the next two steps;
 #   2. bench_decode_attn (cold us a layer, L2 flushed) at each graph span's
 #      length (300 and 1,024 positions in the first span, 2,048 in the
-#      second, 8,192 in the third), llama3-8b at 1, 2 and 4 rows and
-#      llama3.2-1b at 1: the default beside each of SA_FEW and beside a
-#      named target of 132 blocks (`--attn 0,0,132,0`, which drops the cap
-#      and cuts the grid: what the 37th-40th sessions' A/Bs measured);
-#   3. whole models by turns (object_ab.sh, `--attn 0,0,0,0,F` for each F of
-#      SA_FEW against the default), prompts of 200 then 2,000, 128 tokens.
+#      second, 8,192 in the third), llama3-8b at 1 and 4 rows, llama3.2-1b
+#      at 1, llama3-8b at 2, while the budget allows: the default beside
+#      each of SA_FEW and beside a named target of 132 blocks (`--attn
+#      0,0,132,0`, which drops the cap and cuts the grid: what the
+#      37th-40th sessions' A/Bs measured);
+#   3. test_attention_decode_cuda (few_blocks 132 among its tunings) and
+#      test_attention_prefill_cuda;
+#   4. whole models by turns (object_ab.sh, `--attn 0,0,0,0,F` for each F
+#      of SA_FEW against the default), prompts of 200 (three rounds) then
+#      2,000 (two, as the budget allows), 128 tokens.
 # Results in $OUT/session.txt; the logs in $OUT/ab200/session-logs.tgz
 # (the build, bench_decode_attn's lines, the test, the first A/B) and
 # $OUT/session-logs.tgz (the second A/B).
@@ -45,9 +48,10 @@ made=$!
 
 s_log "bench_decode_attn ($(left) s left)"
 bda=$s_bin/tools/gpu/bench_decode_attn
-for case in llama3-8b:1 llama3-8b:2 llama3-8b:4 llama3.2-1b:1; do
+# (until the models are about made: ~200 s after the build)
+for case in llama3-8b:1 llama3-8b:4 llama3.2-1b:1 llama3-8b:2; do
 	for cg in 300:1024 1024:1024 2048:4096 8192:16384; do
-		[ "$(left)" -gt 300 ] || break 2
+		[ "$(left)" -gt 250 ] || break 2
 		timeout 60 "$bda" --shape "${case%:*}" --batch "${case#*:}" \
 			--ctx "${cg%:*}" --graph-len "${cg#*:}" "${tunes[@]}" \
 			--tune 0,0,132,0
@@ -59,7 +63,7 @@ grep -E "cold us old|tune " "$s_out/bda.txt" |
 	tee -a "$s_out/session.txt"
 
 s_log "the attention's tests ($(left) s left)"
-timeout 150 ctest --test-dir "$s_bin" \
+timeout 120 ctest --test-dir "$s_bin" \
 	-R "test_attention_decode_cuda|test_attention_prefill_cuda" \
 	--output-on-failure >"$s_out/ctest.txt" 2>&1
 s_log "ctest rc=$?"
@@ -68,7 +72,7 @@ wait "$made"
 s_log "models made ($(left) s left)"
 
 export AB_MODELS=$models AB_EXTRA=$extra AB_TARGETS="o1model bench_cuda_decode"
-AB_ROUNDS=3 AB_BUDGET=$(($(left) * 2 / 5)) AB_ARGS="--prompt 200 --tokens 128 --reps 3" \
+AB_ROUNDS=3 AB_BUDGET=$(($(left) - 80)) AB_ARGS="--prompt 200 --tokens 128 --reps 3" \
 	bash "$here/object_ab.sh"
 # (object_ab.sh clears $OUT's top level of all but its own files)
 mkdir -p "$s_out/ab200" &&
