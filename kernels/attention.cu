@@ -350,16 +350,23 @@ extern "C" int o1_attention_cuda_check_splits(const char *kernel,
 					      const float *scratch,
 					      uint64_t scratch_floats)
 {
-	if (splits <= most &&
-	    (splits <= 1 ||
-	     (scratch && (uintptr_t)scratch % 8 == 0 &&
-	      o1_attention_cuda_scratch_floats(rows, n_heads, head_dim,
-					       splits) <= scratch_floats)))
-		return 0;
-	o1_err("%s: %u splits of %u rows: over %u or over the scratch's %llu "
-	       "floats",
-	       kernel, splits, rows, most, (unsigned long long)scratch_floats);
-	return -EINVAL;
+	uint64_t need =
+	    o1_attention_cuda_scratch_floats(rows, n_heads, head_dim, splits);
+
+	if (splits > most) {
+		o1_err("%s: %u splits, over %u", kernel, splits, most);
+		return -EINVAL;
+	}
+	if (splits > 1 &&
+	    (!scratch || (uintptr_t)scratch % 8 || need > scratch_floats)) {
+		o1_err("%s: %u splits of %u rows need %llu floats of 8-byte "
+		       "aligned scratch; it has %llu at %p",
+		       kernel, splits, rows, (unsigned long long)need,
+		       (unsigned long long)scratch_floats,
+		       (const void *)scratch);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int check_attention(const struct o1_attn_dims *d,
