@@ -513,9 +513,16 @@ static bool qw_missing(void)
  * those of its own tiles (128 x 128, K in halves where the grid is small) */
 static void test_gemm_qw(void **state)
 {
+	int dev = 0, sms = 0;
+	uint32_t n;
+
 	(void)state;
 	if (qw_missing())
 		return;
+	assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+	assert_int_equal(
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+	    cudaSuccess);
 	gemm_shapes(&kernels[2]);
 	kern = &kernels[2];
 	/* two token tiles and a third partial one, 3 weight tiles */
@@ -530,6 +537,12 @@ static void test_gemm_qw(void **state)
 	 * perhaps 128 tokens, checked the same) */
 	check_gemm(O1_QUANT_Q4_K, 140, 6020, 512, 6020);
 	check_gemm(O1_QUANT_Q6_K, 140, 6020, 2048, 6020);
+	/* 256 tokens a block on any device (2 token tiles by N / 128
+	 * weight tiles: more than a wave), a partial token tile, 16 stages
+	 * through the buffers in turn (Q4_K's planes; Q4_0: 3 buffers) */
+	n = 64 * (uint32_t)sms + 4;
+	check_gemm(O1_QUANT_Q4_K, 260, n, 2048, n);
+	check_gemm(O1_QUANT_Q4_0, 257, n, 1024, n + 3);
 }
 
 /* gemm_qw with K in parts (o1_gemm_qw_split_cuda) */
@@ -632,6 +645,8 @@ static void test_gemm_qw_swiglu(void **state)
 	 * rows run into up's, its up rows past the matrix) */
 	f = 64 * (uint32_t)sms;
 	check_swiglu(O1_QUANT_Q4_K, 40, f + 2, 256, f + 3);
+	/* 256 tokens a block: Q4_K's planes, three buffers in turn */
+	check_swiglu(O1_QUANT_Q4_K, 300, f, 1024, f + 1);
 	check_swiglu(O1_QUANT_Q8_0, 300, f, 512, f);
 	check_swiglu(O1_QUANT_Q6_K, 130, f, 2048, f + 2);
 	check_swiglu(O1_QUANT_Q5_0, 40, f, 512, f);

@@ -135,6 +135,12 @@ static std::vector<int> block_or;
 static std::map<uint64_t *, mbar> mbars;
 static std::vector<unsigned char> smem_all;
 static size_t smem_bytes;
+/* The shared address of a block's first byte of dynamic shared memory:
+ * 0, or with O1_EMU_SMEM_SHIFT set, now and then (a launch in two) a
+ * multiple of 16 below 1024: the device promises that array 16-byte
+ * alignment, so a kernel that aligns its buffers to 1024 bytes at run
+ * time (gemm_qw.cu) is checked with the bytes that come before. */
+static uint32_t smem_origin;
 static unsigned blocks, warps_per_block;
 /* the running cluster's shape: block RANK at (RANK % x, RANK / x) from
  * its first block */
@@ -269,7 +275,15 @@ uint32_t emu_saddr(const void *p)
 				"memory\n", p);
 		abort();
 	}
-	return (uint32_t)(q - base);
+	return smem_origin + (uint32_t)(q - base);
+}
+
+/* A launch's smem_origin (O1_EMU_SMEM_SHIFT). */
+static void pick_origin(void)
+{
+	static const bool shift = getenv("O1_EMU_SMEM_SHIFT") != NULL;
+
+	smem_origin = shift && prng() % 2 ? 16 * (uint32_t)(prng() % 64) : 0;
 }
 
 /* Now and then the calling thread sits out a few dozen scheduler rounds
@@ -333,7 +347,7 @@ void __attribute__((noinline)) emu_wgmma(float *d, unsigned n,
 	/* the swizzle moves chunks within their 128-byte row: the last
 	 * row's read may reach the row's end */
 	end = ((op.start + (n - 1) * 128 + 31) | 127) + 1;
-	if (end > smem_bytes) {
+	if (op.start < smem_origin || end - smem_origin > smem_bytes) {
 		fprintf(stderr, "emu: wgmma's B (%u bytes from %u) past the "
 				"block's %zu bytes of shared memory\n",
 			end - op.start, op.start, smem_bytes);
@@ -350,7 +364,8 @@ static void wg_read_b(const wg_op &op, uint16_t (*b)[16])
 	for (unsigned col = 0; col < op.n; col++)
 		for (unsigned k = 0; k < 16; k++)
 			memcpy(&b[col][k],
-			       op.smem + swizzle128(op.start + 128 * col + 2 * k),
+			       op.smem - smem_origin +
+				   swizzle128(op.start + 128 * col + 2 * k),
 			       2);
 }
 
@@ -519,8 +534,8 @@ static uint64_t tma_land(const tma_copy &c)
 			    col >= 0 && (uint64_t)col < m[EMU_MAP_DIM0])
 				v = base[(uint64_t)row * m[EMU_MAP_PITCH] +
 					 (uint64_t)col * el + b % el];
-			if (m[EMU_MAP_SWIZZLE])
-				at = swizzle128(at);
+			if (m[EMU_MAP_SWIZZLE]) /* of the address */
+				at = swizzle128(smem_origin + at) - smem_origin;
 			c.smem[at] = v;
 		}
 	return row_bytes * m[EMU_MAP_BOX1];
@@ -550,7 +565,7 @@ static void tma_issue(void *dst, const uint64_t *map, int c0, int c1,
 	 * pattern is of address bits) */
 	if ((uint64_t)c0 * map[EMU_MAP_ELEM] % 16 ||
 	    d0 % (map[EMU_MAP_SWIZZLE] ? 1024 : 128) ||
-	    d0 + bytes > smem_bytes) {
+	    d0 - smem_origin + bytes > smem_bytes) {
 		fprintf(stderr, "emu: tensor copy of (%d, %d) to shared %u "
 				"(%llu bytes): misaligned or past the "
 				"block's %zu bytes\n",
@@ -573,7 +588,7 @@ static void tma_issue(void *dst, const uint64_t *map, int c0, int c1,
 				      "tensor copy");
 
 		c.smem = smem_all.data() + rank * smem_bytes;
-		c.dst = c.smem + d0;
+		c.dst = c.smem + (d0 - smem_origin);
 		memcpy(c.map, map, sizeof c.map);
 		c.c0 = c0, c.c1 = c1;
 		c.rounds = (unsigned)(prng() % 4);
@@ -789,6 +804,7 @@ void emu_launch(unsigned gx, unsigned gy, unsigned nt, size_t smem,
 	if (stacks == MAP_FAILED)
 		abort();
 	blocks = gx, smem_bytes = smem;
+	pick_origin();
 	cluster_dim = {gx, 1, 1};
 	smem_all.assign(gx * smem, 0);
 	kernel = &f;
@@ -825,6 +841,7 @@ void emu_launch_grid_cl(dim3 grid, dim3 block, dim3 cl, size_t smem,
 	if (stacks == MAP_FAILED)
 		abort();
 	blocks = n, smem_bytes = smem;
+	pick_origin();
 	cluster_dim = {cl.x, cl.y, cl.z};
 	smem_all.assign(n * smem, 0);
 	kernel = &f;
