@@ -85,7 +85,7 @@ extern "C" {
 /* defaults (o1_attn_decode_tune); the warps a block: dec_warps */
 #define DEC_SPLIT_ROUNDS 1
 #define DEC_TARGET	 528 /* blocks: 4 per multiprocessor of an H100/H200 */
-#define DEC_TARGET_FEW	 264 /* at up to 8 rows: dec_few */
+#define DEC_TARGET_FEW	 128 /* at up to 8 rows: dec_few */
 #define DEC_LONG_ROUNDS	 8   /* at up to 8 rows: dec_few */
 #define DEC_HEADS	 4
 #define DEC_HEADS_FEW	 1 /* at up to 8 rows: dec_most */
@@ -759,14 +759,24 @@ static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks, uint32_t d)
 
 /* A's cap on the splits a row uses (dec_splits): at up to 8 rows, without
  * a tuned target, the splits of DEC_TARGET_FEW blocks (TUNE's few_blocks
- * where set, for the A/B; DEC_TARGET_FEW: two 8-warp blocks
- * on each of 132 multiprocessors: about one wave) while each split takes
- * at most DEC_LONG_ROUNDS rounds, past that up to N_SPLITS (DEC_TARGET's,
- * as before). A block reads its positions a round after another, and the
- * times fit waves of resident blocks, a partly filled last wave costing a
- * whole one: at 16,384 positions llama3-8b's 5 splits took 93 us, 9 took
- * 94, 17 took 71. bench_decode_attn --tune on the H100 (2026-12-06, graph
- * max_len 8,192, cold us a layer), this cap against the launch before it
+ * where set, for the A/B; DEC_TARGET_FEW: at most one block on each
+ * multiprocessor, where the rows' blocks are a power of two: 1 row of
+ * llama3-8b or llama3.2-1b, 32 blocks a split, 4 splits) while each split
+ * takes at most DEC_LONG_ROUNDS rounds, past that up to N_SPLITS
+ * (DEC_TARGET's, as before). The cap was 264 blocks (two a
+ * multiprocessor) until bench_decode_attn --tune on the H100 (2026-12-07,
+ * cold us a layer, llama3-8b at 1,024 / 2,048 positions) found fewer
+ * splits faster at every row count of 1, 2 and 4: 1 row 5 splits (132)
+ * 14.6 / 16.3 against 9 (264) 17.3 / 19.8; 2 rows 2 splits 20.3 / 23.5
+ * against 5's 22.8 / 26.7 and 3's 24.8 / 30.4; 4 rows 1 split 35.7 /
+ * 42.4 against 3's 38.0 / 47.3; whole llama3-8b Q4_K_M at 1 row, prompts
+ * of 200 and 2,000 then 128 steps, +3.2% and +3.6% with 5 splits
+ * (docs/PERFORMANCE.md, forty-ninth session). A block reads its positions a
+ * round after another, and the times fit waves of resident blocks, a partly
+ * filled last wave costing a whole one: at 16,384 positions llama3-8b's 5
+ * splits took 93 us, 9 took 94, 17 took 71. bench_decode_attn --tune on the
+ * H100 (2026-12-06, graph max_len 8,192, cold us a layer), this cap against the
+ * launch before it
  * (--tune 0,0,528,0): a lone row of llama3-8b at 1,024 / 2,048 / 4,096
  * positions 14.46 / 17.89 / 24.77 against 19.14 / 22.30 / 29.63,
  * llama3.2-1b at 2,048 / 4,096 / 8,192 14.27 / 17.63 / 25.09 against

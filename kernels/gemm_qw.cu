@@ -130,18 +130,6 @@ extern "C" {
 #ifndef QW_PROBE_TOKENS_ONCE
 #define QW_PROBE_TOKENS_ONCE 0
 #endif
-/* 1: a Q4_K stage copies only what it decodes: the block's 16-byte header
- * and the stage's half of the quants (64 of the 128 bytes), as five
- * copies of 16 bytes a row, each into a plane of its own (rows 16 bytes
- * apart: a quad's loads of 8 rows fall in 32 different banks); and a
- * warp's unit scales are decoded a group of products at a time (2 units,
- * not 4: 4 KB of slots, not 8). A stage of 256 tokens then takes 74 KB,
- * not 83, and three buffers fit where two did (Q4_0's too). 0: the whole
- * block each stage, the four units' scales at once, two buffers at 256
- * tokens. (An A/B switch until measured: docs/STATUS.md.) */
-#ifndef QW_LEAN
-#define QW_LEAN 1
-#endif
 /* 2: pairs of weight tiles (blockIdx.y 2 i and 2 i + 1, the same tokens)
  * run as thread block clusters, and each block copies one of a stage's
  * two token boxes into both (TMA multicast): each block-stage reads
@@ -161,19 +149,14 @@ extern "C" {
  * 16, the stage's bytes OFF(j) into it (at most 8 for Q8_0, Q4_0 and
  * Q5_0, 14 for Q6_K, 0 for Q4_K). BLOCK: the bytes of K's 256 elements. */
 template <int TYPE> struct qw_type {
-	/* Q4_K with QW_LEAN: planes of 16 bytes a row (header, then the
-	 * half's quants as 4 pieces) */
-	static constexpr bool planes = TYPE == O1_QUANT_Q4_K && QW_LEAN;
 	static constexpr uint32_t box =
 	    TYPE == O1_QUANT_Q8_0   ? 144 /* 8 + 136 */
 	    : TYPE == O1_QUANT_Q4_0 ? 80  /* 8 + 72 */
 	    : TYPE == O1_QUANT_Q5_0 ? 96  /* 8 + 88 */
-	    : TYPE == O1_QUANT_Q4_K ? (planes ? 16 : 144)
+	    : TYPE == O1_QUANT_Q4_K ? 144
 	    : TYPE == O1_QUANT_Q6_K ? 224 /* 14 + 210 */
 				    : 0;
 	static_assert(box, "no wgmma tiles for this block type");
-	static constexpr uint32_t copies = planes ? 5 : 1;
-	static constexpr uint32_t plane = QW_BM * box; /* a copy's bytes */
 	static constexpr uint32_t block = qb_raw<TYPE>::bytes;
 	static __host__ __device__ uint32_t at(uint32_t j)
 	{
@@ -184,44 +167,28 @@ template <int TYPE> struct qw_type {
 	}
 	static __host__ __device__ uint32_t off(uint32_t j)
 	{
-		return planes ? 0 : at(j) % 16;
-	}
-	/* The first byte of copy P of stage J in a row (16-byte aligned):
-	 * planes, the header (P 0) or the 16 bytes P - 1 of the half's 64
-	 * bytes of quants (they follow the 16-byte header) */
-	static __host__ __device__ uint32_t col(uint32_t j, uint32_t p)
-	{
-		if (!planes)
-			return at(j) - off(j);
-		return at(j) + (p ? 16 + 64 * (j % 2) + 16 * (p - 1) : 0);
+		return at(j) % 16;
 	}
 };
 
-/* Shared memory for BN tokens a block in clusters of CL: from the first
- * 1024-byte boundary (the swizzle's) STAGES copies of (tokens: two boxes
- * of 64 elements, XBOX bytes each; weights: COPIES planes of QW_BM rows
- * of box bytes), then each warp's unit scales (SCW units x 16 rows,
- * uint4), then the mbarriers (full, empty and, in clusters, peer: 3 a
- * buffer) unless the bytes before that boundary hold them. The array
- * starts 16-byte aligned (declared 1024: then no bytes before), so
- * 1,008 bytes at most come before the boundary; where fewer than BARS,
- * the barriers after the scales fit in the same bound. */
+/* Shared memory for BN tokens a block in clusters of CL, from a
+ * 1024-byte boundary (the swizzle's): STAGES copies of (tokens: two boxes
+ * of 64 elements, XBOX bytes each; weights: QW_BM rows of box bytes),
+ * then each warp's unit scales (4 units x 16 rows, uint4), then the
+ * mbarriers (full, empty and, in clusters, peer: 3 a buffer). */
 template <int TYPE, int BN, int CL = 1> struct qw_smem {
 	static constexpr uint32_t xbox = BN * 128;
 	static constexpr uint32_t xs = 2 * xbox;
-	static constexpr uint32_t wbytes =
-	    qw_type<TYPE>::copies * qw_type<TYPE>::plane;
-	static constexpr uint32_t stage = (xs + wbytes + 1023) / 1024 * 1024;
-	static constexpr uint32_t scw = QW_LEAN ? 2 : 4;
-	static constexpr uint32_t sc = 8 * scw * 16 * 16;
-	static constexpr uint32_t bars = 8 * (CL > 1 ? 3 : 2) * 4;
-	static_assert(2 * bars <= 1008, "the barriers' bound");
-	static constexpr uint32_t extra = 1008 + sc;
+	static constexpr uint32_t stage =
+	    (xs + QW_BM * qw_type<TYPE>::box + 1023) / 1024 * 1024;
+	static constexpr uint32_t sc = 8 * 4 * 16 * 16;
+	static constexpr uint32_t extra =
+	    1024 + sc + 8 * (CL > 1 ? 12 : 8); /* barriers */
 	static constexpr uint32_t stages = (QW_SMEM_MAX - extra) / stage < 4
 					       ? (QW_SMEM_MAX - extra) / stage
 					       : 4;
 	static constexpr uint32_t total = extra + stages * stage;
-	static constexpr uint32_t tx = xs + wbytes;
+	static constexpr uint32_t tx = xs + QW_BM * qw_type<TYPE>::box;
 };
 
 struct qw_args {
@@ -255,19 +222,16 @@ static __device__ __forceinline__ void
 qw_issue(uint8_t *st, uint64_t *bar, const qw_args &a, uint32_t r0, uint32_t m0,
 	 uint32_t j, bool weights, bool tokens, uint32_t rank)
 {
-	using ty = qw_type<TYPE>;
+	int32_t c0 = (int32_t)(qw_type<TYPE>::at(j) - qw_type<TYPE>::off(j));
 
-	/* GLU: gate rows R0.. in a plane's first half, up rows F + R0..
-	 * after */
-	for (uint32_t p = 0; weights && p < ty::copies; p++) {
-		uint8_t *dst = st + qw_smem<TYPE, BN>::xs + p * ty::plane;
-		int32_t c0 = (int32_t)ty::col(j, p);
-
-		hop_tma_2d(dst, &a.wmap, c0, (int32_t)r0, bar);
-		if (a.glu)
-			hop_tma_2d(dst + ty::plane / 2, &a.wmap, c0,
-				   (int32_t)(a.glu + r0), bar);
-	}
+	/* GLU: gate rows R0.. in the first half, up rows F + R0.. after */
+	if (weights)
+		hop_tma_2d(st + qw_smem<TYPE, BN>::xs, &a.wmap, c0, (int32_t)r0,
+		       bar);
+	if (weights && a.glu)
+		hop_tma_2d(st + qw_smem<TYPE, BN>::xs +
+			   QW_BM / 2 * qw_type<TYPE>::box,
+		       &a.wmap, c0, (int32_t)(a.glu + r0), bar);
 	if (tokens && CL > 1)
 		hop_tma_2d_multicast(st + rank * qw_smem<TYPE, BN>::xbox,
 				     &a.xmap, (int32_t)(QW_SK * j + 64 * rank),
@@ -320,57 +284,49 @@ static __device__ __forceinline__ uint4 qw_k_scales(const uint8_t *x,
 	return v;
 }
 
-/* The scales of N local units L, L + STEP, .. (of the stage's 4; HALF:
- * which half of the super-block the stage is) of the row at R into V, as
+/* The scales of local units L and L + 2 (of the stage's 4; HALF: which
+ * half of the super-block the stage is) of the row at R into A and B, as
  * qw_pair takes them: Q8_0, Q4_0 and Q5_0 (D, -, -, -), Q4_K
  * (qw_k_scales), Q6_K (S of elements < 16, S of the others, -, -); each
  * value a bf16 pair: qd_head's values, the K types' block scale converted
- * once for them all (a quarter of a stage's work was these scales, c25
- * call 4's profile). */
-template <int TYPE, int N>
+ * once for both (a quarter of a stage's work was these scales, c25 call
+ * 4's profile). */
+template <int TYPE>
 static __device__ __forceinline__ void qw_scales(const uint8_t *r, uint32_t l,
-						 uint32_t step, uint32_t half,
-						 uint4 (&v)[N])
+						 uint32_t half, uint4 &a,
+						 uint4 &b)
 {
 	static_assert(qw_type<TYPE>::box, "no wgmma tiles for this block type");
-#pragma unroll
-	for (int i = 0; i < N; i++)
-		v[i] = make_uint4(0, 0, 0, 0);
+	a = b = make_uint4(0, 0, 0, 0);
 	if constexpr (TYPE == O1_QUANT_Q8_0 || TYPE == O1_QUANT_Q4_0 ||
 		      TYPE == O1_QUANT_Q5_0) {
 		constexpr uint32_t BYTES =
 		    TYPE == O1_QUANT_Q8_0   ? O1_QUANT_Q8_0_BYTES
 		    : TYPE == O1_QUANT_Q4_0 ? O1_QUANT_Q4_0_BYTES
 					    : O1_QUANT_Q5_0_BYTES;
-#pragma unroll
-		for (int i = 0; i < N; i++) {
-			float d = qw_f16(qd_u16(r + (l + i * step) * BYTES));
+		float d0 = qw_f16(qd_u16(r + l * BYTES)),
+		      d1 = qw_f16(qd_u16(r + (l + 2) * BYTES));
 
-			v[i].x = mma_pack_bf16(d, d);
-		}
+		a.x = mma_pack_bf16(d0, d0);
+		b.x = mma_pack_bf16(d1, d1);
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
 		uint32_t dd = *(const uint32_t *)r;
 		float d = qw_f16(dd & 0xffff), dm = qw_f16(dd >> 16);
 
-#pragma unroll
-		for (int i = 0; i < N; i++)
-			v[i] = qw_k_scales(r + 4, 4 * half + l + i * step, d,
-					   dm);
+		a = qw_k_scales(r + 4, 4 * half + l, d, dm);
+		b = qw_k_scales(r + 4, 4 * half + l + 2, d, dm);
 	} else if constexpr (TYPE == O1_QUANT_Q6_K) {
-		/* unit g of half HALF: int8 scales 2 g and 2 g + 1 of the 8
-		 * at 192 + 8 HALF */
+		/* units g = L and L + 2 of half HALF: int8 scales 2 g and
+		 * 2 g + 1 of the 8 at 192 + 8 HALF */
+		const int8_t *sc = (const int8_t *)(r + 192) + 8 * half + 2 * l;
 		float d = qw_f16(qd_u16(r + 208));
+		float s0 = __fmul_rn(d, qd_float_less(sc[0] + 128, 128)),
+		      s1 = __fmul_rn(d, qd_float_less(sc[1] + 128, 128)),
+		      s4 = __fmul_rn(d, qd_float_less(sc[4] + 128, 128)),
+		      s5 = __fmul_rn(d, qd_float_less(sc[5] + 128, 128));
 
-#pragma unroll
-		for (int i = 0; i < N; i++) {
-			const int8_t *sc = (const int8_t *)(r + 192) +
-					   8 * half + 2 * (l + i * step);
-			float s0 = __fmul_rn(d, qd_float_less(sc[0] + 128, 128)),
-			      s1 = __fmul_rn(d, qd_float_less(sc[1] + 128, 128));
-
-			v[i].x = mma_pack_bf16(s0, s0);
-			v[i].y = mma_pack_bf16(s1, s1);
-		}
+		a.x = mma_pack_bf16(s0, s0), a.y = mma_pack_bf16(s1, s1);
+		b.x = mma_pack_bf16(s4, s4), b.y = mma_pack_bf16(s5, s5);
 	}
 }
 
@@ -418,15 +374,8 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 		/* 128 + q less 144: q - 16, exact */
 		return hop_mul2(hop_add2(w | 0x43004300u, 0xc310c310u), s.x);
 	} else if constexpr (TYPE == O1_QUANT_Q4_K) {
-		/* planes (R in the header's): the half's quants' byte 32 (L /
-		 * 2) + E in plane 1 + (32 (L / 2) + E) / 16; else the block's
-		 * byte 16 + 32 (U / 2) + E */
-		constexpr uint32_t P = qw_type<TYPE>::plane;
 		uint32_t u = 4 * half + l;
-		uint32_t w = qw_spread(
-		    qw_type<TYPE>::planes
-			? r + P * (1 + 2 * (l / 2) + e / 16) + e % 16
-			: r + 16 + 32 * (u / 2) + e);
+		uint32_t w = qw_spread(r + 16 + 32 * (u / 2) + e);
 
 		/* even units: low nibbles, odd: high; 128 + q less 128 */
 		w = ((u % 2 ? w >> 4 : w) & 0x000f000fu) | 0x43004300u;
@@ -447,9 +396,9 @@ static __device__ __forceinline__ uint32_t qw_pair(const uint8_t *r, uint32_t l,
 	}
 }
 
-/* Group GI's A fragments (k16 steps 4 GI .. 4 GI + 3: units 2 GI and 2 GI
- * + 1) of a stage whose rows g and g + 8 of the warp's 16 are at RA (HALF
- * as qw_scales), by the warp's unit scales SC (qw_warp_scales'). */
+/* Group GI's A fragments (k16 steps 4 GI .. 4 GI + 3) of a stage whose
+ * rows g and g + 8 of the warp's 16 are at RA (HALF as qw_scales), by the
+ * warp's unit scales SC (qw_scales', [4][16]). */
 template <int TYPE>
 static __device__ __forceinline__ void
 qw_frags(uint32_t (&af)[4][4], const uint8_t *const (&ra)[2], const uint4 *sc,
@@ -458,8 +407,7 @@ qw_frags(uint32_t (&af)[4][4], const uint8_t *const (&ra)[2], const uint4 *sc,
 #pragma unroll
 	for (int s = 0; s < 4; s++) {
 		uint32_t kk = 4 * gi + s, l = kk / 2, e = 16 * (kk % 2) + 2 * t;
-		uint32_t at = 16 * (QW_LEAN ? l % 2 : l) + g;
-		uint4 s0 = sc[at], s1 = sc[at + 8];
+		uint4 s0 = sc[16 * l + g], s1 = sc[16 * l + g + 8];
 
 		af[s][0] = qw_pair<TYPE>(ra[0], l, half, e, s0);
 		af[s][1] = qw_pair<TYPE>(ra[1], l, half, e, s1);
@@ -468,33 +416,20 @@ qw_frags(uint32_t (&af)[4][4], const uint8_t *const (&ra)[2], const uint4 *sc,
 	}
 }
 
-/* This warp's 16 rows' unit scales of group GI of the stage whose bytes
- * of the block's first row are at WST (HALF as qw_scales) into its slots
- * SC ([units][16 rows]): QW_LEAN, the group's 2 units, unit 2 GI + lane /
- * 16 of row lane % 16 a lane (GI 1's after GI 0's fragments were made);
- * else all 4 at GI 0, units lane / 16 and lane / 16 + 2 a lane. */
+/* This warp's 16 rows' unit scales of the stage whose bytes of the
+ * block's first row are at WST (HALF as qw_scales) into its slots SC:
+ * 64 (unit, row) pairs, units lane / 16 and lane / 16 + 2 of row
+ * lane % 16 a lane. */
 template <int TYPE>
 static __device__ __forceinline__ void
-qw_warp_scales(const uint8_t *wst, uint4 *sc, uint32_t half, int gi)
+qw_warp_scales(const uint8_t *wst, uint4 *sc, uint32_t half)
 {
 	constexpr uint32_t BOX = qw_type<TYPE>::box;
 	uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-	const uint8_t *r = wst + (16 * warp + lane % 16) * BOX;
 
-	if (!QW_LEAN && gi)
-		return;
-	__syncwarp(); /* every lane read the slots' last scales */
-	if (QW_LEAN) {
-		uint4 v[1];
-
-		qw_scales<TYPE, 1>(r, 2 * gi + lane / 16, 0, half, v);
-		sc[lane] = v[0];
-	} else {
-		uint4 v[2];
-
-		qw_scales<TYPE, 2>(r, lane / 16, 2, half, v);
-		sc[lane] = v[0], sc[lane + 32] = v[1];
-	}
+	__syncwarp(); /* every lane read the last stage's scales */
+	qw_scales<TYPE>(wst + (16 * warp + lane % 16) * BOX, lane / 16, half,
+			sc[lane], sc[lane + 32]);
 	__syncwarp();
 }
 
@@ -632,17 +567,14 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 	/* overlap needs a third buffer */
 	constexpr bool OV = QW_OVERLAP && S >= 3;
 	constexpr uint32_t D = OV ? S - 2 : S - 1; /* issued ahead */
-	extern __shared__ __align__(1024) uint8_t qw_shared[];
+	extern __shared__ uint8_t qw_shared[];
 	/* from the shared array itself, so that the compiler knows the
-	 * address space (shared loads, not generic ones); the bytes before
-	 * the first 1024-byte boundary (qw_smem) */
-	uint32_t gap = (1024 - (hop_saddr(qw_shared) & 1023)) & 1023;
-	uint8_t *base = qw_shared + gap;
+	 * address space (shared loads, not generic ones) */
+	uint8_t *base =
+	    qw_shared + ((1024 - (hop_saddr(qw_shared) & 1023)) & 1023);
 	uint4 *sc = (uint4 *)(base + S * sm::stage) +
-		    (threadIdx.x / 32) * 16 * sm::scw; /* this warp's */
-	uint64_t *bar = (uint64_t *)(gap >= sm::bars
-					 ? qw_shared
-					 : base + S * sm::stage + sm::sc);
+		    (threadIdx.x / 32) * 64; /* this warp's [4][16] */
+	uint64_t *bar = (uint64_t *)(base + S * sm::stage + sm::sc);
 	uint64_t *empty = bar + S; /* every warp done with the buffer */
 	uint64_t *peer = empty + S; /* CL 2: the other block's done too */
 	/* GLU: 64 gate rows (the first warpgroup's) and their up rows */
@@ -719,6 +651,8 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 					       a, r0, m0, j + D, true,
 					       !QW_PROBE_TOKENS_ONCE, rank);
 		}
+		qw_warp_scales<TYPE>(wst, sc, half);
+
 		const uint8_t *ra[2];
 
 #pragma unroll
@@ -727,7 +661,6 @@ static __global__ void __launch_bounds__(QW_THREADS, 1)
 
 #pragma unroll
 		for (int gi = 0; gi < 2; gi++) {
-			qw_warp_scales<TYPE>(wst, sc, half, gi);
 			qw_frags<TYPE>(af[gi], ra, sc, half, gi, g, t);
 			hop_wgmma_fence();
 			hop_pin(acc);

@@ -301,7 +301,7 @@ static void test_contexts(void **state)
 	     .heads = 4,
 	     .flat = true,
 	     .tc = O1_ATTN_TC_OFF},
-	    {.few_blocks = 132, .tc = O1_ATTN_TC_OFF}};
+	    {.few_blocks = 264, .tc = O1_ATTN_TC_OFF}};
 	const uint32_t one = 1;
 
 	(void)state;
