@@ -807,7 +807,7 @@ static void dec_few(dec_dev *a, uint32_t n_rows, uint32_t max_len,
 /* The splits a row of at most MAX_LEN positions uses (dec_splits, which
  * only grows with the length): the launch's grid needs no more. A graph's
  * launch serves its span's contexts (at 1 row of llama3-8b in the first
- * span, 1,024 positions: 9 of DEC_TARGET's 16 splits, DEC_TARGET_FEW's
+ * span, 1,024 positions: 4 of DEC_TARGET's 16 splits, DEC_TARGET_FEW's
  * cap), and the blocks past them only exited. N_SPLITS lowered to this
  * gives every row of up to MAX_LEN the same count and chunks (min(N, A(len),
  * max(F, B(len))) with N capped by A(MAX_LEN) and max(F, B(MAX_LEN)),
