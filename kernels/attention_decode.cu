@@ -775,11 +775,10 @@ static uint32_t dec_solo(uint32_t n_rows, uint32_t blocks, uint32_t d)
  * round after another, and the times fit waves of resident blocks, a partly
  * filled last wave costing a whole one: at 16,384 positions llama3-8b's 5
  * splits took 93 us, 9 took 94, 17 took 71. bench_decode_attn --tune on the
- * H100 (2026-12-06, graph max_len 8,192, cold us a layer), this cap against the
- * launch before it
- * (--tune 0,0,528,0): a lone row of llama3-8b at 1,024 / 2,048 / 4,096
- * positions 14.46 / 17.89 / 24.77 against 19.14 / 22.30 / 29.63,
- * llama3.2-1b at 2,048 / 4,096 / 8,192 14.27 / 17.63 / 25.09 against
+ * H100 (2026-12-06, graph max_len 8,192, cold us a layer), the cap of 264
+ * against the launch before it (--tune 0,0,528,0): a lone row of llama3-8b at
+ * 1,024 / 2,048 / 4,096 positions 14.46 / 17.89 / 24.77 against 19.14 / 22.30
+ * / 29.63, llama3.2-1b at 2,048 / 4,096 / 8,192 14.27 / 17.63 / 25.09 against
  * 19.17 / 22.34 / 29.73, qwen2.5-0.5b at 4,096 / 8,192 / 16,384 15.10 /
  * 18.56 / 24.38 against 20.16 / 22.91 / 29.02; even at 300 positions and
  * for llama3-8b from 8,192 (where the length cap lets it split as before;

@@ -539,7 +539,7 @@ static void test_gemm_qw(void **state)
 	check_gemm(O1_QUANT_Q6_K, 140, 6020, 2048, 6020);
 	/* 256 tokens a block on any device (2 token tiles by N / 128
 	 * weight tiles: more than a wave), a partial token tile, 16 stages
-	 * through the buffers in turn (Q4_K's planes; Q4_0: 3 buffers) */
+	 * through the buffers in turn */
 	n = 64 * (uint32_t)sms + 4;
 	check_gemm(O1_QUANT_Q4_K, 260, n, 2048, n);
 	check_gemm(O1_QUANT_Q4_0, 257, n, 1024, n + 3);
@@ -645,7 +645,7 @@ static void test_gemm_qw_swiglu(void **state)
 	 * rows run into up's, its up rows past the matrix) */
 	f = 64 * (uint32_t)sms;
 	check_swiglu(O1_QUANT_Q4_K, 40, f + 2, 256, f + 3);
-	/* 256 tokens a block: Q4_K's planes, three buffers in turn */
+	/* Q4_K at 256 tokens a block, 8 stages through the buffers */
 	check_swiglu(O1_QUANT_Q4_K, 300, f, 1024, f + 1);
 	check_swiglu(O1_QUANT_Q8_0, 300, f, 512, f);
 	check_swiglu(O1_QUANT_Q6_K, 130, f, 2048, f + 2);

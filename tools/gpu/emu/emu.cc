@@ -137,9 +137,9 @@ static std::vector<unsigned char> smem_all;
 static size_t smem_bytes;
 /* The shared address of a block's first byte of dynamic shared memory:
  * 0, or with O1_EMU_SMEM_SHIFT set, now and then (a launch in two) a
- * multiple of 16 below 1024: the device promises that array 16-byte
- * alignment, so a kernel that aligns its buffers to 1024 bytes at run
- * time (gemm_qw.cu) is checked with the bytes that come before. */
+ * multiple of 16 below 1024, so that a kernel which aligns its buffers
+ * to 1,024 bytes at run time (gemm_qw.cu) is checked where the array
+ * does not start on that boundary. */
 static uint32_t smem_origin;
 static unsigned blocks, warps_per_block;
 /* the running cluster's shape: block RANK at (RANK % x, RANK / x) from
