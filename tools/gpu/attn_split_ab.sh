@@ -10,8 +10,9 @@
 #      length (300 and 1,024 positions in the first span, 2,048 in the
 #      second, 8,192 in the third), llama3-8b at 1 and 4 rows, llama3.2-1b
 #      at 1, llama3-8b at 2 and 8, qwen2.5-0.5b at 1, while the budget
-#      allows (call 1 of the 49th session: 10 s for the first four): the default beside
-#      each of SA_FEW and beside a named target of 132 blocks (`--attn
+#      allows (the 49th session's call 1: 10 s for the first four): the
+#      default beside each of SA_FEW and beside a named target of 132
+#      blocks (`--attn
 #      0,0,132,0`, which drops the cap and cuts the grid: what the
 #      37th-40th sessions' A/Bs measured);
 #   3. test_attention_decode_cuda (few_blocks 264 among its tunings) and
