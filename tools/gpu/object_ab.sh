@@ -23,8 +23,12 @@
 # AB_CHECK=1: each variant's test_gpu_backend too (the same object swapped
 # into it; AB_TARGETS must build test_gpu_backend), run before the rounds:
 # the whole models against the CPU backend, for variants whose bits differ
-# from main's. AB_MODELS: session.sh's model names. AB_BUDGET (default
-# 560): rounds not
+# from main's. AB_MODELS: session.sh's model names (empty: none, for an
+# A/B of AB_GEMM alone). AB_GEMM: bench_gemm_q's arguments (e.g. "--rows
+# 256 --types q4_k --shapes gu,down,qkv,o --ways wg,bf16"): main's and
+# each variant's bench_gemm_q (the object swapped into it too) run by turns,
+# AB_ROUNDS times, before the models, and summed up as the models are
+# (wg_us, and bf16_us beside it). AB_BUDGET (default 560): rounds not
 # begun past it are skipped. A variant whose build fails is left out (its
 # log says why). The kernel's GQ_PROBE variants (gemv_q.cu) give wrong
 # results by design: their greedy digests differ, their times are what
@@ -38,7 +42,7 @@ left() { echo $((${AB_BUDGET:-560} - ($(date +%s) - t0))); }
 src=${AB_SRC:-}
 [ -z "${AB_VARIANTS:-}" ] || [ -n "$src" ] ||
 	{ echo "object_ab: AB_VARIANTS needs AB_SRC, the kernel file" >&2; exit 2; }
-models=${AB_MODELS:-qw-q4km l1-q4km}
+models=${AB_MODELS-qw-q4km l1-q4km}
 rounds=${AB_ROUNDS:-2}
 read -r -a args <<<"${AB_ARGS:---prompt 128 --tokens 128 --reps 3}"
 IFS=';' read -r -a extras <<<"${AB_EXTRA:-}"
@@ -46,13 +50,17 @@ results=$s_out/ab.raw
 : >"$results"
 
 s_log "start: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)"
-O1_GPU_TARGETS="${AB_TARGETS:-o1model bench_cuda_decode}" s_build
+targets=${AB_TARGETS:-o1model bench_cuda_decode}
+[ -z "${AB_GEMM:-}" ] || targets="$targets bench_gemm_q"
+O1_GPU_TARGETS=$targets s_build
 [ -x "$s_bin/tools/gpu/bench_cuda_decode" ] || { s_log "no bench_cuda_decode"; exit 1; }
 names=()
 for v in ${AB_VARIANTS:-}; do
 	s_object_variant "${v%%:*}" "$src" "${v#*:}" &
 	[ "${AB_CHECK:-0}" = 0 ] ||
 		s_object_variant "${v%%:*}-check" "$src" "${v#*:}" tests/gpu/test_gpu_backend &
+	[ -z "${AB_GEMM:-}" ] ||
+		s_object_variant "${v%%:*}-gemm" "$src" "${v#*:}" tools/gpu/bench_gemm_q &
 	names+=("${v%%:*}")
 done
 # shellcheck disable=SC2086 # the models: words
@@ -73,6 +81,48 @@ for n in "${names[@]}"; do
 	[ -x "/tmp/o1o-$n/tools/gpu/bench_cuda_decode" ] && ok+=("$n")
 done
 s_log "variants built: ${ok[*]} ($(left) s left)"
+
+# AB_GEMM: the products alone, by turns; a line a (shape, rows, type) and
+# build: the wg_us of every round, the median, its change against main's,
+# and the median bf16_us (cuBLAS, the same in every build)
+if [ -n "${AB_GEMM:-}" ]; then
+	read -r -a gemm_args <<<"$AB_GEMM"
+	for round in $(seq 1 "$rounds"); do
+		[ "$(left)" -gt 60 ] || { s_log "gemm round $round skipped: budget"; break; }
+		s_log "gemm round $round"
+		for n in main "${names[@]}"; do
+			b=$s_bin/tools/gpu/bench_gemm_q
+			[ "$n" = main ] || b=/tmp/o1o-$n-gemm/tools/gpu/bench_gemm_q
+			[ -x "$b" ] || { s_log "variant $n: no bench_gemm_q"; continue; }
+			"$b" "${gemm_args[@]}" 2>>"$s_out/gemm.log" |
+				sed -n "s/^RESULT /$n /p" >>"$s_out/gemm.raw"
+		done
+	done
+	s_log "gemm summary: wg_us every round, the median (its change against main's), bf16_us's median"
+	python3 - "$s_out/gemm.raw" <<'PY' | tee -a "$s_out/session.txt"
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, *pairs = line.split()
+    f = dict(p.split("=", 1) for p in pairs if "=" in p)
+    key = (f.get("shape"), f.get("m"), f.get("type"))
+    runs.setdefault(key, {}).setdefault(name, []).append(f)
+def med(rows, k):
+    v = [float(r[k]) for r in rows if float(r.get(k, -1)) > 0]
+    return statistics.median(v) if v else None
+for (shape, m, typ), by in runs.items():
+    base = med(by.get("main", []), "wg_us")
+    for name, rows in by.items():
+        w = med(rows, "wg_us")
+        ch = ("" if name == "main" or w is None or not base
+              else f" ({100 * (w / base - 1):+.1f}%)")
+        b = med(rows, "bf16_us")
+        print(f"gemm {shape} m={m} {typ} | {name}: wg_us "
+              f"{' '.join(r.get('wg_us', '-') for r in rows)} median "
+              f"{'-' if w is None else f'{w:.1f}'}{ch} | bf16_us "
+              f"{'-' if b is None else f'{b:.1f}'}")
+PY
+fi
 
 # one run: NAME (its label), BIN (a build's folder), MODEL, options...
 ab_one() {
@@ -130,4 +180,4 @@ for (model, label), values in runs.items():
 PY
 s_pack
 (cd "$s_out" && find . -maxdepth 1 -type f ! -name session-logs.tgz \
-	! -name session.txt ! -name ab.raw -delete)
+	! -name session.txt ! -name ab.raw ! -name gemm.raw -delete)

@@ -85,11 +85,23 @@ s_variant() {
 # /tmp/o1o-NAME/ (S_BIN=/tmp/o1o-NAME then runs it: its tools/gpu/...).
 # One compile instead of s_variant's whole build (gemv_q.cu: ~1.5
 # minutes); variants may build side by side (s_object_variant ... &).
-# DEFINE may be several, joined by commas (A=1,B=2: -DA=1 -DB=2).
+# DEFINE may be several, joined by commas (A=1,B=2: -DA=1 -DB=2), and may
+# end in @FILE: FILE compiled in SRC's place (another version of that
+# kernel, e.g. one kept from an earlier commit with `git show`), with the
+# defines before the @ (none: NAME:@FILE).
 #   s_object_variant p4 kernels/gemv_q.cu GQ_PROBE=4
+#   s_object_variant lc2 kernels/gemm_qw.cu QW_CLUSTER=2@/tmp/lean.cu \
+#     tools/gpu/bench_gemm_q
 s_object_variant() {
-	local name=$1 src=$2 def=$3 target=${4:-tools/gpu/bench_cuda_decode}
-	local d=/tmp/o1o-$name obj lib cmd flags="-D${def//,/ -D}"
+	local name=$1 src=$2 def=${3%%@*} target=${4:-tools/gpu/bench_cuda_decode}
+	local d=/tmp/o1o-$name obj lib cmd flags='' alt=''
+	[ -z "$def" ] || flags="-D${def//,/ -D}"
+	if [ "$3" != "${3#*@}" ]; then
+		alt=$(realpath "${3#*@}") ||
+			{ s_log "s_object_variant $name: no file ${3#*@}"; return 1; }
+		# SRC's own folder first, as for SRC: its "quoted" includes
+		flags="-I$s_root/$(dirname "$src") $flags"
+	fi
 	obj=$(cd "$s_bin" && ninja -t targets all |
 		sed -n "s|^\([^:]*/$(basename "$src")\.o\): .*|\1|p" | head -1)
 	[ -n "$obj" ] || { s_log "s_object_variant $name: no object of $src"; return 1; }
@@ -97,12 +109,16 @@ s_object_variant() {
 	lib=${obj#*/CMakeFiles/}
 	lib=${obj%%/CMakeFiles/*}/lib${lib%%.dir/*}.a
 	rm -rf "$d" && mkdir -p "$d/$(dirname "$target")"
-	s_log "build object variant $name ($src: $flags)"
+	s_log "build object variant $name (${alt:-$src}: $flags)"
 	# the output last (nvcc) or before -c (cc): the variant's object
 	cmd=$(cd "$s_bin" && ninja -t commands "$obj" | tail -1 |
 		sed -e "s| -MD -MT [^ ]* -MF [^ ]*||" \
 			-e "s| -o $obj\$| $flags -o $d/$(basename "$obj")|" \
 			-e "s| -o $obj | $flags -o $d/$(basename "$obj") |")
+	# the other file in SRC's place (its path in the command: absolute or
+	# relative, ending in SRC; a pattern, so not ${cmd//...})
+	# shellcheck disable=SC2001
+	[ -z "$alt" ] || cmd=$(sed "s| [^ ]*$src | $alt |" <<<"$cmd")
 	(cd "$s_bin" && eval "$cmd") >"$s_out/build-$name.txt" 2>&1 &&
 		cp "$s_bin/$lib" "$d/lib.a" &&
 		(cd "$d" && ar r lib.a "$(basename "$obj")") >>"$s_out/build-$name.txt" 2>&1 &&
