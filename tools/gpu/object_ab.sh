@@ -87,6 +87,7 @@ s_log "variants built: ${ok[*]} ($(left) s left)"
 # and the median bf16_us (cuBLAS, the same in every build)
 if [ -n "${AB_GEMM:-}" ]; then
 	read -r -a gemm_args <<<"$AB_GEMM"
+	: >"$s_out/gemm.raw"
 	for round in $(seq 1 "$rounds"); do
 		[ "$(left)" -gt 60 ] || { s_log "gemm round $round skipped: budget"; break; }
 		s_log "gemm round $round"
