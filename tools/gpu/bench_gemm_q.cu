@@ -49,9 +49,10 @@
  * inputs' error, ~1e-3 to 1e-2; wg_rel, its values' own rounding from
  * bf16 scales, ~2e-3 on the H200). --ways LIST (tiles,mma,qp,i8,wg,bf16;
  * default all) times only those (the others' figures are -1; qp_rel and
- * i8_rel need tiles). This file includes gemm_q.cu, gemm_qp.cu and
- * gemm_qi8.cu to reach their launches by plan (it does not link the
- * library's copies).
+ * i8_rel need tiles). This file includes gemm_q.cu, gemm_qp.cu,
+ * gemm_qi8.cu and gemm_qw.cu to reach their launches by plan (it does not
+ * link the library's copies: an A/B variant of one of them recompiles
+ * this file, tools/gpu/session.sh's s_object_variant OBJSRC).
  */
 #include <errno.h>
 #include <getopt.h>

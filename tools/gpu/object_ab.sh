@@ -25,10 +25,12 @@
 # the whole models against the CPU backend, for variants whose bits differ
 # from main's. AB_MODELS: session.sh's model names (empty: none, for an
 # A/B of AB_GEMM alone). AB_GEMM: bench_gemm_q's arguments (e.g. "--rows
-# 256 --types q4_k --shapes gu,down,qkv,o --ways wg,bf16"): main's and
-# each variant's bench_gemm_q (the object swapped into it too) run by turns,
-# AB_ROUNDS times, before the models, and summed up as the models are
-# (wg_us, and bf16_us beside it). AB_BUDGET (default 560): rounds not
+# 256 --types q4_k --shapes gu,down,qkv,o --ways wg,bf16"), where AB_SRC
+# is a kernel bench_gemm_q.cu includes (gemm_q, gemm_qp, gemm_qi8 or
+# gemm_qw.cu): main's and each variant's bench_gemm_q (bench_gemm_q.cu
+# compiled again with the variant) run by turns, AB_ROUNDS times, before
+# the models, and summed up as the models are (wg_us, and bf16_us beside
+# it). AB_BUDGET (default 560): rounds not
 # begun past it are skipped. A variant whose build fails is left out (its
 # log says why). The kernel's GQ_PROBE variants (gemv_q.cu) give wrong
 # results by design: their greedy digests differ, their times are what
@@ -60,7 +62,8 @@ for v in ${AB_VARIANTS:-}; do
 	[ "${AB_CHECK:-0}" = 0 ] ||
 		s_object_variant "${v%%:*}-check" "$src" "${v#*:}" tests/gpu/test_gpu_backend &
 	[ -z "${AB_GEMM:-}" ] ||
-		s_object_variant "${v%%:*}-gemm" "$src" "${v#*:}" tools/gpu/bench_gemm_q &
+		s_object_variant "${v%%:*}-gemm" "$src" "${v#*:}" tools/gpu/bench_gemm_q \
+			tools/gpu/bench_gemm_q.cu &
 	names+=("${v%%:*}")
 done
 # shellcheck disable=SC2086 # the models: words

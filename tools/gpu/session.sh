@@ -80,52 +80,74 @@ s_variant() {
 # A variant of one program that differs from the main build ($s_bin, made
 # by s_build first) by a define in one source file: that file's object
 # compiled again by the main build's own command plus -DDEFINE, swapped
-# into a copy of its library, and TARGET (default
-# tools/gpu/bench_cuda_decode) linked against the copy into
+# into a copy of its library (or, where it is TARGET's own, into TARGET's
+# link), and TARGET (default tools/gpu/bench_cuda_decode) linked into
 # /tmp/o1o-NAME/ (S_BIN=/tmp/o1o-NAME then runs it: its tools/gpu/...).
 # One compile instead of s_variant's whole build (gemv_q.cu: ~1.5
 # minutes); variants may build side by side (s_object_variant ... &).
 # DEFINE may be several, joined by commas (A=1,B=2: -DA=1 -DB=2), and may
-# end in @FILE: FILE compiled in SRC's place (another version of that
-# kernel, e.g. one kept from an earlier commit with `git show`), with the
-# defines before the @ (none: NAME:@FILE).
+# end in @FILE: FILE in SRC's place (another version of that kernel, e.g.
+# one kept from an earlier commit with `git show`), with the defines
+# before the @ (none: NAME:@FILE): SRC's folder copied to
+# /tmp/o1o-NAME/shadow with FILE as SRC, searched first for includes.
+# OBJSRC (default SRC): the file whose object is compiled again, where
+# TARGET takes SRC through it (bench_gemm_q.cu includes the gemm_*.cu
+# kernels: their objects in the library are not what it runs). A variant
+# whose TARGET comes out the same as main's fails (its SRC not in it).
 #   s_object_variant p4 kernels/gemv_q.cu GQ_PROBE=4
 #   s_object_variant lc2 kernels/gemm_qw.cu QW_CLUSTER=2@/tmp/lean.cu \
-#     tools/gpu/bench_gemm_q
+#     tools/gpu/bench_gemm_q tools/gpu/bench_gemm_q.cu
 s_object_variant() {
 	local name=$1 src=$2 def=${3%%@*} target=${4:-tools/gpu/bench_cuda_decode}
-	local d=/tmp/o1o-$name obj lib cmd flags='' alt=''
+	local objsrc=${5:-$2} d=/tmp/o1o-$1 obj lib cmd flags='' alt='' o
 	[ -z "$def" ] || flags="-D${def//,/ -D}"
 	if [ "$3" != "${3#*@}" ]; then
 		alt=$(realpath "${3#*@}") ||
 			{ s_log "s_object_variant $name: no file ${3#*@}"; return 1; }
-		# SRC's own folder first, as for SRC: its "quoted" includes
-		flags="-I$s_root/$(dirname "$src") $flags"
 	fi
 	obj=$(cd "$s_bin" && ninja -t targets all |
-		sed -n "s|^\([^:]*/$(basename "$src")\.o\): .*|\1|p" | head -1)
-	[ -n "$obj" ] || { s_log "s_object_variant $name: no object of $src"; return 1; }
+		sed -n "s|^\([^:]*/$(basename "$objsrc")\.o\): .*|\1|p" | head -1)
+	[ -n "$obj" ] || { s_log "s_object_variant $name: no object of $objsrc"; return 1; }
+	o=$d/$(basename "$obj")
 	# kernels/CMakeFiles/o1_kernels_cuda.dir/... -> kernels/libo1_kernels_cuda.a
 	lib=${obj#*/CMakeFiles/}
 	lib=${obj%%/CMakeFiles/*}/lib${lib%%.dir/*}.a
+	[ -e "$s_bin/$lib" ] || lib= # TARGET's own object
 	rm -rf "$d" && mkdir -p "$d/$(dirname "$target")"
-	s_log "build object variant $name (${alt:-$src}: $flags)"
+	s_log "build object variant $name ($objsrc${alt:+, $src from $alt}: $flags)"
 	# the output last (nvcc) or before -c (cc): the variant's object
 	cmd=$(cd "$s_bin" && ninja -t commands "$obj" | tail -1 |
 		sed -e "s| -MD -MT [^ ]* -MF [^ ]*||" \
-			-e "s| -o $obj\$| $flags -o $d/$(basename "$obj")|" \
-			-e "s| -o $obj | $flags -o $d/$(basename "$obj") |")
-	# the other file in SRC's place (its path in the command: absolute or
-	# relative, ending in SRC; a pattern, so not ${cmd//...})
-	# shellcheck disable=SC2001
-	[ -z "$alt" ] || cmd=$(sed "s| [^ ]*$src | $alt |" <<<"$cmd")
-	(cd "$s_bin" && eval "$cmd") >"$s_out/build-$name.txt" 2>&1 &&
-		cp "$s_bin/$lib" "$d/lib.a" &&
-		(cd "$d" && ar r lib.a "$(basename "$obj")") >>"$s_out/build-$name.txt" 2>&1 &&
-		cmd=$(cd "$s_bin" && ninja -t commands "$target" | tail -1 |
-			sed -e "s| $lib | $d/lib.a |g" -e "s| -o $target | -o $d/$target |") &&
-		(cd "$s_bin" && eval "$cmd") >>"$s_out/build-$name.txt" 2>&1
+			-e "s| -o $obj\$| $flags -o $o|" \
+			-e "s| -o $obj | $flags -o $o |")
+	if [ -n "$alt" ]; then
+		# the shadow folder before every other (after the compiler, its
+		# first word), and SRC itself compiled from there (its "quoted"
+		# includes then found beside it; a pattern, so not ${cmd//...})
+		mkdir -p "$d/shadow/$(dirname "$src")" &&
+			cp -r "$s_root/$(dirname "$src")/." "$d/shadow/$(dirname "$src")/" &&
+			cp "$alt" "$d/shadow/$src" || return 1
+		# shellcheck disable=SC2001
+		cmd=$(sed -e "s|^\([^ ]*\) |\1 -I$d/shadow |" \
+			-e "s| [^ ]*$src | $d/shadow/$src |" <<<"$cmd")
+	fi
+	# the commands into the log too: what ran, if the variant is in doubt
+	(cd "$s_bin" && echo "$cmd" && eval "$cmd") >"$s_out/build-$name.txt" 2>&1 &&
+		if [ -n "$lib" ]; then
+			cp "$s_bin/$lib" "$d/lib.a" &&
+				(cd "$d" && ar r lib.a "$(basename "$obj")") >>"$s_out/build-$name.txt" 2>&1 &&
+				cmd=$(cd "$s_bin" && ninja -t commands "$target" | tail -1 |
+					sed -e "s| $lib | $d/lib.a |g" -e "s| -o $target | -o $d/$target |")
+		else
+			cmd=$(cd "$s_bin" && ninja -t commands "$target" | tail -1 |
+				sed -e "s| $obj | $o |g" -e "s| -o $target | -o $d/$target |")
+		fi &&
+		(cd "$s_bin" && echo "$cmd" && eval "$cmd") >>"$s_out/build-$name.txt" 2>&1
 	local rc=$?
+	if [ $rc = 0 ] && cmp -s "$s_bin/$target" "$d/$target"; then
+		s_log "s_object_variant $name: $target is main's ($objsrc's object not in it: OBJSRC?)"
+		rc=1
+	fi
 	s_log "object variant $name: rc=$rc"
 	return $rc
 }
